@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install the Debian packages a target needs, only those `dpkg -s` reports missing.
+# Usage: scripts/deps.sh build|test|fuzz
+set -euo pipefail
+pkgs=(build-essential pkg-config libraft-dev libuv1-dev)
+case "${1:-build}" in
+build) ;;
+test) pkgs+=(python3 redis-tools faketime libfaketime iproute2 procps) ;;
+fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
+*) echo "usage: $0 build|test|fuzz" >&2; exit 2 ;;
+esac
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

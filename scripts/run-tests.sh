@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Run every test of a build directory: the unit-test binaries, then the integration tests
+# against real fencelockd processes. Each part prints "tests: N passed, N failed"; this
+# script adds them up and prints the closing line CI reads.
+set -uo pipefail
+B=${1:-build/asan}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+passed=0; failed=0
+count() { # parse the last summary line of a part's output
+  local line; line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  if [ -z "$line" ]; then failed=$((failed + 1)); echo "!! $2 printed no summary"; return; fi
+  local p f; p=$(echo "$line" | sed -E 's/tests: ([0-9]+) passed.*/\1/')
+  f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  passed=$((passed + p)); failed=$((failed + f))
+}
+log=$(mktemp)
+for t in "$B"/tests/test_*; do
+  [ -x "$t" ] || continue
+  echo "== $t"
+  "$t" >"$log" 2>&1; rc=$?
+  grep -E '^(not ok|  FAIL)' "$log"; grep -E '^tests:' "$log"
+  [ $rc -ne 0 ] && ! grep -q 'failed' "$log" && { echo "!! $t exited $rc"; cat "$log"; }
+  count "$log" "$t"
+  if [ $rc -ne 0 ] && grep -qE '^tests: [0-9]+ passed, 0 failed' "$log"; then
+    echo "!! $t exited $rc after passing (sanitizer report?)"; tail -n 30 "$log"; failed=$((failed + 1))
+  fi
+done
+echo "== integration"
+python3 tests/integration/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
+count "$log" integration
+rm -f "$log"
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

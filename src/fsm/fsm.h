@@ -1,0 +1,237 @@
+/*
+ * fsm — the pure, deterministic state machine of fencelock.
+ *
+ * Owns: the revision counter, sessions, locks (holder + FIFO waiters + lock-delay flag), the KV
+ * store and the per-session request table (exactly-once retries). It never reads a clock, does
+ * no I/O and uses no randomness: time arrives inside commands (`now_ms`, informational only).
+ *
+ * Invariants (checked by fsm_check_invariants, asserted by the tests after every step):
+ *   - a lock has at most one holder; a holder's session is alive;
+ *   - every queued waiter's session is alive and waits at most once per lock;
+ *   - a lock that is free (no holder, not in lock-delay) has no waiters;
+ *   - every grant takes a fresh revision: tokens strictly increase per lock and are unique.
+ *
+ * Ownership: struct fsm owns all its state. Strings inside a decoded struct fsm_cmd borrow the
+ * buffer they were decoded from. Strings inside struct fsm_events are owned by the events
+ * struct (copied), valid until fsm_events_reset/fsm_events_free. Query results that return
+ * pointers (fsm_kv_get, fsm_lock_info) borrow FSM memory, valid until the next fsm_apply or
+ * fsm_restore.
+ */
+#ifndef FENCELOCK_FSM_H
+#define FENCELOCK_FSM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+/* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
+#define FSM_MAX_NAME 1024          /* lock names, session names, keys */
+#define FSM_MAX_VALUE (16u << 20)  /* KV values */
+#define FSM_CMD_VERSION 1
+
+enum fsm_op {
+    FSM_OP_NOOP = 0,          /* changes nothing; reply OK (used for leader term start) */
+    FSM_OP_SESSION_OPEN = 1,  /* ttl_ms, lockdelay_ms, name -> INT sid */
+    FSM_OP_SESSION_CLOSE = 2, /* sid -> OK; releases locks (no lock-delay), drops waits, keys */
+    FSM_OP_SESSION_EXPIRE = 3,/* sid -> OK; as close, but starts lock-delay on held locks */
+    FSM_OP_LOCK = 4,          /* name, sid, wait_ms -> INT token | QUEUED | NIL */
+    FSM_OP_UNLOCK = 5,        /* name, sid -> OK | ERR NOTHOLDER */
+    FSM_OP_CANCEL_WAIT = 6,   /* name, sid -> NIL if the waiter was removed, INT token if it
+                                 already holds the lock (grant won the race), ERR otherwise */
+    FSM_OP_LOCKDELAY_END = 7, /* name -> OK; ends lock-delay, grants the next waiter */
+    FSM_OP_PUT = 8,           /* key, value, lease_sid, fence, ifrev -> INT revision */
+    FSM_OP_DEL = 9,           /* key, fence, ifrev -> INT deleted count (0 or 1) */
+    FSM_OP__COUNT
+};
+
+struct fsm_str {
+    const char *p; /* not NUL-terminated */
+    uint32_t len;
+};
+
+/*
+ * A decoded command. Fields not used by an op are zero. `req_sid`/`req_seq` (both non-zero)
+ * request exactly-once semantics: see fsm_apply.
+ */
+struct fsm_cmd {
+    uint8_t op;             /* enum fsm_op */
+    uint64_t now_ms;        /* leader's wall clock when proposed; informational only */
+    uint64_t req_sid;       /* REQ session (0 = none) */
+    uint64_t req_seq;       /* REQ seq (0 = none) */
+    uint64_t sid;           /* session the command acts for */
+    uint64_t ttl_ms;        /* SESSION_OPEN */
+    uint64_t lockdelay_ms;  /* SESSION_OPEN */
+    uint64_t wait_ms;       /* LOCK: 0 = try only, never enqueue */
+    struct fsm_str name;    /* lock name, or session name for SESSION_OPEN */
+    struct fsm_str key;     /* PUT / DEL */
+    struct fsm_str value;   /* PUT */
+    uint64_t lease_sid;     /* PUT: attach key to session (0 = none) */
+    bool has_fence;         /* PUT / DEL: FENCE fence_name fence_token */
+    struct fsm_str fence_name;
+    uint64_t fence_token;
+    bool has_ifrev;         /* PUT / DEL: IFREV ifrev (0 = key must not exist) */
+    uint64_t ifrev;
+};
+
+/*
+ * Encode `c` (versioned binary format, FSM_CMD_VERSION) by appending to `out`.
+ * Returns 0, or -1 on allocation failure.
+ */
+int fsm_cmd_encode(const struct fsm_cmd *c, struct buf *out);
+
+/*
+ * Decode `len` bytes into `c`; strings in `c` borrow `data`. Total: any byte string either
+ * decodes or returns -1 with a message in `err` (size errlen). Never reads past `len`.
+ */
+int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err, size_t errlen);
+
+enum fsm_reply_kind {
+    FSM_REPLY_OK = 0,
+    FSM_REPLY_INT = 1,    /* value */
+    FSM_REPLY_NIL = 2,    /* e.g. try-lock on a busy lock; cancelled wait */
+    FSM_REPLY_QUEUED = 3, /* LOCK enqueued the session; the grant comes later as an event */
+    FSM_REPLY_ERR = 4,    /* err: "CODE message", CODE one of NOSESSION STALE NOTHOLDER
+                             IFREV ERR ... (Redis style, without the leading '-') */
+};
+
+struct fsm_reply {
+    uint8_t kind;   /* enum fsm_reply_kind */
+    uint64_t value; /* INT */
+    char err[128];  /* ERR */
+};
+
+enum fsm_event_type {
+    FSM_EV_SESSION_OPENED = 1,  /* sid, ttl_ms */
+    FSM_EV_SESSION_ENDED = 2,   /* sid, expired (true if by expiry) */
+    FSM_EV_GRANTED = 3,         /* name, sid, token */
+    FSM_EV_RELEASED = 4,        /* name, sid, token (unlock, close or expiry of holder) */
+    FSM_EV_WAIT_STARTED = 5,    /* name, sid, wait_ms (the session was enqueued) */
+    FSM_EV_WAIT_ENDED = 6,      /* name, sid (removed from the queue without a grant) */
+    FSM_EV_LOCKDELAY_STARTED = 7, /* name, delay_ms */
+    FSM_EV_LOCKDELAY_ENDED = 8, /* name */
+    FSM_EV_FENCE_REJECTED = 9,  /* name, token (a fenced write failed with STALE) */
+};
+
+struct fsm_event {
+    uint8_t type;
+    bool expired;
+    uint64_t sid;
+    uint64_t token;
+    uint64_t ms; /* ttl_ms, wait_ms or delay_ms by type */
+    struct fsm_str name; /* owned by the events struct */
+};
+
+/* Events produced by one fsm_apply, in the order they happened. */
+struct fsm_events {
+    struct fsm_event *ev;
+    size_t n, cap;
+    struct buf names; /* storage for event names; ev[i].name points inside after apply */
+};
+
+void fsm_events_init(struct fsm_events *e);
+void fsm_events_reset(struct fsm_events *e); /* n = 0, keeps memory */
+void fsm_events_free(struct fsm_events *e);
+
+struct fsm;
+
+struct fsm *fsm_new(void);
+void fsm_free(struct fsm *f);
+
+/*
+ * Apply one committed entry. Total: never fails on any input; a malformed entry or a
+ * semantically invalid command yields an ERR reply and changes nothing (revision unchanged).
+ * Appends the events of this entry to `ev` (the caller resets it between entries).
+ *
+ * Revision: a command that changes state allocates revisions: each grant takes ++revision
+ * (its token); a state-changing command without a grant takes ++revision once.
+ *
+ * Exactly-once: with req_sid/req_seq set, req_sid must be alive (else ERR NOSESSION).
+ * seq < session's highest seq -> ERR "ERR request seq already superseded", nothing changes.
+ * seq == highest -> the cached reply, nothing changes; except for LOCK whose cached reply is
+ * QUEUED: then the current truth is answered (INT token if the session now holds the lock,
+ * QUEUED if still queued, NIL if its wait ended). seq > highest -> applied; reply cached.
+ * The table is dropped with the session.
+ */
+void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,
+               struct fsm_events *ev);
+
+/* Deterministic snapshot: the same state gives the same bytes. Appends to `out`. 0 or -1. */
+int fsm_snapshot(const struct fsm *f, struct buf *out);
+
+/*
+ * Replace the whole state with a snapshot. On error (-1, message in err) the state is left
+ * unchanged. Does not take ownership of `data`.
+ */
+int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_t errlen);
+
+/* ---- Queries (read-only; the server calls them after a barrier for linearizable reads) ---- */
+
+uint64_t fsm_revision(const struct fsm *f);
+
+struct fsm_kv_meta {
+    const char *value; /* borrowed */
+    uint32_t value_len;
+    uint64_t create_rev, mod_rev, version, lease_sid;
+};
+
+/* 1 and fill `m` if `key` exists, else 0. */
+int fsm_kv_get(const struct fsm *f, const char *key, size_t keylen, struct fsm_kv_meta *m);
+
+/* Calls cb for keys starting with prefix, in byte order, at most `limit` (0 = no limit).
+ * cb returns non-zero to stop. Returns the number of keys visited. */
+size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, size_t limit,
+                   int (*cb)(void *arg, const char *key, size_t keylen,
+                             const struct fsm_kv_meta *m),
+                   void *arg);
+
+struct fsm_lock_view {
+    uint64_t holder_sid;   /* 0 = no holder */
+    uint64_t token;        /* holder's token */
+    uint64_t held_since_ms;/* now_ms of the granting entry */
+    bool in_lockdelay;
+    uint64_t lockdelay_ms;
+    size_t n_waiters;
+};
+
+/* 1 and fill `v` if the lock exists (held, in lock-delay or with waiters), else 0. */
+int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_lock_view *v);
+
+/* Waiters of a lock in FIFO order: calls cb(arg, sid, wait_ms) for each. */
+void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
+                      void (*cb)(void *arg, uint64_t sid, uint64_t wait_ms), void *arg);
+
+/* 0 if `token` is the current holder's token of lock `name`, else -1. */
+int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token);
+
+struct fsm_session_view {
+    uint64_t sid, ttl_ms, lockdelay_ms;
+    struct fsm_str name; /* borrowed */
+    size_t n_locks, n_waits, n_keys;
+};
+
+/* 1 and fill `v` if the session is alive, else 0. */
+int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v);
+
+/* Iteration for a new leader re-arming timers (order unspecified but deterministic). */
+void fsm_foreach_session(const struct fsm *f,
+                         void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms), void *arg);
+void fsm_foreach_waiter(const struct fsm *f,
+                        void (*cb)(void *arg, const char *name, size_t namelen, uint64_t sid,
+                                   uint64_t wait_ms),
+                        void *arg);
+void fsm_foreach_lockdelay(const struct fsm *f,
+                           void (*cb)(void *arg, const char *name, size_t namelen,
+                                      uint64_t delay_ms),
+                           void *arg);
+
+struct fsm_stats {
+    uint64_t sessions, locks_held, waiters, locks_in_delay, keys;
+};
+void fsm_stats(const struct fsm *f, struct fsm_stats *s);
+
+/* 0 if every invariant in the header comment holds, else -1 with a message. For tests. */
+int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * test.h — the project's tiny unit-test runner.
+ *
+ * A test is `TEST(name) { ... }` registered in main with RUN(name). CHECK(cond) records a
+ * failure with file:line and returns from the test; CHECK_EQ_U64 prints both values.
+ * TEST_MAIN_END prints "tests: N passed, N failed" (the line CI reads) and returns non-zero on
+ * any failure. Only for test binaries: the globals below live in each test executable.
+ */
+#ifndef FENCELOCK_TEST_H
+#define FENCELOCK_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int test_passed_, test_failed_, test_cur_failed_;
+
+#define TEST(name) static void name(void)
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);              \
+            test_cur_failed_ = 1;                                                          \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_EQ_U64(a, b)                                                                 \
+    do {                                                                                   \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
+        if (a_ != b_) {                                                                    \
+            fprintf(stderr, "  FAIL %s:%d: %s == %s (%" PRIu64 " != %" PRIu64 ")\n",       \
+                    __FILE__, __LINE__, #a, #b, a_, b_);                                   \
+            test_cur_failed_ = 1;                                                          \
+            return;                                                                        \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_STR_PREFIX(s, prefix) CHECK(strncmp((s), (prefix), strlen(prefix)) == 0)
+
+#define RUN(name)                                                                          \
+    do {                                                                                   \
+        test_cur_failed_ = 0;                                                              \
+        name();                                                                            \
+        if (test_cur_failed_) {                                                            \
+            test_failed_++;                                                                \
+            fprintf(stderr, "not ok %s\n", #name);                                         \
+        } else {                                                                           \
+            test_passed_++;                                                                \
+            fprintf(stderr, "ok %s\n", #name);                                             \
+        }                                                                                  \
+    } while (0)
+
+#define TEST_MAIN_END()                                                                    \
+    do {                                                                                   \
+        printf("tests: %d passed, %d failed\n", test_passed_, test_failed_);               \
+        return test_failed_ ? 1 : 0;                                                       \
+    } while (0)
+
+#endif
