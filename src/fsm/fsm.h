@@ -38,8 +38,9 @@ enum fsm_op {
     FSM_OP_SESSION_EXPIRE = 3,/* sid -> OK; as close, but starts lock-delay on held locks */
     FSM_OP_LOCK = 4,          /* name, sid, wait_ms -> INT token | QUEUED | NIL */
     FSM_OP_UNLOCK = 5,        /* name, sid -> OK | ERR NOTHOLDER */
-    FSM_OP_CANCEL_WAIT = 6,   /* name, sid -> NIL if the waiter was removed, INT token if it
-                                 already holds the lock (grant won the race), ERR otherwise */
+    FSM_OP_CANCEL_WAIT = 6,   /* name, sid -> NIL if the waiter was removed (or was not
+                                 queued), INT token if it already holds the lock (the grant
+                                 won the race), ERR NOSESSION if the session is gone */
     FSM_OP_LOCKDELAY_END = 7, /* name -> OK; ends lock-delay, grants the next waiter */
     FSM_OP_PUT = 8,           /* key, value, lease_sid, fence, ifrev -> INT revision */
     FSM_OP_DEL = 9,           /* key, fence, ifrev -> INT deleted count (0 or 1) */
