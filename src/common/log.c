@@ -1,0 +1,109 @@
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOG_LINE_MAX 4096
+
+static char level_char(enum log_level lv)
+{
+    switch (lv) {
+    case LOG_DEBUG:
+        return 'D';
+    case LOG_INFO:
+        return 'I';
+    case LOG_WARN:
+        return 'W';
+    case LOG_ERROR:
+        return 'E';
+    }
+    return '?';
+}
+
+/* "2026-12-02T16:05:41.123Z" into out (at least 32 bytes); returns its length. */
+static int format_time(char *out, size_t n)
+{
+    struct timespec ts;
+    struct tm tm;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !gmtime_r(&ts.tv_sec, &tm))
+        return snprintf(out, n, "0000-00-00T00:00:00.000Z");
+    return snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                    ts.tv_nsec / 1000000L);
+}
+
+/* One line per entry: a newline inside a message would forge a second, unprefixed entry. */
+static void flatten(char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '\n' || p[i] == '\r')
+            p[i] = ' ';
+}
+
+/* Retry short writes and EINTR; give up silently on other errors (logging must never fail). */
+static void write_all(const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
+{
+    enum log_level min = l ? l->level : LOG_INFO;
+    if (lv < min)
+        return;
+    char line[LOG_LINE_MAX];
+    char ts[40];
+    format_time(ts, sizeof(ts));
+    int h = snprintf(line, sizeof(line), "%s %c [%d] ", ts, level_char(lv), l ? l->id : 0);
+    if (h < 0 || (size_t)h >= sizeof(line))
+        return;
+    size_t room = sizeof(line) - (size_t)h - 1; /* keep one byte for the newline */
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + h, room + 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)m;
+    if (len > room) {
+        len = room;
+        memcpy(line + h + len - 3, "...", 3);
+    }
+    flatten(line + h, len);
+    line[(size_t)h + len] = '\n';
+    write_all(line, (size_t)h + len + 1);
+}
+
+int log_level_parse(const char *s, enum log_level *out)
+{
+    static const struct {
+        const char *name;
+        enum log_level lv;
+    } names[] = {{"debug", LOG_DEBUG},
+                 {"info", LOG_INFO},
+                 {"warn", LOG_WARN},
+                 {"warning", LOG_WARN},
+                 {"error", LOG_ERROR}};
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcasecmp(s, names[i].name) == 0) {
+            *out = names[i].lv;
+            return 0;
+        }
+    }
+    return -1;
+}

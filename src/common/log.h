@@ -1,0 +1,30 @@
+/*
+ * log — leveled log lines on stderr.
+ *
+ * Owns nothing and keeps no global state: the caller owns a struct logger (threshold level and
+ * the node id printed on each line) and passes it to every call; a NULL logger means "info, id
+ * 0". Each line is `2026-12-02T16:05:41.123Z I [1] message`, UTC wall clock, emitted with one
+ * write(2) so lines from threads and processes sharing stderr do not interleave. Newlines in
+ * the message become spaces; a message longer than the line buffer is cut and ends in "...".
+ */
+#ifndef FENCELOCK_LOG_H
+#define FENCELOCK_LOG_H
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+struct logger {
+    enum log_level level; /* lines below this level are dropped */
+    int id;               /* node id printed in each line */
+};
+
+void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "debug" "info" "warn" (or "warning") "error", case-insensitive. 0, or -1 if unknown. */
+int log_level_parse(const char *s, enum log_level *out);
+
+#define LOGD(l, ...) log_msg((l), LOG_DEBUG, __VA_ARGS__)
+#define LOGI(l, ...) log_msg((l), LOG_INFO, __VA_ARGS__)
+#define LOGW(l, ...) log_msg((l), LOG_WARN, __VA_ARGS__)
+#define LOGE(l, ...) log_msg((l), LOG_ERROR, __VA_ARGS__)
+
+#endif
