@@ -1,0 +1,40 @@
+/*
+ * map — a hash map from byte-string keys to borrowed `void *` values (chained buckets).
+ *
+ * Owns: its bucket array and one node per entry holding a copy of the key. It does not own the
+ * values: map_del returns the value to the caller, map_free calls `free_val` (may be NULL) on
+ * each remaining value. The table doubles when the load passes 1 and never shrinks.
+ * Iteration order is unspecified; deleting the entry being visited is allowed in map_foreach.
+ */
+#ifndef FENCELOCK_MAP_H
+#define FENCELOCK_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct map_node;
+
+struct map {
+    struct map_node **b;
+    size_t nb, n;
+};
+
+void map_init(struct map *m);
+void map_free(struct map *m, void (*free_val)(void *val));
+void *map_get(const struct map *m, const void *key, size_t len);
+/* Insert or replace. 0, or -1 on allocation failure (map unchanged). */
+int map_put(struct map *m, const void *key, size_t len, void *val);
+/* Remove; returns the value, or NULL if absent. */
+void *map_del(struct map *m, const void *key, size_t len);
+void map_foreach(struct map *m, void (*cb)(void *arg, const void *key, size_t len, void *val),
+                 void *arg);
+
+/* Keys made of a u64 (a session id), or a name followed by a u64. `out` needs len + 8. */
+static inline size_t map_key_u64(uint64_t v, char out[8])
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (char)(v >> (8 * i));
+    return 8;
+}
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * rn — replication node: the one place that talks to libraft (Debian libraft-dev 0.15).
+ *
+ * Owns: the struct raft, its libuv disk I/O and TCP transport, and the table of this node's
+ * in-flight proposals. Feeds every committed command entry to the FSM (on every node), hands
+ * the FSM's events to the server through rn_hooks, and delivers the reply of a proposal made
+ * here to its callback exactly once: the reply when the entry is applied, or RN_UNKNOWN when
+ * leadership was lost after proposing (the entry may still commit), or RN_NOTLEADER when it
+ * was never appended.
+ *
+ * Log entry format (rn-owned, versioned): u8 version=1, varint origin node id, varint first
+ * proposal id, varint n, then n x (varint len, fsm command bytes). The origin/proposal ids let
+ * the applying node find its own waiting proposal without relying on libraft's callback
+ * ordering; n > 1 batches several commands into one entry.
+ *
+ * Memory: rn_propose copies the command; the callback's `reply` is borrowed for the call.
+ */
+#ifndef FENCELOCK_RN_H
+#define FENCELOCK_RN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/log.h"
+#include "fsm/fsm.h"
+
+enum rn_status {
+    RN_OK = 0,
+    RN_NOTLEADER = 1, /* not appended: this node is not the leader */
+    RN_UNKNOWN = 2,   /* appended, then leadership lost: may or may not commit */
+    RN_ERR = 3,       /* not appended: local failure (no memory, shutting down) */
+};
+
+enum rn_role { RN_UNAVAILABLE = 0, RN_FOLLOWER = 1, RN_CANDIDATE = 2, RN_LEADER = 3 };
+
+struct rn_config {
+    uint64_t id;
+    const char *raft_address; /* host:port this node's raft transport listens on */
+    const char *data_dir;
+    unsigned election_ms, heartbeat_ms;
+    unsigned snapshot_threshold, snapshot_trailing;
+};
+
+struct rn_hooks {
+    void *arg;
+    /* Every applied command on every node, in log order; `ev` borrowed for the call. */
+    void (*applied)(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev);
+    /* The FSM state was replaced by a snapshot: derived state must be rebuilt. */
+    void (*restored)(void *arg);
+};
+
+typedef void (*rn_propose_cb)(void *ctx, int status, const struct fsm_reply *reply);
+typedef void (*rn_barrier_cb)(void *ctx, int status);
+
+struct rn;
+
+int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
+           const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen);
+/* Start raft: loads the log and snapshot, bootstraps a single-node cluster when pristine. */
+int rn_start(struct rn *rn, char *err, size_t errlen);
+/* Propose one encoded command. On RN_OK the callback fires later, exactly once; otherwise it
+ * never fires and the return value says why. */
+int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx);
+/* A barrier entry: the callback fires (status RN_OK) once everything before it is applied. */
+int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx);
+int rn_role(struct rn *rn);
+uint64_t rn_term(struct rn *rn);
+uint64_t rn_commit_index(struct rn *rn);
+uint64_t rn_applied_index(struct rn *rn);
+void rn_leader(struct rn *rn, uint64_t *id, const char **raft_address);
+/* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
+ * `done` fires after everything is released (the loop must keep running). */
+void rn_close(struct rn *rn, void (*done)(void *arg), void *arg);
+
+#endif

@@ -1,0 +1,741 @@
+/*
+ * cmd.c — the command table: argument checks, proposals, reads, local commands.
+ *
+ * Every command is `static void xxxCommand(struct srv_req *r)`. Paths (srv_dispatch):
+ *   CMD_LOCAL  answered at once (PING, HELLO, INFO, SESSION.KEEPALIVE, ...)
+ *   CMD_WRITE  validated here, encoded and proposed; answered when applied (write_done)
+ *   CMD_READ   queued for the next barrier, then run against the FSM (srv_run_read)
+ * Validation happens before proposing, so malformed commands never enter the log; the FSM
+ * checks the semantic rules again when it applies (sessions may end in between).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+#define ERR_ARGS "ERR wrong number of arguments for '%.*s' command"
+
+static void reply_err(struct srv_req *r, const char *msg) { resp_w_error(r->out, msg); }
+
+void srv_reply_status(struct srv *s, struct buf *out, int status)
+{
+    (void)s;
+    switch (status) {
+    case RN_NOTLEADER:
+        resp_w_error(out, "NOLEADER this node is not the leader and knows no leader address");
+        break;
+    case RN_UNKNOWN:
+        resp_w_error(out, "UNKNOWN leadership was lost after the command was proposed: it may or "
+                          "may not have applied; retry with the same REQ sid seq");
+        break;
+    default:
+        resp_w_error(out, "ERR server unavailable (shutting down or out of memory)");
+        break;
+    }
+}
+
+/* A write or a linearizable read needs a ready leader. */
+static int need_leader(struct srv_req *r)
+{
+    if (r->s->ready)
+        return 0;
+    if (r->s->role == RN_LEADER)
+        resp_w_error(r->out, "NOLEADER leader elected but not ready yet; retry");
+    else
+        srv_reply_status(r->s, r->out, RN_NOTLEADER);
+    return -1;
+}
+
+static int arg_u64(struct srv_req *r, size_t i, const char *what, uint64_t *v)
+{
+    if (resp_parse_u64(r->argv[i].p, r->argv[i].len, v) == 0)
+        return 0;
+    resp_w_errorf(r->out, "ERR %s is not a valid unsigned integer", what);
+    return -1;
+}
+
+static int arg_range(struct srv_req *r, size_t i, const char *what, uint64_t lo, uint64_t hi,
+                     uint64_t *v)
+{
+    if (arg_u64(r, i, what, v))
+        return -1;
+    if (*v < lo || *v > hi) {
+        resp_w_errorf(r->out, "ERR %s must be between %llu and %llu", what,
+                      (unsigned long long)lo, (unsigned long long)hi);
+        return -1;
+    }
+    return 0;
+}
+
+/* Names and keys: non-empty, at most --max-key bytes. */
+static int arg_name(struct srv_req *r, size_t i, const char *what, struct fsm_str *out)
+{
+    const struct resp_arg *a = &r->argv[i];
+    if (a->len == 0) {
+        resp_w_errorf(r->out, "ERR %s must not be empty", what);
+        return -1;
+    }
+    if (a->len > r->s->cfg.max_key) {
+        resp_w_errorf(r->out, "TOOLARGE %s is %zu bytes, the limit is %zu", what, a->len,
+                      r->s->cfg.max_key);
+        return -1;
+    }
+    out->p = a->p;
+    out->len = (uint32_t)a->len;
+    return 0;
+}
+
+/* A session named by a command must be alive and not already expiring on this leader. */
+static int live_session(struct srv_req *r, uint64_t sid)
+{
+    struct srv_sess *e = srv_sess_get(r->s, sid);
+    if (e && !e->expiring)
+        return 0;
+    resp_w_errorf(r->out, "NOSESSION session %llu is not alive", (unsigned long long)sid);
+    return -1;
+}
+
+/* ---- options: LEASE sid, FENCE name token, IFREV rev, REQ sid seq, WAIT ms, ... ---- */
+
+enum { OPT_LEASE = 1, OPT_FENCE = 2, OPT_IFREV = 4, OPT_REQ = 8, OPT_WAIT = 16,
+       OPT_LOCKDELAY = 32, OPT_NAME = 64 };
+
+static const struct {
+    const char *word;
+    int bit;
+    int nargs;
+} opt_defs[] = {
+    {"LEASE", OPT_LEASE, 1}, {"FENCE", OPT_FENCE, 2},        {"IFREV", OPT_IFREV, 1},
+    {"REQ", OPT_REQ, 2},     {"WAIT", OPT_WAIT, 1},          {"LOCKDELAY", OPT_LOCKDELAY, 1},
+    {"NAME", OPT_NAME, 1},
+};
+
+static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
+{
+    const struct srv_config *cfg = &r->s->cfg;
+    switch (bit) {
+    case OPT_LEASE:
+        if (arg_u64(r, i, "LEASE sid", &cmd->lease_sid) || live_session(r, cmd->lease_sid))
+            return -1;
+        return 0;
+    case OPT_FENCE:
+        cmd->has_fence = true;
+        if (arg_name(r, i, "FENCE lock name", &cmd->fence_name))
+            return -1;
+        return arg_u64(r, i + 1, "FENCE token", &cmd->fence_token);
+    case OPT_IFREV:
+        cmd->has_ifrev = true;
+        return arg_u64(r, i, "IFREV revision", &cmd->ifrev);
+    case OPT_REQ:
+        if (arg_u64(r, i, "REQ sid", &cmd->req_sid) ||
+            arg_range(r, i + 1, "REQ seq", 1, INT64_MAX, &cmd->req_seq))
+            return -1;
+        return live_session(r, cmd->req_sid);
+    case OPT_WAIT:
+        return arg_range(r, i, "WAIT ms", 0, cfg->max_wait, &cmd->wait_ms);
+    case OPT_LOCKDELAY:
+        return arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay, &cmd->lockdelay_ms);
+    case OPT_NAME:
+        if (r->argv[i].len > cfg->max_key) {
+            resp_w_errorf(r->out, "TOOLARGE NAME is over %zu bytes", cfg->max_key);
+            return -1;
+        }
+        cmd->name.p = r->argv[i].p;
+        cmd->name.len = (uint32_t)r->argv[i].len;
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd)
+{
+    int seen = 0;
+    size_t i = start;
+    while (i < r->argc) {
+        size_t k = 0, nd = sizeof(opt_defs) / sizeof(opt_defs[0]);
+        while (k < nd && !resp_arg_is(&r->argv[i], opt_defs[k].word))
+            k++;
+        if (k == nd || !(allowed & opt_defs[k].bit)) {
+            resp_w_errorf(r->out, "ERR unknown option '%.*s'",
+                          (int)(r->argv[i].len > 64 ? 64 : r->argv[i].len), r->argv[i].p);
+            return -1;
+        }
+        if (seen & opt_defs[k].bit) {
+            resp_w_errorf(r->out, "ERR option %s given twice", opt_defs[k].word);
+            return -1;
+        }
+        if (i + (size_t)opt_defs[k].nargs >= r->argc) {
+            resp_w_errorf(r->out, "ERR option %s needs %d argument(s)", opt_defs[k].word,
+                          opt_defs[k].nargs);
+            return -1;
+        }
+        seen |= opt_defs[k].bit;
+        if (opt_value(r, opt_defs[k].bit, i + 1, cmd))
+            return -1;
+        i += 1 + (size_t)opt_defs[k].nargs;
+    }
+    return 0;
+}
+
+/* ---- proposals ---- */
+
+static void write_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct srv_slot *slot = ctx;
+    struct srv *s = slot->srv;
+    hist_observe(&s->m.commit, (double)(uv_hrtime() - slot->started_ns) / 1e9);
+    if (status != RN_OK) {
+        if (status == RN_UNKNOWN)
+            s->m.proposal_unknown++;
+        srv_reply_status(s, &slot->out, status);
+        srv_slot_done(slot);
+        return;
+    }
+    switch (reply->kind) {
+    case FSM_REPLY_OK:
+        resp_w_simple(&slot->out, "OK");
+        break;
+    case FSM_REPLY_INT:
+        resp_w_uint(&slot->out, reply->value);
+        break;
+    case FSM_REPLY_NIL:
+        resp_w_nil(&slot->out, slot->proto);
+        break;
+    case FSM_REPLY_QUEUED: {
+        /* The name+sid key was kept in pkey; the reply waits for the grant or the cancel. */
+        uint64_t sid = 0;
+        for (int i = 0; i < 8; i++)
+            sid |= (uint64_t)(unsigned char)slot->pkey[slot->pkeylen - 8 + i] << (8 * i);
+        srv_wait_refresh(s, slot->pkey, slot->pkeylen - 8, sid, slot->wait_ms);
+        if (slot->conn && srv_park(s, slot) == 0)
+            return;
+        if (slot->conn)
+            resp_w_error(&slot->out, "ERR out of memory parking the request");
+        break;
+    }
+    default:
+        resp_w_error(&slot->out, reply->err);
+        break;
+    }
+    srv_slot_done(slot);
+}
+
+static void propose(struct srv_req *r, struct fsm_cmd *cmd)
+{
+    struct srv *s = r->s;
+    cmd->now_ms = srv_wall_ms();
+    buf_reset(&s->scratch);
+    if (fsm_cmd_encode(cmd, &s->scratch)) {
+        reply_err(r, "ERR out of memory");
+        return;
+    }
+    r->slot->op = cmd->op;
+    r->slot->wait_ms = cmd->wait_ms;
+    r->slot->started_ns = uv_hrtime();
+    if (cmd->op == FSM_OP_LOCK) {
+        struct buf k;
+        buf_init(&k);
+        if (!srv_key_name_sid(cmd->name.p, cmd->name.len, cmd->sid, &k)) {
+            reply_err(r, "ERR out of memory");
+            return;
+        }
+        r->slot->pkey = k.p;
+        r->slot->pkeylen = k.len;
+    }
+    int rc = rn_propose(s->rn, s->scratch.p, s->scratch.len, write_done, r->slot);
+    if (rc != RN_OK) {
+        srv_reply_status(s, r->out, rc);
+        return;
+    }
+    s->m.proposals++;
+    r->async = true;
+}
+
+/* ---- sessions ---- */
+
+static void sessionOpenCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN};
+    if (need_leader(r) ||
+        arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.ttl_ms) ||
+        parse_opts(r, 2, OPT_LOCKDELAY | OPT_NAME, &cmd))
+        return;
+    propose(r, &cmd);
+}
+
+static void sessionKeepaliveCommand(struct srv_req *r)
+{
+    uint64_t sid;
+    if (need_leader(r) || arg_u64(r, 1, "sid", &sid) || live_session(r, sid))
+        return;
+    struct srv_sess *e = srv_sess_get(r->s, sid);
+    /* Not logged: the deadline lives only in this leader's memory (a new one starts over). */
+    heap_set(&r->s->timers, &e->t, srv_now_ms() + e->ttl_ms);
+    resp_w_uint(r->out, e->ttl_ms);
+}
+
+static void sessionCloseCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CLOSE};
+    if (need_leader(r) || arg_u64(r, 1, "sid", &cmd.sid) || live_session(r, cmd.sid) ||
+        parse_opts(r, 2, OPT_REQ, &cmd))
+        return;
+    propose(r, &cmd);
+}
+
+static void sessionInfoCommand(struct srv_req *r)
+{
+    uint64_t sid;
+    struct fsm_session_view v;
+    if (arg_u64(r, 1, "sid", &sid))
+        return;
+    if (!fsm_session_info(r->s->fsm, sid, &v)) {
+        resp_w_errorf(r->out, "NOSESSION session %llu is not alive", (unsigned long long)sid);
+        return;
+    }
+    struct srv_sess *e = srv_sess_get(r->s, sid);
+    uint64_t now = srv_now_ms(), left = 0;
+    if (e && e->t.idx != HEAP_NONE && e->t.deadline > now)
+        left = e->t.deadline - now;
+    resp_w_map(r->out, r->proto, 8);
+    resp_w_bulk_str(r->out, "sid");
+    resp_w_uint(r->out, v.sid);
+    resp_w_bulk_str(r->out, "ttl_ms");
+    resp_w_uint(r->out, v.ttl_ms);
+    resp_w_bulk_str(r->out, "lockdelay_ms");
+    resp_w_uint(r->out, v.lockdelay_ms);
+    resp_w_bulk_str(r->out, "name");
+    resp_w_bulk(r->out, v.name.p, v.name.len);
+    resp_w_bulk_str(r->out, "locks");
+    resp_w_uint(r->out, v.n_locks);
+    resp_w_bulk_str(r->out, "waits");
+    resp_w_uint(r->out, v.n_waits);
+    resp_w_bulk_str(r->out, "keys");
+    resp_w_uint(r->out, v.n_keys);
+    resp_w_bulk_str(r->out, "remaining_ms");
+    resp_w_uint(r->out, left);
+}
+
+/* ---- locks ---- */
+
+static int lock_args(struct srv_req *r, struct fsm_cmd *cmd)
+{
+    if (need_leader(r) || arg_name(r, 1, "lock name", &cmd->name) ||
+        arg_u64(r, 2, "sid", &cmd->sid) || live_session(r, cmd->sid))
+        return -1;
+    return 0;
+}
+
+static void lockCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_LOCK};
+    if (lock_args(r, &cmd) || parse_opts(r, 3, OPT_WAIT | OPT_REQ, &cmd))
+        return;
+    propose(r, &cmd);
+}
+
+static void unlockCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK};
+    if (lock_args(r, &cmd) || parse_opts(r, 3, OPT_REQ, &cmd))
+        return;
+    propose(r, &cmd);
+}
+
+struct waiters_arg {
+    struct buf *out;
+};
+
+static void waiter_cb(void *arg, uint64_t sid, uint64_t wait_ms)
+{
+    struct waiters_arg *wa = arg;
+    (void)wait_ms;
+    resp_w_uint(wa->out, sid);
+}
+
+static void lockInfoCommand(struct srv_req *r)
+{
+    struct fsm_str name;
+    struct fsm_lock_view v;
+    if (arg_name(r, 1, "lock name", &name))
+        return;
+    if (!fsm_lock_info(r->s->fsm, name.p, name.len, &v)) {
+        resp_w_nil(r->out, r->proto);
+        return;
+    }
+    resp_w_map(r->out, r->proto, 5);
+    resp_w_bulk_str(r->out, "holder");
+    resp_w_uint(r->out, v.holder_sid);
+    resp_w_bulk_str(r->out, "token");
+    resp_w_uint(r->out, v.token);
+    resp_w_bulk_str(r->out, "held_since_ms");
+    resp_w_uint(r->out, v.held_since_ms);
+    resp_w_bulk_str(r->out, "lockdelay");
+    resp_w_uint(r->out, v.in_lockdelay ? 1 : 0);
+    resp_w_bulk_str(r->out, "waiters");
+    resp_w_array(r->out, v.n_waiters);
+    struct waiters_arg wa = {r->out};
+    fsm_lock_waiters(r->s->fsm, name.p, name.len, waiter_cb, &wa);
+}
+
+static void fenceCheckCommand(struct srv_req *r)
+{
+    struct fsm_str name;
+    uint64_t token;
+    if (arg_name(r, 1, "lock name", &name) || arg_u64(r, 2, "token", &token))
+        return;
+    if (fsm_fence_check(r->s->fsm, name.p, name.len, token) == 0)
+        resp_w_simple(r->out, "OK");
+    else
+        resp_w_errorf(r->out, "STALE token %llu is not the current token of lock %.*s",
+                      (unsigned long long)token, (int)name.len, name.p);
+}
+
+/* ---- keys ---- */
+
+static void putCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_PUT};
+    if (need_leader(r) || arg_name(r, 1, "key", &cmd.key))
+        return;
+    if (r->argv[2].len > r->s->cfg.max_value) {
+        resp_w_errorf(r->out, "TOOLARGE value is %zu bytes, the limit is %zu", r->argv[2].len,
+                      r->s->cfg.max_value);
+        return;
+    }
+    cmd.value.p = r->argv[2].p;
+    cmd.value.len = (uint32_t)r->argv[2].len;
+    if (parse_opts(r, 3, OPT_LEASE | OPT_FENCE | OPT_IFREV | OPT_REQ, &cmd))
+        return;
+    propose(r, &cmd);
+}
+
+static void delCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_DEL};
+    if (need_leader(r) || arg_name(r, 1, "key", &cmd.key) ||
+        parse_opts(r, 2, OPT_FENCE | OPT_IFREV | OPT_REQ, &cmd))
+        return;
+    propose(r, &cmd);
+}
+
+static void getCommand(struct srv_req *r)
+{
+    struct fsm_str key;
+    struct fsm_kv_meta m;
+    if (arg_name(r, 1, "key", &key))
+        return;
+    if (fsm_kv_get(r->s->fsm, key.p, key.len, &m))
+        resp_w_bulk(r->out, m.value, m.value_len);
+    else
+        resp_w_nil(r->out, r->proto);
+}
+
+static void kvGetCommand(struct srv_req *r)
+{
+    struct fsm_str key;
+    struct fsm_kv_meta m;
+    if (arg_name(r, 1, "key", &key))
+        return;
+    if (!fsm_kv_get(r->s->fsm, key.p, key.len, &m)) {
+        resp_w_nil(r->out, r->proto);
+        return;
+    }
+    resp_w_map(r->out, r->proto, 5);
+    resp_w_bulk_str(r->out, "value");
+    resp_w_bulk(r->out, m.value, m.value_len);
+    resp_w_bulk_str(r->out, "create_rev");
+    resp_w_uint(r->out, m.create_rev);
+    resp_w_bulk_str(r->out, "mod_rev");
+    resp_w_uint(r->out, m.mod_rev);
+    resp_w_bulk_str(r->out, "version");
+    resp_w_uint(r->out, m.version);
+    resp_w_bulk_str(r->out, "lease");
+    resp_w_uint(r->out, m.lease_sid);
+}
+
+struct keys_arg {
+    struct buf body;
+    size_t n;
+};
+
+static int keys_cb(void *arg, const char *key, size_t keylen, const struct fsm_kv_meta *m)
+{
+    struct keys_arg *ka = arg;
+    (void)m;
+    resp_w_bulk(&ka->body, key, keylen);
+    ka->n++;
+    return 0;
+}
+
+static void keysCommand(struct srv_req *r)
+{
+    uint64_t limit = r->s->cfg.max_keys_reply;
+    if (r->argc == 4) {
+        if (!resp_arg_is(&r->argv[2], "LIMIT")) {
+            reply_err(r, "ERR syntax error: KEYS prefix [LIMIT n]");
+            return;
+        }
+        if (arg_range(r, 3, "LIMIT", 1, r->s->cfg.max_keys_reply, &limit))
+            return;
+    } else if (r->argc != 2) {
+        reply_err(r, "ERR syntax error: KEYS prefix [LIMIT n]");
+        return;
+    }
+    struct keys_arg ka = {.n = 0};
+    buf_init(&ka.body);
+    fsm_kv_scan(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, keys_cb, &ka);
+    resp_w_array(r->out, ka.n);
+    buf_append(r->out, ka.body.p, ka.body.len);
+    buf_free(&ka.body);
+}
+
+/* ---- connection and server ---- */
+
+static void pingCommand(struct srv_req *r)
+{
+    if (r->argc == 2)
+        resp_w_bulk(r->out, r->argv[1].p, r->argv[1].len);
+    else if (r->argc == 1)
+        resp_w_simple(r->out, "PONG");
+    else
+        resp_w_errorf(r->out, ERR_ARGS, 4, "ping");
+}
+
+static void helloCommand(struct srv_req *r)
+{
+    uint64_t v = (uint64_t)r->proto;
+    if (r->argc > 2) {
+        reply_err(r, "ERR HELLO takes only a protocol version here (no AUTH or SETNAME)");
+        return;
+    }
+    if (r->argc == 2 && (resp_parse_u64(r->argv[1].p, r->argv[1].len, &v) || v < 2 || v > 3)) {
+        reply_err(r, "NOPROTO unsupported protocol version");
+        return;
+    }
+    r->proto = (int)v;
+    if (r->c)
+        r->c->proto = (int)v;
+    resp_w_map(r->out, r->proto, 6);
+    resp_w_bulk_str(r->out, "server");
+    resp_w_bulk_str(r->out, "fencelock");
+    resp_w_bulk_str(r->out, "version");
+    resp_w_bulk_str(r->out, FENCELOCK_VERSION);
+    resp_w_bulk_str(r->out, "proto");
+    resp_w_uint(r->out, v);
+    resp_w_bulk_str(r->out, "id");
+    resp_w_uint(r->out, r->s->cfg.id);
+    resp_w_bulk_str(r->out, "mode");
+    resp_w_bulk_str(r->out, "cluster");
+    resp_w_bulk_str(r->out, "role");
+    resp_w_bulk_str(r->out, srv_role_name(r->s->role));
+}
+
+static void infoCommand(struct srv_req *r)
+{
+    struct buf b;
+    struct fsm_stats st;
+    uint64_t lid;
+    const char *laddr;
+    struct srv *s = r->s;
+    buf_init(&b);
+    fsm_stats(s->fsm, &st);
+    rn_leader(s->rn, &lid, &laddr);
+    buf_printf(&b,
+               "# Server\r\nfencelock_version:%s\r\nnode_id:%llu\r\nprocess_id:%d\r\n"
+               "tcp_port:%d\r\nuptime_in_seconds:%llu\r\n\r\n"
+               "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%zu\r\n\r\n"
+               "# Raft\r\nrole:%s\r\nready:%d\r\nterm:%llu\r\nleader_id:%llu\r\n"
+               "commit_index:%llu\r\napplied_index:%llu\r\n\r\n"
+               "# Fsm\r\nrevision:%llu\r\nsessions:%llu\r\nlocks_held:%llu\r\nwaiters:%llu\r\n"
+               "locks_in_delay:%llu\r\nkeys:%llu\r\n\r\n"
+               "# Stats\r\ntotal_commands_processed:%llu\r\ngrants:%llu\r\nexpirations:%llu\r\n"
+               "fence_rejections:%llu\r\n",
+               FENCELOCK_VERSION, (unsigned long long)s->cfg.id, (int)uv_os_getpid(),
+               s->cfg.listen_port, (unsigned long long)((srv_now_ms() - s->started_ms) / 1000),
+               s->nconns, s->cfg.max_clients, srv_role_name(s->role), s->ready ? 1 : 0,
+               (unsigned long long)rn_term(s->rn), (unsigned long long)lid,
+               (unsigned long long)rn_commit_index(s->rn),
+               (unsigned long long)rn_applied_index(s->rn),
+               (unsigned long long)fsm_revision(s->fsm), (unsigned long long)st.sessions,
+               (unsigned long long)st.locks_held, (unsigned long long)st.waiters,
+               (unsigned long long)st.locks_in_delay, (unsigned long long)st.keys,
+               (unsigned long long)s->m.commands, (unsigned long long)s->m.grants,
+               (unsigned long long)s->m.expirations, (unsigned long long)s->m.fence_rejections);
+    resp_w_verbatim(r->out, r->proto, b.p, b.len);
+    buf_free(&b);
+}
+
+static void clusterInfoCommand(struct srv_req *r)
+{
+    struct srv *s = r->s;
+    uint64_t lid;
+    const char *laddr;
+    rn_leader(s->rn, &lid, &laddr);
+    resp_w_map(r->out, r->proto, 8);
+    resp_w_bulk_str(r->out, "id");
+    resp_w_uint(r->out, s->cfg.id);
+    resp_w_bulk_str(r->out, "role");
+    resp_w_bulk_str(r->out, srv_role_name(s->role));
+    resp_w_bulk_str(r->out, "ready");
+    resp_w_uint(r->out, s->ready ? 1 : 0);
+    resp_w_bulk_str(r->out, "leader_id");
+    resp_w_uint(r->out, lid);
+    resp_w_bulk_str(r->out, "term");
+    resp_w_uint(r->out, rn_term(s->rn));
+    resp_w_bulk_str(r->out, "commit_index");
+    resp_w_uint(r->out, rn_commit_index(s->rn));
+    resp_w_bulk_str(r->out, "applied_index");
+    resp_w_uint(r->out, rn_applied_index(s->rn));
+    resp_w_bulk_str(r->out, "revision");
+    resp_w_uint(r->out, fsm_revision(s->fsm));
+}
+
+static void clusterMembersCommand(struct srv_req *r)
+{
+    struct srv *s = r->s;
+    resp_w_array(r->out, 1);
+    resp_w_map(r->out, r->proto, 4);
+    resp_w_bulk_str(r->out, "id");
+    resp_w_uint(r->out, s->cfg.id);
+    resp_w_bulk_str(r->out, "raft_address");
+    resp_w_bulk_str(r->out, s->cfg.raft_address);
+    resp_w_bulk_str(r->out, "client_address");
+    buf_reset(&s->scratch);
+    buf_printf(&s->scratch, "%s:%d", s->cfg.listen_host, s->cfg.listen_port);
+    resp_w_bulk(r->out, s->scratch.p, s->scratch.len);
+    resp_w_bulk_str(r->out, "role");
+    resp_w_bulk_str(r->out, srv_role_name(s->role));
+}
+
+/* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
+static void commandCommand(struct srv_req *r) { resp_w_array(r->out, 0); }
+
+static void quitCommand(struct srv_req *r)
+{
+    resp_w_simple(r->out, "OK");
+    if (r->c)
+        r->c->close_after_write = true;
+}
+
+static const struct srv_cmd cmd_table[] = {
+    {"PING", -1, CMD_LOCAL, pingCommand},
+    {"HELLO", -1, CMD_LOCAL, helloCommand},
+    {"INFO", -1, CMD_LOCAL, infoCommand},
+    {"QUIT", 1, CMD_LOCAL, quitCommand},
+    {"COMMAND", -1, CMD_LOCAL, commandCommand},
+    {"CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand},
+    {"CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand},
+    {"SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand},
+    {"SESSION.KEEPALIVE", 2, CMD_LOCAL, sessionKeepaliveCommand},
+    {"SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand},
+    {"SESSION.INFO", 2, CMD_READ, sessionInfoCommand},
+    {"LOCK", -3, CMD_WRITE, lockCommand},
+    {"UNLOCK", -3, CMD_WRITE, unlockCommand},
+    {"LOCK.INFO", 2, CMD_READ, lockInfoCommand},
+    {"FENCE.CHECK", 3, CMD_READ, fenceCheckCommand},
+    {"PUT", -3, CMD_WRITE, putCommand},
+    {"DEL", -2, CMD_WRITE, delCommand},
+    {"GET", 2, CMD_READ, getCommand},
+    {"KV.GET", 2, CMD_READ, kvGetCommand},
+    {"KEYS", -2, CMD_READ, keysCommand},
+};
+
+const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
+{
+    for (size_t i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
+        if (resp_arg_is(name, cmd_table[i].name))
+            return &cmd_table[i];
+    return NULL;
+}
+
+static struct srv_slot *slot_new(struct srv_conn *c)
+{
+    struct srv_slot *slot = calloc(1, sizeof(*slot));
+    if (!slot)
+        return NULL;
+    slot->conn = c;
+    slot->srv = c->srv;
+    slot->proto = c->proto;
+    if (c->tail)
+        c->tail->next = slot;
+    else
+        c->head = slot;
+    c->tail = slot;
+    c->nslots++;
+    return slot;
+}
+
+/* Reads run after a barrier, when the input buffer has moved on: keep a copy of the args. */
+static int copy_args(struct srv_slot *slot, size_t argc, const struct resp_arg *argv)
+{
+    for (size_t i = 0; i < argc; i++)
+        if (buf_put_bytes(&slot->args, argv[i].p, argv[i].len))
+            return -1;
+    slot->argc = argc;
+    return 0;
+}
+
+void srv_run_read(struct srv *s, struct srv_slot *slot)
+{
+    struct resp_arg *argv = calloc(slot->argc, sizeof(*argv));
+    if (!argv) {
+        resp_w_error(&slot->out, "ERR out of memory");
+        return;
+    }
+    struct rd rd;
+    rd_init(&rd, slot->args.p, slot->args.len);
+    for (size_t i = 0; i < slot->argc; i++) {
+        uint32_t n = 0;
+        rd_bytes(&rd, &argv[i].p, &n, UINT32_MAX);
+        argv[i].len = n;
+    }
+    struct srv_req r = {.s = s, .c = slot->conn, .slot = slot, .argc = slot->argc,
+                        .argv = argv, .out = &slot->out, .proto = slot->proto};
+    slot->cmd->fn(&r);
+    free(argv);
+}
+
+static int arity_ok(const struct srv_cmd *cmd, size_t argc)
+{
+    return cmd->arity >= 0 ? argc == (size_t)cmd->arity : argc >= (size_t)-cmd->arity;
+}
+
+void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv)
+{
+    const struct srv_cmd *cmd = srv_cmd_lookup(&argv[0]);
+    struct srv_req r = {.s = s, .c = c, .argc = argc, .argv = argv, .proto = c->proto};
+    s->m.commands++;
+    bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ));
+    if (c->head || async) {
+        r.slot = slot_new(c);
+        if (!r.slot) {
+            srv_conn_close(c);
+            return;
+        }
+        r.out = &r.slot->out;
+    } else {
+        r.out = &c->out;
+    }
+    int shown = (int)(argv[0].len > 64 ? 64 : argv[0].len);
+    if (!cmd) {
+        resp_w_errorf(r.out, "ERR unknown command '%.*s'", shown, argv[0].p);
+    } else if (!arity_ok(cmd, argc)) {
+        resp_w_errorf(r.out, ERR_ARGS, shown, argv[0].p);
+    } else if (cmd->flags & CMD_READ) {
+        if (need_leader(&r) == 0) {
+            if (copy_args(r.slot, argc, argv)) {
+                reply_err(&r, "ERR out of memory");
+            } else {
+                r.slot->cmd = cmd;
+                r.slot->kind = SLOT_READ;
+                srv_enqueue_read(s, r.slot);
+                r.async = true;
+            }
+        }
+    } else {
+        cmd->fn(&r);
+    }
+    if (r.slot && !r.async)
+        srv_slot_done(r.slot);
+}

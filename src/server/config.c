@@ -1,0 +1,208 @@
+/*
+ * config.c — fencelockd's flags: defaults, parsing, --help. Every limit is a flag.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+void srv_config_defaults(struct srv_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->id = 1;
+    snprintf(c->data_dir, sizeof(c->data_dir), "./var/node1");
+    snprintf(c->listen_host, sizeof(c->listen_host), "127.0.0.1");
+    c->listen_port = 7480;
+    snprintf(c->raft_address, sizeof(c->raft_address), "127.0.0.1:7481");
+    snprintf(c->http_host, sizeof(c->http_host), "127.0.0.1");
+    c->http_port = 7482;
+    c->max_bulk = 1u << 20;
+    c->max_args = 64;
+    c->max_clients = 10000;
+    c->max_key = 1024;
+    c->max_value = 1u << 20;
+    c->max_keys_reply = 10000;
+    c->max_pending = 1024;
+    c->max_output = 64u << 20;
+    c->max_ttl = 7ull * 24 * 3600 * 1000;
+    c->max_lockdelay = 60000;
+    c->max_wait = 24ull * 3600 * 1000;
+    c->election_ms = 400;
+    c->heartbeat_ms = 40;
+    c->snapshot_threshold = 16384;
+    c->snapshot_trailing = 4096;
+    c->tick_ms = 5;
+    c->log_level = LOG_INFO;
+}
+
+void srv_config_usage(FILE *f)
+{
+    fputs("usage: fencelockd [options]\n"
+          "\n"
+          "A distributed lock service with fencing tokens, replicated with Raft.\n"
+          "Clients speak the Redis protocol (RESP2/RESP3) on --listen.\n"
+          "\n"
+          "  --id N                  node id (default 1)\n"
+          "  --data-dir DIR          Raft log and snapshots (default ./var/node1)\n"
+          "  --listen HOST:PORT      client address (default 127.0.0.1:7480)\n"
+          "  --raft-listen HOST:PORT Raft transport address (default 127.0.0.1:7481)\n"
+          "  --http-listen HOST:PORT /metrics and /health (default 127.0.0.1:7482; 'off')\n"
+          "  --max-clients N         client connections (default 10000)\n"
+          "  --max-bulk BYTES        one RESP bulk argument (default 1048576)\n"
+          "  --max-args N            arguments of one command (default 64)\n"
+          "  --max-key BYTES         key / lock name / session name (default 1024)\n"
+          "  --max-value BYTES       value of PUT (default 1048576)\n"
+          "  --max-keys-reply N      keys one KEYS reply returns at most (default 10000)\n"
+          "  --max-ttl MS            session TTL (default 604800000, 7 days)\n"
+          "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
+          "  --max-wait MS           LOCK ... WAIT (default 86400000)\n"
+          "  --max-pending N         queued requests per connection before reading pauses\n"
+          "                          (default 1024)\n"
+          "  --election-ms MS        Raft election timeout (default 400)\n"
+          "  --heartbeat-ms MS       Raft heartbeat (default 40)\n"
+          "  --snapshot-threshold N  entries between snapshots (default 16384)\n"
+          "  --snapshot-trailing N   entries kept after a snapshot (default 4096)\n"
+          "  --log-level LEVEL       debug | info | warn | error (default info)\n"
+          "  --help                  this text\n",
+          f);
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!*s || *s == '-' || *s == '+')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "host:port" -> host, port; the port must be 1..65535. */
+static int parse_hostport(const char *s, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    uint64_t p;
+    if (!colon || colon == s || (size_t)(colon - s) >= hostlen ||
+        parse_u64(colon + 1, 1, 65535, &p))
+        return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = 0;
+    *port = (int)p;
+    return 0;
+}
+
+struct num_flag {
+    const char *name;
+    size_t off;
+    int is_size; /* size_t (1), uint64_t (0) or unsigned (2) */
+    uint64_t min, max;
+};
+
+#define NF(n, field, kind, lo, hi) {n, offsetof(struct srv_config, field), kind, lo, hi}
+static const struct num_flag num_flags[] = {
+    NF("--id", id, 0, 1, 1ull << 32),
+    NF("--max-clients", max_clients, 1, 1, 1000000),
+    NF("--max-bulk", max_bulk, 1, 16, FSM_MAX_VALUE + 1024),
+    NF("--max-args", max_args, 1, 4, 1u << 20),
+    NF("--max-key", max_key, 1, 1, FSM_MAX_NAME),
+    NF("--max-value", max_value, 1, 0, FSM_MAX_VALUE),
+    NF("--max-keys-reply", max_keys_reply, 1, 1, 10000000),
+    NF("--max-pending", max_pending, 1, 1, 1u << 20),
+    NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
+    NF("--max-lockdelay", max_lockdelay, 0, 0, 1ull << 40),
+    NF("--max-wait", max_wait, 0, 1, 1ull << 40),
+    NF("--election-ms", election_ms, 2, 10, 60000),
+    NF("--heartbeat-ms", heartbeat_ms, 2, 1, 60000),
+    NF("--snapshot-threshold", snapshot_threshold, 2, 2, 1u << 30),
+    NF("--snapshot-trailing", snapshot_trailing, 2, 1, 1u << 30),
+};
+
+static int set_num(struct srv_config *c, const struct num_flag *f, const char *v)
+{
+    uint64_t x;
+    if (parse_u64(v, f->min, f->max, &x)) {
+        fprintf(stderr, "fencelockd: %s wants a number in %llu..%llu, got '%s'\n", f->name,
+                (unsigned long long)f->min, (unsigned long long)f->max, v);
+        return -1;
+    }
+    char *p = (char *)c + f->off;
+    if (f->is_size == 1)
+        *(size_t *)p = (size_t)x;
+    else if (f->is_size == 2)
+        *(unsigned *)p = (unsigned)x;
+    else
+        *(uint64_t *)p = x;
+    return 0;
+}
+
+static int set_str(struct srv_config *c, const char *flag, const char *v)
+{
+    if (!strcmp(flag, "--data-dir")) {
+        if (strlen(v) >= sizeof(c->data_dir) || !*v)
+            return -1;
+        snprintf(c->data_dir, sizeof(c->data_dir), "%s", v);
+        return 0;
+    }
+    if (!strcmp(flag, "--listen"))
+        return parse_hostport(v, c->listen_host, sizeof(c->listen_host), &c->listen_port);
+    if (!strcmp(flag, "--raft-listen")) {
+        char host[64];
+        int port;
+        if (parse_hostport(v, host, sizeof(host), &port) || strlen(v) >= sizeof(c->raft_address))
+            return -1;
+        snprintf(c->raft_address, sizeof(c->raft_address), "%s", v);
+        return 0;
+    }
+    if (!strcmp(flag, "--http-listen")) {
+        if (!strcmp(v, "off")) {
+            c->http_port = 0;
+            return 0;
+        }
+        return parse_hostport(v, c->http_host, sizeof(c->http_host), &c->http_port);
+    }
+    if (!strcmp(flag, "--log-level"))
+        return log_level_parse(v, &c->log_level);
+    return 1; /* not a string flag */
+}
+
+int srv_config_parse(struct srv_config *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
+            srv_config_usage(stdout);
+            return 1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "fencelockd: unknown flag or missing value: %s (see --help)\n", flag);
+            return -1;
+        }
+        const char *v = argv[++i];
+        int rc = set_str(c, flag, v);
+        if (rc < 0) {
+            fprintf(stderr, "fencelockd: bad value for %s: '%s'\n", flag, v);
+            return -1;
+        }
+        if (rc == 0)
+            continue;
+        size_t k = 0, nf = sizeof(num_flags) / sizeof(num_flags[0]);
+        while (k < nf && strcmp(num_flags[k].name, flag))
+            k++;
+        if (k == nf) {
+            fprintf(stderr, "fencelockd: unknown flag %s (see --help)\n", flag);
+            return -1;
+        }
+        if (set_num(c, &num_flags[k], v))
+            return -1;
+    }
+    if (c->heartbeat_ms >= c->election_ms) {
+        fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,318 @@
+/*
+ * conn.c — client connections: reading, RESP framing, request slots, ordered replies.
+ *
+ * A connection writes replies in request order. Commands answered at once while nothing is
+ * queued write straight into `out`; everything else takes a slot in the connection's queue and
+ * the done prefix of the queue is moved into `out` (srv_slot_done). One uv_write is in flight at
+ * a time (`wbuf`); replies produced meanwhile gather in `out`.
+ * Reading pauses while `max_pending` slots are queued and resumes as they drain, so one client
+ * cannot queue unbounded work.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+static void conn_write(struct srv_conn *c);
+
+static void conn_list_remove(struct srv *s, struct srv_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+}
+
+void srv_slot_free(struct srv_slot *slot)
+{
+    buf_free(&slot->out);
+    buf_free(&slot->args);
+    free(slot->pkey);
+    free(slot);
+}
+
+static void conn_free_cb(uv_handle_t *h)
+{
+    struct srv_conn *c = h->data;
+    buf_free(&c->in);
+    buf_free(&c->out);
+    buf_free(&c->wbuf);
+    resp_parser_free(&c->ps);
+    free(c);
+}
+
+/* Detach the connection from its unfinished slots: they complete later and free themselves. */
+void srv_conn_close(struct srv_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    struct srv_slot *slot = c->head;
+    while (slot) {
+        struct srv_slot *next = slot->next;
+        slot->next = NULL;
+        if (slot->done)
+            srv_slot_free(slot);
+        else
+            slot->conn = NULL;
+        slot = next;
+    }
+    c->head = c->tail = NULL;
+    c->nslots = 0;
+    conn_list_remove(c->srv, c);
+    uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+}
+
+void srv_close_all_conns(struct srv *s)
+{
+    while (s->conns)
+        srv_conn_close(s->conns);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    struct srv_conn *c = h->data;
+    (void)suggested;
+    if (buf_reserve(&c->in, 64 * 1024)) {
+        b->base = NULL;
+        b->len = 0;
+        return;
+    }
+    b->base = c->in.p + c->in.len;
+    b->len = c->in.cap - c->in.len;
+}
+
+static void process_input(struct srv_conn *c);
+
+static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+    struct srv_conn *c = st->data;
+    (void)b;
+    if (n < 0) {
+        srv_conn_close(c);
+        return;
+    }
+    c->in.len += (size_t)n;
+    process_input(c);
+}
+
+static void update_reading(struct srv_conn *c)
+{
+    bool want = !c->closing && !c->close_after_write && c->nslots < c->srv->cfg.max_pending &&
+                c->out.len + c->wbuf.len < c->srv->cfg.max_output;
+    if (want && !c->reading) {
+        if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
+            c->reading = true;
+    } else if (!want && c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    struct srv_conn *c = req->data;
+    free(req);
+    c->writing = false;
+    c->wbuf.len = 0;
+    if (c->closing)
+        return;
+    if (status < 0) {
+        srv_conn_close(c);
+        return;
+    }
+    conn_write(c);
+    if (!c->closing) {
+        update_reading(c);
+        if (c->in.len && c->reading)
+            process_input(c); /* input parked while paused */
+    }
+}
+
+static void conn_write(struct srv_conn *c)
+{
+    if (c->closing || c->writing)
+        return;
+    if (c->out.len == 0) {
+        if (c->close_after_write)
+            srv_conn_close(c);
+        return;
+    }
+    struct buf t = c->wbuf;
+    c->wbuf = c->out;
+    c->out = t;
+    c->out.len = 0;
+    uv_write_t *req = malloc(sizeof(*req));
+    if (!req) {
+        srv_conn_close(c);
+        return;
+    }
+    req->data = c;
+    uv_buf_t ub = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
+    if (uv_write(req, (uv_stream_t *)&c->tcp, &ub, 1, write_cb)) {
+        free(req);
+        srv_conn_close(c);
+        return;
+    }
+    c->writing = true;
+}
+
+/* Move the done prefix of the queue into the output and send it. */
+static void flush_slots(struct srv_conn *c)
+{
+    while (c->head && c->head->done) {
+        struct srv_slot *slot = c->head;
+        c->head = slot->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->nslots--;
+        buf_append(&c->out, slot->out.p, slot->out.len);
+        srv_slot_free(slot);
+    }
+    conn_write(c);
+    if (!c->closing)
+        update_reading(c);
+}
+
+void srv_slot_done(struct srv_slot *slot)
+{
+    slot->done = true;
+    if (!slot->conn) {
+        if (!slot->parked)
+            srv_slot_free(slot);
+        return;
+    }
+    struct srv_conn *c = slot->conn;
+    if (c->head == slot) {
+        flush_slots(c);
+        /* input left unparsed while the queue was full; never re-entered from inside a parse */
+        if (!c->closing && !c->processing && c->in.len && c->reading)
+            process_input(c);
+    }
+}
+
+static void protocol_error(struct srv_conn *c, const char *msg)
+{
+    c->srv->m.protocol_errors++;
+    LOGD(&c->srv->log, "client %llu: %s", (unsigned long long)c->id, msg);
+    if (!c->tail || c->tail->done) {
+        resp_w_errorf(c->tail ? &c->tail->out : &c->out, "ERR %s", msg);
+    } else {
+        /* the error must follow the replies still pending: give it a slot of its own */
+        struct srv_slot *e = calloc(1, sizeof(*e));
+        if (e) {
+            e->conn = c;
+            e->srv = c->srv;
+            e->done = true;
+            resp_w_errorf(&e->out, "ERR %s", msg);
+            c->tail->next = e;
+            c->tail = e;
+            c->nslots++;
+        }
+    }
+    c->close_after_write = true;
+    c->in.len = 0;
+    update_reading(c);
+    flush_slots(c);
+}
+
+/* Parse and run every complete command in the input buffer. */
+static void process_input(struct srv_conn *c)
+{
+    struct srv *s = c->srv;
+    size_t off = 0;
+    char err[128];
+    c->processing = true;
+    while (!c->closing && !c->close_after_write && off < c->in.len &&
+           c->nslots < s->cfg.max_pending) {
+        size_t used = 0, argc = 0;
+        struct resp_arg *argv = NULL;
+        int rc = resp_parse(&c->ps, c->in.p + off, c->in.len - off, &used, &argc, &argv, err,
+                            sizeof(err));
+        if (rc == RESP_INCOMPLETE)
+            break;
+        if (rc == RESP_ERROR) {
+            c->processing = false;
+            protocol_error(c, err);
+            return;
+        }
+        off += used;
+        if (argc > 0)
+            srv_dispatch(s, c, argc, argv);
+    }
+    c->processing = false;
+    if (c->closing)
+        return;
+    if (off)
+        buf_consume(&c->in, off);
+    conn_write(c);
+    if (!c->closing)
+        update_reading(c);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct srv *s = server->data;
+    if (status < 0)
+        return;
+    struct srv_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    uv_tcp_init(s->loop, &c->tcp);
+    c->tcp.data = c;
+    c->srv = s;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
+        uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+        return;
+    }
+    struct resp_limits lim = {.max_bulk = s->cfg.max_bulk,
+                              .max_args = s->cfg.max_args,
+                              .max_inline = 64 * 1024};
+    resp_parser_init(&c->ps, &lim);
+    c->proto = 2;
+    c->id = ++s->next_conn_id;
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    s->m.connections_total++;
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (s->nconns > s->cfg.max_clients || s->stopping) {
+        s->m.connections_rejected++;
+        resp_w_error(&c->out, "ERR max number of clients reached");
+        c->close_after_write = true;
+        conn_write(c);
+        return;
+    }
+    update_reading(c);
+}
+
+int srv_listen(struct srv *s)
+{
+    struct sockaddr_storage addr;
+    int rc;
+    if (strchr(s->cfg.listen_host, ':'))
+        rc = uv_ip6_addr(s->cfg.listen_host, s->cfg.listen_port, (struct sockaddr_in6 *)&addr);
+    else
+        rc = uv_ip4_addr(s->cfg.listen_host, s->cfg.listen_port, (struct sockaddr_in *)&addr);
+    if (rc) {
+        LOGE(&s->log, "bad listen address %s: %s", s->cfg.listen_host, uv_strerror(rc));
+        return -1;
+    }
+    uv_tcp_init(s->loop, &s->listener);
+    s->listener.data = s;
+    s->listening = true; /* initialised: srv_stop must close it */
+    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+    if (!rc)
+        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+    if (rc) {
+        LOGE(&s->log, "listen on %s:%d: %s", s->cfg.listen_host, s->cfg.listen_port,
+             uv_strerror(rc));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * metrics — counters and fixed-bucket histograms rendered in Prometheus text format.
+ *
+ * Owns: plain numbers inside struct srv_metrics (no allocation). Histograms observe seconds;
+ * buckets are fixed at compile time (HIST_BUCKETS), cumulative only when rendered.
+ */
+#ifndef FENCELOCK_METRICS_H
+#define FENCELOCK_METRICS_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+
+#define HIST_NB 17
+
+struct hist {
+    uint64_t counts[HIST_NB + 1]; /* last = +Inf */
+    uint64_t count;
+    double sum;
+};
+
+struct srv_metrics {
+    uint64_t grants, releases, expirations, fence_rejections, commands, proposals,
+        proposal_unknown, connections_total, connections_rejected, protocol_errors;
+    struct hist lock_wait, lock_hold, commit;
+};
+
+void hist_observe(struct hist *h, double seconds);
+void hist_render(struct buf *out, const char *name, const char *help, const struct hist *h);
+void metric_render(struct buf *out, const char *name, const char *type, const char *help,
+                   double value);
+
+#endif

@@ -1,0 +1,731 @@
+/*
+ * server.c — lifecycle, leadership, the leader's timers and the FSM event hooks.
+ *
+ * Leadership (polled from the tick, libraft 0.15 has no state-change callback):
+ *   not leader --raft says leader--> ready_pending (barrier of this term proposed)
+ *   ready_pending --barrier applied, same term--> ready (timers restarted at full length)
+ *   any --raft says not leader / term changed--> not leader (parked and waiting requests are
+ *   answered -NOTLEADER / -NOLEADER; their sessions keep their queue places in the log)
+ */
+#include "server/server.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+uint64_t srv_now_ms(void) { return uv_hrtime() / 1000000u; }
+
+uint64_t srv_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const char *srv_role_name(int role)
+{
+    switch (role) {
+    case RN_LEADER:
+        return "leader";
+    case RN_FOLLOWER:
+        return "follower";
+    case RN_CANDIDATE:
+        return "candidate";
+    default:
+        return "unavailable";
+    }
+}
+
+size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out)
+{
+    char k[8];
+    buf_reset(out);
+    if (buf_append(out, name, namelen) || buf_append(out, k, map_key_u64(sid, k)))
+        return 0;
+    return out->len;
+}
+
+/* ---- timer tables ---- */
+
+struct srv_sess *srv_sess_get(struct srv *s, uint64_t sid)
+{
+    char k[8];
+    return map_get(&s->sessions, k, map_key_u64(sid, k));
+}
+
+static void sess_add(struct srv *s, uint64_t sid, uint64_t ttl_ms)
+{
+    char k[8];
+    struct srv_sess *e = srv_sess_get(s, sid);
+    if (!e) {
+        e = calloc(1, sizeof(*e));
+        if (!e || map_put(&s->sessions, k, map_key_u64(sid, k), e)) {
+            free(e);
+            LOGE(&s->log, "out of memory tracking session %llu", (unsigned long long)sid);
+            return;
+        }
+        e->t.idx = HEAP_NONE;
+        e->t.kind = TK_SESSION;
+    }
+    e->sid = sid;
+    e->ttl_ms = ttl_ms;
+    e->expiring = false;
+    heap_set(&s->timers, &e->t, srv_now_ms() + ttl_ms);
+}
+
+static void sess_del(struct srv *s, uint64_t sid)
+{
+    char k[8];
+    struct srv_sess *e = map_del(&s->sessions, k, map_key_u64(sid, k));
+    if (e) {
+        heap_remove(&s->timers, &e->t);
+        free(e);
+    }
+}
+
+static struct srv_wait *wait_get(struct srv *s, const char *name, size_t namelen, uint64_t sid)
+{
+    size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
+    return n ? map_get(&s->waits, s->scratch.p, n) : NULL;
+}
+
+static void wait_add(struct srv *s, const char *name, size_t namelen, uint64_t sid,
+                     uint64_t wait_ms)
+{
+    size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
+    struct srv_wait *w = n ? calloc(1, sizeof(*w) + n) : NULL;
+    if (!w || map_put(&s->waits, s->scratch.p, n, w)) {
+        free(w);
+        LOGE(&s->log, "out of memory tracking a wait");
+        return;
+    }
+    memcpy(w->key, s->scratch.p, n);
+    w->keylen = n;
+    w->t.idx = HEAP_NONE;
+    w->t.kind = TK_WAIT;
+    w->sid = sid;
+    w->wait_ms = wait_ms;
+    w->started_ms = srv_now_ms();
+    heap_set(&s->timers, &w->t, w->started_ms + wait_ms);
+}
+
+/* Remove a wait; returns how long it waited (ms), or -1 if there was none. */
+static int64_t wait_del(struct srv *s, const char *name, size_t namelen, uint64_t sid)
+{
+    size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
+    struct srv_wait *w = n ? map_del(&s->waits, s->scratch.p, n) : NULL;
+    if (!w)
+        return -1;
+    int64_t waited = (int64_t)(srv_now_ms() - w->started_ms);
+    heap_remove(&s->timers, &w->t);
+    free(w);
+    return waited;
+}
+
+/* A LOCK retry by a session already queued: its new WAIT bound is the one that counts. */
+void srv_wait_refresh(struct srv *s, const char *name, size_t namelen, uint64_t sid,
+                      uint64_t wait_ms)
+{
+    struct srv_wait *w = wait_get(s, name, namelen, sid);
+    if (!w) {
+        wait_add(s, name, namelen, sid, wait_ms);
+        return;
+    }
+    w->wait_ms = wait_ms;
+    w->cancelling = false;
+    heap_set(&s->timers, &w->t, srv_now_ms() + wait_ms);
+}
+
+static void delay_add(struct srv *s, const char *name, size_t namelen, uint64_t delay_ms)
+{
+    struct srv_delay *d = map_get(&s->delays, name, namelen);
+    if (!d) {
+        d = calloc(1, sizeof(*d) + namelen);
+        if (!d || map_put(&s->delays, name, namelen, d)) {
+            free(d);
+            LOGE(&s->log, "out of memory tracking a lock-delay");
+            return;
+        }
+        memcpy(d->name, name, namelen);
+        d->namelen = namelen;
+        d->t.idx = HEAP_NONE;
+        d->t.kind = TK_DELAY;
+    }
+    d->delay_ms = delay_ms;
+    d->ending = false;
+    heap_set(&s->timers, &d->t, srv_now_ms() + delay_ms);
+}
+
+static void delay_del(struct srv *s, const char *name, size_t namelen)
+{
+    struct srv_delay *d = map_del(&s->delays, name, namelen);
+    if (d) {
+        heap_remove(&s->timers, &d->t);
+        free(d);
+    }
+}
+
+static void hold_start(struct srv *s, const char *name, size_t namelen)
+{
+    uint64_t *t = map_get(&s->holds, name, namelen);
+    if (!t) {
+        t = malloc(sizeof(*t));
+        if (!t || map_put(&s->holds, name, namelen, t)) {
+            free(t);
+            return;
+        }
+    }
+    *t = srv_now_ms();
+}
+
+static void hold_end(struct srv *s, const char *name, size_t namelen)
+{
+    uint64_t *t = map_del(&s->holds, name, namelen);
+    if (t) {
+        hist_observe(&s->m.lock_hold, (double)(srv_now_ms() - *t) / 1000.0);
+        free(t);
+    }
+}
+
+/* ---- parked LOCK requests ---- */
+
+int srv_park(struct srv *s, struct srv_slot *slot)
+{
+    struct srv_slot *head = map_get(&s->parked, slot->pkey, slot->pkeylen);
+    slot->lnext = head;
+    if (map_put(&s->parked, slot->pkey, slot->pkeylen, slot))
+        return -1;
+    slot->parked = true;
+    return 0;
+}
+
+/* Answer every request parked on (name, sid): with the token, or nil (token 0). */
+static void wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t sid,
+                        uint64_t token)
+{
+    size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
+    struct srv_slot *slot = n ? map_del(&s->parked, s->scratch.p, n) : NULL;
+    while (slot) {
+        struct srv_slot *next = slot->lnext;
+        slot->lnext = NULL;
+        slot->parked = false;
+        if (token)
+            resp_w_uint(&slot->out, token);
+        else
+            resp_w_nil(&slot->out, slot->proto);
+        srv_slot_done(slot);
+        slot = next;
+    }
+}
+
+struct fail_arg {
+    struct srv *s;
+    int status;
+};
+
+static void fail_parked_cb(void *arg, const void *key, size_t len, void *val)
+{
+    struct fail_arg *fa = arg;
+    struct srv_slot *slot = val;
+    map_del(&fa->s->parked, key, len);
+    while (slot) {
+        struct srv_slot *next = slot->lnext;
+        slot->lnext = NULL;
+        slot->parked = false;
+        srv_reply_status(fa->s, &slot->out, fa->status);
+        srv_slot_done(slot);
+        slot = next;
+    }
+}
+
+static void fail_reads(struct srv *s, struct srv_read_list *l, int status)
+{
+    struct srv_slot *slot = l->head;
+    l->head = l->tail = NULL;
+    while (slot) {
+        struct srv_slot *next = slot->lnext;
+        slot->lnext = NULL;
+        srv_reply_status(s, &slot->out, status);
+        srv_slot_done(slot);
+        slot = next;
+    }
+}
+
+/* ---- FSM hooks (every node) ---- */
+
+static void on_event(struct srv *s, const struct fsm_event *e)
+{
+    const char *nm = e->name.p;
+    size_t nl = e->name.len;
+    switch (e->type) {
+    case FSM_EV_SESSION_OPENED:
+        sess_add(s, e->sid, e->ms);
+        break;
+    case FSM_EV_SESSION_ENDED:
+        sess_del(s, e->sid);
+        if (e->expired)
+            s->m.expirations++;
+        break;
+    case FSM_EV_GRANTED: {
+        int64_t waited = wait_del(s, nm, nl, e->sid);
+        if (waited >= 0)
+            hist_observe(&s->m.lock_wait, (double)waited / 1000.0);
+        hold_start(s, nm, nl);
+        s->m.grants++;
+        wake_parked(s, nm, nl, e->sid, e->token);
+        break;
+    }
+    case FSM_EV_RELEASED:
+        hold_end(s, nm, nl);
+        s->m.releases++;
+        break;
+    case FSM_EV_WAIT_STARTED:
+        wait_add(s, nm, nl, e->sid, e->ms);
+        break;
+    case FSM_EV_WAIT_ENDED:
+        wait_del(s, nm, nl, e->sid);
+        wake_parked(s, nm, nl, e->sid, 0);
+        break;
+    case FSM_EV_LOCKDELAY_STARTED:
+        delay_add(s, nm, nl, e->ms);
+        break;
+    case FSM_EV_LOCKDELAY_ENDED:
+        delay_del(s, nm, nl);
+        break;
+    case FSM_EV_FENCE_REJECTED:
+        s->m.fence_rejections++;
+        break;
+    default:
+        break;
+    }
+}
+
+static void hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev)
+{
+    struct srv *s = arg;
+    (void)reply;
+    for (size_t i = 0; i < ev->n; i++)
+        on_event(s, &ev->ev[i]);
+}
+
+static void free_val(void *v) { free(v); }
+
+static void rebuild_sess_cb(void *arg, uint64_t sid, uint64_t ttl_ms)
+{
+    sess_add(arg, sid, ttl_ms);
+}
+
+static void rebuild_wait_cb(void *arg, const char *name, size_t namelen, uint64_t sid,
+                            uint64_t wait_ms)
+{
+    wait_add(arg, name, namelen, sid, wait_ms);
+}
+
+static void rebuild_delay_cb(void *arg, const char *name, size_t namelen, uint64_t delay_ms)
+{
+    delay_add(arg, name, namelen, delay_ms);
+}
+
+/* The FSM was replaced by a snapshot: derive every table again from it. */
+static void hook_restored(void *arg)
+{
+    struct srv *s = arg;
+    heap_free(&s->timers);
+    map_free(&s->sessions, free_val);
+    map_free(&s->waits, free_val);
+    map_free(&s->delays, free_val);
+    map_free(&s->holds, free_val);
+    fsm_foreach_session(s->fsm, rebuild_sess_cb, s);
+    fsm_foreach_waiter(s->fsm, rebuild_wait_cb, s);
+    fsm_foreach_lockdelay(s->fsm, rebuild_delay_cb, s);
+}
+
+/* ---- leader duties ---- */
+
+static void restart_cb(void *arg, const void *key, size_t len, void *val)
+{
+    struct srv *s = arg;
+    struct heap_item *t = val; /* every table value starts with its heap item */
+    uint64_t full = 0;
+    (void)key;
+    (void)len;
+    if (t->kind == TK_SESSION) {
+        struct srv_sess *e = val;
+        e->expiring = false;
+        full = e->ttl_ms;
+    } else if (t->kind == TK_WAIT) {
+        struct srv_wait *w = val;
+        w->cancelling = false;
+        full = w->wait_ms;
+    } else if (t->kind == TK_DELAY) {
+        struct srv_delay *d = val;
+        d->ending = false;
+        full = d->delay_ms;
+    }
+    heap_set(&s->timers, t, srv_now_ms() + full);
+}
+
+/* A new leader restarts every countdown at full length: it cannot know how much of it the
+ * previous leader had seen pass, and a lease must never end early. */
+static void restart_timers(struct srv *s)
+{
+    map_foreach(&s->sessions, restart_cb, s);
+    map_foreach(&s->waits, restart_cb, s);
+    map_foreach(&s->delays, restart_cb, s);
+}
+
+struct duty {
+    struct srv *s;
+    uint8_t kind;
+    uint64_t sid;
+    size_t len;
+    char key[]; /* lock name (delay) or name+sid (wait) */
+};
+
+/* The outcome of an expiry / cancel / delay-end proposal. On failure the timer fires again
+ * soon; success needs nothing here, the applied events update the tables. */
+static void duty_cb(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct duty *d = ctx;
+    struct srv *s = d->s;
+    (void)reply;
+    if (status != RN_OK && !s->stopping && s->ready) {
+        uint64_t soon = srv_now_ms() + 10;
+        if (d->kind == TK_SESSION) {
+            struct srv_sess *e = srv_sess_get(s, d->sid);
+            if (e) {
+                e->expiring = false;
+                heap_set(&s->timers, &e->t, soon);
+            }
+        } else if (d->kind == TK_WAIT) {
+            struct srv_wait *w = map_get(&s->waits, d->key, d->len);
+            if (w) {
+                w->cancelling = false;
+                heap_set(&s->timers, &w->t, soon);
+            }
+        } else {
+            struct srv_delay *dl = map_get(&s->delays, d->key, d->len);
+            if (dl) {
+                dl->ending = false;
+                heap_set(&s->timers, &dl->t, soon);
+            }
+        }
+    }
+    free(d);
+}
+
+static int propose_duty(struct srv *s, struct fsm_cmd *cmd, uint8_t kind, uint64_t sid,
+                        const char *key, size_t keylen)
+{
+    struct duty *d = malloc(sizeof(*d) + keylen);
+    if (!d)
+        return -1;
+    d->s = s;
+    d->kind = kind;
+    d->sid = sid;
+    d->len = keylen;
+    memcpy(d->key, key, keylen);
+    cmd->now_ms = srv_wall_ms();
+    buf_reset(&s->scratch);
+    if (fsm_cmd_encode(cmd, &s->scratch) ||
+        rn_propose(s->rn, s->scratch.p, s->scratch.len, duty_cb, d) != RN_OK) {
+        free(d);
+        return -1;
+    }
+    s->m.proposals++;
+    return 0;
+}
+
+static void fire_timer(struct srv *s, struct heap_item *t)
+{
+    struct fsm_cmd cmd;
+    memset(&cmd, 0, sizeof(cmd));
+    heap_remove(&s->timers, t);
+    if (t->kind == TK_SESSION) {
+        struct srv_sess *e = (struct srv_sess *)t;
+        e->expiring = true;
+        cmd.op = FSM_OP_SESSION_EXPIRE;
+        cmd.sid = e->sid;
+        LOGD(&s->log, "session %llu: deadline passed, proposing expiry",
+             (unsigned long long)e->sid);
+        if (propose_duty(s, &cmd, TK_SESSION, e->sid, NULL, 0))
+            heap_set(&s->timers, t, srv_now_ms() + 10);
+    } else if (t->kind == TK_WAIT) {
+        struct srv_wait *w = (struct srv_wait *)t;
+        w->cancelling = true;
+        cmd.op = FSM_OP_CANCEL_WAIT;
+        cmd.sid = w->sid;
+        cmd.name.p = w->key;
+        cmd.name.len = (uint32_t)(w->keylen - 8);
+        if (propose_duty(s, &cmd, TK_WAIT, w->sid, w->key, w->keylen))
+            heap_set(&s->timers, t, srv_now_ms() + 10);
+    } else {
+        struct srv_delay *d = (struct srv_delay *)t;
+        d->ending = true;
+        cmd.op = FSM_OP_LOCKDELAY_END;
+        cmd.name.p = d->name;
+        cmd.name.len = (uint32_t)d->namelen;
+        if (propose_duty(s, &cmd, TK_DELAY, 0, d->name, d->namelen))
+            heap_set(&s->timers, t, srv_now_ms() + 10);
+    }
+}
+
+static void ready_cb(void *ctx, int status)
+{
+    struct srv *s = ctx;
+    s->ready_pending = false;
+    if (s->stopping || status != RN_OK || rn_role(s->rn) != RN_LEADER ||
+        rn_term(s->rn) != s->ready_term)
+        return; /* the next tick tries again if still leader */
+    s->ready = true;
+    restart_timers(s);
+    LOGI(&s->log, "leader ready in term %llu (applied index %llu, revision %llu)",
+         (unsigned long long)s->ready_term, (unsigned long long)rn_applied_index(s->rn),
+         (unsigned long long)fsm_revision(s->fsm));
+}
+
+static void step_down(struct srv *s)
+{
+    struct fail_arg fa = {s, RN_NOTLEADER};
+    s->ready = false;
+    map_foreach(&s->parked, fail_parked_cb, &fa);
+    fail_reads(s, &s->reads_waiting, RN_NOTLEADER);
+    /* reads_inflight are answered by their barrier's failure callback */
+}
+
+static void poll_leadership(struct srv *s)
+{
+    int role = rn_role(s->rn);
+    uint64_t term = rn_term(s->rn);
+    if (role != s->role)
+        LOGI(&s->log, "raft role %s -> %s (term %llu)", srv_role_name(s->role),
+             srv_role_name(role), (unsigned long long)term);
+    s->role = role;
+    if (s->ready && (role != RN_LEADER || term != s->ready_term))
+        step_down(s);
+    if (role == RN_LEADER && !s->ready && !s->ready_pending) {
+        s->ready_term = term;
+        if (rn_barrier(s->rn, ready_cb, s) == RN_OK)
+            s->ready_pending = true;
+    }
+}
+
+static void tick_cb(uv_timer_t *t)
+{
+    struct srv *s = t->data;
+    poll_leadership(s);
+    if (!s->ready)
+        return;
+    uint64_t now = srv_now_ms();
+    struct heap_item *top;
+    while ((top = heap_top(&s->timers)) && top->deadline <= now)
+        fire_timer(s, top);
+}
+
+/* ---- reads: one barrier answers every read that arrived before it was issued ---- */
+
+static void read_barrier_cb(void *ctx, int status);
+
+static void issue_read_barrier(struct srv *s)
+{
+    if (s->barrier_inflight || !s->reads_waiting.head)
+        return;
+    s->reads_inflight = s->reads_waiting;
+    s->reads_waiting.head = s->reads_waiting.tail = NULL;
+    int rc = rn_barrier(s->rn, read_barrier_cb, s);
+    if (rc != RN_OK) {
+        fail_reads(s, &s->reads_inflight, rc);
+        return;
+    }
+    s->barrier_inflight = true;
+}
+
+static void read_barrier_cb(void *ctx, int status)
+{
+    struct srv *s = ctx;
+    s->barrier_inflight = false;
+    if (status != RN_OK || !s->ready) {
+        fail_reads(s, &s->reads_inflight, status != RN_OK ? status : RN_NOTLEADER);
+    } else {
+        struct srv_slot *slot = s->reads_inflight.head;
+        s->reads_inflight.head = s->reads_inflight.tail = NULL;
+        while (slot) {
+            struct srv_slot *next = slot->lnext;
+            slot->lnext = NULL;
+            srv_run_read(s, slot);
+            srv_slot_done(slot);
+            slot = next;
+        }
+    }
+    if (!s->stopping)
+        issue_read_barrier(s);
+}
+
+void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
+{
+    slot->lnext = NULL;
+    if (s->reads_waiting.tail)
+        s->reads_waiting.tail->lnext = slot;
+    else
+        s->reads_waiting.head = slot;
+    s->reads_waiting.tail = slot;
+    issue_read_barrier(s);
+}
+
+/* ---- lifecycle ---- */
+
+static int mkdir_p(const char *path)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    }
+    struct stat st;
+    if (mkdir(tmp, 0755) && (stat(tmp, &st) || !S_ISDIR(st.st_mode)))
+        return -1;
+    return 0;
+}
+
+static void http_handler(void *arg, const char *method, const char *path, struct buf *body,
+                         int *status, const char **ctype)
+{
+    struct srv *s = arg;
+    (void)method;
+    if (!strcmp(path, "/metrics")) {
+        srv_render_metrics(s, body);
+        *status = 200;
+        *ctype = "text/plain; version=0.0.4";
+    } else if (!strcmp(path, "/health")) {
+        uint64_t lid;
+        const char *laddr;
+        rn_leader(s->rn, &lid, &laddr);
+        buf_printf(body, "{\"status\":\"%s\",\"role\":\"%s\",\"id\":%llu,\"leader_id\":%llu,"
+                         "\"term\":%llu,\"applied_index\":%llu}\n",
+                   (s->ready || (s->role == RN_FOLLOWER && lid)) ? "ok" : "unavailable",
+                   srv_role_name(s->role), (unsigned long long)s->cfg.id,
+                   (unsigned long long)lid, (unsigned long long)rn_term(s->rn),
+                   (unsigned long long)rn_applied_index(s->rn));
+        *status = strstr(body->p, "\"ok\"") ? 200 : 503;
+        *ctype = "application/json";
+    } else {
+        buf_append_str(body, "not found\n");
+        *status = 404;
+        *ctype = "text/plain";
+    }
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct srv *s = h->data;
+    LOGI(&s->log, "signal %d: shutting down", signum);
+    srv_stop(s);
+}
+
+int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
+{
+    char err[256];
+    memset(s, 0, sizeof(*s));
+    s->loop = loop;
+    s->cfg = *cfg;
+    s->log.level = cfg->log_level;
+    s->log.id = (int)cfg->id;
+    s->role = RN_UNAVAILABLE;
+    heap_init(&s->timers);
+    if (mkdir_p(cfg->data_dir)) {
+        LOGE(&s->log, "cannot create data directory %s", cfg->data_dir);
+        return -1;
+    }
+    s->fsm = fsm_new();
+    if (!s->fsm)
+        return -1;
+    struct rn_config rc = {
+        .id = cfg->id,
+        .raft_address = cfg->raft_address,
+        .data_dir = cfg->data_dir,
+        .election_ms = cfg->election_ms,
+        .heartbeat_ms = cfg->heartbeat_ms,
+        .snapshot_threshold = cfg->snapshot_threshold,
+        .snapshot_trailing = cfg->snapshot_trailing,
+    };
+    struct rn_hooks hooks = {.arg = s, .applied = hook_applied, .restored = hook_restored};
+    if (rn_new(&s->rn, loop, &rc, s->fsm, &hooks, &s->log, err, sizeof(err))) {
+        LOGE(&s->log, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+int srv_start(struct srv *s)
+{
+    char err[256];
+    s->started_ms = srv_now_ms();
+    if (rn_start(s->rn, err, sizeof(err))) {
+        LOGE(&s->log, "%s", err);
+        return -1;
+    }
+    uv_timer_init(s->loop, &s->tick);
+    s->tick.data = s;
+    uv_signal_init(s->loop, &s->sig_term);
+    uv_signal_init(s->loop, &s->sig_int);
+    s->sig_term.data = s->sig_int.data = s;
+    if (srv_listen(s))
+        return -1;
+    if (s->cfg.http_port &&
+        srv_http_start(s->loop, s->cfg.http_host, s->cfg.http_port, http_handler, s, &s->http,
+                       err, sizeof(err))) {
+        LOGE(&s->log, "http: %s", err);
+        return -1;
+    }
+    uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
+    uv_signal_start(&s->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&s->sig_int, on_signal, SIGINT);
+    LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
+         (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port,
+         s->cfg.raft_address, s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
+    return 0;
+}
+
+static void rn_closed(void *arg)
+{
+    struct srv *s = arg;
+    s->rn = NULL;
+    uv_close((uv_handle_t *)&s->tick, NULL);
+    uv_close((uv_handle_t *)&s->sig_term, NULL);
+    uv_close((uv_handle_t *)&s->sig_int, NULL);
+}
+
+void srv_stop(struct srv *s)
+{
+    if (s->stopping)
+        return;
+    s->stopping = true;
+    uv_timer_stop(&s->tick);
+    struct fail_arg fa = {s, RN_ERR};
+    map_foreach(&s->parked, fail_parked_cb, &fa);
+    fail_reads(s, &s->reads_waiting, RN_ERR);
+    srv_close_all_conns(s);
+    if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
+        uv_close((uv_handle_t *)&s->listener, NULL);
+    srv_http_stop(s->http);
+    s->http = NULL;
+    rn_close(s->rn, rn_closed, s);
+}
+
+void srv_free(struct srv *s)
+{
+    heap_free(&s->timers);
+    map_free(&s->sessions, free_val);
+    map_free(&s->waits, free_val);
+    map_free(&s->delays, free_val);
+    map_free(&s->holds, free_val);
+    map_free(&s->parked, NULL);
+    buf_free(&s->scratch);
+    fsm_free(s->fsm);
+    s->fsm = NULL;
+}

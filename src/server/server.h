@@ -1,0 +1,213 @@
+/*
+ * server — fencelockd's service layer: one libuv loop, one thread, for state and network.
+ *
+ * Owns (struct srv, the only mutable state outside main): the FSM, the replication node, the
+ * client listener and connections, the HTTP endpoint, the leader's timer tables and metrics.
+ *
+ * Timer tables are derived from FSM events on every node (so a new leader has them already):
+ *   sessions  sid       -> struct srv_sess  (ttl, deadline)
+ *   waits     name+sid  -> struct srv_wait  (wait_ms, deadline, when it started)
+ *   delays    name      -> struct srv_delay (lock-delay ms, deadline)
+ *   holds     name      -> struct srv_hold  (monotonic grant time, for the hold histogram)
+ * Deadlines are on the monotonic clock and only acted on by a ready leader; when a node becomes
+ * ready every deadline restarts at its full length (never early after a fail-over).
+ *
+ * Requests (struct srv_slot) keep each connection's replies in request order:
+ *   slot states: WAITING (proposal, barrier read or parked LOCK) -> DONE (reply in out)
+ *   srv_slot_done() moves WAITING->DONE and flushes the connection's done prefix. A slot whose
+ *   connection closed is orphaned (conn == NULL) and frees itself when it completes.
+ * A "ready" leader is a raft leader whose own barrier of the current term has applied: before
+ * that it serves no read and proposes nothing (no stale reads after an election).
+ */
+#ifndef FENCELOCK_SERVER_H
+#define FENCELOCK_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/map.h"
+#include "common/resp.h"
+#include "fsm/fsm.h"
+#include "raft/rn.h"
+#include "server/heap.h"
+#include "server/http.h"
+#include "server/metrics.h"
+
+#define FENCELOCK_VERSION "0.1.0"
+
+struct srv_config {
+    uint64_t id;
+    char data_dir[512];
+    char listen_host[64];
+    int listen_port;
+    char raft_address[96];
+    char http_host[64];
+    int http_port; /* 0 = no HTTP endpoint */
+    size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
+    size_t max_pending; /* per connection: reading pauses beyond it */
+    size_t max_output;  /* per connection: unsent reply bytes before it is closed */
+    uint64_t max_ttl, max_lockdelay, max_wait;
+    unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing;
+    unsigned tick_ms;
+    enum log_level log_level;
+};
+
+/* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
+void srv_config_defaults(struct srv_config *c);
+int srv_config_parse(struct srv_config *c, int argc, char **argv);
+void srv_config_usage(FILE *f);
+
+enum srv_timer_kind { TK_SESSION = 1, TK_WAIT = 2, TK_DELAY = 3 };
+
+struct srv_sess {
+    struct heap_item t;
+    uint64_t sid, ttl_ms;
+    bool expiring; /* an expiry proposal is in flight */
+};
+
+struct srv_wait {
+    struct heap_item t;
+    uint64_t sid, wait_ms, started_ms;
+    bool cancelling;
+    size_t keylen;
+    char key[]; /* name + 8-byte sid: the map key */
+};
+
+struct srv_delay {
+    struct heap_item t;
+    uint64_t delay_ms;
+    bool ending;
+    size_t namelen;
+    char name[];
+};
+
+struct srv_conn;
+
+enum srv_slot_kind { SLOT_SYNC = 0, SLOT_WRITE = 1, SLOT_READ = 2 };
+
+struct srv_slot {
+    struct srv_slot *next;  /* connection's queue */
+    struct srv_slot *lnext; /* read batch or parked list */
+    struct srv_conn *conn;  /* NULL once the connection closed */
+    struct srv *srv;
+    uint8_t kind;
+    bool done, parked;
+    int proto;
+    uint8_t op;                 /* fsm op of a write */
+    uint64_t wait_ms;           /* LOCK ... WAIT */
+    uint64_t started_ns;        /* for commit latency */
+    size_t pkeylen;             /* parked: map key name+sid */
+    char *pkey;
+    const struct srv_cmd *cmd;  /* read: the command to run after the barrier */
+    struct buf args;            /* read: copied argument bytes */
+    size_t argc;
+    struct buf out;
+};
+
+struct srv_conn {
+    uv_tcp_t tcp;
+    struct srv *srv;
+    struct srv_conn *prev, *next;
+    struct buf in, out, wbuf;
+    struct resp_parser ps;
+    struct srv_slot *head, *tail;
+    size_t nslots;
+    int proto;
+    bool writing, closing, close_after_write, reading, processing;
+    uint64_t id;
+};
+
+struct srv_read_list {
+    struct srv_slot *head, *tail;
+};
+
+struct srv {
+    uv_loop_t *loop;
+    struct srv_config cfg;
+    struct logger log;
+    struct fsm *fsm;
+    struct rn *rn;
+    uv_tcp_t listener;
+    uv_timer_t tick;
+    uv_signal_t sig_term, sig_int;
+    struct srv_http *http;
+    struct srv_conn *conns;
+    size_t nconns;
+    uint64_t next_conn_id;
+    /* leadership */
+    int role;
+    bool ready, ready_pending;
+    uint64_t ready_term;
+    /* linearizable reads: `waiting` join the next barrier, `inflight` await the current one */
+    struct srv_read_list reads_waiting, reads_inflight;
+    bool barrier_inflight;
+    /* derived timer tables */
+    struct map sessions, waits, delays, holds, parked;
+    struct heap timers;
+    struct srv_metrics m;
+    struct buf scratch;
+    bool stopping, listening;
+    uint64_t started_ms;
+};
+
+/* Monotonic milliseconds (never the wall clock). */
+uint64_t srv_now_ms(void);
+/* Wall-clock ms since the epoch: only for informational stamps (held_since). */
+uint64_t srv_wall_ms(void);
+
+int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg);
+int srv_start(struct srv *s);
+void srv_stop(struct srv *s); /* begins shutdown; the loop ends when everything closed */
+void srv_free(struct srv *s);
+
+/* conn.c */
+int srv_listen(struct srv *s);
+void srv_conn_close(struct srv_conn *c);
+void srv_close_all_conns(struct srv *s);
+void srv_slot_done(struct srv_slot *slot);
+void srv_slot_free(struct srv_slot *slot);
+
+/* cmd.c */
+struct srv_req {
+    struct srv *s;
+    struct srv_conn *c;    /* NULL when run for an orphaned read */
+    struct srv_slot *slot; /* NULL for a sync command with nothing queued before it */
+    size_t argc;
+    struct resp_arg *argv;
+    struct buf *out;
+    int proto;
+    bool async; /* set by the handler when the reply comes later */
+};
+
+enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4 };
+
+struct srv_cmd {
+    const char *name;
+    int arity; /* exact argc, or -N: at least N */
+    int flags;
+    void (*fn)(struct srv_req *r);
+};
+
+const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
+/* Run a parsed command for connection c (flags decide sync / write / read paths). */
+void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv);
+/* Answer one read after its barrier. */
+void srv_run_read(struct srv *s, struct srv_slot *slot);
+/* Render an error for a failed proposal / barrier status. */
+void srv_reply_status(struct srv *s, struct buf *out, int status);
+
+/* server.c: leader duties used by commands */
+struct srv_sess *srv_sess_get(struct srv *s, uint64_t sid);
+void srv_wait_refresh(struct srv *s, const char *name, size_t namelen, uint64_t sid,
+                      uint64_t wait_ms);
+/* Park a LOCK slot (its pkey = name + sid already set) until that wait ends. */
+int srv_park(struct srv *s, struct srv_slot *slot);
+void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
+size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
+const char *srv_role_name(int role);
+void srv_render_metrics(struct srv *s, struct buf *out);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * status.c — the Prometheus /metrics page (the /health JSON is in server.c's HTTP handler).
+ */
+#include "server/server.h"
+
+void srv_render_metrics(struct srv *s, struct buf *out)
+{
+    struct fsm_stats st;
+    const struct srv_metrics *m = &s->m;
+    fsm_stats(s->fsm, &st);
+    metric_render(out, "fencelock_sessions", "gauge", "Live sessions.", (double)st.sessions);
+    metric_render(out, "fencelock_locks_held", "gauge", "Locks with a holder.",
+                  (double)st.locks_held);
+    metric_render(out, "fencelock_waiters", "gauge", "Sessions queued on locks.",
+                  (double)st.waiters);
+    metric_render(out, "fencelock_locks_in_delay", "gauge", "Locks held back by lock-delay.",
+                  (double)st.locks_in_delay);
+    metric_render(out, "fencelock_keys", "gauge", "Keys in the KV store.", (double)st.keys);
+    metric_render(out, "fencelock_revision", "gauge", "Current revision (newest token).",
+                  (double)fsm_revision(s->fsm));
+    metric_render(out, "fencelock_grants_total", "counter", "Lock grants applied.",
+                  (double)m->grants);
+    metric_render(out, "fencelock_releases_total", "counter", "Lock releases applied.",
+                  (double)m->releases);
+    metric_render(out, "fencelock_expirations_total", "counter", "Sessions ended by expiry.",
+                  (double)m->expirations);
+    metric_render(out, "fencelock_fence_rejections_total", "counter",
+                  "Fenced writes rejected with STALE.", (double)m->fence_rejections);
+    metric_render(out, "fencelock_commands_total", "counter", "Client commands processed.",
+                  (double)m->commands);
+    metric_render(out, "fencelock_proposals_total", "counter", "Raft entries proposed here.",
+                  (double)m->proposals);
+    metric_render(out, "fencelock_proposals_unknown_total", "counter",
+                  "Proposals whose outcome became unknown (leadership lost).",
+                  (double)m->proposal_unknown);
+    metric_render(out, "fencelock_connections", "gauge", "Open client connections.",
+                  (double)s->nconns);
+    metric_render(out, "fencelock_connections_total", "counter", "Client connections accepted.",
+                  (double)m->connections_total);
+    metric_render(out, "fencelock_connections_rejected_total", "counter",
+                  "Connections refused by --max-clients.", (double)m->connections_rejected);
+    metric_render(out, "fencelock_protocol_errors_total", "counter",
+                  "Connections closed for a RESP framing error.", (double)m->protocol_errors);
+    metric_render(out, "fencelock_applied_index", "gauge", "Last Raft index applied.",
+                  (double)rn_applied_index(s->rn));
+    metric_render(out, "fencelock_commit_index", "gauge", "Raft commit index.",
+                  (double)rn_commit_index(s->rn));
+    metric_render(out, "fencelock_raft_term", "gauge", "Raft term.", (double)rn_term(s->rn));
+    metric_render(out, "fencelock_raft_state", "gauge",
+                  "Raft state: 0 unavailable, 1 follower, 2 candidate, 3 leader.",
+                  (double)s->role);
+    metric_render(out, "fencelock_leader_ready", "gauge",
+                  "1 when this node is a leader that committed an entry of its term.",
+                  s->ready ? 1.0 : 0.0);
+    hist_render(out, "fencelock_lock_wait_seconds", "Time from enqueue to grant.", &m->lock_wait);
+    hist_render(out, "fencelock_lock_hold_seconds", "Time from grant to release.", &m->lock_hold);
+    hist_render(out, "fencelock_commit_latency_seconds",
+                "Time from proposal to applied reply, on the leader.", &m->commit);
+}
