@@ -206,12 +206,16 @@ static void wake_parked(struct srv *s, const char *name, size_t namelen, uint64_
 {
     size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
     struct srv_slot *slot = n ? map_del(&s->parked, s->scratch.p, n) : NULL;
+    struct fsm_session_view sv;
     while (slot) {
         struct srv_slot *next = slot->lnext;
         slot->lnext = NULL;
         slot->parked = false;
         if (token)
             resp_w_uint(&slot->out, token);
+        else if (!fsm_session_info(s->fsm, sid, &sv))
+            resp_w_errorf(&slot->out, "NOSESSION session %llu ended while waiting",
+                          (unsigned long long)sid);
         else
             resp_w_nil(&slot->out, slot->proto);
         srv_slot_done(slot);
