@@ -25,16 +25,16 @@ static char level_char(enum log_level lv)
     return '?';
 }
 
-/* "2026-12-02T16:05:41.123Z" into out (at least 32 bytes); returns its length. */
+/* "2026-12-02T16:05:41.123Z" into out; sized by the caller for the worst case gcc can see. */
 static int format_time(char *out, size_t n)
 {
     struct timespec ts;
     struct tm tm;
     if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !gmtime_r(&ts.tv_sec, &tm))
         return snprintf(out, n, "0000-00-00T00:00:00.000Z");
-    return snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                    ts.tv_nsec / 1000000L);
+    return snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                    (int)(ts.tv_nsec / 1000000L % 1000));
 }
 
 /* One line per entry: a newline inside a message would forge a second, unprefixed entry. */
@@ -65,7 +65,7 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     if (lv < min)
         return;
     char line[LOG_LINE_MAX];
-    char ts[40];
+    char ts[96];
     format_time(ts, sizeof(ts));
     int h = snprintf(line, sizeof(line), "%s %c [%d] ", ts, level_char(lv), l ? l->id : 0);
     if (h < 0 || (size_t)h >= sizeof(line))

@@ -1,0 +1,50 @@
+/*
+ * http — a minimal HTTP/1.1 server on libuv for /metrics and /health.
+ *
+ * Owns: the listening handle, every accepted connection (request head buffer, response
+ * buffers, idle timer) and the struct srv_http itself. One request per connection: the reply
+ * carries Content-Length and `Connection: close`, then the connection is shut down, drained and
+ * closed. Only GET and HEAD reach the handler; bad requests get 400/405/431 without it.
+ * Invariants: at most max_conns connections are open (extra ones are closed at once); each
+ * connection lives at most idle_ms waiting for its request and idle_ms again to send the reply.
+ * srv_http_stop starts closing everything; the memory is freed by libuv close callbacks, so the
+ * loop must run afterwards. Everything runs on the loop thread.
+ */
+#ifndef FENCELOCK_HTTP_H
+#define FENCELOCK_HTTP_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+
+#define SRV_HTTP_MAX_HEAD 8192 /* request line + headers; over this: 431 */
+#define SRV_HTTP_MAX_CONNS 64  /* default bound on concurrent connections */
+#define SRV_HTTP_IDLE_MS 10000 /* default time allowed to send the request */
+
+struct srv_http;
+
+/* Fill body; set *status (200, 404, 503...) and *ctype (static string). Called on the loop
+ * thread with method "GET" or "HEAD" and the path without its query string. Defaults on entry:
+ * *status 200, *ctype "text/plain; charset=utf-8". For HEAD the body is measured, not sent. */
+typedef void (*srv_http_handler)(void *arg, const char *method, const char *path, struct buf *body,
+                                 int *status, const char **ctype);
+
+/* Listen on host:port (IPv4 or IPv6 literal; port 0 picks a free port, see srv_http_port).
+ * 0, or -1 with a message in err and *out = NULL (a handle already created is closed and freed
+ * by its close callback on the next loop run). */
+int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler h, void *arg,
+                   struct srv_http **out, char *err, size_t errlen);
+
+/* Change the connection cap and the idle timeout (ms) for connections accepted from now on;
+ * 0 keeps the current value. */
+void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms);
+
+/* The bound port (useful after listening on port 0), or -1. */
+int srv_http_port(const struct srv_http *h);
+
+/* Stop listening, close every connection; memory is freed from the close callbacks (the loop
+ * must run afterwards for them to fire). Safe with NULL; a second call does nothing. */
+void srv_http_stop(struct srv_http *h);
+
+#endif
