@@ -5,7 +5,8 @@
  * had to be decoded; both are freed by resp_parser_free. Arguments borrow the caller's input
  * (or the scratch block) and stay valid until the next resp_parse call or until the input moves.
  * The parser keeps no stream state between calls, so any call may be given any bytes: header
- * lines are re-scanned on each call (O(argc)), bulk bodies are skipped by length, never scanned.
+ * lines are re-scanned on each call (O(argc)), bulk bodies are skipped by length, never scanned;
+ * an unfinished inline line is searched again for its newline (at most max_inline + 2 bytes).
  * Writers append to a struct buf owned by the caller; on OOM they return -1 and leave it as it was.
  */
 #ifndef FENCELOCK_RESP_H

@@ -314,7 +314,8 @@ static void serve(struct http_conn *c, size_t head_len)
         const char *ctype = "text/plain; charset=utf-8";
         buf_reset(&c->body);
         c->srv->handler(c->srv->arg, r->method, r->path, &c->body, &status, &ctype);
-        respond(c, status, ctype, strcmp(r->method, "HEAD") != 0, NULL);
+        if (!c->closing) /* the handler may have stopped the server */
+            respond(c, status, ctype, strcmp(r->method, "HEAD") != 0, NULL);
     }
     free(r);
 }
