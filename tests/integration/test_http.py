@@ -1,0 +1,123 @@
+"""HTTP endpoint: /health and Prometheus /metrics."""
+
+import http.client
+import json
+import re
+
+from helpers import eq, expect_err, expect_int, ok, open_session, wait_until, wait_queued
+
+METRICS = ["fencelock_sessions", "fencelock_locks_held", "fencelock_waiters",
+           "fencelock_grants_total", "fencelock_expirations_total",
+           "fencelock_fence_rejections_total", "fencelock_applied_index",
+           "fencelock_raft_state", "fencelock_revision"]
+HISTOGRAMS = ["fencelock_lock_wait_seconds", "fencelock_lock_hold_seconds",
+              "fencelock_commit_latency_seconds"]
+
+
+def http_get(srv, path):
+    h = http.client.HTTPConnection("127.0.0.1", srv.http_port, timeout=5)
+    try:
+        h.request("GET", path)
+        r = h.getresponse()
+        return r.status, r.getheader("Content-Type") or "", r.read().decode("utf-8", "replace")
+    finally:
+        h.close()
+
+
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+\d+)?$")
+
+
+def parse_metrics(body):
+    """{name: [(labels, value)]} for every sample line."""
+    out = {}
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        assert m, "not a Prometheus sample line: %r" % line
+        out.setdefault(m.group(1), []).append((m.group(2) or "", float(m.group(3))))
+    return out
+
+
+def metric(srv, name):
+    status, _, body = http_get(srv, "/metrics")
+    eq(status, 200, "GET /metrics status")
+    samples = parse_metrics(body).get(name)
+    assert samples, "metric %s missing" % name
+    return sum(v for _, v in samples)
+
+
+def test_health_is_ok_on_leader(ctx):
+    status, ctype, body = http_get(ctx.srv, "/health")
+    eq(status, 200, "GET /health status")
+    doc = json.loads(body)
+    eq(doc.get("status"), "ok", "/health status field")
+    eq(doc.get("role"), "leader", "/health role field")
+    assert "json" in ctype, "/health Content-Type %r" % ctype
+
+
+def test_metrics_exposes_documented_names(ctx):
+    status, ctype, body = http_get(ctx.srv, "/metrics")
+    eq(status, 200, "GET /metrics status")
+    assert ctype.startswith("text/plain"), "/metrics Content-Type %r" % ctype
+    m = parse_metrics(body)
+    missing = [n for n in METRICS if n not in m]
+    for h in HISTOGRAMS:
+        for suffix in ("_bucket", "_sum", "_count"):
+            if h + suffix not in m:
+                missing.append(h + suffix)
+        if h + "_bucket" in m:
+            assert any('le="+Inf"' in labels for labels, _ in m[h + "_bucket"]), \
+                "%s_bucket lacks le=\"+Inf\"" % h
+    assert not missing, "metrics missing: %s" % ", ".join(missing)
+    for n in METRICS + HISTOGRAMS:
+        assert re.search(r"^# TYPE %s " % re.escape(n), body, re.M), "no # TYPE line for %s" % n
+
+
+def test_metrics_grants_and_gauges_move(ctx):
+    c = ctx.conn()
+    g0 = metric(ctx.srv, "fencelock_grants_total")
+    sess0 = metric(ctx.srv, "fencelock_sessions")
+    s = open_session(c)
+    expect_int(c.call("LOCK", "l", s))
+    wait_until(lambda: metric(ctx.srv, "fencelock_grants_total") >= g0 + 1, 2,
+               what="grants_total to increase after a LOCK")
+    eq(metric(ctx.srv, "fencelock_sessions"), sess0 + 1, "fencelock_sessions")
+    eq(metric(ctx.srv, "fencelock_locks_held"), 1, "fencelock_locks_held")
+    s2 = open_session(c)
+    w = ctx.conn()
+    w.send("LOCK", "l", s2, "WAIT", 5000)
+    wait_queued(c, "l", s2)
+    eq(metric(ctx.srv, "fencelock_waiters"), 1, "fencelock_waiters")
+    wait_count = metric(ctx.srv, "fencelock_lock_wait_seconds_count")
+    hold_count = metric(ctx.srv, "fencelock_lock_hold_seconds_count")
+    ok(c.call("UNLOCK", "l", s))
+    expect_int(w.read_reply(timeout=3))
+    wait_until(lambda: metric(ctx.srv, "fencelock_lock_hold_seconds_count") > hold_count, 2,
+               what="lock_hold_seconds_count to increase after an UNLOCK")
+    wait_until(lambda: metric(ctx.srv, "fencelock_lock_wait_seconds_count") > wait_count, 2,
+               what="lock_wait_seconds_count to increase after a waited grant")
+    eq(metric(ctx.srv, "fencelock_waiters"), 0, "fencelock_waiters after the grant")
+    rev = expect_int(c.call("PUT", "k", "v"))
+    wait_until(lambda: metric(ctx.srv, "fencelock_revision") >= rev, 2,
+               what="fencelock_revision to reach %d" % rev)
+    eq(metric(ctx.srv, "fencelock_raft_state") > 0, True, "raft_state of a leader")
+
+
+def test_metrics_fence_rejections_counter_moves(ctx):
+    c = ctx.conn()
+    s = open_session(c)
+    t = expect_int(c.call("LOCK", "l", s))
+    ok(c.call("UNLOCK", "l", s))
+    r0 = metric(ctx.srv, "fencelock_fence_rejections_total")
+    expect_err(c.call("PUT", "k", "v", "FENCE", "l", t), "STALE")
+    wait_until(lambda: metric(ctx.srv, "fencelock_fence_rejections_total") >= r0 + 1, 2,
+               what="fence_rejections_total to increase after a -STALE")
+
+
+def test_metrics_expirations_counter_moves(ctx):
+    c = ctx.conn()
+    e0 = metric(ctx.srv, "fencelock_expirations_total")
+    open_session(c, 200)
+    wait_until(lambda: metric(ctx.srv, "fencelock_expirations_total") >= e0 + 1, 3,
+               interval=0.05, what="expirations_total to increase after a session expired")

@@ -1,0 +1,73 @@
+"""Pipelined requests are answered in order, also behind a blocked LOCK ... WAIT."""
+
+import time
+
+from helpers import eq, expect_int, ok, open_session, wait_queued, RespError
+
+
+def test_pipelined_commands_answered_in_order(ctx):
+    c = ctx.conn()
+    cmds, checks = [], []
+    for i in range(200):
+        k = "key%03d" % i
+        cmds += [("PING",), ("PUT", k, "v%d" % i), ("GET", k), ("PING", "m%d" % i),
+                 ("KV.GET", k), ("DEL", k), ("GET", k), ("FOO",)]
+        checks += [lambda r: r == "PONG",
+                   lambda r: isinstance(r, int) and not isinstance(r, bool),
+                   (lambda i: lambda r: r == b"v%d" % i)(i),
+                   (lambda i: lambda r: r == b"m%d" % i)(i),
+                   (lambda i: lambda r: isinstance(r, list) and b"v%d" % i in r)(i),
+                   lambda r: r == 1,
+                   lambda r: r is None,
+                   lambda r: isinstance(r, RespError) and r.code == "ERR"]
+    replies = c.pipeline(cmds, timeout=20)
+    revs = []
+    for n, (cmd, r, chk) in enumerate(zip(cmds, replies, checks)):
+        assert chk(r), "reply #%d to %r is %r" % (n, cmd, r)
+        if cmd[0] == "PUT":
+            revs.append(r)
+    assert revs == sorted(revs) and len(set(revs)) == len(revs), "PUT revisions not rising"
+
+
+def test_pipelined_inline_commands(ctx):
+    c = ctx.conn()
+    c.send_raw(b"PING\r\nPUT a 1\r\nGET a\r\nping\n")
+    eq(c.read_reply(), "PONG")
+    expect_int(c.read_reply())
+    eq(c.read_reply(), b"1")
+    eq(c.read_reply(), "PONG", "inline command ending in a bare LF, lower case")
+
+
+def test_reply_order_kept_behind_blocked_lock(ctx):
+    c = ctx.conn()
+    holder = open_session(c)
+    s2 = open_session(c)
+    t1 = expect_int(c.call("LOCK", "x", holder))
+    w = ctx.conn()
+    w.send_raw(b"".join([
+        b"*5\r\n$4\r\nLOCK\r\n$1\r\nx\r\n$%d\r\n%d\r\n$4\r\nWAIT\r\n$4\r\n3000\r\n"
+        % (len(str(s2)), s2),
+        b"*1\r\n$4\r\nPING\r\n",
+        b"*2\r\n$4\r\nPING\r\n$5\r\nafter\r\n",
+    ]))
+    wait_queued(c, "x", s2)
+    assert not w.has_data(0.3), "a reply arrived while the LOCK in front was still blocked"
+    ok(c.call("UNLOCK", "x", holder))
+    t2 = w.read_reply(timeout=3)
+    assert isinstance(t2, int) and t2 > t1, "first reply must be the LOCK token, got %r" % (t2,)
+    eq(w.read_reply(timeout=3), "PONG", "second reply")
+    eq(w.read_reply(timeout=3), b"after", "third reply")
+
+
+def test_reply_order_kept_behind_lock_wait_timeout(ctx):
+    c = ctx.conn()
+    holder = open_session(c)
+    s2 = open_session(c)
+    expect_int(c.call("LOCK", "x", holder))
+    w = ctx.conn()
+    t0 = time.monotonic()
+    replies = w.pipeline([("LOCK", "x", s2, "WAIT", 500), ("PING",), ("GET", "nothing")],
+                         timeout=5)
+    elapsed = time.monotonic() - t0
+    eq(replies, [None, "PONG", None], "replies behind a timed-out LOCK WAIT")
+    assert elapsed >= 0.5, "LOCK WAIT 500 answered after %.0f ms" % (elapsed * 1000)

@@ -1,0 +1,105 @@
+"""The redis-cli quick start works as written (redis-cli from Debian's redis-tools)."""
+
+import os
+import pty
+import re
+import select
+import shutil
+import subprocess
+import time
+
+from helpers import eq
+
+
+def _cli(port, *args, stdin=None):
+    exe = shutil.which("redis-cli")
+    assert exe, "redis-cli not installed (apt-get install redis-tools)"
+    p = subprocess.run([exe, "-p", str(port)] + [str(a) for a in args], input=stdin,
+                       capture_output=True, text=True, timeout=15)
+    assert p.returncode == 0, "redis-cli %s exited %d: %s %s" % (
+        " ".join(map(str, args)), p.returncode, p.stdout, p.stderr)
+    return p.stdout.strip()
+
+
+def _int(out, what):
+    m = re.fullmatch(r"(?:\(integer\) )?(\d+)", out)
+    assert m, "%s: redis-cli printed %r, expected an integer" % (what, out)
+    return int(m.group(1))
+
+
+def test_redis_cli_quick_start(ctx):
+    port = ctx.srv.port
+    eq(_cli(port, "PING"), "PONG", "redis-cli PING")
+    sid = _int(_cli(port, "SESSION.OPEN", 10000), "SESSION.OPEN 10000")
+    token = _int(_cli(port, "LOCK", "mylock", sid), "LOCK mylock")
+    rev = _int(_cli(port, "PUT", "stock", 10, "FENCE", "mylock", token), "PUT FENCE")
+    assert rev > token, "PUT revision %d not above the token %d" % (rev, token)
+    eq(_cli(port, "GET", "stock"), "10", "GET stock")
+    eq(_cli(port, "UNLOCK", "mylock", sid), "OK", "UNLOCK")
+    out = _cli(port, "PUT", "stock", 11, "FENCE", "mylock", token)
+    assert "STALE" in out, "PUT with a released token printed %r, expected a STALE error" % out
+    eq(_cli(port, "GET", "stock"), "10", "GET stock after the stale PUT")
+    eq(_cli(port, "SESSION.CLOSE", sid), "OK", "SESSION.CLOSE")
+
+
+def test_redis_cli_reads_commands_from_stdin(ctx):
+    out = _cli(ctx.srv.port, stdin="PING\nPUT a 1\nGET a\nKEYS a\n")
+    lines = out.splitlines()
+    eq(lines[0], "PONG", "PING")
+    _int(lines[1], "PUT a 1")
+    eq(lines[2:], ["1", "a"], "GET a / KEYS a")
+
+
+def test_redis_cli_resp3_hello(ctx):
+    out = _cli(ctx.srv.port, "-3", "GET", "missing")
+    assert out in ("", "(nil)"), "redis-cli -3 GET missing printed %r" % out
+    eq(_cli(ctx.srv.port, "-3", "PING"), "PONG", "redis-cli -3 PING")
+
+
+def _cli_tty(port, *args):
+    """Run redis-cli with stdout on a pseudo-terminal: it prints as in an interactive shell."""
+    exe = shutil.which("redis-cli")
+    assert exe, "redis-cli not installed (apt-get install redis-tools)"
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([exe, "-p", str(port)] + [str(a) for a in args],
+                             stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+        os.close(slave)
+        slave = None
+        out = b""
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    break
+                out += chunk
+            elif p.poll() is not None:
+                break
+        p.wait(5)
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)
+    return out.decode("utf-8", "replace").replace("\r\n", "\n").strip()
+
+
+def test_readme_quick_start_output_as_written(ctx):
+    """README.md quick start on a fresh data directory, the terminal output compared."""
+    port = ctx.srv.port
+    steps = [
+        (("SESSION.OPEN", 10000), "(integer) 1"),
+        (("LOCK", "inventory", 1), "(integer) 2"),
+        (("PUT", "stock", 10, "FENCE", "inventory", 2), "(integer) 3"),
+        (("GET", "stock"), '"10"'),
+        (("SESSION.KEEPALIVE", 1), "(integer) 10000"),
+        (("UNLOCK", "inventory", 1), "OK"),
+    ]
+    for args, want in steps:
+        eq(_cli_tty(port, *args), want, "redis-cli %s" % " ".join(map(str, args)))
+    out = _cli_tty(port, "PUT", "stock", 9, "FENCE", "inventory", 2)
+    assert out.startswith("(error) STALE"), "stale PUT printed %r" % out
