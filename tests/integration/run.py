@@ -23,6 +23,7 @@ import tempfile
 import time
 import traceback
 
+sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 

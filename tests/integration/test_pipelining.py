@@ -71,3 +71,19 @@ def test_reply_order_kept_behind_lock_wait_timeout(ctx):
     elapsed = time.monotonic() - t0
     eq(replies, [None, "PONG", None], "replies behind a timed-out LOCK WAIT")
     assert elapsed >= 0.5, "LOCK WAIT 500 answered after %.0f ms" % (elapsed * 1000)
+
+
+def test_pipelined_read_sees_state_before_later_write(ctx):
+    c = ctx.conn()
+    r = c.pipeline([("PUT", "d", "1"), ("GET", "d"), ("GET", "d"), ("KV.GET", "d"),
+                    ("PUT", "d", "2"), ("GET", "d")])
+    eq(r[1:3], [b"1", b"1"], "GETs pipelined before the second PUT")
+    assert isinstance(r[3], list) and b"1" in r[3], \
+        "KV.GET pipelined before the second PUT saw %r" % (r[3],)
+    eq(r[5], b"2", "GET after the second PUT")
+    s = open_session(c)
+    r = c.pipeline([("LOCK", "l", s), ("LOCK.INFO", "l"), ("FENCE.CHECK", "l", 0),
+                    ("UNLOCK", "l", s), ("LOCK.INFO", "l")])
+    assert isinstance(r[1], list) and s in r[1], \
+        "LOCK.INFO pipelined between LOCK and UNLOCK saw %r" % (r[1],)
+    eq(r[4], None, "LOCK.INFO after the UNLOCK")
