@@ -1,0 +1,249 @@
+/*
+ * fsm/codec.c — the binary command format (FSM_CMD_VERSION 1) and the canonical readers.
+ *
+ * Owns fsm_cmd_encode/fsm_cmd_decode. Layout (varint = LEB128, str = varint length + bytes):
+ *
+ *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq, then by op:
+ *     NOOP            -
+ *     SESSION_OPEN    varint ttl_ms, varint lockdelay_ms, str name (0..FSM_MAX_NAME)
+ *     SESSION_CLOSE   varint sid
+ *     SESSION_EXPIRE  varint sid
+ *     LOCK            str name, varint sid, varint wait_ms
+ *     UNLOCK          str name, varint sid
+ *     CANCEL_WAIT     str name, varint sid
+ *     LOCKDELAY_END   str name
+ *     PUT             str key, str value, varint lease_sid, u8 flags, [fence], [ifrev]
+ *     DEL             str key, u8 flags, [fence], [ifrev]
+ *   flags: bit 0 = fence present (str fence_name, varint fence_token), bit 1 = ifrev present
+ *   (varint ifrev); other bits must be 0. Lock names, keys and fence names are 1..FSM_MAX_NAME
+ *   bytes, values up to FSM_MAX_VALUE.
+ *
+ * Decoding is strict — shortest-form varints only, no unknown flag bits, no trailing bytes — so
+ * every accepted byte string has exactly one form: encode(decode(x)) == x.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+#define FLAG_FENCE 1u
+#define FLAG_IFREV 2u
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+int fsm_rd_varint(struct rd *r, uint64_t *v)
+{
+    size_t start = r->off;
+    if (rd_varint(r, v))
+        return -1;
+    if (r->off - start != varint_len(*v))
+        return r->err = -1;
+    return 0;
+}
+
+int fsm_rd_str(struct rd *r, const char **p, uint32_t *n, uint32_t max)
+{
+    uint64_t len;
+    if (fsm_rd_varint(r, &len))
+        return -1;
+    if (len > max || len > r->len - r->off)
+        return r->err = -1;
+    *p = (const char *)r->p + r->off;
+    *n = (uint32_t)len;
+    r->off += len;
+    return 0;
+}
+
+/* ---- encode ---- */
+
+static int put_str(struct buf *b, struct fsm_str s)
+{
+    return buf_put_bytes(b, s.p, s.len);
+}
+
+static int encode_cond(const struct fsm_cmd *c, struct buf *b)
+{
+    int rc =
+        buf_put_u8(b, (uint8_t)((c->has_fence ? FLAG_FENCE : 0) | (c->has_ifrev ? FLAG_IFREV : 0)));
+    if (c->has_fence)
+        rc |= put_str(b, c->fence_name) | buf_put_varint(b, c->fence_token);
+    if (c->has_ifrev)
+        rc |= buf_put_varint(b, c->ifrev);
+    return rc;
+}
+
+static int encode_body(const struct fsm_cmd *c, struct buf *b)
+{
+    switch (c->op) {
+    case FSM_OP_SESSION_OPEN:
+        return buf_put_varint(b, c->ttl_ms) | buf_put_varint(b, c->lockdelay_ms) |
+               put_str(b, c->name);
+    case FSM_OP_SESSION_CLOSE:
+    case FSM_OP_SESSION_EXPIRE:
+        return buf_put_varint(b, c->sid);
+    case FSM_OP_LOCK:
+        return put_str(b, c->name) | buf_put_varint(b, c->sid) | buf_put_varint(b, c->wait_ms);
+    case FSM_OP_UNLOCK:
+    case FSM_OP_CANCEL_WAIT:
+        return put_str(b, c->name) | buf_put_varint(b, c->sid);
+    case FSM_OP_LOCKDELAY_END:
+        return put_str(b, c->name);
+    case FSM_OP_PUT:
+        return put_str(b, c->key) | put_str(b, c->value) | buf_put_varint(b, c->lease_sid) |
+               encode_cond(c, b);
+    case FSM_OP_DEL:
+        return put_str(b, c->key) | encode_cond(c, b);
+    default:
+        return 0; /* NOOP, or an op the decoder will reject */
+    }
+}
+
+int fsm_cmd_encode(const struct fsm_cmd *c, struct buf *out)
+{
+    size_t mark = out->len;
+    int rc = buf_put_u8(out, FSM_CMD_VERSION) | buf_put_u8(out, c->op) |
+             buf_put_varint(out, c->now_ms) | buf_put_varint(out, c->req_sid) |
+             buf_put_varint(out, c->req_seq) | encode_body(c, out);
+    if (rc) {
+        out->len = mark;
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- decode ---- */
+
+struct dec {
+    struct rd r;
+    char *err;
+    size_t errlen;
+};
+
+static int fail(struct dec *d, const char *what, const char *why)
+{
+    if (d->errlen)
+        snprintf(d->err, d->errlen, "%s %s", what, why);
+    return -1;
+}
+
+static int get_u64(struct dec *d, const char *what, uint64_t *v)
+{
+    if (fsm_rd_varint(&d->r, v))
+        return fail(d, what, d->r.off >= d->r.len ? "truncated" : "malformed");
+    return 0;
+}
+
+/* A string of min..max bytes; the length is checked before the bounds for a clear message. */
+static int get_str(struct dec *d, const char *what, struct fsm_str *s, uint32_t min, uint32_t max)
+{
+    uint64_t len;
+    if (get_u64(d, what, &len))
+        return -1;
+    if (len > max)
+        return fail(d, what, "too long");
+    if (len < min)
+        return fail(d, what, "empty");
+    if (len > d->r.len - d->r.off)
+        return fail(d, what, "truncated");
+    s->p = (const char *)d->r.p + d->r.off;
+    s->len = (uint32_t)len;
+    d->r.off += len;
+    return 0;
+}
+
+static int get_name(struct dec *d, const char *what, struct fsm_str *s)
+{
+    return get_str(d, what, s, 1, FSM_MAX_NAME);
+}
+
+static int decode_cond(struct dec *d, struct fsm_cmd *c)
+{
+    uint8_t flags;
+    if (rd_u8(&d->r, &flags))
+        return fail(d, "flags", "truncated");
+    if (flags & ~(FLAG_FENCE | FLAG_IFREV))
+        return fail(d, "flags", "has unknown bits");
+    c->has_fence = flags & FLAG_FENCE;
+    c->has_ifrev = (flags & FLAG_IFREV) != 0;
+    if (c->has_fence &&
+        (get_name(d, "fence name", &c->fence_name) || get_u64(d, "fence token", &c->fence_token)))
+        return -1;
+    if (c->has_ifrev && get_u64(d, "ifrev", &c->ifrev))
+        return -1;
+    return 0;
+}
+
+static int decode_body(struct dec *d, struct fsm_cmd *c)
+{
+    switch (c->op) {
+    case FSM_OP_NOOP:
+        return 0;
+    case FSM_OP_SESSION_OPEN:
+        return get_u64(d, "ttl", &c->ttl_ms) || get_u64(d, "lockdelay", &c->lockdelay_ms) ||
+               get_str(d, "session name", &c->name, 0, FSM_MAX_NAME);
+    case FSM_OP_SESSION_CLOSE:
+    case FSM_OP_SESSION_EXPIRE:
+        return get_u64(d, "sid", &c->sid);
+    case FSM_OP_LOCK:
+        return get_name(d, "lock name", &c->name) || get_u64(d, "sid", &c->sid) ||
+               get_u64(d, "wait", &c->wait_ms);
+    case FSM_OP_UNLOCK:
+    case FSM_OP_CANCEL_WAIT:
+        return get_name(d, "lock name", &c->name) || get_u64(d, "sid", &c->sid);
+    case FSM_OP_LOCKDELAY_END:
+        return get_name(d, "lock name", &c->name);
+    case FSM_OP_PUT:
+        return get_name(d, "key", &c->key) || get_str(d, "value", &c->value, 0, FSM_MAX_VALUE) ||
+               get_u64(d, "lease", &c->lease_sid) || decode_cond(d, c);
+    case FSM_OP_DEL:
+        return get_name(d, "key", &c->key) || decode_cond(d, c);
+    default:
+        return fail(d, "op", "unknown");
+    }
+}
+
+static int decode_header(struct dec *d, struct fsm_cmd *c)
+{
+    uint8_t version;
+    if (rd_u8(&d->r, &version))
+        return fail(d, "entry", "empty");
+    if (version != FSM_CMD_VERSION)
+        return fail(d, "version", "unsupported");
+    if (rd_u8(&d->r, &c->op))
+        return fail(d, "op", "truncated");
+    if (c->op >= FSM_OP__COUNT)
+        return fail(d, "op", "unknown");
+    if (get_u64(d, "now", &c->now_ms) || get_u64(d, "req sid", &c->req_sid) ||
+        get_u64(d, "req seq", &c->req_seq))
+        return -1;
+    if ((c->req_sid == 0) != (c->req_seq == 0))
+        return fail(d, "REQ", "needs both sid and seq");
+    return 0;
+}
+
+int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err, size_t errlen)
+{
+    struct dec d = {.err = err, .errlen = errlen};
+    memset(c, 0, sizeof(*c));
+    if (errlen)
+        err[0] = '\0';
+    rd_init(&d.r, data, len);
+    if (decode_header(&d, c) || decode_body(&d, c)) {
+        memset(c, 0, sizeof(*c));
+        return -1;
+    }
+    if (d.r.off != len) {
+        memset(c, 0, sizeof(*c));
+        return fail(&d, "entry", "has trailing bytes");
+    }
+    return 0;
+}

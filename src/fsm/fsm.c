@@ -1,0 +1,307 @@
+/*
+ * fsm/fsm.c — lifecycle, fsm_apply (decode, exactly-once, dispatch) and the event list.
+ *
+ * Owns the revision counter's single allocation point (fsm_next_rev), the request table logic
+ * and the events' name storage. Ops validate everything before they change anything, so an
+ * ERR reply always means "nothing changed" (the request table may record the ERR reply).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+/* ---- lifecycle ---- */
+
+int fsm_init_state(struct fsm *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (htab_init(&f->sessions))
+        return -1;
+    if (htab_init(&f->locks)) {
+        htab_free(&f->sessions);
+        return -1;
+    }
+    return 0;
+}
+
+void fsm_free_state(struct fsm *f)
+{
+    for (size_t i = 0; i < f->locks.nb; i++) {
+        struct hlink *x = f->locks.b[i];
+        while (x) {
+            struct hlink *next = x->next;
+            struct lock *l = (struct lock *)x;
+            while (l->wq_head) {
+                struct waiter *w = l->wq_head;
+                l->wq_head = w->lnext;
+                free(w);
+            }
+            free(l);
+            x = next;
+        }
+    }
+    for (size_t i = 0; i < f->sessions.nb; i++) {
+        struct hlink *x = f->sessions.b[i];
+        while (x) {
+            struct hlink *next = x->next;
+            sess_destroy((struct sess *)x);
+            x = next;
+        }
+    }
+    kv_free_tree(f->kv_root);
+    htab_free(&f->sessions);
+    htab_free(&f->locks);
+    memset(f, 0, sizeof(*f));
+}
+
+struct fsm *fsm_new(void)
+{
+    struct fsm *f = malloc(sizeof(*f));
+    if (f && fsm_init_state(f)) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void fsm_free(struct fsm *f)
+{
+    if (!f)
+        return;
+    fsm_free_state(f);
+    free(f);
+}
+
+uint64_t fsm_revision(const struct fsm *f)
+{
+    return f->revision;
+}
+
+uint64_t fsm_next_rev(struct actx *a)
+{
+    a->nrev++;
+    return ++a->f->revision;
+}
+
+/* ---- replies ---- */
+
+void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...)
+{
+    va_list ap;
+    r->kind = FSM_REPLY_ERR;
+    r->value = 0;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    va_end(ap);
+}
+
+int fsm_nosession(struct fsm_reply *r, uint64_t sid)
+{
+    fsm_reply_err(r, "NOSESSION session %llu does not exist (closed or expired)",
+                  (unsigned long long)sid);
+    return -1;
+}
+
+/* Names are binary; error texts end up in RESP simple errors, which must not hold CR/LF. */
+const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen)
+{
+    size_t max = outlen - 4, i;
+    for (i = 0; i < n && i < max; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        out[i] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+    }
+    if (i < n) {
+        memcpy(out + i, "...", 3);
+        i += 3;
+    }
+    out[i] = '\0';
+    return out;
+}
+
+/* ---- events ---- */
+
+void fsm_events_init(struct fsm_events *e)
+{
+    memset(e, 0, sizeof(*e));
+}
+
+void fsm_events_reset(struct fsm_events *e)
+{
+    e->n = 0;
+    buf_reset(&e->names);
+}
+
+void fsm_events_free(struct fsm_events *e)
+{
+    free(e->ev);
+    buf_free(&e->names);
+    fsm_events_init(e);
+}
+
+/* While an apply runs, name.p holds an offset into `names` (which may move as it grows). */
+struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
+                           const char *name, size_t namelen)
+{
+    struct fsm_events *e = a->ev;
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 16;
+        struct fsm_event *v = cap < SIZE_MAX / sizeof(*v) ? realloc(e->ev, cap * sizeof(*v)) : NULL;
+        if (!v)
+            return NULL;
+        e->ev = v;
+        e->cap = cap;
+    }
+    size_t off = e->names.len;
+    if (namelen && buf_append(&e->names, name, namelen))
+        return NULL;
+    struct fsm_event *x = &e->ev[e->n++];
+    memset(x, 0, sizeof(*x));
+    x->type = type;
+    x->sid = sid;
+    x->token = token;
+    x->ms = ms;
+    x->name.p = (const char *)(uintptr_t)off;
+    x->name.len = (uint32_t)namelen;
+    return x;
+}
+
+/* Events left by earlier applies (if the caller did not reset) become offsets again. */
+static void names_to_offsets(struct fsm_events *e)
+{
+    uintptr_t base = (uintptr_t)e->names.p;
+    for (size_t i = 0; i < e->n; i++)
+        if (e->ev[i].name.len)
+            e->ev[i].name.p = (const char *)((uintptr_t)e->ev[i].name.p - base);
+}
+
+static void names_to_pointers(struct fsm_events *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        e->ev[i].name.p = e->ev[i].name.len ? e->names.p + (uintptr_t)e->ev[i].name.p : "";
+}
+
+/* ---- apply ---- */
+
+static void dispatch(struct actx *a, struct fsm_reply *r)
+{
+    switch (a->c->op) {
+    case FSM_OP_SESSION_OPEN:
+        op_session_new(a, r);
+        break;
+    case FSM_OP_SESSION_CLOSE:
+        op_session_end(a, r, false);
+        break;
+    case FSM_OP_SESSION_EXPIRE:
+        op_session_end(a, r, true);
+        break;
+    case FSM_OP_LOCK:
+        op_lock(a, r);
+        break;
+    case FSM_OP_UNLOCK:
+        op_unlock(a, r);
+        break;
+    case FSM_OP_CANCEL_WAIT:
+        op_cancel_wait(a, r);
+        break;
+    case FSM_OP_LOCKDELAY_END:
+        op_lockdelay_end(a, r);
+        break;
+    case FSM_OP_PUT:
+        op_put(a, r);
+        break;
+    case FSM_OP_DEL:
+        op_del(a, r);
+        break;
+    default: /* NOOP; the decoder rejects unknown ops */
+        r->kind = FSM_REPLY_OK;
+        break;
+    }
+}
+
+/* Remember the reply of the session's highest seq. Not a state change worth a revision. */
+static void record(struct sess *s, uint64_t seq, const struct fsm_reply *r)
+{
+    free(s->req_err);
+    s->req_err = NULL;
+    s->req_seq = seq;
+    s->req_kind = r->kind;
+    s->req_value = r->kind == FSM_REPLY_INT ? r->value : 0;
+    if (r->kind == FSM_REPLY_ERR && r->err[0])
+        s->req_err = strdup(r->err); /* NULL on OOM: replayed as a generic error */
+}
+
+/* A LOCK retried after a QUEUED answer gets the current truth, not the stale QUEUED. */
+static void lock_truth(struct actx *a, struct fsm_reply *r)
+{
+    const struct fsm_cmd *c = a->c;
+    struct sess *s = sess_find(a->f, c->sid);
+    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    r->kind = FSM_REPLY_NIL;
+    if (!s || !l)
+        return;
+    if (l->holder == s) {
+        r->kind = FSM_REPLY_INT;
+        r->value = l->token;
+    } else if (waiter_find(l, s)) {
+        r->kind = FSM_REPLY_QUEUED;
+    }
+}
+
+static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
+{
+    if (s->req_kind == FSM_REPLY_QUEUED && a->c->op == FSM_OP_LOCK) {
+        lock_truth(a, r);
+        return;
+    }
+    if (s->req_kind == FSM_REPLY_ERR) {
+        fsm_reply_err(r, "%s", s->req_err ? s->req_err : "ERR cached reply was not retained");
+        return;
+    }
+    r->kind = s->req_kind;
+    r->value = s->req_value;
+}
+
+/* Exactly-once: REQ (sid, seq) below the session's highest fails, equal replays, above runs. */
+static void apply_cmd(struct actx *a, struct fsm_reply *r)
+{
+    const struct fsm_cmd *c = a->c;
+    if (!c->req_sid) {
+        dispatch(a, r);
+        return;
+    }
+    struct sess *rs = sess_find(a->f, c->req_sid);
+    if (!rs) {
+        fsm_nosession(r, c->req_sid);
+        return;
+    }
+    if (c->req_seq < rs->req_seq) {
+        fsm_reply_err(r, "ERR request seq already superseded");
+        return;
+    }
+    if (c->req_seq == rs->req_seq) {
+        replay(a, rs, r);
+        return;
+    }
+    dispatch(a, r);
+    rs = sess_find(a->f, c->req_sid); /* the command may have ended it */
+    if (rs)
+        record(rs, c->req_seq, r);
+}
+
+void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,
+               struct fsm_events *ev)
+{
+    struct fsm_cmd c;
+    char err[96];
+    memset(reply, 0, sizeof(*reply));
+    names_to_offsets(ev);
+    if (fsm_cmd_decode(data, len, &c, err, sizeof(err))) {
+        fsm_reply_err(reply, "ERR bad entry: %s", err);
+    } else {
+        struct actx a = {.f = f, .c = &c, .ev = ev};
+        apply_cmd(&a, reply);
+    }
+    names_to_pointers(ev);
+}

@@ -1,0 +1,166 @@
+/*
+ * fsm/internal.h — the state layout shared by the fsm's .c files (not part of the interface).
+ *
+ * Owns the definitions of struct fsm and its records: sessions and locks live in intrusive
+ * hash tables (struct htab), keys in an AVL tree ordered by bytes. Every record that belongs to
+ * a session is also on one of that session's intrusive lists, so ending a session costs
+ * O(its locks + waits + keys). A record is one malloc with its name stored inline.
+ */
+#ifndef FENCELOCK_FSM_INTERNAL_H
+#define FENCELOCK_FSM_INTERNAL_H
+
+#include "fsm/fsm.h"
+
+/* ---- intrusive chained hash table; the bucket array is never empty (see htab_init) ---- */
+
+struct hlink {
+    struct hlink *next;
+    uint32_t hash;
+};
+
+struct htab {
+    struct hlink **b;
+    size_t nb, n; /* nb: power of two */
+};
+
+int htab_init(struct htab *t);
+void htab_free(struct htab *t); /* the bucket array only; the caller frees the records */
+void htab_insert(struct htab *t, struct hlink *l, uint32_t hash);
+void htab_remove(struct htab *t, struct hlink *l);
+static inline struct hlink *htab_bucket(const struct htab *t, uint32_t hash)
+{
+    return t->b[hash & (t->nb - 1)];
+}
+
+uint32_t fsm_hash_bytes(const void *p, size_t n);
+uint32_t fsm_hash_u64(uint64_t v);
+
+/* ---- records ---- */
+
+struct lock;
+struct waiter;
+struct kv;
+
+struct sess {
+    struct hlink h; /* in fsm.sessions, hashed by sid */
+    uint64_t sid, ttl_ms, lockdelay_ms;
+    struct lock *held_head, *held_tail;   /* locks it holds, in token order */
+    struct waiter *wait_head, *wait_tail; /* its queued waits, in enqueue order */
+    struct kv *keys;                      /* keys leased to it (order carries no meaning) */
+    uint32_t n_locks, n_waits, n_keys;
+    uint16_t name_len;
+    uint8_t req_kind; /* request table: highest seq and its reply */
+    uint64_t req_seq, req_value;
+    char *req_err; /* NULL unless req_kind is ERR (NULL if lost) */
+    char name[];
+};
+
+struct lock {
+    struct hlink h; /* in fsm.locks, hashed by name */
+    struct sess *holder;
+    struct lock *hprev, *hnext; /* in holder->held_* */
+    uint64_t token, held_since_ms, lockdelay_ms;
+    struct waiter *wq_head, *wq_tail; /* FIFO */
+    uint32_t n_waiters;
+    uint16_t name_len;
+    uint8_t in_delay;
+    char name[];
+};
+
+struct waiter {
+    struct lock *lock;
+    struct sess *sess;
+    struct waiter *lprev, *lnext; /* in lock's FIFO */
+    struct waiter *sprev, *snext; /* in sess->wait_* */
+    uint64_t wait_ms;
+    uint64_t rev; /* revision of the enqueueing command: orders the session's waits */
+};
+
+struct kv {
+    struct kv *left, *right; /* AVL */
+    struct sess *lease;
+    struct kv *lprev, *lnext; /* in lease->keys */
+    char *value;
+    uint32_t value_len;
+    uint16_t key_len;
+    uint8_t height;
+    uint64_t create_rev, mod_rev, version;
+    char key[];
+};
+
+struct fsm {
+    uint64_t revision;
+    struct htab sessions, locks;
+    struct kv *kv_root;
+    uint64_t n_keys, n_held, n_waiters, n_delay;
+};
+
+/* ---- apply context: one per fsm_apply ---- */
+
+struct actx {
+    struct fsm *f;
+    const struct fsm_cmd *c;
+    struct fsm_events *ev;
+    uint32_t nrev; /* revisions allocated by this command so far */
+};
+
+uint64_t fsm_next_rev(struct actx *a);
+/* Append an event (name copied); NULL if memory ran out (the event is then lost). */
+struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
+                           const char *name, size_t namelen);
+void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A printable, truncated copy of a name for error texts (NUL-terminated, size >= 48). */
+const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
+int fsm_nosession(struct fsm_reply *r, uint64_t sid);
+
+/* ---- sessions, locks, waiters ---- */
+
+struct sess *sess_find(const struct fsm *f, uint64_t sid);
+struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen);
+void sess_insert(struct fsm *f, struct sess *s);
+void sess_destroy(struct sess *s); /* frees the record; lists must be empty */
+
+struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen);
+struct lock *lock_alloc(const char *name, size_t namelen);
+void lock_insert(struct fsm *f, struct lock *l);
+void lock_drop(struct fsm *f, struct lock *l); /* unhash and free a lock nobody uses */
+void held_append(struct sess *s, struct lock *l);
+void held_unlink(struct lock *l);
+void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w);
+void waiter_remove(struct fsm *f, struct waiter *w); /* unlinks and frees */
+struct waiter *waiter_find(const struct lock *l, const struct sess *s);
+
+/* Release a held lock: lock-delay of delay_ms if > 0, else hand it on (or drop it). */
+void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms);
+/* End a session's life: locks, waits, keys, the record itself. */
+void sess_end(struct actx *a, struct sess *s, bool expired);
+
+void op_lock(struct actx *a, struct fsm_reply *r);
+void op_unlock(struct actx *a, struct fsm_reply *r);
+void op_cancel_wait(struct actx *a, struct fsm_reply *r);
+void op_lockdelay_end(struct actx *a, struct fsm_reply *r);
+void op_session_new(struct actx *a, struct fsm_reply *r);
+void op_session_end(struct actx *a, struct fsm_reply *r, bool expired);
+void op_put(struct actx *a, struct fsm_reply *r);
+void op_del(struct actx *a, struct fsm_reply *r);
+
+/* ---- KV tree ---- */
+
+int kv_cmp(const char *a, size_t alen, const char *b, size_t blen);
+struct kv *kv_find(const struct fsm *f, const char *key, size_t keylen);
+struct kv *kv_alloc(const char *key, size_t keylen);
+void kv_insert(struct fsm *f, struct kv *k); /* the key must be absent */
+void kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
+void kv_set_lease(struct kv *k, struct sess *s);
+void kv_free_tree(struct kv *root);
+
+/* ---- lifecycle and codecs ---- */
+
+int fsm_init_state(struct fsm *f);
+void fsm_free_state(struct fsm *f);
+/* A canonical (shortest-form) varint, and a length-prefixed string with bounds. */
+int fsm_rd_varint(struct rd *r, uint64_t *v);
+int fsm_rd_str(struct rd *r, const char **p, uint32_t *n, uint32_t max);
+int fsm_cmp_u64(const void *a, const void *b);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * fsm/invariants.c — fsm_check_invariants: a full audit of the state, for tests and fuzzing.
+ *
+ * Owns nothing. Checks the header's invariants (one holder, holders and waiters alive, no
+ * waiter twice on a lock, no stored free lock, tokens <= revision and unique) plus the
+ * structure: both directions of every intrusive list, counters, hash placement, AVL order and
+ * balance, and that every stored revision (sid, token, enqueue, mod_rev) is distinct.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+struct chk {
+    const struct fsm *f;
+    char *err;
+    size_t errlen;
+    uint64_t *revs;
+    size_t nrevs, cap;
+    uint64_t locks, waits, keys; /* sums over sessions */
+    uint64_t held, delayed, waiters, leased, nkeys;
+};
+
+static int bad(struct chk *c, const char *what, uint64_t id)
+{
+    if (c->errlen)
+        snprintf(c->err, c->errlen, "%s (%llu)", what, (unsigned long long)id);
+    return -1;
+}
+
+static int rev_seen(struct chk *c, uint64_t rev)
+{
+    if (rev == 0 || rev > c->f->revision)
+        return bad(c, "stored revision out of range", rev);
+    if (c->nrevs == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        uint64_t *p = realloc(c->revs, cap * sizeof(*p));
+        if (!p)
+            return bad(c, "out of memory", 0);
+        c->revs = p;
+        c->cap = cap;
+    }
+    c->revs[c->nrevs++] = rev;
+    return 0;
+}
+
+static int check_held_list(struct chk *c, const struct sess *s)
+{
+    uint32_t n = 0;
+    uint64_t prev_token = 0;
+    const struct lock *prev = NULL;
+    for (const struct lock *l = s->held_head; l; prev = l, l = l->hnext, n++) {
+        if (l->holder != s || l->hprev != prev || lock_find(c->f, l->name, l->name_len) != l)
+            return bad(c, "held list of session inconsistent", s->sid);
+        if (l->token <= prev_token)
+            return bad(c, "held list not in token order", s->sid);
+        prev_token = l->token;
+    }
+    if (prev != s->held_tail || n != s->n_locks)
+        return bad(c, "held list tail or count wrong", s->sid);
+    c->locks += n;
+    return 0;
+}
+
+static int check_wait_list(struct chk *c, const struct sess *s)
+{
+    uint32_t n = 0;
+    uint64_t prev_rev = 0;
+    const struct waiter *prev = NULL;
+    for (const struct waiter *w = s->wait_head; w; prev = w, w = w->snext, n++) {
+        if (w->sess != s || w->sprev != prev ||
+            lock_find(c->f, w->lock->name, w->lock->name_len) != w->lock)
+            return bad(c, "wait list of session inconsistent", s->sid);
+        if (w->rev <= prev_rev)
+            return bad(c, "wait list not in enqueue order", s->sid);
+        prev_rev = w->rev;
+    }
+    if (prev != s->wait_tail || n != s->n_waits)
+        return bad(c, "wait list tail or count wrong", s->sid);
+    c->waits += n;
+    return 0;
+}
+
+static int check_key_list(struct chk *c, const struct sess *s)
+{
+    uint32_t n = 0;
+    const struct kv *prev = NULL;
+    for (const struct kv *k = s->keys; k; prev = k, k = k->lnext, n++)
+        if (k->lease != s || k->lprev != prev || kv_find(c->f, k->key, k->key_len) != k)
+            return bad(c, "key list of session inconsistent", s->sid);
+    if (n != s->n_keys)
+        return bad(c, "key count of session wrong", s->sid);
+    c->keys += n;
+    return 0;
+}
+
+static int check_session(struct chk *c, const struct sess *s)
+{
+    if (sess_find(c->f, s->sid) != s || s->h.hash != fsm_hash_u64(s->sid))
+        return bad(c, "session not findable by its sid", s->sid);
+    if (s->ttl_ms == 0)
+        return bad(c, "session with ttl 0", s->sid);
+    if (!s->req_seq && (s->req_kind || s->req_value || s->req_err))
+        return bad(c, "request table without a seq", s->sid);
+    if (rev_seen(c, s->sid))
+        return -1;
+    return check_held_list(c, s) || check_wait_list(c, s) || check_key_list(c, s);
+}
+
+static int check_lock_state(struct chk *c, const struct lock *l)
+{
+    uint64_t id = l->token;
+    if (lock_find(c->f, l->name, l->name_len) != l)
+        return bad(c, "lock not findable by its name", id);
+    if (l->holder) {
+        if (sess_find(c->f, l->holder->sid) != l->holder)
+            return bad(c, "lock held by a dead session", l->holder->sid);
+        if (l->in_delay || l->lockdelay_ms)
+            return bad(c, "held lock in lock-delay", id);
+        c->held++;
+        return rev_seen(c, l->token);
+    }
+    if (l->token || l->held_since_ms)
+        return bad(c, "token on a lock without holder", id);
+    if (!l->in_delay)
+        return bad(c, "free lock stored", l->n_waiters);
+    if (l->lockdelay_ms == 0)
+        return bad(c, "lock-delay of 0 ms", 0);
+    c->delayed++;
+    return 0;
+}
+
+static int check_waiters(struct chk *c, const struct lock *l, uint64_t *sids)
+{
+    uint32_t n = 0;
+    uint64_t prev_rev = 0;
+    const struct waiter *prev = NULL;
+    for (const struct waiter *w = l->wq_head; w; prev = w, w = w->lnext, n++) {
+        if (w->lock != l || w->lprev != prev || n >= l->n_waiters)
+            return bad(c, "lock queue inconsistent", n);
+        if (sess_find(c->f, w->sess->sid) != w->sess)
+            return bad(c, "waiter session is dead", w->sess->sid);
+        if (w->sess == l->holder)
+            return bad(c, "holder queued on its own lock", w->sess->sid);
+        if (w->wait_ms == 0 || w->rev <= prev_rev)
+            return bad(c, "waiter without wait or out of enqueue order", w->rev);
+        if (rev_seen(c, w->rev))
+            return -1;
+        prev_rev = w->rev;
+        sids[n] = w->sess->sid;
+    }
+    if (prev != l->wq_tail || n != l->n_waiters)
+        return bad(c, "lock queue tail or count wrong", n);
+    qsort(sids, n, sizeof(*sids), fsm_cmp_u64);
+    for (uint32_t i = 1; i < n; i++)
+        if (sids[i] == sids[i - 1])
+            return bad(c, "session queued twice on one lock", sids[i]);
+    c->waiters += n;
+    return 0;
+}
+
+static int check_lock(struct chk *c, const struct lock *l)
+{
+    if (check_lock_state(c, l))
+        return -1;
+    uint64_t *sids = malloc((l->n_waiters + 1) * sizeof(*sids));
+    if (!sids)
+        return bad(c, "out of memory", 0);
+    int rc = check_waiters(c, l, sids);
+    free(sids);
+    return rc;
+}
+
+/* In-order: strictly increasing keys, correct AVL heights and balance, sane metadata. */
+static int check_tree(struct chk *c, const struct kv *k, const struct kv **prev, int *h)
+{
+    int hl = 0, hr = 0;
+    if (!k) {
+        *h = 0;
+        return 0;
+    }
+    if (check_tree(c, k->left, prev, &hl))
+        return -1;
+    if (*prev && kv_cmp((*prev)->key, (*prev)->key_len, k->key, k->key_len) >= 0)
+        return bad(c, "keys out of order", k->mod_rev);
+    *prev = k;
+    if (k->key_len == 0 || k->create_rev == 0 || k->create_rev > k->mod_rev || k->version == 0 ||
+        (k->version == 1) != (k->create_rev == k->mod_rev))
+        return bad(c, "bad key metadata", k->mod_rev);
+    if (k->lease && (sess_find(c->f, k->lease->sid) != k->lease))
+        return bad(c, "key leased to a dead session", k->lease->sid);
+    c->leased += k->lease != NULL;
+    c->nkeys++;
+    if (rev_seen(c, k->mod_rev) || check_tree(c, k->right, prev, &hr))
+        return -1;
+    if (hl - hr > 1 || hr - hl > 1 || k->height != 1 + (hl > hr ? hl : hr))
+        return bad(c, "AVL tree unbalanced", k->mod_rev);
+    *h = k->height;
+    return 0;
+}
+
+static int check_all(struct chk *c)
+{
+    const struct fsm *f = c->f;
+    for (size_t i = 0; i < f->sessions.nb; i++)
+        for (const struct hlink *x = f->sessions.b[i]; x; x = x->next)
+            if (check_session(c, (const struct sess *)x))
+                return -1;
+    for (size_t i = 0; i < f->locks.nb; i++)
+        for (const struct hlink *x = f->locks.b[i]; x; x = x->next)
+            if (check_lock(c, (const struct lock *)x))
+                return -1;
+    const struct kv *prev = NULL;
+    int h;
+    if (check_tree(c, f->kv_root, &prev, &h))
+        return -1;
+    if (c->held != f->n_held || c->held != c->locks)
+        return bad(c, "held lock count wrong", c->held);
+    if (c->waiters != f->n_waiters || c->waiters != c->waits)
+        return bad(c, "waiter count wrong", c->waiters);
+    if (c->delayed != f->n_delay || c->nkeys != f->n_keys || c->leased != c->keys)
+        return bad(c, "lock-delay or key count wrong", c->nkeys);
+    if (c->nrevs > 1)
+        qsort(c->revs, c->nrevs, sizeof(*c->revs), fsm_cmp_u64);
+    for (size_t i = 1; i < c->nrevs; i++)
+        if (c->revs[i] == c->revs[i - 1])
+            return bad(c, "a revision is stored twice (sid, token, enqueue or mod_rev)",
+                       c->revs[i]);
+    return 0;
+}
+
+int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen)
+{
+    struct chk c = {.f = f, .err = err, .errlen = errlen};
+    if (errlen)
+        err[0] = '\0';
+    int rc = check_all(&c);
+    free(c.revs);
+    return rc;
+}

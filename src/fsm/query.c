@@ -1,0 +1,96 @@
+/*
+ * fsm/query.c — read-only queries over locks and sessions, iteration and stats.
+ *
+ * Owns nothing; every function only reads. Iteration follows the hash tables' bucket order,
+ * which is deterministic for a given history but otherwise unspecified.
+ */
+#include "fsm/internal.h"
+
+int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_lock_view *v)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    if (!l)
+        return 0;
+    v->holder_sid = l->holder ? l->holder->sid : 0;
+    v->token = l->token;
+    v->held_since_ms = l->held_since_ms;
+    v->in_lockdelay = l->in_delay;
+    v->lockdelay_ms = l->lockdelay_ms;
+    v->n_waiters = l->n_waiters;
+    return 1;
+}
+
+void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
+                      void (*cb)(void *arg, uint64_t sid, uint64_t wait_ms), void *arg)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    for (const struct waiter *w = l ? l->wq_head : NULL; w; w = w->lnext)
+        cb(arg, w->sess->sid, w->wait_ms);
+}
+
+int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    return l && l->holder && l->token == token ? 0 : -1;
+}
+
+int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v)
+{
+    const struct sess *s = sess_find(f, sid);
+    if (!s)
+        return 0;
+    v->sid = s->sid;
+    v->ttl_ms = s->ttl_ms;
+    v->lockdelay_ms = s->lockdelay_ms;
+    v->name.p = s->name;
+    v->name.len = s->name_len;
+    v->n_locks = s->n_locks;
+    v->n_waits = s->n_waits;
+    v->n_keys = s->n_keys;
+    return 1;
+}
+
+void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
+                         void *arg)
+{
+    for (size_t i = 0; i < f->sessions.nb; i++)
+        for (const struct hlink *x = f->sessions.b[i]; x; x = x->next) {
+            const struct sess *s = (const struct sess *)x;
+            cb(arg, s->sid, s->ttl_ms);
+        }
+}
+
+void fsm_foreach_waiter(const struct fsm *f,
+                        void (*cb)(void *arg, const char *name, size_t namelen, uint64_t sid,
+                                   uint64_t wait_ms),
+                        void *arg)
+{
+    for (size_t i = 0; i < f->locks.nb; i++)
+        for (const struct hlink *x = f->locks.b[i]; x; x = x->next) {
+            const struct lock *l = (const struct lock *)x;
+            for (const struct waiter *w = l->wq_head; w; w = w->lnext)
+                cb(arg, l->name, l->name_len, w->sess->sid, w->wait_ms);
+        }
+}
+
+void fsm_foreach_lockdelay(const struct fsm *f,
+                           void (*cb)(void *arg, const char *name, size_t namelen,
+                                      uint64_t delay_ms),
+                           void *arg)
+{
+    for (size_t i = 0; i < f->locks.nb; i++)
+        for (const struct hlink *x = f->locks.b[i]; x; x = x->next) {
+            const struct lock *l = (const struct lock *)x;
+            if (l->in_delay)
+                cb(arg, l->name, l->name_len, l->lockdelay_ms);
+        }
+}
+
+void fsm_stats(const struct fsm *f, struct fsm_stats *s)
+{
+    s->sessions = f->sessions.n;
+    s->locks_held = f->n_held;
+    s->waiters = f->n_waiters;
+    s->locks_in_delay = f->n_delay;
+    s->keys = f->n_keys;
+}

@@ -1,0 +1,102 @@
+/*
+ * fsm/session.c — sessions: records, SESSION_OPEN, and the end of a session (close/expiry).
+ *
+ * Owns the rule that a dead session leaves every structure in the apply that ends it: its held
+ * locks are released (in token order, so every replica hands them on in the same order), its
+ * waits are removed, its keys deleted, its request table dropped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+struct sess *sess_find(const struct fsm *f, uint64_t sid)
+{
+    if (sid == 0)
+        return NULL;
+    uint32_t h = fsm_hash_u64(sid);
+    for (struct hlink *x = htab_bucket(&f->sessions, h); x; x = x->next) {
+        struct sess *s = (struct sess *)x;
+        if (s->sid == sid)
+            return s;
+    }
+    return NULL;
+}
+
+struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen)
+{
+    struct sess *s = malloc(sizeof(*s) + namelen);
+    if (!s)
+        return NULL;
+    memset(s, 0, sizeof(*s));
+    s->sid = sid;
+    s->name_len = (uint16_t)namelen;
+    if (namelen)
+        memcpy(s->name, name, namelen);
+    return s;
+}
+
+void sess_insert(struct fsm *f, struct sess *s)
+{
+    htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
+}
+
+void sess_destroy(struct sess *s)
+{
+    free(s->req_err);
+    free(s);
+}
+
+void sess_end(struct actx *a, struct sess *s, bool expired)
+{
+    uint64_t delay = expired ? s->lockdelay_ms : 0;
+    while (s->held_head)
+        lock_release(a, s->held_head, delay);
+    while (s->wait_head) {
+        struct waiter *w = s->wait_head;
+        fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, w->lock->name, w->lock->name_len);
+        waiter_remove(a->f, w);
+    }
+    while (s->keys)
+        kv_delete(a->f, s->keys);
+    struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
+    if (e)
+        e->expired = expired;
+    htab_remove(&a->f->sessions, &s->h);
+    sess_destroy(s);
+}
+
+/* SESSION_OPEN: the session id is the revision this command allocates. */
+void op_session_new(struct actx *a, struct fsm_reply *r)
+{
+    const struct fsm_cmd *c = a->c;
+    if (c->ttl_ms == 0) {
+        fsm_reply_err(r, "ERR ttl_ms must be at least 1");
+        return;
+    }
+    struct sess *s = sess_alloc(0, c->name.p, c->name.len);
+    if (!s) {
+        fsm_reply_err(r, "ERR out of memory");
+        return;
+    }
+    s->sid = fsm_next_rev(a);
+    s->ttl_ms = c->ttl_ms;
+    s->lockdelay_ms = c->lockdelay_ms;
+    sess_insert(a->f, s);
+    fsm_emit(a, FSM_EV_SESSION_OPENED, s->sid, 0, c->ttl_ms, NULL, 0);
+    r->kind = FSM_REPLY_INT;
+    r->value = s->sid;
+}
+
+void op_session_end(struct actx *a, struct fsm_reply *r, bool expired)
+{
+    struct sess *s = sess_find(a->f, a->c->sid);
+    if (!s) {
+        fsm_nosession(r, a->c->sid);
+        return;
+    }
+    sess_end(a, s, expired);
+    if (a->nrev == 0)
+        fsm_next_rev(a);
+    r->kind = FSM_REPLY_OK;
+}

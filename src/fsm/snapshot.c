@@ -1,0 +1,501 @@
+/*
+ * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
+ *
+ * Owns the snapshot format (version 1; varint = canonical LEB128, str = varint length + bytes):
+ *
+ *   "FLSM" u8 1, varint revision,
+ *   varint n_sessions, per session in sid order:
+ *     varint sid, ttl_ms, lockdelay_ms; str name; varint req_seq;
+ *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained)
+ *   varint n_locks, per lock in name byte order:
+ *     str name; varint holder_sid (0 = none); if holder: varint token, held_since_ms;
+ *     u8 flags (bit 0: in lock-delay); if in delay: varint lockdelay_ms;
+ *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision
+ *   varint n_keys, per key in byte order:
+ *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
+ *
+ * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
+ * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
+ * accepted input x, snapshot(restore(x)) == x. Restore builds a new state and swaps it in only
+ * on success. The revisions stored in the state (sids, tokens, enqueue revisions, key mod_revs)
+ * are each allocated once, so restore rejects a repeated one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+#define SNAP_MAGIC "FLSM"
+#define SNAP_VERSION 1
+#define FLAG_DELAY 1u
+
+/* ---- emit ---- */
+
+static int cmp_sess_ptr(const void *a, const void *b)
+{
+    const struct sess *x = *(const struct sess *const *)a, *y = *(const struct sess *const *)b;
+    return x->sid < y->sid ? -1 : x->sid > y->sid;
+}
+
+static int cmp_lock_ptr(const void *a, const void *b)
+{
+    const struct lock *x = *(const struct lock *const *)a, *y = *(const struct lock *const *)b;
+    return kv_cmp(x->name, x->name_len, y->name, y->name_len);
+}
+
+/* The records of a hash table as an array of pointers, sorted with `cmp`. NULL if empty/OOM. */
+static void **sorted_records(const struct htab *t, int (*cmp)(const void *, const void *), int *oom)
+{
+    *oom = 0;
+    if (t->n == 0)
+        return NULL;
+    void **v = malloc(t->n * sizeof(*v));
+    if (!v) {
+        *oom = 1;
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t->nb; i++)
+        for (struct hlink *x = t->b[i]; x; x = x->next)
+            v[n++] = x;
+    qsort(v, n, sizeof(*v), cmp);
+    return v;
+}
+
+static int emit_session(const struct sess *s, struct buf *b)
+{
+    int rc = buf_put_varint(b, s->sid) | buf_put_varint(b, s->ttl_ms) |
+             buf_put_varint(b, s->lockdelay_ms) | buf_put_bytes(b, s->name, s->name_len) |
+             buf_put_varint(b, s->req_seq);
+    if (!s->req_seq)
+        return rc;
+    rc |= buf_put_u8(b, s->req_kind);
+    if (s->req_kind == FSM_REPLY_INT)
+        rc |= buf_put_varint(b, s->req_value);
+    if (s->req_kind == FSM_REPLY_ERR)
+        rc |= buf_put_bytes(b, s->req_err, s->req_err ? strlen(s->req_err) : 0);
+    return rc;
+}
+
+static int emit_lock(const struct lock *l, struct buf *b)
+{
+    int rc =
+        buf_put_bytes(b, l->name, l->name_len) | buf_put_varint(b, l->holder ? l->holder->sid : 0);
+    if (l->holder)
+        rc |= buf_put_varint(b, l->token) | buf_put_varint(b, l->held_since_ms);
+    rc |= buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
+    if (l->in_delay)
+        rc |= buf_put_varint(b, l->lockdelay_ms);
+    rc |= buf_put_varint(b, l->n_waiters);
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext)
+        rc |= buf_put_varint(b, w->sess->sid) | buf_put_varint(b, w->wait_ms) |
+              buf_put_varint(b, w->rev);
+    return rc;
+}
+
+static int emit_keys(const struct kv *k, struct buf *b)
+{
+    int rc = 0;
+    for (; k && !rc; k = k->right) {
+        rc |= emit_keys(k->left, b);
+        rc |= buf_put_bytes(b, k->key, k->key_len) | buf_put_bytes(b, k->value, k->value_len) |
+              buf_put_varint(b, k->create_rev) | buf_put_varint(b, k->mod_rev) |
+              buf_put_varint(b, k->version) | buf_put_varint(b, k->lease ? k->lease->sid : 0);
+    }
+    return rc;
+}
+
+static int emit_all(const struct fsm *f, struct buf *out, void **ss, void **ls)
+{
+    int rc = buf_append(out, SNAP_MAGIC, 4) | buf_put_u8(out, SNAP_VERSION) |
+             buf_put_varint(out, f->revision) | buf_put_varint(out, f->sessions.n);
+    for (size_t i = 0; i < f->sessions.n && !rc; i++)
+        rc |= emit_session(ss[i], out);
+    rc |= buf_put_varint(out, f->locks.n);
+    for (size_t i = 0; i < f->locks.n && !rc; i++)
+        rc |= emit_lock(ls[i], out);
+    rc |= buf_put_varint(out, f->n_keys);
+    return rc | emit_keys(f->kv_root, out);
+}
+
+int fsm_snapshot(const struct fsm *f, struct buf *out)
+{
+    size_t mark = out->len;
+    int oom_s, oom_l;
+    void **ss = sorted_records(&f->sessions, cmp_sess_ptr, &oom_s);
+    void **ls = sorted_records(&f->locks, cmp_lock_ptr, &oom_l);
+    int rc = (oom_s || oom_l) ? -1 : emit_all(f, out, ss, ls);
+    free(ss);
+    free(ls);
+    if (rc)
+        out->len = mark;
+    return rc ? -1 : 0;
+}
+
+/* ---- restore ---- */
+
+struct vec {
+    void *p;
+    size_t n, cap;
+};
+
+static int vec_push(struct vec *v, const void *x, size_t sz)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        void *p = cap < SIZE_MAX / sz ? realloc(v->p, cap * sz) : NULL;
+        if (!p)
+            return -1;
+        v->p = p;
+        v->cap = cap;
+    }
+    memcpy((char *)v->p + v->n * sz, x, sz);
+    v->n++;
+    return 0;
+}
+
+struct rst {
+    struct rd r;
+    struct fsm *nf;
+    char *err;
+    size_t errlen;
+    struct vec revs;  /* uint64_t: every stored revision, must be distinct */
+    struct vec held;  /* struct lock *: held locks, linked to holders in token order */
+    struct vec waits; /* struct waiter *: linked to sessions in enqueue order */
+    struct vec sids;  /* uint64_t: scratch, the waiter sids of one lock */
+};
+
+static int bad(struct rst *s, const char *what)
+{
+    if (s->errlen)
+        snprintf(s->err, s->errlen, "snapshot: %s (at byte %zu)", what, s->r.off);
+    return -1;
+}
+
+static int get_u(struct rst *s, uint64_t *v)
+{
+    return fsm_rd_varint(&s->r, v) ? bad(s, "truncated or malformed number") : 0;
+}
+
+static int get_s(struct rst *s, const char **p, uint32_t *n, uint32_t min, uint32_t max)
+{
+    if (fsm_rd_str(&s->r, p, n, max))
+        return bad(s, "truncated, malformed or oversized string");
+    return *n < min ? bad(s, "empty name") : 0;
+}
+
+static int push_rev(struct rst *s, uint64_t rev)
+{
+    if (rev == 0 || rev > s->nf->revision)
+        return bad(s, "revision out of range");
+    return vec_push(&s->revs, &rev, sizeof(rev)) ? bad(s, "out of memory") : 0;
+}
+
+static int restore_reply(struct rst *s, struct sess *x)
+{
+    const char *p;
+    uint32_t n;
+    if (get_u(s, &x->req_seq) || !x->req_seq)
+        return s->r.err ? -1 : 0;
+    if (rd_u8(&s->r, &x->req_kind) || x->req_kind > FSM_REPLY_ERR)
+        return bad(s, "bad cached reply kind");
+    if (x->req_kind == FSM_REPLY_INT)
+        return get_u(s, &x->req_value);
+    if (x->req_kind != FSM_REPLY_ERR)
+        return 0;
+    if (get_s(s, &p, &n, 0, sizeof(((struct fsm_reply *)0)->err) - 1))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (memchr(p, '\0', n))
+        return bad(s, "NUL in cached error");
+    if (!(x->req_err = malloc(n + 1)))
+        return bad(s, "out of memory");
+    memcpy(x->req_err, p, n);
+    x->req_err[n] = '\0';
+    return 0;
+}
+
+static int restore_session(struct rst *s, uint64_t *prev)
+{
+    uint64_t sid, ttl, delay;
+    const char *name;
+    uint32_t nlen;
+    if (get_u(s, &sid) || get_u(s, &ttl) || get_u(s, &delay) ||
+        get_s(s, &name, &nlen, 0, FSM_MAX_NAME))
+        return -1;
+    if (sid <= *prev)
+        return bad(s, "sessions not in strictly increasing sid order");
+    if (ttl == 0)
+        return bad(s, "session ttl 0");
+    if (push_rev(s, sid))
+        return -1;
+    *prev = sid;
+    struct sess *x = sess_alloc(sid, name, nlen);
+    if (!x)
+        return bad(s, "out of memory");
+    x->ttl_ms = ttl;
+    x->lockdelay_ms = delay;
+    sess_insert(s->nf, x);
+    return restore_reply(s, x);
+}
+
+static int restore_holder(struct rst *s, struct lock *l)
+{
+    uint64_t hsid;
+    if (get_u(s, &hsid) || !hsid)
+        return s->r.err ? -1 : 0;
+    struct sess *h = sess_find(s->nf, hsid);
+    if (!h)
+        return bad(s, "lock holder is not a session");
+    if (get_u(s, &l->token) || get_u(s, &l->held_since_ms) || push_rev(s, l->token))
+        return -1;
+    l->holder = h; /* linked into h's list later, in token order */
+    return vec_push(&s->held, &l, sizeof(l)) ? bad(s, "out of memory") : 0;
+}
+
+static int restore_delay(struct rst *s, struct lock *l)
+{
+    uint8_t flags;
+    if (rd_u8(&s->r, &flags) || (flags & ~FLAG_DELAY))
+        return bad(s, "bad lock flags");
+    if (!flags)
+        return l->holder ? 0 : bad(s, "free lock stored");
+    if (l->holder)
+        return bad(s, "held lock in lock-delay");
+    if (get_u(s, &l->lockdelay_ms))
+        return -1;
+    if (l->lockdelay_ms == 0)
+        return bad(s, "lock-delay of 0 ms");
+    l->in_delay = 1;
+    s->nf->n_delay++;
+    return 0;
+}
+
+/* Link a waiter at the FIFO's tail; its session list is built later, in enqueue order. */
+static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
+{
+    uint64_t sid, wait, rev;
+    if (get_u(s, &sid) || get_u(s, &wait) || get_u(s, &rev))
+        return -1;
+    struct sess *x = sess_find(s->nf, sid);
+    if (!x)
+        return bad(s, "waiter is not a session");
+    if (x == l->holder)
+        return bad(s, "holder queued on its own lock");
+    if (wait == 0)
+        return bad(s, "waiter without a wait");
+    if (rev <= *prev_rev)
+        return bad(s, "waiters not in enqueue order");
+    *prev_rev = rev;
+    if (push_rev(s, rev))
+        return -1;
+    if (vec_push(&s->sids, &sid, sizeof(sid)))
+        return bad(s, "out of memory");
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (!w || vec_push(&s->waits, &w, sizeof(w))) {
+        free(w);
+        return bad(s, "out of memory");
+    }
+    w->lock = l;
+    w->sess = x;
+    w->wait_ms = wait;
+    w->rev = rev;
+    w->lprev = l->wq_tail;
+    if (l->wq_tail)
+        l->wq_tail->lnext = w;
+    else
+        l->wq_head = w;
+    l->wq_tail = w;
+    l->n_waiters++;
+    s->nf->n_waiters++;
+    return 0;
+}
+
+static int restore_waiters(struct rst *s, struct lock *l)
+{
+    uint64_t n, prev_rev = 0;
+    if (get_u(s, &n))
+        return -1;
+    s->sids.n = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (restore_waiter(s, l, &prev_rev))
+            return -1;
+    uint64_t *v = s->sids.p;
+    if (n > 1)
+        qsort(v, s->sids.n, sizeof(*v), fsm_cmp_u64);
+    for (size_t i = 1; i < s->sids.n; i++)
+        if (v[i] == v[i - 1])
+            return bad(s, "session queued twice on one lock");
+    return 0;
+}
+
+static int restore_lock(struct rst *s, const struct lock **prev)
+{
+    const char *name;
+    uint32_t nlen;
+    if (get_s(s, &name, &nlen, 1, FSM_MAX_NAME))
+        return -1;
+    if (*prev && kv_cmp((*prev)->name, (*prev)->name_len, name, nlen) >= 0)
+        return bad(s, "locks not in strictly increasing name order");
+    struct lock *l = lock_alloc(name, nlen);
+    if (!l)
+        return bad(s, "out of memory");
+    lock_insert(s->nf, l);
+    *prev = l;
+    if (restore_holder(s, l) || restore_delay(s, l))
+        return -1;
+    return restore_waiters(s, l);
+}
+
+static int restore_key_meta(struct rst *s, struct kv *k)
+{
+    uint64_t lsid;
+    if (get_u(s, &k->create_rev) || get_u(s, &k->mod_rev) || get_u(s, &k->version) ||
+        get_u(s, &lsid))
+        return -1;
+    if (k->create_rev == 0 || k->create_rev > k->mod_rev)
+        return bad(s, "bad key revisions");
+    if (push_rev(s, k->mod_rev))
+        return -1;
+    if (k->version == 0 || (k->version == 1) != (k->create_rev == k->mod_rev))
+        return bad(s, "bad key version");
+    struct sess *x = NULL;
+    if (lsid && !(x = sess_find(s->nf, lsid)))
+        return bad(s, "key lease is not a session");
+    kv_set_lease(k, x);
+    return 0;
+}
+
+static int restore_key(struct rst *s, const struct kv **prev)
+{
+    const char *key, *val;
+    uint32_t klen, vlen;
+    if (get_s(s, &key, &klen, 1, FSM_MAX_NAME) || get_s(s, &val, &vlen, 0, FSM_MAX_VALUE))
+        return -1;
+    if (*prev && kv_cmp((*prev)->key, (*prev)->key_len, key, klen) >= 0)
+        return bad(s, "keys not in strictly increasing order");
+    struct kv *k = kv_alloc(key, klen);
+    char *v = vlen ? malloc(vlen) : NULL;
+    if (!k || (vlen && !v)) {
+        free(k);
+        free(v);
+        return bad(s, "out of memory");
+    }
+    if (vlen)
+        memcpy(v, val, vlen);
+    k->value = v;
+    k->value_len = vlen;
+    kv_insert(s->nf, k);
+    *prev = k;
+    return restore_key_meta(s, k);
+}
+
+static int cmp_held(const void *a, const void *b)
+{
+    const struct lock *x = *(const struct lock *const *)a, *y = *(const struct lock *const *)b;
+    return x->token < y->token ? -1 : x->token > y->token;
+}
+
+static int cmp_wait(const void *a, const void *b)
+{
+    const struct waiter *x = *(const struct waiter *const *)a;
+    const struct waiter *y = *(const struct waiter *const *)b;
+    return x->rev < y->rev ? -1 : x->rev > y->rev;
+}
+
+/* Build the sessions' lists in the order a replica that applied the log would have them. */
+static void link_sessions(struct rst *s)
+{
+    struct lock **held = s->held.p;
+    struct waiter **waits = s->waits.p;
+    if (s->held.n)
+        qsort(held, s->held.n, sizeof(*held), cmp_held);
+    for (size_t i = 0; i < s->held.n; i++)
+        held_append(held[i]->holder, held[i]);
+    s->nf->n_held = s->held.n;
+    if (s->waits.n)
+        qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
+    for (size_t i = 0; i < s->waits.n; i++) {
+        struct waiter *w = waits[i];
+        struct sess *x = w->sess;
+        w->sprev = x->wait_tail;
+        if (x->wait_tail)
+            x->wait_tail->snext = w;
+        else
+            x->wait_head = w;
+        x->wait_tail = w;
+        x->n_waits++;
+    }
+}
+
+static int revs_distinct(struct rst *s)
+{
+    uint64_t *v = s->revs.p;
+    if (s->revs.n > 1)
+        qsort(v, s->revs.n, sizeof(*v), fsm_cmp_u64);
+    for (size_t i = 1; i < s->revs.n; i++)
+        if (v[i] == v[i - 1])
+            return bad(s, "a revision is stored twice (sid, token, enqueue or mod_rev)");
+    return 0;
+}
+
+static int restore_body(struct rst *s)
+{
+    uint8_t magic[4], version;
+    uint64_t n, prev_sid = 0;
+    const struct lock *prev_lock = NULL;
+    const struct kv *prev_key = NULL;
+    for (int i = 0; i < 4; i++)
+        if (rd_u8(&s->r, &magic[i]))
+            return bad(s, "truncated header");
+    if (memcmp(magic, SNAP_MAGIC, 4) != 0)
+        return bad(s, "bad magic");
+    if (rd_u8(&s->r, &version) || version != SNAP_VERSION)
+        return bad(s, "unsupported version");
+    if (get_u(s, &s->nf->revision) || get_u(s, &n))
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        if (restore_session(s, &prev_sid))
+            return -1;
+    if (get_u(s, &n))
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        if (restore_lock(s, &prev_lock))
+            return -1;
+    if (get_u(s, &n))
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        if (restore_key(s, &prev_key))
+            return -1;
+    if (s->r.off != s->r.len)
+        return bad(s, "trailing bytes");
+    if (revs_distinct(s))
+        return -1;
+    link_sessions(s);
+    return 0;
+}
+
+int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_t errlen)
+{
+    struct rst s = {.err = err, .errlen = errlen};
+    if (errlen)
+        err[0] = '\0';
+    rd_init(&s.r, data, len);
+    s.nf = fsm_new();
+    if (!s.nf)
+        return bad(&s, "out of memory");
+    int rc = restore_body(&s);
+    free(s.revs.p);
+    free(s.held.p);
+    free(s.waits.p);
+    free(s.sids.p);
+    if (rc == 0) {
+        struct fsm tmp = *f;
+        *f = *s.nf;
+        *s.nf = tmp;
+    }
+    fsm_free(s.nf);
+    return rc ? -1 : 0;
+}

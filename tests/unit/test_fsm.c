@@ -1,0 +1,1324 @@
+/*
+ * test_fsm — one test per rule of the fencelock state machine (src/fsm/fsm.h).
+ *
+ * Commands go through the real encoder and fsm_apply; "changes nothing" is asserted by
+ * comparing the revision and the snapshot bytes before and after. Every test also ends with
+ * fsm_check_invariants.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/fsm.h"
+#include "test.h"
+
+static struct fsm_events EV; /* events of the last apply */
+
+static struct fsm_str S(const char *s) {
+    return (struct fsm_str){s, (uint32_t)strlen(s)};
+}
+
+static struct fsm_reply
+apply_cmd(struct fsm *f, const struct fsm_cmd *c)
+{
+    struct buf b;
+    struct fsm_reply r;
+    buf_init(&b);
+    if (fsm_cmd_encode(c, &b))
+        abort();
+    fsm_events_reset(&EV);
+    fsm_apply(f, (const uint8_t *)b.p, b.len, &r, &EV);
+    buf_free(&b);
+    return r;
+}
+
+static uint64_t open_s(struct fsm *f, uint64_t ttl, uint64_t delay)
+{
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .ttl_ms = ttl, .lockdelay_ms = delay};
+    struct fsm_reply r = apply_cmd(f, &c);
+    return r.kind == FSM_REPLY_INT ? r.value : 0;
+}
+
+static struct fsm_reply lock_(struct fsm *f, const char *name, uint64_t sid, uint64_t wait)
+{
+    struct fsm_cmd c = {.op = FSM_OP_LOCK, .name = S(name), .sid = sid, .wait_ms = wait};
+    return apply_cmd(f, &c);
+}
+
+static struct fsm_reply named(struct fsm *f, uint8_t op, const char *name, uint64_t sid)
+{
+    struct fsm_cmd c = {.op = op, .name = S(name), .sid = sid};
+    return apply_cmd(f, &c);
+}
+
+static struct fsm_reply sess_op(struct fsm *f, uint8_t op, uint64_t sid)
+{
+    struct fsm_cmd c = {.op = op, .sid = sid};
+    return apply_cmd(f, &c);
+}
+
+static struct fsm_reply put_(struct fsm *f, const char *key, const char *val, uint64_t lease)
+{
+    struct fsm_cmd c = {.op = FSM_OP_PUT, .key = S(key), .value = S(val), .lease_sid = lease};
+    return apply_cmd(f, &c);
+}
+
+static struct fsm_reply del_(struct fsm *f, const char *key)
+{
+    struct fsm_cmd c = {.op = FSM_OP_DEL, .key = S(key)};
+    return apply_cmd(f, &c);
+}
+
+/* The token of an INT reply, 0 otherwise. */
+static uint64_t tok(struct fsm_reply r)
+{
+    return r.kind == FSM_REPLY_INT ? r.value : 0;
+}
+
+static void snap(const struct fsm *f, struct buf *b)
+{
+    buf_init(b);
+    if (fsm_snapshot(f, b))
+        abort();
+}
+
+/* 1 if f's snapshot equals `b` byte for byte. */
+static int same_snap(const struct fsm *f, const struct buf *b)
+{
+    struct buf now;
+    snap(f, &now);
+    int eq = now.len == b->len && memcmp(now.p, b->p, b->len) == 0;
+    buf_free(&now);
+    return eq;
+}
+
+static int inv_ok(const struct fsm *f)
+{
+    char err[200];
+    if (fsm_check_invariants(f, err, sizeof(err)) == 0)
+        return 1;
+    fprintf(stderr, "  invariant: %s\n", err);
+    return 0;
+}
+
+static uint64_t holder(const struct fsm *f, const char *name)
+{
+    struct fsm_lock_view v;
+    return fsm_lock_info(f, name, strlen(name), &v) ? v.holder_sid : 0;
+}
+
+static int has_event(uint8_t type, uint64_t sid)
+{
+    for (size_t i = 0; i < EV.n; i++)
+        if (EV.ev[i].type == type && (sid == 0 || EV.ev[i].sid == sid))
+            return 1;
+    return 0;
+}
+
+/* ---- locks ---- */
+
+TEST(tokens_strictly_increase_per_lock_and_are_unique_across_locks)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    uint64_t prev = 0, seen[40];
+    size_t n = 0;
+    for (int i = 0; i < 10; i++) {
+        uint64_t t1 = tok(lock_(f, "x", i % 2 ? a : b, 0));
+        uint64_t t2 = tok(lock_(f, "y", i % 2 ? b : a, 0));
+        CHECK(t1 > prev && t2 > 0);
+        prev = t1;
+        seen[n++] = t1;
+        seen[n++] = t2;
+        CHECK(named(f, FSM_OP_UNLOCK, "x", i % 2 ? a : b).kind == FSM_REPLY_OK);
+        CHECK(named(f, FSM_OP_UNLOCK, "y", i % 2 ? b : a).kind == FSM_REPLY_OK);
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            CHECK(seen[i] != seen[j]);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(closed_session_is_never_granted_even_while_queued)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, b).kind == FSM_REPLY_OK);
+    CHECK(has_event(FSM_EV_WAIT_ENDED, b));
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_GRANTED, b));
+    CHECK_EQ_U64(holder(f, "L"), c);
+    CHECK(lock_(f, "M", b, 0).kind == FSM_REPLY_ERR);
+    CHECK_STR_PREFIX(lock_(f, "M", b, 0).err, "NOSESSION");
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(expired_session_is_never_granted_even_while_queued)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, b).kind == FSM_REPLY_OK);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_GRANTED, b));
+    CHECK_EQ_U64(holder(f, "L"), c);
+    /* the only waiter expires: the next unlock frees the lock instead of granting it */
+    uint64_t d = open_s(f, 1000, 0);
+    CHECK(lock_(f, "L", d, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, d).kind == FSM_REPLY_OK);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", c).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_GRANTED, 0));
+    CHECK_EQ_U64(holder(f, "L"), 0);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(unlock_by_non_holder_fails_with_notholder_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    struct buf before;
+    snap(f, &before);
+    uint64_t rev = fsm_revision(f);
+    const uint64_t who[] = {b, c};
+    for (int i = 0; i < 2; i++) {
+        struct fsm_reply r = named(f, FSM_OP_UNLOCK, "L", who[i]);
+        CHECK(r.kind == FSM_REPLY_ERR);
+        CHECK_STR_PREFIX(r.err, "NOTHOLDER");
+        CHECK(EV.n == 0);
+    }
+    CHECK_STR_PREFIX(named(f, FSM_OP_UNLOCK, "nolock", a).err, "NOTHOLDER");
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK(same_snap(f, &before));
+    buf_free(&before);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(expiry_of_the_holder_grants_the_next_waiter)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    uint64_t t1 = tok(lock_(f, "L", a, 0));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(holder(f, "L"), b);
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v) && v.token > t1 && v.token == fsm_revision(f));
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(lockdelay_holds_grants_after_expiry_and_its_end_grants_the_head)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 300), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    CHECK(has_event(FSM_EV_LOCKDELAY_STARTED, 0) && !has_event(FSM_EV_GRANTED, 0));
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v) && v.in_lockdelay && v.lockdelay_ms == 300);
+    CHECK(v.holder_sid == 0 && v.n_waiters == 1);
+    /* during the delay: busy for everyone */
+    CHECK(lock_(f, "L", c, 0).kind == FSM_REPLY_NIL);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK_EQ_U64(holder(f, "L"), 0);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "L", 0).kind == FSM_REPLY_OK);
+    CHECK(has_event(FSM_EV_LOCKDELAY_ENDED, 0) && has_event(FSM_EV_GRANTED, b));
+    CHECK_EQ_U64(holder(f, "L"), b);
+    CHECK(fsm_lock_info(f, "L", 1, &v) && !v.in_lockdelay && v.n_waiters == 1);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(lockdelay_without_waiters_ends_by_dropping_the_lock)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 300);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v) && v.in_lockdelay);
+    uint64_t rev = fsm_revision(f);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "L", 0).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(fsm_revision(f), rev + 1);
+    CHECK(!fsm_lock_info(f, "L", 1, &v));
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(lockdelay_end_is_idempotent)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 300), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "L", 0).kind == FSM_REPLY_OK);
+    struct buf before;
+    snap(f, &before);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "L", 0).kind == FSM_REPLY_OK);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "nolock", 0).kind == FSM_REPLY_OK);
+    CHECK(EV.n == 0 && same_snap(f, &before));
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(no_lockdelay_after_clean_unlock_or_close)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 300), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_LOCKDELAY_STARTED, 0));
+    CHECK(tok(lock_(f, "L", b, 0)));
+    CHECK(named(f, FSM_OP_UNLOCK, "L", b).kind == FSM_REPLY_OK);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, a).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_LOCKDELAY_STARTED, 0));
+    CHECK_EQ_U64(holder(f, "L"), b);
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    CHECK_EQ_U64(st.locks_in_delay, 0);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(expiry_with_lockdelay_zero_grants_immediately)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_LOCKDELAY_STARTED, 0) && has_event(FSM_EV_GRANTED, b));
+    fsm_free(f);
+}
+
+TEST(lock_by_holder_returns_its_token_and_queued_session_keeps_its_place)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    uint64_t t = tok(lock_(f, "L", a, 0));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    struct buf before;
+    snap(f, &before);
+    CHECK_EQ_U64(tok(lock_(f, "L", a, 0)), t);
+    CHECK_EQ_U64(tok(lock_(f, "L", a, 100)), t);
+    CHECK(lock_(f, "L", b, 9999).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", b, 0).kind == FSM_REPLY_NIL);
+    CHECK(same_snap(f, &before));
+    buf_free(&before);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(holder(f, "L"), b); /* b kept its place ahead of c */
+    fsm_free(f);
+}
+
+TEST(try_lock_on_busy_lock_returns_nil_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    struct buf before;
+    snap(f, &before);
+    uint64_t rev = fsm_revision(f);
+    CHECK(lock_(f, "L", b, 0).kind == FSM_REPLY_NIL);
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK(EV.n == 0 && same_snap(f, &before));
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(unlock_of_a_lock_without_waiters_deletes_it)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    uint64_t rev = fsm_revision(f);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(fsm_revision(f), rev + 1);
+    struct fsm_lock_view v;
+    CHECK(!fsm_lock_info(f, "L", 1, &v));
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    CHECK_EQ_U64(st.locks_held, 0);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(unlock_grants_only_the_head_with_the_unlock_revision)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    uint64_t rev = fsm_revision(f);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(fsm_revision(f), rev + 1); /* the grant's token is the only allocation */
+    size_t grants = 0;
+    for (size_t i = 0; i < EV.n; i++)
+        grants += EV.ev[i].type == FSM_EV_GRANTED;
+    CHECK_EQ_U64(grants, 1);
+    CHECK(has_event(FSM_EV_GRANTED, b));
+    fsm_free(f);
+}
+
+TEST(fifo_order_of_grants_across_five_waiters)
+{
+    struct fsm *f = fsm_new();
+    uint64_t h = open_s(f, 1000, 0), w[5];
+    CHECK(tok(lock_(f, "L", h, 0)));
+    for (int i = 0; i < 5; i++) {
+        w[i] = open_s(f, 1000, 0);
+        CHECK(lock_(f, "L", w[i], 5000).kind == FSM_REPLY_QUEUED);
+    }
+    uint64_t cur = h, prev_token = 0;
+    for (int i = 0; i < 5; i++) {
+        CHECK(named(f, FSM_OP_UNLOCK, "L", cur).kind == FSM_REPLY_OK);
+        CHECK_EQ_U64(holder(f, "L"), w[i]);
+        struct fsm_lock_view v;
+        CHECK(fsm_lock_info(f, "L", 1, &v) && v.token > prev_token);
+        CHECK_EQ_U64(v.n_waiters, (uint64_t)(4 - i));
+        prev_token = v.token;
+        cur = w[i];
+    }
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(cancel_after_grant_returns_the_token)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v));
+    uint64_t rev = fsm_revision(f);
+    struct fsm_reply r = named(f, FSM_OP_CANCEL_WAIT, "L", b);
+    CHECK(r.kind == FSM_REPLY_INT && r.value == v.token);
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK_EQ_U64(holder(f, "L"), b);
+    fsm_free(f);
+}
+
+TEST(cancel_of_a_queued_waiter_removes_it)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    uint64_t rev = fsm_revision(f);
+    CHECK(named(f, FSM_OP_CANCEL_WAIT, "L", b).kind == FSM_REPLY_NIL);
+    CHECK(has_event(FSM_EV_WAIT_ENDED, b));
+    CHECK_EQ_U64(fsm_revision(f), rev + 1);
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v) && v.n_waiters == 1);
+    /* a second cancel finds nothing: NIL, no change */
+    struct buf before;
+    snap(f, &before);
+    CHECK(named(f, FSM_OP_CANCEL_WAIT, "L", b).kind == FSM_REPLY_NIL);
+    CHECK(named(f, FSM_OP_CANCEL_WAIT, "nolock", b).kind == FSM_REPLY_NIL);
+    CHECK(same_snap(f, &before));
+    buf_free(&before);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(holder(f, "L"), c);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(cancel_of_the_last_waiter_during_lockdelay_keeps_the_delay)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 300), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    CHECK(named(f, FSM_OP_CANCEL_WAIT, "L", b).kind == FSM_REPLY_NIL);
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v) && v.in_lockdelay && v.n_waiters == 0);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(cancel_by_a_dead_session_is_nosession)
+{
+    struct fsm *f = fsm_new();
+    struct fsm_reply r = named(f, FSM_OP_CANCEL_WAIT, "L", 77);
+    CHECK(r.kind == FSM_REPLY_ERR);
+    CHECK_STR_PREFIX(r.err, "NOSESSION");
+    fsm_free(f);
+}
+
+TEST(commands_naming_a_dead_session_fail_with_nosession)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, a).kind == FSM_REPLY_OK);
+    uint64_t rev = fsm_revision(f);
+    CHECK_STR_PREFIX(lock_(f, "L", a, 0).err, "NOSESSION");
+    CHECK_STR_PREFIX(named(f, FSM_OP_UNLOCK, "L", a).err, "NOSESSION");
+    CHECK_STR_PREFIX(sess_op(f, FSM_OP_SESSION_CLOSE, a).err, "NOSESSION");
+    CHECK_STR_PREFIX(sess_op(f, FSM_OP_SESSION_EXPIRE, a).err, "NOSESSION");
+    CHECK_STR_PREFIX(put_(f, "k", "v", a).err, "NOSESSION");
+    struct fsm_cmd c = {.op = FSM_OP_NOOP, .req_sid = a, .req_seq = 1};
+    CHECK_STR_PREFIX(apply_cmd(f, &c).err, "NOSESSION");
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    fsm_free(f);
+}
+
+/* ---- sessions ---- */
+
+TEST(session_ids_are_unique_and_increasing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t prev = 0;
+    for (int i = 0; i < 50; i++) {
+        uint64_t sid = open_s(f, 1000, 0);
+        CHECK(sid > prev);
+        CHECK_EQ_U64(sid, fsm_revision(f));
+        prev = sid;
+        if (i % 3 == 0)
+            CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, sid).kind == FSM_REPLY_OK);
+    }
+    fsm_free(f);
+}
+
+TEST(session_open_requires_a_ttl)
+{
+    struct fsm *f = fsm_new();
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .ttl_ms = 0};
+    struct fsm_reply r = apply_cmd(f, &c);
+    CHECK(r.kind == FSM_REPLY_ERR);
+    CHECK_STR_PREFIX(r.err, "ERR");
+    CHECK_EQ_U64(fsm_revision(f), 0);
+    struct fsm_cmd d = {
+        .op = FSM_OP_SESSION_OPEN, .ttl_ms = 1, .lockdelay_ms = 7, .name = S("worker")};
+    uint64_t sid = tok(apply_cmd(f, &d));
+    struct fsm_session_view v;
+    CHECK(fsm_session_info(f, sid, &v));
+    CHECK(v.ttl_ms == 1 && v.lockdelay_ms == 7 && v.name.len == 6 &&
+          !memcmp(v.name.p, "worker", 6));
+    CHECK(has_event(FSM_EV_SESSION_OPENED, sid) && EV.ev[0].ms == 1);
+    fsm_free(f);
+}
+
+TEST(close_releases_everything_the_session_owns)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L1", a, 0)) && tok(lock_(f, "L2", a, 0)) && tok(lock_(f, "M", b, 0)));
+    CHECK(lock_(f, "M", a, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(tok(put_(f, "k", "v", a)));
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, a).kind == FSM_REPLY_OK);
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    CHECK(st.sessions == 1 && st.locks_held == 1 && st.waiters == 0 && st.keys == 0);
+    struct fsm_session_view v;
+    CHECK(!fsm_session_info(f, a, &v));
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(close_hands_on_locks_in_grant_order)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    const char *names[] = {"zz", "aa", "mm"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(tok(lock_(f, names[i], a, 0)));
+        CHECK(lock_(f, names[i], b, 5000).kind == FSM_REPLY_QUEUED);
+    }
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, a).kind == FSM_REPLY_OK);
+    int k = 0;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < EV.n; i++) {
+        if (EV.ev[i].type != FSM_EV_GRANTED)
+            continue;
+        CHECK(EV.ev[i].name.len == 2 && !memcmp(EV.ev[i].name.p, names[k], 2));
+        CHECK(EV.ev[i].token > prev);
+        prev = EV.ev[i].token;
+        k++;
+    }
+    CHECK_EQ_U64(k, 3);
+    fsm_free(f);
+}
+
+TEST(keys_leased_to_a_session_vanish_when_it_expires)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    CHECK(tok(put_(f, "k1", "v", a)) && tok(put_(f, "k2", "v", a)) && tok(put_(f, "k3", "v", 0)));
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    struct fsm_kv_meta m;
+    CHECK(!fsm_kv_get(f, "k1", 2, &m) && !fsm_kv_get(f, "k2", 2, &m) && fsm_kv_get(f, "k3", 2, &m));
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(keys_leased_to_a_session_vanish_when_it_closes)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK(tok(put_(f, "k1", "v", a)) && tok(put_(f, "k2", "v", b)));
+    CHECK(tok(put_(f, "k2", "v2", a))); /* re-leased: moves from b to a */
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, b).kind == FSM_REPLY_OK);
+    struct fsm_kv_meta m;
+    CHECK(fsm_kv_get(f, "k2", 2, &m) && m.lease_sid == a);
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, a).kind == FSM_REPLY_OK);
+    CHECK(!fsm_kv_get(f, "k1", 2, &m) && !fsm_kv_get(f, "k2", 2, &m));
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+/* ---- KV ---- */
+
+TEST(put_sets_revisions_and_versions)
+{
+    struct fsm *f = fsm_new();
+    uint64_t r1 = tok(put_(f, "k", "a", 0));
+    CHECK_EQ_U64(r1, fsm_revision(f));
+    uint64_t r2 = tok(put_(f, "k", "bb", 0));
+    struct fsm_kv_meta m;
+    CHECK(fsm_kv_get(f, "k", 1, &m));
+    CHECK(m.create_rev == r1 && m.mod_rev == r2 && m.version == 2 && m.value_len == 2);
+    CHECK(!memcmp(m.value, "bb", 2) && m.lease_sid == 0);
+    CHECK(tok(put_(f, "e", "", 0)) && fsm_kv_get(f, "e", 1, &m) && m.value_len == 0);
+    fsm_free(f);
+}
+
+TEST(put_without_lease_detaches_the_key_from_its_session)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    CHECK(tok(put_(f, "k", "v", a)));
+    CHECK(tok(put_(f, "k", "v", 0)));
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, a).kind == FSM_REPLY_OK);
+    struct fsm_kv_meta m;
+    CHECK(fsm_kv_get(f, "k", 1, &m) && m.lease_sid == 0);
+    fsm_free(f);
+}
+
+TEST(del_of_absent_key_returns_zero_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    CHECK(tok(put_(f, "k", "v", 0)));
+    uint64_t rev = fsm_revision(f);
+    struct fsm_reply r = del_(f, "nokey");
+    CHECK(r.kind == FSM_REPLY_INT && r.value == 0);
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    r = del_(f, "k");
+    CHECK(r.kind == FSM_REPLY_INT && r.value == 1);
+    CHECK_EQ_U64(fsm_revision(f), rev + 1);
+    fsm_free(f);
+}
+
+static struct fsm_reply fenced_put(struct fsm *f, const char *key, const char *lock, uint64_t token)
+{
+    struct fsm_cmd c = {.op = FSM_OP_PUT,
+                        .key = S(key),
+                        .value = S("v"),
+                        .has_fence = true,
+                        .fence_name = S(lock),
+                        .fence_token = token};
+    return apply_cmd(f, &c);
+}
+
+TEST(fenced_write_with_a_stale_token_fails_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    uint64_t old = tok(lock_(f, "L", a, 0));
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK); /* b now holds it */
+    struct buf before;
+    snap(f, &before);
+    uint64_t rev = fsm_revision(f);
+    struct fsm_reply r = fenced_put(f, "k", "L", old);
+    CHECK(r.kind == FSM_REPLY_ERR);
+    CHECK_STR_PREFIX(r.err, "STALE");
+    CHECK(EV.n == 1 && EV.ev[0].type == FSM_EV_FENCE_REJECTED && EV.ev[0].token == old);
+    CHECK(EV.ev[0].name.len == 1 && EV.ev[0].name.p[0] == 'L');
+    CHECK_STR_PREFIX(fenced_put(f, "k", "nolock", 1).err, "STALE");
+    struct fsm_cmd d = {.op = FSM_OP_DEL,
+                        .key = S("k"),
+                        .has_fence = true,
+                        .fence_name = S("L"),
+                        .fence_token = old};
+    CHECK_STR_PREFIX(apply_cmd(f, &d).err, "STALE");
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK(same_snap(f, &before));
+    CHECK(fsm_fence_check(f, "L", 1, old) == -1);
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(fenced_write_with_the_current_token_succeeds)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    uint64_t t = tok(lock_(f, "L", a, 0));
+    CHECK(fsm_fence_check(f, "L", 1, t) == 0);
+    struct fsm_reply r = fenced_put(f, "k", "L", t);
+    CHECK(r.kind == FSM_REPLY_INT && r.value == fsm_revision(f));
+    struct fsm_cmd d = {
+        .op = FSM_OP_DEL, .key = S("k"), .has_fence = true, .fence_name = S("L"), .fence_token = t};
+    r = apply_cmd(f, &d);
+    CHECK(r.kind == FSM_REPLY_INT && r.value == 1);
+    fsm_free(f);
+}
+
+static struct fsm_reply ifrev_put(struct fsm *f, const char *key, uint64_t ifrev)
+{
+    struct fsm_cmd c = {
+        .op = FSM_OP_PUT, .key = S(key), .value = S("v"), .has_ifrev = true, .ifrev = ifrev};
+    return apply_cmd(f, &c);
+}
+
+TEST(ifrev_mismatch_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t r1 = tok(put_(f, "k", "v", 0));
+    struct buf before;
+    snap(f, &before);
+    CHECK_STR_PREFIX(ifrev_put(f, "k", r1 + 5).err, "IFREV");
+    CHECK_STR_PREFIX(ifrev_put(f, "absent", 3).err, "IFREV");
+    struct fsm_cmd d = {.op = FSM_OP_DEL, .key = S("k"), .has_ifrev = true, .ifrev = r1 + 1};
+    CHECK_STR_PREFIX(apply_cmd(f, &d).err, "IFREV");
+    d.key = S("absent");
+    CHECK_STR_PREFIX(apply_cmd(f, &d).err, "IFREV");
+    CHECK(same_snap(f, &before));
+    CHECK(tok(ifrev_put(f, "k", r1)) == fsm_revision(f));
+    d.key = S("k");
+    d.ifrev = fsm_revision(f);
+    CHECK(tok(apply_cmd(f, &d)) == 1);
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(ifrev_zero_is_create_only)
+{
+    struct fsm *f = fsm_new();
+    CHECK(tok(ifrev_put(f, "k", 0)));
+    uint64_t rev = fsm_revision(f);
+    CHECK_STR_PREFIX(ifrev_put(f, "k", 0).err, "IFREV");
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    struct fsm_cmd d = {.op = FSM_OP_DEL, .key = S("absent"), .has_ifrev = true, .ifrev = 0};
+    struct fsm_reply r = apply_cmd(f, &d);
+    CHECK(r.kind == FSM_REPLY_INT && r.value == 0);
+    fsm_free(f);
+}
+
+struct scan_acc {
+    char keys[16][8];
+    int n;
+};
+
+static int scan_cb(void *arg, const char *key, size_t keylen, const struct fsm_kv_meta *m)
+{
+    struct scan_acc *a = arg;
+    (void)m;
+    if (a->n < 16 && keylen < 8) {
+        memcpy(a->keys[a->n], key, keylen);
+        a->keys[a->n][keylen] = '\0';
+    }
+    a->n++;
+    return 0;
+}
+
+TEST(keys_scan_honours_prefix_limit_and_byte_order)
+{
+    struct fsm *f = fsm_new();
+    const char *ks[] = {"b2", "a", "b10", "b", "c", "b1", "ba", "\x7f"};
+    for (int i = 0; i < 8; i++)
+        CHECK(tok(put_(f, ks[i], "v", 0)));
+    struct scan_acc acc = {0};
+    CHECK_EQ_U64(fsm_kv_scan(f, "b", 1, 0, scan_cb, &acc), 5);
+    const char *want[] = {"b", "b1", "b10", "b2", "ba"};
+    for (int i = 0; i < 5; i++)
+        CHECK(strcmp(acc.keys[i], want[i]) == 0);
+    memset(&acc, 0, sizeof(acc));
+    CHECK_EQ_U64(fsm_kv_scan(f, "b", 1, 2, scan_cb, &acc), 2);
+    CHECK(strcmp(acc.keys[1], "b1") == 0);
+    memset(&acc, 0, sizeof(acc));
+    CHECK_EQ_U64(fsm_kv_scan(f, "", 0, 0, scan_cb, &acc), 8);
+    CHECK(strcmp(acc.keys[0], "a") == 0 && strcmp(acc.keys[7], "\x7f") == 0);
+    memset(&acc, 0, sizeof(acc));
+    CHECK_EQ_U64(fsm_kv_scan(f, "zz", 2, 0, scan_cb, &acc), 0);
+    CHECK_EQ_U64(fsm_kv_scan(f, "b10x", 4, 0, scan_cb, &acc), 0);
+    fsm_free(f);
+}
+
+static int stop_cb(void *arg, const char *key, size_t keylen, const struct fsm_kv_meta *m)
+{
+    (void)key, (void)keylen, (void)m;
+    return ++*(int *)arg >= 2;
+}
+
+TEST(keys_scan_stops_when_the_callback_asks)
+{
+    struct fsm *f = fsm_new();
+    for (char k[2] = "a"; k[0] <= 'j'; k[0]++)
+        CHECK(tok(put_(f, k, "v", 0)));
+    int calls = 0;
+    CHECK_EQ_U64(fsm_kv_scan(f, "", 0, 0, stop_cb, &calls), 2);
+    fsm_free(f);
+}
+
+/* ---- exactly-once ---- */
+
+static struct fsm_reply req(struct fsm *f, struct fsm_cmd c, uint64_t sid, uint64_t seq)
+{
+    c.req_sid = sid;
+    c.req_seq = seq;
+    return apply_cmd(f, &c);
+}
+
+TEST(repeated_req_returns_the_cached_reply_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    struct fsm_cmd p = {.op = FSM_OP_PUT, .key = S("k"), .value = S("v")};
+    struct fsm_reply r1 = req(f, p, a, 5);
+    CHECK(r1.kind == FSM_REPLY_INT);
+    struct buf before;
+    snap(f, &before);
+    struct fsm_reply r2 = req(f, p, a, 5);
+    CHECK(r2.kind == FSM_REPLY_INT && r2.value == r1.value);
+    struct fsm_kv_meta m;
+    CHECK(fsm_kv_get(f, "k", 1, &m) && m.version == 1);
+    CHECK(same_snap(f, &before) && EV.n == 0);
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(req_caches_error_replies_too)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    struct fsm_cmd u = {.op = FSM_OP_UNLOCK, .name = S("L"), .sid = a};
+    struct fsm_reply r1 = req(f, u, a, 1);
+    CHECK(r1.kind == FSM_REPLY_ERR);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    struct fsm_reply r2 = req(f, u, a, 1); /* replayed, not applied: a keeps the lock */
+    CHECK(r2.kind == FSM_REPLY_ERR && strcmp(r1.err, r2.err) == 0);
+    CHECK_EQ_U64(holder(f, "L"), a);
+    fsm_free(f);
+}
+
+TEST(superseded_req_seq_is_rejected)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    struct fsm_cmd p = {.op = FSM_OP_PUT, .key = S("k"), .value = S("v")};
+    CHECK(tok(req(f, p, a, 10)));
+    uint64_t rev = fsm_revision(f);
+    struct fsm_reply r = req(f, p, a, 9);
+    CHECK(r.kind == FSM_REPLY_ERR && strcmp(r.err, "ERR request seq already superseded") == 0);
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK(tok(req(f, p, a, 12)) == rev + 1); /* seqs need not be contiguous */
+    fsm_free(f);
+}
+
+TEST(lock_retry_with_cached_queued_answers_the_current_truth)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    struct fsm_cmd l = {.op = FSM_OP_LOCK, .name = S("L"), .sid = b, .wait_ms = 5000};
+    CHECK(req(f, l, b, 1).kind == FSM_REPLY_QUEUED);
+    CHECK(req(f, l, b, 1).kind == FSM_REPLY_QUEUED);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    struct fsm_lock_view v;
+    CHECK(fsm_lock_info(f, "L", 1, &v));
+    struct fsm_reply r = req(f, l, b, 1);
+    CHECK(r.kind == FSM_REPLY_INT && r.value == v.token);
+    /* and NIL once the wait ended without a grant */
+    uint64_t c = open_s(f, 1000, 0);
+    l.sid = c;
+    CHECK(req(f, l, c, 1).kind == FSM_REPLY_QUEUED);
+    CHECK(named(f, FSM_OP_CANCEL_WAIT, "L", c).kind == FSM_REPLY_NIL);
+    CHECK(req(f, l, c, 1).kind == FSM_REPLY_NIL);
+    fsm_free(f);
+}
+
+TEST(req_with_only_one_of_sid_and_seq_is_a_bad_entry)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    struct fsm_cmd p = {.op = FSM_OP_PUT, .key = S("k"), .value = S("v"), .req_sid = a};
+    struct fsm_reply r = apply_cmd(f, &p);
+    CHECK(r.kind == FSM_REPLY_ERR);
+    CHECK_STR_PREFIX(r.err, "ERR bad entry");
+    p.req_sid = 0;
+    p.req_seq = 3;
+    CHECK_STR_PREFIX(apply_cmd(f, &p).err, "ERR bad entry");
+    fsm_free(f);
+}
+
+TEST(close_of_the_req_session_itself_records_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_CLOSE, .sid = a};
+    CHECK(req(f, c, a, 1).kind == FSM_REPLY_OK);
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    CHECK_EQ_U64(st.sessions, 0);
+    CHECK_STR_PREFIX(req(f, c, a, 1).err, "NOSESSION");
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+/* ---- codec ---- */
+
+TEST(encode_decode_round_trips_every_op)
+{
+    struct fsm_cmd cs[] = {
+        {.op = FSM_OP_NOOP, .now_ms = 1},
+        {.op = FSM_OP_SESSION_OPEN, .ttl_ms = 10, .lockdelay_ms = 3, .name = S("n")},
+        {.op = FSM_OP_SESSION_CLOSE, .sid = 300, .req_sid = 300, .req_seq = 1ull << 63},
+        {.op = FSM_OP_SESSION_EXPIRE, .sid = 4},
+        {.op = FSM_OP_LOCK, .name = S("lk"), .sid = 5, .wait_ms = 100, .now_ms = UINT64_MAX},
+        {.op = FSM_OP_UNLOCK, .name = S("lk"), .sid = 5},
+        {.op = FSM_OP_CANCEL_WAIT, .name = S("lk"), .sid = 5},
+        {.op = FSM_OP_LOCKDELAY_END, .name = S("lk")},
+        {.op = FSM_OP_PUT,
+         .key = S("k"),
+         .value = S(""),
+         .lease_sid = 9,
+         .has_fence = true,
+         .fence_name = S("lk"),
+         .fence_token = 7,
+         .has_ifrev = true,
+         .ifrev = 0},
+        {.op = FSM_OP_DEL, .key = S("k"), .has_ifrev = true, .ifrev = 12},
+    };
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+        struct buf b, b2;
+        struct fsm_cmd d;
+        char err[64];
+        buf_init(&b);
+        buf_init(&b2);
+        CHECK(fsm_cmd_encode(&cs[i], &b) == 0);
+        CHECK(fsm_cmd_decode((const uint8_t *)b.p, b.len, &d, err, sizeof(err)) == 0);
+        CHECK(d.op == cs[i].op && d.sid == cs[i].sid && d.now_ms == cs[i].now_ms);
+        CHECK(d.req_seq == cs[i].req_seq && d.ttl_ms == cs[i].ttl_ms);
+        CHECK(d.name.len == cs[i].name.len && d.key.len == cs[i].key.len);
+        CHECK(d.has_fence == cs[i].has_fence && d.fence_token == cs[i].fence_token);
+        CHECK(d.has_ifrev == cs[i].has_ifrev && d.ifrev == cs[i].ifrev);
+        CHECK(fsm_cmd_encode(&d, &b2) == 0);
+        CHECK(b.len == b2.len && memcmp(b.p, b2.p, b.len) == 0);
+        buf_free(&b);
+        buf_free(&b2);
+    }
+}
+
+static int decodes(const void *p, size_t n)
+{
+    struct fsm_cmd c;
+    char err[64];
+    return fsm_cmd_decode(p, n, &c, err, sizeof(err)) == 0;
+}
+
+TEST(decode_rejects_truncated_unknown_and_trailing_entries)
+{
+    struct fsm_cmd c = {.op = FSM_OP_PUT,
+                        .key = S("key"),
+                        .value = S("value"),
+                        .lease_sid = 300,
+                        .has_fence = true,
+                        .fence_name = S("L"),
+                        .fence_token = 1000};
+    struct buf b;
+    buf_init(&b);
+    CHECK(fsm_cmd_encode(&c, &b) == 0);
+    CHECK(decodes(b.p, b.len));
+    for (size_t n = 0; n < b.len; n++)
+        CHECK(!decodes(b.p, n));
+    buf_put_u8(&b, 0);
+    CHECK(!decodes(b.p, b.len)); /* trailing byte */
+    b.len--;
+    b.p[0] = 2;
+    CHECK(!decodes(b.p, b.len)); /* unknown version */
+    b.p[0] = FSM_CMD_VERSION;
+    b.p[1] = FSM_OP__COUNT;
+    CHECK(!decodes(b.p, b.len));                         /* unknown op */
+    const uint8_t noncanon[] = {1, 0, 0x80, 0x00, 0, 0}; /* now_ms 0 in two bytes */
+    CHECK(!decodes(noncanon, sizeof(noncanon)));
+    const uint8_t badflags[] = {1, FSM_OP_DEL, 0, 0, 0, 1, 'k', 4};
+    CHECK(!decodes(badflags, sizeof(badflags)));
+    const uint8_t emptyname[] = {1, FSM_OP_LOCKDELAY_END, 0, 0, 0, 0};
+    CHECK(!decodes(emptyname, sizeof(emptyname)));
+    buf_free(&b);
+}
+
+TEST(decode_enforces_name_and_value_limits)
+{
+    char *big = malloc(FSM_MAX_NAME + 1);
+    CHECK(big);
+    memset(big, 'x', FSM_MAX_NAME + 1);
+    struct fsm_cmd c = {.op = FSM_OP_LOCK, .sid = 1, .name = {big, FSM_MAX_NAME}};
+    struct buf b;
+    buf_init(&b);
+    CHECK(fsm_cmd_encode(&c, &b) == 0 && decodes(b.p, b.len));
+    buf_reset(&b);
+    c.name.len = FSM_MAX_NAME + 1;
+    CHECK(fsm_cmd_encode(&c, &b) == 0 && !decodes(b.p, b.len));
+    buf_free(&b);
+    free(big);
+}
+
+TEST(apply_of_garbage_replies_bad_entry_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)));
+    struct buf before;
+    snap(f, &before);
+    uint64_t rev = fsm_revision(f);
+    const char *garbage[] = {
+        "", "\x01", "\x01\x04", "\x02\x00\x00\x00\x00", "hello world", "\x01\x05\x00\x00\x00\x01L"};
+    for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        struct fsm_reply r;
+        fsm_events_reset(&EV);
+        fsm_apply(f, (const uint8_t *)garbage[i], strlen(garbage[i]), &r, &EV);
+        CHECK(r.kind == FSM_REPLY_ERR);
+        CHECK_STR_PREFIX(r.err, "ERR bad entry: ");
+        CHECK(EV.n == 0);
+    }
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK(same_snap(f, &before));
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(noop_and_no_op_outcomes_do_not_bump_the_revision)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0);
+    uint64_t rev = fsm_revision(f);
+    struct fsm_cmd n = {.op = FSM_OP_NOOP};
+    CHECK(apply_cmd(f, &n).kind == FSM_REPLY_OK);
+    CHECK(named(f, FSM_OP_CANCEL_WAIT, "L", a).kind == FSM_REPLY_NIL);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "L", 0).kind == FSM_REPLY_OK);
+    CHECK(del_(f, "k").value == 0);
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    fsm_free(f);
+}
+
+/* ---- snapshots ---- */
+
+/* Sessions with names and request tables, held/queued/delayed locks, leased and plain keys. */
+static void build_rich(struct fsm *f, uint64_t *sids)
+{
+    for (int i = 0; i < 6; i++)
+        sids[i] = open_s(f, 1000 + (uint64_t)i, i % 2 ? 250 : 0);
+    char name[16];
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof(name), "lock/%d", (i * 7) % 12);
+        lock_(f, name, sids[i % 6], 0);
+        lock_(f, name, sids[(i + 1) % 6], 1000);
+        lock_(f, name, sids[(i + 3) % 6], 2000);
+    }
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof(name), "key/%02d", (i * 13) % 20);
+        struct fsm_cmd c = {.op = FSM_OP_PUT,
+                            .key = S(name),
+                            .value = S(name),
+                            .lease_sid = i % 3 ? sids[i % 6] : 0};
+        apply_cmd(f, &c);
+        if (i % 4 == 0)
+            apply_cmd(f, &c);
+    }
+    struct fsm_cmd r = {
+        .op = FSM_OP_UNLOCK, .name = S("nope"), .sid = sids[2], .req_sid = sids[2], .req_seq = 4};
+    apply_cmd(f, &r); /* cached ERR */
+    struct fsm_cmd q = {.op = FSM_OP_LOCK,
+                        .name = S("lock/0"),
+                        .sid = sids[4],
+                        .wait_ms = 9,
+                        .req_sid = sids[4],
+                        .req_seq = 2};
+    apply_cmd(f, &q);                           /* cached QUEUED or INT */
+    sess_op(f, FSM_OP_SESSION_EXPIRE, sids[1]); /* lock-delay on its locks */
+}
+
+TEST(snapshot_restore_snapshot_is_byte_identical)
+{
+    struct fsm *f = fsm_new(), *g = fsm_new();
+    uint64_t sids[6];
+    build_rich(f, sids);
+    CHECK(inv_ok(f));
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    CHECK(st.sessions == 5 && st.locks_held > 0 && st.waiters > 0 && st.locks_in_delay > 0);
+    struct buf b;
+    char err[128];
+    snap(f, &b);
+    CHECK(fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
+    CHECK(inv_ok(g));
+    CHECK(same_snap(g, &b));
+    CHECK_EQ_U64(fsm_revision(g), fsm_revision(f));
+    /* the copy behaves the same: close every session on both, compare replies and events */
+    for (int i = 0; i < 6; i++) {
+        struct fsm_reply r1 = sess_op(f, FSM_OP_SESSION_CLOSE, sids[i]);
+        size_t n1 = EV.n;
+        struct fsm_reply r2 = sess_op(g, FSM_OP_SESSION_CLOSE, sids[i]);
+        CHECK(r1.kind == r2.kind && r1.value == r2.value && n1 == EV.n);
+    }
+    buf_free(&b);
+    snap(f, &b);
+    CHECK(same_snap(g, &b));
+    buf_free(&b);
+    fsm_free(f);
+    fsm_free(g);
+}
+
+TEST(restore_of_garbage_or_truncated_snapshot_fails_and_leaves_state_unchanged)
+{
+    struct fsm *f = fsm_new(), *g = fsm_new();
+    uint64_t sids[6];
+    build_rich(f, sids);
+    open_s(g, 500, 0);
+    struct buf b, gb;
+    char err[128];
+    snap(f, &b);
+    snap(g, &gb);
+    for (size_t n = 0; n < b.len; n++) {
+        CHECK(fsm_restore(g, (const uint8_t *)b.p, n, err, sizeof(err)) == -1);
+        CHECK(err[0] != '\0');
+    }
+    buf_put_u8(&b, 0);
+    CHECK(fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == -1);
+    b.len--;
+    /* flip every byte: whatever is accepted must be self-consistent */
+    for (size_t i = 0; i < b.len; i++) {
+        b.p[i] ^= 0x5a;
+        struct fsm *h = fsm_new();
+        if (fsm_restore(h, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0) {
+            CHECK(inv_ok(h));
+            CHECK(same_snap(h, &b));
+        }
+        fsm_free(h);
+        b.p[i] ^= 0x5a;
+    }
+    CHECK(fsm_restore(g, (const uint8_t *)"garbage!", 8, err, sizeof(err)) == -1);
+    CHECK(same_snap(g, &gb));
+    CHECK(inv_ok(g));
+    buf_free(&b);
+    buf_free(&gb);
+    fsm_free(f);
+    fsm_free(g);
+}
+
+/* Hand-made snapshots that parse but break a rule must be refused. */
+static int restores(const uint8_t *p, size_t n)
+{
+    struct fsm *g = fsm_new();
+    char err[128];
+    int ok = fsm_restore(g, p, n, err, sizeof(err)) == 0;
+    fsm_free(g);
+    return ok;
+}
+
+TEST(restore_rejects_snapshots_that_break_a_rule)
+{
+    /* header, rev 5, one session sid 1 ttl 1 */
+#define HDR 'F', 'L', 'S', 'M', 1, 5, 1, 1, 1, 0, 0, 0
+    const uint8_t ok[] = {HDR, 1, 1, 'L', 1, 2, 0, 0, 0, 0};          /* L held by 1, token 2 */
+    const uint8_t dead_holder[] = {HDR, 1, 1, 'L', 7, 2, 0, 0, 0, 0}; /* held by sid 7 */
+    const uint8_t free_lock[] = {HDR, 1, 1, 'L', 0, 0, 0, 0};         /* stored free lock */
+    const uint8_t big_token[] = {HDR, 1, 1, 'L', 1, 9, 0, 0, 0, 0};   /* token > revision */
+    const uint8_t dup_rev[] = {HDR, 1, 1, 'L', 1, 1, 0, 0, 0, 0};     /* token == sid */
+    const uint8_t self_wait[] = {HDR, 1, 1, 'L', 1, 2, 0, 0, 1, 1, 5, 3, 0};
+    const uint8_t dup_sess[] = {'F', 'L', 'S', 'M', 1, 5, 2, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0};
+    CHECK(restores(ok, sizeof(ok)));
+    CHECK(!restores(dead_holder, sizeof(dead_holder)));
+    CHECK(!restores(free_lock, sizeof(free_lock)));
+    CHECK(!restores(big_token, sizeof(big_token)));
+    CHECK(!restores(dup_rev, sizeof(dup_rev)));
+    CHECK(!restores(self_wait, sizeof(self_wait)));
+    CHECK(!restores(dup_sess, sizeof(dup_sess)));
+#undef HDR
+}
+
+/* ---- events ---- */
+
+static int ev_is(size_t i, uint8_t type, uint64_t sid, const char *name)
+{
+    if (i >= EV.n || EV.ev[i].type != type || EV.ev[i].sid != sid)
+        return 0;
+    return !name ||
+           (EV.ev[i].name.len == strlen(name) && !memcmp(EV.ev[i].name.p, name, strlen(name)));
+}
+
+TEST(events_are_emitted_for_each_transition)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 40), b = open_s(f, 1000, 0);
+    CHECK(EV.n == 1 && ev_is(0, FSM_EV_SESSION_OPENED, b, NULL) && EV.ev[0].ms == 1000);
+    uint64_t t = tok(lock_(f, "L", a, 0));
+    CHECK(EV.n == 1 && ev_is(0, FSM_EV_GRANTED, a, "L") && EV.ev[0].token == t);
+    CHECK(lock_(f, "L", b, 77).kind == FSM_REPLY_QUEUED);
+    CHECK(EV.n == 1 && ev_is(0, FSM_EV_WAIT_STARTED, b, "L") && EV.ev[0].ms == 77);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    CHECK(EV.n == 3 && ev_is(0, FSM_EV_RELEASED, a, "L") && EV.ev[0].token == t);
+    CHECK(ev_is(1, FSM_EV_LOCKDELAY_STARTED, 0, "L") && EV.ev[1].ms == 40);
+    CHECK(ev_is(2, FSM_EV_SESSION_ENDED, a, NULL) && EV.ev[2].expired);
+    CHECK(named(f, FSM_OP_LOCKDELAY_END, "L", 0).kind == FSM_REPLY_OK);
+    CHECK(EV.n == 2 && ev_is(0, FSM_EV_LOCKDELAY_ENDED, 0, "L") &&
+          ev_is(1, FSM_EV_GRANTED, b, "L"));
+    uint64_t c = open_s(f, 1000, 0);
+    CHECK(lock_(f, "L", c, 5).kind == FSM_REPLY_QUEUED);
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, c).kind == FSM_REPLY_OK);
+    CHECK(EV.n == 2 && ev_is(0, FSM_EV_WAIT_ENDED, c, "L"));
+    CHECK(ev_is(1, FSM_EV_SESSION_ENDED, c, NULL) && !EV.ev[1].expired);
+    fsm_free(f);
+}
+
+TEST(event_names_stay_valid_when_the_caller_does_not_reset)
+{
+    struct fsm *f = fsm_new();
+    struct fsm_events ev;
+    struct fsm_reply r;
+    fsm_events_init(&ev);
+    uint64_t a = open_s(f, 1000, 0);
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        struct fsm_cmd c = {.op = FSM_OP_LOCK, .sid = a};
+        struct buf b;
+        buf_init(&b);
+        snprintf(name, sizeof(name), "lock-number-%04d", i);
+        c.name = S(name);
+        CHECK(fsm_cmd_encode(&c, &b) == 0);
+        fsm_apply(f, (const uint8_t *)b.p, b.len, &r, &ev);
+        buf_free(&b);
+    }
+    CHECK_EQ_U64(ev.n, 300);
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), "lock-number-%04d", i);
+        CHECK(ev.ev[i].name.len == strlen(name) && !memcmp(ev.ev[i].name.p, name, strlen(name)));
+    }
+    fsm_events_free(&ev);
+    fsm_free(f);
+}
+
+/* ---- queries ---- */
+
+static void count_cb(void *arg, uint64_t sid, uint64_t ms)
+{
+    (void)sid, (void)ms;
+    ++*(int *)arg;
+}
+
+static void waiter_cb(void *arg, const char *name, size_t namelen, uint64_t sid, uint64_t ms)
+{
+    (void)name, (void)namelen, (void)sid;
+    *(uint64_t *)arg += ms;
+}
+
+static void delay_cb(void *arg, const char *name, size_t namelen, uint64_t ms)
+{
+    (void)name, (void)namelen;
+    *(uint64_t *)arg += ms;
+}
+
+TEST(queries_report_sessions_waiters_and_delays)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 30), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    CHECK(tok(lock_(f, "L", a, 0)) && tok(lock_(f, "M", a, 0)));
+    CHECK(lock_(f, "L", b, 10).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 20).kind == FSM_REPLY_QUEUED);
+    int n = 0;
+    fsm_foreach_session(f, count_cb, &n);
+    CHECK_EQ_U64(n, 3);
+    uint64_t sum = 0;
+    fsm_foreach_waiter(f, waiter_cb, &sum);
+    CHECK_EQ_U64(sum, 30);
+    n = 0;
+    fsm_lock_waiters(f, "L", 1, count_cb, &n);
+    CHECK_EQ_U64(n, 2);
+    struct fsm_session_view v;
+    CHECK(fsm_session_info(f, a, &v) && v.n_locks == 2 && v.n_waits == 0);
+    CHECK(fsm_session_info(f, b, &v) && v.n_waits == 1);
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    sum = 0;
+    fsm_foreach_lockdelay(f, delay_cb, &sum);
+    CHECK_EQ_U64(sum, 60);
+    fsm_free(f);
+}
+
+int main(void)
+{
+    fsm_events_init(&EV);
+    RUN(tokens_strictly_increase_per_lock_and_are_unique_across_locks);
+    RUN(closed_session_is_never_granted_even_while_queued);
+    RUN(expired_session_is_never_granted_even_while_queued);
+    RUN(unlock_by_non_holder_fails_with_notholder_and_changes_nothing);
+    RUN(expiry_of_the_holder_grants_the_next_waiter);
+    RUN(lockdelay_holds_grants_after_expiry_and_its_end_grants_the_head);
+    RUN(lockdelay_without_waiters_ends_by_dropping_the_lock);
+    RUN(lockdelay_end_is_idempotent);
+    RUN(no_lockdelay_after_clean_unlock_or_close);
+    RUN(expiry_with_lockdelay_zero_grants_immediately);
+    RUN(lock_by_holder_returns_its_token_and_queued_session_keeps_its_place);
+    RUN(try_lock_on_busy_lock_returns_nil_and_changes_nothing);
+    RUN(unlock_of_a_lock_without_waiters_deletes_it);
+    RUN(unlock_grants_only_the_head_with_the_unlock_revision);
+    RUN(fifo_order_of_grants_across_five_waiters);
+    RUN(cancel_after_grant_returns_the_token);
+    RUN(cancel_of_a_queued_waiter_removes_it);
+    RUN(cancel_of_the_last_waiter_during_lockdelay_keeps_the_delay);
+    RUN(cancel_by_a_dead_session_is_nosession);
+    RUN(commands_naming_a_dead_session_fail_with_nosession);
+    RUN(session_ids_are_unique_and_increasing);
+    RUN(session_open_requires_a_ttl);
+    RUN(close_releases_everything_the_session_owns);
+    RUN(close_hands_on_locks_in_grant_order);
+    RUN(keys_leased_to_a_session_vanish_when_it_expires);
+    RUN(keys_leased_to_a_session_vanish_when_it_closes);
+    RUN(put_sets_revisions_and_versions);
+    RUN(put_without_lease_detaches_the_key_from_its_session);
+    RUN(del_of_absent_key_returns_zero_and_changes_nothing);
+    RUN(fenced_write_with_a_stale_token_fails_and_changes_nothing);
+    RUN(fenced_write_with_the_current_token_succeeds);
+    RUN(ifrev_mismatch_changes_nothing);
+    RUN(ifrev_zero_is_create_only);
+    RUN(keys_scan_honours_prefix_limit_and_byte_order);
+    RUN(keys_scan_stops_when_the_callback_asks);
+    RUN(repeated_req_returns_the_cached_reply_and_changes_nothing);
+    RUN(req_caches_error_replies_too);
+    RUN(superseded_req_seq_is_rejected);
+    RUN(lock_retry_with_cached_queued_answers_the_current_truth);
+    RUN(req_with_only_one_of_sid_and_seq_is_a_bad_entry);
+    RUN(close_of_the_req_session_itself_records_nothing);
+    RUN(encode_decode_round_trips_every_op);
+    RUN(decode_rejects_truncated_unknown_and_trailing_entries);
+    RUN(decode_enforces_name_and_value_limits);
+    RUN(apply_of_garbage_replies_bad_entry_and_changes_nothing);
+    RUN(noop_and_no_op_outcomes_do_not_bump_the_revision);
+    RUN(snapshot_restore_snapshot_is_byte_identical);
+    RUN(restore_of_garbage_or_truncated_snapshot_fails_and_leaves_state_unchanged);
+    RUN(restore_rejects_snapshots_that_break_a_rule);
+    RUN(events_are_emitted_for_each_transition);
+    RUN(event_names_stay_valid_when_the_caller_does_not_reset);
+    RUN(queries_report_sessions_waiters_and_delays);
+    fsm_events_free(&EV);
+    TEST_MAIN_END();
+}
