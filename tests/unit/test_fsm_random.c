@@ -1,0 +1,790 @@
+/*
+ * test_fsm_random — long seeded random command sequences against a reference model.
+ *
+ * Each step builds a random command (a few sessions, locks and keys; some REQ retries; some
+ * garbage bytes), predicts its reply from a small model of the rules, applies it, and then
+ * checks: fsm_check_invariants; the predicted reply; the revision delta; every event against
+ * the model (grants only to the FIFO head or on a free lock, never during lock-delay, never to
+ * a dead session; tokens strictly increasing per lock and globally); and the model's locks and
+ * keys against the FSM's queries. Every WINDOW steps the state is snapshotted into a restored
+ * copy; for the next steps both are fed the same commands and must agree byte for byte.
+ *
+ * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/fsm.h"
+#include "test.h"
+
+#define NLOCKS 4
+#define NKEYS 5
+#define MAXS 4096 /* sessions ever opened in one run */
+#define MAXQ 32
+#define MAX_ALIVE 10
+#define WINDOW 250
+#define TWIN 150 /* steps a restored copy runs beside the original */
+
+/* ---- PRNG (xorshift64*): the test's own, so a seed means the same run everywhere ---- */
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+static uint64_t below(uint64_t n)
+{
+    return n ? rnd() % n : 0;
+}
+static int chance(int pct)
+{
+    return (int)below(100) < pct;
+}
+
+/* ---- the model ---- */
+
+struct mlock {
+    uint64_t holder, token, last_token, delay_ms;
+    bool delay;
+    uint64_t q[MAXQ];
+    int qn;
+};
+
+struct mkey {
+    bool exists;
+    uint64_t create_rev, mod_rev, version, lease;
+};
+
+struct msess {
+    uint64_t sid, lockdelay, hi_seq;
+    bool alive;
+    struct fsm_reply cached;
+};
+
+struct model {
+    struct mlock locks[NLOCKS];
+    struct mkey keys[NKEYS];
+    struct msess s[MAXS];
+    int ns;
+    uint64_t last_token, last_sid;
+};
+
+static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
+static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
+
+static struct model M;
+static uint64_t n_ev[16], n_replay, n_bad, n_err; /* coverage of one run */
+static uint64_t g_seed;
+static int g_step;
+
+#define MCHECK(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  FAIL seed %llu step %d: %s (line %d)\n",                            \
+                    (unsigned long long)g_seed, g_step, #cond, __LINE__);                          \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static int lock_idx(struct fsm_str n)
+{
+    for (int i = 0; i < NLOCKS; i++)
+        if (n.len == LOCKN[i].len && !memcmp(n.p, LOCKN[i].p, n.len))
+            return i;
+    return -1;
+}
+
+static int key_idx(struct fsm_str n)
+{
+    for (int i = 0; i < NKEYS; i++)
+        if (n.len == KEYN[i].len && !memcmp(n.p, KEYN[i].p, n.len))
+            return i;
+    return -1;
+}
+
+static struct msess *msess(uint64_t sid)
+{
+    for (int i = M.ns - 1; i >= 0; i--)
+        if (M.s[i].sid == sid)
+            return &M.s[i];
+    return NULL;
+}
+
+static bool alive(uint64_t sid)
+{
+    struct msess *s = msess(sid);
+    return s && s->alive;
+}
+
+static int qpos(const struct mlock *l, uint64_t sid)
+{
+    for (int i = 0; i < l->qn; i++)
+        if (l->q[i] == sid)
+            return i;
+    return -1;
+}
+
+static void qdel(struct mlock *l, int i)
+{
+    memmove(&l->q[i], &l->q[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->q[0]));
+    l->qn--;
+}
+
+static int n_alive(void)
+{
+    int n = 0;
+    for (int i = 0; i < M.ns; i++)
+        n += M.s[i].alive;
+    return n;
+}
+
+/* ---- command generation ---- */
+
+/* Mostly a live session; sometimes a recent dead one or an id that never existed. */
+static uint64_t pick_sid(void)
+{
+    if (M.ns == 0 || chance(3))
+        return below(3) ? rnd() % 100000 : 0;
+    int lo = M.ns > 12 ? M.ns - 12 : 0;
+    uint64_t any = M.s[lo + (int)below((uint64_t)(M.ns - lo))].sid;
+    if (chance(15))
+        return any;
+    uint64_t live[MAX_ALIVE + 8];
+    int n = 0;
+    for (int i = 0; i < M.ns && n < MAX_ALIVE + 8; i++)
+        if (M.s[i].alive)
+            live[n++] = M.s[i].sid;
+    return n ? live[below((uint64_t)n)] : any;
+}
+
+static void gen_req(struct fsm_cmd *c)
+{
+    if (!chance(30) || M.ns == 0)
+        return;
+    c->req_sid = pick_sid();
+    struct msess *s = msess(c->req_sid);
+    uint64_t hi = s ? s->hi_seq : 0;
+    int r = (int)below(10);
+    c->req_seq = r < 6 ? hi + 1 + below(3) : r < 9 ? hi : (hi > 1 ? hi - 1 : 1);
+    if (c->req_sid == 0 || c->req_seq == 0)
+        c->req_sid = c->req_seq = 0;
+}
+
+static void gen_cond(struct fsm_cmd *c, int k)
+{
+    if (chance(30)) {
+        int l = (int)below(NLOCKS);
+        c->has_fence = true;
+        c->fence_name = LOCKN[l];
+        c->fence_token =
+            M.locks[l].holder && chance(60) ? M.locks[l].token : below(M.last_token + 2);
+    }
+    if (chance(30)) {
+        c->has_ifrev = true;
+        c->ifrev = chance(40) ? 0 : M.keys[k].mod_rev + (chance(70) ? 0 : 1);
+    }
+}
+
+static void gen_lock_op(struct fsm_cmd *c, int r)
+{
+    int l = (int)below(NLOCKS);
+    c->name = LOCKN[l];
+    c->sid = pick_sid();
+    if (r < 45) {
+        c->op = FSM_OP_LOCK;
+        c->wait_ms = chance(70) ? 1 + below(5000) : 0;
+    } else if (r < 60) {
+        c->op = FSM_OP_UNLOCK;
+        if (M.locks[l].holder && chance(70))
+            c->sid = M.locks[l].holder;
+    } else if (r < 68) {
+        c->op = FSM_OP_CANCEL_WAIT;
+        if (M.locks[l].qn && chance(70))
+            c->sid = M.locks[l].q[below((uint64_t)M.locks[l].qn)];
+    } else {
+        c->op = FSM_OP_LOCKDELAY_END;
+        c->sid = 0;
+        for (int i = 0; i < NLOCKS && chance(70); i++)
+            if (M.locks[i].delay)
+                c->name = LOCKN[i];
+    }
+}
+
+static void gen_cmd(struct fsm_cmd *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->now_ms = 1000000 + (uint64_t)g_step;
+    int r = (int)below(100);
+    int w = g_step % WINDOW;
+    if (w >= TWIN - 2 * MAX_ALIVE && w < TWIN && chance(60) && n_alive()) {
+        /* end sessions while a restored replica runs beside: their locks are handed on in
+           the holder's grant order, which restore must rebuild */
+        c->op = chance(50) ? FSM_OP_SESSION_CLOSE : FSM_OP_SESSION_EXPIRE;
+        do
+            c->sid = pick_sid();
+        while (!alive(c->sid));
+        return;
+    }
+    if (r < 10 && n_alive() < MAX_ALIVE) {
+        c->op = FSM_OP_SESSION_OPEN;
+        c->ttl_ms = chance(3) ? 0 : 1 + below(10000);
+        c->lockdelay_ms = chance(50) ? 0 : 1 + below(500);
+        c->name = chance(50) ? (struct fsm_str){"worker", 6} : (struct fsm_str){"", 0};
+    } else if (r < 14) {
+        c->op = chance(50) ? FSM_OP_SESSION_CLOSE : FSM_OP_SESSION_EXPIRE;
+        c->sid = pick_sid();
+    } else if (r < 84) {
+        gen_lock_op(c, (int)below(75));
+    } else if (r < 98) {
+        int k = (int)below(NKEYS);
+        c->key = KEYN[k];
+        c->op = chance(70) ? FSM_OP_PUT : FSM_OP_DEL;
+        if (c->op == FSM_OP_PUT) {
+            c->value = chance(20) ? (struct fsm_str){"", 0} : (struct fsm_str){"value", 5};
+            c->lease_sid = chance(50) ? pick_sid() : 0;
+        }
+        gen_cond(c, k);
+    } else {
+        c->op = FSM_OP_NOOP;
+    }
+    gen_req(c);
+}
+
+/* The model knows only the pool's names: a mutated entry must not decode to another one. */
+static bool usable(const struct buf *b)
+{
+    struct fsm_cmd c;
+    char err[64];
+    if (fsm_cmd_decode((const uint8_t *)b->p, b->len, &c, err, sizeof(err)))
+        return true;
+    switch (c.op) {
+    case FSM_OP_LOCK:
+    case FSM_OP_UNLOCK:
+    case FSM_OP_CANCEL_WAIT:
+    case FSM_OP_LOCKDELAY_END:
+        return lock_idx(c.name) >= 0;
+    case FSM_OP_PUT:
+    case FSM_OP_DEL:
+        return key_idx(c.key) >= 0;
+    default:
+        return true;
+    }
+}
+
+static void mutate(struct buf *b)
+{
+    int r = (int)below(4);
+    if (r == 0) {
+        b->len = below(b->len);
+    } else if (r == 1) {
+        b->p[below(b->len)] ^= (char)(1u << below(8));
+    } else if (r == 2) {
+        buf_put_u8(b, (uint8_t)rnd());
+    } else {
+        buf_reset(b);
+        for (uint64_t i = below(16); i > 0; i--)
+            buf_put_u8(b, (uint8_t)rnd());
+    }
+}
+
+/* Some entries are garbage: random bytes, or a real entry truncated, flipped or extended. */
+static void gen_entry(struct buf *b)
+{
+    struct fsm_cmd c;
+    bool garbage = chance(4);
+    do {
+        gen_cmd(&c);
+        buf_reset(b);
+        if (fsm_cmd_encode(&c, b))
+            abort();
+        if (garbage)
+            mutate(b);
+    } while (!usable(b));
+}
+
+/* ---- prediction: the reply the rules demand, with `fresh` meaning "a new revision" ---- */
+
+struct expect {
+    uint8_t kind;
+    uint64_t value;  /* for INT, unless fresh */
+    bool fresh;      /* INT value must be the first revision this command allocates */
+    bool changes;    /* the state must change (revision moves) */
+    const char *err; /* ERR prefix */
+};
+
+static struct expect ex_err(const char *p)
+{
+    return (struct expect){.kind = FSM_REPLY_ERR, .err = p};
+}
+static struct expect ex(uint8_t kind, bool changes)
+{
+    return (struct expect){.kind = kind, .changes = changes};
+}
+static struct expect ex_int(uint64_t v)
+{
+    return (struct expect){.kind = FSM_REPLY_INT, .value = v};
+}
+static struct expect ex_fresh(void)
+{
+    return (struct expect){.kind = FSM_REPLY_INT, .fresh = true, .changes = true};
+}
+
+static struct expect predict_lock(const struct fsm_cmd *c)
+{
+    struct mlock *l = &M.locks[lock_idx(c->name)];
+    if (c->op == FSM_OP_LOCKDELAY_END)
+        return ex(FSM_REPLY_OK, l->delay);
+    if (!alive(c->sid))
+        return ex_err("NOSESSION");
+    bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
+    bool is_free = !l->holder && !l->delay;
+    switch (c->op) {
+    case FSM_OP_LOCK:
+        if (held)
+            return ex_int(l->token);
+        if (queued)
+            return ex(c->wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL, false);
+        if (is_free)
+            return ex_fresh();
+        return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
+    case FSM_OP_UNLOCK:
+        return held ? ex(FSM_REPLY_OK, true) : ex_err("NOTHOLDER");
+    default: /* CANCEL_WAIT */
+        if (held)
+            return ex_int(l->token);
+        return ex(FSM_REPLY_NIL, queued);
+    }
+}
+
+static bool fence_ok(const struct fsm_cmd *c)
+{
+    if (!c->has_fence)
+        return true;
+    int i = lock_idx(c->fence_name);
+    return i >= 0 && M.locks[i].holder && M.locks[i].token == c->fence_token;
+}
+
+static bool ifrev_ok(const struct fsm_cmd *c, const struct mkey *k)
+{
+    if (!c->has_ifrev)
+        return true;
+    if (c->ifrev == 0)
+        return !k->exists;
+    return k->exists && k->mod_rev == c->ifrev;
+}
+
+static struct expect predict_kv(const struct fsm_cmd *c)
+{
+    struct mkey *k = &M.keys[key_idx(c->key)];
+    if (c->op == FSM_OP_PUT && c->lease_sid && !alive(c->lease_sid))
+        return ex_err("NOSESSION");
+    if (!fence_ok(c))
+        return ex_err("STALE");
+    if (!ifrev_ok(c, k))
+        return ex_err("IFREV");
+    if (c->op == FSM_OP_PUT)
+        return ex_fresh();
+    struct expect e = ex_int(k->exists ? 1 : 0);
+    e.changes = k->exists;
+    return e;
+}
+
+static struct expect predict_op(const struct fsm_cmd *c)
+{
+    switch (c->op) {
+    case FSM_OP_NOOP:
+        return ex(FSM_REPLY_OK, false);
+    case FSM_OP_SESSION_OPEN:
+        return c->ttl_ms ? ex_fresh() : ex_err("ERR");
+    case FSM_OP_SESSION_CLOSE:
+    case FSM_OP_SESSION_EXPIRE:
+        return alive(c->sid) ? ex(FSM_REPLY_OK, true) : ex_err("NOSESSION");
+    case FSM_OP_PUT:
+    case FSM_OP_DEL:
+        return predict_kv(c);
+    default:
+        return predict_lock(c);
+    }
+}
+
+/* A retry of the session's highest seq: the cached reply, or the truth for a queued LOCK. */
+static struct expect predict_replay(const struct fsm_cmd *c, const struct msess *rs)
+{
+    if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK) {
+        struct mlock *l = &M.locks[lock_idx(c->name)];
+        if (alive(c->sid) && l->holder == c->sid)
+            return ex_int(l->token);
+        if (alive(c->sid) && qpos(l, c->sid) >= 0)
+            return ex(FSM_REPLY_QUEUED, false);
+        return ex(FSM_REPLY_NIL, false);
+    }
+    struct expect e = ex(rs->cached.kind, false);
+    e.value = rs->cached.value;
+    e.err = rs->cached.kind == FSM_REPLY_ERR ? rs->cached.err : NULL;
+    return e;
+}
+
+static struct expect predict(const struct fsm_cmd *c, bool *run)
+{
+    *run = false;
+    if (c->req_sid) {
+        struct msess *rs = msess(c->req_sid);
+        if (!rs || !rs->alive)
+            return ex_err("NOSESSION");
+        if (c->req_seq < rs->hi_seq)
+            return ex_err("ERR request seq already superseded");
+        if (c->req_seq == rs->hi_seq)
+            return predict_replay(c, rs);
+    }
+    *run = true;
+    return predict_op(c);
+}
+
+/* ---- checking the outcome ---- */
+
+static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64_t rev0,
+                       uint64_t rev1)
+{
+    MCHECK(r->kind == e->kind);
+    if (e->kind == FSM_REPLY_ERR) {
+        MCHECK(strncmp(r->err, e->err, strlen(e->err)) == 0);
+        MCHECK(rev1 == rev0);
+    }
+    if (e->kind == FSM_REPLY_INT)
+        MCHECK(e->fresh ? r->value == rev0 + 1 : r->value == e->value);
+    MCHECK(e->changes ? rev1 > rev0 : rev1 == rev0);
+    return 0;
+}
+
+/* Events drive the model; each must be legal at the moment it happens. */
+static int model_event(const struct fsm_event *ev, const struct fsm_cmd *c, uint64_t rev1,
+                       uint64_t *released_by)
+{
+    bool named_lock = ev->type != FSM_EV_SESSION_OPENED && ev->type != FSM_EV_SESSION_ENDED &&
+                      ev->type != FSM_EV_FENCE_REJECTED; /* a fence may name any lock */
+    int li = named_lock ? lock_idx(ev->name) : 0;
+    MCHECK(li >= 0);
+    struct mlock *l = &M.locks[li];
+    switch (ev->type) {
+    case FSM_EV_SESSION_OPENED:
+        MCHECK(ev->sid > M.last_sid && M.ns < MAXS && ev->ms == c->ttl_ms);
+        M.last_sid = ev->sid;
+        M.s[M.ns++] = (struct msess){.sid = ev->sid, .lockdelay = c->lockdelay_ms, .alive = true};
+        break;
+    case FSM_EV_GRANTED:
+        MCHECK(!l->delay && !l->holder && alive(ev->sid));
+        MCHECK(l->qn ? l->q[0] == ev->sid : true); /* only the FIFO head, or a free lock */
+        MCHECK(ev->token > l->last_token && ev->token > M.last_token && ev->token <= rev1);
+        if (l->qn)
+            qdel(l, 0);
+        l->holder = ev->sid;
+        l->token = l->last_token = M.last_token = ev->token;
+        break;
+    case FSM_EV_RELEASED:
+        MCHECK(l->holder == ev->sid && l->token == ev->token);
+        *released_by = ev->sid;
+        l->holder = l->token = 0;
+        break;
+    case FSM_EV_WAIT_STARTED:
+        MCHECK(alive(ev->sid) && qpos(l, ev->sid) < 0 && l->holder != ev->sid);
+        MCHECK((l->holder || l->delay) && l->qn < MAXQ && ev->ms == c->wait_ms);
+        l->q[l->qn++] = ev->sid;
+        break;
+    case FSM_EV_WAIT_ENDED:
+        MCHECK(qpos(l, ev->sid) >= 0);
+        qdel(l, qpos(l, ev->sid));
+        break;
+    case FSM_EV_LOCKDELAY_STARTED:
+        MCHECK(!l->holder && !l->delay && msess(*released_by));
+        MCHECK(ev->ms == msess(*released_by)->lockdelay && ev->ms > 0);
+        l->delay = true;
+        l->delay_ms = ev->ms;
+        break;
+    case FSM_EV_LOCKDELAY_ENDED:
+        MCHECK(l->delay);
+        l->delay = false;
+        break;
+    case FSM_EV_SESSION_ENDED: {
+        struct msess *s = msess(ev->sid);
+        MCHECK(s && s->alive);
+        for (int i = 0; i < NLOCKS; i++)
+            MCHECK(M.locks[i].holder != ev->sid && qpos(&M.locks[i], ev->sid) < 0);
+        s->alive = false;
+        for (int i = 0; i < NKEYS; i++)
+            if (M.keys[i].exists && M.keys[i].lease == ev->sid)
+                M.keys[i].exists = false;
+        break;
+    }
+    case FSM_EV_FENCE_REJECTED:
+        MCHECK(c->has_fence && ev->token == c->fence_token);
+        break;
+    default:
+        MCHECK(0);
+    }
+    return 0;
+}
+
+static int model_events(const struct fsm_events *ev, const struct fsm_cmd *c, uint64_t rev1)
+{
+    uint64_t released_by = 0;
+    for (size_t i = 0; i < ev->n; i++)
+        if (model_event(&ev->ev[i], c, rev1, &released_by))
+            return -1;
+    return 0;
+}
+
+/* KV writes have no events: the model applies them from the reply. */
+static void model_kv(const struct fsm_cmd *c, const struct fsm_reply *r)
+{
+    if ((c->op != FSM_OP_PUT && c->op != FSM_OP_DEL) || r->kind != FSM_REPLY_INT)
+        return;
+    struct mkey *k = &M.keys[key_idx(c->key)];
+    if (c->op == FSM_OP_DEL) {
+        k->exists = false;
+        return;
+    }
+    if (!k->exists)
+        *k = (struct mkey){.exists = true, .create_rev = r->value};
+    k->mod_rev = r->value;
+    k->version++;
+    k->lease = c->lease_sid;
+}
+
+struct wq {
+    uint64_t sids[MAXQ + 1];
+    int n;
+};
+
+static void wq_cb(void *arg, uint64_t sid, uint64_t wait_ms)
+{
+    struct wq *w = arg;
+    (void)wait_ms;
+    if (w->n <= MAXQ)
+        w->sids[w->n] = sid;
+    w->n++;
+}
+
+static int compare_state(const struct fsm *f)
+{
+    for (int i = 0; i < NLOCKS; i++) {
+        const struct mlock *l = &M.locks[i];
+        struct fsm_lock_view v;
+        int exists = fsm_lock_info(f, LOCKN[i].p, LOCKN[i].len, &v);
+        MCHECK(exists == (l->holder || l->delay || l->qn));
+        if (!exists)
+            continue;
+        MCHECK(v.holder_sid == l->holder && v.in_lockdelay == l->delay);
+        MCHECK(v.token == l->token && v.n_waiters == (size_t)l->qn);
+        MCHECK(!l->delay || v.lockdelay_ms == l->delay_ms);
+        struct wq w = {.n = 0};
+        fsm_lock_waiters(f, LOCKN[i].p, LOCKN[i].len, wq_cb, &w);
+        MCHECK(w.n == l->qn && !memcmp(w.sids, l->q, (size_t)l->qn * sizeof(uint64_t)));
+    }
+    for (int i = 0; i < NKEYS; i++) {
+        const struct mkey *k = &M.keys[i];
+        struct fsm_kv_meta m;
+        int exists = fsm_kv_get(f, KEYN[i].p, KEYN[i].len, &m);
+        MCHECK(exists == k->exists);
+        if (exists)
+            MCHECK(m.create_rev == k->create_rev && m.mod_rev == k->mod_rev &&
+                   m.version == k->version && m.lease_sid == k->lease);
+    }
+    return 0;
+}
+
+/* ---- the replica check ---- */
+
+static int same_events(const struct fsm_events *a, const struct fsm_events *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct fsm_event *x = &a->ev[i], *y = &b->ev[i];
+        if (x->type != y->type || x->expired != y->expired || x->sid != y->sid ||
+            x->token != y->token || x->ms != y->ms || x->name.len != y->name.len ||
+            memcmp(x->name.p, y->name.p, x->name.len))
+            return 0;
+    }
+    return 1;
+}
+
+static int same_snapshots(const struct fsm *f, const struct fsm *g)
+{
+    struct buf a, b;
+    buf_init(&a);
+    buf_init(&b);
+    int eq =
+        !fsm_snapshot(f, &a) && !fsm_snapshot(g, &b) && a.len == b.len && !memcmp(a.p, b.p, a.len);
+    buf_free(&a);
+    buf_free(&b);
+    return eq;
+}
+
+static struct fsm *restored_copy(const struct fsm *f)
+{
+    struct buf b;
+    char err[160];
+    buf_init(&b);
+    struct fsm *g = fsm_new();
+    if (fsm_snapshot(f, &b) || fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err))) {
+        fprintf(stderr, "  restore failed: %s\n", err);
+        fsm_free(g);
+        g = NULL;
+    }
+    buf_free(&b);
+    return g;
+}
+
+/* ---- one step ---- */
+
+/* Revisions: a changing command allocates one per grant, or exactly one without a grant. */
+static int check_revisions(const struct expect *e, const struct fsm_events *ev, uint64_t rev0,
+                           uint64_t rev1)
+{
+    uint64_t grants = 0;
+    for (size_t i = 0; i < ev->n; i++)
+        grants += ev->ev[i].type == FSM_EV_GRANTED;
+    MCHECK(rev1 - rev0 == (e->changes ? (grants ? grants : 1) : 0));
+    return 0;
+}
+
+/* The locks a session holds before it ends: lock-delay on them iff expired with a delay. */
+static int ending_locks(const struct fsm_cmd *c, bool run, int *held)
+{
+    int n = 0;
+    if (run && (c->op == FSM_OP_SESSION_CLOSE || c->op == FSM_OP_SESSION_EXPIRE) && alive(c->sid))
+        for (int i = 0; i < NLOCKS; i++)
+            if (M.locks[i].holder == c->sid)
+                held[n++] = i;
+    return n;
+}
+
+static int check_lockdelays(const struct fsm_cmd *c, const int *held, int n, uint64_t delay)
+{
+    bool want = c->op == FSM_OP_SESSION_EXPIRE && delay > 0;
+    for (int i = 0; i < n; i++)
+        MCHECK(M.locks[held[i]].delay == want && (!want || M.locks[held[i]].delay_ms == delay));
+    return 0;
+}
+
+static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_events *ev,
+                struct fsm_events *gev)
+{
+    int held[NLOCKS];
+    struct fsm_cmd c;
+    char err[128];
+    gen_entry(entry);
+    bool decoded = !fsm_cmd_decode((const uint8_t *)entry->p, entry->len, &c, err, sizeof(err));
+    bool run = false;
+    struct expect e = decoded ? predict(&c, &run) : ex_err("ERR bad entry: ");
+    uint64_t rev0 = fsm_revision(f);
+    int n_held = decoded ? ending_locks(&c, run, held) : 0;
+    uint64_t delay = n_held ? msess(c.sid)->lockdelay : 0;
+    struct fsm_reply r, gr;
+    fsm_events_reset(ev);
+    fsm_apply(f, (const uint8_t *)entry->p, entry->len, &r, ev);
+    MCHECK(fsm_check_invariants(f, err, sizeof(err)) == 0 || (fprintf(stderr, "%s\n", err), 0));
+    if (check_reply(&e, &r, rev0, fsm_revision(f)))
+        return -1;
+    n_bad += !decoded;
+    n_replay += decoded && !run && r.kind != FSM_REPLY_ERR;
+    n_err += r.kind == FSM_REPLY_ERR;
+    for (size_t i = 0; i < ev->n; i++)
+        n_ev[ev->ev[i].type & 15]++;
+    if (!run)
+        MCHECK(ev->n == 0);
+    else if (model_events(ev, &c, fsm_revision(f)))
+        return -1;
+    if (check_revisions(&e, ev, rev0, fsm_revision(f)) || check_lockdelays(&c, held, n_held, delay))
+        return -1;
+    if (run)
+        model_kv(&c, &r);
+    struct msess *rs = run && c.req_sid ? msess(c.req_sid) : NULL;
+    if (rs && rs->alive) {
+        rs->hi_seq = c.req_seq;
+        rs->cached = r;
+    }
+    if (compare_state(f))
+        return -1;
+    if (!g)
+        return 0;
+    fsm_events_reset(gev);
+    fsm_apply(g, (const uint8_t *)entry->p, entry->len, &gr, gev);
+    MCHECK(gr.kind == r.kind && gr.value == r.value && !strcmp(gr.err, r.err));
+    MCHECK(same_events(ev, gev));
+    return 0;
+}
+
+static int run_seed(uint64_t seed, int steps)
+{
+    struct fsm *f = fsm_new(), *g = NULL;
+    struct fsm_events ev, gev;
+    struct buf entry;
+    int rc = 0;
+    fsm_events_init(&ev);
+    fsm_events_init(&gev);
+    buf_init(&entry);
+    memset(&M, 0, sizeof(M));
+    memset(n_ev, 0, sizeof(n_ev));
+    n_replay = n_bad = n_err = 0;
+    g_seed = seed;
+    rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (g_step = 0; g_step < steps && rc == 0; g_step++) {
+        if (g_step % WINDOW == 0) {
+            fsm_free(g);
+            g = restored_copy(f);
+            rc = g && same_snapshots(f, g) ? 0 : -1;
+        } else if (g && g_step % WINDOW == TWIN) {
+            rc = same_snapshots(f, g) ? 0 : -1;
+            fsm_free(g);
+            g = NULL;
+        }
+        if (rc == 0)
+            rc = step(f, g, &entry, &ev, &gev);
+    }
+    if (rc)
+        fprintf(stderr, "  seed %llu failed at step %d\n", (unsigned long long)seed, g_step);
+    printf("  grants %llu waits %llu/%llu delays %llu/%llu expiries %llu replays %llu bad %llu "
+           "errors %llu\n",
+           (unsigned long long)n_ev[FSM_EV_GRANTED], (unsigned long long)n_ev[FSM_EV_WAIT_STARTED],
+           (unsigned long long)n_ev[FSM_EV_WAIT_ENDED],
+           (unsigned long long)n_ev[FSM_EV_LOCKDELAY_STARTED],
+           (unsigned long long)n_ev[FSM_EV_LOCKDELAY_ENDED],
+           (unsigned long long)n_ev[FSM_EV_SESSION_ENDED], (unsigned long long)n_replay,
+           (unsigned long long)n_bad, (unsigned long long)n_err);
+    fsm_free(f);
+    fsm_free(g);
+    fsm_events_free(&ev);
+    fsm_events_free(&gev);
+    buf_free(&entry);
+    return rc;
+}
+
+static uint64_t seeds[64];
+static int n_seeds, n_steps = 5000;
+
+TEST(random_sequences_follow_the_model_and_survive_restore)
+{
+    for (int i = 0; i < n_seeds; i++) {
+        printf("fsm_random: seed %llu, %d steps\n", (unsigned long long)seeds[i], n_steps);
+        CHECK(run_seed(seeds[i], n_steps) == 0);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("FSM_SEED");
+    if (argc > 1 || (env && *env)) {
+        seeds[n_seeds++] = strtoull(argc > 1 ? argv[1] : env, NULL, 0);
+        if (argc > 2)
+            n_steps = atoi(argv[2]);
+    } else {
+        for (int i = 0; i < 20; i++)
+            seeds[n_seeds++] = 1000 + (uint64_t)i * 7919;
+    }
+    RUN(random_sequences_follow_the_model_and_survive_restore);
+    TEST_MAIN_END();
+}
