@@ -221,6 +221,9 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         goto fail;
     }
     raft_uv_set_segment_size(&rn->io, 8u << 20);
+    /* libraft's auto-recovery renames a segment it cannot read to corrupt-* and starts without
+     * it, silently dropping acknowledged entries; refusing to start is the safe answer. */
+    raft_uv_set_auto_recovery(&rn->io, false);
     raft_set_pre_vote(&rn->raft, true);
     raft_set_election_timeout(&rn->raft, cfg->election_ms);
     raft_set_heartbeat_timeout(&rn->raft, cfg->heartbeat_ms);
@@ -262,6 +265,18 @@ int rn_start(struct rn *rn, char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * libraft's segment encoder requires every entry length to be a multiple of 8 (an assert that
+ * release builds compile out: an unpadded entry is written, then the segment fails its checksum
+ * on the next start). The envelope's decoder ignores the zero padding after the n commands.
+ */
+static int pad8(struct buf *b)
+{
+    static const char zeros[8] = {0};
+    size_t rem = b->len % 8;
+    return rem ? buf_append(b, zeros, 8 - rem) : 0;
+}
+
 static void prop_cb(struct raft_apply *req, int status, void *result)
 {
     struct prop *p = (struct prop *)req;
@@ -291,7 +306,7 @@ int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, voi
     p->ctx = ctx;
     if (buf_put_u8(&env, RN_ENTRY_VERSION) || buf_put_varint(&env, rn->cfg.id) ||
         buf_put_varint(&env, p->pid) || buf_put_varint(&env, 1) ||
-        buf_put_bytes(&env, cmd, len)) {
+        buf_put_bytes(&env, cmd, len) || pad8(&env)) {
         buf_free(&env);
         free(p);
         return RN_ERR;

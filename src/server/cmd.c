@@ -531,38 +531,94 @@ static void helloCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, srv_role_name(r->s->role));
 }
 
-static void infoCommand(struct srv_req *r)
+/* The client address of the leader, when this node knows it (itself, for now). */
+static void leader_client_address(struct srv *s, struct buf *out)
 {
-    struct buf b;
-    struct fsm_stats st;
     uint64_t lid;
     const char *laddr;
-    struct srv *s = r->s;
-    buf_init(&b);
-    fsm_stats(s->fsm, &st);
+    buf_reset(out);
     rn_leader(s->rn, &lid, &laddr);
-    buf_printf(&b,
+    if (lid == s->cfg.id)
+        buf_printf(out, "%s:%d", s->cfg.listen_host, s->cfg.listen_port);
+}
+
+static void info_server(struct srv *s, struct buf *b)
+{
+    buf_printf(b,
                "# Server\r\nfencelock_version:%s\r\nnode_id:%llu\r\nprocess_id:%d\r\n"
-               "tcp_port:%d\r\nuptime_in_seconds:%llu\r\n\r\n"
-               "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%zu\r\n\r\n"
-               "# Raft\r\nrole:%s\r\nready:%d\r\nterm:%llu\r\nleader_id:%llu\r\n"
-               "commit_index:%llu\r\napplied_index:%llu\r\n\r\n"
-               "# Fsm\r\nrevision:%llu\r\nsessions:%llu\r\nlocks_held:%llu\r\nwaiters:%llu\r\n"
-               "locks_in_delay:%llu\r\nkeys:%llu\r\n\r\n"
-               "# Stats\r\ntotal_commands_processed:%llu\r\ngrants:%llu\r\nexpirations:%llu\r\n"
-               "fence_rejections:%llu\r\n",
+               "tcp_port:%d\r\nuptime_in_seconds:%llu\r\n",
                FENCELOCK_VERSION, (unsigned long long)s->cfg.id, (int)uv_os_getpid(),
-               s->cfg.listen_port, (unsigned long long)((srv_now_ms() - s->started_ms) / 1000),
-               s->nconns, s->cfg.max_clients, srv_role_name(s->role), s->ready ? 1 : 0,
-               (unsigned long long)rn_term(s->rn), (unsigned long long)lid,
-               (unsigned long long)rn_commit_index(s->rn),
-               (unsigned long long)rn_applied_index(s->rn),
+               s->cfg.listen_port, (unsigned long long)((srv_now_ms() - s->started_ms) / 1000));
+}
+
+static void info_clients(struct srv *s, struct buf *b)
+{
+    buf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%zu\r\n", s->nconns,
+               s->cfg.max_clients);
+}
+
+static void info_raft(struct srv *s, struct buf *b)
+{
+    uint64_t lid;
+    const char *laddr;
+    rn_leader(s->rn, &lid, &laddr);
+    buf_printf(b,
+               "# Raft\r\nrole:%s\r\nready:%d\r\nterm:%llu\r\nleader_id:%llu\r\n"
+               "commit_index:%llu\r\napplied_index:%llu\r\n",
+               srv_role_name(s->role), s->ready ? 1 : 0, (unsigned long long)rn_term(s->rn),
+               (unsigned long long)lid, (unsigned long long)rn_commit_index(s->rn),
+               (unsigned long long)rn_applied_index(s->rn));
+}
+
+static void info_fsm(struct srv *s, struct buf *b)
+{
+    struct fsm_stats st;
+    fsm_stats(s->fsm, &st);
+    buf_printf(b,
+               "# Fsm\r\nrevision:%llu\r\nsessions:%llu\r\nlocks_held:%llu\r\n"
+               "waiters:%llu\r\nlocks_in_delay:%llu\r\nkeys:%llu\r\n",
                (unsigned long long)fsm_revision(s->fsm), (unsigned long long)st.sessions,
                (unsigned long long)st.locks_held, (unsigned long long)st.waiters,
-               (unsigned long long)st.locks_in_delay, (unsigned long long)st.keys,
-               (unsigned long long)s->m.commands, (unsigned long long)s->m.grants,
+               (unsigned long long)st.locks_in_delay, (unsigned long long)st.keys);
+}
+
+static void info_stats(struct srv *s, struct buf *b)
+{
+    buf_printf(b,
+               "# Stats\r\ntotal_commands_processed:%llu\r\ntotal_connections_received:%llu\r\n"
+               "rejected_connections:%llu\r\ngrants:%llu\r\nexpirations:%llu\r\n"
+               "fence_rejections:%llu\r\n",
+               (unsigned long long)s->m.commands, (unsigned long long)s->m.connections_total,
+               (unsigned long long)s->m.connections_rejected, (unsigned long long)s->m.grants,
                (unsigned long long)s->m.expirations, (unsigned long long)s->m.fence_rejections);
-    resp_w_verbatim(r->out, r->proto, b.p, b.len);
+}
+
+static const struct {
+    const char *name;
+    void (*fn)(struct srv *s, struct buf *b);
+} info_sections[] = {{"server", info_server}, {"clients", info_clients}, {"raft", info_raft},
+                     {"fsm", info_fsm},       {"stats", info_stats}};
+
+/* INFO [section]: Redis' text form; no argument, "all", "default" or "everything" = all. */
+static void infoCommand(struct srv_req *r)
+{
+    size_t n = sizeof(info_sections) / sizeof(info_sections[0]);
+    bool all = r->argc == 1 || resp_arg_is(&r->argv[1], "all") ||
+               resp_arg_is(&r->argv[1], "default") || resp_arg_is(&r->argv[1], "everything");
+    if (r->argc > 2) {
+        resp_w_errorf(r->out, ERR_ARGS, 4, "info");
+        return;
+    }
+    struct buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < n; i++) {
+        if (!all && !resp_arg_is(&r->argv[1], info_sections[i].name))
+            continue;
+        if (b.len)
+            buf_append_str(&b, "\r\n");
+        info_sections[i].fn(r->s, &b);
+    }
+    resp_w_verbatim(r->out, r->proto, b.p ? b.p : "", b.len);
     buf_free(&b);
 }
 
@@ -572,9 +628,12 @@ static void clusterInfoCommand(struct srv_req *r)
     uint64_t lid;
     const char *laddr;
     rn_leader(s->rn, &lid, &laddr);
-    resp_w_map(r->out, r->proto, 8);
+    resp_w_map(r->out, r->proto, 9);
     resp_w_bulk_str(r->out, "id");
     resp_w_uint(r->out, s->cfg.id);
+    resp_w_bulk_str(r->out, "leader");
+    leader_client_address(s, &s->scratch);
+    resp_w_bulk(r->out, s->scratch.p ? s->scratch.p : "", s->scratch.len);
     resp_w_bulk_str(r->out, "role");
     resp_w_bulk_str(r->out, srv_role_name(s->role));
     resp_w_bulk_str(r->out, "ready");
@@ -729,6 +788,7 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
             } else {
                 r.slot->cmd = cmd;
                 r.slot->kind = SLOT_READ;
+                c->reads_pending++;
                 srv_enqueue_read(s, r.slot);
                 r.async = true;
             }

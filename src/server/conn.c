@@ -6,7 +6,8 @@
  * the done prefix of the queue is moved into `out` (srv_slot_done). One uv_write is in flight at
  * a time (`wbuf`); replies produced meanwhile gather in `out`.
  * Reading pauses while `max_pending` slots are queued and resumes as they drain, so one client
- * cannot queue unbounded work.
+ * cannot queue unbounded work. Parsing also pauses behind a read waiting for its barrier, so a
+ * pipelined read never sees a write the same connection sent after it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,12 @@ void srv_slot_done(struct srv_slot *slot)
         return;
     }
     struct srv_conn *c = slot->conn;
-    if (c->head == slot) {
+    bool resume = false;
+    if (slot->kind == SLOT_READ && c->reads_pending) {
+        c->reads_pending--;
+        resume = c->reads_pending == 0;
+    }
+    if (c->head == slot || resume) {
         flush_slots(c);
         /* input left unparsed while the queue was full; never re-entered from inside a parse */
         if (!c->closing && !c->processing && c->in.len && c->reading)
@@ -226,8 +232,11 @@ static void process_input(struct srv_conn *c)
     size_t off = 0;
     char err[128];
     c->processing = true;
+    /* A read in flight is answered at the state after the barrier it waits for; a write
+     * parsed after it would be ordered before that barrier and show through. So commands
+     * after a read wait until it is answered: each connection sees its own order. */
     while (!c->closing && !c->close_after_write && off < c->in.len &&
-           c->nslots < s->cfg.max_pending) {
+           c->nslots < s->cfg.max_pending && c->reads_pending == 0) {
         size_t used = 0, argc = 0;
         struct resp_arg *argv = NULL;
         int rc = resp_parse(&c->ps, c->in.p + off, c->in.len - off, &used, &argc, &argv, err,

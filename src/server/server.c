@@ -429,7 +429,8 @@ static int propose_duty(struct srv *s, struct fsm_cmd *cmd, uint8_t kind, uint64
     d->kind = kind;
     d->sid = sid;
     d->len = keylen;
-    memcpy(d->key, key, keylen);
+    if (keylen)
+        memcpy(d->key, key, keylen);
     cmd->now_ms = srv_wall_ms();
     buf_reset(&s->scratch);
     if (fsm_cmd_encode(cmd, &s->scratch) ||

@@ -115,6 +115,7 @@ struct srv_conn {
     struct resp_parser ps;
     struct srv_slot *head, *tail;
     size_t nslots;
+    size_t reads_pending; /* reads waiting for a barrier: parsing pauses behind them */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
     uint64_t id;
