@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void buf_init(struct buf *b) { memset(b, 0, sizeof(*b)); }
+void buf_init(struct buf *b)
+{
+    memset(b, 0, sizeof(*b));
+}
 
 void buf_free(struct buf *b)
 {
@@ -42,7 +45,10 @@ int buf_append(struct buf *b, const void *data, size_t n)
     return 0;
 }
 
-int buf_append_str(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+int buf_append_str(struct buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
 
 int buf_printf(struct buf *b, const char *fmt, ...)
 {
@@ -69,7 +75,10 @@ void buf_consume(struct buf *b, size_t n)
     b->len -= n;
 }
 
-int buf_put_u8(struct buf *b, uint8_t v) { return buf_append(b, &v, 1); }
+int buf_put_u8(struct buf *b, uint8_t v)
+{
+    return buf_append(b, &v, 1);
+}
 
 int buf_put_u64(struct buf *b, uint64_t v)
 {

@@ -25,7 +25,10 @@ int buf_append_str(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Drop the first n bytes (n <= len). */
 void buf_consume(struct buf *b, size_t n);
-static inline void buf_reset(struct buf *b) { b->len = 0; }
+static inline void buf_reset(struct buf *b)
+{
+    b->len = 0;
+}
 
 /* Little-endian fixed-width and LEB128 varint helpers for binary codecs. */
 int buf_put_u8(struct buf *b, uint8_t v);

@@ -23,7 +23,10 @@ static uint64_t hash_bytes(const void *key, size_t len)
     return h ^ (h >> 29);
 }
 
-void map_init(struct map *m) { memset(m, 0, sizeof(*m)); }
+void map_init(struct map *m)
+{
+    memset(m, 0, sizeof(*m));
+}
 
 void map_free(struct map *m, void (*free_val)(void *val))
 {

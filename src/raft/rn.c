@@ -90,8 +90,7 @@ static struct prop *pending_find(struct rn *rn, uint64_t pid)
 }
 
 /* Apply one fsm command and, when this node proposed it, deliver its reply. */
-static void apply_one(struct rn *rn, const uint8_t *cmd, size_t len, uint64_t origin,
-                      uint64_t pid)
+static void apply_one(struct rn *rn, const uint8_t *cmd, size_t len, uint64_t origin, uint64_t pid)
 {
     fsm_events_reset(&rn->ev);
     fsm_apply(rn->fsm, cmd, len, &rn->reply, &rn->ev);
@@ -305,8 +304,8 @@ int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, voi
     p->cb = cb;
     p->ctx = ctx;
     if (buf_put_u8(&env, RN_ENTRY_VERSION) || buf_put_varint(&env, rn->cfg.id) ||
-        buf_put_varint(&env, p->pid) || buf_put_varint(&env, 1) ||
-        buf_put_bytes(&env, cmd, len) || pad8(&env)) {
+        buf_put_varint(&env, p->pid) || buf_put_varint(&env, 1) || buf_put_bytes(&env, cmd, len) ||
+        pad8(&env)) {
         buf_free(&env);
         free(p);
         return RN_ERR;
@@ -351,10 +350,22 @@ int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx)
     return RN_OK;
 }
 
-int rn_role(struct rn *rn) { return rn->started ? raft_state(&rn->raft) : RN_UNAVAILABLE; }
-uint64_t rn_term(struct rn *rn) { return rn->raft.current_term; }
-uint64_t rn_commit_index(struct rn *rn) { return rn->raft.commit_index; }
-uint64_t rn_applied_index(struct rn *rn) { return raft_last_applied(&rn->raft); }
+int rn_role(struct rn *rn)
+{
+    return rn->started ? raft_state(&rn->raft) : RN_UNAVAILABLE;
+}
+uint64_t rn_term(struct rn *rn)
+{
+    return rn->raft.current_term;
+}
+uint64_t rn_commit_index(struct rn *rn)
+{
+    return rn->raft.commit_index;
+}
+uint64_t rn_applied_index(struct rn *rn)
+{
+    return raft_last_applied(&rn->raft);
+}
 
 void rn_leader(struct rn *rn, uint64_t *id, const char **raft_address)
 {

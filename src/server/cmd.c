@@ -15,7 +15,10 @@
 
 #define ERR_ARGS "ERR wrong number of arguments for '%.*s' command"
 
-static void reply_err(struct srv_req *r, const char *msg) { resp_w_error(r->out, msg); }
+static void reply_err(struct srv_req *r, const char *msg)
+{
+    resp_w_error(r->out, msg);
+}
 
 void srv_reply_status(struct srv *s, struct buf *out, int status)
 {
@@ -60,8 +63,8 @@ static int arg_range(struct srv_req *r, size_t i, const char *what, uint64_t lo,
     if (arg_u64(r, i, what, v))
         return -1;
     if (*v < lo || *v > hi) {
-        resp_w_errorf(r->out, "ERR %s must be between %llu and %llu", what,
-                      (unsigned long long)lo, (unsigned long long)hi);
+        resp_w_errorf(r->out, "ERR %s must be between %llu and %llu", what, (unsigned long long)lo,
+                      (unsigned long long)hi);
         return -1;
     }
     return 0;
@@ -97,16 +100,23 @@ static int live_session(struct srv_req *r, uint64_t sid)
 
 /* ---- options: LEASE sid, FENCE name token, IFREV rev, REQ sid seq, WAIT ms, ... ---- */
 
-enum { OPT_LEASE = 1, OPT_FENCE = 2, OPT_IFREV = 4, OPT_REQ = 8, OPT_WAIT = 16,
-       OPT_LOCKDELAY = 32, OPT_NAME = 64 };
+enum {
+    OPT_LEASE = 1,
+    OPT_FENCE = 2,
+    OPT_IFREV = 4,
+    OPT_REQ = 8,
+    OPT_WAIT = 16,
+    OPT_LOCKDELAY = 32,
+    OPT_NAME = 64
+};
 
 static const struct {
     const char *word;
     int bit;
     int nargs;
 } opt_defs[] = {
-    {"LEASE", OPT_LEASE, 1}, {"FENCE", OPT_FENCE, 2},        {"IFREV", OPT_IFREV, 1},
-    {"REQ", OPT_REQ, 2},     {"WAIT", OPT_WAIT, 1},          {"LOCKDELAY", OPT_LOCKDELAY, 1},
+    {"LEASE", OPT_LEASE, 1}, {"FENCE", OPT_FENCE, 2}, {"IFREV", OPT_IFREV, 1},
+    {"REQ", OPT_REQ, 2},     {"WAIT", OPT_WAIT, 1},   {"LOCKDELAY", OPT_LOCKDELAY, 1},
     {"NAME", OPT_NAME, 1},
 };
 
@@ -256,8 +266,7 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
 static void sessionOpenCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN};
-    if (need_leader(r) ||
-        arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.ttl_ms) ||
+    if (need_leader(r) || arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.ttl_ms) ||
         parse_opts(r, 2, OPT_LOCKDELAY | OPT_NAME, &cmd))
         return;
     propose(r, &cmd);
@@ -596,8 +605,11 @@ static void info_stats(struct srv *s, struct buf *b)
 static const struct {
     const char *name;
     void (*fn)(struct srv *s, struct buf *b);
-} info_sections[] = {{"server", info_server}, {"clients", info_clients}, {"raft", info_raft},
-                     {"fsm", info_fsm},       {"stats", info_stats}};
+} info_sections[] = {{"server", info_server},
+                     {"clients", info_clients},
+                     {"raft", info_raft},
+                     {"fsm", info_fsm},
+                     {"stats", info_stats}};
 
 /* INFO [section]: Redis' text form; no argument, "all", "default" or "everything" = all. */
 static void infoCommand(struct srv_req *r)
@@ -668,7 +680,10 @@ static void clusterMembersCommand(struct srv_req *r)
 }
 
 /* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
-static void commandCommand(struct srv_req *r) { resp_w_array(r->out, 0); }
+static void commandCommand(struct srv_req *r)
+{
+    resp_w_array(r->out, 0);
+}
 
 static void quitCommand(struct srv_req *r)
 {
@@ -749,8 +764,13 @@ void srv_run_read(struct srv *s, struct srv_slot *slot)
         rd_bytes(&rd, &argv[i].p, &n, UINT32_MAX);
         argv[i].len = n;
     }
-    struct srv_req r = {.s = s, .c = slot->conn, .slot = slot, .argc = slot->argc,
-                        .argv = argv, .out = &slot->out, .proto = slot->proto};
+    struct srv_req r = {.s = s,
+                        .c = slot->conn,
+                        .slot = slot,
+                        .argc = slot->argc,
+                        .argv = argv,
+                        .out = &slot->out,
+                        .proto = slot->proto};
     slot->cmd->fn(&r);
     free(argv);
 }

@@ -103,7 +103,10 @@ struct num_flag {
     uint64_t min, max;
 };
 
-#define NF(n, field, kind, lo, hi) {n, offsetof(struct srv_config, field), kind, lo, hi}
+#define NF(n, field, kind, lo, hi)                                                                 \
+    {                                                                                              \
+        n, offsetof(struct srv_config, field), kind, lo, hi                                        \
+    }
 static const struct num_flag num_flags[] = {
     NF("--id", id, 0, 1, 1ull << 32),
     NF("--max-clients", max_clients, 1, 1, 1000000),

@@ -277,9 +277,8 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
         return;
     }
-    struct resp_limits lim = {.max_bulk = s->cfg.max_bulk,
-                              .max_args = s->cfg.max_args,
-                              .max_inline = 64 * 1024};
+    struct resp_limits lim = {
+        .max_bulk = s->cfg.max_bulk, .max_args = s->cfg.max_args, .max_inline = 64 * 1024};
     resp_parser_init(&c->ps, &lim);
     c->proto = 2;
     c->id = ++s->next_conn_id;

@@ -30,6 +30,9 @@ void heap_free(struct heap *h);
 /* Queue `it` with `deadline`, or move it there if already queued. 0 or -1 (no memory). */
 int heap_set(struct heap *h, struct heap_item *it, uint64_t deadline);
 void heap_remove(struct heap *h, struct heap_item *it);
-static inline struct heap_item *heap_top(const struct heap *h) { return h->n ? h->a[0] : NULL; }
+static inline struct heap_item *heap_top(const struct heap *h)
+{
+    return h->n ? h->a[0] : NULL;
+}
 
 #endif

@@ -20,8 +20,8 @@ struct hist {
 };
 
 struct srv_metrics {
-    uint64_t grants, releases, expirations, fence_rejections, commands, proposals,
-        proposal_unknown, connections_total, connections_rejected, protocol_errors;
+    uint64_t grants, releases, expirations, fence_rejections, commands, proposals, proposal_unknown,
+        connections_total, connections_rejected, protocol_errors;
     struct hist lock_wait, lock_hold, commit;
 };
 

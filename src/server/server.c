@@ -14,7 +14,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-uint64_t srv_now_ms(void) { return uv_hrtime() / 1000000u; }
+uint64_t srv_now_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
 
 uint64_t srv_wall_ms(void)
 {
@@ -313,7 +316,10 @@ static void hook_applied(void *arg, const struct fsm_reply *reply, const struct 
         on_event(s, &ev->ev[i]);
 }
 
-static void free_val(void *v) { free(v); }
+static void free_val(void *v)
+{
+    free(v);
+}
 
 static void rebuild_sess_cb(void *arg, uint64_t sid, uint64_t ttl_ms)
 {
@@ -504,8 +510,8 @@ static void poll_leadership(struct srv *s)
     int role = rn_role(s->rn);
     uint64_t term = rn_term(s->rn);
     if (role != s->role)
-        LOGI(&s->log, "raft role %s -> %s (term %llu)", srv_role_name(s->role),
-             srv_role_name(role), (unsigned long long)term);
+        LOGI(&s->log, "raft role %s -> %s (term %llu)", srv_role_name(s->role), srv_role_name(role),
+             (unsigned long long)term);
     s->role = role;
     if (s->ready && (role != RN_LEADER || term != s->ready_term))
         step_down(s);
@@ -610,12 +616,12 @@ static void http_handler(void *arg, const char *method, const char *path, struct
         uint64_t lid;
         const char *laddr;
         rn_leader(s->rn, &lid, &laddr);
-        buf_printf(body, "{\"status\":\"%s\",\"role\":\"%s\",\"id\":%llu,\"leader_id\":%llu,"
-                         "\"term\":%llu,\"applied_index\":%llu}\n",
+        buf_printf(body,
+                   "{\"status\":\"%s\",\"role\":\"%s\",\"id\":%llu,\"leader_id\":%llu,"
+                   "\"term\":%llu,\"applied_index\":%llu}\n",
                    (s->ready || (s->role == RN_FOLLOWER && lid)) ? "ok" : "unavailable",
-                   srv_role_name(s->role), (unsigned long long)s->cfg.id,
-                   (unsigned long long)lid, (unsigned long long)rn_term(s->rn),
-                   (unsigned long long)rn_applied_index(s->rn));
+                   srv_role_name(s->role), (unsigned long long)s->cfg.id, (unsigned long long)lid,
+                   (unsigned long long)rn_term(s->rn), (unsigned long long)rn_applied_index(s->rn));
         *status = strstr(body->p, "\"ok\"") ? 200 : 503;
         *ctype = "application/json";
     } else {
@@ -681,9 +687,8 @@ int srv_start(struct srv *s)
     s->sig_term.data = s->sig_int.data = s;
     if (srv_listen(s))
         return -1;
-    if (s->cfg.http_port &&
-        srv_http_start(s->loop, s->cfg.http_host, s->cfg.http_port, http_handler, s, &s->http,
-                       err, sizeof(err))) {
+    if (s->cfg.http_port && srv_http_start(s->loop, s->cfg.http_host, s->cfg.http_port,
+                                           http_handler, s, &s->http, err, sizeof(err))) {
         LOGE(&s->log, "http: %s", err);
         return -1;
     }
@@ -691,8 +696,8 @@ int srv_start(struct srv *s)
     uv_signal_start(&s->sig_term, on_signal, SIGTERM);
     uv_signal_start(&s->sig_int, on_signal, SIGINT);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
-         (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port,
-         s->cfg.raft_address, s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
+         (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
+         s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
     return 0;
 }
 

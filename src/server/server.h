@@ -96,13 +96,13 @@ struct srv_slot {
     uint8_t kind;
     bool done, parked;
     int proto;
-    uint8_t op;                 /* fsm op of a write */
-    uint64_t wait_ms;           /* LOCK ... WAIT */
-    uint64_t started_ns;        /* for commit latency */
-    size_t pkeylen;             /* parked: map key name+sid */
+    uint8_t op;          /* fsm op of a write */
+    uint64_t wait_ms;    /* LOCK ... WAIT */
+    uint64_t started_ns; /* for commit latency */
+    size_t pkeylen;      /* parked: map key name+sid */
     char *pkey;
-    const struct srv_cmd *cmd;  /* read: the command to run after the barrier */
-    struct buf args;            /* read: copied argument bytes */
+    const struct srv_cmd *cmd; /* read: the command to run after the barrier */
+    struct buf args;           /* read: copied argument bytes */
     size_t argc;
     struct buf out;
 };

@@ -47,8 +47,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)rn_commit_index(s->rn));
     metric_render(out, "fencelock_raft_term", "gauge", "Raft term.", (double)rn_term(s->rn));
     metric_render(out, "fencelock_raft_state", "gauge",
-                  "Raft state: 0 unavailable, 1 follower, 2 candidate, 3 leader.",
-                  (double)s->role);
+                  "Raft state: 0 unavailable, 1 follower, 2 candidate, 3 leader.", (double)s->role);
     metric_render(out, "fencelock_leader_ready", "gauge",
                   "1 when this node is a leader that committed an entry of its term.",
                   s->ready ? 1.0 : 0.0);

@@ -17,45 +17,45 @@ static int test_passed_, test_failed_, test_cur_failed_;
 
 #define TEST(name) static void name(void)
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);              \
-            test_cur_failed_ = 1;                                                          \
-            return;                                                                        \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                      \
+            test_cur_failed_ = 1;                                                                  \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_EQ_U64(a, b)                                                                 \
-    do {                                                                                   \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
-        if (a_ != b_) {                                                                    \
-            fprintf(stderr, "  FAIL %s:%d: %s == %s (%" PRIu64 " != %" PRIu64 ")\n",       \
-                    __FILE__, __LINE__, #a, #b, a_, b_);                                   \
-            test_cur_failed_ = 1;                                                          \
-            return;                                                                        \
-        }                                                                                  \
+#define CHECK_EQ_U64(a, b)                                                                         \
+    do {                                                                                           \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                           \
+        if (a_ != b_) {                                                                            \
+            fprintf(stderr, "  FAIL %s:%d: %s == %s (%" PRIu64 " != %" PRIu64 ")\n", __FILE__,     \
+                    __LINE__, #a, #b, a_, b_);                                                     \
+            test_cur_failed_ = 1;                                                                  \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 #define CHECK_STR_PREFIX(s, prefix) CHECK(strncmp((s), (prefix), strlen(prefix)) == 0)
 
-#define RUN(name)                                                                          \
-    do {                                                                                   \
-        test_cur_failed_ = 0;                                                              \
-        name();                                                                            \
-        if (test_cur_failed_) {                                                            \
-            test_failed_++;                                                                \
-            fprintf(stderr, "not ok %s\n", #name);                                         \
-        } else {                                                                           \
-            test_passed_++;                                                                \
-            fprintf(stderr, "ok %s\n", #name);                                             \
-        }                                                                                  \
+#define RUN(name)                                                                                  \
+    do {                                                                                           \
+        test_cur_failed_ = 0;                                                                      \
+        name();                                                                                    \
+        if (test_cur_failed_) {                                                                    \
+            test_failed_++;                                                                        \
+            fprintf(stderr, "not ok %s\n", #name);                                                 \
+        } else {                                                                                   \
+            test_passed_++;                                                                        \
+            fprintf(stderr, "ok %s\n", #name);                                                     \
+        }                                                                                          \
     } while (0)
 
-#define TEST_MAIN_END()                                                                    \
-    do {                                                                                   \
-        printf("tests: %d passed, %d failed\n", test_passed_, test_failed_);               \
-        return test_failed_ ? 1 : 0;                                                       \
+#define TEST_MAIN_END()                                                                            \
+    do {                                                                                           \
+        printf("tests: %d passed, %d failed\n", test_passed_, test_failed_);                       \
+        return test_failed_ ? 1 : 0;                                                               \
     } while (0)
 
 #endif
