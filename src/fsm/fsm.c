@@ -267,6 +267,12 @@ static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
 static void apply_cmd(struct actx *a, struct fsm_reply *r)
 {
     const struct fsm_cmd *c = a->c;
+    /* One command allocates at most one revision per existing lock (a close hands all of them
+       on) plus one: refuse rather than let the counter wrap to 0. */
+    if (c->op != FSM_OP_NOOP && a->f->revision >= UINT64_MAX - a->f->locks.n - 1) {
+        fsm_reply_err(r, "ERR revision counter exhausted");
+        return;
+    }
     if (!c->req_sid) {
         dispatch(a, r);
         return;

@@ -1157,6 +1157,27 @@ TEST(restore_rejects_snapshots_that_break_a_rule)
 #undef HDR
 }
 
+TEST(revision_counter_never_wraps)
+{
+    /* a snapshot at revision 2^64-2 with no sessions, locks or keys */
+    struct buf b;
+    buf_init(&b);
+    buf_append(&b, "FLSM\x01", 5);
+    buf_put_varint(&b, UINT64_MAX - 1);
+    buf_append(&b, "\0\0\0", 3);
+    struct fsm *f = fsm_new();
+    char err[128];
+    CHECK(fsm_restore(f, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
+    buf_free(&b);
+    CHECK_EQ_U64(fsm_revision(f), UINT64_MAX - 1);
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .ttl_ms = 5};
+    struct fsm_reply r = apply_cmd(f, &c);
+    CHECK(r.kind == FSM_REPLY_ERR);
+    CHECK_EQ_U64(fsm_revision(f), UINT64_MAX - 1);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
 /* ---- events ---- */
 
 static int ev_is(size_t i, uint8_t type, uint64_t sid, const char *name)
@@ -1316,6 +1337,7 @@ int main(void)
     RUN(snapshot_restore_snapshot_is_byte_identical);
     RUN(restore_of_garbage_or_truncated_snapshot_fails_and_leaves_state_unchanged);
     RUN(restore_rejects_snapshots_that_break_a_rule);
+    RUN(revision_counter_never_wraps);
     RUN(events_are_emitted_for_each_transition);
     RUN(event_names_stay_valid_when_the_caller_does_not_reset);
     RUN(queries_report_sessions_waiters_and_delays);
