@@ -28,7 +28,7 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps run test unit fuzz clean format check-purity cluster
+.PHONY: all deps run test unit fuzz clean format check-purity cluster cluster-stop
 
 all: $(B)/fencelockd $(UNIT_BIN)
 
@@ -53,6 +53,15 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libfencelockd.a
 run: deps
 	$(MAKE) SAN=0 $(B)/fencelockd
 	./$(B)/fencelockd $(ARGS)
+
+# A local N-node cluster (scripts/cluster.sh: ports 7480+10*(i-1), data in ./var/node<i>).
+N ?= 3
+cluster: deps
+	$(MAKE) SAN=0 build/release/fencelockd
+	scripts/cluster.sh start $(N)
+
+cluster-stop:
+	scripts/cluster.sh stop $(N)
 
 test:
 	@scripts/deps.sh test

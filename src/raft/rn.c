@@ -242,11 +242,17 @@ int rn_start(struct rn *rn, char *err, size_t errlen)
 {
     struct raft_configuration conf;
     raft_configuration_init(&conf);
-    int rv = raft_configuration_add(&conf, rn->cfg.id, rn->raft_address, RAFT_VOTER);
+    int rv = 0;
+    if (rn->cfg.n_peers == 0)
+        rv = raft_configuration_add(&conf, rn->cfg.id, rn->raft_address, RAFT_VOTER);
+    for (size_t i = 0; i < rn->cfg.n_peers && rv == 0; i++)
+        rv = raft_configuration_add(&conf, rn->cfg.peers[i].id, rn->cfg.peers[i].raft_address,
+                                    RAFT_VOTER);
     if (rv == 0) {
         rv = raft_bootstrap(&rn->raft, &conf);
         if (rv == 0)
-            LOGI(rn->log, "raft: bootstrapped a new single-node cluster in %s", rn->data_dir);
+            LOGI(rn->log, "raft: bootstrapped a new %u-node cluster in %s", conf.n,
+                 rn->data_dir);
         else if (rv == RAFT_CANTBOOTSTRAP)
             rv = 0; /* existing data: start from it */
     }

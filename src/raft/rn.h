@@ -34,8 +34,20 @@ enum rn_status {
 
 enum rn_role { RN_UNAVAILABLE = 0, RN_FOLLOWER = 1, RN_CANDIDATE = 2, RN_LEADER = 3 };
 
+#define RN_MAX_PEERS 16
+
+struct rn_peer {
+    uint64_t id;
+    char raft_address[96];
+};
+
 struct rn_config {
     uint64_t id;
+    /* Bootstrap configuration for a pristine data dir: every voter, this node included.
+     * n_peers == 0 bootstraps a one-node cluster of this node. Ignored for existing data.
+     * Borrowed: must outlive the rn. */
+    const struct rn_peer *peers;
+    size_t n_peers;
     const char *raft_address; /* host:port this node's raft transport listens on */
     const char *data_dir;
     unsigned election_ms, heartbeat_ms;
@@ -57,7 +69,8 @@ struct rn;
 
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
            const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen);
-/* Start raft: loads the log and snapshot, bootstraps a single-node cluster when pristine. */
+/* Start raft: loads the log and snapshot; a pristine data dir is bootstrapped with cfg->peers
+ * (every node of a new cluster bootstraps the same configuration). */
 int rn_start(struct rn *rn, char *err, size_t errlen);
 /* Propose one encoded command. On RN_OK the callback fires later, exactly once; otherwise it
  * never fires and the return value says why. */

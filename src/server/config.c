@@ -49,6 +49,10 @@ void srv_config_usage(FILE *f)
           "  --listen HOST:PORT      client address (default 127.0.0.1:7480)\n"
           "  --raft-listen HOST:PORT Raft transport address (default 127.0.0.1:7481)\n"
           "  --http-listen HOST:PORT /metrics and /health (default 127.0.0.1:7482; 'off')\n"
+          "  --initial-cluster ID=HOST:PORT,...\n"
+          "                          every voter of a new cluster and its Raft address; used\n"
+          "                          only to bootstrap a pristine --data-dir (default: this\n"
+          "                          node alone)\n"
           "  --max-clients N         client connections (default 10000)\n"
           "  --max-bulk BYTES        one RESP bulk argument (default 1048576)\n"
           "  --max-args N            arguments of one command (default 64)\n"
@@ -94,6 +98,64 @@ static int parse_hostport(const char *s, char *host, size_t hostlen, int *port)
     host[colon - s] = 0;
     *port = (int)p;
     return 0;
+}
+
+static bool valid_hostport(const char *v, size_t max)
+{
+    char host[64];
+    int port;
+    return strlen(v) < max && parse_hostport(v, host, sizeof(host), &port) == 0;
+}
+
+/* "1=127.0.0.1:7481,2=127.0.0.1:7491,3=127.0.0.1:7501": id = raft address, ids unique. */
+static int parse_cluster(struct srv_config *c, const char *v)
+{
+    char item[160];
+    c->n_peers = 0;
+    while (*v) {
+        size_t n = strcspn(v, ",");
+        if (n == 0 || n >= sizeof(item) || c->n_peers == RN_MAX_PEERS)
+            return -1;
+        memcpy(item, v, n);
+        item[n] = 0;
+        v += n + (v[n] == ',');
+        char *eq = strchr(item, '=');
+        uint64_t id;
+        if (!eq)
+            return -1;
+        *eq = 0;
+        struct rn_peer *p = &c->peers[c->n_peers];
+        if (parse_u64(item, 1, 1ull << 32, &id) ||
+            !valid_hostport(eq + 1, sizeof(p->raft_address)))
+            return -1;
+        for (size_t i = 0; i < c->n_peers; i++)
+            if (c->peers[i].id == id)
+                return -1;
+        p->id = id;
+        snprintf(p->raft_address, sizeof(p->raft_address), "%s", eq + 1);
+        c->n_peers++;
+    }
+    return c->n_peers ? 0 : -1;
+}
+
+/* This node must be in --initial-cluster; its entry gives the raft address. */
+static int check_cluster(struct srv_config *c)
+{
+    for (size_t i = 0; i < c->n_peers; i++) {
+        if (c->peers[i].id != c->id)
+            continue;
+        if (c->raft_listen_set && strcmp(c->raft_address, c->peers[i].raft_address)) {
+            fprintf(stderr, "fencelockd: --raft-listen %s differs from this node's entry %s in "
+                            "--initial-cluster\n",
+                    c->raft_address, c->peers[i].raft_address);
+            return -1;
+        }
+        snprintf(c->raft_address, sizeof(c->raft_address), "%s", c->peers[i].raft_address);
+        return 0;
+    }
+    fprintf(stderr, "fencelockd: node id %llu is not in --initial-cluster\n",
+            (unsigned long long)c->id);
+    return -1;
 }
 
 struct num_flag {
@@ -154,13 +216,14 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     if (!strcmp(flag, "--listen"))
         return parse_hostport(v, c->listen_host, sizeof(c->listen_host), &c->listen_port);
     if (!strcmp(flag, "--raft-listen")) {
-        char host[64];
-        int port;
-        if (parse_hostport(v, host, sizeof(host), &port) || strlen(v) >= sizeof(c->raft_address))
+        if (!valid_hostport(v, sizeof(c->raft_address)))
             return -1;
         snprintf(c->raft_address, sizeof(c->raft_address), "%s", v);
+        c->raft_listen_set = true;
         return 0;
     }
+    if (!strcmp(flag, "--initial-cluster"))
+        return parse_cluster(c, v);
     if (!strcmp(flag, "--http-listen")) {
         if (!strcmp(v, "off")) {
             c->http_port = 0;
@@ -203,6 +266,8 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         if (set_num(c, &num_flags[k], v))
             return -1;
     }
+    if (c->n_peers && check_cluster(c))
+        return -1;
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;

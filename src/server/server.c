@@ -657,7 +657,9 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     struct rn_config rc = {
         .id = cfg->id,
-        .raft_address = cfg->raft_address,
+        .raft_address = s->cfg.raft_address,
+        .peers = s->cfg.peers,
+        .n_peers = s->cfg.n_peers,
         .data_dir = cfg->data_dir,
         .election_ms = cfg->election_ms,
         .heartbeat_ms = cfg->heartbeat_ms,

@@ -44,6 +44,9 @@ struct srv_config {
     char listen_host[64];
     int listen_port;
     char raft_address[96];
+    bool raft_listen_set;
+    struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
+    size_t n_peers;
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
