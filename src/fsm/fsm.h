@@ -44,6 +44,9 @@ enum fsm_op {
     FSM_OP_LOCKDELAY_END = 7, /* name -> OK; ends lock-delay, grants the next waiter */
     FSM_OP_PUT = 8,           /* key, value, lease_sid, fence, ifrev -> INT revision */
     FSM_OP_DEL = 9,           /* key, fence, ifrev -> INT deleted count (0 or 1) */
+    FSM_OP_MEMBER_SET = 10,   /* sid = member id (>0), name = client address, key = raft
+                                 address -> OK; replaces the member's entry */
+    FSM_OP_MEMBER_DEL = 11,   /* sid = member id -> INT 1 if removed, 0 if absent */
     FSM_OP__COUNT
 };
 
@@ -226,6 +229,20 @@ void fsm_foreach_lockdelay(const struct fsm *f,
                            void (*cb)(void *arg, const char *name, size_t namelen,
                                       uint64_t delay_ms),
                            void *arg);
+
+/* The replicated member table: every node's client and raft address, so any node can tell a
+ * client where the leader is (-NOTLEADER host:port). */
+struct fsm_member_view {
+    uint64_t id;
+    struct fsm_str client_addr, raft_addr; /* borrowed */
+};
+#define FSM_MAX_MEMBERS 64
+#define FSM_MAX_ADDR 128
+/* 1 and fill `v` if member `id` is in the table, else 0. */
+int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v);
+/* In increasing id order. */
+void fsm_foreach_member(const struct fsm *f, void (*cb)(void *arg, const struct fsm_member_view *v),
+                        void *arg);
 
 struct fsm_stats {
     uint64_t sessions, locks_held, waiters, locks_in_delay, keys;
