@@ -13,7 +13,8 @@
  * input and of a damaged snapshot either fails leaving the state unchanged or succeeds with a
  * state that holds the invariants and snapshots back to exactly the bytes it was given. The
  * queries agree with fsm_stats and with each other (full scan in strictly increasing order,
- * per-lock views for every name the entries mention).
+ * per-lock views for every name the entries mention; the member table iterates in strictly
+ * increasing id order within its bounds, and fsm_member_get agrees with the iteration).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -162,6 +163,27 @@ static void count_d(void *arg, const char *name, size_t len, uint64_t ms)
     ++*(uint64_t *)arg;
 }
 
+struct member_st {
+    const struct fsm *f;
+    uint64_t prev, n;
+};
+
+static void member_cb(void *arg, const struct fsm_member_view *v)
+{
+    struct member_st *st = arg;
+    struct fsm_member_view g;
+    must(v->id > st->prev);
+    must(v->client_addr.len >= 1 && v->client_addr.len <= FSM_MAX_ADDR);
+    must(v->raft_addr.len >= 1 && v->raft_addr.len <= FSM_MAX_ADDR);
+    must(fsm_member_get(st->f, v->id, &g) == 1 && g.id == v->id);
+    must(g.client_addr.len == v->client_addr.len &&
+         memcmp(g.client_addr.p, v->client_addr.p, v->client_addr.len) == 0);
+    must(g.raft_addr.len == v->raft_addr.len &&
+         memcmp(g.raft_addr.p, v->raft_addr.p, v->raft_addr.len) == 0);
+    st->prev = v->id;
+    st->n++;
+}
+
 /* The names one entry mentions: per-lock, per-key and per-session views must be coherent. */
 static void query_entry(const struct fsm *f, const struct entry *e)
 {
@@ -185,6 +207,9 @@ static void query_entry(const struct fsm *f, const struct entry *e)
     struct fsm_session_view sv;
     if (fsm_session_info(f, c.sid, &sv))
         must(sv.sid == c.sid && sv.ttl_ms > 0);
+    struct fsm_member_view mv;
+    if (fsm_member_get(f, c.sid, &mv))
+        must(mv.id == c.sid && mv.client_addr.len && mv.raft_addr.len);
 }
 
 static void check_queries(const struct fsm *f, const struct entry *e, size_t n)
@@ -198,6 +223,9 @@ static void check_queries(const struct fsm *f, const struct entry *e, size_t n)
     fsm_foreach_waiter(f, count_w, &nw);
     fsm_foreach_lockdelay(f, count_d, &nd);
     must(ns == st.sessions && nw == st.waiters && nd == st.locks_in_delay);
+    struct member_st ms = {.f = f};
+    fsm_foreach_member(f, member_cb, &ms);
+    must(ms.n <= FSM_MAX_MEMBERS);
     for (size_t i = 0; i < n; i++)
         query_entry(f, &e[i]);
 }

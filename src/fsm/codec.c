@@ -14,6 +14,9 @@
  *     LOCKDELAY_END   str name
  *     PUT             str key, str value, varint lease_sid, u8 flags, [fence], [ifrev]
  *     DEL             str key, u8 flags, [fence], [ifrev]
+ *     MEMBER_SET      varint sid (member id, > 0), str name (client address), str key (raft
+ *                     address); addresses are 1..FSM_MAX_ADDR bytes
+ *     MEMBER_DEL      varint sid (member id, > 0)
  *   flags: bit 0 = fence present (str fence_name, varint fence_token), bit 1 = ifrev present
  *   (varint ifrev); other bits must be 0. Lock names, keys and fence names are 1..FSM_MAX_NAME
  *   bytes, values up to FSM_MAX_VALUE.
@@ -102,6 +105,10 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
                encode_cond(c, b);
     case FSM_OP_DEL:
         return put_str(b, c->key) | encode_cond(c, b);
+    case FSM_OP_MEMBER_SET:
+        return buf_put_varint(b, c->sid) | put_str(b, c->name) | put_str(b, c->key);
+    case FSM_OP_MEMBER_DEL:
+        return buf_put_varint(b, c->sid);
     default:
         return 0; /* NOOP, or an op the decoder will reject */
     }
@@ -182,6 +189,13 @@ static int decode_cond(struct dec *d, struct fsm_cmd *c)
     return 0;
 }
 
+static int get_member_id(struct dec *d, struct fsm_cmd *c)
+{
+    if (get_u64(d, "member id", &c->sid))
+        return -1;
+    return c->sid ? 0 : fail(d, "member id", "is 0");
+}
+
 static int decode_body(struct dec *d, struct fsm_cmd *c)
 {
     switch (c->op) {
@@ -206,6 +220,12 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
                get_u64(d, "lease", &c->lease_sid) || decode_cond(d, c);
     case FSM_OP_DEL:
         return get_name(d, "key", &c->key) || decode_cond(d, c);
+    case FSM_OP_MEMBER_SET:
+        return get_member_id(d, c) ||
+               get_str(d, "member client address", &c->name, 1, FSM_MAX_ADDR) ||
+               get_str(d, "member raft address", &c->key, 1, FSM_MAX_ADDR);
+    case FSM_OP_MEMBER_DEL:
+        return get_member_id(d, c);
     default:
         return fail(d, "op", "unknown");
     }

@@ -214,6 +214,12 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_DEL:
         op_del(a, r);
         break;
+    case FSM_OP_MEMBER_SET:
+        op_member_set(a, r);
+        break;
+    case FSM_OP_MEMBER_DEL:
+        op_member_del(a, r);
+        break;
     default: /* NOOP; the decoder rejects unknown ops */
         r->kind = FSM_REPLY_OK;
         break;

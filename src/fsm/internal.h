@@ -88,11 +88,21 @@ struct kv {
     char key[];
 };
 
+/* One member-table entry; stored inline (no pointers), so struct fsm stays swappable. */
+struct member {
+    uint64_t id; /* > 0 */
+    uint16_t client_len, raft_len; /* 1..FSM_MAX_ADDR */
+    char client[FSM_MAX_ADDR];
+    char raft[FSM_MAX_ADDR];
+};
+
 struct fsm {
     uint64_t revision;
     struct htab sessions, locks;
     struct kv *kv_root;
     uint64_t n_keys, n_held, n_waiters, n_delay;
+    struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
+    uint32_t n_members;
 };
 
 /* ---- apply context: one per fsm_apply ---- */
@@ -143,6 +153,13 @@ void op_session_new(struct actx *a, struct fsm_reply *r);
 void op_session_end(struct actx *a, struct fsm_reply *r, bool expired);
 void op_put(struct actx *a, struct fsm_reply *r);
 void op_del(struct actx *a, struct fsm_reply *r);
+void op_member_set(struct actx *a, struct fsm_reply *r);
+void op_member_del(struct actx *a, struct fsm_reply *r);
+
+/* ---- member table ---- */
+
+/* Index of member `id`, or -1 - (insertion index) if absent. */
+long member_find(const struct fsm *f, uint64_t id);
 
 /* ---- KV tree ---- */
 

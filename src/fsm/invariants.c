@@ -4,7 +4,8 @@
  * Owns nothing. Checks the header's invariants (one holder, holders and waiters alive, no
  * waiter twice on a lock, no stored free lock, tokens <= revision and unique) plus the
  * structure: both directions of every intrusive list, counters, hash placement, AVL order and
- * balance, and that every stored revision (sid, token, enqueue, mod_rev) is distinct.
+ * balance, that every stored revision (sid, token, enqueue, mod_rev) is distinct, and that the
+ * member table is sorted by unique ids > 0 with addresses of 1..FSM_MAX_ADDR bytes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,9 +201,27 @@ static int check_tree(struct chk *c, const struct kv *k, const struct kv **prev,
     return 0;
 }
 
+static int check_members(struct chk *c)
+{
+    const struct fsm *f = c->f;
+    if (f->n_members > FSM_MAX_MEMBERS)
+        return bad(c, "member table over its limit", f->n_members);
+    for (uint32_t i = 0; i < f->n_members; i++) {
+        const struct member *m = &f->members[i];
+        if (m->id == 0 || (i > 0 && m->id <= f->members[i - 1].id))
+            return bad(c, "member ids not strictly increasing", m->id);
+        if (m->client_len == 0 || m->client_len > FSM_MAX_ADDR || m->raft_len == 0 ||
+            m->raft_len > FSM_MAX_ADDR)
+            return bad(c, "member address length out of bounds", m->id);
+    }
+    return 0;
+}
+
 static int check_all(struct chk *c)
 {
     const struct fsm *f = c->f;
+    if (check_members(c))
+        return -1;
     for (size_t i = 0; i < f->sessions.nb; i++)
         for (const struct hlink *x = f->sessions.b[i]; x; x = x->next)
             if (check_session(c, (const struct sess *)x))

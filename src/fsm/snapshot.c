@@ -1,9 +1,9 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (version 1; varint = canonical LEB128, str = varint length + bytes):
+ * Owns the snapshot format (version 2; varint = canonical LEB128, str = varint length + bytes):
  *
- *   "FLSM" u8 1, varint revision,
+ *   "FLSM" u8 2, varint revision,
  *   varint n_sessions, per session in sid order:
  *     varint sid, ttl_ms, lockdelay_ms; str name; varint req_seq;
  *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained)
@@ -13,6 +13,8 @@
  *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision
  *   varint n_keys, per key in byte order:
  *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
+ *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
+ *     varint id (> 0); str client_addr, str raft_addr (1..FSM_MAX_ADDR bytes each)
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -27,7 +29,7 @@
 #include "fsm/internal.h"
 
 #define SNAP_MAGIC "FLSM"
-#define SNAP_VERSION 1
+#define SNAP_VERSION 2
 #define FLAG_DELAY 1u
 
 /* ---- emit ---- */
@@ -116,7 +118,14 @@ static int emit_all(const struct fsm *f, struct buf *out, void **ss, void **ls)
     for (size_t i = 0; i < f->locks.n && !rc; i++)
         rc |= emit_lock(ls[i], out);
     rc |= buf_put_varint(out, f->n_keys);
-    return rc | emit_keys(f->kv_root, out);
+    rc |= emit_keys(f->kv_root, out);
+    rc |= buf_put_varint(out, f->n_members);
+    for (uint32_t i = 0; i < f->n_members && !rc; i++) {
+        const struct member *m = &f->members[i];
+        rc |= buf_put_varint(out, m->id) | buf_put_bytes(out, m->client, m->client_len) |
+              buf_put_bytes(out, m->raft, m->raft_len);
+    }
+    return rc;
 }
 
 int fsm_snapshot(const struct fsm *f, struct buf *out)
@@ -392,6 +401,33 @@ static int restore_key(struct rst *s, const struct kv **prev)
     return restore_key_meta(s, k);
 }
 
+static int restore_members(struct rst *s)
+{
+    uint64_t n, prev = 0;
+    if (get_u(s, &n))
+        return -1;
+    if (n > FSM_MAX_MEMBERS)
+        return bad(s, "too many members");
+    for (uint64_t i = 0; i < n; i++) {
+        struct member *m = &s->nf->members[i];
+        const char *cp, *rp;
+        uint32_t cn, rn;
+        if (get_u(s, &m->id))
+            return -1;
+        if (m->id <= prev)
+            return bad(s, "members not in strictly increasing id order");
+        prev = m->id;
+        if (get_s(s, &cp, &cn, 1, FSM_MAX_ADDR) || get_s(s, &rp, &rn, 1, FSM_MAX_ADDR))
+            return -1;
+        memcpy(m->client, cp, cn);
+        memcpy(m->raft, rp, rn);
+        m->client_len = (uint16_t)cn;
+        m->raft_len = (uint16_t)rn;
+        s->nf->n_members = (uint32_t)i + 1;
+    }
+    return 0;
+}
+
 static int cmp_held(const void *a, const void *b)
 {
     const struct lock *x = *(const struct lock *const *)a, *y = *(const struct lock *const *)b;
@@ -469,6 +505,8 @@ static int restore_body(struct rst *s)
     for (uint64_t i = 0; i < n; i++)
         if (restore_key(s, &prev_key))
             return -1;
+    if (restore_members(s))
+        return -1;
     if (s->r.off != s->r.len)
         return bad(s, "trailing bytes");
     if (revs_distinct(s))

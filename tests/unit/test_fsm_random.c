@@ -6,8 +6,11 @@
  * checks: fsm_check_invariants; the predicted reply; the revision delta; every event against
  * the model (grants only to the FIFO head or on a free lock, never during lock-delay, never to
  * a dead session; tokens strictly increasing per lock and globally); and the model's locks and
- * keys against the FSM's queries. Every WINDOW steps the state is snapshotted into a restored
- * copy; for the next steps both are fed the same commands and must agree byte for byte.
+ * keys against the FSM's queries, and the model's member table (sorted by id) against
+ * fsm_member_get / fsm_foreach_member. Member ids come from a range wider than
+ * FSM_MAX_MEMBERS, and alternate phases favour MEMBER_SET or MEMBER_DEL, so the table fills
+ * up (and refuses new ids) and drains again. Every WINDOW steps the state is snapshotted into a
+ * restored copy; for the next steps both are fed the same commands and must agree byte for byte.
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -64,19 +67,35 @@ struct msess {
     struct fsm_reply cached;
 };
 
+struct mmember {
+    uint64_t id;
+    uint32_t clen, rlen;
+    char client[FSM_MAX_ADDR], raft[FSM_MAX_ADDR];
+};
+
 struct model {
     struct mlock locks[NLOCKS];
     struct mkey keys[NKEYS];
     struct msess s[MAXS];
     int ns;
     uint64_t last_token, last_sid;
+    struct mmember members[FSM_MAX_MEMBERS]; /* sorted by id */
+    int nm;
 };
 
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
 static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
 
 static struct model M;
-static uint64_t n_ev[16], n_replay, n_bad, n_err; /* coverage of one run */
+static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
+static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
+
+#define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
+#define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
+static char LONG_ADDR[FSM_MAX_ADDR];
+static const struct fsm_str ADDRN[] = {
+    {"a:1", 3}, {"b:2", 3}, {"10.0.0.1:6379", 13}, {"\0\xff:1", 4}, {LONG_ADDR, FSM_MAX_ADDR}};
+#define NADDR ((uint64_t)(sizeof(ADDRN) / sizeof(ADDRN[0])))
 static uint64_t g_seed;
 static int g_step;
 
@@ -131,6 +150,15 @@ static void qdel(struct mlock *l, int i)
 {
     memmove(&l->q[i], &l->q[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->q[0]));
     l->qn--;
+}
+
+/* Index of member `id` in the model, or -1 - insertion index. */
+static int mpos(uint64_t id)
+{
+    int i = 0;
+    while (i < M.nm && M.members[i].id < id)
+        i++;
+    return i < M.nm && M.members[i].id == id ? i : -1 - i;
 }
 
 static int n_alive(void)
@@ -213,6 +241,33 @@ static void gen_lock_op(struct fsm_cmd *c, int r)
     }
 }
 
+/* Mostly a known id; sometimes an entry identical to the stored one (a re-announce). */
+static void gen_member_op(struct fsm_cmd *c)
+{
+    bool fill = (g_step / MPHASE) % 2 == 0;         /* alternate: fill up, then drain */
+    c->sid = chance(2) ? 0 : 1 + below(MEMBER_IDS); /* id 0 is a bad entry */
+    if (M.nm && chance(fill ? 30 : 60)) {
+        c->sid = M.members[below((uint64_t)M.nm)].id;
+    } else if (fill && chance(50)) {
+        c->sid = 1; /* the smallest absent id: a new member */
+        for (int i = 0; i < M.nm && M.members[i].id == c->sid; i++)
+            c->sid++;
+    }
+    if (chance(fill ? 85 : 35)) {
+        c->op = FSM_OP_MEMBER_SET;
+        int i = mpos(c->sid);
+        if (i >= 0 && chance(40)) {
+            c->name = (struct fsm_str){M.members[i].client, M.members[i].clen};
+            c->key = (struct fsm_str){M.members[i].raft, M.members[i].rlen};
+        } else {
+            c->name = ADDRN[below(NADDR)];
+            c->key = ADDRN[below(NADDR)];
+        }
+    } else {
+        c->op = FSM_OP_MEMBER_DEL;
+    }
+}
+
 static void gen_cmd(struct fsm_cmd *c)
 {
     memset(c, 0, sizeof(*c));
@@ -238,7 +293,7 @@ static void gen_cmd(struct fsm_cmd *c)
         c->sid = pick_sid();
     } else if (r < 84) {
         gen_lock_op(c, (int)below(75));
-    } else if (r < 98) {
+    } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
         c->op = chance(70) ? FSM_OP_PUT : FSM_OP_DEL;
@@ -247,6 +302,8 @@ static void gen_cmd(struct fsm_cmd *c)
             c->lease_sid = chance(50) ? pick_sid() : 0;
         }
         gen_cond(c, k);
+    } else if (r < 99) {
+        gen_member_op(c);
     } else {
         c->op = FSM_OP_NOOP;
     }
@@ -392,9 +449,28 @@ static struct expect predict_kv(const struct fsm_cmd *c)
     return e;
 }
 
+static struct expect predict_member(const struct fsm_cmd *c)
+{
+    int i = mpos(c->sid);
+    if (c->op == FSM_OP_MEMBER_DEL) {
+        struct expect e = ex_int(i >= 0);
+        e.changes = i >= 0;
+        return e;
+    }
+    if (i < 0)
+        return M.nm < FSM_MAX_MEMBERS ? ex(FSM_REPLY_OK, true) : ex_err("ERR member table full");
+    const struct mmember *m = &M.members[i];
+    bool same = m->clen == c->name.len && m->rlen == c->key.len &&
+                !memcmp(m->client, c->name.p, m->clen) && !memcmp(m->raft, c->key.p, m->rlen);
+    return ex(FSM_REPLY_OK, !same);
+}
+
 static struct expect predict_op(const struct fsm_cmd *c)
 {
     switch (c->op) {
+    case FSM_OP_MEMBER_SET:
+    case FSM_OP_MEMBER_DEL:
+        return predict_member(c);
     case FSM_OP_NOOP:
         return ex(FSM_REPLY_OK, false);
     case FSM_OP_SESSION_OPEN:
@@ -553,6 +629,82 @@ static void model_kv(const struct fsm_cmd *c, const struct fsm_reply *r)
     k->lease = c->lease_sid;
 }
 
+/* Member writes have no events: the model applies them from the reply. */
+static void model_member(const struct fsm_cmd *c, const struct fsm_reply *r)
+{
+    if (c->op != FSM_OP_MEMBER_SET && c->op != FSM_OP_MEMBER_DEL)
+        return;
+    int i = mpos(c->sid);
+    if (r->kind == FSM_REPLY_ERR) {
+        n_mfull++;
+        return;
+    }
+    if (c->op == FSM_OP_MEMBER_DEL) {
+        if (i >= 0) {
+            memmove(&M.members[i], &M.members[i + 1],
+                    (size_t)(M.nm - i - 1) * sizeof(M.members[0]));
+            M.nm--;
+            n_mdel++;
+        }
+        return;
+    }
+    n_mset++;
+    if (i < 0) {
+        i = -1 - i;
+        memmove(&M.members[i + 1], &M.members[i], (size_t)(M.nm - i) * sizeof(M.members[0]));
+        M.nm++;
+    } else if (M.members[i].clen == c->name.len && M.members[i].rlen == c->key.len &&
+               !memcmp(M.members[i].client, c->name.p, c->name.len) &&
+               !memcmp(M.members[i].raft, c->key.p, c->key.len)) {
+        n_msame++;
+    }
+    struct mmember *m = &M.members[i];
+    m->id = c->sid;
+    m->clen = c->name.len;
+    m->rlen = c->key.len;
+    memmove(m->client, c->name.p, c->name.len); /* may alias the stored entry */
+    memmove(m->raft, c->key.p, c->key.len);
+    if ((uint64_t)M.nm > n_mmax)
+        n_mmax = (uint64_t)M.nm;
+}
+
+struct mlist {
+    struct fsm_member_view v[FSM_MAX_MEMBERS + 1];
+    int n;
+};
+
+static void mlist_cb(void *arg, const struct fsm_member_view *v)
+{
+    struct mlist *l = arg;
+    if (l->n <= FSM_MAX_MEMBERS)
+        l->v[l->n] = *v;
+    l->n++;
+}
+
+static bool member_matches(const struct mmember *m, const struct fsm_member_view *v)
+{
+    return v->id == m->id && v->client_addr.len == m->clen && v->raft_addr.len == m->rlen &&
+           !memcmp(v->client_addr.p, m->client, m->clen) &&
+           !memcmp(v->raft_addr.p, m->raft, m->rlen);
+}
+
+static int compare_members(const struct fsm *f)
+{
+    struct mlist l = {.n = 0};
+    fsm_foreach_member(f, mlist_cb, &l);
+    MCHECK(l.n == M.nm);
+    for (int i = 0; i < M.nm; i++) {
+        struct fsm_member_view v;
+        MCHECK(member_matches(&M.members[i], &l.v[i]));
+        MCHECK(fsm_member_get(f, M.members[i].id, &v) == 1 && member_matches(&M.members[i], &v));
+    }
+    for (uint64_t id = 0; id <= MEMBER_IDS + 1; id += 7) {
+        struct fsm_member_view v;
+        MCHECK(fsm_member_get(f, id, &v) == (mpos(id) >= 0));
+    }
+    return 0;
+}
+
 struct wq {
     uint64_t sids[MAXQ + 1];
     int n;
@@ -592,7 +744,7 @@ static int compare_state(const struct fsm *f)
             MCHECK(m.create_rev == k->create_rev && m.mod_rev == k->mod_rev &&
                    m.version == k->version && m.lease_sid == k->lease);
     }
-    return 0;
+    return compare_members(f);
 }
 
 /* ---- the replica check ---- */
@@ -700,8 +852,10 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         return -1;
     if (check_revisions(&e, ev, rev0, fsm_revision(f)) || check_lockdelays(&c, held, n_held, delay))
         return -1;
-    if (run)
+    if (run) {
         model_kv(&c, &r);
+        model_member(&c, &r);
+    }
     struct msess *rs = run && c.req_sid ? msess(c.req_sid) : NULL;
     if (rs && rs->alive) {
         rs->hi_seq = c.req_seq;
@@ -730,6 +884,8 @@ static int run_seed(uint64_t seed, int steps)
     memset(&M, 0, sizeof(M));
     memset(n_ev, 0, sizeof(n_ev));
     n_replay = n_bad = n_err = 0;
+    n_mset = n_msame = n_mfull = n_mdel = n_mmax = 0;
+    memset(LONG_ADDR, 'L', sizeof(LONG_ADDR));
     g_seed = seed;
     rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
     for (g_step = 0; g_step < steps && rc == 0; g_step++) {
@@ -755,6 +911,9 @@ static int run_seed(uint64_t seed, int steps)
            (unsigned long long)n_ev[FSM_EV_LOCKDELAY_ENDED],
            (unsigned long long)n_ev[FSM_EV_SESSION_ENDED], (unsigned long long)n_replay,
            (unsigned long long)n_bad, (unsigned long long)n_err);
+    printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
+           (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
+           (unsigned long long)n_mfull, (unsigned long long)n_mmax);
     fsm_free(f);
     fsm_free(g);
     fsm_events_free(&ev);

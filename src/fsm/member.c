@@ -1,0 +1,117 @@
+/*
+ * fsm/member.c — the replicated member table: MEMBER_SET / MEMBER_DEL and its queries.
+ *
+ * Owns the ops and queries over fsm.members, a small array sorted by id (at most
+ * FSM_MAX_MEMBERS entries, addresses stored inline). Re-announcing an identical entry is not a
+ * state change: it takes no revision.
+ */
+#include <string.h>
+
+#include "fsm/internal.h"
+
+long member_find(const struct fsm *f, uint64_t id)
+{
+    size_t lo = 0, hi = f->n_members;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->members[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < f->n_members && f->members[lo].id == id)
+        return (long)lo;
+    return -1 - (long)lo;
+}
+
+static int member_equal(const struct member *m, const struct fsm_cmd *c)
+{
+    return m->client_len == c->name.len && m->raft_len == c->key.len &&
+           memcmp(m->client, c->name.p, c->name.len) == 0 &&
+           memcmp(m->raft, c->key.p, c->key.len) == 0;
+}
+
+static void member_fill(struct member *m, const struct fsm_cmd *c)
+{
+    memset(m, 0, sizeof(*m));
+    m->id = c->sid;
+    m->client_len = (uint16_t)c->name.len;
+    m->raft_len = (uint16_t)c->key.len;
+    memcpy(m->client, c->name.p, c->name.len);
+    memcpy(m->raft, c->key.p, c->key.len);
+}
+
+void op_member_set(struct actx *a, struct fsm_reply *r)
+{
+    const struct fsm_cmd *c = a->c;
+    struct fsm *f = a->f;
+    /* the decoder guarantees these; stay total if it ever did not */
+    if (c->sid == 0 || c->name.len == 0 || c->name.len > FSM_MAX_ADDR || c->key.len == 0 ||
+        c->key.len > FSM_MAX_ADDR) {
+        fsm_reply_err(r, "ERR bad member entry");
+        return;
+    }
+    long i = member_find(f, c->sid);
+    if (i >= 0) {
+        if (!member_equal(&f->members[i], c)) {
+            member_fill(&f->members[i], c);
+            fsm_next_rev(a);
+        }
+        r->kind = FSM_REPLY_OK;
+        return;
+    }
+    if (f->n_members >= FSM_MAX_MEMBERS) {
+        fsm_reply_err(r, "ERR member table full");
+        return;
+    }
+    size_t at = (size_t)(-1 - i);
+    memmove(&f->members[at + 1], &f->members[at], (f->n_members - at) * sizeof(f->members[0]));
+    member_fill(&f->members[at], c);
+    f->n_members++;
+    fsm_next_rev(a);
+    r->kind = FSM_REPLY_OK;
+}
+
+void op_member_del(struct actx *a, struct fsm_reply *r)
+{
+    struct fsm *f = a->f;
+    long i = member_find(f, a->c->sid);
+    r->kind = FSM_REPLY_INT;
+    r->value = 0;
+    if (i < 0)
+        return;
+    size_t at = (size_t)i;
+    memmove(&f->members[at], &f->members[at + 1], (f->n_members - at - 1) * sizeof(f->members[0]));
+    f->n_members--;
+    memset(&f->members[f->n_members], 0, sizeof(f->members[0]));
+    fsm_next_rev(a);
+    r->value = 1;
+}
+
+static void member_view(const struct member *m, struct fsm_member_view *v)
+{
+    v->id = m->id;
+    v->client_addr.p = m->client;
+    v->client_addr.len = m->client_len;
+    v->raft_addr.p = m->raft;
+    v->raft_addr.len = m->raft_len;
+}
+
+int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v)
+{
+    long i = member_find(f, id);
+    if (i < 0)
+        return 0;
+    member_view(&f->members[i], v);
+    return 1;
+}
+
+void fsm_foreach_member(const struct fsm *f, void (*cb)(void *arg, const struct fsm_member_view *v),
+                        void *arg)
+{
+    for (uint32_t i = 0; i < f->n_members; i++) {
+        struct fsm_member_view v;
+        member_view(&f->members[i], &v);
+        cb(arg, &v);
+    }
+}
