@@ -251,8 +251,7 @@ int rn_start(struct rn *rn, char *err, size_t errlen)
     if (rv == 0) {
         rv = raft_bootstrap(&rn->raft, &conf);
         if (rv == 0)
-            LOGI(rn->log, "raft: bootstrapped a new %u-node cluster in %s", conf.n,
-                 rn->data_dir);
+            LOGI(rn->log, "raft: bootstrapped a new %u-node cluster in %s", conf.n, rn->data_dir);
         else if (rv == RAFT_CANTBOOTSTRAP)
             rv = 0; /* existing data: start from it */
     }
@@ -381,6 +380,24 @@ void rn_leader(struct rn *rn, uint64_t *id, const char **raft_address)
         raft_leader(&rn->raft, &lid, &addr);
     *id = lid;
     *raft_address = addr;
+}
+
+void rn_foreach_server(struct rn *rn,
+                       void (*cb)(void *arg, uint64_t id, const char *raft_address, int role),
+                       void *arg)
+{
+    const struct raft_configuration *c = &rn->raft.configuration;
+    for (unsigned i = 0; i < c->n; i++)
+        cb(arg, c->servers[i].id, c->servers[i].address, c->servers[i].role);
+}
+
+const char *rn_server_address(struct rn *rn, uint64_t id)
+{
+    const struct raft_configuration *c = &rn->raft.configuration;
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->servers[i].id == id)
+            return c->servers[i].address;
+    return NULL;
 }
 
 static void free_rn(struct rn *rn)

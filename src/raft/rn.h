@@ -82,6 +82,13 @@ uint64_t rn_term(struct rn *rn);
 uint64_t rn_commit_index(struct rn *rn);
 uint64_t rn_applied_index(struct rn *rn);
 void rn_leader(struct rn *rn, uint64_t *id, const char **raft_address);
+enum rn_member_role { RN_VOTER = 1, RN_STANDBY = 0, RN_SPARE = 2 };
+/* The current Raft configuration (possibly uncommitted): cb per server. */
+void rn_foreach_server(struct rn *rn,
+                       void (*cb)(void *arg, uint64_t id, const char *raft_address, int role),
+                       void *arg);
+/* The raft address of server `id` in the configuration, or NULL. Borrowed. */
+const char *rn_server_address(struct rn *rn, uint64_t id);
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
  * `done` fires after everything is released (the loop must keep running). */
 void rn_close(struct rn *rn, void (*done)(void *arg), void *arg);

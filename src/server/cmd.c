@@ -22,10 +22,15 @@ static void reply_err(struct srv_req *r, const char *msg)
 
 void srv_reply_status(struct srv *s, struct buf *out, int status)
 {
-    (void)s;
+    struct buf addr;
     switch (status) {
     case RN_NOTLEADER:
-        resp_w_error(out, "NOLEADER this node is not the leader and knows no leader address");
+        buf_init(&addr);
+        if (srv_leader_client_address(s, &addr) == 0 && addr.len)
+            resp_w_errorf(out, "NOTLEADER %.*s", (int)addr.len, addr.p);
+        else
+            resp_w_error(out, "NOLEADER no leader is known right now; retry later");
+        buf_free(&addr);
         break;
     case RN_UNKNOWN:
         resp_w_error(out, "UNKNOWN leadership was lost after the command was proposed: it may or "
@@ -540,17 +545,6 @@ static void helloCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, srv_role_name(r->s->role));
 }
 
-/* The client address of the leader, when this node knows it (itself, for now). */
-static void leader_client_address(struct srv *s, struct buf *out)
-{
-    uint64_t lid;
-    const char *laddr;
-    buf_reset(out);
-    rn_leader(s->rn, &lid, &laddr);
-    if (lid == s->cfg.id)
-        buf_printf(out, "%s:%d", s->cfg.listen_host, s->cfg.listen_port);
-}
-
 static void info_server(struct srv *s, struct buf *b)
 {
     buf_printf(b,
@@ -644,7 +638,7 @@ static void clusterInfoCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, "id");
     resp_w_uint(r->out, s->cfg.id);
     resp_w_bulk_str(r->out, "leader");
-    leader_client_address(s, &s->scratch);
+    srv_leader_client_address(s, &s->scratch);
     resp_w_bulk(r->out, s->scratch.p ? s->scratch.p : "", s->scratch.len);
     resp_w_bulk_str(r->out, "role");
     resp_w_bulk_str(r->out, srv_role_name(s->role));
@@ -662,21 +656,81 @@ static void clusterInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, fsm_revision(s->fsm));
 }
 
+struct members_arg {
+    struct srv_req *r;
+    uint64_t leader;
+};
+
+static void member_row(void *arg, uint64_t id, const char *raft_address, int role)
+{
+    struct members_arg *ma = arg;
+    struct srv_req *r = ma->r;
+    struct fsm_member_view v;
+    resp_w_map(r->out, r->proto, 5);
+    resp_w_bulk_str(r->out, "id");
+    resp_w_uint(r->out, id);
+    resp_w_bulk_str(r->out, "raft_address");
+    resp_w_bulk_str(r->out, raft_address);
+    resp_w_bulk_str(r->out, "client_address");
+    if (fsm_member_get(r->s->fsm, id, &v))
+        resp_w_bulk(r->out, v.client_addr.p, v.client_addr.len);
+    else
+        resp_w_bulk_str(r->out, "");
+    resp_w_bulk_str(r->out, "role");
+    resp_w_bulk_str(r->out, id == ma->leader     ? "leader"
+                            : role == RN_VOTER   ? "follower"
+                            : role == RN_STANDBY ? "standby"
+                                                 : "spare");
+    resp_w_bulk_str(r->out, "leader");
+    resp_w_uint(r->out, id == ma->leader ? 1 : 0);
+}
+
+static void count_server(void *arg, uint64_t id, const char *raft_address, int role)
+{
+    (void)id;
+    (void)raft_address;
+    (void)role;
+    (*(size_t *)arg)++;
+}
+
+/* The Raft configuration as this node sees it, with client addresses from the member table. */
 static void clusterMembersCommand(struct srv_req *r)
 {
-    struct srv *s = r->s;
-    resp_w_array(r->out, 1);
-    resp_w_map(r->out, r->proto, 4);
-    resp_w_bulk_str(r->out, "id");
-    resp_w_uint(r->out, s->cfg.id);
-    resp_w_bulk_str(r->out, "raft_address");
-    resp_w_bulk_str(r->out, s->cfg.raft_address);
-    resp_w_bulk_str(r->out, "client_address");
-    buf_reset(&s->scratch);
-    buf_printf(&s->scratch, "%s:%d", s->cfg.listen_host, s->cfg.listen_port);
-    resp_w_bulk(r->out, s->scratch.p, s->scratch.len);
-    resp_w_bulk_str(r->out, "role");
-    resp_w_bulk_str(r->out, srv_role_name(s->role));
+    size_t n = 0;
+    const char *laddr;
+    struct members_arg ma = {.r = r};
+    rn_leader(r->s->rn, &ma.leader, &laddr);
+    rn_foreach_server(r->s->rn, count_server, &n);
+    resp_w_array(r->out, n);
+    rn_foreach_server(r->s->rn, member_row, &ma);
+}
+
+/* CLUSTER.ANNOUNCE id client-addr raft-addr: a member tells the leader its client address. */
+static void clusterAnnounceCommand(struct srv_req *r)
+{
+    uint64_t id;
+    if (need_leader(r) || arg_u64(r, 1, "member id", &id))
+        return;
+    const char *known = rn_server_address(r->s->rn, id);
+    const struct resp_arg *client = &r->argv[2], *raft = &r->argv[3];
+    if (!known || strlen(known) != raft->len || memcmp(known, raft->p, raft->len)) {
+        resp_w_errorf(r->out, "ERR member %llu with that raft address is not in the configuration",
+                      (unsigned long long)id);
+        return;
+    }
+    if (client->len == 0 || client->len > FSM_MAX_ADDR || !memchr(client->p, ':', client->len)) {
+        reply_err(r, "ERR client address must be host:port");
+        return;
+    }
+    r->slot->op = FSM_OP_MEMBER_SET;
+    r->slot->started_ns = uv_hrtime();
+    int rc = srv_propose_member(r->s, id, client->p, client->len, raft->p, raft->len, write_done,
+                                r->slot);
+    if (rc != RN_OK) {
+        srv_reply_status(r->s, r->out, rc);
+        return;
+    }
+    r->async = true;
 }
 
 /* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
@@ -700,6 +754,7 @@ static const struct srv_cmd cmd_table[] = {
     {"COMMAND", -1, CMD_LOCAL, commandCommand},
     {"CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand},
     {"CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand},
+    {"CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand},
     {"SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand},
     {"SESSION.KEEPALIVE", 2, CMD_LOCAL, sessionKeepaliveCommand},
     {"SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand},

@@ -125,8 +125,7 @@ static int parse_cluster(struct srv_config *c, const char *v)
             return -1;
         *eq = 0;
         struct rn_peer *p = &c->peers[c->n_peers];
-        if (parse_u64(item, 1, 1ull << 32, &id) ||
-            !valid_hostport(eq + 1, sizeof(p->raft_address)))
+        if (parse_u64(item, 1, 1ull << 32, &id) || !valid_hostport(eq + 1, sizeof(p->raft_address)))
             return -1;
         for (size_t i = 0; i < c->n_peers; i++)
             if (c->peers[i].id == id)
@@ -145,8 +144,9 @@ static int check_cluster(struct srv_config *c)
         if (c->peers[i].id != c->id)
             continue;
         if (c->raft_listen_set && strcmp(c->raft_address, c->peers[i].raft_address)) {
-            fprintf(stderr, "fencelockd: --raft-listen %s differs from this node's entry %s in "
-                            "--initial-cluster\n",
+            fprintf(stderr,
+                    "fencelockd: --raft-listen %s differs from this node's entry %s in "
+                    "--initial-cluster\n",
                     c->raft_address, c->peers[i].raft_address);
             return -1;
         }

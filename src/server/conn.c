@@ -138,7 +138,8 @@ static void conn_write(struct srv_conn *c)
     if (c->closing || c->writing)
         return;
     if (c->out.len == 0) {
-        if (c->close_after_write)
+        /* close only once every reply queued before the error has been sent */
+        if (c->close_after_write && !c->head)
             srv_conn_close(c);
         return;
     }

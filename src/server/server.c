@@ -491,6 +491,7 @@ static void ready_cb(void *ctx, int status)
         return; /* the next tick tries again if still leader */
     s->ready = true;
     restart_timers(s);
+    srv_members_on_ready(s);
     LOGI(&s->log, "leader ready in term %llu (applied index %llu, revision %llu)",
          (unsigned long long)s->ready_term, (unsigned long long)rn_applied_index(s->rn),
          (unsigned long long)fsm_revision(s->fsm));
@@ -526,6 +527,7 @@ static void tick_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
     poll_leadership(s);
+    srv_members_tick(s);
     if (!s->ready)
         return;
     uint64_t now = srv_now_ms();
@@ -718,6 +720,7 @@ void srv_stop(struct srv *s)
         return;
     s->stopping = true;
     uv_timer_stop(&s->tick);
+    srv_members_stop(s);
     struct fail_arg fa = {s, RN_ERR};
     map_foreach(&s->parked, fail_parked_cb, &fa);
     fail_reads(s, &s->reads_waiting, RN_ERR);

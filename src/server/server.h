@@ -88,6 +88,7 @@ struct srv_delay {
 };
 
 struct srv_conn;
+struct srv_announce;
 
 enum srv_slot_kind { SLOT_SYNC = 0, SLOT_WRITE = 1, SLOT_READ = 2 };
 
@@ -153,6 +154,8 @@ struct srv {
     struct heap timers;
     struct srv_metrics m;
     struct buf scratch;
+    struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
+    uint64_t announce_last_ms;
     bool stopping, listening;
     uint64_t started_ms;
 };
@@ -212,6 +215,16 @@ int srv_park(struct srv *s, struct srv_slot *slot);
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
 const char *srv_role_name(int role);
+
+/* members.c */
+void srv_self_client_address(struct srv *s, struct buf *out);
+/* The known leader's client address from the member table; -1 if unknown. */
+int srv_leader_client_address(struct srv *s, struct buf *out);
+int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t clen,
+                       const char *raft, size_t rlen, rn_propose_cb cb, void *ctx);
+void srv_members_on_ready(struct srv *s);
+void srv_members_tick(struct srv *s);
+void srv_members_stop(struct srv *s);
 void srv_render_metrics(struct srv *s, struct buf *out);
 
 #endif

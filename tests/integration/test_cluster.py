@@ -1,0 +1,107 @@
+"""Three real fencelockd processes on loopback: election, redirects, a leader killed with -9."""
+
+import os
+
+from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until
+from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
+from server import Server
+
+
+def start_cluster(ctx, n=3):
+    servers = []
+    for i in range(1, n + 1):
+        s = Server(ctx.binary, os.path.join(ctx.workdir, "node%d" % i), node_id=i)
+        servers.append(s)
+        ctx.servers.append(s)
+    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    for s in servers:
+        s.extra_args = ["--initial-cluster", members, "--election-ms", "400",
+                        "--heartbeat-ms", "40"]
+        s.start(wait=False)
+    return servers
+
+
+def info(s):
+    try:
+        with Conn(s.port, timeout=1.0) as c:
+            r = c.call("CLUSTER.INFO")
+            return None if isinstance(r, RespError) else as_map(r)
+    except (OSError, ConnectionClosed, ReplyTimeout):
+        return None
+
+
+def ready_leader(servers, timeout=15.0):
+    """The one server that is a ready leader (role leader, ready 1), waited for."""
+    def find():
+        up = [s for s in servers if s.running()]
+        leaders = [s for s in up if (info(s) or {}).get("ready") == 1
+                   and text((info(s) or {}).get("role")) == "leader"]
+        return leaders[0] if len(leaders) == 1 else None
+    return wait_until(find, timeout=timeout, interval=0.05, what="a ready leader")
+
+
+def test_three_nodes_elect_one_leader_and_followers_redirect(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    followers = [s for s in servers if s is not leader]
+    want = "NOTLEADER 127.0.0.1:%d" % leader.port
+
+    def redirected(s):
+        with Conn(s.port, timeout=2.0) as c:
+            r = c.call("SESSION.OPEN", 5000)
+            return r if isinstance(r, RespError) and r.text == want else None
+    for f in followers:
+        wait_until(lambda: redirected(f), timeout=10, interval=0.1,
+                   what="follower %d redirecting to the leader" % f.node_id)
+        with Conn(f.port) as c:
+            eq(c.call("PING"), "PONG", "followers answer PING")
+            expect_err(c.call("GET", "k"), "NOTLEADER", "a follower serves no read")
+    with Conn(leader.port) as c:
+        members = [as_map(m) for m in ok(c.call("CLUSTER.MEMBERS"))]
+        eq(sorted(m["id"] for m in members), [1, 2, 3])
+        eq(sum(m["leader"] for m in members), 1)
+        for m in members:
+            srv = servers[m["id"] - 1]
+            eq(text(m["raft_address"]), "127.0.0.1:%d" % srv.raft_port)
+            wait_until(lambda: text(as_map(ok(c.call("CLUSTER.MEMBERS"))[m["id"] - 1])
+                                    ["client_address"]) == "127.0.0.1:%d" % srv.port,
+                       timeout=10, interval=0.1, what="member %d's client address" % m["id"])
+
+
+def test_kill9_leader_keeps_holder_queue_and_tokens(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    c = Conn(leader.port)
+    a = expect_int(c.call("SESSION.OPEN", 10000))
+    b = expect_int(c.call("SESSION.OPEN", 10000))
+    ta = expect_int(c.call("LOCK", "inv", a))
+    expect_int(c.call("PUT", "stock", "10", "FENCE", "inv", ta))
+    cb = Conn(leader.port)
+    cb.send("LOCK", "inv", b, "WAIT", 20000)
+    wait_until(lambda: as_map(ok(c.call("LOCK.INFO", "inv")))["waiters"] == [b], timeout=5,
+               what="b queued")
+    rev_before = as_map(ok(c.call("CLUSTER.INFO")))["revision"]
+    c.close()
+    cb.close()
+
+    leader.kill9()
+    rest = [s for s in servers if s is not leader]
+    new = ready_leader(rest, timeout=15)
+    c = Conn(new.port)
+    for sid in (a, b):
+        expect_int(c.call("SESSION.KEEPALIVE", sid), "session %d survives the fail-over" % sid)
+    li = as_map(ok(c.call("LOCK.INFO", "inv")))
+    eq((li["holder"], li["token"], li["waiters"]), (a, ta, [b]), "holder and queue survive")
+    assert as_map(ok(c.call("CLUSTER.INFO")))["revision"] >= rev_before
+    eq(c.call("GET", "stock"), b"10")
+    expect_ok(c.call("UNLOCK", "inv", a))
+    tb = expect_int(c.call("LOCK", "inv", b), "b was granted by the unlock on the new leader")
+    assert tb > ta, "token after fail-over %d must exceed %d" % (tb, ta)
+    expect_err(c.call("PUT", "stock", "9", "FENCE", "inv", ta), "STALE")
+    expect_int(c.call("PUT", "stock", "9", "FENCE", "inv", tb))
+    rev = as_map(ok(c.call("CLUSTER.INFO")))["revision"]
+
+    leader.start(wait=False)  # the old leader comes back as a follower and catches up
+    wait_until(lambda: (info(leader) or {}).get("revision", 0) >= rev, timeout=15, interval=0.1,
+               what="the restarted node catching up")
+    eq(text(info(leader)["role"]), "follower")
