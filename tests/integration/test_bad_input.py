@@ -5,7 +5,7 @@ import socket
 import time
 
 from helpers import (eq, expect_err, expect_int, ok, open_session, revision, RespError)
-from resp import Conn, encode_command
+from resp import Conn, as_map, encode_command
 
 BIG_SID = 999999999  # far above any revision a test reaches
 
@@ -297,3 +297,104 @@ def test_hello_with_unsupported_version_is_noproto(ctx):
     c.send("GET", "missing")
     raw, _ = c.read_until_eof(timeout=0.3)
     eq(raw, b"$-1\r\n", "RESP2 nil after a refused HELLO")
+
+
+def test_commands_pipelined_before_a_protocol_error_are_answered_then_close(ctx):
+    srv = ctx.srv
+    c = ctx.conn()
+    holder = open_session(c)
+    waiter = open_session(c)
+    expect_int(c.call("LOCK", "pe-lock", holder))
+    p = Conn(srv.port, timeout=5)
+    try:
+        # A write (answered after its commit), a read (after a barrier), a blocked LOCK WAIT
+        # (answered nil after 300 ms), then a malformed header and a command behind it.
+        p.send_raw(encode_command("PING") + encode_command("PUT", "pe-k", "v") +
+                   encode_command("GET", "pe-k") +
+                   encode_command("LOCK", "pe-lock", waiter, "WAIT", 300) +
+                   encode_command("PING", "last") +
+                   b"*abc\r\n" + encode_command("PUT", "pe-after", "x"))
+        data, closed = p.read_until_eof(timeout=3.0)
+    finally:
+        p.close()
+    # Redis answers everything before the bad header, then the error, then closes. Here the
+    # replies of a write still committing and of a parked LOCK WAIT must not be dropped.
+    assert data.startswith(b"+PONG\r\n:"), "replies before the protocol error: %r (closed: " \
+        "%s)" % (data[:200], closed)
+    head, _, rest = data[len(b"+PONG\r\n:"):].partition(b"\r\n")
+    assert head.isdigit(), "PUT reply: %r" % data[:200]
+    expected = b"$1\r\nv\r\n$-1\r\n$4\r\nlast\r\n"
+    assert rest.startswith(expected), "after the PUT expected GET -> v, LOCK WAIT -> nil, " \
+        "PING -> last, then -ERR Protocol error; got %r (connection closed: %s)" \
+        % (rest[:200], closed)
+    tail = rest[len(expected):]
+    assert tail.startswith(b"-ERR Protocol error"), "expected -ERR Protocol error after the " \
+        "pipelined replies, got %r" % tail[:200]
+    assert tail.count(b"\r\n") == 1, "replies after the protocol error: %r" % tail
+    assert closed, "connection not closed after the protocol error"
+    eq(c.call("GET", "pe-k"), b"v", "the PUT before the protocol error applied")
+    eq(c.call("GET", "pe-after"), None, "the PUT behind the protocol error must not apply")
+    info = as_map_or_none(c.call("LOCK.INFO", "pe-lock"))
+    eq(list(info["waiters"] or []), [], "waiters of pe-lock after the WAIT 300 elapsed")
+
+
+def as_map_or_none(r):
+    return None if r is None else as_map(r)
+
+
+def _hang_up(srv, payload, half_close=False):
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    try:
+        s.sendall(payload)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+            s.settimeout(3.0)
+            data = b""
+            try:
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return data, True
+                    data += chunk
+            except socket.timeout:
+                return data, False
+            except (ConnectionResetError, BrokenPipeError):
+                return data, True
+        return None, None
+    finally:
+        s.close()
+
+
+def test_hang_up_in_the_middle_of_a_bulk(ctx):
+    srv = ctx.srv
+    c = ctx.conn()
+    holder = open_session(c)
+    waiter = open_session(c, 60000)
+    expect_int(c.call("LOCK", "hu-lock", holder))
+    rev = revision(c)
+    partial = b"*3\r\n$3\r\nPUT\r\n$4\r\nhu-k\r\n$100\r\nabc"
+    # Bulk header then gone; also right after the header and inside the CRLF.
+    _hang_up(srv, partial)
+    _hang_up(srv, b"*3\r\n$3\r\nPUT\r\n$4\r\nhu-k\r\n$100\r\n")
+    _hang_up(srv, b"*3\r\n$3\r\nPUT\r\n$4\r\nhu-k\r\n$1\r\nx\r")
+    _hang_up(srv, b"*2\r\n$3\r\nGET\r\n$1000000\r\n" + b"z" * 300000)
+    eq(c.call("PING"), "PONG", "server answers after clients hung up mid-bulk")
+    eq(c.call("GET", "hu-k"), None, "a PUT cut off mid-bulk must not apply")
+    eq(revision(c), rev, "revision after incomplete commands")
+    # Hang up with a write and a blocked LOCK WAIT still pending in front of the cut bulk:
+    # their replies find the connection gone.
+    _hang_up(srv, encode_command("PUT", "hu-done", "1") +
+             encode_command("LOCK", "hu-lock", waiter, "WAIT", 400) + partial)
+    # Half-close mid-bulk: the complete command before it is answered, then the server
+    # closes its side.
+    data, closed = _hang_up(srv, encode_command("PING", "before") + partial, half_close=True)
+    assert data.startswith(b"$6\r\nbefore\r\n"), "PING before a half-close: %r" % data[:100]
+    assert closed, "server kept a half-closed connection open 3 s after EOF mid-bulk"
+    time.sleep(0.6)  # the WAIT 400 of the vanished connection elapses
+    assert srv.running(), "fencelockd died after clients hung up mid-bulk"
+    eq(c.call("PING"), "PONG", "PING after the hang-ups")
+    info = as_map_or_none(c.call("LOCK.INFO", "hu-lock"))
+    eq(list(info["waiters"] or []), [], "waiters after the vanished connection's WAIT elapsed")
+    eq(info["holder"], holder, "holder of hu-lock")
+    expect_int(c.call("PUT", "hu-k", "ok"), "PUT after the hang-ups")
+    eq(c.call("GET", "hu-k"), b"ok")
