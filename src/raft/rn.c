@@ -36,6 +36,22 @@ struct bar {
     void *ctx;
 };
 
+/* A membership change or transfer in flight (one at a time in libraft, a list here anyway). */
+enum chg_kind { CHG_ADD = 1, CHG_ASSIGN = 2, CHG_REMOVE = 3, CHG_TRANSFER = 4 };
+
+struct chg {
+    union {
+        struct raft_change change;
+        struct raft_transfer transfer;
+    } req; /* first: raft hands it back */
+    struct rn *rn;
+    uint64_t id;
+    int kind;
+    rn_change_cb cb;
+    void *ctx;
+    struct chg *next;
+};
+
 struct rn {
     struct raft raft;
     struct raft_io io;
@@ -49,6 +65,8 @@ struct rn {
     char *raft_address, *data_dir;
     uint64_t next_pid;
     struct prop *head, *tail; /* pending proposals, in proposal order */
+    struct chg *changes;      /* membership changes and transfers in flight */
+    char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;
     bool started, closing;
@@ -188,6 +206,10 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rn->hooks = *hooks;
     rn->log = log;
     rn->cfg = *cfg;
+    if (cfg->n_peers == 1 && cfg->peers[0].id == RN_JOIN_PEER_ID) {
+        rn->cfg.join = true;
+        rn->cfg.n_peers = 0;
+    }
     rn->raft_address = strdup(cfg->raft_address);
     rn->data_dir = strdup(cfg->data_dir);
     rn->next_pid = 1;
@@ -238,8 +260,23 @@ fail:
     return -1;
 }
 
+static int start_raft(struct rn *rn, char *err, size_t errlen)
+{
+    int rv = raft_start(&rn->raft);
+    if (rv) {
+        snprintf(err, errlen, "raft_start: %s", raft_errmsg(&rn->raft));
+        return -1;
+    }
+    rn->started = true;
+    return 0;
+}
+
 int rn_start(struct rn *rn, char *err, size_t errlen)
 {
+    if (rn->cfg.join) {
+        LOGI(rn->log, "raft: joining an existing cluster: %s is not bootstrapped", rn->data_dir);
+        return start_raft(rn, err, errlen);
+    }
     struct raft_configuration conf;
     raft_configuration_init(&conf);
     int rv = 0;
@@ -260,13 +297,7 @@ int rn_start(struct rn *rn, char *err, size_t errlen)
         snprintf(err, errlen, "raft bootstrap: %s", raft_strerror(rv));
         return -1;
     }
-    rv = raft_start(&rn->raft);
-    if (rv) {
-        snprintf(err, errlen, "raft_start: %s", raft_errmsg(&rn->raft));
-        return -1;
-    }
-    rn->started = true;
-    return 0;
+    return start_raft(rn, err, errlen);
 }
 
 /*
@@ -400,8 +431,196 @@ const char *rn_server_address(struct rn *rn, uint64_t id)
     return NULL;
 }
 
+int rn_server_role(struct rn *rn, uint64_t id)
+{
+    const struct raft_configuration *c = &rn->raft.configuration;
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->servers[i].id == id)
+            return c->servers[i].role;
+    return -1;
+}
+
+/* ---- membership changes and leadership transfer ---- */
+
+const char *rn_errmsg(struct rn *rn)
+{
+    return rn->errmsg;
+}
+
+static int map_status(int rv)
+{
+    switch (rv) {
+    case 0:
+        return RN_OK;
+    case RAFT_NOTLEADER:
+        return RN_NOTLEADER;
+    case RAFT_LEADERSHIPLOST:
+        return RN_UNKNOWN;
+    default:
+        return RN_ERR;
+    }
+}
+
+/* Sync failure of a libraft call: keep its message for rn_errmsg; the status to return. */
+static int fail_call(struct rn *rn, int rv, const char *what)
+{
+    const char *m = raft_errmsg(&rn->raft);
+    snprintf(rn->errmsg, sizeof(rn->errmsg), "%s: %s", what, m && *m ? m : raft_strerror(rv));
+    return rv == RAFT_NOTLEADER ? RN_NOTLEADER : RN_ERR;
+}
+
+static void chg_unlink(struct rn *rn, struct chg *c)
+{
+    for (struct chg **pp = &rn->changes; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            return;
+        }
+}
+
+static void chg_finish(struct chg *c, int status, const char *msg)
+{
+    chg_unlink(c->rn, c);
+    c->cb(c->ctx, status, status == RN_OK ? NULL : msg);
+    free(c);
+}
+
+static void change_cb(struct raft_change *req, int status)
+{
+    struct chg *c = (struct chg *)req;
+    struct rn *rn = c->rn;
+    if (status || c->kind != CHG_ADD) {
+        if (status == 0)
+            LOGI(rn->log, "raft: configuration change for server %llu committed",
+                 (unsigned long long)c->id);
+        chg_finish(c, map_status(status), raft_strerror(status));
+        return;
+    }
+    /* Added as a spare: now promote. libraft first catches the node up (rounds of
+     * AppendEntries, or InstallSnapshot), then appends and commits the new configuration. */
+    if (rn->closing) {
+        chg_finish(c, RN_ERR, "shutting down");
+        return;
+    }
+    c->kind = CHG_ASSIGN;
+    int rv = raft_assign(&rn->raft, &c->req.change, c->id, RAFT_VOTER, change_cb);
+    if (rv) {
+        chg_finish(c, fail_call(rn, rv, "promoting to voter"), rn->errmsg);
+    }
+}
+
+/* A transfer callback carries no status: success is the target being the known leader. */
+static void transfer_cb(struct raft_transfer *req)
+{
+    struct chg *c = (struct chg *)req;
+    struct rn *rn = c->rn;
+    raft_id lid = 0;
+    const char *addr = NULL;
+    raft_leader(&rn->raft, &lid, &addr);
+    uint64_t want = req->id ? req->id : c->id;
+    if (lid && lid != rn->cfg.id && (want == 0 || lid == want)) {
+        LOGI(rn->log, "raft: leadership transferred to %llu", (unsigned long long)lid);
+        chg_finish(c, RN_OK, NULL);
+        return;
+    }
+    snprintf(rn->errmsg, sizeof(rn->errmsg),
+             "leadership transfer to %llu did not complete "
+             "(leader now %llu)",
+             (unsigned long long)want, (unsigned long long)lid);
+    chg_finish(c, RN_ERR, rn->errmsg);
+}
+
+static struct chg *chg_new(struct rn *rn, int kind, uint64_t id, rn_change_cb cb, void *ctx)
+{
+    struct chg *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(rn->errmsg, sizeof(rn->errmsg), "out of memory");
+        return NULL;
+    }
+    c->rn = rn;
+    c->kind = kind;
+    c->id = id;
+    c->cb = cb;
+    c->ctx = ctx;
+    c->next = rn->changes;
+    rn->changes = c;
+    return c;
+}
+
+static int chg_check(struct rn *rn)
+{
+    if (rn->closing || !rn->started) {
+        snprintf(rn->errmsg, sizeof(rn->errmsg), "shutting down");
+        return RN_ERR;
+    }
+    if (raft_state(&rn->raft) != RAFT_LEADER) {
+        snprintf(rn->errmsg, sizeof(rn->errmsg), "not the leader");
+        return RN_NOTLEADER;
+    }
+    return RN_OK;
+}
+
+/* Register the request, run the libraft call; on its failure undo and report. */
+static int chg_submit(struct rn *rn, struct chg *c, int rv, const char *what)
+{
+    if (rv == 0)
+        return RN_OK;
+    chg_unlink(rn, c);
+    free(c);
+    return fail_call(rn, rv, what);
+}
+
+int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb, void *ctx)
+{
+    int rc = chg_check(rn);
+    if (rc != RN_OK)
+        return rc;
+    int role = rn_server_role(rn, id);
+    const char *known = rn_server_address(rn, id);
+    if (role == RAFT_VOTER || (known && strcmp(known, raft_address))) {
+        snprintf(rn->errmsg, sizeof(rn->errmsg), "server %llu is already %s",
+                 (unsigned long long)id,
+                 role == RAFT_VOTER ? "a voter" : "known at another address");
+        return RN_ERR;
+    }
+    struct chg *c = chg_new(rn, known ? CHG_ASSIGN : CHG_ADD, id, cb, ctx);
+    if (!c)
+        return RN_ERR;
+    if (known)
+        return chg_submit(rn, c, raft_assign(&rn->raft, &c->req.change, id, RAFT_VOTER, change_cb),
+                          "promoting to voter");
+    return chg_submit(rn, c, raft_add(&rn->raft, &c->req.change, id, raft_address, change_cb),
+                      "adding server");
+}
+
+int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
+{
+    int rc = chg_check(rn);
+    if (rc != RN_OK)
+        return rc;
+    struct chg *c = chg_new(rn, CHG_REMOVE, id, cb, ctx);
+    if (!c)
+        return RN_ERR;
+    return chg_submit(rn, c, raft_remove(&rn->raft, &c->req.change, id, change_cb),
+                      "removing server");
+}
+
+int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
+{
+    int rc = chg_check(rn);
+    if (rc != RN_OK)
+        return rc;
+    struct chg *c = chg_new(rn, CHG_TRANSFER, id, cb, ctx);
+    if (!c)
+        return RN_ERR;
+    return chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, id, transfer_cb),
+                      "transferring leadership");
+}
+
 static void free_rn(struct rn *rn)
 {
+    while (rn->changes)
+        chg_finish(rn->changes, RN_ERR, "shutting down");
     /* Anything libraft did not fail on close is failed here, so no caller waits forever. */
     while (rn->head) {
         struct prop *p = rn->head;

@@ -52,7 +52,14 @@ struct rn_config {
     const char *data_dir;
     unsigned election_ms, heartbeat_ms;
     unsigned snapshot_threshold, snapshot_trailing;
+    /* Joining an existing cluster: a pristine data dir is NOT bootstrapped; the node waits to
+     * be added (rn_add on the leader) and receives the log or a snapshot from it. Also set
+     * when `peers` is exactly one entry with id 0 (RN_JOIN_PEER_ID): that is how a caller
+     * that only fills peers/n_peers asks for it. */
+    bool join;
 };
+
+#define RN_JOIN_PEER_ID 0
 
 struct rn_hooks {
     void *arg;
@@ -64,13 +71,17 @@ struct rn_hooks {
 
 typedef void (*rn_propose_cb)(void *ctx, int status, const struct fsm_reply *reply);
 typedef void (*rn_barrier_cb)(void *ctx, int status);
+/* Membership changes and leadership transfer: status RN_OK, RN_NOTLEADER, RN_UNKNOWN
+ * (leadership lost while the change was in flight: it may still commit) or RN_ERR; `msg`
+ * (borrowed for the call) says why when status != RN_OK. */
+typedef void (*rn_change_cb)(void *ctx, int status, const char *msg);
 
 struct rn;
 
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
            const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen);
 /* Start raft: loads the log and snapshot; a pristine data dir is bootstrapped with cfg->peers
- * (every node of a new cluster bootstraps the same configuration). */
+ * (every node of a new cluster bootstraps the same configuration) unless cfg->join. */
 int rn_start(struct rn *rn, char *err, size_t errlen);
 /* Propose one encoded command. On RN_OK the callback fires later, exactly once; otherwise it
  * never fires and the return value says why. */
@@ -89,6 +100,24 @@ void rn_foreach_server(struct rn *rn,
                        void *arg);
 /* The raft address of server `id` in the configuration, or NULL. Borrowed. */
 const char *rn_server_address(struct rn *rn, uint64_t id);
+/* The role (enum rn_member_role) of server `id` in the configuration, or -1 if absent. */
+int rn_server_role(struct rn *rn, uint64_t id);
+
+/*
+ * Membership. Each returns RN_OK and then calls `cb` exactly once, or returns RN_NOTLEADER /
+ * RN_ERR (rn_errmsg says why) and never calls it. One change at a time (libraft's rule).
+ *   rn_add: add `id` as a spare, then promote it to voter; libraft catches it up first
+ *     (log or InstallSnapshot) and commits the promotion. An id already in the configuration
+ *     with the same address and not yet a voter is only promoted (a resumed join).
+ *   rn_remove: committed configuration without `id` (a removed leader steps down).
+ *   rn_transfer: `id` (0 = any up-to-date voter) became leader; RN_ERR if libraft gave up.
+ */
+int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb, void *ctx);
+int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
+int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
+/* The reason of the last failed call above (borrowed, overwritten by the next call). */
+const char *rn_errmsg(struct rn *rn);
+
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
  * `done` fires after everything is released (the loop must keep running). */
 void rn_close(struct rn *rn, void (*done)(void *arg), void *arg);

@@ -733,6 +733,174 @@ static void clusterAnnounceCommand(struct srv_req *r)
     r->async = true;
 }
 
+/* ---- membership: CLUSTER.ADD / CLUSTER.REMOVE / CLUSTER.TRANSFER ---- */
+
+/* A raft address: host:port, host non-empty of [A-Za-z0-9.-], port 1..65535, short enough
+ * for rn_peer (libraft's TCP transport only connects to such addresses). */
+static int arg_raft_addr(struct srv_req *r, size_t i)
+{
+    const struct resp_arg *a = &r->argv[i];
+    const char *colon = a->len ? memrchr(a->p, ':', a->len) : NULL;
+    size_t hostlen = colon ? (size_t)(colon - a->p) : 0;
+    uint64_t port = 0;
+    bool ok = colon && hostlen > 0 && a->len < sizeof(((struct rn_peer *)0)->raft_address) &&
+              resp_parse_u64(colon + 1, a->len - hostlen - 1, &port) == 0 && port >= 1 &&
+              port <= 65535;
+    for (size_t k = 0; ok && k < hostlen; k++)
+        ok = (a->p[k] >= 'a' && a->p[k] <= 'z') || (a->p[k] >= 'A' && a->p[k] <= 'Z') ||
+             (a->p[k] >= '0' && a->p[k] <= '9') || a->p[k] == '.' || a->p[k] == '-';
+    if (!ok)
+        reply_err(r, "ERR raft address must be host:port (port 1..65535)");
+    return ok ? 0 : -1;
+}
+
+static void change_reply(struct srv_slot *slot, int status, const char *msg)
+{
+    if (status == RN_OK)
+        resp_w_simple(&slot->out, "OK");
+    else if (status == RN_ERR)
+        resp_w_errorf(&slot->out, "ERR %s", msg ? msg : "membership change failed");
+    else
+        srv_reply_status(slot->srv, &slot->out, status);
+    srv_slot_done(slot);
+}
+
+static void change_done(void *ctx, int status, const char *msg)
+{
+    change_reply(ctx, status, msg);
+}
+
+/* Answer a sync failure of rn_add / rn_remove / rn_transfer. */
+static void change_failed(struct srv_req *r, int rc)
+{
+    if (rc == RN_ERR)
+        resp_w_errorf(r->out, "ERR %s", rn_errmsg(r->s->rn));
+    else
+        srv_reply_status(r->s, r->out, rc);
+}
+
+/* CLUSTER.ADD id raft-addr: +OK once the node is a voter (libraft catches it up first). */
+static void clusterAddCommand(struct srv_req *r)
+{
+    uint64_t id;
+    if (need_leader(r) || arg_range(r, 1, "member id", 1, 1ull << 32, &id) || arg_raft_addr(r, 2))
+        return;
+    char addr[96];
+    snprintf(addr, sizeof(addr), "%.*s", (int)r->argv[2].len, r->argv[2].p);
+    const char *known = rn_server_address(r->s->rn, id);
+    if (rn_server_role(r->s->rn, id) == RN_VOTER) {
+        resp_w_errorf(r->out, "ERR member %llu is already a voter", (unsigned long long)id);
+        return;
+    }
+    if (known && strcmp(known, addr)) {
+        resp_w_errorf(r->out, "ERR member %llu is in the configuration at %s",
+                      (unsigned long long)id, known);
+        return;
+    }
+    int rc = rn_add(r->s->rn, id, addr, change_done, r->slot);
+    if (rc != RN_OK) {
+        change_failed(r, rc);
+        return;
+    }
+    LOGI(&r->s->log, "adding member %llu at %s", (unsigned long long)id, addr);
+    r->async = true;
+}
+
+struct remove_ctx {
+    struct srv_slot *slot;
+    uint64_t id;
+};
+
+/* The member-table entry went (or not): the configuration change already committed. */
+static void member_del_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct remove_ctx *rc = ctx;
+    (void)reply;
+    if (status != RN_OK)
+        LOGW(&rc->slot->srv->log, "member %llu removed; its table entry not deleted (status %d)",
+             (unsigned long long)rc->id, status);
+    change_reply(rc->slot, RN_OK, NULL);
+    free(rc);
+}
+
+/* After the configuration without the member committed: delete its member-table entry. A
+ * leader that removed itself is no leader any more; its entry stays (harmless: every listing
+ * follows the Raft configuration) and the reply is +OK all the same. */
+static void remove_done(void *ctx, int status, const char *msg)
+{
+    struct remove_ctx *rc = ctx;
+    struct srv *s = rc->slot->srv;
+    if (status != RN_OK) {
+        change_reply(rc->slot, status, msg);
+        free(rc);
+        return;
+    }
+    LOGI(&s->log, "member %llu removed from the configuration", (unsigned long long)rc->id);
+    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .sid = rc->id, .now_ms = srv_wall_ms()};
+    struct buf enc;
+    buf_init(&enc);
+    int prc = fsm_cmd_encode(&cmd, &enc) ? RN_ERR
+                                         : rn_propose(s->rn, enc.p, enc.len, member_del_done, rc);
+    buf_free(&enc);
+    if (prc != RN_OK)
+        member_del_done(rc, prc, NULL);
+}
+
+/* CLUSTER.REMOVE id: +OK once the configuration without `id` committed. */
+static void clusterRemoveCommand(struct srv_req *r)
+{
+    uint64_t id;
+    if (need_leader(r) || arg_range(r, 1, "member id", 1, 1ull << 32, &id))
+        return;
+    if (!rn_server_address(r->s->rn, id)) {
+        resp_w_errorf(r->out, "ERR member %llu is not in the configuration",
+                      (unsigned long long)id);
+        return;
+    }
+    struct remove_ctx *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
+        reply_err(r, "ERR out of memory");
+        return;
+    }
+    rc->slot = r->slot;
+    rc->id = id;
+    int st = rn_remove(r->s->rn, id, remove_done, rc);
+    if (st != RN_OK) {
+        free(rc);
+        change_failed(r, st);
+        return;
+    }
+    LOGI(&r->s->log, "removing member %llu", (unsigned long long)id);
+    r->async = true;
+}
+
+/* CLUSTER.TRANSFER [id]: +OK once `id` (default: any up-to-date voter) is the leader. */
+static void clusterTransferCommand(struct srv_req *r)
+{
+    uint64_t id = 0;
+    if (r->argc > 2) {
+        resp_w_errorf(r->out, ERR_ARGS, 16, "cluster.transfer");
+        return;
+    }
+    if (need_leader(r) || (r->argc == 2 && arg_range(r, 1, "member id", 1, 1ull << 32, &id)))
+        return;
+    if (id == r->s->cfg.id) {
+        reply_err(r, "ERR this node is already the leader");
+        return;
+    }
+    if (id && rn_server_role(r->s->rn, id) != RN_VOTER) {
+        resp_w_errorf(r->out, "ERR member %llu is not a voter", (unsigned long long)id);
+        return;
+    }
+    int rc = rn_transfer(r->s->rn, id, change_done, r->slot);
+    if (rc != RN_OK) {
+        change_failed(r, rc);
+        return;
+    }
+    LOGI(&r->s->log, "transferring leadership to %llu", (unsigned long long)id);
+    r->async = true;
+}
+
 /* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
 static void commandCommand(struct srv_req *r)
 {
@@ -755,6 +923,9 @@ static const struct srv_cmd cmd_table[] = {
     {"CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand},
     {"CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand},
     {"CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand},
+    {"CLUSTER.ADD", 3, CMD_WRITE, clusterAddCommand},
+    {"CLUSTER.REMOVE", 2, CMD_WRITE, clusterRemoveCommand},
+    {"CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand},
     {"SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand},
     {"SESSION.KEEPALIVE", 2, CMD_LOCAL, sessionKeepaliveCommand},
     {"SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand},

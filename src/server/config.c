@@ -53,6 +53,10 @@ void srv_config_usage(FILE *f)
           "                          every voter of a new cluster and its Raft address; used\n"
           "                          only to bootstrap a pristine --data-dir (default: this\n"
           "                          node alone)\n"
+          "  --join HOST:PORT        join an existing cluster through any member's client\n"
+          "                          address: a pristine --data-dir is not bootstrapped; the\n"
+          "                          node asks the leader (CLUSTER.ADD) every second until it\n"
+          "                          is a voter\n"
           "  --max-clients N         client connections (default 10000)\n"
           "  --max-bulk BYTES        one RESP bulk argument (default 1048576)\n"
           "  --max-args N            arguments of one command (default 64)\n"
@@ -224,6 +228,12 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--initial-cluster"))
         return parse_cluster(c, v);
+    if (!strcmp(flag, "--join")) {
+        if (!valid_hostport(v, sizeof(c->join)))
+            return -1;
+        snprintf(c->join, sizeof(c->join), "%s", v);
+        return 0;
+    }
     if (!strcmp(flag, "--http-listen")) {
         if (!strcmp(v, "off")) {
             c->http_port = 0;
@@ -266,8 +276,18 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         if (set_num(c, &num_flags[k], v))
             return -1;
     }
+    if (c->join[0] && c->n_peers) {
+        fprintf(stderr, "fencelockd: --join and --initial-cluster exclude each other\n");
+        return -1;
+    }
     if (c->n_peers && check_cluster(c))
         return -1;
+    if (c->join[0]) {
+        /* rn's "do not bootstrap" marker: one peer with id 0 (see rn_config.join). */
+        c->n_peers = 1;
+        c->peers[0].id = RN_JOIN_PEER_ID;
+        c->peers[0].raft_address[0] = 0;
+    }
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;

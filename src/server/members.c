@@ -7,8 +7,16 @@
  * leader checks the id and raft address against the Raft configuration and proposes it.
  * With the table every node can answer `-NOTLEADER host:port` with the leader's client address.
  *
- * Announce life cycle: NONE --tick--> CONNECTING --connected--> SENT --reply or EOF--> closed;
- * any error or 2 s without an answer closes it; `s->announce` is NULL once the handle closed.
+ * --join: a node started with --join (and not yet a voter) instead sends `CLUSTER.ADD id
+ * raft-addr` over the same kind of connection, first to the --join address and then to
+ * wherever a `-NOTLEADER host:port` answer points, every second until its own Raft
+ * configuration lists it as a voter. The leader answers +OK only once the node is a voter
+ * (it is caught up first), so that request may take long: it gets 15 s, not 2.
+ * Once a voter, the node announces its client address like every follower. A node that
+ * joined never asks again, so removing it later does not make it push itself back in.
+ *
+ * Life cycle (both kinds): NONE --tick--> CONNECTING --connected--> SENT --reply line or EOF-->
+ * closed; any error or the timeout closes it; `s->announce` is NULL once the handle closed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +30,13 @@ struct srv_announce {
     struct srv *s;
     struct buf out;
     char rbuf[256];
-    uint64_t started_ms;
-    bool closing;
+    size_t rlen;
+    uint64_t started_ms, timeout_ms;
+    bool closing, join;
 };
+
+#define ANNOUNCE_TIMEOUT_MS 2000
+#define JOIN_TIMEOUT_MS 15000
 
 void srv_self_client_address(struct srv *s, struct buf *out)
 {
@@ -115,16 +127,50 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct srv_announce *a = h->data;
     (void)suggested;
-    *b = uv_buf_init(a->rbuf, sizeof(a->rbuf));
+    *b = uv_buf_init(a->rbuf + a->rlen, (unsigned)(sizeof(a->rbuf) - 1 - a->rlen));
 }
 
+/* A join answer: -NOTLEADER host:port moves the next attempt to the leader. */
+static void join_reply(struct srv_announce *a, const char *line, size_t n)
+{
+    struct srv *s = a->s;
+    static const char nl[] = "-NOTLEADER ";
+    if (n > sizeof(nl) - 1 && memcmp(line, nl, sizeof(nl) - 1) == 0 &&
+        n - (sizeof(nl) - 1) < sizeof(s->join_target)) {
+        snprintf(s->join_target, sizeof(s->join_target), "%.*s", (int)(n - (sizeof(nl) - 1)),
+                 line + sizeof(nl) - 1);
+        LOGI(&s->log, "join: redirected to the leader at %s", s->join_target);
+        s->announce_last_ms = 0; /* follow at once */
+    } else if (line[0] == '-') {
+        LOGW(&s->log, "join: %s answered %.*s", s->join_target, (int)(n > 160 ? 160 : n), line);
+    } else {
+        LOGI(&s->log, "join: added to the cluster by %s", s->join_target);
+    }
+}
+
+/* Reads one reply line (the answer is always a simple string or an error). */
 static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
     struct srv_announce *a = st->data;
-    if (n > 0 && b->base[0] == '-')
-        LOGW(&a->s->log, "announce refused by the leader: %.*s", (int)(n > 120 ? 120 : n), b->base);
-    if (n != 0)
+    (void)b;
+    if (n < 0) {
+        if (a->join) /* the target is gone: start over from the --join address */
+            a->s->join_target[0] = 0;
         announce_close(a);
+        return;
+    }
+    a->rlen += (size_t)n;
+    a->rbuf[a->rlen] = 0;
+    char *eol = strstr(a->rbuf, "\r\n");
+    if (!eol && a->rlen < sizeof(a->rbuf) - 1)
+        return;
+    size_t len = eol ? (size_t)(eol - a->rbuf) : a->rlen;
+    if (a->join)
+        join_reply(a, a->rbuf, len);
+    else if (a->rbuf[0] == '-')
+        LOGW(&a->s->log, "announce refused by the leader: %.*s", (int)(len > 120 ? 120 : len),
+             a->rbuf);
+    announce_close(a);
 }
 
 static void announce_written(uv_write_t *req, int status)
@@ -142,6 +188,8 @@ static void announce_connected(uv_connect_t *req, int status)
 {
     struct srv_announce *a = req->data;
     if (status < 0 || a->closing) {
+        if (a->join && status < 0)
+            a->s->join_target[0] = 0;
         announce_close(a);
         return;
     }
@@ -163,43 +211,120 @@ static int parse_addr(const char *hp, size_t n, struct sockaddr_in *sa)
     return port > 0 && port < 65536 ? uv_ip4_addr(host, port, sa) : -1;
 }
 
-/* From the tick, on a follower: make sure the leader has our addresses. */
-void srv_members_tick(struct srv *s)
+/* Open the short connection to `addr` and send a->out on it; a is s->announce until closed. */
+static void announce_start(struct srv *s, struct srv_announce *a, const char *addr, size_t len)
 {
-    uint64_t now = srv_now_ms();
-    if (s->announce) {
-        if (now - s->announce->started_ms > 2000)
-            announce_close(s->announce);
-        return;
-    }
-    if (s->role != RN_FOLLOWER || now - s->announce_last_ms < 1000 || self_entry_current(s))
-        return;
-    s->announce_last_ms = now;
-    struct buf leader;
-    buf_init(&leader);
     struct sockaddr_in sa;
-    if (srv_leader_client_address(s, &leader) || parse_addr(leader.p, leader.len, &sa)) {
-        buf_free(&leader);
+    if (parse_addr(addr, len, &sa)) {
+        LOGW(&s->log, "cannot connect to %.*s: not an IPv4 host:port", (int)len, addr);
+        if (a->join)
+            s->join_target[0] = 0;
+        buf_free(&a->out);
+        free(a);
         return;
     }
-    buf_free(&leader);
-    struct srv_announce *a = calloc(1, sizeof(*a));
-    if (!a)
-        return;
-    a->s = s;
-    a->started_ms = now;
-    srv_self_client_address(s, &s->scratch);
-    buf_printf(&a->out,
-               "*4\r\n$16\r\nCLUSTER.ANNOUNCE\r\n$%d\r\n%llu\r\n$%zu\r\n%.*s\r\n$%zu\r\n%s\r\n",
-               snprintf(NULL, 0, "%llu", (unsigned long long)s->cfg.id),
-               (unsigned long long)s->cfg.id, s->scratch.len, (int)s->scratch.len, s->scratch.p,
-               strlen(s->cfg.raft_address), s->cfg.raft_address);
     uv_tcp_init(s->loop, &a->tcp);
     a->tcp.data = a;
     a->creq.data = a;
     s->announce = a;
     if (uv_tcp_connect(&a->creq, &a->tcp, (struct sockaddr *)&sa, announce_connected))
         announce_close(a);
+}
+
+static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
+{
+    struct srv_announce *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->s = s;
+    a->join = join;
+    a->started_ms = now;
+    a->timeout_ms = join ? JOIN_TIMEOUT_MS : ANNOUNCE_TIMEOUT_MS;
+    return a;
+}
+
+/* RESP bulk string of a C string. */
+static void put_bulk(struct buf *b, const char *p, size_t n)
+{
+    buf_printf(b, "$%zu\r\n%.*s\r\n", n, (int)n, p);
+}
+
+/* --join and not yet a voter: ask the leader (or the --join address) to add this node. */
+static int join_pending(struct srv *s)
+{
+    if (!s->cfg.join[0] || s->joined)
+        return 0;
+    if (rn_server_role(s->rn, s->cfg.id) == RN_VOTER) {
+        s->joined = true;
+        LOGI(&s->log, "join: this node is a voter of the cluster");
+        return 0;
+    }
+    return 1;
+}
+
+static void join_tick(struct srv *s, uint64_t now)
+{
+    struct srv_announce *a = announce_new(s, true, now);
+    if (!a)
+        return;
+    if (!s->join_target[0])
+        snprintf(s->join_target, sizeof(s->join_target), "%s", s->cfg.join);
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
+    buf_printf(&a->out, "*3\r\n");
+    put_bulk(&a->out, "CLUSTER.ADD", 11);
+    put_bulk(&a->out, id, strlen(id));
+    put_bulk(&a->out, s->cfg.raft_address, strlen(s->cfg.raft_address));
+    announce_start(s, a, s->join_target, strlen(s->join_target));
+}
+
+/* On a follower: make sure the leader has our addresses. */
+static void announce_tick(struct srv *s, uint64_t now)
+{
+    struct buf leader;
+    buf_init(&leader);
+    if (srv_leader_client_address(s, &leader)) {
+        buf_free(&leader);
+        return;
+    }
+    struct srv_announce *a = announce_new(s, false, now);
+    if (a) {
+        char id[24];
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
+        srv_self_client_address(s, &s->scratch);
+        buf_printf(&a->out, "*4\r\n");
+        put_bulk(&a->out, "CLUSTER.ANNOUNCE", 16);
+        put_bulk(&a->out, id, strlen(id));
+        put_bulk(&a->out, s->scratch.p, s->scratch.len);
+        put_bulk(&a->out, s->cfg.raft_address, strlen(s->cfg.raft_address));
+        announce_start(s, a, leader.p, leader.len);
+    }
+    buf_free(&leader);
+}
+
+/* From the tick (every few ms): at most one join or announce connection, one a second. */
+void srv_members_tick(struct srv *s)
+{
+    uint64_t now = srv_now_ms();
+    if (s->announce) {
+        if (now - s->announce->started_ms > s->announce->timeout_ms) {
+            if (s->announce->join)
+                s->join_target[0] = 0;
+            announce_close(s->announce);
+        }
+        return;
+    }
+    if (now - s->announce_last_ms < 1000 || s->stopping)
+        return;
+    if (join_pending(s)) {
+        s->announce_last_ms = now;
+        join_tick(s, now);
+        return;
+    }
+    if (s->role != RN_FOLLOWER || self_entry_current(s))
+        return;
+    s->announce_last_ms = now;
+    announce_tick(s, now);
 }
 
 void srv_members_stop(struct srv *s)

@@ -47,6 +47,7 @@ struct srv_config {
     bool raft_listen_set;
     struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
     size_t n_peers;
+    char join[96]; /* --join: a member's client address; "" = not joining */
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
@@ -156,6 +157,8 @@ struct srv {
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
+    char join_target[96]; /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
+    bool joined;          /* --join: this node is a voter (or was already at start) */
     bool stopping, listening;
     uint64_t started_ms;
 };

@@ -1,0 +1,262 @@
+"""Cluster membership on real processes: --join (grow 3 -> 5, catching up by InstallSnapshot),
+CLUSTER.REMOVE, CLUSTER.TRANSFER, all while a client keeps locking; bad membership input."""
+
+import os
+import subprocess
+import threading
+import time
+
+from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until
+from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
+from server import Server
+
+# Small snapshots so a joining node cannot get the log from index 1: it needs InstallSnapshot.
+FAST = ["--election-ms", "400", "--heartbeat-ms", "40",
+        "--snapshot-threshold", "64", "--snapshot-trailing", "16"]
+
+
+def new_server(ctx, node_id, args):
+    s = Server(ctx.binary, os.path.join(ctx.workdir, "node%d" % node_id), node_id=node_id)
+    s.extra_args = list(args)
+    ctx.servers.append(s)
+    return s
+
+
+def start_three(ctx):
+    servers = [new_server(ctx, i, []) for i in (1, 2, 3)]
+    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    for s in servers:
+        s.extra_args = ["--initial-cluster", members] + FAST
+        s.start(wait=False)
+    return servers
+
+
+def info(s):
+    try:
+        with Conn(s.port, timeout=1.0) as c:
+            r = c.call("CLUSTER.INFO")
+            return None if isinstance(r, RespError) else as_map(r)
+    except (OSError, ConnectionClosed, ReplyTimeout):
+        return None
+
+
+def ready_leader(servers, timeout=15.0):
+    def find():
+        up = [(s, info(s) or {}) for s in servers if s.running()]
+        ls = [s for s, i in up if i.get("ready") == 1 and text(i.get("role")) == "leader"]
+        return ls[0] if len(ls) == 1 else None
+    return wait_until(find, timeout=timeout, interval=0.05, what="a ready leader")
+
+
+def members(s):
+    with Conn(s.port, timeout=2.0) as c:
+        return [as_map(m) for m in ok(c.call("CLUSTER.MEMBERS"))]
+
+
+RETRY = ("NOTLEADER", "UNKNOWN", "NOLEADER")
+
+
+class Locker(threading.Thread):
+    """LOCK / fenced PUT / UNLOCK in a loop against whoever leads, following -NOTLEADER.
+    Every command carries REQ sid seq, so a retry after -UNKNOWN is answered exactly once."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port = port
+        self.stop = threading.Event()
+        self.paused = threading.Event()
+        self.idle = threading.Event()
+        self.tokens, self.errors = [], []
+        self.cycles = self.retries = 0
+        self.seq = 0
+        self.conn = None
+
+    def call(self, *args):
+        """One command until it gets a non-retry answer (bounded)."""
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if self.conn is None:
+                    self.conn = Conn(self.port, timeout=5.0)
+                r = self.conn.call(*args)
+            except (OSError, ConnectionClosed, ReplyTimeout) as e:
+                self.errors.append("%s: connection %s" % (args[0], e))
+                self.conn = None
+                time.sleep(0.05)
+                continue
+            if isinstance(r, RespError) and r.text.split(" ")[0] in RETRY:
+                self.retries += 1
+                parts = r.text.split(" ")
+                if parts[0] == "NOTLEADER" and len(parts) > 1 and ":" in parts[1]:
+                    self.port = int(parts[1].rsplit(":", 1)[1])
+                    self.conn.close()
+                    self.conn = None
+                time.sleep(0.02)
+                continue
+            return r
+        raise RuntimeError("%s: no answer within 15 s" % (args[0],))
+
+    def req(self):
+        self.seq += 1
+        return ["REQ", self.sid, self.seq]
+
+    def run(self):
+        try:
+            self.sid = self.call("SESSION.OPEN", 30000)
+            if isinstance(self.sid, RespError):
+                raise RuntimeError("SESSION.OPEN -> %r" % self.sid)
+            while not self.stop.is_set():
+                if self.paused.is_set():
+                    self.idle.set()
+                    time.sleep(0.01)
+                    continue
+                self.idle.clear()
+                self.cycle()
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.errors.append("client died: %r" % (e,))
+
+    def cycle(self):
+        t = self.call("LOCK", "L", self.sid, *self.req())
+        if not isinstance(t, int):
+            self.errors.append("LOCK -> %r" % (t,))
+            return
+        if self.tokens and t <= self.tokens[-1]:
+            self.errors.append("token %d after %d" % (t, self.tokens[-1]))
+        self.tokens.append(t)
+        r = self.call("PUT", "res", str(t), "FENCE", "L", t, *self.req())
+        if not isinstance(r, int):
+            self.errors.append("PUT -> %r" % (r,))
+        r = self.call("UNLOCK", "L", self.sid, *self.req())
+        if r != "OK":
+            self.errors.append("UNLOCK -> %r" % (r,))
+        if self.cycles % 20 == 0:
+            self.call("SESSION.KEEPALIVE", self.sid)
+        self.cycles += 1
+
+    def wait_cycles(self, n, what):
+        want = self.cycles + n
+        wait_until(lambda: self.cycles >= want or self.errors, timeout=15, interval=0.02,
+                   what=what)
+        assert not self.errors, self.errors[:5]
+
+
+def stable_revision(servers):
+    revs = [(info(s) or {}).get("revision") for s in servers]
+    return revs[0] if revs[0] is not None and len(set(revs)) == 1 else None
+
+
+def test_grow_remove_transfer_while_locking(ctx):
+    servers = start_three(ctx)
+    leader = ready_leader(servers)
+    client = Locker(leader.port)
+    client.start()
+    ctx.defer(lambda: client.stop.set())
+    # Enough entries that the leader has snapshotted and trimmed its log past index 1.
+    client.wait_cycles(150, "150 lock cycles before growing")
+    wait_until(lambda: "raft: snapshot of" in leader.log_text(), timeout=10,
+               what="a snapshot on the leader")
+
+    # (a) grow to 5: node 4 joins through a follower (redirected), node 5 through the leader.
+    follower = [s for s in servers if s is not leader][0]
+    with Conn(follower.port) as c:
+        expect_err(c.call("CLUSTER.ADD", 9, "127.0.0.1:1"), "NOTLEADER", "follower redirects")
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % follower.port] + FAST)
+    n5 = new_server(ctx, 5, ["--join", "127.0.0.1:%d" % leader.port] + FAST)
+    n4.start(wait=False)
+    n5.start(wait=False)
+    all5 = servers + [n4, n5]
+
+    def grown():
+        ms = members(leader)
+        ids = sorted(m["id"] for m in ms)
+        voters = all(text(m["role"]) in ("leader", "follower") for m in ms)
+        addrs = {m["id"]: text(m["client_address"]) for m in ms}
+        want = {s.node_id: "127.0.0.1:%d" % s.port for s in all5}
+        return ids == [1, 2, 3, 4, 5] and voters and addrs == want
+    wait_until(grown, timeout=20, interval=0.1, what="5 voters with client addresses")
+    client.wait_cycles(20, "locking after the grow")
+    for s in (n4, n5):
+        assert "restored snapshot" in s.log_text(), "node %d caught up by InstallSnapshot" \
+            % s.node_id
+        eq(text((info(s) or {}).get("role")), "follower")
+    client.paused.set()
+    wait_until(lambda: client.idle.is_set(), timeout=15, what="client paused")
+    wait_until(lambda: stable_revision(all5), timeout=10, interval=0.05,
+               what="all 5 nodes at the same revision")
+    for s in (n4, n5):
+        with Conn(s.port) as c:
+            assert "keys:1" in text(c.call("INFO", "fsm")), "node %d has the data" % s.node_id
+    client.paused.clear()
+
+    # (b) remove a follower of the original three while the client keeps locking.
+    gone = [s for s in servers if s is not leader][-1]
+    with Conn(leader.port) as c:
+        expect_ok(c.call("CLUSTER.REMOVE", gone.node_id, timeout=15), "remove a follower")
+        ids = sorted(m["id"] for m in members(leader))
+        assert gone.node_id not in ids, ids
+        eq(len(ids), 4)
+    gone.stop()
+    rest = [s for s in all5 if s is not gone]
+    client.wait_cycles(20, "locking after the remove")
+
+    # (c) hand leadership to the node that joined first.
+    with Conn(leader.port) as c:
+        expect_ok(c.call("CLUSTER.TRANSFER", n4.node_id, timeout=15), "transfer to node 4")
+    eq(ready_leader(rest), n4, "node 4 is the ready leader")
+    eq(text(info(leader)["role"]), "follower", "the old leader follows")
+    want = "NOTLEADER 127.0.0.1:%d" % n4.port
+
+    def redirected():
+        with Conn(leader.port, timeout=2.0) as c:
+            r = c.call("SESSION.OPEN", 5000)
+            return isinstance(r, RespError) and r.text == want
+    wait_until(redirected, timeout=10, interval=0.1, what="old leader redirecting to node 4")
+    client.wait_cycles(30, "locking after the transfer")
+    eq(client.port, n4.port, "the client followed the redirect to node 4")
+    client.stop.set()
+    client.join(10)
+    assert not client.errors, client.errors[:5]
+    assert all(a < b for a, b in zip(client.tokens, client.tokens[1:])), "tokens increase"
+    assert len(client.tokens) > 200, len(client.tokens)
+
+
+test_grow_remove_transfer_while_locking.timeout = 50
+
+
+def test_membership_bad_input_changes_nothing(ctx):
+    s = ctx.server()
+    c = ctx.conn()
+    before = [as_map(m) for m in ok(c.call("CLUSTER.MEMBERS"))]
+    mine = "127.0.0.1:%d" % s.raft_port
+    for args, code in [
+        (("CLUSTER.ADD", 0, "127.0.0.1:9"), "ERR"),
+        (("CLUSTER.ADD", -1, "127.0.0.1:9"), "ERR"),
+        (("CLUSTER.ADD", "x", "127.0.0.1:9"), "ERR"),
+        (("CLUSTER.ADD", 2, "nohost"), "ERR"),
+        (("CLUSTER.ADD", 2, ":99"), "ERR"),
+        (("CLUSTER.ADD", 2, "127.0.0.1:0"), "ERR"),
+        (("CLUSTER.ADD", 2, "127.0.0.1:65536"), "ERR"),
+        (("CLUSTER.ADD", 2, "127.0.0.1:x"), "ERR"),
+        (("CLUSTER.ADD", 2, "bad host:1"), "ERR"),
+        (("CLUSTER.ADD", 2, "h" * 200 + ":1"), "ERR"),
+        (("CLUSTER.ADD", 1, mine), "ERR"),            # existing id
+        (("CLUSTER.ADD", 1, "127.0.0.1:9"), "ERR"),   # existing id, other address
+        (("CLUSTER.ADD", 2), "ERR"),
+        (("CLUSTER.REMOVE", 7), "ERR"),               # unknown id
+        (("CLUSTER.REMOVE", 0), "ERR"),
+        (("CLUSTER.REMOVE",), "ERR"),
+        (("CLUSTER.TRANSFER", 1), "ERR"),             # itself
+        (("CLUSTER.TRANSFER", 7), "ERR"),             # not a member
+        (("CLUSTER.TRANSFER", 0), "ERR"),
+        (("CLUSTER.TRANSFER",), "ERR"),               # no other voter
+        (("CLUSTER.TRANSFER", 2, 3), "ERR"),
+    ]:
+        expect_err(c.call(*args), code, "%r" % (args,))
+    eq([as_map(m) for m in ok(c.call("CLUSTER.MEMBERS"))], before, "nothing changed")
+    eq(text(as_map(ok(c.call("CLUSTER.INFO")))["role"]), "leader")
+    expect_int(c.call("SESSION.OPEN", 1000), "still serving")
+    for bad in (["--join", "nohost"], ["--join", "127.0.0.1:1", "--initial-cluster",
+                                        "1=127.0.0.1:9"]):
+        p = subprocess.run([s.binary, "--data-dir", ctx.tmp("never")] + bad,
+                           capture_output=True, timeout=20)
+        eq(p.returncode, 2, "fencelockd %s refused" % " ".join(bad))
