@@ -17,6 +17,7 @@
  *     MEMBER_SET      varint sid (member id, > 0), str name (client address), str key (raft
  *                     address); addresses are 1..FSM_MAX_ADDR bytes
  *     MEMBER_DEL      varint sid (member id, > 0)
+ *     SESSION_CHECKPOINT varint sid, varint remaining_ms (in wait_ms)
  *   flags: bit 0 = fence present (str fence_name, varint fence_token), bit 1 = ifrev present
  *   (varint ifrev); other bits must be 0. Lock names, keys and fence names are 1..FSM_MAX_NAME
  *   bytes, values up to FSM_MAX_VALUE.
@@ -93,6 +94,8 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
     case FSM_OP_SESSION_CLOSE:
     case FSM_OP_SESSION_EXPIRE:
         return buf_put_varint(b, c->sid);
+    case FSM_OP_SESSION_CHECKPOINT:
+        return buf_put_varint(b, c->sid) | buf_put_varint(b, c->wait_ms);
     case FSM_OP_LOCK:
         return put_str(b, c->name) | buf_put_varint(b, c->sid) | buf_put_varint(b, c->wait_ms);
     case FSM_OP_UNLOCK:
@@ -207,6 +210,8 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
     case FSM_OP_SESSION_CLOSE:
     case FSM_OP_SESSION_EXPIRE:
         return get_u64(d, "sid", &c->sid);
+    case FSM_OP_SESSION_CHECKPOINT:
+        return get_u64(d, "sid", &c->sid) || get_u64(d, "remaining", &c->wait_ms);
     case FSM_OP_LOCK:
         return get_name(d, "lock name", &c->name) || get_u64(d, "sid", &c->sid) ||
                get_u64(d, "wait", &c->wait_ms);

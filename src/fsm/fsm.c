@@ -220,6 +220,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_MEMBER_DEL:
         op_member_del(a, r);
         break;
+    case FSM_OP_SESSION_CHECKPOINT:
+        op_session_checkpoint(a, r);
+        break;
     default: /* NOOP; the decoder rejects unknown ops */
         r->kind = FSM_REPLY_OK;
         break;

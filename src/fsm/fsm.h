@@ -47,6 +47,10 @@ enum fsm_op {
     FSM_OP_MEMBER_SET = 10,   /* sid = member id (>0), name = client address, key = raft
                                  address -> OK; replaces the member's entry */
     FSM_OP_MEMBER_DEL = 11,   /* sid = member id -> INT 1 if removed, 0 if absent */
+    FSM_OP_SESSION_CHECKPOINT = 12, /* sid, wait_ms = remaining lease ms the leader measured
+                                       (0 clears) -> OK; lease bookkeeping: no revision bump.
+                                       A new leader arms min(ttl, checkpoint) instead of ttl,
+                                       so an abandoned session ends although leaders change. */
     FSM_OP__COUNT
 };
 
@@ -211,6 +215,7 @@ int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint6
 
 struct fsm_session_view {
     uint64_t sid, ttl_ms, lockdelay_ms;
+    uint64_t checkpoint_ms; /* last SESSION_CHECKPOINT, 0 = none (a full TTL) */
     struct fsm_str name; /* borrowed */
     size_t n_locks, n_waits, n_keys;
 };

@@ -44,6 +44,7 @@ struct kv;
 struct sess {
     struct hlink h; /* in fsm.sessions, hashed by sid */
     uint64_t sid, ttl_ms, lockdelay_ms;
+    uint64_t checkpoint_ms; /* remaining lease at the last checkpoint; 0 = none */
     struct lock *held_head, *held_tail;   /* locks it holds, in token order */
     struct waiter *wait_head, *wait_tail; /* its queued waits, in enqueue order */
     struct kv *keys;                      /* keys leased to it (order carries no meaning) */
@@ -151,6 +152,7 @@ void op_cancel_wait(struct actx *a, struct fsm_reply *r);
 void op_lockdelay_end(struct actx *a, struct fsm_reply *r);
 void op_session_new(struct actx *a, struct fsm_reply *r);
 void op_session_end(struct actx *a, struct fsm_reply *r, bool expired);
+void op_session_checkpoint(struct actx *a, struct fsm_reply *r);
 void op_put(struct actx *a, struct fsm_reply *r);
 void op_del(struct actx *a, struct fsm_reply *r);
 void op_member_set(struct actx *a, struct fsm_reply *r);

@@ -102,6 +102,8 @@ static int check_session(struct chk *c, const struct sess *s)
         return bad(c, "session not findable by its sid", s->sid);
     if (s->ttl_ms == 0)
         return bad(c, "session with ttl 0", s->sid);
+    if (s->checkpoint_ms >= s->ttl_ms)
+        return bad(c, "session checkpoint not below its ttl", s->sid);
     if (!s->req_seq && (s->req_kind || s->req_value || s->req_err))
         return bad(c, "request table without a seq", s->sid);
     if (rev_seen(c, s->sid))

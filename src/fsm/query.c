@@ -42,6 +42,7 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     v->sid = s->sid;
     v->ttl_ms = s->ttl_ms;
     v->lockdelay_ms = s->lockdelay_ms;
+    v->checkpoint_ms = s->checkpoint_ms;
     v->name.p = s->name;
     v->name.len = s->name_len;
     v->n_locks = s->n_locks;

@@ -100,3 +100,19 @@ void op_session_end(struct actx *a, struct fsm_reply *r, bool expired)
         fsm_next_rev(a);
     r->kind = FSM_REPLY_OK;
 }
+
+/*
+ * SESSION_CHECKPOINT: the leader records how much of a lease it measured as left, so that a
+ * later leader does not grant a full TTL again (etcd's lease checkpoints). No revision: it
+ * changes no lock, key or token.
+ */
+void op_session_checkpoint(struct actx *a, struct fsm_reply *r)
+{
+    struct sess *s = sess_find(a->f, a->c->sid);
+    if (!s) {
+        fsm_nosession(r, a->c->sid);
+        return;
+    }
+    s->checkpoint_ms = a->c->wait_ms < s->ttl_ms ? a->c->wait_ms : 0;
+    r->kind = FSM_REPLY_OK;
+}

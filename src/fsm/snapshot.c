@@ -5,7 +5,7 @@
  *
  *   "FLSM" u8 2, varint revision,
  *   varint n_sessions, per session in sid order:
- *     varint sid, ttl_ms, lockdelay_ms; str name; varint req_seq;
+ *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name; varint req_seq;
  *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained)
  *   varint n_locks, per lock in name byte order:
  *     str name; varint holder_sid (0 = none); if holder: varint token, held_since_ms;
@@ -68,8 +68,8 @@ static void **sorted_records(const struct htab *t, int (*cmp)(const void *, cons
 static int emit_session(const struct sess *s, struct buf *b)
 {
     int rc = buf_put_varint(b, s->sid) | buf_put_varint(b, s->ttl_ms) |
-             buf_put_varint(b, s->lockdelay_ms) | buf_put_bytes(b, s->name, s->name_len) |
-             buf_put_varint(b, s->req_seq);
+             buf_put_varint(b, s->lockdelay_ms) | buf_put_varint(b, s->checkpoint_ms) |
+             buf_put_bytes(b, s->name, s->name_len) | buf_put_varint(b, s->req_seq);
     if (!s->req_seq)
         return rc;
     rc |= buf_put_u8(b, s->req_kind);
@@ -228,12 +228,14 @@ static int restore_reply(struct rst *s, struct sess *x)
 
 static int restore_session(struct rst *s, uint64_t *prev)
 {
-    uint64_t sid, ttl, delay;
+    uint64_t sid, ttl, delay, ck;
     const char *name;
     uint32_t nlen;
-    if (get_u(s, &sid) || get_u(s, &ttl) || get_u(s, &delay) ||
+    if (get_u(s, &sid) || get_u(s, &ttl) || get_u(s, &delay) || get_u(s, &ck) ||
         get_s(s, &name, &nlen, 0, FSM_MAX_NAME))
         return -1;
+    if (ck >= ttl && ck != 0)
+        return bad(s, "session checkpoint not below its ttl");
     if (sid <= *prev)
         return bad(s, "sessions not in strictly increasing sid order");
     if (ttl == 0)
@@ -246,6 +248,7 @@ static int restore_session(struct rst *s, uint64_t *prev)
         return bad(s, "out of memory");
     x->ttl_ms = ttl;
     x->lockdelay_ms = delay;
+    x->checkpoint_ms = ck;
     sess_insert(s->nf, x);
     return restore_reply(s, x);
 }

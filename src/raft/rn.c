@@ -206,10 +206,6 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rn->hooks = *hooks;
     rn->log = log;
     rn->cfg = *cfg;
-    if (cfg->n_peers == 1 && cfg->peers[0].id == RN_JOIN_PEER_ID) {
-        rn->cfg.join = true;
-        rn->cfg.n_peers = 0;
-    }
     rn->raft_address = strdup(cfg->raft_address);
     rn->data_dir = strdup(cfg->data_dir);
     rn->next_pid = 1;

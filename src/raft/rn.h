@@ -53,13 +53,9 @@ struct rn_config {
     unsigned election_ms, heartbeat_ms;
     unsigned snapshot_threshold, snapshot_trailing;
     /* Joining an existing cluster: a pristine data dir is NOT bootstrapped; the node waits to
-     * be added (rn_add on the leader) and receives the log or a snapshot from it. Also set
-     * when `peers` is exactly one entry with id 0 (RN_JOIN_PEER_ID): that is how a caller
-     * that only fills peers/n_peers asks for it. */
+     * be added (rn_add on the leader) and receives the log or a snapshot from it. */
     bool join;
 };
-
-#define RN_JOIN_PEER_ID 0
 
 struct rn_hooks {
     void *arg;

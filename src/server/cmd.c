@@ -277,15 +277,42 @@ static void sessionOpenCommand(struct srv_req *r)
     propose(r, &cmd);
 }
 
+static void keepalive_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct srv_slot *slot = ctx;
+    if (status != RN_OK)
+        srv_reply_status(slot->srv, &slot->out, status);
+    else if (reply->kind == FSM_REPLY_ERR)
+        resp_w_error(&slot->out, reply->err);
+    else
+        resp_w_uint(&slot->out, slot->wait_ms);
+    srv_slot_done(slot);
+}
+
+/*
+ * Not logged: the deadline lives only in this leader's memory (a new leader starts over).
+ * Except after a checkpoint recorded a shorter lease: then a clearing checkpoint must commit
+ * before the client is told its lease is whole again.
+ */
 static void sessionKeepaliveCommand(struct srv_req *r)
 {
     uint64_t sid;
+    struct fsm_session_view v;
     if (need_leader(r) || arg_u64(r, 1, "sid", &sid) || live_session(r, sid))
         return;
     struct srv_sess *e = srv_sess_get(r->s, sid);
-    /* Not logged: the deadline lives only in this leader's memory (a new one starts over). */
-    heap_set(&r->s->timers, &e->t, srv_now_ms() + e->ttl_ms);
-    resp_w_uint(r->out, e->ttl_ms);
+    srv_sess_keepalive(r->s, e);
+    if (!e->ck_inflight && !(fsm_session_info(r->s->fsm, sid, &v) && v.checkpoint_ms)) {
+        resp_w_uint(r->out, e->ttl_ms);
+        return;
+    }
+    r->slot->wait_ms = e->ttl_ms;
+    int rc = srv_propose_checkpoint(r->s, sid, 0, keepalive_done, r->slot);
+    if (rc != RN_OK) {
+        srv_reply_status(r->s, r->out, rc);
+        return;
+    }
+    r->async = true;
 }
 
 static void sessionCloseCommand(struct srv_req *r)
@@ -927,7 +954,7 @@ static const struct srv_cmd cmd_table[] = {
     {"CLUSTER.REMOVE", 2, CMD_WRITE, clusterRemoveCommand},
     {"CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand},
     {"SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand},
-    {"SESSION.KEEPALIVE", 2, CMD_LOCAL, sessionKeepaliveCommand},
+    {"SESSION.KEEPALIVE", 2, CMD_WRITE, sessionKeepaliveCommand},
     {"SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand},
     {"SESSION.INFO", 2, CMD_READ, sessionInfoCommand},
     {"LOCK", -3, CMD_WRITE, lockCommand},
@@ -1011,6 +1038,8 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     const struct srv_cmd *cmd = srv_cmd_lookup(&argv[0]);
     struct srv_req r = {.s = s, .c = c, .argc = argc, .argv = argv, .proto = c->proto};
     s->m.commands++;
+    /* libraft has no role callback: look now, so no command is answered from a stale role. */
+    srv_poll_leadership(s);
     bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ));
     if (c->head || async) {
         r.slot = slot_new(c);

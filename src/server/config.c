@@ -29,6 +29,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_ttl = 7ull * 24 * 3600 * 1000;
     c->max_lockdelay = 60000;
     c->max_wait = 24ull * 3600 * 1000;
+    c->checkpoint_min_ttl = 5000;
     c->election_ms = 400;
     c->heartbeat_ms = 40;
     c->snapshot_threshold = 16384;
@@ -66,6 +67,10 @@ void srv_config_usage(FILE *f)
           "  --max-ttl MS            session TTL (default 604800000, 7 days)\n"
           "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
           "  --max-wait MS           LOCK ... WAIT (default 86400000)\n"
+          "  --checkpoint-min-ttl MS sessions with at least this TTL checkpoint their remaining\n"
+          "                          lease through the log when idle, so they end even if\n"
+          "                          leaders keep changing; shorter ones get a full TTL from\n"
+          "                          each new leader (default 5000)\n"
           "  --max-pending N         queued requests per connection before reading pauses\n"
           "                          (default 1024)\n"
           "  --election-ms MS        Raft election timeout (default 400)\n"
@@ -185,6 +190,7 @@ static const struct num_flag num_flags[] = {
     NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
     NF("--max-lockdelay", max_lockdelay, 0, 0, 1ull << 40),
     NF("--max-wait", max_wait, 0, 1, 1ull << 40),
+    NF("--checkpoint-min-ttl", checkpoint_min_ttl, 0, 1, 1ull << 40),
     NF("--election-ms", election_ms, 2, 10, 60000),
     NF("--heartbeat-ms", heartbeat_ms, 2, 1, 60000),
     NF("--snapshot-threshold", snapshot_threshold, 2, 2, 1u << 30),
@@ -282,12 +288,6 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     }
     if (c->n_peers && check_cluster(c))
         return -1;
-    if (c->join[0]) {
-        /* rn's "do not bootstrap" marker: one peer with id 0 (see rn_config.join). */
-        c->n_peers = 1;
-        c->peers[0].id = RN_JOIN_PEER_ID;
-        c->peers[0].raft_address[0] = 0;
-    }
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;

@@ -70,11 +70,44 @@ static void sess_add(struct srv *s, uint64_t sid, uint64_t ttl_ms)
         }
         e->t.idx = HEAP_NONE;
         e->t.kind = TK_SESSION;
+        e->ck.idx = HEAP_NONE;
+        e->ck.kind = TK_CHECKPOINT;
     }
     e->sid = sid;
     e->ttl_ms = ttl_ms;
     e->expiring = false;
-    heap_set(&s->timers, &e->t, srv_now_ms() + ttl_ms);
+    srv_sess_keepalive(s, e);
+}
+
+/* The lease restarts now: deadline after a TTL, checkpoint half-way. */
+void srv_sess_keepalive(struct srv *s, struct srv_sess *e)
+{
+    uint64_t now = srv_now_ms();
+    heap_set(&s->timers, &e->t, now + e->ttl_ms);
+    if (e->ttl_ms >= s->cfg.checkpoint_min_ttl)
+        heap_set(&s->timers, &e->ck, now + e->ttl_ms / 2);
+}
+
+int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
+                           void *ctx)
+{
+    struct fsm_cmd cmd;
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.op = FSM_OP_SESSION_CHECKPOINT;
+    cmd.sid = sid;
+    cmd.wait_ms = remaining_ms;
+    cmd.now_ms = srv_wall_ms();
+    struct buf enc;
+    buf_init(&enc);
+    int rc = fsm_cmd_encode(&cmd, &enc) ? RN_ERR : rn_propose(s->rn, enc.p, enc.len, cb, ctx);
+    buf_free(&enc);
+    if (rc == RN_OK) {
+        struct srv_sess *e = srv_sess_get(s, sid);
+        if (e)
+            e->ck_inflight = true;
+        s->m.proposals++;
+    }
+    return rc;
 }
 
 static void sess_del(struct srv *s, uint64_t sid)
@@ -83,6 +116,7 @@ static void sess_del(struct srv *s, uint64_t sid)
     struct srv_sess *e = map_del(&s->sessions, k, map_key_u64(sid, k));
     if (e) {
         heap_remove(&s->timers, &e->t);
+        heap_remove(&s->timers, &e->ck);
         free(e);
     }
 }
@@ -362,8 +396,14 @@ static void restart_cb(void *arg, const void *key, size_t len, void *val)
     (void)len;
     if (t->kind == TK_SESSION) {
         struct srv_sess *e = val;
+        struct fsm_session_view v;
         e->expiring = false;
+        e->ck_inflight = false;
         full = e->ttl_ms;
+        if (fsm_session_info(s->fsm, e->sid, &v) && v.checkpoint_ms && v.checkpoint_ms < full)
+            full = v.checkpoint_ms;
+        if (e->ttl_ms >= s->cfg.checkpoint_min_ttl)
+            heap_set(&s->timers, &e->ck, srv_now_ms() + full / 2);
     } else if (t->kind == TK_WAIT) {
         struct srv_wait *w = val;
         w->cancelling = false;
@@ -377,7 +417,9 @@ static void restart_cb(void *arg, const void *key, size_t len, void *val)
 }
 
 /* A new leader restarts every countdown at full length: it cannot know how much of it the
- * previous leader had seen pass, and a lease must never end early. */
+ * previous leader had seen pass, and a lease must never end early. A session checkpointed by
+ * an earlier leader restarts at what that leader measured as left (never less than the truth:
+ * time only passed since). */
 static void restart_timers(struct srv *s)
 {
     map_foreach(&s->sessions, restart_cb, s);
@@ -400,7 +442,11 @@ static void duty_cb(void *ctx, int status, const struct fsm_reply *reply)
     struct duty *d = ctx;
     struct srv *s = d->s;
     (void)reply;
-    if (status != RN_OK && !s->stopping && s->ready) {
+    if (d->kind == TK_CHECKPOINT) {
+        struct srv_sess *e = srv_sess_get(s, d->sid);
+        if (e)
+            e->ck_inflight = false;
+    } else if (status != RN_OK && !s->stopping && s->ready) {
         uint64_t soon = srv_now_ms() + 10;
         if (d->kind == TK_SESSION) {
             struct srv_sess *e = srv_sess_get(s, d->sid);
@@ -448,12 +494,32 @@ static int propose_duty(struct srv *s, struct fsm_cmd *cmd, uint8_t kind, uint64
     return 0;
 }
 
+/* Half-way through an idle lease: record what is left (fires once per keepalive or term). */
+static void fire_checkpoint(struct srv *s, struct heap_item *t)
+{
+    struct srv_sess *e = (struct srv_sess *)((char *)t - offsetof(struct srv_sess, ck));
+    uint64_t now = srv_now_ms();
+    if (e->expiring || e->t.idx == HEAP_NONE || e->t.deadline <= now)
+        return;
+    struct duty *d = malloc(sizeof(*d));
+    if (!d)
+        return;
+    d->s = s;
+    d->kind = TK_CHECKPOINT;
+    d->sid = e->sid;
+    d->len = 0;
+    if (srv_propose_checkpoint(s, e->sid, e->t.deadline - now, duty_cb, d) != RN_OK)
+        free(d);
+}
+
 static void fire_timer(struct srv *s, struct heap_item *t)
 {
     struct fsm_cmd cmd;
     memset(&cmd, 0, sizeof(cmd));
     heap_remove(&s->timers, t);
-    if (t->kind == TK_SESSION) {
+    if (t->kind == TK_CHECKPOINT) {
+        fire_checkpoint(s, t);
+    } else if (t->kind == TK_SESSION) {
         struct srv_sess *e = (struct srv_sess *)t;
         e->expiring = true;
         cmd.op = FSM_OP_SESSION_EXPIRE;
@@ -506,7 +572,7 @@ static void step_down(struct srv *s)
     /* reads_inflight are answered by their barrier's failure callback */
 }
 
-static void poll_leadership(struct srv *s)
+void srv_poll_leadership(struct srv *s)
 {
     int role = rn_role(s->rn);
     uint64_t term = rn_term(s->rn);
@@ -526,7 +592,7 @@ static void poll_leadership(struct srv *s)
 static void tick_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
-    poll_leadership(s);
+    srv_poll_leadership(s);
     srv_members_tick(s);
     if (!s->ready)
         return;
@@ -662,6 +728,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .raft_address = s->cfg.raft_address,
         .peers = s->cfg.peers,
         .n_peers = s->cfg.n_peers,
+        .join = s->cfg.join[0] != 0,
         .data_dir = cfg->data_dir,
         .election_ms = cfg->election_ms,
         .heartbeat_ms = cfg->heartbeat_ms,

@@ -54,6 +54,7 @@ struct srv_config {
     size_t max_pending; /* per connection: reading pauses beyond it */
     size_t max_output;  /* per connection: unsent reply bytes before it is closed */
     uint64_t max_ttl, max_lockdelay, max_wait;
+    uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing;
     unsigned tick_ms;
     enum log_level log_level;
@@ -64,12 +65,22 @@ void srv_config_defaults(struct srv_config *c);
 int srv_config_parse(struct srv_config *c, int argc, char **argv);
 void srv_config_usage(FILE *f);
 
-enum srv_timer_kind { TK_SESSION = 1, TK_WAIT = 2, TK_DELAY = 3 };
+enum srv_timer_kind { TK_SESSION = 1, TK_WAIT = 2, TK_DELAY = 3, TK_CHECKPOINT = 4 };
 
+/*
+ * A session's lease on the leader. `t` is its deadline; for sessions with a TTL of at least
+ * --checkpoint-min-ttl, `ck` fires half-way through an idle lease and proposes a checkpoint of
+ * what is left, so that a later leader does not hand an
+ * abandoned session a full TTL again (a session whose client is gone ends even if leaders keep
+ * changing). A keepalive after a checkpoint is acknowledged only once a clearing checkpoint
+ * committed, so no leader can later apply a stale, shorter lease to a live client.
+ */
 struct srv_sess {
     struct heap_item t;
+    struct heap_item ck;
     uint64_t sid, ttl_ms;
-    bool expiring; /* an expiry proposal is in flight */
+    bool expiring;    /* an expiry proposal is in flight */
+    bool ck_inflight; /* a checkpoint proposal is in flight */
 };
 
 struct srv_wait {
@@ -211,6 +222,9 @@ void srv_reply_status(struct srv *s, struct buf *out, int status);
 
 /* server.c: leader duties used by commands */
 struct srv_sess *srv_sess_get(struct srv *s, uint64_t sid);
+void srv_sess_keepalive(struct srv *s, struct srv_sess *e);
+int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
+                           void *ctx);
 void srv_wait_refresh(struct srv *s, const char *name, size_t namelen, uint64_t sid,
                       uint64_t wait_ms);
 /* Park a LOCK slot (its pkey = name + sid already set) until that wait ends. */
@@ -218,6 +232,8 @@ int srv_park(struct srv *s, struct srv_slot *slot);
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
 const char *srv_role_name(int role);
+/* Re-read libraft's role and term; step down or start the ready barrier as needed. */
+void srv_poll_leadership(struct srv *s);
 
 /* members.c */
 void srv_self_client_address(struct srv *s, struct buf *out);

@@ -1140,15 +1140,16 @@ static int restores(const uint8_t *p, size_t n)
 
 TEST(restore_rejects_snapshots_that_break_a_rule)
 {
-    /* header, rev 5, one session sid 1 ttl 1 */
-#define HDR 'F', 'L', 'S', 'M', 2, 5, 1, 1, 1, 0, 0, 0
+    /* header, rev 5, one session sid 1 ttl 1 (lockdelay, checkpoint, name, req seq: 0) */
+#define HDR 'F', 'L', 'S', 'M', 2, 5, 1, 1, 1, 0, 0, 0, 0
     const uint8_t ok[] = {HDR, 1, 1, 'L', 1, 2, 0, 0, 0, 0, 0};          /* L held by 1, token 2 */
     const uint8_t dead_holder[] = {HDR, 1, 1, 'L', 7, 2, 0, 0, 0, 0, 0}; /* held by sid 7 */
     const uint8_t free_lock[] = {HDR, 1, 1, 'L', 0, 0, 0, 0, 0};         /* stored free lock */
     const uint8_t big_token[] = {HDR, 1, 1, 'L', 1, 9, 0, 0, 0, 0, 0};   /* token > revision */
     const uint8_t dup_rev[] = {HDR, 1, 1, 'L', 1, 1, 0, 0, 0, 0, 0};     /* token == sid */
     const uint8_t self_wait[] = {HDR, 1, 1, 'L', 1, 2, 0, 0, 1, 1, 5, 3, 0, 0};
-    const uint8_t dup_sess[] = {'F', 'L', 'S', 'M', 2, 5, 2, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0};
+    const uint8_t dup_sess[] = {'F', 'L', 'S', 'M', 2, 5, 2, 1, 1, 0, 0, 0,
+                                0,   1,   1,   0,   0, 0, 0, 0, 0, 0, 0};
     CHECK(restores(ok, sizeof(ok)));
     CHECK(!restores(dead_holder, sizeof(dead_holder)));
     CHECK(!restores(free_lock, sizeof(free_lock)));
@@ -1562,6 +1563,76 @@ TEST(queries_report_sessions_waiters_and_delays)
     fsm_free(f);
 }
 
+/* ---- lease checkpoints ---- */
+
+static struct fsm_reply checkpoint_(struct fsm *f, uint64_t sid, uint64_t remaining)
+{
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_CHECKPOINT, .sid = sid, .wait_ms = remaining};
+    return apply_cmd(f, &c);
+}
+
+static uint64_t checkpoint_of(const struct fsm *f, uint64_t sid)
+{
+    struct fsm_session_view v;
+    return fsm_session_info(f, sid, &v) ? v.checkpoint_ms : UINT64_MAX;
+}
+
+TEST(checkpoint_records_the_remaining_lease_without_a_revision)
+{
+    struct fsm *f = fsm_new();
+    uint64_t sid = open_s(f, 10000, 0);
+    uint64_t rev = fsm_revision(f);
+    CHECK(checkpoint_(f, sid, 4000).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(checkpoint_of(f, sid), 4000);
+    CHECK_EQ_U64(fsm_revision(f), rev);
+    CHECK(checkpoint_(f, sid, 0).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(checkpoint_of(f, sid), 0);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(checkpoint_at_or_above_the_ttl_means_a_full_ttl)
+{
+    struct fsm *f = fsm_new();
+    uint64_t sid = open_s(f, 1000, 0);
+    CHECK(checkpoint_(f, sid, 300).kind == FSM_REPLY_OK);
+    CHECK(checkpoint_(f, sid, 1000).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(checkpoint_of(f, sid), 0);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
+TEST(checkpoint_of_a_dead_session_is_nosession_and_changes_nothing)
+{
+    struct fsm *f = fsm_new();
+    uint64_t sid = open_s(f, 1000, 0);
+    sess_op(f, FSM_OP_SESSION_CLOSE, sid);
+    struct buf before;
+    snap(f, &before);
+    struct fsm_reply r = checkpoint_(f, sid, 10);
+    CHECK(r.kind == FSM_REPLY_ERR);
+    CHECK_STR_PREFIX(r.err, "NOSESSION");
+    CHECK(same_snap(f, &before));
+    buf_free(&before);
+    fsm_free(f);
+}
+
+TEST(checkpoint_survives_snapshot_and_restore)
+{
+    struct fsm *f = fsm_new(), *g = fsm_new();
+    uint64_t sid = open_s(f, 5000, 0);
+    checkpoint_(f, sid, 1234);
+    struct buf b;
+    char err[160];
+    snap(f, &b);
+    CHECK(fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
+    CHECK_EQ_U64(checkpoint_of(g, sid), 1234);
+    CHECK(same_snap(g, &b));
+    buf_free(&b);
+    fsm_free(f);
+    fsm_free(g);
+}
+
 int main(void)
 {
     fsm_events_init(&EV);
@@ -1626,6 +1697,10 @@ int main(void)
     RUN(events_are_emitted_for_each_transition);
     RUN(event_names_stay_valid_when_the_caller_does_not_reset);
     RUN(queries_report_sessions_waiters_and_delays);
+    RUN(checkpoint_records_the_remaining_lease_without_a_revision);
+    RUN(checkpoint_at_or_above_the_ttl_means_a_full_ttl);
+    RUN(checkpoint_of_a_dead_session_is_nosession_and_changes_nothing);
+    RUN(checkpoint_survives_snapshot_and_restore);
     fsm_events_free(&EV);
     TEST_MAIN_END();
 }
