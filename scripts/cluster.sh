@@ -17,7 +17,12 @@ members() {
   for i in $(seq 1 "$n"); do m+="${m:+,}$i=127.0.0.1:$(port "$i" 1)"; done
   echo "$m"
 }
-alive() { [ -f "var/node$1.pid" ] && kill -0 "$(cat "var/node$1.pid")" 2>/dev/null; }
+# Running and not a zombie (a killed node whose parent never reaps it still answers kill -0).
+alive() {
+  local pid
+  [ -f "var/node$1.pid" ] && pid=$(cat "var/node$1.pid") && kill -0 "$pid" 2>/dev/null &&
+    ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$pid/stat" 2>/dev/null
+}
 case "$cmd" in
 start)
   [ -x "$BIN" ] || { echo "no $BIN: run make first" >&2; exit 1; }

@@ -928,6 +928,25 @@ static void clusterTransferCommand(struct srv_req *r)
     r->async = true;
 }
 
+/*
+ * READONLY / READWRITE (as in Redis Cluster): a connection that says READONLY gets reads answered
+ * at once from the local node's applied state, on followers too, without a barrier: possibly
+ * stale, never linearizable. Only explicitly asked for; READWRITE goes back to the default.
+ */
+static void readonlyCommand(struct srv_req *r)
+{
+    if (r->c)
+        r->c->stale_reads = true;
+    resp_w_simple(r->out, "OK");
+}
+
+static void readwriteCommand(struct srv_req *r)
+{
+    if (r->c)
+        r->c->stale_reads = false;
+    resp_w_simple(r->out, "OK");
+}
+
 /* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
 static void commandCommand(struct srv_req *r)
 {
@@ -946,6 +965,8 @@ static const struct srv_cmd cmd_table[] = {
     {"HELLO", -1, CMD_LOCAL, helloCommand},
     {"INFO", -1, CMD_LOCAL, infoCommand},
     {"QUIT", 1, CMD_LOCAL, quitCommand},
+    {"READONLY", 1, CMD_LOCAL, readonlyCommand},
+    {"READWRITE", 1, CMD_LOCAL, readwriteCommand},
     {"COMMAND", -1, CMD_LOCAL, commandCommand},
     {"CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand},
     {"CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand},
@@ -1056,6 +1077,8 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
         resp_w_errorf(r.out, "ERR unknown command '%.*s'", shown, argv[0].p);
     } else if (!arity_ok(cmd, argc)) {
         resp_w_errorf(r.out, ERR_ARGS, shown, argv[0].p);
+    } else if ((cmd->flags & CMD_READ) && c->stale_reads) {
+        cmd->fn(&r); /* READONLY: this node's applied state, possibly stale, any role */
     } else if (cmd->flags & CMD_READ) {
         if (need_leader(&r) == 0) {
             if (copy_args(r.slot, argc, argv)) {

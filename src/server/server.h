@@ -134,6 +134,7 @@ struct srv_conn {
     size_t reads_pending; /* reads waiting for a barrier: parsing pauses behind them */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
+    bool stale_reads; /* READONLY: reads from local state, no barrier */
     uint64_t id;
 };
 

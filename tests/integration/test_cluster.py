@@ -105,3 +105,21 @@ def test_kill9_leader_keeps_holder_queue_and_tokens(ctx):
     wait_until(lambda: (info(leader) or {}).get("revision", 0) >= rev, timeout=15, interval=0.1,
                what="the restarted node catching up")
     eq(text(info(leader)["role"]), "follower")
+
+
+def test_stale_reads_only_when_asked_with_readonly(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    with Conn(leader.port) as c:
+        expect_int(c.call("PUT", "k", "v1"))
+        rev = as_map(ok(c.call("CLUSTER.INFO")))["revision"]
+    f = [s for s in servers if s is not leader][0]
+    wait_until(lambda: (info(f) or {}).get("revision", 0) >= rev, timeout=10, interval=0.05,
+               what="the follower applying the PUT")
+    with Conn(f.port) as c:
+        expect_err(c.call("GET", "k"), "NOTLEADER", "linearizable by default")
+        expect_ok(c.call("READONLY"))
+        eq(c.call("GET", "k"), b"v1", "a stale read from the follower's own state")
+        expect_err(c.call("PUT", "k", "v2"), "NOTLEADER", "READONLY does not allow writes")
+        expect_ok(c.call("READWRITE"))
+        expect_err(c.call("GET", "k"), "NOTLEADER", "back to linearizable reads")
