@@ -27,26 +27,26 @@
 #include "common/buf.h"
 
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
-#define FSM_MAX_NAME 1024          /* lock names, session names, keys */
-#define FSM_MAX_VALUE (16u << 20)  /* KV values */
+#define FSM_MAX_NAME 1024         /* lock names, session names, keys */
+#define FSM_MAX_VALUE (16u << 20) /* KV values */
 #define FSM_CMD_VERSION 1
 
 enum fsm_op {
-    FSM_OP_NOOP = 0,          /* changes nothing; reply OK (used for leader term start) */
-    FSM_OP_SESSION_OPEN = 1,  /* ttl_ms, lockdelay_ms, name -> INT sid */
-    FSM_OP_SESSION_CLOSE = 2, /* sid -> OK; releases locks (no lock-delay), drops waits, keys */
-    FSM_OP_SESSION_EXPIRE = 3,/* sid -> OK; as close, but starts lock-delay on held locks */
-    FSM_OP_LOCK = 4,          /* name, sid, wait_ms -> INT token | QUEUED | NIL */
-    FSM_OP_UNLOCK = 5,        /* name, sid -> OK | ERR NOTHOLDER */
-    FSM_OP_CANCEL_WAIT = 6,   /* name, sid -> NIL if the waiter was removed (or was not
-                                 queued), INT token if it already holds the lock (the grant
-                                 won the race), ERR NOSESSION if the session is gone */
-    FSM_OP_LOCKDELAY_END = 7, /* name -> OK; ends lock-delay, grants the next waiter */
-    FSM_OP_PUT = 8,           /* key, value, lease_sid, fence, ifrev -> INT revision */
-    FSM_OP_DEL = 9,           /* key, fence, ifrev -> INT deleted count (0 or 1) */
-    FSM_OP_MEMBER_SET = 10,   /* sid = member id (>0), name = client address, key = raft
-                                 address -> OK; replaces the member's entry */
-    FSM_OP_MEMBER_DEL = 11,   /* sid = member id -> INT 1 if removed, 0 if absent */
+    FSM_OP_NOOP = 0,           /* changes nothing; reply OK (used for leader term start) */
+    FSM_OP_SESSION_OPEN = 1,   /* ttl_ms, lockdelay_ms, name -> INT sid */
+    FSM_OP_SESSION_CLOSE = 2,  /* sid -> OK; releases locks (no lock-delay), drops waits, keys */
+    FSM_OP_SESSION_EXPIRE = 3, /* sid -> OK; as close, but starts lock-delay on held locks */
+    FSM_OP_LOCK = 4,           /* name, sid, wait_ms -> INT token | QUEUED | NIL */
+    FSM_OP_UNLOCK = 5,         /* name, sid -> OK | ERR NOTHOLDER */
+    FSM_OP_CANCEL_WAIT = 6,    /* name, sid -> NIL if the waiter was removed (or was not
+                                  queued), INT token if it already holds the lock (the grant
+                                  won the race), ERR NOSESSION if the session is gone */
+    FSM_OP_LOCKDELAY_END = 7,  /* name -> OK; ends lock-delay, grants the next waiter */
+    FSM_OP_PUT = 8,            /* key, value, lease_sid, fence, ifrev -> INT revision */
+    FSM_OP_DEL = 9,            /* key, fence, ifrev -> INT deleted count (0 or 1) */
+    FSM_OP_MEMBER_SET = 10,    /* sid = member id (>0), name = client address, key = raft
+                                  address -> OK; replaces the member's entry */
+    FSM_OP_MEMBER_DEL = 11,    /* sid = member id -> INT 1 if removed, 0 if absent */
     FSM_OP_SESSION_CHECKPOINT = 12, /* sid, wait_ms = remaining lease ms the leader measured
                                        (0 clears) -> OK; lease bookkeeping: no revision bump.
                                        A new leader arms min(ttl, checkpoint) instead of ttl,
@@ -64,22 +64,22 @@ struct fsm_str {
  * request exactly-once semantics: see fsm_apply.
  */
 struct fsm_cmd {
-    uint8_t op;             /* enum fsm_op */
-    uint64_t now_ms;        /* leader's wall clock when proposed; informational only */
-    uint64_t req_sid;       /* REQ session (0 = none) */
-    uint64_t req_seq;       /* REQ seq (0 = none) */
-    uint64_t sid;           /* session the command acts for */
-    uint64_t ttl_ms;        /* SESSION_OPEN */
-    uint64_t lockdelay_ms;  /* SESSION_OPEN */
-    uint64_t wait_ms;       /* LOCK: 0 = try only, never enqueue */
-    struct fsm_str name;    /* lock name, or session name for SESSION_OPEN */
-    struct fsm_str key;     /* PUT / DEL */
-    struct fsm_str value;   /* PUT */
-    uint64_t lease_sid;     /* PUT: attach key to session (0 = none) */
-    bool has_fence;         /* PUT / DEL: FENCE fence_name fence_token */
+    uint8_t op;            /* enum fsm_op */
+    uint64_t now_ms;       /* leader's wall clock when proposed; informational only */
+    uint64_t req_sid;      /* REQ session (0 = none) */
+    uint64_t req_seq;      /* REQ seq (0 = none) */
+    uint64_t sid;          /* session the command acts for */
+    uint64_t ttl_ms;       /* SESSION_OPEN */
+    uint64_t lockdelay_ms; /* SESSION_OPEN */
+    uint64_t wait_ms;      /* LOCK: 0 = try only, never enqueue */
+    struct fsm_str name;   /* lock name, or session name for SESSION_OPEN */
+    struct fsm_str key;    /* PUT / DEL */
+    struct fsm_str value;  /* PUT */
+    uint64_t lease_sid;    /* PUT: attach key to session (0 = none) */
+    bool has_fence;        /* PUT / DEL: FENCE fence_name fence_token */
     struct fsm_str fence_name;
     uint64_t fence_token;
-    bool has_ifrev;         /* PUT / DEL: IFREV ifrev (0 = key must not exist) */
+    bool has_ifrev; /* PUT / DEL: IFREV ifrev (0 = key must not exist) */
     uint64_t ifrev;
 };
 
@@ -111,15 +111,15 @@ struct fsm_reply {
 };
 
 enum fsm_event_type {
-    FSM_EV_SESSION_OPENED = 1,  /* sid, ttl_ms */
-    FSM_EV_SESSION_ENDED = 2,   /* sid, expired (true if by expiry) */
-    FSM_EV_GRANTED = 3,         /* name, sid, token */
-    FSM_EV_RELEASED = 4,        /* name, sid, token (unlock, close or expiry of holder) */
-    FSM_EV_WAIT_STARTED = 5,    /* name, sid, wait_ms (the session was enqueued) */
-    FSM_EV_WAIT_ENDED = 6,      /* name, sid (removed from the queue without a grant) */
+    FSM_EV_SESSION_OPENED = 1,    /* sid, ttl_ms */
+    FSM_EV_SESSION_ENDED = 2,     /* sid, expired (true if by expiry) */
+    FSM_EV_GRANTED = 3,           /* name, sid, token */
+    FSM_EV_RELEASED = 4,          /* name, sid, token (unlock, close or expiry of holder) */
+    FSM_EV_WAIT_STARTED = 5,      /* name, sid, wait_ms (the session was enqueued) */
+    FSM_EV_WAIT_ENDED = 6,        /* name, sid (removed from the queue without a grant) */
     FSM_EV_LOCKDELAY_STARTED = 7, /* name, delay_ms */
-    FSM_EV_LOCKDELAY_ENDED = 8, /* name */
-    FSM_EV_FENCE_REJECTED = 9,  /* name, token (a fenced write failed with STALE) */
+    FSM_EV_LOCKDELAY_ENDED = 8,   /* name */
+    FSM_EV_FENCE_REJECTED = 9,    /* name, token (a fenced write failed with STALE) */
 };
 
 struct fsm_event {
@@ -127,7 +127,7 @@ struct fsm_event {
     bool expired;
     uint64_t sid;
     uint64_t token;
-    uint64_t ms; /* ttl_ms, wait_ms or delay_ms by type */
+    uint64_t ms;         /* ttl_ms, wait_ms or delay_ms by type */
     struct fsm_str name; /* owned by the events struct */
 };
 
@@ -195,9 +195,9 @@ size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, si
                    void *arg);
 
 struct fsm_lock_view {
-    uint64_t holder_sid;   /* 0 = no holder */
-    uint64_t token;        /* holder's token */
-    uint64_t held_since_ms;/* now_ms of the granting entry */
+    uint64_t holder_sid;    /* 0 = no holder */
+    uint64_t token;         /* holder's token */
+    uint64_t held_since_ms; /* now_ms of the granting entry */
     bool in_lockdelay;
     uint64_t lockdelay_ms;
     size_t n_waiters;
@@ -216,7 +216,7 @@ int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint6
 struct fsm_session_view {
     uint64_t sid, ttl_ms, lockdelay_ms;
     uint64_t checkpoint_ms; /* last SESSION_CHECKPOINT, 0 = none (a full TTL) */
-    struct fsm_str name; /* borrowed */
+    struct fsm_str name;    /* borrowed */
     size_t n_locks, n_waits, n_keys;
 };
 
@@ -224,8 +224,8 @@ struct fsm_session_view {
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v);
 
 /* Iteration for a new leader re-arming timers (order unspecified but deterministic). */
-void fsm_foreach_session(const struct fsm *f,
-                         void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms), void *arg);
+void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
+                         void *arg);
 void fsm_foreach_waiter(const struct fsm *f,
                         void (*cb)(void *arg, const char *name, size_t namelen, uint64_t sid,
                                    uint64_t wait_ms),

@@ -44,7 +44,7 @@ struct kv;
 struct sess {
     struct hlink h; /* in fsm.sessions, hashed by sid */
     uint64_t sid, ttl_ms, lockdelay_ms;
-    uint64_t checkpoint_ms; /* remaining lease at the last checkpoint; 0 = none */
+    uint64_t checkpoint_ms;               /* remaining lease at the last checkpoint; 0 = none */
     struct lock *held_head, *held_tail;   /* locks it holds, in token order */
     struct waiter *wait_head, *wait_tail; /* its queued waits, in enqueue order */
     struct kv *keys;                      /* keys leased to it (order carries no meaning) */
@@ -91,7 +91,7 @@ struct kv {
 
 /* One member-table entry; stored inline (no pointers), so struct fsm stays swappable. */
 struct member {
-    uint64_t id; /* > 0 */
+    uint64_t id;                   /* > 0 */
     uint16_t client_len, raft_len; /* 1..FSM_MAX_ADDR */
     char client[FSM_MAX_ADDR];
     char raft[FSM_MAX_ADDR];
