@@ -1,43 +1,8 @@
 """Three real fencelockd processes on loopback: election, redirects, a leader killed with -9."""
 
-import os
-
 from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
-from server import Server
-
-
-def start_cluster(ctx, n=3):
-    servers = []
-    for i in range(1, n + 1):
-        s = Server(ctx.binary, os.path.join(ctx.workdir, "node%d" % i), node_id=i)
-        servers.append(s)
-        ctx.servers.append(s)
-    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
-    for s in servers:
-        s.extra_args = ["--initial-cluster", members, "--election-ms", "400",
-                        "--heartbeat-ms", "40"]
-        s.start(wait=False)
-    return servers
-
-
-def info(s):
-    try:
-        with Conn(s.port, timeout=1.0) as c:
-            r = c.call("CLUSTER.INFO")
-            return None if isinstance(r, RespError) else as_map(r)
-    except (OSError, ConnectionClosed, ReplyTimeout):
-        return None
-
-
-def ready_leader(servers, timeout=15.0):
-    """The one server that is a ready leader (role leader, ready 1), waited for."""
-    def find():
-        up = [s for s in servers if s.running()]
-        leaders = [s for s in up if (info(s) or {}).get("ready") == 1
-                   and text((info(s) or {}).get("role")) == "leader"]
-        return leaders[0] if len(leaders) == 1 else None
-    return wait_until(find, timeout=timeout, interval=0.05, what="a ready leader")
+from cluster import info, ready_leader, start_cluster  # noqa: F401 (shared helpers)
 
 
 def test_three_nodes_elect_one_leader_and_followers_redirect(ctx):

@@ -8,44 +8,11 @@ import time
 
 from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
-from server import Server
+from cluster import TIMING, info, new_server, ready_leader, start_cluster
 
 # Small snapshots so a joining node cannot get the log from index 1: it needs InstallSnapshot.
-FAST = ["--election-ms", "400", "--heartbeat-ms", "40",
-        "--snapshot-threshold", "64", "--snapshot-trailing", "16"]
-
-
-def new_server(ctx, node_id, args):
-    s = Server(ctx.binary, os.path.join(ctx.workdir, "node%d" % node_id), node_id=node_id)
-    s.extra_args = list(args)
-    ctx.servers.append(s)
-    return s
-
-
-def start_three(ctx):
-    servers = [new_server(ctx, i, []) for i in (1, 2, 3)]
-    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
-    for s in servers:
-        s.extra_args = ["--initial-cluster", members] + FAST
-        s.start(wait=False)
-    return servers
-
-
-def info(s):
-    try:
-        with Conn(s.port, timeout=1.0) as c:
-            r = c.call("CLUSTER.INFO")
-            return None if isinstance(r, RespError) else as_map(r)
-    except (OSError, ConnectionClosed, ReplyTimeout):
-        return None
-
-
-def ready_leader(servers, timeout=15.0):
-    def find():
-        up = [(s, info(s) or {}) for s in servers if s.running()]
-        ls = [s for s, i in up if i.get("ready") == 1 and text(i.get("role")) == "leader"]
-        return ls[0] if len(ls) == 1 else None
-    return wait_until(find, timeout=timeout, interval=0.05, what="a ready leader")
+SNAP = ["--snapshot-threshold", "64", "--snapshot-trailing", "16"]
+FAST = TIMING + SNAP
 
 
 def members(s):
@@ -146,7 +113,7 @@ def stable_revision(servers):
 
 
 def test_grow_remove_transfer_while_locking(ctx):
-    servers = start_three(ctx)
+    servers = start_cluster(ctx, 3, extra=SNAP)
     leader = ready_leader(servers)
     client = Locker(leader.port)
     client.start()
