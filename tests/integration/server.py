@@ -104,6 +104,7 @@ class Server:
         self.incarnation = 0
         self.problems = []
         self._log_offset = 0  # where the current incarnation's output starts
+        self.sigstopped = False  # set by sigstop(), cleared by sigcont()
 
     # ---- command line and environment ----
     def argv(self):
@@ -132,6 +133,7 @@ class Server:
         if self.proc is not None and self.proc.poll() is None:
             raise ServerError("already running")
         self.incarnation += 1
+        self.sigstopped = False
         with open(self.log_path, "ab") as f:
             self._log_offset = f.tell()
             f.write(("=== incarnation %d: %s\n" % (self.incarnation, " ".join(self.argv())))
@@ -202,6 +204,7 @@ class Server:
                 self.proc._fl_reaped = True
                 self._note_unexpected_exit()
             return self.proc.returncode
+        self.sigcont()  # only acts after sigstop(): a frozen process cannot handle SIGTERM
         self.proc.send_signal(signal.SIGTERM)
         try:
             rc = self.proc.wait(timeout)
@@ -222,6 +225,18 @@ class Server:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+    def sigstop(self):
+        """Freeze the process (SIGSTOP): it keeps its sockets but runs nothing."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.sigstopped = True
+
+    def sigcont(self):
+        """Resume a process frozen by sigstop() (a no-op otherwise)."""
+        if self.sigstopped and self.proc is not None \
+                and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.sigstopped = False
 
     def kill9(self):
         if self.proc.poll() is not None:
@@ -267,3 +282,14 @@ class Server:
     # ---- clients ----
     def conn(self, timeout=10.0):
         return Conn(self.port, timeout=timeout)
+
+
+def kill9_all(servers):
+    """SIGKILL every running server first, then reap them: all die at (nearly) the same time."""
+    live = [s for s in servers if s.running()]
+    for s in live:
+        s._killpg()
+    for s in live:
+        s.proc.wait(10)
+        s.proc._fl_reaped = True
+        s.sigstopped = False
