@@ -241,6 +241,8 @@ int srv_park(struct srv *s, struct srv_slot *slot)
 static void wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t sid,
                         uint64_t token)
 {
+    if (!s->ready)
+        return; /* nothing is parked on a node that is not a ready leader (step_down) */
     size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
     struct srv_slot *slot = n ? map_del(&s->parked, s->scratch.p, n) : NULL;
     struct fsm_session_view sv;
@@ -342,10 +344,27 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     }
 }
 
+static void step_down(struct srv *s);
+
+/*
+ * A leader frozen (SIGSTOP, a long pause) wakes up, is told of a newer term and applies the new
+ * leader's entries before the next tick has noticed: its parked requests must be failed
+ * (-NOTLEADER) before any of those entries could wake them. Only the step-down half of
+ * srv_poll_leadership runs here: no libraft call from inside its apply callback.
+ */
+static void check_deposed(struct srv *s)
+{
+    if (s->ready && (rn_role(s->rn) != RN_LEADER || rn_term(s->rn) != s->ready_term)) {
+        s->role = rn_role(s->rn);
+        step_down(s);
+    }
+}
+
 static void hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev)
 {
     struct srv *s = arg;
     (void)reply;
+    check_deposed(s);
     for (size_t i = 0; i < ev->n; i++)
         on_event(s, &ev->ev[i]);
 }
