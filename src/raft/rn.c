@@ -267,6 +267,26 @@ static int start_raft(struct rn *rn, char *err, size_t errlen)
     return 0;
 }
 
+int rn_recover(struct rn *rn, char *err, size_t errlen)
+{
+    struct raft_configuration conf;
+    raft_configuration_init(&conf);
+    int rv = 0;
+    for (size_t i = 0; i < rn->cfg.n_peers && rv == 0; i++)
+        rv = raft_configuration_add(&conf, rn->cfg.peers[i].id, rn->cfg.peers[i].raft_address,
+                                    RAFT_VOTER);
+    if (rv == 0)
+        rv = raft_recover(&rn->raft, &conf);
+    raft_configuration_close(&conf);
+    if (rv) {
+        snprintf(err, errlen, "raft_recover: %s (%s)", raft_strerror(rv), raft_errmsg(&rn->raft));
+        return -1;
+    }
+    LOGI(rn->log, "raft: recovered %s with a new configuration of %zu voter(s)", rn->data_dir,
+         rn->cfg.n_peers);
+    return 0;
+}
+
 int rn_start(struct rn *rn, char *err, size_t errlen)
 {
     if (rn->cfg.join) {

@@ -79,6 +79,10 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
 /* Start raft: loads the log and snapshot; a pristine data dir is bootstrapped with cfg->peers
  * (every node of a new cluster bootstraps the same configuration) unless cfg->join. */
 int rn_start(struct rn *rn, char *err, size_t errlen);
+/* Disaster recovery, instead of rn_start, on a stopped node: append a configuration of exactly
+ * cfg->peers to the log on disk (libraft's raft_recover), for a cluster that lost its majority
+ * for good. Only on one survivor, the one with the highest term and longest log. */
+int rn_recover(struct rn *rn, char *err, size_t errlen);
 /* Propose one encoded command. On RN_OK the callback fires later, exactly once; otherwise it
  * never fires and the return value says why. */
 int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx);

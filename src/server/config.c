@@ -50,6 +50,11 @@ void srv_config_usage(FILE *f)
           "  --listen HOST:PORT      client address (default 127.0.0.1:7480)\n"
           "  --raft-listen HOST:PORT Raft transport address (default 127.0.0.1:7481)\n"
           "  --http-listen HOST:PORT /metrics and /health (default 127.0.0.1:7482; 'off')\n"
+          "  --recover ID=HOST:PORT,...\n"
+          "                          disaster recovery after losing a majority for good: write\n"
+          "                          this configuration (the survivors) into --data-dir of a\n"
+          "                          stopped node, then exit; start it normally afterwards\n"
+          "                          (see docs/operations.md)\n"
           "  --initial-cluster ID=HOST:PORT,...\n"
           "                          every voter of a new cluster and its Raft address; used\n"
           "                          only to bootstrap a pristine --data-dir (default: this\n"
@@ -232,8 +237,17 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
         c->raft_listen_set = true;
         return 0;
     }
-    if (!strcmp(flag, "--initial-cluster"))
+    if (!strcmp(flag, "--initial-cluster")) {
+        if (c->recover)
+            return -1;
         return parse_cluster(c, v);
+    }
+    if (!strcmp(flag, "--recover")) {
+        if (c->n_peers)
+            return -1;
+        c->recover = true;
+        return parse_cluster(c, v);
+    }
     if (!strcmp(flag, "--join")) {
         if (!valid_hostport(v, sizeof(c->join)))
             return -1;

@@ -29,7 +29,11 @@ int main(int argc, char **argv)
     if (!s)
         return 1;
     int status = 0;
-    if (srv_init(s, &loop, &cfg) || srv_start(s)) {
+    if (cfg.recover) {
+        status = srv_init(s, &loop, &cfg) || srv_recover(s) ? 1 : 0;
+        if (s->rn)
+            srv_stop(s);
+    } else if (srv_init(s, &loop, &cfg) || srv_start(s)) {
         status = 1;
         if (s->rn)
             srv_stop(s);

@@ -759,6 +759,22 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         LOGE(&s->log, "%s", err);
         return -1;
     }
+    /* The loop handles exist from here on, so srv_stop may close them whatever failed later. */
+    uv_timer_init(s->loop, &s->tick);
+    s->tick.data = s;
+    uv_signal_init(s->loop, &s->sig_term);
+    uv_signal_init(s->loop, &s->sig_int);
+    s->sig_term.data = s->sig_int.data = s;
+    return 0;
+}
+
+int srv_recover(struct srv *s)
+{
+    char err[256];
+    if (rn_recover(s->rn, err, sizeof(err))) {
+        LOGE(&s->log, "%s", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -770,11 +786,6 @@ int srv_start(struct srv *s)
         LOGE(&s->log, "%s", err);
         return -1;
     }
-    uv_timer_init(s->loop, &s->tick);
-    s->tick.data = s;
-    uv_signal_init(s->loop, &s->sig_term);
-    uv_signal_init(s->loop, &s->sig_int);
-    s->sig_term.data = s->sig_int.data = s;
     if (srv_listen(s))
         return -1;
     if (s->cfg.http_port && srv_http_start(s->loop, s->cfg.http_host, s->cfg.http_port,

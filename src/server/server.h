@@ -48,6 +48,7 @@ struct srv_config {
     struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
     size_t n_peers;
     char join[96]; /* --join: a member's client address; "" = not joining */
+    bool recover;  /* --recover: peers is the forced configuration; run once and exit */
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
@@ -182,6 +183,8 @@ uint64_t srv_wall_ms(void);
 
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg);
 int srv_start(struct srv *s);
+/* --recover: force the configuration on the stopped node's data dir; 0 or -1. */
+int srv_recover(struct srv *s);
 void srv_stop(struct srv *s); /* begins shutdown; the loop ends when everything closed */
 void srv_free(struct srv *s);
 
