@@ -29,7 +29,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_ttl = 7ull * 24 * 3600 * 1000;
     c->max_lockdelay = 60000;
     c->max_wait = 24ull * 3600 * 1000;
-    c->checkpoint_min_ttl = 5000;
+    c->checkpoint_min_ttl = 1000;
     c->election_ms = 400;
     c->heartbeat_ms = 40;
     c->snapshot_threshold = 16384;
@@ -75,7 +75,7 @@ void srv_config_usage(FILE *f)
           "  --checkpoint-min-ttl MS sessions with at least this TTL checkpoint their remaining\n"
           "                          lease through the log when idle, so they end even if\n"
           "                          leaders keep changing; shorter ones get a full TTL from\n"
-          "                          each new leader (default 5000)\n"
+          "                          each new leader (default 1000)\n"
           "  --max-pending N         queued requests per connection before reading pauses\n"
           "                          (default 1024)\n"
           "  --election-ms MS        Raft election timeout (default 400)\n"
