@@ -302,6 +302,11 @@ static void gen_cmd(struct fsm_cmd *c)
             c->lease_sid = chance(50) ? pick_sid() : 0;
         }
         gen_cond(c, k);
+    } else if (r < 90) {
+        /* a lease checkpoint; at or above the ttl it clears (sessions' ttl is below 10001) */
+        c->op = FSM_OP_SESSION_CHECKPOINT;
+        c->sid = pick_sid();
+        c->wait_ms = below(12000);
     } else if (r < 99) {
         gen_member_op(c);
     } else {
@@ -478,6 +483,8 @@ static struct expect predict_op(const struct fsm_cmd *c)
     case FSM_OP_SESSION_CLOSE:
     case FSM_OP_SESSION_EXPIRE:
         return alive(c->sid) ? ex(FSM_REPLY_OK, true) : ex_err("NOSESSION");
+    case FSM_OP_SESSION_CHECKPOINT: /* lease bookkeeping: no revision, no event */
+        return alive(c->sid) ? ex(FSM_REPLY_OK, false) : ex_err("NOSESSION");
     case FSM_OP_PUT:
     case FSM_OP_DEL:
         return predict_kv(c);
