@@ -138,6 +138,10 @@ void lock_drop(struct fsm *f, struct lock *l); /* unhash and free a lock nobody 
 void held_append(struct sess *s, struct lock *l);
 void held_unlink(struct lock *l);
 void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w);
+/* The two halves of waiter_append: tail of the lock's FIFO / of the session's list. Restore
+ * links the session side later, in enqueue-revision order. */
+void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w);
+void waiter_link_sess(struct sess *s, struct waiter *w);
 void waiter_remove(struct fsm *f, struct waiter *w); /* unlinks and frees */
 struct waiter *waiter_find(const struct lock *l, const struct sess *s);
 

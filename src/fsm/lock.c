@@ -77,10 +77,9 @@ void held_unlink(struct lock *l)
     s->n_locks--;
 }
 
-void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
+void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
 {
     w->lock = l;
-    w->sess = s;
     w->lnext = NULL;
     w->lprev = l->wq_tail;
     if (l->wq_tail)
@@ -89,6 +88,12 @@ void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter 
         l->wq_head = w;
     l->wq_tail = w;
     l->n_waiters++;
+    f->n_waiters++;
+}
+
+void waiter_link_sess(struct sess *s, struct waiter *w)
+{
+    w->sess = s;
     w->snext = NULL;
     w->sprev = s->wait_tail;
     if (s->wait_tail)
@@ -97,7 +102,12 @@ void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter 
         s->wait_head = w;
     s->wait_tail = w;
     s->n_waits++;
-    f->n_waiters++;
+}
+
+void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
+{
+    waiter_link_lock(f, l, w);
+    waiter_link_sess(s, w);
 }
 
 void waiter_remove(struct fsm *f, struct waiter *w)

@@ -310,18 +310,10 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
         free(w);
         return bad(s, "out of memory");
     }
-    w->lock = l;
     w->sess = x;
     w->wait_ms = wait;
     w->rev = rev;
-    w->lprev = l->wq_tail;
-    if (l->wq_tail)
-        l->wq_tail->lnext = w;
-    else
-        l->wq_head = w;
-    l->wq_tail = w;
-    l->n_waiters++;
-    s->nf->n_waiters++;
+    waiter_link_lock(s->nf, l, w);
     return 0;
 }
 
@@ -456,17 +448,8 @@ static void link_sessions(struct rst *s)
     s->nf->n_held = s->held.n;
     if (s->waits.n)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
-    for (size_t i = 0; i < s->waits.n; i++) {
-        struct waiter *w = waits[i];
-        struct sess *x = w->sess;
-        w->sprev = x->wait_tail;
-        if (x->wait_tail)
-            x->wait_tail->snext = w;
-        else
-            x->wait_head = w;
-        x->wait_tail = w;
-        x->n_waits++;
-    }
+    for (size_t i = 0; i < s->waits.n; i++)
+        waiter_link_sess(waits[i]->sess, waits[i]);
 }
 
 static int revs_distinct(struct rst *s)

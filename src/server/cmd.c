@@ -238,12 +238,6 @@ static void write_done(void *ctx, int status, const struct fsm_reply *reply)
 static void propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
-    cmd->now_ms = srv_wall_ms();
-    buf_reset(&s->scratch);
-    if (fsm_cmd_encode(cmd, &s->scratch)) {
-        reply_err(r, "ERR out of memory");
-        return;
-    }
     r->slot->op = cmd->op;
     r->slot->wait_ms = cmd->wait_ms;
     r->slot->started_ns = uv_hrtime();
@@ -257,12 +251,11 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
         r->slot->pkey = k.p;
         r->slot->pkeylen = k.len;
     }
-    int rc = rn_propose(s->rn, s->scratch.p, s->scratch.len, write_done, r->slot);
+    int rc = srv_propose(s, cmd, write_done, r->slot);
     if (rc != RN_OK) {
         srv_reply_status(s, r->out, rc);
         return;
     }
-    s->m.proposals++;
     r->async = true;
 }
 
@@ -863,12 +856,8 @@ static void remove_done(void *ctx, int status, const char *msg)
         return;
     }
     LOGI(&s->log, "member %llu removed from the configuration", (unsigned long long)rc->id);
-    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .sid = rc->id, .now_ms = srv_wall_ms()};
-    struct buf enc;
-    buf_init(&enc);
-    int prc = fsm_cmd_encode(&cmd, &enc) ? RN_ERR
-                                         : rn_propose(s->rn, enc.p, enc.len, member_del_done, rc);
-    buf_free(&enc);
+    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .sid = rc->id};
+    int prc = srv_propose(s, &cmd, member_del_done, rc);
     if (prc != RN_OK)
         member_del_done(rc, prc, NULL);
 }

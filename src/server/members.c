@@ -77,20 +77,11 @@ static void member_set_cb(void *ctx, int status, const struct fsm_reply *reply)
 int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t clen,
                        const char *raft, size_t rlen, rn_propose_cb cb, void *ctx)
 {
-    struct fsm_cmd cmd;
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.op = FSM_OP_MEMBER_SET;
-    cmd.sid = id;
-    cmd.name.p = client;
-    cmd.name.len = (uint32_t)clen;
-    cmd.key.p = raft;
-    cmd.key.len = (uint32_t)rlen;
-    cmd.now_ms = srv_wall_ms();
-    struct buf enc;
-    buf_init(&enc);
-    int rc = fsm_cmd_encode(&cmd, &enc) ? RN_ERR : rn_propose(s->rn, enc.p, enc.len, cb, ctx);
-    buf_free(&enc);
-    return rc;
+    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_SET,
+                          .sid = id,
+                          .name = {client, (uint32_t)clen},
+                          .key = {raft, (uint32_t)rlen}};
+    return srv_propose(s, &cmd, cb, ctx);
 }
 
 /* Called when this node became a ready leader. */

@@ -88,25 +88,27 @@ void srv_sess_keepalive(struct srv *s, struct srv_sess *e)
         heap_set(&s->timers, &e->ck, now + e->ttl_ms / 2);
 }
 
+/* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
+int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
+{
+    cmd->now_ms = srv_wall_ms();
+    buf_reset(&s->scratch);
+    if (fsm_cmd_encode(cmd, &s->scratch))
+        return RN_ERR;
+    int rc = rn_propose(s->rn, s->scratch.p, s->scratch.len, cb, ctx);
+    if (rc == RN_OK)
+        s->m.proposals++;
+    return rc;
+}
+
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
                            void *ctx)
 {
-    struct fsm_cmd cmd;
-    memset(&cmd, 0, sizeof(cmd));
-    cmd.op = FSM_OP_SESSION_CHECKPOINT;
-    cmd.sid = sid;
-    cmd.wait_ms = remaining_ms;
-    cmd.now_ms = srv_wall_ms();
-    struct buf enc;
-    buf_init(&enc);
-    int rc = fsm_cmd_encode(&cmd, &enc) ? RN_ERR : rn_propose(s->rn, enc.p, enc.len, cb, ctx);
-    buf_free(&enc);
-    if (rc == RN_OK) {
-        struct srv_sess *e = srv_sess_get(s, sid);
-        if (e)
-            e->ck_inflight = true;
-        s->m.proposals++;
-    }
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CHECKPOINT, .sid = sid, .wait_ms = remaining_ms};
+    int rc = srv_propose(s, &cmd, cb, ctx);
+    struct srv_sess *e = rc == RN_OK ? srv_sess_get(s, sid) : NULL;
+    if (e)
+        e->ck_inflight = true;
     return rc;
 }
 
@@ -502,14 +504,10 @@ static int propose_duty(struct srv *s, struct fsm_cmd *cmd, uint8_t kind, uint64
     d->len = keylen;
     if (keylen)
         memcpy(d->key, key, keylen);
-    cmd->now_ms = srv_wall_ms();
-    buf_reset(&s->scratch);
-    if (fsm_cmd_encode(cmd, &s->scratch) ||
-        rn_propose(s->rn, s->scratch.p, s->scratch.len, duty_cb, d) != RN_OK) {
+    if (srv_propose(s, cmd, duty_cb, d) != RN_OK) {
         free(d);
         return -1;
     }
-    s->m.proposals++;
     return 0;
 }
 

@@ -225,6 +225,9 @@ void srv_run_read(struct srv *s, struct srv_slot *slot);
 void srv_reply_status(struct srv *s, struct buf *out, int status);
 
 /* server.c: leader duties used by commands */
+/* Stamp, encode and propose one command; the one way the server writes to the log.
+ * Returns an rn_status; on RN_OK `cb` fires exactly once later. */
+int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx);
 struct srv_sess *srv_sess_get(struct srv *s, uint64_t sid);
 void srv_sess_keepalive(struct srv *s, struct srv_sess *e);
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
