@@ -17,6 +17,7 @@ CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-
               -Isrc -Iinclude $(shell pkg-config --cflags raft libuv 2>/dev/null)
 CFLAGS += $(CFLAGS_BASE) $(OPT) -MMD -MP
 LDLIBS = $(shell pkg-config --libs raft libuv 2>/dev/null || echo -lraft -luv) -lm
+CLIENT_LIBS = -lhiredis -lpthread
 LDFLAGS += $(OPT)
 
 COMMON_SRC := $(wildcard src/common/*.c)
@@ -25,12 +26,27 @@ RAFT_SRC   := $(wildcard src/raft/*.c)
 SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 LIB_SRC    := $(COMMON_SRC) $(FSM_SRC) $(RAFT_SRC) $(SERVER_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
+CLIENT_SRC := $(wildcard src/client/*.c)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
+CLI_SRC    := $(wildcard src/cli/*.c)
+CLI_OBJ    := $(CLI_SRC:%.c=$(B)/obj/%.o)
+SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all deps run test unit fuzz clean format check-purity cluster cluster-stop
+.PHONY: all client deps run test unit fuzz clean format check-purity cluster cluster-stop install
 
-all: $(B)/fencelockd $(UNIT_BIN)
+all: $(B)/fencelockd $(UNIT_BIN) client
+
+# The client side: libfencelock (static and shared), the fencelock CLI, and the C programs the
+# integration tests drive (tests/client/*.c, linked with the static library).
+CLIENT_TEST_SRC := $(wildcard tests/client/*.c)
+CLIENT_TEST_BIN := $(CLIENT_TEST_SRC:tests/client/%.c=$(B)/tests/client/%)
+client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BIN)
+
+$(B)/tests/client/%: tests/client/%.c $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
 
 deps:
 	@scripts/deps.sh build
@@ -48,7 +64,38 @@ $(B)/fencelockd: $(B)/obj/src/server/main.o $(B)/libfencelockd.a
 
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libfencelockd.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CLIENT_LIBS)
+
+# libfencelock: position-independent objects for the shared library, the same for the static.
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(B)/libfencelock.a: $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/libfencelock.so: $(CLIENT_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfencelock.so.$(SOVER) -o $@.$(SOVER) $^ $(CLIENT_LIBS)
+	ln -sf libfencelock.so.$(SOVER) $@
+
+$(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: binaries, the client library, header, pkg-config
+# file and man page.
+PREFIX ?= /usr/local
+install: deps
+	$(MAKE) SAN=0 build/release/fencelockd build/release/fencelock build/release/libfencelock.a build/release/libfencelock.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 build/release/fencelockd build/release/fencelock $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 build/release/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 build/release/libfencelock.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libfencelock.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/libfencelock.so
+	install -m 644 include/fencelock.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' scripts/fencelock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fencelock.pc
+	[ ! -f docs/fencelock.1 ] || install -m 644 docs/fencelock.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 run: deps
 	$(MAKE) SAN=0 $(B)/fencelockd
@@ -87,9 +134,9 @@ fuzz:
 	@echo "run: build/fuzz/fuzz_resp -max_total_time=600 fuzz/corpus/resp"
 
 format:
-	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h fuzz/*.c include/*.h)
+	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h fuzz/*.c include/*.h bench/*.c tests/torture/*.c)
 
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(B)/obj/src/server/main.d $(UNIT_SRC:tests/unit/%.c=$(B)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(B)/obj/src/server/main.d $(UNIT_SRC:tests/unit/%.c=$(B)/obj/tests/unit/%.d)

@@ -2,7 +2,7 @@
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
 # Usage: scripts/deps.sh build|test|fuzz
 set -euo pipefail
-pkgs=(build-essential pkg-config libraft-dev libuv1-dev)
+pkgs=(build-essential pkg-config libraft-dev libuv1-dev libhiredis-dev)
 case "${1:-build}" in
 build) ;;
 test) pkgs+=(python3 redis-tools faketime libfaketime iproute2 procps iptables) ;;

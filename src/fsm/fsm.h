@@ -37,7 +37,7 @@ enum fsm_op {
     FSM_OP_SESSION_CLOSE = 2,  /* sid -> OK; releases locks (no lock-delay), drops waits, keys */
     FSM_OP_SESSION_EXPIRE = 3, /* sid -> OK; as close, but starts lock-delay on held locks */
     FSM_OP_LOCK = 4,           /* name, sid, wait_ms -> INT token | QUEUED | NIL */
-    FSM_OP_UNLOCK = 5,         /* name, sid -> OK | ERR NOTHOLDER */
+    FSM_OP_UNLOCK = 5,         /* name, sid -> OK (released, or left the queue) | NOTHOLDER */
     FSM_OP_CANCEL_WAIT = 6,    /* name, sid -> NIL if the waiter was removed (or was not
                                   queued), INT token if it already holds the lock (the grant
                                   won the race), ERR NOSESSION if the session is gone */
@@ -209,6 +209,19 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
 /* Waiters of a lock in FIFO order: calls cb(arg, sid, wait_ms) for each. */
 void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
                       void (*cb)(void *arg, uint64_t sid, uint64_t wait_ms), void *arg);
+
+/* One lock of fsm_locks_list(); name borrowed. */
+struct fsm_lock_item {
+    struct fsm_str name;
+    uint64_t holder_sid, token;
+    bool in_lockdelay;
+    size_t n_waiters;
+};
+
+/* Up to `limit` locks whose name starts with prefix, in name byte order, into out[];
+   scratch has room for `limit` pointers. Returns how many. O(locks log limit). */
+size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
+                      const void **scratch, struct fsm_lock_item *out);
 
 /* 0 if `token` is the current holder's token of lock `name`, else -1. */
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token);

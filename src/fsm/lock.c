@@ -253,6 +253,10 @@ void op_lock(struct actx *a, struct fsm_reply *r)
     }
 }
 
+/*
+ * UNLOCK: the holder releases (the head waiter is granted); a queued session leaves the queue
+ * (so a client that gave up a wait whose answer it never saw leaves no orphan behind).
+ */
 void op_unlock(struct actx *a, struct fsm_reply *r)
 {
     const struct fsm_cmd *c = a->c;
@@ -262,6 +266,14 @@ void op_unlock(struct actx *a, struct fsm_reply *r)
         return;
     }
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct waiter *w = l && l->holder != s ? waiter_find(l, s) : NULL;
+    if (w) { /* a queued session gives up its place: a client abandoning a wait it lost */
+        fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l->name, l->name_len);
+        waiter_remove(a->f, w);
+        fsm_next_rev(a);
+        r->kind = FSM_REPLY_OK;
+        return;
+    }
     if (!l || l->holder != s) {
         char nm[64];
         fsm_reply_err(r, "NOTHOLDER session %llu does not hold lock %s", (unsigned long long)s->sid,

@@ -4,6 +4,8 @@
  * Owns nothing; every function only reads. Iteration follows the hash tables' bucket order,
  * which is deterministic for a given history but otherwise unspecified.
  */
+#include <string.h>
+
 #include "fsm/internal.h"
 
 int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_lock_view *v)
@@ -94,4 +96,81 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->waiters = f->n_waiters;
     s->locks_in_delay = f->n_delay;
     s->keys = f->n_keys;
+}
+
+static int name_cmp(const struct lock *a, const struct lock *b)
+{
+    size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+    int c = memcmp(a->name, b->name, n);
+    return c ? c : (int)a->name_len - (int)b->name_len;
+}
+
+/* Max-heap on name of at most `limit` locks: the root is the largest kept so far. */
+static void heap_sift_down(const struct lock **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && name_cmp(h[l], h[m]) > 0)
+            m = l;
+        if (r < n && name_cmp(h[r], h[m]) > 0)
+            m = r;
+        if (m == i)
+            return;
+        const struct lock *t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void heap_sift_up(const struct lock **h, size_t i)
+{
+    while (i > 0 && name_cmp(h[i], h[(i - 1) / 2]) > 0) {
+        const struct lock *t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static void to_item(const struct lock *l, struct fsm_lock_item *it)
+{
+    it->name.p = l->name;
+    it->name.len = l->name_len;
+    it->holder_sid = l->holder ? l->holder->sid : 0;
+    it->token = l->token;
+    it->in_lockdelay = l->in_delay;
+    it->n_waiters = l->n_waiters;
+}
+
+/*
+ * The first `limit` locks (by name bytes) whose name starts with `prefix`: one pass over the
+ * lock table keeping a bounded max-heap, O(locks · log limit). `scratch` holds limit pointers.
+ */
+size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
+                      const void **scratch, struct fsm_lock_item *out)
+{
+    const struct lock **h = (const struct lock **)scratch;
+    size_t n = 0;
+    if (limit == 0)
+        return 0;
+    for (size_t i = 0; i < f->locks.nb; i++)
+        for (const struct hlink *x = f->locks.b[i]; x; x = x->next) {
+            const struct lock *l = (const struct lock *)x;
+            if (l->name_len < plen || memcmp(l->name, prefix, plen) != 0)
+                continue;
+            if (n < limit) {
+                h[n] = l;
+                heap_sift_up(h, n++);
+            } else if (name_cmp(l, h[0]) < 0) {
+                h[0] = l;
+                heap_sift_down(h, n, 0);
+            }
+        }
+    for (size_t k = n; k > 0; k--) { /* heap sort: ascending into out */
+        to_item(h[0], &out[k - 1]);
+        h[0] = h[k - 1];
+        heap_sift_down(h, k - 1, 0);
+    }
+    return n;
 }

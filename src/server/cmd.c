@@ -286,6 +286,10 @@ static void keepalive_done(void *ctx, int status, const struct fsm_reply *reply)
  * Not logged: the deadline lives only in this leader's memory (a new leader starts over).
  * Except after a checkpoint recorded a shorter lease: then a clearing checkpoint must commit
  * before the client is told its lease is whole again.
+ * Runs after a read barrier (CMD_READ): a barrier that commits in this term proves no later
+ * leader had been elected when the keepalive arrived, so a client may count its lease from the
+ * moment it sent the keepalive (fl_session_safe_until) even across a fail-over. The deadline
+ * is reset here, after the barrier: later than the arrival, never earlier.
  */
 static void sessionKeepaliveCommand(struct srv_req *r)
 {
@@ -522,6 +526,48 @@ static void keysCommand(struct srv_req *r)
     resp_w_array(r->out, ka.n);
     buf_append(r->out, ka.body.p, ka.body.len);
     buf_free(&ka.body);
+}
+
+/* LOCKS prefix [LIMIT n]: existing locks (held, in lock-delay or with waiters) by name. */
+static void locksCommand(struct srv_req *r)
+{
+    uint64_t limit = r->s->cfg.max_keys_reply;
+    if (r->argc == 4) {
+        if (!resp_arg_is(&r->argv[2], "LIMIT")) {
+            reply_err(r, "ERR syntax error: LOCKS prefix [LIMIT n]");
+            return;
+        }
+        if (arg_range(r, 3, "LIMIT", 1, r->s->cfg.max_keys_reply, &limit))
+            return;
+    } else if (r->argc != 2) {
+        reply_err(r, "ERR syntax error: LOCKS prefix [LIMIT n]");
+        return;
+    }
+    const void **scratch = calloc(limit, sizeof(*scratch));
+    struct fsm_lock_item *it = calloc(limit, sizeof(*it));
+    if (!scratch || !it) {
+        free(scratch);
+        free(it);
+        reply_err(r, "ERR out of memory");
+        return;
+    }
+    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, scratch, it);
+    resp_w_array(r->out, n);
+    for (size_t i = 0; i < n; i++) {
+        resp_w_map(r->out, r->proto, 5);
+        resp_w_bulk_str(r->out, "name");
+        resp_w_bulk(r->out, it[i].name.p, it[i].name.len);
+        resp_w_bulk_str(r->out, "holder");
+        resp_w_uint(r->out, it[i].holder_sid);
+        resp_w_bulk_str(r->out, "token");
+        resp_w_uint(r->out, it[i].token);
+        resp_w_bulk_str(r->out, "lockdelay");
+        resp_w_uint(r->out, it[i].in_lockdelay ? 1 : 0);
+        resp_w_bulk_str(r->out, "waiters");
+        resp_w_uint(r->out, it[i].n_waiters);
+    }
+    free(scratch);
+    free(it);
 }
 
 /* ---- connection and server ---- */
@@ -964,7 +1010,7 @@ static const struct srv_cmd cmd_table[] = {
     {"CLUSTER.REMOVE", 2, CMD_WRITE, clusterRemoveCommand},
     {"CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand},
     {"SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand},
-    {"SESSION.KEEPALIVE", 2, CMD_WRITE, sessionKeepaliveCommand},
+    {"SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand},
     {"SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand},
     {"SESSION.INFO", 2, CMD_READ, sessionInfoCommand},
     {"LOCK", -3, CMD_WRITE, lockCommand},
@@ -976,6 +1022,7 @@ static const struct srv_cmd cmd_table[] = {
     {"GET", 2, CMD_READ, getCommand},
     {"KV.GET", 2, CMD_READ, kvGetCommand},
     {"KEYS", -2, CMD_READ, keysCommand},
+    {"LOCKS", -2, CMD_READ, locksCommand},
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
@@ -1013,12 +1060,12 @@ static int copy_args(struct srv_slot *slot, size_t argc, const struct resp_arg *
     return 0;
 }
 
-void srv_run_read(struct srv *s, struct srv_slot *slot)
+bool srv_run_read(struct srv *s, struct srv_slot *slot)
 {
     struct resp_arg *argv = calloc(slot->argc, sizeof(*argv));
     if (!argv) {
         resp_w_error(&slot->out, "ERR out of memory");
-        return;
+        return false;
     }
     struct rd rd;
     rd_init(&rd, slot->args.p, slot->args.len);
@@ -1036,6 +1083,7 @@ void srv_run_read(struct srv *s, struct srv_slot *slot)
                         .proto = slot->proto};
     slot->cmd->fn(&r);
     free(argv);
+    return r.async;
 }
 
 static int arity_ok(const struct srv_cmd *cmd, size_t argc)
@@ -1066,7 +1114,7 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
         resp_w_errorf(r.out, "ERR unknown command '%.*s'", shown, argv[0].p);
     } else if (!arity_ok(cmd, argc)) {
         resp_w_errorf(r.out, ERR_ARGS, shown, argv[0].p);
-    } else if ((cmd->flags & CMD_READ) && c->stale_reads) {
+    } else if ((cmd->flags & CMD_READ) && c->stale_reads && !(cmd->flags & CMD_FRESH)) {
         cmd->fn(&r); /* READONLY: this node's applied state, possibly stale, any role */
     } else if (cmd->flags & CMD_READ) {
         if (need_leader(&r) == 0) {

@@ -649,8 +649,8 @@ static void read_barrier_cb(void *ctx, int status)
         while (slot) {
             struct srv_slot *next = slot->lnext;
             slot->lnext = NULL;
-            srv_run_read(s, slot);
-            srv_slot_done(slot);
+            if (!srv_run_read(s, slot))
+                srv_slot_done(slot);
             slot = next;
         }
     }

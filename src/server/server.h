@@ -207,7 +207,8 @@ struct srv_req {
     bool async; /* set by the handler when the reply comes later */
 };
 
-enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4 };
+/* CMD_FRESH: a CMD_READ that goes behind a barrier even on a READONLY connection. */
+enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8 };
 
 struct srv_cmd {
     const char *name;
@@ -219,8 +220,8 @@ struct srv_cmd {
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
 /* Run a parsed command for connection c (flags decide sync / write / read paths). */
 void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv);
-/* Answer one read after its barrier. */
-void srv_run_read(struct srv *s, struct srv_slot *slot);
+/* Answer one read after its barrier; true if the reply will come later (srv_slot_done then). */
+bool srv_run_read(struct srv *s, struct srv_slot *slot);
 /* Render an error for a failed proposal / barrier status. */
 void srv_reply_status(struct srv *s, struct buf *out, int status);
 

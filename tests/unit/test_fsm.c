@@ -139,6 +139,28 @@ TEST(tokens_strictly_increase_per_lock_and_are_unique_across_locks)
     fsm_free(f);
 }
 
+TEST(unlock_by_a_queued_session_leaves_the_queue_and_is_never_granted)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0), c = open_s(f, 1000, 0);
+    uint64_t ta = tok(lock_(f, "L", a, 0));
+    CHECK(ta);
+    CHECK(lock_(f, "L", b, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(lock_(f, "L", c, 5000).kind == FSM_REPLY_QUEUED);
+    uint64_t rev = fsm_revision(f);
+    CHECK(named(f, FSM_OP_UNLOCK, "L", b).kind == FSM_REPLY_OK);
+    CHECK(has_event(FSM_EV_WAIT_ENDED, b));
+    CHECK(fsm_revision(f) > rev);
+    CHECK_EQ_U64(holder(f, "L"), a); /* the holder keeps its lock and token */
+    CHECK(fsm_fence_check(f, "L", 1, ta) == 0);
+    CHECK_STR_PREFIX(named(f, FSM_OP_UNLOCK, "L", b).err, "NOTHOLDER"); /* only once */
+    CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
+    CHECK(!has_event(FSM_EV_GRANTED, b));
+    CHECK_EQ_U64(holder(f, "L"), c);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
 TEST(closed_session_is_never_granted_even_while_queued)
 {
     struct fsm *f = fsm_new();
@@ -188,9 +210,8 @@ TEST(unlock_by_non_holder_fails_with_notholder_and_changes_nothing)
     struct buf before;
     snap(f, &before);
     uint64_t rev = fsm_revision(f);
-    const uint64_t who[] = {b, c};
     for (int i = 0; i < 2; i++) {
-        struct fsm_reply r = named(f, FSM_OP_UNLOCK, "L", who[i]);
+        struct fsm_reply r = named(f, FSM_OP_UNLOCK, "L", c);
         CHECK(r.kind == FSM_REPLY_ERR);
         CHECK_STR_PREFIX(r.err, "NOTHOLDER");
         CHECK(EV.n == 0);
@@ -1640,6 +1661,7 @@ int main(void)
     RUN(closed_session_is_never_granted_even_while_queued);
     RUN(expired_session_is_never_granted_even_while_queued);
     RUN(unlock_by_non_holder_fails_with_notholder_and_changes_nothing);
+    RUN(unlock_by_a_queued_session_leaves_the_queue_and_is_never_granted);
     RUN(expiry_of_the_holder_grants_the_next_waiter);
     RUN(lockdelay_holds_grants_after_expiry_and_its_end_grants_the_head);
     RUN(lockdelay_without_waiters_ends_by_dropping_the_lock);

@@ -413,7 +413,7 @@ static struct expect predict_lock(const struct fsm_cmd *c)
             return ex_fresh();
         return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
     case FSM_OP_UNLOCK:
-        return held ? ex(FSM_REPLY_OK, true) : ex_err("NOTHOLDER");
+        return held || queued ? ex(FSM_REPLY_OK, true) : ex_err("NOTHOLDER");
     default: /* CANCEL_WAIT */
         if (held)
             return ex_int(l->token);

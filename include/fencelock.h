@@ -1,0 +1,241 @@
+/*
+ * libfencelock — the C client of fencelock (a Raft-replicated lock service with fencing tokens).
+ *
+ * Objects and ownership:
+ *   fl_client   one per process is typical; thread-safe. Holds the endpoint list, the known
+ *               leader and a pool of connections (hiredis). Freed by fl_client_free(), after
+ *               every session made from it was closed.
+ *   fl_session  a lease on the servers, kept alive by a thread of its own (every TTL/3).
+ *               Thread-safe. Freed by fl_session_close() (which also ends it on the servers).
+ *   Results that own memory (fl_lock_info, fl_kv, fl_status, string lists) are filled into
+ *   caller structs and released with their *_free function.
+ *
+ * Every call has a deadline (fl_options.timeout_ms; for fl_lock, the wait plus that). Within
+ * it the library follows -NOTLEADER redirects, reconnects to other endpoints when a server
+ * fails, and retries commands whose outcome is unknown. Every mutating call made through a
+ * session carries `REQ sid seq`, so a retry after a fail-over applies at most once. Calls
+ * with no session (session == NULL) are not retried once sent: their outcome may be unknown
+ * (FL_EUNKNOWN).
+ *
+ * Errors: every call returns an fl_err; fl_strerror() names it and fl_client_errmsg() gives
+ * the calling thread's last detailed message for that client.
+ *
+ * Times: fl_now_ms() is the CLOCK_MONOTONIC clock (milliseconds) that fl_session_safe_until()
+ * is expressed in.
+ */
+#ifndef FENCELOCK_H
+#define FENCELOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FL_VERSION "0.1.0"
+
+typedef enum fl_err {
+    FL_OK = 0,
+    FL_EINVAL,       /* bad argument (NULL, empty name, ...) */
+    FL_ENOMEM,       /* out of memory */
+    FL_ETIMEOUT,     /* the call's deadline passed (for fl_lock: the lock was not granted) */
+    FL_EUNAVAILABLE, /* no server reachable, or no leader, until the deadline */
+    FL_EUNKNOWN,     /* the command may or may not have applied (only without a session) */
+    FL_ESESSION,     /* the session is unknown, closed, expired, or known lost locally */
+    FL_ENOTHOLDER,   /* UNLOCK of a lock this session does not hold */
+    FL_EBUSY,        /* fl_trylock: the lock is held (or in lock-delay) */
+    FL_ESTALE,       /* a fenced write or fence check with a token that is not current */
+    FL_EIFREV,       /* an IFREV condition did not hold */
+    FL_ENOTFOUND,    /* the key or lock does not exist */
+    FL_ETOOLARGE,    /* a key, name or value over the server's limit */
+    FL_ESERVER,      /* any other error reply from the server (see fl_client_errmsg) */
+    FL_EPROTO,       /* a reply of an unexpected shape */
+} fl_err;
+
+const char *fl_strerror(fl_err err);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t fl_now_ms(void);
+
+typedef struct fl_client fl_client;
+typedef struct fl_session fl_session;
+
+struct fl_options {
+    int timeout_ms;         /* per call (connect, redirects and retries included); default 5000 */
+    int connect_timeout_ms; /* per connection attempt; default 1000 */
+    /* fl_session_safe_until() subtracts margin_ms + TTL * drift_ppm / 1e6 from the lease the
+       servers granted, to cover rate differences between this machine's monotonic clock and the
+       leader's. Defaults: 10 ms and 10000 ppm (1 %). */
+    int margin_ms;
+    int drift_ppm;
+};
+
+/* Zeroed options mean defaults; fill then change what you need. */
+void fl_options_init(struct fl_options *opt);
+
+/*
+ * endpoints: "host:port[,host:port...]", any members of the cluster (one is enough; the others
+ * are learned from CLUSTER.MEMBERS). opt may be NULL. Connects lazily: returns NULL only on bad
+ * arguments or out of memory (*err says which, if err is not NULL).
+ */
+fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err);
+void fl_client_free(fl_client *c);
+
+/* The calling thread's last error message for this client ("" if none). Valid until that
+   thread's next call on this client. */
+const char *fl_client_errmsg(fl_client *c);
+
+/* ---- sessions ---- */
+
+/*
+ * Open a session (SESSION.OPEN ttl_ms LOCKDELAY lockdelay_ms NAME name; name may be NULL) and
+ * start its keepalive thread. While keepalives are acknowledged, fl_session_safe_until() moves
+ * forward; when the servers say the session is gone, or the safe deadline passes without an
+ * acknowledgement, the session is lost: terminal, the on_lost callback runs once (on the
+ * keepalive thread) and every later call on it returns FL_ESESSION.
+ */
+fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                       fl_session **out);
+
+/* cb(session, ctx) runs once when the session is lost; at once (on this thread) if it is lost
+   already. Replaces an earlier callback. Not run by fl_session_close(). */
+void fl_session_on_lost(fl_session *s, void (*cb)(fl_session *s, void *ctx), void *ctx);
+
+uint64_t fl_session_id(const fl_session *s);
+uint64_t fl_session_ttl(const fl_session *s);
+int fl_session_is_lost(fl_session *s);
+
+/*
+ * The local monotonic time (fl_now_ms) before which the servers cannot have expired this
+ * session: the send time of the last acknowledged keepalive (or of the open) plus the TTL,
+ * less the drift margin. 0 once lost. Work guarded by a lock of this session is safe only
+ * while fl_now_ms() < fl_session_safe_until().
+ */
+int64_t fl_session_safe_until(fl_session *s);
+
+/* Stop the keepalive thread, end the session on the servers (its locks are released at once,
+   without lock-delay) and free it. Returns how the SESSION.CLOSE went; frees in every case. */
+fl_err fl_session_close(fl_session *s);
+
+/* Stop the keepalive thread and free the session without closing it on the servers: its lease
+   runs out there (and lock-delay applies). For a process that is going away abnormally. */
+void fl_session_abandon(fl_session *s);
+
+/*
+ * Sessions by id, with no keepalive thread: for tools (the CLI's `session` commands) whose
+ * session outlives the process. fl_session_grant opens one and returns its id;
+ * fl_session_keepalive_id renews it once (*ttl_ms, may be NULL: the TTL granted again);
+ * fl_session_close_id ends it.
+ */
+fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                        uint64_t *sid);
+fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms);
+fl_err fl_session_close_id(fl_client *c, uint64_t sid);
+
+/* ---- locks ---- */
+
+/*
+ * Acquire `name` for the session, waiting up to wait_ms (0 = try once). On FL_OK *token is the
+ * grant's fencing token. Survives leader changes during the wait (it re-asks with the same
+ * REQ sid seq: the grant happens once, and a session that holds the lock gets its token again).
+ * FL_ETIMEOUT: not granted within wait_ms (the queued wait was cancelled on the servers).
+ */
+fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
+
+/* One attempt, no queueing: FL_EBUSY if the lock is held or in lock-delay. */
+fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
+
+fl_err fl_unlock(fl_session *s, const char *name);
+
+struct fl_lock_info {
+    uint64_t holder;        /* session id, 0 if none (free, or in lock-delay) */
+    uint64_t token;         /* the holder's token (0 if none) */
+    uint64_t held_since_ms; /* leader's wall clock when granted (informational) */
+    int lockdelay;          /* 1 while the lock is in lock-delay */
+    size_t n_waiters;
+    uint64_t *waiters; /* session ids in queue order; freed by fl_lock_info_free */
+};
+
+/* FL_ENOTFOUND if the lock is free and nobody waits. */
+fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
+void fl_lock_info_free(struct fl_lock_info *info);
+
+/* FL_OK if token is the current holder's token of lock name, FL_ESTALE otherwise. */
+fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
+
+/* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */
+struct fl_lock_entry {
+    char *name;
+    uint64_t holder, token;
+    int lockdelay;
+    size_t n_waiters;
+};
+struct fl_lock_list {
+    size_t n;
+    struct fl_lock_entry *v;
+};
+fl_err fl_locks(fl_client *c, const char *prefix, size_t limit, struct fl_lock_list *out);
+void fl_lock_list_free(struct fl_lock_list *l);
+
+/* ---- keys ---- */
+
+/* Conditions and attachments of a write; NULL = none. */
+struct fl_write_opts {
+    const char *fence_name; /* FENCE fence_name fence_token: only if the token is current */
+    uint64_t fence_token;
+    int use_ifrev; /* IFREV ifrev: only if the key's mod_rev is ifrev (0: does not exist) */
+    uint64_t ifrev;
+    int lease;         /* PUT only: delete the key when `session` ends */
+    uint64_t lease_sid; /* PUT only: delete the key when session lease_sid ends (0: none) */
+};
+
+/* session may be NULL (then the write is not retried after it was sent). *rev may be NULL. */
+fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *value, size_t len,
+              const struct fl_write_opts *opts, uint64_t *rev);
+/* *deleted (may be NULL) is 1 if the key existed. */
+fl_err fl_del(fl_client *c, fl_session *session, const char *key,
+              const struct fl_write_opts *opts, int *deleted);
+
+struct fl_kv {
+    void *value; /* NUL-terminated for convenience (len excludes it); freed by fl_kv_free */
+    size_t len;
+    uint64_t create_rev, mod_rev, version, lease;
+};
+/* FL_ENOTFOUND if absent. Linearizable. */
+fl_err fl_get(fl_client *c, const char *key, struct fl_kv *out);
+void fl_kv_free(struct fl_kv *kv);
+
+struct fl_strlist {
+    size_t n;
+    char **v;
+};
+fl_err fl_keys(fl_client *c, const char *prefix, size_t limit, struct fl_strlist *out);
+void fl_strlist_free(struct fl_strlist *l);
+
+/* ---- cluster ---- */
+
+struct fl_member {
+    uint64_t id;
+    char *raft_address, *client_address, *role;
+    int leader;
+};
+struct fl_status {
+    uint64_t id, leader_id, term, commit_index, applied_index, revision;
+    char *role, *leader; /* of the node that answered: the leader if one is known */
+    size_t n_members;
+    struct fl_member *members;
+};
+fl_err fl_status(fl_client *c, struct fl_status *out);
+void fl_status_free(struct fl_status *st);
+
+fl_err fl_member_add(fl_client *c, uint64_t id, const char *raft_address);
+fl_err fl_member_remove(fl_client *c, uint64_t id);
+/* id 0: any voter. */
+fl_err fl_member_transfer(fl_client *c, uint64_t id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

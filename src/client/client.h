@@ -1,0 +1,113 @@
+/*
+ * libfencelock internals: the client object, its connection pool and the one call path every
+ * public function goes through (cl_call).
+ *
+ * Owns: the endpoint list (given plus learned from -NOTLEADER and CLUSTER.MEMBERS), the known
+ * leader, idle hiredis connections (at most CL_POOL_MAX), and each calling thread's last error
+ * message. All of it is guarded by fl_client.mu; a connection taken from the pool belongs to
+ * the taking thread alone until it is put back or dropped. Replies returned by cl_call belong
+ * to the caller (freeReplyObject).
+ *
+ * Retries: cl_call follows redirects and reconnects until the call's deadline. A command that
+ * was (possibly) sent and whose answer was lost is sent again only with CL_RETRY: reads, and
+ * writes that carry `REQ sid seq` (the server answers a repeat from its cache).
+ */
+#ifndef FL_CLIENT_INTERNAL_H
+#define FL_CLIENT_INTERNAL_H
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "fencelock.h"
+
+#define CL_ADDR_MAX 128 /* "host:port" */
+#define CL_ENDPOINTS_MAX 16
+#define CL_POOL_MAX 16
+#define CL_ARGS_MAX 16
+#define CL_ERRMSG_MAX 256
+
+struct cl_conn {
+    char addr[CL_ADDR_MAX];
+    redisContext *rc;
+};
+
+struct cl_errslot {
+    pthread_t tid;
+    char msg[CL_ERRMSG_MAX];
+    struct cl_errslot *next;
+};
+
+struct fl_client {
+    struct fl_options opt;
+    pthread_mutex_t mu;
+    char endpoints[CL_ENDPOINTS_MAX][CL_ADDR_MAX];
+    int n_endpoints;
+    unsigned next_endpoint;   /* round robin while no leader is known */
+    char leader[CL_ADDR_MAX]; /* "" when unknown */
+    struct cl_conn pool[CL_POOL_MAX];
+    int n_pool;
+    bool members_learned; /* CLUSTER.MEMBERS merged once */
+    struct cl_errslot *errs;
+};
+
+/* One command: arguments are borrowed for the duration of cl_call. */
+struct cl_cmd {
+    int argc;
+    const char *argv[CL_ARGS_MAX];
+    size_t len[CL_ARGS_MAX];
+    char num[CL_ARGS_MAX][24]; /* storage for numeric arguments */
+    int64_t block_ms;          /* how long the server may legitimately hold the reply back */
+    int wait_idx;              /* >0: argv[wait_idx] is a WAIT ms that each send recomputes */
+    int64_t wait_end;          /* ... as the time left until wait_end (at least 1 ms) */
+};
+
+void cl_cmd_init(struct cl_cmd *m, const char *name);
+void cl_arg(struct cl_cmd *m, const char *p, size_t len);
+void cl_arg_str(struct cl_cmd *m, const char *s);
+void cl_arg_u64(struct cl_cmd *m, uint64_t v);
+/* WAIT ms ending at wait_end: the value sent is the time left when it is (re)sent. */
+void cl_arg_wait(struct cl_cmd *m, int64_t wait_end);
+
+enum cl_flags {
+    CL_RETRY = 1,   /* safe to send again after an unknown outcome */
+    CL_ANYNODE = 2, /* answered by any node: a reply does not mean the node leads */
+};
+
+/*
+ * Send m to the leader (following redirects) and wait for its reply until `deadline`
+ * (fl_now_ms). FL_OK: *out is the reply (possibly an error reply other than NOTLEADER,
+ * NOLEADER and, with CL_RETRY, UNKNOWN), the caller frees it. Otherwise the thread's error
+ * message is set and *out is NULL.
+ */
+fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags, redisReply **out);
+
+/* Map an error reply's code word to an fl_err and record the message. */
+fl_err cl_reply_err(fl_client *c, const redisReply *r);
+
+/* Record the thread's message for the client and return err. */
+fl_err cl_fail(fl_client *c, fl_err err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cl_clear_err(fl_client *c);
+
+/* Default deadline of a call started now. */
+int64_t cl_deadline(const fl_client *c);
+
+/* Fields of a RESP2 flat map reply ("k1", v1, "k2", v2...): NULL if absent. */
+const redisReply *cl_field(const redisReply *map, const char *key);
+uint64_t cl_field_u64(const redisReply *map, const char *key);
+/* A malloc'ed NUL-terminated copy of a string field ("" if absent); NULL on OOM. */
+char *cl_field_dup(const redisReply *map, const char *key);
+
+void cl_sleep_ms(int64_t ms);
+
+/* Session internals the lock and KV calls share. */
+/* Take the session's next seq and hold its op lock (mutating calls are serialized so that
+   seqs reach the server in order); FL_ESESSION if the session is lost. */
+fl_err cl_session_begin(fl_session *s, uint64_t *seq);
+void cl_session_end(fl_session *s);
+/* A server said NOSESSION: the session is lost (the keepalive thread reports it). */
+void cl_session_mark_lost(fl_session *s);
+fl_client *cl_session_client(fl_session *s);
+
+#endif

@@ -1,0 +1,623 @@
+/*
+ * The client object, its endpoints, connection pool and the call path with redirects,
+ * reconnects and retries (see client.h).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "client/client.h"
+
+#define BACKOFF_MIN_MS 10
+#define BACKOFF_MAX_MS 200
+#define CL_WAIT_SLICE_MS 100 /* how often a long wait checks whether the leader moved */
+
+int64_t fl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cl_sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+void fl_options_init(struct fl_options *opt)
+{
+    opt->timeout_ms = 5000;
+    opt->connect_timeout_ms = 1000;
+    opt->margin_ms = 10;
+    opt->drift_ppm = 10000;
+}
+
+int64_t cl_deadline(const fl_client *c)
+{
+    return fl_now_ms() + c->opt.timeout_ms;
+}
+
+/* ---- per-thread error messages ---- */
+
+static struct cl_errslot *errslot(fl_client *c)
+{
+    pthread_t me = pthread_self();
+    for (struct cl_errslot *e = c->errs; e; e = e->next)
+        if (pthread_equal(e->tid, me))
+            return e;
+    struct cl_errslot *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->tid = me;
+    e->next = c->errs;
+    c->errs = e;
+    return e;
+}
+
+fl_err cl_fail(fl_client *c, fl_err err, const char *fmt, ...)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return err;
+}
+
+void cl_clear_err(fl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    if (e)
+        e->msg[0] = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The slot outlives the call: it is freed only with the client. */
+const char *fl_client_errmsg(fl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    pthread_mutex_unlock(&c->mu);
+    return e ? e->msg : "out of memory";
+}
+
+/* ---- endpoints ---- */
+
+/* "host:port" with a port in 1..65535 and a non-empty host. */
+static bool addr_valid(const char *a, size_t n)
+{
+    const char *colon = memrchr(a, ':', n);
+    if (!colon || colon == a || n >= CL_ADDR_MAX)
+        return false;
+    char *end;
+    char port[8] = {0};
+    size_t pl = n - (size_t)(colon + 1 - a);
+    if (pl == 0 || pl >= sizeof(port))
+        return false;
+    memcpy(port, colon + 1, pl);
+    long p = strtol(port, &end, 10);
+    return *end == 0 && p > 0 && p < 65536;
+}
+
+/* Add an endpoint unless known or the list is full; c->mu held. */
+static void endpoint_add_locked(fl_client *c, const char *a, size_t n)
+{
+    if (!addr_valid(a, n))
+        return;
+    for (int i = 0; i < c->n_endpoints; i++)
+        if (strlen(c->endpoints[i]) == n && memcmp(c->endpoints[i], a, n) == 0)
+            return;
+    if (c->n_endpoints == CL_ENDPOINTS_MAX)
+        return;
+    memcpy(c->endpoints[c->n_endpoints], a, n);
+    c->endpoints[c->n_endpoints][n] = 0;
+    c->n_endpoints++;
+}
+
+static int parse_endpoints(fl_client *c, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && (*p == ' ')) {
+            p++;
+            n--;
+        }
+        while (n && p[n - 1] == ' ')
+            n--;
+        if (!addr_valid(p, n))
+            return -1;
+        endpoint_add_locked(c, p, n);
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return c->n_endpoints ? 0 : -1;
+}
+
+fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err)
+{
+    fl_err dummy;
+    err = err ? err : &dummy;
+    *err = FL_EINVAL;
+    if (!endpoints)
+        return NULL;
+    fl_client *c = calloc(1, sizeof(*c));
+    if (!c) {
+        *err = FL_ENOMEM;
+        return NULL;
+    }
+    fl_options_init(&c->opt);
+    if (opt) {
+        if (opt->timeout_ms > 0)
+            c->opt.timeout_ms = opt->timeout_ms;
+        if (opt->connect_timeout_ms > 0)
+            c->opt.connect_timeout_ms = opt->connect_timeout_ms;
+        if (opt->margin_ms >= 0)
+            c->opt.margin_ms = opt->margin_ms;
+        if (opt->drift_ppm >= 0 && opt->drift_ppm < 1000000)
+            c->opt.drift_ppm = opt->drift_ppm;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    if (parse_endpoints(c, endpoints) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        free(c);
+        return NULL;
+    }
+    *err = FL_OK;
+    return c;
+}
+
+void fl_client_free(fl_client *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->n_pool; i++)
+        redisFree(c->pool[i].rc);
+    while (c->errs) {
+        struct cl_errslot *e = c->errs;
+        c->errs = e->next;
+        free(e);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+/* ---- connections ---- */
+
+/* The address to talk to: the leader if known, else the next endpoint in turn. */
+static void pick_target(fl_client *c, char *addr)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->leader[0])
+        strcpy(addr, c->leader);
+    else
+        strcpy(addr, c->endpoints[c->next_endpoint++ % (unsigned)c->n_endpoints]);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* A pooled connection that became readable is dead (the server sends nothing unasked). */
+static bool conn_idle_ok(redisContext *rc)
+{
+    struct pollfd p = {.fd = rc->fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
+}
+
+static struct timeval ms_tv(int64_t ms)
+{
+    if (ms < 1)
+        ms = 1;
+    return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+}
+
+static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline)
+{
+    char host[CL_ADDR_MAX];
+    strcpy(host, addr);
+    char *colon = strrchr(host, ':');
+    *colon = 0;
+    int port = atoi(colon + 1);
+    int64_t left = deadline - fl_now_ms();
+    if (left > c->opt.connect_timeout_ms)
+        left = c->opt.connect_timeout_ms;
+    redisContext *rc = redisConnectWithTimeout(host, port, ms_tv(left));
+    if (!rc)
+        return NULL;
+    if (rc->err) {
+        cl_fail(c, FL_EUNAVAILABLE, "connect %s: %s", addr, rc->errstr);
+        redisFree(rc);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(rc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return rc;
+}
+
+/* Take an idle connection to addr from the pool, or open one. NULL: unreachable. */
+static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, bool *fresh)
+{
+    redisContext *rc = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (int i = c->n_pool - 1; i >= 0 && !rc; i--)
+        if (strcmp(c->pool[i].addr, addr) == 0) {
+            rc = c->pool[i].rc;
+            c->pool[i] = c->pool[--c->n_pool];
+        }
+    pthread_mutex_unlock(&c->mu);
+    if (rc && conn_idle_ok(rc)) {
+        *fresh = false;
+        return rc;
+    }
+    if (rc)
+        redisFree(rc);
+    *fresh = true;
+    return connect_to(c, addr, deadline);
+}
+
+static void conn_put(fl_client *c, const char *addr, redisContext *rc)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->n_pool < CL_POOL_MAX) {
+        strcpy(c->pool[c->n_pool].addr, addr);
+        c->pool[c->n_pool++].rc = rc;
+        rc = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc)
+        redisFree(rc);
+}
+
+static void set_leader(fl_client *c, const char *addr, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    if (addr_valid(addr, n)) {
+        memcpy(c->leader, addr, n);
+        c->leader[n] = 0;
+        endpoint_add_locked(c, addr, n);
+    } else {
+        c->leader[0] = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Forget the leader if it is addr (it failed us). */
+static void leader_failed(fl_client *c, const char *addr)
+{
+    pthread_mutex_lock(&c->mu);
+    if (strcmp(c->leader, addr) == 0)
+        c->leader[0] = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Learn the other members' client addresses once, so that losing every given endpoint
+   but one still leaves the rest reachable. Best effort on a fresh connection. */
+static void learn_members(fl_client *c, redisContext *rc)
+{
+    pthread_mutex_lock(&c->mu);
+    bool done = c->members_learned;
+    c->members_learned = true;
+    pthread_mutex_unlock(&c->mu);
+    if (done)
+        return;
+    redisReply *r = redisCommand(rc, "CLUSTER.MEMBERS");
+    if (r && r->type == REDIS_REPLY_ARRAY) {
+        pthread_mutex_lock(&c->mu);
+        for (size_t i = 0; i < r->elements; i++) {
+            const redisReply *a = cl_field(r->element[i], "client_address");
+            if (a && a->type == REDIS_REPLY_STRING)
+                endpoint_add_locked(c, a->str, a->len);
+        }
+        pthread_mutex_unlock(&c->mu);
+    } else {
+        pthread_mutex_lock(&c->mu);
+        c->members_learned = false;
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (r)
+        freeReplyObject(r);
+}
+
+static bool err_is(const redisReply *r, const char *code)
+{
+    size_t n = strlen(code);
+    return r->type == REDIS_REPLY_ERROR && r->len >= n && memcmp(r->str, code, n) == 0 &&
+           (r->len == n || r->str[n] == ' ');
+}
+
+/* ---- the call path ---- */
+
+enum step { STEP_DONE, STEP_RETRY, STEP_FAIL };
+
+/* What to do with one reply (or its absence) from addr. */
+static enum step on_reply(fl_client *c, const char *addr, redisReply *r, unsigned flags,
+                          fl_err *err)
+{
+    if (err_is(r, "NOTLEADER")) {
+        const char *to = r->str + sizeof("NOTLEADER");
+        set_leader(c, to, r->len - sizeof("NOTLEADER"));
+        *err = cl_fail(c, FL_EUNAVAILABLE, "%s: %.*s", addr, (int)r->len, r->str);
+        return STEP_RETRY;
+    }
+    if (err_is(r, "NOLEADER")) {
+        leader_failed(c, addr);
+        *err = cl_fail(c, FL_EUNAVAILABLE, "%s: %.*s", addr, (int)r->len, r->str);
+        return STEP_RETRY;
+    }
+    if (err_is(r, "UNKNOWN")) {
+        *err = cl_fail(c, FL_EUNKNOWN, "%s: %.*s", addr, (int)r->len, r->str);
+        return (flags & CL_RETRY) ? STEP_RETRY : STEP_FAIL;
+    }
+    return STEP_DONE;
+}
+
+/* A resent LOCK asks for the wait that is left, not the whole wait again. */
+static void wait_refresh(struct cl_cmd *m)
+{
+    int64_t left = m->wait_end - fl_now_ms();
+    int i = m->wait_idx;
+    m->block_ms = left > 0 ? left : 0;
+    m->len[i] =
+        (size_t)snprintf(m->num[i], sizeof(m->num[i]), "%lld", (long long)(left > 1 ? left : 1));
+}
+
+/* Send m on rc; false if the connection failed (then nothing or part may have been sent). */
+static bool send_cmd(redisContext *rc, struct cl_cmd *m)
+{
+    if (redisAppendCommandArgv(rc, m->argc, m->argv, m->len) != REDIS_OK)
+        return false;
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(rc, &done) != REDIS_OK)
+            return false;
+    return true;
+}
+
+/* Someone (often the keepalive thread) found a leader other than addr. */
+static bool leader_moved(fl_client *c, const char *addr)
+{
+    pthread_mutex_lock(&c->mu);
+    bool moved = c->leader[0] && strcmp(c->leader, addr) != 0;
+    pthread_mutex_unlock(&c->mu);
+    return moved;
+}
+
+/*
+ * Wait for the reply to what was sent on rc until `until`. Polls in short slices so that a
+ * long wait (a blocked LOCK) is abandoned as soon as the client learns of another leader: a
+ * deposed or frozen leader may never answer. NULL on timeout, connection loss or abandon.
+ */
+static redisReply *await_reply(fl_client *c, const char *addr, redisContext *rc, int64_t until)
+{
+    for (;;) {
+        int64_t left = until - fl_now_ms();
+        if (left <= 0) {
+            snprintf(rc->errstr, sizeof(rc->errstr), "no reply in time");
+            return NULL;
+        }
+        struct pollfd p = {.fd = rc->fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)(left < CL_WAIT_SLICE_MS ? left : CL_WAIT_SLICE_MS));
+        if (n < 0 && errno != EINTR)
+            return NULL;
+        if (n > 0) {
+            void *r = NULL;
+            redisSetTimeout(rc, ms_tv(until - fl_now_ms()));
+            return redisGetReply(rc, &r) == REDIS_OK ? r : NULL;
+        }
+        if (leader_moved(c, addr)) {
+            snprintf(rc->errstr, sizeof(rc->errstr), "abandoned: the leader moved");
+            return NULL;
+        }
+    }
+}
+
+/* The connection to addr failed after m was (maybe) sent. */
+static enum step lost_conn(fl_client *c, const char *addr, redisContext *rc, const struct cl_cmd *m,
+                           unsigned flags, fl_err *err)
+{
+    *err =
+        cl_fail(c, FL_EUNAVAILABLE, "%s: %s", addr, rc->errstr[0] ? rc->errstr : "connection lost");
+    redisFree(rc);
+    leader_failed(c, addr);
+    if (flags & CL_RETRY)
+        return STEP_RETRY;
+    *err = cl_fail(c, FL_EUNKNOWN, "%s: no answer to %.*s: outcome unknown", addr, (int)m->len[0],
+                   m->argv[0]);
+    return STEP_FAIL;
+}
+
+/* One attempt against one address. STEP_DONE: *out is the reply. */
+static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
+                         redisReply **out, fl_err *err)
+{
+    char addr[CL_ADDR_MAX];
+    bool fresh;
+    pick_target(c, addr);
+    redisContext *rc = conn_get(c, addr, deadline, &fresh);
+    if (!rc) {
+        leader_failed(c, addr);
+        *err = FL_EUNAVAILABLE;
+        return STEP_RETRY; /* nothing was sent */
+    }
+    if (fresh)
+        learn_members(c, rc);
+    if (m->wait_idx)
+        wait_refresh(m);
+    /* A server that does not answer within the connect timeout (plus the time the command
+       may legitimately block) is treated as gone: it may be frozen while others elect. */
+    int64_t until = fl_now_ms() + c->opt.connect_timeout_ms + m->block_ms;
+    if (until > deadline)
+        until = deadline;
+    redisSetTimeout(rc, ms_tv(until - fl_now_ms()));
+    redisReply *r = send_cmd(rc, m) ? await_reply(c, addr, rc, until) : NULL;
+    if (!r)
+        return lost_conn(c, addr, rc, m, flags, err);
+    conn_put(c, addr, rc);
+    enum step st = on_reply(c, addr, r, flags, err);
+    if (st != STEP_DONE) {
+        freeReplyObject(r);
+        return st;
+    }
+    if (!(flags & CL_ANYNODE))
+        set_leader(c, addr, strlen(addr)); /* it answered a leader-only command */
+    *out = r;
+    return st;
+}
+
+fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags, redisReply **out)
+{
+    int64_t backoff = BACKOFF_MIN_MS;
+    fl_err err = FL_EUNAVAILABLE;
+    int quick = 0; /* redirects followed without sleeping */
+    *out = NULL;
+    cl_clear_err(c);
+    for (;;) {
+        if (fl_now_ms() >= deadline) {
+            const char *why = fl_client_errmsg(c);
+            return cl_fail(c, err == FL_EUNKNOWN ? FL_EUNKNOWN : FL_EUNAVAILABLE,
+                           "deadline passed; last: %s", why[0] ? why : "no answer");
+        }
+        pthread_mutex_lock(&c->mu);
+        bool had_leader = c->leader[0] != 0;
+        pthread_mutex_unlock(&c->mu);
+        enum step st = attempt(c, m, deadline, flags, out, &err);
+        if (st == STEP_DONE)
+            return FL_OK;
+        if (st == STEP_FAIL)
+            return err;
+        pthread_mutex_lock(&c->mu);
+        bool redirected = !had_leader && c->leader[0] != 0;
+        pthread_mutex_unlock(&c->mu);
+        if (redirected && quick++ < 3)
+            continue;
+        /* Every endpoint failed once in a row: wait a little (an election takes ~0.5 s). */
+        int64_t left = deadline - fl_now_ms();
+        cl_sleep_ms(backoff < left ? backoff : left);
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+    }
+}
+
+/* ---- commands and replies ---- */
+
+void cl_cmd_init(struct cl_cmd *m, const char *name)
+{
+    m->argc = 0;
+    m->block_ms = 0;
+    m->wait_idx = 0;
+    cl_arg_str(m, name);
+}
+
+void cl_arg(struct cl_cmd *m, const char *p, size_t len)
+{
+    if (m->argc == CL_ARGS_MAX)
+        return; /* callers build at most CL_ARGS_MAX arguments */
+    m->argv[m->argc] = p;
+    m->len[m->argc++] = len;
+}
+
+void cl_arg_str(struct cl_cmd *m, const char *s)
+{
+    cl_arg(m, s, strlen(s));
+}
+
+void cl_arg_u64(struct cl_cmd *m, uint64_t v)
+{
+    if (m->argc == CL_ARGS_MAX)
+        return;
+    int n = snprintf(m->num[m->argc], sizeof(m->num[0]), "%llu", (unsigned long long)v);
+    cl_arg(m, m->num[m->argc], (size_t)n);
+}
+
+void cl_arg_wait(struct cl_cmd *m, int64_t wait_end)
+{
+    m->wait_idx = m->argc;
+    m->wait_end = wait_end;
+    cl_arg_u64(m, 1);
+    wait_refresh(m);
+}
+
+fl_err cl_reply_err(fl_client *c, const redisReply *r)
+{
+    static const struct {
+        const char *code;
+        fl_err err;
+    } map[] = {
+        {"NOSESSION", FL_ESESSION}, {"NOTHOLDER", FL_ENOTHOLDER}, {"STALE", FL_ESTALE},
+        {"IFREV", FL_EIFREV},       {"TOOLARGE", FL_ETOOLARGE},   {"UNKNOWN", FL_EUNKNOWN},
+    };
+    if (r->type != REDIS_REPLY_ERROR)
+        return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
+    fl_err e = FL_ESERVER;
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (err_is(r, map[i].code))
+            e = map[i].err;
+    return cl_fail(c, e, "%.*s", (int)r->len, r->str);
+}
+
+const redisReply *cl_field(const redisReply *map, const char *key)
+{
+    if (!map || map->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    size_t kl = strlen(key);
+    for (size_t i = 0; i + 1 < map->elements; i += 2) {
+        const redisReply *k = map->element[i];
+        if ((k->type == REDIS_REPLY_STRING || k->type == REDIS_REPLY_STATUS) && k->len == kl &&
+            memcmp(k->str, key, kl) == 0)
+            return map->element[i + 1];
+    }
+    return NULL;
+}
+
+uint64_t cl_field_u64(const redisReply *map, const char *key)
+{
+    const redisReply *v = cl_field(map, key);
+    return v && v->type == REDIS_REPLY_INTEGER && v->integer > 0 ? (uint64_t)v->integer : 0;
+}
+
+char *cl_field_dup(const redisReply *map, const char *key)
+{
+    const redisReply *v = cl_field(map, key);
+    if (v && (v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS))
+        return strndup(v->str, v->len);
+    return strdup("");
+}
+
+const char *fl_strerror(fl_err err)
+{
+    static const char *const names[] = {
+        [FL_OK] = "ok",
+        [FL_EINVAL] = "invalid argument",
+        [FL_ENOMEM] = "out of memory",
+        [FL_ETIMEOUT] = "timed out",
+        [FL_EUNAVAILABLE] = "cluster unavailable",
+        [FL_EUNKNOWN] = "outcome unknown",
+        [FL_ESESSION] = "session lost",
+        [FL_ENOTHOLDER] = "not the holder",
+        [FL_EBUSY] = "lock busy",
+        [FL_ESTALE] = "stale fencing token",
+        [FL_EIFREV] = "revision condition failed",
+        [FL_ENOTFOUND] = "not found",
+        [FL_ETOOLARGE] = "too large",
+        [FL_ESERVER] = "server error",
+        [FL_EPROTO] = "protocol error",
+    };
+    if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
+        return names[err];
+    return "unknown error";
+}
