@@ -1,0 +1,152 @@
+/*
+ * Acquiring the lock for `fencelock lock` while staying responsive to signals.
+ *
+ * fl_session_open and fl_lock block (fl_lock for up to --wait, possibly for ever), and the
+ * signals are blocked for the whole process so that the supervisor can read them from a
+ * signalfd. So the blocking calls run on a worker thread and the main thread waits for either
+ * the worker's "done" byte or a signal. On a terminating signal the main thread closes the
+ * session by id: the servers drop its queued wait, which ends the worker's fl_lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cli/run.h"
+
+/* A wait longer than this is made of several LOCK ... WAIT requests (the servers cap WAIT at
+   --max-wait, 24 h by default). Between two of them the session queues again at the tail. */
+#define WAIT_SLICE_MS (3600 * 1000ull)
+
+struct worker {
+    pthread_mutex_t mu;
+    fl_client *cl;
+    const struct run_opts *o;
+    int done_fd;       /* write end: one byte when the worker is finished */
+    fl_session *s;     /* published under mu once opened */
+    int cancelled;     /* set under mu by the main thread */
+    struct acquired r; /* the worker's result, read after pthread_join */
+};
+
+int run_is_terminating(int signo)
+{
+    return signo == SIGINT || signo == SIGTERM || signo == SIGHUP || signo == SIGQUIT;
+}
+
+static int cancelled(struct worker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int v = w->cancelled;
+    pthread_mutex_unlock(&w->mu);
+    return v;
+}
+
+/* fl_lock in slices of at most WAIT_SLICE_MS until granted, refused, out of time or
+   cancelled. */
+static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token)
+{
+    const struct run_opts *o = w->o;
+    uint64_t left = o->wait_ms;
+    for (;;) {
+        uint64_t slice = o->wait_forever || left > WAIT_SLICE_MS ? WAIT_SLICE_MS : left;
+        fl_err err = fl_lock(s, o->name, slice, token);
+        if (err != FL_ETIMEOUT || cancelled(w))
+            return err;
+        if (!o->wait_forever) {
+            left -= slice;
+            if (left == 0)
+                return FL_ETIMEOUT;
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    const struct run_opts *o = w->o;
+    fl_session *s = NULL;
+    fl_err err = fl_session_open(w->cl, o->ttl_ms, o->lockdelay_ms, o->label, &s);
+    w->r.what = "open session";
+    pthread_mutex_lock(&w->mu);
+    w->s = s;
+    int stop = w->cancelled;
+    pthread_mutex_unlock(&w->mu);
+    if (err == FL_OK && !stop) {
+        w->r.what = "lock";
+        err = lock_wait(w, s, &w->r.token);
+    }
+    w->r.s = s;
+    w->r.err = err;
+    char b = 1;
+    while (write(w->done_fd, &b, 1) < 0 && errno == EINTR)
+        ;
+    return NULL;
+}
+
+/* A signal arrived while waiting: cancel if it is one that ends us. Returns the signal if it
+   did, else 0. */
+static int on_signal(struct worker *w, int sigfd)
+{
+    struct signalfd_siginfo si;
+    int got = 0;
+    while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (!run_is_terminating((int)si.ssi_signo) || got)
+            continue; /* SIGCHLD, SIGUSR1/2: nothing runs yet to forward them to */
+        got = (int)si.ssi_signo;
+        pthread_mutex_lock(&w->mu);
+        w->cancelled = 1;
+        fl_session *s = w->s;
+        pthread_mutex_unlock(&w->mu);
+        /* Ends the session on the servers: its queued wait goes, and the worker's fl_lock
+           returns. The worker is still inside fl_session_open if s is NULL; it then sees
+           `cancelled` and does not lock. */
+        if (s)
+            fl_session_close_id(w->cl, fl_session_id(s));
+    }
+    return got;
+}
+
+int acquire(fl_client *cl, const struct run_opts *o, int sigfd, struct acquired *out)
+{
+    int done[2];
+    if (pipe2(done, O_CLOEXEC) < 0)
+        return -1;
+    struct worker w;
+    memset(&w, 0, sizeof w);
+    pthread_mutex_init(&w.mu, NULL);
+    w.cl = cl;
+    w.o = o;
+    w.done_fd = done[1];
+    pthread_t t;
+    int e = pthread_create(&t, NULL, worker_main, &w);
+    if (e != 0) {
+        close(done[0]);
+        close(done[1]);
+        pthread_mutex_destroy(&w.mu);
+        errno = e;
+        return -1;
+    }
+    int signo = 0;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = done[0], .events = POLLIN}, {.fd = sigfd, .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break; /* cannot happen with valid fds; the join below still waits for the worker */
+        if (p[0].revents)
+            break;
+        if (p[1].revents) {
+            int got = on_signal(&w, sigfd);
+            if (got && !signo)
+                signo = got;
+        }
+    }
+    pthread_join(t, NULL);
+    close(done[0]);
+    close(done[1]);
+    pthread_mutex_destroy(&w.mu);
+    *out = w.r;
+    out->signo = signo;
+    return 0;
+}

@@ -1,0 +1,294 @@
+/* Cluster and session administration: status, members, session. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/out.h"
+
+/* ---- status ---- */
+
+static const char usage_status[] =
+    "usage: fencelock status\n"
+    "Show the node that answered (its id and role), the leader, term, commit and applied\n"
+    "index, revision, and every member: id, role, client and raft address, leader mark.\n"
+    "--json: {id, role, leader_id, leader, term, commit_index, applied_index, revision,\n"
+    "members: [{id, role, client_address, raft_address, leader}]}.\n";
+
+static void status_json(const struct fl_status *st)
+{
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w);
+    jw_key(&w, "id");
+    jw_u64(&w, st->id);
+    jw_key(&w, "role");
+    jw_str(&w, st->role);
+    jw_key(&w, "leader_id");
+    jw_u64(&w, st->leader_id);
+    jw_key(&w, "leader");
+    jw_str(&w, st->leader);
+    jw_key(&w, "term");
+    jw_u64(&w, st->term);
+    jw_key(&w, "commit_index");
+    jw_u64(&w, st->commit_index);
+    jw_key(&w, "applied_index");
+    jw_u64(&w, st->applied_index);
+    jw_key(&w, "revision");
+    jw_u64(&w, st->revision);
+    jw_key(&w, "members");
+    jw_arr(&w);
+    for (size_t i = 0; i < st->n_members; i++) {
+        const struct fl_member *m = &st->members[i];
+        jw_obj(&w);
+        jw_key(&w, "id");
+        jw_u64(&w, m->id);
+        jw_key(&w, "role");
+        jw_str(&w, m->role);
+        jw_key(&w, "client_address");
+        jw_str(&w, m->client_address);
+        jw_key(&w, "raft_address");
+        jw_str(&w, m->raft_address);
+        jw_key(&w, "leader");
+        jw_bool(&w, m->leader);
+        jw_end(&w);
+    }
+    jw_end(&w);
+    jw_end(&w);
+}
+
+static const char *or_dash(const char *s)
+{
+    return s && *s ? s : "-";
+}
+
+static void status_text(const struct fl_status *st)
+{
+    printf("node:     %" PRIu64 " (%s)\n", st->id, or_dash(st->role));
+    printf("leader:   %" PRIu64 " (%s)\n", st->leader_id, or_dash(st->leader));
+    printf("term:     %" PRIu64 "\n", st->term);
+    printf("commit:   %" PRIu64 "  applied: %" PRIu64 "\n", st->commit_index, st->applied_index);
+    printf("revision: %" PRIu64 "\n\n", st->revision);
+    printf("%-6s %-9s %-22s %-22s %s\n", "ID", "ROLE", "CLIENT", "RAFT", "LEADER");
+    for (size_t i = 0; i < st->n_members; i++) {
+        const struct fl_member *m = &st->members[i];
+        printf("%-6" PRIu64 " %-9s %-22s %-22s %s\n", m->id, or_dash(m->role),
+               or_dash(m->client_address), or_dash(m->raft_address), m->leader ? "*" : "");
+    }
+}
+
+int cmd_status(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    int id, r;
+    sub_start(&a, argc, argv, 0, usage_status);
+    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
+        ;
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    struct fl_status st;
+    fl_err err = fl_status(c->client, &st);
+    if (err != FL_OK) {
+        cli_fail(c, err, "status");
+        return cli_exit_for(err);
+    }
+    if (c->json)
+        status_json(&st);
+    else
+        status_text(&st);
+    fl_status_free(&st);
+    return EXIT_OK;
+}
+
+/* ---- members ---- */
+
+static const char usage_members[] =
+    "usage: fencelock members add ID RAFT_ADDR | remove ID | transfer [ID]\n"
+    "  add ID RAFT_ADDR  add server ID (started with --join) and promote it to voter\n"
+    "  remove ID         remove server ID from the configuration\n"
+    "  transfer [ID]     move leadership to ID (to any other voter if omitted)\n";
+
+/* Parse positional i as a member id (1 or more). */
+static int member_id(struct sub_args *a, int i, uint64_t *id)
+{
+    if (parse_u64(a->pos[i], id) || *id == 0) {
+        cli_say("members: bad server id '%s'", a->pos[i]);
+        return sub_usage(a);
+    }
+    return EXIT_OK;
+}
+
+/* The number of positionals (the operation included) each operation takes: min..max. */
+static int members_arity(const char *op, int *min, int *max)
+{
+    if (strcmp(op, "add") == 0)
+        *min = *max = 3;
+    else if (strcmp(op, "remove") == 0)
+        *min = *max = 2;
+    else if (strcmp(op, "transfer") == 0)
+        *min = 1, *max = 2;
+    else
+        return -1;
+    return 0;
+}
+
+static int members_run(struct cli *c, struct sub_args *a)
+{
+    const char *op = a->pos[0];
+    uint64_t id = 0;
+    int min, max;
+    if (members_arity(op, &min, &max) || a->n_pos < min || a->n_pos > max)
+        return sub_usage(a);
+    if (a->n_pos >= 2 && member_id(a, 1, &id) != EXIT_OK)
+        return EXIT_USAGE;
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    fl_err err;
+    if (strcmp(op, "add") == 0)
+        err = fl_member_add(c->client, id, a->pos[2]);
+    else if (strcmp(op, "remove") == 0)
+        err = fl_member_remove(c->client, id);
+    else
+        err = fl_member_transfer(c->client, id);
+    char what[64];
+    snprintf(what, sizeof what, "members %s", op);
+    if (err != FL_OK) {
+        cli_fail(c, err, what);
+        return cli_exit_for(err);
+    }
+    if (c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        jw_obj(&w);
+        jw_key(&w, "ok");
+        jw_bool(&w, 1);
+        jw_end(&w);
+    } else {
+        printf("OK\n");
+    }
+    return EXIT_OK;
+}
+
+int cmd_members(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    int id, r;
+    sub_start(&a, argc, argv, 3, usage_members);
+    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
+        ;
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos < 1 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    return members_run(c, &a);
+}
+
+/* ---- session ---- */
+
+static const char usage_session[] =
+    "usage: fencelock session open [--ttl DUR] [--lock-delay DUR] [--name LABEL]\n"
+    "       fencelock session keepalive SID | fencelock session close SID\n"
+    "Sessions for scripts: `open` prints the id of a new session (default --ttl 60s), kept\n"
+    "alive by nothing but `keepalive` (prints the renewed TTL in ms); `close` ends it and\n"
+    "releases its locks at once. keepalive/close of an unknown or expired session exit 1.\n";
+
+enum { O_TTL = 1, O_LOCKDELAY, O_NAME };
+
+static const struct opt_spec session_opts[] = {
+    {"ttl", 0, 1, O_TTL},
+    {"lock-delay", 0, 1, O_LOCKDELAY},
+    {"name", 0, 1, O_NAME},
+    {NULL, 0, 0, 0},
+};
+
+struct session_args {
+    uint64_t ttl_ms, lockdelay_ms;
+    const char *name;
+};
+
+static int session_opt(int id, const struct opt_iter *it, struct session_args *s)
+{
+    if (id == O_NAME) {
+        s->name = it->v[0];
+        return EXIT_OK;
+    }
+    uint64_t *dst = id == O_TTL ? &s->ttl_ms : &s->lockdelay_ms;
+    if (parse_duration(it->v[0], dst) || (id == O_TTL && *dst == 0)) {
+        cli_say("--%s: bad duration '%s'", id == O_TTL ? "ttl" : "lock-delay", it->v[0]);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+/* One number, human or {key: n}. */
+static void print_number(struct cli *c, const char *key, uint64_t v)
+{
+    if (!c->json) {
+        printf("%" PRIu64 "\n", v);
+        return;
+    }
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w);
+    jw_key(&w, key);
+    jw_u64(&w, v);
+    jw_end(&w);
+}
+
+static int session_run(struct cli *c, struct sub_args *a, const struct session_args *s)
+{
+    const char *op = a->pos[0];
+    int is_open = strcmp(op, "open") == 0;
+    uint64_t sid = 0, ttl = 0;
+    if (is_open ? a->n_pos != 1 : a->n_pos != 2)
+        return sub_usage(a);
+    if (!is_open && strcmp(op, "keepalive") != 0 && strcmp(op, "close") != 0)
+        return sub_usage(a);
+    if (!is_open && (parse_u64(a->pos[1], &sid) || sid == 0)) {
+        cli_say("session %s: bad session id '%s'", op, a->pos[1]);
+        return sub_usage(a);
+    }
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    fl_err err;
+    if (is_open)
+        err = fl_session_grant(c->client, s->ttl_ms, s->lockdelay_ms, s->name, &sid);
+    else if (strcmp(op, "keepalive") == 0)
+        err = fl_session_keepalive_id(c->client, sid, &ttl);
+    else
+        err = fl_session_close_id(c->client, sid);
+    char what[64];
+    snprintf(what, sizeof what, "session %s", op);
+    if (err != FL_OK) {
+        cli_fail(c, err, what);
+        return cli_exit_for(err);
+    }
+    if (is_open)
+        print_number(c, "session", sid);
+    else if (strcmp(op, "keepalive") == 0)
+        print_number(c, "ttl_ms", ttl);
+    else if (c->json)
+        print_number(c, "closed", sid);
+    else
+        printf("OK\n");
+    return EXIT_OK;
+}
+
+int cmd_session(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    struct session_args s = {60000, 0, NULL};
+    int id, r;
+    sub_start(&a, argc, argv, 2, usage_session);
+    while ((r = sub_next(c, &a, session_opts, &id)) == SUB_OPT)
+        if (session_opt(id, &a.it, &s) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos < 1 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    return session_run(c, &a, &s);
+}

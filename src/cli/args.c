@@ -1,0 +1,251 @@
+/* Command-line parsing for every subcommand: options, numbers, durations. */
+#include <errno.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Larger values are refused: no duration or id of ours comes near, and it keeps the
+   arithmetic below free of overflow. */
+#define NUM_MAX ((uint64_t)1 << 62)
+
+int parse_u64(const char *s, uint64_t *v)
+{
+    uint64_t n = 0;
+    if (s == NULL || *s == '\0')
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        n = n * 10 + (uint64_t)(*s - '0');
+        if (n > NUM_MAX)
+            return -1;
+    }
+    *v = n;
+    return 0;
+}
+
+/* The multiplier of a duration unit in milliseconds, 0 if the unit is unknown. */
+static uint64_t unit_ms(const char *u)
+{
+    static const struct {
+        const char *name;
+        uint64_t ms;
+    } units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(u, units[i].name) == 0)
+            return units[i].ms;
+    return 0;
+}
+
+/* Integer arithmetic only (no strtod): "1.5s" is exactly 1500 ms, and a fraction finer than a
+   millisecond is rounded down. */
+int parse_duration(const char *s, uint64_t *ms)
+{
+    uint64_t whole = 0, frac = 0, scale = 1;
+    int digits = 0;
+    if (s == NULL)
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) {
+        whole = whole * 10 + (uint64_t)(*s - '0');
+        if (whole > NUM_MAX / 3600000)
+            return -1;
+    }
+    if (*s == '.') {
+        for (s++; *s >= '0' && *s <= '9'; s++, digits++) {
+            if (scale < 1000000000) {
+                frac = frac * 10 + (uint64_t)(*s - '0');
+                scale *= 10;
+            }
+        }
+    }
+    uint64_t mult = unit_ms(s);
+    if (digits == 0 || mult == 0)
+        return -1;
+    *ms = whole * mult + frac * mult / scale;
+    return 0;
+}
+
+/* --limit N of keys and locks. */
+int parse_limit(const char *s, size_t *limit)
+{
+    uint64_t v;
+    if (parse_u64(s, &v) || v == 0 || v > 1000000000) {
+        cli_say("--limit: bad number '%s' (1 or more)", s);
+        return EXIT_USAGE;
+    }
+    *limit = (size_t)v;
+    return EXIT_OK;
+}
+
+/* ---- options ---- */
+
+static const struct opt_spec global_specs[] = {
+    {"help", 'h', 0, G_HELP}, {"endpoints", 0, 1, G_ENDPOINTS}, {"timeout", 0, 1, G_TIMEOUT},
+    {"json", 0, 0, G_JSON},   {"version", 0, 0, G_VERSION},     {NULL, 0, 0, 0},
+};
+
+void opt_start(struct opt_iter *it, int argc, char **argv)
+{
+    memset(it, 0, sizeof *it);
+    it->argc = argc;
+    it->argv = argv;
+    it->i = 1; /* argv[0] is the program or subcommand name */
+    it->dashdash = -1;
+}
+
+/* The spec for "--name" (len bytes of name) or "-x" in specs, then in the global table. */
+static const struct opt_spec *find_spec(const struct opt_spec *specs, const char *name, size_t len,
+                                        char letter)
+{
+    const struct opt_spec *tables[2] = {specs, global_specs};
+    for (int t = 0; t < 2; t++) {
+        for (const struct opt_spec *o = tables[t]; o && o->name; o++) {
+            if (letter ? o->letter == letter
+                       : (strlen(o->name) == len && strncmp(o->name, name, len) == 0))
+                return o;
+        }
+    }
+    return NULL;
+}
+
+/* Take the values of option o: the "=value" part (inline, may be NULL), then the next args. */
+static int take_values(struct opt_iter *it, const struct opt_spec *o, const char *inl)
+{
+    int k = 0;
+    if (inl != NULL) {
+        if (o->nargs == 0) {
+            cli_say("option --%s takes no value", o->name);
+            return OPT_BAD;
+        }
+        it->v[k++] = inl;
+    }
+    for (; k < o->nargs; k++) {
+        if (it->i >= it->argc) {
+            cli_say("option --%s needs %d value%s", o->name, o->nargs, o->nargs > 1 ? "s" : "");
+            return OPT_BAD;
+        }
+        it->v[k] = it->argv[it->i++];
+    }
+    return o->id;
+}
+
+int opt_next(struct opt_iter *it, const struct opt_spec *specs)
+{
+    if (it->dashdash >= 0 || it->i >= it->argc)
+        return OPT_END;
+    const char *a = it->argv[it->i++];
+    it->v[0] = it->v[1] = NULL;
+    if (strcmp(a, "--") == 0) {
+        it->dashdash = it->i;
+        return OPT_END;
+    }
+    if (a[0] != '-' || a[1] == '\0') { /* "-" alone is a positional (stdin, by convention) */
+        it->v[0] = a;
+        return OPT_POSITIONAL;
+    }
+    const struct opt_spec *o;
+    const char *inl = NULL;
+    if (a[1] == '-') {
+        const char *eq = strchr(a + 2, '=');
+        size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        o = find_spec(specs, a + 2, len, 0);
+        inl = eq ? eq + 1 : NULL;
+    } else {
+        o = a[2] == '\0' ? find_spec(specs, NULL, 0, a[1]) : NULL;
+    }
+    if (o == NULL) {
+        cli_say("unknown option %s", a);
+        return OPT_BAD;
+    }
+    return take_values(it, o, inl);
+}
+
+int cli_global(struct cli *c, int id, const struct opt_iter *it)
+{
+    uint64_t ms;
+    switch (id) {
+    case G_ENDPOINTS:
+        if (it->v[0][0] == '\0') {
+            cli_say("--endpoints: empty list");
+            return EXIT_USAGE;
+        }
+        c->endpoints = it->v[0];
+        return EXIT_OK;
+    case G_TIMEOUT:
+        if (parse_duration(it->v[0], &ms) || ms == 0 || ms > 24 * 3600 * 1000) {
+            cli_say("--timeout: bad duration '%s' (e.g. 500ms, 5s; between 1ms and 24h)", it->v[0]);
+            return EXIT_USAGE;
+        }
+        c->timeout_ms = (int)ms;
+        return EXIT_OK;
+    case G_JSON:
+        c->json = 1;
+        return EXIT_OK;
+    default:
+        cli_say("option not valid here");
+        return EXIT_USAGE;
+    }
+}
+
+void cli_usage(FILE *f, const char *usage)
+{
+    fputs(usage, f);
+    if (f == stdout)
+        fputs("\nGlobal options (anywhere before --): --endpoints H:P[,H:P...], --timeout DUR, "
+              "--json, -h/--help.\nDurations: 1500ms, 10s, 2m, 1h, 1.5s; a bare number is "
+              "milliseconds. See fencelock(1).\n",
+              f);
+}
+
+void sub_start(struct sub_args *a, int argc, char **argv, int max_pos, const char *usage)
+{
+    memset(a, 0, sizeof *a);
+    opt_start(&a->it, argc, argv);
+    a->max_pos = max_pos;
+    a->usage = usage;
+}
+
+int sub_stop(struct sub_args *a, int code)
+{
+    if (code == EXIT_USAGE)
+        cli_usage(stderr, a->usage);
+    a->code = code;
+    return SUB_STOP;
+}
+
+int sub_usage(struct sub_args *a)
+{
+    sub_stop(a, EXIT_USAGE);
+    return EXIT_USAGE;
+}
+
+int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, int *id)
+{
+    for (;;) {
+        int r = opt_next(&a->it, specs);
+        if (r == OPT_END)
+            return SUB_END;
+        if (r == OPT_BAD)
+            return sub_stop(a, EXIT_USAGE);
+        if (r == G_HELP) {
+            cli_usage(stdout, a->usage);
+            a->code = EXIT_OK;
+            return SUB_STOP;
+        }
+        if (r == OPT_POSITIONAL) {
+            if (a->n_pos >= a->max_pos) {
+                cli_say("unexpected argument '%s'", a->it.v[0]);
+                return sub_stop(a, EXIT_USAGE);
+            }
+            a->pos[a->n_pos++] = a->it.v[0];
+            continue;
+        }
+        if (r >= G_HELP) {
+            if (cli_global(c, r, &a->it) != EXIT_OK)
+                return sub_stop(a, EXIT_USAGE);
+            continue;
+        }
+        *id = r;
+        return SUB_OPT;
+    }
+}

@@ -1,0 +1,142 @@
+/*
+ * fencelock CLI — what every subcommand shares: the global settings (struct cli), the exit
+ * codes, the option parser, number and duration parsing, and error reporting.
+ *
+ * Ownership: main() owns the one struct cli (on its stack) and the fl_client in it; a
+ * subcommand borrows both and frees only what it allocated itself. Strings in struct cli
+ * point into argv or the environment (never freed).
+ *
+ * Invariants: a subcommand returns an exit code from enum cli_exit (or a child's status);
+ * it prints results to stdout and diagnostics to stderr, nothing else.
+ */
+#ifndef FENCELOCK_CLI_H
+#define FENCELOCK_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fencelock.h"
+
+/* Exit codes, documented in --help and docs/fencelock.1 (EXIT STATUS). */
+enum cli_exit {
+    EXIT_OK = 0,
+    EXIT_NO = 1,        /* a negative answer: not found, stale token, condition failed */
+    EXIT_USAGE = 2,     /* bad command line */
+    EXIT_NOTGOT = 3,    /* lock: not obtained within --wait */
+    EXIT_ERROR = 4,     /* cluster unreachable, request refused, or another failure */
+    EXIT_LOST = 5,      /* lock: the lock was lost while held (the command was killed) */
+    EXIT_NOEXEC = 126,  /* lock: the command was found but could not be executed */
+    EXIT_NOTFOUND = 127 /* lock: the command was not found */
+};
+
+#define CLI_DEFAULT_ENDPOINTS "127.0.0.1:7480"
+
+struct cli {
+    const char *endpoints; /* from --endpoints, FENCELOCK_ENDPOINTS, or the default */
+    int timeout_ms;        /* --timeout; 0 = the library's default */
+    int json;              /* --json */
+    fl_client *client;     /* made lazily by cli_client() */
+};
+
+/* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
+fl_client *cli_client(struct cli *c);
+
+/* Print "fencelock: <what>: <fl_strerror(err)>[: <detail>]" to stderr. */
+void cli_fail(struct cli *c, fl_err err, const char *what);
+
+/* Print "fencelock: <fmt...>" to stderr (usage and local errors). */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The exit code for an error of the library: EXIT_NO for negative answers, EXIT_USAGE for
+   FL_EINVAL, EXIT_ERROR otherwise. */
+int cli_exit_for(fl_err err);
+
+/* ---- parsing ---- */
+
+/* "1500ms", "10s", "2m", "1h", "1.5s"; a bare number is milliseconds. 0 on success. */
+int parse_duration(const char *s, uint64_t *ms);
+/* An unsigned decimal integer, whole string. 0 on success. */
+int parse_u64(const char *s, uint64_t *v);
+/* The value of --limit (1 or more). EXIT_OK, or EXIT_USAGE after printing why. */
+int parse_limit(const char *s, size_t *limit);
+
+/*
+ * A small option parser (no global state, unlike getopt): options may come before, between
+ * and after the positional arguments; "--" ends the options. An option is "--name value",
+ * "--name=value" or, if it has a short letter, "-x value"; nargs values follow it (0..2).
+ */
+struct opt_spec {
+    const char *name; /* without the leading "--" */
+    char letter;      /* short form, or 0 */
+    int nargs;        /* values that follow */
+    int id;           /* returned by opt_next; must be > 0 */
+};
+
+enum { OPT_POSITIONAL = -1, OPT_END = 0, OPT_BAD = -2 };
+
+struct opt_iter {
+    int argc;
+    char **argv;
+    int i;            /* next argument to look at */
+    int dashdash;     /* index just after "--", or -1 if none was seen */
+    const char *v[2]; /* the option's values, or v[0] = the positional argument */
+};
+
+void opt_start(struct opt_iter *it, int argc, char **argv);
+/* The next option's id (from specs, which ends with a NULL name and may be NULL, or a global
+   one), OPT_POSITIONAL, OPT_END (no more, or "--" seen) or OPT_BAD (already printed). */
+int opt_next(struct opt_iter *it, const struct opt_spec *specs);
+
+/* Ids of the global options, which every subcommand accepts too (opt_next looks them up
+   after the subcommand's own table). */
+enum {
+    G_HELP = 1000,
+    G_ENDPOINTS,
+    G_TIMEOUT,
+    G_JSON,
+    G_VERSION,
+};
+/* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK or EXIT_USAGE. */
+int cli_global(struct cli *c, int id, const struct opt_iter *it);
+
+/*
+ * The loop every subcommand runs over its arguments: handles global options and --help
+ * (printing `usage`), collects positionals into pos[0..max_pos), and hands each of the
+ * subcommand's own options to the caller (*id, values in a->it.v). Returns SUB_OPT for such
+ * an option, SUB_END at the end (a->it.dashdash tells whether "--" ended it), or SUB_STOP when
+ * the subcommand must return a->code at once (after --help, or a usage error already printed).
+ */
+enum { SUB_STOP = -1, SUB_END = 0, SUB_OPT = 1 };
+struct sub_args {
+    struct opt_iter it;
+    const char *pos[4];
+    int n_pos;
+    int max_pos;
+    int code;
+    const char *usage;
+};
+void sub_start(struct sub_args *a, int argc, char **argv, int max_pos, const char *usage);
+int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, int *id);
+/* Print the usage to stderr if code is EXIT_USAGE; set a->code; return SUB_STOP. */
+int sub_stop(struct sub_args *a, int code);
+/* Print the usage to stderr and return EXIT_USAGE (for a wrong number of arguments). */
+int sub_usage(struct sub_args *a);
+
+/* Print usage to f (stdout for --help, stderr for errors). */
+void cli_usage(FILE *f, const char *usage);
+
+/* ---- subcommands: (c, argc, argv) with argv[0] the subcommand's name; return an exit code ---- */
+int cmd_lock(struct cli *c, int argc, char **argv);
+int cmd_get(struct cli *c, int argc, char **argv);
+int cmd_put(struct cli *c, int argc, char **argv);
+int cmd_del(struct cli *c, int argc, char **argv);
+int cmd_keys(struct cli *c, int argc, char **argv);
+int cmd_lock_info(struct cli *c, int argc, char **argv);
+int cmd_locks(struct cli *c, int argc, char **argv);
+int cmd_fence_check(struct cli *c, int argc, char **argv);
+int cmd_status(struct cli *c, int argc, char **argv);
+int cmd_members(struct cli *c, int argc, char **argv);
+int cmd_session(struct cli *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,301 @@
+/* The key-value subcommands: get, put, del, keys. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/out.h"
+
+enum { O_FENCE = 1, O_IFREV, O_LEASE, O_LIMIT };
+
+/* Parse --fence NAME TOKEN / --ifrev REV / --lease SID into w. EXIT_OK or EXIT_USAGE. */
+static int write_opt(int id, const struct opt_iter *it, struct fl_write_opts *w)
+{
+    switch (id) {
+    case O_FENCE:
+        if (parse_u64(it->v[1], &w->fence_token)) {
+            cli_say("--fence NAME TOKEN: bad token '%s'", it->v[1]);
+            return EXIT_USAGE;
+        }
+        w->fence_name = it->v[0];
+        return EXIT_OK;
+    case O_IFREV:
+        if (parse_u64(it->v[0], &w->ifrev)) {
+            cli_say("--ifrev: bad revision '%s'", it->v[0]);
+            return EXIT_USAGE;
+        }
+        w->use_ifrev = 1;
+        return EXIT_OK;
+    case O_LEASE:
+        if (parse_u64(it->v[0], &w->lease_sid) || w->lease_sid == 0) {
+            cli_say("--lease: bad session id '%s'", it->v[0]);
+            return EXIT_USAGE;
+        }
+        return EXIT_OK;
+    }
+    return EXIT_USAGE;
+}
+
+/* ---- get ---- */
+
+static const char usage_get[] = "usage: fencelock get KEY\n"
+                                "Print the value of KEY (exit 1 if it does not exist). With "
+                                "--json: {key, value (or\nvalue_base64 if not UTF-8), create_rev, "
+                                "mod_rev, version, lease}.\n";
+
+static void print_kv(struct cli *c, const char *key, const struct fl_kv *kv)
+{
+    if (!c->json) {
+        fwrite(kv->value, 1, kv->len, stdout);
+        fputc('\n', stdout);
+        return;
+    }
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w);
+    jw_key(&w, "key");
+    jw_str(&w, key);
+    jw_bytes(&w, "value", kv->value, kv->len);
+    jw_key(&w, "create_rev");
+    jw_u64(&w, kv->create_rev);
+    jw_key(&w, "mod_rev");
+    jw_u64(&w, kv->mod_rev);
+    jw_key(&w, "version");
+    jw_u64(&w, kv->version);
+    jw_key(&w, "lease");
+    jw_u64(&w, kv->lease);
+    jw_end(&w);
+}
+
+int cmd_get(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    int id, r;
+    sub_start(&a, argc, argv, 1, usage_get);
+    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
+        ;
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos != 1 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    struct fl_kv kv;
+    fl_err err = fl_get(c->client, a.pos[0], &kv);
+    if (err != FL_OK) {
+        if (err == FL_ENOTFOUND)
+            cli_say("get %s: not found", a.pos[0]);
+        else
+            cli_fail(c, err, "get");
+        return cli_exit_for(err);
+    }
+    print_kv(c, a.pos[0], &kv);
+    fl_kv_free(&kv);
+    return EXIT_OK;
+}
+
+/* ---- put ---- */
+
+static const char usage_put[] =
+    "usage: fencelock put KEY [VALUE] [--fence NAME TOKEN] [--ifrev REV] [--lease SID]\n"
+    "Write KEY; VALUE omitted or '-' reads it from stdin. Prints the new revision.\n"
+    "  --fence NAME TOKEN  only if TOKEN is the current token of lock NAME (else exit 1)\n"
+    "  --ifrev REV         only if the key's mod_rev is REV, 0: only if absent (else exit 1)\n"
+    "  --lease SID         delete the key when session SID ends\n";
+
+static const struct opt_spec put_opts[] = {
+    {"fence", 0, 2, O_FENCE},
+    {"ifrev", 0, 1, O_IFREV},
+    {"lease", 0, 1, O_LEASE},
+    {NULL, 0, 0, 0},
+};
+
+/* All of stdin into a malloc'ed buffer (caller frees); NULL on a read error. */
+static char *read_stdin(size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0)
+            break;
+        if (n == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (nb == NULL)
+                free(buf);
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (buf && ferror(stdin)) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+/* What a conditional write's refusal means, for the message. */
+static void fail_write(struct cli *c, fl_err err, const char *op, const char *key)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s %s", op, key);
+    cli_fail(c, err, what);
+}
+
+static void print_rev(struct cli *c, const char *key, uint64_t rev)
+{
+    if (!c->json) {
+        printf("%" PRIu64 "\n", rev);
+        return;
+    }
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w);
+    jw_key(&w, "key");
+    jw_str(&w, key);
+    jw_key(&w, "revision");
+    jw_u64(&w, rev);
+    jw_end(&w);
+}
+
+int cmd_put(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    struct fl_write_opts wo = {0};
+    int id, r;
+    sub_start(&a, argc, argv, 2, usage_put);
+    while ((r = sub_next(c, &a, put_opts, &id)) == SUB_OPT)
+        if (write_opt(id, &a.it, &wo) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos < 1 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    wo.lease = wo.lease_sid != 0;
+
+    char *in = NULL;
+    const char *val = a.n_pos == 2 ? a.pos[1] : "-";
+    size_t len = strlen(val);
+    if (strcmp(val, "-") == 0) {
+        in = read_stdin(&len);
+        if (in == NULL) {
+            cli_say("put: reading the value from stdin failed");
+            return EXIT_ERROR;
+        }
+        val = in;
+    }
+    uint64_t rev = 0;
+    fl_err err = FL_EUNAVAILABLE;
+    if (cli_client(c))
+        err = fl_put(c->client, NULL, a.pos[0], val, len, &wo, &rev);
+    free(in);
+    if (c->client == NULL)
+        return EXIT_ERROR;
+    if (err != FL_OK) {
+        fail_write(c, err, "put", a.pos[0]);
+        return cli_exit_for(err);
+    }
+    print_rev(c, a.pos[0], rev);
+    return EXIT_OK;
+}
+
+/* ---- del ---- */
+
+static const char usage_del[] =
+    "usage: fencelock del KEY [--fence NAME TOKEN] [--ifrev REV]\n"
+    "Delete KEY; prints 1 if it existed, 0 if not (exit 0 either way).\n"
+    "  --fence NAME TOKEN  only if TOKEN is the current token of lock NAME (else exit 1)\n"
+    "  --ifrev REV         only if the key's mod_rev is REV (else exit 1)\n";
+
+static const struct opt_spec del_opts[] = {
+    {"fence", 0, 2, O_FENCE},
+    {"ifrev", 0, 1, O_IFREV},
+    {NULL, 0, 0, 0},
+};
+
+int cmd_del(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    struct fl_write_opts wo = {0};
+    int id, r;
+    sub_start(&a, argc, argv, 1, usage_del);
+    while ((r = sub_next(c, &a, del_opts, &id)) == SUB_OPT)
+        if (write_opt(id, &a.it, &wo) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos != 1 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    int deleted = 0;
+    fl_err err = fl_del(c->client, NULL, a.pos[0], &wo, &deleted);
+    if (err != FL_OK) {
+        fail_write(c, err, "del", a.pos[0]);
+        return cli_exit_for(err);
+    }
+    if (c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        jw_obj(&w);
+        jw_key(&w, "key");
+        jw_str(&w, a.pos[0]);
+        jw_key(&w, "deleted");
+        jw_bool(&w, deleted);
+        jw_end(&w);
+    } else {
+        printf("%d\n", deleted ? 1 : 0);
+    }
+    return EXIT_OK;
+}
+
+/* ---- keys ---- */
+
+static const char usage_keys[] =
+    "usage: fencelock keys [PREFIX] [--limit N]\n"
+    "List the keys starting with PREFIX (all by default), in byte order, one per line\n"
+    "(--json: an array). --limit N: at most N (default: the server's maximum).\n";
+
+static const struct opt_spec limit_opts[] = {
+    {"limit", 0, 1, O_LIMIT},
+    {NULL, 0, 0, 0},
+};
+
+int cmd_keys(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    size_t limit = 0;
+    int id, r;
+    sub_start(&a, argc, argv, 1, usage_keys);
+    while ((r = sub_next(c, &a, limit_opts, &id)) == SUB_OPT)
+        if (parse_limit(a.it.v[0], &limit) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    struct fl_strlist l;
+    fl_err err = fl_keys(c->client, a.n_pos ? a.pos[0] : "", limit, &l);
+    if (err != FL_OK) {
+        cli_fail(c, err, "keys");
+        return cli_exit_for(err);
+    }
+    struct jw w;
+    jw_init(&w, stdout);
+    if (c->json)
+        jw_arr(&w);
+    for (size_t i = 0; i < l.n; i++) {
+        if (c->json)
+            jw_str(&w, l.v[i]);
+        else
+            printf("%s\n", l.v[i]);
+    }
+    if (c->json)
+        jw_end(&w);
+    fl_strlist_free(&l);
+    return EXIT_OK;
+}

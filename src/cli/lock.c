@@ -1,0 +1,98 @@
+/* `fencelock lock`: the command line; the work is in run.c and acquire.c. */
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/run.h"
+
+static const char usage_lock[] =
+    "usage: fencelock lock NAME [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
+    "                      [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
+    "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME and\n"
+    "FENCELOCK_ENDPOINTS in its environment, release the lock when it exits. Without CMD,\n"
+    "print the token and hold the lock until SIGINT, SIGTERM, SIGHUP or SIGQUIT.\n"
+    "CMD runs in a process group of its own; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
+    "SIGUSR2 are forwarded to it. If the session's lease is at risk, the group gets SIGTERM\n"
+    "when less than the kill grace is left and SIGKILL when the lease may have run out, so\n"
+    "CMD is dead before the servers can give the lock to anyone else.\n"
+    "  --ttl DUR         session TTL (default 10s)\n"
+    "  --wait DUR        give up (exit 3) if not granted within DUR (default: wait for ever;\n"
+    "                    0: try once)\n"
+    "  --lock-delay DUR  keep the lock unavailable this long if the session expires (default 0)\n"
+    "  --kill-grace DUR  SIGTERM this long before SIGKILL (default: the smaller of 2s and\n"
+    "                    TTL/4; must be less than the TTL)\n"
+    "  --name LABEL      session name shown by the servers (default: fencelock@HOST:PID)\n"
+    "Exit status: CMD's status, 128+N if it died of signal N; 2 usage; 3 not obtained within\n"
+    "--wait; 4 cluster unreachable or other error before CMD ran; 5 lock lost while CMD ran\n"
+    "(it was killed; takes precedence); 126/127 CMD could not be run / was not found;\n"
+    "128+N if signal N ended the wait.\n";
+
+enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME };
+
+static const struct opt_spec lock_opts[] = {
+    {"ttl", 0, 1, O_TTL},          {"wait", 0, 1, O_WAIT}, {"lock-delay", 0, 1, O_LOCKDELAY},
+    {"kill-grace", 0, 1, O_GRACE}, {"name", 0, 1, O_NAME}, {NULL, 0, 0, 0},
+};
+
+/* One option into o; `grace_set` records an explicit --kill-grace. EXIT_OK or EXIT_USAGE. */
+static int lock_opt(int id, const struct opt_iter *it, struct run_opts *o, int *grace_set)
+{
+    static const char *const names[] = {"", "ttl", "wait", "lock-delay", "kill-grace"};
+    uint64_t *dst[] = {NULL, &o->ttl_ms, &o->wait_ms, &o->lockdelay_ms, &o->grace_ms};
+    if (id == O_NAME) {
+        o->label = it->v[0];
+        return EXIT_OK;
+    }
+    if (parse_duration(it->v[0], dst[id]) || (id == O_TTL && o->ttl_ms == 0)) {
+        cli_say("--%s: bad duration '%s'", names[id], it->v[0]);
+        return EXIT_USAGE;
+    }
+    if (id == O_WAIT)
+        o->wait_forever = 0;
+    if (id == O_GRACE)
+        *grace_set = 1;
+    return EXIT_OK;
+}
+
+/* The smaller of 2 s and TTL/4, unless given; it must leave the command some lease. */
+static int settle_grace(struct run_opts *o, int grace_set)
+{
+    if (!grace_set)
+        o->grace_ms = o->ttl_ms / 4 < 2000 ? o->ttl_ms / 4 : 2000;
+    if (o->grace_ms >= o->ttl_ms) {
+        cli_say("--kill-grace must be less than --ttl");
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+int cmd_lock(struct cli *c, int argc, char **argv)
+{
+    struct run_opts o = {.ttl_ms = 10000, .wait_forever = 1};
+    struct sub_args a;
+    int id, r, grace_set = 0;
+    char label[128];
+    sub_start(&a, argc, argv, 1, usage_lock);
+    while ((r = sub_next(c, &a, lock_opts, &id)) == SUB_OPT)
+        if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos != 1 || settle_grace(&o, grace_set) != EXIT_OK)
+        return sub_usage(&a);
+    o.name = a.pos[0];
+    if (a.it.dashdash >= 0) {
+        if (a.it.dashdash >= argc) {
+            cli_say("lock: no command after --");
+            return sub_usage(&a);
+        }
+        o.cmd = argv + a.it.dashdash; /* argv is NULL-terminated, as main's is */
+    }
+    if (o.label == NULL) {
+        char host[HOST_NAME_MAX + 1] = "";
+        gethostname(host, sizeof host - 1);
+        snprintf(label, sizeof label, "fencelock@%.64s:%ld", host, (long)getpid());
+        o.label = label;
+    }
+    return run_locked(c, &o);
+}

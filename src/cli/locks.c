@@ -1,0 +1,207 @@
+/* Inspecting locks: lock-info, locks, fence-check. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/out.h"
+
+enum { O_LIMIT = 1 };
+
+/* ---- lock-info ---- */
+
+static const char usage_lock_info[] =
+    "usage: fencelock lock-info NAME\n"
+    "Show lock NAME: holder session, token, when it was granted (the leader's clock),\n"
+    "lock-delay, and the sessions waiting in queue order. A free lock nobody waits for\n"
+    "is shown as free (exit 0). --json: {name, holder, token, held_since_ms, lockdelay,\n"
+    "waiters} with holder 0 when nobody holds it.\n";
+
+static void lock_info_json(const char *name, const struct fl_lock_info *li)
+{
+    struct jw w;
+    jw_init(&w, stdout);
+    jw_obj(&w);
+    jw_key(&w, "name");
+    jw_str(&w, name);
+    jw_key(&w, "holder");
+    jw_u64(&w, li->holder);
+    jw_key(&w, "token");
+    jw_u64(&w, li->token);
+    jw_key(&w, "held_since_ms");
+    jw_u64(&w, li->held_since_ms);
+    jw_key(&w, "lockdelay");
+    jw_bool(&w, li->lockdelay);
+    jw_key(&w, "waiters");
+    jw_arr(&w);
+    for (size_t i = 0; i < li->n_waiters; i++)
+        jw_u64(&w, li->waiters[i]);
+    jw_end(&w);
+    jw_end(&w);
+}
+
+static void lock_info_text(const char *name, const struct fl_lock_info *li)
+{
+    char when[64];
+    printf("name:       %s\n", name);
+    if (li->holder) {
+        fmt_wallclock(when, sizeof when, li->held_since_ms);
+        printf("holder:     %" PRIu64 "\n", li->holder);
+        printf("token:      %" PRIu64 "\n", li->token);
+        printf("held since: %s\n", when);
+    } else {
+        printf("holder:     none\n");
+    }
+    printf("lock-delay: %s\n", li->lockdelay ? "yes" : "no");
+    printf("waiters:    %zu", li->n_waiters);
+    for (size_t i = 0; i < li->n_waiters; i++)
+        printf("%s%" PRIu64, i ? " " : " (", li->waiters[i]);
+    printf("%s\n", li->n_waiters ? ")" : "");
+}
+
+int cmd_lock_info(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    int id, r;
+    sub_start(&a, argc, argv, 1, usage_lock_info);
+    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
+        ;
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos != 1 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    struct fl_lock_info li;
+    fl_err err = fl_lock_info(c->client, a.pos[0], &li);
+    if (err == FL_ENOTFOUND) {
+        memset(&li, 0, sizeof li); /* free and nobody waits: an answer, not an error */
+    } else if (err != FL_OK) {
+        cli_fail(c, err, "lock-info");
+        return cli_exit_for(err);
+    }
+    if (c->json)
+        lock_info_json(a.pos[0], &li);
+    else
+        lock_info_text(a.pos[0], &li);
+    if (err == FL_OK)
+        fl_lock_info_free(&li);
+    return EXIT_OK;
+}
+
+/* ---- locks ---- */
+
+static const char usage_locks[] =
+    "usage: fencelock locks [PREFIX] [--limit N]\n"
+    "List the existing locks (held, in lock-delay, or waited for) whose names start with\n"
+    "PREFIX, in name order: holder session, token, queue length. --json: an array of\n"
+    "{name, holder, token, lockdelay, waiters}.\n";
+
+static const struct opt_spec locks_opts[] = {
+    {"limit", 0, 1, O_LIMIT},
+    {NULL, 0, 0, 0},
+};
+
+static void locks_print(struct cli *c, const struct fl_lock_list *l)
+{
+    struct jw w;
+    jw_init(&w, stdout);
+    if (c->json)
+        jw_arr(&w);
+    else
+        printf("%-24s %20s %20s %7s %s\n", "NAME", "HOLDER", "TOKEN", "WAITERS", "DELAY");
+    for (size_t i = 0; i < l->n; i++) {
+        const struct fl_lock_entry *e = &l->v[i];
+        if (!c->json) {
+            printf("%-24s %20" PRIu64 " %20" PRIu64 " %7zu %s\n", e->name, e->holder, e->token,
+                   e->n_waiters, e->lockdelay ? "yes" : "no");
+            continue;
+        }
+        jw_obj(&w);
+        jw_key(&w, "name");
+        jw_str(&w, e->name);
+        jw_key(&w, "holder");
+        jw_u64(&w, e->holder);
+        jw_key(&w, "token");
+        jw_u64(&w, e->token);
+        jw_key(&w, "lockdelay");
+        jw_bool(&w, e->lockdelay);
+        jw_key(&w, "waiters");
+        jw_u64(&w, e->n_waiters);
+        jw_end(&w);
+    }
+    if (c->json)
+        jw_end(&w);
+}
+
+int cmd_locks(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    size_t limit = 0;
+    int id, r;
+    sub_start(&a, argc, argv, 1, usage_locks);
+    while ((r = sub_next(c, &a, locks_opts, &id)) == SUB_OPT)
+        if (parse_limit(a.it.v[0], &limit) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    struct fl_lock_list l;
+    fl_err err = fl_locks(c->client, a.n_pos ? a.pos[0] : "", limit, &l);
+    if (err != FL_OK) {
+        cli_fail(c, err, "locks");
+        return cli_exit_for(err);
+    }
+    locks_print(c, &l);
+    fl_lock_list_free(&l);
+    return EXIT_OK;
+}
+
+/* ---- fence-check ---- */
+
+static const char usage_fence_check[] =
+    "usage: fencelock fence-check NAME TOKEN\n"
+    "Exit 0 (printing \"current\") if TOKEN is the current holder's token of lock NAME,\n"
+    "exit 1 (printing \"stale\") if it is not.\n";
+
+int cmd_fence_check(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    int id, r;
+    uint64_t token;
+    sub_start(&a, argc, argv, 2, usage_fence_check);
+    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
+        ;
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos != 2 || a.it.dashdash >= 0)
+        return sub_usage(&a);
+    if (parse_u64(a.pos[1], &token)) {
+        cli_say("fence-check: bad token '%s'", a.pos[1]);
+        return sub_usage(&a);
+    }
+    if (!cli_client(c))
+        return EXIT_ERROR;
+    fl_err err = fl_fence_check(c->client, a.pos[0], token);
+    if (err != FL_OK && err != FL_ESTALE) {
+        cli_fail(c, err, "fence-check");
+        return cli_exit_for(err);
+    }
+    if (c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        jw_obj(&w);
+        jw_key(&w, "name");
+        jw_str(&w, a.pos[0]);
+        jw_key(&w, "token");
+        jw_u64(&w, token);
+        jw_key(&w, "current");
+        jw_bool(&w, err == FL_OK);
+        jw_end(&w);
+    } else {
+        printf("%s\n", err == FL_OK ? "current" : "stale");
+    }
+    return err == FL_OK ? EXIT_OK : EXIT_NO;
+}

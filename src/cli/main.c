@@ -1,0 +1,182 @@
+/* fencelock: the command-line tool. Global flags, dispatch to a subcommand, error reporting. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage_main[] =
+    "usage: fencelock [--endpoints H:P,...] [--timeout DUR] [--json] COMMAND [ARGS...]\n"
+    "\n"
+    "Commands:\n"
+    "  lock NAME [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
+    "       [--name LABEL] [-- CMD [ARGS...]]\n"
+    "                             run CMD while holding lock NAME (or hold it until signalled)\n"
+    "  get KEY                    print a key's value\n"
+    "  put KEY [VALUE] [--fence NAME TOKEN] [--ifrev REV] [--lease SID]\n"
+    "                             write a key (VALUE omitted or '-': read stdin)\n"
+    "  del KEY [--fence NAME TOKEN] [--ifrev REV]\n"
+    "  keys [PREFIX] [--limit N]  list keys\n"
+    "  lock-info NAME             holder, token and waiters of a lock\n"
+    "  locks [PREFIX] [--limit N] existing locks\n"
+    "  fence-check NAME TOKEN     exit 0 if TOKEN is current for NAME, 1 if stale\n"
+    "  status                     cluster members, leader, term, indexes\n"
+    "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
+    "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
+    "  session close SID\n"
+    "\n"
+    "Options:\n"
+    "  --endpoints H:P[,H:P...]  servers to ask (default: $FENCELOCK_ENDPOINTS, else\n"
+    "                            " CLI_DEFAULT_ENDPOINTS ")\n"
+    "  --timeout DUR             deadline of each call to the cluster (default 5s)\n"
+    "  --json                    machine-readable output\n"
+    "  -h, --help                help (also after any command)\n"
+    "  --version                 print the version\n"
+    "\n"
+    "Durations: 1500ms, 10s, 2m, 1h, 1.5s; a bare number is milliseconds.\n"
+    "\n"
+    "Exit status: 0 success; 1 negative answer (not found, stale token, condition failed);\n"
+    "2 usage error; 3 lock not obtained within --wait; 4 cluster unreachable or other error;\n"
+    "5 lock lost while held (the command was killed); lock: otherwise the command's status,\n"
+    "128+N if it died of signal N, 126/127 if it could not be executed / was not found.\n";
+
+static const struct {
+    const char *name;
+    int (*fn)(struct cli *c, int argc, char **argv);
+} commands[] = {
+    {"lock", cmd_lock},       {"get", cmd_get},
+    {"put", cmd_put},         {"del", cmd_del},
+    {"keys", cmd_keys},       {"lock-info", cmd_lock_info},
+    {"locks", cmd_locks},     {"fence-check", cmd_fence_check},
+    {"status", cmd_status},   {"members", cmd_members},
+    {"session", cmd_session},
+};
+
+void cli_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("fencelock: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_fail(struct cli *c, fl_err err, const char *what)
+{
+    const char *detail = c->client ? fl_client_errmsg(c->client) : "";
+    if (detail && *detail)
+        fprintf(stderr, "fencelock: %s: %s: %s\n", what, fl_strerror(err), detail);
+    else
+        fprintf(stderr, "fencelock: %s: %s\n", what, fl_strerror(err));
+}
+
+int cli_exit_for(fl_err err)
+{
+    switch (err) {
+    case FL_OK:
+        return EXIT_OK;
+    case FL_ENOTFOUND:
+    case FL_ESTALE:
+    case FL_EIFREV:
+    case FL_EBUSY:
+    case FL_ESESSION:
+    case FL_ENOTHOLDER:
+        return EXIT_NO;
+    case FL_EINVAL:
+        return EXIT_USAGE;
+    default:
+        return EXIT_ERROR;
+    }
+}
+
+fl_client *cli_client(struct cli *c)
+{
+    if (c->client)
+        return c->client;
+    struct fl_options opt;
+    fl_options_init(&opt);
+    if (c->timeout_ms > 0) {
+        opt.timeout_ms = c->timeout_ms;
+        /* One slow connection attempt must not use up the whole call. */
+        if (opt.connect_timeout_ms <= 0 || opt.connect_timeout_ms > c->timeout_ms)
+            opt.connect_timeout_ms = c->timeout_ms;
+    }
+    fl_err err = FL_OK;
+    c->client = fl_client_new(c->endpoints, &opt, &err);
+    if (c->client == NULL)
+        fprintf(stderr, "fencelock: endpoints '%s': %s\n", c->endpoints, fl_strerror(err));
+    return c->client;
+}
+
+/* Global options before the command; returns the index of the command, or -(exit code). */
+static int parse_globals(struct cli *c, int argc, char **argv)
+{
+    struct opt_iter it;
+    opt_start(&it, argc, argv);
+    for (;;) {
+        int before = it.i;
+        int r = opt_next(&it, NULL);
+        if (r == OPT_POSITIONAL)
+            return before;
+        if (r == OPT_END || r == OPT_BAD) {
+            if (r == OPT_END)
+                cli_say("no command given");
+            fputs(usage_main, stderr);
+            return -EXIT_USAGE;
+        }
+        if (r == G_HELP) {
+            fputs(usage_main, stdout);
+            return -EXIT_OK;
+        }
+        if (r == G_VERSION) {
+            printf("fencelock %s\n", FL_VERSION);
+            return -EXIT_OK;
+        }
+        if (cli_global(c, r, &it) != EXIT_OK)
+            return -EXIT_USAGE;
+    }
+}
+
+static int dispatch(struct cli *c, int argc, char **argv)
+{
+    if (strcmp(argv[0], "help") == 0) {
+        if (argc < 2) {
+            fputs(usage_main, stdout);
+            return EXIT_OK;
+        }
+        char flag[] = "--help";
+        char *help[] = {argv[1], flag, NULL};
+        return dispatch(c, 2, help);
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[0], commands[i].name) == 0)
+            return commands[i].fn(c, argc, argv);
+    cli_say("unknown command '%s'", argv[0]);
+    fputs(usage_main, stderr);
+    return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    /* A server that goes away mid-write must be an error reply, not a silent death. */
+    signal(SIGPIPE, SIG_IGN);
+
+    struct cli c = {0};
+    c.endpoints = getenv("FENCELOCK_ENDPOINTS");
+    if (c.endpoints == NULL || *c.endpoints == '\0')
+        c.endpoints = CLI_DEFAULT_ENDPOINTS;
+
+    int first = parse_globals(&c, argc, argv);
+    if (first < 0)
+        return -first;
+    int rc = dispatch(&c, argc - first, argv + first);
+    if (c.client)
+        fl_client_free(c.client);
+    if (fflush(stdout) != 0 && rc == EXIT_OK) {
+        cli_say("writing the output failed");
+        rc = EXIT_ERROR;
+    }
+    return rc;
+}

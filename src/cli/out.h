@@ -1,0 +1,47 @@
+/*
+ * fencelock CLI output: a streaming JSON writer for --json, and the few helpers the human
+ * output shares.
+ *
+ * struct jw writes straight to a FILE (no buffer of its own, nothing to free). It tracks
+ * nesting so commas come out right: call jw_key() before every value inside an object, none
+ * inside an array. Strings are escaped per RFC 8259; bytes that are not valid UTF-8 are
+ * written as \u00XX of the byte (so the output is always valid JSON); jw_bytes() instead
+ * writes "KEY": text or "KEY_base64": data, so binary values survive exactly.
+ * Invariant: depth <= JW_MAX_DEPTH (deeper calls are ignored: a programming error).
+ */
+#ifndef FENCELOCK_CLI_OUT_H
+#define FENCELOCK_CLI_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JW_MAX_DEPTH 8
+
+struct jw {
+    FILE *f;
+    int depth;
+    int need_comma[JW_MAX_DEPTH + 1];
+    char close[JW_MAX_DEPTH + 1]; /* the bracket that closes each open level */
+    int after_key;                /* a key was just written: the value needs no comma */
+};
+
+void jw_init(struct jw *w, FILE *f);
+void jw_obj(struct jw *w); /* { */
+void jw_arr(struct jw *w); /* [ */
+void jw_end(struct jw *w); /* } or ]; a newline after the outermost one */
+void jw_key(struct jw *w, const char *key);
+void jw_str(struct jw *w, const char *s); /* NULL writes null */
+void jw_strn(struct jw *w, const void *s, size_t len);
+void jw_u64(struct jw *w, uint64_t v);
+void jw_bool(struct jw *w, int v);
+/* Key `key` with the bytes as a string if they are valid UTF-8, else `key`_base64. */
+void jw_bytes(struct jw *w, const char *key, const void *s, size_t len);
+
+/* 1 if s[0..len) is valid UTF-8 (no overlongs, surrogates or code points over U+10FFFF). */
+int utf8_valid(const unsigned char *s, size_t len);
+
+/* Write a wall-clock time in ms since the epoch as "2026-12-03T07:33:40.123Z" into buf. */
+void fmt_wallclock(char *buf, size_t size, uint64_t ms);
+
+#endif

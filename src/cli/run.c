@@ -1,0 +1,442 @@
+/*
+ * The supervisor of `fencelock lock`: start the command under the lock, watch the lease, kill
+ * the command before the lease can run out on the servers, forward signals, release.
+ *
+ * Why the deadlines are safe: fl_session_safe_until() is the send time of the last
+ * acknowledged keepalive plus the TTL, less a drift margin, on our monotonic clock. The
+ * servers count the TTL from when they received that keepalive, so they cannot expire the
+ * session (and hand the lock to someone else) before it. The command gets SIGTERM when less
+ * than the kill grace is left and SIGKILL at the deadline; the poll below wakes up at each
+ * deadline (never more than TICK_MS late), so the kill is not late by more than scheduling.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/out.h"
+#include "cli/run.h"
+
+extern char **environ;
+
+#define TICK_MS 50      /* the longest poll sleep while something runs */
+#define FD_TRACKED 1024 /* fds below this that were open at startup are the user's */
+
+/* Everything the supervisor works with; lives on run_locked's stack. */
+struct run {
+    struct cli *c;
+    const struct run_opts *o;
+    int sigfd;                           /* signalfd of RUN_FORWARDED + SIGCHLD */
+    int lost_pipe[2];                    /* on_lost writes to [1]; we poll [0] */
+    sigset_t oldmask;                    /* the mask to give back to the command */
+    unsigned char inherited[FD_TRACKED]; /* 1: fd was open when we started (pass it on) */
+    struct acquired a;
+    pid_t pid;          /* the command (its process group id too), 0 if none */
+    int reaped, status; /* waitpid status once reaped */
+    int lost;           /* the session is lost, or its safe deadline passed */
+    int sent_term, sent_kill;
+};
+
+/* ---- the lease ---- */
+
+/* Runs on the library's keepalive thread: only a write to a pipe (async-safe by design). */
+static void on_lost(fl_session *s, void *ctx)
+{
+    (void)s;
+    struct run *r = ctx;
+    char b = 1;
+    while (write(r->lost_pipe[1], &b, 1) < 0 && errno == EINTR)
+        ;
+}
+
+/* Update r->lost from the library; returns the safe deadline (0 once lost). */
+static int64_t check_lease(struct run *r, int64_t now)
+{
+    int64_t safe = r->lost ? 0 : fl_session_safe_until(r->a.s);
+    if (safe == 0 || now >= safe || fl_session_is_lost(r->a.s))
+        r->lost = 1;
+    return r->lost ? 0 : safe;
+}
+
+static void drain(int fd)
+{
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+}
+
+/* ---- the command ---- */
+
+/* Which fds the user gave us (they go on to the command; the library's sockets do not). */
+static void note_inherited(struct run *r)
+{
+    for (int fd = 0; fd < FD_TRACKED; fd++)
+        r->inherited[fd] = fcntl(fd, F_GETFD) != -1;
+}
+
+/* "KEY=value" in a malloc'ed string, NULL if out of memory. */
+static char *env_entry(const char *key, const char *value)
+{
+    size_t n = strlen(key) + strlen(value) + 2;
+    char *e = malloc(n);
+    if (e)
+        snprintf(e, n, "%s=%s", key, value);
+    return e;
+}
+
+static int is_ours(const char *e)
+{
+    static const char *const keys[] = {
+        "FENCELOCK_TOKEN=", "FENCELOCK_SESSION=", "FENCELOCK_NAME=", "FENCELOCK_ENDPOINTS="};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strncmp(e, keys[i], strlen(keys[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* The command's environment: ours with FENCELOCK_* replaced. Built before fork (the child
+   may only make async-signal-safe calls). Entries [0..4) are malloc'ed; free with env_free. */
+static char **env_build(const struct run *r)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 5, sizeof *env);
+    if (env == NULL)
+        return NULL;
+    char tok[32], sid[32];
+    snprintf(tok, sizeof tok, "%" PRIu64, r->a.token);
+    snprintf(sid, sizeof sid, "%" PRIu64, fl_session_id(r->a.s));
+    env[0] = env_entry("FENCELOCK_TOKEN", tok);
+    env[1] = env_entry("FENCELOCK_SESSION", sid);
+    env[2] = env_entry("FENCELOCK_NAME", r->o->name);
+    env[3] = env_entry("FENCELOCK_ENDPOINTS", r->c->endpoints);
+    if (!env[0] || !env[1] || !env[2] || !env[3]) {
+        for (int i = 0; i < 4; i++)
+            free(env[i]);
+        free(env);
+        return NULL;
+    }
+    size_t k = 4;
+    for (size_t i = 0; i < n; i++)
+        if (!is_ours(environ[i]))
+            env[k++] = environ[i];
+    return env;
+}
+
+static void env_free(char **env)
+{
+    for (int i = 0; i < 4; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* In the forked child: async-signal-safe calls only, then exec. Reports errno on errfd. */
+static void child_exec(const struct run *r, char **env, int errfd, pid_t parent)
+{
+    setpgid(0, 0);
+    /* If the supervisor dies (kill -9), nobody would kill the command when the lease ends. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(EXIT_LOST);
+    for (int fd = 3; fd < FD_TRACKED; fd++)
+        if (!r->inherited[fd] && fd != errfd)
+            close(fd);
+    signal(SIGPIPE, SIG_DFL); /* ignored by us; an ignored disposition survives exec */
+    sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
+    execvpe(r->o->cmd[0], r->o->cmd, env);
+    int e = errno;
+    while (write(errfd, &e, sizeof e) < 0 && errno == EINTR)
+        ;
+    _exit(e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+}
+
+/* Fork and exec the command. Returns EXIT_OK, or the exit code if it could not start. */
+static int spawn(struct run *r)
+{
+    char **env = env_build(r);
+    int errp[2];
+    if (env == NULL || pipe2(errp, O_CLOEXEC) < 0) {
+        cli_say("lock %s: cannot start '%s': %s", r->o->name, r->o->cmd[0], strerror(errno));
+        if (env)
+            env_free(env);
+        return EXIT_ERROR;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(r, env, errp[1], parent);
+    int fork_errno = errno;
+    close(errp[1]);
+    env_free(env);
+    if (pid < 0) {
+        close(errp[0]);
+        cli_say("lock %s: fork: %s", r->o->name, strerror(fork_errno));
+        return EXIT_ERROR;
+    }
+    setpgid(pid, pid); /* also here: no race with a signal sent before the child did it */
+    r->pid = pid;
+    int e = 0;
+    ssize_t n;
+    while ((n = read(errp[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    close(errp[0]);
+    if (n == (ssize_t)sizeof e) {
+        cli_say("lock %s: cannot run '%s': %s", r->o->name, r->o->cmd[0], strerror(e));
+        while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
+            ;
+        r->reaped = 1;
+        return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
+    }
+    return EXIT_OK;
+}
+
+/* Signal the command's process group (grandchildren included). */
+static void signal_group(struct run *r, int sig)
+{
+    if (r->pid > 0 && !r->reaped)
+        kill(-r->pid, sig);
+}
+
+static void try_reap(struct run *r)
+{
+    if (r->reaped || r->pid <= 0)
+        return;
+    pid_t p;
+    while ((p = waitpid(r->pid, &r->status, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (p == r->pid)
+        r->reaped = 1;
+}
+
+/* Read every pending signal; forward the forwardable ones. Returns the last terminating
+   signal seen (for the hold mode), or 0. */
+static int read_signals(struct run *r)
+{
+    struct signalfd_siginfo si;
+    int term = 0;
+    while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGCHLD)
+            continue; /* the caller reaps after every wake-up */
+        if (run_is_terminating(sig))
+            term = sig;
+        signal_group(r, sig);
+    }
+    return term;
+}
+
+/* Enforce the lease on the command; returns the poll timeout until the next deadline. */
+static int enforce(struct run *r)
+{
+    int64_t now = fl_now_ms();
+    int64_t safe = check_lease(r, now);
+    if (r->lost) {
+        if (!r->sent_kill) {
+            signal_group(r, SIGKILL);
+            r->sent_kill = 1;
+        }
+        return TICK_MS;
+    }
+    int64_t term_at = safe - (int64_t)r->o->grace_ms;
+    if (!r->sent_term && now >= term_at) {
+        signal_group(r, SIGTERM);
+        r->sent_term = 1;
+    }
+    int64_t next = r->sent_term ? safe : term_at;
+    int64_t wait = next - now;
+    return wait < 0 ? 0 : wait > TICK_MS ? TICK_MS : (int)wait;
+}
+
+/* Run until the command is reaped. */
+static void supervise(struct run *r)
+{
+    for (;;) {
+        try_reap(r);
+        if (r->reaped)
+            return;
+        int timeout = enforce(r);
+        struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
+                              {.fd = r->lost_pipe[0], .events = POLLIN}};
+        int n = poll(p, 2, timeout);
+        if (n < 0 && errno != EINTR)
+            timeout = TICK_MS; /* cannot happen; keep enforcing */
+        if (n > 0 && p[0].revents)
+            read_signals(r);
+        if (n > 0 && p[1].revents) {
+            drain(r->lost_pipe[0]);
+            r->lost = 1;
+        }
+    }
+}
+
+/* No command: print the token and hold the lock until a terminating signal or the loss. */
+static int hold(struct run *r)
+{
+    if (r->c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        jw_obj(&w);
+        jw_key(&w, "name");
+        jw_str(&w, r->o->name);
+        jw_key(&w, "token");
+        jw_u64(&w, r->a.token);
+        jw_key(&w, "session");
+        jw_u64(&w, fl_session_id(r->a.s));
+        jw_end(&w);
+    } else {
+        printf("%" PRIu64 "\n", r->a.token);
+    }
+    fflush(stdout);
+    for (;;) {
+        int64_t now = fl_now_ms();
+        int64_t safe = check_lease(r, now);
+        if (r->lost)
+            return EXIT_LOST;
+        int64_t wait = safe - now;
+        struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
+                              {.fd = r->lost_pipe[0], .events = POLLIN}};
+        int n = poll(p, 2, wait > 1000 ? 1000 : (int)wait);
+        if (n > 0 && p[0].revents && read_signals(r))
+            return EXIT_OK;
+        if (n > 0 && p[1].revents)
+            r->lost = 1;
+    }
+}
+
+/* ---- release ---- */
+
+/* Give the lock back at once (no lock-delay) if we still can; otherwise let it lapse. */
+static void release(struct run *r)
+{
+    fl_session *s = r->a.s;
+    r->a.s = NULL;
+    if (s == NULL)
+        return;
+    if (r->lost || fl_session_is_lost(s)) {
+        fl_session_abandon(s);
+        return;
+    }
+    fl_err err = FL_OK;
+    if (r->a.err == FL_OK && r->a.signo == 0)
+        err = fl_unlock(s, r->o->name);
+    if (err != FL_OK)
+        cli_fail(r->c, err, "unlock");
+    err = fl_session_close(s);
+    if (err != FL_OK && r->a.signo == 0) /* after a signal it was closed by id already */
+        cli_fail(r->c, err, "close session");
+}
+
+/* The exit code once the command is done: lease trouble first, then its own status. */
+static int command_status(const struct run *r)
+{
+    if (r->sent_kill || r->sent_term || r->lost) {
+        cli_say("lock %s: lost the lock while '%s' ran (%s); it was killed", r->o->name,
+                r->o->cmd[0], r->lost ? "the session lease ran out" : "the lease was about to");
+        return EXIT_LOST;
+    }
+    if (WIFEXITED(r->status))
+        return WEXITSTATUS(r->status);
+    if (WIFSIGNALED(r->status))
+        return 128 + WTERMSIG(r->status);
+    return EXIT_ERROR;
+}
+
+/* ---- setup ---- */
+
+static int setup_signals(struct run *r)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    int sigs[] = {RUN_FORWARDED, SIGCHLD};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&set, sigs[i]);
+    /* Blocked before the library starts any thread, so every thread inherits the mask and
+       the signals reach only the signalfd. */
+    if (pthread_sigmask(SIG_BLOCK, &set, &r->oldmask) != 0)
+        return -1;
+    r->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    return r->sigfd < 0 ? -1 : 0;
+}
+
+static void teardown(struct run *r)
+{
+    if (r->sigfd >= 0)
+        close(r->sigfd);
+    for (int i = 0; i < 2; i++)
+        if (r->lost_pipe[i] >= 0)
+            close(r->lost_pipe[i]);
+    pthread_sigmask(SIG_SETMASK, &r->oldmask, NULL);
+}
+
+/* Map what acquire() got to an exit code (EXIT_OK: we hold the lock). */
+static int acquired_code(struct run *r)
+{
+    if (r->a.signo) {
+        cli_say("lock %s: interrupted by signal %d while acquiring", r->o->name, r->a.signo);
+        return 128 + r->a.signo;
+    }
+    if (r->a.err == FL_OK)
+        return EXIT_OK;
+    char what[300];
+    snprintf(what, sizeof what, "lock %s: %s", r->o->name, r->a.what);
+    if (r->a.s && (r->a.err == FL_ETIMEOUT || r->a.err == FL_EBUSY)) {
+        cli_say("lock %s: not obtained within the wait", r->o->name);
+        return EXIT_NOTGOT;
+    }
+    cli_fail(r->c, r->a.err, what);
+    return EXIT_ERROR;
+}
+
+/* Start and supervise the command (or hold); EXIT_* or the command's status. */
+static int run_held(struct run *r)
+{
+    fl_session_on_lost(r->a.s, on_lost, r);
+    if (r->o->cmd == NULL)
+        return hold(r);
+    if (check_lease(r, fl_now_ms()) == 0) {
+        cli_say("lock %s: the session was lost before the command started", r->o->name);
+        return EXIT_LOST;
+    }
+    int rc = spawn(r);
+    if (rc != EXIT_OK)
+        return rc;
+    supervise(r);
+    return command_status(r);
+}
+
+int run_locked(struct cli *c, const struct run_opts *o)
+{
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.o = o;
+    r.sigfd = r.lost_pipe[0] = r.lost_pipe[1] = -1;
+    note_inherited(&r);
+    if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        cli_say("lock %s: setup: %s", o->name, strerror(errno));
+        teardown(&r);
+        return EXIT_ERROR;
+    }
+    int rc = EXIT_ERROR;
+    if (cli_client(c) == NULL) {
+        teardown(&r);
+        return EXIT_ERROR;
+    }
+    if (acquire(c->client, o, r.sigfd, &r.a) < 0) {
+        cli_say("lock %s: cannot start a thread: %s", o->name, strerror(errno));
+    } else {
+        rc = acquired_code(&r);
+        if (rc == EXIT_OK)
+            rc = run_held(&r);
+    }
+    release(&r);
+    teardown(&r);
+    return rc;
+}
