@@ -637,9 +637,9 @@ static void issue_read_barrier(struct srv *s)
     s->barrier_inflight = true;
 }
 
-static void read_barrier_cb(void *ctx, int status)
+/* Answer the reads the completed barrier covers, then start the next barrier. */
+static void answer_reads(struct srv *s, int status)
 {
-    struct srv *s = ctx;
     s->barrier_inflight = false;
     if (status != RN_OK || !s->ready) {
         fail_reads(s, &s->reads_inflight, status != RN_OK ? status : RN_NOTLEADER);
@@ -656,6 +656,24 @@ static void read_barrier_cb(void *ctx, int status)
     }
     if (!s->stopping)
         issue_read_barrier(s);
+}
+
+static void reads_done_cb(uv_check_t *h)
+{
+    struct srv *s = h->data;
+    uv_check_stop(h);
+    answer_reads(s, s->reads_status);
+}
+
+static void read_barrier_cb(void *ctx, int status)
+{
+    struct srv *s = ctx;
+    if (s->stopping) { /* handles are closing: fail the reads now, issue nothing */
+        answer_reads(s, status);
+        return;
+    }
+    s->reads_status = status;
+    uv_check_start(&s->reads_done, reads_done_cb);
 }
 
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
@@ -760,6 +778,8 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     /* The loop handles exist from here on, so srv_stop may close them whatever failed later. */
     uv_timer_init(s->loop, &s->tick);
     s->tick.data = s;
+    uv_check_init(s->loop, &s->reads_done);
+    s->reads_done.data = s;
     uv_signal_init(s->loop, &s->sig_term);
     uv_signal_init(s->loop, &s->sig_int);
     s->sig_term.data = s->sig_int.data = s;
@@ -805,6 +825,7 @@ static void rn_closed(void *arg)
     struct srv *s = arg;
     s->rn = NULL;
     uv_close((uv_handle_t *)&s->tick, NULL);
+    uv_close((uv_handle_t *)&s->reads_done, NULL);
     uv_close((uv_handle_t *)&s->sig_term, NULL);
     uv_close((uv_handle_t *)&s->sig_int, NULL);
 }
@@ -819,6 +840,10 @@ void srv_stop(struct srv *s)
     struct fail_arg fa = {s, RN_ERR};
     map_foreach(&s->parked, fail_parked_cb, &fa);
     fail_reads(s, &s->reads_waiting, RN_ERR);
+    if (uv_is_active((uv_handle_t *)&s->reads_done)) { /* a barrier completed, unanswered */
+        uv_check_stop(&s->reads_done);
+        answer_reads(s, RN_ERR);
+    }
     srv_close_all_conns(s);
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, NULL);

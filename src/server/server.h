@@ -163,6 +163,11 @@ struct srv {
     /* linearizable reads: `waiting` join the next barrier, `inflight` await the current one */
     struct srv_read_list reads_waiting, reads_inflight;
     bool barrier_inflight;
+    /* A barrier's completion is handled from this check handle, after libraft returned:
+       answering reads may propose, and a new barrier issued from inside libraft's barrier
+       callback crashed libraft 0.15 (a NULL read in raft_barrier). */
+    uv_check_t reads_done;
+    int reads_status;
     /* derived timer tables */
     struct map sessions, waits, delays, holds, parked;
     struct heap timers;

@@ -1,0 +1,312 @@
+/*
+ * fl_probe: a small program on libfencelock that the integration tests drive
+ * (tests/integration/test_client.py). Each mode prints one line per event, flushed at once,
+ * so the test can follow it; "FAIL ..." lines are checks the probe itself made that failed.
+ *
+ *   fl_probe api ENDPOINTS                    the API against a live cluster; "tests: N passed, N
+ * failed" fl_probe lock ENDPOINTS NAME WAIT_MS TTL  open a session, fl_lock, print the outcome,
+ * then on a stdin line unlock and close fl_probe safe ENDPOINTS TTL PORT...       watch
+ * fl_session_safe_until() against the leader's own SESSION.INFO remaining_ms until the session is
+ * lost
+ */
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fencelock.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            passed++;                                                                              \
+        } else {                                                                                   \
+            failed++;                                                                              \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                 \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_ERR(call, want)                                                                      \
+    do {                                                                                           \
+        fl_err e_ = (call);                                                                        \
+        if (e_ == (want)) {                                                                        \
+            passed++;                                                                              \
+        } else {                                                                                   \
+            failed++;                                                                              \
+            printf("FAIL %s:%d: %s = %s, want %s (%s)\n", __FILE__, __LINE__, #call,               \
+                   fl_strerror(e_), fl_strerror(want), fl_client_errmsg(c));                       \
+        }                                                                                          \
+    } while (0)
+
+static fl_client *client(const char *endpoints, int margin0)
+{
+    struct fl_options o;
+    fl_options_init(&o);
+    o.timeout_ms = 10000;
+    if (margin0) { /* the tightest deadline the library may compute: checks are sharpest */
+        o.margin_ms = 0;
+        o.drift_ppm = 0;
+    }
+    fl_err e;
+    fl_client *c = fl_client_new(endpoints, &o, &e);
+    if (!c) {
+        printf("FAIL fl_client_new: %s\n", fl_strerror(e));
+        exit(2);
+    }
+    return c;
+}
+
+/* ---- api ---- */
+
+static void api_locks(fl_client *c)
+{
+    fl_session *a, *b;
+    uint64_t ta = 0, tb = 0;
+    CHECK_ERR(fl_session_open(c, 10000, 0, "probe-a", &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK(fl_session_id(a) && fl_session_id(b) > fl_session_id(a));
+    int64_t su = fl_session_safe_until(a);
+    CHECK(su > fl_now_ms() && su <= fl_now_ms() + 10000);
+    CHECK_ERR(fl_lock(a, "api-l", 0, &ta), FL_OK);
+    uint64_t again = 0;
+    CHECK_ERR(fl_lock(a, "api-l", 0, &again), FL_OK);
+    CHECK(again == ta); /* the holder gets its token back */
+    CHECK_ERR(fl_trylock(b, "api-l", &tb), FL_EBUSY);
+    int64_t t0 = fl_now_ms();
+    CHECK_ERR(fl_lock(b, "api-l", 300, &tb), FL_ETIMEOUT);
+    CHECK(fl_now_ms() - t0 >= 300);
+    CHECK_ERR(fl_fence_check(c, "api-l", ta), FL_OK);
+    CHECK_ERR(fl_fence_check(c, "api-l", ta + 1000), FL_ESTALE);
+    struct fl_lock_info li;
+    CHECK_ERR(fl_lock_info(c, "api-l", &li), FL_OK);
+    CHECK(li.holder == fl_session_id(a) && li.token == ta && li.n_waiters == 0);
+    fl_lock_info_free(&li);
+    struct fl_lock_list ll;
+    CHECK_ERR(fl_locks(c, "api-", 0, &ll), FL_OK);
+    CHECK(ll.n == 1 && strcmp(ll.v[0].name, "api-l") == 0 && ll.v[0].token == ta);
+    fl_lock_list_free(&ll);
+    CHECK_ERR(fl_unlock(b, "api-l"), FL_ENOTHOLDER);
+    CHECK_ERR(fl_unlock(a, "api-l"), FL_OK);
+    CHECK_ERR(fl_lock_info(c, "api-l", &li), FL_ENOTFOUND);
+    CHECK_ERR(fl_trylock(b, "api-l", &tb), FL_OK);
+    CHECK(tb > ta);
+    CHECK_ERR(fl_fence_check(c, "api-l", ta), FL_ESTALE);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
+static void api_kv(fl_client *c)
+{
+    fl_session *s;
+    uint64_t t, rev = 0, rev2 = 0;
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &s), FL_OK);
+    CHECK_ERR(fl_lock(s, "inv", 1000, &t), FL_OK);
+    struct fl_write_opts fence = {.fence_name = "inv", .fence_token = t};
+    CHECK_ERR(fl_put(c, s, "stock", "10", 2, &fence, &rev), FL_OK);
+    CHECK(rev > t);
+    struct fl_kv kv;
+    CHECK_ERR(fl_get(c, "stock", &kv), FL_OK);
+    CHECK(kv.len == 2 && strcmp(kv.value, "10") == 0 && kv.mod_rev == rev && kv.version == 1);
+    fl_kv_free(&kv);
+    struct fl_write_opts stale = {.fence_name = "inv", .fence_token = t - 1};
+    CHECK_ERR(fl_put(c, s, "stock", "9", 1, &stale, NULL), FL_ESTALE);
+    struct fl_write_opts cas = {.use_ifrev = 1, .ifrev = rev};
+    CHECK_ERR(fl_put(c, NULL, "stock", "11", 2, &cas, &rev2), FL_OK);
+    CHECK_ERR(fl_put(c, NULL, "stock", "12", 2, &cas, NULL), FL_EIFREV);
+    struct fl_write_opts leased = {.lease = 1};
+    CHECK_ERR(fl_put(c, s, "eph", "x", 1, &leased, NULL), FL_OK);
+    struct fl_strlist keys;
+    CHECK_ERR(fl_keys(c, "", 0, &keys), FL_OK);
+    CHECK(keys.n == 2 && strcmp(keys.v[0], "eph") == 0 && strcmp(keys.v[1], "stock") == 0);
+    fl_strlist_free(&keys);
+    int deleted = -1;
+    CHECK_ERR(fl_del(c, s, "nokey", NULL, &deleted), FL_OK);
+    CHECK(deleted == 0);
+    CHECK_ERR(fl_session_close(s), FL_OK);
+    CHECK_ERR(fl_get(c, "eph", &kv), FL_ENOTFOUND); /* leased to the closed session */
+    CHECK_ERR(fl_del(c, NULL, "stock", NULL, &deleted), FL_OK);
+    CHECK(deleted == 1);
+}
+
+static void api_misc(fl_client *c)
+{
+    struct fl_status st;
+    CHECK_ERR(fl_status(c, &st), FL_OK);
+    CHECK(st.n_members >= 1 && st.leader_id && st.term >= 1 && st.revision > 0);
+    fl_status_free(&st);
+    uint64_t sid, ttl = 0;
+    CHECK_ERR(fl_session_grant(c, 5000, 0, "by-id", &sid), FL_OK);
+    CHECK_ERR(fl_session_keepalive_id(c, sid, &ttl), FL_OK);
+    CHECK(ttl == 5000);
+    CHECK_ERR(fl_session_close_id(c, sid), FL_OK);
+    CHECK_ERR(fl_session_keepalive_id(c, sid, &ttl), FL_ESESSION);
+    fl_session *s;
+    CHECK_ERR(fl_session_open(c, 0, 0, NULL, &s), FL_EINVAL);
+    CHECK(fl_client_new("nocolon", NULL, NULL) == NULL);
+    CHECK(fl_client_new("h:0", NULL, NULL) == NULL);
+    CHECK(strcmp(fl_strerror(FL_ESTALE), "stale fencing token") == 0);
+}
+
+/* A session closed behind the library's back is lost: the callback runs, calls fail. */
+static atomic_int lost_calls;
+static void count_lost(fl_session *s, void *ctx)
+{
+    (void)s;
+    (void)ctx;
+    atomic_fetch_add(&lost_calls, 1);
+}
+
+static void api_lost(fl_client *c)
+{
+    fl_session *s;
+    uint64_t t;
+    CHECK_ERR(fl_session_open(c, 600, 0, NULL, &s), FL_OK);
+    fl_session_on_lost(s, count_lost, NULL);
+    CHECK_ERR(fl_session_close_id(c, fl_session_id(s)), FL_OK);
+    for (int i = 0; i < 200 && !atomic_load(&lost_calls); i++)
+        usleep(10000);
+    CHECK(atomic_load(&lost_calls) == 1);
+    CHECK(fl_session_is_lost(s) && fl_session_safe_until(s) == 0);
+    CHECK_ERR(fl_lock(s, "x", 0, &t), FL_ESESSION);
+    fl_session_abandon(s);
+    CHECK(atomic_load(&lost_calls) == 1);
+}
+
+static int mode_api(const char *ep)
+{
+    fl_client *c = client(ep, 0);
+    api_locks(c);
+    api_kv(c);
+    api_misc(c);
+    api_lost(c);
+    fl_client_free(c);
+    printf("tests: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
+
+/* ---- lock ---- */
+
+static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_t ttl)
+{
+    fl_client *c = client(ep, 0);
+    fl_session *s;
+    fl_err e = fl_session_open(c, ttl, 0, NULL, &s);
+    if (e) {
+        printf("error open %s %s\n", fl_strerror(e), fl_client_errmsg(c));
+        return 1;
+    }
+    printf("session %" PRIu64 "\n", fl_session_id(s));
+    fflush(stdout);
+    uint64_t token = 0;
+    e = fl_lock(s, name, wait_ms, &token);
+    if (e)
+        printf("error lock %s %s\n", fl_strerror(e), fl_client_errmsg(c));
+    else
+        printf("granted %" PRIu64 "\n", token);
+    fflush(stdout);
+    char line[64];
+    if (fgets(line, sizeof(line), stdin) && e == FL_OK) {
+        e = fl_unlock(s, name);
+        printf("unlock %s\n", fl_strerror(e));
+    }
+    e = fl_session_close(s);
+    printf("closed %s\n", fl_strerror(e));
+    fl_client_free(c);
+    return 0;
+}
+
+/* ---- safe ---- */
+
+/* remaining_ms of sid on whichever node answers as leader; -1 if none does now. */
+static int64_t leader_remaining(int nports, char **ports, uint64_t sid)
+{
+    for (int i = 0; i < nports; i++) {
+        struct timeval tv = {0, 200000};
+        redisContext *rc = redisConnectWithTimeout("127.0.0.1", atoi(ports[i]), tv);
+        if (!rc || rc->err) {
+            redisFree(rc);
+            continue;
+        }
+        redisSetTimeout(rc, tv);
+        redisReply *r = redisCommand(rc, "SESSION.INFO %llu", (unsigned long long)sid);
+        int64_t rem = -1;
+        if (r && r->type == REDIS_REPLY_ARRAY)
+            for (size_t k = 0; k + 1 < r->elements; k += 2)
+                if (strcmp(r->element[k]->str, "remaining_ms") == 0)
+                    rem = r->element[k + 1]->integer;
+        if (r)
+            freeReplyObject(r);
+        redisFree(rc);
+        if (rem >= 0)
+            return rem;
+    }
+    return -1;
+}
+
+/*
+ * The server's expiry deadline is at least (send time of SESSION.INFO) + remaining_ms; the
+ * library's safe deadline read just before must not be later (1 ms for the two roundings).
+ */
+static int mode_safe(const char *ep, uint64_t ttl, int nports, char **ports)
+{
+    fl_client *c = client(ep, 1);
+    fl_session *s;
+    fl_err e = fl_session_open(c, ttl, 0, NULL, &s);
+    if (e) {
+        printf("error open %s %s\n", fl_strerror(e), fl_client_errmsg(c));
+        return 1;
+    }
+    fl_session_on_lost(s, count_lost, NULL);
+    printf("session %" PRIu64 "\n", fl_session_id(s));
+    fflush(stdout);
+    int checks = 0, bad = 0;
+    int64_t min_slack = INT64_MAX, last_safe = 0, end = fl_now_ms() + 60000;
+    while (!atomic_load(&lost_calls) && fl_now_ms() < end) {
+        int64_t safe = fl_session_safe_until(s);
+        int64_t t0 = fl_now_ms();
+        int64_t rem = leader_remaining(nports, ports, fl_session_id(s));
+        if (safe && rem >= 0) {
+            checks++;
+            if (t0 + rem - safe < min_slack)
+                min_slack = t0 + rem - safe;
+            if (safe > t0 + rem + 1) {
+                bad++;
+                printf("FAIL safe_until %" PRId64 " > server deadline >= %" PRId64 "\n", safe,
+                       t0 + rem);
+            }
+        }
+        if (safe)
+            last_safe = safe;
+        if (checks == 1 || checks % 20 == 0)
+            printf("checks %d\n", checks);
+        fflush(stdout);
+        usleep(20000);
+    }
+    int64_t lost_at = fl_now_ms();
+    printf("lost at %" PRId64 " last_safe %" PRId64
+           " checks %d bad %d callbacks %d min_slack %" PRId64 "\n",
+           lost_at, last_safe, checks, bad, atomic_load(&lost_calls), min_slack);
+    fflush(stdout);
+    fl_session_abandon(s);
+    fl_client_free(c);
+    return bad != 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3 && strcmp(argv[1], "api") == 0)
+        return mode_api(argv[2]);
+    if (argc == 6 && strcmp(argv[1], "lock") == 0)
+        return mode_lock(argv[2], argv[3], strtoull(argv[4], NULL, 10),
+                         strtoull(argv[5], NULL, 10));
+    if (argc >= 5 && strcmp(argv[1], "safe") == 0)
+        return mode_safe(argv[2], strtoull(argv[3], NULL, 10), argc - 4, argv + 4);
+    fprintf(stderr, "usage: fl_probe api EP | lock EP NAME WAIT_MS TTL | safe EP TTL PORT...\n");
+    return 2;
+}
