@@ -42,7 +42,12 @@ all: $(B)/fencelockd $(UNIT_BIN) client
 # integration tests drive (tests/client/*.c, linked with the static library).
 CLIENT_TEST_SRC := $(wildcard tests/client/*.c)
 CLIENT_TEST_BIN := $(CLIENT_TEST_SRC:tests/client/%.c=$(B)/tests/client/%)
-client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BIN)
+client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BIN) \
+        $(B)/examples/inventory
+
+$(B)/examples/%: examples/c/%.c $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
 
 $(B)/tests/client/%: tests/client/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)

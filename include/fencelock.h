@@ -17,6 +17,11 @@
  * with no session (session == NULL) are not retried once sent: their outcome may be unknown
  * (FL_EUNKNOWN).
  *
+ * A session's mutating calls (lock, unlock, writes through it, close) are serialized: their
+ * REQ seqs must reach the servers in order. Use one session per thread for concurrent waits.
+ * A call that cannot learn the outcome of its LOCK before its deadline sends UNLOCK (which
+ * also leaves the queue) before returning, so no grant the caller never saw outlives it.
+ *
  * Errors: every call returns an fl_err; fl_strerror() names it and fl_client_errmsg() gives
  * the calling thread's last detailed message for that client.
  *
@@ -71,7 +76,8 @@ struct fl_options {
     int drift_ppm;
 };
 
-/* Zeroed options mean defaults; fill then change what you need. */
+/* Fill with the defaults, then change what you need. In fl_client_new, a timeout <= 0 or a
+   margin / drift < 0 means the default; 0 is a valid margin and drift. */
 void fl_options_init(struct fl_options *opt);
 
 /*

@@ -163,3 +163,17 @@ def test_session_lost_when_every_server_stops_and_safe_until_is_never_late(ctx):
                    timeout=ttl / 1000.0 + 10, what="the servers expire the session")
         expect_err(c.call("SESSION.INFO", sid), "NOSESSION")
     eq(p.wait(), 0)
+
+
+def test_c_inventory_example_sells_exactly_what_it_acknowledged(ctx):
+    """examples/c/inventory.c (docs/client.md): 4 workers, fenced decrements, 3 nodes."""
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    exe = os.path.join(os.path.dirname(ctx.binary), "examples", "inventory")
+    out = subprocess.run([exe, endpoints(servers), "4", "10"], capture_output=True, text=True,
+                         timeout=50)
+    eq(out.returncode, 0, "inventory exit status; stdout %r stderr %r" % (out.stdout, out.stderr))
+    eq(out.stdout.strip(), "sold 40, fenced out 0, stock 1000 -> 960")
+    with Conn(leader.port) as c:
+        eq(ok(c.call("GET", "stock")), b"960")
+        eq(c.call("LOCK.INFO", "inventory"), None, "every worker released and closed")
