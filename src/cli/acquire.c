@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -80,6 +81,8 @@ static void *worker_main(void *arg)
     }
     w->r.s = s;
     w->r.err = err;
+    if (err != FL_OK)
+        snprintf(w->r.msg, sizeof w->r.msg, "%s", fl_client_errmsg(w->cl));
     char b = 1;
     while (write(w->done_fd, &b, 1) < 0 && errno == EINTR)
         ;

@@ -41,6 +41,8 @@ struct cli {
 
 /* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
 fl_client *cli_client(struct cli *c);
+/* The same without the message. */
+fl_client *cli_client_quiet(struct cli *c);
 
 /* Print "fencelock: <what>: <fl_strerror(err)>[: <detail>]" to stderr. */
 void cli_fail(struct cli *c, fl_err err, const char *what);

@@ -93,6 +93,13 @@ int cli_exit_for(fl_err err)
 
 fl_client *cli_client(struct cli *c)
 {
+    if (c->client == NULL && cli_client_quiet(c) == NULL)
+        fprintf(stderr, "fencelock: endpoints '%s': bad list or out of memory\n", c->endpoints);
+    return c->client;
+}
+
+fl_client *cli_client_quiet(struct cli *c)
+{
     if (c->client)
         return c->client;
     struct fl_options opt;
@@ -103,39 +110,36 @@ fl_client *cli_client(struct cli *c)
         if (opt.connect_timeout_ms <= 0 || opt.connect_timeout_ms > c->timeout_ms)
             opt.connect_timeout_ms = c->timeout_ms;
     }
-    fl_err err = FL_OK;
-    c->client = fl_client_new(c->endpoints, &opt, &err);
-    if (c->client == NULL)
-        fprintf(stderr, "fencelock: endpoints '%s': %s\n", c->endpoints, fl_strerror(err));
+    c->client = fl_client_new(c->endpoints, &opt, NULL);
     return c->client;
 }
 
-/* Global options before the command; returns the index of the command, or -(exit code). */
-static int parse_globals(struct cli *c, int argc, char **argv)
+/* Global options before the command. Returns -1 with *first the index of the command, or the
+   exit code when there is nothing to run (--help, --version, a usage error). */
+static int parse_globals(struct cli *c, int argc, char **argv, int *first)
 {
     struct opt_iter it;
     opt_start(&it, argc, argv);
     for (;;) {
         int before = it.i;
         int r = opt_next(&it, NULL);
-        if (r == OPT_POSITIONAL)
-            return before;
-        if (r == OPT_END || r == OPT_BAD) {
-            if (r == OPT_END)
-                cli_say("no command given");
+        if (r == OPT_POSITIONAL) {
+            *first = before;
+            return -1;
+        }
+        if (r == G_HELP || r == G_VERSION) {
+            if (r == G_HELP)
+                fputs(usage_main, stdout);
+            else
+                printf("fencelock %s\n", FL_VERSION);
+            return EXIT_OK;
+        }
+        if (r == OPT_END)
+            cli_say("no command given");
+        if (r == OPT_END || r == OPT_BAD || cli_global(c, r, &it) != EXIT_OK) {
             fputs(usage_main, stderr);
-            return -EXIT_USAGE;
+            return EXIT_USAGE;
         }
-        if (r == G_HELP) {
-            fputs(usage_main, stdout);
-            return -EXIT_OK;
-        }
-        if (r == G_VERSION) {
-            printf("fencelock %s\n", FL_VERSION);
-            return -EXIT_OK;
-        }
-        if (cli_global(c, r, &it) != EXIT_OK)
-            return -EXIT_USAGE;
     }
 }
 
@@ -168,9 +172,10 @@ int main(int argc, char **argv)
     if (c.endpoints == NULL || *c.endpoints == '\0')
         c.endpoints = CLI_DEFAULT_ENDPOINTS;
 
-    int first = parse_globals(&c, argc, argv);
-    if (first < 0)
-        return -first;
+    int first = 0;
+    int done = parse_globals(&c, argc, argv, &first);
+    if (done >= 0)
+        return done;
     int rc = dispatch(&c, argc - first, argv + first);
     if (c.client)
         fl_client_free(c.client);

@@ -384,13 +384,14 @@ static int acquired_code(struct run *r)
     }
     if (r->a.err == FL_OK)
         return EXIT_OK;
-    char what[300];
-    snprintf(what, sizeof what, "lock %s: %s", r->o->name, r->a.what);
     if (r->a.s && (r->a.err == FL_ETIMEOUT || r->a.err == FL_EBUSY)) {
         cli_say("lock %s: not obtained within the wait", r->o->name);
         return EXIT_NOTGOT;
     }
-    cli_fail(r->c, r->a.err, what);
+    if (r->a.msg[0])
+        cli_say("lock %s: %s: %s: %s", r->o->name, r->a.what, fl_strerror(r->a.err), r->a.msg);
+    else
+        cli_say("lock %s: %s: %s", r->o->name, r->a.what, fl_strerror(r->a.err));
     return EXIT_ERROR;
 }
 

@@ -46,7 +46,8 @@ struct acquired {
     uint64_t token; /* valid when err == FL_OK */
     fl_err err;     /* of the open (what = "open session") or of the lock */
     const char *what;
-    int signo; /* a signal that ended the wait (then err is meaningless), or 0 */
+    char msg[256]; /* fl_client_errmsg of the worker thread (the message is per thread) */
+    int signo;     /* a signal that ended the wait (then err is meaningless), or 0 */
 };
 
 /*

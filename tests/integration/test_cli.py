@@ -1,0 +1,484 @@
+"""The fencelock command-line tool (docs/fencelock.1) against real servers.
+
+The CLI is the `fencelock` beside the fencelockd under test (build/asan/fencelock for
+build/asan/fencelockd). What must hold:
+  - `fencelock lock NAME -- CMD` runs CMD under the lock: two of them never overlap, tokens grow;
+  - CMD is dead before its session's lease can have run out on the servers (servers SIGSTOPped);
+  - exit codes: CMD's status, 128+N, 3 not obtained within --wait, 4 unreachable, 2 usage,
+    5 lock lost, 127 not found;
+  - signals reach CMD's process group; the lock is released (no lock-delay) when CMD ends;
+  - the inspection and admin subcommands print what the RESP commands see (--json parsed).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from cluster import info, ready_leader, start_cluster
+from helpers import (eq, expect_err, expect_int, expect_ok, kv_get, lock_info, ok, session_info,
+                     wait_until, waiters)
+from resp import Conn, as_map, text
+from server import SANITIZER_PATTERNS, free_port
+
+STAMP = "python3 -c 'import time; print(time.monotonic_ns())'"
+
+
+def cli_path(ctx):
+    return os.path.join(os.path.dirname(ctx.binary), "fencelock")
+
+
+def endpoints(servers):
+    return ",".join("127.0.0.1:%d" % s.port for s in servers)
+
+
+def cli_env(extra=None):
+    env = dict(os.environ)
+    env.pop("FENCELOCK_ENDPOINTS", None)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    env.update(extra or {})
+    return env
+
+
+def check_clean(stderr, what):
+    for p in SANITIZER_PATTERNS:
+        if p in stderr:
+            raise AssertionError("%s: sanitizer report from the CLI:\n%s" % (what, stderr))
+
+
+class Result:
+    def __init__(self, rc, out, err, secs):
+        self.rc, self.out, self.err, self.secs = rc, out, err, secs
+
+    def __repr__(self):
+        return "rc=%d out=%r err=%r" % (self.rc, self.out, self.err)
+
+
+def run(ctx, servers, *args, timeout=20, stdin=None, env=None):
+    """Run the CLI to completion; fails on a sanitizer report. servers None: no --endpoints."""
+    argv = [cli_path(ctx)]
+    if servers is not None:
+        argv += ["--endpoints", endpoints(servers)]
+    argv += [str(a) for a in args]
+    t0 = time.monotonic()
+    p = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
+                       env=cli_env(env), cwd=ctx.workdir)
+    secs = time.monotonic() - t0
+    err = p.stderr.decode("utf-8", "replace")
+    check_clean(err, " ".join(argv[1:]))
+    return Result(p.returncode, p.stdout.decode("utf-8", "replace"), err, secs)
+
+
+def run_ok(ctx, servers, *args, **kw):
+    r = run(ctx, servers, *args, **kw)
+    if r.rc != 0:
+        raise AssertionError("fencelock %s: %r" % (" ".join(map(str, args)), r))
+    return r
+
+
+def run_json(ctx, servers, *args):
+    return json.loads(run_ok(ctx, servers, "--json", *args).out)
+
+
+def spawn(ctx, servers, *args, env=None):
+    """Start the CLI in the background (stdout/stderr to files); killed at cleanup."""
+    argv = [cli_path(ctx), "--endpoints", endpoints(servers)] + [str(a) for a in args]
+    n = len(ctx.cleanups)
+    out = open(ctx.tmp("cli%d.out" % n), "wb")
+    err = open(ctx.tmp("cli%d.err" % n), "wb")
+    p = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(env), cwd=ctx.workdir)
+    out.close()
+    err.close()
+    p.out_path, p.err_path = ctx.tmp("cli%d.out" % n), ctx.tmp("cli%d.err" % n)
+
+    def cleanup():
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+    ctx.defer(cleanup)
+    return p
+
+
+def finish(p, timeout=20):
+    """Wait for a spawned CLI; return (rc, stdout, stderr), failing on a sanitizer report."""
+    rc = p.wait(timeout)
+    with open(p.out_path, "rb") as f:
+        out = f.read().decode("utf-8", "replace")
+    with open(p.err_path, "rb") as f:
+        err = f.read().decode("utf-8", "replace")
+    check_clean(err, "background fencelock")
+    return rc, out, err
+
+
+def read_file(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+def wait_pid_file(path, p, timeout=10):
+    def got():
+        if p.poll() is not None:
+            raise AssertionError("fencelock exited with %s before its command started: %s"
+                                 % (p.returncode, read_file(p.err_path)))
+        s = read_file(path).strip()
+        return int(s) if s.isdigit() else None
+    return wait_until(got, timeout=timeout, interval=0.01, what="the command's pid in " + path)
+
+
+def dead(pid):
+    """True once the process is gone or a zombie (it runs nothing any more)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+def leader_conn(ctx, servers):
+    return ctx.conn(ready_leader(servers))
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Two commands under one lock never overlap
+
+
+def test_cli_lock_serializes_two_commands(ctx):
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    f, g = ctx.tmp("F"), ctx.tmp("G")
+    script = ('S=$(%s); echo $FENCELOCK_TOKEN >> %s; sleep 1; E=$(%s); '
+              'echo "$FENCELOCK_TOKEN $S $E" >> %s' % (STAMP, f, STAMP, g))
+    ps = [spawn(ctx, servers, "lock", "job", "--wait", "20s", "--", "sh", "-c", script)
+          for _ in range(2)]
+    for p in ps:
+        rc, out, err = finish(p, timeout=30)
+        eq(rc, 0, "exit status of a lock command (stderr %r)" % err)
+    tokens = [int(x) for x in read_file(f).split()]
+    eq(len(tokens), 2, "F has one line per command")
+    assert tokens[0] < tokens[1], "tokens must strictly increase in grant order: %r" % tokens
+    runs = sorted((int(s), int(e), int(t)) for t, s, e in
+                  (line.split() for line in read_file(g).splitlines()))
+    eq(len(runs), 2, "G has one line per command")
+    (s1, e1, t1), (s2, e2, t2) = runs
+    assert e1 <= s2, "the two commands overlapped: [%d, %d] and [%d, %d] (ns)" % (s1, e1, s2, e2)
+    assert t1 < t2, "the command that ran first must have the smaller token: %r" % runs
+    assert e1 - s1 >= 1e9 and e2 - s2 >= 1e9, "each command slept 1 s: %r" % runs
+    c = leader_conn(ctx, servers)
+    eq(lock_info(c, "job"), None, "the lock is free (and nobody waits) after both")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The command is dead before the lease can have run out on the servers
+
+
+def test_cli_kills_command_before_the_lease_can_expire(ctx):
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    pid_path, term_path = ctx.tmp("P"), ctx.tmp("T")
+    ttl = 3.0
+    # The command survives SIGTERM (the trap only notes it): only the SIGKILL at the safe
+    # deadline ends it.
+    script = ("trap 'echo term >> %s' TERM; echo $$ > %s; while :; do sleep 0.05; done"
+              % (term_path, pid_path))
+    p = spawn(ctx, servers, "lock", "job", "--ttl", "3s", "--", "sh", "-c", script)
+    pid = wait_pid_file(pid_path, p)
+    time.sleep(0.5)  # a few keepalives
+    assert p.poll() is None and not dead(pid), "the command runs while the lease is renewed"
+
+    def cont():
+        for s in servers:
+            s.sigcont()
+    ctx.defer(cont)
+    t_stop = time.monotonic()
+    for s in servers:
+        s.sigstop()
+    t_dead = wait_until(lambda: dead(pid) and time.monotonic(), timeout=ttl + 5, interval=0.002,
+                        what="the command killed after the servers froze")
+    killed_after = t_dead - t_stop
+    assert killed_after <= ttl, (
+        "the command was still alive %.3f s after every server froze: later than the TTL "
+        "(%.1f s), so the servers could have expired the session and granted the lock to "
+        "someone else while it ran" % (killed_after, ttl))
+    assert killed_after >= 1.0, (
+        "the command died %.3f s after the freeze: too early to be the lease running out "
+        "(keepalives every TTL/3)" % killed_after)
+    assert "term" in read_file(term_path), "SIGTERM (kill grace) came before the SIGKILL"
+    cont()
+    rc, out, err = finish(p, timeout=20)
+    eq(rc, 5, "exit status after the lock was lost (stderr %r)" % err)
+    assert "lost" in err, "the CLI says the lock was lost: %r" % err
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Exit codes
+
+
+def test_cli_exit_codes(ctx):
+    srv = [ctx.srv]
+    eq(run(ctx, srv, "lock", "j", "--", "sh", "-c", "exit 7").rc, 7, "the command's status")
+    eq(run(ctx, srv, "lock", "j", "--", "sh", "-c", "kill -USR1 $$").rc,
+       128 + signal.SIGUSR1, "killed by a signal: 128+N")
+    r = run(ctx, srv, "lock", "j", "--", "/nonexistent/command")
+    eq(r.rc, 127, "command not found")
+
+    c = ctx.conn()
+    sid = expect_int(c.call("SESSION.OPEN", 30000))
+    tok = expect_int(c.call("LOCK", "j", sid))
+    r = run(ctx, srv, "lock", "j", "--wait", "200ms", "--", "touch", ctx.tmp("ran"))
+    eq(r.rc, 3, "lock held by someone else, --wait 200ms: %r" % r)
+    assert r.secs < 5, "gave up after %.2f s" % r.secs
+    assert not os.path.exists(ctx.tmp("ran")), "the command must not run without the lock"
+    eq(lock_info(c, "j")["holder"], sid, "the holder keeps the lock")
+    eq(lock_info(c, "j")["waiters"], [], "the timed-out wait left no queue entry")
+    eq(run(ctx, srv, "lock", "j", "--wait", "0", "--", "true").rc, 3, "--wait 0: try once")
+    expect_ok(c.call("UNLOCK", "j", sid))
+
+    dead_ep = "127.0.0.1:%d" % free_port()
+    r = run(ctx, None, "--endpoints", dead_ep, "--timeout", "1s", "lock", "j", "--", "true")
+    eq(r.rc, 4, "no server reachable: %r" % r)
+    assert "fencelock: " in r.err and "unavailable" in r.err, r.err
+    r = run(ctx, None, "--endpoints", dead_ep, "--timeout", "500ms", "get", "k")
+    eq(r.rc, 4, "get with no server reachable")
+
+    for bad in (["lock"], ["lock", "j", "--ttl", "soon", "--", "true"], ["lock", "j", "--"],
+                ["lock", "j", "--bogus"], ["lock", "j", "--ttl", "1s", "--kill-grace", "2s"],
+                ["nosuchcommand"], [], ["get"], ["put"], ["fence-check", "j", "x"],
+                ["members", "frob"], ["session", "keepalive", "abc"], ["--timeout", "0", "get",
+                                                                         "k"]):
+        r = run(ctx, srv, *bad)
+        eq(r.rc, 2, "usage error for %r: %r" % (bad, r))
+        assert "usage:" in r.err, "usage printed to stderr for %r: %r" % (bad, r.err)
+    r = run_ok(ctx, None, "--help")
+    assert "EXIT" in r.out.upper() and "lock NAME" in r.out, r.out
+    for sub in ("lock", "get", "put", "del", "keys", "lock-info", "locks", "fence-check", "status",
+                "members", "session"):
+        r = run_ok(ctx, None, sub, "--help")
+        assert r.out.startswith("usage: fencelock " + sub), (sub, r.out)
+    assert run_ok(ctx, None, "--version").out.startswith("fencelock ")
+    eq(lock_info(c, "j"), None, "every CLI released what it took")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Signals reach the command; the lock is released afterwards
+
+
+def test_cli_forwards_signals_and_releases(ctx):
+    srv = [ctx.srv]
+    c = ctx.conn()
+    pid_path, f = ctx.tmp("P"), ctx.tmp("F")
+    script = ("trap 'echo usr1 >> %s' USR1; trap 'echo term >> %s; exit 3' TERM; echo $$ > %s; "
+              "while :; do sleep 0.05; done" % (f, f, pid_path))
+    p = spawn(ctx, srv, "lock", "job", "--ttl", "5s", "--", "sh", "-c", script)
+    pid = wait_pid_file(pid_path, p)
+    li = lock_info(c, "job")
+    assert li and li["holder"] != 0, "the CLI holds the lock while the command runs: %r" % li
+    eq(os.getpgid(pid), pid, "the command leads a process group of its own")
+    p.send_signal(signal.SIGUSR1)
+    wait_until(lambda: "usr1" in read_file(f), timeout=5, what="SIGUSR1 reaching the command")
+    assert p.poll() is None, "SIGUSR1 does not end the CLI"
+    p.send_signal(signal.SIGTERM)
+    rc, out, err = finish(p)
+    eq(rc, 3, "the command's exit status from its TERM trap (stderr %r)" % err)
+    eq(read_file(f).split(), ["usr1", "term"], "both signals reached the command, in order")
+    eq(lock_info(c, "job"), None, "LOCK.INFO: no holder once the CLI is gone")
+    expect_err(c.call("SESSION.KEEPALIVE", li["holder"]), "NOSESSION",
+               "the CLI closed its session")
+
+
+def test_cli_cancelled_wait_hold_mode_and_process_group(ctx):
+    srv = [ctx.srv]
+    c = ctx.conn()
+    pid_path = ctx.tmp("P")
+    sid = expect_int(c.call("SESSION.OPEN", 30000))
+    tok = expect_int(c.call("LOCK", "busy", sid))
+    # SIGINT while waiting for a held lock: the CLI gives up at once and leaves no waiter.
+    p = spawn(ctx, srv, "lock", "busy", "--", "touch", ctx.tmp("ran"))
+    wait_until(lambda: len(waiters(c, "busy")) == 1, timeout=10, what="the CLI queued")
+    cli_sid = waiters(c, "busy")[0]
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    rc, out, err = finish(p, timeout=10)
+    eq(rc, 128 + signal.SIGINT, "interrupted while waiting (stderr %r)" % err)
+    assert time.monotonic() - t0 < 5, "the wait ended promptly"
+    eq(waiters(c, "busy"), [], "no orphaned queue entry")
+    assert isinstance(session_info(c, cli_sid), Exception), "the waiting session was closed"
+    assert not os.path.exists(ctx.tmp("ran"))
+    eq(lock_info(c, "busy")["token"], tok)
+
+    # Hold mode: prints the token, holds until SIGTERM, then releases.
+    p = spawn(ctx, srv, "lock", "held")
+    wait_until(lambda: read_file(p.out_path).strip().isdigit(), timeout=10,
+               what="the token printed")
+    token = int(read_file(p.out_path))
+    li = lock_info(c, "held")
+    eq(li["token"], token, "the printed token is the holder's")
+    p.send_signal(signal.SIGTERM)
+    rc, out, err = finish(p)
+    eq(rc, 0, "hold mode ends cleanly on SIGTERM (stderr %r)" % err)
+    eq(lock_info(c, "held"), None, "released after the hold")
+
+    # Environment and process group: a grandchild sees the variables and dies with the group.
+    script = ("sleep 60 & echo $! > %s; echo \"$FENCELOCK_NAME $FENCELOCK_SESSION "
+              "$FENCELOCK_TOKEN $FENCELOCK_ENDPOINTS\" > %s; wait" % (pid_path, ctx.tmp("E")))
+    p = spawn(ctx, srv, "lock", "grp", "--", "sh", "-c", script)
+    gpid = wait_pid_file(pid_path, p)
+    wait_until(lambda: read_file(ctx.tmp("E")).strip(), timeout=5, what="the environment")
+    name, s_sid, s_tok, eps = read_file(ctx.tmp("E")).split()
+    li = lock_info(c, "grp")
+    eq((name, int(s_sid), int(s_tok), eps), ("grp", li["holder"], li["token"],
+                                             endpoints(srv)), "FENCELOCK_* variables")
+    p.send_signal(signal.SIGHUP)
+    rc, out, err = finish(p)
+    eq(rc, 128 + signal.SIGHUP, "sh died of the forwarded SIGHUP")
+    wait_until(lambda: dead(gpid), timeout=5, what="the grandchild gone with the group")
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Keys, locks, status, sessions, members: the CLI shows what RESP sees
+
+
+def test_cli_kv_and_fenced_writes(ctx):
+    srv = [ctx.srv]
+    c = ctx.conn()
+    rev = int(run_ok(ctx, srv, "put", "app/a", "hello").out)
+    kv = kv_get(c, "app/a")
+    eq((kv["value"], kv["mod_rev"]), (b"hello", rev), "put is seen by KV.GET")
+    eq(run_ok(ctx, srv, "get", "app/a").out, "hello\n")
+    j = run_json(ctx, srv, "get", "app/a")
+    eq(j, {"key": "app/a", "value": "hello", "create_rev": kv["create_rev"],
+           "mod_rev": kv["mod_rev"], "version": kv["version"], "lease": kv["lease"]})
+    tricky = 'q"uo\\te\n\ttab \u00e9\u4e2d\U0001f512 \x01'
+    run_ok(ctx, srv, "put", "app/b", "-", stdin=tricky.encode())
+    eq(c.call("GET", "app/b"), tricky.encode(), "value from stdin, byte for byte")
+    eq(run_json(ctx, srv, "get", "app/b")["value"], tricky, "JSON escaping round-trips")
+    expect_int(c.call("PUT", "app/bin", b"\xff\x00\xfe"))
+    eq(run_json(ctx, srv, "get", "app/bin")["value_base64"], "/wD+", "binary as base64")
+    r = run(ctx, srv, "get", "app/none")
+    eq((r.rc, r.out), (1, ""), "get of a missing key: exit 1")
+
+    eq(run_ok(ctx, srv, "keys", "app/").out.split(), ["app/a", "app/b", "app/bin"])
+    eq(run_json(ctx, srv, "keys", "app/", "--limit", "2"), ["app/a", "app/b"])
+    eq(run_ok(ctx, srv, "del", "app/bin").out, "1\n")
+    eq(run_json(ctx, srv, "del", "app/bin"), {"key": "app/bin", "deleted": False})
+    eq(c.call("GET", "app/bin"), None)
+
+    # IFREV
+    kv = kv_get(c, "app/a")
+    eq(run(ctx, srv, "put", "app/a", "x", "--ifrev", kv["mod_rev"] + 100).rc, 1,
+       "--ifrev with a wrong revision")
+    eq(c.call("GET", "app/a"), b"hello", "unchanged")
+    run_ok(ctx, srv, "put", "app/a", "y", "--ifrev", kv["mod_rev"])
+    eq(c.call("GET", "app/a"), b"y")
+
+    # Fenced writes: a stale token is refused, the current one applies.
+    sid = expect_int(c.call("SESSION.OPEN", 30000))
+    old = expect_int(c.call("LOCK", "res", sid))
+    expect_ok(c.call("UNLOCK", "res", sid))
+    new = expect_int(c.call("LOCK", "res", sid))
+    r = run(ctx, srv, "put", "app/f", "stale", "--fence", "res", old)
+    eq(r.rc, 1, "fenced put with a stale token: %r" % r)
+    assert "fencelock: put app/f: " in r.err and "STALE" in r.err.upper(), r.err
+    eq(c.call("GET", "app/f"), None, "the stale write changed nothing")
+    run_ok(ctx, srv, "put", "app/f", "fresh", "--fence", "res", new)
+    eq(c.call("GET", "app/f"), b"fresh")
+    eq(run(ctx, srv, "del", "app/f", "--fence", "res", old).rc, 1, "fenced del, stale token")
+    eq(c.call("GET", "app/f"), b"fresh")
+    eq(run(ctx, srv, "fence-check", "res", new).out, "current\n")
+    r = run(ctx, srv, "fence-check", "res", old)
+    eq((r.rc, r.out), (1, "stale\n"), "fence-check of the old token")
+    eq(run_json(ctx, srv, "fence-check", "res", new),
+       {"name": "res", "token": new, "current": True})
+
+    # --lease: the key goes when the session ends.
+    run_ok(ctx, srv, "put", "app/l", "v", "--lease", sid)
+    eq(kv_get(c, "app/l")["lease"], sid)
+    expect_ok(c.call("SESSION.CLOSE", sid))
+    eq(c.call("GET", "app/l"), None, "the leased key left with its session")
+
+
+def test_cli_lock_info_locks_and_sessions(ctx):
+    srv = [ctx.srv]
+    c = ctx.conn()
+    a = expect_int(c.call("SESSION.OPEN", 30000))
+    b = expect_int(c.call("SESSION.OPEN", 30000))
+    tok = expect_int(c.call("LOCK", "q/one", a))
+    expect_int(c.call("LOCK", "q/two", b))
+    w = ctx.conn()
+    w.send("LOCK", "q/one", b, "WAIT", 20000)
+    wait_until(lambda: waiters(c, "q/one") == [b], timeout=5, what="b queued")
+    li = lock_info(c, "q/one")
+    j = run_json(ctx, srv, "lock-info", "q/one")
+    eq(j, {"name": "q/one", "holder": li["holder"], "token": li["token"],
+           "held_since_ms": li["held_since_ms"], "lockdelay": bool(li["lockdelay"]),
+           "waiters": [b]})
+    out = run_ok(ctx, srv, "lock-info", "q/one").out
+    assert "holder:     %d" % a in out and "token:      %d" % tok in out and str(b) in out, out
+    eq(run_json(ctx, srv, "lock-info", "q/free"),
+       {"name": "q/free", "holder": 0, "token": 0, "held_since_ms": 0, "lockdelay": False,
+        "waiters": []}, "a free lock")
+    locks = run_json(ctx, srv, "locks", "q/")
+    eq([(x["name"], x["holder"], x["waiters"]) for x in locks], [("q/one", a, 1), ("q/two", b, 0)])
+    eq(len(run_json(ctx, srv, "locks", "q/", "--limit", "1")), 1)
+    table = run_ok(ctx, srv, "locks").out.splitlines()
+    assert table[0].split()[:3] == ["NAME", "HOLDER", "TOKEN"], table
+    eq([ln.split()[0] for ln in table[1:]], ["q/one", "q/two"])
+    w.close()
+
+    # Sessions for scripts.
+    sid = int(run_ok(ctx, srv, "session", "open", "--ttl", "20s", "--lock-delay", "1500ms",
+                     "--name", "script").out)
+    si = session_info(c, sid)
+    eq((si["ttl_ms"], si["lockdelay_ms"], text(si["name"])), (20000, 1500, "script"))
+    eq(run_json(ctx, srv, "session", "keepalive", sid), {"ttl_ms": 20000})
+    eq(run_ok(ctx, srv, "session", "close", sid).out, "OK\n")
+    assert isinstance(session_info(c, sid), Exception), "closed"
+    r = run(ctx, srv, "session", "keepalive", sid)
+    eq(r.rc, 1, "keepalive of a closed session: %r" % r)
+    eq(run_json(ctx, srv, "session", "open")["session"] > sid, True)
+
+
+def test_cli_status_and_members_transfer(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    c = ctx.conn(leader)
+
+    def announced():
+        for s in servers:
+            with Conn(s.port) as sc:
+                if not all(text(as_map(m)["client_address"]) for m in
+                           ok(sc.call("CLUSTER.MEMBERS"))):
+                    return False
+        return True
+    wait_until(announced, timeout=10, interval=0.05,
+               what="every node knowing every member's client address")
+    before = as_map(ok(c.call("CLUSTER.INFO")))
+    st = run_json(ctx, servers, "status")
+    after = as_map(ok(c.call("CLUSTER.INFO")))
+    eq(st["role"], "leader", "status shows the leader's view: %r" % st)
+    eq((st["leader_id"], st["term"], st["leader"]),
+       (after["leader_id"], after["term"], "127.0.0.1:%d" % leader.port))
+    for k in ("revision", "commit_index", "applied_index"):
+        assert before[k] <= st[k] <= after[k], "%s: %r <= %r <= %r" % (k, before[k], st[k],
+                                                                     after[k])
+    members = sorted(st["members"], key=lambda m: m["id"])
+    eq([m["id"] for m in members], [1, 2, 3])
+    for m in members:
+        s = servers[m["id"] - 1]
+        eq((m["raft_address"], m["client_address"], m["leader"]),
+           ("127.0.0.1:%d" % s.raft_port, "127.0.0.1:%d" % s.port, s is leader))
+    out = run_ok(ctx, servers, "status").out
+    assert "leader:   %d" % leader.node_id in out, out
+
+    target = next(s for s in servers if s is not leader)
+    r = run_ok(ctx, servers, "members", "transfer", target.node_id, timeout=30)
+    eq(r.out, "OK\n")
+    new = ready_leader(servers)
+    eq(new.node_id, target.node_id, "leadership moved where asked")
+    eq(run_json(ctx, servers, "status")["leader_id"], target.node_id)
+    eq(run(ctx, servers, "members", "remove", 99).rc, 4, "removing a non-member is refused")
