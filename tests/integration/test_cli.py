@@ -179,7 +179,8 @@ def test_cli_lock_serializes_two_commands(ctx):
 
 def test_cli_kills_command_before_the_lease_can_expire(ctx):
     servers = start_cluster(ctx)
-    ready_leader(servers)
+    leader = ready_leader(servers)
+    c = ctx.conn(leader)
     pid_path, term_path = ctx.tmp("P"), ctx.tmp("T")
     ttl = 3.0
     # The command survives SIGTERM (the trap only notes it): only the SIGKILL at the safe
@@ -188,7 +189,22 @@ def test_cli_kills_command_before_the_lease_can_expire(ctx):
               % (term_path, pid_path))
     p = spawn(ctx, servers, "lock", "job", "--ttl", "3s", "--", "sh", "-c", script)
     pid = wait_pid_file(pid_path, p)
-    time.sleep(0.5)  # a few keepalives
+    sid = lock_info(c, "job")["holder"]
+
+    # Freeze every server right after the leader saw a keepalive (its remaining_ms jumped back
+    # to the TTL): then the CLI's last acknowledged keepalive was sent just before the freeze,
+    # its safe deadline is about TTL later, and a CLI that kills late cannot pass the bound.
+    def remaining():
+        return as_map(ok(c.call("SESSION.INFO", sid)))["remaining_ms"]
+    last = remaining()
+    deadline = time.monotonic() + 3 * ttl
+    while True:
+        assert time.monotonic() < deadline, "no keepalive seen within %.0f s" % (3 * ttl)
+        now = remaining()
+        if now > last + 100:
+            break
+        last = now
+        time.sleep(0.002)
     assert p.poll() is None and not dead(pid), "the command runs while the lease is renewed"
 
     def cont():
@@ -196,8 +212,10 @@ def test_cli_kills_command_before_the_lease_can_expire(ctx):
             s.sigcont()
     ctx.defer(cont)
     t_stop = time.monotonic()
+    leader.sigstop()
     for s in servers:
-        s.sigstop()
+        if s is not leader:
+            s.sigstop()
     t_dead = wait_until(lambda: dead(pid) and time.monotonic(), timeout=ttl + 5, interval=0.002,
                         what="the command killed after the servers froze")
     killed_after = t_dead - t_stop
@@ -205,14 +223,15 @@ def test_cli_kills_command_before_the_lease_can_expire(ctx):
         "the command was still alive %.3f s after every server froze: later than the TTL "
         "(%.1f s), so the servers could have expired the session and granted the lock to "
         "someone else while it ran" % (killed_after, ttl))
-    assert killed_after >= 1.0, (
+    assert killed_after >= ttl * 2 / 3 - 0.2, (
         "the command died %.3f s after the freeze: too early to be the lease running out "
-        "(keepalives every TTL/3)" % killed_after)
+        "(the last keepalive was at most TTL/3 before it)" % killed_after)
     assert "term" in read_file(term_path), "SIGTERM (kill grace) came before the SIGKILL"
     cont()
     rc, out, err = finish(p, timeout=20)
     eq(rc, 5, "exit status after the lock was lost (stderr %r)" % err)
     assert "lost" in err, "the CLI says the lock was lost: %r" % err
+    print("# killed %.3f s after the freeze (TTL %.1f s)" % (killed_after, ttl))
 
 
 # ---------------------------------------------------------------------------------------------
