@@ -114,8 +114,6 @@ int cmd_status(struct cli *c, int argc, char **argv)
         ;
     if (r == SUB_STOP)
         return a.code;
-    if (a.it.dashdash >= 0)
-        return sub_usage(&a);
     if (!cli_client(c))
         return EXIT_ERROR;
     struct fl_status st;
@@ -210,7 +208,7 @@ int cmd_members(struct cli *c, int argc, char **argv)
         ;
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos < 1 || a.it.dashdash >= 0)
+    if (a.n_pos < 1)
         return sub_usage(&a);
     return members_run(c, &a);
 }
@@ -317,7 +315,7 @@ int cmd_session(struct cli *c, int argc, char **argv)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos < 1 || a.it.dashdash >= 0)
+    if (a.n_pos < 1)
         return sub_usage(&a);
     return session_run(c, &a, &s);
 }

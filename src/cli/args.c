@@ -203,6 +203,20 @@ void sub_start(struct sub_args *a, int argc, char **argv, int max_pos, const cha
     opt_start(&a->it, argc, argv);
     a->max_pos = max_pos;
     a->usage = usage;
+    a->dash_positional = 1;
+}
+
+/* After "--": everything left is positional ("put k -- -5" stores "-5"). */
+static int rest_positional(struct sub_args *a)
+{
+    for (int i = a->it.dashdash; i >= 0 && i < a->it.argc; i++) {
+        if (a->n_pos >= a->max_pos) {
+            cli_say("unexpected argument '%s'", a->it.argv[i]);
+            return sub_stop(a, EXIT_USAGE);
+        }
+        a->pos[a->n_pos++] = a->it.argv[i];
+    }
+    return SUB_END;
 }
 
 int sub_stop(struct sub_args *a, int code)
@@ -224,7 +238,7 @@ int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, in
     for (;;) {
         int r = opt_next(&a->it, specs);
         if (r == OPT_END)
-            return SUB_END;
+            return a->dash_positional ? rest_positional(a) : SUB_END;
         if (r == OPT_BAD)
             return sub_stop(a, EXIT_USAGE);
         if (r == G_HELP) {

@@ -76,7 +76,7 @@ int cmd_get(struct cli *c, int argc, char **argv)
         ;
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos != 1 || a.it.dashdash >= 0)
+    if (a.n_pos != 1)
         return sub_usage(&a);
     if (!cli_client(c))
         return EXIT_ERROR;
@@ -171,7 +171,7 @@ int cmd_put(struct cli *c, int argc, char **argv)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos < 1 || a.it.dashdash >= 0)
+    if (a.n_pos < 1)
         return sub_usage(&a);
     wo.lease = wo.lease_sid != 0;
 
@@ -226,7 +226,7 @@ int cmd_del(struct cli *c, int argc, char **argv)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos != 1 || a.it.dashdash >= 0)
+    if (a.n_pos != 1)
         return sub_usage(&a);
     if (!cli_client(c))
         return EXIT_ERROR;
@@ -274,8 +274,6 @@ int cmd_keys(struct cli *c, int argc, char **argv)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.it.dashdash >= 0)
-        return sub_usage(&a);
     if (!cli_client(c))
         return EXIT_ERROR;
     struct fl_strlist l;

@@ -73,6 +73,7 @@ int cmd_lock(struct cli *c, int argc, char **argv)
     int id, r, grace_set = 0;
     char label[128];
     sub_start(&a, argc, argv, 1, usage_lock);
+    a.dash_positional = 0; /* after "--" comes the command */
     while ((r = sub_next(c, &a, lock_opts, &id)) == SUB_OPT)
         if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
             return sub_usage(&a);

@@ -67,7 +67,7 @@ int cmd_lock_info(struct cli *c, int argc, char **argv)
         ;
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos != 1 || a.it.dashdash >= 0)
+    if (a.n_pos != 1)
         return sub_usage(&a);
     if (!cli_client(c))
         return EXIT_ERROR;
@@ -144,8 +144,6 @@ int cmd_locks(struct cli *c, int argc, char **argv)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.it.dashdash >= 0)
-        return sub_usage(&a);
     if (!cli_client(c))
         return EXIT_ERROR;
     struct fl_lock_list l;
@@ -176,7 +174,7 @@ int cmd_fence_check(struct cli *c, int argc, char **argv)
         ;
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos != 2 || a.it.dashdash >= 0)
+    if (a.n_pos != 2)
         return sub_usage(&a);
     if (parse_u64(a.pos[1], &token)) {
         cli_say("fence-check: bad token '%s'", a.pos[1]);

@@ -297,8 +297,10 @@ static int hold(struct run *r)
     for (;;) {
         int64_t now = fl_now_ms();
         int64_t safe = check_lease(r, now);
-        if (r->lost)
+        if (r->lost) {
+            cli_say("lock %s: lost the lock (the session lease ran out)", r->o->name);
             return EXIT_LOST;
+        }
         int64_t wait = safe - now;
         struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
                               {.fd = r->lost_pipe[0], .events = POLLIN}};
@@ -365,6 +367,8 @@ static int setup_signals(struct run *r)
     return r->sigfd < 0 ? -1 : 0;
 }
 
+/* The signals stay blocked: the process is about to exit, and unblocking would let a signal
+   that arrived during the release kill it with a status that hides the command's. */
 static void teardown(struct run *r)
 {
     if (r->sigfd >= 0)
@@ -372,7 +376,6 @@ static void teardown(struct run *r)
     for (int i = 0; i < 2; i++)
         if (r->lost_pipe[i] >= 0)
             close(r->lost_pipe[i]);
-    pthread_sigmask(SIG_SETMASK, &r->oldmask, NULL);
 }
 
 /* Map what acquire() got to an exit code (EXIT_OK: we hold the lock). */
