@@ -2,7 +2,7 @@
 
 import time
 
-from helpers import (eq, expect_err, expect_int, expect_nil, lock_info, ms, ok, open_session,
+from helpers import (eq, expect_err, expect_int, expect_nil, expect_ok, lock_info, ms, ok, open_session,
                      revision, session_info, wait_queued, waiters)
 
 
@@ -77,18 +77,25 @@ def test_unlock_by_non_holder_is_notholder(ctx):
     eq(lock_info(c, "l")["token"], t, "lock untouched")
 
 
-def test_unlock_by_queued_waiter_is_notholder_and_keeps_its_place(ctx):
+def test_unlock_by_queued_waiter_leaves_the_queue_and_its_wait_answers_nil(ctx):
     c = ctx.conn()
     holder = open_session(c)
-    s2 = open_session(c)
-    expect_int(c.call("LOCK", "l", holder))
-    w = ctx.conn()
-    w.send("LOCK", "l", s2, "WAIT", 10000)
+    s2, s3 = open_session(c), open_session(c)
+    t1 = expect_int(c.call("LOCK", "l", holder))
+    w2, w3 = ctx.conn(), ctx.conn()
+    w2.send("LOCK", "l", s2, "WAIT", 10000)
     wait_queued(c, "l", s2)
-    expect_err(c.call("UNLOCK", "l", s2), "NOTHOLDER", "UNLOCK by a waiter")
-    eq(waiters(c, "l"), [s2])
+    w3.send("LOCK", "l", s3, "WAIT", 10000)
+    wait_queued(c, "l", s3)
+    expect_ok(c.call("UNLOCK", "l", s2), "UNLOCK by a waiter leaves the queue")
+    eq(w2.read_reply(timeout=3), None, "the waiter's blocked LOCK answers nil")
+    eq(waiters(c, "l"), [s3])
+    eq((lock_info(c, "l")["holder"], lock_info(c, "l")["token"]), (holder, t1),
+       "the holder keeps its lock")
+    expect_err(c.call("UNLOCK", "l", s2), "NOTHOLDER", "only once")
     ok(c.call("UNLOCK", "l", holder))
-    expect_int(w.read_reply(timeout=3), "grant after the waiter's failed UNLOCK")
+    expect_int(w3.read_reply(timeout=3), "the next waiter is granted, not the one that left")
+    eq(lock_info(c, "l")["holder"], s3)
 
 
 def test_lock_info_fields(ctx):
