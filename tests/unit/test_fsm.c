@@ -1584,6 +1584,38 @@ TEST(queries_report_sessions_waiters_and_delays)
     fsm_free(f);
 }
 
+/* LOCKS: existing locks under a prefix, in name byte order, bounded, with their state. */
+TEST(locks_list_honours_prefix_limit_order_and_reports_state)
+{
+    struct fsm *f = fsm_new();
+    uint64_t a = open_s(f, 1000, 50), b = open_s(f, 1000, 0);
+    const char *names[] = {"job/c", "job/a", "other", "job/b", "jobx", "job/aa"};
+    uint64_t tk[6];
+    for (int i = 0; i < 6; i++)
+        CHECK((tk[i] = tok(lock_(f, names[i], a, 0))) != 0);
+    CHECK(lock_(f, "job/b", b, 100).kind == FSM_REPLY_QUEUED);
+    const void *scratch[8];
+    struct fsm_lock_item it[8];
+    size_t n = fsm_locks_list(f, "job/", 4, 8, scratch, it);
+    CHECK_EQ_U64(n, 4);
+    const char *want[] = {"job/a", "job/aa", "job/b", "job/c"};
+    for (size_t i = 0; i < n && i < 4; i++)
+        CHECK(it[i].name.len == strlen(want[i]) && !memcmp(it[i].name.p, want[i], it[i].name.len));
+    CHECK(it[2].holder_sid == a && it[2].token == tk[3] && it[2].n_waiters == 1);
+    CHECK(it[0].n_waiters == 0 && !it[0].in_lockdelay);
+    CHECK_EQ_U64(fsm_locks_list(f, "job/", 4, 2, scratch, it), 2); /* the first two by name */
+    CHECK(it[0].name.len == 5 && it[1].name.len == 6);
+    CHECK_EQ_U64(fsm_locks_list(f, "", 0, 8, scratch, it), 6);
+    CHECK_EQ_U64(fsm_locks_list(f, "nothing", 7, 8, scratch, it), 0);
+    CHECK_EQ_U64(fsm_locks_list(f, "", 0, 0, scratch, it), 0);
+    /* a expires with a lock-delay: its locks stay, held by nobody, in lock-delay */
+    CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
+    n = fsm_locks_list(f, "job/", 4, 8, scratch, it);
+    CHECK_EQ_U64(n, 4);
+    CHECK(it[0].holder_sid == 0 && it[0].token == 0 && it[0].in_lockdelay);
+    fsm_free(f);
+}
+
 /* ---- lease checkpoints ---- */
 
 static struct fsm_reply checkpoint_(struct fsm *f, uint64_t sid, uint64_t remaining)
@@ -1719,6 +1751,7 @@ int main(void)
     RUN(events_are_emitted_for_each_transition);
     RUN(event_names_stay_valid_when_the_caller_does_not_reset);
     RUN(queries_report_sessions_waiters_and_delays);
+    RUN(locks_list_honours_prefix_limit_order_and_reports_state);
     RUN(checkpoint_records_the_remaining_lease_without_a_revision);
     RUN(checkpoint_at_or_above_the_ttl_means_a_full_ttl);
     RUN(checkpoint_of_a_dead_session_is_nosession_and_changes_nothing);
