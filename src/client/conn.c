@@ -489,7 +489,8 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
     cl_clear_err(c);
     for (;;) {
         if (fl_now_ms() >= deadline) {
-            const char *why = fl_client_errmsg(c);
+            char why[CL_ERRMSG_MAX]; /* a copy: cl_fail writes the buffer it came from */
+            snprintf(why, sizeof(why), "%s", fl_client_errmsg(c));
             return cl_fail(c, err == FL_EUNKNOWN ? FL_EUNKNOWN : FL_EUNAVAILABLE,
                            "deadline passed; last: %s", why[0] ? why : "no answer");
         }
