@@ -98,7 +98,9 @@ def test_client_api_given_only_a_follower_follows_the_leader(ctx):
     run_api(ctx, "127.0.0.1:%d" % follower.port)
 
 
-def test_fl_lock_waiting_through_a_leader_kill9_is_granted_exactly_once(ctx):
+def lock_through_a_leader_fault(ctx, fault):
+    """A waits in fl_lock on the leader; `fault(leader)` strikes; the holder releases during
+    the election; the waiter is granted exactly once, on the new leader."""
     servers = start_cluster(ctx)
     leader = ready_leader(servers)
     ep = endpoints(servers)
@@ -113,7 +115,7 @@ def test_fl_lock_waiting_through_a_leader_kill9_is_granted_exactly_once(ctx):
     survivors = [s for s in servers if s is not leader]
     eq([grants(s) for s in survivors], [1, 1], "one grant so far")
 
-    leader.kill9()
+    fault(leader)
     holder.say()  # release while the cluster elects: the unlock itself must fail over
     eq(holder.expect("unlock"), "ok", "the holder's unlock after the fail-over")
     t2 = int(waiter.expect("granted", timeout=30))
@@ -134,6 +136,22 @@ def test_fl_lock_waiting_through_a_leader_kill9_is_granted_exactly_once(ctx):
     wait_until(lambda: [grants(s) for s in survivors] == [2, 2], timeout=10,
                what="both survivors applied the second grant")
     eq([grants(s) for s in survivors], [2, 2], "exactly two grants: none repeated")
+    return leader, survivors
+
+
+def test_fl_lock_waiting_through_a_leader_kill9_is_granted_exactly_once(ctx):
+    lock_through_a_leader_fault(ctx, lambda leader: leader.kill9())
+
+
+def test_fl_lock_waiting_on_a_frozen_leader_moves_to_the_new_one_and_is_granted_once(ctx):
+    """The waiter's connection stays open to a SIGSTOPped leader that never answers: the
+    library must give it up once it learns of the new leader, not wait out the whole wait."""
+    def freeze(leader):
+        leader.sigstop()
+        ctx.defer(lambda: leader.sigstopped and leader.sigcont())
+    old, survivors = lock_through_a_leader_fault(ctx, freeze)
+    old.sigcont()
+    wait_until(lambda: grants(old) == 2, timeout=15, what="the thawed old leader catches up")
 
 
 def test_session_lost_when_every_server_stops_and_safe_until_is_never_late(ctx):
