@@ -107,8 +107,8 @@ int cli_global(struct cli *c, int id, const struct opt_iter *it);
  * (printing `usage`), collects positionals into pos[0..max_pos), and hands each of the
  * subcommand's own options to the caller (*id, values in a->it.v). Returns SUB_OPT for such
  * an option, SUB_END at the end (with dash_positional 0, a->it.dashdash tells whether "--"
- * ended it and where the rest starts), or SUB_STOP when
- * the subcommand must return a->code at once (after --help, or a usage error already printed).
+ * ended it and where the rest starts), or SUB_STOP when the subcommand must return a->code at
+ * once (after --help, or a usage error already printed).
  */
 enum { SUB_STOP = -1, SUB_END = 0, SUB_OPT = 1 };
 struct sub_args {

@@ -264,9 +264,7 @@ static void supervise(struct run *r)
         int timeout = enforce(r);
         struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
                               {.fd = r->lost_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, timeout);
-        if (n < 0 && errno != EINTR)
-            timeout = TICK_MS; /* cannot happen; keep enforcing */
+        int n = poll(p, 2, timeout); /* n < 0 (EINTR): just go round again */
         if (n > 0 && p[0].revents)
             read_signals(r);
         if (n > 0 && p[1].revents) {

@@ -234,6 +234,27 @@ def test_cli_kills_command_before_the_lease_can_expire(ctx):
     print("# killed %.3f s after the freeze (TTL %.1f s)" % (killed_after, ttl))
 
 
+def test_cli_kills_command_when_its_session_ends_under_it(ctx):
+    """The servers say the session is gone (an operator closed it): the next keepalive hears
+    -NOSESSION, the library reports the loss, and the command dies long before its TTL."""
+    srv = [ctx.srv]
+    c = ctx.conn()
+    pid_path = ctx.tmp("P")
+    p = spawn(ctx, srv, "lock", "job", "--ttl", "6s", "--", "sh", "-c",
+              "trap '' TERM; echo $$ > %s; exec sleep 60" % pid_path)
+    pid = wait_pid_file(pid_path, p)
+    sid = lock_info(c, "job")["holder"]
+    t0 = time.monotonic()
+    expect_ok(c.call("SESSION.CLOSE", sid))
+    wait_until(lambda: dead(pid), timeout=10, interval=0.005, what="the command killed")
+    took = time.monotonic() - t0
+    assert took < 6 * 2 / 3, "killed %.2f s after the close: the loss was noticed by the " \
+        "lease running out, not by the keepalive's -NOSESSION" % took
+    rc, out, err = finish(p)
+    eq(rc, 5, "lock lost (stderr %r)" % err)
+    eq(lock_info(c, "job"), None)
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. Exit codes
 
@@ -501,3 +522,11 @@ def test_cli_status_and_members_transfer(ctx):
     eq(new.node_id, target.node_id, "leadership moved where asked")
     eq(run_json(ctx, servers, "status")["leader_id"], target.node_id)
     eq(run(ctx, servers, "members", "remove", 99).rc, 4, "removing a non-member is refused")
+
+    gone = next(s for s in servers if s is not new)
+    eq(run_ok(ctx, servers, "members", "remove", gone.node_id, timeout=30).out, "OK\n")
+    with Conn(new.port) as nc:
+        ids = sorted(as_map(m)["id"] for m in ok(nc.call("CLUSTER.MEMBERS")))
+    assert gone.node_id not in ids and len(ids) == 2, ids
+    eq(sorted(m["id"] for m in run_json(ctx, [new], "status")["members"]), ids)
+    gone.stop()
