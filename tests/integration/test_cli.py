@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-from cluster import info, ready_leader, start_cluster
+from cluster import ready_leader, start_cluster
 from helpers import (eq, expect_err, expect_int, expect_ok, kv_get, lock_info, ok, session_info,
                      wait_until, waiters)
 from resp import Conn, as_map, text
@@ -274,8 +274,9 @@ def test_cli_exit_codes(ctx):
     eq(r.rc, 3, "lock held by someone else, --wait 200ms: %r" % r)
     assert r.secs < 5, "gave up after %.2f s" % r.secs
     assert not os.path.exists(ctx.tmp("ran")), "the command must not run without the lock"
-    eq(lock_info(c, "j")["holder"], sid, "the holder keeps the lock")
-    eq(lock_info(c, "j")["waiters"], [], "the timed-out wait left no queue entry")
+    li = lock_info(c, "j")
+    eq((li["holder"], li["token"]), (sid, tok), "the holder keeps the lock")
+    eq(li["waiters"], [], "the timed-out wait left no queue entry")
     eq(run(ctx, srv, "lock", "j", "--wait", "0", "--", "true").rc, 3, "--wait 0: try once")
     expect_ok(c.call("UNLOCK", "j", sid))
 
@@ -366,11 +367,15 @@ def test_cli_cancelled_wait_hold_mode_and_process_group(ctx):
     # Environment and process group: a grandchild sees the variables and dies with the group.
     script = ("sleep 60 & echo $! > %s; echo \"$FENCELOCK_NAME $FENCELOCK_SESSION "
               "$FENCELOCK_TOKEN $FENCELOCK_ENDPOINTS\" > %s; wait" % (pid_path, ctx.tmp("E")))
-    p = spawn(ctx, srv, "lock", "grp", "--", "sh", "-c", script)
+    p = spawn(ctx, srv, "lock", "grp", "--lock-delay", "1.5s", "--name", "nightly", "--",
+              "sh", "-c", script)
     gpid = wait_pid_file(pid_path, p)
     wait_until(lambda: read_file(ctx.tmp("E")).strip(), timeout=5, what="the environment")
     name, s_sid, s_tok, eps = read_file(ctx.tmp("E")).split()
     li = lock_info(c, "grp")
+    si = session_info(c, li["holder"])
+    eq((si["ttl_ms"], si["lockdelay_ms"], text(si["name"])), (10000, 1500, "nightly"),
+       "the session's TTL (default 10s), --lock-delay and --name")
     eq((name, int(s_sid), int(s_tok), eps), ("grp", li["holder"], li["token"],
                                              endpoints(srv)), "FENCELOCK_* variables")
     p.send_signal(signal.SIGHUP)
@@ -481,6 +486,12 @@ def test_cli_lock_info_locks_and_sessions(ctx):
     r = run(ctx, srv, "session", "keepalive", sid)
     eq(r.rc, 1, "keepalive of a closed session: %r" % r)
     eq(run_json(ctx, srv, "session", "open")["session"] > sid, True)
+    for dur, ms in (("1.5s", 1500), ("2m", 120000), ("2500", 2500), ("250ms", 250),
+                    ("1h", 3600000)):
+        s2 = int(run_ok(ctx, srv, "session", "open", "--ttl", dur).out)
+        eq(session_info(c, s2)["ttl_ms"], ms, "--ttl %s (a bare number is milliseconds)" % dur)
+    for bad in ("", "s", "1x", "-1s", "1.s.", "0"):
+        eq(run(ctx, srv, "session", "open", "--ttl", bad).rc, 2, "--ttl %r" % bad)
 
 
 def test_cli_status_and_members_transfer(ctx):
