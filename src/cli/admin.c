@@ -134,7 +134,7 @@ int cmd_status(struct cli *c, int argc, char **argv)
 
 static const char usage_members[] =
     "usage: fencelock members add ID RAFT_ADDR | remove ID | transfer [ID]\n"
-    "  add ID RAFT_ADDR  add server ID (started with --join) and promote it to voter\n"
+    "  add ID RAFT_ADDR  add server ID and promote it to voter once it caught up\n"
     "  remove ID         remove server ID from the configuration\n"
     "  transfer [ID]     move leadership to ID (to any other voter if omitted)\n";
 

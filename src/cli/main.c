@@ -25,6 +25,7 @@ static const char usage_main[] =
     "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
     "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
     "  session close SID\n"
+    "  help [COMMAND]             this text, or a command's\n"
     "\n"
     "Options:\n"
     "  --endpoints H:P[,H:P...]  servers to ask (default: $FENCELOCK_ENDPOINTS, else\n"
