@@ -5,7 +5,11 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libraft-dev libuv1-dev libhiredis-dev)
 case "${1:-build}" in
 build) ;;
-test) pkgs+=(python3 redis-tools faketime libfaketime iproute2 procps iptables python3-redis nodejs) ;;
+test)
+  pkgs+=(python3 redis-tools faketime libfaketime iproute2 procps iptables python3-redis nodejs)
+  # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 *) echo "usage: $0 build|test|fuzz" >&2; exit 2 ;;
 esac

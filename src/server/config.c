@@ -68,7 +68,7 @@ void srv_config_usage(FILE *f)
           "  --max-args N            arguments of one command (default 64)\n"
           "  --max-key BYTES         key / lock name / session name (default 1024)\n"
           "  --max-value BYTES       value of PUT (default 1048576)\n"
-          "  --max-keys-reply N      keys one KEYS reply returns at most (default 10000)\n"
+          "  --max-keys-reply N      entries one KEYS or LOCKS reply returns at most (default 10000)\n"
           "  --max-ttl MS            session TTL (default 604800000, 7 days)\n"
           "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
           "  --max-wait MS           LOCK ... WAIT (default 86400000)\n"
