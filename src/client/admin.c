@@ -56,6 +56,29 @@ static fl_err fill_info(fl_client *c, const redisReply *r, struct fl_status *st)
     return st->role && st->leader ? FL_OK : cl_fail(c, FL_ENOMEM, "out of memory");
 }
 
+/* CLUSTER.INFO of whichever node answers; a follower names the leader, which is asked
+   instead (a follower's view of the members and revision may lag). */
+static fl_err info_from_leader(fl_client *c, struct fl_status *out)
+{
+    struct cl_cmd m;
+    redisReply *r;
+    fl_err e = FL_OK;
+    for (int tries = 0; tries < 2; tries++) {
+        if (tries)
+            fl_status_free(out);
+        cl_cmd_init(&m, "CLUSTER.INFO");
+        e = simple_call(c, &m, CL_RETRY | CL_ANYNODE, &r);
+        if (e)
+            return e;
+        e = fill_info(c, r, out);
+        freeReplyObject(r);
+        if (e || strcmp(out->role, "leader") == 0 || !out->leader[0])
+            return e;
+        cl_set_leader(c, out->leader, strlen(out->leader));
+    }
+    return e;
+}
+
 /* CLUSTER.INFO then CLUSTER.MEMBERS, from the leader when one is known. */
 fl_err fl_status(fl_client *c, struct fl_status *out)
 {
@@ -64,12 +87,7 @@ fl_err fl_status(fl_client *c, struct fl_status *out)
     memset(out, 0, sizeof(*out));
     struct cl_cmd m;
     redisReply *r;
-    cl_cmd_init(&m, "CLUSTER.INFO");
-    fl_err e = simple_call(c, &m, CL_RETRY | CL_ANYNODE, &r);
-    if (e)
-        return e;
-    e = fill_info(c, r, out);
-    freeReplyObject(r);
+    fl_err e = info_from_leader(c, out);
     if (e == FL_OK) {
         cl_cmd_init(&m, "CLUSTER.MEMBERS");
         e = simple_call(c, &m, CL_RETRY | CL_ANYNODE, &r);

@@ -82,6 +82,9 @@ enum cl_flags {
  */
 fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags, redisReply **out);
 
+/* Talk to addr ("host:port", n bytes) from now on; an invalid address forgets the leader. */
+void cl_set_leader(fl_client *c, const char *addr, size_t n);
+
 /* Map an error reply's code word to an fl_err and record the message. */
 fl_err cl_reply_err(fl_client *c, const redisReply *r);
 

@@ -284,7 +284,7 @@ static void conn_put(fl_client *c, const char *addr, redisContext *rc)
         redisFree(rc);
 }
 
-static void set_leader(fl_client *c, const char *addr, size_t n)
+void cl_set_leader(fl_client *c, const char *addr, size_t n)
 {
     pthread_mutex_lock(&c->mu);
     if (addr_valid(addr, n)) {
@@ -351,7 +351,7 @@ static enum step on_reply(fl_client *c, const char *addr, redisReply *r, unsigne
 {
     if (err_is(r, "NOTLEADER")) {
         const char *to = r->str + sizeof("NOTLEADER");
-        set_leader(c, to, r->len - sizeof("NOTLEADER"));
+        cl_set_leader(c, to, r->len - sizeof("NOTLEADER"));
         *err = cl_fail(c, FL_EUNAVAILABLE, "%s: %.*s", addr, (int)r->len, r->str);
         return STEP_RETRY;
     }
@@ -475,7 +475,7 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
         return st;
     }
     if (!(flags & CL_ANYNODE))
-        set_leader(c, addr, strlen(addr)); /* it answered a leader-only command */
+        cl_set_leader(c, addr, strlen(addr)); /* it answered a leader-only command */
     *out = r;
     return st;
 }

@@ -138,6 +138,9 @@ static void api_misc(fl_client *c)
     struct fl_status st;
     CHECK_ERR(fl_status(c, &st), FL_OK);
     CHECK(st.n_members >= 1 && st.leader_id && st.term >= 1 && st.revision > 0);
+    CHECK(strcmp(st.role, "leader") == 0 && st.id == st.leader_id); /* asked of the leader */
+    for (size_t i = 0; i < st.n_members; i++)
+        CHECK(st.members[i].leader == (st.members[i].id == st.leader_id));
     fl_status_free(&st);
     uint64_t sid, ttl = 0;
     CHECK_ERR(fl_session_grant(c, 5000, 0, "by-id", &sid), FL_OK);
