@@ -263,3 +263,24 @@ int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, in
         return SUB_OPT;
     }
 }
+
+static const struct opt_spec limit_spec[] = {
+    {"limit", 0, 1, 1},
+    {NULL, 0, 0, 0},
+};
+
+int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, const char **prefix,
+                     size_t *limit)
+{
+    struct sub_args a;
+    int id, r;
+    *limit = 0;
+    sub_start(&a, argc, argv, 1, usage);
+    while ((r = sub_next(c, &a, limit_spec, &id)) == SUB_OPT)
+        if (parse_limit(a.it.v[0], limit) != EXIT_OK)
+            return sub_usage(&a);
+    if (r == SUB_STOP)
+        return a.code;
+    *prefix = a.n_pos ? a.pos[0] : "";
+    return cli_client(c) ? SUB_GO : EXIT_ERROR;
+}

@@ -127,6 +127,13 @@ int sub_stop(struct sub_args *a, int code);
 /* Print the usage to stderr and return EXIT_USAGE (for a wrong number of arguments). */
 int sub_usage(struct sub_args *a);
 
+/* The arguments `[PREFIX] [--limit N]` (keys, locks) and the client: SUB_GO with *prefix
+   ("" if none) and *limit (0 if none), else the exit code to return at once (after --help
+   or a usage error). */
+enum { SUB_GO = -1 };
+int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, const char **prefix,
+                     size_t *limit);
+
 /* Print usage to f (stdout for --help, stderr for errors). */
 void cli_usage(FILE *f, const char *usage);
 

@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 #include "cli/out.h"
 
-enum { O_FENCE = 1, O_IFREV, O_LEASE, O_LIMIT };
+enum { O_FENCE = 1, O_IFREV, O_LEASE };
 
 /* Parse --fence NAME TOKEN / --ifrev REV / --lease SID into w. EXIT_OK or EXIT_USAGE. */
 static int write_opt(int id, const struct opt_iter *it, struct fl_write_opts *w)
@@ -258,26 +258,15 @@ static const char usage_keys[] =
     "List the keys starting with PREFIX (all by default), in byte order, one per line\n"
     "(--json: an array). --limit N: at most N (default: the server's maximum).\n";
 
-static const struct opt_spec limit_opts[] = {
-    {"limit", 0, 1, O_LIMIT},
-    {NULL, 0, 0, 0},
-};
-
 int cmd_keys(struct cli *c, int argc, char **argv)
 {
-    struct sub_args a;
-    size_t limit = 0;
-    int id, r;
-    sub_start(&a, argc, argv, 1, usage_keys);
-    while ((r = sub_next(c, &a, limit_opts, &id)) == SUB_OPT)
-        if (parse_limit(a.it.v[0], &limit) != EXIT_OK)
-            return sub_usage(&a);
-    if (r == SUB_STOP)
-        return a.code;
-    if (!cli_client(c))
-        return EXIT_ERROR;
+    const char *prefix;
+    size_t limit;
+    int rc = sub_prefix_limit(c, argc, argv, usage_keys, &prefix, &limit);
+    if (rc != SUB_GO)
+        return rc;
     struct fl_strlist l;
-    fl_err err = fl_keys(c->client, a.n_pos ? a.pos[0] : "", limit, &l);
+    fl_err err = fl_keys(c->client, prefix, limit, &l);
     if (err != FL_OK) {
         cli_fail(c, err, "keys");
         return cli_exit_for(err);

@@ -5,8 +5,6 @@
 #include "cli/cli.h"
 #include "cli/out.h"
 
-enum { O_LIMIT = 1 };
-
 /* ---- lock-info ---- */
 
 static const char usage_lock_info[] =
@@ -96,11 +94,6 @@ static const char usage_locks[] =
     "PREFIX, in name order: holder session, token, queue length. --json: an array of\n"
     "{name, holder, token, lockdelay, waiters}.\n";
 
-static const struct opt_spec locks_opts[] = {
-    {"limit", 0, 1, O_LIMIT},
-    {NULL, 0, 0, 0},
-};
-
 static void locks_print(struct cli *c, const struct fl_lock_list *l)
 {
     struct jw w;
@@ -135,19 +128,13 @@ static void locks_print(struct cli *c, const struct fl_lock_list *l)
 
 int cmd_locks(struct cli *c, int argc, char **argv)
 {
-    struct sub_args a;
-    size_t limit = 0;
-    int id, r;
-    sub_start(&a, argc, argv, 1, usage_locks);
-    while ((r = sub_next(c, &a, locks_opts, &id)) == SUB_OPT)
-        if (parse_limit(a.it.v[0], &limit) != EXIT_OK)
-            return sub_usage(&a);
-    if (r == SUB_STOP)
-        return a.code;
-    if (!cli_client(c))
-        return EXIT_ERROR;
+    const char *prefix;
+    size_t limit;
+    int rc = sub_prefix_limit(c, argc, argv, usage_locks, &prefix, &limit);
+    if (rc != SUB_GO)
+        return rc;
     struct fl_lock_list l;
-    fl_err err = fl_locks(c->client, a.n_pos ? a.pos[0] : "", limit, &l);
+    fl_err err = fl_locks(c->client, prefix, limit, &l);
     if (err != FL_OK) {
         cli_fail(c, err, "locks");
         return cli_exit_for(err);
