@@ -34,7 +34,7 @@ SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all client deps run test unit fuzz clean format check-purity cluster cluster-stop install
+.PHONY: all client bench-tools deps run test unit fuzz clean format check-purity cluster cluster-stop install
 
 all: $(B)/fencelockd $(UNIT_BIN) client
 
@@ -44,6 +44,12 @@ CLIENT_TEST_SRC := $(wildcard tests/client/*.c)
 CLIENT_TEST_BIN := $(CLIENT_TEST_SRC:tests/client/%.c=$(B)/tests/client/%)
 client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BIN) \
         $(B)/examples/inventory
+
+# bench/flpair: libfencelock LOCK+UNLOCK round trips (`make bench-tools`, release build).
+bench-tools: $(B)/bench/flpair
+$(B)/bench/%: bench/%.c $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
 
 $(B)/examples/%: examples/c/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
