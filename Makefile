@@ -151,3 +151,22 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(B)/obj/src/server/main.d $(UNIT_SRC:tests/unit/%.c=$(B)/obj/tests/unit/%.d)
+
+# make torture: the Jepsen-style suite (tests/torture/, docs/testing.md "Torture") on real 3-
+# and 5-node clusters under ASan; TORTURE_SECONDS per 3-node run (the 5-node run gets a third),
+# TORTURE_SEED to replay a run (default: a fresh seed, printed first).
+TORTURE_SECONDS ?= 600
+TORTURE_SEED ?=
+$(B)/tests/torture/worker: tests/torture/worker.c $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
+
+.PHONY: torture
+torture:
+	@scripts/deps.sh test
+	$(MAKE) SAN=1 build/asan/fencelockd build/asan/libfencelock.a build/asan/tests/torture/worker
+	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 3 \
+	  --seconds $(TORTURE_SECONDS) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) --out build/torture/n3
+	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 5 \
+	  --seconds $$(( $(TORTURE_SECONDS) / 3 + 1 )) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
+	  --out build/torture/n5

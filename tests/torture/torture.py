@@ -1,0 +1,497 @@
+#!/usr/bin/env python3
+"""fencelock torture suite (issue 5): real fencelockd clusters on loopback, concurrent workers
+(tests/torture/worker.c, one client loop each), a seeded random schedule of faults, a history
+per run and the verdicts of tests/torture/checkers.py.
+
+    python3 tests/torture/torture.py --bin build/asan/fencelockd --seconds 60 --nodes 3 \
+        [--seed S] [--workloads all|register,mutex,...] [--out DIR]
+
+The orchestrator owns every process it starts (servers, workers) and every fault it makes;
+all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR: history/
+(one file per worker), history.jsonl (merged, by time, with the final counter values),
+verdicts.json, nemesis.log, nodeN/server.log, workers/*.log. The last line printed is
+`torture: N ops, K faults, V violations`; the exit status is 1 on any violation, on a verdict
+"unknown", on a server crash or sanitizer report, and when the control workload (unfenced
+writes under client pauses) showed no lost update: then nothing was tested.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+
+from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
+from server import SANITIZER_PATTERNS  # noqa: E402
+
+WORKLOADS = ("register", "mutex", "fenced-counter", "control")
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control")  # get --pause-ms (GC pauses)
+WORKER_TTL_MS = 1500
+REGISTER_TTL_MS = 3000
+PAUSE_MS = 3000
+TAIL_S = 8.0  # workers run this long after the faults end, on a healed cluster
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.seed = args.seed
+        self.rng = random.Random(self.seed)
+        self.out = os.path.abspath(args.out)
+        self.t0 = time.monotonic()
+        self.faults = 0
+        self.fault_counts = {}
+        self.client_pauses = 0
+        self.workers = []  # dicts: name, workload, proc (Popen), history, log, paused
+        self.cluster = None
+        self.logf = None
+        self.pending = []  # scheduled undo actions: (due, seq, fn, description)
+        self.seq = 0
+        self.server_fault = False  # a server fault is in force (faults run one at a time)
+        self.crashes = []
+
+    # ---- logging ----
+    def log(self, msg):
+        line = "%9.3f %d %s" % (time.monotonic() - self.t0, time.monotonic_ns(), msg)
+        if self.logf:
+            self.logf.write(line + "\n")
+            self.logf.flush()
+        if self.args.verbose:
+            print("# " + line, flush=True)
+
+    # ---- workers ----
+    def worker_bin(self):
+        return os.path.join(os.path.dirname(os.path.abspath(self.args.bin)), "tests", "torture",
+                            "worker")
+
+    def start_workers(self, seconds):
+        wls = WORKLOADS if self.args.workloads == "all" else self.args.workloads.split(",")
+        os.makedirs(os.path.join(self.out, "history"))
+        os.makedirs(os.path.join(self.out, "workers"))
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        base = 0
+        for wl in wls:
+            if wl not in WORKLOADS:
+                raise SystemExit("torture: unknown workload %r" % wl)
+            for k in range(self.args.clients):
+                name = "%s-%d" % (wl, k)
+                hist = os.path.join(self.out, "history", name + ".jsonl")
+                logp = os.path.join(self.out, "workers", name + ".log")
+                ttl = REGISTER_TTL_MS if wl == "register" else WORKER_TTL_MS
+                argv = [self.worker_bin(), "--endpoints", self.cluster.endpoints(),
+                        "--workload", wl, "--proc-base", str(base), "--ops", "0",
+                        "--seconds", "%.1f" % seconds,
+                        "--seed", str((self.seed * 1000003 + base * 7919) % (1 << 62)),
+                        "--history", hist, "--ttl", str(ttl)]
+                if wl in PAUSED_WORKLOADS:
+                    argv += ["--pause-ms", str(PAUSE_MS)]
+                with open(logp, "wb") as lf:
+                    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
+                                         stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+                self.workers.append({"name": name, "workload": wl, "proc": p, "history": hist,
+                                     "log": logp, "paused": False, "ttl": ttl})
+                base += 1
+
+    def finish_workers(self, timeout):
+        deadline = time.monotonic() + timeout
+        for w in self.workers:
+            p = w["proc"]
+            sigcont_pid(p.pid)
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.log("worker %s did not finish: killed" % w["name"])
+                self.crashes.append("worker %s hung past the end of the run" % w["name"])
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(10)
+            if p.returncode != 0:
+                self.crashes.append("worker %s exited with status %s" % (w["name"], p.returncode))
+
+    def kill_workers(self):
+        for w in self.workers:
+            p = w["proc"]
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(10)
+
+    # ---- scheduling ----
+    def later(self, delay, fn, what):
+        self.seq += 1
+        self.pending.append((time.monotonic() + delay, self.seq, fn, what))
+        self.pending.sort()
+
+    def run_due(self, everything=False):
+        while self.pending and (everything or self.pending[0][0] <= time.monotonic()):
+            _, _, fn, what = self.pending.pop(0)
+            self.log("heal: " + what)
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - a failed heal is logged, heal_all follows
+                self.log("heal %s failed: %r" % (what, e))
+
+    def count(self, kind):
+        self.faults += 1
+        self.fault_counts[kind] = self.fault_counts.get(kind, 0) + 1
+
+    # ---- nemeses ----
+    def pick_nodes(self, leader, k, leader_bias=0.6):
+        """k distinct healthy nodes, the leader first with probability leader_bias."""
+        nodes = [s for s in self.cluster.nodes if s.up()]
+        chosen = []
+        if leader is not None and leader in nodes and self.rng.random() < leader_bias:
+            chosen.append(leader)
+        rest = [s for s in nodes if s not in chosen]
+        self.rng.shuffle(rest)
+        return (chosen + rest)[:k]
+
+    def minority(self):
+        return (len(self.cluster.nodes) - 1) // 2
+
+    def end_server_fault(self):
+        self.server_fault = False
+
+    def server_nemesis(self):
+        c = self.cluster
+        leader = c.leader(timeout=2.0)
+        lid = leader.node_id if leader else None
+        kinds = [("kill", 3), ("pause", 3), ("clock", 2), ("member", 1), ("pause-all", 0.3)]
+        if self.partitions_ok:
+            kinds += [("partition-leader", 2), ("partition-split", 2)]
+        r = self.rng.uniform(0, sum(w for _, w in kinds))
+        for kind, wgt in kinds:
+            r -= wgt
+            if r < 0:
+                break
+        k = self.rng.randint(1, self.minority())
+        self.server_fault = True
+        if kind == "kill":
+            victims = self.pick_nodes(leader, k)
+            d = self.rng.uniform(0.3, 3.0)
+            for s in victims:
+                c.kill(s)
+            ids = [s.node_id for s in victims]
+            self.log("start kill -9 nodes %s (leader %s) for %.2f s" % (ids, lid, d))
+            self.later(d, lambda: ([c.restart(s) for s in victims], self.end_server_fault()),
+                       "restart nodes %s" % ids)
+        elif kind == "pause":
+            victims = self.pick_nodes(leader, k)
+            d = self.rng.uniform(0.2, 3.0)
+            for s in victims:
+                c.stop_node(s)
+            ids = [s.node_id for s in victims]
+            self.log("start SIGSTOP nodes %s (leader %s) for %.2f s" % (ids, lid, d))
+            self.later(d, lambda: ([c.cont_node(s) for s in victims], self.end_server_fault()),
+                       "SIGCONT nodes %s" % ids)
+        elif kind == "pause-all":
+            victims = [s for s in c.nodes if s.up()]
+            d = self.rng.uniform(0.5, 2.5)
+            for s in victims:
+                c.stop_node(s)
+            self.log("start SIGSTOP every node %s for %.2f s" % ([s.node_id for s in victims], d))
+            self.later(d, lambda: ([c.cont_node(s) for s in victims], self.end_server_fault()),
+                       "SIGCONT every node")
+        elif kind == "clock":
+            victims = self.pick_nodes(leader, k, leader_bias=0.5)
+            d = self.rng.uniform(2.0, 8.0)
+            off = self.rng.choice(["+1h", "-1h", "+1d", "-1d", "+10m", "-10m", "+1y"])
+            for s in victims:
+                c.set_clock(s, off)
+            ids = [s.node_id for s in victims]
+            self.log("start wall clock %s on nodes %s (leader %s) for %.2f s" % (off, ids, lid, d))
+            self.later(d, lambda: ([c.set_clock(s, "+0") for s in victims],
+                                   self.end_server_fault()), "wall clock +0 on nodes %s" % ids)
+        elif kind in ("partition-leader", "partition-split"):
+            up = [s for s in c.nodes if s.up()]
+            if kind == "partition-leader" and leader is not None:
+                side = [leader]
+            else:
+                side = self.rng.sample(up, k)
+            other = [s for s in c.nodes if s not in side]
+            d = self.rng.uniform(1.0, 5.0)
+            c.partition([side, other])
+            self.log("start %s: %s | %s (leader %s) for %.2f s"
+                     % (kind, [s.node_id for s in side], [s.node_id for s in other], lid, d))
+            self.later(d, lambda: (c.heal_partition(), self.end_server_fault()),
+                       "partition removed")
+        elif kind == "member":
+            followers = [s for s in c.nodes if s.up() and s is not leader]
+            if leader is None or not followers:
+                self.log("member change skipped: no leader")
+                self.server_fault = False
+                return
+            s = self.rng.choice(followers)
+            self.log("start CLUSTER.REMOVE node %d, wipe its data, rejoin with --join"
+                     % s.node_id)
+            if not c.remove_and_rejoin_stop(s, leader):
+                self.server_fault = False
+                return
+            d = self.rng.uniform(0.5, 2.0)
+            self.later(d, lambda: (c.rejoin(s), self.end_server_fault()),
+                       "node %d starts again with --join" % s.node_id)
+        self.count(kind)
+
+    def worker_nemesis(self):
+        cands = [w for w in self.workers if w["proc"].poll() is None and not w["paused"]]
+        if not cands:
+            return
+        w = self.rng.choice(cands)
+        ttl = w["ttl"] / 1000.0
+        d = self.rng.uniform(ttl + 0.2, ttl + 2.0) if self.rng.random() < 0.7 \
+            else self.rng.uniform(0.05, ttl)
+        try:
+            os.kill(w["proc"].pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        w["paused"] = True
+        self.client_pauses += 1
+        self.count("worker-pause")
+        self.log("start SIGSTOP worker %s (pid %d) for %.2f s (TTL %.1f s)"
+                 % (w["name"], w["proc"].pid, d, ttl))
+
+        def resume():
+            sigcont_pid(w["proc"].pid)
+            w["paused"] = False
+        self.later(d, resume, "SIGCONT worker %s" % w["name"])
+
+    def watch_crashes(self):
+        """A node that exited although no fault killed it: a crash. Log it, start it again."""
+        for s in self.cluster.nodes:
+            if not s.running() and not s.killed and not s.removed and s.proc is not None:
+                rc = s.proc.returncode
+                msg = "node %d exited by itself (status %s)" % (s.node_id, rc)
+                self.crashes.append(msg)
+                self.log("CRASH " + msg)
+                s.kill9()  # notes the unexpected exit in s.problems
+                s.restart(wait=False)
+
+    def schedule(self, seconds):
+        end = time.monotonic() + seconds
+        next_server = time.monotonic() + self.rng.uniform(1.0, 3.0)
+        next_worker = time.monotonic() + self.rng.uniform(2.0, 6.0)
+        while time.monotonic() < end:
+            self.run_due()
+            self.watch_crashes()
+            now = time.monotonic()
+            if not self.server_fault and now >= next_server:
+                self.server_nemesis()
+                next_server = now + self.rng.uniform(0.5, 3.0)
+            if now >= next_worker:
+                self.worker_nemesis()
+                next_worker = now + self.rng.uniform(2.0, 8.0)
+            if self.server_fault:
+                next_server = max(next_server, now)
+            wake = min([end, next_worker] + [p[0] for p in self.pending[:1]] +
+                       ([next_server] if not self.server_fault else []))
+            time.sleep(max(0.005, min(0.1, wake - time.monotonic())))
+
+    # ---- results ----
+    def merge_histories(self, finals):
+        events = []
+        for w in self.workers:
+            try:
+                with open(w["history"], encoding="utf-8") as f:
+                    for line in f:
+                        line = line.strip()
+                        if line:
+                            events.append(json.loads(line))
+            except FileNotFoundError:
+                pass
+        events.sort(key=lambda e: e["time"])
+        t_end = (events[-1]["time"] + 1) if events else time.monotonic_ns()
+        for wl, v in finals.items():
+            events.append({"type": "final", "workload": wl, "value": v, "time": t_end})
+        path = os.path.join(self.out, "history.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for e in events:
+                f.write(json.dumps(e, separators=(",", ":")) + "\n")
+        return path, sum(1 for e in events if e.get("type") == "invoke")
+
+    def read_finals(self):
+        finals = {}
+        wls = {w["workload"] for w in self.workers}
+        for wl, key in (("fenced-counter", "counter"), ("control", "control")):
+            if wl not in wls:
+                continue
+            r = self.cluster.call_leader("GET", key, timeout=30.0)
+            if r is None:
+                finals[wl] = 0  # never written
+            elif isinstance(r, bytes) and r.isdigit():
+                finals[wl] = int(r)
+            else:
+                self.crashes.append("could not read the final %s value (%r)" % (key, r))
+        return finals
+
+    def sanitizer_in_workers(self):
+        out = []
+        for w in self.workers:
+            try:
+                with open(w["log"], errors="replace") as f:
+                    txt = f.read()
+            except OSError:
+                continue
+            if any(p in txt for p in SANITIZER_PATTERNS):
+                out.append("sanitizer report in worker %s (%s)" % (w["name"], w["log"]))
+        return out
+
+
+def iptables_ok(tag):
+    probe = ["OUTPUT", "-p", "tcp", "--dport", "1", "-m", "comment", "--comment", tag, "-j",
+             "DROP"]
+    try:
+        if iptables("-A", *probe).returncode != 0:
+            return False
+        iptables("-D", *probe)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
+def summarize_verdict(v):
+    extra = ""
+    st = v.get("stats", {})
+    if v["workload"] in ("fenced-counter", "control"):
+        extra = " ok_writes=%s info_writes=%s final=%s" % (st.get("ok_writes"),
+                                                           st.get("info_writes"), st.get("final"))
+    key = (" key=%s" % v["key"]) if v.get("key") is not None else ""
+    n_viol = st.get("violations_total", len(v.get("violations", [])))
+    return "verdict %s%s: valid=%s ops=%d violations=%d anomalies=%s%s" % (
+        v["workload"], key, v["valid"], v.get("ops", 0), n_viol, v.get("anomalies", 0), extra)
+
+
+def check(run, history_path):
+    try:
+        import checkers
+    except ImportError as e:
+        return [{"workload": "?", "valid": "unknown", "ops": 0, "violations": [],
+                 "anomalies": 0, "stats": {"error": "checkers unavailable: %s" % e}}]
+    return checkers.check_file(history_path, budget_s=run.args.check_budget)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="fencelock torture suite")
+    ap.add_argument("--bin", required=True, help="fencelockd (the worker is found beside it "
+                    "in tests/torture/worker)")
+    ap.add_argument("--seconds", type=float, default=60.0, help="length of the fault schedule")
+    ap.add_argument("--nodes", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--workloads", default="all")
+    ap.add_argument("--clients", type=int, default=3, help="workers per workload")
+    ap.add_argument("--out", default=None, help="default build/torture/SEED-nN")
+    ap.add_argument("--no-faults", action="store_true", help="no nemesis (a baseline run)")
+    ap.add_argument("--check-budget", type=float, default=120.0,
+                    help="seconds of linearizability search per key")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the nemesis log too")
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 1 << 31)
+    if args.out is None:
+        args.out = os.path.join("build", "torture", "%d-n%d" % (args.seed, args.nodes))
+    print("torture: seed %d (replay: --seed %d --nodes %d --seconds %g)"
+          % (args.seed, args.seed, args.nodes, args.seconds), flush=True)
+    run = Run(args)
+    if not os.access(run.worker_bin(), os.X_OK):
+        raise SystemExit("torture: %s missing (make SAN=1 %s)" % (run.worker_bin(),
+                                                                  run.worker_bin()))
+    shutil.rmtree(run.out, ignore_errors=True)
+    os.makedirs(run.out)
+    run.logf = open(os.path.join(run.out, "nemesis.log"), "w")
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_term)
+
+    verdicts, n_ops = [], 0
+    try:
+        run.cluster = Cluster(args.bin, run.out, args.nodes, run.log)
+        run.partitions_ok = iptables_ok(run.cluster.tag)
+        if not run.partitions_ok:
+            print("torture: iptables unusable: no partitions in this run", flush=True)
+        leader = run.cluster.start()
+        if leader is None:
+            raise RuntimeError("no leader after start")
+        run.log("cluster of %d up, leader node %d; seed %d" % (args.nodes, leader.node_id,
+                                                                args.seed))
+        run.start_workers(args.seconds + TAIL_S)
+        if not args.no_faults:
+            run.schedule(args.seconds)
+        else:
+            time.sleep(args.seconds)
+        run.log("schedule over: healing everything")
+        run.run_due(everything=True)
+        run.cluster.heal_all()
+        run.server_fault = False
+        if run.cluster.leader(timeout=30.0) is None:
+            run.crashes.append("no leader 30 s after the heal")
+        run.log("healed; waiting for the workers")
+        run.finish_workers(TAIL_S + 60.0)
+        finals = run.read_finals()
+        run.log("final values %r" % finals)
+        history_path, n_ops = run.merge_histories(finals)
+    finally:
+        try:
+            run.kill_workers()
+            run.run_due(everything=True)
+            if run.cluster:
+                run.cluster.heal_all()
+                run.cluster.stop_all()
+        finally:
+            if run.cluster:
+                run.cluster.cleanup()
+    problems = list(run.crashes) + run.sanitizer_in_workers()
+    for s in run.cluster.nodes:
+        problems += ["node %d: %s" % (s.node_id, p) for p in s.problems]
+        rep = s.sanitizer_report()
+        if rep:
+            problems.append("node %d: sanitizer report:\n%s" % (s.node_id, rep))
+    run.log("checking %s" % history_path)
+    verdicts = check(run, history_path)
+    with open(os.path.join(run.out, "verdicts.json"), "w") as f:
+        json.dump({"seed": args.seed, "nodes": args.nodes, "seconds": args.seconds,
+                   "faults": run.fault_counts, "client_pauses": run.client_pauses,
+                   "problems": problems, "verdicts": verdicts}, f, indent=1, default=str)
+    violations = 0
+    status = 0
+    for v in verdicts:
+        print(summarize_verdict(v))
+        n_viol = v.get("stats", {}).get("violations_total", len(v.get("violations", [])))
+        if v["workload"] != "control" or v["valid"] is False:
+            violations += n_viol
+        for x in v.get("violations", [])[:3]:
+            print("  violation: %s" % json.dumps(x, default=str)[:2000])
+        if v["valid"] == "unknown":
+            print("torture: verdict unknown for %s: %s" % (v["workload"], v.get("stats", {})
+                                                           .get("unknown_reason",
+                                                                v.get("stats", {}).get("error"))))
+            status = 1
+    ctl = [v for v in verdicts if v["workload"] == "control"]
+    if ctl and (run.client_pauses or PAUSE_MS > 0) and sum(v.get("anomalies", 0) for v in ctl) == 0:
+        print("torture: control showed no lost update although clients paused: nothing was "
+              "tested")
+        status = 1
+    for p in problems:
+        print("torture: problem: %s" % p)
+    violations += len(problems)
+    print("torture: faults %s, client pauses %d, output in %s"
+          % (json.dumps(run.fault_counts, sort_keys=True), run.client_pauses, run.out))
+    print("torture: %d ops, %d faults, %d violations" % (n_ops, run.faults, violations))
+    if violations:
+        status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,644 @@
+/*
+ * worker: one client loop of the torture suite (tests/torture/torture.py) on libfencelock. It
+ * owns its fl_client, at most one fl_session at a time and its history file, to which it
+ * appends one JSON line per event with a single write() (O_APPEND), so several workers may
+ * share a file.
+ *
+ *   worker --endpoints EP --workload W --proc-base P --ops N --seconds S --seed X
+ *          --history FILE [--ttl ms] [--pause-ms max]
+ *
+ * History contract (read by tests/torture/checkers.py; see docs/testing.md, "Torture"):
+ *   {"proc":int,"type":"invoke|ok|fail|info","f":...,"workload":...,"time":ns, ...}
+ * "time" is CLOCK_MONOTONIC in ns. Every ok/fail/info completes the last invoke of the same
+ * proc. After an info (unknown outcome) the worker goes on as a new proc, P + k*1000.
+ *
+ * Workloads:
+ *   register        r0..r4: read (ok value: string|null), write (value), cas (expected, value:
+ *                   KV.GET then PUT IFREV mod_rev; only the PUT is recorded). Writes carry the
+ *                   session (REQ sid seq: retries apply once).
+ *   mutex           lock "mutex": acquire (ok token), hold, release. When the session ends
+ *                   (lost, or closed after an info) the release of whatever it held is the op
+ *                   f "expire" of the same proc ("session": sid), its last: invoke dated back
+ *                   to a time before which the servers cannot have expired it (the last safe
+ *                   deadline seen, or the close), so it may overlap the proc's earlier ops; ok
+ *                   once a linearizable LOCK.INFO shows the session neither holds nor waits
+ *                   (info if that was never seen).
+ *   fenced-counter  lock "counter-lock", key "counter": acquire, read, pause (a whole-process
+ *                   freeze, sometimes longer than the TTL), write read+1 with FENCE and no
+ *                   session (a naive client), release.
+ *   control         the same on "control-lock"/"control" with a plain PUT: loses updates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fencelock.h"
+
+enum workload { WL_REGISTER, WL_MUTEX, WL_FENCED, WL_CONTROL };
+
+struct worker {
+    /* configuration */
+    const char *endpoints, *wl_name;
+    enum workload wl;
+    int proc_base;
+    long max_ops;
+    int64_t end_ns;
+    uint64_t ttl_ms;
+    int pause_ms;
+    int fd;
+    /* state */
+    uint64_t rng;
+    int gen;  /* proc = proc_base + gen * 1000 */
+    long ops; /* invokes so far */
+    long n_ok, n_fail, n_info, n_lost;
+    long uniq; /* counter for unique written values */
+    fl_client *c;
+    fl_session *s;
+    int64_t safe_seen;       /* the largest fl_session_safe_until() seen for s (ms) */
+    atomic_llong lost_at_ms; /* set by the on_lost callback of s */
+};
+
+struct ev {
+    char buf[2048];
+    size_t n;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t rnd(struct worker *w, uint64_t n)
+{
+    /* xorshift64* */
+    w->rng ^= w->rng >> 12;
+    w->rng ^= w->rng << 25;
+    w->rng ^= w->rng >> 27;
+    return n ? (w->rng * 2685821657736338717ULL) % n : 0;
+}
+
+static int proc_of(const struct worker *w)
+{
+    return w->proc_base + w->gen * 1000;
+}
+
+static void ev_add(struct ev *e, const char *fmt, ...)
+{
+    if (e->n >= sizeof(e->buf))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(e->buf + e->n, sizeof(e->buf) - e->n, fmt, ap);
+    va_end(ap);
+    if (k > 0)
+        e->n += (size_t)k;
+    if (e->n > sizeof(e->buf))
+        e->n = sizeof(e->buf);
+}
+
+/* ,"key":"value" with JSON escapes, or null when s is NULL. */
+static void ev_str(struct ev *e, const char *key, const char *s)
+{
+    if (!s) {
+        ev_add(e, ",\"%s\":null", key);
+        return;
+    }
+    ev_add(e, ",\"%s\":\"", key);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            ev_add(e, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            ev_add(e, "\\u%04x", *p);
+        else
+            ev_add(e, "%c", *p);
+    }
+    ev_add(e, "\"");
+}
+
+static void ev_begin(struct ev *e, const struct worker *w, int proc, const char *type,
+                     const char *f, int64_t t)
+{
+    e->n = 0;
+    ev_add(e, "{\"proc\":%d,\"type\":\"%s\",\"f\":\"%s\",\"workload\":\"%s\",\"time\":%" PRId64,
+           proc, type, f, w->wl_name, t);
+}
+
+static void ev_emit(struct worker *w, struct ev *e)
+{
+    if (e->n + 3 > sizeof(e->buf))
+        e->n = sizeof(e->buf) - 3; /* cannot happen with our values; keep the line whole */
+    e->buf[e->n++] = '}';
+    e->buf[e->n++] = '\n';
+    const char *p = e->buf;
+    size_t left = e->n;
+    while (left > 0) {
+        ssize_t k = write(w->fd, p, left);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            perror("worker: history write");
+            exit(2);
+        }
+        p += k;
+        left -= (size_t)k;
+    }
+}
+
+/* The completion of the current proc's op: counts it; an info moves on to a new proc. */
+static void ev_complete(struct worker *w, struct ev *e, const char *type)
+{
+    ev_emit(w, e);
+    if (!strcmp(type, "ok"))
+        w->n_ok++;
+    else if (!strcmp(type, "fail"))
+        w->n_fail++;
+    else
+        w->n_info++;
+}
+
+static void after_info(struct worker *w, const char *type)
+{
+    if (!strcmp(type, "info"))
+        w->gen++;
+}
+
+/* How a mutating call ended: a definite refusal is "fail", anything unsure "info". */
+static const char *write_outcome(fl_err e, fl_err refused)
+{
+    if (e == FL_OK)
+        return "ok";
+    if (e == refused || e == FL_EIFREV || e == FL_ESTALE || e == FL_ETOOLARGE || e == FL_EINVAL ||
+        e == FL_ESERVER || e == FL_ENOTHOLDER)
+        return "fail";
+    return "info"; /* FL_EUNKNOWN, FL_EUNAVAILABLE, FL_ETIMEOUT, FL_ESESSION, FL_EPROTO, ... */
+}
+
+static void ev_error(struct ev *e, struct worker *w, fl_err err)
+{
+    ev_str(e, "error", fl_strerror(err));
+    ev_str(e, "msg", fl_client_errmsg(w->c));
+}
+
+static int time_left(const struct worker *w)
+{
+    return now_ns() < w->end_ns && (w->max_ops <= 0 || w->ops < w->max_ops);
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * A stop-the-world pause: the whole process, the session's keepalive thread included, is
+ * frozen for ms milliseconds, as a garbage collector or a VM migration would freeze it. A
+ * child process sends SIGSTOP, sleeps, sends SIGCONT and exits; short pauses just sleep.
+ */
+static void gc_pause(int64_t ms)
+{
+    if (ms < 50) {
+        sleep_ms(ms);
+        return;
+    }
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0) {
+        sleep_ms(ms);
+        return;
+    }
+    if (child == 0) {
+        kill(parent, SIGSTOP);
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+        kill(parent, SIGCONT);
+        _exit(0);
+    }
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static void on_lost(fl_session *s, void *ctx)
+{
+    struct worker *w = ctx;
+    atomic_store(&w->lost_at_ms, (long long)fl_now_ms());
+}
+
+static void note_safe(struct worker *w)
+{
+    if (!w->s)
+        return;
+    int64_t su = fl_session_safe_until(w->s);
+    if (su > w->safe_seen)
+        w->safe_seen = su;
+}
+
+/* A live session in w->s, opened (after dropping a lost one) if needed; 0 if none by the end. */
+static int ensure_session(struct worker *w)
+{
+    if (w->s && fl_session_is_lost(w->s)) {
+        fl_session_abandon(w->s);
+        w->s = NULL;
+        w->n_lost++;
+    }
+    while (!w->s && now_ns() < w->end_ns) {
+        char name[64];
+        snprintf(name, sizeof(name), "torture-%s-%d", w->wl_name, proc_of(w));
+        fl_err e = fl_session_open(w->c, w->ttl_ms, 0, name, &w->s);
+        if (e == FL_OK) {
+            atomic_store(&w->lost_at_ms, 0);
+            w->safe_seen = 0;
+            fl_session_on_lost(w->s, on_lost, w);
+            note_safe(w);
+            return 1;
+        }
+        w->s = NULL;
+        sleep_ms(50 + (int64_t)rnd(w, 100));
+    }
+    return w->s != NULL;
+}
+
+/* ---- register ---- */
+
+static void op_register(struct worker *w)
+{
+    char key[8], val[64];
+    snprintf(key, sizeof(key), "r%d", (int)rnd(w, 5));
+    int kind = (int)rnd(w, 3);
+    struct ev e;
+    if (kind == 0) {
+        int proc = proc_of(w);
+        ev_begin(&e, w, proc, "invoke", "read", now_ns());
+        ev_str(&e, "key", key);
+        ev_emit(w, &e);
+        w->ops++;
+        struct fl_kv kv;
+        fl_err err = fl_get(w->c, key, &kv);
+        const char *type = err == FL_OK || err == FL_ENOTFOUND ? "ok" : "fail";
+        ev_begin(&e, w, proc, type, "read", now_ns());
+        ev_str(&e, "key", key);
+        if (err == FL_OK) {
+            ev_str(&e, "value", kv.value);
+            fl_kv_free(&kv);
+        } else if (err == FL_ENOTFOUND) {
+            ev_str(&e, "value", NULL);
+        } else {
+            ev_error(&e, w, err);
+        }
+        ev_complete(w, &e, type);
+        return;
+    }
+    if (!ensure_session(w))
+        return;
+    int proc = proc_of(w);
+    snprintf(val, sizeof(val), "p%d-%ld", proc, ++w->uniq);
+    struct fl_write_opts opts = {0};
+    char *expected = NULL;
+    const char *f = "write";
+    if (kind == 2) {
+        f = "cas";
+        struct fl_kv kv;
+        fl_err err = fl_get(w->c, key, &kv);
+        if (err == FL_OK) {
+            expected = strdup(kv.value);
+            opts.ifrev = kv.mod_rev;
+            fl_kv_free(&kv);
+        } else if (err != FL_ENOTFOUND) {
+            return; /* no read, no cas: nothing recorded */
+        }
+        opts.use_ifrev = 1;
+    }
+    ev_begin(&e, w, proc, "invoke", f, now_ns());
+    ev_str(&e, "key", key);
+    if (kind == 2)
+        ev_str(&e, "expected", expected);
+    ev_str(&e, "value", val);
+    ev_emit(w, &e);
+    w->ops++;
+    uint64_t rev = 0;
+    fl_err err = fl_put(w->c, w->s, key, val, strlen(val), kind == 2 ? &opts : NULL, &rev);
+    /* A failed cas tells the checker the register did not hold `expected`: only -IFREV. */
+    const char *type = write_outcome(err, FL_EIFREV);
+    if (kind == 2 && err != FL_OK && err != FL_EIFREV)
+        type = "info";
+    ev_begin(&e, w, proc, type, f, now_ns());
+    ev_str(&e, "key", key);
+    if (kind == 2)
+        ev_str(&e, "expected", expected);
+    ev_str(&e, "value", val);
+    if (err == FL_OK)
+        ev_add(&e, ",\"rev\":%" PRIu64, rev);
+    else
+        ev_error(&e, w, err);
+    ev_complete(w, &e, type);
+    after_info(w, type);
+    free(expected);
+}
+
+/* ---- locks shared by mutex and the counters ---- */
+
+/* acquire: 1 if granted (token in *token); an info moves to a new proc. */
+static int acquire(struct worker *w, const char *lock, uint64_t *token, const char **outcome)
+{
+    int proc = proc_of(w);
+    uint64_t sid = fl_session_id(w->s);
+    struct ev e;
+    note_safe(w);
+    ev_begin(&e, w, proc, "invoke", "acquire", now_ns());
+    ev_add(&e, ",\"session\":%" PRIu64, sid);
+    ev_emit(w, &e);
+    w->ops++;
+    fl_err err = fl_lock(w->s, lock, 300 + rnd(w, 2000), token);
+    const char *type = err == FL_OK ? "ok" : err == FL_ETIMEOUT ? "fail" : "info";
+    ev_begin(&e, w, proc, type, "acquire", now_ns());
+    ev_add(&e, ",\"session\":%" PRIu64, sid);
+    if (err == FL_OK)
+        ev_add(&e, ",\"token\":%" PRIu64, *token);
+    else
+        ev_error(&e, w, err);
+    ev_complete(w, &e, type);
+    *outcome = type;
+    return err == FL_OK;
+}
+
+static const char *release(struct worker *w, const char *lock)
+{
+    int proc = proc_of(w);
+    uint64_t sid = fl_session_id(w->s);
+    struct ev e;
+    ev_begin(&e, w, proc, "invoke", "release", now_ns());
+    ev_add(&e, ",\"session\":%" PRIu64, sid);
+    ev_emit(w, &e);
+    w->ops++;
+    fl_err err = fl_unlock(w->s, lock);
+    const char *type = err == FL_OK ? "ok" : "info";
+    ev_begin(&e, w, proc, type, "release", now_ns());
+    ev_add(&e, ",\"session\":%" PRIu64, sid);
+    if (err != FL_OK)
+        ev_error(&e, w, err);
+    ev_complete(w, &e, type);
+    return type;
+}
+
+/* A pause while holding a lock: mostly short, sometimes up to pause_ms (past the TTL). */
+static void hold_pause(struct worker *w)
+{
+    int64_t ms = (int64_t)rnd(w, 30);
+    if (w->pause_ms > 0 && rnd(w, 5) == 0)
+        ms = (int64_t)rnd(w, (uint64_t)w->pause_ms + 1);
+    gc_pause(ms);
+}
+
+/* Is `sid` gone from lock `name` (neither holder nor waiter), by a linearizable read? */
+static int lock_free_of(struct worker *w, const char *name, uint64_t sid)
+{
+    struct fl_lock_info li;
+    fl_err e = fl_lock_info(w->c, name, &li);
+    if (e == FL_ENOTFOUND)
+        return 1;
+    if (e != FL_OK)
+        return 0;
+    int gone = li.holder != sid;
+    for (size_t i = 0; i < li.n_waiters; i++)
+        if (li.waiters[i] == sid)
+            gone = 0;
+    fl_lock_info_free(&li);
+    return gone;
+}
+
+/*
+ * The mutex session ends (lost, or given up after an info): close it if it is still live,
+ * then record its lock's release by the servers as the op "expire", the proc's last.
+ */
+static void end_mutex_session(struct worker *w)
+{
+    int proc = proc_of(w);
+    uint64_t sid = fl_session_id(w->s);
+    int64_t t0 = w->safe_seen * 1000000;
+    if (fl_session_is_lost(w->s)) {
+        fl_session_abandon(w->s);
+        w->n_lost++;
+    } else {
+        int64_t t = now_ns();
+        if (t0 == 0 || t < t0)
+            t0 = t;
+        fl_session_close(w->s);
+    }
+    w->s = NULL;
+    struct ev e;
+    ev_begin(&e, w, proc, "invoke", "expire", t0);
+    ev_add(&e, ",\"session\":%" PRIu64, sid);
+    ev_emit(w, &e);
+    int64_t give_up = now_ns() + 30000000000LL;
+    int seen = 0;
+    while (!(seen = lock_free_of(w, "mutex", sid)) && now_ns() < give_up)
+        sleep_ms(50);
+    const char *type = seen ? "ok" : "info";
+    ev_begin(&e, w, proc, type, "expire", now_ns());
+    ev_add(&e, ",\"session\":%" PRIu64, sid);
+    long long lost_at = atomic_load(&w->lost_at_ms);
+    if (lost_at)
+        ev_add(&e, ",\"lost_at\":%lld", lost_at * 1000000);
+    ev_emit(w, &e);
+    w->gen++;
+}
+
+static void op_mutex(struct worker *w)
+{
+    if (!ensure_session(w))
+        return;
+    uint64_t token;
+    const char *outcome;
+    if (!acquire(w, "mutex", &token, &outcome)) {
+        if (!strcmp(outcome, "info") || fl_session_is_lost(w->s))
+            end_mutex_session(w);
+        return;
+    }
+    hold_pause(w);
+    note_safe(w);
+    if (fl_session_is_lost(w->s)) {
+        end_mutex_session(w);
+        return;
+    }
+    if (!strcmp(release(w, "mutex"), "info"))
+        end_mutex_session(w);
+}
+
+/* ---- fenced-counter and control ---- */
+
+static void op_counter(struct worker *w)
+{
+    int fenced = w->wl == WL_FENCED;
+    const char *lock = fenced ? "counter-lock" : "control-lock";
+    const char *key = fenced ? "counter" : "control";
+    if (!ensure_session(w))
+        return;
+    uint64_t token;
+    const char *outcome;
+    if (!acquire(w, lock, &token, &outcome)) {
+        after_info(w, outcome);
+        return;
+    }
+    int proc = proc_of(w), gen = w->gen;
+    struct ev e;
+    ev_begin(&e, w, proc, "invoke", "read", now_ns());
+    ev_emit(w, &e);
+    w->ops++;
+    struct fl_kv kv;
+    fl_err err = fl_get(w->c, key, &kv);
+    long long v = 0;
+    const char *type = err == FL_OK || err == FL_ENOTFOUND ? "ok" : "fail";
+    ev_begin(&e, w, proc, type, "read", now_ns());
+    if (err == FL_OK) {
+        v = strtoll(kv.value, NULL, 10);
+        fl_kv_free(&kv);
+    }
+    if (*type == 'o')
+        ev_add(&e, ",\"value\":%lld", v);
+    else
+        ev_error(&e, w, err);
+    ev_complete(w, &e, type);
+    if (*type == 'o' && time_left(w)) {
+        hold_pause(w);
+        char val[32];
+        snprintf(val, sizeof(val), "%lld", v + 1);
+        struct fl_write_opts fence = {.fence_name = lock, .fence_token = token};
+        ev_begin(&e, w, proc, "invoke", "write", now_ns());
+        ev_add(&e, ",\"value\":%lld,\"token\":%" PRIu64, v + 1, token);
+        ev_emit(w, &e);
+        w->ops++;
+        uint64_t rev = 0;
+        /* No session: a naive client that does not check its lease before it writes. */
+        err = fl_put(w->c, NULL, key, val, strlen(val), fenced ? &fence : NULL, &rev);
+        type = write_outcome(err, FL_ESTALE);
+        ev_begin(&e, w, proc, type, "write", now_ns());
+        ev_add(&e, ",\"value\":%lld,\"token\":%" PRIu64, v + 1, token);
+        if (err == FL_OK)
+            ev_add(&e, ",\"rev\":%" PRIu64, rev);
+        else
+            ev_error(&e, w, err);
+        ev_complete(w, &e, type);
+        after_info(w, type);
+    }
+    after_info(w, release(w, lock)); /* also after an info write, as the next proc */
+    if (w->gen == gen && fl_session_is_lost(w->s))
+        w->gen++; /* a new session: a new proc */
+}
+
+/* ---- main ---- */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
+                    "control --proc-base P --ops N --seconds S --seed X --history FILE "
+                    "[--ttl ms] [--pause-ms max]\n");
+    exit(2);
+}
+
+static void parse_args(struct worker *w, int argc, char **argv, const char **history)
+{
+    double seconds = 0;
+    uint64_t seed = 1;
+    w->ttl_ms = 1500;
+    w->proc_base = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc)
+            usage();
+        const char *v = argv[++i];
+        if (!strcmp(a, "--endpoints"))
+            w->endpoints = v;
+        else if (!strcmp(a, "--workload"))
+            w->wl_name = v;
+        else if (!strcmp(a, "--proc-base"))
+            w->proc_base = atoi(v);
+        else if (!strcmp(a, "--ops"))
+            w->max_ops = atol(v);
+        else if (!strcmp(a, "--seconds"))
+            seconds = atof(v);
+        else if (!strcmp(a, "--seed"))
+            seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--history"))
+            *history = v;
+        else if (!strcmp(a, "--ttl"))
+            w->ttl_ms = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--pause-ms"))
+            w->pause_ms = atoi(v);
+        else
+            usage();
+    }
+    if (!w->endpoints || !w->wl_name || !*history || w->proc_base < 0 || w->proc_base >= 500 ||
+        seconds <= 0 || w->ttl_ms == 0)
+        usage();
+    if (!strcmp(w->wl_name, "register"))
+        w->wl = WL_REGISTER;
+    else if (!strcmp(w->wl_name, "mutex"))
+        w->wl = WL_MUTEX;
+    else if (!strcmp(w->wl_name, "fenced-counter"))
+        w->wl = WL_FENCED;
+    else if (!strcmp(w->wl_name, "control"))
+        w->wl = WL_CONTROL;
+    else
+        usage();
+    w->end_ns = now_ns() + (int64_t)(seconds * 1e9);
+    w->rng = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (!w->rng)
+        w->rng = 1;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    struct worker w = {0};
+    const char *history = NULL;
+    parse_args(&w, argc, argv, &history);
+    w.fd = open(history, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (w.fd < 0) {
+        perror(history);
+        return 2;
+    }
+    struct fl_options o;
+    fl_options_init(&o);
+    o.timeout_ms = 3000;
+    o.connect_timeout_ms = 500;
+    fl_err err;
+    w.c = fl_client_new(w.endpoints, &o, &err);
+    if (!w.c) {
+        fprintf(stderr, "worker: fl_client_new: %s\n", fl_strerror(err));
+        return 2;
+    }
+    while (time_left(&w)) {
+        if (w.wl == WL_REGISTER)
+            op_register(&w);
+        else if (w.wl == WL_MUTEX)
+            op_mutex(&w);
+        else
+            op_counter(&w);
+        sleep_ms((int64_t)rnd(&w, 10));
+    }
+    if (w.s) {
+        if (fl_session_is_lost(w.s))
+            fl_session_abandon(w.s);
+        else
+            fl_session_close(w.s);
+    }
+    fl_client_free(w.c);
+    close(w.fd);
+    printf("worker %s proc-base %d: %ld ops (%ld ok, %ld fail, %ld info), %d procs, %ld sessions "
+           "lost\n",
+           w.wl_name, w.proc_base, w.ops, w.n_ok, w.n_fail, w.n_info, w.gen + 1, w.n_lost);
+    return 0;
+}
