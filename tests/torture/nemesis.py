@@ -212,23 +212,33 @@ class Cluster:
         return True
 
     def rejoin(self, s):
-        """Start a removed node with an empty data dir and --join: it adds itself back."""
-        others = [x for x in self.nodes if x is not s and x.up()]
-        target = others[0] if others else self.nodes[0]
+        """Start a removed node with an empty data dir and --join through the leader (any
+        healthy node if none is known): it adds itself back."""
+        target = self.leader(timeout=2.0) or next(
+            (x for x in self.nodes if x is not s and x.up() and not x.removed), self.nodes[0])
         s.extra_args = ["--join", "127.0.0.1:%d" % target.port] + TIMING
         s.removed = False
         s.killed = False
         s.start(wait=False)
 
-    def members_of(self, s):
+    def voters(self):
+        """Sorted ids of the voters in the leader's configuration, or None."""
+        ld = self.leader(timeout=1.0)
+        if ld is None:
+            return None
         try:
-            with Conn(s.port, timeout=2.0) as c:
+            with Conn(ld.port, timeout=2.0) as c:
                 r = c.call("CLUSTER.MEMBERS")
         except (OSError, ConnectionClosed, ReplyTimeout):
             return None
-        if isinstance(r, RespError) or r is None:
+        if not isinstance(r, list):
             return None
-        return sorted(as_map(m)["id"] for m in r)
+        ms = [as_map(m) for m in r]
+        return sorted(m["id"] for m in ms if text(m.get("role")) in ("leader", "follower"))
+
+    def complete(self):
+        """Every node is a voter again."""
+        return self.voters() == sorted(s.node_id for s in self.nodes)
 
     # ---- heal and cleanup ----
     def heal_all(self):

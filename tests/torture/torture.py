@@ -135,7 +135,12 @@ class Run:
         self.pending.sort()
 
     def run_due(self, everything=False):
-        while self.pending and (everything or self.pending[0][0] <= time.monotonic()):
+        """Run the undo actions that are due (all that are pending now, if everything)."""
+        batch = len(self.pending) if everything else None
+        while self.pending and (batch is None and self.pending[0][0] <= time.monotonic()
+                                or batch is not None and batch > 0):
+            if batch is not None:
+                batch -= 1
             _, _, fn, what = self.pending.pop(0)
             self.log("heal: " + what)
             try:
@@ -229,8 +234,8 @@ class Run:
                        "partition removed")
         elif kind == "member":
             followers = [s for s in c.nodes if s.up() and s is not leader]
-            if leader is None or not followers:
-                self.log("member change skipped: no leader")
+            if leader is None or not followers or not c.complete():
+                self.log("member change skipped: no leader, or not every node is a voter yet")
                 self.server_fault = False
                 return
             s = self.rng.choice(followers)
@@ -240,9 +245,24 @@ class Run:
                 self.server_fault = False
                 return
             d = self.rng.uniform(0.5, 2.0)
-            self.later(d, lambda: (c.rejoin(s), self.end_server_fault()),
+            self.later(d, lambda: (c.rejoin(s), self.wait_voter(s, time.monotonic() + 30.0)),
                        "node %d starts again with --join" % s.node_id)
         self.count(kind)
+
+    def wait_voter(self, s, give_up):
+        """The member change ends when the rejoined node is a voter again (or after 30 s:
+        a liveness problem, reported)."""
+        if self.cluster.complete():
+            self.log("node %d is a voter again" % s.node_id)
+            self.end_server_fault()
+        elif time.monotonic() > give_up:
+            msg = "node %d not a voter 30 s after it restarted with --join" % s.node_id
+            self.log("LIVENESS " + msg)
+            self.crashes.append(msg)
+            self.end_server_fault()
+        else:
+            self.later(0.5, lambda: self.wait_voter(s, give_up),
+                       "is node %d a voter?" % s.node_id)
 
     def worker_nemesis(self):
         cands = [w for w in self.workers if w["proc"].poll() is None and not w["paused"]]
@@ -436,6 +456,12 @@ def main():
         run.server_fault = False
         if run.cluster.leader(timeout=30.0) is None:
             run.crashes.append("no leader 30 s after the heal")
+        t_heal = time.monotonic()
+        while not run.cluster.complete() and time.monotonic() < t_heal + 30.0:
+            time.sleep(0.5)
+        if not run.cluster.complete():
+            run.crashes.append("not every node a voter 30 s after the heal (voters %s)"
+                               % run.cluster.voters())
         run.log("healed; waiting for the workers")
         run.finish_workers(TAIL_S + 60.0)
         finals = run.read_finals()
