@@ -754,9 +754,12 @@ def check_mutex(history, budget_s=60, max_steps=None, max_configs=None):
 
 def _check_tokens(acquires, violations, what="token"):
     """Ok acquires: tokens present, unique, and increasing in real time (a grant that
-    completed before another was invoked has the smaller token)."""
+    completed before another was invoked has the smaller token).  LOCK by a session that
+    already holds the lock answers its existing token: acquires that carry the same
+    ``session`` and the same token are one grant (the first one stands for it).
+    Returns the (token, op) of the distinct grants."""
     toks = []
-    for o in acquires:
+    for o in sorted(acquires, key=lambda o: o.t0):
         t = o.get("token")
         if not isinstance(t, int) or isinstance(t, bool):
             violations.append({"kind": "history-error", "msg": f"ok acquire without integer "
@@ -764,17 +767,23 @@ def _check_tokens(acquires, violations, what="token"):
             continue
         toks.append((t, o))
     seen = {}
+    grants = []
     for t, o in toks:
-        if t in seen:
-            violations.append({"kind": "duplicate-token",
-                               "msg": f"{what} {t} granted twice", "op": o.describe(),
-                               "other": seen[t].describe()})
-        else:
+        if t not in seen:
             seen[t] = o
-    _realtime_monotone(toks, violations, "token-order",
+            grants.append((t, o))
+            continue
+        first = seen[t]
+        sid = o.get("session", prefer="inv")
+        if sid is not None and sid == first.get("session", prefer="inv"):
+            continue                # the same session asked again: the same grant
+        violations.append({"kind": "duplicate-token",
+                           "msg": f"{what} {t} granted twice", "op": o.describe(),
+                           "other": first.describe()})
+    _realtime_monotone(grants, violations, "token-order",
                        "{what} {b} granted after an acquire with {what} {a} had completed",
                        what=what, strict=True)
-    return toks
+    return grants
 
 
 def _realtime_monotone(items, violations, kind, fmt, strict=True, what="token", limit=5):
@@ -934,7 +943,8 @@ def check_counter(history, workload="fenced-counter", final=None):
                 violations.append({"kind": "write-before-grant", "msg": f"write applied at "
                                    f"revision {rev}, not after its token {t}",
                                    "op": o.describe()})
-            if last_tok is not None and t <= last_tok[0]:
+            # one grant may cover several writes (a session re-granted its own lock)
+            if last_tok is not None and t < last_tok[0]:
                 violations.append({"kind": "fence-order", "msg": f"ok write with token {t} "
                                    f"applied after an ok write with token {last_tok[0]}",
                                    "op": o.describe(), "previous": last_tok[1].describe()})

@@ -735,6 +735,19 @@ def test_mutex_duplicate_or_decreasing_tokens_invalid():
     v = h.check()
     assert_invalid(v, "token-order")
     assert "not-linearizable" in kinds(v)     # the model carries the last token as well
+    # the same session asking again gets its existing token: one grant, not a duplicate
+    h = H("mutex")
+    h.op(1, "acquire", 0, 10, inv={"session": 77}, ret={"token": 5, "session": 77})
+    h.op(1, "release", 20, 30, "info", inv={"session": 77})
+    h.op(2, "acquire", 40, 50, inv={"session": 77}, ret={"token": 5, "session": 77})
+    v = h.check()
+    assert "duplicate-token" not in kinds(v) and "token-order" not in kinds(v), kinds(v)
+    # ... but another session cannot get it
+    h = H("mutex")
+    h.op(1, "acquire", 0, 10, inv={"session": 77}, ret={"token": 5, "session": 77})
+    h.op(1, "release", 20, 30, "ok", inv={"session": 77})
+    h.op(2, "acquire", 40, 50, inv={"session": 78}, ret={"token": 5, "session": 78})
+    assert_invalid(h.check(), "duplicate-token")
     # concurrent acquires: the grant order decides, not the invoke order
     h = H("mutex")
     h.acq(1, 0, 50, 9).acq(2, 1, 10, 6).rel(2, 20, 30).rel(1, 60, 70)
@@ -1005,6 +1018,28 @@ def test_counter_info_writes_accounted():
     v = counter_history("fenced-counter", iters).check(final=3)
     assert_invalid(v, "phantom-increment")
     assert "unwritten-value" in kinds(v)
+
+
+@test
+def test_counter_regrant_to_same_session_valid():
+    # release info (not applied); the same session, as a new proc, acquires again and gets
+    # its token back, then writes again under it
+    h = H("fenced-counter", key=None)
+    h.op(1, "acquire", 0, 1, inv={"session": 7}, ret={"token": 10, "session": 7})
+    h.op(1, "read", 2, 3, ret={"value": 0})
+    h.op(1, "write", 4, 5, inv={"value": 1, "token": 10}, ret={"rev": 11})
+    h.op(1, "release", 6, 7, "info", inv={"session": 7})
+    h.op(1001, "acquire", 8, 9, inv={"session": 7}, ret={"token": 10, "session": 7})
+    h.op(1001, "read", 10, 11, ret={"value": 1})
+    h.op(1001, "write", 12, 13, inv={"value": 2, "token": 10}, ret={"rev": 12})
+    h.op(1001, "release", 14, 15, inv={"session": 7})
+    h.op(2, "acquire", 16, 17, inv={"session": 8}, ret={"token": 14, "session": 8})
+    h.op(2, "read", 18, 19, ret={"value": 2})
+    h.op(2, "write", 20, 21, inv={"value": 3, "token": 14}, ret={"rev": 15})
+    assert_valid(h.check(final=3))
+    # a write under an older token after a newer one is still caught
+    h.op(3, "write", 22, 23, inv={"value": 4, "token": 10}, ret={"rev": 16})
+    assert_invalid(h.check(final=4), "fence-order")
 
 
 @test
