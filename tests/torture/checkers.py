@@ -463,8 +463,11 @@ def _remember(lst, o):
     lst.append(o)
 
 
-def _lin_violation(kind, ops, res, describe_state, key=None):
-    """A short report of a failed WGL search."""
+def _lin_violation(kind, ops, res, describe_state, key=None, extra=None):
+    """A short report of a failed WGL search: the op no partial linearization got past, the
+    model states it could be tried in, the ops linearized just before it on one path, and
+    the ops concurrent with it (determinate ones first; indeterminate ones only if invoked
+    after the earliest determinate one, as old ones are concurrent with everything)."""
     b = ops[res["blocked"]] if res.get("blocked") is not None else None
     viol = {"kind": kind}
     if key is not None:
@@ -472,17 +475,20 @@ def _lin_violation(kind, ops, res, describe_state, key=None):
     if b is None:
         viol["msg"] = "no linearization exists"
         return viol
-    viol["msg"] = ("no linearization gets past this op: it cannot take effect in any state "
-                   "the ops before it can leave (nor can the ops concurrent with it be "
-                   "reordered to allow it)")
+    viol["msg"] = ("no linearization gets past this op: no order of the ops before and "
+                   "concurrent with it leaves a state in which it can take effect")
     viol["op"] = b.describe()
     viol["possible_states"] = [describe_state(s) for s in res["states"]]
     viol["last_linearized"] = [ops[i].describe() for i in res["prefix"]]
+    if extra:
+        viol.update(extra(b))
     conc = [o for o in ops if o is not b and o.t0 <= b.t1 and o.t1 >= b.t0]
-    conc.sort(key=lambda o: o.t0)
-    viol["concurrent"] = [o.describe() for o in conc[:MAX_CONTEXT_OPS]]
-    if len(conc) > MAX_CONTEXT_OPS:
-        viol["concurrent_total"] = len(conc)
+    definite = sorted((o for o in conc if o.t1 != INF), key=lambda o: o.t0)
+    since = min([o.t0 for o in definite] + [b.t0])
+    maybe = sorted((o for o in conc if o.t1 == INF and o.t0 >= since), key=lambda o: o.t0)
+    shown = (definite + maybe)[:MAX_CONTEXT_OPS]
+    viol["concurrent"] = [o.describe() for o in shown]
+    viol["concurrent_total"] = len(conc)
     return viol
 
 
@@ -662,8 +668,13 @@ def _check_register_key(key, events, budget_s, strict_cas_fail, max_steps, max_c
     stats["seconds"] = round(time.monotonic() - started, 3)
     valid = None
     if res["result"] is False:
+        def writer_of(b):
+            v = observed(b)
+            if v is _NOTHING or v is None or v not in writers:
+                return {}
+            return {"writes_of_value": [w.describe() for w in writers[v][:3]]}
         violations.append(_lin_violation("not-linearizable", [m[0] for m in sel], res,
-                                         lambda s: s, key))
+                                         lambda s: s, key, writer_of))
     elif res["result"] == "unknown":
         stats["unknown_reason"] = res.get("reason")
         if not violations:
