@@ -26,6 +26,10 @@ for t in "$B"/tests/test_*; do
     echo "!! $t exited $rc after passing (sanitizer report?)"; tail -n 30 "$log"; failed=$((failed + 1))
   fi
 done
+echo "== torture checkers"
+python3 tests/torture/test_checkers.py >"$log" 2>&1
+grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
+count "$log" "torture checkers"
 echo "== integration"
 python3 tests/integration/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
 count "$log" integration
