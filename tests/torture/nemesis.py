@@ -50,12 +50,15 @@ class Node(Server):
         write_offset(self.ts_file, "+0")
         super().__init__(binary, workdir, env=faketime_env(self.ts_file), node_id=node_id)
         self.cg_name = cg_name
-        self.cg_dir = os.path.join(cg_root, cg_name)
-        os.makedirs(self.cg_dir, exist_ok=True)
+        self.cg_dir = os.path.join(cg_root, cg_name) if cg_root else None
+        if self.cg_dir:
+            os.makedirs(self.cg_dir, exist_ok=True)
         self.killed = False  # kill -9'd and not restarted yet
         self.removed = False  # removed from the configuration, not yet rejoined
 
     def argv(self):
+        if not self.cg_dir:
+            return super().argv()
         return ["/bin/sh", "-c", WRAPPER, os.path.join(self.cg_dir, "cgroup.procs")] + \
             super().argv()
 
@@ -96,9 +99,7 @@ class Cluster:
     def __init__(self, binary, workdir, n, log):
         self.tag = "fencelock-torture-%d" % os.getpid()
         self.log = log
-        self.cg_root = cgroup2_root()
-        if not self.cg_root:
-            raise RuntimeError("no cgroup2 mount: partitions need one")
+        self.cg_root = cgroup2_root()  # None: no partitions in this run
         self.nodes = [Node(binary, os.path.join(workdir, "node%d" % i), i, self.cg_root,
                            "%s-n%d" % (self.tag, i)) for i in range(1, n + 1)]
         self.members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in self.nodes)
@@ -111,6 +112,19 @@ class Cluster:
         for s in self.nodes:
             s.start(wait=False)
         return self.leader(timeout=30)
+
+    def faketime_missing(self):
+        """Ids of running nodes whose process has not mapped libfaketime (a clock jump would
+        not reach them: the run would pass for the wrong reason)."""
+        out = []
+        for s in self.nodes:
+            try:
+                with open("/proc/%d/maps" % s.proc.pid) as f:
+                    if "libfaketime" not in f.read():
+                        out.append(s.node_id)
+            except OSError:
+                pass
+        return out
 
     def endpoints(self):
         return ",".join("127.0.0.1:%d" % s.port for s in self.nodes)
@@ -199,17 +213,46 @@ class Cluster:
             if p.returncode != 0:
                 self.log("iptables -D failed: %s" % p.stderr.strip())
 
-    def remove_and_rejoin_stop(self, s, leader):
-        """CLUSTER.REMOVE s (a follower) through the leader, then kill it and wipe its data.
-        Returns True when removed; the caller later calls rejoin(s)."""
-        r = self.call_leader("CLUSTER.REMOVE", s.node_id, timeout=15.0)
+    def remove_member(self, s):
+        """CLUSTER.REMOVE s through the leader; once the configuration no longer has it, kill
+        it and wipe its data (the caller later calls rejoin(s)). When the answer is lost
+        (-UNKNOWN: the leader changed), the configuration itself says whether it applied.
+        Returns True when s was removed."""
+        r = self.call_leader("CLUSTER.REMOVE", s.node_id, timeout=6.0)
         if r != "OK":
-            self.log("CLUSTER.REMOVE %d -> %r" % (s.node_id, r))
-            return False
-        s.kill9()
+            self.log("CLUSTER.REMOVE %d -> %r; asking the configuration" % (s.node_id, r))
+            deadline = time.monotonic() + 10.0
+            v = self.voters()
+            while v is None and time.monotonic() < deadline:
+                time.sleep(0.3)
+                v = self.voters()
+            if v is None or s.node_id in v:
+                self.log("node %d still a voter (voters %s)" % (s.node_id, v))
+                return False
+            self.log("node %d is out of the configuration after all" % s.node_id)
+        self.retire(s)
+        return True
+
+    def retire(self, s):
+        if s.running():
+            s.kill9()
+        s.sigstopped = False
         s.removed = True
         shutil.rmtree(s.data_dir, ignore_errors=True)
-        return True
+
+    def repair(self):
+        """Nodes that are no member at all of the leader's configuration (a CLUSTER.REMOVE
+        whose answer was lost applied after all): retire and rejoin them. Returns their ids."""
+        ms = self.member_roles()
+        if ms is None:
+            return []
+        out = []
+        for s in self.nodes:
+            if s.node_id not in ms and not s.removed:
+                self.retire(s)
+                self.rejoin(s)
+                out.append(s.node_id)
+        return out
 
     def rejoin(self, s):
         """Start a removed node with an empty data dir and --join through the leader (any
@@ -221,8 +264,8 @@ class Cluster:
         s.killed = False
         s.start(wait=False)
 
-    def voters(self):
-        """Sorted ids of the voters in the leader's configuration, or None."""
+    def member_roles(self):
+        """{id: role} of the leader's configuration, or None."""
         ld = self.leader(timeout=1.0)
         if ld is None:
             return None
@@ -233,8 +276,14 @@ class Cluster:
             return None
         if not isinstance(r, list):
             return None
-        ms = [as_map(m) for m in r]
-        return sorted(m["id"] for m in ms if text(m.get("role")) in ("leader", "follower"))
+        return {m["id"]: text(m.get("role")) for m in map(as_map, r)}
+
+    def voters(self):
+        """Sorted ids of the voters in the leader's configuration, or None."""
+        ms = self.member_roles()
+        if ms is None:
+            return None
+        return sorted(i for i, role in ms.items() if role in ("leader", "follower"))
 
     def complete(self):
         """Every node is a voter again."""
@@ -267,7 +316,8 @@ class Cluster:
                 iptables("-D", *line.split()[1:])
         for s in self.nodes:
             try:
-                os.rmdir(s.cg_dir)
+                if s.cg_dir:
+                    os.rmdir(s.cg_dir)
             except OSError:
                 pass
 
