@@ -176,6 +176,7 @@ class Run:
         kinds = [("kill", 3), ("pause", 3), ("clock", 2), ("member", 1), ("pause-all", 0.3)]
         if self.partitions_ok:
             kinds += [("partition-leader", 2), ("partition-split", 2)]
+        kinds = [(k, w) for k, w in kinds if k not in self.args.exclude]
         r = self.rng.uniform(0, sum(w for _, w in kinds))
         for kind, wgt in kinds:
             r -= wgt
@@ -415,6 +416,9 @@ def main():
     ap.add_argument("--clients", type=int, default=3, help="workers per workload")
     ap.add_argument("--out", default=None, help="default build/torture/SEED-nN")
     ap.add_argument("--no-faults", action="store_true", help="no nemesis (a baseline run)")
+    ap.add_argument("--exclude", default="", type=lambda v: set(filter(None, v.split(","))),
+                    help="server nemeses to leave out, comma-separated (kill, pause, clock, "
+                    "member, pause-all, partition-leader, partition-split)")
     ap.add_argument("--check-budget", type=float, default=120.0,
                     help="seconds of linearizability search per key")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the nemesis log too")
