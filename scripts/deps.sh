@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
-# Usage: scripts/deps.sh build|test|fuzz
+# Usage: scripts/deps.sh build|test|fuzz|bench
 set -euo pipefail
 pkgs=(build-essential pkg-config libraft-dev libuv1-dev libhiredis-dev)
 case "${1:-build}" in
@@ -11,7 +11,9 @@ test)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
-*) echo "usage: $0 build|test|fuzz" >&2; exit 2 ;;
+bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
+              libcurl4-openssl-dev procps) ;;
+*) echo "usage: $0 build|test|fuzz|bench" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${pkgs[@]}"; do
