@@ -192,7 +192,7 @@ struct fl_write_opts {
     uint64_t fence_token;
     int use_ifrev; /* IFREV ifrev: only if the key's mod_rev is ifrev (0: does not exist) */
     uint64_t ifrev;
-    int lease;         /* PUT only: delete the key when `session` ends */
+    int lease;          /* PUT only: delete the key when `session` ends */
     uint64_t lease_sid; /* PUT only: delete the key when session lease_sid ends (0: none) */
 };
 
@@ -200,8 +200,8 @@ struct fl_write_opts {
 fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *value, size_t len,
               const struct fl_write_opts *opts, uint64_t *rev);
 /* *deleted (may be NULL) is 1 if the key existed. */
-fl_err fl_del(fl_client *c, fl_session *session, const char *key,
-              const struct fl_write_opts *opts, int *deleted);
+fl_err fl_del(fl_client *c, fl_session *session, const char *key, const struct fl_write_opts *opts,
+              int *deleted);
 
 struct fl_kv {
     void *value; /* NUL-terminated for convenience (len excludes it); freed by fl_kv_free */

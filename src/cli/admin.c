@@ -76,48 +76,14 @@ static void status_text(const struct fl_status *st)
     }
 }
 
-/*
- * CLUSTER.INFO answers on every node, and a fresh client asks whichever endpoint comes first:
- * a follower's indexes and member table may lag. So when a follower answered and names a
- * leader, ask the leader itself (its view is the one that counts); fall back to the
- * follower's answer if the leader does not answer.
- */
-static fl_err status_from_leader(struct cli *c, struct fl_status *st)
-{
-    fl_err err = fl_status(c->client, st);
-    if (err != FL_OK || st->role == NULL || strcmp(st->role, "leader") == 0 || st->leader == NULL ||
-        st->leader[0] == '\0')
-        return err;
-    struct cli lc = *c;
-    lc.endpoints = st->leader;
-    lc.client = NULL;
-    struct fl_status lst;
-    if (cli_client_quiet(&lc) && fl_status(lc.client, &lst) == FL_OK) {
-        if (lst.role && strcmp(lst.role, "leader") == 0) {
-            fl_status_free(st);
-            *st = lst;
-        } else {
-            fl_status_free(&lst);
-        }
-    }
-    if (lc.client)
-        fl_client_free(lc.client);
-    return FL_OK;
-}
-
 int cmd_status(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
-    int id, r;
-    sub_start(&a, argc, argv, 0, usage_status);
-    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
-        ;
-    if (r == SUB_STOP)
-        return a.code;
-    if (!cli_client(c))
-        return EXIT_ERROR;
+    int rc = sub_fixed(c, &a, argc, argv, 0, usage_status);
+    if (rc != SUB_GO)
+        return rc;
     struct fl_status st;
-    fl_err err = status_from_leader(c, &st);
+    fl_err err = fl_status(c->client, &st); /* the leader's view (a follower's may lag) */
     if (err != FL_OK) {
         cli_fail(c, err, "status");
         return cli_exit_for(err);

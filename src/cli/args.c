@@ -284,3 +284,17 @@ int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, co
     *prefix = a.n_pos ? a.pos[0] : "";
     return cli_client(c) ? SUB_GO : EXIT_ERROR;
 }
+
+int sub_fixed(struct cli *c, struct sub_args *a, int argc, char **argv, int n_pos,
+              const char *usage)
+{
+    int id, r;
+    sub_start(a, argc, argv, n_pos, usage);
+    while ((r = sub_next(c, a, NULL, &id)) == SUB_OPT)
+        ;
+    if (r == SUB_STOP)
+        return a->code;
+    if (a->n_pos != n_pos)
+        return sub_usage(a);
+    return cli_client(c) ? SUB_GO : EXIT_ERROR;
+}

@@ -131,6 +131,11 @@ int sub_usage(struct sub_args *a);
    ("" if none) and *limit (0 if none), else the exit code to return at once (after --help
    or a usage error). */
 enum { SUB_GO = -1 };
+
+/* A subcommand with no options of its own and exactly n_pos positionals (in a->pos), and the
+   client: SUB_GO, else the exit code to return at once. */
+int sub_fixed(struct cli *c, struct sub_args *a, int argc, char **argv, int n_pos,
+              const char *usage);
 int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, const char **prefix,
                      size_t *limit);
 

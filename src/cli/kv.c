@@ -70,16 +70,9 @@ static void print_kv(struct cli *c, const char *key, const struct fl_kv *kv)
 int cmd_get(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
-    int id, r;
-    sub_start(&a, argc, argv, 1, usage_get);
-    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
-        ;
-    if (r == SUB_STOP)
-        return a.code;
-    if (a.n_pos != 1)
-        return sub_usage(&a);
-    if (!cli_client(c))
-        return EXIT_ERROR;
+    int rc = sub_fixed(c, &a, argc, argv, 1, usage_get);
+    if (rc != SUB_GO)
+        return rc;
     struct fl_kv kv;
     fl_err err = fl_get(c->client, a.pos[0], &kv);
     if (err != FL_OK) {

@@ -59,16 +59,9 @@ static void lock_info_text(const char *name, const struct fl_lock_info *li)
 int cmd_lock_info(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
-    int id, r;
-    sub_start(&a, argc, argv, 1, usage_lock_info);
-    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
-        ;
-    if (r == SUB_STOP)
-        return a.code;
-    if (a.n_pos != 1)
-        return sub_usage(&a);
-    if (!cli_client(c))
-        return EXIT_ERROR;
+    int rc = sub_fixed(c, &a, argc, argv, 1, usage_lock_info);
+    if (rc != SUB_GO)
+        return rc;
     struct fl_lock_info li;
     fl_err err = fl_lock_info(c->client, a.pos[0], &li);
     if (err == FL_ENOTFOUND) {
@@ -154,21 +147,14 @@ static const char usage_fence_check[] =
 int cmd_fence_check(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
-    int id, r;
     uint64_t token;
-    sub_start(&a, argc, argv, 2, usage_fence_check);
-    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
-        ;
-    if (r == SUB_STOP)
-        return a.code;
-    if (a.n_pos != 2)
-        return sub_usage(&a);
+    int rc = sub_fixed(c, &a, argc, argv, 2, usage_fence_check);
+    if (rc != SUB_GO)
+        return rc;
     if (parse_u64(a.pos[1], &token)) {
         cli_say("fence-check: bad token '%s'", a.pos[1]);
         return sub_usage(&a);
     }
-    if (!cli_client(c))
-        return EXIT_ERROR;
     fl_err err = fl_fence_check(c->client, a.pos[0], token);
     if (err != FL_OK && err != FL_ESTALE) {
         cli_fail(c, err, "fence-check");
