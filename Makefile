@@ -170,3 +170,19 @@ torture:
 	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 5 \
 	  --seconds $$(( $(TORTURE_SECONDS) / 3 + 1 )) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
 	  --out build/torture/n5
+
+# make bench: the side-by-side lock benchmark (issue 6; bench/README.md, docs/performance.md):
+# fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and
+# ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
+# bench/results/. lockbench links every bench/drv_*.c present (one driver per system).
+BENCH_DRV := $(wildcard bench/drv_*.c)
+BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lpthread -lzookeeper_mt -lcurl
+.PHONY: bench
+bench:
+	@scripts/deps.sh bench
+	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench
+	bench/run.sh
+
+$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) bench/driver.h $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ bench/lockbench.c $(BENCH_DRV) $(BENCH_LIBS)

@@ -1,0 +1,409 @@
+/*
+ * lockbench — the side-by-side lock benchmark harness (issue 6). Owns the workloads, their
+ * threads, timing and statistics; the lock systems themselves are behind the driver table of
+ * bench/driver.h (bench/drv_*.c), so every system runs the identical loop.
+ *
+ * usage: lockbench --driver NAME --endpoints EP --workload W1|W2|W3
+ *                  [--clients N] [--pairs N] [--seconds S] [--ttl ms] [--warmup N]
+ *   W1 uncontended: 1 client, acquire + release of its own lock; pair latency, pairs/s.
+ *   W2 contended:   8 clients on one lock, acquire with a wait; grants/s, hand-offs/s (grants
+ *                   to a client other than the previous holder), acquire-wait p50/p99,
+ *                   fairness = min/max grants per client.
+ *   W3 parallel:    16 clients, each on its own lock; pairs/s and pair latency.
+ * A warm-up (--warmup operations in all, default 300, at most 3 s) precedes the measured phase,
+ * which ends after --pairs operations in all or --seconds, whichever comes first. Prints one
+ * JSON line. Exit: 0 ok, 1 errors (the JSON says which), 2 usage, 3 driver not built.
+ */
+#include "driver.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The etcd and ZooKeeper drivers come from bench/drv_etcd.c and bench/drv_zookeeper.c, which
+   are written in parallel: until both exist they are weak here (NULL: "driver not built"). */
+extern const struct bench_driver bench_etcd __attribute__((weak));
+extern const struct bench_driver bench_zookeeper __attribute__((weak));
+
+#define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
+#define WARMUP_MAX_MS 3000
+
+struct opts {
+    const char *driver, *endpoints, *workload;
+    int clients, pairs, seconds, ttl_ms, warmup;
+};
+
+/* State shared by the threads of one phase (warm-up or measured). */
+struct phase {
+    const struct bench_driver *drv;
+    int contended;         /* W2: all clients on one lock */
+    int total;             /* operations to do in all (count bound) */
+    double end_ms;         /* time bound */
+    atomic_int taken;      /* operations claimed so far */
+    atomic_int last_owner; /* W2: client id of the latest grant (-1 none) */
+    atomic_int handoffs;   /* W2: grants to a client other than the latest holder */
+    atomic_int stop;       /* set on the first error */
+    pthread_barrier_t start;
+};
+
+struct worker {
+    struct phase *ph;
+    void *cl;
+    int id;
+    char lock[64];
+    double *lat; /* ms: pair latency (W1/W3) or acquire wait (W2); capacity cap */
+    int cap, done, timeouts, errors;
+    double last_ms; /* completion time of the last counted operation */
+    char err[256];
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One acquire + release; W2 records the acquire wait, W1/W3 the whole pair. Returns 0, or
+   BENCH_TIMEOUT, or -1 with w->err filled. */
+static int one_op(struct worker *w, double *lat)
+{
+    struct phase *ph = w->ph;
+    uint64_t token = 0;
+    double t0 = now_ms();
+    int rc = ph->drv->acquire(w->cl, w->lock, WAIT_MS, &token, w->err, sizeof(w->err));
+    if (rc)
+        return rc;
+    double t1 = now_ms();
+    if (ph->contended) {
+        int prev = atomic_exchange(&ph->last_owner, w->id);
+        if (prev != w->id)
+            atomic_fetch_add(&ph->handoffs, 1);
+    }
+    if (ph->drv->release(w->cl, w->lock, w->err, sizeof(w->err)))
+        return -1;
+    *lat = ph->contended ? t1 - t0 : now_ms() - t0;
+    return 0;
+}
+
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    struct phase *ph = w->ph;
+    pthread_barrier_wait(&ph->start);
+    while (!atomic_load(&ph->stop) && now_ms() < ph->end_ms) {
+        if (atomic_fetch_add(&ph->taken, 1) >= ph->total)
+            break;
+        double lat;
+        int rc = one_op(w, &lat);
+        double t = now_ms();
+        if (rc == BENCH_TIMEOUT) {
+            w->timeouts++;
+            continue;
+        }
+        if (rc) {
+            w->errors++;
+            atomic_store(&ph->stop, 1);
+            break;
+        }
+        if (t > ph->end_ms) /* finished after the time bound: not counted */
+            break;
+        if (w->done < w->cap)
+            w->lat[w->done] = lat;
+        w->done++;
+        w->last_ms = t;
+    }
+    return NULL;
+}
+
+/* Runs one phase with n workers; returns its elapsed ms (start to the last counted op). */
+static double run_phase(struct phase *ph, struct worker *w, int n)
+{
+    pthread_t *t = calloc((size_t)n, sizeof(*t));
+    if (!t)
+        return -1;
+    pthread_barrier_init(&ph->start, NULL, (unsigned)n + 1);
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+        w[i].ph = ph;
+        w[i].done = w[i].timeouts = w[i].errors = 0;
+        w[i].last_ms = 0;
+        if (pthread_create(&t[i], NULL, worker_run, &w[i]))
+            break;
+        started++;
+    }
+    if (started < n) { /* release the barrier with stand-ins: stop at once */
+        atomic_store(&ph->stop, 1);
+        snprintf(w[started].err, sizeof(w[started].err), "pthread_create failed");
+        w[started].errors = 1;
+        for (int i = started; i < n; i++)
+            pthread_barrier_wait(&ph->start);
+    }
+    double t0 = now_ms();
+    pthread_barrier_wait(&ph->start);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    double last = t0;
+    for (int i = 0; i < n; i++)
+        if (w[i].last_ms > last)
+            last = w[i].last_ms;
+    pthread_barrier_destroy(&ph->start);
+    free(t);
+    return last - t0;
+}
+
+static const struct bench_driver *find_driver(const char *name, int *known)
+{
+    const struct bench_driver *all[] = {&bench_fencelock, &bench_redis, &bench_redlock, &bench_etcd,
+                                        &bench_zookeeper};
+    const char *names[] = {"fencelock", "redis", "redlock", "etcd", "zookeeper"};
+    *known = 0;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (!strcmp(name, names[i])) {
+            *known = 1;
+            return all[i];
+        }
+    return NULL;
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            printf("\\u%04x", *s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
+                    "--endpoints EP --workload W1|W2|W3\n"
+                    "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
+                    "[--warmup N]\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    static const struct option lo[] = {
+        {"driver", 1, 0, 'd'},  {"endpoints", 1, 0, 'e'}, {"workload", 1, 0, 'w'},
+        {"clients", 1, 0, 'c'}, {"pairs", 1, 0, 'n'},     {"seconds", 1, 0, 's'},
+        {"ttl", 1, 0, 't'},     {"warmup", 1, 0, 'u'},    {0, 0, 0, 0}};
+    *o =
+        (struct opts){.clients = 0, .pairs = 100000, .seconds = 10, .ttl_ms = 10000, .warmup = 300};
+    int c, bad = 0;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            o->driver = optarg;
+            break;
+        case 'e':
+            o->endpoints = optarg;
+            break;
+        case 'w':
+            o->workload = optarg;
+            break;
+        case 'c':
+            bad |= parse_int(optarg, 1, 256, &o->clients);
+            break;
+        case 'n':
+            bad |= parse_int(optarg, 1, 10000000, &o->pairs);
+            break;
+        case 's':
+            bad |= parse_int(optarg, 1, 3600, &o->seconds);
+            break;
+        case 't':
+            bad |= parse_int(optarg, 100, 3600000, &o->ttl_ms);
+            break;
+        case 'u':
+            bad |= parse_int(optarg, 0, 1000000, &o->warmup);
+            break;
+        default:
+            bad = 1;
+        }
+    }
+    if (bad || optind < argc || !o->driver || !o->endpoints || !o->workload)
+        return -1;
+    if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3"))
+        return -1;
+    if (!o->clients)
+        o->clients = !strcmp(o->workload, "W1") ? 1 : !strcmp(o->workload, "W2") ? 8 : 16;
+    return 0;
+}
+
+struct result {
+    double elapsed_ms;
+    int ops, timeouts, errors, handoffs, fmin, fmax;
+    double p50, p99, max;
+    const char *err;
+};
+
+static void summarize(struct worker *w, int n, double elapsed, int handoffs, struct result *r)
+{
+    *r = (struct result){.elapsed_ms = elapsed, .handoffs = handoffs, .fmin = -1, .err = ""};
+    size_t cnt = 0;
+    for (int i = 0; i < n; i++) {
+        r->ops += w[i].done;
+        r->timeouts += w[i].timeouts;
+        r->errors += w[i].errors;
+        if (w[i].errors && !*r->err)
+            r->err = w[i].err;
+        if (r->fmin < 0 || w[i].done < r->fmin)
+            r->fmin = w[i].done;
+        if (w[i].done > r->fmax)
+            r->fmax = w[i].done;
+        cnt += (size_t)(w[i].done < w[i].cap ? w[i].done : w[i].cap);
+    }
+    double *all = malloc((cnt ? cnt : 1) * sizeof(double));
+    if (!all)
+        return;
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        size_t m = (size_t)(w[i].done < w[i].cap ? w[i].done : w[i].cap);
+        memcpy(all + k, w[i].lat, m * sizeof(double));
+        k += m;
+    }
+    qsort(all, cnt, sizeof(double), cmp_double);
+    if (cnt) {
+        r->p50 = all[cnt / 2];
+        r->p99 = all[cnt * 99 / 100];
+        r->max = all[cnt - 1];
+    }
+    free(all);
+}
+
+static void print_json(const struct opts *o, const struct result *r)
+{
+    double s = r->elapsed_ms > 0 ? r->elapsed_ms / 1e3 : 1;
+    printf("{\"driver\":");
+    json_str(o->driver);
+    printf(",\"workload\":\"%s\",\"clients\":%d,\"ttl_ms\":%d,\"seconds\":%.3f,\"ops\":%d,"
+           "\"ops_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,"
+           "\"timeouts\":%d,\"errors\":%d",
+           o->workload, o->clients, o->ttl_ms, s, r->ops, r->ops / s, r->p50, r->p99, r->max,
+           r->timeouts, r->errors);
+    if (!strcmp(o->workload, "W2"))
+        printf(",\"grants_per_s\":%.1f,\"handoffs_per_s\":%.1f,\"fair_min\":%d,\"fair_max\":%d,"
+               "\"fairness\":%.3f",
+               r->ops / s, r->handoffs / s, r->fmin, r->fmax,
+               r->fmax ? (double)r->fmin / r->fmax : 0.0);
+    if (*r->err) {
+        printf(",\"error\":");
+        json_str(r->err);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    if (parse_args(argc, argv, &o)) {
+        usage();
+        return 2;
+    }
+    int known;
+    const struct bench_driver *drv = find_driver(o.driver, &known);
+    if (!drv) {
+        printf("{\"driver\":");
+        json_str(o.driver);
+        printf(",\"workload\":\"%s\",\"error\":\"%s\"}\n", o.workload,
+               known ? "driver not built" : "unknown driver");
+        return known ? 3 : 2;
+    }
+    int n = o.clients, contended = !strcmp(o.workload, "W2");
+    struct bench_cfg cfg = {.endpoints = o.endpoints, .ttl_ms = o.ttl_ms};
+    struct worker *w = calloc((size_t)n, sizeof(*w));
+    if (!w)
+        return 1;
+    int cap = o.pairs / n + 1 < 2000000 ? o.pairs / n + 1 : 2000000;
+    if (contended)
+        cap = o.pairs; /* one client may take most grants */
+    int rc = 0, made = 0;
+    char err[256] = "";
+    for (; made < n; made++) {
+        w[made].id = made;
+        w[made].cap = cap;
+        w[made].lat = malloc((size_t)cap * sizeof(double));
+        if (contended)
+            snprintf(w[made].lock, sizeof(w[made].lock), "lb-%d-%s-shared", (int)getpid(),
+                     o.workload);
+        else
+            snprintf(w[made].lock, sizeof(w[made].lock), "lb-%d-%s-%d", (int)getpid(), o.workload,
+                     made);
+        if (!w[made].lat) {
+            snprintf(err, sizeof(err), "out of memory");
+            break;
+        }
+        w[made].cl = drv->client_new(&cfg, made, err, sizeof(err));
+        if (!w[made].cl) {
+            free(w[made].lat);
+            break;
+        }
+    }
+    struct result r;
+    if (made < n) {
+        r = (struct result){.errors = 1, .err = err};
+        print_json(&o, &r);
+        rc = 1;
+    } else {
+        struct phase warm = {.drv = drv,
+                             .contended = contended,
+                             .total = o.warmup,
+                             .end_ms = now_ms() + WARMUP_MAX_MS};
+        atomic_init(&warm.last_owner, -1);
+        if (o.warmup)
+            run_phase(&warm, w, n);
+        summarize(w, n, 0, 0, &r);
+        if (r.errors) {
+            snprintf(err, sizeof(err), "warm-up: %s", r.err);
+            r.err = err;
+            print_json(&o, &r);
+            rc = 1;
+        } else {
+            struct phase meas = {.drv = drv,
+                                 .contended = contended,
+                                 .total = o.pairs,
+                                 .end_ms = now_ms() + o.seconds * 1e3};
+            atomic_init(&meas.last_owner, -1);
+            double el = run_phase(&meas, w, n);
+            summarize(w, n, el, atomic_load(&meas.handoffs), &r);
+            print_json(&o, &r);
+            rc = r.errors || !r.ops;
+        }
+    }
+    for (int i = 0; i < made; i++) {
+        drv->client_free(w[i].cl);
+        free(w[i].lat);
+    }
+    free(w);
+    return rc;
+}
