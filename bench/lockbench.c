@@ -47,7 +47,6 @@ struct phase {
     double end_ms;         /* time bound */
     atomic_int taken;      /* operations claimed so far */
     atomic_int last_owner; /* W2: client id of the latest grant (-1 none) */
-    atomic_int handoffs;   /* W2: grants to a client other than the latest holder */
     atomic_int stop;       /* set on the first error */
     pthread_barrier_t start;
 };
@@ -58,7 +57,7 @@ struct worker {
     int id;
     char lock[64];
     double *lat; /* ms: pair latency (W1/W3) or acquire wait (W2); capacity cap */
-    int cap, done, timeouts, errors;
+    int cap, done, timeouts, errors, handoffs;
     double last_ms; /* completion time of the last counted operation */
     char err[256];
 };
@@ -76,9 +75,10 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One acquire + release; W2 records the acquire wait, W1/W3 the whole pair. Returns 0, or
+/* One acquire + release; W2 records the acquire wait, W1/W3 the whole pair, and *handoff
+   whether the grant went to another client than the previous one. Returns 0, or
    BENCH_TIMEOUT, or -1 with w->err filled. */
-static int one_op(struct worker *w, double *lat)
+static int one_op(struct worker *w, double *lat, int *handoff)
 {
     struct phase *ph = w->ph;
     uint64_t token = 0;
@@ -89,8 +89,7 @@ static int one_op(struct worker *w, double *lat)
     double t1 = now_ms();
     if (ph->contended) {
         int prev = atomic_exchange(&ph->last_owner, w->id);
-        if (prev != w->id)
-            atomic_fetch_add(&ph->handoffs, 1);
+        *handoff = prev != w->id;
     }
     if (ph->drv->release(w->cl, w->lock, w->err, sizeof(w->err)))
         return -1;
@@ -107,7 +106,8 @@ static void *worker_run(void *arg)
         if (atomic_fetch_add(&ph->taken, 1) >= ph->total)
             break;
         double lat;
-        int rc = one_op(w, &lat);
+        int handoff = 0;
+        int rc = one_op(w, &lat, &handoff);
         double t = now_ms();
         if (rc == BENCH_TIMEOUT) {
             w->timeouts++;
@@ -123,6 +123,7 @@ static void *worker_run(void *arg)
         if (w->done < w->cap)
             w->lat[w->done] = lat;
         w->done++;
+        w->handoffs += handoff;
         w->last_ms = t;
     }
     return NULL;
@@ -138,7 +139,7 @@ static double run_phase(struct phase *ph, struct worker *w, int n)
     int started = 0;
     for (int i = 0; i < n; i++) {
         w[i].ph = ph;
-        w[i].done = w[i].timeouts = w[i].errors = 0;
+        w[i].done = w[i].timeouts = w[i].errors = w[i].handoffs = 0;
         w[i].last_ms = 0;
         if (pthread_create(&t[i], NULL, worker_run, &w[i]))
             break;
@@ -266,12 +267,13 @@ struct result {
     const char *err;
 };
 
-static void summarize(struct worker *w, int n, double elapsed, int handoffs, struct result *r)
+static void summarize(struct worker *w, int n, double elapsed, struct result *r)
 {
-    *r = (struct result){.elapsed_ms = elapsed, .handoffs = handoffs, .fmin = -1, .err = ""};
+    *r = (struct result){.elapsed_ms = elapsed, .fmin = -1, .err = ""};
     size_t cnt = 0;
     for (int i = 0; i < n; i++) {
         r->ops += w[i].done;
+        r->handoffs += w[i].handoffs;
         r->timeouts += w[i].timeouts;
         r->errors += w[i].errors;
         if (w[i].errors && !*r->err)
@@ -382,7 +384,7 @@ int main(int argc, char **argv)
         atomic_init(&warm.last_owner, -1);
         if (o.warmup)
             run_phase(&warm, w, n);
-        summarize(w, n, 0, 0, &r);
+        summarize(w, n, 0, &r);
         if (r.errors) {
             snprintf(err, sizeof(err), "warm-up: %s", r.err);
             r.err = err;
@@ -395,7 +397,7 @@ int main(int argc, char **argv)
                                  .end_ms = now_ms() + o.seconds * 1e3};
             atomic_init(&meas.last_owner, -1);
             double el = run_phase(&meas, w, n);
-            summarize(w, n, el, atomic_load(&meas.handoffs), &r);
+            summarize(w, n, el, &r);
             print_json(&o, &r);
             rc = r.errors || !r.ops;
         }
