@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# bench/run.sh — one side-by-side run of the lock benchmark (issue 6): for each system
+# (fencelock, redis, redlock, etcd, zookeeper) start its servers (bench/servers/NAME.sh), run
+# workloads W1, W2, W3 with build/release/bench/lockbench, stop them; W4 (held-lock footprint)
+# for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md.
+#   bench/run.sh [SYSTEM...]        (default: all five; `make bench` builds and runs this)
+# Environment: BENCH_SECONDS (measured seconds per workload, default 10), BENCH_PAIRS (count
+# bound per workload, default 1000000), BENCH_W4 (0 skips W4; default 1), BENCH_W4_SESSIONS
+# (default 100000), BENCH_W4_LOCKS (locks per session, default 10).
+# Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
+# stopped at the end, also on failure or interrupt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LB=build/release/bench/lockbench
+secs=${BENCH_SECONDS:-10}
+pairs=${BENCH_PAIRS:-1000000}
+w4=${BENCH_W4:-1}
+w4_sessions=${BENCH_W4_SESSIONS:-100000}
+w4_locks=${BENCH_W4_LOCKS:-10}
+systems=("$@")
+[ ${#systems[@]} -gt 0 ] || systems=(fencelock redis redlock etcd zookeeper)
+raw=build/bench/run
+rm -rf "$raw" && mkdir -p "$raw"
+json="$raw/results.jsonl"
+: >"$json"
+[ -x "$LB" ] || { echo "no $LB: run make SAN=0 $LB (or make bench)" >&2; exit 1; }
+
+running=""
+cleanup() {
+  if [ -n "$running" ]; then
+    echo "stopping $running"
+    "bench/servers/$running.sh" stop >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM
+
+note() { # system workload note: a row that was not measured
+  printf '{"driver":"%s","workload":"%s","skipped":"%s"}\n' "$1" "$2" "$3" >>"$json"
+}
+
+http_health() { # port -> the /health JSON line
+  (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /health HTTP/1.0\r\n\r\n' >&3 &&
+    timeout 2 cat <&3) 2>/dev/null | grep '^{' || true
+}
+
+# W4 for fencelock: load sessions x locks, then RSS per node, snapshot size, restart time of a
+# follower killed with -9 (until its /health is ok and it has applied the leader's index).
+w4_fencelock() {
+  local eps=$1 line pids rss="" snap="" i leader_ai node pid t0 t1 h ai
+  echo "  W4: loading $w4_sessions sessions x $w4_locks locks"
+  line=$(timeout 300 "$LB" --driver fencelock --endpoints "$eps" --workload W4 \
+    --sessions "$w4_sessions" --locks-per-session "$w4_locks" --ttl 3600000)
+  echo "  $line"
+  case "$line" in *'"errors":0'*) ;; *) note fencelock W4 "load failed"; return ;; esac
+  sleep 2 # let followers apply and snapshots settle
+  for i in 1 2 3; do
+    pid=$(cat "build/bench/fencelock/node$i.pid")
+    rss+="${rss:+,}$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")"
+    snap+="${snap:+,}$(find "build/bench/fencelock/node$i" -maxdepth 1 -name 'snapshot-*' \
+      ! -name '*.meta' -printf '%T@ %s\n' | sort -n | tail -1 | cut -d' ' -f2)"
+  done
+  # Restart: a follower (the leader would add an election to the figure).
+  node=""
+  for i in 1 2 3; do
+    h=$(http_health $((17482 + 10 * (i - 1))))
+    case "$h" in *'"role":"follower"'*) [ -n "$node" ] || node=$i ;; *'"role":"leader"'*)
+      leader_ai=$(sed 's/.*"applied_index":\([0-9]*\).*/\1/' <<<"$h") ;; esac
+  done
+  local restart_s=null
+  if [ -n "$node" ] && [ -n "${leader_ai:-}" ]; then
+    kill -9 "$(cat "build/bench/fencelock/node$node.pid")"
+    sleep 0.5
+    t0=$(date +%s.%N)
+    bench/servers/fencelock.sh start >/dev/null 2>&1 &
+    for _ in $(seq 1 600); do
+      h=$(http_health $((17482 + 10 * (node - 1))))
+      ai=$(sed -n 's/.*"status":"ok".*"applied_index":\([0-9]*\).*/\1/p' <<<"$h")
+      if [ -n "$ai" ] && [ "$ai" -ge "$leader_ai" ]; then
+        t1=$(date +%s.%N)
+        restart_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+        break
+      fi
+      sleep 0.05
+    done
+    wait
+  fi
+  printf '{"driver":"fencelock","workload":"W4","sessions":%s,"locks":%s,"rss_kib":[%s],"snapshot_bytes":[%s],"restart_s":%s,"restarted_node":%s}\n' \
+    "$w4_sessions" "$((w4_sessions * w4_locks))" "$rss" "$snap" "$restart_s" "${node:-0}" >>"$json"
+  echo "  W4: RSS KiB [$rss], snapshot bytes [$snap], restart ${restart_s} s"
+}
+
+# The markdown report from the JSON lines ($1) and the machine's description.
+report() {
+  local disk dev
+  dev=$(df --output=source build/bench 2>/dev/null | tail -n 1)
+  disk="$(df --output=fstype build/bench 2>/dev/null | tail -n 1) on $dev"
+  local pk
+  pk=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -n 1)
+  [ -n "$pk" ] || pk=$(basename "$dev")
+  if [ -r "/sys/block/$pk/queue/rotational" ]; then
+    case $(cat "/sys/block/$pk/queue/rotational") in 0) disk+=" (non-rotational: SSD/virtual)" ;;
+      1) disk+=" (the kernel reports it rotational; virtio disks often do)" ;; esac
+  fi
+  MACHINE_NPROC=$(nproc) \
+  MACHINE_CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) \
+  MACHINE_MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) \
+  MACHINE_KERNEL=$(uname -sr) MACHINE_DISK=$disk MACHINE_OS=$(. /etc/os-release && echo "$PRETTY_NAME") \
+  BENCH_SECS=$secs python3 - "$1" <<'PY'
+import json, os, sys, datetime
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+order = ["fencelock", "redis", "redlock", "etcd", "zookeeper"]
+desc = {"fencelock": "fencelock, 3 nodes, fsync on", "redis": "Redis SET NX PX, 1 server, no fsync",
+        "redlock": "Redlock, 5 Redis servers, no fsync", "etcd": "etcd lock recipe, 3 members, fsync on",
+        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on"}
+def get(sysname, w):
+    for r in rows:
+        if r.get("driver") == sysname and r.get("workload") == w:
+            return r
+    return None
+def fmt(v, d=2):
+    if v is None: return "–"
+    if isinstance(v, float) and v >= 100: return f"{v:,.0f}"
+    return f"{v:.{d}f}" if isinstance(v, float) else str(v)
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "–"
+env = os.environ
+out = []
+p = out.append
+p(f"# Lock benchmark: {datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M')} UTC")
+p("")
+p("Generated by `make bench` (bench/run.sh); how to read it: docs/performance.md.")
+p("")
+p("## Machine")
+p("")
+p(f"- CPUs: {env['MACHINE_NPROC']} × {env['MACHINE_CPU']}")
+p(f"- memory: {env['MACHINE_MEM']}; kernel {env['MACHINE_KERNEL']}; {env['MACHINE_OS']}")
+p(f"- disk under build/bench: {env['MACHINE_DISK']}")
+p(f"- all servers and clients on this one machine, loopback; each workload measured for at most {env['BENCH_SECS']} s after a warm-up")
+p("")
+fl = {w: get("fencelock", w) for w in ("W1", "W2", "W3")}
+def status(r):
+    if r is None: return "not run"
+    if "skipped" in r: return "skipped: " + r["skipped"]
+    if r.get("errors"): return "error: " + r.get("error", "?")
+    return ""
+def ok(r):
+    return r is not None and "skipped" not in r and not r.get("errors") and r.get("ops")
+p("## W1 — uncontended: 1 client, acquire + release of its own lock")
+p("")
+p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock p50 / this p50 | fencelock pairs/s / this | note |")
+p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+for s in order:
+    r = get(s, "W1")
+    if ok(r):
+        f = fl["W1"] if ok(fl["W1"]) else None
+        p(f"| {desc[s]} | {fmt(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+          f"{ratio(f and f['p50_ms'], r['p50_ms'])} | {ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
+    else:
+        p(f"| {desc[s]} | – | – | – | – | – | {status(r)} |")
+p("")
+p("## W2 — contended: 8 clients on one lock, acquire with a wait")
+p("")
+p("Grants/s counts every grant; hand-offs/s only grants to another client than the previous holder. "
+  "Wait = time from the acquire call to the grant. Fairness = fewest / most grants of one client.")
+p("")
+p("| system | grants/s | hand-offs/s | wait p50 ms | wait p99 ms | fairness (min/max) | fencelock grants/s / this | fencelock hand-offs/s / this | note |")
+p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+for s in order:
+    r = get(s, "W2")
+    if ok(r):
+        f = fl["W2"] if ok(fl["W2"]) else None
+        note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
+        p(f"| {desc[s]} | {fmt(r['grants_per_s'])} | {fmt(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
+          f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
+          f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
+    else:
+        p(f"| {desc[s]} | – | – | – | – | – | – | – | {status(r)} |")
+p("")
+p("## W3 — parallel: 16 clients, each on its own lock")
+p("")
+p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock pairs/s / this | note |")
+p("| --- | ---: | ---: | ---: | ---: | --- |")
+for s in order:
+    r = get(s, "W3")
+    if ok(r):
+        f = fl["W3"] if ok(fl["W3"]) else None
+        p(f"| {desc[s]} | {fmt(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+          f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
+    else:
+        p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
+p("")
+p("## W4 — held locks: footprint and restart")
+p("")
+p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s (follower, kill -9 → serving, caught up) | note |")
+p("| --- | ---: | ---: | --- | --- | ---: | --- |")
+for s in order:
+    r = get(s, "W4")
+    if r and "rss_kib" in r:
+        rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
+        snap = " / ".join(f"{b / 1048576:.0f}" if b else "–" for b in r["snapshot_bytes"])
+        rs = "–" if r["restart_s"] is None else f"{r['restart_s']:.2f}"
+        p(f"| {desc[s]} | {r['locks']:,} | {r['sessions']:,} | {rss} | {snap} | {rs} | node {r['restarted_node']} restarted |")
+    elif s == "fencelock":
+        p(f"| {desc[s]} | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
+    else:
+        p(f"| {desc[s]} | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
+p("")
+p("Raw results (one JSON line per workload, from lockbench):")
+p("")
+p("```")
+for r in rows:
+    p(json.dumps(r, separators=(",", ":")))
+p("```")
+print("\n".join(out))
+PY
+}
+
+for s in "${systems[@]}"; do
+  script="bench/servers/$s.sh"
+  if [ ! -x "$script" ]; then
+    echo "== $s: SKIPPED (no server script $script)"
+    for w in W1 W2 W3; do note "$s" "$w" "no server script"; done
+    continue
+  fi
+  "$LB" --driver "$s" --endpoints none --workload W1 >/dev/null 2>&1
+  if [ $? -eq 3 ]; then
+    echo "== $s: SKIPPED (driver not built into lockbench: bench/drv_$s.c missing?)"
+    for w in W1 W2 W3; do note "$s" "$w" "driver not built"; done
+    continue
+  fi
+  echo "== $s: starting servers"
+  running=$s
+  if ! eps=$(timeout 120 "$script" start | tail -n 1) || [ -z "$eps" ]; then
+    echo "== $s: SKIPPED (servers did not start; see build/bench/$s/)"
+    for w in W1 W2 W3; do note "$s" "$w" "servers did not start"; done
+    "$script" stop >/dev/null 2>&1
+    running=""
+    continue
+  fi
+  echo "   endpoints $eps"
+  for w in W1 W2 W3; do
+    line=$(timeout $((secs + 30)) "$LB" --driver "$s" --endpoints "$eps" --workload "$w" \
+      --seconds "$secs" --pairs "$pairs")
+    rc=$?
+    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench exit %d"}' "$s" "$w" "$rc")
+    echo "   $line"
+    echo "$line" >>"$json"
+  done
+  if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
+    w4_fencelock "$eps"
+  fi
+  echo "== $s: stopping servers"
+  "$script" stop >/dev/null 2>&1
+  running=""
+done
+
+date=$(date -u +%Y-%m-%d)
+out="bench/results/RESULTS-$date.md"
+report "$json" >"$out.tmp" && mv "$out.tmp" "$out" ||
+  { echo "report failed" >&2; rm -f "$out.tmp"; exit 1; }
+cp "$out" bench/results/latest.md
+echo "wrote $out and bench/results/latest.md"
