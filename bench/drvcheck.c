@@ -1,0 +1,204 @@
+/*
+ * drvcheck: a self-check of the etcd and ZooKeeper bench drivers against running clusters
+ * (bench/servers/etcd.sh start, bench/servers/zookeeper.sh start).
+ *
+ * Owns nothing beyond its own test clients. Recipe, per driver: three clients A, B, C on one
+ * lock name; A acquires; B's try (wait 0) and B's bounded wait both give BENCH_TIMEOUT while A
+ * holds; after A releases, C acquires at once (the timed-out waiter left nothing queued) with a
+ * larger token; a waiter blocked in acquire gets the lock after the holder releases, with a larger
+ * token; successive grants have strictly increasing tokens. Then one client's acquire+release
+ * pair latency over 200 pairs (mean, p50, p99). Prints "N passed, N failed"; exit 1 on failure.
+ *
+ * Build: cc -Iinclude -Ibench bench/drvcheck.c bench/drv_etcd.c bench/drv_zookeeper.c
+ * -lzookeeper_mt -lcurl -lpthread -o build/drvcheck Run:   build/drvcheck [etcd|zookeeper]
+ * (endpoints from ETCD_ENDPOINTS / ZK_ENDPOINTS, default the ports of bench/servers/etcd.sh and
+ * zookeeper.sh)
+ */
+#include "driver.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tally {
+    int passed, failed;
+};
+
+static void check(struct tally *t, const char *drv, int ok, const char *what)
+{
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+    printf("  %s %s: %s\n", ok ? "ok  " : "FAIL", drv, what);
+    fflush(stdout);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct waiter {
+    const struct bench_driver *d;
+    void *cl;
+    const char *name;
+    int rc;
+    uint64_t token;
+    double done_ms;
+    char err[256];
+};
+
+static void *wait_thread(void *arg)
+{
+    struct waiter *w = arg;
+    w->rc = w->d->acquire(w->cl, w->name, 5000, &w->token, w->err, sizeof(w->err));
+    w->done_ms = now_ms();
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void run(const struct bench_driver *d, const char *eps, struct tally *t)
+{
+    struct bench_cfg cfg = {.endpoints = eps, .ttl_ms = 10000};
+    char err[256] = "", name[64], what[512];
+    uint64_t ta = 0, tb = 0, tc = 0, prev;
+    int rc;
+    void *a, *b, *c;
+
+    printf("%s (%s)\n", d->name, eps);
+    snprintf(name, sizeof(name), "drvcheck-%ld-%ld", (long)getpid(), (long)time(NULL));
+    a = d->client_new(&cfg, 0, err, sizeof(err));
+    b = a ? d->client_new(&cfg, 1, err, sizeof(err)) : NULL;
+    c = b ? d->client_new(&cfg, 2, err, sizeof(err)) : NULL;
+    snprintf(what, sizeof(what), "three clients (%s)", c ? "made" : err);
+    check(t, d->name, c != NULL, what);
+    if (!c)
+        goto out;
+
+    rc = d->acquire(a, name, 0, &ta, err, sizeof(err));
+    snprintf(what, sizeof(what), "A acquires a free lock (rc %d, token %" PRIu64 "%s%s)", rc, ta,
+             rc < 0 ? ", " : "", rc < 0 ? err : "");
+    check(t, d->name, rc == 0 && ta > 0, what);
+
+    rc = d->acquire(b, name, 0, &tb, err, sizeof(err));
+    snprintf(what, sizeof(what), "B's try (wait 0) while A holds gives BENCH_TIMEOUT (rc %d%s%s)",
+             rc, rc < 0 ? ", " : "", rc < 0 ? err : "");
+    check(t, d->name, rc == BENCH_TIMEOUT, what);
+
+    double t0 = now_ms();
+    rc = d->acquire(b, name, 300, &tb, err, sizeof(err));
+    double el = now_ms() - t0;
+    snprintf(what, sizeof(what),
+             "B's wait of 300 ms while A holds gives BENCH_TIMEOUT after %.0f ms (rc %d%s%s)", el,
+             rc, rc < 0 ? ", " : "", rc < 0 ? err : "");
+    check(t, d->name, rc == BENCH_TIMEOUT && el >= 290 && el < 2000, what);
+
+    rc = d->release(a, name, err, sizeof(err));
+    snprintf(what, sizeof(what), "A releases (rc %d%s%s)", rc, rc ? ", " : "", rc ? err : "");
+    check(t, d->name, rc == 0, what);
+
+    rc = d->acquire(c, name, 0, &tc, err, sizeof(err));
+    snprintf(
+        what, sizeof(what),
+        "C's try succeeds at once: timed-out waiters left nothing queued (rc %d, token %" PRIu64
+        " > %" PRIu64 "%s%s)",
+        rc, tc, ta, rc < 0 ? ", " : "", rc < 0 ? err : "");
+    check(t, d->name, rc == 0 && tc > ta, what);
+
+    /* A waiter blocked in acquire gets the lock once the holder releases. */
+    struct waiter w = {.d = d, .cl = b, .name = name, .rc = -2};
+    pthread_t th;
+    if (pthread_create(&th, NULL, wait_thread, &w) != 0) {
+        check(t, d->name, 0, "start waiter thread");
+        goto out;
+    }
+    usleep(300 * 1000);
+    double rel_ms = now_ms();
+    rc = d->release(c, name, err, sizeof(err));
+    check(t, d->name, rc == 0, "C releases while B waits");
+    pthread_join(th, NULL);
+    snprintf(what, sizeof(what),
+             "waiting B gets the lock %.1f ms after C's release (rc %d, token %" PRIu64
+             " > %" PRIu64 "%s%s)",
+             w.done_ms - rel_ms, w.rc, w.token, tc, w.rc < 0 ? ", " : "", w.rc < 0 ? w.err : "");
+    check(t, d->name, w.rc == 0 && w.token > tc && w.done_ms >= rel_ms, what);
+    if (w.rc == 0) {
+        rc = d->release(b, name, err, sizeof(err));
+        check(t, d->name, rc == 0, "B releases");
+    }
+
+    /* Successive grants (alternating clients): strictly increasing tokens. */
+    prev = w.rc == 0 ? w.token : tc;
+    int mono = 1, n = 0;
+    for (int i = 0; i < 20; i++) {
+        void *cl = i % 2 ? a : c;
+        uint64_t tok = 0;
+        if (d->acquire(cl, name, 0, &tok, err, sizeof(err)) != 0 ||
+            d->release(cl, name, err, sizeof(err)) != 0) {
+            mono = 0;
+            break;
+        }
+        if (tok <= prev)
+            mono = 0;
+        prev = tok;
+        n++;
+    }
+    snprintf(what, sizeof(what),
+             "20 successive grants have strictly increasing tokens (%d done%s%s)", n,
+             n < 20 ? ", " : "", n < 20 ? err : "");
+    check(t, d->name, mono && n == 20, what);
+
+    /* One client's acquire+release pair latency. */
+    enum { PAIRS = 200 };
+    double lat[PAIRS], sum = 0;
+    int got = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        uint64_t tok;
+        double s = now_ms();
+        if (d->acquire(a, name, 1000, &tok, err, sizeof(err)) != 0 ||
+            d->release(a, name, err, sizeof(err)) != 0)
+            break;
+        lat[got++] = now_ms() - s;
+        sum += lat[got - 1];
+    }
+    check(t, d->name, got == PAIRS, "200 acquire+release pairs");
+    if (got > 0) {
+        qsort(lat, (size_t)got, sizeof(lat[0]), cmp_double);
+        printf("  %s: acquire+release pair, one client: mean %.2f ms, p50 %.2f ms, p99 %.2f ms "
+               "(%d pairs)\n",
+               d->name, sum / got, lat[got / 2],
+               lat[(got * 99) / 100 < got ? (got * 99) / 100 : got - 1], got);
+    }
+out:
+    if (c)
+        d->client_free(c);
+    if (b)
+        d->client_free(b);
+    if (a)
+        d->client_free(a);
+}
+
+int main(int argc, char **argv)
+{
+    struct tally t = {0, 0};
+    const char *only = argc > 1 ? argv[1] : NULL;
+    const char *ee = getenv("ETCD_ENDPOINTS"), *ze = getenv("ZK_ENDPOINTS");
+    if (!only || strcmp(only, "etcd") == 0)
+        run(&bench_etcd, ee ? ee : "127.0.0.1:12379,127.0.0.1:12389,127.0.0.1:12399", &t);
+    if (!only || strcmp(only, "zookeeper") == 0)
+        run(&bench_zookeeper, ze ? ze : "127.0.0.1:12181,127.0.0.1:12182,127.0.0.1:12183", &t);
+    printf("%d passed, %d failed\n", t.passed, t.failed);
+    return t.failed ? 1 : 0;
+}
