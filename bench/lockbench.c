@@ -5,6 +5,8 @@
  *
  * usage: lockbench --driver NAME --endpoints EP --workload W1|W2|W3
  *                  [--clients N] [--pairs N] [--seconds S] [--ttl ms] [--warmup N]
+ *        lockbench --driver fencelock --endpoints EP --workload W4
+ *                  [--sessions N] [--locks-per-session K] [--ttl ms]
  *   W1 uncontended: 1 client, acquire + release of its own lock; pair latency, pairs/s.
  *   W2 contended:   8 clients on one lock, acquire with a wait; grants/s, hand-offs/s (grants
  *                   to a client other than the previous holder), acquire-wait p50/p99,
@@ -12,7 +14,10 @@
  *   W3 parallel:    16 clients, each on its own lock; pairs/s and pair latency.
  * A warm-up (--warmup operations in all, default 300, at most 3 s) precedes the measured phase,
  * which ends after --pairs operations in all or --seconds, whichever comes first. Prints one
- * JSON line. Exit: 0 ok, 1 errors (the JSON says which), 2 usage, 3 driver not built.
+ * JSON line. W4 (fencelock only) loads N sessions (default 100000) holding K locks each
+ * (default 10) and reports the load rate; bench/run.sh then measures the nodes' footprint.
+ * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
+ * which), 2 usage.
  */
 #include "driver.h"
 
@@ -26,17 +31,16 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The etcd and ZooKeeper drivers come from bench/drv_etcd.c and bench/drv_zookeeper.c, which
-   are written in parallel: until both exist they are weak here (NULL: "driver not built"). */
-extern const struct bench_driver bench_etcd __attribute__((weak));
-extern const struct bench_driver bench_zookeeper __attribute__((weak));
+/* W4's loader, in drv_fencelock.c (fencelock only: it speaks RESP to the leader directly). */
+int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_ms, long *locks,
+                         char *err, size_t errlen);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
 
 struct opts {
     const char *driver, *endpoints, *workload;
-    int clients, pairs, seconds, ttl_ms, warmup;
+    int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
 };
 
 /* State shared by the threads of one phase (warm-up or measured). */
@@ -165,17 +169,22 @@ static double run_phase(struct phase *ph, struct worker *w, int n)
     return last - t0;
 }
 
-static const struct bench_driver *find_driver(const char *name, int *known)
+/* The drivers linked in (every bench/drv_*.c). */
+static const struct bench_driver *const *drivers(size_t *n)
 {
-    const struct bench_driver *all[] = {&bench_fencelock, &bench_redis, &bench_redlock, &bench_etcd,
-                                        &bench_zookeeper};
-    const char *names[] = {"fencelock", "redis", "redlock", "etcd", "zookeeper"};
-    *known = 0;
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-        if (!strcmp(name, names[i])) {
-            *known = 1;
+    static const struct bench_driver *const all[] = {&bench_fencelock, &bench_redis, &bench_redlock,
+                                                     &bench_etcd, &bench_zookeeper};
+    *n = sizeof(all) / sizeof(all[0]);
+    return all;
+}
+
+static const struct bench_driver *find_driver(const char *name)
+{
+    size_t n;
+    const struct bench_driver *const *all = drivers(&n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, all[i]->name))
             return all[i];
-        }
     return NULL;
 }
 
@@ -214,12 +223,24 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {
-        {"driver", 1, 0, 'd'},  {"endpoints", 1, 0, 'e'}, {"workload", 1, 0, 'w'},
-        {"clients", 1, 0, 'c'}, {"pairs", 1, 0, 'n'},     {"seconds", 1, 0, 's'},
-        {"ttl", 1, 0, 't'},     {"warmup", 1, 0, 'u'},    {0, 0, 0, 0}};
-    *o =
-        (struct opts){.clients = 0, .pairs = 100000, .seconds = 10, .ttl_ms = 10000, .warmup = 300};
+    static const struct option lo[] = {{"driver", 1, 0, 'd'},
+                                       {"endpoints", 1, 0, 'e'},
+                                       {"workload", 1, 0, 'w'},
+                                       {"clients", 1, 0, 'c'},
+                                       {"pairs", 1, 0, 'n'},
+                                       {"seconds", 1, 0, 's'},
+                                       {"ttl", 1, 0, 't'},
+                                       {"warmup", 1, 0, 'u'},
+                                       {"sessions", 1, 0, 'S'},
+                                       {"locks-per-session", 1, 0, 'K'},
+                                       {0, 0, 0, 0}};
+    *o = (struct opts){.clients = 0,
+                       .pairs = 100000,
+                       .seconds = 10,
+                       .ttl_ms = 10000,
+                       .warmup = 300,
+                       .sessions = 100000,
+                       .per = 10};
     int c, bad = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -247,13 +268,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'u':
             bad |= parse_int(optarg, 0, 1000000, &o->warmup);
             break;
+        case 'S':
+            bad |= parse_int(optarg, 1, 10000000, &o->sessions);
+            break;
+        case 'K':
+            bad |= parse_int(optarg, 1, 1000, &o->per);
+            break;
         default:
             bad = 1;
         }
     }
     if (bad || optind < argc || !o->driver || !o->endpoints || !o->workload)
         return -1;
-    if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3"))
+    if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
+        strcmp(o->workload, "W4"))
         return -1;
     if (!o->clients)
         o->clients = !strcmp(o->workload, "W1") ? 1 : !strcmp(o->workload, "W2") ? 8 : 16;
@@ -325,22 +353,55 @@ static void print_json(const struct opts *o, const struct result *r)
     fflush(stdout);
 }
 
+/* W4: load sessions x locks (fencelock only; the others are not measured). */
+static int run_w4(const struct opts *o, const struct bench_driver *drv)
+{
+    char err[256] = "";
+    long locks = 0;
+    int rc = 1;
+    double t0 = now_ms();
+    if (strcmp(drv->name, "fencelock"))
+        snprintf(err, sizeof(err), "W4 is implemented for fencelock only");
+    else
+        rc = bench_fencelock_load(o->endpoints, o->sessions, o->per, o->ttl_ms, &locks, err,
+                                  sizeof(err)) != 0;
+    double s = (now_ms() - t0) / 1e3;
+    printf("{\"driver\":");
+    json_str(o->driver);
+    printf(",\"workload\":\"W4\",\"sessions\":%d,\"locks\":%ld,\"ttl_ms\":%d,\"seconds\":%.3f,"
+           "\"locks_per_s\":%.1f,\"errors\":%d",
+           o->sessions, locks, o->ttl_ms, s, s > 0 ? locks / s : 0, rc);
+    if (*err) {
+        printf(",\"error\":");
+        json_str(err);
+    }
+    printf("}\n");
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
+    if (argc == 2 && !strcmp(argv[1], "--drivers")) { /* for bench/run.sh */
+        size_t n;
+        const struct bench_driver *const *all = drivers(&n);
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", all[i]->name);
+        return 0;
+    }
     if (parse_args(argc, argv, &o)) {
         usage();
         return 2;
     }
-    int known;
-    const struct bench_driver *drv = find_driver(o.driver, &known);
+    const struct bench_driver *drv = find_driver(o.driver);
     if (!drv) {
         printf("{\"driver\":");
         json_str(o.driver);
-        printf(",\"workload\":\"%s\",\"error\":\"%s\"}\n", o.workload,
-               known ? "driver not built" : "unknown driver");
-        return known ? 3 : 2;
+        printf(",\"workload\":\"%s\",\"error\":\"unknown driver\"}\n", o.workload);
+        return 2;
     }
+    if (!strcmp(o.workload, "W4"))
+        return run_w4(&o, drv);
     int n = o.clients, contended = !strcmp(o.workload, "W2");
     struct bench_cfg cfg = {.endpoints = o.endpoints, .ttl_ms = o.ttl_ms};
     struct worker *w = calloc((size_t)n, sizeof(*w));
