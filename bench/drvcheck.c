@@ -63,6 +63,53 @@ static void *wait_thread(void *arg)
     return NULL;
 }
 
+struct shared {
+    pthread_mutex_t mu;
+    int holders, overlaps, grants, token_order_ok;
+    uint64_t last_token;
+};
+
+struct contender {
+    const struct bench_driver *d;
+    void *cl;
+    const char *name;
+    struct shared *sh;
+    int rounds, errors;
+    pthread_t th;
+};
+
+static void *contend(void *arg)
+{
+    struct contender *k = arg;
+    char err[256];
+    for (int i = 0; i < k->rounds; i++) {
+        uint64_t tok = 0;
+        int rc = k->d->acquire(k->cl, k->name, 10000, &tok, err, sizeof(err));
+        if (rc != 0) {
+            fprintf(stderr, "contender: acquire rc %d: %s\n", rc, rc < 0 ? err : "timeout");
+            k->errors++;
+            continue;
+        }
+        pthread_mutex_lock(&k->sh->mu);
+        if (k->sh->holders++ > 0)
+            k->sh->overlaps++;
+        k->sh->grants++;
+        if (tok <= k->sh->last_token)
+            k->sh->token_order_ok = 0;
+        k->sh->last_token = tok;
+        pthread_mutex_unlock(&k->sh->mu);
+        usleep(1000);
+        pthread_mutex_lock(&k->sh->mu);
+        k->sh->holders--;
+        pthread_mutex_unlock(&k->sh->mu);
+        if (k->d->release(k->cl, k->name, err, sizeof(err)) != 0) {
+            fprintf(stderr, "contender: release: %s\n", err);
+            k->errors++;
+        }
+    }
+    return NULL;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -86,6 +133,26 @@ static void run(const struct bench_driver *d, const char *eps, struct tally *t)
     check(t, d->name, c != NULL, what);
     if (!c)
         goto out;
+
+    /* A lease/session outlives its TTL while the client lives (keepalive / pings). */
+    {
+        struct bench_cfg shortcfg = {.endpoints = eps, .ttl_ms = 2000};
+        void *s = d->client_new(&shortcfg, 3, err, sizeof(err));
+        char lname[80];
+        uint64_t t1 = 0, t2 = 0;
+        snprintf(lname, sizeof(lname), "%s-hold", name);
+        int r1 = s ? d->acquire(s, lname, 0, &t1, err, sizeof(err)) : -1;
+        if (r1 == 0)
+            sleep(6);
+        int r2 = r1 == 0 ? d->acquire(a, lname, 0, &t2, err, sizeof(err)) : -1;
+        int r3 = r1 == 0 ? d->release(s, lname, err, sizeof(err)) : -1;
+        snprintf(what, sizeof(what),
+                 "a lock held 6 s with ttl_ms 2000 is still held (rc %d %d %d%s%s)", r1, r2, r3,
+                 r3 < 0 ? ", " : "", r3 < 0 ? err : "");
+        check(t, d->name, r1 == 0 && r2 == BENCH_TIMEOUT && r3 == 0, what);
+        if (s)
+            d->client_free(s);
+    }
 
     rc = d->acquire(a, name, 0, &ta, err, sizeof(err));
     snprintf(what, sizeof(what), "A acquires a free lock (rc %d, token %" PRIu64 "%s%s)", rc, ta,
@@ -159,6 +226,64 @@ static void run(const struct bench_driver *d, const char *eps, struct tally *t)
              "20 successive grants have strictly increasing tokens (%d done%s%s)", n,
              n < 20 ? ", " : "", n < 20 ? err : "");
     check(t, d->name, mono && n == 20, what);
+
+    /* A waiter that holds another lock times out: only its queued entry goes (etcd: the delete
+     * path instead of the lease revoke), and the holder of that other lock keeps it. */
+    {
+        char other[80];
+        uint64_t to = 0, tx = 0;
+        snprintf(other, sizeof(other), "%s-other", name);
+        int r1 = d->acquire(b, other, 0, &to, err, sizeof(err));
+        int r2 = r1 == 0 ? d->acquire(a, name, 0, &ta, err, sizeof(err)) : -1;
+        int r3 = r2 == 0 ? d->acquire(b, name, 200, &tb, err, sizeof(err)) : -1;
+        int r4 = r3 == BENCH_TIMEOUT ? d->release(a, name, err, sizeof(err)) : -1;
+        int r5 = r4 == 0 ? d->acquire(c, name, 0, &tc, err, sizeof(err)) : -1;
+        int r6 = r5 == 0 ? d->acquire(c, other, 0, &tx, err, sizeof(err)) : -1;
+        snprintf(what, sizeof(what),
+                 "a waiter holding another lock times out, leaves nothing queued and keeps the "
+                 "other lock (rc %d %d %d %d %d %d%s%s)",
+                 r1, r2, r3, r4, r5, r6, r6 < 0 ? ", " : "", r6 < 0 ? err : "");
+        check(t, d->name, r3 == BENCH_TIMEOUT && r5 == 0 && r6 == BENCH_TIMEOUT, what);
+        if (r5 == 0)
+            d->release(c, name, err, sizeof(err));
+        if (r1 == 0)
+            d->release(b, other, err, sizeof(err));
+    }
+
+    /* Mutual exclusion under contention: 6 clients, 15 rounds each. */
+    {
+        struct contender cs[6];
+        struct shared sh = {
+            .holders = 0, .overlaps = 0, .grants = 0, .last_token = 0, .token_order_ok = 1};
+        pthread_mutex_init(&sh.mu, NULL);
+        int made = 0;
+        for (int i = 0; i < 6; i++) {
+            cs[i] = (struct contender){.d = d, .name = name, .sh = &sh, .rounds = 15};
+            cs[i].cl = d->client_new(&cfg, 10 + i, err, sizeof(err));
+            if (cs[i].cl)
+                made++;
+        }
+        if (made == 6) {
+            for (int i = 0; i < 6; i++)
+                pthread_create(&cs[i].th, NULL, contend, &cs[i]);
+            for (int i = 0; i < 6; i++)
+                pthread_join(cs[i].th, NULL);
+        }
+        int errs = 0;
+        for (int i = 0; i < 6; i++) {
+            errs += cs[i].errors;
+            if (cs[i].cl)
+                d->client_free(cs[i].cl);
+        }
+        snprintf(
+            what, sizeof(what),
+            "6 contending clients: %d grants, %d overlaps, %d errors, tokens in grant order: %s",
+            sh.grants, sh.overlaps, errs, sh.token_order_ok ? "yes" : "no");
+        check(t, d->name,
+              made == 6 && sh.grants == 90 && sh.overlaps == 0 && errs == 0 && sh.token_order_ok,
+              what);
+        pthread_mutex_destroy(&sh.mu);
+    }
 
     /* One client's acquire+release pair latency. */
     enum { PAIRS = 200 };
