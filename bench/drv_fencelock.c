@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct fl_bench_client {
     fl_client *c;
@@ -105,108 +106,22 @@ const struct bench_driver bench_fencelock = {
 
 #define LOAD_THREADS 4
 #define LOAD_WINDOW 256 /* commands in flight per connection (the server's cap is 1024) */
+#define LOAD_ROUNDS 10  /* passes over what failed (a leader change mid-load), 1 s apart */
 
 struct load_part {
-    char host[64];
-    int port;
-    long first, count; /* sessions [first, first + count) */
+    const char *endpoints;
+    long count; /* sessions of this part */
     int per, ttl_ms;
-    long locks, errors;
+    long long *sids; /* count; 0 = not open yet */
+    long *todo;      /* indices still to do (sessions, then locks) */
+    long ntodo, nfail, locks;
     char err[256];
 };
 
-/* Sends n commands built by fmt_cmd(i) on c, at most LOAD_WINDOW unanswered, and hands each
-   reply to on_reply(i, reply). Returns -1 on a connection error. */
-static int pipeline(redisContext *c, long n, void *ctx,
-                    int (*append)(redisContext *c, void *ctx, long i),
-                    void (*on_reply)(void *ctx, long i, redisReply *r))
+/* The leader's client address "host:port" into out, from the library's view of the cluster. */
+static int find_leader(const char *endpoints, char *host, size_t hostlen, int *port, char *err,
+                       size_t errlen)
 {
-    long sent = 0, got = 0;
-    while (got < n) {
-        while (sent < n && sent - got < LOAD_WINDOW)
-            if (append(c, ctx, sent++) != REDIS_OK)
-                return -1;
-        void *v;
-        if (redisGetReply(c, &v) != REDIS_OK || !v)
-            return -1;
-        on_reply(ctx, got++, v);
-        freeReplyObject(v);
-    }
-    return 0;
-}
-
-struct load_ctx {
-    struct load_part *p;
-    long long *sids;
-};
-
-static int append_open(redisContext *c, void *ctx, long i)
-{
-    struct load_ctx *l = ctx;
-    (void)i;
-    return redisAppendCommand(c, "SESSION.OPEN %d", l->p->ttl_ms);
-}
-
-static void reply_open(void *ctx, long i, redisReply *r)
-{
-    struct load_ctx *l = ctx;
-    if (r->type == REDIS_REPLY_INTEGER) {
-        l->sids[i] = r->integer;
-    } else {
-        l->sids[i] = 0;
-        if (!l->p->errors++)
-            snprintf(l->p->err, sizeof(l->p->err), "SESSION.OPEN: %s",
-                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    }
-}
-
-static int append_lock(redisContext *c, void *ctx, long i)
-{
-    struct load_ctx *l = ctx;
-    long long sid = l->sids[i / l->p->per];
-    return redisAppendCommand(c, "LOCK w4-%lld-%ld %lld", sid, i % l->p->per, sid);
-}
-
-static void reply_lock(void *ctx, long i, redisReply *r)
-{
-    struct load_ctx *l = ctx;
-    (void)i;
-    if (r->type == REDIS_REPLY_INTEGER) {
-        l->p->locks++;
-    } else if (!l->p->errors++) {
-        snprintf(l->p->err, sizeof(l->p->err), "LOCK: %s",
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    }
-}
-
-static void *load_run(void *arg)
-{
-    struct load_part *p = arg;
-    struct timeval tv = {.tv_sec = 30, .tv_usec = 0};
-    redisContext *c = redisConnectWithTimeout(p->host, p->port, tv);
-    struct load_ctx l = {.p = p, .sids = calloc((size_t)p->count + 1, sizeof(long long))};
-    if (!c || c->err || !l.sids) {
-        snprintf(p->err, sizeof(p->err), "connect %s:%d: %s", p->host, p->port,
-                 c ? c->errstr : "out of memory");
-        p->errors++;
-    } else {
-        redisSetTimeout(c, tv);
-        if (pipeline(c, p->count, &l, append_open, reply_open) ||
-            pipeline(c, p->count * p->per, &l, append_lock, reply_lock)) {
-            snprintf(p->err, sizeof(p->err), "%s:%d: %s", p->host, p->port, c->errstr);
-            p->errors++;
-        }
-    }
-    if (c)
-        redisFree(c);
-    free(l.sids);
-    return NULL;
-}
-
-int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_ms, long *locks,
-                         char *err, size_t errlen)
-{
-    /* The leader's client address, from the library's view of the cluster. */
     fl_err e;
     fl_client *c = fl_client_new(endpoints, NULL, &e);
     if (!c) {
@@ -226,35 +141,144 @@ int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_
     fl_status_free(&st);
     fl_client_free(c);
     const char *colon = strrchr(leader, ':');
-    if (!colon || colon - leader >= 64) {
-        snprintf(err, errlen, "no leader address in CLUSTER.MEMBERS ('%s')", leader);
+    if (!colon || (size_t)(colon - leader) >= hostlen) {
+        snprintf(err, errlen, "no leader in CLUSTER.MEMBERS ('%s')", leader);
         return -1;
     }
+    memcpy(host, leader, (size_t)(colon - leader));
+    host[colon - leader] = 0;
+    *port = atoi(colon + 1);
+    return 0;
+}
+
+static int append_cmd(redisContext *c, struct load_part *p, int locks, long i)
+{
+    if (!locks)
+        return redisAppendCommand(c, "SESSION.OPEN %d", p->ttl_ms);
+    long long sid = p->sids[i / p->per];
+    return redisAppendCommand(c, "LOCK w4-%lld-%ld %lld", sid, i % p->per, sid);
+}
+
+/* One pipelined pass over p->todo (at most LOAD_WINDOW unanswered); what fails stays in todo
+   for the next pass. LOCK is idempotent per session (a holder gets its token again), so
+   resending one whose answer was lost is safe; a lost SESSION.OPEN only leaves an extra
+   session that expires. Returns -1 on a connection error. */
+static int load_pass(redisContext *c, struct load_part *p, int locks)
+{
+    long sent = 0, got = 0, kept = 0, n = p->ntodo;
+    while (got < n) {
+        while (sent < n && sent - got < LOAD_WINDOW)
+            if (append_cmd(c, p, locks, p->todo[sent++]) != REDIS_OK)
+                goto broken;
+        void *v;
+        if (redisGetReply(c, &v) != REDIS_OK || !v)
+            goto broken;
+        redisReply *r = v;
+        long i = p->todo[got++];
+        if (r->type == REDIS_REPLY_INTEGER) {
+            if (locks)
+                p->locks++;
+            else
+                p->sids[i] = r->integer;
+        } else {
+            p->todo[kept++] = i;
+            p->nfail++;
+            snprintf(p->err, sizeof(p->err), "%s: %s", locks ? "LOCK" : "SESSION.OPEN",
+                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        }
+        freeReplyObject(r);
+    }
+    p->ntodo = kept;
+    return 0;
+broken: /* everything not answered is still to do */
+    snprintf(p->err, sizeof(p->err), "connection: %s", c->errstr);
+    memmove(p->todo + kept, p->todo + got, (size_t)(n - got) * sizeof(long));
+    p->ntodo = kept + n - got;
+    return -1;
+}
+
+static void *load_run(void *arg)
+{
+    struct load_part *p = arg;
+    for (int locks = 0; locks <= 1; locks++) {
+        long n = locks ? p->count * p->per : p->count;
+        p->todo = malloc((size_t)(n ? n : 1) * sizeof(long));
+        if (!p->todo) {
+            snprintf(p->err, sizeof(p->err), "out of memory");
+            p->ntodo = n;
+            return NULL;
+        }
+        p->ntodo = 0;
+        for (long i = 0; i < n; i++)
+            if (!locks || p->sids[i / p->per])
+                p->todo[p->ntodo++] = i;
+        for (int round = 0; round < LOAD_ROUNDS && p->ntodo; round++) {
+            if (round)
+                sleep(1);
+            char host[64];
+            int port;
+            if (find_leader(p->endpoints, host, sizeof(host), &port, p->err, sizeof(p->err)))
+                continue;
+            struct timeval tv = {.tv_sec = 10, .tv_usec = 0};
+            redisContext *c = redisConnectWithTimeout(host, port, tv);
+            if (c && !c->err) {
+                redisSetTimeout(c, tv);
+                load_pass(c, p, locks);
+            } else {
+                snprintf(p->err, sizeof(p->err), "connect %s:%d: %s", host, port,
+                         c ? c->errstr : "out of memory");
+            }
+            if (c)
+                redisFree(c);
+        }
+        if (p->ntodo)
+            return NULL; /* sessions that could not be opened have no locks */
+        free(p->todo);
+        p->todo = NULL;
+    }
+    return NULL;
+}
+
+/* W4: opens `sessions` sessions (TTL ttl_ms) holding `per` locks each. *locks: locks held at
+   the end; *retried: commands that failed once and were sent again (a leader change). */
+int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_ms, long *locks,
+                         long *retried, char *err, size_t errlen)
+{
     struct load_part parts[LOAD_THREADS];
     pthread_t t[LOAD_THREADS];
-    int started = 0;
+    int started = 0, failed = 0;
     for (int i = 0; i < LOAD_THREADS; i++) {
         struct load_part *p = &parts[i];
         memset(p, 0, sizeof(*p));
-        memcpy(p->host, leader, (size_t)(colon - leader));
-        p->port = atoi(colon + 1);
-        p->first = sessions * i / LOAD_THREADS;
-        p->count = sessions * (i + 1) / LOAD_THREADS - p->first;
+        p->endpoints = endpoints;
+        p->count = sessions * (i + 1) / LOAD_THREADS - sessions * i / LOAD_THREADS;
         p->per = per;
         p->ttl_ms = ttl_ms;
-    }
-    for (; started < LOAD_THREADS; started++)
-        if (pthread_create(&t[started], NULL, load_run, &parts[started]))
+        p->sids = calloc((size_t)p->count + 1, sizeof(long long));
+        if (!p->sids)
             break;
-    long errors = started < LOAD_THREADS;
-    *locks = 0;
-    snprintf(err, errlen, "%s", errors ? "pthread_create failed" : "");
+        if (pthread_create(&t[i], NULL, load_run, p)) {
+            free(p->sids);
+            break;
+        }
+        started++;
+    }
+    snprintf(err, errlen, "%s", started < LOAD_THREADS ? "out of memory or threads" : "");
+    failed = started < LOAD_THREADS;
+    *locks = *retried = 0;
     for (int i = 0; i < started; i++) {
         pthread_join(t[i], NULL);
         *locks += parts[i].locks;
-        if (parts[i].errors && !errors)
-            snprintf(err, errlen, "%s", parts[i].err);
-        errors += parts[i].errors;
+        *retried += parts[i].nfail;
+        if (parts[i].ntodo) {
+            if (!failed)
+                snprintf(err, errlen, "%ld commands not done: %s", parts[i].ntodo, parts[i].err);
+            failed = 1;
+        } else if (parts[i].nfail && !*err) {
+            snprintf(err, errlen, "retried after: %s", parts[i].err);
+        }
+        free(parts[i].sids);
+        free(parts[i].todo);
     }
-    return errors ? -1 : 0;
+    return failed ? -1 : 0;
 }

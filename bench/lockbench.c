@@ -33,7 +33,7 @@
 
 /* W4's loader, in drv_fencelock.c (fencelock only: it speaks RESP to the leader directly). */
 int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_ms, long *locks,
-                         char *err, size_t errlen);
+                         long *retried, char *err, size_t errlen);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -357,22 +357,22 @@ static void print_json(const struct opts *o, const struct result *r)
 static int run_w4(const struct opts *o, const struct bench_driver *drv)
 {
     char err[256] = "";
-    long locks = 0;
+    long locks = 0, retried = 0;
     int rc = 1;
     double t0 = now_ms();
     if (strcmp(drv->name, "fencelock"))
         snprintf(err, sizeof(err), "W4 is implemented for fencelock only");
     else
-        rc = bench_fencelock_load(o->endpoints, o->sessions, o->per, o->ttl_ms, &locks, err,
-                                  sizeof(err)) != 0;
+        rc = bench_fencelock_load(o->endpoints, o->sessions, o->per, o->ttl_ms, &locks, &retried,
+                                  err, sizeof(err)) != 0;
     double s = (now_ms() - t0) / 1e3;
     printf("{\"driver\":");
     json_str(o->driver);
     printf(",\"workload\":\"W4\",\"sessions\":%d,\"locks\":%ld,\"ttl_ms\":%d,\"seconds\":%.3f,"
-           "\"locks_per_s\":%.1f,\"errors\":%d",
-           o->sessions, locks, o->ttl_ms, s, s > 0 ? locks / s : 0, rc);
+           "\"locks_per_s\":%.1f,\"retried\":%ld,\"errors\":%d",
+           o->sessions, locks, o->ttl_ms, s, s > 0 ? locks / s : 0, retried, rc);
     if (*err) {
-        printf(",\"error\":");
+        printf(",\"%s\":", rc ? "error" : "note");
         json_str(err);
     }
     printf("}\n");
