@@ -169,6 +169,13 @@ static int json_str(const char *from, const char *field, char *out, size_t outle
     return 0;
 }
 
+static long ms_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
 /*
  * POST body to path on the endpoints, starting at the current one and moving on when one is
  * unreachable or has no leader. Returns 0 with the HTTP 200 reply in *out, ETCD_TIMEDOUT when
@@ -181,7 +188,12 @@ static int etcd_call(struct etcd_client *c, CURL *h, struct buf *out, const char
     int ep = c->cur;
     pthread_mutex_unlock(&c->mu);
     char url[256];
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int tries = 0; tries < c->neps; tries++, ep = (ep + 1) % c->neps) {
+        long left = timeout_ms - ms_since(&t0); /* one bound for all the endpoints tried */
+        if (tries > 0 && left <= 0)
+            return ETCD_TIMEDOUT;
         snprintf(url, sizeof(url), "http://%s%s", c->eps[ep], path);
         out->len = 0;
         if (out->p)
@@ -189,7 +201,7 @@ static int etcd_call(struct etcd_client *c, CURL *h, struct buf *out, const char
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left > 0 ? left : 1L);
         CURLcode rc = curl_easy_perform(h);
         if (rc == CURLE_OPERATION_TIMEDOUT)
             return ETCD_TIMEDOUT;
@@ -394,13 +406,6 @@ static int etcd_held_index(struct etcd_client *c, const char *name)
     return -1;
 }
 
-static long ms_since(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
-}
-
 static int etcd_delete_key(struct etcd_client *c, const char *key, char *err, size_t errlen)
 {
     char body[ETCD_KEY_B64 + 32];
@@ -519,6 +524,13 @@ static int etcd_release(void *cl, const char *name, char *err, size_t errlen)
     char body[ETCD_KEY_B64 + 32];
     snprintf(body, sizeof(body), "{\"key\":\"%s\"}", c->held[i].key);
     c->held[i] = c->held[--c->nheld];
+    pthread_mutex_lock(&c->mu);
+    int dead = c->lease_dead;
+    pthread_mutex_unlock(&c->mu);
+    if (dead) {
+        snprintf(err, errlen, "etcd: lease expired while %s was held: the lock was lost", name);
+        return -1;
+    }
     return etcd_call(c, c->h, &c->resp, "/v3/lock/unlock", body, ETCD_CALL_MS, err, errlen) == 0
                ? 0
                : -1;

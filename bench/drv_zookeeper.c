@@ -9,8 +9,8 @@
  * - session: zookeeper_init with session timeout cfg->ttl_ms (the server raises it to its
  *   minimum, 2 * tickTime = 4 s with the defaults); client_new waits until connected.
  * - acquire(name): create the persistent parents /locks and /locks/<name> once per client
- *   (ZNODEEXISTS is fine), then create an EPHEMERAL_SEQUENTIAL node /locks/<name>/lock- with
- *   zoo_create2 so that its Stat comes back. Loop: list the children; if ours has the lowest
+ *   (ZNODEEXISTS is fine), then an EPHEMERAL_SEQUENTIAL node /locks/<name>/_c_<session>-lock-
+ *   with zoo_create2, so that its Stat comes back. Loop: list the children; if ours has the lowest
  *   sequence number we hold the lock; otherwise set a watch with zoo_wexists on the node just
  *   before ours (only that one: no herd effect) and wait for its deletion event, bounded by
  *   wait_ms, then list again. On timeout (or wait_ms == 0 and not lowest) delete our node so
@@ -21,9 +21,10 @@
  *   successive holders of one lock strictly increase.
  * - release(name): delete our node (version -1).
  * A session that expired is replaced by a new one on the next acquire; its ephemeral nodes (and
- * so its locks) are gone with it. A create that fails with connection loss is reported as an
- * error (Curator's "protected" mode, which finds such an orphan by a GUID in its name, is not
- * reproduced: the benchmark runs without faults).
+ * so its locks) are gone with it. Connection loss (the session lives on): nodes are named
+ * "_c_<session id>-lock-<seq>" as in Curator's protected mode, so a create whose answer was lost
+ * is found again after reconnecting instead of being created twice; a delete that fails is
+ * remembered and retried on the next call, so no orphan node stays queued.
  */
 #include "driver.h"
 
@@ -58,6 +59,8 @@ struct zk_client {
     int nheld;
     char **parents; /* lock names whose parent node exists */
     int nparents, capparents;
+    char orphans[ZK_MAX_HELD][ZK_MAX_PATH]; /* our nodes a failed delete left behind */
+    int norphans;
 };
 
 static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
@@ -225,11 +228,87 @@ static int zk_held_index(struct zk_client *c, const char *name)
     return -1;
 }
 
+static void zk_orphan(struct zk_client *c, const char *node)
+{
+    if (c->norphans < ZK_MAX_HELD)
+        snprintf(c->orphans[c->norphans++], ZK_MAX_PATH, "%s", node);
+}
+
+/* Retry the deletes that failed (connection loss): an orphan node would be granted to nobody. */
+static void zk_reap_orphans(struct zk_client *c)
+{
+    for (int i = 0; i < c->norphans;) {
+        int rc = zoo_delete(c->zh, c->orphans[i], -1);
+        if (rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED)
+            memmove(c->orphans[i], c->orphans[--c->norphans], ZK_MAX_PATH);
+        else
+            i++;
+    }
+}
+
+/* Wait up to ms for the session to be connected again after a connection loss. */
+static int zk_wait_connected(struct zk_client *c, int ms)
+{
+    struct timespec dl;
+    deadline_in(&dl, ms);
+    pthread_mutex_lock(&c->mu);
+    while (c->state != ZOO_CONNECTED_STATE && c->state != ZOO_EXPIRED_SESSION_STATE)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &dl) == ETIMEDOUT)
+            break;
+    int ok = c->state == ZOO_CONNECTED_STATE;
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+/*
+ * Create our EPHEMERAL_SEQUENTIAL node in dir, named "_c_<session id>-lock-<seq>" as Curator's
+ * protected mode does: a create whose answer was lost (connection loss) may still have happened,
+ * so after reconnecting look for a child carrying our session id before creating again.
+ */
+static int zk_create_protected(struct zk_client *c, const char *dir, char *node, size_t nodelen,
+                               struct Stat *st)
+{
+    char prefix[ZK_MAX_PATH], tag[64];
+    snprintf(tag, sizeof(tag), "_c_%llx-", (unsigned long long)zoo_client_id(c->zh)->client_id);
+    snprintf(prefix, sizeof(prefix), "%s/%slock-", dir, tag);
+    int rc = ZCONNECTIONLOSS;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (attempt > 0) {
+            if (!zk_wait_connected(c, c->timeout_ms))
+                return rc;
+            struct String_vector kids = {0, NULL};
+            int lrc = zoo_get_children(c->zh, dir, 0, &kids);
+            if (lrc != ZOK)
+                continue;
+            int found = 0;
+            for (int i = 0; i < kids.count && !found; i++) {
+                if (strncmp(kids.data[i], tag, strlen(tag)) == 0) {
+                    snprintf(node, nodelen, "%s/%s", dir, kids.data[i]);
+                    found = 1;
+                }
+            }
+            deallocate_String_vector(&kids);
+            if (found) {
+                rc = zoo_exists(c->zh, node, 0, st); /* its czxid */
+                if (rc == ZOK)
+                    return ZOK;
+                continue;
+            }
+        }
+        memset(st, 0, sizeof(*st));
+        rc = zoo_create2(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+                         ZOO_EPHEMERAL | ZOO_SEQUENCE, node, (int)nodelen, st);
+        if (rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT)
+            return rc;
+    }
+    return rc;
+}
+
 static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, char *err,
                       size_t errlen)
 {
     struct zk_client *c = cl;
-    char dir[ZK_MAX_NAME + 16], node[ZK_MAX_PATH], prefix[ZK_MAX_PATH], pred[ZK_MAX_PATH];
+    char dir[ZK_MAX_NAME + 16], node[ZK_MAX_PATH], pred[ZK_MAX_PATH];
     struct Stat st;
     struct timespec dl;
     int rc;
@@ -244,14 +323,12 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
     }
     if (zk_ensure_session(c, err, errlen) != 0 || zk_create_parents(c, name, err, errlen) != 0)
         return -1;
+    zk_reap_orphans(c);
     deadline_in(&dl, wait_ms > 0 ? wait_ms : 0);
     snprintf(dir, sizeof(dir), "/locks/%s", name);
-    snprintf(prefix, sizeof(prefix), "%s/lock-", dir);
-    memset(&st, 0, sizeof(st));
-    rc = zoo_create2(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE,
-                     node, sizeof(node), &st);
+    rc = zk_create_protected(c, dir, node, sizeof(node), &st);
     if (rc != ZOK) {
-        snprintf(err, errlen, "zookeeper create %s: %s", prefix, zerror(rc));
+        snprintf(err, errlen, "zookeeper create in %s: %s", dir, zerror(rc));
         return -1;
     }
     uint64_t czxid = (uint64_t)st.czxid;
@@ -310,9 +387,12 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
     if (result != 0) {
         /* Leave nothing queued: remove our node (a dead session removes it by itself). */
         int drc = zoo_delete(c->zh, node, -1);
-        if (drc != ZOK && drc != ZNONODE && result == BENCH_TIMEOUT) {
-            snprintf(err, errlen, "zookeeper delete %s after timeout: %s", node, zerror(drc));
-            result = -1;
+        if (drc != ZOK && drc != ZNONODE) {
+            zk_orphan(c, node); /* deleted on the next call, so it is not granted to nobody */
+            if (result == BENCH_TIMEOUT) {
+                snprintf(err, errlen, "zookeeper delete %s after timeout: %s", node, zerror(drc));
+                result = -1;
+            }
         }
         return result;
     }
@@ -334,7 +414,10 @@ static int zk_release(void *cl, const char *name, char *err, size_t errlen)
     char node[ZK_MAX_PATH];
     snprintf(node, sizeof(node), "%s", c->held[i].node);
     c->held[i] = c->held[--c->nheld];
+    zk_reap_orphans(c);
     int rc = c->zh ? zoo_delete(c->zh, node, -1) : ZINVALIDSTATE;
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+        zk_orphan(c, node);
     if (rc != ZOK) {
         snprintf(err, errlen, "zookeeper delete %s: %s", node, zerror(rc));
         return -1;

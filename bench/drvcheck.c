@@ -1,19 +1,23 @@
+/* clang-format off */
 /*
  * drvcheck: a self-check of the etcd and ZooKeeper bench drivers against running clusters
  * (bench/servers/etcd.sh start, bench/servers/zookeeper.sh start).
  *
  * Owns nothing beyond its own test clients. Recipe, per driver: three clients A, B, C on one
- * lock name; A acquires; B's try (wait 0) and B's bounded wait both give BENCH_TIMEOUT while A
- * holds; after A releases, C acquires at once (the timed-out waiter left nothing queued) with a
- * larger token; a waiter blocked in acquire gets the lock after the holder releases, with a larger
- * token; successive grants have strictly increasing tokens. Then one client's acquire+release
- * pair latency over 200 pairs (mean, p50, p99). Prints "N passed, N failed"; exit 1 on failure.
+ * lock name. A lock held 6 s by a client with ttl_ms 2000 stays held (keepalive / pings). A
+ * acquires; B's try (wait 0) and B's 300 ms wait both give BENCH_TIMEOUT while A holds; after A
+ * releases, C's try succeeds at once (the timed-out waiter left nothing queued) with a larger
+ * token; a waiter blocked in acquire gets the lock after the holder releases, with a larger
+ * token; 20 successive grants have strictly increasing tokens; a waiter that holds another lock
+ * times out without losing that lock or leaving anything queued; 6 contending clients never
+ * overlap and see tokens in grant order. Then one client's acquire+release pair latency over
+ * 200 pairs (mean, p50, p99). Prints "N passed, N failed"; exits 1 on any failure.
  *
- * Build: cc -Iinclude -Ibench bench/drvcheck.c bench/drv_etcd.c bench/drv_zookeeper.c
- * -lzookeeper_mt -lcurl -lpthread -o build/drvcheck Run:   build/drvcheck [etcd|zookeeper]
- * (endpoints from ETCD_ENDPOINTS / ZK_ENDPOINTS, default the ports of bench/servers/etcd.sh and
- * zookeeper.sh)
+ * Build: cc -Iinclude -Ibench bench/drvcheck.c bench/drv_etcd.c bench/drv_zookeeper.c -lzookeeper_mt -lcurl -lpthread -o build/drvcheck
+ * Run:   build/drvcheck [etcd|zookeeper]
+ *        (endpoints from ETCD_ENDPOINTS / ZK_ENDPOINTS; default: the ports of etcd.sh, zookeeper.sh)
  */
+/* clang-format on */
 #include "driver.h"
 
 #include <inttypes.h>
