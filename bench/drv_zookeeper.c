@@ -23,8 +23,9 @@
  * A session that expired is replaced by a new one on the next acquire; its ephemeral nodes (and
  * so its locks) are gone with it. Connection loss (the session lives on): nodes are named
  * "_c_<session id>-lock-<seq>" as in Curator's protected mode, so a create whose answer was lost
- * is found again after reconnecting instead of being created twice; a delete that fails is
- * remembered and retried on the next call, so no orphan node stays queued.
+ * is found again after reconnecting instead of being created twice; reads and deletes are
+ * retried once reconnected (up to 3 times), and a delete that still fails is remembered and
+ * retried on the next call, so no orphan node stays queued.
  */
 #include "driver.h"
 
@@ -213,13 +214,6 @@ static int zk_create_parents(struct zk_client *c, const char *name, char *err, s
     return 0;
 }
 
-/* The sequence number a sequential node's name ends with (10 digits). */
-static long long zk_seq(const char *child)
-{
-    size_t n = strlen(child);
-    return n >= 10 ? atoll(child + n - 10) : -1;
-}
-
 static int zk_held_index(struct zk_client *c, const char *name)
 {
     for (int i = 0; i < c->nheld; i++)
@@ -228,9 +222,29 @@ static int zk_held_index(struct zk_client *c, const char *name)
     return -1;
 }
 
+/* The sequence number a sequential node's name ends with (10 digits). */
+static long long zk_seq(const char *child)
+{
+    size_t n = strlen(child);
+    return n >= 10 ? atoll(child + n - 10) : -1;
+}
+
+static int zk_transient(int rc)
+{
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
+static int zk_is_orphan(struct zk_client *c, const char *node)
+{
+    for (int i = 0; i < c->norphans; i++)
+        if (strcmp(c->orphans[i], node) == 0)
+            return 1;
+    return 0;
+}
+
 static void zk_orphan(struct zk_client *c, const char *node)
 {
-    if (c->norphans < ZK_MAX_HELD)
+    if (!zk_is_orphan(c, node) && c->norphans < ZK_MAX_HELD)
         snprintf(c->orphans[c->norphans++], ZK_MAX_PATH, "%s", node);
 }
 
@@ -246,18 +260,26 @@ static void zk_reap_orphans(struct zk_client *c)
     }
 }
 
-/* Wait up to ms for the session to be connected again after a connection loss. */
+/*
+ * Wait up to ms for the session to be connected again after a connection loss. The I/O
+ * thread's state (zoo_state) is polled: the session event may reach the watcher later than the
+ * failed call returns.
+ */
 static int zk_wait_connected(struct zk_client *c, int ms)
 {
-    struct timespec dl;
+    struct timespec dl, slice;
     deadline_in(&dl, ms);
-    pthread_mutex_lock(&c->mu);
-    while (c->state != ZOO_CONNECTED_STATE && c->state != ZOO_EXPIRED_SESSION_STATE)
-        if (pthread_cond_timedwait(&c->cv, &c->mu, &dl) == ETIMEDOUT)
-            break;
-    int ok = c->state == ZOO_CONNECTED_STATE;
-    pthread_mutex_unlock(&c->mu);
-    return ok;
+    for (;;) {
+        int st = zoo_state(c->zh);
+        if (st == ZOO_CONNECTED_STATE)
+            return 1;
+        if (st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE || past(&dl))
+            return 0;
+        deadline_in(&slice, 20);
+        pthread_mutex_lock(&c->mu);
+        pthread_cond_timedwait(&c->cv, &c->mu, &slice);
+        pthread_mutex_unlock(&c->mu);
+    }
 }
 
 /*
@@ -280,15 +302,32 @@ static int zk_create_protected(struct zk_client *c, const char *dir, char *node,
             int lrc = zoo_get_children(c->zh, dir, 0, &kids);
             if (lrc != ZOK)
                 continue;
+            /* Ours is the newest child with our tag; older ones are leftovers (a create
+             * retried, a delete whose answer was lost): remove them. */
             int found = 0;
-            for (int i = 0; i < kids.count && !found; i++) {
-                if (strncmp(kids.data[i], tag, strlen(tag)) == 0) {
+            long long best = -1;
+            for (int i = 0; i < kids.count; i++) {
+                char path[ZK_MAX_PATH];
+                snprintf(path, sizeof(path), "%s/%s", dir, kids.data[i]);
+                if (strncmp(kids.data[i], tag, strlen(tag)) == 0 && !zk_is_orphan(c, path) &&
+                    zk_seq(kids.data[i]) > best)
+                    best = zk_seq(kids.data[i]);
+            }
+            for (int i = 0; i < kids.count; i++) {
+                if (strncmp(kids.data[i], tag, strlen(tag)) != 0)
+                    continue;
+                if (zk_seq(kids.data[i]) == best) {
                     snprintf(node, nodelen, "%s/%s", dir, kids.data[i]);
                     found = 1;
+                } else {
+                    char old[ZK_MAX_PATH];
+                    snprintf(old, sizeof(old), "%s/%s", dir, kids.data[i]);
+                    zk_orphan(c, old);
                 }
             }
             deallocate_String_vector(&kids);
             if (found) {
+                zk_reap_orphans(c);
                 rc = zoo_exists(c->zh, node, 0, st); /* its czxid */
                 if (rc == ZOK)
                     return ZOK;
@@ -298,7 +337,7 @@ static int zk_create_protected(struct zk_client *c, const char *dir, char *node,
         memset(st, 0, sizeof(*st));
         rc = zoo_create2(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
                          ZOO_EPHEMERAL | ZOO_SEQUENCE, node, (int)nodelen, st);
-        if (rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT)
+        if (!zk_transient(rc))
             return rc;
     }
     return rc;
@@ -334,10 +373,12 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
     uint64_t czxid = (uint64_t)st.czxid;
     const char *mine = node + strlen(dir) + 1;
     long long myseq = zk_seq(mine);
-    int result = -1;
+    int result = -1, retries = 0;
     for (;;) {
         struct String_vector kids = {0, NULL};
         rc = zoo_get_children(c->zh, dir, 0, &kids);
+        if (zk_transient(rc) && (retries++ < 3 && zk_wait_connected(c, c->timeout_ms)))
+            continue; /* as Curator's retry policy: the session lives on */
         if (rc != ZOK) {
             snprintf(err, errlen, "zookeeper get_children %s: %s", dir, zerror(rc));
             break;
@@ -373,6 +414,8 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
         rc = zoo_wexists(c->zh, pred, zk_watcher, c, &st);
         if (rc == ZNONODE)
             continue; /* gone already: look again */
+        if (zk_transient(rc) && (retries++ < 3 && zk_wait_connected(c, c->timeout_ms)))
+            continue;
         if (rc != ZOK) {
             snprintf(err, errlen, "zookeeper exists %s: %s", pred, zerror(rc));
             break;
@@ -416,7 +459,12 @@ static int zk_release(void *cl, const char *name, char *err, size_t errlen)
     c->held[i] = c->held[--c->nheld];
     zk_reap_orphans(c);
     int rc = c->zh ? zoo_delete(c->zh, node, -1) : ZINVALIDSTATE;
-    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+    if (zk_transient(rc) && zk_wait_connected(c, c->timeout_ms)) {
+        rc = zoo_delete(c->zh, node, -1);
+        if (rc == ZNONODE)
+            rc = ZOK; /* the first delete went through; its answer was lost */
+    }
+    if (zk_transient(rc))
         zk_orphan(c, node);
     if (rc != ZOK) {
         snprintf(err, errlen, "zookeeper delete %s: %s", node, zerror(rc));
