@@ -4,6 +4,7 @@
 # workloads W1, W2, W3 with build/release/bench/lockbench, stop them; W4 (held-lock footprint)
 # for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md.
 #   bench/run.sh [SYSTEM...]        (default: all five; `make bench` builds and runs this)
+#   bench/run.sh --report           (only rewrite the report from the last run's raw results)
 # Environment: BENCH_SECONDS (measured seconds per workload, default 10), BENCH_PAIRS (count
 # bound per workload, default 1000000), BENCH_W4 (0 skips W4; default 1), BENCH_W4_SESSIONS
 # (default 100000), BENCH_W4_LOCKS (locks per session, default 10).
@@ -17,12 +18,16 @@ pairs=${BENCH_PAIRS:-1000000}
 w4=${BENCH_W4:-1}
 w4_sessions=${BENCH_W4_SESSIONS:-100000}
 w4_locks=${BENCH_W4_LOCKS:-10}
+report_only=0
+[ "${1:-}" = --report ] && { report_only=1; shift; }
 systems=("$@")
 [ ${#systems[@]} -gt 0 ] || systems=(fencelock redis redlock etcd zookeeper)
 raw=build/bench/run
-rm -rf "$raw" && mkdir -p "$raw"
 json="$raw/results.jsonl"
-: >"$json"
+if [ "$report_only" = 0 ]; then
+  rm -rf "$raw" && mkdir -p "$raw"
+  : >"$json"
+fi
 [ -x "$LB" ] || { echo "no $LB: run make SAN=0 $LB (or make bench)" >&2; exit 1; }
 
 running=""
@@ -120,8 +125,9 @@ def get(sysname, w):
     return None
 def fmt(v, d=2):
     if v is None: return "–"
-    if isinstance(v, float) and v >= 100: return f"{v:,.0f}"
     return f"{v:.{d}f}" if isinstance(v, float) else str(v)
+def rate(v):
+    return "–" if v is None else f"{v:,.0f}"
 def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "–"
 env = os.environ
@@ -154,7 +160,7 @@ for s in order:
     r = get(s, "W1")
     if ok(r):
         f = fl["W1"] if ok(fl["W1"]) else None
-        p(f"| {desc[s]} | {fmt(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+        p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
           f"{ratio(f and f['p50_ms'], r['p50_ms'])} | {ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
     else:
         p(f"| {desc[s]} | – | – | – | – | – | {status(r)} |")
@@ -171,7 +177,7 @@ for s in order:
     if ok(r):
         f = fl["W2"] if ok(fl["W2"]) else None
         note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
-        p(f"| {desc[s]} | {fmt(r['grants_per_s'])} | {fmt(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
+        p(f"| {desc[s]} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
           f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
           f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
     else:
@@ -185,7 +191,7 @@ for s in order:
     r = get(s, "W3")
     if ok(r):
         f = fl["W3"] if ok(fl["W3"]) else None
-        p(f"| {desc[s]} | {fmt(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+        p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
           f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
     else:
         p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
@@ -202,7 +208,7 @@ for s in order:
         rs = "–" if r["restart_s"] is None else f"{r['restart_s']:.2f}"
         ld = r["load"]
         note = f"loaded in {ld['seconds']:.0f} s ({ld['locks_per_s']:,.0f} locks/s)"
-        if ld.get("retried"): note += f"; {ld['retried']} commands resent after: {ld.get('note') or ld.get('error')}"
+        if ld.get("retried"): note += f"; {ld['retried']:,} commands resent ({ld.get('note') or ld.get('error')})"
         if ld.get("errors"): note += f"; load incomplete: {ld.get('error')}"
         note += f"; node {r['restarted_node']} restarted"
         p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {note} |")
@@ -221,6 +227,7 @@ print("\n".join(out))
 PY
 }
 
+[ "$report_only" = 1 ] && systems=()
 for s in "${systems[@]}"; do
   script="bench/servers/$s.sh"
   if [ ! -x "$script" ]; then
