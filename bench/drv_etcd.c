@@ -29,10 +29,14 @@
  *   existed). Verified: the lock service's reply header revision equals it only when the lock
  *   was free (the put was that transaction); after a wait it is the revision of the service's
  *   last read, larger than the create revision, so the driver never uses it.
- * - release(name): POST /v3/lock/unlock {"key"} (a delete of the key).
- * Endpoints: "h:p,h:p,..."; a request that cannot connect, loses its connection, or gets HTTP
- * 503 (no leader) is retried on the next endpoint (each endpoint once per request). Retrying
- * the transaction or the lock call is safe: both find the key of the same lease.
+ * - release(name): POST /v3/lock/unlock {"key"} (a delete of the key). A delete that fails (no
+ *   endpoint answered) is remembered and retried at the next call; until it succeeds the client
+ *   refuses to acquire that lock again (it would get the old key back, with its old token).
+ * Endpoints: "h:p,h:p,..."; a request that cannot connect, loses its connection, hangs (1.5 s per
+ * endpoint, 5 s in all; the waiting lock call only by its wait), or meets a leader change (HTTP
+ * 503, "leader changed", "no leader") moves to the next endpoint, up to three rounds. Repeating
+ * any call is safe: the transaction and the lock call find the key of the same lease, deletes
+ * and unlocks are idempotent, a repeated grant only leaves a lease to expire.
  */
 #include "driver.h"
 
@@ -49,9 +53,10 @@
 #define ETCD_MAX_NAME 200
 #define ETCD_MAX_HELD 8
 #define ETCD_MAX_EPS 16
-#define ETCD_KEY_B64 400  /* base64 of "<name>/<16 hex digits>" */
-#define ETCD_CALL_MS 5000 /* bound of every call but the waiting lock call */
-#define ETCD_TIMEDOUT 2   /* etcd_call: the curl timeout fired */
+#define ETCD_KEY_B64 400     /* base64 of "<name>/<16 hex digits>" */
+#define ETCD_CALL_MS 5000    /* bound of every call but the waiting lock call */
+#define ETCD_ATTEMPT_MS 1500 /* ... and of its attempt on one endpoint */
+#define ETCD_TIMEDOUT 2      /* etcd_call: the curl timeout fired */
 
 struct buf {
     char *p;
@@ -83,6 +88,8 @@ struct etcd_client {
     struct buf karesp;
     struct etcd_held held[ETCD_MAX_HELD];
     int nheld;
+    struct etcd_held orphans[ETCD_MAX_HELD]; /* keys whose delete failed: deleted later */
+    int norphans;
 };
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -176,13 +183,21 @@ static long ms_since(const struct timespec *t0)
     return (now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
 }
 
+static int etcd_retryable_msg(const char *body)
+{
+    return body && (strstr(body, "leader changed") || strstr(body, "no leader") ||
+                    strstr(body, "request timed out") || strstr(body, "too many requests"));
+}
+
 /*
  * POST body to path on the endpoints, starting at the current one and moving on when one is
- * unreachable or has no leader. Returns 0 with the HTTP 200 reply in *out, ETCD_TIMEDOUT when
- * timeout_ms elapsed, -1 with err set otherwise.
+ * unreachable, hangs longer than attempt_ms (0: no per-endpoint bound, for the waiting lock
+ * call), or has no leader; up to three rounds, all within timeout_ms. Returns 0 with the HTTP
+ * 200 reply in *out, ETCD_TIMEDOUT when timeout_ms elapsed, -1 otherwise; err is set but for 0.
+ * Every call the driver makes is safe to repeat (the lock key is named by the lease).
  */
 static int etcd_call(struct etcd_client *c, CURL *h, struct buf *out, const char *path,
-                     const char *body, long timeout_ms, char *err, size_t errlen)
+                     const char *body, long timeout_ms, long attempt_ms, char *err, size_t errlen)
 {
     pthread_mutex_lock(&c->mu);
     int ep = c->cur;
@@ -190,10 +205,17 @@ static int etcd_call(struct etcd_client *c, CURL *h, struct buf *out, const char
     char url[256];
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int tries = 0; tries < c->neps; tries++, ep = (ep + 1) % c->neps) {
+    snprintf(err, errlen, "etcd %s: timed out after %ld ms", path, timeout_ms);
+    for (int tries = 0; tries < 3 * c->neps; tries++, ep = (ep + 1) % c->neps) {
         long left = timeout_ms - ms_since(&t0); /* one bound for all the endpoints tried */
+        if (tries > 0 && tries % c->neps == 0 && left > 50) {
+            struct timespec pause = {0, 50 * 1000000L}; /* a round failed: let an election end */
+            nanosleep(&pause, NULL);
+            left -= 50;
+        }
         if (tries > 0 && left <= 0)
             return ETCD_TIMEDOUT;
+        long lim = attempt_ms > 0 && attempt_ms < left ? attempt_ms : left;
         snprintf(url, sizeof(url), "http://%s%s", c->eps[ep], path);
         out->len = 0;
         if (out->p)
@@ -201,17 +223,22 @@ static int etcd_call(struct etcd_client *c, CURL *h, struct buf *out, const char
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, left > 0 ? left : 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, lim > 0 ? lim : 1L);
         CURLcode rc = curl_easy_perform(h);
-        if (rc == CURLE_OPERATION_TIMEDOUT)
+        if (rc == CURLE_OPERATION_TIMEDOUT && lim >= left) {
+            snprintf(err, errlen, "etcd %s%s: timed out after %ld ms", c->eps[ep], path,
+                     timeout_ms);
             return ETCD_TIMEDOUT;
+        }
         long status = 0;
         if (rc == CURLE_OK)
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR ||
-            rc == CURLE_GOT_NOTHING || status == 503) {
-            snprintf(err, errlen, "etcd %s%s: %s", c->eps[ep], path,
-                     rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP 503");
+        if (rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_COULDNT_CONNECT ||
+            rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING ||
+            status == 503 || (status != 200 && etcd_retryable_msg(out->p))) {
+            snprintf(err, errlen, "etcd %s%s: %s%.150s", c->eps[ep], path,
+                     rc != CURLE_OK ? curl_easy_strerror(rc) : "",
+                     rc != CURLE_OK ? "" : (out->p ? out->p : ""));
             continue;
         }
         if (rc != CURLE_OK) {
@@ -252,7 +279,8 @@ static int etcd_grant(struct etcd_client *c, char *err, size_t errlen)
     char body[64];
     int64_t id, ttl;
     snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", c->ttl_s);
-    if (etcd_call(c, c->h, &c->resp, "/v3/lease/grant", body, ETCD_CALL_MS, err, errlen) != 0)
+    if (etcd_call(c, c->h, &c->resp, "/v3/lease/grant", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS, err,
+                  errlen) != 0)
         return -1;
     if (json_i64(c->resp.p, "ID", &id, NULL) != 0 || json_i64(c->resp.p, "TTL", &ttl, NULL) != 0 ||
         ttl <= 0) {
@@ -272,7 +300,8 @@ static void etcd_revoke(struct etcd_client *c, int64_t lease)
 {
     char body[64], err[256];
     snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
-    (void)etcd_call(c, c->h, &c->resp, "/v3/lease/revoke", body, ETCD_CALL_MS, err, sizeof(err));
+    (void)etcd_call(c, c->h, &c->resp, "/v3/lease/revoke", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS, err,
+                    sizeof(err));
 }
 
 static void *etcd_keepalive(void *arg)
@@ -301,8 +330,8 @@ static void *etcd_keepalive(void *arg)
         char body[64], err[256];
         int64_t ttl = 0;
         snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
-        int r =
-            etcd_call(c, c->kah, &c->karesp, "/v3/lease/keepalive", body, 2000, err, sizeof(err));
+        int r = etcd_call(c, c->kah, &c->karesp, "/v3/lease/keepalive", body, 2000, 700, err,
+                          sizeof(err));
         int gone = r == 0 && (json_i64(c->karesp.p, "TTL", &ttl, NULL) != 0 || ttl <= 0);
         pthread_mutex_lock(&c->mu);
         if (gone && lease == c->lease)
@@ -410,9 +439,36 @@ static int etcd_delete_key(struct etcd_client *c, const char *key, char *err, si
 {
     char body[ETCD_KEY_B64 + 32];
     snprintf(body, sizeof(body), "{\"key\":\"%s\"}", key);
-    return etcd_call(c, c->h, &c->resp, "/v3/kv/deleterange", body, ETCD_CALL_MS, err, errlen) == 0
+    return etcd_call(c, c->h, &c->resp, "/v3/kv/deleterange", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS,
+                     err, errlen) == 0
                ? 0
                : -1;
+}
+
+static void etcd_orphan(struct etcd_client *c, const char *name, const char *key)
+{
+    if (c->norphans < ETCD_MAX_HELD) {
+        struct etcd_held *o = &c->orphans[c->norphans++];
+        snprintf(o->name, sizeof(o->name), "%s", name);
+        snprintf(o->key, sizeof(o->key), "%s", key);
+    }
+}
+
+/* Retry the deletes that failed; 0 when none is left for lock `name` (NULL: any). */
+static int etcd_reap_orphans(struct etcd_client *c, const char *name)
+{
+    char err[256];
+    int left = 0;
+    for (int i = 0; i < c->norphans;) {
+        if (etcd_delete_key(c, c->orphans[i].key, err, sizeof(err)) == 0) {
+            c->orphans[i] = c->orphans[--c->norphans];
+            continue;
+        }
+        if (!name || strcmp(c->orphans[i].name, name) == 0)
+            left = 1;
+        i++;
+    }
+    return left ? -1 : 0;
 }
 
 static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, char *err,
@@ -429,11 +485,16 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
         snprintf(err, errlen, "etcd: %s already held or too many locks held", name);
         return -1;
     }
+    if (etcd_reap_orphans(c, name) != 0) {
+        snprintf(err, errlen, "etcd: an earlier release of %s is still unsettled", name);
+        return -1;
+    }
     pthread_mutex_lock(&c->mu);
     int dead = c->lease_dead;
     pthread_mutex_unlock(&c->mu);
     if (dead) {
         c->nheld = 0; /* the lease took its keys with it */
+        c->norphans = 0;
         if (etcd_grant(c, err, errlen) != 0)
             return -1;
     }
@@ -457,7 +518,8 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
              "\"success\":[{\"request_put\":{\"key\":\"%s\",\"lease\":\"%" PRId64 "\"}},%s],"
              "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},%s]}",
              key, key, c->lease, owner, key, owner);
-    if (etcd_call(c, c->h, &c->resp, "/v3/kv/txn", body, ETCD_CALL_MS, err, errlen) != 0)
+    if (etcd_call(c, c->h, &c->resp, "/v3/kv/txn", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS, err,
+                  errlen) != 0)
         return -1;
     const char *js = c->resp.p, *after = NULL;
     int64_t myrev, ownerrev;
@@ -475,13 +537,15 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
     if (ownerrev != myrev) {
         long left = wait_ms - ms_since(&t0);
         if (wait_ms <= 0 || left <= 0) {
-            if (etcd_delete_key(c, key, err, errlen) != 0)
+            if (etcd_delete_key(c, key, err, errlen) != 0) {
+                etcd_orphan(c, name, key);
                 return -1;
+            }
             return BENCH_TIMEOUT;
         }
         b64s(name, raw);
         snprintf(body, sizeof(body), "{\"name\":\"%s\",\"lease\":\"%" PRId64 "\"}", raw, c->lease);
-        int r = etcd_call(c, c->h, &c->resp, "/v3/lock/lock", body, left, err, errlen);
+        int r = etcd_call(c, c->h, &c->resp, "/v3/lock/lock", body, left, 0, err, errlen);
         if (r == ETCD_TIMEDOUT) {
             if (c->nheld == 0) {
                 int64_t old = c->lease;
@@ -489,6 +553,7 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
                 if (etcd_grant(c, err, errlen) != 0)
                     return -1;
             } else if (etcd_delete_key(c, key, err, errlen) != 0) {
+                etcd_orphan(c, name, key);
                 return -1;
             }
             return BENCH_TIMEOUT;
@@ -502,7 +567,8 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
         if (r != 0) {
             /* Best effort: do not leave our key queued (it would be granted to nobody). */
             char err2[256];
-            (void)etcd_delete_key(c, key, err2, sizeof(err2));
+            if (etcd_delete_key(c, key, err2, sizeof(err2)) != 0)
+                etcd_orphan(c, name, key);
             return -1;
         }
     }
@@ -521,8 +587,7 @@ static int etcd_release(void *cl, const char *name, char *err, size_t errlen)
         snprintf(err, errlen, "etcd: %s not held by this client", name);
         return -1;
     }
-    char body[ETCD_KEY_B64 + 32];
-    snprintf(body, sizeof(body), "{\"key\":\"%s\"}", c->held[i].key);
+    struct etcd_held h = c->held[i];
     c->held[i] = c->held[--c->nheld];
     pthread_mutex_lock(&c->mu);
     int dead = c->lease_dead;
@@ -531,9 +596,15 @@ static int etcd_release(void *cl, const char *name, char *err, size_t errlen)
         snprintf(err, errlen, "etcd: lease expired while %s was held: the lock was lost", name);
         return -1;
     }
-    return etcd_call(c, c->h, &c->resp, "/v3/lock/unlock", body, ETCD_CALL_MS, err, errlen) == 0
-               ? 0
-               : -1;
+    (void)etcd_reap_orphans(c, NULL);
+    char body[ETCD_KEY_B64 + 32];
+    snprintf(body, sizeof(body), "{\"key\":\"%s\"}", h.key);
+    if (etcd_call(c, c->h, &c->resp, "/v3/lock/unlock", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS, err,
+                  errlen) != 0) {
+        etcd_orphan(c, name, h.key); /* not released for sure: deleted on the next call */
+        return -1;
+    }
+    return 0;
 }
 
 const struct bench_driver bench_etcd = {
