@@ -296,12 +296,12 @@ static int etcd_grant(struct etcd_client *c, char *err, size_t errlen)
     return 0;
 }
 
-static void etcd_revoke(struct etcd_client *c, int64_t lease)
+static int etcd_revoke(struct etcd_client *c, int64_t lease)
 {
     char body[64], err[256];
     snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
-    (void)etcd_call(c, c->h, &c->resp, "/v3/lease/revoke", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS, err,
-                    sizeof(err));
+    return etcd_call(c, c->h, &c->resp, "/v3/lease/revoke", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS,
+                     err, sizeof(err));
 }
 
 static void *etcd_keepalive(void *arg)
@@ -332,7 +332,10 @@ static void *etcd_keepalive(void *arg)
         snprintf(body, sizeof(body), "{\"ID\":\"%" PRId64 "\"}", lease);
         int r = etcd_call(c, c->kah, &c->karesp, "/v3/lease/keepalive", body, 2000, 700, err,
                           sizeof(err));
-        int gone = r == 0 && (json_i64(c->karesp.p, "TTL", &ttl, NULL) != 0 || ttl <= 0);
+        /* A streaming call: errors come in-band ({"error":...}, HTTP 200); only an answer
+         * ({"result":...}) without a TTL says the lease is gone. */
+        int gone = r == 0 && strstr(c->karesp.p, "\"result\"") &&
+                   (json_i64(c->karesp.p, "TTL", &ttl, NULL) != 0 || ttl <= 0);
         pthread_mutex_lock(&c->mu);
         if (gone && lease == c->lease)
             c->lease_dead = 1; /* expired: the next acquire grants a new lease */
@@ -355,7 +358,7 @@ static void etcd_client_free(void *cl)
         pthread_join(c->ka, NULL);
     }
     if (c->h && c->lease && !c->lease_dead)
-        etcd_revoke(c, c->lease); /* its keys (held or queued) go at once */
+        (void)etcd_revoke(c, c->lease); /* its keys (held or queued) go at once */
     if (c->h)
         curl_easy_cleanup(c->h);
     if (c->kah)
@@ -547,9 +550,7 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
         snprintf(body, sizeof(body), "{\"name\":\"%s\",\"lease\":\"%" PRId64 "\"}", raw, c->lease);
         int r = etcd_call(c, c->h, &c->resp, "/v3/lock/lock", body, left, 0, err, errlen);
         if (r == ETCD_TIMEDOUT) {
-            if (c->nheld == 0) {
-                int64_t old = c->lease;
-                etcd_revoke(c, old);
+            if (c->nheld == 0 && etcd_revoke(c, c->lease) == 0) {
                 if (etcd_grant(c, err, errlen) != 0)
                     return -1;
             } else if (etcd_delete_key(c, key, err, errlen) != 0) {
