@@ -29,6 +29,12 @@
  *   existed). Verified: the lock service's reply header revision equals it only when the lock
  *   was free (the put was that transaction); after a wait it is the revision of the service's
  *   last read, larger than the create revision, so the driver never uses it.
+ * - hand-off: the lock service waits with a watch on the key before ours, opened at the revision
+ *   of its last read; etcd puts a watch whose start revision is not in the future in its
+ *   "unsynced" group, which is caught up every 100 ms (mvcc syncWatchersLoop). So a waiter that
+ *   queued less than ~100 ms before the release learns of it up to 100 ms late (measured: 85 ms
+ *   when queued 10 ms before, 3 ms when queued 120 ms or more before). The Go client's Mutex has
+ *   the same wait; it is what etcd's recipe costs under contention, and it is kept.
  * - release(name): POST /v3/lock/unlock {"key"} (a delete of the key). A delete that fails (no
  *   endpoint answered) is remembered and retried at the next call; until it succeeds the client
  *   refuses to acquire that lock again (it would get the old key back, with its old token).
