@@ -528,8 +528,10 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
              "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},%s]}",
              key, key, c->lease, owner, key, owner);
     if (etcd_call(c, c->h, &c->resp, "/v3/kv/txn", body, ETCD_CALL_MS, ETCD_ATTEMPT_MS, err,
-                  errlen) != 0)
+                  errlen) != 0) {
+        etcd_orphan(c, name, key); /* it may have been applied: delete the key later */
         return -1;
+    }
     const char *js = c->resp.p, *after = NULL;
     int64_t myrev, ownerrev;
     int ok;
@@ -557,6 +559,9 @@ static int etcd_acquire(void *cl, const char *name, int wait_ms, uint64_t *token
         int r = etcd_call(c, c->h, &c->resp, "/v3/lock/lock", body, left, 0, err, errlen);
         if (r == ETCD_TIMEDOUT) {
             if (c->nheld == 0 && etcd_revoke(c, c->lease) == 0) {
+                pthread_mutex_lock(&c->mu);
+                c->lease_dead = 1; /* if the grant fails, the next acquire tries again */
+                pthread_mutex_unlock(&c->mu);
                 if (etcd_grant(c, err, errlen) != 0)
                     return -1;
             } else if (etcd_delete_key(c, key, err, errlen) != 0) {
