@@ -352,6 +352,7 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
     struct timespec dl;
     int rc;
 
+    deadline_in(&dl, wait_ms > 0 ? wait_ms : 0);
     if (strlen(name) > ZK_MAX_NAME || !*name || strchr(name, '/')) {
         snprintf(err, errlen, "zookeeper: bad lock name");
         return -1;
@@ -363,7 +364,6 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
     if (zk_ensure_session(c, err, errlen) != 0 || zk_create_parents(c, name, err, errlen) != 0)
         return -1;
     zk_reap_orphans(c);
-    deadline_in(&dl, wait_ms > 0 ? wait_ms : 0);
     snprintf(dir, sizeof(dir), "/locks/%s", name);
     rc = zk_create_protected(c, dir, node, sizeof(node), &st);
     if (rc != ZOK) {
@@ -430,6 +430,8 @@ static int zk_acquire(void *cl, const char *name, int wait_ms, uint64_t *token, 
     if (result != 0) {
         /* Leave nothing queued: remove our node (a dead session removes it by itself). */
         int drc = zoo_delete(c->zh, node, -1);
+        if (zk_transient(drc) && zk_wait_connected(c, c->timeout_ms))
+            drc = zoo_delete(c->zh, node, -1);
         if (drc != ZOK && drc != ZNONODE) {
             zk_orphan(c, node); /* deleted on the next call, so it is not granted to nobody */
             if (result == BENCH_TIMEOUT) {
