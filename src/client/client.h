@@ -82,6 +82,12 @@ enum cl_flags {
  */
 fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags, redisReply **out);
 
+/* REQ sid seq: the exactly-once tag of a session's write. */
+void cl_arg_req(struct cl_cmd *m, uint64_t sid, uint64_t seq);
+
+/* cl_call of a command answered by an integer: FL_OK with *v, else the error reply mapped. */
+fl_err cl_call_int(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags, uint64_t *v);
+
 /* Talk to addr ("host:port", n bytes) from now on; an invalid address forgets the leader. */
 void cl_set_leader(fl_client *c, const char *addr, size_t n);
 

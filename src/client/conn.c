@@ -553,6 +553,27 @@ void cl_arg_wait(struct cl_cmd *m, int64_t wait_end)
     wait_refresh(m);
 }
 
+void cl_arg_req(struct cl_cmd *m, uint64_t sid, uint64_t seq)
+{
+    cl_arg_str(m, "REQ");
+    cl_arg_u64(m, sid);
+    cl_arg_u64(m, seq);
+}
+
+fl_err cl_call_int(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags, uint64_t *v)
+{
+    redisReply *r;
+    fl_err e = cl_call(c, m, deadline, flags, &r);
+    if (e)
+        return e;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0)
+        *v = (uint64_t)r->integer;
+    else
+        e = cl_reply_err(c, r);
+    freeReplyObject(r);
+    return e;
+}
+
 fl_err cl_reply_err(fl_client *c, const redisReply *r)
 {
     static const struct {

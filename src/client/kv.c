@@ -38,9 +38,7 @@ static fl_err write_call(fl_client *c, fl_session *session, struct cl_cmd *m, re
     fl_err e = cl_session_begin(session, &seq);
     if (e)
         return e;
-    cl_arg_str(m, "REQ");
-    cl_arg_u64(m, fl_session_id(session));
-    cl_arg_u64(m, seq);
+    cl_arg_req(m, fl_session_id(session), seq);
     e = cl_call(c, m, cl_deadline(c), CL_RETRY, r);
     cl_session_end(session);
     return e;

@@ -10,13 +10,6 @@
 
 #include "client/client.h"
 
-static void req(struct cl_cmd *m, uint64_t sid, uint64_t seq)
-{
-    cl_arg_str(m, "REQ");
-    cl_arg_u64(m, sid);
-    cl_arg_u64(m, seq);
-}
-
 /* A session lost on the servers is lost here too. */
 static fl_err session_err(fl_session *s, fl_err e)
 {
@@ -34,7 +27,7 @@ static fl_err unlock_seq(fl_session *s, const char *name, uint64_t seq, int64_t 
     cl_cmd_init(&m, "UNLOCK");
     cl_arg_str(&m, name);
     cl_arg_u64(&m, fl_session_id(s));
-    req(&m, fl_session_id(s), seq);
+    cl_arg_req(&m, fl_session_id(s), seq);
     fl_err e = cl_call(c, &m, deadline, CL_RETRY, &r);
     if (e)
         return e;
@@ -62,7 +55,7 @@ static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64
         cl_arg_str(&m, "WAIT");
         cl_arg_wait(&m, wait_end);
     }
-    req(&m, fl_session_id(s), seq);
+    cl_arg_req(&m, fl_session_id(s), seq);
     fl_err e = cl_call(c, &m, wait_end + c->opt.timeout_ms, CL_RETRY, &r);
     if (e)
         return e;

@@ -132,18 +132,9 @@ void fl_session_on_lost(fl_session *s, void (*cb)(fl_session *s, void *ctx), voi
 static fl_err keepalive_once(fl_client *c, uint64_t sid, int64_t deadline, uint64_t *ttl)
 {
     struct cl_cmd m;
-    redisReply *r;
     cl_cmd_init(&m, "SESSION.KEEPALIVE");
     cl_arg_u64(&m, sid);
-    fl_err e = cl_call(c, &m, deadline, CL_RETRY, &r);
-    if (e)
-        return e;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 0)
-        *ttl = (uint64_t)r->integer;
-    else
-        e = cl_reply_err(c, r);
-    freeReplyObject(r);
-    return e;
+    return cl_call_int(c, &m, deadline, CL_RETRY, ttl);
 }
 
 static struct timespec abs_ts(int64_t mono_ms)
@@ -195,13 +186,12 @@ static void *ka_thread(void *arg)
 }
 
 /* SESSION.OPEN; a retry after a lost answer may leave an unused session that expires. */
-static fl_err grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                    uint64_t *sid)
+fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                        uint64_t *sid)
 {
-    if (!c || ttl_ms == 0)
+    if (!c || ttl_ms == 0 || !sid)
         return FL_EINVAL;
     struct cl_cmd m;
-    redisReply *r;
     cl_cmd_init(&m, "SESSION.OPEN");
     cl_arg_u64(&m, ttl_ms);
     if (lockdelay_ms) {
@@ -212,21 +202,7 @@ static fl_err grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const 
         cl_arg_str(&m, "NAME");
         cl_arg_str(&m, name);
     }
-    fl_err e = cl_call(c, &m, cl_deadline(c), CL_RETRY, &r);
-    if (e)
-        return e;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
-        *sid = (uint64_t)r->integer;
-    else
-        e = cl_reply_err(c, r);
-    freeReplyObject(r);
-    return e;
-}
-
-fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                        uint64_t *sid)
-{
-    return grant(c, ttl_ms, lockdelay_ms, name, sid);
+    return cl_call_int(c, &m, cl_deadline(c), CL_RETRY, sid);
 }
 
 fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms)
@@ -245,11 +221,8 @@ static fl_err close_sid(fl_client *c, uint64_t sid, uint64_t seq)
     redisReply *r;
     cl_cmd_init(&m, "SESSION.CLOSE");
     cl_arg_u64(&m, sid);
-    if (seq) {
-        cl_arg_str(&m, "REQ");
-        cl_arg_u64(&m, sid);
-        cl_arg_u64(&m, seq);
-    }
+    if (seq)
+        cl_arg_req(&m, sid, seq);
     fl_err e = cl_call(c, &m, cl_deadline(c), seq ? CL_RETRY : 0, &r);
     if (e)
         return e;
@@ -275,7 +248,7 @@ fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, con
     s->c = c;
     s->ttl_ms = ttl_ms;
     int64_t sent = fl_now_ms();
-    fl_err e = grant(c, ttl_ms, lockdelay_ms, name, &s->sid);
+    fl_err e = fl_session_grant(c, ttl_ms, lockdelay_ms, name, &s->sid);
     if (e) {
         free(s);
         return e;
