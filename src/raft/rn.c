@@ -10,6 +10,12 @@
 #include "raft/rn.h"
 
 #include <raft.h>
+
+/* libraft 0.15 dereferences NULL when it rolls back a configuration change whose committed
+ * predecessor was compacted by a snapshot; 0.22 keeps a copy of the committed configuration. */
+#if RAFT_VERSION_NUMBER < 2201
+#error "fencelock needs libraft >= 0.22.1 (scripts/deps.sh installs it from Debian)"
+#endif
 #include <raft/uv.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +225,7 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    rn->transport.version = 1; /* libraft checks the struct version it was given */
     int rv = raft_uv_tcp_init(&rn->transport, loop);
     if (rv) {
         snprintf(err, errlen, "raft transport: %s", raft_strerror(rv));

@@ -1,5 +1,5 @@
 /*
- * rn — replication node: the one place that talks to libraft (Debian libraft-dev 0.15).
+ * rn — replication node: the one place that talks to libraft (Debian libraft-dev >= 0.22.1).
  *
  * Owns: the struct raft, its libuv disk I/O and TCP transport, and the table of this node's
  * in-flight proposals. Feeds every committed command entry to the FSM (on every node), hands

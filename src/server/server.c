@@ -1,7 +1,7 @@
 /*
  * server.c — lifecycle, leadership, the leader's timers and the FSM event hooks.
  *
- * Leadership (polled from the tick, libraft 0.15 has no state-change callback):
+ * Leadership (polled from the tick: libraft has no state-change callback):
  *   not leader --raft says leader--> ready_pending (barrier of this term proposed)
  *   ready_pending --barrier applied, same term--> ready (timers restarted at full length)
  *   any --raft says not leader / term changed--> not leader (parked and waiting requests are

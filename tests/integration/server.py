@@ -17,6 +17,9 @@ import time
 
 from resp import Conn, as_map, text, RespError, ConnectionClosed, ReplyTimeout
 
+# Leaks inside dependencies, each explained in the file.
+LSAN_SUPP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lsan.supp")
+
 SANITIZER_PATTERNS = (
     "ERROR: AddressSanitizer",
     "runtime error:",
@@ -119,6 +122,7 @@ class Server:
         env = dict(os.environ)
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        env.setdefault("LSAN_OPTIONS", "suppressions=" + LSAN_SUPP)
         env.update(self.extra_env)
         if "LD_PRELOAD" in self.extra_env:
             # An ASan binary must have its runtime first in the preload list.

@@ -227,3 +227,57 @@ def test_membership_bad_input_changes_nothing(ctx):
         p = subprocess.run([s.binary, "--data-dir", ctx.tmp("never")] + bad,
                            capture_output=True, timeout=20)
         eq(p.returncode, 2, "fencelockd %s refused" % " ".join(bad))
+
+
+def test_rolled_back_remove_after_snapshot_keeps_every_node_up(ctx):
+    """Regression (found by `make torture`): a leader appends CLUSTER.REMOVE, loses leadership
+    before it commits, and a new leader overwrites the entry. Rolling back needs the last
+    committed configuration; a snapshot had compacted that entry and libraft 0.15 read a NULL
+    entry (SEGV). fencelock requires libraft >= 0.22, which keeps a copy."""
+    servers = start_cluster(ctx, 3, extra=SNAP)
+    leader = ready_leader(servers)
+    with Conn(leader.port) as c:
+        for i in range(300):  # > 4 snapshots of 64 entries: the bootstrap config is compacted
+            expect_int(c.call("PUT", "k%d" % (i % 7), "v%d" % i), "put %d" % i)
+    wait_until(lambda: all("raft: snapshot of" in s.log_text() for s in servers), timeout=10,
+               what="a snapshot on every node")
+    f1, f2 = [s for s in servers if s is not leader]
+    # kill -9, not SIGSTOP: a frozen follower's socket would still buffer the REMOVE entry and
+    # take it in on SIGCONT (then the two of them disagree on the configuration and neither
+    # can win an election while the old leader is frozen -- Raft as specified).
+    for s in (f1, f2):
+        s.kill9()
+    answers = []
+
+    def remove():  # cannot commit: no follower is alive
+        try:
+            with Conn(leader.port, timeout=20.0) as c:
+                answers.append(c.call("CLUSTER.REMOVE", f2.node_id, timeout=20))
+        except Exception as e:  # the reply may never come; the test does not depend on it
+            answers.append(e)
+    t = threading.Thread(target=remove, daemon=True)
+    t.start()
+    wait_until(lambda: "removing member %d" % f2.node_id in leader.log_text(), timeout=10,
+               what="the REMOVE appended on the leader")
+    leader.sigstop()
+    ctx.defer(lambda: leader.sigstopped and leader.sigcont())
+    for s in (f1, f2):
+        s.start(wait=False)
+    new = ready_leader([f1, f2])
+    with Conn(new.port) as c:  # the new term's entries overwrite the uncommitted REMOVE
+        for i in range(5):
+            expect_int(c.call("PUT", "after", str(i)), "put after the fail-over")
+    leader.sigcont()
+    rev = wait_until(lambda: stable_revision(servers), timeout=15, interval=0.05,
+                     what="the old leader rolled back and caught up")
+    t.join(25)
+    assert leader.running(), "the old leader survived the rollback"
+    for s in servers:
+        ids = sorted(m["id"] for m in members(s))
+        eq(ids, [1, 2, 3], "node %d: the rolled-back REMOVE left every member" % s.node_id)
+    with Conn(leader.port) as c:
+        assert "keys:8" in text(c.call("INFO", "fsm")), "the old leader has the new term's key"
+    assert rev > 300, rev
+
+
+test_rolled_back_remove_after_snapshot_keeps_every_node_up.timeout = 60
