@@ -11,7 +11,9 @@
  * Log entry format (rn-owned, versioned): u8 version=1, varint origin node id, varint first
  * proposal id, varint n, then n x (varint len, fsm command bytes). The origin/proposal ids let
  * the applying node find its own waiting proposal without relying on libraft's callback
- * ordering; n > 1 batches several commands into one entry.
+ * ordering; n > 1 batches several commands into one entry: every command proposed during one
+ * turn of the event loop (up to 64) goes into one entry, submitted just before the loop blocks
+ * (group commit). rn_barrier and the membership calls submit the open batch first.
  *
  * Memory: rn_propose copies the command; the callback's `reply` is borrowed for the call.
  */

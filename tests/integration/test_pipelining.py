@@ -87,3 +87,28 @@ def test_pipelined_read_sees_state_before_later_write(ctx):
     assert isinstance(r[1], list) and s in r[1], \
         "LOCK.INFO pipelined between LOCK and UNLOCK saw %r" % (r[1],)
     eq(r[4], None, "LOCK.INFO after the UNLOCK")
+
+
+def test_writes_arriving_together_share_one_log_entry(ctx):
+    """Group commit: commands read in one turn of the event loop are proposed as one batch
+    entry. 20 PUTs from 20 connections are queued while the server is frozen, so it reads them
+    all in one turn: they must take far fewer than 20 log entries, and each is still answered
+    with its own revision, in order of arrival."""
+    s = ctx.server()
+    info_c = ctx.conn()
+
+    def applied():
+        return int(dict(l.split(":", 1) for l in info_c.call("INFO", "raft").decode().split("\r\n")
+                        if ":" in l)["applied_index"])
+    conns = [ctx.conn() for _ in range(20)]
+    expect_int(conns[0].call("PUT", "warm", "up"))
+    before = applied()
+    s.sigstop()
+    for i, c in enumerate(conns):
+        c.send_raw(b"*3\r\n$3\r\nPUT\r\n$2\r\nk%d\r\n$1\r\nv\r\n" % (i % 10))
+    time.sleep(0.2)
+    s.sigcont()
+    revs = [expect_int(c.read_reply()) for c in conns]
+    eq(len(set(revs)), 20, "every PUT applied, each with its own revision")
+    entries = applied() - before
+    assert 1 <= entries <= 3, "20 PUTs took %d log entries" % entries
