@@ -33,8 +33,8 @@
 
 enum prop_state { PROP_OPEN = 0, PROP_PENDING = 1, PROP_DELIVERED = 2 };
 
-#define RN_BATCH_MAX 64               /* commands per log entry */
-#define RN_BATCH_BYTES (256u << 10)   /* command bytes per log entry (soft) */
+#define RN_BATCH_MAX 64             /* commands per log entry */
+#define RN_BATCH_BYTES (256u << 10) /* command bytes per log entry (soft) */
 
 struct batch;
 
@@ -50,10 +50,10 @@ struct prop {
 struct batch {
     struct raft_apply req; /* first: raft hands it back */
     struct rn *rn;
-    struct buf body;                  /* n x (varint len, command bytes) */
+    struct buf body; /* n x (varint len, command bytes) */
     unsigned n;
-    int status;                       /* raft_apply's error when it failed */
-    struct batch *prev, *next;        /* in rn->batches: every batch not yet freed */
+    int status;                /* raft_apply's error when it failed */
+    struct batch *prev, *next; /* in rn->batches: every batch not yet freed */
     struct prop props[RN_BATCH_MAX];
 };
 
