@@ -59,8 +59,9 @@ void srv_config_usage(FILE *f)
           "                          every voter of a new cluster and its Raft address; used\n"
           "                          only to bootstrap a pristine --data-dir (default: this\n"
           "                          node alone)\n"
-          "  --join HOST:PORT        join an existing cluster through any member's client\n"
-          "                          address: a pristine --data-dir is not bootstrapped; the\n"
+          "  --join HOST:PORT[,...]  join an existing cluster through any member's client\n"
+          "                          address (several: tried in turn while some are down):\n"
+          "                          a pristine --data-dir is not bootstrapped; the\n"
           "                          node asks the leader (CLUSTER.ADD) every second until it\n"
           "                          is a voter\n"
           "  --max-clients N         client connections (default 10000)\n"
@@ -120,6 +121,24 @@ static bool valid_hostport(const char *v, size_t max)
     char host[64];
     int port;
     return strlen(v) < max && parse_hostport(v, host, sizeof(host), &port) == 0;
+}
+
+/* "h:p[,h:p...]": 1 to RN_MAX_PEERS client addresses, none empty. */
+static bool valid_join_list(const char *v)
+{
+    char item[96];
+    size_t count = 0;
+    do {
+        size_t n = strcspn(v, ",");
+        if (n == 0 || n >= sizeof(item) || ++count > RN_MAX_PEERS)
+            return false;
+        memcpy(item, v, n);
+        item[n] = 0;
+        if (!valid_hostport(item, sizeof(item)))
+            return false;
+        v += n;
+    } while (*v++ == ',');
+    return true;
 }
 
 /* "1=127.0.0.1:7481,2=127.0.0.1:7491,3=127.0.0.1:7501": id = raft address, ids unique. */
@@ -250,7 +269,7 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
         return parse_cluster(c, v);
     }
     if (!strcmp(flag, "--join")) {
-        if (!valid_hostport(v, sizeof(c->join)))
+        if (strlen(v) >= sizeof(c->join) || !valid_join_list(v))
             return -1;
         snprintf(c->join, sizeof(c->join), "%s", v);
         return 0;

@@ -8,8 +8,9 @@
  * With the table every node can answer `-NOTLEADER host:port` with the leader's client address.
  *
  * --join: a node started with --join (and not yet a voter) instead sends `CLUSTER.ADD id
- * raft-addr` over the same kind of connection, first to the --join address and then to
- * wherever a `-NOTLEADER host:port` answer points, every second until its own Raft
+ * raft-addr` over the same kind of connection, first to a --join address (the next one in
+ * turn after a failed attempt) and then to wherever a `-NOTLEADER host:port` answer points,
+ * every second until its own Raft
  * configuration lists it as a voter. The leader answers +OK only once the node is a voter
  * (it is caught up first), so that request may take long: it gets 15 s, not 2.
  * Once a voter, the node announces its client address like every follower. A node that
@@ -253,13 +254,27 @@ static int join_pending(struct srv *s)
     return 1;
 }
 
+/* A fresh attempt (first, or after the last target failed) takes the next --join address in
+ * turn, so one member that is down cannot keep the joiner waiting. */
+static void join_pick(struct srv *s)
+{
+    const char *v = s->cfg.join;
+    size_t count = 1;
+    for (const char *p = v; *p; p++)
+        count += *p == ',';
+    for (size_t skip = s->join_next++ % count; skip; skip--)
+        v = strchr(v, ',') + 1;
+    size_t n = strcspn(v, ",");
+    snprintf(s->join_target, sizeof(s->join_target), "%.*s", (int)n, v);
+}
+
 static void join_tick(struct srv *s, uint64_t now)
 {
     struct srv_announce *a = announce_new(s, true, now);
     if (!a)
         return;
     if (!s->join_target[0])
-        snprintf(s->join_target, sizeof(s->join_target), "%s", s->cfg.join);
+        join_pick(s);
     char id[24];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
     buf_printf(&a->out, "*3\r\n");

@@ -47,7 +47,7 @@ struct srv_config {
     bool raft_listen_set;
     struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
     size_t n_peers;
-    char join[96]; /* --join: a member's client address; "" = not joining */
+    char join[512]; /* --join: members' client addresses, "h:p[,h:p...]"; "" = not joining */
     bool recover;  /* --recover: peers is the forced configuration; run once and exit */
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
@@ -177,6 +177,7 @@ struct srv {
     uint64_t announce_last_ms;
     char join_target[96]; /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     bool joined;          /* --join: this node is a voter (or was already at start) */
+    unsigned join_next;   /* --join: which listed address a fresh attempt starts from */
     bool stopping, listening;
     uint64_t started_ms;
 };

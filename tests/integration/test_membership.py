@@ -2,6 +2,7 @@
 CLUSTER.REMOVE, CLUSTER.TRANSFER, all while a client keeps locking; bad membership input."""
 
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -281,3 +282,27 @@ def test_rolled_back_remove_after_snapshot_keeps_every_node_up(ctx):
 
 
 test_rolled_back_remove_after_snapshot_keeps_every_node_up.timeout = 60
+
+
+def test_join_with_a_list_skips_a_member_that_is_down(ctx):
+    """--join takes several addresses and tries them in turn: with the first one down for good
+    (nothing listens there), the node still joins through the second."""
+    servers = start_cluster(ctx, 3, extra=SNAP)
+    leader = ready_leader(servers)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # a port nobody listens on: connections are refused
+    dead_port = dead.getsockname()[1]
+    ctx.defer(dead.close)
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d,127.0.0.1:%d" % (dead_port, leader.port)]
+                    + FAST)
+    n4.start(wait=False)
+
+    def joined():
+        return sorted(m["id"] for m in members(leader)) == [1, 2, 3, 4] and \
+            all(text(m["role"]) in ("leader", "follower") for m in members(leader))
+    wait_until(joined, timeout=20, interval=0.1, what="node 4 a voter through the 2nd address")
+    assert "join: added to the cluster by 127.0.0.1:%d" % leader.port in n4.log_text()
+    for bad in ("127.0.0.1:1,", ",127.0.0.1:1", "127.0.0.1:1,,127.0.0.1:2", "127.0.0.1:1,x"):
+        p = subprocess.run([n4.binary, "--data-dir", ctx.tmp("never"), "--join", bad],
+                           capture_output=True, timeout=20)
+        eq(p.returncode, 2, "--join %r refused" % bad)
