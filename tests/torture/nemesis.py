@@ -255,11 +255,13 @@ class Cluster:
         return out
 
     def rejoin(self, s):
-        """Start a removed node with an empty data dir and --join through the leader (any
-        healthy node if none is known): it adds itself back."""
-        target = self.leader(timeout=2.0) or next(
-            (x for x in self.nodes if x is not s and x.up() and not x.removed), self.nodes[0])
-        s.extra_args = ["--join", "127.0.0.1:%d" % target.port] + TIMING
+        """Start a removed node with an empty data dir and --join through the leader first,
+        then every other member in turn (one of them may be down or partitioned): it adds
+        itself back."""
+        lead = self.leader(timeout=2.0)
+        order = ([lead] if lead else []) + [x for x in self.nodes
+                                            if x is not s and x is not lead and not x.removed]
+        s.extra_args = ["--join", ",".join("127.0.0.1:%d" % x.port for x in order)] + TIMING
         s.removed = False
         s.killed = False
         s.start(wait=False)
