@@ -240,7 +240,12 @@ for s in "${systems[@]}"; do
     for w in W1 W2 W3; do note "$s" "$w" "driver not built"; done
     continue
   fi
-  echo "== $s: starting servers"
+  echo "== $s: starting servers (empty data)"
+  # Every system starts empty: data left by an earlier run (fencelock's W4 holds 1M locks in
+  # sessions with a 1 h TTL, restarted at full length by each new leader) would make W1-W3
+  # run against a 50 MB state with a snapshot every few seconds.
+  "$script" stop >/dev/null 2>&1 || true
+  rm -rf "build/bench/$s"
   running=$s
   if ! eps=$(timeout 120 "$script" start | tail -n 1) || [ -z "$eps" ]; then
     echo "== $s: SKIPPED (servers did not start; see build/bench/$s/)"

@@ -388,13 +388,15 @@ static void batch_free(struct rn *rn, struct batch *b)
     free(b);
 }
 
-/* Tell every prop of `b` not yet delivered; `status` for all of them. */
-static void batch_tell(struct rn *rn, struct batch *b, int status)
+/* Tell every prop of `b` not yet delivered: `open_status` if it never reached libraft,
+ * `pending_status` if it did. */
+static void batch_tell(struct rn *rn, struct batch *b, int open_status, int pending_status)
 {
     for (unsigned i = 0; i < b->n; i++) {
         struct prop *p = &b->props[i];
         if (p->state == PROP_DELIVERED)
             continue;
+        int status = p->state == PROP_PENDING ? pending_status : open_status;
         if (p->state == PROP_PENDING)
             pending_unlink(rn, p);
         p->state = PROP_DELIVERED;
@@ -407,7 +409,8 @@ static void batch_cb(struct raft_apply *req, int status, void *result)
     struct batch *b = (struct batch *)req;
     (void)result;
     /* Appended but not applied here: the outcome cannot be known. */
-    batch_tell(b->rn, b, status == RAFT_NOTLEADER ? RN_NOTLEADER : RN_UNKNOWN);
+    int st = status == RAFT_NOTLEADER ? RN_NOTLEADER : RN_UNKNOWN;
+    batch_tell(b->rn, b, st, st);
     batch_free(b->rn, b);
 }
 
@@ -451,7 +454,7 @@ static void flush_cb(uv_prepare_t *h)
     while (rn->failed) {
         struct batch *b = rn->failed;
         rn->failed = b->req.data;
-        batch_tell(rn, b, b->status);
+        batch_tell(rn, b, b->status, b->status);
         batch_free(rn, b);
     }
 }
@@ -760,16 +763,7 @@ static void free_rn(struct rn *rn)
     /* Anything libraft did not fail on close is failed here, so no caller waits forever. */
     while (rn->batches) {
         struct batch *b = rn->batches;
-        for (unsigned i = 0; i < b->n; i++) {
-            struct prop *p = &b->props[i];
-            if (p->state == PROP_DELIVERED)
-                continue;
-            int status = p->state == PROP_PENDING ? RN_UNKNOWN : RN_ERR;
-            if (p->state == PROP_PENDING)
-                pending_unlink(rn, p);
-            p->state = PROP_DELIVERED;
-            p->cb(p->ctx, status, NULL);
-        }
+        batch_tell(rn, b, RN_ERR, RN_UNKNOWN);
         batch_free(rn, b);
     }
     rn->open = rn->failed = NULL;
