@@ -97,7 +97,9 @@ struct rn {
     struct batch *open;       /* the batch taking proposals this loop turn, or NULL */
     struct batch *failed;     /* batches raft_apply refused, told from the prepare handle */
     uv_prepare_t flush;       /* submits the open batch before the loop blocks */
-    struct chg *changes;      /* membership changes and transfers in flight */
+    uint64_t since_bytes, since_entries; /* applied since the last snapshot */
+    unsigned threshold;                  /* libraft's snapshot threshold now */
+    struct chg *changes;                 /* membership changes and transfers in flight */
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;
@@ -169,6 +171,8 @@ static int fsm_cb_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void
     uint8_t version;
     uint64_t origin, pid, n;
     *result = NULL;
+    rn->since_bytes += buf->len;
+    rn->since_entries++;
     rd_init(&r, buf->base, buf->len);
     if (rd_u8(&r, &version) || version != RN_ENTRY_VERSION || rd_varint(&r, &origin) ||
         rd_varint(&r, &pid) || rd_varint(&r, &n)) {
@@ -188,12 +192,40 @@ static int fsm_cb_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void
     return 0;
 }
 
+/*
+ * Snapshots are written on the loop thread and cost time in proportion to the state (a 1M-lock
+ * state: hundreds of ms). With a fixed threshold a large state would be rewritten every few
+ * seconds under load, stalling the loop each time. So the next snapshot waits until the log
+ * since the last one holds about as many bytes as that snapshot (never fewer entries than
+ * configured, never more than RN_THRESHOLD_MAX): snapshot work stays proportional to the bytes
+ * logged, and the log kept in memory stays about the size of the state.
+ */
+#define RN_THRESHOLD_MAX (1u << 18)
+
+static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
+{
+    uint64_t avg = rn->since_entries ? rn->since_bytes / rn->since_entries : 0;
+    uint64_t want = avg ? snapshot_bytes / avg : 0;
+    if (want < rn->cfg.snapshot_threshold)
+        want = rn->cfg.snapshot_threshold;
+    if (want > RN_THRESHOLD_MAX && RN_THRESHOLD_MAX > rn->cfg.snapshot_threshold)
+        want = RN_THRESHOLD_MAX;
+    rn->since_bytes = rn->since_entries = 0;
+    if (want == rn->threshold)
+        return;
+    rn->threshold = (unsigned)want;
+    raft_set_snapshot_threshold(&rn->raft, rn->threshold);
+    LOGI(rn->log, "raft: next snapshot after %u entries (%llu-byte entries on average)",
+         rn->threshold, (unsigned long long)avg);
+}
+
 /* The default raft heap is libc malloc, so the FSM's buffer is handed over as is. */
 static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
     struct rn *rn = rf->data;
     struct buf b;
     buf_init(&b);
+    uint64_t t0 = uv_hrtime();
     if (fsm_snapshot(rn->fsm, &b)) {
         buf_free(&b);
         return RAFT_NOMEM;
@@ -206,8 +238,9 @@ static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsi
     (*bufs)[0].base = b.p;
     (*bufs)[0].len = b.len;
     *n_bufs = 1;
-    LOGI(rn->log, "raft: snapshot of %zu bytes at applied index %llu", b.len,
-         (unsigned long long)raft_last_applied(&rn->raft));
+    LOGI(rn->log, "raft: snapshot of %zu bytes at applied index %llu (serialised in %.1f ms)",
+         b.len, (unsigned long long)raft_last_applied(&rn->raft), (double)(uv_hrtime() - t0) / 1e6);
+    adapt_threshold(rn, b.len);
     return 0;
 }
 
@@ -279,7 +312,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     raft_set_pre_vote(&rn->raft, true);
     raft_set_election_timeout(&rn->raft, cfg->election_ms);
     raft_set_heartbeat_timeout(&rn->raft, cfg->heartbeat_ms);
-    raft_set_snapshot_threshold(&rn->raft, cfg->snapshot_threshold);
+    rn->threshold = cfg->snapshot_threshold;
+    raft_set_snapshot_threshold(&rn->raft, rn->threshold);
     raft_set_snapshot_trailing(&rn->raft, cfg->snapshot_trailing);
     uv_prepare_init(loop, &rn->flush);
     rn->flush.data = rn;

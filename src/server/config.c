@@ -82,7 +82,8 @@ void srv_config_usage(FILE *f)
           "                          (default 1024)\n"
           "  --election-ms MS        Raft election timeout (default 400)\n"
           "  --heartbeat-ms MS       Raft heartbeat (default 40)\n"
-          "  --snapshot-threshold N  entries between snapshots (default 16384)\n"
+          "  --snapshot-threshold N  fewest entries between snapshots (default 16384; more\n"
+          "                          for a large state: about its size in log bytes)\n"
           "  --snapshot-trailing N   entries kept after a snapshot (default 4096)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
           "  --help                  this text\n",

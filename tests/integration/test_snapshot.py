@@ -286,3 +286,24 @@ def test_snapshot_sigterm_restart_restores_state(ctx):
     def stop(srv):
         eq(srv.stop(), 0, "exit status after SIGTERM")
     _run(ctx, stop)
+
+
+def test_snapshot_interval_grows_with_the_state(ctx):
+    """A state much larger than the configured threshold's worth of log: the interval grows
+    until the log between snapshots holds about as many bytes as a snapshot, so a large state
+    is not rewritten every --snapshot-threshold entries (each rewrite stalls the loop)."""
+    srv = ctx.server(*FLAGS)
+    c = ctx.conn(srv)
+    big = "v" * 200
+    for i in range(1500):  # ~330 KB of state, in ~250-byte entries
+        expect_int(c.call("PUT", "big%04d" % i, big))
+    lines = re.findall(r"raft: next snapshot after (\d+) entries", srv.log_text())
+    assert lines, "the threshold never moved above 64"
+    grown = int(lines[-1])
+    # state ~ 1500 x (200 + key + record) bytes, entries ~ 250 bytes: about 1500 entries.
+    assert 600 <= grown <= 4000, grown
+    before = srv.log_text().count("raft: snapshot of")
+    for i in range(300):  # small updates: 300 entries, far fewer than the grown interval
+        expect_int(c.call("PUT", "small", str(i)))
+    taken = srv.log_text().count("raft: snapshot of") - before
+    assert taken <= 1, "%d snapshots within 300 entries (64 entries apart would give 4)" % taken
