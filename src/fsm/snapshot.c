@@ -128,12 +128,117 @@ static int emit_all(const struct fsm *f, struct buf *out, void **ss, void **ls)
     return rc;
 }
 
+/*
+ * Locks in name byte order (kv_cmp) without a comparison sort: with qsort, comparisons were
+ * ~85 % of serialising a 1M-lock state (~390 ms, on the loop thread). An MSD radix sort on
+ * 8-byte chunks: a chunk is the name's bytes [d, d+8) big-endian, zero-padded. Among names with
+ * equal chunks, those that end inside it are prefixes of one another (the padding matched) and
+ * come first, shortest first; the rest are sorted on the next chunk. Small runs: insertion sort.
+ */
+struct named {
+    uint64_t key;
+    const struct lock *l;
+};
+
+static uint64_t name_chunk(const struct lock *l, size_t d)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < 8; i++)
+        k = k << 8 | (d + i < l->name_len ? (uint8_t)l->name[d + i] : 0u);
+    return k;
+}
+
+/* LSD radix sort of v by key, a byte per pass; a pass where every byte is equal is skipped. */
+static void radix_by_key(struct named *v, struct named *tmp, size_t n)
+{
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((v[i].key >> shift) & 0xff) + 1]++;
+        if (count[((v[0].key >> shift) & 0xff) + 1] == n)
+            continue;
+        for (size_t j = 0; j < 256; j++)
+            count[j + 1] += count[j];
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(v[i].key >> shift) & 0xff]++] = v[i];
+        memcpy(v, tmp, n * sizeof(*v));
+    }
+}
+
+static void insertion_by_name(struct named *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct named x = v[i];
+        size_t j = i;
+        for (; j > 0 && cmp_lock_ptr(&v[j - 1].l, &x.l) > 0; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+/* Every name in v shares its first d bytes. */
+static void sort_names(struct named *v, struct named *tmp, size_t n, size_t d)
+{
+    if (n < 32) {
+        insertion_by_name(v, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i].key = name_chunk(v[i].l, d);
+    radix_by_key(v, tmp, n);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && v[j].key == v[i].key; j++)
+            ;
+        if (j - i < 2)
+            continue;
+        size_t ends = 0, k = 0; /* stable split: names ending inside the chunk first */
+        for (size_t x = i; x < j; x++)
+            if (v[x].l->name_len <= d + 8)
+                tmp[k++] = v[x];
+        ends = k;
+        for (size_t x = i; x < j; x++)
+            if (v[x].l->name_len > d + 8)
+                tmp[k++] = v[x];
+        memcpy(v + i, tmp, (j - i) * sizeof(*v));
+        insertion_by_name(v + i, ends); /* prefixes of one another: by length */
+        if (j - i - ends > 1)
+            sort_names(v + i + ends, tmp, j - i - ends, d + 8);
+    }
+}
+
+/* The locks as an array of pointers in name order. NULL if empty/OOM (then *oom = 1). */
+static void **sorted_locks(const struct htab *t, int *oom)
+{
+    *oom = 0;
+    if (t->n == 0)
+        return NULL;
+    struct named *v = malloc(t->n * sizeof(*v)), *tmp = malloc(t->n * sizeof(*tmp));
+    void **out = malloc(t->n * sizeof(*out));
+    if (!v || !tmp || !out) {
+        free(v);
+        free(tmp);
+        free(out);
+        *oom = 1;
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < t->nb; i++)
+        for (struct hlink *x = t->b[i]; x; x = x->next)
+            v[n++].l = (const struct lock *)x;
+    sort_names(v, tmp, n, 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (void *)v[i].l;
+    free(v);
+    free(tmp);
+    return out;
+}
+
 int fsm_snapshot(const struct fsm *f, struct buf *out)
 {
     size_t mark = out->len;
     int oom_s, oom_l;
     void **ss = sorted_records(&f->sessions, cmp_sess_ptr, &oom_s);
-    void **ls = sorted_records(&f->locks, cmp_lock_ptr, &oom_l);
+    void **ls = sorted_locks(&f->locks, &oom_l);
     int rc = (oom_s || oom_l) ? -1 : emit_all(f, out, ss, ls);
     free(ss);
     free(ls);
