@@ -48,7 +48,7 @@ struct srv_config {
     struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
     size_t n_peers;
     char join[512]; /* --join: members' client addresses, "h:p[,h:p...]"; "" = not joining */
-    bool recover;  /* --recover: peers is the forced configuration; run once and exit */
+    bool recover;   /* --recover: peers is the forced configuration; run once and exit */
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
