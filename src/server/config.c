@@ -124,22 +124,30 @@ static bool valid_hostport(const char *v, size_t max)
     return strlen(v) < max && parse_hostport(v, host, sizeof(host), &port) == 0;
 }
 
-/* "h:p[,h:p...]": 1 to RN_MAX_PEERS client addresses, none empty. */
-static bool valid_join_list(const char *v)
+/* The next item of a comma-separated list into item (NUL-terminated), *v moved past it and its
+ * comma. -1 for an empty or too long item. */
+static int next_item(const char **v, char *item, size_t cap)
 {
-    char item[96];
-    size_t count = 0;
+    size_t n = strcspn(*v, ",");
+    if (n == 0 || n >= cap)
+        return -1;
+    memcpy(item, *v, n);
+    item[n] = 0;
+    *v += n + ((*v)[n] == ',');
+    return 0;
+}
+
+/* "h:p[,h:p...]": 1 to RN_MAX_PEERS client addresses, none empty. */
+static int parse_join(struct srv_config *c, const char *v)
+{
+    c->n_join = 0;
     do {
-        size_t n = strcspn(v, ",");
-        if (n == 0 || n >= sizeof(item) || ++count > RN_MAX_PEERS)
-            return false;
-        memcpy(item, v, n);
-        item[n] = 0;
-        if (!valid_hostport(item, sizeof(item)))
-            return false;
-        v += n;
-    } while (*v++ == ',');
-    return true;
+        if (c->n_join == RN_MAX_PEERS || next_item(&v, c->join[c->n_join], sizeof(c->join[0])) ||
+            !valid_hostport(c->join[c->n_join], sizeof(c->join[0])))
+            return -1;
+        c->n_join++;
+    } while (*v);
+    return v[-1] == ',' ? -1 : 0; /* a trailing comma is an empty last item */
 }
 
 /* "1=127.0.0.1:7481,2=127.0.0.1:7491,3=127.0.0.1:7501": id = raft address, ids unique. */
@@ -148,12 +156,8 @@ static int parse_cluster(struct srv_config *c, const char *v)
     char item[160];
     c->n_peers = 0;
     while (*v) {
-        size_t n = strcspn(v, ",");
-        if (n == 0 || n >= sizeof(item) || c->n_peers == RN_MAX_PEERS)
+        if (c->n_peers == RN_MAX_PEERS || next_item(&v, item, sizeof(item)))
             return -1;
-        memcpy(item, v, n);
-        item[n] = 0;
-        v += n + (v[n] == ',');
         char *eq = strchr(item, '=');
         uint64_t id;
         if (!eq)
@@ -269,12 +273,8 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
         c->recover = true;
         return parse_cluster(c, v);
     }
-    if (!strcmp(flag, "--join")) {
-        if (strlen(v) >= sizeof(c->join) || !valid_join_list(v))
-            return -1;
-        snprintf(c->join, sizeof(c->join), "%s", v);
-        return 0;
-    }
+    if (!strcmp(flag, "--join"))
+        return parse_join(c, v);
     if (!strcmp(flag, "--http-listen")) {
         if (!strcmp(v, "off")) {
             c->http_port = 0;
@@ -317,7 +317,7 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         if (set_num(c, &num_flags[k], v))
             return -1;
     }
-    if (c->join[0] && c->n_peers) {
+    if (c->n_join && c->n_peers) {
         fprintf(stderr, "fencelockd: --join and --initial-cluster exclude each other\n");
         return -1;
     }

@@ -244,7 +244,7 @@ static void put_bulk(struct buf *b, const char *p, size_t n)
 /* --join and not yet a voter: ask the leader (or the --join address) to add this node. */
 static int join_pending(struct srv *s)
 {
-    if (!s->cfg.join[0] || s->joined)
+    if (!s->cfg.n_join || s->joined)
         return 0;
     if (rn_server_role(s->rn, s->cfg.id) == RN_VOTER) {
         s->joined = true;
@@ -258,14 +258,8 @@ static int join_pending(struct srv *s)
  * turn, so one member that is down cannot keep the joiner waiting. */
 static void join_pick(struct srv *s)
 {
-    const char *v = s->cfg.join;
-    size_t count = 1;
-    for (const char *p = v; *p; p++)
-        count += *p == ',';
-    for (size_t skip = s->join_next++ % count; skip; skip--)
-        v = strchr(v, ',') + 1;
-    size_t n = strcspn(v, ",");
-    snprintf(s->join_target, sizeof(s->join_target), "%.*s", (int)n, v);
+    const char *t = s->cfg.join[s->join_next++ % s->cfg.n_join];
+    snprintf(s->join_target, sizeof(s->join_target), "%s", t);
 }
 
 static void join_tick(struct srv *s, uint64_t now)

@@ -763,7 +763,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .raft_address = s->cfg.raft_address,
         .peers = s->cfg.peers,
         .n_peers = s->cfg.n_peers,
-        .join = s->cfg.join[0] != 0,
+        .join = s->cfg.n_join != 0,
         .data_dir = cfg->data_dir,
         .election_ms = cfg->election_ms,
         .heartbeat_ms = cfg->heartbeat_ms,

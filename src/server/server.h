@@ -47,8 +47,9 @@ struct srv_config {
     bool raft_listen_set;
     struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
     size_t n_peers;
-    char join[512]; /* --join: members' client addresses, "h:p[,h:p...]"; "" = not joining */
-    bool recover;   /* --recover: peers is the forced configuration; run once and exit */
+    char join[RN_MAX_PEERS][96]; /* --join: members' client addresses, tried in turn */
+    size_t n_join;               /* 0 = not joining */
+    bool recover; /* --recover: peers is the forced configuration; run once and exit */
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
