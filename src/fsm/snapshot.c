@@ -46,8 +46,8 @@ static int cmp_lock_ptr(const void *a, const void *b)
     return kv_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
-/* The records of a hash table as an array of pointers, sorted with `cmp`. NULL if empty/OOM. */
-static void **sorted_records(const struct htab *t, int (*cmp)(const void *, const void *), int *oom)
+/* The records of a hash table as an array of pointers, in table order. NULL if empty/OOM. */
+static void **records(const struct htab *t, int *oom)
 {
     *oom = 0;
     if (t->n == 0)
@@ -61,7 +61,15 @@ static void **sorted_records(const struct htab *t, int (*cmp)(const void *, cons
     for (size_t i = 0; i < t->nb; i++)
         for (struct hlink *x = t->b[i]; x; x = x->next)
             v[n++] = x;
-    qsort(v, n, sizeof(*v), cmp);
+    return v;
+}
+
+/* The same, sorted with `cmp`. */
+static void **sorted_records(const struct htab *t, int (*cmp)(const void *, const void *), int *oom)
+{
+    void **v = records(t, oom);
+    if (v)
+        qsort(v, t->n, sizeof(*v), cmp);
     return v;
 }
 
@@ -191,11 +199,11 @@ static void sort_names(struct named *v, struct named *tmp, size_t n, size_t d)
             ;
         if (j - i < 2)
             continue;
-        size_t ends = 0, k = 0; /* stable split: names ending inside the chunk first */
+        size_t k = 0; /* stable split: names ending inside the chunk first */
         for (size_t x = i; x < j; x++)
             if (v[x].l->name_len <= d + 8)
                 tmp[k++] = v[x];
-        ends = k;
+        size_t ends = k;
         for (size_t x = i; x < j; x++)
             if (v[x].l->name_len > d + 8)
                 tmp[k++] = v[x];
@@ -209,24 +217,21 @@ static void sort_names(struct named *v, struct named *tmp, size_t n, size_t d)
 /* The locks as an array of pointers in name order. NULL if empty/OOM (then *oom = 1). */
 static void **sorted_locks(const struct htab *t, int *oom)
 {
-    *oom = 0;
-    if (t->n == 0)
+    void **out = records(t, oom);
+    if (!out)
         return NULL;
     struct named *v = malloc(t->n * sizeof(*v)), *tmp = malloc(t->n * sizeof(*tmp));
-    void **out = malloc(t->n * sizeof(*out));
-    if (!v || !tmp || !out) {
+    if (!v || !tmp) {
         free(v);
         free(tmp);
         free(out);
         *oom = 1;
         return NULL;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < t->nb; i++)
-        for (struct hlink *x = t->b[i]; x; x = x->next)
-            v[n++].l = (const struct lock *)x;
-    sort_names(v, tmp, n, 0);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < t->n; i++)
+        v[i].l = out[i];
+    sort_names(v, tmp, t->n, 0);
+    for (size_t i = 0; i < t->n; i++)
         out[i] = (void *)v[i].l;
     free(v);
     free(tmp);
