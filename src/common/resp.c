@@ -502,7 +502,11 @@ static unsigned char ascii_lower(unsigned char c)
 
 int resp_arg_is(const struct resp_arg *a, const char *word)
 {
-    size_t n = strlen(word);
+    return resp_arg_eq(a, word, strlen(word));
+}
+
+int resp_arg_eq(const struct resp_arg *a, const char *word, size_t n)
+{
     if (a->len != n)
         return 0;
     for (size_t i = 0; i < n; i++)

@@ -67,5 +67,7 @@ int resp_w_verbatim(struct buf *b, int proto, const char *p, size_t n);
 int resp_parse_u64(const char *p, size_t len, uint64_t *out);
 /* Case-insensitive comparison of an argument with a NUL-terminated ASCII word: 1 if equal. */
 int resp_arg_is(const struct resp_arg *a, const char *word);
+/* The same with the word's length known (a table scanned per command need not strlen). */
+int resp_arg_eq(const struct resp_arg *a, const char *word, size_t n);
 
 #endif

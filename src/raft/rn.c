@@ -305,6 +305,13 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         raft_uv_tcp_close(&rn->transport);
         goto fail;
     }
+    /* libraft formats every diagnostic line (snprintf into a 1 KiB buffer) and only then lets
+     * its default tracer drop it; a NULL tracer skips the formatting: 7.5 % of the leader's
+     * user-space instructions per command (callgrind). LIBRAFT_TRACE=1 keeps the traces. */
+    if (!getenv("LIBRAFT_TRACE")) {
+        rn->raft.tracer = NULL;
+        raft_uv_set_tracer(&rn->io, NULL);
+    }
     raft_uv_set_segment_size(&rn->io, 8u << 20);
     /* libraft's auto-recovery renames a segment it cannot read to corrupt-* and starts without
      * it, silently dropping acknowledged entries; refusing to start is the safe answer. */

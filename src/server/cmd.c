@@ -117,12 +117,18 @@ enum {
 
 static const struct {
     const char *word;
+    size_t len;
     int bit;
     int nargs;
 } opt_defs[] = {
-    {"LEASE", OPT_LEASE, 1}, {"FENCE", OPT_FENCE, 2}, {"IFREV", OPT_IFREV, 1},
-    {"REQ", OPT_REQ, 2},     {"WAIT", OPT_WAIT, 1},   {"LOCKDELAY", OPT_LOCKDELAY, 1},
-    {"NAME", OPT_NAME, 1},
+#define OPT(word, bit, nargs)                                                                      \
+    {                                                                                              \
+        word, sizeof(word) - 1, bit, nargs                                                         \
+    }
+    OPT("LEASE", OPT_LEASE, 1), OPT("FENCE", OPT_FENCE, 2), OPT("IFREV", OPT_IFREV, 1),
+    OPT("REQ", OPT_REQ, 2),     OPT("WAIT", OPT_WAIT, 1),   OPT("LOCKDELAY", OPT_LOCKDELAY, 1),
+    OPT("NAME", OPT_NAME, 1),
+#undef OPT
 };
 
 static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
@@ -168,7 +174,7 @@ static int parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_c
     size_t i = start;
     while (i < r->argc) {
         size_t k = 0, nd = sizeof(opt_defs) / sizeof(opt_defs[0]);
-        while (k < nd && !resp_arg_is(&r->argv[i], opt_defs[k].word))
+        while (k < nd && !resp_arg_eq(&r->argv[i], opt_defs[k].word, opt_defs[k].len))
             k++;
         if (k == nd || !(allowed & opt_defs[k].bit)) {
             resp_w_errorf(r->out, "ERR unknown option '%.*s'",
@@ -995,47 +1001,52 @@ static void quitCommand(struct srv_req *r)
         r->c->close_after_write = true;
 }
 
+#define CMD(name, arity, flags, fn)                                                                \
+    {                                                                                              \
+        name, sizeof(name) - 1, arity, flags, fn                                                   \
+    }
 static const struct srv_cmd cmd_table[] = {
-    {"PING", -1, CMD_LOCAL, pingCommand},
-    {"HELLO", -1, CMD_LOCAL, helloCommand},
-    {"INFO", -1, CMD_LOCAL, infoCommand},
-    {"QUIT", 1, CMD_LOCAL, quitCommand},
-    {"READONLY", 1, CMD_LOCAL, readonlyCommand},
-    {"READWRITE", 1, CMD_LOCAL, readwriteCommand},
-    {"COMMAND", -1, CMD_LOCAL, commandCommand},
-    {"CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand},
-    {"CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand},
-    {"CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand},
-    {"CLUSTER.ADD", 3, CMD_WRITE, clusterAddCommand},
-    {"CLUSTER.REMOVE", 2, CMD_WRITE, clusterRemoveCommand},
-    {"CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand},
-    {"SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand},
-    {"SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand},
-    {"SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand},
-    {"SESSION.INFO", 2, CMD_READ, sessionInfoCommand},
-    {"LOCK", -3, CMD_WRITE, lockCommand},
-    {"UNLOCK", -3, CMD_WRITE, unlockCommand},
-    {"LOCK.INFO", 2, CMD_READ, lockInfoCommand},
-    {"FENCE.CHECK", 3, CMD_READ, fenceCheckCommand},
-    {"PUT", -3, CMD_WRITE, putCommand},
-    {"DEL", -2, CMD_WRITE, delCommand},
-    {"GET", 2, CMD_READ, getCommand},
-    {"KV.GET", 2, CMD_READ, kvGetCommand},
-    {"KEYS", -2, CMD_READ, keysCommand},
-    {"LOCKS", -2, CMD_READ, locksCommand},
+    CMD("PING", -1, CMD_LOCAL, pingCommand),
+    CMD("HELLO", -1, CMD_LOCAL, helloCommand),
+    CMD("INFO", -1, CMD_LOCAL, infoCommand),
+    CMD("QUIT", 1, CMD_LOCAL, quitCommand),
+    CMD("READONLY", 1, CMD_LOCAL, readonlyCommand),
+    CMD("READWRITE", 1, CMD_LOCAL, readwriteCommand),
+    CMD("COMMAND", -1, CMD_LOCAL, commandCommand),
+    CMD("CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand),
+    CMD("CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand),
+    CMD("CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand),
+    CMD("CLUSTER.ADD", 3, CMD_WRITE, clusterAddCommand),
+    CMD("CLUSTER.REMOVE", 2, CMD_WRITE, clusterRemoveCommand),
+    CMD("CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand),
+    CMD("SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand),
+    CMD("SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand),
+    CMD("SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand),
+    CMD("SESSION.INFO", 2, CMD_READ, sessionInfoCommand),
+    CMD("LOCK", -3, CMD_WRITE, lockCommand),
+    CMD("UNLOCK", -3, CMD_WRITE, unlockCommand),
+    CMD("LOCK.INFO", 2, CMD_READ, lockInfoCommand),
+    CMD("FENCE.CHECK", 3, CMD_READ, fenceCheckCommand),
+    CMD("PUT", -3, CMD_WRITE, putCommand),
+    CMD("DEL", -2, CMD_WRITE, delCommand),
+    CMD("GET", 2, CMD_READ, getCommand),
+    CMD("KV.GET", 2, CMD_READ, kvGetCommand),
+    CMD("KEYS", -2, CMD_READ, keysCommand),
+    CMD("LOCKS", -2, CMD_READ, locksCommand),
 };
+#undef CMD
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
 {
     for (size_t i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
-        if (resp_arg_is(name, cmd_table[i].name))
+        if (resp_arg_eq(name, cmd_table[i].name, cmd_table[i].len))
             return &cmd_table[i];
     return NULL;
 }
 
 static struct srv_slot *slot_new(struct srv_conn *c)
 {
-    struct srv_slot *slot = calloc(1, sizeof(*slot));
+    struct srv_slot *slot = srv_slot_new(c->srv);
     if (!slot)
         return NULL;
     slot->conn = c;

@@ -4,13 +4,17 @@
  * A connection writes replies in request order. Commands answered at once while nothing is
  * queued write straight into `out`; everything else takes a slot in the connection's queue and
  * the done prefix of the queue is moved into `out` (srv_slot_done). One uv_write is in flight at
- * a time (`wbuf`); replies produced meanwhile gather in `out`.
+ * a time (`wbuf`, `wreq`: libuv calls it back, cancelled if need be, before the handle's close
+ * callback frees the connection); replies produced meanwhile gather in `out`.
  * Reading pauses while `max_pending` slots are queued and resumes as they drain, so one client
  * cannot queue unbounded work. Parsing also pauses behind a read waiting for its barrier, so a
  * pipelined read never sees a write the same connection sent after it.
  */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "server/server.h"
 
@@ -27,12 +31,78 @@ static void conn_list_remove(struct srv *s, struct srv_conn *c)
     s->nconns--;
 }
 
+/* Slots on the free list are poisoned under ASan, so a use after "free" is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+static void slot_poison(struct srv_slot *slot, bool on)
+{
+    void (*f)(void const volatile *, size_t) =
+        on ? __asan_poison_memory_region : __asan_unpoison_memory_region;
+    if (on) { /* the buffers first: their pointers are inside the slot */
+        if (slot->out.p)
+            f(slot->out.p, slot->out.cap);
+        if (slot->args.p)
+            f(slot->args.p, slot->args.cap);
+    }
+    f(slot, sizeof(*slot));
+    if (!on) {
+        if (slot->out.p)
+            f(slot->out.p, slot->out.cap);
+        if (slot->args.p)
+            f(slot->args.p, slot->args.cap);
+    }
+}
+#else
+static void slot_poison(struct srv_slot *slot, bool on)
+{
+    (void)slot;
+    (void)on;
+}
+#endif
+
 void srv_slot_free(struct srv_slot *slot)
 {
+    struct srv *s = slot->srv;
+    free(slot->pkey);
+    slot->pkey = NULL;
+    if (s && s->n_free_slots < SRV_FREE_SLOTS &&
+        slot->out.cap + slot->args.cap <= SRV_SLOT_KEEP_BYTES) {
+        slot->next = s->free_slots;
+        s->free_slots = slot;
+        s->n_free_slots++;
+        slot_poison(slot, true);
+        return;
+    }
     buf_free(&slot->out);
     buf_free(&slot->args);
-    free(slot->pkey);
     free(slot);
+}
+
+struct srv_slot *srv_slot_new(struct srv *s)
+{
+    struct srv_slot *slot = s->free_slots;
+    if (!slot)
+        return calloc(1, sizeof(*slot));
+    slot_poison(slot, false);
+    s->free_slots = slot->next;
+    s->n_free_slots--;
+    struct buf out = slot->out, args = slot->args;
+    memset(slot, 0, sizeof(*slot));
+    slot->out = out;
+    slot->args = args;
+    slot->out.len = slot->args.len = 0;
+    return slot;
+}
+
+void srv_free_slots(struct srv *s)
+{
+    while (s->free_slots) {
+        struct srv_slot *slot = s->free_slots;
+        slot_poison(slot, false);
+        s->free_slots = slot->next;
+        slot->srv = NULL; /* freed for good */
+        srv_slot_free(slot);
+    }
+    s->n_free_slots = 0;
 }
 
 static void conn_free_cb(uv_handle_t *h)
@@ -116,7 +186,6 @@ static void update_reading(struct srv_conn *c)
 static void write_cb(uv_write_t *req, int status)
 {
     struct srv_conn *c = req->data;
-    free(req);
     c->writing = false;
     c->wbuf.len = 0;
     if (c->closing)
@@ -147,15 +216,9 @@ static void conn_write(struct srv_conn *c)
     c->wbuf = c->out;
     c->out = t;
     c->out.len = 0;
-    uv_write_t *req = malloc(sizeof(*req));
-    if (!req) {
-        srv_conn_close(c);
-        return;
-    }
-    req->data = c;
+    c->wreq.data = c;
     uv_buf_t ub = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
-    if (uv_write(req, (uv_stream_t *)&c->tcp, &ub, 1, write_cb)) {
-        free(req);
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &ub, 1, write_cb)) {
         srv_conn_close(c);
         return;
     }
@@ -209,7 +272,7 @@ static void protocol_error(struct srv_conn *c, const char *msg)
         resp_w_errorf(c->tail ? &c->tail->out : &c->out, "ERR %s", msg);
     } else {
         /* the error must follow the replies still pending: give it a slot of its own */
-        struct srv_slot *e = calloc(1, sizeof(*e));
+        struct srv_slot *e = srv_slot_new(c->srv);
         if (e) {
             e->conn = c;
             e->srv = c->srv;

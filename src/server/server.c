@@ -861,6 +861,7 @@ void srv_free(struct srv *s)
     map_free(&s->holds, free_val);
     map_free(&s->parked, NULL);
     buf_free(&s->scratch);
+    srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;
 }

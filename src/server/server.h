@@ -125,8 +125,12 @@ struct srv_slot {
     struct buf out;
 };
 
+#define SRV_FREE_SLOTS 256
+#define SRV_SLOT_KEEP_BYTES 4096 /* a slot whose buffers grew past this is freed, not kept */
+
 struct srv_conn {
     uv_tcp_t tcp;
+    uv_write_t wreq; /* the one write in flight (while `writing`) */
     struct srv *srv;
     struct srv_conn *prev, *next;
     struct buf in, out, wbuf;
@@ -156,6 +160,10 @@ struct srv {
     struct srv_http *http;
     struct srv_conn *conns;
     size_t nconns;
+    /* Finished slots kept for the next command with their buffers' memory (at most
+     * SRV_FREE_SLOTS): a command then allocates nothing for its slot. */
+    struct srv_slot *free_slots;
+    size_t n_free_slots;
     uint64_t next_conn_id;
     /* leadership */
     int role;
@@ -200,7 +208,12 @@ int srv_listen(struct srv *s);
 void srv_conn_close(struct srv_conn *c);
 void srv_close_all_conns(struct srv *s);
 void srv_slot_done(struct srv_slot *slot);
+/* A zeroed slot (from the server's free list when it has one), or NULL. */
+struct srv_slot *srv_slot_new(struct srv *s);
+/* Done with a slot: kept on the free list (bounded) or freed. */
 void srv_slot_free(struct srv_slot *slot);
+/* Free the free list (server teardown). */
+void srv_free_slots(struct srv *s);
 
 /* cmd.c */
 struct srv_req {
@@ -219,7 +232,8 @@ enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8 }
 
 struct srv_cmd {
     const char *name;
-    int arity; /* exact argc, or -N: at least N */
+    size_t len; /* strlen(name) */
+    int arity;  /* exact argc, or -N: at least N */
     int flags;
     void (*fn)(struct srv_req *r);
 };
