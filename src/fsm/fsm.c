@@ -50,7 +50,8 @@ void fsm_free_state(struct fsm *f)
             x = next;
         }
     }
-    kv_free_tree(f->kv_root);
+    f->lock_names = NULL; /* its records were freed with the table */
+    kv_free_all(f);
     htab_free(&f->sessions);
     htab_free(&f->locks);
     memset(f, 0, sizeof(*f));

@@ -218,10 +218,10 @@ struct fsm_lock_item {
     size_t n_waiters;
 };
 
-/* Up to `limit` locks whose name starts with prefix, in name byte order, into out[];
-   scratch has room for `limit` pointers. Returns how many. O(locks log limit). */
+/* Up to `limit` locks whose name starts with prefix, in name byte order, into out[].
+   Returns how many. O(log locks + limit): locks are also kept in a tree ordered by name. */
 size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
-                      const void **scratch, struct fsm_lock_item *out);
+                      struct fsm_lock_item *out);
 
 /* 0 if `token` is the current holder's token of lock `name`, else -1. */
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token);

@@ -2,14 +2,43 @@
  * fsm/internal.h — the state layout shared by the fsm's .c files (not part of the interface).
  *
  * Owns the definitions of struct fsm and its records: sessions and locks live in intrusive
- * hash tables (struct htab), keys in an AVL tree ordered by bytes. Every record that belongs to
+ * hash tables (struct htab); keys, and locks a second time, in AVL trees ordered by name bytes
+ * (struct onode), so byte-order walks (KEYS, LOCKS, snapshots) need no sort. Every record that
+ * belongs to
  * a session is also on one of that session's intrusive lists, so ending a session costs
  * O(its locks + waits + keys). A record is one malloc with its name stored inline.
  */
 #ifndef FENCELOCK_FSM_INTERNAL_H
 #define FENCELOCK_FSM_INTERNAL_H
 
+#include <stddef.h>
+
 #include "fsm/fsm.h"
+
+/* ---- intrusive AVL tree ordered by name bytes (src/fsm/otree.c) ---- */
+
+struct onode {
+    struct onode *left, *right;
+    const char *key; /* the record's own name: the tree compares without a callback */
+    uint16_t key_len;
+    uint8_t height;
+};
+
+#define ONODE_OWNER(n, type, member) ((type *)((char *)(n)-offsetof(type, member)))
+
+/* Byte order; a proper prefix sorts first. */
+int name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+struct onode *otree_find(const struct onode *root, const char *key, size_t len);
+void otree_insert(struct onode **root, struct onode *n); /* its name must be absent */
+void otree_remove(struct onode **root, struct onode *n); /* n must be in the tree */
+/* In-order visit of the nodes whose name is >= from (all if fromlen == 0), O(log n + visited),
+ * until visit returns nonzero; returns that value, or 0. */
+int otree_walk(const struct onode *root, const char *from, size_t fromlen,
+               int (*visit)(void *arg, const struct onode *n), void *arg);
+/* Empty the tree, calling free_node on every node; no recursion. */
+void otree_drain(struct onode **root, void (*free_node)(struct onode *n));
+/* 0 if names strictly increase in order and the heights are right and balanced; *count nodes. */
+int otree_check(const struct onode *root, size_t *count);
 
 /* ---- intrusive chained hash table; the bucket array is never empty (see htab_init) ---- */
 
@@ -42,7 +71,8 @@ struct waiter;
 struct kv;
 
 struct sess {
-    struct hlink h; /* in fsm.sessions, hashed by sid */
+    struct hlink h;             /* in fsm.sessions, hashed by sid */
+    struct sess *sprev, *snext; /* in fsm.sess_head/tail, by sid */
     uint64_t sid, ttl_ms, lockdelay_ms;
     uint64_t checkpoint_ms;               /* remaining lease at the last checkpoint; 0 = none */
     struct lock *held_head, *held_tail;   /* locks it holds, in token order */
@@ -57,7 +87,8 @@ struct sess {
 };
 
 struct lock {
-    struct hlink h; /* in fsm.locks, hashed by name */
+    struct hlink h; /* in fsm.locks, hashed by name: first, the table casts */
+    struct onode o; /* in fsm.lock_names */
     struct sess *holder;
     struct lock *hprev, *hnext; /* in holder->held_* */
     uint64_t token, held_since_ms, lockdelay_ms;
@@ -78,13 +109,12 @@ struct waiter {
 };
 
 struct kv {
-    struct kv *left, *right; /* AVL */
+    struct onode o; /* in fsm.keys */
     struct sess *lease;
     struct kv *lprev, *lnext; /* in lease->keys */
     char *value;
     uint32_t value_len;
     uint16_t key_len;
-    uint8_t height;
     uint64_t create_rev, mod_rev, version;
     char key[];
 };
@@ -100,7 +130,9 @@ struct member {
 struct fsm {
     uint64_t revision;
     struct htab sessions, locks;
-    struct kv *kv_root;
+    struct sess *sess_head, *sess_tail; /* every session (also in `sessions`), by sid */
+    struct onode *keys;                 /* struct kv, by key */
+    struct onode *lock_names;           /* struct lock (also in `locks`), by name */
     uint64_t n_keys, n_held, n_waiters, n_delay;
     struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
     uint32_t n_members;
@@ -128,13 +160,13 @@ int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 
 struct sess *sess_find(const struct fsm *f, uint64_t sid);
 struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen);
-void sess_insert(struct fsm *f, struct sess *s);
-void sess_destroy(struct sess *s); /* frees the record; lists must be empty */
+void sess_insert(struct fsm *f, struct sess *s); /* hash and sid-ordered list */
+void sess_destroy(struct sess *s);               /* frees the record; lists must be empty */
 
 struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen);
 struct lock *lock_alloc(const char *name, size_t namelen);
 void lock_insert(struct fsm *f, struct lock *l);
-void lock_drop(struct fsm *f, struct lock *l); /* unhash and free a lock nobody uses */
+void lock_drop(struct fsm *f, struct lock *l); /* unlink and free a lock nobody uses */
 void held_append(struct sess *s, struct lock *l);
 void held_unlink(struct lock *l);
 void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w);
@@ -169,13 +201,12 @@ long member_find(const struct fsm *f, uint64_t id);
 
 /* ---- KV tree ---- */
 
-int kv_cmp(const char *a, size_t alen, const char *b, size_t blen);
 struct kv *kv_find(const struct fsm *f, const char *key, size_t keylen);
 struct kv *kv_alloc(const char *key, size_t keylen);
 void kv_insert(struct fsm *f, struct kv *k); /* the key must be absent */
 void kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
 void kv_set_lease(struct kv *k, struct sess *s);
-void kv_free_tree(struct kv *root);
+void kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* ---- lifecycle and codecs ---- */
 

@@ -116,6 +116,9 @@ static int check_lock_state(struct chk *c, const struct lock *l)
     uint64_t id = l->token;
     if (lock_find(c->f, l->name, l->name_len) != l)
         return bad(c, "lock not findable by its name", id);
+    if (l->o.key != l->name || l->o.key_len != l->name_len ||
+        otree_find(c->f->lock_names, l->name, l->name_len) != &l->o)
+        return bad(c, "lock not in the name tree", id);
     if (l->holder) {
         if (sess_find(c->f, l->holder->sid) != l->holder)
             return bad(c, "lock held by a dead session", l->holder->sid);
@@ -175,19 +178,13 @@ static int check_lock(struct chk *c, const struct lock *l)
     return rc;
 }
 
-/* In-order: strictly increasing keys, correct AVL heights and balance, sane metadata. */
-static int check_tree(struct chk *c, const struct kv *k, const struct kv **prev, int *h)
+/* Key metadata; the tree's order and balance are otree_check's. */
+static int check_key(void *arg, const struct onode *n)
 {
-    int hl = 0, hr = 0;
-    if (!k) {
-        *h = 0;
-        return 0;
-    }
-    if (check_tree(c, k->left, prev, &hl))
-        return -1;
-    if (*prev && kv_cmp((*prev)->key, (*prev)->key_len, k->key, k->key_len) >= 0)
-        return bad(c, "keys out of order", k->mod_rev);
-    *prev = k;
+    struct chk *c = arg;
+    const struct kv *k = ONODE_OWNER(n, const struct kv, o);
+    if (k->o.key != k->key || k->o.key_len != k->key_len)
+        return bad(c, "key node names another key", k->mod_rev);
     if (k->key_len == 0 || k->create_rev == 0 || k->create_rev > k->mod_rev || k->version == 0 ||
         (k->version == 1) != (k->create_rev == k->mod_rev))
         return bad(c, "bad key metadata", k->mod_rev);
@@ -195,12 +192,36 @@ static int check_tree(struct chk *c, const struct kv *k, const struct kv **prev,
         return bad(c, "key leased to a dead session", k->lease->sid);
     c->leased += k->lease != NULL;
     c->nkeys++;
-    if (rev_seen(c, k->mod_rev) || check_tree(c, k->right, prev, &hr))
-        return -1;
-    if (hl - hr > 1 || hr - hl > 1 || k->height != 1 + (hl > hr ? hl : hr))
-        return bad(c, "AVL tree unbalanced", k->mod_rev);
-    *h = k->height;
+    return rev_seen(c, k->mod_rev);
+}
+
+/* The sid-ordered session list: every session once, strictly increasing, links consistent. */
+static int check_sess_list(struct chk *c)
+{
+    const struct fsm *f = c->f;
+    size_t n = 0;
+    const struct sess *prev = NULL;
+    for (const struct sess *s = f->sess_head; s; prev = s, s = s->snext, n++) {
+        if (s->sprev != prev || (prev && prev->sid >= s->sid))
+            return bad(c, "session list out of sid order", s->sid);
+        if (sess_find(f, s->sid) != s)
+            return bad(c, "listed session not in the table", s->sid);
+    }
+    if (prev != f->sess_tail || n != f->sessions.n)
+        return bad(c, "session list and session table differ", n);
     return 0;
+}
+
+static int check_trees(struct chk *c)
+{
+    size_t n;
+    if (otree_check(c->f->keys, &n))
+        return bad(c, "key tree out of order or unbalanced", n);
+    if (otree_check(c->f->lock_names, &n))
+        return bad(c, "lock name tree out of order or unbalanced", n);
+    if (n != c->f->locks.n)
+        return bad(c, "lock name tree and lock table differ in size", n);
+    return otree_walk(c->f->keys, NULL, 0, check_key, c);
 }
 
 static int check_members(struct chk *c)
@@ -232,9 +253,7 @@ static int check_all(struct chk *c)
         for (const struct hlink *x = f->locks.b[i]; x; x = x->next)
             if (check_lock(c, (const struct lock *)x))
                 return -1;
-    const struct kv *prev = NULL;
-    int h;
-    if (check_tree(c, f->kv_root, &prev, &h))
+    if (check_trees(c) || check_sess_list(c))
         return -1;
     if (c->held != f->n_held || c->held != c->locks)
         return bad(c, "held lock count wrong", c->held);

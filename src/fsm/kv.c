@@ -1,5 +1,5 @@
 /*
- * fsm/kv.c — the key-value store: an AVL tree ordered by key bytes, PUT/DEL, get and scan.
+ * fsm/kv.c — the key-value store: an AVL tree ordered by key bytes (otree), PUT/DEL, get, scan.
  *
  * Owns the key records and their value copies. The tree gives lookups in O(log n) and prefix
  * scans in O(log n + k). A key leased to a session is also on that session's key list, so the
@@ -10,27 +10,12 @@
 
 #include "fsm/internal.h"
 
-int kv_cmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
-    return alen < blen ? -1 : alen > blen;
-}
-
 struct kv *kv_find(const struct fsm *f, const char *key, size_t keylen)
 {
     if (keylen == 0)
         return NULL;
-    struct kv *n = f->kv_root;
-    while (n) {
-        int c = kv_cmp(key, keylen, n->key, n->key_len);
-        if (c == 0)
-            return n;
-        n = c < 0 ? n->left : n->right;
-    }
-    return NULL;
+    struct onode *n = otree_find(f->keys, key, keylen);
+    return n ? ONODE_OWNER(n, struct kv, o) : NULL;
 }
 
 struct kv *kv_alloc(const char *key, size_t keylen)
@@ -41,108 +26,14 @@ struct kv *kv_alloc(const char *key, size_t keylen)
     memset(k, 0, sizeof(*k));
     k->key_len = (uint16_t)keylen;
     memcpy(k->key, key, keylen);
+    k->o.key = k->key;
+    k->o.key_len = k->key_len;
     return k;
-}
-
-/* ---- AVL ---- */
-
-static int height(const struct kv *n)
-{
-    return n ? n->height : 0;
-}
-
-static void fix_height(struct kv *n)
-{
-    int l = height(n->left), r = height(n->right);
-    n->height = (uint8_t)(1 + (l > r ? l : r));
-}
-
-static struct kv *rot_right(struct kv *y)
-{
-    struct kv *x = y->left;
-    y->left = x->right;
-    x->right = y;
-    fix_height(y);
-    fix_height(x);
-    return x;
-}
-
-static struct kv *rot_left(struct kv *x)
-{
-    struct kv *y = x->right;
-    x->right = y->left;
-    y->left = x;
-    fix_height(x);
-    fix_height(y);
-    return y;
-}
-
-/* Restore the AVL balance of `n` (children already balanced); returns the subtree's root. */
-static struct kv *balance(struct kv *n)
-{
-    fix_height(n);
-    int bf = height(n->left) - height(n->right);
-    if (bf > 1) {
-        if (height(n->left->left) < height(n->left->right))
-            n->left = rot_left(n->left);
-        return rot_right(n);
-    }
-    if (bf < -1) {
-        if (height(n->right->right) < height(n->right->left))
-            n->right = rot_right(n->right);
-        return rot_left(n);
-    }
-    return n;
-}
-
-static struct kv *insert_at(struct kv *n, struct kv *k)
-{
-    if (!n) {
-        k->left = k->right = NULL;
-        k->height = 1;
-        return k;
-    }
-    if (kv_cmp(k->key, k->key_len, n->key, n->key_len) < 0)
-        n->left = insert_at(n->left, k);
-    else
-        n->right = insert_at(n->right, k);
-    return balance(n);
-}
-
-static struct kv *unlink_min(struct kv *n, struct kv **min)
-{
-    if (!n->left) {
-        *min = n;
-        return n->right;
-    }
-    n->left = unlink_min(n->left, min);
-    return balance(n);
-}
-
-static struct kv *remove_at(struct kv *n, const struct kv *k)
-{
-    if (!n)
-        return NULL;
-    int c = kv_cmp(k->key, k->key_len, n->key, n->key_len);
-    if (c < 0) {
-        n->left = remove_at(n->left, k);
-    } else if (c > 0) {
-        n->right = remove_at(n->right, k);
-    } else {
-        struct kv *l = n->left, *r = n->right, *m;
-        if (!r)
-            return l;
-        r = unlink_min(r, &m);
-        m->left = l;
-        m->right = r;
-        return balance(m);
-    }
-    return balance(n);
 }
 
 void kv_insert(struct fsm *f, struct kv *k)
 {
-    f->kv_root = insert_at(f->kv_root, k);
+    otree_insert(&f->keys, &k->o);
     f->n_keys++;
 }
 
@@ -171,29 +62,24 @@ void kv_set_lease(struct kv *k, struct sess *s)
 
 void kv_delete(struct fsm *f, struct kv *k)
 {
-    f->kv_root = remove_at(f->kv_root, k);
+    otree_remove(&f->keys, &k->o);
     f->n_keys--;
     kv_set_lease(k, NULL);
     free(k->value);
     free(k);
 }
 
-void kv_free_tree(struct kv *root)
+static void free_kv(struct onode *n)
 {
-    while (root) {
-        /* rotate the left child up until there is none, then free and go right: no recursion */
-        if (root->left) {
-            struct kv *l = root->left;
-            root->left = l->right;
-            l->right = root;
-            root = l;
-            continue;
-        }
-        struct kv *r = root->right;
-        free(root->value);
-        free(root);
-        root = r;
-    }
+    struct kv *k = ONODE_OWNER(n, struct kv, o);
+    free(k->value);
+    free(k);
+}
+
+void kv_free_all(struct fsm *f)
+{
+    otree_drain(&f->keys, free_kv);
+    f->n_keys = 0;
 }
 
 /* ---- ops ---- */
@@ -320,36 +206,20 @@ struct scan {
     size_t plen, limit, visited;
     int (*cb)(void *arg, const char *key, size_t keylen, const struct fsm_kv_meta *m);
     void *arg;
-    bool stop;
 };
 
-/*
- * In-order walk from the first key >= prefix: the keys with the prefix are one contiguous run
- * there, so the walk stops at the first key without it. O(log n + k).
- */
-static void scan_from(const struct kv *n, struct scan *s)
+/* The keys with the prefix are one contiguous run from the first key >= prefix: the walk stops
+ * at the first key without it. O(log n + k). */
+static int scan_visit(void *arg, const struct onode *n)
 {
-    if (!n || s->stop)
-        return;
-    if (kv_cmp(n->key, n->key_len, s->prefix, s->plen) < 0) {
-        scan_from(n->right, s);
-        return;
-    }
-    scan_from(n->left, s);
-    if (s->stop)
-        return;
-    if (n->key_len < s->plen || (s->plen && memcmp(n->key, s->prefix, s->plen) != 0)) {
-        s->stop = true;
-        return;
-    }
+    struct scan *s = arg;
+    const struct kv *k = ONODE_OWNER(n, const struct kv, o);
+    if (k->key_len < s->plen || (s->plen && memcmp(k->key, s->prefix, s->plen) != 0))
+        return 1;
     struct fsm_kv_meta m;
-    fill_meta(n, &m);
+    fill_meta(k, &m);
     s->visited++;
-    if (s->cb(s->arg, n->key, n->key_len, &m) || (s->limit && s->visited >= s->limit)) {
-        s->stop = true;
-        return;
-    }
-    scan_from(n->right, s);
+    return s->cb(s->arg, k->key, k->key_len, &m) || (s->limit && s->visited >= s->limit);
 }
 
 size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, size_t limit,
@@ -358,6 +228,6 @@ size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, si
                    void *arg)
 {
     struct scan s = {.prefix = prefix, .plen = prefixlen, .limit = limit, .cb = cb, .arg = arg};
-    scan_from(f->kv_root, &s);
+    otree_walk(f->keys, prefix, prefixlen, scan_visit, &s);
     return s.visited;
 }

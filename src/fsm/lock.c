@@ -34,17 +34,21 @@ struct lock *lock_alloc(const char *name, size_t namelen)
     memset(l, 0, sizeof(*l));
     l->name_len = (uint16_t)namelen;
     memcpy(l->name, name, namelen);
+    l->o.key = l->name;
+    l->o.key_len = l->name_len;
     return l;
 }
 
 void lock_insert(struct fsm *f, struct lock *l)
 {
     htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
+    otree_insert(&f->lock_names, &l->o);
 }
 
 void lock_drop(struct fsm *f, struct lock *l)
 {
     htab_remove(&f->locks, &l->h);
+    otree_remove(&f->lock_names, &l->o);
     free(l);
 }
 

@@ -98,41 +98,6 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->keys = f->n_keys;
 }
 
-static int name_cmp(const struct lock *a, const struct lock *b)
-{
-    size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-    int c = memcmp(a->name, b->name, n);
-    return c ? c : (int)a->name_len - (int)b->name_len;
-}
-
-/* Max-heap on name of at most `limit` locks: the root is the largest kept so far. */
-static void heap_sift_down(const struct lock **h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t m = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && name_cmp(h[l], h[m]) > 0)
-            m = l;
-        if (r < n && name_cmp(h[r], h[m]) > 0)
-            m = r;
-        if (m == i)
-            return;
-        const struct lock *t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
-
-static void heap_sift_up(const struct lock **h, size_t i)
-{
-    while (i > 0 && name_cmp(h[i], h[(i - 1) / 2]) > 0) {
-        const struct lock *t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
 static void to_item(const struct lock *l, struct fsm_lock_item *it)
 {
     it->name.p = l->name;
@@ -143,34 +108,29 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->n_waiters = l->n_waiters;
 }
 
-/*
- * The first `limit` locks (by name bytes) whose name starts with `prefix`: one pass over the
- * lock table keeping a bounded max-heap, O(locks · log limit). `scratch` holds limit pointers.
- */
-size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
-                      const void **scratch, struct fsm_lock_item *out)
+struct list {
+    const char *prefix;
+    size_t plen, limit, n;
+    struct fsm_lock_item *out;
+};
+
+/* The locks with the prefix are one run from the first name >= prefix: stop at the first
+ * name without it, or at the limit. */
+static int list_visit(void *arg, const struct onode *n)
 {
-    const struct lock **h = (const struct lock **)scratch;
-    size_t n = 0;
-    if (limit == 0)
-        return 0;
-    for (size_t i = 0; i < f->locks.nb; i++)
-        for (const struct hlink *x = f->locks.b[i]; x; x = x->next) {
-            const struct lock *l = (const struct lock *)x;
-            if (l->name_len < plen || memcmp(l->name, prefix, plen) != 0)
-                continue;
-            if (n < limit) {
-                h[n] = l;
-                heap_sift_up(h, n++);
-            } else if (name_cmp(l, h[0]) < 0) {
-                h[0] = l;
-                heap_sift_down(h, n, 0);
-            }
-        }
-    for (size_t k = n; k > 0; k--) { /* heap sort: ascending into out */
-        to_item(h[0], &out[k - 1]);
-        h[0] = h[k - 1];
-        heap_sift_down(h, k - 1, 0);
-    }
-    return n;
+    struct list *s = arg;
+    const struct lock *l = ONODE_OWNER(n, const struct lock, o);
+    if (l->name_len < s->plen || (s->plen && memcmp(l->name, s->prefix, s->plen) != 0))
+        return 1;
+    to_item(l, &s->out[s->n++]);
+    return s->n == s->limit;
+}
+
+size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
+                      struct fsm_lock_item *out)
+{
+    struct list s = {.prefix = prefix, .plen = plen, .limit = limit, .out = out};
+    if (limit)
+        otree_walk(f->lock_names, prefix, plen, list_visit, &s);
+    return s.n;
 }

@@ -36,9 +36,37 @@ struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen)
     return s;
 }
 
+/* The list stays in sid order, so snapshots need no sort. A new session's sid is the newest
+ * revision and restore inserts in sid order: the tail is the place, the loop a safeguard. */
 void sess_insert(struct fsm *f, struct sess *s)
 {
     htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
+    struct sess *p = f->sess_tail;
+    while (p && p->sid > s->sid)
+        p = p->sprev;
+    s->sprev = p;
+    s->snext = p ? p->snext : f->sess_head;
+    if (s->snext)
+        s->snext->sprev = s;
+    else
+        f->sess_tail = s;
+    if (p)
+        p->snext = s;
+    else
+        f->sess_head = s;
+}
+
+static void sess_unlink(struct fsm *f, struct sess *s)
+{
+    htab_remove(&f->sessions, &s->h);
+    if (s->sprev)
+        s->sprev->snext = s->snext;
+    else
+        f->sess_head = s->snext;
+    if (s->snext)
+        s->snext->sprev = s->sprev;
+    else
+        f->sess_tail = s->sprev;
 }
 
 void sess_destroy(struct sess *s)
@@ -62,7 +90,7 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
     struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
     if (e)
         e->expired = expired;
-    htab_remove(&a->f->sessions, &s->h);
+    sess_unlink(a->f, s);
     sess_destroy(s);
 }
 

@@ -34,45 +34,6 @@
 
 /* ---- emit ---- */
 
-static int cmp_sess_ptr(const void *a, const void *b)
-{
-    const struct sess *x = *(const struct sess *const *)a, *y = *(const struct sess *const *)b;
-    return x->sid < y->sid ? -1 : x->sid > y->sid;
-}
-
-static int cmp_lock_ptr(const void *a, const void *b)
-{
-    const struct lock *x = *(const struct lock *const *)a, *y = *(const struct lock *const *)b;
-    return kv_cmp(x->name, x->name_len, y->name, y->name_len);
-}
-
-/* The records of a hash table as an array of pointers, in table order. NULL if empty/OOM. */
-static void **records(const struct htab *t, int *oom)
-{
-    *oom = 0;
-    if (t->n == 0)
-        return NULL;
-    void **v = malloc(t->n * sizeof(*v));
-    if (!v) {
-        *oom = 1;
-        return NULL;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < t->nb; i++)
-        for (struct hlink *x = t->b[i]; x; x = x->next)
-            v[n++] = x;
-    return v;
-}
-
-/* The same, sorted with `cmp`. */
-static void **sorted_records(const struct htab *t, int (*cmp)(const void *, const void *), int *oom)
-{
-    void **v = records(t, oom);
-    if (v)
-        qsort(v, t->n, sizeof(*v), cmp);
-    return v;
-}
-
 static int emit_session(const struct sess *s, struct buf *b)
 {
     int rc = buf_put_varint(b, s->sid) | buf_put_varint(b, s->ttl_ms) |
@@ -104,29 +65,34 @@ static int emit_lock(const struct lock *l, struct buf *b)
     return rc;
 }
 
-static int emit_keys(const struct kv *k, struct buf *b)
+static int emit_key_visit(void *arg, const struct onode *n)
 {
-    int rc = 0;
-    for (; k && !rc; k = k->right) {
-        rc |= emit_keys(k->left, b);
-        rc |= buf_put_bytes(b, k->key, k->key_len) | buf_put_bytes(b, k->value, k->value_len) |
-              buf_put_varint(b, k->create_rev) | buf_put_varint(b, k->mod_rev) |
-              buf_put_varint(b, k->version) | buf_put_varint(b, k->lease ? k->lease->sid : 0);
-    }
-    return rc;
+    const struct kv *k = ONODE_OWNER(n, const struct kv, o);
+    struct buf *b = arg;
+    return buf_put_bytes(b, k->key, k->key_len) | buf_put_bytes(b, k->value, k->value_len) |
+           buf_put_varint(b, k->create_rev) | buf_put_varint(b, k->mod_rev) |
+           buf_put_varint(b, k->version) | buf_put_varint(b, k->lease ? k->lease->sid : 0);
 }
 
-static int emit_all(const struct fsm *f, struct buf *out, void **ss, void **ls)
+/* Locks come out of the name tree already in byte order: no sort at snapshot time (sorting 1M
+ * names had been about half of serialising the W4 state). */
+static int emit_lock_visit(void *arg, const struct onode *n)
+{
+    return emit_lock(ONODE_OWNER(n, const struct lock, o), arg);
+}
+
+static int emit_all(const struct fsm *f, struct buf *out)
 {
     int rc = buf_append(out, SNAP_MAGIC, 4) | buf_put_u8(out, SNAP_VERSION) |
              buf_put_varint(out, f->revision) | buf_put_varint(out, f->sessions.n);
-    for (size_t i = 0; i < f->sessions.n && !rc; i++)
-        rc |= emit_session(ss[i], out);
+    for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
+        rc |= emit_session(s, out);
     rc |= buf_put_varint(out, f->locks.n);
-    for (size_t i = 0; i < f->locks.n && !rc; i++)
-        rc |= emit_lock(ls[i], out);
+    if (!rc)
+        rc |= otree_walk(f->lock_names, NULL, 0, emit_lock_visit, out);
     rc |= buf_put_varint(out, f->n_keys);
-    rc |= emit_keys(f->kv_root, out);
+    if (!rc)
+        rc |= otree_walk(f->keys, NULL, 0, emit_key_visit, out);
     rc |= buf_put_varint(out, f->n_members);
     for (uint32_t i = 0; i < f->n_members && !rc; i++) {
         const struct member *m = &f->members[i];
@@ -136,117 +102,10 @@ static int emit_all(const struct fsm *f, struct buf *out, void **ss, void **ls)
     return rc;
 }
 
-/*
- * Locks in name byte order (kv_cmp) without a comparison sort: with qsort, comparisons were
- * ~85 % of serialising a 1M-lock state (~390 ms, on the loop thread). An MSD radix sort on
- * 8-byte chunks: a chunk is the name's bytes [d, d+8) big-endian, zero-padded. Among names with
- * equal chunks, those that end inside it are prefixes of one another (the padding matched) and
- * come first, shortest first; the rest are sorted on the next chunk. Small runs: insertion sort.
- */
-struct named {
-    uint64_t key;
-    const struct lock *l;
-};
-
-static uint64_t name_chunk(const struct lock *l, size_t d)
-{
-    uint64_t k = 0;
-    for (size_t i = 0; i < 8; i++)
-        k = k << 8 | (d + i < l->name_len ? (uint8_t)l->name[d + i] : 0u);
-    return k;
-}
-
-/* LSD radix sort of v by key, a byte per pass; a pass where every byte is equal is skipped. */
-static void radix_by_key(struct named *v, struct named *tmp, size_t n)
-{
-    for (unsigned shift = 0; shift < 64; shift += 8) {
-        size_t count[257] = {0};
-        for (size_t i = 0; i < n; i++)
-            count[((v[i].key >> shift) & 0xff) + 1]++;
-        if (count[((v[0].key >> shift) & 0xff) + 1] == n)
-            continue;
-        for (size_t j = 0; j < 256; j++)
-            count[j + 1] += count[j];
-        for (size_t i = 0; i < n; i++)
-            tmp[count[(v[i].key >> shift) & 0xff]++] = v[i];
-        memcpy(v, tmp, n * sizeof(*v));
-    }
-}
-
-static void insertion_by_name(struct named *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        struct named x = v[i];
-        size_t j = i;
-        for (; j > 0 && cmp_lock_ptr(&v[j - 1].l, &x.l) > 0; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
-
-/* Every name in v shares its first d bytes. */
-static void sort_names(struct named *v, struct named *tmp, size_t n, size_t d)
-{
-    if (n < 32) {
-        insertion_by_name(v, n);
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        v[i].key = name_chunk(v[i].l, d);
-    radix_by_key(v, tmp, n);
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && v[j].key == v[i].key; j++)
-            ;
-        if (j - i < 2)
-            continue;
-        size_t k = 0; /* stable split: names ending inside the chunk first */
-        for (size_t x = i; x < j; x++)
-            if (v[x].l->name_len <= d + 8)
-                tmp[k++] = v[x];
-        size_t ends = k;
-        for (size_t x = i; x < j; x++)
-            if (v[x].l->name_len > d + 8)
-                tmp[k++] = v[x];
-        memcpy(v + i, tmp, (j - i) * sizeof(*v));
-        insertion_by_name(v + i, ends); /* prefixes of one another: by length */
-        if (j - i - ends > 1)
-            sort_names(v + i + ends, tmp, j - i - ends, d + 8);
-    }
-}
-
-/* The locks as an array of pointers in name order. NULL if empty/OOM (then *oom = 1). */
-static void **sorted_locks(const struct htab *t, int *oom)
-{
-    void **out = records(t, oom);
-    if (!out)
-        return NULL;
-    struct named *v = malloc(t->n * sizeof(*v)), *tmp = malloc(t->n * sizeof(*tmp));
-    if (!v || !tmp) {
-        free(v);
-        free(tmp);
-        free(out);
-        *oom = 1;
-        return NULL;
-    }
-    for (size_t i = 0; i < t->n; i++)
-        v[i].l = out[i];
-    sort_names(v, tmp, t->n, 0);
-    for (size_t i = 0; i < t->n; i++)
-        out[i] = (void *)v[i].l;
-    free(v);
-    free(tmp);
-    return out;
-}
-
 int fsm_snapshot(const struct fsm *f, struct buf *out)
 {
     size_t mark = out->len;
-    int oom_s, oom_l;
-    void **ss = sorted_records(&f->sessions, cmp_sess_ptr, &oom_s);
-    void **ls = sorted_locks(&f->locks, &oom_l);
-    int rc = (oom_s || oom_l) ? -1 : emit_all(f, out, ss, ls);
-    free(ss);
-    free(ls);
+    int rc = emit_all(f, out);
     if (rc)
         out->len = mark;
     return rc ? -1 : 0;
@@ -451,7 +310,7 @@ static int restore_lock(struct rst *s, const struct lock **prev)
     uint32_t nlen;
     if (get_s(s, &name, &nlen, 1, FSM_MAX_NAME))
         return -1;
-    if (*prev && kv_cmp((*prev)->name, (*prev)->name_len, name, nlen) >= 0)
+    if (*prev && name_cmp((*prev)->name, (*prev)->name_len, name, nlen) >= 0)
         return bad(s, "locks not in strictly increasing name order");
     struct lock *l = lock_alloc(name, nlen);
     if (!l)
@@ -488,7 +347,7 @@ static int restore_key(struct rst *s, const struct kv **prev)
     uint32_t klen, vlen;
     if (get_s(s, &key, &klen, 1, FSM_MAX_NAME) || get_s(s, &val, &vlen, 0, FSM_MAX_VALUE))
         return -1;
-    if (*prev && kv_cmp((*prev)->key, (*prev)->key_len, key, klen) >= 0)
+    if (*prev && name_cmp((*prev)->key, (*prev)->key_len, key, klen) >= 0)
         return bad(s, "keys not in strictly increasing order");
     struct kv *k = kv_alloc(key, klen);
     char *v = vlen ? malloc(vlen) : NULL;

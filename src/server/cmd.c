@@ -549,15 +549,12 @@ static void locksCommand(struct srv_req *r)
         reply_err(r, "ERR syntax error: LOCKS prefix [LIMIT n]");
         return;
     }
-    const void **scratch = calloc(limit, sizeof(*scratch));
     struct fsm_lock_item *it = calloc(limit, sizeof(*it));
-    if (!scratch || !it) {
-        free(scratch);
-        free(it);
+    if (!it) {
         reply_err(r, "ERR out of memory");
         return;
     }
-    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, scratch, it);
+    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, it);
     resp_w_array(r->out, n);
     for (size_t i = 0; i < n; i++) {
         resp_w_map(r->out, r->proto, 5);
@@ -572,7 +569,6 @@ static void locksCommand(struct srv_req *r)
         resp_w_bulk_str(r->out, "waiters");
         resp_w_uint(r->out, it[i].n_waiters);
     }
-    free(scratch);
     free(it);
 }
 

@@ -1594,23 +1594,22 @@ TEST(locks_list_honours_prefix_limit_order_and_reports_state)
     for (int i = 0; i < 6; i++)
         CHECK((tk[i] = tok(lock_(f, names[i], a, 0))) != 0);
     CHECK(lock_(f, "job/b", b, 100).kind == FSM_REPLY_QUEUED);
-    const void *scratch[8];
     struct fsm_lock_item it[8];
-    size_t n = fsm_locks_list(f, "job/", 4, 8, scratch, it);
+    size_t n = fsm_locks_list(f, "job/", 4, 8, it);
     CHECK_EQ_U64(n, 4);
     const char *want[] = {"job/a", "job/aa", "job/b", "job/c"};
     for (size_t i = 0; i < n && i < 4; i++)
         CHECK(it[i].name.len == strlen(want[i]) && !memcmp(it[i].name.p, want[i], it[i].name.len));
     CHECK(it[2].holder_sid == a && it[2].token == tk[3] && it[2].n_waiters == 1);
     CHECK(it[0].n_waiters == 0 && !it[0].in_lockdelay);
-    CHECK_EQ_U64(fsm_locks_list(f, "job/", 4, 2, scratch, it), 2); /* the first two by name */
+    CHECK_EQ_U64(fsm_locks_list(f, "job/", 4, 2, it), 2); /* the first two by name */
     CHECK(it[0].name.len == 5 && it[1].name.len == 6);
-    CHECK_EQ_U64(fsm_locks_list(f, "", 0, 8, scratch, it), 6);
-    CHECK_EQ_U64(fsm_locks_list(f, "nothing", 7, 8, scratch, it), 0);
-    CHECK_EQ_U64(fsm_locks_list(f, "", 0, 0, scratch, it), 0);
+    CHECK_EQ_U64(fsm_locks_list(f, "", 0, 8, it), 6);
+    CHECK_EQ_U64(fsm_locks_list(f, "nothing", 7, 8, it), 0);
+    CHECK_EQ_U64(fsm_locks_list(f, "", 0, 0, it), 0);
     /* a expires with a lock-delay: its locks stay, held by nobody, in lock-delay */
     CHECK(sess_op(f, FSM_OP_SESSION_EXPIRE, a).kind == FSM_REPLY_OK);
-    n = fsm_locks_list(f, "job/", 4, 8, scratch, it);
+    n = fsm_locks_list(f, "job/", 4, 8, it);
     CHECK_EQ_U64(n, 4);
     CHECK(it[0].holder_sid == 0 && it[0].token == 0 && it[0].in_lockdelay);
     fsm_free(f);
@@ -1724,11 +1723,97 @@ TEST(snapshot_orders_adversarial_lock_names)
     fsm_free(g);
 }
 
+/* Locks are also kept in a tree ordered by name and sessions in a list ordered by sid, so that
+ * LOCKS and snapshots need no sort. Thousands of creates and drops in random order: the
+ * invariants (which walk both structures) hold throughout, LOCKS under several prefixes
+ * returns exactly the live names with the prefix in byte order, and a restored copy's snapshot
+ * matches byte for byte. */
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+TEST(lock_name_tree_and_session_list_follow_creates_and_drops)
+{
+    enum { NS = 40, NL = 600 };
+    struct fsm *f = fsm_new(), *g = fsm_new();
+    uint64_t sid[NS];
+    static char names[NL][16];
+    int owner[NL]; /* index into sid[] of the holder, or -1 */
+    unsigned seed = 11;
+    for (int i = 0; i < NS; i++)
+        sid[i] = open_s(f, 1000, 0);
+    for (int i = 0; i < NL; i++) {
+        seed = seed * 1103515245u + 12345u;
+        snprintf(names[i], sizeof(names[i]), "%c/%u", "abc"[(seed >> 16) % 3], (seed >> 8) % 9973);
+        owner[i] = -1;
+    }
+    for (int step = 0; step < 6000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int i = (int)((seed >> 8) % NL), k = (int)((seed >> 20) % NS);
+        if ((seed >> 4) % 50 == 0) { /* a session ends; a new one (newest sid) takes its slot */
+            CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, sid[k]).kind == FSM_REPLY_OK);
+            for (int j = 0; j < NL; j++)
+                if (owner[j] == k)
+                    owner[j] = -1;
+            sid[k] = open_s(f, 1000, 0);
+        } else if (owner[i] < 0) {
+            struct fsm_reply r = lock_(f, names[i], sid[k], 0);
+            if (r.kind == FSM_REPLY_INT) /* names repeat: it may be held under another index */
+                owner[i] = k;
+            for (int j = 0; j < NL && r.kind == FSM_REPLY_INT; j++)
+                if (j != i && strcmp(names[j], names[i]) == 0)
+                    owner[j] = k;
+        } else {
+            CHECK(named(f, FSM_OP_UNLOCK, names[i], sid[owner[i]]).kind == FSM_REPLY_OK);
+            for (int j = 0; j < NL; j++)
+                if (strcmp(names[j], names[i]) == 0)
+                    owner[j] = -1;
+        }
+        if (step % 500 == 0)
+            CHECK(inv_ok(f));
+    }
+    CHECK(inv_ok(f));
+    const char *held[NL];
+    static struct fsm_lock_item it[NL];
+    const char *prefixes[] = {"", "a", "b/", "c/1", "c/99", "zz"};
+    for (size_t p = 0; p < sizeof(prefixes) / sizeof(prefixes[0]); p++) {
+        size_t want = 0, plen = strlen(prefixes[p]);
+        for (int i = 0; i < NL; i++) {
+            bool dup = false;
+            for (size_t j = 0; j < want; j++)
+                dup |= strcmp(held[j], names[i]) == 0;
+            if (owner[i] >= 0 && !dup && strncmp(names[i], prefixes[p], plen) == 0)
+                held[want++] = names[i];
+        }
+        qsort(held, want, sizeof(held[0]), cmp_cstr);
+        size_t n = fsm_locks_list(f, prefixes[p], plen, NL, it);
+        CHECK_EQ_U64(n, want);
+        for (size_t j = 0; j < n && j < want; j++)
+            CHECK(it[j].name.len == strlen(held[j]) &&
+                  !memcmp(it[j].name.p, held[j], it[j].name.len));
+        if (want > 3) /* a limit cuts the same run */
+            CHECK(fsm_locks_list(f, prefixes[p], plen, 3, it) == 3 &&
+                  it[2].name.len == strlen(held[2]) &&
+                  !memcmp(it[2].name.p, held[2], it[2].name.len));
+    }
+    struct buf b;
+    char err[128];
+    snap(f, &b);
+    CHECK(fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
+    CHECK(same_snap(g, &b));
+    CHECK(inv_ok(g));
+    buf_free(&b);
+    fsm_free(f);
+    fsm_free(g);
+}
+
 int main(void)
 {
     fsm_events_init(&EV);
     RUN(tokens_strictly_increase_per_lock_and_are_unique_across_locks);
     RUN(snapshot_orders_adversarial_lock_names);
+    RUN(lock_name_tree_and_session_list_follow_creates_and_drops);
     RUN(closed_session_is_never_granted_even_while_queued);
     RUN(expired_session_is_never_granted_even_while_queued);
     RUN(unlock_by_non_holder_fails_with_notholder_and_changes_nothing);
