@@ -31,6 +31,11 @@ int name_cmp(const char *a, size_t alen, const char *b, size_t blen);
 struct onode *otree_find(const struct onode *root, const char *key, size_t len);
 void otree_insert(struct onode **root, struct onode *n); /* its name must be absent */
 void otree_remove(struct onode **root, struct onode *n); /* n must be in the tree */
+/* Restore: nodes arriving in strictly increasing order are appended to a right-leaning chain
+ * (`last` = the previous one, NULL at first): a valid but unbalanced tree, which otree_balance
+ * then rebuilds balanced in O(n), with no comparisons (n = its node count). */
+void otree_append(struct onode **root, struct onode *last, struct onode *n);
+void otree_balance(struct onode **root, size_t n);
 /* In-order visit of the nodes whose name is >= from (all if fromlen == 0), O(log n + visited),
  * until visit returns nonzero; returns that value, or 0. */
 int otree_walk(const struct onode *root, const char *from, size_t fromlen,
@@ -166,6 +171,7 @@ void sess_destroy(struct sess *s);               /* frees the record; lists must
 struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen);
 struct lock *lock_alloc(const char *name, size_t namelen);
 void lock_insert(struct fsm *f, struct lock *l);
+void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last); /* restore: otree_append */
 void lock_drop(struct fsm *f, struct lock *l); /* unlink and free a lock nobody uses */
 void held_append(struct sess *s, struct lock *l);
 void held_unlink(struct lock *l);
@@ -203,7 +209,8 @@ long member_find(const struct fsm *f, uint64_t id);
 
 struct kv *kv_find(const struct fsm *f, const char *key, size_t keylen);
 struct kv *kv_alloc(const char *key, size_t keylen);
-void kv_insert(struct fsm *f, struct kv *k); /* the key must be absent */
+void kv_insert(struct fsm *f, struct kv *k);                       /* the key must be absent */
+void kv_insert_last(struct fsm *f, struct kv *k, struct kv *last); /* restore: otree_append */
 void kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
 void kv_set_lease(struct kv *k, struct sess *s);
 void kv_free_all(struct fsm *f); /* teardown: every key record */

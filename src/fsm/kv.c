@@ -37,6 +37,12 @@ void kv_insert(struct fsm *f, struct kv *k)
     f->n_keys++;
 }
 
+void kv_insert_last(struct fsm *f, struct kv *k, struct kv *last)
+{
+    otree_append(&f->keys, last ? &last->o : NULL, &k->o);
+    f->n_keys++;
+}
+
 void kv_set_lease(struct kv *k, struct sess *s)
 {
     struct sess *old = k->lease;

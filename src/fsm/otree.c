@@ -139,6 +139,37 @@ void otree_remove(struct onode **root, struct onode *n)
     *root = remove_at(*root, n);
 }
 
+void otree_append(struct onode **root, struct onode *last, struct onode *n)
+{
+    n->left = n->right = NULL;
+    n->height = 1;
+    if (last)
+        last->right = n;
+    else
+        *root = n;
+}
+
+/* The first n nodes of the chain at *cur as a balanced tree (halves differ by at most one
+ * node, so heights differ by at most one); *cur moves past them. */
+static struct onode *build(struct onode **cur, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    struct onode *left = build(cur, n / 2);
+    struct onode *root = *cur;
+    *cur = root->right;
+    root->left = left;
+    root->right = build(cur, n - n / 2 - 1);
+    fix_height(root);
+    return root;
+}
+
+void otree_balance(struct onode **root, size_t n)
+{
+    struct onode *cur = *root;
+    *root = build(&cur, n);
+}
+
 int otree_walk(const struct onode *n, const char *from, size_t fromlen,
                int (*visit)(void *arg, const struct onode *n), void *arg)
 {

@@ -304,7 +304,7 @@ static int restore_waiters(struct rst *s, struct lock *l)
     return 0;
 }
 
-static int restore_lock(struct rst *s, const struct lock **prev)
+static int restore_lock(struct rst *s, struct lock **prev)
 {
     const char *name;
     uint32_t nlen;
@@ -315,7 +315,7 @@ static int restore_lock(struct rst *s, const struct lock **prev)
     struct lock *l = lock_alloc(name, nlen);
     if (!l)
         return bad(s, "out of memory");
-    lock_insert(s->nf, l);
+    lock_insert_last(s->nf, l, *prev);
     *prev = l;
     if (restore_holder(s, l) || restore_delay(s, l))
         return -1;
@@ -341,7 +341,7 @@ static int restore_key_meta(struct rst *s, struct kv *k)
     return 0;
 }
 
-static int restore_key(struct rst *s, const struct kv **prev)
+static int restore_key(struct rst *s, struct kv **prev)
 {
     const char *key, *val;
     uint32_t klen, vlen;
@@ -360,7 +360,7 @@ static int restore_key(struct rst *s, const struct kv **prev)
         memcpy(v, val, vlen);
     k->value = v;
     k->value_len = vlen;
-    kv_insert(s->nf, k);
+    kv_insert_last(s->nf, k, *prev);
     *prev = k;
     return restore_key_meta(s, k);
 }
@@ -436,8 +436,8 @@ static int restore_body(struct rst *s)
 {
     uint8_t magic[4], version;
     uint64_t n, prev_sid = 0;
-    const struct lock *prev_lock = NULL;
-    const struct kv *prev_key = NULL;
+    struct lock *prev_lock = NULL;
+    struct kv *prev_key = NULL;
     for (int i = 0; i < 4; i++)
         if (rd_u8(&s->r, &magic[i]))
             return bad(s, "truncated header");
@@ -455,11 +455,13 @@ static int restore_body(struct rst *s)
     for (uint64_t i = 0; i < n; i++)
         if (restore_lock(s, &prev_lock))
             return -1;
+    otree_balance(&s->nf->lock_names, s->nf->locks.n);
     if (get_u(s, &n))
         return -1;
     for (uint64_t i = 0; i < n; i++)
         if (restore_key(s, &prev_key))
             return -1;
+    otree_balance(&s->nf->keys, s->nf->n_keys);
     if (restore_members(s))
         return -1;
     if (s->r.off != s->r.len)

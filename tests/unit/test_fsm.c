@@ -100,6 +100,20 @@ static int inv_ok(const struct fsm *f)
     return 0;
 }
 
+/* 1 if a copy restored from f's snapshot passes the audit and snapshots to the same bytes. */
+static int restores_identically(const struct fsm *f)
+{
+    struct fsm *g = fsm_new();
+    struct buf b;
+    char err[128];
+    snap(f, &b);
+    int ok = fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0 &&
+             same_snap(g, &b) && inv_ok(g);
+    buf_free(&b);
+    fsm_free(g);
+    return ok;
+}
+
 static uint64_t holder(const struct fsm *f, const char *name)
 {
     struct fsm_lock_view v;
@@ -1691,7 +1705,7 @@ TEST(checkpoint_survives_snapshot_and_restore)
  * accepts only names in strictly increasing byte order, so a mis-sorted snapshot fails it. */
 TEST(snapshot_orders_adversarial_lock_names)
 {
-    struct fsm *f = fsm_new(), *g = fsm_new();
+    struct fsm *f = fsm_new();
     uint64_t sid = open_s(f, 1000, 0);
     static const char alphabet[4] = {'\0', 'a', 'b', '\xff'};
     unsigned seed = 7;
@@ -1712,15 +1726,8 @@ TEST(snapshot_orders_adversarial_lock_names)
     struct fsm_stats st;
     fsm_stats(f, &st);
     CHECK(made >= 2000 && st.locks_held > 1500); /* many distinct names, some repeated */
-    struct buf b;
-    char err[128];
-    snap(f, &b);
-    CHECK(fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
-    CHECK(same_snap(g, &b));
-    CHECK(inv_ok(g));
-    buf_free(&b);
+    CHECK(restores_identically(f));
     fsm_free(f);
-    fsm_free(g);
 }
 
 /* Locks are also kept in a tree ordered by name and sessions in a list ordered by sid, so that
@@ -1736,7 +1743,7 @@ static int cmp_cstr(const void *a, const void *b)
 TEST(lock_name_tree_and_session_list_follow_creates_and_drops)
 {
     enum { NS = 40, NL = 600 };
-    struct fsm *f = fsm_new(), *g = fsm_new();
+    struct fsm *f = fsm_new();
     uint64_t sid[NS];
     static char names[NL][16];
     int owner[NL]; /* index into sid[] of the holder, or -1 */
@@ -1797,15 +1804,8 @@ TEST(lock_name_tree_and_session_list_follow_creates_and_drops)
                   it[2].name.len == strlen(held[2]) &&
                   !memcmp(it[2].name.p, held[2], it[2].name.len));
     }
-    struct buf b;
-    char err[128];
-    snap(f, &b);
-    CHECK(fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
-    CHECK(same_snap(g, &b));
-    CHECK(inv_ok(g));
-    buf_free(&b);
+    CHECK(restores_identically(f));
     fsm_free(f);
-    fsm_free(g);
 }
 
 int main(void)
