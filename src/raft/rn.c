@@ -7,6 +7,13 @@
  * AppendEntries, one envelope. A barrier or membership change first submits the open batches,
  * so the log keeps the order in which the server asked.
  *
+ * Lazy commands (rn_propose_lazy) are ones whose outcome nobody waits on right away, such as a
+ * LOCK that will queue behind another holder. A batch holding only lazy commands is not
+ * submitted by the prepare handle. It goes with the next eager command, a barrier or a
+ * membership change, or after cfg.lazy_ms. So a queueing LOCK rides in the entry of the next
+ * UNLOCK instead of taking an entry (and a disk write on every node) of its own just ahead of
+ * it.
+ *
  * Proposal life cycle (struct prop, owned by its batch):
  *   OPEN batch --prepare: raft_apply ok--> PENDING --entry applied here--> DELIVERED
  *                                          PENDING --raft cb with error--> told RN_UNKNOWN
@@ -52,6 +59,7 @@ struct batch {
     struct rn *rn;
     struct buf body; /* n x (varint len, command bytes) */
     unsigned n;
+    bool eager;                /* holds a command that is not lazy: submit this loop turn */
     int status;                /* raft_apply's error when it failed */
     struct batch *prev, *next; /* in rn->batches: every batch not yet freed */
     struct prop props[RN_BATCH_MAX];
@@ -97,6 +105,7 @@ struct rn {
     struct batch *open;       /* the batch taking proposals this loop turn, or NULL */
     struct batch *failed;     /* batches raft_apply refused, told from the prepare handle */
     uv_prepare_t flush;       /* submits the open batch before the loop blocks */
+    uv_timer_t lazy;          /* submits an open batch of lazy commands after cfg.lazy_ms */
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
     struct chg *changes;                 /* membership changes and transfers in flight */
@@ -326,6 +335,9 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rn->flush.data = rn;
     uv_prepare_start(&rn->flush, flush_cb);
     uv_unref((uv_handle_t *)&rn->flush); /* never what keeps the loop running */
+    uv_timer_init(loop, &rn->lazy);
+    rn->lazy.data = rn;
+    uv_unref((uv_handle_t *)&rn->lazy);
     *out = rn;
     return 0;
 fail:
@@ -487,11 +499,22 @@ static void submit_open(struct rn *rn)
     rn->failed = b;
 }
 
-/* Runs every loop turn just before the loop blocks: submit, then tell refused batches. */
+static void lazy_cb(uv_timer_t *t)
+{
+    submit_open(t->data);
+}
+
+/* Runs every loop turn just before the loop blocks: submit (a lazy-only batch waits for the
+ * timer or company), then tell refused batches. */
 static void flush_cb(uv_prepare_t *h)
 {
     struct rn *rn = h->data;
-    submit_open(rn);
+    if (rn->open && !rn->open->eager) {
+        if (!uv_is_active((uv_handle_t *)&rn->lazy))
+            uv_timer_start(&rn->lazy, lazy_cb, rn->cfg.lazy_ms, 0);
+    } else {
+        submit_open(rn);
+    }
     while (rn->failed) {
         struct batch *b = rn->failed;
         rn->failed = b->req.data;
@@ -500,7 +523,8 @@ static void flush_cb(uv_prepare_t *h)
     }
 }
 
-int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx)
+static int propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx,
+                   bool lazy)
 {
     if (rn->closing || !rn->started)
         return RN_ERR;
@@ -528,6 +552,7 @@ int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, voi
         }
         return RN_ERR;
     }
+    b->eager |= !lazy;
     struct prop *p = &b->props[b->n++];
     memset(p, 0, sizeof(*p));
     p->pid = rn->next_pid++;
@@ -535,6 +560,16 @@ int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, voi
     p->cb = cb;
     p->ctx = ctx;
     return RN_OK;
+}
+
+int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx)
+{
+    return propose(rn, cmd, len, cb, ctx, false);
+}
+
+int rn_propose_lazy(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx)
+{
+    return propose(rn, cmd, len, cb, ctx, rn->cfg.lazy_ms > 0);
 }
 
 static void bar_cb(struct raft_barrier *req, int status)
@@ -798,6 +833,7 @@ int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 }
 
 static void flush_closed(uv_handle_t *h);
+static void lazy_closed(uv_handle_t *h);
 
 static void free_rn(struct rn *rn)
 {
@@ -810,10 +846,16 @@ static void free_rn(struct rn *rn)
         batch_free(rn, b);
     }
     rn->open = rn->failed = NULL;
+    uv_close((uv_handle_t *)&rn->lazy, lazy_closed);
+}
+
+static void lazy_closed(uv_handle_t *h)
+{
+    struct rn *rn = h->data;
     uv_close((uv_handle_t *)&rn->flush, flush_closed);
 }
 
-/* The prepare handle's memory is inside rn: freed only once libuv let it go. */
+/* The handles' memory is inside rn: freed only once libuv let both go. */
 static void flush_closed(uv_handle_t *h)
 {
     struct rn *rn = h->data;

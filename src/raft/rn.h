@@ -54,6 +54,7 @@ struct rn_config {
     const char *data_dir;
     unsigned election_ms, heartbeat_ms;
     unsigned snapshot_threshold, snapshot_trailing;
+    unsigned lazy_ms; /* longest a batch of lazy commands waits for company (0: never waits) */
     /* Joining an existing cluster: a pristine data dir is NOT bootstrapped; the node waits to
      * be added (rn_add on the leader) and receives the log or a snapshot from it. */
     bool join;
@@ -88,6 +89,10 @@ int rn_recover(struct rn *rn, char *err, size_t errlen);
 /* Propose one encoded command. On RN_OK the callback fires later, exactly once; otherwise it
  * never fires and the return value says why. */
 int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx);
+/* The same for a command whose outcome nobody waits on at once (a LOCK that will queue): it
+ * may wait up to a millisecond for an eager command to share its log entry. The log keeps
+ * the order of proposals either way. */
+int rn_propose_lazy(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx);
 /* A barrier entry: the callback fires (status RN_OK) once everything before it is applied. */
 int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx);
 int rn_role(struct rn *rn);

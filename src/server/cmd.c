@@ -257,7 +257,8 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
         r->slot->pkey = k.p;
         r->slot->pkeylen = k.len;
     }
-    int rc = srv_propose(s, cmd, write_done, r->slot);
+    int rc = cmd->op == FSM_OP_LOCK ? srv_propose_lock(s, cmd, write_done, r->slot)
+                                    : srv_propose(s, cmd, write_done, r->slot);
     if (rc != RN_OK) {
         srv_reply_status(s, r->out, rc);
         return;

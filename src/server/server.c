@@ -89,16 +89,32 @@ void srv_sess_keepalive(struct srv *s, struct srv_sess *e)
 }
 
 /* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
-int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
+static int propose_cmd(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx, bool lazy)
 {
     cmd->now_ms = srv_wall_ms();
     buf_reset(&s->scratch);
     if (fsm_cmd_encode(cmd, &s->scratch))
         return RN_ERR;
-    int rc = rn_propose(s->rn, s->scratch.p, s->scratch.len, cb, ctx);
+    int rc = (lazy ? rn_propose_lazy : rn_propose)(s->rn, s->scratch.p, s->scratch.len, cb, ctx);
     if (rc == RN_OK)
         s->m.proposals++;
     return rc;
+}
+
+int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
+{
+    return propose_cmd(s, cmd, cb, ctx, false);
+}
+
+/* A LOCK that will wait behind another session (held now, or in lock-delay): nothing is
+ * answered until a later UNLOCK, expiry or timeout, so its entry may wait for company. */
+int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
+{
+    struct fsm_lock_view v;
+    bool lazy = cmd->op == FSM_OP_LOCK && cmd->wait_ms > 0 &&
+                fsm_lock_info(s->fsm, cmd->name.p, cmd->name.len, &v) &&
+                ((v.holder_sid && v.holder_sid != cmd->sid) || v.in_lockdelay);
+    return propose_cmd(s, cmd, cb, ctx, lazy);
 }
 
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
@@ -769,6 +785,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .heartbeat_ms = cfg->heartbeat_ms,
         .snapshot_threshold = cfg->snapshot_threshold,
         .snapshot_trailing = cfg->snapshot_trailing,
+        .lazy_ms = cfg->lazy_ms,
     };
     struct rn_hooks hooks = {.arg = s, .applied = hook_applied, .restored = hook_restored};
     if (rn_new(&s->rn, loop, &rc, s->fsm, &hooks, &s->log, err, sizeof(err))) {

@@ -57,7 +57,7 @@ struct srv_config {
     size_t max_output;  /* per connection: unsent reply bytes before it is closed */
     uint64_t max_ttl, max_lockdelay, max_wait;
     uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
-    unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing;
+    unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
     unsigned tick_ms;
     enum log_level log_level;
 };
@@ -250,6 +250,8 @@ void srv_reply_status(struct srv *s, struct buf *out, int status);
 /* Stamp, encode and propose one command; the one way the server writes to the log.
  * Returns an rn_status; on RN_OK `cb` fires exactly once later. */
 int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx);
+/* srv_propose for LOCK: lazy (rn_propose_lazy) when it will queue behind another session. */
+int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx);
 struct srv_sess *srv_sess_get(struct srv *s, uint64_t sid);
 void srv_sess_keepalive(struct srv *s, struct srv_sess *e);
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,

@@ -2,7 +2,7 @@
 
 import time
 
-from helpers import eq, expect_int, ok, open_session, wait_queued, RespError
+from helpers import eq, expect_int, ok, open_session, wait_queued, wait_until, RespError
 
 
 def test_pipelined_commands_answered_in_order(ctx):
@@ -112,3 +112,38 @@ def test_writes_arriving_together_share_one_log_entry(ctx):
     eq(len(set(revs)), 20, "every PUT applied, each with its own revision")
     entries = applied() - before
     assert 1 <= entries <= 3, "20 PUTs took %d log entries" % entries
+
+
+def test_a_lock_that_will_queue_waits_for_company_then_for_its_timer(ctx):
+    """A LOCK that will queue behind another holder is proposed lazily: its entry waits (up to
+    --lazy-ms) for an eager command to share it. Here the window is 400 ms. The queueing LOCK is
+    not in the log 100 ms later; the holder's UNLOCK, sent then, carries it in the same entry
+    (and grants it). A second queueing LOCK with no company is in the log once the window
+    ends, never later than a few windows."""
+    ctx.server("--lazy-ms", "400")
+    info_c, ca, cb = ctx.conn(), ctx.conn(), ctx.conn()
+
+    def applied():
+        return int(dict(l.split(":", 1) for l in info_c.call("INFO", "raft").decode().split("\r\n")
+                        if ":" in l)["applied_index"])
+    a, b = open_session(ca), open_session(cb)
+    t1 = expect_int(ca.call("LOCK", "x", a), "a takes x")
+    before = applied()
+    cb.send_raw(b"*5\r\n$4\r\nLOCK\r\n$1\r\nx\r\n$%d\r\n%d\r\n$4\r\nWAIT\r\n$5\r\n10000\r\n"
+                % (len(str(b)), b))
+    time.sleep(0.1)
+    eq(applied(), before, "the queueing LOCK waits for company")
+    ok(ca.call("UNLOCK", "x", a), "a releases x")
+    t2 = expect_int(cb.read_reply(), "b is granted x")
+    assert t2 > t1, (t1, t2)
+    eq(applied() - before, 1, "LOCK and UNLOCK share one entry")
+
+    before = applied()
+    ca.send_raw(b"*5\r\n$4\r\nLOCK\r\n$1\r\nx\r\n$%d\r\n%d\r\n$4\r\nWAIT\r\n$5\r\n10000\r\n"
+                % (len(str(a)), a))
+    time.sleep(0.1)
+    eq(applied(), before, "alone, it still waits inside the window")
+    t0 = time.monotonic()
+    wait_until(lambda: applied() == before + 1, timeout=3.0, what="the lazy LOCK's timer")
+    assert time.monotonic() - t0 < 2.0, "entry came %.2f s late" % (time.monotonic() - t0)
+    wait_queued(cb, "x", a)
