@@ -37,19 +37,14 @@ static void slot_poison(struct srv_slot *slot, bool on)
 {
     void (*f)(void const volatile *, size_t) =
         on ? __asan_poison_memory_region : __asan_unpoison_memory_region;
-    if (on) { /* the buffers first: their pointers are inside the slot */
-        if (slot->out.p)
-            f(slot->out.p, slot->out.cap);
-        if (slot->args.p)
-            f(slot->args.p, slot->args.cap);
-    }
-    f(slot, sizeof(*slot));
-    if (!on) {
-        if (slot->out.p)
-            f(slot->out.p, slot->out.cap);
-        if (slot->args.p)
-            f(slot->args.p, slot->args.cap);
-    }
+    if (!on) /* the slot is readable while its buffers' pointers are read */
+        f(slot, sizeof(*slot));
+    if (slot->out.p)
+        f(slot->out.p, slot->out.cap);
+    if (slot->args.p)
+        f(slot->args.p, slot->args.cap);
+    if (on)
+        f(slot, sizeof(*slot));
 }
 #else
 static void slot_poison(struct srv_slot *slot, bool on)
