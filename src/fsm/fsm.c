@@ -50,8 +50,7 @@ void fsm_free_state(struct fsm *f)
             x = next;
         }
     }
-    f->lock_names = NULL; /* its records were freed with the table */
-    kv_free_all(f);
+    kv_free_all(f); /* lock_names pointed into the locks freed above; the memset clears it */
     htab_free(&f->sessions);
     htab_free(&f->locks);
     memset(f, 0, sizeof(*f));

@@ -3,10 +3,10 @@
  *
  * Owns the definitions of struct fsm and its records: sessions and locks live in intrusive
  * hash tables (struct htab); keys, and locks a second time, in AVL trees ordered by name bytes
- * (struct onode), so byte-order walks (KEYS, LOCKS, snapshots) need no sort. Every record that
- * belongs to
- * a session is also on one of that session's intrusive lists, so ending a session costs
- * O(its locks + waits + keys). A record is one malloc with its name stored inline.
+ * (struct onode), and sessions a second time in a list ordered by sid, so byte-order and sid-
+ * order walks (KEYS, LOCKS, snapshots) need no sort. Every record that belongs to a session is
+ * also on one of that session's intrusive lists, so ending a session costs O(its locks + waits
+ * + keys). A record is one malloc with its name stored inline.
  */
 #ifndef FENCELOCK_FSM_INTERNAL_H
 #define FENCELOCK_FSM_INTERNAL_H

@@ -111,8 +111,7 @@ int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 {
     struct fsm_lock_view v;
-    bool lazy = cmd->op == FSM_OP_LOCK && cmd->wait_ms > 0 &&
-                fsm_lock_info(s->fsm, cmd->name.p, cmd->name.len, &v) &&
+    bool lazy = cmd->wait_ms > 0 && fsm_lock_info(s->fsm, cmd->name.p, cmd->name.len, &v) &&
                 ((v.holder_sid && v.holder_sid != cmd->sid) || v.in_lockdelay);
     return propose_cmd(s, cmd, cb, ctx, lazy);
 }
