@@ -39,6 +39,8 @@ struct run {
     struct acquired a;
     pid_t pid;          /* the command (its process group id too), 0 if none */
     int reaped, status; /* waitpid status once reaped */
+    struct tty tty;     /* the terminal the command gets while it runs */
+    struct tree tree;   /* every process the command starts */
     int lost;           /* the session is lost, or its safe deadline passed */
     int sent_term, sent_kill;
 };
@@ -141,6 +143,8 @@ static void env_free(char **env)
 static void child_exec(const struct run *r, char **env, int errfd, pid_t parent)
 {
     setpgid(0, 0);
+    tree_child_enter(&r->tree);
+    tty_child_take(&r->tty); /* SIGTTOU is blocked (the parent's mask) until the exec */
     /* If the supervisor dies (kill -9), nobody would kill the command when the lease ends. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
@@ -187,13 +191,19 @@ static int spawn(struct run *r)
     while ((n = read(errp[0], &e, sizeof e)) < 0 && errno == EINTR)
         ;
     close(errp[0]);
+    tty_note_given(&r->tty);
     if (n == (ssize_t)sizeof e) {
         cli_say("lock %s: cannot run '%s': %s", r->o->name, r->o->cmd[0], strerror(e));
         while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
             ;
         r->reaped = 1;
+        tty_take_back(&r->tty);
         return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
     }
+    if (tree_guard_start(&r->tree, pid) < 0)
+        cli_say("lock %s: no guard process (%s): if fencelock is killed, what '%s' started "
+                "outside its process group keeps running",
+                r->o->name, strerror(errno), r->o->cmd[0]);
     return EXIT_OK;
 }
 
@@ -204,15 +214,45 @@ static void signal_group(struct run *r, int sig)
         kill(-r->pid, sig);
 }
 
+/* The command stopped on a terminal signal (Ctrl-Z, or SIGTTIN when it read the terminal in
+   the background): stop ourselves too, so the shell sees the job stop and gets the terminal
+   back; once continued, give the terminal back to the command (if we are in the foreground)
+   and continue it. Our keepalives stop with us: a stop longer than the lease loses the lock,
+   and the command is killed when we continue. */
+static void job_stopped(struct run *r, int sig)
+{
+    if (r->tty.fd < 0 || (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU))
+        return; /* no job control to take part in (a SIGSTOP from someone else) */
+    tty_take_back(&r->tty);
+    kill(getpid(), SIGSTOP);
+    tty_give(&r->tty, r->pid);
+    kill(-r->pid, SIGCONT);
+}
+
+/* Reap the command and any orphaned descendant re-parented to us (we are a subreaper). */
 static void try_reap(struct run *r)
 {
     if (r->reaped || r->pid <= 0)
         return;
     pid_t p;
-    while ((p = waitpid(r->pid, &r->status, WNOHANG)) < 0 && errno == EINTR)
-        ;
-    if (p == r->pid)
+    int st;
+    while ((p = waitpid(-1, &st, WNOHANG | WUNTRACED)) != 0) {
+        if (p < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        tree_note_reaped(&r->tree, p);
+        if (p != r->pid)
+            continue;
+        if (WIFSTOPPED(st)) {
+            job_stopped(r, WSTOPSIG(st));
+            continue;
+        }
+        r->status = st;
         r->reaped = 1;
+        return;
+    }
 }
 
 /* Read every pending signal; forward the forwardable ones. Returns the last terminating
@@ -239,14 +279,14 @@ static int enforce(struct run *r)
     int64_t safe = check_lease(r, now);
     if (r->lost) {
         if (!r->sent_kill) {
-            signal_group(r, SIGKILL);
+            tree_signal_all(&r->tree, r->pid, SIGKILL);
             r->sent_kill = 1;
         }
         return TICK_MS;
     }
     int64_t term_at = safe - (int64_t)r->o->grace_ms;
     if (!r->sent_term && now >= term_at) {
-        signal_group(r, SIGTERM);
+        tree_signal_all(&r->tree, r->pid, SIGTERM);
         r->sent_term = 1;
     }
     int64_t next = r->sent_term ? safe : term_at;
@@ -358,8 +398,13 @@ static int setup_signals(struct run *r)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaddset(&set, sigs[i]);
     /* Blocked before the library starts any thread, so every thread inherits the mask and
-       the signals reach only the signalfd. */
-    if (pthread_sigmask(SIG_BLOCK, &set, &r->oldmask) != 0)
+       the signals reach only the signalfd. SIGTTOU and SIGTTIN are blocked too (never read):
+       then tcsetpgrp from the background works, and so do our writes to a terminal with
+       TOSTOP set while the command has it (tty.c). */
+    sigset_t block = set;
+    sigaddset(&block, SIGTTOU);
+    sigaddset(&block, SIGTTIN);
+    if (pthread_sigmask(SIG_BLOCK, &block, &r->oldmask) != 0)
         return -1;
     r->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     return r->sigfd < 0 ? -1 : 0;
@@ -406,11 +451,19 @@ static int run_held(struct run *r)
         cli_say("lock %s: the session was lost before the command started", r->o->name);
         return EXIT_LOST;
     }
+    tty_open(&r->tty);
+    tree_init(&r->tree);
     int rc = spawn(r);
-    if (rc != EXIT_OK)
-        return rc;
-    supervise(r);
-    return command_status(r);
+    if (rc == EXIT_OK) {
+        supervise(r);
+        tty_take_back(&r->tty);
+        rc = command_status(r);
+    }
+    /* Before the lock goes: nothing the command started may outlive it. */
+    tree_kill_all(&r->tree, r->pid);
+    tree_finish(&r->tree);
+    tty_close(&r->tty);
+    return rc;
 }
 
 int run_locked(struct cli *c, const struct run_opts *o)
@@ -420,6 +473,7 @@ int run_locked(struct cli *c, const struct run_opts *o)
     r.c = c;
     r.o = o;
     r.sigfd = r.lost_pipe[0] = r.lost_pipe[1] = -1;
+    r.tty.fd = -1;
     note_inherited(&r);
     if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         cli_say("lock %s: setup: %s", o->name, strerror(errno));

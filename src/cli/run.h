@@ -6,10 +6,11 @@
  *   acquire   open a session and fl_lock on a worker thread, while the main thread reads
  *             signals from a signalfd: SIGINT/TERM/HUP/QUIT end the wait (the session is
  *             closed on the servers, which answers the blocked LOCK).
- *   supervise fork+exec the command in a process group of its own; forward signals to the
- *             group; SIGTERM the group when less than the kill grace is left before
- *             fl_session_safe_until(), SIGKILL it at that deadline or when the session is
- *             reported lost; reap it.
+ *   supervise fork+exec the command in a process group of its own, which becomes the
+ *             terminal's foreground group (tty.c); forward signals to the group; SIGTERM
+ *             every descendant when less than the kill grace is left before
+ *             fl_session_safe_until(), SIGKILL them all at that deadline or when the session
+ *             is reported lost; reap it, then kill and reap whatever it left (tree.c).
  *   release   fl_unlock + fl_session_close (no lock-delay), or fl_session_abandon if lost.
  *
  * Signals: the caller blocks the forwarded signals and SIGCHLD in every thread (before any
@@ -23,6 +24,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cli/cli.h"
 
@@ -58,6 +60,50 @@ int acquire(fl_client *cl, const struct run_opts *o, int sigfd, struct acquired 
 
 /* 1 for the signals that end a wait or a hold (as their default action would end us). */
 int run_is_terminating(int signo);
+
+/* ---- the controlling terminal (tty.c) ---- */
+
+struct tty {
+    int fd;    /* /dev/tty (O_CLOEXEC), or -1 when there is no controlling terminal */
+    int fg;    /* our process group was the terminal's foreground group when last checked */
+    int given; /* the terminal is with the command's group, by our doing */
+};
+void tty_open(struct tty *t);
+void tty_close(struct tty *t);
+int tty_we_are_fg(struct tty *t);
+/* In the child before exec: make its (new) process group the foreground group, if ours was. */
+void tty_child_take(const struct tty *t);
+/* In the parent after the child exec'd. */
+void tty_note_given(struct tty *t);
+/* Give the terminal to pgid if we are in the foreground (after we were continued). */
+void tty_give(struct tty *t, pid_t pgid);
+/* Make our group the foreground group again, if we had given the terminal away. */
+void tty_take_back(struct tty *t);
+
+/* ---- the command's processes (tree.c) ---- */
+
+struct tree {
+    int subreaper; /* PR_SET_CHILD_SUBREAPER took effect */
+    char cg[4096]; /* the command's cgroup v2 directory, "" when none could be made */
+    int procs_fd;  /* its cgroup.procs (write "0" to enter), or -1 */
+    int kill_fd;   /* its cgroup.kill, or -1 (Linux before 5.14, or no cgroup) */
+    pid_t guard;   /* the guard process, 0 if none */
+    int guard_fd;  /* our end of the guard's pipe, or -1 */
+};
+/* Become a subreaper and make the cgroup (both best effort). */
+void tree_init(struct tree *k);
+/* In the child before exec: move into the cgroup. Async-signal-safe. */
+void tree_child_enter(const struct tree *k);
+/* Start the guard that kills group pgid and the cgroup if we die. 0 or -1 (errno). */
+int tree_guard_start(struct tree *k, pid_t pgid);
+/* Send sig to group pgid, the cgroup (SIGKILL only) and every descendant; SIGCONT after. */
+void tree_signal_all(struct tree *k, pid_t pgid, int sig);
+/* SIGKILL and reap every descendant (the guard aside) until none is left. */
+void tree_kill_all(struct tree *k, pid_t pgid);
+/* waitpid(-1) returned pid: forget the guard if it was it. */
+void tree_note_reaped(struct tree *k, pid_t pid);
+/* Dismiss the guard, reap it, remove the cgroup. */
+void tree_finish(struct tree *k);
 
 /* The whole of `fencelock lock` once the options are parsed. Returns the exit code. */
 int run_locked(struct cli *c, const struct run_opts *o);

@@ -7,11 +7,15 @@ build/asan/fencelockd). What must hold:
   - exit codes: CMD's status, 128+N, 3 not obtained within --wait, 4 unreachable, 2 usage,
     5 lock lost, 127 not found;
   - signals reach CMD's process group; the lock is released (no lock-delay) when CMD ends;
+  - CMD gets the terminal (input, Ctrl-C, Ctrl-\\) when run from one (under script(1));
+  - nothing CMD started outlives it, the lease, or a kill -9 of the CLI;
   - the inspection and admin subcommands print what the RESP commands see (--json parsed).
 """
 
 import json
 import os
+import random
+import select
 import signal
 import subprocess
 import time
@@ -541,3 +545,125 @@ def test_cli_status_and_members_transfer(ctx):
     assert gone.node_id not in ids and len(ids) == 2, ids
     eq(sorted(m["id"] for m in run_json(ctx, [new], "status")["members"]), ids)
     gone.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. An interactive command gets the terminal (as under flock(1)); nothing it starts survives
+
+
+class Terminal:
+    """The CLI under script(1): a pseudo-terminal whose foreground group gets what we type."""
+
+    def __init__(self, ctx, servers, *args):
+        cmd = " ".join("'%s'" % str(a).replace("'", "'\\''") for a in
+                       [cli_path(ctx), "--endpoints", endpoints(servers)] + list(args))
+        # A runner started in the background of a non-interactive shell ignores SIGINT and
+        # SIGQUIT, and ignored signals stay ignored across exec: undo that for the terminal.
+        def default_signals():
+            for sig in (signal.SIGINT, signal.SIGQUIT):
+                signal.signal(sig, signal.SIG_DFL)
+        self.p = subprocess.Popen(["script", "-qfec", cmd, "/dev/null"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  env=cli_env(), cwd=ctx.workdir, preexec_fn=default_signals)
+        self.out = b""
+
+        def cleanup():
+            if self.p.poll() is None:
+                self.p.kill()
+                self.p.wait(10)
+        ctx.defer(cleanup)
+
+    def expect(self, what, timeout=15):
+        end = time.monotonic() + timeout
+        while what not in self.out:
+            left = end - time.monotonic()
+            assert left > 0, "%r never appeared on the terminal; it shows %r" % (what, self.out)
+            r, _, _ = select.select([self.p.stdout], [], [], min(left, 0.2))
+            if r:
+                d = os.read(self.p.stdout.fileno(), 4096)
+                assert d, "the terminal closed before %r appeared: %r" % (what, self.out)
+                self.out += d
+
+    def type(self, data):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def wait(self, timeout=15):
+        rc = self.p.wait(timeout)
+        self.out += self.p.stdout.read()
+        check_clean(self.out.decode("utf-8", "replace"), "fencelock under script(1)")
+        return rc
+
+
+def test_cli_interactive_command_gets_the_terminal(ctx):
+    srv = [ctx.srv]
+    c = ctx.conn()
+    # Typed input reaches the command (it is the terminal's foreground group), then Ctrl-C
+    # (sent by the terminal to that group) ends it and the CLI releases the lock.
+    t = Terminal(ctx, srv, "lock", "job", "--", "sh", "-c",
+                 'printf "name? "; read x; echo "got $x"; echo waiting; sleep 60')
+    t.expect(b"name? ")
+    t.type(b"bob\n")
+    t.expect(b"got bob")
+    t.expect(b"waiting")
+    assert lock_info(c, "job")["holder"] != 0, "held while the command runs"
+    t.type(b"\x03")
+    eq(t.wait(), 128 + signal.SIGINT, "Ctrl-C ended the command: %r" % t.out)
+    eq(lock_info(c, "job"), None, "Ctrl-C left no lock held")
+    # Ctrl-\ (SIGQUIT) reaches it too; an ignored Ctrl-C does not end it.
+    t = Terminal(ctx, srv, "lock", "job", "--", "sh", "-c",
+                 "trap '' INT; echo ready; while :; do sleep 0.1; done")
+    t.expect(b"ready")
+    t.type(b"\x03")
+    time.sleep(0.3)
+    assert t.p.poll() is None, "a command that ignores SIGINT keeps running: %r" % t.out
+    t.type(b"\x1c")
+    eq(t.wait(), 128 + signal.SIGQUIT, "Ctrl-\\ ended the command: %r" % t.out)
+    eq(lock_info(c, "job"), None)
+    # The shell gets the terminal back: a command read after the CLI exits works.
+    t = Terminal(ctx, srv, "lock", "job", "--", "true")
+    eq(t.wait(), 0)
+
+
+def marker():
+    """A sleep argument no other process on the machine has: `pgrep -f` finds ours only."""
+    return "%d.%03d" % (random.randint(100000, 999999), os.getpid() % 1000)
+
+
+def left_running(m):
+    return subprocess.run(["pgrep", "-f", "^sleep %s$" % m], capture_output=True).stdout.split()
+
+
+def test_cli_kills_every_descendant(ctx):
+    srv = [ctx.srv]
+    c = ctx.conn()
+    m = marker()
+    ctx.defer(lambda: subprocess.run(["pkill", "-KILL", "-f", "^sleep %s$" % m]))
+    # Background jobs, a setsid'd process and a double fork, all left behind when CMD exits.
+    spread = "sleep %s & setsid sleep %s & (sleep %s &); " % (m, m, m)
+    r = run(ctx, srv, "lock", "a", "--", "sh", "-c", spread + "echo started")
+    eq((r.rc, r.out), (0, "started\n"), "the command's own status: %r" % r)
+    eq(left_running(m), [], "every process the command started is gone once it exited")
+    eq(lock_info(c, "a"), None)
+
+    # The lease is lost (an operator closes the session): everything dies, not only the group.
+    pid_path = ctx.tmp("P")
+    p = spawn(ctx, srv, "lock", "b", "--", "sh", "-c",
+              spread + "echo $$ > %s; sleep %s" % (pid_path, m))
+    wait_pid_file(pid_path, p)
+    wait_until(lambda: len(left_running(m)) == 4, timeout=10, what="four sleeps started")
+    expect_ok(c.call("SESSION.CLOSE", lock_info(c, "b")["holder"]))
+    rc, out, err = finish(p)
+    eq(rc, 5, "lock lost (stderr %r)" % err)
+    eq(left_running(m), [], "no process of the run outlives the lost lease")
+
+    # kill -9 of the CLI: the command and everything it started die with it.
+    p = spawn(ctx, srv, "lock", "c", "--", "sh", "-c",
+              spread + "echo $$ > %s; sleep %s" % (pid_path + "2", m))
+    wait_pid_file(pid_path + "2", p)
+    wait_until(lambda: len(left_running(m)) == 4, timeout=10, what="four sleeps started")
+    p.kill()
+    p.wait(10)
+    wait_until(lambda: left_running(m) == [], timeout=10, interval=0.05,
+               what="every process of the run gone after kill -9 of the CLI (left: %s)"
+               % " ".join(x.decode() for x in left_running(m)))
