@@ -208,9 +208,11 @@ static int session_opt(int id, const struct opt_iter *it, struct session_args *s
         s->name = it->v[0];
         return EXIT_OK;
     }
-    uint64_t *dst = id == O_TTL ? &s->ttl_ms : &s->lockdelay_ms;
-    if (parse_duration(it->v[0], dst) || (id == O_TTL && *dst == 0)) {
-        cli_say("--%s: bad duration '%s'", id == O_TTL ? "ttl" : "lock-delay", it->v[0]);
+    if (id == O_TTL)
+        return parse_ttl("ttl", it->v[0], &s->ttl_ms);
+    if (parse_duration(it->v[0], &s->lockdelay_ms)) {
+        cli_say("--lock-delay: bad duration '%s' (e.g. 5s, 500ms; a bare number is seconds)",
+                it->v[0]);
         return EXIT_USAGE;
     }
     return EXIT_OK;

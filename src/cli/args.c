@@ -30,7 +30,7 @@ static uint64_t unit_ms(const char *u)
     static const struct {
         const char *name;
         uint64_t ms;
-    } units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0)
             return units[i].ms;
@@ -63,6 +63,21 @@ int parse_duration(const char *s, uint64_t *ms)
         return -1;
     *ms = whole * mult + frac * mult / scale;
     return 0;
+}
+
+int parse_ttl(const char *opt, const char *s, uint64_t *ms)
+{
+    if (parse_duration(s, ms) != 0) {
+        cli_say("--%s: bad duration '%s' (e.g. 30s, 1500ms, 2m; a bare number is seconds)", opt, s);
+        return EXIT_USAGE;
+    }
+    if (*ms < CLI_MIN_TTL_MS) {
+        cli_say("--%s %s: too short; a lease needs at least 1s (1000ms) to be kept alive "
+                "(a bare number is seconds)",
+                opt, s);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
 }
 
 /* --limit N of keys and locks. */
@@ -192,8 +207,8 @@ void cli_usage(FILE *f, const char *usage)
     fputs(usage, f);
     if (f == stdout)
         fputs("\nGlobal options (anywhere before --): --endpoints H:P[,H:P...], --timeout DUR, "
-              "--json, -h/--help.\nDurations: 1500ms, 10s, 2m, 1h, 1.5s; a bare number is "
-              "milliseconds. See fencelock(1).\n",
+              "--json, -h/--help.\nDurations: 10 (seconds), 1500ms, 10s, 2m, 1h, 1.5s. See "
+              "fencelock(1).\n",
               f);
 }
 

@@ -56,8 +56,15 @@ int cli_exit_for(fl_err err);
 
 /* ---- parsing ---- */
 
-/* "1500ms", "10s", "2m", "1h", "1.5s"; a bare number is milliseconds. 0 on success. */
+/* "1500ms", "10s", "2m", "1h", "1.5s"; a bare number is seconds, as for flock -w, timeout(1)
+   and sleep(1). 0 on success. */
 int parse_duration(const char *s, uint64_t *ms);
+/* The shortest TTL the CLI accepts: below it, keepalives every TTL/3 leave no room for one
+   slow round trip, and the drift margin eats the rest. */
+#define CLI_MIN_TTL_MS 1000
+/* A --ttl value (option name opt, without "--"): a duration of at least CLI_MIN_TTL_MS.
+   EXIT_OK, or EXIT_USAGE after printing why. */
+int parse_ttl(const char *opt, const char *s, uint64_t *ms);
 /* An unsigned decimal integer, whole string. 0 on success. */
 int parse_u64(const char *s, uint64_t *v);
 /* The value of --limit (1 or more). EXIT_OK, or EXIT_USAGE after printing why. */

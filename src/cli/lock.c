@@ -45,8 +45,11 @@ static int lock_opt(int id, const struct opt_iter *it, struct run_opts *o, int *
         o->label = it->v[0];
         return EXIT_OK;
     }
-    if (parse_duration(it->v[0], dst[id]) || (id == O_TTL && o->ttl_ms == 0)) {
-        cli_say("--%s: bad duration '%s'", names[id], it->v[0]);
+    if (id == O_TTL)
+        return parse_ttl("ttl", it->v[0], &o->ttl_ms);
+    if (parse_duration(it->v[0], dst[id])) {
+        cli_say("--%s: bad duration '%s' (e.g. 30s, 500ms, 2m; a bare number is seconds)",
+                names[id], it->v[0]);
         return EXIT_USAGE;
     }
     if (id == O_WAIT)

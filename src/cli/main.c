@@ -35,7 +35,7 @@ static const char usage_main[] =
     "  -h, --help                help (also after any command)\n"
     "  --version                 print the version\n"
     "\n"
-    "Durations: 1500ms, 10s, 2m, 1h, 1.5s; a bare number is milliseconds.\n"
+    "Durations: 10 (seconds), 1500ms, 10s, 2m, 1h, 1.5s; a bare number is seconds.\n"
     "\n"
     "Exit status: 0 success; 1 negative answer (not found, stale token, condition failed);\n"
     "2 usage error; 3 lock not obtained within --wait; 4 cluster unreachable or other error;\n"

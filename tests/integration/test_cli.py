@@ -490,12 +490,14 @@ def test_cli_lock_info_locks_and_sessions(ctx):
     r = run(ctx, srv, "session", "keepalive", sid)
     eq(r.rc, 1, "keepalive of a closed session: %r" % r)
     eq(run_json(ctx, srv, "session", "open")["session"] > sid, True)
-    for dur, ms in (("1.5s", 1500), ("2m", 120000), ("2500", 2500), ("250ms", 250),
-                    ("1h", 3600000)):
+    for dur, ms in (("1.5s", 1500), ("2m", 120000), ("25", 25000), ("1500ms", 1500),
+                    ("1h", 3600000), ("2.5", 2500)):
         s2 = int(run_ok(ctx, srv, "session", "open", "--ttl", dur).out)
-        eq(session_info(c, s2)["ttl_ms"], ms, "--ttl %s (a bare number is milliseconds)" % dur)
-    for bad in ("", "s", "1x", "-1s", "1.s.", "0"):
-        eq(run(ctx, srv, "session", "open", "--ttl", bad).rc, 2, "--ttl %r" % bad)
+        eq(session_info(c, s2)["ttl_ms"], ms, "--ttl %s (a bare number is seconds)" % dur)
+    for bad in ("", "s", "1x", "-1s", "1.s.", "0", "10ms", "999ms", "0.5"):
+        r = run(ctx, srv, "session", "open", "--ttl", bad)
+        eq(r.rc, 2, "--ttl %r" % bad)
+    assert "1s" in r.err and "seconds" in r.err, "a too short TTL names the unit: %r" % r.err
 
 
 def test_cli_status_and_members_transfer(ctx):
@@ -667,3 +669,29 @@ def test_cli_kills_every_descendant(ctx):
     wait_until(lambda: left_running(m) == [], timeout=10, interval=0.05,
                what="every process of the run gone after kill -9 of the CLI (left: %s)"
                % " ".join(x.decode() for x in left_running(m)))
+
+
+def test_cli_bare_numbers_are_seconds(ctx):
+    """`--ttl 10` and `--wait 60` mean seconds, as `flock -w 60`, timeout(1) and sleep(1) do."""
+    srv = [ctx.srv]
+    c = ctx.conn()
+    pid_path = ctx.tmp("P")
+    p = spawn(ctx, srv, "lock", "job", "--ttl", "10", "--", "sh", "-c",
+              "echo $$ > %s; sleep 1; echo done" % pid_path)
+    wait_pid_file(pid_path, p)
+    eq(session_info(c, lock_info(c, "job")["holder"])["ttl_ms"], 10000, "--ttl 10 is 10 s")
+    rc, out, err = finish(p)
+    eq((rc, out), (0, "done\n"), "the command ran to its end under a 10 s lease: %r" % err)
+
+    # --wait 60 waits (60 ms would have given up long before the holder lets go).
+    sid = expect_int(c.call("SESSION.OPEN", 30000))
+    expect_int(c.call("LOCK", "job", sid))
+    p = spawn(ctx, srv, "lock", "job", "--wait", "60", "--", "echo", "got it")
+    wait_until(lambda: len(waiters(c, "job")) == 1, timeout=10, what="the CLI queued")
+    time.sleep(0.3)
+    assert p.poll() is None, "still waiting: %r" % (finish(p),)
+    expect_ok(c.call("UNLOCK", "job", sid))
+    rc, out, err = finish(p)
+    eq((rc, out), (0, "got it\n"), "granted after the holder let go (stderr %r)" % err)
+    r = run(ctx, srv, "lock", "job", "--ttl", "10ms", "--", "true")
+    eq(r.rc, 2, "a 10 ms TTL is refused: %r" % r)
