@@ -25,8 +25,9 @@
 
 extern char **environ;
 
-#define TICK_MS 50      /* the longest poll sleep while something runs */
-#define FD_TRACKED 1024 /* fds below this that were open at startup are the user's */
+#define TICK_MS 50          /* the longest poll sleep while something runs */
+#define CLOSE_BOUND_MS 1000 /* the one close attempted after the lease was at risk */
+#define FD_TRACKED 1024     /* fds below this that were open at startup are the user's */
 
 /* Everything the supervisor works with; lives on run_locked's stack. */
 struct run {
@@ -336,7 +337,9 @@ static int hold(struct run *r)
         int64_t now = fl_now_ms();
         int64_t safe = check_lease(r, now);
         if (r->lost) {
-            cli_say("lock %s: lost the lock (the session lease ran out)", r->o->name);
+            cli_say("lock %s: lost the lock: the servers did not renew the lease in time or "
+                    "ended the session",
+                    r->o->name);
             return EXIT_LOST;
         }
         int64_t wait = safe - now;
@@ -352,7 +355,26 @@ static int hold(struct run *r)
 
 /* ---- release ---- */
 
-/* Give the lock back at once (no lock-delay) if we still can; otherwise let it lapse. */
+/* One SESSION.CLOSE by id that gives up after CLOSE_BOUND_MS, on a client of its own (the
+   main one waits --timeout): the servers are not answering, so a long wait buys nothing. */
+static void close_briefly(struct run *r, uint64_t sid)
+{
+    struct fl_options opt;
+    fl_options_init(&opt);
+    opt.timeout_ms = CLOSE_BOUND_MS;
+    opt.connect_timeout_ms = CLOSE_BOUND_MS / 2;
+    fl_client *cl = fl_client_new(r->c->endpoints, &opt, NULL);
+    if (cl != NULL) {
+        fl_session_close_id(cl, sid);
+        fl_client_free(cl);
+    }
+}
+
+/* Give the lock back at once (no lock-delay) if we still can; otherwise let it lapse.
+   Once the lease is lost there is nothing left to unlock or close: exit at once. When it was
+   only at risk (the command got SIGTERM because no keepalive was acknowledged in time), a
+   close is still worth one short try: it spares the next holder the lease's run-out and any
+   lock-delay, and it releases the lock as UNLOCK would. */
 static void release(struct run *r)
 {
     fl_session *s = r->a.s;
@@ -361,6 +383,12 @@ static void release(struct run *r)
         return;
     if (r->lost || fl_session_is_lost(s)) {
         fl_session_abandon(s);
+        return;
+    }
+    if (r->sent_term) {
+        uint64_t sid = fl_session_id(s);
+        close_briefly(r, sid);
+        fl_session_abandon(s); /* waits for a keepalive in flight: up to the safe deadline */
         return;
     }
     fl_err err = FL_OK;
@@ -376,9 +404,16 @@ static void release(struct run *r)
 /* The exit code once the command is done: lease trouble first, then its own status. */
 static int command_status(const struct run *r)
 {
-    if (r->sent_kill || r->sent_term || r->lost) {
-        cli_say("lock %s: lost the lock while '%s' ran (%s); it was killed", r->o->name,
-                r->o->cmd[0], r->lost ? "the session lease ran out" : "the lease was about to");
+    if (r->lost) {
+        cli_say("lock %s: lost the lock while '%s' ran: the servers did not renew the lease in "
+                "time or ended the session, so '%s' and everything it started were killed",
+                r->o->name, r->o->cmd[0], r->o->cmd[0]);
+        return EXIT_LOST;
+    }
+    if (r->sent_kill || r->sent_term) {
+        cli_say("lock %s: gave up the lock while '%s' ran: the servers did not renew the lease "
+                "in time, so '%s' was stopped (SIGTERM) before the lease could run out",
+                r->o->name, r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
     if (WIFEXITED(r->status))

@@ -455,12 +455,16 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
         *err = FL_EUNAVAILABLE;
         return STEP_RETRY; /* nothing was sent */
     }
+    /* A server that does not answer within the connect timeout (plus the time the command
+       may legitimately block) is treated as gone: it may be frozen while others elect. The
+       socket timeout is set before learn_members too: a frozen server accepts connections
+       (the kernel does) but never answers, and hiredis reads without a timeout otherwise. */
+    int64_t probe = fl_now_ms() + c->opt.connect_timeout_ms;
+    redisSetTimeout(rc, ms_tv((probe < deadline ? probe : deadline) - fl_now_ms()));
     if (fresh)
         learn_members(c, rc);
     if (m->wait_idx)
         wait_refresh(m);
-    /* A server that does not answer within the connect timeout (plus the time the command
-       may legitimately block) is treated as gone: it may be frozen while others elect. */
     int64_t until = fl_now_ms() + c->opt.connect_timeout_ms + m->block_ms;
     if (until > deadline)
         until = deadline;

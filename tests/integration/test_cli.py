@@ -695,3 +695,29 @@ def test_cli_bare_numbers_are_seconds(ctx):
     eq((rc, out), (0, "got it\n"), "granted after the holder let go (stderr %r)" % err)
     r = run(ctx, srv, "lock", "job", "--ttl", "10ms", "--", "true")
     eq(r.rc, 2, "a 10 ms TTL is refused: %r" % r)
+
+
+def test_cli_exits_at_once_after_the_lease_was_at_risk(ctx):
+    """Every server frozen: the command gets SIGTERM (kill grace) and dies of it. The CLI must
+    not then wait --timeout (30 s here) for an UNLOCK and again for a SESSION.CLOSE that no
+    frozen server answers: one brief close at most, then exit 5 with a plain message."""
+    srv = [ctx.srv]
+    c = ctx.conn()
+    pid_path = ctx.tmp("P")
+    p = spawn(ctx, srv, "--timeout", "30s", "lock", "job", "--ttl", "3s", "--", "sh", "-c",
+              "echo $$ > %s; sleep 60" % pid_path)
+    pid = wait_pid_file(pid_path, p)
+    eq(lock_info(c, "job")["holder"] != 0, True)
+    ctx.defer(ctx.srv.sigcont)
+    ctx.srv.sigstop()
+    wait_until(lambda: dead(pid), timeout=10, interval=0.01, what="the command killed")
+    try:
+        rc = p.wait(15)  # the old CLI waited 2 x 30 s here
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the CLI still runs 15 s after its command died: it waits for "
+                             "answers from frozen servers")
+    ctx.srv.sigcont()
+    rc, out, err = finish(p)
+    eq(rc, 5, "the lock was given up (stderr %r)" % err)
+    assert "did not renew the lease in time" in err and "SIGTERM" in err, err
+    assert "unlock" not in err and "close session" not in err, "no unlock was tried: %r" % err
