@@ -74,6 +74,11 @@ struct fl_options {
        leader's. Defaults: 10 ms and 10000 ppm (1 %). */
     int margin_ms;
     int drift_ppm;
+    /* Give a call up (FL_EUNAVAILABLE, "connection refused") once every connection attempt
+       for this long was refused: nothing listens on any endpoint, so waiting the whole
+       timeout_ms only delays the error. 0 (default): retry until timeout_ms, as a client of
+       a cluster whose nodes may be restarting should. The CLI uses 1500. */
+    int refused_ms;
 };
 
 /* Fill with the defaults, then change what you need. In fl_client_new, a timeout <= 0 or a

@@ -107,10 +107,8 @@ static const char usage_members[] =
 /* Parse positional i as a member id (1 or more). */
 static int member_id(struct sub_args *a, int i, uint64_t *id)
 {
-    if (parse_u64(a->pos[i], id) || *id == 0) {
-        cli_say("members: bad server id '%s'", a->pos[i]);
-        return sub_usage(a);
-    }
+    if (parse_u64(a->pos[i], id) || *id == 0)
+        return sub_err(a, "bad server id '%s' (a number, 1 or more)", a->pos[i]);
     return EXIT_OK;
 }
 
@@ -133,12 +131,14 @@ static int members_run(struct cli *c, struct sub_args *a)
     const char *op = a->pos[0];
     uint64_t id = 0;
     int min, max;
-    if (members_arity(op, &min, &max) || a->n_pos < min || a->n_pos > max)
+    if (members_arity(op, &min, &max))
+        return sub_err(a, "unknown operation '%s' (add, remove or transfer)", op);
+    if (a->n_pos < min || a->n_pos > max)
         return sub_usage(a);
     if (a->n_pos >= 2 && member_id(a, 1, &id) != EXIT_OK)
         return EXIT_USAGE;
     if (!cli_client(c))
-        return EXIT_ERROR;
+        return c->client_code;
     fl_err err;
     if (strcmp(op, "add") == 0)
         err = fl_member_add(c->client, id, a->pos[2]);
@@ -202,19 +202,19 @@ struct session_args {
     const char *name;
 };
 
-static int session_opt(int id, const struct opt_iter *it, struct session_args *s)
+static int session_opt(int id, struct opt_iter *it, struct session_args *s)
 {
     if (id == O_NAME) {
         s->name = it->v[0];
         return EXIT_OK;
     }
     if (id == O_TTL)
-        return parse_ttl("ttl", it->v[0], &s->ttl_ms);
-    if (parse_duration(it->v[0], &s->lockdelay_ms)) {
-        cli_say("--lock-delay: bad duration '%s' (e.g. 5s, 500ms; a bare number is seconds)",
-                it->v[0]);
-        return EXIT_USAGE;
-    }
+        return parse_ttl(it, "ttl", it->v[0], &s->ttl_ms);
+    if (parse_duration(it->v[0], &s->lockdelay_ms))
+        return opt_err(it,
+                       "--lock-delay: bad duration '%s' (e.g. 5s, 500ms; a bare number is "
+                       "seconds)",
+                       it->v[0]);
     return EXIT_OK;
 }
 
@@ -241,13 +241,11 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
     if (is_open ? a->n_pos != 1 : a->n_pos != 2)
         return sub_usage(a);
     if (!is_open && strcmp(op, "keepalive") != 0 && strcmp(op, "close") != 0)
-        return sub_usage(a);
-    if (!is_open && (parse_u64(a->pos[1], &sid) || sid == 0)) {
-        cli_say("session %s: bad session id '%s'", op, a->pos[1]);
-        return sub_usage(a);
-    }
+        return sub_err(a, "unknown operation '%s' (open, keepalive or close)", op);
+    if (!is_open && (parse_u64(a->pos[1], &sid) || sid == 0))
+        return sub_err(a, "%s: bad session id '%s' (a number from 'session open')", op, a->pos[1]);
     if (!cli_client(c))
-        return EXIT_ERROR;
+        return c->client_code;
     fl_err err;
     if (is_open)
         err = fl_session_grant(c->client, s->ttl_ms, s->lockdelay_ms, s->name, &sid);

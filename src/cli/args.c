@@ -1,5 +1,6 @@
 /* Command-line parsing for every subcommand: options, numbers, durations. */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -65,29 +66,36 @@ int parse_duration(const char *s, uint64_t *ms)
     return 0;
 }
 
-int parse_ttl(const char *opt, const char *s, uint64_t *ms)
+int parse_ttl(struct opt_iter *it, const char *opt, const char *s, uint64_t *ms)
 {
-    if (parse_duration(s, ms) != 0) {
-        cli_say("--%s: bad duration '%s' (e.g. 30s, 1500ms, 2m; a bare number is seconds)", opt, s);
-        return EXIT_USAGE;
-    }
-    if (*ms < CLI_MIN_TTL_MS) {
-        cli_say("--%s %s: too short; a lease needs at least 1s (1000ms) to be kept alive "
-                "(a bare number is seconds)",
-                opt, s);
-        return EXIT_USAGE;
-    }
+    if (parse_duration(s, ms) != 0)
+        return opt_err(it,
+                       "--%s: bad duration '%s' (e.g. 30s, 1500ms, 2m; a bare number is "
+                       "seconds)",
+                       opt, s);
+    if (*ms < CLI_MIN_TTL_MS)
+        return opt_err(it,
+                       "--%s %s: too short; a lease needs at least 1s (1000ms) to be kept "
+                       "alive (a bare number is seconds)",
+                       opt, s);
     return EXIT_OK;
 }
 
+const char *cli_shown(const char *s, char *buf, size_t n)
+{
+    size_t len = strlen(s);
+    if (len < n)
+        return s;
+    snprintf(buf, n, "%.*s... (%zu bytes)", (int)(n > 24 ? n - 24 : 1), s, len);
+    return buf;
+}
+
 /* --limit N of keys and locks. */
-int parse_limit(const char *s, size_t *limit)
+int parse_limit(struct opt_iter *it, const char *s, size_t *limit)
 {
     uint64_t v;
-    if (parse_u64(s, &v) || v == 0 || v > 1000000000) {
-        cli_say("--limit: bad number '%s' (1 or more)", s);
-        return EXIT_USAGE;
-    }
+    if (parse_u64(s, &v) || v == 0 || v > 1000000000)
+        return opt_err(it, "--limit: bad number '%s' (1 or more)", s);
     *limit = (size_t)v;
     return EXIT_OK;
 }
@@ -98,6 +106,15 @@ static const struct opt_spec global_specs[] = {
     {"help", 'h', 0, G_HELP}, {"endpoints", 0, 1, G_ENDPOINTS}, {"timeout", 0, 1, G_TIMEOUT},
     {"json", 0, 0, G_JSON},   {"version", 0, 0, G_VERSION},     {NULL, 0, 0, 0},
 };
+
+int opt_err(struct opt_iter *it, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(it->err, sizeof it->err, fmt, ap);
+    va_end(ap);
+    return EXIT_USAGE;
+}
 
 void opt_start(struct opt_iter *it, int argc, char **argv)
 {
@@ -129,14 +146,14 @@ static int take_values(struct opt_iter *it, const struct opt_spec *o, const char
     int k = 0;
     if (inl != NULL) {
         if (o->nargs == 0) {
-            cli_say("option --%s takes no value", o->name);
+            opt_err(it, "option --%s takes no value", o->name);
             return OPT_BAD;
         }
         it->v[k++] = inl;
     }
     for (; k < o->nargs; k++) {
         if (it->i >= it->argc) {
-            cli_say("option --%s needs %d value%s", o->name, o->nargs, o->nargs > 1 ? "s" : "");
+            opt_err(it, "option --%s needs %d value%s", o->name, o->nargs, o->nargs > 1 ? "s" : "");
             return OPT_BAD;
         }
         it->v[k] = it->argv[it->i++];
@@ -169,36 +186,32 @@ int opt_next(struct opt_iter *it, const struct opt_spec *specs)
         o = a[2] == '\0' ? find_spec(specs, NULL, 0, a[1]) : NULL;
     }
     if (o == NULL) {
-        cli_say("unknown option %s", a);
+        opt_err(it, "unknown option '%s'", a);
         return OPT_BAD;
     }
     return take_values(it, o, inl);
 }
 
-int cli_global(struct cli *c, int id, const struct opt_iter *it)
+int cli_global(struct cli *c, int id, struct opt_iter *it)
 {
     uint64_t ms;
     switch (id) {
     case G_ENDPOINTS:
-        if (it->v[0][0] == '\0') {
-            cli_say("--endpoints: empty list");
-            return EXIT_USAGE;
-        }
+        if (it->v[0][0] == '\0')
+            return opt_err(it, "--endpoints: empty list (e.g. --endpoints 127.0.0.1:7480)");
         c->endpoints = it->v[0];
         return EXIT_OK;
     case G_TIMEOUT:
-        if (parse_duration(it->v[0], &ms) || ms == 0 || ms > 24 * 3600 * 1000) {
-            cli_say("--timeout: bad duration '%s' (e.g. 500ms, 5s; between 1ms and 24h)", it->v[0]);
-            return EXIT_USAGE;
-        }
+        if (parse_duration(it->v[0], &ms) || ms == 0 || ms > 24 * 3600 * 1000)
+            return opt_err(it, "--timeout: bad duration '%s' (e.g. 500ms, 5s; between 1ms and 24h)",
+                           it->v[0]);
         c->timeout_ms = (int)ms;
         return EXIT_OK;
     case G_JSON:
         c->json = 1;
         return EXIT_OK;
     default:
-        cli_say("option not valid here");
-        return EXIT_USAGE;
+        return opt_err(it, "option %s is not valid here", it->argv[it->i - 1]);
     }
 }
 
@@ -221,14 +234,26 @@ void sub_start(struct sub_args *a, int argc, char **argv, int max_pos, const cha
     a->dash_positional = 1;
 }
 
+/* One positional too many. The subcommand that runs a command (lock) is told how to. */
+static int too_many(struct sub_args *a, const char *arg)
+{
+    const char *sub = a->it.argv[0];
+    if (!a->dash_positional && a->n_pos > 0)
+        opt_err(&a->it,
+                "unexpected argument '%s'; to run a command, put it after '--': "
+                "fencelock %s NAME -- %s ...",
+                arg, sub, arg);
+    else
+        opt_err(&a->it, "unexpected argument '%s'", arg);
+    return sub_stop(a, EXIT_USAGE);
+}
+
 /* After "--": everything left is positional ("put k -- -5" stores "-5"). */
 static int rest_positional(struct sub_args *a)
 {
     for (int i = a->it.dashdash; i >= 0 && i < a->it.argc; i++) {
-        if (a->n_pos >= a->max_pos) {
-            cli_say("unexpected argument '%s'", a->it.argv[i]);
-            return sub_stop(a, EXIT_USAGE);
-        }
+        if (a->n_pos >= a->max_pos)
+            return too_many(a, a->it.argv[i]);
         a->pos[a->n_pos++] = a->it.argv[i];
     }
     return SUB_END;
@@ -237,15 +262,38 @@ static int rest_positional(struct sub_args *a)
 int sub_stop(struct sub_args *a, int code)
 {
     if (code == EXIT_USAGE)
-        cli_usage(stderr, a->usage);
+        sub_usage(a);
     a->code = code;
     return SUB_STOP;
 }
 
+/* The first line of a usage text, without "usage: " and the newline: "%.*s" arguments. */
+static int usage_line(const char *usage, const char **start)
+{
+    const char *p = strncmp(usage, "usage: ", 7) == 0 ? usage + 7 : usage;
+    *start = p;
+    return (int)strcspn(p, "\n");
+}
+
 int sub_usage(struct sub_args *a)
 {
-    sub_stop(a, EXIT_USAGE);
+    const char *sub = a->it.argv[0], *line;
+    int n = usage_line(a->usage, &line);
+    if (a->it.err[0])
+        fprintf(stderr, "fencelock %s: %s (see 'fencelock %s --help')\n", sub, a->it.err, sub);
+    else
+        fprintf(stderr, "fencelock %s: wrong arguments; usage: %.*s (see 'fencelock %s --help')\n",
+                sub, n, line, sub);
     return EXIT_USAGE;
+}
+
+int sub_err(struct sub_args *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->it.err, sizeof a->it.err, fmt, ap);
+    va_end(ap);
+    return sub_usage(a);
 }
 
 int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, int *id)
@@ -262,10 +310,8 @@ int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, in
             return SUB_STOP;
         }
         if (r == OPT_POSITIONAL) {
-            if (a->n_pos >= a->max_pos) {
-                cli_say("unexpected argument '%s'", a->it.v[0]);
-                return sub_stop(a, EXIT_USAGE);
-            }
+            if (a->n_pos >= a->max_pos)
+                return too_many(a, a->it.v[0]);
             a->pos[a->n_pos++] = a->it.v[0];
             continue;
         }
@@ -292,12 +338,12 @@ int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, co
     *limit = 0;
     sub_start(&a, argc, argv, 1, usage);
     while ((r = sub_next(c, &a, limit_spec, &id)) == SUB_OPT)
-        if (parse_limit(a.it.v[0], limit) != EXIT_OK)
+        if (parse_limit(&a.it, a.it.v[0], limit) != EXIT_OK)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
     *prefix = a.n_pos ? a.pos[0] : "";
-    return cli_client(c) ? SUB_GO : EXIT_ERROR;
+    return cli_client(c) ? SUB_GO : c->client_code;
 }
 
 int sub_fixed(struct cli *c, struct sub_args *a, int argc, char **argv, int n_pos,
@@ -311,5 +357,5 @@ int sub_fixed(struct cli *c, struct sub_args *a, int argc, char **argv, int n_po
         return a->code;
     if (a->n_pos != n_pos)
         return sub_usage(a);
-    return cli_client(c) ? SUB_GO : EXIT_ERROR;
+    return cli_client(c) ? SUB_GO : c->client_code;
 }

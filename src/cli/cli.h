@@ -31,12 +31,15 @@ enum cli_exit {
 };
 
 #define CLI_DEFAULT_ENDPOINTS "127.0.0.1:7480"
+/* How long refused connections are retried before "nothing listens" (fl_options.refused_ms). */
+#define CLI_REFUSED_MS 1500
 
 struct cli {
     const char *endpoints; /* from --endpoints, FENCELOCK_ENDPOINTS, or the default */
     int timeout_ms;        /* --timeout; 0 = the library's default */
     int json;              /* --json */
     fl_client *client;     /* made lazily by cli_client() */
+    int client_code;       /* when cli_client() failed: EXIT_USAGE (bad list) or EXIT_ERROR */
 };
 
 /* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
@@ -56,6 +59,8 @@ int cli_exit_for(fl_err err);
 
 /* ---- parsing ---- */
 
+struct opt_iter;
+
 /* "1500ms", "10s", "2m", "1h", "1.5s"; a bare number is seconds, as for flock -w, timeout(1)
    and sleep(1). 0 on success. */
 int parse_duration(const char *s, uint64_t *ms);
@@ -63,12 +68,14 @@ int parse_duration(const char *s, uint64_t *ms);
    slow round trip, and the drift margin eats the rest. */
 #define CLI_MIN_TTL_MS 1000
 /* A --ttl value (option name opt, without "--"): a duration of at least CLI_MIN_TTL_MS.
-   EXIT_OK, or EXIT_USAGE after printing why. */
-int parse_ttl(const char *opt, const char *s, uint64_t *ms);
+   EXIT_OK, or EXIT_USAGE with why in it->err. */
+int parse_ttl(struct opt_iter *it, const char *opt, const char *s, uint64_t *ms);
+/* At most n-1 bytes of s for a message: a long name is cut, with its length said. */
+const char *cli_shown(const char *s, char *buf, size_t n);
 /* An unsigned decimal integer, whole string. 0 on success. */
 int parse_u64(const char *s, uint64_t *v);
-/* The value of --limit (1 or more). EXIT_OK, or EXIT_USAGE after printing why. */
-int parse_limit(const char *s, size_t *limit);
+/* The value of --limit (1 or more). EXIT_OK, or EXIT_USAGE with why in it->err. */
+int parse_limit(struct opt_iter *it, const char *s, size_t *limit);
 
 /*
  * A small option parser (no global state, unlike getopt): options may come before, between
@@ -90,11 +97,12 @@ struct opt_iter {
     int i;            /* next argument to look at */
     int dashdash;     /* index just after "--", or -1 if none was seen */
     const char *v[2]; /* the option's values, or v[0] = the positional argument */
+    char err[320];    /* why the command line is wrong (OPT_BAD, a usage error), or "" */
 };
 
 void opt_start(struct opt_iter *it, int argc, char **argv);
 /* The next option's id (from specs, which ends with a NULL name and may be NULL, or a global
-   one), OPT_POSITIONAL, OPT_END (no more, or "--" seen) or OPT_BAD (already printed). */
+   one), OPT_POSITIONAL, OPT_END (no more, or "--" seen) or OPT_BAD (why is in it->err). */
 int opt_next(struct opt_iter *it, const struct opt_spec *specs);
 
 /* Ids of the global options, which every subcommand accepts too (opt_next looks them up
@@ -106,8 +114,11 @@ enum {
     G_JSON,
     G_VERSION,
 };
-/* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK or EXIT_USAGE. */
-int cli_global(struct cli *c, int id, const struct opt_iter *it);
+/* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK, or EXIT_USAGE with
+   why in it->err. */
+int cli_global(struct cli *c, int id, struct opt_iter *it);
+/* Format why the command line is wrong into it->err; returns EXIT_USAGE. */
+int opt_err(struct opt_iter *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
  * The loop every subcommand runs over its arguments: handles global options and --help
@@ -129,10 +140,13 @@ struct sub_args {
 };
 void sub_start(struct sub_args *a, int argc, char **argv, int max_pos, const char *usage);
 int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, int *id);
-/* Print the usage to stderr if code is EXIT_USAGE; set a->code; return SUB_STOP. */
+/* Report a usage error (if code is EXIT_USAGE); set a->code; return SUB_STOP. */
 int sub_stop(struct sub_args *a, int code);
-/* Print the usage to stderr and return EXIT_USAGE (for a wrong number of arguments). */
+/* Report the usage error on one line of stderr: a->it.err (set by sub_err or the parser) or,
+   if none, the usage's first line; then where the help is. Returns EXIT_USAGE. */
 int sub_usage(struct sub_args *a);
+/* Format a usage error into a->it.err and report it (sub_usage). Returns EXIT_USAGE. */
+int sub_err(struct sub_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The arguments `[PREFIX] [--limit N]` (keys, locks) and the client: SUB_GO with *prefix
    ("" if none) and *limit (0 if none), else the exit code to return at once (after --help

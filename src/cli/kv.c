@@ -9,28 +9,22 @@
 enum { O_FENCE = 1, O_IFREV, O_LEASE };
 
 /* Parse --fence NAME TOKEN / --ifrev REV / --lease SID into w. EXIT_OK or EXIT_USAGE. */
-static int write_opt(int id, const struct opt_iter *it, struct fl_write_opts *w)
+static int write_opt(int id, struct opt_iter *it, struct fl_write_opts *w)
 {
     switch (id) {
     case O_FENCE:
-        if (parse_u64(it->v[1], &w->fence_token)) {
-            cli_say("--fence NAME TOKEN: bad token '%s'", it->v[1]);
-            return EXIT_USAGE;
-        }
+        if (parse_u64(it->v[1], &w->fence_token))
+            return opt_err(it, "--fence NAME TOKEN: bad token '%s'", it->v[1]);
         w->fence_name = it->v[0];
         return EXIT_OK;
     case O_IFREV:
-        if (parse_u64(it->v[0], &w->ifrev)) {
-            cli_say("--ifrev: bad revision '%s'", it->v[0]);
-            return EXIT_USAGE;
-        }
+        if (parse_u64(it->v[0], &w->ifrev))
+            return opt_err(it, "--ifrev: bad revision '%s'", it->v[0]);
         w->use_ifrev = 1;
         return EXIT_OK;
     case O_LEASE:
-        if (parse_u64(it->v[0], &w->lease_sid) || w->lease_sid == 0) {
-            cli_say("--lease: bad session id '%s'", it->v[0]);
-            return EXIT_USAGE;
-        }
+        if (parse_u64(it->v[0], &w->lease_sid) || w->lease_sid == 0)
+            return opt_err(it, "--lease: bad session id '%s'", it->v[0]);
         return EXIT_OK;
     }
     return EXIT_USAGE;
@@ -185,7 +179,7 @@ int cmd_put(struct cli *c, int argc, char **argv)
         err = fl_put(c->client, NULL, a.pos[0], val, len, &wo, &rev);
     free(in);
     if (c->client == NULL)
-        return EXIT_ERROR;
+        return c->client_code;
     if (err != FL_OK) {
         fail_write(c, err, "put", a.pos[0]);
         return cli_exit_for(err);
@@ -222,7 +216,7 @@ int cmd_del(struct cli *c, int argc, char **argv)
     if (a.n_pos != 1)
         return sub_usage(&a);
     if (!cli_client(c))
-        return EXIT_ERROR;
+        return c->client_code;
     int deleted = 0;
     fl_err err = fl_del(c->client, NULL, a.pos[0], &wo, &deleted);
     if (err != FL_OK) {

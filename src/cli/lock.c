@@ -37,7 +37,7 @@ static const struct opt_spec lock_opts[] = {
 };
 
 /* One option into o; `grace_set` records an explicit --kill-grace. EXIT_OK or EXIT_USAGE. */
-static int lock_opt(int id, const struct opt_iter *it, struct run_opts *o, int *grace_set)
+static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_set)
 {
     static const char *const names[] = {"", "ttl", "wait", "lock-delay", "kill-grace"};
     uint64_t *dst[] = {NULL, &o->ttl_ms, &o->wait_ms, &o->lockdelay_ms, &o->grace_ms};
@@ -46,12 +46,12 @@ static int lock_opt(int id, const struct opt_iter *it, struct run_opts *o, int *
         return EXIT_OK;
     }
     if (id == O_TTL)
-        return parse_ttl("ttl", it->v[0], &o->ttl_ms);
-    if (parse_duration(it->v[0], dst[id])) {
-        cli_say("--%s: bad duration '%s' (e.g. 30s, 500ms, 2m; a bare number is seconds)",
-                names[id], it->v[0]);
-        return EXIT_USAGE;
-    }
+        return parse_ttl(it, "ttl", it->v[0], &o->ttl_ms);
+    if (parse_duration(it->v[0], dst[id]))
+        return opt_err(it,
+                       "--%s: bad duration '%s' (e.g. 30s, 500ms, 2m; a bare number is "
+                       "seconds)",
+                       names[id], it->v[0]);
     if (id == O_WAIT)
         o->wait_forever = 0;
     if (id == O_GRACE)
@@ -60,14 +60,12 @@ static int lock_opt(int id, const struct opt_iter *it, struct run_opts *o, int *
 }
 
 /* The smaller of 2 s and TTL/4, unless given; it must leave the command some lease. */
-static int settle_grace(struct run_opts *o, int grace_set)
+static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
 {
     if (!grace_set)
         o->grace_ms = o->ttl_ms / 4 < 2000 ? o->ttl_ms / 4 : 2000;
-    if (o->grace_ms >= o->ttl_ms) {
-        cli_say("--kill-grace must be less than --ttl");
-        return EXIT_USAGE;
-    }
+    if (o->grace_ms >= o->ttl_ms)
+        return opt_err(it, "--kill-grace must be less than --ttl");
     return EXIT_OK;
 }
 
@@ -84,14 +82,17 @@ int cmd_lock(struct cli *c, int argc, char **argv)
             return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos != 1 || settle_grace(&o, grace_set) != EXIT_OK)
+    if (a.n_pos == 0)
+        return sub_err(&a, "no lock name given (fencelock lock NAME [-- CMD ...])");
+    if (a.pos[0][0] == '\0')
+        return sub_err(&a, "the lock name is empty");
+    if (settle_grace(&a.it, &o, grace_set) != EXIT_OK)
         return sub_usage(&a);
     o.name = a.pos[0];
+    o.shown = cli_shown(o.name, o.shown_buf, sizeof o.shown_buf);
     if (a.it.dashdash >= 0) {
-        if (a.it.dashdash >= argc) {
-            cli_say("lock: no command after --");
-            return sub_usage(&a);
-        }
+        if (a.it.dashdash >= argc)
+            return sub_err(&a, "no command after '--'");
         o.cmd = argv + a.it.dashdash; /* argv is NULL-terminated, as main's is */
     }
     if (o.label == NULL) {

@@ -151,10 +151,8 @@ int cmd_fence_check(struct cli *c, int argc, char **argv)
     int rc = sub_fixed(c, &a, argc, argv, 2, usage_fence_check);
     if (rc != SUB_GO)
         return rc;
-    if (parse_u64(a.pos[1], &token)) {
-        cli_say("fence-check: bad token '%s'", a.pos[1]);
-        return sub_usage(&a);
-    }
+    if (parse_u64(a.pos[1], &token))
+        return sub_err(&a, "bad token '%s' (a number)", a.pos[1]);
     fl_err err = fl_fence_check(c->client, a.pos[0], token);
     if (err != FL_OK && err != FL_ESTALE) {
         cli_fail(c, err, "fence-check");

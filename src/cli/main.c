@@ -92,10 +92,38 @@ int cli_exit_for(fl_err err)
     }
 }
 
+/* Which entry of a list the library refused, said on one line (each entry alone is tried). */
+static int say_bad_endpoints(const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        char one[300];
+        if (n < sizeof one) {
+            memcpy(one, p, n);
+            one[n] = '\0';
+            fl_client *t = fl_client_new(one, NULL, NULL);
+            if (t == NULL) {
+                cli_say("endpoints: '%s' is not HOST:PORT (e.g. 127.0.0.1:7480; set with "
+                        "--endpoints or FENCELOCK_ENDPOINTS)",
+                        one);
+                return EXIT_USAGE;
+            }
+            fl_client_free(t);
+        } else {
+            cli_say("endpoints: an entry of %zu bytes is too long for HOST:PORT", n);
+            return EXIT_USAGE;
+        }
+        p += n + (p[n] == ',');
+    }
+    cli_say("endpoints '%s': no client could be made (out of memory?)", list);
+    return EXIT_ERROR;
+}
+
 fl_client *cli_client(struct cli *c)
 {
     if (c->client == NULL && cli_client_quiet(c) == NULL)
-        fprintf(stderr, "fencelock: endpoints '%s': bad list or out of memory\n", c->endpoints);
+        c->client_code = say_bad_endpoints(c->endpoints);
     return c->client;
 }
 
@@ -105,6 +133,9 @@ fl_client *cli_client_quiet(struct cli *c)
         return c->client;
     struct fl_options opt;
     fl_options_init(&opt);
+    /* A refused connection means nothing listens: say so after a short retry (a node that
+       is restarting comes back within it), not after the whole --timeout. */
+    opt.refused_ms = CLI_REFUSED_MS;
     if (c->timeout_ms > 0) {
         opt.timeout_ms = c->timeout_ms;
         /* One slow connection attempt must not use up the whole call. */
@@ -135,10 +166,12 @@ static int parse_globals(struct cli *c, int argc, char **argv, int *first)
                 printf("fencelock %s\n", FL_VERSION);
             return EXIT_OK;
         }
-        if (r == OPT_END)
-            cli_say("no command given");
-        if (r == OPT_END || r == OPT_BAD || cli_global(c, r, &it) != EXIT_OK) {
-            fputs(usage_main, stderr);
+        if (r == OPT_END) {
+            cli_say("no command given (see 'fencelock --help')");
+            return EXIT_USAGE;
+        }
+        if (r == OPT_BAD || cli_global(c, r, &it) != EXIT_OK) {
+            cli_say("%s (see 'fencelock --help')", it.err);
             return EXIT_USAGE;
         }
     }
@@ -158,8 +191,7 @@ static int dispatch(struct cli *c, int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[0], commands[i].name) == 0)
             return commands[i].fn(c, argc, argv);
-    cli_say("unknown command '%s'", argv[0]);
-    fputs(usage_main, stderr);
+    cli_say("unknown command '%s' (see 'fencelock --help' for the commands)", argv[0]);
     return EXIT_USAGE;
 }
 

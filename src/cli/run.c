@@ -168,7 +168,7 @@ static int spawn(struct run *r)
     char **env = env_build(r);
     int errp[2];
     if (env == NULL || pipe2(errp, O_CLOEXEC) < 0) {
-        cli_say("lock %s: cannot start '%s': %s", r->o->name, r->o->cmd[0], strerror(errno));
+        cli_say("lock %s: cannot start '%s': %s", r->o->shown, r->o->cmd[0], strerror(errno));
         if (env)
             env_free(env);
         return EXIT_ERROR;
@@ -182,7 +182,7 @@ static int spawn(struct run *r)
     env_free(env);
     if (pid < 0) {
         close(errp[0]);
-        cli_say("lock %s: fork: %s", r->o->name, strerror(fork_errno));
+        cli_say("lock %s: fork: %s", r->o->shown, strerror(fork_errno));
         return EXIT_ERROR;
     }
     setpgid(pid, pid); /* also here: no race with a signal sent before the child did it */
@@ -194,7 +194,7 @@ static int spawn(struct run *r)
     close(errp[0]);
     tty_note_given(&r->tty);
     if (n == (ssize_t)sizeof e) {
-        cli_say("lock %s: cannot run '%s': %s", r->o->name, r->o->cmd[0], strerror(e));
+        cli_say("lock %s: cannot run '%s': %s", r->o->shown, r->o->cmd[0], strerror(e));
         while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
             ;
         r->reaped = 1;
@@ -204,7 +204,7 @@ static int spawn(struct run *r)
     if (tree_guard_start(&r->tree, pid) < 0)
         cli_say("lock %s: no guard process (%s): if fencelock is killed, what '%s' started "
                 "outside its process group keeps running",
-                r->o->name, strerror(errno), r->o->cmd[0]);
+                r->o->shown, strerror(errno), r->o->cmd[0]);
     return EXIT_OK;
 }
 
@@ -339,7 +339,7 @@ static int hold(struct run *r)
         if (r->lost) {
             cli_say("lock %s: lost the lock: the servers did not renew the lease in time or "
                     "ended the session",
-                    r->o->name);
+                    r->o->shown);
             return EXIT_LOST;
         }
         int64_t wait = safe - now;
@@ -407,13 +407,13 @@ static int command_status(const struct run *r)
     if (r->lost) {
         cli_say("lock %s: lost the lock while '%s' ran: the servers did not renew the lease in "
                 "time or ended the session, so '%s' and everything it started were killed",
-                r->o->name, r->o->cmd[0], r->o->cmd[0]);
+                r->o->shown, r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
     if (r->sent_kill || r->sent_term) {
         cli_say("lock %s: gave up the lock while '%s' ran: the servers did not renew the lease "
                 "in time, so '%s' was stopped (SIGTERM) before the lease could run out",
-                r->o->name, r->o->cmd[0], r->o->cmd[0]);
+                r->o->shown, r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
     if (WIFEXITED(r->status))
@@ -460,19 +460,19 @@ static void teardown(struct run *r)
 static int acquired_code(struct run *r)
 {
     if (r->a.signo) {
-        cli_say("lock %s: interrupted by signal %d while acquiring", r->o->name, r->a.signo);
+        cli_say("lock %s: interrupted by signal %d while acquiring", r->o->shown, r->a.signo);
         return 128 + r->a.signo;
     }
     if (r->a.err == FL_OK)
         return EXIT_OK;
     if (r->a.s && (r->a.err == FL_ETIMEOUT || r->a.err == FL_EBUSY)) {
-        cli_say("lock %s: not obtained within the wait", r->o->name);
+        cli_say("lock %s: not obtained within the wait", r->o->shown);
         return EXIT_NOTGOT;
     }
     if (r->a.msg[0])
-        cli_say("lock %s: %s: %s: %s", r->o->name, r->a.what, fl_strerror(r->a.err), r->a.msg);
+        cli_say("lock %s: %s: %s: %s", r->o->shown, r->a.what, fl_strerror(r->a.err), r->a.msg);
     else
-        cli_say("lock %s: %s: %s", r->o->name, r->a.what, fl_strerror(r->a.err));
+        cli_say("lock %s: %s: %s", r->o->shown, r->a.what, fl_strerror(r->a.err));
     return EXIT_ERROR;
 }
 
@@ -483,7 +483,7 @@ static int run_held(struct run *r)
     if (r->o->cmd == NULL)
         return hold(r);
     if (check_lease(r, fl_now_ms()) == 0) {
-        cli_say("lock %s: the session was lost before the command started", r->o->name);
+        cli_say("lock %s: the session was lost before the command started", r->o->shown);
         return EXIT_LOST;
     }
     tty_open(&r->tty);
@@ -511,17 +511,17 @@ int run_locked(struct cli *c, const struct run_opts *o)
     r.tty.fd = -1;
     note_inherited(&r);
     if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-        cli_say("lock %s: setup: %s", o->name, strerror(errno));
+        cli_say("lock %s: setup: %s", o->shown, strerror(errno));
         teardown(&r);
         return EXIT_ERROR;
     }
     int rc = EXIT_ERROR;
     if (cli_client(c) == NULL) {
         teardown(&r);
-        return EXIT_ERROR;
+        return c->client_code;
     }
     if (acquire(c->client, o, r.sigfd, &r.a) < 0) {
-        cli_say("lock %s: cannot start a thread: %s", o->name, strerror(errno));
+        cli_say("lock %s: cannot start a thread: %s", o->shown, strerror(errno));
     } else {
         rc = acquired_code(&r);
         if (rc == EXIT_OK)

@@ -29,7 +29,9 @@
 #include "cli/cli.h"
 
 struct run_opts {
-    const char *name;      /* the lock */
+    const char *name;  /* the lock */
+    const char *shown; /* the lock's name for messages (cut if long): name or shown_buf */
+    char shown_buf[80];
     const char *label;     /* session name (NULL: none) */
     uint64_t ttl_ms;       /* session TTL */
     uint64_t lockdelay_ms; /* lock-delay after an expiry */

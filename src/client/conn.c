@@ -41,6 +41,7 @@ void fl_options_init(struct fl_options *opt)
     opt->connect_timeout_ms = 1000;
     opt->margin_ms = 10;
     opt->drift_ppm = 10000;
+    opt->refused_ms = 0;
 }
 
 int64_t cl_deadline(const fl_client *c)
@@ -174,6 +175,8 @@ fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl
             c->opt.margin_ms = opt->margin_ms;
         if (opt->drift_ppm >= 0 && opt->drift_ppm < 1000000)
             c->opt.drift_ppm = opt->drift_ppm;
+        if (opt->refused_ms > 0)
+            c->opt.refused_ms = opt->refused_ms;
     }
     pthread_mutex_init(&c->mu, NULL);
     if (parse_endpoints(c, endpoints) != 0) {
@@ -227,7 +230,8 @@ static struct timeval ms_tv(int64_t ms)
     return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 }
 
-static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline)
+/* *refused: the attempt failed because nothing listens there (ECONNREFUSED). */
+static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline, bool *refused)
 {
     char host[CL_ADDR_MAX];
     strcpy(host, addr);
@@ -241,6 +245,8 @@ static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline
     if (!rc)
         return NULL;
     if (rc->err) {
+        int e = errno;
+        *refused = rc->err == REDIS_ERR_IO && (e == ECONNREFUSED || strstr(rc->errstr, "refused"));
         cl_fail(c, FL_EUNAVAILABLE, "connect %s: %s", addr, rc->errstr);
         redisFree(rc);
         return NULL;
@@ -251,7 +257,8 @@ static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline
 }
 
 /* Take an idle connection to addr from the pool, or open one. NULL: unreachable. */
-static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, bool *fresh)
+static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, bool *fresh,
+                              bool *refused)
 {
     redisContext *rc = NULL;
     pthread_mutex_lock(&c->mu);
@@ -268,7 +275,7 @@ static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, 
     if (rc)
         redisFree(rc);
     *fresh = true;
-    return connect_to(c, addr, deadline);
+    return connect_to(c, addr, deadline, refused);
 }
 
 static void conn_put(fl_client *c, const char *addr, redisContext *rc)
@@ -444,12 +451,13 @@ static enum step lost_conn(fl_client *c, const char *addr, redisContext *rc, con
 
 /* One attempt against one address. STEP_DONE: *out is the reply. */
 static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
-                         redisReply **out, fl_err *err)
+                         redisReply **out, fl_err *err, bool *refused)
 {
     char addr[CL_ADDR_MAX];
     bool fresh;
     pick_target(c, addr);
-    redisContext *rc = conn_get(c, addr, deadline, &fresh);
+    *refused = false;
+    redisContext *rc = conn_get(c, addr, deadline, &fresh, refused);
     if (!rc) {
         leader_failed(c, addr);
         *err = FL_EUNAVAILABLE;
@@ -488,7 +496,8 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
 {
     int64_t backoff = BACKOFF_MIN_MS;
     fl_err err = FL_EUNAVAILABLE;
-    int quick = 0; /* redirects followed without sleeping */
+    int quick = 0;             /* redirects followed without sleeping */
+    int64_t refused_since = 0; /* every attempt since then was refused; 0: the last was not */
     *out = NULL;
     cl_clear_err(c);
     for (;;) {
@@ -501,11 +510,21 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
         pthread_mutex_lock(&c->mu);
         bool had_leader = c->leader[0] != 0;
         pthread_mutex_unlock(&c->mu);
-        enum step st = attempt(c, m, deadline, flags, out, &err);
+        bool refused;
+        enum step st = attempt(c, m, deadline, flags, out, &err, &refused);
         if (st == STEP_DONE)
             return FL_OK;
         if (st == STEP_FAIL)
             return err;
+        if (!refused)
+            refused_since = 0;
+        else if (refused_since == 0)
+            refused_since = fl_now_ms();
+        else if (c->opt.refused_ms > 0 && fl_now_ms() - refused_since >= c->opt.refused_ms) {
+            char why[CL_ERRMSG_MAX]; /* a copy: cl_fail writes the buffer it came from */
+            snprintf(why, sizeof(why), "%s", fl_client_errmsg(c));
+            return cl_fail(c, FL_EUNAVAILABLE, "nothing listens on any endpoint (%s)", why);
+        }
         pthread_mutex_lock(&c->mu);
         bool redirected = !had_leader && c->leader[0] != 0;
         pthread_mutex_unlock(&c->mu);

@@ -298,7 +298,25 @@ def test_cli_exit_codes(ctx):
                                                                          "k"]):
         r = run(ctx, srv, *bad)
         eq(r.rc, 2, "usage error for %r: %r" % (bad, r))
-        assert "usage:" in r.err, "usage printed to stderr for %r: %r" % (bad, r.err)
+        eq(len(r.err.splitlines()), 1, "one line for %r: %r" % (bad, r.err))
+        assert "--help" in r.err, "the line says where the help is for %r: %r" % (bad, r.err)
+    r = run(ctx, srv, "lock", "j", "echo", "hi")
+    eq(r.rc, 2, "a command without '--': %r" % r)
+    assert "unexpected argument 'echo'" in r.err and "after '--'" in r.err, r.err
+    r = run(ctx, srv, "lock", "")
+    eq(r.rc, 2, "an empty lock name is a usage error: %r" % r)
+    assert "empty" in r.err and len(r.err.splitlines()) == 1, r.err
+    r = run(ctx, None, "--endpoints", "127.0.0.1", "get", "k")
+    eq(r.rc, 2, "an endpoint without a port: %r" % r)
+    assert "'127.0.0.1' is not HOST:PORT" in r.err, r.err
+    r = run(ctx, srv, "lock", "n" * 2000, "--", "true")
+    eq(r.rc, 4, "a name over the server's limit is refused: %r" % r)
+    assert "TOOLARGE" in r.err and "2000 bytes" in r.err and len(r.err) < 400, \
+        "the message does not repeat a 2000-byte name: %r" % r.err
+    # Nothing listens: a few refused connections, then the error, long before --timeout.
+    r = run(ctx, None, "--endpoints", dead_ep, "--timeout", "60s", "get", "k", timeout=30)
+    eq(r.rc, 4, "refused: %r" % r)
+    assert "refused" in r.err and len(r.err.splitlines()) == 1, r.err
     r = run_ok(ctx, None, "--help")
     assert "EXIT" in r.out.upper() and "lock NAME" in r.out, r.out
     for sub in ("lock", "get", "put", "del", "keys", "lock-info", "locks", "fence-check", "status",
@@ -591,7 +609,15 @@ class Terminal:
         self.p.stdin.flush()
 
     def wait(self, timeout=15):
-        rc = self.p.wait(timeout)
+        try:
+            rc = self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            ps = subprocess.run(["ps", "-eo", "pid,ppid,pgid,tpgid,stat,wchan:16,args"],
+                                capture_output=True, text=True).stdout
+            mine = [ln for ln in ps.splitlines() if str(self.p.pid) in ln or "fencelock" in ln
+                    or "sleep" in ln]
+            raise AssertionError("still running after %d s; terminal shows %r; processes:\n%s"
+                                 % (timeout, self.out, "\n".join(mine)))
         self.out += self.p.stdout.read()
         check_clean(self.out.decode("utf-8", "replace"), "fencelock under script(1)")
         return rc
