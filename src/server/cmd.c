@@ -986,11 +986,6 @@ static void readwriteCommand(struct srv_req *r)
 }
 
 /* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
-static void commandCommand(struct srv_req *r)
-{
-    resp_w_array(r->out, 0);
-}
-
 static void quitCommand(struct srv_req *r)
 {
     resp_w_simple(r->out, "OK");
@@ -1009,7 +1004,6 @@ static const struct srv_cmd cmd_table[] = {
     CMD("QUIT", 1, CMD_LOCAL, quitCommand),
     CMD("READONLY", 1, CMD_LOCAL, readonlyCommand),
     CMD("READWRITE", 1, CMD_LOCAL, readwriteCommand),
-    CMD("COMMAND", -1, CMD_LOCAL, commandCommand),
     CMD("CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand),
     CMD("CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand),
     CMD("CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand),
@@ -1033,11 +1027,25 @@ static const struct srv_cmd cmd_table[] = {
 };
 #undef CMD
 
+#define N_CMD_TABLE (sizeof(cmd_table) / sizeof(cmd_table[0]))
+
+size_t srv_cmd_count(void)
+{
+    return N_CMD_TABLE + srv_n_conn_cmds;
+}
+
+const struct srv_cmd *srv_cmd_at(size_t i)
+{
+    return i < N_CMD_TABLE ? &cmd_table[i] : &srv_conn_cmds[i - N_CMD_TABLE];
+}
+
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
 {
-    for (size_t i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
-        if (resp_arg_eq(name, cmd_table[i].name, cmd_table[i].len))
-            return &cmd_table[i];
+    for (size_t i = 0; i < srv_cmd_count(); i++) {
+        const struct srv_cmd *cmd = srv_cmd_at(i);
+        if (resp_arg_eq(name, cmd->name, cmd->len))
+            return cmd;
+    }
     return NULL;
 }
 
@@ -1104,6 +1112,7 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     const struct srv_cmd *cmd = srv_cmd_lookup(&argv[0]);
     struct srv_req r = {.s = s, .c = c, .argc = argc, .argv = argv, .proto = c->proto};
     s->m.commands++;
+    c->last_cmd_ms = uv_now(s->loop);
     /* libraft has no role callback: look now, so no command is answered from a stale role. */
     srv_poll_leadership(s);
     bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ));

@@ -341,6 +341,7 @@ static void on_connection(uv_stream_t *server, int status)
     resp_parser_init(&c->ps, &lim);
     c->proto = 2;
     c->id = ++s->next_conn_id;
+    c->created_ms = c->last_cmd_ms = uv_now(s->loop);
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;

@@ -142,6 +142,9 @@ struct srv_conn {
     bool writing, closing, close_after_write, reading, processing;
     bool stale_reads; /* READONLY: reads from local state, no barrier */
     uint64_t id;
+    /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
+    char name[129], lib_name[65], lib_ver[33];
+    uint64_t created_ms, last_cmd_ms; /* uv_now() at accept and at the latest command */
 };
 
 struct srv_read_list {
@@ -239,6 +242,13 @@ struct srv_cmd {
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
+/* Every command, for COMMAND: i in [0, srv_cmd_count()). */
+size_t srv_cmd_count(void);
+const struct srv_cmd *srv_cmd_at(size_t i);
+/* The connection-management commands (cmd_conn.c: ECHO, SELECT, DBSIZE, CLIENT, COMMAND),
+   looked up after cmd.c's own table. */
+extern const struct srv_cmd srv_conn_cmds[];
+extern const size_t srv_n_conn_cmds;
 /* Run a parsed command for connection c (flags decide sync / write / read paths). */
 void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv);
 /* Answer one read after its barrier; true if the reply will come later (srv_slot_done then). */
