@@ -112,7 +112,8 @@ run: deps
 	$(MAKE) SAN=0 $(B)/fencelockd
 	./$(B)/fencelockd $(ARGS)
 
-# A local N-node cluster (scripts/cluster.sh: ports 7480+10*(i-1), data in ./var/node<i>).
+# A local N-node cluster (scripts/cluster.sh: ports 7480+10*(i-1), data in ./var/node<i>;
+# BASE_PORT=P moves the ports to P+10*(i-1) and the data to ./var/portP/node<i>).
 N ?= 3
 cluster: deps
 	$(MAKE) SAN=0 build/release/fencelockd
