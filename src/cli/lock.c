@@ -17,7 +17,7 @@ static const char usage_lock[] =
     "get SIGTERM when less than the kill grace is left and SIGKILL when the lease may have run\n"
     "out, so they are dead before the servers can give the lock to anyone else. When CMD\n"
     "exits, whatever it left running is killed before the lock is released.\n"
-    "  --ttl DUR         session TTL (default 10s)\n"
+    "  --ttl DUR         session TTL (default 10s; at least 1s)\n"
     "  --wait DUR        give up (exit 3) if not granted within DUR (default: wait for ever;\n"
     "                    0: try once)\n"
     "  --lock-delay DUR  keep the lock unavailable this long if the session expires (default 0)\n"

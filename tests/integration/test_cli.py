@@ -7,14 +7,16 @@ build/asan/fencelockd). What must hold:
   - exit codes: CMD's status, 128+N, 3 not obtained within --wait, 4 unreachable, 2 usage,
     5 lock lost, 127 not found;
   - signals reach CMD's process group; the lock is released (no lock-delay) when CMD ends;
-  - CMD gets the terminal (input, Ctrl-C, Ctrl-\\) when run from one (under script(1));
+  - CMD gets the terminal (input, Ctrl-C, Ctrl-\\, Ctrl-Z and fg) under an interactive bash;
   - nothing CMD started outlives it, the lease, or a kill -9 of the CLI;
   - the inspection and admin subcommands print what the RESP commands see (--json parsed).
 """
 
 import json
 import os
+import pty
 import random
+import re
 import select
 import signal
 import subprocess
@@ -572,85 +574,120 @@ def test_cli_status_and_members_transfer(ctx):
 
 
 class Terminal:
-    """The CLI under script(1): a pseudo-terminal whose foreground group gets what we type."""
+    """An interactive bash on a pseudo-terminal (Python's pty, as script(1) makes one), with
+    job control: what we type goes to the terminal's foreground process group, Ctrl-C/Ctrl-\\
+    and Ctrl-Z are turned into signals by the terminal, and bash reports stopped jobs."""
 
-    def __init__(self, ctx, servers, *args):
-        cmd = " ".join("'%s'" % str(a).replace("'", "'\\''") for a in
-                       [cli_path(ctx), "--endpoints", endpoints(servers)] + list(args))
-        # A runner started in the background of a non-interactive shell ignores SIGINT and
-        # SIGQUIT, and ignored signals stay ignored across exec: undo that for the terminal.
-        def default_signals():
-            for sig in (signal.SIGINT, signal.SIGQUIT):
-                signal.signal(sig, signal.SIG_DFL)
-        self.p = subprocess.Popen(["script", "-qfec", cmd, "/dev/null"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  env=cli_env(), cwd=ctx.workdir, preexec_fn=default_signals)
+    def __init__(self, ctx):
+        env = cli_env({"PS1": "PROMPT$ ", "HISTFILE": "/dev/null", "TERM": "dumb"})
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: a session leader whose controlling terminal is the pty
+            try:
+                for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP):
+                    signal.signal(sig, signal.SIG_DFL)
+                os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
+            finally:
+                os._exit(127)
         self.out = b""
+        self.mark = 0  # expect() looks only at what came after the last type()
 
         def cleanup():
-            if self.p.poll() is None:
-                self.p.kill()
-                self.p.wait(10)
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            os.close(self.fd)
         ctx.defer(cleanup)
+        self.expect(b"PROMPT$ ")
 
     def expect(self, what, timeout=15):
         end = time.monotonic() + timeout
-        while what not in self.out:
+        while what not in self.out[self.mark:]:
             left = end - time.monotonic()
             assert left > 0, "%r never appeared on the terminal; it shows %r" % (what, self.out)
-            r, _, _ = select.select([self.p.stdout], [], [], min(left, 0.2))
+            r, _, _ = select.select([self.fd], [], [], min(left, 0.2))
             if r:
-                d = os.read(self.p.stdout.fileno(), 4096)
+                try:
+                    d = os.read(self.fd, 4096)
+                except OSError:
+                    d = b""
                 assert d, "the terminal closed before %r appeared: %r" % (what, self.out)
                 self.out += d
+        check_clean(self.out.decode("utf-8", "replace"), "fencelock on a terminal")
 
     def type(self, data):
-        self.p.stdin.write(data)
-        self.p.stdin.flush()
+        self.mark = len(self.out)
+        os.write(self.fd, data)
 
-    def wait(self, timeout=15):
-        try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            ps = subprocess.run(["ps", "-eo", "pid,ppid,pgid,tpgid,stat,wchan:16,args"],
-                                capture_output=True, text=True).stdout
-            mine = [ln for ln in ps.splitlines() if str(self.p.pid) in ln or "fencelock" in ln
-                    or "sleep" in ln]
-            raise AssertionError("still running after %d s; terminal shows %r; processes:\n%s"
-                                 % (timeout, self.out, "\n".join(mine)))
-        self.out += self.p.stdout.read()
-        check_clean(self.out.decode("utf-8", "replace"), "fencelock under script(1)")
-        return rc
+    def status(self):
+        """The exit status of the last command, from bash (the digits are not in the echo of
+        the typed line, which shows "$?")."""
+        self.type(b"echo st=$?.\n")
+        found = []
+
+        def got():
+            m = re.search(rb"st=(\d+)\.", self.out[self.mark:])
+            if m:
+                found.append(int(m.group(1)))
+            return bool(m)
+        end = time.monotonic() + 15
+        while not got():
+            assert time.monotonic() < end, "no exit status on the terminal: %r" % self.out
+            r, _, _ = select.select([self.fd], [], [], 0.2)
+            if r:
+                self.out += os.read(self.fd, 4096)
+        return found[0]
 
 
 def test_cli_interactive_command_gets_the_terminal(ctx):
     srv = [ctx.srv]
     c = ctx.conn()
-    # Typed input reaches the command (it is the terminal's foreground group), then Ctrl-C
-    # (sent by the terminal to that group) ends it and the CLI releases the lock.
-    t = Terminal(ctx, srv, "lock", "job", "--", "sh", "-c",
-                 'printf "name? "; read x; echo "got $x"; echo waiting; sleep 60')
+    t = Terminal(ctx)
+    cli = "'%s' --endpoints %s" % (cli_path(ctx), endpoints(srv))
+    # Typed input reaches the command (it is the terminal's foreground group); then Ctrl-C,
+    # sent by the terminal to that group, ends it and the CLI releases the lock. (The quotes
+    # in na""me keep the echo of the typed command line from matching.)
+    t.type(b"%s lock job -- sh -c 'printf \"na\"\"me? \"; read x; echo \"got $x\"; "
+           b"echo wait\"\"ing; sleep 60'\n" % cli.encode())
     t.expect(b"name? ")
     t.type(b"bob\n")
     t.expect(b"got bob")
     t.expect(b"waiting")
     assert lock_info(c, "job")["holder"] != 0, "held while the command runs"
     t.type(b"\x03")
-    eq(t.wait(), 128 + signal.SIGINT, "Ctrl-C ended the command: %r" % t.out)
+    t.expect(b"PROMPT$ ")
+    eq(t.status(), 128 + signal.SIGINT, "Ctrl-C ended the command: %r" % t.out)
     eq(lock_info(c, "job"), None, "Ctrl-C left no lock held")
-    # Ctrl-\ (SIGQUIT) reaches it too; an ignored Ctrl-C does not end it.
-    t = Terminal(ctx, srv, "lock", "job", "--", "sh", "-c",
-                 "trap '' INT; echo ready; while :; do sleep 0.1; done")
+
+    # An ignored Ctrl-C does not end it; Ctrl-\\ (SIGQUIT) does.
+    t.type(b"%s lock job -- sh -c \"trap '' INT; echo rea''dy; while :; do sleep 0.1; done\"\n"
+           % cli.encode())
     t.expect(b"ready")
     t.type(b"\x03")
     time.sleep(0.3)
-    assert t.p.poll() is None, "a command that ignores SIGINT keeps running: %r" % t.out
+    assert lock_info(c, "job")["holder"] != 0, "still held: the command ignores SIGINT"
     t.type(b"\x1c")
-    eq(t.wait(), 128 + signal.SIGQUIT, "Ctrl-\\ ended the command: %r" % t.out)
+    t.expect(b"PROMPT$ ")
+    eq(t.status(), 128 + signal.SIGQUIT, "Ctrl-\\\\ ended the command: %r" % t.out)
     eq(lock_info(c, "job"), None)
-    # The shell gets the terminal back: a command read after the CLI exits works.
-    t = Terminal(ctx, srv, "lock", "job", "--", "true")
-    eq(t.wait(), 0)
+
+    # Ctrl-Z stops the job (bash says so and gets the terminal back); fg continues it with the
+    # terminal, so the command reads what is typed next.
+    t.type(b"%s lock job -- sh -c 'echo sta\"\"rted; read x; echo \"got $x\"'\n" % cli.encode())
+    t.expect(b"started")
+    time.sleep(0.2)
+    t.type(b"\x1a")
+    t.expect(b"Stopped")
+    t.expect(b"PROMPT$ ")
+    assert lock_info(c, "job")["holder"] != 0, "a stopped job keeps its lock (within the TTL)"
+    t.type(b"fg\n")
+    time.sleep(0.5)
+    t.type(b"alice\n")
+    t.expect(b"got alice")
+    t.expect(b"PROMPT$ ")
+    eq(t.status(), 0, "the command finished after fg: %r" % t.out)
+    eq(lock_info(c, "job"), None)
 
 
 def marker():
