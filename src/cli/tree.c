@@ -208,8 +208,9 @@ static struct proc *procs_read(size_t *n)
 }
 
 /* Signal every live descendant of ours except the guard; returns how many were signalled.
-   Parents come before their children in the marking below, so a child re-parented to us
-   between two rounds is found in the next one. */
+   A process is a descendant if its parent is us or a descendant: marked to a fixed point over
+   one snapshot of /proc. A process born after the snapshot is caught by the caller's next
+   round (tree_kill_all repeats until a round signals nobody). */
 static int walk_signal(const struct tree *k, int sig)
 {
     size_t n;
