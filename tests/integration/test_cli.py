@@ -704,12 +704,15 @@ def test_cli_kills_every_descendant(ctx):
     c = ctx.conn()
     m = marker()
     ctx.defer(lambda: subprocess.run(["pkill", "-KILL", "-f", "^sleep %s$" % m]))
-    # Background jobs, a setsid'd process and a double fork, all left behind when CMD exits.
+    # Background jobs, a setsid'd process and a double fork, all left behind when CMD exits;
+    # also without a cgroup (the fallback: the subreaper's walk over /proc finds them).
     spread = "sleep %s & setsid sleep %s & (sleep %s &); " % (m, m, m)
-    r = run(ctx, srv, "lock", "a", "--", "sh", "-c", spread + "echo started")
-    eq((r.rc, r.out), (0, "started\n"), "the command's own status: %r" % r)
-    eq(left_running(m), [], "every process the command started is gone once it exited")
-    eq(lock_info(c, "a"), None)
+    for env in (None, {"FENCELOCK_NO_CGROUP": "1"}):
+        r = run(ctx, srv, "lock", "a", "--", "sh", "-c", spread + "echo started", env=env)
+        eq((r.rc, r.out), (0, "started\n"), "the command's own status (%r): %r" % (env, r))
+        eq(left_running(m), [], "every process the command started is gone once it exited "
+                                "(%r)" % env)
+        eq(lock_info(c, "a"), None)
 
     # The lease is lost (an operator closes the session): everything dies, not only the group.
     pid_path = ctx.tmp("P")
