@@ -588,14 +588,12 @@ static void pingCommand(struct srv_req *r)
 static void helloCommand(struct srv_req *r)
 {
     uint64_t v = (uint64_t)r->proto;
-    if (r->argc > 2) {
-        reply_err(r, "ERR HELLO takes only a protocol version here (no AUTH or SETNAME)");
-        return;
-    }
-    if (r->argc == 2 && (resp_parse_u64(r->argv[1].p, r->argv[1].len, &v) || v < 2 || v > 3)) {
+    if (r->argc >= 2 && (resp_parse_u64(r->argv[1].p, r->argv[1].len, &v) || v < 2 || v > 3)) {
         reply_err(r, "NOPROTO unsupported protocol version");
         return;
     }
+    if (srv_hello_options(r) != 0) /* AUTH, SETNAME: cmd_conn.c */
+        return;
     r->proto = (int)v;
     if (r->c)
         r->c->proto = (int)v;

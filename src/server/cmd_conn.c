@@ -239,6 +239,39 @@ static void clientCommand(struct srv_req *r)
     }
 }
 
+/* ---- HELLO's options ---- */
+
+/* fencelock has no users or passwords: AUTH is accepted for Redis' "default" user (as a
+   Redis whose default user has nopass accepts any password), refused for any other name. */
+int srv_hello_options(struct srv_req *r)
+{
+    const struct resp_arg *name = NULL;
+    for (size_t i = 2; i < r->argc; i++) {
+        if (resp_arg_is(&r->argv[i], "auth") && i + 2 < r->argc) {
+            if (!resp_arg_is(&r->argv[i + 1], "default")) {
+                resp_w_error(r->out, "WRONGPASS invalid username-password pair or user is "
+                                     "disabled.");
+                return -1;
+            }
+            i += 2;
+        } else if (resp_arg_is(&r->argv[i], "setname") && i + 1 < r->argc) {
+            name = &r->argv[++i];
+            if (!name_ok(name) || name->len >= sizeof r->c->name) {
+                resp_w_error(r->out, "ERR Client names cannot contain spaces, newlines or "
+                                     "special characters.");
+                return -1;
+            }
+        } else {
+            int shown = (int)(r->argv[i].len > 64 ? 64 : r->argv[i].len);
+            resp_w_errorf(r->out, "ERR Syntax error in HELLO option '%.*s'", shown, r->argv[i].p);
+            return -1;
+        }
+    }
+    if (name && r->c)
+        put_str(r->c->name, sizeof r->c->name, name);
+    return 0;
+}
+
 /* ---- COMMAND ---- */
 
 static void lower_name(const struct srv_cmd *cmd, char *out, size_t n)

@@ -248,6 +248,9 @@ const struct srv_cmd *srv_cmd_at(size_t i);
 /* The connection-management commands (cmd_conn.c: ECHO, SELECT, DBSIZE, CLIENT, COMMAND),
    looked up after cmd.c's own table. */
 extern const struct srv_cmd srv_conn_cmds[];
+/* HELLO's options after the version (AUTH default any, SETNAME name): 0, or -1 with the
+   error written (and nothing changed). */
+int srv_hello_options(struct srv_req *r);
 extern const size_t srv_n_conn_cmds;
 /* Run a parsed command for connection c (flags decide sync / write / read paths). */
 void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv);

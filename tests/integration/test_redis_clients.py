@@ -54,6 +54,15 @@ def test_connection_commands_raw(ctx):
     assert "unknown subcommand" in str(c.call("CLIENT", "NOPE")), c.call("CLIENT", "NOPE")
     expect_err(c.call("CLIENT"), "ERR", "CLIENT needs a subcommand")
 
+    # HELLO's options, as RESP3 clients send them on connect.
+    h = Conn(ctx.srv.port)
+    reply = h.call("HELLO", 3, "AUTH", "default", "anything", "SETNAME", "r3-app")
+    assert not isinstance(reply, RespError), reply
+    eq(h.call("CLIENT", "GETNAME"), b"r3-app", "HELLO SETNAME")
+    expect_err(h.call("HELLO", 3, "AUTH", "alice", "pw"), "WRONGPASS", "only the default user")
+    expect_err(h.call("HELLO", 3, "BOGUS"), "ERR", "an unknown HELLO option")
+    h.close()
+
     n = expect_int(c.call("COMMAND", "COUNT"))
     table = c.call("COMMAND")
     eq(len(table), n, "COMMAND lists COUNT entries")
