@@ -26,6 +26,8 @@
 
 #include <raft.h>
 
+#include "raft/snapguard.h"
+
 /* libraft 0.15 dereferences NULL when it rolls back a configuration change whose committed
  * predecessor was compacted by a snapshot; 0.22 keeps a copy of the committed configuration. */
 #if RAFT_VERSION_NUMBER < 2201
@@ -106,6 +108,7 @@ struct rn {
     struct batch *failed;     /* batches raft_apply refused, told from the prepare handle */
     uv_prepare_t flush;       /* submits the open batch before the loop blocks */
     uv_timer_t lazy;          /* submits an open batch of lazy commands after cfg.lazy_ms */
+    struct snapguard guard;   /* holds InstallSnapshot while we write one */
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
     struct chg *changes;                 /* membership changes and transfers in flight */
@@ -232,6 +235,10 @@ static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
 static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
     struct rn *rn = rf->data;
+    /* An InstallSnapshot waits for our last write to finish (snapguard.h): starting another
+     * write now would keep it waiting. libraft simply tries again after a later event. */
+    if (snapguard_holding(&rn->guard))
+        return RAFT_BUSY;
     struct buf b;
     buf_init(&b);
     uint64_t t0 = uv_hrtime();
@@ -331,6 +338,7 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rn->threshold = cfg->snapshot_threshold;
     raft_set_snapshot_threshold(&rn->raft, rn->threshold);
     raft_set_snapshot_trailing(&rn->raft, cfg->snapshot_trailing);
+    snapguard_init(&rn->guard, loop, &rn->raft, log);
     uv_prepare_init(loop, &rn->flush);
     rn->flush.data = rn;
     uv_prepare_start(&rn->flush, flush_cb);
@@ -834,6 +842,7 @@ int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 
 static void flush_closed(uv_handle_t *h);
 static void lazy_closed(uv_handle_t *h);
+static void guard_closed(struct snapguard *g);
 
 static void free_rn(struct rn *rn)
 {
@@ -846,6 +855,12 @@ static void free_rn(struct rn *rn)
         batch_free(rn, b);
     }
     rn->open = rn->failed = NULL;
+    snapguard_close(&rn->guard, guard_closed);
+}
+
+static void guard_closed(struct snapguard *g)
+{
+    struct rn *rn = (struct rn *)((char *)g - offsetof(struct rn, guard));
     uv_close((uv_handle_t *)&rn->lazy, lazy_closed);
 }
 
