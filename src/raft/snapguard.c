@@ -36,8 +36,11 @@ static void deliver_cb(uv_check_t *h)
     g->held_address = NULL;
     g->holding = false;
     uv_check_stop(&g->check);
-    LOGI(g->log, "raft: delivering the InstallSnapshot (index %llu) held back from %llu",
-         (unsigned long long)m.install_snapshot.last_index, (unsigned long long)m.server_id);
+    LOGI(g->log,
+         "raft: delivering the InstallSnapshot (index %llu) from %llu held back (%llu copies "
+         "superseded so far)",
+         (unsigned long long)m.install_snapshot.last_index, (unsigned long long)m.server_id,
+         (unsigned long long)g->replaced_total);
     /* From a check handle, outside every libraft callback: as if it had just arrived. */
     g->recv(g->raft->io, &m);
     free(address);
@@ -54,11 +57,12 @@ static void hold(struct snapguard *g, struct raft_message *m)
         raft_free(m->install_snapshot.data.base);
         return;
     }
-    LOGI(g->log,
-         "raft: InstallSnapshot (index %llu, term %llu) from %llu held back until our own "
-         "snapshot write completes (libraft 0.22.1 crashes on it otherwise)",
-         (unsigned long long)m->install_snapshot.last_index,
-         (unsigned long long)m->install_snapshot.term, (unsigned long long)m->server_id);
+    /* A leader resends on every rejected heartbeat: one line per wait, not per copy. */
+    log_msg(g->log, g->holding ? LOG_DEBUG : LOG_INFO,
+            "raft: InstallSnapshot (index %llu, term %llu) from %llu held back until our own "
+            "snapshot write completes (libraft 0.22.1 crashes on it otherwise)",
+            (unsigned long long)m->install_snapshot.last_index,
+            (unsigned long long)m->install_snapshot.term, (unsigned long long)m->server_id);
     if (g->holding)
         g->replaced_total++;
     drop(g);
