@@ -356,9 +356,29 @@ fail:
     return -1;
 }
 
+/*
+ * kill -9 soon after a snapshot can leave only entries older than the newest snapshot on disk,
+ * some in open segments. libraft 0.22.1's loader then finalizes those open segments and refuses
+ * ("last entry on disk has index L, which is behind last snapshot's index S"); a second load
+ * sees closed segments only, all behind the snapshot, and starts from the snapshot. libraft
+ * makes that second pass itself only with auto-recovery, which we turn off (it would also drop
+ * unreadable segments). Nothing after the snapshot exists on disk, so nothing is lost; a failed
+ * load changes no state of struct raft, so raft_start may run again.
+ */
+static bool load_needs_second_pass(struct rn *rn, int rv)
+{
+    const char *m = raft_errmsg(&rn->raft);
+    return rv == RAFT_CORRUPT && m && strstr(m, "which is behind last snapshot");
+}
+
 static int start_raft(struct rn *rn, char *err, size_t errlen)
 {
     int rv = raft_start(&rn->raft);
+    if (load_needs_second_pass(rn, rv)) {
+        LOGW(rn->log, "raft: %s: loading %s again (its open segments are closed now)",
+             raft_errmsg(&rn->raft), rn->data_dir);
+        rv = raft_start(&rn->raft);
+    }
     if (rv) {
         snprintf(err, errlen, "raft_start: %s", raft_errmsg(&rn->raft));
         return -1;
