@@ -74,12 +74,30 @@ static void hold(struct snapguard *g, struct raft_message *m)
     uv_check_start(&g->check, deliver_cb);
 }
 
+/*
+ * While libraft installs a snapshot it ignores another InstallSnapshot (the leader resends one
+ * on every rejected heartbeat) and never frees its data and configuration
+ * (replicationInstallSnapshot returns early): a whole snapshot leaked per copy. Its term and
+ * leader still count, so the message goes on, emptied; nothing reads the payload on that path.
+ */
+static void strip(struct snapguard *g, struct raft_message *m)
+{
+    raft_configuration_close(&m->install_snapshot.conf);
+    raft_configuration_init(&m->install_snapshot.conf);
+    raft_free(m->install_snapshot.data.base);
+    m->install_snapshot.data.base = NULL;
+    m->install_snapshot.data.len = 0;
+    g->stripped_total++;
+}
+
 static void recv_cb(struct raft_io *io, struct raft_message *m)
 {
     struct raft *r = io->data;
     struct snapguard *g = r->data;
-    if (m->type == RAFT_INSTALL_SNAPSHOT && !g->closing && !r->legacy.closing &&
-        (r->legacy.snapshot_taking || g->holding)) {
+    if (m->type == RAFT_INSTALL_SNAPSHOT && r->snapshot.installing && !r->legacy.closing)
+        strip(g, m);
+    else if (m->type == RAFT_INSTALL_SNAPSHOT && !g->closing && !r->legacy.closing &&
+             (r->legacy.snapshot_taking || g->holding)) {
         hold(g, m);
         return;
     }

@@ -16,6 +16,11 @@
  * so no new write can start before the held message is delivered. A delayed message is
  * something Raft tolerates by design; the leader waits for the answer to its InstallSnapshot.
  *
+ * A second libraft 0.22.1 defect on the same path: an InstallSnapshot that arrives while
+ * libraft installs one is ignored and its data and configuration leak (a whole snapshot per
+ * resent copy). The guard frees them and passes the emptied message on (its term and leader
+ * still count).
+ *
  * Owns: the held message (its snapshot data, configuration and a copy of the sender's address)
  * until it is delivered or snapguard_close frees it. Uses raft->data (libraft leaves it to the
  * user) to find itself from the raft_io callbacks.
@@ -42,6 +47,7 @@ struct snapguard {
     bool holding, closing;
     uint64_t held_total;     /* InstallSnapshots ever held back */
     uint64_t replaced_total; /* held ones superseded by a newer one before delivery */
+    uint64_t stripped_total; /* arrived while libraft installed one: payload freed here */
     void (*closed)(struct snapguard *g);
 };
 

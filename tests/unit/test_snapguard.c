@@ -46,6 +46,11 @@ struct node {
     struct raft_io_snapshot_put *take_req;
     int take_status;
     bool take_written; /* on disk; libraft not told yet */
+    /* the write of an installed snapshot, held back when hold_install */
+    bool hold_install, install_written;
+    raft_io_snapshot_put_cb install_cb;
+    struct raft_io_snapshot_put *install_req;
+    int install_status;
     /* libuv start, wrapped to learn the receive callback */
     int (*real_start)(struct raft_io *, unsigned, raft_io_tick_cb, raft_io_recv_cb);
     raft_io_recv_cb deliver;
@@ -97,13 +102,25 @@ static void take_done(struct raft_io_snapshot_put *req, int status)
     the_node->take_written = true;
 }
 
-/* Installing a received snapshot (trailing 0) goes through untouched. */
+static void install_done(struct raft_io_snapshot_put *req, int status)
+{
+    (void)req;
+    the_node->install_status = status;
+    the_node->install_written = true;
+}
+
+/* Installing a received snapshot (trailing 0) is held back only when hold_install. */
 static int put_wrap(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
                     const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
 {
     struct node *n = the_node;
-    if (trailing == 0)
+    if (trailing == 0 && !n->hold_install)
         return n->real_put(io, trailing, req, snapshot, cb);
+    if (trailing == 0) {
+        n->install_req = req;
+        n->install_cb = cb;
+        return n->real_put(io, trailing, req, snapshot, install_done);
+    }
     n->take_req = req;
     n->take_cb = cb;
     return n->real_put(io, trailing, req, snapshot, take_done);
@@ -160,6 +177,10 @@ static bool is_leader(struct node *n)
 static bool took_snapshot(struct node *n)
 {
     return n->take_written;
+}
+static bool install_written(struct node *n)
+{
+    return n->install_written;
 }
 static bool did_restore(struct node *n)
 {
@@ -262,6 +283,7 @@ enum variant {
     GUARDED,       /* one InstallSnapshot held, then installed */
     GUARDED_TWICE, /* a second one arrives while the first is held: the newer is installed */
     GUARDED_CLOSE, /* the node shuts down while one is held: freed, nothing leaks */
+    INSTALLING,    /* copies arrive while libraft installs one: emptied, nothing leaks */
 };
 
 static int node_stop(struct node *n)
@@ -286,6 +308,7 @@ static int scenario(enum variant v)
     struct node *n = calloc(1, sizeof(*n));
     if (!n || node_start(n, guarded))
         return E_START;
+    n->hold_install = v == INSTALLING;
     if (!run_until(n, is_leader, 5000))
         return E_LEADER;
     /* Commands until a snapshot was taken and written (its completion held back). */
@@ -311,11 +334,23 @@ static int scenario(enum variant v)
     n->take_cb(n->take_req, n->take_status);
     if (v == GUARDED_CLOSE)
         return n->restored ? E_RESTORE : node_stop(n);
+    if (v == INSTALLING) {
+        /* The held message went to libraft, whose install write is now held back: the leader
+         * resends (libraft 0.22.1 would leak each copy's data and configuration). */
+        if (!run_until(n, install_written, 5000) || !n->raft.snapshot.installing)
+            return E_RESTORE;
+        inject_install(n, 'C');
+        inject_install(n, 'D');
+        if (n->guard.stripped_total != 2)
+            return E_PENDING;
+        n->install_cb(n->install_req, n->install_status);
+    }
     char want = v == GUARDED_TWICE ? 'B' : 'A';
     if (!run_until(n, did_restore, 5000) || n->restored_tag != want)
         return E_RESTORE;
     if (guarded &&
         (n->guard.held_total != (v == GUARDED_TWICE ? 2u : 1u) ||
+         n->guard.stripped_total != (v == INSTALLING ? 2u : 0u) ||
          n->guard.replaced_total != (v == GUARDED_TWICE ? 1u : 0u) || snapguard_holding(&n->guard)))
         return E_PENDING;
     return node_stop(n);
@@ -371,6 +406,11 @@ TEST(test_newer_install_snapshot_replaces_the_held_one)
     CHECK(guarded_ok(GUARDED_TWICE));
 }
 
+TEST(test_install_snapshot_copies_during_an_install_do_not_leak)
+{
+    CHECK(guarded_ok(INSTALLING));
+}
+
 TEST(test_shutdown_with_a_held_install_snapshot_frees_it)
 {
     CHECK(guarded_ok(GUARDED_CLOSE));
@@ -382,5 +422,6 @@ int main(void)
     RUN(test_install_snapshot_during_own_snapshot_write_is_held_and_installed);
     RUN(test_newer_install_snapshot_replaces_the_held_one);
     RUN(test_shutdown_with_a_held_install_snapshot_frees_it);
+    RUN(test_install_snapshot_copies_during_an_install_do_not_leak);
     TEST_MAIN_END();
 }
