@@ -6,6 +6,8 @@
  *   HELD --another InstallSnapshot received: hold() frees the older--> HELD
  *   HELD --check handle sees snapshot_taking clear: deliver()--> NONE (libraft owns it)
  *   HELD --snapguard_close: drop()--> NONE (freed here)
+ * An InstallSnapshot received while libraft installs one is never held: strip() empties it
+ * and it goes on at once. (Nothing is held then: an install starts only from a delivery.)
  * Invariant: g->holding == (check handle active) outside these functions.
  */
 #include "raft/snapguard.h"
