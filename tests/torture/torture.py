@@ -4,7 +4,10 @@
 per run and the verdicts of tests/torture/checkers.py.
 
     python3 tests/torture/torture.py --bin build/asan/fencelockd --seconds 60 --nodes 3 \
-        [--seed S] [--workloads all|register,mutex,...] [--out DIR]
+        [--seed S] [--workloads all|register,mutex,...] [--out DIR] [--snapshots] [--cores]
+
+--snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
+pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
 
 The orchestrator owns every process it starts (servers, workers) and every fault it makes;
 all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR: history/
