@@ -155,8 +155,11 @@ clean:
 
 # make torture: the Jepsen-style suite (tests/torture/, docs/testing.md "Torture") on real 3-
 # and 5-node clusters under ASan; TORTURE_SECONDS per 3-node run (the 5-node run gets a third),
-# TORTURE_SEED to replay a run (default: a fresh seed, printed first).
+# TORTURE_SEED to replay a run (default: a fresh seed, printed first). Then the snapshot-heavy
+# mode (--snapshots: tiny thresholds, leader pauses, lagging followers; issue 13) on 3 nodes
+# for TORTURE_SNAPSHOT_SECONDS.
 TORTURE_SECONDS ?= 600
+TORTURE_SNAPSHOT_SECONDS ?= 300
 TORTURE_SEED ?=
 $(B)/tests/torture/worker: tests/torture/worker.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
@@ -171,6 +174,9 @@ torture:
 	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 5 \
 	  --seconds $$(( $(TORTURE_SECONDS) / 3 + 1 )) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
 	  --out build/torture/n5
+	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 3 --snapshots \
+	  --seconds $(TORTURE_SNAPSHOT_SECONDS) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
+	  --out build/torture/snap
 
 # make bench: the side-by-side lock benchmark (issue 6; bench/README.md, docs/performance.md):
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and

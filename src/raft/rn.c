@@ -26,6 +26,8 @@
 
 #include <raft.h>
 
+#include "raft/snapguard.h"
+
 /* libraft 0.15 dereferences NULL when it rolls back a configuration change whose committed
  * predecessor was compacted by a snapshot; 0.22 keeps a copy of the committed configuration. */
 #if RAFT_VERSION_NUMBER < 2201
@@ -106,6 +108,7 @@ struct rn {
     struct batch *failed;     /* batches raft_apply refused, told from the prepare handle */
     uv_prepare_t flush;       /* submits the open batch before the loop blocks */
     uv_timer_t lazy;          /* submits an open batch of lazy commands after cfg.lazy_ms */
+    struct snapguard guard;   /* holds InstallSnapshot while we write one */
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
     struct chg *changes;                 /* membership changes and transfers in flight */
@@ -232,6 +235,10 @@ static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
 static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
     struct rn *rn = rf->data;
+    /* An InstallSnapshot waits for our last write to finish (snapguard.h): starting another
+     * write now would keep it waiting. libraft simply tries again after a later event. */
+    if (snapguard_holding(&rn->guard))
+        return RAFT_BUSY;
     struct buf b;
     buf_init(&b);
     uint64_t t0 = uv_hrtime();
@@ -331,6 +338,7 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rn->threshold = cfg->snapshot_threshold;
     raft_set_snapshot_threshold(&rn->raft, rn->threshold);
     raft_set_snapshot_trailing(&rn->raft, cfg->snapshot_trailing);
+    snapguard_init(&rn->guard, loop, &rn->raft, log);
     uv_prepare_init(loop, &rn->flush);
     rn->flush.data = rn;
     uv_prepare_start(&rn->flush, flush_cb);
@@ -348,9 +356,29 @@ fail:
     return -1;
 }
 
+/*
+ * kill -9 soon after a snapshot can leave only entries older than the newest snapshot on disk,
+ * some in open segments. libraft 0.22.1's loader then finalizes those open segments and refuses
+ * ("last entry on disk has index L, which is behind last snapshot's index S"); a second load
+ * sees closed segments only, all behind the snapshot, and starts from the snapshot. libraft
+ * makes that second pass itself only with auto-recovery, which we turn off (it would also drop
+ * unreadable segments). Nothing after the snapshot exists on disk, so nothing is lost; a failed
+ * load changes no state of struct raft, so raft_start may run again.
+ */
+static bool load_needs_second_pass(struct rn *rn, int rv)
+{
+    const char *m = raft_errmsg(&rn->raft);
+    return rv == RAFT_CORRUPT && m && strstr(m, "which is behind last snapshot");
+}
+
 static int start_raft(struct rn *rn, char *err, size_t errlen)
 {
     int rv = raft_start(&rn->raft);
+    if (load_needs_second_pass(rn, rv)) {
+        LOGW(rn->log, "raft: %s: loading %s again (its open segments are closed now)",
+             raft_errmsg(&rn->raft), rn->data_dir);
+        rv = raft_start(&rn->raft);
+    }
     if (rv) {
         snprintf(err, errlen, "raft_start: %s", raft_errmsg(&rn->raft));
         return -1;
@@ -834,6 +862,7 @@ int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 
 static void flush_closed(uv_handle_t *h);
 static void lazy_closed(uv_handle_t *h);
+static void guard_closed(struct snapguard *g);
 
 static void free_rn(struct rn *rn)
 {
@@ -846,6 +875,12 @@ static void free_rn(struct rn *rn)
         batch_free(rn, b);
     }
     rn->open = rn->failed = NULL;
+    snapguard_close(&rn->guard, guard_closed);
+}
+
+static void guard_closed(struct snapguard *g)
+{
+    struct rn *rn = (struct rn *)((char *)g - offsetof(struct rn, guard));
     uv_close((uv_handle_t *)&rn->lazy, lazy_closed);
 }
 

@@ -307,3 +307,52 @@ def test_snapshot_interval_grows_with_the_state(ctx):
         expect_int(c.call("PUT", "small", str(i)))
     taken = srv.log_text().count("raft: snapshot of") - before
     assert taken <= 1, "%d snapshots within 300 entries (64 entries apart would give 4)" % taken
+
+
+def _only_entries_behind_the_snapshot(data_dir):
+    """Rearrange a stopped node's log as kill -9 right after a snapshot can leave it: every
+    entry on disk is older than the newest snapshot, the last ones in an open segment (a copy
+    of the newest kept closed segment: segments do not record their first index, so it stands
+    for the entries after that one). Returns (snapshot index, last entry index on disk)."""
+    snap = max(int(f.split("-")[2]) for f in _snapshot_files(data_dir))
+    names = os.listdir(data_dir)
+    for f in names:
+        if f.startswith("open-"):
+            os.remove(os.path.join(data_dir, f))
+    closed = sorted((int(a), int(b)) for a, b in
+                    (f.split("-") for f in names if re.match(r"^\d{16}-\d{16}$", f)))
+    keep = [s for s in closed if s[1] + (s[1] - s[0] + 1) < snap]
+    assert len(keep) >= 2, "not enough closed segments behind snapshot %d: %s" % (snap, closed)
+    for first, last in closed:
+        if (first, last) not in keep:
+            os.remove(os.path.join(data_dir, "%016d-%016d" % (first, last)))
+    first, last = keep[-1]
+    with open(os.path.join(data_dir, "%016d-%016d" % (first, last)), "rb") as f:
+        body = f.read()
+    with open(os.path.join(data_dir, "open-1"), "wb") as f:
+        f.write(body)
+    return snap, last + (last - first + 1)
+
+
+def test_restart_when_every_entry_on_disk_is_behind_the_snapshot(ctx):
+    """The snapshot torture (issue 13) found a node that could not restart after kill -9:
+    libraft 0.22.1 finalizes the open segments, then refuses ("last entry on disk has index L,
+    which is behind last snapshot's index S"); only a second load succeeds. fencelockd loads
+    a second time instead of exiting (rn.c load_needs_second_pass), from the snapshot."""
+    srv = ctx.server("--snapshot-threshold", 64, "--snapshot-trailing", 1000)
+    c = ctx.conn(srv)
+    for i in range(700):
+        expect_int(c.call("PUT", "k%d" % (i % 50), str(i)), "PUT")
+    eq(srv.stop(), 0, "exit status after SIGTERM")
+    snap, last = _only_entries_behind_the_snapshot(srv.data_dir)
+    srv.restart()
+    log = srv.log_text()
+    assert "which is behind last snapshot's index %d" % snap in log, \
+        "the crafted data dir did not trigger the loader's refusal (entries to %d, snapshot " \
+        "%d): the test is void" % (last, snap)
+    assert "loading %s again" % srv.data_dir in log, log[-2000:]
+    m = re.findall(r"restored snapshot .*revision (\d+)", log)
+    assert m, "the restart did not restore the snapshot"
+    c2 = ctx.conn(srv)
+    eq(revision(c2), int(m[-1]), "revision after the restart: the snapshot's")
+    expect_int(c2.call("PUT", "after", "1"), "PUT after the restart")

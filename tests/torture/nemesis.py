@@ -96,15 +96,16 @@ NO_ANSWER = NoAnswer()
 
 
 class Cluster:
-    def __init__(self, binary, workdir, n, log):
+    def __init__(self, binary, workdir, n, log, extra=()):
         self.tag = "fencelock-torture-%d" % os.getpid()
         self.log = log
         self.cg_root = cgroup2_root()  # None: no partitions in this run
         self.nodes = [Node(binary, os.path.join(workdir, "node%d" % i), i, self.cg_root,
                            "%s-n%d" % (self.tag, i)) for i in range(1, n + 1)]
         self.members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in self.nodes)
+        self.extra = list(extra)  # server flags of every incarnation (snapshot settings)
         for s in self.nodes:
-            s.extra_args = ["--initial-cluster", self.members] + TIMING
+            s.extra_args = ["--initial-cluster", self.members] + TIMING + self.extra
         self.rules = []  # iptables rules in force (argument lists after -A)
 
     # ---- lifecycle ----
@@ -261,7 +262,8 @@ class Cluster:
         lead = self.leader(timeout=2.0)
         order = ([lead] if lead else []) + [x for x in self.nodes
                                             if x is not s and x is not lead and not x.removed]
-        s.extra_args = ["--join", ",".join("127.0.0.1:%d" % x.port for x in order)] + TIMING
+        s.extra_args = (["--join", ",".join("127.0.0.1:%d" % x.port for x in order)] + TIMING +
+                        self.extra)
         s.removed = False
         s.killed = False
         s.start(wait=False)

@@ -4,7 +4,10 @@
 per run and the verdicts of tests/torture/checkers.py.
 
     python3 tests/torture/torture.py --bin build/asan/fencelockd --seconds 60 --nodes 3 \
-        [--seed S] [--workloads all|register,mutex,...] [--out DIR]
+        [--seed S] [--workloads all|register,mutex,...] [--out DIR] [--snapshots] [--cores]
+
+--snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
+pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
 
 The orchestrator owns every process it starts (servers, workers) and every fault it makes;
 all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR: history/
@@ -37,6 +40,9 @@ PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control")  # get --pause-ms (GC 
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
 PAUSE_MS = 3000
+# --snapshots: nemeses that make snapshots meet leadership changes and InstallSnapshot.
+SNAPSHOT_KINDS = (("pause-leader", 4), ("lag", 3), ("kill", 2), ("partition-leader", 2),
+                  ("pause", 1), ("restart-all", 0.5), ("member", 0.5))
 TAIL_S = 8.0  # workers run this long after the faults end, on a healed cluster
 
 
@@ -173,9 +179,14 @@ class Run:
         c = self.cluster
         leader = c.leader(timeout=2.0)
         lid = leader.node_id if leader else None
-        kinds = [("kill", 3), ("pause", 3), ("clock", 2), ("member", 1), ("pause-all", 0.3)]
-        if self.partitions_ok:
-            kinds += [("partition-leader", 2), ("partition-split", 2)]
+        if self.args.snapshots:
+            kinds = list(SNAPSHOT_KINDS)
+        else:
+            kinds = [("kill", 3), ("pause", 3), ("clock", 2), ("member", 1), ("pause-all", 0.3)]
+            if self.partitions_ok:
+                kinds += [("partition-leader", 2), ("partition-split", 2)]
+        if not self.partitions_ok:
+            kinds = [(k, w) for k, w in kinds if not k.startswith("partition")]
         kinds = [(k, w) for k, w in kinds if k not in self.args.exclude]
         r = self.rng.uniform(0, sum(w for _, w in kinds))
         for kind, wgt in kinds:
@@ -202,6 +213,44 @@ class Run:
             self.log("start SIGSTOP nodes %s (leader %s) for %.2f s" % (ids, lid, d))
             self.later(d, lambda: ([c.cont_node(s) for s in victims], self.end_server_fault()),
                        "SIGCONT nodes %s" % ids)
+        elif kind == "pause-leader":
+            # A deposed leader that wakes up: it may apply, snapshot and step down in one
+            # turn, then get InstallSnapshot from the new leader (issue 13).
+            victims = self.pick_nodes(leader, 1, leader_bias=1.0)
+            d = self.rng.uniform(1.0, 3.0)
+            for s in victims:
+                c.stop_node(s)
+            ids = [s.node_id for s in victims]
+            self.log("start SIGSTOP leader %s (leader %s) for %.2f s" % (ids, lid, d))
+            self.later(d, lambda: ([c.cont_node(s) for s in victims], self.end_server_fault()),
+                       "SIGCONT nodes %s" % ids)
+        elif kind == "lag":
+            # A follower left behind for longer than the leader keeps its log: it catches up
+            # by InstallSnapshot, often while it is writing a snapshot of its own.
+            followers = [s for s in c.nodes if s.up() and s is not leader]
+            if not followers:
+                self.server_fault = False
+                return
+            s = self.rng.choice(followers)
+            d = self.rng.uniform(2.0, 5.0)
+            how = "partition" if self.partitions_ok and self.rng.random() < 0.5 else "SIGSTOP"
+            if how == "partition":
+                c.partition([[s], [x for x in c.nodes if x is not s]])
+                undo = c.heal_partition
+            else:
+                c.stop_node(s)
+                undo = lambda: c.cont_node(s)  # noqa: E731
+            self.log("start lag: %s follower %d (leader %s) for %.2f s" % (how, s.node_id, lid, d))
+            self.later(d, lambda: (undo(), self.end_server_fault()),
+                       "end lag of node %d" % s.node_id)
+        elif kind == "restart-all":
+            victims = [s for s in c.nodes if s.running()]
+            d = self.rng.uniform(0.3, 1.5)
+            for s in victims:
+                c.kill(s)
+            self.log("start kill -9 every node %s for %.2f s" % ([s.node_id for s in victims], d))
+            self.later(d, lambda: ([c.restart(s) for s in victims], self.end_server_fault()),
+                       "restart every node")
         elif kind == "pause-all":
             victims = [s for s in c.nodes if s.up()]
             d = self.rng.uniform(0.5, 2.5)
@@ -297,6 +346,9 @@ class Run:
             if not s.running() and not s.killed and not s.removed and s.proc is not None:
                 rc = s.proc.returncode
                 msg = "node %d exited by itself (status %s)" % (s.node_id, rc)
+                core = keep_core(s.workdir, s.incarnation)
+                if core:
+                    msg += ", core dump %s" % core
                 self.crashes.append(msg)
                 self.log("CRASH " + msg)
                 s.kill9()  # notes the unexpected exit in s.problems
@@ -372,6 +424,24 @@ class Run:
         return out
 
 
+def keep_core(workdir, incarnation):
+    """A core dump the crashed node left in its working directory (core_pattern "core"),
+    renamed so that a later crash does not overwrite it; None if there is none."""
+    src = os.path.join(workdir, "core")
+    if not os.path.exists(src):
+        return None
+    dst = os.path.join(workdir, "core.%d" % incarnation)
+    os.replace(src, dst)
+    return dst
+
+
+def snapshot_settings(args, rng):
+    """(threshold, trailing) for --snapshots: drawn from the seed unless given."""
+    thr = args.snapshot_threshold or rng.randint(64, 256)
+    trail = args.snapshot_trailing or rng.randint(8, 32)
+    return thr, trail
+
+
 def iptables_ok(tag):
     probe = ["OUTPUT", "-p", "tcp", "--dport", "1", "-m", "comment", "--comment", tag, "-j",
              "DROP"]
@@ -421,6 +491,19 @@ def main():
                     "member, pause-all, partition-leader, partition-split)")
     ap.add_argument("--check-budget", type=float, default=120.0,
                     help="seconds of linearizability search per key")
+    ap.add_argument("--snapshots", action="store_true",
+                    help="snapshot-heavy mode: tiny snapshot thresholds (64..256 entries, "
+                    "trailing 8..32, from the seed) and nemeses that pause leaders 1-3 s and "
+                    "leave followers behind (InstallSnapshot)")
+    ap.add_argument("--snapshot-threshold", type=int, default=0,
+                    help="--snapshot-threshold of every node (default: the server's, or "
+                    "64..256 with --snapshots)")
+    ap.add_argument("--snapshot-trailing", type=int, default=0,
+                    help="--snapshot-trailing of every node (default: the server's, or "
+                    "8..32 with --snapshots)")
+    ap.add_argument("--cores", action="store_true",
+                    help="let servers dump core (RLIMIT_CORE unlimited); a crashed node's core "
+                    "is kept as nodeN/core.INCARNATION (needs core_pattern \"core\")")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the nemesis log too")
     args = ap.parse_args()
     if args.seed is None:
@@ -430,6 +513,14 @@ def main():
     print("torture: seed %d (replay: --seed %d --nodes %d --seconds %g)"
           % (args.seed, args.seed, args.nodes, args.seconds), flush=True)
     run = Run(args)
+    if args.cores:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    snap = None
+    if args.snapshots or args.snapshot_threshold or args.snapshot_trailing:
+        snap = snapshot_settings(args, random.Random(args.seed ^ 0x5eed))
+        print("torture: snapshots every %d entries, %d trailing%s"
+              % (snap[0], snap[1], " (snapshot nemeses)" if args.snapshots else ""), flush=True)
     if not os.access(run.worker_bin(), os.X_OK):
         raise SystemExit("torture: %s missing (make SAN=1 %s)" % (run.worker_bin(),
                                                                   run.worker_bin()))
@@ -443,7 +534,10 @@ def main():
 
     verdicts, n_ops = [], 0
     try:
-        run.cluster = Cluster(args.bin, run.out, args.nodes, run.log)
+        extra = []
+        if snap:
+            extra = ["--snapshot-threshold", str(snap[0]), "--snapshot-trailing", str(snap[1])]
+        run.cluster = Cluster(args.bin, run.out, args.nodes, run.log, extra)
         run.partitions_ok = bool(run.cluster.cg_root) and iptables_ok(run.cluster.tag)
         if not run.partitions_ok:
             print("torture: iptables or cgroup v2 unusable: no partitions in this run",
