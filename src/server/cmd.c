@@ -1041,6 +1041,12 @@ const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
     return NULL;
 }
 
+bool srv_cmd_is_write(const struct resp_arg *name)
+{
+    const struct srv_cmd *cmd = srv_cmd_lookup(name);
+    return cmd && (cmd->flags & CMD_WRITE);
+}
+
 static struct srv_slot *slot_new(struct srv_conn *c)
 {
     struct srv_slot *slot = srv_slot_new(c->srv);
