@@ -16,6 +16,11 @@
  * which ends after --pairs operations in all or --seconds, whichever comes first. Prints one
  * JSON line. W4 (fencelock only) loads N sessions (default 100000) holding K locks each
  * (default 10) and reports the load rate; bench/run.sh then measures the nodes' footprint.
+ * W5 (fencelock only): per read command (GET, KV.GET, FENCE.CHECK, LOCK.INFO,
+ * SESSION.KEEPALIVE) p50/p99 one at a time against PUT's, and GET/KEEPALIVE pipelined on one
+ * connection; --pairs bounds each command's count, --seconds the whole run. W6 (fencelock
+ * only): --sessions sessions of --ttl kept alive every TTL/3 over 4 pipelined connections for
+ * --seconds, with a W1 client beside them (fl_reads.c).
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -34,6 +39,9 @@
 /* W4's loader, in drv_fencelock.c (fencelock only: it speaks RESP to the leader directly). */
 int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_ms, long *locks,
                          long *retried, char *err, size_t errlen);
+/* W5 and W6, in fl_reads.c (fencelock only, raw RESP to the leader): print their JSON line. */
+int bench_fencelock_w5(const char *endpoints, long count, int seconds);
+int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int seconds);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -205,7 +213,7 @@ static void json_str(const char *s)
 static void usage(void)
 {
     fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-                    "--endpoints EP --workload W1|W2|W3\n"
+                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6\n"
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
                     "[--warmup N]\n");
 }
@@ -281,7 +289,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (bad || optind < argc || !o->driver || !o->endpoints || !o->workload)
         return -1;
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
-        strcmp(o->workload, "W4"))
+        strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6"))
         return -1;
     if (!o->clients)
         o->clients = !strcmp(o->workload, "W1") ? 1 : !strcmp(o->workload, "W2") ? 8 : 16;
@@ -402,6 +410,17 @@ int main(int argc, char **argv)
     }
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
+    if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6")) &&
+        strcmp(drv->name, "fencelock")) {
+        printf("{\"driver\":");
+        json_str(o.driver);
+        printf(",\"workload\":\"%s\",\"skipped\":\"fencelock only\"}\n", o.workload);
+        return 0;
+    }
+    if (!strcmp(o.workload, "W5"))
+        return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
+    if (!strcmp(o.workload, "W6"))
+        return bench_fencelock_w6(o.endpoints, o.sessions, o.ttl_ms, o.seconds);
     int n = o.clients, contended = !strcmp(o.workload, "W2");
     struct bench_cfg cfg = {.endpoints = o.endpoints, .ttl_ms = o.ttl_ms};
     struct worker *w = calloc((size_t)n, sizeof(*w));
