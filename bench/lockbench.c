@@ -21,6 +21,12 @@
  * connection; --pairs bounds each command's count, --seconds the whole run. W6 (fencelock
  * only): --sessions sessions of --ttl kept alive every TTL/3 over 4 pipelined connections for
  * --seconds, with a W1 client beside them (fl_reads.c).
+ * W8 (any driver; --kill-cmd CMD): 8 clients contend for one lock as in W2; after 1.5 s
+ * CMD is run (bench/run.sh: kill -9 of the leader) and the harness reports the time from its
+ * return to the next grant acknowledged to any client. Grants acknowledged in the first
+ * W8_GUARD_MS are ignored: they are replies the dead leader had already sent (no system
+ * measured elects a leader that fast: election timeouts of 400 ms and more). A client whose
+ * call fails is set aside (freed at the end) and replaced by a new one.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -47,7 +53,7 @@ int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int sec
 #define WARMUP_MAX_MS 3000
 
 struct opts {
-    const char *driver, *endpoints, *workload;
+    const char *driver, *endpoints, *workload, *kill_cmd;
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
 };
 
@@ -213,7 +219,7 @@ static void json_str(const char *s)
 static void usage(void)
 {
     fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6\n"
+                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W8 [--kill-cmd CMD]\n"
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
                     "[--warmup N]\n");
 }
@@ -231,17 +237,12 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {{"driver", 1, 0, 'd'},
-                                       {"endpoints", 1, 0, 'e'},
-                                       {"workload", 1, 0, 'w'},
-                                       {"clients", 1, 0, 'c'},
-                                       {"pairs", 1, 0, 'n'},
-                                       {"seconds", 1, 0, 's'},
-                                       {"ttl", 1, 0, 't'},
-                                       {"warmup", 1, 0, 'u'},
-                                       {"sessions", 1, 0, 'S'},
-                                       {"locks-per-session", 1, 0, 'K'},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {{"driver", 1, 0, 'd'},   {"endpoints", 1, 0, 'e'},
+                                       {"workload", 1, 0, 'w'}, {"clients", 1, 0, 'c'},
+                                       {"pairs", 1, 0, 'n'},    {"seconds", 1, 0, 's'},
+                                       {"ttl", 1, 0, 't'},      {"warmup", 1, 0, 'u'},
+                                       {"sessions", 1, 0, 'S'}, {"locks-per-session", 1, 0, 'K'},
+                                       {"kill-cmd", 1, 0, 'k'}, {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
                        .seconds = 10,
@@ -282,6 +283,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'K':
             bad |= parse_int(optarg, 1, 1000, &o->per);
             break;
+        case 'k':
+            o->kill_cmd = optarg;
+            break;
         default:
             bad = 1;
         }
@@ -289,7 +293,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (bad || optind < argc || !o->driver || !o->endpoints || !o->workload)
         return -1;
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
-        strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6"))
+        strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
+        strcmp(o->workload, "W8"))
+        return -1;
+    if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
     if (!o->clients)
         o->clients = !strcmp(o->workload, "W1") ? 1 : !strcmp(o->workload, "W2") ? 8 : 16;
@@ -361,6 +368,133 @@ static void print_json(const struct opts *o, const struct result *r)
     fflush(stdout);
 }
 
+/* ---- W8: fail-over ---- */
+
+#define W8_CLIENTS 8
+#define W8_GUARD_MS 20
+#define W8_SPARE 64 /* clients set aside per worker, at most */
+
+struct w8 {
+    const struct bench_driver *drv;
+    struct bench_cfg cfg;
+    char lock[64];
+    atomic_int stop;
+    atomic_llong kill_us;  /* when the kill command returned (0: not yet) */
+    atomic_llong grant_us; /* the first grant acknowledged after it (0: none yet) */
+    atomic_int errors, replaced;
+    char err[256];
+};
+
+struct w8_worker {
+    struct w8 *w;
+    int id;
+    void *cl;
+    void *spare[W8_SPARE]; /* failed clients: freeing one may block on a dead server */
+    int nspare;
+};
+
+static void w8_drop(struct w8_worker *k, const char *err)
+{
+    atomic_fetch_add(&k->w->errors, 1);
+    if (!*k->w->err)
+        snprintf(k->w->err, sizeof(k->w->err), "%s", err);
+    if (k->nspare < W8_SPARE)
+        k->spare[k->nspare++] = k->cl;
+    k->cl = NULL;
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void *w8_run(void *arg)
+{
+    struct w8_worker *k = arg;
+    struct w8 *w = k->w;
+    char err[256];
+    while (!atomic_load(&w->stop)) {
+        if (!k->cl) {
+            k->cl = w->drv->client_new(&w->cfg, k->id, err, sizeof(err));
+            if (!k->cl) {
+                w8_drop(k, err);
+                continue;
+            }
+            atomic_fetch_add(&w->replaced, 1);
+        }
+        uint64_t token = 0;
+        int rc = w->drv->acquire(k->cl, w->lock, WAIT_MS, &token, err, sizeof(err));
+        long long t = (long long)(now_ms() * 1e3);
+        if (rc == BENCH_TIMEOUT)
+            continue;
+        if (rc) {
+            w8_drop(k, err);
+            continue;
+        }
+        long long kill = atomic_load(&w->kill_us), none = 0;
+        if (kill && t > kill + W8_GUARD_MS * 1000)
+            atomic_compare_exchange_strong(&w->grant_us, &none, t);
+        if (w->drv->release(k->cl, w->lock, err, sizeof(err)))
+            w8_drop(k, err);
+    }
+    return NULL;
+}
+
+static int run_w8(const struct opts *o, const struct bench_driver *drv)
+{
+    struct w8 w = {.drv = drv, .cfg = {.endpoints = o->endpoints, .ttl_ms = o->ttl_ms}};
+    struct w8_worker k[W8_CLIENTS];
+    pthread_t t[W8_CLIENTS];
+    int started = 0, rc = 1;
+    snprintf(w.lock, sizeof(w.lock), "lb-%d-W8", (int)getpid());
+    memset(k, 0, sizeof(k));
+    for (int i = 0; i < W8_CLIENTS; i++) {
+        k[i].w = &w;
+        k[i].id = i;
+        k[i].cl = drv->client_new(&w.cfg, i, w.err, sizeof(w.err));
+        if (!k[i].cl || pthread_create(&t[i], NULL, w8_run, &k[i]))
+            break;
+        started++;
+    }
+    double failover = -1;
+    if (started == W8_CLIENTS) {
+        struct timespec warm = {1, 500 * 1000000};
+        nanosleep(&warm, NULL);
+        int killed = system(o->kill_cmd);
+        atomic_store(&w.kill_us, (long long)(now_ms() * 1e3));
+        double end = now_ms() + 60e3;
+        while (!atomic_load(&w.grant_us) && now_ms() < end) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        long long g = atomic_load(&w.grant_us);
+        if (killed != 0)
+            snprintf(w.err, sizeof(w.err), "kill command failed (status %d)", killed);
+        else if (g)
+            failover = (g - atomic_load(&w.kill_us)) / 1e3, rc = 0;
+        else
+            snprintf(w.err, sizeof(w.err), "no grant within 60 s of the kill");
+    }
+    atomic_store(&w.stop, 1);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    printf("{\"driver\":");
+    json_str(o->driver);
+    printf(",\"workload\":\"W8\",\"clients\":%d,\"failover_ms\":%.1f,\"errors\":%d,"
+           "\"clients_replaced\":%d",
+           W8_CLIENTS, failover, atomic_load(&w.errors), atomic_load(&w.replaced));
+    if (*w.err) {
+        printf(",\"%s\":", rc ? "error" : "note");
+        json_str(w.err);
+    }
+    printf("}\n");
+    fflush(stdout);
+    for (int i = 0; i < W8_CLIENTS; i++) {
+        if (k[i].cl)
+            drv->client_free(k[i].cl);
+        for (int j = 0; j < k[i].nspare; j++)
+            drv->client_free(k[i].spare[j]);
+    }
+    return rc;
+}
+
 /* W4: load sessions x locks (fencelock only; the others are not measured). */
 static int run_w4(const struct opts *o, const struct bench_driver *drv)
 {
@@ -417,6 +551,8 @@ int main(int argc, char **argv)
         printf(",\"workload\":\"%s\",\"skipped\":\"fencelock only\"}\n", o.workload);
         return 0;
     }
+    if (!strcmp(o.workload, "W8"))
+        return run_w8(&o, drv);
     if (!strcmp(o.workload, "W5"))
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W6"))

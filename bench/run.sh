@@ -10,7 +10,8 @@
 # (default 100000), BENCH_W4_LOCKS (locks per session, default 10), BENCH_W5 (0 skips W5: reads
 # vs PUT on 3 nodes and on 1 node), BENCH_W5_COUNT (commands per kind, default 5000), BENCH_W6
 # (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
-# (default 60).
+# (default 60), BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
+# (kills per system, default 10).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -26,6 +27,8 @@ w5_count=${BENCH_W5_COUNT:-5000}
 w6=${BENCH_W6:-1}
 w6_sessions=${BENCH_W6_SESSIONS:-100000}
 w6_secs=${BENCH_W6_SECONDS:-60}
+w8=${BENCH_W8:-1}
+w8_trials=${BENCH_W8_TRIALS:-10}
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
 systems=("$@")
@@ -137,6 +140,48 @@ w6_fencelock() {
   line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}}"
   echo "  $line"
   echo "$line" >>"$json"
+}
+
+# The pid of the current leader of system $1 (fencelock, etcd, zookeeper), or nothing.
+leader_pid() {
+  local i h
+  case $1 in
+  fencelock)
+    for i in 1 2 3; do
+      h=$(http_health $((17482 + 10 * (i - 1))))
+      case "$h" in *'"status":"ok","role":"leader"'*) cat "build/bench/fencelock/node$i.pid"; return ;; esac
+    done ;;
+  etcd)
+    for i in 1 2 3; do
+      h=$(ETCDCTL_API=3 timeout 3 etcdctl --endpoints="127.0.0.1:$((12369 + 10 * i))" \
+        endpoint status -w json 2>/dev/null) || continue
+      if python3 -c 'import json,sys; s=json.loads(sys.argv[1])[0]["Status"]; sys.exit(s["header"]["member_id"] != s["leader"])' "$h" 2>/dev/null; then
+        cat "build/bench/etcd/$i/pid"; return
+      fi
+    done ;;
+  zookeeper)
+    for i in 1 2 3; do
+      h=$( (exec 3<>"/dev/tcp/127.0.0.1/$((12180 + i))" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null)
+      case "$h" in *'Mode: leader'*) cat "build/bench/zookeeper/$i/pid"; return ;; esac
+    done ;;
+  esac
+}
+
+# W8 for system $1 (servers running, endpoints $2): $w8_trials times, kill -9 the leader while
+# 8 clients contend for one lock; then bring the killed member back (start is idempotent).
+w8_system() {
+  local s=$1 eps=$2 trial pid line
+  for trial in $(seq 1 "$w8_trials"); do
+    for _ in $(seq 1 100); do pid=$(leader_pid "$s"); [ -n "$pid" ] && break; sleep 0.2; done
+    if [ -z "$pid" ]; then note "$s" W8 "no leader found (trial $trial)"; break; fi
+    line=$(timeout 150 "$LB" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
+      2>>"$raw/w8-$s.stderr")
+    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$s")
+    line="${line%\}},\"trial\":$trial}"
+    echo "   $line"
+    echo "$line" >>"$json"
+    timeout 120 "bench/servers/$s.sh" start >/dev/null 2>&1 || { note "$s" W8 "restart failed"; break; }
+  done
 }
 
 # The markdown report from the JSON lines ($1) and the machine's description.
@@ -297,6 +342,30 @@ if w6 and "sessions" in w6:
     p("")
     p("The leader's CPU covers the whole W6 run (opening and closing the sessions, the W1 client) divided by the keepalives sent.")
     p("")
+w8rows = [r for r in rows if r.get("workload") == "W8"]
+if w8rows:
+    import statistics
+    p("## W8 — fail-over: kill -9 of the leader while 8 clients wait on one lock")
+    p("")
+    p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials.")
+    p("")
+    p("| system | trials ok | median ms | min ms | max ms | fencelock median / this | failed trials |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    med = {}
+    for s in order:
+        ok_ = [r["failover_ms"] for r in w8rows if r.get("driver") == s and r.get("failover_ms", -1) >= 0 and not r.get("error")]
+        if ok_:
+            med[s] = statistics.median(ok_)
+    for s in order:
+        rs = [r for r in w8rows if r.get("driver") == s]
+        if not rs: continue
+        ok_ = sorted(r["failover_ms"] for r in rs if r.get("failover_ms", -1) >= 0 and not r.get("error"))
+        bad = [r.get("error", r.get("skipped", "?")) for r in rs if r not in [x for x in rs if x.get("failover_ms", -1) >= 0 and not x.get("error")]]
+        if ok_:
+            p(f"| {desc[s]} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+        else:
+            p(f"| {desc[s]} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+    p("")
 p("Raw results (one JSON line per workload, from lockbench):")
 p("")
 p("```")
@@ -351,6 +420,7 @@ for s in "${systems[@]}"; do
   if [ "$s" = fencelock ] && [ "$w6" = 1 ]; then
     w6_fencelock "$eps"
   fi
+  case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi
