@@ -493,3 +493,164 @@ int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int sec
     free(w1.lat);
     return errors || lost ? 1 : 0;
 }
+
+/* ---- W7 ---- */
+
+/* VmRSS of a process in KiB (0 if unknown). */
+static long fr_rss_kib(int pid)
+{
+    char path[64], line[256];
+    long kib = 0;
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kib = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* W1 pairs through libfencelock for `ms`: p50/p99 into *p50, *p99; pairs done, or -1. */
+static long w7_w1(void *cl, double ms, double *lat, long cap, double *p50, double *p99, char *err,
+                  size_t errlen)
+{
+    struct w6_w1 w = {.cl = cl, .lat = lat, .cap = cap};
+    w6_pairs(&w, ms);
+    if (*w.err) {
+        snprintf(err, errlen, "W1: %.200s", w.err);
+        return -1;
+    }
+    fr_pct(lat, w.n, p50, p99);
+    return w.n;
+}
+
+/* The active connections: each keeps one GET in flight, for `ms`; answers per second. */
+static double w7_active(redisContext **c, int n, double ms)
+{
+    long done = 0;
+    double t0 = fr_now_ms(), end = t0 + ms;
+    struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
+    if (!pf)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        redisAppendCommand(c[i], "GET w7-k");
+        int wdone = 0;
+        while (!wdone && redisBufferWrite(c[i], &wdone) == REDIS_OK)
+            ;
+        pf[i].fd = c[i]->fd;
+        pf[i].events = POLLIN;
+    }
+    int outstanding = n;
+    while (outstanding) {
+        if (poll(pf, (nfds_t)n, 1000) <= 0)
+            break;
+        int more = fr_now_ms() < end;
+        for (int i = 0; i < n; i++) {
+            if (!(pf[i].revents & POLLIN))
+                continue;
+            void *v = NULL;
+            if (redisBufferRead(c[i]) != REDIS_OK ||
+                redisGetReplyFromReader(c[i], &v) != REDIS_OK) {
+                pf[i].fd = -1;
+                outstanding--;
+                continue;
+            }
+            if (!v)
+                continue;
+            freeReplyObject(v);
+            done++;
+            if (more) {
+                redisAppendCommand(c[i], "GET w7-k");
+                int wdone = 0;
+                while (!wdone && redisBufferWrite(c[i], &wdone) == REDIS_OK)
+                    ;
+            } else {
+                pf[i].fd = -1;
+                outstanding--;
+            }
+        }
+    }
+    free(pf);
+    double s = (fr_now_ms() - t0) / 1e3;
+    return s > 0 ? done / s : 0;
+}
+
+int bench_fencelock_w7(const char *endpoints, long conns, int active, int seconds, int server_pid)
+{
+    char err[256] = "", lerr[256] = "";
+    struct bench_cfg cfg = {.endpoints = endpoints, .ttl_ms = 10000};
+    long cap = 2000000, opened = 0, refused = 0, idle_n = -1, load_n = -1;
+    double idle50 = 0, idle99 = 0, load50 = 0, load99 = 0, rate = 0;
+    long rss0 = 0, rss1 = 0;
+    double *lat = malloc((size_t)cap * sizeof(double));
+    redisContext **c = calloc((size_t)conns + 1, sizeof(*c));
+    redisContext *lc = fr_connect_leader(endpoints, err, sizeof(err));
+    void *cl = lat && c && lc ? bench_fencelock.client_new(&cfg, 0, err, sizeof(err)) : NULL;
+    double ms = seconds * 1e3 / 3;
+    if (cl) {
+        redisReply *r = redisCommand(lc, "PUT w7-k v");
+        if (r)
+            freeReplyObject(r);
+        idle_n = w7_w1(cl, ms, lat, cap, &idle50, &idle99, err, sizeof(err));
+        rss0 = fr_rss_kib(server_pid);
+        struct timeval tv = {.tv_sec = 10, .tv_usec = 0};
+        for (long i = 0; i < conns; i++) { /* to the leader: lc's peer */
+            c[i] = redisConnectWithTimeout(lc->tcp.host, lc->tcp.port, tv);
+            redisReply *p = c[i] && !c[i]->err ? redisCommand(c[i], "PING") : NULL;
+            int ok = p && p->type == REDIS_REPLY_STATUS;
+            if (!ok && !*lerr)
+                snprintf(lerr, sizeof(lerr), "connection %ld: %s", i + 1,
+                         p && p->str ? p->str
+                         : c[i]      ? c[i]->errstr
+                                     : "out of memory");
+            if (p)
+                freeReplyObject(p);
+            if (!ok) {
+                refused++;
+                if (c[i])
+                    redisFree(c[i]);
+                c[i] = NULL;
+                continue;
+            }
+            c[opened++] = c[i];
+            if (opened - 1 != i)
+                c[i] = NULL;
+        }
+        rss1 = fr_rss_kib(server_pid);
+        int na = (int)(opened < active ? opened : active);
+        /* the active ones read while W1 measures */
+        pthread_t t;
+        struct w6_w1 w = {.cl = cl, .lat = lat, .cap = cap};
+        int st = pthread_create(&t, NULL, w6_w1_run, &w) == 0;
+        rate = w7_active(c, na, ms);
+        if (st) {
+            atomic_store(&w.stop, 1);
+            pthread_join(t, NULL);
+            load_n = w.n;
+            fr_pct(lat, w.n, &load50, &load99);
+        }
+    }
+    printf("{\"driver\":\"fencelock\",\"workload\":\"W7\",\"conns\":%ld,\"opened\":%ld,"
+           "\"refused\":%ld,\"active\":%d,\"active_gets_per_s\":%.0f,\"rss0_kib\":%ld,"
+           "\"rss1_kib\":%ld,\"rss_per_conn_bytes\":%.0f,\"w1_idle_pairs\":%ld,"
+           "\"w1_idle_p50_ms\":%.3f,\"w1_idle_p99_ms\":%.3f,\"w1_pairs\":%ld,\"w1_p50_ms\":%.3f,"
+           "\"w1_p99_ms\":%.3f,\"errors\":%d",
+           conns, opened, refused, active, rate, rss0, rss1,
+           opened ? (rss1 - rss0) * 1024.0 / opened : 0, idle_n, idle50, idle99, load_n, load50,
+           load99, !cl);
+    if (*lerr && !*err)
+        snprintf(err, sizeof(err), "%s", lerr);
+    fr_json_err(err);
+    printf("}\n");
+    fflush(stdout);
+    for (long i = 0; c && i < opened; i++)
+        redisFree(c[i]);
+    free(c);
+    if (lc)
+        redisFree(lc);
+    if (cl)
+        bench_fencelock.client_free(cl);
+    free(lat);
+    return cl ? 0 : 1;
+}

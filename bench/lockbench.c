@@ -21,6 +21,9 @@
  * connection; --pairs bounds each command's count, --seconds the whole run. W6 (fencelock
  * only): --sessions sessions of --ttl kept alive every TTL/3 over 4 pipelined connections for
  * --seconds, with a W1 client beside them (fl_reads.c).
+ * W7 (fencelock only): --sessions idle connections to the leader (each answered one PING),
+ * --clients of them active (one GET in flight each) while a W1 client measures its pairs,
+ * against the same W1 before they were opened; --server-pid gives the leader's RSS.
  * W8 (any driver; --kill-cmd CMD): 8 clients contend for one lock as in W2; after 1.5 s
  * CMD is run (bench/run.sh: kill -9 of the leader) and the harness reports the time from its
  * return to the next grant acknowledged to any client. Grants acknowledged in the first
@@ -48,12 +51,14 @@ int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_
 /* W5 and W6, in fl_reads.c (fencelock only, raw RESP to the leader): print their JSON line. */
 int bench_fencelock_w5(const char *endpoints, long count, int seconds);
 int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int seconds);
+int bench_fencelock_w7(const char *endpoints, long conns, int active, int seconds, int server_pid);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
 
 struct opts {
     const char *driver, *endpoints, *workload, *kill_cmd;
+    int server_pid;
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
 };
 
@@ -237,12 +242,19 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    static const struct option lo[] = {{"driver", 1, 0, 'd'},   {"endpoints", 1, 0, 'e'},
-                                       {"workload", 1, 0, 'w'}, {"clients", 1, 0, 'c'},
-                                       {"pairs", 1, 0, 'n'},    {"seconds", 1, 0, 's'},
-                                       {"ttl", 1, 0, 't'},      {"warmup", 1, 0, 'u'},
-                                       {"sessions", 1, 0, 'S'}, {"locks-per-session", 1, 0, 'K'},
-                                       {"kill-cmd", 1, 0, 'k'}, {0, 0, 0, 0}};
+    static const struct option lo[] = {{"driver", 1, 0, 'd'},
+                                       {"endpoints", 1, 0, 'e'},
+                                       {"workload", 1, 0, 'w'},
+                                       {"clients", 1, 0, 'c'},
+                                       {"pairs", 1, 0, 'n'},
+                                       {"seconds", 1, 0, 's'},
+                                       {"ttl", 1, 0, 't'},
+                                       {"warmup", 1, 0, 'u'},
+                                       {"sessions", 1, 0, 'S'},
+                                       {"locks-per-session", 1, 0, 'K'},
+                                       {"kill-cmd", 1, 0, 'k'},
+                                       {"server-pid", 1, 0, 'P'},
+                                       {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
                        .seconds = 10,
@@ -263,7 +275,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->workload = optarg;
             break;
         case 'c':
-            bad |= parse_int(optarg, 1, 256, &o->clients);
+            bad |= parse_int(optarg, 1, 1000, &o->clients);
             break;
         case 'n':
             bad |= parse_int(optarg, 1, 10000000, &o->pairs);
@@ -286,6 +298,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'k':
             o->kill_cmd = optarg;
             break;
+        case 'P':
+            bad |= parse_int(optarg, 1, 1 << 30, &o->server_pid);
+            break;
         default:
             bad = 1;
         }
@@ -294,12 +309,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return -1;
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
         strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
-        strcmp(o->workload, "W8"))
+        strcmp(o->workload, "W7") && strcmp(o->workload, "W8"))
         return -1;
     if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
     if (!o->clients)
-        o->clients = !strcmp(o->workload, "W1") ? 1 : !strcmp(o->workload, "W2") ? 8 : 16;
+        o->clients = !strcmp(o->workload, "W1")   ? 1
+                     : !strcmp(o->workload, "W2") ? 8
+                     : !strcmp(o->workload, "W7") ? 100
+                                                  : 16;
     return 0;
 }
 
@@ -544,7 +562,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
-    if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6")) &&
+    if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7")) &&
         strcmp(drv->name, "fencelock")) {
         printf("{\"driver\":");
         json_str(o.driver);
@@ -555,6 +573,8 @@ int main(int argc, char **argv)
         return run_w8(&o, drv);
     if (!strcmp(o.workload, "W5"))
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
+    if (!strcmp(o.workload, "W7")) /* --sessions: connections, --clients: the active ones */
+        return bench_fencelock_w7(o.endpoints, o.sessions, o.clients, o.seconds, o.server_pid);
     if (!strcmp(o.workload, "W6"))
         return bench_fencelock_w6(o.endpoints, o.sessions, o.ttl_ms, o.seconds);
     int n = o.clients, contended = !strcmp(o.workload, "W2");

@@ -10,7 +10,8 @@
 # (default 100000), BENCH_W4_LOCKS (locks per session, default 10), BENCH_W5 (0 skips W5: reads
 # vs PUT on 3 nodes and on 1 node), BENCH_W5_COUNT (commands per kind, default 5000), BENCH_W6
 # (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
-# (default 60), BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
+# (default 60), BENCH_W7 (0 skips W7: 10,000 client connections, 100 active; BENCH_W7_CONNS),
+# BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
 # (kills per system, default 10).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
@@ -27,6 +28,8 @@ w5_count=${BENCH_W5_COUNT:-5000}
 w6=${BENCH_W6:-1}
 w6_sessions=${BENCH_W6_SESSIONS:-100000}
 w6_secs=${BENCH_W6_SECONDS:-60}
+w7=${BENCH_W7:-1}
+w7_conns=${BENCH_W7_CONNS:-10000}
 w8=${BENCH_W8:-1}
 w8_trials=${BENCH_W8_TRIALS:-10}
 report_only=0
@@ -138,6 +141,18 @@ w6_fencelock() {
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
   [ -n "$line" ] || line='{"driver":"fencelock","workload":"W6","errors":1,"error":"lockbench failed"}'
   line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}}"
+  echo "  $line"
+  echo "$line" >>"$json"
+}
+
+# W7 for fencelock: many open connections, a few active, a W1 client measuring beside them.
+w7_fencelock() {
+  local eps=$1 line pid
+  pid=$(leader_pid fencelock)
+  echo "  W7: $w7_conns connections (100 active) to the leader (pid ${pid:-?}); ulimit -n $(ulimit -n)"
+  line=$(timeout $((secs * 3 + 120)) "$LB" --driver fencelock --endpoints "$eps" --workload W7 \
+    --sessions "$w7_conns" --clients 100 --seconds $((secs * 3)) --server-pid "${pid:-1}")
+  [ -n "$line" ] || line='{"driver":"fencelock","workload":"W7","errors":1,"error":"lockbench failed"}'
   echo "  $line"
   echo "$line" >>"$json"
 }
@@ -342,6 +357,16 @@ if w6 and "sessions" in w6:
     p("")
     p("The leader's CPU covers the whole W6 run (opening and closing the sessions, the W1 client) divided by the keepalives sent.")
     p("")
+w7 = get("fencelock", "W7")
+if w7 and "opened" in w7:
+    p("## W7 — connections (fencelock, 3 nodes)")
+    p("")
+    p("| connections asked | opened | refused | active (one GET in flight each) | active GETs/s | leader RSS before → after MiB | RSS per connection KiB | W1 pair p50 / p99 ms, idle | with the connections open | note |")
+    p("| ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | --- |")
+    p(f"| {w7['conns']:,} | {w7['opened']:,} | {w7['refused']} | {w7['active']} | {w7['active_gets_per_s']:,.0f} | "
+      f"{w7['rss0_kib'] / 1024:.1f} → {w7['rss1_kib'] / 1024:.1f} | {w7['rss_per_conn_bytes'] / 1024:.1f} | "
+      f"{w7['w1_idle_p50_ms']:.3f} / {w7['w1_idle_p99_ms']:.3f} | {w7['w1_p50_ms']:.3f} / {w7['w1_p99_ms']:.3f} | {w7.get('error', '')} |")
+    p("")
 w8rows = [r for r in rows if r.get("workload") == "W8"]
 if w8rows:
     import statistics
@@ -419,6 +444,9 @@ for s in "${systems[@]}"; do
   fi
   if [ "$s" = fencelock ] && [ "$w6" = 1 ]; then
     w6_fencelock "$eps"
+  fi
+  if [ "$s" = fencelock ] && [ "$w7" = 1 ]; then
+    w7_fencelock "$eps"
   fi
   case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
