@@ -27,9 +27,10 @@
  * W8 (any driver; --kill-cmd CMD): 8 clients contend for one lock as in W2; after 1.5 s
  * CMD is run (bench/run.sh: kill -9 of the leader) and the harness reports the time from its
  * return to the next grant acknowledged to any client. Grants acknowledged in the first
- * W8_GUARD_MS are ignored: they are replies the dead leader had already sent (no system
- * measured elects a leader that fast: election timeouts of 400 ms and more). A client whose
- * call fails is set aside (freed at the end) and replaced by a new one.
+ * W8_GUARD_MS are ignored: replies the dead leader had already sent, late on a loaded machine (no
+ * system measured elects a leader that fast: election timeouts of 400 ms and more). A client whose
+ * call fails is freed in a thread of its own (closing its session, so it leaves the lock's
+ * queue) and replaced by a new one.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -389,7 +390,7 @@ static void print_json(const struct opts *o, const struct result *r)
 /* ---- W8: fail-over ---- */
 
 #define W8_CLIENTS 8
-#define W8_GUARD_MS 20
+#define W8_GUARD_MS 100
 #define W8_SPARE 64 /* clients set aside per worker, at most */
 
 struct w8 {
@@ -407,17 +408,42 @@ struct w8_worker {
     struct w8 *w;
     int id;
     void *cl;
-    void *spare[W8_SPARE]; /* failed clients: freeing one may block on a dead server */
+    /* Failed clients are freed by threads of their own: freeing one may block on a dead server,
+     * and a client kept alive would keep its session, and its place in the lock's queue. */
+    pthread_t freer[W8_SPARE];
+    void *spare[W8_SPARE];
     int nspare;
 };
+
+struct w8_free_arg {
+    const struct bench_driver *drv;
+    void *cl;
+};
+
+static void *w8_free_run(void *arg)
+{
+    struct w8_free_arg *a = arg;
+    a->drv->client_free(a->cl);
+    free(a);
+    return NULL;
+}
 
 static void w8_drop(struct w8_worker *k, const char *err)
 {
     atomic_fetch_add(&k->w->errors, 1);
     if (!*k->w->err)
         snprintf(k->w->err, sizeof(k->w->err), "%s", err);
-    if (k->nspare < W8_SPARE)
-        k->spare[k->nspare++] = k->cl;
+    struct w8_free_arg *a = k->nspare < W8_SPARE ? malloc(sizeof(*a)) : NULL;
+    if (a) {
+        a->drv = k->w->drv;
+        a->cl = k->cl;
+        if (pthread_create(&k->freer[k->nspare], NULL, w8_free_run, a) == 0)
+            k->spare[k->nspare++] = NULL; /* joined at the end */
+        else
+            free(a), a = NULL;
+    }
+    if (!a && k->nspare < W8_SPARE)
+        k->spare[k->nspare++] = k->cl; /* freed at the end */
     k->cl = NULL;
     struct timespec ts = {0, 20 * 1000000};
     nanosleep(&ts, NULL);
@@ -507,8 +533,12 @@ static int run_w8(const struct opts *o, const struct bench_driver *drv)
     for (int i = 0; i < W8_CLIENTS; i++) {
         if (k[i].cl)
             drv->client_free(k[i].cl);
-        for (int j = 0; j < k[i].nspare; j++)
-            drv->client_free(k[i].spare[j]);
+        for (int j = 0; j < k[i].nspare; j++) {
+            if (k[i].spare[j])
+                drv->client_free(k[i].spare[j]);
+            else
+                pthread_join(k[i].freer[j], NULL);
+        }
     }
     return rc;
 }
