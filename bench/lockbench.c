@@ -28,9 +28,8 @@
  * CMD is run (bench/run.sh: kill -9 of the leader) and the harness reports the time from its
  * return to the next grant acknowledged to any client. Grants acknowledged in the first
  * W8_GUARD_MS are ignored: replies the dead leader had already sent, late on a loaded machine (no
- * system measured elects a leader that fast: election timeouts of 400 ms and more). A client whose
- * call fails is freed in a thread of its own (closing its session, so it leaves the lock's
- * queue) and replaced by a new one.
+ * system measured elects a leader that fast: election timeouts of 400 ms and more). A failed
+ * call is counted and retried with the same client, as its driver's recipe recovers.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -391,7 +390,6 @@ static void print_json(const struct opts *o, const struct result *r)
 
 #define W8_CLIENTS 8
 #define W8_GUARD_MS 100
-#define W8_SPARE 64 /* clients set aside per worker, at most */
 
 struct w8 {
     const struct bench_driver *drv;
@@ -400,7 +398,7 @@ struct w8 {
     atomic_int stop;
     atomic_llong kill_us;  /* when the kill command returned (0: not yet) */
     atomic_llong grant_us; /* the first grant acknowledged after it (0: none yet) */
-    atomic_int errors, replaced;
+    atomic_int errors;
     char err[256];
 };
 
@@ -408,43 +406,17 @@ struct w8_worker {
     struct w8 *w;
     int id;
     void *cl;
-    /* Failed clients are freed by threads of their own: freeing one may block on a dead server,
-     * and a client kept alive would keep its session, and its place in the lock's queue. */
-    pthread_t freer[W8_SPARE];
-    void *spare[W8_SPARE];
-    int nspare;
 };
 
-struct w8_free_arg {
-    const struct bench_driver *drv;
-    void *cl;
-};
-
-static void *w8_free_run(void *arg)
-{
-    struct w8_free_arg *a = arg;
-    a->drv->client_free(a->cl);
-    free(a);
-    return NULL;
-}
-
-static void w8_drop(struct w8_worker *k, const char *err)
+/* A failed call: counted, then the same client is used again after a pause. Every driver
+ * recovers by itself (fencelock follows the new leader, ZooKeeper reconnects and deletes a node
+ * whose delete failed on its next call, an expired session is replaced); a client dropped
+ * instead would keep its session and queue place, or leave them to expire, blocking the lock. */
+static void w8_failed(struct w8_worker *k, const char *err)
 {
     atomic_fetch_add(&k->w->errors, 1);
     if (!*k->w->err)
         snprintf(k->w->err, sizeof(k->w->err), "%s", err);
-    struct w8_free_arg *a = k->nspare < W8_SPARE ? malloc(sizeof(*a)) : NULL;
-    if (a) {
-        a->drv = k->w->drv;
-        a->cl = k->cl;
-        if (pthread_create(&k->freer[k->nspare], NULL, w8_free_run, a) == 0)
-            k->spare[k->nspare++] = NULL; /* joined at the end */
-        else
-            free(a), a = NULL;
-    }
-    if (!a && k->nspare < W8_SPARE)
-        k->spare[k->nspare++] = k->cl; /* freed at the end */
-    k->cl = NULL;
     struct timespec ts = {0, 20 * 1000000};
     nanosleep(&ts, NULL);
 }
@@ -455,28 +427,20 @@ static void *w8_run(void *arg)
     struct w8 *w = k->w;
     char err[256];
     while (!atomic_load(&w->stop)) {
-        if (!k->cl) {
-            k->cl = w->drv->client_new(&w->cfg, k->id, err, sizeof(err));
-            if (!k->cl) {
-                w8_drop(k, err);
-                continue;
-            }
-            atomic_fetch_add(&w->replaced, 1);
-        }
         uint64_t token = 0;
         int rc = w->drv->acquire(k->cl, w->lock, WAIT_MS, &token, err, sizeof(err));
         long long t = (long long)(now_ms() * 1e3);
         if (rc == BENCH_TIMEOUT)
             continue;
         if (rc) {
-            w8_drop(k, err);
+            w8_failed(k, err);
             continue;
         }
         long long kill = atomic_load(&w->kill_us), none = 0;
         if (kill && t > kill + W8_GUARD_MS * 1000)
             atomic_compare_exchange_strong(&w->grant_us, &none, t);
         if (w->drv->release(k->cl, w->lock, err, sizeof(err)))
-            w8_drop(k, err);
+            w8_failed(k, err);
     }
     return NULL;
 }
@@ -521,25 +485,17 @@ static int run_w8(const struct opts *o, const struct bench_driver *drv)
         pthread_join(t[i], NULL);
     printf("{\"driver\":");
     json_str(o->driver);
-    printf(",\"workload\":\"W8\",\"clients\":%d,\"failover_ms\":%.1f,\"errors\":%d,"
-           "\"clients_replaced\":%d",
-           W8_CLIENTS, failover, atomic_load(&w.errors), atomic_load(&w.replaced));
+    printf(",\"workload\":\"W8\",\"clients\":%d,\"failover_ms\":%.1f,\"errors\":%d", W8_CLIENTS,
+           failover, atomic_load(&w.errors));
     if (*w.err) {
         printf(",\"%s\":", rc ? "error" : "note");
         json_str(w.err);
     }
     printf("}\n");
     fflush(stdout);
-    for (int i = 0; i < W8_CLIENTS; i++) {
+    for (int i = 0; i < W8_CLIENTS; i++)
         if (k[i].cl)
             drv->client_free(k[i].cl);
-        for (int j = 0; j < k[i].nspare; j++) {
-            if (k[i].spare[j])
-                drv->client_free(k[i].spare[j]);
-            else
-                pthread_join(k[i].freer[j], NULL);
-        }
-    }
     return rc;
 }
 
