@@ -4,16 +4,16 @@
  * these measure). Owns its connections and the sessions it opens; everything it opened is
  * closed or left to expire (W6: TTL 10 s) when it returns.
  *
- * W5: one connection, one command at a time: PUT (the reference) then GET, KV.GET,
- *     FENCE.CHECK, LOCK.INFO and SESSION.KEEPALIVE, each for a bounded count and time; p50/p99
- *     per command and its ratio to PUT's. Then each of GET and SESSION.KEEPALIVE pipelined on
- *     one connection (4 x count of each, a window of W5_WINDOW in flight): answers
- *     per second.
+ * W5: one connection, one command at a time, interleaved: PUT (the reference), GET, KV.GET,
+ *     FENCE.CHECK, LOCK.INFO, SESSION.KEEPALIVE, PUT, GET, ... for a bounded count of rounds and
+ *     time; p50/p99 per command and its ratio to PUT's. Then each of GET and SESSION.KEEPALIVE
+ *     pipelined on one connection (4 x count of each, W5_WINDOW in flight): answers per second.
  * W6: opens `sessions` sessions (TTL ttl_ms) over W6_CONNS pipelined connections, then keeps
  *     every one alive every TTL/3 for `seconds`, paced evenly, at most W6_WINDOW keepalives in
  *     flight per connection: keepalive p50/p99 (send to answer), sessions lost (-NOSESSION),
  *     other errors; meanwhile one W1 client (the fencelock driver: LOCK + UNLOCK through
  *     libfencelock) measures its pair latency, compared with the same client idle just before.
+ * W7: many idle connections to the leader, a few active, a W1 client beside them.
  * Each prints one JSON line. Errors go into the JSON; nothing aborts.
  */
 #include "driver.h"
@@ -137,26 +137,38 @@ struct w5_cmd {
 };
 
 /* One command at a time for at most `count` or `ms`; -1 on an error reply. */
-static int w5_serial(redisContext *c, struct w5_cmd *k, long count, double ms, double *lat,
+/* One command, timed into lat[k->n]; -1 on an error reply (STALE is an answer). */
+static int w5_one(redisContext *c, struct w5_cmd *k, double *lat, char *err, size_t errlen)
+{
+    double t0 = fr_now_ms();
+    redisReply *r = redisCommand(c, k->line);
+    double t1 = fr_now_ms();
+    int bad = !r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5));
+    if (bad)
+        snprintf(err, errlen, "%s: %s", k->name, r && r->str ? r->str : c->errstr);
+    if (r)
+        freeReplyObject(r);
+    if (bad)
+        return -1;
+    lat[k->n++] = t1 - t0;
+    return 0;
+}
+
+/* The n commands one at a time, interleaved (PUT, GET, KV.GET, ..., PUT, GET, ...) so that
+ * each sees the same moments of a shared machine, for at most `count` rounds or `ms`. lat
+ * holds n x count samples, command i's from i * count. */
+static int w5_serial(redisContext *c, struct w5_cmd *k, int n, long count, double ms, double *lat,
                      char *err, size_t errlen)
 {
     double end = fr_now_ms() + ms;
-    k->n = 0;
-    for (long i = 0; i < count && fr_now_ms() < end; i++) {
-        double t0 = fr_now_ms();
-        redisReply *r = redisCommand(c, k->line);
-        double t1 = fr_now_ms();
-        int bad = !r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5));
-        if (bad) {
-            snprintf(err, errlen, "%s: %s", k->name, r && r->str ? r->str : c->errstr);
-            if (r)
-                freeReplyObject(r);
-            return -1;
-        }
-        freeReplyObject(r);
-        lat[k->n++] = t1 - t0;
-    }
-    fr_pct(lat, k->n, &k->p50, &k->p99);
+    for (int j = 0; j < n; j++)
+        k[j].n = 0;
+    for (long i = 0; i < count && fr_now_ms() < end; i++)
+        for (int j = 0; j < n; j++)
+            if (w5_one(c, &k[j], lat + j * count, err, errlen))
+                return -1;
+    for (int j = 0; j < n; j++)
+        fr_pct(lat + j * count, k[j].n, &k[j].p50, &k[j].p99);
     return 0;
 }
 
@@ -196,7 +208,7 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
                           {.name = "KV.GET"},    {.name = "FENCE.CHECK"},
                           {.name = "LOCK.INFO"}, {.name = "SESSION.KEEPALIVE"}};
     struct w5_cmd pipe[2] = {{.name = "GET"}, {.name = "SESSION.KEEPALIVE"}};
-    double *lat = malloc((size_t)count * sizeof(double));
+    double *lat = malloc((size_t)count * 6 * sizeof(double));
     redisContext *c = lat ? fr_connect_leader(endpoints, err, sizeof(err)) : NULL;
     long long sid = -1, token = -1;
     long pipe_n = count * 4; /* many barriers' worth */
@@ -212,10 +224,7 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
         snprintf(k[5].line, sizeof(k[5].line), "SESSION.KEEPALIVE %lld", sid);
         snprintf(pipe[0].line, sizeof(pipe[0].line), "%s", k[1].line);
         snprintf(pipe[1].line, sizeof(pipe[1].line), "%s", k[5].line);
-        double per_ms = seconds * 1e3 / 6;
-        rc = 0;
-        for (int i = 0; i < 6 && !rc; i++)
-            rc = w5_serial(c, &k[i], count, per_ms, lat, err, sizeof(err));
+        rc = w5_serial(c, k, 6, count, seconds * 1e3, lat, err, sizeof(err));
         for (int i = 0; i < 2 && !rc; i++)
             rc = w5_pipelined(c, &pipe[i], pipe_n, err, sizeof(err));
         redisReply *r = redisCommand(c, "SESSION.CLOSE %lld", sid);
