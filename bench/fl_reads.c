@@ -13,11 +13,14 @@
  *     flight per connection: keepalive p50/p99 (send to answer), sessions lost (-NOSESSION),
  *     other errors; meanwhile one W1 client (the fencelock driver: LOCK + UNLOCK through
  *     libfencelock) measures its pair latency, compared with the same client idle just before.
+ * W6C: the C client's own model: N fl_sessions, each with its keepalive thread, in this one
+ *     process: the smallest safe margin over time and the sessions lost.
  * W7: many idle connections to the leader, a few active, a W1 client beside them.
  * Each prints one JSON line. Errors go into the JSON; nothing aborts.
  */
 #include "driver.h"
 
+#include <fencelock.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <pthread.h>
@@ -662,4 +665,63 @@ int bench_fencelock_w7(const char *endpoints, long conns, int active, int second
         bench_fencelock.client_free(cl);
     free(lat);
     return cl ? 0 : 1;
+}
+
+/* ---- W6C: the C client's own model, one keepalive thread per fl_session ---- */
+
+/* `sessions` fl_sessions (TTL ttl_ms) on one fl_client in this process, held for `seconds`:
+ * every 100 ms the smallest safe margin (fl_session_safe_until - now) over all sessions is
+ * sampled; at the end, how many were lost. A margin that shrinks towards 0 means keepalives
+ * fall behind (the library keeps alive every TTL/3, so a healthy margin stays above 2/3 TTL
+ * less the drift allowance). */
+int bench_fencelock_w6c(const char *endpoints, long sessions, int ttl_ms, int seconds)
+{
+    char err[256] = "";
+    fl_err e;
+    long opened = 0, lost = 0, samples = 0;
+    double open_s = 0, worst = 1e18, margin_sum = 0;
+    fl_client *c = fl_client_new(endpoints, NULL, &e);
+    fl_session **s = calloc((size_t)sessions + 1, sizeof(*s));
+    if (!c || !s)
+        snprintf(err, sizeof(err), "fl_client_new: %s", c ? "out of memory" : fl_strerror(e));
+    double t0 = fr_now_ms();
+    for (long i = 0; c && s && i < sessions; i++) {
+        if ((e = fl_session_open(c, (uint64_t)ttl_ms, 0, NULL, &s[i]))) {
+            snprintf(err, sizeof(err), "fl_session_open #%ld: %s", i + 1, fl_strerror(e));
+            break;
+        }
+        opened++;
+    }
+    open_s = (fr_now_ms() - t0) / 1e3;
+    double end = fr_now_ms() + seconds * 1e3;
+    while (opened && fr_now_ms() < end) {
+        double now = (double)fl_now_ms(), m = 1e18;
+        for (long i = 0; i < opened; i++) {
+            double left = (double)fl_session_safe_until(s[i]) - now;
+            if (left < m)
+                m = left;
+        }
+        if (m < worst)
+            worst = m;
+        margin_sum += m;
+        samples++;
+        struct timespec ts = {0, 100 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (long i = 0; i < opened; i++) {
+        lost += fl_session_is_lost(s[i]) != 0;
+        fl_session_close(s[i]);
+    }
+    printf("{\"driver\":\"fencelock\",\"workload\":\"W6C\",\"sessions\":%ld,\"opened\":%ld,"
+           "\"ttl_ms\":%d,\"seconds\":%d,\"open_s\":%.1f,\"lost\":%ld,"
+           "\"min_safe_margin_ms\":%.0f,\"mean_min_safe_margin_ms\":%.0f",
+           sessions, opened, ttl_ms, seconds, open_s, lost, samples ? worst : 0,
+           samples ? margin_sum / samples : 0);
+    fr_json_err(err);
+    printf("}\n");
+    fflush(stdout);
+    free(s);
+    if (c)
+        fl_client_free(c);
+    return *err || lost ? 1 : 0;
 }

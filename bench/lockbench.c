@@ -21,6 +21,8 @@
  * connection; --pairs bounds each command's count, --seconds the whole run. W6 (fencelock
  * only): --sessions sessions of --ttl kept alive every TTL/3 over 4 pipelined connections for
  * --seconds, with a W1 client beside them (fl_reads.c).
+ * W6C (fencelock only): --sessions fl_sessions of --ttl, each with its own keepalive thread, in
+ * this one process for --seconds: the smallest safe margin and the sessions lost (fl_reads.c).
  * W7 (fencelock only): --sessions idle connections to the leader (each answered one PING),
  * --clients of them active (one GET in flight each) while a W1 client measures its pairs,
  * against the same W1 before they were opened; --server-pid gives the leader's RSS.
@@ -51,6 +53,7 @@ int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_
 /* W5 and W6, in fl_reads.c (fencelock only, raw RESP to the leader): print their JSON line. */
 int bench_fencelock_w5(const char *endpoints, long count, int seconds);
 int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int seconds);
+int bench_fencelock_w6c(const char *endpoints, long sessions, int ttl_ms, int seconds);
 int bench_fencelock_w7(const char *endpoints, long conns, int active, int seconds, int server_pid);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
@@ -309,7 +312,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return -1;
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
         strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
-        strcmp(o->workload, "W7") && strcmp(o->workload, "W8"))
+        strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8"))
         return -1;
     if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
@@ -548,7 +551,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
-    if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7")) &&
+    if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7") ||
+         !strcmp(o.workload, "W6C")) &&
         strcmp(drv->name, "fencelock")) {
         printf("{\"driver\":");
         json_str(o.driver);
@@ -561,6 +565,8 @@ int main(int argc, char **argv)
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W7")) /* --sessions: connections, --clients: the active ones */
         return bench_fencelock_w7(o.endpoints, o.sessions, o.clients, o.seconds, o.server_pid);
+    if (!strcmp(o.workload, "W6C"))
+        return bench_fencelock_w6c(o.endpoints, o.sessions, o.ttl_ms, o.seconds);
     if (!strcmp(o.workload, "W6"))
         return bench_fencelock_w6(o.endpoints, o.sessions, o.ttl_ms, o.seconds);
     int n = o.clients, contended = !strcmp(o.workload, "W2");
