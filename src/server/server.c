@@ -642,7 +642,7 @@ static void tick_cb(uv_timer_t *t)
  * right there. They used to be answered from a uv_check handle of ours started inside that
  * callback: a check handle started during the check phase only runs on the next loop turn,
  * after a poll that blocks until the next timer (the 5 ms tick), so every read and keepalive
- * took about 5 ms (docs/performance.md, "Reads and keepalives"). */
+ * took about 5 ms (docs/performance.md, "The cause of the 5 ms reads"). */
 
 static void read_barrier_cb(void *ctx, int status);
 
