@@ -190,6 +190,6 @@ bench:
 	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench
 	bench/run.sh
 
-$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) bench/driver.h $(B)/libfencelock.a
+$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) bench/fl_reads.c bench/driver.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ bench/lockbench.c $(BENCH_DRV) $(BENCH_LIBS)
+	$(CC) $(CFLAGS) -o $@ bench/lockbench.c $(BENCH_DRV) bench/fl_reads.c $(BENCH_LIBS)

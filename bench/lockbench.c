@@ -16,6 +16,22 @@
  * which ends after --pairs operations in all or --seconds, whichever comes first. Prints one
  * JSON line. W4 (fencelock only) loads N sessions (default 100000) holding K locks each
  * (default 10) and reports the load rate; bench/run.sh then measures the nodes' footprint.
+ * W5 (fencelock only): per read command (GET, KV.GET, FENCE.CHECK, LOCK.INFO,
+ * SESSION.KEEPALIVE) p50/p99 one at a time against PUT's, and GET/KEEPALIVE pipelined on one
+ * connection; --pairs bounds each command's count, --seconds the whole run. W6 (fencelock
+ * only): --sessions sessions of --ttl kept alive every TTL/3 over 4 pipelined connections for
+ * --seconds, with a W1 client beside them (fl_reads.c).
+ * W6C (fencelock only): --sessions fl_sessions of --ttl, each with its own keepalive thread, in
+ * this one process for --seconds: the smallest safe margin and the sessions lost (fl_reads.c).
+ * W7 (fencelock only): --sessions idle connections to the leader (each answered one PING),
+ * --clients of them active (one GET in flight each) while a W1 client measures its pairs,
+ * against the same W1 before they were opened; --server-pid gives the leader's RSS.
+ * W8 (any driver; --kill-cmd CMD): 8 clients contend for one lock as in W2; after 1.5 s
+ * CMD is run (bench/run.sh: kill -9 of the leader) and the harness reports the time from its
+ * return to the next grant acknowledged to any client. Grants acknowledged in the first
+ * W8_GUARD_MS are ignored: replies the dead leader had already sent, late on a loaded machine (no
+ * system measured elects a leader that fast: election timeouts of 400 ms and more). A failed
+ * call is counted and retried with the same client, as its driver's recipe recovers.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -34,12 +50,18 @@
 /* W4's loader, in drv_fencelock.c (fencelock only: it speaks RESP to the leader directly). */
 int bench_fencelock_load(const char *endpoints, long sessions, int per, int ttl_ms, long *locks,
                          long *retried, char *err, size_t errlen);
+/* W5 and W6, in fl_reads.c (fencelock only, raw RESP to the leader): print their JSON line. */
+int bench_fencelock_w5(const char *endpoints, long count, int seconds);
+int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int seconds);
+int bench_fencelock_w6c(const char *endpoints, long sessions, int ttl_ms, int seconds);
+int bench_fencelock_w7(const char *endpoints, long conns, int active, int seconds, int server_pid);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
 
 struct opts {
-    const char *driver, *endpoints, *workload;
+    const char *driver, *endpoints, *workload, *kill_cmd;
+    int server_pid;
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
 };
 
@@ -205,7 +227,7 @@ static void json_str(const char *s)
 static void usage(void)
 {
     fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-                    "--endpoints EP --workload W1|W2|W3\n"
+                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W8 [--kill-cmd CMD]\n"
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
                     "[--warmup N]\n");
 }
@@ -233,6 +255,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                        {"warmup", 1, 0, 'u'},
                                        {"sessions", 1, 0, 'S'},
                                        {"locks-per-session", 1, 0, 'K'},
+                                       {"kill-cmd", 1, 0, 'k'},
+                                       {"server-pid", 1, 0, 'P'},
                                        {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
@@ -254,7 +278,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->workload = optarg;
             break;
         case 'c':
-            bad |= parse_int(optarg, 1, 256, &o->clients);
+            bad |= parse_int(optarg, 1, 1000, &o->clients);
             break;
         case 'n':
             bad |= parse_int(optarg, 1, 10000000, &o->pairs);
@@ -274,6 +298,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'K':
             bad |= parse_int(optarg, 1, 1000, &o->per);
             break;
+        case 'k':
+            o->kill_cmd = optarg;
+            break;
+        case 'P':
+            bad |= parse_int(optarg, 1, 1 << 30, &o->server_pid);
+            break;
         default:
             bad = 1;
         }
@@ -281,10 +311,16 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (bad || optind < argc || !o->driver || !o->endpoints || !o->workload)
         return -1;
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
-        strcmp(o->workload, "W4"))
+        strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
+        strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8"))
+        return -1;
+    if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
     if (!o->clients)
-        o->clients = !strcmp(o->workload, "W1") ? 1 : !strcmp(o->workload, "W2") ? 8 : 16;
+        o->clients = !strcmp(o->workload, "W1")   ? 1
+                     : !strcmp(o->workload, "W2") ? 8
+                     : !strcmp(o->workload, "W7") ? 100
+                                                  : 16;
     return 0;
 }
 
@@ -353,6 +389,119 @@ static void print_json(const struct opts *o, const struct result *r)
     fflush(stdout);
 }
 
+/* ---- W8: fail-over ---- */
+
+#define W8_CLIENTS 8
+#define W8_GUARD_MS 100
+
+struct w8 {
+    const struct bench_driver *drv;
+    struct bench_cfg cfg;
+    char lock[64];
+    atomic_int stop;
+    atomic_llong kill_us;  /* when the kill command returned (0: not yet) */
+    atomic_llong grant_us; /* the first grant acknowledged after it (0: none yet) */
+    atomic_int errors;
+    char err[256];
+};
+
+struct w8_worker {
+    struct w8 *w;
+    int id;
+    void *cl;
+};
+
+/* A failed call: counted, then the same client is used again after a pause. Every driver
+ * recovers by itself (fencelock follows the new leader, ZooKeeper reconnects and deletes a node
+ * whose delete failed on its next call, an expired session is replaced); a client dropped
+ * instead would keep its session and queue place, or leave them to expire, blocking the lock. */
+static void w8_failed(struct w8_worker *k, const char *err)
+{
+    atomic_fetch_add(&k->w->errors, 1);
+    if (!*k->w->err)
+        snprintf(k->w->err, sizeof(k->w->err), "%s", err);
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static void *w8_run(void *arg)
+{
+    struct w8_worker *k = arg;
+    struct w8 *w = k->w;
+    char err[256];
+    while (!atomic_load(&w->stop)) {
+        uint64_t token = 0;
+        int rc = w->drv->acquire(k->cl, w->lock, WAIT_MS, &token, err, sizeof(err));
+        long long t = (long long)(now_ms() * 1e3);
+        if (rc == BENCH_TIMEOUT)
+            continue;
+        if (rc) {
+            w8_failed(k, err);
+            continue;
+        }
+        long long kill = atomic_load(&w->kill_us), none = 0;
+        if (kill && t > kill + W8_GUARD_MS * 1000)
+            atomic_compare_exchange_strong(&w->grant_us, &none, t);
+        if (w->drv->release(k->cl, w->lock, err, sizeof(err)))
+            w8_failed(k, err);
+    }
+    return NULL;
+}
+
+static int run_w8(const struct opts *o, const struct bench_driver *drv)
+{
+    struct w8 w = {.drv = drv, .cfg = {.endpoints = o->endpoints, .ttl_ms = o->ttl_ms}};
+    struct w8_worker k[W8_CLIENTS];
+    pthread_t t[W8_CLIENTS];
+    int started = 0, rc = 1;
+    snprintf(w.lock, sizeof(w.lock), "lb-%d-W8", (int)getpid());
+    memset(k, 0, sizeof(k));
+    for (int i = 0; i < W8_CLIENTS; i++) {
+        k[i].w = &w;
+        k[i].id = i;
+        k[i].cl = drv->client_new(&w.cfg, i, w.err, sizeof(w.err));
+        if (!k[i].cl || pthread_create(&t[i], NULL, w8_run, &k[i]))
+            break;
+        started++;
+    }
+    double failover = -1;
+    if (started == W8_CLIENTS) {
+        struct timespec warm = {1, 500 * 1000000};
+        nanosleep(&warm, NULL);
+        int killed = system(o->kill_cmd);
+        atomic_store(&w.kill_us, (long long)(now_ms() * 1e3));
+        double end = now_ms() + 60e3;
+        while (!atomic_load(&w.grant_us) && now_ms() < end) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        long long g = atomic_load(&w.grant_us);
+        if (killed != 0)
+            snprintf(w.err, sizeof(w.err), "kill command failed (status %d)", killed);
+        else if (g)
+            failover = (g - atomic_load(&w.kill_us)) / 1e3, rc = 0;
+        else
+            snprintf(w.err, sizeof(w.err), "no grant within 60 s of the kill");
+    }
+    atomic_store(&w.stop, 1);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    printf("{\"driver\":");
+    json_str(o->driver);
+    printf(",\"workload\":\"W8\",\"clients\":%d,\"failover_ms\":%.1f,\"errors\":%d", W8_CLIENTS,
+           failover, atomic_load(&w.errors));
+    if (*w.err) {
+        printf(",\"%s\":", rc ? "error" : "note");
+        json_str(w.err);
+    }
+    printf("}\n");
+    fflush(stdout);
+    for (int i = 0; i < W8_CLIENTS; i++)
+        if (k[i].cl)
+            drv->client_free(k[i].cl);
+    return rc;
+}
+
 /* W4: load sessions x locks (fencelock only; the others are not measured). */
 static int run_w4(const struct opts *o, const struct bench_driver *drv)
 {
@@ -402,6 +551,24 @@ int main(int argc, char **argv)
     }
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
+    if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7") ||
+         !strcmp(o.workload, "W6C")) &&
+        strcmp(drv->name, "fencelock")) {
+        printf("{\"driver\":");
+        json_str(o.driver);
+        printf(",\"workload\":\"%s\",\"skipped\":\"fencelock only\"}\n", o.workload);
+        return 0;
+    }
+    if (!strcmp(o.workload, "W8"))
+        return run_w8(&o, drv);
+    if (!strcmp(o.workload, "W5"))
+        return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
+    if (!strcmp(o.workload, "W7")) /* --sessions: connections, --clients: the active ones */
+        return bench_fencelock_w7(o.endpoints, o.sessions, o.clients, o.seconds, o.server_pid);
+    if (!strcmp(o.workload, "W6C"))
+        return bench_fencelock_w6c(o.endpoints, o.sessions, o.ttl_ms, o.seconds);
+    if (!strcmp(o.workload, "W6"))
+        return bench_fencelock_w6(o.endpoints, o.sessions, o.ttl_ms, o.seconds);
     int n = o.clients, contended = !strcmp(o.workload, "W2");
     struct bench_cfg cfg = {.endpoints = o.endpoints, .ttl_ms = o.ttl_ms};
     struct worker *w = calloc((size_t)n, sizeof(*w));

@@ -7,7 +7,12 @@
 #   bench/run.sh --report           (only rewrite the report from the last run's raw results)
 # Environment: BENCH_SECONDS (measured seconds per workload, default 10), BENCH_PAIRS (count
 # bound per workload, default 1000000), BENCH_W4 (0 skips W4; default 1), BENCH_W4_SESSIONS
-# (default 100000), BENCH_W4_LOCKS (locks per session, default 10).
+# (default 100000), BENCH_W4_LOCKS (locks per session, default 10), BENCH_W5 (0 skips W5: reads
+# vs PUT on 3 nodes and on 1 node), BENCH_W5_COUNT (commands per kind, default 5000), BENCH_W6
+# (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
+# (default 60), BENCH_W7 (0 skips W7: 10,000 client connections, 100 active; BENCH_W7_CONNS),
+# BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
+# (kills per system, default 10).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -18,6 +23,15 @@ pairs=${BENCH_PAIRS:-1000000}
 w4=${BENCH_W4:-1}
 w4_sessions=${BENCH_W4_SESSIONS:-100000}
 w4_locks=${BENCH_W4_LOCKS:-10}
+w5=${BENCH_W5:-1}
+w5_count=${BENCH_W5_COUNT:-5000}
+w6=${BENCH_W6:-1}
+w6_sessions=${BENCH_W6_SESSIONS:-100000}
+w6_secs=${BENCH_W6_SECONDS:-60}
+w7=${BENCH_W7:-1}
+w7_conns=${BENCH_W7_CONNS:-10000}
+w8=${BENCH_W8:-1}
+w8_trials=${BENCH_W8_TRIALS:-10}
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
 systems=("$@")
@@ -93,6 +107,96 @@ w4_fencelock() {
   printf '{"driver":"fencelock","workload":"W4","rss_kib":[%s],"snapshot_bytes":[%s],"restart_s":%s,"restarted_node":%s,"load":%s}\n' \
     "$rss" "$snap" "$restart_s" "${node:-0}" "$line" >>"$json"
   echo "  W4: RSS KiB [$rss], snapshot bytes [$snap], restart ${restart_s} s"
+}
+
+# W5 for fencelock on the running cluster ($1: endpoints, $2: node count for the JSON).
+w5_fencelock() {
+  local line
+  line=$(timeout $((secs + 60)) "$LB" --driver fencelock --endpoints "$1" --workload W5 \
+    --pairs "$w5_count" --seconds "$secs")
+  [ -n "$line" ] || line='{"driver":"fencelock","workload":"W5","errors":1,"error":"lockbench failed"}'
+  line="${line%\}},\"nodes\":$2}"
+  echo "   $line"
+  echo "$line" >>"$json"
+}
+
+# CPU ticks (user + system) of a pid so far.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# W6 for fencelock: sessions kept alive; the leader's CPU per keepalive and peak RSS.
+w6_fencelock() {
+  local eps=$1 line i h leader="" pid c0 c1 hz hwm
+  for i in 1 2 3; do
+    h=$(http_health $((17482 + 10 * (i - 1))))
+    case "$h" in *'"role":"leader"'*) leader=$i ;; esac
+  done
+  [ -n "$leader" ] || { note fencelock W6 "no leader"; return; }
+  pid=$(cat "build/bench/fencelock/node$leader.pid")
+  hz=$(getconf CLK_TCK)
+  c0=$(cpu_ticks "$pid")
+  echo "  W6: $w6_sessions sessions, TTL 10 s, keepalive every TTL/3, $w6_secs s"
+  line=$(timeout $((w6_secs + 180)) "$LB" --driver fencelock --endpoints "$eps" --workload W6 \
+    --sessions "$w6_sessions" --ttl 10000 --seconds "$w6_secs")
+  c1=$(cpu_ticks "$pid")
+  hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+  [ -n "$line" ] || line='{"driver":"fencelock","workload":"W6","errors":1,"error":"lockbench failed"}'
+  line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}}"
+  echo "  $line"
+  echo "$line" >>"$json"
+}
+
+# W7 for fencelock: many open connections, a few active, a W1 client measuring beside them.
+w7_fencelock() {
+  local eps=$1 line pid
+  pid=$(leader_pid fencelock)
+  echo "  W7: $w7_conns connections (100 active) to the leader (pid ${pid:-?}); ulimit -n $(ulimit -n)"
+  line=$(timeout $((secs * 3 + 120)) "$LB" --driver fencelock --endpoints "$eps" --workload W7 \
+    --sessions "$w7_conns" --clients 100 --seconds $((secs * 3)) --server-pid "${pid:-1}")
+  [ -n "$line" ] || line='{"driver":"fencelock","workload":"W7","errors":1,"error":"lockbench failed"}'
+  echo "  $line"
+  echo "$line" >>"$json"
+}
+
+# The pid of the current leader of system $1 (fencelock, etcd, zookeeper), or nothing.
+leader_pid() {
+  local i h
+  case $1 in
+  fencelock)
+    for i in 1 2 3; do
+      h=$(http_health $((17482 + 10 * (i - 1))))
+      case "$h" in *'"status":"ok","role":"leader"'*) cat "build/bench/fencelock/node$i.pid"; return ;; esac
+    done ;;
+  etcd)
+    for i in 1 2 3; do
+      h=$(ETCDCTL_API=3 timeout 3 etcdctl --endpoints="127.0.0.1:$((12369 + 10 * i))" \
+        endpoint status -w json 2>/dev/null) || continue
+      if python3 -c 'import json,sys; s=json.loads(sys.argv[1])[0]["Status"]; sys.exit(s["header"]["member_id"] != s["leader"])' "$h" 2>/dev/null; then
+        cat "build/bench/etcd/$i/pid"; return
+      fi
+    done ;;
+  zookeeper)
+    for i in 1 2 3; do
+      h=$( (exec 3<>"/dev/tcp/127.0.0.1/$((12180 + i))" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null)
+      case "$h" in *'Mode: leader'*) cat "build/bench/zookeeper/$i/pid"; return ;; esac
+    done ;;
+  esac
+}
+
+# W8 for system $1 (servers running, endpoints $2): $w8_trials times, kill -9 the leader while
+# 8 clients contend for one lock; then bring the killed member back (start is idempotent).
+w8_system() {
+  local s=$1 eps=$2 trial pid line
+  for trial in $(seq 1 "$w8_trials"); do
+    for _ in $(seq 1 100); do pid=$(leader_pid "$s"); [ -n "$pid" ] && break; sleep 0.2; done
+    if [ -z "$pid" ]; then note "$s" W8 "no leader found (trial $trial)"; break; fi
+    line=$(timeout 150 "$LB" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
+      2>>"$raw/w8-$s.stderr")
+    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$s")
+    line="${line%\}},\"trial\":$trial}"
+    echo "   $line"
+    echo "$line" >>"$json"
+    timeout 120 "bench/servers/$s.sh" start >/dev/null 2>&1 || { note "$s" W8 "restart failed"; break; }
+  done
 }
 
 # The markdown report from the JSON lines ($1) and the machine's description.
@@ -217,6 +321,76 @@ for s in order:
     else:
         p(f"| {desc[s]} | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
 p("")
+w5rows = [r for r in rows if r.get("driver") == "fencelock" and r.get("workload") == "W5"]
+if w5rows:
+    p("## W5 — reads and keepalives vs PUT (fencelock; one connection)")
+    p("")
+    p("One command at a time (p50 / p99 ms, and the ratio to PUT's), then pipelined on one connection.")
+    p("")
+    p("| nodes | command | p50 ms | p99 ms | p50 / PUT p50 | p99 / PUT p99 |")
+    p("| ---: | --- | ---: | ---: | ---: | ---: |")
+    for r in w5rows:
+        for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE"):
+            c = r.get(k) or {}
+            p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
+              f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")
+    p("")
+    p("| nodes | pipelined GET/s | pipelined SESSION.KEEPALIVE/s | note |")
+    p("| ---: | ---: | ---: | --- |")
+    for r in w5rows:
+        pp = r.get("pipelined_per_s") or {}
+        p(f"| {r.get('nodes', '?')} | {rate(pp.get('GET'))} | {rate(pp.get('SESSION.KEEPALIVE'))} | {r.get('error', '')} |")
+    p("")
+w6 = get("fencelock", "W6")
+if w6 and "sessions" in w6:
+    p("## W6 — sessions kept alive (fencelock, 3 nodes)")
+    p("")
+    ka = w6["keepalives"]
+    cpu = w6.get("leader_cpu_s")
+    p("| sessions | TTL ms | s | keepalives sent | target/s | keepalive p50 ms | p99 ms | sessions lost | other errors | "
+      "max send lag ms | W1 pair p50 idle → loaded ms (ratio) | leader CPU µs / keepalive | leader peak RSS MiB |")
+    p("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    p(f"| {w6['sessions']:,} | {w6['ttl_ms']} | {w6['seconds']} | {ka:,} | {w6['target_per_s']:,.0f} | "
+      f"{w6['keepalive_p50_ms']:.3f} | {w6['keepalive_p99_ms']:.3f} | {w6['lost_sessions']} | {w6['errors']} | "
+      f"{w6['max_lag_ms']:.1f} | {w6['w1_idle_p50_ms']:.3f} → {w6['w1_load_p50_ms']:.3f} ({w6['w1_p50_ratio']:.2f}) | "
+      f"{(cpu * 1e6 / ka) if cpu is not None and ka else 0:.1f} | {w6.get('leader_hwm_kib', 0) / 1024:.0f} |")
+    p("")
+    p("The leader's CPU covers the whole W6 run (opening and closing the sessions, the W1 client) divided by the keepalives sent.")
+    p("")
+w7 = get("fencelock", "W7")
+if w7 and "opened" in w7:
+    p("## W7 — connections (fencelock, 3 nodes)")
+    p("")
+    p("| connections asked | opened | refused | active (one GET in flight each) | active GETs/s | leader RSS before → after MiB | RSS per connection KiB | W1 pair p50 / p99 ms, idle | with the connections open | note |")
+    p("| ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- | --- |")
+    p(f"| {w7['conns']:,} | {w7['opened']:,} | {w7['refused']} | {w7['active']} | {w7['active_gets_per_s']:,.0f} | "
+      f"{w7['rss0_kib'] / 1024:.1f} → {w7['rss1_kib'] / 1024:.1f} | {w7['rss_per_conn_bytes'] / 1024:.1f} | "
+      f"{w7['w1_idle_p50_ms']:.3f} / {w7['w1_idle_p99_ms']:.3f} | {w7['w1_p50_ms']:.3f} / {w7['w1_p99_ms']:.3f} | {w7.get('error', '')} |")
+    p("")
+w8rows = [r for r in rows if r.get("workload") == "W8"]
+if w8rows:
+    import statistics
+    p("## W8 — fail-over: kill -9 of the leader while 8 clients wait on one lock")
+    p("")
+    p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials.")
+    p("")
+    p("| system | trials ok | median ms | min ms | max ms | fencelock median / this | failed trials |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    med = {}
+    for s in order:
+        ok_ = [r["failover_ms"] for r in w8rows if r.get("driver") == s and r.get("failover_ms", -1) >= 0 and not r.get("error")]
+        if ok_:
+            med[s] = statistics.median(ok_)
+    for s in order:
+        rs = [r for r in w8rows if r.get("driver") == s]
+        if not rs: continue
+        ok_ = sorted(r["failover_ms"] for r in rs if r.get("failover_ms", -1) >= 0 and not r.get("error"))
+        bad = [r.get("error", r.get("skipped", "?")) for r in rs if r not in [x for x in rs if x.get("failover_ms", -1) >= 0 and not x.get("error")]]
+        if ok_:
+            p(f"| {desc[s]} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+        else:
+            p(f"| {desc[s]} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+    p("")
 p("Raw results (one JSON line per workload, from lockbench):")
 p("")
 p("```")
@@ -256,6 +430,7 @@ for s in "${systems[@]}"; do
   fi
   echo "   endpoints $eps"
   for w in W1 W2 W3; do
+    [ "${BENCH_W123:-1}" = 1 ] || break
     line=$(timeout $((secs + 30)) "$LB" --driver "$s" --endpoints "$eps" --workload "$w" \
       --seconds "$secs" --pairs "$pairs")
     rc=$?
@@ -263,12 +438,35 @@ for s in "${systems[@]}"; do
     echo "   $line"
     echo "$line" >>"$json"
   done
+  if [ "$s" = fencelock ] && [ "$w5" = 1 ]; then
+    echo "  W5: reads vs PUT, 3 nodes"
+    w5_fencelock "$eps" 3
+  fi
+  if [ "$s" = fencelock ] && [ "$w6" = 1 ]; then
+    w6_fencelock "$eps"
+  fi
+  if [ "$s" = fencelock ] && [ "$w7" = 1 ]; then
+    w7_fencelock "$eps"
+  fi
+  case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi
   echo "== $s: stopping servers"
   "$script" stop >/dev/null 2>&1
   running=""
+  if [ "$s" = fencelock ] && [ "$w5" = 1 ]; then
+    echo "== fencelock: W5 on one node (make run's setup)"
+    rm -rf build/bench/fencelock
+    running=fencelock
+    if eps=$(FL_NODES=1 timeout 120 "$script" start | tail -n 1) && [ -n "$eps" ]; then
+      w5_fencelock "$eps" 1
+    else
+      note fencelock W5 "1-node server did not start"
+    fi
+    FL_NODES=1 "$script" stop >/dev/null 2>&1
+    running=""
+  fi
 done
 
 date=$(date -u +%Y-%m-%d)

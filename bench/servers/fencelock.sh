@@ -10,10 +10,11 @@
 # returns once a leader reports ready (/health "ok" with role leader) and every node answers
 # /health; it then prints the client endpoints. `stop` sends SIGTERM, waits up to 10 s, then
 # SIGKILL. `pids` prints the running nodes' pids, one per line (for W4's RSS figures).
+# FL_NODES=1 (for start and stop alike) runs a single node instead: W5's one-node figures.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=build/bench/fencelock
-n=3
+n=${FL_NODES:-3}
 BIN=${BIN:-build/release/fencelockd}
 port() { echo $((17480 + 10 * ($1 - 1) + $2)); }
 members() {

@@ -1047,6 +1047,12 @@ const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
     return NULL;
 }
 
+bool srv_cmd_is_write(const struct resp_arg *name)
+{
+    const struct srv_cmd *cmd = srv_cmd_lookup(name);
+    return cmd && (cmd->flags & CMD_WRITE);
+}
+
 static struct srv_slot *slot_new(struct srv_conn *c)
 {
     struct srv_slot *slot = srv_slot_new(c->srv);
@@ -1074,9 +1080,15 @@ static int copy_args(struct srv_slot *slot, size_t argc, const struct resp_arg *
     return 0;
 }
 
+/* Arguments of a read on the stack: every read command but KEYS/LOCKS with options has at
+ * most 4, so the read path allocates nothing per request. */
+#define READ_ARGV_STACK 8
+
 bool srv_run_read(struct srv *s, struct srv_slot *slot)
 {
-    struct resp_arg *argv = calloc(slot->argc, sizeof(*argv));
+    struct resp_arg stack_argv[READ_ARGV_STACK];
+    struct resp_arg *argv =
+        slot->argc <= READ_ARGV_STACK ? stack_argv : calloc(slot->argc, sizeof(*argv));
     if (!argv) {
         resp_w_error(&slot->out, "ERR out of memory");
         return false;
@@ -1096,7 +1108,8 @@ bool srv_run_read(struct srv *s, struct srv_slot *slot)
                         .out = &slot->out,
                         .proto = slot->proto};
     slot->cmd->fn(&r);
-    free(argv);
+    if (argv != stack_argv)
+        free(argv);
     return r.async;
 }
 

@@ -88,6 +88,9 @@ void srv_config_usage(FILE *f)
           "  --snapshot-trailing N   entries kept after a snapshot (default 4096)\n"
           "  --lazy-ms MS            a LOCK that will queue waits up to MS for another command\n"
           "                          to share its log entry (default 1; 0: never waits)\n"
+          "  --tick-ms MS            the leader's timer tick: how late past its deadline a\n"
+          "                          lease expiry, WAIT timeout or lock-delay end is proposed\n"
+          "                          at most (default 5)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
           "  --help                  this text\n",
           f);
@@ -229,6 +232,7 @@ static const struct num_flag num_flags[] = {
     NF("--snapshot-threshold", snapshot_threshold, 2, 2, 1u << 30),
     NF("--snapshot-trailing", snapshot_trailing, 2, 1, 1u << 30),
     NF("--lazy-ms", lazy_ms, 2, 0, 1000),
+    NF("--tick-ms", tick_ms, 2, 1, 60000),
 };
 
 static int set_num(struct srv_config *c, const struct num_flag *f, const char *v)

@@ -7,8 +7,10 @@
  * a time (`wbuf`, `wreq`: libuv calls it back, cancelled if need be, before the handle's close
  * callback frees the connection); replies produced meanwhile gather in `out`.
  * Reading pauses while `max_pending` slots are queued and resumes as they drain, so one client
- * cannot queue unbounded work. Parsing also pauses behind a read waiting for its barrier, so a
- * pipelined read never sees a write the same connection sent after it.
+ * cannot queue unbounded work. A write parsed behind a read still waiting for its barrier waits
+ * (unparsed) until that read is answered, so a pipelined read never sees a write the same
+ * connection sent after it; reads and local commands behind it go on, so a run of pipelined
+ * reads shares one barrier.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -291,11 +293,8 @@ static void process_input(struct srv_conn *c)
     size_t off = 0;
     char err[128];
     c->processing = true;
-    /* A read in flight is answered at the state after the barrier it waits for; a write
-     * parsed after it would be ordered before that barrier and show through. So commands
-     * after a read wait until it is answered: each connection sees its own order. */
     while (!c->closing && !c->close_after_write && off < c->in.len &&
-           c->nslots < s->cfg.max_pending && c->reads_pending == 0) {
+           c->nslots < s->cfg.max_pending) {
         size_t used = 0, argc = 0;
         struct resp_arg *argv = NULL;
         int rc = resp_parse(&c->ps, c->in.p + off, c->in.len - off, &used, &argc, &argv, err,
@@ -307,6 +306,12 @@ static void process_input(struct srv_conn *c)
             protocol_error(c, err);
             return;
         }
+        /* A read in flight is answered at the state after the barrier it waits for; a write
+         * proposed now would be ordered before that barrier and show through. So a write
+         * behind a read stays in the input (parsed again later) until the read is answered:
+         * each connection sees its own order. */
+        if (argc > 0 && c->reads_pending && srv_cmd_is_write(&argv[0]))
+            break;
         off += used;
         if (argc > 0)
             srv_dispatch(s, c, argc, argv);

@@ -21,7 +21,7 @@ struct hist {
 
 struct srv_metrics {
     uint64_t grants, releases, expirations, fence_rejections, commands, proposals, proposal_unknown,
-        connections_total, connections_rejected, protocol_errors;
+        connections_total, connections_rejected, protocol_errors, read_barriers, reads;
     struct hist lock_wait, lock_hold, commit;
 };
 

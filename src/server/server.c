@@ -634,7 +634,15 @@ static void tick_cb(uv_timer_t *t)
         fire_timer(s, top);
 }
 
-/* ---- reads: one barrier answers every read that arrived before it was issued ---- */
+/* ---- reads: one barrier answers every read that arrived before it was issued ----
+ *
+ * Why no deferral of the answer: libraft 0.22's legacy API never runs a barrier callback from
+ * inside raft_step; completed requests are queued and fired from its own uv_prepare and
+ * uv_check handles (LegacyFireCompletedRequests, libraft src/uv.c). The reads are answered
+ * right there. They used to be answered from a uv_check handle of ours started inside that
+ * callback: a check handle started during the check phase only runs on the next loop turn,
+ * after a poll that blocks until the next timer (the 5 ms tick), so every read and keepalive
+ * took about 5 ms (docs/performance.md, "The cause of the 5 ms reads"). */
 
 static void read_barrier_cb(void *ctx, int status);
 
@@ -650,9 +658,22 @@ static void issue_read_barrier(struct srv *s)
         return;
     }
     s->barrier_inflight = true;
+    s->m.read_barriers++;
 }
 
-/* Answer the reads the completed barrier covers, then start the next barrier. */
+/* The next loop turn, before the loop blocks: an active idle handle makes libuv poll without
+ * waiting, whichever phase started it. */
+static void reads_issue_cb(uv_idle_t *h)
+{
+    struct srv *s = h->data;
+    uv_idle_stop(h);
+    if (!s->stopping)
+        issue_read_barrier(s);
+}
+
+/* Answer the reads the completed barrier covers, then issue the next barrier for the reads
+ * that arrived meanwhile (including those parsed while answering: a connection resumes
+ * parsing once its reads are answered). */
 static void answer_reads(struct srv *s, int status)
 {
     s->barrier_inflight = false;
@@ -664,6 +685,7 @@ static void answer_reads(struct srv *s, int status)
         while (slot) {
             struct srv_slot *next = slot->lnext;
             slot->lnext = NULL;
+            s->m.reads++;
             if (!srv_run_read(s, slot))
                 srv_slot_done(slot);
             slot = next;
@@ -673,22 +695,9 @@ static void answer_reads(struct srv *s, int status)
         issue_read_barrier(s);
 }
 
-static void reads_done_cb(uv_check_t *h)
-{
-    struct srv *s = h->data;
-    uv_check_stop(h);
-    answer_reads(s, s->reads_status);
-}
-
 static void read_barrier_cb(void *ctx, int status)
 {
-    struct srv *s = ctx;
-    if (s->stopping) { /* handles are closing: fail the reads now, issue nothing */
-        answer_reads(s, status);
-        return;
-    }
-    s->reads_status = status;
-    uv_check_start(&s->reads_done, reads_done_cb);
+    answer_reads(ctx, status);
 }
 
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
@@ -699,7 +708,8 @@ void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
     else
         s->reads_waiting.head = slot;
     s->reads_waiting.tail = slot;
-    issue_read_barrier(s);
+    if (!s->barrier_inflight && !uv_is_active((uv_handle_t *)&s->reads_issue))
+        uv_idle_start(&s->reads_issue, reads_issue_cb);
 }
 
 /* ---- lifecycle ---- */
@@ -794,8 +804,8 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     /* The loop handles exist from here on, so srv_stop may close them whatever failed later. */
     uv_timer_init(s->loop, &s->tick);
     s->tick.data = s;
-    uv_check_init(s->loop, &s->reads_done);
-    s->reads_done.data = s;
+    uv_idle_init(s->loop, &s->reads_issue);
+    s->reads_issue.data = s;
     uv_signal_init(s->loop, &s->sig_term);
     uv_signal_init(s->loop, &s->sig_int);
     s->sig_term.data = s->sig_int.data = s;
@@ -841,7 +851,7 @@ static void rn_closed(void *arg)
     struct srv *s = arg;
     s->rn = NULL;
     uv_close((uv_handle_t *)&s->tick, NULL);
-    uv_close((uv_handle_t *)&s->reads_done, NULL);
+    uv_close((uv_handle_t *)&s->reads_issue, NULL);
     uv_close((uv_handle_t *)&s->sig_term, NULL);
     uv_close((uv_handle_t *)&s->sig_int, NULL);
 }
@@ -856,10 +866,7 @@ void srv_stop(struct srv *s)
     struct fail_arg fa = {s, RN_ERR};
     map_foreach(&s->parked, fail_parked_cb, &fa);
     fail_reads(s, &s->reads_waiting, RN_ERR);
-    if (uv_is_active((uv_handle_t *)&s->reads_done)) { /* a barrier completed, unanswered */
-        uv_check_stop(&s->reads_done);
-        answer_reads(s, RN_ERR);
-    }
+    uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, NULL);

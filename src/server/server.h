@@ -137,7 +137,7 @@ struct srv_conn {
     struct resp_parser ps;
     struct srv_slot *head, *tail;
     size_t nslots;
-    size_t reads_pending; /* reads waiting for a barrier: parsing pauses behind them */
+    size_t reads_pending; /* reads waiting for a barrier: a write parsed after one waits */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
     bool stale_reads; /* READONLY: reads from local state, no barrier */
@@ -172,14 +172,14 @@ struct srv {
     int role;
     bool ready, ready_pending;
     uint64_t ready_term;
-    /* linearizable reads: `waiting` join the next barrier, `inflight` await the current one */
+    /* linearizable reads: `waiting` join the next barrier, `inflight` await the current one.
+     * At most one read barrier is in flight. A read that finds none in flight starts the idle
+     * handle, which issues the barrier on the next loop turn, before the loop blocks: every
+     * read of this turn (all connections) shares it. The barrier's callback answers its reads
+     * and at once issues the next barrier for the reads that arrived meanwhile. */
     struct srv_read_list reads_waiting, reads_inflight;
     bool barrier_inflight;
-    /* A barrier's completion is handled from this check handle, after libraft returned:
-       answering reads may propose, and a new barrier issued from inside libraft's barrier
-       callback crashed libraft 0.15 (a NULL read in raft_barrier). */
-    uv_check_t reads_done;
-    int reads_status;
+    uv_idle_t reads_issue;
     /* derived timer tables */
     struct map sessions, waits, delays, holds, parked;
     struct heap timers;
@@ -252,6 +252,8 @@ extern const struct srv_cmd srv_conn_cmds[];
    error written (and nothing changed). */
 int srv_hello_options(struct srv_req *r);
 extern const size_t srv_n_conn_cmds;
+/* Whether the named command is proposed to the log (CMD_WRITE). */
+bool srv_cmd_is_write(const struct resp_arg *name);
 /* Run a parsed command for connection c (flags decide sync / write / read paths). */
 void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv);
 /* Answer one read after its barrier; true if the reply will come later (srv_slot_done then). */

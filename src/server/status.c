@@ -33,6 +33,11 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_proposals_unknown_total", "counter",
                   "Proposals whose outcome became unknown (leadership lost).",
                   (double)m->proposal_unknown);
+    metric_render(out, "fencelock_read_barriers_total", "counter",
+                  "Barriers issued for linearizable reads and keepalives (each a log entry).",
+                  (double)m->read_barriers);
+    metric_render(out, "fencelock_reads_total", "counter",
+                  "Linearizable reads and keepalives answered after a barrier.", (double)m->reads);
     metric_render(out, "fencelock_connections", "gauge", "Open client connections.",
                   (double)s->nconns);
     metric_render(out, "fencelock_connections_total", "counter", "Client connections accepted.",
