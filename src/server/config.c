@@ -26,6 +26,9 @@ void srv_config_defaults(struct srv_config *c)
     c->max_keys_reply = 10000;
     c->max_pending = 1024;
     c->max_output = 64u << 20;
+    c->max_output_soft = 8u << 20;
+    c->max_query_buffer = 8u << 20;
+    c->max_input_total = 1u << 30;
     c->max_ttl = 7ull * 24 * 3600 * 1000;
     c->max_lockdelay = 60000;
     c->max_wait = 24ull * 3600 * 1000;
@@ -81,6 +84,17 @@ void srv_config_usage(FILE *f)
           "                          each new leader (default 1000)\n"
           "  --max-pending N         queued requests per connection before reading pauses\n"
           "                          (default 1024)\n"
+          "  --max-output BYTES      unread reply bytes of one connection; more closes it\n"
+          "                          (default 67108864)\n"
+          "  --max-output-soft BYTES unread reply bytes at which a connection's input stops\n"
+          "                          being read and parsed until the client reads (default\n"
+          "                          8388608)\n"
+          "  --max-query-buffer BYTES\n"
+          "                          input bytes of one unfinished command; more is a protocol\n"
+          "                          error (default 8388608; must exceed --max-bulk)\n"
+          "  --max-input-total BYTES input buffers of all connections together; over it the\n"
+          "                          connection with the largest one is closed (default\n"
+          "                          1073741824)\n"
           "  --election-ms MS        Raft election timeout (default 400)\n"
           "  --heartbeat-ms MS       Raft heartbeat (default 40)\n"
           "  --snapshot-threshold N  fewest entries between snapshots (default 16384; more\n"
@@ -220,6 +234,10 @@ static const struct num_flag num_flags[] = {
     NF("--max-value", max_value, 1, 0, FSM_MAX_VALUE),
     NF("--max-keys-reply", max_keys_reply, 1, 1, 10000000),
     NF("--max-pending", max_pending, 1, 1, 1u << 20),
+    NF("--max-output", max_output, 1, 1024, 1ull << 40),
+    NF("--max-output-soft", max_output_soft, 1, 1024, 1ull << 40),
+    NF("--max-query-buffer", max_query_buffer, 1, 1024, 1ull << 40),
+    NF("--max-input-total", max_input_total, 1, 65536, 1ull << 40),
     NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
     NF("--max-lockdelay", max_lockdelay, 0, 0, 1ull << 40),
     NF("--max-wait", max_wait, 0, 1, 1ull << 40),
@@ -327,6 +345,10 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     }
     if (c->n_peers && check_cluster(c))
         return -1;
+    if (c->max_query_buffer <= c->max_bulk) {
+        fprintf(stderr, "fencelockd: --max-query-buffer must be larger than --max-bulk\n");
+        return -1;
+    }
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;

@@ -22,6 +22,8 @@ struct hist {
 struct srv_metrics {
     uint64_t grants, releases, expirations, fence_rejections, commands, proposals, proposal_unknown,
         connections_total, connections_rejected, protocol_errors;
+    /* resource limits (docs/server.md "Limits"): connections closed or commands refused */
+    uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
     struct hist lock_wait, lock_hold, commit;
 };
 

@@ -53,8 +53,11 @@ struct srv_config {
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
-    size_t max_pending; /* per connection: reading pauses beyond it */
-    size_t max_output;  /* per connection: unsent reply bytes before it is closed */
+    size_t max_pending;      /* per connection: reading pauses beyond it */
+    size_t max_output;       /* per connection: unsent reply bytes before it is closed */
+    size_t max_output_soft;  /* per connection: reading and parsing pause beyond it */
+    size_t max_query_buffer; /* per connection: input bytes of one unfinished command */
+    size_t max_input_total;  /* all connections' input buffers together */
     uint64_t max_ttl, max_lockdelay, max_wait;
     uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
@@ -117,6 +120,7 @@ struct srv_slot {
     uint8_t op;          /* fsm op of a write */
     uint64_t wait_ms;    /* LOCK ... WAIT */
     uint64_t started_ns; /* for commit latency */
+    size_t held;         /* out.len counted in conn->held_bytes while done and queued */
     size_t pkeylen;      /* parked: map key name+sid */
     char *pkey;
     const struct srv_cmd *cmd; /* read: the command to run after the barrier */
@@ -138,6 +142,8 @@ struct srv_conn {
     struct srv_slot *head, *tail;
     size_t nslots;
     size_t reads_pending; /* reads waiting for a barrier: parsing pauses behind them */
+    size_t held_bytes;    /* reply bytes in done slots not yet moved to `out` */
+    size_t in_counted;    /* in.cap as counted in srv.input_bytes */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
     bool stale_reads; /* READONLY: reads from local state, no barrier */
@@ -160,6 +166,7 @@ struct srv {
     struct srv_http *http;
     struct srv_conn *conns;
     size_t nconns;
+    size_t input_bytes; /* sum of every connection's input buffer capacity */
     /* Finished slots kept for the next command with their buffers' memory (at most
      * SRV_FREE_SLOTS): a command then allocates nothing for its slot. */
     struct srv_slot *free_slots;
