@@ -204,6 +204,7 @@ static void write_done(void *ctx, int status, const struct fsm_reply *reply)
 {
     struct srv_slot *slot = ctx;
     struct srv *s = slot->srv;
+    srv_quota_release(s, &slot->res); /* applied (counted in the state now) or never will be */
     hist_observe(&s->m.commit, (double)(uv_hrtime() - slot->started_ns) / 1e9);
     if (status != RN_OK) {
         if (status == RN_UNKNOWN)
@@ -257,9 +258,12 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
         r->slot->pkey = k.p;
         r->slot->pkeylen = k.len;
     }
+    if (srv_quota_reserve(s, cmd, &r->slot->res, r->out))
+        return;
     int rc = cmd->op == FSM_OP_LOCK ? srv_propose_lock(s, cmd, write_done, r->slot)
                                     : srv_propose(s, cmd, write_done, r->slot);
     if (rc != RN_OK) {
+        srv_quota_release(s, &r->slot->res);
         srv_reply_status(s, r->out, rc);
         return;
     }

@@ -32,6 +32,11 @@ void srv_config_defaults(struct srv_config *c)
     c->max_ttl = 7ull * 24 * 3600 * 1000;
     c->max_lockdelay = 60000;
     c->max_wait = 24ull * 3600 * 1000;
+    c->max_sessions = 1000000;
+    c->max_locks = 10000000;
+    c->max_keys = 1000000;
+    c->max_waiters = 1000000;
+    c->max_data_bytes = 4ull << 30;
     c->checkpoint_min_ttl = 1000;
     c->election_ms = 400;
     c->heartbeat_ms = 40;
@@ -76,6 +81,14 @@ void srv_config_usage(FILE *f)
           "  --max-keys-reply N      entries one KEYS or LOCKS reply returns at most (default "
           "10000)\n"
           "  --max-ttl MS            session TTL (default 604800000, 7 days)\n"
+          "  --max-sessions N        live sessions (default 1000000); over a quota a command\n"
+          "                          gets -NOSPACE and changes nothing\n"
+          "  --max-locks N           existing locks: held, in lock-delay or with waiters\n"
+          "                          (default 10000000)\n"
+          "  --max-keys N            keys (default 1000000)\n"
+          "  --max-waiters N         sessions queued on locks (default 1000000)\n"
+          "  --max-data-bytes BYTES  state size: key, value and name bytes plus 128 per\n"
+          "                          record (default 4294967296; docs/server.md \"Memory\")\n"
           "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
           "  --max-wait MS           LOCK ... WAIT (default 86400000)\n"
           "  --checkpoint-min-ttl MS sessions with at least this TTL checkpoint their remaining\n"
@@ -239,6 +252,11 @@ static const struct num_flag num_flags[] = {
     NF("--max-query-buffer", max_query_buffer, 1, 1024, 1ull << 40),
     NF("--max-input-total", max_input_total, 1, 65536, 1ull << 40),
     NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
+    NF("--max-sessions", max_sessions, 0, 1, 1ull << 40),
+    NF("--max-locks", max_locks, 0, 1, 1ull << 40),
+    NF("--max-keys", max_keys, 0, 1, 1ull << 40),
+    NF("--max-waiters", max_waiters, 0, 1, 1ull << 40),
+    NF("--max-data-bytes", max_data_bytes, 0, 4096, 1ull << 50),
     NF("--max-lockdelay", max_lockdelay, 0, 0, 1ull << 40),
     NF("--max-wait", max_wait, 0, 1, 1ull << 40),
     NF("--checkpoint-min-ttl", checkpoint_min_ttl, 0, 1, 1ull << 40),

@@ -12,6 +12,7 @@
 #include "common/buf.h"
 
 #define HIST_NB 17
+#define SRV_QUOTA_N 5 /* sessions, locks, keys, waiters, data bytes (server/quota.c) */
 
 struct hist {
     uint64_t counts[HIST_NB + 1]; /* last = +Inf */
@@ -24,6 +25,7 @@ struct srv_metrics {
         connections_total, connections_rejected, protocol_errors;
     /* resource limits (docs/server.md "Limits"): connections closed or commands refused */
     uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
+    uint64_t quota_rejections[SRV_QUOTA_N];
     struct hist lock_wait, lock_hold, commit;
 };
 

@@ -53,6 +53,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_input_total_closes_total", "counter",
                   "Connections closed because all input buffers exceeded --max-input-total.",
                   (double)m->input_total_closes);
+    srv_quota_render(s, out);
     metric_render(out, "fencelock_input_buffer_bytes", "gauge",
                   "Bytes allocated for all client connections' input buffers.",
                   (double)s->input_bytes);

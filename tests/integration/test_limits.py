@@ -4,13 +4,12 @@ refused with a clear error and counted, and the server stays up with its memory 
 Memory figures are upper bounds far above what the server needs (ASan build) and far below
 what the unbounded server used; nothing here measures time."""
 
-import os
 import socket
 import time
 
-from helpers import eq, expect_err, expect_int, ok, open_session, wait_until
-from resp import Conn, ConnectionClosed, RespError, encode_command
-from test_http import metric
+from helpers import eq, expect_err, expect_int, ok, open_session, revision, wait_until
+from resp import Conn, RespError, encode_command
+from test_http import http_get, metric, parse_metrics
 
 MiB = 1 << 20
 
@@ -162,3 +161,114 @@ def test_partial_frames_on_many_connections_stay_bounded(ctx):
     grown = rss_mib(srv) - before
     assert grown < 200, "RSS grew %.0f MiB" % grown
     alive(srv)
+
+
+# ---- quotas ----
+
+def rejections(srv, quota):
+    status, _, body = http_get(srv, "/metrics")
+    eq(status, 200, "GET /metrics")
+    for labels, v in parse_metrics(body).get("fencelock_quota_rejections_total", []):
+        if labels == '{quota="%s"}' % quota:
+            return v
+    raise AssertionError("no fencelock_quota_rejections_total{quota=%r}" % quota)
+
+
+def nospace(c, *args):
+    rev = revision(c)
+    r = c.call(*args)
+    expect_err(r, "NOSPACE", " ".join(map(str, args)))
+    eq(revision(c), rev, "revision after NOSPACE")
+    return r
+
+
+def test_quota_sessions_nospace_and_close_frees(ctx):
+    srv = ctx.server("--max-sessions", 3)
+    c = ctx.conn()
+    sids = [open_session(c) for _ in range(3)]
+    r = nospace(c, "SESSION.OPEN", 60000)
+    assert "--max-sessions" in r.text, r.text
+    eq(rejections(srv, "sessions"), 1, "session rejections")
+    ok(c.call("SESSION.CLOSE", sids[0]))
+    expect_int(c.call("SESSION.OPEN", 60000), "after a close there is room")
+
+
+def test_quota_sessions_counts_a_pipelined_batch(ctx):
+    """Ten opens in one write share group-commit batches: exactly three fit."""
+    srv = ctx.server("--max-sessions", 3)
+    c = ctx.conn()
+    replies = c.pipeline([("SESSION.OPEN", 60000)] * 10)
+    ints = [r for r in replies if isinstance(r, int)]
+    errs = [r for r in replies if isinstance(r, RespError) and r.code == "NOSPACE"]
+    eq((len(ints), len(errs)), (3, 7), "opens accepted / refused: %r" % (replies,))
+    eq(rejections(srv, "sessions"), 7, "session rejections")
+
+
+def test_quota_locks_nospace_and_unlock_frees(ctx):
+    srv = ctx.server("--max-locks", 2)
+    c = ctx.conn()
+    sid = open_session(c)
+    expect_int(c.call("LOCK", "a", sid))
+    expect_int(c.call("LOCK", "b", sid))
+    expect_int(c.call("LOCK", "a", sid), "re-LOCK by the holder needs no room")
+    nospace(c, "LOCK", "c", sid)
+    eq(rejections(srv, "locks"), 1, "lock rejections")
+    ok(c.call("UNLOCK", "a", sid))
+    expect_int(c.call("LOCK", "c", sid), "after an unlock there is room")
+
+
+def test_quota_keys_nospace_overwrite_and_del(ctx):
+    srv = ctx.server("--max-keys", 2)
+    c = ctx.conn()
+    expect_int(c.call("PUT", "k1", "v"))
+    expect_int(c.call("PUT", "k2", "v"))
+    nospace(c, "PUT", "k3", "v")
+    expect_int(c.call("PUT", "k1", "v2"), "overwriting an existing key needs no new key")
+    eq(rejections(srv, "keys"), 1, "key rejections")
+    eq(c.call("DEL", "k1"), 1, "DEL works at the quota")
+    expect_int(c.call("PUT", "k3", "v"), "after a DEL there is room")
+
+
+def test_quota_waiters_nospace(ctx):
+    srv = ctx.server("--max-waiters", 1)
+    c = ctx.conn()
+    a, b, d = open_session(c), open_session(c), open_session(c)
+    expect_int(c.call("LOCK", "l", a))
+    w = ctx.conn()
+    w.send("LOCK", "l", b, "WAIT", 30000)
+    wait_until(lambda: metric(srv, "fencelock_waiters") == 1, what="b queued")
+    nospace(c, "LOCK", "l", d, "WAIT", 30000)
+    eq(c.call("LOCK", "l", d), None, "a try-lock queues nothing and is not refused")
+    eq(rejections(srv, "waiters"), 1, "waiter rejections")
+    ok(c.call("UNLOCK", "l", a))
+    expect_int(w.read_reply(), "b granted")
+
+
+def test_quota_data_bytes_nospace_and_del_frees(ctx):
+    srv = ctx.server("--max-data-bytes", 64 * 1024)
+    c = ctx.conn()
+    value = "x" * 10000
+    n = 0
+    while True:
+        r = c.call("PUT", "k%d" % n, value)
+        if isinstance(r, RespError):
+            expect_err(r, "NOSPACE")
+            assert "--max-data-bytes" in r.text, r.text
+            break
+        n += 1
+        assert n < 100, "no NOSPACE after %d x 10 kB" % n
+    eq(n, 6, "10 kB values that fit in 64 KiB")
+    used = metric_labeled(srv, "fencelock_quota_used", "data_bytes")
+    assert used <= 64 * 1024, "data bytes %d over the quota" % used
+    nospace(c, "PUT", "k0", value + "y" * 10000)  # growing a value needs room too
+    eq(rejections(srv, "data_bytes"), 2, "data byte rejections")
+    eq(c.call("DEL", "k0"), 1)
+    expect_int(c.call("PUT", "k%d" % n, value), "after a DEL there is room")
+
+
+def metric_labeled(srv, name, quota):
+    status, _, body = http_get(srv, "/metrics")
+    for labels, v in parse_metrics(body).get(name, []):
+        if labels == '{quota="%s"}' % quota:
+            return v
+    raise AssertionError("no %s{quota=%r}" % (name, quota))
