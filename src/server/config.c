@@ -42,6 +42,7 @@ void srv_config_defaults(struct srv_config *c)
     c->heartbeat_ms = 40;
     c->snapshot_threshold = 16384;
     c->snapshot_trailing = 4096;
+    c->snapshot_log_bytes = 64u << 20;
     c->lazy_ms = 1;
     c->tick_ms = 5;
     c->log_level = LOG_INFO;
@@ -113,6 +114,11 @@ void srv_config_usage(FILE *f)
           "  --snapshot-threshold N  fewest entries between snapshots (default 16384; more\n"
           "                          for a large state: about its size in log bytes)\n"
           "  --snapshot-trailing N   entries kept after a snapshot (default 4096)\n"
+          "  --snapshot-log-bytes BYTES\n"
+          "                          snapshot as soon as the log since the last one holds\n"
+          "                          more than max(last snapshot, BYTES) bytes, and keep about\n"
+          "                          as many bytes of trailing entries (default 67108864;\n"
+          "                          0: entry counts only)\n"
           "  --lazy-ms MS            a LOCK that will queue waits up to MS for another command\n"
           "                          to share its log entry (default 1; 0: never waits)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
@@ -264,6 +270,7 @@ static const struct num_flag num_flags[] = {
     NF("--heartbeat-ms", heartbeat_ms, 2, 1, 60000),
     NF("--snapshot-threshold", snapshot_threshold, 2, 2, 1u << 30),
     NF("--snapshot-trailing", snapshot_trailing, 2, 1, 1u << 30),
+    NF("--snapshot-log-bytes", snapshot_log_bytes, 0, 0, 1ull << 40),
     NF("--lazy-ms", lazy_ms, 2, 0, 1000),
 };
 

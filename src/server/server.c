@@ -784,6 +784,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .heartbeat_ms = cfg->heartbeat_ms,
         .snapshot_threshold = cfg->snapshot_threshold,
         .snapshot_trailing = cfg->snapshot_trailing,
+        .snapshot_log_bytes = cfg->snapshot_log_bytes,
         .lazy_ms = cfg->lazy_ms,
     };
     struct rn_hooks hooks = {.arg = s, .applied = hook_applied, .restored = hook_restored};

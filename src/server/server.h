@@ -63,6 +63,7 @@ struct srv_config {
     uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
     uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
+    uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
     unsigned tick_ms;
     enum log_level log_level;
 };

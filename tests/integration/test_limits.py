@@ -4,6 +4,7 @@ refused with a clear error and counted, and the server stays up with its memory 
 Memory figures are upper bounds far above what the server needs (ASan build) and far below
 what the unbounded server used; nothing here measures time."""
 
+import os
 import socket
 import time
 
@@ -12,6 +13,8 @@ from resp import Conn, RespError, encode_command
 from test_http import http_get, metric, parse_metrics
 
 MiB = 1 << 20
+# ASan keeps freed memory in a 256 MiB quarantine by default; RSS figures need a small one.
+SMALL_QUARANTINE = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:quarantine_size_mb=4"}
 
 
 def rss_mib(srv):
@@ -72,7 +75,7 @@ def test_output_limit_closes_on_a_deferred_reply(ctx):
 def test_output_soft_limit_pauses_reading_until_the_client_reads(ctx):
     """200 pipelined 1.5 MB replies the client does not read: the server stops parsing at the
     soft limit (memory stays bounded), then answers all of them once the client reads."""
-    srv = ctx.server("--max-output-soft", 2 * MiB)
+    srv = ctx.server("--max-output-soft", 2 * MiB, env=SMALL_QUARANTINE)
     load_keys(ctx.conn(), 1500, 1000)
     before = rss_mib(srv)
     c = ctx.conn(timeout=30.0)
@@ -143,7 +146,7 @@ def test_input_total_limit_closes_the_largest_buffer(ctx):
 def test_partial_frames_on_many_connections_stay_bounded(ctx):
     """The probe of the issue: 8 connections each sending 64 x 1 MiB partial frames held
     758 MiB. Now each is closed at --max-query-buffer (default 8 MiB)."""
-    srv = ctx.server()
+    srv = ctx.server(env=SMALL_QUARANTINE)
     before = rss_mib(srv)
     conns = [ctx.conn() for _ in range(8)]
     chunk = b"$%d\r\n" % MiB + b"x" * MiB + b"\r\n"
@@ -272,3 +275,44 @@ def metric_labeled(srv, name, quota):
         if labels == '{quota="%s"}' % quota:
             return v
     raise AssertionError("no %s{quota=%r}" % (name, quota))
+
+
+# ---- log size ----
+
+def dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def test_overwrites_snapshot_by_logged_bytes(ctx):
+    """400 overwrites of one key with 256 KiB values log 100 MiB for a 256 KiB state: with a
+    4 MiB log budget snapshots follow the bytes (not the 16,384-entry threshold), so memory and
+    disk stay near the budget; after a restart the newest value is there."""
+    srv = ctx.server("--snapshot-log-bytes", 4 * MiB, env=SMALL_QUARANTINE)
+    c = ctx.conn()
+    before = rss_mib(srv)
+    size = 256 * 1024
+    last = None
+    for base in range(0, 400, 20):
+        cmds = [("PUT", "k", b"%06d" % i + b"x" * (size - 6)) for i in range(base, base + 20)]
+        for r in c.pipeline(cmds):
+            last = expect_int(r, "PUT")
+    snaps = srv.log_text().count("raft: snapshot of")
+    assert snaps >= 5, "%d snapshots for 100 MiB of log" % snaps
+    disk = dir_bytes(srv.data_dir) / MiB
+    assert disk < 60, "data dir holds %.0f MiB for a 256 KiB state" % disk
+    grown = rss_mib(srv) - before
+    assert grown < 100, "RSS grew %.0f MiB" % grown
+    srv.stop()
+    srv.restart()
+    c = ctx.conn()
+    v = c.call("GET", "k")
+    eq(v[:6], b"000399", "the newest value after a restart")
+    eq(len(v), size, "value length")
+    assert last > 0
