@@ -29,6 +29,9 @@ void srv_config_defaults(struct srv_config *c)
     c->max_output_soft = 8u << 20;
     c->max_query_buffer = 8u << 20;
     c->max_input_total = 1u << 30;
+    c->idle_timeout = 3600000;
+    c->http_max_conns = SRV_HTTP_MAX_CONNS;
+    c->http_idle_ms = SRV_HTTP_IDLE_MS;
     c->max_ttl = 7ull * 24 * 3600 * 1000;
     c->max_lockdelay = 60000;
     c->max_wait = 24ull * 3600 * 1000;
@@ -109,6 +112,12 @@ void srv_config_usage(FILE *f)
           "  --max-input-total BYTES input buffers of all connections together; over it the\n"
           "                          connection with the largest one is closed (default\n"
           "                          1073741824)\n"
+          "  --idle-timeout MS       close a client connection after MS without traffic, unless\n"
+          "                          it waits for the server (a parked LOCK ... WAIT, a reply\n"
+          "                          being computed); 0 never (default 3600000)\n"
+          "  --http-max-conns N      HTTP connections at once; at the cap a new one closes the\n"
+          "                          oldest still waiting for its request (default 64)\n"
+          "  --http-idle-ms MS       time an HTTP client has to send its request (default 5000)\n"
           "  --election-ms MS        Raft election timeout (default 400)\n"
           "  --heartbeat-ms MS       Raft heartbeat (default 40)\n"
           "  --snapshot-threshold N  fewest entries between snapshots (default 16384; more\n"
@@ -257,6 +266,9 @@ static const struct num_flag num_flags[] = {
     NF("--max-output-soft", max_output_soft, 1, 1024, 1ull << 40),
     NF("--max-query-buffer", max_query_buffer, 1, 1024, 1ull << 40),
     NF("--max-input-total", max_input_total, 1, 65536, 1ull << 40),
+    NF("--idle-timeout", idle_timeout, 0, 0, 1ull << 40),
+    NF("--http-max-conns", http_max_conns, 2, 1, 100000),
+    NF("--http-idle-ms", http_idle_ms, 0, 10, 3600000),
     NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
     NF("--max-sessions", max_sessions, 0, 1, 1ull << 40),
     NF("--max-locks", max_locks, 0, 1, 1ull << 40),

@@ -19,6 +19,9 @@
  *           a protocol error. srv.input_bytes (sum of every in.cap) over max_input_total
  *           closes the connection holding the largest input buffer (input_total_check).
  * Buffers grown past CONN_KEEP_BYTES are freed once empty, so a burst does not stay resident.
+ * Idle: a connection without a read or a completed write for --idle-timeout ms is closed by a
+ * sweep (idle_cb), unless it has an unfinished request (a parked LOCK ... WAIT is legitimately
+ * silent for as long as its WAIT).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +190,34 @@ void srv_close_all_conns(struct srv *s)
 {
     while (s->conns)
         srv_conn_close(s->conns);
+    if (s->listening && !uv_is_closing((uv_handle_t *)&s->idle_timer))
+        uv_close((uv_handle_t *)&s->idle_timer, NULL);
+}
+
+/* A connection waits for the server while any request of it is unfinished. */
+static bool conn_waits_for_server(const struct srv_conn *c)
+{
+    for (const struct srv_slot *slot = c->head; slot; slot = slot->next)
+        if (!slot->done)
+            return true;
+    return false;
+}
+
+static void idle_cb(uv_timer_t *t)
+{
+    struct srv *s = t->data;
+    uint64_t now = srv_now_ms();
+    struct srv_conn *c = s->conns;
+    while (c) {
+        struct srv_conn *next = c->next;
+        if (!c->closing && now - c->active_ms >= s->cfg.idle_timeout && !conn_waits_for_server(c)) {
+            s->m.idle_closes++;
+            LOGD(&s->log, "client %llu: idle for %llu ms, closed", (unsigned long long)c->id,
+                 (unsigned long long)(now - c->active_ms));
+            srv_conn_close(c);
+        }
+        c = next;
+    }
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
@@ -237,6 +268,7 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
     }
     c->in.len += (size_t)n;
     struct srv *s = c->srv;
+    c->active_ms = srv_now_ms();
     process_input(c);
     input_total_check(s);
 }
@@ -271,6 +303,7 @@ static void write_cb(uv_write_t *req, int status)
         srv_conn_close(c);
         return;
     }
+    c->active_ms = srv_now_ms();
     conn_write(c);
     if (!c->closing) {
         update_reading(c);
@@ -446,6 +479,7 @@ static void on_connection(uv_stream_t *server, int status)
     resp_parser_init(&c->ps, &lim);
     c->proto = 2;
     c->id = ++s->next_conn_id;
+    c->active_ms = srv_now_ms();
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
@@ -477,7 +511,15 @@ int srv_listen(struct srv *s)
     }
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
-    s->listening = true; /* initialised: srv_stop must close it */
+    uv_timer_init(s->loop, &s->idle_timer);
+    s->idle_timer.data = s;
+    s->listening = true; /* initialised: srv_stop must close them */
+    if (s->cfg.idle_timeout) {
+        uint64_t every = s->cfg.idle_timeout / 4;
+        every = every < 10 ? 10 : every > 1000 ? 1000 : every;
+        uv_timer_start(&s->idle_timer, idle_cb, every, every);
+        uv_unref((uv_handle_t *)&s->idle_timer);
+    }
     rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
     if (!rc)
         rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);

@@ -26,6 +26,7 @@ struct srv_metrics {
     /* resource limits (docs/server.md "Limits"): connections closed or commands refused */
     uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
     uint64_t quota_rejections[SRV_QUOTA_N];
+    uint64_t idle_closes;
     struct hist lock_wait, lock_hold, commit;
 };
 

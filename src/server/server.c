@@ -828,6 +828,7 @@ int srv_start(struct srv *s)
         LOGE(&s->log, "http: %s", err);
         return -1;
     }
+    srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
     uv_signal_start(&s->sig_term, on_signal, SIGTERM);
     uv_signal_start(&s->sig_int, on_signal, SIGINT);

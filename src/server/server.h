@@ -58,6 +58,9 @@ struct srv_config {
     size_t max_output_soft;  /* per connection: reading and parsing pause beyond it */
     size_t max_query_buffer; /* per connection: input bytes of one unfinished command */
     size_t max_input_total;  /* all connections' input buffers together */
+    uint64_t idle_timeout;   /* ms without traffic before a client connection closes; 0 off */
+    unsigned http_max_conns; /* HTTP connections open at once */
+    uint64_t http_idle_ms;   /* HTTP: ms to send the request, and again to read the reply */
     uint64_t max_ttl, max_lockdelay, max_wait;
     /* quotas (quota.c): checked on the leader before proposing */
     uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
@@ -154,6 +157,7 @@ struct srv_conn {
     size_t nslots;
     size_t reads_pending; /* reads waiting for a barrier: parsing pauses behind them */
     size_t held_bytes;    /* reply bytes in done slots not yet moved to `out` */
+    uint64_t active_ms;   /* last read or completed write (--idle-timeout) */
     size_t in_counted;    /* in.cap as counted in srv.input_bytes */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
@@ -177,7 +181,8 @@ struct srv {
     struct srv_http *http;
     struct srv_conn *conns;
     size_t nconns;
-    size_t input_bytes; /* sum of every connection's input buffer capacity */
+    size_t input_bytes;    /* sum of every connection's input buffer capacity */
+    uv_timer_t idle_timer; /* --idle-timeout sweep (conn.c); initialised with the listener */
     /* Finished slots kept for the next command with their buffers' memory (at most
      * SRV_FREE_SLOTS): a command then allocates nothing for its slot. */
     struct srv_slot *free_slots;

@@ -53,6 +53,11 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_input_total_closes_total", "counter",
                   "Connections closed because all input buffers exceeded --max-input-total.",
                   (double)m->input_total_closes);
+    metric_render(out, "fencelock_idle_closes_total", "counter",
+                  "Client connections closed by --idle-timeout.", (double)m->idle_closes);
+    metric_render(out, "fencelock_http_evictions_total", "counter",
+                  "Idle HTTP connections closed to make room at --http-max-conns.",
+                  (double)srv_http_evictions(s->http));
     srv_quota_render(s, out);
     metric_render(out, "fencelock_input_buffer_bytes", "gauge",
                   "Bytes allocated for all client connections' input buffers.",

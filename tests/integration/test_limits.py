@@ -316,3 +316,40 @@ def test_overwrites_snapshot_by_logged_bytes(ctx):
     eq(v[:6], b"000399", "the newest value after a restart")
     eq(len(v), size, "value length")
     assert last > 0
+
+
+# ---- idle connections ----
+
+def test_idle_timeout_closes_idle_clients_but_not_a_parked_wait(ctx):
+    srv = ctx.server("--idle-timeout", 300)
+    c = ctx.conn()
+    holder, waiter = open_session(c), open_session(c)
+    expect_int(c.call("LOCK", "l", holder))
+    w = ctx.conn()
+    w.send("LOCK", "l", waiter, "WAIT", 30000)
+    idle = ctx.conn()
+    eq(idle.call("PING"), "PONG")
+    closed_with(idle, timeout=20)
+    assert metric(srv, "fencelock_idle_closes_total") >= 1, "idle close not counted"
+    time.sleep(1.0)  # several sweeps pass while the LOCK stays parked
+    with Conn(srv.port) as u:
+        ok(u.call("UNLOCK", "l", holder))
+    expect_int(w.read_reply(), "the parked LOCK is granted on its still open connection")
+
+
+def test_health_answers_while_idle_connections_fill_the_http_cap(ctx):
+    """The probe of the issue: idle connections filling the HTTP cap, refilled between probes,
+    starved /health. Now the oldest idle one makes room for the probe."""
+    srv = ctx.server()
+    held = []
+    try:
+        for round_ in range(5):
+            for _ in range(64):
+                held.append(socket.create_connection(("127.0.0.1", srv.http_port), timeout=5))
+            time.sleep(0.1)  # the server has accepted them
+            status, _, body = http_get(srv, "/health")
+            eq(status, 200, "GET /health with 64 idle connections open (round %d)" % round_)
+    finally:
+        for s in held:
+            s.close()
+    assert metric(srv, "fencelock_http_evictions_total") >= 64, "evictions not counted"
