@@ -104,11 +104,21 @@ static int is_tchar(unsigned char ch)
     return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
 }
 
+/* Bytes of empty lines (CRLF or LF) before the request line, which RFC 9112 says a server
+ * should ignore. */
+static size_t leading_blank(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (p[i] == '\n' || (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')))
+        i += p[i] == '\r' ? 2 : 1;
+    return i;
+}
+
 /* Length of the head through its blank line, or 0 if it has not all arrived. Bare LF line ends
- * are accepted, as RFC 9112 allows. */
+ * are accepted, as RFC 9112 allows. Empty lines before the request line are not its end. */
 static size_t head_end(const char *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = leading_blank(p, n); i < n; i++) {
         if (p[i] != '\n')
             continue;
         if (i + 1 < n && p[i + 1] == '\n')

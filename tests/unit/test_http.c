@@ -406,6 +406,21 @@ TEST(bare_lf_line_endings_accepted)
     CHECK(starts_with(&hs.r[0], "HTTP/1.1 200 OK\r\n"));
 }
 
+static void get_after_blank_lines(struct harness *hs)
+{
+    REQ(hs, 0, "\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+    REQ(hs, 1, "\n\n\r\nGET /metrics HTTP/1.1\n\n");
+}
+
+TEST(empty_lines_before_the_request_line_are_skipped)
+{
+    struct harness hs;
+    CHECK(run_with_client(&hs, get_after_blank_lines, 0, 0) == 0);
+    CHECK(starts_with(&hs.r[0], "HTTP/1.1 200 OK\r\n"));
+    CHECK(starts_with(&hs.r[1], "HTTP/1.1 200 OK\r\n"));
+    CHECK(hs.st.calls == 2);
+}
+
 TEST(request_in_pieces)
 {
     struct harness hs;
@@ -555,6 +570,7 @@ int main(void)
     RUN(head_sends_length_without_body);
     RUN(query_string_is_cut_from_path);
     RUN(bare_lf_line_endings_accepted);
+    RUN(empty_lines_before_the_request_line_are_skipped);
     RUN(request_in_pieces);
     RUN(post_is_405_without_handler);
     RUN(garbage_is_400);
