@@ -39,7 +39,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_locks = 10000000;
     c->max_keys = 1000000;
     c->max_waiters = 1000000;
-    c->max_data_bytes = 4ull << 30;
+    c->max_data_bytes = 2ull << 30;
     c->checkpoint_min_ttl = 1000;
     c->election_ms = 400;
     c->heartbeat_ms = 40;
@@ -92,7 +92,7 @@ void srv_config_usage(FILE *f)
           "  --max-keys N            keys (default 1000000)\n"
           "  --max-waiters N         sessions queued on locks (default 1000000)\n"
           "  --max-data-bytes BYTES  state size: key, value and name bytes plus 128 per\n"
-          "                          record (default 4294967296; docs/server.md \"Memory\")\n"
+          "                          record (default 2147483648; docs/server.md \"Memory\")\n"
           "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
           "  --max-wait MS           LOCK ... WAIT (default 86400000)\n"
           "  --checkpoint-min-ttl MS sessions with at least this TTL checkpoint their remaining\n"
