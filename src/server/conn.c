@@ -376,6 +376,8 @@ void srv_slot_done(struct srv_slot *slot)
         /* input left unparsed while the queue was full; never re-entered from inside a parse */
         if (!c->closing && !c->processing && c->in.len && c->reading)
             process_input(c);
+    } else {
+        conn_output_check(c); /* a reply held behind an unfinished request counts too */
     }
 }
 
