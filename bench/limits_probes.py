@@ -7,7 +7,7 @@ Each probe starts fresh servers (tests/integration's harness, temporary ports an
 does what the issue did, and prints one line: the probe, RSS before -> the peak RSS (VmHWM)
 after it (MiB), what happened. Nothing is timed. Run it with an older binary too (flags it does not know are left
 out) to see the figures the limits replaced. The `follower` probe runs a 3-node cluster whose
-follower lives under `prlimit --as` and checks that no node dies (exit status 1 otherwise).
+follower lives under `prlimit --as` and checks that no node dies and the follower keeps up (exit 1 otherwise).
 """
 
 import argparse
@@ -22,7 +22,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 
-from resp import Conn, ConnectionClosed, ReplyTimeout, RespError, encode_command  # noqa: E402
+from resp import (Conn, ConnectionClosed, ReplyTimeout, RespError, as_map,  # noqa: E402
+                  encode_command)
 from server import Server  # noqa: E402
 
 MiB = 1 << 20
@@ -251,18 +252,32 @@ def probe_follower(p, limit_mib=700, puts=1500):
             accepted += 1
         elif isinstance(r, RespError) and r.code == "NOSPACE":
             nospace += 1
-    time.sleep(3)
+    caught_up = False  # bounded wait: the follower applies what the leader committed
+    try:
+        with Conn(leader.port, timeout=10) as lc:
+            target = int(as_map(lc.call("CLUSTER.INFO"))["commit_index"])
+        deadline = time.monotonic() + 30
+        while not caught_up and time.monotonic() < deadline and follower.running():
+            try:
+                with Conn(follower.port, timeout=5) as fc:
+                    caught_up = int(as_map(fc.call("CLUSTER.INFO"))["applied_index"]) >= target
+            except (OSError, ConnectionClosed, ReplyTimeout):
+                pass
+            time.sleep(0.5)
+    except (OSError, ConnectionClosed, ReplyTimeout, KeyError, ValueError):
+        pass
     after = rss(follower, "VmHWM:")
     dead = [s.node_id for s in nodes if not s.running()]
     desc = ("follower under --as %d MiB: %d PUTs accepted, %d NOSPACE, %d retried after a "
-            "leader change; dead nodes %s" % (limit_mib, accepted, nospace, retried,
-                                              dead or "none"))
+            "leader change; dead nodes %s; follower caught up: %s" % (
+                limit_mib, accepted, nospace, retried, dead or "none",
+                "yes" if caught_up else "NO"))
     if first_other:
         desc += " (first retried reply: %s)" % first_other
     if dead:
         tail = "".join(nodes[d - 1].log_tail(8) for d in dead)
         desc += "\n" + tail
-    p.failed = bool(dead)
+    p.failed = bool(dead) or not caught_up
     return before, after, desc
 
 
