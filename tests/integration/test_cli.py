@@ -541,3 +541,14 @@ def test_cli_status_and_members_transfer(ctx):
     assert gone.node_id not in ids and len(ids) == 2, ids
     eq(sorted(m["id"] for m in run_json(ctx, [new], "status")["members"]), ids)
     gone.stop()
+
+
+def test_cli_put_over_a_quota_reports_the_quota(ctx):
+    """libfencelock maps -NOSPACE to FL_ENOSPACE ("server quota full"); nothing is written."""
+    srv = ctx.server("--max-keys", 1)
+    run_ok(ctx, [srv], "put", "a", "1")
+    r = run(ctx, [srv], "put", "b", "2")
+    eq(r.rc, 4, "put over --max-keys (4: request refused): %r" % r)
+    assert "server quota full" in r.err and "NOSPACE" in r.err, r.err
+    with ctx.conn(srv) as c:
+        eq(c.call("GET", "b"), None, "nothing written")
