@@ -56,6 +56,7 @@ typedef enum fl_err {
     FL_ETOOLARGE,    /* a key, name or value over the server's limit */
     FL_ESERVER,      /* any other error reply from the server (see fl_client_errmsg) */
     FL_EPROTO,       /* a reply of an unexpected shape */
+    FL_ENOSPACE,     /* a server quota is full (-NOSPACE): nothing applied; free space or retry */
 } fl_err;
 
 const char *fl_strerror(fl_err err);

@@ -605,6 +605,7 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r)
     } map[] = {
         {"NOSESSION", FL_ESESSION}, {"NOTHOLDER", FL_ENOTHOLDER}, {"STALE", FL_ESTALE},
         {"IFREV", FL_EIFREV},       {"TOOLARGE", FL_ETOOLARGE},   {"UNKNOWN", FL_EUNKNOWN},
+        {"NOSPACE", FL_ENOSPACE},
     };
     if (r->type != REDIS_REPLY_ERROR)
         return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
@@ -661,6 +662,7 @@ const char *fl_strerror(fl_err err)
         [FL_ETOOLARGE] = "too large",
         [FL_ESERVER] = "server error",
         [FL_EPROTO] = "protocol error",
+        [FL_ENOSPACE] = "server quota full",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

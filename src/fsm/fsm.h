@@ -262,8 +262,17 @@ int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v);
 void fsm_foreach_member(const struct fsm *f, void (*cb)(void *arg, const struct fsm_member_view *v),
                         void *arg);
 
+/*
+ * data_bytes: the state's size as --max-data-bytes counts it, deterministic on every replica:
+ * key + value bytes of every key, name bytes of every lock and session, plus
+ * FSM_RECORD_BYTES for each key, lock, session and waiter (about what a record costs in
+ * memory and in a snapshot).
+ */
+#define FSM_RECORD_BYTES 128
 struct fsm_stats {
     uint64_t sessions, locks_held, waiters, locks_in_delay, keys;
+    uint64_t locks; /* existing locks: held, in lock-delay or with waiters */
+    uint64_t data_bytes;
 };
 void fsm_stats(const struct fsm *f, struct fsm_stats *s);
 

@@ -139,6 +139,9 @@ struct fsm {
     struct onode *keys;                 /* struct kv, by key */
     struct onode *lock_names;           /* struct lock (also in `locks`), by name */
     uint64_t n_keys, n_held, n_waiters, n_delay;
+    /* --max-data-bytes accounting: key + value bytes of every key, name bytes of every lock
+     * and session (kept by kv.c, lock.c, session.c; checked by fsm_check_invariants) */
+    uint64_t kv_bytes, name_bytes;
     struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
     uint32_t n_members;
 };

@@ -21,6 +21,7 @@ struct chk {
     size_t nrevs, cap;
     uint64_t locks, waits, keys; /* sums over sessions */
     uint64_t held, delayed, waiters, leased, nkeys;
+    uint64_t kv_bytes, name_bytes; /* recomputed, against fsm.kv_bytes / name_bytes */
 };
 
 static int bad(struct chk *c, const char *what, uint64_t id)
@@ -108,6 +109,7 @@ static int check_session(struct chk *c, const struct sess *s)
         return bad(c, "request table without a seq", s->sid);
     if (rev_seen(c, s->sid))
         return -1;
+    c->name_bytes += s->name_len;
     return check_held_list(c, s) || check_wait_list(c, s) || check_key_list(c, s);
 }
 
@@ -170,6 +172,7 @@ static int check_lock(struct chk *c, const struct lock *l)
 {
     if (check_lock_state(c, l))
         return -1;
+    c->name_bytes += l->name_len;
     uint64_t *sids = malloc((l->n_waiters + 1) * sizeof(*sids));
     if (!sids)
         return bad(c, "out of memory", 0);
@@ -192,6 +195,7 @@ static int check_key(void *arg, const struct onode *n)
         return bad(c, "key leased to a dead session", k->lease->sid);
     c->leased += k->lease != NULL;
     c->nkeys++;
+    c->kv_bytes += k->key_len + k->value_len;
     return rev_seen(c, k->mod_rev);
 }
 
@@ -261,6 +265,8 @@ static int check_all(struct chk *c)
         return bad(c, "waiter count wrong", c->waiters);
     if (c->delayed != f->n_delay || c->nkeys != f->n_keys || c->leased != c->keys)
         return bad(c, "lock-delay or key count wrong", c->nkeys);
+    if (c->kv_bytes != f->kv_bytes || c->name_bytes != f->name_bytes)
+        return bad(c, "data byte accounting wrong", c->kv_bytes + c->name_bytes);
     if (c->nrevs > 1)
         qsort(c->revs, c->nrevs, sizeof(*c->revs), fsm_cmp_u64);
     for (size_t i = 1; i < c->nrevs; i++)

@@ -35,12 +35,14 @@ void kv_insert(struct fsm *f, struct kv *k)
 {
     otree_insert(&f->keys, &k->o);
     f->n_keys++;
+    f->kv_bytes += k->key_len + k->value_len;
 }
 
 void kv_insert_last(struct fsm *f, struct kv *k, struct kv *last)
 {
     otree_append(&f->keys, last ? &last->o : NULL, &k->o);
     f->n_keys++;
+    f->kv_bytes += k->key_len + k->value_len;
 }
 
 void kv_set_lease(struct kv *k, struct sess *s)
@@ -70,6 +72,7 @@ void kv_delete(struct fsm *f, struct kv *k)
 {
     otree_remove(&f->keys, &k->o);
     f->n_keys--;
+    f->kv_bytes -= k->key_len + k->value_len;
     kv_set_lease(k, NULL);
     free(k->value);
     free(k);
@@ -86,6 +89,7 @@ void kv_free_all(struct fsm *f)
 {
     otree_drain(&f->keys, free_kv);
     f->n_keys = 0;
+    f->kv_bytes = 0;
 }
 
 /* ---- ops ---- */
@@ -164,6 +168,7 @@ void op_put(struct actx *a, struct fsm_reply *r)
         free(k->value);
         k->version++;
     }
+    a->f->kv_bytes += (uint64_t)c->value.len - k->value_len; /* modular: a shrink subtracts */
     k->value = val;
     k->value_len = c->value.len;
     k->mod_rev = rev;

@@ -43,18 +43,21 @@ void lock_insert(struct fsm *f, struct lock *l)
 {
     htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
     otree_insert(&f->lock_names, &l->o);
+    f->name_bytes += l->name_len;
 }
 
 void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
 {
     htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
     otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
+    f->name_bytes += l->name_len;
 }
 
 void lock_drop(struct fsm *f, struct lock *l)
 {
     htab_remove(&f->locks, &l->h);
     otree_remove(&f->lock_names, &l->o);
+    f->name_bytes -= l->name_len;
     free(l);
 }
 

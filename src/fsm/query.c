@@ -96,6 +96,9 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->waiters = f->n_waiters;
     s->locks_in_delay = f->n_delay;
     s->keys = f->n_keys;
+    s->locks = f->locks.n;
+    s->data_bytes = f->kv_bytes + f->name_bytes +
+                    FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters);
 }
 
 static void to_item(const struct lock *l, struct fsm_lock_item *it)

@@ -41,6 +41,7 @@ struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen)
 void sess_insert(struct fsm *f, struct sess *s)
 {
     htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
+    f->name_bytes += s->name_len;
     struct sess *p = f->sess_tail;
     while (p && p->sid > s->sid)
         p = p->sprev;
@@ -59,6 +60,7 @@ void sess_insert(struct fsm *f, struct sess *s)
 static void sess_unlink(struct fsm *f, struct sess *s)
 {
     htab_remove(&f->sessions, &s->h);
+    f->name_bytes -= s->name_len;
     if (s->sprev)
         s->sprev->snext = s->snext;
     else

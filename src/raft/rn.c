@@ -111,6 +111,8 @@ struct rn {
     struct snapguard guard;   /* holds InstallSnapshot while we write one */
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
+    unsigned trailing;                   /* libraft's snapshot trailing now */
+    uint64_t snap_bytes;                 /* size of the last snapshot taken here */
     struct chg *changes;                 /* membership changes and transfers in flight */
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
@@ -121,6 +123,7 @@ struct rn {
 };
 
 static void flush_cb(uv_prepare_t *h);
+static void bytes_threshold(struct rn *rn);
 
 static void pending_unlink(struct rn *rn, struct prop *p)
 {
@@ -185,6 +188,7 @@ static int fsm_cb_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void
     *result = NULL;
     rn->since_bytes += buf->len;
     rn->since_entries++;
+    bytes_threshold(rn);
     rd_init(&r, buf->base, buf->len);
     if (rd_u8(&r, &version) || version != RN_ENTRY_VERSION || rd_varint(&r, &origin) ||
         rd_varint(&r, &pid) || rd_varint(&r, &n)) {
@@ -211,8 +215,50 @@ static int fsm_cb_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void
  * since the last one holds about as many bytes as that snapshot (never fewer entries than
  * configured, never more than RN_THRESHOLD_MAX): snapshot work stays proportional to the bytes
  * logged, and the log kept in memory stays about the size of the state.
+ *
+ * Entry counts alone do not bound memory: 16,384 overwrites of one 1 MiB key are 16 GiB of log
+ * for a 1 MiB state (libraft keeps every entry since the last snapshot, plus `trailing`, in
+ * memory and on disk). So the log is also bounded in bytes (log_budget): once the entries
+ * applied since the last snapshot hold more than the budget, the threshold drops to what has
+ * been applied, and libraft snapshots after this apply; and the trailing entries kept after a
+ * snapshot are cut to about the budget in bytes. Memory and disk for the log then stay about
+ * 2 x max(state, --snapshot-log-bytes), whatever the history of overwrites. Only the numbers
+ * libraft's v0 API takes are changed (raft_set_snapshot_threshold / _trailing); libraft reads
+ * the trailing count when it takes a snapshot, and it is only changed here, as one starts.
  */
 #define RN_THRESHOLD_MAX (1u << 18)
+#define RN_TRAILING_MIN 16 /* entries a lagging follower can still catch up from */
+
+static uint64_t log_budget(const struct rn *rn)
+{
+    return rn->snap_bytes > rn->cfg.snapshot_log_bytes ? rn->snap_bytes
+                                                       : rn->cfg.snapshot_log_bytes;
+}
+
+/* After each applied entry: too many bytes logged since the last snapshot -> snapshot now. */
+static void bytes_threshold(struct rn *rn)
+{
+    if (!rn->cfg.snapshot_log_bytes || rn->since_bytes <= log_budget(rn) ||
+        rn->since_entries >= rn->threshold)
+        return;
+    rn->threshold = rn->since_entries > 1 ? (unsigned)rn->since_entries : 1;
+    raft_set_snapshot_threshold(&rn->raft, rn->threshold);
+}
+
+/* Trailing entries of about log_budget bytes at `avg` bytes each, within [MIN, configured]. */
+static void bytes_trailing(struct rn *rn, uint64_t avg)
+{
+    uint64_t want = rn->cfg.snapshot_trailing;
+    if (rn->cfg.snapshot_log_bytes && avg && log_budget(rn) / avg < want)
+        want = log_budget(rn) / avg;
+    if (want < RN_TRAILING_MIN)
+        want = RN_TRAILING_MIN < rn->cfg.snapshot_trailing ? RN_TRAILING_MIN
+                                                           : rn->cfg.snapshot_trailing;
+    if (want == rn->trailing)
+        return;
+    rn->trailing = (unsigned)want;
+    raft_set_snapshot_trailing(&rn->raft, rn->trailing);
+}
 
 static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
 {
@@ -222,13 +268,17 @@ static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
         want = rn->cfg.snapshot_threshold;
     if (want > RN_THRESHOLD_MAX && RN_THRESHOLD_MAX > rn->cfg.snapshot_threshold)
         want = RN_THRESHOLD_MAX;
+    rn->snap_bytes = snapshot_bytes;
+    bytes_trailing(rn, avg);
     rn->since_bytes = rn->since_entries = 0;
     if (want == rn->threshold)
         return;
     rn->threshold = (unsigned)want;
     raft_set_snapshot_threshold(&rn->raft, rn->threshold);
-    LOGI(rn->log, "raft: next snapshot after %u entries (%llu-byte entries on average)",
-         rn->threshold, (unsigned long long)avg);
+    LOGI(rn->log,
+         "raft: next snapshot after %u entries or %llu log bytes (%llu-byte entries on "
+         "average, %u kept after it)",
+         rn->threshold, (unsigned long long)log_budget(rn), (unsigned long long)avg, rn->trailing);
 }
 
 /* The default raft heap is libc malloc, so the FSM's buffer is handed over as is. */
@@ -337,7 +387,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     raft_set_heartbeat_timeout(&rn->raft, cfg->heartbeat_ms);
     rn->threshold = cfg->snapshot_threshold;
     raft_set_snapshot_threshold(&rn->raft, rn->threshold);
-    raft_set_snapshot_trailing(&rn->raft, cfg->snapshot_trailing);
+    rn->trailing = cfg->snapshot_trailing;
+    raft_set_snapshot_trailing(&rn->raft, rn->trailing);
     snapguard_init(&rn->guard, loop, &rn->raft, log);
     uv_prepare_init(loop, &rn->flush);
     rn->flush.data = rn;

@@ -54,6 +54,10 @@ struct rn_config {
     const char *data_dir;
     unsigned election_ms, heartbeat_ms;
     unsigned snapshot_threshold, snapshot_trailing;
+    /* Log bytes that force a snapshot whatever the entry count: the log since the last
+     * snapshot may hold max(last snapshot's size, this) bytes; the entries kept after a
+     * snapshot are cut to about as many bytes. 0: entry counts only. */
+    uint64_t snapshot_log_bytes;
     unsigned lazy_ms; /* longest a batch of lazy commands waits for company (0: never waits) */
     /* Joining an existing cluster: a pristine data dir is NOT bootstrapped; the node waits to
      * be added (rn_add on the leader) and receives the log or a snapshot from it. */

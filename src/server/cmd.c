@@ -14,6 +14,30 @@
 #include "server/server.h"
 
 #define ERR_ARGS "ERR wrong number of arguments for '%.*s' command"
+#define ERR_ARGS_S "ERR wrong number of arguments for '%s' command"
+
+/* An argument as error text: at most 64 bytes of it, every byte outside printable ASCII as
+ * \xNN, so a NUL or a line end cannot cut or break the reply. `out` holds >= 4*64+1 bytes. */
+#define ARG_SHOWN 64
+#define ARG_TEXT (4 * ARG_SHOWN + 1)
+static const char *arg_text(const struct resp_arg *a, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = a->len > ARG_SHOWN ? ARG_SHOWN : a->len, o = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)a->p[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
+            out[o++] = (char)ch;
+            continue;
+        }
+        out[o++] = '\\';
+        out[o++] = 'x';
+        out[o++] = hex[ch >> 4];
+        out[o++] = hex[ch & 15];
+    }
+    out[o] = 0;
+    return out;
+}
 
 static void reply_err(struct srv_req *r, const char *msg)
 {
@@ -177,8 +201,8 @@ static int parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_c
         while (k < nd && !resp_arg_eq(&r->argv[i], opt_defs[k].word, opt_defs[k].len))
             k++;
         if (k == nd || !(allowed & opt_defs[k].bit)) {
-            resp_w_errorf(r->out, "ERR unknown option '%.*s'",
-                          (int)(r->argv[i].len > 64 ? 64 : r->argv[i].len), r->argv[i].p);
+            char shown[ARG_TEXT];
+            resp_w_errorf(r->out, "ERR unknown option '%s'", arg_text(&r->argv[i], shown));
             return -1;
         }
         if (seen & opt_defs[k].bit) {
@@ -204,6 +228,7 @@ static void write_done(void *ctx, int status, const struct fsm_reply *reply)
 {
     struct srv_slot *slot = ctx;
     struct srv *s = slot->srv;
+    srv_quota_release(s, &slot->res); /* applied (counted in the state now) or never will be */
     hist_observe(&s->m.commit, (double)(uv_hrtime() - slot->started_ns) / 1e9);
     if (status != RN_OK) {
         if (status == RN_UNKNOWN)
@@ -257,9 +282,12 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
         r->slot->pkey = k.p;
         r->slot->pkeylen = k.len;
     }
+    if (srv_quota_reserve(s, cmd, &r->slot->res, r->out))
+        return;
     int rc = cmd->op == FSM_OP_LOCK ? srv_propose_lock(s, cmd, write_done, r->slot)
                                     : srv_propose(s, cmd, write_done, r->slot);
     if (rc != RN_OK) {
+        srv_quota_release(s, &r->slot->res);
         srv_reply_status(s, r->out, rc);
         return;
     }
@@ -1137,11 +1165,11 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     } else {
         r.out = &c->out;
     }
-    int shown = (int)(argv[0].len > 64 ? 64 : argv[0].len);
+    char shown[ARG_TEXT];
     if (!cmd) {
-        resp_w_errorf(r.out, "ERR unknown command '%.*s'", shown, argv[0].p);
+        resp_w_errorf(r.out, "ERR unknown command '%s'", arg_text(&argv[0], shown));
     } else if (!arity_ok(cmd, argc)) {
-        resp_w_errorf(r.out, ERR_ARGS, shown, argv[0].p);
+        resp_w_errorf(r.out, ERR_ARGS_S, arg_text(&argv[0], shown));
     } else if ((cmd->flags & CMD_READ) && c->stale_reads && !(cmd->flags & CMD_FRESH)) {
         cmd->fn(&r); /* READONLY: this node's applied state, possibly stale, any role */
     } else if (cmd->flags & CMD_READ) {

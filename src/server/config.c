@@ -26,14 +26,26 @@ void srv_config_defaults(struct srv_config *c)
     c->max_keys_reply = 10000;
     c->max_pending = 1024;
     c->max_output = 64u << 20;
+    c->max_output_soft = 8u << 20;
+    c->max_query_buffer = 8u << 20;
+    c->max_input_total = 1u << 30;
+    c->idle_timeout = 3600000;
+    c->http_max_conns = SRV_HTTP_MAX_CONNS;
+    c->http_idle_ms = SRV_HTTP_IDLE_MS;
     c->max_ttl = 7ull * 24 * 3600 * 1000;
     c->max_lockdelay = 60000;
     c->max_wait = 24ull * 3600 * 1000;
+    c->max_sessions = 1000000;
+    c->max_locks = 10000000;
+    c->max_keys = 1000000;
+    c->max_waiters = 1000000;
+    c->max_data_bytes = 2ull << 30;
     c->checkpoint_min_ttl = 1000;
     c->election_ms = 400;
     c->heartbeat_ms = 40;
     c->snapshot_threshold = 16384;
     c->snapshot_trailing = 4096;
+    c->snapshot_log_bytes = 64u << 20;
     c->lazy_ms = 1;
     c->tick_ms = 5;
     c->log_level = LOG_INFO;
@@ -73,6 +85,14 @@ void srv_config_usage(FILE *f)
           "  --max-keys-reply N      entries one KEYS or LOCKS reply returns at most (default "
           "10000)\n"
           "  --max-ttl MS            session TTL (default 604800000, 7 days)\n"
+          "  --max-sessions N        live sessions (default 1000000); over a quota a command\n"
+          "                          gets -NOSPACE and changes nothing\n"
+          "  --max-locks N           existing locks: held, in lock-delay or with waiters\n"
+          "                          (default 10000000)\n"
+          "  --max-keys N            keys (default 1000000)\n"
+          "  --max-waiters N         sessions queued on locks (default 1000000)\n"
+          "  --max-data-bytes BYTES  state size: key, value and name bytes plus 128 per\n"
+          "                          record (default 2147483648; docs/server.md \"Memory\")\n"
           "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
           "  --max-wait MS           LOCK ... WAIT (default 86400000)\n"
           "  --checkpoint-min-ttl MS sessions with at least this TTL checkpoint their remaining\n"
@@ -81,11 +101,33 @@ void srv_config_usage(FILE *f)
           "                          each new leader (default 1000)\n"
           "  --max-pending N         queued requests per connection before reading pauses\n"
           "                          (default 1024)\n"
+          "  --max-output BYTES      unread reply bytes of one connection; more closes it\n"
+          "                          (default 67108864)\n"
+          "  --max-output-soft BYTES unread reply bytes at which a connection's input stops\n"
+          "                          being read and parsed until the client reads (default\n"
+          "                          8388608)\n"
+          "  --max-query-buffer BYTES\n"
+          "                          input bytes of one unfinished command; more is a protocol\n"
+          "                          error (default 8388608; must exceed --max-bulk)\n"
+          "  --max-input-total BYTES input buffers of all connections together; over it the\n"
+          "                          connection with the largest one is closed (default\n"
+          "                          1073741824)\n"
+          "  --idle-timeout MS       close a client connection after MS without traffic, unless\n"
+          "                          it waits for the server (a parked LOCK ... WAIT, a reply\n"
+          "                          being computed); 0 never (default 3600000)\n"
+          "  --http-max-conns N      HTTP connections at once; at the cap a new one closes the\n"
+          "                          oldest still waiting for its request (default 64)\n"
+          "  --http-idle-ms MS       time an HTTP client has to send its request (default 5000)\n"
           "  --election-ms MS        Raft election timeout (default 400)\n"
           "  --heartbeat-ms MS       Raft heartbeat (default 40)\n"
           "  --snapshot-threshold N  fewest entries between snapshots (default 16384; more\n"
           "                          for a large state: about its size in log bytes)\n"
           "  --snapshot-trailing N   entries kept after a snapshot (default 4096)\n"
+          "  --snapshot-log-bytes BYTES\n"
+          "                          snapshot as soon as the log since the last one holds\n"
+          "                          more than max(last snapshot, BYTES) bytes, and keep about\n"
+          "                          as many bytes of trailing entries (default 67108864;\n"
+          "                          0: entry counts only)\n"
           "  --lazy-ms MS            a LOCK that will queue waits up to MS for another command\n"
           "                          to share its log entry (default 1; 0: never waits)\n"
           "  --tick-ms MS            the leader's timer tick: how late past its deadline a\n"
@@ -223,7 +265,19 @@ static const struct num_flag num_flags[] = {
     NF("--max-value", max_value, 1, 0, FSM_MAX_VALUE),
     NF("--max-keys-reply", max_keys_reply, 1, 1, 10000000),
     NF("--max-pending", max_pending, 1, 1, 1u << 20),
+    NF("--max-output", max_output, 1, 1024, 1ull << 40),
+    NF("--max-output-soft", max_output_soft, 1, 1024, 1ull << 40),
+    NF("--max-query-buffer", max_query_buffer, 1, 1024, 1ull << 40),
+    NF("--max-input-total", max_input_total, 1, 65536, 1ull << 40),
+    NF("--idle-timeout", idle_timeout, 0, 0, 1ull << 40),
+    NF("--http-max-conns", http_max_conns, 2, 1, 100000),
+    NF("--http-idle-ms", http_idle_ms, 0, 10, 3600000),
     NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
+    NF("--max-sessions", max_sessions, 0, 1, 1ull << 40),
+    NF("--max-locks", max_locks, 0, 1, 1ull << 40),
+    NF("--max-keys", max_keys, 0, 1, 1ull << 40),
+    NF("--max-waiters", max_waiters, 0, 1, 1ull << 40),
+    NF("--max-data-bytes", max_data_bytes, 0, 4096, 1ull << 50),
     NF("--max-lockdelay", max_lockdelay, 0, 0, 1ull << 40),
     NF("--max-wait", max_wait, 0, 1, 1ull << 40),
     NF("--checkpoint-min-ttl", checkpoint_min_ttl, 0, 1, 1ull << 40),
@@ -231,6 +285,7 @@ static const struct num_flag num_flags[] = {
     NF("--heartbeat-ms", heartbeat_ms, 2, 1, 60000),
     NF("--snapshot-threshold", snapshot_threshold, 2, 2, 1u << 30),
     NF("--snapshot-trailing", snapshot_trailing, 2, 1, 1u << 30),
+    NF("--snapshot-log-bytes", snapshot_log_bytes, 0, 0, 1ull << 40),
     NF("--lazy-ms", lazy_ms, 2, 0, 1000),
     NF("--tick-ms", tick_ms, 2, 1, 60000),
 };
@@ -331,6 +386,10 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     }
     if (c->n_peers && check_cluster(c))
         return -1;
+    if (c->max_query_buffer <= c->max_bulk) {
+        fprintf(stderr, "fencelockd: --max-query-buffer must be larger than --max-bulk\n");
+        return -1;
+    }
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;

@@ -11,6 +11,19 @@
  * (unparsed) until that read is answered, so a pipelined read never sees a write the same
  * connection sent after it; reads and local commands behind it go on, so a run of pipelined
  * reads shares one barrier.
+ *
+ * Memory bounds (docs/server.md "Limits"), all per connection unless said otherwise:
+ *   output  = out + wbuf + held_bytes (replies done but queued behind an unfinished one).
+ *           Parsing and reading pause while output >= max_output_soft and resume when a write
+ *           drains it; output > max_output (immediate or deferred reply) closes the
+ *           connection at once (conn_output_check): it holds at most max_output + one reply.
+ *   input   = in: reading pauses at max_query_buffer bytes; an unfinished command that big is
+ *           a protocol error. srv.input_bytes (sum of every in.cap) over max_input_total
+ *           closes the connection holding the largest input buffer (input_total_check).
+ * Buffers grown past CONN_KEEP_BYTES are freed once empty, so a burst does not stay resident.
+ * Idle: a connection without a read or a completed write for --idle-timeout ms is closed by a
+ * sweep (idle_cb), unless it has an unfinished request (a parked LOCK ... WAIT is legitimately
+ * silent for as long as its WAIT).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +33,46 @@
 
 #include "server/server.h"
 
+#define CONN_READ_CHUNK (64 * 1024)
+#define CONN_KEEP_BYTES (256 * 1024)
+
 static void conn_write(struct srv_conn *c);
+static void protocol_error(struct srv_conn *c, const char *msg);
+
+/* Reply bytes this connection holds that the client has not read yet. */
+static size_t conn_out_bytes(const struct srv_conn *c)
+{
+    return c->out.len + c->wbuf.len + c->held_bytes;
+}
+
+/* Keep srv.input_bytes equal to the sum of the connections' input buffer capacities. */
+static void input_account(struct srv_conn *c)
+{
+    c->srv->input_bytes -= c->in_counted;
+    c->in_counted = c->closing ? 0 : c->in.cap;
+    c->srv->input_bytes += c->in_counted;
+}
+
+/* An empty buffer that grew past CONN_KEEP_BYTES gives its memory back. */
+static void buf_trim(struct buf *b)
+{
+    if (b->len == 0 && b->cap > CONN_KEEP_BYTES)
+        buf_free(b);
+}
+
+/* Over --max-output: the client does not read what it asked for. Close without a reply (it
+ * would queue behind the output that is too large already). true if closed. */
+static bool conn_output_check(struct srv_conn *c)
+{
+    size_t n = conn_out_bytes(c);
+    if (c->closing || n <= c->srv->cfg.max_output)
+        return false;
+    c->srv->m.output_limit_closes++;
+    LOGW(&c->srv->log, "client %llu closed: %zu reply bytes unread, over --max-output %zu",
+         (unsigned long long)c->id, n, c->srv->cfg.max_output);
+    srv_conn_close(c);
+    return true;
+}
 
 static void conn_list_remove(struct srv *s, struct srv_conn *c)
 {
@@ -130,6 +182,8 @@ void srv_conn_close(struct srv_conn *c)
     }
     c->head = c->tail = NULL;
     c->nslots = 0;
+    c->held_bytes = 0;
+    input_account(c); /* closing: its input no longer counts */
     conn_list_remove(c->srv, c);
     uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
 }
@@ -138,22 +192,73 @@ void srv_close_all_conns(struct srv *s)
 {
     while (s->conns)
         srv_conn_close(s->conns);
+    if (s->listening && !uv_is_closing((uv_handle_t *)&s->idle_timer))
+        uv_close((uv_handle_t *)&s->idle_timer, NULL);
+}
+
+/* A connection waits for the server while any request of it is unfinished. */
+static bool conn_waits_for_server(const struct srv_conn *c)
+{
+    for (const struct srv_slot *slot = c->head; slot; slot = slot->next)
+        if (!slot->done)
+            return true;
+    return false;
+}
+
+static void idle_cb(uv_timer_t *t)
+{
+    struct srv *s = t->data;
+    uint64_t now = srv_now_ms();
+    struct srv_conn *c = s->conns;
+    while (c) {
+        struct srv_conn *next = c->next;
+        if (!c->closing && now - c->active_ms >= s->cfg.idle_timeout && !conn_waits_for_server(c)) {
+            s->m.idle_closes++;
+            LOGD(&s->log, "client %llu: idle for %llu ms, closed", (unsigned long long)c->id,
+                 (unsigned long long)(now - c->active_ms));
+            srv_conn_close(c);
+        }
+        c = next;
+    }
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct srv_conn *c = h->data;
     (void)suggested;
-    if (buf_reserve(&c->in, 64 * 1024)) {
+    if (buf_reserve(&c->in, CONN_READ_CHUNK)) {
         b->base = NULL;
         b->len = 0;
         return;
     }
+    input_account(c);
     b->base = c->in.p + c->in.len;
     b->len = c->in.cap - c->in.len;
 }
 
 static void process_input(struct srv_conn *c);
+
+/* Over --max-input-total: the connection holding the largest input buffer gets a protocol
+ * error and loses its input at once (others keep working). */
+static void input_total_check(struct srv *s)
+{
+    while (s->input_bytes > s->cfg.max_input_total) {
+        struct srv_conn *big = NULL;
+        for (struct srv_conn *x = s->conns; x; x = x->next)
+            if (!x->close_after_write && (!big || x->in_counted > big->in_counted))
+                big = x;
+        if (!big || big->in_counted == 0)
+            return;
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "Protocol error: input buffers of all clients are over --max-input-total "
+                 "(%zu bytes); this client holds %zu",
+                 s->cfg.max_input_total, big->in_counted);
+        s->m.input_total_closes++;
+        LOGW(&s->log, "client %llu: %s", (unsigned long long)big->id, msg);
+        protocol_error(big, msg);
+    }
+}
 
 static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
@@ -164,19 +269,26 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         return;
     }
     c->in.len += (size_t)n;
+    struct srv *s = c->srv;
+    c->active_ms = srv_now_ms();
     process_input(c);
+    input_total_check(s);
 }
 
 static void update_reading(struct srv_conn *c)
 {
-    bool want = !c->closing && !c->close_after_write && c->nslots < c->srv->cfg.max_pending &&
-                c->out.len + c->wbuf.len < c->srv->cfg.max_output;
+    const struct srv_config *cfg = &c->srv->cfg;
+    bool out_full = conn_out_bytes(c) >= cfg->max_output_soft;
+    bool want = !c->closing && !c->close_after_write && c->nslots < cfg->max_pending && !out_full &&
+                c->in.len < cfg->max_query_buffer;
     if (want && !c->reading) {
         if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
             c->reading = true;
     } else if (!want && c->reading) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = false;
+        if (out_full)
+            c->srv->m.output_pauses++;
     }
 }
 
@@ -187,10 +299,13 @@ static void write_cb(uv_write_t *req, int status)
     c->wbuf.len = 0;
     if (c->closing)
         return;
+    buf_trim(&c->wbuf);
+    buf_trim(&c->out);
     if (status < 0) {
         srv_conn_close(c);
         return;
     }
+    c->active_ms = srv_now_ms();
     conn_write(c);
     if (!c->closing) {
         update_reading(c);
@@ -231,9 +346,12 @@ static void flush_slots(struct srv_conn *c)
         if (!c->head)
             c->tail = NULL;
         c->nslots--;
+        c->held_bytes -= slot->held;
         buf_append(&c->out, slot->out.p, slot->out.len);
         srv_slot_free(slot);
     }
+    if (conn_output_check(c))
+        return;
     conn_write(c);
     if (!c->closing)
         update_reading(c);
@@ -249,6 +367,8 @@ void srv_slot_done(struct srv_slot *slot)
     }
     struct srv_conn *c = slot->conn;
     bool resume = false;
+    slot->held = slot->out.len;
+    c->held_bytes += slot->held;
     if (slot->kind == SLOT_READ && c->reads_pending) {
         c->reads_pending--;
         resume = c->reads_pending == 0;
@@ -258,6 +378,8 @@ void srv_slot_done(struct srv_slot *slot)
         /* input left unparsed while the queue was full; never re-entered from inside a parse */
         if (!c->closing && !c->processing && c->in.len && c->reading)
             process_input(c);
+    } else {
+        conn_output_check(c); /* a reply held behind an unfinished request counts too */
     }
 }
 
@@ -282,6 +404,8 @@ static void protocol_error(struct srv_conn *c, const char *msg)
     }
     c->close_after_write = true;
     c->in.len = 0;
+    buf_free(&c->in); /* nothing more is parsed: give a large buffer back at once */
+    input_account(c);
     update_reading(c);
     flush_slots(c);
 }
@@ -292,15 +416,22 @@ static void process_input(struct srv_conn *c)
     struct srv *s = c->srv;
     size_t off = 0;
     char err[128];
+    bool incomplete = false;
     c->processing = true;
+    /* A write parsed after a read still waiting for its barrier would be ordered before that
+     * barrier and show through, so it waits (unparsed) until the read is answered; reads and
+     * local commands go on. Parsing also waits while the client has not read max_output_soft
+     * bytes of replies. */
     while (!c->closing && !c->close_after_write && off < c->in.len &&
-           c->nslots < s->cfg.max_pending) {
+           c->nslots < s->cfg.max_pending && conn_out_bytes(c) < s->cfg.max_output_soft) {
         size_t used = 0, argc = 0;
         struct resp_arg *argv = NULL;
         int rc = resp_parse(&c->ps, c->in.p + off, c->in.len - off, &used, &argc, &argv, err,
                             sizeof(err));
-        if (rc == RESP_INCOMPLETE)
+        if (rc == RESP_INCOMPLETE) {
+            incomplete = true;
             break;
+        }
         if (rc == RESP_ERROR) {
             c->processing = false;
             protocol_error(c, err);
@@ -315,12 +446,23 @@ static void process_input(struct srv_conn *c)
         off += used;
         if (argc > 0)
             srv_dispatch(s, c, argc, argv);
+        conn_output_check(c); /* an immediate reply counts as soon as it is written */
     }
     c->processing = false;
     if (c->closing)
         return;
     if (off)
         buf_consume(&c->in, off);
+    if (incomplete && c->in.len >= s->cfg.max_query_buffer) {
+        snprintf(err, sizeof(err),
+                 "Protocol error: unfinished command of %zu bytes, over --max-query-buffer %zu",
+                 c->in.len, s->cfg.max_query_buffer);
+        s->m.query_limit_closes++;
+        protocol_error(c, err);
+        return;
+    }
+    buf_trim(&c->in);
+    input_account(c);
     conn_write(c);
     if (!c->closing)
         update_reading(c);
@@ -347,6 +489,7 @@ static void on_connection(uv_stream_t *server, int status)
     c->proto = 2;
     c->id = ++s->next_conn_id;
     c->created_ms = c->last_cmd_ms = uv_now(s->loop);
+    c->active_ms = srv_now_ms();
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
@@ -378,7 +521,15 @@ int srv_listen(struct srv *s)
     }
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
-    s->listening = true; /* initialised: srv_stop must close it */
+    uv_timer_init(s->loop, &s->idle_timer);
+    s->idle_timer.data = s;
+    s->listening = true; /* initialised: srv_stop must close them */
+    if (s->cfg.idle_timeout) {
+        uint64_t every = s->cfg.idle_timeout / 4;
+        every = every < 10 ? 10 : every > 1000 ? 1000 : every;
+        uv_timer_start(&s->idle_timer, idle_cb, every, every);
+        uv_unref((uv_handle_t *)&s->idle_timer);
+    }
     rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
     if (!rc)
         rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);

@@ -31,8 +31,10 @@ struct srv_http {
     uv_tcp_t listener;
     srv_http_handler handler;
     void *arg;
-    struct http_conn *conns; /* every open connection, for srv_http_stop */
+    struct http_conn *conns; /* every open connection, newest first, for srv_http_stop */
     size_t nconns;
+    size_t nlive;       /* connections not closing: what max_conns bounds */
+    uint64_t evictions; /* idle connections closed to make room for a new one */
     unsigned max_conns;
     uint64_t idle_ms;
     int stopping;
@@ -77,6 +79,7 @@ static void conn_close(struct http_conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    c->srv->nlive--;
     uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
@@ -101,11 +104,21 @@ static int is_tchar(unsigned char ch)
     return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
 }
 
+/* Bytes of empty lines (CRLF or LF) before the request line, which RFC 9112 says a server
+ * should ignore. */
+static size_t leading_blank(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (p[i] == '\n' || (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')))
+        i += p[i] == '\r' ? 2 : 1;
+    return i;
+}
+
 /* Length of the head through its blank line, or 0 if it has not all arrived. Bare LF line ends
- * are accepted, as RFC 9112 allows. */
+ * are accepted, as RFC 9112 allows. Empty lines before the request line are not its end. */
 static size_t head_end(const char *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = leading_blank(p, n); i < n; i++) {
         if (p[i] != '\n')
             continue;
         if (i + 1 < n && p[i + 1] == '\n')
@@ -364,12 +377,29 @@ static void reject(uv_stream_t *server)
     uv_close((uv_handle_t *)t, free_handle_cb);
 }
 
+/* At the cap, the oldest connection still waiting for its request is closed so the new one
+ * is served: a probe of /health always gets an answer, however many connections sit idle (a
+ * client sends its request at once; one that has not is the one to drop). 0 if every
+ * connection is busy answering. */
+static int evict_oldest_idle(struct srv_http *h)
+{
+    struct http_conn *c = h->conns, *victim = NULL;
+    for (; c; c = c->next) /* newest first: the last match is the oldest */
+        if (!c->closing && c->state == ST_READING)
+            victim = c;
+    if (!victim)
+        return 0;
+    h->evictions++;
+    conn_close(victim);
+    return 1;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct srv_http *h = server->data;
     if (status < 0 || h->stopping)
         return;
-    if (h->nconns >= h->max_conns) {
+    if (h->nlive >= h->max_conns && !evict_oldest_idle(h)) {
         reject(server);
         return;
     }
@@ -388,6 +418,7 @@ static void on_connection(uv_stream_t *server, int status)
         h->conns->prev = c;
     h->conns = c;
     h->nconns++;
+    h->nlive++;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) ||
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read)) {
         conn_close(c);
@@ -477,6 +508,11 @@ void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_m
         h->max_conns = max_conns;
     if (idle_ms)
         h->idle_ms = idle_ms;
+}
+
+uint64_t srv_http_evictions(const struct srv_http *h)
+{
+    return h ? h->evictions : 0;
 }
 
 int srv_http_port(const struct srv_http *h)

@@ -5,8 +5,10 @@
  * buffers, idle timer) and the struct srv_http itself. One request per connection: the reply
  * carries Content-Length and `Connection: close`, then the connection is shut down, drained and
  * closed. Only GET and HEAD reach the handler; bad requests get 400/405/431 without it.
- * Invariants: at most max_conns connections are open (extra ones are closed at once); each
- * connection lives at most idle_ms waiting for its request and idle_ms again to send the reply.
+ * Invariants: at most max_conns connections are open and not closing; at the cap a new
+ * connection closes the oldest one still waiting for its request (srv_http_evictions counts
+ * them) or, if every one is busy answering, is closed at once itself; each connection lives
+ * at most idle_ms waiting for its request and idle_ms again to send the reply.
  * srv_http_stop starts closing everything; the memory is freed by libuv close callbacks, so the
  * loop must run afterwards. Everything runs on the loop thread.
  */
@@ -20,7 +22,7 @@
 
 #define SRV_HTTP_MAX_HEAD 8192 /* request line + headers; over this: 431 */
 #define SRV_HTTP_MAX_CONNS 64  /* default bound on concurrent connections */
-#define SRV_HTTP_IDLE_MS 10000 /* default time allowed to send the request */
+#define SRV_HTTP_IDLE_MS 5000  /* default time allowed to send the request */
 
 struct srv_http;
 
@@ -39,6 +41,9 @@ int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler
 /* Change the connection cap and the idle timeout (ms) for connections accepted from now on;
  * 0 keeps the current value. */
 void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms);
+
+/* Idle connections closed to make room for a new one, since start (0 for NULL). */
+uint64_t srv_http_evictions(const struct srv_http *h);
 
 /* The bound port (useful after listening on port 0), or -1. */
 int srv_http_port(const struct srv_http *h);

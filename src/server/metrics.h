@@ -12,6 +12,7 @@
 #include "common/buf.h"
 
 #define HIST_NB 17
+#define SRV_QUOTA_N 5 /* sessions, locks, keys, waiters, data bytes (server/quota.c) */
 
 struct hist {
     uint64_t counts[HIST_NB + 1]; /* last = +Inf */
@@ -22,6 +23,10 @@ struct hist {
 struct srv_metrics {
     uint64_t grants, releases, expirations, fence_rejections, commands, proposals, proposal_unknown,
         connections_total, connections_rejected, protocol_errors, read_barriers, reads;
+    /* resource limits (docs/server.md "Limits"): connections closed or commands refused */
+    uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
+    uint64_t quota_rejections[SRV_QUOTA_N];
+    uint64_t idle_closes;
     struct hist lock_wait, lock_hold, commit;
 };
 

@@ -794,6 +794,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .heartbeat_ms = cfg->heartbeat_ms,
         .snapshot_threshold = cfg->snapshot_threshold,
         .snapshot_trailing = cfg->snapshot_trailing,
+        .snapshot_log_bytes = cfg->snapshot_log_bytes,
         .lazy_ms = cfg->lazy_ms,
     };
     struct rn_hooks hooks = {.arg = s, .applied = hook_applied, .restored = hook_restored};
@@ -837,6 +838,7 @@ int srv_start(struct srv *s)
         LOGE(&s->log, "http: %s", err);
         return -1;
     }
+    srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
     uv_signal_start(&s->sig_term, on_signal, SIGTERM);
     uv_signal_start(&s->sig_int, on_signal, SIGINT);

@@ -53,11 +53,20 @@ struct srv_config {
     char http_host[64];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
-    size_t max_pending; /* per connection: reading pauses beyond it */
-    size_t max_output;  /* per connection: unsent reply bytes before it is closed */
+    size_t max_pending;      /* per connection: reading pauses beyond it */
+    size_t max_output;       /* per connection: unsent reply bytes before it is closed */
+    size_t max_output_soft;  /* per connection: reading and parsing pause beyond it */
+    size_t max_query_buffer; /* per connection: input bytes of one unfinished command */
+    size_t max_input_total;  /* all connections' input buffers together */
+    uint64_t idle_timeout;   /* ms without traffic before a client connection closes; 0 off */
+    unsigned http_max_conns; /* HTTP connections open at once */
+    uint64_t http_idle_ms;   /* HTTP: ms to send the request, and again to read the reply */
     uint64_t max_ttl, max_lockdelay, max_wait;
+    /* quotas (quota.c): checked on the leader before proposing */
+    uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
     uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
+    uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
     unsigned tick_ms;
     enum log_level log_level;
 };
@@ -104,6 +113,13 @@ struct srv_delay {
 struct srv_conn;
 struct srv_announce;
 
+/* Quotas, indexed like the counters in struct srv_quota (quota.c). */
+enum { SRV_QUOTA_SESSIONS, SRV_QUOTA_LOCKS, SRV_QUOTA_KEYS, SRV_QUOTA_WAITERS, SRV_QUOTA_BYTES };
+
+struct srv_quota {
+    uint64_t n[SRV_QUOTA_N];
+};
+
 enum srv_slot_kind { SLOT_SYNC = 0, SLOT_WRITE = 1, SLOT_READ = 2 };
 
 struct srv_slot {
@@ -114,10 +130,12 @@ struct srv_slot {
     uint8_t kind;
     bool done, parked;
     int proto;
-    uint8_t op;          /* fsm op of a write */
-    uint64_t wait_ms;    /* LOCK ... WAIT */
-    uint64_t started_ns; /* for commit latency */
-    size_t pkeylen;      /* parked: map key name+sid */
+    uint8_t op;           /* fsm op of a write */
+    uint64_t wait_ms;     /* LOCK ... WAIT */
+    struct srv_quota res; /* quota reserved while the proposal is in flight */
+    uint64_t started_ns;  /* for commit latency */
+    size_t held;          /* out.len counted in conn->held_bytes while done and queued */
+    size_t pkeylen;       /* parked: map key name+sid */
     char *pkey;
     const struct srv_cmd *cmd; /* read: the command to run after the barrier */
     struct buf args;           /* read: copied argument bytes */
@@ -138,6 +156,9 @@ struct srv_conn {
     struct srv_slot *head, *tail;
     size_t nslots;
     size_t reads_pending; /* reads waiting for a barrier: a write parsed after one waits */
+    size_t held_bytes;    /* reply bytes in done slots not yet moved to `out` */
+    uint64_t active_ms;   /* last read or completed write (--idle-timeout) */
+    size_t in_counted;    /* in.cap as counted in srv.input_bytes */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
     bool stale_reads; /* READONLY: reads from local state, no barrier */
@@ -163,6 +184,8 @@ struct srv {
     struct srv_http *http;
     struct srv_conn *conns;
     size_t nconns;
+    size_t input_bytes;    /* sum of every connection's input buffer capacity */
+    uv_timer_t idle_timer; /* --idle-timeout sweep (conn.c); initialised with the listener */
     /* Finished slots kept for the next command with their buffers' memory (at most
      * SRV_FREE_SLOTS): a command then allocates nothing for its slot. */
     struct srv_slot *free_slots;
@@ -184,6 +207,7 @@ struct srv {
     struct map sessions, waits, delays, holds, parked;
     struct heap timers;
     struct srv_metrics m;
+    struct srv_quota quota_pending; /* reserved by proposals in flight (quota.c) */
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
@@ -280,6 +304,15 @@ size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct b
 const char *srv_role_name(int role);
 /* Re-read libraft's role and term; step down or start the ready barrier as needed. */
 void srv_poll_leadership(struct srv *s);
+
+/* quota.c */
+/* Reserve what `cmd` may add; 0, or -1 with a NOSPACE error written to out (nothing
+ * reserved). Release exactly once when the proposal completed or failed. */
+int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, struct srv_quota *res,
+                      struct buf *out);
+void srv_quota_release(struct srv *s, struct srv_quota *res);
+void srv_quota_render(struct srv *s, struct buf *out);
+const char *srv_quota_name(int q);
 
 /* members.c */
 void srv_self_client_address(struct srv *s, struct buf *out);

@@ -46,6 +46,27 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   "Connections refused by --max-clients.", (double)m->connections_rejected);
     metric_render(out, "fencelock_protocol_errors_total", "counter",
                   "Connections closed for a RESP framing error.", (double)m->protocol_errors);
+    metric_render(out, "fencelock_output_limit_closes_total", "counter",
+                  "Connections closed with more than --max-output reply bytes unread.",
+                  (double)m->output_limit_closes);
+    metric_render(out, "fencelock_output_pauses_total", "counter",
+                  "Times a connection's input was paused at --max-output-soft unread bytes.",
+                  (double)m->output_pauses);
+    metric_render(out, "fencelock_query_limit_closes_total", "counter",
+                  "Connections closed for an unfinished command over --max-query-buffer.",
+                  (double)m->query_limit_closes);
+    metric_render(out, "fencelock_input_total_closes_total", "counter",
+                  "Connections closed because all input buffers exceeded --max-input-total.",
+                  (double)m->input_total_closes);
+    metric_render(out, "fencelock_idle_closes_total", "counter",
+                  "Client connections closed by --idle-timeout.", (double)m->idle_closes);
+    metric_render(out, "fencelock_http_evictions_total", "counter",
+                  "Idle HTTP connections closed to make room at --http-max-conns.",
+                  (double)srv_http_evictions(s->http));
+    srv_quota_render(s, out);
+    metric_render(out, "fencelock_input_buffer_bytes", "gauge",
+                  "Bytes allocated for all client connections' input buffers.",
+                  (double)s->input_bytes);
     metric_render(out, "fencelock_applied_index", "gauge", "Last Raft index applied.",
                   (double)rn_applied_index(s->rn));
     metric_render(out, "fencelock_commit_index", "gauge", "Raft commit index.",

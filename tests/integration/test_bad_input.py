@@ -398,3 +398,18 @@ def test_hang_up_in_the_middle_of_a_bulk(ctx):
     eq(info["holder"], holder, "holder of hu-lock")
     expect_int(c.call("PUT", "hu-k", "ok"), "PUT after the hang-ups")
     eq(c.call("GET", "hu-k"), b"ok")
+
+
+def test_error_text_shows_every_byte_of_a_bad_command_name(ctx):
+    """A NUL (or CR, LF) in a command name or option is shown escaped, not cut at the NUL."""
+    c = ctx.conn()
+    r = c.call(b"PI\x00NG")
+    expect_err(r, "ERR")
+    eq(r.text, "ERR unknown command 'PI\\x00NG'", "unknown command text")
+    r = c.call(b"FOO\r\nBAR", "x")
+    eq(r.text, "ERR unknown command 'FOO\\x0d\\x0aBAR'", "CR LF shown escaped")
+    r = c.call(b"GE\x00T")
+    eq(r.text, "ERR unknown command 'GE\\x00T'", "unknown command text")
+    r = c.call("PUT", "k", "v", b"LE\x00ASE", 1)
+    eq(r.text, "ERR unknown option 'LE\\x00ASE'", "unknown option text")
+    eq(c.call("PING"), "PONG", "the connection stays usable")

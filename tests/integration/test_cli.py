@@ -787,3 +787,14 @@ def test_cli_exits_at_once_after_the_lease_was_at_risk(ctx):
     eq(rc, 5, "the lock was given up (stderr %r)" % err)
     assert "did not renew the lease in time" in err and "SIGTERM" in err, err
     assert "unlock" not in err and "close session" not in err, "no unlock was tried: %r" % err
+
+
+def test_cli_put_over_a_quota_reports_the_quota(ctx):
+    """libfencelock maps -NOSPACE to FL_ENOSPACE ("server quota full"); nothing is written."""
+    srv = ctx.server("--max-keys", 1)
+    run_ok(ctx, [srv], "put", "a", "1")
+    r = run(ctx, [srv], "put", "b", "2")
+    eq(r.rc, 4, "put over --max-keys (4: request refused): %r" % r)
+    assert "server quota full" in r.err and "NOSPACE" in r.err, r.err
+    with ctx.conn(srv) as c:
+        eq(c.call("GET", "b"), None, "nothing written")

@@ -121,3 +121,20 @@ def test_metrics_expirations_counter_moves(ctx):
     open_session(c, 200)
     wait_until(lambda: metric(ctx.srv, "fencelock_expirations_total") >= e0 + 1, 3,
                interval=0.05, what="expirations_total to increase after a session expired")
+
+
+def test_empty_lines_before_the_request_line_are_skipped(ctx):
+    """RFC 9112: a server ignores empty lines before the request line (it used to answer 400)."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", ctx.srv.http_port), timeout=5)
+    try:
+        s.sendall(b"\r\n\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    assert data.startswith(b"HTTP/1.1 200 "), data[:80]

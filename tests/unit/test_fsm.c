@@ -1808,10 +1808,56 @@ TEST(lock_name_tree_and_session_list_follow_creates_and_drops)
     fsm_free(f);
 }
 
+/* ---- data bytes (--max-data-bytes) ---- */
+
+static uint64_t data_bytes(const struct fsm *f)
+{
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    return st.data_bytes;
+}
+
+TEST(data_bytes_count_keys_values_names_and_records_and_survive_restore)
+{
+    struct fsm *f = fsm_new();
+    const uint64_t R = FSM_RECORD_BYTES;
+    CHECK_EQ_U64(data_bytes(f), 0);
+    uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
+    CHECK_EQ_U64(data_bytes(f), 2 * R);
+    CHECK(tok(put_(f, "key", "12345", 0)));
+    CHECK_EQ_U64(data_bytes(f), 3 * R + 8);
+    CHECK(tok(put_(f, "key", "1", 0))); /* an overwrite counts the new value only */
+    CHECK_EQ_U64(data_bytes(f), 3 * R + 4);
+    CHECK(tok(lock_(f, "lk", a, 0)));
+    CHECK_EQ_U64(data_bytes(f), 4 * R + 4 + 2);
+    CHECK(lock_(f, "lk", b, 1000).kind == FSM_REPLY_QUEUED); /* a waiter is a record */
+    CHECK_EQ_U64(data_bytes(f), 5 * R + 6);
+    CHECK(tok(put_(f, "leased", "xy", b)));
+    CHECK_EQ_U64(data_bytes(f), 6 * R + 6 + 8);
+    CHECK(restores_identically(f));
+    struct fsm *g = fsm_new();
+    struct buf sb;
+    char err[128];
+    snap(f, &sb);
+    CHECK(fsm_restore(g, (const uint8_t *)sb.p, sb.len, err, sizeof(err)) == 0);
+    CHECK_EQ_U64(data_bytes(g), data_bytes(f));
+    buf_free(&sb);
+    fsm_free(g);
+    /* closing b drops its wait and its leased key; a's unlock drops the lock */
+    CHECK(sess_op(f, FSM_OP_SESSION_CLOSE, b).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(data_bytes(f), 3 * R + 4 + 2);
+    CHECK(named(f, FSM_OP_UNLOCK, "lk", a).kind == FSM_REPLY_OK);
+    CHECK(tok(del_(f, "key")) == 1);
+    CHECK_EQ_U64(data_bytes(f), R);
+    CHECK(inv_ok(f));
+    fsm_free(f);
+}
+
 int main(void)
 {
     fsm_events_init(&EV);
     RUN(tokens_strictly_increase_per_lock_and_are_unique_across_locks);
+    RUN(data_bytes_count_keys_values_names_and_records_and_survive_restore);
     RUN(snapshot_orders_adversarial_lock_names);
     RUN(lock_name_tree_and_session_list_follow_creates_and_drops);
     RUN(closed_session_is_never_granted_even_while_queued);
