@@ -1,0 +1,138 @@
+"""Membership changes across a leader change (issue #15): a change the old leader proposed and
+could not commit before it lost leadership must never stay "in progress" once it committed,
+failed or was abandoned, whoever leads. The node the change was about is then wiped and joins
+again with --join through the members: it must become a voter again (bounded poll, generous).
+
+How each test forces it: both followers are killed, the leader appends a command and then the
+change (neither can commit), steps down for want of a majority, and wins the next term once the
+followers are back (their logs are shorter). Its new term's first entry commits the change; the
+followers receive [command, change, barrier] in one AppendEntries. libraft 0.22.1 records such
+a change, on a follower, as uncommitted at the index of the batch's *first* new entry
+(src/replication.c, replicationAppend), so applying the real entry never clears it. Leadership
+then goes to such a follower (CLUSTER.TRANSFER) and the node the change was about joins again:
+before the fix the new leader answered "a configuration change is already in progress" to every
+CLUSTER.ADD/REMOVE for good.
+"""
+
+import shutil
+import threading
+import time
+
+from helpers import eq, expect_err, expect_ok, ok, wait_until
+from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
+from cluster import TIMING, info, new_server, ready_leader, start_cluster
+
+VOTER_ROLES = ("leader", "follower")
+
+
+def members(s):
+    try:
+        with Conn(s.port, timeout=2.0) as c:
+            r = c.call("CLUSTER.MEMBERS")
+    except (OSError, ConnectionClosed, ReplyTimeout):
+        return None
+    if isinstance(r, RespError):
+        return None
+    return {m["id"]: text(m["role"]) for m in map(as_map, r)}
+
+
+def voters(s):
+    ms = members(s)
+    return None if ms is None else sorted(i for i, r in ms.items() if r in VOTER_ROLES)
+
+
+def role(s):
+    return text((info(s) or {}).get("role"))
+
+
+def slow_elections(args):
+    """The same arguments with a 4 s election timeout: this node never campaigns first."""
+    args = list(args)
+    i = args.index("--election-ms")
+    args[i + 1] = "4000"
+    return args
+
+
+def call_async(port, *args):
+    """Send one command from a thread; the reply (or the exception) lands in the list."""
+    out = []
+
+    def run():
+        try:
+            with Conn(port, timeout=30.0) as c:
+                out.append(c.call(*args, timeout=30))
+        except Exception as e:  # noqa: BLE001 - the answer may never come
+            out.append(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return out
+
+
+def rejoin(ctx, node, through):
+    """Kill `node`, wipe its data and start it again with --join through `through`."""
+    if node.running():
+        node.kill9()
+    shutil.rmtree(node.data_dir, ignore_errors=True)
+    node.extra_args = ["--join", ",".join("127.0.0.1:%d" % s.port for s in through)] + TIMING
+    node.start(wait=False)
+
+
+def wait_voter(servers, node, timeout=30.0):
+    """Until the ready leader among `servers` lists `node` as a voter (bounded, generous)."""
+    def is_voter():
+        ld = ready_leader([s for s in servers if s.running()], timeout=10)
+        v = voters(ld)
+        return v is not None and node.node_id in v
+    wait_until(is_voter, timeout=timeout, interval=0.2,
+               what="node %d a voter again after --join" % node.node_id)
+
+
+def change_across_leader_change(ctx, leader, down, restart, *change):
+    """With every node of `down` killed, send a PUT and then the membership command `change`
+    to `leader` (neither can commit), wait until it stepped down, restart the nodes of
+    `restart` and wait until `leader` leads again. Returns the change's answer list."""
+    for s in down:
+        s.kill9()
+    put = call_async(leader.port, "PUT", "before-change", "x")
+    time.sleep(0.2)  # the PUT goes first (appended at once: the leader does not wait)
+    ans = call_async(leader.port, *change)
+    wait_until(lambda: role(leader) != "leader", timeout=15, interval=0.05,
+               what="the leader stepping down without a majority")
+    wait_until(lambda: put and ans, timeout=15, what="both answered after the step-down")
+    # libraft keeps the last 3 messages for an unreachable peer and sends them once it is back:
+    # after a few rounds of RequestVotes no AppendEntries is among them, so the restarted nodes
+    # get the change only from the next term's leader, in one batch behind the PUT.
+    time.sleep(2.5)
+    for s in restart:
+        s.start(wait=False)
+    ld = ready_leader([leader] + list(restart), timeout=20)
+    eq(ld, leader, "the old leader leads again (the others' logs are shorter)")
+    return ans
+
+
+def transfer_to(old, new):
+    """CLUSTER.TRANSFER to `new`, asked again if libraft gave up (bounded)."""
+    for attempt in range(5):
+        with Conn(old.port, timeout=20) as c:
+            r = c.call("CLUSTER.TRANSFER", new.node_id, timeout=20)
+        if r == "OK":
+            break
+        time.sleep(0.5)
+    expect_ok(r, "transfer to node %d" % new.node_id)
+    eq(ready_leader([old, new], timeout=15), new, "node %d leads" % new.node_id)
+
+
+def test_remove_across_leader_change_then_rejoin(ctx):
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    victim, keeper = [s for s in servers if s is not leader]
+    ans = change_across_leader_change(ctx, leader, [victim, keeper], [keeper],
+                                      "CLUSTER.REMOVE", victim.node_id)
+    wait_until(lambda: voters(leader) == sorted([leader.node_id, keeper.node_id]), timeout=10,
+               what="the REMOVE in the configuration")
+    transfer_to(leader, keeper)
+    rejoin(ctx, victim, [keeper, leader])
+    wait_voter([leader, keeper, victim], victim)
+
+
+test_remove_across_leader_change_then_rejoin.timeout = 90
