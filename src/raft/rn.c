@@ -72,8 +72,15 @@ struct bar {
     void *ctx;
 };
 
-/* A membership change or transfer in flight (one at a time in libraft, a list here anyway). */
-enum chg_kind { CHG_ADD = 1, CHG_ASSIGN = 2, CHG_REMOVE = 3, CHG_TRANSFER = 4 };
+/*
+ * A membership change or transfer in flight. One at a time: rn refuses a second while one is
+ * listed (libraft would refuse most, but not all, and with less to say about why).
+ *   CHG_ADD --spare committed: raft_assign--> CHG_ASSIGN --promotion committed--> done
+ *   CHG_ASSIGN of a spare this change added --catch-up failed: raft_remove--> CHG_UNDO --> done
+ * `added`: this change put the server into the configuration (so a failed promotion takes it
+ * out again: an unreachable node must not stay behind as a spare).
+ */
+enum chg_kind { CHG_ADD = 1, CHG_ASSIGN = 2, CHG_REMOVE = 3, CHG_TRANSFER = 4, CHG_UNDO = 5 };
 
 struct chg {
     union {
@@ -83,8 +90,11 @@ struct chg {
     struct rn *rn;
     uint64_t id;
     int kind;
+    bool added;
+    uint64_t since_ms; /* uv_now when the change was asked for */
     rn_change_cb cb;
     void *ctx;
+    char why[RAFT_ERRMSG_BUF_SIZE]; /* CHG_UNDO: why the promotion failed */
     struct chg *next;
 };
 
@@ -109,6 +119,10 @@ struct rn {
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
     struct chg *changes;                 /* membership changes and transfers in flight */
+    uint64_t lead_term, lead_first;      /* last term this node led and its last log index then */
+    /* A change libraft reports in progress that no rn call started (an earlier leader's): what
+     * it was when first seen and since when (uv_now ms; 0: none). See rn_tick. */
+    uint64_t lib_index, lib_promotee, lib_since_ms;
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;
@@ -675,11 +689,63 @@ static int map_status(int rv)
     }
 }
 
-/* Sync failure of a libraft call: keep its message for rn_errmsg; the status to return. */
+static const char *const chg_names[] = {[CHG_ADD] = "add",
+                                        [CHG_ASSIGN] = "promote",
+                                        [CHG_REMOVE] = "remove",
+                                        [CHG_TRANSFER] = "transfer",
+                                        [CHG_UNDO] = "undo-add"};
+
+int rn_change_info(struct rn *rn, struct rn_change_view *out)
+{
+    uint64_t now = uv_now(rn->loop);
+    memset(out, 0, sizeof(*out));
+    struct chg *c = rn->changes;
+    while (c && c->next) /* the oldest: the one the others would wait for */
+        c = c->next;
+    if (c) {
+        out->kind = chg_names[c->kind];
+        out->id = c->id;
+        out->age_ms = now - c->since_ms;
+        return 1;
+    }
+    if (!rn->lib_since_ms)
+        return 0;
+    out->kind = rn->lib_promotee ? "promote" : "uncommitted";
+    out->id = rn->lib_promotee;
+    out->index = rn->lib_index;
+    out->age_ms = now - rn->lib_since_ms;
+    return 1;
+}
+
+/* "remove of server 2, for 1234 ms" or "the configuration entry at index 57, uncommitted for
+ * 120 ms": what a refused change waits for. */
+static void describe_change(struct rn *rn, char *buf, size_t len)
+{
+    struct rn_change_view v;
+    if (!rn_change_info(rn, &v))
+        snprintf(buf, len, "none that this node knows of");
+    else if (v.id)
+        snprintf(buf, len, "%s of server %llu, for %llu ms", v.kind, (unsigned long long)v.id,
+                 (unsigned long long)v.age_ms);
+    else if (v.index)
+        snprintf(buf, len, "the configuration entry at index %llu, uncommitted for %llu ms",
+                 (unsigned long long)v.index, (unsigned long long)v.age_ms);
+    else
+        snprintf(buf, len, "%s to any voter, for %llu ms", v.kind, (unsigned long long)v.age_ms);
+}
+
+/* Sync failure of a libraft call: keep its message for rn_errmsg; the status to return. A
+ * refusal because of another change names that change. */
 static int fail_call(struct rn *rn, int rv, const char *what)
 {
     const char *m = raft_errmsg(&rn->raft);
-    snprintf(rn->errmsg, sizeof(rn->errmsg), "%s: %s", what, m && *m ? m : raft_strerror(rv));
+    char blocker[160] = "";
+    if (rv == RAFT_CANTCHANGE) {
+        size_t k = (size_t)snprintf(blocker, sizeof(blocker), ": ");
+        describe_change(rn, blocker + k, sizeof(blocker) - k);
+    }
+    snprintf(rn->errmsg, sizeof(rn->errmsg), "%s: %s%s", what, m && *m ? m : raft_strerror(rv),
+             blocker);
     return rv == RAFT_NOTLEADER ? RN_NOTLEADER : RN_ERR;
 }
 
@@ -699,10 +765,45 @@ static void chg_finish(struct chg *c, int status, const char *msg)
     free(c);
 }
 
+static void change_cb(struct raft_change *req, int status);
+
+/* The promotion of a spare this change added failed (libraft gave up catching it up, or the
+ * leader changed): take the spare out again, so nothing is left that blocks the next change;
+ * the caller hears why the add failed once the removal is through. */
+static void undo_add(struct chg *c, int status)
+{
+    struct rn *rn = c->rn;
+    snprintf(c->why, sizeof(c->why), "server %llu did not catch up (%s)", (unsigned long long)c->id,
+             raft_strerror(status));
+    if (status == RAFT_LEADERSHIPLOST || rn->closing || raft_state(&rn->raft) != RAFT_LEADER) {
+        chg_finish(c, map_status(status), c->why); /* a later leader sees a spare, not a voter */
+        return;
+    }
+    LOGW(rn->log, "raft: %s: removing it from the configuration again", c->why);
+    c->kind = CHG_UNDO;
+    int rv = raft_remove(&rn->raft, &c->req.change, c->id, change_cb);
+    if (rv) {
+        size_t k = strlen(c->why);
+        snprintf(c->why + k, sizeof(c->why) - k, "; it stays a spare: %s", raft_strerror(rv));
+        chg_finish(c, RN_ERR, c->why);
+    }
+}
+
 static void change_cb(struct raft_change *req, int status)
 {
     struct chg *c = (struct chg *)req;
     struct rn *rn = c->rn;
+    if (c->kind == CHG_UNDO) {
+        size_t k = strlen(c->why);
+        snprintf(c->why + k, sizeof(c->why) - k, "%s",
+                 status ? "; removing the spare again failed" : "; removed again");
+        chg_finish(c, RN_ERR, c->why);
+        return;
+    }
+    if (status && c->kind == CHG_ASSIGN && c->added) {
+        undo_add(c, status);
+        return;
+    }
     if (status || c->kind != CHG_ADD) {
         if (status == 0)
             LOGI(rn->log, "raft: configuration change for server %llu committed",
@@ -717,10 +818,10 @@ static void change_cb(struct raft_change *req, int status)
         return;
     }
     c->kind = CHG_ASSIGN;
+    c->added = true;
     int rv = raft_assign(&rn->raft, &c->req.change, c->id, RAFT_VOTER, change_cb);
-    if (rv) {
-        chg_finish(c, fail_call(rn, rv, "promoting to voter"), rn->errmsg);
-    }
+    if (rv)
+        undo_add(c, rv);
 }
 
 /* A transfer callback carries no status: success is the target being the known leader. */
@@ -756,12 +857,13 @@ static struct chg *chg_new(struct rn *rn, int kind, uint64_t id, rn_change_cb cb
     c->id = id;
     c->cb = cb;
     c->ctx = ctx;
+    c->since_ms = uv_now(rn->loop);
     c->next = rn->changes;
     rn->changes = c;
     return c;
 }
 
-static int chg_check(struct rn *rn)
+static int chg_check(struct rn *rn, const char *what)
 {
     if (rn->closing || !rn->started) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "shutting down");
@@ -770,6 +872,13 @@ static int chg_check(struct rn *rn)
     if (raft_state(&rn->raft) != RAFT_LEADER) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "not the leader");
         return RN_NOTLEADER;
+    }
+    if (rn->changes) {
+        char blocker[160];
+        describe_change(rn, blocker, sizeof(blocker));
+        snprintf(rn->errmsg, sizeof(rn->errmsg),
+                 "%s: a configuration change is already in progress: %s", what, blocker);
+        return RN_ERR;
     }
     submit_open(rn); /* the change goes after everything proposed before it */
     return RN_OK;
@@ -787,11 +896,11 @@ static int chg_submit(struct rn *rn, struct chg *c, int rv, const char *what)
 
 int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb, void *ctx)
 {
-    int rc = chg_check(rn);
-    if (rc != RN_OK)
-        return rc;
     int role = rn_server_role(rn, id);
     const char *known = rn_server_address(rn, id);
+    int rc = chg_check(rn, known ? "promoting to voter" : "adding server");
+    if (rc != RN_OK)
+        return rc;
     if (role == RAFT_VOTER || (known && strcmp(known, raft_address))) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "server %llu is already %s",
                  (unsigned long long)id,
@@ -810,7 +919,7 @@ int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb
 
 int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 {
-    int rc = chg_check(rn);
+    int rc = chg_check(rn, "removing server");
     if (rc != RN_OK)
         return rc;
     struct chg *c = chg_new(rn, CHG_REMOVE, id, cb, ctx);
@@ -822,7 +931,7 @@ int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 
 int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 {
-    int rc = chg_check(rn);
+    int rc = chg_check(rn, "transferring leadership");
     if (rc != RN_OK)
         return rc;
     struct chg *c = chg_new(rn, CHG_TRANSFER, id, cb, ctx);
@@ -830,6 +939,123 @@ int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
         return RN_ERR;
     return chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, id, transfer_cb),
                       "transferring leadership");
+}
+
+/* ---- libraft's own change bookkeeping: repair and watchdog (issue #15) ---- */
+
+static int config_copy(const struct raft_configuration *src, struct raft_configuration *dst)
+{
+    raft_configuration_init(dst);
+    for (unsigned i = 0; i < src->n; i++)
+        if (raft_configuration_add(dst, src->servers[i].id, src->servers[i].address,
+                                   src->servers[i].role)) {
+            raft_configuration_close(dst);
+            return -1;
+        }
+    return 0;
+}
+
+/*
+ * libraft 0.22.1 (and the cowsql fork's HEAD) records a configuration entry that a follower
+ * receives behind other new entries of one AppendEntries at the index of the batch's *first*
+ * new entry: replicationAppend (src/replication.c) calls membershipUncommittedChange(r, index,
+ * entry) for every entry of the batch with the same `index`. When the real entry is applied,
+ * replicationApplyConfigurationChange sees another index and ignores it, so
+ * configuration_uncommitted_index stays set for good and configuration_committed stays the
+ * configuration before the change. Once that node leads, membershipCanChangeConfiguration
+ * refuses every change with RAFT_CANTCHANGE. (A restart from a snapshot taken meanwhile can
+ * leave the same state: the snapshot carries the stale configuration index.)
+ *
+ * The state is recognisable: an "uncommitted" configuration at an index already applied, on a
+ * node that knows every configuration entry it holds is committed -- a follower that applied
+ * its whole log, or a leader that applied its own term's first entry (every configuration
+ * entry of an earlier term is before it; one of this term has its index recorded right, above
+ * the applied index until it commits). Then the current configuration is the committed one:
+ * record it as such, with the applied index as its index (at or after the real entry, so a
+ * restart does not take the entry for uncommitted again).
+ */
+static void repair_stale_config(struct rn *rn)
+{
+    struct raft *r = &rn->raft;
+    raft_index u = r->configuration_uncommitted_index, applied = raft_last_applied(r);
+    if (u == 0 || u > applied)
+        return;
+    int st = raft_state(r);
+    bool settled = st == RAFT_LEADER ? rn->lead_term == r->current_term && applied >= rn->lead_first
+                                     : st == RAFT_FOLLOWER && applied == raft_last_index(r);
+    struct raft_configuration copy;
+    if (!settled || config_copy(&r->configuration, &copy))
+        return; /* not yet known to be committed, or no memory: the next tick looks again */
+    raft_configuration_close(&r->configuration_committed);
+    r->configuration_committed = copy;
+    r->configuration_committed_index = applied;
+    r->configuration_uncommitted_index = 0;
+    LOGW(rn->log,
+         "raft: libraft still counted the configuration entry it noted at index %llu as "
+         "uncommitted although index %llu is applied (libraft 0.22.1 records a change received "
+         "in a batch at the batch's first index): marked committed, changes possible again",
+         (unsigned long long)u, (unsigned long long)applied);
+}
+
+static void watchdog_transfer_done(void *ctx, int status, const char *msg)
+{
+    struct rn *rn = ctx;
+    if (status != RN_OK)
+        LOGW(rn->log, "raft: handing over leadership to clear a stuck change failed: %s",
+             msg ? msg : "unknown");
+}
+
+/*
+ * A change libraft reports in progress (an uncommitted configuration entry, a promotion's
+ * catch-up) that no rn call started: normally an earlier leader's, which the first entry of a
+ * new term commits within an election timeout. If it stays put on a leader for
+ * RN_STUCK_TIMEOUTS election timeouts, libraft will not let it go by itself: hand leadership to
+ * another voter (it has its own bookkeeping, and the next leader change is what clears the
+ * promotion state), with a log line. Again after as long if it is still there.
+ */
+#define RN_STUCK_TIMEOUTS 20
+
+static void watch_lib_change(struct rn *rn, uint64_t now)
+{
+    struct raft *r = &rn->raft;
+    bool leader = raft_state(r) == RAFT_LEADER;
+    uint64_t u = r->configuration_uncommitted_index;
+    uint64_t p = leader ? r->leader_state.promotee_id : 0;
+    if (rn->changes || (u == 0 && p == 0)) {
+        rn->lib_since_ms = 0;
+        return;
+    }
+    if (!rn->lib_since_ms || u != rn->lib_index || p != rn->lib_promotee) {
+        rn->lib_since_ms = now ? now : 1;
+        rn->lib_index = u;
+        rn->lib_promotee = p;
+        return;
+    }
+    uint64_t age = now - rn->lib_since_ms;
+    if (!leader || age < (uint64_t)RN_STUCK_TIMEOUTS * rn->cfg.election_ms)
+        return;
+    LOGW(rn->log,
+         "raft: a configuration change nobody here started (uncommitted entry %llu, promotion "
+         "of %llu) has been in progress for %llu ms: handing leadership to another voter",
+         (unsigned long long)u, (unsigned long long)p, (unsigned long long)age);
+    rn->lib_since_ms = now; /* the next attempt, if needed, after as long again */
+    struct chg *c = chg_new(rn, CHG_TRANSFER, 0, watchdog_transfer_done, rn);
+    if (c && chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, 0, transfer_cb),
+                        "transferring leadership") != RN_OK)
+        watchdog_transfer_done(rn, RN_ERR, rn->errmsg);
+}
+
+void rn_tick(struct rn *rn)
+{
+    if (!rn->started || rn->closing)
+        return;
+    struct raft *r = &rn->raft;
+    if (raft_state(r) == RAFT_LEADER && r->current_term != rn->lead_term) {
+        rn->lead_term = r->current_term;
+        rn->lead_first = raft_last_index(r);
+    }
+    repair_stale_config(rn);
+    watch_lib_change(rn, uv_now(rn->loop));
 }
 
 static void flush_closed(uv_handle_t *h);

@@ -112,10 +112,13 @@ int rn_server_role(struct rn *rn, uint64_t id);
 
 /*
  * Membership. Each returns RN_OK and then calls `cb` exactly once, or returns RN_NOTLEADER /
- * RN_ERR (rn_errmsg says why) and never calls it. One change at a time (libraft's rule).
+ * RN_ERR (rn_errmsg says why) and never calls it. One change at a time (libraft's rule, and
+ * rn's: a second is refused while one of this node's is in flight; the message names it).
  *   rn_add: add `id` as a spare, then promote it to voter; libraft catches it up first
  *     (log or InstallSnapshot) and commits the promotion. An id already in the configuration
- *     with the same address and not yet a voter is only promoted (a resumed join).
+ *     with the same address and not yet a voter is only promoted (a resumed join). If the
+ *     promotion of a spare this call added fails (libraft gave up catching it up: unreachable,
+ *     too slow), the spare is removed again before `cb` reports RN_ERR.
  *   rn_remove: committed configuration without `id` (a removed leader steps down).
  *   rn_transfer: `id` (0 = any up-to-date voter) became leader; RN_ERR if libraft gave up.
  */
@@ -124,6 +127,24 @@ int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
 int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
 /* The reason of the last failed call above (borrowed, overwritten by the next call). */
 const char *rn_errmsg(struct rn *rn);
+
+/* The membership change or transfer in progress as this node sees it. kind: "add" (the spare
+ * entry), "promote", "remove", "transfer", "undo-add" (taking out a spare whose promotion
+ * failed) for one started here; "promote" or "uncommitted" (an entry at `index`) for one that
+ * libraft tracks and no rn call started (an earlier leader's). id 0: no server (a transfer to
+ * any voter, an uncommitted entry). Returns 0 (out zeroed) when there is none. */
+struct rn_change_view {
+    const char *kind; /* static string */
+    uint64_t id, index, age_ms;
+};
+int rn_change_info(struct rn *rn, struct rn_change_view *out);
+
+/* From the server's tick (outside every libraft callback), about every heartbeat:
+ *   - repairs libraft 0.22.1's stale "uncommitted configuration" bookkeeping (a change a
+ *     follower received in a batch stays uncommitted for good; see rn.c), with a log line;
+ *   - a change libraft keeps in progress on this leader that no rn call started, unchanged
+ *     for 20 election timeouts: hands leadership to another voter, with a log line. */
+void rn_tick(struct rn *rn);
 
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
  * `done` fires after everything is released (the loop must keep running). */
