@@ -15,6 +15,7 @@ CLUSTER.ADD/REMOVE for good.
 """
 
 import shutil
+import socket
 import threading
 import time
 
@@ -136,3 +137,65 @@ def test_remove_across_leader_change_then_rejoin(ctx):
 
 
 test_remove_across_leader_change_then_rejoin.timeout = 90
+
+
+def test_add_across_leader_change_then_join(ctx):
+    """The spare entry of CLUSTER.ADD is what the old leader could not commit."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    keeper, other = [s for s in servers if s is not leader]
+    n4 = new_server(ctx, 4)
+    change_across_leader_change(ctx, leader, [keeper, other], [keeper], "CLUSTER.ADD", 4,
+                                "127.0.0.1:%d" % n4.raft_port)
+    wait_until(lambda: (members(leader) or {}).get(4) == "spare", timeout=10,
+               what="node 4 a spare in the configuration")
+    other.start(wait=False)  # gets the spare entry in a batch too
+    transfer_to(leader, keeper)
+    rejoin(ctx, n4, [keeper, leader])
+    wait_voter(servers + [n4], n4)
+
+
+test_add_across_leader_change_then_join.timeout = 90
+
+
+def test_promotion_across_leader_change_then_remove_and_rejoin(ctx):
+    """The promotion entry of CLUSTER.ADD is what the old leader could not commit; afterwards
+    the next change (a REMOVE of the promoted node) and its rejoin work on a new leader."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    keeper, other = [s for s in servers if s is not leader]
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # nothing listens: node 4 asks nobody to add it
+    ctx.defer(dead.close)
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % dead.getsockname()[1]] + TIMING)
+    n4.start(wait=False)
+    wait_until(lambda: "raft role unavailable -> follower" in n4.log_text(), timeout=20,
+               what="node 4 up")
+    n4.sigstop()  # its catch-up waits: the promotion comes after the followers are gone
+    ans = call_async(leader.port, "CLUSTER.ADD", 4, "127.0.0.1:%d" % n4.raft_port)
+    wait_until(lambda: (members(keeper) or {}).get(4) == "spare", timeout=10,
+               what="the spare entry on the followers")
+    time.sleep(0.3)  # committed: the followers acknowledged it
+    for s in (keeper, other):
+        s.kill9()
+    put = call_async(leader.port, "PUT", "before-promotion", "x")
+    time.sleep(0.1)
+    n4.sigcont()  # caught up at once: the promotion entry follows the PUT
+    wait_until(lambda: role(leader) != "leader", timeout=15, interval=0.05,
+               what="the leader stepping down without a majority")
+    wait_until(lambda: put and ans, timeout=15, what="both answered after the step-down")
+    assert (members(leader) or {}).get(4) in VOTER_ROLES, \
+        "the promotion was appended on the old leader: %r" % members(leader)
+    time.sleep(2.5)  # see change_across_leader_change: only RequestVotes left in the queues
+    keeper.start(wait=False)
+    ld = ready_leader([leader, keeper, n4], timeout=20)
+    assert ld is not keeper, "the keeper's log is shorter"
+    other.start(wait=False)
+    transfer_to(ld, keeper)
+    with Conn(keeper.port, timeout=20) as c:
+        expect_ok(c.call("CLUSTER.REMOVE", 4, timeout=20), "the next change on the new leader")
+    rejoin(ctx, n4, [keeper, leader, other])
+    wait_voter(servers + [n4], n4)
+
+
+test_promotion_across_leader_change_then_remove_and_rejoin.timeout = 90
