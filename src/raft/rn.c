@@ -929,6 +929,58 @@ int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
                       "removing server");
 }
 
+/* A voter other than the leader counts as with the leader when it has acknowledged the
+ * commit index: a heuristic (an idle cluster cannot tell a peer that just died), enough to
+ * catch the removal that would wait for voters known to be behind or gone. */
+static bool voter_caught_up(struct rn *rn, uint64_t id)
+{
+    raft_index match = 0;
+    if (id == rn->cfg.id)
+        return true;
+    return raft_match_index(&rn->raft, id, &match) == 0 && match >= rn->raft.commit_index;
+}
+
+int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen)
+{
+    const struct raft_configuration *c = &rn->raft.configuration;
+    unsigned left = 0, with_us = 0;
+    bool voter = false;
+    for (unsigned i = 0; i < c->n; i++) {
+        if (c->servers[i].role != RAFT_VOTER)
+            continue;
+        if (c->servers[i].id == id) {
+            voter = true;
+            continue;
+        }
+        left++;
+        with_us += voter_caught_up(rn, c->servers[i].id);
+    }
+    if (!voter)
+        return 0; /* a spare or standby: the voters stay as they are */
+    if (left == 0) {
+        snprintf(why, whylen,
+                 "server %llu is the last voter: removing it would leave the cluster "
+                 "without any voter",
+                 (unsigned long long)id);
+        return RN_REMOVE_LAST;
+    }
+    if (left == 1) {
+        snprintf(why, whylen,
+                 "removing server %llu would leave one voter, the cluster's whole quorum (no "
+                 "fault tolerance; add a server first, or say FORCE)",
+                 (unsigned long long)id);
+        return RN_REMOVE_ONE_LEFT;
+    }
+    if (with_us <= left / 2) {
+        snprintf(why, whylen,
+                 "removing server %llu needs %u of the %u remaining voters to commit, and only "
+                 "%u are known to be caught up (bring the others back, or say FORCE)",
+                 (unsigned long long)id, left / 2 + 1, left, with_us);
+        return RN_REMOVE_NO_QUORUM;
+    }
+    return 0;
+}
+
 int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 {
     int rc = chg_check(rn, "transferring leadership");

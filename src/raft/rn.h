@@ -124,6 +124,15 @@ int rn_server_role(struct rn *rn, uint64_t id);
  */
 int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb, void *ctx);
 int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
+/* Whether removing voter `id` keeps the cluster able to decide (call on the leader, before
+ * rn_remove). 0: safe. RN_REMOVE_LAST: `id` is the only voter (never allowed: the cluster
+ * would have none). RN_REMOVE_ONE_LEFT: one voter would remain, the whole cluster's quorum
+ * (and if `id` is the leader, the change commits only once that voter acknowledged it).
+ * RN_REMOVE_NO_QUORUM: fewer of the remaining voters than their majority have acknowledged
+ * this leader's commit index, so the change may never commit. The last two need the
+ * operator's FORCE; `why` gets a sentence for the error reply either way. */
+enum { RN_REMOVE_LAST = 1, RN_REMOVE_ONE_LEFT = 2, RN_REMOVE_NO_QUORUM = 3 };
+int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen);
 int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
 /* The reason of the last failed call above (borrowed, overwritten by the next call). */
 const char *rn_errmsg(struct rn *rn);

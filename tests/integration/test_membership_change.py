@@ -88,10 +88,23 @@ def wait_voter(servers, node, timeout=30.0):
                what="node %d a voter again after --join" % node.node_id)
 
 
+def settle(leader, others):
+    """Until every node applied the same index and announced its client address: the killed
+    nodes then acknowledged everything committed (CLUSTER.REMOVE's quorum check counts them)."""
+    def settled():
+        idx = {(info(s) or {}).get("applied_index") for s in [leader] + list(others)}
+        ms = None
+        with Conn(leader.port, timeout=2.0) as c:
+            ms = [as_map(m) for m in ok(c.call("CLUSTER.MEMBERS"))]
+        return len(idx) == 1 and None not in idx and all(text(m["client_address"]) for m in ms)
+    wait_until(settled, timeout=15, interval=0.05, what="the cluster settled")
+
+
 def change_across_leader_change(ctx, leader, down, restart, *change):
     """With every node of `down` killed, send a PUT and then the membership command `change`
     to `leader` (neither can commit), wait until it stepped down, restart the nodes of
     `restart` and wait until `leader` leads again. Returns the change's answer list."""
+    settle(leader, down)
     for s in down:
         s.kill9()
     put = call_async(leader.port, "PUT", "before-change", "x")
@@ -150,6 +163,7 @@ def test_add_across_leader_change_then_join(ctx):
     wait_until(lambda: (members(leader) or {}).get(4) == "spare", timeout=10,
                what="node 4 a spare in the configuration")
     other.start(wait=False)  # gets the spare entry in a batch too
+    wait_until(lambda: role(other) == "follower", timeout=20, what="the other node back")
     transfer_to(leader, keeper)
     rejoin(ctx, n4, [keeper, leader])
     wait_voter(servers + [n4], n4)
@@ -191,6 +205,7 @@ def test_promotion_across_leader_change_then_remove_and_rejoin(ctx):
     ld = ready_leader([leader, keeper, n4], timeout=20)
     assert ld is not keeper, "the keeper's log is shorter"
     other.start(wait=False)
+    wait_until(lambda: role(other) == "follower", timeout=20, what="the other node back")
     transfer_to(ld, keeper)
     with Conn(keeper.port, timeout=20) as c:
         expect_ok(c.call("CLUSTER.REMOVE", 4, timeout=20), "the next change on the new leader")
@@ -199,3 +214,111 @@ def test_promotion_across_leader_change_then_remove_and_rejoin(ctx):
 
 
 test_promotion_across_leader_change_then_remove_and_rejoin.timeout = 90
+
+
+def test_remove_never_leaves_no_voter(ctx):
+    """One node: CLUSTER.REMOVE of itself (the last voter) is refused, FORCE or not, and the
+    node keeps serving, also after a restart. (It used to answer -UNKNOWN, then -NOLEADER to
+    everything for good.)"""
+    s = ctx.server()
+    c = ctx.conn()
+    for args in (("CLUSTER.REMOVE", 1), ("CLUSTER.REMOVE", 1, "FORCE")):
+        r = expect_err(c.call(*args), "ERR", "%r" % (args,))
+        assert "last voter" in r.text, r.text
+    expect_err(c.call("CLUSTER.REMOVE", 1, "NOW"), "ERR", "only FORCE")
+    expect_err(c.call("CLUSTER.REMOVE", 1, "FORCE", "x"), "ERR", "arity")
+    eq(voters(s), [1])
+    ok(c.call("PUT", "k", "v"), "still serving")
+    s.stop()
+    s.start()
+    with Conn(s.port) as c2:
+        ok(c2.call("PUT", "k", "w"), "serving after a restart")
+
+
+def test_remove_down_to_one_voter_needs_force(ctx):
+    """3 nodes: TRANSFER, REMOVE the old leader (3 -> 2 voters: fine), REMOVE a second one
+    (2 -> 1: refused without FORCE, the reason given), with FORCE it goes; the last voter is
+    never removed. The cluster keeps serving throughout."""
+    servers = start_cluster(ctx, 3)
+    first = ready_leader(servers)
+    second, third = [s for s in servers if s is not first]
+    transfer_to(first, second)
+    with Conn(second.port, timeout=20) as c:
+        expect_ok(c.call("CLUSTER.REMOVE", first.node_id, timeout=20), "3 -> 2 voters")
+        r = expect_err(c.call("CLUSTER.REMOVE", third.node_id), "ERR", "2 -> 1 without FORCE")
+        assert "one voter" in r.text and "FORCE" in r.text, r.text
+        eq(voters(second), sorted([second.node_id, third.node_id]), "nothing changed")
+        expect_ok(c.call("CLUSTER.REMOVE", third.node_id, "FORCE", timeout=20), "2 -> 1 FORCE")
+        for args in (("CLUSTER.REMOVE", second.node_id),
+                     ("CLUSTER.REMOVE", second.node_id, "FORCE")):
+            r = expect_err(c.call(*args), "ERR", "the last voter: %r" % (args,))
+            assert "last voter" in r.text, r.text
+        eq(voters(second), [second.node_id])
+        ok(c.call("PUT", "k", "v"), "the one voter serves")
+
+
+def test_remove_that_cannot_commit_needs_force(ctx):
+    """3 nodes, one follower down and behind: removing the other follower would leave two
+    voters, one of them unable to acknowledge; refused without FORCE, nothing changes."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    down, up = [s for s in servers if s is not leader]
+    settle(leader, [down, up])
+    down.kill9()
+    with Conn(leader.port) as c:
+        ok(c.call("PUT", "after", "x"), "committed without the dead follower")
+        r = expect_err(c.call("CLUSTER.REMOVE", up.node_id), "ERR", "no quorum after it")
+        assert "caught up" in r.text and "FORCE" in r.text, r.text
+        eq(voters(leader), sorted(s.node_id for s in servers), "nothing changed")
+        ok(c.call("PUT", "after", "y"), "still serving")
+
+
+def metric(s, name):
+    import http.client
+    h = http.client.HTTPConnection("127.0.0.1", s.http_port, timeout=5)
+    try:
+        h.request("GET", "/metrics")
+        body = h.getresponse().read().decode()
+    finally:
+        h.close()
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("%s not in /metrics" % name)
+
+
+def test_change_in_progress_is_visible(ctx):
+    """While a REMOVE cannot commit (both followers down; 3 s election timeout so the leader
+    keeps trying a while): CLUSTER.INFO names it (kind, server, age), the metric counts its age,
+    and the next change is refused with an error naming it. Afterwards: none, 0."""
+    servers = start_cluster(ctx, 3, extra=["--election-ms", "3000", "--heartbeat-ms", "100"])
+    leader = ready_leader(servers)
+    f1, f2 = [s for s in servers if s is not leader]
+    i = info(leader)
+    eq((text(i["change"]), i["change_id"], i["change_ms"]), ("none", 0, 0), "idle")
+    eq(metric(leader, "fencelock_membership_change_seconds"), 0.0, "idle metric")
+    settle(leader, [f1, f2])
+    for s in (f1, f2):
+        s.kill9()
+    ans = call_async(leader.port, "CLUSTER.REMOVE", f2.node_id, "FORCE")
+    wait_until(lambda: text((info(leader) or {}).get("change")) == "remove", timeout=5,
+               what="CLUSTER.INFO change remove")
+    time.sleep(0.2)
+    i = info(leader)
+    eq(i["change_id"], f2.node_id, "change_id")
+    assert i["change_ms"] >= 200, i
+    assert metric(leader, "fencelock_membership_change_seconds") >= 0.2
+    with Conn(leader.port) as c:
+        r = expect_err(c.call("CLUSTER.ADD", 9, "127.0.0.1:9"), "ERR", "a second change")
+        assert "already in progress: remove of server %d, for " % f2.node_id in r.text, r.text
+    wait_until(lambda: ans, timeout=15, what="the REMOVE answered (leader stepped down)")
+    expect_err(ans[0], ("UNKNOWN", "NOTLEADER"), "the REMOVE's outcome")
+    for s in (f1, f2):
+        s.start(wait=False)
+    ld = ready_leader(servers, timeout=30)
+    wait_until(lambda: text((info(ld) or {}).get("change")) == "none", timeout=15,
+               what="no change in progress once a new term committed")
+    eq(metric(ld, "fencelock_membership_change_seconds"), 0.0, "metric back to 0")
+
+
+test_change_in_progress_is_visible.timeout = 90
