@@ -322,3 +322,32 @@ def test_change_in_progress_is_visible(ctx):
 
 
 test_change_in_progress_is_visible.timeout = 90
+
+
+def test_add_unreachable_fails_and_leaves_nothing(ctx):
+    """`fencelock members add` of a node that is not running, with a long --timeout: the
+    server's answer arrives (libraft gives up catching it up after 5 s) and names the reason;
+    the spare it added is gone, and the next change works. (It used to print 'outcome unknown'
+    after 1 s, leave a spare behind, and refuse the next change.)"""
+    from test_cli import run, run_ok
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # nothing listens there
+    ctx.defer(dead.close)
+    addr = "127.0.0.1:%d" % dead.getsockname()[1]
+    r = run(ctx, servers, "--timeout", "30s", "members", "add", 9, addr, timeout=60)
+    assert r.rc != 0, r
+    assert "server 9 did not catch up" in r.err and "removed again" in r.err, r.err
+    assert 9 not in (members(leader) or {}), members(leader)
+    eq(text(info(leader)["change"]), "none")
+    with Conn(leader.port, timeout=30) as c:  # the same over RESP
+        r2 = expect_err(c.call("CLUSTER.ADD", 10, addr, timeout=30), "ERR", "unreachable")
+        assert "did not catch up" in r2.text and "removed again" in r2.text, r2.text
+    assert 10 not in (members(leader) or {}), members(leader)
+    target = next(s for s in servers if s is not leader)
+    eq(run_ok(ctx, servers, "members", "transfer", target.node_id, timeout=30).out, "OK\n",
+       "the next change works")
+
+
+test_add_unreachable_fails_and_leaves_nothing.timeout = 90
