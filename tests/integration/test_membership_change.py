@@ -351,3 +351,29 @@ def test_add_unreachable_fails_and_leaves_nothing(ctx):
 
 
 test_add_unreachable_fails_and_leaves_nothing.timeout = 90
+
+
+def test_join_list_with_own_address_first(ctx):
+    """--join given every member's client address, the joiner's own first (the same list on
+    every node): it skips itself, and after -NOLEADER from a member that knows no leader it
+    moves on to the next address. (It used to ask itself once a second for good.)"""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    gone, other = [s for s in servers if s is not leader]
+    with Conn(leader.port, timeout=20) as c:
+        expect_ok(c.call("CLUSTER.REMOVE", gone.node_id, timeout=20), "remove a follower")
+    gone.kill9()
+    # A member that answers -NOLEADER: a 4th process of its own, never bootstrapped, whose own
+    # --join points where nothing listens (it asks nobody to add it).
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    ctx.defer(dead.close)
+    idle = new_server(ctx, 9, ["--join", "127.0.0.1:%d" % dead.getsockname()[1]] + TIMING)
+    idle.start(wait=False)
+    wait_until(lambda: role(idle) == "follower", timeout=20, what="the idle node up")
+    order = [gone, idle, other, leader]  # own address first, then one that knows no leader
+    rejoin(ctx, gone, order)
+    wait_voter([leader, other, gone], gone)
+    log = gone.log_text()
+    assert "join: 127.0.0.1:%d answered -NOLEADER" % idle.port in log, "asked the idle node"
+    assert "join: 127.0.0.1:%d answered" % gone.port not in log, "never asked itself"
