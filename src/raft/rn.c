@@ -31,10 +31,15 @@
 #if RAFT_VERSION_NUMBER < 2201
 #error "fencelock needs libraft >= 0.22.1 (scripts/deps.sh installs it from Debian)"
 #endif
+#include <errno.h>
+#include <netinet/in.h>
 #include <raft/uv.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define RN_ENTRY_VERSION 1
 
@@ -362,11 +367,83 @@ fail:
     return -1;
 }
 
+/* How long rn_start waits for this node's raft address to become free: a node restarted a
+ * moment after the previous process on its ports died may find the port still taken. */
+#define RN_BIND_WAIT_MS 5000
+#define RN_BIND_STEP_MS 100
+
+/* Bind a throw-away socket to the raft address, as a listener would (SO_REUSEADDR, like
+ * libuv). 0 if it could be bound, else the errno. A host that is no IPv4 literal is not
+ * probed (0): the transport resolves it itself. */
+static int probe_bind(const char *address)
+{
+    char host[64];
+    const char *colon = strrchr(address, ':');
+    struct sockaddr_in sa;
+    if (!colon || (size_t)(colon - address) >= sizeof(host))
+        return 0;
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = 0;
+    if (uv_ip4_addr(host, atoi(colon + 1), &sa))
+        return 0;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0; /* cannot probe: let the transport try and report */
+    int one = 1, rc = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+        rc = errno;
+    close(fd);
+    return rc;
+}
+
+/*
+ * Before raft_start: wait up to RN_BIND_WAIT_MS while the raft address is in use (EADDRINUSE),
+ * with a log line, and fail with the reason if it stays taken or cannot be bound at all.
+ * libraft's TCP transport reports a failed bind as a bare RAFT_IOERR with no message, and a
+ * failed raft_start cannot be retried on the same struct raft (it has loaded the log), so the
+ * wait happens before it. Runs before the loop does: nothing else is waiting.
+ */
+static int wait_bindable(struct rn *rn, char *err, size_t errlen)
+{
+    unsigned waited = 0;
+    for (;;) {
+        int e = probe_bind(rn->raft_address);
+        if (e == 0) {
+            if (waited)
+                LOGI(rn->log, "raft: %s free after %u ms", rn->raft_address, waited);
+            return 0;
+        }
+        if (e != EADDRINUSE || waited >= RN_BIND_WAIT_MS) {
+            snprintf(err, errlen, "raft address %s: cannot listen: %s (waited %u ms)",
+                     rn->raft_address, strerror(e), waited);
+            return -1;
+        }
+        if (waited == 0)
+            LOGW(rn->log, "raft: %s is in use; waiting up to %u ms for it", rn->raft_address,
+                 RN_BIND_WAIT_MS);
+        struct timespec ts = {0, RN_BIND_STEP_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        waited += RN_BIND_STEP_MS;
+    }
+}
+
 static int start_raft(struct rn *rn, char *err, size_t errlen)
 {
+    if (wait_bindable(rn, err, errlen))
+        return -1;
     int rv = raft_start(&rn->raft);
     if (rv) {
-        snprintf(err, errlen, "raft_start: %s", raft_errmsg(&rn->raft));
+        /* libraft leaves the message empty for a transport that failed to listen. */
+        const char *m = raft_errmsg(&rn->raft);
+        int e = rv == RAFT_IOERR ? probe_bind(rn->raft_address) : 0;
+        if (m && *m)
+            snprintf(err, errlen, "raft_start: %s", m);
+        else if (e)
+            snprintf(err, errlen, "raft_start: raft address %s: cannot listen: %s",
+                     rn->raft_address, strerror(e));
+        else
+            snprintf(err, errlen, "raft_start: %s", raft_strerror(rv));
         return -1;
     }
     rn->started = true;

@@ -377,3 +377,4 @@ def test_join_list_with_own_address_first(ctx):
     log = gone.log_text()
     assert "join: 127.0.0.1:%d answered -NOLEADER" % idle.port in log, "asked the idle node"
     assert "join: 127.0.0.1:%d answered" % gone.port not in log, "never asked itself"
+
