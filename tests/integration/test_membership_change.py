@@ -378,3 +378,38 @@ def test_join_list_with_own_address_first(ctx):
     assert "join: 127.0.0.1:%d answered -NOLEADER" % idle.port in log, "asked the idle node"
     assert "join: 127.0.0.1:%d answered" % gone.port not in log, "never asked itself"
 
+
+
+def test_watchdog_hands_over_a_stuck_change(ctx):
+    """The fallback when the repair does not act (switched off here with
+    FENCELOCK_NO_CONFIG_REPAIR): the new leader's libraft keeps the REMOVE 'in progress' for
+    good; after 20 election timeouts it hands leadership to another voter, whose bookkeeping is
+    right, and the removed node's --join goes through there. Meanwhile the refusals name the
+    stuck entry."""
+    servers = [new_server(ctx, i) for i in (1, 2, 3)]
+    members_arg = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    for s in servers:
+        s.extra_args = ["--initial-cluster", members_arg] + TIMING
+        s.extra_env["FENCELOCK_NO_CONFIG_REPAIR"] = "1"
+        s.start(wait=False)
+    leader = ready_leader(servers)
+    victim, keeper = [s for s in servers if s is not leader]
+    change_across_leader_change(ctx, leader, [victim, keeper], [keeper],
+                                "CLUSTER.REMOVE", victim.node_id)
+    wait_until(lambda: voters(leader) == sorted([leader.node_id, keeper.node_id]), timeout=10,
+               what="the REMOVE in the configuration")
+    transfer_to(leader, keeper)
+    i = info(keeper)
+    eq(text(i["change"]), "uncommitted", "the stuck entry shows in CLUSTER.INFO")
+    with Conn(keeper.port) as c:
+        r = expect_err(c.call("CLUSTER.ADD", victim.node_id, "127.0.0.1:%d" % victim.raft_port),
+                       "ERR", "refused while stuck")
+        assert "the configuration entry at index %d, uncommitted for" % i["change_index"] \
+            in r.text, r.text
+    rejoin(ctx, victim, [keeper, leader])
+    wait_voter([leader, keeper, victim], victim, timeout=45)
+    assert "handing leadership to another voter" in keeper.log_text()
+    assert "marked committed" not in keeper.log_text(), "the repair was off"
+
+
+test_watchdog_hands_over_a_stuck_change.timeout = 120
