@@ -80,7 +80,9 @@ struct rn;
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
            const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen);
 /* Start raft: loads the log and snapshot; a pristine data dir is bootstrapped with cfg->peers
- * (every node of a new cluster bootstraps the same configuration) unless cfg->join. */
+ * (every node of a new cluster bootstraps the same configuration) unless cfg->join. Blocks up
+ * to 5 s while the raft address is still in use (logged); fails naming the address and the
+ * reason when it cannot listen. */
 int rn_start(struct rn *rn, char *err, size_t errlen);
 /* Disaster recovery, instead of rn_start, on a stopped node: append a configuration of exactly
  * cfg->peers to the log on disk (libraft's raft_recover), for a cluster that lost its majority
@@ -150,7 +152,8 @@ int rn_change_info(struct rn *rn, struct rn_change_view *out);
 
 /* From the server's tick (outside every libraft callback), about every heartbeat:
  *   - repairs libraft 0.22.1's stale "uncommitted configuration" bookkeeping (a change a
- *     follower received in a batch stays uncommitted for good; see rn.c), with a log line;
+ *     follower received in a batch stays uncommitted for good; see rn.c), with a log line,
+ *     unless FENCELOCK_NO_CONFIG_REPAIR is set in the environment;
  *   - a change libraft keeps in progress on this leader that no rn call started, unchanged
  *     for 20 election timeouts: hands leadership to another voter, with a log line. */
 void rn_tick(struct rn *rn);
