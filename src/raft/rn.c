@@ -854,12 +854,14 @@ static void change_cb(struct raft_change *req, int status);
 static void undo_add(struct chg *c, int status)
 {
     struct rn *rn = c->rn;
-    snprintf(c->why, sizeof(c->why), "server %llu did not catch up (%s)", (unsigned long long)c->id,
-             raft_strerror(status));
     if (status == RAFT_LEADERSHIPLOST || rn->closing || raft_state(&rn->raft) != RAFT_LEADER) {
-        chg_finish(c, map_status(status), c->why); /* a later leader sees a spare, not a voter */
+        /* The promotion may still commit under the next leader, or leave a spare that a
+         * repeated CLUSTER.ADD resumes: not this node's to undo any more. */
+        chg_finish(c, map_status(status), raft_strerror(status));
         return;
     }
+    snprintf(c->why, sizeof(c->why), "server %llu did not catch up (%s)", (unsigned long long)c->id,
+             raft_strerror(status));
     LOGW(rn->log, "raft: %s: removing it from the configuration again", c->why);
     c->kind = CHG_UNDO;
     int rv = raft_remove(&rn->raft, &c->req.change, c->id, change_cb);
