@@ -125,6 +125,9 @@ struct rn {
     unsigned threshold;                  /* libraft's snapshot threshold now */
     struct chg *changes;                 /* membership changes and transfers in flight */
     uint64_t lead_term, lead_first;      /* last term this node led and its last log index then */
+    /* The commit index sampled once per election timeout (mark) and the sample before it
+     * (prev): what every live voter has acknowledged by now. See voter_caught_up. */
+    uint64_t commit_mark, commit_prev, commit_mark_ms;
     /* A change libraft reports in progress that no rn call started (an earlier leader's): what
      * it was when first seen and since when (uv_now ms; 0: none). See rn_tick. */
     uint64_t lib_index, lib_promotee, lib_since_ms;
@@ -1012,15 +1015,16 @@ int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
                       "removing server");
 }
 
-/* A voter other than the leader counts as with the leader when it has acknowledged the
- * commit index: a heuristic (an idle cluster cannot tell a peer that just died), enough to
- * catch the removal that would wait for voters known to be behind or gone. */
+/* A voter other than the leader counts as with the leader when it has acknowledged the commit
+ * index of one to two election timeouts ago: a live follower always has (or the leader would
+ * count it unreachable), one that is down or cut off falls behind as soon as anything new
+ * commits. A heuristic: an idle cluster cannot tell a peer that just died. */
 static bool voter_caught_up(struct rn *rn, uint64_t id)
 {
     raft_index match = 0;
     if (id == rn->cfg.id)
         return true;
-    return raft_match_index(&rn->raft, id, &match) == 0 && match >= rn->raft.commit_index;
+    return raft_match_index(&rn->raft, id, &match) == 0 && match >= rn->commit_prev;
 }
 
 int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen)
@@ -1191,12 +1195,18 @@ void rn_tick(struct rn *rn)
     if (!rn->started || rn->closing)
         return;
     struct raft *r = &rn->raft;
+    uint64_t now = uv_now(rn->loop);
+    if (now - rn->commit_mark_ms >= rn->cfg.election_ms) {
+        rn->commit_prev = rn->commit_mark;
+        rn->commit_mark = r->commit_index;
+        rn->commit_mark_ms = now;
+    }
     if (raft_state(r) == RAFT_LEADER && r->current_term != rn->lead_term) {
         rn->lead_term = r->current_term;
         rn->lead_first = raft_last_index(r);
     }
     repair_stale_config(rn);
-    watch_lib_change(rn, uv_now(rn->loop));
+    watch_lib_change(rn, now);
 }
 
 static void flush_closed(uv_handle_t *h);
