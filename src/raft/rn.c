@@ -752,6 +752,18 @@ int rn_server_role(struct rn *rn, uint64_t id)
     return -1;
 }
 
+int rn_server_role_committed(struct rn *rn, uint64_t id)
+{
+    /* With no change pending the current configuration is the committed one. */
+    const struct raft_configuration *c = rn->raft.configuration_uncommitted_index
+                                             ? &rn->raft.configuration_committed
+                                             : &rn->raft.configuration;
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->servers[i].id == id)
+            return c->servers[i].role;
+    return -1;
+}
+
 /* ---- membership changes and leadership transfer ---- */
 
 const char *rn_errmsg(struct rn *rn)

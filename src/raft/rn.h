@@ -111,6 +111,9 @@ void rn_foreach_server(struct rn *rn,
 const char *rn_server_address(struct rn *rn, uint64_t id);
 /* The role (enum rn_member_role) of server `id` in the configuration, or -1 if absent. */
 int rn_server_role(struct rn *rn, uint64_t id);
+/* The same in the last configuration this node knows to be committed: a promotion appended by
+ * a leader that lost leadership before committing it may never take effect. */
+int rn_server_role_committed(struct rn *rn, uint64_t id);
 
 /*
  * Membership. Each returns RN_OK and then calls `cb` exactly once, or returns RN_NOTLEADER /

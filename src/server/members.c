@@ -245,12 +245,15 @@ static void put_bulk(struct buf *b, const char *p, size_t n)
     buf_printf(b, "$%zu\r\n%.*s\r\n", n, (int)n, p);
 }
 
-/* --join and not yet a voter: ask the leader (or the --join address) to add this node. */
+/* --join and not yet a voter: ask the leader (or the --join address) to add this node. Only a
+ * committed promotion counts: one the leader appended and lost with its leadership may leave
+ * this node a spare in the new leader's configuration, which replicates nothing to spares, so
+ * this node would never learn otherwise and never be asked to catch up again. */
 static int join_pending(struct srv *s)
 {
     if (!s->cfg.n_join || s->joined)
         return 0;
-    if (rn_server_role(s->rn, s->cfg.id) == RN_VOTER) {
+    if (rn_server_role_committed(s->rn, s->cfg.id) == RN_VOTER) {
         s->joined = true;
         LOGI(&s->log, "join: this node is a voter of the cluster");
         return 0;

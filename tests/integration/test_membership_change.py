@@ -417,3 +417,46 @@ def test_watchdog_hands_over_a_stuck_change(ctx):
 
 
 test_watchdog_hands_over_a_stuck_change.timeout = 120
+
+
+def test_joiner_whose_promotion_was_lost_keeps_asking(ctx):
+    """Found by the membership-weighted torture (seed 2855573936): the leader appends a
+    joiner's promotion, replicates it to the joiner only, and loses leadership; the new leader
+    has the joiner as a spare (and replicates nothing to spares). The joiner, counting itself a
+    voter from the uncommitted entry, stopped asking to be added: a spare for good. It must
+    count only a committed promotion and ask again, through --join."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    f1, f2 = [s for s in servers if s is not leader]
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # nothing listens: node 4 asks nobody until restarted
+    ctx.defer(dead.close)
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % dead.getsockname()[1]] + TIMING)
+    n4.start(wait=False)
+    wait_until(lambda: role(n4) == "follower", timeout=20, what="node 4 up")
+    settle(leader, [f1, f2])
+    n4.sigstop()  # its catch-up waits until the followers are gone
+    call_async(leader.port, "CLUSTER.ADD", 4, "127.0.0.1:%d" % n4.raft_port)
+    wait_until(lambda: (members(f1) or {}).get(4) == "spare", timeout=10,
+               what="the spare entry on a follower")
+    time.sleep(0.3)  # committed: the followers acknowledged it
+    for s in (f1, f2):
+        s.kill9()
+    n4.sigcont()  # caught up at once: the promotion goes to node 4 alone
+    wait_until(lambda: (members(n4) or {}).get(4) in VOTER_ROLES, timeout=10,
+               what="node 4 holding its (uncommitted) promotion")
+    n4.sigstop()  # must not campaign with its longer log while the others elect
+    leader.kill9()  # has the promotion too: it must not lead the next term
+    for s in (f1, f2):
+        s.start(wait=False)
+    new = ready_leader([f1, f2], timeout=30)
+    eq((members(new) or {}).get(4), "spare", "the new leader has node 4 as a spare")
+    n4.sigcont()
+    n4.kill9()  # an ordinary restart, with --join through the members this time
+    n4.extra_args = ["--join", ",".join("127.0.0.1:%d" % s.port for s in (f1, f2))] + TIMING
+    n4.start(wait=False)
+    leader.start(wait=False)
+    wait_voter([f1, f2, leader, n4], n4, timeout=40)
+
+
+test_joiner_whose_promotion_was_lost_keeps_asking.timeout = 120
