@@ -125,6 +125,7 @@ struct rn {
     unsigned threshold;                  /* libraft's snapshot threshold now */
     struct chg *changes;                 /* membership changes and transfers in flight */
     uint64_t lead_term, lead_first;      /* last term this node led and its last log index then */
+    uint64_t settled_ms; /* when this leader applied its term's first entry (0: not yet) */
     /* The commit index sampled once per election timeout (mark) and the sample before it
      * (prev): what every live voter has acknowledged by now. See voter_caught_up. */
     uint64_t commit_mark, commit_prev, commit_mark_ms;
@@ -1182,8 +1183,14 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
         rn->lib_promotee = p;
         return;
     }
-    uint64_t age = now - rn->lib_since_ms;
-    if (!leader || age < (uint64_t)RN_STUCK_TIMEOUTS * rn->cfg.election_ms)
+    /* Only a settled leader's own wait counts: before its term's first entry applied, an
+     * earlier leader's change is legitimately pending, and time spent as a follower or
+     * candidate says nothing about this leader. */
+    if (!leader || !rn->settled_ms)
+        return;
+    uint64_t from = rn->lib_since_ms > rn->settled_ms ? rn->lib_since_ms : rn->settled_ms;
+    uint64_t age = now - from;
+    if (age < (uint64_t)RN_STUCK_TIMEOUTS * rn->cfg.election_ms)
         return;
     char what[96];
     if (p)
@@ -1195,7 +1202,7 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
          "raft: a configuration change nobody here started (%s) has been in progress for %llu "
          "ms: handing leadership to another voter",
          what, (unsigned long long)age);
-    rn->lib_since_ms = now; /* the next attempt, if needed, after as long again */
+    rn->lib_since_ms = rn->settled_ms = now; /* the next attempt, if needed, as long after */
     struct chg *c = chg_new(rn, CHG_TRANSFER, 0, watchdog_transfer_done, rn);
     if (c && chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, 0, transfer_cb),
                         "transferring leadership") != RN_OK)
@@ -1216,7 +1223,12 @@ void rn_tick(struct rn *rn)
     if (raft_state(r) == RAFT_LEADER && r->current_term != rn->lead_term) {
         rn->lead_term = r->current_term;
         rn->lead_first = raft_last_index(r);
+        rn->settled_ms = 0;
     }
+    if (raft_state(r) != RAFT_LEADER)
+        rn->settled_ms = 0;
+    else if (!rn->settled_ms && raft_last_applied(r) >= rn->lead_first)
+        rn->settled_ms = now ? now : 1;
     repair_stale_config(rn);
     watch_lib_change(rn, now);
 }

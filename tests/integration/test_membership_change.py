@@ -100,7 +100,7 @@ def settle(leader, others):
     wait_until(settled, timeout=15, interval=0.05, what="the cluster settled")
 
 
-def change_across_leader_change(ctx, leader, down, restart, *change):
+def change_across_leader_change(ctx, leader, down, restart, *change, pause=2.5):
     """With every node of `down` killed, send a PUT and then the membership command `change`
     to `leader` (neither can commit), wait until it stepped down, restart the nodes of
     `restart` and wait until `leader` leads again. Returns the change's answer list."""
@@ -116,7 +116,7 @@ def change_across_leader_change(ctx, leader, down, restart, *change):
     # libraft keeps the last 3 messages for an unreachable peer and sends them once it is back:
     # after a few rounds of RequestVotes no AppendEntries is among them, so the restarted nodes
     # get the change only from the next term's leader, in one batch behind the PUT.
-    time.sleep(2.5)
+    time.sleep(pause)
     for s in restart:
         s.start(wait=False)
     ld = ready_leader([leader] + list(restart), timeout=20)
@@ -460,3 +460,22 @@ def test_joiner_whose_promotion_was_lost_keeps_asking(ctx):
 
 
 test_joiner_whose_promotion_was_lost_keeps_asking.timeout = 120
+
+
+def test_watchdog_ignores_a_change_pending_before_this_node_led(ctx):
+    """Found by the soak: a node that was a candidate for longer than the watchdog's 20
+    election timeouts, with an earlier leader's change uncommitted in its log, handed
+    leadership away the moment it won (the wait counted from before it led). The wait counts
+    only once the leader applied its own term's first entry, which commits that change."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    victim, keeper = [s for s in servers if s is not leader]
+    change_across_leader_change(ctx, leader, [victim, keeper], [keeper],
+                                "CLUSTER.REMOVE", victim.node_id, pause=10.0)
+    time.sleep(1.0)
+    eq(ready_leader([leader, keeper]), leader, "still the leader")
+    assert "handing leadership" not in leader.log_text(), "the watchdog fired"
+    eq(text(info(leader)["change"]), "none", "the REMOVE committed in the new term")
+
+
+test_watchdog_ignores_a_change_pending_before_this_node_led.timeout = 90
