@@ -241,8 +241,15 @@ struct fl_status {
 fl_err fl_status(fl_client *c, struct fl_status *out);
 void fl_status_free(struct fl_status *st);
 
+/* Membership changes answer once the change committed (an add: once the server caught up and
+ * is a voter), so each may take up to the whole timeout_ms; the server's refusal (another
+ * change in progress, a removal it will not do without force, a server that did not catch
+ * up) is FL_ESERVER with the server's words in fl_client_errmsg(). */
 fl_err fl_member_add(fl_client *c, uint64_t id, const char *raft_address);
 fl_err fl_member_remove(fl_client *c, uint64_t id);
+/* The same with FORCE: also when one voter would remain, or when the remaining voters may not
+ * be able to commit it (never the last voter). */
+fl_err fl_member_remove_force(fl_client *c, uint64_t id);
 /* id 0: any voter. */
 fl_err fl_member_transfer(fl_client *c, uint64_t id);
 

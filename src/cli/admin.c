@@ -1,5 +1,6 @@
 /* Cluster and session administration: status, members, session. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -99,10 +100,19 @@ int cmd_status(struct cli *c, int argc, char **argv)
 /* ---- members ---- */
 
 static const char usage_members[] =
-    "usage: fencelock members add ID RAFT_ADDR | remove ID | transfer [ID]\n"
-    "  add ID RAFT_ADDR  add server ID and promote it to voter once it caught up\n"
-    "  remove ID         remove server ID from the configuration\n"
+    "usage: fencelock members add ID RAFT_ADDR | remove ID [--force] | transfer [ID]\n"
+    "  add ID RAFT_ADDR  add server ID and promote it to voter once it caught up (waits up to\n"
+    "                    --timeout; a server that cannot be caught up is taken out again)\n"
+    "  remove ID         remove server ID from the configuration; --force also when one voter\n"
+    "                    would remain or the rest may not commit it (never the last voter)\n"
     "  transfer [ID]     move leadership to ID (to any other voter if omitted)\n";
+
+enum { O_FORCE = 1 };
+
+static const struct opt_spec members_opts[] = {
+    {"force", 0, 0, O_FORCE},
+    {NULL, 0, 0, 0},
+};
 
 /* Parse positional i as a member id (1 or more). */
 static int member_id(struct sub_args *a, int i, uint64_t *id)
@@ -126,7 +136,7 @@ static int members_arity(const char *op, int *min, int *max)
     return 0;
 }
 
-static int members_run(struct cli *c, struct sub_args *a)
+static int members_run(struct cli *c, struct sub_args *a, bool force)
 {
     const char *op = a->pos[0];
     uint64_t id = 0;
@@ -143,7 +153,7 @@ static int members_run(struct cli *c, struct sub_args *a)
     if (strcmp(op, "add") == 0)
         err = fl_member_add(c->client, id, a->pos[2]);
     else if (strcmp(op, "remove") == 0)
-        err = fl_member_remove(c->client, id);
+        err = force ? fl_member_remove_force(c->client, id) : fl_member_remove(c->client, id);
     else
         err = fl_member_transfer(c->client, id);
     char what[64];
@@ -169,14 +179,15 @@ int cmd_members(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int id, r;
+    bool force = false;
     sub_start(&a, argc, argv, 3, usage_members);
-    while ((r = sub_next(c, &a, NULL, &id)) == SUB_OPT)
-        ;
+    while ((r = sub_next(c, &a, members_opts, &id)) == SUB_OPT)
+        force |= id == O_FORCE;
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos < 1)
+    if (a.n_pos < 1 || (force && strcmp(a.pos[0], "remove") != 0))
         return sub_usage(&a);
-    return members_run(c, &a);
+    return members_run(c, &a, force);
 }
 
 /* ---- session ---- */

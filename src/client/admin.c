@@ -116,9 +116,13 @@ void fl_status_free(struct fl_status *st)
     memset(st, 0, sizeof(*st));
 }
 
+/* A membership change: the server answers when it committed (an add after the catch-up), so
+ * the reply may legitimately take the whole timeout, not just the connect timeout after which
+ * a silent server is taken for gone. */
 static fl_err admin(fl_client *c, struct cl_cmd *m)
 {
     redisReply *r;
+    m->block_ms = c->opt.timeout_ms;
     fl_err e = simple_call(c, m, 0, &r);
     if (e == FL_OK)
         freeReplyObject(r);
@@ -143,6 +147,17 @@ fl_err fl_member_remove(fl_client *c, uint64_t id)
     struct cl_cmd m;
     cl_cmd_init(&m, "CLUSTER.REMOVE");
     cl_arg_u64(&m, id);
+    return admin(c, &m);
+}
+
+fl_err fl_member_remove_force(fl_client *c, uint64_t id)
+{
+    if (!c || !id)
+        return FL_EINVAL;
+    struct cl_cmd m;
+    cl_cmd_init(&m, "CLUSTER.REMOVE");
+    cl_arg_u64(&m, id);
+    cl_arg_str(&m, "FORCE");
     return admin(c, &m);
 }
 

@@ -33,10 +33,15 @@
 #if RAFT_VERSION_NUMBER < 2201
 #error "fencelock needs libraft >= 0.22.1 (scripts/deps.sh installs it from Debian)"
 #endif
+#include <errno.h>
+#include <netinet/in.h>
 #include <raft/uv.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define RN_ENTRY_VERSION 1
 
@@ -74,8 +79,15 @@ struct bar {
     void *ctx;
 };
 
-/* A membership change or transfer in flight (one at a time in libraft, a list here anyway). */
-enum chg_kind { CHG_ADD = 1, CHG_ASSIGN = 2, CHG_REMOVE = 3, CHG_TRANSFER = 4 };
+/*
+ * A membership change or transfer in flight. One at a time: rn refuses a second while one is
+ * listed (libraft would refuse most, but not all, and with less to say about why).
+ *   CHG_ADD --spare committed: raft_assign--> CHG_ASSIGN --promotion committed--> done
+ *   CHG_ASSIGN of a spare this change added --catch-up failed: raft_remove--> CHG_UNDO --> done
+ * `added`: this change put the server into the configuration (so a failed promotion takes it
+ * out again: an unreachable node must not stay behind as a spare).
+ */
+enum chg_kind { CHG_ADD = 1, CHG_ASSIGN = 2, CHG_REMOVE = 3, CHG_TRANSFER = 4, CHG_UNDO = 5 };
 
 struct chg {
     union {
@@ -85,8 +97,11 @@ struct chg {
     struct rn *rn;
     uint64_t id;
     int kind;
+    bool added;
+    uint64_t since_ms; /* uv_now when the change was asked for */
     rn_change_cb cb;
     void *ctx;
+    char why[RAFT_ERRMSG_BUF_SIZE]; /* CHG_UNDO: why the promotion failed */
     struct chg *next;
 };
 
@@ -114,10 +129,19 @@ struct rn {
     unsigned trailing;                   /* libraft's snapshot trailing now */
     uint64_t snap_bytes;                 /* size of the last snapshot taken here */
     struct chg *changes;                 /* membership changes and transfers in flight */
+    uint64_t lead_term, lead_first;      /* last term this node led and its last log index then */
+    uint64_t settled_ms; /* when this leader applied its term's first entry (0: not yet) */
+    /* The commit index sampled once per election timeout (mark) and the sample before it
+     * (prev): what every live voter has acknowledged by now. See voter_caught_up. */
+    uint64_t commit_mark, commit_prev, commit_mark_ms;
+    /* A change libraft reports in progress that no rn call started (an earlier leader's): what
+     * it was when first seen and since when (uv_now ms; 0: none). See rn_tick. */
+    uint64_t lib_index, lib_promotee, lib_since_ms;
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;
     bool started, closing;
+    bool no_repair; /* FENCELOCK_NO_CONFIG_REPAIR set: leave libraft's bookkeeping alone */
     void (*done)(void *arg);
     void *done_arg;
 };
@@ -374,6 +398,9 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     /* libraft formats every diagnostic line (snprintf into a 1 KiB buffer) and only then lets
      * its default tracer drop it; a NULL tracer skips the formatting: 7.5 % of the leader's
      * user-space instructions per command (callgrind). LIBRAFT_TRACE=1 keeps the traces. */
+    /* For a libraft that no longer needs repair_stale_config, and for the test of the watchdog
+     * that has to act when the repair does not. */
+    rn->no_repair = getenv("FENCELOCK_NO_CONFIG_REPAIR") != NULL;
     if (!getenv("LIBRAFT_TRACE")) {
         rn->raft.tracer = NULL;
         raft_uv_set_tracer(&rn->io, NULL);
@@ -422,8 +449,71 @@ static bool load_needs_second_pass(struct rn *rn, int rv)
     return rv == RAFT_CORRUPT && m && strstr(m, "which is behind last snapshot");
 }
 
+/* How long rn_start waits for this node's raft address to become free: a node restarted a
+ * moment after the previous process on its ports died may find the port still taken. */
+#define RN_BIND_WAIT_MS 5000
+#define RN_BIND_STEP_MS 100
+
+/* Bind a throw-away socket to the raft address, as a listener would (SO_REUSEADDR, like
+ * libuv). 0 if it could be bound, else the errno. A host that is no IPv4 literal is not
+ * probed (0): the transport resolves it itself. */
+static int probe_bind(const char *address)
+{
+    char host[64];
+    const char *colon = strrchr(address, ':');
+    struct sockaddr_in sa;
+    if (!colon || (size_t)(colon - address) >= sizeof(host))
+        return 0;
+    memcpy(host, address, (size_t)(colon - address));
+    host[colon - address] = 0;
+    if (uv_ip4_addr(host, atoi(colon + 1), &sa))
+        return 0;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0; /* cannot probe: let the transport try and report */
+    int one = 1, rc = 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+        rc = errno;
+    close(fd);
+    return rc;
+}
+
+/*
+ * Before raft_start: wait up to RN_BIND_WAIT_MS while the raft address is in use (EADDRINUSE),
+ * with a log line, and fail with the reason if it stays taken or cannot be bound at all.
+ * libraft's TCP transport reports a failed bind as a bare RAFT_IOERR with no message, and a
+ * failed raft_start cannot be retried on the same struct raft (it has loaded the log), so the
+ * wait happens before it. Runs before the loop does: nothing else is waiting.
+ */
+static int wait_bindable(struct rn *rn, char *err, size_t errlen)
+{
+    unsigned waited = 0;
+    for (;;) {
+        int e = probe_bind(rn->raft_address);
+        if (e == 0) {
+            if (waited)
+                LOGI(rn->log, "raft: %s free after %u ms", rn->raft_address, waited);
+            return 0;
+        }
+        if (e != EADDRINUSE || waited >= RN_BIND_WAIT_MS) {
+            snprintf(err, errlen, "raft address %s: cannot listen: %s (waited %u ms)",
+                     rn->raft_address, strerror(e), waited);
+            return -1;
+        }
+        if (waited == 0)
+            LOGW(rn->log, "raft: %s is in use; waiting up to %u ms for it", rn->raft_address,
+                 RN_BIND_WAIT_MS);
+        struct timespec ts = {0, RN_BIND_STEP_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        waited += RN_BIND_STEP_MS;
+    }
+}
+
 static int start_raft(struct rn *rn, char *err, size_t errlen)
 {
+    if (wait_bindable(rn, err, errlen))
+        return -1;
     int rv = raft_start(&rn->raft);
     if (load_needs_second_pass(rn, rv)) {
         LOGW(rn->log, "raft: %s: loading %s again (its open segments are closed now)",
@@ -431,7 +521,16 @@ static int start_raft(struct rn *rn, char *err, size_t errlen)
         rv = raft_start(&rn->raft);
     }
     if (rv) {
-        snprintf(err, errlen, "raft_start: %s", raft_errmsg(&rn->raft));
+        /* libraft leaves the message empty for a transport that failed to listen. */
+        const char *m = raft_errmsg(&rn->raft);
+        int e = rv == RAFT_IOERR ? probe_bind(rn->raft_address) : 0;
+        if (m && *m)
+            snprintf(err, errlen, "raft_start: %s", m);
+        else if (e)
+            snprintf(err, errlen, "raft_start: raft address %s: cannot listen: %s",
+                     rn->raft_address, strerror(e));
+        else
+            snprintf(err, errlen, "raft_start: %s", raft_strerror(rv));
         return -1;
     }
     rn->started = true;
@@ -733,6 +832,18 @@ int rn_server_role(struct rn *rn, uint64_t id)
     return -1;
 }
 
+int rn_server_role_committed(struct rn *rn, uint64_t id)
+{
+    /* With no change pending the current configuration is the committed one. */
+    const struct raft_configuration *c = rn->raft.configuration_uncommitted_index
+                                             ? &rn->raft.configuration_committed
+                                             : &rn->raft.configuration;
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->servers[i].id == id)
+            return c->servers[i].role;
+    return -1;
+}
+
 /* ---- membership changes and leadership transfer ---- */
 
 const char *rn_errmsg(struct rn *rn)
@@ -754,11 +865,63 @@ static int map_status(int rv)
     }
 }
 
-/* Sync failure of a libraft call: keep its message for rn_errmsg; the status to return. */
+static const char *const chg_names[] = {[CHG_ADD] = "add",
+                                        [CHG_ASSIGN] = "promote",
+                                        [CHG_REMOVE] = "remove",
+                                        [CHG_TRANSFER] = "transfer",
+                                        [CHG_UNDO] = "undo-add"};
+
+int rn_change_info(struct rn *rn, struct rn_change_view *out)
+{
+    uint64_t now = uv_now(rn->loop);
+    memset(out, 0, sizeof(*out));
+    struct chg *c = rn->changes;
+    while (c && c->next) /* the oldest: the one the others would wait for */
+        c = c->next;
+    if (c) {
+        out->kind = chg_names[c->kind];
+        out->id = c->id;
+        out->age_ms = now - c->since_ms;
+        return 1;
+    }
+    if (!rn->lib_since_ms)
+        return 0;
+    out->kind = rn->lib_promotee ? "promote" : "uncommitted";
+    out->id = rn->lib_promotee;
+    out->index = rn->lib_index;
+    out->age_ms = now - rn->lib_since_ms;
+    return 1;
+}
+
+/* "remove of server 2, for 1234 ms" or "the configuration entry at index 57, uncommitted for
+ * 120 ms": what a refused change waits for. */
+static void describe_change(struct rn *rn, char *buf, size_t len)
+{
+    struct rn_change_view v;
+    if (!rn_change_info(rn, &v))
+        snprintf(buf, len, "none that this node knows of");
+    else if (v.id)
+        snprintf(buf, len, "%s of server %llu, for %llu ms", v.kind, (unsigned long long)v.id,
+                 (unsigned long long)v.age_ms);
+    else if (v.index)
+        snprintf(buf, len, "the configuration entry at index %llu, uncommitted for %llu ms",
+                 (unsigned long long)v.index, (unsigned long long)v.age_ms);
+    else
+        snprintf(buf, len, "%s to any voter, for %llu ms", v.kind, (unsigned long long)v.age_ms);
+}
+
+/* Sync failure of a libraft call: keep its message for rn_errmsg; the status to return. A
+ * refusal because of another change names that change. */
 static int fail_call(struct rn *rn, int rv, const char *what)
 {
     const char *m = raft_errmsg(&rn->raft);
-    snprintf(rn->errmsg, sizeof(rn->errmsg), "%s: %s", what, m && *m ? m : raft_strerror(rv));
+    char blocker[160] = "";
+    if (rv == RAFT_CANTCHANGE) {
+        size_t k = (size_t)snprintf(blocker, sizeof(blocker), ": ");
+        describe_change(rn, blocker + k, sizeof(blocker) - k);
+    }
+    snprintf(rn->errmsg, sizeof(rn->errmsg), "%s: %s%s", what, m && *m ? m : raft_strerror(rv),
+             blocker);
     return rv == RAFT_NOTLEADER ? RN_NOTLEADER : RN_ERR;
 }
 
@@ -778,10 +941,47 @@ static void chg_finish(struct chg *c, int status, const char *msg)
     free(c);
 }
 
+static void change_cb(struct raft_change *req, int status);
+
+/* The promotion of a spare this change added failed (libraft gave up catching it up, or the
+ * leader changed): take the spare out again, so nothing is left that blocks the next change;
+ * the caller hears why the add failed once the removal is through. */
+static void undo_add(struct chg *c, int status)
+{
+    struct rn *rn = c->rn;
+    if (status == RAFT_LEADERSHIPLOST || rn->closing || raft_state(&rn->raft) != RAFT_LEADER) {
+        /* The promotion may still commit under the next leader, or leave a spare that a
+         * repeated CLUSTER.ADD resumes: not this node's to undo any more. */
+        chg_finish(c, map_status(status), raft_strerror(status));
+        return;
+    }
+    snprintf(c->why, sizeof(c->why), "server %llu did not catch up (%s)", (unsigned long long)c->id,
+             raft_strerror(status));
+    LOGW(rn->log, "raft: %s: removing it from the configuration again", c->why);
+    c->kind = CHG_UNDO;
+    int rv = raft_remove(&rn->raft, &c->req.change, c->id, change_cb);
+    if (rv) {
+        size_t k = strlen(c->why);
+        snprintf(c->why + k, sizeof(c->why) - k, "; it stays a spare: %s", raft_strerror(rv));
+        chg_finish(c, RN_ERR, c->why);
+    }
+}
+
 static void change_cb(struct raft_change *req, int status)
 {
     struct chg *c = (struct chg *)req;
     struct rn *rn = c->rn;
+    if (c->kind == CHG_UNDO) {
+        size_t k = strlen(c->why);
+        snprintf(c->why + k, sizeof(c->why) - k, "%s",
+                 status ? "; removing the spare again failed" : "; removed again");
+        chg_finish(c, RN_ERR, c->why);
+        return;
+    }
+    if (status && c->kind == CHG_ASSIGN && c->added) {
+        undo_add(c, status);
+        return;
+    }
     if (status || c->kind != CHG_ADD) {
         if (status == 0)
             LOGI(rn->log, "raft: configuration change for server %llu committed",
@@ -796,10 +996,10 @@ static void change_cb(struct raft_change *req, int status)
         return;
     }
     c->kind = CHG_ASSIGN;
+    c->added = true;
     int rv = raft_assign(&rn->raft, &c->req.change, c->id, RAFT_VOTER, change_cb);
-    if (rv) {
-        chg_finish(c, fail_call(rn, rv, "promoting to voter"), rn->errmsg);
-    }
+    if (rv)
+        undo_add(c, rv);
 }
 
 /* A transfer callback carries no status: success is the target being the known leader. */
@@ -835,12 +1035,13 @@ static struct chg *chg_new(struct rn *rn, int kind, uint64_t id, rn_change_cb cb
     c->id = id;
     c->cb = cb;
     c->ctx = ctx;
+    c->since_ms = uv_now(rn->loop);
     c->next = rn->changes;
     rn->changes = c;
     return c;
 }
 
-static int chg_check(struct rn *rn)
+static int chg_check(struct rn *rn, const char *what)
 {
     if (rn->closing || !rn->started) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "shutting down");
@@ -849,6 +1050,13 @@ static int chg_check(struct rn *rn)
     if (raft_state(&rn->raft) != RAFT_LEADER) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "not the leader");
         return RN_NOTLEADER;
+    }
+    if (rn->changes) {
+        char blocker[160];
+        describe_change(rn, blocker, sizeof(blocker));
+        snprintf(rn->errmsg, sizeof(rn->errmsg),
+                 "%s: a configuration change is already in progress: %s", what, blocker);
+        return RN_ERR;
     }
     submit_open(rn); /* the change goes after everything proposed before it */
     return RN_OK;
@@ -866,11 +1074,11 @@ static int chg_submit(struct rn *rn, struct chg *c, int rv, const char *what)
 
 int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb, void *ctx)
 {
-    int rc = chg_check(rn);
-    if (rc != RN_OK)
-        return rc;
     int role = rn_server_role(rn, id);
     const char *known = rn_server_address(rn, id);
+    int rc = chg_check(rn, known ? "promoting to voter" : "adding server");
+    if (rc != RN_OK)
+        return rc;
     if (role == RAFT_VOTER || (known && strcmp(known, raft_address))) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "server %llu is already %s",
                  (unsigned long long)id,
@@ -889,7 +1097,7 @@ int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb
 
 int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 {
-    int rc = chg_check(rn);
+    int rc = chg_check(rn, "removing server");
     if (rc != RN_OK)
         return rc;
     struct chg *c = chg_new(rn, CHG_REMOVE, id, cb, ctx);
@@ -899,9 +1107,62 @@ int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
                       "removing server");
 }
 
+/* A voter other than the leader counts as with the leader when it has acknowledged the commit
+ * index of one to two election timeouts ago: a live follower always has (or the leader would
+ * count it unreachable), one that is down or cut off falls behind as soon as anything new
+ * commits. A heuristic: an idle cluster cannot tell a peer that just died. */
+static bool voter_caught_up(struct rn *rn, uint64_t id)
+{
+    raft_index match = 0;
+    if (id == rn->cfg.id)
+        return true;
+    return raft_match_index(&rn->raft, id, &match) == 0 && match >= rn->commit_prev;
+}
+
+int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen)
+{
+    const struct raft_configuration *c = &rn->raft.configuration;
+    unsigned left = 0, with_us = 0;
+    bool voter = false;
+    for (unsigned i = 0; i < c->n; i++) {
+        if (c->servers[i].role != RAFT_VOTER)
+            continue;
+        if (c->servers[i].id == id) {
+            voter = true;
+            continue;
+        }
+        left++;
+        with_us += voter_caught_up(rn, c->servers[i].id);
+    }
+    if (!voter)
+        return 0; /* a spare or standby: the voters stay as they are */
+    if (left == 0) {
+        snprintf(why, whylen,
+                 "server %llu is the last voter: removing it would leave the cluster "
+                 "without any voter",
+                 (unsigned long long)id);
+        return RN_REMOVE_LAST;
+    }
+    if (left == 1) {
+        snprintf(why, whylen,
+                 "removing server %llu would leave one voter, the cluster's whole quorum (no "
+                 "fault tolerance; add a server first, or say FORCE)",
+                 (unsigned long long)id);
+        return RN_REMOVE_ONE_LEFT;
+    }
+    if (with_us <= left / 2) {
+        snprintf(why, whylen,
+                 "removing server %llu needs %u of the %u remaining voters to commit, and only "
+                 "%u are known to be caught up (bring the others back, or say FORCE)",
+                 (unsigned long long)id, left / 2 + 1, left, with_us);
+        return RN_REMOVE_NO_QUORUM;
+    }
+    return 0;
+}
+
 int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
 {
-    int rc = chg_check(rn);
+    int rc = chg_check(rn, "transferring leadership");
     if (rc != RN_OK)
         return rc;
     struct chg *c = chg_new(rn, CHG_TRANSFER, id, cb, ctx);
@@ -909,6 +1170,146 @@ int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
         return RN_ERR;
     return chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, id, transfer_cb),
                       "transferring leadership");
+}
+
+/* ---- libraft's own change bookkeeping: repair and watchdog (issue #15) ---- */
+
+static int config_copy(const struct raft_configuration *src, struct raft_configuration *dst)
+{
+    raft_configuration_init(dst);
+    for (unsigned i = 0; i < src->n; i++)
+        if (raft_configuration_add(dst, src->servers[i].id, src->servers[i].address,
+                                   src->servers[i].role)) {
+            raft_configuration_close(dst);
+            return -1;
+        }
+    return 0;
+}
+
+/*
+ * libraft 0.22.1 (and the cowsql fork's HEAD) records a configuration entry that a follower
+ * receives behind other new entries of one AppendEntries at the index of the batch's *first*
+ * new entry: replicationAppend (src/replication.c) calls membershipUncommittedChange(r, index,
+ * entry) for every entry of the batch with the same `index`. When the real entry is applied,
+ * replicationApplyConfigurationChange sees another index and ignores it, so
+ * configuration_uncommitted_index stays set for good and configuration_committed stays the
+ * configuration before the change. Once that node leads, membershipCanChangeConfiguration
+ * refuses every change with RAFT_CANTCHANGE. (A restart from a snapshot taken meanwhile can
+ * leave the same state: the snapshot carries the stale configuration index.)
+ *
+ * The state is recognisable: an "uncommitted" configuration at an index already applied, on a
+ * node that knows every configuration entry it holds is committed -- a follower that applied
+ * its whole log, or a leader that applied its own term's first entry (every configuration
+ * entry of an earlier term is before it; one of this term has its index recorded right, above
+ * the applied index until it commits). Then the current configuration is the committed one:
+ * record it as such, with the applied index as its index (at or after the real entry, so a
+ * restart does not take the entry for uncommitted again).
+ */
+static void repair_stale_config(struct rn *rn)
+{
+    struct raft *r = &rn->raft;
+    raft_index u = r->configuration_uncommitted_index, applied = raft_last_applied(r);
+    if (u == 0 || u > applied || rn->no_repair)
+        return;
+    int st = raft_state(r);
+    bool settled = st == RAFT_LEADER ? rn->lead_term == r->current_term && applied >= rn->lead_first
+                                     : st == RAFT_FOLLOWER && applied == raft_last_index(r);
+    struct raft_configuration copy;
+    if (!settled || config_copy(&r->configuration, &copy))
+        return; /* not yet known to be committed, or no memory: the next tick looks again */
+    raft_configuration_close(&r->configuration_committed);
+    r->configuration_committed = copy;
+    r->configuration_committed_index = applied;
+    r->configuration_uncommitted_index = 0;
+    LOGW(rn->log,
+         "raft: libraft still counted the configuration entry it noted at index %llu as "
+         "uncommitted although index %llu is applied (libraft 0.22.1 records a change received "
+         "in a batch at the batch's first index): marked committed, changes possible again",
+         (unsigned long long)u, (unsigned long long)applied);
+}
+
+static void watchdog_transfer_done(void *ctx, int status, const char *msg)
+{
+    struct rn *rn = ctx;
+    if (status != RN_OK)
+        LOGW(rn->log, "raft: handing over leadership to clear a stuck change failed: %s",
+             msg ? msg : "unknown");
+}
+
+/*
+ * A change libraft reports in progress (an uncommitted configuration entry, a promotion's
+ * catch-up) that no rn call started: normally an earlier leader's, which the first entry of a
+ * new term commits within an election timeout. If it stays put on a leader for
+ * RN_STUCK_TIMEOUTS election timeouts, libraft will not let it go by itself: hand leadership to
+ * another voter (it has its own bookkeeping, and the next leader change is what clears the
+ * promotion state), with a log line. Again after as long if it is still there.
+ */
+#define RN_STUCK_TIMEOUTS 20
+
+static void watch_lib_change(struct rn *rn, uint64_t now)
+{
+    struct raft *r = &rn->raft;
+    bool leader = raft_state(r) == RAFT_LEADER;
+    uint64_t u = r->configuration_uncommitted_index;
+    uint64_t p = leader ? r->leader_state.promotee_id : 0;
+    if (rn->changes || (u == 0 && p == 0)) {
+        rn->lib_since_ms = 0;
+        return;
+    }
+    if (!rn->lib_since_ms || u != rn->lib_index || p != rn->lib_promotee) {
+        rn->lib_since_ms = now ? now : 1;
+        rn->lib_index = u;
+        rn->lib_promotee = p;
+        return;
+    }
+    /* Only a settled leader's own wait counts: before its term's first entry applied, an
+     * earlier leader's change is legitimately pending, and time spent as a follower or
+     * candidate says nothing about this leader. */
+    if (!leader || !rn->settled_ms)
+        return;
+    uint64_t from = rn->lib_since_ms > rn->settled_ms ? rn->lib_since_ms : rn->settled_ms;
+    uint64_t age = now - from;
+    if (age < (uint64_t)RN_STUCK_TIMEOUTS * rn->cfg.election_ms)
+        return;
+    char what[96];
+    if (p)
+        snprintf(what, sizeof(what), "the promotion of server %llu", (unsigned long long)p);
+    else
+        snprintf(what, sizeof(what), "the configuration entry at index %llu",
+                 (unsigned long long)u);
+    LOGW(rn->log,
+         "raft: a configuration change nobody here started (%s) has been in progress for %llu "
+         "ms: handing leadership to another voter",
+         what, (unsigned long long)age);
+    rn->lib_since_ms = rn->settled_ms = now; /* the next attempt, if needed, as long after */
+    struct chg *c = chg_new(rn, CHG_TRANSFER, 0, watchdog_transfer_done, rn);
+    if (c && chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, 0, transfer_cb),
+                        "transferring leadership") != RN_OK)
+        watchdog_transfer_done(rn, RN_ERR, rn->errmsg);
+}
+
+void rn_tick(struct rn *rn)
+{
+    if (!rn->started || rn->closing)
+        return;
+    struct raft *r = &rn->raft;
+    uint64_t now = uv_now(rn->loop);
+    if (now - rn->commit_mark_ms >= rn->cfg.election_ms) {
+        rn->commit_prev = rn->commit_mark;
+        rn->commit_mark = r->commit_index;
+        rn->commit_mark_ms = now;
+    }
+    if (raft_state(r) == RAFT_LEADER && r->current_term != rn->lead_term) {
+        rn->lead_term = r->current_term;
+        rn->lead_first = raft_last_index(r);
+        rn->settled_ms = 0;
+    }
+    if (raft_state(r) != RAFT_LEADER)
+        rn->settled_ms = 0;
+    else if (!rn->settled_ms && raft_last_applied(r) >= rn->lead_first)
+        rn->settled_ms = now ? now : 1;
+    repair_stale_config(rn);
+    watch_lib_change(rn, now);
 }
 
 static void flush_closed(uv_handle_t *h);

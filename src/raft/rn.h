@@ -84,7 +84,9 @@ struct rn;
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
            const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen);
 /* Start raft: loads the log and snapshot; a pristine data dir is bootstrapped with cfg->peers
- * (every node of a new cluster bootstraps the same configuration) unless cfg->join. */
+ * (every node of a new cluster bootstraps the same configuration) unless cfg->join. Blocks up
+ * to 5 s while the raft address is still in use (logged); fails naming the address and the
+ * reason when it cannot listen. */
 int rn_start(struct rn *rn, char *err, size_t errlen);
 /* Disaster recovery, instead of rn_start, on a stopped node: append a configuration of exactly
  * cfg->peers to the log on disk (libraft's raft_recover), for a cluster that lost its majority
@@ -113,21 +115,55 @@ void rn_foreach_server(struct rn *rn,
 const char *rn_server_address(struct rn *rn, uint64_t id);
 /* The role (enum rn_member_role) of server `id` in the configuration, or -1 if absent. */
 int rn_server_role(struct rn *rn, uint64_t id);
+/* The same in the last configuration this node knows to be committed: a promotion appended by
+ * a leader that lost leadership before committing it may never take effect. */
+int rn_server_role_committed(struct rn *rn, uint64_t id);
 
 /*
  * Membership. Each returns RN_OK and then calls `cb` exactly once, or returns RN_NOTLEADER /
- * RN_ERR (rn_errmsg says why) and never calls it. One change at a time (libraft's rule).
+ * RN_ERR (rn_errmsg says why) and never calls it. One change at a time (libraft's rule, and
+ * rn's: a second is refused while one of this node's is in flight; the message names it).
  *   rn_add: add `id` as a spare, then promote it to voter; libraft catches it up first
  *     (log or InstallSnapshot) and commits the promotion. An id already in the configuration
- *     with the same address and not yet a voter is only promoted (a resumed join).
+ *     with the same address and not yet a voter is only promoted (a resumed join). If the
+ *     promotion of a spare this call added fails (libraft gave up catching it up: unreachable,
+ *     too slow), the spare is removed again before `cb` reports RN_ERR.
  *   rn_remove: committed configuration without `id` (a removed leader steps down).
  *   rn_transfer: `id` (0 = any up-to-date voter) became leader; RN_ERR if libraft gave up.
  */
 int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb, void *ctx);
 int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
+/* Whether removing voter `id` keeps the cluster able to decide (call on the leader, before
+ * rn_remove). 0: safe. RN_REMOVE_LAST: `id` is the only voter (never allowed: the cluster
+ * would have none). RN_REMOVE_ONE_LEFT: one voter would remain, the whole cluster's quorum
+ * (and if `id` is the leader, the change commits only once that voter acknowledged it).
+ * RN_REMOVE_NO_QUORUM: fewer of the remaining voters than their majority have acknowledged
+ * this leader's commit index, so the change may never commit. The last two need the
+ * operator's FORCE; `why` gets a sentence for the error reply either way. */
+enum { RN_REMOVE_LAST = 1, RN_REMOVE_ONE_LEFT = 2, RN_REMOVE_NO_QUORUM = 3 };
+int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen);
 int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
 /* The reason of the last failed call above (borrowed, overwritten by the next call). */
 const char *rn_errmsg(struct rn *rn);
+
+/* The membership change or transfer in progress as this node sees it. kind: "add" (the spare
+ * entry), "promote", "remove", "transfer", "undo-add" (taking out a spare whose promotion
+ * failed) for one started here; "promote" or "uncommitted" (an entry at `index`) for one that
+ * libraft tracks and no rn call started (an earlier leader's). id 0: no server (a transfer to
+ * any voter, an uncommitted entry). Returns 0 (out zeroed) when there is none. */
+struct rn_change_view {
+    const char *kind; /* static string */
+    uint64_t id, index, age_ms;
+};
+int rn_change_info(struct rn *rn, struct rn_change_view *out);
+
+/* From the server's tick (outside every libraft callback), about every heartbeat:
+ *   - repairs libraft 0.22.1's stale "uncommitted configuration" bookkeeping (a change a
+ *     follower received in a batch stays uncommitted for good; see rn.c), with a log line,
+ *     unless FENCELOCK_NO_CONFIG_REPAIR is set in the environment;
+ *   - a change libraft keeps in progress on this leader that no rn call started, unchanged
+ *     for 20 election timeouts: hands leadership to another voter, with a log line. */
+void rn_tick(struct rn *rn);
 
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
  * `done` fires after everything is released (the loop must keep running). */

@@ -728,8 +728,10 @@ static void clusterInfoCommand(struct srv_req *r)
     struct srv *s = r->s;
     uint64_t lid;
     const char *laddr;
+    struct rn_change_view chg;
     rn_leader(s->rn, &lid, &laddr);
-    resp_w_map(r->out, r->proto, 9);
+    rn_change_info(s->rn, &chg);
+    resp_w_map(r->out, r->proto, 13);
     resp_w_bulk_str(r->out, "id");
     resp_w_uint(r->out, s->cfg.id);
     resp_w_bulk_str(r->out, "leader");
@@ -749,6 +751,15 @@ static void clusterInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, rn_applied_index(s->rn));
     resp_w_bulk_str(r->out, "revision");
     resp_w_uint(r->out, fsm_revision(s->fsm));
+    /* The membership change in progress as this node sees it (rn_change_info). */
+    resp_w_bulk_str(r->out, "change");
+    resp_w_bulk_str(r->out, chg.kind ? chg.kind : "none");
+    resp_w_bulk_str(r->out, "change_id");
+    resp_w_uint(r->out, chg.id);
+    resp_w_bulk_str(r->out, "change_index");
+    resp_w_uint(r->out, chg.index);
+    resp_w_bulk_str(r->out, "change_ms");
+    resp_w_uint(r->out, chg.age_ms);
 }
 
 struct members_arg {
@@ -937,17 +948,36 @@ static void remove_done(void *ctx, int status, const char *msg)
         member_del_done(rc, prc, NULL);
 }
 
-/* CLUSTER.REMOVE id: +OK once the configuration without `id` committed. */
+/* CLUSTER.REMOVE id [FORCE]: +OK once the configuration without `id` committed. Refused, with
+ * the reason, when it would leave no voter, or (unless FORCE) one voter, or voters that may not
+ * be able to commit it (rn_remove_check). */
 static void clusterRemoveCommand(struct srv_req *r)
 {
     uint64_t id;
+    if (r->argc > 3) {
+        resp_w_errorf(r->out, ERR_ARGS, 14, "cluster.remove");
+        return;
+    }
     if (need_leader(r) || arg_range(r, 1, "member id", 1, 1ull << 32, &id))
         return;
+    bool force = r->argc == 3;
+    if (force && !resp_arg_is(&r->argv[2], "FORCE")) {
+        reply_err(r, "ERR syntax error: CLUSTER.REMOVE id [FORCE]");
+        return;
+    }
     if (!rn_server_address(r->s->rn, id)) {
         resp_w_errorf(r->out, "ERR member %llu is not in the configuration",
                       (unsigned long long)id);
         return;
     }
+    char why[256];
+    int risk = rn_remove_check(r->s->rn, id, why, sizeof(why));
+    if (risk == RN_REMOVE_LAST || (risk && !force)) {
+        resp_w_errorf(r->out, "ERR refused: %s", why);
+        return;
+    }
+    if (risk)
+        LOGW(&r->s->log, "CLUSTER.REMOVE %llu FORCE: %s", (unsigned long long)id, why);
     struct remove_ctx *rc = calloc(1, sizeof(*rc));
     if (!rc) {
         reply_err(r, "ERR out of memory");
@@ -1034,7 +1064,7 @@ static const struct srv_cmd cmd_table[] = {
     CMD("CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand),
     CMD("CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand),
     CMD("CLUSTER.ADD", 3, CMD_WRITE, clusterAddCommand),
-    CMD("CLUSTER.REMOVE", 2, CMD_WRITE, clusterRemoveCommand),
+    CMD("CLUSTER.REMOVE", -2, CMD_WRITE, clusterRemoveCommand),
     CMD("CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand),
     CMD("SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand),
     CMD("SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand),

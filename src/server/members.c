@@ -8,8 +8,9 @@
  * With the table every node can answer `-NOTLEADER host:port` with the leader's client address.
  *
  * --join: a node started with --join (and not yet a voter) instead sends `CLUSTER.ADD id
- * raft-addr` over the same kind of connection, first to a --join address (the next one in
- * turn after a failed attempt) and then to wherever a `-NOTLEADER host:port` answer points,
+ * raft-addr` over the same kind of connection, first to a --join address (never its own; the
+ * next one in turn after a failed connection or an error answer such as -NOLEADER) and then to
+ * wherever a `-NOTLEADER host:port` answer points,
  * every second until its own Raft
  * configuration lists it as a voter. The leader answers +OK only once the node is a voter
  * (it is caught up first), so that request may take long: it gets 15 s, not 2.
@@ -122,7 +123,9 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     *b = uv_buf_init(a->rbuf + a->rlen, (unsigned)(sizeof(a->rbuf) - 1 - a->rlen));
 }
 
-/* A join answer: -NOTLEADER host:port moves the next attempt to the leader. */
+/* A join answer: -NOTLEADER host:port moves the next attempt to the leader; any other error
+ * (-NOLEADER from a member that knows no leader, a refusal) to the next --join address, as a
+ * failed connection does: one member that cannot help must not keep the joiner waiting. */
 static void join_reply(struct srv_announce *a, const char *line, size_t n)
 {
     struct srv *s = a->s;
@@ -135,6 +138,7 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
         s->announce_last_ms = 0; /* follow at once */
     } else if (line[0] == '-') {
         LOGW(&s->log, "join: %s answered %.*s", s->join_target, (int)(n > 160 ? 160 : n), line);
+        s->join_target[0] = 0;
     } else {
         LOGI(&s->log, "join: added to the cluster by %s", s->join_target);
     }
@@ -241,12 +245,15 @@ static void put_bulk(struct buf *b, const char *p, size_t n)
     buf_printf(b, "$%zu\r\n%.*s\r\n", n, (int)n, p);
 }
 
-/* --join and not yet a voter: ask the leader (or the --join address) to add this node. */
+/* --join and not yet a voter: ask the leader (or the --join address) to add this node. Only a
+ * committed promotion counts: one the leader appended and lost with its leadership may leave
+ * this node a spare in the new leader's configuration, which replicates nothing to spares, so
+ * this node would never learn otherwise and never be asked to catch up again. */
 static int join_pending(struct srv *s)
 {
     if (!s->cfg.n_join || s->joined)
         return 0;
-    if (rn_server_role(s->rn, s->cfg.id) == RN_VOTER) {
+    if (rn_server_role_committed(s->rn, s->cfg.id) == RN_VOTER) {
         s->joined = true;
         LOGI(&s->log, "join: this node is a voter of the cluster");
         return 0;
@@ -255,11 +262,18 @@ static int join_pending(struct srv *s)
 }
 
 /* A fresh attempt (first, or after the last target failed) takes the next --join address in
- * turn, so one member that is down cannot keep the joiner waiting. */
+ * turn, so one member that is down cannot keep the joiner waiting. This node's own address
+ * (the same list is often given to every member) is skipped unless it is all there is. */
 static void join_pick(struct srv *s)
 {
-    const char *t = s->cfg.join[s->join_next++ % s->cfg.n_join];
-    snprintf(s->join_target, sizeof(s->join_target), "%s", t);
+    srv_self_client_address(s, &s->scratch);
+    const char *t = NULL;
+    for (size_t k = 0; k < s->cfg.n_join && !t; k++) {
+        const char *c = s->cfg.join[s->join_next++ % s->cfg.n_join];
+        if (strlen(c) != s->scratch.len || memcmp(c, s->scratch.p, s->scratch.len) != 0)
+            t = c;
+    }
+    snprintf(s->join_target, sizeof(s->join_target), "%s", t ? t : s->cfg.join[0]);
 }
 
 static void join_tick(struct srv *s, uint64_t now)

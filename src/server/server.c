@@ -625,6 +625,7 @@ static void tick_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
     srv_poll_leadership(s);
+    rn_tick(s->rn);
     srv_members_tick(s);
     if (!s->ready)
         return;

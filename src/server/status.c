@@ -77,6 +77,11 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_leader_ready", "gauge",
                   "1 when this node is a leader that committed an entry of its term.",
                   s->ready ? 1.0 : 0.0);
+    struct rn_change_view chg;
+    rn_change_info(s->rn, &chg);
+    metric_render(out, "fencelock_membership_change_seconds", "gauge",
+                  "Age of the membership change or transfer in progress (0: none).",
+                  (double)chg.age_ms / 1e3);
     hist_render(out, "fencelock_lock_wait_seconds", "Time from enqueue to grant.", &m->lock_wait);
     hist_render(out, "fencelock_lock_hold_seconds", "Time from grant to release.", &m->lock_hold);
     hist_render(out, "fencelock_commit_latency_seconds",

@@ -260,7 +260,7 @@ def test_rolled_back_remove_after_snapshot_keeps_every_node_up(ctx):
     def remove():  # cannot commit: no follower is alive
         try:
             with Conn(leader.port, timeout=20.0) as c:
-                answers.append(c.call("CLUSTER.REMOVE", f2.node_id, timeout=20))
+                answers.append(c.call("CLUSTER.REMOVE", f2.node_id, "FORCE", timeout=20))
         except Exception as e:  # the reply may never come; the test does not depend on it
             answers.append(e)
     t = threading.Thread(target=remove, daemon=True)

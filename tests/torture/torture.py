@@ -187,7 +187,7 @@ class Run:
                 kinds += [("partition-leader", 2), ("partition-split", 2)]
         if not self.partitions_ok:
             kinds = [(k, w) for k, w in kinds if not k.startswith("partition")]
-        kinds = [(k, w) for k, w in kinds if k not in self.args.exclude]
+        kinds = [(k, self.args.weights.get(k, w)) for k, w in kinds if k not in self.args.exclude]
         r = self.rng.uniform(0, sum(w for _, w in kinds))
         for kind, wgt in kinds:
             r -= wgt
@@ -475,6 +475,17 @@ def check(run, history_path):
     return checkers.check_file(history_path, budget_s=run.args.check_budget)
 
 
+def parse_weights(v):
+    out = {}
+    for item in filter(None, v.split(",")):
+        k, _, w = item.partition("=")
+        try:
+            out[k.strip()] = float(w)
+        except ValueError:
+            raise argparse.ArgumentTypeError("bad weight %r (want kind=number)" % item)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description="fencelock torture suite")
     ap.add_argument("--bin", required=True, help="fencelockd (the worker is found beside it "
@@ -489,6 +500,10 @@ def main():
     ap.add_argument("--exclude", default="", type=lambda v: set(filter(None, v.split(","))),
                     help="server nemeses to leave out, comma-separated (kill, pause, clock, "
                     "member, pause-all, partition-leader, partition-split)")
+    ap.add_argument("--weights", default={}, type=parse_weights,
+                    help="server nemesis weights to change, e.g. member=6,kill=1 (defaults: "
+                    "kill 3, pause 3, clock 2, member 1, pause-all 0.3, partition-leader 2, "
+                    "partition-split 2)")
     ap.add_argument("--check-budget", type=float, default=120.0,
                     help="seconds of linearizability search per key")
     ap.add_argument("--snapshots", action="store_true",
