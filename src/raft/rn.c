@@ -26,6 +26,7 @@
 
 #include <raft.h>
 
+#include "raft/heap.h"
 #include "raft/snapguard.h"
 
 /* libraft 0.15 dereferences NULL when it rolls back a configuration change whose committed
@@ -124,6 +125,7 @@ struct rn {
     uv_prepare_t flush;       /* submits the open batch before the loop blocks */
     uv_timer_t lazy;          /* submits an open batch of lazy commands after cfg.lazy_ms */
     struct snapguard guard;   /* holds InstallSnapshot while we write one */
+    struct rn_heap heap;      /* libraft's allocator while this node exists (heap.h) */
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
     unsigned trailing;                   /* libraft's snapshot trailing now */
@@ -372,6 +374,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rn->rfsm.apply = fsm_cb_apply;
     rn->rfsm.snapshot = fsm_cb_snapshot;
     rn->rfsm.restore = fsm_cb_restore;
+    rn_heap_init(&rn->heap);
+    rn_heap_install(&rn->heap);
     if (!rn->raft_address || !rn->data_dir) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -427,6 +431,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     *out = rn;
     return 0;
 fail:
+    rn_heap_uninstall(&rn->heap);
+    rn_heap_destroy(&rn->heap);
     fsm_events_free(&rn->ev);
     free(rn->raft_address);
     free(rn->data_dir);
@@ -1348,6 +1354,8 @@ static void flush_closed(uv_handle_t *h)
     struct rn *rn = h->data;
     void (*done)(void *) = rn->done;
     void *arg = rn->done_arg;
+    rn_heap_uninstall(&rn->heap);
+    rn_heap_destroy(&rn->heap);
     fsm_events_free(&rn->ev);
     free(rn->raft_address);
     free(rn->data_dir);
