@@ -125,6 +125,10 @@ int rn_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
 /* The reason of the last failed call above (borrowed, overwritten by the next call). */
 const char *rn_errmsg(struct rn *rn);
 
+/* Raft-port connections dropped by the validating transport for `reason` (enum rn_wire_reason
+ * in raft/wire.h; rn_wire_reason_name names it). */
+uint64_t rn_raft_rejected(struct rn *rn, int reason);
+
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
  * `done` fires after everything is released (the loop must keep running). */
 void rn_close(struct rn *rn, void (*done)(void *arg), void *arg);
