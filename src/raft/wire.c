@@ -172,8 +172,7 @@ static enum rn_wire_verdict check_fixed(const uint8_t *h, uint8_t type, uint64_t
         if (hlen == 24 && (h[16] > 1 || h[17] || h[22] || h[23]))
             return reject(r, RN_WIRE_FIELD); /* flags: only pre_vote; unused bytes zero */
     }
-    if (type == M_APPEND_RESULT && get64(h + 8) > 1)
-        return reject(r, RN_WIRE_FIELD); /* rejected: a bool on the wire as u64 */
+    /* AppendEntriesResult: `rejected` is an index, not a flag; every value is legal. */
     r->len = RN_WIRE_PREAMBLE + (size_t)hlen;
     r->type = type;
     return RN_WIRE_ACCEPT;
