@@ -1,0 +1,198 @@
+"""The Raft port is hostile input (issue 12): malformed handshakes and messages, sent to every
+node of a live 3-node cluster, kill no node, move no term, and leave locks working; each
+dropped connection is counted in fencelock_raft_rejected_total{reason}.
+
+Against the transport before issue 12 (libraft's own), the first case below (the 112-byte
+AppendEntries with an entry of type 0) kills the node with SIGSEGV, so this test fails there.
+"""
+
+import random
+import socket
+import struct
+
+from cluster import info, ready_leader, start_cluster
+from helpers import eq, expect_int, expect_ok
+from resp import Conn
+from test_http import http_get, parse_metrics
+
+U64 = struct.Struct("<Q")
+
+
+def u64(*vs):
+    return b"".join(U64.pack(v & (2**64 - 1)) for v in vs)
+
+
+def handshake(peer_id, address=b"127.0.0.1:1", alen=None, protocol=1):
+    """libraft's handshake; `alen` overrides the (padded) address length field."""
+    body = address + b"\0"
+    body += b"\0" * (-len(body) % 8)
+    return u64(protocol, peer_id, len(body) if alen is None else alen) + body
+
+
+def frame(mtype, header, payload=b"", version=0, hlen=None):
+    word = mtype | (version << 16)
+    return u64(word, len(header) if hlen is None else hlen) + header + payload
+
+
+def append_entries(entries, term=1, payload=None, count=None):
+    """entries: [(term, type, length)]; payload defaults to zeros of the declared lengths."""
+    h = u64(term, 0, 0, 0) + u64(len(entries) if count is None else count)
+    for t, typ, n in entries:
+        h += u64(t) + bytes([typ, 0, 0, 0]) + struct.pack("<I", n)
+    h += u64(0)
+    if payload is None:
+        payload = b"\0" * sum(n for _, _, n in entries)
+    return frame(1, h, payload)
+
+
+def config(servers, n=None):
+    """A configuration as libraft encodes it: format 1, count, (id, address NUL, role)."""
+    b = bytes([1]) + u64(len(servers) if n is None else n)
+    for sid, addr, role in servers:
+        b += u64(sid) + addr + b"\0" + bytes([role])
+    return b + b"\0" * (-len(b) % 8)
+
+
+def install_snapshot(conf, data_len, conf_len=None, term=1):
+    h = u64(term, 10, 1, 1, len(conf) if conf_len is None else conf_len) + conf
+    h += u64(data_len, 0)
+    return frame(5, h)
+
+
+def cases(peer):
+    """(name, bytes, reason) per connection; `peer` is a member's id, so the handshake passes
+    the membership check and the frame itself is what gets judged. reason None: either the
+    frame's own reason or "truncated" (random bytes)."""
+    hs = handshake(peer, b"x:1")
+    good_conf = config([(1, b"127.0.0.1:1", 1)])
+    rnd = random.Random(12)
+    out = [
+        # The issue's 112 bytes: one entry of type 0 (libraft: NULL dereference).
+        ("entry-type-0", hs + append_entries([(1, 0, 8)], payload=b""), "entry"),
+        ("address-no-nul", u64(1, peer, 8) + b"AAAAAAAA", "address"),
+        ("address-len-2^62", u64(1, peer, 2**62), "address"),
+        ("address-len-0", u64(1, peer, 0), "address"),
+        ("protocol-2", handshake(peer, protocol=2), "protocol"),
+        ("id-0", handshake(0), "id"),
+        ("made-up-id", handshake(77) + frame(3, u64(2**40, 77, 0, 0, 0), version=2), "peer"),
+        ("header-len-2^62", hs + u64(1, 2**62), "size"),
+        ("header-len-0", hs + u64(3, 0), "length"),
+        ("type-0", hs + frame(0, u64(0)), "type"),
+        ("type-7", hs + frame(7, u64(0, 0, 0)), "type"),
+        ("type-255-high-bytes", hs + frame(1 | (1 << 40), u64(0)), "type"),
+        ("vote-short", hs + frame(3, u64(1), version=2), "length"),
+        ("vote-long", hs + frame(3, u64(1, peer, 0, 0, 0, 0), version=2), "size"),
+        ("vote-other-candidate", hs + frame(3, u64(1, peer + 1, 0, 0, 0), version=2), "field"),
+        ("vote-result-short", hs + frame(4, u64(1), version=2), "length"),
+        ("vote-result-granted-2", hs + frame(4, u64(1, 2, 0), version=2), "field"),
+        ("append-result-short", hs + frame(2, u64(1, 0), version=2), "length"),
+        ("timeout-now-long", hs + frame(6, u64(1, 0, 0, 0)), "length"),
+        ("timeout-now-version-1", hs + frame(6, u64(1, 0, 0), version=1), "length"),
+        ("append-count-2^32+1", hs + append_entries([(1, 1, 8)], count=2**32 + 1), "size"),
+        ("append-count-mismatch", hs + append_entries([(1, 1, 8)], count=2), "length"),
+        ("append-entry-len-odd", hs + append_entries([(1, 1, 5)]), "entry"),
+        ("append-entry-len-0", hs + append_entries([(1, 1, 0)]), "entry"),
+        ("append-entry-term-0", hs + append_entries([(0, 1, 8)]), "entry"),
+        ("append-entry-len-4g", hs + append_entries([(1, 1, 0xFFFFFFF8)], payload=b""), "size"),
+        ("append-bad-config", hs + append_entries([(1, 3, 16)], payload=u64(1 | (1000 << 8),
+                                                                             0)), "configuration"),
+        ("append-config-no-nul",
+         hs + append_entries([(1, 3, 24)], payload=bytes([1]) + u64(1, 1) + b"abcdefg"),
+         "configuration"),
+        ("append-config-role-9",
+         hs + append_entries([(1, 3, len(config([(1, b"a:1", 9)])))],
+                             payload=config([(1, b"a:1", 9)])), "configuration"),
+        ("append-config-dup-id",
+         hs + append_entries([(1, 3, len(config([(1, b"a:1", 1), (1, b"b:1", 1)])))],
+                             payload=config([(1, b"a:1", 1), (1, b"b:1", 1)])),
+         "configuration"),
+        ("snapshot-conf-len-2^40", hs + install_snapshot(good_conf, 8, conf_len=2**40), "length"),
+        ("snapshot-conf-len-0", hs + install_snapshot(b"", 8, conf_len=0), "length"),
+        ("snapshot-conf-empty", hs + install_snapshot(config([]), 8), "configuration"),
+        ("snapshot-data-2^62", hs + install_snapshot(good_conf, 2**62), "size"),
+        ("snapshot-data-0", hs + install_snapshot(good_conf, 0), "field"),
+        ("truncated-frame", hs + frame(3, u64(1, peer, 0, 0, 0), version=2)[:30], "truncated"),
+        ("truncated-handshake", hs[:20], "truncated"),
+    ]
+    for i in range(4):
+        out.append(("random-%d" % i, hs + bytes(rnd.randrange(256) for _ in range(4096)), None))
+    return out
+
+
+def send_and_wait_closed(port, data):
+    """Send, half-close, and read until the node closes: by then it has judged the bytes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    try:
+        try:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the node may close before everything was written
+        while True:
+            try:
+                if not s.recv(4096):
+                    return
+            except ConnectionResetError:
+                return
+    finally:
+        s.close()
+
+
+def rejected(srv):
+    """{reason: count} of fencelock_raft_rejected_total on one node."""
+    status, _, body = http_get(srv, "/metrics")
+    eq(status, 200, "GET /metrics")
+    out = {}
+    for labels, v in parse_metrics(body).get("fencelock_raft_rejected_total", []):
+        out[labels.split('"')[1]] = int(v)
+    assert out, "fencelock_raft_rejected_total missing"
+    return out
+
+
+def locks_still_granted(servers):
+    leader = ready_leader(servers)
+    with Conn(leader.port) as c:
+        sid = expect_int(c.call("SESSION.OPEN", 10000))
+        t1 = expect_int(c.call("LOCK", "after-garbage", sid), "LOCK after the garbage")
+        expect_ok(c.call("UNLOCK", "after-garbage", sid))
+        t2 = expect_int(c.call("LOCK", "after-garbage", sid), "LOCK again")
+        assert t2 > t1, "tokens grow: %d then %d" % (t1, t2)
+
+
+def test_raft_port_garbage_kills_no_node_and_moves_no_term(ctx):
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    terms = {s.node_id: info(s)["term"] for s in servers}
+    for s in servers:
+        peer = 1 + s.node_id % 3  # another member's id
+        for name, data, _ in cases(peer):
+            send_and_wait_closed(s.raft_port, data)
+            assert s.running(), "node %d died on %s" % (s.node_id, name)
+    for s in servers:
+        assert s.running(), "node %d died" % s.node_id
+        eq(info(s)["term"], terms[s.node_id], "node %d's term" % s.node_id)
+    for s in servers:  # fresh nodes: every rejection counted is one of ours
+        eq(sum(rejected(s).values()), len(cases(1)),
+           "node %d: every malformed connection dropped once" % s.node_id)
+    locks_still_granted(servers)
+
+
+def test_raft_port_rejections_are_counted_by_reason(ctx):
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    target = servers[0]
+    before = rejected(target)
+    want = {}
+    for name, data, reason in cases(2):
+        if reason is None:
+            continue
+        send_and_wait_closed(target.raft_port, data)
+        want[reason] = want.get(reason, 0) + 1
+    after = rejected(target)
+    for reason, n in sorted(want.items()):
+        eq(after.get(reason, 0) - before.get(reason, 0), n, 'reason="%s"' % reason)
+    with open(target.log_path, "rb") as f:
+        log = f.read().decode("utf-8", "replace")
+    assert "dropped connection from 127.0.0.1:" in log and ": entry" in log, \
+        "a rejection is logged with the peer address and the reason"
+    locks_still_granted(servers)
