@@ -1,10 +1,10 @@
 /*
  * transport.c — the validating raft_uv_transport. See transport.h for the link life cycle.
  *
- * Invariants: a link is in tp->links until both its handles closed; bytes reach the relay
- * only as whole accepted frames or as the accepted opaque tail of one, in stream order (a
- * uv_try_write happens only while no write is queued); accept_cb is never called once the
- * transport is closing. A dial is in tp->dials until its callback fired.
+ * Invariants: a link is in tp->links until both its handles closed; bytes reach libraft only
+ * as whole accepted frames or as the accepted opaque tail of one, in stream order, through
+ * deliver(); accept_cb is never called once the transport is closing. A dial is in tp->dials
+ * until its callback fired.
  */
 #include "raft/transport.h"
 
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define RN_TP_READ_CHUNK (64u << 10)
+#define RN_TP_OPAQUE_CHUNK (8u << 20)
 
 enum link_state { L_HANDSHAKE = 0, L_FRAMES = 1, L_OPAQUE = 2, L_CLOSING = 3 };
 
@@ -23,27 +24,19 @@ struct tp;
 
 struct link {
     struct tp *tp;
-    uv_tcp_t tcp;   /* from the peer */
-    uv_pipe_t pipe; /* our end of the socketpair; libraft reads the other */
+    uv_tcp_t tcp;      /* from the peer */
+    uv_pipe_t pipe;    /* our end of the socketpair: EOF here means libraft closed its end */
+    uv_stream_t *raft; /* libraft's end (libraft owns and frees it), NULL before handoff */
     bool has_pipe, reading;
     int open_handles;
     enum link_state state;
     struct rn_wire_ctx ctx;
-    uint8_t *buf; /* bytes read from tcp and not yet relayed or rejected */
+    uint8_t *buf; /* bytes read from tcp and not yet delivered or rejected */
     size_t len, cap, want;
     uint64_t opaque_left;
-    size_t queued; /* bytes in uv_write requests to the pipe */
-    bool eof;      /* the peer finished: close once `queued` drained */
     char scratch[16];
     char peer[64];
     struct link *prev, *next;
-};
-
-struct wreq {
-    uv_write_t req;
-    struct link *l;
-    size_t n;
-    uint8_t data[];
 };
 
 struct dial {
@@ -134,58 +127,41 @@ static void capture(struct link *l, const uint8_t *p, size_t n)
     fclose(f);
 }
 
-/* ---- relay into libraft's pipe ---- */
+/* ---- delivery to libraft ---- */
 
-static void relay_write_cb(uv_write_t *req, int status)
+/*
+ * Hand n checked bytes to libraft's reader of its end of the socketpair, by calling the
+ * callbacks it registered with uv_read_start (public fields of uv_stream_t) exactly as libuv
+ * would after a read: alloc_cb for a buffer, copy, read_cb with the count. Nothing crosses
+ * the socketpair, so the relay costs no system call and no extra loop turn on the commit path,
+ * and libraft consumes synchronously (no queue: TCP flow control is the backpressure).
+ *
+ * Safe because libraft closes a server stream only (a) inside its read_cb (decode error,
+ * EOF) or inside accept_cb, both checked right after the call while the handle is still
+ * valid (libuv frees nothing before the close callback), or (b) in UvRecvClose, which raft_io's
+ * close follows at once with the transport's close, and that stops every link first.
+ * 0, or -1 if libraft is no longer reading (the caller closes the link).
+ */
+static int deliver(struct link *l, const uint8_t *p, size_t n)
 {
-    struct wreq *w = (struct wreq *)req;
-    struct link *l = w->l;
-    l->queued -= w->n;
-    free(w);
-    if (l->state == L_CLOSING)
-        return;
-    if (status < 0) {
-        link_close(l);
-        return;
-    }
-    if (l->eof && l->queued == 0) {
-        link_close(l);
-        return;
-    }
-    if (!l->reading && !l->eof && l->queued < RN_TP_LOW) {
-        link_pump(l); /* bytes already buffered first */
-    }
-}
-
-/* Queue n bytes for libraft, in order. Writes synchronously when nothing is queued, which is
- * the common case and costs no allocation. 0, or -1 if the pipe failed. */
-static int relay(struct link *l, const uint8_t *p, size_t n)
-{
-    if (l->queued == 0) {
-        uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
-        int rv = uv_try_write((uv_stream_t *)&l->pipe, &b, 1);
-        if (rv >= 0) {
-            p += rv;
-            n -= (size_t)rv;
-        } else if (rv != UV_EAGAIN) {
+    uv_stream_t *s = l->raft;
+    while (n > 0) {
+        if (l->state == L_CLOSING || uv_is_closing((uv_handle_t *)s) ||
+            !uv_is_active((uv_handle_t *)s) || !s->alloc_cb || !s->read_cb)
+            return -1;
+        uv_buf_t b = uv_buf_init(NULL, 0);
+        s->alloc_cb((uv_handle_t *)s, n, &b);
+        if (!b.base || b.len == 0) {
+            s->read_cb(s, UV_ENOBUFS, &b); /* what libuv does: libraft drops the stream */
             return -1;
         }
-        if (n == 0)
-            return 0;
+        size_t k = b.len < n ? b.len : n;
+        memcpy(b.base, p, k);
+        s->read_cb(s, (ssize_t)k, &b);
+        p += k;
+        n -= k;
     }
-    struct wreq *w = malloc(sizeof(*w) + n);
-    if (!w)
-        return -1;
-    w->l = l;
-    w->n = n;
-    memcpy(w->data, p, n);
-    uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)n);
-    if (uv_write(&w->req, (uv_stream_t *)&l->pipe, &b, 1, relay_write_cb)) {
-        free(w);
-        return -1;
-    }
-    l->queued += n;
-    return 0;
+    return l->state == L_CLOSING || uv_is_closing((uv_handle_t *)s) ? -1 : 0;
 }
 
 /* ---- handles and close ---- */
@@ -207,11 +183,13 @@ static void link_handle_closed(uv_handle_t *h)
     tp_maybe_closed(tp);
 }
 
+/* Closing our end of the socketpair makes libraft's reader see EOF and drop its stream. */
 static void link_close(struct link *l)
 {
     if (l->state == L_CLOSING)
         return;
     l->state = L_CLOSING;
+    l->raft = NULL;
     uv_close((uv_handle_t *)&l->tcp, link_handle_closed);
     if (l->has_pipe)
         uv_close((uv_handle_t *)&l->pipe, link_handle_closed);
@@ -246,7 +224,8 @@ static void free_handle(uv_handle_t *h)
     raft_free(h);
 }
 
-/* Create the socketpair, give libraft its end and start watching ours. 0 or -1. */
+/* Create the socketpair, give libraft its end and watch ours. libraft reads its end with
+ * uv_read_start, but bytes reach it through deliver(), never through the socket. 0 or -1. */
 static int link_handoff(struct link *l, uint64_t id, const char *address)
 {
     struct tp *tp = l->tp;
@@ -276,8 +255,10 @@ static int link_handoff(struct link *l, uint64_t id, const char *address)
         return -1; /* fds[0] now belongs to l->pipe, closed by link_close */
     }
     uv_read_start((uv_stream_t *)&l->pipe, pipe_alloc_cb, pipe_read_cb);
-    tp->accept_cb(tp->t, id, address, (uv_stream_t *)theirs);
-    return 0;
+    l->raft = (uv_stream_t *)theirs;
+    tp->accept_cb(tp->t, id, address, l->raft);
+    /* libraft closed it at once if it could not take it (out of memory). */
+    return uv_is_closing((uv_handle_t *)l->raft) || !uv_is_active((uv_handle_t *)l->raft) ? -1 : 0;
 }
 
 /* Consume a complete handshake, if buffered; false if the link was closed. */
@@ -299,7 +280,7 @@ static bool link_handshake(struct link *l, size_t *off)
     }
     l->ctx.peer_id = r.id;
     if (link_handoff(l, r.id, r.address)) {
-        LOGW(l->tp->log, "raft: cannot relay connection from %s: %s", l->peer, strerror(errno));
+        LOGW(l->tp->log, "raft: cannot hand the connection from %s to libraft", l->peer);
         link_close(l);
         return false;
     }
@@ -308,7 +289,7 @@ static bool link_handshake(struct link *l, size_t *off)
     return true;
 }
 
-/* Relay every accepted frame in the buffer; stop at a partial one. false if closed. */
+/* Deliver every accepted frame in the buffer; stop at a partial one. false if closed. */
 static bool link_frames(struct link *l, size_t *off)
 {
     struct tp *tp = l->tp;
@@ -318,7 +299,7 @@ static bool link_frames(struct link *l, size_t *off)
         if (l->state == L_OPAQUE) {
             if (n > l->opaque_left)
                 n = (size_t)l->opaque_left;
-            if (relay(l, p, n)) {
+            if (deliver(l, p, n)) {
                 link_close(l);
                 return false;
             }
@@ -339,7 +320,7 @@ static bool link_frames(struct link *l, size_t *off)
             return false;
         }
         capture(l, p, r.len);
-        if (relay(l, p, r.len)) {
+        if (deliver(l, p, r.len)) {
             link_close(l);
             return false;
         }
@@ -356,7 +337,7 @@ static bool link_frames(struct link *l, size_t *off)
 static void link_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
 static void link_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 
-/* Check and relay what is buffered, then read more unless libraft is behind. */
+/* Check and deliver what is buffered, then read more. */
 static void link_pump(struct link *l)
 {
     size_t off = 0;
@@ -368,20 +349,16 @@ static void link_pump(struct link *l)
         memmove(l->buf, l->buf + off, l->len - off);
         l->len -= off;
     }
-    if (l->cap > (4u << 20) && l->len < RN_TP_READ_CHUNK && l->want < RN_TP_READ_CHUNK) {
+    if (l->cap > RN_TP_OPAQUE_CHUNK && l->state != L_OPAQUE && l->len < RN_TP_READ_CHUNK &&
+        l->want < RN_TP_READ_CHUNK) {
         uint8_t *nb = realloc(l->buf, RN_TP_READ_CHUNK * 2);
         if (nb) {
             l->buf = nb;
             l->cap = RN_TP_READ_CHUNK * 2;
         }
     }
-    bool want_read = l->queued < RN_TP_HIGH;
-    if (want_read && !l->reading) {
+    if (!l->reading)
         l->reading = uv_read_start((uv_stream_t *)&l->tcp, link_alloc_cb, link_read_cb) == 0;
-    } else if (!want_read && l->reading) {
-        uv_read_stop((uv_stream_t *)&l->tcp);
-        l->reading = false;
-    }
 }
 
 /* Room for what the validator asked for, or a read chunk, whichever is more. The validator's
@@ -390,7 +367,12 @@ static void link_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct link *l = h->data;
     (void)suggested;
-    size_t need = l->len + RN_TP_READ_CHUNK;
+    /* Snapshot data is read in big pieces, as libraft reads it itself: a slower receipt widens
+     * the window in which libraft's leader gives up on the snapshot and sends it again. */
+    size_t chunk = RN_TP_READ_CHUNK;
+    if (l->state == L_OPAQUE && l->opaque_left > chunk)
+        chunk = l->opaque_left < RN_TP_OPAQUE_CHUNK ? (size_t)l->opaque_left : RN_TP_OPAQUE_CHUNK;
+    size_t need = l->len + chunk;
     if (l->want > need)
         need = l->want;
     if (need > l->cap) {
@@ -418,17 +400,14 @@ static void link_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
     }
     if (nread == 0)
         return;
-    /* The peer is gone. Stopping mid-unit is a truncated message; at a unit boundary it is an
-     * ordinary close. Frames already queued for libraft still go out first. */
-    uv_read_stop(s);
-    l->reading = false;
+    /* The peer is gone. Stopping mid-unit is a truncated message (nothing partial reached
+     * libraft's decoder, but an InstallSnapshot's data may have started); at a unit boundary
+     * it is an ordinary close. */
     if (l->len > 0 || l->state == L_OPAQUE) {
         link_reject(l, RN_WIRE_TRUNCATED);
         return;
     }
-    l->eof = true;
-    if (l->queued == 0)
-        link_close(l);
+    link_close(l);
 }
 
 static void link_peer_name(struct link *l)

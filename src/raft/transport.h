@@ -2,22 +2,25 @@
  * transport — fencelock's raft_uv_transport (libraft's include/raft/uv.h, version 1): the only
  * code that reads bytes from the Raft port before libraft does.
  *
- * Inbound: the transport accepts TCP itself, checks the handshake and every frame with the
- * validator (wire.h), and relays accepted bytes into one end of a socketpair whose other end
- * libraft got from accept_cb. libraft's decoder thus only ever sees checked frames; anything
- * else closes the connection, bumps a per-reason counter and logs one line (at most
- * RN_TP_LOG_BURST lines a second). Outbound: libraft only writes to the stream it gets from
- * connect (uv_send.c never reads), so connect is a TCP connect plus libraft's handshake and
- * the TCP stream itself. The wire format is libraft's byte for byte (old and new nodes mix).
+ * Inbound: the transport accepts TCP itself and checks the handshake and every frame with the
+ * validator (wire.h). After a valid handshake, libraft's accept_cb gets one end of a
+ * socketpair; libraft starts reading it, and each accepted frame is handed to the callbacks
+ * libraft registered (deliver() in transport.c: no bytes cross the socket, so the relay adds
+ * no system call and no loop turn). Closing our end is how libraft learns the connection
+ * ended. Anything malformed closes the connection, bumps a per-reason counter and logs one
+ * line (at most RN_TP_LOG_BURST lines a second). Outbound: libraft only writes to the stream
+ * it gets from connect (uv_send.c never reads), so connect is a TCP connect plus libraft's
+ * handshake and the TCP stream itself. The wire format is libraft's byte for byte.
  *
  * A link (one inbound connection) moves HANDSHAKE -> FRAMES <-> OPAQUE -> CLOSING:
  *   HANDSHAKE --link_handshake: valid, peer allowed--> FRAMES (accept_cb got the pipe end)
- *   FRAMES --link_pump: InstallSnapshot header accepted--> OPAQUE (data relayed unchecked)
- *   OPAQUE --link_pump: data relayed--> FRAMES
- *   any --link_close: reject, EOF, error, libraft closed its end, transport close--> CLOSING
- * Backpressure: TCP reading stops while more than RN_TP_HIGH bytes wait to be written into
- * the pipe and resumes below RN_TP_LOW. A later TLS layer sits where link_read_cb gets bytes
- * (inbound) and, outbound, by handing libraft a socketpair end instead of the TCP stream.
+ *   FRAMES --link_frames: InstallSnapshot header accepted--> OPAQUE (data delivered unchecked)
+ *   OPAQUE --link_frames: data delivered--> FRAMES
+ *   any --link_close: reject, EOF, error, libraft dropped its end, transport close--> CLOSING
+ * Backpressure: libraft consumes each delivery synchronously, so the only buffer is one
+ * frame (bounded by the validator's limits); TCP flow control does the rest. A TLS layer
+ * (issue 18) decrypts where link_read_cb gets bytes; outbound it would hand libraft a
+ * socketpair end and encrypt what libraft writes into it.
  *
  * Memory: the transport state (t->impl) is freed by rn_transport_free after close's callback,
  * as libraft's raft_uv_tcp_close does. A stream handed to libraft is allocated with
