@@ -145,8 +145,11 @@ int rn_wire_check_config(const uint8_t *p, size_t len)
 static int fixed_header_ok(uint8_t type, uint8_t version, uint64_t hlen)
 {
     switch (type) {
-    case M_VOTE: /* v1: 32 bytes; v2 adds u64 flags */
-        return version <= 2 && (hlen == 40 || (version == 0 && hlen == 32));
+    case M_VOTE:
+        /* Always 40 bytes: a version-0 header of 32 bytes (libraft's "v1" size) is decoded as
+         * version 1, and decodeRequestVote reads the u64 flags for every version >= 1, past a
+         * 32-byte header (found by fuzz_raft_msg). */
+        return version <= 2 && hlen == 40;
     case M_VOTE_RESULT: /* v1: 16 bytes; v2 adds flags, features, capacity: 24 */
         return (version == 1 && hlen == 16) || (version == 0 && (hlen == 16 || hlen == 24)) ||
                (version == 2 && hlen == 24);
