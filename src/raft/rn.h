@@ -1,7 +1,8 @@
 /*
  * rn — replication node: the one place that talks to libraft (Debian libraft-dev >= 0.22.1).
  *
- * Owns: the struct raft, its libuv disk I/O and TCP transport, and the table of this node's
+ * Owns: the struct raft, its libuv disk I/O, the validating Raft transport (transport.h: every
+ * byte from the Raft port is checked before libraft decodes it), and the table of this node's
  * in-flight proposals. Feeds every committed command entry to the FSM (on every node), hands
  * the FSM's events to the server through rn_hooks, and delivers the reply of a proposal made
  * here to its callback exactly once: the reply when the entry is applied, or RN_UNKNOWN when
