@@ -240,3 +240,28 @@ def test_raft_port_relays_a_large_snapshot_to_a_joining_node(ctx):
     assert "restored snapshot" in n4.log_text(), "node 4 got the state by InstallSnapshot"
     for s in servers + [n4]:
         eq(sum(rejected(s).values()), 0, "node %d dropped no connection" % s.node_id)
+
+
+def test_raft_port_shutdown_with_connections_in_every_state(ctx):
+    """A node shut down while Raft connections sit in every state of the transport (accepted,
+    half a handshake, handed to libraft, half a frame, inside an InstallSnapshot's data) exits
+    0 with nothing leaked (LSan) or read after free (ASan)."""
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    target = servers[0]
+    conf = config([(1, b"127.0.0.1:1", 1)])
+    hs = handshake(2, b"x:1")
+    vote = frame(3, u64(1, 2, 0, 0, 0), version=2)
+    partial = [b"", hs[:10], hs, hs + vote[:20],
+               hs + install_snapshot(conf, 4096, term=1) + b"\0" * 100]
+    socks = []
+    for data in partial:
+        s = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
+        s.sendall(data)
+        socks.append(s)
+    ready_leader(servers)  # the node is still answering: the bytes above are being waited on
+    eq(target.stop(), 0, "exit status after SIGTERM")
+    for s in socks:
+        s.close()
+    log = target.log_text()
+    assert "Sanitizer" not in log, "sanitizer report at shutdown"
