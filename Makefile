@@ -138,12 +138,24 @@ check-purity:
 	@echo "purity check: src/fsm is clean"
 
 FUZZ_CFLAGS = $(CFLAGS_BASE) -g -O1 -fsanitize=fuzzer,address,undefined
+# fuzz_raft_msg compiles libraft's own decoders (read-only source tree, never copied into this
+# repo nor shipped) so that what the validator accepts is run through the real thing.
+LIBRAFT_SRC ?= /work/libraft-src
+LIBRAFT_FUZZ_SRC = uv_encoding.c configuration.c heap.c
 fuzz:
 	@scripts/deps.sh fuzz
 	@mkdir -p build/fuzz
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_resp fuzz/fuzz_resp.c $(COMMON_SRC)
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_cmd fuzz/fuzz_cmd.c $(COMMON_SRC) $(FSM_SRC)
+	@[ -d $(LIBRAFT_SRC)/src ] || { echo "fuzz_raft_msg needs libraft 0.22.1's source in LIBRAFT_SRC=$(LIBRAFT_SRC)"; exit 1; }
+	@mkdir -p build/fuzz/libraft/src build/fuzz/libraft/include
+	ln -sf /usr/include/raft.h build/fuzz/libraft/include/raft.h
+	for f in $(LIBRAFT_FUZZ_SRC); do clang $(FUZZ_CFLAGS) -w -Ibuild/fuzz/libraft/src \
+	  -c $(LIBRAFT_SRC)/src/$$f -o build/fuzz/libraft/$${f%.c}.o || exit 1; done
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_raft_msg fuzz/fuzz_raft_msg.c src/raft/wire.c \
+	  $(LIBRAFT_FUZZ_SRC:%.c=build/fuzz/libraft/%.o) -luv
 	@echo "run: build/fuzz/fuzz_resp -max_total_time=600 fuzz/corpus/resp"
+	@echo "run: build/fuzz/fuzz_raft_msg -max_total_time=3600 fuzz/corpus/raft"
 
 format:
 	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h fuzz/*.c include/*.h bench/*.c tests/torture/*.c)

@@ -38,6 +38,7 @@
 #include <netinet/in.h>
 #include <raft/uv.h>
 #include <stdlib.h>
+#include "raft/transport.h"
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -109,7 +110,8 @@ struct chg {
 struct rn {
     struct raft raft;
     struct raft_io io;
-    struct raft_uv_transport transport;
+    struct raft_uv_transport transport; /* fencelock's validating transport (transport.h) */
+    struct rn_tp_policy tp_policy;
     struct raft_fsm rfsm;
     uv_loop_t *loop;
     struct fsm *fsm;
@@ -352,6 +354,30 @@ static int fsm_cb_restore(struct raft_fsm *rf, struct raft_buffer *buf)
     return 0;
 }
 
+/*
+ * Which handshake ids may talk to this node. A made-up id is refused; a member's id is not
+ * proof of anything (peer authentication is issue 18's). A node with no configuration yet (a
+ * pristine joining node) accepts any id: its first peer is the leader adding it, which it
+ * cannot know. Every other node has the joining node in its configuration (as a spare) before
+ * that node can send anything, since it only answers the leader and votes once it is a voter.
+ */
+static bool tp_peer_ok(void *arg, uint64_t id)
+{
+    struct rn *rn = arg;
+    const struct raft_configuration *c = &rn->raft.configuration;
+    if (c->n == 0)
+        return true;
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->servers[i].id == id)
+            return true;
+    return false;
+}
+
+static uint64_t tp_term(void *arg)
+{
+    return ((struct rn *)arg)->raft.current_term;
+}
+
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
            const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen)
 {
@@ -381,7 +407,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         goto fail;
     }
     rn->transport.version = 1; /* libraft checks the struct version it was given */
-    int rv = raft_uv_tcp_init(&rn->transport, loop);
+    rn->tp_policy = (struct rn_tp_policy){.arg = rn, .peer_ok = tp_peer_ok, .term = tp_term};
+    int rv = rn_transport_init(&rn->transport, loop, &rn->tp_policy, log);
     if (rv) {
         snprintf(err, errlen, "raft transport: %s", raft_strerror(rv));
         goto fail;
@@ -389,22 +416,22 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     rv = raft_uv_init(&rn->io, loop, rn->data_dir, &rn->transport);
     if (rv) {
         snprintf(err, errlen, "raft disk I/O in %s: %s", rn->data_dir, raft_strerror(rv));
-        raft_uv_tcp_close(&rn->transport);
+        rn_transport_free(&rn->transport);
         goto fail;
     }
     rv = raft_init(&rn->raft, &rn->io, &rn->rfsm, cfg->id, rn->raft_address);
     if (rv) {
         snprintf(err, errlen, "raft_init: %s", raft_errmsg(&rn->raft));
         raft_uv_close(&rn->io);
-        raft_uv_tcp_close(&rn->transport);
+        rn_transport_free(&rn->transport);
         goto fail;
     }
-    /* libraft formats every diagnostic line (snprintf into a 1 KiB buffer) and only then lets
-     * its default tracer drop it; a NULL tracer skips the formatting: 7.5 % of the leader's
-     * user-space instructions per command (callgrind). LIBRAFT_TRACE=1 keeps the traces. */
     /* For a libraft that no longer needs repair_stale_config, and for the test of the watchdog
      * that has to act when the repair does not. */
     rn->no_repair = getenv("FENCELOCK_NO_CONFIG_REPAIR") != NULL;
+    /* libraft formats every diagnostic line (snprintf into a 1 KiB buffer) and only then lets
+     * its default tracer drop it; a NULL tracer skips the formatting: 7.5 % of the leader's
+     * user-space instructions per command (callgrind). LIBRAFT_TRACE=1 keeps the traces. */
     if (!getenv("LIBRAFT_TRACE")) {
         rn->raft.tracer = NULL;
         raft_uv_set_tracer(&rn->io, NULL);
@@ -1368,7 +1395,7 @@ static void raft_closed(struct raft *r)
 {
     struct rn *rn = (struct rn *)((char *)r - offsetof(struct rn, raft));
     raft_uv_close(&rn->io);
-    raft_uv_tcp_close(&rn->transport);
+    rn_transport_free(&rn->transport);
     free_rn(rn);
 }
 
@@ -1378,4 +1405,9 @@ void rn_close(struct rn *rn, void (*done)(void *arg), void *arg)
     rn->done = done;
     rn->done_arg = arg;
     raft_close(&rn->raft, raft_closed);
+}
+
+uint64_t rn_raft_rejected(struct rn *rn, int reason)
+{
+    return rn_transport_rejected(&rn->transport, (enum rn_wire_reason)reason);
 }

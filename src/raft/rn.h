@@ -1,7 +1,8 @@
 /*
  * rn — replication node: the one place that talks to libraft (Debian libraft-dev >= 0.22.1).
  *
- * Owns: the struct raft, its libuv disk I/O and TCP transport, and the table of this node's
+ * Owns: the struct raft, its libuv disk I/O, the validating Raft transport (transport.h: every
+ * byte from the Raft port is checked before libraft decodes it), and the table of this node's
  * in-flight proposals. Feeds every committed command entry to the FSM (on every node), hands
  * the FSM's events to the server through rn_hooks, and delivers the reply of a proposal made
  * here to its callback exactly once: the reply when the entry is applied, or RN_UNKNOWN when
@@ -164,6 +165,10 @@ int rn_change_info(struct rn *rn, struct rn_change_view *out);
  *   - a change libraft keeps in progress on this leader that no rn call started, unchanged
  *     for 20 election timeouts: hands leadership to another voter, with a log line. */
 void rn_tick(struct rn *rn);
+
+/* Raft-port connections dropped by the validating transport for `reason` (enum rn_wire_reason
+ * in raft/wire.h; rn_wire_reason_name names it). */
+uint64_t rn_raft_rejected(struct rn *rn, int reason);
 
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
  * `done` fires after everything is released (the loop must keep running). */

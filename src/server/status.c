@@ -1,7 +1,21 @@
 /*
  * status.c — the Prometheus /metrics page (the /health JSON is in server.c's HTTP handler).
  */
+#include "raft/wire.h"
 #include "server/server.h"
+
+/* One sample per reason, zeros included, so a dashboard can rate() any of them from start. */
+static void render_raft_rejected(struct srv *s, struct buf *out)
+{
+    const char *name = "fencelock_raft_rejected_total";
+    buf_printf(out,
+               "# HELP %s Raft-port connections dropped for malformed or refused input.\n"
+               "# TYPE %s counter\n",
+               name, name);
+    for (int r = RN_WIRE_OK + 1; r < RN_WIRE_NREASONS; r++)
+        buf_printf(out, "%s{reason=\"%s\"} %llu\n", name, rn_wire_reason_name(r),
+                   (unsigned long long)rn_raft_rejected(s->rn, r));
+}
 
 void srv_render_metrics(struct srv *s, struct buf *out)
 {
@@ -82,6 +96,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_membership_change_seconds", "gauge",
                   "Age of the membership change or transfer in progress (0: none).",
                   (double)chg.age_ms / 1e3);
+    render_raft_rejected(s, out);
     hist_render(out, "fencelock_lock_wait_seconds", "Time from enqueue to grant.", &m->lock_wait);
     hist_render(out, "fencelock_lock_hold_seconds", "Time from grant to release.", &m->lock_hold);
     hist_render(out, "fencelock_commit_latency_seconds",

@@ -1,0 +1,40 @@
+"""Start-up with the raft port still taken (issue #15): a node restarted a moment after the
+previous process on its ports died waits for the port for a few seconds, and one whose port
+stays taken exits with a message naming the address and the reason."""
+
+import socket
+import subprocess
+
+from helpers import eq, ok, wait_until
+from resp import Conn
+
+
+def test_restart_waits_for_a_raft_port_in_use(ctx):
+    """A node whose raft port is still taken when it starts (the previous process on it had
+    just been killed) waits for it and then starts; a port taken for good makes it exit with a
+    message naming the address and the reason. (It used to exit at once with 'raft_start: '
+    and nothing after it.)"""
+    s = ctx.server()
+    s.kill9()
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", s.raft_port))
+    holder.listen(1)
+    ctx.defer(holder.close)
+    s.start(wait=False)
+    wait_until(lambda: "is in use; waiting" in s.log_text(), timeout=20, what="the wait logged")
+    holder.close()
+    s.wait_ready()
+    with Conn(s.port) as c:
+        ok(c.call("PUT", "k", "v"), "serving after the wait")
+    s.stop()
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", s.raft_port))
+    holder.listen(1)
+    ctx.defer(holder.close)
+    p = subprocess.run(s.argv(), capture_output=True, timeout=60, env=s.environ())
+    out = (p.stdout + p.stderr).decode("utf-8", "replace")
+    eq(p.returncode, 1, "exit status with the port taken for good")
+    want = "raft address 127.0.0.1:%d: cannot listen: Address already in use" % s.raft_port
+    assert want in out, out
