@@ -354,25 +354,6 @@ static int fsm_cb_restore(struct raft_fsm *rf, struct raft_buffer *buf)
     return 0;
 }
 
-/*
- * Which handshake ids may talk to this node. A made-up id is refused; a member's id is not
- * proof of anything (peer authentication is issue 18's). A node with no configuration yet (a
- * pristine joining node) accepts any id: its first peer is the leader adding it, which it
- * cannot know. Every other node has the joining node in its configuration (as a spare) before
- * that node can send anything, since it only answers the leader and votes once it is a voter.
- */
-static bool tp_peer_ok(void *arg, uint64_t id)
-{
-    struct rn *rn = arg;
-    const struct raft_configuration *c = &rn->raft.configuration;
-    if (c->n == 0)
-        return true;
-    for (unsigned i = 0; i < c->n; i++)
-        if (c->servers[i].id == id)
-            return true;
-    return false;
-}
-
 static uint64_t tp_term(void *arg)
 {
     return ((struct rn *)arg)->raft.current_term;
@@ -407,7 +388,12 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         goto fail;
     }
     rn->transport.version = 1; /* libraft checks the struct version it was given */
-    rn->tp_policy = (struct rn_tp_policy){.arg = rn, .peer_ok = tp_peer_ok, .term = tp_term};
+    /* No peer_ok: any id but 0 and our own may connect. Checking ids against this node's
+     * configuration (tried first) cut a node off from the leader it needed: an old leader whose
+     * uncommitted REMOVE named the new leader never heard of the new term (the rollback test
+     * hung), and a follower that lagged behind an ADD could not be caught up by the added node
+     * once it led. Telling a member from an impostor is authentication: issue 18. */
+    rn->tp_policy = (struct rn_tp_policy){.arg = rn, .term = tp_term};
     int rv = rn_transport_init(&rn->transport, loop, &rn->tp_policy, log);
     if (rv) {
         snprintf(err, errlen, "raft transport: %s", raft_strerror(rv));

@@ -28,6 +28,14 @@ static void drop(struct snapguard *g)
     uv_check_stop(&g->check);
 }
 
+/* Every received message enters libraft here, in a frame of its own: tests/lsan.supp names it
+ * to suppress a leak libraft 0.22.1 makes while it processes a message (see there). */
+__attribute__((noinline)) static void
+snapguard_into_libraft(struct snapguard *g, struct raft_io *io, struct raft_message *m)
+{
+    g->recv(io, m);
+}
+
 static void deliver_cb(uv_check_t *h)
 {
     struct snapguard *g = h->data;
@@ -44,7 +52,7 @@ static void deliver_cb(uv_check_t *h)
          (unsigned long long)m.install_snapshot.last_index, (unsigned long long)m.server_id,
          (unsigned long long)g->replaced_total);
     /* From a check handle, outside every libraft callback: as if it had just arrived. */
-    g->recv(g->raft->io, &m);
+    snapguard_into_libraft(g, g->raft->io, &m);
     free(address);
 }
 
@@ -103,7 +111,7 @@ static void recv_cb(struct raft_io *io, struct raft_message *m)
         hold(g, m);
         return;
     }
-    g->recv(io, m);
+    snapguard_into_libraft(g, io, m);
 }
 
 static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
