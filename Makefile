@@ -140,7 +140,8 @@ check-purity:
 FUZZ_CFLAGS = $(CFLAGS_BASE) -g -O1 -fsanitize=fuzzer,address,undefined
 # fuzz_raft_msg compiles libraft's own decoders (read-only source tree, never copied into this
 # repo nor shipped) so that what the validator accepts is run through the real thing.
-LIBRAFT_SRC ?= /work/libraft-src
+# scripts/deps.sh fuzz unpacks Debian's source of the installed libraft into build/libraft-src.
+LIBRAFT_SRC ?= build/libraft-src
 LIBRAFT_FUZZ_SRC = uv_encoding.c configuration.c heap.c
 fuzz:
 	@scripts/deps.sh fuzz

@@ -41,6 +41,31 @@ if [ -z "$raft_have" ] || dpkg --compare-versions "$raft_have" lt "$raft_min"; t
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${target[@]}" libraft-dev >/dev/null
 fi
 
+# fuzz: libraft's own source (its decoders run behind fuzz_raft_msg's validator), the upstream
+# tarball of the installed version from Debian's source archive, unpacked into build/libraft-src.
+libraft_source() {
+  local dest=build/libraft-src ver codename tmp
+  [ -d "$dest/src" ] && return 0
+  ver=$(dpkg-query -W -f='${Version}' libraft-dev | sed -E 's/-[^-]*$//')
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  if ! grep -rqs "deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "deps: adding Debian's deb-src entries for libraft's source"
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$codename" "$codename" | $SUDO tee /etc/apt/sources.list.d/fencelock-src.sources >/dev/null
+    $SUDO apt-get update -qq
+  fi
+  tmp=$(mktemp -d)
+  # Only the upstream tarball is needed; the Debian parts of a backport may be gone already.
+  (cd "$tmp" && apt-get source -qq --download-only "raft=$(dpkg-query -W -f='${Version}' libraft-dev)" >/dev/null 2>&1 || true)
+  if [ ! -f "$tmp/raft_${ver}.orig.tar.gz" ]; then
+    echo "deps: libraft ${ver}'s source is not available; fuzz_raft_msg cannot be built" >&2
+    rm -rf "$tmp"; return 1
+  fi
+  mkdir -p "$dest"
+  tar -xzf "$tmp/raft_${ver}.orig.tar.gz" -C "$dest" --strip-components=1
+  rm -rf "$tmp"
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -50,3 +75,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+[ "${1:-build}" = fuzz ] && libraft_source
+exit 0
