@@ -140,25 +140,26 @@ fl_err fl_member_add(fl_client *c, uint64_t id, const char *raft_address)
     return admin(c, &m);
 }
 
-fl_err fl_member_remove(fl_client *c, uint64_t id)
+static fl_err member_remove(fl_client *c, uint64_t id, bool force)
 {
     if (!c || !id)
         return FL_EINVAL;
     struct cl_cmd m;
     cl_cmd_init(&m, "CLUSTER.REMOVE");
     cl_arg_u64(&m, id);
+    if (force)
+        cl_arg_str(&m, "FORCE");
     return admin(c, &m);
+}
+
+fl_err fl_member_remove(fl_client *c, uint64_t id)
+{
+    return member_remove(c, id, false);
 }
 
 fl_err fl_member_remove_force(fl_client *c, uint64_t id)
 {
-    if (!c || !id)
-        return FL_EINVAL;
-    struct cl_cmd m;
-    cl_cmd_init(&m, "CLUSTER.REMOVE");
-    cl_arg_u64(&m, id);
-    cl_arg_str(&m, "FORCE");
-    return admin(c, &m);
+    return member_remove(c, id, true);
 }
 
 fl_err fl_member_transfer(fl_client *c, uint64_t id)
