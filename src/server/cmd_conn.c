@@ -7,6 +7,7 @@
  *   DBSIZE                   keys in this node's applied state (local, not linearizable)
  *   CLIENT SETNAME|GETNAME|ID|INFO|LIST|SETINFO|NO-EVICT|NO-TOUCH|REPLY ON|HELP
  *   COMMAND [COUNT|LIST|INFO name...|DOCS [name...]]  from the command table
+ * and, in cmd.c's table (its order is COMMAND's), QUIT, READONLY and READWRITE.
  * All are CMD_LOCAL: answered at once by any node, in request order like every reply.
  * State: a connection's name and library name/version live in struct srv_conn (fixed-size,
  * freed with it). Data commands fencelock lacks stay "-ERR unknown command" (srv_dispatch).

@@ -9,8 +9,6 @@
 /* Key-value pairs in a HELLO reply. */
 #define HELLO_FIELDS 6
 
-/* ---- connection and server ---- */
-
 void pingCommand(struct srv_req *r)
 {
     if (r->argc == 2)

@@ -9,8 +9,6 @@
 /* Key-value pairs in a KV.GET reply. */
 #define KV_GET_FIELDS 5
 
-/* ---- keys ---- */
-
 void putCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_PUT};

@@ -10,8 +10,6 @@
 #define LOCK_INFO_FIELDS 5
 #define LOCKS_ROW_FIELDS 5
 
-/* ---- locks ---- */
-
 static int lock_args(struct srv_req *r, struct fsm_cmd *cmd)
 {
     if (cmd_need_leader(r) || cmd_arg_name(r, 1, "lock name", &cmd->name) ||

@@ -10,8 +10,6 @@
 /* Key-value pairs in a SESSION.INFO reply (count them when adding one). */
 #define SESSION_INFO_FIELDS 8
 
-/* ---- sessions ---- */
-
 void sessionOpenCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN};
