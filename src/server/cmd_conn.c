@@ -7,6 +7,7 @@
  *   DBSIZE                   keys in this node's applied state (local, not linearizable)
  *   CLIENT SETNAME|GETNAME|ID|INFO|LIST|SETINFO|NO-EVICT|NO-TOUCH|REPLY ON|HELP
  *   COMMAND [COUNT|LIST|INFO name...|DOCS [name...]]  from the command table
+ * and, in cmd.c's table (its order is COMMAND's), QUIT, READONLY and READWRITE.
  * All are CMD_LOCAL: answered at once by any node, in request order like every reply.
  * State: a connection's name and library name/version live in struct srv_conn (fixed-size,
  * freed with it). Data commands fencelock lacks stay "-ERR unknown command" (srv_dispatch).
@@ -14,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/server.h"
+#include "server/cmd.h"
 
 static void echoCommand(struct srv_req *r)
 {
@@ -26,9 +27,9 @@ static void selectCommand(struct srv_req *r)
 {
     uint64_t db;
     if (resp_parse_u64(r->argv[1].p, r->argv[1].len, &db) != 0)
-        resp_w_error(r->out, "ERR value is not an integer or out of range");
+        resp_w_error(r->out, PROTO_ERR " value is not an integer or out of range");
     else if (db != 0)
-        resp_w_error(r->out, "ERR DB index is out of range");
+        resp_w_error(r->out, PROTO_ERR " DB index is out of range");
     else
         resp_w_simple(r->out, "OK");
 }
@@ -87,7 +88,7 @@ static void addr_of(uv_tcp_t *tcp, int peer, char *out, size_t n)
    fencelock has (no memory or pub/sub counters). 0, or -1 out of memory. */
 static int client_line(struct srv *s, struct srv_conn *c, struct buf *b)
 {
-    char addr[96], laddr[96];
+    char addr[PROTO_ADDR_BUF], laddr[PROTO_ADDR_BUF];
     uv_os_fd_t fd = -1;
     addr_of(&c->tcp, 1, addr, sizeof addr);
     addr_of(&c->tcp, 0, laddr, sizeof laddr);
@@ -119,7 +120,7 @@ static void client_info(struct srv_req *r, bool all)
         if (!c->closing)
             err |= client_line(r->s, c, &b);
     if (err)
-        resp_w_error(r->out, "ERR out of memory");
+        resp_w_error(r->out, PROTO_ERR " out of memory");
     else
         resp_w_verbatim(r->out, r->proto, b.p ? b.p : "", b.len);
     buf_free(&b);
@@ -128,10 +129,10 @@ static void client_info(struct srv_req *r, bool all)
 static void client_setname(struct srv_req *r)
 {
     if (!name_ok(&r->argv[2]))
-        resp_w_error(r->out,
-                     "ERR Client names cannot contain spaces, newlines or special characters.");
+        resp_w_error(r->out, PROTO_ERR
+                     " Client names cannot contain spaces, newlines or special characters.");
     else if (put_str(r->c->name, sizeof r->c->name, &r->argv[2]) != 0)
-        resp_w_errorf(r->out, "ERR client name too long (%zu bytes at most)",
+        resp_w_errorf(r->out, PROTO_ERR " client name too long (%zu bytes at most)",
                       sizeof r->c->name - 1);
     else
         resp_w_simple(r->out, "OK");
@@ -148,13 +149,13 @@ static void client_setinfo(struct srv_req *r)
     else if (resp_arg_is(&r->argv[2], "lib-ver"))
         bad = !name_ok(v) || put_str(c->lib_ver, sizeof c->lib_ver, v) != 0;
     else {
-        resp_w_errorf(r->out, "ERR Unrecognized option '%.*s'",
+        resp_w_errorf(r->out, PROTO_ERR " Unrecognized option '%.*s'",
                       (int)(r->argv[2].len > 64 ? 64 : r->argv[2].len), r->argv[2].p);
         return;
     }
     if (bad)
-        resp_w_error(r->out, "ERR lib-name and lib-ver cannot contain spaces, newlines or "
-                             "special characters, and are at most 64/32 bytes");
+        resp_w_error(r->out, PROTO_ERR " lib-name and lib-ver cannot contain spaces, newlines or "
+                                       "special characters, and are at most 64/32 bytes");
     else
         resp_w_simple(r->out, "OK");
 }
@@ -201,16 +202,17 @@ static void clientCommand(struct srv_req *r)
     int shown = (int)(sub->len > 64 ? 64 : sub->len);
     int ar = client_arity(sub, r->argc);
     if (ar < 0) {
-        resp_w_errorf(r->out, "ERR unknown subcommand '%.*s'. Try CLIENT HELP.", shown, sub->p);
-        return;
-    }
-    if (ar == 0) {
-        resp_w_errorf(r->out, "ERR wrong number of arguments for 'client|%.*s' command", shown,
+        resp_w_errorf(r->out, PROTO_ERR " unknown subcommand '%.*s'. Try CLIENT HELP.", shown,
                       sub->p);
         return;
     }
+    if (ar == 0) {
+        resp_w_errorf(r->out, PROTO_ERR " wrong number of arguments for 'client|%.*s' command",
+                      shown, sub->p);
+        return;
+    }
     if (r->c == NULL) { /* not reached: CMD_LOCAL runs with its connection */
-        resp_w_error(r->out, "ERR no connection");
+        resp_w_error(r->out, PROTO_ERR " no connection");
         return;
     }
     if (resp_arg_is(sub, "setname")) {
@@ -227,8 +229,8 @@ static void clientCommand(struct srv_req *r)
     } else if (resp_arg_is(sub, "setinfo")) {
         client_setinfo(r);
     } else if (resp_arg_is(sub, "reply") && !resp_arg_is(&r->argv[2], "on")) {
-        resp_w_error(r->out, "ERR CLIENT REPLY OFF|SKIP is not supported: every command is "
-                             "answered");
+        resp_w_error(r->out, PROTO_ERR " CLIENT REPLY OFF|SKIP is not supported: every command is "
+                                       "answered");
     } else if (resp_arg_is(sub, "help")) {
         size_t n = sizeof client_help / sizeof client_help[0];
         resp_w_array(r->out, n);
@@ -249,21 +251,22 @@ int srv_hello_options(struct srv_req *r)
     for (size_t i = 2; i < r->argc; i++) {
         if (resp_arg_is(&r->argv[i], "auth") && i + 2 < r->argc) {
             if (!resp_arg_is(&r->argv[i + 1], "default")) {
-                resp_w_error(r->out, "WRONGPASS invalid username-password pair or user is "
-                                     "disabled.");
+                resp_w_error(r->out, PROTO_WRONGPASS " invalid username-password pair or user is "
+                                                     "disabled.");
                 return -1;
             }
             i += 2;
         } else if (resp_arg_is(&r->argv[i], "setname") && i + 1 < r->argc) {
             name = &r->argv[++i];
             if (!name_ok(name) || name->len >= sizeof r->c->name) {
-                resp_w_error(r->out, "ERR Client names cannot contain spaces, newlines or "
-                                     "special characters.");
+                resp_w_error(r->out, PROTO_ERR " Client names cannot contain spaces, newlines or "
+                                               "special characters.");
                 return -1;
             }
         } else {
             int shown = (int)(r->argv[i].len > 64 ? 64 : r->argv[i].len);
-            resp_w_errorf(r->out, "ERR Syntax error in HELLO option '%.*s'", shown, r->argv[i].p);
+            resp_w_errorf(r->out, PROTO_ERR " Syntax error in HELLO option '%.*s'", shown,
+                          r->argv[i].p);
             return -1;
         }
     }
@@ -305,12 +308,15 @@ static void command_entry(struct srv_req *r, const struct srv_cmd *cmd)
     resp_w_array(r->out, 0);
 }
 
+/* Key-value pairs in each COMMAND DOCS entry. */
+#define COMMAND_DOCS_FIELDS 3
+
 static void command_docs_entry(struct srv_req *r, const struct srv_cmd *cmd)
 {
     char name[64];
     lower_name(cmd, name, sizeof name);
     resp_w_bulk_str(r->out, name);
-    resp_w_map(r->out, r->proto, 3);
+    resp_w_map(r->out, r->proto, COMMAND_DOCS_FIELDS);
     resp_w_bulk_str(r->out, "summary");
     resp_w_bulk_str(r->out, "see docs/protocol.md");
     resp_w_bulk_str(r->out, "since");
@@ -369,8 +375,8 @@ static void commandCommand(struct srv_req *r)
     } else {
         int shown = (int)(sub->len > 64 ? 64 : sub->len);
         resp_w_errorf(r->out,
-                      "ERR unknown subcommand or wrong number of arguments for '%.*s'. "
-                      "Try COMMAND HELP.",
+                      PROTO_ERR " unknown subcommand or wrong number of arguments for '%.*s'. "
+                                "Try COMMAND HELP.",
                       shown, sub->p);
     }
 }
@@ -388,3 +394,30 @@ const struct srv_cmd srv_conn_cmds[] = {
 };
 #undef CMD
 const size_t srv_n_conn_cmds = sizeof(srv_conn_cmds) / sizeof(srv_conn_cmds[0]);
+
+/*
+ * READONLY / READWRITE (as in Redis Cluster): a connection that says READONLY gets reads answered
+ * at once from the local node's applied state, on followers too, without a barrier: possibly
+ * stale, never linearizable. Only explicitly asked for; READWRITE goes back to the default.
+ */
+void readonlyCommand(struct srv_req *r)
+{
+    if (r->c)
+        r->c->stale_reads = true;
+    resp_w_simple(r->out, "OK");
+}
+
+void readwriteCommand(struct srv_req *r)
+{
+    if (r->c)
+        r->c->stale_reads = false;
+    resp_w_simple(r->out, "OK");
+}
+
+/* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
+void quitCommand(struct srv_req *r)
+{
+    resp_w_simple(r->out, "OK");
+    if (r->c)
+        r->c->close_after_write = true;
+}

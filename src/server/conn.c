@@ -25,6 +25,7 @@
  * sweep (idle_cb), unless it has an unfinished request (a parked LOCK ... WAIT is legitimately
  * silent for as long as its WAIT).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -35,6 +36,10 @@
 
 #define CONN_READ_CHUNK (64 * 1024)
 #define CONN_KEEP_BYTES (256 * 1024)
+/* Longest inline (telnet-style) command line, as in Redis (PROTO_INLINE_MAX_SIZE). */
+#define CONN_INLINE_MAX (64 * 1024)
+/* listen(2) backlog: Redis's default tcp-backlog (the kernel caps it at somaxconn). */
+#define CONN_LISTEN_BACKLOG 511
 
 static void conn_write(struct srv_conn *c);
 static void protocol_error(struct srv_conn *c, const char *msg);
@@ -142,6 +147,43 @@ struct srv_slot *srv_slot_new(struct srv *s)
     return slot;
 }
 
+/* Append a fresh slot to c's queue: the one place a queue grows (commands, protocol errors). */
+struct srv_slot *srv_slot_append(struct srv_conn *c)
+{
+    struct srv_slot *slot = srv_slot_new(c->srv);
+    if (!slot)
+        return NULL;
+    slot->conn = c;
+    slot->srv = c->srv;
+    slot->proto = c->proto;
+    if (c->tail)
+        c->tail->next = slot;
+    else
+        c->head = slot;
+    c->tail = slot;
+    c->nslots++;
+    return slot;
+}
+
+static bool slot_move_legal(enum srv_slot_state from, enum srv_slot_state to)
+{
+    switch (from) {
+    case SLOT_PENDING:
+        return to == SLOT_PARKED || to == SLOT_DONE;
+    case SLOT_PARKED:
+        return to == SLOT_PENDING;
+    case SLOT_DONE:
+        return false;
+    }
+    return false;
+}
+
+void srv_slot_set_state(struct srv_slot *slot, enum srv_slot_state to)
+{
+    assert(slot_move_legal(slot->state, to));
+    slot->state = to;
+}
+
 void srv_free_slots(struct srv *s)
 {
     while (s->free_slots) {
@@ -174,7 +216,7 @@ void srv_conn_close(struct srv_conn *c)
     while (slot) {
         struct srv_slot *next = slot->next;
         slot->next = NULL;
-        if (slot->done)
+        if (slot->state == SLOT_DONE)
             srv_slot_free(slot);
         else
             slot->conn = NULL;
@@ -200,7 +242,7 @@ void srv_close_all_conns(struct srv *s)
 static bool conn_waits_for_server(const struct srv_conn *c)
 {
     for (const struct srv_slot *slot = c->head; slot; slot = slot->next)
-        if (!slot->done)
+        if (slot->state != SLOT_DONE)
             return true;
     return false;
 }
@@ -340,7 +382,7 @@ static void conn_write(struct srv_conn *c)
 /* Move the done prefix of the queue into the output and send it. */
 static void flush_slots(struct srv_conn *c)
 {
-    while (c->head && c->head->done) {
+    while (c->head && c->head->state == SLOT_DONE) {
         struct srv_slot *slot = c->head;
         c->head = slot->next;
         if (!c->head)
@@ -359,10 +401,9 @@ static void flush_slots(struct srv_conn *c)
 
 void srv_slot_done(struct srv_slot *slot)
 {
-    slot->done = true;
+    srv_slot_set_state(slot, SLOT_DONE); /* a parked slot is unparked first */
     if (!slot->conn) {
-        if (!slot->parked)
-            srv_slot_free(slot);
+        srv_slot_free(slot); /* orphaned: nobody reads the reply */
         return;
     }
     struct srv_conn *c = slot->conn;
@@ -387,19 +428,14 @@ static void protocol_error(struct srv_conn *c, const char *msg)
 {
     c->srv->m.protocol_errors++;
     LOGD(&c->srv->log, "client %llu: %s", (unsigned long long)c->id, msg);
-    if (!c->tail || c->tail->done) {
-        resp_w_errorf(c->tail ? &c->tail->out : &c->out, "ERR %s", msg);
+    if (!c->tail || c->tail->state == SLOT_DONE) {
+        resp_w_errorf(c->tail ? &c->tail->out : &c->out, PROTO_ERR " %s", msg);
     } else {
         /* the error must follow the replies still pending: give it a slot of its own */
-        struct srv_slot *e = srv_slot_new(c->srv);
+        struct srv_slot *e = srv_slot_append(c);
         if (e) {
-            e->conn = c;
-            e->srv = c->srv;
-            e->done = true;
-            resp_w_errorf(&e->out, "ERR %s", msg);
-            c->tail->next = e;
-            c->tail = e;
-            c->nslots++;
+            srv_slot_set_state(e, SLOT_DONE);
+            resp_w_errorf(&e->out, PROTO_ERR " %s", msg);
         }
     }
     c->close_after_write = true;
@@ -484,7 +520,7 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     struct resp_limits lim = {
-        .max_bulk = s->cfg.max_bulk, .max_args = s->cfg.max_args, .max_inline = 64 * 1024};
+        .max_bulk = s->cfg.max_bulk, .max_args = s->cfg.max_args, .max_inline = CONN_INLINE_MAX};
     resp_parser_init(&c->ps, &lim);
     c->proto = 2;
     c->id = ++s->next_conn_id;
@@ -499,7 +535,7 @@ static void on_connection(uv_stream_t *server, int status)
     uv_tcp_nodelay(&c->tcp, 1);
     if (s->nconns > s->cfg.max_clients || s->stopping) {
         s->m.connections_rejected++;
-        resp_w_error(&c->out, "ERR max number of clients reached");
+        resp_w_error(&c->out, PROTO_ERR " max number of clients reached");
         c->close_after_write = true;
         conn_write(c);
         return;
@@ -532,7 +568,7 @@ int srv_listen(struct srv *s)
     }
     rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
     if (!rc)
-        rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+        rc = uv_listen((uv_stream_t *)&s->listener, CONN_LISTEN_BACKLOG, on_connection);
     if (rc) {
         LOGE(&s->log, "listen on %s:%d: %s", s->cfg.listen_host, s->cfg.listen_port,
              uv_strerror(rc));

@@ -92,12 +92,12 @@ int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, struct srv_quota
         if (g[q] == 0 || used[q] + s->quota_pending.n[q] + g[q] <= lim[q])
             continue;
         s->m.quota_rejections[q]++;
-        resp_w_errorf(out,
-                      "NOSPACE %s quota reached: %llu in use, %llu pending, the limit (%s) is "
-                      "%llu; free some (UNLOCK, DEL, SESSION.CLOSE) or raise the limit",
-                      quota_names[q], (unsigned long long)used[q],
-                      (unsigned long long)s->quota_pending.n[q], quota_flags[q],
-                      (unsigned long long)lim[q]);
+        resp_w_errorf(
+            out,
+            PROTO_NOSPACE " %s quota reached: %llu in use, %llu pending, the limit (%s) is "
+                          "%llu; free some (UNLOCK, DEL, SESSION.CLOSE) or raise the limit",
+            quota_names[q], (unsigned long long)used[q], (unsigned long long)s->quota_pending.n[q],
+            quota_flags[q], (unsigned long long)lim[q]);
         return -1;
     }
     for (int q = 0; q < SRV_QUOTA_N; q++) {

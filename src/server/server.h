@@ -2,22 +2,20 @@
  * server — fencelockd's service layer: one libuv loop, one thread, for state and network.
  *
  * Owns (struct srv, the only mutable state outside main): the FSM, the replication node, the
- * client listener and connections, the HTTP endpoint, the leader's timer tables and metrics.
- *
- * Timer tables are derived from FSM events on every node (so a new leader has them already):
- *   sessions  sid       -> struct srv_sess  (ttl, deadline)
- *   waits     name+sid  -> struct srv_wait  (wait_ms, deadline, when it started)
- *   delays    name      -> struct srv_delay (lock-delay ms, deadline)
- *   holds     name      -> struct srv_hold  (monotonic grant time, for the hold histogram)
- * Deadlines are on the monotonic clock and only acted on by a ready leader; when a node becomes
- * ready every deadline restarts at its full length (never early after a fail-over).
+ * client listener and connections, the HTTP endpoint, the leader's deadline tables (struct
+ * lease, lease.h: the rules; timers.c feeds it the clock and FSM events and carries out its
+ * actions), the hold-time table (name -> monotonic grant time) and metrics.
  *
  * Requests (struct srv_slot) keep each connection's replies in request order:
- *   slot states: WAITING (proposal, barrier read or parked LOCK) -> DONE (reply in out)
- *   srv_slot_done() moves WAITING->DONE and flushes the connection's done prefix. A slot whose
- *   connection closed is orphaned (conn == NULL) and frees itself when it completes.
- * A "ready" leader is a raft leader whose own barrier of the current term has applied: before
- * that it serves no read and proposes nothing (no stale reads after an election).
+ *   slot states: PENDING (proposal, barrier read) -> DONE (reply in out)
+ *                PENDING -> PARKED (LOCK ... WAIT queued) -> PENDING -> DONE (woken)
+ *   changed only by srv_slot_set_state (asserts the move). srv_slot_done() moves to DONE and
+ *   flushes the connection's done prefix. A slot whose connection closed is orphaned
+ *   (conn == NULL) and frees itself when it completes.
+ * Leadership (leader.c): NOT_LEADER -> READY_PENDING (barrier of this term proposed) -> READY
+ *   (barrier applied in the same term) -> NOT_LEADER; READY_PENDING -> NOT_LEADER when that
+ *   barrier fails. Changed only by srv_lead_set (asserts the move). A READY leader is the only
+ *   one that serves reads and proposes: no stale reads after an election.
  */
 #ifndef FENCELOCK_SERVER_H
 #define FENCELOCK_SERVER_H
@@ -29,11 +27,13 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/map.h"
+#include "common/proto.h"
 #include "common/resp.h"
 #include "fsm/fsm.h"
 #include "raft/rn.h"
 #include "server/heap.h"
 #include "server/http.h"
+#include "server/lease.h"
 #include "server/metrics.h"
 
 #define FENCELOCK_VERSION "0.1.0"
@@ -76,40 +76,6 @@ void srv_config_defaults(struct srv_config *c);
 int srv_config_parse(struct srv_config *c, int argc, char **argv);
 void srv_config_usage(FILE *f);
 
-enum srv_timer_kind { TK_SESSION = 1, TK_WAIT = 2, TK_DELAY = 3, TK_CHECKPOINT = 4 };
-
-/*
- * A session's lease on the leader. `t` is its deadline; for sessions with a TTL of at least
- * --checkpoint-min-ttl, `ck` fires half-way through an idle lease and proposes a checkpoint of
- * what is left, so that a later leader does not hand an
- * abandoned session a full TTL again (a session whose client is gone ends even if leaders keep
- * changing). A keepalive after a checkpoint is acknowledged only once a clearing checkpoint
- * committed, so no leader can later apply a stale, shorter lease to a live client.
- */
-struct srv_sess {
-    struct heap_item t;
-    struct heap_item ck;
-    uint64_t sid, ttl_ms;
-    bool expiring;    /* an expiry proposal is in flight */
-    bool ck_inflight; /* a checkpoint proposal is in flight */
-};
-
-struct srv_wait {
-    struct heap_item t;
-    uint64_t sid, wait_ms, started_ms;
-    bool cancelling;
-    size_t keylen;
-    char key[]; /* name + 8-byte sid: the map key */
-};
-
-struct srv_delay {
-    struct heap_item t;
-    uint64_t delay_ms;
-    bool ending;
-    size_t namelen;
-    char name[];
-};
-
 struct srv_conn;
 struct srv_announce;
 
@@ -122,13 +88,16 @@ struct srv_quota {
 
 enum srv_slot_kind { SLOT_SYNC = 0, SLOT_WRITE = 1, SLOT_READ = 2 };
 
+/* A request's progress (the header comment has the moves). */
+enum srv_slot_state { SLOT_PENDING = 0, SLOT_PARKED = 1, SLOT_DONE = 2 };
+
 struct srv_slot {
     struct srv_slot *next;  /* connection's queue */
     struct srv_slot *lnext; /* read batch or parked list */
     struct srv_conn *conn;  /* NULL once the connection closed */
     struct srv *srv;
     uint8_t kind;
-    bool done, parked;
+    enum srv_slot_state state; /* srv_slot_set_state only */
     int proto;
     uint8_t op;           /* fsm op of a write */
     uint64_t wait_ms;     /* LOCK ... WAIT */
@@ -168,6 +137,8 @@ struct srv_conn {
     uint64_t created_ms, last_cmd_ms; /* uv_now() at accept and at the latest command */
 };
 
+enum srv_lead { SRV_NOT_LEADER = 0, SRV_READY_PENDING = 1, SRV_READY = 2 };
+
 struct srv_read_list {
     struct srv_slot *head, *tail;
 };
@@ -193,8 +164,8 @@ struct srv {
     uint64_t next_conn_id;
     /* leadership */
     int role;
-    bool ready, ready_pending;
-    uint64_t ready_term;
+    enum srv_lead lead;  /* srv_lead_set only */
+    uint64_t ready_term; /* the term whose barrier made (or will make) this node READY */
     /* linearizable reads: `waiting` join the next barrier, `inflight` await the current one.
      * At most one read barrier is in flight. A read that finds none in flight starts the idle
      * handle, which issues the barrier on the next loop turn, before the loop blocks: every
@@ -203,9 +174,9 @@ struct srv {
     struct srv_read_list reads_waiting, reads_inflight;
     bool barrier_inflight;
     uv_idle_t reads_issue;
-    /* derived timer tables */
-    struct map sessions, waits, delays, holds, parked;
-    struct heap timers;
+    struct lease lease; /* deadline tables and rules (timers.c drives it) */
+    struct map holds;   /* name -> monotonic grant time (the hold histogram) */
+    struct map parked;  /* name+sid -> parked LOCK slots (parked.c) */
     struct srv_metrics m;
     struct srv_quota quota_pending; /* reserved by proposals in flight (quota.c) */
     struct buf scratch;
@@ -223,6 +194,7 @@ uint64_t srv_now_ms(void);
 /* Wall-clock ms since the epoch: only for informational stamps (held_since). */
 uint64_t srv_wall_ms(void);
 
+/* server.c: lifecycle */
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg);
 int srv_start(struct srv *s);
 /* --recover: force the configuration on the stopped node's data dir; 0 or -1. */
@@ -235,47 +207,18 @@ int srv_listen(struct srv *s);
 void srv_conn_close(struct srv_conn *c);
 void srv_close_all_conns(struct srv *s);
 void srv_slot_done(struct srv_slot *slot);
+/* The one legal way to change a slot's state (asserts the move; header comment). */
+void srv_slot_set_state(struct srv_slot *slot, enum srv_slot_state to);
 /* A zeroed slot (from the server's free list when it has one), or NULL. */
 struct srv_slot *srv_slot_new(struct srv *s);
+/* A new PENDING slot appended to c's queue (replies leave in queue order), or NULL. */
+struct srv_slot *srv_slot_append(struct srv_conn *c);
 /* Done with a slot: kept on the free list (bounded) or freed. */
 void srv_slot_free(struct srv_slot *slot);
 /* Free the free list (server teardown). */
 void srv_free_slots(struct srv *s);
 
-/* cmd.c */
-struct srv_req {
-    struct srv *s;
-    struct srv_conn *c;    /* NULL when run for an orphaned read */
-    struct srv_slot *slot; /* NULL for a sync command with nothing queued before it */
-    size_t argc;
-    struct resp_arg *argv;
-    struct buf *out;
-    int proto;
-    bool async; /* set by the handler when the reply comes later */
-};
-
-/* CMD_FRESH: a CMD_READ that goes behind a barrier even on a READONLY connection. */
-enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8 };
-
-struct srv_cmd {
-    const char *name;
-    size_t len; /* strlen(name) */
-    int arity;  /* exact argc, or -N: at least N */
-    int flags;
-    void (*fn)(struct srv_req *r);
-};
-
-const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
-/* Every command, for COMMAND: i in [0, srv_cmd_count()). */
-size_t srv_cmd_count(void);
-const struct srv_cmd *srv_cmd_at(size_t i);
-/* The connection-management commands (cmd_conn.c: ECHO, SELECT, DBSIZE, CLIENT, COMMAND),
-   looked up after cmd.c's own table. */
-extern const struct srv_cmd srv_conn_cmds[];
-/* HELLO's options after the version (AUTH default any, SETNAME name): 0, or -1 with the
-   error written (and nothing changed). */
-int srv_hello_options(struct srv_req *r);
-extern const size_t srv_n_conn_cmds;
+/* cmd.c (the command table and dispatch; cmd.h is the command families' header) */
 /* Whether the named command is proposed to the log (CMD_WRITE). */
 bool srv_cmd_is_write(const struct resp_arg *name);
 /* Run a parsed command for connection c (flags decide sync / write / read paths). */
@@ -285,25 +228,55 @@ bool srv_run_read(struct srv *s, struct srv_slot *slot);
 /* Render an error for a failed proposal / barrier status. */
 void srv_reply_status(struct srv *s, struct buf *out, int status);
 
-/* server.c: leader duties used by commands */
+/* timers.c: the lease glue (clock, FSM events, lease actions) and proposals */
 /* Stamp, encode and propose one command; the one way the server writes to the log.
  * Returns an rn_status; on RN_OK `cb` fires exactly once later. */
 int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx);
 /* srv_propose for LOCK: lazy (rn_propose_lazy) when it will queue behind another session. */
 int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx);
-struct srv_sess *srv_sess_get(struct srv *s, uint64_t sid);
-void srv_sess_keepalive(struct srv *s, struct srv_sess *e);
+/* Propose a checkpoint of `sid` with `remaining_ms` left (0 clears it); an rn_status. */
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
                            void *ctx);
-void srv_wait_refresh(struct srv *s, const char *name, size_t namelen, uint64_t sid,
-                      uint64_t wait_ms);
+/* The FSM's checkpointed remainder of a session, 0 = none (a lease_checkpoint_fn). */
+uint64_t srv_checkpoint_of(void *arg, uint64_t sid);
+/* The tick: leadership, libraft's tick, members, the lease's due actions. */
+void srv_tick(struct srv *s);
+/* The FSM hooks libraft's apply path calls (rn_hooks). */
+void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev);
+void srv_hook_restored(void *arg);
+/* Free the hold-time table (teardown). */
+void srv_holds_free(struct srv *s);
+
+/* parked.c: LOCK ... WAIT requests parked until their wait ends */
 /* Park a LOCK slot (its pkey = name + sid already set) until that wait ends. */
 int srv_park(struct srv *s, struct srv_slot *slot);
-void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
+/* Answer every request parked on (name, sid): with the token, or nil (token 0). */
+void srv_wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t sid, uint64_t token);
+/* Answer every parked request with the error for `status` (step-down, shutdown). */
+void srv_fail_parked(struct srv *s, int status);
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
+
+/* reads.c: linearizable reads behind shared barriers */
+void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
+/* Answer every waiting read with the error for `status`. */
+void srv_fail_waiting_reads(struct srv *s, int status);
+
+/* leader.c: the leadership state machine */
 const char *srv_role_name(int role);
+/* The one legal way to change s->lead (asserts the move; header comment). */
+void srv_lead_set(struct srv *s, enum srv_lead to);
+static inline bool srv_ready(const struct srv *s)
+{
+    return s->lead == SRV_READY;
+}
 /* Re-read libraft's role and term; step down or start the ready barrier as needed. */
 void srv_poll_leadership(struct srv *s);
+/* From the apply path: step down at once if libraft says this node was deposed. */
+void srv_check_deposed(struct srv *s);
+
+/* http_routes.c: what the HTTP endpoint serves (/metrics, /health) */
+void srv_http_route(void *arg, const char *method, const char *path, struct buf *body, int *status,
+                    const char **ctype);
 
 /* quota.c */
 /* Reserve what `cmd` may add; 0, or -1 with a NOSPACE error written to out (nothing
@@ -323,6 +296,5 @@ int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t cl
 void srv_members_on_ready(struct srv *s);
 void srv_members_tick(struct srv *s);
 void srv_members_stop(struct srv *s);
-void srv_render_metrics(struct srv *s, struct buf *out);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * status.c — the Prometheus /metrics page (the /health JSON is in server.c's HTTP handler).
+ * metrics_page.c — the Prometheus /metrics page (metrics_page.h; /health is http_routes.c).
  */
 #include "raft/wire.h"
+#include "server/metrics_page.h"
 #include "server/server.h"
 
 /* One sample per reason, zeros included, so a dashboard can rate() any of them from start. */
@@ -90,7 +91,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   "Raft state: 0 unavailable, 1 follower, 2 candidate, 3 leader.", (double)s->role);
     metric_render(out, "fencelock_leader_ready", "gauge",
                   "1 when this node is a leader that committed an entry of its term.",
-                  s->ready ? 1.0 : 0.0);
+                  srv_ready(s) ? 1.0 : 0.0);
     struct rn_change_view chg;
     rn_change_info(s->rn, &chg);
     metric_render(out, "fencelock_membership_change_seconds", "gauge",

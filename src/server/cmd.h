@@ -1,0 +1,117 @@
+/*
+ * cmd — the command families' internal header: the request a handler gets, the command table's
+ * row, and the argument helpers every family shares (cmd.c).
+ *
+ * Every command is `void fooCommand(struct srv_req *r)` in the file of its family:
+ *   cmd_session.c  SESSION.OPEN / KEEPALIVE / CLOSE / INFO
+ *   cmd_lock.c     LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK, LOCKS
+ *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
+ *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
+ *   cmd_info.c     PING, HELLO, INFO
+ *   cmd_conn.c     QUIT, READONLY, READWRITE, and its own table: ECHO, SELECT, DBSIZE, CLIENT,
+ *                  COMMAND
+ * A handler writes its reply to r->out, or sets r->async and answers later through its slot
+ * (srv_slot_done). The helpers return 0, or -1 with the error reply already written.
+ */
+#ifndef FENCELOCK_CMD_H
+#define FENCELOCK_CMD_H
+
+#include "server/server.h"
+
+struct srv_req {
+    struct srv *s;
+    struct srv_conn *c;    /* NULL when run for an orphaned read */
+    struct srv_slot *slot; /* NULL for a sync command with nothing queued before it */
+    size_t argc;
+    struct resp_arg *argv;
+    struct buf *out;
+    int proto;
+    bool async; /* set by the handler when the reply comes later */
+};
+
+/* CMD_FRESH: a CMD_READ that goes behind a barrier even on a READONLY connection. */
+enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8 };
+
+struct srv_cmd {
+    const char *name;
+    size_t len; /* strlen(name) */
+    int arity;  /* exact argc, or -N: at least N */
+    int flags;
+    void (*fn)(struct srv_req *r);
+};
+
+#define CMD_ERR_ARGS PROTO_ERR " wrong number of arguments for '%.*s' command"
+#define CMD_ERR_ARGS_S PROTO_ERR " wrong number of arguments for '%s' command"
+/* Member ids: 1 .. 2^32 (CLUSTER.ADD / REMOVE / TRANSFER / ANNOUNCE). */
+#define CMD_MEMBER_ID_MAX (1ull << 32)
+
+/* Options after a command's fixed arguments (cmd_parse_opts). */
+enum {
+    CMD_OPT_LEASE = 1,      /* LEASE sid */
+    CMD_OPT_FENCE = 2,      /* FENCE name token */
+    CMD_OPT_IFREV = 4,      /* IFREV rev */
+    CMD_OPT_REQ = 8,        /* REQ sid seq */
+    CMD_OPT_WAIT = 16,      /* WAIT ms */
+    CMD_OPT_LOCKDELAY = 32, /* LOCKDELAY ms */
+    CMD_OPT_NAME = 64       /* NAME name */
+};
+
+const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
+/* Every command, for COMMAND: i in [0, srv_cmd_count()). */
+size_t srv_cmd_count(void);
+const struct srv_cmd *srv_cmd_at(size_t i);
+/* The connection-management commands (cmd_conn.c: ECHO, SELECT, DBSIZE, CLIENT, COMMAND),
+   looked up after cmd.c's own table. */
+extern const struct srv_cmd srv_conn_cmds[];
+extern const size_t srv_n_conn_cmds;
+/* HELLO's options after the version (AUTH default any, SETNAME name): 0, or -1 with the
+   error written (and nothing changed). */
+int srv_hello_options(struct srv_req *r);
+
+/* ---- argument helpers (cmd.c) ---- */
+void cmd_reply_err(struct srv_req *r, const char *msg);
+/* A write or a linearizable read needs a ready leader. */
+int cmd_need_leader(struct srv_req *r);
+int cmd_arg_u64(struct srv_req *r, size_t i, const char *what, uint64_t *v);
+int cmd_arg_range(struct srv_req *r, size_t i, const char *what, uint64_t lo, uint64_t hi,
+                  uint64_t *v);
+/* Names and keys: non-empty, at most --max-key bytes. */
+int cmd_arg_name(struct srv_req *r, size_t i, const char *what, struct fsm_str *out);
+/* A session named by a command must be alive and not already expiring on this leader. */
+int cmd_live_session(struct srv_req *r, uint64_t sid);
+/* Parse the options from argv[start] on; only those in `allowed` (CMD_OPT_* bits). */
+int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd);
+/* Propose `cmd` for r's slot; the reply comes from cmd_write_done when it applied. */
+void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd);
+/* The rn_propose_cb of a command's proposal: renders the FSM's reply into the slot. */
+void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply);
+
+/* ---- the commands ---- */
+void sessionOpenCommand(struct srv_req *r);
+void sessionKeepaliveCommand(struct srv_req *r);
+void sessionCloseCommand(struct srv_req *r);
+void sessionInfoCommand(struct srv_req *r);
+void lockCommand(struct srv_req *r);
+void unlockCommand(struct srv_req *r);
+void lockInfoCommand(struct srv_req *r);
+void fenceCheckCommand(struct srv_req *r);
+void locksCommand(struct srv_req *r);
+void putCommand(struct srv_req *r);
+void delCommand(struct srv_req *r);
+void getCommand(struct srv_req *r);
+void kvGetCommand(struct srv_req *r);
+void keysCommand(struct srv_req *r);
+void pingCommand(struct srv_req *r);
+void helloCommand(struct srv_req *r);
+void infoCommand(struct srv_req *r);
+void quitCommand(struct srv_req *r);
+void readonlyCommand(struct srv_req *r);
+void readwriteCommand(struct srv_req *r);
+void clusterInfoCommand(struct srv_req *r);
+void clusterMembersCommand(struct srv_req *r);
+void clusterAnnounceCommand(struct srv_req *r);
+void clusterAddCommand(struct srv_req *r);
+void clusterRemoveCommand(struct srv_req *r);
+void clusterTransferCommand(struct srv_req *r);
+
+#endif

@@ -1,0 +1,314 @@
+/*
+ * cmd_cluster.c — CLUSTER.INFO / MEMBERS / ANNOUNCE (the member table) and the membership
+ * changes CLUSTER.ADD / REMOVE / TRANSFER.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/cmd.h"
+
+/* Key-value pairs in a CLUSTER.INFO reply and in each CLUSTER.MEMBERS row. */
+#define CLUSTER_INFO_FIELDS 13
+#define MEMBER_ROW_FIELDS 5
+
+void clusterInfoCommand(struct srv_req *r)
+{
+    struct srv *s = r->s;
+    uint64_t lid;
+    const char *laddr;
+    struct rn_change_view chg;
+    rn_leader(s->rn, &lid, &laddr);
+    rn_change_info(s->rn, &chg);
+    resp_w_map(r->out, r->proto, CLUSTER_INFO_FIELDS);
+    resp_w_bulk_str(r->out, "id");
+    resp_w_uint(r->out, s->cfg.id);
+    resp_w_bulk_str(r->out, "leader");
+    srv_leader_client_address(s, &s->scratch);
+    resp_w_bulk(r->out, s->scratch.p ? s->scratch.p : "", s->scratch.len);
+    resp_w_bulk_str(r->out, "role");
+    resp_w_bulk_str(r->out, srv_role_name(s->role));
+    resp_w_bulk_str(r->out, "ready");
+    resp_w_uint(r->out, srv_ready(s) ? 1 : 0);
+    resp_w_bulk_str(r->out, "leader_id");
+    resp_w_uint(r->out, lid);
+    resp_w_bulk_str(r->out, "term");
+    resp_w_uint(r->out, rn_term(s->rn));
+    resp_w_bulk_str(r->out, "commit_index");
+    resp_w_uint(r->out, rn_commit_index(s->rn));
+    resp_w_bulk_str(r->out, "applied_index");
+    resp_w_uint(r->out, rn_applied_index(s->rn));
+    resp_w_bulk_str(r->out, "revision");
+    resp_w_uint(r->out, fsm_revision(s->fsm));
+    /* The membership change in progress as this node sees it (rn_change_info). */
+    resp_w_bulk_str(r->out, "change");
+    resp_w_bulk_str(r->out, chg.kind ? chg.kind : "none");
+    resp_w_bulk_str(r->out, "change_id");
+    resp_w_uint(r->out, chg.id);
+    resp_w_bulk_str(r->out, "change_index");
+    resp_w_uint(r->out, chg.index);
+    resp_w_bulk_str(r->out, "change_ms");
+    resp_w_uint(r->out, chg.age_ms);
+}
+
+struct members_arg {
+    struct srv_req *r;
+    uint64_t leader;
+};
+
+static void member_row(void *arg, uint64_t id, const char *raft_address, int role)
+{
+    struct members_arg *ma = arg;
+    struct srv_req *r = ma->r;
+    struct fsm_member_view v;
+    resp_w_map(r->out, r->proto, MEMBER_ROW_FIELDS);
+    resp_w_bulk_str(r->out, "id");
+    resp_w_uint(r->out, id);
+    resp_w_bulk_str(r->out, "raft_address");
+    resp_w_bulk_str(r->out, raft_address);
+    resp_w_bulk_str(r->out, "client_address");
+    if (fsm_member_get(r->s->fsm, id, &v))
+        resp_w_bulk(r->out, v.client_addr.p, v.client_addr.len);
+    else
+        resp_w_bulk_str(r->out, "");
+    resp_w_bulk_str(r->out, "role");
+    resp_w_bulk_str(r->out, id == ma->leader     ? "leader"
+                            : role == RN_VOTER   ? "follower"
+                            : role == RN_STANDBY ? "standby"
+                                                 : "spare");
+    resp_w_bulk_str(r->out, "leader");
+    resp_w_uint(r->out, id == ma->leader ? 1 : 0);
+}
+
+static void count_server(void *arg, uint64_t id, const char *raft_address, int role)
+{
+    (void)id;
+    (void)raft_address;
+    (void)role;
+    (*(size_t *)arg)++;
+}
+
+/* The Raft configuration as this node sees it, with client addresses from the member table. */
+void clusterMembersCommand(struct srv_req *r)
+{
+    size_t n = 0;
+    const char *laddr;
+    struct members_arg ma = {.r = r};
+    rn_leader(r->s->rn, &ma.leader, &laddr);
+    rn_foreach_server(r->s->rn, count_server, &n);
+    resp_w_array(r->out, n);
+    rn_foreach_server(r->s->rn, member_row, &ma);
+}
+
+/* CLUSTER.ANNOUNCE id client-addr raft-addr: a member tells the leader its client address. */
+void clusterAnnounceCommand(struct srv_req *r)
+{
+    uint64_t id;
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "member id", &id))
+        return;
+    const char *known = rn_server_address(r->s->rn, id);
+    const struct resp_arg *client = &r->argv[2], *raft = &r->argv[3];
+    if (!known || strlen(known) != raft->len || memcmp(known, raft->p, raft->len)) {
+        resp_w_errorf(r->out,
+                      PROTO_ERR " member %llu with that raft address is not in the configuration",
+                      (unsigned long long)id);
+        return;
+    }
+    if (client->len == 0 || client->len > FSM_MAX_ADDR || !memchr(client->p, ':', client->len)) {
+        cmd_reply_err(r, PROTO_ERR " client address must be host:port");
+        return;
+    }
+    r->slot->op = FSM_OP_MEMBER_SET;
+    r->slot->started_ns = uv_hrtime();
+    int rc = srv_propose_member(r->s, id, client->p, client->len, raft->p, raft->len,
+                                cmd_write_done, r->slot);
+    if (rc != RN_OK) {
+        srv_reply_status(r->s, r->out, rc);
+        return;
+    }
+    r->async = true;
+}
+
+/* ---- membership: CLUSTER.ADD / CLUSTER.REMOVE / CLUSTER.TRANSFER ---- */
+
+/* A raft address: host:port, host non-empty of [A-Za-z0-9.-], port 1..65535, short enough
+ * for rn_peer (libraft's TCP transport only connects to such addresses). */
+static int arg_raft_addr(struct srv_req *r, size_t i)
+{
+    const struct resp_arg *a = &r->argv[i];
+    const char *colon = a->len ? memrchr(a->p, ':', a->len) : NULL;
+    size_t hostlen = colon ? (size_t)(colon - a->p) : 0;
+    uint64_t port = 0;
+    bool ok = colon && hostlen > 0 && a->len < sizeof(((struct rn_peer *)0)->raft_address) &&
+              resp_parse_u64(colon + 1, a->len - hostlen - 1, &port) == 0 && port >= 1 &&
+              port <= 65535;
+    for (size_t k = 0; ok && k < hostlen; k++)
+        ok = (a->p[k] >= 'a' && a->p[k] <= 'z') || (a->p[k] >= 'A' && a->p[k] <= 'Z') ||
+             (a->p[k] >= '0' && a->p[k] <= '9') || a->p[k] == '.' || a->p[k] == '-';
+    if (!ok)
+        cmd_reply_err(r, PROTO_ERR " raft address must be host:port (port 1..65535)");
+    return ok ? 0 : -1;
+}
+
+static void change_reply(struct srv_slot *slot, int status, const char *msg)
+{
+    if (status == RN_OK)
+        resp_w_simple(&slot->out, "OK");
+    else if (status == RN_ERR)
+        resp_w_errorf(&slot->out, PROTO_ERR " %s", msg ? msg : "membership change failed");
+    else
+        srv_reply_status(slot->srv, &slot->out, status);
+    srv_slot_done(slot);
+}
+
+static void change_done(void *ctx, int status, const char *msg)
+{
+    change_reply(ctx, status, msg);
+}
+
+/* Answer a sync failure of rn_add / rn_remove / rn_transfer. */
+static void change_failed(struct srv_req *r, int rc)
+{
+    if (rc == RN_ERR)
+        resp_w_errorf(r->out, PROTO_ERR " %s", rn_errmsg(r->s->rn));
+    else
+        srv_reply_status(r->s, r->out, rc);
+}
+
+/* CLUSTER.ADD id raft-addr: +OK once the node is a voter (libraft catches it up first). */
+void clusterAddCommand(struct srv_req *r)
+{
+    uint64_t id;
+    if (cmd_need_leader(r) || cmd_arg_range(r, 1, "member id", 1, CMD_MEMBER_ID_MAX, &id) ||
+        arg_raft_addr(r, 2))
+        return;
+    char addr[96];
+    snprintf(addr, sizeof(addr), "%.*s", (int)r->argv[2].len, r->argv[2].p);
+    const char *known = rn_server_address(r->s->rn, id);
+    if (rn_server_role(r->s->rn, id) == RN_VOTER) {
+        resp_w_errorf(r->out, PROTO_ERR " member %llu is already a voter", (unsigned long long)id);
+        return;
+    }
+    if (known && strcmp(known, addr)) {
+        resp_w_errorf(r->out, PROTO_ERR " member %llu is in the configuration at %s",
+                      (unsigned long long)id, known);
+        return;
+    }
+    int rc = rn_add(r->s->rn, id, addr, change_done, r->slot);
+    if (rc != RN_OK) {
+        change_failed(r, rc);
+        return;
+    }
+    LOGI(&r->s->log, "adding member %llu at %s", (unsigned long long)id, addr);
+    r->async = true;
+}
+
+struct remove_ctx {
+    struct srv_slot *slot;
+    uint64_t id;
+};
+
+/* The member-table entry went (or not): the configuration change already committed. */
+static void member_del_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct remove_ctx *rc = ctx;
+    (void)reply;
+    if (status != RN_OK)
+        LOGW(&rc->slot->srv->log, "member %llu removed; its table entry not deleted (status %d)",
+             (unsigned long long)rc->id, status);
+    change_reply(rc->slot, RN_OK, NULL);
+    free(rc);
+}
+
+/* After the configuration without the member committed: delete its member-table entry. A
+ * leader that removed itself is no leader any more; its entry stays (harmless: every listing
+ * follows the Raft configuration) and the reply is +OK all the same. */
+static void remove_done(void *ctx, int status, const char *msg)
+{
+    struct remove_ctx *rc = ctx;
+    struct srv *s = rc->slot->srv;
+    if (status != RN_OK) {
+        change_reply(rc->slot, status, msg);
+        free(rc);
+        return;
+    }
+    LOGI(&s->log, "member %llu removed from the configuration", (unsigned long long)rc->id);
+    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .sid = rc->id};
+    int prc = srv_propose(s, &cmd, member_del_done, rc);
+    if (prc != RN_OK)
+        member_del_done(rc, prc, NULL);
+}
+
+/* CLUSTER.REMOVE id [FORCE]: +OK once the configuration without `id` committed. Refused, with
+ * the reason, when it would leave no voter, or (unless FORCE) one voter, or voters that may not
+ * be able to commit it (rn_remove_check). */
+void clusterRemoveCommand(struct srv_req *r)
+{
+    uint64_t id;
+    if (r->argc > 3) {
+        resp_w_errorf(r->out, CMD_ERR_ARGS, 14, "cluster.remove");
+        return;
+    }
+    if (cmd_need_leader(r) || cmd_arg_range(r, 1, "member id", 1, CMD_MEMBER_ID_MAX, &id))
+        return;
+    bool force = r->argc == 3;
+    if (force && !resp_arg_is(&r->argv[2], "FORCE")) {
+        cmd_reply_err(r, PROTO_ERR " syntax error: CLUSTER.REMOVE id [FORCE]");
+        return;
+    }
+    if (!rn_server_address(r->s->rn, id)) {
+        resp_w_errorf(r->out, PROTO_ERR " member %llu is not in the configuration",
+                      (unsigned long long)id);
+        return;
+    }
+    char why[256];
+    int risk = rn_remove_check(r->s->rn, id, why, sizeof(why));
+    if (risk == RN_REMOVE_LAST || (risk && !force)) {
+        resp_w_errorf(r->out, PROTO_ERR " refused: %s", why);
+        return;
+    }
+    if (risk)
+        LOGW(&r->s->log, "CLUSTER.REMOVE %llu FORCE: %s", (unsigned long long)id, why);
+    struct remove_ctx *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    rc->slot = r->slot;
+    rc->id = id;
+    int st = rn_remove(r->s->rn, id, remove_done, rc);
+    if (st != RN_OK) {
+        free(rc);
+        change_failed(r, st);
+        return;
+    }
+    LOGI(&r->s->log, "removing member %llu", (unsigned long long)id);
+    r->async = true;
+}
+
+/* CLUSTER.TRANSFER [id]: +OK once `id` (default: any up-to-date voter) is the leader. */
+void clusterTransferCommand(struct srv_req *r)
+{
+    uint64_t id = 0;
+    if (r->argc > 2) {
+        resp_w_errorf(r->out, CMD_ERR_ARGS, 16, "cluster.transfer");
+        return;
+    }
+    if (cmd_need_leader(r) ||
+        (r->argc == 2 && cmd_arg_range(r, 1, "member id", 1, CMD_MEMBER_ID_MAX, &id)))
+        return;
+    if (id == r->s->cfg.id) {
+        cmd_reply_err(r, PROTO_ERR " this node is already the leader");
+        return;
+    }
+    if (id && rn_server_role(r->s->rn, id) != RN_VOTER) {
+        resp_w_errorf(r->out, PROTO_ERR " member %llu is not a voter", (unsigned long long)id);
+        return;
+    }
+    int rc = rn_transfer(r->s->rn, id, change_done, r->slot);
+    if (rc != RN_OK) {
+        change_failed(r, rc);
+        return;
+    }
+    LOGI(&r->s->log, "transferring leadership to %llu", (unsigned long long)id);
+    r->async = true;
+}

@@ -1,0 +1,121 @@
+/*
+ * cmd_lock.c — LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK and LOCKS.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/cmd.h"
+
+/* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
+#define LOCK_INFO_FIELDS 5
+#define LOCKS_ROW_FIELDS 5
+
+static int lock_args(struct srv_req *r, struct fsm_cmd *cmd)
+{
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "lock name", &cmd->name) ||
+        cmd_arg_u64(r, 2, "sid", &cmd->sid) || cmd_live_session(r, cmd->sid))
+        return -1;
+    return 0;
+}
+
+void lockCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_LOCK};
+    if (lock_args(r, &cmd) || cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd))
+        return;
+    cmd_propose(r, &cmd);
+}
+
+void unlockCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK};
+    if (lock_args(r, &cmd) || cmd_parse_opts(r, 3, CMD_OPT_REQ, &cmd))
+        return;
+    cmd_propose(r, &cmd);
+}
+
+struct waiters_arg {
+    struct buf *out;
+};
+
+static void waiter_cb(void *arg, uint64_t sid, uint64_t wait_ms)
+{
+    struct waiters_arg *wa = arg;
+    (void)wait_ms;
+    resp_w_uint(wa->out, sid);
+}
+
+void lockInfoCommand(struct srv_req *r)
+{
+    struct fsm_str name;
+    struct fsm_lock_view v;
+    if (cmd_arg_name(r, 1, "lock name", &name))
+        return;
+    if (!fsm_lock_info(r->s->fsm, name.p, name.len, &v)) {
+        resp_w_nil(r->out, r->proto);
+        return;
+    }
+    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS);
+    resp_w_bulk_str(r->out, "holder");
+    resp_w_uint(r->out, v.holder_sid);
+    resp_w_bulk_str(r->out, "token");
+    resp_w_uint(r->out, v.token);
+    resp_w_bulk_str(r->out, "held_since_ms");
+    resp_w_uint(r->out, v.held_since_ms);
+    resp_w_bulk_str(r->out, "lockdelay");
+    resp_w_uint(r->out, v.in_lockdelay ? 1 : 0);
+    resp_w_bulk_str(r->out, "waiters");
+    resp_w_array(r->out, v.n_waiters);
+    struct waiters_arg wa = {r->out};
+    fsm_lock_waiters(r->s->fsm, name.p, name.len, waiter_cb, &wa);
+}
+
+void fenceCheckCommand(struct srv_req *r)
+{
+    struct fsm_str name;
+    uint64_t token;
+    if (cmd_arg_name(r, 1, "lock name", &name) || cmd_arg_u64(r, 2, "token", &token))
+        return;
+    if (fsm_fence_check(r->s->fsm, name.p, name.len, token) == 0)
+        resp_w_simple(r->out, "OK");
+    else
+        resp_w_errorf(r->out, PROTO_STALE " token %llu is not the current token of lock %.*s",
+                      (unsigned long long)token, (int)name.len, name.p);
+}
+
+void locksCommand(struct srv_req *r)
+{
+    uint64_t limit = r->s->cfg.max_keys_reply;
+    if (r->argc == 4) {
+        if (!resp_arg_is(&r->argv[2], "LIMIT")) {
+            cmd_reply_err(r, PROTO_ERR " syntax error: LOCKS prefix [LIMIT n]");
+            return;
+        }
+        if (cmd_arg_range(r, 3, "LIMIT", 1, r->s->cfg.max_keys_reply, &limit))
+            return;
+    } else if (r->argc != 2) {
+        cmd_reply_err(r, PROTO_ERR " syntax error: LOCKS prefix [LIMIT n]");
+        return;
+    }
+    struct fsm_lock_item *it = calloc(limit, sizeof(*it));
+    if (!it) {
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, it);
+    resp_w_array(r->out, n);
+    for (size_t i = 0; i < n; i++) {
+        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS);
+        resp_w_bulk_str(r->out, "name");
+        resp_w_bulk(r->out, it[i].name.p, it[i].name.len);
+        resp_w_bulk_str(r->out, "holder");
+        resp_w_uint(r->out, it[i].holder_sid);
+        resp_w_bulk_str(r->out, "token");
+        resp_w_uint(r->out, it[i].token);
+        resp_w_bulk_str(r->out, "lockdelay");
+        resp_w_uint(r->out, it[i].in_lockdelay ? 1 : 0);
+        resp_w_bulk_str(r->out, "waiters");
+        resp_w_uint(r->out, it[i].n_waiters);
+    }
+    free(it);
+}

@@ -1,0 +1,105 @@
+/*
+ * reads.c — linearizable reads: one barrier answers every read that arrived before it was
+ * issued.
+ *
+ * `reads_waiting` join the next barrier, `reads_inflight` await the current one; at most one
+ * read barrier is in flight. A read that finds none in flight starts the idle handle, which
+ * issues the barrier on the next loop turn, before the loop blocks: every read of this turn
+ * (all connections) shares it. The barrier's callback answers its reads and at once issues the
+ * next barrier for the reads that arrived meanwhile.
+ *
+ * Why no deferral of the answer: libraft 0.22's legacy API never runs a barrier callback from
+ * inside raft_step; completed requests are queued and fired from its own uv_prepare and
+ * uv_check handles (LegacyFireCompletedRequests, libraft src/uv.c). The reads are answered
+ * right there. They used to be answered from a uv_check handle of ours started inside that
+ * callback: a check handle started during the check phase only runs on the next loop turn,
+ * after a poll that blocks until the next timer (the 5 ms tick), so every read and keepalive
+ * took about 5 ms (docs/performance.md, "The cause of the 5 ms reads").
+ */
+#include "server/server.h"
+
+static void fail_reads(struct srv *s, struct srv_read_list *l, int status)
+{
+    struct srv_slot *slot = l->head;
+    l->head = l->tail = NULL;
+    while (slot) {
+        struct srv_slot *next = slot->lnext;
+        slot->lnext = NULL;
+        srv_reply_status(s, &slot->out, status);
+        srv_slot_done(slot);
+        slot = next;
+    }
+}
+
+void srv_fail_waiting_reads(struct srv *s, int status)
+{
+    fail_reads(s, &s->reads_waiting, status);
+}
+
+static void read_barrier_cb(void *ctx, int status);
+
+static void issue_read_barrier(struct srv *s)
+{
+    if (s->barrier_inflight || !s->reads_waiting.head)
+        return;
+    s->reads_inflight = s->reads_waiting;
+    s->reads_waiting.head = s->reads_waiting.tail = NULL;
+    int rc = rn_barrier(s->rn, read_barrier_cb, s);
+    if (rc != RN_OK) {
+        fail_reads(s, &s->reads_inflight, rc);
+        return;
+    }
+    s->barrier_inflight = true;
+    s->m.read_barriers++;
+}
+
+/* The next loop turn, before the loop blocks: an active idle handle makes libuv poll without
+ * waiting, whichever phase started it. */
+static void reads_issue_cb(uv_idle_t *h)
+{
+    struct srv *s = h->data;
+    uv_idle_stop(h);
+    if (!s->stopping)
+        issue_read_barrier(s);
+}
+
+/* Answer the reads the completed barrier covers, then issue the next barrier for the reads
+ * that arrived meanwhile (including those parsed while answering: a connection resumes
+ * parsing once its reads are answered). */
+static void answer_reads(struct srv *s, int status)
+{
+    s->barrier_inflight = false;
+    if (status != RN_OK || !srv_ready(s)) {
+        fail_reads(s, &s->reads_inflight, status != RN_OK ? status : RN_NOTLEADER);
+    } else {
+        struct srv_slot *slot = s->reads_inflight.head;
+        s->reads_inflight.head = s->reads_inflight.tail = NULL;
+        while (slot) {
+            struct srv_slot *next = slot->lnext;
+            slot->lnext = NULL;
+            s->m.reads++;
+            if (!srv_run_read(s, slot))
+                srv_slot_done(slot);
+            slot = next;
+        }
+    }
+    if (!s->stopping)
+        issue_read_barrier(s);
+}
+
+static void read_barrier_cb(void *ctx, int status)
+{
+    answer_reads(ctx, status);
+}
+
+void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
+{
+    slot->lnext = NULL;
+    if (s->reads_waiting.tail)
+        s->reads_waiting.tail->lnext = slot;
+    else
+        s->reads_waiting.head = slot;
+    s->reads_waiting.tail = slot;
+    if (!s->barrier_inflight && !uv_is_active((uv_handle_t *)&s->reads_issue))
+        uv_idle_start(&s->reads_issue, reads_issue_cb);
+}
