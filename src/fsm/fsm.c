@@ -184,44 +184,46 @@ static void names_to_pointers(struct fsm_events *e)
 
 /* ---- apply ---- */
 
+/* `op` selects the payload each op gets. */
 static void dispatch(struct actx *a, struct fsm_reply *r)
 {
-    switch (a->c->op) {
+    const struct fsm_cmd *c = a->c;
+    switch (c->op) {
     case FSM_OP_SESSION_OPEN:
-        op_session_new(a, r);
+        op_session_new(a, &c->session_open, r);
         break;
     case FSM_OP_SESSION_CLOSE:
-        op_session_end(a, r, false);
+        op_session_end(a, &c->session_close, r, false);
         break;
     case FSM_OP_SESSION_EXPIRE:
-        op_session_end(a, r, true);
+        op_session_end(a, &c->session_expire, r, true);
         break;
     case FSM_OP_LOCK:
-        op_lock(a, r);
+        op_lock(a, &c->lock, r);
         break;
     case FSM_OP_UNLOCK:
-        op_unlock(a, r);
+        op_unlock(a, &c->unlock, r);
         break;
     case FSM_OP_CANCEL_WAIT:
-        op_cancel_wait(a, r);
+        op_cancel_wait(a, &c->cancel_wait, r);
         break;
     case FSM_OP_LOCKDELAY_END:
-        op_lockdelay_end(a, r);
+        op_lockdelay_end(a, &c->lockdelay_end, r);
         break;
     case FSM_OP_PUT:
-        op_put(a, r);
+        op_put(a, &c->put, r);
         break;
     case FSM_OP_DEL:
-        op_del(a, r);
+        op_del(a, &c->del, r);
         break;
     case FSM_OP_MEMBER_SET:
-        op_member_set(a, r);
+        op_member_set(a, &c->member_set, r);
         break;
     case FSM_OP_MEMBER_DEL:
-        op_member_del(a, r);
+        op_member_del(a, &c->member_del, r);
         break;
     case FSM_OP_SESSION_CHECKPOINT:
-        op_session_checkpoint(a, r);
+        op_session_checkpoint(a, &c->session_checkpoint, r);
         break;
     default: /* NOOP; the decoder rejects unknown ops */
         r->kind = FSM_REPLY_OK;
@@ -244,7 +246,7 @@ static void record(struct sess *s, uint64_t seq, const struct fsm_reply *r)
 /* A LOCK retried after a QUEUED answer gets the current truth, not the stale QUEUED. */
 static void lock_truth(struct actx *a, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
+    const struct fsm_cmd_lock *c = &a->c->lock;
     struct sess *s = sess_find(a->f, c->sid);
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_NIL;

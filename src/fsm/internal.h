@@ -191,17 +191,20 @@ void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms);
 /* End a session's life: locks, waits, keys, the record itself. */
 void sess_end(struct actx *a, struct sess *s, bool expired);
 
-void op_lock(struct actx *a, struct fsm_reply *r);
-void op_unlock(struct actx *a, struct fsm_reply *r);
-void op_cancel_wait(struct actx *a, struct fsm_reply *r);
-void op_lockdelay_end(struct actx *a, struct fsm_reply *r);
-void op_session_new(struct actx *a, struct fsm_reply *r);
-void op_session_end(struct actx *a, struct fsm_reply *r, bool expired);
-void op_session_checkpoint(struct actx *a, struct fsm_reply *r);
-void op_put(struct actx *a, struct fsm_reply *r);
-void op_del(struct actx *a, struct fsm_reply *r);
-void op_member_set(struct actx *a, struct fsm_reply *r);
-void op_member_del(struct actx *a, struct fsm_reply *r);
+/* The ops: each gets its payload (inside a->c, whose header the ops read for now_ms). */
+void op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p, struct fsm_reply *r);
+void op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
+void op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
+                    bool expired);
+void op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *p,
+                           struct fsm_reply *r);
+void op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
+void op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
+void op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
+void op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
 
 /* ---- member table ---- */
 

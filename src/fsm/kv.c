@@ -95,9 +95,8 @@ void kv_free_all(struct fsm *f)
 /* ---- ops ---- */
 
 /* FENCE: the write applies only while fence_token is the current holder's token. */
-static int fence_fails(struct actx *a, struct fsm_reply *r)
+static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     if (!c->has_fence)
         return 0;
     struct lock *l = lock_find(a->f, c->fence_name.p, c->fence_name.len);
@@ -112,7 +111,7 @@ static int fence_fails(struct actx *a, struct fsm_reply *r)
 }
 
 /* IFREV 0: the key must be absent; IFREV n > 0: the key must exist with mod_rev n. */
-static int ifrev_fails(const struct fsm_cmd *c, const struct kv *k, struct fsm_reply *r)
+static int ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r)
 {
     if (!c->has_ifrev)
         return 0;
@@ -135,16 +134,15 @@ static int ifrev_fails(const struct fsm_cmd *c, const struct kv *k, struct fsm_r
 }
 
 /* Every allocation happens before the revision moves, so a failure changes nothing. */
-void op_put(struct actx *a, struct fsm_reply *r)
+void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct sess *lease = NULL;
     if (c->lease_sid && !(lease = sess_find(a->f, c->lease_sid))) {
         fsm_nosession(r, c->lease_sid);
         return;
     }
     struct kv *k = kv_find(a->f, c->key.p, c->key.len);
-    if (fence_fails(a, r) || ifrev_fails(c, k, r))
+    if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
         return;
     char *val = NULL;
     if (c->value.len && !(val = malloc(c->value.len))) {
@@ -177,11 +175,10 @@ void op_put(struct actx *a, struct fsm_reply *r)
     r->value = rev;
 }
 
-void op_del(struct actx *a, struct fsm_reply *r)
+void op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct kv *k = kv_find(a->f, c->key.p, c->key.len);
-    if (fence_fails(a, r) || ifrev_fails(c, k, r))
+    if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
         return;
     r->kind = FSM_REPLY_INT;
     r->value = k ? 1 : 0;

@@ -160,33 +160,34 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     const struct srv_config *cfg = &r->s->cfg;
     switch (bit) {
     case OPT_LEASE:
-        if (arg_u64(r, i, "LEASE sid", &cmd->lease_sid) || live_session(r, cmd->lease_sid))
+        if (arg_u64(r, i, "LEASE sid", &cmd->put.lease_sid) || live_session(r, cmd->put.lease_sid))
             return -1;
         return 0;
     case OPT_FENCE:
-        cmd->has_fence = true;
-        if (arg_name(r, i, "FENCE lock name", &cmd->fence_name))
+        fsm_cmd_cond(cmd)->has_fence = true;
+        if (arg_name(r, i, "FENCE lock name", &fsm_cmd_cond(cmd)->fence_name))
             return -1;
-        return arg_u64(r, i + 1, "FENCE token", &cmd->fence_token);
+        return arg_u64(r, i + 1, "FENCE token", &fsm_cmd_cond(cmd)->fence_token);
     case OPT_IFREV:
-        cmd->has_ifrev = true;
-        return arg_u64(r, i, "IFREV revision", &cmd->ifrev);
+        fsm_cmd_cond(cmd)->has_ifrev = true;
+        return arg_u64(r, i, "IFREV revision", &fsm_cmd_cond(cmd)->ifrev);
     case OPT_REQ:
         if (arg_u64(r, i, "REQ sid", &cmd->req_sid) ||
             arg_range(r, i + 1, "REQ seq", 1, INT64_MAX, &cmd->req_seq))
             return -1;
         return live_session(r, cmd->req_sid);
     case OPT_WAIT:
-        return arg_range(r, i, "WAIT ms", 0, cfg->max_wait, &cmd->wait_ms);
+        return arg_range(r, i, "WAIT ms", 0, cfg->max_wait, &cmd->lock.wait_ms);
     case OPT_LOCKDELAY:
-        return arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay, &cmd->lockdelay_ms);
+        return arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
+                         &cmd->session_open.lockdelay_ms);
     case OPT_NAME:
         if (r->argv[i].len > cfg->max_key) {
             resp_w_errorf(r->out, "TOOLARGE NAME is over %zu bytes", cfg->max_key);
             return -1;
         }
-        cmd->name.p = r->argv[i].p;
-        cmd->name.len = (uint32_t)r->argv[i].len;
+        cmd->session_open.name.p = r->argv[i].p;
+        cmd->session_open.name.len = (uint32_t)r->argv[i].len;
         return 0;
     }
     return -1;
@@ -270,12 +271,12 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
     r->slot->op = cmd->op;
-    r->slot->wait_ms = cmd->wait_ms;
+    r->slot->wait_ms = cmd->op == FSM_OP_LOCK ? cmd->lock.wait_ms : 0;
     r->slot->started_ns = uv_hrtime();
     if (cmd->op == FSM_OP_LOCK) {
         struct buf k;
         buf_init(&k);
-        if (!srv_key_name_sid(cmd->name.p, cmd->name.len, cmd->sid, &k)) {
+        if (!srv_key_name_sid(cmd->lock.name.p, cmd->lock.name.len, cmd->lock.sid, &k)) {
             reply_err(r, "ERR out of memory");
             return;
         }
@@ -298,8 +299,9 @@ static void propose(struct srv_req *r, struct fsm_cmd *cmd)
 
 static void sessionOpenCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN};
-    if (need_leader(r) || arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.ttl_ms) ||
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 0}};
+    if (need_leader(r) ||
+        arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.session_open.ttl_ms) ||
         parse_opts(r, 2, OPT_LOCKDELAY | OPT_NAME, &cmd))
         return;
     propose(r, &cmd);
@@ -349,9 +351,9 @@ static void sessionKeepaliveCommand(struct srv_req *r)
 
 static void sessionCloseCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CLOSE};
-    if (need_leader(r) || arg_u64(r, 1, "sid", &cmd.sid) || live_session(r, cmd.sid) ||
-        parse_opts(r, 2, OPT_REQ, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CLOSE, .session_close = {.sid = 0}};
+    if (need_leader(r) || arg_u64(r, 1, "sid", &cmd.session_close.sid) ||
+        live_session(r, cmd.session_close.sid) || parse_opts(r, 2, OPT_REQ, &cmd))
         return;
     propose(r, &cmd);
 }
@@ -391,26 +393,26 @@ static void sessionInfoCommand(struct srv_req *r)
 
 /* ---- locks ---- */
 
-static int lock_args(struct srv_req *r, struct fsm_cmd *cmd)
+static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
 {
-    if (need_leader(r) || arg_name(r, 1, "lock name", &cmd->name) ||
-        arg_u64(r, 2, "sid", &cmd->sid) || live_session(r, cmd->sid))
+    if (need_leader(r) || arg_name(r, 1, "lock name", name) || arg_u64(r, 2, "sid", sid) ||
+        live_session(r, *sid))
         return -1;
     return 0;
 }
 
 static void lockCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_LOCK};
-    if (lock_args(r, &cmd) || parse_opts(r, 3, OPT_WAIT | OPT_REQ, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_LOCK, .lock = {.wait_ms = 0}};
+    if (lock_args(r, &cmd.lock.name, &cmd.lock.sid) || parse_opts(r, 3, OPT_WAIT | OPT_REQ, &cmd))
         return;
     propose(r, &cmd);
 }
 
 static void unlockCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK};
-    if (lock_args(r, &cmd) || parse_opts(r, 3, OPT_REQ, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK, .unlock = {.sid = 0}};
+    if (lock_args(r, &cmd.unlock.name, &cmd.unlock.sid) || parse_opts(r, 3, OPT_REQ, &cmd))
         return;
     propose(r, &cmd);
 }
@@ -468,16 +470,16 @@ static void fenceCheckCommand(struct srv_req *r)
 
 static void putCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_PUT};
-    if (need_leader(r) || arg_name(r, 1, "key", &cmd.key))
+    struct fsm_cmd cmd = {.op = FSM_OP_PUT, .put = {.lease_sid = 0}};
+    if (need_leader(r) || arg_name(r, 1, "key", &cmd.put.key))
         return;
     if (r->argv[2].len > r->s->cfg.max_value) {
         resp_w_errorf(r->out, "TOOLARGE value is %zu bytes, the limit is %zu", r->argv[2].len,
                       r->s->cfg.max_value);
         return;
     }
-    cmd.value.p = r->argv[2].p;
-    cmd.value.len = (uint32_t)r->argv[2].len;
+    cmd.put.value.p = r->argv[2].p;
+    cmd.put.value.len = (uint32_t)r->argv[2].len;
     if (parse_opts(r, 3, OPT_LEASE | OPT_FENCE | OPT_IFREV | OPT_REQ, &cmd))
         return;
     propose(r, &cmd);
@@ -485,8 +487,8 @@ static void putCommand(struct srv_req *r)
 
 static void delCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_DEL};
-    if (need_leader(r) || arg_name(r, 1, "key", &cmd.key) ||
+    struct fsm_cmd cmd = {.op = FSM_OP_DEL, .del = {.cond = {.has_fence = false}}};
+    if (need_leader(r) || arg_name(r, 1, "key", &cmd.del.key) ||
         parse_opts(r, 2, OPT_FENCE | OPT_IFREV | OPT_REQ, &cmd))
         return;
     propose(r, &cmd);
@@ -942,7 +944,7 @@ static void remove_done(void *ctx, int status, const char *msg)
         return;
     }
     LOGI(&s->log, "member %llu removed from the configuration", (unsigned long long)rc->id);
-    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .sid = rc->id};
+    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = rc->id}};
     int prc = srv_propose(s, &cmd, member_del_done, rc);
     if (prc != RN_OK)
         member_del_done(rc, prc, NULL);

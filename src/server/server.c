@@ -111,15 +111,17 @@ int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 {
     struct fsm_lock_view v;
-    bool lazy = cmd->wait_ms > 0 && fsm_lock_info(s->fsm, cmd->name.p, cmd->name.len, &v) &&
-                ((v.holder_sid && v.holder_sid != cmd->sid) || v.in_lockdelay);
+    bool lazy = cmd->lock.wait_ms > 0 &&
+                fsm_lock_info(s->fsm, cmd->lock.name.p, cmd->lock.name.len, &v) &&
+                ((v.holder_sid && v.holder_sid != cmd->lock.sid) || v.in_lockdelay);
     return propose_cmd(s, cmd, cb, ctx, lazy);
 }
 
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
                            void *ctx)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CHECKPOINT, .sid = sid, .wait_ms = remaining_ms};
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CHECKPOINT,
+                          .session_checkpoint = {.sid = sid, .remaining_ms = remaining_ms}};
     int rc = srv_propose(s, &cmd, cb, ctx);
     struct srv_sess *e = rc == RN_OK ? srv_sess_get(s, sid) : NULL;
     if (e)
@@ -555,7 +557,7 @@ static void fire_timer(struct srv *s, struct heap_item *t)
         struct srv_sess *e = (struct srv_sess *)t;
         e->expiring = true;
         cmd.op = FSM_OP_SESSION_EXPIRE;
-        cmd.sid = e->sid;
+        cmd.session_expire.sid = e->sid;
         LOGD(&s->log, "session %llu: deadline passed, proposing expiry",
              (unsigned long long)e->sid);
         if (propose_duty(s, &cmd, TK_SESSION, e->sid, NULL, 0))
@@ -564,17 +566,17 @@ static void fire_timer(struct srv *s, struct heap_item *t)
         struct srv_wait *w = (struct srv_wait *)t;
         w->cancelling = true;
         cmd.op = FSM_OP_CANCEL_WAIT;
-        cmd.sid = w->sid;
-        cmd.name.p = w->key;
-        cmd.name.len = (uint32_t)(w->keylen - 8);
+        cmd.cancel_wait.sid = w->sid;
+        cmd.cancel_wait.name.p = w->key;
+        cmd.cancel_wait.name.len = (uint32_t)(w->keylen - 8);
         if (propose_duty(s, &cmd, TK_WAIT, w->sid, w->key, w->keylen))
             heap_set(&s->timers, t, srv_now_ms() + 10);
     } else {
         struct srv_delay *d = (struct srv_delay *)t;
         d->ending = true;
         cmd.op = FSM_OP_LOCKDELAY_END;
-        cmd.name.p = d->name;
-        cmd.name.len = (uint32_t)d->namelen;
+        cmd.lockdelay_end.name.p = d->name;
+        cmd.lockdelay_end.name.len = (uint32_t)d->namelen;
         if (propose_duty(s, &cmd, TK_DELAY, 0, d->name, d->namelen))
             heap_set(&s->timers, t, srv_now_ms() + 10);
     }

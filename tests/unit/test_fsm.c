@@ -33,38 +33,53 @@ apply_cmd(struct fsm *f, const struct fsm_cmd *c)
 
 static uint64_t open_s(struct fsm *f, uint64_t ttl, uint64_t delay)
 {
-    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .ttl_ms = ttl, .lockdelay_ms = delay};
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN,
+                        .session_open = {.ttl_ms = ttl, .lockdelay_ms = delay}};
     struct fsm_reply r = apply_cmd(f, &c);
     return r.kind == FSM_REPLY_INT ? r.value : 0;
 }
 
 static struct fsm_reply lock_(struct fsm *f, const char *name, uint64_t sid, uint64_t wait)
 {
-    struct fsm_cmd c = {.op = FSM_OP_LOCK, .name = S(name), .sid = sid, .wait_ms = wait};
+    struct fsm_cmd c = {.op = FSM_OP_LOCK, .lock = {.name = S(name), .sid = sid, .wait_ms = wait}};
     return apply_cmd(f, &c);
 }
 
+/* UNLOCK or CANCEL_WAIT of (name, sid), or LOCKDELAY_END of name (sid unused). */
 static struct fsm_reply named(struct fsm *f, uint8_t op, const char *name, uint64_t sid)
 {
-    struct fsm_cmd c = {.op = op, .name = S(name), .sid = sid};
+    struct fsm_cmd c;
+    memset(&c, 0, sizeof(c));
+    c.op = op;
+    struct fsm_cmd_lock_ref ref = {S(name), sid};
+    if (op == FSM_OP_LOCKDELAY_END)
+        c.lockdelay_end.name = ref.name;
+    else if (op == FSM_OP_UNLOCK)
+        c.unlock = ref;
+    else
+        c.cancel_wait = ref;
     return apply_cmd(f, &c);
 }
 
+/* SESSION_CLOSE or SESSION_EXPIRE of sid. */
 static struct fsm_reply sess_op(struct fsm *f, uint8_t op, uint64_t sid)
 {
-    struct fsm_cmd c = {.op = op, .sid = sid};
+    struct fsm_cmd c = {.op = op, .session_close = {.sid = sid}};
+    if (op == FSM_OP_SESSION_EXPIRE)
+        c.session_expire.sid = sid;
     return apply_cmd(f, &c);
 }
 
 static struct fsm_reply put_(struct fsm *f, const char *key, const char *val, uint64_t lease)
 {
-    struct fsm_cmd c = {.op = FSM_OP_PUT, .key = S(key), .value = S(val), .lease_sid = lease};
+    struct fsm_cmd c = {.op = FSM_OP_PUT,
+                        .put = {.key = S(key), .value = S(val), .lease_sid = lease}};
     return apply_cmd(f, &c);
 }
 
 static struct fsm_reply del_(struct fsm *f, const char *key)
 {
-    struct fsm_cmd c = {.op = FSM_OP_DEL, .key = S(key)};
+    struct fsm_cmd c = {.op = FSM_OP_DEL, .del = {.key = S(key)}};
     return apply_cmd(f, &c);
 }
 
@@ -536,13 +551,13 @@ TEST(session_ids_are_unique_and_increasing)
 TEST(session_open_requires_a_ttl)
 {
     struct fsm *f = fsm_new();
-    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .ttl_ms = 0};
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 0}};
     struct fsm_reply r = apply_cmd(f, &c);
     CHECK(r.kind == FSM_REPLY_ERR);
     CHECK_STR_PREFIX(r.err, "ERR");
     CHECK_EQ_U64(fsm_revision(f), 0);
-    struct fsm_cmd d = {
-        .op = FSM_OP_SESSION_OPEN, .ttl_ms = 1, .lockdelay_ms = 7, .name = S("worker")};
+    struct fsm_cmd d = {.op = FSM_OP_SESSION_OPEN,
+                        .session_open = {.ttl_ms = 1, .lockdelay_ms = 7, .name = S("worker")}};
     uint64_t sid = tok(apply_cmd(f, &d));
     struct fsm_session_view v;
     CHECK(fsm_session_info(f, sid, &v));
@@ -664,12 +679,11 @@ TEST(del_of_absent_key_returns_zero_and_changes_nothing)
 
 static struct fsm_reply fenced_put(struct fsm *f, const char *key, const char *lock, uint64_t token)
 {
-    struct fsm_cmd c = {.op = FSM_OP_PUT,
-                        .key = S(key),
-                        .value = S("v"),
-                        .has_fence = true,
-                        .fence_name = S(lock),
-                        .fence_token = token};
+    struct fsm_cmd c = {
+        .op = FSM_OP_PUT,
+        .put = {.key = S(key),
+                .value = S("v"),
+                .cond = {.has_fence = true, .fence_name = S(lock), .fence_token = token}}};
     return apply_cmd(f, &c);
 }
 
@@ -689,11 +703,10 @@ TEST(fenced_write_with_a_stale_token_fails_and_changes_nothing)
     CHECK(EV.n == 1 && EV.ev[0].type == FSM_EV_FENCE_REJECTED && EV.ev[0].token == old);
     CHECK(EV.ev[0].name.len == 1 && EV.ev[0].name.p[0] == 'L');
     CHECK_STR_PREFIX(fenced_put(f, "k", "nolock", 1).err, "STALE");
-    struct fsm_cmd d = {.op = FSM_OP_DEL,
-                        .key = S("k"),
-                        .has_fence = true,
-                        .fence_name = S("L"),
-                        .fence_token = old};
+    struct fsm_cmd d = {
+        .op = FSM_OP_DEL,
+        .del = {.key = S("k"),
+                .cond = {.has_fence = true, .fence_name = S("L"), .fence_token = old}}};
     CHECK_STR_PREFIX(apply_cmd(f, &d).err, "STALE");
     CHECK_EQ_U64(fsm_revision(f), rev);
     CHECK(same_snap(f, &before));
@@ -711,7 +724,9 @@ TEST(fenced_write_with_the_current_token_succeeds)
     struct fsm_reply r = fenced_put(f, "k", "L", t);
     CHECK(r.kind == FSM_REPLY_INT && r.value == fsm_revision(f));
     struct fsm_cmd d = {
-        .op = FSM_OP_DEL, .key = S("k"), .has_fence = true, .fence_name = S("L"), .fence_token = t};
+        .op = FSM_OP_DEL,
+        .del = {.key = S("k"),
+                .cond = {.has_fence = true, .fence_name = S("L"), .fence_token = t}}};
     r = apply_cmd(f, &d);
     CHECK(r.kind == FSM_REPLY_INT && r.value == 1);
     fsm_free(f);
@@ -720,7 +735,8 @@ TEST(fenced_write_with_the_current_token_succeeds)
 static struct fsm_reply ifrev_put(struct fsm *f, const char *key, uint64_t ifrev)
 {
     struct fsm_cmd c = {
-        .op = FSM_OP_PUT, .key = S(key), .value = S("v"), .has_ifrev = true, .ifrev = ifrev};
+        .op = FSM_OP_PUT,
+        .put = {.key = S(key), .value = S("v"), .cond = {.has_ifrev = true, .ifrev = ifrev}}};
     return apply_cmd(f, &c);
 }
 
@@ -732,14 +748,15 @@ TEST(ifrev_mismatch_changes_nothing)
     snap(f, &before);
     CHECK_STR_PREFIX(ifrev_put(f, "k", r1 + 5).err, "IFREV");
     CHECK_STR_PREFIX(ifrev_put(f, "absent", 3).err, "IFREV");
-    struct fsm_cmd d = {.op = FSM_OP_DEL, .key = S("k"), .has_ifrev = true, .ifrev = r1 + 1};
+    struct fsm_cmd d = {.op = FSM_OP_DEL,
+                        .del = {.key = S("k"), .cond = {.has_ifrev = true, .ifrev = r1 + 1}}};
     CHECK_STR_PREFIX(apply_cmd(f, &d).err, "IFREV");
-    d.key = S("absent");
+    d.del.key = S("absent");
     CHECK_STR_PREFIX(apply_cmd(f, &d).err, "IFREV");
     CHECK(same_snap(f, &before));
     CHECK(tok(ifrev_put(f, "k", r1)) == fsm_revision(f));
-    d.key = S("k");
-    d.ifrev = fsm_revision(f);
+    d.del.key = S("k");
+    d.del.cond.ifrev = fsm_revision(f);
     CHECK(tok(apply_cmd(f, &d)) == 1);
     buf_free(&before);
     fsm_free(f);
@@ -752,7 +769,8 @@ TEST(ifrev_zero_is_create_only)
     uint64_t rev = fsm_revision(f);
     CHECK_STR_PREFIX(ifrev_put(f, "k", 0).err, "IFREV");
     CHECK_EQ_U64(fsm_revision(f), rev);
-    struct fsm_cmd d = {.op = FSM_OP_DEL, .key = S("absent"), .has_ifrev = true, .ifrev = 0};
+    struct fsm_cmd d = {.op = FSM_OP_DEL,
+                        .del = {.key = S("absent"), .cond = {.has_ifrev = true, .ifrev = 0}}};
     struct fsm_reply r = apply_cmd(f, &d);
     CHECK(r.kind == FSM_REPLY_INT && r.value == 0);
     fsm_free(f);
@@ -827,7 +845,7 @@ TEST(repeated_req_returns_the_cached_reply_and_changes_nothing)
 {
     struct fsm *f = fsm_new();
     uint64_t a = open_s(f, 1000, 0);
-    struct fsm_cmd p = {.op = FSM_OP_PUT, .key = S("k"), .value = S("v")};
+    struct fsm_cmd p = {.op = FSM_OP_PUT, .put = {.key = S("k"), .value = S("v")}};
     struct fsm_reply r1 = req(f, p, a, 5);
     CHECK(r1.kind == FSM_REPLY_INT);
     struct buf before;
@@ -845,7 +863,7 @@ TEST(req_caches_error_replies_too)
 {
     struct fsm *f = fsm_new();
     uint64_t a = open_s(f, 1000, 0);
-    struct fsm_cmd u = {.op = FSM_OP_UNLOCK, .name = S("L"), .sid = a};
+    struct fsm_cmd u = {.op = FSM_OP_UNLOCK, .unlock = {.name = S("L"), .sid = a}};
     struct fsm_reply r1 = req(f, u, a, 1);
     CHECK(r1.kind == FSM_REPLY_ERR);
     CHECK(tok(lock_(f, "L", a, 0)));
@@ -859,7 +877,7 @@ TEST(superseded_req_seq_is_rejected)
 {
     struct fsm *f = fsm_new();
     uint64_t a = open_s(f, 1000, 0);
-    struct fsm_cmd p = {.op = FSM_OP_PUT, .key = S("k"), .value = S("v")};
+    struct fsm_cmd p = {.op = FSM_OP_PUT, .put = {.key = S("k"), .value = S("v")}};
     CHECK(tok(req(f, p, a, 10)));
     uint64_t rev = fsm_revision(f);
     struct fsm_reply r = req(f, p, a, 9);
@@ -874,7 +892,7 @@ TEST(lock_retry_with_cached_queued_answers_the_current_truth)
     struct fsm *f = fsm_new();
     uint64_t a = open_s(f, 1000, 0), b = open_s(f, 1000, 0);
     CHECK(tok(lock_(f, "L", a, 0)));
-    struct fsm_cmd l = {.op = FSM_OP_LOCK, .name = S("L"), .sid = b, .wait_ms = 5000};
+    struct fsm_cmd l = {.op = FSM_OP_LOCK, .lock = {.name = S("L"), .sid = b, .wait_ms = 5000}};
     CHECK(req(f, l, b, 1).kind == FSM_REPLY_QUEUED);
     CHECK(req(f, l, b, 1).kind == FSM_REPLY_QUEUED);
     CHECK(named(f, FSM_OP_UNLOCK, "L", a).kind == FSM_REPLY_OK);
@@ -884,7 +902,7 @@ TEST(lock_retry_with_cached_queued_answers_the_current_truth)
     CHECK(r.kind == FSM_REPLY_INT && r.value == v.token);
     /* and NIL once the wait ended without a grant */
     uint64_t c = open_s(f, 1000, 0);
-    l.sid = c;
+    l.lock.sid = c;
     CHECK(req(f, l, c, 1).kind == FSM_REPLY_QUEUED);
     CHECK(named(f, FSM_OP_CANCEL_WAIT, "L", c).kind == FSM_REPLY_NIL);
     CHECK(req(f, l, c, 1).kind == FSM_REPLY_NIL);
@@ -895,7 +913,7 @@ TEST(req_with_only_one_of_sid_and_seq_is_a_bad_entry)
 {
     struct fsm *f = fsm_new();
     uint64_t a = open_s(f, 1000, 0);
-    struct fsm_cmd p = {.op = FSM_OP_PUT, .key = S("k"), .value = S("v"), .req_sid = a};
+    struct fsm_cmd p = {.op = FSM_OP_PUT, .req_sid = a, .put = {.key = S("k"), .value = S("v")}};
     struct fsm_reply r = apply_cmd(f, &p);
     CHECK(r.kind == FSM_REPLY_ERR);
     CHECK_STR_PREFIX(r.err, "ERR bad entry");
@@ -909,7 +927,7 @@ TEST(close_of_the_req_session_itself_records_nothing)
 {
     struct fsm *f = fsm_new();
     uint64_t a = open_s(f, 1000, 0);
-    struct fsm_cmd c = {.op = FSM_OP_SESSION_CLOSE, .sid = a};
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_CLOSE, .session_close = {.sid = a}};
     CHECK(req(f, c, a, 1).kind == FSM_REPLY_OK);
     struct fsm_stats st;
     fsm_stats(f, &st);
@@ -921,29 +939,94 @@ TEST(close_of_the_req_session_itself_records_nothing)
 
 /* ---- codec ---- */
 
+static int same_str(struct fsm_str a, struct fsm_str b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+static int same_cond(const struct fsm_kv_cond *a, const struct fsm_kv_cond *b)
+{
+    return a->has_fence == b->has_fence && same_str(a->fence_name, b->fence_name) &&
+           a->fence_token == b->fence_token && a->has_ifrev == b->has_ifrev && a->ifrev == b->ifrev;
+}
+
+static int same_lock_ref(const struct fsm_cmd_lock_ref *a, const struct fsm_cmd_lock_ref *b)
+{
+    return same_str(a->name, b->name) && a->sid == b->sid;
+}
+
+/* Every payload field of a's op equal in b (strings by content). */
+static int same_payload(const struct fsm_cmd *a, const struct fsm_cmd *b)
+{
+    switch (a->op) {
+    case FSM_OP_SESSION_OPEN:
+        return a->session_open.ttl_ms == b->session_open.ttl_ms &&
+               a->session_open.lockdelay_ms == b->session_open.lockdelay_ms &&
+               same_str(a->session_open.name, b->session_open.name);
+    case FSM_OP_SESSION_CLOSE:
+        return a->session_close.sid == b->session_close.sid;
+    case FSM_OP_SESSION_EXPIRE:
+        return a->session_expire.sid == b->session_expire.sid;
+    case FSM_OP_SESSION_CHECKPOINT:
+        return a->session_checkpoint.sid == b->session_checkpoint.sid &&
+               a->session_checkpoint.remaining_ms == b->session_checkpoint.remaining_ms;
+    case FSM_OP_LOCK:
+        return same_str(a->lock.name, b->lock.name) && a->lock.sid == b->lock.sid &&
+               a->lock.wait_ms == b->lock.wait_ms;
+    case FSM_OP_UNLOCK:
+        return same_lock_ref(&a->unlock, &b->unlock);
+    case FSM_OP_CANCEL_WAIT:
+        return same_lock_ref(&a->cancel_wait, &b->cancel_wait);
+    case FSM_OP_LOCKDELAY_END:
+        return same_str(a->lockdelay_end.name, b->lockdelay_end.name);
+    case FSM_OP_PUT:
+        return same_str(a->put.key, b->put.key) && same_str(a->put.value, b->put.value) &&
+               a->put.lease_sid == b->put.lease_sid && same_cond(&a->put.cond, &b->put.cond);
+    case FSM_OP_DEL:
+        return same_str(a->del.key, b->del.key) && same_cond(&a->del.cond, &b->del.cond);
+    case FSM_OP_MEMBER_SET:
+        return a->member_set.id == b->member_set.id &&
+               same_str(a->member_set.client_addr, b->member_set.client_addr) &&
+               same_str(a->member_set.raft_addr, b->member_set.raft_addr);
+    case FSM_OP_MEMBER_DEL:
+        return a->member_del.id == b->member_del.id;
+    default:
+        return 1;
+    }
+}
+
 TEST(encode_decode_round_trips_every_op)
 {
     struct fsm_cmd cs[] = {
         {.op = FSM_OP_NOOP, .now_ms = 1},
-        {.op = FSM_OP_SESSION_OPEN, .ttl_ms = 10, .lockdelay_ms = 3, .name = S("n")},
-        {.op = FSM_OP_SESSION_CLOSE, .sid = 300, .req_sid = 300, .req_seq = 1ull << 63},
-        {.op = FSM_OP_SESSION_EXPIRE, .sid = 4},
-        {.op = FSM_OP_LOCK, .name = S("lk"), .sid = 5, .wait_ms = 100, .now_ms = UINT64_MAX},
-        {.op = FSM_OP_UNLOCK, .name = S("lk"), .sid = 5},
-        {.op = FSM_OP_CANCEL_WAIT, .name = S("lk"), .sid = 5},
-        {.op = FSM_OP_LOCKDELAY_END, .name = S("lk")},
+        {.op = FSM_OP_SESSION_OPEN,
+         .session_open = {.ttl_ms = 10, .lockdelay_ms = 3, .name = S("n")}},
+        {.op = FSM_OP_SESSION_CLOSE,
+         .req_sid = 300,
+         .req_seq = 1ull << 63,
+         .session_close = {.sid = 300}},
+        {.op = FSM_OP_SESSION_EXPIRE, .session_expire = {.sid = 4}},
+        {.op = FSM_OP_LOCK,
+         .now_ms = UINT64_MAX,
+         .lock = {.name = S("lk"), .sid = 5, .wait_ms = 100}},
+        {.op = FSM_OP_UNLOCK, .unlock = {.name = S("lk"), .sid = 5}},
+        {.op = FSM_OP_CANCEL_WAIT, .cancel_wait = {.name = S("lk"), .sid = 5}},
+        {.op = FSM_OP_LOCKDELAY_END, .lockdelay_end = {.name = S("lk")}},
         {.op = FSM_OP_PUT,
-         .key = S("k"),
-         .value = S(""),
-         .lease_sid = 9,
-         .has_fence = true,
-         .fence_name = S("lk"),
-         .fence_token = 7,
-         .has_ifrev = true,
-         .ifrev = 0},
-        {.op = FSM_OP_DEL, .key = S("k"), .has_ifrev = true, .ifrev = 12},
-        {.op = FSM_OP_MEMBER_SET, .sid = 3, .name = S("10.0.0.3:7000"), .key = S("10.0.0.3:7001")},
-        {.op = FSM_OP_MEMBER_DEL, .sid = 1ull << 40},
+         .put = {.key = S("k"),
+                 .value = S(""),
+                 .lease_sid = 9,
+                 .cond = {.has_fence = true,
+                          .fence_name = S("lk"),
+                          .fence_token = 7,
+                          .has_ifrev = true,
+                          .ifrev = 0}}},
+        {.op = FSM_OP_DEL, .del = {.key = S("k"), .cond = {.has_ifrev = true, .ifrev = 12}}},
+        {.op = FSM_OP_MEMBER_SET,
+         .member_set = {.id = 3,
+                        .client_addr = S("10.0.0.3:7000"),
+                        .raft_addr = S("10.0.0.3:7001")}},
+        {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = 1ull << 40}},
     };
     for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
         struct buf b, b2;
@@ -953,11 +1036,9 @@ TEST(encode_decode_round_trips_every_op)
         buf_init(&b2);
         CHECK(fsm_cmd_encode(&cs[i], &b) == 0);
         CHECK(fsm_cmd_decode((const uint8_t *)b.p, b.len, &d, err, sizeof(err)) == 0);
-        CHECK(d.op == cs[i].op && d.sid == cs[i].sid && d.now_ms == cs[i].now_ms);
-        CHECK(d.req_seq == cs[i].req_seq && d.ttl_ms == cs[i].ttl_ms);
-        CHECK(d.name.len == cs[i].name.len && d.key.len == cs[i].key.len);
-        CHECK(d.has_fence == cs[i].has_fence && d.fence_token == cs[i].fence_token);
-        CHECK(d.has_ifrev == cs[i].has_ifrev && d.ifrev == cs[i].ifrev);
+        CHECK(d.op == cs[i].op && d.now_ms == cs[i].now_ms);
+        CHECK(d.req_sid == cs[i].req_sid && d.req_seq == cs[i].req_seq);
+        CHECK(same_payload(&d, &cs[i]));
         CHECK(fsm_cmd_encode(&d, &b2) == 0);
         CHECK(b.len == b2.len && memcmp(b.p, b2.p, b.len) == 0);
         buf_free(&b);
@@ -974,13 +1055,12 @@ static int decodes(const void *p, size_t n)
 
 TEST(decode_rejects_truncated_unknown_and_trailing_entries)
 {
-    struct fsm_cmd c = {.op = FSM_OP_PUT,
-                        .key = S("key"),
-                        .value = S("value"),
-                        .lease_sid = 300,
-                        .has_fence = true,
-                        .fence_name = S("L"),
-                        .fence_token = 1000};
+    struct fsm_cmd c = {
+        .op = FSM_OP_PUT,
+        .put = {.key = S("key"),
+                .value = S("value"),
+                .lease_sid = 300,
+                .cond = {.has_fence = true, .fence_name = S("L"), .fence_token = 1000}}};
     struct buf b;
     buf_init(&b);
     CHECK(fsm_cmd_encode(&c, &b) == 0);
@@ -1009,12 +1089,12 @@ TEST(decode_enforces_name_and_value_limits)
     char *big = malloc(FSM_MAX_NAME + 1);
     CHECK(big);
     memset(big, 'x', FSM_MAX_NAME + 1);
-    struct fsm_cmd c = {.op = FSM_OP_LOCK, .sid = 1, .name = {big, FSM_MAX_NAME}};
+    struct fsm_cmd c = {.op = FSM_OP_LOCK, .lock = {.sid = 1, .name = {big, FSM_MAX_NAME}}};
     struct buf b;
     buf_init(&b);
     CHECK(fsm_cmd_encode(&c, &b) == 0 && decodes(b.p, b.len));
     buf_reset(&b);
-    c.name.len = FSM_MAX_NAME + 1;
+    c.lock.name.len = FSM_MAX_NAME + 1;
     CHECK(fsm_cmd_encode(&c, &b) == 0 && !decodes(b.p, b.len));
     buf_free(&b);
     free(big);
@@ -1074,23 +1154,22 @@ static void build_rich(struct fsm *f, uint64_t *sids)
     }
     for (int i = 0; i < 20; i++) {
         snprintf(name, sizeof(name), "key/%02d", (i * 13) % 20);
-        struct fsm_cmd c = {.op = FSM_OP_PUT,
-                            .key = S(name),
-                            .value = S(name),
-                            .lease_sid = i % 3 ? sids[i % 6] : 0};
+        struct fsm_cmd c = {
+            .op = FSM_OP_PUT,
+            .put = {.key = S(name), .value = S(name), .lease_sid = i % 3 ? sids[i % 6] : 0}};
         apply_cmd(f, &c);
         if (i % 4 == 0)
             apply_cmd(f, &c);
     }
-    struct fsm_cmd r = {
-        .op = FSM_OP_UNLOCK, .name = S("nope"), .sid = sids[2], .req_sid = sids[2], .req_seq = 4};
+    struct fsm_cmd r = {.op = FSM_OP_UNLOCK,
+                        .req_sid = sids[2],
+                        .req_seq = 4,
+                        .unlock = {.name = S("nope"), .sid = sids[2]}};
     apply_cmd(f, &r); /* cached ERR */
     struct fsm_cmd q = {.op = FSM_OP_LOCK,
-                        .name = S("lock/0"),
-                        .sid = sids[4],
-                        .wait_ms = 9,
                         .req_sid = sids[4],
-                        .req_seq = 2};
+                        .req_seq = 2,
+                        .lock = {.name = S("lock/0"), .sid = sids[4], .wait_ms = 9}};
     apply_cmd(f, &q);                           /* cached QUEUED or INT */
     sess_op(f, FSM_OP_SESSION_EXPIRE, sids[1]); /* lock-delay on its locks */
 }
@@ -1199,13 +1278,14 @@ TEST(restore_rejects_snapshots_that_break_a_rule)
 
 static struct fsm_reply mset(struct fsm *f, uint64_t id, const char *client, const char *raft)
 {
-    struct fsm_cmd c = {.op = FSM_OP_MEMBER_SET, .sid = id, .name = S(client), .key = S(raft)};
+    struct fsm_cmd c = {.op = FSM_OP_MEMBER_SET,
+                        .member_set = {.id = id, .client_addr = S(client), .raft_addr = S(raft)}};
     return apply_cmd(f, &c);
 }
 
 static struct fsm_reply mdel(struct fsm *f, uint64_t id)
 {
-    struct fsm_cmd c = {.op = FSM_OP_MEMBER_DEL, .sid = id};
+    struct fsm_cmd c = {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = id}};
     return apply_cmd(f, &c);
 }
 
@@ -1343,14 +1423,20 @@ TEST(decode_rejects_bad_member_entries)
     char big[FSM_MAX_ADDR + 1];
     memset(big, 'h', sizeof(big));
     struct fsm_str max = {big, FSM_MAX_ADDR}, over = {big, FSM_MAX_ADDR + 1};
-    struct fsm_cmd good = {.op = FSM_OP_MEMBER_SET, .sid = 1, .name = max, .key = max};
+    struct fsm_cmd good = {.op = FSM_OP_MEMBER_SET,
+                           .member_set = {.id = 1, .client_addr = max, .raft_addr = max}};
     struct fsm_cmd bad[] = {
-        {.op = FSM_OP_MEMBER_SET, .sid = 1, .name = S(""), .key = S("r")},
-        {.op = FSM_OP_MEMBER_SET, .sid = 1, .name = S("c"), .key = S("")},
-        {.op = FSM_OP_MEMBER_SET, .sid = 1, .name = over, .key = S("r")},
-        {.op = FSM_OP_MEMBER_SET, .sid = 1, .name = S("c"), .key = over},
-        {.op = FSM_OP_MEMBER_SET, .sid = 0, .name = S("c"), .key = S("r")},
-        {.op = FSM_OP_MEMBER_DEL, .sid = 0},
+        {.op = FSM_OP_MEMBER_SET,
+         .member_set = {.id = 1, .client_addr = S(""), .raft_addr = S("r")}},
+        {.op = FSM_OP_MEMBER_SET,
+         .member_set = {.id = 1, .client_addr = S("c"), .raft_addr = S("")}},
+        {.op = FSM_OP_MEMBER_SET,
+         .member_set = {.id = 1, .client_addr = over, .raft_addr = S("r")}},
+        {.op = FSM_OP_MEMBER_SET,
+         .member_set = {.id = 1, .client_addr = S("c"), .raft_addr = over}},
+        {.op = FSM_OP_MEMBER_SET,
+         .member_set = {.id = 0, .client_addr = S("c"), .raft_addr = S("r")}},
+        {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = 0}},
     };
     struct buf b;
     buf_init(&b);
@@ -1483,7 +1569,7 @@ TEST(revision_counter_never_wraps)
     CHECK(fsm_restore(f, (const uint8_t *)b.p, b.len, err, sizeof(err)) == 0);
     buf_free(&b);
     CHECK_EQ_U64(fsm_revision(f), UINT64_MAX - 1);
-    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .ttl_ms = 5};
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 5}};
     struct fsm_reply r = apply_cmd(f, &c);
     CHECK(r.kind == FSM_REPLY_ERR);
     CHECK_EQ_U64(fsm_revision(f), UINT64_MAX - 1);
@@ -1534,11 +1620,11 @@ TEST(event_names_stay_valid_when_the_caller_does_not_reset)
     uint64_t a = open_s(f, 1000, 0);
     char name[32];
     for (int i = 0; i < 300; i++) {
-        struct fsm_cmd c = {.op = FSM_OP_LOCK, .sid = a};
+        struct fsm_cmd c = {.op = FSM_OP_LOCK, .lock = {.sid = a}};
         struct buf b;
         buf_init(&b);
         snprintf(name, sizeof(name), "lock-number-%04d", i);
-        c.name = S(name);
+        c.lock.name = S(name);
         CHECK(fsm_cmd_encode(&c, &b) == 0);
         fsm_apply(f, (const uint8_t *)b.p, b.len, &r, &ev);
         buf_free(&b);
@@ -1633,7 +1719,8 @@ TEST(locks_list_honours_prefix_limit_order_and_reports_state)
 
 static struct fsm_reply checkpoint_(struct fsm *f, uint64_t sid, uint64_t remaining)
 {
-    struct fsm_cmd c = {.op = FSM_OP_SESSION_CHECKPOINT, .sid = sid, .wait_ms = remaining};
+    struct fsm_cmd c = {.op = FSM_OP_SESSION_CHECKPOINT,
+                        .session_checkpoint = {.sid = sid, .remaining_ms = remaining}};
     return apply_cmd(f, &c);
 }
 
@@ -1719,7 +1806,7 @@ TEST(snapshot_orders_adversarial_lock_names)
             seed = seed * 1103515245u + 12345u;
             name[k] = k < shared ? "/shared/"[k % 8] : alphabet[(seed >> 16) % 4];
         }
-        struct fsm_cmd c = {.op = FSM_OP_LOCK, .name = {name, (uint32_t)len}, .sid = sid};
+        struct fsm_cmd c = {.op = FSM_OP_LOCK, .lock = {.name = {name, (uint32_t)len}, .sid = sid}};
         struct fsm_reply r = apply_cmd(f, &c);
         made += r.kind == FSM_REPLY_INT;
     }
