@@ -35,12 +35,14 @@
 
 #define FLAG_FENCE 1u
 #define FLAG_IFREV 2u
+#define LEB128_BITS 7     /* payload bits per varint byte */
+#define LEB128_MORE 0x80u /* a varint byte's "more bytes follow" bit */
 
 static size_t varint_len(uint64_t v)
 {
     size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
+    while (v >= LEB128_MORE) {
+        v >>= LEB128_BITS;
         n++;
     }
     return n;

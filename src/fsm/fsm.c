@@ -12,6 +12,9 @@
 
 #include "fsm/internal.h"
 
+#define EVENTS_MIN_CAP 16 /* events of one apply: most have a few */
+#define DECODE_ERR_LEN 96 /* the decoder's message; "ERR bad entry: " + it fits a reply */
+
 /* ---- lifecycle ---- */
 
 int fsm_init_state(struct fsm *f)
@@ -104,17 +107,18 @@ int fsm_nosession(struct fsm_reply *r, uint64_t sid)
     return -1;
 }
 
-/* Names are binary; error texts end up in RESP simple errors, which must not hold CR/LF. */
+/* Names are binary; error texts end up in RESP simple errors, which must not hold CR/LF:
+ * only printable ASCII (space to '~') is copied. */
 const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen)
 {
-    size_t max = outlen - 4, i;
+    size_t ell = sizeof(FSM_ELLIPSIS) - 1, max = outlen - ell - 1, i;
     for (i = 0; i < n && i < max; i++) {
         unsigned char ch = (unsigned char)p[i];
-        out[i] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+        out[i] = (ch >= ' ' && ch <= '~') ? (char)ch : '?';
     }
     if (i < n) {
-        memcpy(out + i, "...", 3);
-        i += 3;
+        memcpy(out + i, FSM_ELLIPSIS, ell);
+        i += ell;
     }
     out[i] = '\0';
     return out;
@@ -146,7 +150,7 @@ struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t 
 {
     struct fsm_events *e = a->ev;
     if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 16;
+        size_t cap = e->cap ? e->cap * 2 : EVENTS_MIN_CAP;
         struct fsm_event *v = cap < SIZE_MAX / sizeof(*v) ? realloc(e->ev, cap * sizeof(*v)) : NULL;
         if (!v)
             return NULL;
@@ -311,7 +315,7 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
                struct fsm_events *ev)
 {
     struct fsm_cmd c;
-    char err[96];
+    char err[DECODE_ERR_LEN];
     memset(reply, 0, sizeof(*reply));
     names_to_offsets(ev);
     if (fsm_cmd_decode(data, len, &c, err, sizeof(err))) {

@@ -180,10 +180,12 @@ enum fsm_reply_kind {
                              IFREV ERR ... (Redis style, without the leading '-') */
 };
 
+#define FSM_ERR_LEN 128 /* an ERR reply's text with its NUL; longer texts are cut */
+
 struct fsm_reply {
-    uint8_t kind;   /* enum fsm_reply_kind */
-    uint64_t value; /* INT */
-    char err[128];  /* ERR */
+    uint8_t kind;          /* enum fsm_reply_kind */
+    uint64_t value;        /* INT */
+    char err[FSM_ERR_LEN]; /* ERR */
 };
 
 enum fsm_event_type {

@@ -160,7 +160,11 @@ uint64_t fsm_next_rev(struct actx *a);
 struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
                            const char *name, size_t namelen);
 void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A printable, truncated copy of a name for error texts (NUL-terminated, size >= 48). */
+/* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
+ * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
+ * buffer of FSM_NAME_SHOWN bytes. */
+#define FSM_NAME_SHOWN 64
+#define FSM_ELLIPSIS "..."
 const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
 int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 

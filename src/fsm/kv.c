@@ -102,7 +102,7 @@ static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_r
     struct lock *l = lock_find(a->f, c->fence_name.p, c->fence_name.len);
     if (l && l->holder && l->token == c->fence_token)
         return 0;
-    char nm[64];
+    char nm[FSM_NAME_SHOWN];
     fsm_reply_err(r, "STALE token %llu is not the current token of lock %s",
                   (unsigned long long)c->fence_token,
                   fsm_printable(c->fence_name.p, c->fence_name.len, nm, sizeof(nm)));

@@ -287,7 +287,7 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
         return;
     }
     if (!l || l->holder != s) {
-        char nm[64];
+        char nm[FSM_NAME_SHOWN];
         fsm_reply_err(r, "NOTHOLDER session %llu does not hold lock %s", (unsigned long long)s->sid,
                       fsm_printable(c->name.p, c->name.len, nm, sizeof(nm)));
         return;
