@@ -102,7 +102,7 @@ void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...)
 
 int fsm_nosession(struct fsm_reply *r, uint64_t sid)
 {
-    fsm_reply_err(r, "NOSESSION session %llu does not exist (closed or expired)",
+    fsm_reply_err(r, PROTO_NOSESSION " session %llu does not exist (closed or expired)",
                   (unsigned long long)sid);
     return -1;
 }
@@ -271,7 +271,8 @@ static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
         return;
     }
     if (s->req_kind == FSM_REPLY_ERR) {
-        fsm_reply_err(r, "%s", s->req_err ? s->req_err : "ERR cached reply was not retained");
+        fsm_reply_err(r, "%s",
+                      s->req_err ? s->req_err : PROTO_ERR " cached reply was not retained");
         return;
     }
     r->kind = s->req_kind;
@@ -285,7 +286,7 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
     /* One command allocates at most one revision per existing lock (a close hands all of them
        on) plus one: refuse rather than let the counter wrap to 0. */
     if (c->op != FSM_OP_NOOP && a->f->revision >= UINT64_MAX - a->f->locks.n - 1) {
-        fsm_reply_err(r, "ERR revision counter exhausted");
+        fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }
     if (!c->req_sid) {
@@ -298,7 +299,7 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
         return;
     }
     if (c->req_seq < rs->req_seq) {
-        fsm_reply_err(r, "ERR request seq already superseded");
+        fsm_reply_err(r, PROTO_ERR " request seq already superseded");
         return;
     }
     if (c->req_seq == rs->req_seq) {
@@ -319,7 +320,7 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
     memset(reply, 0, sizeof(*reply));
     names_to_offsets(ev);
     if (fsm_cmd_decode(data, len, &c, err, sizeof(err))) {
-        fsm_reply_err(reply, "ERR bad entry: %s", err);
+        fsm_reply_err(reply, PROTO_ERR " bad entry: %s", err);
     } else {
         struct actx a = {.f = f, .c = &c, .ev = ev};
         apply_cmd(&a, reply);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/proto.h"
 
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
 #define FSM_MAX_NAME 1024         /* lock names, session names, keys */
@@ -333,7 +334,7 @@ struct fsm_member_view {
     struct fsm_str client_addr, raft_addr; /* borrowed */
 };
 #define FSM_MAX_MEMBERS 64
-#define FSM_MAX_ADDR 128
+#define FSM_MAX_ADDR PROTO_ADDR_MAX /* member addresses: on disk, so never shrinks */
 /* 1 and fill `v` if member `id` is in the table, else 0. */
 int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v);
 /* In increasing id order. */

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "common/proto.h"
 #include "fsm/fsm.h"
 
 /* ---- intrusive AVL tree ordered by name bytes (src/fsm/otree.c) ---- */

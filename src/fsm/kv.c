@@ -103,7 +103,7 @@ static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_r
     if (l && l->holder && l->token == c->fence_token)
         return 0;
     char nm[FSM_NAME_SHOWN];
-    fsm_reply_err(r, "STALE token %llu is not the current token of lock %s",
+    fsm_reply_err(r, PROTO_STALE " token %llu is not the current token of lock %s",
                   (unsigned long long)c->fence_token,
                   fsm_printable(c->fence_name.p, c->fence_name.len, nm, sizeof(nm)));
     fsm_emit(a, FSM_EV_FENCE_REJECTED, 0, c->fence_token, 0, c->fence_name.p, c->fence_name.len);
@@ -116,18 +116,18 @@ static int ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct f
     if (!c->has_ifrev)
         return 0;
     if (c->ifrev == 0 && k) {
-        fsm_reply_err(r, "IFREV key exists (mod_rev %llu), IFREV 0 requires it absent",
+        fsm_reply_err(r, PROTO_IFREV " key exists (mod_rev %llu), IFREV 0 requires it absent",
                       (unsigned long long)k->mod_rev);
         return -1;
     }
     if (c->ifrev > 0 && !k) {
-        fsm_reply_err(r, "IFREV key does not exist, IFREV %llu requires mod_rev %llu",
+        fsm_reply_err(r, PROTO_IFREV " key does not exist, IFREV %llu requires mod_rev %llu",
                       (unsigned long long)c->ifrev, (unsigned long long)c->ifrev);
         return -1;
     }
     if (c->ifrev > 0 && k->mod_rev != c->ifrev) {
-        fsm_reply_err(r, "IFREV key mod_rev is %llu, not %llu", (unsigned long long)k->mod_rev,
-                      (unsigned long long)c->ifrev);
+        fsm_reply_err(r, PROTO_IFREV " key mod_rev is %llu, not %llu",
+                      (unsigned long long)k->mod_rev, (unsigned long long)c->ifrev);
         return -1;
     }
     return 0;
@@ -146,7 +146,7 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
         return;
     char *val = NULL;
     if (c->value.len && !(val = malloc(c->value.len))) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     if (c->value.len)
@@ -154,7 +154,7 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
     bool fresh = !k;
     if (fresh && !(k = kv_alloc(c->key.p, c->key.len))) {
         free(val);
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     uint64_t rev = fsm_next_rev(a);

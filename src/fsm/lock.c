@@ -219,7 +219,7 @@ static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, 
 {
     struct lock *l = lock_alloc(name.p, name.len);
     if (!l) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     lock_insert(a->f, l);
@@ -231,7 +231,7 @@ static void enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wai
 {
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     w->wait_ms = wait_ms;
@@ -288,7 +288,8 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
     }
     if (!l || l->holder != s) {
         char nm[FSM_NAME_SHOWN];
-        fsm_reply_err(r, "NOTHOLDER session %llu does not hold lock %s", (unsigned long long)s->sid,
+        fsm_reply_err(r, PROTO_NOTHOLDER " session %llu does not hold lock %s",
+                      (unsigned long long)s->sid,
                       fsm_printable(c->name.p, c->name.len, nm, sizeof(nm)));
         return;
     }

@@ -51,7 +51,7 @@ void op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fs
     struct fsm *f = a->f;
     /* the decoder guarantees these; stay total if it ever did not */
     if (c->id == 0 || !addr_len_ok(c->client_addr) || !addr_len_ok(c->raft_addr)) {
-        fsm_reply_err(r, "ERR bad member entry");
+        fsm_reply_err(r, PROTO_ERR " bad member entry");
         return;
     }
     long i = member_find(f, c->id);
@@ -64,7 +64,7 @@ void op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fs
         return;
     }
     if (f->n_members >= FSM_MAX_MEMBERS) {
-        fsm_reply_err(r, "ERR member table full");
+        fsm_reply_err(r, PROTO_ERR " member table full");
         return;
     }
     size_t at = (size_t)(-1 - i);

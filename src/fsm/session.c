@@ -100,12 +100,12 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
 void op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct fsm_reply *r)
 {
     if (c->ttl_ms == 0) {
-        fsm_reply_err(r, "ERR ttl_ms must be at least 1");
+        fsm_reply_err(r, PROTO_ERR " ttl_ms must be at least 1");
         return;
     }
     struct sess *s = sess_alloc(0, c->name.p, c->name.len);
     if (!s) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     s->sid = fsm_next_rev(a);
