@@ -85,8 +85,8 @@ static void apply_checked(struct fsm *f, const uint8_t *p, size_t n, struct fsm_
 static void open_sessions(struct fsm *f, struct fsm_events *ev)
 {
     for (uint64_t i = 1; i <= 3; i++) {
-        struct fsm_cmd c = {
-            .op = FSM_OP_SESSION_OPEN, .ttl_ms = 1000, .lockdelay_ms = i == 2 ? 50 : 0};
+        struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN,
+                            .session_open = {.ttl_ms = 1000, .lockdelay_ms = i == 2 ? 50 : 0}};
         struct fsm_reply r;
         struct buf b;
         buf_init(&b);
@@ -184,13 +184,55 @@ static void member_cb(void *arg, const struct fsm_member_view *v)
     st->n++;
 }
 
+/* What an entry mentions, whatever its op: a name (lock, session or client address), a key
+ * (or raft address) and an id (session or member); empty or 0 where it has none. */
+struct entry_refs {
+    struct fsm_str name, key;
+    uint64_t sid;
+};
+
+static struct entry_refs refs_of(const struct fsm_cmd *c)
+{
+    switch (c->op) {
+    case FSM_OP_SESSION_OPEN:
+        return (struct entry_refs){.name = c->session_open.name};
+    case FSM_OP_SESSION_CLOSE:
+        return (struct entry_refs){.sid = c->session_close.sid};
+    case FSM_OP_SESSION_EXPIRE:
+        return (struct entry_refs){.sid = c->session_expire.sid};
+    case FSM_OP_SESSION_CHECKPOINT:
+        return (struct entry_refs){.sid = c->session_checkpoint.sid};
+    case FSM_OP_LOCK:
+        return (struct entry_refs){.name = c->lock.name, .sid = c->lock.sid};
+    case FSM_OP_UNLOCK:
+        return (struct entry_refs){.name = c->unlock.name, .sid = c->unlock.sid};
+    case FSM_OP_CANCEL_WAIT:
+        return (struct entry_refs){.name = c->cancel_wait.name, .sid = c->cancel_wait.sid};
+    case FSM_OP_LOCKDELAY_END:
+        return (struct entry_refs){.name = c->lockdelay_end.name};
+    case FSM_OP_PUT:
+        return (struct entry_refs){.key = c->put.key};
+    case FSM_OP_DEL:
+        return (struct entry_refs){.key = c->del.key};
+    case FSM_OP_MEMBER_SET:
+        return (struct entry_refs){.name = c->member_set.client_addr,
+                                   .key = c->member_set.raft_addr,
+                                   .sid = c->member_set.id};
+    case FSM_OP_MEMBER_DEL:
+        return (struct entry_refs){.sid = c->member_del.id};
+    default:
+        return (struct entry_refs){.sid = 0};
+    }
+}
+
 /* The names one entry mentions: per-lock, per-key and per-session views must be coherent. */
 static void query_entry(const struct fsm *f, const struct entry *e)
 {
-    struct fsm_cmd c;
+    struct fsm_cmd cmd;
     char err[128];
-    if (fsm_cmd_decode(e->p, e->n, &c, err, sizeof(err)))
+    if (fsm_cmd_decode(e->p, e->n, &cmd, err, sizeof(err)))
         return;
+    struct entry_refs c = refs_of(&cmd);
     struct fsm_lock_view v;
     if (fsm_lock_info(f, c.name.p, c.name.len, &v)) {
         uint64_t n = 0;

@@ -3,24 +3,26 @@
  *
  * Owns fsm_cmd_encode/fsm_cmd_decode. Layout (varint = LEB128, str = varint length + bytes):
  *
- *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq, then by op:
- *     NOOP            -
- *     SESSION_OPEN    varint ttl_ms, varint lockdelay_ms, str name (0..FSM_MAX_NAME)
- *     SESSION_CLOSE   varint sid
- *     SESSION_EXPIRE  varint sid
- *     LOCK            str name, varint sid, varint wait_ms
- *     UNLOCK          str name, varint sid
- *     CANCEL_WAIT     str name, varint sid
- *     LOCKDELAY_END   str name
- *     PUT             str key, str value, varint lease_sid, u8 flags, [fence], [ifrev]
- *     DEL             str key, u8 flags, [fence], [ifrev]
- *     MEMBER_SET      varint sid (member id, > 0), str name (client address), str key (raft
- *                     address); addresses are 1..FSM_MAX_ADDR bytes
- *     MEMBER_DEL      varint sid (member id, > 0)
- *     SESSION_CHECKPOINT varint sid, varint remaining_ms (in wait_ms)
- *   flags: bit 0 = fence present (str fence_name, varint fence_token), bit 1 = ifrev present
- *   (varint ifrev); other bits must be 0. Lock names, keys and fence names are 1..FSM_MAX_NAME
- *   bytes, values up to FSM_MAX_VALUE.
+ *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq, then the op's payload
+ *   (struct fsm_cmd_<payload> in fsm.h), its fields in this order:
+ *     NOOP               -
+ *     SESSION_OPEN       varint ttl_ms, varint lockdelay_ms, str name (0..FSM_MAX_NAME)
+ *     SESSION_CLOSE      varint sid
+ *     SESSION_EXPIRE     varint sid
+ *     LOCK               str name, varint sid, varint wait_ms
+ *     UNLOCK             str name, varint sid
+ *     CANCEL_WAIT        str name, varint sid
+ *     LOCKDELAY_END      str name
+ *     PUT                str key, str value, varint lease_sid, cond
+ *     DEL                str key, cond
+ *     MEMBER_SET         varint id (> 0), str client_addr, str raft_addr (1..FSM_MAX_ADDR each)
+ *     MEMBER_DEL         varint id (> 0)
+ *     SESSION_CHECKPOINT varint sid, varint remaining_ms
+ *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
+ *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
+ *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
+ *   in issue 17 without changing a byte: tests/fixtures/fsm_golden holds entries and a snapshot
+ *   written before, and test_fsm_codec_golden checks the code against them.
  *
  * Decoding is strict — shortest-form varints only, no unknown flag bits, no trailing bytes — so
  * every accepted byte string has exactly one form: encode(decode(x)) == x.
@@ -33,12 +35,14 @@
 
 #define FLAG_FENCE 1u
 #define FLAG_IFREV 2u
+#define LEB128_BITS 7     /* payload bits per varint byte */
+#define LEB128_MORE 0x80u /* a varint byte's "more bytes follow" bit */
 
 static size_t varint_len(uint64_t v)
 {
     size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
+    while (v >= LEB128_MORE) {
+        v >>= LEB128_BITS;
         n++;
     }
     return n;
@@ -74,7 +78,7 @@ static int put_str(struct buf *b, struct fsm_str s)
     return buf_put_bytes(b, s.p, s.len);
 }
 
-static int encode_cond(const struct fsm_cmd *c, struct buf *b)
+static int encode_cond(const struct fsm_kv_cond *c, struct buf *b)
 {
     int rc =
         buf_put_u8(b, (uint8_t)((c->has_fence ? FLAG_FENCE : 0) | (c->has_ifrev ? FLAG_IFREV : 0)));
@@ -85,33 +89,52 @@ static int encode_cond(const struct fsm_cmd *c, struct buf *b)
     return rc;
 }
 
+static int encode_lock_ref(const struct fsm_cmd_lock_ref *p, struct buf *b)
+{
+    return put_str(b, p->name) | buf_put_varint(b, p->sid);
+}
+
+static int encode_put(const struct fsm_cmd_put *p, struct buf *b)
+{
+    return put_str(b, p->key) | put_str(b, p->value) | buf_put_varint(b, p->lease_sid) |
+           encode_cond(&p->cond, b);
+}
+
+static int encode_member_set(const struct fsm_cmd_member_set *p, struct buf *b)
+{
+    return buf_put_varint(b, p->id) | put_str(b, p->client_addr) | put_str(b, p->raft_addr);
+}
+
 static int encode_body(const struct fsm_cmd *c, struct buf *b)
 {
     switch (c->op) {
     case FSM_OP_SESSION_OPEN:
-        return buf_put_varint(b, c->ttl_ms) | buf_put_varint(b, c->lockdelay_ms) |
-               put_str(b, c->name);
+        return buf_put_varint(b, c->session_open.ttl_ms) |
+               buf_put_varint(b, c->session_open.lockdelay_ms) | put_str(b, c->session_open.name);
     case FSM_OP_SESSION_CLOSE:
+        return buf_put_varint(b, c->session_close.sid);
     case FSM_OP_SESSION_EXPIRE:
-        return buf_put_varint(b, c->sid);
+        return buf_put_varint(b, c->session_expire.sid);
     case FSM_OP_SESSION_CHECKPOINT:
-        return buf_put_varint(b, c->sid) | buf_put_varint(b, c->wait_ms);
+        return buf_put_varint(b, c->session_checkpoint.sid) |
+               buf_put_varint(b, c->session_checkpoint.remaining_ms);
     case FSM_OP_LOCK:
-        return put_str(b, c->name) | buf_put_varint(b, c->sid) | buf_put_varint(b, c->wait_ms);
+        return put_str(b, c->lock.name) | buf_put_varint(b, c->lock.sid) |
+               buf_put_varint(b, c->lock.wait_ms);
     case FSM_OP_UNLOCK:
+        return encode_lock_ref(&c->unlock, b);
     case FSM_OP_CANCEL_WAIT:
-        return put_str(b, c->name) | buf_put_varint(b, c->sid);
+        return encode_lock_ref(&c->cancel_wait, b);
     case FSM_OP_LOCKDELAY_END:
-        return put_str(b, c->name);
+        return put_str(b, c->lockdelay_end.name);
     case FSM_OP_PUT:
-        return put_str(b, c->key) | put_str(b, c->value) | buf_put_varint(b, c->lease_sid) |
-               encode_cond(c, b);
+        return encode_put(&c->put, b);
     case FSM_OP_DEL:
-        return put_str(b, c->key) | encode_cond(c, b);
+        return put_str(b, c->del.key) | encode_cond(&c->del.cond, b);
     case FSM_OP_MEMBER_SET:
-        return buf_put_varint(b, c->sid) | put_str(b, c->name) | put_str(b, c->key);
+        return encode_member_set(&c->member_set, b);
     case FSM_OP_MEMBER_DEL:
-        return buf_put_varint(b, c->sid);
+        return buf_put_varint(b, c->member_del.id);
     default:
         return 0; /* NOOP, or an op the decoder will reject */
     }
@@ -175,7 +198,7 @@ static int get_name(struct dec *d, const char *what, struct fsm_str *s)
     return get_str(d, what, s, 1, FSM_MAX_NAME);
 }
 
-static int decode_cond(struct dec *d, struct fsm_cmd *c)
+static int decode_cond(struct dec *d, struct fsm_kv_cond *c)
 {
     uint8_t flags;
     if (rd_u8(&d->r, &flags))
@@ -192,11 +215,45 @@ static int decode_cond(struct dec *d, struct fsm_cmd *c)
     return 0;
 }
 
-static int get_member_id(struct dec *d, struct fsm_cmd *c)
+static int get_member_id(struct dec *d, uint64_t *id)
 {
-    if (get_u64(d, "member id", &c->sid))
+    if (get_u64(d, "member id", id))
         return -1;
-    return c->sid ? 0 : fail(d, "member id", "is 0");
+    return *id ? 0 : fail(d, "member id", "is 0");
+}
+
+static int get_addr(struct dec *d, const char *what, struct fsm_str *s)
+{
+    return get_str(d, what, s, 1, FSM_MAX_ADDR);
+}
+
+static int decode_session_open(struct dec *d, struct fsm_cmd_session_open *p)
+{
+    return get_u64(d, "ttl", &p->ttl_ms) || get_u64(d, "lockdelay", &p->lockdelay_ms) ||
+           get_str(d, "session name", &p->name, 0, FSM_MAX_NAME);
+}
+
+static int decode_lock(struct dec *d, struct fsm_cmd_lock *p)
+{
+    return get_name(d, "lock name", &p->name) || get_u64(d, "sid", &p->sid) ||
+           get_u64(d, "wait", &p->wait_ms);
+}
+
+static int decode_lock_ref(struct dec *d, struct fsm_cmd_lock_ref *p)
+{
+    return get_name(d, "lock name", &p->name) || get_u64(d, "sid", &p->sid);
+}
+
+static int decode_put(struct dec *d, struct fsm_cmd_put *p)
+{
+    return get_name(d, "key", &p->key) || get_str(d, "value", &p->value, 0, FSM_MAX_VALUE) ||
+           get_u64(d, "lease", &p->lease_sid) || decode_cond(d, &p->cond);
+}
+
+static int decode_member_set(struct dec *d, struct fsm_cmd_member_set *p)
+{
+    return get_member_id(d, &p->id) || get_addr(d, "member client address", &p->client_addr) ||
+           get_addr(d, "member raft address", &p->raft_addr);
 }
 
 static int decode_body(struct dec *d, struct fsm_cmd *c)
@@ -205,32 +262,30 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
     case FSM_OP_NOOP:
         return 0;
     case FSM_OP_SESSION_OPEN:
-        return get_u64(d, "ttl", &c->ttl_ms) || get_u64(d, "lockdelay", &c->lockdelay_ms) ||
-               get_str(d, "session name", &c->name, 0, FSM_MAX_NAME);
+        return decode_session_open(d, &c->session_open);
     case FSM_OP_SESSION_CLOSE:
+        return get_u64(d, "sid", &c->session_close.sid);
     case FSM_OP_SESSION_EXPIRE:
-        return get_u64(d, "sid", &c->sid);
+        return get_u64(d, "sid", &c->session_expire.sid);
     case FSM_OP_SESSION_CHECKPOINT:
-        return get_u64(d, "sid", &c->sid) || get_u64(d, "remaining", &c->wait_ms);
+        return get_u64(d, "sid", &c->session_checkpoint.sid) ||
+               get_u64(d, "remaining", &c->session_checkpoint.remaining_ms);
     case FSM_OP_LOCK:
-        return get_name(d, "lock name", &c->name) || get_u64(d, "sid", &c->sid) ||
-               get_u64(d, "wait", &c->wait_ms);
+        return decode_lock(d, &c->lock);
     case FSM_OP_UNLOCK:
+        return decode_lock_ref(d, &c->unlock);
     case FSM_OP_CANCEL_WAIT:
-        return get_name(d, "lock name", &c->name) || get_u64(d, "sid", &c->sid);
+        return decode_lock_ref(d, &c->cancel_wait);
     case FSM_OP_LOCKDELAY_END:
-        return get_name(d, "lock name", &c->name);
+        return get_name(d, "lock name", &c->lockdelay_end.name);
     case FSM_OP_PUT:
-        return get_name(d, "key", &c->key) || get_str(d, "value", &c->value, 0, FSM_MAX_VALUE) ||
-               get_u64(d, "lease", &c->lease_sid) || decode_cond(d, c);
+        return decode_put(d, &c->put);
     case FSM_OP_DEL:
-        return get_name(d, "key", &c->key) || decode_cond(d, c);
+        return get_name(d, "key", &c->del.key) || decode_cond(d, &c->del.cond);
     case FSM_OP_MEMBER_SET:
-        return get_member_id(d, c) ||
-               get_str(d, "member client address", &c->name, 1, FSM_MAX_ADDR) ||
-               get_str(d, "member raft address", &c->key, 1, FSM_MAX_ADDR);
+        return decode_member_set(d, &c->member_set);
     case FSM_OP_MEMBER_DEL:
-        return get_member_id(d, c);
+        return get_member_id(d, &c->member_del.id);
     default:
         return fail(d, "op", "unknown");
     }

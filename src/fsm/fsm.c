@@ -12,6 +12,9 @@
 
 #include "fsm/internal.h"
 
+#define EVENTS_MIN_CAP 16 /* events of one apply: most have a few */
+#define DECODE_ERR_LEN 96 /* the decoder's message; "ERR bad entry: " + it fits a reply */
+
 /* ---- lifecycle ---- */
 
 int fsm_init_state(struct fsm *f)
@@ -99,22 +102,23 @@ void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...)
 
 int fsm_nosession(struct fsm_reply *r, uint64_t sid)
 {
-    fsm_reply_err(r, "NOSESSION session %llu does not exist (closed or expired)",
+    fsm_reply_err(r, PROTO_NOSESSION " session %llu does not exist (closed or expired)",
                   (unsigned long long)sid);
     return -1;
 }
 
-/* Names are binary; error texts end up in RESP simple errors, which must not hold CR/LF. */
+/* Names are binary; error texts end up in RESP simple errors, which must not hold CR/LF:
+ * only printable ASCII (space to '~') is copied. */
 const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen)
 {
-    size_t max = outlen - 4, i;
+    size_t ell = sizeof(FSM_ELLIPSIS) - 1, max = outlen - ell - 1, i;
     for (i = 0; i < n && i < max; i++) {
         unsigned char ch = (unsigned char)p[i];
-        out[i] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+        out[i] = (ch >= ' ' && ch <= '~') ? (char)ch : '?';
     }
     if (i < n) {
-        memcpy(out + i, "...", 3);
-        i += 3;
+        memcpy(out + i, FSM_ELLIPSIS, ell);
+        i += ell;
     }
     out[i] = '\0';
     return out;
@@ -146,7 +150,7 @@ struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t 
 {
     struct fsm_events *e = a->ev;
     if (e->n == e->cap) {
-        size_t cap = e->cap ? e->cap * 2 : 16;
+        size_t cap = e->cap ? e->cap * 2 : EVENTS_MIN_CAP;
         struct fsm_event *v = cap < SIZE_MAX / sizeof(*v) ? realloc(e->ev, cap * sizeof(*v)) : NULL;
         if (!v)
             return NULL;
@@ -184,44 +188,46 @@ static void names_to_pointers(struct fsm_events *e)
 
 /* ---- apply ---- */
 
+/* `op` selects the payload each op gets. */
 static void dispatch(struct actx *a, struct fsm_reply *r)
 {
-    switch (a->c->op) {
+    const struct fsm_cmd *c = a->c;
+    switch (c->op) {
     case FSM_OP_SESSION_OPEN:
-        op_session_new(a, r);
+        op_session_new(a, &c->session_open, r);
         break;
     case FSM_OP_SESSION_CLOSE:
-        op_session_end(a, r, false);
+        op_session_end(a, &c->session_close, r, false);
         break;
     case FSM_OP_SESSION_EXPIRE:
-        op_session_end(a, r, true);
+        op_session_end(a, &c->session_expire, r, true);
         break;
     case FSM_OP_LOCK:
-        op_lock(a, r);
+        op_lock(a, &c->lock, r);
         break;
     case FSM_OP_UNLOCK:
-        op_unlock(a, r);
+        op_unlock(a, &c->unlock, r);
         break;
     case FSM_OP_CANCEL_WAIT:
-        op_cancel_wait(a, r);
+        op_cancel_wait(a, &c->cancel_wait, r);
         break;
     case FSM_OP_LOCKDELAY_END:
-        op_lockdelay_end(a, r);
+        op_lockdelay_end(a, &c->lockdelay_end, r);
         break;
     case FSM_OP_PUT:
-        op_put(a, r);
+        op_put(a, &c->put, r);
         break;
     case FSM_OP_DEL:
-        op_del(a, r);
+        op_del(a, &c->del, r);
         break;
     case FSM_OP_MEMBER_SET:
-        op_member_set(a, r);
+        op_member_set(a, &c->member_set, r);
         break;
     case FSM_OP_MEMBER_DEL:
-        op_member_del(a, r);
+        op_member_del(a, &c->member_del, r);
         break;
     case FSM_OP_SESSION_CHECKPOINT:
-        op_session_checkpoint(a, r);
+        op_session_checkpoint(a, &c->session_checkpoint, r);
         break;
     default: /* NOOP; the decoder rejects unknown ops */
         r->kind = FSM_REPLY_OK;
@@ -244,7 +250,7 @@ static void record(struct sess *s, uint64_t seq, const struct fsm_reply *r)
 /* A LOCK retried after a QUEUED answer gets the current truth, not the stale QUEUED. */
 static void lock_truth(struct actx *a, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
+    const struct fsm_cmd_lock *c = &a->c->lock;
     struct sess *s = sess_find(a->f, c->sid);
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_NIL;
@@ -265,7 +271,8 @@ static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
         return;
     }
     if (s->req_kind == FSM_REPLY_ERR) {
-        fsm_reply_err(r, "%s", s->req_err ? s->req_err : "ERR cached reply was not retained");
+        fsm_reply_err(r, "%s",
+                      s->req_err ? s->req_err : PROTO_ERR " cached reply was not retained");
         return;
     }
     r->kind = s->req_kind;
@@ -279,7 +286,7 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
     /* One command allocates at most one revision per existing lock (a close hands all of them
        on) plus one: refuse rather than let the counter wrap to 0. */
     if (c->op != FSM_OP_NOOP && a->f->revision >= UINT64_MAX - a->f->locks.n - 1) {
-        fsm_reply_err(r, "ERR revision counter exhausted");
+        fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }
     if (!c->req_sid) {
@@ -292,7 +299,7 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
         return;
     }
     if (c->req_seq < rs->req_seq) {
-        fsm_reply_err(r, "ERR request seq already superseded");
+        fsm_reply_err(r, PROTO_ERR " request seq already superseded");
         return;
     }
     if (c->req_seq == rs->req_seq) {
@@ -309,11 +316,11 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
                struct fsm_events *ev)
 {
     struct fsm_cmd c;
-    char err[96];
+    char err[DECODE_ERR_LEN];
     memset(reply, 0, sizeof(*reply));
     names_to_offsets(ev);
     if (fsm_cmd_decode(data, len, &c, err, sizeof(err))) {
-        fsm_reply_err(reply, "ERR bad entry: %s", err);
+        fsm_reply_err(reply, PROTO_ERR " bad entry: %s", err);
     } else {
         struct actx a = {.f = f, .c = &c, .ev = ev};
         apply_cmd(&a, reply);

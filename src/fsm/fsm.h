@@ -25,32 +25,35 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/proto.h"
 
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
 #define FSM_MAX_NAME 1024         /* lock names, session names, keys */
 #define FSM_MAX_VALUE (16u << 20) /* KV values */
 #define FSM_CMD_VERSION 1
 
+/* The ops; each carries the payload named after it in struct fsm_cmd (-> its reply). */
 enum fsm_op {
-    FSM_OP_NOOP = 0,           /* changes nothing; reply OK (used for leader term start) */
-    FSM_OP_SESSION_OPEN = 1,   /* ttl_ms, lockdelay_ms, name -> INT sid */
-    FSM_OP_SESSION_CLOSE = 2,  /* sid -> OK; releases locks (no lock-delay), drops waits, keys */
-    FSM_OP_SESSION_EXPIRE = 3, /* sid -> OK; as close, but starts lock-delay on held locks */
-    FSM_OP_LOCK = 4,           /* name, sid, wait_ms -> INT token | QUEUED | NIL */
-    FSM_OP_UNLOCK = 5,         /* name, sid -> OK (released, or left the queue) | NOTHOLDER */
-    FSM_OP_CANCEL_WAIT = 6,    /* name, sid -> NIL if the waiter was removed (or was not
+    FSM_OP_NOOP = 0,           /* no payload -> OK; changes nothing (leader term start) */
+    FSM_OP_SESSION_OPEN = 1,   /* session_open -> INT sid */
+    FSM_OP_SESSION_CLOSE = 2,  /* session_close -> OK; releases locks (no lock-delay), drops
+                                  waits, keys */
+    FSM_OP_SESSION_EXPIRE = 3, /* session_expire -> OK; as close, but starts lock-delay on held
+                                  locks */
+    FSM_OP_LOCK = 4,           /* lock -> INT token | QUEUED | NIL */
+    FSM_OP_UNLOCK = 5,         /* unlock -> OK (released, or left the queue) | NOTHOLDER */
+    FSM_OP_CANCEL_WAIT = 6,    /* cancel_wait -> NIL if the waiter was removed (or was not
                                   queued), INT token if it already holds the lock (the grant
                                   won the race), ERR NOSESSION if the session is gone */
-    FSM_OP_LOCKDELAY_END = 7,  /* name -> OK; ends lock-delay, grants the next waiter */
-    FSM_OP_PUT = 8,            /* key, value, lease_sid, fence, ifrev -> INT revision */
-    FSM_OP_DEL = 9,            /* key, fence, ifrev -> INT deleted count (0 or 1) */
-    FSM_OP_MEMBER_SET = 10,    /* sid = member id (>0), name = client address, key = raft
-                                  address -> OK; replaces the member's entry */
-    FSM_OP_MEMBER_DEL = 11,    /* sid = member id -> INT 1 if removed, 0 if absent */
-    FSM_OP_SESSION_CHECKPOINT = 12, /* sid, wait_ms = remaining lease ms the leader measured
-                                       (0 clears) -> OK; lease bookkeeping: no revision bump.
-                                       A new leader arms min(ttl, checkpoint) instead of ttl,
-                                       so an abandoned session ends although leaders change. */
+    FSM_OP_LOCKDELAY_END = 7,  /* lockdelay_end -> OK; ends lock-delay, grants the next waiter */
+    FSM_OP_PUT = 8,            /* put -> INT revision */
+    FSM_OP_DEL = 9,            /* del -> INT deleted count (0 or 1) */
+    FSM_OP_MEMBER_SET = 10,    /* member_set -> OK; replaces the member's entry */
+    FSM_OP_MEMBER_DEL = 11,    /* member_del -> INT 1 if removed, 0 if absent */
+    FSM_OP_SESSION_CHECKPOINT = 12, /* session_checkpoint -> OK; lease bookkeeping: no revision
+                                       bump. A new leader arms min(ttl, checkpoint) instead of
+                                       ttl, so an abandoned session ends although leaders
+                                       change. */
     FSM_OP__COUNT
 };
 
@@ -59,29 +62,103 @@ struct fsm_str {
     uint32_t len;
 };
 
-/*
- * A decoded command. Fields not used by an op are zero. `req_sid`/`req_seq` (both non-zero)
- * request exactly-once semantics: see fsm_apply.
- */
-struct fsm_cmd {
-    uint8_t op;            /* enum fsm_op */
-    uint64_t now_ms;       /* leader's wall clock when proposed; informational only */
-    uint64_t req_sid;      /* REQ session (0 = none) */
-    uint64_t req_seq;      /* REQ seq (0 = none) */
-    uint64_t sid;          /* session the command acts for */
-    uint64_t ttl_ms;       /* SESSION_OPEN */
-    uint64_t lockdelay_ms; /* SESSION_OPEN */
-    uint64_t wait_ms;      /* LOCK: 0 = try only, never enqueue */
-    struct fsm_str name;   /* lock name, or session name for SESSION_OPEN */
-    struct fsm_str key;    /* PUT / DEL */
-    struct fsm_str value;  /* PUT */
-    uint64_t lease_sid;    /* PUT: attach key to session (0 = none) */
-    bool has_fence;        /* PUT / DEL: FENCE fence_name fence_token */
-    struct fsm_str fence_name;
+/* ---- per-op payloads (src/fsm/codec.c encodes each; the comment gives the wire limits) ---- */
+
+struct fsm_cmd_session_open {
+    uint64_t ttl_ms;       /* >= 1, else the apply answers ERR */
+    uint64_t lockdelay_ms; /* lock-delay its held locks get when it expires */
+    struct fsm_str name;   /* 0..FSM_MAX_NAME bytes, informational */
+};
+
+/* SESSION_CLOSE and SESSION_EXPIRE */
+struct fsm_cmd_session_end {
+    uint64_t sid;
+};
+
+struct fsm_cmd_session_checkpoint {
+    uint64_t sid;
+    uint64_t remaining_ms; /* the lease the leader measured as left; 0 (or >= ttl) clears */
+};
+
+struct fsm_cmd_lock {
+    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
+    uint64_t sid;
+    uint64_t wait_ms; /* 0 = try only, never enqueue */
+};
+
+/* UNLOCK and CANCEL_WAIT: a session and the lock it holds or waits for */
+struct fsm_cmd_lock_ref {
+    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
+    uint64_t sid;
+};
+
+struct fsm_cmd_lockdelay_end {
+    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
+};
+
+/* The conditions of a PUT or DEL; a failed one answers STALE or IFREV and changes nothing. */
+struct fsm_kv_cond {
+    bool has_fence;            /* FENCE fence_name fence_token: the token must be the */
+    struct fsm_str fence_name; /* current holder's token of that lock (1..FSM_MAX_NAME) */
     uint64_t fence_token;
-    bool has_ifrev; /* PUT / DEL: IFREV ifrev (0 = key must not exist) */
+    bool has_ifrev; /* IFREV ifrev: the key's mod_rev must be ifrev (0 = key must not exist) */
     uint64_t ifrev;
 };
+
+struct fsm_cmd_put {
+    struct fsm_str key;   /* 1..FSM_MAX_NAME bytes */
+    struct fsm_str value; /* 0..FSM_MAX_VALUE bytes */
+    uint64_t lease_sid;   /* attach the key to this session (0 = none) */
+    struct fsm_kv_cond cond;
+};
+
+struct fsm_cmd_del {
+    struct fsm_str key; /* 1..FSM_MAX_NAME bytes */
+    struct fsm_kv_cond cond;
+};
+
+struct fsm_cmd_member_set {
+    uint64_t id;                /* > 0 */
+    struct fsm_str client_addr; /* 1..FSM_MAX_ADDR bytes each */
+    struct fsm_str raft_addr;
+};
+
+struct fsm_cmd_member_del {
+    uint64_t id; /* > 0 */
+};
+
+/*
+ * A command: the header every op has, then the payload `op` selects (a tagged union; the other
+ * members are meaningless). Build one with the payload member named, so that the payload
+ * fields left out are 0: {.op = FSM_OP_LOCK, .lock = {.name = n, .sid = s}}; or memset it to
+ * 0 first. `req_sid`/`req_seq` (both non-zero) request exactly-once semantics: see fsm_apply.
+ */
+struct fsm_cmd {
+    uint8_t op;       /* enum fsm_op */
+    uint64_t now_ms;  /* leader's wall clock when proposed; informational only */
+    uint64_t req_sid; /* REQ session (0 = none) */
+    uint64_t req_seq; /* REQ seq (0 = none) */
+    union {
+        struct fsm_cmd_session_open session_open;
+        struct fsm_cmd_session_end session_close;
+        struct fsm_cmd_session_end session_expire;
+        struct fsm_cmd_session_checkpoint session_checkpoint;
+        struct fsm_cmd_lock lock;
+        struct fsm_cmd_lock_ref unlock;
+        struct fsm_cmd_lock_ref cancel_wait;
+        struct fsm_cmd_lockdelay_end lockdelay_end;
+        struct fsm_cmd_put put;
+        struct fsm_cmd_del del;
+        struct fsm_cmd_member_set member_set;
+        struct fsm_cmd_member_del member_del;
+    };
+};
+
+/* The conditions of a PUT or DEL command, NULL for any other op. */
+static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
+{
+    return c->op == FSM_OP_PUT ? &c->put.cond : c->op == FSM_OP_DEL ? &c->del.cond : NULL;
+}
 
 /*
  * Encode `c` (versioned binary format, FSM_CMD_VERSION) by appending to `out`.
@@ -104,10 +181,12 @@ enum fsm_reply_kind {
                              IFREV ERR ... (Redis style, without the leading '-') */
 };
 
+#define FSM_ERR_LEN 128 /* an ERR reply's text with its NUL; longer texts are cut */
+
 struct fsm_reply {
-    uint8_t kind;   /* enum fsm_reply_kind */
-    uint64_t value; /* INT */
-    char err[128];  /* ERR */
+    uint8_t kind;          /* enum fsm_reply_kind */
+    uint64_t value;        /* INT */
+    char err[FSM_ERR_LEN]; /* ERR */
 };
 
 enum fsm_event_type {
@@ -255,7 +334,7 @@ struct fsm_member_view {
     struct fsm_str client_addr, raft_addr; /* borrowed */
 };
 #define FSM_MAX_MEMBERS 64
-#define FSM_MAX_ADDR 128
+#define FSM_MAX_ADDR PROTO_ADDR_MAX /* member addresses: on disk, so never shrinks */
 /* 1 and fill `v` if member `id` is in the table, else 0. */
 int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v);
 /* In increasing id order. */

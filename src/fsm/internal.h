@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "common/proto.h"
 #include "fsm/fsm.h"
 
 /* ---- intrusive AVL tree ordered by name bytes (src/fsm/otree.c) ---- */
@@ -160,7 +161,11 @@ uint64_t fsm_next_rev(struct actx *a);
 struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
                            const char *name, size_t namelen);
 void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A printable, truncated copy of a name for error texts (NUL-terminated, size >= 48). */
+/* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
+ * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
+ * buffer of FSM_NAME_SHOWN bytes. */
+#define FSM_NAME_SHOWN 64
+#define FSM_ELLIPSIS "..."
 const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
 int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 
@@ -191,17 +196,20 @@ void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms);
 /* End a session's life: locks, waits, keys, the record itself. */
 void sess_end(struct actx *a, struct sess *s, bool expired);
 
-void op_lock(struct actx *a, struct fsm_reply *r);
-void op_unlock(struct actx *a, struct fsm_reply *r);
-void op_cancel_wait(struct actx *a, struct fsm_reply *r);
-void op_lockdelay_end(struct actx *a, struct fsm_reply *r);
-void op_session_new(struct actx *a, struct fsm_reply *r);
-void op_session_end(struct actx *a, struct fsm_reply *r, bool expired);
-void op_session_checkpoint(struct actx *a, struct fsm_reply *r);
-void op_put(struct actx *a, struct fsm_reply *r);
-void op_del(struct actx *a, struct fsm_reply *r);
-void op_member_set(struct actx *a, struct fsm_reply *r);
-void op_member_del(struct actx *a, struct fsm_reply *r);
+/* The ops: each gets its payload (inside a->c, whose header the ops read for now_ms). */
+void op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p, struct fsm_reply *r);
+void op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
+void op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
+                    bool expired);
+void op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *p,
+                           struct fsm_reply *r);
+void op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
+void op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
+void op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
+void op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
 
 /* ---- member table ---- */
 

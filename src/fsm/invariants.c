@@ -13,6 +13,8 @@
 
 #include "fsm/internal.h"
 
+#define REVS_MIN_CAP 256 /* first allocation of the stored-revision list */
+
 struct chk {
     const struct fsm *f;
     char *err;
@@ -36,7 +38,7 @@ static int rev_seen(struct chk *c, uint64_t rev)
     if (rev == 0 || rev > c->f->revision)
         return bad(c, "stored revision out of range", rev);
     if (c->nrevs == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 256;
+        size_t cap = c->cap ? c->cap * 2 : REVS_MIN_CAP;
         uint64_t *p = realloc(c->revs, cap * sizeof(*p));
         if (!p)
             return bad(c, "out of memory", 0);

@@ -95,16 +95,15 @@ void kv_free_all(struct fsm *f)
 /* ---- ops ---- */
 
 /* FENCE: the write applies only while fence_token is the current holder's token. */
-static int fence_fails(struct actx *a, struct fsm_reply *r)
+static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     if (!c->has_fence)
         return 0;
     struct lock *l = lock_find(a->f, c->fence_name.p, c->fence_name.len);
     if (l && l->holder && l->token == c->fence_token)
         return 0;
-    char nm[64];
-    fsm_reply_err(r, "STALE token %llu is not the current token of lock %s",
+    char nm[FSM_NAME_SHOWN];
+    fsm_reply_err(r, PROTO_STALE " token %llu is not the current token of lock %s",
                   (unsigned long long)c->fence_token,
                   fsm_printable(c->fence_name.p, c->fence_name.len, nm, sizeof(nm)));
     fsm_emit(a, FSM_EV_FENCE_REJECTED, 0, c->fence_token, 0, c->fence_name.p, c->fence_name.len);
@@ -112,43 +111,42 @@ static int fence_fails(struct actx *a, struct fsm_reply *r)
 }
 
 /* IFREV 0: the key must be absent; IFREV n > 0: the key must exist with mod_rev n. */
-static int ifrev_fails(const struct fsm_cmd *c, const struct kv *k, struct fsm_reply *r)
+static int ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r)
 {
     if (!c->has_ifrev)
         return 0;
     if (c->ifrev == 0 && k) {
-        fsm_reply_err(r, "IFREV key exists (mod_rev %llu), IFREV 0 requires it absent",
+        fsm_reply_err(r, PROTO_IFREV " key exists (mod_rev %llu), IFREV 0 requires it absent",
                       (unsigned long long)k->mod_rev);
         return -1;
     }
     if (c->ifrev > 0 && !k) {
-        fsm_reply_err(r, "IFREV key does not exist, IFREV %llu requires mod_rev %llu",
+        fsm_reply_err(r, PROTO_IFREV " key does not exist, IFREV %llu requires mod_rev %llu",
                       (unsigned long long)c->ifrev, (unsigned long long)c->ifrev);
         return -1;
     }
     if (c->ifrev > 0 && k->mod_rev != c->ifrev) {
-        fsm_reply_err(r, "IFREV key mod_rev is %llu, not %llu", (unsigned long long)k->mod_rev,
-                      (unsigned long long)c->ifrev);
+        fsm_reply_err(r, PROTO_IFREV " key mod_rev is %llu, not %llu",
+                      (unsigned long long)k->mod_rev, (unsigned long long)c->ifrev);
         return -1;
     }
     return 0;
 }
 
 /* Every allocation happens before the revision moves, so a failure changes nothing. */
-void op_put(struct actx *a, struct fsm_reply *r)
+void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct sess *lease = NULL;
     if (c->lease_sid && !(lease = sess_find(a->f, c->lease_sid))) {
         fsm_nosession(r, c->lease_sid);
         return;
     }
     struct kv *k = kv_find(a->f, c->key.p, c->key.len);
-    if (fence_fails(a, r) || ifrev_fails(c, k, r))
+    if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
         return;
     char *val = NULL;
     if (c->value.len && !(val = malloc(c->value.len))) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     if (c->value.len)
@@ -156,7 +154,7 @@ void op_put(struct actx *a, struct fsm_reply *r)
     bool fresh = !k;
     if (fresh && !(k = kv_alloc(c->key.p, c->key.len))) {
         free(val);
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     uint64_t rev = fsm_next_rev(a);
@@ -177,11 +175,10 @@ void op_put(struct actx *a, struct fsm_reply *r)
     r->value = rev;
 }
 
-void op_del(struct actx *a, struct fsm_reply *r)
+void op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct kv *k = kv_find(a->f, c->key.p, c->key.len);
-    if (fence_fails(a, r) || ifrev_fails(c, k, r))
+    if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
         return;
     r->kind = FSM_REPLY_INT;
     r->value = k ? 1 : 0;

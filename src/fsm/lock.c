@@ -215,25 +215,26 @@ static void reply_int(struct fsm_reply *r, uint64_t v)
     r->value = v;
 }
 
-static void lock_new_grant(struct actx *a, struct sess *s, struct fsm_reply *r)
+static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, struct fsm_reply *r)
 {
-    struct lock *l = lock_alloc(a->c->name.p, a->c->name.len);
+    struct lock *l = lock_alloc(name.p, name.len);
     if (!l) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     lock_insert(a->f, l);
     reply_int(r, grant(a, l, s));
 }
 
-static void enqueue(struct actx *a, struct lock *l, struct sess *s, struct fsm_reply *r)
+static void enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                    struct fsm_reply *r)
 {
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    w->wait_ms = a->c->wait_ms;
+    w->wait_ms = wait_ms;
     w->rev = fsm_next_rev(a);
     waiter_append(a->f, l, s, w);
     fsm_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l->name, l->name_len);
@@ -244,9 +245,8 @@ static void enqueue(struct actx *a, struct lock *l, struct sess *s, struct fsm_r
  * LOCK: idempotent for the holder (its token) and for a queued session (keeps its place);
  * a free lock is granted at once; a busy one (held or in lock-delay) queues or answers NIL.
  */
-void op_lock(struct actx *a, struct fsm_reply *r)
+void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct sess *s = sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
@@ -254,7 +254,7 @@ void op_lock(struct actx *a, struct fsm_reply *r)
     }
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     if (!l) {
-        lock_new_grant(a, s, r);
+        lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
         reply_int(r, l->token);
     } else if (waiter_find(l, s)) {
@@ -262,7 +262,7 @@ void op_lock(struct actx *a, struct fsm_reply *r)
     } else if (c->wait_ms == 0) {
         r->kind = FSM_REPLY_NIL;
     } else {
-        enqueue(a, l, s, r);
+        enqueue(a, l, s, c->wait_ms, r);
     }
 }
 
@@ -270,9 +270,8 @@ void op_lock(struct actx *a, struct fsm_reply *r)
  * UNLOCK: the holder releases (the head waiter is granted); a queued session leaves the queue
  * (so a client that gave up a wait whose answer it never saw leaves no orphan behind).
  */
-void op_unlock(struct actx *a, struct fsm_reply *r)
+void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct sess *s = sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
@@ -288,8 +287,9 @@ void op_unlock(struct actx *a, struct fsm_reply *r)
         return;
     }
     if (!l || l->holder != s) {
-        char nm[64];
-        fsm_reply_err(r, "NOTHOLDER session %llu does not hold lock %s", (unsigned long long)s->sid,
+        char nm[FSM_NAME_SHOWN];
+        fsm_reply_err(r, PROTO_NOTHOLDER " session %llu does not hold lock %s",
+                      (unsigned long long)s->sid,
                       fsm_printable(c->name.p, c->name.len, nm, sizeof(nm)));
         return;
     }
@@ -300,9 +300,8 @@ void op_unlock(struct actx *a, struct fsm_reply *r)
 }
 
 /* CANCEL_WAIT: the leader's wait timer fired; whichever of grant and cancel came first wins. */
-void op_cancel_wait(struct actx *a, struct fsm_reply *r)
+void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct sess *s = sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
@@ -324,9 +323,8 @@ void op_cancel_wait(struct actx *a, struct fsm_reply *r)
     fsm_next_rev(a);
 }
 
-void op_lockdelay_end(struct actx *a, struct fsm_reply *r)
+void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_OK;
     if (!l || !l->in_delay)

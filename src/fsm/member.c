@@ -24,34 +24,37 @@ long member_find(const struct fsm *f, uint64_t id)
     return -1 - (long)lo;
 }
 
-static int member_equal(const struct member *m, const struct fsm_cmd *c)
+static int member_equal(const struct member *m, const struct fsm_cmd_member_set *c)
 {
-    return m->client_len == c->name.len && m->raft_len == c->key.len &&
-           memcmp(m->client, c->name.p, c->name.len) == 0 &&
-           memcmp(m->raft, c->key.p, c->key.len) == 0;
+    return m->client_len == c->client_addr.len && m->raft_len == c->raft_addr.len &&
+           memcmp(m->client, c->client_addr.p, c->client_addr.len) == 0 &&
+           memcmp(m->raft, c->raft_addr.p, c->raft_addr.len) == 0;
 }
 
-static void member_fill(struct member *m, const struct fsm_cmd *c)
+static void member_fill(struct member *m, const struct fsm_cmd_member_set *c)
 {
     memset(m, 0, sizeof(*m));
-    m->id = c->sid;
-    m->client_len = (uint16_t)c->name.len;
-    m->raft_len = (uint16_t)c->key.len;
-    memcpy(m->client, c->name.p, c->name.len);
-    memcpy(m->raft, c->key.p, c->key.len);
+    m->id = c->id;
+    m->client_len = (uint16_t)c->client_addr.len;
+    m->raft_len = (uint16_t)c->raft_addr.len;
+    memcpy(m->client, c->client_addr.p, c->client_addr.len);
+    memcpy(m->raft, c->raft_addr.p, c->raft_addr.len);
 }
 
-void op_member_set(struct actx *a, struct fsm_reply *r)
+static int addr_len_ok(struct fsm_str a)
 {
-    const struct fsm_cmd *c = a->c;
+    return a.len > 0 && a.len <= FSM_MAX_ADDR;
+}
+
+void op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fsm_reply *r)
+{
     struct fsm *f = a->f;
     /* the decoder guarantees these; stay total if it ever did not */
-    if (c->sid == 0 || c->name.len == 0 || c->name.len > FSM_MAX_ADDR || c->key.len == 0 ||
-        c->key.len > FSM_MAX_ADDR) {
-        fsm_reply_err(r, "ERR bad member entry");
+    if (c->id == 0 || !addr_len_ok(c->client_addr) || !addr_len_ok(c->raft_addr)) {
+        fsm_reply_err(r, PROTO_ERR " bad member entry");
         return;
     }
-    long i = member_find(f, c->sid);
+    long i = member_find(f, c->id);
     if (i >= 0) {
         if (!member_equal(&f->members[i], c)) {
             member_fill(&f->members[i], c);
@@ -61,7 +64,7 @@ void op_member_set(struct actx *a, struct fsm_reply *r)
         return;
     }
     if (f->n_members >= FSM_MAX_MEMBERS) {
-        fsm_reply_err(r, "ERR member table full");
+        fsm_reply_err(r, PROTO_ERR " member table full");
         return;
     }
     size_t at = (size_t)(-1 - i);
@@ -72,10 +75,10 @@ void op_member_set(struct actx *a, struct fsm_reply *r)
     r->kind = FSM_REPLY_OK;
 }
 
-void op_member_del(struct actx *a, struct fsm_reply *r)
+void op_member_del(struct actx *a, const struct fsm_cmd_member_del *c, struct fsm_reply *r)
 {
     struct fsm *f = a->f;
-    long i = member_find(f, a->c->sid);
+    long i = member_find(f, c->id);
     r->kind = FSM_REPLY_INT;
     r->value = 0;
     if (i < 0)

@@ -97,16 +97,15 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
 }
 
 /* SESSION_OPEN: the session id is the revision this command allocates. */
-void op_session_new(struct actx *a, struct fsm_reply *r)
+void op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd *c = a->c;
     if (c->ttl_ms == 0) {
-        fsm_reply_err(r, "ERR ttl_ms must be at least 1");
+        fsm_reply_err(r, PROTO_ERR " ttl_ms must be at least 1");
         return;
     }
     struct sess *s = sess_alloc(0, c->name.p, c->name.len);
     if (!s) {
-        fsm_reply_err(r, "ERR out of memory");
+        fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     s->sid = fsm_next_rev(a);
@@ -118,11 +117,12 @@ void op_session_new(struct actx *a, struct fsm_reply *r)
     r->value = s->sid;
 }
 
-void op_session_end(struct actx *a, struct fsm_reply *r, bool expired)
+void op_session_end(struct actx *a, const struct fsm_cmd_session_end *c, struct fsm_reply *r,
+                    bool expired)
 {
-    struct sess *s = sess_find(a->f, a->c->sid);
+    struct sess *s = sess_find(a->f, c->sid);
     if (!s) {
-        fsm_nosession(r, a->c->sid);
+        fsm_nosession(r, c->sid);
         return;
     }
     sess_end(a, s, expired);
@@ -136,13 +136,14 @@ void op_session_end(struct actx *a, struct fsm_reply *r, bool expired)
  * later leader does not grant a full TTL again (etcd's lease checkpoints). No revision: it
  * changes no lock, key or token.
  */
-void op_session_checkpoint(struct actx *a, struct fsm_reply *r)
+void op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *c,
+                           struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, a->c->sid);
+    struct sess *s = sess_find(a->f, c->sid);
     if (!s) {
-        fsm_nosession(r, a->c->sid);
+        fsm_nosession(r, c->sid);
         return;
     }
-    s->checkpoint_ms = a->c->wait_ms < s->ttl_ms ? a->c->wait_ms : 0;
+    s->checkpoint_ms = c->remaining_ms < s->ttl_ms ? c->remaining_ms : 0;
     r->kind = FSM_REPLY_OK;
 }

@@ -29,6 +29,8 @@
 #include "fsm/internal.h"
 
 #define SNAP_MAGIC "FLSM"
+#define SNAP_MAGIC_LEN (sizeof(SNAP_MAGIC) - 1)
+#define VEC_MIN_CAP 64 /* first allocation of a restore-time array */
 #define SNAP_VERSION 2
 #define FLAG_DELAY 1u
 
@@ -83,7 +85,7 @@ static int emit_lock_visit(void *arg, const struct onode *n)
 
 static int emit_all(const struct fsm *f, struct buf *out)
 {
-    int rc = buf_append(out, SNAP_MAGIC, 4) | buf_put_u8(out, SNAP_VERSION) |
+    int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) | buf_put_u8(out, SNAP_VERSION) |
              buf_put_varint(out, f->revision) | buf_put_varint(out, f->sessions.n);
     for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
         rc |= emit_session(s, out);
@@ -121,7 +123,7 @@ struct vec {
 static int vec_push(struct vec *v, const void *x, size_t sz)
 {
     if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 64;
+        size_t cap = v->cap ? v->cap * 2 : VEC_MIN_CAP;
         void *p = cap < SIZE_MAX / sz ? realloc(v->p, cap * sz) : NULL;
         if (!p)
             return -1;
@@ -182,7 +184,7 @@ static int restore_reply(struct rst *s, struct sess *x)
         return get_u(s, &x->req_value);
     if (x->req_kind != FSM_REPLY_ERR)
         return 0;
-    if (get_s(s, &p, &n, 0, sizeof(((struct fsm_reply *)0)->err) - 1))
+    if (get_s(s, &p, &n, 0, FSM_ERR_LEN - 1))
         return -1;
     if (n == 0)
         return 0;
@@ -434,14 +436,14 @@ static int revs_distinct(struct rst *s)
 
 static int restore_body(struct rst *s)
 {
-    uint8_t magic[4], version;
+    uint8_t magic[SNAP_MAGIC_LEN], version;
     uint64_t n, prev_sid = 0;
     struct lock *prev_lock = NULL;
     struct kv *prev_key = NULL;
-    for (int i = 0; i < 4; i++)
+    for (size_t i = 0; i < SNAP_MAGIC_LEN; i++)
         if (rd_u8(&s->r, &magic[i]))
             return bad(s, "truncated header");
-    if (memcmp(magic, SNAP_MAGIC, 4) != 0)
+    if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
     if (rd_u8(&s->r, &version) || version != SNAP_VERSION)
         return bad(s, "unsupported version");

@@ -9,7 +9,7 @@
 
 #include "fsm/internal.h"
 
-#define HTAB_MIN 16
+#define HTAB_MIN 16 /* buckets of an empty table (a power of two) */
 
 int htab_init(struct htab *t)
 {
@@ -71,20 +71,25 @@ void htab_remove(struct htab *t, struct hlink *l)
     }
 }
 
+/* The published 64-bit FNV-1a parameters. */
+#define FNV1A_OFFSET 1469598103934665603ull
+#define FNV1A_PRIME 1099511628211ull
+
 /* FNV-1a, folded to 32 bits with a final mix so the low bits (the bucket index) spread. */
 uint32_t fsm_hash_bytes(const void *p, size_t n)
 {
     const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = FNV1A_OFFSET;
     for (size_t i = 0; i < n; i++) {
         h ^= s[i];
-        h *= 1099511628211ull;
+        h *= FNV1A_PRIME;
     }
     h ^= h >> 32;
     return (uint32_t)h;
 }
 
-/* splitmix64's finaliser: sids are consecutive-ish revisions, which must not cluster. */
+/* splitmix64's finaliser (its published shifts and multipliers): sids are consecutive-ish
+ * revisions, which must not cluster. */
 uint32_t fsm_hash_u64(uint64_t v)
 {
     v ^= v >> 30;

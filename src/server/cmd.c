@@ -147,33 +147,35 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     const struct srv_config *cfg = &r->s->cfg;
     switch (bit) {
     case CMD_OPT_LEASE:
-        if (cmd_arg_u64(r, i, "LEASE sid", &cmd->lease_sid) || cmd_live_session(r, cmd->lease_sid))
+        if (cmd_arg_u64(r, i, "LEASE sid", &cmd->put.lease_sid) ||
+            cmd_live_session(r, cmd->put.lease_sid))
             return -1;
         return 0;
     case CMD_OPT_FENCE:
-        cmd->has_fence = true;
-        if (cmd_arg_name(r, i, "FENCE lock name", &cmd->fence_name))
+        fsm_cmd_cond(cmd)->has_fence = true;
+        if (cmd_arg_name(r, i, "FENCE lock name", &fsm_cmd_cond(cmd)->fence_name))
             return -1;
-        return cmd_arg_u64(r, i + 1, "FENCE token", &cmd->fence_token);
+        return cmd_arg_u64(r, i + 1, "FENCE token", &fsm_cmd_cond(cmd)->fence_token);
     case CMD_OPT_IFREV:
-        cmd->has_ifrev = true;
-        return cmd_arg_u64(r, i, "IFREV revision", &cmd->ifrev);
+        fsm_cmd_cond(cmd)->has_ifrev = true;
+        return cmd_arg_u64(r, i, "IFREV revision", &fsm_cmd_cond(cmd)->ifrev);
     case CMD_OPT_REQ:
         if (cmd_arg_u64(r, i, "REQ sid", &cmd->req_sid) ||
             cmd_arg_range(r, i + 1, "REQ seq", 1, INT64_MAX, &cmd->req_seq))
             return -1;
         return cmd_live_session(r, cmd->req_sid);
     case CMD_OPT_WAIT:
-        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, &cmd->wait_ms);
+        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, &cmd->lock.wait_ms);
     case CMD_OPT_LOCKDELAY:
-        return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay, &cmd->lockdelay_ms);
+        return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
+                             &cmd->session_open.lockdelay_ms);
     case CMD_OPT_NAME:
         if (r->argv[i].len > cfg->max_key) {
             resp_w_errorf(r->out, PROTO_TOOLARGE " NAME is over %zu bytes", cfg->max_key);
             return -1;
         }
-        cmd->name.p = r->argv[i].p;
-        cmd->name.len = (uint32_t)r->argv[i].len;
+        cmd->session_open.name.p = r->argv[i].p;
+        cmd->session_open.name.len = (uint32_t)r->argv[i].len;
         return 0;
     }
     return -1;
@@ -263,12 +265,12 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
     r->slot->op = cmd->op;
-    r->slot->wait_ms = cmd->wait_ms;
+    r->slot->wait_ms = cmd->op == FSM_OP_LOCK ? cmd->lock.wait_ms : 0;
     r->slot->started_ns = uv_hrtime();
     if (cmd->op == FSM_OP_LOCK) {
         struct buf k;
         buf_init(&k);
-        if (!srv_key_name_sid(cmd->name.p, cmd->name.len, cmd->sid, &k)) {
+        if (!srv_key_name_sid(cmd->lock.name.p, cmd->lock.name.len, cmd->lock.sid, &k)) {
             cmd_reply_err(r, PROTO_ERR " out of memory");
             return;
         }

@@ -232,7 +232,7 @@ static void remove_done(void *ctx, int status, const char *msg)
         return;
     }
     LOGI(&s->log, "member %llu removed from the configuration", (unsigned long long)rc->id);
-    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .sid = rc->id};
+    struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = rc->id}};
     int prc = srv_propose(s, &cmd, member_del_done, rc);
     if (prc != RN_OK)
         member_del_done(rc, prc, NULL);

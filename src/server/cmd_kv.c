@@ -11,16 +11,16 @@
 
 void putCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_PUT};
-    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "key", &cmd.key))
+    struct fsm_cmd cmd = {.op = FSM_OP_PUT, .put = {.lease_sid = 0}};
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "key", &cmd.put.key))
         return;
     if (r->argv[2].len > r->s->cfg.max_value) {
         resp_w_errorf(r->out, PROTO_TOOLARGE " value is %zu bytes, the limit is %zu",
                       r->argv[2].len, r->s->cfg.max_value);
         return;
     }
-    cmd.value.p = r->argv[2].p;
-    cmd.value.len = (uint32_t)r->argv[2].len;
+    cmd.put.value.p = r->argv[2].p;
+    cmd.put.value.len = (uint32_t)r->argv[2].len;
     if (cmd_parse_opts(r, 3, CMD_OPT_LEASE | CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ, &cmd))
         return;
     cmd_propose(r, &cmd);
@@ -28,8 +28,8 @@ void putCommand(struct srv_req *r)
 
 void delCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_DEL};
-    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "key", &cmd.key) ||
+    struct fsm_cmd cmd = {.op = FSM_OP_DEL, .del = {.cond = {.has_fence = false}}};
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "key", &cmd.del.key) ||
         cmd_parse_opts(r, 2, CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ, &cmd))
         return;
     cmd_propose(r, &cmd);

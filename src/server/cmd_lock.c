@@ -10,26 +10,27 @@
 #define LOCK_INFO_FIELDS 5
 #define LOCKS_ROW_FIELDS 5
 
-static int lock_args(struct srv_req *r, struct fsm_cmd *cmd)
+static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
 {
-    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "lock name", &cmd->name) ||
-        cmd_arg_u64(r, 2, "sid", &cmd->sid) || cmd_live_session(r, cmd->sid))
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "lock name", name) ||
+        cmd_arg_u64(r, 2, "sid", sid) || cmd_live_session(r, *sid))
         return -1;
     return 0;
 }
 
 void lockCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_LOCK};
-    if (lock_args(r, &cmd) || cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_LOCK, .lock = {.wait_ms = 0}};
+    if (lock_args(r, &cmd.lock.name, &cmd.lock.sid) ||
+        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd))
         return;
     cmd_propose(r, &cmd);
 }
 
 void unlockCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK};
-    if (lock_args(r, &cmd) || cmd_parse_opts(r, 3, CMD_OPT_REQ, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK, .unlock = {.sid = 0}};
+    if (lock_args(r, &cmd.unlock.name, &cmd.unlock.sid) || cmd_parse_opts(r, 3, CMD_OPT_REQ, &cmd))
         return;
     cmd_propose(r, &cmd);
 }

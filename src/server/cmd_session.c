@@ -12,8 +12,9 @@
 
 void sessionOpenCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN};
-    if (cmd_need_leader(r) || cmd_arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.ttl_ms) ||
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 0}};
+    if (cmd_need_leader(r) ||
+        cmd_arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.session_open.ttl_ms) ||
         cmd_parse_opts(r, 2, CMD_OPT_LOCKDELAY | CMD_OPT_NAME, &cmd))
         return;
     cmd_propose(r, &cmd);
@@ -62,9 +63,9 @@ void sessionKeepaliveCommand(struct srv_req *r)
 
 void sessionCloseCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CLOSE};
-    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &cmd.sid) || cmd_live_session(r, cmd.sid) ||
-        cmd_parse_opts(r, 2, CMD_OPT_REQ, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CLOSE, .session_close = {.sid = 0}};
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &cmd.session_close.sid) ||
+        cmd_live_session(r, cmd.session_close.sid) || cmd_parse_opts(r, 2, CMD_OPT_REQ, &cmd))
         return;
     cmd_propose(r, &cmd);
 }

@@ -80,9 +80,9 @@ int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t cl
                        const char *raft, size_t rlen, rn_propose_cb cb, void *ctx)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_MEMBER_SET,
-                          .sid = id,
-                          .name = {client, (uint32_t)clen},
-                          .key = {raft, (uint32_t)rlen}};
+                          .member_set = {.id = id,
+                                         .client_addr = {client, (uint32_t)clen},
+                                         .raft_addr = {raft, (uint32_t)rlen}}};
     return srv_propose(s, &cmd, cb, ctx);
 }
 

@@ -57,23 +57,23 @@ static void growth(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOT
     switch (cmd->op) {
     case FSM_OP_SESSION_OPEN:
         g[SRV_QUOTA_SESSIONS] = 1;
-        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->name.len;
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->session_open.name.len;
         break;
     case FSM_OP_LOCK:
-        if (!fsm_lock_info(s->fsm, cmd->name.p, cmd->name.len, &lv)) {
+        if (!fsm_lock_info(s->fsm, cmd->lock.name.p, cmd->lock.name.len, &lv)) {
             g[SRV_QUOTA_LOCKS] = 1;
-            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->name.len;
-        } else if (lv.holder_sid != cmd->sid && cmd->wait_ms > 0) {
+            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->lock.name.len;
+        } else if (lv.holder_sid != cmd->lock.sid && cmd->lock.wait_ms > 0) {
             g[SRV_QUOTA_WAITERS] = 1;
             g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES;
         }
         break;
     case FSM_OP_PUT:
-        if (!fsm_kv_get(s->fsm, cmd->key.p, cmd->key.len, &kv)) {
+        if (!fsm_kv_get(s->fsm, cmd->put.key.p, cmd->put.key.len, &kv)) {
             g[SRV_QUOTA_KEYS] = 1;
-            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->key.len + cmd->value.len;
-        } else if (cmd->value.len > kv.value_len) {
-            g[SRV_QUOTA_BYTES] = cmd->value.len - kv.value_len;
+            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->put.key.len + cmd->put.value.len;
+        } else if (cmd->put.value.len > kv.value_len) {
+            g[SRV_QUOTA_BYTES] = cmd->put.value.len - kv.value_len;
         }
         break;
     default:

@@ -32,15 +32,17 @@ int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 {
     struct fsm_lock_view v;
-    bool lazy = cmd->wait_ms > 0 && fsm_lock_info(s->fsm, cmd->name.p, cmd->name.len, &v) &&
-                ((v.holder_sid && v.holder_sid != cmd->sid) || v.in_lockdelay);
+    bool lazy = cmd->lock.wait_ms > 0 &&
+                fsm_lock_info(s->fsm, cmd->lock.name.p, cmd->lock.name.len, &v) &&
+                ((v.holder_sid && v.holder_sid != cmd->lock.sid) || v.in_lockdelay);
     return propose_cmd(s, cmd, cb, ctx, lazy);
 }
 
 int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
                            void *ctx)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CHECKPOINT, .sid = sid, .wait_ms = remaining_ms};
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CHECKPOINT,
+                          .session_checkpoint = {.sid = sid, .remaining_ms = remaining_ms}};
     int rc = srv_propose(s, &cmd, cb, ctx);
     if (rc == RN_OK)
         lease_checkpoint_proposed(&s->lease, sid);
@@ -256,16 +258,16 @@ static void action_cmd(const struct lease_action *a, struct fsm_cmd *cmd)
     memset(cmd, 0, sizeof(*cmd));
     if (a->kind == LEASE_SESSION) {
         cmd->op = FSM_OP_SESSION_EXPIRE;
-        cmd->sid = a->sid;
+        cmd->session_expire.sid = a->sid;
     } else if (a->kind == LEASE_WAIT) {
         cmd->op = FSM_OP_CANCEL_WAIT;
-        cmd->sid = a->sid;
-        cmd->name.p = a->name;
-        cmd->name.len = (uint32_t)a->namelen;
+        cmd->cancel_wait.sid = a->sid;
+        cmd->cancel_wait.name.p = a->name;
+        cmd->cancel_wait.name.len = (uint32_t)a->namelen;
     } else {
         cmd->op = FSM_OP_LOCKDELAY_END;
-        cmd->name.p = a->name;
-        cmd->name.len = (uint32_t)a->namelen;
+        cmd->lockdelay_end.name.p = a->name;
+        cmd->lockdelay_end.name.len = (uint32_t)a->namelen;
     }
 }
 

@@ -3,6 +3,10 @@
  *
  * A test is `TEST(name) { ... }` registered in main with RUN(name). CHECK(cond) records a
  * failure with file:line and returns from the test; CHECK_EQ_U64 prints both values.
+ * A test with a fixture is `TEST_F(type, name) { ... fx->... }` registered with
+ * RUN_F(type, name): the runner calls type_setup(&fx) (0 = ready), the test, and
+ * type_teardown(&fx) always, so resources the fixture owns are freed even when a CHECK returns
+ * early (teardown must also cope with a setup that failed half-way).
  * TEST_MAIN_END prints "tests: N passed, N failed" (the line CI reads) and returns non-zero on
  * any failure. Only for test binaries: the globals below live in each test executable.
  */
@@ -39,17 +43,38 @@ static int test_passed_, test_failed_, test_cur_failed_;
 
 #define CHECK_STR_PREFIX(s, prefix) CHECK(strncmp((s), (prefix), strlen(prefix)) == 0)
 
+#define TEST_REPORT_(name)                                                                         \
+    do {                                                                                           \
+        if (test_cur_failed_) {                                                                    \
+            test_failed_++;                                                                        \
+            fprintf(stderr, "not ok %s\n", name);                                                  \
+        } else {                                                                                   \
+            test_passed_++;                                                                        \
+            fprintf(stderr, "ok %s\n", name);                                                      \
+        }                                                                                          \
+    } while (0)
+
 #define RUN(name)                                                                                  \
     do {                                                                                           \
         test_cur_failed_ = 0;                                                                      \
         name();                                                                                    \
-        if (test_cur_failed_) {                                                                    \
-            test_failed_++;                                                                        \
-            fprintf(stderr, "not ok %s\n", #name);                                                 \
+        TEST_REPORT_(#name);                                                                       \
+    } while (0)
+
+#define TEST_F(type, name) static void name(struct type *fx)
+
+#define RUN_F(type, name)                                                                          \
+    do {                                                                                           \
+        struct type fx_;                                                                           \
+        test_cur_failed_ = 0;                                                                      \
+        if (type##_setup(&fx_) == 0) {                                                             \
+            name(&fx_);                                                                            \
         } else {                                                                                   \
-            test_passed_++;                                                                        \
-            fprintf(stderr, "ok %s\n", #name);                                                     \
+            fprintf(stderr, "  FAIL %s: fixture setup\n", #name);                                  \
+            test_cur_failed_ = 1;                                                                  \
         }                                                                                          \
+        type##_teardown(&fx_);                                                                     \
+        TEST_REPORT_(#name);                                                                       \
     } while (0)
 
 #define TEST_MAIN_END()                                                                            \

@@ -47,6 +47,164 @@ static int chance(int pct)
     return (int)below(100) < pct;
 }
 
+/* ---- the model's view of a command ---- */
+
+/*
+ * The model predicts every op from one flat record (sid is the member id for the member ops,
+ * name/key the addresses of MEMBER_SET, wait_ms the remainder of SESSION_CHECKPOINT), as the
+ * FSM's command struct was before it had a payload per op. Fields an op does not carry are 0.
+ * It meets struct fsm_cmd only at the codec: mcmd_to_cmd before encoding, mcmd_from_cmd after
+ * decoding.
+ */
+struct mcmd {
+    uint8_t op;
+    uint64_t now_ms, req_sid, req_seq;
+    uint64_t sid, ttl_ms, lockdelay_ms, wait_ms;
+    struct fsm_str name, key, value;
+    uint64_t lease_sid;
+    bool has_fence;
+    struct fsm_str fence_name;
+    uint64_t fence_token;
+    bool has_ifrev;
+    uint64_t ifrev;
+};
+
+static struct fsm_kv_cond cond_of(const struct mcmd *m)
+{
+    return (struct fsm_kv_cond){m->has_fence, m->fence_name, m->fence_token, m->has_ifrev,
+                                m->ifrev};
+}
+
+static void cond_to_model(const struct fsm_kv_cond *c, struct mcmd *m)
+{
+    m->has_fence = c->has_fence;
+    m->fence_name = c->fence_name;
+    m->fence_token = c->fence_token;
+    m->has_ifrev = c->has_ifrev;
+    m->ifrev = c->ifrev;
+}
+
+static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->op = m->op;
+    c->now_ms = m->now_ms;
+    c->req_sid = m->req_sid;
+    c->req_seq = m->req_seq;
+    switch (m->op) {
+    case FSM_OP_SESSION_OPEN:
+        c->session_open = (struct fsm_cmd_session_open){m->ttl_ms, m->lockdelay_ms, m->name};
+        break;
+    case FSM_OP_SESSION_CLOSE:
+        c->session_close.sid = m->sid;
+        break;
+    case FSM_OP_SESSION_EXPIRE:
+        c->session_expire.sid = m->sid;
+        break;
+    case FSM_OP_SESSION_CHECKPOINT:
+        c->session_checkpoint = (struct fsm_cmd_session_checkpoint){m->sid, m->wait_ms};
+        break;
+    case FSM_OP_LOCK:
+        c->lock = (struct fsm_cmd_lock){m->name, m->sid, m->wait_ms};
+        break;
+    case FSM_OP_UNLOCK:
+        c->unlock = (struct fsm_cmd_lock_ref){m->name, m->sid};
+        break;
+    case FSM_OP_CANCEL_WAIT:
+        c->cancel_wait = (struct fsm_cmd_lock_ref){m->name, m->sid};
+        break;
+    case FSM_OP_LOCKDELAY_END:
+        c->lockdelay_end.name = m->name;
+        break;
+    case FSM_OP_PUT:
+        c->put = (struct fsm_cmd_put){m->key, m->value, m->lease_sid, cond_of(m)};
+        break;
+    case FSM_OP_DEL:
+        c->del = (struct fsm_cmd_del){m->key, cond_of(m)};
+        break;
+    case FSM_OP_MEMBER_SET:
+        c->member_set = (struct fsm_cmd_member_set){m->sid, m->name, m->key};
+        break;
+    case FSM_OP_MEMBER_DEL:
+        c->member_del.id = m->sid;
+        break;
+    }
+}
+
+static void mcmd_from_lock_ref(const struct fsm_cmd_lock_ref *p, struct mcmd *m)
+{
+    m->name = p->name;
+    m->sid = p->sid;
+}
+
+static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->op = c->op;
+    m->now_ms = c->now_ms;
+    m->req_sid = c->req_sid;
+    m->req_seq = c->req_seq;
+    switch (c->op) {
+    case FSM_OP_SESSION_OPEN:
+        m->ttl_ms = c->session_open.ttl_ms;
+        m->lockdelay_ms = c->session_open.lockdelay_ms;
+        m->name = c->session_open.name;
+        break;
+    case FSM_OP_SESSION_CLOSE:
+        m->sid = c->session_close.sid;
+        break;
+    case FSM_OP_SESSION_EXPIRE:
+        m->sid = c->session_expire.sid;
+        break;
+    case FSM_OP_SESSION_CHECKPOINT:
+        m->sid = c->session_checkpoint.sid;
+        m->wait_ms = c->session_checkpoint.remaining_ms;
+        break;
+    case FSM_OP_LOCK:
+        m->name = c->lock.name;
+        m->sid = c->lock.sid;
+        m->wait_ms = c->lock.wait_ms;
+        break;
+    case FSM_OP_UNLOCK:
+        mcmd_from_lock_ref(&c->unlock, m);
+        break;
+    case FSM_OP_CANCEL_WAIT:
+        mcmd_from_lock_ref(&c->cancel_wait, m);
+        break;
+    case FSM_OP_LOCKDELAY_END:
+        m->name = c->lockdelay_end.name;
+        break;
+    case FSM_OP_PUT:
+        m->key = c->put.key;
+        m->value = c->put.value;
+        m->lease_sid = c->put.lease_sid;
+        cond_to_model(&c->put.cond, m);
+        break;
+    case FSM_OP_DEL:
+        m->key = c->del.key;
+        cond_to_model(&c->del.cond, m);
+        break;
+    case FSM_OP_MEMBER_SET:
+        m->sid = c->member_set.id;
+        m->name = c->member_set.client_addr;
+        m->key = c->member_set.raft_addr;
+        break;
+    case FSM_OP_MEMBER_DEL:
+        m->sid = c->member_del.id;
+        break;
+    }
+}
+
+/* Decode an entry into the model's view; 0 or -1 as fsm_cmd_decode. */
+static int mcmd_decode(const struct buf *b, struct mcmd *m, char *err, size_t errlen)
+{
+    struct fsm_cmd c;
+    if (fsm_cmd_decode((const uint8_t *)b->p, b->len, &c, err, errlen))
+        return -1;
+    mcmd_from_cmd(&c, m);
+    return 0;
+}
+
 /* ---- the model ---- */
 
 struct mlock {
@@ -188,7 +346,7 @@ static uint64_t pick_sid(void)
     return n ? live[below((uint64_t)n)] : any;
 }
 
-static void gen_req(struct fsm_cmd *c)
+static void gen_req(struct mcmd *c)
 {
     if (!chance(30) || M.ns == 0)
         return;
@@ -201,7 +359,7 @@ static void gen_req(struct fsm_cmd *c)
         c->req_sid = c->req_seq = 0;
 }
 
-static void gen_cond(struct fsm_cmd *c, int k)
+static void gen_cond(struct mcmd *c, int k)
 {
     if (chance(30)) {
         int l = (int)below(NLOCKS);
@@ -216,7 +374,7 @@ static void gen_cond(struct fsm_cmd *c, int k)
     }
 }
 
-static void gen_lock_op(struct fsm_cmd *c, int r)
+static void gen_lock_op(struct mcmd *c, int r)
 {
     int l = (int)below(NLOCKS);
     c->name = LOCKN[l];
@@ -242,7 +400,7 @@ static void gen_lock_op(struct fsm_cmd *c, int r)
 }
 
 /* Mostly a known id; sometimes an entry identical to the stored one (a re-announce). */
-static void gen_member_op(struct fsm_cmd *c)
+static void gen_member_op(struct mcmd *c)
 {
     bool fill = (g_step / MPHASE) % 2 == 0;         /* alternate: fill up, then drain */
     c->sid = chance(2) ? 0 : 1 + below(MEMBER_IDS); /* id 0 is a bad entry */
@@ -268,7 +426,7 @@ static void gen_member_op(struct fsm_cmd *c)
     }
 }
 
-static void gen_cmd(struct fsm_cmd *c)
+static void gen_cmd(struct mcmd *c)
 {
     memset(c, 0, sizeof(*c));
     c->now_ms = 1000000 + (uint64_t)g_step;
@@ -318,9 +476,9 @@ static void gen_cmd(struct fsm_cmd *c)
 /* The model knows only the pool's names: a mutated entry must not decode to another one. */
 static bool usable(const struct buf *b)
 {
-    struct fsm_cmd c;
+    struct mcmd c;
     char err[64];
-    if (fsm_cmd_decode((const uint8_t *)b->p, b->len, &c, err, sizeof(err)))
+    if (mcmd_decode(b, &c, err, sizeof(err)))
         return true;
     switch (c.op) {
     case FSM_OP_LOCK:
@@ -355,10 +513,12 @@ static void mutate(struct buf *b)
 /* Some entries are garbage: random bytes, or a real entry truncated, flipped or extended. */
 static void gen_entry(struct buf *b)
 {
+    struct mcmd m;
     struct fsm_cmd c;
     bool garbage = chance(4);
     do {
-        gen_cmd(&c);
+        gen_cmd(&m);
+        mcmd_to_cmd(&m, &c);
         buf_reset(b);
         if (fsm_cmd_encode(&c, b))
             abort();
@@ -394,7 +554,7 @@ static struct expect ex_fresh(void)
     return (struct expect){.kind = FSM_REPLY_INT, .fresh = true, .changes = true};
 }
 
-static struct expect predict_lock(const struct fsm_cmd *c)
+static struct expect predict_lock(const struct mcmd *c)
 {
     struct mlock *l = &M.locks[lock_idx(c->name)];
     if (c->op == FSM_OP_LOCKDELAY_END)
@@ -421,7 +581,7 @@ static struct expect predict_lock(const struct fsm_cmd *c)
     }
 }
 
-static bool fence_ok(const struct fsm_cmd *c)
+static bool fence_ok(const struct mcmd *c)
 {
     if (!c->has_fence)
         return true;
@@ -429,7 +589,7 @@ static bool fence_ok(const struct fsm_cmd *c)
     return i >= 0 && M.locks[i].holder && M.locks[i].token == c->fence_token;
 }
 
-static bool ifrev_ok(const struct fsm_cmd *c, const struct mkey *k)
+static bool ifrev_ok(const struct mcmd *c, const struct mkey *k)
 {
     if (!c->has_ifrev)
         return true;
@@ -438,7 +598,7 @@ static bool ifrev_ok(const struct fsm_cmd *c, const struct mkey *k)
     return k->exists && k->mod_rev == c->ifrev;
 }
 
-static struct expect predict_kv(const struct fsm_cmd *c)
+static struct expect predict_kv(const struct mcmd *c)
 {
     struct mkey *k = &M.keys[key_idx(c->key)];
     if (c->op == FSM_OP_PUT && c->lease_sid && !alive(c->lease_sid))
@@ -454,7 +614,7 @@ static struct expect predict_kv(const struct fsm_cmd *c)
     return e;
 }
 
-static struct expect predict_member(const struct fsm_cmd *c)
+static struct expect predict_member(const struct mcmd *c)
 {
     int i = mpos(c->sid);
     if (c->op == FSM_OP_MEMBER_DEL) {
@@ -470,7 +630,7 @@ static struct expect predict_member(const struct fsm_cmd *c)
     return ex(FSM_REPLY_OK, !same);
 }
 
-static struct expect predict_op(const struct fsm_cmd *c)
+static struct expect predict_op(const struct mcmd *c)
 {
     switch (c->op) {
     case FSM_OP_MEMBER_SET:
@@ -494,7 +654,7 @@ static struct expect predict_op(const struct fsm_cmd *c)
 }
 
 /* A retry of the session's highest seq: the cached reply, or the truth for a queued LOCK. */
-static struct expect predict_replay(const struct fsm_cmd *c, const struct msess *rs)
+static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
     if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK) {
         struct mlock *l = &M.locks[lock_idx(c->name)];
@@ -510,7 +670,7 @@ static struct expect predict_replay(const struct fsm_cmd *c, const struct msess 
     return e;
 }
 
-static struct expect predict(const struct fsm_cmd *c, bool *run)
+static struct expect predict(const struct mcmd *c, bool *run)
 {
     *run = false;
     if (c->req_sid) {
@@ -543,7 +703,7 @@ static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64
 }
 
 /* Events drive the model; each must be legal at the moment it happens. */
-static int model_event(const struct fsm_event *ev, const struct fsm_cmd *c, uint64_t rev1,
+static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_t rev1,
                        uint64_t *released_by)
 {
     bool named_lock = ev->type != FSM_EV_SESSION_OPENED && ev->type != FSM_EV_SESSION_ENDED &&
@@ -610,7 +770,7 @@ static int model_event(const struct fsm_event *ev, const struct fsm_cmd *c, uint
     return 0;
 }
 
-static int model_events(const struct fsm_events *ev, const struct fsm_cmd *c, uint64_t rev1)
+static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint64_t rev1)
 {
     uint64_t released_by = 0;
     for (size_t i = 0; i < ev->n; i++)
@@ -620,7 +780,7 @@ static int model_events(const struct fsm_events *ev, const struct fsm_cmd *c, ui
 }
 
 /* KV writes have no events: the model applies them from the reply. */
-static void model_kv(const struct fsm_cmd *c, const struct fsm_reply *r)
+static void model_kv(const struct mcmd *c, const struct fsm_reply *r)
 {
     if ((c->op != FSM_OP_PUT && c->op != FSM_OP_DEL) || r->kind != FSM_REPLY_INT)
         return;
@@ -637,7 +797,7 @@ static void model_kv(const struct fsm_cmd *c, const struct fsm_reply *r)
 }
 
 /* Member writes have no events: the model applies them from the reply. */
-static void model_member(const struct fsm_cmd *c, const struct fsm_reply *r)
+static void model_member(const struct mcmd *c, const struct fsm_reply *r)
 {
     if (c->op != FSM_OP_MEMBER_SET && c->op != FSM_OP_MEMBER_DEL)
         return;
@@ -811,7 +971,7 @@ static int check_revisions(const struct expect *e, const struct fsm_events *ev, 
 }
 
 /* The locks a session holds before it ends: lock-delay on them iff expired with a delay. */
-static int ending_locks(const struct fsm_cmd *c, bool run, int *held)
+static int ending_locks(const struct mcmd *c, bool run, int *held)
 {
     int n = 0;
     if (run && (c->op == FSM_OP_SESSION_CLOSE || c->op == FSM_OP_SESSION_EXPIRE) && alive(c->sid))
@@ -821,7 +981,7 @@ static int ending_locks(const struct fsm_cmd *c, bool run, int *held)
     return n;
 }
 
-static int check_lockdelays(const struct fsm_cmd *c, const int *held, int n, uint64_t delay)
+static int check_lockdelays(const struct mcmd *c, const int *held, int n, uint64_t delay)
 {
     bool want = c->op == FSM_OP_SESSION_EXPIRE && delay > 0;
     for (int i = 0; i < n; i++)
@@ -833,10 +993,10 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
                 struct fsm_events *gev)
 {
     int held[NLOCKS];
-    struct fsm_cmd c;
+    struct mcmd c;
     char err[128];
     gen_entry(entry);
-    bool decoded = !fsm_cmd_decode((const uint8_t *)entry->p, entry->len, &c, err, sizeof(err));
+    bool decoded = !mcmd_decode(entry, &c, err, sizeof(err));
     bool run = false;
     struct expect e = decoded ? predict(&c, &run) : ex_err("ERR bad entry: ");
     uint64_t rev0 = fsm_revision(f);

@@ -1,0 +1,207 @@
+/*
+ * fsm_golden_cmds.h — the command sequence behind the golden fixture of the entry format.
+ *
+ * tests/unit/gen_fsm_golden.c encodes these commands, applies them in order to a fresh fsm and
+ * writes the encodings, replies and final snapshot to tests/fixtures/fsm_golden/golden.h;
+ * test_fsm_codec_golden checks that today's code still produces those bytes. Every op appears,
+ * with large and edge values (UINT64_MAX, empty strings, names of FSM_MAX_NAME bytes, addresses
+ * of FSM_MAX_ADDR bytes, PUT/DEL with and without FENCE and IFREV), and the final state holds
+ * sessions with cached REQ replies and checkpoints, held locks, waiters, a lock in lock-delay,
+ * leased and unleased keys and members. The sids and tokens in the commands are the revisions
+ * the sequence allocates (the replies in the fixture show them). The fixture was written when
+ * struct fsm_cmd was one flat struct; this table now builds the same commands through the
+ * per-op payloads, and test_fsm_codec_golden checks that they encode to the fixture's bytes.
+ *
+ * Static data for a test binary or the generator; golden_fill() must run before the first use.
+ */
+#ifndef FENCELOCK_FSM_GOLDEN_CMDS_H
+#define FENCELOCK_FSM_GOLDEN_CMDS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "fsm/fsm.h"
+
+#define GS(lit)                                                                                    \
+    {                                                                                              \
+        lit, sizeof(lit) - 1                                                                       \
+    }
+#define GOLDEN_VALUE_LEN 200 /* a value whose length takes a two-byte varint */
+
+static char golden_long_name[FSM_MAX_NAME];
+static char golden_long_addr[FSM_MAX_ADDR];
+static char golden_value[GOLDEN_VALUE_LEN];
+
+static void golden_fill(void)
+{
+    memset(golden_long_name, 'N', sizeof(golden_long_name));
+    memset(golden_long_addr, 'a', sizeof(golden_long_addr));
+    for (size_t i = 0; i < sizeof(golden_value); i++)
+        golden_value[i] = (char)i; /* every byte value below 200, NUL included */
+}
+
+#define LONG_NAME                                                                                  \
+    {                                                                                              \
+        golden_long_name, FSM_MAX_NAME                                                             \
+    }
+
+static const struct fsm_cmd golden_cmds[] = {
+    /* sessions 1-4 (revisions 1-4), with empty and maximal fields; a TTL of 0 is refused */
+    {.op = FSM_OP_NOOP},
+    {.op = FSM_OP_SESSION_OPEN,
+     .now_ms = 1000,
+     .session_open = {.ttl_ms = 10000, .lockdelay_ms = 500, .name = GS("alpha")}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .now_ms = 1001,
+     .session_open = {.ttl_ms = UINT64_MAX, .lockdelay_ms = UINT64_MAX, .name = GS("")}},
+    {.op = FSM_OP_SESSION_OPEN, .now_ms = 1002, .session_open = {.ttl_ms = 1, .name = LONG_NAME}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .now_ms = 1003,
+     .session_open = {.ttl_ms = 30000, .lockdelay_ms = 250, .name = GS("delta")}},
+    {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 0, .name = GS("refused")}},
+    /* locks: L1 granted to 1 (token 5), 2 and 4 queue, 3 tries in vain and takes the long name */
+    {.op = FSM_OP_LOCK, .now_ms = UINT64_MAX, .lock = {.name = GS("L1"), .sid = 1}},
+    {.op = FSM_OP_LOCK,
+     .now_ms = 2000,
+     .req_sid = 2,
+     .req_seq = 1,
+     .lock = {.name = GS("L1"), .sid = 2, .wait_ms = UINT64_MAX}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("L1"), .sid = 3}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("L1"), .sid = 4, .wait_ms = 100}},
+    {.op = FSM_OP_LOCK, .now_ms = 2001, .lock = {.name = LONG_NAME, .sid = 3}},
+    /* UNLOCK hands L1 to 2 (token 9); its retry replays; a non-holder gets NOTHOLDER */
+    {.op = FSM_OP_UNLOCK,
+     .now_ms = 2002,
+     .req_sid = 1,
+     .req_seq = 1,
+     .unlock = {.name = GS("L1"), .sid = 1}},
+    {.op = FSM_OP_UNLOCK,
+     .now_ms = 2003,
+     .req_sid = 1,
+     .req_seq = 1,
+     .unlock = {.name = GS("L1"), .sid = 1}},
+    {.op = FSM_OP_UNLOCK, .unlock = {.name = GS("L1"), .sid = 3}},
+    {.op = FSM_OP_CANCEL_WAIT, .cancel_wait = {.name = GS("L1"), .sid = 4}},
+    {.op = FSM_OP_CANCEL_WAIT, .cancel_wait = {.name = GS("L1"), .sid = 2}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("L1"), .sid = 4, .wait_ms = 5000}},
+    {.op = FSM_OP_LOCK, .now_ms = 2004, .lock = {.name = GS("L2"), .sid = 4}},
+    {.op = FSM_OP_LOCK,
+     .req_sid = 2,
+     .req_seq = 1,
+     .lock = {.name = GS("L1"), .sid = 2, .wait_ms = UINT64_MAX}},
+    /* keys: every FENCE/IFREV combination on PUT and DEL, leases, empty and binary values */
+    {.op = FSM_OP_PUT, .put = {.key = GS("k1"), .value = GS("")}},
+    {.op = FSM_OP_PUT,
+     .put = {.key = GS("k2"),
+             .value = {golden_value, GOLDEN_VALUE_LEN},
+             .lease_sid = 1,
+             .cond = {.has_fence = true, .fence_name = GS("L1"), .fence_token = 9}}},
+    {.op = FSM_OP_PUT,
+     .put = {.key = GS("k3"), .value = GS("v3"), .cond = {.has_ifrev = true, .ifrev = 0}}},
+    {.op = FSM_OP_PUT,
+     .put = {.key = GS("k3"),
+             .value = GS("v3b"),
+             .lease_sid = 4,
+             .cond = {.has_fence = true,
+                      .fence_name = GS("L1"),
+                      .fence_token = 9,
+                      .has_ifrev = true,
+                      .ifrev = 15}}},
+    {.op = FSM_OP_PUT,
+     .req_sid = 1,
+     .req_seq = 2,
+     .put = {.key = GS("k1"),
+             .value = GS("x"),
+             .cond = {.has_fence = true, .fence_name = GS("L1"), .fence_token = 5}}},
+    {.op = FSM_OP_PUT,
+     .put = {.key = GS("k1"), .value = GS("x"), .cond = {.has_ifrev = true, .ifrev = UINT64_MAX}}},
+    {.op = FSM_OP_PUT,
+     .put = {.key = LONG_NAME,
+             .value = GS("long"),
+             .lease_sid = 3,
+             .cond = {.has_fence = true, .fence_name = LONG_NAME, .fence_token = 8}}},
+    {.op = FSM_OP_PUT, .put = {.key = GS("k5"), .value = GS("v"), .lease_sid = 99}},
+    {.op = FSM_OP_DEL, .del = {.key = GS("k1")}},
+    {.op = FSM_OP_DEL, .del = {.key = GS("absent")}},
+    {.op = FSM_OP_DEL,
+     .del = {.key = GS("k2"),
+             .cond = {.has_fence = true, .fence_name = GS("L1"), .fence_token = 9}}},
+    {.op = FSM_OP_DEL, .del = {.key = GS("k3"), .cond = {.has_ifrev = true, .ifrev = 1}}},
+    {.op = FSM_OP_DEL,
+     .del = {.key = GS("k9"),
+             .cond = {.has_fence = true,
+                      .fence_name = GS("L2"),
+                      .fence_token = UINT64_MAX,
+                      .has_ifrev = true,
+                      .ifrev = 0}}},
+    {.op = FSM_OP_PUT, .put = {.key = GS("k6"), .value = GS("six"), .lease_sid = 2}},
+    /* members: the longest and shortest addresses, the largest id; one removed again */
+    {.op = FSM_OP_MEMBER_SET,
+     .member_set = {.id = 1, .client_addr = GS("10.0.0.1:7480"), .raft_addr = GS("10.0.0.1:7481")}},
+    {.op = FSM_OP_MEMBER_SET,
+     .member_set = {.id = UINT64_MAX,
+                    .client_addr = {golden_long_addr, FSM_MAX_ADDR},
+                    .raft_addr = GS("r")}},
+    {.op = FSM_OP_MEMBER_SET,
+     .member_set = {.id = 2, .client_addr = GS("[::1]:7490"), .raft_addr = GS("[::1]:7491")}},
+    {.op = FSM_OP_MEMBER_SET,
+     .member_set = {.id = 1, .client_addr = GS("10.0.0.1:7480"), .raft_addr = GS("10.0.0.9:7481")}},
+    {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = 2}},
+    {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = 77}},
+    /* checkpoints: a remainder, one at or over the TTL (clears), a clearing 0, a dead session */
+    {.op = FSM_OP_SESSION_CHECKPOINT,
+     .now_ms = 3000,
+     .session_checkpoint = {.sid = 1, .remaining_ms = 4000}},
+    {.op = FSM_OP_SESSION_CHECKPOINT, .session_checkpoint = {.sid = 2, .remaining_ms = UINT64_MAX}},
+    {.op = FSM_OP_SESSION_CHECKPOINT, .session_checkpoint = {.sid = 4, .remaining_ms = 29999}},
+    {.op = FSM_OP_SESSION_CHECKPOINT, .session_checkpoint = {.sid = 4, .remaining_ms = 0}},
+    {.op = FSM_OP_SESSION_CHECKPOINT, .session_checkpoint = {.sid = 4, .remaining_ms = 12345}},
+    {.op = FSM_OP_SESSION_CHECKPOINT, .session_checkpoint = {.sid = 1234, .remaining_ms = 1}},
+    /* session 3 expires (its long-named lock and leased key go; lock-delay 0: no delay);
+       session 27 takes L3 with 4 queued, then expires: L3 enters lock-delay with a waiter */
+    {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 4000, .session_expire = {.sid = 3}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .session_open = {.ttl_ms = 700, .lockdelay_ms = 9000, .name = GS("echo")}},
+    {.op = FSM_OP_LOCK, .now_ms = 4001, .lock = {.name = GS("L3"), .sid = 27}},
+    {.op = FSM_OP_LOCK,
+     .req_sid = 4,
+     .req_seq = 7,
+     .lock = {.name = GS("L3"), .sid = 4, .wait_ms = 60000}},
+    {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 4002, .session_expire = {.sid = 27}},
+    {.op = FSM_OP_LOCK,
+     .req_sid = 4,
+     .req_seq = 7,
+     .lock = {.name = GS("L3"), .sid = 4, .wait_ms = 60000}},
+    /* session 31 holds L4, expires, and the lock-delay of L4 is ended early */
+    {.op = FSM_OP_SESSION_OPEN,
+     .session_open = {.ttl_ms = 50, .lockdelay_ms = 100, .name = GS("foxtrot")}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("L4"), .sid = 31}},
+    {.op = FSM_OP_SESSION_EXPIRE, .session_expire = {.sid = 31}},
+    {.op = FSM_OP_LOCKDELAY_END, .now_ms = 5000, .lockdelay_end = {.name = GS("L4")}},
+    {.op = FSM_OP_LOCKDELAY_END, .lockdelay_end = {.name = GS("never-locked")}},
+    /* closing: a dead session, superseded and repeated seqs, a NOOP with REQ; the sessions
+       left hold one cached reply of each kind (ERR 1, INT 2, QUEUED 4, OK 35) */
+    {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 5, .name = GS("golf")}},
+    {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 6, .name = GS("hotel")}},
+    {.op = FSM_OP_SESSION_CLOSE, .now_ms = 6000, .session_close = {.sid = 36}},
+    {.op = FSM_OP_SESSION_CLOSE, .session_close = {.sid = 3}},
+    {.op = FSM_OP_SESSION_EXPIRE, .session_expire = {.sid = 3}},
+    {.op = FSM_OP_NOOP, .now_ms = UINT64_MAX, .req_sid = 35, .req_seq = UINT64_MAX >> 1},
+    {.op = FSM_OP_UNLOCK, .req_sid = 35, .req_seq = 1, .unlock = {.name = GS("L2"), .sid = 4}},
+    {.op = FSM_OP_PUT, .req_sid = 1, .req_seq = 1, .put = {.key = GS("k7"), .value = GS("late")}},
+    {.op = FSM_OP_UNLOCK, .req_sid = 1, .req_seq = 3, .unlock = {.name = GS("L2"), .sid = 1}},
+    {.op = FSM_OP_UNLOCK, .req_sid = 1, .req_seq = 3, .unlock = {.name = GS("L2"), .sid = 1}},
+    {.op = FSM_OP_PUT,
+     .req_sid = 2,
+     .req_seq = 2,
+     .put = {.key = GS("k8"),
+             .value = GS("eight"),
+             .lease_sid = 2,
+             .cond = {.has_ifrev = true, .ifrev = 0}}},
+    {.op = FSM_OP_PUT, .put = {.key = GS("z"), .value = {golden_value, GOLDEN_VALUE_LEN}}},
+    {.op = FSM_OP_PUT, .put = {.key = GS("e"), .value = GS("")}},
+};
+
+#define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
+
+#endif
