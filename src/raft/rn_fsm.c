@@ -159,7 +159,7 @@ static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsi
 static int fsm_cb_restore(struct raft_fsm *rf, struct raft_buffer *buf)
 {
     struct rn *rn = rf->data;
-    char err[160];
+    char err[RN_REASON_BUF];
     if (fsm_restore(rn->fsm, buf->base, buf->len, err, sizeof(err))) {
         LOGE(rn->log, "raft: snapshot restore failed: %s", err);
         return RAFT_CORRUPT;

@@ -38,6 +38,9 @@
 
 #define RN_ENTRY_VERSION 1 /* the envelope's first byte (rn.h "Log entry format") */
 
+/* A one-line reason: an error message part, a description of a change in progress. */
+#define RN_REASON_BUF 160
+
 #define RN_BATCH_MAX 64             /* commands per log entry */
 #define RN_BATCH_BYTES (256u << 10) /* command bytes per log entry (soft) */
 

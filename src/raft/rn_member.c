@@ -119,7 +119,7 @@ static void describe_change(struct rn *rn, char *buf, size_t len)
 static int fail_call(struct rn *rn, int rv, const char *what)
 {
     const char *m = raft_errmsg(&rn->raft);
-    char blocker[160] = "";
+    char blocker[RN_REASON_BUF] = "";
     if (rv == RAFT_CANTCHANGE) {
         size_t k = (size_t)snprintf(blocker, sizeof(blocker), ": ");
         describe_change(rn, blocker + k, sizeof(blocker) - k);
@@ -257,7 +257,7 @@ static int chg_check(struct rn *rn, const char *what)
         return RN_NOTLEADER;
     }
     if (rn->changes) {
-        char blocker[160];
+        char blocker[RN_REASON_BUF];
         describe_change(rn, blocker, sizeof(blocker));
         snprintf(rn->errmsg, sizeof(rn->errmsg),
                  "%s: a configuration change is already in progress: %s", what, blocker);

@@ -105,7 +105,7 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
     uint64_t age = now - from;
     if (age < (uint64_t)RN_STUCK_TIMEOUTS * rn->cfg.election_ms)
         return;
-    char what[96];
+    char what[RN_REASON_BUF];
     if (p)
         snprintf(what, sizeof(what), "the promotion of server %llu", (unsigned long long)p);
     else

@@ -8,6 +8,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static void capture(struct link *l, const uint8_t *p, size_t n)
     struct tp *tp = l->tp;
     if (!tp->capture || n > CAPTURE_MAX)
         return;
-    char path[512];
+    char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/n%llu-%llu-t%u", tp->capture, (unsigned long long)tp->id,
              (unsigned long long)++tp->captured, p[0]);
     FILE *f = fopen(path, "wb");
@@ -61,7 +62,8 @@ static void capture(struct link *l, const uint8_t *p, size_t n)
     /* A handshake from the sending peer's id with a placeholder address. */
     _Static_assert(sizeof(CAPTURE_ADDRESS) <= CAPTURE_ADDRESS_FIELD, "capture address fits");
     uint8_t hs[CAPTURE_HS_HEADER + CAPTURE_ADDRESS_FIELD] = {0};
-    uint64_t words[3] = {RN_WIRE_HANDSHAKE_PROTOCOL, l->ctx.peer_id, CAPTURE_ADDRESS_FIELD};
+    uint64_t words[CAPTURE_HS_HEADER / 8] = {RN_WIRE_HANDSHAKE_PROTOCOL, l->ctx.peer_id,
+                                             CAPTURE_ADDRESS_FIELD};
     memcpy(hs, words, sizeof(words)); /* little-endian hosts only: debug capture */
     memcpy(hs + CAPTURE_HS_HEADER, CAPTURE_ADDRESS, sizeof(CAPTURE_ADDRESS) - 1);
     fwrite(hs, 1, sizeof(hs), f);

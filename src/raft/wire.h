@@ -22,7 +22,7 @@
 
 /* Limits (bytes unless said). Far above what a fencelock peer sends: libraft sends at most
  * max_inflight_entries (32) entries per AppendEntries, a fencelock entry is a batch of at most
- * 64 commands, and addresses are at most 95 characters. */
+ * 64 commands, and addresses are at most PROTO_ADDR_MAX (128) characters. */
 #define RN_WIRE_MAX_ADDRESS 256           /* handshake address field, NUL and padding included */
 #define RN_WIRE_MAX_ENTRIES 1024          /* entries per AppendEntries */
 #define RN_WIRE_MAX_ENTRY (16u << 20)     /* one entry's data */
