@@ -2,12 +2,17 @@
  * transport_dial.c — outbound Raft connections: resolve, TCP connect, write libraft's
  * handshake, hand the TCP stream to libraft (which only ever writes to it: uv_send.c).
  *
- * A dial moves RESOLVING (uv_getaddrinfo) -> CONNECTING -> WRITING (the handshake) -> handed
- * over; any failure, or the transport closing, closes its TCP handle and reports through
- * libraft's callback exactly once (dial_finish).
+ * A dial (enum dial_state, changed only by dial_to, which asserts the move) goes
+ *   RESOLVING --dial_resolved_cb: TCP handle made, connect started--> CONNECTING
+ *   CONNECTING --dial_connect_cb: connected, handshake write started--> WRITING
+ *   CONNECTING or WRITING --dial_fail: error, or the transport closing--> CLOSING
+ * and ends (dial_finish: libraft's callback fires once, the dial is freed) from RESOLVING when
+ * resolving fails or is cancelled, from WRITING with the TCP stream handed to libraft, or from
+ * CLOSING once the TCP handle closed.
  */
 #include "raft/transport_internal.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,14 @@
 #define HS_WORDS 3
 #define HS_HEADER (HS_WORDS * 8)
 #define HS_ALIGN 8
+
+static void dial_to(struct dial *d, enum dial_state to)
+{
+    assert((d->state == D_RESOLVING && to == D_CONNECTING) ||
+           (d->state == D_CONNECTING && to == D_WRITING) ||
+           ((d->state == D_CONNECTING || d->state == D_WRITING) && to == D_CLOSING));
+    d->state = to;
+}
 
 static void dial_unlink(struct dial *d)
 {
@@ -49,17 +62,17 @@ static void dial_tcp_closed(uv_handle_t *h)
 
 static void dial_fail(struct dial *d, int status)
 {
-    if (d->tcp_closing)
+    if (d->state == D_CLOSING)
         return;
     d->status = status;
-    d->tcp_closing = true;
+    dial_to(d, D_CLOSING);
     uv_close((uv_handle_t *)d->tcp, dial_tcp_closed);
 }
 
 static void dial_write_cb(uv_write_t *w, int status)
 {
     struct dial *d = w->data;
-    if (d->tcp_closing)
+    if (d->state == D_CLOSING)
         return; /* cancelled by close: dial_tcp_closed reports it */
     if (status < 0) {
         dial_fail(d, RAFT_NOCONNECTION);
@@ -73,13 +86,14 @@ static void dial_write_cb(uv_write_t *w, int status)
 static void dial_connect_cb(uv_connect_t *c, int status)
 {
     struct dial *d = c->data;
-    if (d->tcp_closing)
+    if (d->state == D_CLOSING)
         return;
     if (status < 0) {
         dial_fail(d, RAFT_NOCONNECTION);
         return;
     }
     uv_tcp_nodelay(d->tcp, 1);
+    dial_to(d, D_WRITING);
     d->write.data = d;
     if (uv_write(&d->write, (uv_stream_t *)d->tcp, &d->hs, 1, dial_write_cb))
         dial_fail(d, RAFT_NOCONNECTION);
@@ -88,7 +102,6 @@ static void dial_connect_cb(uv_connect_t *c, int status)
 static void dial_resolved_cb(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
 {
     struct dial *d = g->data;
-    d->resolving = false;
     if (d->tp->closing || status < 0 || !res) {
         uv_freeaddrinfo(res);
         dial_finish(d, NULL, d->tp->closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
@@ -103,6 +116,7 @@ static void dial_resolved_cb(uv_getaddrinfo_t *g, int status, struct addrinfo *r
     uv_tcp_init(d->tp->loop, d->tcp);
     d->tcp->data = d;
     d->conn.data = d;
+    dial_to(d, D_CONNECTING);
     int rv = uv_tcp_connect(&d->conn, d->tcp, res->ai_addr, dial_connect_cb);
     uv_freeaddrinfo(res);
     if (rv)
@@ -153,7 +167,7 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
         free(d);
         return RAFT_NOCONNECTION;
     }
-    d->resolving = true;
+    d->state = D_RESOLVING;
     d->next = tp->dials;
     if (tp->dials)
         tp->dials->prev = d;
@@ -163,8 +177,8 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
 
 void tp_dial_cancel(struct dial *d)
 {
-    if (d->resolving)
+    if (d->state == D_RESOLVING)
         uv_cancel((uv_req_t *)&d->gai); /* dial_resolved_cb sees closing either way */
-    else if (d->tcp)
-        dial_fail(d, RAFT_CANCELED);
+    else
+        dial_fail(d, RAFT_CANCELED); /* nothing more to do if CLOSING already */
 }

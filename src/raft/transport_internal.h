@@ -43,6 +43,9 @@ struct link {
     struct link *prev, *next;
 };
 
+/* The dial life cycle: see transport_dial.c. */
+enum dial_state { D_RESOLVING = 0, D_CONNECTING = 1, D_WRITING = 2, D_CLOSING = 3 };
+
 struct dial {
     struct tp *tp;
     struct raft_uv_connect *req;
@@ -52,8 +55,8 @@ struct dial {
     uv_connect_t conn;
     uv_write_t write;
     uv_buf_t hs;
-    int status;
-    bool resolving, tcp_closing;
+    int status; /* D_CLOSING: what to report once the TCP handle closed */
+    enum dial_state state;
     struct dial *prev, *next;
 };
 
