@@ -161,7 +161,7 @@ int rn_change_info(struct rn *rn, struct rn_change_view *out);
 
 /* From the server's tick (outside every libraft callback), about every heartbeat:
  *   - repairs libraft 0.22.1's stale "uncommitted configuration" bookkeeping (a change a
- *     follower received in a batch stays uncommitted for good; see rn.c), with a log line,
+ *     follower received in a batch stays uncommitted for good; see rn_tick.c), with a log line,
  *     unless FENCELOCK_NO_CONFIG_REPAIR is set in the environment;
  *   - a change libraft keeps in progress on this leader that no rn call started, unchanged
  *     for 20 election timeouts: hands leadership to another voter, with a log line. */

@@ -5,7 +5,7 @@
  * Inbound: the transport accepts TCP itself and checks the handshake and every frame with the
  * validator (wire.h). After a valid handshake, libraft's accept_cb gets one end of a
  * socketpair; libraft starts reading it, and each accepted frame is handed to the callbacks
- * libraft registered (deliver() in transport.c: no bytes cross the socket, so the relay adds
+ * libraft registered (deliver() in transport_link.c: no bytes cross the socket, so the relay adds
  * no system call and no loop turn). Closing our end is how libraft learns the connection
  * ended. Anything malformed closes the connection, bumps a per-reason counter and logs one
  * line (at most RN_TP_LOG_BURST lines a second). Outbound: libraft only writes to the stream
@@ -16,7 +16,8 @@
  *   HANDSHAKE --link_handshake: valid, peer allowed--> FRAMES (accept_cb got the pipe end)
  *   FRAMES --link_frames: InstallSnapshot header accepted--> OPAQUE (data delivered unchecked)
  *   OPAQUE --link_frames: data delivered--> FRAMES
- *   any --link_close: reject, EOF, error, libraft dropped its end, transport close--> CLOSING
+ *   HANDSHAKE --link_deadline_cb: no complete handshake after handshake_ms--> CLOSING
+ *   any --tp_link_close: reject, EOF, error, libraft dropped its end, transport close--> CLOSING
  * Backpressure: libraft consumes each delivery synchronously, so the only buffer is one
  * frame per link (bounded by the validator's limits); TCP flow control does the rest.
  * Limits on what a peer can hold without sending anything useful (each drop is counted):
@@ -26,9 +27,9 @@
  *     (RN_TP_BUFFER_CAP); a link whose buffer would grow past it is closed (RN_WIRE_BUFFER_CAP).
  *     The cap is twice the most one link can hold, so two largest legitimate messages (a
  *     leader's and a deposed leader's last one) are buffered side by side; small frames
- *     (heartbeats, votes, results) never count against it. A TLS layer
- * (issue 18) decrypts where link_read_cb gets bytes; outbound it would hand libraft a
- * socketpair end and encrypt what libraft writes into it.
+ *     (heartbeats, votes, results) never count against it.
+ * A TLS layer (issue 18) decrypts where link_read_cb gets bytes; outbound it would hand
+ * libraft a socketpair end and encrypt what libraft writes into it.
  *
  * Memory: the transport state (t->impl) is freed by rn_transport_free after close's callback,
  * as libraft's raft_uv_tcp_close does. A stream handed to libraft is allocated with
