@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "common/log.h"
+#include "common/proto.h"
 #include "fsm/fsm.h"
 
 enum rn_status {
@@ -41,7 +42,7 @@ enum rn_role { RN_UNAVAILABLE = 0, RN_FOLLOWER = 1, RN_CANDIDATE = 2, RN_LEADER 
 
 struct rn_peer {
     uint64_t id;
-    char raft_address[96];
+    char raft_address[PROTO_ADDR_BUF]; /* host:port */
 };
 
 struct rn_config {
@@ -160,7 +161,7 @@ int rn_change_info(struct rn *rn, struct rn_change_view *out);
 
 /* From the server's tick (outside every libraft callback), about every heartbeat:
  *   - repairs libraft 0.22.1's stale "uncommitted configuration" bookkeeping (a change a
- *     follower received in a batch stays uncommitted for good; see rn.c), with a log line,
+ *     follower received in a batch stays uncommitted for good; see rn_tick.c), with a log line,
  *     unless FENCELOCK_NO_CONFIG_REPAIR is set in the environment;
  *   - a change libraft keeps in progress on this leader that no rn call started, unchanged
  *     for 20 election timeouts: hands leadership to another voter, with a log line. */

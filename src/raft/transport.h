@@ -5,7 +5,7 @@
  * Inbound: the transport accepts TCP itself and checks the handshake and every frame with the
  * validator (wire.h). After a valid handshake, libraft's accept_cb gets one end of a
  * socketpair; libraft starts reading it, and each accepted frame is handed to the callbacks
- * libraft registered (deliver() in transport.c: no bytes cross the socket, so the relay adds
+ * libraft registered (deliver() in transport_link.c: no bytes cross the socket, so the relay adds
  * no system call and no loop turn). Closing our end is how libraft learns the connection
  * ended. Anything malformed closes the connection, bumps a per-reason counter and logs one
  * line (at most RN_TP_LOG_BURST lines a second). Outbound: libraft only writes to the stream
@@ -16,11 +16,20 @@
  *   HANDSHAKE --link_handshake: valid, peer allowed--> FRAMES (accept_cb got the pipe end)
  *   FRAMES --link_frames: InstallSnapshot header accepted--> OPAQUE (data delivered unchecked)
  *   OPAQUE --link_frames: data delivered--> FRAMES
- *   any --link_close: reject, EOF, error, libraft dropped its end, transport close--> CLOSING
+ *   HANDSHAKE --link_deadline_cb: no complete handshake after handshake_ms--> CLOSING
+ *   any --tp_link_close: reject, EOF, error, libraft dropped its end, transport close--> CLOSING
  * Backpressure: libraft consumes each delivery synchronously, so the only buffer is one
- * frame (bounded by the validator's limits); TCP flow control does the rest. A TLS layer
- * (issue 18) decrypts where link_read_cb gets bytes; outbound it would hand libraft a
- * socketpair end and encrypt what libraft writes into it.
+ * frame per link (bounded by the validator's limits); TCP flow control does the rest.
+ * Limits on what a peer can hold without sending anything useful (each drop is counted):
+ *   - a link still in HANDSHAKE after handshake_ms (RN_TP_HANDSHAKE_MS) is closed
+ *     (RN_WIRE_HANDSHAKE_TIMEOUT);
+ *   - the bytes buffered over all links, beyond RN_TP_LINK_FREE each, stay within buffer_cap
+ *     (RN_TP_BUFFER_CAP); a link whose buffer would grow past it is closed (RN_WIRE_BUFFER_CAP).
+ *     The cap is twice the most one link can hold, so two largest legitimate messages (a
+ *     leader's and a deposed leader's last one) are buffered side by side; small frames
+ *     (heartbeats, votes, results) never count against it.
+ * A TLS layer (issue 18) decrypts where link_read_cb gets bytes; outbound it would hand
+ * libraft a socketpair end and encrypt what libraft writes into it.
  *
  * Memory: the transport state (t->impl) is freed by rn_transport_free after close's callback,
  * as libraft's raft_uv_tcp_close does. A stream handed to libraft is allocated with
@@ -37,9 +46,21 @@
 #include "common/log.h"
 #include "raft/wire.h"
 
-#define RN_TP_HIGH (4u << 20) /* bytes queued to libraft before TCP reading pauses */
-#define RN_TP_LOW (1u << 20)  /* ... and resumes */
-#define RN_TP_LOG_BURST 10    /* rejection log lines per second; the rest are counted */
+#define RN_TP_LOG_BURST 10 /* rejection log lines per second; the rest are counted */
+
+#define RN_TP_READ_CHUNK (64u << 10)  /* bytes asked of the socket per read, at least */
+#define RN_TP_OPAQUE_CHUNK (8u << 20) /* per read while relaying snapshot data */
+/* Each link's buffer may be this big without counting against the cap: enough for every
+ * message but large AppendEntries, and what a link's buffer shrinks back to. */
+#define RN_TP_LINK_FREE (2 * RN_TP_READ_CHUNK)
+/* The most one link's buffer can grow to: the largest frame the validator lets through plus
+ * one read (the OPAQUE read chunk, the larger of the two). */
+#define RN_TP_LINK_MAX ((uint64_t)RN_WIRE_MAX_FRAME + RN_TP_OPAQUE_CHUNK)
+/* Default cap on the bytes buffered over all inbound links, beyond RN_TP_LINK_FREE each. */
+#define RN_TP_BUFFER_CAP (2 * RN_TP_LINK_MAX)
+/* Default time an inbound connection has to complete its handshake; libraft's peers send it
+ * the moment they connect. */
+#define RN_TP_HANDSHAKE_MS 5000
 
 struct rn_tp_policy {
     void *arg;
@@ -58,5 +79,23 @@ int rn_transport_init(struct raft_uv_transport *t, uv_loop_t *loop,
 void rn_transport_free(struct raft_uv_transport *t);
 /* Connections dropped for `reason` since start. */
 uint64_t rn_transport_rejected(const struct raft_uv_transport *t, enum rn_wire_reason reason);
+/* Tests: replace the handshake deadline (ms) and the buffer cap (bytes) before listening. */
+void rn_transport_set_limits(struct raft_uv_transport *t, unsigned handshake_ms,
+                             uint64_t buffer_cap);
+
+/* What a link's buffer of `cap` bytes counts against the cap (pure). */
+static inline uint64_t rn_tp_charge(uint64_t cap)
+{
+    return cap > RN_TP_LINK_FREE ? cap - RN_TP_LINK_FREE : 0;
+}
+
+/* Whether a link's buffer may go from old_cap to new_cap bytes while `buffered` bytes count
+ * against a cap of `limit` (pure; shrinking always may). */
+static inline bool rn_tp_budget_ok(uint64_t buffered, uint64_t old_cap, uint64_t new_cap,
+                                   uint64_t limit)
+{
+    uint64_t before = rn_tp_charge(old_cap), after = rn_tp_charge(new_cap);
+    return after <= before || buffered - before + after <= limit;
+}
 
 #endif

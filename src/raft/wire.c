@@ -11,18 +11,21 @@
 
 #include <string.h>
 
-/* libraft's message and entry types (raft.h), repeated so this file needs no libraft. */
-enum { M_APPEND = 1, M_APPEND_RESULT, M_VOTE, M_VOTE_RESULT, M_SNAPSHOT, M_TIMEOUT_NOW };
-enum { E_COMMAND = 1, E_BARRIER = 2, E_CHANGE = 3 };
-enum { ROLE_STANDBY = 0, ROLE_VOTER = 1, ROLE_SPARE = 2 };
-
 static const char *const reason_names[RN_WIRE_NREASONS] = {
-    [RN_WIRE_OK] = "ok",         [RN_WIRE_PROTOCOL] = "protocol",
-    [RN_WIRE_ID] = "id",         [RN_WIRE_ADDRESS] = "address",
-    [RN_WIRE_PEER] = "peer",     [RN_WIRE_TYPE] = "type",
-    [RN_WIRE_LENGTH] = "length", [RN_WIRE_SIZE] = "size",
-    [RN_WIRE_ENTRY] = "entry",   [RN_WIRE_CONFIG] = "configuration",
-    [RN_WIRE_FIELD] = "field",   [RN_WIRE_TRUNCATED] = "truncated",
+    [RN_WIRE_OK] = "ok",
+    [RN_WIRE_PROTOCOL] = "protocol",
+    [RN_WIRE_ID] = "id",
+    [RN_WIRE_ADDRESS] = "address",
+    [RN_WIRE_PEER] = "peer",
+    [RN_WIRE_TYPE] = "type",
+    [RN_WIRE_LENGTH] = "length",
+    [RN_WIRE_SIZE] = "size",
+    [RN_WIRE_ENTRY] = "entry",
+    [RN_WIRE_CONFIG] = "configuration",
+    [RN_WIRE_FIELD] = "field",
+    [RN_WIRE_TRUNCATED] = "truncated",
+    [RN_WIRE_HANDSHAKE_TIMEOUT] = "handshake_timeout",
+    [RN_WIRE_BUFFER_CAP] = "buffer_cap",
 };
 
 const char *rn_wire_reason_name(enum rn_wire_reason r)
@@ -118,7 +121,7 @@ int rn_wire_check_config(const uint8_t *p, size_t len)
             !printable(a, (size_t)(nul - a)))
             return -1;
         off += (size_t)(nul - a) + 1;
-        if (off >= len || p[off] > ROLE_SPARE)
+        if (off >= len || p[off] > RN_WIRE_ROLE_SPARE)
             return -1;
         off++;
         /* Duplicates: libraft refuses them too, but a bounded quadratic scan here keeps the
@@ -145,17 +148,17 @@ int rn_wire_check_config(const uint8_t *p, size_t len)
 static int fixed_header_ok(uint8_t type, uint8_t version, uint64_t hlen)
 {
     switch (type) {
-    case M_VOTE:
+    case RN_WIRE_M_VOTE:
         /* Always 40 bytes: a version-0 header of 32 bytes (libraft's "v1" size) is decoded as
          * version 1, and decodeRequestVote reads the u64 flags for every version >= 1, past a
          * 32-byte header (found by fuzz_raft_msg). */
         return version <= 2 && hlen == 40;
-    case M_VOTE_RESULT: /* v1: 16 bytes; v2 adds flags, features, capacity: 24 */
+    case RN_WIRE_M_VOTE_RESULT: /* v1: 16 bytes; v2 adds flags, features, capacity: 24 */
         return (version == 1 && hlen == 16) || (version == 0 && (hlen == 16 || hlen == 24)) ||
                (version == 2 && hlen == 24);
-    case M_APPEND_RESULT: /* v0: 24 bytes; v1/v2 add features, capacity, 4 unused: 32 */
+    case RN_WIRE_M_APPEND_RESULT: /* v0: 24 bytes; v1/v2 add features, capacity, 4 unused: 32 */
         return version <= 2 && (hlen == 32 || (version == 0 && hlen == 24));
-    case M_TIMEOUT_NOW:
+    case RN_WIRE_M_TIMEOUT_NOW:
         return version == 0 && hlen == 24;
     }
     return 0;
@@ -164,9 +167,9 @@ static int fixed_header_ok(uint8_t type, uint8_t version, uint64_t hlen)
 static enum rn_wire_verdict check_fixed(const uint8_t *h, uint8_t type, uint64_t hlen,
                                         const struct rn_wire_ctx *ctx, struct rn_wire_result *r)
 {
-    if (type == M_VOTE && get64(h + 8) != ctx->peer_id)
+    if (type == RN_WIRE_M_VOTE && get64(h + 8) != ctx->peer_id)
         return reject(r, RN_WIRE_FIELD); /* candidate id is who the vote goes to */
-    if (type == M_VOTE_RESULT) {
+    if (type == RN_WIRE_M_VOTE_RESULT) {
         uint64_t term = get64(h), granted = get64(h + 8);
         if (granted > 1)
             return reject(r, RN_WIRE_FIELD);
@@ -197,8 +200,8 @@ static enum rn_wire_verdict check_append(const uint8_t *p, size_t len, uint64_t 
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *e = h + 40 + 16 * i;
         uint32_t elen = get32(e + 12);
-        if (get64(e) == 0 || e[8] < E_COMMAND || e[8] > E_CHANGE || e[9] || e[10] || e[11] ||
-            elen == 0 || elen % 8)
+        if (get64(e) == 0 || e[8] < RN_WIRE_E_COMMAND || e[8] > RN_WIRE_E_CHANGE || e[9] || e[10] ||
+            e[11] || elen == 0 || elen % 8)
             return reject(r, RN_WIRE_ENTRY);
         if (elen > RN_WIRE_MAX_ENTRY)
             return reject(r, RN_WIRE_SIZE);
@@ -216,12 +219,12 @@ static enum rn_wire_verdict check_append(const uint8_t *p, size_t len, uint64_t 
     for (uint64_t i = 0; i < n; i++) {
         const uint8_t *e = h + 40 + 16 * i;
         uint32_t elen = get32(e + 12);
-        if (e[8] == E_CHANGE && rn_wire_check_config(d, elen))
+        if (e[8] == RN_WIRE_E_CHANGE && rn_wire_check_config(d, elen))
             return reject(r, RN_WIRE_CONFIG);
         d += elen;
     }
     r->len = frame;
-    r->type = M_APPEND;
+    r->type = RN_WIRE_M_APPEND;
     return RN_WIRE_ACCEPT;
 }
 
@@ -244,7 +247,7 @@ static enum rn_wire_verdict check_snapshot(const uint8_t *h, uint64_t hlen,
         return reject(r, RN_WIRE_SIZE);
     r->len = RN_WIRE_PREAMBLE + (size_t)hlen;
     r->opaque = dlen;
-    r->type = M_SNAPSHOT;
+    r->type = RN_WIRE_M_SNAPSHOT;
     return RN_WIRE_ACCEPT;
 }
 
@@ -253,10 +256,10 @@ static enum rn_wire_verdict check_snapshot(const uint8_t *h, uint64_t hlen,
 static uint64_t max_header(uint8_t type)
 {
     switch (type) {
-    case M_APPEND:
-        return 48 + 16ull * RN_WIRE_MAX_ENTRIES;
-    case M_SNAPSHOT:
-        return 56 + RN_WIRE_MAX_CONF;
+    case RN_WIRE_M_APPEND:
+        return RN_WIRE_MAX_APPEND_HEADER;
+    case RN_WIRE_M_SNAPSHOT:
+        return RN_WIRE_MAX_SNAPSHOT_HEADER;
     default:
         return 40;
     }
@@ -274,23 +277,25 @@ enum rn_wire_verdict rn_wire_frame(const uint8_t *p, size_t len, const struct rn
     if (len < RN_WIRE_PREAMBLE)
         return need(r, RN_WIRE_PREAMBLE);
     uint8_t type = p[0], version = p[2];
-    if (type < M_APPEND || type > M_TIMEOUT_NOW || p[1] || p[3] || p[4] || p[5] || p[6] || p[7])
+    if (type < RN_WIRE_M_APPEND || type > RN_WIRE_M_TIMEOUT_NOW || p[1] || p[3] || p[4] || p[5] ||
+        p[6] || p[7])
         return reject(r, RN_WIRE_TYPE);
-    if ((type == M_APPEND || type == M_SNAPSHOT) && version != 0)
+    if ((type == RN_WIRE_M_APPEND || type == RN_WIRE_M_SNAPSHOT) && version != 0)
         return reject(r, RN_WIRE_TYPE);
     uint64_t hlen = get64(p + 8);
     if (hlen == 0 || hlen > max_header(type))
         return reject(r, hlen > max_header(type) ? RN_WIRE_SIZE : RN_WIRE_LENGTH);
-    if (type != M_APPEND && type != M_SNAPSHOT && !fixed_header_ok(type, version, hlen))
+    if (type != RN_WIRE_M_APPEND && type != RN_WIRE_M_SNAPSHOT &&
+        !fixed_header_ok(type, version, hlen))
         return reject(r, RN_WIRE_LENGTH);
-    if (type == M_APPEND && (hlen < 48 || (hlen - 48) % 16))
+    if (type == RN_WIRE_M_APPEND && (hlen < 48 || (hlen - 48) % 16))
         return reject(r, RN_WIRE_LENGTH);
     if (len < RN_WIRE_PREAMBLE + hlen)
         return need(r, RN_WIRE_PREAMBLE + (size_t)hlen);
     const uint8_t *h = p + RN_WIRE_PREAMBLE;
-    if (type == M_APPEND)
+    if (type == RN_WIRE_M_APPEND)
         return check_append(p, len, hlen, r);
-    if (type == M_SNAPSHOT)
+    if (type == RN_WIRE_M_SNAPSHOT)
         return check_snapshot(h, hlen, r);
     return check_fixed(h, type, hlen, ctx, r);
 }

@@ -22,7 +22,7 @@
 
 /* Limits (bytes unless said). Far above what a fencelock peer sends: libraft sends at most
  * max_inflight_entries (32) entries per AppendEntries, a fencelock entry is a batch of at most
- * 64 commands, and addresses are at most 95 characters. */
+ * 64 commands, and addresses are at most PROTO_ADDR_MAX (128) characters. */
 #define RN_WIRE_MAX_ADDRESS 256           /* handshake address field, NUL and padding included */
 #define RN_WIRE_MAX_ENTRIES 1024          /* entries per AppendEntries */
 #define RN_WIRE_MAX_ENTRY (16u << 20)     /* one entry's data */
@@ -33,6 +33,27 @@
 
 #define RN_WIRE_HANDSHAKE_PROTOCOL 1
 #define RN_WIRE_PREAMBLE 16 /* u64 type word, u64 header length */
+
+/* The largest headers within the limits: AppendEntries (5 u64s, 16 bytes per entry, 1 u64 of
+ * padding: 48 + 16 n) and InstallSnapshot (7 u64s around the configuration). */
+#define RN_WIRE_MAX_APPEND_HEADER (48 + 16ull * RN_WIRE_MAX_ENTRIES)
+#define RN_WIRE_MAX_SNAPSHOT_HEADER (56 + (uint64_t)RN_WIRE_MAX_CONF)
+/* The most a frame check can ask to have buffered at once (a NEED's r->len): the largest
+ * AppendEntries, data included. An InstallSnapshot's data is relayed, never buffered whole. */
+#define RN_WIRE_MAX_FRAME (RN_WIRE_PREAMBLE + RN_WIRE_MAX_APPEND_HEADER + RN_WIRE_MAX_APPEND)
+
+/* libraft's message, entry and role values (raft.h), repeated so the validator (and the fuzzer
+ * that builds it alone) needs no libraft; transport.c asserts that they match. */
+enum rn_wire_msg {
+    RN_WIRE_M_APPEND = 1,
+    RN_WIRE_M_APPEND_RESULT = 2,
+    RN_WIRE_M_VOTE = 3,
+    RN_WIRE_M_VOTE_RESULT = 4,
+    RN_WIRE_M_SNAPSHOT = 5,
+    RN_WIRE_M_TIMEOUT_NOW = 6,
+};
+enum rn_wire_entry { RN_WIRE_E_COMMAND = 1, RN_WIRE_E_BARRIER = 2, RN_WIRE_E_CHANGE = 3 };
+enum rn_wire_role { RN_WIRE_ROLE_STANDBY = 0, RN_WIRE_ROLE_VOTER = 1, RN_WIRE_ROLE_SPARE = 2 };
 
 enum rn_wire_verdict { RN_WIRE_NEED = 0, RN_WIRE_ACCEPT = 1, RN_WIRE_REJECT = 2 };
 
@@ -50,6 +71,9 @@ enum rn_wire_reason {
     RN_WIRE_CONFIG,    /* configuration encoding (InstallSnapshot or a RAFT_CHANGE entry) */
     RN_WIRE_FIELD,     /* a field libraft trusts: sender id, vote flag, zero snapshot */
     RN_WIRE_TRUNCATED, /* the peer closed in the middle of a handshake or frame */
+    /* The transport's own limits (transport.h), not the validator's: */
+    RN_WIRE_HANDSHAKE_TIMEOUT, /* no complete handshake within the deadline */
+    RN_WIRE_BUFFER_CAP,        /* buffering more would pass the cap over all inbound links */
     RN_WIRE_NREASONS
 };
 

@@ -268,3 +268,88 @@ def test_raft_port_shutdown_with_connections_in_every_state(ctx):
         s.close()
     log = target.log_text()
     assert "Sanitizer" not in log, "sanitizer report at shutdown"
+
+
+def peer_closed_within(sock, seconds):
+    """True once the node closed `sock` (EOF or reset) within `seconds`, else False."""
+    sock.settimeout(seconds)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except socket.timeout:
+        return False
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def test_raft_port_handshake_deadline_closes_a_silent_connection(ctx):
+    """A connection that sends half a handshake and then nothing is closed once the handshake
+    deadline (RN_TP_HANDSHAKE_MS, 5 s) passed, and counted as handshake_timeout; the real
+    peers' connections are never caught by it (exactly one is counted), and the cluster goes
+    on."""
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    target = servers[0]
+    terms = {s.node_id: info(s)["term"] for s in servers}
+    s = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
+    try:
+        s.sendall(handshake(2, b"x:1")[:12])
+        t0 = time.monotonic()
+        assert not peer_closed_within(s, 3.0), "closed before the deadline"
+        assert peer_closed_within(s, 20.0), "not closed after the deadline"
+        waited = time.monotonic() - t0
+    finally:
+        s.close()
+    assert waited >= 4.0, "closed after %.1f s, before the 5 s deadline" % waited
+    eq(rejected(target).get("handshake_timeout", 0), 1, "handshake_timeout count")
+    eq(sum(rejected(target).values()), 1, "nothing else dropped")
+    for srv in servers:
+        eq(info(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
+    locks_still_granted(servers)
+
+
+def large_append_header(peer):
+    """A handshake and the header of an AppendEntries declaring the most data a message may
+    carry (4 entries of 16 MiB: 64 MiB), without that data."""
+    return handshake(peer, b"x:1") + append_entries([(1, 1, 16 << 20)] * 4, payload=b"")
+
+
+def test_raft_port_buffer_cap_closes_connections_past_it(ctx):
+    """Connections that each declare a 64 MiB AppendEntries and then send only a trickle of it
+    make the node buffer the whole frame per connection. The cap on what all inbound links
+    buffer (RN_TP_BUFFER_CAP: twice the most one link holds) lets two through and closes the
+    rest as buffer_cap; the node keeps serving, no term moves, and the two half frames count
+    as truncated when their senders give up."""
+    servers = start_cluster(ctx)
+    ready_leader(servers)
+    target = servers[0]
+    terms = {s.node_id: info(s)["term"] for s in servers}
+    peer = 1 + target.node_id % 3
+    socks = []
+    try:
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
+            s.sendall(large_append_header(peer))
+            socks.append(s)
+        time.sleep(0.5)  # each header read: the node knows how much to buffer
+        for s in socks:
+            s.sendall(b"\0" * 4096)
+        wait_until(lambda: rejected(target).get("buffer_cap", 0) >= 2, timeout=30,
+                   interval=0.2, what="two connections over the cap closed")
+        closed = [peer_closed_within(s, 0.5) for s in socks]
+        eq(sum(closed), 2, "connections closed (the other two are within the cap)")
+        eq(rejected(target).get("buffer_cap", 0), 2, "buffer_cap count")
+        assert target.running(), "node died"
+        with Conn(target.port) as c:  # it serves while the two half frames are held
+            eq(c.call("PING"), "PONG", "PING while holding two half frames")
+    finally:
+        for s in socks:
+            s.close()
+    wait_until(lambda: rejected(target).get("truncated", 0) == 2, timeout=20, interval=0.2,
+               what="the two half frames counted as truncated")
+    eq(sum(rejected(target).values()), 4, "every connection dropped once")
+    for srv in servers:
+        assert srv.running(), "node %d died" % srv.node_id
+        eq(info(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
+    locks_still_granted(servers)

@@ -72,7 +72,7 @@ static int fsm_snapshot(struct raft_fsm *f, struct raft_buffer *bufs[], unsigned
 {
     struct node *n = f->data;
     if (n->guarded && snapguard_holding(&n->guard))
-        return RAFT_BUSY; /* what rn.c does */
+        return RAFT_BUSY; /* what rn_fsm.c does */
     *bufs = raft_malloc(sizeof(**bufs));
     (*bufs)[0].len = 8;
     (*bufs)[0].base = raft_calloc(1, 8);

@@ -1,0 +1,203 @@
+/*
+ * rn_internal — what the pieces of the replication node share; not for callers outside
+ * src/raft (they use rn.h).
+ *
+ * The pieces, one concern each:
+ *   rn.c         life cycle: rn_new, bootstrap/start/recover, close, the role accessors
+ *   rn_batch.c   proposals: group commit into log entries, lazy batches, barriers, delivery
+ *   rn_fsm.c     libraft's FSM callbacks: apply, snapshot (adaptive thresholds), restore
+ *   rn_member.c  the configuration: queries, membership changes, leadership transfer
+ *   rn_tick.c    rn_tick: repair of libraft's stale change bookkeeping, the stuck-change watchdog
+ *   rn_bind.c    waiting for the raft address to be free before libraft listens on it
+ *
+ * Ownership: struct rn owns its batches (and the proposals inside them), barriers and changes
+ * until their callbacks fired; everything is freed by rn_close (rn.c). Every struct here lives
+ * on the loop thread only.
+ *
+ * Life cycle (enum rn_life, changed only by rn_life_to, which asserts the move):
+ *   NEW --start_raft: raft_start succeeded--> RUNNING
+ *   NEW --rn_close--> CLOSING        RUNNING --rn_close--> CLOSING
+ * Proposals, barriers and changes are taken only while RUNNING.
+ */
+#ifndef FENCELOCK_RN_INTERNAL_H
+#define FENCELOCK_RN_INTERNAL_H
+
+#include <raft.h>
+#include <raft/uv.h>
+
+#include "raft/heap.h"
+#include "raft/rn.h"
+#include "raft/snapguard.h"
+#include "raft/transport.h"
+
+/* libraft 0.15 dereferences NULL when it rolls back a configuration change whose committed
+ * predecessor was compacted by a snapshot; 0.22 keeps a copy of the committed configuration. */
+#if RAFT_VERSION_NUMBER < 2201
+#error "fencelock needs libraft >= 0.22.1 (scripts/deps.sh installs it from Debian)"
+#endif
+
+#define RN_ENTRY_VERSION 1 /* the envelope's first byte (rn.h "Log entry format") */
+
+/* A one-line reason: an error message part, a description of a change in progress. */
+#define RN_REASON_BUF 160
+
+#define RN_BATCH_MAX 64             /* commands per log entry */
+#define RN_BATCH_BYTES (256u << 10) /* command bytes per log entry (soft) */
+
+/* A uv_now stamp for the fields below where 0 means "not set": a loop clock reading 0 counts
+ * as 1. */
+#define RN_MS_NONZERO(now) ((now) ? (now) : 1)
+
+enum rn_life { RN_LIFE_NEW = 0, RN_LIFE_RUNNING = 1, RN_LIFE_CLOSING = 2 };
+
+enum prop_state { PROP_OPEN = 0, PROP_PENDING = 1, PROP_DELIVERED = 2 };
+
+struct batch;
+
+/*
+ * Proposal life cycle (struct prop, owned by its batch):
+ *   OPEN batch --prepare: raft_apply ok--> PENDING --entry applied here--> DELIVERED
+ *                                          PENDING --raft cb with error--> told RN_UNKNOWN
+ *   OPEN batch --raft_apply fails--> told RN_NOTLEADER / RN_ERR from the prepare handle (never
+ *   from inside an rn_* call, so callers are not re-entered).
+ * Invariants: a prop is in `pending` exactly while PENDING; its user callback fires once; a
+ * batch is freed by libraft's callback (or on failure / close) after all its props were told.
+ */
+struct prop {
+    uint64_t pid;
+    enum prop_state state;
+    rn_propose_cb cb;
+    void *ctx;
+    struct prop *prev, *next; /* in rn->head/tail while PENDING */
+};
+
+/* One log entry's worth of proposals. */
+struct batch {
+    struct raft_apply req; /* first: raft hands it back */
+    struct rn *rn;
+    struct buf body; /* n x (varint len, command bytes) */
+    unsigned n;
+    bool eager;                /* holds a command that is not lazy: submit this loop turn */
+    int status;                /* raft_apply's error when it failed */
+    struct batch *prev, *next; /* in rn->batches: every batch not yet freed */
+    struct prop props[RN_BATCH_MAX];
+};
+
+struct bar {
+    struct raft_barrier req;
+    struct rn *rn;
+    rn_barrier_cb cb;
+    void *ctx;
+};
+
+/*
+ * A membership change or transfer in flight. One at a time: rn refuses a second while one is
+ * listed (libraft would refuse most, but not all, and with less to say about why).
+ *   CHG_ADD --spare committed: raft_assign--> CHG_ASSIGN --promotion committed--> done
+ *   CHG_ASSIGN of a spare this change added --catch-up failed: raft_remove--> CHG_UNDO --> done
+ * `added`: this change put the server into the configuration (so a failed promotion takes it
+ * out again: an unreachable node must not stay behind as a spare).
+ */
+enum chg_kind { CHG_ADD = 1, CHG_ASSIGN = 2, CHG_REMOVE = 3, CHG_TRANSFER = 4, CHG_UNDO = 5 };
+
+struct chg {
+    union {
+        struct raft_change change;
+        struct raft_transfer transfer;
+    } req; /* first: raft hands it back */
+    struct rn *rn;
+    uint64_t id;
+    enum chg_kind kind;
+    bool added;
+    uint64_t since_ms; /* uv_now when the change was asked for */
+    rn_change_cb cb;
+    void *ctx;
+    char why[RAFT_ERRMSG_BUF_SIZE]; /* CHG_UNDO: why the promotion failed */
+    struct chg *next;
+};
+
+struct rn {
+    struct raft raft;
+    struct raft_io io;
+    struct raft_uv_transport transport; /* fencelock's validating transport (transport.h) */
+    struct rn_tp_policy tp_policy;
+    struct raft_fsm rfsm;
+    uv_loop_t *loop;
+    struct fsm *fsm;
+    struct rn_hooks hooks;
+    const struct logger *log;
+    struct rn_config cfg;
+    char *raft_address, *data_dir;
+    uint64_t next_pid;
+    struct prop *head, *tail; /* pending proposals, in proposal order */
+    struct batch *batches;    /* every live batch, newest first */
+    struct batch *open;       /* the batch taking proposals this loop turn, or NULL */
+    struct batch *failed;     /* batches raft_apply refused, told from the prepare handle */
+    uv_prepare_t flush;       /* submits the open batch before the loop blocks */
+    uv_timer_t lazy;          /* submits an open batch of lazy commands after cfg.lazy_ms */
+    struct snapguard guard;   /* holds InstallSnapshot while we write one */
+    struct rn_heap heap;      /* libraft's allocator while this node exists (heap.h) */
+    uint64_t since_bytes, since_entries; /* applied since the last snapshot */
+    unsigned threshold;                  /* libraft's snapshot threshold now */
+    unsigned trailing;                   /* libraft's snapshot trailing now */
+    uint64_t snap_bytes;                 /* size of the last snapshot taken here */
+    struct chg *changes;                 /* membership changes and transfers in flight */
+    uint64_t lead_term, lead_first;      /* last term this node led and its last log index then */
+    uint64_t settled_ms; /* when this leader applied its term's first entry (0: not yet) */
+    /* The commit index sampled once per election timeout (mark) and the sample before it
+     * (prev): what every live voter has acknowledged by now. See rn_member.c voter_caught_up. */
+    uint64_t commit_mark, commit_prev, commit_mark_ms;
+    /* A change libraft reports in progress that no rn call started (an earlier leader's): what
+     * it was when first seen and since when (uv_now ms; 0: none). See rn_tick.c. */
+    uint64_t lib_index, lib_promotee, lib_since_ms;
+    char errmsg[RAFT_ERRMSG_BUF_SIZE];
+    struct fsm_reply reply;
+    struct fsm_events ev;
+    enum rn_life life;
+    bool no_repair; /* FENCELOCK_NO_CONFIG_REPAIR set: leave libraft's bookkeeping alone */
+    void (*done)(void *arg);
+    void *done_arg;
+};
+
+/* ---- rn.c ---- */
+/* The one way rn->life changes; asserts the move is one of the life cycle's above. */
+void rn_life_to(struct rn *rn, enum rn_life to);
+static inline bool rn_running(const struct rn *rn)
+{
+    return rn->life == RN_LIFE_RUNNING;
+}
+static inline bool rn_closing(const struct rn *rn)
+{
+    return rn->life == RN_LIFE_CLOSING;
+}
+
+/* ---- rn_batch.c ---- */
+/* Start the prepare handle and set up the lazy timer (both inside rn, unreferenced). */
+void rn_batch_init(struct rn *rn);
+/* Hand the open batch to libraft now: what is proposed after goes into a later entry. */
+void rn_batch_submit_open(struct rn *rn);
+/* The entry of proposal `pid` (made on this node) applied with `reply`: tell its caller. */
+void rn_batch_deliver(struct rn *rn, uint64_t pid, const struct fsm_reply *reply);
+/* Closing: tell every proposal not yet told (RN_ERR if never appended, else RN_UNKNOWN) and
+ * free every batch. */
+void rn_batch_fail_all(struct rn *rn);
+
+/* ---- rn_fsm.c ---- */
+/* Fill rn->rfsm with the callbacks libraft's legacy (v0) FSM API calls. */
+void rn_fsm_init(struct rn *rn);
+
+/* ---- rn_member.c ---- */
+/* Start a leadership transfer to `id` (0: any voter) that no caller asked for through
+ * rn_transfer (the stuck-change watchdog); RN_OK and `cb` later, or an error (rn_errmsg). */
+int rn_member_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx);
+/* Closing: finish every change in flight with RN_ERR and `msg`. */
+void rn_member_fail_all(struct rn *rn, const char *msg);
+
+/* ---- rn_bind.c ---- */
+/* Before raft_start: wait up to RN_BIND_WAIT_MS while `address` is in use; 0, or -1 with the
+ * reason in err. */
+int rn_bind_wait(const char *address, const struct logger *log, char *err, size_t errlen);
+/* 0 if a listener could bind `address` now (or it cannot be probed), else the errno. */
+int rn_bind_probe(const char *address);
+
+#endif

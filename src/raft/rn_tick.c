@@ -1,0 +1,146 @@
+/*
+ * rn_tick.c — rn_tick, the server's periodic call into rn: samples the commit index (for
+ * rn_remove_check), notes when this leader settled, repairs libraft 0.22.1's stale "uncommitted
+ * configuration" bookkeeping and hands leadership over when a change nobody here started stays
+ * stuck (issue #15). The only code that writes libraft's configuration fields directly.
+ */
+#include "raft/rn_internal.h"
+
+#include <stdio.h>
+
+static int config_copy(const struct raft_configuration *src, struct raft_configuration *dst)
+{
+    raft_configuration_init(dst);
+    for (unsigned i = 0; i < src->n; i++)
+        if (raft_configuration_add(dst, src->servers[i].id, src->servers[i].address,
+                                   src->servers[i].role)) {
+            raft_configuration_close(dst);
+            return -1;
+        }
+    return 0;
+}
+
+/*
+ * libraft 0.22.1 (and the cowsql fork's HEAD) records a configuration entry that a follower
+ * receives behind other new entries of one AppendEntries at the index of the batch's *first*
+ * new entry: replicationAppend (src/replication.c) calls membershipUncommittedChange(r, index,
+ * entry) for every entry of the batch with the same `index`. When the real entry is applied,
+ * replicationApplyConfigurationChange sees another index and ignores it, so
+ * configuration_uncommitted_index stays set for good and configuration_committed stays the
+ * configuration before the change. Once that node leads, membershipCanChangeConfiguration
+ * refuses every change with RAFT_CANTCHANGE. (A restart from a snapshot taken meanwhile can
+ * leave the same state: the snapshot carries the stale configuration index.)
+ *
+ * The state is recognisable: an "uncommitted" configuration at an index already applied, on a
+ * node that knows every configuration entry it holds is committed -- a follower that applied
+ * its whole log, or a leader that applied its own term's first entry (every configuration
+ * entry of an earlier term is before it; one of this term has its index recorded right, above
+ * the applied index until it commits). Then the current configuration is the committed one:
+ * record it as such, with the applied index as its index (at or after the real entry, so a
+ * restart does not take the entry for uncommitted again).
+ */
+static void repair_stale_config(struct rn *rn)
+{
+    struct raft *r = &rn->raft;
+    raft_index u = r->configuration_uncommitted_index, applied = raft_last_applied(r);
+    if (u == 0 || u > applied || rn->no_repair)
+        return;
+    int st = raft_state(r);
+    bool settled = st == RAFT_LEADER ? rn->lead_term == r->current_term && applied >= rn->lead_first
+                                     : st == RAFT_FOLLOWER && applied == raft_last_index(r);
+    struct raft_configuration copy;
+    if (!settled || config_copy(&r->configuration, &copy))
+        return; /* not yet known to be committed, or no memory: the next tick looks again */
+    raft_configuration_close(&r->configuration_committed);
+    r->configuration_committed = copy;
+    r->configuration_committed_index = applied;
+    r->configuration_uncommitted_index = 0;
+    LOGW(rn->log,
+         "raft: libraft still counted the configuration entry it noted at index %llu as "
+         "uncommitted although index %llu is applied (libraft 0.22.1 records a change received "
+         "in a batch at the batch's first index): marked committed, changes possible again",
+         (unsigned long long)u, (unsigned long long)applied);
+}
+
+static void watchdog_transfer_done(void *ctx, int status, const char *msg)
+{
+    struct rn *rn = ctx;
+    if (status != RN_OK)
+        LOGW(rn->log, "raft: handing over leadership to clear a stuck change failed: %s",
+             msg ? msg : "unknown");
+}
+
+/*
+ * A change libraft reports in progress (an uncommitted configuration entry, a promotion's
+ * catch-up) that no rn call started: normally an earlier leader's, which the first entry of a
+ * new term commits within an election timeout. If it stays put on a leader for
+ * RN_STUCK_TIMEOUTS election timeouts, libraft will not let it go by itself: hand leadership to
+ * another voter (it has its own bookkeeping, and the next leader change is what clears the
+ * promotion state), with a log line. Again after as long if it is still there.
+ */
+#define RN_STUCK_TIMEOUTS 20
+
+static void watch_lib_change(struct rn *rn, uint64_t now)
+{
+    struct raft *r = &rn->raft;
+    bool leader = raft_state(r) == RAFT_LEADER;
+    uint64_t u = r->configuration_uncommitted_index;
+    uint64_t p = leader ? r->leader_state.promotee_id : 0;
+    if (rn->changes || (u == 0 && p == 0)) {
+        rn->lib_since_ms = 0;
+        return;
+    }
+    if (!rn->lib_since_ms || u != rn->lib_index || p != rn->lib_promotee) {
+        rn->lib_since_ms = RN_MS_NONZERO(now);
+        rn->lib_index = u;
+        rn->lib_promotee = p;
+        return;
+    }
+    /* Only a settled leader's own wait counts: before its term's first entry applied, an
+     * earlier leader's change is legitimately pending, and time spent as a follower or
+     * candidate says nothing about this leader. */
+    if (!leader || !rn->settled_ms)
+        return;
+    uint64_t from = rn->lib_since_ms > rn->settled_ms ? rn->lib_since_ms : rn->settled_ms;
+    uint64_t age = now - from;
+    if (age < (uint64_t)RN_STUCK_TIMEOUTS * rn->cfg.election_ms)
+        return;
+    char what[RN_REASON_BUF];
+    if (p)
+        snprintf(what, sizeof(what), "the promotion of server %llu", (unsigned long long)p);
+    else
+        snprintf(what, sizeof(what), "the configuration entry at index %llu",
+                 (unsigned long long)u);
+    LOGW(rn->log,
+         "raft: a configuration change nobody here started (%s) has been in progress for %llu "
+         "ms: handing leadership to another voter",
+         what, (unsigned long long)age);
+    rn->lib_since_ms = rn->settled_ms = now; /* the next attempt, if needed, as long after */
+    /* Out of memory or refused: said in the log, and tried again after as long. */
+    if (rn_member_transfer(rn, 0, watchdog_transfer_done, rn) != RN_OK)
+        watchdog_transfer_done(rn, RN_ERR, rn->errmsg);
+}
+
+void rn_tick(struct rn *rn)
+{
+    if (!rn_running(rn))
+        return;
+    struct raft *r = &rn->raft;
+    uint64_t now = uv_now(rn->loop);
+    if (now - rn->commit_mark_ms >= rn->cfg.election_ms) {
+        rn->commit_prev = rn->commit_mark;
+        rn->commit_mark = r->commit_index;
+        rn->commit_mark_ms = now;
+    }
+    if (raft_state(r) == RAFT_LEADER && r->current_term != rn->lead_term) {
+        rn->lead_term = r->current_term;
+        rn->lead_first = raft_last_index(r);
+        rn->settled_ms = 0;
+    }
+    if (raft_state(r) != RAFT_LEADER)
+        rn->settled_ms = 0;
+    else if (!rn->settled_ms && raft_last_applied(r) >= rn->lead_first)
+        rn->settled_ms = RN_MS_NONZERO(now);
+    repair_stale_config(rn);
+    watch_lib_change(rn, now);
+}

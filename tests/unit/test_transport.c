@@ -1,0 +1,363 @@
+/*
+ * test_transport.c — the validating transport's own limits, on a real listener over libuv: an
+ * inbound connection that does not complete its handshake within the deadline is closed and
+ * counted (handshake_timeout); a link whose buffer would push the bytes buffered over all links
+ * past the cap is closed and counted (buffer_cap), while the link already within the cap keeps
+ * going; and the cap arithmetic (pure) lets two of the largest legitimate messages through.
+ *
+ * The test plays both ends: a blocking client socket writes what a (hostile) peer would, and
+ * a stand-in for libraft takes the handed-over stream the way libraft does (uv_read_start, and
+ * closing it on EOF).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "raft/transport_internal.h"
+#include "test.h"
+
+#define OWN_ID 1
+#define PEER_ID 2
+#define MAX_ACCEPTED 8
+#define STEP_MS 5
+#define WAIT_MS 5000
+
+struct fix {
+    uv_loop_t loop;
+    struct raft_uv_transport t;
+    struct rn_tp_policy policy;
+    struct logger log;
+    char address[32];
+    uv_stream_t *accepted[MAX_ACCEPTED];
+    int n_accepted;
+    bool closed;
+    bool (*until)(struct fix *f);
+    uv_timer_t tick;
+    uint64_t deadline;
+};
+
+static uint64_t term_zero(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+static struct tp *tp_of(struct fix *f)
+{
+    return f->t.impl;
+}
+
+static uint64_t rejected(struct fix *f, enum rn_wire_reason r)
+{
+    return rn_transport_rejected(&f->t, r);
+}
+
+/* ---- libraft's side of a handed-over stream ---- */
+
+static void raft_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    static char scratch[1 << 16];
+    (void)h;
+    (void)suggested;
+    *b = uv_buf_init(scratch, sizeof(scratch));
+}
+
+static void free_stream(uv_handle_t *h)
+{
+    raft_free(h);
+}
+
+static void raft_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    (void)b;
+    if (nread < 0 && !uv_is_closing((uv_handle_t *)s))
+        uv_close((uv_handle_t *)s, free_stream); /* what libraft does on EOF */
+}
+
+static void accept_cb(struct raft_uv_transport *t, raft_id id, const char *address,
+                      uv_stream_t *stream)
+{
+    struct fix *f = t->data;
+    (void)id;
+    (void)address;
+    if (f->n_accepted == MAX_ACCEPTED) {
+        uv_close((uv_handle_t *)stream, free_stream);
+        return;
+    }
+    f->accepted[f->n_accepted++] = stream;
+    uv_read_start(stream, raft_alloc_cb, raft_read_cb);
+}
+
+/* ---- running the loop ---- */
+
+static void tick_cb(uv_timer_t *t)
+{
+    struct fix *f = t->data;
+    if ((f->until && f->until(f)) || uv_now(&f->loop) >= f->deadline)
+        uv_stop(&f->loop);
+}
+
+/* Run the loop until `until` holds (true) or `ms` passed (false). until NULL: just run. */
+static bool run_until(struct fix *f, bool (*until)(struct fix *f), unsigned ms)
+{
+    f->until = until;
+    uv_update_time(&f->loop);
+    f->deadline = uv_now(&f->loop) + ms;
+    uv_timer_start(&f->tick, tick_cb, STEP_MS, STEP_MS);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    uv_timer_stop(&f->tick);
+    return until && until(f);
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof(sa);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+        getsockname(fd, (struct sockaddr *)&sa, &n)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static int fix_open(struct fix *f, unsigned handshake_ms, uint64_t buffer_cap)
+{
+    memset(f, 0, sizeof(*f));
+    int port = free_port();
+    if (port < 0 || uv_loop_init(&f->loop))
+        return -1;
+    uv_timer_init(&f->loop, &f->tick);
+    f->tick.data = f;
+    f->log = (struct logger){.level = LOG_ERROR, .id = OWN_ID};
+    f->policy = (struct rn_tp_policy){.arg = f, .term = term_zero};
+    snprintf(f->address, sizeof(f->address), "127.0.0.1:%d", port);
+    f->t.version = 1;
+    f->t.data = f;
+    if (rn_transport_init(&f->t, &f->loop, &f->policy, &f->log))
+        return -1;
+    rn_transport_set_limits(&f->t, handshake_ms, buffer_cap);
+    if (f->t.init(&f->t, OWN_ID, f->address) || f->t.listen(&f->t, accept_cb))
+        return -1;
+    return 0;
+}
+
+static void closed_cb(struct raft_uv_transport *t)
+{
+    ((struct fix *)t->data)->closed = true;
+}
+
+static bool is_closed(struct fix *f)
+{
+    return f->closed;
+}
+
+/* Close the transport and the streams libraft's stand-in still has; free everything. */
+static void fix_close(struct fix *f)
+{
+    for (int i = 0; i < f->n_accepted; i++)
+        if (!uv_is_closing((uv_handle_t *)f->accepted[i]))
+            uv_close((uv_handle_t *)f->accepted[i], free_stream);
+    f->t.close(&f->t, closed_cb);
+    run_until(f, is_closed, WAIT_MS);
+    rn_transport_free(&f->t);
+    uv_close((uv_handle_t *)&f->tick, NULL);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&f->loop);
+}
+
+/* ---- the peer's side ---- */
+
+static int dial(struct fix *f)
+{
+    const char *colon = strrchr(f->address, ':');
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)atoi(colon + 1)),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static size_t put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+    return 8;
+}
+
+/* libraft's handshake for PEER_ID with the address "x:1". */
+static size_t handshake(uint8_t *p)
+{
+    size_t n = put64(p, RN_WIRE_HANDSHAKE_PROTOCOL);
+    n += put64(p + n, PEER_ID);
+    n += put64(p + n, 8);
+    memcpy(p + n, "x:1\0\0\0\0\0", 8);
+    return n + 8;
+}
+
+/* The preamble and header of an AppendEntries with one entry of `data` bytes (not included). */
+static size_t append_header(uint8_t *p, uint32_t data)
+{
+    size_t n = put64(p, RN_WIRE_M_APPEND);
+    n += put64(p + n, 48 + 16);
+    for (int i = 0; i < 4; i++)
+        n += put64(p + n, i == 0); /* term 1, prev index, prev term, commit */
+    n += put64(p + n, 1);          /* one entry */
+    n += put64(p + n, 1);          /* its term */
+    p[n++] = RN_WIRE_E_COMMAND;
+    p[n++] = 0;
+    p[n++] = 0;
+    p[n++] = 0;
+    for (int i = 0; i < 4; i++)
+        p[n++] = (uint8_t)(data >> (8 * i));
+    return n + put64(p + n, 0);
+}
+
+static bool send_all(int fd, const void *p, size_t n)
+{
+    return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n;
+}
+
+/* 1: the transport closed the connection (EOF or reset); 0: still open. */
+static int peer_closed(int fd)
+{
+    char c;
+    ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* ---- tests ---- */
+
+TEST(test_budget_lets_two_largest_messages_through_and_not_a_third)
+{
+    uint64_t one = rn_tp_charge(RN_TP_LINK_MAX);
+    CHECK(rn_tp_budget_ok(0, 0, RN_TP_LINK_MAX, RN_TP_BUFFER_CAP));
+    CHECK(rn_tp_budget_ok(one, 0, RN_TP_LINK_MAX, RN_TP_BUFFER_CAP));
+    CHECK(!rn_tp_budget_ok(2 * one, 0, RN_TP_LINK_MAX, RN_TP_BUFFER_CAP));
+    /* A buffer of a largest AppendEntries being read is within what one link can hold. */
+    CHECK(RN_WIRE_MAX_FRAME + RN_TP_READ_CHUNK <= RN_TP_LINK_MAX);
+}
+
+TEST(test_budget_never_counts_small_buffers_and_always_lets_one_shrink)
+{
+    CHECK_EQ_U64(rn_tp_charge(RN_TP_LINK_FREE), 0);
+    CHECK_EQ_U64(rn_tp_charge(RN_TP_LINK_FREE + 1), 1);
+    /* Even with the cap used up, a link may read small frames and give memory back. */
+    CHECK(rn_tp_budget_ok(RN_TP_BUFFER_CAP, 0, RN_TP_LINK_FREE, RN_TP_BUFFER_CAP));
+    CHECK(rn_tp_budget_ok(RN_TP_BUFFER_CAP, RN_TP_LINK_MAX, RN_TP_LINK_FREE, RN_TP_BUFFER_CAP));
+    CHECK(
+        !rn_tp_budget_ok(RN_TP_BUFFER_CAP, RN_TP_LINK_FREE, RN_TP_LINK_FREE + 1, RN_TP_BUFFER_CAP));
+}
+
+static bool one_timeout(struct fix *f)
+{
+    return rejected(f, RN_WIRE_HANDSHAKE_TIMEOUT) >= 1;
+}
+
+TEST(test_handshake_not_done_in_time_is_closed_and_counted)
+{
+    struct fix f;
+    CHECK(fix_open(&f, 100, RN_TP_BUFFER_CAP) == 0);
+    uint8_t hs[64];
+    size_t n = handshake(hs);
+    int slow = dial(&f), quick = dial(&f);
+    bool ok = slow >= 0 && quick >= 0 && send_all(slow, hs, n / 2) && send_all(quick, hs, n);
+    bool timed_out = ok && run_until(&f, one_timeout, WAIT_MS);
+    run_until(&f, NULL, 300); /* well past the deadline for the one that completed */
+    int slow_closed = slow >= 0 && peer_closed(slow),
+        quick_closed = quick >= 0 && peer_closed(quick);
+    uint64_t timeouts = rejected(&f, RN_WIRE_HANDSHAKE_TIMEOUT);
+    int accepted = f.n_accepted;
+    if (slow >= 0)
+        close(slow);
+    if (quick >= 0)
+        close(quick);
+    fix_close(&f);
+    CHECK(ok);
+    CHECK(timed_out);
+    CHECK(slow_closed);
+    CHECK(!quick_closed);
+    CHECK_EQ_U64(timeouts, 1);
+    CHECK_EQ_U64(accepted, 1);
+}
+
+#define CAP_TEST (512u << 10)   /* the cap in this test */
+#define FRAME_DATA (400u << 10) /* each link's AppendEntries data: one fits the cap, two do not */
+#define TRICKLE 4096
+
+static bool one_over_cap(struct fix *f)
+{
+    return rejected(f, RN_WIRE_BUFFER_CAP) >= 1;
+}
+
+static bool something_buffered(struct fix *f)
+{
+    return tp_of(f)->buffered > 0;
+}
+
+static bool nothing_buffered(struct fix *f)
+{
+    return tp_of(f)->links == NULL && tp_of(f)->buffered == 0;
+}
+
+/* Half a large frame on a link: the header, then (once the transport read it and knows what
+ * to wait for) a trickle that makes it grow its buffer for the whole frame. */
+static bool start_large_frame(struct fix *f, int fd, bool (*until)(struct fix *))
+{
+    static uint8_t msg[256], trickle[TRICKLE];
+    size_t n = handshake(msg);
+    n += append_header(msg + n, FRAME_DATA);
+    if (!send_all(fd, msg, n))
+        return false;
+    run_until(f, NULL, 50);
+    return send_all(fd, trickle, sizeof(trickle)) && run_until(f, until, WAIT_MS);
+}
+
+TEST(test_buffer_cap_closes_the_link_that_would_pass_it)
+{
+    struct fix f;
+    CHECK(fix_open(&f, 5000, CAP_TEST) == 0);
+    int a = dial(&f), b = dial(&f);
+    bool a_ok = a >= 0 && start_large_frame(&f, a, something_buffered);
+    uint64_t after_a = tp_of(&f)->buffered;
+    bool b_ok = b >= 0 && start_large_frame(&f, b, one_over_cap);
+    run_until(&f, NULL, 50);
+    int a_closed = a >= 0 && peer_closed(a), b_closed = b >= 0 && peer_closed(b);
+    uint64_t over = rejected(&f, RN_WIRE_BUFFER_CAP), after_b = tp_of(&f)->buffered;
+    if (a >= 0)
+        close(a); /* a half frame: counted as truncated, and its buffer is given back */
+    bool released = run_until(&f, nothing_buffered, WAIT_MS);
+    uint64_t truncated = rejected(&f, RN_WIRE_TRUNCATED);
+    if (b >= 0)
+        close(b);
+    fix_close(&f);
+    CHECK(a_ok);
+    CHECK(b_ok);
+    CHECK(after_a > 0 && after_a <= CAP_TEST);
+    CHECK_EQ_U64(after_b, after_a);
+    CHECK(!a_closed);
+    CHECK(b_closed);
+    CHECK_EQ_U64(over, 1);
+    CHECK(released);
+    CHECK_EQ_U64(truncated, 1);
+}
+
+int main(void)
+{
+    RUN(test_budget_lets_two_largest_messages_through_and_not_a_third);
+    RUN(test_budget_never_counts_small_buffers_and_always_lets_one_shrink);
+    RUN(test_handshake_not_done_in_time_is_closed_and_counted);
+    RUN(test_buffer_cap_closes_the_link_that_would_pass_it);
+    TEST_MAIN_END();
+}
