@@ -26,6 +26,7 @@
 #include <uv.h>
 
 #include "common/log.h"
+#include "common/proto.h"
 #include "fsm/fsm.h"
 
 enum rn_status {
@@ -41,7 +42,7 @@ enum rn_role { RN_UNAVAILABLE = 0, RN_FOLLOWER = 1, RN_CANDIDATE = 2, RN_LEADER 
 
 struct rn_peer {
     uint64_t id;
-    char raft_address[96];
+    char raft_address[PROTO_ADDR_BUF];
 };
 
 struct rn_config {
