@@ -471,7 +471,9 @@ int resp_w_bulk_str(struct buf *b, const char *s)
 
 int resp_w_nil(struct buf *b, int proto)
 {
-    return proto == 3 ? buf_append(b, "_\r\n", 3) : buf_append(b, "$-1\r\n", 5);
+    static const char nil3[] = "_\r\n", nil2[] = "$-1\r\n";
+    return proto == RESP_V3 ? buf_append(b, nil3, sizeof(nil3) - 1)
+                            : buf_append(b, nil2, sizeof(nil2) - 1);
 }
 
 int resp_w_array(struct buf *b, size_t n)
@@ -481,7 +483,7 @@ int resp_w_array(struct buf *b, size_t n)
 
 int resp_w_map(struct buf *b, int proto, size_t npairs)
 {
-    if (proto == 3)
+    if (proto == RESP_V3)
         return w_num_line(b, '%', 0, npairs, 0);
     if (npairs > SIZE_MAX / 2)
         return w_fail(b);
@@ -490,7 +492,7 @@ int resp_w_map(struct buf *b, int proto, size_t npairs)
 
 int resp_w_verbatim(struct buf *b, int proto, const char *p, size_t n)
 {
-    if (proto != 3)
+    if (proto != RESP_V3)
         return resp_w_bulk(b, p, n);
     if (n > SIZE_MAX / 2)
         return w_fail(b);

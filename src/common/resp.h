@@ -51,7 +51,10 @@ enum { RESP_OK = 0, RESP_INCOMPLETE = 1, RESP_ERROR = -1 };
 int resp_parse(struct resp_parser *ps, const char *data, size_t len, size_t *consumed, size_t *argc,
                struct resp_arg **argv, char *err, size_t errlen);
 
-/* Writers append to a buf; return 0 or -1 on OOM. proto is 2 or 3. */
+/* The protocol versions a connection speaks (HELLO 2 / HELLO 3). */
+enum { RESP_V2 = 2, RESP_V3 = 3 };
+
+/* Writers append to a buf; return 0 or -1 on OOM. proto is RESP_V2 or RESP_V3. */
 int resp_w_simple(struct buf *b, const char *s);  /* +s\r\n */
 int resp_w_error(struct buf *b, const char *msg); /* -msg\r\n ; CR/LF in msg become spaces */
 int resp_w_errorf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
