@@ -44,7 +44,9 @@ struct srv_announce {
 
 #define ANNOUNCE_TIMEOUT_MS 2000
 #define JOIN_TIMEOUT_MS 15000
-#define ID_TEXT_BUF 24 /* a node id in decimal (20 digits at most) and its NUL */
+#define ID_TEXT_BUF 24         /* a node id in decimal (20 digits at most) and its NUL */
+#define ANNOUNCE_EVERY_MS 1000 /* one join or announce connection a second at most */
+#define LOGGED_REPLY_MAX 160   /* bytes of a refusal quoted in the log */
 
 /* --listen as clients reach it: the host was unbracketed by the parser, so an IPv6 literal gets
  * its brackets back. */
@@ -148,7 +150,8 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
         LOGI(&s->log, "join: redirected to the leader at %s", s->join_target);
         s->announce_last_ms = 0; /* follow at once */
     } else if (line[0] == '-') {
-        LOGW(&s->log, "join: %s answered %.*s", s->join_target, (int)(n > 160 ? 160 : n), line);
+        LOGW(&s->log, "join: %s answered %.*s", s->join_target,
+             (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
         s->join_target[0] = 0;
     } else {
         LOGI(&s->log, "join: added to the cluster by %s", s->join_target);
@@ -175,8 +178,8 @@ static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
     if (a->join)
         join_reply(a, a->rbuf, len);
     else if (a->rbuf[0] == '-')
-        LOGW(&a->s->log, "announce refused by the leader: %.*s", (int)(len > 120 ? 120 : len),
-             a->rbuf);
+        LOGW(&a->s->log, "announce refused by the leader: %.*s",
+             (int)(len > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : len), a->rbuf);
     announce_close(a);
 }
 
@@ -336,7 +339,7 @@ void srv_members_tick(struct srv *s)
         }
         return;
     }
-    if (now - s->announce_last_ms < 1000 || s->stopping)
+    if (now - s->announce_last_ms < ANNOUNCE_EVERY_MS || s->stopping)
         return;
     if (join_pending(s)) {
         s->announce_last_ms = now;
