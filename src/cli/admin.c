@@ -281,10 +281,12 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
     return EXIT_OK;
 }
 
+#define SESSION_DEFAULT_TTL_MS 60000 /* `session open` without --ttl */
+
 int cmd_session(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
-    struct session_args s = {60000, 0, NULL};
+    struct session_args s = {SESSION_DEFAULT_TTL_MS, 0, NULL};
     int id, r;
     sub_start(&a, argc, argv, 2, usage_session);
     while ((r = sub_next(c, &a, session_opts, &id)) == SUB_OPT)

@@ -8,6 +8,15 @@
 /* Larger values are refused: no duration or id of ours comes near, and it keeps the
    arithmetic below free of overflow. */
 #define NUM_MAX ((uint64_t)1 << 62)
+#define MS_PER_S 1000ull
+#define MS_PER_MIN (60 * MS_PER_S)
+#define MS_PER_H (60 * MS_PER_MIN)
+/* Fraction digits past this scale (nanoseconds) are read but ignored: far below 1 ms. */
+#define FRAC_SCALE_MAX 1000000000ull
+#define TIMEOUT_MAX_MS (24 * MS_PER_H) /* --timeout */
+#define LIMIT_MAX 1000000000ull        /* --limit */
+/* cli_shown keeps this many bytes of its buffer for "... (N bytes)". */
+#define SHOWN_TAIL 24
 
 int parse_u64(const char *s, uint64_t *v)
 {
@@ -31,7 +40,7 @@ static uint64_t unit_ms(const char *u)
     static const struct {
         const char *name;
         uint64_t ms;
-    } units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    } units[] = {{"", MS_PER_S}, {"ms", 1}, {"s", MS_PER_S}, {"m", MS_PER_MIN}, {"h", MS_PER_H}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0)
             return units[i].ms;
@@ -48,12 +57,12 @@ int parse_duration(const char *s, uint64_t *ms)
         return -1;
     for (; *s >= '0' && *s <= '9'; s++, digits++) {
         whole = whole * 10 + (uint64_t)(*s - '0');
-        if (whole > NUM_MAX / 3600000)
+        if (whole > NUM_MAX / MS_PER_H) /* the largest unit */
             return -1;
     }
     if (*s == '.') {
         for (s++; *s >= '0' && *s <= '9'; s++, digits++) {
-            if (scale < 1000000000) {
+            if (scale < FRAC_SCALE_MAX) {
                 frac = frac * 10 + (uint64_t)(*s - '0');
                 scale *= 10;
             }
@@ -86,7 +95,7 @@ const char *cli_shown(const char *s, char *buf, size_t n)
     size_t len = strlen(s);
     if (len < n)
         return s;
-    snprintf(buf, n, "%.*s... (%zu bytes)", (int)(n > 24 ? n - 24 : 1), s, len);
+    snprintf(buf, n, "%.*s... (%zu bytes)", (int)(n > SHOWN_TAIL ? n - SHOWN_TAIL : 1), s, len);
     return buf;
 }
 
@@ -94,7 +103,7 @@ const char *cli_shown(const char *s, char *buf, size_t n)
 int parse_limit(struct opt_iter *it, const char *s, size_t *limit)
 {
     uint64_t v;
-    if (parse_u64(s, &v) || v == 0 || v > 1000000000)
+    if (parse_u64(s, &v) || v == 0 || v > LIMIT_MAX)
         return opt_err(it, "--limit: bad number '%s' (1 or more)", s);
     *limit = (size_t)v;
     return EXIT_OK;
@@ -202,7 +211,7 @@ int cli_global(struct cli *c, int id, struct opt_iter *it)
         c->endpoints = it->v[0];
         return EXIT_OK;
     case G_TIMEOUT:
-        if (parse_duration(it->v[0], &ms) || ms == 0 || ms > 24 * 3600 * 1000)
+        if (parse_duration(it->v[0], &ms) || ms == 0 || ms > TIMEOUT_MAX_MS)
             return opt_err(it, "--timeout: bad duration '%s' (e.g. 500ms, 5s; between 1ms and 24h)",
                            it->v[0]);
         c->timeout_ms = (int)ms;

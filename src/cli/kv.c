@@ -97,10 +97,12 @@ static const struct opt_spec put_opts[] = {
     {NULL, 0, 0, 0},
 };
 
+#define STDIN_CHUNK 4096 /* the first read buffer; it doubles as needed */
+
 /* All of stdin into a malloc'ed buffer (caller frees); NULL on a read error. */
 static char *read_stdin(size_t *len)
 {
-    size_t cap = 4096, n = 0;
+    size_t cap = STDIN_CHUNK, n = 0;
     char *buf = malloc(cap);
     while (buf) {
         size_t got = fread(buf + n, 1, cap - n, stdin);

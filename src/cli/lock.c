@@ -59,11 +59,16 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
     return EXIT_OK;
 }
 
+#define LOCK_DEFAULT_TTL_MS 10000
+#define GRACE_MAX_MS 2000 /* default --kill-grace: at most this, */
+#define GRACE_TTL_DIV 4   /* and at most a quarter of the TTL */
+
 /* The smaller of 2 s and TTL/4, unless given; it must leave the command some lease. */
 static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
 {
+    uint64_t quarter = o->ttl_ms / GRACE_TTL_DIV;
     if (!grace_set)
-        o->grace_ms = o->ttl_ms / 4 < 2000 ? o->ttl_ms / 4 : 2000;
+        o->grace_ms = quarter < GRACE_MAX_MS ? quarter : GRACE_MAX_MS;
     if (o->grace_ms >= o->ttl_ms)
         return opt_err(it, "--kill-grace must be less than --ttl");
     return EXIT_OK;
@@ -71,7 +76,7 @@ static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
 
 int cmd_lock(struct cli *c, int argc, char **argv)
 {
-    struct run_opts o = {.ttl_ms = 10000, .wait_forever = 1};
+    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1};
     struct sub_args a;
     int id, r, grace_set = 0;
     char label[128];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/proto.h"
 
 static const char usage_main[] =
     "usage: fencelock [--endpoints H:P,...] [--timeout DUR] [--json] COMMAND [ARGS...]\n"
@@ -98,7 +99,7 @@ static int say_bad_endpoints(const char *list)
     const char *p = list;
     while (*p) {
         size_t n = strcspn(p, ",");
-        char one[300];
+        char one[PROTO_ADDR_BUF];
         if (n < sizeof one) {
             memcpy(one, p, n);
             one[n] = '\0';

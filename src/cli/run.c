@@ -28,6 +28,8 @@ extern char **environ;
 #define TICK_MS 50          /* the longest poll sleep while something runs */
 #define CLOSE_BOUND_MS 1000 /* the one close attempted after the lease was at risk */
 #define FD_TRACKED 1024     /* fds below this that were open at startup are the user's */
+#define ENV_OURS 4          /* FENCELOCK_TOKEN, _SESSION, _NAME, _ENDPOINTS */
+#define HOLD_SLICE_MS 1000  /* the longest sleep of `lock NAME` without a command (hold) */
 
 /* Everything the supervisor works with; lives on run_locked's stack. */
 struct run {
@@ -104,13 +106,14 @@ static int is_ours(const char *e)
 }
 
 /* The command's environment: ours with FENCELOCK_* replaced. Built before fork (the child
-   may only make async-signal-safe calls). Entries [0..4) are malloc'ed; free with env_free. */
+   may only make async-signal-safe calls). Entries [0..ENV_OURS) are malloc'ed; free with
+   env_free. */
 static char **env_build(const struct run *r)
 {
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 5, sizeof *env);
+    char **env = calloc(n + ENV_OURS + 1, sizeof *env);
     if (env == NULL)
         return NULL;
     char tok[32], sid[32];
@@ -121,12 +124,12 @@ static char **env_build(const struct run *r)
     env[2] = env_entry("FENCELOCK_NAME", r->o->name);
     env[3] = env_entry("FENCELOCK_ENDPOINTS", r->c->endpoints);
     if (!env[0] || !env[1] || !env[2] || !env[3]) {
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < ENV_OURS; i++)
             free(env[i]);
         free(env);
         return NULL;
     }
-    size_t k = 4;
+    size_t k = ENV_OURS;
     for (size_t i = 0; i < n; i++)
         if (!is_ours(environ[i]))
             env[k++] = environ[i];
@@ -135,7 +138,7 @@ static char **env_build(const struct run *r)
 
 static void env_free(char **env)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < ENV_OURS; i++)
         free(env[i]);
     free(env);
 }
@@ -345,7 +348,7 @@ static int hold(struct run *r)
         int64_t wait = safe - now;
         struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
                               {.fd = r->lost_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, wait > 1000 ? 1000 : (int)wait);
+        int n = poll(p, 2, wait > HOLD_SLICE_MS ? HOLD_SLICE_MS : (int)wait);
         if (n > 0 && p[0].revents && read_signals(r))
             return EXIT_OK;
         if (n > 0 && p[1].revents)

@@ -56,6 +56,9 @@ static fl_err fill_info(fl_client *c, const redisReply *r, struct fl_status *st)
     return st->role && st->leader ? FL_OK : cl_fail(c, FL_ENOMEM, "out of memory");
 }
 
+/* The node asked, then the leader it names: a second follower's answer is taken as it is. */
+#define INFO_TRIES 2
+
 /* CLUSTER.INFO of whichever node answers; a follower names the leader, which is asked
    instead (a follower's view of the members and revision may lag). */
 static fl_err info_from_leader(fl_client *c, struct fl_status *out)
@@ -63,7 +66,7 @@ static fl_err info_from_leader(fl_client *c, struct fl_status *out)
     struct cl_cmd m;
     redisReply *r;
     fl_err e = FL_OK;
-    for (int tries = 0; tries < 2; tries++) {
+    for (int tries = 0; tries < INFO_TRIES; tries++) {
         if (tries)
             fl_status_free(out);
         cl_cmd_init(&m, "CLUSTER.INFO");

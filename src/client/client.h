@@ -19,16 +19,17 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/proto.h"
 #include "fencelock.h"
 
-#define CL_ADDR_MAX 128 /* "host:port" */
 #define CL_ENDPOINTS_MAX 16
 #define CL_POOL_MAX 16
 #define CL_ARGS_MAX 16
 #define CL_ERRMSG_MAX 256
+#define CL_PPM 1000000 /* fl_options.drift_ppm is in parts per million */
 
 struct cl_conn {
-    char addr[CL_ADDR_MAX];
+    char addr[PROTO_ADDR_BUF];
     redisContext *rc;
 };
 
@@ -41,10 +42,10 @@ struct cl_errslot {
 struct fl_client {
     struct fl_options opt;
     pthread_mutex_t mu;
-    char endpoints[CL_ENDPOINTS_MAX][CL_ADDR_MAX];
+    char endpoints[CL_ENDPOINTS_MAX][PROTO_ADDR_BUF];
     int n_endpoints;
-    unsigned next_endpoint;   /* round robin while no leader is known */
-    char leader[CL_ADDR_MAX]; /* "" when unknown */
+    unsigned next_endpoint;      /* round robin while no leader is known */
+    char leader[PROTO_ADDR_BUF]; /* "" when unknown */
     struct cl_conn pool[CL_POOL_MAX];
     int n_pool;
     bool members_learned; /* CLUSTER.MEMBERS merged once */

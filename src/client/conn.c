@@ -18,6 +18,15 @@
 #define BACKOFF_MIN_MS 10
 #define BACKOFF_MAX_MS 200
 #define CL_WAIT_SLICE_MS 100 /* how often a long wait checks whether the leader moved */
+/* Redirects to a newly learned leader followed at once before backing off: one hop is the
+ * normal case, a few cover an election that moved on meanwhile, more means a loop. */
+#define CL_QUICK_REDIRECTS 3
+
+/* fl_options defaults (fencelock.h documents them). */
+#define CL_DEFAULT_TIMEOUT_MS 5000
+#define CL_DEFAULT_CONNECT_TIMEOUT_MS 1000
+#define CL_DEFAULT_MARGIN_MS 10
+#define CL_DEFAULT_DRIFT_PPM 10000 /* 1%: far more than any NTP-disciplined clock drifts */
 
 int64_t fl_now_ms(void)
 {
@@ -37,10 +46,10 @@ void cl_sleep_ms(int64_t ms)
 
 void fl_options_init(struct fl_options *opt)
 {
-    opt->timeout_ms = 5000;
-    opt->connect_timeout_ms = 1000;
-    opt->margin_ms = 10;
-    opt->drift_ppm = 10000;
+    opt->timeout_ms = CL_DEFAULT_TIMEOUT_MS;
+    opt->connect_timeout_ms = CL_DEFAULT_CONNECT_TIMEOUT_MS;
+    opt->margin_ms = CL_DEFAULT_MARGIN_MS;
+    opt->drift_ppm = CL_DEFAULT_DRIFT_PPM;
     opt->refused_ms = 0;
 }
 
@@ -100,26 +109,10 @@ const char *fl_client_errmsg(fl_client *c)
 
 /* ---- endpoints ---- */
 
-/* "host:port" with a port in 1..65535 and a non-empty host. */
-static bool addr_valid(const char *a, size_t n)
-{
-    const char *colon = memrchr(a, ':', n);
-    if (!colon || colon == a || n >= CL_ADDR_MAX)
-        return false;
-    char *end;
-    char port[8] = {0};
-    size_t pl = n - (size_t)(colon + 1 - a);
-    if (pl == 0 || pl >= sizeof(port))
-        return false;
-    memcpy(port, colon + 1, pl);
-    long p = strtol(port, &end, 10);
-    return *end == 0 && p > 0 && p < 65536;
-}
-
 /* Add an endpoint unless known or the list is full; c->mu held. */
 static void endpoint_add_locked(fl_client *c, const char *a, size_t n)
 {
-    if (!addr_valid(a, n))
+    if (!proto_addr_valid(a, n))
         return;
     for (int i = 0; i < c->n_endpoints; i++)
         if (strlen(c->endpoints[i]) == n && memcmp(c->endpoints[i], a, n) == 0)
@@ -143,7 +136,7 @@ static int parse_endpoints(fl_client *c, const char *list)
         }
         while (n && p[n - 1] == ' ')
             n--;
-        if (!addr_valid(p, n))
+        if (!proto_addr_valid(p, n))
             return -1;
         endpoint_add_locked(c, p, n);
         if (!end)
@@ -173,7 +166,7 @@ fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl
             c->opt.connect_timeout_ms = opt->connect_timeout_ms;
         if (opt->margin_ms >= 0)
             c->opt.margin_ms = opt->margin_ms;
-        if (opt->drift_ppm >= 0 && opt->drift_ppm < 1000000)
+        if (opt->drift_ppm >= 0 && opt->drift_ppm < CL_PPM)
             c->opt.drift_ppm = opt->drift_ppm;
         if (opt->refused_ms > 0)
             c->opt.refused_ms = opt->refused_ms;
@@ -233,11 +226,12 @@ static struct timeval ms_tv(int64_t ms)
 /* *refused: the attempt failed because nothing listens there (ECONNREFUSED). */
 static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline, bool *refused)
 {
-    char host[CL_ADDR_MAX];
-    strcpy(host, addr);
-    char *colon = strrchr(host, ':');
-    *colon = 0;
-    int port = atoi(colon + 1);
+    char host[PROTO_ADDR_BUF];
+    int port;
+    if (proto_addr_parse(addr, strlen(addr), host, sizeof(host), &port)) {
+        cl_fail(c, FL_EUNAVAILABLE, "connect %s: not a host:port", addr); /* checked on entry */
+        return NULL;
+    }
     int64_t left = deadline - fl_now_ms();
     if (left > c->opt.connect_timeout_ms)
         left = c->opt.connect_timeout_ms;
@@ -294,7 +288,7 @@ static void conn_put(fl_client *c, const char *addr, redisContext *rc)
 void cl_set_leader(fl_client *c, const char *addr, size_t n)
 {
     pthread_mutex_lock(&c->mu);
-    if (addr_valid(addr, n)) {
+    if (proto_addr_valid(addr, n)) {
         memcpy(c->leader, addr, n);
         c->leader[n] = 0;
         endpoint_add_locked(c, addr, n);
@@ -356,18 +350,18 @@ enum step { STEP_DONE, STEP_RETRY, STEP_FAIL };
 static enum step on_reply(fl_client *c, const char *addr, redisReply *r, unsigned flags,
                           fl_err *err)
 {
-    if (err_is(r, "NOTLEADER")) {
-        const char *to = r->str + sizeof("NOTLEADER");
-        cl_set_leader(c, to, r->len - sizeof("NOTLEADER"));
+    if (err_is(r, PROTO_NOTLEADER)) { /* "NOTLEADER host:port" */
+        const size_t skip = sizeof(PROTO_NOTLEADER " ") - 1;
+        cl_set_leader(c, r->str + skip, r->len > skip ? r->len - skip : 0);
         *err = cl_fail(c, FL_EUNAVAILABLE, "%s: %.*s", addr, (int)r->len, r->str);
         return STEP_RETRY;
     }
-    if (err_is(r, "NOLEADER")) {
+    if (err_is(r, PROTO_NOLEADER)) {
         leader_failed(c, addr);
         *err = cl_fail(c, FL_EUNAVAILABLE, "%s: %.*s", addr, (int)r->len, r->str);
         return STEP_RETRY;
     }
-    if (err_is(r, "UNKNOWN")) {
+    if (err_is(r, PROTO_UNKNOWN)) {
         *err = cl_fail(c, FL_EUNKNOWN, "%s: %.*s", addr, (int)r->len, r->str);
         return (flags & CL_RETRY) ? STEP_RETRY : STEP_FAIL;
     }
@@ -453,7 +447,7 @@ static enum step lost_conn(fl_client *c, const char *addr, redisContext *rc, con
 static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
                          redisReply **out, fl_err *err, bool *refused)
 {
-    char addr[CL_ADDR_MAX];
+    char addr[PROTO_ADDR_BUF];
     bool fresh;
     pick_target(c, addr);
     *refused = false;
@@ -528,7 +522,7 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
         pthread_mutex_lock(&c->mu);
         bool redirected = !had_leader && c->leader[0] != 0;
         pthread_mutex_unlock(&c->mu);
-        if (redirected && quick++ < 3)
+        if (redirected && quick++ < CL_QUICK_REDIRECTS)
             continue;
         /* Every endpoint failed once in a row: wait a little (an election takes ~0.5 s). */
         int64_t left = deadline - fl_now_ms();
@@ -603,9 +597,10 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r)
         const char *code;
         fl_err err;
     } map[] = {
-        {"NOSESSION", FL_ESESSION}, {"NOTHOLDER", FL_ENOTHOLDER}, {"STALE", FL_ESTALE},
-        {"IFREV", FL_EIFREV},       {"TOOLARGE", FL_ETOOLARGE},   {"UNKNOWN", FL_EUNKNOWN},
-        {"NOSPACE", FL_ENOSPACE},
+        {PROTO_NOSESSION, FL_ESESSION}, {PROTO_NOTHOLDER, FL_ENOTHOLDER},
+        {PROTO_STALE, FL_ESTALE},       {PROTO_IFREV, FL_EIFREV},
+        {PROTO_TOOLARGE, FL_ETOOLARGE}, {PROTO_UNKNOWN, FL_EUNKNOWN},
+        {PROTO_NOSPACE, FL_ENOSPACE},
     };
     if (r->type != REDIS_REPLY_ERROR)
         return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);

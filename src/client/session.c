@@ -41,7 +41,7 @@ fl_client *cl_session_client(fl_session *s)
 static int64_t safe_span(const fl_session *s, uint64_t granted_ms)
 {
     const struct fl_options *o = &s->c->opt;
-    int64_t drift = (int64_t)(granted_ms * (uint64_t)o->drift_ppm / 1000000);
+    int64_t drift = (int64_t)(granted_ms * (uint64_t)o->drift_ppm / CL_PPM);
     return (int64_t)granted_ms - o->margin_ms - drift;
 }
 
@@ -142,6 +142,11 @@ static struct timespec abs_ts(int64_t mono_ms)
     return (struct timespec){.tv_sec = mono_ms / 1000, .tv_nsec = (mono_ms % 1000) * 1000000};
 }
 
+/* Keepalive pacing (see ka_thread). */
+#define KA_PER_TTL 3
+#define KA_RETRIES_PER_TTL 10
+#define KA_RETRY_MIN_MS 20
+
 /*
  * The keepalive thread: renew every TTL/3; after a failure retry sooner (TTL/10, at least
  * 20 ms) until the safe deadline passes. The thread owns the transition to LOST by deadline.
@@ -149,8 +154,9 @@ static struct timespec abs_ts(int64_t mono_ms)
 static void *ka_thread(void *arg)
 {
     fl_session *s = arg;
-    int64_t interval = (int64_t)s->ttl_ms / 3, retry = (int64_t)s->ttl_ms / 10;
-    retry = retry < 20 ? 20 : retry;
+    int64_t interval = (int64_t)s->ttl_ms / KA_PER_TTL;
+    int64_t retry = (int64_t)s->ttl_ms / KA_RETRIES_PER_TTL;
+    retry = retry < KA_RETRY_MIN_MS ? KA_RETRY_MIN_MS : retry;
     int64_t next = fl_now_ms() + interval;
     pthread_mutex_lock(&s->mu);
     while (!s->stopping && !lost_locked(s)) {

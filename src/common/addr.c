@@ -1,11 +1,15 @@
-/* addr.c — the one "host:port" parser (see proto.h). */
+/* addr.c — the one "host:port" parser and its inverse (see proto.h). */
 #include "common/proto.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#define PORT_DIGITS_MAX 5 /* 65535 */
+#define PORT_MAX 65535
 
 static int port_parse(const char *p, size_t n, int *port)
 {
-    if (n == 0 || n > 5)
+    if (n == 0 || n > PORT_DIGITS_MAX)
         return -1;
     int v = 0;
     for (size_t i = 0; i < n; i++) {
@@ -13,7 +17,7 @@ static int port_parse(const char *p, size_t n, int *port)
             return -1;
         v = v * 10 + (p[i] - '0');
     }
-    if (v < 1 || v > 65535)
+    if (v < 1 || v > PORT_MAX)
         return -1;
     *port = v;
     return 0;
@@ -57,4 +61,11 @@ int proto_addr_valid(const char *s, size_t len)
     char host[PROTO_ADDR_BUF];
     int port;
     return len <= PROTO_ADDR_MAX && proto_addr_parse(s, len, host, sizeof(host), &port) == 0;
+}
+
+int proto_addr_format(char *out, size_t cap, const char *host, int port)
+{
+    int n = strchr(host, ':') ? snprintf(out, cap, "[%s]:%d", host, port)
+                              : snprintf(out, cap, "%s:%d", host, port);
+    return n < 0 || (size_t)n >= cap ? -1 : n;
 }

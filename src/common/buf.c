@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define BUF_MIN_CAP 64 /* the first block: most replies and records fit */
+
 void buf_init(struct buf *b)
 {
     memset(b, 0, sizeof(*b));
@@ -16,19 +18,28 @@ void buf_free(struct buf *b)
     buf_init(b);
 }
 
+/* Record the failure: it sticks until buf_reset / buf_truncate. */
+static int buf_fail(struct buf *b)
+{
+    b->err = 1;
+    return -1;
+}
+
 int buf_reserve(struct buf *b, size_t extra)
 {
-    if (extra > SIZE_MAX / 2 - b->len)
-        return -1;
+    if (b->err || extra > SIZE_MAX / 2 - b->len)
+        return buf_fail(b);
     size_t need = b->len + extra;
+    if (b->max && need > b->max)
+        return buf_fail(b);
     if (need <= b->cap)
         return 0;
-    size_t cap = b->cap ? b->cap : 64;
+    size_t cap = b->cap ? b->cap : BUF_MIN_CAP;
     while (cap < need)
         cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p)
-        return -1;
+        return buf_fail(b);
     b->p = p;
     b->cap = cap;
     return 0;
@@ -36,6 +47,8 @@ int buf_reserve(struct buf *b, size_t extra)
 
 int buf_append(struct buf *b, const void *data, size_t n)
 {
+    if (b->err)
+        return -1;
     if (n == 0)
         return 0;
     if (buf_reserve(b, n))
@@ -56,7 +69,9 @@ int buf_printf(struct buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || buf_reserve(b, (size_t)n + 1))
+    if (n < 0)
+        return buf_fail(b);
+    if (buf_reserve(b, (size_t)n + 1))
         return -1;
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
@@ -73,6 +88,13 @@ void buf_consume(struct buf *b, size_t n)
     }
     memmove(b->p, b->p + n, b->len - n);
     b->len -= n;
+}
+
+void buf_truncate(struct buf *b, size_t n)
+{
+    if (n < b->len)
+        b->len = n;
+    b->err = 0;
 }
 
 int buf_put_u8(struct buf *b, uint8_t v)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #define LOG_LINE_MAX 4096
+#define ELLIPSIS "..." /* marks a message cut at LOG_LINE_MAX */
 
 static char level_char(enum log_level lv)
 {
@@ -80,7 +81,7 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     size_t len = (size_t)m;
     if (len > room) {
         len = room;
-        memcpy(line + h + len - 3, "...", 3);
+        memcpy(line + h + len - (sizeof(ELLIPSIS) - 1), ELLIPSIS, sizeof(ELLIPSIS) - 1);
     }
     flatten(line + h, len);
     line[(size_t)h + len] = '\n';

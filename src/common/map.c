@@ -11,16 +11,22 @@ struct map_node {
     char key[];
 };
 
+#define FNV64_OFFSET 1469598103934665603ull /* FNV-1a's 64-bit offset basis and prime */
+#define FNV64_PRIME 1099511628211ull
+/* Buckets are picked by the low bits: fold some high bits in, where FNV mixes better. */
+#define HASH_FOLD_SHIFT 29
+#define MAP_MIN_BUCKETS 16 /* a power of two, like every later size */
+
 /* FNV-1a: short keys, no attacker-chosen flooding concern beyond the connection limits. */
 static uint64_t hash_bytes(const void *key, size_t len)
 {
     const unsigned char *p = key;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = FNV64_OFFSET;
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
-        h *= 1099511628211ull;
+        h *= FNV64_PRIME;
     }
-    return h ^ (h >> 29);
+    return h ^ (h >> HASH_FOLD_SHIFT);
 }
 
 void map_init(struct map *m)
@@ -66,7 +72,7 @@ void *map_get(const struct map *m, const void *key, size_t len)
 
 static int grow(struct map *m)
 {
-    size_t nb = m->nb ? m->nb * 2 : 16;
+    size_t nb = m->nb ? m->nb * 2 : MAP_MIN_BUCKETS;
     struct map_node **b = calloc(nb, sizeof(*b));
     if (!b)
         return -1;

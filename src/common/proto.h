@@ -21,6 +21,7 @@
 #define PROTO_NOSPACE "NOSPACE"     /* a quota is reached; nothing was changed */
 #define PROTO_NOLEADER "NOLEADER"   /* no ready leader known; retry */
 #define PROTO_NOTLEADER "NOTLEADER" /* this node is not the leader; the reply names the leader */
+#define PROTO_UNKNOWN "UNKNOWN"     /* leadership lost after proposing: may or may not apply */
 #define PROTO_TOOLARGE "TOOLARGE"   /* an argument is over its configured limit */
 #define PROTO_NOPROTO "NOPROTO"     /* HELLO asked for a protocol version we do not speak */
 #define PROTO_WRONGPASS "WRONGPASS" /* AUTH with unknown user or wrong password */
@@ -44,5 +45,9 @@ int proto_addr_parse(const char *s, size_t len, char *host, size_t hostcap, int 
 
 /* 1 when `len` bytes are a valid "host:port" of at most PROTO_ADDR_MAX bytes, else 0. */
 int proto_addr_valid(const char *s, size_t len);
+
+/* The inverse of proto_addr_parse: "host:port", or "[host]:port" when host holds a ':' (an IPv6
+ * literal), NUL-terminated into out[cap]. Returns its length, or -1 if it does not fit. */
+int proto_addr_format(char *out, size_t cap, const char *host, int port);
 
 #endif

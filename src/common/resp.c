@@ -1,4 +1,5 @@
 #include "common/resp.h"
+#include "common/proto.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,13 @@
 /* A header integer has at most 19 significant digits; a few leading zeros are tolerated, but a
  * longer run is rejected so that a hostile header cannot make every call rescan megabytes. */
 #define HDR_MAX_DIGITS 20
+
+/* RESP3 verbatim strings open with a 3-letter format and a colon; fencelock sends plain text. */
+#define VERBATIM_TAG "txt:"
+#define VERBATIM_TAG_LEN (sizeof(VERBATIM_TAG) - 1)
+
+/* What a reply becomes when a writer failed on its way (resp_w_finish). */
+#define OOM_REPLY "-" PROTO_ERR " out of memory\r\n"
 
 enum { HDR_OK = 1, HDR_MORE = 0, HDR_BAD = -1 };
 
@@ -248,7 +256,7 @@ static int inline_word(struct resp_parser *ps, const char *s, size_t end, size_t
 static int split_inline(struct resp_parser *ps, const char *s, size_t end, size_t *argc, char *err,
                         size_t errlen)
 {
-    ps->scratch.len = 0;
+    buf_reset(&ps->scratch); /* also clears a failure left by an earlier line */
     if (buf_reserve(&ps->scratch, end + 1))
         return fail(err, errlen, "out of memory");
     size_t i = 0, n = 0;
@@ -334,6 +342,14 @@ int resp_parse(struct resp_parser *ps, const char *data, size_t len, size_t *con
 
 /* ---- writers ---- */
 
+/* A writer failed before touching the buffer: record it in the buffer's sticky flag, so the
+ * reply is known to be incomplete wherever it is finished (resp_w_finish). */
+static int w_fail(struct buf *b)
+{
+    b->err = 1;
+    return -1;
+}
+
 /* Decimal digits of v written backwards ending at `end`; returns the first digit. */
 static char *u64_digits(char *end, uint64_t v)
 {
@@ -357,7 +373,9 @@ static int w_num_line(struct buf *b, char type, int neg, uint64_t v, size_t extr
         *--p = '-';
     *--p = type;
     size_t n = (size_t)(end - p);
-    if (extra > SIZE_MAX / 2 || buf_reserve(b, n + extra))
+    if (extra > SIZE_MAX / 2)
+        return w_fail(b);
+    if (buf_reserve(b, n + extra))
         return -1;
     memcpy(b->p + b->len, p, n);
     b->len += n;
@@ -368,7 +386,9 @@ static int w_num_line(struct buf *b, char type, int neg, uint64_t v, size_t extr
  * a message smuggle a second reply onto the wire. */
 static int w_text_line(struct buf *b, char type, const char *s, size_t n)
 {
-    if (n > SIZE_MAX / 2 || buf_reserve(b, n + 3))
+    if (n > SIZE_MAX / 2)
+        return w_fail(b);
+    if (buf_reserve(b, n + 3))
         return -1;
     char *o = b->p + b->len;
     *o++ = type;
@@ -407,12 +427,12 @@ int resp_w_errorf(struct buf *b, const char *fmt, ...)
     int n = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
     if (n < 0)
-        return -1;
+        return w_fail(b);
     if ((size_t)n < sizeof(small))
         return w_text_line(b, '-', small, (size_t)n);
     char *big = malloc((size_t)n + 1);
     if (!big)
-        return -1;
+        return w_fail(b);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -435,7 +455,9 @@ int resp_w_uint(struct buf *b, uint64_t v)
 
 int resp_w_bulk(struct buf *b, const char *p, size_t n)
 {
-    if (n > SIZE_MAX / 2 || w_num_line(b, '$', 0, n, n + 2))
+    if (n > SIZE_MAX / 2)
+        return w_fail(b);
+    if (w_num_line(b, '$', 0, n, n + 2))
         return -1;
     w_raw(b, p, n);
     w_raw(b, "\r\n", 2);
@@ -449,7 +471,9 @@ int resp_w_bulk_str(struct buf *b, const char *s)
 
 int resp_w_nil(struct buf *b, int proto)
 {
-    return proto == 3 ? buf_append(b, "_\r\n", 3) : buf_append(b, "$-1\r\n", 5);
+    static const char nil3[] = "_\r\n", nil2[] = "$-1\r\n";
+    return proto == RESP_V3 ? buf_append(b, nil3, sizeof(nil3) - 1)
+                            : buf_append(b, nil2, sizeof(nil2) - 1);
 }
 
 int resp_w_array(struct buf *b, size_t n)
@@ -459,23 +483,40 @@ int resp_w_array(struct buf *b, size_t n)
 
 int resp_w_map(struct buf *b, int proto, size_t npairs)
 {
-    if (proto == 3)
+    if (proto == RESP_V3)
         return w_num_line(b, '%', 0, npairs, 0);
     if (npairs > SIZE_MAX / 2)
-        return -1;
+        return w_fail(b);
     return w_num_line(b, '*', 0, (uint64_t)npairs * 2, 0);
 }
 
 int resp_w_verbatim(struct buf *b, int proto, const char *p, size_t n)
 {
-    if (proto != 3)
+    if (proto != RESP_V3)
         return resp_w_bulk(b, p, n);
-    if (n > SIZE_MAX / 2 || w_num_line(b, '=', 0, (uint64_t)n + 4, n + 6))
+    if (n > SIZE_MAX / 2)
+        return w_fail(b);
+    if (w_num_line(b, '=', 0, (uint64_t)n + VERBATIM_TAG_LEN, n + VERBATIM_TAG_LEN + 2))
         return -1;
-    w_raw(b, "txt:", 4);
+    w_raw(b, VERBATIM_TAG, VERBATIM_TAG_LEN);
     w_raw(b, p, n);
     w_raw(b, "\r\n", 2);
     return 0;
+}
+
+int resp_w_finish(struct buf *b, size_t start)
+{
+    if (!buf_failed(b))
+        return 0;
+    if (start > b->len) { /* the reply's start is gone: nothing to roll back to */
+        buf_truncate(b, b->len);
+        return -1;
+    }
+    buf_truncate(b, start);
+    if (buf_append(b, OOM_REPLY, sizeof(OOM_REPLY) - 1) == 0)
+        return 1;
+    buf_truncate(b, start);
+    return -1;
 }
 
 /* ---- argument helpers ---- */

@@ -7,7 +7,10 @@
  * The parser keeps no stream state between calls, so any call may be given any bytes: header
  * lines are re-scanned on each call (O(argc)), bulk bodies are skipped by length, never scanned;
  * an unfinished inline line is searched again for its newline (at most max_inline + 2 bytes).
- * Writers append to a struct buf owned by the caller; on OOM they return -1 and leave it as it was.
+ * Writers append to a struct buf owned by the caller; on OOM they return -1, write nothing and
+ * set the buffer's sticky flag, so every later writer into it fails too (common/buf.h). A reply
+ * is written unchecked and finished once with resp_w_finish, which turns a failed one into a
+ * single "-ERR out of memory".
  */
 #ifndef FENCELOCK_RESP_H
 #define FENCELOCK_RESP_H
@@ -48,7 +51,10 @@ enum { RESP_OK = 0, RESP_INCOMPLETE = 1, RESP_ERROR = -1 };
 int resp_parse(struct resp_parser *ps, const char *data, size_t len, size_t *consumed, size_t *argc,
                struct resp_arg **argv, char *err, size_t errlen);
 
-/* Writers append to a buf; return 0 or -1 on OOM. proto is 2 or 3. */
+/* The protocol versions a connection speaks (HELLO 2 / HELLO 3). */
+enum { RESP_V2 = 2, RESP_V3 = 3 };
+
+/* Writers append to a buf; return 0 or -1 on OOM. proto is RESP_V2 or RESP_V3. */
 int resp_w_simple(struct buf *b, const char *s);  /* +s\r\n */
 int resp_w_error(struct buf *b, const char *msg); /* -msg\r\n ; CR/LF in msg become spaces */
 int resp_w_errorf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -61,6 +67,15 @@ int resp_w_array(struct buf *b, size_t n);               /* *n\r\n */
 int resp_w_map(struct buf *b, int proto, size_t npairs); /* RESP3 %n\r\n ; RESP2 *2n\r\n */
 /* RESP3 =n+4\r\ntxt:...\r\n ; RESP2 a bulk of the bytes */
 int resp_w_verbatim(struct buf *b, int proto, const char *p, size_t n);
+
+/*
+ * Finish the reply written into b since offset `start`. If a writer failed on its way (b's flag
+ * is set), its partial bytes are dropped and it becomes one "-ERR out of memory" error reply.
+ * Returns 0 if the reply stands, 1 if it was replaced, -1 if not even the error fits (then b is
+ * back at `start`, the flag is clear and the reply is missing: the caller must drop the
+ * connection, or the replies that follow would answer the wrong requests).
+ */
+int resp_w_finish(struct buf *b, size_t start);
 
 /* Strict unsigned decimal: digits only (leading zeros allowed), no sign, no spaces, at most
  * 9223372036854775807. 0 ok, -1 otherwise. */

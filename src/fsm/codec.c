@@ -83,43 +83,43 @@ static int encode_cond(const struct fsm_kv_cond *c, struct buf *b)
     int rc =
         buf_put_u8(b, (uint8_t)((c->has_fence ? FLAG_FENCE : 0) | (c->has_ifrev ? FLAG_IFREV : 0)));
     if (c->has_fence)
-        rc |= put_str(b, c->fence_name) | buf_put_varint(b, c->fence_token);
+        rc = rc || put_str(b, c->fence_name) || buf_put_varint(b, c->fence_token);
     if (c->has_ifrev)
-        rc |= buf_put_varint(b, c->ifrev);
+        rc = rc || buf_put_varint(b, c->ifrev);
     return rc;
 }
 
 static int encode_lock_ref(const struct fsm_cmd_lock_ref *p, struct buf *b)
 {
-    return put_str(b, p->name) | buf_put_varint(b, p->sid);
+    return put_str(b, p->name) || buf_put_varint(b, p->sid);
 }
 
 static int encode_put(const struct fsm_cmd_put *p, struct buf *b)
 {
-    return put_str(b, p->key) | put_str(b, p->value) | buf_put_varint(b, p->lease_sid) |
+    return put_str(b, p->key) || put_str(b, p->value) || buf_put_varint(b, p->lease_sid) ||
            encode_cond(&p->cond, b);
 }
 
 static int encode_member_set(const struct fsm_cmd_member_set *p, struct buf *b)
 {
-    return buf_put_varint(b, p->id) | put_str(b, p->client_addr) | put_str(b, p->raft_addr);
+    return buf_put_varint(b, p->id) || put_str(b, p->client_addr) || put_str(b, p->raft_addr);
 }
 
 static int encode_body(const struct fsm_cmd *c, struct buf *b)
 {
     switch (c->op) {
     case FSM_OP_SESSION_OPEN:
-        return buf_put_varint(b, c->session_open.ttl_ms) |
-               buf_put_varint(b, c->session_open.lockdelay_ms) | put_str(b, c->session_open.name);
+        return buf_put_varint(b, c->session_open.ttl_ms) ||
+               buf_put_varint(b, c->session_open.lockdelay_ms) || put_str(b, c->session_open.name);
     case FSM_OP_SESSION_CLOSE:
         return buf_put_varint(b, c->session_close.sid);
     case FSM_OP_SESSION_EXPIRE:
         return buf_put_varint(b, c->session_expire.sid);
     case FSM_OP_SESSION_CHECKPOINT:
-        return buf_put_varint(b, c->session_checkpoint.sid) |
+        return buf_put_varint(b, c->session_checkpoint.sid) ||
                buf_put_varint(b, c->session_checkpoint.remaining_ms);
     case FSM_OP_LOCK:
-        return put_str(b, c->lock.name) | buf_put_varint(b, c->lock.sid) |
+        return put_str(b, c->lock.name) || buf_put_varint(b, c->lock.sid) ||
                buf_put_varint(b, c->lock.wait_ms);
     case FSM_OP_UNLOCK:
         return encode_lock_ref(&c->unlock, b);
@@ -130,7 +130,7 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
     case FSM_OP_PUT:
         return encode_put(&c->put, b);
     case FSM_OP_DEL:
-        return put_str(b, c->del.key) | encode_cond(&c->del.cond, b);
+        return put_str(b, c->del.key) || encode_cond(&c->del.cond, b);
     case FSM_OP_MEMBER_SET:
         return encode_member_set(&c->member_set, b);
     case FSM_OP_MEMBER_DEL:
@@ -143,11 +143,11 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
 int fsm_cmd_encode(const struct fsm_cmd *c, struct buf *out)
 {
     size_t mark = out->len;
-    int rc = buf_put_u8(out, FSM_CMD_VERSION) | buf_put_u8(out, c->op) |
-             buf_put_varint(out, c->now_ms) | buf_put_varint(out, c->req_sid) |
-             buf_put_varint(out, c->req_seq) | encode_body(c, out);
+    int rc = buf_put_u8(out, FSM_CMD_VERSION) || buf_put_u8(out, c->op) ||
+             buf_put_varint(out, c->now_ms) || buf_put_varint(out, c->req_sid) ||
+             buf_put_varint(out, c->req_seq) || encode_body(c, out);
     if (rc) {
-        out->len = mark;
+        buf_truncate(out, mark);
         return -1;
     }
     return 0;

@@ -38,32 +38,32 @@
 
 static int emit_session(const struct sess *s, struct buf *b)
 {
-    int rc = buf_put_varint(b, s->sid) | buf_put_varint(b, s->ttl_ms) |
-             buf_put_varint(b, s->lockdelay_ms) | buf_put_varint(b, s->checkpoint_ms) |
-             buf_put_bytes(b, s->name, s->name_len) | buf_put_varint(b, s->req_seq);
+    int rc = buf_put_varint(b, s->sid) || buf_put_varint(b, s->ttl_ms) ||
+             buf_put_varint(b, s->lockdelay_ms) || buf_put_varint(b, s->checkpoint_ms) ||
+             buf_put_bytes(b, s->name, s->name_len) || buf_put_varint(b, s->req_seq);
     if (!s->req_seq)
         return rc;
-    rc |= buf_put_u8(b, s->req_kind);
+    rc = rc || buf_put_u8(b, s->req_kind);
     if (s->req_kind == FSM_REPLY_INT)
-        rc |= buf_put_varint(b, s->req_value);
+        rc = rc || buf_put_varint(b, s->req_value);
     if (s->req_kind == FSM_REPLY_ERR)
-        rc |= buf_put_bytes(b, s->req_err, s->req_err ? strlen(s->req_err) : 0);
+        rc = rc || buf_put_bytes(b, s->req_err, s->req_err ? strlen(s->req_err) : 0);
     return rc;
 }
 
 static int emit_lock(const struct lock *l, struct buf *b)
 {
     int rc =
-        buf_put_bytes(b, l->name, l->name_len) | buf_put_varint(b, l->holder ? l->holder->sid : 0);
+        buf_put_bytes(b, l->name, l->name_len) || buf_put_varint(b, l->holder ? l->holder->sid : 0);
     if (l->holder)
-        rc |= buf_put_varint(b, l->token) | buf_put_varint(b, l->held_since_ms);
-    rc |= buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
+        rc = rc || buf_put_varint(b, l->token) || buf_put_varint(b, l->held_since_ms);
+    rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
     if (l->in_delay)
-        rc |= buf_put_varint(b, l->lockdelay_ms);
-    rc |= buf_put_varint(b, l->n_waiters);
+        rc = rc || buf_put_varint(b, l->lockdelay_ms);
+    rc = rc || buf_put_varint(b, l->n_waiters);
     for (const struct waiter *w = l->wq_head; w; w = w->lnext)
-        rc |= buf_put_varint(b, w->sess->sid) | buf_put_varint(b, w->wait_ms) |
-              buf_put_varint(b, w->rev);
+        rc = rc || buf_put_varint(b, w->sess->sid) || buf_put_varint(b, w->wait_ms) ||
+             buf_put_varint(b, w->rev);
     return rc;
 }
 
@@ -71,9 +71,9 @@ static int emit_key_visit(void *arg, const struct onode *n)
 {
     const struct kv *k = ONODE_OWNER(n, const struct kv, o);
     struct buf *b = arg;
-    return buf_put_bytes(b, k->key, k->key_len) | buf_put_bytes(b, k->value, k->value_len) |
-           buf_put_varint(b, k->create_rev) | buf_put_varint(b, k->mod_rev) |
-           buf_put_varint(b, k->version) | buf_put_varint(b, k->lease ? k->lease->sid : 0);
+    return buf_put_bytes(b, k->key, k->key_len) || buf_put_bytes(b, k->value, k->value_len) ||
+           buf_put_varint(b, k->create_rev) || buf_put_varint(b, k->mod_rev) ||
+           buf_put_varint(b, k->version) || buf_put_varint(b, k->lease ? k->lease->sid : 0);
 }
 
 /* Locks come out of the name tree already in byte order: no sort at snapshot time (sorting 1M
@@ -85,21 +85,21 @@ static int emit_lock_visit(void *arg, const struct onode *n)
 
 static int emit_all(const struct fsm *f, struct buf *out)
 {
-    int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) | buf_put_u8(out, SNAP_VERSION) |
-             buf_put_varint(out, f->revision) | buf_put_varint(out, f->sessions.n);
+    int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) || buf_put_u8(out, SNAP_VERSION) ||
+             buf_put_varint(out, f->revision) || buf_put_varint(out, f->sessions.n);
     for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
-        rc |= emit_session(s, out);
-    rc |= buf_put_varint(out, f->locks.n);
+        rc = rc || emit_session(s, out);
+    rc = rc || buf_put_varint(out, f->locks.n);
     if (!rc)
-        rc |= otree_walk(f->lock_names, NULL, 0, emit_lock_visit, out);
-    rc |= buf_put_varint(out, f->n_keys);
+        rc = rc || otree_walk(f->lock_names, NULL, 0, emit_lock_visit, out);
+    rc = rc || buf_put_varint(out, f->n_keys);
     if (!rc)
-        rc |= otree_walk(f->keys, NULL, 0, emit_key_visit, out);
-    rc |= buf_put_varint(out, f->n_members);
+        rc = rc || otree_walk(f->keys, NULL, 0, emit_key_visit, out);
+    rc = rc || buf_put_varint(out, f->n_members);
     for (uint32_t i = 0; i < f->n_members && !rc; i++) {
         const struct member *m = &f->members[i];
-        rc |= buf_put_varint(out, m->id) | buf_put_bytes(out, m->client, m->client_len) |
-              buf_put_bytes(out, m->raft, m->raft_len);
+        rc = rc || buf_put_varint(out, m->id) || buf_put_bytes(out, m->client, m->client_len) ||
+             buf_put_bytes(out, m->raft, m->raft_len);
     }
     return rc;
 }
@@ -109,7 +109,7 @@ int fsm_snapshot(const struct fsm *f, struct buf *out)
     size_t mark = out->len;
     int rc = emit_all(f, out);
     if (rc)
-        out->len = mark;
+        buf_truncate(out, mark);
     return rc ? -1 : 0;
 }
 

@@ -203,7 +203,9 @@ static int propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb,
     }
     size_t mark = b->body.len;
     if (buf_put_bytes(&b->body, cmd, len)) {
-        b->body.len = mark; /* a half-written length must not reach the entry */
+        buf_truncate(
+            &b->body,
+            mark); /* a half-written length must not reach the entry; clears the sticky error */
         if (b->n == 0) {
             rn->open = NULL;
             batch_free(rn, b);

@@ -8,6 +8,19 @@
 
 #include "server/server.h"
 
+#define NODE_ID_MAX (1ull << 32) /* node ids are 1..2^32 */
+#define NODE_ID_DIGITS 20        /* what parse_u64 reads: a u64 in decimal */
+/* One --initial-cluster / --recover item: "ID=HOST:PORT" and its NUL. */
+#define CLUSTER_ITEM_BUF (NODE_ID_DIGITS + 1 + PROTO_ADDR_BUF)
+
+/* Every address buffer a flag fills holds any valid address. */
+_Static_assert(sizeof(((struct srv_config *)0)->raft_address) == PROTO_ADDR_BUF &&
+                   sizeof(((struct srv_config *)0)->join[0]) == PROTO_ADDR_BUF &&
+                   sizeof(((struct srv_config *)0)->listen_host) == PROTO_ADDR_BUF &&
+                   sizeof(((struct srv_config *)0)->http_host) == PROTO_ADDR_BUF &&
+                   sizeof(((struct rn_peer *)0)->raft_address) == PROTO_ADDR_BUF,
+               "config address buffers hold PROTO_ADDR_MAX bytes");
+
 void srv_config_defaults(struct srv_config *c)
 {
     memset(c, 0, sizeof(*c));
@@ -151,25 +164,18 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
-/* "host:port" -> host, port; the port must be 1..65535. */
-static int parse_hostport(const char *s, char *host, size_t hostlen, int *port)
+/* A listen address: "host:port" (proto.h's grammar and limit) -> host (brackets of an IPv6
+ * literal removed: it is handed to uv_ip6_addr), port. */
+static int parse_hostport(const char *s, char host[PROTO_ADDR_BUF], int *port)
 {
-    const char *colon = strrchr(s, ':');
-    uint64_t p;
-    if (!colon || colon == s || (size_t)(colon - s) >= hostlen ||
-        parse_u64(colon + 1, 1, 65535, &p))
-        return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    *port = (int)p;
-    return 0;
+    size_t n = strlen(s);
+    return proto_addr_valid(s, n) ? proto_addr_parse(s, n, host, PROTO_ADDR_BUF, port) : -1;
 }
 
-static bool valid_hostport(const char *v, size_t max)
+/* An address kept as given (raft address, --join member): it must fit a PROTO_ADDR_BUF. */
+static bool valid_hostport(const char *v)
 {
-    char host[64];
-    int port;
-    return strlen(v) < max && parse_hostport(v, host, sizeof(host), &port) == 0;
+    return proto_addr_valid(v, strlen(v));
 }
 
 /* The next item of a comma-separated list into item (NUL-terminated), *v moved past it and its
@@ -191,7 +197,7 @@ static int parse_join(struct srv_config *c, const char *v)
     c->n_join = 0;
     do {
         if (c->n_join == RN_MAX_PEERS || next_item(&v, c->join[c->n_join], sizeof(c->join[0])) ||
-            !valid_hostport(c->join[c->n_join], sizeof(c->join[0])))
+            !valid_hostport(c->join[c->n_join]))
             return -1;
         c->n_join++;
     } while (*v);
@@ -201,7 +207,7 @@ static int parse_join(struct srv_config *c, const char *v)
 /* "1=127.0.0.1:7481,2=127.0.0.1:7491,3=127.0.0.1:7501": id = raft address, ids unique. */
 static int parse_cluster(struct srv_config *c, const char *v)
 {
-    char item[160];
+    char item[CLUSTER_ITEM_BUF];
     c->n_peers = 0;
     while (*v) {
         if (c->n_peers == RN_MAX_PEERS || next_item(&v, item, sizeof(item)))
@@ -212,7 +218,7 @@ static int parse_cluster(struct srv_config *c, const char *v)
             return -1;
         *eq = 0;
         struct rn_peer *p = &c->peers[c->n_peers];
-        if (parse_u64(item, 1, 1ull << 32, &id) || !valid_hostport(eq + 1, sizeof(p->raft_address)))
+        if (parse_u64(item, 1, NODE_ID_MAX, &id) || !valid_hostport(eq + 1))
             return -1;
         for (size_t i = 0; i < c->n_peers; i++)
             if (c->peers[i].id == id)
@@ -257,7 +263,7 @@ struct num_flag {
         n, offsetof(struct srv_config, field), kind, lo, hi                                        \
     }
 static const struct num_flag num_flags[] = {
-    NF("--id", id, 0, 1, 1ull << 32),
+    NF("--id", id, 0, 1, NODE_ID_MAX),
     NF("--max-clients", max_clients, 1, 1, 1000000),
     NF("--max-bulk", max_bulk, 1, 16, FSM_MAX_VALUE + 1024),
     NF("--max-args", max_args, 1, 4, 1u << 20),
@@ -317,9 +323,9 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
         return 0;
     }
     if (!strcmp(flag, "--listen"))
-        return parse_hostport(v, c->listen_host, sizeof(c->listen_host), &c->listen_port);
+        return parse_hostport(v, c->listen_host, &c->listen_port);
     if (!strcmp(flag, "--raft-listen")) {
-        if (!valid_hostport(v, sizeof(c->raft_address)))
+        if (!valid_hostport(v))
             return -1;
         snprintf(c->raft_address, sizeof(c->raft_address), "%s", v);
         c->raft_listen_set = true;
@@ -343,7 +349,7 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
             c->http_port = 0;
             return 0;
         }
-        return parse_hostport(v, c->http_host, sizeof(c->http_host), &c->http_port);
+        return parse_hostport(v, c->http_host, &c->http_port);
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);

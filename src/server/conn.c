@@ -70,6 +70,12 @@ static void buf_trim(struct buf *b)
 static bool conn_output_check(struct srv_conn *c)
 {
     size_t n = conn_out_bytes(c);
+    if (!c->closing && buf_failed(&c->out)) { /* a finished reply was lost on its way in */
+        LOGW(&c->srv->log, "client %llu closed: out of memory queueing a reply",
+             (unsigned long long)c->id);
+        srv_conn_close(c);
+        return true;
+    }
     if (c->closing || n <= c->srv->cfg.max_output)
         return false;
     c->srv->m.output_limit_closes++;
@@ -143,7 +149,8 @@ struct srv_slot *srv_slot_new(struct srv *s)
     memset(slot, 0, sizeof(*slot));
     slot->out = out;
     slot->args = args;
-    slot->out.len = slot->args.len = 0;
+    buf_reset(&slot->out); /* also clears a failure the slot's last use left */
+    buf_reset(&slot->args);
     return slot;
 }
 
@@ -401,6 +408,10 @@ static void flush_slots(struct srv_conn *c)
 
 void srv_slot_done(struct srv_slot *slot)
 {
+    /* A writer that failed on the way leaves one -ERR out of memory instead of a partial reply;
+     * if even that does not fit, the connection cannot keep its reply order and goes. */
+    if (resp_w_finish(&slot->out, 0) < 0 && slot->conn)
+        srv_conn_close(slot->conn);
     srv_slot_set_state(slot, SLOT_DONE); /* a parked slot is unparked first */
     if (!slot->conn) {
         srv_slot_free(slot); /* orphaned: nobody reads the reply */
@@ -480,8 +491,11 @@ static void process_input(struct srv_conn *c)
         if (argc > 0 && c->reads_pending && srv_cmd_is_write(&argv[0]))
             break;
         off += used;
+        size_t start = c->out.len; /* an immediate reply is written straight into out */
         if (argc > 0)
             srv_dispatch(s, c, argc, argv);
+        if (!c->closing && resp_w_finish(&c->out, start) < 0)
+            srv_conn_close(c);
         conn_output_check(c); /* an immediate reply counts as soon as it is written */
     }
     c->processing = false;

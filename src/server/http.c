@@ -1,4 +1,5 @@
 #include "server/http.h"
+#include "common/proto.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,7 +328,10 @@ static void serve(struct http_conn *c, size_t head_len)
         const char *ctype = "text/plain; charset=utf-8";
         buf_reset(&c->body);
         c->srv->handler(c->srv->arg, r->method, r->path, &c->body, &status, &ctype);
-        if (!c->closing) /* the handler may have stopped the server */
+        /* the handler may have stopped the server; a body cut short by OOM is not sent */
+        if (!c->closing && buf_failed(&c->body))
+            respond_error(c, 500, NULL);
+        else if (!c->closing)
             respond(c, status, ctype, strcmp(r->method, "HEAD") != 0, NULL);
     }
     free(r);
@@ -434,7 +438,7 @@ static int parse_addr(const char *host, int port, struct sockaddr_storage *ss)
 {
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0)
         return 0;
-    char tmp[64];
+    char tmp[PROTO_ADDR_BUF];
     size_t n = strlen(host);
     if (n >= 2 && n < sizeof(tmp) && host[0] == '[' && host[n - 1] == ']') {
         memcpy(tmp, host + 1, n - 2);

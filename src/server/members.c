@@ -23,7 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/proto.h"
 #include "server/server.h"
+
+/* The member table (src/fsm) stores addresses of up to FSM_MAX_ADDR bytes on disk; every address
+ * this node accepts or announces is limited by PROTO_ADDR_MAX, so the two must agree. */
+_Static_assert(FSM_MAX_ADDR == PROTO_ADDR_MAX, "member table and address limit differ");
 
 struct srv_announce {
     uv_tcp_t tcp;
@@ -39,11 +44,19 @@ struct srv_announce {
 
 #define ANNOUNCE_TIMEOUT_MS 2000
 #define JOIN_TIMEOUT_MS 15000
+#define ID_TEXT_BUF 24         /* a node id in decimal (20 digits at most) and its NUL */
+#define ANNOUNCE_EVERY_MS 1000 /* one join or announce connection a second at most */
+#define LOGGED_REPLY_MAX 160   /* bytes of a refusal quoted in the log */
 
+/* --listen as clients reach it: the host was unbracketed by the parser, so an IPv6 literal gets
+ * its brackets back. */
 void srv_self_client_address(struct srv *s, struct buf *out)
 {
+    char a[PROTO_ADDR_BUF];
+    int n = proto_addr_format(a, sizeof(a), s->cfg.listen_host, s->cfg.listen_port);
     buf_reset(out);
-    buf_printf(out, "%s:%d", s->cfg.listen_host, s->cfg.listen_port);
+    if (n > 0) /* always: config.c accepted it as one address */
+        buf_append(out, a, (size_t)n);
 }
 
 int srv_leader_client_address(struct srv *s, struct buf *out)
@@ -129,7 +142,7 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 static void join_reply(struct srv_announce *a, const char *line, size_t n)
 {
     struct srv *s = a->s;
-    static const char nl[] = "-NOTLEADER ";
+    static const char nl[] = "-" PROTO_NOTLEADER " ";
     if (n > sizeof(nl) - 1 && memcmp(line, nl, sizeof(nl) - 1) == 0 &&
         n - (sizeof(nl) - 1) < sizeof(s->join_target)) {
         snprintf(s->join_target, sizeof(s->join_target), "%.*s", (int)(n - (sizeof(nl) - 1)),
@@ -137,7 +150,8 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
         LOGI(&s->log, "join: redirected to the leader at %s", s->join_target);
         s->announce_last_ms = 0; /* follow at once */
     } else if (line[0] == '-') {
-        LOGW(&s->log, "join: %s answered %.*s", s->join_target, (int)(n > 160 ? 160 : n), line);
+        LOGW(&s->log, "join: %s answered %.*s", s->join_target,
+             (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
         s->join_target[0] = 0;
     } else {
         LOGI(&s->log, "join: added to the cluster by %s", s->join_target);
@@ -164,8 +178,8 @@ static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
     if (a->join)
         join_reply(a, a->rbuf, len);
     else if (a->rbuf[0] == '-')
-        LOGW(&a->s->log, "announce refused by the leader: %.*s", (int)(len > 120 ? 120 : len),
-             a->rbuf);
+        LOGW(&a->s->log, "announce refused by the leader: %.*s",
+             (int)(len > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : len), a->rbuf);
     announce_close(a);
 }
 
@@ -195,24 +209,27 @@ static void announce_connected(uv_connect_t *req, int status)
         announce_close(a);
 }
 
-static int parse_addr(const char *hp, size_t n, struct sockaddr_in *sa)
+/* An IP literal "host:port" (IPv6 bracketed), as a member table or --join gives it. */
+static int parse_addr(const char *hp, size_t n, struct sockaddr_storage *sa)
 {
-    char host[64];
-    const char *colon = memrchr(hp, ':', n);
-    if (!colon || (size_t)(colon - hp) >= sizeof(host))
+    char host[PROTO_ADDR_BUF];
+    int port;
+    if (proto_addr_parse(hp, n, host, sizeof(host), &port))
         return -1;
-    memcpy(host, hp, (size_t)(colon - hp));
-    host[colon - hp] = 0;
-    int port = atoi(colon + 1);
-    return port > 0 && port < 65536 ? uv_ip4_addr(host, port, sa) : -1;
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)sa) == 0)
+        return 0;
+    return uv_ip6_addr(host, port, (struct sockaddr_in6 *)sa);
 }
 
-/* Open the short connection to `addr` and send a->out on it; a is s->announce until closed. */
+/* Open the short connection to `addr` and send a->out on it; a is s->announce until closed.
+ * A request the writers could not finish (out of memory) is not sent: the tick tries again. */
 static void announce_start(struct srv *s, struct srv_announce *a, const char *addr, size_t len)
 {
-    struct sockaddr_in sa;
-    if (parse_addr(addr, len, &sa)) {
-        LOGW(&s->log, "cannot connect to %.*s: not an IPv4 host:port", (int)len, addr);
+    struct sockaddr_storage sa;
+    bool bad = buf_failed(&a->out) || parse_addr(addr, len, &sa);
+    if (bad) {
+        LOGW(&s->log, "cannot connect to %.*s: %s", (int)len, addr,
+             buf_failed(&a->out) ? "out of memory" : "not an IP host:port");
         if (a->join)
             s->join_target[0] = 0;
         buf_free(&a->out);
@@ -237,12 +254,6 @@ static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
     a->started_ms = now;
     a->timeout_ms = join ? JOIN_TIMEOUT_MS : ANNOUNCE_TIMEOUT_MS;
     return a;
-}
-
-/* RESP bulk string of a C string. */
-static void put_bulk(struct buf *b, const char *p, size_t n)
-{
-    buf_printf(b, "$%zu\r\n%.*s\r\n", n, (int)n, p);
 }
 
 /* --join and not yet a voter: ask the leader (or the --join address) to add this node. Only a
@@ -283,12 +294,12 @@ static void join_tick(struct srv *s, uint64_t now)
         return;
     if (!s->join_target[0])
         join_pick(s);
-    char id[24];
+    char id[ID_TEXT_BUF];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
-    buf_printf(&a->out, "*3\r\n");
-    put_bulk(&a->out, "CLUSTER.ADD", 11);
-    put_bulk(&a->out, id, strlen(id));
-    put_bulk(&a->out, s->cfg.raft_address, strlen(s->cfg.raft_address));
+    resp_w_array(&a->out, 3);
+    resp_w_bulk_str(&a->out, "CLUSTER.ADD");
+    resp_w_bulk_str(&a->out, id);
+    resp_w_bulk_str(&a->out, s->cfg.raft_address);
     announce_start(s, a, s->join_target, strlen(s->join_target));
 }
 
@@ -303,14 +314,14 @@ static void announce_tick(struct srv *s, uint64_t now)
     }
     struct srv_announce *a = announce_new(s, false, now);
     if (a) {
-        char id[24];
+        char id[ID_TEXT_BUF];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
         srv_self_client_address(s, &s->scratch);
-        buf_printf(&a->out, "*4\r\n");
-        put_bulk(&a->out, "CLUSTER.ANNOUNCE", 16);
-        put_bulk(&a->out, id, strlen(id));
-        put_bulk(&a->out, s->scratch.p, s->scratch.len);
-        put_bulk(&a->out, s->cfg.raft_address, strlen(s->cfg.raft_address));
+        resp_w_array(&a->out, 4);
+        resp_w_bulk_str(&a->out, "CLUSTER.ANNOUNCE");
+        resp_w_bulk_str(&a->out, id);
+        resp_w_bulk(&a->out, s->scratch.p, s->scratch.len);
+        resp_w_bulk_str(&a->out, s->cfg.raft_address);
         announce_start(s, a, leader.p, leader.len);
     }
     buf_free(&leader);
@@ -328,7 +339,7 @@ void srv_members_tick(struct srv *s)
         }
         return;
     }
-    if (now - s->announce_last_ms < 1000 || s->stopping)
+    if (now - s->announce_last_ms < ANNOUNCE_EVERY_MS || s->stopping)
         return;
     if (join_pending(s)) {
         s->announce_last_ms = now;

@@ -41,16 +41,17 @@
 struct srv_config {
     uint64_t id;
     char data_dir[512];
-    char listen_host[64];
+    char listen_host[PROTO_ADDR_BUF];
     int listen_port;
-    char raft_address[96];
+    char raft_address[PROTO_ADDR_BUF];
     bool raft_listen_set;
     struct rn_peer peers[RN_MAX_PEERS]; /* --initial-cluster */
     size_t n_peers;
-    char join[RN_MAX_PEERS][96]; /* --join: members' client addresses, tried in turn */
-    size_t n_join;               /* 0 = not joining */
-    bool recover; /* --recover: peers is the forced configuration; run once and exit */
-    char http_host[64];
+    /* --join: members' client addresses, tried in turn */
+    char join[RN_MAX_PEERS][PROTO_ADDR_BUF];
+    size_t n_join; /* 0 = not joining */
+    bool recover;  /* --recover: peers is the forced configuration; run once and exit */
+    char http_host[PROTO_ADDR_BUF];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
     size_t max_pending;      /* per connection: reading pauses beyond it */
@@ -182,9 +183,10 @@ struct srv {
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
-    char join_target[96]; /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
-    bool joined;          /* --join: this node is a voter (or was already at start) */
-    unsigned join_next;   /* --join: which listed address a fresh attempt starts from */
+    /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
+    char join_target[PROTO_ADDR_BUF];
+    bool joined;        /* --join: this node is a voter (or was already at start) */
+    unsigned join_next; /* --join: which listed address a fresh attempt starts from */
     bool stopping, listening;
     uint64_t started_ms;
 };

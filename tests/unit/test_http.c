@@ -34,6 +34,12 @@ static void handler(void *arg, const char *method, const char *path, struct buf 
     if (strcmp(path, "/metrics") == 0) {
         buf_append_str(body, METRICS_BODY);
         *ctype = "text/plain; version=0.0.4";
+    } else if (strcmp(path, "/oom") == 0) {
+        /* the body's allocation fails half-way (a cap stands in for malloc): never sent as 200 */
+        buf_set_max(body, 32);
+        buf_append_str(body, "fencelock_up 1\n");
+        buf_append_str(body, "fencelock_revision 1234567890123\n");
+        buf_append_str(body, "x\n");
     } else if (strcmp(path, "/health") == 0) {
         buf_append_str(body, "{\"status\":\"unavailable\"}\n");
         *status = 503;
@@ -216,6 +222,10 @@ static void get_missing(struct harness *hs)
 {
     REQ(hs, 0, "GET /nope HTTP/1.1\r\n\r\n");
 }
+static void get_oom(struct harness *hs)
+{
+    REQ(hs, 0, "GET /oom HTTP/1.1\r\n\r\n");
+}
 static void get_health(struct harness *hs)
 {
     REQ(hs, 0, "GET /health HTTP/1.0\r\n\r\n");
@@ -369,6 +379,15 @@ TEST(handler_404_passes_through)
     CHECK(starts_with(&hs.r[0], "HTTP/1.1 404 Not Found\r\n"));
     CHECK(strcmp(body_of(&hs.r[0]), "not found\n") == 0);
     CHECK(strcmp(hs.st.path, "/nope") == 0);
+}
+
+TEST(body_that_ran_out_of_memory_is_a_500_not_a_short_200)
+{
+    struct harness hs;
+    CHECK(run_with_client(&hs, get_oom, 0, 0) == 0);
+    CHECK(starts_with(&hs.r[0], "HTTP/1.1 500 Internal Server Error\r\n"));
+    CHECK(body_of(&hs.r[0]) && strcmp(body_of(&hs.r[0]), "Internal Server Error\n") == 0);
+    CHECK(hs.r[0].ok);
 }
 
 TEST(handler_503_and_ctype_pass_through)
@@ -566,6 +585,7 @@ int main(void)
     RUN(metrics_200_with_body);
     RUN(response_has_length_type_and_close);
     RUN(handler_404_passes_through);
+    RUN(body_that_ran_out_of_memory_is_a_500_not_a_short_200);
     RUN(handler_503_and_ctype_pass_through);
     RUN(head_sends_length_without_body);
     RUN(query_string_is_cut_from_path);

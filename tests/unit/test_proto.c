@@ -62,11 +62,37 @@ TEST(test_host_must_fit_and_address_limit_holds)
     CHECK(!proto_addr_valid(a, PROTO_ADDR_MAX + 1));
 }
 
+TEST(test_format_is_the_inverse_of_parse)
+{
+    static const char *addrs[] = {"127.0.0.1:7480", "[::1]:6379", "[fe80::1%eth0]:1", "h:65535"};
+    char host[PROTO_ADDR_BUF], out[PROTO_ADDR_BUF];
+    for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+        int port;
+        CHECK(parse(addrs[i], host, &port) == 0);
+        int n = proto_addr_format(out, sizeof(out), host, port);
+        CHECK(n == (int)strlen(addrs[i]) && strcmp(out, addrs[i]) == 0);
+    }
+    CHECK(proto_addr_format(out, 8, "abc", 7480) == -1); /* "abc:7480" needs 9 bytes */
+    CHECK(proto_addr_format(out, 9, "abc", 7480) == 8 && strcmp(out, "abc:7480") == 0);
+}
+
+TEST(test_error_words_are_the_wire_spelling)
+{
+    /* clients and scripts match these bytes: a rename would break them */
+    CHECK(strcmp(PROTO_NOTLEADER " x", "NOTLEADER x") == 0);
+    CHECK(strcmp(PROTO_NOSESSION PROTO_STALE PROTO_NOTHOLDER PROTO_IFREV PROTO_NOSPACE,
+                 "NOSESSIONSTALENOTHOLDERIFREVNOSPACE") == 0);
+    CHECK(strcmp(PROTO_NOLEADER PROTO_UNKNOWN PROTO_TOOLARGE PROTO_NOPROTO PROTO_ERR,
+                 "NOLEADERUNKNOWNTOOLARGENOPROTOERR") == 0);
+}
+
 int main(void)
 {
     RUN(test_plain_and_bracketed_addresses_parse);
     RUN(test_malformed_addresses_are_refused);
     RUN(test_length_is_respected_without_a_nul);
     RUN(test_host_must_fit_and_address_limit_holds);
+    RUN(test_format_is_the_inverse_of_parse);
+    RUN(test_error_words_are_the_wire_spelling);
     TEST_MAIN_END();
 }

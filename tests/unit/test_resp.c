@@ -646,6 +646,112 @@ TEST(arg_is_needs_exact_length)
     CHECK(!resp_arg_is(&a, "LOCKX"));
 }
 
+/* ---- the sticky error flag and finished replies (a buffer cap injects the allocation failure) */
+
+TEST(buf_failure_sticks_until_reset)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_set_max(&b, 8);
+    int ok = buf_append_str(&b, "12345") == 0 && !buf_failed(&b);
+    ok = ok && buf_append_str(&b, "6789") == -1 && buf_failed(&b) && BUF_IS(&b, "12345");
+    /* later appends fail although they would fit, and change nothing */
+    ok = ok && buf_append_str(&b, "a") == -1 && buf_append(&b, "", 0) == -1;
+    ok = ok && buf_printf(&b, "%d", 7) == -1 && buf_put_u8(&b, 1) == -1 && BUF_IS(&b, "12345");
+    buf_reset(&b);
+    ok = ok && !buf_failed(&b) && buf_append_str(&b, "abc") == 0 && BUF_IS(&b, "abc");
+    buf_free(&b);
+    CHECK(ok);
+}
+
+TEST(buf_truncate_keeps_the_complete_prefix_and_clears_the_flag)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_set_max(&b, 6);
+    int ok = buf_append_str(&b, "abc") == 0 && buf_append_str(&b, "defg") == -1;
+    buf_truncate(&b, 2);
+    ok = ok && !buf_failed(&b) && BUF_IS(&b, "ab") && buf_append_str(&b, "cd") == 0;
+    ok = ok && BUF_IS(&b, "abcd");
+    buf_free(&b);
+    CHECK(ok);
+}
+
+TEST(writers_share_the_flag_so_a_failed_reply_writes_nothing_more)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_set_max(&b, 12);
+    int ok = resp_w_map(&b, 2, 2) == 0;                    /* *4\r\n */
+    ok = ok && resp_w_bulk_str(&b, "holder") == -1;        /* $6\r\nholder\r\n does not fit */
+    ok = ok && buf_failed(&b) && resp_w_uint(&b, 1) == -1; /* ":1\r\n" would fit: refused */
+    ok = ok && resp_w_nil(&b, 2) == -1 && resp_w_simple(&b, "OK") == -1;
+    ok = ok && BUF_IS(&b, "*4\r\n");
+    buf_free(&b);
+    CHECK(ok);
+}
+
+TEST(a_reply_whose_buffer_failed_becomes_one_oom_error)
+{
+    struct buf b;
+    buf_init(&b);
+    resp_w_simple(&b, "OK"); /* an earlier reply, complete: it must survive */
+    size_t start = b.len;
+    buf_set_max(&b, 40);
+    resp_w_map(&b, 3, 2);
+    resp_w_bulk_str(&b, "holder");
+    resp_w_uint(&b, 7);
+    resp_w_bulk_str(&b, "a name long enough to pass the cap");
+    resp_w_uint(&b, 8);
+    int ok = buf_failed(&b) && resp_w_finish(&b, start) == 1 && !buf_failed(&b);
+    ok = ok && BUF_IS(&b, "+OK\r\n-ERR out of memory\r\n");
+    start = b.len; /* the next reply is written normally */
+    buf_set_max(&b, 0);
+    resp_w_uint(&b, 9);
+    ok = ok && resp_w_finish(&b, start) == 0 && BUF_IS(&b, "+OK\r\n-ERR out of memory\r\n:9\r\n");
+    buf_free(&b);
+    CHECK(ok);
+}
+
+TEST(a_finished_reply_without_failure_is_left_alone)
+{
+    struct buf b;
+    buf_init(&b);
+    resp_w_array(&b, 1);
+    resp_w_bulk_str(&b, "x");
+    int ok = resp_w_finish(&b, 0) == 0 && BUF_IS(&b, "*1\r\n$1\r\nx\r\n");
+    buf_free(&b);
+    CHECK(ok);
+}
+
+TEST(when_not_even_the_oom_error_fits_the_reply_is_dropped_and_reported)
+{
+    struct buf b;
+    buf_init(&b);
+    resp_w_simple(&b, "OK");
+    size_t start = b.len;
+    buf_set_max(&b, 12); /* "-ERR out of memory\r\n" is 20 bytes */
+    resp_w_bulk_str(&b, "a value that does not fit");
+    int ok = buf_failed(&b) && resp_w_finish(&b, start) == -1;
+    ok = ok && !buf_failed(&b) && BUF_IS(&b, "+OK\r\n");
+    buf_free(&b);
+    CHECK(ok);
+}
+
+TEST(errorf_of_an_oversized_message_fails_like_any_writer)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_set_max(&b, 64);
+    char big[300];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    int ok = resp_w_errorf(&b, "ERR %s", big) == -1 && buf_failed(&b) && b.len == 0;
+    ok = ok && resp_w_finish(&b, 0) == 1 && BUF_IS(&b, "-ERR out of memory\r\n");
+    buf_free(&b);
+    CHECK(ok);
+}
+
 int main(void)
 {
     RUN(multibulk_whole);
@@ -705,5 +811,12 @@ int main(void)
     RUN(u64_respects_length);
     RUN(arg_is_case_insensitive);
     RUN(arg_is_needs_exact_length);
+    RUN(buf_failure_sticks_until_reset);
+    RUN(buf_truncate_keeps_the_complete_prefix_and_clears_the_flag);
+    RUN(writers_share_the_flag_so_a_failed_reply_writes_nothing_more);
+    RUN(a_reply_whose_buffer_failed_becomes_one_oom_error);
+    RUN(a_finished_reply_without_failure_is_left_alone);
+    RUN(when_not_even_the_oom_error_fits_the_reply_is_dropped_and_reported);
+    RUN(errorf_of_an_oversized_message_fails_like_any_writer);
     TEST_MAIN_END();
 }
