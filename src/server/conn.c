@@ -471,8 +471,17 @@ static void process_input(struct srv_conn *c)
 static void on_connection(uv_stream_t *server, int status)
 {
     struct srv *s = server->data;
-    if (status < 0)
+    /* accept() failed and libuv's spare-fd trick did not absorb it (EMFILE with no spare fd,
+     * ENOBUFS...): the waiting client is lost; count it and say so, once a second at most. */
+    if (status < 0) {
+        s->m.accept_errors++;
+        if (uv_now(s->loop) - s->m.accept_error_logged_ms >= 1000 || !s->m.accept_error_logged_ms) {
+            s->m.accept_error_logged_ms = uv_now(s->loop);
+            LOGW(&s->log, "client accept failed: %s (%llu so far); see --max-clients and ulimit -n",
+                 uv_strerror(status), (unsigned long long)s->m.accept_errors);
+        }
         return;
+    }
     struct srv_conn *c = calloc(1, sizeof(*c));
     if (!c)
         return;
