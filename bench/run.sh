@@ -197,8 +197,9 @@ http_metric() {
 
 # W6 for fencelock: sessions kept alive; the leader's CPU per keepalive and peak RSS, and what
 # the machine spent on it (docs/performance.md, "W6 on this machine"): the CPU of every node and
-# of lockbench, the leader's read barriers and Raft entries (each entry is one disk write on
-# every node). BENCH_W6_PERF=1 also samples the leader with perf (build/bench/run/w6.perf.data).
+# of lockbench, the leader's read barriers and Raft entries, the writes completed by the disk
+# under build/bench (/proc/diskstats: all three nodes' log writes, and anything else on it). BENCH_W6_PERF=1 also samples the whole machine with perf for 20 s of the steady
+# state (build/bench/run/w6.perf.data; perf report --sort pid,dso, or --pid LEADER --sort sym).
 w6_fencelock() {
   local eps=$1 line i h leader="" pid c0 c1 hz hwm lport out lb lbpid
   local -a nc0 nc1
@@ -211,7 +212,9 @@ w6_fencelock() {
   lport=$((17482 + 10 * (leader - 1)))
   hz=$(getconf CLK_TCK)
   for i in 1 2 3; do nc0[i]=$(cpu_ticks "$(cat "build/bench/fencelock/node$i.pid")"); done
-  local b0 r0 a0 b1 r1 a1 load0 load1
+  local b0 r0 a0 b1 r1 a1 load0 load1 dev d0 d1
+  dev=$(basename "$(df --output=source build/bench 2>/dev/null | tail -n 1)")
+  d0=$(awk -v d="$dev" '$3 == d {print $8}' /proc/diskstats)
   b0=$(http_metric "$lport" fencelock_read_barriers_total)
   r0=$(http_metric "$lport" fencelock_reads_total)
   a0=$(http_metric "$lport" fencelock_applied_index)
@@ -224,7 +227,7 @@ w6_fencelock() {
   lbpid=$!
   if [ "${BENCH_W6_PERF:-0}" = 1 ]; then
     sleep 15 # sessions opened; sample the steady state
-    perf record -e cpu-clock -F 999 -g -p "$pid" -o "$raw/w6.perf.data" -- sleep 20 >/dev/null 2>&1 || true
+    perf record -e cpu-clock -F 999 -a -o "$raw/w6.perf.data" -- sleep 20 >/dev/null 2>&1 || true
   fi
   wait "$lbpid"
   line=$(tail -n 1 "$out")
@@ -234,6 +237,7 @@ w6_fencelock() {
   r1=$(http_metric "$lport" fencelock_reads_total)
   a1=$(http_metric "$lport" fencelock_applied_index)
   load1=$(cut -d' ' -f1-3 /proc/loadavg)
+  d1=$(awk -v d="$dev" '$3 == d {print $8}' /proc/diskstats)
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
   lb=$(awk '{printf "%.2f", $1 + $2}' "$raw/w6.time" 2>/dev/null || echo null)
   local ncpu=""
@@ -244,6 +248,7 @@ w6_fencelock() {
   line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}"
   line+=",\"leader\":$leader,\"nodes_cpu_s\":[$ncpu],\"lockbench_cpu_s\":${lb:-null}"
   line+=",\"read_barriers\":$((b1 - b0)),\"reads\":$((r1 - r0)),\"raft_entries\":$((a1 - a0))"
+  line+=",\"disk_writes\":$((${d1:-0} - ${d0:-0}))"
   line+=",\"loadavg_before\":\"$load0\",\"loadavg_after\":\"$load1\"}"
   echo "  $line"
   echo "$line" >>"$json"
@@ -407,7 +412,7 @@ p("")
 p("## W4 — held locks: footprint and restart")
 p("")
 p("Restart: a follower killed with -9, from the restart until it serves (/health ok) and has applied the leader's index; "
-  "first with the entries since its last automatic snapshot to replay (the realistic worst case), then right after a "
+  "first with the entries since its last automatic snapshot to replay (what a crash finds: up to --snapshot-threshold entries), then right after a "
   "snapshot that covers the whole load (the node restarted once with --snapshot-threshold 2 and back).")
 p("")
 p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
@@ -468,6 +473,18 @@ if w6 and "sessions" in w6:
     p("")
     p("The leader's CPU covers the whole W6 run (opening and closing the sessions, the W1 client) divided by the keepalives sent.")
     p("")
+    if "nodes_cpu_s" in w6:
+        el = w6.get("elapsed_s") or w6["seconds"]
+        tot = sum(w6["nodes_cpu_s"]) + (w6.get("lockbench_cpu_s") or 0)
+        p(f"Where the machine's CPU went (load average {w6.get('loadavg_before')} before, {w6.get('loadavg_after')} after): "
+          f"nodes {' / '.join(f'{c:.1f}' for c in w6['nodes_cpu_s'])} s (leader: node {w6.get('leader')}), "
+          f"lockbench {w6.get('lockbench_cpu_s')} s; together {tot:.1f} CPU-s in {el:.1f} s = "
+          f"{tot / el:.2f} of the machine's {os.environ['MACHINE_NPROC']} CPUs. The leader issued "
+          f"{w6['read_barriers']:,} read barriers ({w6['read_barriers'] / el:,.0f}/s, "
+          f"{w6['reads'] / max(w6['read_barriers'], 1):.0f} reads each) among {w6['raft_entries']:,} Raft entries "
+          f"({w6['raft_entries'] / el:,.0f}/s)"
+          + (f"; the disk completed {w6['disk_writes']:,} writes ({w6['disk_writes'] / el:,.0f}/s)." if "disk_writes" in w6 else "."))
+        p("")
 w7 = get("fencelock", "W7")
 if w7 and "opened" in w7:
     p("## W7 — connections (fencelock, 3 nodes)")
