@@ -1,7 +1,8 @@
 /*
  * fdlimit.c — see fdlimit.h. Past the fd limit accept() fails with EMFILE and libuv closes the
  * waiting connections without a word (its spare-fd trick), so the only way to give the client
- * "-ERR max number of clients reached" is to never let --max-clients exceed what the limit holds.
+ * "-ERR max number of clients reached" is to never let accept() get there: --max-clients fitted
+ * to the limit at start-up, and a client accepted near the limit refused at once (fdlimit_low).
  */
 #include "server/fdlimit.h"
 
@@ -46,4 +47,12 @@ int fdlimit_fit(struct fdlimit *f)
         return -1;
     f->effective = (size_t)(rl.rlim_cur - f->reserve);
     return 0;
+}
+
+bool fdlimit_low(int fd)
+{
+    struct rlimit rl;
+    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+        return false;
+    return (rlim_t)fd + FDLIMIT_LOW_WATER >= rl.rlim_cur;
 }

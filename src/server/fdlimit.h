@@ -1,7 +1,8 @@
 /*
  * fdlimit — fit --max-clients to the process's open-file limit at start-up, as Redis does.
  *
- * Owns nothing at run time: one call before the loop starts. It may raise RLIMIT_NOFILE's soft
+ * Owns nothing at run time: fdlimit_fit once before the loop starts, fdlimit_low per accepted
+ * client. fdlimit_fit may raise RLIMIT_NOFILE's soft
  * limit (never above the hard limit) and tells the caller the --max-clients that fits; the
  * caller logs the warning and stores the effective value. Every client connection is one fd;
  * the rest of the process (Raft peers, the HTTP endpoint, data files, libuv) gets a reserve.
@@ -16,6 +17,11 @@
  * signal and async fds and its spare accept fd, the open log segments and a snapshot being
  * written or sent (libraft). Raft connections and HTTP are added on top (fdlimit_reserve). */
 #define FDLIMIT_BASE_RESERVE 32
+
+/* A client accepted with fewer than this many fds left is refused at once (fdlimit_low), so that
+ * accept() itself does not reach EMFILE, where libuv closes the waiting clients unanswered.
+ * Part of FDLIMIT_BASE_RESERVE. */
+#define FDLIMIT_LOW_WATER 8
 
 struct fdlimit {
     size_t wanted;    /* in: --max-clients as configured */
@@ -33,5 +39,10 @@ size_t fdlimit_reserve(size_t n_peers, size_t http_conns);
  * 0 ok (effective may be lower than wanted: the caller warns); -1 if not even one client fits
  * or the limit cannot be read (f->effective is 0). */
 int fdlimit_fit(struct fdlimit *f);
+
+/* True if fewer than FDLIMIT_LOW_WATER fds are left now that the kernel handed out `fd` (it
+ * gives the lowest free number, so every fd below `fd` is in use). Reads the limit each time:
+ * it may have been lowered since start-up (prlimit --pid). */
+bool fdlimit_low(int fd);
 
 #endif

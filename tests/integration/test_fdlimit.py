@@ -1,14 +1,18 @@
 """The open-file limit against --max-clients (issue 16): at start-up fencelockd raises its soft
 RLIMIT_NOFILE if it can, else lowers the effective --max-clients to what fits, logs one warning
 with the numbers and reports the effective value; the client past it gets the -ERR reply (not a
-silent drop or a hang) and the server keeps serving. The limit is set with prlimit(1)."""
+silent drop or a hang) and the server keeps serving. A limit lowered on the running server
+(below what the start-up fit allowed for) still gives every client past it the -ERR reply. The
+limit is set with prlimit(1)."""
 
+import os
 import re
 import shutil
+import subprocess
 import time
 
 from helpers import eq, wait_until
-from resp import Conn
+from resp import Conn, ConnectionClosed, RespError
 from test_http import metric
 
 # With --http-max-conns 8 the reserve is 32 + 2 * 16 raft connections + 8 = 72 fds
@@ -127,3 +131,43 @@ def test_no_room_for_any_client_refuses_to_start(ctx):
     eq(rc, 1, "exit status with no fd left for clients")
     assert re.search(r"open-file limit 64 \(hard 64\) leaves no fd for clients.*ulimit -n 1128",
                      srv.log_text()), "no clear error:\n" + srv.log_tail()
+
+
+def test_limit_lowered_at_run_time_refuses_with_the_error(ctx):
+    # Below the start-up fit: the limit is lowered on the running server (prlimit --pid), so
+    # --max-clients no longer protects it. Every client past what fits must get the -ERR reply
+    # (fewer than 8 fds left: refused and closed at once), none a bare close or a reset, which
+    # is what libuv does when accept() itself fails with EMFILE.
+    srv = ctx.server()
+    limit = len(os.listdir("/proc/%d/fd" % srv.proc.pid)) + 20
+    subprocess.run(["prlimit", "--pid", str(srv.proc.pid), "--nofile=%d:%d" % (limit, limit)],
+                   check=True, timeout=10)
+    conns, served, refusals = [], 0, 0
+    try:
+        for i in range(40):
+            c = Conn(srv.port, timeout=5)
+            try:
+                r = c.call("PING")
+            except (OSError, ConnectionClosed) as e:
+                raise AssertionError("client #%d: %r, not a reply (after %d served, %d refused)"
+                                     % (i + 1, e, served, refusals))
+            if r == "PONG":
+                assert not refusals, "client #%d served after a refusal" % (i + 1)
+                served += 1
+                conns.append(c)
+                continue
+            assert isinstance(r, RespError) and r.text == "ERR max number of clients reached", \
+                "client #%d got %r after %d served" % (i + 1, r, served)
+            _, closed = c.read_until_eof(timeout=5)
+            c.close()
+            assert closed, "refused client #%d was not closed" % (i + 1)
+            refusals += 1
+        assert served >= 5 and refusals >= 10, (served, refusals)
+        eq(metric(srv, "fencelock_fd_limit_refusals_total"), refusals, "refusals counted")
+        assert "open-file limit nearly reached" in srv.log_text(), srv.log_tail()
+        for i, c in enumerate(conns):
+            eq(c.call("PING"), "PONG", "served client #%d after the refusals" % (i + 1))
+    finally:
+        for c in conns:
+            c.close()
+    wait_until(lambda: _serves(srv.port), 5, interval=0.1, what="a new client once others left")
