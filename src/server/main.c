@@ -19,8 +19,9 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
 /*
  * Make --max-clients fit RLIMIT_NOFILE before anything opens a file (as Redis does): raise the
  * soft limit if the hard one allows, else lower the effective --max-clients, which INFO's
- * maxclients and the connection check then use. Past the fd limit accept() fails and libuv
- * closes the waiting connections unanswered; within it, the extra client gets the -ERR reply.
+ * maxclients and the connection check then use. Past the fd limit accept() would fail and libuv
+ * close the waiting connections unanswered; within it, the extra client gets the -ERR reply
+ * (and conn.c refuses the same way if the limit is lowered later: fdlimit_low).
  * 0 ok, -1 if not even one client fits (the message says what to do).
  */
 static int fit_fd_limit(struct srv_config *cfg)
