@@ -63,10 +63,80 @@ http_health() { # port -> the /health JSON line
     timeout 2 cat <&3) 2>/dev/null | grep '^{' || true
 }
 
-# W4 for fencelock: load sessions x locks, then RSS per node, snapshot size, restart time of a
-# follower killed with -9 (until its /health is ok and it has applied the leader's index).
+# Newest snapshot index of fencelock node $1 (files snapshot-TERM-INDEX-STAMP.meta), or 0.
+snap_index() {
+  find "build/bench/fencelock/node$1" -maxdepth 1 -name 'snapshot-*.meta' -printf '%f\n' |
+    awk -F- '{i = $3 + 0; if (i > m) m = i} END {print m + 0}'
+}
+
+# "role applied_index" of fencelock node $1 from /health (empty if it does not answer).
+node_state() {
+  sed -n 's/.*"role":"\([a-z]*\)".*"applied_index":\([0-9]*\).*/\1 \2/p' \
+    <<<"$(http_health $((17482 + 10 * ($1 - 1))))"
+}
+
+# One PUT to fencelock node $1 (a new log entry; the reply is not checked).
+put_one() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$((17480 + 10 * ($1 - 1)))" &&
+    printf '*3\r\n$3\r\nPUT\r\n$6\r\nw4snap\r\n$1\r\nx\r\n' >&3 && timeout 2 head -c 5 <&3) \
+    >/dev/null 2>&1 || true
+}
+
+# Kill -9 follower $1 and restart it (flags as shipped); print the seconds until its /health is
+# ok and it has applied index $2, or null after 30 s.
+restart_follower() {
+  local node=$1 target=$2 t0 t1 h ai out=null
+  kill -9 "$(cat "build/bench/fencelock/node$node.pid")"
+  sleep 0.5
+  t0=$(date +%s.%N)
+  bench/servers/fencelock.sh start >/dev/null 2>&1 &
+  for _ in $(seq 1 600); do
+    h=$(http_health $((17482 + 10 * (node - 1))))
+    ai=$(sed -n 's/.*"status":"ok".*"applied_index":\([0-9]*\).*/\1/p' <<<"$h")
+    if [ -n "$ai" ] && [ "$ai" -ge "$target" ]; then
+      t1=$(date +%s.%N)
+      out=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
+      break
+    fi
+    sleep 0.05
+  done
+  wait
+  echo "$out"
+}
+
+# Make follower $1's newest snapshot cover the whole log (bounded: 60 s): restart it (SIGTERM)
+# with --snapshot-threshold 2, so it snapshots as it applies, then write one entry at a time to
+# leader $2 until a snapshot reaches the leader's applied index, then give it back the default
+# threshold with a plain SIGTERM restart (no entry is written meanwhile but the new term's
+# barrier, if any). 0 once covered, 1 if not.
+snapshot_everything() {
+  local node=$1 leader=$2 pidf="build/bench/fencelock/node$1.pid" st ai
+  kill "$(cat "$pidf")"
+  for _ in $(seq 1 100); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.1; done
+  FL_ARGS="--snapshot-threshold 2" timeout 60 bench/servers/fencelock.sh start >/dev/null 2>&1 ||
+    return 1
+  for _ in $(seq 1 300); do
+    st=$(node_state "$leader")
+    ai=${st#* }
+    if [ -n "$st" ] && [ "$(snap_index "$node")" -ge "$ai" ]; then
+      kill "$(cat "$pidf")"
+      for _ in $(seq 1 100); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.1; done
+      timeout 60 bench/servers/fencelock.sh start >/dev/null 2>&1 || return 1
+      return 0
+    fi
+    put_one "$leader"
+    sleep 0.2
+  done
+  return 1
+}
+
+# W4 for fencelock: load sessions x locks, then RSS per node, snapshot size, and the restart
+# time of a follower killed with -9 (until its /health is ok and it has applied the leader's
+# index), twice: first as the load left it (the tail since its last automatic snapshot, every
+# --snapshot-threshold entries or --snapshot-log-bytes, to replay: the realistic worst case),
+# then right after a snapshot that covers the whole load (snapshot_everything).
 w4_fencelock() {
-  local eps=$1 line pids rss="" snap="" i leader_ai node pid t0 t1 h ai
+  local eps=$1 line rss="" snap="" i node leader st pid
   echo "  W4: loading $w4_sessions sessions x $w4_locks locks"
   line=$(timeout 300 "$LB" --driver fencelock --endpoints "$eps" --workload W4 \
     --sessions "$w4_sessions" --locks-per-session "$w4_locks" --ttl 3600000)
@@ -80,33 +150,29 @@ w4_fencelock() {
       ! -name '*.meta' -printf '%T@ %s\n' | sort -n | tail -1 | cut -d' ' -f2)"
   done
   # Restart: a follower (the leader would add an election to the figure).
-  node=""
+  local leader_ai="" tail=null restart_s=null snap_tail=null snap_s=null
+  node="" leader=""
   for i in 1 2 3; do
-    h=$(http_health $((17482 + 10 * (i - 1))))
-    case "$h" in *'"role":"follower"'*) [ -n "$node" ] || node=$i ;; *'"role":"leader"'*)
-      leader_ai=$(sed 's/.*"applied_index":\([0-9]*\).*/\1/' <<<"$h") ;; esac
+    st=$(node_state "$i")
+    case "$st" in follower*) [ -n "$node" ] || node=$i ;; leader*) leader=$i leader_ai=${st#* } ;; esac
   done
-  local restart_s=null
-  if [ -n "$node" ] && [ -n "${leader_ai:-}" ]; then
-    kill -9 "$(cat "build/bench/fencelock/node$node.pid")"
-    sleep 0.5
-    t0=$(date +%s.%N)
-    bench/servers/fencelock.sh start >/dev/null 2>&1 &
-    for _ in $(seq 1 600); do
-      h=$(http_health $((17482 + 10 * (node - 1))))
-      ai=$(sed -n 's/.*"status":"ok".*"applied_index":\([0-9]*\).*/\1/p' <<<"$h")
-      if [ -n "$ai" ] && [ "$ai" -ge "$leader_ai" ]; then
-        t1=$(date +%s.%N)
-        restart_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}')
-        break
-      fi
-      sleep 0.05
-    done
-    wait
+  if [ -n "$node" ] && [ -n "$leader_ai" ]; then
+    tail=$((leader_ai - $(snap_index "$node")))
+    restart_s=$(restart_follower "$node" "$leader_ai")
+    echo "  W4: restart with a tail of $tail entries: $restart_s s"
+    if snapshot_everything "$node" "$leader"; then
+      st=$(node_state "$leader")
+      leader_ai=${st#* }
+      snap_tail=$((leader_ai - $(snap_index "$node")))
+      snap_s=$(restart_follower "$node" "$leader_ai")
+      echo "  W4: restart after a snapshot at the end of the load ($snap_tail entries after it): $snap_s s"
+    else
+      echo "  W4: no snapshot covering the load within 60 s"
+    fi
   fi
-  printf '{"driver":"fencelock","workload":"W4","rss_kib":[%s],"snapshot_bytes":[%s],"restart_s":%s,"restarted_node":%s,"load":%s}\n' \
-    "$rss" "$snap" "$restart_s" "${node:-0}" "$line" >>"$json"
-  echo "  W4: RSS KiB [$rss], snapshot bytes [$snap], restart ${restart_s} s"
+  printf '{"driver":"fencelock","workload":"W4","rss_kib":[%s],"snapshot_bytes":[%s],"restart_s":%s,"tail_entries":%s,"restart_after_snapshot_s":%s,"after_snapshot_entries":%s,"restarted_node":%s,"load":%s}\n' \
+    "$rss" "$snap" "$restart_s" "$tail" "$snap_s" "$snap_tail" "${node:-0}" "$line" >>"$json"
+  echo "  W4: RSS KiB [$rss], snapshot bytes [$snap]"
 }
 
 # W5 for fencelock on the running cluster ($1: endpoints, $2: node count for the JSON).
@@ -123,24 +189,67 @@ w5_fencelock() {
 # CPU ticks (user + system) of a pid so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
-# W6 for fencelock: sessions kept alive; the leader's CPU per keepalive and peak RSS.
+# A counter or gauge from a node's /metrics page (HTTP port $1, metric name $2), or 0.
+http_metric() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 &&
+    timeout 2 cat <&3) 2>/dev/null | awk -v m="$2" '$1 == m {v = $2} END {printf "%d", v}'
+}
+
+# W6 for fencelock: sessions kept alive; the leader's CPU per keepalive and peak RSS, and what
+# the machine spent on it (docs/performance.md, "W6 on this machine"): the CPU of every node and
+# of lockbench, the leader's read barriers and Raft entries, the writes completed by the disk
+# under build/bench (/proc/diskstats: all three nodes' log writes, and anything else on it). BENCH_W6_PERF=1 also samples the whole machine with perf for 20 s of the steady
+# state (build/bench/run/w6.perf.data; perf report --sort pid,dso, or --pid LEADER --sort sym).
 w6_fencelock() {
-  local eps=$1 line i h leader="" pid c0 c1 hz hwm
+  local eps=$1 line i h leader="" pid c0 c1 hz hwm lport out lb lbpid
+  local -a nc0 nc1
   for i in 1 2 3; do
     h=$(http_health $((17482 + 10 * (i - 1))))
     case "$h" in *'"role":"leader"'*) leader=$i ;; esac
   done
   [ -n "$leader" ] || { note fencelock W6 "no leader"; return; }
   pid=$(cat "build/bench/fencelock/node$leader.pid")
+  lport=$((17482 + 10 * (leader - 1)))
   hz=$(getconf CLK_TCK)
+  for i in 1 2 3; do nc0[i]=$(cpu_ticks "$(cat "build/bench/fencelock/node$i.pid")"); done
+  local b0 r0 a0 b1 r1 a1 load0 load1 dev d0 d1
+  dev=$(basename "$(df --output=source build/bench 2>/dev/null | tail -n 1)")
+  d0=$(awk -v d="$dev" '$3 == d {print $8}' /proc/diskstats)
+  b0=$(http_metric "$lport" fencelock_read_barriers_total)
+  r0=$(http_metric "$lport" fencelock_reads_total)
+  a0=$(http_metric "$lport" fencelock_applied_index)
+  load0=$(cut -d' ' -f1-3 /proc/loadavg)
   c0=$(cpu_ticks "$pid")
-  echo "  W6: $w6_sessions sessions, TTL 10 s, keepalive every TTL/3, $w6_secs s"
-  line=$(timeout $((w6_secs + 180)) "$LB" --driver fencelock --endpoints "$eps" --workload W6 \
-    --sessions "$w6_sessions" --ttl 10000 --seconds "$w6_secs")
+  echo "  W6: $w6_sessions sessions, TTL 10 s, keepalive every TTL/3, $w6_secs s (load average $load0)"
+  out="$raw/w6.out"
+  timeout $((w6_secs + 180)) /usr/bin/time -f '%U %S' -o "$raw/w6.time" "$LB" --driver fencelock \
+    --endpoints "$eps" --workload W6 --sessions "$w6_sessions" --ttl 10000 --seconds "$w6_secs" >"$out" &
+  lbpid=$!
+  if [ "${BENCH_W6_PERF:-0}" = 1 ]; then
+    sleep 15 # sessions opened; sample the steady state
+    perf record -e cpu-clock -F 999 -a -o "$raw/w6.perf.data" -- sleep 20 >/dev/null 2>&1 || true
+  fi
+  wait "$lbpid"
+  line=$(tail -n 1 "$out")
   c1=$(cpu_ticks "$pid")
+  for i in 1 2 3; do nc1[i]=$(cpu_ticks "$(cat "build/bench/fencelock/node$i.pid")"); done
+  b1=$(http_metric "$lport" fencelock_read_barriers_total)
+  r1=$(http_metric "$lport" fencelock_reads_total)
+  a1=$(http_metric "$lport" fencelock_applied_index)
+  load1=$(cut -d' ' -f1-3 /proc/loadavg)
+  d1=$(awk -v d="$dev" '$3 == d {print $8}' /proc/diskstats)
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+  lb=$(awk '{printf "%.2f", $1 + $2}' "$raw/w6.time" 2>/dev/null || echo null)
+  local ncpu=""
+  for i in 1 2 3; do
+    ncpu+="${ncpu:+,}$(awk -v a="${nc0[i]}" -v b="${nc1[i]}" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}')"
+  done
   [ -n "$line" ] || line='{"driver":"fencelock","workload":"W6","errors":1,"error":"lockbench failed"}'
-  line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}}"
+  line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}"
+  line+=",\"leader\":$leader,\"nodes_cpu_s\":[$ncpu],\"lockbench_cpu_s\":${lb:-null}"
+  line+=",\"read_barriers\":$((b1 - b0)),\"reads\":$((r1 - r0)),\"raft_entries\":$((a1 - a0))"
+  line+=",\"disk_writes\":$((${d1:-0} - ${d0:-0}))"
+  line+=",\"loadavg_before\":\"$load0\",\"loadavg_after\":\"$load1\"}"
   echo "  $line"
   echo "$line" >>"$json"
 }
@@ -302,24 +411,31 @@ for s in order:
 p("")
 p("## W4 — held locks: footprint and restart")
 p("")
-p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s (follower, kill -9 → serving, caught up) | note |")
-p("| --- | ---: | ---: | --- | --- | ---: | --- |")
+p("Restart: a follower killed with -9, from the restart until it serves (/health ok) and has applied the leader's index; "
+  "first with the entries since its last automatic snapshot to replay (what a crash finds: up to --snapshot-threshold entries), then right after a "
+  "snapshot that covers the whole load (the node restarted once with --snapshot-threshold 2 and back).")
+p("")
+p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
+p("| --- | ---: | ---: | --- | --- | ---: | ---: | --- |")
 for s in order:
     r = get(s, "W4")
     if r and "rss_kib" in r:
         rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
         snap = " / ".join(f"{b / 1048576:.0f}" if b else "–" for b in r["snapshot_bytes"])
         rs = "–" if r["restart_s"] is None else f"{r['restart_s']:.2f}"
+        if r.get("tail_entries") is not None: rs += f" ({r['tail_entries']:,})"
+        ra = "–" if r.get("restart_after_snapshot_s") is None else f"{r['restart_after_snapshot_s']:.2f}"
+        if r.get("after_snapshot_entries") is not None: ra += f" ({r['after_snapshot_entries']:,})"
         ld = r["load"]
         note = f"loaded in {ld['seconds']:.0f} s ({ld['locks_per_s']:,.0f} locks/s)"
         if ld.get("retried"): note += f"; {ld['retried']:,} commands resent ({ld.get('note') or ld.get('error')})"
         if ld.get("errors"): note += f"; load incomplete: {ld.get('error')}"
         note += f"; node {r['restarted_node']} restarted"
-        p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {note} |")
+        p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
     elif s == "fencelock":
-        p(f"| {desc[s]} | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
+        p(f"| {desc[s]} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
     else:
-        p(f"| {desc[s]} | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
+        p(f"| {desc[s]} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
 p("")
 w5rows = [r for r in rows if r.get("driver") == "fencelock" and r.get("workload") == "W5"]
 if w5rows:
@@ -357,6 +473,18 @@ if w6 and "sessions" in w6:
     p("")
     p("The leader's CPU covers the whole W6 run (opening and closing the sessions, the W1 client) divided by the keepalives sent.")
     p("")
+    if "nodes_cpu_s" in w6:
+        el = w6.get("elapsed_s") or w6["seconds"]
+        tot = sum(w6["nodes_cpu_s"]) + (w6.get("lockbench_cpu_s") or 0)
+        p(f"Where the machine's CPU went (load average {w6.get('loadavg_before')} before, {w6.get('loadavg_after')} after): "
+          f"nodes {' / '.join(f'{c:.1f}' for c in w6['nodes_cpu_s'])} s (leader: node {w6.get('leader')}), "
+          f"lockbench {w6.get('lockbench_cpu_s')} s; together {tot:.1f} CPU-s in {el:.1f} s = "
+          f"{tot / el:.2f} of the machine's {os.environ['MACHINE_NPROC']} CPUs. The leader issued "
+          f"{w6['read_barriers']:,} read barriers ({w6['read_barriers'] / el:,.0f}/s, "
+          f"{w6['reads'] / max(w6['read_barriers'], 1):.0f} reads each) among {w6['raft_entries']:,} Raft entries "
+          f"({w6['raft_entries'] / el:,.0f}/s)"
+          + (f"; the disk completed {w6['disk_writes']:,} writes ({w6['disk_writes'] / el:,.0f}/s)." if "disk_writes" in w6 else "."))
+        p("")
 w7 = get("fencelock", "W7")
 if w7 and "opened" in w7:
     p("## W7 — connections (fencelock, 3 nodes)")

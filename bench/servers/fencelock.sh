@@ -11,6 +11,7 @@
 # /health; it then prints the client endpoints. `stop` sends SIGTERM, waits up to 10 s, then
 # SIGKILL. `pids` prints the running nodes' pids, one per line (for W4's RSS figures).
 # FL_NODES=1 (for start and stop alike) runs a single node instead: W5's one-node figures.
+# FL_ARGS adds flags to the nodes this `start` starts (W4: --snapshot-threshold 2 on one node).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=build/bench/fencelock
@@ -44,7 +45,7 @@ start)
   for i in $(seq 1 "$n"); do
     alive "$i" && continue
     setsid "$BIN" --id "$i" --data-dir "$top/node$i" --initial-cluster "$(members)" \
-      --listen "127.0.0.1:$(port "$i" 0)" --http-listen "127.0.0.1:$(port "$i" 2)" \
+      --listen "127.0.0.1:$(port "$i" 0)" --http-listen "127.0.0.1:$(port "$i" 2)" ${FL_ARGS:-} \
       >>"$top/node$i.log" 2>&1 </dev/null &
     echo $! >"$top/node$i.pid"
   done

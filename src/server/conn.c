@@ -32,6 +32,8 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+#include "common/proto.h"
+#include "server/fdlimit.h"
 #include "server/server.h"
 
 #define CONN_READ_CHUNK (64 * 1024)
@@ -518,11 +520,45 @@ static void process_input(struct srv_conn *c)
         update_reading(c);
 }
 
+/* At most one fd-limit log line a second: a client storm must not become a log storm. */
+static bool fd_log_due(struct srv *s)
+{
+    uint64_t now = uv_now(s->loop);
+    if (s->m.fd_logged_ms && now - s->m.fd_logged_ms < 1000)
+        return false;
+    s->m.fd_logged_ms = now;
+    return true;
+}
+
+/* Fewer than FDLIMIT_LOW_WATER fds left (the limit was lowered at run time, or something else
+ * holds them): answer like --max-clients, but write and close at once so the fd is free before
+ * libuv's next accept(); one that reached EMFILE would close the waiting clients unanswered. */
+static void refuse_fd_low(struct srv *s, struct srv_conn *c)
+{
+    static const char msg[] = "-" PROTO_ERR " max number of clients reached\r\n";
+    uv_buf_t b = uv_buf_init((char *)msg, sizeof(msg) - 1);
+    (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+    s->m.fd_limit_refusals++;
+    if (fd_log_due(s))
+        LOGW(&s->log,
+             "open-file limit nearly reached: client refused (%llu so far); raise ulimit -n "
+             "or lower --max-clients",
+             (unsigned long long)s->m.fd_limit_refusals);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct srv *s = server->data;
-    if (status < 0)
+    /* accept() failed and libuv's spare-fd trick did not absorb it (EMFILE with no spare fd,
+     * ENOBUFS...): the waiting client is lost; count it and say so, once a second at most. */
+    if (status < 0) {
+        s->m.accept_errors++;
+        if (fd_log_due(s))
+            LOGW(&s->log, "client accept failed: %s (%llu so far); see --max-clients and ulimit -n",
+                 uv_strerror(status), (unsigned long long)s->m.accept_errors);
         return;
+    }
     struct srv_conn *c = calloc(1, sizeof(*c));
     if (!c)
         return;
@@ -531,6 +567,11 @@ static void on_connection(uv_stream_t *server, int status)
     c->srv = s;
     if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
         uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
+        return;
+    }
+    uv_os_fd_t fd;
+    if (!uv_fileno((uv_handle_t *)&c->tcp, &fd) && fdlimit_low(fd)) {
+        refuse_fd_low(s, c);
         return;
     }
     struct resp_limits lim = {

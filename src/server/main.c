@@ -1,10 +1,12 @@
 /*
- * fencelockd — entry point: flags, the loop, signals. All state lives in struct srv.
+ * fencelockd — entry point: flags, the open-file limit, the loop, signals. All state lives in
+ * struct srv.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "server/fdlimit.h"
 #include "server/server.h"
 
 static void close_walk_cb(uv_handle_t *h, void *arg)
@@ -12,6 +14,43 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
     (void)arg;
     if (!uv_is_closing(h))
         uv_close(h, NULL);
+}
+
+/*
+ * Make --max-clients fit RLIMIT_NOFILE before anything opens a file (as Redis does): raise the
+ * soft limit if the hard one allows, else lower the effective --max-clients, which INFO's
+ * maxclients and the connection check then use. Past the fd limit accept() would fail and libuv
+ * close the waiting connections unanswered; within it, the extra client gets the -ERR reply
+ * (and conn.c refuses the same way if the limit is lowered later: fdlimit_low).
+ * 0 ok, -1 if not even one client fits (the message says what to do).
+ */
+static int fit_fd_limit(struct srv_config *cfg)
+{
+    const struct logger lg = {.level = cfg->log_level, .id = (int)cfg->id};
+    /* Membership may grow at run time, so the reserve covers the largest one. */
+    struct fdlimit f = {
+        .wanted = cfg->max_clients,
+        .reserve = fdlimit_reserve(RN_MAX_PEERS, cfg->http_port ? cfg->http_max_conns : 0),
+    };
+    if (fdlimit_fit(&f)) {
+        LOGE(&lg,
+             "open-file limit %lu (hard %lu) leaves no fd for clients: fencelockd needs %zu for "
+             "itself plus one per client; raise it (ulimit -n %zu) and restart",
+             f.soft_after, f.hard, f.reserve, f.wanted + f.reserve);
+        return -1;
+    }
+    if (f.raised)
+        LOGI(&lg, "open-file limit raised from %lu to %lu (hard limit %lu)", f.soft_before,
+             f.soft_after, f.hard);
+    if (f.effective < f.wanted)
+        LOGW(&lg,
+             "--max-clients %zu lowered to %zu: the open-file limit is %lu (hard %lu) and "
+             "fencelockd keeps %zu fds for raft peers, HTTP and files; to allow %zu clients "
+             "raise it (ulimit -n %zu, or LimitNOFILE= under systemd) and restart",
+             f.wanted, f.effective, f.soft_after, f.hard, f.reserve, f.wanted,
+             f.wanted + f.reserve);
+    cfg->max_clients = f.effective;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -23,6 +62,8 @@ int main(int argc, char **argv)
     int rc = srv_config_parse(&cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
+    if (fit_fd_limit(&cfg))
+        return 1;
     uv_loop_t loop;
     uv_loop_init(&loop);
     struct srv *s = calloc(1, sizeof(*s));

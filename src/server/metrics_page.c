@@ -59,6 +59,15 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->connections_total);
     metric_render(out, "fencelock_connections_rejected_total", "counter",
                   "Connections refused by --max-clients.", (double)m->connections_rejected);
+    metric_render(out, "fencelock_max_clients", "gauge",
+                  "Effective --max-clients (lowered at start-up to fit the open-file limit).",
+                  (double)s->cfg.max_clients);
+    metric_render(out, "fencelock_accept_errors_total", "counter",
+                  "Client accept() failures (EMFILE, ENFILE...): waiting connections closed.",
+                  (double)m->accept_errors);
+    metric_render(out, "fencelock_fd_limit_refusals_total", "counter",
+                  "Clients refused with fewer than 8 fds left (ulimit -n lowered at run time?).",
+                  (double)m->fd_limit_refusals);
     metric_render(out, "fencelock_protocol_errors_total", "counter",
                   "Connections closed for a RESP framing error.", (double)m->protocol_errors);
     metric_render(out, "fencelock_output_limit_closes_total", "counter",
