@@ -113,7 +113,7 @@ void clusterAnnounceCommand(struct srv_req *r)
                       (unsigned long long)id);
         return;
     }
-    if (client->len == 0 || client->len > FSM_MAX_ADDR || !memchr(client->p, ':', client->len)) {
+    if (!proto_addr_valid(client->p, client->len)) { /* no control bytes, a parseable port */
         cmd_reply_err(r, PROTO_ERR " client address must be host:port");
         return;
     }
@@ -130,20 +130,20 @@ void clusterAnnounceCommand(struct srv_req *r)
 
 /* ---- membership: CLUSTER.ADD / CLUSTER.REMOVE / CLUSTER.TRANSFER ---- */
 
-/* A raft address: host:port, host non-empty of [A-Za-z0-9.-], port 1..65535, short enough
- * for rn_peer (libraft's TCP transport only connects to such addresses). */
+/* A raft address: host:port (proto_addr_parse's grammar), the host a name or IPv4 address of
+ * [A-Za-z0-9.-] or a bracketed IPv6 literal, short enough for rn_peer: what the transport
+ * (src/raft/transport_dial.c) can connect to. */
 static int arg_raft_addr(struct srv_req *r, size_t i)
 {
     const struct resp_arg *a = &r->argv[i];
-    const char *colon = a->len ? memrchr(a->p, ':', a->len) : NULL;
-    size_t hostlen = colon ? (size_t)(colon - a->p) : 0;
-    uint64_t port = 0;
-    bool ok = colon && hostlen > 0 && a->len < sizeof(((struct rn_peer *)0)->raft_address) &&
-              resp_parse_u64(colon + 1, a->len - hostlen - 1, &port) == 0 && port >= 1 &&
-              port <= 65535;
-    for (size_t k = 0; ok && k < hostlen; k++)
-        ok = (a->p[k] >= 'a' && a->p[k] <= 'z') || (a->p[k] >= 'A' && a->p[k] <= 'Z') ||
-             (a->p[k] >= '0' && a->p[k] <= '9') || a->p[k] == '.' || a->p[k] == '-';
+    char host[PROTO_ADDR_BUF];
+    int port;
+    bool ok = a->len < sizeof(((struct rn_peer *)0)->raft_address) &&
+              proto_addr_parse(a->p, a->len, host, sizeof(host), &port) == 0;
+    /* A ':' can only come from a bracketed IPv6 literal: proto_addr_parse refuses it elsewhere. */
+    for (const char *h = host; ok && *h; h++)
+        ok = (*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') || (*h >= '0' && *h <= '9') ||
+             *h == '.' || *h == '-' || *h == ':';
     if (!ok)
         cmd_reply_err(r, PROTO_ERR " raft address must be host:port (port 1..65535)");
     return ok ? 0 : -1;
@@ -181,7 +181,7 @@ void clusterAddCommand(struct srv_req *r)
     if (cmd_need_leader(r) || cmd_arg_range(r, 1, "member id", 1, CMD_MEMBER_ID_MAX, &id) ||
         arg_raft_addr(r, 2))
         return;
-    char addr[96];
+    char addr[PROTO_ADDR_BUF]; /* arg_raft_addr checked that it fits */
     snprintf(addr, sizeof(addr), "%.*s", (int)r->argv[2].len, r->argv[2].p);
     const char *known = rn_server_address(r->s->rn, id);
     if (rn_server_role(r->s->rn, id) == RN_VOTER) {

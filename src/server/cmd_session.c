@@ -23,6 +23,9 @@ void sessionOpenCommand(struct srv_req *r)
 static void keepalive_done(void *ctx, int status, const struct fsm_reply *reply)
 {
     struct srv_slot *slot = ctx;
+    /* Applied or failed, this checkpoint is no longer in flight: without this every later
+     * keepalive of the session would propose another clearing checkpoint (a log entry each). */
+    lease_checkpoint_done(&slot->srv->lease, slot->sid);
     if (status != RN_OK)
         srv_reply_status(slot->srv, &slot->out, status);
     else if (reply->kind == FSM_REPLY_ERR)
@@ -53,6 +56,7 @@ void sessionKeepaliveCommand(struct srv_req *r)
         return;
     }
     r->slot->wait_ms = ttl;
+    r->slot->sid = sid;
     int rc = srv_propose_checkpoint(r->s, sid, 0, keepalive_done, r->slot);
     if (rc != RN_OK) {
         srv_reply_status(r->s, r->out, rc);

@@ -101,7 +101,8 @@ struct srv_slot {
     enum srv_slot_state state; /* srv_slot_set_state only */
     int proto;
     uint8_t op;           /* fsm op of a write */
-    uint64_t wait_ms;     /* LOCK ... WAIT */
+    uint64_t wait_ms;     /* LOCK ... WAIT; SESSION.KEEPALIVE: the TTL to answer */
+    uint64_t sid;         /* SESSION.KEEPALIVE: the session whose clearing checkpoint is out */
     struct srv_quota res; /* quota reserved while the proposal is in flight */
     uint64_t started_ns;  /* for commit latency */
     size_t held;          /* out.len counted in conn->held_bytes while done and queued */

@@ -413,3 +413,24 @@ def test_error_text_shows_every_byte_of_a_bad_command_name(ctx):
     r = c.call("PUT", "k", "v", b"LE\x00ASE", 1)
     eq(r.text, "ERR unknown option 'LE\\x00ASE'", "unknown option text")
     eq(c.call("PING"), "PONG", "the connection stays usable")
+
+
+def test_member_addresses_with_control_bytes_or_no_port_are_refused(ctx):
+    """CLUSTER.ANNOUNCE and CLUSTER.ADD parse addresses with the one host:port grammar
+    (src/common/addr.c): a client address with CRLF or a space, or without a valid port, never
+    reaches the member table (followers would redirect clients to it)."""
+    c = ctx.conn()
+    raft = "127.0.0.1:%d" % ctx.srv.raft_port
+    me = str(ctx.srv.node_id)
+    _rejected(c, [("CLUSTER.ANNOUNCE", me, "1.2.3.4:1\r\nPUT x y", raft),
+                  ("CLUSTER.ANNOUNCE", me, "bad host:6379", raft),
+                  ("CLUSTER.ANNOUNCE", me, "host:0", raft),
+                  ("CLUSTER.ANNOUNCE", me, "host", raft),
+                  ("CLUSTER.ANNOUNCE", me, "h" * 130 + ":1", raft),
+                  ("CLUSTER.ADD", "7", "10.0.0.1:70000"),
+                  ("CLUSTER.ADD", "7", "ho st:7000"),
+                  ("CLUSTER.ADD", "7", "::1:7000"),
+                  ("CLUSTER.ADD", "7", "h" * 130 + ":7000")])
+    members = c.call("CLUSTER.MEMBERS")
+    assert b"PUT" not in repr(members).encode() and b"bad host" not in repr(members).encode(), \
+        members

@@ -3,7 +3,8 @@ one is never cut short by a checkpoint taken before its keepalive."""
 
 import time
 
-from helpers import expect_int, wait_until
+from helpers import eq, expect_int, wait_until
+from test_http import metric
 from resp import Conn, RespError
 
 
@@ -39,3 +40,26 @@ def test_checkpoint_ends_abandoned_session_after_restart_and_spares_kept_alive_o
         assert alive(srv.port, b), "b expired %.2f s after its acknowledged keepalive" % (
             time.monotonic() - t_keep)
         time.sleep(0.1)
+
+
+def test_keepalives_after_the_clearing_checkpoint_propose_nothing(ctx):
+    """A keepalive after a checkpoint proposes one clearing checkpoint; once that committed, the
+    session's later keepalives are answered after their read barrier alone. (The in-flight mark
+    of the clearing checkpoint was never taken back: every later keepalive proposed another
+    checkpoint, one log entry each.)"""
+    srv = ctx.server("--checkpoint-min-ttl", 1000)
+    c = ctx.conn()
+    sid = expect_int(c.call("SESSION.OPEN", 4000))
+    opened = metric(srv, "fencelock_proposals_total")
+    # The half-way checkpoint (about 2 s left) is the one proposal of an idle session.
+    wait_until(lambda: metric(srv, "fencelock_proposals_total") > opened, timeout=6,
+               interval=0.05, what="the half-way checkpoint")
+    before = metric(srv, "fencelock_proposals_total")
+    eq(before, opened + 1, "one checkpoint proposed for the idle session")
+    expect_int(c.call("SESSION.KEEPALIVE", sid), "keepalive after the checkpoint")
+    cleared = metric(srv, "fencelock_proposals_total")
+    eq(cleared, before + 1, "the keepalive proposed one clearing checkpoint")
+    for i in range(10):
+        expect_int(c.call("SESSION.KEEPALIVE", sid), "keepalive %d" % i)
+    eq(metric(srv, "fencelock_proposals_total"), cleared,
+       "keepalives after the clearing checkpoint committed proposed nothing")
