@@ -54,8 +54,9 @@ void srv_reply_status(struct srv *s, struct buf *out, int status)
         buf_free(&addr);
         break;
     case RN_UNKNOWN:
-        resp_w_error(out, "UNKNOWN leadership was lost after the command was proposed: it may or "
-                          "may not have applied; retry with the same REQ sid seq");
+        resp_w_error(out,
+                     PROTO_UNKNOWN " leadership was lost after the command was proposed: it may or "
+                                   "may not have applied; retry with the same REQ sid seq");
         break;
     default:
         resp_w_error(out, PROTO_ERR " server unavailable (shutting down or out of memory)");

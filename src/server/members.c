@@ -17,9 +17,12 @@
  * Once a voter, the node announces its client address like every follower. A node that
  * joined never asks again, so removing it later does not make it push itself back in.
  *
- * Life cycle (both kinds): NONE --tick--> CONNECTING --connected--> SENT --reply line or EOF-->
- * closed; any error or the timeout closes it; `s->announce` is NULL once the handle closed.
+ * Life cycle (both kinds), `enum announce_state`, moved only by announce_to:
+ *   (none) --tick--> CONNECTING --connected--> WRITING --written--> READING
+ *   CONNECTING | WRITING | READING --reply line, EOF, error or timeout--> CLOSING --> (none)
+ * `s->announce` is NULL once the handle closed.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +33,8 @@
  * this node accepts or announces is limited by PROTO_ADDR_MAX, so the two must agree. */
 _Static_assert(FSM_MAX_ADDR == PROTO_ADDR_MAX, "member table and address limit differ");
 
+enum announce_state { ANN_CONNECTING, ANN_WRITING, ANN_READING, ANN_CLOSING };
+
 struct srv_announce {
     uv_tcp_t tcp;
     uv_connect_t creq;
@@ -39,7 +44,8 @@ struct srv_announce {
     char rbuf[256];
     size_t rlen;
     uint64_t started_ms, timeout_ms;
-    bool closing, join;
+    enum announce_state state; /* announce_to only */
+    bool join;
 };
 
 #define ANNOUNCE_TIMEOUT_MS 2000
@@ -112,6 +118,14 @@ void srv_members_on_ready(struct srv *s)
     buf_free(&addr);
 }
 
+/* The one place the state changes: every move but the forward steps goes to CLOSING, once. */
+static void announce_to(struct srv_announce *a, enum announce_state next)
+{
+    assert(a->state != ANN_CLOSING);
+    assert(next == ANN_CLOSING || (unsigned)next == (unsigned)a->state + 1);
+    a->state = next;
+}
+
 static void announce_closed(uv_handle_t *h)
 {
     struct srv_announce *a = h->data;
@@ -123,9 +137,9 @@ static void announce_closed(uv_handle_t *h)
 
 static void announce_close(struct srv_announce *a)
 {
-    if (a->closing)
+    if (a->state == ANN_CLOSING)
         return;
-    a->closing = true;
+    announce_to(a, ANN_CLOSING);
     uv_close((uv_handle_t *)&a->tcp, announce_closed);
 }
 
@@ -186,10 +200,11 @@ static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 static void announce_written(uv_write_t *req, int status)
 {
     struct srv_announce *a = req->data;
-    if (status < 0 || a->closing) {
+    if (status < 0 || a->state == ANN_CLOSING) {
         announce_close(a);
         return;
     }
+    announce_to(a, ANN_READING);
     if (uv_read_start((uv_stream_t *)&a->tcp, announce_alloc, announce_read))
         announce_close(a);
 }
@@ -197,12 +212,13 @@ static void announce_written(uv_write_t *req, int status)
 static void announce_connected(uv_connect_t *req, int status)
 {
     struct srv_announce *a = req->data;
-    if (status < 0 || a->closing) {
+    if (status < 0 || a->state == ANN_CLOSING) {
         if (a->join && status < 0)
             a->s->join_target[0] = 0;
         announce_close(a);
         return;
     }
+    announce_to(a, ANN_WRITING);
     uv_buf_t ub = uv_buf_init(a->out.p, (unsigned)a->out.len);
     a->wreq.data = a;
     if (uv_write(&a->wreq, (uv_stream_t *)&a->tcp, &ub, 1, announce_written))
@@ -250,6 +266,7 @@ static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
     if (!a)
         return NULL;
     a->s = s;
+    a->state = ANN_CONNECTING;
     a->join = join;
     a->started_ms = now;
     a->timeout_ms = join ? JOIN_TIMEOUT_MS : ANNOUNCE_TIMEOUT_MS;
