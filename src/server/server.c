@@ -114,6 +114,11 @@ int srv_start(struct srv *s)
 {
     char err[256];
     s->started_ms = srv_now_ms();
+    /* Before rn_start, which can take seconds (bind wait, a large snapshot to load): a SIGTERM
+     * meanwhile is held by libuv and shuts the node down cleanly once the loop runs, instead of
+     * killing it with the default action. */
+    uv_signal_start(&s->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&s->sig_int, on_signal, SIGINT);
     if (rn_start(s->rn, err, sizeof(err))) {
         LOGE(&s->log, "%s", err);
         return -1;
@@ -127,8 +132,6 @@ int srv_start(struct srv *s)
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
-    uv_signal_start(&s->sig_term, on_signal, SIGTERM);
-    uv_signal_start(&s->sig_int, on_signal, SIGINT);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);

@@ -2,8 +2,10 @@
 previous process on its ports died waits for the port for a few seconds, and one whose port
 stays taken exits with a message naming the address and the reason."""
 
+import signal
 import socket
 import subprocess
+import time
 
 from helpers import eq, ok, wait_until
 from resp import Conn
@@ -38,3 +40,26 @@ def test_restart_waits_for_a_raft_port_in_use(ctx):
     eq(p.returncode, 1, "exit status with the port taken for good")
     want = "raft address 127.0.0.1:%d: cannot listen: Address already in use" % s.raft_port
     assert want in out, out
+
+
+def test_sigterm_during_start_up_shuts_down_cleanly(ctx):
+    """A SIGTERM while the node is still starting (here: waiting for its raft port) is held
+    until the loop runs and then shuts the node down cleanly with status 0. (The handlers were
+    installed after rn_start, so the default action killed the process mid-start.)"""
+    s = ctx.server()
+    s.kill9()
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", s.raft_port))
+    holder.listen(1)
+    ctx.defer(holder.close)
+    s.start(wait=False)
+    wait_until(lambda: "is in use; waiting" in s.log_text(), timeout=20, what="the wait logged")
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert s.running(), "SIGTERM during start-up killed the node (status %r)" % s.proc.poll()
+    holder.close()
+    rc = s.proc.wait(20)
+    s.proc._fl_reaped = True
+    eq(rc, 0, "exit status of a node told to stop while starting")
+    assert "shutting down" in s.log_text(), s.log_text()[-2000:]
