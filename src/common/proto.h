@@ -13,18 +13,20 @@
 #include <stddef.h>
 
 /* ---- error words (the first word of a RESP error; docs/protocol.md lists their meaning) ---- */
-#define PROTO_ERR "ERR"             /* bad request: syntax, arguments, unknown command */
-#define PROTO_NOSESSION "NOSESSION" /* the session is not alive (closed, expired, unknown) */
-#define PROTO_STALE "STALE"         /* a fencing token is not the lock's current one */
-#define PROTO_NOTHOLDER "NOTHOLDER" /* the session does not hold the lock */
-#define PROTO_IFREV "IFREV"         /* a compare-and-set revision did not match */
-#define PROTO_NOSPACE "NOSPACE"     /* a quota is reached; nothing was changed */
-#define PROTO_NOLEADER "NOLEADER"   /* no ready leader known; retry */
-#define PROTO_NOTLEADER "NOTLEADER" /* this node is not the leader; the reply names the leader */
-#define PROTO_UNKNOWN "UNKNOWN"     /* leadership lost after proposing: may or may not apply */
-#define PROTO_TOOLARGE "TOOLARGE"   /* an argument is over its configured limit */
-#define PROTO_NOPROTO "NOPROTO"     /* HELLO asked for a protocol version we do not speak */
-#define PROTO_WRONGPASS "WRONGPASS" /* AUTH with unknown user or wrong password */
+#define PROTO_ERR "ERR"               /* bad request: syntax, arguments, unknown command */
+#define PROTO_NOSESSION "NOSESSION"   /* the session is not alive (closed, expired, unknown) */
+#define PROTO_STALE "STALE"           /* a fencing token is not the lock's current one */
+#define PROTO_NOTHOLDER "NOTHOLDER"   /* the session does not hold the lock */
+#define PROTO_IFREV "IFREV"           /* a compare-and-set revision did not match */
+#define PROTO_NOSPACE "NOSPACE"       /* a quota is reached; nothing was changed */
+#define PROTO_NOLEADER "NOLEADER"     /* no ready leader known; retry */
+#define PROTO_NOTLEADER "NOTLEADER"   /* this node is not the leader; the reply names the leader */
+#define PROTO_UNKNOWN "UNKNOWN"       /* leadership lost after proposing: may or may not apply */
+#define PROTO_TOOLARGE "TOOLARGE"     /* an argument is over its configured limit */
+#define PROTO_NOPROTO "NOPROTO"       /* HELLO asked for a protocol version we do not speak */
+#define PROTO_WRONGPASS "WRONGPASS"   /* AUTH with unknown user or wrong password */
+#define PROTO_COMPACTED "COMPACTED"   /* XREAD after an id older than the retained history */
+#define PROTO_SLOWREADER "SLOWREADER" /* XREAD reader over --event-buffer: closed; resume */
 
 /* ---- addresses ---- */
 /* Longest "host:port" anywhere (member table, client endpoints, CLI, config), without the NUL.

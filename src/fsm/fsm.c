@@ -134,6 +134,7 @@ void fsm_events_init(struct fsm_events *e)
 void fsm_events_reset(struct fsm_events *e)
 {
     e->n = 0;
+    e->lost = false;
     buf_reset(&e->names);
 }
 
@@ -152,14 +153,18 @@ struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t 
     if (e->n == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : EVENTS_MIN_CAP;
         struct fsm_event *v = cap < SIZE_MAX / sizeof(*v) ? realloc(e->ev, cap * sizeof(*v)) : NULL;
-        if (!v)
+        if (!v) {
+            e->lost = true;
             return NULL;
+        }
         e->ev = v;
         e->cap = cap;
     }
     size_t off = e->names.len;
-    if (namelen && buf_append(&e->names, name, namelen))
+    if (namelen && buf_append(&e->names, name, namelen)) {
+        e->lost = true;
         return NULL;
+    }
     struct fsm_event *x = &e->ev[e->n++];
     memset(x, 0, sizeof(*x));
     x->type = type;
@@ -169,6 +174,26 @@ struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t 
     x->name.p = (const char *)(uintptr_t)off;
     x->name.len = (uint32_t)namelen;
     return x;
+}
+
+struct name_order {
+    const char *base;
+};
+
+static int cmp_event_names(const void *x, const void *y, void *arg)
+{
+    const struct name_order *o = arg;
+    const struct fsm_event *a = x, *b = y;
+    return name_cmp(o->base + (uintptr_t)a->name.p, a->name.len, o->base + (uintptr_t)b->name.p,
+                    b->name.len);
+}
+
+void fsm_sort_events_by_name(struct actx *a, size_t from)
+{
+    struct fsm_events *e = a->ev;
+    struct name_order o = {e->names.p};
+    if (e->n > from + 1)
+        qsort_r(e->ev + from, e->n - from, sizeof(*e->ev), cmp_event_names, &o);
 }
 
 /* Events left by earlier applies (if the caller did not reset) become offsets again. */

@@ -199,22 +199,30 @@ enum fsm_event_type {
     FSM_EV_LOCKDELAY_STARTED = 7, /* name, delay_ms */
     FSM_EV_LOCKDELAY_ENDED = 8,   /* name */
     FSM_EV_FENCE_REJECTED = 9,    /* name, token (a fenced write failed with STALE) */
+    FSM_EV_KEY_PUT = 10,          /* name (key), value, sid (its lease session, 0 = none) */
+    FSM_EV_KEY_DELETED = 11,      /* name (key), sid: 0 for DEL, else the lease session whose
+                                     end removed it (expired: that session expired) */
 };
 
 struct fsm_event {
     uint8_t type;
-    bool expired;
+    bool expired; /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
     uint64_t sid;
     uint64_t token;
-    uint64_t ms;         /* ttl_ms, wait_ms or delay_ms by type */
-    struct fsm_str name; /* owned by the events struct */
+    uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
+    struct fsm_str name;  /* owned by the events struct */
+    struct fsm_str value; /* KEY_PUT: borrowed from the key's record, valid until the next
+                             fsm_apply, fsm_restore or fsm_free */
 };
 
-/* Events produced by one fsm_apply, in the order they happened. */
+/* Events produced by one fsm_apply, in the order they happened. `lost` is set when an event
+ * could not be recorded (out of memory): a consumer that promises a gap-free stream (watch)
+ * must then say the history before this point is incomplete. */
 struct fsm_events {
     struct fsm_event *ev;
     size_t n, cap;
     struct buf names; /* storage for event names; ev[i].name points inside after apply */
+    bool lost;
 };
 
 void fsm_events_init(struct fsm_events *e);

@@ -160,6 +160,9 @@ uint64_t fsm_next_rev(struct actx *a);
 /* Append an event (name copied); NULL if memory ran out (the event is then lost). */
 struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
                            const char *name, size_t namelen);
+/* Order the events emitted since index `from` by name (byte order): for a run whose natural
+ * order is not the same on every replica (a session's leased keys). */
+void fsm_sort_events_by_name(struct actx *a, size_t from);
 void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
  * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
@@ -191,8 +194,9 @@ void waiter_link_sess(struct sess *s, struct waiter *w);
 void waiter_remove(struct fsm *f, struct waiter *w); /* unlinks and frees */
 struct waiter *waiter_find(const struct lock *l, const struct sess *s);
 
-/* Release a held lock: lock-delay of delay_ms if > 0, else hand it on (or drop it). */
-void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms);
+/* Release a held lock: lock-delay of delay_ms if > 0, else hand it on (or drop it). `expired`:
+ * its holder's session expired (told in the RELEASED event). */
+void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired);
 /* End a session's life: locks, waits, keys, the record itself. */
 void sess_end(struct actx *a, struct sess *s, bool expired);
 

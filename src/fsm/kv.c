@@ -171,6 +171,11 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
     k->value_len = c->value.len;
     k->mod_rev = rev;
     kv_set_lease(k, lease);
+    struct fsm_event *e = fsm_emit(a, FSM_EV_KEY_PUT, c->lease_sid, 0, 0, k->key, k->key_len);
+    if (e) {
+        e->value.p = k->value ? k->value : "";
+        e->value.len = k->value_len;
+    }
     r->kind = FSM_REPLY_INT;
     r->value = rev;
 }
@@ -184,6 +189,7 @@ void op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
     r->value = k ? 1 : 0;
     if (!k)
         return;
+    fsm_emit(a, FSM_EV_KEY_DELETED, 0, 0, 0, k->key, k->key_len);
     kv_delete(a->f, k);
     fsm_next_rev(a);
 }

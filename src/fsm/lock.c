@@ -190,9 +190,12 @@ static void hand_on(struct actx *a, struct lock *l)
     grant(a, l, s);
 }
 
-void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms)
+void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired)
 {
-    fsm_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l->name, l->name_len);
+    struct fsm_event *e =
+        fsm_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l->name, l->name_len);
+    if (e)
+        e->expired = expired;
     held_unlink(l);
     a->f->n_held--;
     l->token = 0;
@@ -293,7 +296,7 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
                       fsm_printable(c->name.p, c->name.len, nm, sizeof(nm)));
         return;
     }
-    lock_release(a, l, 0);
+    lock_release(a, l, 0, false);
     if (a->nrev == 0)
         fsm_next_rev(a);
     r->kind = FSM_REPLY_OK;

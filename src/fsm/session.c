@@ -81,14 +81,23 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
 {
     uint64_t delay = expired ? s->lockdelay_ms : 0;
     while (s->held_head)
-        lock_release(a, s->held_head, delay);
+        lock_release(a, s->held_head, delay, expired);
     while (s->wait_head) {
         struct waiter *w = s->wait_head;
         fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, w->lock->name, w->lock->name_len);
         waiter_remove(a->f, w);
     }
-    while (s->keys)
+    /* The lease list's order is not kept by a snapshot: the events go out in key order, the
+     * same on every replica (watch ids depend on it). */
+    size_t first_key = a->ev->n;
+    while (s->keys) {
+        struct fsm_event *e =
+            fsm_emit(a, FSM_EV_KEY_DELETED, s->sid, 0, 0, s->keys->key, s->keys->key_len);
+        if (e)
+            e->expired = expired;
         kv_delete(a->f, s->keys);
+    }
+    fsm_sort_events_by_name(a, first_key);
     struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
     if (e)
         e->expired = expired;

@@ -321,6 +321,18 @@ static const struct srv_cmd cmd_table[] = {
     CMD("KV.GET", 2, CMD_READ, kvGetCommand),
     CMD("KEYS", -2, CMD_READ, keysCommand),
     CMD("LOCKS", -2, CMD_READ, locksCommand),
+    CMD("XREAD", -4, CMD_READ, xreadCommand),
+    CMD("XLEN", 2, CMD_READ, xlenCommand),
+    CMD("XINFO", -2, CMD_READ, xinfoCommand),
+    CMD("XADD", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XDEL", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XTRIM", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XSETID", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XGROUP", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XREADGROUP", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XACK", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XCLAIM", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XAUTOCLAIM", -1, CMD_LOCAL, xwriteCommand),
 };
 #undef CMD
 

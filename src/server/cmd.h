@@ -8,6 +8,7 @@
  *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
  *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
  *   cmd_info.c     PING, HELLO, INFO
+ *   cmd_watch.c    XREAD, XLEN, XINFO (the event stream) and the refused stream writes
  *   cmd_conn.c     QUIT, READONLY, READWRITE, and its own table: ECHO, SELECT, DBSIZE, CLIENT,
  *                  COMMAND
  * A handler writes its reply to r->out, or sets r->async and answers later through its slot
@@ -113,5 +114,9 @@ void clusterAnnounceCommand(struct srv_req *r);
 void clusterAddCommand(struct srv_req *r);
 void clusterRemoveCommand(struct srv_req *r);
 void clusterTransferCommand(struct srv_req *r);
+void xreadCommand(struct srv_req *r);
+void xlenCommand(struct srv_req *r);
+void xinfoCommand(struct srv_req *r);
+void xwriteCommand(struct srv_req *r);
 
 #endif

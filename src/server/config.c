@@ -61,6 +61,10 @@ void srv_config_defaults(struct srv_config *c)
     c->snapshot_log_bytes = 64u << 20;
     c->lazy_ms = 1;
     c->tick_ms = 5;
+    c->event_history = 100000;
+    c->event_history_bytes = 64u << 20;
+    c->event_value_max = 4096;
+    c->event_buffer = 4u << 20;
     c->log_level = LOG_INFO;
 }
 
@@ -146,6 +150,15 @@ void srv_config_usage(FILE *f)
           "  --tick-ms MS            the leader's timer tick: how late past its deadline a\n"
           "                          lease expiry, WAIT timeout or lock-delay end is proposed\n"
           "                          at most (default 5)\n"
+          "  --event-history N       events kept in memory for XREAD (default 100000); an older\n"
+          "                          id gets -COMPACTED\n"
+          "  --event-history-bytes BYTES\n"
+          "                          memory those events may take (default 67108864)\n"
+          "  --event-value-max BYTES a PUT's value longer than this is streamed as value_len\n"
+          "                          only (default 4096)\n"
+          "  --event-buffer BYTES    unread XREAD reply bytes a connection may hold: one reply\n"
+          "                          stops at it, a reader past it gets -SLOWREADER and is\n"
+          "                          closed (default 4194304)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
           "  --help                  this text\n",
           f);
@@ -294,6 +307,10 @@ static const struct num_flag num_flags[] = {
     NF("--snapshot-log-bytes", snapshot_log_bytes, 0, 0, 1ull << 40),
     NF("--lazy-ms", lazy_ms, 2, 0, 1000),
     NF("--tick-ms", tick_ms, 2, 1, 60000),
+    NF("--event-history", event_history, 1, 1, 100000000),
+    NF("--event-history-bytes", event_history_bytes, 1, 4096, 1ull << 40),
+    NF("--event-value-max", event_value_max, 1, 0, FSM_MAX_VALUE),
+    NF("--event-buffer", event_buffer, 1, 1024, 1ull << 40),
 };
 
 static int set_num(struct srv_config *c, const struct num_flag *f, const char *v)

@@ -52,6 +52,11 @@ static size_t conn_out_bytes(const struct srv_conn *c)
     return c->out.len + c->wbuf.len + c->held_bytes;
 }
 
+size_t srv_conn_unread(const struct srv_conn *c)
+{
+    return conn_out_bytes(c);
+}
+
 /* Keep srv.input_bytes equal to the sum of the connections' input buffer capacities. */
 static void input_account(struct srv_conn *c)
 {
@@ -435,6 +440,12 @@ void srv_slot_done(struct srv_slot *slot)
     } else {
         conn_output_check(c); /* a reply held behind an unfinished request counts too */
     }
+}
+
+void srv_conn_close_after_write(struct srv_conn *c)
+{
+    c->close_after_write = true;
+    update_reading(c);
 }
 
 static void protocol_error(struct srv_conn *c, const char *msg)

@@ -29,6 +29,8 @@ struct srv_metrics {
     uint64_t idle_closes;
     /* client accept() failures, clients refused near the fd limit; when one was last logged */
     uint64_t accept_errors, fd_limit_refusals, fd_logged_ms;
+    /* XREAD: replies served (entries in them), readers closed past --event-buffer */
+    uint64_t xreads, xread_entries, slow_reader_closes;
     struct hist lock_wait, lock_hold, commit;
 };
 

@@ -18,6 +18,29 @@ static void render_raft_rejected(struct srv *s, struct buf *out)
                    (unsigned long long)rn_raft_rejected(s->rn, r));
 }
 
+/* The event stream (XREAD): its history and its readers. */
+static void render_watch(struct srv *s, struct buf *out)
+{
+    const struct srv_metrics *m = &s->m;
+    metric_render(out, "fencelock_events_retained", "gauge",
+                  "Events in the XREAD history (--event-history).", (double)s->watch.n);
+    metric_render(out, "fencelock_events_retained_bytes", "gauge",
+                  "Memory the XREAD history takes (--event-history-bytes).",
+                  (double)s->watch.bytes);
+    metric_render(out, "fencelock_events_dropped_total", "counter",
+                  "Events evicted from the XREAD history (or lost to memory).",
+                  (double)s->watch.dropped);
+    metric_render(out, "fencelock_xread_blocked", "gauge", "XREAD ... BLOCK requests parked.",
+                  (double)s->n_watchers);
+    metric_render(out, "fencelock_xread_replies_total", "counter",
+                  "XREAD replies that carried entries.", (double)m->xreads);
+    metric_render(out, "fencelock_xread_entries_total", "counter", "Entries sent in XREAD replies.",
+                  (double)m->xread_entries);
+    metric_render(out, "fencelock_slow_reader_closes_total", "counter",
+                  "XREAD readers closed with -SLOWREADER past --event-buffer.",
+                  (double)m->slow_reader_closes);
+}
+
 void srv_render_metrics(struct srv *s, struct buf *out)
 {
     struct fsm_stats st;
@@ -87,6 +110,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));
+    render_watch(s, out);
     srv_quota_render(s, out);
     metric_render(out, "fencelock_input_buffer_bytes", "gauge",
                   "Bytes allocated for all client connections' input buffers.",

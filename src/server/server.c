@@ -58,6 +58,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->log.id = (int)cfg->id;
     s->role = RN_UNAVAILABLE;
     lease_init(&s->lease, cfg->checkpoint_min_ttl);
+    watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
     if (mkdir_p(cfg->data_dir)) {
         LOGE(&s->log, "cannot create data directory %s", cfg->data_dir);
         return -1;
@@ -157,6 +158,7 @@ void srv_stop(struct srv *s)
     srv_members_stop(s);
     srv_fail_parked(s, RN_ERR);
     srv_fail_waiting_reads(s, RN_ERR);
+    srv_watch_fail(s, RN_ERR, true);
     uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
@@ -171,6 +173,7 @@ void srv_free(struct srv *s)
     lease_free(&s->lease);
     srv_holds_free(s);
     map_free(&s->parked, NULL);
+    watch_free(&s->watch);
     buf_free(&s->scratch);
     srv_free_slots(s);
     fsm_free(s->fsm);

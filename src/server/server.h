@@ -35,6 +35,7 @@
 #include "server/http.h"
 #include "server/lease.h"
 #include "server/metrics.h"
+#include "server/watch.h"
 
 #define FENCELOCK_VERSION "0.1.0"
 
@@ -69,6 +70,9 @@ struct srv_config {
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
     uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
     unsigned tick_ms;
+    /* XREAD (cmd_watch.c): the event history's bounds, the longest value it keeps, and the
+     * unread reply bytes a reader may hold */
+    size_t event_history, event_history_bytes, event_value_max, event_buffer;
     enum log_level log_level;
 };
 
@@ -132,7 +136,8 @@ struct srv_conn {
     size_t in_counted;    /* in.cap as counted in srv.input_bytes */
     int proto;
     bool writing, closing, close_after_write, reading, processing;
-    bool stale_reads; /* READONLY: reads from local state, no barrier */
+    bool stale_reads;           /* READONLY: reads from local state, no barrier */
+    struct watch_id watch_sent; /* the highest event id an XREAD reply on it carried */
     uint64_t id;
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
@@ -176,9 +181,14 @@ struct srv {
     struct srv_read_list reads_waiting, reads_inflight;
     bool barrier_inflight;
     uv_idle_t reads_issue;
-    struct lease lease; /* deadline tables and rules (timers.c drives it) */
-    struct map holds;   /* name -> monotonic grant time (the hold histogram) */
-    struct map parked;  /* name+sid -> parked LOCK slots (parked.c) */
+    struct lease lease;           /* deadline tables and rules (timers.c drives it) */
+    struct map holds;             /* name -> monotonic grant time (the hold histogram) */
+    struct map parked;            /* name+sid -> parked LOCK slots (parked.c) */
+    struct watch watch;           /* the event history XREAD reads (cmd_watch.c) */
+    struct srv_watcher *watchers; /* XREAD ... BLOCK requests parked until an event */
+    size_t n_watchers;
+    uint64_t watch_sweep_ms; /* when parked XREADs were last swept for orphans */
+    uint64_t watch_next_due; /* the earliest BLOCK deadline among them (UINT64_MAX: none) */
     struct srv_metrics m;
     struct srv_quota quota_pending; /* reserved by proposals in flight (quota.c) */
     struct buf scratch;
@@ -208,6 +218,10 @@ void srv_free(struct srv *s);
 /* conn.c */
 int srv_listen(struct srv *s);
 void srv_conn_close(struct srv_conn *c);
+/* Reply bytes the connection holds that its client has not read yet. */
+size_t srv_conn_unread(const struct srv_conn *c);
+/* Send what is queued, then close (a final error was queued last). */
+void srv_conn_close_after_write(struct srv_conn *c);
 void srv_close_all_conns(struct srv *s);
 void srv_slot_done(struct srv_slot *slot);
 /* The one legal way to change a slot's state (asserts the move; header comment). */
@@ -258,6 +272,15 @@ void srv_wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t s
 /* Answer every parked request with the error for `status` (step-down, shutdown). */
 void srv_fail_parked(struct srv *s, int status);
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
+
+/* cmd_watch.c: XREAD ... BLOCK requests parked until a matching event or their timeout */
+/* After an apply added events: answer the parked XREADs they match. */
+void srv_watch_wake(struct srv *s);
+/* The tick: answer timed-out parked XREADs with nil, free the orphaned ones. */
+void srv_watch_tick(struct srv *s, uint64_t now);
+/* Answer parked XREADs with the error for `status`: all (shutdown), or only those that are
+ * not READONLY (step-down: they resume by id on the new leader). */
+void srv_watch_fail(struct srv *s, int status, bool all);
 
 /* reads.c: linearizable reads behind shared barriers */
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);

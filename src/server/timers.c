@@ -155,6 +155,10 @@ void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm
     srv_check_deposed(s);
     for (size_t i = 0; i < ev->n; i++)
         on_event(s, &ev->ev[i]);
+    if (ev->n || ev->lost) {
+        watch_add(&s->watch, fsm_revision(s->fsm), ev);
+        srv_watch_wake(s);
+    }
 }
 
 /* Deriving the tables from the FSM: `ensure` adds only what is missing (after an allocation
@@ -197,6 +201,7 @@ void srv_hook_restored(void *arg)
     struct srv *s = arg;
     lease_clear(&s->lease);
     map_free(&s->holds, free_val);
+    watch_forget(&s->watch, fsm_revision(s->fsm)); /* the events up to it are not known */
     derive_tables(s, srv_now_ms());
 }
 
@@ -304,6 +309,7 @@ void srv_tick(struct srv *s)
     rn_tick(s->rn);
     srv_members_tick(s);
     uint64_t now = srv_now_ms();
+    srv_watch_tick(s, now);
     if (lease_damaged(&s->lease))
         repair_lease(s, now);
     if (!srv_ready(s))

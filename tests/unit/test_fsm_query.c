@@ -43,6 +43,43 @@ TEST_F(fsm_fx, events_are_emitted_for_each_transition)
     CHECK(ev_is(1, FSM_EV_SESSION_ENDED, c, NULL) && !EV.ev[1].expired);
 }
 
+static int ev_value_is(size_t i, const char *v)
+{
+    return i < EV.n && EV.ev[i].value.len == strlen(v) && !memcmp(EV.ev[i].value.p, v, strlen(v));
+}
+
+TEST_F(fsm_fx, key_events_tell_put_del_and_lease_end)
+{
+    struct fsm *f = fx->f;
+    uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
+    CHECK(token_of(apply_put(f, "k", "v1", 0)) == fsm_revision(f));
+    CHECK(EV.n == 1 && ev_is(0, FSM_EV_KEY_PUT, 0, "k") && ev_value_is(0, "v1"));
+    CHECK(apply_put(f, "k", "", a).kind == FSM_REPLY_INT);
+    CHECK(EV.n == 1 && ev_is(0, FSM_EV_KEY_PUT, a, "k") && ev_value_is(0, ""));
+    CHECK(apply_del(f, "k").kind == FSM_REPLY_INT);
+    CHECK(EV.n == 1 && ev_is(0, FSM_EV_KEY_DELETED, 0, "k"));
+    CHECK(apply_del(f, "k").kind == FSM_REPLY_INT && EV.n == 0); /* absent: no change */
+    CHECK(apply_put(f, "x", "1", a).kind == FSM_REPLY_INT);
+    CHECK(apply_put(f, "y", "2", b).kind == FSM_REPLY_INT);
+    CHECK(apply_close(f, a).kind == FSM_REPLY_OK);
+    CHECK(EV.n == 2 && ev_is(0, FSM_EV_KEY_DELETED, a, "x") && !EV.ev[0].expired);
+    CHECK(apply_expire(f, b).kind == FSM_REPLY_OK);
+    CHECK(EV.n == 2 && ev_is(0, FSM_EV_KEY_DELETED, b, "y") && EV.ev[0].expired);
+    CHECK(ev_is(1, FSM_EV_SESSION_ENDED, b, NULL) && EV.ev[1].expired && !EV.lost);
+}
+
+TEST_F(fsm_fx, a_release_says_whether_its_holder_expired)
+{
+    struct fsm *f = fx->f;
+    uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
+    CHECK(token_of(apply_lock(f, "L", a, 0)) && token_of(apply_lock(f, "M", b, 0)));
+    CHECK(apply_unlock(f, "L", a).kind == FSM_REPLY_OK);
+    CHECK(ev_is(0, FSM_EV_RELEASED, a, "L") && !EV.ev[0].expired);
+    CHECK(apply_close(f, a).kind == FSM_REPLY_OK && !has_event(FSM_EV_RELEASED, a));
+    CHECK(apply_expire(f, b).kind == FSM_REPLY_OK);
+    CHECK(ev_is(0, FSM_EV_RELEASED, b, "M") && EV.ev[0].expired);
+}
+
 TEST_F(fsm_fx, event_names_stay_valid_when_the_caller_does_not_reset)
 {
     struct fsm *f = fx->f;
@@ -188,6 +225,8 @@ int main(void)
 {
     RUN_F(fsm_fx, data_bytes_count_keys_values_names_and_records_and_survive_restore);
     RUN_F(fsm_fx, events_are_emitted_for_each_transition);
+    RUN_F(fsm_fx, key_events_tell_put_del_and_lease_end);
+    RUN_F(fsm_fx, a_release_says_whether_its_holder_expired);
     RUN_F(fsm_fx, event_names_stay_valid_when_the_caller_does_not_reset);
     RUN_F(fsm_fx, queries_report_sessions_waiters_and_delays);
     RUN_F(fsm_fx, locks_list_honours_prefix_limit_order_and_reports_state);

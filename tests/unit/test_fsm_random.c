@@ -707,7 +707,8 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
                        uint64_t *released_by)
 {
     bool named_lock = ev->type != FSM_EV_SESSION_OPENED && ev->type != FSM_EV_SESSION_ENDED &&
-                      ev->type != FSM_EV_FENCE_REJECTED; /* a fence may name any lock */
+                      ev->type != FSM_EV_FENCE_REJECTED && /* a fence may name any lock */
+                      ev->type != FSM_EV_KEY_PUT && ev->type != FSM_EV_KEY_DELETED;
     int li = named_lock ? lock_idx(ev->name) : 0;
     MCHECK(li >= 0);
     struct mlock *l = &M.locks[li];
@@ -763,6 +764,13 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     }
     case FSM_EV_FENCE_REJECTED:
         MCHECK(c->has_fence && ev->token == c->fence_token);
+        break;
+    case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
+        MCHECK(c->op == FSM_OP_PUT && key_idx(ev->name) >= 0);
+        break;
+    case FSM_EV_KEY_DELETED: /* DEL (sid 0), or the end of the key's lease session */
+        MCHECK(key_idx(ev->name) >= 0);
+        MCHECK(ev->sid ? M.keys[key_idx(ev->name)].lease == ev->sid : c->op == FSM_OP_DEL);
         break;
     default:
         MCHECK(0);

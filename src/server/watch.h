@@ -1,0 +1,105 @@
+/*
+ * watch — the event history behind XREAD (cmd_watch.c): a bounded ring of the FSM's events in
+ * log order, each with a stream id "<rev>-<n>" (rev: the revision the command that produced it
+ * ended at, n: its place among that command's events), plus the id parser, the stream-name
+ * parser (fencelock:events, fencelock:events:<prefix>) and the rendering of one entry in
+ * Redis's stream-entry shape. Pure: no clock, no I/O, no server state; unit-tested alone.
+ *
+ * Owns (struct watch): every entry (one malloc each: the record, its name, and its value when
+ * that is at most value_max bytes; a longer value keeps only its length). Entries handed out by
+ * watch_at are borrowed, valid until the next watch_add / watch_forget / watch_free.
+ *
+ * Invariants:
+ *   - ids strictly increase from the oldest entry to the newest; `last` is the newest id ever
+ *     assigned (also when the entry was dropped);
+ *   - `floor`: every event with id <= floor may be gone (evicted by the count or byte bound,
+ *     lost to an allocation failure, or from before a snapshot this node restored); every
+ *     event with id > floor is in the ring. So reading after an id >= floor is gap-free, and
+ *     after an id < floor is refused (-COMPACTED), never answered with a silent gap;
+ *   - n <= max_n and bytes <= max_bytes after every call.
+ *
+ * Event kinds are one table (watch.c `kinds`): the wire name, which fields an entry carries, and
+ * which FSM event (and flag) produces it. A new primitive's events are a new FSM event type and
+ * a row there, nothing else.
+ */
+#ifndef FENCELOCK_WATCH_H
+#define FENCELOCK_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "fsm/fsm.h"
+
+/* The stream names. A prefix stream is WATCH_STREAM ":" prefix. */
+#define WATCH_STREAM "fencelock:events"
+
+struct watch_id {
+    uint64_t rev, n;
+};
+
+struct watch_entry {
+    struct watch_id id;
+    uint8_t kind; /* index into watch.c's kinds table */
+    bool value_kept;
+    uint64_t sid, token, ms;
+    uint32_t name_len, value_len;
+    char data[]; /* name, then the value when value_kept */
+};
+
+struct watch {
+    struct watch_entry **ring;
+    size_t cap, head, n; /* ring[head] is the oldest of n entries */
+    size_t bytes;        /* what the entries take, counted against max_bytes */
+    size_t max_n, max_bytes, value_max;
+    struct watch_id last, floor;
+    uint64_t dropped; /* entries evicted or lost (a metric) */
+};
+
+void watch_init(struct watch *w, size_t max_n, size_t max_bytes, size_t value_max);
+void watch_free(struct watch *w);
+
+/* Record the events of one applied command that ended at revision `rev`. Events that do not
+ * change state (a rejected fence) are skipped. If one cannot be stored (out of memory), or
+ * the FSM lost one (ev->lost), the floor moves past it: readers get -COMPACTED, not a gap. */
+void watch_add(struct watch *w, uint64_t rev, const struct fsm_events *ev);
+
+/* The state was replaced by a snapshot at revision `rev`: nothing before it is known. Drops
+ * the ring and moves the floor (and `last`, if behind) to the end of revision `rev`. */
+void watch_forget(struct watch *w, uint64_t rev);
+
+/* The id as Redis writes it, "<rev>-<n>", NUL-terminated; returns its length. */
+#define WATCH_ID_BUF 42
+int watch_id_format(struct watch_id id, char *out);
+/* "<rev>-<n>" or "<rev>" (n = 0, as Redis reads an XREAD id); 0 or -1. "$" is the caller's. */
+int watch_id_parse(const char *p, size_t len, struct watch_id *id);
+int watch_id_cmp(struct watch_id a, struct watch_id b);
+
+/* A stream name: 0, with `all` set for WATCH_STREAM itself and the prefix (borrowing `p`) of a
+ * prefix stream; -1 if it is not one of ours. */
+int watch_stream_parse(const char *p, size_t len, bool *all, const char **prefix, size_t *plen);
+
+/* Reading after `after` is gap-free (0), or the history it needs is gone (-1). The id 0-0
+ * means "from the oldest retained" and is always allowed. */
+int watch_check(const struct watch *w, struct watch_id after);
+/* The oldest id a reader can still get: the oldest entry's, or the first id after the floor
+ * when the ring is empty. */
+struct watch_id watch_oldest(const struct watch *w);
+
+/* Position (0 = oldest) of the first entry with id > after; n if none. O(log n). */
+size_t watch_after(const struct watch *w, struct watch_id after);
+/* Entry at position i (0 = oldest), i < n. Borrowed. */
+const struct watch_entry *watch_at(const struct watch *w, size_t i);
+
+/* Whether an entry belongs to a stream: every entry for the whole stream, entries whose name
+ * starts with the prefix for a prefix stream (session events have no name). */
+bool watch_match(const struct watch_entry *e, bool all, const char *prefix, size_t plen);
+
+/* Append the entry as Redis writes a stream entry: [id, [field, value, ...]]. */
+void watch_render(struct buf *out, const struct watch_entry *e);
+
+/* The kind's wire name ("put", "grant", ...), for tests and logs. */
+const char *watch_kind_name(uint8_t kind);
+
+#endif

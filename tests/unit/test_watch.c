@@ -1,0 +1,277 @@
+/*
+ * test_watch — the event history behind XREAD (src/server/watch.c): ids, stream names, the
+ * ring's bounds and floor (-COMPACTED instead of a gap), prefix filters and the entry shape.
+ * Events come from the real FSM where their content matters (fsm_fixture.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm_fixture.h"
+#include "server/watch.h"
+
+/* One FSM event of `type` with a name; `ms` and `expired` as given. */
+static struct fsm_events one_event(uint8_t type, const char *name, uint64_t sid, bool expired)
+{
+    static struct fsm_event e;
+    memset(&e, 0, sizeof(e));
+    e.type = type;
+    e.sid = sid;
+    e.expired = expired;
+    e.name.p = name ? name : "";
+    e.name.len = name ? (uint32_t)strlen(name) : 0;
+    struct fsm_events ev = {.ev = &e, .n = 1, .cap = 1};
+    return ev;
+}
+
+static void add_put(struct watch *w, uint64_t rev, const char *key, const char *val)
+{
+    struct fsm_events ev = one_event(FSM_EV_KEY_PUT, key, 0, false);
+    ev.ev[0].value.p = val;
+    ev.ev[0].value.len = (uint32_t)strlen(val);
+    watch_add(w, rev, &ev);
+}
+
+/* Every test's ring (and the FSM fixture for the end-to-end one): torn down even when a CHECK
+ * returns early. A test sets the bounds it needs with watch_init on `w`. */
+struct wfx {
+    struct fsm_fx fsm;
+    struct watch w;
+};
+
+static int wfx_setup(struct wfx *fx)
+{
+    watch_init(&fx->w, 100, 1 << 20, 64);
+    return fsm_fx_setup(&fx->fsm);
+}
+
+static void wfx_teardown(struct wfx *fx)
+{
+    watch_free(&fx->w);
+    fsm_fx_teardown(&fx->fsm);
+}
+
+static int id_is(struct watch_id id, uint64_t rev, uint64_t n)
+{
+    return id.rev == rev && id.n == n;
+}
+
+TEST(ids_parse_like_redis_and_format_back)
+{
+    struct watch_id id;
+    CHECK(watch_id_parse("12-3", 4, &id) == 0 && id_is(id, 12, 3));
+    CHECK(watch_id_parse("12", 2, &id) == 0 && id_is(id, 12, 0)); /* as XREAD reads "12" */
+    CHECK(watch_id_parse("0", 1, &id) == 0 && id_is(id, 0, 0));
+    CHECK(watch_id_parse("18446744073709551615-18446744073709551615", 41, &id) == 0);
+    CHECK(id_is(id, UINT64_MAX, UINT64_MAX));
+    char out[WATCH_ID_BUF];
+    CHECK(watch_id_format(id, out) == 41 &&
+          strcmp(out, "18446744073709551615-18446744073709551615") == 0);
+    const char *bad[] = {"",      "-", "1-", "-1", "a",  "1-a",
+                         "1-2-3", "+", "$",  " 1", "1 ", "18446744073709551616"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        CHECK(watch_id_parse(bad[i], strlen(bad[i]), &id) == -1);
+    CHECK(watch_id_cmp((struct watch_id){1, 9}, (struct watch_id){2, 0}) < 0);
+    CHECK(watch_id_cmp((struct watch_id){2, 1}, (struct watch_id){2, 0}) > 0);
+}
+
+TEST(stream_names_are_the_whole_stream_or_a_prefix)
+{
+    bool all;
+    const char *p;
+    size_t n;
+    CHECK(watch_stream_parse("fencelock:events", 16, &all, &p, &n) == 0 && all && n == 0);
+    CHECK(watch_stream_parse("fencelock:events:app/", 21, &all, &p, &n) == 0 && !all);
+    CHECK(n == 4 && memcmp(p, "app/", 4) == 0);
+    CHECK(watch_stream_parse("fencelock:events:", 17, &all, &p, &n) == 0 && !all && n == 0);
+    CHECK(watch_stream_parse("fencelock:eventsx", 17, &all, &p, &n) == -1);
+    CHECK(watch_stream_parse("mystream", 8, &all, &p, &n) == -1);
+    CHECK(watch_stream_parse("fencelock:event", 15, &all, &p, &n) == -1);
+}
+
+TEST_F(wfx, events_of_one_command_share_its_revision_in_order)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    struct fsm_event e[3] = {
+        {.type = FSM_EV_RELEASED, .sid = 4, .token = 7, .name = {"L", 1}},
+        {.type = FSM_EV_GRANTED, .sid = 5, .token = 9, .name = {"L", 1}},
+        {.type = FSM_EV_FENCE_REJECTED, .name = {"L", 1}}, /* changes nothing: not streamed */
+    };
+    struct fsm_events ev = {.ev = e, .n = 3, .cap = 3};
+    watch_add(w, 9, &ev);
+    add_put(w, 10, "k", "v");
+    CHECK_EQ_U64(w->n, 3);
+    CHECK(id_is(watch_at(w, 0)->id, 9, 0) && id_is(watch_at(w, 1)->id, 9, 1));
+    CHECK(id_is(watch_at(w, 2)->id, 10, 0) && id_is(w->last, 10, 0));
+    CHECK(strcmp(watch_kind_name(watch_at(w, 0)->kind), "release") == 0);
+    CHECK(strcmp(watch_kind_name(watch_at(w, 1)->kind), "grant") == 0);
+    CHECK_EQ_U64(watch_after(w, (struct watch_id){0, 0}), 0);
+    CHECK_EQ_U64(watch_after(w, (struct watch_id){9, 0}), 1);
+    CHECK_EQ_U64(watch_after(w, (struct watch_id){9, 5}), 2);
+    CHECK_EQ_U64(watch_after(w, (struct watch_id){10, 0}), 3);
+}
+
+TEST_F(wfx, flags_choose_the_kind_release_or_expire_del_or_expire_key)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    struct fsm_events ev = one_event(FSM_EV_RELEASED, "L", 3, true);
+    watch_add(w, 1, &ev);
+    ev = one_event(FSM_EV_KEY_DELETED, "k", 0, false);
+    watch_add(w, 2, &ev);
+    ev = one_event(FSM_EV_KEY_DELETED, "k", 3, true);
+    watch_add(w, 3, &ev);
+    ev = one_event(FSM_EV_SESSION_ENDED, NULL, 3, true);
+    watch_add(w, 3, &ev);
+    const char *want[] = {"expire", "del", "expire-key", "session-end"};
+    CHECK_EQ_U64(w->n, 4);
+    for (size_t i = 0; i < 4; i++)
+        CHECK(strcmp(watch_kind_name(watch_at(w, i)->kind), want[i]) == 0);
+    CHECK(id_is(watch_at(w, 3)->id, 3, 1));
+}
+
+TEST_F(wfx, the_count_bound_evicts_the_oldest_and_moves_the_floor)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 3, 1 << 20, 64);
+    for (uint64_t r = 1; r <= 5; r++)
+        add_put(w, r, "k", "v");
+    CHECK_EQ_U64(w->n, 3);
+    CHECK(id_is(watch_oldest(w), 3, 0) && id_is(w->floor, 2, 0));
+    CHECK(watch_check(w, (struct watch_id){2, 0}) == 0);  /* saw 2-0: 3-0 on are all here */
+    CHECK(watch_check(w, (struct watch_id){1, 0}) == -1); /* 2-0 is gone */
+    CHECK(watch_check(w, (struct watch_id){0, 0}) == 0);  /* "0": from the oldest retained */
+    CHECK(watch_check(w, (struct watch_id){9, 0}) == 0);  /* the future is never compacted */
+    CHECK_EQ_U64(w->dropped, 2);
+}
+
+TEST_F(wfx, the_byte_bound_holds_and_long_values_keep_only_their_length)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 1000, 4096, 8);
+    char big[100];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    add_put(w, 1, "k", big);
+    CHECK(w->n == 1 && !watch_at(w, 0)->value_kept && watch_at(w, 0)->value_len == 99);
+    for (uint64_t r = 2; r < 200; r++)
+        add_put(w, r, "key", "12345678");
+    CHECK(w->bytes <= 4096 && w->n > 10 && w->n < 200);
+    CHECK(watch_at(w, 0)->value_kept);
+    CHECK(watch_check(w, w->floor) == 0 && watch_id_cmp(watch_oldest(w), w->floor) > 0);
+}
+
+TEST_F(wfx, a_restored_snapshot_forgets_everything_up_to_its_revision)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    add_put(w, 4, "k", "v");
+    watch_forget(w, 20);
+    CHECK(w->n == 0 && id_is(w->floor, 20, UINT64_MAX) && id_is(w->last, 20, UINT64_MAX));
+    CHECK(id_is(watch_oldest(w), 21, 0));
+    CHECK(watch_check(w, (struct watch_id){20, 3}) == -1); /* more of 20 may have been */
+    CHECK(watch_check(w, (struct watch_id){4, 0}) == -1);
+    add_put(w, 21, "k", "v");
+    CHECK(w->n == 1 && id_is(watch_at(w, 0)->id, 21, 0));
+    CHECK(watch_check(w, (struct watch_id){21, 0}) == 0);
+}
+
+TEST_F(wfx, an_event_the_fsm_lost_becomes_a_floor_not_a_gap)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    add_put(w, 1, "a", "v");
+    struct fsm_events ev = one_event(FSM_EV_KEY_PUT, "b", 0, false);
+    ev.lost = true;
+    watch_add(w, 2, &ev);
+    CHECK(w->n == 0 && watch_check(w, (struct watch_id){1, 0}) == -1);
+    add_put(w, 3, "c", "v");
+    CHECK(w->n == 1 && id_is(watch_at(w, 0)->id, 3, 0));
+}
+
+TEST_F(wfx, a_prefix_stream_sees_exactly_the_named_events_under_it)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    add_put(w, 1, "app/x", "v");
+    add_put(w, 2, "ap", "v");
+    add_put(w, 3, "other", "v");
+    struct fsm_events ev = one_event(FSM_EV_SESSION_OPENED, NULL, 4, false);
+    watch_add(w, 4, &ev);
+    ev = one_event(FSM_EV_GRANTED, "app/lock", 4, false);
+    watch_add(w, 5, &ev);
+    size_t n_app = 0, n_all = 0, n_empty = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        n_app += watch_match(watch_at(w, i), false, "app/", 4);
+        n_all += watch_match(watch_at(w, i), true, NULL, 0);
+        n_empty += watch_match(watch_at(w, i), false, "", 0);
+    }
+    CHECK(n_app == 2 && n_all == 5 && n_empty == 4); /* sessions have no name */
+}
+
+TEST_F(wfx, an_entry_renders_as_a_redis_stream_entry)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 2);
+    add_put(w, 7, "k", "hi");
+    add_put(w, 8, "k", "long");
+    struct fsm_events ev = one_event(FSM_EV_GRANTED, "L", 5, false);
+    ev.ev[0].token = 9;
+    watch_add(w, 9, &ev);
+    struct buf b;
+    buf_init(&b);
+    watch_render(&b, watch_at(w, 0));
+    const char *put =
+        "*2\r\n$3\r\n7-0\r\n*8\r\n$4\r\ntype\r\n$3\r\nput\r\n$4\r\nname\r\n$1\r\nk\r\n"
+        "$5\r\nvalue\r\n$2\r\nhi\r\n$7\r\nmod_rev\r\n$1\r\n7\r\n";
+    CHECK(b.len == strlen(put) && memcmp(b.p, put, b.len) == 0);
+    buf_reset(&b);
+    watch_render(&b, watch_at(w, 1));
+    CHECK(strstr(b.p, "$9\r\nvalue_len\r\n$1\r\n4\r\n") != NULL);
+    buf_reset(&b);
+    watch_render(&b, watch_at(w, 2));
+    const char *grant = "*2\r\n$3\r\n9-0\r\n*8\r\n$4\r\ntype\r\n$5\r\ngrant\r\n$4\r\nname\r\n"
+                        "$1\r\nL\r\n$5\r\ntoken\r\n$1\r\n9\r\n$3\r\nsid\r\n$1\r\n5\r\n";
+    CHECK(b.len == strlen(grant) && memcmp(b.p, grant, b.len) == 0);
+    buf_free(&b);
+}
+
+/* The FSM's own events, end to end: a session with a leased key and a lock expires. */
+TEST_F(wfx, fsm_events_become_stream_entries_in_log_order)
+{
+    struct fsm *f = fx->fsm.f;
+    struct watch *w = &fx->w;
+    uint64_t a = open_session(f, 1000, 0);
+    watch_add(w, fsm_revision(f), &EV);
+    CHECK(token_of(apply_lock(f, "L", a, 0)));
+    watch_add(w, fsm_revision(f), &EV);
+    CHECK(apply_put(f, "kb", "2", a).kind == FSM_REPLY_INT);
+    watch_add(w, fsm_revision(f), &EV);
+    CHECK(apply_put(f, "ka", "1", a).kind == FSM_REPLY_INT);
+    watch_add(w, fsm_revision(f), &EV);
+    CHECK(apply_expire(f, a).kind == FSM_REPLY_OK);
+    watch_add(w, fsm_revision(f), &EV);
+    const char *want[] = {"session-open", "grant",      "put",        "put",
+                          "expire",       "expire-key", "expire-key", "session-end"};
+    CHECK_EQ_U64(w->n, 8);
+    for (size_t i = 0; i < 8; i++)
+        CHECK(strcmp(watch_kind_name(watch_at(w, i)->kind), want[i]) == 0);
+    CHECK(memcmp(watch_at(w, 5)->data, "ka", 2) == 0); /* key order, on every replica */
+    CHECK(id_is(watch_at(w, 7)->id, fsm_revision(f), 3));
+}
+
+int main(void)
+{
+    RUN(ids_parse_like_redis_and_format_back);
+    RUN(stream_names_are_the_whole_stream_or_a_prefix);
+    RUN_F(wfx, events_of_one_command_share_its_revision_in_order);
+    RUN_F(wfx, flags_choose_the_kind_release_or_expire_del_or_expire_key);
+    RUN_F(wfx, the_count_bound_evicts_the_oldest_and_moves_the_floor);
+    RUN_F(wfx, the_byte_bound_holds_and_long_values_keep_only_their_length);
+    RUN_F(wfx, a_restored_snapshot_forgets_everything_up_to_its_revision);
+    RUN_F(wfx, an_event_the_fsm_lost_becomes_a_floor_not_a_gap);
+    RUN_F(wfx, a_prefix_stream_sees_exactly_the_named_events_under_it);
+    RUN_F(wfx, an_entry_renders_as_a_redis_stream_entry);
+    RUN_F(wfx, fsm_events_become_stream_entries_in_log_order);
+    TEST_MAIN_END();
+}
