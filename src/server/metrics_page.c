@@ -84,6 +84,9 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->input_total_closes);
     metric_render(out, "fencelock_idle_closes_total", "counter",
                   "Client connections closed by --idle-timeout.", (double)m->idle_closes);
+    metric_render(out, "fencelock_cross_protocol_closes_total", "counter",
+                  "Client connections closed for sending an HTTP request (POST, Host:).",
+                  (double)m->cross_protocol_closes);
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));
