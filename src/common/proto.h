@@ -25,6 +25,8 @@
 #define PROTO_TOOLARGE "TOOLARGE"   /* an argument is over its configured limit */
 #define PROTO_NOPROTO "NOPROTO"     /* HELLO asked for a protocol version we do not speak */
 #define PROTO_WRONGPASS "WRONGPASS" /* AUTH with unknown user or wrong password */
+#define PROTO_NOAUTH "NOAUTH"       /* --acl-file: the connection has not authenticated yet */
+#define PROTO_NOPERM "NOPERM"       /* the user may not run this command or name this key/lock */
 
 /* ---- addresses ---- */
 /* Longest "host:port" anywhere (member table, client endpoints, CLI, config), without the NUL.

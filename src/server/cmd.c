@@ -295,7 +295,7 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
     }
 static const struct srv_cmd cmd_table[] = {
     CMD("PING", -1, CMD_LOCAL, pingCommand),
-    CMD("HELLO", -1, CMD_LOCAL, helloCommand),
+    CMD("HELLO", -1, CMD_LOCAL | CMD_ASYNC, helloCommand),
     CMD("INFO", -1, CMD_LOCAL, infoCommand),
     CMD("QUIT", 1, CMD_LOCAL, quitCommand),
     CMD("READONLY", 1, CMD_LOCAL, readonlyCommand),
@@ -407,7 +407,7 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     c->last_cmd_ms = uv_now(s->loop);
     /* libraft has no role callback: look now, so no command is answered from a stale role. */
     srv_poll_leadership(s);
-    bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ));
+    bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ | CMD_ASYNC));
     if (c->head || async) {
         r.slot = srv_slot_append(c);
         if (!r.slot) {
@@ -419,7 +419,9 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
         r.out = &c->out;
     }
     char shown[CMD_ARG_TEXT];
-    if (!cmd) {
+    if (cmd_perm_check(&r, cmd)) {
+        /* -NOAUTH or -NOPERM written: nothing runs (cmd_perm.c) */
+    } else if (!cmd) {
         resp_w_errorf(r.out, PROTO_ERR " unknown command '%s'", cmd_arg_text(&argv[0], shown));
     } else if (!arity_ok(cmd, argc)) {
         resp_w_errorf(r.out, CMD_ERR_ARGS_S, cmd_arg_text(&argv[0], shown));

@@ -510,7 +510,7 @@ static void process_input(struct srv_conn *c)
      * barrier and show through, so it waits (unparsed) until the read is answered; reads and
      * local commands go on. Parsing also waits while the client has not read max_output_soft
      * bytes of replies. */
-    while (!c->closing && !c->close_after_write && off < c->in.len &&
+    while (!c->closing && !c->close_after_write && !c->auth_pending && off < c->in.len &&
            c->nslots < s->cfg.max_pending && conn_out_bytes(c) < s->cfg.max_output_soft) {
         size_t used = 0, argc = 0;
         struct resp_arg *argv = NULL;

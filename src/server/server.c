@@ -63,7 +63,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm)
+    if (!s->fsm || srv_auth_init(s))
         return -1;
     struct rn_config rc = {
         .id = cfg->id,
@@ -129,6 +129,7 @@ int srv_start(struct srv *s)
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
     uv_signal_start(&s->sig_term, on_signal, SIGTERM);
     uv_signal_start(&s->sig_int, on_signal, SIGINT);
+    srv_auth_start(s);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
@@ -156,6 +157,7 @@ void srv_stop(struct srv *s)
     srv_fail_waiting_reads(s, RN_ERR);
     uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
+    srv_auth_stop(s);
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, NULL);
     srv_http_stop(s->http);
@@ -169,6 +171,7 @@ void srv_free(struct srv *s)
     srv_holds_free(s);
     map_free(&s->parked, NULL);
     buf_free(&s->scratch);
+    srv_auth_free(s);
     srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;

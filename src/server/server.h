@@ -31,6 +31,7 @@
 #include "common/resp.h"
 #include "fsm/fsm.h"
 #include "raft/rn.h"
+#include "server/auth.h"
 #include "server/heap.h"
 #include "server/http.h"
 #include "server/lease.h"
@@ -70,6 +71,8 @@ struct srv_config {
     uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
     unsigned tick_ms;
     enum log_level log_level;
+    char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
+    bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
@@ -133,6 +136,10 @@ struct srv_conn {
     int proto;
     bool writing, closing, close_after_write, reading, processing;
     bool stale_reads; /* READONLY: reads from local state, no barrier */
+    /* --acl-file: the authenticated user (into srv.auth.acl; auth.h), NULL = none yet; while
+     * an AUTH is being verified nothing after it is parsed */
+    const struct acl_user *user;
+    bool auth_pending;
     uint64_t id;
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
@@ -176,9 +183,10 @@ struct srv {
     struct srv_read_list reads_waiting, reads_inflight;
     bool barrier_inflight;
     uv_idle_t reads_issue;
-    struct lease lease; /* deadline tables and rules (timers.c drives it) */
-    struct map holds;   /* name -> monotonic grant time (the hold histogram) */
-    struct map parked;  /* name+sid -> parked LOCK slots (parked.c) */
+    struct lease lease;   /* deadline tables and rules (timers.c drives it) */
+    struct srv_auth auth; /* --acl-file users, AUTH (auth.c) */
+    struct map holds;     /* name -> monotonic grant time (the hold histogram) */
+    struct map parked;    /* name+sid -> parked LOCK slots (parked.c) */
     struct srv_metrics m;
     struct srv_quota quota_pending; /* reserved by proposals in flight (quota.c) */
     struct buf scratch;
