@@ -279,3 +279,21 @@ def test_acl_redis_cli_and_redis_py_authenticate(ctx):
                        text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     assert "b'v'" in p.stdout and ("AUTHERR " + WRONGPASS) in p.stdout, p.stdout
+
+
+def test_req_must_name_the_session_the_command_acts_on(ctx):
+    c = ctx.conn()
+    a = expect_int(c.call("SESSION.OPEN", 60000))
+    b = expect_int(c.call("SESSION.OPEN", 60000))
+    expect_int(c.call("LOCK", "l", a))
+    rev = revision(c)
+    for cmd in (("PUT", "junk", "v", "LEASE", b, "REQ", a, 9223372036854775807),
+                ("LOCK", "m", b, "REQ", a, 9223372036854775807),
+                ("UNLOCK", "l", b, "REQ", a, 9223372036854775807),
+                ("SESSION.CLOSE", b, "REQ", a, 9223372036854775807)):
+        r = expect_err(c.call(*cmd), "ERR", repr(cmd))
+        assert "REQ sid %d is not the session this command acts on (%d)" % (a, b) in r.text, r
+    eq(revision(c), rev, "revision after refused REQs")
+    # A's own seqs are untouched: a low seq of A still works
+    expect_int(c.call("LOCK", "m", a, "REQ", a, 1))
+    expect_int(c.call("PUT", "k", "v", "LEASE", a, "REQ", a, 2))
