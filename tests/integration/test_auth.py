@@ -297,3 +297,35 @@ def test_req_must_name_the_session_the_command_acts_on(ctx):
     # A's own seqs are untouched: a low seq of A still works
     expect_int(c.call("LOCK", "m", a, "REQ", a, 1))
     expect_int(c.call("PUT", "k", "v", "LEASE", a, "REQ", a, 2))
+
+
+def test_acl_cli_and_libfencelock_authenticate(ctx):
+    s, _, _ = _acl_server(ctx)
+    cli = os.path.join(os.path.dirname(ctx.binary), "fencelock")
+    ep = ["--endpoints", "127.0.0.1:%d" % s.port, "--timeout", "10s"]
+    pwf = ctx.tmp("pw")
+    with open(pwf, "w") as f:
+        f.write("apppw\n")
+
+    def run(args, env=None):
+        e = dict(os.environ)
+        e.pop("FENCELOCK_USER", None)
+        e.pop("FENCELOCK_PASSWORD", None)
+        e.update(env or {})
+        return subprocess.run([cli] + ep + args, capture_output=True, text=True, timeout=30,
+                              env=e)
+
+    p = run(["--user", "app", "--password-file", pwf, "put", "app/c", "v1"])
+    eq(p.returncode, 0, p.stderr)
+    p = run(["get", "app/c"], env={"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "apppw"})
+    eq((p.returncode, p.stdout.strip()), (0, "v1"), p.stderr)
+    # a lock through the library's session, keepalive thread and pool: all authenticated
+    p = run(["--user", "app", "--password-file", pwf, "lock", "job-9", "--", "true"])
+    eq(p.returncode, 0, p.stderr)
+    p = run(["get", "app/c"], env={"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "wrong"})
+    assert p.returncode != 0 and "authentication failed" in p.stderr and WRONGPASS in p.stderr, p
+    p = run(["get", "app/c"])
+    assert p.returncode != 0 and "NOAUTH Authentication required." in p.stderr, p
+    p = run(["put", "other", "x"], env={"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "apppw"})
+    assert p.returncode != 0 and "permission denied" in p.stderr and \
+        "NOPERM user app has no permission to access key 'other'" in p.stderr, p
