@@ -57,6 +57,8 @@ typedef enum fl_err {
     FL_ESERVER,      /* any other error reply from the server (see fl_client_errmsg) */
     FL_EPROTO,       /* a reply of an unexpected shape */
     FL_ENOSPACE,     /* a server quota is full (-NOSPACE): nothing applied; free space or retry */
+    FL_EAUTH, /* the servers refused the user / password (-WRONGPASS) or want one (-NOAUTH) */
+    FL_EPERM, /* the user may not run this command or name this key / lock (-NOPERM) */
 } fl_err;
 
 const char *fl_strerror(fl_err err);
@@ -80,6 +82,11 @@ struct fl_options {
        timeout_ms only delays the error. 0 (default): retry until timeout_ms, as a client of
        a cluster whose nodes may be restarting should. The CLI uses 1500. */
     int refused_ms;
+    /* Credentials for servers started with --acl-file (docs/security.md): sent as AUTH on
+       every new connection of the pool. NULL password (default): no AUTH; NULL user with a
+       password: the user "default". Copied by fl_client_new. */
+    const char *user;
+    const char *password;
 };
 
 /* Fill with the defaults, then change what you need. In fl_client_new, a timeout <= 0 or a

@@ -2,7 +2,7 @@
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
 # Usage: scripts/deps.sh build|test|fuzz|bench
 set -euo pipefail
-pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev) # libraft-dev: below
+pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev) # libraft-dev: below
 case "${1:-build}" in
 build) ;;
 test)

@@ -112,8 +112,14 @@ int parse_limit(struct opt_iter *it, const char *s, size_t *limit)
 /* ---- options ---- */
 
 static const struct opt_spec global_specs[] = {
-    {"help", 'h', 0, G_HELP}, {"endpoints", 0, 1, G_ENDPOINTS}, {"timeout", 0, 1, G_TIMEOUT},
-    {"json", 0, 0, G_JSON},   {"version", 0, 0, G_VERSION},     {NULL, 0, 0, 0},
+    {"help", 'h', 0, G_HELP},
+    {"endpoints", 0, 1, G_ENDPOINTS},
+    {"timeout", 0, 1, G_TIMEOUT},
+    {"json", 0, 0, G_JSON},
+    {"version", 0, 0, G_VERSION},
+    {"user", 0, 1, G_USER},
+    {"password-file", 0, 1, G_PASSWORD_FILE},
+    {NULL, 0, 0, 0},
 };
 
 int opt_err(struct opt_iter *it, const char *fmt, ...)
@@ -201,6 +207,20 @@ int opt_next(struct opt_iter *it, const struct opt_spec *specs)
     return take_values(it, o, inl);
 }
 
+/* The file's first line (without its line end) into out[cap]; -1 if unreadable or empty. */
+static int read_password_file(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *got = fgets(out, (int)cap, f);
+    fclose(f);
+    if (!got)
+        return -1;
+    out[strcspn(out, "\r\n")] = '\0';
+    return out[0] ? 0 : -1;
+}
+
 int cli_global(struct cli *c, int id, struct opt_iter *it)
 {
     uint64_t ms;
@@ -218,6 +238,13 @@ int cli_global(struct cli *c, int id, struct opt_iter *it)
         return EXIT_OK;
     case G_JSON:
         c->json = 1;
+        return EXIT_OK;
+    case G_USER:
+        c->user = it->v[0];
+        return EXIT_OK;
+    case G_PASSWORD_FILE:
+        if (read_password_file(it->v[0], c->password, sizeof c->password))
+            return opt_err(it, "--password-file %s: cannot read a password from it", it->v[0]);
         return EXIT_OK;
     default:
         return opt_err(it, "option %s is not valid here", it->argv[it->i - 1]);

@@ -40,6 +40,8 @@ struct cli {
     int json;              /* --json */
     fl_client *client;     /* made lazily by cli_client() */
     int client_code;       /* when cli_client() failed: EXIT_USAGE (bad list) or EXIT_ERROR */
+    const char *user;      /* --user, else FENCELOCK_USER; NULL: "default" */
+    char password[1025];   /* --password-file's first line, else FENCELOCK_PASSWORD; "": none */
 };
 
 /* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
@@ -112,6 +114,8 @@ enum {
     G_ENDPOINTS,
     G_TIMEOUT,
     G_JSON,
+    G_USER,
+    G_PASSWORD_FILE,
     G_VERSION,
 };
 /* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK, or EXIT_USAGE with

@@ -33,6 +33,10 @@ static const char usage_main[] =
     "                            " CLI_DEFAULT_ENDPOINTS ")\n"
     "  --timeout DUR             deadline of each call to the cluster (default 5s)\n"
     "  --json                    machine-readable output\n"
+    "  --user NAME               user for servers with --acl-file (default: $FENCELOCK_USER,\n"
+    "                            else \"default\")\n"
+    "  --password-file FILE      its password: FILE's first line (default:\n"
+    "                            $FENCELOCK_PASSWORD; none: no AUTH)\n"
     "  -h, --help                help (also after any command)\n"
     "  --version                 print the version\n"
     "\n"
@@ -143,6 +147,8 @@ fl_client *cli_client_quiet(struct cli *c)
         if (opt.connect_timeout_ms <= 0 || opt.connect_timeout_ms > c->timeout_ms)
             opt.connect_timeout_ms = c->timeout_ms;
     }
+    opt.user = c->user;
+    opt.password = c->password[0] ? c->password : NULL;
     c->client = fl_client_new(c->endpoints, &opt, NULL);
     return c->client;
 }
@@ -205,6 +211,10 @@ int main(int argc, char **argv)
     c.endpoints = getenv("FENCELOCK_ENDPOINTS");
     if (c.endpoints == NULL || *c.endpoints == '\0')
         c.endpoints = CLI_DEFAULT_ENDPOINTS;
+    c.user = getenv("FENCELOCK_USER");
+    const char *pw = getenv("FENCELOCK_PASSWORD");
+    if (pw)
+        snprintf(c.password, sizeof c.password, "%s", pw);
 
     int first = 0;
     int done = parse_globals(&c, argc, argv, &first);

@@ -366,6 +366,8 @@ static void close_briefly(struct run *r, uint64_t sid)
     fl_options_init(&opt);
     opt.timeout_ms = CLOSE_BOUND_MS;
     opt.connect_timeout_ms = CLOSE_BOUND_MS / 2;
+    opt.user = r->c->user;
+    opt.password = r->c->password[0] ? r->c->password : NULL;
     fl_client *cl = fl_client_new(r->c->endpoints, &opt, NULL);
     if (cl != NULL) {
         fl_session_close_id(cl, sid);

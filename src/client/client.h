@@ -50,6 +50,7 @@ struct fl_client {
     int n_pool;
     bool members_learned; /* CLUSTER.MEMBERS merged once */
     struct cl_errslot *errs;
+    char *user, *password; /* copies of fl_options' (NULL: none); wiped when freed */
 };
 
 /* One command: arguments are borrowed for the duration of cl_call. */

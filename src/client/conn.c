@@ -51,6 +51,8 @@ void fl_options_init(struct fl_options *opt)
     opt->margin_ms = CL_DEFAULT_MARGIN_MS;
     opt->drift_ppm = CL_DEFAULT_DRIFT_PPM;
     opt->refused_ms = 0;
+    opt->user = NULL;
+    opt->password = NULL;
 }
 
 int64_t cl_deadline(const fl_client *c)
@@ -146,6 +148,17 @@ static int parse_endpoints(fl_client *c, const char *list)
     return c->n_endpoints ? 0 : -1;
 }
 
+static void cl_free_credentials(fl_client *c)
+{
+    if (c->password) {
+        memset(c->password, 0, strlen(c->password)); /* not kept in freed memory */
+        __asm__ __volatile__("" : : "r"(c->password) : "memory");
+    }
+    free(c->password);
+    free(c->user);
+    c->password = c->user = NULL;
+}
+
 fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err)
 {
     fl_err dummy;
@@ -170,10 +183,19 @@ fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl
             c->opt.drift_ppm = opt->drift_ppm;
         if (opt->refused_ms > 0)
             c->opt.refused_ms = opt->refused_ms;
+        if ((opt->user && !(c->user = strdup(opt->user))) ||
+            (opt->password && !(c->password = strdup(opt->password)))) {
+            free(c->user);
+            free(c);
+            *err = FL_ENOMEM;
+            return NULL;
+        }
     }
+    c->opt.user = c->opt.password = NULL; /* only the copies are kept */
     pthread_mutex_init(&c->mu, NULL);
     if (parse_endpoints(c, endpoints) != 0) {
         pthread_mutex_destroy(&c->mu);
+        cl_free_credentials(c);
         free(c);
         return NULL;
     }
@@ -185,6 +207,7 @@ void fl_client_free(fl_client *c)
 {
     if (!c)
         return;
+    cl_free_credentials(c);
     for (int i = 0; i < c->n_pool; i++)
         redisFree(c->pool[i].rc);
     while (c->errs) {
@@ -223,8 +246,26 @@ static struct timeval ms_tv(int64_t ms)
     return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 }
 
+/* AUTH [user] password on a new connection (the server answers within its -WRONGPASS delay,
+   at most 5 s, inside the connection's timeout). 0, or -1 with FL_EAUTH / FL_EUNAVAILABLE. */
+static int conn_auth(fl_client *c, const char *addr, redisContext *rc)
+{
+    redisReply *r = c->user ? redisCommand(rc, "AUTH %s %s", c->user, c->password)
+                            : redisCommand(rc, "AUTH %s", c->password);
+    if (!r) {
+        cl_fail(c, FL_EUNAVAILABLE, "AUTH on %s: %s", addr, rc->errstr);
+        return -1;
+    }
+    int bad = r->type == REDIS_REPLY_ERROR;
+    if (bad)
+        cl_fail(c, FL_EAUTH, "AUTH on %s: %s", addr, r->str);
+    freeReplyObject(r);
+    return bad ? -1 : 0;
+}
+
 /* *refused: the attempt failed because nothing listens there (ECONNREFUSED). */
-static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline, bool *refused)
+static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline, bool *refused,
+                                bool *auth_failed)
 {
     char host[PROTO_ADDR_BUF];
     int port;
@@ -247,12 +288,19 @@ static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline
     }
     int one = 1;
     setsockopt(rc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* a frozen server must not hold the AUTH forever (hiredis reads without a timeout) */
+    redisSetTimeout(rc, ms_tv(deadline - fl_now_ms() > 0 ? deadline - fl_now_ms() : 1));
+    if (c->password && conn_auth(c, addr, rc)) {
+        *auth_failed = true;
+        redisFree(rc);
+        return NULL;
+    }
     return rc;
 }
 
 /* Take an idle connection to addr from the pool, or open one. NULL: unreachable. */
 static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, bool *fresh,
-                              bool *refused)
+                              bool *refused, bool *auth_failed)
 {
     redisContext *rc = NULL;
     pthread_mutex_lock(&c->mu);
@@ -269,7 +317,7 @@ static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, 
     if (rc)
         redisFree(rc);
     *fresh = true;
-    return connect_to(c, addr, deadline, refused);
+    return connect_to(c, addr, deadline, refused, auth_failed);
 }
 
 static void conn_put(fl_client *c, const char *addr, redisContext *rc)
@@ -451,7 +499,12 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
     bool fresh;
     pick_target(c, addr);
     *refused = false;
-    redisContext *rc = conn_get(c, addr, deadline, &fresh, refused);
+    bool auth_failed = false;
+    redisContext *rc = conn_get(c, addr, deadline, &fresh, refused, &auth_failed);
+    if (!rc && auth_failed) { /* the credentials are wrong everywhere: retrying cannot help */
+        *err = FL_EAUTH;
+        return STEP_FAIL;
+    }
     if (!rc) {
         leader_failed(c, addr);
         *err = FL_EUNAVAILABLE;
@@ -600,7 +653,8 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r)
         {PROTO_NOSESSION, FL_ESESSION}, {PROTO_NOTHOLDER, FL_ENOTHOLDER},
         {PROTO_STALE, FL_ESTALE},       {PROTO_IFREV, FL_EIFREV},
         {PROTO_TOOLARGE, FL_ETOOLARGE}, {PROTO_UNKNOWN, FL_EUNKNOWN},
-        {PROTO_NOSPACE, FL_ENOSPACE},
+        {PROTO_NOSPACE, FL_ENOSPACE},   {PROTO_NOAUTH, FL_EAUTH},
+        {PROTO_WRONGPASS, FL_EAUTH},    {PROTO_NOPERM, FL_EPERM},
     };
     if (r->type != REDIS_REPLY_ERROR)
         return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
@@ -658,6 +712,8 @@ const char *fl_strerror(fl_err err)
         [FL_ESERVER] = "server error",
         [FL_EPROTO] = "protocol error",
         [FL_ENOSPACE] = "server quota full",
+        [FL_EAUTH] = "authentication failed",
+        [FL_EPERM] = "permission denied",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

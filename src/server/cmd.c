@@ -182,6 +182,42 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     return -1;
 }
 
+/* The session a write acts on: LOCK / UNLOCK / SESSION.CLOSE name it, PUT ... LEASE sid binds
+ * to it; 0 when the command names none (PUT without LEASE, DEL). */
+static uint64_t cmd_acting_sid(const struct fsm_cmd *cmd)
+{
+    switch (cmd->op) {
+    case FSM_OP_LOCK:
+        return cmd->lock.sid;
+    case FSM_OP_UNLOCK:
+        return cmd->unlock.sid;
+    case FSM_OP_SESSION_CLOSE:
+        return cmd->session_close.sid;
+    case FSM_OP_PUT:
+        return cmd->put.lease_sid;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * REQ sid seq must name the session the command acts on: otherwise any client could spend
+ * another session's seqs (PUT junk v REQ <A's sid> 9223372036854775807 made every later REQ
+ * of A fail as superseded). A command that names no session cannot be checked here until
+ * sessions record their owner (docs/security.md).
+ */
+static int cmd_req_names_acting_session(struct srv_req *r, const struct fsm_cmd *cmd)
+{
+    uint64_t sid = cmd_acting_sid(cmd);
+    if (sid == 0 || sid == cmd->req_sid)
+        return 0;
+    resp_w_errorf(r->out,
+                  PROTO_ERR " REQ sid %llu is not the session this command acts on (%llu): a "
+                            "request's seq belongs to the session it changes",
+                  (unsigned long long)cmd->req_sid, (unsigned long long)sid);
+    return -1;
+}
+
 int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd)
 {
     int seen = 0;
@@ -210,7 +246,7 @@ int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd 
             return -1;
         i += 1 + (size_t)opt_defs[k].nargs;
     }
-    return 0;
+    return (seen & CMD_OPT_REQ) ? cmd_req_names_acting_session(r, cmd) : 0;
 }
 
 /* ---- proposals ---- */
@@ -296,7 +332,7 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
     }
 static const struct srv_cmd cmd_table[] = {
     CMD("PING", -1, CMD_LOCAL, pingCommand),
-    CMD("HELLO", -1, CMD_LOCAL, helloCommand),
+    CMD("HELLO", -1, CMD_LOCAL | CMD_ASYNC, helloCommand),
     CMD("INFO", -1, CMD_LOCAL, infoCommand),
     CMD("QUIT", 1, CMD_LOCAL, quitCommand),
     CMD("READONLY", 1, CMD_LOCAL, readonlyCommand),
@@ -420,7 +456,7 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     c->last_cmd_ms = uv_now(s->loop);
     /* libraft has no role callback: look now, so no command is answered from a stale role. */
     srv_poll_leadership(s);
-    bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ));
+    bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ | CMD_ASYNC));
     if (c->head || async) {
         r.slot = srv_slot_append(c);
         if (!r.slot) {
@@ -432,7 +468,9 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
         r.out = &c->out;
     }
     char shown[CMD_ARG_TEXT];
-    if (!cmd) {
+    if (cmd_perm_check(&r, cmd)) {
+        /* -NOAUTH or -NOPERM written: nothing runs (cmd_perm.c) */
+    } else if (!cmd) {
         resp_w_errorf(r.out, PROTO_ERR " unknown command '%s'", cmd_arg_text(&argv[0], shown));
     } else if (!arity_ok(cmd, argc)) {
         resp_w_errorf(r.out, CMD_ERR_ARGS_S, cmd_arg_text(&argv[0], shown));

@@ -9,8 +9,9 @@
  *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
  *   cmd_info.c     PING, HELLO, INFO
  *   cmd_watch.c    XREAD, XLEN, XINFO (the event stream) and the refused stream writes
- *   cmd_conn.c     QUIT, READONLY, READWRITE, and its own table: ECHO, SELECT, DBSIZE, CLIENT,
- *                  COMMAND
+ *   cmd_conn.c     QUIT, READONLY, READWRITE, and its own table: AUTH, ECHO, SELECT, DBSIZE,
+ *                  CLIENT, COMMAND
+ *   cmd_perm.c     what each command needs of the user (--acl-file), checked by srv_dispatch
  * A handler writes its reply to r->out, or sets r->async and answers later through its slot
  * (srv_slot_done). The helpers return 0, or -1 with the error reply already written.
  */
@@ -30,8 +31,9 @@ struct srv_req {
     bool async; /* set by the handler when the reply comes later */
 };
 
-/* CMD_FRESH: a CMD_READ that goes behind a barrier even on a READONLY connection. */
-enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8 };
+/* CMD_FRESH: a CMD_READ that goes behind a barrier even on a READONLY connection.
+   CMD_ASYNC: a CMD_LOCAL that may answer later (AUTH, HELLO): it always gets a slot. */
+enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8, CMD_ASYNC = 16 };
 
 struct srv_cmd {
     const char *name;
@@ -65,9 +67,24 @@ const struct srv_cmd *srv_cmd_at(size_t i);
    looked up after cmd.c's own table. */
 extern const struct srv_cmd srv_conn_cmds[];
 extern const size_t srv_n_conn_cmds;
-/* HELLO's options after the version (AUTH default any, SETNAME name): 0, or -1 with the
-   error written (and nothing changed). */
-int srv_hello_options(struct srv_req *r);
+/* HELLO's options after the version (AUTH user password, SETNAME name), checked but not
+   applied: 0, or -1 with the error written (and nothing changed). Pointers into r->argv. */
+struct srv_hello_opts {
+    const struct resp_arg *user, *pw, *setname;
+};
+int srv_hello_options(struct srv_req *r, struct srv_hello_opts *o);
+
+/* ---- permissions (cmd_perm.c) ---- */
+/* Whether the command has a row in the permission table (every command must: test_acl.c). */
+bool cmd_perm_rule(const char *name, size_t len);
+size_t cmd_perm_count(void);
+const char *cmd_perm_name(size_t i);
+/* Before running cmd for r's connection: 0 to run it, or -1 with -NOAUTH / -NOPERM written
+   (and counted). Without --acl-file always 0. */
+int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd);
+/* KEYS / LOCKS: whether r's user may see this key / lock (true without --acl-file). */
+bool cmd_may_key(const struct srv_req *r, const char *key, size_t n);
+bool cmd_may_lock(const struct srv_req *r, const char *name, size_t n);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);

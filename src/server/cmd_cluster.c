@@ -8,7 +8,7 @@
 #include "server/cmd.h"
 
 /* Key-value pairs in a CLUSTER.INFO reply and in each CLUSTER.MEMBERS row. */
-#define CLUSTER_INFO_FIELDS 13
+#define CLUSTER_INFO_FIELDS 14
 #define MEMBER_ROW_FIELDS 5
 
 void clusterInfoCommand(struct srv_req *r)
@@ -48,6 +48,9 @@ void clusterInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, chg.index);
     resp_w_bulk_str(r->out, "change_ms");
     resp_w_uint(r->out, chg.age_ms);
+    /* --acl-file's rules hash: every node reads its own copy, so a mismatch shows here */
+    resp_w_bulk_str(r->out, "acl");
+    resp_w_bulk_str(r->out, s->auth.on ? s->auth.acl.digest : "none");
 }
 
 struct members_arg {

@@ -2,6 +2,7 @@
  * cmd_conn.c — the connection-management commands Redis clients send when they connect or
  * take a connection from a pool, answered as Redis answers them, so that redis-py, ioredis,
  * redis-cli and the like work with their ordinary settings (client names, db 0, probes):
+ *   AUTH [user] password     auth.c (without --acl-file: Redis's default user, no password)
  *   ECHO msg                 the message
  *   SELECT db                +OK for 0; like a Redis with one database otherwise
  *   DBSIZE                   keys in this node's applied state (local, not linearizable)
@@ -99,13 +100,14 @@ static int client_line(struct srv *s, struct srv_conn *c, struct buf *b)
     return buf_printf(b,
                       "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 "
                       "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=%zu argv-mem=0 obl=0 "
-                      "oll=0 omem=%zu tot-mem=%zu user=default resp=%d lib-name=%s "
+                      "oll=0 omem=%zu tot-mem=%zu user=%s resp=%d lib-name=%s "
                       "lib-ver=%s\n",
                       (unsigned long long)c->id, addr, laddr, (int)fd, c->name,
                       (unsigned long long)((now - c->created_ms) / 1000),
                       (unsigned long long)((now - c->last_cmd_ms) / 1000),
                       c->stale_reads ? "r" : "N", c->in.len, c->in.cap - c->in.len, c->out.len,
-                      c->in.cap + c->out.cap + c->wbuf.cap, c->proto, c->lib_name, c->lib_ver);
+                      c->in.cap + c->out.cap + c->wbuf.cap, c->user ? c->user->name : "default",
+                      c->proto, c->lib_name, c->lib_ver);
 }
 
 /* CLIENT INFO (this connection) or CLIENT LIST (every open one): one line each. */
@@ -243,22 +245,19 @@ static void clientCommand(struct srv_req *r)
 
 /* ---- HELLO's options ---- */
 
-/* fencelock has no users or passwords: AUTH is accepted for Redis' "default" user (as a
-   Redis whose default user has nopass accepts any password), refused for any other name. */
-int srv_hello_options(struct srv_req *r)
+/* HELLO's options after the version: AUTH user password, SETNAME name. Only checked here;
+   the caller applies them (the name only once an AUTH succeeded). */
+int srv_hello_options(struct srv_req *r, struct srv_hello_opts *o)
 {
-    const struct resp_arg *name = NULL;
+    memset(o, 0, sizeof(*o));
     for (size_t i = 2; i < r->argc; i++) {
         if (resp_arg_is(&r->argv[i], "auth") && i + 2 < r->argc) {
-            if (!resp_arg_is(&r->argv[i + 1], "default")) {
-                resp_w_error(r->out, PROTO_WRONGPASS " invalid username-password pair or user is "
-                                                     "disabled.");
-                return -1;
-            }
+            o->user = &r->argv[i + 1];
+            o->pw = &r->argv[i + 2];
             i += 2;
         } else if (resp_arg_is(&r->argv[i], "setname") && i + 1 < r->argc) {
-            name = &r->argv[++i];
-            if (!name_ok(name) || name->len >= sizeof r->c->name) {
+            o->setname = &r->argv[++i];
+            if (!name_ok(o->setname) || o->setname->len >= sizeof r->c->name) {
                 resp_w_error(r->out, PROTO_ERR " Client names cannot contain spaces, newlines or "
                                                "special characters.");
                 return -1;
@@ -270,9 +269,17 @@ int srv_hello_options(struct srv_req *r)
             return -1;
         }
     }
-    if (name && r->c)
-        put_str(r->c->name, sizeof r->c->name, name);
     return 0;
+}
+
+/* AUTH password (the user "default") or AUTH user password: auth.c verifies and answers. */
+static void authCommand(struct srv_req *r)
+{
+    if (r->argc > 3) {
+        resp_w_error(r->out, PROTO_ERR " syntax error");
+        return;
+    }
+    srv_auth_begin(r, r->argc == 3 ? &r->argv[1] : NULL, &r->argv[r->argc - 1], 0, NULL);
 }
 
 /* ---- COMMAND ---- */
@@ -388,8 +395,11 @@ static void commandCommand(struct srv_req *r)
         name, sizeof(name) - 1, arity, flags, fn                                                   \
     }
 const struct srv_cmd srv_conn_cmds[] = {
-    CMD("ECHO", 2, CMD_LOCAL, echoCommand),        CMD("SELECT", 2, CMD_LOCAL, selectCommand),
-    CMD("DBSIZE", 1, CMD_LOCAL, dbsizeCommand),    CMD("CLIENT", -2, CMD_LOCAL, clientCommand),
+    CMD("AUTH", -2, CMD_LOCAL | CMD_ASYNC, authCommand),
+    CMD("ECHO", 2, CMD_LOCAL, echoCommand),
+    CMD("SELECT", 2, CMD_LOCAL, selectCommand),
+    CMD("DBSIZE", 1, CMD_LOCAL, dbsizeCommand),
+    CMD("CLIENT", -2, CMD_LOCAL, clientCommand),
     CMD("COMMAND", -1, CMD_LOCAL, commandCommand),
 };
 #undef CMD

@@ -1,13 +1,11 @@
 /*
  * cmd_info.c — PING, HELLO and INFO: what a client asks about the connection and the node.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/cmd.h"
-
-/* Key-value pairs in a HELLO reply. */
-#define HELLO_FIELDS 6
 
 void pingCommand(struct srv_req *r)
 {
@@ -19,31 +17,32 @@ void pingCommand(struct srv_req *r)
         resp_w_errorf(r->out, CMD_ERR_ARGS, 4, "ping");
 }
 
+/* HELLO [protover [AUTH user password] [SETNAME name]]. With --acl-file an unauthenticated
+   connection must authenticate in the same HELLO (Redis's rule and text). */
 void helloCommand(struct srv_req *r)
 {
     uint64_t v = (uint64_t)r->proto;
+    struct srv_hello_opts o;
     if (r->argc >= 2 && (resp_parse_u64(r->argv[1].p, r->argv[1].len, &v) || v < 2 || v > 3)) {
         cmd_reply_err(r, PROTO_NOPROTO " unsupported protocol version");
         return;
     }
-    if (srv_hello_options(r) != 0) /* AUTH, SETNAME: cmd_conn.c */
+    if (srv_hello_options(r, &o) != 0) /* cmd_conn.c */
         return;
-    r->proto = (int)v;
-    if (r->c)
-        r->c->proto = (int)v;
-    resp_w_map(r->out, r->proto, HELLO_FIELDS);
-    resp_w_bulk_str(r->out, "server");
-    resp_w_bulk_str(r->out, "fencelock");
-    resp_w_bulk_str(r->out, "version");
-    resp_w_bulk_str(r->out, FENCELOCK_VERSION);
-    resp_w_bulk_str(r->out, "proto");
-    resp_w_uint(r->out, v);
-    resp_w_bulk_str(r->out, "id");
-    resp_w_uint(r->out, r->s->cfg.id);
-    resp_w_bulk_str(r->out, "mode");
-    resp_w_bulk_str(r->out, "cluster");
-    resp_w_bulk_str(r->out, "role");
-    resp_w_bulk_str(r->out, srv_role_name(r->s->role));
+    if (o.user) {
+        srv_auth_begin(r, o.user, o.pw, (int)v, o.setname);
+        return;
+    }
+    if (r->s->auth.on && r->c && !r->c->user) {
+        cmd_reply_err(r, PROTO_NOAUTH " HELLO must be called with the client already "
+                                      "authenticated, otherwise the HELLO <proto> AUTH <user> "
+                                      "<pass> option can be used to authenticate the client and "
+                                      "select the RESP protocol version at the same time");
+        return;
+    }
+    if (o.setname && r->c)
+        snprintf(r->c->name, sizeof r->c->name, "%.*s", (int)o.setname->len, o.setname->p);
+    srv_hello_reply(r->s, r->c, r->out, (int)v);
 }
 
 static void info_server(struct srv *s, struct buf *b)

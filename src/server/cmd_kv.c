@@ -73,12 +73,17 @@ void kvGetCommand(struct srv_req *r)
 struct keys_arg {
     struct buf body;
     size_t n;
+    const struct srv_req *r;
 };
 
+/* Keys the user may not read are left out (they still count towards LIMIT: it bounds the work
+   of one reply, docs/protocol.md). */
 static int keys_cb(void *arg, const char *key, size_t keylen, const struct fsm_kv_meta *m)
 {
     struct keys_arg *ka = arg;
     (void)m;
+    if (!cmd_may_key(ka->r, key, keylen))
+        return 0;
     resp_w_bulk(&ka->body, key, keylen);
     ka->n++;
     return 0;
@@ -98,7 +103,7 @@ void keysCommand(struct srv_req *r)
         cmd_reply_err(r, PROTO_ERR " syntax error: KEYS prefix [LIMIT n]");
         return;
     }
-    struct keys_arg ka = {.n = 0};
+    struct keys_arg ka = {.n = 0, .r = r};
     buf_init(&ka.body);
     fsm_kv_scan(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, keys_cb, &ka);
     resp_w_array(r->out, ka.n);

@@ -103,7 +103,11 @@ void locksCommand(struct srv_req *r)
         cmd_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, it);
+    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, it), shown = 0;
+    for (size_t i = 0; i < n; i++) /* locks the user may not see are left out */
+        if (cmd_may_lock(r, it[i].name.p, it[i].name.len))
+            it[shown++] = it[i];
+    n = shown;
     resp_w_array(r->out, n);
     for (size_t i = 0; i < n; i++) {
         resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS);

@@ -160,6 +160,13 @@ void srv_config_usage(FILE *f)
           "                          stops at it, a reader past it gets -SLOWREADER and is\n"
           "                          closed (default 4194304)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
+          "  --acl-file PATH         users and permissions (docs/security.md); clients must\n"
+          "                          AUTH. Reloaded on SIGHUP (a malformed file keeps the\n"
+          "                          old rules)\n"
+          "  --insecure-no-auth      allow --listen on a non-loopback address without\n"
+          "                          --acl-file (otherwise refused)\n"
+          "  --hash-password         read a password from stdin, print its HASH for\n"
+          "                          --acl-file, exit (must be the only flag)\n"
           "  --help                  this text\n",
           f);
 }
@@ -261,6 +268,26 @@ static int check_cluster(struct srv_config *c)
     }
     fprintf(stderr, "fencelockd: node id %llu is not in --initial-cluster\n",
             (unsigned long long)c->id);
+    return -1;
+}
+
+/* Whether clients on this --listen host can only come from this machine. */
+static bool loopback_host(const char *h)
+{
+    return !strncmp(h, "127.", 4) || !strcmp(h, "::1") || !strcmp(h, "localhost");
+}
+
+/* Redis's protected mode, made explicit: anyone who reaches a public client port could run
+ * every command, so that takes users (--acl-file) or saying so (--insecure-no-auth). */
+static int check_protected(const struct srv_config *c)
+{
+    if (c->acl_file[0] || c->insecure_no_auth || loopback_host(c->listen_host))
+        return 0;
+    fprintf(stderr,
+            "fencelockd: refusing to listen for clients on %s without --acl-file: anyone who "
+            "can reach it could run every command. Give --acl-file PATH (docs/security.md), "
+            "listen on 127.0.0.1, or pass --insecure-no-auth to accept the risk\n",
+            c->listen_host);
     return -1;
 }
 
@@ -370,6 +397,12 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);
+    if (!strcmp(flag, "--acl-file")) {
+        if (strlen(v) >= sizeof(c->acl_file) || !*v)
+            return -1;
+        snprintf(c->acl_file, sizeof(c->acl_file), "%s", v);
+        return 0;
+    }
     return 1; /* not a string flag */
 }
 
@@ -380,6 +413,10 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
             srv_config_usage(stdout);
             return 1;
+        }
+        if (!strcmp(flag, "--insecure-no-auth")) { /* the one flag without a value */
+            c->insecure_no_auth = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "fencelockd: unknown flag or missing value: %s (see --help)\n", flag);
@@ -417,5 +454,5 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;
     }
-    return 0;
+    return check_protected(c);
 }

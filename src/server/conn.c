@@ -470,6 +470,45 @@ static void protocol_error(struct srv_conn *c, const char *msg)
     flush_slots(c);
 }
 
+/*
+ * An HTTP request sent to the client port: a web page can make a browser POST to
+ * 127.0.0.1:7480, and each line of the body would run as a command. As Redis does
+ * (securityWarningCommand), "POST" and "Host:" are never commands: seeing one closes the
+ * connection before anything after it runs. A request line "METHOD target HTTP/x" is caught
+ * too when sent inline (not as a RESP array: a real client may store the value "HTTP/1.1"),
+ * so "PUT / HTTP/1.1" or "GET / HTTP/1.1" does not run as fencelock's PUT or GET.
+ */
+static bool conn_is_http(bool inline_cmd, size_t argc, const struct resp_arg *argv)
+{
+    static const char *const methods[] = {"GET",     "PUT",     "DELETE", "HEAD",
+                                          "OPTIONS", "CONNECT", "TRACE",  "PATCH"};
+    if (resp_arg_is(&argv[0], "post") || resp_arg_is(&argv[0], "host:"))
+        return true;
+    if (!inline_cmd || argc != 3 || argv[2].len < 5 || strncmp(argv[2].p, "HTTP/", 5) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (resp_arg_is(&argv[0], methods[i]))
+            return true;
+    return false;
+}
+
+/* Close a connection that speaks HTTP (conn_is_http); logged at most once a minute. */
+static void conn_close_http(struct srv_conn *c)
+{
+    struct srv *s = c->srv;
+    uint64_t now = uv_now(s->loop);
+    s->m.cross_protocol_closes++;
+    if (!s->m.cross_protocol_logged_ms || now - s->m.cross_protocol_logged_ms >= 60000) {
+        s->m.cross_protocol_logged_ms = now;
+        LOGW(&s->log,
+             "possible SECURITY ATTACK: client %llu sent an HTTP request to the client port "
+             "(a web page reaching fencelockd through a browser?); connection closed (%llu so "
+             "far)",
+             (unsigned long long)c->id, (unsigned long long)s->m.cross_protocol_closes);
+    }
+    srv_conn_close(c);
+}
+
 /* Parse and run every complete command in the input buffer. */
 static void process_input(struct srv_conn *c)
 {
@@ -482,7 +521,7 @@ static void process_input(struct srv_conn *c)
      * barrier and show through, so it waits (unparsed) until the read is answered; reads and
      * local commands go on. Parsing also waits while the client has not read max_output_soft
      * bytes of replies. */
-    while (!c->closing && !c->close_after_write && off < c->in.len &&
+    while (!c->closing && !c->close_after_write && !c->auth_pending && off < c->in.len &&
            c->nslots < s->cfg.max_pending && conn_out_bytes(c) < s->cfg.max_output_soft) {
         size_t used = 0, argc = 0;
         struct resp_arg *argv = NULL;
@@ -501,6 +540,10 @@ static void process_input(struct srv_conn *c)
          * proposed now would be ordered before that barrier and show through. So a write
          * behind a read stays in the input (parsed again later) until the read is answered:
          * each connection sees its own order. */
+        if (argc > 0 && conn_is_http(c->in.p[off] != '*', argc, argv)) {
+            conn_close_http(c);
+            break;
+        }
         if (argc > 0 && c->reads_pending && srv_cmd_is_write(&argv[0]))
             break;
         off += used;

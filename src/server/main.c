@@ -3,8 +3,10 @@
  * struct srv.
  */
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/fdlimit.h"
 #include "server/server.h"
@@ -53,10 +55,45 @@ static int fit_fd_limit(struct srv_config *cfg)
     return 0;
 }
 
+/* The longest password --hash-password reads. */
+#define HASH_PW_MAX 1024
+
+/*
+ * fencelockd --hash-password: a password from stdin (one line, its newline not part of it)
+ * to the HASH field of an --acl-file line on stdout. Nothing else runs. 0, or 1 with the
+ * reason on stderr.
+ */
+static int hash_password_main(void)
+{
+    char pw[HASH_PW_MAX + 2], hash[ACL_HASH_BUF];
+    size_t n = fread(pw, 1, sizeof pw, stdin);
+    if (n && pw[n - 1] == '\n')
+        n--;
+    if (n && pw[n - 1] == '\r')
+        n--;
+    if (n == 0 || n > HASH_PW_MAX || memchr(pw, '\n', n)) {
+        fprintf(stderr,
+                "fencelockd --hash-password: give one password of 1..%d bytes on "
+                "stdin (one line)\n",
+                HASH_PW_MAX);
+        return 1;
+    }
+    int rc = acl_hash_password(pw, n, hash);
+    sodium_memzero(pw, sizeof pw);
+    if (rc) {
+        fprintf(stderr, "fencelockd --hash-password: out of memory\n");
+        return 1;
+    }
+    printf("%s\n", hash);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     /* Neither libraft nor libuv ignores SIGPIPE: a killed peer would kill us with it. */
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 2 && !strcmp(argv[1], "--hash-password"))
+        return hash_password_main();
     struct srv_config cfg;
     srv_config_defaults(&cfg);
     int rc = srv_config_parse(&cfg, argc, argv);

@@ -27,6 +27,11 @@ struct srv_metrics {
     uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
     uint64_t quota_rejections[SRV_QUOTA_N];
     uint64_t idle_closes;
+    /* connections closed for speaking HTTP to the client port; when one was last logged */
+    uint64_t cross_protocol_closes, cross_protocol_logged_ms;
+    /* --acl-file: failed AUTHs, commands refused -NOPERM, AUTHs answered from the cache,
+     * reloads that took effect */
+    uint64_t auth_failures, perm_denials, auth_cache_hits, acl_reloads;
     /* client accept() failures, clients refused near the fd limit; when one was last logged */
     uint64_t accept_errors, fd_limit_refusals, fd_logged_ms;
     /* XREAD: replies served (entries in them), readers closed past --event-buffer */

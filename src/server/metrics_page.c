@@ -107,6 +107,18 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->input_total_closes);
     metric_render(out, "fencelock_idle_closes_total", "counter",
                   "Client connections closed by --idle-timeout.", (double)m->idle_closes);
+    metric_render(out, "fencelock_cross_protocol_closes_total", "counter",
+                  "Client connections closed for sending an HTTP request (POST, Host:).",
+                  (double)m->cross_protocol_closes);
+    metric_render(out, "fencelock_auth_failures_total", "counter",
+                  "AUTH / HELLO AUTH answered -WRONGPASS.", (double)m->auth_failures);
+    metric_render(out, "fencelock_permission_denials_total", "counter",
+                  "Commands refused with -NOPERM (--acl-file).", (double)m->perm_denials);
+    metric_render(out, "fencelock_auth_cache_hits_total", "counter",
+                  "AUTHs verified from the cache of verified passwords (no Argon2id).",
+                  (double)m->auth_cache_hits);
+    metric_render(out, "fencelock_acl_reloads_total", "counter",
+                  "SIGHUP reloads of --acl-file that took effect.", (double)m->acl_reloads);
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));

@@ -64,7 +64,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm)
+    if (!s->fsm || srv_auth_init(s))
         return -1;
     struct rn_config rc = {
         .id = cfg->id,
@@ -133,6 +133,7 @@ int srv_start(struct srv *s)
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
+    srv_auth_start(s);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
@@ -161,6 +162,7 @@ void srv_stop(struct srv *s)
     srv_watch_fail(s, RN_ERR, true);
     uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
+    srv_auth_stop(s);
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, NULL);
     srv_http_stop(s->http);
@@ -175,6 +177,7 @@ void srv_free(struct srv *s)
     map_free(&s->parked, NULL);
     watch_free(&s->watch);
     buf_free(&s->scratch);
+    srv_auth_free(s);
     srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;

@@ -31,6 +31,7 @@
 #include "common/resp.h"
 #include "fsm/fsm.h"
 #include "raft/rn.h"
+#include "server/auth.h"
 #include "server/heap.h"
 #include "server/http.h"
 #include "server/lease.h"
@@ -74,6 +75,8 @@ struct srv_config {
      * unread reply bytes a reader may hold */
     size_t event_history, event_history_bytes, event_value_max, event_buffer;
     enum log_level log_level;
+    char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
+    bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
@@ -138,6 +141,10 @@ struct srv_conn {
     bool writing, closing, close_after_write, reading, processing;
     bool stale_reads;           /* READONLY: reads from local state, no barrier */
     struct watch_id watch_sent; /* the highest event id an XREAD reply on it carried */
+    /* --acl-file: the authenticated user (into srv.auth.acl; auth.h), NULL = none yet; while
+     * an AUTH is being verified nothing after it is parsed */
+    const struct acl_user *user;
+    bool auth_pending;
     uint64_t id;
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
@@ -182,6 +189,7 @@ struct srv {
     bool barrier_inflight;
     uv_idle_t reads_issue;
     struct lease lease;           /* deadline tables and rules (timers.c drives it) */
+    struct srv_auth auth;         /* --acl-file users, AUTH (auth.c) */
     struct map holds;             /* name -> monotonic grant time (the hold histogram) */
     struct map parked;            /* name+sid -> parked LOCK slots (parked.c) */
     struct watch watch;           /* the event history XREAD reads (cmd_watch.c) */

@@ -172,6 +172,8 @@ class Server:
                                   % self.proc.returncode)
             try:
                 with Conn(self.port, timeout=1.0) as c:
+                    if getattr(self, "auth", None):  # --acl-file: (user, password)
+                        c.call("AUTH", *self.auth)
                     r = c.call("PING")
                     if r != "PONG":
                         last = "PING -> %r" % (r,)

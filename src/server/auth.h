@@ -1,0 +1,80 @@
+/*
+ * auth — who a client connection is: the rules of --acl-file (acl.h) as the server holds them,
+ * AUTH and HELLO ... AUTH verified off the event loop, the delay before -WRONGPASS, the cache
+ * of verified passwords, and the SIGHUP reload.
+ *
+ * Owns (struct srv_auth, inside struct srv): the current struct acl, the verified-password
+ * cache, the per-address failure table, the list of failed AUTHs waiting for their delay, and
+ * the SIGHUP handle. A connection points at its user (struct srv_conn.user, NULL = not
+ * authenticated); a reload re-points every connection to the user of the same name in the new
+ * rules, or closes it when that user is gone, so the pointer is always into the current acl.
+ *
+ * An AUTH runs in a slot of its own (srv_dispatch gives CMD_ASYNC commands one):
+ *   cache hit -> answered at once;
+ *   else the Argon2id check runs on libuv's thread pool -> ok: cached, answered;
+ *   failed -> answered -WRONGPASS when a timer of auth_delay_ms(failures of that address)
+ *   fires. While an AUTH is unanswered its connection parses nothing after it
+ *   (srv_conn.auth_pending), so a pipelined command runs as the user the AUTH names.
+ */
+#ifndef FENCELOCK_AUTH_H
+#define FENCELOCK_AUTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/resp.h"
+#include "server/acl.h"
+
+/* Failures remembered per client address (the oldest entry is replaced when full). */
+#define AUTH_FAIL_ADDRS 256
+#define AUTH_ADDR_BUF 64
+
+struct auth_fail {
+    char addr[AUTH_ADDR_BUF]; /* "" = free */
+    unsigned count;
+    uint64_t last_ms;
+};
+
+struct auth_wait; /* a failed AUTH waiting for its delay (auth.c) */
+
+struct srv_auth {
+    bool on; /* --acl-file given: every connection must authenticate */
+    struct acl acl;
+    struct acl_cache *cache; /* heap: 32 KiB */
+    struct auth_fail fails[AUTH_FAIL_ADDRS];
+    struct auth_wait *waits;
+    uv_signal_t sig_hup;
+    bool hup_started;
+};
+
+/* The delay before -WRONGPASS after `failures` recent failures from one address (>= 1): it
+ * doubles from AUTH_DELAY_MIN_MS up to AUTH_DELAY_MAX_MS. Pure, for the unit test. */
+#define AUTH_DELAY_MIN_MS 100
+#define AUTH_DELAY_MAX_MS 5000
+#define AUTH_FAIL_FORGET_MS 60000 /* a quiet minute forgets an address's failures */
+uint64_t auth_delay_ms(unsigned failures);
+
+struct srv;
+struct srv_req;
+struct srv_conn;
+
+/* Read --acl-file (if any). 0, or -1 with the line number logged: the server must not start. */
+int srv_auth_init(struct srv *s);
+/* Start listening for SIGHUP (reload) when an ACL file is configured. */
+void srv_auth_start(struct srv *s);
+/* Answer every delayed AUTH and close the SIGHUP handle (shutdown). */
+void srv_auth_stop(struct srv *s);
+void srv_auth_free(struct srv *s);
+/* Reload the ACL file: 0, or -1 and the old rules stay (the reason with its line logged). */
+int srv_auth_reload(struct srv *s);
+
+/* AUTH [user] password, or HELLO v AUTH user password (hello_proto 2 or 3; setname may be
+ * NULL): verify and answer in r's slot (sets r->async when the answer comes later). */
+void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct resp_arg *pw,
+                    int hello_proto, const struct resp_arg *setname);
+/* The HELLO reply (after its AUTH succeeded, or without one): sets the protocol. */
+void srv_hello_reply(struct srv *s, struct srv_conn *c, struct buf *out, int proto);
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * cmd_perm.c — what every command needs of the connection's user under --acl-file, and the
+ * check srv_dispatch makes before running a command.
+ *
+ * One row per command of the command table (cmd.c and cmd_conn.c): a command without a row is
+ * refused to every user (never allowed by default), and test_acl.c's
+ * test_every_command_in_the_command_table_has_a_permission_rule fails until it has one. To add
+ * a command: add its row here with the permission (acl.h) and which argument is a key or a lock
+ * name; docs/security.md lists the table.
+ *
+ * Order of the answers: not authenticated -> -NOAUTH (for every command but PING, HELLO, AUTH,
+ * QUIT, as Redis); then the permission; then each key / lock name it names (-NOPERM). A denied
+ * command changes nothing: it is refused before its handler runs.
+ */
+#include <string.h>
+
+#include "server/cmd.h"
+
+enum perm_target {
+    PT_NONE = 0,
+    PT_KEY,      /* argv[arg] is a key; a FENCE name among the options is a lock */
+    PT_LOCK,     /* argv[arg] is a lock name */
+    PT_ALLKEYS,  /* counts every key (DBSIZE): only for users without keys= */
+    PT_ALLNAMES, /* sees every key and lock name and value (the event stream): only for users
+                    without keys= or locks= (events are not filtered per user yet) */
+};
+
+/* perm: enum acl_perm bits the user needs all of; PERM_OPEN answers before AUTH; PERM_ANY
+ * any authenticated user. */
+#define PERM_OPEN 0x100u
+#define PERM_ANY 0u
+
+struct perm_rule {
+    const char *name;
+    unsigned perm;
+    enum perm_target target;
+    unsigned arg;       /* PT_KEY / PT_LOCK: the argument's index */
+    unsigned opts_from; /* PT_KEY: options start here (FENCE name token) */
+};
+
+static const struct perm_rule perm_rules[] = {
+    /* connection: what clients send on connect, and the discovery clients need */
+    {"PING", PERM_OPEN, PT_NONE, 0, 0},
+    {"HELLO", PERM_OPEN, PT_NONE, 0, 0},
+    {"AUTH", PERM_OPEN, PT_NONE, 0, 0},
+    {"QUIT", PERM_OPEN, PT_NONE, 0, 0},
+    {"ECHO", PERM_ANY, PT_NONE, 0, 0},
+    {"SELECT", PERM_ANY, PT_NONE, 0, 0},
+    {"CLIENT", PERM_ANY, PT_NONE, 0, 0},
+    {"COMMAND", PERM_ANY, PT_NONE, 0, 0},
+    {"READONLY", PERM_ANY, PT_NONE, 0, 0},
+    {"READWRITE", PERM_ANY, PT_NONE, 0, 0},
+    {"CLUSTER.INFO", PERM_ANY, PT_NONE, 0, 0},
+    {"CLUSTER.MEMBERS", PERM_ANY, PT_NONE, 0, 0},
+    /* admin */
+    {"INFO", ACL_ADMIN, PT_NONE, 0, 0},
+    {"CLUSTER.ANNOUNCE", ACL_ADMIN, PT_NONE, 0, 0},
+    {"CLUSTER.ADD", ACL_ADMIN, PT_NONE, 0, 0},
+    {"CLUSTER.REMOVE", ACL_ADMIN, PT_NONE, 0, 0},
+    {"CLUSTER.TRANSFER", ACL_ADMIN, PT_NONE, 0, 0},
+    /* sessions and locks */
+    {"SESSION.OPEN", ACL_LOCK, PT_NONE, 0, 0},
+    {"SESSION.KEEPALIVE", ACL_LOCK, PT_NONE, 0, 0},
+    {"SESSION.CLOSE", ACL_LOCK, PT_NONE, 0, 0},
+    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0},
+    {"LOCK", ACL_LOCK, PT_LOCK, 1, 0},
+    {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0},
+    {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0},
+    {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0},
+    {"LOCKS", ACL_READ, PT_NONE, 0, 0}, /* filtered: cmd_may_lock */
+    /* keys */
+    {"PUT", ACL_WRITE, PT_KEY, 1, 3},
+    {"DEL", ACL_WRITE, PT_KEY, 1, 2},
+    {"GET", ACL_READ, PT_KEY, 1, 0},
+    {"KV.GET", ACL_READ, PT_KEY, 1, 0},
+    {"KEYS", ACL_READ, PT_NONE, 0, 0}, /* filtered: cmd_may_key */
+    {"DBSIZE", ACL_READ, PT_ALLKEYS, 0, 0},
+    /* the event stream (cmd_watch.c); the stream writes are refused to everybody anyway */
+    {"XREAD", ACL_READ, PT_ALLNAMES, 0, 0},
+    {"XLEN", ACL_READ, PT_ALLNAMES, 0, 0},
+    {"XINFO", ACL_READ, PT_ALLNAMES, 0, 0},
+    {"XADD", PERM_ANY, PT_NONE, 0, 0},
+    {"XDEL", PERM_ANY, PT_NONE, 0, 0},
+    {"XTRIM", PERM_ANY, PT_NONE, 0, 0},
+    {"XSETID", PERM_ANY, PT_NONE, 0, 0},
+    {"XGROUP", PERM_ANY, PT_NONE, 0, 0},
+    {"XREADGROUP", PERM_ANY, PT_NONE, 0, 0},
+    {"XACK", PERM_ANY, PT_NONE, 0, 0},
+    {"XCLAIM", PERM_ANY, PT_NONE, 0, 0},
+    {"XAUTOCLAIM", PERM_ANY, PT_NONE, 0, 0},
+};
+
+#define N_PERM_RULES (sizeof perm_rules / sizeof perm_rules[0])
+
+static const struct perm_rule *rule_of(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_PERM_RULES; i++)
+        if (strlen(perm_rules[i].name) == len && strncasecmp(perm_rules[i].name, name, len) == 0)
+            return &perm_rules[i];
+    return NULL;
+}
+
+bool cmd_perm_rule(const char *name, size_t len)
+{
+    return rule_of(name, len) != NULL;
+}
+
+size_t cmd_perm_count(void)
+{
+    return N_PERM_RULES;
+}
+
+const char *cmd_perm_name(size_t i)
+{
+    return i < N_PERM_RULES ? perm_rules[i].name : NULL;
+}
+
+/* -NOPERM naming the user and what was missing; counted. Always -1. */
+static int deny(struct srv_req *r, const char *what, const struct resp_arg *name)
+{
+    int shown = (int)(name && name->len > 64 ? 64 : name ? name->len : 0);
+    r->s->m.perm_denials++;
+    for (int i = 0; i < shown; i++) /* a name with control bytes must not break the reply */
+        if ((unsigned char)name->p[i] < ' ' || name->p[i] == 0x7f) {
+            shown = i;
+            break;
+        }
+    resp_w_errorf(r->out, PROTO_NOPERM " user %s has no permission %s%s%.*s%s", r->c->user->name,
+                  what, name ? " '" : "", shown, name ? name->p : "", name ? "'" : "");
+    return -1;
+}
+
+/* FENCE name token among PUT / DEL options: the fence names a lock the user must be allowed. */
+static int check_fence(struct srv_req *r, const struct perm_rule *rule)
+{
+    for (size_t i = rule->opts_from; i + 1 < r->argc; i++)
+        if (resp_arg_is(&r->argv[i], "FENCE") &&
+            !acl_may_lock(r->c->user, r->argv[i + 1].p, r->argv[i + 1].len))
+            return deny(r, "to access lock", &r->argv[i + 1]);
+    return 0;
+}
+
+static int check_names(struct srv_req *r, const struct perm_rule *rule)
+{
+    const struct acl_user *u = r->c->user;
+    const struct resp_arg *a = rule->arg < r->argc ? &r->argv[rule->arg] : NULL;
+    switch (rule->target) {
+    case PT_KEY:
+        if (a && !acl_may_key(u, a->p, a->len))
+            return deny(r, "to access key", a);
+        return check_fence(r, rule);
+    case PT_LOCK:
+        if (a && !acl_may_lock(u, a->p, a->len))
+            return deny(r, "to access lock", a);
+        return 0;
+    case PT_ALLKEYS:
+        return u->keys ? deny(r, "to count keys outside its keys= globs", NULL) : 0;
+    case PT_ALLNAMES:
+        return u->keys || u->locks
+                   ? deny(r, "to read every event (it has keys= or locks= globs)", NULL)
+                   : 0;
+    case PT_NONE:
+        return 0;
+    }
+    return 0;
+}
+
+int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
+{
+    if (!r->s->auth.on || !r->c)
+        return 0;
+    const struct perm_rule *rule = cmd ? rule_of(cmd->name, cmd->len) : NULL;
+    if (rule && rule->perm == PERM_OPEN)
+        return 0;
+    if (!r->c->user) {
+        resp_w_error(r->out, PROTO_NOAUTH " Authentication required.");
+        return -1;
+    }
+    if (!cmd)
+        return 0; /* unknown: answered as such */
+    if (!rule)
+        return deny(r, "to run a command without a rule:", &r->argv[0]);
+    if ((r->c->user->perms & rule->perm) != rule->perm) {
+        char need[64];
+        acl_perm_names(rule->perm, need, sizeof need);
+        char what[96];
+        snprintf(what, sizeof what, "to run '%s' (needs %s)", cmd->name, need);
+        return deny(r, what, NULL);
+    }
+    return check_names(r, rule);
+}
+
+bool cmd_may_key(const struct srv_req *r, const char *key, size_t n)
+{
+    if (!r->s->auth.on)
+        return true;
+    return r->c && r->c->user && acl_may_key(r->c->user, key, n);
+}
+
+bool cmd_may_lock(const struct srv_req *r, const char *name, size_t n)
+{
+    if (!r->s->auth.on)
+        return true;
+    return r->c && r->c->user && acl_may_lock(r->c->user, name, n);
+}

@@ -1,0 +1,199 @@
+/* test_acl.c — --acl-file parsing, globs, password hashes and the verified-password cache
+ * (src/server/acl.c), and the rule every command must have (src/server/cmd_perm.c). */
+#include <stdlib.h>
+
+#include "server/acl.h"
+#include "server/cmd.h"
+#include "test.h"
+
+/* A syntactically valid hash (the parser does not verify it). */
+#define H                                                                                          \
+    "$argon2id$v=19$m=65536,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$"                                       \
+    "aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g"
+
+static int parse(const char *text, struct acl *a, char *err)
+{
+    memset(a, 0, sizeof(*a));
+    return acl_parse(text, strlen(text), a, err, 256);
+}
+
+TEST(test_acl_file_with_users_comments_and_globs_parses)
+{
+    struct acl a;
+    char err[256] = "";
+    const char *text = "# users of app\n"
+                       "\n"
+                       "user alice " H " perm=read,lock keys=app/*,cfg/? locks=job-*  # ops\n"
+                       "   user admin " H " perm=all\r\n"
+                       "user w " H " perm=write";
+    CHECK(parse(text, &a, err) == 0);
+    CHECK_EQ_U64(a.n, 3);
+    const struct acl_user *u = acl_user_find(&a, "alice", 5);
+    CHECK(u && u->perms == (ACL_READ | ACL_LOCK));
+    CHECK_EQ_U64(u->nkeys, 2);
+    CHECK(strcmp(u->keys[1], "cfg/?") == 0);
+    CHECK(acl_may_key(u, "app/x/y", 7) && acl_may_key(u, "cfg/a", 5));
+    CHECK(!acl_may_key(u, "cfg/ab", 6) && !acl_may_key(u, "other", 5));
+    CHECK(acl_may_lock(u, "job-1", 5) && !acl_may_lock(u, "jo", 2));
+    const struct acl_user *ad = acl_user_find(&a, "admin", 5);
+    CHECK(ad && ad->perms == ACL_ALL && ad->keys == NULL && acl_may_key(ad, "anything", 8));
+    CHECK(acl_user_find(&a, "alic", 4) == NULL);
+    CHECK(strlen(a.digest) == ACL_DIGEST_HEX);
+    acl_free(&a);
+}
+
+TEST(test_malformed_acl_lines_are_refused_with_their_line_number)
+{
+    static const struct {
+        const char *text;
+        const char *err;
+    } bad[] = {
+        {"user a " H " perm=read\nuser b " H "\n", "line 2: perm= is missing"},
+        {"\n\nuser a " H " perm=fly\n", "line 3: perm= wants"},
+        {"user a notahash perm=read\n", "line 1: HASH is not"},
+        {"usr a " H " perm=read\n", "line 1: expected"},
+        {"user a " H " perm=read\nuser a " H " perm=all\n", "line 2: user a is defined twice"},
+        {"user a b c " H " perm=read\n", "line 1: HASH"},
+        {"user a " H " perm=read keys=\n", "line 1: keys= wants"},
+        {"user a " H " perm=read locks=x,,y\n", "line 1: locks= wants"},
+        {"user a " H " perm=read perm=all\n", "line 1: unknown or repeated field 'perm=all'"},
+        {"user a\xff " H " perm=read\n", "line 1: bad user name"},
+        {"user a " H " perm=read keys=a locks=b extra=1\n", "line 1: too many fields"},
+        {"user a " H " perm=read,\n", "line 1: perm= wants"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct acl a;
+        char err[256] = "";
+        if (parse(bad[i].text, &a, err) != -1 || strncmp(err, bad[i].err, strlen(bad[i].err))) {
+            fprintf(stderr, "  case %zu: got '%s', want '%s'\n", i, err, bad[i].err);
+            CHECK(0);
+        }
+        CHECK(a.users == NULL && a.n == 0);
+    }
+}
+
+TEST(test_acl_digest_ignores_comments_and_spacing_but_not_rules)
+{
+    struct acl a, b, c;
+    char err[256];
+    CHECK(parse("user a " H " perm=read\n", &a, err) == 0);
+    CHECK(parse("# x\nuser   a\t" H " perm=read   # y\n\n", &b, err) == 0);
+    CHECK(parse("user a " H " perm=lock\n", &c, err) == 0);
+    int same = strcmp(a.digest, b.digest) == 0, differs = strcmp(a.digest, c.digest) != 0;
+    acl_free(&a);
+    acl_free(&b);
+    acl_free(&c);
+    CHECK(same && differs);
+}
+
+TEST(test_globs_match_star_question_and_escapes)
+{
+    CHECK(acl_glob_match("*", "", 0) && acl_glob_match("*", "abc", 3));
+    CHECK(acl_glob_match("a*c", "abbbc", 5) && !acl_glob_match("a*c", "abcd", 4));
+    CHECK(acl_glob_match("a*b*c", "aXbYbZc", 7) && !acl_glob_match("a*b*c", "acb", 3));
+    CHECK(acl_glob_match("??", "xy", 2) && !acl_glob_match("??", "x", 1));
+    CHECK(acl_glob_match("a\\*", "a*", 2) && !acl_glob_match("a\\*", "ab", 2));
+    CHECK(!acl_glob_match("abc", "ab", 2) && !acl_glob_match("ab", "abc", 3));
+    CHECK(acl_glob_match("a*", "a\0b", 3)); /* binary names: the length counts, not a NUL */
+    CHECK(!acl_glob_match("a\\", "a\0", 2));
+}
+
+TEST(test_password_hash_verifies_only_its_password)
+{
+    char hash[ACL_HASH_BUF];
+    CHECK(acl_hash_password("s3cret", 6, hash) == 0);
+    CHECK_STR_PREFIX(hash, "$argon2id$");
+    CHECK(acl_verify(hash, "s3cret", 6));
+    CHECK(!acl_verify(hash, "s3creT", 6) && !acl_verify(hash, "s3cret", 5));
+    CHECK(!acl_verify("garbage", "s3cret", 6));
+    struct acl a;
+    char text[512], err[256];
+    snprintf(text, sizeof text, "user u %s perm=read\n", hash);
+    CHECK(parse(text, &a, err) == 0);
+    bool ok = acl_verify(a.users[0].hash, "s3cret", 6);
+    acl_free(&a);
+    CHECK(ok);
+}
+
+TEST(test_cache_holds_tags_of_user_hash_and_password_not_the_password)
+{
+    static struct acl_cache c; /* large: off the stack */
+    struct acl_user u = {.name = "u", .hash = "$argon2id$one"};
+    unsigned char t1[ACL_TAG_BYTES], t2[ACL_TAG_BYTES], t3[ACL_TAG_BYTES];
+    CHECK(acl_cache_init(&c) == 0);
+    acl_cache_tag(&c, &u, "pw", 2, t1);
+    CHECK(!acl_cache_has(&c, t1));
+    acl_cache_put(&c, t1);
+    CHECK(acl_cache_has(&c, t1));
+    acl_cache_tag(&c, &u, "px", 2, t2);
+    CHECK(!acl_cache_has(&c, t2)); /* another password */
+    strcpy(u.hash, "$argon2id$two");
+    acl_cache_tag(&c, &u, "pw", 2, t3);
+    CHECK(!acl_cache_has(&c, t3)); /* the same password under a changed hash */
+    for (unsigned i = 0; i < ACL_CACHE_N; i++) {
+        char pw[16];
+        int n = snprintf(pw, sizeof pw, "p%u", i);
+        acl_cache_tag(&c, &u, pw, (size_t)n, t2);
+        acl_cache_put(&c, t2);
+    }
+    CHECK_EQ_U64(c.n, ACL_CACHE_N);
+    CHECK(!acl_cache_has(&c, t1)); /* the oldest went first */
+}
+
+TEST(test_perm_names_render_the_bits)
+{
+    char out[64];
+    acl_perm_names(ACL_READ | ACL_WRITE, out, sizeof out);
+    CHECK(strcmp(out, "read,write") == 0);
+    acl_perm_names(ACL_ALL, out, sizeof out);
+    CHECK(strcmp(out, "read,lock,write,admin") == 0);
+}
+
+TEST(test_wrongpass_delay_doubles_per_failure_up_to_its_cap)
+{
+    CHECK_EQ_U64(auth_delay_ms(1), AUTH_DELAY_MIN_MS);
+    CHECK_EQ_U64(auth_delay_ms(2), 2 * AUTH_DELAY_MIN_MS);
+    CHECK_EQ_U64(auth_delay_ms(3), 4 * AUTH_DELAY_MIN_MS);
+    CHECK_EQ_U64(auth_delay_ms(40), AUTH_DELAY_MAX_MS);
+    CHECK_EQ_U64(auth_delay_ms(4000000000u), AUTH_DELAY_MAX_MS);
+}
+
+/* The table-driven rule: a command added to the command table without a row in cmd_perm.c's
+ * permission table fails here (and is refused at run time, never allowed by default). */
+TEST(test_every_command_in_the_command_table_has_a_permission_rule)
+{
+    size_t missing = 0;
+    CHECK(srv_cmd_count() > 20);
+    for (size_t i = 0; i < srv_cmd_count(); i++) {
+        const struct srv_cmd *cmd = srv_cmd_at(i);
+        if (!cmd_perm_rule(cmd->name, cmd->len)) {
+            fprintf(stderr, "  command %s has no permission rule in src/server/cmd_perm.c\n",
+                    cmd->name);
+            missing++;
+        }
+    }
+    CHECK_EQ_U64(missing, 0);
+    /* and no rule names a command that does not exist (a typo would leave the real one out) */
+    for (size_t i = 0; i < cmd_perm_count(); i++) {
+        const char *name = cmd_perm_name(i);
+        struct resp_arg a = {.p = name, .len = strlen(name)};
+        if (!srv_cmd_lookup(&a)) {
+            fprintf(stderr, "  rule for %s names no command\n", name);
+            CHECK(0);
+        }
+    }
+}
+
+int main(void)
+{
+    RUN(test_acl_file_with_users_comments_and_globs_parses);
+    RUN(test_malformed_acl_lines_are_refused_with_their_line_number);
+    RUN(test_acl_digest_ignores_comments_and_spacing_but_not_rules);
+    RUN(test_globs_match_star_question_and_escapes);
+    RUN(test_password_hash_verifies_only_its_password);
+    RUN(test_cache_holds_tags_of_user_hash_and_password_not_the_password);
+    RUN(test_perm_names_render_the_bits);
+    RUN(test_wrongpass_delay_doubles_per_failure_up_to_its_cap);
+    RUN(test_every_command_in_the_command_table_has_a_permission_rule);
+    TEST_MAIN_END();
+}
