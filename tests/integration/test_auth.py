@@ -329,3 +329,20 @@ def test_acl_cli_and_libfencelock_authenticate(ctx):
     p = run(["put", "other", "x"], env={"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "apppw"})
     assert p.returncode != 0 and "permission denied" in p.stderr and \
         "NOPERM user app has no permission to access key 'other'" in p.stderr, p
+
+
+def test_acl_event_stream_needs_read_and_no_name_globs(ctx):
+    """XREAD shows every key, lock and value, and events are not filtered per user yet: only a
+    user with read and without keys=/locks= globs may read it; the others get -NOPERM."""
+    s, _, _ = _acl_server(ctx)
+    admin = _authed(ctx, s, "admin", "adminpw")
+    app = _authed(ctx, s, "app", "apppw")
+    ro = _authed(ctx, s, "ro", "ropw")
+    dflt = _authed(ctx, s, "default", "defaultpw")
+    expect_int(admin.call("PUT", "secret", "v"))
+    r = ro.call("XREAD", "COUNT", 10, "STREAMS", "fencelock:events", "0")
+    assert not isinstance(r, RespError) and b"secret" in repr(r).encode(), r
+    for c, who in ((app, "app"), (dflt, "default")):
+        for cmd in (("XREAD", "STREAMS", "fencelock:events", "0"), ("XLEN", "fencelock:events")):
+            r = c.call(*cmd)
+            assert isinstance(r, RespError) and r.code == "NOPERM", (who, cmd, r)
