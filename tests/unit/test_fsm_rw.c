@@ -413,6 +413,83 @@ TEST_F(fsm_fx, a_version_3_snapshot_of_a_version_2_state_is_refused)
     CHECK(restores((const uint8_t *)b->p, b->len));
 }
 
+/* ---- random sequences: every step keeps the invariants (which include "no missed grant") ---- */
+
+#define RW_SEEDS 20
+#define RW_STEPS 3000
+#define RW_SESS 6
+#define RW_LOCKS 3
+#define RW_TWIN_EVERY 100 /* steps between restore checks */
+
+static uint64_t rw_rng;
+static uint64_t rw_rnd(uint64_t n)
+{
+    rw_rng ^= rw_rng >> 12;
+    rw_rng ^= rw_rng << 25;
+    rw_rng ^= rw_rng >> 27;
+    return (rw_rng * 2685821657736338717ull) % n;
+}
+
+/* One random command over a few sessions and locks: both modes, upgrades, unlocks, cancels,
+ * closes, expiries (with lock-delay) and lock-delay ends; dead sessions are reopened. */
+static void rw_step(struct fsm *f, uint64_t *sids)
+{
+    static const char *const names[RW_LOCKS] = {"a", "b", "c"};
+    int i = (int)rw_rnd(RW_SESS);
+    const char *n = names[rw_rnd(RW_LOCKS)];
+    uint64_t wait = rw_rnd(3) ? 1000 : 0;
+    struct fsm_session_view v;
+    if (!fsm_session_info(f, sids[i], &v)) {
+        sids[i] = open_session(f, 1000, rw_rnd(2) ? 50 : 0);
+        return;
+    }
+    switch (rw_rnd(10)) {
+    case 0:
+    case 1:
+        apply_lock(f, n, sids[i], wait);
+        break;
+    case 2:
+    case 3:
+    case 4:
+        apply_lock_shared(f, n, sids[i], wait);
+        break;
+    case 5:
+    case 6:
+        apply_unlock(f, n, sids[i]);
+        break;
+    case 7:
+        apply_cancel_wait(f, n, sids[i]);
+        break;
+    case 8:
+        apply_lockdelay_end(f, n);
+        break;
+    default:
+        if (rw_rnd(2))
+            apply_expire(f, sids[i]);
+        else
+            apply_close(f, sids[i]);
+        break;
+    }
+}
+
+TEST_F(fsm_fx, random_sequences_of_both_modes_keep_every_invariant_and_restore_identically)
+{
+    for (uint64_t seed = 1; seed <= RW_SEEDS; seed++) {
+        struct fsm *f = fsm_new();
+        uint64_t sids[RW_SESS] = {0};
+        rw_rng = seed * 0x9e3779b97f4a7c15ull;
+        int ok = f != NULL;
+        for (int step = 0; ok && step < RW_STEPS; step++) {
+            rw_step(f, sids);
+            ok = invariants_hold(f) && (step % RW_TWIN_EVERY || restores_identically(f));
+            if (!ok)
+                fprintf(stderr, "  seed %llu step %d\n", (unsigned long long)seed, step);
+        }
+        fsm_free(f);
+        CHECK(ok);
+    }
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, shared_requests_on_a_free_lock_are_granted_at_once_each_with_its_own_token);
@@ -434,5 +511,6 @@ int main(void)
     RUN_F(fsm_fx, the_end_of_a_session_releases_its_shared_holds_in_token_order);
     RUN_F(fsm_fx, a_state_without_shared_locks_snapshots_as_version_2_and_with_them_as_3);
     RUN_F(fsm_fx, a_version_3_snapshot_of_a_version_2_state_is_refused);
+    RUN_F(fsm_fx, random_sequences_of_both_modes_keep_every_invariant_and_restore_identically);
     TEST_MAIN_END();
 }
