@@ -204,6 +204,8 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.sid = c->session_checkpoint.sid};
     case FSM_OP_LOCK:
         return (struct entry_refs){.name = c->lock.name, .sid = c->lock.sid};
+    case FSM_OP_LOCK_SHARED:
+        return (struct entry_refs){.name = c->lock_shared.name, .sid = c->lock_shared.sid};
     case FSM_OP_UNLOCK:
         return (struct entry_refs){.name = c->unlock.name, .sid = c->unlock.sid};
     case FSM_OP_CANCEL_WAIT:

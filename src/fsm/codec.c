@@ -18,6 +18,7 @@
  *     MEMBER_SET         varint id (> 0), str client_addr, str raft_addr (1..FSM_MAX_ADDR each)
  *     MEMBER_DEL         varint id (> 0)
  *     SESSION_CHECKPOINT varint sid, varint remaining_ms
+ *     LOCK_SHARED        str name, varint sid, varint wait_ms (as LOCK)
  *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
  *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
  *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
@@ -89,6 +90,11 @@ static int encode_cond(const struct fsm_kv_cond *c, struct buf *b)
     return rc;
 }
 
+static int encode_lock(const struct fsm_cmd_lock *p, struct buf *b)
+{
+    return put_str(b, p->name) || buf_put_varint(b, p->sid) || buf_put_varint(b, p->wait_ms);
+}
+
 static int encode_lock_ref(const struct fsm_cmd_lock_ref *p, struct buf *b)
 {
     return put_str(b, p->name) || buf_put_varint(b, p->sid);
@@ -119,8 +125,8 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
         return buf_put_varint(b, c->session_checkpoint.sid) ||
                buf_put_varint(b, c->session_checkpoint.remaining_ms);
     case FSM_OP_LOCK:
-        return put_str(b, c->lock.name) || buf_put_varint(b, c->lock.sid) ||
-               buf_put_varint(b, c->lock.wait_ms);
+    case FSM_OP_LOCK_SHARED:
+        return encode_lock(fsm_cmd_lock_of(c), b);
     case FSM_OP_UNLOCK:
         return encode_lock_ref(&c->unlock, b);
     case FSM_OP_CANCEL_WAIT:
@@ -272,6 +278,8 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
                get_u64(d, "remaining", &c->session_checkpoint.remaining_ms);
     case FSM_OP_LOCK:
         return decode_lock(d, &c->lock);
+    case FSM_OP_LOCK_SHARED:
+        return decode_lock(d, &c->lock_shared);
     case FSM_OP_UNLOCK:
         return decode_lock_ref(d, &c->unlock);
     case FSM_OP_CANCEL_WAIT:

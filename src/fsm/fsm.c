@@ -41,6 +41,11 @@ void fsm_free_state(struct fsm *f)
                 l->wq_head = w->lnext;
                 free(w);
             }
+            while (l->sh_head) {
+                struct shold *h = l->sh_head;
+                l->sh_head = h->lnext;
+                free(h);
+            }
             free(l);
             x = next;
         }
@@ -230,6 +235,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_LOCK:
         op_lock(a, &c->lock, r);
         break;
+    case FSM_OP_LOCK_SHARED:
+        op_lock_shared(a, &c->lock_shared, r);
+        break;
     case FSM_OP_UNLOCK:
         op_unlock(a, &c->unlock, r);
         break;
@@ -272,26 +280,29 @@ static void record(struct sess *s, uint64_t seq, const struct fsm_reply *r)
         s->req_err = strdup(r->err); /* NULL on OOM: replayed as a generic error */
 }
 
-/* A LOCK retried after a QUEUED answer gets the current truth, not the stale QUEUED. */
+/* A LOCK retried after a QUEUED answer gets the current truth, not the stale QUEUED (an
+ * upgrade whose wait ended while the session still holds the lock shared: NIL). */
 static void lock_truth(struct actx *a, struct fsm_reply *r)
 {
-    const struct fsm_cmd_lock *c = &a->c->lock;
+    const struct fsm_cmd_lock *c = fsm_cmd_lock_of(a->c);
     struct sess *s = sess_find(a->f, c->sid);
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct shold *h;
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)
         return;
     if (l->holder == s) {
-        r->kind = FSM_REPLY_INT;
-        r->value = l->token;
+        fsm_reply_int(r, l->token);
     } else if (waiter_find(l, s)) {
         r->kind = FSM_REPLY_QUEUED;
+    } else if (a->c->op == FSM_OP_LOCK_SHARED && (h = shold_find(l, s))) {
+        fsm_reply_int(r, h->token);
     }
 }
 
 static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
 {
-    if (s->req_kind == FSM_REPLY_QUEUED && a->c->op == FSM_OP_LOCK) {
+    if (s->req_kind == FSM_REPLY_QUEUED && fsm_cmd_lock_of(a->c)) {
         lock_truth(a, r);
         return;
     }
@@ -309,8 +320,10 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
 {
     const struct fsm_cmd *c = a->c;
     /* One command allocates at most one revision per existing lock (a close hands all of them
-       on) plus one: refuse rather than let the counter wrap to 0. */
-    if (c->op != FSM_OP_NOOP && a->f->revision >= UINT64_MAX - a->f->locks.n - 1) {
+       on) and per waiter (a run of shared grants) plus one: refuse rather than let the counter
+       wrap to 0. */
+    if (c->op != FSM_OP_NOOP &&
+        a->f->revision >= UINT64_MAX - a->f->locks.n - a->f->n_waiters - 1) {
         fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }

@@ -6,7 +6,10 @@
  * no I/O and uses no randomness: time arrives inside commands (`now_ms`, informational only).
  *
  * Invariants (checked by fsm_check_invariants, asserted by the tests after every step):
- *   - a lock has at most one holder; a holder's session is alive;
+ *   - a lock has one exclusive holder or any number of shared holders (never both); every
+ *     holder's session is alive and holds the lock once, in one mode;
+ *   - a lock's FIFO queue never has a head that could be granted now (no missed grant); an
+ *     upgrade request (exclusive, by a shared holder) is only ever at the head;
  *   - every queued waiter's session is alive and waits at most once per lock;
  *   - a lock that is free (no holder, not in lock-delay) has no waiters;
  *   - every grant takes a fresh revision: tokens strictly increase per lock and are unique.
@@ -54,6 +57,8 @@ enum fsm_op {
                                        bump. A new leader arms min(ttl, checkpoint) instead of
                                        ttl, so an abandoned session ends although leaders
                                        change. */
+    FSM_OP_LOCK_SHARED = 13,        /* lock_shared -> INT token | QUEUED | NIL; the lock in shared
+                                       mode (read-write locks, src/fsm/lock.c) */
     FSM_OP__COUNT
 };
 
@@ -80,6 +85,7 @@ struct fsm_cmd_session_checkpoint {
     uint64_t remaining_ms; /* the lease the leader measured as left; 0 (or >= ttl) clears */
 };
 
+/* LOCK and LOCK_SHARED */
 struct fsm_cmd_lock {
     struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
     uint64_t sid;
@@ -144,6 +150,7 @@ struct fsm_cmd {
         struct fsm_cmd_session_end session_expire;
         struct fsm_cmd_session_checkpoint session_checkpoint;
         struct fsm_cmd_lock lock;
+        struct fsm_cmd_lock lock_shared;
         struct fsm_cmd_lock_ref unlock;
         struct fsm_cmd_lock_ref cancel_wait;
         struct fsm_cmd_lockdelay_end lockdelay_end;
@@ -158,6 +165,12 @@ struct fsm_cmd {
 static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
 {
     return c->op == FSM_OP_PUT ? &c->put.cond : c->op == FSM_OP_DEL ? &c->del.cond : NULL;
+}
+
+/* The payload of a LOCK or LOCK_SHARED command, NULL for any other op. */
+static inline const struct fsm_cmd_lock *fsm_cmd_lock_of(const struct fsm_cmd *c)
+{
+    return c->op == FSM_OP_LOCK ? &c->lock : c->op == FSM_OP_LOCK_SHARED ? &c->lock_shared : NULL;
 }
 
 /*
@@ -282,8 +295,9 @@ size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, si
                    void *arg);
 
 struct fsm_lock_view {
-    uint64_t holder_sid;    /* 0 = no holder */
-    uint64_t token;         /* holder's token */
+    uint64_t holder_sid;    /* the exclusive holder, 0 = none */
+    uint64_t token;         /* exclusive holder's token */
+    size_t n_shared;        /* shared holders (0 while held exclusively) */
     uint64_t held_since_ms; /* now_ms of the granting entry */
     bool in_lockdelay;
     uint64_t lockdelay_ms;
@@ -297,10 +311,15 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
 void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
                       void (*cb)(void *arg, uint64_t sid, uint64_t wait_ms), void *arg);
 
+/* Holders of a lock: the exclusive holder, or every shared holder in token order. */
+void fsm_lock_holders(const struct fsm *f, const char *name, size_t namelen,
+                      void (*cb)(void *arg, uint64_t sid, uint64_t token, bool shared), void *arg);
+
 /* One lock of fsm_locks_list(); name borrowed. */
 struct fsm_lock_item {
     struct fsm_str name;
-    uint64_t holder_sid, token;
+    uint64_t holder_sid, token; /* the exclusive holder */
+    size_t n_shared;            /* shared holders */
     bool in_lockdelay;
     size_t n_waiters;
 };
@@ -310,14 +329,16 @@ struct fsm_lock_item {
 size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
                       struct fsm_lock_item *out);
 
-/* 0 if `token` is the current holder's token of lock `name`, else -1. */
+/* 0 if `token` is the token of a current holder of lock `name`, exclusive or shared, else -1
+ * (FENCE.CHECK; a fenced PUT/DEL accepts only the exclusive holder's token). */
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token);
 
 struct fsm_session_view {
     uint64_t sid, ttl_ms, lockdelay_ms;
-    uint64_t checkpoint_ms; /* last SESSION_CHECKPOINT, 0 = none (a full TTL) */
-    struct fsm_str name;    /* borrowed */
-    size_t n_locks, n_waits, n_keys;
+    uint64_t checkpoint_ms;          /* last SESSION_CHECKPOINT, 0 = none (a full TTL) */
+    struct fsm_str name;             /* borrowed */
+    size_t n_locks, n_waits, n_keys; /* n_locks: held exclusively */
+    size_t n_shared;                 /* locks held in shared mode */
 };
 
 /* 1 and fill `v` if the session is alive, else 0. */
@@ -352,13 +373,14 @@ void fsm_foreach_member(const struct fsm *f, void (*cb)(void *arg, const struct 
 /*
  * data_bytes: the state's size as --max-data-bytes counts it, deterministic on every replica:
  * key + value bytes of every key, name bytes of every lock and session, plus
- * FSM_RECORD_BYTES for each key, lock, session and waiter (about what a record costs in
- * memory and in a snapshot).
+ * FSM_RECORD_BYTES for each key, lock, session, waiter and shared hold (about what a record costs
+ * in memory and in a snapshot).
  */
 #define FSM_RECORD_BYTES 128
 struct fsm_stats {
     uint64_t sessions, locks_held, waiters, locks_in_delay, keys;
-    uint64_t locks; /* existing locks: held, in lock-delay or with waiters */
+    uint64_t locks;        /* existing locks: held, in lock-delay or with waiters */
+    uint64_t shared_holds; /* shared holds over all locks (locks_held counts exclusive ones) */
     uint64_t data_bytes;
 };
 void fsm_stats(const struct fsm *f, struct fsm_stats *s);

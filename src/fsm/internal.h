@@ -74,14 +74,17 @@ uint32_t fsm_hash_u64(uint64_t v);
 
 struct lock;
 struct waiter;
+struct shold;
 struct kv;
 
 struct sess {
     struct hlink h;             /* in fsm.sessions, hashed by sid */
     struct sess *sprev, *snext; /* in fsm.sess_head/tail, by sid */
     uint64_t sid, ttl_ms, lockdelay_ms;
-    uint64_t checkpoint_ms;               /* remaining lease at the last checkpoint; 0 = none */
-    struct lock *held_head, *held_tail;   /* locks it holds, in token order */
+    uint64_t checkpoint_ms;             /* remaining lease at the last checkpoint; 0 = none */
+    struct lock *held_head, *held_tail; /* locks it holds exclusively, in token order */
+    struct shold *sh_head, *sh_tail;    /* locks it holds shared, in token order */
+    uint32_t n_shared;
     struct waiter *wait_head, *wait_tail; /* its queued waits, in enqueue order */
     struct kv *keys;                      /* keys leased to it (order carries no meaning) */
     uint32_t n_locks, n_waits, n_keys;
@@ -99,7 +102,8 @@ struct lock {
     struct lock *hprev, *hnext; /* in holder->held_* */
     uint64_t token, held_since_ms, lockdelay_ms;
     struct waiter *wq_head, *wq_tail; /* FIFO */
-    uint32_t n_waiters;
+    struct shold *sh_head, *sh_tail;  /* shared holders, in token order (holder is then NULL) */
+    uint32_t n_waiters, n_shared;
     uint16_t name_len;
     uint8_t in_delay;
     char name[];
@@ -111,7 +115,17 @@ struct waiter {
     struct waiter *lprev, *lnext; /* in lock's FIFO */
     struct waiter *sprev, *snext; /* in sess->wait_* */
     uint64_t wait_ms;
-    uint64_t rev; /* revision of the enqueueing command: orders the session's waits */
+    uint64_t rev;   /* revision of the enqueueing command: orders the session's waits */
+    uint8_t shared; /* waits for shared mode; else exclusive (an upgrade if it holds shared) */
+};
+
+/* A shared hold: one session holding one lock in shared mode, with its own token. */
+struct shold {
+    struct lock *lock;
+    struct sess *sess;
+    struct shold *lprev, *lnext; /* in lock->sh_*, token order */
+    struct shold *sprev, *snext; /* in sess->sh_*, token order */
+    uint64_t token, held_since_ms;
 };
 
 struct kv {
@@ -140,6 +154,8 @@ struct fsm {
     struct onode *keys;                 /* struct kv, by key */
     struct onode *lock_names;           /* struct lock (also in `locks`), by name */
     uint64_t n_keys, n_held, n_waiters, n_delay;
+    uint64_t n_shared;   /* shared holds over all locks */
+    uint64_t n_swaiters; /* queued shared requests over all locks */
     /* --max-data-bytes accounting: key + value bytes of every key, name bytes of every lock
      * and session (kept by kv.c, lock.c, session.c; checked by fsm_check_invariants) */
     uint64_t kv_bytes, name_bytes;
@@ -191,17 +207,55 @@ void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter 
  * links the session side later, in enqueue-revision order. */
 void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w);
 void waiter_link_sess(struct sess *s, struct waiter *w);
-void waiter_remove(struct fsm *f, struct waiter *w); /* unlinks and frees */
+void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w); /* upgrades */
+void waiter_remove(struct fsm *f, struct waiter *w);                         /* unlinks and frees */
 struct waiter *waiter_find(const struct lock *l, const struct sess *s);
+/* Shared holds (src/fsm/lock_shared.c). shold_link appends at the tails of both lists (restore
+ * links the session side later, in token order). */
+struct shold *shold_find(const struct lock *l, const struct sess *s);
+void shold_link_lock(struct fsm *f, struct lock *l, struct shold *h);
+void shold_link_sess(struct sess *s, struct shold *h);
+void shold_unlink(struct fsm *f, struct shold *h); /* both lists; frees h */
+/* The head waiter may be granted now (no exclusive holder, no lock-delay, and for an exclusive
+ * request no shared holder but, for an upgrade, the requester itself). */
+bool lock_head_grantable(const struct lock *l, const struct waiter *w);
+/* Whether a lock is unused: no holder of either mode, no lock-delay, no waiter. */
+static inline bool lock_unused(const struct lock *l)
+{
+    return !l->holder && !l->n_shared && !l->in_delay && !l->wq_head;
+}
 
+/* What a queued request asks for. */
+enum lock_mode { LOCK_MODE_EXCLUSIVE, LOCK_MODE_SHARED, LOCK_MODE_UPGRADE };
+/* Queue `s` (QUEUED, or ERR out of memory): at the tail, or at the head for an upgrade. */
+void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms, uint8_t mode,
+                  struct fsm_reply *r);
+/* The answer to a LOCK by a session already queued as `w` (same mode: its place; else ERR). */
+void lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
+                   struct fsm_reply *r);
+/* Start (or restart) lock-delay on a lock with no exclusive holder. */
+void lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms);
+void fsm_reply_int(struct fsm_reply *r, uint64_t v);
 /* Release a held lock: lock-delay of delay_ms if > 0, else hand it on (or drop it). `expired`:
  * its holder's session expired (told in the RELEASED event). */
 void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired);
+/* End a shared hold the same way (the lock is handed on only once no lock-delay runs). */
+void shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired);
+/* Grant the head of the queue while it can be granted (a run of shared requests together);
+ * drop the lock if nothing uses it any more. `l` may be freed. */
+void lock_hand_on(struct actx *a, struct lock *l);
+/* Give a lock to `s` in shared mode: a fresh revision is the token; 0 (and nothing changed)
+ * if memory ran out. */
+uint64_t shold_grant(struct actx *a, struct lock *l, struct sess *s);
+/* Remove a waiter that leaves without a grant (WAIT_ENDED), then hand the lock on: an
+ * exclusive request that leaves may let the shared requests behind it in. `l` may be freed. */
+void waiter_leave(struct actx *a, struct waiter *w);
 /* End a session's life: locks, waits, keys, the record itself. */
 void sess_end(struct actx *a, struct sess *s, bool expired);
 
 /* The ops: each gets its payload (inside a->c, whose header the ops read for now_ms). */
 void op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+void op_lock_shared(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
 void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p, struct fsm_reply *r);

@@ -1,8 +1,10 @@
 /*
  * fsm/invariants.c — fsm_check_invariants: a full audit of the state, for tests and fuzzing.
  *
- * Owns nothing. Checks the header's invariants (one holder, holders and waiters alive, no
- * waiter twice on a lock, no stored free lock, tokens <= revision and unique) plus the
+ * Owns nothing. Checks the header's invariants (one exclusive holder or shared holders, never
+ * both; holders and waiters alive; a session once per lock in each role; no waiter twice on a
+ * lock; no grantable head waiter; upgrades only at the head; no stored free lock; tokens <=
+ * revision and unique) plus the
  * structure: both directions of every intrusive list, counters, hash placement, AVL order and
  * balance, that every stored revision (sid, token, enqueue, mod_rev) is distinct, and that the
  * member table is sorted by unique ids > 0 with addresses of 1..FSM_MAX_ADDR bytes.
@@ -23,7 +25,8 @@ struct chk {
     size_t nrevs, cap;
     uint64_t locks, waits, keys; /* sums over sessions */
     uint64_t held, delayed, waiters, leased, nkeys;
-    uint64_t kv_bytes, name_bytes; /* recomputed, against fsm.kv_bytes / name_bytes */
+    uint64_t sholds, ssholds, swaiters; /* shared holds by lock, by session; shared waiters */
+    uint64_t kv_bytes, name_bytes;      /* recomputed, against fsm.kv_bytes / name_bytes */
 };
 
 static int bad(struct chk *c, const char *what, uint64_t id)
@@ -64,6 +67,25 @@ static int check_held_list(struct chk *c, const struct sess *s)
     if (prev != s->held_tail || n != s->n_locks)
         return bad(c, "held list tail or count wrong", s->sid);
     c->locks += n;
+    return 0;
+}
+
+static int check_shared_list(struct chk *c, const struct sess *s)
+{
+    uint32_t n = 0;
+    uint64_t prev_token = 0;
+    const struct shold *prev = NULL;
+    for (const struct shold *h = s->sh_head; h; prev = h, h = h->snext, n++) {
+        if (h->sess != s || h->sprev != prev ||
+            lock_find(c->f, h->lock->name, h->lock->name_len) != h->lock)
+            return bad(c, "shared list of session inconsistent", s->sid);
+        if (h->token <= prev_token)
+            return bad(c, "shared list not in token order", s->sid);
+        prev_token = h->token;
+    }
+    if (prev != s->sh_tail || n != s->n_shared)
+        return bad(c, "shared list tail or count wrong", s->sid);
+    c->ssholds += n;
     return 0;
 }
 
@@ -112,7 +134,8 @@ static int check_session(struct chk *c, const struct sess *s)
     if (rev_seen(c, s->sid))
         return -1;
     c->name_bytes += s->name_len;
-    return check_held_list(c, s) || check_wait_list(c, s) || check_key_list(c, s);
+    return check_held_list(c, s) || check_shared_list(c, s) || check_wait_list(c, s) ||
+           check_key_list(c, s);
 }
 
 static int check_lock_state(struct chk *c, const struct lock *l)
@@ -123,6 +146,8 @@ static int check_lock_state(struct chk *c, const struct lock *l)
     if (l->o.key != l->name || l->o.key_len != l->name_len ||
         otree_find(c->f->lock_names, l->name, l->name_len) != &l->o)
         return bad(c, "lock not in the name tree", id);
+    if (l->holder && l->n_shared)
+        return bad(c, "lock held in both modes", id);
     if (l->holder) {
         if (sess_find(c->f, l->holder->sid) != l->holder)
             return bad(c, "lock held by a dead session", l->holder->sid);
@@ -133,11 +158,55 @@ static int check_lock_state(struct chk *c, const struct lock *l)
     }
     if (l->token || l->held_since_ms)
         return bad(c, "token on a lock without holder", id);
-    if (!l->in_delay)
+    if (!l->in_delay && !l->n_shared)
         return bad(c, "free lock stored", l->n_waiters);
+    if (!l->in_delay)
+        return 0;
     if (l->lockdelay_ms == 0)
         return bad(c, "lock-delay of 0 ms", 0);
     c->delayed++;
+    return 0;
+}
+
+/* Shared holders: alive, in token order, each session once (sids is scratch). */
+static int check_sholds(struct chk *c, const struct lock *l, uint64_t *sids)
+{
+    uint32_t n = 0;
+    uint64_t prev_token = 0;
+    const struct shold *prev = NULL;
+    for (const struct shold *h = l->sh_head; h; prev = h, h = h->lnext, n++) {
+        if (h->lock != l || h->lprev != prev || n >= l->n_shared)
+            return bad(c, "shared holder list inconsistent", n);
+        if (sess_find(c->f, h->sess->sid) != h->sess)
+            return bad(c, "lock held shared by a dead session", h->sess->sid);
+        if (h->token <= prev_token)
+            return bad(c, "shared holders not in token order", h->token);
+        if (rev_seen(c, h->token))
+            return -1;
+        prev_token = h->token;
+        sids[n] = h->sess->sid;
+    }
+    if (prev != l->sh_tail || n != l->n_shared)
+        return bad(c, "shared holder tail or count wrong", n);
+    qsort(sids, n, sizeof(*sids), fsm_cmp_u64);
+    for (uint32_t i = 1; i < n; i++)
+        if (sids[i] == sids[i - 1])
+            return bad(c, "session holds one lock twice", sids[i]);
+    c->sholds += n;
+    return 0;
+}
+
+/* A waiter's mode: a shared holder waits only to upgrade, exclusively, at the head (whose
+ * enqueue revision then comes after those behind it: the order restarts after it). */
+static int check_waiter_mode(struct chk *c, const struct lock *l, const struct waiter *w,
+                             uint64_t *prev_rev)
+{
+    c->swaiters += w->shared;
+    if (!shold_find(l, w->sess))
+        return 0;
+    if (w->shared || w != l->wq_head)
+        return bad(c, "shared holder queued other than as the head upgrade", w->sess->sid);
+    *prev_rev = 0;
     return 0;
 }
 
@@ -158,8 +227,12 @@ static int check_waiters(struct chk *c, const struct lock *l, uint64_t *sids)
         if (rev_seen(c, w->rev))
             return -1;
         prev_rev = w->rev;
+        if (check_waiter_mode(c, l, w, &prev_rev))
+            return -1;
         sids[n] = w->sess->sid;
     }
+    if (l->wq_head && lock_head_grantable(l, l->wq_head))
+        return bad(c, "the head waiter could be granted (a missed grant)", l->wq_head->rev);
     if (prev != l->wq_tail || n != l->n_waiters)
         return bad(c, "lock queue tail or count wrong", n);
     qsort(sids, n, sizeof(*sids), fsm_cmp_u64);
@@ -175,10 +248,11 @@ static int check_lock(struct chk *c, const struct lock *l)
     if (check_lock_state(c, l))
         return -1;
     c->name_bytes += l->name_len;
-    uint64_t *sids = malloc((l->n_waiters + 1) * sizeof(*sids));
+    uint32_t most = l->n_waiters > l->n_shared ? l->n_waiters : l->n_shared;
+    uint64_t *sids = malloc((most + 1) * sizeof(*sids));
     if (!sids)
         return bad(c, "out of memory", 0);
-    int rc = check_waiters(c, l, sids);
+    int rc = check_sholds(c, l, sids) || check_waiters(c, l, sids);
     free(sids);
     return rc;
 }
@@ -265,6 +339,8 @@ static int check_all(struct chk *c)
         return bad(c, "held lock count wrong", c->held);
     if (c->waiters != f->n_waiters || c->waiters != c->waits)
         return bad(c, "waiter count wrong", c->waiters);
+    if (c->sholds != f->n_shared || c->sholds != c->ssholds || c->swaiters != f->n_swaiters)
+        return bad(c, "shared hold or shared waiter count wrong", c->sholds);
     if (c->delayed != f->n_delay || c->nkeys != f->n_keys || c->leased != c->keys)
         return bad(c, "lock-delay or key count wrong", c->nkeys);
     if (c->kv_bytes != f->kv_bytes || c->name_bytes != f->name_bytes)

@@ -1,9 +1,10 @@
 /*
  * fsm/lock.c — locks: records, FIFO waiters, grants, release and lock-delay; the lock ops.
  *
- * Owns the rule that a grant happens only here (grant()), only to a session that is alive (a
- * waiter's session is alive by invariant: sess_end removes its waits in the same apply), and
- * always with a fresh revision as the token. A lock record exists only while it is held, in
+ * Owns the rule that a grant happens only here (grant(), shold_grant() in lock_shared.c), only
+ * to a session that is alive (a waiter's session is alive by invariant: sess_end removes its
+ * waits in the same apply), and always with a fresh revision as the token. The queue is FIFO
+ * across modes (lock_hand_on). A lock record exists only while it is held (in either mode), in
  * lock-delay, or has waiters; the last user of a free lock drops it.
  */
 #include <stdlib.h>
@@ -102,6 +103,7 @@ void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
     l->wq_tail = w;
     l->n_waiters++;
     f->n_waiters++;
+    f->n_swaiters += w->shared;
 }
 
 void waiter_link_sess(struct sess *s, struct waiter *w)
@@ -115,6 +117,21 @@ void waiter_link_sess(struct sess *s, struct waiter *w)
         s->wait_head = w;
     s->wait_tail = w;
     s->n_waits++;
+}
+
+void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
+{
+    w->lock = l;
+    w->lprev = NULL;
+    w->lnext = l->wq_head;
+    if (l->wq_head)
+        l->wq_head->lprev = w;
+    else
+        l->wq_tail = w;
+    l->wq_head = w;
+    l->n_waiters++;
+    f->n_waiters++;
+    f->n_swaiters += w->shared;
 }
 
 void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
@@ -146,6 +163,7 @@ void waiter_remove(struct fsm *f, struct waiter *w)
     l->n_waiters--;
     s->n_waits--;
     f->n_waiters--;
+    f->n_swaiters -= w->shared;
     free(w);
 }
 
@@ -177,17 +195,64 @@ static uint64_t grant(struct actx *a, struct lock *l, struct sess *s)
     return l->token;
 }
 
-/* The lock became available (no holder, no delay): only the head waiter is granted. */
-static void hand_on(struct actx *a, struct lock *l)
+bool lock_head_grantable(const struct lock *l, const struct waiter *w)
 {
-    struct waiter *w = l->wq_head;
-    if (!w) {
-        lock_drop(a->f, l);
-        return;
-    }
+    if (l->holder || l->in_delay)
+        return false;
+    if (w->shared || l->n_shared == 0)
+        return true;
+    return l->n_shared == 1 && l->sh_head->sess == w->sess; /* an upgrade, alone at last */
+}
+
+/* An upgrade ends the requester's shared hold and grants it exclusively: a new token. False if
+ * memory for a shared hold ran out: the waiter then stays at the head. */
+static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
+{
     struct sess *s = w->sess;
+    if (w->shared) {
+        if (!shold_grant(a, l, s))
+            return false;
+        waiter_remove(a->f, w);
+        return true;
+    }
     waiter_remove(a->f, w);
+    struct shold *h = shold_find(l, s);
+    if (h) {
+        fsm_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l->name, l->name_len);
+        shold_unlink(a->f, h);
+    }
     grant(a, l, s);
+    return true;
+}
+
+/* FIFO across modes: the head is granted while it can be, so a run of shared requests at the
+ * head is granted together and stops at the first exclusive one (no writer starvation). */
+void lock_hand_on(struct actx *a, struct lock *l)
+{
+    while (l->wq_head && lock_head_grantable(l, l->wq_head))
+        if (!grant_head(a, l, l->wq_head))
+            break;
+    if (lock_unused(l))
+        lock_drop(a->f, l);
+}
+
+void waiter_leave(struct actx *a, struct waiter *w)
+{
+    struct lock *l = w->lock;
+    fsm_emit(a, FSM_EV_WAIT_ENDED, w->sess->sid, 0, 0, l->name, l->name_len);
+    waiter_remove(a->f, w);
+    lock_hand_on(a, l);
+}
+
+/* A shared holder's expiry while another delay runs restarts it: the delay counts from the
+ * latest expiry (the lease timer is re-armed by the second LOCKDELAY_STARTED). */
+void lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms)
+{
+    if (!l->in_delay)
+        a->f->n_delay++;
+    l->in_delay = 1;
+    l->lockdelay_ms = delay_ms;
+    fsm_emit(a, FSM_EV_LOCKDELAY_STARTED, 0, 0, delay_ms, l->name, l->name_len);
 }
 
 void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired)
@@ -201,18 +266,15 @@ void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expire
     l->token = 0;
     l->held_since_ms = 0;
     if (delay_ms == 0) {
-        hand_on(a, l);
+        lock_hand_on(a, l);
         return;
     }
-    l->in_delay = 1;
-    l->lockdelay_ms = delay_ms;
-    a->f->n_delay++;
-    fsm_emit(a, FSM_EV_LOCKDELAY_STARTED, 0, 0, delay_ms, l->name, l->name_len);
+    lock_delay_start(a, l, delay_ms);
 }
 
 /* ---- ops ---- */
 
-static void reply_int(struct fsm_reply *r, uint64_t v)
+void fsm_reply_int(struct fsm_reply *r, uint64_t v)
 {
     r->kind = FSM_REPLY_INT;
     r->value = v;
@@ -226,11 +288,13 @@ static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, 
         return;
     }
     lock_insert(a->f, l);
-    reply_int(r, grant(a, l, s));
+    fsm_reply_int(r, grant(a, l, s));
 }
 
-static void enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
-                    struct fsm_reply *r)
+/* An upgrade request goes to the head: behind a queued writer it would wait for its own
+ * shared hold to end, and the writer for it (a deadlock). */
+void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms, uint8_t mode,
+                  struct fsm_reply *r)
 {
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
@@ -239,14 +303,63 @@ static void enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wai
     }
     w->wait_ms = wait_ms;
     w->rev = fsm_next_rev(a);
-    waiter_append(a->f, l, s, w);
+    w->shared = mode == LOCK_MODE_SHARED;
+    if (mode == LOCK_MODE_UPGRADE)
+        waiter_link_lock_head(a->f, l, w);
+    else
+        waiter_link_lock(a->f, l, w);
+    waiter_link_sess(s, w);
     fsm_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l->name, l->name_len);
     r->kind = FSM_REPLY_QUEUED;
 }
 
 /*
+ * LOCK by a shared holder asks for an upgrade: at once if it is the only holder and no delay
+ * runs, else (with WAIT) at the head of the queue. Two upgraders would wait for each other
+ * forever, so the second is refused.
+ */
+static void lock_upgrade(struct actx *a, struct lock *l, struct sess *s, struct shold *h,
+                         uint64_t wait_ms, struct fsm_reply *r)
+{
+    if (waiter_find(l, s)) {
+        r->kind = wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
+    } else if (l->n_shared == 1 && !l->in_delay) {
+        fsm_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l->name, l->name_len);
+        shold_unlink(a->f, h);
+        fsm_reply_int(r, grant(a, l, s));
+    } else if (wait_ms == 0) {
+        r->kind = FSM_REPLY_NIL;
+    } else if (l->wq_head && !l->wq_head->shared && shold_find(l, l->wq_head->sess)) {
+        char nm[FSM_NAME_SHOWN];
+        fsm_reply_err(r,
+                      PROTO_ERR " session %llu already waits to upgrade lock %s: two upgrades "
+                                "would deadlock (UNLOCK and LOCK again)",
+                      (unsigned long long)l->wq_head->sess->sid,
+                      fsm_printable(l->name, l->name_len, nm, sizeof(nm)));
+    } else {
+        lock_enqueue(a, l, s, wait_ms, LOCK_MODE_UPGRADE, r);
+    }
+}
+
+/* A session already queued keeps its place if it asks in the same mode. */
+void lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
+                   struct fsm_reply *r)
+{
+    if ((w->shared != 0) == shared) {
+        r->kind = wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
+        return;
+    }
+    char nm[FSM_NAME_SHOWN];
+    fsm_reply_err(r, PROTO_ERR " session %llu already waits for lock %s in %s mode",
+                  (unsigned long long)w->sess->sid,
+                  fsm_printable(l->name, l->name_len, nm, sizeof(nm)),
+                  w->shared ? "shared" : "exclusive");
+}
+
+/*
  * LOCK: idempotent for the holder (its token) and for a queued session (keeps its place);
- * a free lock is granted at once; a busy one (held or in lock-delay) queues or answers NIL.
+ * a free lock is granted at once; a busy one (held in either mode, or in lock-delay) queues or
+ * answers NIL.
  */
 void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
@@ -256,22 +369,27 @@ void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
         return;
     }
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct shold *h = l ? shold_find(l, s) : NULL;
+    struct waiter *w;
     if (!l) {
         lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
-        reply_int(r, l->token);
-    } else if (waiter_find(l, s)) {
-        r->kind = c->wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
+        fsm_reply_int(r, l->token);
+    } else if (h) {
+        lock_upgrade(a, l, s, h, c->wait_ms, r);
+    } else if ((w = waiter_find(l, s))) {
+        lock_requeued(l, w, false, c->wait_ms, r);
     } else if (c->wait_ms == 0) {
         r->kind = FSM_REPLY_NIL;
     } else {
-        enqueue(a, l, s, c->wait_ms, r);
+        lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
     }
 }
 
 /*
  * UNLOCK: the holder releases (the head waiter is granted); a queued session leaves the queue
- * (so a client that gave up a wait whose answer it never saw leaves no orphan behind).
+ * (so a client that gave up a wait whose answer it never saw leaves no orphan behind). A shared
+ * holder waiting to upgrade does both: UNLOCK leaves the lock entirely.
  */
 void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
@@ -282,21 +400,29 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
     }
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     struct waiter *w = l && l->holder != s ? waiter_find(l, s) : NULL;
-    if (w) { /* a queued session gives up its place: a client abandoning a wait it lost */
-        fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l->name, l->name_len);
-        waiter_remove(a->f, w);
-        fsm_next_rev(a);
+    struct shold *h = l ? shold_find(l, s) : NULL;
+    if (w && !h) { /* a queued session gives up its place: a client abandoning a wait it lost */
+        waiter_leave(a, w);
+        if (a->nrev == 0)
+            fsm_next_rev(a);
         r->kind = FSM_REPLY_OK;
         return;
     }
-    if (!l || l->holder != s) {
+    if (!l || (l->holder != s && !h)) {
         char nm[FSM_NAME_SHOWN];
         fsm_reply_err(r, PROTO_NOTHOLDER " session %llu does not hold lock %s",
                       (unsigned long long)s->sid,
                       fsm_printable(c->name.p, c->name.len, nm, sizeof(nm)));
         return;
     }
-    lock_release(a, l, 0, false);
+    if (w) { /* the upgrade request goes first: its removal alone grants nothing */
+        fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l->name, l->name_len);
+        waiter_remove(a->f, w);
+    }
+    if (h)
+        shold_release(a, h, 0, false);
+    else
+        lock_release(a, l, 0, false);
     if (a->nrev == 0)
         fsm_next_rev(a);
     r->kind = FSM_REPLY_OK;
@@ -315,15 +441,19 @@ void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm
     if (!l)
         return;
     if (l->holder == s) {
-        reply_int(r, l->token);
+        fsm_reply_int(r, l->token);
         return;
     }
     struct waiter *w = waiter_find(l, s);
-    if (!w)
+    struct shold *h = w ? NULL : shold_find(l, s);
+    if (h) { /* a shared grant won the race */
+        fsm_reply_int(r, h->token);
         return;
-    fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l->name, l->name_len);
-    waiter_remove(a->f, w);
+    }
+    if (!w)
+        return; /* an upgrade that timed out leaves the shared hold in place: NIL */
     fsm_next_rev(a);
+    waiter_leave(a, w);
 }
 
 void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *c, struct fsm_reply *r)
@@ -336,7 +466,7 @@ void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *c, str
     l->lockdelay_ms = 0;
     a->f->n_delay--;
     fsm_emit(a, FSM_EV_LOCKDELAY_ENDED, 0, 0, 0, l->name, l->name_len);
-    hand_on(a, l);
+    lock_hand_on(a, l);
     if (a->nrev == 0)
         fsm_next_rev(a);
 }

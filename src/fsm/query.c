@@ -19,7 +19,18 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     v->in_lockdelay = l->in_delay;
     v->lockdelay_ms = l->lockdelay_ms;
     v->n_waiters = l->n_waiters;
+    v->n_shared = l->n_shared;
     return 1;
+}
+
+void fsm_lock_holders(const struct fsm *f, const char *name, size_t namelen,
+                      void (*cb)(void *arg, uint64_t sid, uint64_t token, bool shared), void *arg)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    if (l && l->holder)
+        cb(arg, l->holder->sid, l->token, false);
+    for (const struct shold *h = l ? l->sh_head : NULL; h; h = h->lnext)
+        cb(arg, h->sess->sid, h->token, true);
 }
 
 void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
@@ -33,7 +44,14 @@ void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token)
 {
     const struct lock *l = lock_find(f, name, namelen);
-    return l && l->holder && l->token == token ? 0 : -1;
+    if (!l)
+        return -1;
+    if (l->holder)
+        return l->token == token ? 0 : -1;
+    for (const struct shold *h = l->sh_head; h; h = h->lnext)
+        if (h->token == token)
+            return 0;
+    return -1;
 }
 
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v)
@@ -50,6 +68,7 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     v->n_locks = s->n_locks;
     v->n_waits = s->n_waits;
     v->n_keys = s->n_keys;
+    v->n_shared = s->n_shared;
     return 1;
 }
 
@@ -97,8 +116,10 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->locks_in_delay = f->n_delay;
     s->keys = f->n_keys;
     s->locks = f->locks.n;
-    s->data_bytes = f->kv_bytes + f->name_bytes +
-                    FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters);
+    s->shared_holds = f->n_shared;
+    s->data_bytes =
+        f->kv_bytes + f->name_bytes +
+        FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters + s->shared_holds);
 }
 
 static void to_item(const struct lock *l, struct fsm_lock_item *it)
@@ -109,6 +130,7 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->token = l->token;
     it->in_lockdelay = l->in_delay;
     it->n_waiters = l->n_waiters;
+    it->n_shared = l->n_shared;
 }
 
 struct list {

@@ -2,8 +2,8 @@
  * fsm/session.c — sessions: records, SESSION_OPEN, and the end of a session (close/expiry).
  *
  * Owns the rule that a dead session leaves every structure in the apply that ends it: its held
- * locks are released (in token order, so every replica hands them on in the same order), its
- * waits are removed, its keys deleted, its request table dropped.
+ * locks are released (in token order, exclusive then shared, so every replica hands them on in
+ * the same order), its waits are removed, its keys deleted, its request table dropped.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,16 +77,17 @@ void sess_destroy(struct sess *s)
     free(s);
 }
 
+/* Exclusive holds first, then waits, then shared holds: once its waits are gone, no hand-on
+ * can grant the ending session anything (an upgrade waiter would be its own shared hold's). */
 void sess_end(struct actx *a, struct sess *s, bool expired)
 {
     uint64_t delay = expired ? s->lockdelay_ms : 0;
     while (s->held_head)
         lock_release(a, s->held_head, delay, expired);
-    while (s->wait_head) {
-        struct waiter *w = s->wait_head;
-        fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, w->lock->name, w->lock->name_len);
-        waiter_remove(a->f, w);
-    }
+    while (s->wait_head)
+        waiter_leave(a, s->wait_head);
+    while (s->sh_head)
+        shold_release(a, s->sh_head, delay, expired);
     /* The lease list's order is not kept by a snapshot: the events go out in key order, the
      * same on every replica (watch ids depend on it). */
     size_t first_key = a->ev->n;

@@ -1,20 +1,29 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (version 2; varint = canonical LEB128, str = varint length + bytes):
+ * Owns the snapshot format (versions 2 and 3; varint = canonical LEB128, str = varint length +
+ * bytes):
  *
- *   "FLSM" u8 2, varint revision,
+ *   "FLSM" u8 version, varint revision,
  *   varint n_sessions, per session in sid order:
  *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name; varint req_seq;
  *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained)
  *   varint n_locks, per lock in name byte order:
  *     str name; varint holder_sid (0 = none); if holder: varint token, held_since_ms;
+ *     v3 only: varint n_shared; per shared hold in token order: varint sid, token,
+ *       held_since_ms;
  *     u8 flags (bit 0: in lock-delay); if in delay: varint lockdelay_ms;
- *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision
+ *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision;
+ *       v3 only: u8 mode (0 exclusive, 1 shared)
  *   varint n_keys, per key in byte order:
  *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
  *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
  *     varint id (> 0); str client_addr, str raft_addr (1..FSM_MAX_ADDR bytes each)
+ *
+ * Version 3 (issue 19: read-write locks) is written only for a state that uses what version 2
+ * cannot hold (a shared hold or a queued shared request); any other state is written as version
+ * 2, byte for byte as before, so a binary that reads only version 2 keeps restoring it during a
+ * rolling upgrade until shared locks are used. Both versions are restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -31,8 +40,10 @@
 #define SNAP_MAGIC "FLSM"
 #define SNAP_MAGIC_LEN (sizeof(SNAP_MAGIC) - 1)
 #define VEC_MIN_CAP 64 /* first allocation of a restore-time array */
-#define SNAP_VERSION 2
+#define SNAP_VERSION_2 2
+#define SNAP_VERSION_3 3 /* adds shared holds and waiter modes */
 #define FLAG_DELAY 1u
+#define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
 
 /* ---- emit ---- */
 
@@ -51,19 +62,45 @@ static int emit_session(const struct sess *s, struct buf *b)
     return rc;
 }
 
-static int emit_lock(const struct lock *l, struct buf *b)
+/* The oldest version that can hold the state. */
+static uint8_t snap_version(const struct fsm *f)
 {
+    return f->n_shared || f->n_swaiters ? SNAP_VERSION_3 : SNAP_VERSION_2;
+}
+
+struct emit {
+    struct buf *b;
+    uint8_t version;
+};
+
+static int emit_shared(const struct lock *l, struct buf *b)
+{
+    int rc = buf_put_varint(b, l->n_shared);
+    for (const struct shold *h = l->sh_head; h && !rc; h = h->lnext)
+        rc = buf_put_varint(b, h->sess->sid) || buf_put_varint(b, h->token) ||
+             buf_put_varint(b, h->held_since_ms);
+    return rc;
+}
+
+static int emit_lock(const struct lock *l, const struct emit *e)
+{
+    struct buf *b = e->b;
     int rc =
         buf_put_bytes(b, l->name, l->name_len) || buf_put_varint(b, l->holder ? l->holder->sid : 0);
     if (l->holder)
         rc = rc || buf_put_varint(b, l->token) || buf_put_varint(b, l->held_since_ms);
+    if (e->version >= SNAP_VERSION_3)
+        rc = rc || emit_shared(l, b);
     rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
     if (l->in_delay)
         rc = rc || buf_put_varint(b, l->lockdelay_ms);
     rc = rc || buf_put_varint(b, l->n_waiters);
-    for (const struct waiter *w = l->wq_head; w; w = w->lnext)
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
         rc = rc || buf_put_varint(b, w->sess->sid) || buf_put_varint(b, w->wait_ms) ||
              buf_put_varint(b, w->rev);
+        if (e->version >= SNAP_VERSION_3)
+            rc = rc || buf_put_u8(b, w->shared ? WAIT_SHARED : 0);
+    }
     return rc;
 }
 
@@ -85,13 +122,14 @@ static int emit_lock_visit(void *arg, const struct onode *n)
 
 static int emit_all(const struct fsm *f, struct buf *out)
 {
-    int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) || buf_put_u8(out, SNAP_VERSION) ||
+    struct emit e = {.b = out, .version = snap_version(f)};
+    int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) || buf_put_u8(out, e.version) ||
              buf_put_varint(out, f->revision) || buf_put_varint(out, f->sessions.n);
     for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
         rc = rc || emit_session(s, out);
     rc = rc || buf_put_varint(out, f->locks.n);
     if (!rc)
-        rc = rc || otree_walk(f->lock_names, NULL, 0, emit_lock_visit, out);
+        rc = rc || otree_walk(f->lock_names, NULL, 0, emit_lock_visit, &e);
     rc = rc || buf_put_varint(out, f->n_keys);
     if (!rc)
         rc = rc || otree_walk(f->keys, NULL, 0, emit_key_visit, out);
@@ -140,10 +178,12 @@ struct rst {
     struct fsm *nf;
     char *err;
     size_t errlen;
-    struct vec revs;  /* uint64_t: every stored revision, must be distinct */
-    struct vec held;  /* struct lock *: held locks, linked to holders in token order */
-    struct vec waits; /* struct waiter *: linked to sessions in enqueue order */
-    struct vec sids;  /* uint64_t: scratch, the waiter sids of one lock */
+    struct vec revs; /* uint64_t: every stored revision, must be distinct */
+    uint8_t version;
+    struct vec held;   /* struct lock *: held locks, linked to holders in token order */
+    struct vec sholds; /* struct shold *: shared holds, linked to sessions in token order */
+    struct vec waits;  /* struct waiter *: linked to sessions in enqueue order */
+    struct vec sids;   /* uint64_t: scratch, the waiter sids of one lock */
 };
 
 static int bad(struct rst *s, const char *what)
@@ -238,13 +278,56 @@ static int restore_holder(struct rst *s, struct lock *l)
     return vec_push(&s->held, &l, sizeof(l)) ? bad(s, "out of memory") : 0;
 }
 
+static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
+{
+    uint64_t sid, token, since;
+    if (get_u(s, &sid) || get_u(s, &token) || get_u(s, &since))
+        return -1;
+    struct sess *x = sess_find(s->nf, sid);
+    if (!x)
+        return bad(s, "shared holder is not a session");
+    if (token <= *prev_token)
+        return bad(s, "shared holders not in token order");
+    *prev_token = token;
+    if (push_rev(s, token))
+        return -1;
+    for (const struct shold *h = l->sh_head; h; h = h->lnext)
+        if (h->sess == x)
+            return bad(s, "session holds one lock twice");
+    struct shold *h = calloc(1, sizeof(*h));
+    if (!h || vec_push(&s->sholds, &h, sizeof(h))) {
+        free(h);
+        return bad(s, "out of memory");
+    }
+    h->sess = x; /* linked into x's list later, in token order */
+    h->token = token;
+    h->held_since_ms = since;
+    shold_link_lock(s->nf, l, h);
+    return 0;
+}
+
+static int restore_sholds(struct rst *s, struct lock *l)
+{
+    uint64_t n, prev_token = 0;
+    if (s->version < SNAP_VERSION_3)
+        return 0;
+    if (get_u(s, &n))
+        return -1;
+    if (n && l->holder)
+        return bad(s, "lock held in both modes");
+    for (uint64_t i = 0; i < n; i++)
+        if (restore_shold(s, l, &prev_token))
+            return -1;
+    return 0;
+}
+
 static int restore_delay(struct rst *s, struct lock *l)
 {
     uint8_t flags;
     if (rd_u8(&s->r, &flags) || (flags & ~FLAG_DELAY))
         return bad(s, "bad lock flags");
     if (!flags)
-        return l->holder ? 0 : bad(s, "free lock stored");
+        return l->holder || l->n_shared ? 0 : bad(s, "free lock stored");
     if (l->holder)
         return bad(s, "held lock in lock-delay");
     if (get_u(s, &l->lockdelay_ms))
@@ -257,9 +340,32 @@ static int restore_delay(struct rst *s, struct lock *l)
 }
 
 /* Link a waiter at the FIFO's tail; its session list is built later, in enqueue order. */
+/* The v3 mode byte; a shared holder may wait only to upgrade, and only at the head (whose
+ * enqueue revision then comes after those behind it). */
+static int restore_mode(struct rst *s, struct lock *l, struct sess *x, uint8_t *shared,
+                        uint64_t rev, uint64_t *prev_rev)
+{
+    uint8_t mode = 0;
+    if (s->version >= SNAP_VERSION_3 && (rd_u8(&s->r, &mode) || (mode & ~WAIT_SHARED)))
+        return bad(s, "bad waiter mode");
+    *shared = mode & WAIT_SHARED;
+    bool holds = false;
+    for (const struct shold *h = l->sh_head; h && !holds; h = h->lnext)
+        holds = h->sess == x;
+    if (holds && (*shared || l->n_waiters))
+        return bad(s, "shared holder queued other than as the head upgrade");
+    if (holds) /* the head upgrade: the next waiter starts the enqueue order */
+        return 0;
+    if (rev <= *prev_rev)
+        return bad(s, "waiters not in enqueue order");
+    *prev_rev = rev;
+    return 0;
+}
+
 static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
 {
     uint64_t sid, wait, rev;
+    uint8_t shared;
     if (get_u(s, &sid) || get_u(s, &wait) || get_u(s, &rev))
         return -1;
     struct sess *x = sess_find(s->nf, sid);
@@ -269,9 +375,8 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
         return bad(s, "holder queued on its own lock");
     if (wait == 0)
         return bad(s, "waiter without a wait");
-    if (rev <= *prev_rev)
-        return bad(s, "waiters not in enqueue order");
-    *prev_rev = rev;
+    if (restore_mode(s, l, x, &shared, rev, prev_rev))
+        return -1;
     if (push_rev(s, rev))
         return -1;
     if (vec_push(&s->sids, &sid, sizeof(sid)))
@@ -284,6 +389,7 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
     w->sess = x;
     w->wait_ms = wait;
     w->rev = rev;
+    w->shared = shared;
     waiter_link_lock(s->nf, l, w);
     return 0;
 }
@@ -303,6 +409,8 @@ static int restore_waiters(struct rst *s, struct lock *l)
     for (size_t i = 1; i < s->sids.n; i++)
         if (v[i] == v[i - 1])
             return bad(s, "session queued twice on one lock");
+    if (l->wq_head && lock_head_grantable(l, l->wq_head))
+        return bad(s, "the head waiter could be granted");
     return 0;
 }
 
@@ -319,7 +427,7 @@ static int restore_lock(struct rst *s, struct lock **prev)
         return bad(s, "out of memory");
     lock_insert_last(s->nf, l, *prev);
     *prev = l;
-    if (restore_holder(s, l) || restore_delay(s, l))
+    if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l))
         return -1;
     return restore_waiters(s, l);
 }
@@ -400,6 +508,13 @@ static int cmp_held(const void *a, const void *b)
     return x->token < y->token ? -1 : x->token > y->token;
 }
 
+static int cmp_shold(const void *a, const void *b)
+{
+    const struct shold *x = *(const struct shold *const *)a;
+    const struct shold *y = *(const struct shold *const *)b;
+    return x->token < y->token ? -1 : x->token > y->token;
+}
+
 static int cmp_wait(const void *a, const void *b)
 {
     const struct waiter *x = *(const struct waiter *const *)a;
@@ -421,6 +536,13 @@ static void link_sessions(struct rst *s)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
     for (size_t i = 0; i < s->waits.n; i++)
         waiter_link_sess(waits[i]->sess, waits[i]);
+    struct shold **sh = s->sholds.p;
+    if (s->sholds.n)
+        qsort(sh, s->sholds.n, sizeof(*sh), cmp_shold);
+    for (size_t i = 0; i < s->sholds.n; i++) {
+        struct sess *x = sh[i]->sess;
+        shold_link_sess(x, sh[i]);
+    }
 }
 
 static int revs_distinct(struct rst *s)
@@ -445,8 +567,9 @@ static int restore_body(struct rst *s)
             return bad(s, "truncated header");
     if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
-    if (rd_u8(&s->r, &version) || version != SNAP_VERSION)
+    if (rd_u8(&s->r, &version) || (version != SNAP_VERSION_2 && version != SNAP_VERSION_3))
         return bad(s, "unsupported version");
+    s->version = version;
     if (get_u(s, &s->nf->revision) || get_u(s, &n))
         return -1;
     for (uint64_t i = 0; i < n; i++)
@@ -471,6 +594,8 @@ static int restore_body(struct rst *s)
     if (revs_distinct(s))
         return -1;
     link_sessions(s);
+    if (snap_version(s->nf) != version) /* canonical: the oldest version that holds it */
+        return bad(s, "version 3 snapshot of a state version 2 can hold");
     return 0;
 }
 
@@ -486,6 +611,7 @@ int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_
     int rc = restore_body(&s);
     free(s.revs.p);
     free(s.held.p);
+    free(s.sholds.p);
     free(s.waits.p);
     free(s.sids.p);
     if (rc == 0) {

@@ -139,7 +139,7 @@ static const struct {
     OPT("LEASE", CMD_OPT_LEASE, 1), OPT("FENCE", CMD_OPT_FENCE, 2),
     OPT("IFREV", CMD_OPT_IFREV, 1), OPT("REQ", CMD_OPT_REQ, 2),
     OPT("WAIT", CMD_OPT_WAIT, 1),   OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
-    OPT("NAME", CMD_OPT_NAME, 1),
+    OPT("NAME", CMD_OPT_NAME, 1),   OPT("SHARED", CMD_OPT_SHARED, 0),
 #undef OPT
 };
 
@@ -170,6 +170,9 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     case CMD_OPT_LOCKDELAY:
         return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
                              &cmd->session_open.lockdelay_ms);
+    case CMD_OPT_SHARED: /* LOCK and LOCK_SHARED share their payload's layout */
+        cmd->op = FSM_OP_LOCK_SHARED;
+        return 0;
     case CMD_OPT_NAME:
         if (r->argv[i].len > cfg->max_key) {
             resp_w_errorf(r->out, PROTO_TOOLARGE " NAME is over %zu bytes", cfg->max_key);
@@ -301,13 +304,14 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
 void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
+    const struct fsm_cmd_lock *lk = fsm_cmd_lock_of(cmd);
     r->slot->op = cmd->op;
-    r->slot->wait_ms = cmd->op == FSM_OP_LOCK ? cmd->lock.wait_ms : 0;
+    r->slot->wait_ms = lk ? lk->wait_ms : 0;
     r->slot->started_ns = uv_hrtime();
-    if (cmd->op == FSM_OP_LOCK) {
+    if (lk) {
         struct buf k;
         buf_init(&k);
-        if (!srv_key_name_sid(cmd->lock.name.p, cmd->lock.name.len, cmd->lock.sid, &k)) {
+        if (!srv_key_name_sid(lk->name.p, lk->name.len, lk->sid, &k)) {
             cmd_reply_err(r, PROTO_ERR " out of memory");
             return;
         }
@@ -316,8 +320,8 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
     }
     if (srv_quota_reserve(s, cmd, &r->slot->res, r->out))
         return;
-    int rc = cmd->op == FSM_OP_LOCK ? srv_propose_lock(s, cmd, cmd_write_done, r->slot)
-                                    : srv_propose(s, cmd, cmd_write_done, r->slot);
+    int rc = lk ? srv_propose_lock(s, cmd, cmd_write_done, r->slot)
+                : srv_propose(s, cmd, cmd_write_done, r->slot);
     if (rc != RN_OK) {
         srv_quota_release(s, &r->slot->res);
         srv_reply_status(s, r->out, rc);

@@ -1,5 +1,6 @@
 /*
- * cmd_lock.c — LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK and LOCKS.
+ * cmd_lock.c — LOCK (exclusive, or SHARED: read-write locks), UNLOCK, LOCK.INFO, FENCE.CHECK
+ * and LOCKS.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +8,9 @@
 #include "server/cmd.h"
 
 /* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
-#define LOCK_INFO_FIELDS 5
-#define LOCKS_ROW_FIELDS 5
+#define LOCK_INFO_FIELDS 7
+#define LOCKS_ROW_FIELDS 7
+#define HOLDER_FIELDS 2 /* sid, token: one map per holder in LOCK.INFO's holders */
 
 static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
 {
@@ -22,9 +24,15 @@ void lockCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_LOCK, .lock = {.wait_ms = 0}};
     if (lock_args(r, &cmd.lock.name, &cmd.lock.sid) ||
-        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd))
+        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED, &cmd))
         return;
     cmd_propose(r, &cmd);
+}
+
+/* "exclusive", "shared" or "none" (in lock-delay or only waiters). */
+static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
+{
+    return holder_sid ? "exclusive" : n_shared ? "shared" : "none";
 }
 
 void unlockCommand(struct srv_req *r)
@@ -44,6 +52,22 @@ static void waiter_cb(void *arg, uint64_t sid, uint64_t wait_ms)
     struct waiters_arg *wa = arg;
     (void)wait_ms;
     resp_w_uint(wa->out, sid);
+}
+
+struct holders_arg {
+    struct buf *out;
+    int proto;
+};
+
+static void holder_cb(void *arg, uint64_t sid, uint64_t token, bool shared)
+{
+    struct holders_arg *ha = arg;
+    (void)shared;
+    resp_w_map(ha->out, ha->proto, HOLDER_FIELDS);
+    resp_w_bulk_str(ha->out, "sid");
+    resp_w_uint(ha->out, sid);
+    resp_w_bulk_str(ha->out, "token");
+    resp_w_uint(ha->out, token);
 }
 
 void lockInfoCommand(struct srv_req *r)
@@ -69,6 +93,12 @@ void lockInfoCommand(struct srv_req *r)
     resp_w_array(r->out, v.n_waiters);
     struct waiters_arg wa = {r->out};
     fsm_lock_waiters(r->s->fsm, name.p, name.len, waiter_cb, &wa);
+    resp_w_bulk_str(r->out, "mode");
+    resp_w_bulk_str(r->out, lock_mode(v.holder_sid, v.n_shared));
+    resp_w_bulk_str(r->out, "holders");
+    resp_w_array(r->out, v.holder_sid ? 1 : v.n_shared);
+    struct holders_arg ha = {r->out, r->proto};
+    fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
 }
 
 void fenceCheckCommand(struct srv_req *r)
@@ -121,6 +151,10 @@ void locksCommand(struct srv_req *r)
         resp_w_uint(r->out, it[i].in_lockdelay ? 1 : 0);
         resp_w_bulk_str(r->out, "waiters");
         resp_w_uint(r->out, it[i].n_waiters);
+        resp_w_bulk_str(r->out, "mode");
+        resp_w_bulk_str(r->out, lock_mode(it[i].holder_sid, it[i].n_shared));
+        resp_w_bulk_str(r->out, "holders");
+        resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
     }
     free(it);
 }

@@ -47,12 +47,28 @@ static void quota_used(struct srv *s, uint64_t used[SRV_QUOTA_N])
     used[SRV_QUOTA_BYTES] = st.data_bytes;
 }
 
+/* A LOCK or LOCK_SHARED: a new lock, or a waiter; a shared grant adds a record of its own. */
+static void growth_lock(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+{
+    const struct fsm_cmd_lock *c = fsm_cmd_lock_of(cmd);
+    uint64_t shared = cmd->op == FSM_OP_LOCK_SHARED ? FSM_RECORD_BYTES : 0;
+    struct fsm_lock_view lv;
+    if (!fsm_lock_info(s->fsm, c->name.p, c->name.len, &lv)) {
+        g[SRV_QUOTA_LOCKS] = 1;
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + c->name.len + shared;
+    } else if (lv.holder_sid != c->sid && c->wait_ms > 0) {
+        g[SRV_QUOTA_WAITERS] = 1;
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES;
+    } else if (lv.holder_sid != c->sid) {
+        g[SRV_QUOTA_BYTES] = shared;
+    }
+}
+
 /* The most `cmd` can add to the state as it stands now (a LOCK that will queue adds a waiter,
  * one on an absent lock adds the lock; a PUT adds a key or the growth of its value). */
 static void growth(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
 {
     memset(g, 0, sizeof(uint64_t) * SRV_QUOTA_N);
-    struct fsm_lock_view lv;
     struct fsm_kv_meta kv;
     switch (cmd->op) {
     case FSM_OP_SESSION_OPEN:
@@ -60,13 +76,8 @@ static void growth(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOT
         g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->session_open.name.len;
         break;
     case FSM_OP_LOCK:
-        if (!fsm_lock_info(s->fsm, cmd->lock.name.p, cmd->lock.name.len, &lv)) {
-            g[SRV_QUOTA_LOCKS] = 1;
-            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->lock.name.len;
-        } else if (lv.holder_sid != cmd->lock.sid && cmd->lock.wait_ms > 0) {
-            g[SRV_QUOTA_WAITERS] = 1;
-            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES;
-        }
+    case FSM_OP_LOCK_SHARED:
+        growth_lock(s, cmd, g);
         break;
     case FSM_OP_PUT:
         if (!fsm_kv_get(s->fsm, cmd->put.key.p, cmd->put.key.len, &kv)) {

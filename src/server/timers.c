@@ -27,14 +27,15 @@ int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
     return propose_cmd(s, cmd, cb, ctx, false);
 }
 
-/* A LOCK that will wait behind another session (held now, or in lock-delay): nothing is
- * answered until a later UNLOCK, expiry or timeout, so its entry may wait for company. */
+/* A LOCK that will wait behind another session (held exclusively now, or in lock-delay):
+ * nothing is answered until a later UNLOCK, expiry or timeout, so its entry may wait for
+ * company. (Behind shared holders it is not marked lazy: being eager only costs an entry.) */
 int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 {
+    const struct fsm_cmd_lock *c = fsm_cmd_lock_of(cmd);
     struct fsm_lock_view v;
-    bool lazy = cmd->lock.wait_ms > 0 &&
-                fsm_lock_info(s->fsm, cmd->lock.name.p, cmd->lock.name.len, &v) &&
-                ((v.holder_sid && v.holder_sid != cmd->lock.sid) || v.in_lockdelay);
+    bool lazy = c->wait_ms > 0 && fsm_lock_info(s->fsm, c->name.p, c->name.len, &v) &&
+                ((v.holder_sid && v.holder_sid != c->sid) || v.in_lockdelay);
     return propose_cmd(s, cmd, cb, ctx, lazy);
 }
 

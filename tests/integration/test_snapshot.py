@@ -195,7 +195,9 @@ def _tail(c, srv, sid, before):
             before["revision"] = rev
         name = "tail-lock-%d" % rnd
         tok = expect_int(c.call("LOCK", name, sid), "LOCK %s" % name)
-        before["lock:" + name] = {"holder": sid, "token": tok, "lockdelay": 0, "waiters": []}
+        before["lock:" + name] = {"holder": sid, "token": tok, "lockdelay": 0, "waiters": [],
+                                  "mode": b"exclusive",
+                                  "holders": [[b"sid", sid, b"token", tok]]}
         before["session:%d" % sid]["locks"] += 1
         before["revision"] = tok
         granted.append(name)

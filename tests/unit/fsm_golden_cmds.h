@@ -12,6 +12,9 @@
  * struct fsm_cmd was one flat struct; this table now builds the same commands through the
  * per-op payloads, and test_fsm_codec_golden checks that they encode to the fixture's bytes.
  *
+ * Commands appended later (issue 19's LOCK_SHARED) come after the original ones; the fixture
+ * keeps the version 2 snapshot of the state before them and adds a version 3 one after them.
+ *
  * Static data for a test binary or the generator; golden_fill() must run before the first use.
  */
 #ifndef FENCELOCK_FSM_GOLDEN_CMDS_H
@@ -200,8 +203,42 @@ static const struct fsm_cmd golden_cmds[] = {
              .cond = {.has_ifrev = true, .ifrev = 0}}},
     {.op = FSM_OP_PUT, .put = {.key = GS("z"), .value = {golden_value, GOLDEN_VALUE_LEN}}},
     {.op = FSM_OP_PUT, .put = {.key = GS("e"), .value = GS("")}},
+    /* issue 19, read-write locks (revision 40 so far; golden_snapshot is the state here) */
+    {.op = FSM_OP_SESSION_OPEN,
+     .session_open = {.ttl_ms = 20000, .lockdelay_ms = 400, .name = GS("india")}},
+    {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 20000, .name = GS("juliet")}},
+    /* RW1: 41 and 42 share it, 35 queues exclusive, 1 shared behind it, 41 asks to upgrade (at
+       the head), 42's second upgrade is refused; 42 expires: 41's upgrade is granted */
+    {.op = FSM_OP_LOCK_SHARED, .now_ms = 7000, .lock_shared = {.name = GS("RW1"), .sid = 41}},
+    {.op = FSM_OP_LOCK_SHARED,
+     .req_sid = 42,
+     .req_seq = 1,
+     .lock_shared = {.name = GS("RW1"), .sid = 42}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("RW1"), .sid = 35, .wait_ms = 7000}},
+    {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW1"), .sid = 1, .wait_ms = 8000}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("RW1"), .sid = 41, .wait_ms = 9000}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("RW1"), .sid = 42, .wait_ms = 1}},
+    {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("L1"), .sid = 41}},
+    {.op = FSM_OP_LOCK_SHARED,
+     .req_sid = 42,
+     .req_seq = 1,
+     .lock_shared = {.name = GS("RW1"), .sid = 42}},
+    {.op = FSM_OP_SESSION_EXPIRE, .session_expire = {.sid = 42}},
+    /* RW2: 4 and 1 share it, 2 queues exclusive, 4 waits to upgrade at the head */
+    {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW2"), .sid = 4}},
+    {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW2"), .sid = 1, .wait_ms = 5}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("RW2"), .sid = 2, .wait_ms = 100}},
+    {.op = FSM_OP_LOCK, .lock = {.name = GS("RW2"), .sid = 4, .wait_ms = 200}},
+    /* RW1 goes to 35 (1 still waits, shared); RW3: 41 expires while sharing it with 2 */
+    {.op = FSM_OP_UNLOCK, .unlock = {.name = GS("RW1"), .sid = 41}},
+    {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW3"), .sid = 41}},
+    {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW3"), .sid = 2}},
+    {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 8000, .session_expire = {.sid = 41}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
+/* The commands before issue 19's: golden_snapshot (version 2) is the state after them, and
+ * golden_snapshot_v3 the state after all of them. */
+#define GOLDEN_N_V2_CMDS 69
 
 #endif

@@ -5,7 +5,9 @@
  * FSM_CMD_VERSION 1 (tests/unit/gen_fsm_golden.c, from the commands of fsm_golden_cmds.h). A
  * log and a snapshot written by that code must decode, re-encode, replay and restore to the
  * same bytes, replies and events with today's code; and today's structs must encode the same
- * commands to the same bytes. Any change to a field's encoding fails here.
+ * commands to the same bytes. Any change to a field's encoding fails here. Issue 19 appended
+ * LOCK_SHARED entries and a version 3 snapshot of the state after them; the version 2 snapshot
+ * of the state before them stays, and must still restore and re-snapshot to the same bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -75,12 +77,25 @@ static int replays_identically(struct fsm *f, struct fsm_events *ev, size_t i)
     return ok;
 }
 
-static int snapshot_is_golden(const struct fsm *f)
+static int snapshot_is(const struct fsm *f, const uint8_t *p, size_t n)
 {
     struct buf b;
     buf_init(&b);
-    int ok = fsm_snapshot(f, &b) == 0 && same_bytes(&b, golden_snapshot, sizeof(golden_snapshot));
+    int ok = fsm_snapshot(f, &b) == 0 && same_bytes(&b, p, n);
     buf_free(&b);
+    return ok;
+}
+
+/* Restores, passes the audit and snapshots to the same bytes. */
+static int restores_byte_identically(const uint8_t *p, size_t n)
+{
+    struct fsm *f = fsm_new();
+    char err[128];
+    int restored = f && fsm_restore(f, p, n, err, sizeof(err)) == 0;
+    if (!restored)
+        fprintf(stderr, "  restore: %s\n", err);
+    int ok = restored && snapshot_is(f, p, n) && fsm_check_invariants(f, err, sizeof(err)) == 0;
+    fsm_free(f);
     return ok;
 }
 
@@ -102,31 +117,33 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm *f = fsm_new();
     struct fsm_events ev;
     fsm_events_init(&ev);
-    int ok = f != NULL;
-    for (size_t i = 0; ok && i < N_GOLDEN; i++)
+    int ok = f != NULL, snap_v2_ok = 0;
+    for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
-    int snap_ok = ok && snapshot_is_golden(f);
+        if (i + 1 == GOLDEN_N_V2_CMDS)
+            snap_v2_ok = snapshot_is(f, golden_snapshot, sizeof(golden_snapshot));
+    }
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_v3, sizeof(golden_snapshot_v3));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
     fsm_free(f);
     CHECK(ok);
+    CHECK(snap_v2_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
 
 TEST(golden_snapshot_restores_and_resnapshots_byte_identically)
 {
-    struct fsm *f = fsm_new();
-    char err[128];
-    int restored =
-        f && fsm_restore(f, golden_snapshot, sizeof(golden_snapshot), err, sizeof(err)) == 0;
-    int snap_ok = restored && snapshot_is_golden(f);
-    int inv_ok = restored && fsm_check_invariants(f, err, sizeof(err)) == 0;
-    fsm_free(f);
-    CHECK(restored);
-    CHECK(snap_ok);
-    CHECK(inv_ok);
+    CHECK(golden_snapshot[4] == 2);
+    CHECK(restores_byte_identically(golden_snapshot, sizeof(golden_snapshot)));
+}
+
+TEST(golden_snapshot_v3_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_v3[4] == 3);
+    CHECK(restores_byte_identically(golden_snapshot_v3, sizeof(golden_snapshot_v3)));
 }
 
 int main(void)
@@ -136,5 +153,6 @@ int main(void)
     RUN(golden_commands_built_from_structs_encode_to_the_fixture_bytes);
     RUN(golden_log_replays_to_the_same_replies_events_and_snapshot);
     RUN(golden_snapshot_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_v3_restores_and_resnapshots_byte_identically);
     TEST_MAIN_END();
 }

@@ -1,0 +1,162 @@
+/*
+ * fsm/lock_shared.c — the shared mode of read-write locks: shared-hold records and LOCK_SHARED.
+ *
+ * Owns the rule that a shared request is granted at once only when the lock has no exclusive
+ * holder, no lock-delay and nobody queued (a queued writer keeps later readers out, so writers
+ * do not starve); otherwise it queues in the same FIFO as exclusive requests, and
+ * lock_hand_on (lock.c) grants a run of shared requests at the head together. Each shared
+ * grant takes its own fresh revision as its token. A session holds a lock in one mode.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+/* Walks whichever list is shorter: the lock's shared holders or the session's. */
+struct shold *shold_find(const struct lock *l, const struct sess *s)
+{
+    if (l->n_shared <= s->n_shared) {
+        for (struct shold *h = l->sh_head; h; h = h->lnext)
+            if (h->sess == s)
+                return h;
+    } else {
+        for (struct shold *h = s->sh_head; h; h = h->snext)
+            if (h->lock == l)
+                return h;
+    }
+    return NULL;
+}
+
+void shold_link_lock(struct fsm *f, struct lock *l, struct shold *h)
+{
+    h->lock = l;
+    h->lnext = NULL;
+    h->lprev = l->sh_tail;
+    if (l->sh_tail)
+        l->sh_tail->lnext = h;
+    else
+        l->sh_head = h;
+    l->sh_tail = h;
+    l->n_shared++;
+    f->n_shared++;
+}
+
+void shold_link_sess(struct sess *s, struct shold *h)
+{
+    h->sess = s;
+    h->snext = NULL;
+    h->sprev = s->sh_tail;
+    if (s->sh_tail)
+        s->sh_tail->snext = h;
+    else
+        s->sh_head = h;
+    s->sh_tail = h;
+    s->n_shared++;
+}
+
+void shold_unlink(struct fsm *f, struct shold *h)
+{
+    struct lock *l = h->lock;
+    struct sess *s = h->sess;
+    if (h->lprev)
+        h->lprev->lnext = h->lnext;
+    else
+        l->sh_head = h->lnext;
+    if (h->lnext)
+        h->lnext->lprev = h->lprev;
+    else
+        l->sh_tail = h->lprev;
+    if (h->sprev)
+        h->sprev->snext = h->snext;
+    else
+        s->sh_head = h->snext;
+    if (h->snext)
+        h->snext->sprev = h->sprev;
+    else
+        s->sh_tail = h->sprev;
+    l->n_shared--;
+    s->n_shared--;
+    f->n_shared--;
+    free(h);
+}
+
+/* The record is allocated before anything changes, so a failure changes nothing. */
+static uint64_t shold_link_grant(struct actx *a, struct lock *l, struct sess *s, struct shold *h)
+{
+    memset(h, 0, sizeof(*h));
+    h->token = fsm_next_rev(a);
+    h->held_since_ms = a->c->now_ms;
+    shold_link_lock(a->f, l, h);
+    shold_link_sess(s, h);
+    fsm_emit(a, FSM_EV_GRANTED, s->sid, h->token, 0, l->name, l->name_len);
+    return h->token;
+}
+
+/* 0 (nothing changed) if memory ran out. */
+uint64_t shold_grant(struct actx *a, struct lock *l, struct sess *s)
+{
+    struct shold *h = malloc(sizeof(*h));
+    return h ? shold_link_grant(a, l, s, h) : 0;
+}
+
+void shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired)
+{
+    struct lock *l = h->lock;
+    struct fsm_event *e =
+        fsm_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l->name, l->name_len);
+    if (e)
+        e->expired = expired;
+    shold_unlink(a->f, h);
+    if (delay_ms == 0) {
+        lock_hand_on(a, l);
+        return;
+    }
+    lock_delay_start(a, l, delay_ms);
+}
+
+/* A shared grant on a new or an idle lock: allocate first, so an ERR changes nothing. */
+static void grant_now(struct actx *a, struct lock *l, struct fsm_str name, struct sess *s,
+                      struct fsm_reply *r)
+{
+    struct shold *h = malloc(sizeof(*h));
+    if (!l && h && (l = lock_alloc(name.p, name.len)))
+        lock_insert(a->f, l);
+    if (!h || !l) {
+        free(h);
+        fsm_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    fsm_reply_int(r, shold_link_grant(a, l, s, h));
+}
+
+/*
+ * LOCK_SHARED: idempotent for a shared holder (its token) and for a queued session (keeps its
+ * place); an exclusive holder is refused (one mode at a time: UNLOCK first).
+ */
+void op_lock_shared(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+{
+    struct sess *s = sess_find(a->f, c->sid);
+    if (!s) {
+        fsm_nosession(r, c->sid);
+        return;
+    }
+    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct shold *h = l ? shold_find(l, s) : NULL;
+    struct waiter *w;
+    if (!l || (!l->holder && !l->in_delay && !l->wq_head && !h)) {
+        grant_now(a, l, c->name, s, r);
+    } else if (h) {
+        fsm_reply_int(r, h->token);
+    } else if (l->holder == s) {
+        char nm[FSM_NAME_SHOWN];
+        fsm_reply_err(r, PROTO_ERR " session %llu holds lock %s exclusively (UNLOCK first)",
+                      (unsigned long long)s->sid,
+                      fsm_printable(l->name, l->name_len, nm, sizeof(nm)));
+    } else if ((w = waiter_find(l, s))) {
+        lock_requeued(l, w, true, c->wait_ms, r);
+    } else if (c->wait_ms == 0) {
+        r->kind = FSM_REPLY_NIL;
+    } else {
+        lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_SHARED, r);
+    }
+}
