@@ -11,6 +11,16 @@ from helpers import eq, ok, wait_until
 from resp import Conn
 
 
+def _hold_port(ctx, port):
+    """A listener on the port, as a process that has not let go of it yet."""
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", port))
+    holder.listen(1)
+    ctx.defer(holder.close)
+    return holder
+
+
 def test_restart_waits_for_a_raft_port_in_use(ctx):
     """A node whose raft port is still taken when it starts (the previous process on it had
     just been killed) waits for it and then starts; a port taken for good makes it exit with a
@@ -18,11 +28,7 @@ def test_restart_waits_for_a_raft_port_in_use(ctx):
     and nothing after it.)"""
     s = ctx.server()
     s.kill9()
-    holder = socket.socket()
-    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    holder.bind(("127.0.0.1", s.raft_port))
-    holder.listen(1)
-    ctx.defer(holder.close)
+    holder = _hold_port(ctx, s.raft_port)
     s.start(wait=False)
     wait_until(lambda: "is in use; waiting" in s.log_text(), timeout=20, what="the wait logged")
     holder.close()
@@ -30,11 +36,7 @@ def test_restart_waits_for_a_raft_port_in_use(ctx):
     with Conn(s.port) as c:
         ok(c.call("PUT", "k", "v"), "serving after the wait")
     s.stop()
-    holder = socket.socket()
-    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    holder.bind(("127.0.0.1", s.raft_port))
-    holder.listen(1)
-    ctx.defer(holder.close)
+    holder = _hold_port(ctx, s.raft_port)
     p = subprocess.run(s.argv(), capture_output=True, timeout=60, env=s.environ())
     out = (p.stdout + p.stderr).decode("utf-8", "replace")
     eq(p.returncode, 1, "exit status with the port taken for good")
@@ -48,11 +50,7 @@ def test_sigterm_during_start_up_shuts_down_cleanly(ctx):
     installed after rn_start, so the default action killed the process mid-start.)"""
     s = ctx.server()
     s.kill9()
-    holder = socket.socket()
-    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    holder.bind(("127.0.0.1", s.raft_port))
-    holder.listen(1)
-    ctx.defer(holder.close)
+    holder = _hold_port(ctx, s.raft_port)
     s.start(wait=False)
     wait_until(lambda: "is in use; waiting" in s.log_text(), timeout=20, what="the wait logged")
     s.proc.send_signal(signal.SIGTERM)
