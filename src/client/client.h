@@ -95,6 +95,10 @@ void cl_set_leader(fl_client *c, const char *addr, size_t n);
 
 /* Map an error reply's code word to an fl_err and record the message. */
 fl_err cl_reply_err(fl_client *c, const redisReply *r);
+/* Set a LOCK ... WAIT argument to the wait that is left (a resent LOCK asks for no more). */
+void cl_wait_refresh(struct cl_cmd *m);
+/* True when r is an error reply whose first word is `code` (a PROTO_* word). */
+bool cl_err_is(const redisReply *r, const char *code);
 
 /* Record the thread's message for the client and return err. */
 fl_err cl_fail(fl_client *c, fl_err err, const char *fmt, ...)
