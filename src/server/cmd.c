@@ -388,6 +388,32 @@ const struct srv_cmd *srv_cmd_at(size_t i)
     return i < N_CMD_TABLE ? &cmd_table[i] : &srv_conn_cmds[i - N_CMD_TABLE];
 }
 
+size_t srv_cmd_index(const struct srv_cmd *cmd)
+{
+    if (cmd >= cmd_table && cmd < cmd_table + N_CMD_TABLE)
+        return (size_t)(cmd - cmd_table);
+    if (cmd >= srv_conn_cmds && cmd < srv_conn_cmds + srv_n_conn_cmds)
+        return N_CMD_TABLE + (size_t)(cmd - srv_conn_cmds);
+    return srv_cmd_count();
+}
+
+void srv_cmd_count_reply(struct srv *s, const struct srv_cmd *cmd, const struct buf *out,
+                         size_t from)
+{
+    if (out->len >= from)
+        cmdstat_count(&s->cmdstat, srv_cmd_index(cmd), out->p + from, out->len - from);
+}
+
+static const char *cmd_name_at(size_t i)
+{
+    return srv_cmd_at(i)->name;
+}
+
+void srv_cmd_render_counts(struct srv *s, struct buf *out)
+{
+    cmdstat_render(&s->cmdstat, out, cmd_name_at);
+}
+
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
 {
     for (size_t i = 0; i < srv_cmd_count(); i++) {
@@ -468,9 +494,11 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
             return;
         }
         r.out = &r.slot->out;
+        r.slot->cmd = cmd; /* srv_slot_done counts its reply under it */
     } else {
         r.out = &c->out;
     }
+    size_t out_from = r.out->len;
     char shown[CMD_ARG_TEXT];
     if (cmd_perm_check(&r, cmd)) {
         /* -NOAUTH or -NOPERM written: nothing runs (cmd_perm.c) */
@@ -497,4 +525,6 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     }
     if (r.slot && !r.async)
         srv_slot_done(r.slot);
+    else if (!r.slot)
+        srv_cmd_count_reply(s, cmd, &c->out, out_from);
 }

@@ -64,6 +64,12 @@ const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
 /* Every command, for COMMAND: i in [0, srv_cmd_count()). */
 size_t srv_cmd_count(void);
 const struct srv_cmd *srv_cmd_at(size_t i);
+/* The index of a table entry (srv_cmd_at(i) == cmd), or srv_cmd_count() for NULL. */
+size_t srv_cmd_index(const struct srv_cmd *cmd);
+/* Count a finished reply of `cmd` (NULL: unknown command) in fencelock_commands_total. */
+void srv_cmd_render_counts(struct srv *s, struct buf *out);
+void srv_cmd_count_reply(struct srv *s, const struct srv_cmd *cmd, const struct buf *out,
+                         size_t from);
 /* The connection-management commands (cmd_conn.c: ECHO, SELECT, DBSIZE, CLIENT, COMMAND),
    looked up after cmd.c's own table. */
 extern const struct srv_cmd srv_conn_cmds[];

@@ -33,6 +33,7 @@
 #endif
 
 #include "common/proto.h"
+#include "server/cmd.h"
 #include "server/fdlimit.h"
 #include "server/server.h"
 
@@ -419,6 +420,7 @@ void srv_slot_done(struct srv_slot *slot)
      * if even that does not fit, the connection cannot keep its reply order and goes. */
     if (resp_w_finish(&slot->out, 0) < 0 && slot->conn)
         srv_conn_close(slot->conn);
+    srv_cmd_count_reply(slot->srv, slot->cmd, &slot->out, 0);
     srv_slot_set_state(slot, SLOT_DONE); /* a parked slot is unparked first */
     if (!slot->conn) {
         srv_slot_free(slot); /* orphaned: nobody reads the reply */

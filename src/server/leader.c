@@ -90,6 +90,30 @@ void srv_check_deposed(struct srv *s)
     }
 }
 
+/* Count and log, once each, a new term and a new leader: the events an operator reads first
+ * when clients saw -NOLEADER or -UNKNOWN. */
+static void note_term_and_leader(struct srv *s, int role, uint64_t term)
+{
+    if (term > s->seen_term) {
+        if (s->seen_term)
+            s->m.elections += term - s->seen_term;
+        LOGI(&s->log, "term %llu began (%s here; previous term %llu, leader was node %llu)",
+             (unsigned long long)term, srv_role_name(role), (unsigned long long)s->seen_term,
+             (unsigned long long)s->seen_leader);
+        s->seen_term = term;
+    }
+    uint64_t id = 0;
+    const char *addr = NULL;
+    rn_leader(s->rn, &id, &addr);
+    if (id && id != s->seen_leader) {
+        if (s->seen_leader)
+            s->m.leader_changes++;
+        LOGI(&s->log, "leader is now node %llu at %s (term %llu)", (unsigned long long)id,
+             addr ? addr : "?", (unsigned long long)term);
+        s->seen_leader = id;
+    }
+}
+
 void srv_poll_leadership(struct srv *s)
 {
     int role = rn_role(s->rn);
@@ -98,6 +122,7 @@ void srv_poll_leadership(struct srv *s)
         LOGI(&s->log, "raft role %s -> %s (term %llu)", srv_role_name(s->role), srv_role_name(role),
              (unsigned long long)term);
     s->role = role;
+    note_term_and_leader(s, role, term);
     if (deposed(s, role, term))
         step_down(s);
     if (role == RN_LEADER && s->lead == SRV_NOT_LEADER) {

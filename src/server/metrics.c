@@ -1,8 +1,10 @@
 #include "server/metrics.h"
 
-static const double bounds[HIST_NB] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                       0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-                                       1,      2.5,     5,      10,    60};
+/* From 100 us (a commit on a fast disk) to a day (a lock a nightly job holds): a hold of
+ * minutes or hours lands in a bucket of its own, not in +Inf. */
+static const double bounds[HIST_NB] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25, 0.5,   1,
+    2.5,    5,       10,     30,    60,     120,   300,  600,   1800, 3600, 7200, 14400, 86400};
 
 void hist_observe(struct hist *h, double seconds)
 {

@@ -11,7 +11,7 @@
 
 #include "common/buf.h"
 
-#define HIST_NB 17
+#define HIST_NB 26
 #define SRV_QUOTA_N 5 /* sessions, locks, keys, waiters, data bytes (server/quota.c) */
 
 struct hist {
@@ -36,6 +36,8 @@ struct srv_metrics {
     uint64_t accept_errors, fd_limit_refusals, fd_logged_ms;
     /* XREAD: replies served (entries in them), readers closed past --event-buffer */
     uint64_t xreads, xread_entries, slow_reader_closes;
+    /* Raft terms this node saw begin (each is an election), and changes of the leader it knows */
+    uint64_t elections, leader_changes;
     struct hist lock_wait, lock_hold, commit;
 };
 

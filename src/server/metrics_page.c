@@ -1,8 +1,11 @@
 /*
  * metrics_page.c — the Prometheus /metrics page (metrics_page.h; /health is http_routes.c).
  */
+#include "fencelock.h"
 #include "raft/wire.h"
+#include "server/cmd.h"
 #include "server/metrics_page.h"
+#include "server/procstat.h"
 #include "server/server.h"
 
 /* One sample per reason, zeros included, so a dashboard can rate() any of them from start. */
@@ -41,19 +44,48 @@ static void render_watch(struct srv *s, struct buf *out)
                   (double)m->slow_reader_closes);
 }
 
+/* One sample per state, 1 for the current one: `fencelock_raft_state{state="leader"} == 1`
+ * finds the leader, and a sum over nodes counts leaders. */
+static void render_raft_state(struct srv *s, struct buf *out)
+{
+    static const char *const states[] = {"unavailable", "follower", "candidate", "leader"};
+    const char *name = "fencelock_raft_state";
+    buf_printf(out, "# HELP %s Raft state of this node: 1 for the current one.\n# TYPE %s gauge\n",
+               name, name);
+    for (int i = RN_UNAVAILABLE; i <= RN_LEADER; i++)
+        buf_printf(out, "%s{state=\"%s\"} %d\n", name, states[i], s->role == i);
+}
+
+/* The replicated state's size. Every replica holds the same numbers, so only the leader exports
+ * them: sum() over the nodes is then the cluster's figure, not three times it. */
+static void render_state_gauges(struct srv *s, struct buf *out)
+{
+    if (s->role != RN_LEADER)
+        return;
+    struct fsm_stats st;
+    fsm_stats(s->fsm, &st);
+    metric_render(out, "fencelock_sessions", "gauge", "Live sessions (leader only).",
+                  (double)st.sessions);
+    metric_render(out, "fencelock_locks_held", "gauge", "Locks with a holder (leader only).",
+                  (double)st.locks_held);
+    metric_render(out, "fencelock_waiters", "gauge", "Sessions queued on locks (leader only).",
+                  (double)st.waiters);
+    metric_render(out, "fencelock_locks_in_delay", "gauge",
+                  "Locks held back by lock-delay (leader only).", (double)st.locks_in_delay);
+    metric_render(out, "fencelock_keys", "gauge", "Keys in the KV store (leader only).",
+                  (double)st.keys);
+}
+
 void srv_render_metrics(struct srv *s, struct buf *out)
 {
-    struct fsm_stats st;
     const struct srv_metrics *m = &s->m;
-    fsm_stats(s->fsm, &st);
-    metric_render(out, "fencelock_sessions", "gauge", "Live sessions.", (double)st.sessions);
-    metric_render(out, "fencelock_locks_held", "gauge", "Locks with a holder.",
-                  (double)st.locks_held);
-    metric_render(out, "fencelock_waiters", "gauge", "Sessions queued on locks.",
-                  (double)st.waiters);
-    metric_render(out, "fencelock_locks_in_delay", "gauge", "Locks held back by lock-delay.",
-                  (double)st.locks_in_delay);
-    metric_render(out, "fencelock_keys", "gauge", "Keys in the KV store.", (double)st.keys);
+    buf_printf(out,
+               "# HELP fencelock_build_info The running build.\n"
+               "# TYPE fencelock_build_info gauge\n"
+               "fencelock_build_info{version=\"%s\"} 1\n",
+               FL_VERSION);
+    procstat_render(out);
+    render_state_gauges(s, out);
     metric_render(out, "fencelock_revision", "gauge", "Current revision (newest token).",
                   (double)fsm_revision(s->fsm));
     metric_render(out, "fencelock_grants_total", "counter", "Lock grants applied.",
@@ -64,8 +96,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->expirations);
     metric_render(out, "fencelock_fence_rejections_total", "counter",
                   "Fenced writes rejected with STALE.", (double)m->fence_rejections);
-    metric_render(out, "fencelock_commands_total", "counter", "Client commands processed.",
-                  (double)m->commands);
+    srv_cmd_render_counts(s, out);
     metric_render(out, "fencelock_proposals_total", "counter", "Raft entries proposed here.",
                   (double)m->proposals);
     metric_render(out, "fencelock_proposals_unknown_total", "counter",
@@ -132,8 +163,15 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_commit_index", "gauge", "Raft commit index.",
                   (double)rn_commit_index(s->rn));
     metric_render(out, "fencelock_raft_term", "gauge", "Raft term.", (double)rn_term(s->rn));
-    metric_render(out, "fencelock_raft_state", "gauge",
-                  "Raft state: 0 unavailable, 1 follower, 2 candidate, 3 leader.", (double)s->role);
+    render_raft_state(s, out);
+    metric_render(out, "fencelock_healthy", "gauge",
+                  "1 when /health answers ok: a ready leader, or a follower that knows a leader.",
+                  srv_healthy(s) ? 1.0 : 0.0);
+    metric_render(out, "fencelock_elections_total", "counter",
+                  "Raft terms this node saw begin (each one an election).", (double)m->elections);
+    metric_render(out, "fencelock_leader_changes_total", "counter",
+                  "Times the leader this node knows changed to another node.",
+                  (double)m->leader_changes);
     metric_render(out, "fencelock_leader_ready", "gauge",
                   "1 when this node is a leader that committed an entry of its term.",
                   srv_ready(s) ? 1.0 : 0.0);

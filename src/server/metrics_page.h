@@ -7,11 +7,17 @@
 #ifndef FENCELOCK_METRICS_PAGE_H
 #define FENCELOCK_METRICS_PAGE_H
 
+#include <stdbool.h>
+
 #include "common/buf.h"
 
 struct srv;
 
 /* Append the whole /metrics page to `out`. */
 void srv_render_metrics(struct srv *s, struct buf *out);
+
+/* What /health answers "ok" for: a ready leader, or a follower that knows a leader (also the
+ * fencelock_healthy gauge, so an alert needs no separate probe). */
+bool srv_healthy(struct srv *s);
 
 #endif

@@ -3,8 +3,10 @@
  * (Leadership is leader.c, the lease glue and FSM hooks timers.c, reads reads.c, parked LOCKs
  * parked.c, commands cmd*.c, connections conn.c, HTTP routes http_routes.c.)
  */
+#include "server/cmd.h"
 #include "server/server.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,8 +61,10 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->role = RN_UNAVAILABLE;
     lease_init(&s->lease, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
+    if (cmdstat_init(&s->cmdstat, srv_cmd_count()))
+        LOGW(&s->log, "no memory for per-command counts: fencelock_commands_total stays empty");
     if (mkdir_p(cfg->data_dir)) {
-        LOGE(&s->log, "cannot create data directory %s", cfg->data_dir);
+        LOGE(&s->log, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
         return -1;
     }
     s->fsm = fsm_new();
@@ -176,6 +180,7 @@ void srv_free(struct srv *s)
     srv_holds_free(s);
     map_free(&s->parked, NULL);
     watch_free(&s->watch);
+    cmdstat_free(&s->cmdstat);
     buf_free(&s->scratch);
     srv_auth_free(s);
     srv_free_slots(s);

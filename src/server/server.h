@@ -32,6 +32,7 @@
 #include "fsm/fsm.h"
 #include "raft/rn.h"
 #include "server/auth.h"
+#include "server/cmdstat.h"
 #include "server/heap.h"
 #include "server/http.h"
 #include "server/lease.h"
@@ -198,6 +199,8 @@ struct srv {
     uint64_t watch_sweep_ms; /* when parked XREADs were last swept for orphans */
     uint64_t watch_next_due; /* the earliest BLOCK deadline among them (UINT64_MAX: none) */
     struct srv_metrics m;
+    uint64_t seen_term, seen_leader; /* newest term and leader id seen (leader.c) */
+    struct cmdstat cmdstat; /* fencelock_commands_total{command,result} */
     struct srv_quota quota_pending; /* reserved by proposals in flight (quota.c) */
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */

@@ -3,6 +3,9 @@
 import http.client
 import json
 import re
+import shutil
+import subprocess
+import time
 
 from helpers import eq, expect_err, expect_int, ok, open_session, wait_until, wait_queued
 
@@ -45,6 +48,65 @@ def metric(srv, name):
     samples = parse_metrics(body).get(name)
     assert samples, "metric %s missing" % name
     return sum(v for _, v in samples)
+
+
+def labeled(srv, name):
+    """{labels: value} of one metric."""
+    status, _, body = http_get(srv, "/metrics")
+    eq(status, 200, "GET /metrics status")
+    return dict(parse_metrics(body).get(name, []))
+
+
+def test_commands_are_counted_by_command_and_result(ctx):
+    c = ctx.conn()
+    before = labeled(ctx.srv, "fencelock_commands_total")
+    s = open_session(c)
+    expect_int(c.call("LOCK", "cnt", s))
+    expect_err(c.call("LOCK", "cnt", 999999), "NOSESSION")
+    expect_err(c.call("NOSUCHCOMMAND"), "ERR")
+    # a pipelined reply that waited in a slot is counted too
+    c.send("PUT", "k", "v")
+    c.send("GET", "k")
+    c.read_reply(timeout=5)
+    c.read_reply(timeout=5)
+    after = labeled(ctx.srv, "fencelock_commands_total")
+
+    def moved(labels):
+        return after.get(labels, 0) - before.get(labels, 0)
+    eq(moved('{command="LOCK",result="ok"}'), 1, "LOCK ok")
+    eq(moved('{command="LOCK",result="NOSESSION"}'), 1, "LOCK NOSESSION")
+    eq(moved('{command="unknown",result="ERR"}'), 1, "an unknown command")
+    eq(moved('{command="PUT",result="ok"}'), 1, "a pipelined PUT")
+    eq(moved('{command="GET",result="ok"}'), 1, "a pipelined GET after a barrier")
+    eq(after.get('{command="UNLOCK",result="ok"}'), 0, "a command never sent: present, 0")
+
+
+def test_build_and_process_metrics(ctx):
+    status, _, body = http_get(ctx.srv, "/metrics")
+    m = parse_metrics(body)
+    eq([lv for lv, _ in m.get("fencelock_build_info", [])][:1], ['{version="0.1.0"}'],
+       "fencelock_build_info{version}")
+    for n in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+              "process_open_fds", "process_max_fds", "process_start_time_seconds"):
+        assert n in m and m[n][0][1] > 0, "%s: %r" % (n, m.get(n))
+    eq(m["process_start_time_seconds"][0][1] < time.time() + 1, True, "start time in the past")
+
+
+def test_hold_buckets_reach_hours(ctx):
+    bounds = [lv for lv, _ in labeled(ctx.srv, "fencelock_lock_hold_seconds_bucket").items()]
+    for le in ("3600", "14400", "86400", "+Inf"):
+        assert '{le="%s"}' % le in bounds, "hold bucket le=%s missing: %r" % (le, bounds)
+
+
+def test_promtool_check_metrics_finds_nothing(ctx):
+    if not shutil.which("promtool"):
+        raise AssertionError("promtool missing: scripts/deps.sh test installs prometheus")
+    c = ctx.conn()
+    expect_int(c.call("PUT", "k", "v"))
+    status, _, body = http_get(ctx.srv, "/metrics")
+    p = subprocess.run(["promtool", "check", "metrics"], input=body.encode(),
+                       capture_output=True, timeout=30)
+    eq((p.returncode, p.stdout.decode() + p.stderr.decode()), (0, ""), "promtool check metrics")
 
 
 def test_health_is_ok_on_leader(ctx):
@@ -101,7 +163,9 @@ def test_metrics_grants_and_gauges_move(ctx):
     rev = expect_int(c.call("PUT", "k", "v"))
     wait_until(lambda: metric(ctx.srv, "fencelock_revision") >= rev, 2,
                what="fencelock_revision to reach %d" % rev)
-    eq(metric(ctx.srv, "fencelock_raft_state") > 0, True, "raft_state of a leader")
+    eq(labeled(ctx.srv, "fencelock_raft_state"), {'{state="unavailable"}': 0,
+       '{state="follower"}': 0, '{state="candidate"}': 0, '{state="leader"}': 1},
+       "raft_state of a leader: one sample per state")
 
 
 def test_metrics_fence_rejections_counter_moves(ctx):
@@ -138,3 +202,30 @@ def test_empty_lines_before_the_request_line_are_skipped(ctx):
     finally:
         s.close()
     assert data.startswith(b"HTTP/1.1 200 "), data[:80]
+
+
+def test_cluster_state_gauges_come_from_the_leader_only_and_elections_are_counted(ctx):
+    from cluster import ready_leader, start_cluster
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    with ctx.conn(leader) as c:
+        open_session(c)
+    followers = [s for s in servers if s is not leader]
+    for f in followers:
+        wait_until(lambda: labeled(f, "fencelock_raft_state").get('{state="follower"}') == 1, 5,
+                   what="node %d a follower" % f.node_id)
+        m = parse_metrics(http_get(f, "/metrics")[2])
+        for n in ("fencelock_sessions", "fencelock_locks_held", "fencelock_keys"):
+            assert n not in m, "follower %d exports %s: sum() would over-count" % (f.node_id, n)
+        eq(sum(v for _, v in m["fencelock_raft_state"]), 1, "one state set on a follower")
+    eq(metric(leader, "fencelock_sessions"), 1, "the leader exports the session gauge")
+    before = {f.node_id: metric(f, "fencelock_leader_changes_total") for f in followers}
+    terms0 = {f.node_id: metric(f, "fencelock_elections_total") for f in followers}
+    leader.kill9()
+    new = ready_leader(followers)
+    for f in followers:
+        wait_until(lambda: metric(f, "fencelock_leader_changes_total") > before[f.node_id], 10, what="node %d to count the leader change" % f.node_id)
+        wait_until(lambda: metric(f, "fencelock_elections_total") > terms0[f.node_id], 10,
+                   what="node %d to count the election" % f.node_id)
+    wait_until(lambda: "fencelock_sessions" in parse_metrics(http_get(new, "/metrics")[2]), 5,
+               what="the new leader to export fencelock_sessions")
