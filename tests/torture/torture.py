@@ -35,8 +35,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
-WORKLOADS = ("register", "mutex", "fenced-counter", "control")
-PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control")  # get --pause-ms (GC pauses)
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch")
+DEFAULT_WORKLOADS = ("register", "mutex", "fenced-counter", "control")  # --workloads all
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw")  # get --pause-ms (GC pauses)
+WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
 PAUSE_MS = 3000
@@ -79,7 +81,7 @@ class Run:
                             "worker")
 
     def start_workers(self, seconds):
-        wls = WORKLOADS if self.args.workloads == "all" else self.args.workloads.split(",")
+        wls = DEFAULT_WORKLOADS if self.args.workloads == "all" else self.args.workloads.split(",")
         os.makedirs(os.path.join(self.out, "history"))
         os.makedirs(os.path.join(self.out, "workers"))
         env = dict(os.environ)
@@ -101,6 +103,8 @@ class Run:
                         "--history", hist, "--ttl", str(ttl)]
                 if wl in PAUSED_WORKLOADS:
                     argv += ["--pause-ms", str(PAUSE_MS)]
+                if wl == "watch" and k == 0:
+                    argv += ["--prefix", WATCH_PREFIX]
                 with open(logp, "wb") as lf:
                     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
                                          stderr=subprocess.STDOUT, env=env,
