@@ -464,10 +464,35 @@ def summarize_verdict(v):
     if v["workload"] in ("fenced-counter", "control"):
         extra = " ok_writes=%s info_writes=%s final=%s" % (st.get("ok_writes"),
                                                            st.get("info_writes"), st.get("final"))
+    elif v["workload"] == "rw":
+        extra = " holds=%s shared_overlaps=%s max_shared_live=%s ok_writes=%s stale_refused=%s" % (
+            st.get("holds"), st.get("shared_overlaps"), st.get("max_shared_live"),
+            st.get("ok_writes"), st.get("stale_writes_refused"))
+    elif v["workload"] == "watch":
+        extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
+            st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),
+            st.get("puts_checked"))
     key = (" key=%s" % v["key"]) if v.get("key") is not None else ""
     n_viol = st.get("violations_total", len(v.get("violations", [])))
     return "verdict %s%s: valid=%s ops=%d violations=%d anomalies=%s%s" % (
         v["workload"], key, v["valid"], v.get("ops", 0), n_viol, v.get("anomalies", 0), extra)
+
+
+def nothing_tested(verdicts):
+    """1 (and a message) when a workload ran but could not have caught what it is for: rw
+    readers that never certainly overlapped, watchers that delivered nothing or never covered
+    an acknowledged PUT."""
+    status = 0
+    for v in verdicts:
+        st = v.get("stats", {})
+        if v["workload"] == "rw" and not st.get("shared_overlaps"):
+            print("torture: rw: no two shared holds certainly overlapped: nothing was tested")
+            status = 1
+        if v["workload"] == "watch" and not (st.get("events") and st.get("puts_checked")):
+            print("torture: watch: no event delivered or no acknowledged PUT covered by a "
+                  "watcher: nothing was tested")
+            status = 1
+    return status
 
 
 def check(run, history_path):
@@ -643,6 +668,7 @@ def main():
         print("torture: control showed no lost update although clients paused: nothing was "
               "tested")
         status = 1
+    status = max(status, nothing_tested(verdicts))
     for p in problems:
         print("torture: problem: %s" % p)
     violations += len(problems)
