@@ -5,7 +5,7 @@
  * share a file.
  *
  *   worker --endpoints EP --workload W --proc-base P --ops N --seconds S --seed X
- *          --history FILE [--ttl ms] [--pause-ms max]
+ *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P]
  *
  * History contract (read by tests/torture/checkers.py; see docs/testing.md, "Torture"):
  *   {"proc":int,"type":"invoke|ok|fail|info","f":...,"workload":...,"time":ns, ...}
@@ -27,6 +27,9 @@
  *                   freeze, sometimes longer than the TTL), write read+1 with FENCE and no
  *                   session (a naive client), release.
  *   control         the same on "control-lock"/"control" with a plain PUT: loses updates.
+ *   rw              read-write lock "rw" in shared or exclusive mode (worker_rw.c).
+ *   watch           XREAD watchers of the event stream, --prefix P for a prefix stream
+ *                   (worker_watch.c).
  */
 #include <errno.h>
 #include <fcntl.h>
