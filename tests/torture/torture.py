@@ -549,6 +549,9 @@ def main():
     ap.add_argument("--snapshot-trailing", type=int, default=0,
                     help="--snapshot-trailing of every node (default: the server's, or "
                     "8..32 with --snapshots)")
+    ap.add_argument("--event-history", type=int, default=0,
+                    help="--event-history of every node (default: the server's; a small one "
+                    "makes paused watchers meet -COMPACTED, an explicit gap)")
     ap.add_argument("--cores", action="store_true",
                     help="let servers dump core (RLIMIT_CORE unlimited); a crashed node's core "
                     "is kept as nodeN/core.INCARNATION (needs core_pattern \"core\")")
@@ -585,6 +588,8 @@ def main():
         extra = []
         if snap:
             extra = ["--snapshot-threshold", str(snap[0]), "--snapshot-trailing", str(snap[1])]
+        if args.event_history:
+            extra += ["--event-history", str(args.event_history)]
         run.cluster = Cluster(args.bin, run.out, args.nodes, run.log, extra)
         run.partitions_ok = bool(run.cluster.cg_root) and iptables_ok(run.cluster.tag)
         if not run.partitions_ok:
