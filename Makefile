@@ -177,9 +177,10 @@ clean:
 TORTURE_SECONDS ?= 600
 TORTURE_SNAPSHOT_SECONDS ?= 300
 TORTURE_SEED ?=
-$(B)/tests/torture/worker: tests/torture/worker.c $(B)/libfencelock.a
+$(B)/tests/torture/worker: tests/torture/worker.c tests/torture/worker_rw.c tests/torture/worker_watch.c \
+  tests/torture/worker.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(B)/libfencelock.a $(CLIENT_LIBS)
 
 .PHONY: torture
 torture:

@@ -17,6 +17,11 @@ fenced-counter  ok writes ordered by revision form the chain 1, 2, 3 ... (gaps o
                 final value agrees; any deviation is a violation.
 control         the same analysis on unfenced writes; deviations are *expected* and counted
                 in ``anomalies`` (lost updates), not reported as violations.
+rw              read-write lock "rw": no exclusive hold shares an instant with any other
+                hold (certain intervals, checkers_holds.py), tokens unique and rising, fenced
+                writes only by the current exclusive holder; stat shared_overlaps.
+watch           event-stream watchers: ordered, duplicate- and gap-free deliveries that
+                agree on every id, every acknowledged PUT delivered (checkers_watch.py).
 
 Every checker returns a dict: workload, key, valid (True / False / "unknown"), ops (completed
 operations), violations (short dicts), anomalies, stats.
@@ -35,7 +40,7 @@ import time
 from collections import Counter, defaultdict
 
 INF = float("inf")
-WORKLOADS = ("register", "mutex", "fenced-counter", "control")
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch")
 COUNTER_WORKLOADS = ("fenced-counter", "control")
 MAX_VIOLATIONS = 20       # violations listed per verdict (the count is always complete)
 MAX_CONTEXT_OPS = 12      # concurrent ops listed with a linearizability violation
@@ -1074,6 +1079,12 @@ def check(workload, history, final=None, budget_s=60, **kw):
         return check_mutex(history, budget_s=budget_s, **kw)
     if workload in COUNTER_WORKLOADS:
         return check_counter(history, workload=workload, final=final)
+    if workload == "rw":
+        import checkers_holds
+        return checkers_holds.check_rw(history)
+    if workload == "watch":
+        import checkers_watch
+        return checkers_watch.check_watch(history, kw.get("all_history"))
     raise ValueError(f"unknown workload {workload!r}")
 
 
@@ -1121,6 +1132,8 @@ def check_file(path, workload=None, final=None, budget_s=60, **kw):
         evs = groups[(w, key)]
         if w in COUNTER_WORKLOADS:
             v = check(w, evs, final=final, budget_s=budget_s)
+        elif w in ("rw", "watch"):
+            v = check(w, evs, all_history=history)
         else:
             v = check(w, evs, budget_s=budget_s, **kw)
         out.append(v)

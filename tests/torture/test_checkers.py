@@ -1242,6 +1242,12 @@ def test_load_history_sorts_and_rejects_garbage():
             raise AssertionError("garbage accepted")
 
 
+# the rw and watch checkers' tests live in their own file; they run from here too
+import test_checkers_rw_watch as _rw_watch  # noqa: E402
+
+TESTS += [getattr(_rw_watch, n) for n in dir(_rw_watch) if n.startswith("test_")]
+
+
 # ============================================================================================
 
 def main():

@@ -6,6 +6,9 @@ per run and the verdicts of tests/torture/checkers.py.
     python3 tests/torture/torture.py --bin build/asan/fencelockd --seconds 60 --nodes 3 \
         [--seed S] [--workloads all|register,mutex,...] [--out DIR] [--snapshots] [--cores]
 
+Workloads: register, mutex, fenced-counter, control (the `all` set), rw (read-write lock) and
+watch (event-stream watchers; they check the PUTs of the other workloads), named explicitly.
+
 --snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
 
@@ -15,7 +18,8 @@ all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR
 verdicts.json, nemesis.log, nodeN/server.log, workers/*.log. The last line printed is
 `torture: N ops, K faults, V violations`; the exit status is 1 on any violation, on a verdict
 "unknown", on a server crash or sanitizer report, and when the control workload (unfenced
-writes under client pauses) showed no lost update: then nothing was tested.
+writes under client pauses) showed no lost update, when rw readers never certainly overlapped
+or watchers covered no acknowledged PUT: then nothing was tested.
 """
 
 import argparse
@@ -35,8 +39,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
-WORKLOADS = ("register", "mutex", "fenced-counter", "control")
-PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control")  # get --pause-ms (GC pauses)
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch")
+DEFAULT_WORKLOADS = WORKLOADS  # --workloads all (rw and watch: two clean 60 s runs, 2026-12-05)
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw")  # get --pause-ms (GC pauses)
+WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
 PAUSE_MS = 3000
@@ -79,7 +85,7 @@ class Run:
                             "worker")
 
     def start_workers(self, seconds):
-        wls = WORKLOADS if self.args.workloads == "all" else self.args.workloads.split(",")
+        wls = DEFAULT_WORKLOADS if self.args.workloads == "all" else self.args.workloads.split(",")
         os.makedirs(os.path.join(self.out, "history"))
         os.makedirs(os.path.join(self.out, "workers"))
         env = dict(os.environ)
@@ -101,6 +107,8 @@ class Run:
                         "--history", hist, "--ttl", str(ttl)]
                 if wl in PAUSED_WORKLOADS:
                     argv += ["--pause-ms", str(PAUSE_MS)]
+                if wl == "watch" and k == 0:
+                    argv += ["--prefix", WATCH_PREFIX]
                 with open(logp, "wb") as lf:
                     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
                                          stderr=subprocess.STDOUT, env=env,
@@ -460,10 +468,35 @@ def summarize_verdict(v):
     if v["workload"] in ("fenced-counter", "control"):
         extra = " ok_writes=%s info_writes=%s final=%s" % (st.get("ok_writes"),
                                                            st.get("info_writes"), st.get("final"))
+    elif v["workload"] == "rw":
+        extra = " holds=%s shared_overlaps=%s max_shared_live=%s ok_writes=%s stale_refused=%s" % (
+            st.get("holds"), st.get("shared_overlaps"), st.get("max_shared_live"),
+            st.get("ok_writes"), st.get("stale_writes_refused"))
+    elif v["workload"] == "watch":
+        extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
+            st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),
+            st.get("puts_checked"))
     key = (" key=%s" % v["key"]) if v.get("key") is not None else ""
     n_viol = st.get("violations_total", len(v.get("violations", [])))
     return "verdict %s%s: valid=%s ops=%d violations=%d anomalies=%s%s" % (
         v["workload"], key, v["valid"], v.get("ops", 0), n_viol, v.get("anomalies", 0), extra)
+
+
+def nothing_tested(verdicts):
+    """1 (and a message) when a workload ran but could not have caught what it is for: rw
+    readers that never certainly overlapped, watchers that delivered nothing or never covered
+    an acknowledged PUT."""
+    status = 0
+    for v in verdicts:
+        st = v.get("stats", {})
+        if v["workload"] == "rw" and not st.get("shared_overlaps"):
+            print("torture: rw: no two shared holds certainly overlapped: nothing was tested")
+            status = 1
+        if v["workload"] == "watch" and not (st.get("events") and st.get("puts_checked")):
+            print("torture: watch: no event delivered or no acknowledged PUT covered by a "
+                  "watcher: nothing was tested")
+            status = 1
+    return status
 
 
 def check(run, history_path):
@@ -516,6 +549,9 @@ def main():
     ap.add_argument("--snapshot-trailing", type=int, default=0,
                     help="--snapshot-trailing of every node (default: the server's, or "
                     "8..32 with --snapshots)")
+    ap.add_argument("--event-history", type=int, default=0,
+                    help="--event-history of every node (default: the server's; a small one "
+                    "makes paused watchers meet -COMPACTED, an explicit gap)")
     ap.add_argument("--cores", action="store_true",
                     help="let servers dump core (RLIMIT_CORE unlimited); a crashed node's core "
                     "is kept as nodeN/core.INCARNATION (needs core_pattern \"core\")")
@@ -552,6 +588,8 @@ def main():
         extra = []
         if snap:
             extra = ["--snapshot-threshold", str(snap[0]), "--snapshot-trailing", str(snap[1])]
+        if args.event_history:
+            extra += ["--event-history", str(args.event_history)]
         run.cluster = Cluster(args.bin, run.out, args.nodes, run.log, extra)
         run.partitions_ok = bool(run.cluster.cg_root) and iptables_ok(run.cluster.tag)
         if not run.partitions_ok:
@@ -639,6 +677,7 @@ def main():
         print("torture: control showed no lost update although clients paused: nothing was "
               "tested")
         status = 1
+    status = max(status, nothing_tested(verdicts))
     for p in problems:
         print("torture: problem: %s" % p)
     violations += len(problems)

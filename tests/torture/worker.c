@@ -5,7 +5,7 @@
  * share a file.
  *
  *   worker --endpoints EP --workload W --proc-base P --ops N --seconds S --seed X
- *          --history FILE [--ttl ms] [--pause-ms max]
+ *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P]
  *
  * History contract (read by tests/torture/checkers.py; see docs/testing.md, "Torture"):
  *   {"proc":int,"type":"invoke|ok|fail|info","f":...,"workload":...,"time":ns, ...}
@@ -27,6 +27,9 @@
  *                   freeze, sometimes longer than the TTL), write read+1 with FENCE and no
  *                   session (a naive client), release.
  *   control         the same on "control-lock"/"control" with a plain PUT: loses updates.
+ *   rw              read-write lock "rw" in shared or exclusive mode (worker_rw.c).
+ *   watch           XREAD watchers of the event stream, --prefix P for a prefix stream
+ *                   (worker_watch.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,44 +45,16 @@
 #include <unistd.h>
 
 #include "fencelock.h"
+#include "worker.h"
 
-enum workload { WL_REGISTER, WL_MUTEX, WL_FENCED, WL_CONTROL };
-
-struct worker {
-    /* configuration */
-    const char *endpoints, *wl_name;
-    enum workload wl;
-    int proc_base;
-    long max_ops;
-    int64_t end_ns;
-    uint64_t ttl_ms;
-    int pause_ms;
-    int fd;
-    /* state */
-    uint64_t rng;
-    int gen;  /* proc = proc_base + gen * 1000 */
-    long ops; /* invokes so far */
-    long n_ok, n_fail, n_info, n_lost;
-    long uniq; /* counter for unique written values */
-    fl_client *c;
-    fl_session *s;
-    int64_t safe_seen;       /* the largest fl_session_safe_until() seen for s (ms) */
-    atomic_llong lost_at_ms; /* set by the on_lost callback of s */
-};
-
-struct ev {
-    char buf[2048];
-    size_t n;
-};
-
-static int64_t now_ns(void)
+int64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint64_t rnd(struct worker *w, uint64_t n)
+uint64_t rnd(struct worker *w, uint64_t n)
 {
     /* xorshift64* */
     w->rng ^= w->rng >> 12;
@@ -88,12 +63,12 @@ static uint64_t rnd(struct worker *w, uint64_t n)
     return n ? (w->rng * 2685821657736338717ULL) % n : 0;
 }
 
-static int proc_of(const struct worker *w)
+int proc_of(const struct worker *w)
 {
     return w->proc_base + w->gen * 1000;
 }
 
-static void ev_add(struct ev *e, const char *fmt, ...)
+void ev_add(struct ev *e, const char *fmt, ...)
 {
     if (e->n >= sizeof(e->buf))
         return;
@@ -107,15 +82,9 @@ static void ev_add(struct ev *e, const char *fmt, ...)
         e->n = sizeof(e->buf);
 }
 
-/* ,"key":"value" with JSON escapes, or null when s is NULL. */
-static void ev_str(struct ev *e, const char *key, const char *s)
+void ev_esc(struct ev *e, const char *s, size_t n)
 {
-    if (!s) {
-        ev_add(e, ",\"%s\":null", key);
-        return;
-    }
-    ev_add(e, ",\"%s\":\"", key);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; p < (const unsigned char *)s + n; p++) {
         if (*p == '"' || *p == '\\')
             ev_add(e, "\\%c", *p);
         else if (*p < 0x20 || *p >= 0x7f)
@@ -123,21 +92,35 @@ static void ev_str(struct ev *e, const char *key, const char *s)
         else
             ev_add(e, "%c", *p);
     }
+}
+
+void ev_str(struct ev *e, const char *key, const char *s)
+{
+    if (!s) {
+        ev_add(e, ",\"%s\":null", key);
+        return;
+    }
+    ev_add(e, ",\"%s\":\"", key);
+    ev_esc(e, s, strlen(s));
     ev_add(e, "\"");
 }
 
-static void ev_begin(struct ev *e, const struct worker *w, int proc, const char *type,
-                     const char *f, int64_t t)
+void ev_begin(struct ev *e, const struct worker *w, int proc, const char *type, const char *f,
+              int64_t t)
 {
     e->n = 0;
     ev_add(e, "{\"proc\":%d,\"type\":\"%s\",\"f\":\"%s\",\"workload\":\"%s\",\"time\":%" PRId64,
            proc, type, f, w->wl_name, t);
 }
 
-static void ev_emit(struct worker *w, struct ev *e)
+void ev_emit(struct worker *w, struct ev *e)
 {
-    if (e->n + 3 > sizeof(e->buf))
-        e->n = sizeof(e->buf) - 3; /* cannot happen with our values; keep the line whole */
+    if (e->n + 3 > sizeof(e->buf)) {
+        /* a cut line would be garbage to the checkers: stop loudly (a non-zero exit is a
+           problem of the run) */
+        fprintf(stderr, "worker: history line over %zu bytes\n", sizeof(e->buf));
+        exit(3);
+    }
     e->buf[e->n++] = '}';
     e->buf[e->n++] = '\n';
     const char *p = e->buf;
@@ -156,7 +139,7 @@ static void ev_emit(struct worker *w, struct ev *e)
 }
 
 /* The completion of the current proc's op: counts it; an info moves on to a new proc. */
-static void ev_complete(struct worker *w, struct ev *e, const char *type)
+void ev_complete(struct worker *w, struct ev *e, const char *type)
 {
     ev_emit(w, e);
     if (!strcmp(type, "ok"))
@@ -167,14 +150,14 @@ static void ev_complete(struct worker *w, struct ev *e, const char *type)
         w->n_info++;
 }
 
-static void after_info(struct worker *w, const char *type)
+void after_info(struct worker *w, const char *type)
 {
     if (!strcmp(type, "info"))
         w->gen++;
 }
 
 /* How a mutating call ended: a definite refusal is "fail", anything unsure "info". */
-static const char *write_outcome(fl_err e, fl_err refused)
+const char *write_outcome(fl_err e, fl_err refused)
 {
     if (e == FL_OK)
         return "ok";
@@ -184,18 +167,18 @@ static const char *write_outcome(fl_err e, fl_err refused)
     return "info"; /* FL_EUNKNOWN, FL_EUNAVAILABLE, FL_ETIMEOUT, FL_ESESSION, FL_EPROTO, ... */
 }
 
-static void ev_error(struct ev *e, struct worker *w, fl_err err)
+void ev_error(struct ev *e, struct worker *w, fl_err err)
 {
     ev_str(e, "error", fl_strerror(err));
     ev_str(e, "msg", fl_client_errmsg(w->c));
 }
 
-static int time_left(const struct worker *w)
+int time_left(const struct worker *w)
 {
     return now_ns() < w->end_ns && (w->max_ops <= 0 || w->ops < w->max_ops);
 }
 
-static void sleep_ms(int64_t ms)
+void sleep_ms(int64_t ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -207,7 +190,7 @@ static void sleep_ms(int64_t ms)
  * frozen for ms milliseconds, as a garbage collector or a VM migration would freeze it. A
  * child process sends SIGSTOP, sleeps, sends SIGCONT and exits; short pauses just sleep.
  */
-static void gc_pause(int64_t ms)
+void gc_pause(int64_t ms)
 {
     if (ms < 50) {
         sleep_ms(ms);
@@ -237,7 +220,7 @@ static void on_lost(fl_session *s, void *ctx)
     atomic_store(&w->lost_at_ms, (long long)fl_now_ms());
 }
 
-static void note_safe(struct worker *w)
+void note_safe(struct worker *w)
 {
     if (!w->s)
         return;
@@ -247,7 +230,7 @@ static void note_safe(struct worker *w)
 }
 
 /* A live session in w->s, opened (after dropping a lost one) if needed; 0 if none by the end. */
-static int ensure_session(struct worker *w)
+int ensure_session(struct worker *w)
 {
     if (w->s && fl_session_is_lost(w->s)) {
         fl_session_abandon(w->s);
@@ -374,7 +357,7 @@ static int acquire(struct worker *w, const char *lock, uint64_t *token, const ch
     return err == FL_OK;
 }
 
-static const char *release(struct worker *w, const char *lock)
+const char *release(struct worker *w, const char *lock)
 {
     int proc = proc_of(w);
     uint64_t sid = fl_session_id(w->s);
@@ -394,7 +377,7 @@ static const char *release(struct worker *w, const char *lock)
 }
 
 /* A pause while holding a lock: mostly short, sometimes up to pause_ms (past the TTL). */
-static void hold_pause(struct worker *w)
+void hold_pause(struct worker *w)
 {
     int64_t ms = (int64_t)rnd(w, 30);
     if (w->pause_ms > 0 && rnd(w, 5) == 0)
@@ -420,10 +403,12 @@ static int lock_free_of(struct worker *w, const char *name, uint64_t sid)
 }
 
 /*
- * The mutex session ends (lost, or given up after an info): close it if it is still live,
- * then record its lock's release by the servers as the op "expire", the proc's last.
+ * The session ends (lost, or given up after an info): close it if it is still live, then
+ * record the release of `lock` by the servers as the op "expire", the proc's last; it
+ * completes when gone() (a linearizable read) shows the session neither holds nor waits.
  */
-static void end_mutex_session(struct worker *w)
+void end_lock_session(struct worker *w, const char *lock,
+                      int (*gone)(struct worker *w, const char *name, uint64_t sid))
 {
     int proc = proc_of(w);
     uint64_t sid = fl_session_id(w->s);
@@ -444,7 +429,7 @@ static void end_mutex_session(struct worker *w)
     ev_emit(w, &e);
     int64_t give_up = now_ns() + 30000000000LL;
     int seen = 0;
-    while (!(seen = lock_free_of(w, "mutex", sid)) && now_ns() < give_up)
+    while (!(seen = gone(w, lock, sid)) && now_ns() < give_up)
         sleep_ms(50);
     const char *type = seen ? "ok" : "info";
     ev_begin(&e, w, proc, type, "expire", now_ns());
@@ -464,17 +449,17 @@ static void op_mutex(struct worker *w)
     const char *outcome;
     if (!acquire(w, "mutex", &token, &outcome)) {
         if (!strcmp(outcome, "info") || fl_session_is_lost(w->s))
-            end_mutex_session(w);
+            end_lock_session(w, "mutex", lock_free_of);
         return;
     }
     hold_pause(w);
     note_safe(w);
     if (fl_session_is_lost(w->s)) {
-        end_mutex_session(w);
+        end_lock_session(w, "mutex", lock_free_of);
         return;
     }
     if (!strcmp(release(w, "mutex"), "info"))
-        end_mutex_session(w);
+        end_lock_session(w, "mutex", lock_free_of);
 }
 
 /* ---- fenced-counter and control ---- */
@@ -540,11 +525,24 @@ static void op_counter(struct worker *w)
 
 /* ---- main ---- */
 
+fl_client *new_client(const struct worker *w)
+{
+    struct fl_options o;
+    fl_options_init(&o);
+    o.timeout_ms = 3000;
+    o.connect_timeout_ms = 500;
+    fl_err err;
+    fl_client *c = fl_client_new(w->endpoints, &o, &err);
+    if (!c)
+        fprintf(stderr, "worker: fl_client_new: %s\n", fl_strerror(err));
+    return c;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
-                    "control --proc-base P --ops N --seconds S --seed X --history FILE "
-                    "[--ttl ms] [--pause-ms max]\n");
+                    "control|rw|watch --proc-base P --ops N --seconds S --seed X --history FILE "
+                    "[--ttl ms] [--pause-ms max] [--prefix P]\n");
     exit(2);
 }
 
@@ -577,6 +575,8 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
             w->ttl_ms = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--pause-ms"))
             w->pause_ms = atoi(v);
+        else if (!strcmp(a, "--prefix"))
+            w->prefix = v;
         else
             usage();
     }
@@ -591,6 +591,10 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
         w->wl = WL_FENCED;
     else if (!strcmp(w->wl_name, "control"))
         w->wl = WL_CONTROL;
+    else if (!strcmp(w->wl_name, "rw"))
+        w->wl = WL_RW;
+    else if (!strcmp(w->wl_name, "watch"))
+        w->wl = WL_WATCH;
     else
         usage();
     w->end_ns = now_ns() + (int64_t)(seconds * 1e9);
@@ -610,21 +614,18 @@ int main(int argc, char **argv)
         perror(history);
         return 2;
     }
-    struct fl_options o;
-    fl_options_init(&o);
-    o.timeout_ms = 3000;
-    o.connect_timeout_ms = 500;
-    fl_err err;
-    w.c = fl_client_new(w.endpoints, &o, &err);
-    if (!w.c) {
-        fprintf(stderr, "worker: fl_client_new: %s\n", fl_strerror(err));
+    w.c = new_client(&w);
+    if (!w.c)
         return 2;
-    }
     while (time_left(&w)) {
         if (w.wl == WL_REGISTER)
             op_register(&w);
         else if (w.wl == WL_MUTEX)
             op_mutex(&w);
+        else if (w.wl == WL_RW)
+            op_rw(&w);
+        else if (w.wl == WL_WATCH)
+            run_watch(&w);
         else
             op_counter(&w);
         sleep_ms((int64_t)rnd(&w, 10));

@@ -1,0 +1,244 @@
+"""Checkers of holds on one lock name (issue 19): the read-write lock workload ``rw``, and the
+interval logic a semaphore checker (at most ``limit`` live permits) will reuse.
+
+A *hold* is one acknowledged grant (an ok ``acquire``) with the real-time interval in which
+it was **certainly** live on the servers:
+
+    lo = the acquire's completion (the grant was applied before its answer arrived)
+    hi = the earliest moment the hold can have ended: the invoke of the session's next
+         ``release`` (an UNLOCK applies after it is sent), and the invoke of the session's
+         ``expire`` (dated back by the worker to the last safe deadline it saw: the servers
+         cannot have expired the session before it; see worker.c), whichever is first.
+
+A hold whose session has neither (the history ends) is only known live at ``lo``. If
+``hi < lo`` the session may already have expired when the answer arrived: the hold is
+dropped (nothing certain). Grants with an unknown outcome (info) are ignored: they can only
+add holds. So every conflict reported between certain intervals is a real one: at one
+instant the servers' state had both holds.
+
+Everything is on CLOCK_MONOTONIC ns, the clock of every worker and of the servers' leases.
+"""
+
+import bisect
+import time
+from collections import defaultdict
+
+import checkers as ck
+
+INF = float("inf")
+
+
+class Hold:
+    __slots__ = ("token", "mode", "session", "lo", "hi", "acq", "end")
+
+    def __init__(self, token, mode, session, lo, hi, acq, end):
+        self.token, self.mode, self.session = token, mode, session
+        self.lo, self.hi, self.acq, self.end = lo, hi, acq, end
+
+    def describe(self):
+        d = {"token": self.token, "mode": self.mode, "session": self.session,
+             "live_from": self.lo, "live_until": self.hi,
+             "acquire_line": self.acq.describe().get("line")}
+        if self.end is not None:
+            d["ended_by"] = self.end.f
+        return d
+
+    def __repr__(self):
+        return f"Hold({self.describe()})"
+
+
+def _int(v):
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def certain_holds(ops, violations, mode_of=lambda o: o.get("mode", prefer="inv")):
+    """The holds of ok acquires (see the module docstring), by session.  Returns
+    (holds, dropped): dropped counts grants whose answer may have come after their end."""
+    by_session = defaultdict(list)
+    for o in ops:
+        sid = _int(o.get("session", prefer="inv"))
+        if o.f in ("acquire", "release", "expire") and sid is not None:
+            by_session[sid].append(o)
+    holds, dropped = [], 0
+    for sid, lst in by_session.items():
+        lst.sort(key=lambda o: o.t0)
+        expire = next((o for o in lst if o.f == "expire"), None)
+        for k, o in enumerate(lst):
+            if o.f != "acquire" or o.type != "ok":
+                continue
+            tok = _int(o.get("token"))
+            if tok is None:
+                violations.append({"kind": "history-error", "msg": "ok acquire without "
+                                   "integer token", "op": o.describe()})
+                continue
+            end = next((r for r in lst[k + 1:] if r.f == "release" and r.t0 >= o.t0), None)
+            cands = [x for x in (end, expire) if x is not None]
+            if cands:
+                end = min(cands, key=lambda x: x.t0)
+                hi = end.t0
+            else:
+                end, hi = None, o.t1
+            if hi < o.t1:
+                dropped += 1
+                continue
+            holds.append(Hold(tok, mode_of(o), sid, o.t1, hi, o, end))
+    holds.sort(key=lambda h: (h.lo, h.token))
+    return holds, dropped
+
+
+def sweep(holds, conflict):
+    """Walk the certain intervals (sorted by start) in time.  Each time a hold h starts,
+    ``conflict(h, live)`` returns None or a violation dict, where live are the holds that
+    started no later and end strictly after h.lo: all of them and h were certainly live at
+    the instant h.lo (an end equal to h.lo is not counted: clocks of two processes).  Every
+    instant where the live set is largest is the start of one of its holds, so checking at
+    starts finds every conflict.  Returns (violations, max_live)."""
+    out, live, max_live = [], [], 0
+    for h in holds:
+        live = [x for x in live if x.hi > h.lo]
+        v = conflict(h, live)
+        if v is not None:
+            out.append(v)
+        live.append(h)
+        max_live = max(max_live, len(live))
+    return out, max_live
+
+
+def rw_conflict(h, live):
+    """A read-write lock: an exclusive hold shares no instant with any other hold."""
+    bad = [x for x in live if x.mode == "exclusive" or h.mode == "exclusive"]
+    if not bad:
+        return None
+    kind = ("exclusive-overlap" if h.mode == "exclusive" and all(x.mode == "exclusive"
+                                                                  for x in bad)
+            else "shared-exclusive-overlap")
+    return {"kind": kind,
+            "msg": f"{h.mode} grant token {h.token} (session {h.session}) was certainly live "
+                   f"together with {len(bad)} other grant(s), tokens "
+                   f"{sorted(x.token for x in bad)[:5]}",
+            "hold": h.describe(), "others": [x.describe() for x in bad[:3]]}
+
+
+def limit_conflict(limit):
+    """A semaphore of ``limit`` permits: never more than ``limit`` holds live at once."""
+    def conflict(h, live):
+        if len(live) + 1 <= limit:
+            return None
+        return {"kind": "over-limit",
+                "msg": f"{len(live) + 1} permits certainly live at once (limit {limit})",
+                "hold": h.describe(), "others": [x.describe() for x in live[:5]]}
+    return conflict
+
+
+def shared_overlaps(holds):
+    """How many shared holds certainly ran while another shared hold was live, and the most
+    that were live at one instant: the proof that readers did run concurrently."""
+    n, most, live = 0, 0, []
+    for h in holds:
+        if h.mode != "shared":
+            continue
+        live = [x for x in live if x.hi > h.lo]
+        if live:
+            n += 1
+        live.append(h)
+        most = max(most, len(live))
+    return n, most
+
+
+# --------------------------------------------------------------------------------------------
+# rw
+
+def check_rw(history):
+    """The rw workload (worker_rw.c).  Violations:
+    exclusive-overlap / shared-exclusive-overlap  two certain holds share an instant and one
+        is exclusive (sweep + rw_conflict);
+    duplicate-token / token-order                 tokens unique per lock and increasing in
+        real time (checkers._check_tokens);
+    shared-token-write                            a fenced PUT accepted a shared holder's token;
+    stale-write                                   a fenced PUT with token T succeeded although
+        a grant with a larger token had been acknowledged before it was sent (T's hold had
+        ended: its holder released it or its session expired);
+    write-before-grant / fence-order              an ok write's revision not above its token,
+        or ok writes by revision with falling tokens.
+    Stats: shared_overlaps (shared holds that certainly ran alongside another: 0 means the run
+    did not test read-write locks), max_shared_live, stale_writes_refused (fenced writes
+    refused with -STALE), holds, holds_dropped."""
+    started = time.monotonic()
+    ops, _, problems = ck.pair_ops(history)
+    violations = list(problems)
+    stats = {"types": ck._type_counts(ops)}
+    for o in ops:
+        if o.f not in ("acquire", "release", "expire", "write", "check"):
+            violations.append({"kind": "history-error", "msg": f"unknown rw op {o.f!r}",
+                               "op": o.describe()})
+        elif o.f == "acquire" and o.get("mode", prefer="inv") not in ("shared", "exclusive"):
+            violations.append({"kind": "history-error", "msg": "acquire without mode",
+                               "op": o.describe()})
+    acq = [o for o in ops if o.f == "acquire" and o.type == "ok"]
+    grants = ck._check_tokens(acq, violations)
+    holds, dropped = certain_holds(ops, violations)
+    over, _ = sweep(holds, rw_conflict)
+    violations += over
+    n_overlap, most = shared_overlaps(holds)
+    mode_of_token = {t: o.get("mode", prefer="inv") for t, o in grants}
+    _check_fenced_writes(ops, grants, mode_of_token, violations, stats)
+    stats.update({"holds": len(holds), "holds_dropped": dropped, "shared_overlaps": n_overlap,
+                  "max_shared_live": most,
+                  "shared_grants": sum(1 for h in holds if h.mode == "shared"),
+                  "exclusive_grants": sum(1 for h in holds if h.mode == "exclusive"),
+                  "seconds": round(time.monotonic() - started, 3)})
+    return ck._verdict("rw", None, ops, violations, stats)
+
+
+def _check_fenced_writes(ops, grants, mode_of_token, violations, stats):
+    writes = [o for o in ops if o.f == "write"]
+    okw = []
+    for o in writes:
+        tok = _int(o.get("token", prefer="inv"))
+        if tok is None:
+            violations.append({"kind": "history-error", "msg": "write without integer token",
+                               "op": o.describe()})
+            continue
+        if o.type != "ok":
+            continue
+        rev = _int(o.get("rev"))
+        if rev is None:
+            violations.append({"kind": "history-error", "msg": "ok write without integer rev",
+                               "op": o.describe()})
+            continue
+        okw.append((rev, tok, o))
+        if mode_of_token.get(tok) == "shared" or o.get("mode", prefer="inv") == "shared":
+            violations.append({"kind": "shared-token-write",
+                               "msg": f"fenced PUT accepted the shared holder's token {tok}",
+                               "op": o.describe()})
+        if rev <= tok:
+            violations.append({"kind": "write-before-grant", "msg": f"write applied at "
+                               f"revision {rev}, not after its token {tok}", "op": o.describe()})
+    # a grant with a larger token acknowledged before the write was sent ends the token
+    by_t1 = sorted(grants, key=lambda g: g[1].t1)
+    t1s = [g[1].t1 for g in by_t1]
+    best, top = [], None            # best[i]: the largest-token grant among by_t1[:i + 1]
+    for g in by_t1:
+        if top is None or g[0] > top[0]:
+            top = g
+        best.append(top)
+    for rev, tok, o in okw:
+        i = bisect.bisect_left(t1s, o.t0) - 1       # grants acknowledged before the invoke
+        newer = best[i] if i >= 0 and best[i][0] > tok else None
+        if newer is not None:
+            violations.append({"kind": "stale-write",
+                               "msg": f"fenced PUT with token {tok} applied at revision {rev} "
+                                      f"although grant {newer[0]} had been acknowledged "
+                                      "before it was sent",
+                               "op": o.describe(), "newer_grant": newer[1].describe()})
+    okw.sort()
+    for (r1, t1, o1), (r2, t2, o2) in zip(okw, okw[1:]):
+        if t2 < t1:
+            violations.append({"kind": "fence-order", "msg": f"ok write with token {t2} at "
+                               f"revision {r2} after an ok write with token {t1} at {r1}",
+                               "op": o2.describe(), "previous": o1.describe()})
+    stats["ok_writes"] = len(okw)
+    stats["stale_writes_refused"] = sum(1 for o in writes if o.type == "fail")
+    stats["shared_writes_refused"] = sum(1 for o in writes if o.type == "fail" and
+                                         o.get("mode", prefer="inv") == "shared")
+    stats["checks"] = ck._type_counts([o for o in ops if o.f == "check"])
