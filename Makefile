@@ -204,6 +204,8 @@ bench:
 	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench
 	bench/run.sh
 
-$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) bench/fl_reads.c bench/driver.h $(B)/libfencelock.a
+# W9 (read-write locks) and W10 (watch: the harness and one file per system) beside them.
+BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_fl.c bench/watch_etcd.c
+$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) bench/driver.h bench/flraw.h bench/watch.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ bench/lockbench.c $(BENCH_DRV) bench/fl_reads.c $(BENCH_LIBS)
+	$(CC) $(CFLAGS) -o $@ bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) $(BENCH_LIBS)
