@@ -382,10 +382,12 @@ int bench_w9(const struct bench_driver *drv, const char *endpoints, int readers,
         k[made].writer = made == readers;
         k[made].cap = k[made].writer ? W9_LAT_CAP : cap;
         k[made].lat = malloc((size_t)k[made].cap * sizeof(double));
+        char cerr[256] = ""; /* a driver may note a retried attempt on success */
         k[made].cl = k[made].lat
-                         ? run.ops->client_new(drv, endpoints, made, ttl_ms, err, sizeof(err))
+                         ? run.ops->client_new(drv, endpoints, made, ttl_ms, cerr, sizeof(cerr))
                          : NULL;
         if (!k[made].cl) {
+            snprintf(err, sizeof(err), "%s", k[made].lat ? cerr : "out of memory");
             free(k[made].lat);
             break;
         }

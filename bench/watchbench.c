@@ -7,7 +7,9 @@
  * 1. warm-up: one PUT, then wait until every watcher has seen it (the watches are live).
  * 2. latency: `count` PUTs one at a time; after each, wait until all n watchers have seen it
  *    (at most W10_SETTLE_MS). Latency = receipt - the PUT's acknowledgement, per watcher and
- *    event (negative when the event overtook the reply: kept, it is the truth).
+ *    event (negative when the event overtook the reply: kept, it is the truth); also receipt -
+ *    the PUT's sending (the write's commit included: the figure a watcher of another writer
+ *    sees).
  * 3. fan-out: `count` x W10_FANOUT_MUL PUTs with W10_WINDOW unanswered: events delivered per
  *    second in all (n x PUTs over the span from the first PUT sent to the last event
  *    received), and the latency under that load.
@@ -94,7 +96,7 @@ static long wb_wait_records(struct wb_run *r, long want, double deadline)
 
 struct wb_put {
     long long rev;
-    double ack;
+    double ack, sent; /* sent: 0 when not known (pipelined) */
 };
 
 static int wb_cmp_put(const void *a, const void *b)
@@ -113,6 +115,7 @@ static int wb_cmp_d(const void *a, const void *b)
 struct wb_phase {
     long puts, events, missed;
     double p50, p99, max, span_ms, first_send;
+    double send_p50, send_p99; /* PUT sent -> event received (one PUT at a time only) */
 };
 
 /* Latencies of records rec[from..to) against the phase's PUTs (sorted here); records of
@@ -122,13 +125,16 @@ static void wb_latency(struct wb_run *r, long from, long to, struct wb_put *p, l
 {
     qsort(p, (size_t)np, sizeof(*p), wb_cmp_put);
     double *lat = malloc((size_t)(to - from + 1) * sizeof(double)), last = 0;
-    long k = 0;
-    for (long i = from; lat && i < to; i++) {
+    double *snd = malloc((size_t)(to - from + 1) * sizeof(double));
+    long k = 0, ks = 0;
+    for (long i = from; lat && snd && i < to; i++) {
         struct wb_put key = {.rev = r->rec[i].rev};
         struct wb_put *hit = bsearch(&key, p, (size_t)np, sizeof(*p), wb_cmp_put);
         if (!hit)
             continue;
         lat[k++] = r->rec[i].t - hit->ack;
+        if (hit->sent > 0)
+            snd[ks++] = r->rec[i].t - hit->sent;
         if (r->rec[i].t > last)
             last = r->rec[i].t;
     }
@@ -141,7 +147,13 @@ static void wb_latency(struct wb_run *r, long from, long to, struct wb_put *p, l
         ph->p99 = lat[k * 99 / 100];
         ph->max = lat[k - 1];
     }
+    if (ks) {
+        qsort(snd, (size_t)ks, sizeof(double), wb_cmp_d);
+        ph->send_p50 = snd[ks / 2];
+        ph->send_p99 = snd[ks * 99 / 100];
+    }
     free(lat);
+    free(snd);
 }
 
 /* Phase 2: PUTs one at a time, each awaited by every watcher. */
@@ -159,6 +171,7 @@ static int wb_phase_latency(struct wb_run *r, void *w, const char *prefix, int n
     ph->first_send = wb_now_ms();
     for (; np < count && wb_now_ms() < end && !atomic_load(&r->failed); np++) {
         snprintf(key, sizeof(key), "%sl%ld", prefix, np);
+        p[np].sent = wb_now_ms();
         if ((rc = r->be->put(w, key, &p[np].rev, err, errlen)))
             break;
         p[np].ack = wb_now_ms();
@@ -189,13 +202,13 @@ static int wb_phase_fanout(struct wb_run *r, void *w, const char *prefix, int n,
     long from = atomic_load_explicit(&r->nrec, memory_order_acquire), np = 0;
     ph->first_send = wb_now_ms();
     while (!rc && np < count && wb_now_ms() < end && !atomic_load(&r->failed)) {
-        long chunk = count - np < 500 ? count - np : 500;
+        long chunk = count - np < 4 * W10_WINDOW ? count - np : 4 * W10_WINDOW;
         rc = r->be->put_many(w, keys + np, chunk, W10_WINDOW, revs + np, acks + np, err, errlen);
         if (!rc)
             np += chunk;
     }
     for (long i = 0; i < np; i++)
-        p[i] = (struct wb_put){revs[i], acks[i]};
+        p[i] = (struct wb_put){.rev = revs[i], .ack = acks[i]};
     if (p) {
         wb_wait_records(r, from + np * n, wb_now_ms() + W10_SETTLE_MS);
         ph->puts = np;
@@ -216,13 +229,14 @@ static void wb_print(const char *driver, int n, const struct wb_phase *a, const 
     double s = b->span_ms / 1e3;
     printf("{\"driver\":\"%s\",\"workload\":\"W10\",\"watchers\":%d,"
            "\"latency\":{\"puts\":%ld,\"events\":%ld,\"missed\":%ld,\"p50_ms\":%.3f,"
-           "\"p99_ms\":%.3f,\"max_ms\":%.3f},"
+           "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"from_send_p50_ms\":%.3f,"
+           "\"from_send_p99_ms\":%.3f},"
            "\"fanout\":{\"puts\":%ld,\"window\":%d,\"events\":%ld,\"missed\":%ld,\"seconds\":%.3f,"
            "\"events_per_s\":%.1f,\"puts_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f},"
            "\"dropped\":%ld,\"errors\":%d",
-           driver, n, a->puts, a->events, a->missed, a->p50, a->p99, a->max, b->puts, W10_WINDOW,
-           b->events, b->missed, s, s > 0 ? b->events / s : 0, s > 0 ? b->puts / s : 0, b->p50,
-           b->p99, dropped, *err != 0);
+           driver, n, a->puts, a->events, a->missed, a->p50, a->p99, a->max, a->send_p50,
+           a->send_p99, b->puts, W10_WINDOW, b->events, b->missed, s, s > 0 ? b->events / s : 0,
+           s > 0 ? b->puts / s : 0, b->p50, b->p99, dropped, *err != 0);
     if (*err) {
         printf(",\"error\":\"");
         for (; *err; err++)
