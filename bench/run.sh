@@ -573,7 +573,7 @@ if w9rows:
     p("## W9 — read-write locks: readers and one writer on one lock")
     p("")
     p("Each reader loops LOCK (shared) → hold → UNLOCK; the writer takes the lock exclusively after a pause each time. "
-      "Wait = call to grant. A system without shared mode runs its readers on the mutex (its users have nothing else). "
+      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd: concurrency.Mutex; its Go client's experimental recipes.RWMutex is not reimplemented). "
       "Writer timeouts count waits over 5 s (starvation); 'most readers holding' is seen client-side (grant answered .. UNLOCK sent).")
     p("")
     p("| system | readers | reader mode | hold ms | writer pause ms | reader grants/s | reader wait p50 / p99 ms | most readers holding | writer grants | writer wait p50 / p99 / max ms | writer timeouts | note |")
@@ -584,7 +584,7 @@ if w9rows:
             p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
         note = "" if r.get("errors") == 0 else "error: " + r.get("error", "?")
-        if s != "fencelock": note = ("no read-write lock: readers take the mutex; " + note).rstrip("; ")
+        if s != "fencelock": note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
         p(f"| {desc.get(s, s)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
           f"{rate(r['reader_grants_per_s'])} | {r['reader_wait_p50_ms']:.2f} / {r['reader_wait_p99_ms']:.2f} | "
           f"{r['max_readers_holding']} | {r['writer_grants']} | {r['writer_wait_p50_ms']:.2f} / {r['writer_wait_p99_ms']:.2f} / "

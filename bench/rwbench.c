@@ -12,8 +12,8 @@
  *   `UNLOCK name sid REQ sid seq`, SESSION.KEEPALIVE between calls every TTL/3. With
  *   `exclusive` the readers send plain LOCK: the same loop on a mutex, the baseline.
  * - any other driver (bench/driver.h): readers and writer through its acquire/release. No other
- *   system measured has a read-write lock (etcd's recipe was removed, etcd#12490), so its
- *   readers take the exclusive lock: what a user of that system gets.
+ *   system's lock service has a shared mode (etcd's Go client has only an experimental
+ *   recipes.RWMutex, not reimplemented here), so its readers take the exclusive lock.
  * Owns its threads, connections and sessions; everything is closed before it returns. Bounded
  * by `count` reader grants and `seconds`; each call waits at most W9_WAIT_MS. One JSON line.
  */
