@@ -5,7 +5,7 @@
 # an error; W9's shared readers overlap (some moment with more than one reader holding, with a
 # 20 ms hold) while exclusive readers never do, and neither the writer nor a reader timed out
 # (a 5 s wait: starvation); W10's watchers received every PUT's event (missed 0, and events =
-# PUTs x watchers in both phases). The same for etcd when Debian's etcd is installed (W9 on its
+# PUTs x watchers in both phases); no sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
 # mutex, W10 on its watch). Prints "ok NAME" / "not ok NAME: the JSON line", then
 # "tests: N passed, N failed"; exit 1 on any failure. Short and bounded: each lockbench run is
 # bounded by its counts and --seconds and killed after 120 s; the servers it starts (the
@@ -18,6 +18,7 @@ pass=0 fail=0 running=""
 [ -x "$LB" ] && [ -x "$BIN" ] || { echo "no $LB or $BIN: make SAN=1 $LB $BIN" >&2; exit 1; }
 cleanup() { [ -z "$running" ] || "bench/servers/$running.sh" stop >/dev/null 2>&1 || true; }
 trap cleanup EXIT
+trap 'exit 130' INT TERM PIPE
 
 # check NAME PYTHON-CONDITION JSON-LINE: the condition over r (the parsed line).
 check() {
@@ -31,7 +32,20 @@ check() {
   fi
 }
 
-lb() { timeout 120 "$LB" "$@" 2>/dev/null | tail -n 1; }
+mkdir -p build/bench
+errlog=build/bench/check-lockbench.stderr
+: >"$errlog"
+lb() { timeout 120 "$LB" "$@" 2>>"$errlog" | tail -n 1; }
+
+# Sanitizer reports of lockbench (its stderr) or of the servers (their logs) fail the check.
+sanitizers() { # system
+  local f bad=""
+  for f in "$errlog" build/bench/"$1"/*.log build/bench/"$1"/*/*.log; do
+    [ -f "$f" ] && grep -qE 'Sanitizer|runtime error:' "$f" && bad+=" $f"
+  done
+  if [ -z "$bad" ]; then echo "ok $1: no sanitizer report"; pass=$((pass + 1))
+  else echo "not ok $1: sanitizer report in$bad"; fail=$((fail + 1)); fi
+}
 
 start() { # system -> endpoints (empty data)
   "bench/servers/$1.sh" stop >/dev/null 2>&1 || true
@@ -67,8 +81,11 @@ eps=$(start fencelock) && [ -n "$eps" ] && w9w10 fencelock "$eps" ||
   check "fencelock servers start" "False" ""
 bench/servers/fencelock.sh stop >/dev/null 2>&1
 running=""
+sanitizers fencelock
+: >"$errlog"
 if command -v etcd >/dev/null; then
   eps=$(start etcd) && [ -n "$eps" ] && w9w10 etcd "$eps" || check "etcd servers start" "False" ""
+  sanitizers etcd
 else
   echo "# etcd not installed (scripts/deps.sh bench): its checks not run"
 fi
