@@ -37,9 +37,10 @@
  * 1), one writer takes it exclusively every --writer-pause ms (default 10): reader grants/s,
  * reader and writer wait p50/p99, the writer's timeouts. --pairs bounds the reader grants.
  * W10 (fencelock, etcd; watchbench.c): --clients watchers of one key prefix (XREAD BLOCK on
- * fencelock:events:<prefix>, or an etcd watch over the JSON gateway); one PUT at a time:
- * PUT acknowledged -> event received p50/p99 over all watchers; then PUTs pipelined: events
- * delivered per second in all. --pairs bounds the PUTs of each phase.
+ * fencelock:events:<prefix>, or an etcd watch over the JSON gateway); one PUT at a time, the
+ * next --gap ms (default 10) after every watcher got the last: PUT acknowledged -> event
+ * received p50/p99 over all watchers; then PUTs pipelined: events delivered per second in all.
+ * --pairs bounds the PUTs of the latency phase (the fan-out phase does 5x).
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -66,7 +67,8 @@ int bench_fencelock_w7(const char *endpoints, long conns, int active, int second
 /* W9 (read-write locks) in rwbench.c, W10 (watch) in watchbench.c: print their JSON line. */
 int bench_w9(const struct bench_driver *drv, const char *endpoints, int readers, int ttl_ms,
              long count, int seconds, int exclusive, int pause_ms, int hold_ms);
-int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds);
+int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds,
+              int gap_ms);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -76,6 +78,7 @@ struct opts {
     int server_pid;
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
     int exclusive_readers, writer_pause_ms, hold_ms; /* W9 */
+    int gap_ms;                                      /* W10 */
 };
 
 /* State shared by the threads of one phase (warm-up or measured). */
@@ -243,7 +246,8 @@ static void usage(void)
                     "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W7|W8|W9|W10 [--kill-cmd CMD]\n"
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
                     "[--warmup N]\n"
-                    "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n");
+                    "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
+                    "                 W10: [--clients watchers] [--gap ms]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -274,6 +278,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                        {"exclusive-readers", 0, 0, 'x'},
                                        {"writer-pause", 1, 0, 'p'},
                                        {"hold", 1, 0, 'h'},
+                                       {"gap", 1, 0, 'g'},
                                        {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
@@ -283,7 +288,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                        .sessions = 100000,
                        .per = 10,
                        .writer_pause_ms = 10,
-                       .hold_ms = 1};
+                       .hold_ms = 1,
+                       .gap_ms = 10};
     int c, bad = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -331,6 +337,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case 'h':
             bad |= parse_int(optarg, 0, 1000, &o->hold_ms);
+            break;
+        case 'g':
+            bad |= parse_int(optarg, 0, 1000, &o->gap_ms);
             break;
         default:
             bad = 1;
@@ -595,7 +604,7 @@ int main(int argc, char **argv)
         return bench_w9(drv, o.endpoints, o.clients, o.ttl_ms, o.pairs, o.seconds,
                         o.exclusive_readers, o.writer_pause_ms, o.hold_ms);
     if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */
-        return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds);
+        return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms);
     if (!strcmp(o.workload, "W5"))
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W7")) /* --sessions: connections, --clients: the active ones */

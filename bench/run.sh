@@ -16,7 +16,8 @@
 # without shared mode runs its readers on the mutex), BENCH_W9_READERS (16), BENCH_W9_HOLD_MS (1),
 # BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
 # fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
-# (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_OUT (the report's
+# (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
+# pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
 # path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone).
 # W11 (semaphores) and W12 (election fail-over) are reserved for issue 19's SEM.* / ELECT.*:
 # their place is after W10 below.
@@ -46,6 +47,7 @@ w9_pause=${BENCH_W9_PAUSE_MS:-10}
 w10=${BENCH_W10:-1}
 w10_watchers=${BENCH_W10_WATCHERS:-1 10 100}
 w10_puts=${BENCH_W10_PUTS:-300}
+w10_gap=${BENCH_W10_GAP_MS:-10}
 load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
@@ -349,7 +351,7 @@ w10_system() {
   local s=$1 eps=$2 n
   for n in $w10_watchers; do
     run_line "$s" W10 $((secs + 90)) --endpoints "$eps" --clients "$n" --pairs "$w10_puts" \
-      --seconds "$secs"
+      --seconds "$secs" --gap "$w10_gap"
   done
 }
 
@@ -602,20 +604,21 @@ w10rows = [r for r in rows if r.get("workload") == "W10"]
 if w10rows:
     p("## W10 — watch: PUT acknowledged → event received, and fan-out")
     p("")
-    p("Latency: one PUT at a time, each awaited by every watcher; ack → receipt per watcher and event (negative when the event "
+    p("Latency: one PUT at a time, each awaited by every watcher, the next one a gap (ms, in the table) later so that every watcher waits again; "
+      "ack → receipt per watcher and event (negative when the event "
       "overtook the PUT's reply). Fan-out: 5× as many PUTs, 32 unanswered; events delivered per second in all = watchers × PUTs "
       "over the span from the first PUT sent to the last event received. fencelock: XREAD BLOCK on fencelock:events:<prefix> "
       "at the leader; etcd: v3 watch (JSON gateway, streaming) at the leader member.")
     p("")
-    p("| system | watchers | latency PUTs | ack → event p50 ms | p99 ms | max ms | PUT sent → event p50 / p99 ms | fan-out PUTs | events/s delivered | PUTs/s | under load p50 / p99 ms | missed | note |")
-    p("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
+    p("| system | watchers | gap ms | latency PUTs | ack → event p50 ms | p99 ms | max ms | PUT sent → event p50 / p99 ms | fan-out PUTs | events/s delivered | PUTs/s | under load p50 / p99 ms | missed | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
     for r in w10rows:
         s = r.get("driver")
         a, b = r.get("latency"), r.get("fanout")
         if not a:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['watchers']} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
+        p(f"| {desc.get(s, s)} | {r['watchers']} | {a.get('gap_ms', 0)} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
           f"{a.get('from_send_p50_ms', 0):.2f} / {a.get('from_send_p99_ms', 0):.2f} | "
           f"{b['puts']} | {rate(b['events_per_s'])} | {rate(b['puts_per_s'])} | {b['p50_ms']:.1f} / {b['p99_ms']:.1f} | "
           f"{a['missed'] + b['missed']} | {r.get('error', '')} |")

@@ -6,10 +6,12 @@
  * event (watcher, revision, receipt time) in one array; a writer in the calling thread.
  * 1. warm-up: one PUT, then wait until every watcher has seen it (the watches are live).
  * 2. latency: `count` PUTs one at a time; after each, wait until all n watchers have seen it
- *    (at most W10_SETTLE_MS). Latency = receipt - the PUT's acknowledgement, per watcher and
- *    event (negative when the event overtook the reply: kept, it is the truth); also receipt -
- *    the PUT's sending (the write's commit included: the figure a watcher of another writer
- *    sees).
+ *    (at most W10_SETTLE_MS), then `gap_ms` more, so that every watcher is waiting again
+ *    (fencelock's next XREAD parks only after a read barrier, a commit: a PUT sent at once
+ *    would often meet watchers not parked yet, which gap 0 measures). Latency = receipt - the PUT's
+ * acknowledgement, per watcher and event (negative when the event overtook the reply: kept, it is
+ * the truth); also receipt - the PUT's sending (the write's commit included: the figure a watcher
+ * of another writer sees).
  * 3. fan-out: `count` x W10_FANOUT_MUL PUTs with W10_WINDOW unanswered: events delivered per
  *    second in all (n x PUTs over the span from the first PUT sent to the last event
  *    received), and the latency under that load.
@@ -33,7 +35,8 @@
 #define W10_WINDOW 32
 #define W10_SETTLE_MS 3000
 
-int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds);
+int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds,
+              int gap_ms);
 
 double wb_now_ms(void)
 {
@@ -158,7 +161,7 @@ static void wb_latency(struct wb_run *r, long from, long to, struct wb_put *p, l
 
 /* Phase 2: PUTs one at a time, each awaited by every watcher. */
 static int wb_phase_latency(struct wb_run *r, void *w, const char *prefix, int n, long count,
-                            double end, struct wb_phase *ph, char *err, size_t errlen)
+                            int gap_ms, double end, struct wb_phase *ph, char *err, size_t errlen)
 {
     struct wb_put *p = calloc((size_t)count + 1, sizeof(*p));
     if (!p) {
@@ -176,6 +179,9 @@ static int wb_phase_latency(struct wb_run *r, void *w, const char *prefix, int n
             break;
         p[np].ack = wb_now_ms();
         wb_wait_records(r, from + (np + 1) * n, p[np].ack + W10_SETTLE_MS);
+        struct timespec gap = {gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L};
+        if (gap_ms)
+            nanosleep(&gap, NULL);
     }
     ph->puts = np;
     wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, ph);
@@ -223,18 +229,18 @@ static int wb_phase_fanout(struct wb_run *r, void *w, const char *prefix, int n,
     return rc;
 }
 
-static void wb_print(const char *driver, int n, const struct wb_phase *a, const struct wb_phase *b,
-                     long dropped, const char *err)
+static void wb_print(const char *driver, int n, int gap_ms, const struct wb_phase *a,
+                     const struct wb_phase *b, long dropped, const char *err)
 {
     double s = b->span_ms / 1e3;
     printf("{\"driver\":\"%s\",\"workload\":\"W10\",\"watchers\":%d,"
-           "\"latency\":{\"puts\":%ld,\"events\":%ld,\"missed\":%ld,\"p50_ms\":%.3f,"
+           "\"latency\":{\"gap_ms\":%d,\"puts\":%ld,\"events\":%ld,\"missed\":%ld,\"p50_ms\":%.3f,"
            "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"from_send_p50_ms\":%.3f,"
            "\"from_send_p99_ms\":%.3f},"
            "\"fanout\":{\"puts\":%ld,\"window\":%d,\"events\":%ld,\"missed\":%ld,\"seconds\":%.3f,"
            "\"events_per_s\":%.1f,\"puts_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f},"
            "\"dropped\":%ld,\"errors\":%d",
-           driver, n, a->puts, a->events, a->missed, a->p50, a->p99, a->max, a->send_p50,
+           driver, n, gap_ms, a->puts, a->events, a->missed, a->p50, a->p99, a->max, a->send_p50,
            a->send_p99, b->puts, W10_WINDOW, b->events, b->missed, s, s > 0 ? b->events / s : 0,
            s > 0 ? b->puts / s : 0, b->p50, b->p99, dropped, *err != 0);
     if (*err) {
@@ -257,7 +263,7 @@ static const struct watch_backend *wb_find(const char *driver)
 }
 
 /* W10 for `driver` with `n` watchers; 0 ok, 1 on an error (in the JSON line). */
-int bench_w10(const char *driver, const char *endpoints, int n, long count, int seconds)
+int bench_w10(const char *driver, const char *endpoints, int n, long count, int seconds, int gap_ms)
 {
     const struct watch_backend *be = wb_find(driver);
     if (!be) {
@@ -293,7 +299,8 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
         wb_wait_records(&r, n, wb_now_ms() + 10e3) < n && !atomic_load(&r.failed))
         snprintf(err, sizeof(err), "the watchers did not see the warm-up PUT within 10 s");
     double end = wb_now_ms() + seconds * 1e3 / 2;
-    if (started && !*err && !wb_phase_latency(&r, w, prefix, n, count, end, &a, err, sizeof(err)))
+    if (started && !*err &&
+        !wb_phase_latency(&r, w, prefix, n, count, gap_ms, end, &a, err, sizeof(err)))
         wb_phase_fanout(&r, w, prefix, n, count * W10_FANOUT_MUL, end + seconds * 1e3 / 2, &b, err,
                         sizeof(err));
     if (started) {
@@ -304,7 +311,7 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
     }
     if (!r.rec && !*err)
         snprintf(err, sizeof(err), "out of memory");
-    wb_print(driver, n, &a, &b, atomic_load(&r.dropped), err);
+    wb_print(driver, n, gap_ms, &a, &b, atomic_load(&r.dropped), err);
     if (r.ws)
         be->watchers_free(r.ws);
     if (w)
