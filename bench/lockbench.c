@@ -603,6 +603,10 @@ int main(int argc, char **argv)
     if (!strcmp(o.workload, "W9")) /* --clients: the readers; one writer besides */
         return bench_w9(drv, o.endpoints, o.clients, o.ttl_ms, o.pairs, o.seconds,
                         o.exclusive_readers, o.writer_pause_ms, o.hold_ms);
+    /* W11 (semaphores: SEM.ACQUIRE limit 4, 16 clients, hand-offs/s) and W12 (election
+       fail-over: the leader's session killed -> observers see the new leader, p50 over 10
+       rounds, etcd's concurrency.Election beside) belong here, each in a file of its own as
+       rwbench.c is for W9, once the server has issue 19's SEM.* and ELECT.* commands. */
     if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */
         return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms);
     if (!strcmp(o.workload, "W5"))
