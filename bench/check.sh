@@ -47,10 +47,9 @@ sanitizers() { # system
   else echo "not ok $1: sanitizer report in$bad"; fail=$((fail + 1)); fi
 }
 
-start() { # system -> endpoints (empty data)
+start() { # system -> endpoints (empty data); called in $(...): the caller sets `running`
   "bench/servers/$1.sh" stop >/dev/null 2>&1 || true
   rm -rf "build/bench/$1"
-  running=$1
   timeout 120 "bench/servers/$1.sh" start | tail -n 1
 }
 
@@ -77,6 +76,7 @@ w9w10() { # system endpoints
   done
 }
 
+running=fencelock
 eps=$(start fencelock) && [ -n "$eps" ] && w9w10 fencelock "$eps" ||
   check "fencelock servers start" "False" ""
 bench/servers/fencelock.sh stop >/dev/null 2>&1
@@ -84,7 +84,10 @@ running=""
 sanitizers fencelock
 : >"$errlog"
 if command -v etcd >/dev/null; then
+  running=etcd
   eps=$(start etcd) && [ -n "$eps" ] && w9w10 etcd "$eps" || check "etcd servers start" "False" ""
+  bench/servers/etcd.sh stop >/dev/null 2>&1
+  running=""
   sanitizers etcd
 else
   echo "# etcd not installed (scripts/deps.sh bench): its checks not run"
