@@ -141,6 +141,13 @@ static void b64s(const char *s, char *out)
     b64((const unsigned char *)s, strlen(s), out);
 }
 
+/* For W10's etcd watch (bench/watch_etcd.c). */
+void bench_etcd_b64(const char *s, char *out);
+void bench_etcd_b64(const char *s, char *out)
+{
+    b64s(s, out);
+}
+
 /* The value of the first `"field":` at or after `from`, as a string (quotes stripped) or number. */
 static const char *json_find(const char *from, const char *field)
 {

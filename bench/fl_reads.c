@@ -19,6 +19,7 @@
  * Each prints one JSON line. Errors go into the JSON; nothing aborts.
  */
 #include "driver.h"
+#include "flraw.h"
 
 #include <fencelock.h>
 #include <hiredis/hiredis.h>
@@ -61,7 +62,7 @@ static void fr_pct(double *v, long n, double *p50, double *p99)
 }
 
 /* A connection to the leader: tries each endpoint, follows -NOTLEADER host:port once. */
-static redisContext *fr_connect_leader(const char *endpoints, char *err, size_t errlen)
+redisContext *fr_connect_leader(const char *endpoints, char *err, size_t errlen)
 {
     char list[512];
     snprintf(list, sizeof(list), "%s", endpoints);

@@ -32,6 +32,15 @@
  * W8_GUARD_MS are ignored: replies the dead leader had already sent, late on a loaded machine (no
  * system measured elects a leader that fast: election timeouts of 400 ms and more). A failed
  * call is counted and retried with the same client, as its driver's recipe recovers.
+ * W9 (any driver; rwbench.c): --clients readers (default 16) take one lock shared (a system
+ * without a read-write lock, or --exclusive-readers: exclusive) and hold it --hold ms (default
+ * 1), one writer takes it exclusively every --writer-pause ms (default 10): reader grants/s,
+ * reader and writer wait p50/p99, the writer's timeouts. --pairs bounds the reader grants.
+ * W10 (fencelock, etcd; watchbench.c): --clients watchers of one key prefix (XREAD BLOCK on
+ * fencelock:events:<prefix>, or an etcd watch over the JSON gateway); one PUT at a time, the
+ * next --gap ms (default 10) after every watcher got the last: PUT acknowledged -> event
+ * received p50/p99 over all watchers; then PUTs pipelined: events delivered per second in all.
+ * --pairs bounds the PUTs of the latency phase (the fan-out phase does 5x).
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -55,6 +64,11 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds);
 int bench_fencelock_w6(const char *endpoints, long sessions, int ttl_ms, int seconds);
 int bench_fencelock_w6c(const char *endpoints, long sessions, int ttl_ms, int seconds);
 int bench_fencelock_w7(const char *endpoints, long conns, int active, int seconds, int server_pid);
+/* W9 (read-write locks) in rwbench.c, W10 (watch) in watchbench.c: print their JSON line. */
+int bench_w9(const struct bench_driver *drv, const char *endpoints, int readers, int ttl_ms,
+             long count, int seconds, int exclusive, int pause_ms, int hold_ms);
+int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds,
+              int gap_ms);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -63,6 +77,8 @@ struct opts {
     const char *driver, *endpoints, *workload, *kill_cmd;
     int server_pid;
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
+    int exclusive_readers, writer_pause_ms, hold_ms; /* W9 */
+    int gap_ms;                                      /* W10 */
 };
 
 /* State shared by the threads of one phase (warm-up or measured). */
@@ -227,9 +243,11 @@ static void json_str(const char *s)
 static void usage(void)
 {
     fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W8 [--kill-cmd CMD]\n"
+                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W7|W8|W9|W10 [--kill-cmd CMD]\n"
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
-                    "[--warmup N]\n");
+                    "[--warmup N]\n"
+                    "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
+                    "                 W10: [--clients watchers] [--gap ms]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -257,6 +275,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                        {"locks-per-session", 1, 0, 'K'},
                                        {"kill-cmd", 1, 0, 'k'},
                                        {"server-pid", 1, 0, 'P'},
+                                       {"exclusive-readers", 0, 0, 'x'},
+                                       {"writer-pause", 1, 0, 'p'},
+                                       {"hold", 1, 0, 'h'},
+                                       {"gap", 1, 0, 'g'},
                                        {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
@@ -264,7 +286,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
                        .ttl_ms = 10000,
                        .warmup = 300,
                        .sessions = 100000,
-                       .per = 10};
+                       .per = 10,
+                       .writer_pause_ms = 10,
+                       .hold_ms = 1,
+                       .gap_ms = 10};
     int c, bad = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -304,6 +329,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'P':
             bad |= parse_int(optarg, 1, 1 << 30, &o->server_pid);
             break;
+        case 'x':
+            o->exclusive_readers = 1;
+            break;
+        case 'p':
+            bad |= parse_int(optarg, 0, 60000, &o->writer_pause_ms);
+            break;
+        case 'h':
+            bad |= parse_int(optarg, 0, 1000, &o->hold_ms);
+            break;
+        case 'g':
+            bad |= parse_int(optarg, 0, 1000, &o->gap_ms);
+            break;
         default:
             bad = 1;
         }
@@ -312,15 +349,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
         return -1;
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
         strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
-        strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8"))
+        strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8") &&
+        strcmp(o->workload, "W9") && strcmp(o->workload, "W10"))
         return -1;
     if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
     if (!o->clients)
-        o->clients = !strcmp(o->workload, "W1")   ? 1
-                     : !strcmp(o->workload, "W2") ? 8
-                     : !strcmp(o->workload, "W7") ? 100
-                                                  : 16;
+        o->clients = !strcmp(o->workload, "W1")    ? 1
+                     : !strcmp(o->workload, "W2")  ? 8
+                     : !strcmp(o->workload, "W7")  ? 100
+                     : !strcmp(o->workload, "W10") ? 1
+                                                   : 16;
     return 0;
 }
 
@@ -561,6 +600,15 @@ int main(int argc, char **argv)
     }
     if (!strcmp(o.workload, "W8"))
         return run_w8(&o, drv);
+    if (!strcmp(o.workload, "W9")) /* --clients: the readers; one writer besides */
+        return bench_w9(drv, o.endpoints, o.clients, o.ttl_ms, o.pairs, o.seconds,
+                        o.exclusive_readers, o.writer_pause_ms, o.hold_ms);
+    /* W11 (semaphores: SEM.ACQUIRE limit 4, 16 clients, hand-offs/s) and W12 (election
+       fail-over: the leader's session killed -> observers see the new leader, p50 over 10
+       rounds, etcd's concurrency.Election beside) belong here, each in a file of its own as
+       rwbench.c is for W9, once the server has issue 19's SEM.* and ELECT.* commands. */
+    if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */
+        return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms);
     if (!strcmp(o.workload, "W5"))
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W7")) /* --sessions: connections, --clients: the active ones */

@@ -12,7 +12,15 @@
 # (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
 # (default 60), BENCH_W7 (0 skips W7: 10,000 client connections, 100 active; BENCH_W7_CONNS),
 # BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
-# (kills per system, default 10).
+# (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
+# without shared mode runs its readers on the mutex), BENCH_W9_READERS (16), BENCH_W9_HOLD_MS (1),
+# BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
+# fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
+# (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
+# pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
+# path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone).
+# W11 (semaphores) and W12 (election fail-over) are reserved for issue 19's SEM.* / ELECT.*:
+# their place is after W10 below.
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -32,6 +40,15 @@ w7=${BENCH_W7:-1}
 w7_conns=${BENCH_W7_CONNS:-10000}
 w8=${BENCH_W8:-1}
 w8_trials=${BENCH_W8_TRIALS:-10}
+w9=${BENCH_W9:-1}
+w9_readers=${BENCH_W9_READERS:-16}
+w9_hold=${BENCH_W9_HOLD_MS:-1}
+w9_pause=${BENCH_W9_PAUSE_MS:-10}
+w10=${BENCH_W10:-1}
+w10_watchers=${BENCH_W10_WATCHERS:-1 10 100}
+w10_puts=${BENCH_W10_PUTS:-300}
+w10_gap=${BENCH_W10_GAP_MS:-10}
+load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
 systems=("$@")
@@ -308,6 +325,36 @@ w8_system() {
   done
 }
 
+# One lockbench line into the results (a failed run gets an error line of its own).
+run_line() { # system workload timeout_s lockbench-args...
+  local s=$1 w=$2 t=$3 line
+  shift 3
+  line=$(timeout "$t" "$LB" --driver "$s" --workload "$w" "$@")
+  [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench failed"}' "$s" "$w")
+  echo "   $line"
+  echo "$line" >>"$json"
+}
+
+# W9 for system $1 (endpoints $2): 16 readers and a writer on one lock; fencelock twice, with
+# shared readers and with exclusive ones (the same loop on a mutex: the baseline).
+w9_system() {
+  local s=$1 eps=$2
+  run_line "$s" W9 $((secs + 60)) --endpoints "$eps" --clients "$w9_readers" --seconds "$secs" \
+    --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause"
+  [ "$s" = fencelock ] || return 0
+  run_line "$s" W9 $((secs + 60)) --endpoints "$eps" --clients "$w9_readers" --seconds "$secs" \
+    --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause" --exclusive-readers
+}
+
+# W10 for system $1 (endpoints $2): for each watcher count, latency and fan-out.
+w10_system() {
+  local s=$1 eps=$2 n
+  for n in $w10_watchers; do
+    run_line "$s" W10 $((secs + 90)) --endpoints "$eps" --clients "$n" --pairs "$w10_puts" \
+      --seconds "$secs" --gap "$w10_gap"
+  done
+}
+
 # The markdown report from the JSON lines ($1) and the machine's description.
 report() {
   local disk dev
@@ -324,7 +371,7 @@ report() {
   MACHINE_CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) \
   MACHINE_MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) \
   MACHINE_KERNEL=$(uname -sr) MACHINE_DISK=$disk MACHINE_OS=$(. /etc/os-release && echo "$PRETTY_NAME") \
-  BENCH_SECS=$secs python3 - "$1" <<'PY'
+  BENCH_SECS=$secs LOAD_START=$load_start LOAD_END=$(uptime) python3 - "$1" <<'PY'
 import json, os, sys, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 order = ["fencelock", "redis", "redlock", "etcd", "zookeeper"]
@@ -343,6 +390,8 @@ def rate(v):
     return "–" if v is None else f"{v:,.0f}"
 def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "–"
+def pratio(a, b):  # latencies near zero or negative (event before ack) give no ratio
+    return f"{a / b:.2f}" if a and b and a > 0.05 and b > 0.05 else "–"
 env = os.environ
 out = []
 p = out.append
@@ -356,6 +405,7 @@ p(f"- CPUs: {env['MACHINE_NPROC']} × {env['MACHINE_CPU']}")
 p(f"- memory: {env['MACHINE_MEM']}; kernel {env['MACHINE_KERNEL']}; {env['MACHINE_OS']}")
 p(f"- disk under build/bench: {env['MACHINE_DISK']}")
 p(f"- all servers and clients on this one machine, loopback; each workload measured for at most {env['BENCH_SECS']} s after a warm-up")
+p(f"- `uptime` at the start: {env['LOAD_START'].strip()}; at the end: {env['LOAD_END'].strip()}")
 p("")
 fl = {w: get("fencelock", w) for w in ("W1", "W2", "W3")}
 def status(r):
@@ -365,78 +415,79 @@ def status(r):
     return ""
 def ok(r):
     return r is not None and "skipped" not in r and not r.get("errors") and r.get("ops")
-p("## W1 — uncontended: 1 client, acquire + release of its own lock")
-p("")
-p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock p50 / this p50 | fencelock pairs/s / this | note |")
-p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
-for s in order:
-    r = get(s, "W1")
-    if ok(r):
-        f = fl["W1"] if ok(fl["W1"]) else None
-        p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
-          f"{ratio(f and f['p50_ms'], r['p50_ms'])} | {ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
-    else:
-        p(f"| {desc[s]} | – | – | – | – | – | {status(r)} |")
-p("")
-p("## W2 — contended: 8 clients on one lock, acquire with a wait")
-p("")
-p("Grants/s counts every grant; hand-offs/s only grants to another client than the previous holder. "
-  "Wait = time from the acquire call to the grant. Fairness = fewest / most grants of one client.")
-p("")
-p("| system | grants/s | hand-offs/s | wait p50 ms | wait p99 ms | fairness (min/max) | fencelock grants/s / this | fencelock hand-offs/s / this | note |")
-p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-for s in order:
-    r = get(s, "W2")
-    if ok(r):
-        f = fl["W2"] if ok(fl["W2"]) else None
-        note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
-        p(f"| {desc[s]} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
-          f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
-          f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
-    else:
-        p(f"| {desc[s]} | – | – | – | – | – | – | – | {status(r)} |")
-p("")
-p("## W3 — parallel: 16 clients, each on its own lock")
-p("")
-p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock pairs/s / this | note |")
-p("| --- | ---: | ---: | ---: | ---: | --- |")
-for s in order:
-    r = get(s, "W3")
-    if ok(r):
-        f = fl["W3"] if ok(fl["W3"]) else None
-        p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
-          f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
-    else:
-        p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
-p("")
-p("## W4 — held locks: footprint and restart")
-p("")
-p("Restart: a follower killed with -9, from the restart until it serves (/health ok) and has applied the leader's index; "
-  "first with the entries since its last automatic snapshot to replay (what a crash finds: up to --snapshot-threshold entries), then right after a "
-  "snapshot that covers the whole load (the node restarted once with --snapshot-threshold 2 and back).")
-p("")
-p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
-p("| --- | ---: | ---: | --- | --- | ---: | ---: | --- |")
-for s in order:
-    r = get(s, "W4")
-    if r and "rss_kib" in r:
-        rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
-        snap = " / ".join(f"{b / 1048576:.0f}" if b else "–" for b in r["snapshot_bytes"])
-        rs = "–" if r["restart_s"] is None else f"{r['restart_s']:.2f}"
-        if r.get("tail_entries") is not None: rs += f" ({r['tail_entries']:,})"
-        ra = "–" if r.get("restart_after_snapshot_s") is None else f"{r['restart_after_snapshot_s']:.2f}"
-        if r.get("after_snapshot_entries") is not None: ra += f" ({r['after_snapshot_entries']:,})"
-        ld = r["load"]
-        note = f"loaded in {ld['seconds']:.0f} s ({ld['locks_per_s']:,.0f} locks/s)"
-        if ld.get("retried"): note += f"; {ld['retried']:,} commands resent ({ld.get('note') or ld.get('error')})"
-        if ld.get("errors"): note += f"; load incomplete: {ld.get('error')}"
-        note += f"; node {r['restarted_node']} restarted"
-        p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
-    elif s == "fencelock":
-        p(f"| {desc[s]} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
-    else:
-        p(f"| {desc[s]} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
-p("")
+if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
+    p("## W1 — uncontended: 1 client, acquire + release of its own lock")
+    p("")
+    p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock p50 / this p50 | fencelock pairs/s / this | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for s in order:
+        r = get(s, "W1")
+        if ok(r):
+            f = fl["W1"] if ok(fl["W1"]) else None
+            p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+              f"{ratio(f and f['p50_ms'], r['p50_ms'])} | {ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
+        else:
+            p(f"| {desc[s]} | – | – | – | – | – | {status(r)} |")
+    p("")
+    p("## W2 — contended: 8 clients on one lock, acquire with a wait")
+    p("")
+    p("Grants/s counts every grant; hand-offs/s only grants to another client than the previous holder. "
+      "Wait = time from the acquire call to the grant. Fairness = fewest / most grants of one client.")
+    p("")
+    p("| system | grants/s | hand-offs/s | wait p50 ms | wait p99 ms | fairness (min/max) | fencelock grants/s / this | fencelock hand-offs/s / this | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for s in order:
+        r = get(s, "W2")
+        if ok(r):
+            f = fl["W2"] if ok(fl["W2"]) else None
+            note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
+            p(f"| {desc[s]} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
+              f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
+              f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
+        else:
+            p(f"| {desc[s]} | – | – | – | – | – | – | – | {status(r)} |")
+    p("")
+    p("## W3 — parallel: 16 clients, each on its own lock")
+    p("")
+    p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock pairs/s / this | note |")
+    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    for s in order:
+        r = get(s, "W3")
+        if ok(r):
+            f = fl["W3"] if ok(fl["W3"]) else None
+            p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+              f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
+        else:
+            p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
+    p("")
+    p("## W4 — held locks: footprint and restart")
+    p("")
+    p("Restart: a follower killed with -9, from the restart until it serves (/health ok) and has applied the leader's index; "
+      "first with the entries since its last automatic snapshot to replay (what a crash finds: up to --snapshot-threshold entries), then right after a "
+      "snapshot that covers the whole load (the node restarted once with --snapshot-threshold 2 and back).")
+    p("")
+    p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
+    p("| --- | ---: | ---: | --- | --- | ---: | ---: | --- |")
+    for s in order:
+        r = get(s, "W4")
+        if r and "rss_kib" in r:
+            rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
+            snap = " / ".join(f"{b / 1048576:.0f}" if b else "–" for b in r["snapshot_bytes"])
+            rs = "–" if r["restart_s"] is None else f"{r['restart_s']:.2f}"
+            if r.get("tail_entries") is not None: rs += f" ({r['tail_entries']:,})"
+            ra = "–" if r.get("restart_after_snapshot_s") is None else f"{r['restart_after_snapshot_s']:.2f}"
+            if r.get("after_snapshot_entries") is not None: ra += f" ({r['after_snapshot_entries']:,})"
+            ld = r["load"]
+            note = f"loaded in {ld['seconds']:.0f} s ({ld['locks_per_s']:,.0f} locks/s)"
+            if ld.get("retried"): note += f"; {ld['retried']:,} commands resent ({ld.get('note') or ld.get('error')})"
+            if ld.get("errors"): note += f"; load incomplete: {ld.get('error')}"
+            note += f"; node {r['restarted_node']} restarted"
+            p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
+        elif s == "fencelock":
+            p(f"| {desc[s]} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
+        else:
+            p(f"| {desc[s]} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
+    p("")
 w5rows = [r for r in rows if r.get("driver") == "fencelock" and r.get("workload") == "W5"]
 if w5rows:
     p("## W5 — reads and keepalives vs PUT (fencelock; one connection)")
@@ -519,6 +570,68 @@ if w8rows:
         else:
             p(f"| {desc[s]} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
     p("")
+w9rows = [r for r in rows if r.get("workload") == "W9"]
+if w9rows:
+    p("## W9 — read-write locks: readers and one writer on one lock")
+    p("")
+    p("Each reader loops LOCK (shared) → hold → UNLOCK; the writer takes the lock exclusively after a pause each time. "
+      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd: concurrency.Mutex; its Go client's experimental recipes.RWMutex is not reimplemented). "
+      "Writer timeouts count waits over 5 s (starvation); 'most readers holding' is seen client-side (grant answered .. UNLOCK sent).")
+    p("")
+    p("| system | readers | reader mode | hold ms | writer pause ms | reader grants/s | reader wait p50 / p99 ms | most readers holding | writer grants | writer wait p50 / p99 / max ms | writer timeouts | note |")
+    p("| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | --- |")
+    for r in w9rows:
+        s = r.get("driver")
+        if "reader_grants" not in r:
+            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            continue
+        note = "" if r.get("errors") == 0 else "error: " + r.get("error", "?")
+        if s != "fencelock": note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
+        p(f"| {desc.get(s, s)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
+          f"{rate(r['reader_grants_per_s'])} | {r['reader_wait_p50_ms']:.2f} / {r['reader_wait_p99_ms']:.2f} | "
+          f"{r['max_readers_holding']} | {r['writer_grants']} | {r['writer_wait_p50_ms']:.2f} / {r['writer_wait_p99_ms']:.2f} / "
+          f"{r['writer_wait_max_ms']:.2f} | {r['writer_timeouts']} | {note} |")
+    p("")
+    sh = [r for r in w9rows if r.get("driver") == "fencelock" and r.get("reader_mode") == "shared" and r.get("reader_grants")]
+    if sh:
+        for r in w9rows:
+            if r is sh[0] or not r.get("reader_grants_per_s"): continue
+            p(f"- fencelock shared reader grants/s / {r['driver']} ({r['reader_mode']} readers): "
+              f"{sh[0]['reader_grants_per_s'] / r['reader_grants_per_s']:.2f}; writer wait p50 ratio: "
+              f"{ratio(sh[0]['writer_wait_p50_ms'], r['writer_wait_p50_ms'])}")
+        p("")
+w10rows = [r for r in rows if r.get("workload") == "W10"]
+if w10rows:
+    p("## W10 — watch: PUT acknowledged → event received, and fan-out")
+    p("")
+    p("Latency: one PUT at a time, each awaited by every watcher, the next one a gap (ms, in the table) later so that every watcher waits again; "
+      "ack → receipt per watcher and event (negative when the event "
+      "overtook the PUT's reply). Fan-out: 5× as many PUTs, 32 unanswered; events delivered per second in all = watchers × PUTs "
+      "over the span from the first PUT sent to the last event received. fencelock: XREAD BLOCK on fencelock:events:<prefix> "
+      "at the leader; etcd: v3 watch (JSON gateway, streaming) at the leader member.")
+    p("")
+    p("| system | watchers | gap ms | latency PUTs | ack → event p50 ms | p99 ms | max ms | PUT sent → event p50 / p99 ms | fan-out PUTs | events/s delivered | PUTs/s | under load p50 / p99 ms | missed | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |")
+    for r in w10rows:
+        s = r.get("driver")
+        a, b = r.get("latency"), r.get("fanout")
+        if not a:
+            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            continue
+        p(f"| {desc.get(s, s)} | {r['watchers']} | {a.get('gap_ms', 0)} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
+          f"{a.get('from_send_p50_ms', 0):.2f} / {a.get('from_send_p99_ms', 0):.2f} | "
+          f"{b['puts']} | {rate(b['events_per_s'])} | {rate(b['puts_per_s'])} | {b['p50_ms']:.1f} / {b['p99_ms']:.1f} | "
+          f"{a['missed'] + b['missed']} | {r.get('error', '')} |")
+    p("")
+    for r in w10rows:
+        if r.get("driver") != "etcd" or not r.get("latency"): continue
+        f = next((x for x in w10rows if x.get("driver") == "fencelock" and x.get("watchers") == r["watchers"] and x.get("latency")), None)
+        if f:
+            fl_, et = f["latency"], r["latency"]
+            p(f"- {r['watchers']} watcher(s), fencelock / etcd: PUT sent → event p50 {pratio(fl_.get('from_send_p50_ms'), et.get('from_send_p50_ms'))}, "
+              f"p99 {pratio(fl_.get('from_send_p99_ms'), et.get('from_send_p99_ms'))}; ack → event p50 {pratio(fl_['p50_ms'], et['p50_ms'])}, "
+              f"p99 {pratio(fl_['p99_ms'], et['p99_ms'])}; fan-out events/s {ratio(f['fanout']['events_per_s'], r['fanout']['events_per_s'])}")
+    p("")
 p("Raw results (one JSON line per workload, from lockbench):")
 p("")
 p("```")
@@ -577,6 +690,12 @@ for s in "${systems[@]}"; do
     w7_fencelock "$eps"
   fi
   case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
+  [ "$w9" = 1 ] && w9_system "$s" "$eps"
+  case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
+  # W11 (semaphores: limit 4, 16 clients, hand-offs/s) and W12 (election fail-over: the
+  # leader's session killed -> observers see the new leader, p50 over 10 rounds, etcd's
+  # concurrency.Election beside) go here once the server has SEM.* and ELECT.* (issue 19):
+  # a file of their own in bench/ as rwbench.c is for W9, a workload name in lockbench.c.
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi
@@ -598,8 +717,12 @@ for s in "${systems[@]}"; do
 done
 
 date=$(date -u +%Y-%m-%d)
-out="bench/results/RESULTS-$date.md"
+out=${BENCH_OUT:-bench/results/RESULTS-$date.md}
 report "$json" >"$out.tmp" && mv "$out.tmp" "$out" ||
   { echo "report failed" >&2; rm -f "$out.tmp"; exit 1; }
-cp "$out" bench/results/latest.md
-echo "wrote $out and bench/results/latest.md"
+if [ "${BENCH_LATEST:-1}" = 1 ]; then
+  cp "$out" bench/results/latest.md
+  echo "wrote $out and bench/results/latest.md"
+else
+  echo "wrote $out (latest.md left alone)"
+fi

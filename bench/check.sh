@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# bench/check.sh — a self-check of lockbench's W9 (read-write locks) and W10 (watch), run by
+# `make bench-check` on the sanitizer build (build/asan: fencelockd and bench/lockbench; LB and
+# BIN override). It judges what the workloads report, never how fast: every run ends without
+# an error; W9's shared readers overlap (some moment with more than one reader holding, with a
+# 20 ms hold) while exclusive readers never do, and neither the writer nor a reader timed out
+# (a 5 s wait: starvation); W10's watchers received every PUT's event (missed 0, and events =
+# PUTs x watchers in both phases); no sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
+# mutex, W10 on its watch). Prints "ok NAME" / "not ok NAME: the JSON line", then
+# "tests: N passed, N failed"; exit 1 on any failure. Short and bounded: each lockbench run is
+# bounded by its counts and --seconds and killed after 120 s; the servers it starts (the
+# bench's own ports and build/bench/NAME/ data) are stopped on exit.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LB=${LB:-build/asan/bench/lockbench}
+export BIN=${BIN:-build/asan/fencelockd}
+pass=0 fail=0 running=""
+[ -x "$LB" ] && [ -x "$BIN" ] || { echo "no $LB or $BIN: make SAN=1 $LB $BIN" >&2; exit 1; }
+cleanup() { [ -z "$running" ] || "bench/servers/$running.sh" stop >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM PIPE
+
+# check NAME PYTHON-CONDITION JSON-LINE: the condition over r (the parsed line).
+check() {
+  if python3 -c 'import json, sys; r = json.loads(sys.argv[2]); sys.exit(0 if eval(sys.argv[1]) else 1)' \
+    "$2" "$3" 2>/dev/null; then
+    echo "ok $1"
+    pass=$((pass + 1))
+  else
+    echo "not ok $1: ${3:-no output}"
+    fail=$((fail + 1))
+  fi
+}
+
+mkdir -p build/bench
+errlog=build/bench/check-lockbench.stderr
+: >"$errlog"
+lb() { timeout 120 "$LB" "$@" 2>>"$errlog" | tail -n 1; }
+
+# Sanitizer reports of lockbench (its stderr) or of the servers (their logs) fail the check.
+sanitizers() { # system
+  local f bad=""
+  for f in "$errlog" build/bench/"$1"/*.log build/bench/"$1"/*/*.log; do
+    [ -f "$f" ] && grep -qE 'Sanitizer|runtime error:' "$f" && bad+=" $f"
+  done
+  if [ -z "$bad" ]; then echo "ok $1: no sanitizer report"; pass=$((pass + 1))
+  else echo "not ok $1: sanitizer report in$bad"; fail=$((fail + 1)); fi
+}
+
+start() { # system -> endpoints (empty data); called in $(...): the caller sets `running`
+  "bench/servers/$1.sh" stop >/dev/null 2>&1 || true
+  rm -rf "build/bench/$1"
+  timeout 120 "bench/servers/$1.sh" start | tail -n 1
+}
+
+ran='r.get("errors") == 0 and "error" not in r'
+w9_common="$ran"' and r["reader_grants"] > 0 and r["writer_grants"] > 0 and r["writer_timeouts"] == 0 and r["reader_timeouts"] == 0'
+w10_ok="$ran"' and r["latency"]["puts"] > 0 and r["fanout"]["puts"] > 0 and r["dropped"] == 0
+and all(r[p]["missed"] == 0 and r[p]["events"] == r[p]["puts"] * r["watchers"] for p in ("latency", "fanout"))'
+w10_ok=${w10_ok//$'\n'/ }
+
+w9w10() { # system endpoints
+  local s=$1 eps=$2 line n
+  line=$(lb --driver "$s" --endpoints "$eps" --workload W9 --seconds 3 --pairs 3000 --hold 20)
+  if [ "$s" = fencelock ]; then
+    check "$s W9: shared readers overlap, nobody starves" \
+      "$w9_common"' and r["reader_mode"] == "shared" and r["max_readers_holding"] > 1' "$line"
+    line=$(lb --driver "$s" --endpoints "$eps" --workload W9 --seconds 3 --pairs 3000 --hold 20 \
+      --exclusive-readers)
+  fi
+  check "$s W9: exclusive readers never overlap, nobody starves" \
+    "$w9_common"' and r["reader_mode"] == "exclusive" and r["max_readers_holding"] == 1' "$line"
+  for n in 1 7; do
+    line=$(lb --driver "$s" --endpoints "$eps" --workload W10 --clients "$n" --pairs 40 --seconds 30)
+    check "$s W10 with $n watcher(s): every event delivered" "$w10_ok" "$line"
+  done
+}
+
+running=fencelock
+eps=$(start fencelock) && [ -n "$eps" ] && w9w10 fencelock "$eps" ||
+  check "fencelock servers start" "False" ""
+bench/servers/fencelock.sh stop >/dev/null 2>&1
+running=""
+sanitizers fencelock
+: >"$errlog"
+if command -v etcd >/dev/null; then
+  running=etcd
+  eps=$(start etcd) && [ -n "$eps" ] && w9w10 etcd "$eps" || check "etcd servers start" "False" ""
+  bench/servers/etcd.sh stop >/dev/null 2>&1
+  running=""
+  sanitizers etcd
+else
+  echo "# etcd not installed (scripts/deps.sh bench): its checks not run"
+fi
+echo "tests: $pass passed, $fail failed"
+[ "$fail" = 0 ]
