@@ -168,8 +168,7 @@ int audit_write(struct audit *a, const struct buf *line)
 
 /* ---- the server's calls ---- */
 
-/* "ip:port" of the connection's peer, or "" */
-static void conn_addr(const struct srv_conn *c, char out[AUDIT_ADDR_BUF])
+void srv_audit_conn_addr(const struct srv_conn *c, char out[AUDIT_ADDR_BUF])
 {
     struct sockaddr_storage ss;
     int len = sizeof ss;
@@ -188,13 +187,12 @@ static void conn_addr(const struct srv_conn *c, char out[AUDIT_ADDR_BUF])
     }
 }
 
-static void audit_emit(struct srv *s, const struct srv_conn *c, const char *user, const char *event,
+static void audit_emit(struct srv *s, const char *user, const char *addr, const char *event,
                        const char *fmt, va_list ap)
 {
-    char detail[AUDIT_DETAIL_MAX], addr[AUDIT_ADDR_BUF];
+    char detail[AUDIT_DETAIL_MAX];
     int n = vsnprintf(detail, sizeof detail, fmt, ap);
     size_t dlen = n < 0 ? 0 : (size_t)n >= sizeof detail ? sizeof detail - 1 : (size_t)n;
-    conn_addr(c, addr);
     struct buf line;
     buf_init(&line);
     audit_format(&line, srv_wall_ms(), s->cfg.id, user, addr, event, detail, dlen);
@@ -214,20 +212,22 @@ void srv_audit(struct srv *s, const struct srv_conn *c, const char *event, const
 {
     if (!s->audit.path[0])
         return;
+    char addr[AUDIT_ADDR_BUF];
+    srv_audit_conn_addr(c, addr);
     va_list ap;
     va_start(ap, fmt);
-    audit_emit(s, c, c && c->user ? c->user->name : "", event, fmt, ap);
+    audit_emit(s, c && c->user ? c->user->name : "", addr, event, fmt, ap);
     va_end(ap);
 }
 
-void srv_audit_user(struct srv *s, const struct srv_conn *c, const char *user, const char *event,
-                    const char *fmt, ...)
+void srv_audit_as(struct srv *s, const char *user, const char *addr, const char *event,
+                  const char *fmt, ...)
 {
     if (!s->audit.path[0])
         return;
     va_list ap;
     va_start(ap, fmt);
-    audit_emit(s, c, user, event, fmt, ap);
+    audit_emit(s, user, addr, event, fmt, ap);
     va_end(ap);
 }
 
@@ -237,8 +237,7 @@ void srv_audit_reopen(struct srv *s)
         return;
     if (audit_reopen(&s->audit))
         LOGE(&s->log,
-             "SIGHUP: --audit-log %s cannot be reopened (%s); still writing to the "
-             "old file",
+             "SIGHUP: --audit-log %s cannot be reopened (%s); still writing to the old file",
              s->audit.path, strerror(errno));
     else
         LOGI(&s->log, "SIGHUP: --audit-log %s reopened", s->audit.path);

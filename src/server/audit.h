@@ -61,9 +61,12 @@ struct srv_conn;
  * security state: SESSION.REVOKE calls srv_audit(s, r->c, "session.revoke", "sid=%llu", sid). */
 void srv_audit(struct srv *s, const struct srv_conn *c, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The same with the user named explicitly (a failed AUTH names a user it is not). */
-void srv_audit_user(struct srv *s, const struct srv_conn *c, const char *user, const char *event,
-                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The same with user and address given (a failed AUTH names a user it is not; its connection
+ * may have closed while the password was checked). */
+void srv_audit_as(struct srv *s, const char *user, const char *addr, const char *event,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* "ip:port" of c's peer into out, or "" (no connection, or it is gone). */
+void srv_audit_conn_addr(const struct srv_conn *c, char out[AUDIT_ADDR_BUF]);
 /* SIGHUP: reopen the file, logging the outcome. */
 void srv_audit_reopen(struct srv *s);
 

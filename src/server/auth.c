@@ -273,6 +273,21 @@ static void auth_succeed(struct srv *s, struct srv_conn *c, struct buf *out,
         resp_w_simple(out, "OK");
 }
 
+/* An AUTH's audit line (failures: how many in a row from that address). The client's
+ * ip:port, or only its ip if it hung up while its password was being checked. */
+static void audit_auth(struct auth_wait *w, const char *user, const char *event, unsigned fails)
+{
+    char addr[AUDIT_ADDR_BUF];
+    const char *what = w->hello_proto ? "HELLO AUTH" : "AUTH";
+    srv_audit_conn_addr(w->slot->conn, addr);
+    if (!addr[0])
+        snprintf(addr, sizeof addr, "%s", w->addr);
+    if (fails)
+        srv_audit_as(w->s, user, addr, event, "%s; %u in a row from %s", what, fails, w->addr);
+    else
+        srv_audit_as(w->s, user, addr, event, "%s", what);
+}
+
 static void wait_free(struct auth_wait *w)
 {
     if (w->pw) {
@@ -295,7 +310,7 @@ static void wait_finish(struct auth_wait *w)
         acl_cache_put(s->auth.cache, tag);
         forget_failures(&s->auth, w->addr);
         auth_succeed(s, c, &w->slot->out, u, w->hello_proto, w->setname);
-        srv_audit_user(s, c, u->name, "auth.success", "%s", w->hello_proto ? "HELLO AUTH" : "AUTH");
+        audit_auth(w, u->name, "auth.success", 0);
     } else {
         resp_w_error(&w->slot->out, AUTH_WRONGPASS);
     }
@@ -335,8 +350,7 @@ static void auth_fail_later(struct auth_wait *w)
     s->m.auth_failures++;
     LOGW(&s->log, "AUTH failed for user '%s' from %s (%u in a row from there; answered in %llu ms)",
          w->user, w->addr, n, (unsigned long long)delay);
-    srv_audit_user(s, w->slot->conn, w->user, "auth.failure", "%s; %u in a row from %s",
-                   w->hello_proto ? "HELLO AUTH" : "AUTH", n, w->addr);
+    audit_auth(w, w->user, "auth.failure", n);
     w->ok = false;
     uv_timer_init(s->loop, &w->timer);
     w->timer.data = w;
