@@ -167,7 +167,7 @@ def test_acl_cluster_elects_replicates_and_redirects_to_the_leader(ctx):
         wait_until(redirected, timeout=10, interval=0.1, what="redirect to the new leader")
 
 
-def test_acl_cluster_join_and_a_wrong_peer_password_does_not_loop(ctx):
+def test_acl_cluster_join_and_a_wrong_peer_password_does_not_loop_until_fixed(ctx):
     acl, good, bad = _acl_files(ctx)
     servers = _start_cluster(ctx, acl, good)
     leader = _leader(servers)
@@ -206,6 +206,18 @@ def test_acl_cluster_join_and_a_wrong_peer_password_does_not_loop(ctx):
     assert 5 not in _members(leader), "node 5 must not have joined"
     failures = [e for e in _audit(leader) if e["event"] == "auth.failure"]
     assert failures and all(e["user"] == "peer" for e in failures), failures
+
+    # The password file corrected and re-read on SIGHUP: node 5 tries again at once and joins.
+    with open(bad, "w") as f:
+        f.write("peerpw\n")
+    os.kill(n5.proc.pid, signal.SIGHUP)
+    wait_until(lambda: "SIGHUP: peer password re-read from" in n5.log_text(), timeout=10,
+               what="node 5 re-read its password file")
+
+    def joined5():
+        m = _members(leader)
+        return 5 in m and m[5] == ("127.0.0.1:%d" % n5.port, "follower")
+    wait_until(joined5, timeout=30, interval=0.2, what="node 5 a voter after the fix")
 
     # The admin removes node 4 again: audited.
     with _conn(leader) as c:
