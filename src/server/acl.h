@@ -5,10 +5,10 @@
  *
  * File format (docs/security.md), one user a line, '#' starts a comment:
  *   user NAME HASH perm=P[,P...] [keys=GLOB[,GLOB...]] [locks=GLOB[,GLOB...]]
- * P is read, lock, write, admin or all; HASH is what `fencelockd --hash-password` prints
- * (libsodium crypto_pwhash_str: Argon2id, salted, its cost inside the string). A glob is '*'
- * (any run of bytes), '?' (one byte) and '\' (the next byte as itself); no keys= / locks= means
- * every name.
+ * P is read, lock, write, admin, peer or all (all includes peer); HASH is what `fencelockd
+ * --hash-password` prints (libsodium crypto_pwhash_str: Argon2id, salted, its cost inside the
+ * string). A glob is '*' (any run of bytes), '?' (one byte) and '\' (the next byte as itself); no
+ * keys= / locks= means every name.
  *
  * Owns: struct acl owns its users and their glob strings (acl_free frees them); a lookup
  * returns a pointer into it, valid until acl_free. struct acl_cache holds keyed BLAKE2b tags of
@@ -24,8 +24,11 @@ enum acl_perm {
     ACL_READ = 1,  /* GET, KV.GET, KEYS, LOCK.INFO, LOCKS, FENCE.CHECK, SESSION.INFO */
     ACL_LOCK = 2,  /* sessions, LOCK, UNLOCK */
     ACL_WRITE = 4, /* PUT, DEL */
-    ACL_ADMIN = 8, /* CLUSTER.ADD/REMOVE/TRANSFER/ANNOUNCE, INFO, DBSIZE */
-    ACL_ALL = 15
+    ACL_ADMIN = 8, /* CLUSTER.ADD/REMOVE/TRANSFER/ANNOUNCE, INFO */
+    /* what a member sends for itself (--peer-user): CLUSTER.ANNOUNCE and --join's CLUSTER.ADD,
+     * nothing else; admin may run those too */
+    ACL_PEER = 16,
+    ACL_ALL = 31
 };
 
 #define ACL_NAME_MAX 64   /* bytes of a user name */

@@ -4,12 +4,11 @@
  */
 #include <signal.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/cmd.h"
-
-#define AUTH_PW_MAX 1024 /* longer passwords are refused without hashing them */
 
 /* The reply words of a failed or refused AUTH (Redis's texts: clients match on them). */
 #define AUTH_WRONGPASS PROTO_WRONGPASS " invalid username-password pair or user is disabled."
@@ -92,6 +91,8 @@ int srv_auth_reload(struct srv *s)
     if (acl_load_file(s->cfg.acl_file, &next, err, sizeof err)) {
         LOGE(&s->log, "SIGHUP: --acl-file %s; the previous rules stay (hash %s)", err,
              s->auth.acl.digest);
+        srv_audit(s, NULL, "acl.reload_refused", "--acl-file %s; the previous rules stay (hash %s)",
+                  err, s->auth.acl.digest);
         return -1;
     }
     repoint_conns(s, &next);
@@ -99,18 +100,80 @@ int srv_auth_reload(struct srv *s)
     s->auth.acl = next;
     s->m.acl_reloads++;
     LOGI(&s->log, "SIGHUP: ACL reloaded, %zu users (rules hash %s)", next.n, next.digest);
+    srv_audit(s, NULL, "acl.reload", "%zu users, rules hash %s", next.n, next.digest);
+    return 0;
+}
+
+/* ---- peer credentials ---- */
+
+/* The first line of the file (its newline not part of it) into the peer password. */
+static int read_peer_file(struct srv *s, char *pw, size_t *n)
+{
+    FILE *f = fopen(s->cfg.peer_password_file, "r");
+    if (!f) {
+        LOGE(&s->log, "--peer-password-file %s cannot be read", s->cfg.peer_password_file);
+        return -1;
+    }
+    size_t got = fread(pw, 1, AUTH_PW_MAX + 1, f);
+    fclose(f);
+    char *nl = memchr(pw, '\n', got);
+    if (nl)
+        got = (size_t)(nl - pw);
+    if (got && pw[got - 1] == '\r')
+        got--;
+    if (got == 0 || got > AUTH_PW_MAX) {
+        LOGE(&s->log, "--peer-password-file %s: its first line must be a password of 1..%d bytes",
+             s->cfg.peer_password_file, AUTH_PW_MAX);
+        return -1;
+    }
+    *n = got;
+    return 0;
+}
+
+int srv_peer_load(struct srv *s)
+{
+    char pw[AUTH_PW_MAX + 2];
+    size_t n = 0;
+    if (!s->cfg.peer_user[0])
+        return 0;
+    if (s->cfg.peer_password_file[0]) {
+        if (read_peer_file(s, pw, &n))
+            return -1;
+    } else {
+        const char *e = getenv("FENCELOCK_PEER_PASSWORD");
+        n = e ? strlen(e) : 0;
+        if (n == 0 || n > AUTH_PW_MAX) {
+            LOGE(&s->log,
+                 "--peer-user %s needs a password: --peer-password-file FILE or "
+                 "FENCELOCK_PEER_PASSWORD (1..%d bytes)",
+                 s->cfg.peer_user, AUTH_PW_MAX);
+            return -1;
+        }
+        memcpy(pw, e, n);
+    }
+    memcpy(s->auth.peer_pw, pw, n);
+    s->auth.peer_pw[n] = '\0';
+    s->auth.peer_pwlen = n;
+    sodium_memzero(pw, sizeof pw);
     return 0;
 }
 
 static void on_hup(uv_signal_t *h, int sig)
 {
+    struct srv *s = h->data;
     (void)sig;
-    srv_auth_reload(h->data);
+    srv_audit_reopen(s); /* first: the reload's own line goes to the new file */
+    if (s->cfg.peer_password_file[0] && srv_peer_load(s) == 0) {
+        LOGI(&s->log, "SIGHUP: peer password re-read from %s", s->cfg.peer_password_file);
+        s->peer_retry_ms = 0; /* a corrected password is tried at once */
+        s->peer_refusals = 0;
+    }
+    srv_auth_reload(s);
 }
 
 void srv_auth_start(struct srv *s)
 {
-    if (!s->auth.on)
+    if (!s->auth.on && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0])
         return;
     uv_signal_init(s->loop, &s->auth.sig_hup);
     s->auth.sig_hup.data = s;
@@ -123,6 +186,7 @@ void srv_auth_free(struct srv *s)
     acl_free(&s->auth.acl);
     if (s->auth.cache)
         sodium_memzero(s->auth.cache, sizeof(*s->auth.cache));
+    sodium_memzero(s->auth.peer_pw, sizeof s->auth.peer_pw);
     free(s->auth.cache);
     s->auth.cache = NULL;
 }
@@ -209,6 +273,21 @@ static void auth_succeed(struct srv *s, struct srv_conn *c, struct buf *out,
         resp_w_simple(out, "OK");
 }
 
+/* An AUTH's audit line (failures: how many in a row from that address). The client's
+ * ip:port, or only its ip if it hung up while its password was being checked. */
+static void audit_auth(struct auth_wait *w, const char *user, const char *event, unsigned fails)
+{
+    char addr[AUDIT_ADDR_BUF];
+    const char *what = w->hello_proto ? "HELLO AUTH" : "AUTH";
+    srv_audit_conn_addr(w->slot->conn, addr);
+    if (!addr[0])
+        snprintf(addr, sizeof addr, "%s", w->addr);
+    if (fails)
+        srv_audit_as(w->s, user, addr, event, "%s; %u in a row from %s", what, fails, w->addr);
+    else
+        srv_audit_as(w->s, user, addr, event, "%s", what);
+}
+
 static void wait_free(struct auth_wait *w)
 {
     if (w->pw) {
@@ -231,6 +310,7 @@ static void wait_finish(struct auth_wait *w)
         acl_cache_put(s->auth.cache, tag);
         forget_failures(&s->auth, w->addr);
         auth_succeed(s, c, &w->slot->out, u, w->hello_proto, w->setname);
+        audit_auth(w, u->name, "auth.success", 0);
     } else {
         resp_w_error(&w->slot->out, AUTH_WRONGPASS);
     }
@@ -270,6 +350,7 @@ static void auth_fail_later(struct auth_wait *w)
     s->m.auth_failures++;
     LOGW(&s->log, "AUTH failed for user '%s' from %s (%u in a row from there; answered in %llu ms)",
          w->user, w->addr, n, (unsigned long long)delay);
+    audit_auth(w, w->user, "auth.failure", n);
     w->ok = false;
     uv_timer_init(s->loop, &w->timer);
     w->timer.data = w;

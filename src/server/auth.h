@@ -15,6 +15,11 @@
  *   failed -> answered -WRONGPASS when a timer of auth_delay_ms(failures of that address)
  *   fires. While an AUTH is unanswered its connection parses nothing after it
  *   (srv_conn.auth_pending), so a pipelined command runs as the user the AUTH names.
+ *
+ * Peer credentials (--peer-user, --peer-password-file or FENCELOCK_PEER_PASSWORD): the pair
+ * this node sends as `AUTH user password` before its own CLUSTER.ANNOUNCE / CLUSTER.ADD
+ * (members.c). The password lives in srv_auth.peer_pw (wiped at free); a password file is read
+ * again on SIGHUP. The SIGHUP handle also reopens --audit-log (audit.h).
  */
 #ifndef FENCELOCK_AUTH_H
 #define FENCELOCK_AUTH_H
@@ -30,6 +35,7 @@
 /* Failures remembered per client address (the oldest entry is replaced when full). */
 #define AUTH_FAIL_ADDRS 256
 #define AUTH_ADDR_BUF 64
+#define AUTH_PW_MAX 1024 /* longer passwords are refused without hashing them */
 
 struct auth_fail {
     char addr[AUTH_ADDR_BUF]; /* "" = free */
@@ -47,6 +53,8 @@ struct srv_auth {
     struct auth_wait *waits;
     uv_signal_t sig_hup;
     bool hup_started;
+    char peer_pw[AUTH_PW_MAX + 1]; /* --peer-user's password; "" when none */
+    size_t peer_pwlen;
 };
 
 /* The delay before -WRONGPASS after `failures` recent failures from one address (>= 1): it
@@ -62,7 +70,11 @@ struct srv_conn;
 
 /* Read --acl-file (if any). 0, or -1 with the line number logged: the server must not start. */
 int srv_auth_init(struct srv *s);
-/* Start listening for SIGHUP (reload) when an ACL file is configured. */
+/* Read the peer password (--peer-password-file, else FENCELOCK_PEER_PASSWORD) when
+ * --peer-user is given. 0, or -1 with the reason logged: the server must not start. */
+int srv_peer_load(struct srv *s);
+/* Start listening for SIGHUP (ACL reload, peer password file, audit log reopen) when any of
+ * them is configured. */
 void srv_auth_start(struct srv *s);
 /* Answer every delayed AUTH and close the SIGHUP handle (shutdown). */
 void srv_auth_stop(struct srv *s);

@@ -1,6 +1,8 @@
 /*
  * cmd_cluster.c — CLUSTER.INFO / MEMBERS / ANNOUNCE (the member table) and the membership
- * changes CLUSTER.ADD / REMOVE / TRANSFER.
+ * changes CLUSTER.ADD / REMOVE / TRANSFER. Every change this node accepts and starts is written
+ * to --audit-log (cluster.add ...) with the user and address that asked; its outcome is the
+ * command's reply.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +130,8 @@ void clusterAnnounceCommand(struct srv_req *r)
         srv_reply_status(r->s, r->out, rc);
         return;
     }
+    srv_audit(r->s, r->c, "cluster.announce", "id=%llu client=%.*s raft=%.*s",
+              (unsigned long long)id, (int)client->len, client->p, (int)raft->len, raft->p);
     r->async = true;
 }
 
@@ -202,6 +206,7 @@ void clusterAddCommand(struct srv_req *r)
         return;
     }
     LOGI(&r->s->log, "adding member %llu at %s", (unsigned long long)id, addr);
+    srv_audit(r->s, r->c, "cluster.add", "id=%llu raft=%s", (unsigned long long)id, addr);
     r->async = true;
 }
 
@@ -285,6 +290,8 @@ void clusterRemoveCommand(struct srv_req *r)
         return;
     }
     LOGI(&r->s->log, "removing member %llu", (unsigned long long)id);
+    srv_audit(r->s, r->c, "cluster.remove", "id=%llu%s", (unsigned long long)id,
+              force ? " FORCE" : "");
     r->async = true;
 }
 
@@ -313,5 +320,7 @@ void clusterTransferCommand(struct srv_req *r)
         return;
     }
     LOGI(&r->s->log, "transferring leadership to %llu", (unsigned long long)id);
+    srv_audit(r->s, r->c, "cluster.transfer", "id=%llu%s", (unsigned long long)id,
+              id ? "" : " (any up-to-date voter)");
     r->async = true;
 }

@@ -10,7 +10,8 @@
  *
  * Order of the answers: not authenticated -> -NOAUTH (for every command but PING, HELLO, AUTH,
  * QUIT, as Redis); then the permission; then each key / lock name it names (-NOPERM). A denied
- * command changes nothing: it is refused before its handler runs.
+ * command changes nothing: it is refused before its handler runs. Every refusal is counted
+ * (fencelock_permission_denials_total) and written to --audit-log (permission.denied).
  */
 #include <string.h>
 
@@ -36,58 +37,60 @@ struct perm_rule {
     enum perm_target target;
     unsigned arg;       /* PT_KEY / PT_LOCK: the argument's index */
     unsigned opts_from; /* PT_KEY: options start here (FENCE name token) */
+    unsigned alt;       /* 0, or bits any one of which also suffices (peer's commands: admin) */
 };
 
 static const struct perm_rule perm_rules[] = {
     /* connection: what clients send on connect, and the discovery clients need */
-    {"PING", PERM_OPEN, PT_NONE, 0, 0},
-    {"HELLO", PERM_OPEN, PT_NONE, 0, 0},
-    {"AUTH", PERM_OPEN, PT_NONE, 0, 0},
-    {"QUIT", PERM_OPEN, PT_NONE, 0, 0},
-    {"ECHO", PERM_ANY, PT_NONE, 0, 0},
-    {"SELECT", PERM_ANY, PT_NONE, 0, 0},
-    {"CLIENT", PERM_ANY, PT_NONE, 0, 0},
-    {"COMMAND", PERM_ANY, PT_NONE, 0, 0},
-    {"READONLY", PERM_ANY, PT_NONE, 0, 0},
-    {"READWRITE", PERM_ANY, PT_NONE, 0, 0},
-    {"CLUSTER.INFO", PERM_ANY, PT_NONE, 0, 0},
-    {"CLUSTER.MEMBERS", PERM_ANY, PT_NONE, 0, 0},
+    {"PING", PERM_OPEN, PT_NONE, 0, 0, 0},
+    {"HELLO", PERM_OPEN, PT_NONE, 0, 0, 0},
+    {"AUTH", PERM_OPEN, PT_NONE, 0, 0, 0},
+    {"QUIT", PERM_OPEN, PT_NONE, 0, 0, 0},
+    {"ECHO", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"SELECT", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"CLIENT", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"COMMAND", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"READONLY", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"READWRITE", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"CLUSTER.INFO", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"CLUSTER.MEMBERS", PERM_ANY, PT_NONE, 0, 0, 0},
     /* admin */
-    {"INFO", ACL_ADMIN, PT_NONE, 0, 0},
-    {"CLUSTER.ANNOUNCE", ACL_ADMIN, PT_NONE, 0, 0},
-    {"CLUSTER.ADD", ACL_ADMIN, PT_NONE, 0, 0},
-    {"CLUSTER.REMOVE", ACL_ADMIN, PT_NONE, 0, 0},
-    {"CLUSTER.TRANSFER", ACL_ADMIN, PT_NONE, 0, 0},
+    {"INFO", ACL_ADMIN, PT_NONE, 0, 0, 0},
+    {"CLUSTER.REMOVE", ACL_ADMIN, PT_NONE, 0, 0, 0},
+    {"CLUSTER.TRANSFER", ACL_ADMIN, PT_NONE, 0, 0, 0},
+    /* what a member sends for itself (members.c, as --peer-user): peer, or admin */
+    {"CLUSTER.ANNOUNCE", ACL_PEER, PT_NONE, 0, 0, ACL_ADMIN},
+    {"CLUSTER.ADD", ACL_PEER, PT_NONE, 0, 0, ACL_ADMIN},
     /* sessions and locks */
-    {"SESSION.OPEN", ACL_LOCK, PT_NONE, 0, 0},
-    {"SESSION.KEEPALIVE", ACL_LOCK, PT_NONE, 0, 0},
-    {"SESSION.CLOSE", ACL_LOCK, PT_NONE, 0, 0},
-    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0},
-    {"LOCK", ACL_LOCK, PT_LOCK, 1, 0},
-    {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0},
-    {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0},
-    {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0},
-    {"LOCKS", ACL_READ, PT_NONE, 0, 0}, /* filtered: cmd_may_lock */
+    {"SESSION.OPEN", ACL_LOCK, PT_NONE, 0, 0, 0},
+    {"SESSION.KEEPALIVE", ACL_LOCK, PT_NONE, 0, 0, 0},
+    {"SESSION.CLOSE", ACL_LOCK, PT_NONE, 0, 0, 0},
+    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0, 0},
+    {"LOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
+    {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0, 0},
+    {"LOCKS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_lock */
     /* keys */
-    {"PUT", ACL_WRITE, PT_KEY, 1, 3},
-    {"DEL", ACL_WRITE, PT_KEY, 1, 2},
-    {"GET", ACL_READ, PT_KEY, 1, 0},
-    {"KV.GET", ACL_READ, PT_KEY, 1, 0},
-    {"KEYS", ACL_READ, PT_NONE, 0, 0}, /* filtered: cmd_may_key */
-    {"DBSIZE", ACL_READ, PT_ALLKEYS, 0, 0},
+    {"PUT", ACL_WRITE, PT_KEY, 1, 3, 0},
+    {"DEL", ACL_WRITE, PT_KEY, 1, 2, 0},
+    {"GET", ACL_READ, PT_KEY, 1, 0, 0},
+    {"KV.GET", ACL_READ, PT_KEY, 1, 0, 0},
+    {"KEYS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_key */
+    {"DBSIZE", ACL_READ, PT_ALLKEYS, 0, 0, 0},
     /* the event stream (cmd_watch.c); the stream writes are refused to everybody anyway */
-    {"XREAD", ACL_READ, PT_ALLNAMES, 0, 0},
-    {"XLEN", ACL_READ, PT_ALLNAMES, 0, 0},
-    {"XINFO", ACL_READ, PT_ALLNAMES, 0, 0},
-    {"XADD", PERM_ANY, PT_NONE, 0, 0},
-    {"XDEL", PERM_ANY, PT_NONE, 0, 0},
-    {"XTRIM", PERM_ANY, PT_NONE, 0, 0},
-    {"XSETID", PERM_ANY, PT_NONE, 0, 0},
-    {"XGROUP", PERM_ANY, PT_NONE, 0, 0},
-    {"XREADGROUP", PERM_ANY, PT_NONE, 0, 0},
-    {"XACK", PERM_ANY, PT_NONE, 0, 0},
-    {"XCLAIM", PERM_ANY, PT_NONE, 0, 0},
-    {"XAUTOCLAIM", PERM_ANY, PT_NONE, 0, 0},
+    {"XREAD", ACL_READ, PT_ALLNAMES, 0, 0, 0},
+    {"XLEN", ACL_READ, PT_ALLNAMES, 0, 0, 0},
+    {"XINFO", ACL_READ, PT_ALLNAMES, 0, 0, 0},
+    {"XADD", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XDEL", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XTRIM", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XSETID", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XGROUP", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XREADGROUP", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XACK", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XCLAIM", PERM_ANY, PT_NONE, 0, 0, 0},
+    {"XAUTOCLAIM", PERM_ANY, PT_NONE, 0, 0, 0},
 };
 
 #define N_PERM_RULES (sizeof perm_rules / sizeof perm_rules[0])
@@ -115,18 +118,25 @@ const char *cmd_perm_name(size_t i)
     return i < N_PERM_RULES ? perm_rules[i].name : NULL;
 }
 
-/* -NOPERM naming the user and what was missing; counted. Always -1. */
+#define DENY_NAME_SHOWN 64 /* bytes of a refused key / lock name quoted in the reply */
+#define DENY_CMD_SHOWN 32  /* bytes of the command's name in the audit line */
+
+/* -NOPERM naming the user and what was missing; counted and audited. Always -1. */
 static int deny(struct srv_req *r, const char *what, const struct resp_arg *name)
 {
-    int shown = (int)(name && name->len > 64 ? 64 : name ? name->len : 0);
+    char msg[256];
+    int shown = (int)(name && name->len > DENY_NAME_SHOWN ? DENY_NAME_SHOWN : name ? name->len : 0);
     r->s->m.perm_denials++;
     for (int i = 0; i < shown; i++) /* a name with control bytes must not break the reply */
         if ((unsigned char)name->p[i] < ' ' || name->p[i] == 0x7f) {
             shown = i;
             break;
         }
-    resp_w_errorf(r->out, PROTO_NOPERM " user %s has no permission %s%s%.*s%s", r->c->user->name,
-                  what, name ? " '" : "", shown, name ? name->p : "", name ? "'" : "");
+    snprintf(msg, sizeof msg, PROTO_NOPERM " user %s has no permission %s%s%.*s%s",
+             r->c->user->name, what, name ? " '" : "", shown, name ? name->p : "", name ? "'" : "");
+    resp_w_error(r->out, msg);
+    size_t cl = r->argv[0].len > DENY_CMD_SHOWN ? DENY_CMD_SHOWN : r->argv[0].len;
+    srv_audit(r->s, r->c, "permission.denied", "%.*s: %s", (int)cl, r->argv[0].p, msg);
     return -1;
 }
 
@@ -180,11 +190,15 @@ int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
         return 0; /* unknown: answered as such */
     if (!rule)
         return deny(r, "to run a command without a rule:", &r->argv[0]);
-    if ((r->c->user->perms & rule->perm) != rule->perm) {
-        char need[64];
+    unsigned perms = r->c->user->perms;
+    if ((perms & rule->perm) != rule->perm && !(perms & rule->alt)) {
+        char need[64], alt[64] = "";
         acl_perm_names(rule->perm, need, sizeof need);
-        char what[96];
-        snprintf(what, sizeof what, "to run '%s' (needs %s)", cmd->name, need);
+        if (rule->alt)
+            acl_perm_names(rule->alt, alt, sizeof alt);
+        char what[160];
+        snprintf(what, sizeof what, "to run '%s' (needs %s%s%s)", cmd->name, need,
+                 alt[0] ? " or " : "", alt);
         return deny(r, what, NULL);
     }
     return check_names(r, rule);

@@ -165,6 +165,15 @@ void srv_config_usage(FILE *f)
           "                          old rules)\n"
           "  --insecure-no-auth      allow --listen on a non-loopback address without\n"
           "                          --acl-file (otherwise refused)\n"
+          "  --peer-user NAME        the user this node authenticates as (AUTH) before its\n"
+          "                          CLUSTER.ANNOUNCE and --join's CLUSTER.ADD; needs the peer\n"
+          "                          (or admin) permission. Required with --acl-file when\n"
+          "                          --initial-cluster has several members or --join is given\n"
+          "  --peer-password-file FILE\n"
+          "                          --peer-user's password: the file's first line (re-read on\n"
+          "                          SIGHUP); else the environment's FENCELOCK_PEER_PASSWORD\n"
+          "  --audit-log PATH        append one JSON line per security event (AUTH, NOPERM,\n"
+          "                          CLUSTER.* changes, ACL reloads); reopened on SIGHUP\n"
           "  --hash-password         read a password from stdin, print its HASH for\n"
           "                          --acl-file, exit (must be the only flag)\n"
           "  --help                  this text\n",
@@ -358,6 +367,36 @@ static int set_num(struct srv_config *c, const struct num_flag *f, const char *v
     return 0;
 }
 
+/* A non-empty string flag that must fit its field. */
+static int copy_path(char *dst, size_t cap, const char *v)
+{
+    if (!*v || strlen(v) >= cap)
+        return -1;
+    snprintf(dst, cap, "%s", v);
+    return 0;
+}
+
+/* Under --acl-file every member's CLUSTER.ANNOUNCE (and a joiner's CLUSTER.ADD) must
+ * authenticate, or followers never learn the leader's client address (-NOTLEADER without
+ * one) and a joiner never joins: a node that is given other members refuses to start without
+ * peer credentials rather than run half-working. A single-node cluster needs none until it
+ * grows; its refused announces are logged then. */
+static int check_peer(const struct srv_config *c)
+{
+    if (c->peer_password_file[0] && !c->peer_user[0]) {
+        fprintf(stderr, "fencelockd: --peer-password-file needs --peer-user\n");
+        return -1;
+    }
+    if (!c->acl_file[0] || c->peer_user[0] || (c->n_peers <= 1 && !c->n_join))
+        return 0;
+    fprintf(stderr,
+            "fencelockd: --acl-file on a cluster of several members needs peer credentials: "
+            "--peer-user NAME with --peer-password-file FILE (or FENCELOCK_PEER_PASSWORD), a "
+            "user with the peer permission. Without them this node could not announce its "
+            "address or join (docs/security.md)\n");
+    return -1;
+}
+
 static int set_str(struct srv_config *c, const char *flag, const char *v)
 {
     if (!strcmp(flag, "--data-dir")) {
@@ -397,11 +436,17 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);
-    if (!strcmp(flag, "--acl-file")) {
-        if (strlen(v) >= sizeof(c->acl_file) || !*v)
-            return -1;
-        snprintf(c->acl_file, sizeof(c->acl_file), "%s", v);
-        return 0;
+    if (!strcmp(flag, "--acl-file"))
+        return copy_path(c->acl_file, sizeof(c->acl_file), v);
+    if (!strcmp(flag, "--peer-password-file"))
+        return copy_path(c->peer_password_file, sizeof(c->peer_password_file), v);
+    if (!strcmp(flag, "--audit-log"))
+        return copy_path(c->audit_log, sizeof(c->audit_log), v);
+    if (!strcmp(flag, "--peer-user")) {
+        for (const char *p = v; *p; p++)
+            if ((unsigned char)*p <= ' ' || *p == 0x7f)
+                return -1; /* as acl.c's user names: no spaces or control bytes */
+        return copy_path(c->peer_user, sizeof(c->peer_user), v);
     }
     return 1; /* not a string flag */
 }
@@ -454,5 +499,5 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;
     }
-    return check_protected(c);
+    return check_peer(c) || check_protected(c) ? -1 : 0;
 }

@@ -17,12 +17,19 @@
  * Once a voter, the node announces its client address like every follower. A node that
  * joined never asks again, so removing it later does not make it push itself back in.
  *
+ * Under --acl-file the request is preceded by `AUTH peer-user password` (--peer-user) on the
+ * same connection, pipelined (the server parses nothing after an AUTH until it is answered).
+ * A refusal for want of credentials (-NOAUTH, -WRONGPASS, -NOPERM) is logged with what to fix
+ * and holds every further attempt back for PEER_RETRY_MIN_MS, doubling up to
+ * PEER_RETRY_MAX_MS: a wrong password never becomes a loop of slow AUTHs against the leader.
+ *
  * Life cycle (both kinds), `enum announce_state`, moved only by announce_to:
  *   (none) --tick--> CONNECTING --connected--> WRITING --written--> READING
  *   CONNECTING | WRITING | READING --reply line, EOF, error or timeout--> CLOSING --> (none)
  * `s->announce` is NULL once the handle closed.
  */
 #include <assert.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +53,19 @@ struct srv_announce {
     uint64_t started_ms, timeout_ms;
     enum announce_state state; /* announce_to only */
     bool join;
+    bool auth_sent;     /* the request is preceded by AUTH: two reply lines */
+    bool auth_answered; /* the first (AUTH's) reply line was read */
+    bool auth_refused;  /* ... and it was an error */
+    char target[PROTO_ADDR_BUF];
 };
 
 #define ANNOUNCE_TIMEOUT_MS 2000
 #define JOIN_TIMEOUT_MS 15000
-#define ID_TEXT_BUF 24         /* a node id in decimal (20 digits at most) and its NUL */
-#define ANNOUNCE_EVERY_MS 1000 /* one join or announce connection a second at most */
-#define LOGGED_REPLY_MAX 160   /* bytes of a refusal quoted in the log */
+#define ID_TEXT_BUF 24          /* a node id in decimal (20 digits at most) and its NUL */
+#define ANNOUNCE_EVERY_MS 1000  /* one join or announce connection a second at most */
+#define LOGGED_REPLY_MAX 160    /* bytes of a refusal quoted in the log */
+#define PEER_RETRY_MIN_MS 2000  /* after a refusal for want of credentials ... */
+#define PEER_RETRY_MAX_MS 60000 /* ... doubling up to this */
 
 /* --listen as clients reach it: the host was unbracketed by the parser, so an IPv6 literal gets
  * its brackets back. */
@@ -131,6 +144,8 @@ static void announce_closed(uv_handle_t *h)
     struct srv_announce *a = h->data;
     if (a->s->announce == a)
         a->s->announce = NULL;
+    if (a->out.p) /* it held the peer password */
+        sodium_memzero(a->out.p, a->out.cap);
     buf_free(&a->out);
     free(a);
 }
@@ -172,7 +187,70 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
     }
 }
 
-/* Reads one reply line (the answer is always a simple string or an error). */
+static bool reply_is(const char *line, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    return n > w && line[0] == '-' && memcmp(line + 1, word, w) == 0;
+}
+
+/* What to fix, for the log line of a refusal for want of credentials. */
+static const char *peer_hint(const struct srv *s, const char *line, size_t n)
+{
+    if (!s->cfg.peer_user[0])
+        return "start every member with --peer-user and --peer-password-file "
+               "(docs/security.md)";
+    if (reply_is(line, n, PROTO_NOPERM))
+        return "give --peer-user's user the peer permission in the ACL file";
+    return "check --peer-user and its password (--peer-password-file is re-read on SIGHUP)";
+}
+
+/* A refusal for want of credentials: logged with what to fix; attempts held back. */
+static void peer_refused(struct srv_announce *a, const char *line, size_t n)
+{
+    struct srv *s = a->s;
+    uint64_t wait = PEER_RETRY_MIN_MS;
+    for (unsigned i = 0; i < s->peer_refusals && wait < PEER_RETRY_MAX_MS; i++)
+        wait *= 2;
+    wait = wait > PEER_RETRY_MAX_MS ? PEER_RETRY_MAX_MS : wait;
+    s->peer_refusals++;
+    s->peer_retry_ms = srv_now_ms() + wait;
+    LOGW(&s->log, "%s to %s refused (%.*s): %s; next attempt in %llu s",
+         a->join ? "join: CLUSTER.ADD" : "CLUSTER.ANNOUNCE", a->target,
+         (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line, peer_hint(s, line, n),
+         (unsigned long long)(wait / 1000));
+    if (a->join)
+        s->join_target[0] = 0;
+}
+
+/* One reply line; true when it was the last one this connection waits for. */
+static bool announce_line(struct srv_announce *a, const char *line, size_t n)
+{
+    struct srv *s = a->s;
+    if (a->auth_sent && !a->auth_answered) {
+        a->auth_answered = true;
+        if (line[0] == '-') {
+            a->auth_refused = true;
+            LOGW(&s->log, "peer AUTH as '%s' refused by %s: %.*s", s->cfg.peer_user, a->target,
+                 (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
+        }
+        return false;
+    }
+    if (reply_is(line, n, PROTO_NOAUTH) || reply_is(line, n, PROTO_NOPERM) ||
+        (a->auth_refused && line[0] == '-')) {
+        peer_refused(a, line, n);
+        return true;
+    }
+    s->peer_refusals = 0;
+    if (a->join)
+        join_reply(a, line, n);
+    else if (line[0] == '-')
+        LOGW(&s->log, "announce refused by the leader: %.*s",
+             (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
+    return true;
+}
+
+/* Reads the reply lines (each answer is a simple string or an error): AUTH's, if sent, then
+ * the request's. */
 static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
     struct srv_announce *a = st->data;
@@ -185,16 +263,19 @@ static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
     }
     a->rlen += (size_t)n;
     a->rbuf[a->rlen] = 0;
-    char *eol = strstr(a->rbuf, "\r\n");
-    if (!eol && a->rlen < sizeof(a->rbuf) - 1)
-        return;
-    size_t len = eol ? (size_t)(eol - a->rbuf) : a->rlen;
-    if (a->join)
-        join_reply(a, a->rbuf, len);
-    else if (a->rbuf[0] == '-')
-        LOGW(&a->s->log, "announce refused by the leader: %.*s",
-             (int)(len > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : len), a->rbuf);
-    announce_close(a);
+    for (;;) {
+        char *eol = strstr(a->rbuf, "\r\n");
+        if (!eol && a->rlen < sizeof(a->rbuf) - 1)
+            return;
+        size_t len = eol ? (size_t)(eol - a->rbuf) : a->rlen;
+        if (announce_line(a, a->rbuf, len)) {
+            announce_close(a);
+            return;
+        }
+        size_t used = eol ? len + 2 : a->rlen; /* an overlong line counts as one */
+        memmove(a->rbuf, a->rbuf + used, a->rlen - used + 1);
+        a->rlen -= used;
+    }
 }
 
 static void announce_written(uv_write_t *req, int status)
@@ -252,6 +333,7 @@ static void announce_start(struct srv *s, struct srv_announce *a, const char *ad
         free(a);
         return;
     }
+    snprintf(a->target, sizeof a->target, "%.*s", (int)len, addr);
     uv_tcp_init(s->loop, &a->tcp);
     a->tcp.data = a;
     a->creq.data = a;
@@ -260,6 +342,8 @@ static void announce_start(struct srv *s, struct srv_announce *a, const char *ad
         announce_close(a);
 }
 
+/* A new request; with --peer-user its AUTH is already in a->out. A failed AUTH is answered
+ * after the server's delay (up to AUTH_DELAY_MAX_MS), so the timeout allows for it. */
 static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
 {
     struct srv_announce *a = calloc(1, sizeof(*a));
@@ -270,6 +354,14 @@ static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
     a->join = join;
     a->started_ms = now;
     a->timeout_ms = join ? JOIN_TIMEOUT_MS : ANNOUNCE_TIMEOUT_MS;
+    if (s->cfg.peer_user[0]) {
+        resp_w_array(&a->out, 3);
+        resp_w_bulk_str(&a->out, "AUTH");
+        resp_w_bulk_str(&a->out, s->cfg.peer_user);
+        resp_w_bulk(&a->out, s->auth.peer_pw, s->auth.peer_pwlen);
+        a->auth_sent = true;
+        a->timeout_ms += AUTH_DELAY_MAX_MS;
+    }
     return a;
 }
 
@@ -356,7 +448,7 @@ void srv_members_tick(struct srv *s)
         }
         return;
     }
-    if (now - s->announce_last_ms < ANNOUNCE_EVERY_MS || s->stopping)
+    if (now - s->announce_last_ms < ANNOUNCE_EVERY_MS || now < s->peer_retry_ms || s->stopping)
         return;
     if (join_pending(s)) {
         s->announce_last_ms = now;

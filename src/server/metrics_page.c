@@ -150,6 +150,11 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->auth_cache_hits);
     metric_render(out, "fencelock_acl_reloads_total", "counter",
                   "SIGHUP reloads of --acl-file that took effect.", (double)m->acl_reloads);
+    metric_render(out, "fencelock_audit_lines_total", "counter", "Lines written to --audit-log.",
+                  (double)s->audit.lines);
+    metric_render(out, "fencelock_audit_write_errors_total", "counter",
+                  "--audit-log lines lost to a failed open or write (the server goes on).",
+                  (double)s->audit.write_errors);
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));

@@ -56,6 +56,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     memset(s, 0, sizeof(*s));
     s->loop = loop;
     s->cfg = *cfg;
+    s->audit.fd = -1;
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
     s->role = RN_UNAVAILABLE;
@@ -68,8 +69,12 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm || srv_auth_init(s))
+    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s))
         return -1;
+    if (audit_open(&s->audit, cfg->audit_log)) {
+        LOGE(&s->log, "--audit-log %s cannot be opened: %s", cfg->audit_log, strerror(errno));
+        return -1;
+    }
     struct rn_config rc = {
         .id = cfg->id,
         .raft_address = s->cfg.raft_address,
@@ -183,6 +188,7 @@ void srv_free(struct srv *s)
     cmdstat_free(&s->cmdstat);
     buf_free(&s->scratch);
     srv_auth_free(s);
+    audit_close(&s->audit);
     srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;

@@ -31,6 +31,7 @@
 #include "common/resp.h"
 #include "fsm/fsm.h"
 #include "raft/rn.h"
+#include "server/audit.h"
 #include "server/auth.h"
 #include "server/cmdstat.h"
 #include "server/heap.h"
@@ -78,6 +79,11 @@ struct srv_config {
     enum log_level log_level;
     char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
     bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
+    /* --peer-user / --peer-password-file: what this node sends AUTH as before CLUSTER.ANNOUNCE
+     * and CLUSTER.ADD (--join) to another member; "" = sends no AUTH */
+    char peer_user[ACL_NAME_MAX + 1];
+    char peer_password_file[512];
+    char audit_log[512]; /* --audit-log: "" = none */
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
@@ -191,6 +197,7 @@ struct srv {
     uv_idle_t reads_issue;
     struct lease lease;           /* deadline tables and rules (timers.c drives it) */
     struct srv_auth auth;         /* --acl-file users, AUTH (auth.c) */
+    struct audit audit;           /* --audit-log (audit.c) */
     struct map holds;             /* name -> monotonic grant time (the hold histogram) */
     struct map parked;            /* name+sid -> parked LOCK slots (parked.c) */
     struct watch watch;           /* the event history XREAD reads (cmd_watch.c) */
@@ -209,6 +216,10 @@ struct srv {
     char join_target[PROTO_ADDR_BUF];
     bool joined;        /* --join: this node is a voter (or was already at start) */
     unsigned join_next; /* --join: which listed address a fresh attempt starts from */
+    /* announce / join refused for want of credentials (-NOAUTH, -WRONGPASS, -NOPERM): no new
+     * attempt before peer_retry_ms; the wait doubles with each refusal in a row */
+    unsigned peer_refusals;
+    uint64_t peer_retry_ms;
     bool stopping, listening;
     uint64_t started_ms;
 };

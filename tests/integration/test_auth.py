@@ -175,7 +175,7 @@ def test_acl_permissions_and_globs_refuse_with_noperm_and_change_nothing(ctx):
         (app, ("PUT", "app/b", "1", "FENCE", "db", 1),
          "NOPERM user app has no permission to access lock 'db'"),
         (app, ("CLUSTER.ADD", 9, "127.0.0.1:1"),
-         "NOPERM user app has no permission to run 'CLUSTER.ADD' (needs admin)"),
+         "NOPERM user app has no permission to run 'CLUSTER.ADD' (needs peer or admin)"),
         (app, ("CLUSTER.ANNOUNCE", 1, "6.6.6.6:6379", "1"), None),
         (app, ("INFO",), "NOPERM user app has no permission to run 'INFO' (needs admin)"),
         (app, ("DBSIZE",), None),

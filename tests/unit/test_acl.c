@@ -146,7 +146,25 @@ TEST(test_perm_names_render_the_bits)
     acl_perm_names(ACL_READ | ACL_WRITE, out, sizeof out);
     CHECK(strcmp(out, "read,write") == 0);
     acl_perm_names(ACL_ALL, out, sizeof out);
-    CHECK(strcmp(out, "read,lock,write,admin") == 0);
+    CHECK(strcmp(out, "read,lock,write,admin,peer") == 0);
+}
+
+/* peer is what a member's --peer-user needs (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD): a word of
+ * its own that grants nothing else, and part of all. */
+TEST(test_peer_permission_parses_alone_and_is_part_of_all)
+{
+    struct acl a;
+    char err[256] = "";
+    CHECK(parse("user node " H " perm=peer\nuser ops " H " perm=admin\nuser root " H " perm=all\n",
+                &a, err) == 0);
+    const struct acl_user *p = acl_user_find(&a, "node", 4);
+    CHECK(p && p->perms == ACL_PEER);
+    CHECK(!(p->perms & (ACL_READ | ACL_LOCK | ACL_WRITE | ACL_ADMIN)));
+    const struct acl_user *o = acl_user_find(&a, "ops", 3);
+    CHECK(o && !(o->perms & ACL_PEER));
+    const struct acl_user *r = acl_user_find(&a, "root", 4);
+    CHECK(r && (r->perms & ACL_PEER) && (r->perms & ACL_ADMIN));
+    acl_free(&a);
 }
 
 TEST(test_wrongpass_delay_doubles_per_failure_up_to_its_cap)
@@ -193,6 +211,7 @@ int main(void)
     RUN(test_password_hash_verifies_only_its_password);
     RUN(test_cache_holds_tags_of_user_hash_and_password_not_the_password);
     RUN(test_perm_names_render_the_bits);
+    RUN(test_peer_permission_parses_alone_and_is_part_of_all);
     RUN(test_wrongpass_delay_doubles_per_failure_up_to_its_cap);
     RUN(test_every_command_in_the_command_table_has_a_permission_rule);
     TEST_MAIN_END();
