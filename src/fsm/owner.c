@@ -47,7 +47,7 @@ static bool admin_may(const struct fsm_cmd *c)
 
 static bool owned_by(const struct sess *s, struct fsm_str user)
 {
-    return s->owner_len == user.len && memcmp(sess_owner(s), user.p, user.len) == 0;
+    return s->owner_len == user.len && (!user.len || memcmp(sess_owner(s), user.p, user.len) == 0);
 }
 
 static int refuse(const struct fsm_cmd *c, const struct sess *s, struct fsm_reply *r)
