@@ -68,7 +68,7 @@ static const struct perm_rule perm_rules[] = {
     {"SESSION.OPEN", ACL_LOCK, PT_NONE, 0, 0},
     {"SESSION.KEEPALIVE", ACL_LOCK, PT_NONE, 0, 0},
     {"SESSION.CLOSE", ACL_LOCK, PT_NONE, 0, 0},
-    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0},     /* another user's: admin (cmd_session_access) */
+    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0}, /* another user's: admin (cmd_session_access) */
     {"SESSION.REVOKE", ACL_ADMIN, PT_NONE, 0, 0},
     {"LOCK", ACL_LOCK, PT_LOCK, 1, 0},
     {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0},
