@@ -7,7 +7,8 @@ replayed (sid, seq) with a different command is refused, also after a fail-over.
 With --acl-file on one node; on three nodes without --acl-file (every owner is "" there: a
 cluster with --acl-file needs peers to authenticate CLUSTER.ANNOUNCE, another part's work)."""
 
-import time
+import os
+import subprocess
 
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_err, expect_int, expect_ok, lock_info, revision, session_info
@@ -115,3 +116,31 @@ def test_a_replayed_seq_with_another_command_is_refused_also_after_failover(ctx)
     eq(lock_info(c2, "L"), None, "no lock-delay: the session had none")
     expect_err(c2.call("SESSION.INFO", a), "NOSESSION")
     eq(r1 > 0, True)
+
+
+def test_cli_session_revoke_needs_admin_and_libfencelock_sessions_are_owned(ctx):
+    s = _owner_server(ctx)
+    cli = os.path.join(os.path.dirname(ctx.binary), "fencelock")
+
+    def run(user, *args):
+        e = dict(os.environ)
+        e.update({"FENCELOCK_USER": user, "FENCELOCK_PASSWORD": user + "pw"})
+        return subprocess.run([cli, "--endpoints", "127.0.0.1:%d" % s.port, "--timeout", "10s"]
+                              + list(args), capture_output=True, text=True, timeout=30, env=e)
+
+    p = run("alice", "session", "open", "--lock-delay", "2s")
+    eq(p.returncode, 0, p.stderr)
+    a = int(p.stdout)
+    root = _authed(ctx, s, "root", "rootpw")
+    alice = _authed(ctx, s, "alice", "alicepw")
+    expect_int(alice.call("LOCK", "L", a))
+    for op in ("keepalive", "close", "revoke"):
+        p = run("bob", "session", op, str(a))
+        assert p.returncode != 0 and "permission denied" in p.stderr and "NOPERM" in p.stderr, p
+    p = run("alice", "session", "revoke", str(a))  # revoke needs admin, even for the owner
+    assert p.returncode != 0 and "NOPERM user alice has no permission" in p.stderr, p
+    p = run("root", "--json", "session", "revoke", str(a))
+    eq((p.returncode, p.stdout.strip()), (0, '{"revoked":%d}' % a), p.stderr)
+    eq(lock_info(root, "L")["lockdelay"], 1, "lock-delay after the CLI's revoke")
+    p = run("root", "session", "revoke", str(a))
+    eq(p.returncode, 1, p.stderr)
