@@ -11,7 +11,7 @@
 #include "server/cmd.h"
 
 /* Key-value pairs in a SESSION.INFO reply (count them when adding one). */
-#define SESSION_INFO_FIELDS 8
+#define SESSION_INFO_FIELDS 9
 
 void sessionOpenCommand(struct srv_req *r)
 {
@@ -99,6 +99,8 @@ void sessionInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, v.lockdelay_ms);
     resp_w_bulk_str(r->out, "name");
     resp_w_bulk(r->out, v.name.p, v.name.len);
+    resp_w_bulk_str(r->out, "owner");
+    resp_w_bulk(r->out, v.owner.p, v.owner.len);
     resp_w_bulk_str(r->out, "locks");
     resp_w_uint(r->out, v.n_locks);
     resp_w_bulk_str(r->out, "waits");
