@@ -200,6 +200,8 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.sid = c->session_close.sid};
     case FSM_OP_SESSION_EXPIRE:
         return (struct entry_refs){.sid = c->session_expire.sid};
+    case FSM_OP_SESSION_REVOKE:
+        return (struct entry_refs){.sid = c->session_revoke.sid};
     case FSM_OP_SESSION_CHECKPOINT:
         return (struct entry_refs){.sid = c->session_checkpoint.sid};
     case FSM_OP_LOCK:

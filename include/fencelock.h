@@ -145,12 +145,14 @@ void fl_session_abandon(fl_session *s);
  * Sessions by id, with no keepalive thread: for tools (the CLI's `session` commands) whose
  * session outlives the process. fl_session_grant opens one and returns its id;
  * fl_session_keepalive_id renews it once (*ttl_ms, may be NULL: the TTL granted again);
- * fl_session_close_id ends it.
+ * fl_session_close_id ends it. fl_session_revoke_id (a user with the admin permission) ends
+ * any user's session at once as an expiry does: lock-delay applies (SESSION.REVOKE).
  */
 fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
                         uint64_t *sid);
 fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms);
 fl_err fl_session_close_id(fl_client *c, uint64_t sid);
+fl_err fl_session_revoke_id(fl_client *c, uint64_t sid);
 
 /* ---- locks ---- */
 

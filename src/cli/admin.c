@@ -195,9 +195,11 @@ int cmd_members(struct cli *c, int argc, char **argv)
 static const char usage_session[] =
     "usage: fencelock session open [--ttl DUR] [--lock-delay DUR] [--name LABEL]\n"
     "       fencelock session keepalive SID | fencelock session close SID\n"
+    "       fencelock session revoke SID\n"
     "Sessions for scripts: `open` prints the id of a new session (default --ttl 60s), kept\n"
     "alive by nothing but `keepalive` (prints the renewed TTL in ms); `close` ends it and\n"
-    "releases its locks at once. keepalive/close of an unknown or expired session exit 1.\n";
+    "releases its locks at once; `revoke` (admin) ends any user's session as an expiry does\n"
+    "(lock-delay applies). keepalive/close/revoke of an unknown or expired session exit 1.\n";
 
 enum { O_TTL = 1, O_LOCKDELAY, O_NAME };
 
@@ -251,8 +253,9 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
     uint64_t sid = 0, ttl = 0;
     if (is_open ? a->n_pos != 1 : a->n_pos != 2)
         return sub_usage(a);
-    if (!is_open && strcmp(op, "keepalive") != 0 && strcmp(op, "close") != 0)
-        return sub_err(a, "unknown operation '%s' (open, keepalive or close)", op);
+    if (!is_open && strcmp(op, "keepalive") != 0 && strcmp(op, "close") != 0 &&
+        strcmp(op, "revoke") != 0)
+        return sub_err(a, "unknown operation '%s' (open, keepalive, close or revoke)", op);
     if (!is_open && (parse_u64(a->pos[1], &sid) || sid == 0))
         return sub_err(a, "%s: bad session id '%s' (a number from 'session open')", op, a->pos[1]);
     if (!cli_client(c))
@@ -262,6 +265,8 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
         err = fl_session_grant(c->client, s->ttl_ms, s->lockdelay_ms, s->name, &sid);
     else if (strcmp(op, "keepalive") == 0)
         err = fl_session_keepalive_id(c->client, sid, &ttl);
+    else if (strcmp(op, "revoke") == 0)
+        err = fl_session_revoke_id(c->client, sid);
     else
         err = fl_session_close_id(c->client, sid);
     char what[64];
@@ -275,7 +280,7 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
     else if (strcmp(op, "keepalive") == 0)
         print_number(c, "ttl_ms", ttl);
     else if (c->json)
-        print_number(c, "closed", sid);
+        print_number(c, strcmp(op, "revoke") == 0 ? "revoked" : "closed", sid);
     else
         printf("OK\n");
     return EXIT_OK;

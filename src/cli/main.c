@@ -25,7 +25,7 @@ static const char usage_main[] =
     "  status                     cluster members, leader, term, indexes\n"
     "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
     "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
-    "  session close SID\n"
+    "  session close SID | session revoke SID\n"
     "  help [COMMAND]             this text, or a command's\n"
     "\n"
     "Options:\n"

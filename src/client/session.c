@@ -220,12 +220,12 @@ fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms)
     return e;
 }
 
-/* SESSION.CLOSE sid [REQ sid seq]. */
-static fl_err close_sid(fl_client *c, uint64_t sid, uint64_t seq)
+/* SESSION.CLOSE sid [REQ sid seq], or SESSION.REVOKE sid (seq 0). */
+static fl_err end_sid(fl_client *c, const char *cmd, uint64_t sid, uint64_t seq)
 {
     struct cl_cmd m;
     redisReply *r;
-    cl_cmd_init(&m, "SESSION.CLOSE");
+    cl_cmd_init(&m, cmd);
     cl_arg_u64(&m, sid);
     if (seq)
         cl_arg_req(&m, sid, seq);
@@ -238,9 +238,19 @@ static fl_err close_sid(fl_client *c, uint64_t sid, uint64_t seq)
     return e;
 }
 
+static fl_err close_sid(fl_client *c, uint64_t sid, uint64_t seq)
+{
+    return end_sid(c, "SESSION.CLOSE", sid, seq);
+}
+
 fl_err fl_session_close_id(fl_client *c, uint64_t sid)
 {
     return close_sid(c, sid, 0);
+}
+
+fl_err fl_session_revoke_id(fl_client *c, uint64_t sid)
+{
+    return end_sid(c, "SESSION.REVOKE", sid, 0);
 }
 
 fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,

@@ -1,10 +1,12 @@
 /*
- * fsm/codec.c — the binary command format (FSM_CMD_VERSION 1) and the canonical readers.
+ * fsm/codec.c — the binary command format (header versions 1 and 2), the canonical readers and
+ * the request digest.
  *
  * Owns fsm_cmd_encode/fsm_cmd_decode. Layout (varint = LEB128, str = varint length + bytes):
  *
- *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq, then the op's payload
- *   (struct fsm_cmd_<payload> in fsm.h), its fields in this order:
+ *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq,
+ *   version 2 only: str user (0..FSM_MAX_USER), u8 flags (bit 0: admin; other bits 0),
+ *   then the op's payload (struct fsm_cmd_<payload> in fsm.h), its fields in this order:
  *     NOOP               -
  *     SESSION_OPEN       varint ttl_ms, varint lockdelay_ms, str name (0..FSM_MAX_NAME)
  *     SESSION_CLOSE      varint sid
@@ -19,11 +21,21 @@
  *     MEMBER_DEL         varint id (> 0)
  *     SESSION_CHECKPOINT varint sid, varint remaining_ms
  *     LOCK_SHARED        str name, varint sid, varint wait_ms (as LOCK)
+ *     SESSION_REVOKE     varint sid
  *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
  *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
  *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
  *   in issue 17 without changing a byte: tests/fixtures/fsm_golden holds entries and a snapshot
  *   written before, and test_fsm_codec_golden checks the code against them.
+ *
+ * Version 2 (issue 18: session ownership) is written only for a checked command (fsm.h: struct
+ * fsm_cmd); every other command is written as version 1, byte for byte as before, and a
+ * version-1 entry decodes unchecked (nothing is checked or recorded), so old logs replay
+ * identically.
+ *
+ * The request digest (fsm_cmd_digest) is FNV-1a 64 over the op byte and the payload bytes as
+ * encoded here, for LOCK and LOCK_SHARED without the trailing wait_ms (a client resends a LOCK
+ * asking for the wait that is left). It is stored in snapshots: never change its definition.
  *
  * Decoding is strict — shortest-form varints only, no unknown flag bits, no trailing bytes — so
  * every accepted byte string has exactly one form: encode(decode(x)) == x.
@@ -36,6 +48,9 @@
 
 #define FLAG_FENCE 1u
 #define FLAG_IFREV 2u
+#define HDR_FLAG_ADMIN 1u /* version-2 header flags */
+#define FNV64_OFFSET 0xcbf29ce484222325ull
+#define FNV64_PRIME 0x100000001b3ull
 #define LEB128_BITS 7     /* payload bits per varint byte */
 #define LEB128_MORE 0x80u /* a varint byte's "more bytes follow" bit */
 
@@ -121,6 +136,8 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
         return buf_put_varint(b, c->session_close.sid);
     case FSM_OP_SESSION_EXPIRE:
         return buf_put_varint(b, c->session_expire.sid);
+    case FSM_OP_SESSION_REVOKE:
+        return buf_put_varint(b, c->session_revoke.sid);
     case FSM_OP_SESSION_CHECKPOINT:
         return buf_put_varint(b, c->session_checkpoint.sid) ||
                buf_put_varint(b, c->session_checkpoint.remaining_ms);
@@ -146,12 +163,28 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
     }
 }
 
+/* Version 2's user and flags; nothing for a version-1 header. */
+static bool is_checked(const struct fsm_cmd *c)
+{
+    return c->checked || c->user.len;
+}
+
+static int encode_user(const struct fsm_cmd *c, struct buf *b)
+{
+    if (!is_checked(c))
+        return 0;
+    return put_str(b, c->user) || buf_put_u8(b, c->admin ? HDR_FLAG_ADMIN : 0);
+}
+
 int fsm_cmd_encode(const struct fsm_cmd *c, struct buf *out)
 {
     size_t mark = out->len;
-    int rc = buf_put_u8(out, FSM_CMD_VERSION) || buf_put_u8(out, c->op) ||
-             buf_put_varint(out, c->now_ms) || buf_put_varint(out, c->req_sid) ||
-             buf_put_varint(out, c->req_seq) || encode_body(c, out);
+    if (c->user.len > FSM_MAX_USER)
+        return -1;
+    int rc = buf_put_u8(out, is_checked(c) ? FSM_CMD_VERSION_USER : FSM_CMD_VERSION) ||
+             buf_put_u8(out, c->op) || buf_put_varint(out, c->now_ms) ||
+             buf_put_varint(out, c->req_sid) || buf_put_varint(out, c->req_seq) ||
+             encode_user(c, out) || encode_body(c, out);
     if (rc) {
         buf_truncate(out, mark);
         return -1;
@@ -273,6 +306,8 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
         return get_u64(d, "sid", &c->session_close.sid);
     case FSM_OP_SESSION_EXPIRE:
         return get_u64(d, "sid", &c->session_expire.sid);
+    case FSM_OP_SESSION_REVOKE:
+        return get_u64(d, "sid", &c->session_revoke.sid);
     case FSM_OP_SESSION_CHECKPOINT:
         return get_u64(d, "sid", &c->session_checkpoint.sid) ||
                get_u64(d, "remaining", &c->session_checkpoint.remaining_ms);
@@ -299,12 +334,27 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
     }
 }
 
+/* Version 2: the acting user and its flags. */
+static int decode_user(struct dec *d, struct fsm_cmd *c)
+{
+    uint8_t flags;
+    c->checked = true;
+    if (get_str(d, "user", &c->user, 0, FSM_MAX_USER))
+        return -1;
+    if (rd_u8(&d->r, &flags))
+        return fail(d, "user flags", "truncated");
+    if (flags & ~HDR_FLAG_ADMIN)
+        return fail(d, "user flags", "has unknown bits");
+    c->admin = flags & HDR_FLAG_ADMIN;
+    return 0;
+}
+
 static int decode_header(struct dec *d, struct fsm_cmd *c)
 {
     uint8_t version;
     if (rd_u8(&d->r, &version))
         return fail(d, "entry", "empty");
-    if (version != FSM_CMD_VERSION)
+    if (version != FSM_CMD_VERSION && version != FSM_CMD_VERSION_USER)
         return fail(d, "version", "unsupported");
     if (rd_u8(&d->r, &c->op))
         return fail(d, "op", "truncated");
@@ -315,17 +365,26 @@ static int decode_header(struct dec *d, struct fsm_cmd *c)
         return -1;
     if ((c->req_sid == 0) != (c->req_seq == 0))
         return fail(d, "REQ", "needs both sid and seq");
-    return 0;
+    return version == FSM_CMD_VERSION_USER ? decode_user(d, c) : 0;
 }
 
 int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err, size_t errlen)
+{
+    size_t body_off;
+    return fsm_cmd_decode_at(data, len, c, &body_off, err, errlen);
+}
+
+int fsm_cmd_decode_at(const uint8_t *data, size_t len, struct fsm_cmd *c, size_t *body_off,
+                      char *err, size_t errlen)
 {
     struct dec d = {.err = err, .errlen = errlen};
     memset(c, 0, sizeof(*c));
     if (errlen)
         err[0] = '\0';
     rd_init(&d.r, data, len);
-    if (decode_header(&d, c) || decode_body(&d, c)) {
+    int rc = decode_header(&d, c);
+    *body_off = d.r.off;
+    if (rc || decode_body(&d, c)) {
         memset(c, 0, sizeof(*c));
         return -1;
     }
@@ -334,4 +393,25 @@ int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err
         return fail(&d, "entry", "has trailing bytes");
     }
     return 0;
+}
+
+/* ---- request digest ---- */
+
+static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= FNV64_PRIME;
+    }
+    return h;
+}
+
+uint64_t fsm_cmd_digest(const struct fsm_cmd *c, const uint8_t *body, size_t n)
+{
+    const struct fsm_cmd_lock *lk = fsm_cmd_lock_of(c);
+    if (lk) /* the wait is the payload's last field */
+        n -= varint_len(lk->wait_ms);
+    uint64_t h = fnv1a(FNV64_OFFSET, &c->op, 1);
+    h = fnv1a(h, body, n);
+    return h ? h : 1; /* 0 means "no digest recorded" */
 }

@@ -230,6 +230,7 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         op_session_end(a, &c->session_close, r, false);
         break;
     case FSM_OP_SESSION_EXPIRE:
+    case FSM_OP_SESSION_REVOKE: /* the payloads are the same; sess_end tells them apart */
         op_session_end(a, &c->session_expire, r, true);
         break;
     case FSM_OP_LOCK:
@@ -269,11 +270,12 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
 }
 
 /* Remember the reply of the session's highest seq. Not a state change worth a revision. */
-static void record(struct sess *s, uint64_t seq, const struct fsm_reply *r)
+static void record(struct sess *s, uint64_t seq, uint64_t digest, const struct fsm_reply *r)
 {
     free(s->req_err);
     s->req_err = NULL;
     s->req_seq = seq;
+    s->req_digest = digest;
     s->req_kind = r->kind;
     s->req_value = r->kind == FSM_REPLY_INT ? r->value : 0;
     if (r->kind == FSM_REPLY_ERR && r->err[0])
@@ -315,7 +317,8 @@ static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
     r->value = s->req_value;
 }
 
-/* Exactly-once: REQ (sid, seq) below the session's highest fails, equal replays, above runs. */
+/* Ownership first (nothing changes, no seq is spent), then exactly-once: REQ (sid, seq) below
+ * the session's highest fails, equal replays (if it is the same command), above runs. */
 static void apply_cmd(struct actx *a, struct fsm_reply *r)
 {
     const struct fsm_cmd *c = a->c;
@@ -327,6 +330,8 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
         fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }
+    if (owner_check(a->f, c, r))
+        return;
     if (!c->req_sid) {
         dispatch(a, r);
         return;
@@ -340,6 +345,12 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
         fsm_reply_err(r, PROTO_ERR " request seq already superseded");
         return;
     }
+    if (c->req_seq == rs->req_seq && rs->req_digest && rs->req_digest != a->digest) {
+        fsm_reply_err(r,
+                      PROTO_ERR " request seq %llu of session %llu was used by a different command",
+                      (unsigned long long)c->req_seq, (unsigned long long)c->req_sid);
+        return;
+    }
     if (c->req_seq == rs->req_seq) {
         replay(a, rs, r);
         return;
@@ -347,7 +358,7 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
     dispatch(a, r);
     rs = sess_find(a->f, c->req_sid); /* the command may have ended it */
     if (rs)
-        record(rs, c->req_seq, r);
+        record(rs, c->req_seq, a->digest, r);
 }
 
 void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,
@@ -355,12 +366,15 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
 {
     struct fsm_cmd c;
     char err[DECODE_ERR_LEN];
+    size_t body;
     memset(reply, 0, sizeof(*reply));
     names_to_offsets(ev);
-    if (fsm_cmd_decode(data, len, &c, err, sizeof(err))) {
+    if (fsm_cmd_decode_at(data, len, &c, &body, err, sizeof(err))) {
         fsm_reply_err(reply, PROTO_ERR " bad entry: %s", err);
     } else {
         struct actx a = {.f = f, .c = &c, .ev = ev};
+        if (c.req_sid && c.checked)
+            a.digest = fsm_cmd_digest(&c, data + body, len - body);
         apply_cmd(&a, reply);
     }
     names_to_pointers(ev);

@@ -33,7 +33,9 @@
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
 #define FSM_MAX_NAME 1024         /* lock names, session names, keys */
 #define FSM_MAX_VALUE (16u << 20) /* KV values */
-#define FSM_CMD_VERSION 1
+#define FSM_CMD_VERSION 1         /* the header of an unchecked entry (struct fsm_cmd) */
+#define FSM_CMD_VERSION_USER 2    /* a checked entry: with the acting user (codec.c) */
+#define FSM_MAX_USER 64           /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
 
 /* The ops; each carries the payload named after it in struct fsm_cmd (-> its reply). */
 enum fsm_op {
@@ -59,6 +61,9 @@ enum fsm_op {
                                        change. */
     FSM_OP_LOCK_SHARED = 13,        /* lock_shared -> INT token | QUEUED | NIL; the lock in shared
                                        mode (read-write locks, src/fsm/lock.c) */
+    /* 14..19: not (yet) ops; the decoder rejects them */
+    FSM_OP_SESSION_REVOKE = 20, /* session_revoke -> OK; ends a session as an expiry does
+                                   (lock-delay applies), its events marked revoked */
     FSM_OP__COUNT
 };
 
@@ -75,7 +80,7 @@ struct fsm_cmd_session_open {
     struct fsm_str name;   /* 0..FSM_MAX_NAME bytes, informational */
 };
 
-/* SESSION_CLOSE and SESSION_EXPIRE */
+/* SESSION_CLOSE, SESSION_EXPIRE and SESSION_REVOKE */
 struct fsm_cmd_session_end {
     uint64_t sid;
 };
@@ -138,16 +143,30 @@ struct fsm_cmd_member_del {
  * members are meaningless). Build one with the payload member named, so that the payload
  * fields left out are 0: {.op = FSM_OP_LOCK, .lock = {.name = n, .sid = s}}; or memset it to
  * 0 first. `req_sid`/`req_seq` (both non-zero) request exactly-once semantics: see fsm_apply.
+ *
+ * `checked` marks a client's command as an ownership-aware server proposes it (header version
+ * FSM_CMD_VERSION_USER; the encoder sets it whenever `user` is set): the sessions it names
+ * must be owned by `user` (fsm_apply: session ownership), SESSION_OPEN records `user` as the
+ * new session's owner, and a REQ records the command's digest. `user` is the --acl-file user
+ * (0..FSM_MAX_USER bytes; empty without --acl-file). Unchecked (version 1, as every entry
+ * written before issue 18): nothing is checked, no owner and no digest are recorded: the
+ * leader's own entries (expiry, checkpoints, wait timers, lock-delay ends) are unchecked, and
+ * old logs replay identically. `admin`: the user has the admin permission, which overrides
+ * ownership for SESSION_CLOSE, SESSION_REVOKE and UNLOCK.
  */
 struct fsm_cmd {
-    uint8_t op;       /* enum fsm_op */
-    uint64_t now_ms;  /* leader's wall clock when proposed; informational only */
-    uint64_t req_sid; /* REQ session (0 = none) */
-    uint64_t req_seq; /* REQ seq (0 = none) */
+    uint8_t op;          /* enum fsm_op */
+    uint64_t now_ms;     /* leader's wall clock when proposed; informational only */
+    uint64_t req_sid;    /* REQ session (0 = none) */
+    uint64_t req_seq;    /* REQ seq (0 = none) */
+    bool checked;        /* version-2 entry: ownership, owners and digests apply */
+    struct fsm_str user; /* acting user (checked entries); empty = no --acl-file */
+    bool admin;          /* the user is an admin (checked entries) */
     union {
         struct fsm_cmd_session_open session_open;
         struct fsm_cmd_session_end session_close;
         struct fsm_cmd_session_end session_expire;
+        struct fsm_cmd_session_end session_revoke;
         struct fsm_cmd_session_checkpoint session_checkpoint;
         struct fsm_cmd_lock lock;
         struct fsm_cmd_lock lock_shared;
@@ -220,6 +239,7 @@ enum fsm_event_type {
 struct fsm_event {
     uint8_t type;
     bool expired; /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
+    bool revoked; /* with expired: the expiry was a SESSION_REVOKE */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
@@ -260,10 +280,27 @@ void fsm_free(struct fsm *f);
  * seq == highest -> the cached reply, nothing changes; except for LOCK whose cached reply is
  * QUEUED: then the current truth is answered (INT token if the session now holds the lock,
  * QUEUED if still queued, NIL if its wait ended). seq > highest -> applied; reply cached.
- * The table is dropped with the session.
+ * The table is dropped with the session. With seq == highest, a command whose digest (its op
+ * and payload, LOCK's WAIT left out: a resend asks for the wait that is left) differs from the
+ * one recorded with that seq is refused: ERR "request seq N of session S was used by a
+ * different command". A seq restored from a snapshot without a digest replays as before.
+ *
+ * Session ownership (cmd->checked entries only, checked before anything else, so a refused command
+ * changes nothing and spends no seq): the session the command acts on (LOCK, UNLOCK,
+ * SESSION_CLOSE/REVOKE/CHECKPOINT/EXPIRE, CANCEL_WAIT, PUT ... LEASE) and the REQ session must
+ * be owned by cmd->user, else ERR "NOPERM ...". cmd->admin overrides it for SESSION_CLOSE,
+ * SESSION_REVOKE and UNLOCK (never for REQ: a seq belongs to the session's owner). A session
+ * that does not exist is left to the op (NOSESSION).
  */
 void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,
                struct fsm_events *ev);
+
+/*
+ * The ownership rule of fsm_apply for `c` against the current state, without applying: 0, or
+ * -1 with the NOPERM reply in `r`. The server asks before proposing, so a refusal costs no log
+ * entry; fsm_apply decides again when the entry applies (the state may have moved on).
+ */
+int fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r);
 
 /* Deterministic snapshot: the same state gives the same bytes. Appends to `out`. 0 or -1. */
 int fsm_snapshot(const struct fsm *f, struct buf *out);
@@ -337,6 +374,7 @@ struct fsm_session_view {
     uint64_t sid, ttl_ms, lockdelay_ms;
     uint64_t checkpoint_ms;          /* last SESSION_CHECKPOINT, 0 = none (a full TTL) */
     struct fsm_str name;             /* borrowed */
+    struct fsm_str owner;            /* borrowed; the opening user, empty = none recorded */
     size_t n_locks, n_waits, n_keys; /* n_locks: held exclusively */
     size_t n_shared;                 /* locks held in shared mode */
 };

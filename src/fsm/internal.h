@@ -89,11 +89,18 @@ struct sess {
     struct kv *keys;                      /* keys leased to it (order carries no meaning) */
     uint32_t n_locks, n_waits, n_keys;
     uint16_t name_len;
-    uint8_t req_kind; /* request table: highest seq and its reply */
+    uint8_t owner_len; /* the owner's bytes follow the name in name[] (0 = none) */
+    uint8_t req_kind;  /* request table: highest seq and its reply */
     uint64_t req_seq, req_value;
-    char *req_err; /* NULL unless req_kind is ERR (NULL if lost) */
-    char name[];
+    uint64_t req_digest; /* fsm_cmd_digest of the command of req_seq; 0 = not recorded */
+    char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
+    char name[];         /* name_len bytes of name, then owner_len bytes of owner */
 };
+
+static inline const char *sess_owner(const struct sess *s)
+{
+    return s->name + s->name_len;
+}
 
 struct lock {
     struct hlink h; /* in fsm.locks, hashed by name: first, the table casts */
@@ -169,7 +176,8 @@ struct actx {
     struct fsm *f;
     const struct fsm_cmd *c;
     struct fsm_events *ev;
-    uint32_t nrev; /* revisions allocated by this command so far */
+    uint32_t nrev;   /* revisions allocated by this command so far */
+    uint64_t digest; /* fsm_cmd_digest of a checked command with a REQ, else 0 */
 };
 
 uint64_t fsm_next_rev(struct actx *a);
@@ -191,7 +199,7 @@ int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 /* ---- sessions, locks, waiters ---- */
 
 struct sess *sess_find(const struct fsm *f, uint64_t sid);
-struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen);
+struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen, struct fsm_str owner);
 void sess_insert(struct fsm *f, struct sess *s); /* hash and sid-ordered list */
 void sess_destroy(struct sess *s);               /* frees the record; lists must be empty */
 
@@ -262,6 +270,9 @@ void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p, str
 void op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
 void op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
                     bool expired);
+/* Ownership (src/fsm/owner.c): 0 if c->user may act on the sessions `c` names, else -1 with
+ * NOPERM in r. */
+int owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r);
 void op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *p,
                            struct fsm_reply *r);
 void op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
@@ -292,5 +303,11 @@ void fsm_free_state(struct fsm *f);
 int fsm_rd_varint(struct rd *r, uint64_t *v);
 int fsm_rd_str(struct rd *r, const char **p, uint32_t *n, uint32_t max);
 int fsm_cmp_u64(const void *a, const void *b);
+/* Decode as fsm_cmd_decode; *body_off = where the op's payload starts in data. */
+int fsm_cmd_decode_at(const uint8_t *data, size_t len, struct fsm_cmd *c, size_t *body_off,
+                      char *err, size_t errlen);
+/* The digest of a decoded entry for the request table (codec.c): never 0, the same on every
+ * replica and in every version (it is stored in snapshots). `body` is the op's payload bytes. */
+uint64_t fsm_cmd_digest(const struct fsm_cmd *c, const uint8_t *body, size_t n);
 
 #endif

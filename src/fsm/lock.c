@@ -259,8 +259,10 @@ void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expire
 {
     struct fsm_event *e =
         fsm_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l->name, l->name_len);
-    if (e)
+    if (e) {
         e->expired = expired;
+        e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
+    }
     held_unlink(l);
     a->f->n_held--;
     l->token = 0;

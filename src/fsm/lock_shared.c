@@ -104,8 +104,10 @@ void shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expi
     struct lock *l = h->lock;
     struct fsm_event *e =
         fsm_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l->name, l->name_len);
-    if (e)
+    if (e) {
         e->expired = expired;
+        e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
+    }
     shold_unlink(a->f, h);
     if (delay_ms == 0) {
         lock_hand_on(a, l);

@@ -65,6 +65,8 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     v->checkpoint_ms = s->checkpoint_ms;
     v->name.p = s->name;
     v->name.len = s->name_len;
+    v->owner.p = sess_owner(s);
+    v->owner.len = s->owner_len;
     v->n_locks = s->n_locks;
     v->n_waits = s->n_waits;
     v->n_keys = s->n_keys;

@@ -1,6 +1,9 @@
 /*
  * fsm/session.c — sessions: records, SESSION_OPEN, and the end of a session (close/expiry).
  *
+ * A session's owner is the acting user of its SESSION_OPEN (empty when the entry had none), kept
+ * for life (src/fsm/owner.c checks it). SESSION_REVOKE ends a session as an expiry does.
+ *
  * Owns the rule that a dead session leaves every structure in the apply that ends it: its held
  * locks are released (in token order, exclusive then shared, so every replica hands them on in
  * the same order), its waits are removed, its keys deleted, its request table dropped.
@@ -23,16 +26,19 @@ struct sess *sess_find(const struct fsm *f, uint64_t sid)
     return NULL;
 }
 
-struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen)
+struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen, struct fsm_str owner)
 {
-    struct sess *s = malloc(sizeof(*s) + namelen);
+    struct sess *s = malloc(sizeof(*s) + namelen + owner.len);
     if (!s)
         return NULL;
     memset(s, 0, sizeof(*s));
     s->sid = sid;
     s->name_len = (uint16_t)namelen;
+    s->owner_len = (uint8_t)owner.len; /* <= FSM_MAX_USER: the decoders' bound */
     if (namelen)
         memcpy(s->name, name, namelen);
+    if (owner.len)
+        memcpy(s->name + namelen, owner.p, owner.len);
     return s;
 }
 
@@ -81,6 +87,7 @@ void sess_destroy(struct sess *s)
  * can grant the ending session anything (an upgrade waiter would be its own shared hold's). */
 void sess_end(struct actx *a, struct sess *s, bool expired)
 {
+    bool revoked = a->c->op == FSM_OP_SESSION_REVOKE;
     uint64_t delay = expired ? s->lockdelay_ms : 0;
     while (s->held_head)
         lock_release(a, s->held_head, delay, expired);
@@ -94,14 +101,18 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
     while (s->keys) {
         struct fsm_event *e =
             fsm_emit(a, FSM_EV_KEY_DELETED, s->sid, 0, 0, s->keys->key, s->keys->key_len);
-        if (e)
+        if (e) {
             e->expired = expired;
+            e->revoked = revoked;
+        }
         kv_delete(a->f, s->keys);
     }
     fsm_sort_events_by_name(a, first_key);
     struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
-    if (e)
+    if (e) {
         e->expired = expired;
+        e->revoked = revoked;
+    }
     sess_unlink(a->f, s);
     sess_destroy(s);
 }
@@ -113,7 +124,7 @@ void op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct
         fsm_reply_err(r, PROTO_ERR " ttl_ms must be at least 1");
         return;
     }
-    struct sess *s = sess_alloc(0, c->name.p, c->name.len);
+    struct sess *s = sess_alloc(0, c->name.p, c->name.len, a->c->user);
     if (!s) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;

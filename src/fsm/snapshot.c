@@ -1,13 +1,16 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (versions 2 and 3; varint = canonical LEB128, str = varint length +
- * bytes):
+ * Owns the snapshot format (versions 2, 3 and 4; varint = canonical LEB128, str = varint length
+ * + bytes):
  *
  *   "FLSM" u8 version, varint revision,
  *   varint n_sessions, per session in sid order:
- *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name; varint req_seq;
- *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained)
+ *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name;
+ *     v4 only: str owner (0..FSM_MAX_USER);
+ *     varint req_seq;
+ *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained);
+ *       v4 only: varint req_digest (0 = not recorded)
  *   varint n_locks, per lock in name byte order:
  *     str name; varint holder_sid (0 = none); if holder: varint token, held_since_ms;
  *     v3 only: varint n_shared; per shared hold in token order: varint sid, token,
@@ -23,7 +26,8 @@
  * Version 3 (issue 19: read-write locks) is written only for a state that uses what version 2
  * cannot hold (a shared hold or a queued shared request); any other state is written as version
  * 2, byte for byte as before, so a binary that reads only version 2 keeps restoring it during a
- * rolling upgrade until shared locks are used. Both versions are restored.
+ * rolling upgrade until shared locks are used. Version 4 (issue 18: session ownership) likewise
+ * only when some session has an owner or a request digest. Every version is restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -42,16 +46,20 @@
 #define VEC_MIN_CAP 64 /* first allocation of a restore-time array */
 #define SNAP_VERSION_2 2
 #define SNAP_VERSION_3 3 /* adds shared holds and waiter modes */
+#define SNAP_VERSION_4 4 /* adds session owners and request digests */
 #define FLAG_DELAY 1u
 #define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
 
 /* ---- emit ---- */
 
-static int emit_session(const struct sess *s, struct buf *b)
+static int emit_session(const struct sess *s, struct buf *b, uint8_t version)
 {
     int rc = buf_put_varint(b, s->sid) || buf_put_varint(b, s->ttl_ms) ||
              buf_put_varint(b, s->lockdelay_ms) || buf_put_varint(b, s->checkpoint_ms) ||
-             buf_put_bytes(b, s->name, s->name_len) || buf_put_varint(b, s->req_seq);
+             buf_put_bytes(b, s->name, s->name_len);
+    if (version >= SNAP_VERSION_4)
+        rc = rc || buf_put_bytes(b, sess_owner(s), s->owner_len);
+    rc = rc || buf_put_varint(b, s->req_seq);
     if (!s->req_seq)
         return rc;
     rc = rc || buf_put_u8(b, s->req_kind);
@@ -59,12 +67,25 @@ static int emit_session(const struct sess *s, struct buf *b)
         rc = rc || buf_put_varint(b, s->req_value);
     if (s->req_kind == FSM_REPLY_ERR)
         rc = rc || buf_put_bytes(b, s->req_err, s->req_err ? strlen(s->req_err) : 0);
+    if (version >= SNAP_VERSION_4)
+        rc = rc || buf_put_varint(b, s->req_digest);
     return rc;
+}
+
+/* Whether a session has what only version 4 holds. */
+static bool sess_needs_v4(const struct fsm *f)
+{
+    for (const struct sess *s = f->sess_head; s; s = s->snext)
+        if (s->owner_len || s->req_digest)
+            return true;
+    return false;
 }
 
 /* The oldest version that can hold the state. */
 static uint8_t snap_version(const struct fsm *f)
 {
+    if (sess_needs_v4(f))
+        return SNAP_VERSION_4;
     return f->n_shared || f->n_swaiters ? SNAP_VERSION_3 : SNAP_VERSION_2;
 }
 
@@ -126,7 +147,7 @@ static int emit_all(const struct fsm *f, struct buf *out)
     int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) || buf_put_u8(out, e.version) ||
              buf_put_varint(out, f->revision) || buf_put_varint(out, f->sessions.n);
     for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
-        rc = rc || emit_session(s, out);
+        rc = rc || emit_session(s, out, e.version);
     rc = rc || buf_put_varint(out, f->locks.n);
     if (!rc)
         rc = rc || otree_walk(f->lock_names, NULL, 0, emit_lock_visit, &e);
@@ -237,13 +258,26 @@ static int restore_reply(struct rst *s, struct sess *x)
     return 0;
 }
 
+/* The reply, then (v4) its command's digest. */
+static int restore_request(struct rst *s, struct sess *x)
+{
+    if (restore_reply(s, x))
+        return -1;
+    if (s->version < SNAP_VERSION_4 || !x->req_seq)
+        return 0;
+    return get_u(s, &x->req_digest);
+}
+
 static int restore_session(struct rst *s, uint64_t *prev)
 {
     uint64_t sid, ttl, delay, ck;
+    struct fsm_str owner = {NULL, 0};
     const char *name;
     uint32_t nlen;
     if (get_u(s, &sid) || get_u(s, &ttl) || get_u(s, &delay) || get_u(s, &ck) ||
         get_s(s, &name, &nlen, 0, FSM_MAX_NAME))
+        return -1;
+    if (s->version >= SNAP_VERSION_4 && get_s(s, &owner.p, &owner.len, 0, FSM_MAX_USER))
         return -1;
     if (ck >= ttl && ck != 0)
         return bad(s, "session checkpoint not below its ttl");
@@ -254,14 +288,14 @@ static int restore_session(struct rst *s, uint64_t *prev)
     if (push_rev(s, sid))
         return -1;
     *prev = sid;
-    struct sess *x = sess_alloc(sid, name, nlen);
+    struct sess *x = sess_alloc(sid, name, nlen, owner);
     if (!x)
         return bad(s, "out of memory");
     x->ttl_ms = ttl;
     x->lockdelay_ms = delay;
     x->checkpoint_ms = ck;
     sess_insert(s->nf, x);
-    return restore_reply(s, x);
+    return restore_request(s, x);
 }
 
 static int restore_holder(struct rst *s, struct lock *l)
@@ -567,7 +601,7 @@ static int restore_body(struct rst *s)
             return bad(s, "truncated header");
     if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
-    if (rd_u8(&s->r, &version) || (version != SNAP_VERSION_2 && version != SNAP_VERSION_3))
+    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_4)
         return bad(s, "unsupported version");
     s->version = version;
     if (get_u(s, &s->nf->revision) || get_u(s, &n))
@@ -595,7 +629,7 @@ static int restore_body(struct rst *s)
         return -1;
     link_sessions(s);
     if (snap_version(s->nf) != version) /* canonical: the oldest version that holds it */
-        return bad(s, "version 3 snapshot of a state version 2 can hold");
+        return bad(s, "snapshot version is not the oldest that holds its state");
     return 0;
 }
 

@@ -305,6 +305,8 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
     const struct fsm_cmd_lock *lk = fsm_cmd_lock_of(cmd);
+    if (cmd_acting_user(r, cmd))
+        return;
     r->slot->op = cmd->op;
     r->slot->wait_ms = lk ? lk->wait_ms : 0;
     r->slot->started_ns = uv_hrtime();
@@ -351,6 +353,7 @@ static const struct srv_cmd cmd_table[] = {
     CMD("SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand),
     CMD("SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand),
     CMD("SESSION.INFO", 2, CMD_READ, sessionInfoCommand),
+    CMD("SESSION.REVOKE", 2, CMD_WRITE, sessionRevokeCommand),
     CMD("LOCK", -3, CMD_WRITE, lockCommand),
     CMD("UNLOCK", -3, CMD_WRITE, unlockCommand),
     CMD("LOCK.INFO", 2, CMD_READ, lockInfoCommand),

@@ -3,7 +3,7 @@
  * row, and the argument helpers every family shares (cmd.c).
  *
  * Every command is `void fooCommand(struct srv_req *r)` in the file of its family:
- *   cmd_session.c  SESSION.OPEN / KEEPALIVE / CLOSE / INFO
+ *   cmd_session.c  SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE
  *   cmd_lock.c     LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK, LOCKS
  *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
  *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
@@ -92,6 +92,14 @@ int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd);
 /* KEYS / LOCKS: whether r's user may see this key / lock (true without --acl-file). */
 bool cmd_may_key(const struct srv_req *r, const char *key, size_t n);
 bool cmd_may_lock(const struct srv_req *r, const char *name, size_t n);
+/* Session ownership (the FSM decides again at apply, src/fsm/owner.c): whether r's user may
+   act on session `sid` (admin_ok: an admin may, too). 0, or -1 with -NOPERM written. 0 for a
+   session that does not exist (the caller answers NOSESSION) and without --acl-file. */
+int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
+/* Mark a client's command for the log: checked (with --acl-file, or with a REQ: the request
+   digest), the acting user and its admin bit; then the FSM's ownership rule against the
+   applied state, so a refusal costs no log entry. 0, or -1 with -NOPERM written. */
+int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
@@ -116,6 +124,7 @@ void sessionOpenCommand(struct srv_req *r);
 void sessionKeepaliveCommand(struct srv_req *r);
 void sessionCloseCommand(struct srv_req *r);
 void sessionInfoCommand(struct srv_req *r);
+void sessionRevokeCommand(struct srv_req *r);
 void lockCommand(struct srv_req *r);
 void unlockCommand(struct srv_req *r);
 void lockInfoCommand(struct srv_req *r);

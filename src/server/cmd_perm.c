@@ -12,10 +12,16 @@
  * QUIT, as Redis); then the permission; then each key / lock name it names (-NOPERM). A denied
  * command changes nothing: it is refused before its handler runs. Every refusal is counted
  * (fencelock_permission_denials_total) and written to --audit-log (permission.denied).
+ *
+ * Session ownership is the FSM's rule (src/fsm/owner.c), applied to every checked log entry;
+ * cmd_acting_user marks a proposal with its user and asks the same rule first, and
+ * cmd_session_access answers it for what never enters the log (KEEPALIVE, SESSION.INFO).
  */
 #include <string.h>
 
 #include "server/cmd.h"
+
+_Static_assert(ACL_NAME_MAX <= FSM_MAX_USER, "an ACL user name must fit a log entry's user");
 
 enum perm_target {
     PT_NONE = 0,
@@ -65,7 +71,8 @@ static const struct perm_rule perm_rules[] = {
     {"SESSION.OPEN", ACL_LOCK, PT_NONE, 0, 0, 0},
     {"SESSION.KEEPALIVE", ACL_LOCK, PT_NONE, 0, 0, 0},
     {"SESSION.CLOSE", ACL_LOCK, PT_NONE, 0, 0, 0},
-    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0, 0},
+    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0, 0}, /* another user's: admin (cmd_session_access) */
+    {"SESSION.REVOKE", ACL_ADMIN, PT_NONE, 0, 0, 0},
     {"LOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
@@ -216,4 +223,44 @@ bool cmd_may_lock(const struct srv_req *r, const char *name, size_t n)
     if (!r->s->auth.on)
         return true;
     return r->c && r->c->user && acl_may_lock(r->c->user, name, n);
+}
+
+static bool is_admin(const struct srv_req *r)
+{
+    return r->c && r->c->user && (r->c->user->perms & ACL_ADMIN);
+}
+
+int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
+{
+    struct fsm_session_view v;
+    if (!r->s->auth.on || !fsm_session_info(r->s->fsm, sid, &v))
+        return 0;
+    if (!r->c || !r->c->user) { /* an orphaned read: nobody to act for */
+        resp_w_error(r->out, PROTO_NOPERM " the connection is gone");
+        return -1;
+    }
+    const char *u = r->c->user->name;
+    if ((v.owner.len == strlen(u) && memcmp(v.owner.p, u, v.owner.len) == 0) ||
+        (admin_ok && is_admin(r)))
+        return 0;
+    r->s->m.perm_denials++;
+    resp_w_errorf(r->out, PROTO_NOPERM " user %s does not own session %llu", u,
+                  (unsigned long long)sid);
+    return -1;
+}
+
+int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd)
+{
+    struct fsm_reply fr;
+    cmd->checked = r->s->auth.on || cmd->req_sid;
+    if (r->s->auth.on && r->c && r->c->user) {
+        cmd->user.p = r->c->user->name;
+        cmd->user.len = (uint32_t)strlen(r->c->user->name);
+        cmd->admin = is_admin(r);
+    }
+    if (fsm_cmd_check_owner(r->s->fsm, cmd, &fr) == 0)
+        return 0;
+    r->s->m.perm_denials++;
+    resp_w_error(r->out, fr.err);
+    return -1;
 }

@@ -1,14 +1,18 @@
 /*
- * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO. The lease rules behind KEEPALIVE are
- * lease.c; this file only carries out what lease_keepalive decides.
+ * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE. The lease rules behind
+ * KEEPALIVE are lease.c; this file only carries out what lease_keepalive decides. Ownership:
+ * the writes carry their user into the log (cmd_propose); KEEPALIVE and INFO never enter it,
+ * so they ask cmd_session_access here, on the leader, against the applied owner (an owner
+ * never changes and sids are never reused, so the answer cannot go stale).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/audit.h"
 #include "server/cmd.h"
 
 /* Key-value pairs in a SESSION.INFO reply (count them when adding one). */
-#define SESSION_INFO_FIELDS 8
+#define SESSION_INFO_FIELDS 9
 
 void sessionOpenCommand(struct srv_req *r)
 {
@@ -47,7 +51,8 @@ void sessionKeepaliveCommand(struct srv_req *r)
 {
     uint64_t sid, ttl = 0;
     struct fsm_session_view v;
-    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &sid) || cmd_live_session(r, sid))
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &sid) || cmd_live_session(r, sid) ||
+        cmd_session_access(r, sid, false))
         return;
     bool checkpointed = fsm_session_info(r->s->fsm, sid, &v) && v.checkpoint_ms;
     enum lease_ka ka = lease_keepalive(&r->s->lease, sid, checkpointed, srv_now_ms(), &ttl);
@@ -78,7 +83,7 @@ void sessionInfoCommand(struct srv_req *r)
 {
     uint64_t sid;
     struct fsm_session_view v;
-    if (cmd_arg_u64(r, 1, "sid", &sid))
+    if (cmd_arg_u64(r, 1, "sid", &sid) || cmd_session_access(r, sid, true))
         return;
     if (!fsm_session_info(r->s->fsm, sid, &v)) {
         resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive",
@@ -95,6 +100,8 @@ void sessionInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, v.lockdelay_ms);
     resp_w_bulk_str(r->out, "name");
     resp_w_bulk(r->out, v.name.p, v.name.len);
+    resp_w_bulk_str(r->out, "owner");
+    resp_w_bulk(r->out, v.owner.p, v.owner.len);
     resp_w_bulk_str(r->out, "locks");
     resp_w_uint(r->out, v.n_locks);
     resp_w_bulk_str(r->out, "waits");
@@ -103,4 +110,15 @@ void sessionInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, v.n_keys);
     resp_w_bulk_str(r->out, "remaining_ms");
     resp_w_uint(r->out, left);
+}
+
+/* SESSION.REVOKE sid (admin): the session ends now as an expiry would, lock-delay and all. */
+void sessionRevokeCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_REVOKE, .session_revoke = {.sid = 0}};
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &cmd.session_revoke.sid) ||
+        cmd_live_session(r, cmd.session_revoke.sid))
+        return;
+    srv_audit(r->s, r->c, "session.revoke", "sid=%llu", (unsigned long long)cmd.session_revoke.sid);
+    cmd_propose(r, &cmd);
 }

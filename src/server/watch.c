@@ -19,7 +19,7 @@ enum {
     WF_SID_OPT = 16, /* sid, only when non-zero (a PUT's lease session) */
     WF_MOD_REV = 32, /* mod_rev: the revision of the change (the id's rev) */
     WF_MS = 64,      /* ms_field: ttl_ms, wait_ms or delay_ms */
-    WF_REASON = 128  /* reason: close or expire */
+    WF_REASON = 128  /* reason: close, expire or revoke */
 };
 
 /* Which FSM events a row takes: all of its type, or only with / without `expired` or `sid`. */
@@ -229,8 +229,8 @@ static struct watch_entry *entry_new(const struct watch *w, int kind, const stru
     e->value_kept = keep;
     e->sid = ev->sid;
     e->token = ev->token;
-    /* the reason of a session-end / expire-key rides in ms (0 close, 1 expire) */
-    e->ms = (kinds[kind].fields & WF_REASON) ? ev->expired : ev->ms;
+    /* the reason of a session-end / expire-key rides in ms (0 close, 1 expire, 2 revoke) */
+    e->ms = (kinds[kind].fields & WF_REASON) ? (ev->revoked ? 2u : ev->expired) : ev->ms;
     e->name_len = ev->name.len;
     e->value_len = (kinds[kind].fields & WF_VALUE) ? ev->value.len : 0;
     if (ev->name.len)
@@ -385,6 +385,6 @@ void watch_render(struct buf *out, const struct watch_entry *e)
         field_u64(out, k->ms_field, e->ms);
     if (k->fields & WF_REASON) {
         resp_w_bulk_str(out, "reason");
-        resp_w_bulk_str(out, e->ms ? "expire" : "close");
+        resp_w_bulk_str(out, e->ms == 2 ? "revoke" : e->ms ? "expire" : "close");
     }
 }

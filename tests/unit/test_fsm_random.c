@@ -101,6 +101,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     case FSM_OP_SESSION_EXPIRE:
         c->session_expire.sid = m->sid;
         break;
+    case FSM_OP_SESSION_REVOKE:
+        c->session_revoke.sid = m->sid;
+        break;
     case FSM_OP_SESSION_CHECKPOINT:
         c->session_checkpoint = (struct fsm_cmd_session_checkpoint){m->sid, m->wait_ms};
         break;
@@ -155,6 +158,9 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         break;
     case FSM_OP_SESSION_EXPIRE:
         m->sid = c->session_expire.sid;
+        break;
+    case FSM_OP_SESSION_REVOKE:
+        m->sid = c->session_revoke.sid;
         break;
     case FSM_OP_SESSION_CHECKPOINT:
         m->sid = c->session_checkpoint.sid;
@@ -426,6 +432,13 @@ static void gen_member_op(struct mcmd *c)
     }
 }
 
+/* How a session ends: close, expiry, or an admin's revoke (an expiry by another name). */
+static uint8_t end_op(void)
+{
+    int k = (int)below(5);
+    return k < 2 ? FSM_OP_SESSION_CLOSE : k < 4 ? FSM_OP_SESSION_EXPIRE : FSM_OP_SESSION_REVOKE;
+}
+
 static void gen_cmd(struct mcmd *c)
 {
     memset(c, 0, sizeof(*c));
@@ -435,7 +448,7 @@ static void gen_cmd(struct mcmd *c)
     if (w >= TWIN - 2 * MAX_ALIVE && w < TWIN && chance(60) && n_alive()) {
         /* end sessions while a restored replica runs beside: their locks are handed on in
            the holder's grant order, which restore must rebuild */
-        c->op = chance(50) ? FSM_OP_SESSION_CLOSE : FSM_OP_SESSION_EXPIRE;
+        c->op = end_op();
         do
             c->sid = pick_sid();
         while (!alive(c->sid));
@@ -447,7 +460,7 @@ static void gen_cmd(struct mcmd *c)
         c->lockdelay_ms = chance(50) ? 0 : 1 + below(500);
         c->name = chance(50) ? (struct fsm_str){"worker", 6} : (struct fsm_str){"", 0};
     } else if (r < 14) {
-        c->op = chance(50) ? FSM_OP_SESSION_CLOSE : FSM_OP_SESSION_EXPIRE;
+        c->op = end_op();
         c->sid = pick_sid();
     } else if (r < 84) {
         gen_lock_op(c, (int)below(75));
@@ -642,6 +655,7 @@ static struct expect predict_op(const struct mcmd *c)
         return c->ttl_ms ? ex_fresh() : ex_err("ERR");
     case FSM_OP_SESSION_CLOSE:
     case FSM_OP_SESSION_EXPIRE:
+    case FSM_OP_SESSION_REVOKE:
         return alive(c->sid) ? ex(FSM_REPLY_OK, true) : ex_err("NOSESSION");
     case FSM_OP_SESSION_CHECKPOINT: /* lease bookkeeping: no revision, no event */
         return alive(c->sid) ? ex(FSM_REPLY_OK, false) : ex_err("NOSESSION");
@@ -754,6 +768,8 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     case FSM_EV_SESSION_ENDED: {
         struct msess *s = msess(ev->sid);
         MCHECK(s && s->alive);
+        MCHECK(ev->expired == (c->op != FSM_OP_SESSION_CLOSE));
+        MCHECK(ev->revoked == (c->op == FSM_OP_SESSION_REVOKE));
         for (int i = 0; i < NLOCKS; i++)
             MCHECK(M.locks[i].holder != ev->sid && qpos(&M.locks[i], ev->sid) < 0);
         s->alive = false;
@@ -930,9 +946,9 @@ static int same_events(const struct fsm_events *a, const struct fsm_events *b)
         return 0;
     for (size_t i = 0; i < a->n; i++) {
         const struct fsm_event *x = &a->ev[i], *y = &b->ev[i];
-        if (x->type != y->type || x->expired != y->expired || x->sid != y->sid ||
-            x->token != y->token || x->ms != y->ms || x->name.len != y->name.len ||
-            memcmp(x->name.p, y->name.p, x->name.len))
+        if (x->type != y->type || x->expired != y->expired || x->revoked != y->revoked ||
+            x->sid != y->sid || x->token != y->token || x->ms != y->ms ||
+            x->name.len != y->name.len || memcmp(x->name.p, y->name.p, x->name.len))
             return 0;
     }
     return 1;
@@ -982,7 +998,10 @@ static int check_revisions(const struct expect *e, const struct fsm_events *ev, 
 static int ending_locks(const struct mcmd *c, bool run, int *held)
 {
     int n = 0;
-    if (run && (c->op == FSM_OP_SESSION_CLOSE || c->op == FSM_OP_SESSION_EXPIRE) && alive(c->sid))
+    if (run &&
+        (c->op == FSM_OP_SESSION_CLOSE || c->op == FSM_OP_SESSION_EXPIRE ||
+         c->op == FSM_OP_SESSION_REVOKE) &&
+        alive(c->sid))
         for (int i = 0; i < NLOCKS; i++)
             if (M.locks[i].holder == c->sid)
                 held[n++] = i;
@@ -991,7 +1010,7 @@ static int ending_locks(const struct mcmd *c, bool run, int *held)
 
 static int check_lockdelays(const struct mcmd *c, const int *held, int n, uint64_t delay)
 {
-    bool want = c->op == FSM_OP_SESSION_EXPIRE && delay > 0;
+    bool want = (c->op == FSM_OP_SESSION_EXPIRE || c->op == FSM_OP_SESSION_REVOKE) && delay > 0;
     for (int i = 0; i < n; i++)
         MCHECK(M.locks[held[i]].delay == want && (!want || M.locks[held[i]].delay_ms == delay));
     return 0;
