@@ -1,7 +1,7 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (versions 2 and 3; varint = canonical LEB128, str = varint length +
+ * Owns the snapshot format (versions 2, 3 and 4; varint = canonical LEB128, str = varint length +
  * bytes):
  *
  *   "FLSM" u8 version, varint revision,
@@ -9,12 +9,14 @@
  *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name; varint req_seq;
  *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained)
  *   varint n_locks, per lock in name byte order:
- *     str name; varint holder_sid (0 = none); if holder: varint token, held_since_ms;
+ *     str name; v4 only: u8 kind (0 lock, 1 semaphore, 2 election), semaphore: varint limit;
+ *     varint holder_sid (0 = none); if holder: varint token, held_since_ms;
+ *     v4 only, an election's holder (its leader): str value, varint value_rev;
  *     v3 only: varint n_shared; per shared hold in token order: varint sid, token,
  *       held_since_ms;
  *     u8 flags (bit 0: in lock-delay); if in delay: varint lockdelay_ms;
  *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision;
- *       v3 only: u8 mode (0 exclusive, 1 shared)
+ *       v3 only: u8 mode (0 exclusive, 1 shared); v4 only, an election's: str value
  *   varint n_keys, per key in byte order:
  *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
  *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
@@ -23,7 +25,9 @@
  * Version 3 (issue 19: read-write locks) is written only for a state that uses what version 2
  * cannot hold (a shared hold or a queued shared request); any other state is written as version
  * 2, byte for byte as before, so a binary that reads only version 2 keeps restoring it during a
- * rolling upgrade until shared locks are used. Both versions are restored.
+ * rolling upgrade until shared locks are used. Version 4 (issue 19: semaphores and elections,
+ * whose fields src/fsm/snap_prims.c reads and writes) is written only while a semaphore or an
+ * election exists, by the same rule. All three versions are restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -42,6 +46,7 @@
 #define VEC_MIN_CAP 64 /* first allocation of a restore-time array */
 #define SNAP_VERSION_2 2
 #define SNAP_VERSION_3 3 /* adds shared holds and waiter modes */
+#define SNAP_VERSION_4 4 /* adds object kinds: semaphores and elections */
 #define FLAG_DELAY 1u
 #define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
 
@@ -65,6 +70,8 @@ static int emit_session(const struct sess *s, struct buf *b)
 /* The oldest version that can hold the state. */
 static uint8_t snap_version(const struct fsm *f)
 {
+    if (f->n_prims)
+        return SNAP_VERSION_4;
     return f->n_shared || f->n_swaiters ? SNAP_VERSION_3 : SNAP_VERSION_2;
 }
 
@@ -85,10 +92,14 @@ static int emit_shared(const struct lock *l, struct buf *b)
 static int emit_lock(const struct lock *l, const struct emit *e)
 {
     struct buf *b = e->b;
-    int rc =
-        buf_put_bytes(b, l->name, l->name_len) || buf_put_varint(b, l->holder ? l->holder->sid : 0);
+    int rc = buf_put_bytes(b, l->name, l->name_len);
+    if (e->version >= SNAP_VERSION_4)
+        rc = rc || snap_emit_kind(l, b);
+    rc = rc || buf_put_varint(b, l->holder ? l->holder->sid : 0);
     if (l->holder)
         rc = rc || buf_put_varint(b, l->token) || buf_put_varint(b, l->held_since_ms);
+    if (e->version >= SNAP_VERSION_4)
+        rc = rc || snap_emit_leader(l, b);
     if (e->version >= SNAP_VERSION_3)
         rc = rc || emit_shared(l, b);
     rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
@@ -100,6 +111,8 @@ static int emit_lock(const struct lock *l, const struct emit *e)
              buf_put_varint(b, w->rev);
         if (e->version >= SNAP_VERSION_3)
             rc = rc || buf_put_u8(b, w->shared ? WAIT_SHARED : 0);
+        if (e->version >= SNAP_VERSION_4)
+            rc = rc || snap_emit_candidate(l, w, b);
     }
     return rc;
 }
@@ -275,7 +288,13 @@ static int restore_holder(struct rst *s, struct lock *l)
     if (get_u(s, &l->token) || get_u(s, &l->held_since_ms) || push_rev(s, l->token))
         return -1;
     l->holder = h; /* linked into h's list later, in token order */
-    return vec_push(&s->held, &l, sizeof(l)) ? bad(s, "out of memory") : 0;
+    if (vec_push(&s->held, &l, sizeof(l)))
+        return bad(s, "out of memory");
+    uint64_t rev;
+    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_leader(s->nf, &s->r, l, &rev) : NULL;
+    if (why)
+        return bad(s, why);
+    return s->version >= SNAP_VERSION_4 && rev ? push_rev(s, rev) : 0;
 }
 
 static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
@@ -391,7 +410,8 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
     w->rev = rev;
     w->shared = shared;
     waiter_link_lock(s->nf, l, w);
-    return 0;
+    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_candidate(s->nf, &s->r, l, w) : NULL;
+    return why ? bad(s, why) : 0;
 }
 
 static int restore_waiters(struct rst *s, struct lock *l)
@@ -425,11 +445,17 @@ static int restore_lock(struct rst *s, struct lock **prev)
     struct lock *l = lock_alloc(name, nlen);
     if (!l)
         return bad(s, "out of memory");
+    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_kind(&s->r, l) : NULL;
+    if (why) {
+        free(l);
+        return bad(s, why);
+    }
     lock_insert_last(s->nf, l, *prev);
     *prev = l;
-    if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l))
+    if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l) ||
+        restore_waiters(s, l))
         return -1;
-    return restore_waiters(s, l);
+    return (why = snap_check_kind(l)) ? bad(s, why) : 0;
 }
 
 static int restore_key_meta(struct rst *s, struct kv *k)
@@ -567,7 +593,7 @@ static int restore_body(struct rst *s)
             return bad(s, "truncated header");
     if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
-    if (rd_u8(&s->r, &version) || (version != SNAP_VERSION_2 && version != SNAP_VERSION_3))
+    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_4)
         return bad(s, "unsupported version");
     s->version = version;
     if (get_u(s, &s->nf->revision) || get_u(s, &n))
@@ -595,7 +621,7 @@ static int restore_body(struct rst *s)
         return -1;
     link_sessions(s);
     if (snap_version(s->nf) != version) /* canonical: the oldest version that holds it */
-        return bad(s, "version 3 snapshot of a state version 2 can hold");
+        return bad(s, "snapshot version is not the oldest that holds the state");
     return 0;
 }
 
