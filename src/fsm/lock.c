@@ -88,8 +88,9 @@ bool lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r)
     if (!l || l->kind == kind)
         return false;
     char nm[FSM_NAME_SHOWN];
-    fsm_reply_err(r, PROTO_WRONGTYPE " %s is a %s",
-                  fsm_printable(l->name, l->name_len, nm, sizeof(nm)), fsm_kind_name(l->kind));
+    fsm_reply_err(r, PROTO_WRONGTYPE " %s is %s %s",
+                  fsm_printable(l->name, l->name_len, nm, sizeof(nm)),
+                  l->kind == FSM_KIND_ELECT ? "an" : "a", fsm_kind_name(l->kind));
     return true;
 }
 
