@@ -16,18 +16,18 @@
 static struct fsm_reply campaign(struct fsm *f, const char *name, uint64_t sid, const char *value,
                                  uint64_t wait)
 {
-    struct fsm_cmd c = {.op = FSM_OP_ELECT_CAMPAIGN,
-                        .elect_campaign = {.name = S(name), .sid = sid, .value = S(value),
-                                           .wait_ms = wait}};
+    struct fsm_cmd c = {
+        .op = FSM_OP_ELECT_CAMPAIGN,
+        .elect_campaign = {.name = S(name), .sid = sid, .value = S(value), .wait_ms = wait}};
     return apply_cmd(f, &c);
 }
 
 static struct fsm_reply proclaim(struct fsm *f, const char *name, uint64_t sid, uint64_t token,
                                  const char *value)
 {
-    struct fsm_cmd c = {.op = FSM_OP_ELECT_PROCLAIM,
-                        .elect_proclaim = {.name = S(name), .sid = sid, .token = token,
-                                           .value = S(value)}};
+    struct fsm_cmd c = {
+        .op = FSM_OP_ELECT_PROCLAIM,
+        .elect_proclaim = {.name = S(name), .sid = sid, .token = token, .value = S(value)}};
     return apply_cmd(f, &c);
 }
 
@@ -43,7 +43,8 @@ static int leads(const struct fsm *f, const char *name, uint64_t sid, const char
     struct fsm_elect_view v;
     if (!fsm_elect_leader(f, name, strlen(name), &v))
         return sid == 0;
-    return v.sid == sid && v.value.len == strlen(value) && memcmp(v.value.p, value, v.value.len) == 0;
+    return v.sid == sid && v.value.len == strlen(value) &&
+           memcmp(v.value.p, value, v.value.len) == 0;
 }
 
 /* The LEADER event of the last apply: its sid (0 = leaderless), or -1 if there is none. */
@@ -210,11 +211,11 @@ TEST_F(fsm_fx, a_retried_campaign_after_queued_answers_the_current_truth)
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
     CHECK(token_of(campaign(f, "E", a, "A", 0)));
-    struct fsm_cmd c = {.op = FSM_OP_ELECT_CAMPAIGN,
-                        .req_sid = b,
-                        .req_seq = 1,
-                        .elect_campaign = {.name = S("E"), .sid = b, .value = S("B"),
-                                           .wait_ms = 1000}};
+    struct fsm_cmd c = {
+        .op = FSM_OP_ELECT_CAMPAIGN,
+        .req_sid = b,
+        .req_seq = 1,
+        .elect_campaign = {.name = S("E"), .sid = b, .value = S("B"), .wait_ms = 1000}};
     CHECK(apply_cmd(f, &c).kind == FSM_REPLY_QUEUED);
     CHECK(apply_cmd(f, &c).kind == FSM_REPLY_QUEUED);
     CHECK(resign(f, "E", a).kind == FSM_REPLY_OK);
@@ -279,8 +280,7 @@ static void el_step(struct fsm *f, uint64_t *sids)
         break;
     case 3:
         if (fsm_elect_leader(f, n, 1, &ev))
-            proclaim(f, n, el_rnd(2) ? ev.sid : sids[i], ev.token + el_rnd(2),
-                     values[el_rnd(3)]);
+            proclaim(f, n, el_rnd(2) ? ev.sid : sids[i], ev.token + el_rnd(2), values[el_rnd(3)]);
         break;
     case 4:
     case 5:

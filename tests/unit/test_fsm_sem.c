@@ -12,12 +12,12 @@
 
 #include "fsm_fixture.h"
 
-static struct fsm_reply sem_acquire(struct fsm *f, const char *name, uint64_t sid,
-                                    uint64_t limit, uint64_t wait)
+static struct fsm_reply sem_acquire(struct fsm *f, const char *name, uint64_t sid, uint64_t limit,
+                                    uint64_t wait)
 {
-    struct fsm_cmd c = {.op = FSM_OP_SEM_ACQUIRE,
-                        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit,
-                                        .wait_ms = wait}};
+    struct fsm_cmd c = {
+        .op = FSM_OP_SEM_ACQUIRE,
+        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit, .wait_ms = wait}};
     return apply_cmd(f, &c);
 }
 
@@ -308,9 +308,9 @@ static void sem_step(struct fsm *f, uint64_t *sids)
         sids[i] = open_session(f, 1000, sem_rnd(2) ? 50 : 0);
         return;
     }
-    struct fsm_cmd c = {.op = FSM_OP_ELECT_CAMPAIGN,
-                        .elect_campaign = {.name = S(n), .sid = sids[i], .value = S("v"),
-                                           .wait_ms = wait}};
+    struct fsm_cmd c = {
+        .op = FSM_OP_ELECT_CAMPAIGN,
+        .elect_campaign = {.name = S(n), .sid = sids[i], .value = S("v"), .wait_ms = wait}};
     switch (sem_rnd(10)) {
     case 0:
     case 1:
