@@ -74,7 +74,7 @@ void lockInfoCommand(struct srv_req *r)
 {
     struct fsm_str name;
     struct fsm_lock_view v;
-    if (cmd_arg_name(r, 1, "lock name", &name))
+    if (cmd_arg_name(r, 1, "lock name", &name) || cmd_check_kind(r, &name, FSM_KIND_LOCK))
         return;
     if (!fsm_lock_info(r->s->fsm, name.p, name.len, &v)) {
         resp_w_nil(r->out, r->proto);
