@@ -152,7 +152,9 @@ void locksCommand(struct srv_req *r)
         resp_w_bulk_str(r->out, "waiters");
         resp_w_uint(r->out, it[i].n_waiters);
         resp_w_bulk_str(r->out, "mode");
-        resp_w_bulk_str(r->out, lock_mode(it[i].holder_sid, it[i].n_shared));
+        resp_w_bulk_str(r->out, it[i].kind == FSM_KIND_LOCK
+                                    ? lock_mode(it[i].holder_sid, it[i].n_shared)
+                                    : fsm_kind_name(it[i].kind));
         resp_w_bulk_str(r->out, "holders");
         resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
     }
