@@ -332,9 +332,10 @@ void fsm_free(struct fsm *f);
  *
  * Exactly-once: with req_sid/req_seq set, req_sid must be alive (else ERR NOSESSION).
  * seq < session's highest seq -> ERR "ERR request seq already superseded", nothing changes.
- * seq == highest -> the cached reply, nothing changes; except for LOCK whose cached reply is
- * QUEUED: then the current truth is answered (INT token if the session now holds the lock,
- * QUEUED if still queued, NIL if its wait ended). seq > highest -> applied; reply cached.
+ * seq == highest -> the cached reply, nothing changes; except for LOCK (LOCK_SHARED,
+ * SEM_ACQUIRE, ELECT_CAMPAIGN) whose cached reply is QUEUED: then the current truth is
+ * answered (INT token if the session now holds it, QUEUED if still queued, NIL if its wait
+ * ended). seq > highest -> applied; reply cached.
  * The table is dropped with the session.
  */
 void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,
