@@ -10,6 +10,7 @@ import time
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_err, expect_int, expect_nil, no_reply, ok, open_session, wait_until
 from resp import Conn, RespError, as_map, text
+from test_http import metric
 
 
 def leader(c, name):
@@ -101,6 +102,7 @@ def test_observe_after_rev_parks_until_a_change_and_reports_leaderless(ctx):
     co = ctx.conn()
     co.send("ELECT.OBSERVE", "o", "AFTER", seen, "WAIT", 10000)
     assert no_reply(co), "an observer answered before any change"
+    eq(metric(ctx.srv, "fencelock_elect_observers"), 1.0, "the parked observer is counted")
     ta = expect_int(c.call("ELECT.CAMPAIGN", "o", a, "A"))
     m = as_map(co.read_reply(timeout=5))
     eq((m["sid"], m["token"], m["value"], m["rev"]), (a, ta, b"A", ta))
