@@ -176,7 +176,7 @@ void electObserveCommand(struct srv_req *r)
 {
     struct fsm_str name;
     uint64_t after = 0, wait = 0;
-    bool has_after = false, has_wait = false;
+    bool has_after = false, has_wait = false; /* WAIT 0: as without WAIT */
     if (cmd_arg_name(r, 1, "election name", &name) || cmd_check_kind(r, &name, FSM_KIND_ELECT))
         return;
     for (size_t i = 2; i < r->argc; i += 2) {
@@ -186,13 +186,13 @@ void electObserveCommand(struct srv_req *r)
             return;
         }
         if (a ? cmd_arg_u64(r, i + 1, "AFTER", &after)
-              : cmd_arg_range(r, i + 1, "WAIT", 1, r->s->cfg.max_wait, &wait))
+              : cmd_arg_range(r, i + 1, "WAIT", 0, r->s->cfg.max_wait, &wait))
             return;
         has_after |= a;
         has_wait |= w;
     }
     if (observe_answer(r->s, name.p, name.len, has_after, after, r->out, r->proto))
         return;
-    if (!has_wait || !r->slot || !r->c || observe_park(r, name, after, wait))
+    if (!wait || !r->slot || !r->c || observe_park(r, name, after, wait))
         resp_w_nil(r->out, r->proto);
 }

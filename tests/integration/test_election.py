@@ -96,6 +96,7 @@ def test_observe_after_rev_parks_until_a_change_and_reports_leaderless(ctx):
     eq(m["sid"], 0, "no leader: the leaderless state at once")
     seen = m["rev"]
     eq(observe(c, "o", "AFTER", seen), None, "nothing changed, no WAIT: nil at once")
+    eq(observe(c, "o", "AFTER", seen, "WAIT", 0), None, "WAIT 0: nil at once")
     t0 = time.monotonic()
     eq(observe(c, "o", "AFTER", seen, "WAIT", 300), None, "nothing changed: nil after WAIT")
     assert time.monotonic() - t0 >= 0.25
