@@ -1,11 +1,15 @@
 /*
  * fsm/lock.c — locks: records, FIFO waiters, grants, release and lock-delay; the lock ops.
  *
- * Owns the rule that a grant happens only here (grant(), shold_grant() in lock_shared.c), only
- * to a session that is alive (a waiter's session is alive by invariant: sess_end removes its
- * waits in the same apply), and always with a fresh revision as the token. The queue is FIFO
- * across modes (lock_hand_on). A lock record exists only while it is held (in either mode), in
- * lock-delay, or has waiters; the last user of a free lock drops it.
+ * Owns the rule that a grant happens only here (lock_grant(), shold_grant() in lock_shared.c),
+ * only to a session that is alive (a waiter's session is alive by invariant: sess_end removes
+ * its waits in the same apply), and always with a fresh revision as the token. The queue is
+ * FIFO across modes (lock_hand_on). A lock record exists only while it is held (in either
+ * mode), in lock-delay, or has waiters; the last user of a free lock drops it. The same records,
+ * queue and hand-on serve semaphores (sem.c) and elections (elect.c): a record's `kind` is
+ * fixed while it exists, the ops of another kind are refused (lock_wrongtype), and the few
+ * differences are kind checks here (a semaphore's head is grantable below its limit; an
+ * election's grant and release move the leader's value).
  */
 #include <stdlib.h>
 #include <string.h>
