@@ -242,6 +242,19 @@ TEST_F(fsm_fx, elections_snapshot_with_values_as_version_4_and_restore_identical
     CHECK(p != NULL);
     p[-1] = 9; /* the value's length byte: the record no longer parses */
     CHECK(!restores((const uint8_t *)x->p, x->len));
+    p[-1] = 8;
+    CHECK(restores((const uint8_t *)x->p, x->len));
+    char *k = memmem(x->p, x->len,
+                     "\x01"
+                     "F\x02",
+                     3); /* election F: name, kind 2 */
+    CHECK(k != NULL);
+    k[2] = 3; /* an unknown kind */
+    CHECK(!restores((const uint8_t *)x->p, x->len));
+    k[2] = 1; /* a semaphore: the next bytes are no limit */
+    CHECK(!restores((const uint8_t *)x->p, x->len));
+    k[2] = 0; /* a lock: the leader's value is then trailing garbage */
+    CHECK(!restores((const uint8_t *)x->p, x->len));
     CHECK(invariants_hold(f));
 }
 
