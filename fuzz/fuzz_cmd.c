@@ -224,6 +224,16 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
                                    .sid = c->member_set.id};
     case FSM_OP_MEMBER_DEL:
         return (struct entry_refs){.sid = c->member_del.id};
+    case FSM_OP_SEM_ACQUIRE:
+        return (struct entry_refs){.name = c->sem_acquire.name, .sid = c->sem_acquire.sid};
+    case FSM_OP_SEM_RELEASE:
+        return (struct entry_refs){.name = c->sem_release.name, .sid = c->sem_release.sid};
+    case FSM_OP_ELECT_CAMPAIGN:
+        return (struct entry_refs){.name = c->elect_campaign.name, .sid = c->elect_campaign.sid};
+    case FSM_OP_ELECT_PROCLAIM:
+        return (struct entry_refs){.name = c->elect_proclaim.name, .sid = c->elect_proclaim.sid};
+    case FSM_OP_ELECT_RESIGN:
+        return (struct entry_refs){.name = c->elect_resign.name, .sid = c->elect_resign.sid};
     default:
         return (struct entry_refs){.sid = 0};
     }
@@ -241,7 +251,7 @@ static void query_entry(const struct fsm *f, const struct entry *e)
     if (fsm_lock_info(f, c.name.p, c.name.len, &v)) {
         uint64_t n = 0;
         fsm_lock_waiters(f, c.name.p, c.name.len, count_s, &n);
-        must(n == v.n_waiters && (v.holder_sid || v.in_lockdelay));
+        must(n == v.n_waiters && (v.holder_sid || v.n_shared || v.in_lockdelay));
         must((fsm_fence_check(f, c.name.p, c.name.len, v.token) == 0) == (v.holder_sid != 0));
     }
     struct fsm_kv_meta m;

@@ -22,6 +22,11 @@
  *     SESSION_CHECKPOINT varint sid, varint remaining_ms
  *     LOCK_SHARED        str name, varint sid, varint wait_ms (as LOCK)
  *     SESSION_REVOKE     varint sid
+ *     SEM_ACQUIRE        str name, varint sid, varint limit, varint wait_ms
+ *     SEM_RELEASE        str name, varint sid
+ *     ELECT_CAMPAIGN     str name, varint sid, str value (0..FSM_MAX_ELECT_VALUE), varint wait_ms
+ *     ELECT_PROCLAIM     str name, varint sid, varint token, str value (0..FSM_MAX_ELECT_VALUE)
+ *     ELECT_RESIGN       str name, varint sid
  *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
  *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
  *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
@@ -126,6 +131,30 @@ static int encode_member_set(const struct fsm_cmd_member_set *p, struct buf *b)
     return buf_put_varint(b, p->id) || put_str(b, p->client_addr) || put_str(b, p->raft_addr);
 }
 
+static int encode_prim(const struct fsm_cmd *c, struct buf *b)
+{
+    const struct fsm_cmd_sem_acquire *sa = &c->sem_acquire;
+    const struct fsm_cmd_elect_campaign *ec = &c->elect_campaign;
+    const struct fsm_cmd_elect_proclaim *ep = &c->elect_proclaim;
+    switch (c->op) {
+    case FSM_OP_SEM_ACQUIRE:
+        return put_str(b, sa->name) || buf_put_varint(b, sa->sid) || buf_put_varint(b, sa->limit) ||
+               buf_put_varint(b, sa->wait_ms);
+    case FSM_OP_SEM_RELEASE:
+        return encode_lock_ref(&c->sem_release, b);
+    case FSM_OP_ELECT_CAMPAIGN:
+        return put_str(b, ec->name) || buf_put_varint(b, ec->sid) || put_str(b, ec->value) ||
+               buf_put_varint(b, ec->wait_ms);
+    case FSM_OP_ELECT_PROCLAIM:
+        return put_str(b, ep->name) || buf_put_varint(b, ep->sid) || buf_put_varint(b, ep->token) ||
+               put_str(b, ep->value);
+    case FSM_OP_ELECT_RESIGN:
+        return encode_lock_ref(&c->elect_resign, b);
+    default:
+        return 0;
+    }
+}
+
 static int encode_body(const struct fsm_cmd *c, struct buf *b)
 {
     switch (c->op) {
@@ -159,7 +188,7 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
     case FSM_OP_MEMBER_DEL:
         return buf_put_varint(b, c->member_del.id);
     default:
-        return 0; /* NOOP, or an op the decoder will reject */
+        return encode_prim(c, b); /* semaphores, elections; NOOP or an op the decoder rejects */
     }
 }
 
@@ -295,6 +324,32 @@ static int decode_member_set(struct dec *d, struct fsm_cmd_member_set *p)
            get_addr(d, "member raft address", &p->raft_addr);
 }
 
+static int decode_prim(struct dec *d, struct fsm_cmd *c)
+{
+    struct fsm_cmd_sem_acquire *sa = &c->sem_acquire;
+    struct fsm_cmd_elect_campaign *ec = &c->elect_campaign;
+    struct fsm_cmd_elect_proclaim *ep = &c->elect_proclaim;
+    switch (c->op) {
+    case FSM_OP_SEM_ACQUIRE:
+        return get_name(d, "semaphore name", &sa->name) || get_u64(d, "sid", &sa->sid) ||
+               get_u64(d, "limit", &sa->limit) || get_u64(d, "wait", &sa->wait_ms);
+    case FSM_OP_SEM_RELEASE:
+        return decode_lock_ref(d, &c->sem_release);
+    case FSM_OP_ELECT_CAMPAIGN:
+        return get_name(d, "election name", &ec->name) || get_u64(d, "sid", &ec->sid) ||
+               get_str(d, "value", &ec->value, 0, FSM_MAX_ELECT_VALUE) ||
+               get_u64(d, "wait", &ec->wait_ms);
+    case FSM_OP_ELECT_PROCLAIM:
+        return get_name(d, "election name", &ep->name) || get_u64(d, "sid", &ep->sid) ||
+               get_u64(d, "token", &ep->token) ||
+               get_str(d, "value", &ep->value, 0, FSM_MAX_ELECT_VALUE);
+    case FSM_OP_ELECT_RESIGN:
+        return decode_lock_ref(d, &c->elect_resign);
+    default:
+        return fail(d, "op", "unknown");
+    }
+}
+
 static int decode_body(struct dec *d, struct fsm_cmd *c)
 {
     switch (c->op) {
@@ -330,7 +385,7 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
     case FSM_OP_MEMBER_DEL:
         return get_member_id(d, &c->member_del.id);
     default:
-        return fail(d, "op", "unknown");
+        return decode_prim(d, c);
     }
 }
 
@@ -408,9 +463,9 @@ static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
 
 uint64_t fsm_cmd_digest(const struct fsm_cmd *c, const uint8_t *body, size_t n)
 {
-    const struct fsm_cmd_lock *lk = fsm_cmd_lock_of(c);
-    if (lk) /* the wait is the payload's last field */
-        n -= varint_len(lk->wait_ms);
+    struct fsm_wait_ref w;
+    if (fsm_cmd_wait_of(c, &w)) /* the wait is the payload's last field (LOCK, SEM, CAMPAIGN) */
+        n -= varint_len(w.wait_ms);
     uint64_t h = fnv1a(FNV64_OFFSET, &c->op, 1);
     h = fnv1a(h, body, n);
     return h ? h : 1; /* 0 means "no digest recorded" */

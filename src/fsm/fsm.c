@@ -39,6 +39,7 @@ void fsm_free_state(struct fsm *f)
             while (l->wq_head) {
                 struct waiter *w = l->wq_head;
                 l->wq_head = w->lnext;
+                free(w->value);
                 free(w);
             }
             while (l->sh_head) {
@@ -46,6 +47,7 @@ void fsm_free_state(struct fsm *f)
                 l->sh_head = h->lnext;
                 free(h);
             }
+            free(l->value);
             free(l);
             x = next;
         }
@@ -263,6 +265,21 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_SESSION_CHECKPOINT:
         op_session_checkpoint(a, &c->session_checkpoint, r);
         break;
+    case FSM_OP_SEM_ACQUIRE:
+        op_sem_acquire(a, &c->sem_acquire, r);
+        break;
+    case FSM_OP_SEM_RELEASE:
+        op_sem_release(a, &c->sem_release, r);
+        break;
+    case FSM_OP_ELECT_CAMPAIGN:
+        op_elect_campaign(a, &c->elect_campaign, r);
+        break;
+    case FSM_OP_ELECT_PROCLAIM:
+        op_elect_proclaim(a, &c->elect_proclaim, r);
+        break;
+    case FSM_OP_ELECT_RESIGN:
+        op_elect_resign(a, &c->elect_resign, r);
+        break;
     default: /* NOOP; the decoder rejects unknown ops */
         r->kind = FSM_REPLY_OK;
         break;
@@ -282,14 +299,15 @@ static void record(struct sess *s, uint64_t seq, uint64_t digest, const struct f
         s->req_err = strdup(r->err); /* NULL on OOM: replayed as a generic error */
 }
 
-/* A LOCK retried after a QUEUED answer gets the current truth, not the stale QUEUED (an
- * upgrade whose wait ended while the session still holds the lock shared: NIL). */
-static void lock_truth(struct actx *a, struct fsm_reply *r)
+/* A LOCK (SEM_ACQUIRE, ELECT_CAMPAIGN) retried after a QUEUED answer gets the current truth,
+ * not the stale QUEUED (an upgrade whose wait ended while the session still holds the lock
+ * shared: NIL). */
+static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_reply *r)
 {
-    const struct fsm_cmd_lock *c = fsm_cmd_lock_of(a->c);
     struct sess *s = sess_find(a->f, c->sid);
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
+    bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE;
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)
         return;
@@ -297,15 +315,16 @@ static void lock_truth(struct actx *a, struct fsm_reply *r)
         fsm_reply_int(r, l->token);
     } else if (waiter_find(l, s)) {
         r->kind = FSM_REPLY_QUEUED;
-    } else if (a->c->op == FSM_OP_LOCK_SHARED && (h = shold_find(l, s))) {
+    } else if (shared && (h = shold_find(l, s))) {
         fsm_reply_int(r, h->token);
     }
 }
 
 static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
 {
-    if (s->req_kind == FSM_REPLY_QUEUED && fsm_cmd_lock_of(a->c)) {
-        lock_truth(a, r);
+    struct fsm_wait_ref wr;
+    if (s->req_kind == FSM_REPLY_QUEUED && fsm_cmd_wait_of(a->c, &wr)) {
+        lock_truth(a, &wr, r);
         return;
     }
     if (s->req_kind == FSM_REPLY_ERR) {

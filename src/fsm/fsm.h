@@ -1,7 +1,8 @@
 /*
  * fsm — the pure, deterministic state machine of fencelock.
  *
- * Owns: the revision counter, sessions, locks (holder + FIFO waiters + lock-delay flag), the KV
+ * Owns: the revision counter, sessions, locks (holder + FIFO waiters + lock-delay flag; also
+ * semaphores and elections, which are locks of another kind: src/fsm/sem.c, elect.c), the KV
  * store and the per-session request table (exactly-once retries). It never reads a clock, does
  * no I/O and uses no randomness: time arrives inside commands (`now_ms`, informational only).
  *
@@ -12,7 +13,10 @@
  *     upgrade request (exclusive, by a shared holder) is only ever at the head;
  *   - every queued waiter's session is alive and waits at most once per lock;
  *   - a lock that is free (no holder, not in lock-delay) has no waiters;
- *   - every grant takes a fresh revision: tokens strictly increase per lock and are unique.
+ *   - every grant takes a fresh revision: tokens strictly increase per lock and are unique;
+ *   - a name has one kind (lock, semaphore, election) while it exists; a semaphore never has
+ *     more than `limit` permits (shared holds) and no exclusive holder; an election has at most
+ *     one leader (its exclusive holder, no shared holds), candidates are exclusive waiters.
  *
  * Ownership: struct fsm owns all its state. Strings inside a decoded struct fsm_cmd borrow the
  * buffer they were decoded from. Strings inside struct fsm_events are owned by the events
@@ -36,6 +40,14 @@
 #define FSM_CMD_VERSION 1         /* the header of an unchecked entry (struct fsm_cmd) */
 #define FSM_CMD_VERSION_USER 2    /* a checked entry: with the acting user (codec.c) */
 #define FSM_MAX_USER 64           /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
+#define FSM_MAX_SEM_LIMIT (1u << 20)    /* a semaphore's limit: 1..this */
+#define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
+
+/* The kind of a named object: locks, semaphores and elections share one namespace; a name
+ * keeps its kind while the object exists (using it as another kind answers WRONGTYPE). */
+enum fsm_kind { FSM_KIND_LOCK = 0, FSM_KIND_SEM = 1, FSM_KIND_ELECT = 2, FSM_KIND__COUNT };
+/* "lock", "semaphore", "election". */
+const char *fsm_kind_name(uint8_t kind);
 
 /* The ops; each carries the payload named after it in struct fsm_cmd (-> its reply). */
 enum fsm_op {
@@ -61,7 +73,15 @@ enum fsm_op {
                                        change. */
     FSM_OP_LOCK_SHARED = 13,        /* lock_shared -> INT token | QUEUED | NIL; the lock in shared
                                        mode (read-write locks, src/fsm/lock.c) */
-    /* 14..19: not (yet) ops; the decoder rejects them */
+    FSM_OP_SEM_ACQUIRE = 14,        /* sem_acquire -> INT token | QUEUED | NIL (src/fsm/sem.c) */
+    FSM_OP_SEM_RELEASE = 15,        /* sem_release -> OK (released, or left the queue) |
+                                       NOTHOLDER */
+    FSM_OP_ELECT_CAMPAIGN = 16,     /* elect_campaign -> INT token (now leader) | QUEUED | NIL
+                                       (src/fsm/elect.c) */
+    FSM_OP_ELECT_PROCLAIM = 17,     /* elect_proclaim -> INT revision | STALE */
+    FSM_OP_ELECT_RESIGN = 18,       /* elect_resign -> OK (handed on, or left the candidates) |
+                                       NOTHOLDER */
+    /* 19: not an op; the decoder rejects it */
     FSM_OP_SESSION_REVOKE = 20, /* session_revoke -> OK; ends a session as an expiry does
                                    (lock-delay applies), its events marked revoked */
     FSM_OP__COUNT
@@ -101,6 +121,27 @@ struct fsm_cmd_lock {
 struct fsm_cmd_lock_ref {
     struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
     uint64_t sid;
+};
+
+struct fsm_cmd_sem_acquire {
+    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
+    uint64_t sid;
+    uint64_t limit;   /* 1..FSM_MAX_SEM_LIMIT (the apply answers ERR otherwise) */
+    uint64_t wait_ms; /* 0 = try only */
+};
+
+struct fsm_cmd_elect_campaign {
+    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
+    uint64_t sid;
+    struct fsm_str value; /* 0..FSM_MAX_ELECT_VALUE bytes */
+    uint64_t wait_ms;     /* 0 = try only */
+};
+
+struct fsm_cmd_elect_proclaim {
+    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
+    uint64_t sid;
+    uint64_t token;       /* must be the current leader's */
+    struct fsm_str value; /* 0..FSM_MAX_ELECT_VALUE bytes */
 };
 
 struct fsm_cmd_lockdelay_end {
@@ -177,6 +218,11 @@ struct fsm_cmd {
         struct fsm_cmd_del del;
         struct fsm_cmd_member_set member_set;
         struct fsm_cmd_member_del member_del;
+        struct fsm_cmd_sem_acquire sem_acquire;
+        struct fsm_cmd_lock_ref sem_release;
+        struct fsm_cmd_elect_campaign elect_campaign;
+        struct fsm_cmd_elect_proclaim elect_proclaim;
+        struct fsm_cmd_lock_ref elect_resign;
     };
 };
 
@@ -190,6 +236,30 @@ static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
 static inline const struct fsm_cmd_lock *fsm_cmd_lock_of(const struct fsm_cmd *c)
 {
     return c->op == FSM_OP_LOCK ? &c->lock : c->op == FSM_OP_LOCK_SHARED ? &c->lock_shared : NULL;
+}
+
+/* What a command that may queue asks for (LOCK, LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN):
+ * the object, the session and its wait. A QUEUED reply is answered later by the GRANTED or
+ * WAIT_ENDED event of (name, sid); CANCEL_WAIT (name, sid) ends the wait. */
+struct fsm_wait_ref {
+    struct fsm_str name;
+    uint64_t sid, wait_ms;
+};
+
+/* true and fill `w` for a command that may queue, else false. */
+static inline bool fsm_cmd_wait_of(const struct fsm_cmd *c, struct fsm_wait_ref *w)
+{
+    const struct fsm_cmd_lock *l = fsm_cmd_lock_of(c);
+    if (l)
+        *w = (struct fsm_wait_ref){l->name, l->sid, l->wait_ms};
+    else if (c->op == FSM_OP_SEM_ACQUIRE)
+        *w = (struct fsm_wait_ref){c->sem_acquire.name, c->sem_acquire.sid, c->sem_acquire.wait_ms};
+    else if (c->op == FSM_OP_ELECT_CAMPAIGN)
+        *w = (struct fsm_wait_ref){c->elect_campaign.name, c->elect_campaign.sid,
+                                   c->elect_campaign.wait_ms};
+    else
+        return false;
+    return true;
 }
 
 /*
@@ -234,18 +304,23 @@ enum fsm_event_type {
     FSM_EV_KEY_PUT = 10,          /* name (key), value, sid (its lease session, 0 = none) */
     FSM_EV_KEY_DELETED = 11,      /* name (key), sid: 0 for DEL, else the lease session whose
                                      end removed it (expired: that session expired) */
+    FSM_EV_LEADER = 12,           /* name, sid, token, value: an election's new leader; sid 0
+                                     (token 0, no value): the election has no leader any more */
+    FSM_EV_PROCLAIM = 13,         /* name, sid, token, value: the leader changed its value */
 };
 
 struct fsm_event {
     uint8_t type;
+    uint8_t kind; /* enum fsm_kind of the object named, for the events that name one */
     bool expired; /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
     bool revoked; /* with expired: the expiry was a SESSION_REVOKE */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
     struct fsm_str name;  /* owned by the events struct */
-    struct fsm_str value; /* KEY_PUT: borrowed from the key's record, valid until the next
-                             fsm_apply, fsm_restore or fsm_free */
+    struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM: borrowed from the key's or the
+                             election's record, valid until the next fsm_apply, fsm_restore or
+                             fsm_free */
 };
 
 /* Events produced by one fsm_apply, in the order they happened. `lost` is set when an event
@@ -277,20 +352,23 @@ void fsm_free(struct fsm *f);
  *
  * Exactly-once: with req_sid/req_seq set, req_sid must be alive (else ERR NOSESSION).
  * seq < session's highest seq -> ERR "ERR request seq already superseded", nothing changes.
- * seq == highest -> the cached reply, nothing changes; except for LOCK whose cached reply is
- * QUEUED: then the current truth is answered (INT token if the session now holds the lock,
- * QUEUED if still queued, NIL if its wait ended). seq > highest -> applied; reply cached.
+ * seq == highest -> the cached reply, nothing changes; except for LOCK (LOCK_SHARED,
+ * SEM_ACQUIRE, ELECT_CAMPAIGN) whose cached reply is QUEUED: then the current truth is
+ * answered (INT token if the session now holds it, QUEUED if still queued, NIL if its wait
+ * ended). seq > highest -> applied; reply cached.
  * The table is dropped with the session. With seq == highest, a command whose digest (its op
- * and payload, LOCK's WAIT left out: a resend asks for the wait that is left) differs from the
- * one recorded with that seq is refused: ERR "request seq N of session S was used by a
- * different command". A seq restored from a snapshot without a digest replays as before.
+ * and payload, the WAIT of LOCK / SEM_ACQUIRE / ELECT_CAMPAIGN left out: a resend asks for the
+ * wait that is left) differs from the one recorded with that seq is refused: ERR "request seq N
+ * of session S was used by a different command". A seq restored from a snapshot without a
+ * digest replays as before.
  *
  * Session ownership (cmd->checked entries only, checked before anything else, so a refused command
  * changes nothing and spends no seq): the session the command acts on (LOCK, UNLOCK,
- * SESSION_CLOSE/REVOKE/CHECKPOINT/EXPIRE, CANCEL_WAIT, PUT ... LEASE) and the REQ session must
- * be owned by cmd->user, else ERR "NOPERM ...". cmd->admin overrides it for SESSION_CLOSE,
- * SESSION_REVOKE and UNLOCK (never for REQ: a seq belongs to the session's owner). A session
- * that does not exist is left to the op (NOSESSION).
+ * SEM_ACQUIRE/RELEASE, ELECT_CAMPAIGN/PROCLAIM/RESIGN, SESSION_CLOSE/REVOKE/CHECKPOINT/EXPIRE,
+ * CANCEL_WAIT, PUT ... LEASE) and the REQ session must be owned by cmd->user, else
+ * ERR "NOPERM ...". cmd->admin overrides it for SESSION_CLOSE, SESSION_REVOKE and UNLOCK (never
+ * for REQ: a seq belongs to the session's owner). A session that does not exist is left to the
+ * op (NOSESSION).
  */
 void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,
                struct fsm_events *ev);
@@ -332,6 +410,7 @@ size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, si
                    void *arg);
 
 struct fsm_lock_view {
+    uint8_t kind;           /* enum fsm_kind */
     uint64_t holder_sid;    /* the exclusive holder, 0 = none */
     uint64_t token;         /* exclusive holder's token */
     size_t n_shared;        /* shared holders (0 while held exclusively) */
@@ -355,6 +434,7 @@ void fsm_lock_holders(const struct fsm *f, const char *name, size_t namelen,
 /* One lock of fsm_locks_list(); name borrowed. */
 struct fsm_lock_item {
     struct fsm_str name;
+    uint8_t kind;               /* enum fsm_kind */
     uint64_t holder_sid, token; /* the exclusive holder */
     size_t n_shared;            /* shared holders */
     bool in_lockdelay;
@@ -366,9 +446,33 @@ struct fsm_lock_item {
 size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
                       struct fsm_lock_item *out);
 
-/* 0 if `token` is the token of a current holder of lock `name`, exclusive or shared, else -1
- * (FENCE.CHECK; a fenced PUT/DEL accepts only the exclusive holder's token). */
+/* 0 if `token` is the token of a current holder of lock `name`, exclusive or shared, a
+ * semaphore permit's or the election leader's, else -1 (FENCE.CHECK; a fenced PUT/DEL accepts
+ * only a lock's exclusive holder's token, a permit's or the leader's). */
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token);
+
+/* A semaphore (SEM.INFO); holders and waiters through fsm_lock_holders / fsm_lock_waiters. */
+struct fsm_sem_view {
+    uint64_t limit;
+    size_t n_holders, n_waiters;
+    bool in_lockdelay;
+};
+/* 1 and fill `v` if `name` is an existing semaphore, else 0. */
+int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v);
+
+/* An election's leader (ELECT.LEADER, ELECT.OBSERVE). */
+struct fsm_elect_view {
+    uint64_t sid, token;  /* the leader; token is also the revision it took over at */
+    struct fsm_str value; /* borrowed */
+    uint64_t rev;         /* revision of the last change: the grant or the last PROCLAIM */
+    size_t n_candidates;  /* queued campaigns */
+};
+/* 1 and fill `v` if `name` is an election with a leader, else 0. */
+int fsm_elect_leader(const struct fsm *f, const char *name, size_t namelen,
+                     struct fsm_elect_view *v);
+
+/* The kind of the object `name` (enum fsm_kind), or -1 if none exists. */
+int fsm_kind_of(const struct fsm *f, const char *name, size_t namelen);
 
 struct fsm_session_view {
     uint64_t sid, ttl_ms, lockdelay_ms;

@@ -113,6 +113,13 @@ struct lock {
     uint32_t n_waiters, n_shared;
     uint16_t name_len;
     uint8_t in_delay;
+    uint8_t kind;   /* enum fsm_kind, fixed while the record exists */
+    uint32_t limit; /* FSM_KIND_SEM: permits (shared holds) at most; else 0 */
+    /* FSM_KIND_ELECT: the leader (holder)'s value (owned, NULL if empty) and the revision of
+     * its last change (grant or PROCLAIM); 0 and NULL without a leader. */
+    char *value;
+    uint32_t value_len;
+    uint64_t value_rev;
     char name[];
 };
 
@@ -124,6 +131,8 @@ struct waiter {
     uint64_t wait_ms;
     uint64_t rev;   /* revision of the enqueueing command: orders the session's waits */
     uint8_t shared; /* waits for shared mode; else exclusive (an upgrade if it holds shared) */
+    char *value;    /* FSM_KIND_ELECT: the candidate's campaign value (owned, NULL if empty) */
+    uint32_t value_len;
 };
 
 /* A shared hold: one session holding one lock in shared mode, with its own token. */
@@ -163,8 +172,10 @@ struct fsm {
     uint64_t n_keys, n_held, n_waiters, n_delay;
     uint64_t n_shared;   /* shared holds over all locks */
     uint64_t n_swaiters; /* queued shared requests over all locks */
+    uint64_t n_prims;    /* semaphores and elections (locks of another kind than LOCK) */
     /* --max-data-bytes accounting: key + value bytes of every key, name bytes of every lock
-     * and session (kept by kv.c, lock.c, session.c; checked by fsm_check_invariants) */
+     * and session, plus election values (leaders' and candidates', in name_bytes) (kept by
+     * kv.c, lock.c, session.c, elect.c; checked by fsm_check_invariants) */
     uint64_t kv_bytes, name_bytes;
     struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
     uint32_t n_members;
@@ -184,6 +195,10 @@ uint64_t fsm_next_rev(struct actx *a);
 /* Append an event (name copied); NULL if memory ran out (the event is then lost). */
 struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
                            const char *name, size_t namelen);
+struct lock;
+/* fsm_emit of an event about lock-like object `l`: its name and kind. */
+struct fsm_event *lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
+                            const struct lock *l);
 /* Order the events emitted since index `from` by name (byte order): for a run whose natural
  * order is not the same on every replica (a session's leased keys). */
 void fsm_sort_events_by_name(struct actx *a, size_t from);
@@ -227,6 +242,20 @@ void shold_unlink(struct fsm *f, struct shold *h); /* both lists; frees h */
 /* The head waiter may be granted now (no exclusive holder, no lock-delay, and for an exclusive
  * request no shared holder but, for an upgrade, the requester itself). */
 bool lock_head_grantable(const struct lock *l, const struct waiter *w);
+/* Give a lock with no holder to `s` exclusively: a fresh revision is the token. */
+uint64_t lock_grant(struct actx *a, struct lock *l, struct sess *s);
+/* ERR WRONGTYPE (and true) if `l` exists and is not of `kind`. */
+bool lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r);
+/* A new record of `kind` (counted in n_prims if not a lock), inserted; NULL: out of memory. */
+struct lock *lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind);
+/* Whether `token` is a shared hold's (a read-lock's or a semaphore permit's) on `l`. */
+bool shold_token_held(const struct lock *l, uint64_t token);
+/* Elections (src/fsm/elect.c): the leader's hand-over. A grant of the head candidate moves its
+ * value to the leader; a release frees the leader's value and tells (LEADER, sid 0) when no
+ * successor is granted in the same entry (delay_ms > 0 or nobody queued). */
+bool elect_grant_head(struct actx *a, struct lock *l, struct waiter *w);
+void elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms);
+void waiter_free(struct fsm *f, struct waiter *w); /* frees its value (and bytes) too */
 /* Whether a lock is unused: no holder of either mode, no lock-delay, no waiter. */
 static inline bool lock_unused(const struct lock *l)
 {
@@ -279,6 +308,11 @@ void op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
 void op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
+void op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);
+void op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *p, struct fsm_reply *r);
+void op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *p, struct fsm_reply *r);
+void op_elect_resign(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 
 /* ---- member table ---- */
 
@@ -294,6 +328,17 @@ void kv_insert_last(struct fsm *f, struct kv *k, struct kv *last); /* restore: o
 void kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
 void kv_set_lease(struct kv *k, struct sess *s);
 void kv_free_all(struct fsm *f); /* teardown: every key record */
+
+/* ---- snapshot fields of semaphores and elections (src/fsm/snap_prims.c, version 4) ---- */
+int snap_emit_kind(const struct lock *l, struct buf *b);
+int snap_emit_leader(const struct lock *l, struct buf *b);
+int snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b);
+/* NULL, or what is wrong. */
+const char *snap_read_kind(struct rd *r, struct lock *l);
+const char *snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev);
+const char *snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
+                                struct waiter *w);
+const char *snap_check_kind(const struct lock *l);
 
 /* ---- lifecycle and codecs ---- */
 

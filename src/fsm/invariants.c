@@ -27,6 +27,7 @@ struct chk {
     uint64_t held, delayed, waiters, leased, nkeys;
     uint64_t sholds, ssholds, swaiters; /* shared holds by lock, by session; shared waiters */
     uint64_t kv_bytes, name_bytes;      /* recomputed, against fsm.kv_bytes / name_bytes */
+    uint64_t prims;                     /* semaphores and elections, against fsm.n_prims */
 };
 
 static int bad(struct chk *c, const char *what, uint64_t id)
@@ -243,9 +244,48 @@ static int check_waiters(struct chk *c, const struct lock *l, uint64_t *sids)
     return 0;
 }
 
+/* Waiter values: only an election's candidates carry one. */
+static int check_waiter_values(struct chk *c, const struct lock *l)
+{
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
+        if ((w->value != NULL) != (w->value_len != 0) ||
+            (w->value_len && l->kind != FSM_KIND_ELECT))
+            return bad(c, "waiter value inconsistent", w->rev);
+        if ((l->kind == FSM_KIND_SEM) != (w->shared != 0) && l->kind != FSM_KIND_LOCK)
+            return bad(c, "semaphore waiter not shared or election candidate shared", w->rev);
+        c->name_bytes += w->value_len;
+    }
+    return 0;
+}
+
+/* The kinds: a semaphore never has more than `limit` permits (and no exclusive holder); an
+ * election has at most one leader (the exclusive holder: no shared holds), whose value and
+ * its revision are set only while it leads. */
+static int check_kind(struct chk *c, const struct lock *l)
+{
+    bool leader = l->kind == FSM_KIND_ELECT && l->holder;
+    if (l->kind >= FSM_KIND__COUNT)
+        return bad(c, "unknown object kind", l->kind);
+    c->prims += l->kind != FSM_KIND_LOCK;
+    if ((l->kind == FSM_KIND_SEM) != (l->limit != 0) || l->limit > FSM_MAX_SEM_LIMIT)
+        return bad(c, "semaphore limit wrong", l->limit);
+    if (l->kind == FSM_KIND_SEM && (l->holder || l->n_shared > l->limit))
+        return bad(c, "semaphore over its limit or held exclusively", l->n_shared);
+    if (l->kind == FSM_KIND_ELECT && l->n_shared)
+        return bad(c, "election with shared holders", l->n_shared);
+    if ((l->value != NULL) != (l->value_len != 0) || (l->value_len && !leader))
+        return bad(c, "leader value without a leader", l->value_len);
+    if (leader != (l->value_rev != 0) || (leader && l->value_rev < l->token))
+        return bad(c, "leader value revision wrong", l->value_rev);
+    if (leader && l->value_rev != l->token && rev_seen(c, l->value_rev))
+        return -1;
+    c->name_bytes += l->value_len;
+    return check_waiter_values(c, l);
+}
+
 static int check_lock(struct chk *c, const struct lock *l)
 {
-    if (check_lock_state(c, l))
+    if (check_lock_state(c, l) || check_kind(c, l))
         return -1;
     c->name_bytes += l->name_len;
     uint32_t most = l->n_waiters > l->n_shared ? l->n_waiters : l->n_shared;
@@ -343,6 +383,8 @@ static int check_all(struct chk *c)
         return bad(c, "shared hold or shared waiter count wrong", c->sholds);
     if (c->delayed != f->n_delay || c->nkeys != f->n_keys || c->leased != c->keys)
         return bad(c, "lock-delay or key count wrong", c->nkeys);
+    if (c->prims != f->n_prims)
+        return bad(c, "semaphore and election count wrong", c->prims);
     if (c->kv_bytes != f->kv_bytes || c->name_bytes != f->name_bytes)
         return bad(c, "data byte accounting wrong", c->kv_bytes + c->name_bytes);
     if (c->nrevs > 1)

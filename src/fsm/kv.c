@@ -100,7 +100,8 @@ static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_r
     if (!c->has_fence)
         return 0;
     struct lock *l = lock_find(a->f, c->fence_name.p, c->fence_name.len);
-    if (l && l->holder && l->token == c->fence_token)
+    if (l && ((l->holder && l->token == c->fence_token) ||
+              (l->kind == FSM_KIND_SEM && shold_token_held(l, c->fence_token))))
         return 0;
     char nm[FSM_NAME_SHOWN];
     fsm_reply_err(r, PROTO_STALE " token %llu is not the current token of lock %s",

@@ -1,11 +1,15 @@
 /*
  * fsm/lock.c — locks: records, FIFO waiters, grants, release and lock-delay; the lock ops.
  *
- * Owns the rule that a grant happens only here (grant(), shold_grant() in lock_shared.c), only
- * to a session that is alive (a waiter's session is alive by invariant: sess_end removes its
- * waits in the same apply), and always with a fresh revision as the token. The queue is FIFO
- * across modes (lock_hand_on). A lock record exists only while it is held (in either mode), in
- * lock-delay, or has waiters; the last user of a free lock drops it.
+ * Owns the rule that a grant happens only here (lock_grant(), shold_grant() in lock_shared.c),
+ * only to a session that is alive (a waiter's session is alive by invariant: sess_end removes
+ * its waits in the same apply), and always with a fresh revision as the token. The queue is
+ * FIFO across modes (lock_hand_on). A lock record exists only while it is held (in either
+ * mode), in lock-delay, or has waiters; the last user of a free lock drops it. The same records,
+ * queue and hand-on serve semaphores (sem.c) and elections (elect.c): a record's `kind` is
+ * fixed while it exists, the ops of another kind are refused (lock_wrongtype), and the few
+ * differences are kind checks here (a semaphore's head is grantable below its limit; an
+ * election's grant and release move the leader's value).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,7 @@ void lock_insert(struct fsm *f, struct lock *l)
     htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
     otree_insert(&f->lock_names, &l->o);
     f->name_bytes += l->name_len;
+    f->n_prims += l->kind != FSM_KIND_LOCK;
 }
 
 void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
@@ -52,14 +57,54 @@ void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
     htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
     otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
     f->name_bytes += l->name_len;
+    f->n_prims += l->kind != FSM_KIND_LOCK;
 }
 
+struct lock *lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind)
+{
+    struct lock *l = lock_alloc(name, namelen);
+    if (l) {
+        l->kind = kind;
+        lock_insert(f, l);
+    }
+    return l;
+}
+
+/* A dropped record has no leader, so no value (elect.c frees it on release). */
 void lock_drop(struct fsm *f, struct lock *l)
 {
     htab_remove(&f->locks, &l->h);
     otree_remove(&f->lock_names, &l->o);
     f->name_bytes -= l->name_len;
+    f->n_prims -= l->kind != FSM_KIND_LOCK;
+    free(l->value);
     free(l);
+}
+
+const char *fsm_kind_name(uint8_t kind)
+{
+    static const char *const names[FSM_KIND__COUNT] = {"lock", "semaphore", "election"};
+    return kind < FSM_KIND__COUNT ? names[kind] : "?";
+}
+
+bool lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r)
+{
+    if (!l || l->kind == kind)
+        return false;
+    char nm[FSM_NAME_SHOWN];
+    fsm_reply_err(r, PROTO_WRONGTYPE " %s is %s %s",
+                  fsm_printable(l->name, l->name_len, nm, sizeof(nm)),
+                  l->kind == FSM_KIND_ELECT ? "an" : "a", fsm_kind_name(l->kind));
+    return true;
+}
+
+struct fsm_event *lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
+                            const struct lock *l)
+{
+    struct fsm_event *e = fsm_emit(a, type, sid, token, ms, l->name, l->name_len);
+    if (e)
+        e->kind = l->kind;
+    return e;
 }
 
 void held_append(struct sess *s, struct lock *l)
@@ -164,6 +209,13 @@ void waiter_remove(struct fsm *f, struct waiter *w)
     s->n_waits--;
     f->n_waiters--;
     f->n_swaiters -= w->shared;
+    waiter_free(f, w);
+}
+
+void waiter_free(struct fsm *f, struct waiter *w)
+{
+    f->name_bytes -= w->value_len;
+    free(w->value);
     free(w);
 }
 
@@ -184,14 +236,13 @@ struct waiter *waiter_find(const struct lock *l, const struct sess *s)
 
 /* ---- transitions ---- */
 
-/* Give a lock with no holder to `s`: a fresh revision is the token. */
-static uint64_t grant(struct actx *a, struct lock *l, struct sess *s)
+uint64_t lock_grant(struct actx *a, struct lock *l, struct sess *s)
 {
     l->token = fsm_next_rev(a);
     l->held_since_ms = a->c->now_ms;
     held_append(s, l);
     a->f->n_held++;
-    fsm_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l->name, l->name_len);
+    lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
     return l->token;
 }
 
@@ -199,6 +250,8 @@ bool lock_head_grantable(const struct lock *l, const struct waiter *w)
 {
     if (l->holder || l->in_delay)
         return false;
+    if (l->kind == FSM_KIND_SEM)
+        return l->n_shared < l->limit;
     if (w->shared || l->n_shared == 0)
         return true;
     return l->n_shared == 1 && l->sh_head->sess == w->sess; /* an upgrade, alone at last */
@@ -209,6 +262,8 @@ bool lock_head_grantable(const struct lock *l, const struct waiter *w)
 static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
 {
     struct sess *s = w->sess;
+    if (l->kind == FSM_KIND_ELECT)
+        return elect_grant_head(a, l, w);
     if (w->shared) {
         if (!shold_grant(a, l, s))
             return false;
@@ -218,10 +273,10 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
     waiter_remove(a->f, w);
     struct shold *h = shold_find(l, s);
     if (h) {
-        fsm_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l->name, l->name_len);
+        lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
         shold_unlink(a->f, h);
     }
-    grant(a, l, s);
+    lock_grant(a, l, s);
     return true;
 }
 
@@ -239,7 +294,7 @@ void lock_hand_on(struct actx *a, struct lock *l)
 void waiter_leave(struct actx *a, struct waiter *w)
 {
     struct lock *l = w->lock;
-    fsm_emit(a, FSM_EV_WAIT_ENDED, w->sess->sid, 0, 0, l->name, l->name_len);
+    lock_emit(a, FSM_EV_WAIT_ENDED, w->sess->sid, 0, 0, l);
     waiter_remove(a->f, w);
     lock_hand_on(a, l);
 }
@@ -252,13 +307,12 @@ void lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms)
         a->f->n_delay++;
     l->in_delay = 1;
     l->lockdelay_ms = delay_ms;
-    fsm_emit(a, FSM_EV_LOCKDELAY_STARTED, 0, 0, delay_ms, l->name, l->name_len);
+    lock_emit(a, FSM_EV_LOCKDELAY_STARTED, 0, 0, delay_ms, l);
 }
 
 void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired)
 {
-    struct fsm_event *e =
-        fsm_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l->name, l->name_len);
+    struct fsm_event *e = lock_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l);
     if (e) {
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
@@ -267,6 +321,8 @@ void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expire
     a->f->n_held--;
     l->token = 0;
     l->held_since_ms = 0;
+    if (l->kind == FSM_KIND_ELECT)
+        elect_leader_gone(a, l, delay_ms);
     if (delay_ms == 0) {
         lock_hand_on(a, l);
         return;
@@ -290,7 +346,7 @@ static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, 
         return;
     }
     lock_insert(a->f, l);
-    fsm_reply_int(r, grant(a, l, s));
+    fsm_reply_int(r, lock_grant(a, l, s));
 }
 
 /* An upgrade request goes to the head: behind a queued writer it would wait for its own
@@ -304,6 +360,8 @@ void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_
         return;
     }
     w->wait_ms = wait_ms;
+    w->value = NULL; /* an election's candidate gets its value from elect.c */
+    w->value_len = 0;
     w->rev = fsm_next_rev(a);
     w->shared = mode == LOCK_MODE_SHARED;
     if (mode == LOCK_MODE_UPGRADE)
@@ -311,7 +369,7 @@ void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_
     else
         waiter_link_lock(a->f, l, w);
     waiter_link_sess(s, w);
-    fsm_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l->name, l->name_len);
+    lock_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l);
     r->kind = FSM_REPLY_QUEUED;
 }
 
@@ -326,9 +384,9 @@ static void lock_upgrade(struct actx *a, struct lock *l, struct sess *s, struct 
     if (waiter_find(l, s)) {
         r->kind = wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
     } else if (l->n_shared == 1 && !l->in_delay) {
-        fsm_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l->name, l->name_len);
+        lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
         shold_unlink(a->f, h);
-        fsm_reply_int(r, grant(a, l, s));
+        fsm_reply_int(r, lock_grant(a, l, s));
     } else if (wait_ms == 0) {
         r->kind = FSM_REPLY_NIL;
     } else if (l->wq_head && !l->wq_head->shared && shold_find(l, l->wq_head->sess)) {
@@ -373,6 +431,8 @@ void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     struct shold *h = l ? shold_find(l, s) : NULL;
     struct waiter *w;
+    if (lock_wrongtype(l, FSM_KIND_LOCK, r))
+        return;
     if (!l) {
         lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
@@ -401,6 +461,8 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
         return;
     }
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    if (lock_wrongtype(l, FSM_KIND_LOCK, r))
+        return;
     struct waiter *w = l && l->holder != s ? waiter_find(l, s) : NULL;
     struct shold *h = l ? shold_find(l, s) : NULL;
     if (w && !h) { /* a queued session gives up its place: a client abandoning a wait it lost */
@@ -418,7 +480,7 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
         return;
     }
     if (w) { /* the upgrade request goes first: its removal alone grants nothing */
-        fsm_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l->name, l->name_len);
+        lock_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l);
         waiter_remove(a->f, w);
     }
     if (h)
@@ -467,7 +529,7 @@ void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *c, str
     l->in_delay = 0;
     l->lockdelay_ms = 0;
     a->f->n_delay--;
-    fsm_emit(a, FSM_EV_LOCKDELAY_ENDED, 0, 0, 0, l->name, l->name_len);
+    lock_emit(a, FSM_EV_LOCKDELAY_ENDED, 0, 0, 0, l);
     lock_hand_on(a, l);
     if (a->nrev == 0)
         fsm_next_rev(a);

@@ -80,6 +80,14 @@ void shold_unlink(struct fsm *f, struct shold *h)
     free(h);
 }
 
+bool shold_token_held(const struct lock *l, uint64_t token)
+{
+    for (const struct shold *h = l->sh_head; h && h->token <= token; h = h->lnext)
+        if (h->token == token)
+            return true;
+    return false;
+}
+
 /* The record is allocated before anything changes, so a failure changes nothing. */
 static uint64_t shold_link_grant(struct actx *a, struct lock *l, struct sess *s, struct shold *h)
 {
@@ -88,7 +96,7 @@ static uint64_t shold_link_grant(struct actx *a, struct lock *l, struct sess *s,
     h->held_since_ms = a->c->now_ms;
     shold_link_lock(a->f, l, h);
     shold_link_sess(s, h);
-    fsm_emit(a, FSM_EV_GRANTED, s->sid, h->token, 0, l->name, l->name_len);
+    lock_emit(a, FSM_EV_GRANTED, s->sid, h->token, 0, l);
     return h->token;
 }
 
@@ -102,8 +110,7 @@ uint64_t shold_grant(struct actx *a, struct lock *l, struct sess *s)
 void shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired)
 {
     struct lock *l = h->lock;
-    struct fsm_event *e =
-        fsm_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l->name, l->name_len);
+    struct fsm_event *e = lock_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l);
     if (e) {
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
@@ -145,6 +152,8 @@ void op_lock_shared(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_rep
     struct lock *l = lock_find(a->f, c->name.p, c->name.len);
     struct shold *h = l ? shold_find(l, s) : NULL;
     struct waiter *w;
+    if (lock_wrongtype(l, FSM_KIND_LOCK, r))
+        return;
     if (!l || (!l->holder && !l->in_delay && !l->wq_head && !h)) {
         grant_now(a, l, c->name, s, r);
     } else if (h) {

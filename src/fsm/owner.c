@@ -31,6 +31,16 @@ static uint64_t acting_sid(const struct fsm_cmd *c)
         return c->cancel_wait.sid;
     case FSM_OP_PUT:
         return c->put.lease_sid;
+    case FSM_OP_SEM_ACQUIRE:
+        return c->sem_acquire.sid;
+    case FSM_OP_SEM_RELEASE:
+        return c->sem_release.sid;
+    case FSM_OP_ELECT_CAMPAIGN:
+        return c->elect_campaign.sid;
+    case FSM_OP_ELECT_PROCLAIM:
+        return c->elect_proclaim.sid;
+    case FSM_OP_ELECT_RESIGN:
+        return c->elect_resign.sid;
     default:
         return 0;
     }

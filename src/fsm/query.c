@@ -13,6 +13,7 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     const struct lock *l = lock_find(f, name, namelen);
     if (!l)
         return 0;
+    v->kind = l->kind;
     v->holder_sid = l->holder ? l->holder->sid : 0;
     v->token = l->token;
     v->held_since_ms = l->held_since_ms;
@@ -52,6 +53,38 @@ int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint6
         if (h->token == token)
             return 0;
     return -1;
+}
+
+int fsm_kind_of(const struct fsm *f, const char *name, size_t namelen)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    return l ? l->kind : -1;
+}
+
+int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    if (!l || l->kind != FSM_KIND_SEM)
+        return 0;
+    v->limit = l->limit;
+    v->n_holders = l->n_shared;
+    v->n_waiters = l->n_waiters;
+    v->in_lockdelay = l->in_delay;
+    return 1;
+}
+
+int fsm_elect_leader(const struct fsm *f, const char *name, size_t namelen,
+                     struct fsm_elect_view *v)
+{
+    const struct lock *l = lock_find(f, name, namelen);
+    if (!l || l->kind != FSM_KIND_ELECT || !l->holder)
+        return 0;
+    v->sid = l->holder->sid;
+    v->token = l->token;
+    v->value = (struct fsm_str){l->value ? l->value : "", l->value_len};
+    v->rev = l->value_rev;
+    v->n_candidates = l->n_waiters;
+    return 1;
 }
 
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v)
@@ -128,6 +161,7 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
 {
     it->name.p = l->name;
     it->name.len = l->name_len;
+    it->kind = l->kind;
     it->holder_sid = l->holder ? l->holder->sid : 0;
     it->token = l->token;
     it->in_lockdelay = l->in_delay;

@@ -12,12 +12,14 @@
  *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained);
  *       v4 only: varint req_digest (0 = not recorded)
  *   varint n_locks, per lock in name byte order:
- *     str name; varint holder_sid (0 = none); if holder: varint token, held_since_ms;
+ *     str name; v4 only: u8 kind (0 lock, 1 semaphore, 2 election), semaphore: varint limit;
+ *     varint holder_sid (0 = none); if holder: varint token, held_since_ms;
+ *     v4 only, an election's holder (its leader): str value, varint value_rev;
  *     v3 only: varint n_shared; per shared hold in token order: varint sid, token,
  *       held_since_ms;
  *     u8 flags (bit 0: in lock-delay); if in delay: varint lockdelay_ms;
  *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision;
- *       v3 only: u8 mode (0 exclusive, 1 shared)
+ *       v3 only: u8 mode (0 exclusive, 1 shared); v4 only, an election's: str value
  *   varint n_keys, per key in byte order:
  *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
  *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
@@ -26,8 +28,11 @@
  * Version 3 (issue 19: read-write locks) is written only for a state that uses what version 2
  * cannot hold (a shared hold or a queued shared request); any other state is written as version
  * 2, byte for byte as before, so a binary that reads only version 2 keeps restoring it during a
- * rolling upgrade until shared locks are used. Version 4 (issue 18: session ownership) likewise
- * only when some session has an owner or a request digest. Every version is restored.
+ * rolling upgrade until shared locks are used. Version 4 (issue 18: session owners and request
+ * digests in the session records; issue 19: semaphores and elections, whose fields in the lock
+ * records src/fsm/snap_prims.c reads and writes) is written only when some session has an owner
+ * or a digest, or a semaphore or an election exists, by the same rule. Every version is
+ * restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -46,7 +51,7 @@
 #define VEC_MIN_CAP 64 /* first allocation of a restore-time array */
 #define SNAP_VERSION_2 2
 #define SNAP_VERSION_3 3 /* adds shared holds and waiter modes */
-#define SNAP_VERSION_4 4 /* adds session owners and request digests */
+#define SNAP_VERSION_4 4 /* adds session owners and request digests; object kinds */
 #define FLAG_DELAY 1u
 #define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
 
@@ -84,7 +89,7 @@ static bool sess_needs_v4(const struct fsm *f)
 /* The oldest version that can hold the state. */
 static uint8_t snap_version(const struct fsm *f)
 {
-    if (sess_needs_v4(f))
+    if (sess_needs_v4(f) || f->n_prims)
         return SNAP_VERSION_4;
     return f->n_shared || f->n_swaiters ? SNAP_VERSION_3 : SNAP_VERSION_2;
 }
@@ -106,10 +111,14 @@ static int emit_shared(const struct lock *l, struct buf *b)
 static int emit_lock(const struct lock *l, const struct emit *e)
 {
     struct buf *b = e->b;
-    int rc =
-        buf_put_bytes(b, l->name, l->name_len) || buf_put_varint(b, l->holder ? l->holder->sid : 0);
+    int rc = buf_put_bytes(b, l->name, l->name_len);
+    if (e->version >= SNAP_VERSION_4)
+        rc = rc || snap_emit_kind(l, b);
+    rc = rc || buf_put_varint(b, l->holder ? l->holder->sid : 0);
     if (l->holder)
         rc = rc || buf_put_varint(b, l->token) || buf_put_varint(b, l->held_since_ms);
+    if (e->version >= SNAP_VERSION_4)
+        rc = rc || snap_emit_leader(l, b);
     if (e->version >= SNAP_VERSION_3)
         rc = rc || emit_shared(l, b);
     rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
@@ -121,6 +130,8 @@ static int emit_lock(const struct lock *l, const struct emit *e)
              buf_put_varint(b, w->rev);
         if (e->version >= SNAP_VERSION_3)
             rc = rc || buf_put_u8(b, w->shared ? WAIT_SHARED : 0);
+        if (e->version >= SNAP_VERSION_4)
+            rc = rc || snap_emit_candidate(l, w, b);
     }
     return rc;
 }
@@ -309,7 +320,13 @@ static int restore_holder(struct rst *s, struct lock *l)
     if (get_u(s, &l->token) || get_u(s, &l->held_since_ms) || push_rev(s, l->token))
         return -1;
     l->holder = h; /* linked into h's list later, in token order */
-    return vec_push(&s->held, &l, sizeof(l)) ? bad(s, "out of memory") : 0;
+    if (vec_push(&s->held, &l, sizeof(l)))
+        return bad(s, "out of memory");
+    uint64_t rev;
+    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_leader(s->nf, &s->r, l, &rev) : NULL;
+    if (why)
+        return bad(s, why);
+    return s->version >= SNAP_VERSION_4 && rev ? push_rev(s, rev) : 0;
 }
 
 static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
@@ -425,7 +442,8 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
     w->rev = rev;
     w->shared = shared;
     waiter_link_lock(s->nf, l, w);
-    return 0;
+    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_candidate(s->nf, &s->r, l, w) : NULL;
+    return why ? bad(s, why) : 0;
 }
 
 static int restore_waiters(struct rst *s, struct lock *l)
@@ -459,11 +477,17 @@ static int restore_lock(struct rst *s, struct lock **prev)
     struct lock *l = lock_alloc(name, nlen);
     if (!l)
         return bad(s, "out of memory");
+    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_kind(&s->r, l) : NULL;
+    if (why) {
+        free(l);
+        return bad(s, why);
+    }
     lock_insert_last(s->nf, l, *prev);
     *prev = l;
-    if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l))
+    if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l) ||
+        restore_waiters(s, l))
         return -1;
-    return restore_waiters(s, l);
+    return (why = snap_check_kind(l)) ? bad(s, why) : 0;
 }
 
 static int restore_key_meta(struct rst *s, struct kv *k)

@@ -143,6 +143,16 @@ static const struct {
 #undef OPT
 };
 
+/* WAIT's field: each op that may queue has it in its own payload. */
+static uint64_t *wait_field(struct fsm_cmd *cmd)
+{
+    if (cmd->op == FSM_OP_SEM_ACQUIRE)
+        return &cmd->sem_acquire.wait_ms;
+    if (cmd->op == FSM_OP_ELECT_CAMPAIGN)
+        return &cmd->elect_campaign.wait_ms;
+    return &cmd->lock.wait_ms; /* LOCK and LOCK_SHARED share their payload's layout */
+}
+
 static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
 {
     const struct srv_config *cfg = &r->s->cfg;
@@ -166,7 +176,7 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
             return -1;
         return cmd_live_session(r, cmd->req_sid);
     case CMD_OPT_WAIT:
-        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, &cmd->lock.wait_ms);
+        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, wait_field(cmd));
     case CMD_OPT_LOCKDELAY:
         return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
                              &cmd->session_open.lockdelay_ms);
@@ -191,9 +201,20 @@ static uint64_t cmd_acting_sid(const struct fsm_cmd *cmd)
 {
     switch (cmd->op) {
     case FSM_OP_LOCK:
+    case FSM_OP_LOCK_SHARED:
         return cmd->lock.sid;
     case FSM_OP_UNLOCK:
         return cmd->unlock.sid;
+    case FSM_OP_SEM_ACQUIRE:
+        return cmd->sem_acquire.sid;
+    case FSM_OP_SEM_RELEASE:
+        return cmd->sem_release.sid;
+    case FSM_OP_ELECT_CAMPAIGN:
+        return cmd->elect_campaign.sid;
+    case FSM_OP_ELECT_PROCLAIM:
+        return cmd->elect_proclaim.sid;
+    case FSM_OP_ELECT_RESIGN:
+        return cmd->elect_resign.sid;
     case FSM_OP_SESSION_CLOSE:
         return cmd->session_close.sid;
     case FSM_OP_PUT:
@@ -304,7 +325,8 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
 void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
-    const struct fsm_cmd_lock *lk = fsm_cmd_lock_of(cmd);
+    struct fsm_wait_ref wr;
+    const struct fsm_wait_ref *lk = fsm_cmd_wait_of(cmd, &wr) ? &wr : NULL;
     if (cmd_acting_user(r, cmd))
         return;
     r->slot->op = cmd->op;
@@ -364,6 +386,14 @@ static const struct srv_cmd cmd_table[] = {
     CMD("KV.GET", 2, CMD_READ, kvGetCommand),
     CMD("KEYS", -2, CMD_READ, keysCommand),
     CMD("LOCKS", -2, CMD_READ, locksCommand),
+    CMD("SEM.ACQUIRE", -4, CMD_WRITE, semAcquireCommand),
+    CMD("SEM.RELEASE", -3, CMD_WRITE, semReleaseCommand),
+    CMD("SEM.INFO", 2, CMD_READ, semInfoCommand),
+    CMD("ELECT.CAMPAIGN", -4, CMD_WRITE, electCampaignCommand),
+    CMD("ELECT.PROCLAIM", -5, CMD_WRITE, electProclaimCommand),
+    CMD("ELECT.RESIGN", -3, CMD_WRITE, electResignCommand),
+    CMD("ELECT.LEADER", 2, CMD_READ, electLeaderCommand),
+    CMD("ELECT.OBSERVE", -2, CMD_READ, electObserveCommand),
     CMD("XREAD", -4, CMD_READ, xreadCommand),
     CMD("XLEN", 2, CMD_READ, xlenCommand),
     CMD("XINFO", -2, CMD_READ, xinfoCommand),

@@ -5,6 +5,8 @@
  * Every command is `void fooCommand(struct srv_req *r)` in the file of its family:
  *   cmd_session.c  SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE
  *   cmd_lock.c     LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK, LOCKS
+ *   cmd_prims.c    SEM.ACQUIRE / RELEASE / INFO, ELECT.CAMPAIGN / PROCLAIM / RESIGN / LEADER
+ *   observe.c      ELECT.OBSERVE (parked until the election changes)
  *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
  *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
  *   cmd_info.c     PING, HELLO, INFO
@@ -147,6 +149,18 @@ void clusterAnnounceCommand(struct srv_req *r);
 void clusterAddCommand(struct srv_req *r);
 void clusterRemoveCommand(struct srv_req *r);
 void clusterTransferCommand(struct srv_req *r);
+void semAcquireCommand(struct srv_req *r);
+void semReleaseCommand(struct srv_req *r);
+void semInfoCommand(struct srv_req *r);
+void electCampaignCommand(struct srv_req *r);
+void electProclaimCommand(struct srv_req *r);
+void electResignCommand(struct srv_req *r);
+void electLeaderCommand(struct srv_req *r);
+void electObserveCommand(struct srv_req *r);
+/* ELECT.LEADER's and ELECT.OBSERVE's map; v NULL: nobody leads, as of revision `rev`. */
+void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v, uint64_t rev);
+/* -WRONGTYPE (and -1) if `name` exists as another kind than `kind`. */
+int cmd_check_kind(struct srv_req *r, const struct fsm_str *name, int kind);
 void xreadCommand(struct srv_req *r);
 void xlenCommand(struct srv_req *r);
 void xinfoCommand(struct srv_req *r);

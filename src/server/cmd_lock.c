@@ -74,7 +74,7 @@ void lockInfoCommand(struct srv_req *r)
 {
     struct fsm_str name;
     struct fsm_lock_view v;
-    if (cmd_arg_name(r, 1, "lock name", &name))
+    if (cmd_arg_name(r, 1, "lock name", &name) || cmd_check_kind(r, &name, FSM_KIND_LOCK))
         return;
     if (!fsm_lock_info(r->s->fsm, name.p, name.len, &v)) {
         resp_w_nil(r->out, r->proto);
@@ -152,7 +152,9 @@ void locksCommand(struct srv_req *r)
         resp_w_bulk_str(r->out, "waiters");
         resp_w_uint(r->out, it[i].n_waiters);
         resp_w_bulk_str(r->out, "mode");
-        resp_w_bulk_str(r->out, lock_mode(it[i].holder_sid, it[i].n_shared));
+        resp_w_bulk_str(r->out, it[i].kind == FSM_KIND_LOCK
+                                    ? lock_mode(it[i].holder_sid, it[i].n_shared)
+                                    : fsm_kind_name(it[i].kind));
         resp_w_bulk_str(r->out, "holders");
         resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
     }

@@ -78,6 +78,15 @@ static const struct perm_rule perm_rules[] = {
     {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
     {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0, 0},
     {"LOCKS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_lock */
+    /* semaphores and elections: their names are lock names (locks= globs) */
+    {"SEM.ACQUIRE", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"SEM.RELEASE", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"SEM.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
+    {"ELECT.CAMPAIGN", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"ELECT.PROCLAIM", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"ELECT.RESIGN", ACL_LOCK, PT_LOCK, 1, 0, 0},
+    {"ELECT.LEADER", ACL_READ, PT_LOCK, 1, 0, 0},
+    {"ELECT.OBSERVE", ACL_READ, PT_LOCK, 1, 0, 0},
     /* keys */
     {"PUT", ACL_WRITE, PT_KEY, 1, 3, 0},
     {"DEL", ACL_WRITE, PT_KEY, 1, 2, 0},

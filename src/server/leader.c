@@ -68,6 +68,7 @@ static void step_down(struct srv *s)
     srv_fail_parked(s, RN_NOTLEADER);
     srv_fail_waiting_reads(s, RN_NOTLEADER);
     srv_watch_fail(s, RN_NOTLEADER, false); /* READONLY readers keep this node's stream */
+    srv_observe_fail(s, RN_NOTLEADER, false);
     /* reads in flight are answered by their barrier's failure callback */
 }
 

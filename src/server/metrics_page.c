@@ -35,6 +35,9 @@ static void render_watch(struct srv *s, struct buf *out)
                   (double)s->watch.dropped);
     metric_render(out, "fencelock_xread_blocked", "gauge", "XREAD ... BLOCK requests parked.",
                   (double)s->n_watchers);
+    metric_render(out, "fencelock_elect_observers", "gauge",
+                  "ELECT.OBSERVE requests parked until their election changes.",
+                  (double)s->n_observers);
     metric_render(out, "fencelock_xread_replies_total", "counter",
                   "XREAD replies that carried entries.", (double)m->xreads);
     metric_render(out, "fencelock_xread_entries_total", "counter", "Entries sent in XREAD replies.",

@@ -47,20 +47,25 @@ static void quota_used(struct srv *s, uint64_t used[SRV_QUOTA_N])
     used[SRV_QUOTA_BYTES] = st.data_bytes;
 }
 
-/* A LOCK or LOCK_SHARED: a new lock, or a waiter; a shared grant adds a record of its own. */
+/* A LOCK, LOCK_SHARED, SEM_ACQUIRE or ELECT_CAMPAIGN: a new lock, or a waiter; a shared grant
+ * (a permit) adds a record of its own, a campaign its value. */
 static void growth_lock(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
 {
-    const struct fsm_cmd_lock *c = fsm_cmd_lock_of(cmd);
-    uint64_t shared = cmd->op == FSM_OP_LOCK_SHARED ? FSM_RECORD_BYTES : 0;
+    struct fsm_wait_ref c;
+    if (!fsm_cmd_wait_of(cmd, &c))
+        return;
+    uint64_t shared =
+        cmd->op == FSM_OP_LOCK_SHARED || cmd->op == FSM_OP_SEM_ACQUIRE ? FSM_RECORD_BYTES : 0;
+    uint64_t value = cmd->op == FSM_OP_ELECT_CAMPAIGN ? cmd->elect_campaign.value.len : 0;
     struct fsm_lock_view lv;
-    if (!fsm_lock_info(s->fsm, c->name.p, c->name.len, &lv)) {
+    if (!fsm_lock_info(s->fsm, c.name.p, c.name.len, &lv)) {
         g[SRV_QUOTA_LOCKS] = 1;
-        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + c->name.len + shared;
-    } else if (lv.holder_sid != c->sid && c->wait_ms > 0) {
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + c.name.len + shared + value;
+    } else if (lv.holder_sid != c.sid && c.wait_ms > 0) {
         g[SRV_QUOTA_WAITERS] = 1;
-        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES;
-    } else if (lv.holder_sid != c->sid) {
-        g[SRV_QUOTA_BYTES] = shared;
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + value;
+    } else if (lv.holder_sid != c.sid) {
+        g[SRV_QUOTA_BYTES] = shared + value;
     }
 }
 
@@ -77,7 +82,12 @@ static void growth(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOT
         break;
     case FSM_OP_LOCK:
     case FSM_OP_LOCK_SHARED:
+    case FSM_OP_SEM_ACQUIRE:
+    case FSM_OP_ELECT_CAMPAIGN:
         growth_lock(s, cmd, g);
+        break;
+    case FSM_OP_ELECT_PROCLAIM: /* at most: the old value is freed */
+        g[SRV_QUOTA_BYTES] = cmd->elect_proclaim.value.len;
         break;
     case FSM_OP_PUT:
         if (!fsm_kv_get(s->fsm, cmd->put.key.p, cmd->put.key.len, &kv)) {

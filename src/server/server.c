@@ -169,6 +169,7 @@ void srv_stop(struct srv *s)
     srv_fail_parked(s, RN_ERR);
     srv_fail_waiting_reads(s, RN_ERR);
     srv_watch_fail(s, RN_ERR, true);
+    srv_observe_fail(s, RN_ERR, true);
     uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
     srv_auth_stop(s);
@@ -184,6 +185,7 @@ void srv_free(struct srv *s)
     lease_free(&s->lease);
     srv_holds_free(s);
     map_free(&s->parked, NULL);
+    srv_observe_free(s);
     watch_free(&s->watch);
     cmdstat_free(&s->cmdstat);
     buf_free(&s->scratch);

@@ -203,8 +203,12 @@ struct srv {
     struct watch watch;           /* the event history XREAD reads (cmd_watch.c) */
     struct srv_watcher *watchers; /* XREAD ... BLOCK requests parked until an event */
     size_t n_watchers;
-    uint64_t watch_sweep_ms; /* when parked XREADs were last swept for orphans */
-    uint64_t watch_next_due; /* the earliest BLOCK deadline among them (UINT64_MAX: none) */
+    uint64_t watch_sweep_ms;        /* when parked XREADs were last swept for orphans */
+    uint64_t watch_next_due;        /* the earliest BLOCK deadline among them (UINT64_MAX: none) */
+    struct srv_observer *observers; /* ELECT.OBSERVE requests parked until a change (observe.c) */
+    size_t n_observers;
+    bool observe_dirty;    /* an applied entry changed some election's leader or value */
+    struct map leaderless; /* election name -> revision it was seen leaderless at (observe.c) */
     struct srv_metrics m;
     uint64_t seen_term, seen_leader; /* newest term and leader id seen (leader.c) */
     struct cmdstat cmdstat; /* fencelock_commands_total{command,result} */
@@ -303,6 +307,17 @@ void srv_watch_tick(struct srv *s, uint64_t now);
 /* Answer parked XREADs with the error for `status`: all (shutdown), or only those that are
  * not READONLY (step-down: they resume by id on the new leader). */
 void srv_watch_fail(struct srv *s, int status, bool all);
+
+/* observe.c: ELECT.OBSERVE requests parked until the election's leader or value changes */
+/* An applied LEADER / PROCLAIM event (every node): remember leaderless elections. */
+void srv_observe_event(struct srv *s, const struct fsm_event *e);
+/* After an apply that changed an election: answer the parked observers it concerns. */
+void srv_observe_wake(struct srv *s);
+/* The tick: answer timed-out observers with nil, free the orphaned ones. */
+void srv_observe_tick(struct srv *s, uint64_t now);
+/* Answer parked observers with the error for `status`: all (shutdown) or the non-READONLY. */
+void srv_observe_fail(struct srv *s, int status, bool all);
+void srv_observe_free(struct srv *s);
 
 /* reads.c: linearizable reads behind shared barriers */
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);

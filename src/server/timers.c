@@ -27,15 +27,17 @@ int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
     return propose_cmd(s, cmd, cb, ctx, false);
 }
 
-/* A LOCK that will wait behind another session (held exclusively now, or in lock-delay):
+/* A LOCK (or a campaign) that will wait behind another session (held exclusively now, or in
+ * lock-delay):
  * nothing is answered until a later UNLOCK, expiry or timeout, so its entry may wait for
  * company. (Behind shared holders it is not marked lazy: being eager only costs an entry.) */
 int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
 {
-    const struct fsm_cmd_lock *c = fsm_cmd_lock_of(cmd);
+    struct fsm_wait_ref c = {.wait_ms = 0};
     struct fsm_lock_view v;
-    bool lazy = c->wait_ms > 0 && fsm_lock_info(s->fsm, c->name.p, c->name.len, &v) &&
-                ((v.holder_sid && v.holder_sid != c->sid) || v.in_lockdelay);
+    bool lazy = fsm_cmd_wait_of(cmd, &c) && c.wait_ms > 0 &&
+                fsm_lock_info(s->fsm, c.name.p, c.name.len, &v) &&
+                ((v.holder_sid && v.holder_sid != c.sid) || v.in_lockdelay);
     return propose_cmd(s, cmd, cb, ctx, lazy);
 }
 
@@ -144,6 +146,10 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     case FSM_EV_FENCE_REJECTED:
         s->m.fence_rejections++;
         break;
+    case FSM_EV_LEADER:
+    case FSM_EV_PROCLAIM:
+        srv_observe_event(s, e);
+        break;
     default:
         break;
     }
@@ -160,6 +166,7 @@ void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm
         watch_add(&s->watch, fsm_revision(s->fsm), ev);
         srv_watch_wake(s);
     }
+    srv_observe_wake(s);
 }
 
 /* Deriving the tables from the FSM: `ensure` adds only what is missing (after an allocation
@@ -204,6 +211,9 @@ void srv_hook_restored(void *arg)
     map_free(&s->holds, free_val);
     watch_forget(&s->watch, fsm_revision(s->fsm)); /* the events up to it are not known */
     derive_tables(s, srv_now_ms());
+    map_free(&s->leaderless, NULL); /* the leaderless revisions known are of the old state */
+    s->observe_dirty = true;        /* the elections may have changed: observers look again */
+    srv_observe_wake(s);
 }
 
 /*
@@ -311,6 +321,7 @@ void srv_tick(struct srv *s)
     srv_members_tick(s);
     uint64_t now = srv_now_ms();
     srv_watch_tick(s, now);
+    srv_observe_tick(s, now);
     if (lease_damaged(&s->lease))
         repair_lease(s, now);
     if (!srv_ready(s))

@@ -19,7 +19,8 @@ enum {
     WF_SID_OPT = 16, /* sid, only when non-zero (a PUT's lease session) */
     WF_MOD_REV = 32, /* mod_rev: the revision of the change (the id's rev) */
     WF_MS = 64,      /* ms_field: ttl_ms, wait_ms or delay_ms */
-    WF_REASON = 128  /* reason: close, expire or revoke */
+    WF_REASON = 128, /* reason: close, expire or revoke */
+    WF_OBJECT = 256  /* object: semaphore or election, only when not a lock */
 };
 
 /* Which FSM events a row takes: all of its type, or only with / without `expired` or `sid`. */
@@ -40,13 +41,15 @@ static const struct kind kinds[] = {
     {"put", FSM_EV_KEY_PUT, W_ANY, WF_NAME | WF_VALUE | WF_SID_OPT | WF_MOD_REV, NULL},
     {"del", FSM_EV_KEY_DELETED, W_NO_SID, WF_NAME | WF_MOD_REV, NULL},
     {"expire-key", FSM_EV_KEY_DELETED, W_SID, WF_NAME | WF_SID | WF_MOD_REV | WF_REASON, NULL},
-    {"grant", FSM_EV_GRANTED, W_ANY, WF_NAME | WF_TOKEN | WF_SID, NULL},
-    {"release", FSM_EV_RELEASED, W_NOT_EXPIRED, WF_NAME | WF_TOKEN | WF_SID, NULL},
-    {"expire", FSM_EV_RELEASED, W_EXPIRED, WF_NAME | WF_TOKEN | WF_SID, NULL},
-    {"wait", FSM_EV_WAIT_STARTED, W_ANY, WF_NAME | WF_SID | WF_MS, "wait_ms"},
-    {"wait-end", FSM_EV_WAIT_ENDED, W_ANY, WF_NAME | WF_SID, NULL},
-    {"lockdelay", FSM_EV_LOCKDELAY_STARTED, W_ANY, WF_NAME | WF_MS, "delay_ms"},
-    {"lockdelay-end", FSM_EV_LOCKDELAY_ENDED, W_ANY, WF_NAME, NULL},
+    {"grant", FSM_EV_GRANTED, W_ANY, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
+    {"release", FSM_EV_RELEASED, W_NOT_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
+    {"expire", FSM_EV_RELEASED, W_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
+    {"wait", FSM_EV_WAIT_STARTED, W_ANY, WF_NAME | WF_SID | WF_MS | WF_OBJECT, "wait_ms"},
+    {"wait-end", FSM_EV_WAIT_ENDED, W_ANY, WF_NAME | WF_SID | WF_OBJECT, NULL},
+    {"lockdelay", FSM_EV_LOCKDELAY_STARTED, W_ANY, WF_NAME | WF_MS | WF_OBJECT, "delay_ms"},
+    {"lockdelay-end", FSM_EV_LOCKDELAY_ENDED, W_ANY, WF_NAME | WF_OBJECT, NULL},
+    {"leader", FSM_EV_LEADER, W_ANY, WF_NAME | WF_VALUE | WF_TOKEN | WF_SID, NULL},
+    {"proclaim", FSM_EV_PROCLAIM, W_ANY, WF_NAME | WF_VALUE | WF_TOKEN | WF_SID, NULL},
     {"session-open", FSM_EV_SESSION_OPENED, W_ANY, WF_SID | WF_MS, "ttl_ms"},
     {"session-end", FSM_EV_SESSION_ENDED, W_ANY, WF_SID | WF_REASON, NULL},
 };
@@ -226,6 +229,7 @@ static struct watch_entry *entry_new(const struct watch *w, int kind, const stru
     if (!e)
         return NULL;
     e->kind = (uint8_t)kind;
+    e->object = (kinds[kind].fields & WF_OBJECT) ? ev->kind : 0;
     e->value_kept = keep;
     e->sid = ev->sid;
     e->token = ev->token;
@@ -352,6 +356,7 @@ static size_t field_count(const struct kind *k, const struct watch_entry *e)
     n += !!(f & WF_NAME) + !!(f & WF_VALUE) + !!(f & WF_TOKEN) + !!(f & WF_SID);
     n += (f & WF_SID_OPT) && e->sid;
     n += !!(f & WF_MOD_REV) + !!(f & WF_MS) + !!(f & WF_REASON);
+    n += e->object != 0;
     return n;
 }
 
@@ -386,5 +391,9 @@ void watch_render(struct buf *out, const struct watch_entry *e)
     if (k->fields & WF_REASON) {
         resp_w_bulk_str(out, "reason");
         resp_w_bulk_str(out, e->ms == 2 ? "revoke" : e->ms ? "expire" : "close");
+    }
+    if (e->object) {
+        resp_w_bulk_str(out, "object");
+        resp_w_bulk_str(out, fsm_kind_name(e->object));
     }
 }

@@ -41,7 +41,8 @@ struct watch_id {
 
 struct watch_entry {
     struct watch_id id;
-    uint8_t kind; /* index into watch.c's kinds table */
+    uint8_t kind;   /* index into watch.c's kinds table */
+    uint8_t object; /* enum fsm_kind of the named object (0: a lock, or no object) */
     bool value_kept;
     uint64_t sid, token, ms;
     uint32_t name_len, value_len;

@@ -182,6 +182,11 @@ def test_acl_permissions_and_globs_refuse_with_noperm_and_change_nothing(ctx):
         (ro, ("PUT", "app/a", "2"), "NOPERM user ro has no permission to run 'PUT' (needs write)"),
         (ro, ("SESSION.OPEN", 1000), None),
         (ro, ("UNLOCK", "job-1", sid), None),
+        (app, ("SEM.ACQUIRE", "db", sid, 2), "NOPERM user app has no permission to access lock 'db'"),
+        (app, ("ELECT.CAMPAIGN", "db", sid, "v"),
+         "NOPERM user app has no permission to access lock 'db'"),
+        (app, ("ELECT.OBSERVE", "db"), "NOPERM user app has no permission to access lock 'db'"),
+        (ro, ("SEM.RELEASE", "job-1", sid), None),
     ]
     for c, cmd, want in denied:
         r = c.call(*cmd)

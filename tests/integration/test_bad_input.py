@@ -52,6 +52,9 @@ def test_wrong_arity_is_an_error_for_each_command(ctx):
         ("DEL",),
         ("KEYS",),
         ("PING", "a", "b"),
+        ("SEM.ACQUIRE", "s", sid), ("SEM.RELEASE", "s"), ("SEM.INFO",), ("SEM.INFO", "s", "x"),
+        ("ELECT.CAMPAIGN", "e", sid), ("ELECT.PROCLAIM", "e", sid, 1), ("ELECT.RESIGN", "e"),
+        ("ELECT.LEADER",), ("ELECT.LEADER", "e", "x"), ("ELECT.OBSERVE",),
     ], key_absent="k")
     # The session is untouched by all that.
     expect_int(c.call("SESSION.KEEPALIVE", sid))
@@ -272,8 +275,11 @@ def test_random_commands_never_crash(ctx):
     sids = [open_session(c, 30000) for _ in range(3)]
     names = ["SESSION.OPEN", "SESSION.KEEPALIVE", "SESSION.CLOSE", "SESSION.INFO", "LOCK",
              "UNLOCK", "LOCK.INFO", "FENCE.CHECK", "GET", "KV.GET", "PUT", "DEL", "KEYS",
-             "PING", "HELLO", "INFO", "CLUSTER.INFO", "CLUSTER.MEMBERS"]
-    words = ["WAIT", "LEASE", "FENCE", "IFREV", "REQ", "LIMIT", "NAME", "LOCKDELAY", "0", "1",
+             "PING", "HELLO", "INFO", "CLUSTER.INFO", "CLUSTER.MEMBERS", "SEM.ACQUIRE",
+             "SEM.RELEASE", "SEM.INFO", "ELECT.CAMPAIGN", "ELECT.PROCLAIM", "ELECT.RESIGN",
+             "ELECT.LEADER", "ELECT.OBSERVE"]
+    words = ["WAIT", "LEASE", "FENCE", "IFREV", "REQ", "LIMIT", "NAME", "LOCKDELAY", "AFTER",
+             "0", "1",
              "-1", "", "\x00", "k", "l", "9223372036854775807", "18446744073709551616", "3",
              "2", "abc", "x" * 300] + [str(s) for s in sids]
     payloads = []

@@ -64,6 +64,25 @@ static int same_payload(const struct fsm_cmd *a, const struct fsm_cmd *b)
                same_str(a->member_set.raft_addr, b->member_set.raft_addr);
     case FSM_OP_MEMBER_DEL:
         return a->member_del.id == b->member_del.id;
+    case FSM_OP_SEM_ACQUIRE:
+        return same_str(a->sem_acquire.name, b->sem_acquire.name) &&
+               a->sem_acquire.sid == b->sem_acquire.sid &&
+               a->sem_acquire.limit == b->sem_acquire.limit &&
+               a->sem_acquire.wait_ms == b->sem_acquire.wait_ms;
+    case FSM_OP_SEM_RELEASE:
+        return same_lock_ref(&a->sem_release, &b->sem_release);
+    case FSM_OP_ELECT_CAMPAIGN:
+        return same_str(a->elect_campaign.name, b->elect_campaign.name) &&
+               a->elect_campaign.sid == b->elect_campaign.sid &&
+               same_str(a->elect_campaign.value, b->elect_campaign.value) &&
+               a->elect_campaign.wait_ms == b->elect_campaign.wait_ms;
+    case FSM_OP_ELECT_PROCLAIM:
+        return same_str(a->elect_proclaim.name, b->elect_proclaim.name) &&
+               a->elect_proclaim.sid == b->elect_proclaim.sid &&
+               a->elect_proclaim.token == b->elect_proclaim.token &&
+               same_str(a->elect_proclaim.value, b->elect_proclaim.value);
+    case FSM_OP_ELECT_RESIGN:
+        return same_lock_ref(&a->elect_resign, &b->elect_resign);
     default:
         return 1;
     }
@@ -101,6 +120,18 @@ TEST_F(fsm_fx, encode_decode_round_trips_every_op)
                         .client_addr = S("10.0.0.3:7000"),
                         .raft_addr = S("10.0.0.3:7001")}},
         {.op = FSM_OP_MEMBER_DEL, .member_del = {.id = 1ull << 40}},
+        {.op = FSM_OP_SEM_ACQUIRE,
+         .req_sid = 5,
+         .req_seq = 2,
+         .sem_acquire = {.name = S("sem"), .sid = 5, .limit = 4, .wait_ms = 1000}},
+        {.op = FSM_OP_SEM_ACQUIRE, .sem_acquire = {.name = S("s"), .sid = 1, .limit = UINT64_MAX}},
+        {.op = FSM_OP_SEM_RELEASE, .sem_release = {.name = S("sem"), .sid = 5}},
+        {.op = FSM_OP_ELECT_CAMPAIGN,
+         .elect_campaign = {.name = S("el"), .sid = 6, .value = S("10.0.0.1:80"), .wait_ms = 9}},
+        {.op = FSM_OP_ELECT_CAMPAIGN, .elect_campaign = {.name = S("el"), .sid = 7}},
+        {.op = FSM_OP_ELECT_PROCLAIM,
+         .elect_proclaim = {.name = S("el"), .sid = 6, .token = UINT64_MAX, .value = S("v")}},
+        {.op = FSM_OP_ELECT_RESIGN, .elect_resign = {.name = S("el"), .sid = 6}},
     };
     for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
         struct buf *b = &fx->scratch[0], *b2 = &fx->scratch[1];
@@ -166,6 +197,23 @@ TEST_F(fsm_fx, decode_enforces_name_and_value_limits)
     buf_free(b);
 }
 
+TEST_F(fsm_fx, decode_enforces_the_election_value_limit)
+{
+    char *big = fx->mem = malloc(FSM_MAX_ELECT_VALUE + 1);
+    CHECK(big);
+    memset(big, 'v', FSM_MAX_ELECT_VALUE + 1);
+    struct fsm_cmd c = {
+        .op = FSM_OP_ELECT_CAMPAIGN,
+        .elect_campaign = {.name = S("e"), .sid = 1, .value = {big, FSM_MAX_ELECT_VALUE}}};
+    struct buf *b = &fx->scratch[0];
+    buf_init(b);
+    CHECK(fsm_cmd_encode(&c, b) == 0 && decodes(b->p, b->len));
+    buf_reset(b);
+    c.elect_campaign.value.len = FSM_MAX_ELECT_VALUE + 1;
+    CHECK(fsm_cmd_encode(&c, b) == 0 && !decodes(b->p, b->len));
+    buf_free(b);
+}
+
 TEST_F(fsm_fx, apply_of_garbage_replies_bad_entry_and_changes_nothing)
 {
     struct fsm *f = fx->f;
@@ -227,6 +275,7 @@ int main(void)
     RUN_F(fsm_fx, encode_decode_round_trips_every_op);
     RUN_F(fsm_fx, decode_rejects_truncated_unknown_and_trailing_entries);
     RUN_F(fsm_fx, decode_enforces_name_and_value_limits);
+    RUN_F(fsm_fx, decode_enforces_the_election_value_limit);
     RUN_F(fsm_fx, apply_of_garbage_replies_bad_entry_and_changes_nothing);
     RUN_F(fsm_fx, noop_and_no_op_outcomes_do_not_bump_the_revision);
     RUN_F(fsm_fx, revision_counter_never_wraps);

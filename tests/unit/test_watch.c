@@ -236,6 +236,47 @@ TEST_F(wfx, an_entry_renders_as_a_redis_stream_entry)
     buf_free(&b);
 }
 
+TEST_F(wfx, elections_and_semaphores_render_leader_proclaim_and_the_object)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    struct fsm_events ev = one_event(FSM_EV_GRANTED, "S", 5, false);
+    ev.ev[0].token = 9;
+    ev.ev[0].kind = FSM_KIND_SEM;
+    watch_add(w, 9, &ev);
+    ev = one_event(FSM_EV_LEADER, "E", 6, false);
+    ev.ev[0].token = 10;
+    ev.ev[0].kind = FSM_KIND_ELECT;
+    ev.ev[0].value = (struct fsm_str){"v1", 2};
+    watch_add(w, 10, &ev);
+    ev = one_event(FSM_EV_PROCLAIM, "E", 6, false);
+    ev.ev[0].value = (struct fsm_str){"v2", 2};
+    watch_add(w, 11, &ev);
+    ev = one_event(FSM_EV_LEADER, "E", 0, false);
+    watch_add(w, 12, &ev);
+    const char *want[] = {"grant", "leader", "proclaim", "leader"};
+    CHECK_EQ_U64(w->n, 4);
+    for (size_t i = 0; i < 4; i++)
+        CHECK(strcmp(watch_kind_name(watch_at(w, i)->kind), want[i]) == 0);
+    struct buf b;
+    buf_init(&b);
+    watch_render(&b, watch_at(w, 0));
+    const char *grant = "*2\r\n$3\r\n9-0\r\n*10\r\n$4\r\ntype\r\n$5\r\ngrant\r\n$4\r\nname\r\n"
+                        "$1\r\nS\r\n$5\r\ntoken\r\n$1\r\n9\r\n$3\r\nsid\r\n$1\r\n5\r\n"
+                        "$6\r\nobject\r\n$9\r\nsemaphore\r\n";
+    CHECK(b.len == strlen(grant) && memcmp(b.p, grant, b.len) == 0);
+    buf_reset(&b);
+    watch_render(&b, watch_at(w, 1));
+    const char *leader = "*2\r\n$4\r\n10-0\r\n*10\r\n$4\r\ntype\r\n$6\r\nleader\r\n"
+                         "$4\r\nname\r\n$1\r\nE\r\n$5\r\nvalue\r\n$2\r\nv1\r\n$5\r\ntoken\r\n"
+                         "$2\r\n10\r\n$3\r\nsid\r\n$1\r\n6\r\n";
+    CHECK(b.len == strlen(leader) && memcmp(b.p, leader, b.len) == 0);
+    buf_reset(&b);
+    watch_render(&b, watch_at(w, 3));
+    CHECK(strstr(b.p, "$3\r\nsid\r\n$1\r\n0\r\n") != NULL);
+    buf_free(&b);
+}
+
 /* The FSM's own events, end to end: a session with a leased key and a lock expires. */
 TEST_F(wfx, fsm_events_become_stream_entries_in_log_order)
 {
@@ -266,6 +307,7 @@ int main(void)
     RUN(stream_names_are_the_whole_stream_or_a_prefix);
     RUN_F(wfx, events_of_one_command_share_its_revision_in_order);
     RUN_F(wfx, flags_choose_the_kind_release_or_expire_del_or_expire_key);
+    RUN_F(wfx, elections_and_semaphores_render_leader_proclaim_and_the_object);
     RUN_F(wfx, the_count_bound_evicts_the_oldest_and_moves_the_floor);
     RUN_F(wfx, the_byte_bound_holds_and_long_values_keep_only_their_length);
     RUN_F(wfx, a_restored_snapshot_forgets_everything_up_to_its_revision);

@@ -1,0 +1,97 @@
+/*
+ * fsm/snap_prims.c — the snapshot fields of semaphores and elections (version 4).
+ *
+ * Owns the per-lock v4 fields that snapshot.c's lock record carries: after the name, u8 kind
+ * (enum fsm_kind) and for a semaphore varint limit; after an election's holder, str value and
+ * varint value_rev; after each election waiter, str value. The readers return NULL, or the
+ * text of what is wrong (snapshot.c reports it with the byte offset); a value read is copied
+ * into the record, which then owns it, and counted in fsm.name_bytes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+int snap_emit_kind(const struct lock *l, struct buf *b)
+{
+    int rc = buf_put_u8(b, l->kind);
+    if (l->kind == FSM_KIND_SEM)
+        rc = rc || buf_put_varint(b, l->limit);
+    return rc;
+}
+
+int snap_emit_leader(const struct lock *l, struct buf *b)
+{
+    if (l->kind != FSM_KIND_ELECT || !l->holder)
+        return 0;
+    return buf_put_bytes(b, l->value, l->value_len) || buf_put_varint(b, l->value_rev);
+}
+
+int snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b)
+{
+    return l->kind == FSM_KIND_ELECT ? buf_put_bytes(b, w->value, w->value_len) : 0;
+}
+
+const char *snap_read_kind(struct rd *r, struct lock *l)
+{
+    uint64_t limit;
+    if (rd_u8(r, &l->kind) || l->kind >= FSM_KIND__COUNT)
+        return "bad object kind";
+    if (l->kind != FSM_KIND_SEM)
+        return NULL;
+    if (fsm_rd_varint(r, &limit))
+        return "truncated or malformed number";
+    if (limit == 0 || limit > FSM_MAX_SEM_LIMIT)
+        return "semaphore limit out of range";
+    l->limit = (uint32_t)limit;
+    return NULL;
+}
+
+static const char *read_value(struct fsm *f, struct rd *r, char **v, uint32_t *n)
+{
+    const char *p;
+    if (fsm_rd_str(r, &p, n, FSM_MAX_ELECT_VALUE))
+        return "truncated, malformed or oversized election value";
+    if (*n && !(*v = malloc(*n)))
+        return "out of memory";
+    if (*n)
+        memcpy(*v, p, *n);
+    f->name_bytes += *n;
+    return NULL;
+}
+
+/* The value revision is the grant's (the token) or a PROCLAIM's after it; *rev is set to the
+ * latter, for the caller's distinct-revision check (0 if it is the token). */
+const char *snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev)
+{
+    const char *why;
+    *rev = 0;
+    if (l->kind != FSM_KIND_ELECT || !l->holder)
+        return NULL;
+    if ((why = read_value(f, r, &l->value, &l->value_len)))
+        return why;
+    if (fsm_rd_varint(r, &l->value_rev))
+        return "truncated or malformed number";
+    if (l->value_rev < l->token || l->value_rev > f->revision)
+        return "leader value revision out of range";
+    *rev = l->value_rev != l->token ? l->value_rev : 0;
+    return NULL;
+}
+
+const char *snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l, struct waiter *w)
+{
+    return l->kind == FSM_KIND_ELECT ? read_value(f, r, &w->value, &w->value_len) : NULL;
+}
+
+/* The rules of the kind, once the record is complete. */
+const char *snap_check_kind(const struct lock *l)
+{
+    if (l->kind == FSM_KIND_SEM && (l->holder || l->n_shared > l->limit))
+        return "semaphore over its limit or held exclusively";
+    if (l->kind == FSM_KIND_ELECT && l->n_shared)
+        return "election with shared holders";
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext)
+        if (l->kind != FSM_KIND_LOCK && (l->kind == FSM_KIND_SEM) != (w->shared != 0))
+            return "semaphore waiter not shared or election candidate shared";
+    return NULL;
+}
