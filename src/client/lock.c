@@ -37,12 +37,14 @@ static fl_err unlock_seq(fl_session *s, const char *name, uint64_t seq, int64_t 
     return e;
 }
 
+enum lock_mode { MODE_EXCLUSIVE, MODE_SHARED };
+
 /*
- * LOCK name sid [WAIT ms] REQ sid seq until `deadline`. A resend (after a fail-over) asks for
- * the wait that is left. FL_OK with *token, FL_EBUSY for nil.
+ * LOCK name sid [SHARED] [WAIT ms] REQ sid seq until `deadline`. A resend (after a fail-over)
+ * asks for the wait that is left. FL_OK with *token, FL_EBUSY for nil.
  */
-static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64_t seq,
-                       uint64_t *token)
+static fl_err lock_req(fl_session *s, const char *name, enum lock_mode mode, uint64_t wait_ms,
+                       uint64_t seq, uint64_t *token)
 {
     fl_client *c = cl_session_client(s);
     int64_t wait_end = fl_now_ms() + (int64_t)wait_ms;
@@ -51,6 +53,8 @@ static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64
     cl_cmd_init(&m, "LOCK");
     cl_arg_str(&m, name);
     cl_arg_u64(&m, fl_session_id(s));
+    if (mode == MODE_SHARED)
+        cl_arg_str(&m, "SHARED");
     if (wait_ms) {
         cl_arg_str(&m, "WAIT");
         cl_arg_wait(&m, wait_end);
@@ -69,7 +73,9 @@ static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64
     return e;
 }
 
-fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
+/* fl_lock and fl_lock_shared: the same wait, fail-over and clean-up in either mode. */
+static fl_err lock_wait(fl_session *s, const char *name, enum lock_mode mode, uint64_t wait_ms,
+                        uint64_t *token)
 {
     if (!s || !name || !name[0] || !token)
         return FL_EINVAL;
@@ -78,7 +84,7 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
     fl_err e = cl_session_begin(s, &seq);
     if (e)
         return e;
-    e = lock_req(s, name, wait_ms, seq, token);
+    e = lock_req(s, name, mode, wait_ms, seq, token);
     if (e == FL_EBUSY) {
         e = cl_fail(c, FL_ETIMEOUT, "lock %s not granted within %llu ms", name,
                     (unsigned long long)wait_ms);
@@ -96,6 +102,16 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
     return e;
 }
 
+fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
+{
+    return lock_wait(s, name, MODE_EXCLUSIVE, wait_ms, token);
+}
+
+fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
+{
+    return lock_wait(s, name, MODE_SHARED, wait_ms, token);
+}
+
 fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
 {
     if (!s || !name || !name[0] || !token)
@@ -104,7 +120,7 @@ fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
     fl_err e = cl_session_begin(s, &seq);
     if (e)
         return e;
-    e = lock_req(s, name, 0, seq, token);
+    e = lock_req(s, name, MODE_EXCLUSIVE, 0, seq, token);
     if (e == FL_EBUSY)
         cl_fail(cl_session_client(s), e, "lock %s is held or in lock-delay", name);
     cl_session_end(s);

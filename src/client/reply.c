@@ -153,6 +153,7 @@ const char *fl_strerror(fl_err err)
         [FL_ENOSPACE] = "server quota full",
         [FL_EAUTH] = "authentication failed",
         [FL_EPERM] = "permission denied",
+        [FL_ECOMPACTED] = "events no longer retained",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];
