@@ -1,0 +1,369 @@
+"""Clients of the event stream and of read-write locks (issues 19 and 20, "Client and CLI"):
+libfencelock's fl_watch (through tests/client/fl_probe.c) and `fencelock watch` deliver every
+event of a burst of PUTs once, in order, across a kill -9 of the leader of a 3-node cluster,
+equal to the log's own history and covering every acknowledged write; -COMPACTED reaches the
+callback and the CLI; redis-py, ioredis and redis-cli read the streams with their own XREAD;
+fl_lock_shared and `fencelock lock --shared` let two readers hold a lock at once while a
+writer waits for both."""
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+from cluster import ready_leader, start_cluster
+from helpers import eq, expect_int, lock_info, revision, wait_until, waiters
+from resp import Conn, text
+from test_cli import cli_path
+from test_client import Probe
+from test_examples import NODE_DIR, _node_cmd
+
+ALL = "fencelock:events"
+
+
+def idkey(i):
+    rev, n = i.split("-")
+    return (int(rev), int(n))
+
+
+def endpoints(servers):
+    return ",".join("127.0.0.1:%d" % s.port for s in servers)
+
+
+def history(port, stream, after):
+    """[(id, name)] of the stream after `after`: the log's own record, read in pages."""
+    out = []
+    with Conn(port, timeout=10) as c:
+        while True:
+            r = c.call("XREAD", "COUNT", 1000, "STREAMS", stream, after)
+            if r is None:
+                return out
+            ents = r[0][1]
+            for i, f in ents:
+                fields = {text(f[k]): text(f[k + 1]) for k in range(0, len(f), 2)}
+                out.append((text(i), fields.get("name", "")))
+            after = text(ents[-1][0])
+
+
+class CliWatch:
+    """`fencelock watch ... --json` in the background; its stdout lines parsed as they come."""
+
+    def __init__(self, ctx, ep, *args):
+        self.proc = subprocess.Popen([cli_path(ctx), "--endpoints", ep, "--json", "watch"] +
+                                     [str(a) for a in args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.events = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+        ctx.defer(self.kill)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            ev = json.loads(line)  # every line must be one JSON object
+            with self.lock:
+                self.events.append(ev)
+
+    def ids(self):
+        with self.lock:
+            return [e["id"] for e in self.events]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=10)
+        return rc, self.proc.stderr.read()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def put_burst_across_kill(servers, prefix, total=60, kill_at=20):
+    """PUT prefix0..prefix{total-1}, kill -9 the leader after kill_at acknowledged writes.
+    Returns [(name, rev)] of the acknowledged writes (a write whose answer was lost may have
+    applied too: it is then in the history, and no check below assumes otherwise)."""
+    leader = ready_leader(servers)
+    writes, n, killed = [], 0, False
+    stop_at = time.monotonic() + 40
+    while time.monotonic() < stop_at and n < total:
+        try:
+            with Conn(leader.port, timeout=5) as c:
+                r = c.call("PUT", "%s%d" % (prefix, n), str(n))
+            if not isinstance(r, int):
+                raise ConnectionError(str(r))
+            writes.append(("%s%d" % (prefix, n), r))
+            n += 1
+        except Exception:  # noqa: BLE001 - the leader is gone or moved: find the new one
+            leader = ready_leader([s for s in servers if s.running()], timeout=20)
+            continue
+        if n == kill_at and not killed:
+            leader.kill9()
+            killed = True
+    assert killed and n == total, (killed, n)
+    return writes
+
+
+def check_delivered(what, ids, names, writes, hist):
+    eq(len(ids), len(set(ids)), "%s: no duplicate" % what)
+    eq(ids, sorted(ids, key=idkey), "%s: in id order" % what)
+    eq(list(zip(ids, names)), hist, "%s: exactly the log's events after the start" % what)
+    got = set(zip(ids, names))
+    for name, rev in writes:
+        assert ("%d-0" % rev, name) in got, "%s: acknowledged %s at %d missing" % (what, name, rev)
+
+
+def test_fl_watch_and_cli_watch_deliver_a_burst_once_in_order_across_a_leader_kill9(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    ep = endpoints(servers)
+    with Conn(leader.port) as c:
+        start = "%d-0" % revision(c)
+    probe = Probe(ctx, "watch", ep, "b/", start, "stop")
+    probe.expect("watching")
+    cli = CliWatch(ctx, ep, "b/", "--from", start)
+    # both read from the leader before the burst starts (the CLI takes a while to start)
+    with Conn(leader.port) as c:
+        warm = "%d-0" % expect_int(c.call("PUT", "b/warm", "warm"))
+    eq(probe.expect("event ").split(" ")[0], warm)
+    wait_until(lambda: warm in cli.ids(), timeout=20, what="the CLI printed the first write")
+    writes = put_burst_across_kill(servers, "b/")
+    last = "%d-0" % writes[-1][1]
+    got = [(warm, "b/warm")]
+    while got[-1][0] != last:
+        i, typ, name = probe.expect("event ", timeout=30).split(" ")
+        eq(typ, "put")
+        got.append((i, name))
+    wait_until(lambda: last in cli.ids(), timeout=30, what="the CLI printed the last write")
+    probe.say()
+    end = probe.expect("end ")
+    assert end.startswith("ok %s" % last), end
+    assert any(s.startswith("resumed ") for s in probe.seen), \
+        "the leader change was reported (RESUMED): %r" % probe.seen
+    rc, err = cli.stop()
+    eq(rc, 0, "fencelock watch exit status on SIGTERM (%s)" % err)
+    assert "resumed after" in err, err
+    leader = ready_leader([s for s in servers if s.running()], timeout=20)
+    hist = [(i, n) for i, n in history(leader.port, ALL + ":b/", start) if idkey(i) <= idkey(last)]
+    check_delivered("fl_watch", [i for i, _ in got], [n for _, n in got], writes, hist)
+    with cli.lock:
+        evs = [e for e in cli.events if idkey(e["id"]) <= idkey(last)]
+    check_delivered("fencelock watch", [e["id"] for e in evs], [e["name"] for e in evs], writes,
+                    hist)
+    for e in evs[1:]:  # every field of the JSON line as the server sent it
+        eq((e["type"], e["value"], e["mod_rev"]), ("put", e["name"][2:], idkey(e["id"])[0]), e)
+
+
+test_fl_watch_and_cli_watch_deliver_a_burst_once_in_order_across_a_leader_kill9.timeout = 120
+
+
+def test_fl_watch_and_cli_report_compacted(ctx):
+    ctx.server("--event-history", "5")
+    c = ctx.conn()
+    revs = [expect_int(c.call("PUT", "k%d" % i, "v")) for i in range(20)]
+    ep = "127.0.0.1:%d" % ctx.srv.port
+    stop = Probe(ctx, "watch", ep, "", "1", "stop")
+    oldest = stop.expect("compacted ")
+    assert idkey(oldest) > (1, 0), oldest
+    stop.say()
+    end = stop.expect("end ")
+    assert end.startswith("events no longer retained - COMPACTED oldest=%s" % oldest), end
+    # told, the callback may go on from the oldest retained event: nothing after it is lost
+    go = Probe(ctx, "watch", ep, "", "1", "continue")
+    eq(go.expect("compacted "), oldest)
+    first = go.expect("event ").split(" ")[0]
+    eq(first, oldest, "on from the oldest retained")
+    ids = [first]
+    while ids[-1] != "%d-0" % revs[-1]:
+        ids.append(go.expect("event ").split(" ")[0])
+    eq(len(ids), 5, "the whole retained window, once")
+    go.say()
+    go.expect("end ok")
+    p = subprocess.run([cli_path(ctx), "--endpoints", ep, "watch", "--from", "1"],
+                       capture_output=True, text=True, timeout=20)
+    eq(p.returncode, 1, "fencelock watch --from a compacted id: %s" % p.stderr)
+    assert "COMPACTED oldest=%s" % oldest in p.stderr, p.stderr
+    eq(p.stdout, "", "nothing printed")
+
+
+def test_fl_lock_shared_two_readers_hold_at_once_and_a_writer_waits_for_both(ctx):
+    ctx.server()
+    ep = "127.0.0.1:%d" % ctx.srv.port
+    a = Probe(ctx, "shared", ep, "rw", 5000, 10000)
+    b = Probe(ctx, "shared", ep, "rw", 5000, 10000)
+    ta, tb = int(a.expect("granted")), int(b.expect("granted"))
+    w = Probe(ctx, "lock", ep, "rw", 20000, 10000)
+    sw = int(w.expect("session"))
+    c = ctx.conn()
+    wait_until(lambda: waiters(c, "rw") == [sw], timeout=5, what="the writer queued")
+    info = lock_info(c, "rw")
+    eq((text(info["mode"]), len(info["holders"])), ("shared", 2), info)
+    eq(c.call("FENCE.CHECK", "rw", ta), "OK", "a shared token is current")
+    a.say()
+    eq(a.expect("unlock"), "ok")
+    time.sleep(0.3)  # one reader left: the writer still waits (no "granted" line may come)
+    eq(waiters(c, "rw"), [sw], "the writer waits for the last reader")
+    b.say()
+    eq(b.expect("unlock"), "ok")
+    tw = int(w.expect("granted"))
+    assert tw > max(ta, tb), (ta, tb, tw)
+    w.say()
+    eq(w.expect("unlock"), "ok")
+    for p in (a, b, w):
+        eq(p.wait(), 0)
+
+
+READER = ("touch r$ME; n=0; while [ ! -e r$OTHER ] || [ ! -e go ]; do n=$((n+1)); "
+          "[ $n -lt 300 ] || exit 7; sleep 0.1; done; echo $FENCELOCK_MODE > done$ME")
+
+
+def test_cli_lock_shared_readers_run_together_and_a_writer_runs_after_them(ctx):
+    ctx.server()
+    ep = "127.0.0.1:%d" % ctx.srv.port
+    d = ctx.tmp("rw")
+    os.makedirs(d, exist_ok=True)
+    # each reader waits (bounded) until the other reader runs too: both exit 0 only if the
+    # two held the lock at the same time
+    readers = [subprocess.Popen([cli_path(ctx), "--endpoints", ep, "lock", "--shared", "rw",
+                                 "--", "sh", "-c", READER], cwd=d,
+                                env=dict(os.environ, ME=str(i), OTHER=str(1 - i)),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for i in (0, 1)]
+    for p in readers:
+        ctx.defer(p.kill)
+    wait_until(lambda: all(os.path.exists(os.path.join(d, "r%d" % i)) for i in (0, 1)),
+               timeout=20, what="both readers running")
+    writer = subprocess.Popen([cli_path(ctx), "--endpoints", ep, "lock", "rw", "--", "sh", "-c",
+                               "cat done0 done1; echo $FENCELOCK_MODE"], cwd=d,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ctx.defer(writer.kill)
+    c = ctx.conn()
+    wait_until(lambda: len(waiters(c, "rw")) == 1, timeout=10, what="the writer queued")
+    eq(text(lock_info(c, "rw")["mode"]), "shared")
+    open(os.path.join(d, "go"), "w").close()
+    for p in readers:
+        out, err = p.communicate(timeout=30)
+        eq(p.returncode, 0, "reader: %s" % err)
+    out, err = writer.communicate(timeout=30)
+    eq((writer.returncode, out.split()), (0, ["shared", "shared", "exclusive"]),
+       "the writer ran after both readers ended: %s" % err)
+    eq(lock_info(c, "rw"), None, "released")
+
+
+REDIS_PY = r"""
+import json, sys, threading, time
+import redis
+port, stream = int(sys.argv[1]), sys.argv[2]
+r = redis.Redis(port=port, decode_responses=True)
+out = {"all": r.xread({stream: "0"}, count=100)}
+last = out["all"][0][1][-1][0]
+def later():
+    time.sleep(0.3)
+    redis.Redis(port=port).execute_command("PUT", "rp/late", "z")
+threading.Thread(target=later).start()
+out["blocked"] = r.xread({stream: last}, block=5000)
+out["len"] = r.xlen(stream)
+print(json.dumps(out))
+"""
+
+IOREDIS = r"""
+const Redis = require(process.argv[2] + "/node_modules/ioredis");
+(async () => {
+  const port = +process.argv[3], stream = process.argv[4];
+  const r = new Redis({ port, maxRetriesPerRequest: 1 });
+  const out = {};
+  out.all = await r.xread("COUNT", 100, "STREAMS", stream, "0");
+  const last = out.all[0][1][out.all[0][1].length - 1][0];
+  setTimeout(async () => {
+    const w = new Redis({ port, maxRetriesPerRequest: 1 });
+    await w.call("PUT", "io/late", "z");
+    w.disconnect();
+  }, 300);
+  out.blocked = await r.xread("BLOCK", 5000, "STREAMS", stream, last);
+  r.disconnect();
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def entries_of(reply):
+    """[(id, {field: value})] of the one stream of an XREAD reply decoded by a library."""
+    return [(i, f if isinstance(f, dict) else {f[k]: f[k + 1] for k in range(0, len(f), 2)})
+            for i, f in reply[0][1]]  # redis-py decodes the fields into a dict, ioredis not
+
+
+def expected(c, stream):
+    return [(text(i), {text(f[k]): text(f[k + 1]) for k in range(0, len(f), 2)})
+            for i, f in c.call("XREAD", "COUNT", 100, "STREAMS", stream, "0")[0][1]]
+
+
+def test_redis_py_reads_the_streams_with_its_own_xread(ctx):
+    c = ctx.conn()
+    for k in ("rp/a", "rp/b", "other"):
+        expect_int(c.call("PUT", k, "v-" + k))
+    script = ctx.tmp("xread.py")
+    with open(script, "w") as f:
+        f.write(REDIS_PY)
+    p = subprocess.run(["/usr/bin/python3", script, str(ctx.srv.port), ALL + ":rp/"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, "redis-py failed:\n%s" % p.stderr
+    out = json.loads(p.stdout)
+    want = expected(c, ALL + ":rp/")
+    eq(want[-1][1]["name"], "rp/late")
+    eq(out["all"][0][0], ALL + ":rp/")
+    eq(entries_of(out["all"]), want[:2], "xread from 0")
+    eq(entries_of(out["blocked"]), want[2:], "xread block woken by the next PUT")
+    eq(out["len"], 3)
+
+
+def test_ioredis_reads_the_streams_with_its_own_xread(ctx):
+    node = _node_cmd()[0]
+    c = ctx.conn()
+    for k in ("io/a", "io/b", "other"):
+        expect_int(c.call("PUT", k, "v-" + k))
+    script = ctx.tmp("xread.js")
+    with open(script, "w") as f:
+        f.write(IOREDIS)
+    p = subprocess.run([node, script, NODE_DIR, str(ctx.srv.port), ALL + ":io/"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, "ioredis failed:\n%s%s" % (p.stdout, p.stderr)
+    out = json.loads(p.stdout)
+    want = expected(c, ALL + ":io/")
+    eq(want[-1][1]["name"], "io/late")
+    eq(entries_of(out["all"]), want[:2], "xread from 0")
+    eq(entries_of(out["blocked"]), want[2:], "xread block woken by the next PUT")
+
+
+def test_redis_cli_reads_the_streams_with_xread(ctx):
+    exe = shutil.which("redis-cli")
+    assert exe, "redis-cli not installed (apt-get install redis-tools)"
+    c = ctx.conn()
+    r1 = expect_int(c.call("PUT", "rc/a", "hello world"))
+    expect_int(c.call("PUT", "zz", "x"))
+    base = [exe, "-p", str(ctx.srv.port)]
+    p = subprocess.run(base + ["XREAD", "COUNT", "10", "STREAMS", ALL + ":rc/", "0"],
+                       capture_output=True, text=True, timeout=20)
+    eq(p.stdout.split("\n")[:8], [ALL + ":rc/", "%d-0" % r1, "type", "put", "name", "rc/a",
+                                  "value", "hello world"], p.stdout)
+    blocked = subprocess.Popen(base + ["XREAD", "BLOCK", "10000", "STREAMS", ALL + ":rc/", "$"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ctx.defer(blocked.kill)
+    # PUT until the blocked redis-cli answers (it may not have sent its XREAD yet): the first
+    # PUT after its XREAD is what it prints
+    puts = []
+    for n in range(50):
+        puts.append(expect_int(c.call("PUT", "rc/b%d" % n, "2")))
+        try:
+            out, err = blocked.communicate(timeout=0.2)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        raise AssertionError("redis-cli XREAD BLOCK was never woken")
+    lines = out.split("\n")
+    assert lines[1] in ["%d-0" % r for r in puts], (lines, puts)
+    eq([lines[0]] + lines[2:6], [ALL + ":rc/", "type", "put", "name",
+                                 "rc/b%d" % puts.index(idkey(lines[1])[0])], out + err)
