@@ -7,6 +7,8 @@
  *               every session made from it was closed.
  *   fl_session  a lease on the servers, kept alive by a thread of its own (every TTL/3).
  *               Thread-safe. Freed by fl_session_close() (which also ends it on the servers).
+ *   fl_watcher  a thread reading the event stream into a callback (fl_watch), on a client of
+ *               its own. Freed by fl_watch_join().
  *   Results that own memory (fl_lock_info, fl_kv, fl_status, string lists) are filled into
  *   caller structs and released with their *_free function.
  *
