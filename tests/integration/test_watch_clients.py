@@ -11,6 +11,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -18,6 +19,8 @@ import time
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_int, lock_info, revision, wait_until, waiters
 from resp import Conn, text
+from resp import _Incomplete as RespIncomplete
+from resp import _parse as resp_parse
 from test_cli import cli_path
 from test_client import Probe
 from test_examples import NODE_DIR, _node_cmd
@@ -367,3 +370,82 @@ def test_redis_cli_reads_the_streams_with_xread(ctx):
     assert lines[1] in ["%d-0" % r for r in puts], (lines, puts)
     eq([lines[0]] + lines[2:6], [ALL + ":rc/", "type", "put", "name",
                                  "rc/b%d" % puts.index(idkey(lines[1])[0])], out + err)
+
+
+def bulk(s):
+    s = s.encode() if isinstance(s, str) else s
+    return b"$%d\r\n%s\r\n" % (len(s), s)
+
+
+def entry(i, name):
+    return b"*2\r\n" + bulk(i) + b"*4\r\n" + bulk("type") + bulk("put") + bulk("name") + \
+        bulk(name)
+
+
+class FakeServer:
+    """A RESP server that answers the watcher's XREADs from a script, one reply (bytes, and
+    whether to close the connection after it) per XREAD, and records the ids asked for."""
+
+    def __init__(self, ctx, script):
+        self.script = list(script)
+        self.asked = []
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(8)
+        self.port = self.lsock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+        ctx.defer(self.lsock.close)
+
+    def _accept(self):
+        while True:
+            try:
+                s, _ = self.lsock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def _serve(self, s):
+        buf = bytearray()
+        with s:
+            while True:
+                try:
+                    req, p = resp_parse(buf, 0)
+                except RespIncomplete:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                    continue
+                del buf[:p]
+                cmd = [text(a) for a in req]
+                if cmd[0].upper() != "XREAD":
+                    s.sendall(b"*0\r\n")  # CLUSTER.MEMBERS: nobody else to learn
+                    continue
+                self.asked.append(cmd[-1])
+                reply, close = self.script.pop(0) if self.script else (b"*-1\r\n", False)
+                s.sendall(reply)
+                if close:
+                    return
+
+
+def test_fl_watch_resumes_after_slowreader_from_its_last_id_and_ends_on_a_bad_reply(ctx):
+    stream = ALL.encode()
+    fake = FakeServer(ctx, [
+        (b"*1\r\n*2\r\n" + bulk(stream) + b"*2\r\n" + entry("1-0", "a") + entry("2-0", "b"),
+         False),
+        (b"-SLOWREADER over --event-buffer 65536 unread reply bytes; last id sent 9-0: "
+         b"reconnect and XREAD from it\r\n", True),
+        (b"*1\r\n*2\r\n" + bulk(stream) + b"*1\r\n" + entry("3-0", "c"), False),
+        (b":5\r\n", False),  # not an XREAD reply: the watcher ends, nothing is delivered
+    ])
+    probe = Probe(ctx, "watch", "127.0.0.1:%d" % fake.port, "", "0", "stop")
+    eq([probe.expect("event ") for _ in range(2)], ["1-0 put a", "2-0 put b"])
+    resumed = probe.expect("resumed ")
+    assert resumed.startswith("2-0 SLOWREADER"), resumed
+    eq(probe.expect("event "), "3-0 put c")
+    wait_until(lambda: len(fake.asked) >= 4, timeout=10, what="the fourth XREAD")
+    probe.say()
+    end = probe.expect("end ")
+    eq(end, "protocol error 3-0 XREAD: a reply of an unexpected shape")
+    # after the disconnect it asked from the last id it delivered, not from the server's
+    eq(fake.asked, ["0-0", "2-0", "2-0", "3-0"])
