@@ -182,20 +182,30 @@ fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
 
 fl_err fl_unlock(fl_session *s, const char *name);
 
+struct fl_lock_holder {
+    uint64_t sid, token;
+};
+
 struct fl_lock_info {
-    uint64_t holder;        /* session id, 0 if none (free, or in lock-delay) */
-    uint64_t token;         /* the holder's token (0 if none) */
+    uint64_t holder;        /* the exclusive holder's session id, 0 if none (free, held
+                               shared, or in lock-delay) */
+    uint64_t token;         /* the exclusive holder's token (0 if none) */
     uint64_t held_since_ms; /* leader's wall clock when granted (informational) */
     int lockdelay;          /* 1 while the lock is in lock-delay */
     size_t n_waiters;
-    uint64_t *waiters; /* session ids in queue order; freed by fl_lock_info_free */
+    uint64_t *waiters; /* session ids in queue order (both modes); freed by fl_lock_info_free */
+    char mode[16];     /* "exclusive", "shared", or "none" (no holder) */
+    size_t n_holders;
+    struct fl_lock_holder *holders; /* the exclusive holder, or every shared holder in token
+                                       order; freed by fl_lock_info_free */
 };
 
 /* FL_ENOTFOUND if the lock is free and nobody waits. */
 fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
 void fl_lock_info_free(struct fl_lock_info *info);
 
-/* FL_OK if token is the current holder's token of lock name, FL_ESTALE otherwise. */
+/* FL_OK if token is the token of a current holder of lock name (exclusive, or any shared
+   holder), FL_ESTALE otherwise. */
 fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
 
 /* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */

@@ -154,6 +154,28 @@ static fl_err read_cmd(fl_client *c, struct cl_cmd *m, redisReply **r)
     return e;
 }
 
+/* mode and holders; a server from before read-write locks sends neither: the exclusive
+   holder alone, if any. */
+static fl_err fill_holders(fl_client *c, const redisReply *r, struct fl_lock_info *out)
+{
+    const redisReply *m = cl_field(r, "mode"), *h = cl_field(r, "holders");
+    if (m && m->type == REDIS_REPLY_STRING && m->len < sizeof(out->mode))
+        memcpy(out->mode, m->str, m->len + 1);
+    else
+        strcpy(out->mode, out->holder ? "exclusive" : "none");
+    size_t n = h && h->type == REDIS_REPLY_ARRAY ? h->elements : (out->holder ? 1 : 0);
+    out->holders = calloc(n ? n : 1, sizeof(*out->holders));
+    if (!out->holders)
+        return cl_fail(c, FL_ENOMEM, "out of memory");
+    out->n_holders = n;
+    for (size_t i = 0; i < n; i++)
+        out->holders[i] = h && h->type == REDIS_REPLY_ARRAY
+                              ? (struct fl_lock_holder){cl_field_u64(h->element[i], "sid"),
+                                                        cl_field_u64(h->element[i], "token")}
+                              : (struct fl_lock_holder){out->holder, out->token};
+    return FL_OK;
+}
+
 static fl_err fill_lock_info(fl_client *c, const redisReply *r, struct fl_lock_info *out)
 {
     const redisReply *w = cl_field(r, "waiters");
@@ -170,7 +192,7 @@ static fl_err fill_lock_info(fl_client *c, const redisReply *r, struct fl_lock_i
     for (size_t i = 0; i < w->elements; i++)
         out->waiters[i] =
             w->element[i]->type == REDIS_REPLY_INTEGER ? (uint64_t)w->element[i]->integer : 0;
-    return FL_OK;
+    return fill_holders(c, r, out);
 }
 
 fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out)
@@ -190,6 +212,8 @@ fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out)
     else
         e = fill_lock_info(c, r, out);
     freeReplyObject(r);
+    if (e && e != FL_ENOTFOUND)
+        fl_lock_info_free(out);
     return e;
 }
 
@@ -198,8 +222,10 @@ void fl_lock_info_free(struct fl_lock_info *info)
     if (!info)
         return;
     free(info->waiters);
+    free(info->holders);
     info->waiters = NULL;
-    info->n_waiters = 0;
+    info->holders = NULL;
+    info->n_waiters = info->n_holders = 0;
 }
 
 fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token)

@@ -91,6 +91,8 @@ static void api_locks(fl_client *c)
     struct fl_lock_info li;
     CHECK_ERR(fl_lock_info(c, "api-l", &li), FL_OK);
     CHECK(li.holder == fl_session_id(a) && li.token == ta && li.n_waiters == 0);
+    CHECK(strcmp(li.mode, "exclusive") == 0 && li.n_holders == 1 &&
+          li.holders[0].sid == fl_session_id(a) && li.holders[0].token == ta);
     fl_lock_info_free(&li);
     struct fl_lock_list ll;
     CHECK_ERR(fl_locks(c, "api-", 0, &ll), FL_OK);
@@ -102,6 +104,41 @@ static void api_locks(fl_client *c)
     CHECK_ERR(fl_trylock(b, "api-l", &tb), FL_OK);
     CHECK(tb > ta);
     CHECK_ERR(fl_fence_check(c, "api-l", ta), FL_ESTALE);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
+/* Read-write locks: two readers at once, each with its token; readers pass FENCE.CHECK but
+   not a fenced write; a reader's upgrade waits for the other reader. */
+static void api_shared(fl_client *c)
+{
+    fl_session *a, *b;
+    uint64_t ta = 0, tb = 0, tx = 0, t0;
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK_ERR(fl_lock_shared(a, "api-rw", 0, &ta), FL_OK);
+    CHECK_ERR(fl_lock_shared(b, "api-rw", 1000, &tb), FL_OK);
+    CHECK(ta && tb > ta);
+    CHECK_ERR(fl_lock_shared(a, "api-rw", 0, &t0), FL_OK);
+    CHECK(t0 == ta); /* a reader asking again gets its token back */
+    struct fl_lock_info li;
+    CHECK_ERR(fl_lock_info(c, "api-rw", &li), FL_OK);
+    CHECK(strcmp(li.mode, "shared") == 0 && li.holder == 0 && li.n_holders == 2);
+    CHECK(li.n_holders == 2 && li.holders[0].sid == fl_session_id(a) && li.holders[0].token == ta &&
+          li.holders[1].sid == fl_session_id(b) && li.holders[1].token == tb);
+    fl_lock_info_free(&li);
+    CHECK_ERR(fl_fence_check(c, "api-rw", ta), FL_OK);
+    CHECK_ERR(fl_fence_check(c, "api-rw", tb), FL_OK);
+    struct fl_write_opts f = {.fence_name = "api-rw", .fence_token = tb};
+    CHECK_ERR(fl_put(c, b, "api-rw-key", "x", 1, &f, NULL), FL_ESTALE); /* readers do not write */
+    CHECK_ERR(fl_lock(a, "api-rw", 200, &tx), FL_ETIMEOUT);             /* upgrade: b still reads */
+    CHECK_ERR(fl_unlock(b, "api-rw"), FL_OK);
+    CHECK_ERR(fl_lock(a, "api-rw", 1000, &tx), FL_OK); /* the only reader now: upgraded */
+    CHECK(tx > tb);
+    CHECK_ERR(fl_lock_info(c, "api-rw", &li), FL_OK);
+    CHECK(strcmp(li.mode, "exclusive") == 0 && li.holder == fl_session_id(a) && li.token == tx);
+    fl_lock_info_free(&li);
+    CHECK_ERR(fl_lock_shared(a, "api-rw", 0, &t0), FL_ESERVER); /* one mode at a time */
     CHECK_ERR(fl_session_close(b), FL_OK);
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
@@ -190,6 +227,7 @@ static int mode_api(const char *ep)
 {
     fl_client *c = client(ep, 0);
     api_locks(c);
+    api_shared(c);
     api_kv(c);
     api_misc(c);
     api_lost(c);

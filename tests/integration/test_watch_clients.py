@@ -205,6 +205,14 @@ def test_fl_lock_shared_two_readers_hold_at_once_and_a_writer_waits_for_both(ctx
     info = lock_info(c, "rw")
     eq((text(info["mode"]), len(info["holders"])), ("shared", 2), info)
     eq(c.call("FENCE.CHECK", "rw", ta), "OK", "a shared token is current")
+    p = subprocess.run([cli_path(ctx), "--endpoints", ep, "--json", "lock-info", "rw"],
+                       capture_output=True, text=True, timeout=20)
+    j = json.loads(p.stdout)
+    eq((j["mode"], j["holder"], j["waiters"], sorted(h["token"] for h in j["holders"])),
+       ("shared", 0, [sw], [ta, tb]), j)
+    out = subprocess.run([cli_path(ctx), "--endpoints", ep, "lock-info", "rw"],
+                         capture_output=True, text=True, timeout=20).stdout
+    assert "mode:       shared" in out and "holders:    2" in out and "token %d" % tb in out, out
     a.say()
     eq(a.expect("unlock"), "ok")
     time.sleep(0.3)  # one reader left: the writer still waits (no "granted" line may come)
