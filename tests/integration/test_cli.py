@@ -322,7 +322,7 @@ def test_cli_exit_codes(ctx):
     r = run_ok(ctx, None, "--help")
     assert "EXIT" in r.out.upper() and "lock NAME" in r.out, r.out
     for sub in ("lock", "get", "put", "del", "keys", "lock-info", "locks", "fence-check", "status",
-                "members", "session"):
+                "members", "session", "watch"):
         r = run_ok(ctx, None, sub, "--help")
         assert r.out.startswith("usage: fencelock " + sub), (sub, r.out)
     assert run_ok(ctx, None, "--version").out.startswith("fencelock ")
