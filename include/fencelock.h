@@ -262,14 +262,17 @@ void fl_strlist_free(struct fl_strlist *l);
 #define FL_WATCH_ID_MAX 48 /* "<rev>-<n>" with its NUL */
 
 enum fl_watch_kind {
-    FL_WATCH_EVENT,     /* one event: delivered once, in id order */
-    FL_WATCH_COMPACTED, /* the events after the last delivered id (or from_id) are gone: id is
-                           the oldest retained. Return 0 to go on from the oldest retained (the
-                           gap is the callback's to handle); else the watch ends with
-                           FL_ECOMPACTED */
-    FL_WATCH_RESUMED,   /* the stream was interrupted (leader change, lost connection,
-                           -SLOWREADER) and goes on after id, the last delivered (message says
-                           why); nothing was lost or repeated. Informational */
+    FL_WATCH_EVENT,       /* one event: delivered once, in id order */
+    FL_WATCH_COMPACTED,   /* the events after the last delivered id (or from_id) are gone: id is
+                             the oldest retained. Return 0 to go on from the oldest retained (the
+                             gap is the callback's to handle); else the watch ends with
+                             FL_ECOMPACTED */
+    FL_WATCH_RESUMED,     /* the stream was interrupted (leader change, lost connection,
+                             -SLOWREADER) and goes on after id, the last delivered (message says
+                             why); nothing was lost or repeated. Informational */
+    FL_WATCH_INTERRUPTED, /* no server answered a read for a while (message says why): the
+                             watcher retries until one does (then FL_WATCH_RESUMED) or it is
+                             stopped. Once per interruption; informational */
 };
 
 struct fl_watch_field {
@@ -312,8 +315,9 @@ typedef struct fl_watcher fl_watcher;
  */
 fl_err fl_watch(fl_client *c, const char *prefix, const char *from_id, fl_watch_cb cb, void *ctx,
                 fl_watcher **out);
-/* Ask the watcher to end; its thread notices within about half a second (a callback that is
-   running or about to start may still run once). Safe from any thread, also the callback. */
+/* Ask the watcher to end: a read in progress is abandoned (within about 0.1 s), and a
+   callback that is running or about to start may still run once. Safe from any thread, also
+   from the callback. */
 void fl_watch_stop(fl_watcher *w);
 /* 1 once the watcher's thread has ended (stopped, the callback asked, or an error). */
 int fl_watch_done(fl_watcher *w);

@@ -29,6 +29,7 @@ static const char usage_watch[] =
     "(a value with spaces, quotes or bytes that are not printable ASCII is shown in double\n"
     "quotes with C escapes). After a leader change or a reconnect the watch resumes after the\n"
     "last event printed: each event is printed once, in order (a note goes to stderr).\n"
+    "While no server answers, it says so on stderr and keeps trying.\n"
     "  --from ID   start after event ID (as printed), 0 for every retained event, $ (default)\n"
     "              for the events after now\n"
     "  --count N   exit 0 after N events\n"
@@ -139,6 +140,10 @@ static int on_event(const struct fl_event *ev, void *ctx)
     if (ev->kind == FL_WATCH_COMPACTED) {
         cli_say("watch: %s", ev->message);
         return 1;
+    }
+    if (ev->kind == FL_WATCH_INTERRUPTED) {
+        cli_say("watch: no answer (%s); retrying", ev->message);
+        return 0;
     }
     if (ev->kind == FL_WATCH_RESUMED) {
         cli_say("watch: resumed after %s (%s)", ev->id[0] ? ev->id : "the start", ev->message);

@@ -20,6 +20,7 @@ void cl_cmd_init(struct cl_cmd *m, const char *name)
     m->argc = 0;
     m->block_ms = 0;
     m->wait_idx = 0;
+    m->cancel = NULL;
     cl_arg_str(m, name);
 }
 

@@ -24,10 +24,10 @@
 #include "client/event.h"
 
 #define WATCH_STREAM "fencelock:events"
-/* Each XREAD blocks at most this long, so fl_watch_stop is noticed within about as much. */
+/* Each XREAD blocks at most this long (fl_watch_stop cancels it at once, cl_cmd.cancel). */
 #define WATCH_BLOCK_MS 500
 #define WATCH_COUNT 1000   /* entries per XREAD: one reply stays small */
-#define WATCH_CALL_MS 2000 /* a failed read is given up (and retried) after this */
+#define WATCH_CALL_MS 2000 /* a read nobody answers is given up (INTERRUPTED) and retried */
 #define WATCH_RETRY_MS 50  /* pause after a failed read, so a dead cluster is not spun on */
 
 struct fl_watcher {
@@ -108,6 +108,22 @@ static void note_answered(fl_watcher *w)
         atomic_store(&w->stop, 1);
 }
 
+/* A read no server answered in time: say so once, then try again (after a pause). */
+static void read_failed(fl_watcher *w, fl_err e)
+{
+    if (atomic_load(&w->stop))
+        return; /* cancelled by fl_watch_stop */
+    if (e == FL_EAUTH) {
+        watch_fail(w, e, fl_client_errmsg(w->c));
+        return;
+    }
+    bool first = !w->interrupted;
+    watch_interrupted(w, fl_client_errmsg(w->c));
+    if (first && tell(w, FL_WATCH_INTERRUPTED, w->last, w->delivered, w->why))
+        atomic_store(&w->stop, 1);
+    cl_sleep_ms(WATCH_RETRY_MS);
+}
+
 /* "$": the newest id now (XINFO STREAM's last-generated-id) is where the watch starts. */
 static void resolve_now(fl_watcher *w)
 {
@@ -116,12 +132,10 @@ static void resolve_now(fl_watcher *w)
     cl_cmd_init(&m, "XINFO");
     cl_arg_str(&m, "STREAM");
     cl_arg_str(&m, w->stream);
+    m.cancel = &w->stop;
     fl_err e = cl_call(w->c, &m, fl_now_ms() + WATCH_CALL_MS, CL_RETRY, &r);
     if (e) {
-        if (e == FL_EAUTH)
-            watch_fail(w, e, fl_client_errmsg(w->c));
-        watch_interrupted(w, fl_client_errmsg(w->c));
-        cl_sleep_ms(WATCH_RETRY_MS);
+        read_failed(w, e);
         return;
     }
     const redisReply *id = cl_field(r, "last-generated-id");
@@ -192,12 +206,10 @@ static void read_once(fl_watcher *w)
     cl_arg_str(&m, w->stream);
     cl_arg_str(&m, after);
     m.block_ms = WATCH_BLOCK_MS;
+    m.cancel = &w->stop;
     fl_err e = cl_call(w->c, &m, fl_now_ms() + WATCH_BLOCK_MS + WATCH_CALL_MS, CL_RETRY, &r);
     if (e) {
-        if (e == FL_EAUTH)
-            watch_fail(w, e, fl_client_errmsg(w->c));
-        watch_interrupted(w, fl_client_errmsg(w->c));
-        cl_sleep_ms(WATCH_RETRY_MS);
+        read_failed(w, e);
         return;
     }
     if (r->type == REDIS_REPLY_ERROR) {

@@ -277,6 +277,10 @@ static int watch_cb(const struct fl_event *ev, void *ctx)
         printf("compacted %s\n", ev->id);
         return stop_on_compacted;
     }
+    if (ev->kind == FL_WATCH_INTERRUPTED) {
+        printf("interrupted %s %s\n", ev->id[0] ? ev->id : "-", ev->message);
+        return 0;
+    }
     if (ev->kind == FL_WATCH_RESUMED) {
         printf("resumed %s %s\n", ev->id[0] ? ev->id : "-", ev->message);
         return 0;

@@ -209,7 +209,7 @@ def test_fl_lock_shared_two_readers_hold_at_once_and_a_writer_waits_for_both(ctx
                        capture_output=True, text=True, timeout=20)
     j = json.loads(p.stdout)
     eq((j["mode"], j["holder"], j["waiters"], sorted(h["token"] for h in j["holders"])),
-       ("shared", 0, [sw], [ta, tb]), j)
+       ("shared", 0, [sw], sorted([ta, tb])), str(j))
     out = subprocess.run([cli_path(ctx), "--endpoints", ep, "lock-info", "rw"],
                          capture_output=True, text=True, timeout=20).stdout
     assert "mode:       shared" in out and "holders:    2" in out and "token %d" % tb in out, out
@@ -431,6 +431,10 @@ class FakeServer:
                     continue
                 self.asked.append(cmd[-1])
                 reply, close = self.script.pop(0) if self.script else (b"*-1\r\n", False)
+                if reply is None:  # never answer: hold the connection until the client drops it
+                    while s.recv(65536):
+                        pass
+                    return
                 s.sendall(reply)
                 if close:
                     return
@@ -457,3 +461,29 @@ def test_fl_watch_resumes_after_slowreader_from_its_last_id_and_ends_on_a_bad_re
     eq(end, "protocol error 3-0 XREAD: a reply of an unexpected shape")
     # after the disconnect it asked from the last id it delivered, not from the server's
     eq(fake.asked, ["0-0", "2-0", "2-0", "3-0"])
+
+
+def test_fl_watch_reports_an_interruption_resumes_and_stops_while_nobody_answers(ctx):
+    stream = ALL.encode()
+    # three reads nobody answers (each is given up after the connect timeout plus BLOCK), more
+    # than a read's 2 s: the callback hears of the interruption once, then of the resume
+    fake = FakeServer(ctx, [(None, False)] * 3 + [
+        (b"*1\r\n*2\r\n" + bulk(stream) + b"*1\r\n" + entry("1-0", "a"), False)])
+    probe = Probe(ctx, "watch", "127.0.0.1:%d" % fake.port, "", "0", "stop")
+    assert probe.expect("interrupted ", timeout=20).startswith("- "), probe.seen
+    assert probe.expect("resumed ", timeout=20).startswith("- "), probe.seen
+    eq(probe.expect("event ", timeout=20), "1-0 put a")
+    eq(len([s for s in probe.seen if s.startswith("interrupted")]), 1, "told once")
+    probe.say()
+    eq(probe.expect("end "), "ok 1-0")
+    eq(fake.asked[:4], ["0-0"] * 4, "every retry asks from the same place")
+    # nothing listens at all: fl_watch_stop still ends the retrying watcher
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    port = lsock.getsockname()[1]
+    lsock.close()
+    dead = Probe(ctx, "watch", "127.0.0.1:%d" % port, "", "0", "stop")
+    assert "refused" in dead.expect("interrupted ", timeout=20), dead.seen
+    dead.say()
+    eq(dead.expect("end "), "ok -")
+    eq(dead.wait(), 0)
