@@ -173,7 +173,9 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
  * exclusive holder's). Released by fl_unlock or the session's end, like an exclusive hold; the
  * holder's safety is the session's (fl_session_safe_until, on_lost), as for fl_lock.
  * A session holds a lock in one mode at a time: fl_lock_shared by the exclusive holder is
- * FL_ESERVER; fl_lock by a shared holder is an upgrade (granted once it is the only holder).
+ * FL_ESERVER; fl_lock by a shared holder is an upgrade (granted once it is the only holder;
+ * FL_ETIMEOUT leaves the shared hold in place, but an upgrade whose outcome could not be
+ * learned sends UNLOCK like any fl_lock, which ends the shared hold too).
  */
 fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
 
