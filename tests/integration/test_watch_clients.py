@@ -6,6 +6,7 @@ callback and the CLI; redis-py, ioredis and redis-cli read the streams with thei
 fl_lock_shared and `fencelock lock --shared` let two readers hold a lock at once while a
 writer waits for both."""
 
+import base64
 import json
 import os
 import queue
@@ -487,3 +488,36 @@ def test_fl_watch_reports_an_interruption_resumes_and_stops_while_nobody_answers
     dead.say()
     eq(dead.expect("end "), "ok -")
     eq(dead.wait(), 0)
+
+
+def test_cli_watch_lines_and_json_escape_every_value(ctx):
+    c = ctx.conn()
+    values = [b"plain", b'he said "hi"\nnext\tcol\\', "caf\u00e9 \u2713".encode(), b"\xff\x00z",
+              b"", b"a=b"]
+    revs = [expect_int(c.call("PUT", "e/%d" % i, v)) for i, v in enumerate(values)]
+    ep = "127.0.0.1:%d" % ctx.srv.port
+    base = [cli_path(ctx), "--endpoints", ep]
+    p = subprocess.run(base + ["--json", "watch", "e/", "--from", "0", "--count", str(len(values))],
+                       capture_output=True, timeout=30)
+    eq(p.returncode, 0, p.stderr)
+    lines = p.stdout.decode().splitlines()
+    eq(len(lines), len(values))
+    for line, v, rev in zip(lines, values, revs):
+        j = json.loads(line)
+        try:
+            got = j["value"].encode()
+            assert "value_base64" not in j, j
+            v.decode("utf-8")
+        except KeyError:
+            got = base64.b64decode(j["value_base64"])
+        eq((j["id"], j["type"], j["mod_rev"], got), ("%d-0" % rev, "put", rev, v), line)
+    p = subprocess.run(base + ["watch", "e/", "--from", "0", "--count", str(len(values))],
+                       capture_output=True, timeout=30)
+    eq(p.returncode, 0, p.stderr)
+    eq(p.stdout.decode().splitlines(), [
+        "%d-0 put e/0 value=plain mod_rev=%d" % (revs[0], revs[0]),
+        '%d-0 put e/1 value="he said \\"hi\\"\\nnext\\tcol\\\\" mod_rev=%d' % (revs[1], revs[1]),
+        '%d-0 put e/2 value="caf\\xc3\\xa9 \\xe2\\x9c\\x93" mod_rev=%d' % (revs[2], revs[2]),
+        '%d-0 put e/3 value="\\xff\\x00z" mod_rev=%d' % (revs[3], revs[3]),
+        '%d-0 put e/4 value="" mod_rev=%d' % (revs[4], revs[4]),
+        '%d-0 put e/5 value="a=b" mod_rev=%d' % (revs[5], revs[5])])
