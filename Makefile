@@ -74,6 +74,11 @@ $(B)/libfencelockd.a: $(LIB_OBJ)
 $(B)/fencelockd: $(B)/obj/src/server/main.o $(B)/libfencelockd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Unit tests of libfencelock's pure parts (tests/unit/test_client_*.c) link the client library.
+$(B)/tests/test_client_%: $(B)/obj/tests/unit/test_client_%.o $(B)/libfencelock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+
 $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libfencelockd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CLIENT_LIBS)

@@ -7,6 +7,8 @@
  *               every session made from it was closed.
  *   fl_session  a lease on the servers, kept alive by a thread of its own (every TTL/3).
  *               Thread-safe. Freed by fl_session_close() (which also ends it on the servers).
+ *   fl_watcher  a thread reading the event stream into a callback (fl_watch), on a client of
+ *               its own. Freed by fl_watch_join().
  *   Results that own memory (fl_lock_info, fl_kv, fl_status, string lists) are filled into
  *   caller structs and released with their *_free function.
  *
@@ -57,8 +59,9 @@ typedef enum fl_err {
     FL_ESERVER,      /* any other error reply from the server (see fl_client_errmsg) */
     FL_EPROTO,       /* a reply of an unexpected shape */
     FL_ENOSPACE,     /* a server quota is full (-NOSPACE): nothing applied; free space or retry */
-    FL_EAUTH, /* the servers refused the user / password (-WRONGPASS) or want one (-NOAUTH) */
-    FL_EPERM, /* the user may not run this command or name this key / lock (-NOPERM) */
+    FL_EAUTH,      /* the servers refused the user / password (-WRONGPASS) or want one (-NOAUTH) */
+    FL_EPERM,      /* the user may not run this command or name this key / lock (-NOPERM) */
+    FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
 } fl_err;
 
 const char *fl_strerror(fl_err err);
@@ -164,25 +167,49 @@ fl_err fl_session_revoke_id(fl_client *c, uint64_t sid);
  */
 fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
 
+/*
+ * The same in shared mode (a read-write lock, LOCK name sid SHARED): any number of sessions
+ * hold it shared, or one holds it exclusively (fl_lock), never both. The queue is one FIFO
+ * across modes, so a queued fl_lock keeps later shared requests out. Each grant has its own
+ * token; fl_fence_check accepts it, a fenced write (fl_put/fl_del FENCE) does not (only the
+ * exclusive holder's). Released by fl_unlock or the session's end, like an exclusive hold; the
+ * holder's safety is the session's (fl_session_safe_until, on_lost), as for fl_lock.
+ * A session holds a lock in one mode at a time: fl_lock_shared by the exclusive holder is
+ * FL_ESERVER; fl_lock by a shared holder is an upgrade (granted once it is the only holder;
+ * FL_ETIMEOUT leaves the shared hold in place, but an upgrade whose outcome could not be
+ * learned sends UNLOCK like any fl_lock, which ends the shared hold too).
+ */
+fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
+
 /* One attempt, no queueing: FL_EBUSY if the lock is held or in lock-delay. */
 fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
 
 fl_err fl_unlock(fl_session *s, const char *name);
 
+struct fl_lock_holder {
+    uint64_t sid, token;
+};
+
 struct fl_lock_info {
-    uint64_t holder;        /* session id, 0 if none (free, or in lock-delay) */
-    uint64_t token;         /* the holder's token (0 if none) */
+    uint64_t holder;        /* the exclusive holder's session id, 0 if none (free, held
+                               shared, or in lock-delay) */
+    uint64_t token;         /* the exclusive holder's token (0 if none) */
     uint64_t held_since_ms; /* leader's wall clock when granted (informational) */
     int lockdelay;          /* 1 while the lock is in lock-delay */
     size_t n_waiters;
-    uint64_t *waiters; /* session ids in queue order; freed by fl_lock_info_free */
+    uint64_t *waiters; /* session ids in queue order (both modes); freed by fl_lock_info_free */
+    char mode[16];     /* "exclusive", "shared", or "none" (no holder) */
+    size_t n_holders;
+    struct fl_lock_holder *holders; /* the exclusive holder, or every shared holder in token
+                                       order; freed by fl_lock_info_free */
 };
 
 /* FL_ENOTFOUND if the lock is free and nobody waits. */
 fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
 void fl_lock_info_free(struct fl_lock_info *info);
 
-/* FL_OK if token is the current holder's token of lock name, FL_ESTALE otherwise. */
+/* FL_OK if token is the token of a current holder of lock name (exclusive, or any shared
+   holder), FL_ESTALE otherwise. */
 fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
 
 /* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */
@@ -233,6 +260,76 @@ struct fl_strlist {
 };
 fl_err fl_keys(fl_client *c, const char *prefix, size_t limit, struct fl_strlist *out);
 void fl_strlist_free(struct fl_strlist *l);
+
+/* ---- watch: the event stream (XREAD on fencelock:events[:prefix], docs/protocol.md) ---- */
+
+#define FL_WATCH_ID_MAX 48 /* "<rev>-<n>" with its NUL */
+
+enum fl_watch_kind {
+    FL_WATCH_EVENT,       /* one event: delivered once, in id order */
+    FL_WATCH_COMPACTED,   /* the events after the last delivered id (or from_id) are gone: id is
+                             the oldest retained. Return 0 to go on from the oldest retained (the
+                             gap is the callback's to handle); else the watch ends with
+                             FL_ECOMPACTED */
+    FL_WATCH_RESUMED,     /* the stream was interrupted (leader change, lost connection,
+                             -SLOWREADER) and goes on after id, the last delivered (message says
+                             why); nothing was lost or repeated. Informational */
+    FL_WATCH_INTERRUPTED, /* no server answered a read for a while (message says why): the
+                             watcher retries until one does (then FL_WATCH_RESUMED) or it is
+                             stopped. Once per interruption; informational */
+};
+
+struct fl_watch_field {
+    const char *key;   /* NUL-terminated */
+    const char *value; /* NUL-terminated for convenience; may hold NULs (value_len counts) */
+    size_t value_len;
+};
+
+/* Borrowed by the callback: valid only until it returns. */
+struct fl_event {
+    enum fl_watch_kind kind;
+    char id[FL_WATCH_ID_MAX]; /* the event's id; COMPACTED: the oldest retained; RESUMED: the
+                                 last delivered ("" if none yet) */
+    uint64_t rev, seq;        /* id as numbers: "<rev>-<seq>" */
+    const char *type;         /* "put", "grant", ... (docs/protocol.md); "" if not an event */
+    const char *name;         /* the key or lock name; "" if the event has none */
+    size_t n_fields;          /* every field as the server sent it, type and name included */
+    const struct fl_watch_field *fields;
+    const char *message; /* COMPACTED / RESUMED: why (the server's words or the library's) */
+};
+
+/* The value of field `key` of an event (its length in *len, may be NULL), NULL if absent. */
+const char *fl_event_field(const struct fl_event *ev, const char *key, size_t *len);
+
+/* Return 0 to go on, anything else to end the watch (fl_watch_join then returns FL_OK). */
+typedef int (*fl_watch_cb)(const struct fl_event *ev, void *ctx);
+
+typedef struct fl_watcher fl_watcher;
+
+/*
+ * Watch the events of every key, lock and session (prefix NULL or "") or of the keys and locks
+ * whose name starts with prefix, from a thread of the watcher's own, on connections of its
+ * own (a copy of c's endpoints and options: c may be used meanwhile, and freed after
+ * fl_watch_join). from_id: NULL or "$" for the events after now, "0" for every retained one,
+ * or "<rev>-<n>" / "<rev>" for those after that id (an id a callback was given resumes exactly
+ * after it). cb runs on the watcher's thread, one call at a time, in id order: each event
+ * exactly once, also across leader changes, reconnects and -SLOWREADER (the watcher resumes
+ * after the last id it delivered). Reads go to the leader (linearizable). An unavailable
+ * cluster is retried until it answers or fl_watch_stop. FL_EINVAL for a bad from_id.
+ */
+fl_err fl_watch(fl_client *c, const char *prefix, const char *from_id, fl_watch_cb cb, void *ctx,
+                fl_watcher **out);
+/* Ask the watcher to end: a read in progress is abandoned (within about 0.1 s), and a
+   callback that is running or about to start may still run once. Safe from any thread, also
+   from the callback. */
+void fl_watch_stop(fl_watcher *w);
+/* 1 once the watcher's thread has ended (stopped, the callback asked, or an error). */
+int fl_watch_done(fl_watcher *w);
+/* Wait for the thread to end and free the watcher. Returns why it ended: FL_OK (stopped or
+   the callback asked), FL_ECOMPACTED, or the error that a retry cannot mend (FL_EAUTH, FL_EPERM,
+   FL_ESERVER, FL_ENOMEM; message in errmsg[n] if errmsg is not NULL). last_id (may be NULL,
+   FL_WATCH_ID_MAX bytes): the last id delivered, "" if none. */
+fl_err fl_watch_join(fl_watcher *w, char *last_id, char *errmsg, size_t n);
 
 /* ---- cluster ---- */
 

@@ -45,15 +45,16 @@ static int cancelled(struct worker *w)
     return v;
 }
 
-/* fl_lock in slices of at most WAIT_SLICE_MS until granted, refused, out of time or
-   cancelled. */
+/* fl_lock (or fl_lock_shared) in slices of at most WAIT_SLICE_MS until granted, refused, out of
+   time or cancelled. */
 static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token)
 {
     const struct run_opts *o = w->o;
     uint64_t left = o->wait_ms;
     for (;;) {
         uint64_t slice = o->wait_forever || left > WAIT_SLICE_MS ? WAIT_SLICE_MS : left;
-        fl_err err = fl_lock(s, o->name, slice, token);
+        fl_err err = o->shared ? fl_lock_shared(s, o->name, slice, token)
+                               : fl_lock(s, o->name, slice, token);
         if (err != FL_ETIMEOUT || cancelled(w))
             return err;
         if (!o->wait_forever) {

@@ -179,5 +179,6 @@ int cmd_fence_check(struct cli *c, int argc, char **argv);
 int cmd_status(struct cli *c, int argc, char **argv);
 int cmd_members(struct cli *c, int argc, char **argv);
 int cmd_session(struct cli *c, int argc, char **argv);
+int cmd_watch(struct cli *c, int argc, char **argv);
 
 #endif

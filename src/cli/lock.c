@@ -6,17 +6,21 @@
 #include "cli/run.h"
 
 static const char usage_lock[] =
-    "usage: fencelock lock NAME [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
+    "usage: fencelock lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
     "                      [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
-    "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME and\n"
-    "FENCELOCK_ENDPOINTS in its environment, release the lock when it exits. Without CMD,\n"
-    "print the token and hold the lock until SIGINT, SIGTERM, SIGHUP or SIGQUIT.\n"
+    "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
+    "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
+    "Without CMD, print the token and hold the lock until SIGINT, SIGTERM, SIGHUP or SIGQUIT.\n"
     "CMD runs in a process group of its own, which has the terminal while it runs (input and\n"
     "Ctrl-C reach it); SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to fencelock\n"
     "are forwarded to it. If the session's lease is at risk, CMD and everything it started\n"
     "get SIGTERM when less than the kill grace is left and SIGKILL when the lease may have run\n"
     "out, so they are dead before the servers can give the lock to anyone else. When CMD\n"
     "exits, whatever it left running is killed before the lock is released.\n"
+    "  --shared          take it as one of its readers (a read-write lock): any number of\n"
+    "                    --shared holders run at once, a plain `lock` waits for all of them\n"
+    "                    (and they queue behind it); FENCELOCK_MODE is shared, else exclusive.\n"
+    "                    A shared token passes fence-check but not a fenced put/del\n"
     "  --ttl DUR         session TTL (default 10s; at least 1s)\n"
     "  --wait DUR        give up (exit 3) if not granted within DUR (default: wait for ever;\n"
     "                    0: try once)\n"
@@ -29,11 +33,16 @@ static const char usage_lock[] =
     "(it was killed; takes precedence); 126/127 CMD could not be run / was not found;\n"
     "128+N if signal N ended the wait.\n";
 
-enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME };
+enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED };
 
 static const struct opt_spec lock_opts[] = {
-    {"ttl", 0, 1, O_TTL},          {"wait", 0, 1, O_WAIT}, {"lock-delay", 0, 1, O_LOCKDELAY},
-    {"kill-grace", 0, 1, O_GRACE}, {"name", 0, 1, O_NAME}, {NULL, 0, 0, 0},
+    {"ttl", 0, 1, O_TTL},
+    {"wait", 0, 1, O_WAIT},
+    {"lock-delay", 0, 1, O_LOCKDELAY},
+    {"kill-grace", 0, 1, O_GRACE},
+    {"name", 0, 1, O_NAME},
+    {"shared", 0, 0, O_SHARED},
+    {NULL, 0, 0, 0},
 };
 
 /* One option into o; `grace_set` records an explicit --kill-grace. EXIT_OK or EXIT_USAGE. */
@@ -43,6 +52,10 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
     uint64_t *dst[] = {NULL, &o->ttl_ms, &o->wait_ms, &o->lockdelay_ms, &o->grace_ms};
     if (id == O_NAME) {
         o->label = it->v[0];
+        return EXIT_OK;
+    }
+    if (id == O_SHARED) {
+        o->shared = 1;
         return EXIT_OK;
     }
     if (id == O_TTL)

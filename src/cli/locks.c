@@ -9,10 +9,12 @@
 
 static const char usage_lock_info[] =
     "usage: fencelock lock-info NAME\n"
-    "Show lock NAME: holder session, token, when it was granted (the leader's clock),\n"
-    "lock-delay, and the sessions waiting in queue order. A free lock nobody waits for\n"
-    "is shown as free (exit 0). --json: {name, holder, token, held_since_ms, lockdelay,\n"
-    "waiters} with holder 0 when nobody holds it.\n";
+    "Show lock NAME: its mode (exclusive, shared or none), holder session, token, when it\n"
+    "was granted (the leader's clock), lock-delay, the holders (every reader of a shared\n"
+    "lock, with its token) and the sessions waiting in queue order. A free lock nobody\n"
+    "waits for is shown as free (exit 0). --json: {name, holder, token, held_since_ms,\n"
+    "lockdelay, waiters, mode, holders: [{sid, token}]} with holder 0 when nobody holds\n"
+    "it exclusively.\n";
 
 static void lock_info_json(const char *name, const struct fl_lock_info *li)
 {
@@ -34,6 +36,19 @@ static void lock_info_json(const char *name, const struct fl_lock_info *li)
     for (size_t i = 0; i < li->n_waiters; i++)
         jw_u64(&w, li->waiters[i]);
     jw_end(&w);
+    jw_key(&w, "mode");
+    jw_str(&w, li->mode[0] ? li->mode : "none");
+    jw_key(&w, "holders");
+    jw_arr(&w);
+    for (size_t i = 0; i < li->n_holders; i++) {
+        jw_obj(&w);
+        jw_key(&w, "sid");
+        jw_u64(&w, li->holders[i].sid);
+        jw_key(&w, "token");
+        jw_u64(&w, li->holders[i].token);
+        jw_end(&w);
+    }
+    jw_end(&w);
     jw_end(&w);
 }
 
@@ -41,7 +56,14 @@ static void lock_info_text(const char *name, const struct fl_lock_info *li)
 {
     char when[64];
     printf("name:       %s\n", name);
-    if (li->holder) {
+    printf("mode:       %s\n", li->mode[0] ? li->mode : "none");
+    if (strcmp(li->mode, "shared") == 0) {
+        printf("holders:    %zu", li->n_holders);
+        for (size_t i = 0; i < li->n_holders; i++)
+            printf("%s%" PRIu64 " (token %" PRIu64 ")", i ? ", " : " (", li->holders[i].sid,
+                   li->holders[i].token);
+        printf("%s\n", li->n_holders ? ")" : "");
+    } else if (li->holder) {
         fmt_wallclock(when, sizeof when, li->held_since_ms);
         printf("holder:     %" PRIu64 "\n", li->holder);
         printf("token:      %" PRIu64 "\n", li->token);

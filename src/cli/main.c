@@ -11,9 +11,10 @@ static const char usage_main[] =
     "usage: fencelock [--endpoints H:P,...] [--timeout DUR] [--json] COMMAND [ARGS...]\n"
     "\n"
     "Commands:\n"
-    "  lock NAME [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
+    "  lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
     "       [--name LABEL] [-- CMD [ARGS...]]\n"
-    "                             run CMD while holding lock NAME (or hold it until signalled)\n"
+    "                             run CMD while holding lock NAME (or hold it until signalled);\n"
+    "                             --shared: as one of its readers (a read-write lock)\n"
     "  get KEY                    print a key's value\n"
     "  put KEY [VALUE] [--fence NAME TOKEN] [--ifrev REV] [--lease SID]\n"
     "                             write a key (VALUE omitted or '-': read stdin)\n"
@@ -26,6 +27,8 @@ static const char usage_main[] =
     "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
     "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
     "  session close SID | session revoke SID\n"
+    "  watch [PREFIX] [--from ID] [--count N]\n"
+    "                             print events (keys, locks, sessions) as they happen\n"
     "  help [COMMAND]             this text, or a command's\n"
     "\n"
     "Options:\n"
@@ -56,7 +59,7 @@ static const struct {
     {"keys", cmd_keys},       {"lock-info", cmd_lock_info},
     {"locks", cmd_locks},     {"fence-check", cmd_fence_check},
     {"status", cmd_status},   {"members", cmd_members},
-    {"session", cmd_session},
+    {"session", cmd_session}, {"watch", cmd_watch},
 };
 
 void cli_say(const char *fmt, ...)

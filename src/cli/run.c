@@ -28,7 +28,7 @@ extern char **environ;
 #define TICK_MS 50          /* the longest poll sleep while something runs */
 #define CLOSE_BOUND_MS 1000 /* the one close attempted after the lease was at risk */
 #define FD_TRACKED 1024     /* fds below this that were open at startup are the user's */
-#define ENV_OURS 4          /* FENCELOCK_TOKEN, _SESSION, _NAME, _ENDPOINTS */
+#define ENV_OURS 5          /* FENCELOCK_TOKEN, _SESSION, _NAME, _ENDPOINTS, _MODE */
 #define HOLD_SLICE_MS 1000  /* the longest sleep of `lock NAME` without a command (hold) */
 
 /* Everything the supervisor works with; lives on run_locked's stack. */
@@ -97,8 +97,8 @@ static char *env_entry(const char *key, const char *value)
 
 static int is_ours(const char *e)
 {
-    static const char *const keys[] = {
-        "FENCELOCK_TOKEN=", "FENCELOCK_SESSION=", "FENCELOCK_NAME=", "FENCELOCK_ENDPOINTS="};
+    static const char *const keys[] = {"FENCELOCK_TOKEN=", "FENCELOCK_SESSION=", "FENCELOCK_NAME=",
+                                       "FENCELOCK_ENDPOINTS=", "FENCELOCK_MODE="};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strncmp(e, keys[i], strlen(keys[i])) == 0)
             return 1;
@@ -123,7 +123,8 @@ static char **env_build(const struct run *r)
     env[1] = env_entry("FENCELOCK_SESSION", sid);
     env[2] = env_entry("FENCELOCK_NAME", r->o->name);
     env[3] = env_entry("FENCELOCK_ENDPOINTS", r->c->endpoints);
-    if (!env[0] || !env[1] || !env[2] || !env[3]) {
+    env[4] = env_entry("FENCELOCK_MODE", r->o->shared ? "shared" : "exclusive");
+    if (!env[0] || !env[1] || !env[2] || !env[3] || !env[4]) {
         for (int i = 0; i < ENV_OURS; i++)
             free(env[i]);
         free(env);
@@ -331,6 +332,8 @@ static int hold(struct run *r)
         jw_u64(&w, r->a.token);
         jw_key(&w, "session");
         jw_u64(&w, fl_session_id(r->a.s));
+        jw_key(&w, "mode");
+        jw_str(&w, r->o->shared ? "shared" : "exclusive");
         jw_end(&w);
     } else {
         printf("%" PRIu64 "\n", r->a.token);

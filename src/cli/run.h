@@ -39,6 +39,7 @@ struct run_opts {
     int wait_forever;      /* no --wait given */
     uint64_t grace_ms;     /* SIGTERM this long before the safe deadline */
     char **cmd;            /* NULL-terminated argv of the command; NULL: hold until signalled */
+    int shared;            /* --shared: take the lock as one of its readers (fl_lock_shared) */
 };
 
 /* The signals forwarded to the command (and that end a wait or a hold). */

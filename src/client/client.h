@@ -17,6 +17,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "common/proto.h"
@@ -62,6 +63,7 @@ struct cl_cmd {
     int64_t block_ms;          /* how long the server may legitimately hold the reply back */
     int wait_idx;              /* >0: argv[wait_idx] is a WAIT ms that each send recomputes */
     int64_t wait_end;          /* ... as the time left until wait_end (at least 1 ms) */
+    const atomic_int *cancel;  /* non-NULL and set: give the call up (FL_ETIMEOUT) at once */
 };
 
 void cl_cmd_init(struct cl_cmd *m, const char *name);

@@ -421,6 +421,11 @@ static bool send_cmd(redisContext *rc, struct cl_cmd *m)
     return true;
 }
 
+static bool cancelled(const struct cl_cmd *m)
+{
+    return m->cancel && atomic_load(m->cancel);
+}
+
 /* Someone (often the keepalive thread) found a leader other than addr. */
 static bool leader_moved(fl_client *c, const char *addr)
 {
@@ -435,7 +440,8 @@ static bool leader_moved(fl_client *c, const char *addr)
  * long wait (a blocked LOCK) is abandoned as soon as the client learns of another leader: a
  * deposed or frozen leader may never answer. NULL on timeout, connection loss or abandon.
  */
-static redisReply *await_reply(fl_client *c, const char *addr, redisContext *rc, int64_t until)
+static redisReply *await_reply(fl_client *c, const char *addr, redisContext *rc,
+                               const struct cl_cmd *m, int64_t until)
 {
     for (;;) {
         int64_t left = until - fl_now_ms();
@@ -454,6 +460,10 @@ static redisReply *await_reply(fl_client *c, const char *addr, redisContext *rc,
         }
         if (leader_moved(c, addr)) {
             snprintf(rc->errstr, sizeof(rc->errstr), "abandoned: the leader moved");
+            return NULL;
+        }
+        if (cancelled(m)) {
+            snprintf(rc->errstr, sizeof(rc->errstr), "cancelled");
             return NULL;
         }
     }
@@ -507,7 +517,7 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
     if (until > deadline)
         until = deadline;
     redisSetTimeout(rc, ms_tv(until - fl_now_ms()));
-    redisReply *r = send_cmd(rc, m) ? await_reply(c, addr, rc, until) : NULL;
+    redisReply *r = send_cmd(rc, m) ? await_reply(c, addr, rc, m, until) : NULL;
     if (!r)
         return lost_conn(c, addr, rc, m, flags, err);
     conn_put(c, addr, rc);
@@ -531,6 +541,8 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
     *out = NULL;
     cl_clear_err(c);
     for (;;) {
+        if (cancelled(m))
+            return cl_fail(c, FL_ETIMEOUT, "cancelled");
         if (fl_now_ms() >= deadline) {
             char why[CL_ERRMSG_MAX]; /* a copy: cl_fail writes the buffer it came from */
             snprintf(why, sizeof(why), "%s", fl_client_errmsg(c));

@@ -37,12 +37,14 @@ static fl_err unlock_seq(fl_session *s, const char *name, uint64_t seq, int64_t 
     return e;
 }
 
+enum lock_mode { MODE_EXCLUSIVE, MODE_SHARED };
+
 /*
- * LOCK name sid [WAIT ms] REQ sid seq until `deadline`. A resend (after a fail-over) asks for
- * the wait that is left. FL_OK with *token, FL_EBUSY for nil.
+ * LOCK name sid [SHARED] [WAIT ms] REQ sid seq until `deadline`. A resend (after a fail-over)
+ * asks for the wait that is left. FL_OK with *token, FL_EBUSY for nil.
  */
-static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64_t seq,
-                       uint64_t *token)
+static fl_err lock_req(fl_session *s, const char *name, enum lock_mode mode, uint64_t wait_ms,
+                       uint64_t seq, uint64_t *token)
 {
     fl_client *c = cl_session_client(s);
     int64_t wait_end = fl_now_ms() + (int64_t)wait_ms;
@@ -51,6 +53,8 @@ static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64
     cl_cmd_init(&m, "LOCK");
     cl_arg_str(&m, name);
     cl_arg_u64(&m, fl_session_id(s));
+    if (mode == MODE_SHARED)
+        cl_arg_str(&m, "SHARED");
     if (wait_ms) {
         cl_arg_str(&m, "WAIT");
         cl_arg_wait(&m, wait_end);
@@ -69,7 +73,9 @@ static fl_err lock_req(fl_session *s, const char *name, uint64_t wait_ms, uint64
     return e;
 }
 
-fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
+/* fl_lock and fl_lock_shared: the same wait, fail-over and clean-up in either mode. */
+static fl_err lock_wait(fl_session *s, const char *name, enum lock_mode mode, uint64_t wait_ms,
+                        uint64_t *token)
 {
     if (!s || !name || !name[0] || !token)
         return FL_EINVAL;
@@ -78,7 +84,7 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
     fl_err e = cl_session_begin(s, &seq);
     if (e)
         return e;
-    e = lock_req(s, name, wait_ms, seq, token);
+    e = lock_req(s, name, mode, wait_ms, seq, token);
     if (e == FL_EBUSY) {
         e = cl_fail(c, FL_ETIMEOUT, "lock %s not granted within %llu ms", name,
                     (unsigned long long)wait_ms);
@@ -96,6 +102,16 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
     return e;
 }
 
+fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
+{
+    return lock_wait(s, name, MODE_EXCLUSIVE, wait_ms, token);
+}
+
+fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
+{
+    return lock_wait(s, name, MODE_SHARED, wait_ms, token);
+}
+
 fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
 {
     if (!s || !name || !name[0] || !token)
@@ -104,7 +120,7 @@ fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
     fl_err e = cl_session_begin(s, &seq);
     if (e)
         return e;
-    e = lock_req(s, name, 0, seq, token);
+    e = lock_req(s, name, MODE_EXCLUSIVE, 0, seq, token);
     if (e == FL_EBUSY)
         cl_fail(cl_session_client(s), e, "lock %s is held or in lock-delay", name);
     cl_session_end(s);
@@ -138,6 +154,28 @@ static fl_err read_cmd(fl_client *c, struct cl_cmd *m, redisReply **r)
     return e;
 }
 
+/* mode and holders; a server from before read-write locks sends neither: the exclusive
+   holder alone, if any. */
+static fl_err fill_holders(fl_client *c, const redisReply *r, struct fl_lock_info *out)
+{
+    const redisReply *m = cl_field(r, "mode"), *h = cl_field(r, "holders");
+    if (m && m->type == REDIS_REPLY_STRING && m->len < sizeof(out->mode))
+        memcpy(out->mode, m->str, m->len + 1);
+    else
+        strcpy(out->mode, out->holder ? "exclusive" : "none");
+    size_t n = h && h->type == REDIS_REPLY_ARRAY ? h->elements : (out->holder ? 1 : 0);
+    out->holders = calloc(n ? n : 1, sizeof(*out->holders));
+    if (!out->holders)
+        return cl_fail(c, FL_ENOMEM, "out of memory");
+    out->n_holders = n;
+    for (size_t i = 0; i < n; i++)
+        out->holders[i] = h && h->type == REDIS_REPLY_ARRAY
+                              ? (struct fl_lock_holder){cl_field_u64(h->element[i], "sid"),
+                                                        cl_field_u64(h->element[i], "token")}
+                              : (struct fl_lock_holder){out->holder, out->token};
+    return FL_OK;
+}
+
 static fl_err fill_lock_info(fl_client *c, const redisReply *r, struct fl_lock_info *out)
 {
     const redisReply *w = cl_field(r, "waiters");
@@ -154,7 +192,7 @@ static fl_err fill_lock_info(fl_client *c, const redisReply *r, struct fl_lock_i
     for (size_t i = 0; i < w->elements; i++)
         out->waiters[i] =
             w->element[i]->type == REDIS_REPLY_INTEGER ? (uint64_t)w->element[i]->integer : 0;
-    return FL_OK;
+    return fill_holders(c, r, out);
 }
 
 fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out)
@@ -174,6 +212,8 @@ fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out)
     else
         e = fill_lock_info(c, r, out);
     freeReplyObject(r);
+    if (e && e != FL_ENOTFOUND)
+        fl_lock_info_free(out);
     return e;
 }
 
@@ -182,8 +222,10 @@ void fl_lock_info_free(struct fl_lock_info *info)
     if (!info)
         return;
     free(info->waiters);
+    free(info->holders);
     info->waiters = NULL;
-    info->n_waiters = 0;
+    info->holders = NULL;
+    info->n_waiters = info->n_holders = 0;
 }
 
 fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token)

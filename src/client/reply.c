@@ -20,6 +20,7 @@ void cl_cmd_init(struct cl_cmd *m, const char *name)
     m->argc = 0;
     m->block_ms = 0;
     m->wait_idx = 0;
+    m->cancel = NULL;
     cl_arg_str(m, name);
 }
 
@@ -153,6 +154,7 @@ const char *fl_strerror(fl_err err)
         [FL_ENOSPACE] = "server quota full",
         [FL_EAUTH] = "authentication failed",
         [FL_EPERM] = "permission denied",
+        [FL_ECOMPACTED] = "events no longer retained",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

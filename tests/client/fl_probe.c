@@ -1,13 +1,19 @@
 /*
  * fl_probe: a small program on libfencelock that the integration tests drive
- * (tests/integration/test_client.py). Each mode prints one line per event, flushed at once,
- * so the test can follow it; "FAIL ..." lines are checks the probe itself made that failed.
+ * (tests/integration/test_client.py, test_watch_clients.py). Each mode prints one line per
+ * event, flushed at once, so the test can follow it; "FAIL ..." lines are checks the probe
+ * itself made that failed.
  *
- *   fl_probe api ENDPOINTS                    the API against a live cluster; "tests: N passed, N
- * failed" fl_probe lock ENDPOINTS NAME WAIT_MS TTL  open a session, fl_lock, print the outcome,
- * then on a stdin line unlock and close fl_probe safe ENDPOINTS TTL PORT...       watch
- * fl_session_safe_until() against the leader's own SESSION.INFO remaining_ms until the session is
- * lost
+ * fl_probe api EP
+ *     the API against a live cluster; "tests: N passed, N failed"
+ * fl_probe lock EP NAME WAIT_MS TTL  (and `shared`, the same with fl_lock_shared)
+ *     open a session, take the lock, print the outcome; on a stdin line unlock and close
+ * fl_probe watch EP PREFIX FROM|- stop|continue
+ *     fl_watch: "event ID TYPE NAME" per event, "compacted OLDEST", "resumed LAST WHY"; a
+ *     stdin line (or EOF) stops it: "end ERR LAST_ID MSG" (stop: end at -COMPACTED)
+ * fl_probe safe EP TTL PORT...
+ *     watch fl_session_safe_until() against the leader's own SESSION.INFO remaining_ms until
+ *     the session is lost
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -85,6 +91,8 @@ static void api_locks(fl_client *c)
     struct fl_lock_info li;
     CHECK_ERR(fl_lock_info(c, "api-l", &li), FL_OK);
     CHECK(li.holder == fl_session_id(a) && li.token == ta && li.n_waiters == 0);
+    CHECK(strcmp(li.mode, "exclusive") == 0 && li.n_holders == 1 &&
+          li.holders[0].sid == fl_session_id(a) && li.holders[0].token == ta);
     fl_lock_info_free(&li);
     struct fl_lock_list ll;
     CHECK_ERR(fl_locks(c, "api-", 0, &ll), FL_OK);
@@ -96,6 +104,41 @@ static void api_locks(fl_client *c)
     CHECK_ERR(fl_trylock(b, "api-l", &tb), FL_OK);
     CHECK(tb > ta);
     CHECK_ERR(fl_fence_check(c, "api-l", ta), FL_ESTALE);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
+/* Read-write locks: two readers at once, each with its token; readers pass FENCE.CHECK but
+   not a fenced write; a reader's upgrade waits for the other reader. */
+static void api_shared(fl_client *c)
+{
+    fl_session *a, *b;
+    uint64_t ta = 0, tb = 0, tx = 0, t0;
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK_ERR(fl_lock_shared(a, "api-rw", 0, &ta), FL_OK);
+    CHECK_ERR(fl_lock_shared(b, "api-rw", 1000, &tb), FL_OK);
+    CHECK(ta && tb > ta);
+    CHECK_ERR(fl_lock_shared(a, "api-rw", 0, &t0), FL_OK);
+    CHECK(t0 == ta); /* a reader asking again gets its token back */
+    struct fl_lock_info li;
+    CHECK_ERR(fl_lock_info(c, "api-rw", &li), FL_OK);
+    CHECK(strcmp(li.mode, "shared") == 0 && li.holder == 0 && li.n_holders == 2);
+    CHECK(li.n_holders == 2 && li.holders[0].sid == fl_session_id(a) && li.holders[0].token == ta &&
+          li.holders[1].sid == fl_session_id(b) && li.holders[1].token == tb);
+    fl_lock_info_free(&li);
+    CHECK_ERR(fl_fence_check(c, "api-rw", ta), FL_OK);
+    CHECK_ERR(fl_fence_check(c, "api-rw", tb), FL_OK);
+    struct fl_write_opts f = {.fence_name = "api-rw", .fence_token = tb};
+    CHECK_ERR(fl_put(c, b, "api-rw-key", "x", 1, &f, NULL), FL_ESTALE); /* readers do not write */
+    CHECK_ERR(fl_lock(a, "api-rw", 200, &tx), FL_ETIMEOUT);             /* upgrade: b still reads */
+    CHECK_ERR(fl_unlock(b, "api-rw"), FL_OK);
+    CHECK_ERR(fl_lock(a, "api-rw", 1000, &tx), FL_OK); /* the only reader now: upgraded */
+    CHECK(tx > tb);
+    CHECK_ERR(fl_lock_info(c, "api-rw", &li), FL_OK);
+    CHECK(strcmp(li.mode, "exclusive") == 0 && li.holder == fl_session_id(a) && li.token == tx);
+    fl_lock_info_free(&li);
+    CHECK_ERR(fl_lock_shared(a, "api-rw", 0, &t0), FL_ESERVER); /* one mode at a time */
     CHECK_ERR(fl_session_close(b), FL_OK);
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
@@ -184,6 +227,7 @@ static int mode_api(const char *ep)
 {
     fl_client *c = client(ep, 0);
     api_locks(c);
+    api_shared(c);
     api_kv(c);
     api_misc(c);
     api_lost(c);
@@ -194,7 +238,7 @@ static int mode_api(const char *ep)
 
 /* ---- lock ---- */
 
-static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_t ttl)
+static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_t ttl, int shared)
 {
     fl_client *c = client(ep, 0);
     fl_session *s;
@@ -206,7 +250,7 @@ static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_
     printf("session %" PRIu64 "\n", fl_session_id(s));
     fflush(stdout);
     uint64_t token = 0;
-    e = fl_lock(s, name, wait_ms, &token);
+    e = shared ? fl_lock_shared(s, name, wait_ms, &token) : fl_lock(s, name, wait_ms, &token);
     if (e)
         printf("error lock %s %s\n", fl_strerror(e), fl_client_errmsg(c));
     else
@@ -219,6 +263,52 @@ static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_
     }
     e = fl_session_close(s);
     printf("closed %s\n", fl_strerror(e));
+    fl_client_free(c);
+    return 0;
+}
+
+/* ---- watch ---- */
+
+/* Prints "event ID TYPE NAME", "compacted OLDEST" or "resumed LAST why"; on_compacted 1: stop. */
+static int watch_cb(const struct fl_event *ev, void *ctx)
+{
+    int stop_on_compacted = *(int *)ctx;
+    if (ev->kind == FL_WATCH_COMPACTED) {
+        printf("compacted %s\n", ev->id);
+        return stop_on_compacted;
+    }
+    if (ev->kind == FL_WATCH_INTERRUPTED) {
+        printf("interrupted %s %s\n", ev->id[0] ? ev->id : "-", ev->message);
+        return 0;
+    }
+    if (ev->kind == FL_WATCH_RESUMED) {
+        printf("resumed %s %s\n", ev->id[0] ? ev->id : "-", ev->message);
+        return 0;
+    }
+    printf("event %s %s %s\n", ev->id, ev->type, ev->name[0] ? ev->name : "-");
+    return 0;
+}
+
+/* fl_watch until a stdin line (or EOF), then "end ERR LAST_ID". */
+static int mode_watch(const char *ep, const char *prefix, const char *from, int stop_on_compacted)
+{
+    fl_client *c = client(ep, 0);
+    fl_watcher *w;
+    fl_err e =
+        fl_watch(c, prefix, strcmp(from, "-") == 0 ? NULL : from, watch_cb, &stop_on_compacted, &w);
+    if (e) {
+        printf("error watch %s %s\n", fl_strerror(e), fl_client_errmsg(c));
+        fl_client_free(c);
+        return 1;
+    }
+    printf("watching\n");
+    char line[64];
+    if (!fgets(line, sizeof(line), stdin))
+        line[0] = 0; /* EOF: stop as well */
+    fl_watch_stop(w);
+    char last[FL_WATCH_ID_MAX], msg[256];
+    e = fl_watch_join(w, last, msg, sizeof(msg));
+    printf("end %s %s %s\n", fl_strerror(e), last[0] ? last : "-", msg);
     fl_client_free(c);
     return 0;
 }
@@ -309,11 +399,14 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 3 && strcmp(argv[1], "api") == 0)
         return mode_api(argv[2]);
-    if (argc == 6 && strcmp(argv[1], "lock") == 0)
-        return mode_lock(argv[2], argv[3], strtoull(argv[4], NULL, 10),
-                         strtoull(argv[5], NULL, 10));
+    if (argc == 6 && (strcmp(argv[1], "lock") == 0 || strcmp(argv[1], "shared") == 0))
+        return mode_lock(argv[2], argv[3], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10),
+                         strcmp(argv[1], "shared") == 0);
+    if (argc == 6 && strcmp(argv[1], "watch") == 0)
+        return mode_watch(argv[2], argv[3], argv[4], strcmp(argv[5], "stop") == 0);
     if (argc >= 5 && strcmp(argv[1], "safe") == 0)
         return mode_safe(argv[2], strtoull(argv[3], NULL, 10), argc - 4, argv + 4);
-    fprintf(stderr, "usage: fl_probe api EP | lock EP NAME WAIT_MS TTL | safe EP TTL PORT...\n");
+    fprintf(stderr, "usage: fl_probe api EP | lock|shared EP NAME WAIT_MS TTL | watch EP PREFIX "
+                    "FROM|- stop|continue | safe EP TTL PORT...\n");
     return 2;
 }

@@ -322,7 +322,7 @@ def test_cli_exit_codes(ctx):
     r = run_ok(ctx, None, "--help")
     assert "EXIT" in r.out.upper() and "lock NAME" in r.out, r.out
     for sub in ("lock", "get", "put", "del", "keys", "lock-info", "locks", "fence-check", "status",
-                "members", "session"):
+                "members", "session", "watch"):
         r = run_ok(ctx, None, sub, "--help")
         assert r.out.startswith("usage: fencelock " + sub), (sub, r.out)
     assert run_ok(ctx, None, "--version").out.startswith("fencelock ")
@@ -485,12 +485,13 @@ def test_cli_lock_info_locks_and_sessions(ctx):
     j = run_json(ctx, srv, "lock-info", "q/one")
     eq(j, {"name": "q/one", "holder": li["holder"], "token": li["token"],
            "held_since_ms": li["held_since_ms"], "lockdelay": bool(li["lockdelay"]),
-           "waiters": [b]})
+           "waiters": [b], "mode": "exclusive",
+           "holders": [{"sid": li["holder"], "token": li["token"]}]})
     out = run_ok(ctx, srv, "lock-info", "q/one").out
     assert "holder:     %d" % a in out and "token:      %d" % tok in out and str(b) in out, out
     eq(run_json(ctx, srv, "lock-info", "q/free"),
        {"name": "q/free", "holder": 0, "token": 0, "held_since_ms": 0, "lockdelay": False,
-        "waiters": []}, "a free lock")
+        "waiters": [], "mode": "none", "holders": []}, "a free lock")
     locks = run_json(ctx, srv, "locks", "q/")
     eq([(x["name"], x["holder"], x["waiters"]) for x in locks], [("q/one", a, 1), ("q/two", b, 0)])
     eq(len(run_json(ctx, srv, "locks", "q/", "--limit", "1")), 1)
