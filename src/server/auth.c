@@ -102,22 +102,6 @@ int srv_auth_reload(struct srv *s)
     return 0;
 }
 
-static void on_hup(uv_signal_t *h, int sig)
-{
-    (void)sig;
-    srv_auth_reload(h->data);
-}
-
-void srv_auth_start(struct srv *s)
-{
-    if (!s->auth.on)
-        return;
-    uv_signal_init(s->loop, &s->auth.sig_hup);
-    s->auth.sig_hup.data = s;
-    uv_signal_start(&s->auth.sig_hup, on_hup, SIGHUP);
-    s->auth.hup_started = true;
-}
-
 void srv_auth_free(struct srv *s)
 {
     acl_free(&s->auth.acl);
@@ -301,10 +285,6 @@ void srv_auth_stop(struct srv *s)
         s->auth.waits = w->next;
         uv_timer_stop(&w->timer);
         uv_close((uv_handle_t *)&w->timer, delay_closed);
-    }
-    if (s->auth.hup_started) {
-        uv_close((uv_handle_t *)&s->auth.sig_hup, NULL);
-        s->auth.hup_started = false;
     }
 }
 

@@ -1,11 +1,11 @@
 /*
  * auth — who a client connection is: the rules of --acl-file (acl.h) as the server holds them,
  * AUTH and HELLO ... AUTH verified off the event loop, the delay before -WRONGPASS, the cache
- * of verified passwords, and the SIGHUP reload.
+ * of verified passwords, and the reload (server.c's SIGHUP handler calls srv_auth_reload).
  *
  * Owns (struct srv_auth, inside struct srv): the current struct acl, the verified-password
  * cache, the per-address failure table, the list of failed AUTHs waiting for their delay, and
- * the SIGHUP handle. A connection points at its user (struct srv_conn.user, NULL = not
+ * nothing else. A connection points at its user (struct srv_conn.user, NULL = not
  * authenticated); a reload re-points every connection to the user of the same name in the new
  * rules, or closes it when that user is gone, so the pointer is always into the current acl.
  *
@@ -45,8 +45,6 @@ struct srv_auth {
     struct acl_cache *cache; /* heap: 32 KiB */
     struct auth_fail fails[AUTH_FAIL_ADDRS];
     struct auth_wait *waits;
-    uv_signal_t sig_hup;
-    bool hup_started;
 };
 
 /* The delay before -WRONGPASS after `failures` recent failures from one address (>= 1): it
@@ -62,9 +60,7 @@ struct srv_conn;
 
 /* Read --acl-file (if any). 0, or -1 with the line number logged: the server must not start. */
 int srv_auth_init(struct srv *s);
-/* Start listening for SIGHUP (reload) when an ACL file is configured. */
-void srv_auth_start(struct srv *s);
-/* Answer every delayed AUTH and close the SIGHUP handle (shutdown). */
+/* Answer every delayed AUTH (shutdown). */
 void srv_auth_stop(struct srv *s);
 void srv_auth_free(struct srv *s);
 /* Reload the ACL file: 0, or -1 and the old rules stay (the reason with its line logged). */

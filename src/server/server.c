@@ -64,7 +64,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm || srv_auth_init(s))
+    if (!s->fsm || srv_auth_init(s) || srv_tls_init(s))
         return -1;
     struct rn_config rc = {
         .id = cfg->id,
@@ -111,6 +111,26 @@ static void tick_cb(uv_timer_t *t)
     srv_tick(t->data);
 }
 
+/* SIGHUP reloads what was read from files at start: --acl-file (a malformed file keeps the
+ * old rules) and the TLS certificate, key and CA (a bad set keeps the old one). */
+static void on_hup(uv_signal_t *h, int sig)
+{
+    struct srv *s = h->data;
+    (void)sig;
+    srv_auth_reload(s);
+    srv_tls_reload(s);
+}
+
+static void hup_start(struct srv *s)
+{
+    if (!s->auth.on && !s->tls)
+        return;
+    uv_signal_init(s->loop, &s->sig_hup);
+    s->sig_hup.data = s;
+    uv_signal_start(&s->sig_hup, on_hup, SIGHUP);
+    s->hup_started = true;
+}
+
 int srv_start(struct srv *s)
 {
     char err[256];
@@ -133,7 +153,7 @@ int srv_start(struct srv *s)
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
-    srv_auth_start(s);
+    hup_start(s);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
@@ -163,6 +183,10 @@ void srv_stop(struct srv *s)
     uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
     srv_auth_stop(s);
+    if (s->hup_started) {
+        uv_close((uv_handle_t *)&s->sig_hup, NULL);
+        s->hup_started = false;
+    }
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, NULL);
     srv_http_stop(s->http);
@@ -178,6 +202,7 @@ void srv_free(struct srv *s)
     watch_free(&s->watch);
     buf_free(&s->scratch);
     srv_auth_free(s);
+    srv_tls_free(s);
     srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;
