@@ -300,3 +300,65 @@ def test_tls_flags_must_go_together(ctx):
                         "--tls-key", os.path.join(d, "app.key")], capture_output=True,
                        timeout=30)
     assert p.returncode != 0 and b"key values mismatch" in p.stdout + p.stderr, p
+
+
+# ---- the C client (libfencelock) and the CLI ----
+
+def _cli(ctx, s, args, env=None):
+    cli = os.path.join(os.path.dirname(ctx.binary), "fencelock")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FENCELOCK_")}
+    e.update(env or {})
+    return subprocess.run([cli, "--endpoints", "127.0.0.1:%d" % s.port, "--timeout", "5s"]
+                          + args, capture_output=True, text=True, timeout=60, env=e)
+
+
+def test_tls_cli_with_and_without_a_client_certificate(ctx):
+    s, d = tls_server(ctx, "--tls-client-auth", "optional")
+    ca = os.path.join(d, "ca.crt")
+    p = _cli(ctx, s, ["--tls-ca", ca, "put", "k", "v1"])
+    eq(p.returncode, 0, p.stderr)
+    p = _cli(ctx, s, ["get", "k"], env={"FENCELOCK_TLS_CA": ca})
+    eq((p.returncode, p.stdout.strip()), (0, "v1"), p.stderr)
+    # a lock through the library's session, keepalive thread and pool, with a certificate
+    p = _cli(ctx, s, ["--tls-ca", ca, "--tls-cert", os.path.join(d, "app.crt"), "--tls-key",
+                      os.path.join(d, "app.key"), "lock", "job", "--", "true"])
+    eq(p.returncode, 0, p.stderr)
+    p = _cli(ctx, s, ["get", "k"], env={"FENCELOCK_TLS_CA": ca,
+                                        "FENCELOCK_TLS_CERT": os.path.join(d, "app.crt"),
+                                        "FENCELOCK_TLS_KEY": os.path.join(d, "app.key")})
+    eq((p.returncode, p.stdout.strip()), (0, "v1"), p.stderr)
+    # a server whose certificate the CA did not sign; a plain client on a TLS port
+    p = _cli(ctx, s, ["--tls-ca", os.path.join(d, "otherca.crt"), "get", "k"])
+    assert p.returncode != 0 and "certificate verify failed" in p.stderr, p
+    p = _cli(ctx, s, ["--timeout", "1s", "get", "k"])
+    assert p.returncode != 0, p
+    # a missing file is named at once
+    p = _cli(ctx, s, ["--tls-ca", ctx.tmp("nope.crt"), "get", "k"])
+    assert p.returncode != 0 and "nope.crt" in p.stderr, p
+    # a name the server's certificate does not have
+    p = _cli(ctx, s, ["--tls-ca", ca, "--tls-server-name", "db.example", "get", "k"])
+    assert p.returncode != 0 and "certificate verify failed" in p.stderr, p
+
+
+def test_tls_cli_client_auth_require(ctx):
+    s, d = tls_server(ctx, "--tls-client-auth", "require", client_cert="app")
+    ca = os.path.join(d, "ca.crt")
+    p = _cli(ctx, s, ["--tls-ca", ca, "--timeout", "2s", "get", "k"])
+    assert p.returncode != 0, p
+    for cert in ("app", "expired"):
+        p = _cli(ctx, s, ["--tls-ca", ca, "--tls-cert", os.path.join(d, cert + ".crt"),
+                          "--tls-key", os.path.join(d, cert + ".key"), "--timeout", "2s",
+                          "put", "k", "v"])
+        eq(p.returncode == 0, cert == "app", "%s: %s" % (cert, p.stderr))
+
+
+def test_tls_c_client_api_over_tls(ctx):
+    s, d = tls_server(ctx, "--tls-client-auth", "require", client_cert="app")
+    probe = os.path.join(os.path.dirname(ctx.binary), "tests", "client", "fl_probe")
+    env = dict(os.environ, FL_PROBE_TLS_CA=os.path.join(d, "ca.crt"),
+               FL_PROBE_TLS_CERT=os.path.join(d, "app.crt"),
+               FL_PROBE_TLS_KEY=os.path.join(d, "app.key"))
+    p = subprocess.run([probe, "api", "127.0.0.1:%d" % s.port], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 0 and "tests:" in p.stdout and " 0 failed" in p.stdout, \
+        p.stdout[-3000:] + p.stderr[-2000:]
