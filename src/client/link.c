@@ -35,7 +35,10 @@ static void ssl_reason(SSL *ssl, char *err, size_t errlen)
     size_t off = strlen(err);
     unsigned long e;
     while ((e = ERR_get_error()) != 0 && off + 3 < errlen) {
-        snprintf(err + off, errlen - off, ": %s", ERR_reason_error_string(e));
+        const char *why = ERR_reason_error_string(e);
+        if (!why)
+            continue;
+        snprintf(err + off, errlen - off, ": %s", why);
         off = strlen(err);
     }
     long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;

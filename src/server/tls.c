@@ -52,8 +52,13 @@ static void ssl_errors(char *err, size_t errlen)
 {
     unsigned long e;
     size_t off = strlen(err);
+    const char *last = NULL;
     while ((e = ERR_get_error()) != 0 && off + 2 < errlen) {
-        snprintf(err + off, errlen - off, "%s%s", off ? ": " : "", ERR_reason_error_string(e));
+        const char *why = ERR_reason_error_string(e);
+        if (!why || (last && !strcmp(why, last)))
+            continue;
+        last = why;
+        snprintf(err + off, errlen - off, "%s%s", off ? ": " : "", why);
         off = strlen(err);
     }
     ERR_clear_error();
@@ -259,10 +264,14 @@ int tls_conn_peer_cn(const struct tls_conn *tc, char *cn, size_t n)
     if (!peer)
         return -1;
     int len = -1;
+    X509_NAME *subject = X509_get_subject_name(peer);
     if (SSL_get_verify_result(tc->ssl) == X509_V_OK) {
-        len = X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, (int)n);
-        if (len < 0 || (size_t)len >= n || strlen(cn) != (size_t)len)
-            len = -1;
+        /* the whole CN or nothing: a truncated one could name another user */
+        int whole = X509_NAME_get_text_by_NID(subject, NID_commonName, NULL, 0);
+        if (whole >= 0 && (size_t)whole < n &&
+            X509_NAME_get_text_by_NID(subject, NID_commonName, cn, (int)n) == whole &&
+            strlen(cn) == (size_t)whole)
+            len = whole;
     }
     X509_free(peer);
     return len;
