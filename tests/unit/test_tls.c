@@ -55,7 +55,7 @@ static int make_cert(const char *name, const char *cn)
 static struct tls_config config(const char *cert, enum tls_client_auth a)
 {
     struct tls_config c = {.client_auth = a, .handshake_ms = 1000};
-    char p[TLS_PATH_MAX];
+    char p[64];
     snprintf(p, sizeof p, "%s.crt", cert);
     path(c.cert, p);
     snprintf(p, sizeof p, "%s.key", cert);
