@@ -37,6 +37,9 @@ struct cl_conn {
 struct cl_errslot {
     pthread_t tid;
     char msg[CL_ERRMSG_MAX];
+    /* the last refused TLS handshake of the current call: reported when its deadline passes
+     * rather than the attempt the deadline cut short */
+    char tls[CL_ERRMSG_MAX];
     struct cl_errslot *next;
 };
 

@@ -98,7 +98,26 @@ void cl_clear_err(fl_client *c)
     pthread_mutex_lock(&c->mu);
     struct cl_errslot *e = errslot(c);
     if (e)
-        e->msg[0] = 0;
+        e->msg[0] = e->tls[0] = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Remember the current message as the call's TLS failure (cl_errslot.tls). */
+static void tls_note(fl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    if (e)
+        memcpy(e->tls, e->msg, sizeof e->tls);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The call's TLS failure, or else the last message, into out. */
+static void last_reason(fl_client *c, char *out, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    snprintf(out, n, "%s", !e ? "" : e->tls[0] ? e->tls : e->msg);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -287,10 +306,14 @@ static struct cl_link *connect_to(fl_client *c, const char *addr, int64_t deadli
     if (left > c->opt.connect_timeout_ms)
         left = c->opt.connect_timeout_ms;
     char err[CL_ERRMSG_MAX];
+    enum cl_link_fail why;
     struct cl_link *ln =
-        cl_link_open(c->tls, c->tls_name, host, port, fl_now_ms() + left, refused, err, sizeof err);
+        cl_link_open(c->tls, c->tls_name, host, port, fl_now_ms() + left, &why, err, sizeof err);
     if (!ln) {
+        *refused = why == CL_LINK_REFUSED;
         cl_fail(c, FL_EUNAVAILABLE, "connect %s: %s", addr, err);
+        if (why == CL_LINK_TLS)
+            tls_note(c);
         return NULL;
     }
     /* a frozen server must not hold the AUTH forever: it is bounded by the call's deadline */
@@ -533,7 +556,7 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
     for (;;) {
         if (fl_now_ms() >= deadline) {
             char why[CL_ERRMSG_MAX]; /* a copy: cl_fail writes the buffer it came from */
-            snprintf(why, sizeof(why), "%s", fl_client_errmsg(c));
+            last_reason(c, why, sizeof why);
             return cl_fail(c, err == FL_EUNKNOWN ? FL_EUNKNOWN : FL_EUNAVAILABLE,
                            "deadline passed; last: %s", why[0] ? why : "no answer");
         }

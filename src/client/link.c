@@ -26,6 +26,7 @@ struct cl_link {
     int fd;
     SSL *ssl; /* NULL: plain TCP */
     redisReader *rd;
+    bool tls_rejected; /* the last TLS failure was the peer's or a certificate's, not time */
     char err[160];
 };
 
@@ -117,6 +118,7 @@ static int ssl_wait(struct cl_link *l, int rc, int64_t until, const char *what)
     }
     if (e == SSL_ERROR_ZERO_RETURN)
         return link_fail(l, "connection closed by the server");
+    l->tls_rejected = true;
     snprintf(l->err, sizeof l->err, "TLS %s failed", what);
     if (e == SSL_ERROR_SYSCALL && !ERR_peek_error())
         snprintf(l->err, sizeof l->err, "TLS %s: connection closed by the server", what);
@@ -168,12 +170,13 @@ static int tls_start(struct cl_link *l, SSL_CTX *ctx, const char *name, int64_t 
 }
 
 struct cl_link *cl_link_open(struct ssl_ctx_st *ctx, const char *server_name, const char *host,
-                             int port, int64_t until, bool *refused, char *err, size_t errlen)
+                             int port, int64_t until, enum cl_link_fail *why, char *err,
+                             size_t errlen)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
-    *refused = false;
+    *why = CL_LINK_FAILED;
     int rc = getaddrinfo(host, ps, &hints, &res);
     if (rc) {
         snprintf(err, errlen, "%s", gai_strerror(rc));
@@ -185,7 +188,7 @@ struct cl_link *cl_link_open(struct ssl_ctx_st *ctx, const char *server_name, co
             e = errno;
     freeaddrinfo(res);
     if (fd < 0) {
-        *refused = e == ECONNREFUSED;
+        *why = e == ECONNREFUSED ? CL_LINK_REFUSED : CL_LINK_FAILED;
         snprintf(err, errlen, "%s", strerror(e));
         return NULL;
     }
@@ -199,6 +202,7 @@ struct cl_link *cl_link_open(struct ssl_ctx_st *ctx, const char *server_name, co
     l->fd = fd;
     if (ctx && tls_start(l, ctx, server_name ? server_name : host, until)) {
         snprintf(err, errlen, "%s", l->err);
+        *why = l->tls_rejected ? CL_LINK_TLS : CL_LINK_FAILED;
         cl_link_free(l);
         return NULL;
     }

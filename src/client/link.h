@@ -27,11 +27,15 @@ struct ssl_ctx_st *cl_tls_ctx_new(const char *ca, const char *cert, const char *
                                   size_t errlen);
 void cl_tls_ctx_free(struct ssl_ctx_st *ctx);
 
+/* Why cl_link_open failed: nothing listens there, or the TLS handshake was refused (a
+ * certificate that does not verify, an alert: not a timeout), or anything else. */
+enum cl_link_fail { CL_LINK_FAILED = 0, CL_LINK_REFUSED, CL_LINK_TLS };
+
 /* Connect to host:port by `until` (TLS when ctx; the server's certificate must match
- * server_name, or host when server_name is NULL). NULL with the reason in err; *refused when
- * nothing listens there. */
+ * server_name, or host when server_name is NULL). NULL with the reason in err and *why. */
 struct cl_link *cl_link_open(struct ssl_ctx_st *ctx, const char *server_name, const char *host,
-                             int port, int64_t until, bool *refused, char *err, size_t errlen);
+                             int port, int64_t until, enum cl_link_fail *why, char *err,
+                             size_t errlen);
 void cl_link_free(struct cl_link *l);
 int cl_link_fd(const struct cl_link *l);
 /* The last failure's reason ("" if none). */
