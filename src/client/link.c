@@ -59,6 +59,8 @@ struct ssl_ctx_st *cl_tls_ctx_new(const char *ca, const char *cert, const char *
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    /* a record's header and body in one read(2), not two (cl_link_pending sees what is kept) */
+    SSL_CTX_set_read_ahead(ctx, 1);
     what = ca ? ca : "the system's CA certificates";
     if (ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1
            : SSL_CTX_set_default_verify_paths(ctx) != 1)
@@ -237,7 +239,7 @@ void cl_link_set_err(struct cl_link *l, const char *msg)
 
 bool cl_link_pending(const struct cl_link *l)
 {
-    return l->rd->len > l->rd->pos || (l->ssl && SSL_pending(l->ssl) > 0);
+    return l->rd->len > l->rd->pos || (l->ssl && SSL_has_pending(l->ssl));
 }
 
 bool cl_link_idle_ok(struct cl_link *l)
