@@ -570,7 +570,8 @@ static void refuse_fd_low(struct srv *s, struct srv_conn *c)
 {
     static const char msg[] = "-" PROTO_ERR " max number of clients reached\r\n";
     uv_buf_t b = uv_buf_init((char *)msg, sizeof(msg) - 1);
-    (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (!s->tls) /* a TLS client could not read it before its handshake */
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
     s->m.fd_limit_refusals++;
     if (fd_log_due(s))

@@ -86,6 +86,10 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n)
     char err[256];
     bool was_ready = tls_conn_ready(c->tls);
     int rc = tls_conn_feed(c->tls, s->tls->raw, n, &c->in, err, sizeof err);
+    if (rc < 0 && !err[0]) { /* close_notify: an orderly close, like EOF on a plain port */
+        srv_conn_close(c);
+        return false;
+    }
     if (rc < 0) {
         if (!was_ready)
             s->tls->failures++;

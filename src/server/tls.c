@@ -201,9 +201,8 @@ static const char *ssl_failed(SSL *ssl, int rc, char *err, size_t errlen)
         return NULL;
     err[0] = '\0';
     if (e == SSL_ERROR_ZERO_RETURN)
-        snprintf(err, errlen, "closed by the client (close_notify)");
-    else
-        ssl_errors(err, errlen);
+        return err; /* "": the client closed cleanly (close_notify) */
+    ssl_errors(err, errlen);
     if (!err[0])
         snprintf(err, errlen, "TLS error %d", e);
     return err;

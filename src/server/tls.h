@@ -69,7 +69,8 @@ int tls_reload(struct srv_tls *t, struct logger *log);
 struct tls_conn *tls_conn_new(struct srv_tls *t);
 void tls_conn_free(struct tls_conn *tc);
 /* Feed n bytes read into t->raw; decrypted bytes are appended to `in`. Returns 1 when this call
- * finished the handshake, 0 when fine, -1 when the connection must close (reason in err). */
+ * finished the handshake, 0 when fine, -1 when the connection must close: the reason in err,
+ * or err "" when the client closed its side cleanly (close_notify). */
 int tls_conn_feed(struct tls_conn *tc, const char *raw, size_t n, struct buf *in, char *err,
                   size_t errlen);
 /* Encrypt `out` (consumed) once the handshake is done, and append every pending ciphertext

@@ -362,3 +362,19 @@ def test_tls_c_client_api_over_tls(ctx):
                        timeout=120, env=env)
     assert p.returncode == 0 and "tests:" in p.stdout and " 0 failed" in p.stdout, \
         p.stdout[-3000:] + p.stderr[-2000:]
+
+
+def test_tls_close_notify_is_an_orderly_close(ctx):
+    s, d = tls_server(ctx)
+    c = ctx.conn(s)
+    eq(c.call("PING"), "PONG")
+    try:
+        c.sock.unwrap()  # sends close_notify; the server closes without answering one
+    except (OSError, ValueError):
+        pass
+    c.close()
+    wait_until(lambda: metric(s, "fencelock_tls_handshakes_total") >= 1, what="handshake")
+    time.sleep(0.3)
+    eq(metric(s, "fencelock_tls_handshake_failures_total"), 0, "failures")
+    assert "TLS error" not in s.log_text(), s.log_tail()
+    eq(ctx.conn(s).call("PING"), "PONG")
