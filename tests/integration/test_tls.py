@@ -378,3 +378,30 @@ def test_tls_close_notify_is_an_orderly_close(ctx):
     eq(metric(s, "fencelock_tls_handshake_failures_total"), 0, "failures")
     assert "TLS error" not in s.log_text(), s.log_tail()
     eq(ctx.conn(s).call("PING"), "PONG")
+
+
+def test_tls_three_node_cluster_serves_clients_and_followers_send_no_plain_text(ctx):
+    from cluster import start_cluster
+    d = certs(ctx)
+    args = ["--tls-cert", os.path.join(d, "server.crt"), "--tls-key",
+            os.path.join(d, "server.key")]
+    servers = start_cluster(ctx, 3, extra=args)
+    for s in servers:
+        s.tls = client_ctx(d)
+    ep = ",".join("127.0.0.1:%d" % s.port for s in servers)
+
+    def put():
+        p = subprocess.run([os.path.join(os.path.dirname(ctx.binary), "fencelock"),
+                            "--endpoints", ep, "--tls-ca", os.path.join(d, "ca.crt"),
+                            "--timeout", "5s", "put", "k", "v"], capture_output=True, text=True,
+                           timeout=60)
+        return p.returncode == 0
+    wait_until(put, timeout=30, interval=0.5, what="a write through the TLS cluster")
+    time.sleep(2.5)  # followers would announce every second
+    for s in servers:
+        eq(metric(s, "fencelock_tls_handshake_failures_total"), 0, "failed handshakes")
+    assert sum("is not announced" in s.log_text() for s in servers) >= 2, \
+        [s.log_tail() for s in servers]
+    p = subprocess.run([ctx.binary, "--data-dir", ctx.tmp("dj"), "--join", "127.0.0.1:1"]
+                       + args, capture_output=True, timeout=30)
+    assert p.returncode != 0 and b"--join cannot be used with --tls-cert" in p.stderr, p
