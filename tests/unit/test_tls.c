@@ -171,6 +171,34 @@ TEST(test_garbage_and_plain_resp_fail_the_handshake_and_yield_no_plaintext)
     tls_free(t);
 }
 
+/* Random bytes, in random pieces: never plaintext, never a crash (ASan/UBSan watch). */
+TEST(test_random_bytes_never_yield_plaintext)
+{
+    struct tls_config cfg = config("server", TLS_AUTH_NONE);
+    struct srv_tls *t = tls_new(&cfg, &lg);
+    unsigned seed = 12345;
+    for (int round = 0; round < 300; round++) {
+        struct tls_conn *tc = tls_conn_new(t);
+        struct buf in = {0}, wire = {0}, none = {0};
+        char b[2048], err[256];
+        int rc = 0;
+        for (int piece = 0; piece < 4 && rc >= 0; piece++) {
+            size_t n = 1 + rand_r(&seed) % sizeof b;
+            for (size_t i = 0; i < n; i++)
+                b[i] = (char)rand_r(&seed);
+            if (round % 3 == 0 && piece == 0) /* a plausible record header first */
+                memcpy(b, "\x16\x03\x01", 3);
+            rc = tls_conn_feed(tc, b, n, &in, err, sizeof err);
+            CHECK(tls_conn_seal(tc, &none, &wire) == 0);
+        }
+        CHECK(rc <= 0 && in.len == 0 && !tls_conn_ready(tc));
+        buf_free(&in);
+        buf_free(&wire);
+        tls_conn_free(tc);
+    }
+    tls_free(t);
+}
+
 TEST(test_required_client_certificate_refused_without_accepted_with_and_cn_read)
 {
     struct tls_config cfg = config("server", TLS_AUTH_REQUIRE);
@@ -247,6 +275,7 @@ int main(void)
     lg = (struct logger){.level = LOG_ERROR, .id = 1};
     RUN(test_handshake_and_data_both_ways_over_memory);
     RUN(test_garbage_and_plain_resp_fail_the_handshake_and_yield_no_plaintext);
+    RUN(test_random_bytes_never_yield_plaintext);
     RUN(test_required_client_certificate_refused_without_accepted_with_and_cn_read);
     RUN(test_flags_are_checked_together);
     RUN(test_reload_keeps_the_old_context_when_the_new_pair_does_not_load);
