@@ -16,8 +16,8 @@ CC ?= gcc
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
               -Isrc -Iinclude $(shell pkg-config --cflags raft libuv 2>/dev/null)
 CFLAGS += $(CFLAGS_BASE) $(OPT) -MMD -MP
-LDLIBS = $(shell pkg-config --libs raft libuv 2>/dev/null || echo -lraft -luv) -lsodium -lm
-CLIENT_LIBS = -lhiredis -lpthread
+LDLIBS = $(shell pkg-config --libs raft libuv 2>/dev/null || echo -lraft -luv) -lsodium -lssl -lcrypto -lm
+CLIENT_LIBS = -lhiredis -lssl -lcrypto -lpthread
 LDFLAGS += $(OPT)
 
 COMMON_SRC := $(wildcard src/common/*.c)
@@ -205,7 +205,7 @@ torture:
 # ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
 # bench/results/. lockbench links every bench/drv_*.c present (one driver per system).
 BENCH_DRV := $(wildcard bench/drv_*.c)
-BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lpthread -lzookeeper_mt -lcurl
+BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lssl -lcrypto -lpthread -lzookeeper_mt -lcurl
 .PHONY: bench
 bench:
 	@scripts/deps.sh bench

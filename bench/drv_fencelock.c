@@ -35,6 +35,17 @@ static void fill_err(fl_client *c, const char *what, fl_err e, char *err, size_t
     snprintf(err, errlen, "%s: %s%s%s", what, fl_strerror(e), *msg ? ": " : "", msg);
 }
 
+/* Default options, plus TLS from FENCELOCK_TLS_CA/CERT/KEY as the CLI reads them (the cost of
+ * client TLS on W1: docs/security.md). */
+static const struct fl_options *flb_options(struct fl_options *o)
+{
+    fl_options_init(o);
+    o->tls_ca = getenv("FENCELOCK_TLS_CA");
+    o->tls_cert = getenv("FENCELOCK_TLS_CERT");
+    o->tls_key = getenv("FENCELOCK_TLS_KEY");
+    return o;
+}
+
 static void *flb_new(const struct bench_cfg *cfg, int client_id, char *err, size_t errlen)
 {
     struct fl_bench_client *b = calloc(1, sizeof(*b));
@@ -43,7 +54,8 @@ static void *flb_new(const struct bench_cfg *cfg, int client_id, char *err, size
         return NULL;
     }
     fl_err e;
-    b->c = fl_client_new(cfg->endpoints, NULL, &e);
+    struct fl_options o;
+    b->c = fl_client_new(cfg->endpoints, flb_options(&o), &e);
     if (!b->c) {
         fill_err(NULL, "fl_client_new", e, err, errlen);
         free(b);

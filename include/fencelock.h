@@ -90,6 +90,17 @@ struct fl_options {
        password: the user "default". Copied by fl_client_new. */
     const char *user;
     const char *password;
+    /* TLS (docs/client.md "TLS"): used when tls is nonzero or tls_ca / tls_cert is set. The
+       server's certificate must chain to tls_ca (NULL: the system's CA certificates) and name
+       tls_server_name (NULL: the endpoint's host, an IP address or a DNS name). tls_cert and
+       tls_key (PEM files, both or neither): the client certificate for servers started with
+       --tls-client-auth. Files are read by fl_client_new; if they cannot be, every call fails
+       with FL_EINVAL and fl_client_errmsg says why. Copied by fl_client_new. */
+    int tls;
+    const char *tls_ca;
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_server_name;
 };
 
 /* Fill with the defaults, then change what you need. In fl_client_new, a timeout <= 0 or a

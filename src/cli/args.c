@@ -119,6 +119,11 @@ static const struct opt_spec global_specs[] = {
     {"version", 0, 0, G_VERSION},
     {"user", 0, 1, G_USER},
     {"password-file", 0, 1, G_PASSWORD_FILE},
+    {"tls", 0, 0, G_TLS},
+    {"tls-ca", 0, 1, G_TLS_CA},
+    {"tls-cert", 0, 1, G_TLS_CERT},
+    {"tls-key", 0, 1, G_TLS_KEY},
+    {"tls-server-name", 0, 1, G_TLS_SERVER_NAME},
     {NULL, 0, 0, 0},
 };
 
@@ -245,6 +250,21 @@ int cli_global(struct cli *c, int id, struct opt_iter *it)
     case G_PASSWORD_FILE:
         if (read_password_file(it->v[0], c->password, sizeof c->password))
             return opt_err(it, "--password-file %s: cannot read a password from it", it->v[0]);
+        return EXIT_OK;
+    case G_TLS:
+        c->tls = 1;
+        return EXIT_OK;
+    case G_TLS_CA:
+        c->tls_ca = it->v[0];
+        return EXIT_OK;
+    case G_TLS_CERT:
+        c->tls_cert = it->v[0];
+        return EXIT_OK;
+    case G_TLS_KEY:
+        c->tls_key = it->v[0];
+        return EXIT_OK;
+    case G_TLS_SERVER_NAME:
+        c->tls_server_name = it->v[0];
         return EXIT_OK;
     default:
         return opt_err(it, "option %s is not valid here", it->argv[it->i - 1]);

@@ -42,6 +42,10 @@ struct cli {
     int client_code;       /* when cli_client() failed: EXIT_USAGE (bad list) or EXIT_ERROR */
     const char *user;      /* --user, else FENCELOCK_USER; NULL: "default" */
     char password[1025];   /* --password-file's first line, else FENCELOCK_PASSWORD; "": none */
+    /* TLS: --tls, and the files of --tls-ca/--tls-cert/--tls-key, else FENCELOCK_TLS_CA/
+     * CERT/KEY (NULL: none); any of them turns TLS on (fl_options.tls*) */
+    int tls;
+    const char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
 };
 
 /* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
@@ -116,6 +120,11 @@ enum {
     G_JSON,
     G_USER,
     G_PASSWORD_FILE,
+    G_TLS,
+    G_TLS_CA,
+    G_TLS_CERT,
+    G_TLS_KEY,
+    G_TLS_SERVER_NAME,
     G_VERSION,
 };
 /* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK, or EXIT_USAGE with

@@ -40,6 +40,14 @@ static const char usage_main[] =
     "                            else \"default\")\n"
     "  --password-file FILE      its password: FILE's first line (default:\n"
     "                            $FENCELOCK_PASSWORD; none: no AUTH)\n"
+    "  --tls                     connect with TLS (implied by the three below)\n"
+    "  --tls-ca FILE             CA the server's certificate must chain to (default:\n"
+    "                            $FENCELOCK_TLS_CA, else the system's CAs)\n"
+    "  --tls-cert FILE --tls-key FILE\n"
+    "                            client certificate and key (default: $FENCELOCK_TLS_CERT,\n"
+    "                            $FENCELOCK_TLS_KEY)\n"
+    "  --tls-server-name NAME    name the server's certificate must have (default: the\n"
+    "                            endpoint's host)\n"
     "  -h, --help                help (also after any command)\n"
     "  --version                 print the version\n"
     "\n"
@@ -152,6 +160,11 @@ fl_client *cli_client_quiet(struct cli *c)
     }
     opt.user = c->user;
     opt.password = c->password[0] ? c->password : NULL;
+    opt.tls = c->tls;
+    opt.tls_ca = c->tls_ca;
+    opt.tls_cert = c->tls_cert;
+    opt.tls_key = c->tls_key;
+    opt.tls_server_name = c->tls_server_name;
     c->client = fl_client_new(c->endpoints, &opt, NULL);
     return c->client;
 }
@@ -205,6 +218,13 @@ static int dispatch(struct cli *c, int argc, char **argv)
     return EXIT_USAGE;
 }
 
+/* An environment variable, NULL when unset or empty. */
+static const char *cli_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
 int main(int argc, char **argv)
 {
     /* A server that goes away mid-write must be an error reply, not a silent death. */
@@ -218,6 +238,9 @@ int main(int argc, char **argv)
     const char *pw = getenv("FENCELOCK_PASSWORD");
     if (pw)
         snprintf(c.password, sizeof c.password, "%s", pw);
+    c.tls_ca = cli_env("FENCELOCK_TLS_CA");
+    c.tls_cert = cli_env("FENCELOCK_TLS_CERT");
+    c.tls_key = cli_env("FENCELOCK_TLS_KEY");
 
     int first = 0;
     int done = parse_globals(&c, argc, argv, &first);

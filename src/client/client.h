@@ -3,10 +3,10 @@
  * public function goes through (cl_call).
  *
  * Owns: the endpoint list (given plus learned from -NOTLEADER and CLUSTER.MEMBERS), the known
- * leader, idle hiredis connections (at most CL_POOL_MAX), and each calling thread's last error
- * message. All of it is guarded by fl_client.mu; a connection taken from the pool belongs to
- * the taking thread alone until it is put back or dropped. Replies returned by cl_call belong
- * to the caller (freeReplyObject).
+ * leader, idle connections (struct cl_link, link.h; at most CL_POOL_MAX), the TLS context
+ * (when fl_options asks for TLS) and each calling thread's last error message. All of it is guarded
+ * by fl_client.mu; a connection taken from the pool belongs to the taking thread alone until it is
+ * put back or dropped. Replies returned by cl_call belong to the caller (freeReplyObject).
  *
  * Retries: cl_call follows redirects and reconnects until the call's deadline. A command that
  * was (possibly) sent and whose answer was lost is sent again only with CL_RETRY: reads, and
@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "client/link.h"
 #include "common/proto.h"
 #include "fencelock.h"
 
@@ -31,12 +32,15 @@
 
 struct cl_conn {
     char addr[PROTO_ADDR_BUF];
-    redisContext *rc;
+    struct cl_link *ln;
 };
 
 struct cl_errslot {
     pthread_t tid;
     char msg[CL_ERRMSG_MAX];
+    /* the last refused TLS handshake of the current call: reported when its deadline passes
+     * rather than the attempt the deadline cut short */
+    char tls[CL_ERRMSG_MAX];
     struct cl_errslot *next;
 };
 
@@ -52,6 +56,12 @@ struct fl_client {
     bool members_learned; /* CLUSTER.MEMBERS merged once */
     struct cl_errslot *errs;
     char *user, *password; /* copies of fl_options' (NULL: none); wiped when freed */
+    /* TLS (fl_options.tls*): the context every connection is made with (NULL: plain TCP), the
+     * name the server's certificate must match (NULL: the endpoint's host), and why the
+     * files did not load ("" if they did: then every call fails at once with it) */
+    struct ssl_ctx_st *tls;
+    char *tls_name;
+    char tls_err[CL_ERRMSG_MAX];
 };
 
 /* One command: arguments are borrowed for the duration of cl_call. */

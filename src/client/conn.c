@@ -53,6 +53,8 @@ void fl_options_init(struct fl_options *opt)
     opt->refused_ms = 0;
     opt->user = NULL;
     opt->password = NULL;
+    opt->tls = 0;
+    opt->tls_ca = opt->tls_cert = opt->tls_key = opt->tls_server_name = NULL;
 }
 
 int64_t cl_deadline(const fl_client *c)
@@ -96,7 +98,26 @@ void cl_clear_err(fl_client *c)
     pthread_mutex_lock(&c->mu);
     struct cl_errslot *e = errslot(c);
     if (e)
-        e->msg[0] = 0;
+        e->msg[0] = e->tls[0] = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Remember the current message as the call's TLS failure (cl_errslot.tls). */
+static void tls_note(fl_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    if (e)
+        memcpy(e->tls, e->msg, sizeof e->tls);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The call's TLS failure, or else the last message, into out. */
+static void last_reason(fl_client *c, char *out, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    struct cl_errslot *e = errslot(c);
+    snprintf(out, n, "%s", !e ? "" : e->tls[0] ? e->tls : e->msg);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -159,6 +180,21 @@ static void cl_free_credentials(fl_client *c)
     c->password = c->user = NULL;
 }
 
+/* The TLS context fl_options asks for: 0, or -1 out of memory. Files that do not load leave
+ * tls_err set (every call then fails with it) rather than failing fl_client_new silently. */
+static int tls_setup(fl_client *c, const struct fl_options *opt)
+{
+    if (!opt || !(opt->tls || opt->tls_ca || opt->tls_cert))
+        return 0;
+    if (opt->tls_server_name && !(c->tls_name = strdup(opt->tls_server_name)))
+        return -1;
+    c->tls =
+        cl_tls_ctx_new(opt->tls_ca, opt->tls_cert, opt->tls_key, c->tls_err, sizeof c->tls_err);
+    if (!c->tls && !c->tls_err[0])
+        snprintf(c->tls_err, sizeof c->tls_err, "TLS: cannot set up");
+    return 0;
+}
+
 fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err)
 {
     fl_err dummy;
@@ -192,11 +228,15 @@ fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl
         }
     }
     c->opt.user = c->opt.password = NULL; /* only the copies are kept */
+    c->opt.tls_ca = c->opt.tls_cert = c->opt.tls_key = c->opt.tls_server_name = NULL;
     pthread_mutex_init(&c->mu, NULL);
     if (parse_endpoints(c, endpoints) != 0) {
-        pthread_mutex_destroy(&c->mu);
-        cl_free_credentials(c);
-        free(c);
+        fl_client_free(c);
+        return NULL;
+    }
+    if (tls_setup(c, opt)) {
+        fl_client_free(c);
+        *err = FL_ENOMEM;
         return NULL;
     }
     *err = FL_OK;
@@ -209,7 +249,9 @@ void fl_client_free(fl_client *c)
         return;
     cl_free_credentials(c);
     for (int i = 0; i < c->n_pool; i++)
-        redisFree(c->pool[i].rc);
+        cl_link_free(c->pool[i].ln);
+    cl_tls_ctx_free(c->tls);
+    free(c->tls_name);
     while (c->errs) {
         struct cl_errslot *e = c->errs;
         c->errs = e->next;
@@ -232,28 +274,15 @@ static void pick_target(fl_client *c, char *addr)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A pooled connection that became readable is dead (the server sends nothing unasked). */
-static bool conn_idle_ok(redisContext *rc)
-{
-    struct pollfd p = {.fd = rc->fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 0;
-}
-
-static struct timeval ms_tv(int64_t ms)
-{
-    if (ms < 1)
-        ms = 1;
-    return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-}
-
 /* AUTH [user] password on a new connection (the server answers within its -WRONGPASS delay,
    at most 5 s, inside the connection's timeout). 0, or -1 with FL_EAUTH / FL_EUNAVAILABLE. */
-static int conn_auth(fl_client *c, const char *addr, redisContext *rc)
+static int conn_auth(fl_client *c, const char *addr, struct cl_link *ln, int64_t until)
 {
-    redisReply *r = c->user ? redisCommand(rc, "AUTH %s %s", c->user, c->password)
-                            : redisCommand(rc, "AUTH %s", c->password);
+    const char *argv[3] = {"AUTH", c->user ? c->user : c->password, c->password};
+    size_t len[3] = {4, strlen(argv[1]), strlen(c->password)};
+    redisReply *r = cl_link_call(ln, c->user ? 3 : 2, argv, len, until);
     if (!r) {
-        cl_fail(c, FL_EUNAVAILABLE, "AUTH on %s: %s", addr, rc->errstr);
+        cl_fail(c, FL_EUNAVAILABLE, "AUTH on %s: %s", addr, cl_link_err(ln));
         return -1;
     }
     int bad = r->type == REDIS_REPLY_ERROR;
@@ -264,8 +293,8 @@ static int conn_auth(fl_client *c, const char *addr, redisContext *rc)
 }
 
 /* *refused: the attempt failed because nothing listens there (ECONNREFUSED). */
-static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline, bool *refused,
-                                bool *auth_failed)
+static struct cl_link *connect_to(fl_client *c, const char *addr, int64_t deadline, bool *refused,
+                                  bool *auth_failed)
 {
     char host[PROTO_ADDR_BUF];
     int port;
@@ -276,61 +305,58 @@ static redisContext *connect_to(fl_client *c, const char *addr, int64_t deadline
     int64_t left = deadline - fl_now_ms();
     if (left > c->opt.connect_timeout_ms)
         left = c->opt.connect_timeout_ms;
-    redisContext *rc = redisConnectWithTimeout(host, port, ms_tv(left));
-    if (!rc)
-        return NULL;
-    if (rc->err) {
-        int e = errno;
-        *refused = rc->err == REDIS_ERR_IO && (e == ECONNREFUSED || strstr(rc->errstr, "refused"));
-        cl_fail(c, FL_EUNAVAILABLE, "connect %s: %s", addr, rc->errstr);
-        redisFree(rc);
+    char err[CL_ERRMSG_MAX];
+    enum cl_link_fail why;
+    struct cl_link *ln =
+        cl_link_open(c->tls, c->tls_name, host, port, fl_now_ms() + left, &why, err, sizeof err);
+    if (!ln) {
+        *refused = why == CL_LINK_REFUSED;
+        cl_fail(c, FL_EUNAVAILABLE, "connect %s: %s", addr, err);
+        if (why == CL_LINK_TLS)
+            tls_note(c);
         return NULL;
     }
-    int one = 1;
-    setsockopt(rc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    /* a frozen server must not hold the AUTH forever (hiredis reads without a timeout) */
-    redisSetTimeout(rc, ms_tv(deadline - fl_now_ms() > 0 ? deadline - fl_now_ms() : 1));
-    if (c->password && conn_auth(c, addr, rc)) {
+    /* a frozen server must not hold the AUTH forever: it is bounded by the call's deadline */
+    if (c->password && conn_auth(c, addr, ln, deadline)) {
         *auth_failed = true;
-        redisFree(rc);
+        cl_link_free(ln);
         return NULL;
     }
-    return rc;
+    return ln;
 }
 
 /* Take an idle connection to addr from the pool, or open one. NULL: unreachable. */
-static redisContext *conn_get(fl_client *c, const char *addr, int64_t deadline, bool *fresh,
-                              bool *refused, bool *auth_failed)
+static struct cl_link *conn_get(fl_client *c, const char *addr, int64_t deadline, bool *fresh,
+                                bool *refused, bool *auth_failed)
 {
-    redisContext *rc = NULL;
+    struct cl_link *ln = NULL;
     pthread_mutex_lock(&c->mu);
-    for (int i = c->n_pool - 1; i >= 0 && !rc; i--)
+    for (int i = c->n_pool - 1; i >= 0 && !ln; i--)
         if (strcmp(c->pool[i].addr, addr) == 0) {
-            rc = c->pool[i].rc;
+            ln = c->pool[i].ln;
             c->pool[i] = c->pool[--c->n_pool];
         }
     pthread_mutex_unlock(&c->mu);
-    if (rc && conn_idle_ok(rc)) {
+    /* a pooled connection that became readable is dead (the server sends nothing unasked) */
+    if (ln && cl_link_idle_ok(ln)) {
         *fresh = false;
-        return rc;
+        return ln;
     }
-    if (rc)
-        redisFree(rc);
+    cl_link_free(ln);
     *fresh = true;
     return connect_to(c, addr, deadline, refused, auth_failed);
 }
 
-static void conn_put(fl_client *c, const char *addr, redisContext *rc)
+static void conn_put(fl_client *c, const char *addr, struct cl_link *ln)
 {
     pthread_mutex_lock(&c->mu);
     if (c->n_pool < CL_POOL_MAX) {
         strcpy(c->pool[c->n_pool].addr, addr);
-        c->pool[c->n_pool++].rc = rc;
-        rc = NULL;
+        c->pool[c->n_pool++].ln = ln;
+        ln = NULL;
     }
     pthread_mutex_unlock(&c->mu);
-    if (rc)
-        redisFree(rc);
+    cl_link_free(ln);
 }
 
 void cl_set_leader(fl_client *c, const char *addr, size_t n)
@@ -357,7 +383,7 @@ static void leader_failed(fl_client *c, const char *addr)
 
 /* Learn the other members' client addresses once, so that losing every given endpoint
    but one still leaves the rest reachable. Best effort on a fresh connection. */
-static void learn_members(fl_client *c, redisContext *rc)
+static void learn_members(fl_client *c, struct cl_link *ln, int64_t until)
 {
     pthread_mutex_lock(&c->mu);
     bool done = c->members_learned;
@@ -365,7 +391,9 @@ static void learn_members(fl_client *c, redisContext *rc)
     pthread_mutex_unlock(&c->mu);
     if (done)
         return;
-    redisReply *r = redisCommand(rc, "CLUSTER.MEMBERS");
+    const char *argv[1] = {"CLUSTER.MEMBERS"};
+    size_t len[1] = {15};
+    redisReply *r = cl_link_call(ln, 1, argv, len, until);
     if (r && r->type == REDIS_REPLY_ARRAY) {
         pthread_mutex_lock(&c->mu);
         for (size_t i = 0; i < r->elements; i++) {
@@ -409,16 +437,10 @@ static enum step on_reply(fl_client *c, const char *addr, redisReply *r, unsigne
     return STEP_DONE;
 }
 
-/* Send m on rc; false if the connection failed (then nothing or part may have been sent). */
-static bool send_cmd(redisContext *rc, struct cl_cmd *m)
+/* Send m on ln; false if the connection failed (then nothing or part may have been sent). */
+static bool send_cmd(struct cl_link *ln, struct cl_cmd *m, int64_t until)
 {
-    if (redisAppendCommandArgv(rc, m->argc, m->argv, m->len) != REDIS_OK)
-        return false;
-    int done = 0;
-    while (!done)
-        if (redisBufferWrite(rc, &done) != REDIS_OK)
-            return false;
-    return true;
+    return cl_link_send(ln, m->argc, m->argv, m->len, until) == 0;
 }
 
 static bool cancelled(const struct cl_cmd *m)
@@ -440,42 +462,41 @@ static bool leader_moved(fl_client *c, const char *addr)
  * long wait (a blocked LOCK) is abandoned as soon as the client learns of another leader: a
  * deposed or frozen leader may never answer. NULL on timeout, connection loss or abandon.
  */
-static redisReply *await_reply(fl_client *c, const char *addr, redisContext *rc,
+static redisReply *await_reply(fl_client *c, const char *addr, struct cl_link *ln,
                                const struct cl_cmd *m, int64_t until)
 {
     for (;;) {
         int64_t left = until - fl_now_ms();
         if (left <= 0) {
-            snprintf(rc->errstr, sizeof(rc->errstr), "no reply in time");
+            cl_link_set_err(ln, "no reply in time");
             return NULL;
         }
-        struct pollfd p = {.fd = rc->fd, .events = POLLIN};
-        int n = poll(&p, 1, (int)(left < CL_WAIT_SLICE_MS ? left : CL_WAIT_SLICE_MS));
+        struct pollfd p = {.fd = cl_link_fd(ln), .events = POLLIN};
+        int n = cl_link_pending(ln)
+                    ? 1
+                    : poll(&p, 1, (int)(left < CL_WAIT_SLICE_MS ? left : CL_WAIT_SLICE_MS));
         if (n < 0 && errno != EINTR)
             return NULL;
-        if (n > 0) {
-            void *r = NULL;
-            redisSetTimeout(rc, ms_tv(until - fl_now_ms()));
-            return redisGetReply(rc, &r) == REDIS_OK ? r : NULL;
-        }
+        if (n > 0)
+            return cl_link_reply(ln, until);
         if (leader_moved(c, addr)) {
-            snprintf(rc->errstr, sizeof(rc->errstr), "abandoned: the leader moved");
+            cl_link_set_err(ln, "abandoned: the leader moved");
             return NULL;
         }
         if (cancelled(m)) {
-            snprintf(rc->errstr, sizeof(rc->errstr), "cancelled");
+            cl_link_set_err(ln, "cancelled");
             return NULL;
         }
     }
 }
 
 /* The connection to addr failed after m was (maybe) sent. */
-static enum step lost_conn(fl_client *c, const char *addr, redisContext *rc, const struct cl_cmd *m,
-                           unsigned flags, fl_err *err)
+static enum step lost_conn(fl_client *c, const char *addr, struct cl_link *ln,
+                           const struct cl_cmd *m, unsigned flags, fl_err *err)
 {
-    *err =
-        cl_fail(c, FL_EUNAVAILABLE, "%s: %s", addr, rc->errstr[0] ? rc->errstr : "connection lost");
-    redisFree(rc);
+    const char *why = cl_link_err(ln);
+    *err = cl_fail(c, FL_EUNAVAILABLE, "%s: %s", addr, why[0] ? why : "connection lost");
+    cl_link_free(ln);
     leader_failed(c, addr);
     if (flags & CL_RETRY)
         return STEP_RETRY;
@@ -493,7 +514,11 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
     pick_target(c, addr);
     *refused = false;
     bool auth_failed = false;
-    redisContext *rc = conn_get(c, addr, deadline, &fresh, refused, &auth_failed);
+    if (c->tls_err[0]) { /* the TLS files did not load: no connection can be made */
+        *err = cl_fail(c, FL_EINVAL, "%s", c->tls_err);
+        return STEP_FAIL;
+    }
+    struct cl_link *rc = conn_get(c, addr, deadline, &fresh, refused, &auth_failed);
     if (!rc && auth_failed) { /* the credentials are wrong everywhere: retrying cannot help */
         *err = FL_EAUTH;
         return STEP_FAIL;
@@ -505,19 +530,17 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
     }
     /* A server that does not answer within the connect timeout (plus the time the command
        may legitimately block) is treated as gone: it may be frozen while others elect. The
-       socket timeout is set before learn_members too: a frozen server accepts connections
-       (the kernel does) but never answers, and hiredis reads without a timeout otherwise. */
+       probe bounds learn_members too: a frozen server accepts connections (the kernel does) but
+       never answers. */
     int64_t probe = fl_now_ms() + c->opt.connect_timeout_ms;
-    redisSetTimeout(rc, ms_tv((probe < deadline ? probe : deadline) - fl_now_ms()));
     if (fresh)
-        learn_members(c, rc);
+        learn_members(c, rc, probe < deadline ? probe : deadline);
     if (m->wait_idx)
         cl_wait_refresh(m);
     int64_t until = fl_now_ms() + c->opt.connect_timeout_ms + m->block_ms;
     if (until > deadline)
         until = deadline;
-    redisSetTimeout(rc, ms_tv(until - fl_now_ms()));
-    redisReply *r = send_cmd(rc, m) ? await_reply(c, addr, rc, m, until) : NULL;
+    redisReply *r = send_cmd(rc, m, until) ? await_reply(c, addr, rc, m, until) : NULL;
     if (!r)
         return lost_conn(c, addr, rc, m, flags, err);
     conn_put(c, addr, rc);
@@ -545,7 +568,7 @@ fl_err cl_call(fl_client *c, struct cl_cmd *m, int64_t deadline, unsigned flags,
             return cl_fail(c, FL_ETIMEOUT, "cancelled");
         if (fl_now_ms() >= deadline) {
             char why[CL_ERRMSG_MAX]; /* a copy: cl_fail writes the buffer it came from */
-            snprintf(why, sizeof(why), "%s", fl_client_errmsg(c));
+            last_reason(c, why, sizeof why);
             return cl_fail(c, err == FL_EUNKNOWN ? FL_EUNKNOWN : FL_EUNAVAILABLE,
                            "deadline passed; last: %s", why[0] ? why : "no answer");
         }

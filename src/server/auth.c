@@ -158,27 +158,14 @@ int srv_peer_load(struct srv *s)
     return 0;
 }
 
-static void on_hup(uv_signal_t *h, int sig)
+/* SIGHUP, part of server.c's handler: re-read --peer-password-file. */
+void srv_peer_reload(struct srv *s)
 {
-    struct srv *s = h->data;
-    (void)sig;
-    srv_audit_reopen(s); /* first: the reload's own line goes to the new file */
     if (s->cfg.peer_password_file[0] && srv_peer_load(s) == 0) {
         LOGI(&s->log, "SIGHUP: peer password re-read from %s", s->cfg.peer_password_file);
         s->peer_retry_ms = 0; /* a corrected password is tried at once */
         s->peer_refusals = 0;
     }
-    srv_auth_reload(s);
-}
-
-void srv_auth_start(struct srv *s)
-{
-    if (!s->auth.on && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0])
-        return;
-    uv_signal_init(s->loop, &s->auth.sig_hup);
-    s->auth.sig_hup.data = s;
-    uv_signal_start(&s->auth.sig_hup, on_hup, SIGHUP);
-    s->auth.hup_started = true;
 }
 
 void srv_auth_free(struct srv *s)
@@ -382,10 +369,6 @@ void srv_auth_stop(struct srv *s)
         s->auth.waits = w->next;
         uv_timer_stop(&w->timer);
         uv_close((uv_handle_t *)&w->timer, delay_closed);
-    }
-    if (s->auth.hup_started) {
-        uv_close((uv_handle_t *)&s->auth.sig_hup, NULL);
-        s->auth.hup_started = false;
     }
 }
 

@@ -1,11 +1,11 @@
 /*
  * auth — who a client connection is: the rules of --acl-file (acl.h) as the server holds them,
  * AUTH and HELLO ... AUTH verified off the event loop, the delay before -WRONGPASS, the cache
- * of verified passwords, and the SIGHUP reload.
+ * of verified passwords, and the reload (server.c's SIGHUP handler calls srv_auth_reload).
  *
  * Owns (struct srv_auth, inside struct srv): the current struct acl, the verified-password
  * cache, the per-address failure table, the list of failed AUTHs waiting for their delay, and
- * the SIGHUP handle. A connection points at its user (struct srv_conn.user, NULL = not
+ * nothing else. A connection points at its user (struct srv_conn.user, NULL = not
  * authenticated); a reload re-points every connection to the user of the same name in the new
  * rules, or closes it when that user is gone, so the pointer is always into the current acl.
  *
@@ -51,8 +51,6 @@ struct srv_auth {
     struct acl_cache *cache; /* heap: 32 KiB */
     struct auth_fail fails[AUTH_FAIL_ADDRS];
     struct auth_wait *waits;
-    uv_signal_t sig_hup;
-    bool hup_started;
     char peer_pw[AUTH_PW_MAX + 1]; /* --peer-user's password; "" when none */
     size_t peer_pwlen;
 };
@@ -73,10 +71,9 @@ int srv_auth_init(struct srv *s);
 /* Read the peer password (--peer-password-file, else FENCELOCK_PEER_PASSWORD) when
  * --peer-user is given. 0, or -1 with the reason logged: the server must not start. */
 int srv_peer_load(struct srv *s);
-/* Start listening for SIGHUP (ACL reload, peer password file, audit log reopen) when any of
- * them is configured. */
-void srv_auth_start(struct srv *s);
-/* Answer every delayed AUTH and close the SIGHUP handle (shutdown). */
+/* SIGHUP (server.c): re-read the peer password file, if any. */
+void srv_peer_reload(struct srv *s);
+/* Answer every delayed AUTH (shutdown). */
 void srv_auth_stop(struct srv *s);
 void srv_auth_free(struct srv *s);
 /* Reload the ACL file: 0, or -1 and the old rules stay (the reason with its line logged). */

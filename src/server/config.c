@@ -43,6 +43,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_query_buffer = 8u << 20;
     c->max_input_total = 1u << 30;
     c->idle_timeout = 3600000;
+    c->tls.handshake_ms = 10000;
     c->http_max_conns = SRV_HTTP_MAX_CONNS;
     c->http_idle_ms = SRV_HTTP_IDLE_MS;
     c->max_ttl = 7ull * 24 * 3600 * 1000;
@@ -174,6 +175,19 @@ void srv_config_usage(FILE *f)
           "                          SIGHUP); else the environment's FENCELOCK_PEER_PASSWORD\n"
           "  --audit-log PATH        append one JSON line per security event (AUTH, NOPERM,\n"
           "                          CLUSTER.* changes, ACL reloads); reopened on SIGHUP\n"
+          "  --tls-cert FILE --tls-key FILE\n"
+          "                          the client port speaks TLS only (PEM certificate chain\n"
+          "                          and key; TLS 1.2+). Reloaded on SIGHUP (a bad pair\n"
+          "                          keeps the old one)\n"
+          "  --tls-ca FILE           CA certificates client certificates must chain to\n"
+          "  --tls-client-auth none|optional|require\n"
+          "                          ask for a client certificate (default none)\n"
+          "  --tls-user-from-cn      the client certificate's CN is the ACL user the\n"
+          "                          connection is authenticated as (needs require and\n"
+          "                          --acl-file)\n"
+          "  --tls-handshake-timeout MS\n"
+          "                          a client slower to finish its handshake is closed\n"
+          "                          (default 10000)\n"
           "  --hash-password         read a password from stdin, print its HASH for\n"
           "                          --acl-file, exit (must be the only flag)\n"
           "  --help                  this text\n",
@@ -280,6 +294,23 @@ static int check_cluster(struct srv_config *c)
     return -1;
 }
 
+/* The --tls-* flags with a string value: 0, -1 bad value, 1 not one of them. */
+static int set_tls(struct tls_config *t, const char *flag, const char *v)
+{
+    char *dst = !strcmp(flag, "--tls-cert")  ? t->cert
+                : !strcmp(flag, "--tls-key") ? t->key
+                : !strcmp(flag, "--tls-ca")  ? t->ca
+                                             : NULL;
+    if (!strcmp(flag, "--tls-client-auth"))
+        return tls_client_auth_parse(v, &t->client_auth);
+    if (!dst)
+        return 1;
+    if (!*v || strlen(v) >= TLS_PATH_MAX)
+        return -1;
+    snprintf(dst, TLS_PATH_MAX, "%s", v);
+    return 0;
+}
+
 /* Whether clients on this --listen host can only come from this machine. */
 static bool loopback_host(const char *h)
 {
@@ -325,6 +356,7 @@ static const struct num_flag num_flags[] = {
     NF("--max-query-buffer", max_query_buffer, 1, 1024, 1ull << 40),
     NF("--max-input-total", max_input_total, 1, 65536, 1ull << 40),
     NF("--idle-timeout", idle_timeout, 0, 0, 1ull << 40),
+    NF("--tls-handshake-timeout", tls.handshake_ms, 0, 10, 3600000),
     NF("--http-max-conns", http_max_conns, 2, 1, 100000),
     NF("--http-idle-ms", http_idle_ms, 0, 10, 3600000),
     NF("--max-ttl", max_ttl, 0, 1, 1ull << 40),
@@ -436,6 +468,8 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);
+    if (!strncmp(flag, "--tls-", 6))
+        return set_tls(&c->tls, flag, v);
     if (!strcmp(flag, "--acl-file"))
         return copy_path(c->acl_file, sizeof(c->acl_file), v);
     if (!strcmp(flag, "--peer-password-file"))
@@ -459,8 +493,12 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
             srv_config_usage(stdout);
             return 1;
         }
-        if (!strcmp(flag, "--insecure-no-auth")) { /* the one flag without a value */
+        if (!strcmp(flag, "--insecure-no-auth")) { /* the flags without a value */
             c->insecure_no_auth = true;
+            continue;
+        }
+        if (!strcmp(flag, "--tls-user-from-cn")) {
+            c->tls.user_from_cn = true;
             continue;
         }
         if (i + 1 >= argc) {
@@ -497,6 +535,16 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     }
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
+        return -1;
+    }
+    char err[200];
+    if (c->n_join && c->tls.cert[0]) {
+        fprintf(stderr, "fencelockd: --join cannot be used with --tls-cert yet (its CLUSTER.ADD "
+                        "is plain RESP; docs/security.md)\n");
+        return -1;
+    }
+    if (tls_config_check(&c->tls, c->acl_file[0] != 0, err, sizeof err)) {
+        fprintf(stderr, "fencelockd: %s\n", err);
         return -1;
     }
     return check_peer(c) || check_protected(c) ? -1 : 0;

@@ -218,6 +218,7 @@ static void conn_free_cb(uv_handle_t *h)
     buf_free(&c->out);
     buf_free(&c->wbuf);
     resp_parser_free(&c->ps);
+    tls_conn_free(c->tls);
     free(c);
 }
 
@@ -269,7 +270,10 @@ static void idle_cb(uv_timer_t *t)
     struct srv_conn *c = s->conns;
     while (c) {
         struct srv_conn *next = c->next;
-        if (!c->closing && now - c->active_ms >= s->cfg.idle_timeout && !conn_waits_for_server(c)) {
+        if (!c->closing && c->tls && srv_conn_tls_overdue(c, uv_now(s->loop))) {
+            srv_conn_close(c);
+        } else if (!c->closing && s->cfg.idle_timeout &&
+                   now - c->active_ms >= s->cfg.idle_timeout && !conn_waits_for_server(c)) {
             s->m.idle_closes++;
             LOGD(&s->log, "client %llu: idle for %llu ms, closed", (unsigned long long)c->id,
                  (unsigned long long)(now - c->active_ms));
@@ -283,6 +287,10 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct srv_conn *c = h->data;
     (void)suggested;
+    if (c->tls) { /* ciphertext: into the shared raw buffer, decrypted into `in` at once */
+        *b = uv_buf_init(c->srv->tls->raw, sizeof c->srv->tls->raw);
+        return;
+    }
     if (buf_reserve(&c->in, CONN_READ_CHUNK)) {
         b->base = NULL;
         b->len = 0;
@@ -325,8 +333,11 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         srv_conn_close(c);
         return;
     }
-    c->in.len += (size_t)n;
     struct srv *s = c->srv;
+    if (!c->tls)
+        c->in.len += (size_t)n;
+    else if (!srv_conn_tls_read(c, (size_t)n))
+        return;
     c->active_ms = srv_now_ms();
     process_input(c);
     input_total_check(s);
@@ -375,16 +386,23 @@ static void conn_write(struct srv_conn *c)
 {
     if (c->closing || c->writing)
         return;
-    if (c->out.len == 0) {
+    if (c->tls) { /* TLS: `out` is encrypted into wbuf (with any handshake bytes) */
+        if (tls_conn_seal(c->tls, &c->out, &c->wbuf)) {
+            srv_conn_close(c);
+            return;
+        }
+    } else if (c->out.len) {
+        struct buf t = c->wbuf;
+        c->wbuf = c->out;
+        c->out = t;
+        c->out.len = 0;
+    }
+    if (c->wbuf.len == 0) {
         /* close only once every reply queued before the error has been sent */
-        if (c->close_after_write && !c->head)
+        if (c->close_after_write && !c->head && !c->out.len)
             srv_conn_close(c);
         return;
     }
-    struct buf t = c->wbuf;
-    c->wbuf = c->out;
-    c->out = t;
-    c->out.len = 0;
     c->wreq.data = c;
     uv_buf_t ub = uv_buf_init(c->wbuf.p, (unsigned)c->wbuf.len);
     if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &ub, 1, write_cb)) {
@@ -472,45 +490,6 @@ static void protocol_error(struct srv_conn *c, const char *msg)
     flush_slots(c);
 }
 
-/*
- * An HTTP request sent to the client port: a web page can make a browser POST to
- * 127.0.0.1:7480, and each line of the body would run as a command. As Redis does
- * (securityWarningCommand), "POST" and "Host:" are never commands: seeing one closes the
- * connection before anything after it runs. A request line "METHOD target HTTP/x" is caught
- * too when sent inline (not as a RESP array: a real client may store the value "HTTP/1.1"),
- * so "PUT / HTTP/1.1" or "GET / HTTP/1.1" does not run as fencelock's PUT or GET.
- */
-static bool conn_is_http(bool inline_cmd, size_t argc, const struct resp_arg *argv)
-{
-    static const char *const methods[] = {"GET",     "PUT",     "DELETE", "HEAD",
-                                          "OPTIONS", "CONNECT", "TRACE",  "PATCH"};
-    if (resp_arg_is(&argv[0], "post") || resp_arg_is(&argv[0], "host:"))
-        return true;
-    if (!inline_cmd || argc != 3 || argv[2].len < 5 || strncmp(argv[2].p, "HTTP/", 5) != 0)
-        return false;
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (resp_arg_is(&argv[0], methods[i]))
-            return true;
-    return false;
-}
-
-/* Close a connection that speaks HTTP (conn_is_http); logged at most once a minute. */
-static void conn_close_http(struct srv_conn *c)
-{
-    struct srv *s = c->srv;
-    uint64_t now = uv_now(s->loop);
-    s->m.cross_protocol_closes++;
-    if (!s->m.cross_protocol_logged_ms || now - s->m.cross_protocol_logged_ms >= 60000) {
-        s->m.cross_protocol_logged_ms = now;
-        LOGW(&s->log,
-             "possible SECURITY ATTACK: client %llu sent an HTTP request to the client port "
-             "(a web page reaching fencelockd through a browser?); connection closed (%llu so "
-             "far)",
-             (unsigned long long)c->id, (unsigned long long)s->m.cross_protocol_closes);
-    }
-    srv_conn_close(c);
-}
-
 /* Parse and run every complete command in the input buffer. */
 static void process_input(struct srv_conn *c)
 {
@@ -542,8 +521,8 @@ static void process_input(struct srv_conn *c)
          * proposed now would be ordered before that barrier and show through. So a write
          * behind a read stays in the input (parsed again later) until the read is answered:
          * each connection sees its own order. */
-        if (argc > 0 && conn_is_http(c->in.p[off] != '*', argc, argv)) {
-            conn_close_http(c);
+        if (argc > 0 && srv_conn_is_http(c->in.p[off] != '*', argc, argv)) {
+            srv_conn_close_http(c);
             break;
         }
         if (argc > 0 && c->reads_pending && srv_cmd_is_write(&argv[0]))
@@ -593,7 +572,8 @@ static void refuse_fd_low(struct srv *s, struct srv_conn *c)
 {
     static const char msg[] = "-" PROTO_ERR " max number of clients reached\r\n";
     uv_buf_t b = uv_buf_init((char *)msg, sizeof(msg) - 1);
-    (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    if (!s->tls) /* a TLS client could not read it before its handshake */
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
     s->m.fd_limit_refusals++;
     if (fd_log_due(s))
@@ -644,6 +624,11 @@ static void on_connection(uv_stream_t *server, int status)
     s->nconns++;
     s->m.connections_total++;
     uv_tcp_nodelay(&c->tcp, 1);
+    if (s->tls && (s->nconns > s->cfg.max_clients || s->stopping || srv_conn_tls_start(c))) {
+        s->m.connections_rejected++; /* no handshake yet to carry an error reply */
+        srv_conn_close(c);
+        return;
+    }
     if (s->nconns > s->cfg.max_clients || s->stopping) {
         s->m.connections_rejected++;
         resp_w_error(&c->out, PROTO_ERR " max number of clients reached");
@@ -670,9 +655,12 @@ int srv_listen(struct srv *s)
     s->listener.data = s;
     uv_timer_init(s->loop, &s->idle_timer);
     s->idle_timer.data = s;
-    s->listening = true; /* initialised: srv_stop must close them */
-    if (s->cfg.idle_timeout) {
-        uint64_t every = s->cfg.idle_timeout / 4;
+    s->listening = true;                  /* initialised: srv_stop must close them */
+    uint64_t sweep = s->cfg.idle_timeout; /* also the TLS handshake deadline's sweep */
+    if (s->tls && (!sweep || s->tls->cfg.handshake_ms < sweep))
+        sweep = s->tls->cfg.handshake_ms;
+    if (sweep) {
+        uint64_t every = sweep / 4;
         every = every < 10 ? 10 : every > 1000 ? 1000 : every;
         uv_timer_start(&s->idle_timer, idle_cb, every, every);
         uv_unref((uv_handle_t *)&s->idle_timer);

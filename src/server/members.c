@@ -457,6 +457,13 @@ void srv_members_tick(struct srv *s)
     }
     if (s->role != RN_FOLLOWER || self_entry_current(s))
         return;
+    if (s->tls) { /* the announce speaks plain RESP; the leader's port would count garbage */
+        if (!s->announce_tls_logged)
+            LOGI(&s->log, "member table: this node's client address is not announced to the "
+                          "leader while the client port speaks TLS (docs/security.md)");
+        s->announce_tls_logged = true;
+        return;
+    }
     s->announce_last_ms = now;
     announce_tick(s, now);
 }

@@ -158,6 +158,24 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_audit_write_errors_total", "counter",
                   "--audit-log lines lost to a failed open or write (the server goes on).",
                   (double)s->audit.write_errors);
+    if (s->tls) {
+        const struct srv_tls *t = s->tls;
+        metric_render(out, "fencelock_tls_handshakes_total", "counter",
+                      "Client TLS handshakes completed.", (double)t->handshakes);
+        metric_render(out, "fencelock_tls_handshake_failures_total", "counter",
+                      "Client connections closed in their TLS handshake (bad or missing "
+                      "certificate, not TLS, --tls-handshake-timeout).",
+                      (double)t->failures);
+        metric_render(out, "fencelock_tls_handshake_timeouts_total", "counter",
+                      "Client TLS handshakes closed by --tls-handshake-timeout.",
+                      (double)t->timeouts);
+        metric_render(out, "fencelock_tls_reloads_total", "counter",
+                      "SIGHUP reloads of the TLS certificate and key that took effect.",
+                      (double)t->reloads);
+        metric_render(out, "fencelock_tls_reload_failures_total", "counter",
+                      "SIGHUP reloads of the TLS files refused (the old ones stayed).",
+                      (double)t->reload_failures);
+    }
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));

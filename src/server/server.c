@@ -69,7 +69,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s))
+    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s) || srv_tls_init(s))
         return -1;
     if (audit_open(&s->audit, cfg->audit_log)) {
         LOGE(&s->log, "--audit-log %s cannot be opened: %s", cfg->audit_log, strerror(errno));
@@ -120,6 +120,29 @@ static void tick_cb(uv_timer_t *t)
     srv_tick(t->data);
 }
 
+/* SIGHUP reloads what was read from files at start: --audit-log is reopened (log rotation),
+ * --peer-password-file re-read, --acl-file (a malformed file keeps the old rules) and the TLS
+ * certificate, key and CA (a bad set keeps the old one). */
+static void on_hup(uv_signal_t *h, int sig)
+{
+    struct srv *s = h->data;
+    (void)sig;
+    srv_audit_reopen(s); /* first: the reload's own lines go to the new file */
+    srv_peer_reload(s);
+    srv_auth_reload(s);
+    srv_tls_reload(s);
+}
+
+static void hup_start(struct srv *s)
+{
+    if (!s->auth.on && !s->tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0])
+        return;
+    uv_signal_init(s->loop, &s->sig_hup);
+    s->sig_hup.data = s;
+    uv_signal_start(&s->sig_hup, on_hup, SIGHUP);
+    s->hup_started = true;
+}
+
 int srv_start(struct srv *s)
 {
     char err[256];
@@ -142,7 +165,7 @@ int srv_start(struct srv *s)
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
-    srv_auth_start(s);
+    hup_start(s);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
@@ -173,6 +196,10 @@ void srv_stop(struct srv *s)
     uv_idle_stop(&s->reads_issue);
     srv_close_all_conns(s);
     srv_auth_stop(s);
+    if (s->hup_started) {
+        uv_close((uv_handle_t *)&s->sig_hup, NULL);
+        s->hup_started = false;
+    }
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, NULL);
     srv_http_stop(s->http);
@@ -191,6 +218,7 @@ void srv_free(struct srv *s)
     buf_free(&s->scratch);
     srv_auth_free(s);
     audit_close(&s->audit);
+    srv_tls_free(s);
     srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;

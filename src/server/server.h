@@ -38,6 +38,7 @@
 #include "server/http.h"
 #include "server/lease.h"
 #include "server/metrics.h"
+#include "server/tls.h"
 #include "server/watch.h"
 
 #define FENCELOCK_VERSION "0.1.0"
@@ -84,6 +85,7 @@ struct srv_config {
     char peer_user[ACL_NAME_MAX + 1];
     char peer_password_file[512];
     char audit_log[512]; /* --audit-log: "" = none */
+    struct tls_config tls; /* --tls-*: cert "" = the client port is plain text */
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
@@ -152,6 +154,7 @@ struct srv_conn {
      * an AUTH is being verified nothing after it is parsed */
     const struct acl_user *user;
     bool auth_pending;
+    struct tls_conn *tls; /* NULL on a plain port; freed with the connection */
     uint64_t id;
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
@@ -173,6 +176,9 @@ struct srv {
     uv_tcp_t listener;
     uv_timer_t tick;
     uv_signal_t sig_term, sig_int;
+    uv_signal_t sig_hup; /* reloads the ACL, TLS and peer password files, reopens the audit log */
+    bool hup_started;
+    struct srv_tls *tls; /* NULL: the client port is plain text (conn_tls.c) */
     struct srv_http *http;
     struct srv_conn *conns;
     size_t nconns;
@@ -216,6 +222,7 @@ struct srv {
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
+    bool announce_tls_logged; /* the skipped announce on a TLS client port was logged */
     /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     char join_target[PROTO_ADDR_BUF];
     bool joined;        /* --join: this node is a voter (or was already at start) */
@@ -260,6 +267,23 @@ struct srv_slot *srv_slot_append(struct srv_conn *c);
 void srv_slot_free(struct srv_slot *slot);
 /* Free the free list (server teardown). */
 void srv_free_slots(struct srv *s);
+
+/* conn_guard.c: HTTP sent to the client port (a browser driven by a web page) */
+bool srv_conn_is_http(bool inline_cmd, size_t argc, const struct resp_arg *argv);
+void srv_conn_close_http(struct srv_conn *c);
+
+/* conn_tls.c: the client port's TLS (tls.h is the engine) */
+/* Load the TLS files when configured: 0, or -1 (logged; the server must not start). */
+int srv_tls_init(struct srv *s);
+void srv_tls_free(struct srv *s);
+/* SIGHUP: reload the certificate, key and CA (a bad new set keeps the old one). */
+void srv_tls_reload(struct srv *s);
+/* Give a new connection its TLS state: 0, or -1 (out of memory). */
+int srv_conn_tls_start(struct srv_conn *c);
+/* n bytes arrived in s->tls->raw: handshake, decrypt into c->in. false if c was closed. */
+bool srv_conn_tls_read(struct srv_conn *c, size_t n);
+/* The connection has not finished its handshake within --tls-handshake-timeout. */
+bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now_uv);
 
 /* cmd.c (the command table and dispatch; cmd.h is the command families' header) */
 /* Whether the named command is proposed to the log (CMD_WRITE). */

@@ -14,6 +14,7 @@
  * fl_probe safe EP TTL PORT...
  *     watch fl_session_safe_until() against the leader's own SESSION.INFO remaining_ms until
  *     the session is lost
+ * FL_PROBE_TLS_CA, FL_PROBE_TLS_CERT, FL_PROBE_TLS_KEY in the environment: connect with TLS.
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -54,6 +55,10 @@ static fl_client *client(const char *endpoints, int margin0)
     struct fl_options o;
     fl_options_init(&o);
     o.timeout_ms = 10000;
+    /* test_tls.py: the same runs over TLS */
+    o.tls_ca = getenv("FL_PROBE_TLS_CA");
+    o.tls_cert = getenv("FL_PROBE_TLS_CERT");
+    o.tls_key = getenv("FL_PROBE_TLS_KEY");
     if (margin0) { /* the tightest deadline the library may compute: checks are sharpest */
         o.margin_ms = 0;
         o.drift_ppm = 0;

@@ -142,11 +142,13 @@ def _parse(buf, pos):
 
 
 class Conn:
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, ssl_context=None):
         self.host, self.port = host, port
         self.timeout = timeout
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:  # a TLS client port (test_tls.py)
+            self.sock = ssl_context.wrap_socket(self.sock, server_hostname=host)
         self.buf = bytearray()
         self.closed = False
         self.eof = False
@@ -163,8 +165,8 @@ class Conn:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise ReplyTimeout("no complete reply from port %d" % self.port)
-        r, _, _ = select.select([self.sock], [], [], remaining)
-        if not r:
+        r, _, _ = select.select([self.sock], [], [], 0 if self._pending() else remaining)
+        if not r and not self._pending():
             raise ReplyTimeout("no complete reply from port %d" % self.port)
         try:
             chunk = self.sock.recv(65536)
@@ -174,6 +176,10 @@ class Conn:
             self.eof = True
             raise ConnectionClosed("server closed the connection (port %d)" % self.port)
         self.buf += chunk
+
+    def _pending(self):
+        """Bytes a TLS socket decrypted already (select cannot see them)."""
+        return getattr(self.sock, "pending", lambda: 0)()
 
     def read_reply(self, timeout=None):
         """Read one complete reply. Raises ReplyTimeout or ConnectionClosed."""
@@ -194,7 +200,7 @@ class Conn:
 
     def has_data(self, timeout=0.0):
         """True if at least one byte (or EOF) is readable within timeout."""
-        if self.buf:
+        if self.buf or self._pending():
             return True
         r, _, _ = select.select([self.sock], [], [], timeout)
         return bool(r)

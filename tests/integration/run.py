@@ -68,7 +68,7 @@ class Ctx:
 
     def conn(self, srv=None, timeout=10.0):
         s = srv or self.srv
-        c = Conn(s.port, timeout=timeout)
+        c = Conn(s.port, timeout=timeout, ssl_context=getattr(s, "tls", None))
         self.conns.append(c)
         return c
 

@@ -171,7 +171,8 @@ class Server:
                 raise ServerError("fencelockd exited with status %s before it was ready"
                                   % self.proc.returncode)
             try:
-                with Conn(self.port, timeout=1.0) as c:
+                with Conn(self.port, timeout=1.0,
+                          ssl_context=getattr(self, "tls", None)) as c:
                     if getattr(self, "auth", None):  # --acl-file: (user, password)
                         c.call("AUTH", *self.auth)
                     r = c.call("PING")
@@ -287,7 +288,7 @@ class Server:
 
     # ---- clients ----
     def conn(self, timeout=10.0):
-        return Conn(self.port, timeout=timeout)
+        return Conn(self.port, timeout=timeout, ssl_context=getattr(self, "tls", None))
 
 
 def kill9_all(servers):

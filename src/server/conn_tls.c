@@ -1,0 +1,118 @@
+/*
+ * conn_tls.c — the client port's TLS glued to the connections (tls.h is the engine and says
+ * who owns what): loading and reloading the files, a connection's handshake, its deadline, a
+ * failed handshake's alert, and --tls-user-from-cn. conn.c calls in here only when s->tls.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "server/server.h"
+
+int srv_tls_init(struct srv *s)
+{
+    if (!s->cfg.tls.cert[0])
+        return 0;
+    s->tls = tls_new(&s->cfg.tls, &s->log);
+    return s->tls ? 0 : -1;
+}
+
+void srv_tls_free(struct srv *s)
+{
+    tls_free(s->tls);
+    s->tls = NULL;
+}
+
+void srv_tls_reload(struct srv *s)
+{
+    if (s->tls)
+        tls_reload(s->tls, &s->log);
+}
+
+int srv_conn_tls_start(struct srv_conn *c)
+{
+    c->tls = tls_conn_new(c->srv->tls);
+    return c->tls ? 0 : -1;
+}
+
+/* At most one line every 10 s: garbage sent to the port must not become a log storm. */
+static void log_failure(struct srv_conn *c, const char *what, const char *why)
+{
+    struct srv_tls *t = c->srv->tls;
+    uint64_t now = uv_now(c->srv->loop);
+    if (t->fail_logged_ms && now - t->fail_logged_ms < 10000) {
+        LOGD(&c->srv->log, "client %llu: TLS %s: %s", (unsigned long long)c->id, what, why);
+        return;
+    }
+    t->fail_logged_ms = now;
+    LOGI(&c->srv->log, "client %llu closed: TLS %s: %s (%llu failed handshakes so far)",
+         (unsigned long long)c->id, what, why, (unsigned long long)t->failures);
+}
+
+/* Send the alert OpenSSL queued (best effort: the socket is closed right after). */
+static void send_alert(struct srv_conn *c)
+{
+    struct buf wire = {0}, none = {0};
+    if (!c->writing && !tls_conn_seal(c->tls, &none, &wire) && wire.len) {
+        uv_buf_t b = uv_buf_init(wire.p, (unsigned)wire.len);
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    }
+    buf_free(&wire);
+}
+
+/* --tls-user-from-cn: the verified certificate's CN names the ACL user. A CN that names no
+ * user leaves the connection unauthenticated (it may still AUTH). */
+static void user_from_cn(struct srv_conn *c)
+{
+    struct srv *s = c->srv;
+    char cn[256];
+    int n = tls_conn_peer_cn(c->tls, cn, sizeof cn);
+    if (n <= 0)
+        return;
+    c->user = acl_user_find(&s->auth.acl, cn, (size_t)n);
+    for (int i = 0; i < n; i++) /* the CN is client-chosen text: keep it out of log syntax */
+        if (!isprint((unsigned char)cn[i]))
+            cn[i] = '?';
+    if (c->user)
+        LOGD(&s->log, "client %llu: authenticated as '%s' by its certificate",
+             (unsigned long long)c->id, cn);
+    else
+        LOGI(&s->log, "client %llu: certificate CN '%s' is no ACL user; it must AUTH",
+             (unsigned long long)c->id, cn);
+}
+
+bool srv_conn_tls_read(struct srv_conn *c, size_t n)
+{
+    struct srv *s = c->srv;
+    char err[256];
+    bool was_ready = tls_conn_ready(c->tls);
+    int rc = tls_conn_feed(c->tls, s->tls->raw, n, &c->in, err, sizeof err);
+    if (rc < 0 && !err[0]) { /* close_notify: an orderly close, like EOF on a plain port */
+        srv_conn_close(c);
+        return false;
+    }
+    if (rc < 0) {
+        if (!was_ready)
+            s->tls->failures++;
+        log_failure(c, was_ready ? "error" : "handshake failed", err);
+        send_alert(c);
+        srv_conn_close(c);
+        return false;
+    }
+    if (rc == 1) {
+        s->tls->handshakes++;
+        if (s->tls->cfg.user_from_cn && s->auth.on)
+            user_from_cn(c);
+    }
+    return true;
+}
+
+bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now_uv)
+{
+    struct srv_tls *t = c->srv->tls;
+    if (tls_conn_ready(c->tls) || now_uv - c->created_ms < t->cfg.handshake_ms)
+        return false;
+    t->timeouts++;
+    t->failures++;
+    log_failure(c, "handshake", "not finished within --tls-handshake-timeout");
+    return true;
+}
