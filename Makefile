@@ -16,7 +16,7 @@ CC ?= gcc
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
               -Isrc -Iinclude $(shell pkg-config --cflags raft libuv 2>/dev/null)
 CFLAGS += $(CFLAGS_BASE) $(OPT) -MMD -MP
-LDLIBS = $(shell pkg-config --libs raft libuv 2>/dev/null || echo -lraft -luv) -lsodium -lm
+LDLIBS = $(shell pkg-config --libs raft libuv 2>/dev/null || echo -lraft -luv) -lsodium -lssl -lcrypto -lm
 CLIENT_LIBS = -lhiredis -lpthread
 LDFLAGS += $(OPT)
 

@@ -2,11 +2,11 @@
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
 # Usage: scripts/deps.sh build|test|fuzz|bench
 set -euo pipefail
-pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev) # libraft-dev: below
+pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
 case "${1:-build}" in
 build) ;;
 test)
-  pkgs+=(python3 redis-tools faketime libfaketime iproute2 procps iptables python3-redis nodejs)
+  pkgs+=(python3 openssl redis-tools faketime libfaketime iproute2 procps iptables python3-redis nodejs)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   ;;

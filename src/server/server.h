@@ -77,6 +77,8 @@ struct srv_config {
     enum log_level log_level;
     char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
     bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
+    /* --peer-tls-cert/-key/-ca: mutual TLS on the Raft port; all three or none ("") */
+    char peer_tls_cert[512], peer_tls_key[512], peer_tls_ca[512];
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
