@@ -90,7 +90,6 @@ uint64_t rn_transport_rejected(const struct raft_uv_transport *t, enum rn_wire_r
  * (unreadable file, key not matching the certificate). */
 int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *key, const char *ca,
                      char *err, size_t errlen);
-bool rn_transport_tls_on(const struct raft_uv_transport *t);
 /* An outbound relay stops reading libraft's end while this much ciphertext waits for TCP. */
 #define RN_TP_RELAY_HIGH (2 * RN_TP_READ_CHUNK)
 

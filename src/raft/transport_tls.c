@@ -98,12 +98,6 @@ void tp_tls_free(struct tp *tp)
     tp->tls_in = NULL;
 }
 
-bool rn_transport_tls_on(const struct raft_uv_transport *t)
-{
-    const struct tp *tp = t->impl;
-    return tp && tp->tls;
-}
-
 SSL *tp_tls_session(struct tp *tp, bool server)
 {
     SSL *ssl = SSL_new(tp->tls);
