@@ -131,9 +131,10 @@ void tp_tls_free(struct tp *tp); /* the context and read buffer (rn_transport_fr
 SSL *tp_tls_session(struct tp *tp, bool server);
 /* After a write tp_tls_flush queued: `owner` is the stream's data, `len` the bytes written. */
 typedef void (*tp_tls_written_cb)(void *owner, int status, size_t len);
-/* Write what the session has queued for the peer (handshake, alerts, records) to `s`, in one
- * uv_write whose buffer is freed when it completes (then `cb`, if not NULL). The bytes queued
- * (0: nothing was pending), or -1 if out of memory or the stream refused. */
+/* Write what the session has for the peer (handshake, alerts, records) to `s`: at once as far
+ * as the socket takes it, the rest in one uv_write whose buffer is freed when it completes
+ * (then `cb`, if not NULL, with that rest's length). The bytes left queued (0: all written or
+ * nothing pending), or -1 if out of memory or the stream failed. */
 long tp_tls_flush(SSL *ssl, uv_stream_t *s, tp_tls_written_cb cb);
 /* The last OpenSSL error of this thread as text in buf, and the queue cleared. */
 #define RN_TP_TLS_ERRLEN 160

@@ -144,14 +144,28 @@ long tp_tls_flush(SSL *ssl, uv_stream_t *s, tp_tls_written_cb cb)
         free(tw);
         return -1;
     }
-    tw->cb = cb;
-    tw->len = n;
+    /* Written at once when the socket has room (the usual case): no request, no callback, and
+     * no POLLOUT round in libuv (each completed uv_write on a stream that is also being read
+     * costs an epoll_ctl). uv_try_write refuses while earlier writes wait, so order holds. */
     uv_buf_t b = uv_buf_init((char *)tw->data, (unsigned)n);
+    int k = uv_try_write(s, &b, 1);
+    if (k < 0 && k != UV_EAGAIN) {
+        free(tw);
+        return -1;
+    }
+    size_t done = k > 0 ? (size_t)k : 0;
+    if (done == n) {
+        free(tw);
+        return 0;
+    }
+    tw->cb = cb;
+    tw->len = n - done;
+    b = uv_buf_init((char *)tw->data + done, (unsigned)(n - done));
     if (uv_write(&tw->req, s, &b, 1, write_done)) {
         free(tw);
         return -1;
     }
-    return (long)n;
+    return (long)(n - done);
 }
 
 /* ---- inbound: a link's TLS layer ---- */
