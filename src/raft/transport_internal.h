@@ -60,7 +60,23 @@ struct link {
 /* The dial life cycle: see transport_dial.c. */
 enum dial_state { D_RESOLVING = 0, D_CONNECTING = 1, D_WRITING = 2, D_CLOSING = 3, D_TLS = 4 };
 
-struct relay;
+/* The relay life cycle: see transport_relay.c. */
+enum relay_state { R_HANDSHAKE = 0, R_RELAY = 1, R_CLOSING = 2 };
+
+struct relay {
+    struct tp *tp;
+    struct dial *d;   /* R_HANDSHAKE: the dial waiting for us; NULL once it ended */
+    uv_tcp_t *tcp;    /* raft_malloc'd by the dial; freed here */
+    uv_timer_t timer; /* the TLS handshake deadline */
+    uv_pipe_t pipe;   /* our end of the socketpair */
+    bool has_pipe, pipe_reading;
+    int open_handles;
+    enum relay_state state;
+    SSL *ssl;
+    size_t queued; /* ciphertext in uv_write requests not yet completed */
+    char address[PROTO_ADDR_BUF];
+    struct relay *prev, *next;
+};
 
 struct dial {
     struct tp *tp;

@@ -28,23 +28,6 @@
 
 #include <openssl/err.h>
 
-enum relay_state { R_HANDSHAKE = 0, R_RELAY = 1, R_CLOSING = 2 };
-
-struct relay {
-    struct tp *tp;
-    struct dial *d;   /* R_HANDSHAKE: the dial waiting for us; NULL once it ended */
-    uv_tcp_t *tcp;    /* raft_malloc'd by the dial; freed here */
-    uv_timer_t timer; /* the TLS handshake deadline */
-    uv_pipe_t pipe;   /* our end of the socketpair */
-    bool has_pipe, pipe_reading;
-    int open_handles;
-    enum relay_state state;
-    SSL *ssl;
-    size_t queued; /* ciphertext in uv_write requests not yet completed */
-    char address[PROTO_ADDR_BUF];
-    struct relay *prev, *next;
-};
-
 static void relay_pipe_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
 static void relay_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b);
 

@@ -17,6 +17,10 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <openssl/err.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -46,6 +50,7 @@ struct fix {
     uint8_t got[256]; /* what libraft's stand-in read from handed-over streams (TLS test) */
     size_t got_len;
     struct dialer *dialer; /* the TLS test's second transport */
+    void *user;            /* a test's own state */
 };
 
 static uint64_t term_zero(void *arg)
@@ -517,6 +522,142 @@ TEST(test_tls_files_that_do_not_load_fail_naming_the_file)
     CHECK(strstr(err, "/nonexistent/cert.pem") != NULL);
 }
 
+/* ---- a slow TLS peer: the relay's bound ---- */
+
+#define SLOW_PAYLOAD (32u << 20) /* written at once: past the bound and the kernel buffers */
+
+/* A blocking TLS server on its own thread: completes the handshake, reads nothing until told
+ * to, then counts and checks every plaintext byte. */
+struct slow_peer {
+    struct pki *p;
+    int lfd, port;
+    atomic_bool drain, done;
+    size_t got;
+    bool pattern_ok, tls_ok;
+};
+
+static int slow_listen(struct slow_peer *sp)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof(sa);
+    sp->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (sp->lfd < 0 || bind(sp->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(sp->lfd, 1) ||
+        getsockname(sp->lfd, (struct sockaddr *)&sa, &n))
+        return -1;
+    sp->port = ntohs(sa.sin_port);
+    return 0;
+}
+
+static void *slow_peer_main(void *arg)
+{
+    struct slow_peer *sp = arg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL *ssl = NULL;
+    int fd = accept(sp->lfd, NULL, NULL);
+    if (ctx && fd >= 0 && SSL_CTX_use_certificate_chain_file(ctx, sp->p->cert) == 1 &&
+        SSL_CTX_use_PrivateKey_file(ctx, sp->p->key, SSL_FILETYPE_PEM) == 1 &&
+        SSL_CTX_load_verify_locations(ctx, sp->p->ca, NULL) == 1) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        ssl = SSL_new(ctx);
+        SSL_set_fd(ssl, fd);
+        sp->tls_ok = SSL_accept(ssl) == 1;
+    }
+    while (sp->tls_ok && !atomic_load(&sp->drain))
+        usleep(1000);
+    uint8_t buf[16384];
+    size_t hs = 0;
+    sp->pattern_ok = true;
+    for (int k; sp->tls_ok && (k = SSL_read(ssl, buf, sizeof(buf))) > 0;) {
+        for (int i = 0; i < k; i++, sp->got++) {
+            if (hs < 40) { /* libraft's handshake for "127.0.0.1:1": 24 + 16 bytes */
+                hs++;
+                continue;
+            }
+            if (buf[i] != (uint8_t)((sp->got - 40) * 7))
+                sp->pattern_ok = false;
+        }
+        if (sp->got >= 40 + SLOW_PAYLOAD)
+            break;
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    if (fd >= 0)
+        close(fd);
+    atomic_store(&sp->done, true);
+    return NULL;
+}
+
+static bool relay_paused(struct fix *f)
+{
+    struct relay *r = tp_of(f)->relays;
+    return f->dialer->done && r && r->state == R_RELAY && !r->pipe_reading;
+}
+
+static bool slow_done(struct fix *f)
+{
+    return atomic_load(&((struct slow_peer *)f->user)->done) && f->dialer->closed;
+}
+
+static void payload_written(uv_write_t *w, int status)
+{
+    struct dialer *d = w->data;
+    d->status = status;
+    d->closed = true; /* reused: the payload left libraft's stand-in */
+}
+
+TEST(test_tls_relay_stops_reading_libraft_while_a_slow_peer_holds_its_queue)
+{
+    struct pki p;
+    struct fix f;
+    struct dialer d;
+    struct slow_peer sp = {.p = &p};
+    pthread_t th;
+    memset(&d, 0, sizeof(d));
+    char err[256] = "", address[32];
+    CHECK(make_pki(&p) == 0);
+    CHECK(fix_open(&f, 5000, RN_TP_BUFFER_CAP) == 0); /* its transport dials here */
+    f.dialer = &d;
+    f.user = &sp;
+    bool up = slow_listen(&sp) == 0 && pthread_create(&th, NULL, slow_peer_main, &sp) == 0;
+    snprintf(address, sizeof(address), "127.0.0.1:%d", sp.port);
+    uint8_t *payload = malloc(SLOW_PAYLOAD);
+    for (size_t i = 0; payload && i < SLOW_PAYLOAD; i++)
+        payload[i] = (uint8_t)(i * 7);
+    bool paused = false, bounded = false, delivered = false;
+    if (up && payload && !rn_transport_tls(&f.t, p.cert, p.key, p.ca, err, sizeof(err))) {
+        f.t.connect(&f.t, &d.req, PEER_ID, address, dialer_connect_cb);
+        d.req.data = &d;
+        bool connected = run_until(&f, dialed, WAIT_MS) && d.status == 0;
+        uv_buf_t b = uv_buf_init((char *)payload, SLOW_PAYLOAD);
+        d.w.data = &d;
+        if (connected && uv_write(&d.w, d.stream, &b, 1, payload_written) == 0) {
+            paused = run_until(&f, relay_paused, WAIT_MS);
+            struct relay *r = tp_of(&f)->relays;
+            /* at most the mark, one read's records and their framing past it */
+            bounded = r && r->queued < RN_TP_RELAY_HIGH + RN_TP_TLS_READ + RN_TP_TLS_READ / 8;
+        }
+    }
+    atomic_store(&sp.drain, true);
+    if (up) {
+        delivered = run_until(&f, slow_done, 4 * WAIT_MS);
+        pthread_join(th, NULL);
+    }
+    if (d.stream)
+        uv_close((uv_handle_t *)d.stream, free_stream);
+    if (sp.lfd >= 0)
+        close(sp.lfd);
+    fix_close(&f);
+    free(payload);
+    pki_remove(&p);
+    CHECK(up);
+    CHECK(sp.tls_ok);
+    CHECK(paused);
+    CHECK(bounded);
+    CHECK(delivered);
+    CHECK_EQ_U64(sp.got, 40 + SLOW_PAYLOAD);
+    CHECK(sp.pattern_ok);
+}
+
 int main(void)
 {
     RUN(test_budget_lets_two_largest_messages_through_and_not_a_third);
@@ -525,5 +666,6 @@ int main(void)
     RUN(test_buffer_cap_closes_the_link_that_would_pass_it);
     RUN(test_tls_relay_delivers_libraft_bytes_unchanged_and_drops_a_plain_peer);
     RUN(test_tls_files_that_do_not_load_fail_naming_the_file);
+    RUN(test_tls_relay_stops_reading_libraft_while_a_slow_peer_holds_its_queue);
     TEST_MAIN_END();
 }
