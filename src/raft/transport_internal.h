@@ -73,7 +73,7 @@ struct relay {
     int open_handles;
     enum relay_state state;
     SSL *ssl;
-    size_t queued; /* ciphertext in uv_write requests not yet completed */
+    size_t queued; /* ciphertext queued for TCP (uv_write) and not yet written */
     char address[PROTO_ADDR_BUF];
     struct relay *prev, *next;
 };

@@ -16,8 +16,9 @@
  * it reconnects, as with a broken TCP stream.
  *
  * Bounded: the relay reads libraft's end only while less than RN_TP_RELAY_HIGH bytes of
- * ciphertext wait in uv_write requests; past it libraft's writes wait in its own socketpair
- * end (libuv's write queue), the same place they would wait for a slow TCP peer.
+ * ciphertext wait for TCP (what uv_try_write could not write at once); past it libraft's
+ * writes wait in its own socketpair end (libuv's write queue), where they would wait for a
+ * slow TCP peer.
  */
 #include "raft/transport_internal.h"
 
