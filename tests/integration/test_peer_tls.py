@@ -258,3 +258,30 @@ def test_peer_tls_relays_a_large_snapshot_to_a_joining_node(ctx):
     assert "restored snapshot" in n4.log_text(), "node 4 got the state by InstallSnapshot"
     for s in servers + [n4]:
         eq(sum(rejected(s).values()), 0, "node %d dropped no connection" % s.node_id)
+
+
+def test_peer_tls_stalled_tls_handshake_is_closed_at_the_deadline(ctx):
+    """A connection that starts a TLS handshake and stalls is closed by the handshake deadline
+    (5 s, the same as for libraft's handshake) and counted as handshake_timeout."""
+    servers, _ = tls_cluster(ctx)
+    ready_leader(servers)
+    target = servers[0]
+    before = rejected(target)
+    s = socket.create_connection(("127.0.0.1", target.raft_port), timeout=20)
+    try:
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01")  # a ClientHello's first bytes
+        t0 = time.monotonic()
+        closed = False
+        while time.monotonic() - t0 < 15 and not closed:
+            try:
+                closed = s.recv(4096) == b""
+            except (ConnectionResetError, socket.timeout):
+                closed = True
+    finally:
+        s.close()
+    assert closed, "the node closed the stalled handshake"
+    after = rejected(target)
+    eq(after.get("handshake_timeout", 0) - before.get("handshake_timeout", 0), 1,
+       "handshake_timeout count")
+    eq(after.get("tls", 0) - before.get("tls", 0), 0, "not counted as tls")
+    locks_still_granted(servers)
