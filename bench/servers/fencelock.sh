@@ -12,12 +12,31 @@
 # SIGKILL. `pids` prints the running nodes' pids, one per line (for W4's RSS figures).
 # FL_NODES=1 (for start and stop alike) runs a single node instead: W5's one-node figures.
 # FL_ARGS adds flags to the nodes this `start` starts (W4: --snapshot-threshold 2 on one node).
+# BENCH_PEER_TLS=1: mutual TLS on the Raft port (--peer-tls-cert/-key/-ca) with a CA and one
+# node certificate (EC P-256) made by the openssl command in $top/pki on first use.
+# FL_BASE_PORT moves the ports (default 17480), e.g. beside another run on the same machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=build/bench/fencelock
 n=${FL_NODES:-3}
 BIN=${BIN:-build/release/fencelockd}
-port() { echo $((17480 + 10 * ($1 - 1) + $2)); }
+base=${FL_BASE_PORT:-17480}
+port() { echo $((base + 10 * ($1 - 1) + $2)); }
+# The --peer-tls-* flags (BENCH_PEER_TLS=1), making the certificates once.
+peer_tls() {
+  [ "${BENCH_PEER_TLS:-0}" = 1 ] || return 0
+  local d=$top/pki ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  if [ ! -f "$d/node.pem" ]; then
+    mkdir -p "$d"
+    openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.pem" -days 30 \
+      -subj "/CN=bench CA" >/dev/null 2>&1
+    openssl req "${ec[@]}" -keyout "$d/node.key" -out "$d/node.csr" -subj "/CN=bench node" \
+      >/dev/null 2>&1
+    openssl x509 -req -in "$d/node.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+      -out "$d/node.pem" -days 30 >/dev/null 2>&1
+  fi
+  echo "--peer-tls-cert $d/node.pem --peer-tls-key $d/node.key --peer-tls-ca $d/ca.pem"
+}
 members() {
   local m="" i
   for i in $(seq 1 "$n"); do m+="${m:+,}$i=127.0.0.1:$(port "$i" 1)"; done
@@ -45,7 +64,8 @@ start)
   for i in $(seq 1 "$n"); do
     alive "$i" && continue
     setsid "$BIN" --id "$i" --data-dir "$top/node$i" --initial-cluster "$(members)" \
-      --listen "127.0.0.1:$(port "$i" 0)" --http-listen "127.0.0.1:$(port "$i" 2)" ${FL_ARGS:-} \
+      --listen "127.0.0.1:$(port "$i" 0)" --raft-listen "127.0.0.1:$(port "$i" 1)" \
+      --http-listen "127.0.0.1:$(port "$i" 2)" $(peer_tls) ${FL_ARGS:-} \
       >>"$top/node$i.log" 2>&1 </dev/null &
     echo $! >"$top/node$i.pid"
   done

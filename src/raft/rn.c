@@ -70,6 +70,11 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         snprintf(err, errlen, "raft transport: %s", raft_strerror(rv));
         goto fail;
     }
+    if (cfg->peer_tls_cert && rn_transport_tls(&rn->transport, cfg->peer_tls_cert,
+                                               cfg->peer_tls_key, cfg->peer_tls_ca, err, errlen)) {
+        rn_transport_free(&rn->transport);
+        goto fail;
+    }
     rv = raft_uv_init(&rn->io, loop, rn->data_dir, &rn->transport);
     if (rv) {
         snprintf(err, errlen, "raft disk I/O in %s: %s", rn->data_dir, raft_strerror(rv));

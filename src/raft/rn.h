@@ -64,6 +64,8 @@ struct rn_config {
     /* Joining an existing cluster: a pristine data dir is NOT bootstrapped; the node waits to
      * be added (rn_add on the leader) and receives the log or a snapshot from it. */
     bool join;
+    /* Mutual TLS on the Raft port (transport_tls.c): PEM files, all three or NULL. Borrowed. */
+    const char *peer_tls_cert, *peer_tls_key, *peer_tls_ca;
 };
 
 struct rn_hooks {

@@ -71,7 +71,8 @@ static int tp_listen(struct raft_uv_transport *t, raft_uv_accept_cb cb)
 
 void tp_maybe_closed(struct tp *tp)
 {
-    if (!tp->closing || tp->listening || tp->refusing || tp->links || tp->dials || !tp->close_cb)
+    if (!tp->closing || tp->listening || tp->refusing || tp->links || tp->dials || tp->relays ||
+        !tp->close_cb)
         return;
     raft_uv_transport_close_cb cb = tp->close_cb;
     tp->close_cb = NULL;
@@ -98,6 +99,7 @@ static void tp_close(struct raft_uv_transport *t, raft_uv_transport_close_cb cb)
         tp_link_close(l);
     for (struct dial *d = tp->dials; d; d = d->next)
         tp_dial_cancel(d);
+    tp_relay_close_all(tp); /* those still dialling were closed just above */
     tp_maybe_closed(tp);
 }
 
@@ -133,6 +135,7 @@ void rn_transport_free(struct raft_uv_transport *t)
     struct tp *tp = t->impl;
     if (!tp)
         return;
+    tp_tls_free(tp);
     free(tp->address);
     free(tp->capture);
     free(tp);

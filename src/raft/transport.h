@@ -28,8 +28,14 @@
  *     The cap is twice the most one link can hold, so two largest legitimate messages (a
  *     leader's and a deposed leader's last one) are buffered side by side; small frames
  *     (heartbeats, votes, results) never count against it.
- * A TLS layer (issue 18) decrypts where link_read_cb gets bytes; outbound it would hand
- * libraft a socketpair end and encrypt what libraft writes into it.
+ * Peer TLS (rn_transport_tls, issue 18): inbound, a link's reads are ciphertext, decrypted
+ * into its buffer (transport_tls.c) before the handshake check above; the TLS handshake counts
+ * against the same handshake_ms deadline and a failed one is RN_WIRE_TLS. Outbound, libraft
+ * gets one end of a socketpair and a relay (transport_relay.c) encrypts what it writes into
+ * the TCP connection; the relay reads libraft's end only while its queued ciphertext stays
+ * under RN_TP_RELAY_HIGH, so a slow peer pushes back on libraft (its writes queue in libuv,
+ * as they would on a slow TCP stream). Without TLS none of this runs: libraft writes to the
+ * TCP stream itself and inbound bytes go straight from the socket into the link's buffer.
  *
  * Memory: the transport state (t->impl) is freed by rn_transport_free after close's callback,
  * as libraft's raft_uv_tcp_close does. A stream handed to libraft is allocated with
@@ -79,6 +85,14 @@ int rn_transport_init(struct raft_uv_transport *t, uv_loop_t *loop,
 void rn_transport_free(struct raft_uv_transport *t);
 /* Connections dropped for `reason` since start. */
 uint64_t rn_transport_rejected(const struct raft_uv_transport *t, enum rn_wire_reason reason);
+/* Turn on mutual TLS for every connection, before listen (PEM files: this node's certificate
+ * chain, its key, the CA every peer's certificate must chain to). 0, or -1 with err filled
+ * (unreadable file, key not matching the certificate). */
+int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *key, const char *ca,
+                     char *err, size_t errlen);
+/* An outbound relay stops reading libraft's end while this much ciphertext waits for TCP. */
+#define RN_TP_RELAY_HIGH (2 * RN_TP_READ_CHUNK)
+
 /* Tests: replace the handshake deadline (ms) and the buffer cap (bytes) before listening. */
 void rn_transport_set_limits(struct raft_uv_transport *t, unsigned handshake_ms,
                              uint64_t buffer_cap);

@@ -5,10 +5,13 @@
  * A dial (enum dial_state, changed only by dial_to, which asserts the move) goes
  *   RESOLVING --dial_resolved_cb: TCP handle made, connect started--> CONNECTING
  *   CONNECTING --dial_connect_cb: connected, handshake write started--> WRITING
+ *   CONNECTING --dial_connect_cb: connected, peer TLS on, relay started--> TLS
  *   CONNECTING or WRITING --dial_fail: error, or the transport closing--> CLOSING
  * and ends (dial_finish: libraft's callback fires once, the dial is freed) from RESOLVING when
- * resolving fails or is cancelled, from WRITING with the TCP stream handed to libraft, or from
- * CLOSING once the TCP handle closed.
+ * resolving fails or is cancelled, from WRITING with the TCP stream handed to libraft, from
+ * CLOSING once the TCP handle closed, or from TLS when the relay (transport_relay.c, which
+ * owns the TCP handle from then on) calls tp_dial_done: libraft's socketpair end once the TLS
+ * handshake is through and libraft's handshake was sent, or an error.
  */
 #include "raft/transport_internal.h"
 
@@ -25,7 +28,7 @@
 static void dial_to(struct dial *d, enum dial_state to)
 {
     assert((d->state == D_RESOLVING && to == D_CONNECTING) ||
-           (d->state == D_CONNECTING && to == D_WRITING) ||
+           (d->state == D_CONNECTING && (to == D_WRITING || to == D_TLS)) ||
            ((d->state == D_CONNECTING || d->state == D_WRITING) && to == D_CLOSING));
     d->state = to;
 }
@@ -93,6 +96,13 @@ static void dial_connect_cb(uv_connect_t *c, int status)
         return;
     }
     uv_tcp_nodelay(d->tcp, 1);
+    if (d->tp->tls) {
+        if (tp_relay_start(d)) /* nothing taken: d->tcp is still ours */
+            dial_fail(d, RAFT_NOMEM);
+        else
+            dial_to(d, D_TLS);
+        return;
+    }
     dial_to(d, D_WRITING);
     d->write.data = d;
     if (uv_write(&d->write, (uv_stream_t *)d->tcp, &d->hs, 1, dial_write_cb))
@@ -156,6 +166,7 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
     d->tp = tp;
     d->req = req;
     d->cb = cb;
+    snprintf(d->address, sizeof(d->address), "%s", address);
     if (encode_handshake(tp->id, tp->address, &d->hs)) {
         free(d);
         return RAFT_NOMEM;
@@ -175,9 +186,18 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
     return 0;
 }
 
+void tp_dial_done(struct dial *d, uv_stream_t *stream, int status)
+{
+    assert(d->state == D_TLS);
+    d->relay = NULL;
+    dial_finish(d, stream, d->tp->closing && !stream ? RAFT_CANCELED : status);
+}
+
 void tp_dial_cancel(struct dial *d)
 {
-    if (d->state == D_RESOLVING)
+    if (d->state == D_TLS)
+        tp_relay_close(d->relay); /* its close reports RAFT_CANCELED through tp_dial_done */
+    else if (d->state == D_RESOLVING)
         uv_cancel((uv_req_t *)&d->gai); /* dial_resolved_cb sees closing either way */
     else
         dial_fail(d, RAFT_CANCELED); /* nothing more to do if CLOSING already */

@@ -21,9 +21,7 @@
 #define CAPTURE_ADDRESS_FIELD 16  /* its field in the captured handshake, NUL-padded */
 #define CAPTURE_HS_HEADER (3 * 8) /* protocol, id, address length */
 
-static void link_pump(struct link *l);
-
-static void tp_log_reject(struct tp *tp, const struct link *l, enum rn_wire_reason why)
+bool tp_log_ok(struct tp *tp)
 {
     uint64_t now = uv_now(tp->loop);
     if (now - tp->log_window >= LOG_WINDOW_MS) {
@@ -35,15 +33,17 @@ static void tp_log_reject(struct tp *tp, const struct link *l, enum rn_wire_reas
         tp->log_dropped = 0;
     }
     if (tp->log_lines++ < RN_TP_LOG_BURST)
-        LOGW(tp->log, "raft: dropped connection from %s: %s", l->peer, rn_wire_reason_name(why));
-    else
-        tp->log_dropped++;
+        return true;
+    tp->log_dropped++;
+    return false;
 }
 
-static void link_reject(struct link *l, enum rn_wire_reason why)
+void tp_link_reject(struct link *l, enum rn_wire_reason why, const char *detail)
 {
     l->tp->rejected[why]++;
-    tp_log_reject(l->tp, l, why);
+    if (tp_log_ok(l->tp))
+        LOGW(l->tp->log, "raft: dropped connection from %s: %s%s%s%s", l->peer,
+             rn_wire_reason_name(why), detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
     tp_link_close(l);
 }
 
@@ -123,6 +123,7 @@ static void link_handle_closed(uv_handle_t *h)
     if (l->next)
         l->next->prev = l->prev;
     tp->buffered -= rn_tp_charge(l->cap);
+    SSL_free(l->ssl);
     free(l->buf);
     free(l);
     tp_maybe_closed(tp);
@@ -217,11 +218,11 @@ static bool link_handshake(struct link *l, size_t *off)
         return true;
     }
     if (v == RN_WIRE_REJECT) {
-        link_reject(l, r.reason);
+        tp_link_reject(l, r.reason, NULL);
         return false;
     }
     if (!peer_allowed(l->tp, r.id)) {
-        link_reject(l, RN_WIRE_PEER);
+        tp_link_reject(l, RN_WIRE_PEER, NULL);
         return false;
     }
     l->ctx.peer_id = r.id;
@@ -263,7 +264,7 @@ static bool link_frames(struct link *l, size_t *off)
             return true;
         }
         if (v == RN_WIRE_REJECT) {
-            link_reject(l, r.reason);
+            tp_link_reject(l, r.reason, NULL);
             return false;
         }
         capture(l, p, r.len);
@@ -299,8 +300,7 @@ static int link_resize(struct link *l, size_t cap)
     return 0;
 }
 
-/* Check and deliver what is buffered, then read more. */
-static void link_pump(struct link *l)
+void tp_link_pump(struct link *l)
 {
     size_t off = 0;
     if (l->state == L_HANDSHAKE && !link_handshake(l, &off))
@@ -321,10 +321,8 @@ static void link_pump(struct link *l)
 
 /* Room for what the validator asked for, or a read chunk, whichever is more. The validator's
  * limits bound `want`. */
-static void link_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+int tp_link_room(struct link *l)
 {
-    struct link *l = h->data;
-    (void)suggested;
     /* Snapshot data is read in big pieces, as libraft reads it itself: a slower receipt widens
      * the window in which libraft's leader gives up on the snapshot and sends it again. */
     size_t chunk = RN_TP_READ_CHUNK;
@@ -335,39 +333,64 @@ static void link_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
         need = l->want;
     if (need > l->cap) {
         l->over_cap = !rn_tp_budget_ok(l->tp->buffered, l->cap, need, l->tp->buffer_cap);
-        if (l->over_cap || link_resize(l, need)) {
-            *b = uv_buf_init(NULL, 0); /* read_cb gets UV_ENOBUFS */
-            return;
-        }
+        if (l->over_cap || link_resize(l, need))
+            return -1;
     }
-    *b = uv_buf_init((char *)l->buf + l->len, (unsigned)(l->cap - l->len));
+    return 0;
+}
+
+/* With TLS the socket's bytes are ciphertext: they go to the shared read buffer and are
+ * decrypted into l->buf (tp_tls_link_input). */
+static void link_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+    struct link *l = h->data;
+    (void)suggested;
+    if (l->ssl)
+        *b = uv_buf_init((char *)l->tp->tls_in, RN_TP_TLS_READ);
+    else if (tp_link_room(l))
+        *b = uv_buf_init(NULL, 0); /* read_cb gets UV_ENOBUFS */
+    else
+        *b = uv_buf_init((char *)l->buf + l->len, (unsigned)(l->cap - l->len));
+}
+
+/* The peer is gone. Stopping mid-unit is a truncated message (nothing partial reached
+ * libraft's decoder, but an InstallSnapshot's data may have started); at a unit boundary it is
+ * an ordinary close. With TLS, a peer that sent something and left before the TLS handshake
+ * was through failed it (a plain-text peer's handshake ends here when it is short). */
+void tp_link_eof(struct link *l)
+{
+    if (l->ssl && !l->tls_up && l->tls_seen) {
+        tp_link_reject(l, RN_WIRE_TLS, "closed during the TLS handshake");
+        return;
+    }
+    if (l->len > 0 || l->state == L_OPAQUE) {
+        tp_link_reject(l, RN_WIRE_TRUNCATED, NULL);
+        return;
+    }
+    tp_link_close(l);
 }
 
 static void link_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
     struct link *l = s->data;
-    (void)b;
     if (l->state == L_CLOSING)
         return;
     if (nread > 0) {
+        if (l->ssl) {
+            tp_tls_link_input(l, (const uint8_t *)b->base, (size_t)nread);
+            return;
+        }
         l->len += (size_t)nread;
-        link_pump(l);
+        tp_link_pump(l);
         return;
     }
     if (nread == 0)
         return;
     if (l->over_cap) {
-        link_reject(l, RN_WIRE_BUFFER_CAP);
+        tp_link_reject(l, RN_WIRE_BUFFER_CAP, NULL);
         return;
     }
-    /* The peer is gone. Stopping mid-unit is a truncated message (nothing partial reached
-     * libraft's decoder, but an InstallSnapshot's data may have started); at a unit boundary
-     * it is an ordinary close. */
-    if (l->len > 0 || l->state == L_OPAQUE) {
-        link_reject(l, RN_WIRE_TRUNCATED);
-        return;
-    }
-    tp_link_close(l);
+    tp_link_eof(l);
 }
 
 static void link_peer_name(struct link *l)
@@ -394,7 +417,7 @@ static void link_deadline_cb(uv_timer_t *t)
 {
     struct link *l = t->data;
     if (l->state == L_HANDSHAKE)
-        link_reject(l, RN_WIRE_HANDSHAKE_TIMEOUT);
+        tp_link_reject(l, RN_WIRE_HANDSHAKE_TIMEOUT, NULL);
 }
 
 static void refuse_closed(uv_handle_t *h)
@@ -449,6 +472,11 @@ void tp_link_accept_cb(uv_stream_t *server, int status)
     }
     uv_tcp_nodelay(&l->tcp, 1);
     link_peer_name(l);
+    if (tp->tls && !(l->ssl = tp_tls_session(tp, true))) {
+        LOGW(tp->log, "raft: out of memory: no TLS session for %s", l->peer);
+        tp_link_close(l);
+        return;
+    }
     uv_timer_start(&l->timer, link_deadline_cb, tp->handshake_ms, 0);
-    link_pump(l);
+    tp_link_pump(l);
 }

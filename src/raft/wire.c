@@ -26,6 +26,7 @@ static const char *const reason_names[RN_WIRE_NREASONS] = {
     [RN_WIRE_TRUNCATED] = "truncated",
     [RN_WIRE_HANDSHAKE_TIMEOUT] = "handshake_timeout",
     [RN_WIRE_BUFFER_CAP] = "buffer_cap",
+    [RN_WIRE_TLS] = "tls",
 };
 
 const char *rn_wire_reason_name(enum rn_wire_reason r)

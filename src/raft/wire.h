@@ -74,6 +74,7 @@ enum rn_wire_reason {
     /* The transport's own limits (transport.h), not the validator's: */
     RN_WIRE_HANDSHAKE_TIMEOUT, /* no complete handshake within the deadline */
     RN_WIRE_BUFFER_CAP,        /* buffering more would pass the cap over all inbound links */
+    RN_WIRE_TLS, /* peer TLS: no TLS, a failed handshake or certificate, a TLS error */
     RN_WIRE_NREASONS
 };
 

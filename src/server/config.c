@@ -164,6 +164,10 @@ void srv_config_usage(FILE *f)
           "  --acl-file PATH         users and permissions (docs/security.md); clients must\n"
           "                          AUTH. Reloaded on SIGHUP (a malformed file keeps the\n"
           "                          old rules)\n"
+          "  --peer-tls-cert FILE    this node's certificate (PEM chain) for mutual TLS on the\n"
+          "                          Raft port; needs --peer-tls-key and --peer-tls-ca\n"
+          "  --peer-tls-key FILE     its private key (PEM)\n"
+          "  --peer-tls-ca FILE      the CA (PEM) every peer's certificate must chain to\n"
           "  --insecure-no-auth      allow --listen on a non-loopback address without\n"
           "                          --acl-file (otherwise refused)\n"
           "  --peer-user NAME        the user this node authenticates as (AUTH) before its\n"
@@ -331,6 +335,18 @@ static int check_protected(const struct srv_config *c)
     return -1;
 }
 
+/* Peer TLS is mutual: a node with a certificate but no CA (or the reverse) would either accept
+ * any peer or be unable to prove itself, so a partial set is refused, not guessed at. */
+static int check_peer_tls(const struct srv_config *c)
+{
+    int n = !!c->peer_tls_cert[0] + !!c->peer_tls_key[0] + !!c->peer_tls_ca[0];
+    if (n == 0 || n == 3)
+        return 0;
+    fprintf(stderr, "fencelockd: --peer-tls-cert, --peer-tls-key and --peer-tls-ca go together: "
+                    "give all three (mutual TLS on the Raft port) or none\n");
+    return -1;
+}
+
 struct num_flag {
     const char *name;
     size_t off;
@@ -468,6 +484,16 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);
+    char *tls = !strcmp(flag, "--peer-tls-cert")  ? c->peer_tls_cert
+                : !strcmp(flag, "--peer-tls-key") ? c->peer_tls_key
+                : !strcmp(flag, "--peer-tls-ca")  ? c->peer_tls_ca
+                                                  : NULL;
+    if (tls) {
+        if (strlen(v) >= sizeof(c->peer_tls_cert) || !*v)
+            return -1;
+        snprintf(tls, sizeof(c->peer_tls_cert), "%s", v);
+        return 0;
+    }
     if (!strncmp(flag, "--tls-", 6))
         return set_tls(&c->tls, flag, v);
     if (!strcmp(flag, "--acl-file"))
@@ -547,5 +573,5 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         fprintf(stderr, "fencelockd: %s\n", err);
         return -1;
     }
-    return check_peer(c) || check_protected(c) ? -1 : 0;
+    return check_peer_tls(c) || check_peer(c) || check_protected(c) ? -1 : 0;
 }

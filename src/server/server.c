@@ -88,6 +88,9 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .snapshot_trailing = cfg->snapshot_trailing,
         .snapshot_log_bytes = cfg->snapshot_log_bytes,
         .lazy_ms = cfg->lazy_ms,
+        .peer_tls_cert = s->cfg.peer_tls_cert[0] ? s->cfg.peer_tls_cert : NULL,
+        .peer_tls_key = s->cfg.peer_tls_key,
+        .peer_tls_ca = s->cfg.peer_tls_ca,
     };
     struct rn_hooks hooks = {.arg = s, .applied = srv_hook_applied, .restored = srv_hook_restored};
     if (rn_new(&s->rn, loop, &rc, s->fsm, &hooks, &s->log, err, sizeof(err))) {

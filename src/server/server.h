@@ -86,6 +86,8 @@ struct srv_config {
     char peer_password_file[512];
     char audit_log[512]; /* --audit-log: "" = none */
     struct tls_config tls; /* --tls-*: cert "" = the client port is plain text */
+    /* --peer-tls-cert/-key/-ca: mutual TLS on the Raft port; all three or none ("") */
+    char peer_tls_cert[512], peer_tls_key[512], peer_tls_ca[512];
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
