@@ -13,11 +13,7 @@
 
 #include "server/cmd.h"
 
-/* An argument as error text: at most 64 bytes of it, every byte outside printable ASCII as
- * \xNN, so a NUL or a line end cannot cut or break the reply. `out` holds >= 4*64+1 bytes. */
-#define CMD_ARG_SHOWN 64
-#define CMD_ARG_TEXT (4 * CMD_ARG_SHOWN + 1)
-static const char *cmd_arg_text(const struct resp_arg *a, char *out)
+const char *cmd_arg_text(const struct resp_arg *a, char *out)
 {
     static const char hex[] = "0123456789abcdef";
     size_t n = a->len > CMD_ARG_SHOWN ? CMD_ARG_SHOWN : a->len, o = 0;

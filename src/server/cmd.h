@@ -63,6 +63,13 @@ enum {
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
+/* An argument (or any name) as error or log text: at most CMD_ARG_SHOWN bytes of it, every
+ * byte outside printable ASCII as \xNN, so a NUL or a line end cannot cut or break the reply
+ * or forge a log line. `out` holds CMD_ARG_TEXT bytes. */
+#define CMD_ARG_SHOWN 64
+#define CMD_ARG_TEXT (4 * CMD_ARG_SHOWN + 1)
+const char *cmd_arg_text(const struct resp_arg *a, char *out);
+
 /* Every command, for COMMAND: i in [0, srv_cmd_count()). */
 size_t srv_cmd_count(void);
 const struct srv_cmd *srv_cmd_at(size_t i);

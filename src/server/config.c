@@ -192,6 +192,7 @@ void srv_config_usage(FILE *f)
           "  --tls-handshake-timeout MS\n"
           "                          a client slower to finish its handshake is closed\n"
           "                          (default 10000)\n"
+          "  --version, -V           print the version and exit\n"
           "  --hash-password         read a password from stdin, print its HASH for\n"
           "                          --acl-file, exit (must be the only flag)\n"
           "  --help                  this text\n",

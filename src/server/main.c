@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fencelock.h"
 #include "server/fdlimit.h"
 #include "server/server.h"
 
@@ -94,6 +95,10 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (argc == 2 && !strcmp(argv[1], "--hash-password"))
         return hash_password_main();
+    if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+        printf("fencelockd %s\n", FL_VERSION);
+        return 0;
+    }
     struct srv_config cfg;
     srv_config_defaults(&cfg);
     int rc = srv_config_parse(&cfg, argc, argv);

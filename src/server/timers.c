@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cmd.h"
 #include "server/server.h"
 
 /* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
@@ -105,6 +106,17 @@ static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
     srv_wake_parked(s, e->name.p, e->name.len, e->sid, e->token);
 }
 
+/* The event an operator most needs: a holder whose session ended under it (it died, paused or
+ * was partitioned; or an admin revoked it), so its lock goes to the next holder. */
+static void log_lost_hold(struct srv *s, const struct fsm_event *e)
+{
+    char shown[CMD_ARG_TEXT];
+    struct resp_arg name = {e->name.p, e->name.len};
+    LOGW(&s->log, "session %llu %s while holding '%s' (token %llu): it passes to the next holder",
+         (unsigned long long)e->sid, e->revoked ? "was revoked" : "expired",
+         cmd_arg_text(&name, shown), (unsigned long long)e->token);
+}
+
 static void on_event(struct srv *s, const struct fsm_event *e)
 {
     const char *nm = e->name.p;
@@ -127,6 +139,8 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     case FSM_EV_RELEASED:
         hold_end(s, nm, nl);
         s->m.releases++;
+        if (e->expired)
+            log_lost_hold(s, e);
         break;
     case FSM_EV_WAIT_STARTED:
         if (lease_wait_started(&s->lease, nm, nl, e->sid, e->ms, now))

@@ -1,5 +1,6 @@
 """Connection handling and the server/cluster introspection commands."""
 
+import subprocess
 import time
 
 from helpers import (RespError, as_map, cluster_info, eq, expect_int, ok, open_session,
@@ -133,3 +134,16 @@ def test_session_info_fields_and_keepalive_reply(ctx):
     eq(c.call("SESSION.KEEPALIVE", sid), 5000, "KEEPALIVE answers the full ttl")
     assert session_info(c, sid)["remaining_ms"] > 4800, "KEEPALIVE did not reset the deadline"
     assert not isinstance(info, RespError)
+
+
+def test_version_flag_prints_the_version(ctx):
+    p = subprocess.run([ctx.binary, "--version"], capture_output=True, timeout=10)
+    eq((p.returncode, p.stdout.decode().strip()), (0, "fencelockd 0.1.0"), "fencelockd --version")
+
+
+def test_a_holder_whose_session_expires_is_logged_in_words(ctx):
+    c = ctx.conn()
+    sid = expect_int(c.call("SESSION.OPEN", 300))
+    tok = expect_int(c.call("LOCK", "nightly\njob", sid))
+    wait_until(lambda: "session %d expired while holding 'nightly\\x0ajob' (token %d)" % (sid, tok)
+               in ctx.srv.log_text(), 10, what="the expiry of a holder in the log")
