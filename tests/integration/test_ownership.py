@@ -180,7 +180,12 @@ def _authed_leader(servers, timeout=20.0):
 
 def test_owner_is_replicated_three_nodes_with_acl(ctx):
     path = _acl_file(ctx)
-    servers = start_cluster(ctx, 3, extra=("--acl-file", path))
+    pw = ctx.tmp("peerpw")
+    with open(pw, "w") as f:
+        f.write("rootpw\n")
+    # a cluster under --acl-file needs peer credentials for its members' announces (root: all)
+    servers = start_cluster(ctx, 3, extra=("--acl-file", path, "--peer-user", "root",
+                                           "--peer-password-file", pw))
     lead = _authed_leader(servers)
     alice, bob = (_authed(ctx, lead, u, u + "pw") for u in ("alice", "bob"))
     a = expect_int(alice.call("SESSION.OPEN", 60000, "LOCKDELAY", 1000))
