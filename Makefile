@@ -212,16 +212,19 @@ bench:
 	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench
 	bench/run.sh
 
-# W9 (read-write locks) and W10 (watch: the harness and one file per system) beside them.
-BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_fl.c bench/watch_etcd.c
-# make bench-check: W9 and W10 once, short, on the sanitizer build; judges what they report
-# (errors, missed events, starvation, readers' overlap), never speed (bench/check.sh).
+# W9 (read-write locks), W10 (watch: the harness and one file per system), W11 (semaphores) and
+# W12 (election fail-over: the harness and one file per system) beside them.
+BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_fl.c bench/watch_etcd.c \
+  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c
+# make bench-check: W9-W12 once, short, on the sanitizer build; judges what they report
+# (errors, missed events, starvation, readers' overlap, semaphore limit, fail-overs observed),
+# never speed (bench/check.sh).
 .PHONY: bench-check
 bench-check:
 	@scripts/deps.sh bench
 	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench
 	bench/check.sh
 
-$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) bench/driver.h bench/flraw.h bench/watch.h $(B)/libfencelock.a
+$(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) bench/driver.h bench/flraw.h bench/watch.h bench/elect.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) $(BENCH_LIBS)

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# bench/check.sh — a self-check of lockbench's W9 (read-write locks) and W10 (watch), run by
+# bench/check.sh — a self-check of lockbench's W9 (read-write locks), W10 (watch), W11
+# (semaphores) and W12 (election fail-over), run by
 # `make bench-check` on the sanitizer build (build/asan: fencelockd and bench/lockbench; LB and
 # BIN override). It judges what the workloads report, never how fast: every run ends without
 # an error; W9's shared readers overlap (some moment with more than one reader holding, with a
 # 20 ms hold) while exclusive readers never do, and neither the writer nor a reader timed out
 # (a 5 s wait: starvation); W10's watchers received every PUT's event (missed 0, and events =
-# PUTs x watchers in both phases); no sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
-# mutex, W10 on its watch). Prints "ok NAME" / "not ok NAME: the JSON line", then
+# PUTs x watchers in both phases); W11 never has more than `limit` clients holding a permit
+# (and more than one at some moment, with a 20 ms hold), nobody timed out; W12 observed every
+# round (each observer saw the candidate lead, with a newer token); no sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
+# mutex, W10 on its watch, W12 on its election). Prints "ok NAME" / "not ok NAME: the JSON line", then
 # "tests: N passed, N failed"; exit 1 on any failure. Short and bounded: each lockbench run is
 # bounded by its counts and --seconds and killed after 120 s; the servers it starts (the
 # bench's own ports and build/bench/NAME/ data) are stopped on exit.
@@ -58,6 +61,18 @@ w9_common="$ran"' and r["reader_grants"] > 0 and r["writer_grants"] > 0 and r["w
 w10_ok="$ran"' and r["latency"]["puts"] > 0 and r["fanout"]["puts"] > 0 and r["dropped"] == 0
 and all(r[p]["missed"] == 0 and r[p]["events"] == r[p]["puts"] * r["watchers"] for p in ("latency", "fanout"))'
 w10_ok=${w10_ok//$'\n'/ }
+w11_ok="$ran"' and r["grants"] > 0 and r["timeouts"] == 0 and 1 < r["max_holding"] <= r["limit"] == 4'
+w12_ok="$ran"' and r["rounds"] == 3 and r["observed"] == 3 and r["token_newer"] == 3'
+
+w11w12() { # system endpoints
+  local s=$1 eps=$2 line
+  if [ "$s" = fencelock ]; then
+    line=$(lb --driver "$s" --endpoints "$eps" --workload W11 --seconds 3 --pairs 2000 --hold 20 --limit 4)
+    check "$s W11: at most limit permits held, more than one at once, nobody starves" "$w11_ok" "$line"
+  fi
+  line=$(lb --driver "$s" --endpoints "$eps" --workload W12 --rounds 3 --seconds 60)
+  check "$s W12: every round's fail-over seen by every observer" "$w12_ok" "$line"
+}
 
 w9w10() { # system endpoints
   local s=$1 eps=$2 line n
@@ -77,7 +92,7 @@ w9w10() { # system endpoints
 }
 
 running=fencelock
-eps=$(start fencelock) && [ -n "$eps" ] && w9w10 fencelock "$eps" ||
+eps=$(start fencelock) && [ -n "$eps" ] && w9w10 fencelock "$eps" && w11w12 fencelock "$eps" ||
   check "fencelock servers start" "False" ""
 bench/servers/fencelock.sh stop >/dev/null 2>&1
 running=""
@@ -85,7 +100,7 @@ sanitizers fencelock
 : >"$errlog"
 if command -v etcd >/dev/null; then
   running=etcd
-  eps=$(start etcd) && [ -n "$eps" ] && w9w10 etcd "$eps" || check "etcd servers start" "False" ""
+  eps=$(start etcd) && [ -n "$eps" ] && w9w10 etcd "$eps" && w11w12 etcd "$eps" || check "etcd servers start" "False" ""
   bench/servers/etcd.sh stop >/dev/null 2>&1
   running=""
   sanitizers etcd

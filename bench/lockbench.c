@@ -41,6 +41,12 @@
  * next --gap ms (default 10) after every watcher got the last: PUT acknowledged -> event
  * received p50/p99 over all watchers; then PUTs pipelined: events delivered per second in all.
  * --pairs bounds the PUTs of the latency phase (the fan-out phase does 5x).
+ * W11 (fencelock; sembench.c): --clients clients (default 16) loop on SEM.ACQUIRE of one
+ * semaphore of --limit permits (default 4) with WAIT, hold --hold ms, SEM.RELEASE: hand-offs/s,
+ * wait p50/p99, the most holding at once. --pairs bounds the grants.
+ * W12 (fencelock, etcd; electbench.c): --rounds rounds (default 10) of one election each: the
+ * leader's session (lease) ended from outside -> each of --clients observers (default 4) sees
+ * the queued candidate lead: p50/p99 over the rounds.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -69,6 +75,10 @@ int bench_w9(const struct bench_driver *drv, const char *endpoints, int readers,
              long count, int seconds, int exclusive, int pause_ms, int hold_ms);
 int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds,
               int gap_ms);
+/* W11 (semaphores) in sembench.c, W12 (election fail-over) in electbench.c. */
+int bench_w11(const char *endpoints, int clients, int limit, int ttl_ms, long count, int seconds,
+              int hold_ms);
+int bench_w12(const char *driver, const char *endpoints, int observers, int rounds, int seconds);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -79,6 +89,7 @@ struct opts {
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
     int exclusive_readers, writer_pause_ms, hold_ms; /* W9 */
     int gap_ms;                                      /* W10 */
+    int limit, rounds;                               /* W11, W12 */
 };
 
 /* State shared by the threads of one phase (warm-up or measured). */
@@ -242,12 +253,15 @@ static void json_str(const char *s)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-                    "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W7|W8|W9|W10 [--kill-cmd CMD]\n"
-                    "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
-                    "[--warmup N]\n"
-                    "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
-                    "                 W10: [--clients watchers] [--gap ms]\n");
+    fprintf(stderr,
+            "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
+            "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W7|W8|W9|W10|W11|W12 [--kill-cmd CMD]\n"
+            "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
+            "[--warmup N]\n"
+            "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
+            "                 W10: [--clients watchers] [--gap ms]\n"
+            "                 W11: [--limit N] [--hold ms]  W12: [--clients observers] "
+            "[--rounds N]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -279,6 +293,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                        {"writer-pause", 1, 0, 'p'},
                                        {"hold", 1, 0, 'h'},
                                        {"gap", 1, 0, 'g'},
+                                       {"limit", 1, 0, 'L'},
+                                       {"rounds", 1, 0, 'R'},
                                        {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
@@ -289,7 +305,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
                        .per = 10,
                        .writer_pause_ms = 10,
                        .hold_ms = 1,
-                       .gap_ms = 10};
+                       .gap_ms = 10,
+                       .limit = 4,
+                       .rounds = 10};
     int c, bad = 0;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -341,6 +359,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'g':
             bad |= parse_int(optarg, 0, 1000, &o->gap_ms);
             break;
+        case 'L':
+            bad |= parse_int(optarg, 1, 1048576, &o->limit);
+            break;
+        case 'R':
+            bad |= parse_int(optarg, 1, 1000, &o->rounds);
+            break;
         default:
             bad = 1;
         }
@@ -350,7 +374,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
     if (strcmp(o->workload, "W1") && strcmp(o->workload, "W2") && strcmp(o->workload, "W3") &&
         strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
         strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8") &&
-        strcmp(o->workload, "W9") && strcmp(o->workload, "W10"))
+        strcmp(o->workload, "W9") && strcmp(o->workload, "W10") && strcmp(o->workload, "W11") &&
+        strcmp(o->workload, "W12"))
         return -1;
     if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
@@ -359,6 +384,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                      : !strcmp(o->workload, "W2")  ? 8
                      : !strcmp(o->workload, "W7")  ? 100
                      : !strcmp(o->workload, "W10") ? 1
+                     : !strcmp(o->workload, "W12") ? 4
                                                    : 16;
     return 0;
 }
@@ -591,7 +617,7 @@ int main(int argc, char **argv)
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
     if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7") ||
-         !strcmp(o.workload, "W6C")) &&
+         !strcmp(o.workload, "W6C") || !strcmp(o.workload, "W11")) &&
         strcmp(drv->name, "fencelock")) {
         printf("{\"driver\":");
         json_str(o.driver);
@@ -603,10 +629,10 @@ int main(int argc, char **argv)
     if (!strcmp(o.workload, "W9")) /* --clients: the readers; one writer besides */
         return bench_w9(drv, o.endpoints, o.clients, o.ttl_ms, o.pairs, o.seconds,
                         o.exclusive_readers, o.writer_pause_ms, o.hold_ms);
-    /* W11 (semaphores: SEM.ACQUIRE limit 4, 16 clients, hand-offs/s) and W12 (election
-       fail-over: the leader's session killed -> observers see the new leader, p50 over 10
-       rounds, etcd's concurrency.Election beside) belong here, each in a file of its own as
-       rwbench.c is for W9, once the server has issue 19's SEM.* and ELECT.* commands. */
+    if (!strcmp(o.workload, "W11")) /* --clients: the clients; --pairs: the grants */
+        return bench_w11(o.endpoints, o.clients, o.limit, o.ttl_ms, o.pairs, o.seconds, o.hold_ms);
+    if (!strcmp(o.workload, "W12")) /* --clients: the observers */
+        return bench_w12(o.driver, o.endpoints, o.clients, o.rounds, o.seconds);
     if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */
         return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms);
     if (!strcmp(o.workload, "W5"))

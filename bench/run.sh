@@ -18,9 +18,10 @@
 # fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
 # (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
 # pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
-# path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone).
-# W11 (semaphores) and W12 (election fail-over) are reserved for issue 19's SEM.* / ELECT.*:
-# their place is after W10 below.
+# path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone),
+# BENCH_W11 (0 skips W11: semaphores, fencelock), BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4),
+# BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12: election fail-over, fencelock and etcd),
+# BENCH_W12_ROUNDS (10), BENCH_W12_OBSERVERS (4).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -48,6 +49,13 @@ w10=${BENCH_W10:-1}
 w10_watchers=${BENCH_W10_WATCHERS:-1 10 100}
 w10_puts=${BENCH_W10_PUTS:-300}
 w10_gap=${BENCH_W10_GAP_MS:-10}
+w11=${BENCH_W11:-1}
+w11_clients=${BENCH_W11_CLIENTS:-16}
+w11_limit=${BENCH_W11_LIMIT:-4}
+w11_hold=${BENCH_W11_HOLD_MS:-1}
+w12=${BENCH_W12:-1}
+w12_rounds=${BENCH_W12_ROUNDS:-10}
+w12_observers=${BENCH_W12_OBSERVERS:-4}
 load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
@@ -355,6 +363,17 @@ w10_system() {
   done
 }
 
+# W11 (fencelock): clients on one semaphore of limit permits. W12 (fencelock, etcd): rounds of
+# an election whose leader's session (lease) is ended from outside; observers see the next.
+w11_system() {
+  run_line "$1" W11 $((secs + 60)) --endpoints "$2" --clients "$w11_clients" --limit "$w11_limit" \
+    --hold "$w11_hold" --seconds "$secs" --pairs "$pairs"
+}
+w12_system() {
+  run_line "$1" W12 $((w12_rounds * 10 + 60)) --endpoints "$2" --clients "$w12_observers" \
+    --rounds "$w12_rounds" --seconds $((w12_rounds * 10 + 30))
+}
+
 # The markdown report from the JSON lines ($1) and the machine's description.
 report() {
   local disk dev
@@ -632,6 +651,51 @@ if w10rows:
               f"p99 {pratio(fl_.get('from_send_p99_ms'), et.get('from_send_p99_ms'))}; ack → event p50 {pratio(fl_['p50_ms'], et['p50_ms'])}, "
               f"p99 {pratio(fl_['p99_ms'], et['p99_ms'])}; fan-out events/s {ratio(f['fanout']['events_per_s'], r['fanout']['events_per_s'])}")
     p("")
+w11rows = [r for r in rows if r.get("workload") == "W11"]
+if w11rows:
+    p("## W11 — semaphores: clients on one semaphore")
+    p("")
+    p("Each client loops SEM.ACQUIRE (WAIT 5 s) → hold → SEM.RELEASE on one semaphore; a hand-off is a permit granted. "
+      "Wait = call to grant. 'Most holding' is seen client-side (grant answered .. SEM.RELEASE sent), so it can only "
+      "undercount what the server granted; it must never exceed the limit. fencelock only: etcd has no semaphore (its contrib recipe was removed).")
+    p("")
+    p("| system | clients | limit | hold ms | hand-offs/s | wait p50 / p99 ms | most holding | timeouts | note |")
+    p("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |")
+    for r in w11rows:
+        s = r.get("driver")
+        if "grants" not in r:
+            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | {status(r)} |")
+            continue
+        p(f"| {desc.get(s, s)} | {r['clients']} | {r['limit']} | {r['hold_ms']} | {rate(r['handoffs_per_s'])} | "
+          f"{r['wait_p50_ms']:.2f} / {r['wait_p99_ms']:.2f} | {r['max_holding']} | {r['timeouts']} | {r.get('error', '')} |")
+    p("")
+w12rows = [r for r in rows if r.get("workload") == "W12"]
+if w12rows:
+    p("## W12 — election fail-over: the leader's session ended → observers see the new leader")
+    p("")
+    p("Each round: a fresh election, leader L elected, candidate C campaigning (blocked), observers watching; then L's "
+      "session is ended from outside (fencelock: SESSION.CLOSE on another connection; etcd: L's lease revoked) and the "
+      "time from that call to each observer seeing C lead is taken. fencelock: ELECT.CAMPAIGN ... WAIT and ELECT.OBSERVE "
+      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway. "
+      "'all seen' = the slowest observer of a round, over the rounds.")
+    p("")
+    p("| system | observers | rounds | observed | all seen p50 / p99 / max ms | per observer p50 / p99 ms | note |")
+    p("| --- | ---: | ---: | ---: | --- | --- | --- |")
+    for r in w12rows:
+        s = r.get("driver")
+        if "rounds" not in r:
+            p(f"| {desc.get(s, s)} | – | – | – | – | – | {status(r)} |")
+            continue
+        p(f"| {desc.get(s, s)} | {r['observers']} | {r['rounds']} | {r['observed']} | "
+          f"{r['all_seen_p50_ms']:.1f} / {r['all_seen_p99_ms']:.1f} / {r['all_seen_max_ms']:.1f} | "
+          f"{r['observer_p50_ms']:.1f} / {r['observer_p99_ms']:.1f} | {r.get('error', '')} |")
+    p("")
+    f = next((r for r in w12rows if r.get("driver") == "fencelock" and r.get("observed")), None)
+    e = next((r for r in w12rows if r.get("driver") == "etcd" and r.get("observed")), None)
+    if f and e:
+        p(f"- fencelock / etcd, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
+          f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
+        p("")
 p("Raw results (one JSON line per workload, from lockbench):")
 p("")
 p("```")
@@ -692,10 +756,8 @@ for s in "${systems[@]}"; do
   case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
   [ "$w9" = 1 ] && w9_system "$s" "$eps"
   case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
-  # W11 (semaphores: limit 4, 16 clients, hand-offs/s) and W12 (election fail-over: the
-  # leader's session killed -> observers see the new leader, p50 over 10 rounds, etcd's
-  # concurrency.Election beside) go here once the server has SEM.* and ELECT.* (issue 19):
-  # a file of their own in bench/ as rwbench.c is for W9, a workload name in lockbench.c.
+  [ "$s" = fencelock ] && [ "$w11" = 1 ] && w11_system "$s" "$eps"
+  case "$s" in fencelock | etcd) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi
