@@ -39,9 +39,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
-WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch")
-DEFAULT_WORKLOADS = WORKLOADS  # --workloads all (rw and watch: two clean 60 s runs, 2026-12-05)
-PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw")  # get --pause-ms (GC pauses)
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect")
+DEFAULT_WORKLOADS = WORKLOADS[:6]  # --workloads all (rw and watch: two clean 60 s runs, 2026-12-05)
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect")  # get --pause-ms (GC pauses)
 WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
@@ -109,6 +109,8 @@ class Run:
                     argv += ["--pause-ms", str(PAUSE_MS)]
                 if wl == "watch" and k == 0:
                     argv += ["--prefix", WATCH_PREFIX]
+                if wl == "elect" and k == 0:
+                    argv += ["--observe", "1"]  # the others are candidates
                 with open(logp, "wb") as lf:
                     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
                                          stderr=subprocess.STDOUT, env=env,
@@ -472,6 +474,11 @@ def summarize_verdict(v):
         extra = " holds=%s shared_overlaps=%s max_shared_live=%s ok_writes=%s stale_refused=%s" % (
             st.get("holds"), st.get("shared_overlaps"), st.get("max_shared_live"),
             st.get("ok_writes"), st.get("stale_writes_refused"))
+    elif v["workload"] in ("sem", "elect"):
+        extra = " grants=%s holds=%s max_live=%s observed_leaders=%s ok_writes=%s probes=%s " \
+                "probes_refused=%s" % (st.get("grants"), st.get("holds"), st.get("max_live"),
+                                       st.get("observed_leaders"), st.get("ok_writes"),
+                                       st.get("probes"), st.get("probes_refused"))
     elif v["workload"] == "watch":
         extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
             st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),
@@ -491,6 +498,12 @@ def nothing_tested(verdicts):
         st = v.get("stats", {})
         if v["workload"] == "rw" and not st.get("shared_overlaps"):
             print("torture: rw: no two shared holds certainly overlapped: nothing was tested")
+            status = 1
+        if v["workload"] == "sem" and (st.get("max_live") or 0) < 2:
+            print("torture: sem: never two certain permits at once: nothing was tested")
+            status = 1
+        if v["workload"] == "elect" and (st.get("observed_leaders") or 0) < 2:
+            print("torture: elect: observers saw fewer than two leaders: nothing was tested")
             status = 1
         if v["workload"] == "watch" and not (st.get("events") and st.get("puts_checked")):
             print("torture: watch: no event delivered or no acknowledged PUT covered by a "
