@@ -71,7 +71,7 @@ def test_sem_good_history_passes():
 
 def test_sem_over_limit_fails():
     h = good_sem()
-    h.acq(5, 3, 13, 10).rel(5, 16, 17)       # a fourth permit live at 13..16
+    h.acq(5, 3, 13, 8).rel(5, 16, 17)        # a fourth permit live at 13..16
     assert "over-limit" in kinds(h.check()), h.check()["violations"]
 
 
@@ -114,6 +114,9 @@ def test_elect_two_leaders_fail():
     h = good_elect()
     h.acq(4, 16, 23, 9).rel(4, 28, 29)       # a second leader beside token 8
     assert "two-leaders" in kinds(h.check()), h.check()["violations"]
+    h = H("elect")
+    h.acq(1, 0, 10, 5).acq(2, 1, 11, 6).rel(1, 20, 21).rel(2, 20, 22)
+    assert kinds(h.check()) == ["two-leaders"], h.check()["violations"]
 
 
 def test_elect_expired_leader_write_fails():
@@ -135,11 +138,13 @@ def test_elect_token_order_fails():
 
 
 def test_elect_observer_going_back_fails():
-    for bad in ((12, 8, 14, None), (1, 5, 3, None), (9, 8, 14, 7)):
-        sid, tok, rev, since = bad
+    # after the observer saw token 12 at revision 12: an older leader (token 8, a newer rev),
+    # the same leader at an older revision, an answer not after its AFTER, a wrong since_rev
+    for after, sid, tok, rev, since in ((0, 2, 8, 14, None), (0, 3, 12, 11, None),
+                                        (15, 3, 12, 14, None), (0, 3, 12, 14, 7)):
         h = good_elect()
-        h.obs(900, 37, 38, 12, sid, tok, rev, since=since)
-        assert kinds(h.check()) == ["observe-order"], (bad, h.check()["violations"])
+        h.obs(900, 37, 38, after, sid, tok, rev, since=since)
+        assert kinds(h.check()) == ["observe-order"], (after, h.check()["violations"])
     h = good_elect()
     h.obs(901, 37, 38, 0, 7, 12, 12)          # token 12 was granted to session 3
     assert kinds(h.check()) == ["observe-order"], h.check()["violations"]
