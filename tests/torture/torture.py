@@ -6,8 +6,9 @@ per run and the verdicts of tests/torture/checkers.py.
     python3 tests/torture/torture.py --bin build/asan/fencelockd --seconds 60 --nodes 3 \
         [--seed S] [--workloads all|register,mutex,...] [--out DIR] [--snapshots] [--cores]
 
-Workloads: register, mutex, fenced-counter, control (the `all` set), rw (read-write lock) and
-watch (event-stream watchers; they check the PUTs of the other workloads), named explicitly.
+Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and watch
+(event-stream watchers; they check the PUTs of the other workloads): the `all` set; sem
+(semaphore of 3 permits) and elect (election with one observer), named explicitly.
 
 --snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
@@ -18,8 +19,9 @@ all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR
 verdicts.json, nemesis.log, nodeN/server.log, workers/*.log. The last line printed is
 `torture: N ops, K faults, V violations`; the exit status is 1 on any violation, on a verdict
 "unknown", on a server crash or sanitizer report, and when the control workload (unfenced
-writes under client pauses) showed no lost update, when rw readers never certainly overlapped
-or watchers covered no acknowledged PUT: then nothing was tested.
+writes under client pauses) showed no lost update, when rw readers never certainly overlapped,
+watchers covered no acknowledged PUT, no two sem permits were certainly live together or elect
+observers saw fewer than two leaders: then nothing was tested.
 """
 
 import argparse
