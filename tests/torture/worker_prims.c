@@ -5,8 +5,8 @@
  * sem, per session (ops carry "session" and "key": "sem"):
  *   acquire  SEM.ACQUIRE sem sid 3 WAIT ms REQ sid seq; ok "token". An unknown outcome is
  *            followed by SEM.RELEASE and ends the session (as fl_lock does for a lock).
- *   write    PUT sem-reg "s:<token>:<n>" FENCE sem token with no session (a naive client);
- *            ok "rev", fail (-STALE) or info. "probe": true when, before it was sent, a
+ *   write    ("key": "sem-reg") PUT sem-reg "s:<token>:<n>" FENCE sem token with no session (a
+ * naive client); ok "rev", fail (-STALE) or info. "probe": true when, before it was sent, a
  *            linearizable SEM.INFO showed the permit gone (the holder was frozen past its
  *            safe deadline): such a write must be refused.
  *   release  SEM.RELEASE; expire: the session's end (end_lock_session), ok once SEM.INFO
@@ -211,7 +211,7 @@ static void op_write(struct worker *w, const struct prim *p, uint64_t token, int
     struct fl_write_opts fence = {.fence_name = p->name, .fence_token = token};
     struct ev e;
     ev_begin(&e, w, proc, "invoke", "write", now_ns());
-    ev_head(&e, p, sid);
+    ev_add(&e, ",\"key\":\"%s\",\"session\":%" PRIu64, p->key, sid); /* the PUT's key */
     ev_add(&e, ",\"token\":%" PRIu64 ",\"probe\":%s", token, probe ? "true" : "false");
     ev_str(&e, "value", val);
     ev_emit(w, &e);
@@ -220,8 +220,8 @@ static void op_write(struct worker *w, const struct prim *p, uint64_t token, int
     fl_err err = fl_put(w->c, NULL, p->key, val, strlen(val), &fence, &rev);
     const char *type = write_outcome(err, FL_ESTALE);
     ev_begin(&e, w, proc, type, "write", now_ns());
-    ev_head(&e, p, sid);
-    ev_add(&e, ",\"token\":%" PRIu64, token);
+    ev_add(&e, ",\"key\":\"%s\",\"session\":%" PRIu64 ",\"token\":%" PRIu64, p->key, sid, token);
+    ev_str(&e, "value", val); /* the watch checker matches acknowledged PUTs by key and value */
     if (err == FL_OK)
         ev_add(&e, ",\"rev\":%" PRIu64, rev);
     else
