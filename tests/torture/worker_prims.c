@@ -7,10 +7,11 @@
  *            followed by SEM.RELEASE and ends the session (as fl_lock does for a lock).
  *   write    "key": "sem-reg": PUT sem-reg "s:<token>:<n>" FENCE sem token, no session (a
  *            naive client); ok "rev", fail (-STALE) or info. "probe": true when, before
- *            it was sent, a linearizable SEM.INFO showed the permit gone (the holder was frozen
- * past its safe deadline): such a write must be refused. release  SEM.RELEASE; expire: the
- * session's end (end_lock_session), ok once SEM.INFO lists the session neither as holder nor
- * waiter. elect, candidates: the same with ELECT.CAMPAIGN elect sid value WAIT ms ("acquire"), then
+ *            it was sent, a linearizable SEM.INFO showed the permit gone (the holder was
+ *            frozen past its safe deadline): such a write must be refused.
+ *   release  SEM.RELEASE; expire: the session's end (end_lock_session), ok once SEM.INFO
+ *            lists the session neither as holder nor waiter.
+ * elect, candidates: the same with ELECT.CAMPAIGN elect sid value WAIT ms ("acquire"), then
  *   ELECT.PROCLAIM ("proclaim": ok "rev", fail -STALE), a fenced PUT elect-reg ("write",
  *   "probe" as above, decided by ELECT.LEADER), and ELECT.RESIGN ("release").
  * elect, the observer (--observe): ELECT.OBSERVE elect AFTER rev WAIT ms in a loop, one op
