@@ -40,7 +40,7 @@ import time
 from collections import Counter, defaultdict
 
 INF = float("inf")
-WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch")
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect")
 COUNTER_WORKLOADS = ("fenced-counter", "control")
 MAX_VIOLATIONS = 20       # violations listed per verdict (the count is always complete)
 MAX_CONTEXT_OPS = 12      # concurrent ops listed with a linearizability violation
@@ -1082,6 +1082,10 @@ def check(workload, history, final=None, budget_s=60, **kw):
     if workload == "rw":
         import checkers_holds
         return checkers_holds.check_rw(history)
+    if workload in ("sem", "elect"):
+        import checkers_holds
+        return (checkers_holds.check_sem if workload == "sem" else checkers_holds.check_elect)(
+            history)
     if workload == "watch":
         import checkers_watch
         return checkers_watch.check_watch(history, kw.get("all_history"))
@@ -1132,7 +1136,7 @@ def check_file(path, workload=None, final=None, budget_s=60, **kw):
         evs = groups[(w, key)]
         if w in COUNTER_WORKLOADS:
             v = check(w, evs, final=final, budget_s=budget_s)
-        elif w in ("rw", "watch"):
+        elif w in ("rw", "watch", "sem", "elect"):
             v = check(w, evs, all_history=history)
         else:
             v = check(w, evs, budget_s=budget_s, **kw)

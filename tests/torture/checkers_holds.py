@@ -242,3 +242,142 @@ def _check_fenced_writes(ops, grants, mode_of_token, violations, stats):
     stats["shared_writes_refused"] = sum(1 for o in writes if o.type == "fail" and
                                          o.get("mode", prefer="inv") == "shared")
     stats["checks"] = ck._type_counts([o for o in ops if o.f == "check"])
+
+
+# --------------------------------------------------------------------------------------------
+# sem and elect (worker_prims.c)
+
+SEM_LIMIT = 3
+
+
+def _op_names(ops, allowed, what, violations):
+    for o in ops:
+        if o.f not in allowed:
+            violations.append({"kind": "history-error", "msg": f"unknown {what} op {o.f!r}",
+                               "op": o.describe()})
+
+
+def _check_probes(ops, violations, stats):
+    """Probe writes: fenced PUTs sent after a linearizable read showed the grant gone (its
+    holder was frozen past its safe deadline and its session expired).  One that succeeded
+    is an ``expired-write``; write-before-grant as for every fenced write."""
+    writes = [o for o in ops if o.f == "write"]
+    probes = [o for o in writes if o.get("probe", prefer="inv") is True]
+    for o in writes:
+        tok, rev = _int(o.get("token", prefer="inv")), _int(o.get("rev"))
+        if o.type == "ok" and tok is not None and rev is not None and rev <= tok:
+            violations.append({"kind": "write-before-grant", "msg": f"write applied at "
+                               f"revision {rev}, not after its token {tok}", "op": o.describe()})
+    for o in probes:
+        if o.type == "ok":
+            violations.append({"kind": "expired-write",
+                               "msg": f"fenced PUT with token {o.get('token', prefer='inv')} "
+                                      "applied although a read before it was sent showed the "
+                                      "grant gone", "op": o.describe()})
+    stats["probes"] = len(probes)
+    stats["probes_refused"] = sum(1 for o in probes if o.type == "fail")
+    stats["ok_writes"] = sum(1 for o in writes if o.type == "ok")
+
+
+def check_sem(history, limit=SEM_LIMIT):
+    """The sem workload.  Violations: over-limit (more than ``limit`` certain permits live at
+    one instant: sweep + limit_conflict), duplicate-token / token-order, expired-write (a
+    probe write succeeded), write-before-grant.  Stats: max_live (the most certain permits
+    live at once: below 2 the run did not test a semaphore), probes, probes_refused."""
+    started = time.monotonic()
+    ops, _, problems = ck.pair_ops(history)
+    violations = list(problems)
+    stats = {"types": ck._type_counts(ops)}
+    _op_names(ops, ("acquire", "release", "expire", "write"), "sem", violations)
+    grants = ck._check_tokens([o for o in ops if o.f == "acquire" and o.type == "ok"],
+                              violations)
+    holds, dropped = certain_holds(ops, violations, mode_of=lambda o: "permit")
+    over, max_live = sweep(holds, limit_conflict(limit))
+    violations += over
+    _check_probes(ops, violations, stats)
+    stats.update({"grants": len(grants), "holds": len(holds), "holds_dropped": dropped,
+                  "max_live": max_live, "seconds": round(time.monotonic() - started, 3)})
+    return ck._verdict("sem", None, ops, violations, stats)
+
+
+def _leader_conflict(h, live):
+    v = limit_conflict(1)(h, live)
+    if v is not None:
+        v["kind"] = "two-leaders"
+        v["msg"] = f"leader token {h.token} certainly live together with " \
+                   f"{sorted(x.token for x in live)[:5]}"
+    return v
+
+
+def _check_observers(ops, grants, violations, stats):
+    """Each observer's ok answers, in order: revisions strictly rise (an answer is newer than
+    the AFTER it was asked with), leaders' tokens never fall, a leader's since_rev is its
+    token, and a token that was granted is shown with the session it was granted to."""
+    sid_of = {t: o.get("session", prefer="inv") for t, o in grants}
+    by_obs = defaultdict(list)
+    for o in ops:
+        if o.f == "observe" and o.type == "ok":
+            by_obs[o.get("observer", prefer="inv")].append(o)
+    leaders = set()
+    for obs, lst in by_obs.items():
+        lst.sort(key=lambda o: o.t0)
+        prev_rev, prev_tok, prev = None, 0, None
+        for o in lst:
+            sid, tok, rev = _int(o.get("sid")), _int(o.get("token")), _int(o.get("rev"))
+            after = _int(o.get("after", prefer="inv")) or 0
+            if sid is None or tok is None or rev is None:
+                violations.append({"kind": "history-error", "msg": "observe without sid, "
+                                   "token or rev", "op": o.describe()})
+                continue
+            bad = None
+            if after and rev <= after:
+                bad = f"answer at revision {rev} not after AFTER {after}"
+            elif prev_rev is not None and rev <= prev_rev:
+                bad = f"revision {rev} after revision {prev_rev}"
+            elif sid and tok < prev_tok:
+                bad = f"leader token {tok} after leader token {prev_tok}"
+            elif sid and _int(o.get("since_rev")) != tok:
+                bad = f"leader token {tok} with since_rev {o.get('since_rev')}"
+            elif sid and tok in sid_of and sid_of[tok] != sid:
+                bad = f"token {tok} shown with session {sid}, granted to {sid_of[tok]}"
+            if bad:
+                violations.append({"kind": "observe-order", "msg": f"observer {obs}: {bad}",
+                                   "op": o.describe(),
+                                   "previous": prev.describe() if prev else None})
+            prev_rev, prev = rev, o
+            if sid:
+                prev_tok = tok
+                leaders.add(tok)
+    stats["observers"] = len(by_obs)
+    stats["observed"] = sum(len(x) for x in by_obs.values())
+    stats["observed_leaders"] = len(leaders)
+
+
+def check_elect(history):
+    """The elect workload.  Violations: two-leaders (two certain leaderships share an
+    instant), duplicate-token / token-order (leader tokens strictly rise in real time),
+    stale-write / fence-order / write-before-grant (fenced writes, as for rw), expired-write
+    (a paused leader's probe write succeeded), proclaim-before-grant, observe-order.  Stats:
+    observed_leaders (distinct leaders observers saw: below 2 nothing was tested)."""
+    started = time.monotonic()
+    ops, _, problems = ck.pair_ops(history)
+    violations = list(problems)
+    stats = {"types": ck._type_counts(ops)}
+    _op_names(ops, ("acquire", "proclaim", "release", "expire", "write", "observe"), "elect",
+              violations)
+    grants = ck._check_tokens([o for o in ops if o.f == "acquire" and o.type == "ok"],
+                              violations)
+    holds, dropped = certain_holds(ops, violations, mode_of=lambda o: "leader")
+    over, _ = sweep(holds, _leader_conflict)
+    violations += over
+    _check_fenced_writes(ops, grants, {}, violations, stats)
+    _check_probes(ops, violations, stats)
+    for o in ops:
+        tok, rev = _int(o.get("token", prefer="inv")), _int(o.get("rev"))
+        if o.f == "proclaim" and o.type == "ok" and (rev is None or tok is None or rev <= tok):
+            violations.append({"kind": "proclaim-before-grant", "msg": f"proclaim at revision "
+                               f"{rev} not after its token {tok}", "op": o.describe()})
+    _check_observers(ops, grants, violations, stats)
+    stats.update({"grants": len(grants), "holds": len(holds), "holds_dropped": dropped,
+                  "seconds": round(time.monotonic() - started, 3)})
+    return ck._verdict("elect", None, ops, violations, stats)

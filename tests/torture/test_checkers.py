@@ -1246,6 +1246,9 @@ def test_load_history_sorts_and_rejects_garbage():
 import test_checkers_rw_watch as _rw_watch  # noqa: E402
 
 TESTS += [getattr(_rw_watch, n) for n in dir(_rw_watch) if n.startswith("test_")]
+import test_checkers_prims as _prims  # noqa: E402
+
+TESTS += [getattr(_prims, n) for n in dir(_prims) if n.startswith("test_")]
 
 
 # ============================================================================================

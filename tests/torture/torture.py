@@ -6,8 +6,9 @@ per run and the verdicts of tests/torture/checkers.py.
     python3 tests/torture/torture.py --bin build/asan/fencelockd --seconds 60 --nodes 3 \
         [--seed S] [--workloads all|register,mutex,...] [--out DIR] [--snapshots] [--cores]
 
-Workloads: register, mutex, fenced-counter, control (the `all` set), rw (read-write lock) and
-watch (event-stream watchers; they check the PUTs of the other workloads), named explicitly.
+Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and watch
+(event-stream watchers; they check the PUTs of the other workloads), sem (semaphore of 3
+permits) and elect (election with one observer): the `all` set.
 
 --snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
@@ -18,8 +19,9 @@ all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR
 verdicts.json, nemesis.log, nodeN/server.log, workers/*.log. The last line printed is
 `torture: N ops, K faults, V violations`; the exit status is 1 on any violation, on a verdict
 "unknown", on a server crash or sanitizer report, and when the control workload (unfenced
-writes under client pauses) showed no lost update, when rw readers never certainly overlapped
-or watchers covered no acknowledged PUT: then nothing was tested.
+writes under client pauses) showed no lost update, when rw readers never certainly overlapped,
+watchers covered no acknowledged PUT, no two sem permits were certainly live together or elect
+observers saw fewer than two leaders: then nothing was tested.
 """
 
 import argparse
@@ -39,9 +41,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
-WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch")
-DEFAULT_WORKLOADS = WORKLOADS  # --workloads all (rw and watch: two clean 60 s runs, 2026-12-05)
-PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw")  # get --pause-ms (GC pauses)
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect")
+DEFAULT_WORKLOADS = WORKLOADS  # --workloads all (rw, watch, sem, elect: two clean 60 s runs each,
+#                                 2026-12-05; sem,elect,register: seeds 1201 and 1202)
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect")  # get --pause-ms (GC pauses)
 WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
@@ -109,6 +112,8 @@ class Run:
                     argv += ["--pause-ms", str(PAUSE_MS)]
                 if wl == "watch" and k == 0:
                     argv += ["--prefix", WATCH_PREFIX]
+                if wl == "elect" and k == 0:
+                    argv += ["--observe", "1"]  # the others are candidates
                 with open(logp, "wb") as lf:
                     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
                                          stderr=subprocess.STDOUT, env=env,
@@ -472,6 +477,11 @@ def summarize_verdict(v):
         extra = " holds=%s shared_overlaps=%s max_shared_live=%s ok_writes=%s stale_refused=%s" % (
             st.get("holds"), st.get("shared_overlaps"), st.get("max_shared_live"),
             st.get("ok_writes"), st.get("stale_writes_refused"))
+    elif v["workload"] in ("sem", "elect"):
+        extra = " grants=%s holds=%s max_live=%s observed_leaders=%s ok_writes=%s probes=%s " \
+                "probes_refused=%s" % (st.get("grants"), st.get("holds"), st.get("max_live"),
+                                       st.get("observed_leaders"), st.get("ok_writes"),
+                                       st.get("probes"), st.get("probes_refused"))
     elif v["workload"] == "watch":
         extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
             st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),
@@ -491,6 +501,12 @@ def nothing_tested(verdicts):
         st = v.get("stats", {})
         if v["workload"] == "rw" and not st.get("shared_overlaps"):
             print("torture: rw: no two shared holds certainly overlapped: nothing was tested")
+            status = 1
+        if v["workload"] == "sem" and (st.get("max_live") or 0) < 2:
+            print("torture: sem: never two certain permits at once: nothing was tested")
+            status = 1
+        if v["workload"] == "elect" and (st.get("observed_leaders") or 0) < 2:
+            print("torture: elect: observers saw fewer than two leaders: nothing was tested")
             status = 1
         if v["workload"] == "watch" and not (st.get("events") and st.get("puts_checked")):
             print("torture: watch: no event delivered or no acknowledged PUT covered by a "

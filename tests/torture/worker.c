@@ -5,7 +5,7 @@
  * share a file.
  *
  *   worker --endpoints EP --workload W --proc-base P --ops N --seconds S --seed X
- *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P]
+ *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P] [--observe 1]
  *
  * History contract (read by tests/torture/checkers.py; see docs/testing.md, "Torture"):
  *   {"proc":int,"type":"invoke|ok|fail|info","f":...,"workload":...,"time":ns, ...}
@@ -30,6 +30,8 @@
  *   rw              read-write lock "rw" in shared or exclusive mode (worker_rw.c).
  *   watch           XREAD watchers of the event stream, --prefix P for a prefix stream
  *                   (worker_watch.c).
+ *   sem, elect      semaphore "sem" (limit 3) and election "elect"; with --observe 1 an elect
+ *                   worker observes the election instead (worker_prims.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -540,9 +542,10 @@ fl_client *new_client(const struct worker *w)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
-                    "control|rw|watch --proc-base P --ops N --seconds S --seed X --history FILE "
-                    "[--ttl ms] [--pause-ms max] [--prefix P]\n");
+    fprintf(stderr,
+            "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
+            "control|rw|watch|sem|elect --proc-base P --ops N --seconds S --seed X --history FILE "
+            "[--ttl ms] [--pause-ms max] [--prefix P] [--observe 1]\n");
     exit(2);
 }
 
@@ -577,6 +580,8 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
             w->pause_ms = atoi(v);
         else if (!strcmp(a, "--prefix"))
             w->prefix = v;
+        else if (!strcmp(a, "--observe"))
+            w->observe = atoi(v);
         else
             usage();
     }
@@ -595,6 +600,10 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
         w->wl = WL_RW;
     else if (!strcmp(w->wl_name, "watch"))
         w->wl = WL_WATCH;
+    else if (!strcmp(w->wl_name, "sem"))
+        w->wl = WL_SEM;
+    else if (!strcmp(w->wl_name, "elect"))
+        w->wl = WL_ELECT;
     else
         usage();
     w->end_ns = now_ns() + (int64_t)(seconds * 1e9);
@@ -626,6 +635,12 @@ int main(int argc, char **argv)
             op_rw(&w);
         else if (w.wl == WL_WATCH)
             run_watch(&w);
+        else if (w.wl == WL_SEM)
+            op_sem(&w);
+        else if (w.wl == WL_ELECT && w.observe)
+            run_observe(&w);
+        else if (w.wl == WL_ELECT)
+            op_elect(&w);
         else
             op_counter(&w);
         sleep_ms((int64_t)rnd(&w, 10));

@@ -1,7 +1,7 @@
 /*
  * worker.h: what the torture worker's files share (worker.c: main, history lines, sessions,
  * the register/mutex/counter workloads; worker_rw.c: read-write locks; worker_watch.c: event
- * stream watchers).
+ * stream watchers; worker_prims.c: semaphores and elections).
  *
  * Owns nothing global: one struct worker per process, passed everywhere. A struct ev is one
  * history line being built on the stack; ev_emit writes it with a single write() (O_APPEND),
@@ -15,11 +15,12 @@
 
 #include "fencelock.h"
 
-enum workload { WL_REGISTER, WL_MUTEX, WL_FENCED, WL_CONTROL, WL_RW, WL_WATCH };
+enum workload { WL_REGISTER, WL_MUTEX, WL_FENCED, WL_CONTROL, WL_RW, WL_WATCH, WL_SEM, WL_ELECT };
 
 struct worker {
     /* configuration */
     const char *endpoints, *wl_name;
+    int observe;        /* elect: run the observer instead of a candidate */
     const char *prefix; /* watch: read fencelock:events:<prefix> (NULL: every event) */
     enum workload wl;
     int proc_base;
@@ -81,5 +82,10 @@ void end_lock_session(struct worker *w, const char *lock,
 void op_rw(struct worker *w);
 /* Runs the watcher until the end of the run (it owns its own clients). */
 void run_watch(struct worker *w);
+
+/* worker_prims.c: semaphore permits, election candidates and the election observer */
+void op_sem(struct worker *w);
+void op_elect(struct worker *w);
+void run_observe(struct worker *w);
 
 #endif

@@ -1,0 +1,164 @@
+"""Tests of the sem and elect checkers (checkers_holds.py: check_sem, check_elect): each
+passes a good history and fails the broken ones.  Run through test_checkers.py (which collects
+every test_* function here) or alone: python3 tests/torture/test_checkers_prims.py."""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import checkers  # noqa: E402
+
+
+def kinds(v):
+    return sorted({x["kind"] for x in v["violations"]})
+
+
+class H:
+    """History builder for sem/elect: times in ms, one proc per session (observers: 900+)."""
+
+    def __init__(self, wl):
+        self.wl, self.events = wl, []
+
+    def op(self, proc, f, t0, t1, typ="ok", inv=None, ret=None):
+        base = {"proc": proc, "f": f, "workload": self.wl}
+        self.events.append(dict(base, type="invoke", time=int(t0 * 1e6), **(inv or {})))
+        self.events.append(dict(base, type=typ, time=int(t1 * 1e6), **(ret or {})))
+        return self
+
+    def acq(self, sid, t0, t1, tok):
+        inv = {"session": sid, "key": self.wl}
+        return self.op(sid, "acquire", t0, t1, "ok", inv, dict(inv, token=tok))
+
+    def rel(self, sid, t0, t1):
+        return self.op(sid, "release", t0, t1, "ok", {"session": sid}, {"session": sid})
+
+    def exp(self, sid, t0, t1):
+        return self.op(sid, "expire", t0, t1, "ok", {"session": sid}, {"session": sid})
+
+    def write(self, sid, t0, t1, tok, rev=None, probe=False):
+        inv = {"session": sid, "token": tok, "probe": probe, "value": f"s:{tok}:{t0}"}
+        typ = "ok" if rev is not None else "fail"
+        ret = dict(inv, rev=rev) if rev is not None else dict(inv, error="stale")
+        return self.op(sid, "write", t0, t1, typ, inv, ret)
+
+    def obs(self, obs, t0, t1, after, sid, tok, rev, since=None):
+        inv = {"observer": obs, "after": after}
+        ret = dict(inv, sid=sid, token=tok, rev=rev, since_rev=tok if since is None else since)
+        return self.op(obs, "observe", t0, t1, "ok", inv, ret)
+
+    def check(self):
+        return checkers.check(self.wl, self.events)
+
+
+def good_sem():
+    """Three permits overlap, a fourth comes after one released, a frozen holder's probe
+    write is refused and its session expires."""
+    h = H("sem")
+    h.acq(1, 0, 10, 5).acq(2, 1, 11, 6).acq(3, 2, 12, 7)
+    h.write(1, 13, 14, 5, rev=8).rel(1, 20, 21)
+    h.acq(4, 15, 25, 9).rel(4, 40, 41)
+    h.write(2, 30, 31, 6, probe=True).exp(2, 18, 35)
+    h.rel(3, 40, 42)
+    return h
+
+
+def test_sem_good_history_passes():
+    v = good_sem().check()
+    assert v["valid"] is True, v["violations"]
+    assert v["stats"]["max_live"] == 3 and v["stats"]["probes_refused"] == 1, v["stats"]
+
+
+def test_sem_over_limit_fails():
+    h = good_sem()
+    h.acq(5, 3, 13, 8).rel(5, 16, 17)        # a fourth permit live at 13..16
+    assert "over-limit" in kinds(h.check()), h.check()["violations"]
+
+
+def test_sem_expired_write_fails():
+    h = H("sem")
+    h.acq(1, 0, 10, 5).write(1, 30, 31, 5, rev=12, probe=True).exp(1, 15, 40)
+    assert kinds(h.check()) == ["expired-write"], h.check()["violations"]
+
+
+def test_sem_duplicate_token_fails():
+    h = H("sem")
+    h.acq(1, 0, 10, 5).acq(2, 1, 11, 5).rel(1, 20, 21).rel(2, 20, 22)
+    assert "duplicate-token" in kinds(h.check())
+
+
+def good_elect():
+    """Leader 1 (token 5), resigns; leader 2 (token 8) proclaims and writes, is frozen, its
+    probe write is refused, session expires; leader 3 (token 12).  An observer sees all three
+    and a proclaim in between."""
+    h = H("elect")
+    h.acq(1, 0, 10, 5).write(1, 11, 12, 5, rev=6).rel(1, 20, 21)
+    h.acq(2, 15, 22, 8).op(2, "proclaim", 23, 24, "ok", {"session": 2, "token": 8},
+                          {"session": 2, "token": 8, "rev": 9})
+    h.write(2, 25, 26, 8, rev=10).write(2, 40, 41, 8, probe=True).exp(2, 30, 45)
+    h.acq(3, 31, 35, 12).write(3, 36, 37, 12, rev=13).rel(3, 50, 51)
+    o = 900
+    h.obs(o, 0, 11, 0, 1, 5, 5).obs(o, 11, 23, 5, 2, 8, 8).obs(o, 23, 25, 8, 2, 8, 9, since=8)
+    h.obs(o, 25, 34, 9, 0, 0, 11, since=0).obs(o, 34, 36, 11, 3, 12, 12)
+    return h
+
+
+def test_elect_good_history_passes():
+    v = good_elect().check()
+    assert v["valid"] is True, v["violations"]
+    st = v["stats"]
+    assert st["observed_leaders"] == 3 and st["probes_refused"] == 1, st
+
+
+def test_elect_two_leaders_fail():
+    h = good_elect()
+    h.acq(4, 16, 23, 9).rel(4, 28, 29)       # a second leader beside token 8
+    assert "two-leaders" in kinds(h.check()), h.check()["violations"]
+    h = H("elect")
+    h.acq(1, 0, 10, 5).acq(2, 1, 11, 6).rel(1, 20, 21).rel(2, 20, 22)
+    assert kinds(h.check()) == ["two-leaders"], h.check()["violations"]
+
+
+def test_elect_expired_leader_write_fails():
+    h = H("elect")
+    h.acq(1, 0, 10, 5).write(1, 30, 31, 5, rev=20, probe=True).exp(1, 15, 40)
+    assert "expired-write" in kinds(h.check()), h.check()["violations"]
+
+
+def test_elect_deposed_leader_write_fails():
+    h = H("elect")
+    h.acq(1, 0, 10, 5).acq(2, 11, 20, 8).write(1, 21, 22, 5, rev=9)
+    assert "stale-write" in kinds(h.check()), h.check()["violations"]
+
+
+def test_elect_token_order_fails():
+    h = H("elect")
+    h.acq(1, 0, 10, 8).rel(1, 11, 12).acq(2, 13, 20, 5).rel(2, 21, 22)
+    assert "token-order" in kinds(h.check()), h.check()["violations"]
+
+
+def test_elect_observer_going_back_fails():
+    # after the observer saw token 12 at revision 12: an older leader (token 8, a newer rev),
+    # the same leader at an older revision, an answer not after its AFTER, a wrong since_rev
+    for after, sid, tok, rev, since in ((0, 2, 8, 14, None), (0, 3, 12, 11, None),
+                                        (15, 3, 12, 14, None), (0, 3, 12, 14, 7)):
+        h = good_elect()
+        h.obs(900, 37, 38, after, sid, tok, rev, since=since)
+        assert kinds(h.check()) == ["observe-order"], (after, h.check()["violations"])
+    h = good_elect()
+    h.obs(901, 37, 38, 0, 7, 12, 12)          # token 12 was granted to session 3
+    assert kinds(h.check()) == ["observe-order"], h.check()["violations"]
+
+
+def test_sem_elect_nothing_tested():
+    import torture
+    h = H("sem")
+    h.acq(1, 0, 10, 5).rel(1, 20, 21).acq(2, 22, 30, 7).rel(2, 40, 41)
+    assert torture.nothing_tested([h.check()]) == 1
+    assert torture.nothing_tested([good_sem().check(), good_elect().check()]) == 0
+    assert torture.nothing_tested([H("elect").acq(1, 0, 1, 5).check()]) == 1
+
+
+if __name__ == "__main__":
+    import test_checkers
+    sys.exit(test_checkers.main())
