@@ -5,6 +5,7 @@ a time, an election runs one leader's command at a time and hands over when it e
 observer prints the change when a leader's session closes, and a campaign waiting on a 3-node
 cluster is granted exactly once across a kill -9 of the server leader."""
 
+import json
 import os
 import queue
 import subprocess
@@ -127,3 +128,24 @@ def test_fl_campaign_waiting_through_a_leader_kill9_is_granted_exactly_once(ctx)
     for p in (first, second):
         eq(p.wait(), 0)
 
+
+
+def test_cli_leader_observe_prints_the_change_when_the_leaders_session_closes(ctx):
+    ep = ep1(ctx)
+    lead = Probe(ctx, "campaign", ep, "e2", "first", 5000, 10000)
+    sid = int(lead.expect("session"))
+    tok = int(lead.expect("granted"))
+    obs = cli(ctx, ep, "--json", "leader", "e2", "--observe")
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in obs.stdout],
+                     daemon=True).start()
+    now = lines.get(timeout=20)
+    eq((now["sid"], now["token"], now["value"]), (sid, tok, "first"))
+    eq(ctx.conn().call("SESSION.CLOSE", sid), "OK")
+    gone = lines.get(timeout=20)
+    eq((gone["sid"], gone["token"]), (0, 0), "leaderless once the session closed")
+    assert gone["rev"] > now["rev"], (now, gone)
+    obs.send_signal(2)
+    eq(obs.wait(timeout=10), 0)
+    lead.say()
+    lead.wait()
