@@ -149,3 +149,24 @@ def test_cli_leader_observe_prints_the_change_when_the_leaders_session_closes(ct
     eq(obs.wait(timeout=10), 0)
     lead.say()
     lead.wait()
+
+
+def test_cli_elect_kills_the_command_when_leadership_is_lost(ctx):
+    ep = ep1(ctx)
+    d = ctx.tmp("lost")
+    os.makedirs(d, exist_ok=True)
+    p = cli(ctx, ep, "elect", "e3", "v", "--ttl", "2s", "--", "sh", "-c",
+            "echo $FENCELOCK_SESSION > %s/sid; echo $$ > %s/pid; "
+            "i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done" % (d, d))
+    wait_until(lambda: os.path.exists(os.path.join(d, "pid")) and
+               os.path.getsize(os.path.join(d, "pid")) > 0, timeout=20, what="the leader runs")
+    sid = int(open(os.path.join(d, "sid")).read())
+    pid = int(open(os.path.join(d, "pid")).read())
+    eq(ctx.conn().call("SESSION.REVOKE", sid), "OK")
+    _, err = p.communicate(timeout=20)
+    eq(p.returncode, 5, "exit 5 once the leadership was lost: " + err)
+    try:
+        os.kill(pid, 0)
+        raise AssertionError("the command outlived its leadership")
+    except ProcessLookupError:
+        pass
