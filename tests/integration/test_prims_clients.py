@@ -170,3 +170,28 @@ def test_cli_elect_kills_the_command_when_leadership_is_lost(ctx):
         raise AssertionError("the command outlived its leadership")
     except ProcessLookupError:
         pass
+
+
+def test_cli_leader_observe_resumes_across_a_leader_kill9(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    ep = endpoints(servers)
+    lead = Probe(ctx, "campaign", ep, "e4", "one", 5000, 10000)
+    sid = int(lead.expect("session"))
+    tok = int(lead.expect("granted"))
+    obs = cli(ctx, ep, "--json", "leader", "e4", "--observe")
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(json.loads(x)) for x in obs.stdout],
+                     daemon=True).start()
+    first = lines.get(timeout=20)
+    eq((first["sid"], first["token"], first["value"]), (sid, tok, "one"))
+    leader.kill9()
+    lead.say()  # resign on the new leader: the observer must see it there
+    eq(lead.expect("unlock"), "ok")
+    gone = lines.get(timeout=30)
+    eq(gone["sid"], 0, "the resign seen after the fail-over: %r" % gone)
+    assert gone["rev"] > first["rev"], (first, gone)
+    obs.send_signal(2)
+    eq(obs.wait(timeout=10), 0)
+    assert lines.empty(), "nothing printed twice"
+    lead.wait()
