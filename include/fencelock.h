@@ -62,6 +62,7 @@ typedef enum fl_err {
     FL_EAUTH,      /* the servers refused the user / password (-WRONGPASS) or want one (-NOAUTH) */
     FL_EPERM,      /* the user may not run this command or name this key / lock (-NOPERM) */
     FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
+    FL_EWRONGTYPE, /* the name is a lock, semaphore or election of another kind (-WRONGTYPE) */
 } fl_err;
 
 const char *fl_strerror(fl_err err);
@@ -236,6 +237,55 @@ struct fl_lock_list {
 };
 fl_err fl_locks(fl_client *c, const char *prefix, size_t limit, struct fl_lock_list *out);
 void fl_lock_list_free(struct fl_lock_list *l);
+
+/* ---- semaphores and elections (docs/protocol.md) ---- */
+
+/*
+ * A permit of semaphore `name` (at most `limit` sessions hold one at once; the first acquirer
+ * sets the limit, another limit is FL_ESERVER while the semaphore exists). Waits, fail-overs,
+ * FL_ETIMEOUT and the clean-up of an unknown outcome as fl_lock; the permit is the session's
+ * (fl_session_safe_until, on_lost) and ends with it. FL_EWRONGTYPE: name is a lock or an
+ * election.
+ */
+fl_err fl_sem_acquire(fl_session *s, const char *name, uint32_t limit, uint64_t wait_ms,
+                      uint64_t *token);
+/* Release the permit, or leave the queue. FL_ENOTHOLDER if neither. */
+fl_err fl_sem_release(fl_session *s, const char *name);
+
+/*
+ * Campaign for election `name` with `value` (NUL-terminated): FL_OK with the leader's fencing
+ * token once this session leads; FL_ETIMEOUT if not within wait_ms (no longer a candidate).
+ * Waits and fail-overs as fl_lock; leadership is the session's and ends with it (on_lost,
+ * fl_session_safe_until), so a leader must stop acting before fl_session_safe_until().
+ */
+fl_err fl_campaign(fl_session *s, const char *name, const char *value, uint64_t wait_ms,
+                   uint64_t *token);
+/* The leader (token) replaces its value; *rev (may be NULL): the change's revision.
+   FL_ESTALE unless this session leads with token. */
+fl_err fl_proclaim(fl_session *s, const char *name, uint64_t token, const char *value,
+                   uint64_t *rev);
+/* Step down (the next candidate leads) or withdraw. FL_ENOTHOLDER if neither. */
+fl_err fl_resign(fl_session *s, const char *name);
+
+struct fl_leader_info {
+    uint64_t sid;       /* the leader's session, 0: nobody leads (fl_observe only) */
+    uint64_t token;     /* its fencing token (= since_rev), 0 if nobody leads */
+    uint64_t since_rev; /* the revision it took over at */
+    uint64_t rev;       /* the revision of the last change (takeover, proclaim, or leaderless) */
+    char *value;        /* NUL-terminated (value_len excludes it); freed by fl_leader_info_free */
+    size_t value_len;
+};
+/* The current leader (linearizable). FL_ENOTFOUND if nobody leads. */
+fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *out);
+/*
+ * Block until the election changed after revision after_rev (0: answer the current state at
+ * once) or wait_ms passed (FL_ETIMEOUT). Pass back out->rev to see every later change: never
+ * an older leader after a newer one. A fail-over during the wait is retried on the new leader
+ * with the same after_rev. Leaderless: out->sid == 0.
+ */
+fl_err fl_observe(fl_client *c, const char *name, uint64_t after_rev, uint64_t wait_ms,
+                  struct fl_leader_info *out);
+void fl_leader_info_free(struct fl_leader_info *info);
 
 /* ---- keys ---- */
 

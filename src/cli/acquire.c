@@ -45,16 +45,34 @@ static int cancelled(struct worker *w)
     return v;
 }
 
-/* fl_lock (or fl_lock_shared) in slices of at most WAIT_SLICE_MS until granted, refused, out of
-   time or cancelled. */
+const char *run_mode(const struct run_opts *o)
+{
+    if (o->kind == RUN_SEM)
+        return "semaphore";
+    if (o->kind == RUN_ELECT)
+        return "leader";
+    return o->shared ? "shared" : "exclusive";
+}
+
+/* One wait of at most slice ms for what o asks for. */
+static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint64_t *token)
+{
+    if (o->kind == RUN_SEM)
+        return fl_sem_acquire(s, o->name, o->limit, slice, token);
+    if (o->kind == RUN_ELECT)
+        return fl_campaign(s, o->name, o->value, slice, token);
+    return o->shared ? fl_lock_shared(s, o->name, slice, token) : fl_lock(s, o->name, slice, token);
+}
+
+/* fl_lock (fl_lock_shared, fl_sem_acquire, fl_campaign) in slices of at most WAIT_SLICE_MS until
+   granted, refused, out of time or cancelled. */
 static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token)
 {
     const struct run_opts *o = w->o;
     uint64_t left = o->wait_ms;
     for (;;) {
         uint64_t slice = o->wait_forever || left > WAIT_SLICE_MS ? WAIT_SLICE_MS : left;
-        fl_err err = o->shared ? fl_lock_shared(s, o->name, slice, token)
-                               : fl_lock(s, o->name, slice, token);
+        fl_err err = take(o, s, slice, token);
         if (err != FL_ETIMEOUT || cancelled(w))
             return err;
         if (!o->wait_forever) {

@@ -189,5 +189,8 @@ int cmd_status(struct cli *c, int argc, char **argv);
 int cmd_members(struct cli *c, int argc, char **argv);
 int cmd_session(struct cli *c, int argc, char **argv);
 int cmd_watch(struct cli *c, int argc, char **argv);
+int cmd_sem(struct cli *c, int argc, char **argv);
+int cmd_elect(struct cli *c, int argc, char **argv);
+int cmd_leader(struct cli *c, int argc, char **argv);
 
 #endif

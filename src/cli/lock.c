@@ -1,4 +1,4 @@
-/* `fencelock lock`: the command line; the work is in run.c and acquire.c. */
+/* `fencelock lock`, `sem` and `elect`: the command lines; the work is in run.c and acquire.c. */
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,6 +32,22 @@ static const char usage_lock[] =
     "--wait; 4 cluster unreachable or other error before CMD ran; 5 lock lost while CMD ran\n"
     "(it was killed; takes precedence); 126/127 CMD could not be run / was not found;\n"
     "128+N if signal N ended the wait.\n";
+
+static const char usage_sem[] =
+    "usage: fencelock sem NAME LIMIT [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
+    "                            [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
+    "Take one permit of semaphore NAME (at most LIMIT holders at once; the first acquirer sets\n"
+    "the limit, another LIMIT is refused while the semaphore exists) and run CMD holding it,\n"
+    "exactly as `fencelock lock` runs CMD (the same options, environment with FENCELOCK_MODE\n"
+    "semaphore, signals, kill before the lease can lapse, and exit status).\n";
+
+static const char usage_elect[] =
+    "usage: fencelock elect NAME VALUE [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
+    "                              [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
+    "Campaign in election NAME with VALUE; once leader, run CMD (FENCELOCK_TOKEN is the\n"
+    "leader's fencing token, FENCELOCK_MODE leader), exactly as `fencelock lock` runs it: CMD\n"
+    "is killed before the leadership's lease can lapse, and when it exits the session resigns\n"
+    "(the next candidate leads). Options and exit status as for `fencelock lock`.\n";
 
 enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED };
 
@@ -73,8 +89,9 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
 }
 
 #define LOCK_DEFAULT_TTL_MS 10000
-#define GRACE_MAX_MS 2000 /* default --kill-grace: at most this, */
-#define GRACE_TTL_DIV 4   /* and at most a quarter of the TTL */
+#define SEM_LIMIT_MAX 1048576u /* the servers' bound (docs/protocol.md) */
+#define GRACE_MAX_MS 2000      /* default --kill-grace: at most this, */
+#define GRACE_TTL_DIV 4        /* and at most a quarter of the TTL */
 
 /* The smaller of 2 s and TTL/4, unless given; it must leave the command some lease. */
 static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
@@ -87,23 +104,36 @@ static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
     return EXIT_OK;
 }
 
-int cmd_lock(struct cli *c, int argc, char **argv)
+/* lock, sem and elect: n_pos positionals (the name, then the limit or the value). */
+static int lock_like(struct cli *c, int argc, char **argv, const char *usage, enum run_kind kind)
 {
-    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1};
+    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1, .kind = kind};
+    int n_pos = kind == RUN_LOCK ? 1 : 2;
     struct sub_args a;
     int id, r, grace_set = 0;
     char label[128];
-    sub_start(&a, argc, argv, 1, usage_lock);
+    sub_start(&a, argc, argv, n_pos, usage);
     a.dash_positional = 0; /* after "--" comes the command */
     while ((r = sub_next(c, &a, lock_opts, &id)) == SUB_OPT)
-        if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
-            return sub_usage(&a);
+        if ((id == O_SHARED && kind != RUN_LOCK) || lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
+            return id == O_SHARED && kind != RUN_LOCK ? sub_err(&a, "--shared is for `lock` only")
+                                                      : sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
-    if (a.n_pos == 0)
-        return sub_err(&a, "no lock name given (fencelock lock NAME [-- CMD ...])");
+    if (a.n_pos < n_pos)
+        return sub_err(&a, "%s",
+                       kind == RUN_LOCK ? "no lock name given (fencelock lock NAME [-- CMD ...])"
+                       : kind == RUN_SEM
+                           ? "fencelock sem NAME LIMIT [-- CMD ...]: NAME and LIMIT needed"
+                           : "fencelock elect NAME VALUE [-- CMD ...]: NAME and VALUE needed");
     if (a.pos[0][0] == '\0')
-        return sub_err(&a, "the lock name is empty");
+        return sub_err(&a, "the name is empty");
+    uint64_t lim = 0;
+    if (kind == RUN_SEM && (parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
+        return sub_err(&a, "bad LIMIT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);
+    o.limit = (uint32_t)lim;
+    if (kind == RUN_ELECT)
+        o.value = a.pos[1];
     if (settle_grace(&a.it, &o, grace_set) != EXIT_OK)
         return sub_usage(&a);
     o.name = a.pos[0];
@@ -120,4 +150,19 @@ int cmd_lock(struct cli *c, int argc, char **argv)
         o.label = label;
     }
     return run_locked(c, &o);
+}
+
+int cmd_lock(struct cli *c, int argc, char **argv)
+{
+    return lock_like(c, argc, argv, usage_lock, RUN_LOCK);
+}
+
+int cmd_sem(struct cli *c, int argc, char **argv)
+{
+    return lock_like(c, argc, argv, usage_sem, RUN_SEM);
+}
+
+int cmd_elect(struct cli *c, int argc, char **argv)
+{
+    return lock_like(c, argc, argv, usage_elect, RUN_ELECT);
 }

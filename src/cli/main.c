@@ -29,6 +29,11 @@ static const char usage_main[] =
     "  session close SID | session revoke SID\n"
     "  watch [PREFIX] [--from ID] [--count N]\n"
     "                             print events (keys, locks, sessions) as they happen\n"
+    "  sem NAME LIMIT [lock's options] [-- CMD [ARGS...]]\n"
+    "                             run CMD holding one of LIMIT permits of semaphore NAME\n"
+    "  elect NAME VALUE [lock's options] [-- CMD [ARGS...]]\n"
+    "                             run CMD only while leader of election NAME\n"
+    "  leader NAME [--observe]    print the leader (--observe: one line per change)\n"
     "  help [COMMAND]             this text, or a command's\n"
     "\n"
     "Options:\n"
@@ -68,6 +73,8 @@ static const struct {
     {"locks", cmd_locks},     {"fence-check", cmd_fence_check},
     {"status", cmd_status},   {"members", cmd_members},
     {"session", cmd_session}, {"watch", cmd_watch},
+    {"sem", cmd_sem},         {"elect", cmd_elect},
+    {"leader", cmd_leader},
 };
 
 void cli_say(const char *fmt, ...)

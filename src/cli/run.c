@@ -123,7 +123,7 @@ static char **env_build(const struct run *r)
     env[1] = env_entry("FENCELOCK_SESSION", sid);
     env[2] = env_entry("FENCELOCK_NAME", r->o->name);
     env[3] = env_entry("FENCELOCK_ENDPOINTS", r->c->endpoints);
-    env[4] = env_entry("FENCELOCK_MODE", r->o->shared ? "shared" : "exclusive");
+    env[4] = env_entry("FENCELOCK_MODE", run_mode(r->o));
     if (!env[0] || !env[1] || !env[2] || !env[3] || !env[4]) {
         for (int i = 0; i < ENV_OURS; i++)
             free(env[i]);
@@ -333,7 +333,7 @@ static int hold(struct run *r)
         jw_key(&w, "session");
         jw_u64(&w, fl_session_id(r->a.s));
         jw_key(&w, "mode");
-        jw_str(&w, r->o->shared ? "shared" : "exclusive");
+        jw_str(&w, run_mode(r->o));
         jw_end(&w);
     } else {
         printf("%" PRIu64 "\n", r->a.token);
@@ -401,7 +401,9 @@ static void release(struct run *r)
     }
     fl_err err = FL_OK;
     if (r->a.err == FL_OK && r->a.signo == 0)
-        err = fl_unlock(s, r->o->name);
+        err = r->o->kind == RUN_SEM     ? fl_sem_release(s, r->o->name)
+              : r->o->kind == RUN_ELECT ? fl_resign(s, r->o->name)
+                                        : fl_unlock(s, r->o->name);
     if (err != FL_OK)
         cli_fail(r->c, err, "unlock");
     err = fl_session_close(s);

@@ -40,7 +40,13 @@ struct run_opts {
     uint64_t grace_ms;     /* SIGTERM this long before the safe deadline */
     char **cmd;            /* NULL-terminated argv of the command; NULL: hold until signalled */
     int shared;            /* --shared: take the lock as one of its readers (fl_lock_shared) */
+    enum run_kind { RUN_LOCK, RUN_SEM, RUN_ELECT } kind; /* lock, sem or elect */
+    uint32_t limit;                                      /* RUN_SEM: the semaphore's limit */
+    const char *value;                                   /* RUN_ELECT: the campaign value */
 };
+
+/* FENCELOCK_MODE and --json "mode": exclusive, shared, semaphore or leader. */
+const char *run_mode(const struct run_opts *o);
 
 /* The signals forwarded to the command (and that end a wait or a hold). */
 #define RUN_FORWARDED SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2

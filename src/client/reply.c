@@ -90,11 +90,12 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r)
         const char *code;
         fl_err err;
     } map[] = {
-        {PROTO_NOSESSION, FL_ESESSION}, {PROTO_NOTHOLDER, FL_ENOTHOLDER},
-        {PROTO_STALE, FL_ESTALE},       {PROTO_IFREV, FL_EIFREV},
-        {PROTO_TOOLARGE, FL_ETOOLARGE}, {PROTO_UNKNOWN, FL_EUNKNOWN},
-        {PROTO_NOSPACE, FL_ENOSPACE},   {PROTO_NOAUTH, FL_EAUTH},
-        {PROTO_WRONGPASS, FL_EAUTH},    {PROTO_NOPERM, FL_EPERM},
+        {PROTO_NOSESSION, FL_ESESSION},   {PROTO_NOTHOLDER, FL_ENOTHOLDER},
+        {PROTO_STALE, FL_ESTALE},         {PROTO_IFREV, FL_EIFREV},
+        {PROTO_TOOLARGE, FL_ETOOLARGE},   {PROTO_UNKNOWN, FL_EUNKNOWN},
+        {PROTO_NOSPACE, FL_ENOSPACE},     {PROTO_NOAUTH, FL_EAUTH},
+        {PROTO_WRONGPASS, FL_EAUTH},      {PROTO_NOPERM, FL_EPERM},
+        {PROTO_WRONGTYPE, FL_EWRONGTYPE},
     };
     if (r->type != REDIS_REPLY_ERROR)
         return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
@@ -155,6 +156,7 @@ const char *fl_strerror(fl_err err)
         [FL_EAUTH] = "authentication failed",
         [FL_EPERM] = "permission denied",
         [FL_ECOMPACTED] = "events no longer retained",
+        [FL_EWRONGTYPE] = "wrong kind of lock",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

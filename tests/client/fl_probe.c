@@ -6,8 +6,13 @@
  *
  * fl_probe api EP
  *     the API against a live cluster; "tests: N passed, N failed"
+ * fl_probe prims EP
+ *     semaphores and elections (fl_sem_*, fl_campaign, fl_proclaim, fl_resign, fl_leader,
+ *     fl_observe, FL_EWRONGTYPE) against a live cluster; "tests: N passed, N failed"
  * fl_probe lock EP NAME WAIT_MS TTL  (and `shared`, the same with fl_lock_shared)
  *     open a session, take the lock, print the outcome; on a stdin line unlock and close
+ * fl_probe sem EP NAME LIMIT WAIT_MS TTL, fl_probe campaign EP NAME VALUE WAIT_MS TTL
+ *     the same with fl_sem_acquire / fl_sem_release, fl_campaign / fl_resign
  * fl_probe watch EP PREFIX FROM|- stop|continue
  *     fl_watch: "event ID TYPE NAME" per event, "compacted OLDEST", "resumed LAST WHY"; a
  *     stdin line (or EOF) stops it: "end ERR LAST_ID MSG" (stop: end at -COMPACTED)
@@ -243,7 +248,32 @@ static int mode_api(const char *ep)
 
 /* ---- lock ---- */
 
-static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_t ttl, int shared)
+enum hold_kind { H_LOCK, H_SHARED, H_SEM, H_CAMPAIGN };
+
+static fl_err take(fl_session *s, enum hold_kind k, const char *name, const char *arg,
+                   uint64_t wait_ms, uint64_t *token)
+{
+    switch (k) {
+    case H_SHARED:
+        return fl_lock_shared(s, name, wait_ms, token);
+    case H_SEM:
+        return fl_sem_acquire(s, name, (uint32_t)strtoul(arg, NULL, 10), wait_ms, token);
+    case H_CAMPAIGN:
+        return fl_campaign(s, name, arg, wait_ms, token);
+    default:
+        return fl_lock(s, name, wait_ms, token);
+    }
+}
+
+static fl_err give(fl_session *s, enum hold_kind k, const char *name)
+{
+    return k == H_SEM        ? fl_sem_release(s, name)
+           : k == H_CAMPAIGN ? fl_resign(s, name)
+                             : fl_unlock(s, name);
+}
+
+static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_t ttl,
+                     enum hold_kind kind, const char *arg)
 {
     fl_client *c = client(ep, 0);
     fl_session *s;
@@ -255,7 +285,7 @@ static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_
     printf("session %" PRIu64 "\n", fl_session_id(s));
     fflush(stdout);
     uint64_t token = 0;
-    e = shared ? fl_lock_shared(s, name, wait_ms, &token) : fl_lock(s, name, wait_ms, &token);
+    e = take(s, kind, name, arg, wait_ms, &token);
     if (e)
         printf("error lock %s %s\n", fl_strerror(e), fl_client_errmsg(c));
     else
@@ -263,13 +293,86 @@ static int mode_lock(const char *ep, const char *name, uint64_t wait_ms, uint64_
     fflush(stdout);
     char line[64];
     if (fgets(line, sizeof(line), stdin) && e == FL_OK) {
-        e = fl_unlock(s, name);
+        e = give(s, kind, name);
         printf("unlock %s\n", fl_strerror(e));
     }
     e = fl_session_close(s);
     printf("closed %s\n", fl_strerror(e));
     fl_client_free(c);
     return 0;
+}
+
+/* ---- semaphores and elections ---- */
+
+static void prims_sem(fl_client *c, fl_session *a, fl_session *b)
+{
+    uint64_t ta = 0, tb = 0, tl = 0;
+    CHECK_ERR(fl_sem_acquire(a, "p.sem", 1, 0, &ta), FL_OK);
+    CHECK(ta > 0);
+    CHECK_ERR(fl_sem_acquire(b, "p.sem", 1, 200, &tb), FL_ETIMEOUT); /* limit 1: b waits */
+    CHECK_ERR(fl_sem_acquire(b, "p.sem", 2, 0, &tb), FL_ESERVER);    /* another limit */
+    CHECK_ERR(fl_fence_check(c, "p.sem", ta), FL_OK);
+    CHECK_ERR(fl_lock(b, "p.sem", 0, &tl), FL_EWRONGTYPE);
+    CHECK(strcmp(fl_strerror(FL_EWRONGTYPE), "unknown error") != 0);
+    CHECK_ERR(fl_sem_release(a, "p.sem"), FL_OK);
+    CHECK_ERR(fl_sem_release(a, "p.sem"), FL_ENOTHOLDER);
+    CHECK_ERR(fl_fence_check(c, "p.sem", ta), FL_ESTALE);
+    CHECK_ERR(fl_sem_acquire(b, "p.sem", 1, 1000, &tb), FL_OK);
+    CHECK(tb > ta);
+    CHECK_ERR(fl_sem_release(b, "p.sem"), FL_OK);
+    CHECK_ERR(fl_sem_acquire(a, "", 1, 0, &ta), FL_EINVAL);
+    CHECK_ERR(fl_sem_acquire(a, "p.sem", 0, 0, &ta), FL_EINVAL);
+}
+
+static void prims_elect(fl_client *c, fl_session *a, fl_session *b)
+{
+    uint64_t ta = 0, tb = 0, rev = 0;
+    struct fl_leader_info l;
+    CHECK_ERR(fl_leader(c, "p.el", &l), FL_ENOTFOUND);
+    CHECK_ERR(fl_campaign(a, "p.el", "alpha", 0, &ta), FL_OK);
+    CHECK_ERR(fl_campaign(b, "p.el", "beta", 0, &tb), FL_ETIMEOUT);
+    CHECK_ERR(fl_leader(c, "p.el", &l), FL_OK);
+    CHECK(l.sid == fl_session_id(a) && l.token == ta && strcmp(l.value, "alpha") == 0);
+    uint64_t seen = l.rev;
+    fl_leader_info_free(&l);
+    CHECK_ERR(fl_observe(c, "p.el", seen, 200, &l), FL_ETIMEOUT); /* nothing changed */
+    CHECK_ERR(fl_proclaim(a, "p.el", ta, "alpha2", &rev), FL_OK);
+    CHECK(rev > seen);
+    CHECK_ERR(fl_proclaim(b, "p.el", ta, "nope", &rev), FL_ESTALE);
+    CHECK_ERR(fl_observe(c, "p.el", seen, 2000, &l), FL_OK);
+    CHECK(l.sid == fl_session_id(a) && strcmp(l.value, "alpha2") == 0 && l.rev > seen);
+    seen = l.rev;
+    fl_leader_info_free(&l);
+    CHECK_ERR(fl_resign(a, "p.el"), FL_OK);
+    CHECK_ERR(fl_observe(c, "p.el", seen, 2000, &l), FL_OK);
+    CHECK(l.sid == 0 && l.token == 0 && l.rev > seen);
+    fl_leader_info_free(&l);
+    CHECK_ERR(fl_campaign(b, "p.el", "beta", 1000, &tb), FL_OK);
+    CHECK(tb > ta);
+    CHECK_ERR(fl_fence_check(c, "p.el", ta), FL_ESTALE);
+    CHECK_ERR(fl_fence_check(c, "p.el", tb), FL_OK);
+    CHECK_ERR(fl_sem_acquire(a, "p.el", 1, 0, &ta), FL_EWRONGTYPE);
+    CHECK_ERR(fl_resign(b, "p.el"), FL_OK);
+    CHECK_ERR(fl_resign(b, "p.el"), FL_ENOTHOLDER);
+}
+
+static int mode_prims(const char *ep)
+{
+    fl_client *c = client(ep, 0);
+    fl_session *a = NULL, *b = NULL;
+    CHECK_ERR(fl_session_open(c, 10000, 0, "prims-a", &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, "prims-b", &b), FL_OK);
+    if (a && b) {
+        prims_sem(c, a, b);
+        prims_elect(c, a, b);
+    }
+    if (a)
+        fl_session_close(a);
+    if (b)
+        fl_session_close(b);
+    fl_client_free(c);
+    printf("tests: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
 }
 
 /* ---- watch ---- */
@@ -406,12 +509,18 @@ int main(int argc, char **argv)
         return mode_api(argv[2]);
     if (argc == 6 && (strcmp(argv[1], "lock") == 0 || strcmp(argv[1], "shared") == 0))
         return mode_lock(argv[2], argv[3], strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10),
-                         strcmp(argv[1], "shared") == 0);
+                         strcmp(argv[1], "shared") == 0 ? H_SHARED : H_LOCK, NULL);
+    if (argc == 7 && (strcmp(argv[1], "sem") == 0 || strcmp(argv[1], "campaign") == 0))
+        return mode_lock(argv[2], argv[3], strtoull(argv[5], NULL, 10), strtoull(argv[6], NULL, 10),
+                         strcmp(argv[1], "sem") == 0 ? H_SEM : H_CAMPAIGN, argv[4]);
+    if (argc == 3 && strcmp(argv[1], "prims") == 0)
+        return mode_prims(argv[2]);
     if (argc == 6 && strcmp(argv[1], "watch") == 0)
         return mode_watch(argv[2], argv[3], argv[4], strcmp(argv[5], "stop") == 0);
     if (argc >= 5 && strcmp(argv[1], "safe") == 0)
         return mode_safe(argv[2], strtoull(argv[3], NULL, 10), argc - 4, argv + 4);
-    fprintf(stderr, "usage: fl_probe api EP | lock|shared EP NAME WAIT_MS TTL | watch EP PREFIX "
+    fprintf(stderr, "usage: fl_probe api EP | prims EP | lock|shared EP NAME WAIT_MS TTL | "
+                    "sem|campaign EP NAME LIMIT|VALUE WAIT_MS TTL | watch EP PREFIX "
                     "FROM|- stop|continue | safe EP TTL PORT...\n");
     return 2;
 }
