@@ -27,8 +27,8 @@ struct watch_backend {
     /* One PUT, waiting for its answer: *rev is the revision it made. */
     int (*put)(void *w, const char *key, long long *rev, char *err, size_t errlen);
     /* n PUTs of keys[i], up to `window` unanswered; revs[i] and ack_ms[i] when each answered. */
-    int (*put_many)(void *w, char *const *keys, long n, int window, long long *revs,
-                    double *ack_ms, char *err, size_t errlen);
+    int (*put_many)(void *w, char *const *keys, long n, int window, long long *revs, double *ack_ms,
+                    char *err, size_t errlen);
     void (*writer_free)(void *w);
     /* n watchers of the keys under `prefix`, each from the first revision after after_rev, on
        the same member as the writer (the leader). */
@@ -42,7 +42,7 @@ struct watch_backend {
 
 extern const struct watch_backend watch_fencelock, watch_etcd;
 
-double wb_now_ms(void); /* CLOCK_MONOTONIC in ms (watchbench.c) */
+double wb_now_ms(void);                        /* CLOCK_MONOTONIC in ms (watchbench.c) */
 void bench_etcd_b64(const char *s, char *out); /* base64 of a C string (drv_etcd.c) */
 
 #endif

@@ -29,8 +29,8 @@
 #define PROTO_SLOWREADER "SLOWREADER" /* XREAD reader over --event-buffer: closed; resume */
 #define PROTO_NOAUTH "NOAUTH"         /* --acl-file: the connection has not authenticated yet */
 #define PROTO_NOPERM "NOPERM"         /* the user may not run this command or name this key/lock */
-#define PROTO_WRONGTYPE "WRONGTYPE"   /* the name is a lock, semaphore or election of another kind \
-                                       */
+/* the name is a lock, semaphore or election of another kind */
+#define PROTO_WRONGTYPE "WRONGTYPE"
 
 /* ---- addresses ---- */
 /* Longest "host:port" anywhere (member table, client endpoints, CLI, config), without the NUL.

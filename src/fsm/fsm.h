@@ -35,12 +35,12 @@
 #include "common/proto.h"
 
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
-#define FSM_MAX_NAME 1024         /* lock names, session names, keys */
-#define FSM_MAX_VALUE (16u << 20) /* KV values */
-#define FSM_CMD_VERSION 1         /* the header of an unchecked entry (struct fsm_cmd) */
-#define FSM_CMD_VERSION_USER 2    /* a checked entry: with the acting user (codec.c) */
-#define FSM_MAX_USER 64           /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
-#define FSM_MAX_SEM_LIMIT (1u << 20)    /* a semaphore's limit: 1..this */
+#define FSM_MAX_NAME 1024            /* lock names, session names, keys */
+#define FSM_MAX_VALUE (16u << 20)    /* KV values */
+#define FSM_CMD_VERSION 1            /* the header of an unchecked entry (struct fsm_cmd) */
+#define FSM_CMD_VERSION_USER 2       /* a checked entry: with the acting user (codec.c) */
+#define FSM_MAX_USER 64              /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
+#define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
 
 /* The kind of a named object: locks, semaphores and elections share one namespace; a name

@@ -84,7 +84,7 @@ struct srv_config {
      * and CLUSTER.ADD (--join) to another member; "" = sends no AUTH */
     char peer_user[ACL_NAME_MAX + 1];
     char peer_password_file[512];
-    char audit_log[512]; /* --audit-log: "" = none */
+    char audit_log[512];   /* --audit-log: "" = none */
     struct tls_config tls; /* --tls-*: cert "" = the client port is plain text */
     /* --peer-tls-cert/-key/-ca: mutual TLS on the Raft port; all three or none ("") */
     char peer_tls_cert[512], peer_tls_key[512], peer_tls_ca[512];
@@ -219,8 +219,8 @@ struct srv {
     struct map leaderless; /* election name -> revision it was seen leaderless at (observe.c) */
     struct srv_metrics m;
     uint64_t seen_term, seen_leader; /* newest term and leader id seen (leader.c) */
-    struct cmdstat cmdstat; /* fencelock_commands_total{command,result} */
-    struct srv_quota quota_pending; /* reserved by proposals in flight (quota.c) */
+    struct cmdstat cmdstat;          /* fencelock_commands_total{command,result} */
+    struct srv_quota quota_pending;  /* reserved by proposals in flight (quota.c) */
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
