@@ -457,7 +457,8 @@ def test_fl_watch_resumes_after_slowreader_from_its_last_id_and_ends_on_a_bad_re
     assert resumed.startswith("2-0 SLOWREADER"), resumed
     eq(probe.expect("event "), "3-0 put c")
     wait_until(lambda: len(fake.asked) >= 4, timeout=10, what="the fourth XREAD")
-    probe.say()
+    probe.say("ends")  # the probe waits for the watcher to end by itself, before any stop
+    eq(probe.expect("done-by-itself "), "1")
     end = probe.expect("end ")
     eq(end, "protocol error 3-0 XREAD: a reply of an unexpected shape")
     # after the disconnect it asked from the last id it delivered, not from the server's
