@@ -54,6 +54,16 @@ const char *run_mode(const struct run_opts *o)
     return o->shared ? "shared" : "exclusive";
 }
 
+const char *run_noun(const struct run_opts *o)
+{
+    return o->kind == RUN_SEM ? "semaphore" : o->kind == RUN_ELECT ? "election" : "lock";
+}
+
+const char *run_holding(const struct run_opts *o)
+{
+    return o->kind == RUN_SEM ? "the permit" : o->kind == RUN_ELECT ? "leadership" : "the lock";
+}
+
 /* One wait of at most slice ms for what o asks for. */
 static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint64_t *token)
 {

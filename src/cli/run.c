@@ -172,7 +172,8 @@ static int spawn(struct run *r)
     char **env = env_build(r);
     int errp[2];
     if (env == NULL || pipe2(errp, O_CLOEXEC) < 0) {
-        cli_say("lock %s: cannot start '%s': %s", r->o->shown, r->o->cmd[0], strerror(errno));
+        cli_say("%s %s: cannot start '%s': %s", run_noun(r->o), r->o->shown, r->o->cmd[0],
+                strerror(errno));
         if (env)
             env_free(env);
         return EXIT_ERROR;
@@ -186,7 +187,7 @@ static int spawn(struct run *r)
     env_free(env);
     if (pid < 0) {
         close(errp[0]);
-        cli_say("lock %s: fork: %s", r->o->shown, strerror(fork_errno));
+        cli_say("%s %s: fork: %s", run_noun(r->o), r->o->shown, strerror(fork_errno));
         return EXIT_ERROR;
     }
     setpgid(pid, pid); /* also here: no race with a signal sent before the child did it */
@@ -198,7 +199,8 @@ static int spawn(struct run *r)
     close(errp[0]);
     tty_note_given(&r->tty);
     if (n == (ssize_t)sizeof e) {
-        cli_say("lock %s: cannot run '%s': %s", r->o->shown, r->o->cmd[0], strerror(e));
+        cli_say("%s %s: cannot run '%s': %s", run_noun(r->o), r->o->shown, r->o->cmd[0],
+                strerror(e));
         while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
             ;
         r->reaped = 1;
@@ -206,9 +208,9 @@ static int spawn(struct run *r)
         return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
     }
     if (tree_guard_start(&r->tree, pid) < 0)
-        cli_say("lock %s: no guard process (%s): if fencelock is killed, what '%s' started "
+        cli_say("%s %s: no guard process (%s): if fencelock is killed, what '%s' started "
                 "outside its process group keeps running",
-                r->o->shown, strerror(errno), r->o->cmd[0]);
+                run_noun(r->o), r->o->shown, strerror(errno), r->o->cmd[0]);
     return EXIT_OK;
 }
 
@@ -343,9 +345,9 @@ static int hold(struct run *r)
         int64_t now = fl_now_ms();
         int64_t safe = check_lease(r, now);
         if (r->lost) {
-            cli_say("lock %s: lost the lock: the servers did not renew the lease in time or "
+            cli_say("%s %s: lost %s: the servers did not renew the lease in time or "
                     "ended the session",
-                    r->o->shown);
+                    run_noun(r->o), r->o->shown, run_holding(r->o));
             return EXIT_LOST;
         }
         int64_t wait = safe - now;
@@ -415,15 +417,15 @@ static void release(struct run *r)
 static int command_status(const struct run *r)
 {
     if (r->lost) {
-        cli_say("lock %s: lost the lock while '%s' ran: the servers did not renew the lease in "
+        cli_say("%s %s: lost %s while '%s' ran: the servers did not renew the lease in "
                 "time or ended the session, so '%s' and everything it started were killed",
-                r->o->shown, r->o->cmd[0], r->o->cmd[0]);
+                run_noun(r->o), r->o->shown, run_holding(r->o), r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
     if (r->sent_kill || r->sent_term) {
-        cli_say("lock %s: gave up the lock while '%s' ran: the servers did not renew the lease "
+        cli_say("%s %s: gave up %s while '%s' ran: the servers did not renew the lease "
                 "in time, so '%s' was stopped (SIGTERM) before the lease could run out",
-                r->o->shown, r->o->cmd[0], r->o->cmd[0]);
+                run_noun(r->o), r->o->shown, run_holding(r->o), r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
     if (WIFEXITED(r->status))
@@ -470,19 +472,21 @@ static void teardown(struct run *r)
 static int acquired_code(struct run *r)
 {
     if (r->a.signo) {
-        cli_say("lock %s: interrupted by signal %d while acquiring", r->o->shown, r->a.signo);
+        cli_say("%s %s: interrupted by signal %d while acquiring", run_noun(r->o), r->o->shown,
+                r->a.signo);
         return 128 + r->a.signo;
     }
     if (r->a.err == FL_OK)
         return EXIT_OK;
     if (r->a.s && (r->a.err == FL_ETIMEOUT || r->a.err == FL_EBUSY)) {
-        cli_say("lock %s: not obtained within the wait", r->o->shown);
+        cli_say("%s %s: not obtained within the wait", run_noun(r->o), r->o->shown);
         return EXIT_NOTGOT;
     }
     if (r->a.msg[0])
-        cli_say("lock %s: %s: %s: %s", r->o->shown, r->a.what, fl_strerror(r->a.err), r->a.msg);
+        cli_say("%s %s: %s: %s: %s", run_noun(r->o), r->o->shown, r->a.what, fl_strerror(r->a.err),
+                r->a.msg);
     else
-        cli_say("lock %s: %s: %s", r->o->shown, r->a.what, fl_strerror(r->a.err));
+        cli_say("%s %s: %s: %s", run_noun(r->o), r->o->shown, r->a.what, fl_strerror(r->a.err));
     return EXIT_ERROR;
 }
 
@@ -493,7 +497,8 @@ static int run_held(struct run *r)
     if (r->o->cmd == NULL)
         return hold(r);
     if (check_lease(r, fl_now_ms()) == 0) {
-        cli_say("lock %s: the session was lost before the command started", r->o->shown);
+        cli_say("%s %s: the session was lost before the command started", run_noun(r->o),
+                r->o->shown);
         return EXIT_LOST;
     }
     tty_open(&r->tty);
@@ -521,7 +526,7 @@ int run_locked(struct cli *c, const struct run_opts *o)
     r.tty.fd = -1;
     note_inherited(&r);
     if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-        cli_say("lock %s: setup: %s", o->shown, strerror(errno));
+        cli_say("%s %s: setup: %s", run_noun(o), o->shown, strerror(errno));
         teardown(&r);
         return EXIT_ERROR;
     }
@@ -531,7 +536,7 @@ int run_locked(struct cli *c, const struct run_opts *o)
         return c->client_code;
     }
     if (acquire(c->client, o, r.sigfd, &r.a) < 0) {
-        cli_say("lock %s: cannot start a thread: %s", o->shown, strerror(errno));
+        cli_say("%s %s: cannot start a thread: %s", run_noun(o), o->shown, strerror(errno));
     } else {
         rc = acquired_code(&r);
         if (rc == EXIT_OK)

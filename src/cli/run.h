@@ -48,6 +48,11 @@ struct run_opts {
 /* FENCELOCK_MODE and --json "mode": exclusive, shared, semaphore or leader. */
 const char *run_mode(const struct run_opts *o);
 
+/* Messages name what is held: "lock NAME: lost the lock", "semaphore NAME: lost the permit",
+   "election NAME: lost leadership". */
+const char *run_noun(const struct run_opts *o);
+const char *run_holding(const struct run_opts *o);
+
 /* The signals forwarded to the command (and that end a wait or a hold). */
 #define RUN_FORWARDED SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 

@@ -136,5 +136,26 @@ void cl_session_end(fl_session *s);
 /* A server said NOSESSION: the session is lost (the keepalive thread reports it). */
 void cl_session_mark_lost(fl_session *s);
 fl_client *cl_session_client(fl_session *s);
+/* FL_ESESSION marks the session lost; returns e. */
+fl_err cl_session_err(fl_session *s, fl_err e);
+
+/* What differs between holds (acquire.c): a lock, a shared lock, a permit, a leadership. */
+struct cl_hold {
+    const char *acquire; /* LOCK, SEM.ACQUIRE, ELECT.CAMPAIGN */
+    const char *release; /* UNLOCK, SEM.RELEASE, ELECT.RESIGN (each also leaves the queue) */
+    const char *what;    /* for messages: "lock", "semaphore", "leadership of" */
+    const char *arg;     /* the argument after sid (SHARED, the limit, the value), or NULL */
+    size_t arg_len;
+};
+/* ACQUIRE name sid [arg] [WAIT ms] REQ sid seq, once: FL_OK with *token, FL_EBUSY for nil. */
+fl_err cl_acquire_req(fl_session *s, const struct cl_hold *h, const char *name, uint64_t wait_ms,
+                      uint64_t seq, uint64_t *token);
+/* The whole wait: a time-out is FL_ETIMEOUT, an unknown outcome releases before returning. */
+fl_err cl_acquire(fl_session *s, const struct cl_hold *h, const char *name, uint64_t wait_ms,
+                  uint64_t *token);
+/* RELEASE name sid REQ sid seq (with the caller's seq), and the same with a seq of its own. */
+fl_err cl_release_seq(fl_session *s, const char *cmd, const char *name, uint64_t seq,
+                      int64_t deadline);
+fl_err cl_release(fl_session *s, const char *cmd, const char *name);
 
 #endif

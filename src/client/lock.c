@@ -1,115 +1,23 @@
 /*
- * Locks: acquire (blocking, across fail-overs), try, release, and the lock queries.
- *
- * Every LOCK/UNLOCK carries `REQ sid seq`. A LOCK resent after a lost answer with the same seq
- * gets the truth from the servers (the token if this session now holds the lock, else it waits
- * again), so a grant happens once however often the request is repeated.
+ * Locks: acquire (blocking, across fail-overs), try, release, and the lock queries. The waits
+ * and their exactly-once rules are acquire.c's, shared with semaphores and elections.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client.h"
 
-/* A session lost on the servers is lost here too. */
-static fl_err session_err(fl_session *s, fl_err e)
-{
-    if (e == FL_ESESSION)
-        cl_session_mark_lost(s);
-    return e;
-}
-
-/* UNLOCK with a fresh seq: releases the lock or leaves its queue. */
-static fl_err unlock_seq(fl_session *s, const char *name, uint64_t seq, int64_t deadline)
-{
-    fl_client *c = cl_session_client(s);
-    struct cl_cmd m;
-    redisReply *r;
-    cl_cmd_init(&m, "UNLOCK");
-    cl_arg_str(&m, name);
-    cl_arg_u64(&m, fl_session_id(s));
-    cl_arg_req(&m, fl_session_id(s), seq);
-    fl_err e = cl_call(c, &m, deadline, CL_RETRY, &r);
-    if (e)
-        return e;
-    if (r->type != REDIS_REPLY_STATUS)
-        e = session_err(s, cl_reply_err(c, r));
-    freeReplyObject(r);
-    return e;
-}
-
-enum lock_mode { MODE_EXCLUSIVE, MODE_SHARED };
-
-/*
- * LOCK name sid [SHARED] [WAIT ms] REQ sid seq until `deadline`. A resend (after a fail-over)
- * asks for the wait that is left. FL_OK with *token, FL_EBUSY for nil.
- */
-static fl_err lock_req(fl_session *s, const char *name, enum lock_mode mode, uint64_t wait_ms,
-                       uint64_t seq, uint64_t *token)
-{
-    fl_client *c = cl_session_client(s);
-    int64_t wait_end = fl_now_ms() + (int64_t)wait_ms;
-    struct cl_cmd m;
-    redisReply *r;
-    cl_cmd_init(&m, "LOCK");
-    cl_arg_str(&m, name);
-    cl_arg_u64(&m, fl_session_id(s));
-    if (mode == MODE_SHARED)
-        cl_arg_str(&m, "SHARED");
-    if (wait_ms) {
-        cl_arg_str(&m, "WAIT");
-        cl_arg_wait(&m, wait_end);
-    }
-    cl_arg_req(&m, fl_session_id(s), seq);
-    fl_err e = cl_call(c, &m, wait_end + c->opt.timeout_ms, CL_RETRY, &r);
-    if (e)
-        return e;
-    if (r->type == REDIS_REPLY_INTEGER && r->integer > 0)
-        *token = (uint64_t)r->integer;
-    else if (r->type == REDIS_REPLY_NIL)
-        e = FL_EBUSY;
-    else
-        e = session_err(s, cl_reply_err(c, r));
-    freeReplyObject(r);
-    return e;
-}
-
-/* fl_lock and fl_lock_shared: the same wait, fail-over and clean-up in either mode. */
-static fl_err lock_wait(fl_session *s, const char *name, enum lock_mode mode, uint64_t wait_ms,
-                        uint64_t *token)
-{
-    if (!s || !name || !name[0] || !token)
-        return FL_EINVAL;
-    fl_client *c = cl_session_client(s);
-    uint64_t seq;
-    fl_err e = cl_session_begin(s, &seq);
-    if (e)
-        return e;
-    e = lock_req(s, name, mode, wait_ms, seq, token);
-    if (e == FL_EBUSY) {
-        e = cl_fail(c, FL_ETIMEOUT, "lock %s not granted within %llu ms", name,
-                    (unsigned long long)wait_ms);
-    } else if (e == FL_EUNAVAILABLE || e == FL_EUNKNOWN) {
-        /* We never saw the answer: the session may be queued, or even hold the lock. Leave
-           the queue / release, so that no grant we do not know of outlives this call. */
-        char msg[CL_ERRMSG_MAX];
-        strcpy(msg, fl_client_errmsg(c));
-        cl_session_end(s);
-        if (cl_session_begin(s, &seq) == FL_OK)
-            unlock_seq(s, name, seq, cl_deadline(c));
-        e = cl_fail(c, e, "%s", msg);
-    }
-    cl_session_end(s);
-    return e;
-}
+static const struct cl_hold exclusive = {"LOCK", "UNLOCK", "lock", NULL, 0};
+static const struct cl_hold shared = {"LOCK", "UNLOCK", "lock", "SHARED", 6};
 
 fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
 {
-    return lock_wait(s, name, MODE_EXCLUSIVE, wait_ms, token);
+    return cl_acquire(s, &exclusive, name, wait_ms, token);
 }
 
 fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
 {
-    return lock_wait(s, name, MODE_SHARED, wait_ms, token);
+    return cl_acquire(s, &shared, name, wait_ms, token);
 }
 
 fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
@@ -120,7 +28,7 @@ fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
     fl_err e = cl_session_begin(s, &seq);
     if (e)
         return e;
-    e = lock_req(s, name, MODE_EXCLUSIVE, 0, seq, token);
+    e = cl_acquire_req(s, &exclusive, name, 0, seq, token);
     if (e == FL_EBUSY)
         cl_fail(cl_session_client(s), e, "lock %s is held or in lock-delay", name);
     cl_session_end(s);
@@ -129,15 +37,7 @@ fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
 
 fl_err fl_unlock(fl_session *s, const char *name)
 {
-    if (!s || !name || !name[0])
-        return FL_EINVAL;
-    uint64_t seq;
-    fl_err e = cl_session_begin(s, &seq);
-    if (e)
-        return e;
-    e = unlock_seq(s, name, seq, cl_deadline(cl_session_client(s)));
-    cl_session_end(s);
-    return e;
+    return cl_release(s, "UNLOCK", name);
 }
 
 /* ---- queries ---- */

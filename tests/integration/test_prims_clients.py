@@ -195,3 +195,26 @@ def test_cli_leader_observe_resumes_across_a_leader_kill9(ctx):
     eq(obs.wait(timeout=10), 0)
     assert lines.empty(), "nothing printed twice"
     lead.wait()
+
+
+def test_cli_sem_and_elect_messages_name_what_they_wait_for(ctx):
+    """`fencelock sem` and `elect` speak of a semaphore and an election, not of a lock."""
+    ep = ep1(ctx)
+    d = ctx.tmp("words")
+    os.makedirs(d, exist_ok=True)
+    held = [cli(ctx, ep, "sem", "w1", 1, "--", "sh", "-c",
+                "touch %s/s; while [ ! -e %s/go ]; do sleep 0.05; done" % (d, d)),
+            cli(ctx, ep, "elect", "w2", "v", "--", "sh", "-c",
+                "touch %s/e; while [ ! -e %s/go ]; do sleep 0.05; done" % (d, d))]
+    wait_until(lambda: os.path.exists(os.path.join(d, "s")) and
+               os.path.exists(os.path.join(d, "e")), timeout=20, what="both run")
+    for args, word in ((["sem", "w1", "1"], "semaphore w1: "), (["elect", "w2", "v2"],
+                                                                  "election w2: ")):
+        r = subprocess.run([cli_path(ctx), "--endpoints", ep] + args + ["--wait", "200ms", "--",
+                                                                         "true"],
+                           capture_output=True, text=True, timeout=20)
+        eq(r.returncode, 3, r)
+        eq(r.stderr.strip(), "fencelock: %snot obtained within the wait" % word, r)
+    open(os.path.join(d, "go"), "w").close()
+    for p in held:
+        eq(p.wait(timeout=20), 0, p.stderr.read())
