@@ -63,6 +63,7 @@ typedef enum fl_err {
     FL_EPERM,      /* the user may not run this command or name this key / lock (-NOPERM) */
     FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
     FL_EWRONGTYPE, /* the name is a lock, semaphore or election of another kind (-WRONGTYPE) */
+    FL_EIO,        /* a local file could not be written (fl_snapshot_save; errno in the message) */
 } fl_err;
 
 const char *fl_strerror(fl_err err);
@@ -419,6 +420,21 @@ fl_err fl_member_remove(fl_client *c, uint64_t id);
 fl_err fl_member_remove_force(fl_client *c, uint64_t id);
 /* id 0: any voter. */
 fl_err fl_member_transfer(fl_client *c, uint64_t id);
+
+/*
+ * An online, consistent backup of the whole state (sessions, locks, semaphores, elections,
+ * keys, the revision counter), taken by the leader (SNAPSHOT.SAVE; the admin permission under
+ * --acl-file) and written to `path` through `path`.tmp, fsync and rename, so `path` is
+ * either the old file or the whole new one. The leader's SHA-256 of the bytes is checked
+ * before anything is written (FL_EPROTO if they differ). `fencelockd --restore path` makes a
+ * new cluster from the file (docs/operations.md). info (may be NULL): what was saved.
+ */
+struct fl_snapshot_info {
+    uint64_t revision; /* the state's revision: tokens after a restore are larger */
+    uint64_t size;     /* bytes of state (the file has a 56-byte header more) */
+    char sha256[65];   /* lowercase hex */
+};
+fl_err fl_snapshot_save(fl_client *c, const char *path, struct fl_snapshot_info *info);
 
 #ifdef __cplusplus
 }

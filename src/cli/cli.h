@@ -192,5 +192,6 @@ int cmd_watch(struct cli *c, int argc, char **argv);
 int cmd_sem(struct cli *c, int argc, char **argv);
 int cmd_elect(struct cli *c, int argc, char **argv);
 int cmd_leader(struct cli *c, int argc, char **argv);
+int cmd_snapshot(struct cli *c, int argc, char **argv);
 
 #endif

@@ -34,6 +34,7 @@ static const char usage_main[] =
     "  elect NAME VALUE [lock's options] [-- CMD [ARGS...]]\n"
     "                             run CMD only while leader of election NAME\n"
     "  leader NAME [--observe]    print the leader (--observe: one line per change)\n"
+    "  snapshot save FILE         an online backup of the whole state (admin)\n"
     "  help [COMMAND]             this text, or a command's\n"
     "\n"
     "Options:\n"
@@ -74,7 +75,7 @@ static const struct {
     {"status", cmd_status},   {"members", cmd_members},
     {"session", cmd_session}, {"watch", cmd_watch},
     {"sem", cmd_sem},         {"elect", cmd_elect},
-    {"leader", cmd_leader},
+    {"leader", cmd_leader},   {"snapshot", cmd_snapshot},
 };
 
 void cli_say(const char *fmt, ...)

@@ -157,6 +157,7 @@ const char *fl_strerror(fl_err err)
         [FL_EPERM] = "permission denied",
         [FL_ECOMPACTED] = "events no longer retained",
         [FL_EWRONGTYPE] = "wrong kind of lock",
+        [FL_EIO] = "local file error",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

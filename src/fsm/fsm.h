@@ -506,6 +506,9 @@ struct fsm_member_view {
 };
 #define FSM_MAX_MEMBERS 64
 #define FSM_MAX_ADDR PROTO_ADDR_MAX /* member addresses: on disk, so never shrinks */
+/* Empty the member table: a backup restored into a new cluster (`fencelockd --restore`) must
+ * not send clients to the old cluster's addresses; the new nodes announce themselves. */
+void fsm_forget_members(struct fsm *f);
 /* 1 and fill `v` if member `id` is in the table, else 0. */
 int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v);
 /* In increasing id order. */

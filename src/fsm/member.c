@@ -118,3 +118,9 @@ void fsm_foreach_member(const struct fsm *f, void (*cb)(void *arg, const struct 
         cb(arg, &v);
     }
 }
+
+void fsm_forget_members(struct fsm *f)
+{
+    memset(f->members, 0, sizeof(f->members));
+    f->n_members = 0;
+}

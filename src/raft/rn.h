@@ -96,6 +96,10 @@ int rn_start(struct rn *rn, char *err, size_t errlen);
  * cfg->peers to the log on disk (libraft's raft_recover), for a cluster that lost its majority
  * for good. Only on one survivor, the one with the highest term and longest log. */
 int rn_recover(struct rn *rn, char *err, size_t errlen);
+/* `fencelockd --restore`, instead of rn_start, on an EMPTY data dir: make it a new cluster (of
+ * cfg->peers, or this node alone) whose state at index 1 is `data` (fsm_snapshot bytes), as a
+ * Raft snapshot (rn_restore.c). Refuses a data dir that holds any Raft state. */
+int rn_restore(struct rn *rn, const uint8_t *data, size_t len, char *err, size_t errlen);
 /* Propose one encoded command. On RN_OK the callback fires later, exactly once; otherwise it
  * never fires and the return value says why. */
 int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx);

@@ -9,6 +9,7 @@
  *   rn_member.c  the configuration: queries, membership changes, leadership transfer
  *   rn_tick.c    rn_tick: repair of libraft's stale change bookkeeping, the stuck-change watchdog
  *   rn_bind.c    waiting for the raft address to be free before libraft listens on it
+ *   rn_restore.c a new cluster's data directory from a backup (fencelockd --restore)
  *
  * Ownership: struct rn owns its batches (and the proposals inside them), barriers and changes
  * until their callbacks fired; everything is freed by rn_close (rn.c). Every struct here lives

@@ -367,6 +367,7 @@ static const struct srv_cmd cmd_table[] = {
     CMD("CLUSTER.ADD", 3, CMD_WRITE, clusterAddCommand),
     CMD("CLUSTER.REMOVE", -2, CMD_WRITE, clusterRemoveCommand),
     CMD("CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand),
+    CMD("SNAPSHOT.SAVE", 1, CMD_READ, snapshotSaveCommand),
     CMD("SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand),
     CMD("SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand),
     CMD("SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand),

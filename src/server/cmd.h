@@ -10,6 +10,7 @@
  *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
  *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
  *   cmd_info.c     PING, HELLO, INFO
+ *   cmd_backup.c   SNAPSHOT.SAVE (an online backup of the whole state)
  *   cmd_watch.c    XREAD, XLEN, XINFO (the event stream) and the refused stream writes
  *   cmd_conn.c     QUIT, READONLY, READWRITE, and its own table: AUTH, ECHO, SELECT, DBSIZE,
  *                  CLIENT, COMMAND
@@ -156,6 +157,7 @@ void clusterAnnounceCommand(struct srv_req *r);
 void clusterAddCommand(struct srv_req *r);
 void clusterRemoveCommand(struct srv_req *r);
 void clusterTransferCommand(struct srv_req *r);
+void snapshotSaveCommand(struct srv_req *r);
 void semAcquireCommand(struct srv_req *r);
 void semReleaseCommand(struct srv_req *r);
 void semInfoCommand(struct srv_req *r);

@@ -64,6 +64,7 @@ static const struct perm_rule perm_rules[] = {
     {"INFO", ACL_ADMIN, PT_NONE, 0, 0, 0},
     {"CLUSTER.REMOVE", ACL_ADMIN, PT_NONE, 0, 0, 0},
     {"CLUSTER.TRANSFER", ACL_ADMIN, PT_NONE, 0, 0, 0},
+    {"SNAPSHOT.SAVE", ACL_ADMIN, PT_NONE, 0, 0, 0}, /* every key, lock and session */
     /* what a member sends for itself (members.c, as --peer-user): peer, or admin */
     {"CLUSTER.ANNOUNCE", ACL_PEER, PT_NONE, 0, 0, ACL_ADMIN},
     {"CLUSTER.ADD", ACL_PEER, PT_NONE, 0, 0, ACL_ADMIN},

@@ -86,6 +86,10 @@ void srv_config_usage(FILE *f)
           "                          this configuration (the survivors) into --data-dir of a\n"
           "                          stopped node, then exit; start it normally afterwards\n"
           "                          (see docs/operations.md)\n"
+          "  --restore FILE          make the empty --data-dir a new cluster whose state is\n"
+          "                          FILE (from `fencelock snapshot save`), then exit; with\n"
+          "                          --initial-cluster, restore every node from the same\n"
+          "                          FILE; start the nodes normally afterwards\n"
           "  --initial-cluster ID=HOST:PORT,...\n"
           "                          every voter of a new cluster and its Raft address; used\n"
           "                          only to bootstrap a pristine --data-dir (default: this\n"
@@ -476,6 +480,8 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--join"))
         return parse_join(c, v);
+    if (!strcmp(flag, "--restore"))
+        return copy_path(c->restore, sizeof(c->restore), v);
     if (!strcmp(flag, "--http-listen")) {
         if (!strcmp(v, "off")) {
             c->http_port = 0;
@@ -556,6 +562,11 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     }
     if (c->n_peers && check_cluster(c))
         return -1;
+    if (c->restore[0] && (c->n_join || c->recover)) {
+        fprintf(stderr, "fencelockd: --restore makes a new cluster: not with --join or "
+                        "--recover\n");
+        return -1;
+    }
     if (c->max_query_buffer <= c->max_bulk) {
         fprintf(stderr, "fencelockd: --max-query-buffer must be larger than --max-bulk\n");
         return -1;

@@ -112,8 +112,9 @@ int main(int argc, char **argv)
     if (!s)
         return 1;
     int status = 0;
-    if (cfg.recover) {
-        status = srv_init(s, &loop, &cfg) || srv_recover(s) ? 1 : 0;
+    if (cfg.recover || cfg.restore[0]) {
+        status =
+            srv_init(s, &loop, &cfg) || (cfg.recover ? srv_recover(s) : srv_restore(s)) ? 1 : 0;
         if (s->rn)
             srv_stop(s);
     } else if (srv_init(s, &loop, &cfg) || srv_start(s)) {

@@ -54,8 +54,9 @@ struct srv_config {
     size_t n_peers;
     /* --join: members' client addresses, tried in turn */
     char join[RN_MAX_PEERS][PROTO_ADDR_BUF];
-    size_t n_join; /* 0 = not joining */
-    bool recover;  /* --recover: peers is the forced configuration; run once and exit */
+    size_t n_join;     /* 0 = not joining */
+    bool recover;      /* --recover: peers is the forced configuration; run once and exit */
+    char restore[512]; /* --restore FILE: a backup into an empty data dir; run once and exit */
     char http_host[PROTO_ADDR_BUF];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
@@ -247,6 +248,9 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg);
 int srv_start(struct srv *s);
 /* --recover: force the configuration on the stopped node's data dir; 0 or -1. */
 int srv_recover(struct srv *s);
+/* --restore (restore.c): check cfg.restore (a `fencelock snapshot save` file), and make the
+ * empty data dir a new cluster starting from it. 0, or -1 with the reason logged. */
+int srv_restore(struct srv *s);
 void srv_stop(struct srv *s); /* begins shutdown; the loop ends when everything closed */
 void srv_free(struct srv *s);
 
