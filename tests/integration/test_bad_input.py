@@ -55,6 +55,7 @@ def test_wrong_arity_is_an_error_for_each_command(ctx):
         ("SEM.ACQUIRE", "s", sid), ("SEM.RELEASE", "s"), ("SEM.INFO",), ("SEM.INFO", "s", "x"),
         ("ELECT.CAMPAIGN", "e", sid), ("ELECT.PROCLAIM", "e", sid, 1), ("ELECT.RESIGN", "e"),
         ("ELECT.LEADER",), ("ELECT.LEADER", "e", "x"), ("ELECT.OBSERVE",),
+        ("SNAPSHOT.SAVE", "x"),
     ], key_absent="k")
     # The session is untouched by all that.
     expect_int(c.call("SESSION.KEEPALIVE", sid))
@@ -277,7 +278,7 @@ def test_random_commands_never_crash(ctx):
              "UNLOCK", "LOCK.INFO", "FENCE.CHECK", "GET", "KV.GET", "PUT", "DEL", "KEYS",
              "PING", "HELLO", "INFO", "CLUSTER.INFO", "CLUSTER.MEMBERS", "SEM.ACQUIRE",
              "SEM.RELEASE", "SEM.INFO", "ELECT.CAMPAIGN", "ELECT.PROCLAIM", "ELECT.RESIGN",
-             "ELECT.LEADER", "ELECT.OBSERVE"]
+             "ELECT.LEADER", "ELECT.OBSERVE", "SNAPSHOT.SAVE"]
     words = ["WAIT", "LEASE", "FENCE", "IFREV", "REQ", "LIMIT", "NAME", "LOCKDELAY", "AFTER",
              "0", "1",
              "-1", "", "\x00", "k", "l", "9223372036854775807", "18446744073709551616", "3",
