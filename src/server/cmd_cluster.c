@@ -182,17 +182,32 @@ static void change_failed(struct srv_req *r, int rc)
 }
 
 /* CLUSTER.ADD id raft-addr: +OK once the node is a voter (libraft catches it up first). */
+/* CLUSTER.ADD id raft_addr [PROMOTE]. PROMOTE (what a joined node sends when its own log may
+ * be wrong about it, members.c) only promotes a spare already in the configuration: a member
+ * an operator removed is never added back by the node it removed. */
 void clusterAddCommand(struct srv_req *r)
 {
     uint64_t id;
     if (cmd_need_leader(r) || cmd_arg_range(r, 1, "member id", 1, CMD_MEMBER_ID_MAX, &id) ||
         arg_raft_addr(r, 2))
         return;
+    bool promote_only = r->argc >= 4;
+    if (r->argc > 4 || (promote_only && !resp_arg_is(&r->argv[3], "PROMOTE"))) {
+        cmd_reply_err(r, PROTO_ERR " syntax error: CLUSTER.ADD id raft_addr [PROMOTE]");
+        return;
+    }
     char addr[PROTO_ADDR_BUF]; /* arg_raft_addr checked that it fits */
     snprintf(addr, sizeof(addr), "%.*s", (int)r->argv[2].len, r->argv[2].p);
     const char *known = rn_server_address(r->s->rn, id);
     if (rn_server_role(r->s->rn, id) == RN_VOTER) {
         resp_w_errorf(r->out, PROTO_ERR " member %llu is already a voter", (unsigned long long)id);
+        return;
+    }
+    if (promote_only && !known) {
+        resp_w_errorf(r->out,
+                      PROTO_ERR " member %llu is not in the configuration (removed?): to come "
+                                "back it must start again with an empty data dir and --join",
+                      (unsigned long long)id);
         return;
     }
     if (known && strcmp(known, addr)) {

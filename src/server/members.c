@@ -365,14 +365,51 @@ static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
     return a;
 }
 
+/*
+ * A joined node's own log can be wrong about it: a removal is never replicated to the server
+ * it removes, and a promotion this node saw can be lost with a leader (the snapshot torture
+ * left a rejoined node campaigning for good at a stale term, sure it was a voter, while the
+ * leader's voters were the two others). Such a node never hears a leader again. So a --join
+ * node that has known no leader for JOIN_RECHECK_ELECTIONS election timeouts asks to be added
+ * once more (once per such period) with CLUSTER.ADD ... PROMOTE: the leader answers "already a
+ * voter" (nothing changes), promotes it if it is a spare in the leader's configuration, and
+ * refuses if it is not there at all (an operator's CLUSTER.REMOVE that never reached it: it
+ * stays out, and logs the leader's answer). A node that is merely cut off asks nobody.
+ */
+#define JOIN_RECHECK_ELECTIONS 20
+
+static bool join_recheck(struct srv *s)
+{
+    uint64_t now = srv_now_ms(), lid = 0;
+    const char *laddr = NULL;
+    rn_leader(s->rn, &lid, &laddr);
+    if (lid || s->role == RN_LEADER || !s->leader_heard_ms) {
+        s->leader_heard_ms = now;
+        return false;
+    }
+    uint64_t quiet = now - s->leader_heard_ms;
+    if (quiet < (uint64_t)JOIN_RECHECK_ELECTIONS * s->cfg.election_ms)
+        return false;
+    LOGW(&s->log,
+         "join: no leader known for %llu ms although this node counts itself a voter; asking "
+         "the cluster to add it again (its log may be missing a removal or a lost promotion)",
+         (unsigned long long)quiet);
+    s->joined = false;
+    s->join_promote = true; /* never adds back a node an operator removed */
+    s->leader_heard_ms = now;
+    return true;
+}
+
 /* --join and not yet a voter: ask the leader (or the --join address) to add this node. Only a
  * committed promotion counts: one the leader appended and lost with its leadership may leave
  * this node a spare in the new leader's configuration, which replicates nothing to spares, so
  * this node would never learn otherwise and never be asked to catch up again. */
 static int join_pending(struct srv *s)
 {
-    if (!s->cfg.n_join || s->joined)
+    if (!s->cfg.n_join)
         return 0;
+    if (s->joined)
+        return join_recheck(s) ? 1 : 0;
     if (rn_server_role_committed(s->rn, s->cfg.id) == RN_VOTER) {
         s->joined = true;
         LOGI(&s->log, "join: this node is a voter of the cluster");
@@ -405,10 +442,12 @@ static void join_tick(struct srv *s, uint64_t now)
         join_pick(s);
     char id[ID_TEXT_BUF];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
-    resp_w_array(&a->out, 3);
+    resp_w_array(&a->out, s->join_promote ? 4 : 3);
     resp_w_bulk_str(&a->out, "CLUSTER.ADD");
     resp_w_bulk_str(&a->out, id);
     resp_w_bulk_str(&a->out, s->cfg.raft_address);
+    if (s->join_promote)
+        resp_w_bulk_str(&a->out, "PROMOTE");
     announce_start(s, a, s->join_target, strlen(s->join_target));
 }
 

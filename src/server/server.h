@@ -228,8 +228,10 @@ struct srv {
     bool announce_tls_logged; /* the skipped announce on a TLS client port was logged */
     /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     char join_target[PROTO_ADDR_BUF];
-    bool joined;        /* --join: this node is a voter (or was already at start) */
-    unsigned join_next; /* --join: which listed address a fresh attempt starts from */
+    bool joined;              /* --join: this node is a voter (or was already at start) */
+    uint64_t leader_heard_ms; /* --join: last tick that knew a leader (members.c recheck) */
+    bool join_promote;        /* --join recheck: CLUSTER.ADD ... PROMOTE (only a spare)  */
+    unsigned join_next;       /* --join: which listed address a fresh attempt starts from */
     /* announce / join refused for want of credentials (-NOAUTH, -WRONGPASS, -NOPERM): no new
      * attempt before peer_retry_ms; the wait doubles with each refusal in a row */
     unsigned peer_refusals;

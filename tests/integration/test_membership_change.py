@@ -479,3 +479,36 @@ def test_watchdog_ignores_a_change_pending_before_this_node_led(ctx):
 
 
 test_watchdog_ignores_a_change_pending_before_this_node_led.timeout = 90
+
+
+def test_a_joined_node_that_hears_no_leader_asks_again_but_a_removal_sticks(ctx):
+    """A node removed while it was stopped never learns of it (Raft sends nothing to a server
+    it removed), so its own log still calls it a voter and it campaigns unheard. A --join node
+    asks the leader again after 20 election timeouts without a leader, with CLUSTER.ADD ...
+    PROMOTE, which would promote a spare but never adds back a node an operator removed: the
+    removal sticks, and the node logs why it stays out. PROMOTE's answers are checked too."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING)
+    n4.start(wait=False)
+    wait_until(lambda: 4 in (voters(leader) or []), timeout=30, what="node 4 a voter")
+    wait_until(lambda: "join: this node is a voter" in n4.log_text(), timeout=20,
+               what="node 4 knows it is a voter")
+    with Conn(leader.port) as c:
+        raddr = "127.0.0.1:%d" % n4.raft_port
+        for args, words in (((4, raddr, "PROMOTE"), "member 4 is already a voter"),
+                            ((4, raddr, "PROMOTE", "x"), "syntax error"),
+                            ((4, raddr, "NOW"), "syntax error"),
+                            ((9, "127.0.0.1:1", "PROMOTE"), "member 9 is not in the configuration")):
+            e = expect_err(c.call("CLUSTER.ADD", *args), "ERR")
+            assert words in e.text, (args, e.text)
+    n4.sigstop()
+    with Conn(leader.port) as c:
+        expect_ok(c.call("CLUSTER.REMOVE", 4, timeout=15), "remove the stopped node")
+    n4.sigcont()
+    wait_until(lambda: "asking the cluster to add it again" in n4.log_text(), timeout=40,
+               what="node 4 asks again after 20 election timeouts without a leader")
+    wait_until(lambda: "is not in the configuration (removed?)" in n4.log_text(), timeout=20,
+               what="the leader's refusal in node 4's log")
+    eq(voters(ready_leader(servers)), [1, 2, 3], "the removal stuck")
+    assert 4 not in (members(ready_leader(servers)) or {}), "node 4 was added back"
