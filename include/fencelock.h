@@ -280,9 +280,11 @@ struct fl_leader_info {
 fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *out);
 /*
  * Block until the election changed after revision after_rev (0: answer the current state at
- * once) or wait_ms passed (FL_ETIMEOUT). Pass back out->rev to see every later change: never
- * an older leader after a newer one. A fail-over during the wait is retried on the new leader
- * with the same after_rev. Leaderless: out->sid == 0.
+ * once) or wait_ms passed (FL_ETIMEOUT); the answer is the first change after after_rev (the
+ * current state if the server's event history no longer reaches back to it). Pass back
+ * out->rev to see every later change, one by one: never an older leader after a newer one.
+ * A fail-over during the wait is retried on the new leader with the same after_rev.
+ * Leaderless: out->sid == 0.
  */
 fl_err fl_observe(fl_client *c, const char *name, uint64_t after_rev, uint64_t wait_ms,
                   struct fl_leader_info *out);

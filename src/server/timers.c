@@ -177,6 +177,7 @@ void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm
     for (size_t i = 0; i < ev->n; i++)
         on_event(s, &ev->ev[i]);
     if (ev->n || ev->lost) {
+        s->observe_dirty |= ev->lost; /* a lost LEADER event: observers look at the state */
         watch_add(&s->watch, fsm_revision(s->fsm), ev);
         srv_watch_wake(s);
     }

@@ -85,6 +85,11 @@ const char *watch_kind_name(uint8_t kind)
     return kind < N_KINDS ? kinds[kind].name : "?";
 }
 
+uint8_t watch_entry_type(const struct watch_entry *e)
+{
+    return e->kind < N_KINDS ? kinds[e->kind].fsm_type : 0;
+}
+
 /* ---- ids ---- */
 
 int watch_id_cmp(struct watch_id a, struct watch_id b)

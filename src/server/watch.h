@@ -100,6 +100,10 @@ bool watch_match(const struct watch_entry *e, bool all, const char *prefix, size
 /* Append the entry as Redis writes a stream entry: [id, [field, value, ...]]. */
 void watch_render(struct buf *out, const struct watch_entry *e);
 
+/* The FSM event type (enum fsm_event_type) an entry was recorded from (ELECT.OBSERVE looks for
+ * FSM_EV_LEADER / FSM_EV_PROCLAIM). */
+uint8_t watch_entry_type(const struct watch_entry *e);
+
 /* The kind's wire name ("put", "grant", ...), for tests and logs. */
 const char *watch_kind_name(uint8_t kind);
 

@@ -1,14 +1,16 @@
 """Leader election (ELECT.CAMPAIGN / PROCLAIM / RESIGN / LEADER / OBSERVE): FIFO hand-over
 with values, PROCLAIM and -STALE, the leader's token fencing writes, a leader whose session
 ends handing over in the same entry, ELECT.OBSERVE answering changes after a revision (parked
-until one happens), the leader/proclaim events in the stream, and leadership and observers
-across a 3-node leader kill."""
+until one happens; the first change after it, one by one from the event history, or the current
+state flagged `compacted` once that history is gone), the leader/proclaim events in the stream,
+and leadership and observers across a 3-node leader kill."""
 
 import threading
 import time
 
 from cluster import ready_leader, start_cluster
-from helpers import eq, expect_err, expect_int, expect_nil, no_reply, ok, open_session, wait_until
+from helpers import (eq, expect_err, expect_int, expect_nil, no_reply, ok, open_session, revision,
+                     wait_until)
 from resp import Conn, RespError, as_map, text
 from test_http import metric
 
@@ -112,7 +114,7 @@ def test_observe_after_rev_parks_until_a_change_and_reports_leaderless(ctx):
     rev = expect_int(c.call("ELECT.PROCLAIM", "o", a, ta, "A2"))
     m = as_map(co.read_reply(timeout=5))
     eq((m["sid"], m["value"], m["rev"]), (a, b"A2", rev), "a PROCLAIM is a change")
-    eq(observe(c, "o", "AFTER", ta), m, "a stale AFTER gets the current state at once")
+    eq(observe(c, "o", "AFTER", ta), m, "AFTER the grant: the first change after it at once")
     co.send("ELECT.OBSERVE", "o", "AFTER", rev, "WAIT", 10000)
     assert no_reply(co)
     ok(c.call("ELECT.RESIGN", "o", a))
@@ -195,3 +197,78 @@ def test_a_leader_lost_while_not_observed_is_reported_after_a_restart(ctx):
     m = observe(c, "r", "AFTER", ta)
     eq(m["sid"], 0, "the observer that last saw A learns that nobody leads")
     eq(observe(c, "r", "AFTER", m["rev"]), None, "and is not told again")
+
+
+def walk(c, name, after, limit=20):
+    """ELECT.OBSERVE AFTER each answer's rev until nothing more changed: the chain seen."""
+    chain = []
+    for _ in range(limit):
+        m = observe(c, name, "AFTER", after)
+        if m is None:
+            return chain
+        assert m["rev"] > after, (m, after)
+        chain.append(m)
+        after = m["rev"]
+    raise AssertionError("no end after %d answers: %r" % (limit, chain))
+
+
+def test_observe_after_walks_every_leader_that_came_and_went(ctx):
+    c = ctx.conn()
+    a, b, d = (open_session(c) for _ in range(3))
+    start = observe(c, "w")["rev"]  # leaderless, as of now
+    ta = expect_int(c.call("ELECT.CAMPAIGN", "w", a, "A"))
+    cb, cd = ctx.conn(), ctx.conn()
+    cb.send("ELECT.CAMPAIGN", "w", b, "B", "WAIT", 10000)
+    wait_until(lambda: candidates(c, "w") == 1, 3, what="b campaigns")
+    cd.send("ELECT.CAMPAIGN", "w", d, "C", "WAIT", 10000)
+    wait_until(lambda: candidates(c, "w") == 2, 3, what="d campaigns")
+    ok(c.call("ELECT.RESIGN", "w", a))
+    tb = expect_int(cb.read_reply(timeout=5))
+    pb = expect_int(c.call("ELECT.PROCLAIM", "w", b, tb, "B2"))
+    ok(c.call("SESSION.CLOSE", b))  # d leads in the same entry
+    td = expect_int(cd.read_reply(timeout=5))
+    ok(c.call("ELECT.RESIGN", "w", d))
+    gone = observe(c, "w")["rev"]
+    chain = [(m["sid"], m["token"], m["value"], m["since_rev"], m["rev"], m["compacted"])
+             for m in walk(c, "w", start)]
+    eq(chain, [(a, ta, b"A", ta, ta, 0), (b, tb, b"B", tb, tb, 0), (b, tb, b"B2", tb, pb, 0),
+               (d, td, b"C", td, td, 0), (0, 0, b"", 0, gone, 0)],
+       "A, B, B's new value, C, nobody: one by one, in order")
+    eq([m["sid"] for m in walk(c, "w", tb)], [b, d, 0], "from the middle: the rest")
+    co = ctx.conn()
+    co.send("ELECT.OBSERVE", "w", "AFTER", gone, "WAIT", 10000)
+    assert no_reply(co)
+    ta2 = expect_int(c.call("ELECT.CAMPAIGN", "w", a, "A3"))
+    m = as_map(co.read_reply(timeout=5))
+    eq((m["sid"], m["token"], m["compacted"]), (a, ta2, 0), "a parked observer: the change")
+    c3 = ctx.conn()
+    c3.call("HELLO", 3)
+    m3 = c3.call("ELECT.OBSERVE", "w", "AFTER", td)
+    assert isinstance(m3, dict), m3
+    eq((m3["sid"], m3["rev"], m3["compacted"]), (0, gone, 0), "RESP3: the same map")
+
+def test_observe_after_compacted_history_answers_the_current_state_flagged(ctx):
+    ctx.server("--event-history", "5", "--event-value-max", "4")
+    c = ctx.conn()
+    a, b = open_session(c), open_session(c)
+    start = revision(c)
+    ta = expect_int(c.call("ELECT.CAMPAIGN", "h", a, "A"))
+    expect_int(c.call("ELECT.PROCLAIM", "h", a, ta, "A2"))
+    pa = expect_int(c.call("ELECT.PROCLAIM", "h", a, ta, "A3-long"))
+    m = observe(c, "h", "AFTER", ta)
+    eq((m["value"], m["compacted"]), (b"A2", 0), "still in the history")
+    m = observe(c, "h", "AFTER", m["rev"])
+    eq((m["value"], m["rev"], m["compacted"]), (b"A3-long", pa, 0),
+       "a value the history did not keep, still current: from the state")
+    for i in range(8):
+        expect_int(c.call("PUT", "filler", str(i)))
+    m = observe(c, "h", "AFTER", start)
+    eq((m["sid"], m["token"], m["value"], m["rev"], m["compacted"]), (a, ta, b"A3-long", pa, 1),
+       "the history after AFTER is gone: the current state, flagged")
+    eq(observe(c, "h", "AFTER", m["rev"]), None, "and not answered again")
+    ok(c.call("ELECT.RESIGN", "h", a))
+    expect_int(c.call("ELECT.CAMPAIGN", "h", b, "B"))
+    ok(c.call("ELECT.RESIGN", "h", b))  # nobody, b, nobody: all while a's rev is compacted
+    m = walk(c, "h", pa)
+    eq([(x["sid"], x["token"], x["compacted"]) for x in m], [(0, 0, 1)],
+       "AFTER a rev below the floor: the current state (b skipped), flagged, then nothing")

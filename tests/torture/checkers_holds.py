@@ -351,14 +351,70 @@ def _check_observers(ops, grants, violations, stats):
     stats["observers"] = len(by_obs)
     stats["observed"] = sum(len(x) for x in by_obs.values())
     stats["observed_leaders"] = len(leaders)
+    _check_observer_gaps(by_obs, violations, stats)
+
+
+def _check_observer_gaps(by_obs, violations, stats):
+    """Observers against each other.  An answer to ELECT.OBSERVE AFTER a at revision q that is
+    not flagged ``compacted`` is the FIRST change after a, so no change lies strictly between
+    a and q: if another observer saw a change at revision r with a < r < q (a leader, a new
+    value or nobody leading), this one skipped it (observe-gap).  And two answers at the same
+    revision are the same change: the same sid and token (observe-disagree).  A compacted
+    answer is the current state (changes may be skipped): never checked for a gap, and a
+    compacted leaderless one (possibly dated at the revision it was read at, not of a change)
+    is no witness.  Stats: observe_cross (changes more than one observer saw),
+    observe_compacted, observe_gaps_checked (answers checked for a gap)."""
+    seen = {}  # rev -> (sid, token, observer, op)
+    cross, compacted = set(), 0
+    for obs, lst in by_obs.items():
+        for o in lst:
+            sid, tok, rev = _int(o.get("sid")), _int(o.get("token")), _int(o.get("rev"))
+            if sid is None or tok is None or rev is None:
+                continue
+            if _int(o.get("compacted")):
+                compacted += 1
+                if not sid:
+                    continue
+            if rev not in seen:
+                seen[rev] = (sid, tok, obs, o)
+                continue
+            sid0, tok0, obs0, o0 = seen[rev]
+            if obs0 != obs:
+                cross.add(rev)
+            if (sid0, tok0) != (sid, tok):
+                violations.append({"kind": "observe-disagree", "msg": f"revision {rev}: "
+                                   f"observer {obs0} saw sid {sid0} token {tok0}, observer "
+                                   f"{obs} sid {sid} token {tok}", "op": o.describe(),
+                                   "other": o0.describe()})
+    revs = sorted(seen)
+    checked = 0
+    for obs, lst in by_obs.items():
+        for o in lst:
+            rev, after = _int(o.get("rev")), _int(o.get("after", prefer="inv")) or 0
+            if rev is None or _int(o.get("compacted")):
+                continue
+            lo = bisect.bisect_right(revs, after)
+            hi = bisect.bisect_left(revs, rev)
+            checked += 1
+            if lo < hi:
+                r = revs[lo]
+                sid, tok, by, wit = seen[r]
+                violations.append({"kind": "observe-gap", "msg": f"observer {obs} answered "
+                                   f"AFTER {after} with revision {rev}, skipping the change at "
+                                   f"revision {r} (sid {sid} token {tok}) observer {by} saw",
+                                   "op": o.describe(), "other": wit.describe()})
+    stats["observe_cross"] = len(cross)
+    stats["observe_compacted"] = compacted
+    stats["observe_gaps_checked"] = checked
 
 
 def check_elect(history):
     """The elect workload.  Violations: two-leaders (two certain leaderships share an
     instant), duplicate-token / token-order (leader tokens strictly rise in real time),
     stale-write / fence-order / write-before-grant (fenced writes, as for rw), expired-write
-    (a paused leader's probe write succeeded), proclaim-before-grant, observe-order.  Stats:
-    observed_leaders (distinct leaders observers saw: below 2 nothing was tested)."""
+    (a paused leader's probe write succeeded), proclaim-before-grant, observe-order,
+    observe-gap / observe-disagree (observers against each other).  Stats: observed_leaders
+    (distinct leaders observers saw: below 2 nothing was tested), observe_cross."""
     started = time.monotonic()
     ops, _, problems = ck.pair_ops(history)
     violations = list(problems)

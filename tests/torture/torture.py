@@ -8,7 +8,8 @@ per run and the verdicts of tests/torture/checkers.py.
 
 Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and watch
 (event-stream watchers; they check the PUTs of the other workloads), sem (semaphore of 3
-permits) and elect (election with one observer): the `all` set.
+permits) and elect (election; ELECT_OBSERVERS observers beside --clients candidates): the
+`all` set.
 
 --snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
@@ -52,6 +53,7 @@ PAUSE_MS = 3000
 # --snapshots: nemeses that make snapshots meet leadership changes and InstallSnapshot.
 SNAPSHOT_KINDS = (("pause-leader", 4), ("lag", 3), ("kill", 2), ("partition-leader", 2),
                   ("pause", 1), ("restart-all", 0.5), ("member", 0.5))
+ELECT_OBSERVERS = 3  # elect: ELECT.OBSERVE loops checked against each other (observe-gap)
 TAIL_S = 8.0  # workers run this long after the faults end, on a healed cluster
 
 
@@ -98,7 +100,8 @@ class Run:
         for wl in wls:
             if wl not in WORKLOADS:
                 raise SystemExit("torture: unknown workload %r" % wl)
-            for k in range(self.args.clients):
+            n = self.args.clients + (ELECT_OBSERVERS if wl == "elect" else 0)
+            for k in range(n):
                 name = "%s-%d" % (wl, k)
                 hist = os.path.join(self.out, "history", name + ".jsonl")
                 logp = os.path.join(self.out, "workers", name + ".log")
@@ -112,8 +115,8 @@ class Run:
                     argv += ["--pause-ms", str(PAUSE_MS)]
                 if wl == "watch" and k == 0:
                     argv += ["--prefix", WATCH_PREFIX]
-                if wl == "elect" and k == 0:
-                    argv += ["--observe", "1"]  # the others are candidates
+                if wl == "elect" and k >= self.args.clients:
+                    argv += ["--observe", "1"]  # observers beside the clients (candidates)
                 with open(logp, "wb") as lf:
                     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
                                          stderr=subprocess.STDOUT, env=env,
@@ -482,6 +485,10 @@ def summarize_verdict(v):
                 "probes_refused=%s" % (st.get("grants"), st.get("holds"), st.get("max_live"),
                                        st.get("observed_leaders"), st.get("ok_writes"),
                                        st.get("probes"), st.get("probes_refused"))
+        if v["workload"] == "elect":
+            extra += " observers=%s observed=%s observe_cross=%s observe_compacted=%s" % (
+                st.get("observers"), st.get("observed"), st.get("observe_cross"),
+                st.get("observe_compacted"))
     elif v["workload"] == "watch":
         extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
             st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),

@@ -16,7 +16,10 @@
  *   "probe" as above, decided by ELECT.LEADER), and ELECT.RESIGN ("release").
  * elect, the observer (--observe): ELECT.OBSERVE elect AFTER rev WAIT ms in a loop, one op
  *   "observe" per call on one proc ("observer": its proc): invoke "after"; ok "sid", "token",
- *   "rev", "since_rev" (sid 0: leaderless); fail: nil (nothing changed in time), or "error".
+ *   "rev", "since_rev" (sid 0: leaderless), "compacted" (1: the current state, changes since
+ *   "after" may be skipped); fail: nil (nothing changed in time), or "error". torture.py
+ *   runs several; the checker holds them against each other (no change one saw skipped by
+ *   another's uncompacted answer).
  *
  * None of these commands is in libfencelock's public API yet: they go through its internal
  * call path (src/client/client.h), so retries, redirects and exactly-once seqs are its own.
@@ -319,8 +322,9 @@ static void observe_once(struct worker *w, uint64_t *after)
         uint64_t rev = cl_field_u64(r, "rev");
         ev_add(&e,
                ",\"sid\":%" PRIu64 ",\"token\":%" PRIu64 ",\"since_rev\":%" PRIu64
-               ",\"rev\":%" PRIu64,
-               cl_field_u64(r, "sid"), cl_field_u64(r, "token"), cl_field_u64(r, "since_rev"), rev);
+               ",\"rev\":%" PRIu64 ",\"compacted\":%" PRIu64,
+               cl_field_u64(r, "sid"), cl_field_u64(r, "token"), cl_field_u64(r, "since_rev"), rev,
+               cl_field_u64(r, "compacted"));
         *after = rev;
         w->n_ok++;
     } else {

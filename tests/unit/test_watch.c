@@ -255,9 +255,12 @@ TEST_F(wfx, elections_and_semaphores_render_leader_proclaim_and_the_object)
     ev = one_event(FSM_EV_LEADER, "E", 0, false);
     watch_add(w, 12, &ev);
     const char *want[] = {"grant", "leader", "proclaim", "leader"};
+    const uint8_t types[] = {FSM_EV_GRANTED, FSM_EV_LEADER, FSM_EV_PROCLAIM, FSM_EV_LEADER};
     CHECK_EQ_U64(w->n, 4);
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 4; i++) {
         CHECK(strcmp(watch_kind_name(watch_at(w, i)->kind), want[i]) == 0);
+        CHECK_EQ_U64(watch_entry_type(watch_at(w, i)), types[i]); /* what ELECT.OBSERVE reads */
+    }
     struct buf b;
     buf_init(&b);
     watch_render(&b, watch_at(w, 0));
