@@ -158,20 +158,20 @@ class Postgres:
             return ""
 
     # ---- clients ----
-    def _psql_argv(self):
+    def _psql_argv(self, user="fencelock"):
         return [os.path.join(self.bindir, "psql"), "-X", "-q", "-A", "-t", "-h", self.dir,
-                "-U", "fencelock", "-d", "postgres", "-v", "ON_ERROR_STOP=1",
+                "-U", user, "-d", "postgres", "-v", "ON_ERROR_STOP=1",
                 "-v", "VERBOSITY=verbose"]
 
     def psql_argv(self):
         """The psql command line (for a subprocess that talks to this server itself)."""
         return self._psql_argv()
 
-    def sql(self, script, check=True, timeout=30):
+    def sql(self, script, check=True, timeout=30, user="fencelock"):
         """Run a script (one psql session, autocommit unless it says BEGIN). Returns stdout's
-        lines; raises SqlError (with .sqlstate) if psql failed and check is true, else returns
+        lines; `user` is the database role. Raises SqlError (with .sqlstate) if psql failed and check is true, else returns
         the SqlError."""
-        r = subprocess.run(self._psql_argv() + ["-f", "-"], input=script, capture_output=True,
+        r = subprocess.run(self._psql_argv(user) + ["-f", "-"], input=script, capture_output=True,
                            text=True, timeout=timeout)
         if r.returncode != 0:
             err = SqlError(r.stderr, _sqlstate(r.stderr))
@@ -186,10 +186,50 @@ class Postgres:
             raise AssertionError("expected one row from %r, got %r" % (query, rows))
         return rows[0]
 
+    def session(self):
+        """A PsqlSession: one long-lived psql (no process start per statement)."""
+        return PsqlSession(self._psql_argv())
+
     def load_guard(self, path=GUARD_SQL):
         with open(path) as f:
             self.sql(f.read())
         return self
+
+
+class PsqlSession:
+    """One psql process fed statements over a pipe, for loops that run many of them. Each
+    query() is one statement (autocommit: one transaction) and returns (rows, sqlstate), where
+    sqlstate is "00000" on success; psql's own error text goes to /dev/null."""
+
+    END = "__fencelock_end__"
+
+    def __init__(self, argv):
+        argv = [a if a != "ON_ERROR_STOP=1" else "ON_ERROR_STOP=0" for a in argv]
+        self.proc = subprocess.Popen(argv + ["-f", "-"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, bufsize=1)
+
+    def query(self, statement):
+        self.proc.stdin.write("%s;\n\\echo %s :SQLSTATE\n" % (statement.rstrip("; \n"), self.END))
+        self.proc.stdin.flush()
+        rows = []
+        while True:
+            line = self.proc.stdout.readline()
+            if line == "":
+                raise RuntimeError("psql exited (status %s)" % self.proc.poll())
+            line = line.rstrip("\n")
+            if line.startswith(self.END + " "):
+                return rows, line.split()[1]
+            if line:
+                rows.append(line)
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait(10)
 
 
 def sqlstate_of(stderr):
