@@ -344,3 +344,26 @@ def test_pg_keys_are_private_and_fence_needs_a_grant(ctx):
     eq(as_app("UPDATE fencelock.tokens SET token = 1"), "42501", "rewinding a token")
     eq(as_app("SELECT fencelock.signature_ok('r', 7, '%s')" % sign(key, "r", 7)), "42501",
        "the key oracle")
+
+
+# The provisioning snippet of contrib/postgresql/README.md (keep them the same): the key file's
+# bytes minus ONE trailing newline, read by psql itself (not on any command line).
+LOAD_KEY = r"""
+\set key_hex `perl -0777 -ne 's/\n\z//; print unpack("H*", $_)' KEYFILE`
+INSERT INTO fencelock.keys (key_id, secret) VALUES ('2026-12', decode(:'key_hex', 'hex'));
+"""
+
+
+def test_pg_key_loaded_from_a_file_as_documented(ctx):
+    """The README's way to load fencelockd's key file: exactly one trailing newline goes (a key
+    file may end in a newline that is part of the key), binary bytes survive."""
+    pg = pgmod.start(ctx)
+    key = bytes(range(1, 40)) + b"\xff\x00 key\n"
+    path = ctx.tmp("token.key")
+    with open(path, "wb") as f:
+        f.write(key + b"\n")
+    pg.sql(LOAD_KEY.replace("KEYFILE", path))
+    eq(pg.value("SELECT encode(secret, 'hex') FROM fencelock.keys"), key.hex())
+    eq(pg.value("SELECT fencelock.fence('r', 9, '%s')" % sign(key, "r", 9)), "9")
+    e = pg.sql("SELECT fencelock.fence('r', 10, '%s')" % sign(key[:-1], "r", 10), check=False)
+    eq(getattr(e, "sqlstate", e), "FL002", "a key with both newlines stripped")
