@@ -109,7 +109,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM fencelock.keys) THEN
         IF fence.signature IS NULL THEN
             RAISE EXCEPTION USING ERRCODE = 'FL002',
-                MESSAGE = format('fencelock: token %s for %L has no signature and keys are configured',
+                MESSAGE = format('fencelock: token %s for %L has no signature (keys are set)',
                                  fence.token, fence.resource);
         END IF;
         IF NOT fencelock.signature_ok(fence.resource, fence.token, fence.signature) THEN

@@ -168,9 +168,9 @@ class Postgres:
         return self._psql_argv()
 
     def sql(self, script, check=True, timeout=30, user="fencelock"):
-        """Run a script (one psql session, autocommit unless it says BEGIN). Returns stdout's
-        lines; `user` is the database role. Raises SqlError (with .sqlstate) if psql failed and check is true, else returns
-        the SqlError."""
+        """Run a script (one psql session, autocommit unless it says BEGIN) as database role
+        `user`. Returns stdout's non-empty lines. If psql failed: raises SqlError (with
+        .sqlstate) when check is true, else returns it."""
         r = subprocess.run(self._psql_argv(user) + ["-f", "-"], input=script, capture_output=True,
                            text=True, timeout=timeout)
         if r.returncode != 0:
@@ -210,7 +210,8 @@ class PsqlSession:
                                      text=True, bufsize=1)
 
     def query(self, statement):
-        self.proc.stdin.write("%s;\n\\echo %s :SQLSTATE\n" % (statement.rstrip("; \n"), self.END))
+        self.proc.stdin.write("%s;\n\\echo %s :SQLSTATE\n"
+                              % (statement.rstrip("; \n"), self.END))
         self.proc.stdin.flush()
         rows = []
         while True:
