@@ -376,3 +376,57 @@ def test_pg_key_loaded_from_a_file_as_documented(ctx):
     eq(pg.value("SELECT fencelock.fence('r', 9, '%s')" % sign(key, "r", 9)), "9")
     e = pg.sql("SELECT fencelock.fence('r', 10, '%s')" % sign(key[:-1], "r", 10), check=False)
     eq(getattr(e, "sqlstate", e), "FL002", "a key with both newlines stripped")
+
+
+def _server_signs(binary):
+    r = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=20)
+    return "--token-key" in r.stdout + r.stderr
+
+
+def test_pg_verifies_fencelockd_signatures(ctx):
+    """End to end with fencelockd's own signatures: one key file for `fencelockd --token-key`
+    and (through the README's snippet) for PostgreSQL. FENCE.SIGN's signature passes fence();
+    the old holder's signed token is refused as stale, its signature does not fit the new
+    token; `fencelock lock` hands the signature to its command (FENCELOCK_TOKEN_SIG). A
+    fencelockd without --token-key (before signed tokens) only says so and passes."""
+    if not _server_signs(ctx.binary):
+        print("# %s has no --token-key: signatures from the server not tested" % ctx.binary)
+        return
+    pg = pgmod.start(ctx)
+    path = ctx.tmp("token.key")
+    with open(path, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")  # as `openssl rand -hex 32 > token.key` makes it
+    with open(path, "rb") as f:
+        key = f.read()[:-1]
+    pg.sql(LOAD_KEY.replace("KEYFILE", path))
+    srv = ctx.server("--token-key", path)
+    c = ctx.conn(srv)
+    sid = open_session(c)
+
+    def fence(token, sig):
+        r = pg.sql("SELECT fencelock.fence('inv', %d, '%s')" % (token, sig), check=False)
+        return r.sqlstate if isinstance(r, pgmod.SqlError) else r
+
+    tok1 = expect_int(c.call("LOCK", "inv", sid), "LOCK")
+    sig1 = ok(c.call("FENCE.SIGN", "inv", tok1), "FENCE.SIGN").decode()
+    eq(sig1, sign(key, "inv", tok1), "the server's signature vs. the encoding")
+    eq(fence(tok1, sig1), [str(tok1)], "the holder's signed token")
+    ok(c.call("UNLOCK", "inv", sid))
+    tok2 = expect_int(c.call("LOCK", "inv", sid), "LOCK again")
+    sig2 = ok(c.call("FENCE.SIGN", "inv", tok2), "FENCE.SIGN").decode()
+    assert isinstance(c.call("FENCE.SIGN", "inv", tok1), RespError), "FENCE.SIGN of a past token"
+    eq(fence(tok2, sig2), [str(tok2)], "the new holder")
+    eq(fence(tok1, sig1), "FL001", "the old holder's signed token")
+    eq(fence(tok2 + 1, sig2), "FL002", "the new signature on a bigger token")
+    ok(c.call("UNLOCK", "inv", sid))
+
+    cli = os.path.join(os.path.dirname(ctx.binary), "fencelock")
+    query = ("SELECT fencelock.fence('inv', $FENCELOCK_TOKEN, '$FENCELOCK_TOKEN_SIG'); "
+             "SELECT 'token=$FENCELOCK_TOKEN';")
+    script = "%s -c \"%s\"" % (" ".join(pg.psql_argv()), query)
+    r = subprocess.run([cli, "--endpoints", "127.0.0.1:%d" % srv.port, "lock", "inv", "--",
+                        "sh", "-c", script], capture_output=True, text=True, timeout=30)
+    eq(r.returncode, 0, "fencelock lock -- psql: %s" % r.stderr)
+    tok3 = int(r.stdout.split("token=")[1].split()[0])
+    assert tok3 > tok2, (tok2, tok3)
+    eq(pg.value("SELECT token FROM fencelock.tokens WHERE resource = 'inv'"), str(tok3))
