@@ -7,6 +7,7 @@ case "${1:-build}" in
 build) ;;
 test)
   pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs)
+  pkgs+=(postgresql postgresql-contrib perl) # tests/integration/test_postgres.py (pgcrypto)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   ;;
