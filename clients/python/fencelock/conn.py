@@ -181,10 +181,15 @@ class Pool:
             return self.leader
 
     # ---- connections ----
-    def _new_conn(self, addr, budget):
+    def _new_conn(self, addr, budget, deadline):
         host, port = split_addr(addr)
+        # socket_timeout bounds the rest of a reply once its first bytes arrived (the wait for
+        # them is await_reply's); it stays with the pooled connection, so it is not `budget`.
+        # The AUTH sent on connect may take long (the server hashes the password, and delays a
+        # wrong one): it is bounded by the call's deadline, as libfencelock's conn_auth.
+        auth_budget = max(budget, deadline - time.monotonic())
         kw = dict(host=host, port=port, username=self.username, password=self.password,
-                  socket_timeout=budget, socket_connect_timeout=budget)
+                  socket_timeout=auth_budget, socket_connect_timeout=budget)
         if self.ssl_context is not None:
             c = _TLSConnection(self.ssl_context, self.server_name, **kw)
         else:
@@ -197,6 +202,8 @@ class Pool:
         except redis.AuthenticationError as e:
             c.disconnect()
             raise errors.AuthError(error_text(e)) from None
+        c.socket_timeout = self.connect_timeout
+        c._sock.settimeout(self.connect_timeout)
         return c
 
     def get(self, addr, deadline):
@@ -214,7 +221,7 @@ class Pool:
                 pass
             c.disconnect()
         budget = max(0.001, min(self.connect_timeout, deadline - time.monotonic()))
-        return self._new_conn(addr, budget), True
+        return self._new_conn(addr, budget, deadline), True
 
     def put(self, addr, c):
         with self.mu:
@@ -249,6 +256,11 @@ class Pool:
                     with self.mu:
                         if a not in self.endpoints:
                             self.endpoints.append(a)
+        except (redis.ResponseError, redis.AuthenticationError):
+            # an error reply (-NOAUTH, -NOPERM): the connection is fine; the command itself
+            # will get the same answer and report it
+            with self.mu:
+                self.members_learned = False
         except (redis.RedisError, OSError, _Lost, ValueError):
             with self.mu:
                 self.members_learned = False

@@ -294,8 +294,12 @@ class Session:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, typ, val, tb):
+        try:
+            self.close()
+        except errors.FencelockError:
+            if typ is None:  # do not hide the block's own exception behind the close's
+                raise
 
 
 def _held(release, token):
