@@ -5,6 +5,8 @@ Every exception derives from FencelockError. Map a server's error reply with fro
 word is the first word of the reply, the rest is the server's message.
 """
 
+import re
+
 
 class FencelockError(Exception):
     """Base class: anything the package raises on purpose."""
@@ -98,10 +100,7 @@ _WORDS = {
 def from_reply(text):
     """The exception for one error reply's text ("STALE token 5 is not ...")."""
     word = text.split(" ", 1)[0]
-    if word == "COMPACTED":
-        oldest = ""
-        for part in text.split():
-            if part.startswith("oldest="):
-                oldest = part[len("oldest="):]
-        return Compacted(text, oldest)
+    if word == "COMPACTED":  # "COMPACTED oldest=41-0: ..."
+        m = re.search(r"oldest=([0-9]+-[0-9]+)", text)
+        return Compacted(text, m.group(1) if m else "")
     return _WORDS.get(word, ServerError)(text)

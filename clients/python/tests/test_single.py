@@ -276,3 +276,19 @@ def test_sign_needs_fence_sign_on_the_server(client):
         assert sig and all(ch in "0123456789abcdef" for ch in sig.lower()), sig
     with pytest.raises(Stale):
         client.sign("signed", token)
+
+
+def test_watch_compacted_is_reported_with_the_oldest_id(nodes):
+    s = nodes.start(["--event-history", "5"])
+    with Client(endpoint(s)) as c:
+        c.put("first", "x")  # "$" of an empty stream is 0-0, which means "from the oldest"
+        w = c.watch("", from_id="$")
+        assert w.read(block_ms=10) == []  # "$" resolved to the current last id
+        with c.session(10000) as sess:
+            for i in range(10):
+                sess.put("k%d" % i, "v")
+        with pytest.raises(fencelock.Compacted) as ei:
+            w.read(block_ms=10)
+        assert ei.value.oldest and "-" in ei.value.oldest, str(ei.value)
+        again = c.watch("", from_id="0").read(block_ms=10)  # from the oldest retained
+        assert again and again[0].id == ei.value.oldest
