@@ -100,3 +100,44 @@ def test_lock_loop_across_leader_kill9(nodes):
         # every acknowledged increment applied once; one whose answer never came may have
         assert loop.acked <= int(c.get("counter")) <= loop.acked + len(loop.errors)
         assert c.lock_info("loop") is None
+
+
+def test_blocked_lock_moves_to_the_new_leader_when_the_old_one_freezes(nodes):
+    """A LOCK ... WAIT blocked on a leader that is SIGSTOPped (it never answers, nor closes)
+    is abandoned once the client learns of the new leader and resent there with the same
+    REQ: granted once, when the holder unlocks."""
+    servers = nodes.cluster(3)
+    old = leader_of(servers)
+    eps = ",".join(endpoint(s) for s in servers)
+    with Client(eps) as ca, Client(eps, timeout=8.0) as cb, ca.session(6000) as a, \
+            cb.session(6000) as b:
+        ta = a.acquire("w")
+        got, errs = [], []
+
+        def wait():
+            try:
+                got.append(b.acquire("w", wait=60.0))
+            except FencelockError as e:
+                errs.append(e)
+        th = threading.Thread(target=wait)
+        th.start()
+        end = time.monotonic() + 5
+        while time.monotonic() < end and not (ca.lock_info("w") or {}).get("waiters"):
+            time.sleep(0.02)
+        assert ca.lock_info("w")["waiters"] == [b.sid]
+        old.sigstop()
+        new = leader_of(servers)
+        end = time.monotonic() + 10  # the holder's client finds the new leader by itself
+        while time.monotonic() < end and ca.leader_address != endpoint(new):
+            time.sleep(0.05)
+        a.unlock("w")
+        # Not a speed check: without the move the reply would come only when the 60 s wait
+        # on the frozen leader ran out; 25 s leaves any slow machine its margin.
+        th.join(25)
+        assert not th.is_alive(), "the wait stayed on the frozen leader"
+        assert not errs, errs
+        assert got and got[0] > ta
+        info = ca.lock_info("w")
+        assert info["holder"] == b.sid and info["token"] == got[0], info
+        assert not a.is_lost() and not b.is_lost()
+        b.unlock("w")
