@@ -141,3 +141,35 @@ def test_blocked_lock_moves_to_the_new_leader_when_the_old_one_freezes(nodes):
         assert info["holder"] == b.sid and info["token"] == got[0], info
         assert not a.is_lost() and not b.is_lost()
         b.unlock("w")
+
+
+def test_watch_across_leader_kill9_no_gap_no_duplicate(nodes):
+    servers = nodes.cluster(3)
+    leader_of(servers)
+    eps = ",".join(endpoint(s) for s in servers)
+    with Client(eps, timeout=8.0) as c, c.session(6000) as s:
+        w = c.watch("burst/")
+        w.read(block_ms=10)  # resolves "$" before the burst
+        got, stop = [], threading.Event()
+
+        def reader():
+            while not stop.is_set() and len(got) < 30:
+                try:
+                    got.extend(w.read(block_ms=200))
+                except FencelockError:  # Unavailable during the election: read on by id
+                    pass
+        th = threading.Thread(target=reader)
+        th.start()
+        revs = []
+        for i in range(30):
+            if i == 10:
+                leader_of(servers).kill9()
+            revs.append(s.put("burst/%02d" % i, str(i)))
+        end = time.monotonic() + 20
+        while len(got) < 30 and time.monotonic() < end:
+            time.sleep(0.05)
+        stop.set()
+        th.join(10)
+    assert [e.name for e in got] == ["burst/%02d" % i for i in range(30)], \
+        [e.id for e in got]
+    assert [e.rev for e in got] == revs, "each acknowledged write once, in order"
