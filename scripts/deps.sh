@@ -6,10 +6,10 @@ pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-
 case "${1:-build}" in
 build) ;;
 test)
-  pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs
-        python3-pytest python3-venv python3-setuptools)
+  pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
   ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
