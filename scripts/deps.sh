@@ -10,6 +10,7 @@ test)
   pkgs+=(postgresql postgresql-contrib perl) # tests/integration/test_postgres.py (pgcrypto)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
   ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev

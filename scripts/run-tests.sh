@@ -33,6 +33,21 @@ count "$log" "torture checkers"
 echo "== integration"
 python3 tests/integration/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
 count "$log" integration
+# The Python client (clients/python) against real servers, with Debian's pytest; its summary
+# ("12 passed, 1 failed, 1 skipped in 20s") becomes this script's "tests:" line.
+echo "== python client (pytest)"
+/usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider clients/python/tests \
+  --fencelockd "$B/fencelockd" >"$log" 2>&1
+grep -E '^(FAILED|ERROR)' "$log"
+sum=$(grep -E '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
+if [ -z "$sum" ]; then
+  echo "!! pytest printed no summary (python3-pytest installed?)"; tail -n 20 "$log"
+  echo "tests: 0 passed, 1 failed" >>"$log"
+else
+  n() { echo "$sum" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
+  echo "tests: $(n passed) passed, $(( $(n failed) + $(n error) )) failed" | tee -a "$log"
+fi
+count "$log" "python client"
 # A 60 s torture schedule (tests/torture, docs/testing.md "Torture") on 3 nodes: one test that
 # passes when the checkers find no violation. Every nemesis is in, membership changes too
 # (they crashed libraft 0.15; fencelock now needs 0.22). TORTURE=0 skips this part.

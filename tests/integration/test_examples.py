@@ -1,5 +1,5 @@
-"""The examples in other languages (examples/python, examples/node) run as documented against a
-real server and leave the state they promise: the stock sold by one with a fenced write, the
+"""The examples in other languages (examples/python: on the fencelock package and with redis-py
+alone; examples/node) run as documented against a real server and leave the state they promise: the stock sold by one with a fenced write, the
 zombie's stale write refused, the lock free, both sessions gone. One run per language points at a
 follower of a 3-node cluster, so the -NOTLEADER redirect is exercised.
 
@@ -19,17 +19,18 @@ from helpers import eq, expect_err, expect_int, expect_nil, kv_get, lock_info, s
 from resp import Conn, RespError
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PY_EXAMPLE = os.path.join(ROOT, "examples", "python", "inventory.py")
+PY_EXAMPLE = os.path.join(ROOT, "examples", "python", "inventory.py")  # on clients/python
+PY_RAW_EXAMPLE = os.path.join(ROOT, "examples", "python", "any_redis_client.py")
 NODE_DIR = os.path.join(ROOT, "examples", "node")
 NODE_EXAMPLE = os.path.join(NODE_DIR, "inventory.js")
 
 
-def _python_cmd():
+def _python_cmd(script=PY_EXAMPLE):
     # The Debian interpreter: python3-redis is installed for it, not for other pythons on PATH.
     r = subprocess.run(["/usr/bin/python3", "-c", "import redis"], capture_output=True,
                        timeout=20)
     assert r.returncode == 0, "python3-redis not installed (apt-get install python3-redis)"
-    return ["/usr/bin/python3", PY_EXAMPLE]
+    return ["/usr/bin/python3", script]
 
 
 def _node_cmd():
@@ -109,6 +110,10 @@ def test_python_example_single_node(ctx):
     _single_node(ctx, _python_cmd())
 
 
+def test_python_any_redis_client_example_single_node(ctx):
+    _single_node(ctx, _python_cmd(PY_RAW_EXAMPLE))
+
+
 def test_node_example_single_node(ctx):
     _single_node(ctx, _node_cmd())
 
@@ -119,7 +124,7 @@ def test_examples_fail_when_the_lock_is_taken(ctx):
     expect_int(c.call("PUT", "stock", "10"))
     other = expect_int(c.call("SESSION.OPEN", 30000))
     expect_int(c.call("LOCK", "inventory", other))
-    for cmd in (_python_cmd(), _node_cmd()):
+    for cmd in (_python_cmd(), _python_cmd(PY_RAW_EXAMPLE), _node_cmd()):
         p = _run(cmd, "127.0.0.1:%d" % ctx.srv.port)
         assert p.returncode != 0, "%s exited 0 although the lock was taken:\n%s" % (
             os.path.basename(cmd[-1]), p.stdout)
@@ -145,15 +150,18 @@ def test_examples_against_a_follower_follow_notleader(ctx):
     c = ctx.conn(leader)
     expect_int(c.call("PUT", "stock", "10"))
 
-    # Python: the follower named in $FENCELOCK_ENDPOINTS (first entry); node: on the command line.
+    # Python: the follower named in $FENCELOCK_ENDPOINTS (first entry; the package tries the
+    # dead second one too); redis-py alone and node: on the command line.
     p = _run(_python_cmd(), env_endpoints="127.0.0.1:%d,127.0.0.1:1" % followers[0].port)
     _check_run(p, c, 10, leader_ep)
+    p = _run(_python_cmd(PY_RAW_EXAMPLE), "127.0.0.1:%d" % followers[1].port)
+    _check_run(p, c, 9, leader_ep)
     p = _run(_node_cmd(), "127.0.0.1:%d" % followers[1].port)
-    rev = _check_run(p, c, 9, leader_ep)
+    rev = _check_run(p, c, 8, leader_ep)
 
     # Replicated: a follower's own state (READONLY) catches up to the last sale.
     with Conn(followers[0].port) as fc:
         eq(fc.call("READONLY"), "OK")
-        wait_until(lambda: fc.call("GET", "stock") == b"8", timeout=5, what="follower state")
+        wait_until(lambda: fc.call("GET", "stock") == b"7", timeout=5, what="follower state")
         eq(kv_get(fc, "stock")["mod_rev"], rev)
         expect_nil(fc.call("LOCK.INFO", "inventory"), "follower: lock free")

@@ -1,0 +1,106 @@
+"""The exceptions of the fencelock package, one per error word of the protocol
+(docs/protocol.md "Errors", src/common/proto.h) plus the client's own outcomes.
+
+Every exception derives from FencelockError. Map a server's error reply with from_reply(); the
+word is the first word of the reply, the rest is the server's message.
+"""
+
+import re
+
+
+class FencelockError(Exception):
+    """Base class: anything the package raises on purpose."""
+
+
+class Unavailable(FencelockError):
+    """No leader could be reached before the call's deadline (nothing was applied by a call
+    that carried REQ sid seq, or its outcome is known; otherwise see OutcomeUnknown)."""
+
+
+class OutcomeUnknown(FencelockError):
+    """A write without a session was sent and its answer lost (-UNKNOWN, or the connection
+    broke after the send): it may have applied. Writes through a Session are retried with
+    their `REQ sid seq` instead and never end here unless the deadline passed."""
+
+
+class SessionLost(FencelockError):
+    """The session is unknown, closed, expired (-NOSESSION), or known lost locally."""
+
+
+class NotHolder(FencelockError):
+    """UNLOCK / SEM.RELEASE / ELECT.RESIGN by a session that neither holds nor waits."""
+
+
+class LockTimeout(FencelockError):
+    """A lock, permit or leadership was not granted within the wait (the session left the
+    queue on the servers)."""
+
+
+class Stale(FencelockError):
+    """A fenced write, FENCE.CHECK, FENCE.SIGN or ELECT.PROCLAIM with a token that is not the
+    current holder's; nothing changed."""
+
+
+class IfRevFailed(FencelockError):
+    """An IFREV condition did not hold; nothing changed."""
+
+
+class TooLarge(FencelockError):
+    """A key, name or value over the server's limit."""
+
+
+class NoSpace(FencelockError):
+    """A server quota is full (--max-sessions, --max-locks, ...); nothing applied."""
+
+
+class AuthError(FencelockError):
+    """-WRONGPASS / -NOAUTH: the credentials were refused or missing. Not retried."""
+
+
+class PermissionDenied(FencelockError):
+    """-NOPERM: the user may not run that command or name that key, lock or session."""
+
+
+class WrongType(FencelockError):
+    """-WRONGTYPE: the name is a lock, semaphore or election of another kind."""
+
+
+class Compacted(FencelockError):
+    """-COMPACTED: the events after the id asked for are no longer retained.
+    `oldest` is the oldest retained id: reload the state, then watch from it."""
+
+    def __init__(self, msg, oldest):
+        super().__init__(msg)
+        self.oldest = oldest
+
+
+class ServerError(FencelockError):
+    """Any other error reply (-ERR ...): syntax, a refused request."""
+
+
+class ProtocolError(FencelockError):
+    """A reply of a shape the package does not expect."""
+
+
+_WORDS = {
+    "NOSESSION": SessionLost,
+    "NOTHOLDER": NotHolder,
+    "STALE": Stale,
+    "IFREV": IfRevFailed,
+    "TOOLARGE": TooLarge,
+    "NOSPACE": NoSpace,
+    "WRONGPASS": AuthError,
+    "NOAUTH": AuthError,
+    "NOPERM": PermissionDenied,
+    "WRONGTYPE": WrongType,
+    "UNKNOWN": OutcomeUnknown,
+}
+
+
+def from_reply(text):
+    """The exception for one error reply's text ("STALE token 5 is not ...")."""
+    word = text.split(" ", 1)[0]
+    if word == "COMPACTED":  # "COMPACTED oldest=41-0: ..."
+        m = re.search(r"oldest=([0-9]+-[0-9]+)", text)
+        return Compacted(text, m.group(1) if m else "")
+    return _WORDS.get(word, ServerError)(text)

@@ -1,0 +1,320 @@
+"""Session: a lease on the servers, renewed by a thread of its own every TTL/3, and the
+numbering (`REQ sid seq`) that makes every mutation through it apply exactly once however
+often it is resent across fail-overs. The rules are libfencelock's (src/client/session.c,
+lock.c, prims.c; docs/client.md "Sessions and the safe deadline"):
+
+- safe_until() = send time of the last acknowledged keepalive + TTL - margin - TTL*drift, on
+  time.monotonic(): never later than the servers' deadline, which they count from the
+  keepalive's *arrival* on the leader;
+- the session is LOST when a server answers -NOSESSION or when the safe deadline passes
+  without an acknowledged keepalive. Lost is terminal: on_lost runs once (on the keepalive
+  thread), safe_until() returns 0.0 and every call raises SessionLost;
+- mutations are serialized (their seqs must reach the server in order): use one session per
+  thread if threads must wait for locks concurrently;
+- a wait (lock, permit, campaign) whose outcome could not be learned sends the release with
+  a fresh seq before raising, so no grant the caller never saw outlives the call.
+"""
+
+import contextlib
+import threading
+import time
+
+from . import errors
+from .conn import Cmd
+
+KA_PER_TTL = 3
+KA_RETRIES_PER_TTL = 10
+KA_RETRY_MIN = 0.020
+
+
+class Session:
+    """A lease. Use as a context manager (closes on exit) or call close()."""
+
+    def __init__(self, client, ttl_ms, lock_delay_ms=0, name=None, on_lost=None):
+        if int(ttl_ms) <= 0:
+            raise ValueError("ttl_ms must be positive")
+        self.client = client
+        self.ttl_ms = int(ttl_ms)
+        self._cv = threading.Condition()
+        self._op = threading.Lock()  # held across a mutation: seqs reach the server in order
+        self._seq = 0
+        self._lost = False
+        self._stopping = False
+        self._cb_done = False
+        self._on_lost = on_lost
+        cmd = Cmd("SESSION.OPEN", self.ttl_ms)
+        if lock_delay_ms:
+            cmd.add("LOCKDELAY", int(lock_delay_ms))
+        if name:
+            cmd.add("NAME", name)
+        sent = time.monotonic()
+        # A resend after a lost answer may leave an unused session behind; it expires.
+        self.sid = int(client.call(cmd))
+        self._safe_until = sent + self._span(self.ttl_ms)
+        self._thread = threading.Thread(target=self._keepalive, daemon=True,
+                                        name="fencelock-keepalive-%d" % self.sid)
+        self._thread.start()
+
+    # ---- the safe deadline and loss ----
+    def _span(self, granted_ms):
+        """What the servers granted, less the margin for the clocks' rates, in seconds."""
+        c = self.client
+        drift = granted_ms * c.drift_ppm // 1000000
+        return (granted_ms - c.margin_ms - drift) / 1000.0
+
+    def _lost_locked(self):
+        if not self._lost and time.monotonic() >= self._safe_until:
+            self._lost = True
+            self._cv.notify_all()
+        return self._lost
+
+    def safe_until(self):
+        """time.monotonic() value before which the session surely lives on the servers, so
+        that what is held through it is still held; 0.0 once lost."""
+        with self._cv:
+            return 0.0 if self._lost_locked() else self._safe_until
+
+    def is_lost(self):
+        with self._cv:
+            return self._lost_locked()
+
+    def on_lost(self, cb):
+        """cb(session), run once when the session is lost (at once if it already is)."""
+        with self._cv:
+            self._on_lost = cb
+            self._cb_done = False
+            if self._lost_locked():
+                self._fire_lost()
+
+    def _mark_lost(self):
+        with self._cv:
+            self._lost = True
+            self._cv.notify_all()
+
+    def _fire_lost(self):
+        """Run the callback once, outside the lock (called with it held)."""
+        if self._cb_done or self._on_lost is None:
+            return
+        self._cb_done = True
+        cb = self._on_lost
+        self._cv.release()
+        try:
+            cb(self)
+        finally:
+            self._cv.acquire()
+
+    def _keepalive(self):
+        """Renew every TTL/3; after a failure retry sooner (TTL/10, at least 20 ms) until the
+        safe deadline passes. This thread owns the transition to LOST by deadline."""
+        interval = self.ttl_ms / 1000.0 / KA_PER_TTL
+        retry = max(KA_RETRY_MIN, self.ttl_ms / 1000.0 / KA_RETRIES_PER_TTL)
+        nxt = time.monotonic() + interval
+        with self._cv:
+            while not self._stopping and not self._lost_locked():
+                wake = min(nxt, self._safe_until)
+                now = time.monotonic()
+                if now < wake:
+                    self._cv.wait(wake - now)
+                    continue
+                deadline = self._safe_until
+                self._cv.release()
+                sent = time.monotonic()
+                try:
+                    ttl = int(self.client.call(Cmd("SESSION.KEEPALIVE", self.sid),
+                                               deadline=deadline))
+                    err = None
+                except errors.SessionLost as e:
+                    err = e
+                except Exception as e:  # noqa: BLE001 - unreachable, auth: retry until lost
+                    err = e
+                    ttl = None
+                finally:
+                    self._cv.acquire()
+                if err is None:
+                    granted = min(ttl, self.ttl_ms)
+                    self._safe_until = max(self._safe_until, sent + self._span(granted))
+                    nxt = sent + interval
+                elif isinstance(err, errors.SessionLost):
+                    self._lost = True
+                else:
+                    nxt = time.monotonic() + retry
+            if self._lost:
+                self._fire_lost()
+
+    # ---- mutations ----
+    def _begin(self):
+        if self.is_lost():
+            raise errors.SessionLost("session %d is lost" % self.sid)
+        self._op.acquire()
+        with self._cv:
+            self._seq += 1
+            return self._seq
+
+    def _send(self, cmd, seq, deadline=None):
+        cmd.add("REQ", self.sid, seq)
+        try:
+            return self.client.call(cmd, deadline=deadline, retry=True)
+        except errors.SessionLost:
+            self._mark_lost()
+            raise
+
+    def _mutate(self, cmd, deadline=None):
+        """Send cmd with the next REQ sid seq, retried until its outcome is known."""
+        seq = self._begin()
+        try:
+            return self._send(cmd, seq, deadline)
+        finally:
+            self._op.release()
+
+    def _wait_grant(self, cmd, wait, release, what):
+        """LOCK / SEM.ACQUIRE / ELECT.CAMPAIGN ... [WAIT] REQ: the token; LockTimeout for nil
+        after a wait, None for nil of a try. On an unknown outcome, `release` with a fresh seq
+        (leaves the queue or gives back a grant never seen) before raising."""
+        end = time.monotonic() + wait
+        if wait > 0:
+            cmd.wait(end)
+        seq = self._begin()
+        try:
+            r = self._send(cmd, seq, deadline=end + self.client.timeout)
+        except (errors.Unavailable, errors.OutcomeUnknown):
+            self._op.release()
+            try:
+                seq = self._begin()
+                try:
+                    self._send(Cmd(release, cmd.argv[1], self.sid), seq)
+                finally:
+                    self._op.release()
+            except errors.FencelockError:
+                pass
+            raise
+        except BaseException:
+            self._op.release()
+            raise
+        self._op.release()
+        if r is None:
+            if wait > 0:
+                raise errors.LockTimeout("%s %s not granted within %.3f s"
+                                         % (what, cmd.argv[1], wait))
+            return None
+        return int(r)
+
+    # ---- locks ----
+    def acquire(self, name, wait=30.0, shared=False):
+        """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
+        shared=True: a read lock (any number of readers or one writer). Granted once, however
+        many fail-overs the request crosses."""
+        cmd = Cmd("LOCK", name, self.sid)
+        if shared:
+            cmd.add("SHARED")
+        return self._wait_grant(cmd, wait, "UNLOCK", "lock")
+
+    def try_lock(self, name, shared=False):
+        """The token if the lock was free, else None."""
+        cmd = Cmd("LOCK", name, self.sid)
+        if shared:
+            cmd.add("SHARED")
+        return self._wait_grant(cmd, 0, "UNLOCK", "lock")
+
+    def unlock(self, name):
+        """Release the lock or leave its queue (NotHolder if neither)."""
+        self._mutate(Cmd("UNLOCK", name, self.sid))
+
+    @contextlib.contextmanager
+    def lock(self, name, wait=30.0, shared=False):
+        """with session.lock("inventory", wait=5.0) as token: ... ; unlocked on exit. Check
+        time.monotonic() < session.safe_until() before acting on the resource, and fence
+        writes with the token."""
+        token = self.acquire(name, wait=wait, shared=shared)
+        yield from _held(lambda: self.unlock(name), token)
+
+    # ---- keys ----
+    def put(self, key, value, fence=None, ifrev=None, lease=False):
+        """Client.put through this session (exactly once)."""
+        return self.client.put(key, value, fence=fence, ifrev=ifrev, session=self, lease=lease)
+
+    def delete(self, key, fence=None, ifrev=None):
+        return self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
+
+    # ---- semaphores ----
+    def sem_acquire(self, name, limit, wait=30.0):
+        """SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeout after wait."""
+        return self._wait_grant(Cmd("SEM.ACQUIRE", name, self.sid, int(limit)), wait,
+                                "SEM.RELEASE", "permit of")
+
+    def sem_release(self, name):
+        self._mutate(Cmd("SEM.RELEASE", name, self.sid))
+
+    @contextlib.contextmanager
+    def semaphore(self, name, limit, wait=30.0):
+        token = self.sem_acquire(name, limit, wait)
+        yield from _held(lambda: self.sem_release(name), token)
+
+    # ---- elections ----
+    def campaign(self, name, value=b"", wait=30.0):
+        """ELECT.CAMPAIGN: the leader's token once this session leads; LockTimeout after
+        wait (no longer a candidate then)."""
+        return self._wait_grant(Cmd("ELECT.CAMPAIGN", name, self.sid, value), wait,
+                                "ELECT.RESIGN", "leadership of")
+
+    def proclaim(self, name, token, value):
+        """ELECT.PROCLAIM: the leader's new value; the revision (Stale if not the leader)."""
+        return int(self._mutate(Cmd("ELECT.PROCLAIM", name, self.sid, token, value)))
+
+    def resign(self, name):
+        self._mutate(Cmd("ELECT.RESIGN", name, self.sid))
+
+    # ---- end ----
+    def _stop_thread(self):
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def close(self):
+        """Stop renewing, then SESSION.CLOSE (releases its locks now, no lock-delay). A session
+        lost locally is still closed on the servers if it lives there."""
+        with self._op:  # after any mutation in flight
+            with self._cv:
+                self._seq += 1
+                seq = self._seq
+        self._stop_thread()
+        try:
+            self.client.call(Cmd("SESSION.CLOSE", self.sid, "REQ", self.sid, seq))
+        except errors.SessionLost:
+            pass  # already gone on the servers
+        finally:
+            self._mark_lost()
+
+    def abandon(self):
+        """Stop renewing without closing: the lease runs out on the servers (lock-delay
+        applies). For a process going away abnormally."""
+        self._stop_thread()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, val, tb):
+        try:
+            self.close()
+        except errors.FencelockError:
+            if typ is None:  # do not hide the block's own exception behind the close's
+                raise
+
+
+def _held(release, token):
+    """Yield token; release on exit. A release that fails because the session is gone is
+    not an error of the block (the hold is gone with it); other failures surface unless the
+    block itself raised."""
+    try:
+        yield token
+    except BaseException:
+        try:
+            release()
+        except errors.FencelockError:
+            pass
+        raise
+    try:
+        release()
+    except (errors.SessionLost, errors.NotHolder):
+        pass

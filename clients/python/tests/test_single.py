@@ -1,0 +1,294 @@
+"""The package against one real fencelockd: sessions, locks, fencing, keys, semaphores,
+elections, watch, loss of a session and the honest -UNKNOWN."""
+
+import os
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import endpoint
+
+import fencelock
+from fencelock import (Client, IfRevFailed, LockTimeout, NotHolder, OutcomeUnknown,
+                       SessionLost, Stale, WrongType)
+
+
+def test_lock_fenced_put_unlock(client):
+    with client.session(10000, name="t") as s:
+        with s.lock("inventory", wait=5.0) as token:
+            assert token > s.sid
+            info = client.lock_info("inventory")
+            assert info["holder"] == s.sid and info["token"] == token
+            assert time.monotonic() < s.safe_until()
+            rev = s.put("stock", "9", fence=("inventory", token))
+            assert rev > token
+            assert client.fence_check("inventory", token)
+        assert client.lock_info("inventory") is None, "unlocked on leaving the with block"
+        assert not client.fence_check("inventory", token)
+        assert client.get("stock") == b"9"
+        kv = client.kv_get("stock")
+        assert kv["mod_rev"] == rev and kv["version"] == 1
+    with pytest.raises(SessionLost):
+        s.acquire("inventory", wait=1.0)  # closed: lost locally
+    with pytest.raises(SessionLost):
+        client.session_info(s.sid)
+
+
+def test_try_lock_and_timeout(client):
+    with client.session(10000) as a, client.session(10000) as b:
+        t = a.try_lock("l")
+        assert t is not None
+        assert b.try_lock("l") is None
+        t0 = time.monotonic()
+        with pytest.raises(LockTimeout):
+            b.acquire("l", wait=0.3)
+        assert time.monotonic() - t0 >= 0.25
+        assert client.lock_info("l")["waiters"] == [], "the timed-out waiter left the queue"
+        with pytest.raises(NotHolder):
+            b.unlock("l")
+        a.unlock("l")
+        t2 = b.acquire("l", wait=1.0)
+        assert t2 > t
+
+
+def test_queued_waiter_granted_on_unlock(client):
+    with client.session(10000) as a, client.session(10000) as b:
+        t1 = a.acquire("q")
+        got = []
+        th = threading.Thread(target=lambda: got.append(b.acquire("q", wait=10.0)))
+        th.start()
+        end = time.monotonic() + 5
+        while time.monotonic() < end and client.lock_info("q")["waiters"] != [b.sid]:
+            time.sleep(0.02)
+        assert client.lock_info("q")["waiters"] == [b.sid]
+        a.unlock("q")
+        th.join(10)
+        assert got and got[0] > t1
+
+
+def test_stale_token_refused_after_expiry(client):
+    zombie = client.session(500)
+    ztoken = zombie.acquire("inv")
+    zombie.abandon()  # frozen: no more keepalives; its lease runs out
+    with client.session(10000) as s:
+        token = s.acquire("inv", wait=5.0)
+        assert token > ztoken
+        s.put("stock", "1", fence=("inv", token))
+        with pytest.raises(Stale):
+            client.put("stock", "0", fence=("inv", ztoken))
+        assert not client.fence_check("inv", ztoken)
+        assert client.get("stock") == b"1"
+
+
+def test_ifrev_and_delete(client):
+    with client.session(10000) as s:
+        rev = s.put("k", "a", ifrev=0)
+        with pytest.raises(IfRevFailed):
+            s.put("k", "b", ifrev=0)
+        rev2 = s.put("k", "b", ifrev=rev)
+        assert rev2 > rev
+        assert s.delete("k", ifrev=rev2)
+        assert not client.delete("k")  # without a session: sent once
+        assert client.get("k") is None
+        s.put("leased", "x", lease=True)
+    assert client.get("leased") is None, "a LEASE key goes with its session"
+
+
+def test_shared_locks(client):
+    with client.session(10000) as r1, client.session(10000) as r2, \
+            client.session(10000) as w:
+        with r1.lock("cat", shared=True) as t1, r2.lock("cat", shared=True) as t2:
+            assert t1 != t2
+            assert client.lock_info("cat")["mode"] == b"shared"
+            assert w.try_lock("cat") is None
+            assert client.fence_check("cat", t1) and client.fence_check("cat", t2)
+            with pytest.raises(Stale):  # readers must not write
+                r1.put("c", "x", fence=("cat", t1))
+        assert w.try_lock("cat") is not None
+
+
+def test_semaphore(client):
+    with client.session(10000) as a, client.session(10000) as b, \
+            client.session(10000) as c:
+        ta = a.sem_acquire("workers", 2)
+        with b.semaphore("workers", 2) as tb:
+            assert tb > ta
+            with pytest.raises(LockTimeout):
+                c.sem_acquire("workers", 2, wait=0.2)
+            info = client.sem_info("workers")
+            assert info["limit"] == 2 and info["permits"] == 2
+        assert c.sem_acquire("workers", 2, wait=2.0) > tb
+        with pytest.raises(WrongType):
+            a.acquire("workers", wait=0.1)
+        a.sem_release("workers")
+
+
+def test_election(client):
+    with client.session(10000) as a, client.session(10000) as b:
+        assert client.leader("sched") is None
+        ta = a.campaign("sched", "host-a", wait=1.0)
+        ld = client.leader("sched")
+        assert (ld.sid, ld.token, ld.value) == (a.sid, ta, b"host-a")
+        first = client.observe("sched", 0, wait=1.0)
+        assert first.sid == a.sid
+        rev = a.proclaim("sched", ta, "host-a2")
+        seen = client.observe("sched", first.rev, wait=2.0)
+        assert seen.value == b"host-a2" and seen.rev == rev
+        assert client.observe("sched", seen.rev, wait=0.2) is None, "no change: None"
+        with pytest.raises(Stale):
+            b.proclaim("sched", ta, "usurper")
+        got = []
+        th = threading.Thread(target=lambda: got.append(b.campaign("sched", "host-b", 10.0)))
+        th.start()
+        time.sleep(0.2)
+        a.resign("sched")
+        th.join(10)
+        assert got and got[0] > ta
+        nxt = client.observe("sched", seen.rev, wait=2.0)
+        assert nxt.sid == b.sid and nxt.value == b"host-b"
+
+
+def test_watch_in_order_and_resumable(client):
+    w = client.watch("inv/")  # "$": events after now
+    assert w.read(block_ms=50) == []
+    with client.session(10000) as s:
+        revs = [s.put("inv/%d" % i, str(i)) for i in range(5)]
+        s.put("other", "x")  # not under the prefix
+    evs = []
+    end = time.monotonic() + 5
+    while len(evs) < 5 and time.monotonic() < end:
+        evs += w.read(block_ms=200)
+    assert [(e.type, e.name) for e in evs] == [("put", "inv/%d" % i) for i in range(5)]
+    assert [e.rev for e in evs] == revs
+    assert evs[2].fields["value"] == b"2"
+    # resumable by id: a new watch from the third event's id gets the last two
+    w2 = client.watch("inv/", from_id=evs[2].id)
+    assert [e.name for e in w2.read(block_ms=100)] == ["inv/3", "inv/4"]
+    # the whole stream has session events too
+    allw = client.watch("", from_id="0")
+    types = [e.type for e in allw.read(block_ms=100)]
+    assert "session-open" in types and "session-end" in types
+
+
+def test_safe_until_never_after_server_deadline_and_on_lost(node, client):
+    """The local safe deadline is never later than the leader's own deadline for the
+    session; a frozen server makes the session lost once, after the safe deadline."""
+    calls = []
+    s = client.session(1500, on_lost=lambda sess: calls.append(time.monotonic()))
+    from resp import Conn, as_map
+    with Conn(node.port) as c:
+        for _ in range(10):
+            t_sent = time.monotonic()
+            remaining = as_map(c.call("SESSION.INFO", s.sid))["remaining_ms"] / 1000.0
+            t_recv = time.monotonic()
+            su = s.safe_until()
+            # the server's deadline is (when it answered, <= t_recv) + remaining
+            assert 0 < su <= t_recv + remaining + 0.002, (su, t_sent, t_recv, remaining)
+            time.sleep(0.2)
+    last_safe = s.safe_until()
+    node.sigstop()
+    try:
+        end = time.monotonic() + 5
+        while not calls and time.monotonic() < end:
+            time.sleep(0.02)
+        assert len(calls) == 1, "on_lost ran %d times" % len(calls)
+        assert calls[0] >= last_safe, "lost before the safe deadline"
+        assert s.safe_until() == 0.0 and s.is_lost()
+        with pytest.raises(SessionLost):
+            s.acquire("x", wait=0.1)
+    finally:
+        node.sigcont()
+    time.sleep(0.3)
+    assert len(calls) == 1
+    s.abandon()
+
+
+class _Swallower:
+    """A fake server that answers CLUSTER.MEMBERS, then closes the connection on any other
+    command without answering: the answer to a write is lost."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.seen = []
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                conn.settimeout(2)
+                try:
+                    while True:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                        if b"CLUSTER.MEMBERS" in data:
+                            conn.sendall(b"*0\r\n")
+                            data = b""
+                        elif data.count(b"\r\n") >= 3 and data.endswith(b"\r\n"):
+                            self.seen.append(data)
+                            break  # close without an answer
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def test_lost_answer_without_session_is_outcome_unknown():
+    srv = _Swallower()
+    try:
+        c = Client("127.0.0.1:%d" % srv.port, timeout=2.0)
+        with pytest.raises(OutcomeUnknown):
+            c.put("k", "v")
+        assert len(srv.seen) == 1, "a write without a session is sent once"
+        with pytest.raises(fencelock.Unavailable):
+            c.get("k")  # reads are resent until the deadline
+        assert len(srv.seen) > 2
+    finally:
+        srv.close()
+
+
+def test_bad_endpoint_refused():
+    with pytest.raises(ValueError):
+        Client("no-port")
+
+
+def test_sign_needs_fence_sign_on_the_server(client):
+    """FENCE.SIGN comes with the `sign` part of the server; against a server without it this
+    test is skipped (FENCELOCK_REQUIRE_SIGN=1 makes it fail instead)."""
+    info = client.execute("COMMAND", "INFO", "FENCE.SIGN")
+    if (not info or info[0] is None) and os.environ.get("FENCELOCK_REQUIRE_SIGN") != "1":
+        pytest.skip("this fencelockd has no FENCE.SIGN")
+    with client.session(10000) as s, s.lock("signed") as token:
+        sig = client.sign("signed", token)
+        assert sig and all(ch in "0123456789abcdef" for ch in sig.lower()), sig
+    with pytest.raises(Stale):
+        client.sign("signed", token)
+
+
+def test_watch_compacted_is_reported_with_the_oldest_id(nodes):
+    s = nodes.start(["--event-history", "5"])
+    with Client(endpoint(s)) as c:
+        c.put("first", "x")  # "$" of an empty stream is 0-0, which means "from the oldest"
+        w = c.watch("", from_id="$")
+        assert w.read(block_ms=10) == []  # "$" resolved to the current last id
+        with c.session(10000) as sess:
+            for i in range(10):
+                sess.put("k%d" % i, "v")
+        with pytest.raises(fencelock.Compacted) as ei:
+            w.read(block_ms=10)
+        assert ei.value.oldest and "-" in ei.value.oldest, str(ei.value)
+        again = c.watch("", from_id="0").read(block_ms=10)  # from the oldest retained
+        assert again and again[0].id == ei.value.oldest
