@@ -167,3 +167,69 @@ def test_cluster_leader_signs_followers_redirect_and_verify(ctx):
         # a signature is only made on a ready leader, even for a READONLY connection
         expect_err(f.call("FENCE.SIGN", "l", t), ("NOTLEADER", "NOLEADER"), "READONLY")
         eq(f.call("FENCE.VERIFY", "l", t, want), 1, "a follower verifies with the same key")
+
+
+# ---- libfencelock and the CLI ----
+
+def _probe_sign(ctx, srv):
+    from test_client import Probe
+    p = Probe(ctx, "sign", "127.0.0.1:%d" % srv.port, "job")
+    return p
+
+
+def test_fl_lock_signed_fl_sign_and_fl_verify(ctx):
+    srv = ctx.server("--token-key", key_file(ctx, "a.key", KEY_A))
+    p = _probe_sign(ctx, srv)
+    token, got = p.expect("signed").split()
+    eq(got, sig(KEY_A, "job", int(token)), "fl_lock_signed's signature")
+    p.expect("verified")
+    summary = p.expect("tests:")
+    eq(p.wait(), 0, "fl_probe sign exit status (%s)" % summary)
+
+
+def test_fl_lock_signed_without_a_key_holds_the_lock_and_says_so(ctx):
+    p = _probe_sign(ctx, ctx.srv)
+    eq(p.expect("nokey"), "server error")
+    summary = p.expect("tests:")
+    eq(p.wait(), 0, "fl_probe sign exit status (%s)" % summary)
+
+
+def _cli(ctx, srv, *args, env=None):
+    from test_cli import cli_path
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([cli_path(ctx), "--endpoints", "127.0.0.1:%d" % srv.port] +
+                          [str(a) for a in args], capture_output=True, text=True, timeout=60,
+                          env=e)
+
+
+def test_cli_lock_exports_fencelock_token_sig_and_sign_prints_it(ctx):
+    srv = ctx.server("--token-key", key_file(ctx, "a.key", KEY_A))
+    out = ctx.tmp("env")
+    # an inherited FENCELOCK_TOKEN_SIG never reaches the command: it is replaced
+    p = _cli(ctx, srv, "lock", "job", "--", "sh", "-c",
+             'echo "$FENCELOCK_TOKEN $FENCELOCK_TOKEN_SIG" > %s; '
+             "exit 0" % out, env={"FENCELOCK_TOKEN_SIG": "inherited"})
+    eq(p.returncode, 0, "fencelock lock: %s" % p.stderr)
+    token, got = open(out).read().split()
+    eq(got, sig(KEY_A, "job", int(token)), "FENCELOCK_TOKEN_SIG")
+    # `fencelock sign`: a current token prints its signature, a stale one exits 1
+    c = ctx.conn(srv)
+    s = open_session(c)
+    t = expect_int(c.call("LOCK", "held", s))
+    p = _cli(ctx, srv, "sign", "held", t)
+    eq((p.returncode, p.stdout.strip()), (0, sig(KEY_A, "held", t)), p.stderr)
+    p = _cli(ctx, srv, "sign", "held", t + 1)
+    eq((p.returncode, p.stdout.strip()), (1, "stale"), p.stderr)
+    p = _cli(ctx, srv, "--json", "sign", "held", t)
+    assert '"sig":"%s"' % sig(KEY_A, "held", t) in p.stdout.replace(" ", ""), p.stdout
+
+
+def test_cli_lock_without_a_key_sets_no_signature_and_warns_nothing(ctx):
+    out = ctx.tmp("env")
+    p = _cli(ctx, ctx.srv, "lock", "job", "--", "sh", "-c",
+             'echo "${FENCELOCK_TOKEN_SIG-unset}" > %s' % out,
+             env={"FENCELOCK_TOKEN_SIG": "inherited"})
+    eq(p.returncode, 0, "fencelock lock: %s" % p.stderr)
+    eq(open(out).read().strip(), "unset")
+    eq(p.stderr, "", "stderr of fencelock lock without a key")
