@@ -233,3 +233,24 @@ def test_cli_lock_without_a_key_sets_no_signature_and_warns_nothing(ctx):
     eq(p.returncode, 0, "fencelock lock: %s" % p.stderr)
     eq(open(out).read().strip(), "unset")
     eq(p.stderr, "", "stderr of fencelock lock without a key")
+
+
+def test_acl_fence_sign_and_verify_need_read_and_the_lock_name(ctx):
+    from test_auth import _acl_server, _authed
+    s, _, _ = _acl_server(ctx)
+    s.stop()
+    s.extra_args += ["--token-key", key_file(ctx, "a.key", KEY_A)]
+    s.start()
+    app = _authed(ctx, s, "app", "apppw")  # read,lock,write; locks=job-*
+    sid = open_session(app)
+    t = expect_int(app.call("LOCK", "job-1", sid))
+    eq(signed(app, "job-1", t), sig(KEY_A, "job-1", t))
+    eq(app.call("FENCE.VERIFY", "job-1", t, sig(KEY_A, "job-1", t)), 1)
+    admin = _authed(ctx, s, "admin", "adminpw")
+    a_sid = open_session(admin)
+    other = expect_int(admin.call("LOCK", "other", a_sid))
+    expect_err(app.call("FENCE.SIGN", "other", other), "NOPERM", "a lock outside locks=")
+    expect_err(app.call("FENCE.VERIFY", "other", other, sig(KEY_A, "other", other)), "NOPERM")
+    dflt = _authed(ctx, s, "default", "defaultpw")  # lock only, no read
+    expect_err(dflt.call("FENCE.SIGN", "job-1", t), "NOPERM", "without the read permission")
+    expect_err(dflt.call("FENCE.VERIFY", "job-1", t, "0" * 64), "NOPERM")
