@@ -254,3 +254,18 @@ def test_acl_fence_sign_and_verify_need_read_and_the_lock_name(ctx):
     dflt = _authed(ctx, s, "default", "defaultpw")  # lock only, no read
     expect_err(dflt.call("FENCE.SIGN", "job-1", t), "NOPERM", "without the read permission")
     expect_err(dflt.call("FENCE.VERIFY", "job-1", t, "0" * 64), "NOPERM")
+
+
+def test_cli_sem_and_elect_export_the_signature_and_sign_without_a_key_exits_4(ctx):
+    srv = ctx.server("--token-key", key_file(ctx, "a.key", KEY_A))
+    for name, args in (("pool", ("sem", "pool", 2)), ("boss", ("elect", "boss", "v"))):
+        out = ctx.tmp("env-" + name)
+        p = _cli(ctx, srv, *args, "--", "sh", "-c",
+                 'echo "$FENCELOCK_TOKEN $FENCELOCK_TOKEN_SIG" > %s' % out)
+        eq(p.returncode, 0, "fencelock %s: %s" % (args[0], p.stderr))
+        token, got = open(out).read().split()
+        eq(got, sig(KEY_A, name, int(token)), "FENCELOCK_TOKEN_SIG of %s" % args[0])
+    plain = ctx.server()
+    p = _cli(ctx, plain, "sign", "x", 1)
+    eq(p.returncode, 4, "fencelock sign without a key: %s" % p.stderr)
+    assert "--token-key" in p.stderr, p.stderr
