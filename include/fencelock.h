@@ -225,6 +225,25 @@ void fl_lock_info_free(struct fl_lock_info *info);
    holder), FL_ESTALE otherwise. */
 fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
 
+/*
+ * Signed tokens (the servers run with --token-key; docs/fencing-signed.md). fl_sign writes to
+ * out the 64 lowercase hex digits (and a NUL) of HMAC-SHA256(key, "fencelock-token-v1:" +
+ * len(name) + ":" + name + ":" + token) when token is a current holder's token of name (the
+ * rule of fl_fence_check, asked of the leader): a resource holding the same key checks it
+ * without asking fencelock. FL_ESTALE: not a current token; FL_ESERVER: the servers have no
+ * --token-key (fl_client_errmsg says so). out is "" on any error.
+ * fl_lock_signed is fl_lock, then fl_sign of the grant: on FL_OK both *token and sig are set.
+ * When the lock was granted but the signature failed, *token is set, the lock is HELD, and the
+ * signing error is returned (fl_unlock it, or call fl_sign again).
+ * fl_verify asks any server whether sig is the signature of (name, token) under one of its
+ * keys (FENCE.VERIFY): *valid 1 or 0. It says the token was issued for name, not that it is
+ * still current.
+ */
+fl_err fl_sign(fl_client *c, const char *name, uint64_t token, char out[65]);
+fl_err fl_lock_signed(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token,
+                      char sig[65]);
+fl_err fl_verify(fl_client *c, const char *name, uint64_t token, const char *sig, int *valid);
+
 /* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */
 struct fl_lock_entry {
     char *name;

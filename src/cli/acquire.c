@@ -93,6 +93,17 @@ static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token)
     }
 }
 
+/* The grant's signature for FENCELOCK_TOKEN_SIG. Servers without --token-key answer an error
+   that names the flag: then there is nothing to export, silently. Any other failure leaves
+   the variable unset too, with a warning (the command still runs: the lock is held). */
+static void sign_grant(struct worker *w)
+{
+    fl_err e = fl_sign(w->cl, w->o->name, w->r.token, w->r.sig);
+    const char *msg = fl_client_errmsg(w->cl);
+    if (e != FL_OK && !(e == FL_ESERVER && strstr(msg, "--token-key")))
+        fprintf(stderr, "fencelock: FENCELOCK_TOKEN_SIG not set: %s: %s\n", fl_strerror(e), msg);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -107,6 +118,8 @@ static void *worker_main(void *arg)
     if (err == FL_OK && !stop) {
         w->r.what = "lock";
         err = lock_wait(w, s, &w->r.token);
+        if (err == FL_OK)
+            sign_grant(w);
     }
     w->r.s = s;
     w->r.err = err;

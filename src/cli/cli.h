@@ -185,6 +185,7 @@ int cmd_keys(struct cli *c, int argc, char **argv);
 int cmd_lock_info(struct cli *c, int argc, char **argv);
 int cmd_locks(struct cli *c, int argc, char **argv);
 int cmd_fence_check(struct cli *c, int argc, char **argv);
+int cmd_sign(struct cli *c, int argc, char **argv);
 int cmd_status(struct cli *c, int argc, char **argv);
 int cmd_members(struct cli *c, int argc, char **argv);
 int cmd_session(struct cli *c, int argc, char **argv);

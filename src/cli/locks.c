@@ -196,3 +196,42 @@ int cmd_fence_check(struct cli *c, int argc, char **argv)
     }
     return err == FL_OK ? EXIT_OK : EXIT_NO;
 }
+
+/* ---- sign ---- */
+
+static const char usage_sign[] =
+    "usage: fencelock sign NAME TOKEN\n"
+    "Print the signature of TOKEN for lock NAME (FENCE.SIGN; the servers need --token-key),\n"
+    "exit 1 (printing \"stale\") if TOKEN is not a current holder's token.\n";
+
+int cmd_sign(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    uint64_t token;
+    char sig[65];
+    int rc = sub_fixed(c, &a, argc, argv, 2, usage_sign);
+    if (rc != SUB_GO)
+        return rc;
+    if (parse_u64(a.pos[1], &token))
+        return sub_err(&a, "bad token '%s' (a number)", a.pos[1]);
+    fl_err err = fl_sign(c->client, a.pos[0], token, sig);
+    if (err != FL_OK && err != FL_ESTALE) {
+        cli_fail(c, err, "sign");
+        return cli_exit_for(err);
+    }
+    if (c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        jw_obj(&w);
+        jw_key(&w, "name");
+        jw_str(&w, a.pos[0]);
+        jw_key(&w, "token");
+        jw_u64(&w, token);
+        jw_key(&w, "sig");
+        jw_str(&w, err == FL_OK ? sig : NULL);
+        jw_end(&w);
+    } else {
+        printf("%s\n", err == FL_OK ? sig : "stale");
+    }
+    return err == FL_OK ? EXIT_OK : EXIT_NO;
+}

@@ -23,6 +23,8 @@ static const char usage_main[] =
     "  lock-info NAME             holder, token and waiters of a lock\n"
     "  locks [PREFIX] [--limit N] existing locks\n"
     "  fence-check NAME TOKEN     exit 0 if TOKEN is current for NAME, 1 if stale\n"
+    "  sign NAME TOKEN            print TOKEN's signature (servers with --token-key), 1 if\n"
+    "                             stale\n"
     "  status                     cluster members, leader, term, indexes\n"
     "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
     "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
@@ -76,6 +78,7 @@ static const struct {
     {"session", cmd_session}, {"watch", cmd_watch},
     {"sem", cmd_sem},         {"elect", cmd_elect},
     {"leader", cmd_leader},   {"snapshot", cmd_snapshot},
+    {"sign", cmd_sign},
 };
 
 void cli_say(const char *fmt, ...)

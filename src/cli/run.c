@@ -29,6 +29,7 @@ extern char **environ;
 #define CLOSE_BOUND_MS 1000 /* the one close attempted after the lease was at risk */
 #define FD_TRACKED 1024     /* fds below this that were open at startup are the user's */
 #define ENV_OURS 5          /* FENCELOCK_TOKEN, _SESSION, _NAME, _ENDPOINTS, _MODE */
+#define ENV_SIG ENV_OURS    /* then FENCELOCK_TOKEN_SIG when the grant was signed */
 #define HOLD_SLICE_MS 1000  /* the longest sleep of `lock NAME` without a command (hold) */
 
 /* Everything the supervisor works with; lives on run_locked's stack. */
@@ -97,8 +98,9 @@ static char *env_entry(const char *key, const char *value)
 
 static int is_ours(const char *e)
 {
-    static const char *const keys[] = {"FENCELOCK_TOKEN=", "FENCELOCK_SESSION=", "FENCELOCK_NAME=",
-                                       "FENCELOCK_ENDPOINTS=", "FENCELOCK_MODE="};
+    static const char *const keys[] = {
+        "FENCELOCK_TOKEN=",     "FENCELOCK_SESSION=", "FENCELOCK_NAME=",
+        "FENCELOCK_ENDPOINTS=", "FENCELOCK_MODE=",    "FENCELOCK_TOKEN_SIG="};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strncmp(e, keys[i], strlen(keys[i])) == 0)
             return 1;
@@ -106,14 +108,15 @@ static int is_ours(const char *e)
 }
 
 /* The command's environment: ours with FENCELOCK_* replaced. Built before fork (the child
-   may only make async-signal-safe calls). Entries [0..ENV_OURS) are malloc'ed; free with
-   env_free. */
+   may only make async-signal-safe calls). Entries [0..ENV_OURS) are malloc'ed, and
+   env[ENV_SIG] when the grant was signed (an inherited FENCELOCK_TOKEN_SIG is dropped in any
+   case); free with env_free. */
 static char **env_build(const struct run *r)
 {
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + ENV_OURS + 1, sizeof *env);
+    char **env = calloc(n + ENV_OURS + 2, sizeof *env);
     if (env == NULL)
         return NULL;
     char tok[32], sid[32];
@@ -124,22 +127,24 @@ static char **env_build(const struct run *r)
     env[2] = env_entry("FENCELOCK_NAME", r->o->name);
     env[3] = env_entry("FENCELOCK_ENDPOINTS", r->c->endpoints);
     env[4] = env_entry("FENCELOCK_MODE", run_mode(r->o));
-    if (!env[0] || !env[1] || !env[2] || !env[3] || !env[4]) {
-        for (int i = 0; i < ENV_OURS; i++)
+    if (r->a.sig[0])
+        env[ENV_SIG] = env_entry("FENCELOCK_TOKEN_SIG", r->a.sig);
+    if (!env[0] || !env[1] || !env[2] || !env[3] || !env[4] || (r->a.sig[0] && !env[ENV_SIG])) {
+        for (int i = 0; i <= ENV_SIG; i++)
             free(env[i]);
         free(env);
         return NULL;
     }
-    size_t k = ENV_OURS;
+    size_t k = env[ENV_SIG] ? ENV_SIG + 1 : ENV_OURS;
     for (size_t i = 0; i < n; i++)
         if (!is_ours(environ[i]))
             env[k++] = environ[i];
     return env;
 }
 
-static void env_free(char **env)
+static void env_free(const struct run *r, char **env)
 {
-    for (int i = 0; i < ENV_OURS; i++)
+    for (int i = 0; i < (r->a.sig[0] ? ENV_SIG + 1 : ENV_OURS); i++)
         free(env[i]);
     free(env);
 }
@@ -175,7 +180,7 @@ static int spawn(struct run *r)
         cli_say("%s %s: cannot start '%s': %s", run_noun(r->o), r->o->shown, r->o->cmd[0],
                 strerror(errno));
         if (env)
-            env_free(env);
+            env_free(r, env);
         return EXIT_ERROR;
     }
     pid_t parent = getpid();
@@ -184,7 +189,7 @@ static int spawn(struct run *r)
         child_exec(r, env, errp[1], parent);
     int fork_errno = errno;
     close(errp[1]);
-    env_free(env);
+    env_free(r, env);
     if (pid < 0) {
         close(errp[0]);
         cli_say("%s %s: fork: %s", run_noun(r->o), r->o->shown, strerror(fork_errno));

@@ -60,6 +60,7 @@ const char *run_holding(const struct run_opts *o);
 struct acquired {
     fl_session *s;  /* NULL if no session was opened; else the caller releases it */
     uint64_t token; /* valid when err == FL_OK */
+    char sig[65];   /* the grant's FENCE.SIGN (FENCELOCK_TOKEN_SIG), "" without --token-key */
     fl_err err;     /* of the open (what = "open session") or of the lock */
     const char *what;
     char msg[256]; /* fl_client_errmsg of the worker thread (the message is per thread) */

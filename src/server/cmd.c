@@ -377,6 +377,8 @@ static const struct srv_cmd cmd_table[] = {
     CMD("UNLOCK", -3, CMD_WRITE, unlockCommand),
     CMD("LOCK.INFO", 2, CMD_READ, lockInfoCommand),
     CMD("FENCE.CHECK", 3, CMD_READ, fenceCheckCommand),
+    CMD("FENCE.SIGN", 3, CMD_READ | CMD_FRESH, fenceSignCommand),
+    CMD("FENCE.VERIFY", 4, CMD_LOCAL, fenceVerifyCommand),
     CMD("PUT", -3, CMD_WRITE, putCommand),
     CMD("DEL", -2, CMD_WRITE, delCommand),
     CMD("GET", 2, CMD_READ, getCommand),

@@ -5,6 +5,7 @@
  * Every command is `void fooCommand(struct srv_req *r)` in the file of its family:
  *   cmd_session.c  SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE
  *   cmd_lock.c     LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK, LOCKS
+ *   cmd_sign.c     FENCE.SIGN, FENCE.VERIFY (signed tokens, --token-key)
  *   cmd_prims.c    SEM.ACQUIRE / RELEASE / INFO, ELECT.CAMPAIGN / PROCLAIM / RESIGN / LEADER
  *   observe.c      ELECT.OBSERVE (parked until the election changes)
  *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
@@ -139,6 +140,8 @@ void lockCommand(struct srv_req *r);
 void unlockCommand(struct srv_req *r);
 void lockInfoCommand(struct srv_req *r);
 void fenceCheckCommand(struct srv_req *r);
+void fenceSignCommand(struct srv_req *r);
+void fenceVerifyCommand(struct srv_req *r);
 void locksCommand(struct srv_req *r);
 void putCommand(struct srv_req *r);
 void delCommand(struct srv_req *r);

@@ -78,6 +78,8 @@ static const struct perm_rule perm_rules[] = {
     {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
     {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0, 0},
+    {"FENCE.SIGN", ACL_READ, PT_LOCK, 1, 0, 0},
+    {"FENCE.VERIFY", ACL_READ, PT_LOCK, 1, 0, 0},
     {"LOCKS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_lock */
     /* semaphores and elections: their names are lock names (locks= globs) */
     {"SEM.ACQUIRE", ACL_LOCK, PT_LOCK, 1, 0, 0},

@@ -196,6 +196,12 @@ void srv_config_usage(FILE *f)
           "  --tls-handshake-timeout MS\n"
           "                          a client slower to finish its handshake is closed\n"
           "                          (default 10000)\n"
+          "  --token-key FILE[,FILE2]\n"
+          "                          HMAC key(s) of FENCE.SIGN (signs with FILE) and\n"
+          "                          FENCE.VERIFY (accepts both: rotation); each at least 16\n"
+          "                          bytes, one trailing newline dropped. Re-read on SIGHUP\n"
+          "                          (a bad file keeps the old keys). Every member needs the\n"
+          "                          same files\n"
           "  --version, -V           print the version and exit\n"
           "  --hash-password         read a password from stdin, print its HASH for\n"
           "                          --acl-file, exit (must be the only flag)\n"
@@ -450,6 +456,25 @@ static int check_peer(const struct srv_config *c)
     return -1;
 }
 
+/* --token-key FILE[,FILE2]: one or two paths, none empty (a path cannot hold a comma). */
+static int parse_token_keys(struct srv_config *c, const char *v)
+{
+    size_t n = 0;
+    for (const char *p = v;; n++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (n == TSIG_MAX_KEYS || !len || len >= TSIG_PATH_MAX)
+            return -1;
+        memcpy(c->token_key[n], p, len);
+        c->token_key[n][len] = 0;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    c->n_token_keys = n + 1;
+    return 0;
+}
+
 static int set_str(struct srv_config *c, const char *flag, const char *v)
 {
     if (!strcmp(flag, "--data-dir")) {
@@ -509,6 +534,8 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
         return copy_path(c->peer_password_file, sizeof(c->peer_password_file), v);
     if (!strcmp(flag, "--audit-log"))
         return copy_path(c->audit_log, sizeof(c->audit_log), v);
+    if (!strcmp(flag, "--token-key"))
+        return parse_token_keys(c, v);
     if (!strcmp(flag, "--peer-user")) {
         for (const char *p = v; *p; p++)
             if ((unsigned char)*p <= ' ' || *p == 0x7f)

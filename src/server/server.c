@@ -69,7 +69,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s) || srv_tls_init(s))
+    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s) || srv_tls_init(s) || srv_tsig_init(s))
         return -1;
     if (audit_open(&s->audit, cfg->audit_log)) {
         LOGE(&s->log, "--audit-log %s cannot be opened: %s", cfg->audit_log, strerror(errno));
@@ -125,7 +125,8 @@ static void tick_cb(uv_timer_t *t)
 
 /* SIGHUP reloads what was read from files at start: --audit-log is reopened (log rotation),
  * --peer-password-file re-read, --acl-file (a malformed file keeps the old rules) and the TLS
- * certificate, key and CA (a bad set keeps the old one). */
+ * certificate, key and CA (a bad set keeps the old one), --token-key (a bad file keeps the
+ * old keys). */
 static void on_hup(uv_signal_t *h, int sig)
 {
     struct srv *s = h->data;
@@ -134,11 +135,13 @@ static void on_hup(uv_signal_t *h, int sig)
     srv_peer_reload(s);
     srv_auth_reload(s);
     srv_tls_reload(s);
+    srv_tsig_reload(s);
 }
 
 static void hup_start(struct srv *s)
 {
-    if (!s->auth.on && !s->tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0])
+    if (!s->auth.on && !s->tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0] &&
+        !s->cfg.n_token_keys)
         return;
     uv_signal_init(s->loop, &s->sig_hup);
     s->sig_hup.data = s;
@@ -222,6 +225,7 @@ void srv_free(struct srv *s)
     srv_auth_free(s);
     audit_close(&s->audit);
     srv_tls_free(s);
+    tsig_wipe(&s->tsig);
     srv_free_slots(s);
     fsm_free(s->fsm);
     s->fsm = NULL;

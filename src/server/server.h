@@ -39,6 +39,7 @@
 #include "server/lease.h"
 #include "server/metrics.h"
 #include "server/tls.h"
+#include "server/tokensig.h"
 #include "server/watch.h"
 
 #define FENCELOCK_VERSION "0.1.0"
@@ -89,6 +90,9 @@ struct srv_config {
     struct tls_config tls; /* --tls-*: cert "" = the client port is plain text */
     /* --peer-tls-cert/-key/-ca: mutual TLS on the Raft port; all three or none ("") */
     char peer_tls_cert[512], peer_tls_key[512], peer_tls_ca[512];
+    /* --token-key FILE[,FILE2]: FENCE.SIGN signs with the first, FENCE.VERIFY accepts each */
+    char token_key[TSIG_MAX_KEYS][TSIG_PATH_MAX];
+    size_t n_token_keys; /* 0 = no key: FENCE.SIGN / FENCE.VERIFY refused */
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
@@ -207,6 +211,7 @@ struct srv {
     struct lease lease;           /* deadline tables and rules (timers.c drives it) */
     struct srv_auth auth;         /* --acl-file users, AUTH (auth.c) */
     struct audit audit;           /* --audit-log (audit.c) */
+    struct tsig tsig;             /* --token-key keys (cmd_sign.c; never logged) */
     struct map holds;             /* name -> monotonic grant time (the hold histogram) */
     struct map parked;            /* name+sid -> parked LOCK slots (parked.c) */
     struct watch watch;           /* the event history XREAD reads (cmd_watch.c) */
@@ -350,6 +355,12 @@ void srv_observe_tick(struct srv *s, uint64_t now);
 /* Answer parked observers with the error for `status`: all (shutdown) or the non-READONLY. */
 void srv_observe_fail(struct srv *s, int status, bool all);
 void srv_observe_free(struct srv *s);
+
+/* cmd_sign.c: the --token-key keys of FENCE.SIGN / FENCE.VERIFY */
+/* Read the key files when configured: 0, or -1 (logged; the server must not start). */
+int srv_tsig_init(struct srv *s);
+/* SIGHUP: read them again (a missing or short file keeps the old keys). */
+void srv_tsig_reload(struct srv *s);
 
 /* reads.c: linearizable reads behind shared barriers */
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
