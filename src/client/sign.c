@@ -1,7 +1,7 @@
 /*
  * sign.c — signed fencing tokens: fl_sign (FENCE.SIGN), fl_lock_signed (a grant and its
  * signature) and fl_verify (FENCE.VERIFY). The servers hold the key (--token-key); the client
- * never sees it. A signature is 64 lowercase hex digits (docs/fencing-signed.md).
+ * never sees it. A signature is 64 lowercase hex digits (docs/fencing.md "Signed tokens").
  */
 #include <string.h>
 

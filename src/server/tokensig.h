@@ -1,6 +1,6 @@
 /*
  * tokensig — signed fencing tokens (FENCE.SIGN / FENCE.VERIFY, --token-key): the keys and the
- * one encoding a resource checks against (docs/fencing-signed.md; never change it, verifiers
+ * one encoding a resource checks against (docs/fencing.md "Signed tokens"; never change it, verifiers
  * outside this repository, e.g. the PostgreSQL guard, implement the same bytes):
  *   key = a key file's bytes, one trailing "\n" removed; TSIG_KEY_MIN..TSIG_KEY_MAX bytes
  *   msg = "fencelock-token-v1:" <decimal len(name)> ":" <name> ":" <decimal token>

@@ -1,4 +1,4 @@
-"""Signed fencing tokens: --token-key, FENCE.SIGN and FENCE.VERIFY (docs/fencing-signed.md).
+"""Signed fencing tokens: --token-key, FENCE.SIGN and FENCE.VERIFY (docs/fencing.md "Signed tokens").
 
 Every expected signature is computed here with Python's hmac module from the encoding in the
 docs, never read back from the server: the test fails if the server's bytes drift."""
