@@ -265,17 +265,25 @@ def test_bad_endpoint_refused():
         Client("no-port")
 
 
-def test_sign_needs_fence_sign_on_the_server(client):
-    """FENCE.SIGN comes with the `sign` part of the server; against a server without it this
-    test is skipped (FENCELOCK_REQUIRE_SIGN=1 makes it fail instead)."""
-    info = client.execute("COMMAND", "INFO", "FENCE.SIGN")
-    if (not info or info[0] is None) and os.environ.get("FENCELOCK_REQUIRE_SIGN") != "1":
-        pytest.skip("this fencelockd has no FENCE.SIGN")
-    with client.session(10000) as s, s.lock("signed") as token:
-        sig = client.sign("signed", token)
-        assert sig and all(ch in "0123456789abcdef" for ch in sig.lower()), sig
-    with pytest.raises(Stale):
-        client.sign("signed", token)
+def test_sign_returns_the_servers_hmac_and_stale_after_unlock(nodes, tmp_path):
+    """FENCE.SIGN through Client.sign: the signature is HMAC-SHA256 of the fixed encoding
+    (docs/fencing.md "Signed tokens") under the server's --token-key; an old token is Stale."""
+    import hashlib
+    import hmac
+    key = b"k" * 32
+    path = tmp_path / "token.key"
+    path.write_bytes(key + b"\n")
+    node = nodes.start(args=["--token-key", str(path)])
+    client = Client(endpoint(node), timeout=5.0)
+    try:
+        with client.session(10000) as s, s.lock("signed") as token:
+            sig = client.sign("signed", token)
+            msg = b"fencelock-token-v1:6:signed:%d" % token
+            assert sig == hmac.new(key, msg, hashlib.sha256).hexdigest(), sig
+        with pytest.raises(Stale):
+            client.sign("signed", token)
+    finally:
+        client.close()
 
 
 def test_watch_compacted_is_reported_with_the_oldest_id(nodes):
