@@ -565,11 +565,6 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         return -1;
     }
     char err[200];
-    if (c->n_join && c->tls.cert[0]) {
-        fprintf(stderr, "fencelockd: --join cannot be used with --tls-cert yet (its CLUSTER.ADD "
-                        "is plain RESP; docs/security.md)\n");
-        return -1;
-    }
     if (tls_config_check(&c->tls, c->acl_file[0] != 0, err, sizeof err)) {
         fprintf(stderr, "fencelockd: %s\n", err);
         return -1;
