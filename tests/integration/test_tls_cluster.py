@@ -8,6 +8,7 @@ retried with a growing wait. On SIGHUP the Raft port's certificate, key and CA a
 too. Certificates are made with the openssl command in the test's temp dir."""
 
 import os
+import shutil
 import signal
 import ssl
 import time
@@ -143,3 +144,49 @@ def test_tls_cluster_announces_redirects_joins_and_refuses_a_wrong_ca(ctx):
 
 
 test_tls_cluster_announces_redirects_joins_and_refuses_a_wrong_ca.timeout = 150
+
+
+def test_peer_tls_sighup_reloads_certificates_for_new_connections(ctx):
+    """The --peer-tls-* files of every member replaced by a new CA's and SIGHUP: new Raft
+    connections use them, so a node with the new CA's certificate joins (the members verify it
+    against the new CA, it verifies them), and a restarted follower reconnects."""
+    from cluster import ready_leader, start_cluster
+    from test_peer_tls import make_pki, tls_flags
+    old, new = make_pki(ctx, "old"), make_pki(ctx, "new")
+    live = {k: ctx.tmp("live-" + k) for k in ("cert", "key", "ca")}
+    for k in live:
+        shutil.copyfile(old[k], live[k])
+    servers = start_cluster(ctx, 3, extra=tls_flags(live))
+    leader = ready_leader(servers, timeout=30)
+    for k in live:
+        shutil.copyfile(new[k], live[k])
+    for s in servers:
+        os.kill(s.proc.pid, signal.SIGHUP)
+    for s in servers:
+        wait_until(lambda s=s: "SIGHUP: peer TLS certificate, key and CA reloaded"
+                   in s.log_text(), timeout=10, what="node %d reloaded" % s.node_id)
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING + tls_flags(new))
+    n4.start(wait=False)
+
+    def voter():
+        with Conn(leader.port, timeout=5) as c:
+            r = c.call("CLUSTER.MEMBERS")
+        return any(as_map(m)["id"] == 4 and text(as_map(m)["role"]) == "follower" for m in r)
+    wait_until(voter, timeout=45, interval=0.3, what="node 4 (new CA) a voter")
+    f = [s for s in servers if s is not leader][0]
+    f.kill9()
+    f.start(wait=False)
+    with Conn(leader.port, timeout=5) as c:
+        expect_int(c.call("PUT", "after", "reload"))
+
+    def caught_up():
+        try:
+            with Conn(f.port, timeout=2) as c:
+                expect_ok(c.call("READONLY"))
+                return c.call("GET", "after") == b"reload"
+        except (OSError, ConnectionClosed, ReplyTimeout):
+            return False
+    wait_until(caught_up, timeout=30, interval=0.2, what="the restarted follower caught up")
+
+
+test_peer_tls_sighup_reloads_certificates_for_new_connections.timeout = 120
