@@ -301,3 +301,10 @@ uint64_t rn_raft_rejected(struct rn *rn, int reason)
 {
     return rn_transport_rejected(&rn->transport, (enum rn_wire_reason)reason);
 }
+int rn_peer_tls_reload(struct rn *rn, char *err, size_t errlen)
+{
+    if (!rn->cfg.peer_tls_cert)
+        return 0;
+    return rn_transport_tls(&rn->transport, rn->cfg.peer_tls_cert, rn->cfg.peer_tls_key,
+                            rn->cfg.peer_tls_ca, err, errlen);
+}

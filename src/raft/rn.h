@@ -92,6 +92,10 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
  * to 5 s while the raft address is still in use (logged); fails naming the address and the
  * reason when it cannot listen. */
 int rn_start(struct rn *rn, char *err, size_t errlen);
+/* SIGHUP: read the --peer-tls-* files again. Connections made from now on use them; open ones
+ * keep the context they were made with. 0 (also without peer TLS), or -1 with the reason in
+ * err and the previous files still in use. */
+int rn_peer_tls_reload(struct rn *rn, char *err, size_t errlen);
 /* Disaster recovery, instead of rn_start, on a stopped node: append a configuration of exactly
  * cfg->peers to the log on disk (libraft's raft_recover), for a cluster that lost its majority
  * for good. Only on one survivor, the one with the highest term and longest log. */

@@ -65,7 +65,8 @@ int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *
     struct tp *tp = t->impl;
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_method());
-    uint8_t *in = malloc(RN_TP_TLS_READ);
+    /* a reload keeps the read buffer: only the context changes */
+    uint8_t *in = tp->tls_in ? tp->tls_in : malloc(RN_TP_TLS_READ);
     if (!ctx || !in) {
         snprintf(err, errlen, "peer TLS: out of memory");
         goto fail;
@@ -80,13 +81,14 @@ int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     if (tls_ctx_load(ctx, cert, key, ca, err, errlen))
         goto fail;
-    tp_tls_free(tp);
+    SSL_CTX_free(tp->tls); /* sessions made with the old one hold their own references */
     tp->tls = ctx;
     tp->tls_in = in;
     return 0;
 fail:
     SSL_CTX_free(ctx);
-    free(in);
+    if (in != tp->tls_in)
+        free(in);
     return -1;
 }
 

@@ -172,6 +172,7 @@ void srv_config_usage(FILE *f)
           "                          Raft port; needs --peer-tls-key and --peer-tls-ca\n"
           "  --peer-tls-key FILE     its private key (PEM)\n"
           "  --peer-tls-ca FILE      the CA (PEM) every peer's certificate must chain to\n"
+          "                          (the three are reloaded on SIGHUP for new connections)\n"
           "  --insecure-no-auth      allow --listen on a non-loopback address without\n"
           "                          --acl-file (otherwise refused)\n"
           "  --peer-user NAME        the user this node authenticates as (AUTH) before its\n"
@@ -186,8 +187,10 @@ void srv_config_usage(FILE *f)
           "  --tls-cert FILE --tls-key FILE\n"
           "                          the client port speaks TLS only (PEM certificate chain\n"
           "                          and key; TLS 1.2+). Reloaded on SIGHUP (a bad pair\n"
-          "                          keeps the old one)\n"
-          "  --tls-ca FILE           CA certificates client certificates must chain to\n"
+          "                          keeps the old one). This node's calls to other members\n"
+          "                          (CLUSTER.ANNOUNCE, --join) use TLS and this pair too\n"
+          "  --tls-ca FILE           CA certificates client certificates (and other members'\n"
+          "                          certificates, for this node's calls) must chain to\n"
           "  --tls-client-auth none|optional|require\n"
           "                          ask for a client certificate (default none)\n"
           "  --tls-user-from-cn      the client certificate's CN is the ACL user the\n"
@@ -603,11 +606,6 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
         return -1;
     }
     char err[200];
-    if (c->n_join && c->tls.cert[0]) {
-        fprintf(stderr, "fencelockd: --join cannot be used with --tls-cert yet (its CLUSTER.ADD "
-                        "is plain RESP; docs/security.md)\n");
-        return -1;
-    }
     if (tls_config_check(&c->tls, c->acl_file[0] != 0, err, sizeof err)) {
         fprintf(stderr, "fencelockd: %s\n", err);
         return -1;

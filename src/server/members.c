@@ -23,9 +23,20 @@
  * and holds every further attempt back for PEER_RETRY_MIN_MS, doubling up to
  * PEER_RETRY_MAX_MS: a wrong password never becomes a loop of slow AUTHs against the leader.
  *
+ * TLS: when this node's client port speaks TLS (--tls-cert), so do the other members' (one
+ * cluster, one setting), and the connection is TLS too (tls.h: the client context presents
+ * this node's certificate and verifies the server's against --tls-ca). The engine works on
+ * memory BIOs, so the loop never blocks: ciphertext read goes through tls_conn_feed, and
+ * whatever the session has to send (handshake records, then the sealed request) is written
+ * after every feed. A failed handshake (wrong CA, certificate refused) is logged with what to
+ * check and held back like a refusal for want of credentials.
+ *
  * Life cycle (both kinds), `enum announce_state`, moved only by announce_to:
  *   (none) --tick--> CONNECTING --connected--> WRITING --written--> READING
  *   CONNECTING | WRITING | READING --reply line, EOF, error or timeout--> CLOSING --> (none)
+ * With TLS, WRITING ends as soon as the ClientHello is queued: in READING the rest of the
+ * handshake and the request are written as the server's records arrive (each write its own
+ * request, freed by its callback, which libuv runs before the handle's close callback).
  * `s->announce` is NULL once the handle closed.
  */
 #include <assert.h>
@@ -50,6 +61,9 @@ struct srv_announce {
     struct buf out;
     char rbuf[256];
     size_t rlen;
+    char raw[512];        /* plain TCP: what one read brings (TLS reads into s->tls->raw) */
+    struct tls_conn *tls; /* with --tls-cert: the client session, else NULL */
+    struct buf plain;     /* TLS: decrypted bytes of one read */
     uint64_t started_ms, timeout_ms;
     enum announce_state state; /* announce_to only */
     bool join;
@@ -147,6 +161,8 @@ static void announce_closed(uv_handle_t *h)
     if (a->out.p) /* it held the peer password */
         sodium_memzero(a->out.p, a->out.cap);
     buf_free(&a->out);
+    buf_free(&a->plain);
+    tls_conn_free(a->tls);
     free(a);
 }
 
@@ -162,7 +178,10 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
     struct srv_announce *a = h->data;
     (void)suggested;
-    *b = uv_buf_init(a->rbuf + a->rlen, (unsigned)(sizeof(a->rbuf) - 1 - a->rlen));
+    if (a->tls) /* alloc and read run back to back: the shared buffer is free */
+        *b = uv_buf_init(a->s->tls->raw, sizeof(a->s->tls->raw));
+    else
+        *b = uv_buf_init(a->raw, sizeof(a->raw));
 }
 
 /* A join answer: -NOTLEADER host:port moves the next attempt to the leader; any other error
@@ -204,16 +223,23 @@ static const char *peer_hint(const struct srv *s, const char *line, size_t n)
     return "check --peer-user and its password (--peer-password-file is re-read on SIGHUP)";
 }
 
-/* A refusal for want of credentials: logged with what to fix; attempts held back. */
-static void peer_refused(struct srv_announce *a, const char *line, size_t n)
+/* No new attempt for a while, doubling with each refusal in a row: the wait in ms. */
+static uint64_t peer_hold_back(struct srv *s)
 {
-    struct srv *s = a->s;
     uint64_t wait = PEER_RETRY_MIN_MS;
     for (unsigned i = 0; i < s->peer_refusals && wait < PEER_RETRY_MAX_MS; i++)
         wait *= 2;
     wait = wait > PEER_RETRY_MAX_MS ? PEER_RETRY_MAX_MS : wait;
     s->peer_refusals++;
     s->peer_retry_ms = srv_now_ms() + wait;
+    return wait;
+}
+
+/* A refusal for want of credentials: logged with what to fix; attempts held back. */
+static void peer_refused(struct srv_announce *a, const char *line, size_t n)
+{
+    struct srv *s = a->s;
+    uint64_t wait = peer_hold_back(s);
     LOGW(&s->log, "%s to %s refused (%.*s): %s; next attempt in %llu s",
          a->join ? "join: CLUSTER.ADD" : "CLUSTER.ANNOUNCE", a->target,
          (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line, peer_hint(s, line, n),
@@ -249,28 +275,17 @@ static bool announce_line(struct srv_announce *a, const char *line, size_t n)
     return true;
 }
 
-/* Reads the reply lines (each answer is a simple string or an error): AUTH's, if sent, then
- * the request's. */
-static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+/* The complete lines in rbuf; true when the connection was closed (last line read). */
+static bool announce_lines(struct srv_announce *a)
 {
-    struct srv_announce *a = st->data;
-    (void)b;
-    if (n < 0) {
-        if (a->join) /* the target is gone: start over from the --join address */
-            a->s->join_target[0] = 0;
-        announce_close(a);
-        return;
-    }
-    a->rlen += (size_t)n;
-    a->rbuf[a->rlen] = 0;
     for (;;) {
         char *eol = strstr(a->rbuf, "\r\n");
         if (!eol && a->rlen < sizeof(a->rbuf) - 1)
-            return;
+            return false;
         size_t len = eol ? (size_t)(eol - a->rbuf) : a->rlen;
         if (announce_line(a, a->rbuf, len)) {
             announce_close(a);
-            return;
+            return true;
         }
         size_t used = eol ? len + 2 : a->rlen; /* an overlong line counts as one */
         memmove(a->rbuf, a->rbuf + used, a->rlen - used + 1);
@@ -278,10 +293,138 @@ static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
     }
 }
 
+/* Reply bytes (plaintext) into the line buffer, a buffer's worth at a time: the reply lines
+ * (each answer is a simple string or an error) are AUTH's, if sent, then the request's. */
+static void announce_bytes(struct srv_announce *a, const char *p, size_t n)
+{
+    while (n) {
+        size_t take = sizeof(a->rbuf) - 1 - a->rlen;
+        take = take < n ? take : n;
+        memcpy(a->rbuf + a->rlen, p, take);
+        a->rlen += take;
+        a->rbuf[a->rlen] = 0;
+        p += take;
+        n -= take;
+        if (announce_lines(a))
+            return;
+    }
+}
+
+/* TLS: one write of the records the session has pending; freed by its callback. */
+struct ann_write {
+    uv_write_t req;
+    struct srv_announce *a;
+    struct buf wire;
+};
+
+static void tls_written(uv_write_t *req, int status)
+{
+    struct ann_write *w = req->data;
+    struct srv_announce *a = w->a; /* alive: write callbacks run before the close callback */
+    buf_free(&w->wire);
+    free(w);
+    if (status < 0 && a->state != ANN_CLOSING)
+        announce_close(a);
+}
+
+/* TLS: seal a->out once the handshake is through, and write every pending record. 0 or -1. */
+static int tls_flush(struct srv_announce *a)
+{
+    struct ann_write *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -1;
+    w->a = a;
+    w->req.data = w;
+    int rc = tls_conn_seal(a->tls, &a->out, &w->wire);
+    if (rc == 0 && !w->wire.len) {
+        buf_free(&w->wire);
+        free(w);
+        return 0;
+    }
+    uv_buf_t ub = uv_buf_init(w->wire.p, (unsigned)w->wire.len);
+    if (rc || uv_write(&w->req, (uv_stream_t *)&a->tcp, &ub, 1, tls_written)) {
+        buf_free(&w->wire);
+        free(w);
+        return -1;
+    }
+    return 0;
+}
+
+/* A TLS session that failed (handshake or later): logged with what to check; held back. */
+static void tls_failed(struct srv_announce *a, const char *err)
+{
+    struct srv *s = a->s;
+    const char *verify = tls_conn_verify_error(a->tls);
+    bool up = tls_conn_ready(a->tls);
+    uint64_t wait = peer_hold_back(s);
+    LOGW(&s->log, "%s to %s: TLS %s: %s%s%s%s; next attempt in %llu s",
+         a->join ? "join" : "announce", a->target, up ? "session failed" : "handshake failed",
+         err[0] ? err : "closed", verify ? " (" : "", verify ? verify : "", verify ? ")" : "",
+         (unsigned long long)(wait / 1000));
+    if (!s->announce_tls_logged)
+        LOGW(&s->log, "TLS to other members' client ports: the server's certificate must chain "
+                      "to --tls-ca, and a member that asks for client certificates must accept "
+                      "this node's --tls-cert (docs/security.md)");
+    s->announce_tls_logged = true;
+    if (a->join)
+        s->join_target[0] = 0;
+    announce_close(a);
+}
+
+/* TLS: ciphertext in; what the session answers out; the plaintext to the line reader. */
+static void tls_input(struct srv_announce *a, const char *raw, size_t n)
+{
+    char err[256];
+    a->plain.len = 0;
+    int rc = tls_conn_feed(a->tls, raw, n, &a->plain, err, sizeof err);
+    if (rc < 0) {
+        tls_failed(a, err);
+        return;
+    }
+    if (tls_flush(a)) {
+        announce_close(a);
+        return;
+    }
+    announce_bytes(a, a->plain.p, a->plain.len);
+}
+
+static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+    struct srv_announce *a = st->data;
+    if (n < 0) {
+        if (a->tls && !tls_conn_ready(a->tls)) { /* closed during the handshake */
+            tls_failed(a, "");
+            return;
+        }
+        if (a->join) /* the target is gone: start over from the --join address */
+            a->s->join_target[0] = 0;
+        announce_close(a);
+        return;
+    }
+    if (a->tls)
+        tls_input(a, b->base, (size_t)n);
+    else
+        announce_bytes(a, b->base, (size_t)n);
+}
+
 static void announce_written(uv_write_t *req, int status)
 {
     struct srv_announce *a = req->data;
     if (status < 0 || a->state == ANN_CLOSING) {
+        announce_close(a);
+        return;
+    }
+    announce_to(a, ANN_READING);
+    if (uv_read_start((uv_stream_t *)&a->tcp, announce_alloc, announce_read))
+        announce_close(a);
+}
+
+/* TLS: a client session; its ClientHello goes out, then replies are read (see the top). */
+static void announce_tls_start(struct srv_announce *a)
+{
+    char err[256];
+    a->tls = tls_conn_new_client(a->s->tls);
+    if (!a->tls || tls_conn_feed(a->tls, NULL, 0, &a->plain, err, sizeof err) < 0 || tls_flush(a)) {
         announce_close(a);
         return;
     }
@@ -300,6 +443,10 @@ static void announce_connected(uv_connect_t *req, int status)
         return;
     }
     announce_to(a, ANN_WRITING);
+    if (a->s->tls) {
+        announce_tls_start(a);
+        return;
+    }
     uv_buf_t ub = uv_buf_init(a->out.p, (unsigned)a->out.len);
     a->wreq.data = a;
     if (uv_write(&a->wreq, (uv_stream_t *)&a->tcp, &ub, 1, announce_written))
@@ -496,13 +643,6 @@ void srv_members_tick(struct srv *s)
     }
     if (s->role != RN_FOLLOWER || self_entry_current(s))
         return;
-    if (s->tls) { /* the announce speaks plain RESP; the leader's port would count garbage */
-        if (!s->announce_tls_logged)
-            LOGI(&s->log, "member table: this node's client address is not announced to the "
-                          "leader while the client port speaks TLS (docs/security.md)");
-        s->announce_tls_logged = true;
-        return;
-    }
     s->announce_last_ms = now;
     announce_tick(s, now);
 }

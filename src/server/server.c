@@ -123,10 +123,22 @@ static void tick_cb(uv_timer_t *t)
     srv_tick(t->data);
 }
 
+/* --peer-tls-*: new Raft connections use the files read again; open ones keep theirs. */
+static void peer_tls_reload(struct srv *s)
+{
+    char err[256];
+    if (!s->cfg.peer_tls_cert[0])
+        return;
+    if (rn_peer_tls_reload(s->rn, err, sizeof err))
+        LOGE(&s->log, "SIGHUP: %s; the previous peer certificate, key and CA stay", err);
+    else
+        LOGI(&s->log, "SIGHUP: peer TLS certificate, key and CA reloaded");
+}
+
 /* SIGHUP reloads what was read from files at start: --audit-log is reopened (log rotation),
- * --peer-password-file re-read, --acl-file (a malformed file keeps the old rules) and the TLS
- * certificate, key and CA (a bad set keeps the old one), --token-key (a bad file keeps the
- * old keys). */
+ * --peer-password-file re-read, --acl-file (a malformed file keeps the old rules), the TLS
+ * certificate, key and CA and the peer TLS ones (a bad set keeps the old one), --token-key
+ * (a bad file keeps the old keys). */
 static void on_hup(uv_signal_t *h, int sig)
 {
     struct srv *s = h->data;
@@ -136,12 +148,13 @@ static void on_hup(uv_signal_t *h, int sig)
     srv_auth_reload(s);
     srv_tls_reload(s);
     srv_tsig_reload(s);
+    peer_tls_reload(s);
 }
 
 static void hup_start(struct srv *s)
 {
     if (!s->auth.on && !s->tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0] &&
-        !s->cfg.n_token_keys)
+        !s->cfg.n_token_keys && !s->cfg.peer_tls_cert[0])
         return;
     uv_signal_init(s->loop, &s->sig_hup);
     s->sig_hup.data = s;

@@ -230,7 +230,7 @@ struct srv {
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
-    bool announce_tls_logged; /* the skipped announce on a TLS client port was logged */
+    bool announce_tls_logged; /* the hint after a failed TLS announce or join was logged */
     /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     char join_target[PROTO_ADDR_BUF];
     bool joined;              /* --join: this node is a voter (or was already at start) */

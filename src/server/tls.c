@@ -113,6 +113,50 @@ fail:
     return NULL;
 }
 
+/* The client context for calls to other members (tls.h says what it checks): NULL with the
+ * reason in err. */
+static SSL_CTX *client_ctx_build(const struct tls_config *cfg, char *err, size_t errlen)
+{
+    err[0] = '\0';
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        ssl_errors(err, errlen);
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+    SSL_CTX_clear_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    const char *what = "client certificate";
+    if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1 ||
+        SSL_CTX_use_PrivateKey_file(ctx, cfg->key, SSL_FILETYPE_PEM) != 1)
+        goto fail;
+    what = "CA (client side)";
+    if (cfg->ca[0] ? SSL_CTX_load_verify_locations(ctx, cfg->ca, NULL) != 1
+                   : SSL_CTX_set_default_verify_paths(ctx) != 1)
+        goto fail;
+    return ctx;
+fail:
+    snprintf(err, errlen, "%s", what);
+    ssl_errors(err, errlen);
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+/* Both contexts, or neither (0 or -1 with the reason in err). */
+static int ctx_pair_build(const struct tls_config *cfg, SSL_CTX **srv, SSL_CTX **cli, char *err,
+                          size_t errlen)
+{
+    *srv = ctx_build(cfg, err, errlen);
+    *cli = *srv ? client_ctx_build(cfg, err, errlen) : NULL;
+    if (*cli)
+        return 0;
+    SSL_CTX_free(*srv);
+    *srv = NULL;
+    return -1;
+}
+
 struct srv_tls *tls_new(const struct tls_config *cfg, struct logger *log)
 {
     char err[512];
@@ -120,8 +164,7 @@ struct srv_tls *tls_new(const struct tls_config *cfg, struct logger *log)
     if (!t)
         return NULL;
     t->cfg = *cfg;
-    t->ctx = ctx_build(cfg, err, sizeof err);
-    if (!t->ctx) {
+    if (ctx_pair_build(cfg, &t->ctx, &t->client_ctx, err, sizeof err)) {
         LOGE(log, "TLS: %s (--tls-cert %s, --tls-key %s%s%s)", err, cfg->cert, cfg->key,
              cfg->ca[0] ? ", --tls-ca " : "", cfg->ca);
         free(t);
@@ -139,31 +182,34 @@ void tls_free(struct srv_tls *t)
     if (!t)
         return;
     SSL_CTX_free(t->ctx);
+    SSL_CTX_free(t->client_ctx);
     free(t);
 }
 
 int tls_reload(struct srv_tls *t, struct logger *log)
 {
     char err[512];
-    SSL_CTX *ctx = ctx_build(&t->cfg, err, sizeof err);
-    if (!ctx) {
+    SSL_CTX *ctx, *cli;
+    if (ctx_pair_build(&t->cfg, &ctx, &cli, err, sizeof err)) {
         t->reload_failures++;
         LOGE(log, "SIGHUP: TLS certificate/key not reloaded (%s); the previous ones stay", err);
         return -1;
     }
     SSL_CTX_free(t->ctx); /* open connections hold their own references */
     t->ctx = ctx;
+    SSL_CTX_free(t->client_ctx);
+    t->client_ctx = cli;
     t->reloads++;
     LOGI(log, "SIGHUP: TLS certificate, key and CA reloaded");
     return 0;
 }
 
-struct tls_conn *tls_conn_new(struct srv_tls *t)
+static struct tls_conn *conn_new(SSL_CTX *ctx, bool server)
 {
     struct tls_conn *tc = calloc(1, sizeof(*tc));
     if (!tc)
         return NULL;
-    tc->ssl = SSL_new(t->ctx);
+    tc->ssl = SSL_new(ctx);
     tc->rbio = BIO_new(BIO_s_mem());
     tc->wbio = BIO_new(BIO_s_mem());
     if (!tc->ssl || !tc->rbio || !tc->wbio) {
@@ -176,8 +222,27 @@ struct tls_conn *tls_conn_new(struct srv_tls *t)
     /* an empty memory BIO means "no data yet", not end of file */
     BIO_set_mem_eof_return(tc->rbio, -1);
     SSL_set_bio(tc->ssl, tc->rbio, tc->wbio);
-    SSL_set_accept_state(tc->ssl);
+    if (server)
+        SSL_set_accept_state(tc->ssl);
+    else
+        SSL_set_connect_state(tc->ssl);
     return tc;
+}
+
+struct tls_conn *tls_conn_new(struct srv_tls *t)
+{
+    return conn_new(t->ctx, true);
+}
+
+struct tls_conn *tls_conn_new_client(struct srv_tls *t)
+{
+    return conn_new(t->client_ctx, false);
+}
+
+const char *tls_conn_verify_error(const struct tls_conn *tc)
+{
+    long v = SSL_get_verify_result(tc->ssl);
+    return v == X509_V_OK ? NULL : X509_verify_cert_error_string(v);
 }
 
 void tls_conn_free(struct tls_conn *tc)

@@ -15,6 +15,13 @@
  * load and match; connections already open keep the context they were made with (each SSL
  * holds a reference), so the old one is freed when its last connection goes.
  *
+ * The same files also make a client context (`client_ctx`, rebuilt by every reload): members.c
+ * speaks TLS to the other members' client ports with it (CLUSTER.ANNOUNCE, --join's
+ * CLUSTER.ADD). It presents this node's certificate (a server that asks for client certificates
+ * gets it; it must then allow client authentication) and verifies the server against --tls-ca
+ * (the system's CAs without it): its chain, not its names, like peer TLS on the Raft port,
+ * because members are addressed by IP and change at run time (docs/security.md).
+ *
  * Invariants: TLS 1.2 minimum, renegotiation off, compression off. Plaintext is produced only
  * after the handshake (and the client-certificate check --tls-client-auth asks for) succeeded.
  * Memory: rbio holds at most one read's worth (it is drained into the input buffer at once),
@@ -48,6 +55,7 @@ struct ssl_ctx_st;
 struct srv_tls {
     struct tls_config cfg;
     struct ssl_ctx_st *ctx;
+    struct ssl_ctx_st *client_ctx; /* for this node's own calls to other members */
     char raw[TLS_RAW_CHUNK];
     uint64_t handshakes, failures, timeouts, reloads, reload_failures;
     uint64_t fail_logged_ms; /* a failed handshake is logged at most once every 10 s */
@@ -67,6 +75,9 @@ void tls_free(struct srv_tls *t);
 int tls_reload(struct srv_tls *t, struct logger *log);
 
 struct tls_conn *tls_conn_new(struct srv_tls *t);
+/* A client-side connection to another member's client port (client_ctx); its handshake starts
+ * with the first tls_conn_feed (n may be 0) and tls_conn_seal. */
+struct tls_conn *tls_conn_new_client(struct srv_tls *t);
 void tls_conn_free(struct tls_conn *tc);
 /* Feed n bytes read into t->raw; decrypted bytes are appended to `in`. Returns 1 when this call
  * finished the handshake, 0 when fine, -1 when the connection must close: the reason in err,
@@ -77,6 +88,8 @@ int tls_conn_feed(struct tls_conn *tc, const char *raw, size_t n, struct buf *in
  * byte (handshake records, alerts, data) to `wire`. 0, or -1 (out of memory). */
 int tls_conn_seal(struct tls_conn *tc, struct buf *out, struct buf *wire);
 bool tls_conn_ready(const struct tls_conn *tc);
+/* Why the server's certificate was not accepted (a client connection), or NULL. */
+const char *tls_conn_verify_error(const struct tls_conn *tc);
 /* The verified client certificate's subject CN into cn: its length, or -1 (none, or longer
  * than n-1, or with a NUL inside). */
 int tls_conn_peer_cn(const struct tls_conn *tc, char *cn, size_t n);

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 
-from cluster import TIMING, info
+from cluster import TIMING
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
 from server import Server, faketime_env
 
@@ -73,6 +73,29 @@ class Node(Server):
         return self.running() and not self.sigstopped
 
 
+def node_conn(s, timeout=2.0):
+    """A connection to node s: TLS and AUTH when the run is --secure (secure.py sets s.tls and
+    s.auth)."""
+    c = Conn(s.port, timeout=timeout, ssl_context=getattr(s, "tls", None))
+    auth = getattr(s, "auth", None)
+    if auth:
+        r = c.call("AUTH", *auth)
+        if r != "OK":
+            c.close()
+            raise ConnectionClosed("AUTH -> %r" % (r,))
+    return c
+
+
+def info(s):
+    """CLUSTER.INFO of one node as a dict, or None if it does not answer."""
+    try:
+        with node_conn(s, timeout=1.0) as c:
+            r = c.call("CLUSTER.INFO")
+            return None if isinstance(r, RespError) else as_map(r)
+    except (OSError, ConnectionClosed, ReplyTimeout):
+        return None
+
+
 def write_offset(path, s):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -96,7 +119,7 @@ NO_ANSWER = NoAnswer()
 
 
 class Cluster:
-    def __init__(self, binary, workdir, n, log, extra=()):
+    def __init__(self, binary, workdir, n, log, extra=(), secure=None):
         self.tag = "fencelock-torture-%d" % os.getpid()
         self.log = log
         self.cg_root = cgroup2_root()  # None: no partitions in this run
@@ -104,6 +127,10 @@ class Cluster:
                            "%s-n%d" % (self.tag, i)) for i in range(1, n + 1)]
         self.members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in self.nodes)
         self.extra = list(extra)  # server flags of every incarnation (snapshot settings)
+        if secure:  # --secure: TLS both layers, ACLs (secure.py)
+            self.extra += secure.server_flags()
+            for s in self.nodes:
+                secure.apply(s)
         for s in self.nodes:
             s.extra_args = ["--initial-cluster", self.members] + TIMING + self.extra
         self.rules = []  # iptables rules in force (argument lists after -A)
@@ -158,7 +185,7 @@ class Cluster:
             if s is None:
                 break
             try:
-                with Conn(s.port, timeout=2.0) as c:
+                with node_conn(s) as c:
                     r = c.call(*args, timeout=max(1.0, deadline - time.monotonic()))
             except (OSError, ConnectionClosed, ReplyTimeout) as e:
                 last = e
@@ -274,7 +301,7 @@ class Cluster:
         if ld is None:
             return None
         try:
-            with Conn(ld.port, timeout=2.0) as c:
+            with node_conn(ld) as c:
                 r = c.call("CLUSTER.MEMBERS")
         except (OSError, ConnectionClosed, ReplyTimeout):
             return None

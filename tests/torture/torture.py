@@ -40,6 +40,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
+from secure import Secure  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
 WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect")
@@ -74,6 +75,7 @@ class Run:
         self.seq = 0
         self.server_fault = False  # a server fault is in force (faults run one at a time)
         self.crashes = []
+        self.secure = None  # --secure: the certificates and ACL (secure.py)
 
     # ---- logging ----
     def log(self, msg):
@@ -117,6 +119,8 @@ class Run:
                     argv += ["--prefix", WATCH_PREFIX]
                 if wl == "elect" and k >= self.args.clients:
                     argv += ["--observe", "1"]  # observers beside the clients (candidates)
+                if self.secure:
+                    argv += self.secure.worker_flags()
                 with open(logp, "wb") as lf:
                     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf,
                                          stderr=subprocess.STDOUT, env=env,
@@ -575,6 +579,9 @@ def main():
     ap.add_argument("--event-history", type=int, default=0,
                     help="--event-history of every node (default: the server's; a small one "
                     "makes paused watchers meet -COMPACTED, an explicit gap)")
+    ap.add_argument("--secure", action="store_true",
+                    help="client TLS (certificates required), peer mTLS and ACLs on every node; "
+                    "workers use TLS and AUTH (tests/torture/secure.py)")
     ap.add_argument("--cores", action="store_true",
                     help="let servers dump core (RLIMIT_CORE unlimited); a crashed node's core "
                     "is kept as nodeN/core.INCARNATION (needs core_pattern \"core\")")
@@ -613,7 +620,9 @@ def main():
             extra = ["--snapshot-threshold", str(snap[0]), "--snapshot-trailing", str(snap[1])]
         if args.event_history:
             extra += ["--event-history", str(args.event_history)]
-        run.cluster = Cluster(args.bin, run.out, args.nodes, run.log, extra)
+        if args.secure:
+            run.secure = Secure(args.bin, run.out)
+        run.cluster = Cluster(args.bin, run.out, args.nodes, run.log, extra, run.secure)
         run.partitions_ok = bool(run.cluster.cg_root) and iptables_ok(run.cluster.tag)
         if not run.partitions_ok:
             print("torture: iptables or cgroup v2 unusable: no partitions in this run",
@@ -648,7 +657,7 @@ def main():
             run.log("nodes %s were out of the configuration: rejoining them" % fixed)
             while not run.cluster.complete() and time.monotonic() < t_heal + 60.0:
                 time.sleep(0.5)
-        if not run.cluster.complete():
+        if not any(run.cluster.complete() or time.sleep(1.0) for _ in range(3)):  # one no-answer
             run.crashes.append("not every node a voter 30 s after the heal (voters %s)"
                                % run.cluster.voters())
         run.log("healed; waiting for the workers")

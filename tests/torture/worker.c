@@ -6,6 +6,7 @@
  *
  *   worker --endpoints EP --workload W --proc-base P --ops N --seconds S --seed X
  *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P] [--observe 1]
+ *          [--user U --password-file F] [--tls-ca F] [--tls-cert F --tls-key F]   (--secure)
  *
  * History contract (read by tests/torture/checkers.py; see docs/testing.md, "Torture"):
  *   {"proc":int,"type":"invoke|ok|fail|info","f":...,"workload":...,"time":ns, ...}
@@ -533,6 +534,11 @@ fl_client *new_client(const struct worker *w)
     fl_options_init(&o);
     o.timeout_ms = 3000;
     o.connect_timeout_ms = 500;
+    o.user = w->user;
+    o.password = w->user ? w->password : NULL;
+    o.tls_ca = w->tls_ca;
+    o.tls_cert = w->tls_cert;
+    o.tls_key = w->tls_key;
     fl_err err;
     fl_client *c = fl_client_new(w->endpoints, &o, &err);
     if (!c)
@@ -545,8 +551,21 @@ static void usage(void)
     fprintf(stderr,
             "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
             "control|rw|watch|sem|elect --proc-base P --ops N --seconds S --seed X --history FILE "
-            "[--ttl ms] [--pause-ms max] [--prefix P] [--observe 1]\n");
+            "[--ttl ms] [--pause-ms max] [--prefix P] [--observe 1] [--user U "
+            "--password-file F] [--tls-ca F] [--tls-cert F --tls-key F]\n");
     exit(2);
+}
+
+/* --password-file: its first line (a password never goes on the command line). */
+static void read_password(struct worker *w, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(w->password, sizeof(w->password), f)) {
+        fprintf(stderr, "worker: cannot read %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+    w->password[strcspn(w->password, "\r\n")] = 0;
 }
 
 static void parse_args(struct worker *w, int argc, char **argv, const char **history)
@@ -582,6 +601,16 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
             w->prefix = v;
         else if (!strcmp(a, "--observe"))
             w->observe = atoi(v);
+        else if (!strcmp(a, "--user"))
+            w->user = v;
+        else if (!strcmp(a, "--password-file"))
+            read_password(w, v);
+        else if (!strcmp(a, "--tls-ca"))
+            w->tls_ca = v;
+        else if (!strcmp(a, "--tls-cert"))
+            w->tls_cert = v;
+        else if (!strcmp(a, "--tls-key"))
+            w->tls_key = v;
         else
             usage();
     }

@@ -22,6 +22,9 @@ struct worker {
     const char *endpoints, *wl_name;
     int observe;        /* elect: run the observer instead of a candidate */
     const char *prefix; /* watch: read fencelock:events:<prefix> (NULL: every event) */
+    /* torture --secure: ACL user and its password, TLS files (NULL: not used) */
+    const char *user, *tls_ca, *tls_cert, *tls_key;
+    char password[128];
     enum workload wl;
     int proc_base;
     long max_ops;

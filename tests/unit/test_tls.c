@@ -1,6 +1,7 @@
 /* test_tls.c — the client port's TLS engine (src/server/tls.c) without sockets: an OpenSSL
  * client over memory BIOs talks to a tls_conn; handshake, data both ways, garbage, a required
- * client certificate, the flag checks and the reload that keeps the old pair on failure.
+ * client certificate, a member's client session (tls_conn_new_client) against a server engine,
+ * the flag checks and the reload that keeps the old pair on failure.
  * Certificates are made here (self-signed P-256) in a temporary directory. */
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -227,6 +228,77 @@ TEST(test_required_client_certificate_refused_without_accepted_with_and_cn_read)
     tls_free(t);
 }
 
+/* Two engines: a member's client session (tls_conn_new_client) against another member's
+ * client port. Bytes move both ways until neither side has any; -1 once either side failed. */
+static int pump_members(struct tls_conn *cli, struct tls_conn *srv, struct buf *cout,
+                        struct buf *cin, struct buf *sin)
+{
+    char err[256];
+    struct buf none = {0};
+    if (tls_conn_feed(cli, NULL, 0, cin, err, sizeof err) < 0)
+        return -1;
+    for (int round = 0; round < 20; round++) {
+        struct buf c2s = {0}, s2c = {0};
+        int rc = tls_conn_seal(cli, cout, &c2s) ? -2 : 0;
+        if (!rc && c2s.len && tls_conn_feed(srv, c2s.p, c2s.len, sin, err, sizeof err) < 0)
+            rc = -1;
+        if (!rc && tls_conn_seal(srv, &none, &s2c))
+            rc = -2;
+        if (!rc && s2c.len && tls_conn_feed(cli, s2c.p, s2c.len, cin, err, sizeof err) < 0)
+            rc = -1;
+        bool idle = c2s.len == 0 && s2c.len == 0;
+        buf_free(&c2s);
+        buf_free(&s2c);
+        if (rc || idle)
+            return rc;
+    }
+    return 0;
+}
+
+TEST(test_member_client_session_verifies_the_server_and_presents_its_certificate)
+{
+    struct tls_config scfg = config("server", TLS_AUTH_REQUIRE); /* trusts client.crt */
+    struct tls_config ccfg = config("client", TLS_AUTH_NONE);
+    path(ccfg.ca, "server.crt"); /* the calling member trusts the server's certificate */
+    struct srv_tls *st = tls_new(&scfg, &lg), *ct = tls_new(&ccfg, &lg);
+    CHECK(st != NULL && ct != NULL);
+    struct tls_conn *cli = tls_conn_new_client(ct), *srv = tls_conn_new(st);
+    struct buf cout = {0}, cin = {0}, sin = {0};
+    buf_append(&cout, "*1\r\n$4\r\nPING\r\n", 14); /* queued before the handshake */
+    CHECK(pump_members(cli, srv, &cout, &cin, &sin) == 0);
+    CHECK(tls_conn_ready(cli) && tls_conn_ready(srv));
+    CHECK(tls_conn_verify_error(cli) == NULL);
+    CHECK(sin.len == 14 && memcmp(sin.p, "*1\r\n$4\r\nPING", 12) == 0);
+    char cn[64];
+    CHECK(tls_conn_peer_cn(srv, cn, sizeof cn) == 3 && strcmp(cn, "app") == 0);
+    tls_conn_free(cli);
+    tls_conn_free(srv);
+
+    /* a member that trusts another CA refuses the server: no plaintext either way */
+    struct tls_config wrong = ccfg;
+    path(wrong.ca, "client.crt");
+    struct srv_tls *wt = tls_new(&wrong, &lg);
+    CHECK(wt != NULL);
+    cli = tls_conn_new_client(wt);
+    srv = tls_conn_new(st);
+    sin.len = 0;
+    buf_append(&cout, "PING\r\n", 6);
+    CHECK(pump_members(cli, srv, &cout, &cin, &sin) == -1);
+    CHECK(!tls_conn_ready(cli) && tls_conn_verify_error(cli) != NULL && sin.len == 0);
+    tls_conn_free(cli);
+    tls_conn_free(srv);
+
+    /* a reload rebuilds the client context too */
+    struct ssl_ctx_st *old = ct->client_ctx;
+    CHECK(tls_reload(ct, &lg) == 0 && ct->client_ctx != old && ct->client_ctx != NULL);
+    buf_free(&cout);
+    buf_free(&cin);
+    buf_free(&sin);
+    tls_free(wt);
+    tls_free(ct);
+    tls_free(st);
+}
+
 TEST(test_flags_are_checked_together)
 {
     char err[200];
@@ -277,6 +349,7 @@ int main(void)
     RUN(test_garbage_and_plain_resp_fail_the_handshake_and_yield_no_plaintext);
     RUN(test_random_bytes_never_yield_plaintext);
     RUN(test_required_client_certificate_refused_without_accepted_with_and_cn_read);
+    RUN(test_member_client_session_verifies_the_server_and_presents_its_certificate);
     RUN(test_flags_are_checked_together);
     RUN(test_reload_keeps_the_old_context_when_the_new_pair_does_not_load);
     const char *names[] = {"server.crt", "server.key", "client.crt", "client.key"};
