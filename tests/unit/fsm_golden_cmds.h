@@ -338,6 +338,12 @@ static const struct fsm_cmd golden_cmds[] = {
      .session_revoke = {.sid = GOLDEN_SID_D}},
     {.op = FSM_OP_SESSION_REVOKE, .user = GS("dave"), .session_revoke = {.sid = GOLDEN_SID_A}},
     {.op = FSM_OP_SESSION_REVOKE, .session_revoke = {.sid = 12345}},
+    /* the upgrade gate: the cluster's log format goes to 2 (golden_snapshot_v4 is the state
+       before; golden_snapshot_v5 the state after) and is not lowered (a format above
+       FSM_FORMAT_MAX is left out: its reply changes when a format 3 comes) */
+    {.op = FSM_OP_CLUSTER_FORMAT, .now_ms = 9400, .cluster_format = {.format = 2}},
+    {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}},
+    {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 1}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -347,5 +353,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* The commands before issue 18's and the primitives': golden_snapshot_v3 is the state after
  * them, golden_snapshot_v4 the state after all of them. */
 #define GOLDEN_N_V3_CMDS 88
+/* Before the CLUSTER_FORMAT entries: golden_snapshot_v4 is the state after them,
+ * golden_snapshot_v5 the state after all. */
+#define GOLDEN_N_V4_CMDS 118
 
 #endif
