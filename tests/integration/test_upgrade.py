@@ -10,7 +10,7 @@ entry it cannot read, with a clear log line and exit status 3, instead of diverg
 
 from cluster import info, ready_leader, start_cluster
 from helpers import eq, expect_err, expect_int, expect_ok, open_session, wait_until
-from resp import RespError, text
+from resp import RespError
 
 OLD = ["--max-log-format", "1"]
 
