@@ -47,7 +47,10 @@ def test_old_voter_holds_the_format_back_until_it_is_upgraded(ctx):
     eq(info(servers[0])["max_log_format"], 1)
     sid = open_session(c)
     expect_int(c.call("LOCK", "L", sid))
-    expect_int(c.call("PUT", "k", "v", "REQ", sid, 1))  # a REQ: version 1, no digest
+    # version-1 entries record no request digest: a reused seq replays the cached reply (the
+    # previous release's behaviour) instead of being refused as another command
+    rev = expect_int(c.call("PUT", "k", "v", "REQ", sid, 1))
+    eq(expect_int(c.call("PUT", "other", "v", "REQ", sid, 1)), rev, "replayed at format 1")
     # nodes 1 and 2 are upgraded; node 3 still runs the previous release
     for s in servers[:2]:
         _restart(s, _drop_old_flag, servers)
@@ -76,6 +79,9 @@ def test_old_voter_holds_the_format_back_until_it_is_upgraded(ctx):
     sid = open_session(c)
     expect_int(c.call("SEM.ACQUIRE", "sem", sid, 5))
     expect_int(c.call("ELECT.CAMPAIGN", "e", sid, "v"))
+    expect_int(c.call("PUT", "k", "v", "REQ", sid, 1))  # now with a digest
+    r = expect_err(c.call("PUT", "other", "v", "REQ", sid, 1), "ERR")
+    assert "was used by a different command" in r.text, r
     expect_ok(c.call("SESSION.REVOKE", sid))
     assert any("cluster log format is now 2" in s.log_text() for s in servers)
     # the format never goes back: an old node rejoining stops at the first entry it cannot read
