@@ -27,6 +27,7 @@
  *     ELECT_CAMPAIGN     str name, varint sid, str value (0..FSM_MAX_ELECT_VALUE), varint wait_ms
  *     ELECT_PROCLAIM     str name, varint sid, varint token, str value (0..FSM_MAX_ELECT_VALUE)
  *     ELECT_RESIGN       str name, varint sid
+ *     CLUSTER_FORMAT     varint format
  *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
  *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
  *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
@@ -36,7 +37,8 @@
  * Version 2 (issue 18: session ownership) is written only for a checked command (fsm.h: struct
  * fsm_cmd); every other command is written as version 1, byte for byte as before, and a
  * version-1 entry decodes unchecked (nothing is checked or recorded), so old logs replay
- * identically.
+ * identically. The server writes version 2 (and ops 14-20) only once the cluster's log format
+ * is 2, i.e. every voter reads them (src/fsm/format.c, src/server/format.c).
  *
  * The request digest (fsm_cmd_digest) is FNV-1a 64 over the op byte and the payload bytes as
  * encoded here, for LOCK and LOCK_SHARED without the trailing wait_ms (a client resends a LOCK
@@ -187,6 +189,8 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
         return encode_member_set(&c->member_set, b);
     case FSM_OP_MEMBER_DEL:
         return buf_put_varint(b, c->member_del.id);
+    case FSM_OP_CLUSTER_FORMAT:
+        return buf_put_varint(b, c->cluster_format.format);
     default:
         return encode_prim(c, b); /* semaphores, elections; NOOP or an op the decoder rejects */
     }
@@ -384,6 +388,8 @@ static int decode_body(struct dec *d, struct fsm_cmd *c)
         return decode_member_set(d, &c->member_set);
     case FSM_OP_MEMBER_DEL:
         return get_member_id(d, &c->member_del.id);
+    case FSM_OP_CLUSTER_FORMAT:
+        return get_u64(d, "format", &c->cluster_format.format);
     default:
         return decode_prim(d, c);
     }

@@ -280,6 +280,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_ELECT_RESIGN:
         op_elect_resign(a, &c->elect_resign, r);
         break;
+    case FSM_OP_CLUSTER_FORMAT:
+        op_cluster_format(a, &c->cluster_format, r);
+        break;
     default: /* NOOP; the decoder rejects unknown ops */
         r->kind = FSM_REPLY_OK;
         break;

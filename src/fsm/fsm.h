@@ -42,6 +42,13 @@
 #define FSM_MAX_USER 64              /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
+/* The log formats (docs/design.md, "Log format versions"): what a node must read to apply an
+ * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
+ * 2-3); 2: adds header version 2 (acting user), ops 14-21 and snapshots 4-5. The cluster's
+ * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */
+#define FSM_FORMAT_1 1
+#define FSM_FORMAT_2 2
+#define FSM_FORMAT_MAX FSM_FORMAT_2 /* the highest this code reads */
 
 /* The kind of a named object: locks, semaphores and elections share one namespace; a name
  * keeps its kind while the object exists (using it as another kind answers WRONGTYPE). */
@@ -84,6 +91,10 @@ enum fsm_op {
     /* 19: not an op; the decoder rejects it */
     FSM_OP_SESSION_REVOKE = 20, /* session_revoke -> OK; ends a session as an expiry does
                                    (lock-delay applies), its events marked revoked */
+    FSM_OP_CLUSTER_FORMAT = 21, /* cluster_format -> OK; raises the cluster's log format (a
+                                   lower one than the current: ERR, nothing changes; the same:
+                                   OK, no revision). The leader writes it, as a version-1
+                                   entry, once every voter reads the new format. */
     FSM_OP__COUNT
 };
 
@@ -179,6 +190,10 @@ struct fsm_cmd_member_del {
     uint64_t id; /* > 0 */
 };
 
+struct fsm_cmd_cluster_format {
+    uint64_t format; /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
+};
+
 /*
  * A command: the header every op has, then the payload `op` selects (a tagged union; the other
  * members are meaningless). Build one with the payload member named, so that the payload
@@ -223,6 +238,7 @@ struct fsm_cmd {
         struct fsm_cmd_elect_campaign elect_campaign;
         struct fsm_cmd_elect_proclaim elect_proclaim;
         struct fsm_cmd_lock_ref elect_resign;
+        struct fsm_cmd_cluster_format cluster_format;
     };
 };
 
@@ -273,6 +289,20 @@ int fsm_cmd_encode(const struct fsm_cmd *c, struct buf *out);
  * decodes or returns -1 with a message in `err` (size errlen). Never reads past `len`.
  */
 int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err, size_t errlen);
+
+/*
+ * The log format a node must read to apply this entry: FSM_FORMAT_1 for a version-1 header
+ * with an op of 0-13 (and for bytes too short to tell: every node answers them ERR alike),
+ * FSM_FORMAT_2 for a version-2 header or an op of 14-20, the format a CLUSTER_FORMAT entry
+ * sets (at least 2), and FSM_FORMAT_MAX + 1 for a header version or op this code does not know.
+ * A node must not apply an entry above the format it reads: it would answer it ERR while the
+ * others apply it (src/raft/rn_fsm.c stops the node instead).
+ */
+unsigned fsm_entry_format(const uint8_t *data, size_t len);
+
+/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-5, FSM_FORMAT_MAX + 1 for any
+ * other version (or bad magic: the restore refuses it on its own). */
+unsigned fsm_snapshot_format(const uint8_t *data, size_t len);
 
 enum fsm_reply_kind {
     FSM_REPLY_OK = 0,
@@ -392,6 +422,9 @@ int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_
 /* ---- Queries (read-only; the server calls them after a barrier for linearizable reads) ---- */
 
 uint64_t fsm_revision(const struct fsm *f);
+
+/* The cluster's log format: FSM_FORMAT_1 until a CLUSTER_FORMAT entry raised it. */
+unsigned fsm_format(const struct fsm *f);
 
 struct fsm_kv_meta {
     const char *value; /* borrowed */

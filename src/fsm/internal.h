@@ -179,6 +179,7 @@ struct fsm {
     uint64_t kv_bytes, name_bytes;
     struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
     uint32_t n_members;
+    uint64_t format; /* the cluster's log format (CLUSTER_FORMAT); 0 = none applied: format 1 */
 };
 
 /* ---- apply context: one per fsm_apply ---- */
@@ -308,6 +309,8 @@ void op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
 void op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
+void op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
+                       struct fsm_reply *r); /* format.c */
 void op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);
 void op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *p, struct fsm_reply *r);

@@ -1,10 +1,10 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (versions 2, 3 and 4; varint = canonical LEB128, str = varint length
+ * Owns the snapshot format (versions 2 to 5; varint = canonical LEB128, str = varint length
  * + bytes):
  *
- *   "FLSM" u8 version, varint revision,
+ *   "FLSM" u8 version, varint revision, v5 only: varint format (2..FSM_FORMAT_MAX),
  *   varint n_sessions, per session in sid order:
  *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name;
  *     v4 only: str owner (0..FSM_MAX_USER);
@@ -31,8 +31,9 @@
  * rolling upgrade until shared locks are used. Version 4 (issue 18: session owners and request
  * digests in the session records; issue 19: semaphores and elections, whose fields in the lock
  * records src/fsm/snap_prims.c reads and writes) is written only when some session has an owner
- * or a digest, or a semaphore or an election exists, by the same rule. Every version is
- * restored.
+ * or a digest, or a semaphore or an election exists, by the same rule. Version 5 (issue 18:
+ * upgrade safety) is version 4 with the cluster's log format (src/fsm/format.c), written once
+ * it is 2 or more: every voter reads version 5 by then. Every version is restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -52,6 +53,7 @@
 #define SNAP_VERSION_2 2
 #define SNAP_VERSION_3 3 /* adds shared holds and waiter modes */
 #define SNAP_VERSION_4 4 /* adds session owners and request digests; object kinds */
+#define SNAP_VERSION_5 5 /* adds the cluster's log format */
 #define FLAG_DELAY 1u
 #define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
 
@@ -89,6 +91,8 @@ static bool sess_needs_v4(const struct fsm *f)
 /* The oldest version that can hold the state. */
 static uint8_t snap_version(const struct fsm *f)
 {
+    if (f->format >= FSM_FORMAT_2)
+        return SNAP_VERSION_5;
     if (sess_needs_v4(f) || f->n_prims)
         return SNAP_VERSION_4;
     return f->n_shared || f->n_swaiters ? SNAP_VERSION_3 : SNAP_VERSION_2;
@@ -156,7 +160,9 @@ static int emit_all(const struct fsm *f, struct buf *out)
 {
     struct emit e = {.b = out, .version = snap_version(f)};
     int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) || buf_put_u8(out, e.version) ||
-             buf_put_varint(out, f->revision) || buf_put_varint(out, f->sessions.n);
+             buf_put_varint(out, f->revision) ||
+             (e.version >= SNAP_VERSION_5 && buf_put_varint(out, f->format)) ||
+             buf_put_varint(out, f->sessions.n);
     for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
         rc = rc || emit_session(s, out, e.version);
     rc = rc || buf_put_varint(out, f->locks.n);
@@ -625,11 +631,15 @@ static int restore_body(struct rst *s)
             return bad(s, "truncated header");
     if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
-    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_4)
-        return bad(s, "unsupported version");
+    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_5)
+        return bad(s, "unsupported version (a newer release wrote it: upgrade this node)");
     s->version = version;
-    if (get_u(s, &s->nf->revision) || get_u(s, &n))
+    if (get_u(s, &s->nf->revision) || (version >= SNAP_VERSION_5 && get_u(s, &s->nf->format)) ||
+        get_u(s, &n))
         return -1;
+    if (version >= SNAP_VERSION_5 &&
+        (s->nf->format < FSM_FORMAT_2 || s->nf->format > FSM_FORMAT_MAX))
+        return bad(s, "unsupported log format (a newer release wrote it: upgrade this node)");
     for (uint64_t i = 0; i < n; i++)
         if (restore_session(s, &prev_sid))
             return -1;

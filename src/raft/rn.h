@@ -66,6 +66,9 @@ struct rn_config {
     bool join;
     /* Mutual TLS on the Raft port (transport_tls.c): PEM files, all three or NULL. Borrowed. */
     const char *peer_tls_cert, *peer_tls_key, *peer_tls_ca;
+    /* The highest log format this node applies (fsm.h, FSM_FORMAT_*; 0 = FSM_FORMAT_MAX).
+     * Lower only to simulate a node of the previous release (--max-log-format). */
+    unsigned max_format;
 };
 
 struct rn_hooks {
@@ -74,6 +77,10 @@ struct rn_hooks {
     void (*applied)(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev);
     /* The FSM state was replaced by a snapshot: derived state must be rebuilt. */
     void (*restored)(void *arg);
+    /* A committed entry or a snapshot needs a newer log format than this node reads (logged):
+     * nothing more is applied or snapshotted; the server must stop (not from inside the
+     * call: it comes from libraft's apply). */
+    void (*halted)(void *arg);
 };
 
 typedef void (*rn_propose_cb)(void *ctx, int status, const struct fsm_reply *reply);

@@ -3,12 +3,34 @@
  * committed entry's commands go to the FSM on every node, the snapshot is the FSM's
  * serialisation, and a restore replaces the FSM's state. The snapshot thresholds adapt to the
  * state's size (see adapt_threshold).
+ *
+ * Log formats: an entry or snapshot that needs a newer log format than this node reads
+ * (fsm_entry_format, fsm_snapshot_format; a previous release meeting this one's entries, or
+ * this release meeting a future one's) is never applied: answering it ERR while the other nodes
+ * apply it would diverge silently. The node logs why, applies and snapshots nothing more, and
+ * the server stops (hooks.halted); restarted with the same binary it stops at the same entry.
  */
 #include "raft/rn_internal.h"
 
 #include <string.h>
 
 static void bytes_threshold(struct rn *rn);
+
+static unsigned max_format(const struct rn *rn)
+{
+    return rn->cfg.max_format ? rn->cfg.max_format : FSM_FORMAT_MAX;
+}
+
+static void halt(struct rn *rn, const char *what, unsigned need)
+{
+    LOGE(rn->log,
+         "raft: %s after index %llu needs log format %u; this node reads up to %u: stopping "
+         "(upgrade this node's fencelockd and start it again; docs/operations.md, Upgrading)",
+         what, (unsigned long long)raft_last_applied(&rn->raft), need, max_format(rn));
+    rn->halted = true;
+    if (rn->hooks.halted)
+        rn->hooks.halted(rn->hooks.arg);
+}
 
 /* Apply one fsm command and, when this node proposed it, deliver its reply. */
 static void apply_one(struct rn *rn, const uint8_t *cmd, size_t len, uint64_t origin, uint64_t pid)
@@ -32,6 +54,8 @@ static int fsm_cb_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void
     uint8_t version;
     uint64_t origin, pid, n;
     *result = NULL;
+    if (rn->halted) /* the server is stopping; nothing after the unreadable entry applies */
+        return 0;
     rn->since_bytes += buf->len;
     rn->since_entries++;
     bytes_threshold(rn);
@@ -47,6 +71,11 @@ static int fsm_cb_apply(struct raft_fsm *rf, const struct raft_buffer *buf, void
         if (rd_bytes(&r, &cmd, &len, UINT32_MAX)) {
             LOGE(rn->log, "raft: truncated entry, %llu of %llu commands applied",
                  (unsigned long long)i, (unsigned long long)n);
+            return 0;
+        }
+        unsigned need = fsm_entry_format((const uint8_t *)cmd, len);
+        if (need > max_format(rn)) {
+            halt(rn, "a committed entry", need);
             return 0;
         }
         apply_one(rn, (const uint8_t *)cmd, len, origin, pid + i);
@@ -133,7 +162,7 @@ static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsi
     struct rn *rn = rf->data;
     /* An InstallSnapshot waits for our last write to finish (snapguard.h): starting another
      * write now would keep it waiting. libraft simply tries again after a later event. */
-    if (snapguard_holding(&rn->guard))
+    if (snapguard_holding(&rn->guard) || rn->halted) /* halted: the state lacks an entry */
         return RAFT_BUSY;
     struct buf b;
     buf_init(&b);
@@ -160,6 +189,11 @@ static int fsm_cb_restore(struct raft_fsm *rf, struct raft_buffer *buf)
 {
     struct rn *rn = rf->data;
     char err[RN_REASON_BUF];
+    unsigned need = fsm_snapshot_format(buf->base, buf->len);
+    if (need > max_format(rn)) {
+        halt(rn, "a snapshot", need);
+        return RAFT_CORRUPT;
+    }
     if (fsm_restore(rn->fsm, buf->base, buf->len, err, sizeof(err))) {
         LOGE(rn->log, "raft: snapshot restore failed: %s", err);
         return RAFT_CORRUPT;

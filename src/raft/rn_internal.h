@@ -126,6 +126,7 @@ struct rn {
     uv_loop_t *loop;
     struct fsm *fsm;
     struct rn_hooks hooks;
+    bool halted; /* met an entry or snapshot of a newer log format: applies nothing more */
     const struct logger *log;
     struct rn_config cfg;
     char *raft_address, *data_dir;

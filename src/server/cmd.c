@@ -363,7 +363,7 @@ static const struct srv_cmd cmd_table[] = {
     CMD("READWRITE", 1, CMD_LOCAL, readwriteCommand),
     CMD("CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand),
     CMD("CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand),
-    CMD("CLUSTER.ANNOUNCE", 4, CMD_WRITE, clusterAnnounceCommand),
+    CMD("CLUSTER.ANNOUNCE", -4, CMD_WRITE, clusterAnnounceCommand),
     CMD("CLUSTER.ADD", -3, CMD_WRITE, clusterAddCommand),
     CMD("CLUSTER.REMOVE", -2, CMD_WRITE, clusterRemoveCommand),
     CMD("CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand),

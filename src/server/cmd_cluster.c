@@ -10,7 +10,7 @@
 #include "server/cmd.h"
 
 /* Key-value pairs in a CLUSTER.INFO reply and in each CLUSTER.MEMBERS row. */
-#define CLUSTER_INFO_FIELDS 14
+#define CLUSTER_INFO_FIELDS 16
 #define MEMBER_ROW_FIELDS 5
 
 void clusterInfoCommand(struct srv_req *r)
@@ -53,6 +53,11 @@ void clusterInfoCommand(struct srv_req *r)
     /* --acl-file's rules hash: every node reads its own copy, so a mismatch shows here */
     resp_w_bulk_str(r->out, "acl");
     resp_w_bulk_str(r->out, s->auth.on ? s->auth.acl.digest : "none");
+    /* the upgrade gate (format.c): the cluster's log format and the newest this node reads */
+    resp_w_bulk_str(r->out, "log_format");
+    resp_w_uint(r->out, fsm_format(s->fsm));
+    resp_w_bulk_str(r->out, "max_log_format");
+    resp_w_uint(r->out, srv_format_max(s));
 }
 
 struct members_arg {
@@ -104,11 +109,17 @@ void clusterMembersCommand(struct srv_req *r)
     rn_foreach_server(r->s->rn, member_row, &ma);
 }
 
-/* CLUSTER.ANNOUNCE id client-addr raft-addr: a member tells the leader its client address. */
+/* CLUSTER.ANNOUNCE id client-addr raft-addr [format]: a member tells the leader its client
+ * address, and the highest log format it reads (format.c; absent: 1, a previous release). */
 void clusterAnnounceCommand(struct srv_req *r)
 {
-    uint64_t id;
-    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "member id", &id))
+    uint64_t id, format = FSM_FORMAT_1;
+    if (r->argc > 5) {
+        cmd_reply_err(r, PROTO_ERR " wrong number of arguments for 'CLUSTER.ANNOUNCE'");
+        return;
+    }
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "member id", &id) ||
+        (r->argc == 5 && cmd_arg_u64(r, 4, "log format", &format)))
         return;
     const char *known = rn_server_address(r->s->rn, id);
     const struct resp_arg *client = &r->argv[2], *raft = &r->argv[3];
@@ -122,6 +133,11 @@ void clusterAnnounceCommand(struct srv_req *r)
         cmd_reply_err(r, PROTO_ERR " client address must be host:port");
         return;
     }
+    if (format < FSM_FORMAT_1 || format > UINT8_MAX) {
+        cmd_reply_err(r, PROTO_ERR " log format must be 1..255");
+        return;
+    }
+    srv_format_report(r->s, id, (unsigned)format);
     r->slot->op = FSM_OP_MEMBER_SET;
     r->slot->started_ns = uv_hrtime();
     int rc = srv_propose_member(r->s, id, client->p, client->len, raft->p, raft->len,

@@ -245,7 +245,9 @@ static bool is_admin(const struct srv_req *r)
 int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
 {
     struct fsm_session_view v;
-    if (!r->s->auth.on || !fsm_session_info(r->s->fsm, sid, &v))
+    /* Before the cluster reads format 2 no owner is recorded: ownership is not enforced. */
+    if (!r->s->auth.on || fsm_format(r->s->fsm) < FSM_FORMAT_2 ||
+        !fsm_session_info(r->s->fsm, sid, &v))
         return 0;
     if (!r->c || !r->c->user) { /* an orphaned read: nobody to act for */
         resp_w_error(r->out, PROTO_NOPERM " the connection is gone");
@@ -264,6 +266,9 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct fsm_reply fr;
+    int gate = srv_format_gate(r->s, cmd, r->out);
+    if (gate)
+        return gate < 0 ? -1 : 0;
     cmd->checked = r->s->auth.on || cmd->req_sid;
     if (r->s->auth.on && r->c && r->c->user) {
         cmd->user.p = r->c->user->name;

@@ -155,6 +155,8 @@ void srv_config_usage(FILE *f)
           "  --tick-ms MS            the leader's timer tick: how late past its deadline a\n"
           "                          lease expiry, WAIT timeout or lock-delay end is proposed\n"
           "                          at most (default 5)\n"
+          "  --max-log-format N      for upgrade testing only: read and report log format N\n"
+          "                          (1 = the previous release); default the newest (2)\n"
           "  --event-history N       events kept in memory for XREAD (default 100000); an older\n"
           "                          id gets -COMPACTED\n"
           "  --event-history-bytes BYTES\n"
@@ -405,6 +407,7 @@ static const struct num_flag num_flags[] = {
     NF("--snapshot-log-bytes", snapshot_log_bytes, 0, 0, 1ull << 40),
     NF("--lazy-ms", lazy_ms, 2, 0, 1000),
     NF("--tick-ms", tick_ms, 2, 1, 60000),
+    NF("--max-log-format", max_log_format, 2, 1, FSM_FORMAT_MAX),
     NF("--event-history", event_history, 1, 1, 100000000),
     NF("--event-history-bytes", event_history_bytes, 1, 4096, 1ull << 40),
     NF("--event-value-max", event_value_max, 1, 0, FSM_MAX_VALUE),

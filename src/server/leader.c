@@ -55,6 +55,7 @@ static void ready_cb(void *ctx, int status)
     }
     srv_lead_set(s, SRV_READY);
     lease_takeover(&s->lease, srv_now_ms(), srv_checkpoint_of, s);
+    srv_format_on_ready(s);
     srv_members_on_ready(s);
     LOGI(&s->log, "leader ready in term %llu (applied index %llu, revision %llu)",
          (unsigned long long)s->ready_term, (unsigned long long)rn_applied_index(s->rn),

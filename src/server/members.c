@@ -70,6 +70,7 @@ struct srv_announce {
     bool auth_sent;     /* the request is preceded by AUTH: two reply lines */
     bool auth_answered; /* the first (AUTH's) reply line was read */
     bool auth_refused;  /* ... and it was an error */
+    uint64_t told_term; /* the announce carries the log format this node reads, in this term */
     char target[PROTO_ADDR_BUF];
 };
 
@@ -269,6 +270,8 @@ static bool announce_line(struct srv_announce *a, const char *line, size_t n)
     s->peer_refusals = 0;
     if (a->join)
         join_reply(a, line, n);
+    else if (line[0] == '+' && a->told_term)
+        s->fmt.told_term = a->told_term;
     else if (line[0] == '-')
         LOGW(&s->log, "announce refused by the leader: %.*s",
              (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
@@ -611,12 +614,21 @@ static void announce_tick(struct srv *s, uint64_t now)
     if (a) {
         char id[ID_TEXT_BUF];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
+        /* the 5th argument only when the leader must hear it: a previous release's leader
+           takes 4 (its refusal of 5 is then retried, the member entry still goes with 4) */
+        bool tell = srv_format_tell_needed(s) && self_entry_current(s);
         srv_self_client_address(s, &s->scratch);
-        resp_w_array(&a->out, 4);
+        resp_w_array(&a->out, tell ? 5 : 4);
         resp_w_bulk_str(&a->out, "CLUSTER.ANNOUNCE");
         resp_w_bulk_str(&a->out, id);
         resp_w_bulk(&a->out, s->scratch.p, s->scratch.len);
         resp_w_bulk_str(&a->out, s->cfg.raft_address);
+        if (tell) {
+            char fmt[ID_TEXT_BUF];
+            snprintf(fmt, sizeof(fmt), "%u", srv_format_max(s));
+            resp_w_bulk_str(&a->out, fmt);
+            a->told_term = rn_term(s->rn);
+        }
         announce_start(s, a, leader.p, leader.len);
     }
     buf_free(&leader);
@@ -641,7 +653,7 @@ void srv_members_tick(struct srv *s)
         join_tick(s, now);
         return;
     }
-    if (s->role != RN_FOLLOWER || self_entry_current(s))
+    if (s->role != RN_FOLLOWER || (self_entry_current(s) && !srv_format_tell_needed(s)))
         return;
     s->announce_last_ms = now;
     announce_tick(s, now);

@@ -91,8 +91,12 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .peer_tls_cert = s->cfg.peer_tls_cert[0] ? s->cfg.peer_tls_cert : NULL,
         .peer_tls_key = s->cfg.peer_tls_key,
         .peer_tls_ca = s->cfg.peer_tls_ca,
+        .max_format = cfg->max_log_format,
     };
-    struct rn_hooks hooks = {.arg = s, .applied = srv_hook_applied, .restored = srv_hook_restored};
+    struct rn_hooks hooks = {.arg = s,
+                             .applied = srv_hook_applied,
+                             .restored = srv_hook_restored,
+                             .halted = srv_hook_halted};
     if (rn_new(&s->rn, loop, &rc, s->fsm, &hooks, &s->log, err, sizeof(err))) {
         LOGE(&s->log, "%s", err);
         return -1;

@@ -93,6 +93,15 @@ struct srv_config {
     /* --token-key FILE[,FILE2]: FENCE.SIGN signs with the first, FENCE.VERIFY accepts each */
     char token_key[TSIG_MAX_KEYS][TSIG_PATH_MAX];
     size_t n_token_keys; /* 0 = no key: FENCE.SIGN / FENCE.VERIFY refused */
+    /* --max-log-format: the highest log format this node reads and reports (format.c); only
+     * lowered to simulate a previous-release node in upgrade tests. 0 = FSM_FORMAT_MAX */
+    unsigned max_log_format;
+};
+
+/* A voter's report of the highest log format it reads, heard by this leader in `term`. */
+struct srv_format_seen {
+    uint64_t id, term;
+    unsigned format;
 };
 
 /* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
@@ -243,6 +252,12 @@ struct srv {
     uint64_t peer_retry_ms;
     bool stopping, listening;
     uint64_t started_ms;
+    struct {
+        struct srv_format_seen seen[RN_MAX_PEERS]; /* leader: what voters reported */
+        uint64_t told_term; /* follower: the term whose leader acknowledged our report */
+        unsigned inflight;  /* leader: the format of a pending CLUSTER_FORMAT proposal, 0 none */
+    } fmt;
+    bool halted; /* raft met an entry of a newer log format: stop from the next tick */
 };
 
 /* Monotonic milliseconds (never the wall clock). */
@@ -324,6 +339,7 @@ void srv_tick(struct srv *s);
 /* The FSM hooks libraft's apply path calls (rn_hooks). */
 void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev);
 void srv_hook_restored(void *arg);
+void srv_hook_halted(void *arg); /* rn met a newer log format: stop from the tick */
 /* Free the hold-time table (teardown). */
 void srv_holds_free(struct srv *s);
 
@@ -400,6 +416,22 @@ int srv_leader_client_address(struct srv *s, struct buf *out);
 int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t clen,
                        const char *raft, size_t rlen, rn_propose_cb cb, void *ctx);
 void srv_members_on_ready(struct srv *s);
+
+/* ---- the upgrade gate (format.c) ---- */
+unsigned srv_format_max(const struct srv *s); /* what this node reads */
+/* Leader: a follower's report (CLUSTER.ANNOUNCE ... format) in the current term. */
+void srv_format_report(struct srv *s, uint64_t id, unsigned format);
+/* Leader: the lowest format the voters read (1 for one not heard from this term), and one
+ * voter that reads only that. */
+unsigned srv_format_readable(struct srv *s, uint64_t *blocker);
+/* Leader, from the tick: commit CLUSTER_FORMAT once every voter reads more. */
+void srv_format_on_ready(struct srv *s); /* leader ready: a new cluster starts at the newest */
+void srv_format_tick(struct srv *s);
+/* Follower: the leader of this term has not yet acknowledged what this node reads. */
+bool srv_format_tell_needed(struct srv *s);
+/* Before proposing a client's command: 0 (format 2: as is), 1 (format 1: made a version-1
+ * entry; skip ownership) or -1 (refused: the error is written to `out`). */
+int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out);
 void srv_members_tick(struct srv *s);
 void srv_members_stop(struct srv *s);
 

@@ -329,8 +329,18 @@ static void do_action(struct srv *s, const struct lease_action *a, uint64_t now)
     }
 }
 
+void srv_hook_halted(void *arg)
+{
+    struct srv *s = arg;
+    s->halted = true;
+}
+
 void srv_tick(struct srv *s)
 {
+    if (s->halted) { /* rn_fsm.c logged why */
+        srv_stop(s);
+        return;
+    }
     srv_poll_leadership(s);
     rn_tick(s->rn);
     srv_members_tick(s);
@@ -341,6 +351,7 @@ void srv_tick(struct srv *s)
         repair_lease(s, now);
     if (!srv_ready(s))
         return;
+    srv_format_tick(s);
     struct lease_action a;
     while (lease_next(&s->lease, now, &a))
         do_action(s, &a, now);

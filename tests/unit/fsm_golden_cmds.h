@@ -48,6 +48,13 @@ static void golden_fill(void)
         golden_long_name, FSM_MAX_NAME                                                             \
     }
 
+/* The sessions the issue-18 commands open (their revisions) and E1's first leader token. */
+#define GOLDEN_SID_A 57
+#define GOLDEN_SID_B 58
+#define GOLDEN_SID_C 59
+#define GOLDEN_SID_D 72
+#define GOLDEN_E1_TOKEN 67
+
 static const struct fsm_cmd golden_cmds[] = {
     /* sessions 1-4 (revisions 1-4), with empty and maximal fields; a TTL of 0 is refused */
     {.op = FSM_OP_NOOP},
@@ -234,11 +241,120 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW3"), .sid = 41}},
     {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW3"), .sid = 2}},
     {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 8000, .session_expire = {.sid = 41}},
+    /* issue 18 (version-2 headers: acting user, admin bit) and issue 19's ops 14-20
+       (golden_snapshot_v3 is the state here; golden_snapshot_v4 the state after them) */
+    {.op = FSM_OP_SESSION_OPEN,
+     .now_ms = 9000,
+     .user = GS("alice"),
+     .session_open = {.ttl_ms = 40000, .lockdelay_ms = 300, .name = GS("kilo")}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("bob"),
+     .admin = true,
+     .session_open = {.ttl_ms = 40000, .name = GS("lima")}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .checked = true,
+     .session_open = {.ttl_ms = 40000, .lockdelay_ms = 600, .name = GS("mike")}},
+    /* alice locks O1 with REQ (a digest is recorded), retries it, reuses the seq otherwise */
+    {.op = FSM_OP_LOCK,
+     .req_sid = GOLDEN_SID_A,
+     .req_seq = 1,
+     .user = GS("alice"),
+     .lock = {.name = GS("O1"), .sid = GOLDEN_SID_A, .wait_ms = 1000}},
+    {.op = FSM_OP_LOCK,
+     .req_sid = GOLDEN_SID_A,
+     .req_seq = 1,
+     .user = GS("alice"),
+     .lock = {.name = GS("O1"), .sid = GOLDEN_SID_A, .wait_ms = 900}},
+    {.op = FSM_OP_LOCK,
+     .req_sid = GOLDEN_SID_A,
+     .req_seq = 1,
+     .user = GS("alice"),
+     .lock = {.name = GS("O9"), .sid = GOLDEN_SID_A}},
+    /* bob may not act as alice's session, nor unlock without admin; the checked empty user
+       owns the unowned session */
+    {.op = FSM_OP_LOCK, .user = GS("bob"), .lock = {.name = GS("O2"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_UNLOCK, .user = GS("bob"), .unlock = {.name = GS("O1"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LOCK_SHARED,
+     .checked = true,
+     .lock_shared = {.name = GS("RW4"), .sid = GOLDEN_SID_C}},
+    {.op = FSM_OP_LOCK_SHARED,
+     .user = GS("alice"),
+     .lock_shared = {.name = GS("RW4"), .sid = GOLDEN_SID_A}},
+    /* S1 (limit 2): alice and bob take permits, session 1 queues, bob releases: 1 gets it */
+    {.op = FSM_OP_SEM_ACQUIRE,
+     .now_ms = 9100,
+     .user = GS("alice"),
+     .sem_acquire = {.name = GS("S1"), .sid = GOLDEN_SID_A, .limit = 2}},
+    {.op = FSM_OP_SEM_ACQUIRE,
+     .req_sid = GOLDEN_SID_B,
+     .req_seq = 5,
+     .user = GS("bob"),
+     .admin = true,
+     .sem_acquire = {.name = GS("S1"), .sid = GOLDEN_SID_B, .limit = 2, .wait_ms = 10}},
+    {.op = FSM_OP_SEM_ACQUIRE,
+     .sem_acquire = {.name = GS("S1"), .sid = 1, .limit = 2, .wait_ms = 5000}},
+    {.op = FSM_OP_SEM_ACQUIRE,
+     .sem_acquire = {.name = GS("S1"), .sid = 2, .limit = 3, .wait_ms = 5000}},
+    {.op = FSM_OP_SEM_ACQUIRE, .sem_acquire = {.name = GS("O1"), .sid = 2, .limit = 1}},
+    {.op = FSM_OP_SEM_ACQUIRE, .sem_acquire = {.name = GS("S2"), .sid = 2, .limit = 0}},
+    {.op = FSM_OP_SEM_RELEASE,
+     .user = GS("bob"),
+     .sem_release = {.name = GS("S1"), .sid = GOLDEN_SID_B}},
+    {.op = FSM_OP_SEM_RELEASE, .sem_release = {.name = GS("S1"), .sid = 4}},
+    /* E1: alice leads with a value, bob campaigns (a candidate with a value), alice proclaims;
+       a stale token is refused; E2 is won by 2 and resigned (no leader left) */
+    {.op = FSM_OP_ELECT_CAMPAIGN,
+     .now_ms = 9200,
+     .user = GS("alice"),
+     .elect_campaign = {.name = GS("E1"), .sid = GOLDEN_SID_A, .value = GS("alice:7480")}},
+    {.op = FSM_OP_ELECT_CAMPAIGN,
+     .user = GS("bob"),
+     .elect_campaign = {.name = GS("E1"),
+                        .sid = GOLDEN_SID_B,
+                        .value = {golden_value, GOLDEN_VALUE_LEN},
+                        .wait_ms = 60000}},
+    {.op = FSM_OP_ELECT_PROCLAIM,
+     .user = GS("alice"),
+     .elect_proclaim = {.name = GS("E1"),
+                        .sid = GOLDEN_SID_A,
+                        .token = GOLDEN_E1_TOKEN,
+                        .value = GS("alice:7481")}},
+    {.op = FSM_OP_ELECT_PROCLAIM,
+     .user = GS("alice"),
+     .elect_proclaim = {.name = GS("E1"), .sid = GOLDEN_SID_A, .token = 1, .value = GS("")}},
+    {.op = FSM_OP_ELECT_CAMPAIGN, .elect_campaign = {.name = GS("E2"), .sid = 2, .value = GS("")}},
+    {.op = FSM_OP_ELECT_RESIGN, .elect_resign = {.name = GS("E2"), .sid = 2}},
+    {.op = FSM_OP_ELECT_RESIGN, .elect_resign = {.name = GS("E2"), .sid = 2}},
+    /* a session of carol holding a lock is revoked by an admin (lock-delay applies); bob
+       without admin may not revoke alice's */
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("carol"),
+     .session_open = {.ttl_ms = 40000, .lockdelay_ms = 700, .name = GS("november")}},
+    {.op = FSM_OP_LOCK, .user = GS("carol"), .lock = {.name = GS("O3"), .sid = GOLDEN_SID_D}},
+    {.op = FSM_OP_SESSION_REVOKE,
+     .now_ms = 9300,
+     .user = GS("dave"),
+     .admin = true,
+     .session_revoke = {.sid = GOLDEN_SID_D}},
+    {.op = FSM_OP_SESSION_REVOKE, .user = GS("dave"), .session_revoke = {.sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_SESSION_REVOKE, .session_revoke = {.sid = 12345}},
+    /* the upgrade gate: the cluster's log format goes to 2 (golden_snapshot_v4 is the state
+       before; golden_snapshot_v5 the state after) and is not lowered (a format above
+       FSM_FORMAT_MAX is left out: its reply changes when a format 3 comes) */
+    {.op = FSM_OP_CLUSTER_FORMAT, .now_ms = 9400, .cluster_format = {.format = 2}},
+    {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}},
+    {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 1}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
 /* The commands before issue 19's: golden_snapshot (version 2) is the state after them, and
  * golden_snapshot_v3 the state after all of them. */
 #define GOLDEN_N_V2_CMDS 69
+/* The commands before issue 18's and the primitives': golden_snapshot_v3 is the state after
+ * them, golden_snapshot_v4 the state after all of them. */
+#define GOLDEN_N_V3_CMDS 88
+/* Before the CLUSTER_FORMAT entries: golden_snapshot_v4 is the state after them,
+ * golden_snapshot_v5 the state after all. */
+#define GOLDEN_N_V4_CMDS 118
 
 #endif

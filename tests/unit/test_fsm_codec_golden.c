@@ -8,6 +8,11 @@
  * commands to the same bytes. Any change to a field's encoding fails here. Issue 19 appended
  * LOCK_SHARED entries and a version 3 snapshot of the state after them; the version 2 snapshot
  * of the state before them stays, and must still restore and re-snapshot to the same bytes.
+ * Issue 18 appended version-2 entries (acting user, admin bit) and an entry of every op 14-20
+ * (semaphores, elections, SESSION_REVOKE), and a version 4 snapshot of the state after them
+ * (sessions with owners and request digests, a shared lock, a semaphore, an election with a
+ * leader and a candidate, a lock in lock-delay after a revoke), then CLUSTER_FORMAT entries
+ * (the upgrade gate) and a version 5 snapshot (version 4 with the cluster's log format).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -117,19 +122,25 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm *f = fsm_new();
     struct fsm_events ev;
     fsm_events_init(&ev);
-    int ok = f != NULL, snap_v2_ok = 0;
+    int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
             snap_v2_ok = snapshot_is(f, golden_snapshot, sizeof(golden_snapshot));
+        if (i + 1 == GOLDEN_N_V3_CMDS)
+            snap_v3_ok = snapshot_is(f, golden_snapshot_v3, sizeof(golden_snapshot_v3));
+        if (i + 1 == GOLDEN_N_V4_CMDS)
+            snap_v4_ok = snapshot_is(f, golden_snapshot_v4, sizeof(golden_snapshot_v4));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_v3, sizeof(golden_snapshot_v3));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_v5, sizeof(golden_snapshot_v5));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
     fsm_free(f);
     CHECK(ok);
     CHECK(snap_v2_ok);
+    CHECK(snap_v3_ok);
+    CHECK(snap_v4_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -146,6 +157,53 @@ TEST(golden_snapshot_v3_restores_and_resnapshots_byte_identically)
     CHECK(restores_byte_identically(golden_snapshot_v3, sizeof(golden_snapshot_v3)));
 }
 
+TEST(golden_snapshot_v4_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_v4[4] == 4);
+    CHECK(restores_byte_identically(golden_snapshot_v4, sizeof(golden_snapshot_v4)));
+}
+
+/* What the appended entries exercise, so a later edit of the table cannot quietly drop it:
+ * version-2 headers with a user and with the admin bit, and every op of this round. */
+TEST(golden_snapshot_v5_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_v5[4] == 5);
+    CHECK(restores_byte_identically(golden_snapshot_v5, sizeof(golden_snapshot_v5)));
+}
+
+/* The log format each entry needs: 1 for everything the previous release wrote (the first
+ * GOLDEN_N_V3_CMDS entries), 2 for every entry after them. */
+TEST(golden_entries_need_the_log_format_of_their_release)
+{
+    for (size_t i = 0; i < N_GOLDEN; i++)
+        CHECK_EQ_U64(fsm_entry_format(golden_entries[i].p, golden_entries[i].len),
+                     i < GOLDEN_N_V3_CMDS ? FSM_FORMAT_1 : FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot, sizeof(golden_snapshot)), FSM_FORMAT_1);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v3, sizeof(golden_snapshot_v3)), FSM_FORMAT_1);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v4, sizeof(golden_snapshot_v4)), FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v5, sizeof(golden_snapshot_v5)), FSM_FORMAT_2);
+}
+
+TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
+{
+    bool op_seen[FSM_OP__COUNT] = {false};
+    int v2_user = 0, v2_admin = 0, v2_empty = 0;
+    for (size_t i = 0; i < N_GOLDEN; i++) {
+        const uint8_t *p = golden_entries[i].p;
+        op_seen[p[1]] = true;
+        if (p[0] != FSM_CMD_VERSION_USER)
+            continue;
+        v2_user += golden_cmds[i].user.len > 0;
+        v2_admin += golden_cmds[i].admin;
+        v2_empty += golden_cmds[i].user.len == 0;
+    }
+    for (int op = FSM_OP_SEM_ACQUIRE; op <= FSM_OP_ELECT_RESIGN; op++)
+        CHECK(op_seen[op]);
+    CHECK(op_seen[FSM_OP_SESSION_REVOKE]);
+    CHECK(op_seen[FSM_OP_CLUSTER_FORMAT]);
+    CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
+}
+
 int main(void)
 {
     golden_fill();
@@ -154,5 +212,9 @@ int main(void)
     RUN(golden_log_replays_to_the_same_replies_events_and_snapshot);
     RUN(golden_snapshot_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_v3_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_v4_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_v5_restores_and_resnapshots_byte_identically);
+    RUN(golden_entries_need_the_log_format_of_their_release);
+    RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();
 }
