@@ -38,6 +38,7 @@
 #include "server/http.h"
 #include "server/lease.h"
 #include "server/metrics.h"
+#include "server/notify.h"
 #include "server/tls.h"
 #include "server/watch.h"
 
@@ -235,6 +236,7 @@ struct srv {
     uint64_t peer_retry_ms;
     bool stopping, listening;
     uint64_t started_ms;
+    struct notify notify; /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
 };
 
 /* Monotonic milliseconds (never the wall clock). */
