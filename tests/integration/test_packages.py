@@ -112,7 +112,10 @@ def build_against_dev(ctx):
 
 
 def shared_dir(path):
-    """A directory that another installed package owns too (/usr/bin, /etc/default, ...)."""
+    """A directory that another installed package owns too (/usr/bin, /etc/default, ...), the
+    root, or one of merged-/usr's links (/lib -> usr/lib)."""
+    if path == "/." or (os.path.islink(path) and path in ("/bin", "/sbin", "/lib", "/lib64")):
+        return True
     if not os.path.isdir(path) or os.path.islink(path):
         return False
     r = run(["dpkg", "-S", path])
