@@ -139,8 +139,10 @@ install-files:
 	install -m 644 include/fencelock.h $(DESTDIR)$(INCLUDEDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	  -e 's|@VERSION@|$(FL_VERSION)|' scripts/fencelock.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/fencelock.pc
-	install -m 644 docs/fencelock.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 docs/fencelockd.8 $(DESTDIR)$(MANDIR)/man8/
+	# The man pages name the documents where the packages put them; here, where DOCDIR is.
+	sed 's|/usr/share/doc/fencelock/|$(DOCDIR)/|g' docs/fencelock.1 > $(DESTDIR)$(MANDIR)/man1/fencelock.1
+	sed 's|/usr/share/doc/fencelock/|$(DOCDIR)/|g' docs/fencelockd.8 > $(DESTDIR)$(MANDIR)/man8/fencelockd.8
+	chmod 644 $(DESTDIR)$(MANDIR)/man1/fencelock.1 $(DESTDIR)$(MANDIR)/man8/fencelockd.8
 	install -m 644 $(USER_DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
