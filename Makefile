@@ -97,23 +97,76 @@ $(B)/libfencelock.so: $(CLIENT_OBJ)
 	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfencelock.so.$(SOVER) -o $@.$(SOVER) $^ $(CLIENT_LIBS)
 	ln -sf libfencelock.so.$(SOVER) $@
 
+# CLI_SHARED=1 (the Debian package): the CLI links libfencelock.so instead of the archive.
+ifeq ($(CLI_SHARED),1)
+$(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.so
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B) -lfencelock $(CLIENT_LIBS)
+else
 $(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+endif
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: binaries, the client library, header, pkg-config
-# file and man page.
+# make install [PREFIX=/usr/local] [DESTDIR=]: fencelockd (sbin), the CLI, the client library,
+# header, pkg-config file, man pages fencelock(1) and fencelockd(8), and the user documentation
+# the man pages refer to (DOCDIR). ldconfig runs when installing into the live system (no
+# DESTDIR). make uninstall removes the same files. install-files copies from IB without building
+# (debian/rules builds with dpkg-buildflags first).
 PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/fencelock
+IB ?= build/release
+USER_DOCS := docs/protocol.md docs/server.md docs/operations.md docs/security.md docs/client.md \
+             docs/monitoring.md
+.PHONY: install-files uninstall deb
 install: deps
 	$(MAKE) SAN=0 build/release/fencelockd build/release/fencelock build/release/libfencelock.a build/release/libfencelock.so
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 build/release/fencelockd build/release/fencelock $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 build/release/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 build/release/libfencelock.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libfencelock.so.$(SOVER) $(DESTDIR)$(PREFIX)/lib/libfencelock.so
-	install -m 644 include/fencelock.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' scripts/fencelock.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fencelock.pc
-	[ ! -f docs/fencelock.1 ] || install -m 644 docs/fencelock.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(MAKE) install-files
+	[ -n "$(DESTDIR)" ] || ldconfig
+
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	  $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
+	install -m 755 $(IB)/fencelockd $(DESTDIR)$(SBINDIR)/
+	install -m 755 $(IB)/fencelock $(DESTDIR)$(BINDIR)/
+	install -m 644 $(IB)/libfencelock.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(IB)/libfencelock.so.$(SOVER) $(DESTDIR)$(LIBDIR)/
+	ln -sf libfencelock.so.$(SOVER) $(DESTDIR)$(LIBDIR)/libfencelock.so
+	install -m 644 include/fencelock.h $(DESTDIR)$(INCLUDEDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(FL_VERSION)|' scripts/fencelock.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/fencelock.pc
+	# The man pages name the documents where the packages put them; here, where DOCDIR is.
+	sed 's|/usr/share/doc/fencelock/|$(DOCDIR)/|g' docs/fencelock.1 > $(DESTDIR)$(MANDIR)/man1/fencelock.1
+	sed 's|/usr/share/doc/fencelock/|$(DOCDIR)/|g' docs/fencelockd.8 > $(DESTDIR)$(MANDIR)/man8/fencelockd.8
+	chmod 644 $(DESTDIR)$(MANDIR)/man1/fencelock.1 $(DESTDIR)$(MANDIR)/man8/fencelockd.8
+	install -m 644 $(USER_DOCS) $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/fencelockd $(DESTDIR)$(BINDIR)/fencelock \
+	  $(DESTDIR)$(LIBDIR)/libfencelock.a $(DESTDIR)$(LIBDIR)/libfencelock.so \
+	  $(DESTDIR)$(LIBDIR)/libfencelock.so.$(SOVER) $(DESTDIR)$(LIBDIR)/pkgconfig/fencelock.pc \
+	  $(DESTDIR)$(INCLUDEDIR)/fencelock.h $(DESTDIR)$(MANDIR)/man1/fencelock.1 \
+	  $(DESTDIR)$(MANDIR)/man8/fencelockd.8 $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(USER_DOCS)))
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	[ -n "$(DESTDIR)" ] || ldconfig
+
+# make deb: the Debian packages (debian/, docs/operations.md "Packages") built from a copy of
+# the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches build/;
+# the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
+# sanitizers.
+DEB_JOBS ?= 2
+FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION "\(.*\)"/\1/p' include/fencelock.h)
+deb:
+	@scripts/deps.sh deb
+	rm -rf build/deb && mkdir -p build/deb/fencelock-$(FL_VERSION)
+	tar --exclude=./build --exclude=./.git --exclude=./var -cf - . | tar -xf - -C build/deb/fencelock-$(FL_VERSION)
+	cd build/deb/fencelock-$(FL_VERSION) && dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
+	@ls build/deb/*.deb
 
 run: deps
 	$(MAKE) SAN=0 $(B)/fencelockd

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
-# Usage: scripts/deps.sh build|test|fuzz|bench
+# Usage: scripts/deps.sh build|test|fuzz|bench|deb
 set -euo pipefail
 pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
+# make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`.
+deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser)
 case "${1:-build}" in
 build) ;;
 test)
@@ -11,11 +13,13 @@ test)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
+  pkgs+=("${deb_pkgs[@]}") # test_packages.py builds, lints and installs the packages
   ;;
+deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
               libcurl4-openssl-dev procps) ;;
-*) echo "usage: $0 build|test|fuzz|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|fuzz|bench|deb" >&2; exit 2 ;;
 esac
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 

@@ -9,6 +9,9 @@
  *   answered -NOTLEADER / -NOLEADER; their sessions keep their queue places in the log)
  */
 #include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "server/server.h"
 
@@ -116,6 +119,27 @@ static void note_term_and_leader(struct srv *s, int role, uint64_t term)
     }
 }
 
+/*
+ * Tell systemd (Type=notify) the node serves: a ready leader, or a follower that knows its
+ * leader and so can redirect clients (-NOTLEADER with its address). Once per process: a later
+ * election does not make the unit "not ready" again.
+ */
+static void notify_if_serving(struct srv *s)
+{
+    if (s->notify.ready_sent || s->stopping)
+        return;
+    char status[96];
+    if (srv_ready(s))
+        snprintf(status, sizeof(status), "leader in term %llu", (unsigned long long)s->ready_term);
+    else if (s->role == RN_FOLLOWER && s->seen_leader)
+        snprintf(status, sizeof(status), "follower of node %llu",
+                 (unsigned long long)s->seen_leader);
+    else
+        return;
+    if (notify_ready(&s->notify, status))
+        LOGW(&s->log, "NOTIFY_SOCKET: READY=1 not sent: %s", strerror(errno));
+}
+
 void srv_poll_leadership(struct srv *s)
 {
     int role = rn_role(s->rn);
@@ -133,4 +157,5 @@ void srv_poll_leadership(struct srv *s)
         if (rn_barrier(s->rn, ready_cb, s) != RN_OK)
             srv_lead_set(s, SRV_NOT_LEADER);
     }
+    notify_if_serving(s);
 }

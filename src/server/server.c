@@ -57,6 +57,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->loop = loop;
     s->cfg = *cfg;
     s->audit.fd = -1;
+    notify_init(&s->notify);
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
     s->role = RN_UNAVAILABLE;
@@ -64,6 +65,9 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
     if (cmdstat_init(&s->cmdstat, srv_cmd_count()))
         LOGW(&s->log, "no memory for per-command counts: fencelock_commands_total stays empty");
+    if (notify_open(&s->notify, getenv("NOTIFY_SOCKET")))
+        LOGW(&s->log, "NOTIFY_SOCKET %s unusable (%s): no readiness notification",
+             getenv("NOTIFY_SOCKET"), strerror(errno));
     if (mkdir_p(cfg->data_dir)) {
         LOGE(&s->log, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
         return -1;
@@ -210,6 +214,8 @@ void srv_stop(struct srv *s)
     if (s->stopping)
         return;
     s->stopping = true;
+    if (notify_stopping(&s->notify))
+        LOGW(&s->log, "NOTIFY_SOCKET: STOPPING=1 not sent: %s", strerror(errno));
     uv_timer_stop(&s->tick);
     srv_members_stop(s);
     srv_fail_parked(s, RN_ERR);
@@ -244,6 +250,7 @@ void srv_free(struct srv *s)
     srv_tls_free(s);
     tsig_wipe(&s->tsig);
     srv_free_slots(s);
+    notify_close(&s->notify);
     fsm_free(s->fsm);
     s->fsm = NULL;
 }

@@ -38,6 +38,7 @@
 #include "server/http.h"
 #include "server/lease.h"
 #include "server/metrics.h"
+#include "server/notify.h"
 #include "server/tls.h"
 #include "server/tokensig.h"
 #include "server/watch.h"
@@ -258,6 +259,7 @@ struct srv {
         unsigned inflight;  /* leader: the format of a pending CLUSTER_FORMAT proposal, 0 none */
     } fmt;
     bool halted; /* raft met an entry of a newer log format: stop from the next tick */
+    struct notify notify; /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
 };
 
 /* Monotonic milliseconds (never the wall clock). */
