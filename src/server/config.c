@@ -1,11 +1,15 @@
 /*
- * config.c — fencelockd's flags: defaults, parsing, --help. Every limit is a flag.
+ * config.c — fencelockd's flags: defaults, one value's parsing and validation, the rules
+ * between flags, --help. Every limit is a flag. Where a value comes from (file, environment,
+ * command line) and --print-config are config_src.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "server/config_int.h"
 #include "server/server.h"
 
 #define NODE_ID_MAX (1ull << 32) /* node ids are 1..2^32 */
@@ -161,6 +165,7 @@ void srv_config_usage(FILE *f)
           "                          stops at it, a reader past it gets -SLOWREADER and is\n"
           "                          closed (default 4194304)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
+          "  --log-format FORMAT     text | json: one JSON object per line (default text)\n"
           "  --acl-file PATH         users and permissions (docs/security.md); clients must\n"
           "                          AUTH. Reloaded on SIGHUP (a malformed file keeps the\n"
           "                          old rules)\n"
@@ -192,6 +197,11 @@ void srv_config_usage(FILE *f)
           "  --tls-handshake-timeout MS\n"
           "                          a client slower to finish its handshake is closed\n"
           "                          (default 10000)\n"
+          "  --config FILE           read settings from FILE: `key = value` lines named as\n"
+          "                          the flags (listen = 127.0.0.1:7480); FENCELOCK_<FLAG>\n"
+          "                          variables override the file, flags override both\n"
+          "  --print-config          print the effective settings and where each came from,\n"
+          "                          then exit\n"
           "  --version, -V           print the version and exit\n"
           "  --hash-password         read a password from stdin, print its HASH for\n"
           "                          --acl-file, exit (must be the only flag)\n"
@@ -398,11 +408,11 @@ static const struct num_flag num_flags[] = {
     NF("--event-buffer", event_buffer, 1, 1024, 1ull << 40),
 };
 
-static int set_num(struct srv_config *c, const struct num_flag *f, const char *v)
+static int set_num(struct srv_config *c, const struct num_flag *f, const char *v, const char *where)
 {
     uint64_t x;
     if (parse_u64(v, f->min, f->max, &x)) {
-        fprintf(stderr, "fencelockd: %s wants a number in %llu..%llu, got '%s'\n", f->name,
+        fprintf(stderr, "fencelockd: %s%s wants a number in %llu..%llu, got '%s'\n", where, f->name,
                 (unsigned long long)f->min, (unsigned long long)f->max, v);
         return -1;
     }
@@ -485,6 +495,8 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);
+    if (!strcmp(flag, "--log-format"))
+        return log_format_parse(v, &c->log_format);
     char *tls = !strcmp(flag, "--peer-tls-cert")  ? c->peer_tls_cert
                 : !strcmp(flag, "--peer-tls-key") ? c->peer_tls_key
                 : !strcmp(flag, "--peer-tls-ca")  ? c->peer_tls_ca
@@ -512,44 +524,126 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     return 1; /* not a string flag */
 }
 
-int srv_config_parse(struct srv_config *c, int argc, char **argv)
+/* The flags with a text value (set_str) and what --print-config shows when one is not given
+ * (NULL: unset). A flag set_str knows but missing here can be given only on the command line,
+ * and test_config checks that every flag --help lists is in one of the three tables. */
+static const struct {
+    const char *name, *def;
+} str_flags[] = {
+    {"--data-dir", "./var/node1"},
+    {"--listen", "127.0.0.1:7480"},
+    {"--raft-listen", "127.0.0.1:7481"},
+    {"--http-listen", "127.0.0.1:7482"},
+    {"--initial-cluster", NULL},
+    {"--recover", NULL},
+    {"--join", NULL},
+    {"--log-level", "info"},
+    {"--log-format", "text"},
+    {"--acl-file", NULL},
+    {"--peer-user", NULL},
+    {"--peer-password-file", NULL},
+    {"--audit-log", NULL},
+    {"--peer-tls-cert", NULL},
+    {"--peer-tls-key", NULL},
+    {"--peer-tls-ca", NULL},
+    {"--tls-cert", NULL},
+    {"--tls-key", NULL},
+    {"--tls-ca", NULL},
+    {"--tls-client-auth", "none"},
+};
+
+/* The flags without a value on the command line (true/false in a file or the environment). */
+static const struct {
+    const char *name;
+    size_t off;
+} bool_flags[] = {
+    {"--insecure-no-auth", offsetof(struct srv_config, insecure_no_auth)},
+    {"--tls-user-from-cn", offsetof(struct srv_config, tls.user_from_cn)},
+};
+
+#define N_STR (sizeof(str_flags) / sizeof(str_flags[0]))
+#define N_BOOL (sizeof(bool_flags) / sizeof(bool_flags[0]))
+#define N_NUM (sizeof(num_flags) / sizeof(num_flags[0]))
+
+size_t cfg_count(void)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
-            srv_config_usage(stdout);
-            return 1;
-        }
-        if (!strcmp(flag, "--insecure-no-auth")) { /* the flags without a value */
-            c->insecure_no_auth = true;
-            continue;
-        }
-        if (!strcmp(flag, "--tls-user-from-cn")) {
-            c->tls.user_from_cn = true;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fencelockd: unknown flag or missing value: %s (see --help)\n", flag);
-            return -1;
-        }
-        const char *v = argv[++i];
-        int rc = set_str(c, flag, v);
-        if (rc < 0) {
-            fprintf(stderr, "fencelockd: bad value for %s: '%s'\n", flag, v);
-            return -1;
-        }
-        if (rc == 0)
-            continue;
-        size_t k = 0, nf = sizeof(num_flags) / sizeof(num_flags[0]);
-        while (k < nf && strcmp(num_flags[k].name, flag))
-            k++;
-        if (k == nf) {
-            fprintf(stderr, "fencelockd: unknown flag %s (see --help)\n", flag);
-            return -1;
-        }
-        if (set_num(c, &num_flags[k], v))
-            return -1;
+    return N_STR + N_BOOL + N_NUM;
+}
+
+const char *cfg_name(size_t id)
+{
+    if (id < N_STR)
+        return str_flags[id].name;
+    if (id < N_STR + N_BOOL)
+        return bool_flags[id - N_STR].name;
+    return num_flags[id - N_STR - N_BOOL].name;
+}
+
+int cfg_id(const char *flag)
+{
+    for (size_t id = 0; id < cfg_count(); id++)
+        if (!strcmp(cfg_name(id), flag))
+            return (int)id;
+    return -1;
+}
+
+bool cfg_is_bool(size_t id)
+{
+    return id >= N_STR && id < N_STR + N_BOOL;
+}
+
+int cfg_bool_parse(const char *v, bool *out)
+{
+    if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
+        *out = true;
+    else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+int cfg_set(struct srv_config *c, size_t id, const char *v, const char *where)
+{
+    if (id < N_STR) {
+        if (set_str(c, str_flags[id].name, v) == 0)
+            return 0;
+        fprintf(stderr, "fencelockd: %sbad value for %s: '%s'\n", where, str_flags[id].name, v);
+        return -1;
     }
+    if (id < N_STR + N_BOOL) {
+        if (cfg_bool_parse(v, (bool *)((char *)c + bool_flags[id - N_STR].off)) == 0)
+            return 0;
+        fprintf(stderr, "fencelockd: %s%s wants true or false (yes or no), got '%s'\n", where,
+                bool_flags[id - N_STR].name, v);
+        return -1;
+    }
+    return set_num(c, &num_flags[id - N_STR - N_BOOL], v, where);
+}
+
+void cfg_show(const struct srv_config *c, size_t id, const char *given, char *out, size_t n)
+{
+    if (id < N_STR) {
+        const char *def = str_flags[id].def;
+        /* --initial-cluster's entry for this node is its Raft address */
+        if (!strcmp(str_flags[id].name, "--raft-listen"))
+            given = c->raft_address;
+        snprintf(out, n, "%s", given ? given : def ? def : "");
+    } else if (id < N_STR + N_BOOL) {
+        snprintf(out, n, "%s",
+                 *(const bool *)((const char *)c + bool_flags[id - N_STR].off) ? "true" : "false");
+    } else {
+        const struct num_flag *f = &num_flags[id - N_STR - N_BOOL];
+        const char *p = (const char *)c + f->off;
+        uint64_t x = f->is_size == 1   ? *(const size_t *)p
+                     : f->is_size == 2 ? *(const unsigned *)p
+                                       : *(const uint64_t *)p;
+        snprintf(out, n, "%llu", (unsigned long long)x);
+    }
+}
+
+int cfg_check(struct srv_config *c)
+{
     if (c->n_join && c->n_peers) {
         fprintf(stderr, "fencelockd: --join and --initial-cluster exclude each other\n");
         return -1;

@@ -59,6 +59,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->audit.fd = -1;
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
+    s->log.format = cfg->log_format;
     s->role = RN_UNAVAILABLE;
     lease_init(&s->lease, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);

@@ -78,8 +78,9 @@ struct srv_config {
      * unread reply bytes a reader may hold */
     size_t event_history, event_history_bytes, event_value_max, event_buffer;
     enum log_level log_level;
-    char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
-    bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
+    enum log_format log_format; /* --log-format: text or one JSON object per line */
+    char acl_file[512];         /* --acl-file: "" = no users, every client may do anything */
+    bool insecure_no_auth;      /* --insecure-no-auth: listen publicly without --acl-file */
     /* --peer-user / --peer-password-file: what this node sends AUTH as before CLUSTER.ANNOUNCE
      * and CLUSTER.ADD (--join) to another member; "" = sends no AUTH */
     char peer_user[ACL_NAME_MAX + 1];
@@ -90,7 +91,8 @@ struct srv_config {
     char peer_tls_cert[512], peer_tls_key[512], peer_tls_ca[512];
 };
 
-/* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
+/* Fill defaults; parse --config FILE, FENCELOCK_* variables and argv (config_src.c), in that
+ * order of precedence. 0 ok, 1 help or --print-config printed (exit 0), -1 error printed. */
 void srv_config_defaults(struct srv_config *c);
 int srv_config_parse(struct srv_config *c, int argc, char **argv);
 void srv_config_usage(FILE *f);
@@ -229,6 +231,10 @@ struct srv {
     char join_target[PROTO_ADDR_BUF];
     bool joined;        /* --join: this node is a voter (or was already at start) */
     unsigned join_next; /* --join: which listed address a fresh attempt starts from */
+    /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
+     * whether that silence was logged (members.c join_quiet) */
+    uint64_t join_quiet_ms;
+    bool join_quiet_logged;
     /* announce / join refused for want of credentials (-NOAUTH, -WRONGPASS, -NOPERM): no new
      * attempt before peer_retry_ms; the wait doubles with each refusal in a row */
     unsigned peer_refusals;
