@@ -126,7 +126,8 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
  * (randomized) election timeout becomes a candidate, and an operator reading "elected" lines
  * wants to know what it stopped hearing. libraft has no callback for it, so the tick watches
  * the role: from follower to candidate, or to a new term as candidate or leader (a quick
- * election can finish between two ticks). With pre-vote the term is only raised once a
+ * election can finish between two ticks). A lone voter that leads from its start has nothing to
+ * explain (its role change is logged) and is skipped. With pre-vote the term is only raised once a
  * majority would vote, so this is logged once per run of candidacy, not per attempt.
  */
 static void note_election(struct rn *rn, uint64_t now)
@@ -144,9 +145,8 @@ static void note_election(struct rn *rn, uint64_t now)
         }
         rn->contact_ms = r->election_timer_start;
     }
-    bool was_voting = rn->seen_state == RAFT_CANDIDATE || rn->seen_state == RAFT_LEADER;
-    bool started =
-        !was_voting && (st == RAFT_CANDIDATE || (st == RAFT_LEADER && term > rn->seen_term));
+    bool started = rn->seen_state == RAFT_FOLLOWER &&
+                   (st == RAFT_CANDIDATE || (st == RAFT_LEADER && term > rn->seen_term));
     if (started && rn->known_leader)
         LOGI(rn->log,
              "raft: starting an election: no message from the leader (node %llu, term %llu) "
