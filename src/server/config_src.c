@@ -36,9 +36,11 @@ struct sources {
 };
 
 /* FENCELOCK_ variables that are not settings but are known: FENCELOCK_CONFIG (the file),
- * FENCELOCK_PEER_PASSWORD (config.c), and the fencelock CLI's. */
-static const char *const env_known[] = {"CONFIG", "PEER_PASSWORD", "ENDPOINTS", "USER", "PASSWORD",
-                                        "NAME",   "SESSION",       "TOKEN",     "MODE"};
+ * FENCELOCK_PEER_PASSWORD (config.c), test and debugging switches, and the fencelock CLI's. */
+static const char *const env_known[] = {"CONFIG",    "PEER_PASSWORD", "NO_CONFIG_REPAIR",
+                                        "NO_CGROUP", "RAFT_CAPTURE",  "ENDPOINTS",
+                                        "USER",      "PASSWORD",      "NAME",
+                                        "SESSION",   "TOKEN",         "MODE"};
 
 static int record(struct sources *S, size_t id, enum src_kind kind, unsigned line, const char *v)
 {

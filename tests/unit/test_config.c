@@ -309,6 +309,11 @@ TEST(test_json_escape_invalid_utf8_becomes_replacement_per_byte)
     CHECK(!strcmp(esc("\xed\xa0\x80", 3, 256), want));
     snprintf(want, sizeof want, "x%s", fffd); /* a sequence cut short by the end */
     CHECK(!strcmp(esc("x\xe2\x82", 2, 256), want));
+    snprintf(want, sizeof want, "%sA", fffd); /* a lead byte without its continuation */
+    CHECK(!strcmp(esc("\xc3"
+                      "A",
+                      2, 256),
+                  want));
     snprintf(want, sizeof want, "%s", fffd); /* past U+10FFFF */
     CHECK(!strcmp(esc("\xf5", 1, 256), want));
 }
