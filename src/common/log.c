@@ -95,9 +95,8 @@ size_t log_json_escape(const char *in, size_t n, char *out, size_t cap)
         char esc[8];
         const char *put = esc;
         size_t len = utf8_len(p + i, n - i), w;
-        if (len == 0) { /* an invalid byte: U+FFFD, one per byte */
-            put = "\xef\xbf\xbd";
-            w = 3;
+        if (len == 0) { /* an invalid byte: \u00XX, as the audit log writes it */
+            w = (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[i]);
             len = 1;
         } else if (p[i] == '"' || p[i] == '\\') {
             esc[0] = '\\';

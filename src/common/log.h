@@ -10,7 +10,9 @@
  * {"time":"2026-12-02T16:05:41.123Z","level":"info","node":1,"msg":"..."}; the message is
  * escaped by log_json_escape, so any byte a log line quotes (a client's key, say) stays inside
  * its string: valid UTF-8 is kept, '"' '\' and control bytes are escaped, and each byte of an
- * invalid UTF-8 sequence becomes U+FFFD (as encoding/json does).
+ * invalid UTF-8 sequence becomes \u00XX, as in the audit log: kept in the JSON text (in raw
+ * text \u0080..\u00ff only ever stands for such a byte, valid UTF-8 is never escaped) though
+ * a decoder reads it as U+0080..U+00FF.
  */
 #ifndef FENCELOCK_LOG_H
 #define FENCELOCK_LOG_H
