@@ -1,13 +1,12 @@
 /*
  * config.c — fencelockd's flags: defaults, one value's parsing and validation, the rules
- * between flags, --help. Every limit is a flag. Where a value comes from (file, environment,
- * command line) and --print-config are config_src.c's.
+ * between flags, --help. Every limit is a flag. The list of every setting, where a value comes
+ * from (file, environment, command line) and --print-config are config_src.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "server/config_int.h"
 #include "server/server.h"
@@ -524,122 +523,34 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     return 1; /* not a string flag */
 }
 
-/* The flags with a text value (set_str) and what --print-config shows when one is not given
- * (NULL: unset). A flag set_str knows but missing here can be given only on the command line,
- * and test_config checks that every flag --help lists is in one of the three tables. */
-static const struct {
-    const char *name, *def;
-} str_flags[] = {
-    {"--data-dir", "./var/node1"},
-    {"--listen", "127.0.0.1:7480"},
-    {"--raft-listen", "127.0.0.1:7481"},
-    {"--http-listen", "127.0.0.1:7482"},
-    {"--initial-cluster", NULL},
-    {"--recover", NULL},
-    {"--join", NULL},
-    {"--log-level", "info"},
-    {"--log-format", "text"},
-    {"--acl-file", NULL},
-    {"--peer-user", NULL},
-    {"--peer-password-file", NULL},
-    {"--audit-log", NULL},
-    {"--peer-tls-cert", NULL},
-    {"--peer-tls-key", NULL},
-    {"--peer-tls-ca", NULL},
-    {"--tls-cert", NULL},
-    {"--tls-key", NULL},
-    {"--tls-ca", NULL},
-    {"--tls-client-auth", "none"},
-};
-
-/* The flags without a value on the command line (true/false in a file or the environment). */
-static const struct {
-    const char *name;
-    size_t off;
-} bool_flags[] = {
-    {"--insecure-no-auth", offsetof(struct srv_config, insecure_no_auth)},
-    {"--tls-user-from-cn", offsetof(struct srv_config, tls.user_from_cn)},
-};
-
-#define N_STR (sizeof(str_flags) / sizeof(str_flags[0]))
-#define N_BOOL (sizeof(bool_flags) / sizeof(bool_flags[0]))
-#define N_NUM (sizeof(num_flags) / sizeof(num_flags[0]))
-
-size_t cfg_count(void)
+/* The numeric settings and set_str, for the list of every setting in config_src.c. */
+size_t cfg_num_count(void)
 {
-    return N_STR + N_BOOL + N_NUM;
+    return sizeof(num_flags) / sizeof(num_flags[0]);
 }
 
-const char *cfg_name(size_t id)
+const char *cfg_num_name(size_t i)
 {
-    if (id < N_STR)
-        return str_flags[id].name;
-    if (id < N_STR + N_BOOL)
-        return bool_flags[id - N_STR].name;
-    return num_flags[id - N_STR - N_BOOL].name;
+    return num_flags[i].name;
 }
 
-int cfg_id(const char *flag)
+int cfg_num_set(struct srv_config *c, size_t i, const char *v, const char *where)
 {
-    for (size_t id = 0; id < cfg_count(); id++)
-        if (!strcmp(cfg_name(id), flag))
-            return (int)id;
-    return -1;
+    return set_num(c, &num_flags[i], v, where);
 }
 
-bool cfg_is_bool(size_t id)
+uint64_t cfg_num_get(const struct srv_config *c, size_t i)
 {
-    return id >= N_STR && id < N_STR + N_BOOL;
+    const struct num_flag *f = &num_flags[i];
+    const char *p = (const char *)c + f->off;
+    return f->is_size == 1   ? *(const size_t *)p
+           : f->is_size == 2 ? *(const unsigned *)p
+                             : *(const uint64_t *)p;
 }
 
-int cfg_bool_parse(const char *v, bool *out)
+int cfg_str_set(struct srv_config *c, const char *flag, const char *v)
 {
-    if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
-        *out = true;
-    else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
-        *out = false;
-    else
-        return -1;
-    return 0;
-}
-
-int cfg_set(struct srv_config *c, size_t id, const char *v, const char *where)
-{
-    if (id < N_STR) {
-        if (set_str(c, str_flags[id].name, v) == 0)
-            return 0;
-        fprintf(stderr, "fencelockd: %sbad value for %s: '%s'\n", where, str_flags[id].name, v);
-        return -1;
-    }
-    if (id < N_STR + N_BOOL) {
-        if (cfg_bool_parse(v, (bool *)((char *)c + bool_flags[id - N_STR].off)) == 0)
-            return 0;
-        fprintf(stderr, "fencelockd: %s%s wants true or false (yes or no), got '%s'\n", where,
-                bool_flags[id - N_STR].name, v);
-        return -1;
-    }
-    return set_num(c, &num_flags[id - N_STR - N_BOOL], v, where);
-}
-
-void cfg_show(const struct srv_config *c, size_t id, const char *given, char *out, size_t n)
-{
-    if (id < N_STR) {
-        const char *def = str_flags[id].def;
-        /* --initial-cluster's entry for this node is its Raft address */
-        if (!strcmp(str_flags[id].name, "--raft-listen"))
-            given = c->raft_address;
-        snprintf(out, n, "%s", given ? given : def ? def : "");
-    } else if (id < N_STR + N_BOOL) {
-        snprintf(out, n, "%s",
-                 *(const bool *)((const char *)c + bool_flags[id - N_STR].off) ? "true" : "false");
-    } else {
-        const struct num_flag *f = &num_flags[id - N_STR - N_BOOL];
-        const char *p = (const char *)c + f->off;
-        uint64_t x = f->is_size == 1   ? *(const size_t *)p
-                     : f->is_size == 2 ? *(const unsigned *)p
-                                       : *(const uint64_t *)p;
-        snprintf(out, n, "%llu", (unsigned long long)x);
-    }
+    return set_str(c, flag, v);
 }
 
 int cfg_check(struct srv_config *c)

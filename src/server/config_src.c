@@ -1,5 +1,6 @@
 /*
- * config_src.c — where fencelockd's settings come from, and --print-config.
+ * config_src.c — the list of fencelockd's settings, where each value comes from, and
+ * --print-config.
  *
  * Three sources apply in order, each overriding the one before: --config FILE (or the file
  * FENCELOCK_CONFIG names), FENCELOCK_<FLAG> variables, the command line; every value goes
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "server/config_int.h"
@@ -34,6 +36,120 @@ struct sources {
     const char *file; /* the config file, borrowed from argv or the environment; NULL none */
     bool print;       /* --print-config */
 };
+
+/* The flags with a text value (set_str) and what --print-config shows when one is not given
+ * (NULL: unset). A flag config.c's set_str knows but missing here can be given only on the command
+ * line, and test_config checks that every flag --help lists is in one of the three tables. */
+static const struct {
+    const char *name, *def;
+} str_flags[] = {
+    {"--data-dir", "./var/node1"},
+    {"--listen", "127.0.0.1:7480"},
+    {"--raft-listen", "127.0.0.1:7481"},
+    {"--http-listen", "127.0.0.1:7482"},
+    {"--initial-cluster", NULL},
+    {"--recover", NULL},
+    {"--join", NULL},
+    {"--log-level", "info"},
+    {"--log-format", "text"},
+    {"--acl-file", NULL},
+    {"--peer-user", NULL},
+    {"--peer-password-file", NULL},
+    {"--audit-log", NULL},
+    {"--peer-tls-cert", NULL},
+    {"--peer-tls-key", NULL},
+    {"--peer-tls-ca", NULL},
+    {"--tls-cert", NULL},
+    {"--tls-key", NULL},
+    {"--tls-ca", NULL},
+    {"--tls-client-auth", "none"},
+};
+
+/* The flags without a value on the command line (true/false in a file or the environment). */
+static const struct {
+    const char *name;
+    size_t off;
+} bool_flags[] = {
+    {"--insecure-no-auth", offsetof(struct srv_config, insecure_no_auth)},
+    {"--tls-user-from-cn", offsetof(struct srv_config, tls.user_from_cn)},
+};
+
+#define N_STR (sizeof(str_flags) / sizeof(str_flags[0]))
+#define N_BOOL (sizeof(bool_flags) / sizeof(bool_flags[0]))
+#define N_NUM cfg_num_count()
+
+size_t cfg_count(void)
+{
+    return N_STR + N_BOOL + N_NUM;
+}
+
+const char *cfg_name(size_t id)
+{
+    if (id < N_STR)
+        return str_flags[id].name;
+    if (id < N_STR + N_BOOL)
+        return bool_flags[id - N_STR].name;
+    return cfg_num_name(id - N_STR - N_BOOL);
+}
+
+int cfg_id(const char *flag)
+{
+    for (size_t id = 0; id < cfg_count(); id++)
+        if (!strcmp(cfg_name(id), flag))
+            return (int)id;
+    return -1;
+}
+
+bool cfg_is_bool(size_t id)
+{
+    return id >= N_STR && id < N_STR + N_BOOL;
+}
+
+int cfg_bool_parse(const char *v, bool *out)
+{
+    if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
+        *out = true;
+    else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+int cfg_set(struct srv_config *c, size_t id, const char *v, const char *where)
+{
+    if (id < N_STR) {
+        if (cfg_str_set(c, str_flags[id].name, v) == 0)
+            return 0;
+        fprintf(stderr, "fencelockd: %sbad value for %s: '%s'\n", where, str_flags[id].name, v);
+        return -1;
+    }
+    if (id < N_STR + N_BOOL) {
+        if (cfg_bool_parse(v, (bool *)((char *)c + bool_flags[id - N_STR].off)) == 0)
+            return 0;
+        fprintf(stderr, "fencelockd: %s%s wants true or false (yes or no), got '%s'\n", where,
+                bool_flags[id - N_STR].name, v);
+        return -1;
+    }
+    return cfg_num_set(c, id - N_STR - N_BOOL, v, where);
+}
+
+void cfg_show(const struct srv_config *c, size_t id, const char *given, char *out, size_t n)
+{
+    if (id < N_STR) {
+        const char *def = str_flags[id].def;
+        /* --initial-cluster's entry for this node is its Raft address */
+        if (!strcmp(str_flags[id].name, "--raft-listen"))
+            given = c->raft_address;
+        snprintf(out, n, "%s", given ? given : def ? def : "");
+    } else if (id < N_STR + N_BOOL) {
+        snprintf(out, n, "%s",
+                 *(const bool *)((const char *)c + bool_flags[id - N_STR].off) ? "true" : "false");
+    } else {
+        uint64_t x = cfg_num_get(c, id - N_STR - N_BOOL);
+        snprintf(out, n, "%llu", (unsigned long long)x);
+    }
+}
 
 /* FENCELOCK_ variables that are not settings but are known: FENCELOCK_CONFIG (the file),
  * FENCELOCK_PEER_PASSWORD (config.c), test and debugging switches, and the fencelock CLI's. */
