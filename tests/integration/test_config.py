@@ -14,8 +14,8 @@ from server import Server, free_port
 
 def write(ctx, name, text):
     path = ctx.tmp(name)
-    with open(path, "w") as f:
-        f.write(text)
+    with open(path, "wb") as f:
+        f.write(os.fsencode(text))
     return path
 
 
@@ -27,16 +27,18 @@ def run(ctx, *args, env=None):
 
 
 def json_lines(srv):
-    """Every line the node wrote, each parsed as one JSON object (the harness's own
+    """Every line the node wrote, each valid UTF-8 and one JSON object (the harness's own
     '=== incarnation' lines aside)."""
     out = []
-    for line in srv.log_text().splitlines():
-        if line.startswith("=== "):
+    with open(srv.log_path, "rb") as f:
+        raw = f.read()
+    for line in raw.splitlines():
+        if line.startswith(b"=== "):  # the harness's own line
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line.decode("utf-8"))
         except ValueError:
-            raise AssertionError("log line is not JSON: %r" % line[:300])
+            raise AssertionError("log line is not UTF-8 JSON: %r" % line[:300])
         assert set(obj) == {"time", "level", "node", "msg"}, "fields of %r" % (obj,)
         assert obj["level"] in ("debug", "info", "warn", "error"), obj
         assert obj["time"].endswith("Z") and obj["node"] == srv.node_id, obj
@@ -46,6 +48,10 @@ def json_lines(srv):
 
 def test_config_file_starts_a_node_env_and_flags_override_it(ctx):
     srv = Server(ctx.binary, ctx.tmp("node"), env={"FENCELOCK_MAX_KEY": "16"})
+    # A data dir whose name holds a quote, a backslash, a tab and a byte that is not UTF-8: the
+    # log lines naming it must stay valid JSON, the odd byte written as \u00ff.
+    odd = b'/da"ta\\\tdir\xff'
+    srv.data_dir = os.fsdecode(os.fsencode(srv.data_dir) + odd)
     conf = write(ctx, "node.conf", "\n".join([
         "# a node configured by its file alone",
         "id = 1",
@@ -72,6 +78,9 @@ def test_config_file_starts_a_node_env_and_flags_override_it(ctx):
     assert len(lines) >= 3, "too few log lines: %r" % lines
     assert any(o["msg"].startswith("leader ready in term") for o in lines), \
         "no 'leader ready' line: %r" % [o["msg"] for o in lines]
+    named = os.fsencode(srv.data_dir)[:-1].decode() + "\u00ff"
+    assert any(o["msg"].endswith("data in " + named) for o in lines), \
+        "no line naming %r: %r" % (named, [o["msg"] for o in lines])
 
 
 def test_config_bad_line_refuses_to_start_naming_file_and_line(ctx):
