@@ -289,6 +289,18 @@ static void warn_unknown_env(void)
     }
 }
 
+/* The variable's name onto the list the start's log line shows ("..." once it is full). */
+static void note_env(struct srv_config *c, const char *name)
+{
+    size_t n = strlen(c->config_env), cap = sizeof c->config_env;
+    if (n && !strcmp(c->config_env + n - 3, "..."))
+        return;
+    if (n + 2 + strlen(name) + 4 < cap)
+        snprintf(c->config_env + n, cap - n, "%s%s", n ? ", " : "", name);
+    else
+        snprintf(c->config_env + n, cap - n, "%s", n ? ", ..." : "...");
+}
+
 /* An empty variable counts as unset (as an EnvironmentFile's `FENCELOCK_X=` placeholder). */
 static int load_env(struct srv_config *c, struct sources *S)
 {
@@ -301,6 +313,7 @@ static int load_env(struct srv_config *c, struct sources *S)
         snprintf(where, sizeof where, "environment %s: ", name);
         if (set_from(c, S, id, v, SRC_ENV, 0, where))
             return -1;
+        note_env(c, name);
     }
     warn_unknown_env();
     return 0;
@@ -398,8 +411,10 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     const char *env_file = getenv(ENV_PREFIX "CONFIG");
     if (!rc && !S.file && env_file && *env_file)
         S.file = env_file;
-    if (!rc && S.file)
+    if (!rc && S.file) {
         rc = load_file(c, &S);
+        snprintf(c->config_file, sizeof c->config_file, "%s", S.file);
+    }
     if (!rc)
         rc = load_env(c, &S);
     if (!rc)

@@ -173,6 +173,11 @@ int srv_start(struct srv *s)
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
+    if (s->cfg.config_file[0] || s->cfg.config_env[0])
+        LOGI(&s->log, "settings from %s%s%s%s%s (flags override them; --print-config shows each)",
+             s->cfg.config_file[0] ? "config file " : "", s->cfg.config_file,
+             s->cfg.config_file[0] && s->cfg.config_env[0] ? " and " : "",
+             s->cfg.config_env[0] ? "environment " : "", s->cfg.config_env);
     return 0;
 }
 

@@ -79,8 +79,12 @@ struct srv_config {
     size_t event_history, event_history_bytes, event_value_max, event_buffer;
     enum log_level log_level;
     enum log_format log_format; /* --log-format: text or one JSON object per line */
-    char acl_file[512];         /* --acl-file: "" = no users, every client may do anything */
-    bool insecure_no_auth;      /* --insecure-no-auth: listen publicly without --acl-file */
+    /* where the settings came from, for the start's log line (config_src.c): the config file
+     * ("" none) and the FENCELOCK_ variables applied, ", "-separated ("" none) */
+    char config_file[512];
+    char config_env[256];
+    char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
+    bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
     /* --peer-user / --peer-password-file: what this node sends AUTH as before CLUSTER.ANNOUNCE
      * and CLUSTER.ADD (--join) to another member; "" = sends no AUTH */
     char peer_user[ACL_NAME_MAX + 1];

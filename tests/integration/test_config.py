@@ -78,6 +78,9 @@ def test_config_file_starts_a_node_env_and_flags_override_it(ctx):
     assert len(lines) >= 3, "too few log lines: %r" % lines
     assert any(o["msg"].startswith("leader ready in term") for o in lines), \
         "no 'leader ready' line: %r" % [o["msg"] for o in lines]
+    assert any(o["msg"] == "settings from config file %s and environment FENCELOCK_MAX_KEY "
+               "(flags override them; --print-config shows each)" % conf for o in lines), \
+        "no line naming the sources: %r" % [o["msg"] for o in lines]
     named = os.fsencode(srv.data_dir)[:-1].decode() + "\u00ff"
     assert any(o["msg"].endswith("data in " + named) for o in lines), \
         "no line naming %r: %r" % (named, [o["msg"] for o in lines])

@@ -109,6 +109,8 @@ TEST(test_env_overrides_file_and_flag_overrides_env)
     CHECK_EQ_U64(c.listen_port, 9201); /* env over file */
     CHECK_EQ_U64(c.max_clients, 7);    /* flag over env */
     CHECK_EQ_U64(c.max_args, 9);       /* file over default */
+    CHECK(!strcmp(c.config_file, f));  /* for the start's log line */
+    CHECK(!strcmp(c.config_env, "FENCELOCK_LISTEN, FENCELOCK_MAX_CLIENTS"));
     clean_env();
 }
 
