@@ -49,6 +49,7 @@ static const struct {
     {"--http-listen", "127.0.0.1:7482"},
     {"--initial-cluster", NULL},
     {"--recover", NULL},
+    {"--restore", NULL},
     {"--join", NULL},
     {"--log-level", "info"},
     {"--log-format", "text"},

@@ -235,16 +235,16 @@ struct srv {
     char join_target[PROTO_ADDR_BUF];
     bool joined;        /* --join: this node is a voter (or was already at start) */
     unsigned join_next; /* --join: which listed address a fresh attempt starts from */
-    /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
-     * whether that silence was logged (members.c join_quiet) */
-    uint64_t join_quiet_ms;
-    bool join_quiet_logged;
     /* announce / join refused for want of credentials (-NOAUTH, -WRONGPASS, -NOPERM): no new
      * attempt before peer_retry_ms; the wait doubles with each refusal in a row */
     unsigned peer_refusals;
     uint64_t peer_retry_ms;
     bool stopping, listening;
     uint64_t started_ms;
+    /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
+     * whether that silence was logged (members.c join_quiet) */
+    uint64_t join_quiet_ms;
+    bool join_quiet_logged;
 };
 
 /* Monotonic milliseconds (never the wall clock). */
