@@ -50,6 +50,7 @@ static const struct {
     {"--initial-cluster", NULL},
     {"--recover", NULL},
     {"--restore", NULL},
+    {"--token-key", NULL},
     {"--join", NULL},
     {"--log-level", "info"},
     {"--log-format", "text"},
