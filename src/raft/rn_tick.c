@@ -130,6 +130,32 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
  * explain (its role change is logged) and is skipped. With pre-vote the term is only raised once a
  * majority would vote, so this is logged once per run of candidacy, not per attempt.
  */
+/* A leadership transfer (CLUSTER.TRANSFER, or a leader handing over) starts an election
+ * without any timeout: libraft marks it (disrupt_leader) while the node is a candidate, and a
+ * node that heard from its leader less than an election timeout ago can have no other reason. */
+static void log_election(struct rn *rn, uint64_t now, bool disrupt)
+{
+    uint64_t quiet = now - rn->contact_ms, term = rn->raft.current_term;
+    if (rn->known_leader && (disrupt || quiet < rn->cfg.election_ms))
+        LOGI(rn->log,
+             "raft: starting an election at the leader's request (leadership transfer from "
+             "node %llu, term %llu); term now %llu",
+             (unsigned long long)rn->known_leader, (unsigned long long)rn->known_leader_term,
+             (unsigned long long)term);
+    else if (rn->known_leader)
+        LOGI(rn->log,
+             "raft: starting an election: no message from the leader (node %llu, term %llu) "
+             "for %llu ms, past the election timeout (%u ms, randomized up to twice that); "
+             "term now %llu",
+             (unsigned long long)rn->known_leader, (unsigned long long)rn->known_leader_term,
+             (unsigned long long)quiet, rn->cfg.election_ms, (unsigned long long)term);
+    else
+        LOGI(rn->log,
+             "raft: starting an election: no leader heard from since this node started "
+             "(election timeout %u ms); term now %llu",
+             rn->cfg.election_ms, (unsigned long long)term);
+}
+
 static void note_election(struct rn *rn, uint64_t now)
 {
     struct raft *r = &rn->raft;
@@ -147,19 +173,8 @@ static void note_election(struct rn *rn, uint64_t now)
     }
     bool started = rn->seen_state == RAFT_FOLLOWER &&
                    (st == RAFT_CANDIDATE || (st == RAFT_LEADER && term > rn->seen_term));
-    if (started && rn->known_leader)
-        LOGI(rn->log,
-             "raft: starting an election: no message from the leader (node %llu, term %llu) "
-             "for %llu ms, past the election timeout (%u ms, randomized up to twice that); "
-             "term now %llu",
-             (unsigned long long)rn->known_leader, (unsigned long long)rn->known_leader_term,
-             (unsigned long long)(now - rn->contact_ms), rn->cfg.election_ms,
-             (unsigned long long)term);
-    else if (started)
-        LOGI(rn->log,
-             "raft: starting an election: no leader heard from since this node started "
-             "(election timeout %u ms); term now %llu",
-             rn->cfg.election_ms, (unsigned long long)term);
+    if (started)
+        log_election(rn, now, st == RAFT_CANDIDATE && r->candidate_state.disrupt_leader);
     rn->seen_state = st;
     rn->seen_term = term;
 }

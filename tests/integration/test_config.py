@@ -8,7 +8,7 @@ import subprocess
 
 from cluster import TIMING, info, new_server, ready_leader, start_cluster
 from helpers import eq, expect_int, wait_until
-from resp import RespError
+from resp import Conn, RespError
 from server import Server, free_port
 
 
@@ -147,6 +147,18 @@ test_join_to_nobody_is_logged_once_then_its_answer.timeout = 90
 
 def test_election_line_names_the_silent_leader(ctx):
     servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    term = (info(leader) or {}).get("term")
+    # A transfer is an election too, but at the leader's request: said so, not "no message".
+    target = next(s for s in servers if s is not leader)
+    with Conn(leader.port, timeout=15) as c:
+        r = c.call("CLUSTER.TRANSFER", target.node_id, timeout=15)
+    assert r == "OK", "CLUSTER.TRANSFER: %r" % (r,)
+    want = "raft: starting an election at the leader's request (leadership transfer from " \
+        "node %d, term %s)" % (leader.node_id, term)
+    wait_until(lambda: want in target.log_text(), timeout=5, interval=0.1,
+               what="the transfer's election line on node %d" % target.node_id)
+    assert "no message from the leader" not in target.log_text(), target.log_tail(15)
     leader = ready_leader(servers)
     term = (info(leader) or {}).get("term")
     leader.kill9()
