@@ -20,7 +20,7 @@ def write(ctx, name, text):
 
 
 def run(ctx, *args, env=None):
-    e = dict(os.environ)
+    e = {k: v for k, v in os.environ.items() if not k.startswith("FENCELOCK_")}
     e.update(env or {})
     return subprocess.run([ctx.binary] + [str(a) for a in args], capture_output=True, text=True,
                           env=e, timeout=30, cwd=ctx.workdir)

@@ -345,8 +345,22 @@ TEST(test_json_log_line_is_one_object)
     CHECK(strchr(buf, '\n') == buf + n - 1); /* one line, the debug one dropped */
 }
 
+/* The settings read by these tests must not depend on the caller's shell (the CLI's
+ * FENCELOCK_TLS_CA, say): every FENCELOCK_ variable goes before the first test. */
+static void scrub_env(void)
+{
+    char names[64][128];
+    size_t n = 0;
+    for (char **e = environ; *e && n < 64; e++)
+        if (!strncmp(*e, "FENCELOCK_", 10) && strcspn(*e, "=") < sizeof names[0])
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)strcspn(*e, "="), *e);
+    for (size_t i = 0; i < n; i++)
+        unsetenv(names[i]);
+}
+
 int main(void)
 {
+    scrub_env();
     RUN(test_file_sets_values_and_skips_comments_and_blank_lines);
     RUN(test_file_booleans_take_true_false_yes_no);
     RUN(test_env_overrides_file_and_flag_overrides_env);
