@@ -114,6 +114,19 @@ TEST(test_env_overrides_file_and_flag_overrides_env)
     clean_env();
 }
 
+TEST(test_boolean_from_the_environment)
+{
+    clean_env();
+    struct srv_config c;
+    setenv("FENCELOCK_INSECURE_NO_AUTH", "true", 1);
+    CHECK(PARSE(&c, "--listen", "0.0.0.0:7480") == 0); /* refused without it */
+    CHECK(c.insecure_no_auth);
+    setenv("FENCELOCK_INSECURE_NO_AUTH", "no", 1);
+    CHECK(PARSE(&c, "--listen", "0.0.0.0:7480") == -1);
+    CHECK(strstr(out_, "refusing to listen for clients on 0.0.0.0"));
+    clean_env();
+}
+
 TEST(test_config_file_from_the_environment)
 {
     clean_env();
@@ -364,6 +377,7 @@ int main(void)
     RUN(test_file_sets_values_and_skips_comments_and_blank_lines);
     RUN(test_file_booleans_take_true_false_yes_no);
     RUN(test_env_overrides_file_and_flag_overrides_env);
+    RUN(test_boolean_from_the_environment);
     RUN(test_config_file_from_the_environment);
     RUN(test_empty_variable_counts_as_unset);
     RUN(test_unknown_key_is_refused_naming_file_and_line);
