@@ -6,21 +6,38 @@
  * 0". Each line is `2026-12-02T16:05:41.123Z I [1] message`, UTC wall clock, emitted with one
  * write(2) so lines from threads and processes sharing stderr do not interleave. Newlines in
  * the message become spaces; a message longer than the line buffer is cut and ends in "...".
+ * With LOG_JSON each line is one object instead:
+ * {"time":"2026-12-02T16:05:41.123Z","level":"info","node":1,"msg":"..."}; the message is
+ * escaped by log_json_escape, so any byte a log line quotes (a client's key, say) stays inside
+ * its string: valid UTF-8 is kept, '"' '\' and control bytes are escaped, and each byte of an
+ * invalid UTF-8 sequence becomes \u00XX, as in the audit log: kept in the JSON text (in raw
+ * text \u0080..\u00ff only ever stands for such a byte, valid UTF-8 is never escaped) though
+ * a decoder reads it as U+0080..U+00FF.
  */
 #ifndef FENCELOCK_LOG_H
 #define FENCELOCK_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
+enum log_format { LOG_TEXT, LOG_JSON };
+
 struct logger {
-    enum log_level level; /* lines below this level are dropped */
-    int id;               /* node id printed in each line */
+    enum log_level level;   /* lines below this level are dropped */
+    int id;                 /* node id printed in each line */
+    enum log_format format; /* LOG_TEXT (the zero value) or LOG_JSON */
 };
 
 void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "debug" "info" "warn" (or "warning") "error", case-insensitive. 0, or -1 if unknown. */
 int log_level_parse(const char *s, enum log_level *out);
+/* "text" or "json". 0, or -1 if unknown. */
+int log_format_parse(const char *s, enum log_format *out);
+/* in[0..n) as the inside of a JSON string into out (NUL-terminated, at most cap - 1 bytes);
+ * stops before an escape that would not fit. Returns the input bytes consumed. */
+size_t log_json_escape(const char *in, size_t n, char *out, size_t cap);
 
 #define LOGD(l, ...) log_msg((l), LOG_DEBUG, __VA_ARGS__)
 #define LOGI(l, ...) log_msg((l), LOG_INFO, __VA_ARGS__)

@@ -152,6 +152,11 @@ struct rn {
     /* A change libraft reports in progress that no rn call started (an earlier leader's): what
      * it was when first seen and since when (uv_now ms; 0: none). See rn_tick.c. */
     uint64_t lib_index, lib_promotee, lib_since_ms;
+    /* Why an election started (rn_tick.c note_election): the role and term seen at the last
+     * tick, when a follower last heard from a leader (libraft's election timer start) and the
+     * last leader it knew, with its term (0: none since start). */
+    int seen_state;
+    uint64_t seen_term, contact_ms, known_leader, known_leader_term;
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;

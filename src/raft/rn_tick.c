@@ -121,6 +121,64 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
         watchdog_transfer_done(rn, RN_ERR, rn->errmsg);
 }
 
+/*
+ * Say why this node started an election: a follower that hears nothing from a leader for its
+ * (randomized) election timeout becomes a candidate, and an operator reading "elected" lines
+ * wants to know what it stopped hearing. libraft has no callback for it, so the tick watches
+ * the role: from follower to candidate, or to a new term as candidate or leader (a quick
+ * election can finish between two ticks). A lone voter that leads from its start has nothing to
+ * explain (its role change is logged) and is skipped. With pre-vote the term is only raised once a
+ * majority would vote, so this is logged once per run of candidacy, not per attempt.
+ */
+/* A leadership transfer (CLUSTER.TRANSFER, or a leader handing over) starts an election
+ * without any timeout: libraft marks it (disrupt_leader) while the node is a candidate, and a
+ * node that heard from its leader less than an election timeout ago can have no other reason. */
+static void log_election(struct rn *rn, uint64_t now, bool disrupt)
+{
+    uint64_t quiet = now - rn->contact_ms, term = rn->raft.current_term;
+    if (rn->known_leader && (disrupt || quiet < rn->cfg.election_ms))
+        LOGI(rn->log,
+             "raft: starting an election at the leader's request (leadership transfer from "
+             "node %llu, term %llu); term now %llu",
+             (unsigned long long)rn->known_leader, (unsigned long long)rn->known_leader_term,
+             (unsigned long long)term);
+    else if (rn->known_leader)
+        LOGI(rn->log,
+             "raft: starting an election: no message from the leader (node %llu, term %llu) "
+             "for %llu ms, past the election timeout (%u ms, randomized up to twice that); "
+             "term now %llu",
+             (unsigned long long)rn->known_leader, (unsigned long long)rn->known_leader_term,
+             (unsigned long long)quiet, rn->cfg.election_ms, (unsigned long long)term);
+    else
+        LOGI(rn->log,
+             "raft: starting an election: no leader heard from since this node started "
+             "(election timeout %u ms); term now %llu",
+             rn->cfg.election_ms, (unsigned long long)term);
+}
+
+static void note_election(struct rn *rn, uint64_t now)
+{
+    struct raft *r = &rn->raft;
+    int st = raft_state(r);
+    uint64_t term = r->current_term;
+    if (st == RAFT_FOLLOWER) {
+        raft_id id = 0;
+        const char *addr = NULL;
+        raft_leader(r, &id, &addr);
+        if (id) {
+            rn->known_leader = id;
+            rn->known_leader_term = term;
+        }
+        rn->contact_ms = r->election_timer_start;
+    }
+    bool started = rn->seen_state == RAFT_FOLLOWER &&
+                   (st == RAFT_CANDIDATE || (st == RAFT_LEADER && term > rn->seen_term));
+    if (started)
+        log_election(rn, now, st == RAFT_CANDIDATE && r->candidate_state.disrupt_leader);
+    rn->seen_state = st;
+    rn->seen_term = term;
+}
+
 void rn_tick(struct rn *rn)
 {
     if (!rn_running(rn))
@@ -141,6 +199,7 @@ void rn_tick(struct rn *rn)
         rn->settled_ms = 0;
     else if (!rn->settled_ms && raft_last_applied(r) >= rn->lead_first)
         rn->settled_ms = RN_MS_NONZERO(now);
+    note_election(rn, now);
     repair_stale_config(rn);
     watch_lib_change(rn, now);
 }

@@ -252,8 +252,14 @@ static void member_del_done(void *ctx, int status, const struct fsm_reply *reply
     struct remove_ctx *rc = ctx;
     (void)reply;
     if (status != RN_OK)
-        LOGW(&rc->slot->srv->log, "member %llu removed; its table entry not deleted (status %d)",
-             (unsigned long long)rc->id, status);
+        LOGW(&rc->slot->srv->log,
+             "member %llu was removed from the Raft configuration, but its client address "
+             "stays in the member table: deleting it %s. Harmless: every listing follows the "
+             "Raft configuration",
+             (unsigned long long)rc->id,
+             status == RN_NOTLEADER ? "was refused, this node is no longer the leader"
+             : status == RN_UNKNOWN ? "may not have committed (leadership was lost meanwhile)"
+                                    : "failed here (out of memory or shutting down)");
     change_reply(rc->slot, RN_OK, NULL);
     free(rc);
 }

@@ -1,11 +1,14 @@
 /*
- * config.c — fencelockd's flags: defaults, parsing, --help. Every limit is a flag.
+ * config.c — fencelockd's flags: defaults, one value's parsing and validation, the rules
+ * between flags, --help. Every limit is a flag. The list of every setting, where a value comes
+ * from (file, environment, command line) and --print-config are config_src.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/config_int.h"
 #include "server/server.h"
 
 #define NODE_ID_MAX (1ull << 32) /* node ids are 1..2^32 */
@@ -76,6 +79,11 @@ void srv_config_usage(FILE *f)
           "A distributed lock service with fencing tokens, replicated with Raft.\n"
           "Clients speak the Redis protocol (RESP2/RESP3) on --listen.\n"
           "\n"
+          "  --config FILE           read settings from FILE: `key = value` lines named as\n"
+          "                          the flags (listen = 127.0.0.1:7480); FENCELOCK_<FLAG>\n"
+          "                          variables override the file, flags override both\n"
+          "  --print-config          print the effective settings and where each came from,\n"
+          "                          then exit\n"
           "  --id N                  node id (default 1)\n"
           "  --data-dir DIR          Raft log and snapshots (default ./var/node1)\n"
           "  --listen HOST:PORT      client address (default 127.0.0.1:7480)\n"
@@ -167,6 +175,7 @@ void srv_config_usage(FILE *f)
           "                          stops at it, a reader past it gets -SLOWREADER and is\n"
           "                          closed (default 4194304)\n"
           "  --log-level LEVEL       debug | info | warn | error (default info)\n"
+          "  --log-format FORMAT     text | json: one JSON object per line (default text)\n"
           "  --acl-file PATH         users and permissions (docs/security.md); clients must\n"
           "                          AUTH. Reloaded on SIGHUP (a malformed file keeps the\n"
           "                          old rules)\n"
@@ -414,11 +423,11 @@ static const struct num_flag num_flags[] = {
     NF("--event-buffer", event_buffer, 1, 1024, 1ull << 40),
 };
 
-static int set_num(struct srv_config *c, const struct num_flag *f, const char *v)
+static int set_num(struct srv_config *c, const struct num_flag *f, const char *v, const char *where)
 {
     uint64_t x;
     if (parse_u64(v, f->min, f->max, &x)) {
-        fprintf(stderr, "fencelockd: %s wants a number in %llu..%llu, got '%s'\n", f->name,
+        fprintf(stderr, "fencelockd: %s%s wants a number in %llu..%llu, got '%s'\n", where, f->name,
                 (unsigned long long)f->min, (unsigned long long)f->max, v);
         return -1;
     }
@@ -522,6 +531,8 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     }
     if (!strcmp(flag, "--log-level"))
         return log_level_parse(v, &c->log_level);
+    if (!strcmp(flag, "--log-format"))
+        return log_format_parse(v, &c->log_format);
     char *tls = !strcmp(flag, "--peer-tls-cert")  ? c->peer_tls_cert
                 : !strcmp(flag, "--peer-tls-key") ? c->peer_tls_key
                 : !strcmp(flag, "--peer-tls-ca")  ? c->peer_tls_ca
@@ -551,44 +562,38 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
     return 1; /* not a string flag */
 }
 
-int srv_config_parse(struct srv_config *c, int argc, char **argv)
+/* The numeric settings and set_str, for the list of every setting in config_src.c. */
+size_t cfg_num_count(void)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
-            srv_config_usage(stdout);
-            return 1;
-        }
-        if (!strcmp(flag, "--insecure-no-auth")) { /* the flags without a value */
-            c->insecure_no_auth = true;
-            continue;
-        }
-        if (!strcmp(flag, "--tls-user-from-cn")) {
-            c->tls.user_from_cn = true;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fencelockd: unknown flag or missing value: %s (see --help)\n", flag);
-            return -1;
-        }
-        const char *v = argv[++i];
-        int rc = set_str(c, flag, v);
-        if (rc < 0) {
-            fprintf(stderr, "fencelockd: bad value for %s: '%s'\n", flag, v);
-            return -1;
-        }
-        if (rc == 0)
-            continue;
-        size_t k = 0, nf = sizeof(num_flags) / sizeof(num_flags[0]);
-        while (k < nf && strcmp(num_flags[k].name, flag))
-            k++;
-        if (k == nf) {
-            fprintf(stderr, "fencelockd: unknown flag %s (see --help)\n", flag);
-            return -1;
-        }
-        if (set_num(c, &num_flags[k], v))
-            return -1;
-    }
+    return sizeof(num_flags) / sizeof(num_flags[0]);
+}
+
+const char *cfg_num_name(size_t i)
+{
+    return num_flags[i].name;
+}
+
+int cfg_num_set(struct srv_config *c, size_t i, const char *v, const char *where)
+{
+    return set_num(c, &num_flags[i], v, where);
+}
+
+uint64_t cfg_num_get(const struct srv_config *c, size_t i)
+{
+    const struct num_flag *f = &num_flags[i];
+    const char *p = (const char *)c + f->off;
+    return f->is_size == 1   ? *(const size_t *)p
+           : f->is_size == 2 ? *(const unsigned *)p
+                             : *(const uint64_t *)p;
+}
+
+int cfg_str_set(struct srv_config *c, const char *flag, const char *v)
+{
+    return set_str(c, flag, v);
+}
+
+int cfg_check(struct srv_config *c)
+{
     if (c->n_join && c->n_peers) {
         fprintf(stderr, "fencelockd: --join and --initial-cluster exclude each other\n");
         return -1;

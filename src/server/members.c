@@ -81,6 +81,7 @@ struct srv_announce {
 #define LOGGED_REPLY_MAX 160    /* bytes of a refusal quoted in the log */
 #define PEER_RETRY_MIN_MS 2000  /* after a refusal for want of credentials ... */
 #define PEER_RETRY_MAX_MS 60000 /* ... doubling up to this */
+#define JOIN_QUIET_LOG_MS 10000 /* --join: silence this long is logged (once) */
 
 /* --listen as clients reach it: the host was unbracketed by the parser, so an IPv6 literal gets
  * its brackets back. */
@@ -249,10 +250,37 @@ static void peer_refused(struct srv_announce *a, const char *line, size_t n)
         s->join_target[0] = 0;
 }
 
+/* --join: somebody answered (whatever it said); ends a silence, saying so if it was logged. */
+static void join_heard(struct srv *s, const char *from)
+{
+    if (s->join_quiet_logged)
+        LOGI(&s->log, "join: %s answered after %llu s without an answer", from,
+             (unsigned long long)((srv_now_ms() - s->join_quiet_ms) / 1000));
+    s->join_quiet_ms = 0;
+    s->join_quiet_logged = false;
+}
+
+/* --join: a joiner that reaches nobody (every address down, a firewall, a typo) logs one line
+ * after JOIN_QUIET_LOG_MS instead of failing quietly or once a second. */
+static void join_quiet(struct srv *s, uint64_t now)
+{
+    if (!s->join_quiet_ms || s->join_quiet_logged || now - s->join_quiet_ms < JOIN_QUIET_LOG_MS)
+        return;
+    char list[RN_MAX_PEERS * (PROTO_ADDR_BUF + 2)];
+    size_t o = 0;
+    for (size_t k = 0; k < s->cfg.n_join && o < sizeof list; k++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", s->cfg.join[k]);
+    LOGW(&s->log, "join: no answer from %s for %llu s; still trying", list,
+         (unsigned long long)((now - s->join_quiet_ms) / 1000));
+    s->join_quiet_logged = true;
+}
+
 /* One reply line; true when it was the last one this connection waits for. */
 static bool announce_line(struct srv_announce *a, const char *line, size_t n)
 {
     struct srv *s = a->s;
+    if (a->join)
+        join_heard(s, a->target);
     if (a->auth_sent && !a->auth_answered) {
         a->auth_answered = true;
         if (line[0] == '-') {
@@ -588,6 +616,8 @@ static void join_tick(struct srv *s, uint64_t now)
     struct srv_announce *a = announce_new(s, true, now);
     if (!a)
         return;
+    if (!s->join_quiet_ms)
+        s->join_quiet_ms = now ? now : 1;
     if (!s->join_target[0])
         join_pick(s);
     char id[ID_TEXT_BUF];
@@ -638,6 +668,8 @@ static void announce_tick(struct srv *s, uint64_t now)
 void srv_members_tick(struct srv *s)
 {
     uint64_t now = srv_now_ms();
+    if (s->cfg.n_join && !s->joined)
+        join_quiet(s, now);
     if (s->announce) {
         if (now - s->announce->started_ms > s->announce->timeout_ms) {
             if (s->announce->join)

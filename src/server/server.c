@@ -60,6 +60,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     notify_init(&s->notify);
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
+    s->log.format = cfg->log_format;
     s->role = RN_UNAVAILABLE;
     lease_init(&s->lease, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
@@ -196,6 +197,11 @@ int srv_start(struct srv *s)
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",
          (unsigned long long)s->cfg.id, s->cfg.listen_host, s->cfg.listen_port, s->cfg.raft_address,
          s->cfg.http_host, s->cfg.http_port, s->cfg.data_dir);
+    if (s->cfg.config_file[0] || s->cfg.config_env[0])
+        LOGI(&s->log, "settings from %s%s%s%s%s (flags override them; --print-config shows each)",
+             s->cfg.config_file[0] ? "config file " : "", s->cfg.config_file,
+             s->cfg.config_file[0] && s->cfg.config_env[0] ? " and " : "",
+             s->cfg.config_env[0] ? "environment " : "", s->cfg.config_env);
     return 0;
 }
 

@@ -81,6 +81,11 @@ struct srv_config {
      * unread reply bytes a reader may hold */
     size_t event_history, event_history_bytes, event_value_max, event_buffer;
     enum log_level log_level;
+    enum log_format log_format; /* --log-format: text or one JSON object per line */
+    /* where the settings came from, for the start's log line (config_src.c): the config file
+     * ("" none) and the FENCELOCK_ variables applied, ", "-separated ("" none) */
+    char config_file[512];
+    char config_env[256];
     char acl_file[512];    /* --acl-file: "" = no users, every client may do anything */
     bool insecure_no_auth; /* --insecure-no-auth: listen publicly without --acl-file */
     /* --peer-user / --peer-password-file: what this node sends AUTH as before CLUSTER.ANNOUNCE
@@ -105,7 +110,8 @@ struct srv_format_seen {
     unsigned format;
 };
 
-/* Fill defaults; parse argv. 0 ok, 1 help printed (exit 0), -1 error printed. */
+/* Fill defaults; parse --config FILE, FENCELOCK_* variables and argv (config_src.c), in that
+ * order of precedence. 0 ok, 1 help or --print-config printed (exit 0), -1 error printed. */
 void srv_config_defaults(struct srv_config *c);
 int srv_config_parse(struct srv_config *c, int argc, char **argv);
 void srv_config_usage(FILE *f);
@@ -260,6 +266,10 @@ struct srv {
     } fmt;
     bool halted; /* raft met an entry of a newer log format: stop from the next tick */
     struct notify notify; /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
+    /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
+     * whether that silence was logged (members.c join_quiet) */
+    uint64_t join_quiet_ms;
+    bool join_quiet_logged;
 };
 
 /* Monotonic milliseconds (never the wall clock). */

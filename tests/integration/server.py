@@ -119,7 +119,10 @@ class Server:
                 "--http-listen", "127.0.0.1:%d" % self.http_port] + self.extra_args
 
     def environ(self):
-        env = dict(os.environ)
+        # fencelockd reads FENCELOCK_<FLAG> variables as settings: one left in the caller's
+        # shell (the CLI's FENCELOCK_TLS_CA, say) must not change every server; a test that
+        # wants one passes it in env=.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FENCELOCK_")}
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
         env.setdefault("LSAN_OPTIONS", "suppressions=" + LSAN_SUPP)
