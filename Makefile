@@ -122,7 +122,7 @@ MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/fencelock
 IB ?= build/release
 USER_DOCS := docs/protocol.md docs/server.md docs/operations.md docs/security.md docs/client.md \
-             docs/monitoring.md
+             docs/monitoring.md docs/fencing.md docs/python.md
 .PHONY: install-files uninstall deb
 install: deps
 	$(MAKE) SAN=0 build/release/fencelockd build/release/fencelock build/release/libfencelock.a build/release/libfencelock.so

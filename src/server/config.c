@@ -57,6 +57,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_keys = 1000000;
     c->max_waiters = 1000000;
     c->max_data_bytes = 2ull << 30;
+    c->max_log_format = FSM_FORMAT_MAX; /* only lowered to simulate an older node */
     c->checkpoint_min_ttl = 1000;
     c->election_ms = 400;
     c->heartbeat_ms = 40;

@@ -13,7 +13,9 @@ MAN1 = os.path.join(ROOT, "docs", "fencelock.1")
 CONF = os.path.join(ROOT, "debian", "fencelockd.conf")
 FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 # Flags that run once and exit: they have no place in a configuration file.
-ONE_SHOT = {"--version", "--help", "--hash-password", "--recover"}
+# flags that make no sense in the config file itself (a run once, or the file's own name)
+ONE_SHOT = {"--version", "--help", "--hash-password", "--recover", "--restore", "--config",
+            "--print-config"}
 
 
 def help_flags(binary):
