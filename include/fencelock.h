@@ -226,8 +226,8 @@ void fl_lock_info_free(struct fl_lock_info *info);
 fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
 
 /*
- * Signed tokens (the servers run with --token-key; docs/fencing.md "Signed tokens"). fl_sign writes to
- * out the 64 lowercase hex digits (and a NUL) of HMAC-SHA256(key, "fencelock-token-v1:" +
+ * Signed tokens (the servers run with --token-key; docs/fencing.md "Signed tokens"). fl_sign writes
+ * to out the 64 lowercase hex digits (and a NUL) of HMAC-SHA256(key, "fencelock-token-v1:" +
  * len(name) + ":" + name + ":" + token) when token is a current holder's token of name (the
  * rule of fl_fence_check, asked of the leader): a resource holding the same key checks it
  * without asking fencelock. FL_ESTALE: not a current token; FL_ESERVER: the servers have no

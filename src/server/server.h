@@ -264,7 +264,7 @@ struct srv {
         uint64_t told_term; /* follower: the term whose leader acknowledged our report */
         unsigned inflight;  /* leader: the format of a pending CLUSTER_FORMAT proposal, 0 none */
     } fmt;
-    bool halted; /* raft met an entry of a newer log format: stop from the next tick */
+    bool halted;          /* raft met an entry of a newer log format: stop from the next tick */
     struct notify notify; /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
     /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
      * whether that silence was logged (members.c join_quiet) */

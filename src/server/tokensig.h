@@ -1,13 +1,13 @@
 /*
  * tokensig — signed fencing tokens (FENCE.SIGN / FENCE.VERIFY, --token-key): the keys and the
- * one encoding a resource checks against (docs/fencing.md "Signed tokens"; never change it, verifiers
- * outside this repository, e.g. the PostgreSQL guard, implement the same bytes):
- *   key = a key file's bytes, one trailing "\n" removed; TSIG_KEY_MIN..TSIG_KEY_MAX bytes
- *   msg = "fencelock-token-v1:" <decimal len(name)> ":" <name> ":" <decimal token>
- *   sig = lowercase hex of HMAC-SHA256(key, msg): TSIG_HEX characters
- * struct tsig owns copies of up to TSIG_MAX_KEYS keys: key[0] signs, every key verifies (the
- * rotation window). tsig_load fills a new set all or nothing; tsig_wipe zeroes it. The key bytes
- * are never logged nor written anywhere else. No I/O but tsig_load's reads of the key files.
+ * one encoding a resource checks against (docs/fencing.md "Signed tokens"; never change it,
+ * verifiers outside this repository, e.g. the PostgreSQL guard, implement the same bytes): key = a
+ * key file's bytes, one trailing "\n" removed; TSIG_KEY_MIN..TSIG_KEY_MAX bytes msg =
+ * "fencelock-token-v1:" <decimal len(name)> ":" <name> ":" <decimal token> sig = lowercase hex of
+ * HMAC-SHA256(key, msg): TSIG_HEX characters struct tsig owns copies of up to TSIG_MAX_KEYS keys:
+ * key[0] signs, every key verifies (the rotation window). tsig_load fills a new set all or nothing;
+ * tsig_wipe zeroes it. The key bytes are never logged nor written anywhere else. No I/O but
+ * tsig_load's reads of the key files.
  */
 #ifndef FENCELOCK_TOKENSIG_H
 #define FENCELOCK_TOKENSIG_H
