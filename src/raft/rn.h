@@ -71,6 +71,14 @@ struct rn_config {
     unsigned max_format;
 };
 
+/* What rn_hooks.timed reports, in seconds. */
+enum rn_timing {
+    RN_TIME_APPEND,             /* a batch of log entries written and synced (libraft's append) */
+    RN_TIME_SNAPSHOT_WRITE,     /* a snapshot written to disk */
+    RN_TIME_SNAPSHOT_SERIALIZE, /* the FSM serialised for a snapshot (on the loop thread) */
+    RN_TIME_SNAPSHOT_RESTORE,   /* a snapshot loaded into the FSM (on the loop thread) */
+};
+
 struct rn_hooks {
     void *arg;
     /* Every applied command on every node, in log order; `ev` borrowed for the call. */
@@ -81,6 +89,8 @@ struct rn_hooks {
      * nothing more is applied or snapshotted; the server must stop (not from inside the
      * call: it comes from libraft's apply). */
     void (*halted)(void *arg);
+    /* A disk or snapshot operation took `seconds` (NULL: not measured). */
+    void (*timed)(void *arg, enum rn_timing kind, double seconds);
 };
 
 typedef void (*rn_propose_cb)(void *ctx, int status, const struct fsm_reply *reply);

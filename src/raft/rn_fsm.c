@@ -179,8 +179,11 @@ static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsi
     (*bufs)[0].base = b.p;
     (*bufs)[0].len = b.len;
     *n_bufs = 1;
+    double secs = (double)(uv_hrtime() - t0) / 1e9;
+    if (rn->hooks.timed)
+        rn->hooks.timed(rn->hooks.arg, RN_TIME_SNAPSHOT_SERIALIZE, secs);
     LOGI(rn->log, "raft: snapshot of %zu bytes at applied index %llu (serialised in %.1f ms)",
-         b.len, (unsigned long long)raft_last_applied(&rn->raft), (double)(uv_hrtime() - t0) / 1e6);
+         b.len, (unsigned long long)raft_last_applied(&rn->raft), secs * 1e3);
     adapt_threshold(rn, b.len);
     return 0;
 }
@@ -194,10 +197,13 @@ static int fsm_cb_restore(struct raft_fsm *rf, struct raft_buffer *buf)
         halt(rn, "a snapshot", need);
         return RAFT_CORRUPT;
     }
+    uint64_t t0 = uv_hrtime();
     if (fsm_restore(rn->fsm, buf->base, buf->len, err, sizeof(err))) {
         LOGE(rn->log, "raft: snapshot restore failed: %s", err);
         return RAFT_CORRUPT;
     }
+    if (rn->hooks.timed)
+        rn->hooks.timed(rn->hooks.arg, RN_TIME_SNAPSHOT_RESTORE, (double)(uv_hrtime() - t0) / 1e9);
     raft_free(buf->base);
     LOGI(rn->log, "raft: restored snapshot (%zu bytes), revision %llu", buf->len,
          (unsigned long long)fsm_revision(rn->fsm));

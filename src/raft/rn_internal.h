@@ -10,6 +10,7 @@
  *   rn_tick.c    rn_tick: repair of libraft's stale change bookkeeping, the stuck-change watchdog
  *   rn_bind.c    waiting for the raft address to be free before libraft listens on it
  *   rn_restore.c a new cluster's data directory from a backup (fencelockd --restore)
+ *   rn_iotime.c  disk timings: libraft's appends and snapshot writes (rn_hooks.timed)
  *
  * Ownership: struct rn owns its batches (and the proposals inside them), barriers and changes
  * until their callbacks fired; everything is freed by rn_close (rn.c). Every struct here lives
@@ -126,6 +127,11 @@ struct rn {
     uv_loop_t *loop;
     struct fsm *fsm;
     struct rn_hooks hooks;
+    /* the disk layer's own append / snapshot_put, wrapped by rn_iotime.c's timed versions */
+    int (*io_append)(struct raft_io *, struct raft_io_append *, const struct raft_entry[], unsigned,
+                     raft_io_append_cb);
+    int (*io_snapshot_put)(struct raft_io *, unsigned, struct raft_io_snapshot_put *,
+                           const struct raft_snapshot *, raft_io_snapshot_put_cb);
     bool halted; /* met an entry or snapshot of a newer log format: applies nothing more */
     const struct logger *log;
     struct rn_config cfg;
@@ -206,5 +212,8 @@ void rn_member_fail_all(struct rn *rn, const char *msg);
 int rn_bind_wait(const char *address, const struct logger *log, char *err, size_t errlen);
 /* 0 if a listener could bind `address` now (or it cannot be probed), else the errno. */
 int rn_bind_probe(const char *address);
+
+/* rn_iotime.c: wrap io.append / io.snapshot_put to time them (after raft_uv_init). */
+void rn_iotime_install(struct rn *rn);
 
 #endif

@@ -39,6 +39,9 @@ struct srv_metrics {
     /* Raft terms this node saw begin (each is an election), and changes of the leader it knows */
     uint64_t elections, leader_changes;
     struct hist lock_wait, lock_hold, commit;
+    /* the disk (rn_hooks.timed): log appends (write + sync), snapshot writes; snapshots
+     * serialised and restored on the loop thread */
+    struct hist disk_append, snapshot_write, snapshot_serialize, snapshot_restore;
 };
 
 void hist_observe(struct hist *h, double seconds);

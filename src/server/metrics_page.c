@@ -211,4 +211,16 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     hist_render(out, "fencelock_lock_hold_seconds", "Time from grant to release.", &m->lock_hold);
     hist_render(out, "fencelock_commit_latency_seconds",
                 "Time from proposal to applied reply, on the leader.", &m->commit);
+    hist_render(out, "fencelock_disk_append_seconds",
+                "Time to write and sync one batch of Raft log entries (the fsync every commit "
+                "waits for).",
+                &m->disk_append);
+    hist_render(out, "fencelock_snapshot_write_seconds", "Time to write one snapshot to disk.",
+                &m->snapshot_write);
+    hist_render(out, "fencelock_snapshot_serialize_seconds",
+                "Time to serialise the state for a snapshot (the event loop waits).",
+                &m->snapshot_serialize);
+    hist_render(out, "fencelock_snapshot_restore_seconds",
+                "Time to load a snapshot into the state (start-up, InstallSnapshot).",
+                &m->snapshot_restore);
 }

@@ -50,6 +50,18 @@ static void on_signal(uv_signal_t *h, int signum)
     srv_stop(s);
 }
 
+/* The disk's and the snapshots' timings into the /metrics histograms. */
+static void hook_timed(void *arg, enum rn_timing kind, double seconds)
+{
+    struct srv *s = arg;
+    struct hist *h[] = {[RN_TIME_APPEND] = &s->m.disk_append,
+                        [RN_TIME_SNAPSHOT_WRITE] = &s->m.snapshot_write,
+                        [RN_TIME_SNAPSHOT_SERIALIZE] = &s->m.snapshot_serialize,
+                        [RN_TIME_SNAPSHOT_RESTORE] = &s->m.snapshot_restore};
+    if ((unsigned)kind < sizeof h / sizeof h[0])
+        hist_observe(h[kind], seconds);
+}
+
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
 {
     char err[256];
@@ -101,7 +113,8 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     struct rn_hooks hooks = {.arg = s,
                              .applied = srv_hook_applied,
                              .restored = srv_hook_restored,
-                             .halted = srv_hook_halted};
+                             .halted = srv_hook_halted,
+                             .timed = hook_timed};
     if (rn_new(&s->rn, loop, &rc, s->fsm, &hooks, &s->log, err, sizeof(err))) {
         LOGE(&s->log, "%s", err);
         return -1;

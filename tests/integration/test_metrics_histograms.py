@@ -130,3 +130,34 @@ def test_health_is_200_json_ok(ctx):
     assert "json" in ctype, "/health Content-Type %r" % ctype
     doc = json.loads(body)
     eq(doc.get("status"), "ok", "/health status")
+
+
+DISK_HISTS = ("fencelock_disk_append_seconds", "fencelock_snapshot_write_seconds",
+              "fencelock_snapshot_serialize_seconds", "fencelock_snapshot_restore_seconds")
+
+
+def test_disk_and_snapshot_histograms_count_appends_snapshots_and_restores(ctx):
+    """Every acknowledged write waited for a log append (write + sync): the append histogram
+    counts at least one per batch; with a tiny snapshot threshold, snapshots are serialised and
+    written; a restart loads the last snapshot (restore). Each histogram is cumulative."""
+    srv = ctx.server("--snapshot-threshold", 64, "--snapshot-trailing", 16)
+    c = ctx.conn()
+    before = _scrape(srv)
+    for name in DISK_HISTS:
+        _check_cumulative(before, name)
+    appends0 = _hist(before, "fencelock_disk_append_seconds")[2]
+    for i in range(300):
+        expect_int(c.call("PUT", "d/%d" % (i % 10), "v"))
+    wait_until(lambda: _hist(_scrape(srv), "fencelock_snapshot_write_seconds")[2] >= 1,
+               timeout=20, what="a snapshot written")
+    m = _scrape(srv)
+    appended = _hist(m, "fencelock_disk_append_seconds")[2] - appends0
+    assert 1 <= appended <= 300 + 10, appended  # batches: one per write at most, here sequential
+    assert _hist(m, "fencelock_disk_append_seconds")[1] > 0, "append time summed"
+    assert _hist(m, "fencelock_snapshot_serialize_seconds")[2] >= 1
+    for name in DISK_HISTS:
+        _check_cumulative(m, name)
+    eq(_hist(m, "fencelock_snapshot_restore_seconds")[2], 0, "no restore before a restart")
+    srv.stop()
+    srv.restart()
+    eq(_hist(_scrape(srv), "fencelock_snapshot_restore_seconds")[2], 1, "one restore at start")
