@@ -161,6 +161,29 @@ int cmd_locks(struct cli *c, int argc, char **argv)
 
 /* ---- fence-check ---- */
 
+/* `NAME TOKEN` (fence-check, sign) and the client: SUB_GO, else the exit code. */
+static int name_token_args(struct cli *c, struct sub_args *a, int argc, char **argv,
+                           const char *usage, uint64_t *token)
+{
+    int rc = sub_fixed(c, a, argc, argv, 2, usage);
+    if (rc != SUB_GO)
+        return rc;
+    if (parse_u64(a->pos[1], token))
+        return sub_err(a, "bad token '%s' (a number)", a->pos[1]);
+    return SUB_GO;
+}
+
+/* A JSON answer's opening: {"name": ..., "token": ...; the caller adds its fields and ends. */
+static void jw_name_token(struct jw *w, const char *name, uint64_t token)
+{
+    jw_init(w, stdout);
+    jw_obj(w);
+    jw_key(w, "name");
+    jw_str(w, name);
+    jw_key(w, "token");
+    jw_u64(w, token);
+}
+
 static const char usage_fence_check[] =
     "usage: fencelock fence-check NAME TOKEN\n"
     "Exit 0 (printing \"current\") if TOKEN is the current holder's token of lock NAME,\n"
@@ -170,11 +193,9 @@ int cmd_fence_check(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     uint64_t token;
-    int rc = sub_fixed(c, &a, argc, argv, 2, usage_fence_check);
+    int rc = name_token_args(c, &a, argc, argv, usage_fence_check, &token);
     if (rc != SUB_GO)
         return rc;
-    if (parse_u64(a.pos[1], &token))
-        return sub_err(&a, "bad token '%s' (a number)", a.pos[1]);
     fl_err err = fl_fence_check(c->client, a.pos[0], token);
     if (err != FL_OK && err != FL_ESTALE) {
         cli_fail(c, err, "fence-check");
@@ -182,12 +203,7 @@ int cmd_fence_check(struct cli *c, int argc, char **argv)
     }
     if (c->json) {
         struct jw w;
-        jw_init(&w, stdout);
-        jw_obj(&w);
-        jw_key(&w, "name");
-        jw_str(&w, a.pos[0]);
-        jw_key(&w, "token");
-        jw_u64(&w, token);
+        jw_name_token(&w, a.pos[0], token);
         jw_key(&w, "current");
         jw_bool(&w, err == FL_OK);
         jw_end(&w);
@@ -209,11 +225,9 @@ int cmd_sign(struct cli *c, int argc, char **argv)
     struct sub_args a;
     uint64_t token;
     char sig[65];
-    int rc = sub_fixed(c, &a, argc, argv, 2, usage_sign);
+    int rc = name_token_args(c, &a, argc, argv, usage_sign, &token);
     if (rc != SUB_GO)
         return rc;
-    if (parse_u64(a.pos[1], &token))
-        return sub_err(&a, "bad token '%s' (a number)", a.pos[1]);
     fl_err err = fl_sign(c->client, a.pos[0], token, sig);
     if (err != FL_OK && err != FL_ESTALE) {
         cli_fail(c, err, "sign");
@@ -221,12 +235,7 @@ int cmd_sign(struct cli *c, int argc, char **argv)
     }
     if (c->json) {
         struct jw w;
-        jw_init(&w, stdout);
-        jw_obj(&w);
-        jw_key(&w, "name");
-        jw_str(&w, a.pos[0]);
-        jw_key(&w, "token");
-        jw_u64(&w, token);
+        jw_name_token(&w, a.pos[0], token);
         jw_key(&w, "sig");
         jw_str(&w, err == FL_OK ? sig : NULL);
         jw_end(&w);

@@ -71,21 +71,31 @@ static int ctx_verify_mode(enum tls_client_auth a)
     return a == TLS_AUTH_OPTIONAL ? SSL_VERIFY_PEER : SSL_VERIFY_NONE;
 }
 
-/* A context for cfg: NULL with the reason in err. */
-static SSL_CTX *ctx_build(const struct tls_config *cfg, char *err, size_t errlen)
+/* A context of `method` with what both sides share: TLS 1.2+, no renegotiation or
+ * compression, whole-record writes (a reply is written once; partial writes would only
+ * complicate the seal). NULL with the reason in err. */
+static SSL_CTX *ctx_new(const SSL_METHOD *method, char *err, size_t errlen)
 {
     err[0] = '\0';
     ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX *ctx = SSL_CTX_new(method);
     if (!ctx) {
         ssl_errors(err, errlen);
         return NULL;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                                 SSL_OP_CIPHER_SERVER_PREFERENCE);
-    /* a reply is written once; partial writes would only complicate the seal */
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
     SSL_CTX_clear_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
+    return ctx;
+}
+
+/* A context for cfg: NULL with the reason in err. */
+static SSL_CTX *ctx_build(const struct tls_config *cfg, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = ctx_new(TLS_server_method(), err, errlen);
+    if (!ctx)
+        return NULL;
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     const char *what = "certificate";
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1)
         goto fail;
@@ -117,16 +127,9 @@ fail:
  * reason in err. */
 static SSL_CTX *client_ctx_build(const struct tls_config *cfg, char *err, size_t errlen)
 {
-    err[0] = '\0';
-    ERR_clear_error();
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) {
-        ssl_errors(err, errlen);
+    SSL_CTX *ctx = ctx_new(TLS_client_method(), err, errlen);
+    if (!ctx)
         return NULL;
-    }
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-    SSL_CTX_clear_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     const char *what = "client certificate";
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1 ||
