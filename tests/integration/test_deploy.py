@@ -32,7 +32,7 @@ def promtool(*args):
 def test_alert_rules_are_valid(ctx):
     rc, out = promtool("check", "rules", RULES)
     eq(rc, 0, "promtool check rules: " + out)
-    assert "SUCCESS: 12 rules found" in out, out
+    assert "SUCCESS: 13 rules found" in out, out
 
 
 def test_every_alert_fires_when_it_should_and_only_then(ctx):
