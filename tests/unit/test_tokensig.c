@@ -3,8 +3,8 @@
  * The expected signatures were computed outside this code, with Python's hmac module:
  *   hmac.new(key, b"fencelock-token-v1:%d:%s:%d" % (len(name), name, token),
  *            hashlib.sha256).hexdigest()
- * They pin the encoding other verifiers (the PostgreSQL guard, docs/fencing.md "Signed tokens") rely
- * on: never change them to make a test pass. */
+ * They pin the encoding other verifiers (the PostgreSQL guard, docs/fencing.md "Signed tokens")
+ * rely on: never change them to make a test pass. */
 #include <stdlib.h>
 #include <unistd.h>
 
