@@ -191,6 +191,12 @@ def test_owner_is_replicated_three_nodes_with_acl(ctx):
     a = expect_int(alice.call("SESSION.OPEN", 60000, "LOCKDELAY", 1000))
     t = expect_int(alice.call("LOCK", "L", a, "REQ", a, 1))
     expect_err(bob.call("UNLOCK", "L", a), "NOPERM")
+    # every member's address committed before the failover: a new one would take a revision
+    # on the new leader and the check below would count it
+    root = _authed(ctx, lead, "root", "rootpw")
+    wait_until(lambda: len([m for m in (as_map(x) for x in root.call("CLUSTER.MEMBERS"))
+                            if text(m.get("client_address"))]) == 3,
+               timeout=20.0, interval=0.1, what="all three members announced")
     lead.kill9()
     lead2 = _authed_leader([s for s in servers if s is not lead])
     alice2, bob2, root2 = (_authed(ctx, lead2, u, u + "pw") for u in ("alice", "bob", "root"))
