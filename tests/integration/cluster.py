@@ -36,6 +36,16 @@ def info(s):
         return None
 
 
+def wait_announced(c, n, timeout=20.0):
+    """Wait until the member table read over connection `c` holds n members with a client
+    address. A member's first announce takes a revision; a test that checks the revision does
+    not move must wait for the announces first (they arrive about a second after a leader)."""
+    def done():
+        ms = [as_map(x) for x in c.call("CLUSTER.MEMBERS")]
+        return len([m for m in ms if text(m.get("client_address"))]) == n
+    return wait_until(done, timeout=timeout, interval=0.1, what="%d members announced" % n)
+
+
 def ready_leader(servers, timeout=15.0):
     """The one running server that is a ready leader (role leader, ready 1), waited for."""
     def find():

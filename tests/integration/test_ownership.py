@@ -12,7 +12,7 @@ replay check survives it too."""
 import os
 import subprocess
 
-from cluster import ready_leader, start_cluster
+from cluster import ready_leader, start_cluster, wait_announced
 from helpers import (eq, expect_err, expect_int, expect_ok, lock_info, revision, session_info,
                      wait_until)
 from resp import Conn, as_map, text
@@ -98,6 +98,7 @@ def test_a_replayed_seq_with_another_command_is_refused_also_after_failover(ctx)
     a = expect_int(c.call("SESSION.OPEN", 60000))
     r1 = expect_int(c.call("PUT", "k", "v", "REQ", a, 1))
     t = expect_int(c.call("LOCK", "L", a, "WAIT", 5000, "REQ", a, 2))
+    wait_announced(c, 3)  # a member's first announce would move the revision checked below
     rev = revision(c)
     e = expect_err(c.call("LOCK", "M", a, "REQ", a, 2), "ERR")
     eq(e.text, "ERR request seq 2 of session %d was used by a different command" % a)
@@ -193,10 +194,7 @@ def test_owner_is_replicated_three_nodes_with_acl(ctx):
     expect_err(bob.call("UNLOCK", "L", a), "NOPERM")
     # every member's address committed before the failover: a new one would take a revision
     # on the new leader and the check below would count it
-    root = _authed(ctx, lead, "root", "rootpw")
-    wait_until(lambda: len([m for m in (as_map(x) for x in root.call("CLUSTER.MEMBERS"))
-                            if text(m.get("client_address"))]) == 3,
-               timeout=20.0, interval=0.1, what="all three members announced")
+    wait_announced(_authed(ctx, lead, "root", "rootpw"), 3)
     lead.kill9()
     lead2 = _authed_leader([s for s in servers if s is not lead])
     alice2, bob2, root2 = (_authed(ctx, lead2, u, u + "pw") for u in ("alice", "bob", "root"))
