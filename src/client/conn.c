@@ -275,7 +275,9 @@ static void pick_target(fl_client *c, char *addr)
 }
 
 /* AUTH [user] password on a new connection (the server answers within its -WRONGPASS delay,
-   at most 5 s, inside the connection's timeout). 0, or -1 with FL_EAUTH / FL_EUNAVAILABLE. */
+   at most 5 s, inside the connection's timeout). 0; -1 (FL_EUNAVAILABLE) when no answer came:
+   the link is unusable, as a late answer would be read as the next command's; -2 (FL_EAUTH)
+   when the server refused the credentials. */
 static int conn_auth(fl_client *c, const char *addr, struct cl_link *ln, int64_t until)
 {
     const char *argv[3] = {"AUTH", c->user ? c->user : c->password, c->password};
@@ -289,7 +291,7 @@ static int conn_auth(fl_client *c, const char *addr, struct cl_link *ln, int64_t
     if (bad)
         cl_fail(c, FL_EAUTH, "AUTH on %s: %s", addr, r->str);
     freeReplyObject(r);
-    return bad ? -1 : 0;
+    return bad ? -2 : 0;
 }
 
 /* *refused: the attempt failed because nothing listens there (ECONNREFUSED). */
@@ -317,8 +319,9 @@ static struct cl_link *connect_to(fl_client *c, const char *addr, int64_t deadli
         return NULL;
     }
     /* a frozen server must not hold the AUTH forever: it is bounded by the call's deadline */
-    if (c->password && conn_auth(c, addr, ln, deadline)) {
-        *auth_failed = true;
+    int auth = c->password ? conn_auth(c, addr, ln, deadline) : 0;
+    if (auth) {
+        *auth_failed = auth == -2; /* a frozen server is unavailable, not a wrong password */
         cl_link_free(ln);
         return NULL;
     }
@@ -383,14 +386,17 @@ static void leader_failed(fl_client *c, const char *addr)
 
 /* Learn the other members' client addresses once, so that losing every given endpoint
    but one still leaves the rest reachable. Best effort on a fresh connection. */
-static void learn_members(fl_client *c, struct cl_link *ln, int64_t until)
+/* Learn the other members' client addresses once, over a fresh link. false: no answer by
+ * `until` (a frozen server: the kernel accepts, nobody reads). The link must then be dropped:
+ * the late answer would be read as the reply to the command sent next on it. */
+static bool learn_members(fl_client *c, struct cl_link *ln, int64_t until)
 {
     pthread_mutex_lock(&c->mu);
     bool done = c->members_learned;
     c->members_learned = true;
     pthread_mutex_unlock(&c->mu);
     if (done)
-        return;
+        return true;
     const char *argv[1] = {"CLUSTER.MEMBERS"};
     size_t len[1] = {15};
     redisReply *r = cl_link_call(ln, 1, argv, len, until);
@@ -407,8 +413,10 @@ static void learn_members(fl_client *c, struct cl_link *ln, int64_t until)
         c->members_learned = false;
         pthread_mutex_unlock(&c->mu);
     }
-    if (r)
-        freeReplyObject(r);
+    if (!r)
+        return false;
+    freeReplyObject(r);
+    return true;
 }
 
 /* ---- the call path ---- */
@@ -533,8 +541,12 @@ static enum step attempt(fl_client *c, struct cl_cmd *m, int64_t deadline, unsig
        probe bounds learn_members too: a frozen server accepts connections (the kernel does) but
        never answers. */
     int64_t probe = fl_now_ms() + c->opt.connect_timeout_ms;
-    if (fresh)
-        learn_members(c, rc, probe < deadline ? probe : deadline);
+    if (fresh && !learn_members(c, rc, probe < deadline ? probe : deadline)) {
+        *err = cl_fail(c, FL_EUNAVAILABLE, "%s: CLUSTER.MEMBERS: %s", addr, cl_link_err(rc));
+        cl_link_free(rc);
+        leader_failed(c, addr);
+        return STEP_RETRY; /* m was not sent */
+    }
     if (m->wait_idx)
         cl_wait_refresh(m);
     int64_t until = fl_now_ms() + c->opt.connect_timeout_ms + m->block_ms;

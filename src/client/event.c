@@ -50,6 +50,18 @@ int cl_wid_cmp(struct cl_wid a, struct cl_wid b)
     return 0;
 }
 
+struct cl_wid cl_wid_past_gap(struct cl_wid after, struct cl_wid oldest)
+{
+    struct cl_wid before = oldest;
+    if (before.seq) {
+        before.seq--;
+    } else if (before.rev) {
+        before.rev--;
+        before.seq = UINT64_MAX;
+    }
+    return cl_wid_cmp(before, after) > 0 ? before : after;
+}
+
 void cl_wid_format(struct cl_wid id, char out[FL_WATCH_ID_MAX])
 {
     snprintf(out, FL_WATCH_ID_MAX, "%llu-%llu", (unsigned long long)id.rev,

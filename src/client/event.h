@@ -27,6 +27,14 @@ int cl_wid_parse(const char *s, size_t n, struct cl_wid *id);
 int cl_wid_cmp(struct cl_wid a, struct cl_wid b);
 void cl_wid_format(struct cl_wid id, char out[FL_WATCH_ID_MAX]);
 
+/*
+ * Where a reader goes on after "-COMPACTED oldest=<oldest>", having read after `after`: after
+ * the id just before `oldest` (so the next read starts at it), or after `after` when that is
+ * later. Never back to "0": the next read may land on another node (a new leader) that retains
+ * more history, and "0" there would hand out again events already delivered.
+ */
+struct cl_wid cl_wid_past_gap(struct cl_wid after, struct cl_wid oldest);
+
 struct cl_evbuf {
     struct fl_watch_field *v;
     size_t cap;

@@ -154,7 +154,7 @@ static void on_error(fl_watcher *w, const redisReply *r)
     struct cl_wid oldest;
     if (cl_err_is(r, PROTO_COMPACTED) && cl_compacted_oldest(r, &oldest) == 0) {
         if (tell(w, FL_WATCH_COMPACTED, oldest, true, r->str) == 0)
-            w->after = (struct cl_wid){0, 0}; /* on from the oldest retained, as asked */
+            w->after = cl_wid_past_gap(w->after, oldest); /* on from the oldest retained */
         else
             watch_fail(w, FL_ECOMPACTED, r->str);
     } else if (cl_err_is(r, PROTO_SLOWREADER)) {

@@ -69,6 +69,7 @@ static fl_client *client(const char *endpoints, int margin0)
     o.tls_ca = getenv("FL_PROBE_TLS_CA");
     o.tls_cert = getenv("FL_PROBE_TLS_CERT");
     o.tls_key = getenv("FL_PROBE_TLS_KEY");
+    o.password = getenv("FL_PROBE_PASSWORD"); /* AUTH as "default" on every connection */
     if (margin0) { /* the tightest deadline the library may compute: checks are sharpest */
         o.margin_ms = 0;
         o.drift_ppm = 0;

@@ -21,10 +21,11 @@ def probe_path(ctx):
 class Probe:
     """fl_probe in the background; its stdout lines are read by a thread."""
 
-    def __init__(self, ctx, *args):
+    def __init__(self, ctx, *args, env=None):
         self.proc = subprocess.Popen([probe_path(ctx)] + [str(a) for a in args],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+                                     stderr=subprocess.STDOUT, text=True,
+                                     env=dict(os.environ, **env) if env else None)
         self.lines = queue.Queue()
         self.seen = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -395,9 +395,11 @@ class FakeServer:
     """A RESP server that answers the watcher's XREADs from a script, one reply (bytes, and
     whether to close the connection after it) per XREAD, and records the ids asked for."""
 
-    def __init__(self, ctx, script):
+    def __init__(self, ctx, script, members_delay=0.0):
         self.script = list(script)
         self.asked = []
+        self.members_delay = members_delay  # the first non-XREAD (AUTH or CLUSTER.MEMBERS) is
+        #                                     answered this late
         self.lsock = socket.socket()
         self.lsock.bind(("127.0.0.1", 0))
         self.lsock.listen(8)
@@ -428,7 +430,10 @@ class FakeServer:
                 del buf[:p]
                 cmd = [text(a) for a in req]
                 if cmd[0].upper() != "XREAD":
-                    s.sendall(b"*0\r\n")  # CLUSTER.MEMBERS: nobody else to learn
+                    delay, self.members_delay = self.members_delay, 0.0
+                    time.sleep(delay)  # a frozen node: the kernel accepted, nobody answers
+                    # AUTH: any non-error reply will do; CLUSTER.MEMBERS: nobody else to learn
+                    s.sendall(b"*0\r\n")
                     continue
                 self.asked.append(cmd[-1])
                 reply, close = self.script.pop(0) if self.script else (b"*-1\r\n", False)
@@ -463,6 +468,33 @@ def test_fl_watch_resumes_after_slowreader_from_its_last_id_and_ends_on_a_bad_re
     eq(end, "protocol error 3-0 XREAD: a reply of an unexpected shape")
     # after the disconnect it asked from the last id it delivered, not from the server's
     eq(fake.asked, ["0-0", "2-0", "2-0", "3-0"])
+
+
+def test_fl_watch_drops_a_connection_whose_first_answer_came_too_late(ctx):
+    """A node frozen right after accepting (SIGSTOP) answers CLUSTER.MEMBERS after the probe
+    gave up. That late answer must not be read as the XREAD's reply (torture seed 484069675
+    got "*0" for an XREAD that way): the client drops the connection and asks on a new one."""
+    stream = ALL.encode()
+    fake = FakeServer(ctx, [(b"*1\r\n*2\r\n" + bulk(stream) + b"*1\r\n" + entry("1-0", "a"),
+                             False)], members_delay=2.5)
+    probe = Probe(ctx, "watch", "127.0.0.1:%d" % fake.port, "", "0", "stop")
+    eq(probe.expect("event ", timeout=20), "1-0 put a")
+    probe.say()
+    eq(probe.expect("end "), "ok 1-0")
+    eq(fake.asked[:1], ["0-0"], "the XREAD went out once, on the new connection")
+
+
+def test_fl_watch_an_auth_answered_too_late_is_unavailable_not_a_wrong_password(ctx):
+    """The same freeze at AUTH (the first command of a connection under --acl-file): the call
+    is retried on a new connection, not failed with FL_EAUTH."""
+    stream = ALL.encode()
+    fake = FakeServer(ctx, [(b"*1\r\n*2\r\n" + bulk(stream) + b"*1\r\n" + entry("1-0", "a"),
+                             False)], members_delay=2.5)
+    probe = Probe(ctx, "watch", "127.0.0.1:%d" % fake.port, "", "0", "stop",
+                  env={"FL_PROBE_PASSWORD": "pw"})
+    eq(probe.expect("event ", timeout=20), "1-0 put a")
+    probe.say()
+    eq(probe.expect("end "), "ok 1-0")
 
 
 def test_fl_watch_reports_an_interruption_resumes_and_stops_while_nobody_answers(ctx):

@@ -3,14 +3,16 @@ XREAD from the last id they delivered, across random disconnects and fail-overs
 (worker_watch.c).
 
 A watcher's history is a chain of ``xread`` ops: invoke ``from`` (the id asked after; "0" at
-the start and after an explicit -COMPACTED gap), ok ``events`` ([[id, {fields}], ...]), fail
+the start only; after an explicit -COMPACTED gap the id just before ``oldest``, or the last
+delivered id if later), ok ``events`` ([[id, {fields}], ...]), fail
 ``error`` (COMPACTED with ``oldest``: a reported gap), info (nothing delivered).  Its
 *segments* are the id ranges it covered without a reported gap: from the id it first asked
 after (exclusive; from "0": its first delivered id, inclusive) to its last delivered id.
 
 Violations:
   order / duplicate   a delivered id not above the previous one of the same watcher;
-  resume              a read not resumed from the last delivered id (worker contract);
+  resume              a read not resumed from the last delivered id, or after a -COMPACTED not
+                      from just before ``oldest`` (worker contract; "0" again could go back);
   disagreement        two deliveries of one id with different fields (one global sequence);
   gap                 an event another watcher got, inside a segment of this watcher and in
                       its stream, that this watcher never delivered (silent loss);
@@ -82,11 +84,18 @@ class Watcher:
         self.resumes = 0
 
 
+def before(i):
+    """The id just before i: where a reader goes on after -COMPACTED oldest=i."""
+    rev, n = i
+    return (rev, n - 1) if n else ((rev - 1, 2 ** 64 - 1) if rev else (0, 0))
+
+
 def _walk(proc, ops, glob, violations):
     """One watcher's reads in time order: its deliveries, segments and own violations."""
     ops.sort(key=lambda o: o.t0)
     w = Watcher(proc, ops[0].get("stream", prefer="inv"))
     cur, seg = None, None
+    expect = None                    # the id the next read must ask after (None: "0")
     for o in ops:
         frm = o.get("from", prefer="inv")
         if o.get("stream", prefer="inv") != w.stream:
@@ -95,6 +104,9 @@ def _walk(proc, ops, glob, violations):
         if o.type == "fail" and o.get("error") == "COMPACTED":
             w.compacted += 1
             seg = None               # a reported gap ends the segment
+            old = parse_id(o.get("oldest"))
+            if old is not None:      # on just before the oldest retained, never back
+                expect = max(expect, before(old)) if expect is not None else before(old)
             continue
         if o.type != "ok":
             continue
@@ -104,16 +116,18 @@ def _walk(proc, ops, glob, violations):
                                "op": o.describe()})
             continue
         if frm == "0":
-            if seg is not None and seg.hi is not None:
-                violations.append({"kind": "resume", "msg": "read from 0 again without a "
-                                   "reported -COMPACTED", "op": o.describe()})
+            if expect is not None:
+                violations.append({"kind": "resume", "msg": f"read from 0 after {expect}: a "
+                                   "node retaining more history answers with older events",
+                                   "op": o.describe()})
             if seg is None or seg.hi is None:
                 seg = None           # lower end: the first id delivered
         else:
             f = parse_id(frm)
-            if f is None or (cur is not None and f != cur):
-                violations.append({"kind": "resume", "msg": f"read after {frm!r}, but the "
-                                   f"last delivered id is {cur}", "op": o.describe()})
+            if f is None or (expect is not None and f != expect):
+                violations.append({"kind": "resume", "msg": f"read after {frm!r}, but it "
+                                   f"should read after {expect} (last delivered {cur})",
+                                   "op": o.describe()})
             if seg is None and f is not None:
                 seg = Segment(f, False)
                 w.segments.append(seg)
@@ -134,7 +148,7 @@ def _walk(proc, ops, glob, violations):
             if seg is None:
                 seg = Segment(i, True)
                 w.segments.append(seg)
-            cur = seg.hi = i
+            cur = seg.hi = expect = i
             w.delivered[i] = fields
             if not in_stream(w.prefix, fields):
                 violations.append({"kind": "wrong-stream", "msg": f"{w.stream} delivered "

@@ -340,7 +340,7 @@ def test_watch_compacted_is_a_reported_gap_not_a_violation():
     evs = stream_events()
     frm = h.read(1, "0", evs[:3])
     h.read(1, frm, [], typ="fail", ret={"error": "COMPACTED", "oldest": evs[8][0]})
-    h.read(1, "0", evs[8:12])
+    h.read(1, after_gap(evs[8][0]), evs[8:12])         # on just before the oldest retained
     h.read(2, "0", evs[:12])
     v = h.check()
     assert v["valid"] is True and v["stats"]["compacted"] == 1, v
@@ -350,6 +350,29 @@ def test_watch_compacted_is_a_reported_gap_not_a_violation():
     h.read(1, frm, evs[8:12])
     h.read(2, "0", evs[:12])
     assert kinds(h.check()) == ["gap"], h.check()["violations"]
+
+
+def after_gap(oldest):
+    rev, n = (int(x) for x in oldest.split("-"))
+    return "%d-%d" % ((rev, n - 1) if n else (rev - 1, 2 ** 64 - 1))
+
+
+def test_watch_read_from_0_after_compacted_goes_back_invalid():
+    """Seed 484069675: -COMPACTED oldest=5002-0 from one leader, then "0" on the next leader,
+    which retained more history, answered 4244-0: the stream went back."""
+    h = WH()
+    evs = stream_events()
+    frm = h.read(1, "0", evs[4:8])
+    h.read(1, frm, [], typ="fail", ret={"error": "COMPACTED", "oldest": evs[10][0]})
+    h.read(1, "0", evs[2:4])                             # another node's oldest: older
+    h.read(2, "0", evs[:12])
+    assert kinds(h.check()) == ["order", "resume"], h.check()["violations"]
+    # asking after the last delivered id instead of just before `oldest` is a resume error too
+    h = WH()
+    frm = h.read(1, "0", evs[:3])
+    h.read(1, frm, [], typ="fail", ret={"error": "COMPACTED", "oldest": evs[8][0]})
+    h.read(1, frm, evs[8:12])
+    assert "resume" in kinds(h.check()), h.check()["violations"]
 
 
 def test_watch_lost_put_seen_by_nobody_invalid():

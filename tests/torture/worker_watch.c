@@ -5,10 +5,12 @@
  * from that id. It writes nothing to the servers.
  *
  * History, one op per XREAD (proc fixed: a read has no effect to be unsure about):
- *   invoke  "stream", "from" (the id asked after; "0" at the start and after -COMPACTED),
+ *   invoke  "stream", "from" (the id asked after; "0" at the start; after -COMPACTED the id
+ *           just before the oldest retained one, or the last delivered if that is later),
  *           "resume": true on the first read over new connections
  *   ok      "events": [[id, {field: value, ...}], ...] in the order received ([] for nil)
- *   fail    "error": "COMPACTED" with "oldest" (an explicit gap: the next read is from "0"),
+ *   fail    "error": "COMPACTED" with "oldest" (an explicit gap: the next read is after the id
+ *           just before "oldest"),
  *           "SLOWREADER", or another error word; nothing delivered
  *   info    the call failed (no answer until the deadline): nothing delivered, same id again
  *
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "client/event.h"
 #include "worker.h"
 
 #define WATCH_COUNT_MAX 16 /* keeps a reply inside one history line (struct ev) */
@@ -108,6 +111,19 @@ static int put_reply(struct watcher *wt, struct ev *e, const redisReply *r)
     return ok;
 }
 
+/* After -COMPACTED: on just before the oldest retained id (libfencelock's rule), never back
+ * to "0", which a new leader retaining more history would answer with delivered events. */
+static void past_gap(struct watcher *wt, const char *oldest)
+{
+    struct cl_wid from, old;
+    if (cl_wid_parse(wt->from, strlen(wt->from), &from) ||
+        cl_wid_parse(oldest, strlen(oldest), &old))
+        return; /* nothing to go on from: the same id again */
+    char id[FL_WATCH_ID_MAX];
+    cl_wid_format(cl_wid_past_gap(from, old), id);
+    snprintf(wt->from, sizeof(wt->from), "%s", id);
+}
+
 static void reconnect(struct worker *w, struct watcher *wt)
 {
     fl_client_free(w->c);
@@ -166,7 +182,7 @@ static void watch_once(struct worker *w, struct watcher *wt)
             char oldest[WATCH_ID_MAX] = "";
             sscanf(o + 7, "%47[0-9-]", oldest);
             ev_str(&e, "oldest", oldest);
-            strcpy(wt->from, "0"); /* an explicit, reported gap: read on from the oldest */
+            past_gap(wt, oldest); /* an explicit, reported gap: read on from the oldest */
             wt->compacted++;
         }
     } else {

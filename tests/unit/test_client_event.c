@@ -180,6 +180,26 @@ TEST(test_compacted_error_names_the_oldest_retained_id)
     CHECK(rc == -1);
 }
 
+static int wid_is(struct cl_wid id, uint64_t rev, uint64_t seq)
+{
+    return id.rev == rev && id.seq == seq;
+}
+
+/* After a gap the reader goes on just before the oldest retained id, never back: a new leader
+ * retaining more history would otherwise hand out again what was delivered (torture seed
+ * 484069675: "read from 0" after -COMPACTED oldest=5002-0 got 4244-0 from the next leader). */
+TEST(test_past_a_gap_the_reader_goes_on_before_the_oldest_never_back)
+{
+    CHECK(wid_is(cl_wid_past_gap((struct cl_wid){4800, 0}, (struct cl_wid){5002, 0}), 5001,
+                 UINT64_MAX));
+    CHECK(wid_is(cl_wid_past_gap((struct cl_wid){4800, 0}, (struct cl_wid){5002, 3}), 5002, 2));
+    /* an oldest id at or before what was read (a stale report): stay where the reader is */
+    CHECK(wid_is(cl_wid_past_gap((struct cl_wid){4800, 0}, (struct cl_wid){4800, 1}), 4800, 0));
+    CHECK(wid_is(cl_wid_past_gap((struct cl_wid){4800, 0}, (struct cl_wid){4000, 0}), 4800, 0));
+    CHECK(wid_is(cl_wid_past_gap((struct cl_wid){0, 0}, (struct cl_wid){1, 0}), 0, UINT64_MAX));
+    CHECK(wid_is(cl_wid_past_gap((struct cl_wid){0, 0}, (struct cl_wid){0, 0}), 0, 0));
+}
+
 int main(void)
 {
     RUN(test_ids_parse_with_and_without_seq);
@@ -189,5 +209,6 @@ int main(void)
     RUN(test_nil_xread_reply_is_no_entries);
     RUN(test_malformed_xread_replies_and_entries_are_refused);
     RUN(test_compacted_error_names_the_oldest_retained_id);
+    RUN(test_past_a_gap_the_reader_goes_on_before_the_oldest_never_back);
     TEST_MAIN_END();
 }

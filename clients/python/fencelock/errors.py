@@ -67,11 +67,25 @@ class WrongType(FencelockError):
 
 class Compacted(FencelockError):
     """-COMPACTED: the events after the id asked for are no longer retained.
-    `oldest` is the oldest retained id: reload the state, then watch from it."""
+    `oldest` is the oldest retained id; `after` the id just before it: reload the state, then
+    watch from `after` (the next read starts at `oldest`). Not from "0": the next read may go
+    to a new leader that retains more history, and "0" there starts before what was handed
+    out."""
 
     def __init__(self, msg, oldest):
         super().__init__(msg)
         self.oldest = oldest
+
+    @property
+    def after(self):
+        """The id just before `oldest` ("" if the server named none)."""
+        rev, sep, n = self.oldest.partition("-")
+        if not rev.isdigit() or (sep and not n.isdigit()):
+            return ""
+        rev, n = int(rev), int(n or 0)
+        if n:
+            return "%d-%d" % (rev, n - 1)
+        return "%d-%d" % (rev - 1, 2 ** 64 - 1) if rev else "0-0"
 
 
 class ServerError(FencelockError):

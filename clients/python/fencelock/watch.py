@@ -6,7 +6,9 @@ picks up exactly there, and a new Watch(from_id=w.last_id) resumes another's str
 node. from_id "$" (events after now) is turned into the newest id once, before the first read,
 because resending "$" after a lost answer would skip what happened meanwhile. When the events
 after the needed id are gone the read raises Compacted (its .oldest is the oldest retained
-id): reload the state, then watch again from "0" (the oldest retained). Never a silent gap.
+id): reload the state, then watch again from its .after (the id just before .oldest). Not from
+"0": a new leader may retain more history, and "0" there would start before what was handed
+out. Never a silent gap.
 """
 
 import time

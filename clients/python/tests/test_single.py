@@ -300,3 +300,8 @@ def test_watch_compacted_is_reported_with_the_oldest_id(nodes):
         assert ei.value.oldest and "-" in ei.value.oldest, str(ei.value)
         again = c.watch("", from_id="0").read(block_ms=10)  # from the oldest retained
         assert again and again[0].id == ei.value.oldest
+        # past the gap: after the id just before the oldest, so the next read starts at it
+        rev, n = (int(x) for x in ei.value.oldest.split("-"))
+        assert ei.value.after == ("%d-%d" % (rev, n - 1) if n else "%d-%d" % (rev - 1, 2 ** 64 - 1))
+        on = c.watch("", from_id=ei.value.after).read(block_ms=10)
+        assert [e.id for e in on] == [e.id for e in again]
