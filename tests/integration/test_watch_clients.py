@@ -486,10 +486,13 @@ def test_fl_watch_drops_a_connection_whose_first_answer_came_too_late(ctx):
 
 def test_fl_watch_an_auth_answered_too_late_is_unavailable_not_a_wrong_password(ctx):
     """The same freeze at AUTH (the first command of a connection under --acl-file): the call
-    is retried on a new connection, not failed with FL_EAUTH."""
+    is retried on a new connection, not failed with FL_EAUTH. AUTH is bounded by the read's
+    whole deadline (BLOCK 500 ms + 2 s), so the freeze outlasts it by far: an AUTH answered
+    just in time would let that connection's XREAD take the script's event and lose it with
+    the deadline."""
     stream = ALL.encode()
     fake = FakeServer(ctx, [(b"*1\r\n*2\r\n" + bulk(stream) + b"*1\r\n" + entry("1-0", "a"),
-                             False)], members_delay=2.5)
+                             False)], members_delay=4.5)
     probe = Probe(ctx, "watch", "127.0.0.1:%d" % fake.port, "", "0", "stop",
                   env={"FL_PROBE_PASSWORD": "pw"})
     eq(probe.expect("event ", timeout=20), "1-0 put a")
