@@ -8,6 +8,7 @@ import socket
 import subprocess
 
 from helpers import eq, ok, wait_until
+from server import port_range
 from resp import Conn, as_map, text
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -27,8 +28,9 @@ def _bindable(port):
 
 def _free_base(n):
     """A base port below the ephemeral range whose n nodes' ports (base+10i+0..2) all bind."""
+    lo, hi = port_range()
     for _ in range(500):
-        base = random.randrange(20000, 32000, 10)
+        base = random.randrange(lo, hi - 10 * n, 10)
         if all(_bindable(base + 10 * i + k) for i in range(n) for k in range(3)):
             return base
     raise RuntimeError("no free base port")
