@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fencelock build. `make` builds the release binaries into build/release; `make test` builds
 # with ASan+UBSan into build/asan and runs every test; `make run` starts one node.
 # Every target that needs Debian packages first runs scripts/deps.sh, which installs only

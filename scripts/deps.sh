@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
 # Usage: scripts/deps.sh build|test|fuzz|bench|deb
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
 # against real fencelockd processes. Each part prints "tests: N passed, N failed"; this
 # script adds them up and prints the closing line CI reads.

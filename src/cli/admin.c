@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster and session administration: status, members, session. */
 #include <inttypes.h>
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The key-value subcommands: get, put, del, keys. */
 #include <inttypes.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `fencelock leader NAME [--observe]`: print an election's leader (fl_leader), or with
  * --observe one line per change (fl_observe, passing back the revision of each answer, so no

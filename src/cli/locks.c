@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inspecting locks: lock-info, locks, fence-check. */
 #include <inttypes.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fencelock: the command-line tool. Global flags, dispatch to a subcommand, error reporting. */
 #include <signal.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Output helpers: the --json writer and time formatting. */
 #include <inttypes.h>
 #include <string.h>

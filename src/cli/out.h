@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fencelock CLI output: a streaming JSON writer for --json, and the few helpers the human
  * output shares.

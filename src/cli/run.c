@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The supervisor of `fencelock lock`: start the command under the lock, watch the lease, kill
  * the command before the lease can run out on the servers, forward signals, release.

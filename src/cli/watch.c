@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `fencelock watch`: print the event stream (fl_watch) one line per event until a signal, or
  * --count events, or an error.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backup.c — fl_snapshot_save: SNAPSHOT.SAVE from the leader into a file (snapfile.h layout).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * map — a hash map from byte-string keys to borrowed `void *` values (chained buckets).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/fsm.c — lifecycle, fsm_apply (decode, exactly-once, dispatch) and the event list.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm — the pure, deterministic state machine of fencelock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/internal.h — the state layout shared by the fsm's .c files (not part of the interface).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/invariants.c — fsm_check_invariants: a full audit of the state, for tests and fuzzing.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/lock.c — locks: records, FIFO waiters, grants, release and lock-delay; the lock ops.
  *

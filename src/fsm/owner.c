@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/owner.c — session ownership: which sessions a command names, and whether its acting user
  * may name them (the rule is in fsm.h, at fsm_apply).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/query.c — read-only queries over locks and sessions, iteration and stats.
  *

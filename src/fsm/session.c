@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/session.c — sessions: records, SESSION_OPEN, and the end of a session (close/expiry).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *

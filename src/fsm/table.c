@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/table.c — the intrusive hash table behind the session and lock indexes, and hashing.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acl.c — parsing --acl-file, matching names against a user's globs, password hashes and the
  * verified-password cache (acl.h has the format and the ownership rules).

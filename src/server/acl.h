@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acl — the users and permissions of --acl-file: parsing, name globs, password hashes, and the
  * cache of verified passwords. Pure: no event loop, no global state; the only I/O is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd.c — the command table, argument parsing and dispatch (cmd.h has the families' files).
  *

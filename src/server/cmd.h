@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd — the command families' internal header: the request a handler gets, the command table's
  * row, and the argument helpers every family shares (cmd.c).

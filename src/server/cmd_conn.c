@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_conn.c — the connection-management commands Redis clients send when they connect or
  * take a connection from a pool, answered as Redis answers them, so that redis-py, ioredis,

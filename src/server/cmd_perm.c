@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_perm.c — what every command needs of the connection's user under --acl-file, and the
  * check srv_dispatch makes before running a command.

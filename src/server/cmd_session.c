@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE. The lease rules behind
  * KEEPALIVE are lease.c; this file only carries out what lease_keepalive decides. Ownership:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_watch.c — the event stream as Redis streams: XREAD (COUNT, BLOCK, STREAMS), XLEN,
  * XINFO STREAM, and the refusal of the stream writes (XADD, ...). The history is s->watch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — fencelockd's flags: defaults, one value's parsing and validation, the rules
  * between flags, --help. Every limit is a flag. The list of every setting, where a value comes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics — counters and fixed-bucket histograms rendered in Prometheus text format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * observe.c — ELECT.OBSERVE name [AFTER rev] [WAIT ms]: a read (after the barrier on the
  * leader, or on this node's state after READONLY) that answers at once if the election changed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parked.c — LOCK ... WAIT requests parked until their wait ends.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * quota.c — state quotas (--max-sessions, --max-locks, --max-keys, --max-waiters,
  * --max-data-bytes), checked on the leader before a command is proposed.

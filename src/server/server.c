@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.c — lifecycle: create, start, recover, stop and free the server, and its clocks.
  * (Leadership is leader.c, the lease glue and FSM hooks timers.c, reads reads.c, parked LOCKs

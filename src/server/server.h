@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server — fencelockd's service layer: one libuv loop, one thread, for state and network.
  *

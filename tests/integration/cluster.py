@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Multi-node helpers shared by the cluster tests: start N real fencelockd processes with one
 --initial-cluster, ask a node for CLUSTER.INFO, wait for the single ready leader."""
 

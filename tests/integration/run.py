@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration test runner for fencelockd (black box, standard library only).
 
   python3 tests/integration/run.py --bin build/asan/fencelockd [-k PATTERN ...] [--list]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Start, stop, kill and restart fencelockd processes for the integration tests.
 
 Every Server gets its own free loopback ports (never 7480-7482), a fresh data directory and a

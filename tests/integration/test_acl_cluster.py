@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster under --acl-file (docs/security.md "Peer credentials" and "Audit log"): members
 authenticate their CLUSTER.ANNOUNCE and --join's CLUSTER.ADD with --peer-user, so a 3-node
 cluster elects, replicates and redirects to the right leader address; a 4th node joins; an

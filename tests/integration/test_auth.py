@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Security of the client port (docs/security.md): the cross-protocol guard (an HTTP request
 sent to the client port closes the connection before anything in it runs), users and
 permissions from --acl-file (AUTH, HELLO AUTH, NOAUTH / WRONGPASS / NOPERM with their exact

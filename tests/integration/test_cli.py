@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The fencelock command-line tool (docs/fencelock.1) against real servers.
 
 The CLI is the `fencelock` beside the fencelockd under test (build/asan/fencelock for

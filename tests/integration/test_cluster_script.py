@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/cluster.sh (what `make cluster` runs) on other ports than 7480: --base-port and
 BASE_PORT move every port of every node, DATA_ROOT moves the data, and status/stop find the
 nodes again."""

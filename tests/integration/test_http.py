@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HTTP endpoint: /health and Prometheus /metrics."""
 
 import http.client

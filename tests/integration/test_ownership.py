@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Session ownership, SESSION.REVOKE and the replay check (issue 18, docs/security.md):
 another user's LOCK / UNLOCK / KEEPALIVE / CLOSE / INFO / PUT LEASE / REQ on a session gets
 -NOPERM and changes nothing, an admin may INFO / CLOSE / UNLOCK / REVOKE any session, a revoke

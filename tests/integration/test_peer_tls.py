@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mutual TLS on the Raft port (issue 18): --peer-tls-cert/-key/-ca. A cluster with peer TLS
 elects, replicates and survives losing its leader; a process whose certificate comes from
 another CA, a plain-text libraft peer, a TLS client without a certificate and random bytes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The PostgreSQL guard (contrib/postgresql/fencelock.sql) against a real PostgreSQL server and a
 real fencelockd: a stale holder's write is refused, concurrent sellers never oversell, signed
 tokens are checked with the fixed encoding (Python's hmac here, FENCE.SIGN in the server).

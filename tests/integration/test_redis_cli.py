@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The redis-cli quick start works as written (redis-cli from Debian's redis-tools)."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TLS on the client port (docs/security.md "TLS"): certificates made here with the openssl
 command (a CA, a server certificate for 127.0.0.1, client certificates, a foreign CA, an expired
 client certificate made under faketime), then redis-cli --tls, redis-py ssl=True and ioredis

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster with every security layer on (docs/security.md "A TLS cluster, step by step"):
 client TLS with client certificates required, mutual TLS on the Raft port and ACLs. The
 members' own calls to each other's client ports (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD) go

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Signed fencing tokens: --token-key, FENCE.SIGN and FENCE.VERIFY (docs/fencing.md "Signed tokens").
 
 Every expected signature is computed here with Python's hmac module from the encoding in the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torture --secure: every security layer on (docs/security.md "A TLS cluster, step by step").
 Makes, in the run's directory, a CA and one certificate for the nodes and the workers (server
 and client use, SAN 127.0.0.1), an ACL file with the user `torture` (every permission: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_acl.c — --acl-file parsing, globs, password hashes and the verified-password cache
  * (src/server/acl.c), and the rule every command must have (src/server/cmd_perm.c). */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_lock — locks: grants, tokens, FIFO queues, UNLOCK, CANCEL_WAIT and lock-delay.
  *

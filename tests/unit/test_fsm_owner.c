@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_owner — session ownership, SESSION_REVOKE and the request digest (issue 18):
  * owners recorded at SESSION_OPEN, another user's commands refused at apply (also when they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_random — long seeded random command sequences against a reference model.
  *
