@@ -169,9 +169,12 @@ deb:
 	cd build/deb/fencelock-$(FL_VERSION) && dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
 	@ls build/deb/*.deb
 
-run: deps
-	$(MAKE) SAN=0 $(B)/fencelockd
-	./$(B)/fencelockd $(ARGS)
+# make run: what the README's quick start uses (redis-cli from redis-tools, the fencelock CLI)
+# is installed and built too.
+run:
+	@scripts/deps.sh run
+	$(MAKE) SAN=0 build/release/fencelockd build/release/fencelock
+	./build/release/fencelockd $(ARGS)
 
 # A local N-node cluster (scripts/cluster.sh: ports 7480+10*(i-1), data in ./var/node<i>;
 # BASE_PORT=P moves the ports to P+10*(i-1) and the data to ./var/portP/node<i>).
