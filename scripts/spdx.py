@@ -3,7 +3,8 @@
 """Every source file of fencelock carries `SPDX-License-Identifier: Apache-2.0` in its first
 lines (LICENSE holds the text). `scripts/spdx.py` lists the files that lack it and exits 1;
 `scripts/spdx.py --fix` adds the line, in the file's own comment syntax, as its first line
-(after a #! line). tests/integration/test_license.py runs the check.
+(after a #! line). `--root DIR` works on another git checkout than this one.
+tests/integration/test_license.py runs the check.
 
 Source files: what git tracks with the endings in STYLES, Makefile, debian/rules, the
 maintainer scripts and .ci/run; vendored or generated files are none here.
@@ -48,6 +49,9 @@ def fix(path, style):
 
 
 def main():
+    global ROOT
+    if "--root" in sys.argv[1:]:
+        ROOT = os.path.abspath(sys.argv[sys.argv.index("--root") + 1])
     missing = [(p, s) for p, s in sources() if not has_tag(p)]
     if "--fix" in sys.argv[1:]:
         for p, s in missing:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The license (issue 31): Apache-2.0 in LICENSE, in every source file's SPDX line, in the
 Debian packages' machine-readable copyright file, in the Python package's metadata and in the
 README."""
@@ -27,19 +28,30 @@ def test_every_source_file_has_an_spdx_line(ctx):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "spdx.py")],
                        capture_output=True, text=True, timeout=60)
     eq((p.returncode, p.stdout), (0, ""), "scripts/spdx.py (run it with --fix)")
-    # The check must bite: a file it covers, without the line, is reported.
-    probe = os.path.join(ROOT, "src", "common", "zz_spdx_probe.c")
-    with open(probe, "w") as f:
-        f.write("/* no license line */\nint zz;\n")
-    try:
-        subprocess.run(["git", "-C", ROOT, "add", "-N", probe], check=True, timeout=30)
-        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "spdx.py")],
-                           capture_output=True, text=True, timeout=60)
-        eq((p.returncode, p.stdout), (1, "no SPDX line: src/common/zz_spdx_probe.c\n"),
-           "the check finds a file without the line")
-    finally:
-        subprocess.run(["git", "-C", ROOT, "rm", "-q", "--cached", "-f", probe], timeout=30)
-        os.unlink(probe)
+    # The check must bite: in a scratch checkout, the files it covers without the line are
+    # reported (and only those), and --fix adds it in each file's comment syntax.
+    d = ctx.tmp("repo")
+    files = {"a.c": "/* a */\nint a;\n", "b.py": "#!/usr/bin/python3\nprint(1)\n",
+             "c.sh": "# SPDX-License-Identifier: Apache-2.0\ntrue\n", "d.md": "text\n",
+             "Makefile": "all:\n"}
+    os.makedirs(d)
+    for name, body in files.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(body)
+    subprocess.run(["git", "init", "-q", d], check=True, timeout=30)
+    subprocess.run(["git", "-C", d, "add", "."], check=True, timeout=30)
+    spdx = [sys.executable, os.path.join(ROOT, "scripts", "spdx.py"), "--root", d]
+    p = subprocess.run(spdx, capture_output=True, text=True, timeout=60)
+    eq((p.returncode, sorted(p.stdout.splitlines())),
+       (1, ["no SPDX line: Makefile", "no SPDX line: a.c", "no SPDX line: b.py"]),
+       "the check finds the files without the line")
+    subprocess.run(spdx + ["--fix"], check=True, capture_output=True, timeout=60)
+    eq(subprocess.run(spdx, capture_output=True, text=True, timeout=60).returncode, 0,
+       "clean after --fix")
+    with open(os.path.join(d, "b.py")) as f:
+        eq(f.read(), "#!/usr/bin/python3\n# SPDX-License-Identifier: Apache-2.0\nprint(1)\n")
+    with open(os.path.join(d, "a.c")) as f:
+        eq(f.readline(), "/* SPDX-License-Identifier: Apache-2.0 */\n")
 
 
 def test_debian_copyright_is_machine_readable_apache(ctx):
