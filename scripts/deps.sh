@@ -10,6 +10,7 @@ case "${1:-build}" in
 build) ;;
 run) pkgs+=(redis-tools) ;; # the README's quick start: redis-cli beside the fencelock CLI
 test)
+  pkgs+=(clang-format) # make check-format (Debian 12's clang-format 14 defines the format)
   pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs)
   pkgs+=(postgresql postgresql-contrib perl) # tests/integration/test_postgres.py (pgcrypto)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.

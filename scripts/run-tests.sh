@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes. Each part prints "tests: N passed, N failed"; this
-# script adds them up and prints the closing line CI reads.
+# against real fencelockd processes, the Python client's tests and three short torture runs.
+# Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
+# line CI reads.
+#
+#   scripts/run-tests.sh [--only PATTERN]... [--repeat N] [--jobs N] [BUILD_DIR]
+#
+# --only PATTERN: only the unit-test binaries and integration tests whose names contain PATTERN
+#   (or match it as a glob: test_fifo, 'test_auth.*flood*'); no pytest, no torture.
+# --repeat N: run each selected test N times (to hunt one that fails now and then).
+# --jobs N: integration tests at once (default: the CPUs, at most 4; docs/testing.md).
 set -uo pipefail
+only=(); repeat=1; jobs=${FL_TEST_JOBS:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --only) only+=("$2"); shift 2 ;;
+  --repeat) repeat=$2; shift 2 ;;
+  --jobs) jobs=$2; shift 2 ;;
+  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  *) break ;;
+  esac
+done
 B=${1:-build/asan}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-passed=0; failed=0
+passed=0; failed=0; t0=$SECONDS
 count() { # parse the last summary line of a part's output
   local line; line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
   if [ -z "$line" ]; then failed=$((failed + 1)); echo "!! $2 printed no summary"; return; fi
@@ -15,9 +33,19 @@ count() { # parse the last summary line of a part's output
   f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
   passed=$((passed + p)); failed=$((failed + f))
 }
+selected() { # is this name selected by --only (every name is, without --only)?
+  [ ${#only[@]} -eq 0 ] && return 0
+  local p; for p in "${only[@]}"; do
+    case "$1" in *$p*) return 0 ;; esac
+  done
+  return 1
+}
 log=$(mktemp)
+echo "== unit tests"
 for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
+  selected "$(basename "$t")" || continue
+  for r in $(seq 1 "$repeat"); do
   echo "== $t"
   "$t" >"$log" 2>&1; rc=$?
   grep -E '^(not ok|  FAIL)' "$log"; grep -E '^tests:' "$log"
@@ -26,13 +54,25 @@ for t in "$B"/tests/test_*; do
   if [ $rc -ne 0 ] && grep -qE '^tests: [0-9]+ passed, 0 failed' "$log"; then
     echo "!! $t exited $rc after passing (sanitizer report?)"; tail -n 30 "$log"; failed=$((failed + 1))
   fi
+  done
 done
+if [ ${#only[@]} -gt 0 ]; then
+  ks=(); for p in "${only[@]}"; do ks+=(-k "$p"); done
+  echo "== integration (${only[*]}, $repeat time(s))"
+  python3 tests/integration/run.py --bin "$B/fencelockd" "${ks[@]}" --repeat "$repeat" \
+    ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
+  count "$log" integration
+  rm -f "$log"
+  echo "tests: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]; exit
+fi
 echo "== torture checkers"
 python3 tests/torture/test_checkers.py >"$log" 2>&1
 grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
 count "$log" "torture checkers"
 echo "== integration"
-python3 tests/integration/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
+python3 tests/integration/run.py --bin "$B/fencelockd" --repeat "$repeat" \
+  ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" integration
 # The Python client (clients/python) against real servers, with Debian's pytest; its summary
 # ("12 passed, 1 failed, 1 skipped in 20s") becomes this script's "tests:" line.
@@ -86,5 +126,6 @@ if [ "${TORTURE:-1}" != 0 ]; then
   fi
 fi
 rm -f "$log"
+echo "# every part: $((SECONDS - t0)) s"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
