@@ -186,10 +186,12 @@ cluster: deps
 cluster-stop:
 	scripts/cluster.sh stop $(N)
 
+# The build uses every CPU (JOBS=N to change it); scripts/run-tests.sh runs the parts.
+JOBS ?= $(shell nproc)
 test:
 	@scripts/deps.sh test
 	$(MAKE) SAN=1 check-purity check-format
-	$(MAKE) SAN=1 all
+	$(MAKE) -j$(JOBS) SAN=1 all
 	scripts/run-tests.sh build/asan
 
 unit: all

@@ -41,6 +41,35 @@ selected() { # is this name selected by --only (every name is, without --only)?
   return 1
 }
 log=$(mktemp)
+# Three short torture schedules (tests/torture, docs/testing.md "Torture") on 3 nodes, each one
+# test that passes when the checkers find no violation, run one after the other in the
+# background while the other parts run (they take fixed wall time and little CPU); on their own
+# slice of loopback ports. TORTURE=0 skips them.
+#  - 60 s with every nemesis, membership changes included;
+#  - 45 s of the snapshot-heavy mode (issue 13): thresholds of 64..256 entries, leader pauses,
+#    lagging followers, membership changes (a rejoined node asks again with PROMOTE);
+#  - 30 s of --secure (issue 18): client TLS with client certificates, peer mTLS and ACLs on
+#    every node, workers on TLS + AUTH. Only the workloads with no "nothing was tested" floor
+#    that 30 s could miss (control, rw, sem, elect need luckier schedules; the 60 s run has them).
+torture_one() { # NAME SECONDS ARGS...: build/torture/NAME (its output in NAME.log)
+  local name=$1 secs=$2; shift 2
+  echo "$secs s $*" >"build/torture/$name.log.title"
+  FL_TEST_PORTS=30000-32767 python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 \
+    --seconds "$secs" "$@" --out "build/torture/$name" >"build/torture/$name.log" 2>&1
+  echo "exit $?" >"build/torture/$name.log.status"
+}
+torture_all() {
+  torture_one ci 60
+  torture_one ci-snap 45 --snapshots
+  torture_one ci-secure 30 --secure --workloads register,mutex,fenced-counter,watch
+}
+if [ ${#only[@]} -eq 0 ] && [ "${TORTURE:-1}" != 0 ]; then
+  mkdir -p build/torture
+  rm -f build/torture/ci*.log build/torture/ci*.log.status build/torture/ci*.log.title
+  echo "== torture: 3 schedules in the background (build/torture/ci*.log)"
+  torture_all &
+  torture_pid=$!
+fi
 echo "== unit tests"
 for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
@@ -71,14 +100,14 @@ python3 tests/torture/test_checkers.py >"$log" 2>&1
 grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
 count "$log" "torture checkers"
 echo "== integration"
-python3 tests/integration/run.py --bin "$B/fencelockd" --repeat "$repeat" \
-  ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
+FL_TEST_PORTS=20000-29999 python3 tests/integration/run.py --bin "$B/fencelockd" \
+  --repeat "$repeat" ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" integration
 # The Python client (clients/python) against real servers, with Debian's pytest; its summary
 # ("12 passed, 1 failed, 1 skipped in 20s") becomes this script's "tests:" line.
 echo "== python client (pytest)"
-/usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider clients/python/tests \
-  --fencelockd "$B/fencelockd" >"$log" 2>&1
+FL_TEST_PORTS=20000-29999 /usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider \
+  clients/python/tests --fencelockd "$B/fencelockd" >"$log" 2>&1
 grep -E '^(FAILED|ERROR)' "$log"
 sum=$(grep -E '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
 if [ -z "$sum" ]; then
@@ -89,41 +118,19 @@ else
   echo "tests: $(n passed) passed, $(( $(n failed) + $(n error) )) failed" | tee -a "$log"
 fi
 count "$log" "python client"
-# A 60 s torture schedule (tests/torture, docs/testing.md "Torture") on 3 nodes: one test that
-# passes when the checkers find no violation. Every nemesis is in, membership changes too
-# (they crashed libraft 0.15; fencelock now needs 0.22). TORTURE=0 skips this part.
+# The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
-  echo "== torture (60 s)"
-  if python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 --seconds 60 \
-      --out build/torture/ci >"$log" 2>&1; then
-    passed=$((passed + 1)); grep -E '^torture: (seed|[0-9]+ ops)' "$log"
-  else
-    failed=$((failed + 1)); echo "!! torture failed (build/torture/ci):"; tail -n 40 "$log"
-  fi
-  # The snapshot-heavy mode (issue 13: libraft 0.22.1 crashed when an InstallSnapshot met the
-  # node's own snapshot write): thresholds of 64..256 entries, leader pauses, lagging followers,
-  # and membership changes (a rejoined node asks again with PROMOTE: docs/testing.md).
-  echo "== torture snapshots (45 s)"
-  if python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 --seconds 45 --snapshots \
-      --out build/torture/ci-snap >"$log" 2>&1; then
-    passed=$((passed + 1)); grep -E '^torture: (seed|snapshots|[0-9]+ ops)' "$log"
-  else
-    failed=$((failed + 1)); echo "!! snapshot torture failed (build/torture/ci-snap):"
-    tail -n 40 "$log"
-  fi
-  # --secure (issue 18): client TLS with client certificates, peer mTLS and ACLs on every node,
-  # workers on TLS + AUTH; every nemesis, so membership changes rejoin over TLS.
-  echo "== torture secure (30 s)"
-  # Workloads without a "nothing was tested" floor that 30 s could miss (control, rw, sem, elect
-  # need luckier schedules; the 60 s run has them).
-  if python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 --seconds 30 --secure \
-      --workloads register,mutex,fenced-counter,watch --out build/torture/ci-secure \
-      >"$log" 2>&1; then
-    passed=$((passed + 1)); grep -E '^torture: (seed|[0-9]+ ops)' "$log"
-  else
-    failed=$((failed + 1)); echo "!! secure torture failed (build/torture/ci-secure):"
-    tail -n 40 "$log"
-  fi
+  wait "$torture_pid"
+  for part in ci ci-snap ci-secure; do
+    f=build/torture/$part.log
+    echo "== torture $part ($(head -n 1 "$f.title" 2>/dev/null))"
+    if grep -q '^exit 0$' "$f.status" 2>/dev/null; then
+      passed=$((passed + 1)); grep -E '^torture: (seed|snapshots|[0-9]+ ops)' "$f"
+    else
+      failed=$((failed + 1)); echo "!! torture $part failed (build/torture/$part):"
+      tail -n 40 "$f"
+    fi
+  done
 fi
 rm -f "$log"
 echo "# every part: $((SECONDS - t0)) s"

@@ -176,7 +176,6 @@ def run_one(binary, root, full, fn):
 
 
 TIMES = os.path.join(HERE, "..", "..", "build", "integration-times.json")
-PORT_LO, PORT_HI = 20000, 32767
 
 
 def report(full, failure, elapsed, ctx):
@@ -189,10 +188,13 @@ def report(full, failure, elapsed, ctx):
 
 
 def worker(idx, jobs, binary, root, tests, todo, done):
-    """A worker process: its own port slice, then tests by index from `todo` until None."""
-    width = (PORT_HI - PORT_LO + 1) // jobs
-    os.environ["FL_TEST_PORTS"] = "%d-%d" % (PORT_LO + idx * width, PORT_LO + (idx + 1) * width - 1)
+    """A worker process: its own slice of the runner's ports (server.port_range: 20000-32767,
+    or FL_TEST_PORTS when the caller gives the runner a range), then tests by index from
+    `todo` until None."""
     import server as server_mod
+    lo, hi = server_mod.port_range()
+    width = (hi - lo + 1) // jobs
+    os.environ["FL_TEST_PORTS"] = "%d-%d" % (lo + idx * width, lo + (idx + 1) * width - 1)
     server_mod._rng.seed(os.getpid() ^ int(time.time() * 1000))
     while True:
         i = todo.get()
