@@ -19,6 +19,7 @@ import pty
 import random
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -108,9 +109,40 @@ def spawn(ctx, servers, *args, env=None):
     return p
 
 
+def stuck_report(pid):
+    """What a process that did not exit is doing: its threads' states and kernel wait
+    channels, its descendants (ps), and a backtrace of every thread when gdb is installed."""
+    out = []
+    for tid in sorted(os.listdir("/proc/%d/task" % pid)) if os.path.isdir("/proc/%d" % pid) else []:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                out.append("thread %s: state %s, wchan %s" % (tid, st, f.read()))
+        except OSError:
+            pass
+    ps = subprocess.run(["ps", "-eo", "pid,ppid,pgid,stat,wchan:20,args"], capture_output=True,
+                        text=True, timeout=20).stdout.splitlines()
+    kids, todo = set(), {str(pid)}
+    while todo:
+        nxt = {l.split()[0] for l in ps[1:] if l.split()[1] in todo} - kids
+        kids |= nxt
+        todo = nxt
+    out += [ps[0]] + [l for l in ps[1:] if l.split()[0] in kids | {str(pid)}]
+    if shutil.which("gdb"):
+        out.append(subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex",
+                                   "thread apply all bt"], capture_output=True, text=True,
+                                  timeout=60).stdout[-6000:])
+    return "\n".join(out)
+
+
 def finish(p, timeout=20):
     """Wait for a spawned CLI; return (rc, stdout, stderr), failing on a sanitizer report."""
-    rc = p.wait(timeout)
+    try:
+        rc = p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("fencelock (pid %d) did not exit within %d s:\n%s"
+                             % (p.pid, timeout, stuck_report(p.pid)))
     with open(p.out_path, "rb") as f:
         out = f.read().decode("utf-8", "replace")
     with open(p.err_path, "rb") as f:
