@@ -64,6 +64,18 @@ class Result:
         return "rc=%d out=%r err=%r" % (self.rc, self.out, self.err)
 
 
+# Signals whose disposition a test of the CLI depends on. Ignored ones survive exec, so a suite
+# started under nohup (SIGHUP) or as a background job of a script (SIGINT, SIGQUIT) would hand
+# its CLI and commands an ignored signal that the tests expect to end them.
+TEST_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGTSTP)
+
+
+def default_signals():
+    """preexec_fn: every signal of TEST_SIGNALS at its default disposition."""
+    for sig in TEST_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(ctx, servers, *args, timeout=20, stdin=None, env=None):
     """Run the CLI to completion; fails on a sanitizer report. servers None: no --endpoints."""
     argv = [cli_path(ctx)]
@@ -72,7 +84,7 @@ def run(ctx, servers, *args, timeout=20, stdin=None, env=None):
     argv += [str(a) for a in args]
     t0 = time.monotonic()
     p = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
-                       env=cli_env(env), cwd=ctx.workdir)
+                       env=cli_env(env), cwd=ctx.workdir, preexec_fn=default_signals)
     secs = time.monotonic() - t0
     err = p.stderr.decode("utf-8", "replace")
     check_clean(err, " ".join(argv[1:]))
@@ -96,7 +108,8 @@ def spawn(ctx, servers, *args, env=None):
     n = len(ctx.cleanups)
     out = open(ctx.tmp("cli%d.out" % n), "wb")
     err = open(ctx.tmp("cli%d.err" % n), "wb")
-    p = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(env), cwd=ctx.workdir)
+    p = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(env), cwd=ctx.workdir,
+                         preexec_fn=default_signals)
     out.close()
     err.close()
     p.out_path, p.err_path = ctx.tmp("cli%d.out" % n), ctx.tmp("cli%d.err" % n)
@@ -617,8 +630,7 @@ class Terminal:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: a session leader whose controlling terminal is the pty
             try:
-                for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP):
-                    signal.signal(sig, signal.SIG_DFL)
+                default_signals()
                 os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
             finally:
                 os._exit(127)
