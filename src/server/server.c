@@ -4,6 +4,7 @@
  * parked.c, commands cmd*.c, connections conn.c, HTTP routes http_routes.c.)
  */
 #include "server/cmd.h"
+#include "server/secret.h"
 #include "server/server.h"
 
 #include <errno.h>
@@ -86,8 +87,10 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s) || srv_tls_init(s) || srv_tsig_init(s))
+    if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
+        srv_tls_init(s) || srv_tsig_init(s))
         return -1;
+    secret_env_scrub("FENCELOCK_PEER_PASSWORD");
     if (audit_open(&s->audit, cfg->audit_log)) {
         LOGE(&s->log, "--audit-log %s cannot be opened: %s", cfg->audit_log, strerror(errno));
         return -1;
@@ -166,6 +169,11 @@ static void on_hup(uv_signal_t *h, int sig)
     struct srv *s = h->data;
     (void)sig;
     srv_audit_reopen(s); /* first: the reload's own lines go to the new file */
+    if (srv_secrets_check(s, "SIGHUP: ")) {
+        LOGE(&s->log, "SIGHUP: a secret file's permissions are too open: nothing reloaded, "
+                      "the previous ACL, passwords and keys stay");
+        return;
+    }
     srv_peer_reload(s);
     srv_auth_reload(s);
     srv_tls_reload(s);

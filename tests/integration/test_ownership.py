@@ -27,6 +27,7 @@ def _owner_server(ctx):
         for u, perm in (("alice", "read,lock,write"), ("bob", "read,lock,write"),
                         ("root", "all")):
             f.write("user %s %s perm=%s\n" % (u, _hash(ctx, u + "pw"), perm))
+    os.chmod(path, 0o600)
     s = ctx.server("--acl-file", path, start=False)
     s.auth = ("root", "rootpw")
     s.start()
@@ -157,6 +158,7 @@ def _acl_file(ctx):
         for u, perm in (("alice", "read,lock,write"), ("bob", "read,lock,write"),
                         ("root", "all")):
             f.write("user %s %s perm=%s\n" % (u, _hash(ctx, u + "pw"), perm))
+    os.chmod(path, 0o600)
     return path
 
 
@@ -184,6 +186,7 @@ def test_owner_is_replicated_three_nodes_with_acl(ctx):
     pw = ctx.tmp("peerpw")
     with open(pw, "w") as f:
         f.write("rootpw\n")
+    os.chmod(pw, 0o600)
     # a cluster under --acl-file needs peer credentials for its members' announces (root: all)
     servers = start_cluster(ctx, 3, extra=("--acl-file", path, "--peer-user", "root",
                                            "--peer-password-file", pw))

@@ -1,0 +1,112 @@
+"""Tenants on one cluster (docs/security.md "What a tenant can and cannot do"): secret files
+with permissions too open are refused at start and at SIGHUP, the peer password leaves the
+environment, a user sees only its own connections (CLIENT LIST), another user's session is
+indistinguishable from a missing one, FENCE.SIGN needs `lock` on the name, parked requests
+are re-authorised when SIGHUP lowers a user's permissions, per-user quotas from the ACL file,
+and lock names hashed with a keyed hash."""
+
+import os
+import signal
+import subprocess
+
+from helpers import eq, expect_err, expect_int, expect_ok, wait_until
+from resp import Conn, RespError, as_map, text
+from test_auth import _hash
+
+
+def _write_acl(ctx, lines, name="acl"):
+    path = ctx.tmp(name)
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+    os.chmod(path, 0o600)
+    return path
+
+
+_HASHES = {}
+
+
+def _h(ctx, pw):
+    if pw not in _HASHES:
+        _HASHES[pw] = _hash(ctx, pw)
+    return _HASHES[pw]
+
+
+def _users(ctx, spec):
+    """ACL lines for {user: "perm=... [max_...=N]"}, each password being the name + "pw"."""
+    return ["user %s %s %s" % (u, _h(ctx, u + "pw"), rest) for u, rest in spec.items()]
+
+
+def _acl_node(ctx, spec, *args, env=None):
+    path = _write_acl(ctx, _users(ctx, dict({"admin": "perm=all"}, **spec)))
+    s = ctx.server("--acl-file", path, *args, start=False, env=env)
+    s.auth = ("admin", "adminpw")
+    s.start()
+    return s, path
+
+
+def _as(ctx, s, user):
+    c = ctx.conn(s)
+    expect_ok(c.call("AUTH", user, user + "pw"), "AUTH " + user)
+    return c
+
+
+# ---- secret files (item 7) ----
+
+def _start_fails(ctx, *args, env=None):
+    p = subprocess.run([ctx.binary, "--data-dir", ctx.tmp("d"), "--listen", "127.0.0.1:1",
+                        "--raft-listen", "127.0.0.1:1", "--http-listen", "off"] + list(args),
+                       capture_output=True, timeout=60, env=env)
+    assert p.returncode != 0, "fencelockd started with %r" % (args,)
+    return (p.stdout + p.stderr).decode("utf-8", "replace")
+
+
+def test_secret_files_readable_by_others_refuse_to_start(ctx):
+    acl = _write_acl(ctx, _users(ctx, {"admin": "perm=all"}))
+    key = ctx.tmp("token.key")
+    with open(key, "w") as f:
+        f.write("k" * 32 + "\n")
+    pw = ctx.tmp("peer.pw")
+    with open(pw, "w") as f:
+        f.write("adminpw\n")
+    for path, mode, args in (
+            (acl, 0o644, ("--acl-file", acl)),
+            (acl, 0o604, ("--acl-file", acl)),
+            (key, 0o640, ("--token-key", key)),  # root-owned, but fencelockd runs as root
+            (pw, 0o620, ("--acl-file", acl, "--peer-user", "admin", "--peer-password-file", pw))):
+        for p in (acl, key, pw):
+            os.chmod(p, 0o600)
+        os.chmod(path, mode)
+        out = _start_fails(ctx, *args)
+        assert "too open" in out and path in out and "%04o" % mode in out, (mode, out)
+    for p in (acl, key, pw):
+        os.chmod(p, 0o600)
+    s = ctx.server("--acl-file", acl, "--token-key", key, "--peer-user", "admin",
+                   "--peer-password-file", pw, start=False)
+    s.auth = ("admin", "adminpw")
+    s.start()  # 0600 everywhere: starts
+
+
+def test_secret_file_made_readable_by_others_refuses_the_reload(ctx):
+    s, acl = _acl_node(ctx, {"ro": "perm=read"})
+    _as(ctx, s, "ro").close()
+    with open(acl, "w") as f:  # ro removed, and the file opened to everyone
+        f.write("\n".join(_users(ctx, {"admin": "perm=all"})) + "\n")
+    os.chmod(acl, 0o644)
+    os.kill(s.proc.pid, signal.SIGHUP)
+    wait_until(lambda: "too open" in s.log_text(), timeout=15, what="the refused reload logged")
+    _as(ctx, s, "ro").close()  # the old rules stay
+    os.chmod(acl, 0o600)
+    os.kill(s.proc.pid, signal.SIGHUP)
+
+    def refused():
+        with Conn(s.port) as c:  # a fresh one: a connection of ro is closed by the reload
+            return isinstance(c.call("AUTH", "ro", "ropw"), RespError)
+    wait_until(refused, timeout=15, what="the reload taken once the mode is 0600")
+
+
+def test_peer_password_is_wiped_from_the_environment(ctx):
+    s, _ = _acl_node(ctx, {}, "--peer-user", "admin",
+                     env={"FENCELOCK_PEER_PASSWORD": "adminpw-in-env"})
+    with open("/proc/%d/environ" % s.proc.pid, "rb") as f:
+        env = f.read()
+    assert b"adminpw-in-env" not in env, env
