@@ -405,10 +405,12 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
 
 /*
  * The ownership rule of fsm_apply for `c` against the current state, without applying: 0, or
- * -1 with the NOPERM reply in `r`. The server asks before proposing, so a refusal costs no log
- * entry; fsm_apply decides again when the entry applies (the state may have moved on).
+ * the id of the other user's session that `c` may not name (fsm_apply answers it as NOSESSION,
+ * exactly as a session that does not exist: no oracle of live ids). The server asks before
+ * proposing, so a refusal costs no log entry; fsm_apply decides again when the entry applies
+ * (the state may have moved on).
  */
-int fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r);
+uint64_t fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c);
 
 /* Deterministic snapshot: the same state gives the same bytes. Appends to `out`. 0 or -1. */
 int fsm_snapshot(const struct fsm *f, struct buf *out);

@@ -111,13 +111,18 @@ int cmd_arg_name(struct srv_req *r, size_t i, const char *what, struct fsm_str *
     return 0;
 }
 
+int cmd_no_session(struct srv_req *r, uint64_t sid)
+{
+    resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive", (unsigned long long)sid);
+    return -1;
+}
+
 /* A session named by a command must be alive and not already expiring on this leader. */
 int cmd_live_session(struct srv_req *r, uint64_t sid)
 {
     if (lease_session_live(&r->s->lease, sid))
         return 0;
-    resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive", (unsigned long long)sid);
-    return -1;
+    return cmd_no_session(r, sid);
 }
 
 /* ---- options: LEASE sid, FENCE name token, IFREV rev, REQ sid seq, WAIT ms, ... ---- */

@@ -242,6 +242,17 @@ static bool is_admin(const struct srv_req *r)
     return r->c && r->c->user && (r->c->user->perms & ACL_ADMIN);
 }
 
+/* Another user's session: answered as a missing one (no oracle of live ids), except to an
+   admin, who may list the sessions anyway and is told why. Always -1. */
+static int cmd_foreign_session(struct srv_req *r, uint64_t sid)
+{
+    if (!is_admin(r))
+        return cmd_no_session(r, sid);
+    resp_w_errorf(r->out, PROTO_NOPERM " user %s does not own session %llu", r->c->user->name,
+                  (unsigned long long)sid);
+    return -1;
+}
+
 int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
 {
     struct fsm_session_view v;
@@ -258,14 +269,11 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
         (admin_ok && is_admin(r)))
         return 0;
     r->s->m.perm_denials++;
-    resp_w_errorf(r->out, PROTO_NOPERM " user %s does not own session %llu", u,
-                  (unsigned long long)sid);
-    return -1;
+    return cmd_foreign_session(r, sid);
 }
 
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd)
 {
-    struct fsm_reply fr;
     int gate = srv_format_gate(r->s, cmd, r->out);
     if (gate)
         return gate < 0 ? -1 : 0;
@@ -275,9 +283,9 @@ int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd)
         cmd->user.len = (uint32_t)strlen(r->c->user->name);
         cmd->admin = is_admin(r);
     }
-    if (fsm_cmd_check_owner(r->s->fsm, cmd, &fr) == 0)
+    uint64_t foreign = fsm_cmd_check_owner(r->s->fsm, cmd);
+    if (foreign == 0)
         return 0;
     r->s->m.perm_denials++;
-    resp_w_error(r->out, fr.err);
-    return -1;
+    return cmd_foreign_session(r, foreign);
 }

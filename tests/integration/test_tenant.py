@@ -110,3 +110,25 @@ def test_peer_password_is_wiped_from_the_environment(ctx):
     with open("/proc/%d/environ" % s.proc.pid, "rb") as f:
         env = f.read()
     assert b"adminpw-in-env" not in env, env
+
+
+# ---- another user's session is a missing one (item 6) ----
+
+def test_another_users_session_is_answered_as_a_missing_one(ctx):
+    """bob learns nothing about alice's live session ids: every command naming one gets the
+    very answer (the id aside) that a session id nobody has gets."""
+    s, _ = _acl_node(ctx, {"alice": "perm=read,lock,write", "bob": "perm=read,lock,write"})
+    alice, bob = _as(ctx, s, "alice"), _as(ctx, s, "bob")
+    a = expect_int(alice.call("SESSION.OPEN", 60000))
+    expect_int(alice.call("LOCK", "L", a))
+    missing = a + 1000000
+    for cmd in (("LOCK", "M", "%d"), ("UNLOCK", "L", "%d"), ("SESSION.KEEPALIVE", "%d"),
+                ("SESSION.CLOSE", "%d"), ("SESSION.INFO", "%d"), ("PUT", "x", "v", "LEASE", "%d"),
+                ("PUT", "x", "v", "REQ", "%d", 5), ("SEM.ACQUIRE", "S", "%d", 2),
+                ("ELECT.CAMPAIGN", "E", "%d", "v")):
+        def call(sid):
+            r = bob.call(*[(x % sid) if x == "%d" else x for x in cmd])
+            assert isinstance(r, RespError), (cmd, r)
+            return r.text.replace(str(sid), "SID")
+        eq(call(a), call(missing), "%s on alice's session vs. on a missing one" % (cmd,))
+    eq(expect_int(alice.call("LOCK", "L", a)) > 0, True, "alice's lock untouched")
