@@ -78,7 +78,10 @@ static const struct perm_rule perm_rules[] = {
     {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
     {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0, 0},
-    {"FENCE.SIGN", ACL_READ, PT_LOCK, 1, 0, 0},
+    /* a signature is a credential a guarded resource accepts as the holder's: only a user that
+       may take that lock may mint one (read alone let any reader act as the holder); read as
+       well, since it answers from the lock's state */
+    {"FENCE.SIGN", ACL_READ | ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"FENCE.VERIFY", ACL_READ, PT_LOCK, 1, 0, 0},
     {"LOCKS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_lock */
     /* semaphores and elections: their names are lock names (locks= globs) */

@@ -132,3 +132,43 @@ def test_another_users_session_is_answered_as_a_missing_one(ctx):
             return r.text.replace(str(sid), "SID")
         eq(call(a), call(missing), "%s on alice's session vs. on a missing one" % (cmd,))
     eq(expect_int(alice.call("LOCK", "L", a)) > 0, True, "alice's lock untouched")
+
+
+# ---- CLIENT LIST (item 5) ----
+
+def test_client_list_shows_only_the_callers_own_connections(ctx):
+    s, _ = _acl_node(ctx, {"alice": "perm=read", "bob": "perm=read"})
+    alice, bob, admin = _as(ctx, s, "alice"), _as(ctx, s, "bob"), _as(ctx, s, "admin")
+    expect_ok(bob.call("CLIENT", "SETNAME", "bobs-secret-app"))
+    alice2 = _as(ctx, s, "alice")
+    ctx.conn(s).call("PING")  # not authenticated
+
+    def users(c):
+        lines = [ln for ln in text(c.call("CLIENT", "LIST")).splitlines() if ln]
+        return sorted(dict(f.split("=", 1) for f in ln.split() if "=" in f)["user"]
+                      for ln in lines)
+    eq(users(alice), ["alice", "alice"], "alice sees her two connections")
+    eq(users(alice2), ["alice", "alice"])
+    assert "bobs-secret-app" not in text(alice.call("CLIENT", "LIST"))
+    eq(users(bob), ["bob"])
+    # admin sees every connection (the unauthenticated one as "default")
+    eq(users(admin), ["admin", "alice", "alice", "bob", "default"])
+
+
+# ---- FENCE.SIGN needs lock (item 3) ----
+
+def test_fence_sign_needs_the_lock_permission_on_the_name(ctx):
+    key = ctx.tmp("sign.key")
+    with open(key, "w") as f:
+        f.write("s" * 32 + "\n")
+    os.chmod(key, 0o600)
+    s, _ = _acl_node(ctx, {"app": "perm=read,lock locks=job-*", "reader": "perm=read"},
+                     "--token-key", key)
+    app, reader = _as(ctx, s, "app"), _as(ctx, s, "reader")
+    sid = expect_int(app.call("SESSION.OPEN", 60000))
+    t = expect_int(app.call("LOCK", "job-1", sid))
+    good = app.call("FENCE.SIGN", "job-1", t)
+    assert isinstance(good, bytes) and len(good) == 64, good
+    r = expect_err(reader.call("FENCE.SIGN", "job-1", t), "NOPERM", "a reader signs")
+    eq(r.text, "NOPERM user reader has no permission to run 'FENCE.SIGN' (needs read,lock)")
+    eq(reader.call("FENCE.VERIFY", "job-1", t, good), 1, "a reader may still verify")
