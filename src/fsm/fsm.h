@@ -370,6 +370,19 @@ void fsm_events_free(struct fsm_events *e);
 struct fsm;
 
 struct fsm *fsm_new(void);
+
+/*
+ * The key of the FSM's name hash (lock names pick hash buckets). fsm_new starts with a key of
+ * zeros; the server sets a random one per process (randomness stays out of src/fsm), so that
+ * clients cannot choose names that share a bucket. Bucket order never reaches the replicated
+ * outputs (snapshots walk names in byte order, sessions by id; fsm_foreach_* too), so nodes
+ * with different keys agree byte for byte. fsm_restore keeps the target's key. 0, or -1 if
+ * the FSM already holds locks (set it right after fsm_new).
+ */
+#define FSM_HASH_KEY_BYTES 16
+int fsm_set_hash_key(struct fsm *f, const uint8_t key[FSM_HASH_KEY_BYTES]);
+/* The longest chain of the lock table's buckets (tests: chains stay short whatever the names). */
+size_t fsm_max_lock_chain(const struct fsm *f);
 void fsm_free(struct fsm *f);
 
 /*
@@ -521,7 +534,8 @@ struct fsm_session_view {
 /* 1 and fill `v` if the session is alive, else 0. */
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v);
 
-/* Iteration for a new leader re-arming timers (order unspecified but deterministic). */
+/* Iteration for a new leader re-arming timers: sessions by id, waiters and lock-delays by lock
+   name (then queue order); never the hash buckets, so it is the same under any hash key. */
 void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
                          void *arg);
 void fsm_foreach_waiter(const struct fsm *f,

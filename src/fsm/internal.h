@@ -67,7 +67,10 @@ static inline struct hlink *htab_bucket(const struct htab *t, uint32_t hash)
     return t->b[hash & (t->nb - 1)];
 }
 
-uint32_t fsm_hash_bytes(const void *p, size_t n);
+/* SipHash-2-4 (libsodium's crypto_shorthash) of a name under f's hash key: lock names are
+   chosen by clients, so an unkeyed hash let one pick names that share a bucket. */
+struct fsm;
+uint32_t fsm_hash_bytes(const struct fsm *f, const void *p, size_t n);
 uint32_t fsm_hash_u64(uint64_t v);
 
 /* ---- records ---- */
@@ -180,6 +183,10 @@ struct fsm {
     struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
     uint32_t n_members;
     uint64_t format; /* the cluster's log format (CLUSTER_FORMAT); 0 = none applied: format 1 */
+    /* the key of fsm_hash_bytes (fsm_set_hash_key; zeros by default). Local to this process:
+       nothing replicated (snapshots, replies, events, walks the server makes) depends on
+       bucket order, so replicas with different keys stay byte-identical */
+    uint8_t hash_key[FSM_HASH_KEY_BYTES];
 };
 
 /* ---- apply context: one per fsm_apply ---- */

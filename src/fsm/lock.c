@@ -22,7 +22,7 @@ struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen)
 {
     if (namelen == 0 || namelen > FSM_MAX_NAME)
         return NULL;
-    uint32_t h = fsm_hash_bytes(name, namelen);
+    uint32_t h = fsm_hash_bytes(f, name, namelen);
     for (struct hlink *x = htab_bucket(&f->locks, h); x; x = x->next) {
         struct lock *l = (struct lock *)x;
         if (x->hash == h && l->name_len == namelen && memcmp(l->name, name, namelen) == 0)
@@ -46,7 +46,7 @@ struct lock *lock_alloc(const char *name, size_t namelen)
 
 void lock_insert(struct fsm *f, struct lock *l)
 {
-    htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
+    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
     otree_insert(&f->lock_names, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
@@ -54,7 +54,7 @@ void lock_insert(struct fsm *f, struct lock *l)
 
 void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
 {
-    htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
+    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
     otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;

@@ -3,11 +3,14 @@
  * (Leadership is leader.c, the lease glue and FSM hooks timers.c, reads reads.c, parked LOCKs
  * parked.c, commands cmd*.c, connections conn.c, HTTP routes http_routes.c.)
  */
+#include "common/map.h"
 #include "server/cmd.h"
 #include "server/secret.h"
 #include "server/server.h"
 
 #include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,10 +66,31 @@ static void hook_timed(void *arg, enum rn_timing kind, double seconds)
         hist_observe(h[kind], seconds);
 }
 
+/* Random hash keys for this process: lock names and the server's map keys (names, session ids)
+ * come from clients, who must not be able to choose keys that share a bucket. Nothing
+ * replicated depends on bucket order (docs/design.md "Hashing"), so every node has its own.
+ * Before anything is inserted. */
+static int hash_keys_init(uint8_t fsm_key[FSM_HASH_KEY_BYTES])
+{
+    unsigned char map_key[MAP_HASH_KEY_BYTES];
+    if (sodium_init() < 0)
+        return -1;
+    randombytes_buf(map_key, sizeof map_key);
+    map_set_hash_key(map_key);
+    sodium_memzero(map_key, sizeof map_key);
+    randombytes_buf(fsm_key, FSM_HASH_KEY_BYTES);
+    return 0;
+}
+
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
 {
     char err[256];
+    uint8_t fsm_key[FSM_HASH_KEY_BYTES];
     memset(s, 0, sizeof(*s));
+    if (hash_keys_init(fsm_key)) {
+        fprintf(stderr, "fencelockd: libsodium cannot be initialised\n");
+        return -1;
+    }
     s->loop = loop;
     s->cfg = *cfg;
     s->audit.fd = -1;
@@ -87,6 +111,9 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
+    if (s->fsm)
+        fsm_set_hash_key(s->fsm, fsm_key); /* empty: cannot fail */
+    sodium_memzero(fsm_key, sizeof fsm_key);
     if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
         srv_tls_init(s) || srv_tsig_init(s))
         return -1;
