@@ -95,6 +95,12 @@ int srv_hello_options(struct srv_req *r, struct srv_hello_opts *o);
 /* ---- permissions (cmd_perm.c) ---- */
 /* Whether the command has a row in the permission table (every command must: test_acl.c). */
 bool cmd_perm_rule(const char *name, size_t len);
+/* Whether user u may still run command `name` naming `arg` (its lock name; NULL when it names
+   none): the same table as cmd_perm_check, asked again for requests parked before a SIGHUP
+   lowered u's permissions (srv_reauth_parked). */
+bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n);
+/* -NOPERM for a parked `name` whose user lost the permission at an ACL reload, into out. */
+void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name);
 size_t cmd_perm_count(void);
 const char *cmd_perm_name(size_t i);
 /* Before running cmd for r's connection: 0 to run it, or -1 with -NOAUTH / -NOPERM written

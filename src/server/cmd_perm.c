@@ -197,6 +197,36 @@ static int check_names(struct srv_req *r, const struct perm_rule *rule)
     return 0;
 }
 
+bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n)
+{
+    const struct perm_rule *rule = rule_of(name, strlen(name));
+    if (!u || !rule)
+        return false;
+    if ((u->perms & rule->perm) != rule->perm && !(u->perms & rule->alt))
+        return false;
+    switch (rule->target) {
+    case PT_LOCK:
+        return !arg || acl_may_lock(u, arg, n);
+    case PT_KEY:
+        return !arg || acl_may_key(u, arg, n);
+    case PT_ALLKEYS:
+        return !u->keys;
+    case PT_ALLNAMES:
+        return !u->keys && !u->locks;
+    case PT_NONE:
+        return true;
+    }
+    return false;
+}
+
+void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name)
+{
+    resp_w_errorf(out,
+                  PROTO_NOPERM " user %s no longer has the permission for this parked '%s' "
+                               "(ACL reloaded)",
+                  u ? u->name : "?", name);
+}
+
 int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
 {
     if (!r->s->auth.on || !r->c)

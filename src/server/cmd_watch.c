@@ -239,6 +239,21 @@ void srv_watch_wake(struct srv *s)
     }
 }
 
+void srv_watch_reauth(struct srv *s)
+{
+    struct srv_watcher *w = s->watchers;
+    while (w) {
+        struct srv_watcher *next = w->next;
+        const struct srv_conn *c = w->slot->conn;
+        if (c && c->user && !cmd_perm_allows(c->user, "XREAD", NULL, 0)) {
+            s->m.perm_denials++;
+            cmd_perm_lost(&w->slot->out, c->user, "XREAD");
+            watcher_finish(s, w);
+        }
+        w = next;
+    }
+}
+
 void srv_watch_tick(struct srv *s, uint64_t now)
 {
     if (!s->watchers || (now < s->watch_next_due && now - s->watch_sweep_ms < ORPHAN_SWEEP_MS))

@@ -285,6 +285,19 @@ void srv_observe_fail(struct srv *s, int status, bool all)
     }
 }
 
+void srv_observe_reauth(struct srv *s)
+{
+    for (struct srv_observer *o = s->observers, *next; o; o = next) {
+        next = o->next;
+        const struct srv_conn *c = o->slot->conn;
+        if (!c || !c->user || cmd_perm_allows(c->user, "ELECT.OBSERVE", o->name, o->name_len))
+            continue;
+        s->m.perm_denials++;
+        cmd_perm_lost(&o->slot->out, c->user, "ELECT.OBSERVE");
+        observer_finish(s, o);
+    }
+}
+
 void srv_observe_free(struct srv *s)
 {
     map_free(&s->leaderless, NULL);

@@ -202,7 +202,8 @@ static void on_hup(uv_signal_t *h, int sig)
         return;
     }
     srv_peer_reload(s);
-    srv_auth_reload(s);
+    if (srv_auth_reload(s) == 0)
+        srv_reauth_parked(s); /* lowered permissions also end what is parked */
     srv_tls_reload(s);
     srv_tsig_reload(s);
     peer_tls_reload(s);

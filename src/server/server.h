@@ -363,6 +363,10 @@ void srv_wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t s
 /* Answer every parked request with the error for `status` (step-down, shutdown). */
 void srv_fail_parked(struct srv *s, int status);
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
+/* After SIGHUP reloaded the ACL: every parked request (LOCK/SEM.ACQUIRE/ELECT.CAMPAIGN ... WAIT,
+ * XREAD ... BLOCK, ELECT.OBSERVE) whose user lost the permission it needs is answered -NOPERM
+ * and unparked (a queued wait is also cancelled in the log). */
+void srv_reauth_parked(struct srv *s);
 
 /* cmd_watch.c: XREAD ... BLOCK requests parked until a matching event or their timeout */
 /* After an apply added events: answer the parked XREADs they match. */
@@ -372,6 +376,8 @@ void srv_watch_tick(struct srv *s, uint64_t now);
 /* Answer parked XREADs with the error for `status`: all (shutdown), or only those that are
  * not READONLY (step-down: they resume by id on the new leader). */
 void srv_watch_fail(struct srv *s, int status, bool all);
+/* srv_reauth_parked's part: parked XREADs whose user may no longer read the stream. */
+void srv_watch_reauth(struct srv *s);
 
 /* observe.c: ELECT.OBSERVE requests parked until the election's leader or value changes */
 /* An applied LEADER / PROCLAIM event (every node): remember leaderless elections. */
@@ -382,6 +388,8 @@ void srv_observe_wake(struct srv *s);
 void srv_observe_tick(struct srv *s, uint64_t now);
 /* Answer parked observers with the error for `status`: all (shutdown) or the non-READONLY. */
 void srv_observe_fail(struct srv *s, int status, bool all);
+/* srv_reauth_parked's part: observers whose user may no longer read that election. */
+void srv_observe_reauth(struct srv *s);
 void srv_observe_free(struct srv *s);
 
 /* cmd_sign.c: the --token-key keys of FENCE.SIGN / FENCE.VERIFY */

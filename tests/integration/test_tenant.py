@@ -12,6 +12,7 @@ import subprocess
 from helpers import eq, expect_err, expect_int, expect_ok, wait_until
 from resp import Conn, RespError, as_map, text
 from test_auth import _hash
+from test_http import metric
 
 
 def _write_acl(ctx, lines, name="acl"):
@@ -172,3 +173,47 @@ def test_fence_sign_needs_the_lock_permission_on_the_name(ctx):
     r = expect_err(reader.call("FENCE.SIGN", "job-1", t), "NOPERM", "a reader signs")
     eq(r.text, "NOPERM user reader has no permission to run 'FENCE.SIGN' (needs read,lock)")
     eq(reader.call("FENCE.VERIFY", "job-1", t, good), 1, "a reader may still verify")
+
+
+# ---- parked requests re-authorised at SIGHUP (item 4) ----
+
+def _parked_readers(s):
+    """Parked XREADs plus ELECT.OBSERVE requests (the /metrics gauges)."""
+    return metric(s, "fencelock_xread_blocked") + metric(s, "fencelock_elect_observers")
+
+
+def test_parked_requests_of_a_user_who_lost_the_permission_get_noperm(ctx):
+    spec = {"app": "perm=read,lock", "rd": "perm=read", "keep": "perm=read"}
+    s, path = _acl_node(ctx, spec)
+    admin = _as(ctx, s, "admin")
+    hold = expect_int(admin.call("SESSION.OPEN", 60000))
+    expect_int(admin.call("LOCK", "L", hold))
+    expect_int(admin.call("ELECT.CAMPAIGN", "e", hold, "v"))
+    rev = expect_int(admin.call("PUT", "bump", "1"))
+    app = _as(ctx, s, "app")
+    sid = expect_int(app.call("SESSION.OPEN", 60000))
+    locker, observer = _as(ctx, s, "app"), _as(ctx, s, "app")
+    reader, kept = _as(ctx, s, "rd"), _as(ctx, s, "keep")
+    locker.send("LOCK", "L", sid, "WAIT", 60000)
+    observer.send("ELECT.OBSERVE", "e", "AFTER", rev, "WAIT", 60000)
+    reader.send("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    kept.send("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    wait_until(lambda: (as_map(admin.call("LOCK.INFO", "L")).get("waiters") or []) == [sid],
+               timeout=15, what="app queued on L")
+    # the XREADs and the observer are parked once the server counts them (INFO, as admin)
+    wait_until(lambda: _parked_readers(s) >= 3, timeout=15, what="readers parked")
+    _lines = _users(ctx, dict(spec, app="perm=read locks=other-*", rd="perm=lock"))
+    with open(path, "w") as f:
+        f.write("\n".join(_users(ctx, {"admin": "perm=all"}) + _lines) + "\n")
+    os.kill(s.proc.pid, signal.SIGHUP)
+    for c, cmd in ((locker, "LOCK"), (observer, "ELECT.OBSERVE"), (reader, "XREAD")):
+        r = c.read_reply(timeout=15)
+        assert isinstance(r, RespError) and r.code == "NOPERM", (cmd, r)
+        assert "'%s'" % cmd in r.text and "ACL reloaded" in r.text, r
+    # the queued wait was cancelled in the log: no grant for a request nobody waits for
+    wait_until(lambda: (as_map(admin.call("LOCK.INFO", "L")).get("waiters") or []) == [],
+               timeout=15, what="app's wait cancelled")
+    # keep's XREAD (its rights unchanged) stays parked: the next event answers it
+    expect_int(admin.call("PUT", "after", "1"))
+    r = kept.read_reply(timeout=15)
+    assert not isinstance(r, RespError) and r, r
