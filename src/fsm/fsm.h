@@ -534,6 +534,21 @@ struct fsm_session_view {
 /* 1 and fill `v` if the session is alive, else 0. */
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v);
 
+/* Usage by session owner (usage.c): the sessions `owner` owns, the waits they have queued, and
+ * their bytes by the --max-data-bytes measure (a record each, and session names).
+ * Derived from the replicated tables, so every node holds the same numbers; all 0 for an owner
+ * with nothing (or no owner: sessions without one are not counted). */
+struct fsm_owner_usage {
+    uint64_t sessions, waiters, bytes;
+};
+void fsm_owner_usage(const struct fsm *f, const char *owner, size_t len,
+                     struct fsm_owner_usage *out);
+/* Every owner ever counted (counts may be 0), in first-seen order. */
+void fsm_foreach_owner(const struct fsm *f,
+                       void (*cb)(void *arg, const char *owner, size_t len,
+                                  const struct fsm_owner_usage *u),
+                       void *arg);
+
 /* Iteration for a new leader re-arming timers: sessions by id, waiters and lock-delays by lock
    name (then queue order); never the hash buckets, so it is the same under any hash key. */
 void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
@@ -576,6 +591,7 @@ struct fsm_stats {
     uint64_t locks;        /* existing locks: held, in lock-delay or with waiters */
     uint64_t shared_holds; /* shared holds over all locks (locks_held counts exclusive ones) */
     uint64_t data_bytes;
+    uint64_t key_bytes; /* the keys' part of data_bytes: key and value bytes, a record each */
 };
 void fsm_stats(const struct fsm *f, struct fsm_stats *s);
 

@@ -151,7 +151,7 @@ void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
     f->n_swaiters += w->shared;
 }
 
-void waiter_link_sess(struct sess *s, struct waiter *w)
+void waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w)
 {
     w->sess = s;
     w->snext = NULL;
@@ -162,6 +162,7 @@ void waiter_link_sess(struct sess *s, struct waiter *w)
         s->wait_head = w;
     s->wait_tail = w;
     s->n_waits++;
+    usage_wait(f, s, w, 1);
 }
 
 void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
@@ -182,7 +183,7 @@ void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
 void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
 {
     waiter_link_lock(f, l, w);
-    waiter_link_sess(s, w);
+    waiter_link_sess(f, s, w);
 }
 
 void waiter_remove(struct fsm *f, struct waiter *w)
@@ -207,6 +208,7 @@ void waiter_remove(struct fsm *f, struct waiter *w)
         s->wait_tail = w->sprev;
     l->n_waiters--;
     s->n_waits--;
+    usage_wait(f, s, w, -1);
     f->n_waiters--;
     f->n_swaiters -= w->shared;
     waiter_free(f, w);
@@ -368,7 +370,7 @@ void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_
         waiter_link_lock_head(a->f, l, w);
     else
         waiter_link_lock(a->f, l, w);
-    waiter_link_sess(s, w);
+    waiter_link_sess(a->f, s, w);
     lock_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l);
     r->kind = FSM_REPLY_QUEUED;
 }

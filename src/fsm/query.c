@@ -162,6 +162,7 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->keys = f->n_keys;
     s->locks = f->locks.n;
     s->shared_holds = f->n_shared;
+    s->key_bytes = f->kv_bytes + FSM_RECORD_BYTES * s->keys;
     s->data_bytes =
         f->kv_bytes + f->name_bytes +
         FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters + s->shared_holds);

@@ -599,7 +599,7 @@ static void link_sessions(struct rst *s)
     if (s->waits.n)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
     for (size_t i = 0; i < s->waits.n; i++)
-        waiter_link_sess(waits[i]->sess, waits[i]);
+        waiter_link_sess(s->nf, waits[i]->sess, waits[i]);
     struct shold **sh = s->sholds.p;
     if (s->sholds.n)
         qsort(sh, s->sholds.n, sizeof(*sh), cmp_shold);

@@ -343,7 +343,7 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
         r->slot->pkey = k.p;
         r->slot->pkeylen = k.len;
     }
-    if (srv_quota_reserve(s, cmd, &r->slot->res, r->out))
+    if (srv_quota_reserve(s, cmd, r->c ? r->c->user : NULL, &r->slot->res, r->out))
         return;
     int rc = lk ? srv_propose_lock(s, cmd, cmd_write_done, r->slot)
                 : srv_propose(s, cmd, cmd_write_done, r->slot);

@@ -296,6 +296,7 @@ void srv_free(struct srv *s)
     lease_free(&s->lease);
     srv_holds_free(s);
     map_free(&s->parked, NULL);
+    srv_quota_free(s);
     srv_observe_free(s);
     watch_free(&s->watch);
     cmdstat_free(&s->cmdstat);

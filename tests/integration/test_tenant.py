@@ -12,7 +12,9 @@ import subprocess
 from helpers import eq, expect_err, expect_int, expect_ok, wait_until
 from resp import Conn, RespError, as_map, text
 from test_auth import _hash
-from test_http import metric
+from test_http import labeled, metric
+from cluster import start_cluster
+from test_ownership import _authed_leader
 
 
 def _write_acl(ctx, lines, name="acl"):
@@ -217,3 +219,113 @@ def test_parked_requests_of_a_user_who_lost_the_permission_get_noperm(ctx):
     expect_int(admin.call("PUT", "after", "1"))
     r = kept.read_reply(timeout=15)
     assert not isinstance(r, RespError) and r, r
+
+
+# ---- per-user quotas (item 1) ----
+
+def _nospace_of(r, user, field):
+    assert isinstance(r, RespError) and r.code == "NOSPACE", r
+    assert "user %s's" % user in r.text and "%s=" % field in r.text, r.text
+    return r
+
+
+def test_user_at_max_sessions_is_refused_and_others_are_not(ctx):
+    s, _ = _acl_node(ctx, {"a": "perm=read,lock max_sessions=2", "b": "perm=read,lock"})
+    a, b = _as(ctx, s, "a"), _as(ctx, s, "b")
+    for _ in range(2):
+        expect_int(a.call("SESSION.OPEN", 60000))
+    _nospace_of(a.call("SESSION.OPEN", 60000), "a", "max_sessions")
+    for _ in range(5):
+        expect_int(b.call("SESSION.OPEN", 60000))
+    eq(metric(s, "fencelock_user_quota_rejections_total"), 1)
+
+
+def test_user_at_max_waiters_is_refused_and_others_are_not(ctx):
+    s, _ = _acl_node(ctx, {"a": "perm=read,lock max_waiters=1", "b": "perm=read,lock"})
+    admin, a, b = _as(ctx, s, "admin"), _as(ctx, s, "a"), _as(ctx, s, "b")
+    h = expect_int(admin.call("SESSION.OPEN", 60000))
+    expect_int(admin.call("LOCK", "L", h))
+    a1, a2 = expect_int(a.call("SESSION.OPEN", 60000)), expect_int(a.call("SESSION.OPEN", 60000))
+    b1, b2 = expect_int(b.call("SESSION.OPEN", 60000)), expect_int(b.call("SESSION.OPEN", 60000))
+    q = _as(ctx, s, "a")
+    q.send("LOCK", "L", a1, "WAIT", 60000)
+    wait_until(lambda: a1 in (as_map(admin.call("LOCK.INFO", "L")).get("waiters") or []),
+               timeout=15, what="a's first wait queued")
+    _nospace_of(a.call("LOCK", "L", a2, "WAIT", 60000), "a", "max_waiters")
+    eq(a.call("LOCK", "L", a2), None, "a try-lock queues nothing: not refused")
+    for sid in (b1, b2):
+        _as(ctx, s, "b").send("LOCK", "L", sid, "WAIT", 60000)
+    wait_until(lambda: (as_map(admin.call("LOCK.INFO", "L")).get("waiters") or [])
+               == [a1, b1, b2], timeout=15, what="b's two waits queued")
+
+
+def test_user_at_max_keys_is_refused_and_others_are_not(ctx):
+    s, _ = _acl_node(ctx, {"a": "perm=read,write keys=a/* max_keys=2",
+                           "b": "perm=read,write keys=b/*"})
+    a, b = _as(ctx, s, "a"), _as(ctx, s, "b")
+    expect_int(a.call("PUT", "a/1", "x"))
+    expect_int(a.call("PUT", "a/2", "x"))
+    _nospace_of(a.call("PUT", "a/3", "x"), "a", "max_keys")
+    expect_int(a.call("PUT", "a/1", "changed"))  # no new key: not refused
+    for i in range(5):
+        expect_int(b.call("PUT", "b/%d" % i, "x"))
+    eq(b.call("GET", "b/4"), b"x")
+    expect_int(a.call("DEL", "a/2"))
+    expect_int(a.call("PUT", "a/3", "x"))  # a deleted key frees a place
+
+
+def test_user_at_max_bytes_is_refused_and_others_are_not(ctx):
+    # 128 per record: one session (128 + its name) and one key of 128 + 3 + 500 fit 1000
+    s, _ = _acl_node(ctx, {"a": "perm=read,write,lock keys=a/* max_bytes=1000",
+                           "b": "perm=read,write,lock keys=b/*"})
+    a, b = _as(ctx, s, "a"), _as(ctx, s, "b")
+    expect_int(a.call("SESSION.OPEN", 60000))
+    expect_int(a.call("PUT", "a/x", "v" * 500))
+    r = _nospace_of(a.call("PUT", "a/y", "v" * 300), "a", "max_bytes")
+    assert "759 in use" in r.text, r.text  # 128 + 0 (session) + 128 + 3 + 500
+    _nospace_of(a.call("PUT", "a/x", "v" * 900), "a", "max_bytes")  # growing a value counts
+    expect_int(b.call("SESSION.OPEN", 60000))
+    expect_int(b.call("PUT", "b/x", "v" * 5000))
+
+
+def test_user_at_max_parked_is_refused_and_others_are_not_and_max_parked_caps_all(ctx):
+    s, _ = _acl_node(ctx, {"a": "perm=read max_parked=1", "b": "perm=read"},
+                     "--max-parked", 3)
+    a1, a2, b1, b2, b3 = (_as(ctx, s, u) for u in ("a", "a", "b", "b", "b"))
+    a1.send("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    wait_until(lambda: metric(s, "fencelock_xread_blocked") == 1, timeout=15, what="a parked")
+    _nospace_of(a2.call("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$"), "a",
+                "max_parked")
+    _nospace_of(a2.call("ELECT.OBSERVE", "e", "AFTER", 0, "WAIT", 60000), "a", "max_parked")
+    b1.send("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    b2.send("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    wait_until(lambda: metric(s, "fencelock_xread_blocked") == 3, timeout=15, what="b parked")
+    r = b3.call("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    assert isinstance(r, RespError) and r.code == "NOSPACE" and "--max-parked" in r.text, r
+    eq(metric(s, "fencelock_parked_rejections_total"), 1)
+    usage = labeled(s, "fencelock_user_usage")
+    eq(usage.get('{user="a",quota="parked"}'), 1, "a's parked usage: %r" % (usage,))
+    eq(usage.get('{user="b",quota="parked"}'), 2, "b's parked usage: %r" % (usage,))
+
+
+def test_user_quota_holds_across_a_leader_change(ctx):
+    path = _write_acl(ctx, _users(ctx, {"root": "perm=all",
+                                        "a": "perm=read,lock max_sessions=2",
+                                        "b": "perm=read,lock"}))
+    pw = ctx.tmp("peerpw")
+    with open(pw, "w") as f:
+        f.write("rootpw\n")
+    os.chmod(pw, 0o600)
+    servers = start_cluster(ctx, 3, extra=("--acl-file", path, "--peer-user", "root",
+                                           "--peer-password-file", pw))
+    lead = _authed_leader(servers)
+    a = _as(ctx, lead, "a")
+    for _ in range(2):
+        expect_int(a.call("SESSION.OPEN", 60000))
+    _nospace_of(a.call("SESSION.OPEN", 60000), "a", "max_sessions")
+    lead.kill9()
+    lead2 = _authed_leader([x for x in servers if x is not lead])
+    a2, b2 = _as(ctx, lead2, "a"), _as(ctx, lead2, "b")
+    r = _nospace_of(a2.call("SESSION.OPEN", 60000), "a", "max_sessions")
+    assert "2 in use" in r.text, r.text
+    expect_int(b2.call("SESSION.OPEN", 60000))
