@@ -46,9 +46,19 @@ static struct fsm_use *use_get(struct fsm *f, const char *name, size_t len)
     return u;
 }
 
+/* The owner's entry: made when something is linked, only looked up when something is unlinked
+ * (an owner whose entry could not be made was never counted). */
+static struct fsm_use *use_of(struct fsm *f, const struct sess *s, int sign)
+{
+    if (!s->owner_len)
+        return NULL;
+    return sign > 0 ? use_get(f, sess_owner(s), s->owner_len)
+                    : use_find(f, sess_owner(s), s->owner_len);
+}
+
 void usage_session(struct fsm *f, const struct sess *s, int sign)
 {
-    struct fsm_use *u = s->owner_len ? use_get(f, sess_owner(s), s->owner_len) : NULL;
+    struct fsm_use *u = use_of(f, s, sign);
     if (!u)
         return;
     uint64_t bytes = FSM_RECORD_BYTES + s->name_len;
@@ -58,7 +68,7 @@ void usage_session(struct fsm *f, const struct sess *s, int sign)
 
 void usage_wait(struct fsm *f, const struct sess *s, const struct waiter *w, int sign)
 {
-    struct fsm_use *u = s->owner_len ? use_get(f, sess_owner(s), s->owner_len) : NULL;
+    struct fsm_use *u = use_of(f, s, sign);
     if (!u)
         return;
     uint64_t bytes = FSM_RECORD_BYTES; /* a campaign's value may be set after the link */
