@@ -17,7 +17,8 @@
 #include <sys/types.h>
 
 /* 0 if path (named by the flag `what` in messages) passes the rule for a process of user id
-   euid; else -1 with why, and how to fix it, in err. */
+   euid, or cannot be stat'ed at all (the file's loader then reports it); else -1 with why, and
+   how to fix it, in err. */
 int secret_check(const char *what, const char *path, uid_t euid, char *err, size_t errlen);
 
 /* Remove environment variable name after its value was read: the bytes are zeroed in place
