@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/out.h"
 #include "common/proto.h"
 
 static const char usage_main[] =
@@ -94,9 +95,11 @@ void cli_say(const char *fmt, ...)
 void cli_fail(struct cli *c, fl_err err, const char *what)
 {
     const char *detail = c->client ? fl_client_errmsg(c->client) : "";
-    if (detail && *detail)
-        fprintf(stderr, "fencelock: %s: %s: %s\n", what, fl_strerror(err), detail);
-    else
+    if (detail && *detail) { /* the server's words: escaped like every server string */
+        fprintf(stderr, "fencelock: %s: %s: ", what, fl_strerror(err));
+        out_str(stderr, detail);
+        fputc('\n', stderr);
+    } else
         fprintf(stderr, "fencelock: %s: %s\n", what, fl_strerror(err));
 }
 
