@@ -43,6 +43,8 @@ def _acl_files(ctx):
         f.write("peerpw\n")
     with open(bad, "w") as f:
         f.write("not-the-password\n")
+    for p in (path, good, bad):  # secrets: fencelockd refuses group/world-readable ones
+        os.chmod(p, 0o600)
     return path, good, bad
 
 

@@ -844,3 +844,69 @@ def test_cli_put_over_a_quota_reports_the_quota(ctx):
     assert "server quota full" in r.err and "NOSPACE" in r.err, r.err
     with ctx.conn(srv) as c:
         eq(c.call("GET", "b"), None, "nothing written")
+
+
+# ---------------------------------------------------------------------------------------------
+# Credentials, backups and terminals (issue 32)
+
+def test_cli_lock_command_inherits_no_credentials(ctx):
+    """FENCELOCK_USER / FENCELOCK_PASSWORD authenticate the CLI and go no further: the command
+    run under the lock finds them neither in its environment nor in its parent's (the CLI's)
+    /proc/PID/environ."""
+    from test_auth import _acl_server
+    s, _, _ = _acl_server(ctx)
+    out = ctx.tmp("env.out")
+    parent = ctx.tmp("parent.out")
+    r = run(ctx, [s], "lock", "job-1", "--", "sh", "-c",
+            "env > %s; tr '\\0' '\\n' < /proc/$PPID/environ > %s" % (out, parent),
+            env={"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "apppw"})
+    eq(r.rc, 0, "lock as app: %r" % r)
+    seen = read_file(out)
+    assert "FENCELOCK_TOKEN=" in seen, seen
+    assert "apppw" not in seen and "FENCELOCK_PASSWORD" not in seen, seen
+    assert "FENCELOCK_USER" not in seen, seen
+    # the CLI's own initial environment block (which unsetenv leaves): the value is wiped
+    seen = read_file(parent)
+    assert "apppw" not in seen, seen
+
+
+def test_cli_snapshot_save_follows_no_planted_symlink(ctx):
+    """A symlink planted at FILE.tmp (the old fixed temporary name) is neither followed nor
+    truncated; the backup is mode 0600 and the victim keeps its bytes."""
+    srv = [ctx.srv]
+    run_ok(ctx, srv, "put", "k", "v")
+    victim = ctx.tmp("victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    target = ctx.tmp("backup.snap")
+    os.symlink(victim, target + ".tmp")
+    run_ok(ctx, srv, "snapshot", "save", target)
+    eq(read_file(victim), "precious\n", "the victim of the planted symlink")
+    eq(os.path.islink(target), False, "the backup is a file of its own")
+    eq(os.stat(target).st_mode & 0o777, 0o600, "the backup's mode")
+    eq([n for n in os.listdir(ctx.workdir) if n.startswith("backup.snap.")], ["backup.snap.tmp"],
+       "no temporary file left (the planted link aside)")
+
+
+def test_cli_escapes_control_bytes_from_the_server(ctx):
+    """Names and values a server sends reach the terminal with control bytes escaped (\\xHH):
+    an ESC or BEL in a lock name or key cannot retitle the window or move the cursor."""
+    srv = [ctx.srv]
+    evil = "ev\x1b]0;pwned\x07il\x9b2J"
+    c = ctx.conn()
+    sid = expect_int(c.call("SESSION.OPEN", 30000))
+    expect_int(c.call("LOCK", evil, sid))
+    expect_int(c.call("PUT", evil, "v\x1b[2Jx"))
+    expect_int(c.call("ELECT.CAMPAIGN", "e", sid, "leader\x1b[1Ax"))
+    for args in (("locks",), ("lock-info", evil), ("keys",), ("leader", "e"), ("status",)):
+        r = run_ok(ctx, srv, *args)
+        bad = [ch for ch in r.out if ord(ch) < 0x20 and ch != "\n" or 0x7f <= ord(ch) < 0xa0]
+        eq(bad, [], "control bytes in the output of %s: %r" % (args, r.out))
+        if args[0] != "status":
+            assert "\\x1b" in r.out, (args, r.out)
+    # into a pipe `get` still writes the exact bytes (a value may be binary)
+    p = subprocess.run([cli_path(ctx), "--endpoints", endpoints(srv), "get", evil],
+                       capture_output=True, timeout=20, env=cli_env())
+    eq(p.stdout, b"v\x1b[2Jx\n", "get into a pipe")
+    # --json escapes per RFC 8259
+    eq(run_json(ctx, srv, "keys"), [evil])

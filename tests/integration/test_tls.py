@@ -189,6 +189,7 @@ def test_tls_user_from_cn_authenticates_as_the_acl_user(ctx):
     with open(path, "w") as f:
         f.write("user admin %s perm=all\n" % _hash(ctx, "adminpw"))
         f.write("user app %s perm=read keys=app/*\n" % _hash(ctx, "apppw"))
+    os.chmod(path, 0o600)
     s, d = tls_server(ctx, "--acl-file", path, "--tls-client-auth", "require",
                       "--tls-user-from-cn", client_cert="admin")
     admin = ctx.conn(s)  # no AUTH: the certificate names admin

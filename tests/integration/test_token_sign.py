@@ -28,6 +28,7 @@ def key_file(ctx, name, key, newline=True):
     path = ctx.tmp(name)
     with open(path, "wb") as f:
         f.write(key + (b"\n" if newline else b""))
+    os.chmod(path, 0o600)  # a secret: fencelockd refuses group/world-readable key files
     return path
 
 

@@ -62,6 +62,8 @@ class Secure:
         for path, pw in ((self.user_pw, self.password), (self.peer_pw, "peer-pw")):
             with open(path, "w") as f:
                 f.write(pw + "\n")
+        for path in (self.acl, self.user_pw, self.peer_pw, self.key):
+            os.chmod(path, 0o600)  # secrets: fencelockd refuses group/world-readable ones
 
     def server_flags(self):
         return ["--tls-cert", self.cert, "--tls-key", self.key, "--tls-ca", self.ca,
