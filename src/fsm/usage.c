@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/usage.c — usage by session owner: the sessions a user owns, the waits queued by them,
  * and their bytes (the --max-data-bytes measure: a record each, plus session names). The server's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* secret.c — the permission rule of secret files (secret.h). */
 #include <sodium.h>
 #include <stdlib.h>

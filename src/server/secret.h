@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * secret — the permission check of files that hold secrets: --acl-file (password hashes),
  * --peer-password-file, --token-key, and the private keys of --tls-key and --peer-tls-key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_map — the server's hash map (src/common/map.c): keys chosen to share a bucket under
  * the unkeyed FNV-1a it used before stay spread under the keyed SipHash, whatever the key; and
