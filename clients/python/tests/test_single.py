@@ -274,6 +274,7 @@ def test_sign_returns_the_servers_hmac_and_stale_after_unlock(nodes, tmp_path):
     key = b"k" * 32
     path = tmp_path / "token.key"
     path.write_bytes(key + b"\n")
+    path.chmod(0o600)  # a secret file others may read refuses to start (docs/security.md)
     node = nodes.start(args=["--token-key", str(path)])
     client = Client(endpoint(node), timeout=5.0)
     try:
