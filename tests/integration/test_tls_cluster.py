@@ -25,7 +25,8 @@ NODE_EXT = ("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
 
 
 def pki(ctx, name, ca="ca"):
-    """A CA (made once) and a node certificate it signed: usable as server and client."""
+    """A client CA (made once) and a node certificate it signed for the client port: usable
+    as server and client (the node's own calls to other members)."""
     d = ctx.tmp("pki")
     os.makedirs(d, exist_ok=True)
     if not os.path.exists(os.path.join(d, ca + ".crt")):
@@ -36,11 +37,13 @@ def pki(ctx, name, ca="ca"):
             (("cert", name + ".crt"), ("key", name + ".key"), ("ca", ca + ".crt"))}
 
 
-def flags(p, acl, pwfile):
+def flags(ctx, p, acl, pwfile, node_id):
+    """The guide's flags: the client port with a certificate of the client CA, the Raft port
+    with node_id's named certificate of a CA of its own (the peers' CA)."""
+    from test_peer_tls import make_pki, tls_flags
     return ["--tls-cert", p["cert"], "--tls-key", p["key"], "--tls-ca", p["ca"],
-            "--tls-client-auth", "require",
-            "--peer-tls-cert", p["cert"], "--peer-tls-key", p["key"], "--peer-tls-ca", p["ca"],
-            "--acl-file", acl, "--peer-user", "peer", "--peer-password-file", pwfile]
+            "--tls-client-auth", "require"] + tls_flags(make_pki(ctx, "peers"), node_id) + \
+        ["--acl-file", acl, "--peer-user", "peer", "--peer-password-file", pwfile]
 
 
 def client_context(p):
@@ -80,7 +83,7 @@ def members(s):
 
 def node(ctx, i, p, acl, pwfile, args):
     s = new_server(ctx, i)
-    s.extra_args = list(args) + TIMING + flags(p, acl, pwfile)
+    s.extra_args = list(args) + TIMING + flags(ctx, p, acl, pwfile, i)
     s.tls = client_context(p)
     return s
 
@@ -91,7 +94,7 @@ def secure_cluster(ctx):
     servers = [new_server(ctx, i) for i in (1, 2, 3)]
     peers = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
     for s in servers:
-        s.extra_args = ["--initial-cluster", peers] + TIMING + flags(p, acl, good)
+        s.extra_args = ["--initial-cluster", peers] + TIMING + flags(ctx, p, acl, good, s.node_id)
         s.tls = client_context(p)
         s.start(wait=False)
     return servers, p, acl, good
@@ -150,22 +153,31 @@ def test_peer_tls_sighup_reloads_certificates_for_new_connections(ctx):
     """The --peer-tls-* files of every member replaced by a new CA's and SIGHUP: new Raft
     connections use them, so a node with the new CA's certificate joins (the members verify it
     against the new CA, it verifies them), and a restarted follower reconnects."""
-    from cluster import ready_leader, start_cluster
-    from test_peer_tls import make_pki, tls_flags
+    from cluster import ready_leader
+    from test_peer_tls import make_pki, node_cert, tls_flags
     old, new = make_pki(ctx, "old"), make_pki(ctx, "new")
-    live = {k: ctx.tmp("live-" + k) for k in ("cert", "key", "ca")}
-    for k in live:
-        shutil.copyfile(old[k], live[k])
-    servers = start_cluster(ctx, 3, extra=tls_flags(live))
+    servers = [new_server(ctx, i) for i in (1, 2, 3)]
+    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    live = {}
+    for s in servers:
+        live[s.node_id] = {k: ctx.tmp("live%d-%s" % (s.node_id, k)) for k in ("cert", "key", "ca")}
+        for k, path in live[s.node_id].items():
+            shutil.copyfile(node_cert(old, s.node_id)[k], path)
+        s.extra_args = ["--initial-cluster", members] + TIMING + \
+            ["--peer-tls-cert", live[s.node_id]["cert"], "--peer-tls-key",
+             live[s.node_id]["key"], "--peer-tls-ca", live[s.node_id]["ca"]]
+        s.start(wait=False)
     leader = ready_leader(servers, timeout=30)
-    for k in live:
-        shutil.copyfile(new[k], live[k])
+    for s in servers:
+        for k, path in live[s.node_id].items():
+            shutil.copyfile(node_cert(new, s.node_id)[k], path)
     for s in servers:
         os.kill(s.proc.pid, signal.SIGHUP)
     for s in servers:
         wait_until(lambda s=s: "SIGHUP: peer TLS certificate, key and CA reloaded"
                    in s.log_text(), timeout=10, what="node %d reloaded" % s.node_id)
-    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING + tls_flags(new))
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING +
+                    tls_flags(new, 4))
     n4.start(wait=False)
 
     def voter():
