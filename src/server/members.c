@@ -1,7 +1,10 @@
 /*
  * members.c — the replicated member table: where each node takes clients.
  *
- * A ready leader writes its own entry (MEMBER_SET). A follower whose entry is missing or stale
+ * A ready leader writes its own entry (MEMBER_SET), and again from the tick whenever the table
+ * no longer holds it (once a second at most); an announce of the leader's own id, or of a
+ * client address on another host than the member's raft address (unless --announce-any-host),
+ * is refused (issue 32). A follower whose entry is missing or stale
  * tells the leader with `CLUSTER.ANNOUNCE id client-addr raft-addr` over the leader's client
  * port (a short RESP connection, one at a time, retried from the tick every second); the
  * leader checks the id and raft address against the Raft configuration and proposes it.
@@ -668,6 +671,14 @@ static void announce_tick(struct srv *s, uint64_t now)
 void srv_members_tick(struct srv *s)
 {
     uint64_t now = srv_now_ms();
+    /* A ready leader's own entry changed under it (written by an older leader's term, or
+     * anything that got past CLUSTER.ANNOUNCE's checks): write it again, once a second at
+     * most, so -NOTLEADER never points elsewhere for long. */
+    if (s->role == RN_LEADER && srv_ready(s) && !s->stopping &&
+        now - s->self_assert_ms >= ANNOUNCE_EVERY_MS && !self_entry_current(s)) {
+        s->self_assert_ms = now;
+        srv_members_on_ready(s);
+    }
     if (s->cfg.n_join && !s->joined)
         join_quiet(s, now);
     if (s->announce) {

@@ -259,6 +259,7 @@ struct srv {
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
+    uint64_t self_assert_ms;  /* a leader last rewrote its own entry (members.c) */
     bool announce_tls_logged; /* the hint after a failed TLS announce or join was logged */
     /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     char join_target[PROTO_ADDR_BUF];
