@@ -232,7 +232,8 @@ void srv_config_usage(FILE *f)
           "                          keeps the old one). This node's calls to other members\n"
           "                          (CLUSTER.ANNOUNCE, --join) use TLS and this pair too\n"
           "  --tls-ca FILE           CA certificates client certificates (and other members'\n"
-          "                          certificates, for this node's calls) must chain to\n"
+          "                          certificates, for this node's calls) must chain to;\n"
+          "                          needed by --tls-cert on a cluster of several members\n"
           "  --tls-client-auth none|optional|require\n"
           "                          ask for a client certificate (default none)\n"
           "  --tls-user-from-cn      the client certificate's CN is the ACL user the\n"
@@ -433,6 +434,18 @@ static int check_peer_ca(const struct srv_config *c)
             "CA of its own for the members (docs/security.md), or pass "
             "--peer-ca-shared-with-clients to accept the risk\n",
             c->peer_tls_ca, c->tls.ca);
+    return -1;
+}
+
+/* With client TLS, this node's calls to other members (announce, --join) verify them against
+ * --tls-ca before sending the peer password; without it they could verify nothing. */
+static int check_member_tls(const struct srv_config *c)
+{
+    if (!c->tls.cert[0] || c->tls.ca[0] || (c->n_peers <= 1 && !c->n_join))
+        return 0;
+    fprintf(stderr, "fencelockd: --tls-cert on a cluster of several members needs --tls-ca: "
+                    "this node's calls to the other members' client ports verify their "
+                    "certificates against it (never against the system's CAs)\n");
     return -1;
 }
 
@@ -706,7 +719,7 @@ int cfg_check(struct srv_config *c)
         return -1;
     }
     return check_peer_tls(c) || check_peer(c) || check_protected(c) || check_raft_exposed(c) ||
-                   check_peer_ca(c)
+                   check_member_tls(c) || check_peer_ca(c)
                ? -1
                : 0;
 }

@@ -28,7 +28,8 @@
  *
  * TLS: when this node's client port speaks TLS (--tls-cert), so do the other members' (one
  * cluster, one setting), and the connection is TLS too (tls.h: the client context presents
- * this node's certificate and verifies the server's against --tls-ca). The engine works on
+ * this node's certificate and verifies the server's against --tls-ca and the address dialled,
+ * so the peer password goes only to a certificate that names that address). The engine works on
  * memory BIOs, so the loop never blocks: ciphertext read goes through tls_conn_feed, and
  * whatever the session has to send (handshake records, then the sealed request) is written
  * after every feed. A failed handshake (wrong CA, certificate refused) is logged with what to
@@ -397,8 +398,9 @@ static void tls_failed(struct srv_announce *a, const char *err)
          (unsigned long long)(wait / 1000));
     if (!s->announce_tls_logged)
         LOGW(&s->log, "TLS to other members' client ports: the server's certificate must chain "
-                      "to --tls-ca, and a member that asks for client certificates must accept "
-                      "this node's --tls-cert (docs/security.md)");
+                      "to --tls-ca and name the address dialled (IP or DNS subjectAltName), and "
+                      "a member that asks for client certificates must accept this node's "
+                      "--tls-cert (docs/security.md)");
     s->announce_tls_logged = true;
     if (a->join)
         s->join_target[0] = 0;
@@ -456,8 +458,13 @@ static void announce_written(uv_write_t *req, int status)
 /* TLS: a client session; its ClientHello goes out, then replies are read (see the top). */
 static void announce_tls_start(struct srv_announce *a)
 {
-    char err[256];
-    a->tls = tls_conn_new_client(a->s->tls);
+    char err[256], host[PROTO_ADDR_BUF];
+    int port;
+    if (proto_addr_parse(a->target, strlen(a->target), host, sizeof host, &port)) {
+        announce_close(a); /* never: targets are checked addresses */
+        return;
+    }
+    a->tls = tls_conn_new_client(a->s->tls, host);
     if (!a->tls || tls_conn_feed(a->tls, NULL, 0, &a->plain, err, sizeof err) < 0 || tls_flush(a)) {
         announce_close(a);
         return;

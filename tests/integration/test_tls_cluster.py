@@ -202,3 +202,98 @@ def test_peer_tls_sighup_reloads_certificates_for_new_connections(ctx):
 
 
 test_peer_tls_sighup_reloads_certificates_for_new_connections.timeout = 120
+
+
+class FakeMember:
+    """A TLS listener posing as a member's client port with the certificate `p`: it records
+    the plaintext of every connection whose handshake completed (so whether the peer password
+    reached it) and the number of connections it saw."""
+
+    def __init__(self, p):
+        import socket
+        import threading
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(p["cert"], p["key"])
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received, self.connections, self.stop = b"", 0, False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        deadline = time.monotonic() + 120  # bounded even if the test forgets to close
+        while not self.stop and time.monotonic() < deadline:
+            try:
+                raw, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            raw.settimeout(3)
+            try:
+                with self.ctx.wrap_socket(raw, server_side=True) as s:
+                    while True:
+                        b = s.recv(4096)
+                        if not b:
+                            break
+                        self.received += b
+            except (OSError, ssl.SSLError):
+                pass
+            finally:
+                raw.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_member_calls_verify_the_address_before_sending_the_peer_password(ctx):
+    """Issue 32: this node's --join / CLUSTER.ANNOUNCE checked only the server certificate's
+    chain (and fell back to the system CAs without --tls-ca), then sent `AUTH peer PASSWORD`.
+    A fake member at 127.0.0.1 with a certificate of another CA, or of the right CA but naming
+    another address (10.1.2.3, elsewhere.example), never receives it; one whose certificate
+    names 127.0.0.1 does (the control). A node of several members with --tls-cert and no
+    --tls-ca refuses to start."""
+    acl, good, _ = _acl_files(ctx)
+    p = pki(ctx, "node")
+    cases = [("foreign CA", pki(ctx, "fake-foreign", ca="otherca"), False)]
+    d = ctx.tmp("pki")
+    _key_csr(d, "fake-name", "127.0.0.1")
+    _sign(d, "fake-name", "ca", "subjectAltName=IP:10.1.2.3,DNS:elsewhere.example\n"
+          "extendedKeyUsage=serverAuth,clientAuth")
+    cases.append(("another address", {k: os.path.join(d, v) for k, v in
+                                      (("cert", "fake-name.crt"), ("key", "fake-name.key"))},
+                  False))
+    cases.append(("the right address", p, True))
+    for i, (what, cert, gets) in enumerate(cases):
+        fake = FakeMember(cert)
+        try:
+            n = new_server(ctx, 10 + i, ["--join", "127.0.0.1:%d" % fake.port] + TIMING + [
+                "--tls-cert", p["cert"], "--tls-key", p["key"], "--tls-ca", p["ca"],
+                "--acl-file", acl, "--peer-user", "peer", "--peer-password-file", good])
+            n.start(wait=False)
+            if gets:
+                wait_until(lambda: b"AUTH" in fake.received, timeout=30, interval=0.1,
+                           what="the control member got the AUTH")
+                assert b"peerpw" in fake.received
+            else:
+                line = "join to 127.0.0.1:%d: TLS handshake failed" % fake.port
+                wait_until(lambda: line in n.log_text(), timeout=30, interval=0.1,
+                           what="the join to a member with %s refused" % what)
+                assert fake.connections >= 1
+                eq(fake.received, b"", "what a member with %s received" % what)
+            n.stop()
+        finally:
+            fake.close()
+    import subprocess
+    r = subprocess.run([ctx.binary, "--data-dir", ctx.tmp("d"), "--join", "127.0.0.1:1",
+                        "--tls-cert", p["cert"], "--tls-key", p["key"]],
+                       capture_output=True, timeout=30)
+    eq(r.returncode, 2, "exit status; stderr %r" % r.stderr)
+    assert b"needs --tls-ca" in r.stderr, r.stderr
+
+
+test_member_calls_verify_the_address_before_sending_the_peer_password.timeout = 150
