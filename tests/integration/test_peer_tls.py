@@ -447,3 +447,38 @@ def test_peer_ca_shared_with_the_client_ca_refuses_to_start_unless_said(ctx):
         s.start()  # waits until it answers over TLS
         assert s.running()
         s.stop()
+
+
+def test_peer_tls_handshake_flood_is_capped_and_the_cluster_commits(ctx):
+    """Issue 32: TLS handshakes on the Raft port were unbounded. With
+    --raft-max-handshakes-per-address 4 (and --raft-max-handshakes 6): 12 connections that
+    start a TLS handshake and stall; the 4 that fit stay until the deadline (30 s here), the
+    other 8 are closed as they are accepted, before any TLS work (handshake_cap). The members'
+    own links are through their handshakes and not counted: a PUT commits meanwhile, no term
+    moves and no member's connection is dropped as tls or identity."""
+    from test_raft_port import peer_closed_within
+    servers, _ = tls_cluster(ctx, extra=["--raft-max-handshakes-per-address", "4",
+                                         "--raft-max-handshakes", "6",
+                                         "--raft-handshake-timeout", "30000"])
+    leader = put_ok(servers, "k0", b"v")
+    target = [s for s in servers if s is not leader][0]
+    terms = {s.node_id: info(s)["term"] for s in servers}
+    socks = []
+    try:
+        for _ in range(12):
+            c = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
+            c.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01")  # a ClientHello's first bytes
+            socks.append(c)
+        closed = [c for c in socks if peer_closed_within(c, 5.0)]
+        eq(len(closed), 8, "stalled TLS handshakes closed at once (4 fit the cap)")
+        eq(rejected(target).get("handshake_cap", 0), 8, "handshake_cap count")
+        eq(put_ok(servers, "k1", b"v"), leader, "a PUT during the flood, same leader")
+    finally:
+        for c in socks:
+            c.close()
+    wait_until(lambda: tls_count(target) == 4, timeout=10, interval=0.1,
+               what="our 4 half-done handshakes counted as tls once we closed them")
+    for s in servers:
+        eq(info(s)["term"], terms[s.node_id], "node %d's term" % s.node_id)
+        eq(tls_count(s) - (4 if s is target else 0) + rejected(s).get("identity", 0), 0,
+           "node %d: no member connection dropped" % s.node_id)
