@@ -398,8 +398,8 @@ static int check_raft_exposed(const struct srv_config *c)
 {
     char host[PROTO_ADDR_BUF];
     int port;
-    if (c->peer_tls_cert[0] || c->insecure_raft)
-        return 0;
+    if (c->peer_tls_cert[0] || c->insecure_raft || c->recover || c->restore[0])
+        return 0; /* --recover and --restore write the data dir and exit: nothing listens */
     if (proto_addr_parse(c->raft_address, strlen(c->raft_address), host, sizeof(host), &port) ==
             0 &&
         srv_host_loopback(host))
