@@ -482,3 +482,30 @@ def test_peer_tls_handshake_flood_is_capped_and_the_cluster_commits(ctx):
         eq(info(s)["term"], terms[s.node_id], "node %d's term" % s.node_id)
         eq(tls_count(s) - (4 if s is target else 0) + rejected(s).get("identity", 0), 0,
            "node %d: no member connection dropped" % s.node_id)
+
+
+def test_peer_tls_outbound_link_to_a_member_with_another_ids_certificate_is_dropped(ctx):
+    """Node 3's Raft address is taken over by a node whose certificate (peer CA, both EKUs)
+    names node 4: the members dialling id 3 there drop the connection as identity before
+    libraft's handshake is sent, so the impostor gets none of the log; writes go on."""
+    servers, pki = tls_cluster(ctx)
+    ready_leader(servers)
+    put_ok(servers, "before", b"1")
+    victim = servers[2]
+    if text(info(victim).get("role")) == "leader":
+        victim = servers[1]
+    victim.kill9()
+    rest = [s for s in servers if s is not victim]
+    leader = put_ok(rest, "after-kill", b"1")
+    imp = new_server(ctx, 4)
+    imp.raft_port = victim.raft_port
+    imp.extra_args = TIMING + tls_flags(pki, 4)  # a one-node cluster of its own, id 4
+    imp.start()
+    wait_until(lambda: rejected(leader).get("identity", 0) > 0, timeout=20, interval=0.1,
+               what="the leader refused the certificate of id 4 at id 3's address")
+    assert "certificate does not name Raft id %d" % victim.node_id in leader.log_text()
+    with Conn(imp.port, timeout=5) as c:
+        expect_ok(c.call("READONLY"))
+        eq(c.call("GET", "before"), None, "the impostor got none of the log")
+    put_ok(rest, "during", b"1")
+    locks_still_granted(rest)

@@ -283,6 +283,25 @@ static bool one_timeout(struct fix *f)
     return rejected(f, RN_WIRE_HANDSHAKE_TIMEOUT) >= 1;
 }
 
+TEST(test_peer_name_pattern_is_checked_and_never_a_format_string)
+{
+    char out[64];
+    CHECK(rn_tp_name_pattern_ok("fencelock-node-%d"));
+    CHECK(rn_tp_name_pattern_ok("raft-%d.example.com"));
+    CHECK(rn_tp_name_pattern_ok("%d"));
+    CHECK(!rn_tp_name_pattern_ok(""));
+    CHECK(!rn_tp_name_pattern_ok("fencelock-node"));
+    CHECK(!rn_tp_name_pattern_ok("node-%d-%d"));
+    CHECK(!rn_tp_name_pattern_ok("%s-%d"));
+    CHECK(!rn_tp_name_pattern_ok("a b%d"));
+    CHECK(!rn_tp_name_pattern_ok("%d%n"));
+    CHECK(rn_tp_peer_name("fencelock-node-%d", 3, out, sizeof(out)) == 0);
+    CHECK(strcmp(out, "fencelock-node-3") == 0);
+    CHECK(rn_tp_peer_name("r%d.x", 4294967296ull, out, sizeof(out)) == 0);
+    CHECK(strcmp(out, "r4294967296.x") == 0);
+    CHECK(rn_tp_peer_name("fencelock-node-%d", 7, out, 8) == -1); /* does not fit */
+}
+
 TEST(test_handshake_not_done_in_time_is_closed_and_counted)
 {
     struct fix f;
@@ -686,6 +705,7 @@ int main(void)
 {
     RUN(test_budget_lets_two_largest_messages_through_and_not_a_third);
     RUN(test_budget_never_counts_small_buffers_and_always_lets_one_shrink);
+    RUN(test_peer_name_pattern_is_checked_and_never_a_format_string);
     RUN(test_handshake_not_done_in_time_is_closed_and_counted);
     RUN(test_buffer_cap_closes_the_link_that_would_pass_it);
     RUN(test_tls_relay_delivers_libraft_bytes_unchanged_and_drops_a_plain_peer);
