@@ -2,8 +2,11 @@
 elects, replicates and survives losing its leader; a process whose certificate comes from
 another CA, a plain-text libraft peer, a TLS client without a certificate and random bytes
 are dropped (fencelock_raft_rejected_total{reason="tls"}) without moving a term or stopping a
-write; a node started without the flags cannot talk to nodes that have them. Certificates
-are made with the openssl command in the test's temp dir."""
+write; a node started without the flags cannot talk to nodes that have them. Issue 32: every
+member has its own certificate naming it (fencelock-node-N, --peer-cert-name) with serverAuth
+and clientAuth; a certificate that names another id, or an application's clientAuth-only one,
+is dropped as identity in and out; the peer CA may not be the client CA; TLS handshakes on the
+port are capped. Certificates are made with the openssl command in the test's temp dir."""
 
 import os
 import random

@@ -1,5 +1,8 @@
 """A cluster with every security layer on (docs/security.md "A TLS cluster, step by step"):
-client TLS with client certificates required, mutual TLS on the Raft port and ACLs. The
+client TLS with client certificates required (the client CA), mutual TLS on the Raft port with
+named member certificates of a CA of its own (the peers' CA), and ACLs; the guide's own openssl
+commands make a working cluster. Issue 32: the members' calls verify the address dialled and
+send the peer password to nobody else. The
 members' own calls to each other's client ports (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD) go
 over TLS with the node's certificate, authenticated as the peer user: every follower's client
 address reaches the leader (redirects point at it), a 4th node joins over TLS and becomes a
