@@ -74,7 +74,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         rn_transport_set_limits(&rn->transport, cfg->raft_handshake_ms, RN_TP_BUFFER_CAP);
     if (cfg->raft_max_links) {
         struct rn_tp_caps caps = {cfg->raft_max_links, cfg->raft_max_links_per_addr,
-                                  cfg->raft_max_handshakes, cfg->raft_max_handshakes_per_addr};
+                                  cfg->raft_max_handshakes, cfg->raft_max_handshakes_per_addr,
+                                  cfg->raft_handshake_rate};
         rn_transport_set_caps(&rn->transport, &caps);
     }
     if (cfg->peer_tls_cert && rn_peer_tls_reload(rn, err, errlen)) {

@@ -75,7 +75,7 @@ struct rn_config {
     unsigned raft_handshake_ms; /* 0: RN_TP_HANDSHAKE_MS */
     /* 0 (links): the transport's defaults for all four */
     unsigned raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
-        raft_max_handshakes_per_addr;
+        raft_max_handshakes_per_addr, raft_handshake_rate;
     /* The highest log format this node applies (fsm.h, FSM_FORMAT_*; 0 = FSM_FORMAT_MAX).
      * Lower only to simulate a node of the previous release (--max-log-format). */
     unsigned max_format;

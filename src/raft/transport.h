@@ -128,11 +128,16 @@ void rn_transport_set_limits(struct raft_uv_transport *t, unsigned handshake_ms,
  * side holds is at most links * (RN_TP_LINK_FREE + a TLS session) + the buffer cap. */
 struct rn_tp_caps {
     unsigned links, links_per_addr, handshakes, handshakes_per_addr;
+    /* New inbound links (each a handshake to run, TLS included) a second, with a burst of as
+     * many: a token bucket over all addresses, so a flood of quick handshakes that each end
+     * at once cannot keep the loop busy (RN_WIRE_HANDSHAKE_RATE). */
+    unsigned handshake_rate;
 };
 #define RN_TP_MAX_LINKS 64
 #define RN_TP_MAX_LINKS_PER_ADDR 16
 #define RN_TP_MAX_HANDSHAKES 16
 #define RN_TP_MAX_HANDSHAKES_PER_ADDR 8
+#define RN_TP_HANDSHAKE_RATE 100
 void rn_transport_set_caps(struct raft_uv_transport *t, const struct rn_tp_caps *caps);
 
 /* What a link's buffer of `cap` bytes counts against the cap (pure). */

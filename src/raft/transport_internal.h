@@ -122,7 +122,9 @@ struct tp {
     SSL_CTX *tls;       /* peer TLS (rn_transport_tls), or NULL: plain TCP */
     char *name_pattern; /* peer TLS: --peer-cert-name (owned) */
     struct rn_tp_caps caps;
-    uint8_t *tls_in; /* RN_TP_TLS_READ bytes: every TLS connection's read buffer */
+    uint64_t hs_tokens_milli; /* the handshake rate's bucket, in thousandths of a token */
+    uint64_t hs_refill_ms;    /* uv_now() it was last refilled */
+    uint8_t *tls_in;          /* RN_TP_TLS_READ bytes: every TLS connection's read buffer */
     struct relay *relays;
     char *capture; /* FENCELOCK_RAFT_CAPTURE or NULL */
     uint64_t captured;

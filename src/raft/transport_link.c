@@ -479,6 +479,20 @@ static enum rn_wire_reason link_admit(const struct link *l)
     return RN_WIRE_OK;
 }
 
+/* Take a token from the handshake rate's bucket (refilled at handshake_rate a second, holding
+ * a second's worth at most): false if it is empty. */
+static bool link_rate_ok(struct tp *tp)
+{
+    uint64_t now = uv_now(tp->loop), full = (uint64_t)tp->caps.handshake_rate * 1000;
+    uint64_t add = (now - tp->hs_refill_ms) * tp->caps.handshake_rate;
+    tp->hs_refill_ms = now;
+    tp->hs_tokens_milli = tp->hs_tokens_milli + add > full ? full : tp->hs_tokens_milli + add;
+    if (tp->hs_tokens_milli < 1000)
+        return false;
+    tp->hs_tokens_milli -= 1000;
+    return true;
+}
+
 void tp_link_accept_cb(uv_stream_t *server, int status)
 {
     struct tp *tp = server->data;
@@ -506,6 +520,8 @@ void tp_link_accept_cb(uv_stream_t *server, int status)
     uv_tcp_nodelay(&l->tcp, 1);
     link_peer_name(l);
     enum rn_wire_reason over = link_admit(l);
+    if (over == RN_WIRE_OK && !link_rate_ok(tp))
+        over = RN_WIRE_HANDSHAKE_RATE;
     if (over != RN_WIRE_OK) {
         tp_link_reject(l, over, NULL); /* before any TLS work: the cap bounds that too */
         return;

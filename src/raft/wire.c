@@ -30,6 +30,7 @@ static const char *const reason_names[RN_WIRE_NREASONS] = {
     [RN_WIRE_IDENTITY] = "identity",
     [RN_WIRE_LINK_CAP] = "link_cap",
     [RN_WIRE_HANDSHAKE_CAP] = "handshake_cap",
+    [RN_WIRE_HANDSHAKE_RATE] = "handshake_rate",
 };
 
 const char *rn_wire_reason_name(enum rn_wire_reason r)

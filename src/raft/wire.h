@@ -78,8 +78,9 @@ enum rn_wire_reason {
     /* peer TLS: the certificate does not name the claimed (inbound) or dialled (outbound) Raft
      * id under --peer-cert-name, or lacks extendedKeyUsage serverAuth and clientAuth */
     RN_WIRE_IDENTITY,
-    RN_WIRE_LINK_CAP,      /* inbound links at --raft-max-links (in total or per address) */
-    RN_WIRE_HANDSHAKE_CAP, /* links still in their handshake at --raft-max-handshakes */
+    RN_WIRE_LINK_CAP,       /* inbound links at --raft-max-links (in total or per address) */
+    RN_WIRE_HANDSHAKE_CAP,  /* links still in their handshake at --raft-max-handshakes */
+    RN_WIRE_HANDSHAKE_RATE, /* more new inbound links a second than --raft-handshake-rate */
     RN_WIRE_NREASONS
 };
 

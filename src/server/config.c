@@ -79,6 +79,7 @@ void srv_config_defaults(struct srv_config *c)
     c->raft_max_links_per_addr = RN_TP_MAX_LINKS_PER_ADDR;
     c->raft_max_handshakes = RN_TP_MAX_HANDSHAKES;
     c->raft_max_handshakes_per_addr = RN_TP_MAX_HANDSHAKES_PER_ADDR;
+    c->raft_handshake_rate = RN_TP_HANDSHAKE_RATE;
 }
 
 void srv_config_usage(FILE *f)
@@ -213,6 +214,8 @@ void srv_config_usage(FILE *f)
           "                          once (default 16)\n"
           "  --raft-max-handshakes-per-address N\n"
           "                          of them from one IP address (default 8)\n"
+          "  --raft-handshake-rate N new inbound Raft connections a second, over all\n"
+          "                          addresses, with a burst of as many (default 100)\n"
           "  --announce-any-host     accept a member's CLUSTER.ANNOUNCE of a client address\n"
           "                          whose host differs from its Raft address's host\n"
           "  --insecure-no-auth      allow --listen on a non-loopback address without\n"
@@ -515,6 +518,7 @@ static const struct num_flag num_flags[] = {
     NF("--raft-max-links-per-address", raft_max_links_per_addr, 2, 1, 100000),
     NF("--raft-max-handshakes", raft_max_handshakes, 2, 1, 100000),
     NF("--raft-max-handshakes-per-address", raft_max_handshakes_per_addr, 2, 1, 100000),
+    NF("--raft-handshake-rate", raft_handshake_rate, 2, 1, 1000000),
 };
 
 static int set_num(struct srv_config *c, const struct num_flag *f, const char *v, const char *where)

@@ -115,6 +115,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .raft_max_links_per_addr = s->cfg.raft_max_links_per_addr,
         .raft_max_handshakes = s->cfg.raft_max_handshakes,
         .raft_max_handshakes_per_addr = s->cfg.raft_max_handshakes_per_addr,
+        .raft_handshake_rate = s->cfg.raft_handshake_rate,
         .max_format = cfg->max_log_format,
     };
     struct rn_hooks hooks = {.arg = s,

@@ -108,7 +108,7 @@ struct srv_config {
     bool announce_any_host;
     /* --raft-handshake-timeout and the inbound link caps (transport.h rn_tp_caps) */
     unsigned raft_handshake_ms, raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
-        raft_max_handshakes_per_addr;
+        raft_max_handshakes_per_addr, raft_handshake_rate;
     /* --token-key FILE[,FILE2]: FENCE.SIGN signs with the first, FENCE.VERIFY accepts each */
     char token_key[TSIG_MAX_KEYS][TSIG_PATH_MAX];
     size_t n_token_keys; /* 0 = no key: FENCE.SIGN / FENCE.VERIFY refused */

@@ -7,7 +7,6 @@ committing."""
 
 import socket
 import subprocess
-import time
 
 from cluster import info, new_server, ready_leader, start_cluster
 from helpers import eq, expect_int
@@ -127,3 +126,29 @@ def test_raft_silent_connection_is_closed_at_the_configured_deadline(ctx):
     eq(rejected(target).get("handshake_timeout", 0), 1, "handshake_timeout count")
     for srv in servers:
         eq(info(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
+
+
+def test_raft_handshake_rate_closes_a_burst_past_it(ctx):
+    """--raft-handshake-rate 5 (burst 5), caps out of the way: 30 connections opened back to
+    back; those past the bucket are closed as they are accepted, each counted as
+    handshake_rate; writes go on."""
+    servers = start_cluster(ctx, extra=["--raft-handshake-rate", "5",
+                                        "--raft-max-handshakes", "100",
+                                        "--raft-max-handshakes-per-address", "100",
+                                        "--raft-max-links-per-address", "100",
+                                        "--raft-max-links", "100",
+                                        "--raft-handshake-timeout", "30000"])
+    leader = ready_leader(servers)
+    target = [s for s in servers if s is not leader][0]
+    with Conn(leader.port) as c:
+        expect_int(c.call("PUT", "k0", "v"))
+    socks = _hold(target.raft_port, 30)
+    try:
+        closed = [c for c in socks if peer_closed_within(c, 5.0)]
+        assert closed, "no connection closed past the rate"
+        eq(rejected(target).get("handshake_rate", 0), len(closed), "handshake_rate count")
+        with Conn(leader.port) as c:
+            expect_int(c.call("PUT", "k1", "v"), "PUT past the handshake rate")
+    finally:
+        for c in socks:
+            c.close()
