@@ -71,8 +71,15 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         snprintf(err, errlen, "raft transport: %s", raft_strerror(rv));
         goto fail;
     }
-    if (cfg->peer_tls_cert && rn_transport_tls(&rn->transport, cfg->peer_tls_cert,
-                                               cfg->peer_tls_key, cfg->peer_tls_ca, err, errlen)) {
+    if (cfg->raft_handshake_ms)
+        rn_transport_set_limits(&rn->transport, cfg->raft_handshake_ms, RN_TP_BUFFER_CAP);
+    if (cfg->raft_max_links) {
+        struct rn_tp_caps caps = {cfg->raft_max_links, cfg->raft_max_links_per_addr,
+                                  cfg->raft_max_handshakes, cfg->raft_max_handshakes_per_addr,
+                                  cfg->raft_handshake_rate};
+        rn_transport_set_caps(&rn->transport, &caps);
+    }
+    if (cfg->peer_tls_cert && rn_peer_tls_reload(rn, err, errlen)) {
         rn_transport_free(&rn->transport);
         goto fail;
     }
@@ -307,6 +314,11 @@ int rn_peer_tls_reload(struct rn *rn, char *err, size_t errlen)
 {
     if (!rn->cfg.peer_tls_cert)
         return 0;
-    return rn_transport_tls(&rn->transport, rn->cfg.peer_tls_cert, rn->cfg.peer_tls_key,
-                            rn->cfg.peer_tls_ca, err, errlen);
+    struct rn_tp_tls t = {.cert = rn->cfg.peer_tls_cert,
+                          .key = rn->cfg.peer_tls_key,
+                          .ca = rn->cfg.peer_tls_ca,
+                          .name_pattern =
+                              rn->cfg.peer_cert_name ? rn->cfg.peer_cert_name : RN_PEER_CERT_NAME,
+                          .self_id = rn->cfg.id};
+    return rn_transport_tls(&rn->transport, &t, err, errlen);
 }

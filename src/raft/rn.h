@@ -40,6 +40,8 @@ enum rn_status {
 enum rn_role { RN_UNAVAILABLE = 0, RN_FOLLOWER = 1, RN_CANDIDATE = 2, RN_LEADER = 3 };
 
 #define RN_MAX_PEERS 16
+/* --peer-cert-name's default: member 3's certificate names fencelock-node-3. */
+#define RN_PEER_CERT_NAME "fencelock-node-%d"
 
 struct rn_peer {
     uint64_t id;
@@ -67,6 +69,14 @@ struct rn_config {
     bool join;
     /* Mutual TLS on the Raft port (transport_tls.c): PEM files, all three or NULL. Borrowed. */
     const char *peer_tls_cert, *peer_tls_key, *peer_tls_ca;
+    /* Under peer TLS, the name each member's certificate carries, "%d" its Raft id
+     * (transport.h, rn_tp_tls). Borrowed. */
+    const char *peer_cert_name;
+    /* Inbound Raft connections: the handshake deadline (ms) and the caps (transport.h). */
+    unsigned raft_handshake_ms; /* 0: RN_TP_HANDSHAKE_MS */
+    /* 0 (links): the transport's defaults for all four */
+    unsigned raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
+        raft_max_handshakes_per_addr, raft_handshake_rate;
     /* The highest log format this node applies (fsm.h, FSM_FORMAT_*; 0 = FSM_FORMAT_MAX).
      * Lower only to simulate a node of the previous release (--max-log-format). */
     unsigned max_format;

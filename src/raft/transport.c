@@ -118,6 +118,10 @@ int rn_transport_init(struct raft_uv_transport *t, uv_loop_t *loop,
     tp->log = log;
     tp->handshake_ms = RN_TP_HANDSHAKE_MS;
     tp->buffer_cap = RN_TP_BUFFER_CAP;
+    tp->caps = (struct rn_tp_caps){RN_TP_MAX_LINKS, RN_TP_MAX_LINKS_PER_ADDR, RN_TP_MAX_HANDSHAKES,
+                                   RN_TP_MAX_HANDSHAKES_PER_ADDR, RN_TP_HANDSHAKE_RATE};
+    tp->hs_tokens_milli = (uint64_t)RN_TP_HANDSHAKE_RATE * 1000;
+    tp->hs_refill_ms = uv_now(loop);
     const char *cap = getenv("FENCELOCK_RAFT_CAPTURE");
     if (cap && *cap && !(tp->capture = strdup(cap))) {
         free(tp);
@@ -155,4 +159,11 @@ void rn_transport_set_limits(struct raft_uv_transport *t, unsigned handshake_ms,
     struct tp *tp = t->impl;
     tp->handshake_ms = handshake_ms;
     tp->buffer_cap = buffer_cap;
+}
+
+void rn_transport_set_caps(struct raft_uv_transport *t, const struct rn_tp_caps *caps)
+{
+    struct tp *tp = t->impl;
+    tp->caps = *caps;
+    tp->hs_tokens_milli = (uint64_t)caps->handshake_rate * 1000; /* a full burst */
 }

@@ -29,6 +29,8 @@
  *     The cap is twice the most one link can hold, so two largest legitimate messages (a
  *     leader's and a deposed leader's last one) are buffered side by side; small frames
  *     (heartbeats, votes, results) never count against it.
+ *   - inbound links are capped in total and per remote address, and so are those still in
+ *     their handshake (rn_transport_set_caps): the excess is closed as it is accepted.
  * Peer TLS (rn_transport_tls, issue 18): inbound, a link's reads are ciphertext, decrypted
  * into its buffer (transport_tls.c) before the handshake check above; the TLS handshake counts
  * against the same handshake_ms deadline and a failed one is RN_WIRE_TLS. Outbound, libraft
@@ -86,17 +88,58 @@ int rn_transport_init(struct raft_uv_transport *t, uv_loop_t *loop,
 void rn_transport_free(struct raft_uv_transport *t);
 /* Connections dropped for `reason` since start. */
 uint64_t rn_transport_rejected(const struct raft_uv_transport *t, enum rn_wire_reason reason);
-/* Turn on mutual TLS for every connection, before listen (PEM files: this node's certificate
- * chain, its key, the CA every peer's certificate must chain to). 0, or -1 with err filled
- * (unreadable file, key not matching the certificate). */
-int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *key, const char *ca,
-                     char *err, size_t errlen);
+/* Peer TLS settings (rn_transport_tls); every string borrowed for the call. */
+struct rn_tp_tls {
+    const char *cert, *key, *ca; /* PEM: this node's chain, its key, the peer CA */
+    /* The name a member's certificate carries (a SAN DNS name, or the subject CN of a
+     * certificate without one), "%d" standing for its Raft id: see rn_tp_peer_name. */
+    const char *name_pattern;
+    uint64_t self_id; /* this node's id: its own certificate must name it */
+};
+/* Turn on mutual TLS for every connection, before listen, or again (SIGHUP) for new ones.
+ * Every peer certificate, in and out, must chain to the CA, carry extendedKeyUsage serverAuth
+ * AND clientAuth, and name the Raft id the peer claims in libraft's handshake (inbound) or the
+ * id this node dialled (outbound); otherwise the link is dropped as RN_WIRE_IDENTITY before
+ * one frame reaches libraft. This node's own certificate is held to the same rule. 0, or -1
+ * with err filled (unreadable file, key not matching, own certificate not fit to be a peer's),
+ * the previous settings then still in use. */
+int rn_transport_tls(struct raft_uv_transport *t, const struct rn_tp_tls *cfg, char *err,
+                     size_t errlen);
+/* Whether `pattern` is a usable --peer-cert-name: exactly one "%d", no other '%', and the
+ * rest letters, digits, '-' and '.' (a DNS name once the id is in), at most
+ * RN_TP_NAME_PATTERN_MAX bytes. */
+#define RN_TP_NAME_PATTERN_MAX 200
+bool rn_tp_name_pattern_ok(const char *pattern);
+/* The name member `id` must carry: `pattern` with "%d" replaced by id in decimal. 0, or -1 if
+ * it does not fit in `cap` (pattern is never a format string). */
+int rn_tp_peer_name(const char *pattern, uint64_t id, char *out, size_t cap);
 /* An outbound relay stops reading libraft's end while this much ciphertext waits for TCP. */
 #define RN_TP_RELAY_HIGH (2 * RN_TP_READ_CHUNK)
 
-/* Tests: replace the handshake deadline (ms) and the buffer cap (bytes) before listening. */
+/* Replace the handshake deadline (ms; --raft-handshake-timeout) and the buffer cap (bytes,
+ * tests) before listening. */
 void rn_transport_set_limits(struct raft_uv_transport *t, unsigned handshake_ms,
                              uint64_t buffer_cap);
+
+/* Caps on inbound links, checked when a connection is accepted (before any TLS work): a
+ * connection over one is closed at once and counted (RN_WIRE_LINK_CAP, RN_WIRE_HANDSHAKE_CAP).
+ * `links` counts every inbound link, `handshakes` those that have not yet completed TLS and
+ * libraft's handshake (the unauthenticated ones: they cost a TLS session and a handshake's
+ * CPU); each in total and per remote IP address. With links capped, the memory the inbound
+ * side holds is at most links * (RN_TP_LINK_FREE + a TLS session) + the buffer cap. */
+struct rn_tp_caps {
+    unsigned links, links_per_addr, handshakes, handshakes_per_addr;
+    /* New inbound links (each a handshake to run, TLS included) a second, with a burst of as
+     * many: a token bucket over all addresses, so a flood of quick handshakes that each end
+     * at once cannot keep the loop busy (RN_WIRE_HANDSHAKE_RATE). */
+    unsigned handshake_rate;
+};
+#define RN_TP_MAX_LINKS 64
+#define RN_TP_MAX_LINKS_PER_ADDR 16
+#define RN_TP_MAX_HANDSHAKES 16
+#define RN_TP_MAX_HANDSHAKES_PER_ADDR 8
+#define RN_TP_HANDSHAKE_RATE 100
+void rn_transport_set_caps(struct raft_uv_transport *t, const struct rn_tp_caps *caps);
 
 /* What a link's buffer of `cap` bytes counts against the cap (pure). */
 static inline uint64_t rn_tp_charge(uint64_t cap)

@@ -155,7 +155,6 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
                     const char *address, raft_uv_connect_cb cb)
 {
     struct tp *tp = t->impl;
-    (void)id;
     char host[PROTO_ADDR_BUF], port[sizeof("65535")];
     int portnum;
     if (tp->closing || proto_addr_parse(address, strlen(address), host, sizeof(host), &portnum))
@@ -167,6 +166,7 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
     d->tp = tp;
     d->req = req;
     d->cb = cb;
+    d->id = id;
     snprintf(d->address, sizeof(d->address), "%s", address);
     if (encode_handshake(tp->id, tp->address, &d->hs)) {
         free(d);

@@ -55,6 +55,7 @@ struct link {
     bool tls_seen;             /* bytes arrived: an EOF before tls_up is then a failed handshake */
     char scratch[16];          /* libraft never writes to its end: room to see EOF */
     char peer[PROTO_ADDR_BUF]; /* "host:port" of the remote end, for log lines */
+    char host[INET6_ADDRSTRLEN]; /* its IP address alone: the per-address caps' key */
     struct link *prev, *next;
 };
 
@@ -67,6 +68,7 @@ enum relay_state { R_HANDSHAKE = 0, R_RELAY = 1, R_CLOSING = 2 };
 struct relay {
     struct tp *tp;
     struct dial *d;   /* R_HANDSHAKE: the dial waiting for us; NULL once it ended */
+    uint64_t id;      /* the Raft id dialled (from the dial) */
     uv_tcp_t *tcp;    /* raft_malloc'd by the dial; freed here */
     uv_timer_t timer; /* the TLS handshake deadline */
     uv_pipe_t pipe;   /* our end of the socketpair */
@@ -89,6 +91,7 @@ struct dial {
     uv_write_t write;
     uv_buf_t hs;
     struct relay *relay; /* D_TLS: the relay doing the TLS handshake (owns the TCP handle) */
+    uint64_t id;         /* the Raft id dialled: the server certificate must name it */
     char address[PROTO_ADDR_BUF]; /* the peer's, for log lines */
     int status;                   /* D_CLOSING: what to report once the TCP handle closed */
     enum dial_state state;
@@ -115,10 +118,14 @@ struct tp {
     uint64_t log_window; /* uv_now() of the current one-second log window */
     unsigned log_lines;
     uint64_t log_dropped;
-    uv_tcp_t refuse; /* accepts and closes a connection there is no memory for a link for */
-    bool refusing;   /* `refuse` is open or closing */
-    SSL_CTX *tls;    /* peer TLS (rn_transport_tls), or NULL: plain TCP */
-    uint8_t *tls_in; /* RN_TP_TLS_READ bytes: every TLS connection's read buffer */
+    uv_tcp_t refuse;    /* accepts and closes a connection there is no memory for a link for */
+    bool refusing;      /* `refuse` is open or closing */
+    SSL_CTX *tls;       /* peer TLS (rn_transport_tls), or NULL: plain TCP */
+    char *name_pattern; /* peer TLS: --peer-cert-name (owned) */
+    struct rn_tp_caps caps;
+    uint64_t hs_tokens_milli; /* the handshake rate's bucket, in thousandths of a token */
+    uint64_t hs_refill_ms;    /* uv_now() it was last refilled */
+    uint8_t *tls_in;          /* RN_TP_TLS_READ bytes: every TLS connection's read buffer */
     struct relay *relays;
     char *capture; /* FENCELOCK_RAFT_CAPTURE or NULL */
     uint64_t captured;
@@ -156,6 +163,9 @@ long tp_tls_flush(SSL *ssl, uv_stream_t *s, tp_tls_written_cb cb);
 /* The last OpenSSL error of this thread as text in buf, and the queue cleared. */
 #define RN_TP_TLS_ERRLEN 160
 const char *tp_tls_error(char *buf, size_t len);
+/* Whether the peer certificate of `ssl` may speak for Raft id `id`: extendedKeyUsage
+ * serverAuth and clientAuth, and the name --peer-cert-name makes of id. 0, or -1 with why. */
+int tp_tls_identity(struct tp *tp, SSL *ssl, uint64_t id, char *why, size_t len);
 /* An inbound link read n bytes of ciphertext: decrypt, pump, reject on any TLS failure. */
 void tp_tls_link_input(struct link *l, const uint8_t *p, size_t n);
 

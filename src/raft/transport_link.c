@@ -226,6 +226,13 @@ static bool link_handshake(struct link *l, size_t *off)
         tp_link_reject(l, RN_WIRE_PEER, NULL);
         return false;
     }
+    /* Peer TLS: the certificate must be the claimed member's (transport_tls.c), or a client
+     * certificate of the same CA could speak as any member (issue 32). */
+    char why[RN_TP_TLS_ERRLEN];
+    if (l->ssl && tp_tls_identity(l->tp, l->ssl, r.id, why, sizeof(why))) {
+        tp_link_reject(l, RN_WIRE_IDENTITY, why);
+        return false;
+    }
     l->ctx.peer_id = r.id;
     if (link_handoff(l, r.id, r.address)) {
         LOGW(l->tp->log, "raft: cannot hand the connection from %s to libraft", l->peer);
@@ -410,6 +417,7 @@ static void link_peer_name(struct link *l)
         }
     }
     snprintf(l->peer, sizeof(l->peer), "%s:%d", host, port);
+    snprintf(l->host, sizeof(l->host), "%s", host);
 }
 
 /* The handshake deadline passed: a peer that has not said who it is in that time is not a
@@ -447,6 +455,45 @@ static void link_refuse(struct tp *tp)
     uv_close((uv_handle_t *)&tp->refuse, refuse_closed);
 }
 
+/* The caps (rn_transport_set_caps) for the new link `l`: RN_WIRE_OK, or the one it is over.
+ * Links closing are not counted: their descriptors go within the loop turn. An address that
+ * could not be read ("?") shares one count. */
+static enum rn_wire_reason link_admit(const struct link *l)
+{
+    const struct tp *tp = l->tp;
+    unsigned links = 0, here = 0, hs = 0, hs_here = 0;
+    for (const struct link *o = tp->links; o; o = o->next) {
+        if (o == l || o->state == L_CLOSING)
+            continue;
+        bool same = !strcmp(o->host, l->host);
+        links++;
+        here += same;
+        if (o->state == L_HANDSHAKE) {
+            hs++;
+            hs_here += same;
+        }
+    }
+    if (links >= tp->caps.links || here >= tp->caps.links_per_addr)
+        return RN_WIRE_LINK_CAP;
+    if (hs >= tp->caps.handshakes || hs_here >= tp->caps.handshakes_per_addr)
+        return RN_WIRE_HANDSHAKE_CAP;
+    return RN_WIRE_OK;
+}
+
+/* Take a token from the handshake rate's bucket (refilled at handshake_rate a second, holding
+ * a second's worth at most): false if it is empty. */
+static bool link_rate_ok(struct tp *tp)
+{
+    uint64_t now = uv_now(tp->loop), full = (uint64_t)tp->caps.handshake_rate * 1000;
+    uint64_t add = (now - tp->hs_refill_ms) * tp->caps.handshake_rate;
+    tp->hs_refill_ms = now;
+    tp->hs_tokens_milli = tp->hs_tokens_milli + add > full ? full : tp->hs_tokens_milli + add;
+    if (tp->hs_tokens_milli < 1000)
+        return false;
+    tp->hs_tokens_milli -= 1000;
+    return true;
+}
+
 void tp_link_accept_cb(uv_stream_t *server, int status)
 {
     struct tp *tp = server->data;
@@ -473,6 +520,13 @@ void tp_link_accept_cb(uv_stream_t *server, int status)
     }
     uv_tcp_nodelay(&l->tcp, 1);
     link_peer_name(l);
+    enum rn_wire_reason over = link_admit(l);
+    if (over == RN_WIRE_OK && !link_rate_ok(tp))
+        over = RN_WIRE_HANDSHAKE_RATE;
+    if (over != RN_WIRE_OK) {
+        tp_link_reject(l, over, NULL); /* before any TLS work: the cap bounds that too */
+        return;
+    }
     if (tp->tls && !(l->ssl = tp_tls_session(tp, true))) {
         LOGW(tp->log, "raft: out of memory: no TLS session for %s", l->peer);
         tp_link_close(l);

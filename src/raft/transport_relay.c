@@ -7,7 +7,8 @@
  * a deadline timer and the session; libraft owns and frees its end.
  *
  * A relay (enum relay_state) goes
- *   HANDSHAKE --relay_tls_step: TLS through, libraft's handshake sent, libraft got its
+ *   HANDSHAKE --relay_tls_step: TLS through, the server's certificate names the id dialled
+ *             (tp_tls_identity), libraft's handshake sent, libraft got its
  *             socketpair end (tp_dial_done)--> RELAY
  *   any --tp_relay_close: TLS or TCP error, the peer closed, libraft closed its end, the
  *        handshake deadline (handshake_ms), the transport closing--> CLOSING
@@ -77,15 +78,20 @@ void tp_relay_close_all(struct tp *tp)
 
 /* A TLS failure: counted with the inbound ones (the peer's certificate failed our check, or
  * ours failed the peer's), logged within the same rate limit. */
-static void relay_fail(struct relay *r, const char *why)
+static void relay_fail_as(struct relay *r, enum rn_wire_reason reason, const char *why)
 {
     char buf[RN_TP_TLS_ERRLEN];
-    r->tp->rejected[RN_WIRE_TLS]++;
+    r->tp->rejected[reason]++;
     if (tp_log_ok(r->tp))
         LOGW(r->tp->log, "raft: TLS connection to %s failed: %s", r->address,
              why ? why : tp_tls_error(buf, sizeof(buf)));
     ERR_clear_error();
     tp_relay_close(r);
+}
+
+static void relay_fail(struct relay *r, const char *why)
+{
+    relay_fail_as(r, RN_WIRE_TLS, why);
 }
 
 /* Queue what the session has for the peer; false (relay closed) if that failed. */
@@ -218,7 +224,10 @@ static void relay_tls_step(struct relay *r)
     int e = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(r->ssl, rc);
     if (!relay_flush(r))
         return;
-    if (e == SSL_ERROR_NONE)
+    char why[RN_TP_TLS_ERRLEN];
+    if (e == SSL_ERROR_NONE && tp_tls_identity(r->tp, r->ssl, r->id, why, sizeof(why)))
+        relay_fail_as(r, RN_WIRE_IDENTITY, why); /* not the member we meant to reach */
+    else if (e == SSL_ERROR_NONE)
         relay_handoff(r);
     else if (e != SSL_ERROR_WANT_READ)
         relay_fail(r, NULL);
@@ -281,6 +290,7 @@ int tp_relay_start(struct dial *d)
     }
     r->tp = tp;
     r->d = d;
+    r->id = d->id;
     r->tcp = d->tcp; /* taken: the relay closes and frees it */
     d->tcp = NULL;
     d->relay = r;

@@ -7,9 +7,15 @@
  * Sessions use memory BIOs: the transport keeps doing its own libuv reads and writes, so TLS
  * adds no thread, no blocking call and no extra system call on the inbound path. What is
  * checked: TLS 1.2 or later; each side presents a certificate that chains to --peer-tls-ca
- * (SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no anonymous client). What is not: the certificate's names
- * against the peer's address or Raft id. A cluster is addressed by IP and members change at
- * run time, so the CA is the membership credential (docs/security.md says so).
+ * (SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no anonymous client); and (issue 32) the certificate is a
+ * member's, for the id it speaks as: extendedKeyUsage serverAuth AND clientAuth (an
+ * application's clientAuth-only certificate from the same CA is not a peer), and the name
+ * --peer-cert-name makes of the Raft id (fencelock-node-%d by default) as a SAN DNS name or,
+ * in a certificate without one, the subject CN. Inbound, the id is the one libraft's handshake
+ * claims, checked before that handshake is accepted (tp_tls_identity from link_handshake), so
+ * not one frame from a certificate that names another id reaches libraft; outbound, the id
+ * this node dialled. The certificate's names are not checked against addresses: a cluster is
+ * addressed by IP and members change at run time, the Raft id is the identity.
  * Renegotiation is off and no session tickets are issued: a peer connection lives long and a
  * resumption cache would only be state to bound.
  */
@@ -21,6 +27,7 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/x509v3.h>
 
 /* One uv_write of TLS records; freed by write_done. */
 struct tls_write {
@@ -60,15 +67,84 @@ static int tls_ctx_load(SSL_CTX *ctx, const char *cert, const char *key, const c
     return -1;
 }
 
-int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *key, const char *ca,
-                     char *err, size_t errlen)
+bool rn_tp_name_pattern_ok(const char *pattern)
+{
+    size_t n = strlen(pattern);
+    const char *d = strstr(pattern, "%d");
+    if (!n || n > RN_TP_NAME_PATTERN_MAX || !d)
+        return false;
+    for (const char *p = pattern; *p; p++) {
+        if (p == d) {
+            p++; /* the one %d */
+            continue;
+        }
+        if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') && !(*p >= '0' && *p <= '9') &&
+            *p != '-' && *p != '.')
+            return false;
+    }
+    return true;
+}
+
+int rn_tp_peer_name(const char *pattern, uint64_t id, char *out, size_t cap)
+{
+    const char *d = strstr(pattern, "%d");
+    if (!d)
+        return -1;
+    int k = snprintf(out, cap, "%.*s%llu%s", (int)(d - pattern), pattern, (unsigned long long)id,
+                     d + 2);
+    return k < 0 || (size_t)k >= cap ? -1 : 0;
+}
+
+/* A peer certificate is used both ways: it accepts (serverAuth) and dials (clientAuth). A
+ * certificate without the extension is not taken as "any use": a client certificate made
+ * without one must not pass either. */
+static bool eku_peer(X509 *x)
+{
+    uint32_t flags = X509_get_extension_flags(x);
+    uint32_t xku = X509_get_extended_key_usage(x);
+    return (flags & EXFLAG_XKUSAGE) && (xku & XKU_SSL_SERVER) && (xku & XKU_SSL_CLIENT);
+}
+
+static int cert_identity(const char *pattern, X509 *x, uint64_t id, char *why, size_t len)
+{
+    char name[RN_TP_NAME_PATTERN_MAX + 24];
+    if (!x) {
+        snprintf(why, len, "no peer certificate");
+        return -1;
+    }
+    if (!eku_peer(x)) {
+        snprintf(why, len, "certificate lacks extendedKeyUsage serverAuth and clientAuth");
+        return -1;
+    }
+    if (rn_tp_peer_name(pattern, id, name, sizeof(name)) ||
+        X509_check_host(x, name, strlen(name), X509_CHECK_FLAG_NO_WILDCARDS, NULL) != 1) {
+        snprintf(why, len, "certificate does not name Raft id %llu (%s)", (unsigned long long)id,
+                 name);
+        return -1;
+    }
+    return 0;
+}
+
+int tp_tls_identity(struct tp *tp, SSL *ssl, uint64_t id, char *why, size_t len)
+{
+    return cert_identity(tp->name_pattern, SSL_get0_peer_certificate(ssl), id, why, len);
+}
+
+int rn_transport_tls(struct raft_uv_transport *t, const struct rn_tp_tls *cfg, char *err,
+                     size_t errlen)
 {
     struct tp *tp = t->impl;
+    char why[RN_TP_TLS_ERRLEN];
     ERR_clear_error();
+    if (!cfg->name_pattern || !rn_tp_name_pattern_ok(cfg->name_pattern)) {
+        snprintf(err, errlen, "peer TLS: bad certificate name pattern");
+        return -1;
+    }
     SSL_CTX *ctx = SSL_CTX_new(TLS_method());
     /* a reload keeps the read buffer: only the context changes */
     uint8_t *in = tp->tls_in ? tp->tls_in : malloc(RN_TP_TLS_READ);
-    if (!ctx || !in) {
+    char *pattern = strdup(cfg->name_pattern);
+    if (!ctx || !in || !pattern) {
         snprintf(err, errlen, "peer TLS: out of memory");
         goto fail;
     }
@@ -80,14 +156,26 @@ int rn_transport_tls(struct raft_uv_transport *t, const char *cert, const char *
     SSL_CTX_set_num_tickets(ctx, 0);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-    if (tls_ctx_load(ctx, cert, key, ca, err, errlen))
+    if (tls_ctx_load(ctx, cfg->cert, cfg->key, cfg->ca, err, errlen))
         goto fail;
+    /* Our own certificate goes to every peer, which holds it to the rule below: a node whose
+     * certificate would be refused by all its peers is refused here, naming the fix. */
+    if (cert_identity(pattern, SSL_CTX_get0_certificate(ctx), cfg->self_id, why, sizeof(why))) {
+        snprintf(err, errlen,
+                 "peer TLS: %s: %s (every member's certificate needs both and the "
+                 "name --peer-cert-name makes of its id)",
+                 cfg->cert, why);
+        goto fail;
+    }
     SSL_CTX_free(tp->tls); /* sessions made with the old one hold their own references */
     tp->tls = ctx;
     tp->tls_in = in;
+    free(tp->name_pattern);
+    tp->name_pattern = pattern;
     return 0;
 fail:
     SSL_CTX_free(ctx);
+    free(pattern);
     if (in != tp->tls_in)
         free(in);
     return -1;
@@ -97,8 +185,10 @@ void tp_tls_free(struct tp *tp)
 {
     SSL_CTX_free(tp->tls);
     free(tp->tls_in);
+    free(tp->name_pattern);
     tp->tls = NULL;
     tp->tls_in = NULL;
+    tp->name_pattern = NULL;
 }
 
 SSL *tp_tls_session(struct tp *tp, bool server)

@@ -28,6 +28,10 @@ static const char *const reason_names[RN_WIRE_NREASONS] = {
     [RN_WIRE_HANDSHAKE_TIMEOUT] = "handshake_timeout",
     [RN_WIRE_BUFFER_CAP] = "buffer_cap",
     [RN_WIRE_TLS] = "tls",
+    [RN_WIRE_IDENTITY] = "identity",
+    [RN_WIRE_LINK_CAP] = "link_cap",
+    [RN_WIRE_HANDSHAKE_CAP] = "handshake_cap",
+    [RN_WIRE_HANDSHAKE_RATE] = "handshake_rate",
 };
 
 const char *rn_wire_reason_name(enum rn_wire_reason r)

@@ -76,6 +76,12 @@ enum rn_wire_reason {
     RN_WIRE_HANDSHAKE_TIMEOUT, /* no complete handshake within the deadline */
     RN_WIRE_BUFFER_CAP,        /* buffering more would pass the cap over all inbound links */
     RN_WIRE_TLS, /* peer TLS: no TLS, a failed handshake or certificate, a TLS error */
+    /* peer TLS: the certificate does not name the claimed (inbound) or dialled (outbound) Raft
+     * id under --peer-cert-name, or lacks extendedKeyUsage serverAuth and clientAuth */
+    RN_WIRE_IDENTITY,
+    RN_WIRE_LINK_CAP,       /* inbound links at --raft-max-links (in total or per address) */
+    RN_WIRE_HANDSHAKE_CAP,  /* links still in their handshake at --raft-max-handshakes */
+    RN_WIRE_HANDSHAKE_RATE, /* more new inbound links a second than --raft-handshake-rate */
     RN_WIRE_NREASONS
 };
 

@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "server/cmd.h"
 
@@ -110,6 +111,16 @@ void clusterMembersCommand(struct srv_req *r)
     rn_foreach_server(r->s->rn, member_row, &ma);
 }
 
+/* Whether the host of the client address `client` is the host of the raft address `raft`
+ * (names compared without case; an IPv6 literal as written). */
+static bool same_host(const struct resp_arg *client, const char *raft)
+{
+    char ch[PROTO_ADDR_BUF], rh[PROTO_ADDR_BUF];
+    int cp, rp;
+    return proto_addr_parse(client->p, client->len, ch, sizeof(ch), &cp) == 0 &&
+           proto_addr_parse(raft, strlen(raft), rh, sizeof(rh), &rp) == 0 && !strcasecmp(ch, rh);
+}
+
 /* CLUSTER.ANNOUNCE id client-addr raft-addr [format]: a member tells the leader its client
  * address, and the highest log format it reads (format.c; absent: 1, a previous release). */
 void clusterAnnounceCommand(struct srv_req *r)
@@ -132,6 +143,21 @@ void clusterAnnounceCommand(struct srv_req *r)
     }
     if (!proto_addr_valid(client->p, client->len)) { /* no control bytes, a parseable port */
         cmd_reply_err(r, PROTO_ERR " client address must be host:port");
+        return;
+    }
+    /* Issue 32: the leader's entry is its own to write (srv_members_on_ready, re-asserted from
+     * the tick): an announce of it would send every -NOTLEADER, and the passwords of clients
+     * that follow it, wherever the announcer chose. */
+    if (id == r->s->cfg.id) {
+        resp_w_errorf(r->out, PROTO_ERR " member %llu is the leader: it writes its own entry",
+                      (unsigned long long)id);
+        return;
+    }
+    if (!r->s->cfg.announce_any_host && !same_host(client, known)) {
+        resp_w_errorf(r->out,
+                      PROTO_ERR " member %llu's client address must be on the host of its raft "
+                                "address %s (--announce-any-host to allow others)",
+                      (unsigned long long)id, known);
         return;
     }
     if (format < FSM_FORMAT_1 || format > UINT8_MAX) {

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "raft/transport.h"
 #include "server/config_int.h"
+#include "server/peer_guard.h"
 #include "server/server.h"
 
 #define NODE_ID_MAX (1ull << 32) /* node ids are 1..2^32 */
@@ -73,6 +75,13 @@ void srv_config_defaults(struct srv_config *c)
     c->event_value_max = 4096;
     c->event_buffer = 4u << 20;
     c->log_level = LOG_INFO;
+    snprintf(c->peer_cert_name, sizeof(c->peer_cert_name), "%s", RN_PEER_CERT_NAME);
+    c->raft_handshake_ms = RN_TP_HANDSHAKE_MS;
+    c->raft_max_links = RN_TP_MAX_LINKS;
+    c->raft_max_links_per_addr = RN_TP_MAX_LINKS_PER_ADDR;
+    c->raft_max_handshakes = RN_TP_MAX_HANDSHAKES;
+    c->raft_max_handshakes_per_addr = RN_TP_MAX_HANDSHAKES_PER_ADDR;
+    c->raft_handshake_rate = RN_TP_HANDSHAKE_RATE;
 }
 
 void srv_config_usage(FILE *f)
@@ -189,6 +198,30 @@ void srv_config_usage(FILE *f)
           "  --peer-tls-key FILE     its private key (PEM)\n"
           "  --peer-tls-ca FILE      the CA (PEM) every peer's certificate must chain to\n"
           "                          (the three are reloaded on SIGHUP for new connections)\n"
+          "  --peer-cert-name PATTERN\n"
+          "                          the name member N's peer certificate carries (SAN DNS\n"
+          "                          name, or CN without one), %d standing for N; a peer\n"
+          "                          certificate also needs extendedKeyUsage serverAuth and\n"
+          "                          clientAuth (default fencelock-node-%d)\n"
+          "  --peer-ca-shared-with-clients\n"
+          "                          start although --peer-tls-ca and --tls-ca trust a\n"
+          "                          certificate in common (otherwise refused)\n"
+          "  --insecure-raft         allow --raft-listen on a non-loopback address without\n"
+          "                          peer TLS (otherwise refused)\n"
+          "  --raft-handshake-timeout MS\n"
+          "                          an inbound Raft connection slower to complete TLS and\n"
+          "                          libraft's handshake is closed (default 5000)\n"
+          "  --raft-max-links N      inbound Raft connections at once (default 64)\n"
+          "  --raft-max-links-per-address N\n"
+          "                          of them from one IP address (default 16)\n"
+          "  --raft-max-handshakes N inbound Raft connections still in their handshake at\n"
+          "                          once (default 16)\n"
+          "  --raft-max-handshakes-per-address N\n"
+          "                          of them from one IP address (default 8)\n"
+          "  --raft-handshake-rate N new inbound Raft connections a second, over all\n"
+          "                          addresses, with a burst of as many (default 100)\n"
+          "  --announce-any-host     accept a member's CLUSTER.ANNOUNCE of a client address\n"
+          "                          whose host differs from its Raft address's host\n"
           "  --insecure-no-auth      allow --listen on a non-loopback address without\n"
           "                          --acl-file (otherwise refused)\n"
           "  --peer-user NAME        the user this node authenticates as (AUTH) before its\n"
@@ -206,7 +239,8 @@ void srv_config_usage(FILE *f)
           "                          keeps the old one). This node's calls to other members\n"
           "                          (CLUSTER.ANNOUNCE, --join) use TLS and this pair too\n"
           "  --tls-ca FILE           CA certificates client certificates (and other members'\n"
-          "                          certificates, for this node's calls) must chain to\n"
+          "                          certificates, for this node's calls) must chain to;\n"
+          "                          needed by --tls-cert on a cluster of several members\n"
           "  --tls-client-auth none|optional|require\n"
           "                          ask for a client certificate (default none)\n"
           "  --tls-user-from-cn      the client certificate's CN is the ACL user the\n"
@@ -365,6 +399,63 @@ static int check_protected(const struct srv_config *c)
     return -1;
 }
 
+/* A Raft port anyone can reach accepts forged log entries unless peers must prove who they
+ * are (peer TLS): that takes the TLS flags or saying so (--insecure-raft). */
+static int check_raft_exposed(const struct srv_config *c)
+{
+    char host[PROTO_ADDR_BUF];
+    int port;
+    if (c->peer_tls_cert[0] || c->insecure_raft || c->recover || c->restore[0])
+        return 0; /* --recover and --restore write the data dir and exit: nothing listens */
+    if (proto_addr_parse(c->raft_address, strlen(c->raft_address), host, sizeof(host), &port) ==
+            0 &&
+        srv_host_loopback(host))
+        return 0;
+    fprintf(stderr,
+            "fencelockd: refusing --raft-listen %s without peer TLS: anyone who can reach a "
+            "non-loopback Raft port could forge log entries. Give --peer-tls-cert, "
+            "--peer-tls-key and --peer-tls-ca (docs/security.md), listen on 127.0.0.1, or pass "
+            "--insecure-raft to accept the risk\n",
+            c->raft_address);
+    return -1;
+}
+
+/* A peer CA that also signs client certificates hands every application a certificate the
+ * Raft port's chain check accepts: refused unless the operator says it is meant. */
+static int check_peer_ca(const struct srv_config *c)
+{
+    if (!c->peer_tls_ca[0] || !c->tls.ca[0] || c->peer_ca_shared)
+        return 0;
+    char err[300];
+    int shared = srv_pem_share_cert(c->peer_tls_ca, c->tls.ca, err, sizeof err);
+    if (shared < 0) {
+        fprintf(stderr, "fencelockd: --peer-tls-ca %s / --tls-ca %s: %s\n", c->peer_tls_ca,
+                c->tls.ca, err);
+        return -1;
+    }
+    if (!shared)
+        return 0;
+    fprintf(stderr,
+            "fencelockd: refusing to start: --peer-tls-ca %s and --tls-ca %s trust the same "
+            "certificate, so a client certificate could be presented on the Raft port. Use a "
+            "CA of its own for the members (docs/security.md), or pass "
+            "--peer-ca-shared-with-clients to accept the risk\n",
+            c->peer_tls_ca, c->tls.ca);
+    return -1;
+}
+
+/* With client TLS, this node's calls to other members (announce, --join) verify them against
+ * --tls-ca before sending the peer password; without it they could verify nothing. */
+static int check_member_tls(const struct srv_config *c)
+{
+    if (!c->tls.cert[0] || c->tls.ca[0] || (c->n_peers <= 1 && !c->n_join))
+        return 0;
+    fprintf(stderr, "fencelockd: --tls-cert on a cluster of several members needs --tls-ca: "
+                    "this node's calls to the other members' client ports verify their "
+                    "certificates against it (never against the system's CAs)\n");
+    return -1;
+}
+
 /* Peer TLS is mutual: a node with a certificate but no CA (or the reverse) would either accept
  * any peer or be unable to prove itself, so a partial set is refused, not guessed at. */
 static int check_peer_tls(const struct srv_config *c)
@@ -427,6 +518,12 @@ static const struct num_flag num_flags[] = {
     NF("--event-history-bytes", event_history_bytes, 1, 4096, 1ull << 40),
     NF("--event-value-max", event_value_max, 1, 0, FSM_MAX_VALUE),
     NF("--event-buffer", event_buffer, 1, 1024, 1ull << 40),
+    NF("--raft-handshake-timeout", raft_handshake_ms, 2, 10, 3600000),
+    NF("--raft-max-links", raft_max_links, 2, 1, 100000),
+    NF("--raft-max-links-per-address", raft_max_links_per_addr, 2, 1, 100000),
+    NF("--raft-max-handshakes", raft_max_handshakes, 2, 1, 100000),
+    NF("--raft-max-handshakes-per-address", raft_max_handshakes_per_addr, 2, 1, 100000),
+    NF("--raft-handshake-rate", raft_handshake_rate, 2, 1, 1000000),
 };
 
 static int set_num(struct srv_config *c, const struct num_flag *f, const char *v, const char *where)
@@ -549,6 +646,12 @@ static int set_str(struct srv_config *c, const char *flag, const char *v)
         snprintf(tls, sizeof(c->peer_tls_cert), "%s", v);
         return 0;
     }
+    if (!strcmp(flag, "--peer-cert-name")) {
+        if (!rn_tp_name_pattern_ok(v) || strlen(v) >= sizeof(c->peer_cert_name))
+            return -1;
+        snprintf(c->peer_cert_name, sizeof(c->peer_cert_name), "%s", v);
+        return 0;
+    }
     if (!strncmp(flag, "--tls-", 6))
         return set_tls(&c->tls, flag, v);
     if (!strcmp(flag, "--acl-file"))
@@ -624,5 +727,8 @@ int cfg_check(struct srv_config *c)
         fprintf(stderr, "fencelockd: %s\n", err);
         return -1;
     }
-    return check_peer_tls(c) || check_peer(c) || check_protected(c) ? -1 : 0;
+    return check_peer_tls(c) || check_peer(c) || check_protected(c) || check_raft_exposed(c) ||
+                   check_member_tls(c) || check_peer_ca(c)
+               ? -1
+               : 0;
 }

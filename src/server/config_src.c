@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "raft/rn.h"
 #include "server/config_int.h"
 #include "server/server.h"
 
@@ -62,6 +63,7 @@ static const struct {
     {"--peer-tls-cert", NULL},
     {"--peer-tls-key", NULL},
     {"--peer-tls-ca", NULL},
+    {"--peer-cert-name", RN_PEER_CERT_NAME},
     {"--tls-cert", NULL},
     {"--tls-key", NULL},
     {"--tls-ca", NULL},
@@ -75,6 +77,9 @@ static const struct {
 } bool_flags[] = {
     {"--insecure-no-auth", offsetof(struct srv_config, insecure_no_auth)},
     {"--tls-user-from-cn", offsetof(struct srv_config, tls.user_from_cn)},
+    {"--peer-ca-shared-with-clients", offsetof(struct srv_config, peer_ca_shared)},
+    {"--insecure-raft", offsetof(struct srv_config, insecure_raft)},
+    {"--announce-any-host", offsetof(struct srv_config, announce_any_host)},
 };
 
 #define N_STR (sizeof(str_flags) / sizeof(str_flags[0]))

@@ -2,7 +2,10 @@
 /*
  * members.c — the replicated member table: where each node takes clients.
  *
- * A ready leader writes its own entry (MEMBER_SET). A follower whose entry is missing or stale
+ * A ready leader writes its own entry (MEMBER_SET), and again from the tick whenever the table
+ * no longer holds it (once a second at most); an announce of the leader's own id, or of a
+ * client address on another host than the member's raft address (unless --announce-any-host),
+ * is refused (issue 32). A follower whose entry is missing or stale
  * tells the leader with `CLUSTER.ANNOUNCE id client-addr raft-addr` over the leader's client
  * port (a short RESP connection, one at a time, retried from the tick every second); the
  * leader checks the id and raft address against the Raft configuration and proposes it.
@@ -26,7 +29,8 @@
  *
  * TLS: when this node's client port speaks TLS (--tls-cert), so do the other members' (one
  * cluster, one setting), and the connection is TLS too (tls.h: the client context presents
- * this node's certificate and verifies the server's against --tls-ca). The engine works on
+ * this node's certificate and verifies the server's against --tls-ca and the address dialled,
+ * so the peer password goes only to a certificate that names that address). The engine works on
  * memory BIOs, so the loop never blocks: ciphertext read goes through tls_conn_feed, and
  * whatever the session has to send (handshake records, then the sealed request) is written
  * after every feed. A failed handshake (wrong CA, certificate refused) is logged with what to
@@ -395,8 +399,9 @@ static void tls_failed(struct srv_announce *a, const char *err)
          (unsigned long long)(wait / 1000));
     if (!s->announce_tls_logged)
         LOGW(&s->log, "TLS to other members' client ports: the server's certificate must chain "
-                      "to --tls-ca, and a member that asks for client certificates must accept "
-                      "this node's --tls-cert (docs/security.md)");
+                      "to --tls-ca and name the address dialled (IP or DNS subjectAltName), and "
+                      "a member that asks for client certificates must accept this node's "
+                      "--tls-cert (docs/security.md)");
     s->announce_tls_logged = true;
     if (a->join)
         s->join_target[0] = 0;
@@ -454,8 +459,13 @@ static void announce_written(uv_write_t *req, int status)
 /* TLS: a client session; its ClientHello goes out, then replies are read (see the top). */
 static void announce_tls_start(struct srv_announce *a)
 {
-    char err[256];
-    a->tls = tls_conn_new_client(a->s->tls);
+    char err[256], host[PROTO_ADDR_BUF];
+    int port;
+    if (proto_addr_parse(a->target, strlen(a->target), host, sizeof host, &port)) {
+        announce_close(a); /* never: targets are checked addresses */
+        return;
+    }
+    a->tls = tls_conn_new_client(a->s->tls, host);
     if (!a->tls || tls_conn_feed(a->tls, NULL, 0, &a->plain, err, sizeof err) < 0 || tls_flush(a)) {
         announce_close(a);
         return;
@@ -669,6 +679,14 @@ static void announce_tick(struct srv *s, uint64_t now)
 void srv_members_tick(struct srv *s)
 {
     uint64_t now = srv_now_ms();
+    /* A ready leader's own entry changed under it (written by an older leader's term, or
+     * anything that got past CLUSTER.ANNOUNCE's checks): write it again, once a second at
+     * most, so -NOTLEADER never points elsewhere for long. */
+    if (s->role == RN_LEADER && srv_ready(s) && !s->stopping &&
+        now - s->self_assert_ms >= ANNOUNCE_EVERY_MS && !self_entry_current(s)) {
+        s->self_assert_ms = now;
+        srv_members_on_ready(s);
+    }
     if (s->cfg.n_join && !s->joined)
         join_quiet(s, now);
     if (s->announce) {

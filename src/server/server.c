@@ -6,6 +6,7 @@
  */
 #include "common/map.h"
 #include "server/cmd.h"
+#include "server/peer_guard.h"
 #include "server/secret.h"
 #include "server/server.h"
 
@@ -139,6 +140,13 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .peer_tls_cert = s->cfg.peer_tls_cert[0] ? s->cfg.peer_tls_cert : NULL,
         .peer_tls_key = s->cfg.peer_tls_key,
         .peer_tls_ca = s->cfg.peer_tls_ca,
+        .peer_cert_name = s->cfg.peer_cert_name,
+        .raft_handshake_ms = s->cfg.raft_handshake_ms,
+        .raft_max_links = s->cfg.raft_max_links,
+        .raft_max_links_per_addr = s->cfg.raft_max_links_per_addr,
+        .raft_max_handshakes = s->cfg.raft_max_handshakes,
+        .raft_max_handshakes_per_addr = s->cfg.raft_max_handshakes_per_addr,
+        .raft_handshake_rate = s->cfg.raft_handshake_rate,
         .max_format = cfg->max_log_format,
     };
     struct rn_hooks hooks = {.arg = s,
@@ -242,6 +250,13 @@ int srv_start(struct srv *s)
         return -1;
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
+    /* /health hands out the term and applied index, what a forger of Raft traffic needs. */
+    if (s->cfg.http_port && !srv_host_loopback(s->cfg.http_host))
+        LOGW(&s->log,
+             "http: /metrics and /health on the non-loopback address %s:%d have no "
+             "authentication: anyone who reaches it reads the term, the applied index and the "
+             "counters; put it behind a firewall or use --http-listen 127.0.0.1:PORT",
+             s->cfg.http_host, s->cfg.http_port);
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
     hup_start(s);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",

@@ -98,6 +98,19 @@ struct srv_config {
     struct tls_config tls; /* --tls-*: cert "" = the client port is plain text */
     /* --peer-tls-cert/-key/-ca: mutual TLS on the Raft port; all three or none ("") */
     char peer_tls_cert[512], peer_tls_key[512], peer_tls_ca[512];
+    /* --peer-cert-name: the name member N's peer certificate carries, "%d" for N */
+    char peer_cert_name[256];
+    /* --peer-ca-shared-with-clients: start although --peer-tls-ca trusts a certificate
+     * --tls-ca trusts (otherwise refused: config.c check_peer_ca) */
+    bool peer_ca_shared;
+    /* --insecure-raft: --raft-listen on a routable address without peer TLS */
+    bool insecure_raft;
+    /* --announce-any-host: a member's CLUSTER.ANNOUNCE may name a client host other than its
+     * Raft address's host */
+    bool announce_any_host;
+    /* --raft-handshake-timeout and the inbound link caps (transport.h rn_tp_caps) */
+    unsigned raft_handshake_ms, raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
+        raft_max_handshakes_per_addr, raft_handshake_rate;
     /* --token-key FILE[,FILE2]: FENCE.SIGN signs with the first, FENCE.VERIFY accepts each */
     char token_key[TSIG_MAX_KEYS][TSIG_PATH_MAX];
     size_t n_token_keys; /* 0 = no key: FENCE.SIGN / FENCE.VERIFY refused */
@@ -252,6 +265,7 @@ struct srv {
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
+    uint64_t self_assert_ms;  /* a leader last rewrote its own entry (members.c) */
     bool announce_tls_logged; /* the hint after a failed TLS announce or join was logged */
     /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     char join_target[PROTO_ADDR_BUF];

@@ -3,6 +3,7 @@
  * tls.c — the client port's TLS engine over memory BIOs (tls.h has the data flow and who owns
  * what). Nothing here touches a socket or a connection: conn_tls.c glues it to srv_conn.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "server/tls.h"
 
@@ -136,9 +138,11 @@ static SSL_CTX *client_ctx_build(const struct tls_config *cfg, char *err, size_t
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1 ||
         SSL_CTX_use_PrivateKey_file(ctx, cfg->key, SSL_FILETYPE_PEM) != 1)
         goto fail;
+    /* Never the system's CAs (issue 32): any publicly trusted certificate for the address
+     * would get the peer password. Without --tls-ca nothing verifies (config.c refuses to
+     * start a node that calls other members without it). */
     what = "CA (client side)";
-    if (cfg->ca[0] ? SSL_CTX_load_verify_locations(ctx, cfg->ca, NULL) != 1
-                   : SSL_CTX_set_default_verify_paths(ctx) != 1)
+    if (cfg->ca[0] && SSL_CTX_load_verify_locations(ctx, cfg->ca, NULL) != 1)
         goto fail;
     return ctx;
 fail:
@@ -238,9 +242,25 @@ struct tls_conn *tls_conn_new(struct srv_tls *t)
     return conn_new(t->ctx, true);
 }
 
-struct tls_conn *tls_conn_new_client(struct srv_tls *t)
+struct tls_conn *tls_conn_new_client(struct srv_tls *t, const char *host)
 {
-    return conn_new(t->client_ctx, false);
+    struct tls_conn *tc = conn_new(t->client_ctx, false);
+    if (!tc)
+        return NULL;
+    /* The server's certificate must name the address dialled: an IP literal as an IP SAN, a
+     * name as a DNS SAN (or the CN without one), so another certificate of the same CA
+     * cannot stand in for the member (issue 32). */
+    unsigned char ip[16];
+    bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    X509_VERIFY_PARAM *param = SSL_get0_param(tc->ssl);
+    int ok = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, host)
+                     : SSL_set1_host(tc->ssl, host) && SSL_set_tlsext_host_name(tc->ssl, host);
+    if (ok != 1) {
+        tls_conn_free(tc);
+        return NULL;
+    }
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    return tc;
 }
 
 const char *tls_conn_verify_error(const struct tls_conn *tc)

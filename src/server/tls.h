@@ -20,8 +20,9 @@
  * speaks TLS to the other members' client ports with it (CLUSTER.ANNOUNCE, --join's
  * CLUSTER.ADD). It presents this node's certificate (a server that asks for client certificates
  * gets it; it must then allow client authentication) and verifies the server against --tls-ca
- * (the system's CAs without it): its chain, not its names, like peer TLS on the Raft port,
- * because members are addressed by IP and change at run time (docs/security.md).
+ * (never the system's CAs: without --tls-ca nothing verifies) and against the address dialled
+ * (an IP SAN for an IP literal, a DNS name otherwise), before anything, the peer password
+ * included, is sent (issue 32; docs/security.md).
  *
  * Invariants: TLS 1.2 minimum, renegotiation off, compression off. Plaintext is produced only
  * after the handshake (and the client-certificate check --tls-client-auth asks for) succeeded.
@@ -76,9 +77,10 @@ void tls_free(struct srv_tls *t);
 int tls_reload(struct srv_tls *t, struct logger *log);
 
 struct tls_conn *tls_conn_new(struct srv_tls *t);
-/* A client-side connection to another member's client port (client_ctx); its handshake starts
- * with the first tls_conn_feed (n may be 0) and tls_conn_seal. */
-struct tls_conn *tls_conn_new_client(struct srv_tls *t);
+/* A client-side connection to another member's client port (client_ctx) at `host` (the
+ * address's host, unbracketed: the certificate must name it); its handshake starts with the
+ * first tls_conn_feed (n may be 0) and tls_conn_seal. NULL: out of memory. */
+struct tls_conn *tls_conn_new_client(struct srv_tls *t, const char *host);
 void tls_conn_free(struct tls_conn *tc);
 /* Feed n bytes read into t->raw; decrypted bytes are appended to `in`. Returns 1 when this call
  * finished the handshake, 0 when fine, -1 when the connection must close: the reason in err,

@@ -312,3 +312,58 @@ def test_audit_log_lines_for_auth_denials_reloads_and_rotation(ctx):
                what="an event in the new file")
     with open(path + ".1", "rb") as f:
         eq(len(f.read().splitlines()), len(lines) + 0, "the old file keeps its lines")
+
+
+def test_peer_cannot_announce_the_leaders_id_or_a_foreign_host(ctx):
+    """Issue 32: a `peer` user announced the leader's own id with any client address, and every
+    follower's -NOTLEADER (and the clients' passwords behind it) went there. Now, on a 3-node
+    cluster: an announce of the leader's id is refused, so is a follower's client address on
+    another host than its Raft address; the member table and every redirect stay right. An
+    announce on the member's own host still works (a changed client port)."""
+    acl, good, _ = _acl_files(ctx)
+    servers = _start_cluster(ctx, acl, good)
+    leader = _leader(servers)
+    wait_until(lambda: _all_addresses_known(leader, servers), timeout=20, interval=0.2,
+               what="the leader knows every member's client address")
+    f = [s for s in servers if s is not leader][0]
+    before = _members(leader)
+    with _conn(leader, "peer") as c:
+        r = expect_err(c.call("CLUSTER.ANNOUNCE", leader.node_id, "6.6.6.6:6379",
+                              "127.0.0.1:%d" % leader.raft_port), "ERR")
+        assert "is the leader" in r.text, r.text
+        r = expect_err(c.call("CLUSTER.ANNOUNCE", f.node_id, "6.6.6.6:6379",
+                              "127.0.0.1:%d" % f.raft_port), "ERR")
+        assert "must be on the host of its raft address" in r.text, r.text
+    eq(_members(leader), before, "the member table after the refused announces")
+    for s in servers:
+        if s is leader:
+            continue
+        with _conn(s, "app") as c:
+            eq(expect_err(c.call("PUT", "k", "v"), "NOTLEADER").text,
+               "NOTLEADER 127.0.0.1:%d" % leader.port, "node %d's redirect" % s.node_id)
+    # The member's own host with another port is accepted (then the member corrects it).
+    with _conn(leader, "peer") as c:
+        expect_ok(c.call("CLUSTER.ANNOUNCE", f.node_id, "127.0.0.1:1",
+                          "127.0.0.1:%d" % f.raft_port))
+    wait_until(lambda: _all_addresses_known(leader, servers), timeout=20, interval=0.2,
+               what="node %d announced its own address again" % f.node_id)
+
+
+def test_announce_any_host_allows_a_client_address_on_another_host(ctx):
+    """--announce-any-host: a follower's client address may be on another host (members whose
+    client and Raft networks differ); the leader's own id stays refused."""
+    acl, good, _ = _acl_files(ctx)
+    servers = [new_server(ctx, i) for i in (1, 2, 3)]
+    peers = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    for s in servers:
+        s.extra_args = ["--initial-cluster", peers] + TIMING + _flags(s, acl, good) + \
+            ["--announce-any-host"]
+        s.start(wait=False)
+    leader = _leader(servers)
+    f = [s for s in servers if s is not leader][0]
+    with _conn(leader, "peer") as c:
+        expect_ok(c.call("CLUSTER.ANNOUNCE", f.node_id, "10.9.9.9:6379",
+                          "127.0.0.1:%d" % f.raft_port))
+        expect_err(c.call("CLUSTER.ANNOUNCE", leader.node_id, "10.9.9.9:6379",
+                          "127.0.0.1:%d" % leader.raft_port), "ERR")
+    eq(_members(leader)[leader.node_id][0], "127.0.0.1:%d" % leader.port, "the leader's entry")

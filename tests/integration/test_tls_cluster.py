@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A cluster with every security layer on (docs/security.md "A TLS cluster, step by step"):
-client TLS with client certificates required, mutual TLS on the Raft port and ACLs. The
+client TLS with client certificates required (the client CA), mutual TLS on the Raft port with
+named member certificates of a CA of its own (the peers' CA), and ACLs; the guide's own openssl
+commands make a working cluster. Issue 32: the members' calls verify the address dialled and
+send the peer password to nobody else. The
 members' own calls to each other's client ports (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD) go
 over TLS with the node's certificate, authenticated as the peer user: every follower's client
 address reaches the leader (redirects point at it), a 4th node joins over TLS and becomes a
@@ -26,7 +29,8 @@ NODE_EXT = ("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
 
 
 def pki(ctx, name, ca="ca"):
-    """A CA (made once) and a node certificate it signed: usable as server and client."""
+    """A client CA (made once) and a node certificate it signed for the client port: usable
+    as server and client (the node's own calls to other members)."""
     d = ctx.tmp("pki")
     os.makedirs(d, exist_ok=True)
     if not os.path.exists(os.path.join(d, ca + ".crt")):
@@ -37,11 +41,13 @@ def pki(ctx, name, ca="ca"):
             (("cert", name + ".crt"), ("key", name + ".key"), ("ca", ca + ".crt"))}
 
 
-def flags(p, acl, pwfile):
+def flags(ctx, p, acl, pwfile, node_id):
+    """The guide's flags: the client port with a certificate of the client CA, the Raft port
+    with node_id's named certificate of a CA of its own (the peers' CA)."""
+    from test_peer_tls import make_pki, tls_flags
     return ["--tls-cert", p["cert"], "--tls-key", p["key"], "--tls-ca", p["ca"],
-            "--tls-client-auth", "require",
-            "--peer-tls-cert", p["cert"], "--peer-tls-key", p["key"], "--peer-tls-ca", p["ca"],
-            "--acl-file", acl, "--peer-user", "peer", "--peer-password-file", pwfile]
+            "--tls-client-auth", "require"] + tls_flags(make_pki(ctx, "peers"), node_id) + \
+        ["--acl-file", acl, "--peer-user", "peer", "--peer-password-file", pwfile]
 
 
 def client_context(p):
@@ -81,7 +87,7 @@ def members(s):
 
 def node(ctx, i, p, acl, pwfile, args):
     s = new_server(ctx, i)
-    s.extra_args = list(args) + TIMING + flags(p, acl, pwfile)
+    s.extra_args = list(args) + TIMING + flags(ctx, p, acl, pwfile, i)
     s.tls = client_context(p)
     return s
 
@@ -92,7 +98,7 @@ def secure_cluster(ctx):
     servers = [new_server(ctx, i) for i in (1, 2, 3)]
     peers = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
     for s in servers:
-        s.extra_args = ["--initial-cluster", peers] + TIMING + flags(p, acl, good)
+        s.extra_args = ["--initial-cluster", peers] + TIMING + flags(ctx, p, acl, good, s.node_id)
         s.tls = client_context(p)
         s.start(wait=False)
     return servers, p, acl, good
@@ -151,23 +157,32 @@ def test_peer_tls_sighup_reloads_certificates_for_new_connections(ctx):
     """The --peer-tls-* files of every member replaced by a new CA's and SIGHUP: new Raft
     connections use them, so a node with the new CA's certificate joins (the members verify it
     against the new CA, it verifies them), and a restarted follower reconnects."""
-    from cluster import ready_leader, start_cluster
-    from test_peer_tls import make_pki, tls_flags
+    from cluster import ready_leader
+    from test_peer_tls import make_pki, node_cert, tls_flags
     old, new = make_pki(ctx, "old"), make_pki(ctx, "new")
-    live = {k: ctx.tmp("live-" + k) for k in ("cert", "key", "ca")}
-    for k in live:
-        shutil.copyfile(old[k], live[k])
-    os.chmod(live["key"], 0o600)  # a secret: fencelockd refuses group/world-readable keys
-    servers = start_cluster(ctx, 3, extra=tls_flags(live))
+    servers = [new_server(ctx, i) for i in (1, 2, 3)]
+    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    live = {}
+    for s in servers:
+        live[s.node_id] = {k: ctx.tmp("live%d-%s" % (s.node_id, k)) for k in ("cert", "key", "ca")}
+        for k, path in live[s.node_id].items():
+            shutil.copyfile(node_cert(old, s.node_id)[k], path)
+        os.chmod(live[s.node_id]["key"], 0o600)  # a secret: group/world-readable is refused
+        s.extra_args = ["--initial-cluster", members] + TIMING + \
+            ["--peer-tls-cert", live[s.node_id]["cert"], "--peer-tls-key",
+             live[s.node_id]["key"], "--peer-tls-ca", live[s.node_id]["ca"]]
+        s.start(wait=False)
     leader = ready_leader(servers, timeout=30)
-    for k in live:
-        shutil.copyfile(new[k], live[k])
+    for s in servers:
+        for k, path in live[s.node_id].items():
+            shutil.copyfile(node_cert(new, s.node_id)[k], path)
     for s in servers:
         os.kill(s.proc.pid, signal.SIGHUP)
     for s in servers:
         wait_until(lambda s=s: "SIGHUP: peer TLS certificate, key and CA reloaded"
                    in s.log_text(), timeout=10, what="node %d reloaded" % s.node_id)
-    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING + tls_flags(new))
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING +
+                    tls_flags(new, 4))
     n4.start(wait=False)
 
     def voter():
@@ -192,3 +207,171 @@ def test_peer_tls_sighup_reloads_certificates_for_new_connections(ctx):
 
 
 test_peer_tls_sighup_reloads_certificates_for_new_connections.timeout = 120
+
+
+class FakeMember:
+    """A TLS listener posing as a member's client port with the certificate `p`: it records
+    the plaintext of every connection whose handshake completed (so whether the peer password
+    reached it) and the number of connections it saw."""
+
+    def __init__(self, p):
+        import socket
+        import threading
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(p["cert"], p["key"])
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.received, self.connections, self.stop = b"", 0, False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        deadline = time.monotonic() + 120  # bounded even if the test forgets to close
+        while not self.stop and time.monotonic() < deadline:
+            try:
+                raw, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            raw.settimeout(3)
+            try:
+                with self.ctx.wrap_socket(raw, server_side=True) as s:
+                    while True:
+                        b = s.recv(4096)
+                        if not b:
+                            break
+                        self.received += b
+            except (OSError, ssl.SSLError):
+                pass
+            finally:
+                raw.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_member_calls_verify_the_address_before_sending_the_peer_password(ctx):
+    """Issue 32: this node's --join / CLUSTER.ANNOUNCE checked only the server certificate's
+    chain (and fell back to the system CAs without --tls-ca), then sent `AUTH peer PASSWORD`.
+    A fake member at 127.0.0.1 with a certificate of another CA, or of the right CA but naming
+    another address (10.1.2.3, elsewhere.example), never receives it; one whose certificate
+    names 127.0.0.1 does (the control). A node of several members with --tls-cert and no
+    --tls-ca refuses to start."""
+    acl, good, _ = _acl_files(ctx)
+    p = pki(ctx, "node")
+    cases = [("foreign CA", pki(ctx, "fake-foreign", ca="otherca"), False)]
+    d = ctx.tmp("pki")
+    _key_csr(d, "fake-name", "127.0.0.1")
+    _sign(d, "fake-name", "ca", "subjectAltName=IP:10.1.2.3,DNS:elsewhere.example\n"
+          "extendedKeyUsage=serverAuth,clientAuth")
+    cases.append(("another address", {k: os.path.join(d, v) for k, v in
+                                      (("cert", "fake-name.crt"), ("key", "fake-name.key"))},
+                  False))
+    cases.append(("the right address", p, True))
+    for i, (what, cert, gets) in enumerate(cases):
+        fake = FakeMember(cert)
+        try:
+            n = new_server(ctx, 10 + i, ["--join", "127.0.0.1:%d" % fake.port] + TIMING + [
+                "--tls-cert", p["cert"], "--tls-key", p["key"], "--tls-ca", p["ca"],
+                "--acl-file", acl, "--peer-user", "peer", "--peer-password-file", good])
+            n.start(wait=False)
+            if gets:
+                wait_until(lambda: b"AUTH" in fake.received, timeout=30, interval=0.1,
+                           what="the control member got the AUTH")
+                assert b"peerpw" in fake.received
+            else:
+                line = "join to 127.0.0.1:%d: TLS handshake failed" % fake.port
+                wait_until(lambda: line in n.log_text(), timeout=30, interval=0.1,
+                           what="the join to a member with %s refused" % what)
+                assert fake.connections >= 1
+                eq(fake.received, b"", "what a member with %s received" % what)
+            n.stop()
+        finally:
+            fake.close()
+    import subprocess
+    r = subprocess.run([ctx.binary, "--data-dir", ctx.tmp("d"), "--join", "127.0.0.1:1",
+                        "--tls-cert", p["cert"], "--tls-key", p["key"]],
+                       capture_output=True, timeout=30)
+    eq(r.returncode, 2, "exit status; stderr %r" % r.stderr)
+    assert b"needs --tls-ca" in r.stderr, r.stderr
+
+
+test_member_calls_verify_the_address_before_sending_the_peer_password.timeout = 150
+
+
+def _guide_commands():
+    """The shell commands of docs/security.md "A TLS cluster, step by step" that make the
+    certificates (openssl and printf lines, continuations joined): (once, per node) lists."""
+    import re
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(root, "docs", "security.md")) as f:
+        doc = f.read()
+    start = doc.index("## A TLS cluster, step by step")
+    section = doc[start:doc.index("\n## ", start + 1)]
+    cmds, cur = [], ""
+    for line in section.splitlines():
+        if not line.startswith("       ") or not line.strip():
+            continue
+        cur += line.strip()
+        if cur.endswith("\\"):
+            cur = cur[:-1] + " "
+            continue
+        if cur.startswith(("openssl ", "printf ")):
+            cmds.append(cur)
+        cur = ""
+    per_node = re.compile(r"node-?N|10\.0\.0\.N")
+    return [c for c in cmds if not per_node.search(c)], [c for c in cmds if per_node.search(c)]
+
+
+def test_security_guide_commands_make_a_working_two_ca_cluster(ctx):
+    """The guide's openssl commands, run as written (10.0.0.N -> 127.0.0.1, N -> the node id),
+    make the files a 3-node cluster with every layer on starts with: it elects, every member's
+    client address is announced, writes commit, and no Raft connection is dropped."""
+    import re
+    import subprocess
+    once, per_node = _guide_commands()
+    assert len(once) == 2 and len(per_node) == 6, (once, per_node)
+    d = ctx.tmp("guide")
+    os.makedirs(d, exist_ok=True)
+    servers = [new_server(ctx, i) for i in (1, 2, 3)]
+    cmds = once + [re.sub(r"(node-?)N", r"\g<1>%d" % s.node_id,
+                          c.replace("10.0.0.N", "127.0.0.1")) for s in servers for c in per_node]
+    for c in cmds:
+        r = subprocess.run(["bash", "-ec", c], cwd=d, capture_output=True, timeout=60)
+        assert r.returncode == 0, (c, r.stderr)
+    acl, good, _ = _acl_files(ctx)
+    peers = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    f = {k: os.path.join(d, k) for k in ("client-ca.pem", "peer-ca.pem")}
+    for s in servers:
+        n = "node%d" % s.node_id
+        s.extra_args = ["--initial-cluster", peers] + TIMING + [
+            "--tls-cert", os.path.join(d, n + ".pem"), "--tls-key", os.path.join(d, n + ".key"),
+            "--tls-ca", f["client-ca.pem"], "--tls-client-auth", "require",
+            "--peer-tls-cert", os.path.join(d, n + "-peer.pem"),
+            "--peer-tls-key", os.path.join(d, n + "-peer.key"),
+            "--peer-tls-ca", f["peer-ca.pem"],
+            "--acl-file", acl, "--peer-user", "peer", "--peer-password-file", good]
+        s.tls = client_context({"cert": os.path.join(d, "node1.pem"),
+                                "key": os.path.join(d, "node1.key"), "ca": f["client-ca.pem"]})
+        s.start(wait=False)
+    leader = leader_of(servers)
+    wait_until(lambda: all_known(leader, servers), timeout=30, interval=0.2,
+               what="the leader knows every member's client address")
+    with conn(leader, "app") as c:
+        expect_int(c.call("PUT", "k", "v"))
+    for s in servers:
+        eq(metric(s, "fencelock_tls_handshake_failures_total"), 0,
+           "node %d: failed handshakes" % s.node_id)
+        from test_raft_port import rejected
+        got = rejected(s)
+        for reason in ("tls", "identity"):
+            eq(got.get(reason, 0), 0,
+               "node %d: Raft connections dropped as %s" % (s.node_id, reason))
+
+
+test_security_guide_commands_make_a_working_two_ca_cluster.timeout = 120

@@ -128,13 +128,18 @@ class Cluster:
                            "%s-n%d" % (self.tag, i)) for i in range(1, n + 1)]
         self.members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in self.nodes)
         self.extra = list(extra)  # server flags of every incarnation (snapshot settings)
+        self.secure = secure
         if secure:  # --secure: TLS both layers, ACLs (secure.py)
-            self.extra += secure.server_flags()
             for s in self.nodes:
                 secure.apply(s)
         for s in self.nodes:
-            s.extra_args = ["--initial-cluster", self.members] + TIMING + self.extra
+            s.extra_args = ["--initial-cluster", self.members] + TIMING + self.node_extra(s)
         self.rules = []  # iptables rules in force (argument lists after -A)
+
+    def node_extra(self, s):
+        """The flags of every incarnation of node s: self.extra and, with --secure, its own
+        (its named peer certificate)."""
+        return self.extra + (self.secure.server_flags(s.node_id) if self.secure else [])
 
     # ---- lifecycle ----
     def start(self):
@@ -291,7 +296,7 @@ class Cluster:
         order = ([lead] if lead else []) + [x for x in self.nodes
                                             if x is not s and x is not lead and not x.removed]
         s.extra_args = (["--join", ",".join("127.0.0.1:%d" % x.port for x in order)] + TIMING +
-                        self.extra)
+                        self.node_extra(s))
         s.removed = False
         s.killed = False
         s.start(wait=False)

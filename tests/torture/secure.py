@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """torture --secure: every security layer on (docs/security.md "A TLS cluster, step by step").
-Makes, in the run's directory, a CA and one certificate for the nodes and the workers (server
-and client use, SAN 127.0.0.1), an ACL file with the user `torture` (every permission: the
+Makes, in the run's directory, two CAs as the guide does: the client CA and one certificate of
+it for the nodes' client ports and the workers (server and client use, SAN 127.0.0.1), and
+the peers' CA with one certificate per member for the Raft port (SAN DNS:fencelock-node-N,
+serverAuth and clientAuth); an ACL file with the user `torture` (every permission: the
 workers and the orchestrator's CLUSTER.* calls) and `peer` (the members' announce and join),
 and the password files. Then every node runs with client TLS (client certificates required),
-peer mutual TLS and ACLs, and every worker connects with TLS and AUTH.
+peer mutual TLS with its own named certificate and ACLs, and every worker connects with TLS
+and AUTH.
 
 The certificates are dated two days back and valid for 800 days: the clock nemesis moves a
 node's wall clock by up to -1 d and +1 y (faketime), and certificate validity is checked
@@ -53,6 +56,10 @@ class Secure:
                        "-extfile", "node.ext"], d)
         self.ca, self.cert, self.key = (os.path.join(d, f) for f in ("ca.crt", "node.crt",
                                                                      "node.key"))
+        _openssl_past(["req", "-x509", *ec, "-keyout", "peer-ca.key", "-out", "peer-ca.crt",
+                       "-days", "800", "-subj", "/CN=torture peers CA"], d)
+        self.peer_ca = os.path.join(d, "peer-ca.crt")
+        self.dir = d
         self.password = "torture-pw"
         self.acl = os.path.join(d, "acl")
         self.user_pw, self.peer_pw = os.path.join(d, "user.pw"), os.path.join(d, "peer.pw")
@@ -65,10 +72,27 @@ class Secure:
         for path in (self.acl, self.user_pw, self.peer_pw, self.key):
             os.chmod(path, 0o600)  # secrets: fencelockd refuses group/world-readable ones
 
-    def server_flags(self):
+    def peer_cert(self, node_id):
+        """Member node_id's Raft port certificate and key (made once)."""
+        d, n = self.dir, "peer%d" % node_id
+        cert, key = os.path.join(d, n + ".crt"), os.path.join(d, n + ".key")
+        if not os.path.exists(cert):
+            name = "fencelock-node-%d" % node_id
+            ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+            _run(["openssl", "req", *ec, "-keyout", key, "-out", n + ".csr", "-subj",
+                  "/CN=" + name], d)
+            with open(os.path.join(d, n + ".ext"), "w") as f:
+                f.write("subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth,clientAuth\n" % name)
+            _openssl_past(["x509", "-req", "-in", n + ".csr", "-CA", "peer-ca.crt", "-CAkey",
+                           "peer-ca.key", "-CAcreateserial", "-out", cert, "-days", "800",
+                           "-extfile", n + ".ext"], d)
+        return cert, key
+
+    def server_flags(self, node_id):
+        cert, key = self.peer_cert(node_id)
         return ["--tls-cert", self.cert, "--tls-key", self.key, "--tls-ca", self.ca,
                 "--tls-client-auth", "require",
-                "--peer-tls-cert", self.cert, "--peer-tls-key", self.key, "--peer-tls-ca", self.ca,
+                "--peer-tls-cert", cert, "--peer-tls-key", key, "--peer-tls-ca", self.peer_ca,
                 "--acl-file", self.acl, "--peer-user", PEER, "--peer-password-file", self.peer_pw]
 
     def worker_flags(self):

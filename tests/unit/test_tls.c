@@ -6,6 +6,7 @@
  * Certificates are made here (self-signed P-256) in a temporary directory. */
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/x509v3.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <stdio.h>
@@ -23,8 +24,9 @@ static void path(char *out, const char *name)
     snprintf(out, TLS_PATH_MAX, "%s/%s", dir, name);
 }
 
-/* A self-signed certificate for CN=cn as name.crt / name.key. */
-static int make_cert(const char *name, const char *cn)
+/* A self-signed certificate for CN=cn (and subjectAltName `san`, or none) as name.crt /
+ * name.key. */
+static int make_cert(const char *name, const char *cn, const char *san)
 {
     char p[TLS_PATH_MAX];
     EVP_PKEY *k = EVP_EC_gen("P-256");
@@ -38,6 +40,16 @@ static int make_cert(const char *name, const char *cn)
     X509_NAME *n = X509_get_subject_name(x);
     X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
     X509_set_issuer_name(x, n);
+    if (san) {
+        X509_EXTENSION *e = X509V3_EXT_conf_nid(NULL, NULL, NID_subject_alt_name, san);
+        if (!e || !X509_add_ext(x, e, -1)) {
+            X509_EXTENSION_free(e);
+            X509_free(x);
+            EVP_PKEY_free(k);
+            return -1;
+        }
+        X509_EXTENSION_free(e);
+    }
     int ok = X509_sign(x, k, EVP_sha256()) > 0;
     snprintf(p, sizeof p, "%s/%s.crt", dir, name);
     FILE *f = fopen(p, "w");
@@ -263,7 +275,7 @@ TEST(test_member_client_session_verifies_the_server_and_presents_its_certificate
     path(ccfg.ca, "server.crt"); /* the calling member trusts the server's certificate */
     struct srv_tls *st = tls_new(&scfg, &lg), *ct = tls_new(&ccfg, &lg);
     CHECK(st != NULL && ct != NULL);
-    struct tls_conn *cli = tls_conn_new_client(ct), *srv = tls_conn_new(st);
+    struct tls_conn *cli = tls_conn_new_client(ct, "127.0.0.1"), *srv = tls_conn_new(st);
     struct buf cout = {0}, cin = {0}, sin = {0};
     buf_append(&cout, "*1\r\n$4\r\nPING\r\n", 14); /* queued before the handshake */
     CHECK(pump_members(cli, srv, &cout, &cin, &sin) == 0);
@@ -280,7 +292,7 @@ TEST(test_member_client_session_verifies_the_server_and_presents_its_certificate
     path(wrong.ca, "client.crt");
     struct srv_tls *wt = tls_new(&wrong, &lg);
     CHECK(wt != NULL);
-    cli = tls_conn_new_client(wt);
+    cli = tls_conn_new_client(wt, "127.0.0.1");
     srv = tls_conn_new(st);
     sin.len = 0;
     buf_append(&cout, "PING\r\n", 6);
@@ -288,6 +300,33 @@ TEST(test_member_client_session_verifies_the_server_and_presents_its_certificate
     CHECK(!tls_conn_ready(cli) && tls_conn_verify_error(cli) != NULL && sin.len == 0);
     tls_conn_free(cli);
     tls_conn_free(srv);
+
+    /* the right CA, but the certificate does not name the address dialled (issue 32): no
+     * plaintext either, by IP or by name */
+    const char *others[] = {"10.0.0.9", "member.example"};
+    for (size_t i = 0; i < 2; i++) {
+        cli = tls_conn_new_client(ct, others[i]);
+        srv = tls_conn_new(st);
+        sin.len = 0;
+        CHECK(pump_members(cli, srv, &cout, &cin, &sin) == -1);
+        CHECK(!tls_conn_ready(cli) && tls_conn_verify_error(cli) != NULL && sin.len == 0);
+        tls_conn_free(cli);
+        tls_conn_free(srv);
+    }
+
+    /* no --tls-ca: nothing verifies (never the system's CAs) */
+    struct tls_config none = ccfg;
+    none.ca[0] = 0;
+    struct srv_tls *nt = tls_new(&none, &lg);
+    CHECK(nt != NULL);
+    cli = tls_conn_new_client(nt, "127.0.0.1");
+    srv = tls_conn_new(st);
+    sin.len = 0;
+    CHECK(pump_members(cli, srv, &cout, &cin, &sin) == -1);
+    CHECK(!tls_conn_ready(cli) && sin.len == 0);
+    tls_conn_free(cli);
+    tls_conn_free(srv);
+    tls_free(nt);
 
     /* a reload rebuilds the client context too */
     struct ssl_ctx_st *old = ct->client_ctx;
@@ -341,7 +380,8 @@ TEST(test_reload_keeps_the_old_context_when_the_new_pair_does_not_load)
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/fl-test-tls-XXXXXX");
-    if (!mkdtemp(dir) || make_cert("server", "127.0.0.1") || make_cert("client", "app")) {
+    if (!mkdtemp(dir) || make_cert("server", "127.0.0.1", "IP:127.0.0.1") ||
+        make_cert("client", "app", NULL)) {
         fprintf(stderr, "cannot make test certificates in %s\n", dir);
         return 1;
     }

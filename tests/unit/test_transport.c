@@ -284,6 +284,25 @@ static bool one_timeout(struct fix *f)
     return rejected(f, RN_WIRE_HANDSHAKE_TIMEOUT) >= 1;
 }
 
+TEST(test_peer_name_pattern_is_checked_and_never_a_format_string)
+{
+    char out[64];
+    CHECK(rn_tp_name_pattern_ok("fencelock-node-%d"));
+    CHECK(rn_tp_name_pattern_ok("raft-%d.example.com"));
+    CHECK(rn_tp_name_pattern_ok("%d"));
+    CHECK(!rn_tp_name_pattern_ok(""));
+    CHECK(!rn_tp_name_pattern_ok("fencelock-node"));
+    CHECK(!rn_tp_name_pattern_ok("node-%d-%d"));
+    CHECK(!rn_tp_name_pattern_ok("%s-%d"));
+    CHECK(!rn_tp_name_pattern_ok("a b%d"));
+    CHECK(!rn_tp_name_pattern_ok("%d%n"));
+    CHECK(rn_tp_peer_name("fencelock-node-%d", 3, out, sizeof(out)) == 0);
+    CHECK(strcmp(out, "fencelock-node-3") == 0);
+    CHECK(rn_tp_peer_name("r%d.x", 4294967296ull, out, sizeof(out)) == 0);
+    CHECK(strcmp(out, "r4294967296.x") == 0);
+    CHECK(rn_tp_peer_name("fencelock-node-%d", 7, out, 8) == -1); /* does not fit */
+}
+
 TEST(test_handshake_not_done_in_time_is_closed_and_counted)
 {
     struct fix f;
@@ -378,7 +397,25 @@ struct pki {
     char dir[64], cert[96], key[96], ca[96];
 };
 
-/* A CA and a node certificate it signed, by the openssl command (EC P-256). 0 or -1. */
+/* Peer TLS settings for the transport of `id` with the pki's files. */
+static struct rn_tp_tls tls_cfg(const struct pki *p, uint64_t id)
+{
+    return (struct rn_tp_tls){.cert = p->cert,
+                              .key = p->key,
+                              .ca = p->ca,
+                              .name_pattern = "fencelock-node-%d",
+                              .self_id = id};
+}
+
+static int use_tls(struct raft_uv_transport *t, const struct pki *p, uint64_t id, char *err,
+                   size_t errlen)
+{
+    struct rn_tp_tls c = tls_cfg(p, id);
+    return rn_transport_tls(t, &c, err, errlen);
+}
+
+/* A CA and a node certificate it signed, by the openssl command (EC P-256): a peer
+ * certificate (both EKUs) naming both OWN_ID and PEER_ID, so either end may use it. 0 or -1. */
 static int make_pki(struct pki *p)
 {
     snprintf(p->dir, sizeof(p->dir), "/tmp/fl-tp-tls-XXXXXX");
@@ -392,9 +429,11 @@ static int make_pki(struct pki *p)
     snprintf(cmd, sizeof(cmd),
              "cd %s && (openssl req -x509 %s -keyout ca.key -out ca.pem -days 2 -subj /CN=ca && "
              "openssl req %s -keyout node.key -out node.csr -subj /CN=node && "
+             "printf 'subjectAltName=DNS:fencelock-node-%d,DNS:fencelock-node-%d\\n"
+             "extendedKeyUsage=serverAuth,clientAuth\\n' > node.ext && "
              "openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-             "-out node.pem -days 2) >/dev/null 2>&1",
-             p->dir, ec, ec);
+             "-extfile node.ext -out node.pem -days 2) >/dev/null 2>&1",
+             p->dir, ec, ec, OWN_ID, PEER_ID);
     int rc = system(cmd);
     return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0 ? 0 : -1;
 }
@@ -471,13 +510,13 @@ TEST(test_tls_relay_delivers_libraft_bytes_unchanged_and_drops_a_plain_peer)
     CHECK(make_pki(&p) == 0);
     CHECK(fix_open(&f, 5000, RN_TP_BUFFER_CAP) == 0);
     f.dialer = &d;
-    int tls_a = rn_transport_tls(&f.t, p.cert, p.key, p.ca, err, sizeof(err));
+    int tls_a = use_tls(&f.t, &p, OWN_ID, err, sizeof(err));
     d.t.version = 1;
     d.t.data = &d;
     d.req.data = &d;
     int tls_b = rn_transport_init(&d.t, &f.loop, &f.policy, &f.log) ||
                 d.t.init(&d.t, PEER_ID, "127.0.0.1:1") ||
-                rn_transport_tls(&d.t, p.cert, p.key, p.ca, err, sizeof(err)) ||
+                use_tls(&d.t, &p, PEER_ID, err, sizeof(err)) ||
                 d.t.connect(&d.t, &d.req, OWN_ID, f.address, dialer_connect_cb);
     bool connected = !tls_a && !tls_b && run_until(&f, dialed, WAIT_MS) && d.status == 0;
     uint8_t vote[64];
@@ -516,8 +555,12 @@ TEST(test_tls_files_that_do_not_load_fail_naming_the_file)
     struct fix f;
     char err[256] = "";
     CHECK(fix_open(&f, 5000, RN_TP_BUFFER_CAP) == 0);
-    int rc = rn_transport_tls(&f.t, "/nonexistent/cert.pem", "/nonexistent/key.pem",
-                              "/nonexistent/ca.pem", err, sizeof(err));
+    struct rn_tp_tls c = {.cert = "/nonexistent/cert.pem",
+                          .key = "/nonexistent/key.pem",
+                          .ca = "/nonexistent/ca.pem",
+                          .name_pattern = "fencelock-node-%d",
+                          .self_id = OWN_ID};
+    int rc = rn_transport_tls(&f.t, &c, err, sizeof(err));
     fix_close(&f);
     CHECK(rc == -1);
     CHECK(strstr(err, "/nonexistent/cert.pem") != NULL);
@@ -625,7 +668,7 @@ TEST(test_tls_relay_stops_reading_libraft_while_a_slow_peer_holds_its_queue)
     for (size_t i = 0; payload && i < SLOW_PAYLOAD; i++)
         payload[i] = (uint8_t)(i * 7);
     bool paused = false, bounded = false, delivered = false;
-    if (up && payload && !rn_transport_tls(&f.t, p.cert, p.key, p.ca, err, sizeof(err))) {
+    if (up && payload && !use_tls(&f.t, &p, OWN_ID, err, sizeof(err))) {
         f.t.connect(&f.t, &d.req, PEER_ID, address, dialer_connect_cb);
         d.req.data = &d;
         bool connected = run_until(&f, dialed, WAIT_MS) && d.status == 0;
@@ -663,6 +706,7 @@ int main(void)
 {
     RUN(test_budget_lets_two_largest_messages_through_and_not_a_third);
     RUN(test_budget_never_counts_small_buffers_and_always_lets_one_shrink);
+    RUN(test_peer_name_pattern_is_checked_and_never_a_format_string);
     RUN(test_handshake_not_done_in_time_is_closed_and_counted);
     RUN(test_buffer_cap_closes_the_link_that_would_pass_it);
     RUN(test_tls_relay_delivers_libraft_bytes_unchanged_and_drops_a_plain_peer);
