@@ -173,7 +173,7 @@ deb:
 # is installed and built too.
 run:
 	@scripts/deps.sh run
-	$(MAKE) SAN=0 build/release/fencelockd build/release/fencelock
+	$(MAKE) -j$(JOBS) SAN=0 build/release/fencelockd build/release/fencelock
 	./build/release/fencelockd $(ARGS)
 
 # A local N-node cluster (scripts/cluster.sh: ports 7480+10*(i-1), data in ./var/node<i>;
