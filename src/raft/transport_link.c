@@ -471,6 +471,7 @@ void tp_link_accept_cb(uv_stream_t *server, int status)
         return;
     }
     uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, RN_TP_KEEPALIVE_S); /* a half-open peer link is found dead */
     link_peer_name(l);
     if (tp->tls && !(l->ssl = tp_tls_session(tp, true))) {
         LOGW(tp->log, "raft: out of memory: no TLS session for %s", l->peer);

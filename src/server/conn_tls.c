@@ -73,6 +73,8 @@ static void user_from_cn(struct srv_conn *c)
         if (!isprint((unsigned char)cn[i]))
             cn[i] = '?';
     if (c->user)
+        srv_limits_authed(c);
+    if (c->user)
         LOGD(&s->log, "client %llu: authenticated as '%s' by its certificate",
              (unsigned long long)c->id, cn);
     else
@@ -100,6 +102,7 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n)
     }
     if (rc == 1) {
         s->tls->handshakes++;
+        srv_limits_handshake_done(c);
         if (s->tls->cfg.user_from_cn && s->auth.on)
             user_from_cn(c);
     }
