@@ -36,6 +36,12 @@ struct auth_wait {
     char setname[129];          /* HELLO ... SETNAME, applied only on success */
     int hello_proto;            /* 0: AUTH */
     bool ok;
+    /* of (user, stored hash, password): an identical AUTH while this one is on the pool waits
+     * for its result instead of a hash of its own (a pool of clients connecting at once) */
+    unsigned char tag[ACL_TAG_BYTES];
+    struct auth_wait *inext;     /* auth_pool.inflight (loop thread only) */
+    struct auth_wait *followers; /* the identical AUTHs, linked by fnext */
+    struct auth_wait *fnext;
 };
 
 uint64_t auth_delay_ms(unsigned failures)
@@ -439,6 +445,25 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
+/* A check is over: it and every identical AUTH that waited for it get its result. */
+static void check_finished(struct auth_pool *p, struct auth_wait *w)
+{
+    for (struct auth_wait **l = &p->inflight; *l; l = &(*l)->inext)
+        if (*l == w) {
+            *l = w->inext;
+            break;
+        }
+    struct auth_wait *f = w->followers;
+    bool ok = w->ok;
+    verify_done(w); /* frees w */
+    while (f) {
+        struct auth_wait *next = f->fnext;
+        f->ok = ok;
+        verify_done(f);
+        f = next;
+    }
+}
+
 /* The loop: answer every finished check. */
 static void pool_async_cb(uv_async_t *h)
 {
@@ -449,7 +474,7 @@ static void pool_async_cb(uv_async_t *h)
     pthread_mutex_unlock(&p->mu);
     while (w) {
         struct auth_wait *next = w->pnext;
-        verify_done(w);
+        check_finished(p, w);
         w = next;
     }
 }
@@ -505,7 +530,7 @@ static void pool_stop(struct srv *s)
     while (w) {
         struct auth_wait *next = w->pnext;
         w->ok = false;
-        verify_done(w);
+        check_finished(p, w);
         w = next;
     }
     pool_async_cb(&p->async);
@@ -525,6 +550,11 @@ static void pool_free(struct srv *s)
         while (lists[i]) {
             struct auth_wait *w = lists[i];
             lists[i] = w->pnext;
+            while (w->followers) {
+                struct auth_wait *f = w->followers;
+                w->followers = f->fnext;
+                wait_free(f);
+            }
             wait_free(w);
         }
     pthread_mutex_destroy(&p->mu);
@@ -532,10 +562,18 @@ static void pool_free(struct srv *s)
     p->started = false;
 }
 
-/* Queue a check: 0, or -1 when --auth-queue checks already wait (counted). */
+/* Queue a check (or join an identical one in flight): 0, or -1 when --auth-queue checks
+ * already wait (counted). */
 static int pool_submit(struct srv *s, struct auth_wait *w)
 {
     struct auth_pool *p = &s->auth.pool;
+    for (struct auth_wait *x = p->inflight; x; x = x->inext)
+        if (sodium_memcmp(x->tag, w->tag, sizeof w->tag) == 0) {
+            w->fnext = x->followers;
+            x->followers = w;
+            p->shared++;
+            return 0;
+        }
     pthread_mutex_lock(&p->mu);
     bool full = p->queued >= s->cfg.auth_queue || p->stop;
     if (!full) {
@@ -555,6 +593,8 @@ static int pool_submit(struct srv *s, struct auth_wait *w)
         p->rejected++;
         return -1;
     }
+    w->inext = p->inflight;
+    p->inflight = w;
     p->verifications++;
     return 0;
 }
@@ -646,6 +686,7 @@ void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct
     if (u && pw->len <= AUTH_PW_MAX) {
         unsigned char tag[ACL_TAG_BYTES];
         acl_cache_tag(s->auth.cache, u, pw->p, pw->len, tag);
+        memcpy(w->tag, tag, sizeof w->tag);
         snprintf(w->hash, sizeof w->hash, "%s", u->hash);
         if (acl_cache_has(s->auth.cache, tag)) {
             s->m.auth_cache_hits++;

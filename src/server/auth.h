@@ -24,7 +24,10 @@
  *
  * The pool (struct auth_pool): `waiting` (under mu) is what the workers take from, at most
  * --auth-queue long; a worker moves a finished check to `done` and wakes the loop (async),
- * which answers it. Only the loop thread touches an auth_wait outside those two lists.
+ * which answers it. Only the loop thread touches an auth_wait outside those two lists. An AUTH
+ * identical to one queued or running (same user, stored hash and password: the cache's tag)
+ * takes no place in the queue: it follows that check and gets its result (a pool of clients
+ * connecting at once with a password not cached yet costs one hash).
  *
  * Peer credentials (--peer-user, --peer-password-file or FENCELOCK_PEER_PASSWORD): the pair
  * this node sends as `AUTH user password` before its own CLUSTER.ANNOUNCE / CLUSTER.ADD
@@ -67,9 +70,11 @@ struct auth_pool {
     unsigned n_threads;
     uv_async_t async;
     bool started;
-    /* loop thread only: for /metrics */
+    /* loop thread only: the checks queued or running (each with the identical AUTHs waiting
+     * for its result), and numbers for /metrics */
+    struct auth_wait *inflight;
     size_t queued_max; /* the longest `waiting` seen */
-    uint64_t verifications, rejected, backoff;
+    uint64_t verifications, rejected, backoff, shared;
     uint64_t fail_window_ms, fails_in_window; /* --auth-fail-rate */
 };
 

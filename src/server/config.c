@@ -75,7 +75,7 @@ void srv_config_defaults(struct srv_config *c)
     c->auth_threads = 2;
     c->auth_queue = 32;
     c->max_unauth_clients = 1000;
-    c->max_unauth_per_addr = 100;
+    c->max_unauth_per_addr = 256;
     c->auth_timeout = 10000;
     c->max_output_preauth = 65536;
     c->max_output_total = 1u << 30;
@@ -237,7 +237,7 @@ void srv_config_usage(FILE *f)
           "                          answered -TRYAGAIN at once (default 32)\n"
           "  --max-unauth-clients N  connections not yet authenticated (--acl-file), in all\n"
           "                          (default 1000)\n"
-          "  --max-unauth-per-addr N the same from one client address (default 100)\n"
+          "  --max-unauth-per-addr N the same from one client address (default 256)\n"
           "  --auth-timeout MS       close a connection not authenticated MS after it was\n"
           "                          accepted (--acl-file); 0 never (default 10000)\n"
           "  --max-output-preauth BYTES\n"

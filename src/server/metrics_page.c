@@ -35,6 +35,10 @@ static void render_limits(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_auth_verifications_total", "counter",
                   "Passwords checked with Argon2id on the verification pool.",
                   (double)p->verifications);
+    metric_render(out, "fencelock_auth_verify_shared_total", "counter",
+                  "AUTHs answered by an identical check already on the pool (no hash of their "
+                  "own).",
+                  (double)p->shared);
     metric_render(out, "fencelock_auth_verify_rejected_total", "counter",
                   "AUTHs answered -TRYAGAIN: --auth-queue checks were already waiting.",
                   (double)p->rejected);

@@ -76,14 +76,15 @@ def _closed(c, timeout=30.0):
 
 def _flood(port, n_conns, attempts, results):
     """n_conns connections, each from its own /24 (127.1.i.1), each pipelining `attempts`
-    wrong AUTHs for the existing user `default`; every reply's first word into results."""
+    wrong AUTHs for the existing user `default`, each password different (identical AUTHs would
+    share one check); every reply's first word into results."""
     conns = []
     try:
         for i in range(n_conns):
             c = SrcConn(port, "127.1.%d.1" % i, timeout=60.0)
             conns.append(c)
-        for c in conns:
-            c.send_raw(b"".join(encode_command("AUTH", "default", "wrong%d" % k)
+        for i, c in enumerate(conns):
+            c.send_raw(b"".join(encode_command("AUTH", "default", "wrong-%d-%d" % (i, k))
                                 for k in range(attempts)))
         for c in conns:
             for _ in range(attempts):
@@ -157,6 +158,23 @@ def test_failures_from_one_network_share_a_backoff_and_skip_the_hash(ctx):
         expect_err(a.read_reply(timeout=60.0), "WRONGPASS", "127.0.0.2 #%d" % k)
     # a client that waits for its answer is never in back-off: the right password works
     expect_ok(b.call("AUTH", "default", "defaultpw", timeout=60.0), "AUTH after the answer")
+
+
+def test_a_pool_connecting_at_once_costs_one_hash(ctx):
+    """40 connections AUTH as the same user with a password not yet cached, at once, against
+    --auth-queue 4: all succeed (none -TRYAGAIN), with one Argon2id check; the others wait for
+    its result or find it cached."""
+    s = _acl(ctx, "--auth-threads", "1", "--auth-queue", "4")
+    hashed0 = metric(s, "fencelock_auth_verifications_total")
+    hits0 = metric(s, "fencelock_auth_cache_hits_total")
+    pool = [ctx.conn(s) for _ in range(40)]
+    for c in pool:
+        c.send("AUTH", "ro", "ropw")
+    for c in pool:
+        expect_ok(c.read_reply(timeout=60.0), "AUTH ro of a pool")
+    eq(metric(s, "fencelock_auth_verifications_total") - hashed0, 1, "Argon2id checks")
+    eq(metric(s, "fencelock_auth_verify_shared_total")
+       + metric(s, "fencelock_auth_cache_hits_total") - hits0, 39, "shared or cached")
 
 
 def test_unauthenticated_connections_are_capped_per_address_and_in_total(ctx):
