@@ -79,8 +79,9 @@ static void buf_trim(struct buf *b)
 static bool conn_output_check(struct srv_conn *c)
 {
     size_t n = conn_out_bytes(c), max = srv_limits_output_max(c);
+    /* counted in the total first: past --max-output-total this may close c (the largest) */
     if (!c->closing)
-        srv_limits_output(c, n);              /* may close c: it held the most of all connections */
+        srv_limits_output(c, n);
     if (!c->closing && buf_failed(&c->out)) { /* a finished reply was lost on its way in */
         LOGW(&c->srv->log, "client %llu closed: out of memory queueing a reply",
              (unsigned long long)c->id);
