@@ -160,6 +160,31 @@ def test_failures_from_one_network_share_a_backoff_and_skip_the_hash(ctx):
     expect_ok(b.call("AUTH", "default", "defaultpw", timeout=60.0), "AUTH after the answer")
 
 
+def test_past_the_global_fail_rate_an_auth_gets_no_hash(ctx):
+    """--auth-fail-rate 5: once 10 AUTHs failed this second (unknown users, each from its own
+    /24, so no address is in back-off), a wrong AUTH of an existing user from yet another /24
+    fails without an Argon2id check. The rate is per second: should this machine stall across
+    the second's end between the two steps, the round is tried again (at most 5 rounds)."""
+    s = _acl(ctx, "--auth-fail-rate", "5")
+    for rnd in range(5):
+        hashed0 = metric(s, "fencelock_auth_verifications_total")
+        backoff0 = metric(s, "fencelock_auth_backoff_total")
+        fails0 = metric(s, "fencelock_auth_failures_total")
+        burst = [SrcConn(s.port, "127.3.%d.1" % (rnd * 20 + i)) for i in range(10)]
+        for c in burst:
+            c.send("AUTH", "nosuchuser", "x")
+        wait_until(lambda: metric(s, "fencelock_auth_failures_total") >= fails0 + 10,
+                   timeout=30.0, what="10 failures")
+        late = SrcConn(s.port, "127.4.%d.1" % rnd)
+        expect_err(late.call("AUTH", "default", "wrong", timeout=60.0), "WRONGPASS")
+        for c in burst + [late]:
+            c.close()
+        if metric(s, "fencelock_auth_backoff_total") == backoff0 + 1:
+            eq(metric(s, "fencelock_auth_verifications_total"), hashed0, "no hash")
+            return
+    raise AssertionError("the AUTH after 10 failures in a second was hashed in every round")
+
+
 def test_a_pool_connecting_at_once_costs_one_hash(ctx):
     """40 connections AUTH as the same user with a password not yet cached, at once, against
     --auth-queue 4: all succeed (none -TRYAGAIN), with one Argon2id check; the others wait for
