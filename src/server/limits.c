@@ -102,11 +102,10 @@ static void addr_maybe_free(struct srv_limits *l, struct limits_addr *e)
 
 static bool refusal_log_due(struct srv *s)
 {
-    static uint64_t last; /* one server per process */
-    uint64_t now = uv_now(s->loop);
-    if (last && now - last < LIMITS_REFUSAL_LOG_MS)
+    uint64_t now = uv_now(s->loop), *last = &s->limits.refusal_logged_ms;
+    if (*last && now - *last < LIMITS_REFUSAL_LOG_MS)
         return false;
-    last = now;
+    *last = now;
     return true;
 }
 

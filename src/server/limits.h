@@ -38,6 +38,7 @@ struct srv_limits {
     bool timers_on;
     /* the security log limiter: lines in the current second, lines dropped since reported */
     uint64_t log_window_ms, log_in_window, log_dropped_unreported;
+    uint64_t refusal_logged_ms; /* a refused connection is logged at most every 10 s */
     /* counters for /metrics */
     uint64_t unauth_rejected, handshake_rejected, auth_timeouts, output_total_closes, log_dropped;
 };
