@@ -217,9 +217,11 @@ size_t srv_limits_output_max(const struct srv_conn *c)
     return preauth(c) && p < m ? p : m;
 }
 
+/* Before AUTH reading pauses at half the allowance: a reply written just under the pause
+ * point then never takes a connection past the allowance (replies before AUTH are small). */
 size_t srv_limits_output_soft(const struct srv_conn *c)
 {
-    size_t m = c->srv->cfg.max_output_soft, p = c->srv->cfg.max_output_preauth;
+    size_t m = c->srv->cfg.max_output_soft, p = c->srv->cfg.max_output_preauth / 2;
     return preauth(c) && p < m ? p : m;
 }
 

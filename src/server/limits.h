@@ -68,8 +68,8 @@ void srv_limits_handshake_done(struct srv_conn *c);
 /* The connection is closing: release what it counted. */
 void srv_limits_conn_gone(struct srv_conn *c);
 
-/* The connection's output limits: before AUTH (an ACL file and no user yet) both are at most
- * --max-output-preauth. */
+/* The connection's output limits: before AUTH (an ACL file and no user yet) the close limit is
+ * at most --max-output-preauth and the pause limit at most half of it. */
 size_t srv_limits_output_max(const struct srv_conn *c);
 size_t srv_limits_output_soft(const struct srv_conn *c);
 /* Record c's unsent reply bytes `n` in the total; when they grew past --max-output-total the

@@ -249,6 +249,35 @@ def test_ping_with_a_payload_before_auth_is_refused(ctx):
     eq(c.call("PING", "hello"), b"hello", "PING payload after AUTH")
 
 
+def test_an_unauthenticated_client_holds_at_most_its_output_allowance(ctx):
+    """Before AUTH, a client that sends 300,000 commands and reads nothing gets 300,000
+    -NOAUTH replies (10 MB) it does not read: the server stops reading it once it holds
+    half of --max-output-preauth (4096) in unsent bytes, instead of --max-output-soft (8 MiB),
+    and keeps it open."""
+    s = _acl(ctx, "--max-output-preauth", "4096")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # little room in the kernel
+    sock.connect(("127.0.0.1", s.port))
+    sock.setblocking(False)
+    data = b"GET x\r\n" * 300000
+    sent, deadline = 0, time.monotonic() + 60.0
+    while sent < len(data) and time.monotonic() < deadline:
+        try:
+            sent += sock.send(data[sent:sent + 65536])
+        except BlockingIOError:
+            if metric(s, "fencelock_output_buffer_bytes") >= 2048:
+                break  # the server holds its allowance and stopped reading: sends block
+            time.sleep(0.05)
+    held = wait_until(lambda: (lambda v: v if v >= 2048 else None)(
+        metric(s, "fencelock_output_buffer_bytes")), timeout=60.0, interval=0.1,
+        what="the pause point (half the allowance) reached")
+    assert held <= 2048 + 40, "%d unsent bytes held before AUTH" % held
+    time.sleep(0.2)  # not a wait for anything: a second look, it must not have grown
+    assert metric(s, "fencelock_output_buffer_bytes") <= 2048 + 40
+    eq(metric(s, "fencelock_output_limit_closes_total"), 0, "closed instead of paused")
+    sock.close()
+
+
 def test_output_total_cap_closes_the_largest_holder(ctx):
     """A holds >= 4 MiB of unread 100 KB replies (paused at --max-output-soft); B asks for one
     1 MB reply, taking all connections past --max-output-total: A, the largest, is closed and
