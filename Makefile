@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fencelock build. `make` builds the release binaries into build/release; `make test` builds
 # with ASan+UBSan into build/asan and runs every test; `make run` starts one node.
 # Every target that needs Debian packages first runs scripts/deps.sh, which installs only
@@ -36,7 +37,7 @@ SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all client bench-tools deps run test unit fuzz clean format check-purity cluster cluster-stop install
+.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-purity cluster cluster-stop install
 
 all: $(B)/fencelockd $(UNIT_BIN) client
 
@@ -168,9 +169,12 @@ deb:
 	cd build/deb/fencelock-$(FL_VERSION) && dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
 	@ls build/deb/*.deb
 
-run: deps
-	$(MAKE) SAN=0 $(B)/fencelockd
-	./$(B)/fencelockd $(ARGS)
+# make run: what the README's quick start uses (redis-cli from redis-tools, the fencelock CLI)
+# is installed and built too.
+run:
+	@scripts/deps.sh run
+	$(MAKE) SAN=0 build/release/fencelockd build/release/fencelock
+	./build/release/fencelockd $(ARGS)
 
 # A local N-node cluster (scripts/cluster.sh: ports 7480+10*(i-1), data in ./var/node<i>;
 # BASE_PORT=P moves the ports to P+10*(i-1) and the data to ./var/portP/node<i>).
@@ -182,10 +186,12 @@ cluster: deps
 cluster-stop:
 	scripts/cluster.sh stop $(N)
 
+# The build uses every CPU (JOBS=N to change it); scripts/run-tests.sh runs the parts.
+JOBS ?= $(shell nproc)
 test:
 	@scripts/deps.sh test
-	$(MAKE) SAN=1 check-purity
-	$(MAKE) SAN=1 all
+	$(MAKE) SAN=1 check-purity check-format
+	$(MAKE) -j$(JOBS) SAN=1 all
 	scripts/run-tests.sh build/asan
 
 unit: all
@@ -206,10 +212,10 @@ LIBRAFT_FUZZ_SRC = uv_encoding.c configuration.c heap.c
 fuzz:
 	@scripts/deps.sh fuzz
 	@mkdir -p build/fuzz
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_resp fuzz/fuzz_resp.c $(COMMON_SRC)
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_cmd fuzz/fuzz_cmd.c $(COMMON_SRC) $(FSM_SRC)
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_resp fuzz/fuzz_resp.c $(COMMON_SRC) -lsodium
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_cmd fuzz/fuzz_cmd.c $(COMMON_SRC) $(FSM_SRC) -lsodium
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_acl fuzz/fuzz_acl.c src/server/acl.c $(COMMON_SRC) -lsodium
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch.c $(COMMON_SRC) $(FSM_SRC)
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch.c $(COMMON_SRC) $(FSM_SRC) -lsodium
 	@[ -d $(LIBRAFT_SRC)/src ] || { echo "fuzz_raft_msg needs libraft 0.22.1's source in LIBRAFT_SRC=$(LIBRAFT_SRC)"; exit 1; }
 	@mkdir -p build/fuzz/libraft/src build/fuzz/libraft/include
 	ln -sf /usr/include/raft.h build/fuzz/libraft/include/raft.h
@@ -220,8 +226,16 @@ fuzz:
 	@echo "run: build/fuzz/fuzz_resp -max_total_time=600 fuzz/corpus/resp"
 	@echo "run: build/fuzz/fuzz_raft_msg -max_total_time=3600 fuzz/corpus/raft"
 
+FORMAT_SRC = $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/client/*.c \
+  fuzz/*.c include/*.h bench/*.c bench/*.h tests/torture/*.c tests/torture/*.h examples/c/*.c)
 format:
-	clang-format -i $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h fuzz/*.c include/*.h bench/*.c tests/torture/*.c)
+	clang-format -i $(FORMAT_SRC)
+
+# The C sources as clang-format (Debian 12's 14, .clang-format) writes them; make test runs it.
+check-format:
+	@clang-format --dry-run --Werror $(FORMAT_SRC) || \
+	  { echo "format check failed: run make format"; exit 1; }
+	@echo "format check: the C sources are clang-formatted"
 
 clean:
 	rm -rf build

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A/B of two fencelockd binaries on W1/W2 (fencelock only), alternating which goes first in
 # each round so drift on a shared machine hits both alike; prints every run and the medians.
 #   bench/ab.sh OLD_BIN NEW_BIN [ROUNDS=5] [SECONDS=5]

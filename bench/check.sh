@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/check.sh — a self-check of lockbench's W9 (read-write locks), W10 (watch), W11
 # (semaphores) and W12 (election fail-over), run by
 # `make bench-check` on the sanitizer build (build/asan: fencelockd and bench/lockbench; LB and

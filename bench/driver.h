@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench drivers: one lock system each (fencelock, Redis SET NX, Redlock, etcd, ZooKeeper),
  * behind the same small table so that bench/lockbench.c runs identical workloads on all.

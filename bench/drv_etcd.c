@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench driver for etcd 3.4: `bench_etcd`, over etcd's gRPC-gateway JSON API with libcurl.
  *

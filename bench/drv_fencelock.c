@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * drv_fencelock — the fencelock driver of lockbench (bench/driver.h), through libfencelock.
  * Owns, per bench client, one fl_client and one fl_session; client_free closes the session

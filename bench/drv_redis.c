@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * drv_redis — the plain-Redis and Redlock drivers of lockbench (bench/driver.h), on hiredis.
  * Owns, per bench client, its hiredis connections (1 for redis, 5 for redlock), a small PRNG

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench driver for ZooKeeper 3.8 (libzookeeper_mt): `bench_zookeeper`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clang-format off */
 /*
  * drvcheck: a self-check of the etcd and ZooKeeper bench drivers against running clusters

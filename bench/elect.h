@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elect.h — W12 (election fail-over, bench/electbench.c) and the systems it drives, one
  * `el_ops` table each: fencelock (elect_fl.c, raw RESP) and etcd (elect_etcd.c, v3election

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elect_etcd — W12's etcd side (bench/elect.h): v3election over etcd's JSON gateway with
  * libcurl, as drv_etcd.c and watch_etcd.c speak it, all calls to the first endpoint (the

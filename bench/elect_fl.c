@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * elect_fl — W12's fencelock side (bench/elect.h): raw RESP to the leader over hiredis, one
  * connection and session per participant of a round. L wins `ELECT.CAMPAIGN name sid L` at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * electbench — lockbench's W12: election fail-over (issue 19). Each of `rounds` rounds (default
  * 10) uses a fresh election: a leader L campaigns and wins, a candidate C campaigns and waits,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fl_reads — lockbench's fencelock-only workloads W5 (reads) and W6 (sessions), in raw RESP
  * over hiredis to the leader (the library's one-keepalive-thread-per-session model is not what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flpair — fl_lock + fl_unlock round trips through libfencelock, for quick latency figures of
  * the client as applications use it (REQ seq on every call, leader following, pooled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flraw — the raw-RESP helpers lockbench's fencelock-only workloads share (defined in
  * bench/fl_reads.c): a hiredis connection to the current leader. The caller owns the context

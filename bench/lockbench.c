@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lockbench — the side-by-side lock benchmark harness (issue 6). Owns the workloads, their
  * threads, timing and statistics; the lock systems themselves are behind the driver table of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lockpair — LOCK + UNLOCK round trips against a fencelockd, for quick latency figures.
  *

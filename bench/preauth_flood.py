@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What a pre-AUTH flood does to an authenticated client (issue 32), bounded in count and time.
 
     python3 bench/preauth_flood.py --bin build/release/fencelockd [--mode auth|tls|both]
@@ -114,6 +115,7 @@ def mode_auth(a, work):
     acl = os.path.join(work, "acl")
     with open(acl, "w") as f:
         f.write("user admin %s perm=all\nuser default %s perm=lock\n" % (h, h))
+    os.chmod(acl, 0o600)  # a secret file: group- or world-readable is refused
     s = Server(a.bin, os.path.join(work, "auth"), args=["--acl-file", acl] + args_for(
         a.bin, [("--max-unauth-per-addr", 100000), ("--max-unauth-clients", 100000)]))
     s.auth = ("admin", pw)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rwbench — lockbench's W9: read-write locks (issue 19). `readers` clients take one lock in
  * shared mode and release it, in a loop, while one writer takes the same lock exclusively every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sembench — lockbench's W11: counting semaphores (issue 19), fencelock only. `clients` clients
  * (default 16), each with its own connection and session to the leader, loop on one semaphore

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch_etcd — W10's etcd backend (bench/watch.h): etcd 3.4's v3 watch over its JSON gateway
  * (POST /v3/watch, a streaming HTTP response of one JSON message per line), with libcurl as

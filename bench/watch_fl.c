@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch_fl — W10's fencelock backend (bench/watch.h): the event stream read as a Redis stream,
  * raw RESP over hiredis to the leader (what any Redis client does; libfencelock has no watch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watchbench — lockbench's W10 harness (issue 20): event latency and fan-out of a watch, the
  * same loop for every system of bench/watch.h (fencelock XREAD, etcd watch).

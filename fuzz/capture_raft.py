@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Capture real Raft messages from a live cluster for fuzz/corpus/raft/ (fuzz_raft_msg's seeds).
 
 Starts 3 fencelockd nodes with FENCELOCK_RAFT_CAPTURE=<dir> (src/raft/transport.c then writes

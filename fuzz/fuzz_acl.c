@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_acl — libFuzzer target for the --acl-file parser and the name globs (src/server/acl.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_cmd — libFuzzer target for the FSM: command decoding, apply, snapshot and restore.
  *

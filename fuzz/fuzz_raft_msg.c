@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_raft_msg — libFuzzer target for the Raft-port validator (src/raft/wire.c), checked
  * against libraft 0.22.1's real decoder.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_resp — libFuzzer target for the RESP request parser.
  *

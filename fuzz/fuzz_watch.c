@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_watch — libFuzzer target for the event history behind XREAD (src/server/watch.c) and
  * its id and stream-name parsers, the parts of XREAD that read bytes from the network.

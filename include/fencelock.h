@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libfencelock — the C client of fencelock (a Raft-replicated lock service with fencing tokens).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start, stop or inspect a local N-node fencelock cluster on loopback.
 #   scripts/cluster.sh [--base-port P] start N    (N = 1..9; default 3)
 #   scripts/cluster.sh [--base-port P] stop  [N]

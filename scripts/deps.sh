@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
-# Usage: scripts/deps.sh build|test|fuzz|bench|deb
+# Usage: scripts/deps.sh build|run|test|fuzz|bench|deb
 set -euo pipefail
 pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
 # make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`.
 deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser)
 case "${1:-build}" in
 build) ;;
+run) pkgs+=(redis-tools) ;; # the README's quick start: redis-cli beside the fencelock CLI
 test)
+  pkgs+=(clang-format) # make check-format (Debian 12's clang-format 14 defines the format)
   pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs)
   pkgs+=(postgresql postgresql-contrib perl) # tests/integration/test_postgres.py (pgcrypto)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
@@ -19,7 +22,7 @@ deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
               libcurl4-openssl-dev procps) ;;
-*) echo "usage: $0 build|test|fuzz|bench|deb" >&2; exit 2 ;;
+*) echo "usage: $0 build|run|test|fuzz|bench|deb" >&2; exit 2 ;;
 esac
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 

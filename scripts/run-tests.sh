@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes. Each part prints "tests: N passed, N failed"; this
-# script adds them up and prints the closing line CI reads.
+# against real fencelockd processes, the Python client's tests and three short torture runs.
+# Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
+# line CI reads.
+#
+#   scripts/run-tests.sh [--only PATTERN]... [--repeat N] [--jobs N] [BUILD_DIR]
+#
+# --only PATTERN: only the unit-test binaries and integration tests whose names contain PATTERN
+#   (or match it as a glob: test_fifo, 'test_auth.*flood*'); no pytest, no torture.
+# --repeat N: run each selected test N times (to hunt one that fails now and then).
+# --jobs N: integration tests at once (default: the CPUs, at most 4; docs/testing.md).
 set -uo pipefail
+only=(); repeat=1; jobs=${FL_TEST_JOBS:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --only) only+=("$2"); shift 2 ;;
+  --repeat) repeat=$2; shift 2 ;;
+  --jobs) jobs=$2; shift 2 ;;
+  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  *) break ;;
+  esac
+done
 B=${1:-build/asan}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-passed=0; failed=0
+passed=0; failed=0; t0=$SECONDS
 count() { # parse the last summary line of a part's output
   local line; line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
   if [ -z "$line" ]; then failed=$((failed + 1)); echo "!! $2 printed no summary"; return; fi
@@ -14,9 +33,48 @@ count() { # parse the last summary line of a part's output
   f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
   passed=$((passed + p)); failed=$((failed + f))
 }
+selected() { # is this name selected by --only (every name is, without --only)?
+  [ ${#only[@]} -eq 0 ] && return 0
+  local p; for p in "${only[@]}"; do
+    case "$1" in *$p*) return 0 ;; esac
+  done
+  return 1
+}
 log=$(mktemp)
+# Three short torture schedules (tests/torture, docs/testing.md "Torture") on 3 nodes, each one
+# test that passes when the checkers find no violation, run one after the other in the
+# background while the other parts run (they take fixed wall time and little CPU); on their own
+# slice of loopback ports. TORTURE=0 skips them.
+#  - 60 s with every nemesis, membership changes included;
+#  - 45 s of the snapshot-heavy mode (issue 13): thresholds of 64..256 entries, leader pauses,
+#    lagging followers, membership changes (a rejoined node asks again with PROMOTE);
+#  - 30 s of --secure (issue 18): client TLS with client certificates, peer mTLS and ACLs on
+#    every node, workers on TLS + AUTH. Only the workloads with no "nothing was tested" floor
+#    that 30 s could miss (control, rw, sem, elect need luckier schedules; the 60 s run has them).
+torture_one() { # NAME SECONDS ARGS...: build/torture/NAME (its output in NAME.log)
+  local name=$1 secs=$2; shift 2
+  echo "$secs s $*" >"build/torture/$name.log.title"
+  FL_TEST_PORTS=30000-32767 python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 \
+    --seconds "$secs" "$@" --out "build/torture/$name" >"build/torture/$name.log" 2>&1
+  echo "exit $?" >"build/torture/$name.log.status"
+}
+torture_all() {
+  torture_one ci 60
+  torture_one ci-snap 45 --snapshots
+  torture_one ci-secure 30 --secure --workloads register,mutex,fenced-counter,watch
+}
+if [ ${#only[@]} -eq 0 ] && [ "${TORTURE:-1}" != 0 ]; then
+  mkdir -p build/torture
+  rm -f build/torture/ci*.log build/torture/ci*.log.status build/torture/ci*.log.title
+  echo "== torture: 3 schedules in the background (build/torture/ci*.log)"
+  torture_all &
+  torture_pid=$!
+fi
+echo "== unit tests"
 for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
+  selected "$(basename "$t")" || continue
+  for r in $(seq 1 "$repeat"); do
   echo "== $t"
   "$t" >"$log" 2>&1; rc=$?
   grep -E '^(not ok|  FAIL)' "$log"; grep -E '^tests:' "$log"
@@ -25,19 +83,31 @@ for t in "$B"/tests/test_*; do
   if [ $rc -ne 0 ] && grep -qE '^tests: [0-9]+ passed, 0 failed' "$log"; then
     echo "!! $t exited $rc after passing (sanitizer report?)"; tail -n 30 "$log"; failed=$((failed + 1))
   fi
+  done
 done
+if [ ${#only[@]} -gt 0 ]; then
+  ks=(); for p in "${only[@]}"; do ks+=(-k "$p"); done
+  echo "== integration (${only[*]}, $repeat time(s))"
+  python3 tests/integration/run.py --bin "$B/fencelockd" "${ks[@]}" --repeat "$repeat" \
+    ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
+  count "$log" integration
+  rm -f "$log"
+  echo "tests: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]; exit
+fi
 echo "== torture checkers"
 python3 tests/torture/test_checkers.py >"$log" 2>&1
 grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
 count "$log" "torture checkers"
 echo "== integration"
-python3 tests/integration/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
+FL_TEST_PORTS=20000-29999 python3 tests/integration/run.py --bin "$B/fencelockd" \
+  --repeat "$repeat" ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" integration
 # The Python client (clients/python) against real servers, with Debian's pytest; its summary
 # ("12 passed, 1 failed, 1 skipped in 20s") becomes this script's "tests:" line.
 echo "== python client (pytest)"
-/usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider clients/python/tests \
-  --fencelockd "$B/fencelockd" >"$log" 2>&1
+FL_TEST_PORTS=20000-29999 /usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider \
+  clients/python/tests --fencelockd "$B/fencelockd" >"$log" 2>&1
 grep -E '^(FAILED|ERROR)' "$log"
 sum=$(grep -E '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
 if [ -z "$sum" ]; then
@@ -48,42 +118,21 @@ else
   echo "tests: $(n passed) passed, $(( $(n failed) + $(n error) )) failed" | tee -a "$log"
 fi
 count "$log" "python client"
-# A 60 s torture schedule (tests/torture, docs/testing.md "Torture") on 3 nodes: one test that
-# passes when the checkers find no violation. Every nemesis is in, membership changes too
-# (they crashed libraft 0.15; fencelock now needs 0.22). TORTURE=0 skips this part.
+# The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
-  echo "== torture (60 s)"
-  if python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 --seconds 60 \
-      --out build/torture/ci >"$log" 2>&1; then
-    passed=$((passed + 1)); grep -E '^torture: (seed|[0-9]+ ops)' "$log"
-  else
-    failed=$((failed + 1)); echo "!! torture failed (build/torture/ci):"; tail -n 40 "$log"
-  fi
-  # The snapshot-heavy mode (issue 13: libraft 0.22.1 crashed when an InstallSnapshot met the
-  # node's own snapshot write): thresholds of 64..256 entries, leader pauses, lagging followers,
-  # and membership changes (a rejoined node asks again with PROMOTE: docs/testing.md).
-  echo "== torture snapshots (45 s)"
-  if python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 --seconds 45 --snapshots \
-      --out build/torture/ci-snap >"$log" 2>&1; then
-    passed=$((passed + 1)); grep -E '^torture: (seed|snapshots|[0-9]+ ops)' "$log"
-  else
-    failed=$((failed + 1)); echo "!! snapshot torture failed (build/torture/ci-snap):"
-    tail -n 40 "$log"
-  fi
-  # --secure (issue 18): client TLS with client certificates, peer mTLS and ACLs on every node,
-  # workers on TLS + AUTH; every nemesis, so membership changes rejoin over TLS.
-  echo "== torture secure (30 s)"
-  # Workloads without a "nothing was tested" floor that 30 s could miss (control, rw, sem, elect
-  # need luckier schedules; the 60 s run has them).
-  if python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 --seconds 30 --secure \
-      --workloads register,mutex,fenced-counter,watch --out build/torture/ci-secure \
-      >"$log" 2>&1; then
-    passed=$((passed + 1)); grep -E '^torture: (seed|[0-9]+ ops)' "$log"
-  else
-    failed=$((failed + 1)); echo "!! secure torture failed (build/torture/ci-secure):"
-    tail -n 40 "$log"
-  fi
+  wait "$torture_pid"
+  for part in ci ci-snap ci-secure; do
+    f=build/torture/$part.log
+    echo "== torture $part ($(head -n 1 "$f.title" 2>/dev/null))"
+    if grep -q '^exit 0$' "$f.status" 2>/dev/null; then
+      passed=$((passed + 1)); grep -E '^torture: (seed|snapshots|[0-9]+ ops)' "$f"
+    else
+      failed=$((failed + 1)); echo "!! torture $part failed (build/torture/$part):"
+      tail -n 40 "$f"
+    fi
+  done
 fi
 rm -f "$log"
+echo "# every part: $((SECONDS - t0)) s"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

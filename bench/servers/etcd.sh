@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start or stop the 3-member etcd 3.4 cluster the lock benchmark runs against, on loopback.
 #   bench/servers/etcd.sh start|stop|status
 # Owns build/bench/etcd/: per member N (1..3) the data directory N/data, the log N/etcd.log and

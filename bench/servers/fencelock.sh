@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start or stop the 3-node fencelock cluster of the lock benchmark, on loopback.
 #   bench/servers/fencelock.sh start|stop|status|pids
 # Owns build/bench/fencelock/: per node N (1..3) the data directory nodeN, the log nodeN.log

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start or stop the single Redis server of the lock benchmark ("SET NX PX" locks), on loopback.
 #   bench/servers/redis.sh start|stop|status
 # Owns build/bench/redis/: the pid file <port>.pid and the log <port>.log (no data is written).

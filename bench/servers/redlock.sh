@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start or stop the five independent Redis servers of the Redlock benchmark, on loopback.
 #   bench/servers/redlock.sh start|stop|status
 # Owns build/bench/redlock/: per server the pid file <port>.pid and the log <port>.log.

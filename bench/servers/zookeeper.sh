@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start or stop the 3-server ZooKeeper 3.8 ensemble the lock benchmark runs against, on loopback.
 #   bench/servers/zookeeper.sh start|stop|status
 # Owns build/bench/zookeeper/: per server N (1..3) a generated N/zoo.cfg, the data directory

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- fencelock guard for PostgreSQL: refuse writes from a lock holder whose fencing token is older
 -- than one already seen for the same resource.
 --

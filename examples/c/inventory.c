@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The inventory service, with fencing: N workers each sell items from one stock counter.
  * A sale is lock -> read stock -> (work) -> fenced write of stock-1 -> unlock. The write

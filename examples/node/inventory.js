@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // Inventory service with fencing: fencelock from Node.js with no fencelock library.
 //
 // fencelock speaks the Redis protocol, so a plain Redis client (ioredis) is enough: every

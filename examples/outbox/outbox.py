@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The outbox recipe: a side effect that cannot check a fencing token ("send an SMS"),
 performed at most once, and never by a holder that lost its lock (docs/fencing.md).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Makes `import fencelock` work from the source tree when the package is not installed
 (pip install ./clients/python installs it; docs/python.md)."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Inventory service with fencing, from any Redis client: no fencelock library at all.
 
 fencelock speaks the Redis protocol, so the stock `redis` package (Debian: python3-redis) is

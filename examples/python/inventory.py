@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Inventory service with fencing, on the fencelock package (clients/python).
 
 The story: a worker ("zombie") takes the inventory lock and then freezes (think of a long GC

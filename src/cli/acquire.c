@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Acquiring the lock for `fencelock lock` while staying responsive to signals.
  *

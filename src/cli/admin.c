@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster and session administration: status, members, session. */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -64,16 +65,24 @@ static const char *or_dash(const char *s)
 
 static void status_text(const struct fl_status *st)
 {
-    printf("node:     %" PRIu64 " (%s)\n", st->id, or_dash(st->role));
-    printf("leader:   %" PRIu64 " (%s)\n", st->leader_id, or_dash(st->leader));
+    printf("node:     %" PRIu64 " (", st->id);
+    out_str(stdout, or_dash(st->role));
+    printf(")\nleader:   %" PRIu64 " (", st->leader_id);
+    out_str(stdout, or_dash(st->leader));
+    fputs(")\n", stdout);
     printf("term:     %" PRIu64 "\n", st->term);
     printf("commit:   %" PRIu64 "  applied: %" PRIu64 "\n", st->commit_index, st->applied_index);
     printf("revision: %" PRIu64 "\n\n", st->revision);
     printf("%-6s %-9s %-22s %-22s %s\n", "ID", "ROLE", "CLIENT", "RAFT", "LEADER");
     for (size_t i = 0; i < st->n_members; i++) {
         const struct fl_member *m = &st->members[i];
-        printf("%-6" PRIu64 " %-9s %-22s %-22s %s\n", m->id, or_dash(m->role),
-               or_dash(m->client_address), or_dash(m->raft_address), m->leader ? "*" : "");
+        printf("%-6" PRIu64 " ", m->id);
+        out_pad(stdout, or_dash(m->role), 9);
+        putchar(' ');
+        out_pad(stdout, or_dash(m->client_address), 22);
+        putchar(' ');
+        out_pad(stdout, or_dash(m->raft_address), 22);
+        printf(" %s\n", m->leader ? "*" : "");
     }
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Command-line parsing for every subcommand: options, numbers, durations. */
 #include <errno.h>
 #include <stdarg.h>

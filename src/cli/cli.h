@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fencelock CLI — what every subcommand shares: the global settings (struct cli), the exit
  * codes, the option parser, number and duration parsing, and error reporting.

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The key-value subcommands: get, put, del, keys. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/out.h"
@@ -40,7 +42,11 @@ static const char usage_get[] = "usage: fencelock get KEY\n"
 static void print_kv(struct cli *c, const char *key, const struct fl_kv *kv)
 {
     if (!c->json) {
-        fwrite(kv->value, 1, kv->len, stdout);
+        /* Exact bytes into a pipe or file (a value may be binary); escaped for a terminal. */
+        if (isatty(STDOUT_FILENO))
+            out_esc(stdout, kv->value, kv->len, 0);
+        else
+            fwrite(kv->value, 1, kv->len, stdout);
         fputc('\n', stdout);
         return;
     }
@@ -267,8 +273,10 @@ int cmd_keys(struct cli *c, int argc, char **argv)
     for (size_t i = 0; i < l.n; i++) {
         if (c->json)
             jw_str(&w, l.v[i]);
-        else
-            printf("%s\n", l.v[i]);
+        else {
+            out_str(stdout, l.v[i]);
+            putchar('\n');
+        }
     }
     if (c->json)
         jw_end(&w);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `fencelock leader NAME [--observe]`: print an election's leader (fl_leader), or with
  * --observe one line per change (fl_observe, passing back the revision of each answer, so no
@@ -48,7 +49,9 @@ static void print_leader(const struct cli *c, const struct fl_leader_info *l)
     } else if (l->sid == 0) {
         printf("none %" PRIu64 "\n", l->rev);
     } else {
-        printf("%" PRIu64 " %" PRIu64 " %s\n", l->sid, l->token, l->value);
+        printf("%" PRIu64 " %" PRIu64 " ", l->sid, l->token);
+        out_esc(stdout, l->value, l->value_len, 0);
+        putchar('\n');
     }
     fflush(stdout);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `fencelock lock`, `sem` and `elect`: the command lines; the work is in run.c and acquire.c. */
 #include <limits.h>
 #include <string.h>

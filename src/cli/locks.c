@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Inspecting locks: lock-info, locks, fence-check. */
 #include <inttypes.h>
 #include <string.h>
@@ -55,8 +56,11 @@ static void lock_info_json(const char *name, const struct fl_lock_info *li)
 static void lock_info_text(const char *name, const struct fl_lock_info *li)
 {
     char when[64];
-    printf("name:       %s\n", name);
-    printf("mode:       %s\n", li->mode[0] ? li->mode : "none");
+    fputs("name:       ", stdout);
+    out_str(stdout, name);
+    fputs("\nmode:       ", stdout);
+    out_str(stdout, li->mode[0] ? li->mode : "none");
+    putchar('\n');
     if (strcmp(li->mode, "shared") == 0) {
         printf("holders:    %zu", li->n_holders);
         for (size_t i = 0; i < li->n_holders; i++)
@@ -120,8 +124,9 @@ static void locks_print(struct cli *c, const struct fl_lock_list *l)
     for (size_t i = 0; i < l->n; i++) {
         const struct fl_lock_entry *e = &l->v[i];
         if (!c->json) {
-            printf("%-24s %20" PRIu64 " %20" PRIu64 " %7zu %s\n", e->name, e->holder, e->token,
-                   e->n_waiters, e->lockdelay ? "yes" : "no");
+            out_pad(stdout, e->name, 24);
+            printf(" %20" PRIu64 " %20" PRIu64 " %7zu %s\n", e->holder, e->token, e->n_waiters,
+                   e->lockdelay ? "yes" : "no");
             continue;
         }
         jw_obj(&w);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fencelock: the command-line tool. Global flags, dispatch to a subcommand, error reporting. */
 #include <signal.h>
 #include <stdarg.h>
@@ -5,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/out.h"
 #include "common/proto.h"
 
 static const char usage_main[] =
@@ -94,9 +96,11 @@ void cli_say(const char *fmt, ...)
 void cli_fail(struct cli *c, fl_err err, const char *what)
 {
     const char *detail = c->client ? fl_client_errmsg(c->client) : "";
-    if (detail && *detail)
-        fprintf(stderr, "fencelock: %s: %s: %s\n", what, fl_strerror(err), detail);
-    else
+    if (detail && *detail) { /* the server's words: escaped like every server string */
+        fprintf(stderr, "fencelock: %s: %s: ", what, fl_strerror(err));
+        out_str(stderr, detail);
+        fputc('\n', stderr);
+    } else
         fprintf(stderr, "fencelock: %s: %s\n", what, fl_strerror(err));
 }
 
@@ -245,10 +249,21 @@ int main(int argc, char **argv)
     c.endpoints = getenv("FENCELOCK_ENDPOINTS");
     if (c.endpoints == NULL || *c.endpoints == '\0')
         c.endpoints = CLI_DEFAULT_ENDPOINTS;
-    c.user = getenv("FENCELOCK_USER");
-    const char *pw = getenv("FENCELOCK_PASSWORD");
-    if (pw)
+    /* The credentials are copied and then removed from our environment, so that nothing we
+       start (the command of `fencelock lock -- CMD`, a pager) inherits them. */
+    static char user_env[1025];
+    const char *u = getenv("FENCELOCK_USER");
+    if (u) {
+        snprintf(user_env, sizeof user_env, "%s", u);
+        c.user = user_env;
+    }
+    char *pw = getenv("FENCELOCK_PASSWORD");
+    if (pw) {
         snprintf(c.password, sizeof c.password, "%s", pw);
+        explicit_bzero(pw, strlen(pw)); /* else it stays in /proc/PID/environ */
+    }
+    unsetenv("FENCELOCK_USER");
+    unsetenv("FENCELOCK_PASSWORD");
     c.tls_ca = cli_env("FENCELOCK_TLS_CA");
     c.tls_cert = cli_env("FENCELOCK_TLS_CERT");
     c.tls_key = cli_env("FENCELOCK_TLS_KEY");

@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Output helpers: the --json writer and time formatting. */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -98,6 +100,61 @@ int utf8_valid(const unsigned char *s, size_t len)
         i += n;
     }
     return 1;
+}
+
+/* Whether the valid UTF-8 sequence s[0..n) is a C1 control (U+0080..U+009F): a terminal may
+   take U+009B as CSI, as it takes ESC [. */
+static int is_c1(const unsigned char *s, size_t n)
+{
+    return n == 2 && s[0] == 0xC2 && s[1] < 0xA0;
+}
+
+void out_esc(FILE *f, const void *data, size_t len, int flags)
+{
+    const unsigned char *s = data;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        size_t n = utf8_seq(s + i, len - i);
+        if (c == '\\' || ((flags & OUT_QUOTE) && c == '"')) {
+            fputc('\\', f);
+            fputc(c, f);
+        } else if (c == '\n') {
+            fputs("\\n", f);
+        } else if (c == '\r') {
+            fputs("\\r", f);
+        } else if (c == '\t') {
+            fputs("\\t", f);
+        } else if (c < 0x20 || c == 0x7F || n == 0 || is_c1(s + i, n) ||
+                   ((flags & OUT_ASCII) && c >= 0x80)) {
+            fprintf(f, "\\x%02x", c);
+            n = 1;
+        } else {
+            fwrite(s + i, 1, n, f);
+        }
+        i += n ? n : 1;
+    }
+}
+
+void out_str(FILE *f, const char *s)
+{
+    if (s)
+        out_esc(f, s, strlen(s), 0);
+}
+
+void out_pad(FILE *f, const char *s, int width)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *m = open_memstream(&buf, &size);
+    if (m == NULL)
+        return;
+    out_str(m, s);
+    if (fclose(m) != 0) {
+        free(buf);
+        return;
+    }
+    fprintf(f, "%-*s", width, buf);
+    free(buf);
 }
 
 void jw_strn(struct jw *w, const void *data, size_t len)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fencelock CLI output: a streaming JSON writer for --json, and the few helpers the human
  * output shares.
@@ -40,6 +41,22 @@ void jw_bytes(struct jw *w, const char *key, const void *s, size_t len);
 
 /* 1 if s[0..len) is valid UTF-8 (no overlongs, surrogates or code points over U+10FFFF). */
 int utf8_valid(const unsigned char *s, size_t len);
+
+/*
+ * Text from a server (names, values, addresses) for a terminal: the one escaping function of
+ * the human output. Control bytes (C0, DEL, the C1 range U+0080..U+009F) and bytes that are not
+ * valid UTF-8 are written as \xHH (\n \r \t as such), a backslash as \\; so no server can
+ * move the cursor, retitle the window or hide text with escape sequences, and the output still
+ * tells distinct names apart. OUT_QUOTE also escapes '"' (inside quotes); OUT_ASCII escapes
+ * every byte >= 0x80. --json output is escaped by jw_* instead.
+ */
+enum { OUT_QUOTE = 1, OUT_ASCII = 2 };
+void out_esc(FILE *f, const void *s, size_t len, int flags);
+/* out_esc of a C string (NULL writes nothing). */
+void out_str(FILE *f, const char *s);
+
+/* out_str left-aligned in a column of width characters (bytes), as printf's %-Ns. */
+void out_pad(FILE *f, const char *s, int width);
 
 /* Write a wall-clock time in ms since the epoch as "2026-12-03T07:33:40.123Z" into buf. */
 void fmt_wallclock(char *buf, size_t size, uint64_t ms);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The supervisor of `fencelock lock`: start the command under the lock, watch the lease, kill
  * the command before the lease can run out on the servers, forward signals, release.
@@ -99,8 +100,10 @@ static char *env_entry(const char *key, const char *value)
 static int is_ours(const char *e)
 {
     static const char *const keys[] = {
-        "FENCELOCK_TOKEN=",     "FENCELOCK_SESSION=", "FENCELOCK_NAME=",
-        "FENCELOCK_ENDPOINTS=", "FENCELOCK_MODE=",    "FENCELOCK_TOKEN_SIG="};
+        "FENCELOCK_TOKEN=", "FENCELOCK_SESSION=", "FENCELOCK_NAME=", "FENCELOCK_ENDPOINTS=",
+        "FENCELOCK_MODE=", "FENCELOCK_TOKEN_SIG=",
+        /* credentials: main() already unset them; never hand them to the command */
+        "FENCELOCK_PASSWORD=", "FENCELOCK_USER="};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strncmp(e, keys[i], strlen(keys[i])) == 0)
             return 1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `fencelock lock`: take a lock, run a command under it, and kill the command before the lock
  * can have passed to anyone else.

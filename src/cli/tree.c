@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every process `fencelock lock` starts, and how all of them die: the command, whatever it
  * forks, and whatever those fork, also after they left the command's process group (setsid,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The controlling terminal of `fencelock lock`: while the command runs it is the terminal's
  * foreground process group, so typed input, Ctrl-C, Ctrl-\ and Ctrl-Z reach it as they would

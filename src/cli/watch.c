@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `fencelock watch`: print the event stream (fl_watch) one line per event until a signal, or
  * --count events, or an error.
@@ -65,21 +66,7 @@ static void print_quoted(const char *s, size_t n)
         return;
     }
     putchar('"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch == '\n')
-            fputs("\\n", stdout);
-        else if (ch == '\t')
-            fputs("\\t", stdout);
-        else if (ch == '\r')
-            fputs("\\r", stdout);
-        else if (ch < ' ' || ch >= 0x7f)
-            printf("\\x%02x", ch);
-        else
-            putchar(ch);
-    }
+    out_esc(stdout, s, n, OUT_QUOTE | OUT_ASCII);
     putchar('"');
 }
 

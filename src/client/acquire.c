@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The one acquire of the library: a lock (exclusive or shared), a semaphore permit and an
  * election's leadership are all holds of a session, taken and given back the same way.

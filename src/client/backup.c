@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backup.c — fl_snapshot_save: SNAPSHOT.SAVE from the leader into a file (snapfile.h layout).
  *
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -49,16 +51,24 @@ static int sync_dir(const char *path)
 static fl_err write_file(fl_client *c, const char *path, const uint8_t hdr[SNAPFILE_HEADER],
                          const char *data, size_t n)
 {
-    size_t tl = strlen(path) + 5;
+    /* A fresh name next to path made with O_EXCL (mkostemp), mode 0600: a file or symlink
+       someone planted at a predictable "path.tmp" in a shared directory is never followed,
+       truncated or left readable by others. */
+    size_t tl = strlen(path) + 8;
     char *tmp = malloc(tl);
     if (!tmp)
         return cl_fail(c, FL_ENOMEM, "out of memory");
-    snprintf(tmp, tl, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int ok = fd >= 0 && write_all(fd, hdr, SNAPFILE_HEADER) == 0 && write_all(fd, data, n) == 0 &&
-             fsync(fd) == 0;
+    snprintf(tmp, tl, "%s.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return cl_fail(c, FL_EIO, "cannot write %s: %s", path, strerror(e));
+    }
+    int ok = fchmod(fd, 0600) == 0 && write_all(fd, hdr, SNAPFILE_HEADER) == 0 &&
+             write_all(fd, data, n) == 0 && fsync(fd) == 0;
     int e = errno;
-    if (fd >= 0 && close(fd) != 0 && ok) {
+    if (close(fd) != 0 && ok) {
         ok = 0;
         e = errno;
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libfencelock internals: the client object, its connection pool and the one call path every
  * public function goes through (cl_call).

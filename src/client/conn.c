@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The client object, its endpoints, connection pool and the call path with redirects,
  * reconnects and retries (see client.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Event ids, XREAD replies and entries (see event.h). Every shape is checked before it is
  * used: a server (or anything listening on its port) may send what it likes.

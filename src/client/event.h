@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libfencelock's reading of the event stream (fl_watch): event ids, XREAD replies, entries
  * and the -COMPACTED error, as pure functions of a hiredis reply (no I/O, no clock), so the

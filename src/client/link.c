@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * link.c — a client connection: socket, optional TLS, RESP through hiredis's reader (link.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * link — one client connection to a fencelockd: a TCP socket, optionally TLS (OpenSSL), with
  * hiredis 0.14 used only to format commands and parse replies (redisReader). Debian 12's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Locks: acquire (blocking, across fail-overs), try, release, and the lock queries. The waits
  * and their exactly-once rules are acquire.c's, shared with semaphores and elections.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Semaphores and elections: SEM.ACQUIRE/RELEASE, ELECT.CAMPAIGN/PROCLAIM/RESIGN, ELECT.LEADER
  * and ELECT.OBSERVE (docs/protocol.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Building commands (struct cl_cmd) and reading replies: integers, fields of a map reply, and
  * the mapping of the server's error words (src/common/proto.h) to fl_err (see client.h).

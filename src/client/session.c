@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Sessions: open, the keepalive thread, the local safe deadline, loss, close.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sign.c — signed fencing tokens: fl_sign (FENCE.SIGN), fl_lock_signed (a grant and its
  * signature) and fl_verify (FENCE.VERIFY). The servers hold the key (--token-key); the client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fl_watch: a thread that reads one event stream with XREAD BLOCK in a loop and hands each
  * entry to a callback exactly once, in id order, across leader changes and reconnects.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* addr.c — the one "host:port" parser and its inverse (see proto.h). */
 #include "common/proto.h"
 

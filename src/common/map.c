@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "common/map.h"
 
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,22 +13,40 @@ struct map_node {
     char key[];
 };
 
-#define FNV64_OFFSET 1469598103934665603ull /* FNV-1a's 64-bit offset basis and prime */
-#define FNV64_PRIME 1099511628211ull
-/* Buckets are picked by the low bits: fold some high bits in, where FNV mixes better. */
-#define HASH_FOLD_SHIFT 29
 #define MAP_MIN_BUCKETS 16 /* a power of two, like every later size */
 
-/* FNV-1a: short keys, no attacker-chosen flooding concern beyond the connection limits. */
+_Static_assert(MAP_HASH_KEY_BYTES == crypto_shorthash_KEYBYTES, "SipHash-2-4's key size");
+
+/* The process's key (map_set_hash_key); zeros until set. */
+static unsigned char hash_key[MAP_HASH_KEY_BYTES];
+
+void map_set_hash_key(const unsigned char key[MAP_HASH_KEY_BYTES])
+{
+    memcpy(hash_key, key, MAP_HASH_KEY_BYTES);
+}
+
+/* SipHash-2-4 under the process's key: keys are lock names and session ids chosen by clients,
+ * who must not be able to pick keys that share a bucket. */
 static uint64_t hash_bytes(const void *key, size_t len)
 {
-    const unsigned char *p = key;
-    uint64_t h = FNV64_OFFSET;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= FNV64_PRIME;
+    unsigned char out[crypto_shorthash_BYTES];
+    crypto_shorthash(out, key, len, hash_key);
+    uint64_t h = 0;
+    for (int i = 0; i < 8; i++)
+        h |= (uint64_t)out[i] << (8 * i);
+    return h;
+}
+
+size_t map_max_chain(const struct map *m)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < m->nb; i++) {
+        size_t n = 0;
+        for (const struct map_node *x = m->b[i]; x; x = x->next)
+            n++;
+        most = n > most ? n : most;
     }
-    return h ^ (h >> HASH_FOLD_SHIFT);
+    return most;
 }
 
 void map_init(struct map *m)

@@ -1,10 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * map — a hash map from byte-string keys to borrowed `void *` values (chained buckets).
  *
  * Owns: its bucket array and one node per entry holding a copy of the key. It does not own the
  * values: map_del returns the value to the caller, map_free calls `free_val` (may be NULL) on
  * each remaining value. The table doubles when the load passes 1 and never shrinks.
- * Iteration order is unspecified; deleting the entry being visited is allowed in map_foreach.
+ * Iteration order is unspecified (it depends on the hash key); deleting the entry being visited
+ * is allowed in map_foreach. Keys are hashed with SipHash-2-4 under one key per process
+ * (map_set_hash_key, set by the server from libsodium's random bytes before the first insert),
+ * so no client can choose keys that share a bucket.
  */
 #ifndef FENCELOCK_MAP_H
 #define FENCELOCK_MAP_H
@@ -18,6 +22,13 @@ struct map {
     struct map_node **b;
     size_t nb, n;
 };
+
+#define MAP_HASH_KEY_BYTES 16
+/* The process-wide hash key: call before any map holds an entry (entries hashed under the old
+   key would not be found). */
+void map_set_hash_key(const unsigned char key[MAP_HASH_KEY_BYTES]);
+/* The longest bucket chain (tests: chains stay short whatever the keys). */
+size_t map_max_chain(const struct map *m);
 
 void map_init(struct map *m);
 void map_free(struct map *m, void (*free_val)(void *val));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto — the words and limits every layer shares with the network: the error codes that open
  * a RESP error reply, and the limits and parser of "host:port" addresses.

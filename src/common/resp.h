@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resp — RESP2/RESP3 request parser and reply writers.
  *

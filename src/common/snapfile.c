@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* snapfile.c — see snapfile.h. SHA-256 is OpenSSL's (libcrypto, linked by server and client). */
 #include "common/snapfile.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapfile — the backup file of `fencelock snapshot save` and `fencelockd --restore`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/codec.c — the binary command format (header versions 1 and 2), the canonical readers and
  * the request digest.

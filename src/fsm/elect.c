@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/elect.c — leader election: ELECT_CAMPAIGN, ELECT_PROCLAIM, ELECT_RESIGN and the
  * leader's hand-over.

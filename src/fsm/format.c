@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/format.c — the cluster's log format: which entry and snapshot versions a node must read,
  * and the CLUSTER_FORMAT op that raises the replicated format level.

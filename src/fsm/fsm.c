@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/fsm.c — lifecycle, fsm_apply (decode, exactly-once, dispatch) and the event list.
  *
@@ -63,6 +64,7 @@ void fsm_free_state(struct fsm *f)
     kv_free_all(f); /* lock_names pointed into the locks freed above; the memset clears it */
     htab_free(&f->sessions);
     htab_free(&f->locks);
+    free(f->uses);
     memset(f, 0, sizeof(*f));
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm — the pure, deterministic state machine of fencelock.
  *
@@ -370,6 +371,19 @@ void fsm_events_free(struct fsm_events *e);
 struct fsm;
 
 struct fsm *fsm_new(void);
+
+/*
+ * The key of the FSM's name hash (lock names pick hash buckets). fsm_new starts with a key of
+ * zeros; the server sets a random one per process (randomness stays out of src/fsm), so that
+ * clients cannot choose names that share a bucket. Bucket order never reaches the replicated
+ * outputs (snapshots walk names in byte order, sessions by id; fsm_foreach_* too), so nodes
+ * with different keys agree byte for byte. fsm_restore keeps the target's key. 0, or -1 if
+ * the FSM already holds locks (set it right after fsm_new).
+ */
+#define FSM_HASH_KEY_BYTES 16
+int fsm_set_hash_key(struct fsm *f, const uint8_t key[FSM_HASH_KEY_BYTES]);
+/* The longest chain of the lock table's buckets (tests: chains stay short whatever the names). */
+size_t fsm_max_lock_chain(const struct fsm *f);
 void fsm_free(struct fsm *f);
 
 /*
@@ -405,10 +419,12 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
 
 /*
  * The ownership rule of fsm_apply for `c` against the current state, without applying: 0, or
- * -1 with the NOPERM reply in `r`. The server asks before proposing, so a refusal costs no log
- * entry; fsm_apply decides again when the entry applies (the state may have moved on).
+ * the id of the other user's session that `c` may not name (fsm_apply answers it as NOSESSION,
+ * exactly as a session that does not exist: no oracle of live ids). The server asks before
+ * proposing, so a refusal costs no log entry; fsm_apply decides again when the entry applies
+ * (the state may have moved on).
  */
-int fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r);
+uint64_t fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c);
 
 /* Deterministic snapshot: the same state gives the same bytes. Appends to `out`. 0 or -1. */
 int fsm_snapshot(const struct fsm *f, struct buf *out);
@@ -519,7 +535,23 @@ struct fsm_session_view {
 /* 1 and fill `v` if the session is alive, else 0. */
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v);
 
-/* Iteration for a new leader re-arming timers (order unspecified but deterministic). */
+/* Usage by session owner (usage.c): the sessions `owner` owns, the waits they have queued, and
+ * their bytes by the --max-data-bytes measure (a record each, and session names).
+ * Derived from the replicated tables, so every node holds the same numbers; all 0 for an owner
+ * with nothing (or no owner: sessions without one are not counted). */
+struct fsm_owner_usage {
+    uint64_t sessions, waiters, bytes;
+};
+void fsm_owner_usage(const struct fsm *f, const char *owner, size_t len,
+                     struct fsm_owner_usage *out);
+/* Every owner ever counted (counts may be 0), in first-seen order. */
+void fsm_foreach_owner(const struct fsm *f,
+                       void (*cb)(void *arg, const char *owner, size_t len,
+                                  const struct fsm_owner_usage *u),
+                       void *arg);
+
+/* Iteration for a new leader re-arming timers: sessions by id, waiters and lock-delays by lock
+   name (then queue order); never the hash buckets, so it is the same under any hash key. */
 void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
                          void *arg);
 void fsm_foreach_waiter(const struct fsm *f,
@@ -560,6 +592,7 @@ struct fsm_stats {
     uint64_t locks;        /* existing locks: held, in lock-delay or with waiters */
     uint64_t shared_holds; /* shared holds over all locks (locks_held counts exclusive ones) */
     uint64_t data_bytes;
+    uint64_t key_bytes; /* the keys' part of data_bytes: key and value bytes, a record each */
 };
 void fsm_stats(const struct fsm *f, struct fsm_stats *s);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/internal.h — the state layout shared by the fsm's .c files (not part of the interface).
  *
@@ -67,7 +68,10 @@ static inline struct hlink *htab_bucket(const struct htab *t, uint32_t hash)
     return t->b[hash & (t->nb - 1)];
 }
 
-uint32_t fsm_hash_bytes(const void *p, size_t n);
+/* SipHash-2-4 (libsodium's crypto_shorthash) of a name under f's hash key: lock names are
+   chosen by clients, so an unkeyed hash let one pick names that share a bucket. */
+struct fsm;
+uint32_t fsm_hash_bytes(const struct fsm *f, const void *p, size_t n);
 uint32_t fsm_hash_u64(uint64_t v);
 
 /* ---- records ---- */
@@ -180,7 +184,25 @@ struct fsm {
     struct member members[FSM_MAX_MEMBERS]; /* sorted by id, strictly increasing */
     uint32_t n_members;
     uint64_t format; /* the cluster's log format (CLUSTER_FORMAT); 0 = none applied: format 1 */
+    /* the key of fsm_hash_bytes (fsm_set_hash_key; zeros by default). Local to this process:
+       nothing replicated (snapshots, replies, events, walks the server makes) depends on
+       bucket order, so replicas with different keys stay byte-identical */
+    uint8_t hash_key[FSM_HASH_KEY_BYTES];
+    /* usage by session owner (usage.c): derived, rebuilt by restore, never serialised */
+    struct fsm_use *uses;
+    uint32_t n_uses, cap_uses;
 };
+
+/* ---- usage by session owner (src/fsm/usage.c) ---- */
+
+struct fsm_use {
+    uint64_t sessions, waiters, bytes;
+    uint8_t len;
+    char name[FSM_MAX_USER];
+};
+/* sign +1 when s (or its wait w) is linked, -1 when unlinked. */
+void usage_session(struct fsm *f, const struct sess *s, int sign);
+void usage_wait(struct fsm *f, const struct sess *s, const struct waiter *w, int sign);
 
 /* ---- apply context: one per fsm_apply ---- */
 
@@ -230,7 +252,7 @@ void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter 
 /* The two halves of waiter_append: tail of the lock's FIFO / of the session's list. Restore
  * links the session side later, in enqueue-revision order. */
 void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w);
-void waiter_link_sess(struct sess *s, struct waiter *w);
+void waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w);
 void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w); /* upgrades */
 void waiter_remove(struct fsm *f, struct waiter *w);                         /* unlinks and frees */
 struct waiter *waiter_find(const struct lock *l, const struct sess *s);

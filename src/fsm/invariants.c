@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/invariants.c — fsm_check_invariants: a full audit of the state, for tests and fuzzing.
  *
@@ -360,6 +361,33 @@ static int check_members(struct chk *c)
     return 0;
 }
 
+/* The usage index (usage.c) against a recount: every owner's sessions, waits and bytes, and
+ * every session owner counted. */
+static int check_usage(struct chk *c)
+{
+    const struct fsm *f = c->f;
+    uint64_t counted = 0;
+    for (uint32_t i = 0; i < f->n_uses; i++) {
+        const struct fsm_use *u = &f->uses[i];
+        uint64_t n = 0, w = 0, b = 0;
+        for (const struct sess *s = f->sess_head; s; s = s->snext)
+            if (s->owner_len == u->len && memcmp(sess_owner(s), u->name, u->len) == 0) {
+                n++;
+                w += s->n_waits;
+                b += FSM_RECORD_BYTES * (1 + (uint64_t)s->n_waits) + s->name_len;
+            }
+        if (n != u->sessions || w != u->waiters || b != u->bytes)
+            return bad(c, "usage by owner differs from a recount (sessions)", u->sessions);
+        counted += n;
+    }
+    uint64_t owned = 0;
+    for (const struct sess *s = f->sess_head; s; s = s->snext)
+        owned += s->owner_len != 0;
+    if (owned != counted)
+        return bad(c, "a session owner is missing from the usage index", owned);
+    return 0;
+}
+
 static int check_all(struct chk *c)
 {
     const struct fsm *f = c->f;
@@ -373,7 +401,7 @@ static int check_all(struct chk *c)
         for (const struct hlink *x = f->locks.b[i]; x; x = x->next)
             if (check_lock(c, (const struct lock *)x))
                 return -1;
-    if (check_trees(c) || check_sess_list(c))
+    if (check_trees(c) || check_sess_list(c) || check_usage(c))
         return -1;
     if (c->held != f->n_held || c->held != c->locks)
         return bad(c, "held lock count wrong", c->held);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/kv.c — the key-value store: an AVL tree ordered by key bytes (otree), PUT/DEL, get, scan.
  *

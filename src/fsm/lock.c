@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/lock.c — locks: records, FIFO waiters, grants, release and lock-delay; the lock ops.
  *
@@ -22,7 +23,7 @@ struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen)
 {
     if (namelen == 0 || namelen > FSM_MAX_NAME)
         return NULL;
-    uint32_t h = fsm_hash_bytes(name, namelen);
+    uint32_t h = fsm_hash_bytes(f, name, namelen);
     for (struct hlink *x = htab_bucket(&f->locks, h); x; x = x->next) {
         struct lock *l = (struct lock *)x;
         if (x->hash == h && l->name_len == namelen && memcmp(l->name, name, namelen) == 0)
@@ -46,7 +47,7 @@ struct lock *lock_alloc(const char *name, size_t namelen)
 
 void lock_insert(struct fsm *f, struct lock *l)
 {
-    htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
+    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
     otree_insert(&f->lock_names, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
@@ -54,7 +55,7 @@ void lock_insert(struct fsm *f, struct lock *l)
 
 void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
 {
-    htab_insert(&f->locks, &l->h, fsm_hash_bytes(l->name, l->name_len));
+    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
     otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
@@ -151,7 +152,7 @@ void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
     f->n_swaiters += w->shared;
 }
 
-void waiter_link_sess(struct sess *s, struct waiter *w)
+void waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w)
 {
     w->sess = s;
     w->snext = NULL;
@@ -162,6 +163,7 @@ void waiter_link_sess(struct sess *s, struct waiter *w)
         s->wait_head = w;
     s->wait_tail = w;
     s->n_waits++;
+    usage_wait(f, s, w, 1);
 }
 
 void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
@@ -182,7 +184,7 @@ void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
 void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
 {
     waiter_link_lock(f, l, w);
-    waiter_link_sess(s, w);
+    waiter_link_sess(f, s, w);
 }
 
 void waiter_remove(struct fsm *f, struct waiter *w)
@@ -207,6 +209,7 @@ void waiter_remove(struct fsm *f, struct waiter *w)
         s->wait_tail = w->sprev;
     l->n_waiters--;
     s->n_waits--;
+    usage_wait(f, s, w, -1);
     f->n_waiters--;
     f->n_swaiters -= w->shared;
     waiter_free(f, w);
@@ -368,7 +371,7 @@ void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_
         waiter_link_lock_head(a->f, l, w);
     else
         waiter_link_lock(a->f, l, w);
-    waiter_link_sess(s, w);
+    waiter_link_sess(a->f, s, w);
     lock_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l);
     r->kind = FSM_REPLY_QUEUED;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/lock_shared.c — the shared mode of read-write locks: shared-hold records and LOCK_SHARED.
  *

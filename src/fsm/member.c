@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/member.c — the replicated member table: MEMBER_SET / MEMBER_DEL and its queries.
  *

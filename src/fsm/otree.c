@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/otree.c — an intrusive AVL tree of records ordered by their name bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/owner.c — session ownership: which sessions a command names, and whether its acting user
  * may name them (the rule is in fsm.h, at fsm_apply).
@@ -60,29 +61,37 @@ static bool owned_by(const struct sess *s, struct fsm_str user)
     return s->owner_len == user.len && (!user.len || memcmp(sess_owner(s), user.p, user.len) == 0);
 }
 
-static int refuse(const struct fsm_cmd *c, const struct sess *s, struct fsm_reply *r)
-{
-    char u[FSM_NAME_SHOWN];
-    fsm_reply_err(r, PROTO_NOPERM " user %s does not own session %llu",
-                  fsm_printable(c->user.p, c->user.len, u, sizeof(u)), (unsigned long long)s->sid);
-    return -1;
-}
-
-int owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r)
+/* The session of another user that `c` names and may not, 0 if none. */
+static uint64_t foreign_sid(const struct fsm *f, const struct fsm_cmd *c)
 {
     if (!c->checked)
         return 0;
     const struct sess *s = sess_find(f, acting_sid(c));
     if (s && !owned_by(s, c->user) && !admin_may(c))
-        return refuse(c, s, r);
+        return s->sid;
     s = sess_find(f, c->req_sid);
     if (s && !owned_by(s, c->user))
-        return refuse(c, s, r);
+        return s->sid;
     return 0;
 }
 
-int fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r)
+/* Another user's session is answered exactly as a missing one (fsm_nosession): a different
+ * answer would tell a tenant which session ids are alive (ids are small revisions, easy to
+ * walk). An admin, who may list every session anyway, is told why. */
+int owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r)
 {
-    memset(r, 0, sizeof(*r));
-    return owner_check(f, c, r);
+    uint64_t sid = foreign_sid(f, c);
+    if (!sid)
+        return 0;
+    if (!c->admin)
+        return fsm_nosession(r, sid);
+    char u[FSM_NAME_SHOWN];
+    fsm_reply_err(r, PROTO_NOPERM " user %s does not own session %llu",
+                  fsm_printable(c->user.p, c->user.len, u, sizeof(u)), (unsigned long long)sid);
+    return -1;
+}
+
+uint64_t fsm_cmd_check_owner(const struct fsm *f, const struct fsm_cmd *c)
+{
+    return foreign_sid(f, c);
 }

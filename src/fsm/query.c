@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/query.c — read-only queries over locks and sessions, iteration and stats.
  *
@@ -107,14 +108,32 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     return 1;
 }
 
+/* The fsm_foreach_* walks follow the replicated orders (sessions by id, locks by name), never
+ * the hash buckets: what the server derives from them at takeover (its timers, hence the order
+ * of the expiries it proposes) must not depend on the process's hash key. */
 void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
                          void *arg)
 {
-    for (size_t i = 0; i < f->sessions.nb; i++)
-        for (const struct hlink *x = f->sessions.b[i]; x; x = x->next) {
-            const struct sess *s = (const struct sess *)x;
-            cb(arg, s->sid, s->ttl_ms);
-        }
+    for (const struct sess *s = f->sess_head; s; s = s->snext)
+        cb(arg, s->sid, s->ttl_ms);
+}
+
+struct lock_walk {
+    void (*waiter)(void *arg, const char *name, size_t namelen, uint64_t sid, uint64_t wait_ms);
+    void (*delay)(void *arg, const char *name, size_t namelen, uint64_t delay_ms);
+    void *arg;
+};
+
+static int lock_walk_visit(void *arg, const struct onode *n)
+{
+    const struct lock_walk *w = arg;
+    const struct lock *l = ONODE_OWNER(n, const struct lock, o);
+    if (w->waiter)
+        for (const struct waiter *q = l->wq_head; q; q = q->lnext)
+            w->waiter(w->arg, l->name, l->name_len, q->sess->sid, q->wait_ms);
+    if (w->delay && l->in_delay)
+        w->delay(w->arg, l->name, l->name_len, l->lockdelay_ms);
+    return 0;
 }
 
 void fsm_foreach_waiter(const struct fsm *f,
@@ -122,12 +141,8 @@ void fsm_foreach_waiter(const struct fsm *f,
                                    uint64_t wait_ms),
                         void *arg)
 {
-    for (size_t i = 0; i < f->locks.nb; i++)
-        for (const struct hlink *x = f->locks.b[i]; x; x = x->next) {
-            const struct lock *l = (const struct lock *)x;
-            for (const struct waiter *w = l->wq_head; w; w = w->lnext)
-                cb(arg, l->name, l->name_len, w->sess->sid, w->wait_ms);
-        }
+    struct lock_walk w = {.waiter = cb, .arg = arg};
+    otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
 }
 
 void fsm_foreach_lockdelay(const struct fsm *f,
@@ -135,12 +150,8 @@ void fsm_foreach_lockdelay(const struct fsm *f,
                                       uint64_t delay_ms),
                            void *arg)
 {
-    for (size_t i = 0; i < f->locks.nb; i++)
-        for (const struct hlink *x = f->locks.b[i]; x; x = x->next) {
-            const struct lock *l = (const struct lock *)x;
-            if (l->in_delay)
-                cb(arg, l->name, l->name_len, l->lockdelay_ms);
-        }
+    struct lock_walk w = {.delay = cb, .arg = arg};
+    otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
 }
 
 void fsm_stats(const struct fsm *f, struct fsm_stats *s)
@@ -152,6 +163,7 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->keys = f->n_keys;
     s->locks = f->locks.n;
     s->shared_holds = f->n_shared;
+    s->key_bytes = f->kv_bytes + FSM_RECORD_BYTES * s->keys;
     s->data_bytes =
         f->kv_bytes + f->name_bytes +
         FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters + s->shared_holds);

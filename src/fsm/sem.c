@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/sem.c — counting semaphores: SEM_ACQUIRE and SEM_RELEASE.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/session.c — sessions: records, SESSION_OPEN, and the end of a session (close/expiry).
  *
@@ -48,6 +49,7 @@ void sess_insert(struct fsm *f, struct sess *s)
 {
     htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
     f->name_bytes += s->name_len;
+    usage_session(f, s, 1);
     struct sess *p = f->sess_tail;
     while (p && p->sid > s->sid)
         p = p->sprev;
@@ -67,6 +69,7 @@ static void sess_unlink(struct fsm *f, struct sess *s)
 {
     htab_remove(&f->sessions, &s->h);
     f->name_bytes -= s->name_len;
+    usage_session(f, s, -1);
     if (s->sprev)
         s->sprev->snext = s->snext;
     else

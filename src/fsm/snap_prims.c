@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/snap_prims.c — the snapshot fields of semaphores and elections (version 4).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
@@ -599,7 +600,7 @@ static void link_sessions(struct rst *s)
     if (s->waits.n)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
     for (size_t i = 0; i < s->waits.n; i++)
-        waiter_link_sess(waits[i]->sess, waits[i]);
+        waiter_link_sess(s->nf, waits[i]->sess, waits[i]);
     struct shold **sh = s->sholds.p;
     if (s->sholds.n)
         qsort(sh, s->sholds.n, sizeof(*sh), cmp_shold);
@@ -676,6 +677,7 @@ int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_
     s.nf = fsm_new();
     if (!s.nf)
         return bad(&s, "out of memory");
+    fsm_set_hash_key(s.nf, f->hash_key); /* the swap below keeps this process's key */
     int rc = restore_body(&s);
     free(s.revs.p);
     free(s.held.p);

@@ -1,11 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fsm/table.c — the intrusive hash table behind the session and lock indexes, and hashing.
+ * fsm/table.c — the intrusive hash table behind the session and lock indexes, and hashing
+ * (lock names: keyed SipHash, fsm_set_hash_key; session ids: splitmix64, not client-chosen).
  *
  * Owns only the bucket arrays. Records embed a struct hlink; the table links them. Growing is
  * best effort: if the larger array cannot be allocated the chains just get longer, so an insert
  * never fails (htab_init allocates a first array, so there is always one).
  */
+#include <sodium.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fsm/internal.h"
 
@@ -71,21 +75,36 @@ void htab_remove(struct htab *t, struct hlink *l)
     }
 }
 
-/* The published 64-bit FNV-1a parameters. */
-#define FNV1A_OFFSET 1469598103934665603ull
-#define FNV1A_PRIME 1099511628211ull
+_Static_assert(FSM_HASH_KEY_BYTES == crypto_shorthash_KEYBYTES, "SipHash-2-4's key size");
 
-/* FNV-1a, folded to 32 bits with a final mix so the low bits (the bucket index) spread. */
-uint32_t fsm_hash_bytes(const void *p, size_t n)
+/* SipHash-2-4 under the FSM's key (a keyed PRF: without the key, names that share a bucket
+ * cannot be chosen), its low 32 bits. */
+uint32_t fsm_hash_bytes(const struct fsm *f, const void *p, size_t n)
 {
-    const unsigned char *s = p;
-    uint64_t h = FNV1A_OFFSET;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= FNV1A_PRIME;
+    unsigned char out[crypto_shorthash_BYTES];
+    crypto_shorthash(out, p, n, f->hash_key);
+    return (uint32_t)out[0] | (uint32_t)out[1] << 8 | (uint32_t)out[2] << 16 |
+           (uint32_t)out[3] << 24;
+}
+
+size_t fsm_max_lock_chain(const struct fsm *f)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < f->locks.nb; i++) {
+        size_t n = 0;
+        for (const struct hlink *x = f->locks.b[i]; x; x = x->next)
+            n++;
+        most = n > most ? n : most;
     }
-    h ^= h >> 32;
-    return (uint32_t)h;
+    return most;
+}
+
+int fsm_set_hash_key(struct fsm *f, const uint8_t key[FSM_HASH_KEY_BYTES])
+{
+    if (f->locks.n)
+        return -1;
+    memcpy(f->hash_key, key, FSM_HASH_KEY_BYTES);
+    return 0;
 }
 
 /* splitmix64's finaliser (its published shifts and multipliers): sids are consecutive-ish

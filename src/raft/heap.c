@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap.c — see heap.h: libraft's allocator with amortised realloc of large blocks.
  */

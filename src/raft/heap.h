@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_heap — libraft's allocator (raft_heap_set), with realloc that grows large blocks
  * geometrically.

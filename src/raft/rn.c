@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn.c — the replication node's life cycle: rn_new (libraft, its disk I/O and the validating
  * transport), bootstrap / start / recover, the role and index accessors, and rn_close. See rn.h

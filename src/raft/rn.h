@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn — replication node: the one place that talks to libraft (Debian libraft-dev >= 0.22.1).
  *

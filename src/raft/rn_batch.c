@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_batch.c — proposals: group commit, lazy batches, barriers, and the delivery of each
  * proposal's outcome exactly once. See rn_internal.h for the proposal life cycle.

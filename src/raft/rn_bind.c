@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_bind.c — before libraft listens: wait while this node's raft address is still taken.
  *

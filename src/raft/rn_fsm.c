@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_fsm.c — libraft's FSM callbacks (the legacy v0 API, called on the loop thread): every
  * committed entry's commands go to the FSM on every node, the snapshot is the FSM's

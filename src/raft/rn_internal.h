@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_internal — what the pieces of the replication node share; not for callers outside
  * src/raft (they use rn.h).

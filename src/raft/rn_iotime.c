@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_iotime.c — how long the disk takes: libraft's log appends (write and sync of each batch
  * of entries: the fsync every commit waits for) and snapshot writes, measured around

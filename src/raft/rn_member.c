@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_member.c — the Raft configuration: what it holds (rn_foreach_server, rn_server_*), and
  * changing it: rn_add (spare, catch-up, promotion, undone if the catch-up fails), rn_remove

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_restore.c — `fencelockd --restore`: a new cluster's data directory whose first state is a
  * backup (docs/operations.md "Backup and restore").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_tick.c — rn_tick, the server's periodic call into rn: samples the commit index (for
  * rn_remove_check), notes when this leader settled, repairs libraft 0.22.1's stale "uncommitted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapguard.c — see snapguard.h for the libraft bug and the containment.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapguard — keeps libraft 0.22.1 from receiving an InstallSnapshot while it writes a snapshot
  * of its own (issue 13; docs/server.md "libraft notes").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport.c — fencelock's raft_uv_transport: the table libraft calls (init, listen, connect,
  * close), the per-reason counters and the limits. See transport.h for the link life cycle and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport — fencelock's raft_uv_transport (libraft's include/raft/uv.h, version 1): the only
  * code that reads bytes from the Raft port before libraft does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport_dial.c — outbound Raft connections: resolve, TCP connect, write libraft's
  * handshake, hand the TCP stream to libraft (which only ever writes to it: uv_send.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport_internal — what the pieces of the validating transport share; callers use
  * transport.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport_link.c — inbound Raft connections. Each accepted connection is a link: its bytes
  * are checked by the validator (wire.h) and only accepted frames reach libraft, through the

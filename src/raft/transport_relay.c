@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport_relay.c — outbound Raft connections under peer TLS. libraft's uv_send writes to
  * the stream connect gave it and never reads it; under TLS that stream is one end of a

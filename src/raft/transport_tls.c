@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transport_tls.c — mutual TLS on the Raft port (issue 18): the context every connection's
  * session comes from, writing a session's records to a libuv stream, and the inbound half (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire.c — checks of libraft 0.22.1's wire format. See wire.h; docs/raft-wire.md maps each
  * check to the libraft code that would otherwise trust the bytes.

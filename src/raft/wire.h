@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire — the validator of libraft's TCP wire format (libraft 0.22.1, uv_tcp_* and uv_recv.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acl.c — parsing --acl-file, matching names against a user's globs, password hashes and the
  * verified-password cache (acl.h has the format and the ownership rules).
@@ -13,7 +14,8 @@
 
 /* The longest file accepted: far more users than anyone writes by hand. */
 #define ACL_FILE_MAX (4u << 20)
-#define ACL_LINE_FIELDS 6 /* user NAME HASH perm= keys= locks= */
+/* user NAME HASH perm= keys= locks= and the ACL_QUOTA_N max_*= quotas */
+#define ACL_LINE_FIELDS (6 + ACL_QUOTA_N)
 
 static const struct {
     const char *name;
@@ -150,12 +152,51 @@ static bool field_is(const struct acl_field *f, const char *prefix)
 }
 
 /* The perm=, keys= and locks= fields of one user; -1 with the reason written. */
+const char *const acl_quota_fields[ACL_QUOTA_N] = {"max_sessions", "max_waiters", "max_keys",
+                                                   "max_bytes", "max_parked"};
+
+/* A max_*= field: which quota (ACL_QUOTA_*), -1 if x is none. */
+static int quota_field(const struct acl_field *x)
+{
+    for (int q = 0; q < ACL_QUOTA_N; q++) {
+        size_t n = strlen(acl_quota_fields[q]);
+        if (x->n > n && memcmp(x->p, acl_quota_fields[q], n) == 0 && x->p[n] == '=')
+            return q;
+    }
+    return -1;
+}
+
+/* A quota's value: a decimal 1..ACL_QUOTA_MAX (0 would refuse everything: leave it out). */
+static int parse_quota(const char *p, size_t n, uint64_t *v)
+{
+    uint64_t x = 0;
+    if (n == 0 || n > 20)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9' || x > (ACL_QUOTA_MAX - (uint64_t)(p[i] - '0')) / 10)
+            return -1;
+        x = x * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (x == 0)
+        return -1;
+    *v = x;
+    return 0;
+}
+
 static int parse_options(const struct acl_field *f, size_t nf, struct acl_user *u, char *err,
                          size_t errlen, size_t line)
 {
     for (size_t i = 3; i < nf; i++) {
         const struct acl_field *x = &f[i];
-        if (field_is(x, "perm=") && !u->perms) {
+        int q = quota_field(x);
+        if (q >= 0 && !u->quota[q]) {
+            size_t n = strlen(acl_quota_fields[q]) + 1;
+            if (parse_quota(x->p + n, x->n - n, &u->quota[q])) {
+                acl_err(err, errlen, line, "%s= wants a whole number from 1 to %llu",
+                        acl_quota_fields[q], (unsigned long long)ACL_QUOTA_MAX);
+                return -1;
+            }
+        } else if (field_is(x, "perm=") && !u->perms) {
             if (!(u->perms = parse_perms(x->p + 5, x->n - 5))) {
                 acl_err(err, errlen, line, "perm= wants read, lock, write, admin, peer or all");
                 return -1;
@@ -194,7 +235,8 @@ static int parse_user(const struct acl_field *f, size_t nf, struct acl *a, char 
                       size_t line)
 {
     if (!(f[0].n == 4 && memcmp(f[0].p, "user", 4) == 0) || nf < 3) {
-        acl_err(err, errlen, line, "expected: user NAME HASH perm=P[,P...] [keys=...] [locks=...]");
+        acl_err(err, errlen, line,
+                "expected: user NAME HASH perm=P[,P...] [keys=...] [locks=...] [max_*=N ...]");
         return -1;
     }
     if (!name_ok(f[1].p, f[1].n)) {

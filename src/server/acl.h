@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * acl — the users and permissions of --acl-file: parsing, name globs, password hashes, and the
  * cache of verified passwords. Pure: no event loop, no global state; the only I/O is
@@ -5,10 +6,12 @@
  *
  * File format (docs/security.md), one user a line, '#' starts a comment:
  *   user NAME HASH perm=P[,P...] [keys=GLOB[,GLOB...]] [locks=GLOB[,GLOB...]]
+ *        [max_sessions=N] [max_waiters=N] [max_keys=N] [max_bytes=N] [max_parked=N]
  * P is read, lock, write, admin, peer or all (all includes peer); HASH is what `fencelockd
  * --hash-password` prints (libsodium crypto_pwhash_str: Argon2id, salted, its cost inside the
  * string). A glob is '*' (any run of bytes), '?' (one byte) and '\' (the next byte as itself); no
- * keys= / locks= means every name.
+ * keys= / locks= means every name. The max_*= fields are the user's own quotas (1..ACL_QUOTA_MAX;
+ * absent: only the global ones apply), enforced by src/server/quota.c.
  *
  * Owns: struct acl owns its users and their glob strings (acl_free frees them); a lookup
  * returns a pointer into it, valid until acl_free. struct acl_cache holds keyed BLAKE2b tags of
@@ -19,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum acl_perm {
     ACL_READ = 1,  /* GET, KV.GET, KEYS, LOCK.INFO, LOCKS, FENCE.CHECK, SESSION.INFO */
@@ -35,6 +39,18 @@ enum acl_perm {
 #define ACL_HASH_BUF 128  /* crypto_pwhash_STRBYTES: a hash string and its NUL */
 #define ACL_DIGEST_HEX 16 /* hex digits of the rules' hash CLUSTER.INFO shows */
 
+/* Per-user quotas, indexed like acl_quota_fields (the ACL file's max_*= names). */
+enum {
+    ACL_QUOTA_SESSIONS,
+    ACL_QUOTA_WAITERS,
+    ACL_QUOTA_KEYS,
+    ACL_QUOTA_BYTES,
+    ACL_QUOTA_PARKED,
+    ACL_QUOTA_N
+};
+#define ACL_QUOTA_MAX (1ull << 50)
+extern const char *const acl_quota_fields[ACL_QUOTA_N];
+
 struct acl_user {
     char name[ACL_NAME_MAX + 1];
     char hash[ACL_HASH_BUF];
@@ -43,6 +59,7 @@ struct acl_user {
     size_t nkeys;
     char **locks; /* NULL: every lock */
     size_t nlocks;
+    uint64_t quota[ACL_QUOTA_N]; /* max_*=; 0 = none (only the global quota) */
 };
 
 struct acl {

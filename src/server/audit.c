@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit.c — the --audit-log lines: JSON escaping and formatting (pure), the file and its
  * reopening, and srv_audit, which fills user and address from a connection (audit.h).

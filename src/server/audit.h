@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit — the --audit-log file: one JSON object a line for the security events an operator
  * must be able to reconstruct later (who authenticated, who was refused, who changed the

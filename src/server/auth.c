@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.c — AUTH and HELLO ... AUTH against the rules of --acl-file, the -WRONGPASS delay, the
  * verified-password cache and the SIGHUP reload (auth.h has the flow and the ownership).

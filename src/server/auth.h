@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth — who a client connection is: the rules of --acl-file (acl.h) as the server holds them,
  * AUTH and HELLO ... AUTH verified off the event loop, the delay before -WRONGPASS, the cache

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd.c — the command table, argument parsing and dispatch (cmd.h has the families' files).
  *
@@ -111,13 +112,18 @@ int cmd_arg_name(struct srv_req *r, size_t i, const char *what, struct fsm_str *
     return 0;
 }
 
+int cmd_no_session(struct srv_req *r, uint64_t sid)
+{
+    resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive", (unsigned long long)sid);
+    return -1;
+}
+
 /* A session named by a command must be alive and not already expiring on this leader. */
 int cmd_live_session(struct srv_req *r, uint64_t sid)
 {
     if (lease_session_live(&r->s->lease, sid))
         return 0;
-    resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive", (unsigned long long)sid);
-    return -1;
+    return cmd_no_session(r, sid);
 }
 
 /* ---- options: LEASE sid, FENCE name token, IFREV rev, REQ sid seq, WAIT ms, ... ---- */
@@ -338,7 +344,7 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
         r->slot->pkey = k.p;
         r->slot->pkeylen = k.len;
     }
-    if (srv_quota_reserve(s, cmd, &r->slot->res, r->out))
+    if (srv_quota_reserve(s, cmd, r->c ? r->c->user : NULL, &r->slot->res, r->out))
         return;
     int rc = lk ? srv_propose_lock(s, cmd, cmd_write_done, r->slot)
                 : srv_propose(s, cmd, cmd_write_done, r->slot);

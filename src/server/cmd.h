@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd — the command families' internal header: the request a handler gets, the command table's
  * row, and the argument helpers every family shares (cmd.c).
@@ -95,6 +96,12 @@ int srv_hello_options(struct srv_req *r, struct srv_hello_opts *o);
 /* ---- permissions (cmd_perm.c) ---- */
 /* Whether the command has a row in the permission table (every command must: test_acl.c). */
 bool cmd_perm_rule(const char *name, size_t len);
+/* Whether user u may still run command `name` naming `arg` (its lock name; NULL when it names
+   none): the same table as cmd_perm_check, asked again for requests parked before a SIGHUP
+   lowered u's permissions (srv_reauth_parked). */
+bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n);
+/* -NOPERM for a parked `name` whose user lost the permission at an ACL reload, into out. */
+void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name);
 size_t cmd_perm_count(void);
 const char *cmd_perm_name(size_t i);
 /* Before running cmd for r's connection: 0 to run it, or -1 with -NOAUTH / -NOPERM written
@@ -104,12 +111,14 @@ int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd);
 bool cmd_may_key(const struct srv_req *r, const char *key, size_t n);
 bool cmd_may_lock(const struct srv_req *r, const char *name, size_t n);
 /* Session ownership (the FSM decides again at apply, src/fsm/owner.c): whether r's user may
-   act on session `sid` (admin_ok: an admin may, too). 0, or -1 with -NOPERM written. 0 for a
-   session that does not exist (the caller answers NOSESSION) and without --acl-file. */
+   act on session `sid` (admin_ok: an admin may, too). 0, or -1 with -NOSESSION written,
+   exactly as for a missing session (cmd_no_session). 0 for a session that does not exist (the
+   caller answers NOSESSION) and without --acl-file. */
 int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
 /* Mark a client's command for the log: checked (with --acl-file, or with a REQ: the request
    digest), the acting user and its admin bit; then the FSM's ownership rule against the
-   applied state, so a refusal costs no log entry. 0, or -1 with -NOPERM written. */
+   applied state, so a refusal costs no log entry. 0, or -1 with -NOSESSION written for
+   another user's session (cmd_no_session). */
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
 /* ---- argument helpers (cmd.c) ---- */
@@ -123,6 +132,10 @@ int cmd_arg_range(struct srv_req *r, size_t i, const char *what, uint64_t lo, ui
 int cmd_arg_name(struct srv_req *r, size_t i, const char *what, struct fsm_str *out);
 /* A session named by a command must be alive and not already expiring on this leader. */
 int cmd_live_session(struct srv_req *r, uint64_t sid);
+/* The one answer for a session a command may not use: missing, ended, or another user's
+   (so that the answer is no oracle of other users' live session ids). Writes -NOSESSION,
+   returns -1. */
+int cmd_no_session(struct srv_req *r, uint64_t sid);
 /* Parse the options from argv[start] on; only those in `allowed` (CMD_OPT_* bits). */
 int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd);
 /* Propose `cmd` for r's slot; the reply comes from cmd_write_done when it applied. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_backup.c — SNAPSHOT.SAVE: an online, consistent copy of the replicated state for
  * `fencelock snapshot save` (a backup that `fencelockd --restore` turns into a new cluster).

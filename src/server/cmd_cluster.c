@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_cluster.c — CLUSTER.INFO / MEMBERS / ANNOUNCE (the member table) and the membership
  * changes CLUSTER.ADD / REMOVE / TRANSFER. Every change this node accepts and starts is written

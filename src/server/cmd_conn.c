@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_conn.c — the connection-management commands Redis clients send when they connect or
  * take a connection from a pool, answered as Redis answers them, so that redis-py, ioredis,
@@ -110,7 +111,19 @@ static int client_line(struct srv *s, struct srv_conn *c, struct buf *b)
                       c->proto, c->lib_name, c->lib_ver);
 }
 
-/* CLIENT INFO (this connection) or CLIENT LIST (every open one): one line each. */
+/* Whether CLIENT LIST shows connection c to r's user: without --acl-file every connection
+   (one tenant); with it an admin sees all, any other user only the connections authenticated
+   as itself (addresses, names and library strings of other tenants are theirs). */
+static bool client_visible(const struct srv_req *r, const struct srv_conn *c)
+{
+    const struct acl_user *me = r->c ? r->c->user : NULL;
+    if (!r->s->auth.on || (me && (me->perms & ACL_ADMIN)))
+        return true;
+    return me && c->user && strcmp(c->user->name, me->name) == 0;
+}
+
+/* CLIENT INFO (this connection) or CLIENT LIST (every open one the caller may see, see
+   client_visible): one line each. */
 static void client_info(struct srv_req *r, bool all)
 {
     struct buf b;
@@ -119,7 +132,7 @@ static void client_info(struct srv_req *r, bool all)
     if (!all)
         err |= client_line(r->s, r->c, &b);
     for (struct srv_conn *c = all ? r->s->conns : NULL; c; c = c->next)
-        if (!c->closing)
+        if (!c->closing && client_visible(r, c))
             err |= client_line(r->s, c, &b);
     if (err)
         resp_w_error(r->out, PROTO_ERR " out of memory");

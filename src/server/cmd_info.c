@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_info.c — PING, HELLO and INFO: what a client asks about the connection and the node.
  */

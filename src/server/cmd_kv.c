@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_kv.c — the key-value commands: PUT, DEL, GET, KV.GET, KEYS.
  */

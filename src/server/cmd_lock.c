@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_lock.c — LOCK (exclusive, or SHARED: read-write locks), UNLOCK, LOCK.INFO, FENCE.CHECK
  * and LOCKS.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_perm.c — what every command needs of the connection's user under --acl-file, and the
  * check srv_dispatch makes before running a command.
@@ -78,7 +79,10 @@ static const struct perm_rule perm_rules[] = {
     {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
     {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0, 0},
-    {"FENCE.SIGN", ACL_READ, PT_LOCK, 1, 0, 0},
+    /* a signature is a credential a guarded resource accepts as the holder's: only a user that
+       may take that lock may mint one (read alone let any reader act as the holder); read as
+       well, since it answers from the lock's state */
+    {"FENCE.SIGN", ACL_READ | ACL_LOCK, PT_LOCK, 1, 0, 0},
     {"FENCE.VERIFY", ACL_READ, PT_LOCK, 1, 0, 0},
     {"LOCKS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_lock */
     /* semaphores and elections: their names are lock names (locks= globs) */
@@ -195,6 +199,36 @@ static int check_names(struct srv_req *r, const struct perm_rule *rule)
     return 0;
 }
 
+bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n)
+{
+    const struct perm_rule *rule = rule_of(name, strlen(name));
+    if (!u || !rule)
+        return false;
+    if ((u->perms & rule->perm) != rule->perm && !(u->perms & rule->alt))
+        return false;
+    switch (rule->target) {
+    case PT_LOCK:
+        return !arg || acl_may_lock(u, arg, n);
+    case PT_KEY:
+        return !arg || acl_may_key(u, arg, n);
+    case PT_ALLKEYS:
+        return !u->keys;
+    case PT_ALLNAMES:
+        return !u->keys && !u->locks;
+    case PT_NONE:
+        return true;
+    }
+    return false;
+}
+
+void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name)
+{
+    resp_w_errorf(out,
+                  PROTO_NOPERM " user %s no longer has the permission for this parked '%s' "
+                               "(ACL reloaded)",
+                  u ? u->name : "?", name);
+}
+
 int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
 {
     if (!r->s->auth.on || !r->c)
@@ -246,6 +280,17 @@ static bool is_admin(const struct srv_req *r)
     return r->c && r->c->user && (r->c->user->perms & ACL_ADMIN);
 }
 
+/* Another user's session: answered as a missing one (no oracle of live ids), except to an
+   admin, who may list the sessions anyway and is told why. Always -1. */
+static int cmd_foreign_session(struct srv_req *r, uint64_t sid)
+{
+    if (!is_admin(r))
+        return cmd_no_session(r, sid);
+    resp_w_errorf(r->out, PROTO_NOPERM " user %s does not own session %llu", r->c->user->name,
+                  (unsigned long long)sid);
+    return -1;
+}
+
 int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
 {
     struct fsm_session_view v;
@@ -262,14 +307,11 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok)
         (admin_ok && is_admin(r)))
         return 0;
     r->s->m.perm_denials++;
-    resp_w_errorf(r->out, PROTO_NOPERM " user %s does not own session %llu", u,
-                  (unsigned long long)sid);
-    return -1;
+    return cmd_foreign_session(r, sid);
 }
 
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd)
 {
-    struct fsm_reply fr;
     int gate = srv_format_gate(r->s, cmd, r->out);
     if (gate)
         return gate < 0 ? -1 : 0;
@@ -279,9 +321,9 @@ int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd)
         cmd->user.len = (uint32_t)strlen(r->c->user->name);
         cmd->admin = is_admin(r);
     }
-    if (fsm_cmd_check_owner(r->s->fsm, cmd, &fr) == 0)
+    uint64_t foreign = fsm_cmd_check_owner(r->s->fsm, cmd);
+    if (foreign == 0)
         return 0;
     r->s->m.perm_denials++;
-    resp_w_error(r->out, fr.err);
-    return -1;
+    return cmd_foreign_session(r, foreign);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_prims.c — counting semaphores (SEM.ACQUIRE, SEM.RELEASE, SEM.INFO) and leader election
  * (ELECT.CAMPAIGN, ELECT.PROCLAIM, ELECT.RESIGN, ELECT.LEADER); ELECT.OBSERVE is observe.c's.

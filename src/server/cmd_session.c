@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE. The lease rules behind
  * KEEPALIVE are lease.c; this file only carries out what lease_keepalive decides. Ownership:
@@ -86,8 +87,7 @@ void sessionInfoCommand(struct srv_req *r)
     if (cmd_arg_u64(r, 1, "sid", &sid) || cmd_session_access(r, sid, true))
         return;
     if (!fsm_session_info(r->s->fsm, sid, &v)) {
-        resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive",
-                      (unsigned long long)sid);
+        cmd_no_session(r, sid);
         return;
     }
     uint64_t left = lease_session_remaining(&r->s->lease, sid, srv_now_ms());

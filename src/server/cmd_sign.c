@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_sign.c — signed fencing tokens: FENCE.SIGN and FENCE.VERIFY, and the --token-key keys
  * they use (struct tsig in struct srv; tokensig.h has the encoding). The keys are read at

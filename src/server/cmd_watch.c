@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_watch.c — the event stream as Redis streams: XREAD (COUNT, BLOCK, STREAMS), XLEN,
  * XINFO STREAM, and the refusal of the stream writes (XADD, ...). The history is s->watch
@@ -239,6 +240,29 @@ void srv_watch_wake(struct srv *s)
     }
 }
 
+uint64_t srv_watch_parked_by(const struct srv *s, const struct acl_user *u)
+{
+    uint64_t n = 0;
+    for (const struct srv_watcher *w = s->watchers; w; w = w->next)
+        n += w->slot->conn && w->slot->conn->user == u;
+    return n;
+}
+
+void srv_watch_reauth(struct srv *s)
+{
+    struct srv_watcher *w = s->watchers;
+    while (w) {
+        struct srv_watcher *next = w->next;
+        const struct srv_conn *c = w->slot->conn;
+        if (c && c->user && !cmd_perm_allows(c->user, "XREAD", NULL, 0)) {
+            s->m.perm_denials++;
+            cmd_perm_lost(&w->slot->out, c->user, "XREAD");
+            watcher_finish(s, w);
+        }
+        w = next;
+    }
+}
+
 void srv_watch_tick(struct srv *s, uint64_t now)
 {
     if (!s->watchers || (now < s->watch_next_due && now - s->watch_sweep_ms < ORPHAN_SWEEP_MS))
@@ -340,6 +364,10 @@ void xreadCommand(struct srv_req *r)
     if (i < n || slow_reader(r->s, r->c, r->out) ||
         render_reply(r->s, r->c, r->proto, st, n, o.count, none, r->out)) {
         free(st);
+        return;
+    }
+    if (o.has_block && r->slot && r->c && srv_parked_admit(r)) {
+        free(st); /* -NOSPACE written: --max-parked or the user's max_parked= */
         return;
     }
     if (!o.has_block || !r->slot || !r->c || park(r, st, n, o.count, o.block))

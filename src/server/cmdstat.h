@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmdstat — what every command answered: the counts behind
  * fencelock_commands_total{command, result} (result: "ok", or the reply's error word, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — fencelockd's flags: defaults, one value's parsing and validation, the rules
  * between flags, --help. Every limit is a flag. The list of every setting, where a value comes
@@ -56,6 +57,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_locks = 10000000;
     c->max_keys = 1000000;
     c->max_waiters = 1000000;
+    c->max_parked = 100000; /* issue 32: parked XREAD ... BLOCK and ELECT.OBSERVE, all users */
     c->max_data_bytes = 2ull << 30;
     c->max_log_format = FSM_FORMAT_MAX; /* only lowered to simulate an older node */
     c->checkpoint_min_ttl = 1000;
@@ -135,6 +137,8 @@ void srv_config_usage(FILE *f)
           "                          (default 10000000)\n"
           "  --max-keys N            keys (default 1000000)\n"
           "  --max-waiters N         sessions queued on locks (default 1000000)\n"
+          "  --max-parked N          parked XREAD ... BLOCK and ELECT.OBSERVE requests on this\n"
+          "                          node, all users together (default 100000)\n"
           "  --max-data-bytes BYTES  state size: key, value and name bytes plus 128 per\n"
           "                          record (default 2147483648; docs/server.md \"Memory\")\n"
           "  --max-lockdelay MS      session LOCKDELAY (default 60000)\n"
@@ -447,6 +451,7 @@ static const struct num_flag num_flags[] = {
     NF("--max-locks", max_locks, 0, 1, 1ull << 40),
     NF("--max-keys", max_keys, 0, 1, 1ull << 40),
     NF("--max-waiters", max_waiters, 0, 1, 1ull << 40),
+    NF("--max-parked", max_parked, 0, 1, 1ull << 40),
     NF("--max-data-bytes", max_data_bytes, 0, 4096, 1ull << 50),
     NF("--max-lockdelay", max_lockdelay, 0, 0, 1ull << 40),
     NF("--max-wait", max_wait, 0, 1, 1ull << 40),

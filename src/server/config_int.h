@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_int.h — fencelockd's settings as one list, shared by config.c (each setting's value:
  * parsing, validation, the rules between settings) and config_src.c (the list itself, where a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_src.c — the list of fencelockd's settings, where each value comes from, and
  * --print-config.

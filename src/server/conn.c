@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn.c — client connections: reading, RESP framing, request slots, ordered replies.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn_guard.c — cross-protocol defence on the client port: an HTTP request is never a
  * command. Owns nothing; counts into srv.m.cross_protocol_closes.

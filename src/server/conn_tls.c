@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn_tls.c — the client port's TLS glued to the connections (tls.h is the engine and says
  * who owns what): loading and reloading the files, a connection's handshake, its deadline, a

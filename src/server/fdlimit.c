@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fdlimit.c — see fdlimit.h. Past the fd limit accept() fails with EMFILE and libuv closes the
  * waiting connections without a word (its spare-fd trick), so the only way to give the client

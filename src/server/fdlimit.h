@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fdlimit — fit --max-clients to the process's open-file limit at start-up, as Redis does.
  *

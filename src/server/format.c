@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server/format.c — the upgrade gate: the leader writes only what every voter reads.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap — an indexed binary min-heap of deadlines (monotonic ms), for the leader's timers.
  *

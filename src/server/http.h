@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http — a minimal HTTP/1.1 server on libuv for /metrics and /health.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_routes.c — what the HTTP endpoint (http.c) serves: /metrics (metrics_page.c) and /health
  * (JSON: ok when this node is a ready leader or a follower that knows a leader).

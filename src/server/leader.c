@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * leader.c — the leadership state machine (server.h has the moves).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease.c — the leader's deadline rules (lease.h). No clock, no I/O: `now` comes in, actions
  * go out.

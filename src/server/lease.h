@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease — the leader's deadline rules, as a pure module: it never reads a clock (every call
  * takes `now`, monotonic ms), performs no I/O and proposes nothing; it answers with actions

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * limits.c — the pre-authentication limits of the client port (limits.h has what it owns).
  *

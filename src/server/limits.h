@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * limits — what a client may cost the node before it has proved who it is (issue 32): the
  * caps on unauthenticated connections (in total and per address), the authentication deadline,

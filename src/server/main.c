@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fencelockd — entry point: flags, the open-file limit, the loop, signals. All state lives in
  * struct srv.

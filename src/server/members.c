@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * members.c — the replicated member table: where each node takes clients.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "server/metrics.h"
 
 /* From 100 us (a commit on a fast disk) to a day (a lock a nightly job holds): a hold of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics — counters and fixed-bucket histograms rendered in Prometheus text format.
  *
@@ -26,6 +27,9 @@ struct srv_metrics {
     /* resource limits (docs/server.md "Limits"): connections closed or commands refused */
     uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
     uint64_t quota_rejections[SRV_QUOTA_N];
+    /* per-user quotas (ACL max_*=, in ACL_QUOTA_* order) and --max-parked refusals */
+    uint64_t user_quota_rejections[5];
+    uint64_t parked_rejections;
     uint64_t idle_closes;
     /* connections closed for speaking HTTP to the client port; when one was last logged */
     uint64_t cross_protocol_closes, cross_protocol_logged_ms;

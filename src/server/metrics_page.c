@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_page.c — the Prometheus /metrics page (metrics_page.h; /health is http_routes.c).
  */

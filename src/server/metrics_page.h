@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_page — the Prometheus text page served at /metrics: renders the server's counters
  * (struct srv_metrics), the FSM's gauges, quotas and raft transport counters.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * notify.c — sd_notify's wire format: "KEY=VALUE\n..." in one datagram to $NOTIFY_SOCKET.
  */

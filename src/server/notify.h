@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * notify — systemd's readiness protocol (sd_notify) without libsystemd: one datagram per state
  * ("READY=1", "STOPPING=1") to the unix socket named by $NOTIFY_SOCKET, a path or, with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * observe.c — ELECT.OBSERVE name [AFTER rev] [WAIT ms]: a read (after the barrier on the
  * leader, or on this node's state after READONLY) that answers at once if the election changed
@@ -285,6 +286,27 @@ void srv_observe_fail(struct srv *s, int status, bool all)
     }
 }
 
+uint64_t srv_observe_parked_by(const struct srv *s, const struct acl_user *u)
+{
+    uint64_t n = 0;
+    for (const struct srv_observer *o = s->observers; o; o = o->next)
+        n += o->slot->conn && o->slot->conn->user == u;
+    return n;
+}
+
+void srv_observe_reauth(struct srv *s)
+{
+    for (struct srv_observer *o = s->observers, *next; o; o = next) {
+        next = o->next;
+        const struct srv_conn *c = o->slot->conn;
+        if (!c || !c->user || cmd_perm_allows(c->user, "ELECT.OBSERVE", o->name, o->name_len))
+            continue;
+        s->m.perm_denials++;
+        cmd_perm_lost(&o->slot->out, c->user, "ELECT.OBSERVE");
+        observer_finish(s, o);
+    }
+}
+
 void srv_observe_free(struct srv *s)
 {
     map_free(&s->leaderless, NULL);
@@ -313,6 +335,8 @@ void electObserveCommand(struct srv_req *r)
     struct watch_id seen = {0, 0};
     if (observe_answer(r->s, name.p, name.len, has_after, after, &seen, r->out, r->proto))
         return;
+    if (wait && r->slot && r->c && srv_parked_admit(r))
+        return; /* -NOSPACE written: --max-parked or the user's max_parked= */
     if (!wait || !r->slot || !r->c || observe_park(r, name, after, seen, wait))
         resp_w_nil(r->out, r->proto);
 }

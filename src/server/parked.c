@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * parked.c — LOCK ... WAIT requests parked until their wait ends.
  *
@@ -6,6 +7,7 @@
  * (nil, or NOSESSION when the session ended meanwhile). Only a READY leader has parked requests:
  * stepping down or stopping answers them all with an error.
  */
+#include "server/cmd.h"
 #include "server/server.h"
 
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out)
@@ -79,4 +81,59 @@ void srv_fail_parked(struct srv *s, int status)
 {
     struct fail_arg fa = {s, status};
     map_foreach(&s->parked, fail_parked_cb, &fa);
+}
+
+/* The command a parked wait was queued by, for the permission table. */
+static const char *parked_cmd(uint8_t op)
+{
+    return op == FSM_OP_SEM_ACQUIRE      ? "SEM.ACQUIRE"
+           : op == FSM_OP_ELECT_CAMPAIGN ? "ELECT.CAMPAIGN"
+                                         : "LOCK";
+}
+
+static void cancel_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    (void)ctx, (void)status, (void)reply; /* the FSM's grant or end of wait is what counts */
+}
+
+/* One (name, sid): if the session's user may no longer take the lock, every request parked on
+ * it is answered -NOPERM and the queued wait is cancelled in the log (as a timeout would), so
+ * no grant arrives for a request nobody waits for. */
+static void reauth_parked_cb(void *arg, const void *key, size_t len, void *val)
+{
+    struct srv *s = arg;
+    struct srv_slot *slot = val;
+    const char *name = key;
+    size_t namelen = len - 8;
+    const struct acl_user *u = NULL;
+    for (struct srv_slot *x = slot; x && !u; x = x->lnext)
+        u = x->conn ? x->conn->user : NULL;
+    if (!u || cmd_perm_allows(u, parked_cmd(slot->op), name, namelen))
+        return;
+    uint64_t sid = 0;
+    for (int i = 0; i < 8; i++)
+        sid |= (uint64_t)(unsigned char)name[namelen + i] << (8 * i);
+    struct fsm_cmd cmd = {.op = FSM_OP_CANCEL_WAIT,
+                          .cancel_wait = {.name = {name, (uint32_t)namelen}, .sid = sid}};
+    int rc = srv_propose(s, &cmd, cancel_done, NULL);
+    if (rc != RN_OK)
+        LOGW(&s->log, "SIGHUP: the wait of session %llu could not be cancelled (%d)",
+             (unsigned long long)sid, rc);
+    map_del(&s->parked, key, len);
+    s->m.perm_denials++;
+    while (slot) {
+        struct srv_slot *next = unpark(slot);
+        cmd_perm_lost(&slot->out, u, parked_cmd(slot->op));
+        srv_slot_done(slot);
+        slot = next;
+    }
+}
+
+void srv_reauth_parked(struct srv *s)
+{
+    if (!s->auth.on)
+        return;
+    map_foreach(&s->parked, reauth_parked_cb, s);
+    srv_watch_reauth(s);
+    srv_observe_reauth(s);
 }

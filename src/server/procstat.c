@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procstat.c — process_* metrics from /proc (procstat.h).
  */

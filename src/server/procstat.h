@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * procstat — the standard Prometheus process_* metrics of this process, read from /proc at
  * scrape time (the names and meanings every exporter uses, so stock dashboards and alerts work):

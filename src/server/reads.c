@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reads.c — linearizable reads: one barrier answers every read that arrived before it was
  * issued.

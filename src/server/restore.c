@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * restore.c — `fencelockd --restore FILE`: the checks and the transformation between a backup
  * file and the data directory of a new cluster (rn_restore writes it).

@@ -1,12 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.c — lifecycle: create, start, recover, stop and free the server, and its clocks.
  * (Leadership is leader.c, the lease glue and FSM hooks timers.c, reads reads.c, parked LOCKs
  * parked.c, commands cmd*.c, connections conn.c, HTTP routes http_routes.c.)
  */
+#include "common/map.h"
 #include "server/cmd.h"
+#include "server/secret.h"
 #include "server/server.h"
 
 #include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,10 +67,31 @@ static void hook_timed(void *arg, enum rn_timing kind, double seconds)
         hist_observe(h[kind], seconds);
 }
 
+/* Random hash keys for this process: lock names and the server's map keys (names, session ids)
+ * come from clients, who must not be able to choose keys that share a bucket. Nothing
+ * replicated depends on bucket order (docs/design.md "Hashing"), so every node has its own.
+ * Before anything is inserted. */
+static int hash_keys_init(uint8_t fsm_key[FSM_HASH_KEY_BYTES])
+{
+    unsigned char map_key[MAP_HASH_KEY_BYTES];
+    if (sodium_init() < 0)
+        return -1;
+    randombytes_buf(map_key, sizeof map_key);
+    map_set_hash_key(map_key);
+    sodium_memzero(map_key, sizeof map_key);
+    randombytes_buf(fsm_key, FSM_HASH_KEY_BYTES);
+    return 0;
+}
+
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
 {
     char err[256];
+    uint8_t fsm_key[FSM_HASH_KEY_BYTES];
     memset(s, 0, sizeof(*s));
+    if (hash_keys_init(fsm_key)) {
+        fprintf(stderr, "fencelockd: libsodium cannot be initialised\n");
+        return -1;
+    }
     s->loop = loop;
     s->cfg = *cfg;
     s->audit.fd = -1;
@@ -86,8 +112,13 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (!s->fsm || srv_auth_init(s) || srv_peer_load(s) || srv_tls_init(s) || srv_tsig_init(s))
+    if (s->fsm)
+        fsm_set_hash_key(s->fsm, fsm_key); /* empty: cannot fail */
+    sodium_memzero(fsm_key, sizeof fsm_key);
+    if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
+        srv_tls_init(s) || srv_tsig_init(s))
         return -1;
+    secret_env_scrub("FENCELOCK_PEER_PASSWORD");
     if (audit_open(&s->audit, cfg->audit_log)) {
         LOGE(&s->log, "--audit-log %s cannot be opened: %s", cfg->audit_log, strerror(errno));
         return -1;
@@ -166,8 +197,14 @@ static void on_hup(uv_signal_t *h, int sig)
     struct srv *s = h->data;
     (void)sig;
     srv_audit_reopen(s); /* first: the reload's own lines go to the new file */
+    if (srv_secrets_check(s, "SIGHUP: ")) {
+        LOGE(&s->log, "SIGHUP: a secret file's permissions are too open: nothing reloaded, "
+                      "the previous ACL, passwords and keys stay");
+        return;
+    }
     srv_peer_reload(s);
-    srv_auth_reload(s);
+    if (srv_auth_reload(s) == 0)
+        srv_reauth_parked(s); /* lowered permissions also end what is parked */
     srv_tls_reload(s);
     srv_tsig_reload(s);
     peer_tls_reload(s);
@@ -260,6 +297,7 @@ void srv_free(struct srv *s)
     lease_free(&s->lease);
     srv_holds_free(s);
     map_free(&s->parked, NULL);
+    srv_quota_free(s);
     srv_observe_free(s);
     watch_free(&s->watch);
     cmdstat_free(&s->cmdstat);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server — fencelockd's service layer: one libuv loop, one thread, for state and network.
  *
@@ -74,6 +75,7 @@ struct srv_config {
     uint64_t max_ttl, max_lockdelay, max_wait;
     /* quotas (quota.c): checked on the leader before proposing */
     uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
+    uint64_t max_parked;         /* --max-parked: parked XREAD/ELECT.OBSERVE, all users (quota.c) */
     uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
     uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
@@ -138,6 +140,9 @@ enum { SRV_QUOTA_SESSIONS, SRV_QUOTA_LOCKS, SRV_QUOTA_KEYS, SRV_QUOTA_WAITERS, S
 
 struct srv_quota {
     uint64_t n[SRV_QUOTA_N];
+    /* the acting user's share (per-user quotas, ACL_QUOTA_* order; quota.c), "" = none */
+    char user[ACL_NAME_MAX + 1];
+    uint64_t u[ACL_QUOTA_N];
 };
 
 enum srv_slot_kind { SLOT_SYNC = 0, SLOT_WRITE = 1, SLOT_READ = 2 };
@@ -262,6 +267,7 @@ struct srv {
     uint64_t seen_term, seen_leader; /* newest term and leader id seen (leader.c) */
     struct cmdstat cmdstat;          /* fencelock_commands_total{command,result} */
     struct srv_quota quota_pending;  /* reserved by proposals in flight (quota.c) */
+    struct map user_pending;         /* user name -> uint64_t[ACL_QUOTA_N] in flight (quota.c) */
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
@@ -382,6 +388,10 @@ void srv_wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t s
 /* Answer every parked request with the error for `status` (step-down, shutdown). */
 void srv_fail_parked(struct srv *s, int status);
 size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct buf *out);
+/* After SIGHUP reloaded the ACL: every parked request (LOCK/SEM.ACQUIRE/ELECT.CAMPAIGN ... WAIT,
+ * XREAD ... BLOCK, ELECT.OBSERVE) whose user lost the permission it needs is answered -NOPERM
+ * and unparked (a queued wait is also cancelled in the log). */
+void srv_reauth_parked(struct srv *s);
 
 /* cmd_watch.c: XREAD ... BLOCK requests parked until a matching event or their timeout */
 /* After an apply added events: answer the parked XREADs they match. */
@@ -391,6 +401,10 @@ void srv_watch_tick(struct srv *s, uint64_t now);
 /* Answer parked XREADs with the error for `status`: all (shutdown), or only those that are
  * not READONLY (step-down: they resume by id on the new leader). */
 void srv_watch_fail(struct srv *s, int status, bool all);
+/* The parked XREADs of user u's connections on this node (quota.c's max_parked=). */
+uint64_t srv_watch_parked_by(const struct srv *s, const struct acl_user *u);
+/* srv_reauth_parked's part: parked XREADs whose user may no longer read the stream. */
+void srv_watch_reauth(struct srv *s);
 
 /* observe.c: ELECT.OBSERVE requests parked until the election's leader or value changes */
 /* An applied LEADER / PROCLAIM event (every node): remember leaderless elections. */
@@ -401,6 +415,10 @@ void srv_observe_wake(struct srv *s);
 void srv_observe_tick(struct srv *s, uint64_t now);
 /* Answer parked observers with the error for `status`: all (shutdown) or the non-READONLY. */
 void srv_observe_fail(struct srv *s, int status, bool all);
+/* The parked ELECT.OBSERVE requests of user u's connections on this node. */
+uint64_t srv_observe_parked_by(const struct srv *s, const struct acl_user *u);
+/* srv_reauth_parked's part: observers whose user may no longer read that election. */
+void srv_observe_reauth(struct srv *s);
 void srv_observe_free(struct srv *s);
 
 /* cmd_sign.c: the --token-key keys of FENCE.SIGN / FENCE.VERIFY */
@@ -434,8 +452,13 @@ void srv_http_route(void *arg, const char *method, const char *path, struct buf 
 /* quota.c */
 /* Reserve what `cmd` may add; 0, or -1 with a NOSPACE error written to out (nothing
  * reserved). Release exactly once when the proposal completed or failed. */
-int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, struct srv_quota *res,
-                      struct buf *out);
+int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl_user *user,
+                      struct srv_quota *res, struct buf *out);
+/* Before parking an XREAD ... BLOCK or ELECT.OBSERVE ... WAIT: 0, or -1 with -NOSPACE written
+ * when --max-parked (all users) or the user's max_parked= is reached. */
+int srv_parked_admit(struct srv_req *r);
+/* Teardown: the per-user reservations' table. */
+void srv_quota_free(struct srv *s);
 void srv_quota_release(struct srv *s, struct srv_quota *res);
 void srv_quota_render(struct srv *s, struct buf *out);
 const char *srv_quota_name(int q);

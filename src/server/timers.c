@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * timers.c — the glue between the lease rules (lease.c, pure) and the world: it reads the
  * clock, feeds the lease the FSM's events, and carries out the lease's actions by proposing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.c — the client port's TLS engine over memory BIOs (tls.h has the data flow and who owns
  * what). Nothing here touches a socket or a connection: conn_tls.c glues it to srv_conn.

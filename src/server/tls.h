@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls — TLS on the client port (--tls-cert/--tls-key): OpenSSL over memory BIOs, so libuv keeps
  * doing all socket I/O and the RESP code sees plaintext only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tokensig.c — the signed-token encoding, HMAC-SHA256 via OpenSSL, and reading the key files
  * (tokensig.h has the encoding and the ownership).

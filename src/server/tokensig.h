@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tokensig — signed fencing tokens (FENCE.SIGN / FENCE.VERIFY, --token-key): the keys and the
  * one encoding a resource checks against (docs/fencing.md "Signed tokens"; never change it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch.c — the event history ring, stream ids and names, and entry rendering (watch.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * watch — the event history behind XREAD (cmd_watch.c): a bounded ring of the FSM's events in
  * log order, each with a stream id "<rev>-<n>" (rev: the revision the command that produced it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fl_probe: a small program on libfencelock that the integration tests drive
  * (tests/integration/test_client.py, test_watch_clients.py). Each mode prints one line per

@@ -1,7 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
 """Multi-node helpers shared by the cluster tests: start N real fencelockd processes with one
 --initial-cluster, ask a node for CLUSTER.INFO, wait for the single ready leader."""
 
 import os
+import select
+import socket
+import threading
+import time
 
 from helpers import wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
@@ -53,3 +58,88 @@ def ready_leader(servers, timeout=15.0):
         ls = [s for s, i in up if i.get("ready") == 1 and text(i.get("role")) == "leader"]
         return ls[0] if len(ls) == 1 else None
     return wait_until(find, timeout=timeout, interval=0.05, what="a ready leader")
+
+
+def make_leader(servers, target, timeout=45.0):
+    """Make `target` the ready leader of `servers` with CLUSTER.TRANSFER and return it. A
+    transfer can lose (another node's election timer fires during the target's campaign, or
+    libraft gives up waiting for the target to catch up): then whoever leads is asked again,
+    until `target` leads (bounded)."""
+    servers = list({id(s): s for s in servers}.values())
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        cur = ready_leader(servers, timeout=max(1.0, deadline - time.monotonic()))
+        if cur is target:
+            return target
+        try:
+            with Conn(cur.port, timeout=20) as c:
+                last = c.call("CLUSTER.TRANSFER", target.node_id, timeout=20)
+        except (OSError, ConnectionClosed, ReplyTimeout) as e:
+            last = e
+        if last == "OK":
+            try:
+                return ready_leader([target], timeout=5)
+            except AssertionError:
+                pass  # lost its campaign: ask again
+        time.sleep(0.2)
+    raise AssertionError("node %d does not lead after %.0f s of transfers (last answer %r)"
+                         % (target.node_id, timeout, last))
+
+
+class RaftSink:
+    """Stands in for a killed node on its Raft port: accepts every connection and reads and
+    keeps what arrives, answering nothing. A leader's messages to that node then leave its
+    queue at once (libraft keeps the last few messages for a peer it cannot reach and sends
+    them when the peer is back); close() frees the port for the node's restart, which then
+    receives only what the cluster sends after that. Tests use it to decide what a restarted
+    node has seen instead of waiting for queues to turn over."""
+
+    def __init__(self, port):
+        self.port = port
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", port))
+        self.lsock.listen(16)
+        self.data = bytearray()
+        self.conns = []
+        self.closed = False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.closed:
+            try:
+                ready, _, _ = select.select([self.lsock] + self.conns, [], [], 0.1)
+            except (OSError, ValueError):
+                break
+            for c in ready:
+                if c is self.lsock:
+                    try:
+                        self.conns.append(self.lsock.accept()[0])
+                    except OSError:
+                        pass
+                    continue
+                try:
+                    chunk = c.recv(1 << 16)
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    with self.lock:
+                        self.data += chunk
+                else:
+                    self.conns.remove(c)
+                    c.close()
+
+    def received(self):
+        with self.lock:
+            return bytes(self.data)
+
+    def close(self):
+        self.closed = True
+        self.thread.join(5)
+        self.lsock.close()
+        for c in self.conns:
+            c.close()
+        self.conns = []

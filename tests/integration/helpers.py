@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Assertion helpers shared by the test files."""
 
 import threading

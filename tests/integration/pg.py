@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A throwaway PostgreSQL server for the integration tests, with the fencelock guard loaded.
 
     pg = Postgres(workdir_parent)   # finds Debian's binaries, initdb in a fresh temp dir

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Client A of the inventory scenario (test_postgres.py), a process of its own so that the test
 can SIGSTOP it like a long GC pause.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A tiny RESP2/RESP3 client for the integration tests (standard library only).
 
 Reply mapping:

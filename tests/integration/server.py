@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Start, stop, kill and restart fencelockd processes for the integration tests.
 
 Every Server gets its own free loopback ports (never 7480-7482), a fresh data directory and a
@@ -32,10 +33,22 @@ _used_ports = set()
 _rng = random.Random(os.getpid() ^ int(time.time()))
 
 
+def port_range():
+    """The loopback ports this process may hand out: 20000..32767 (below Linux's ephemeral
+    range), or the slice FL_TEST_PORTS=lo-hi that run.py gives each of its parallel workers,
+    so that two workers never pick the same free port at the same moment."""
+    lo, hi = 20000, 32767
+    spec = os.environ.get("FL_TEST_PORTS")
+    if spec:
+        lo, hi = (int(x) for x in spec.split("-"))
+    return lo, hi
+
+
 def free_port():
-    """A port in 20000..32767 (below Linux's ephemeral range) that binds right now."""
+    """A port of port_range() (never 7480-7482) that binds right now."""
+    lo, hi = port_range()
     for _ in range(2000):
-        p = _rng.randrange(20000, 32768)
+        p = _rng.randrange(lo, hi + 1)
         if p in _used_ports or 7480 <= p <= 7482:
             continue
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -47,7 +60,7 @@ def free_port():
             s.close()
         _used_ports.add(p)
         return p
-    raise RuntimeError("no free port found")
+    raise RuntimeError("no free port found in %d-%d" % (lo, hi))
 
 
 def faketime_library():

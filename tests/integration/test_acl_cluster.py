@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster under --acl-file (docs/security.md "Peer credentials" and "Audit log"): members
 authenticate their CLUSTER.ANNOUNCE and --join's CLUSTER.ADD with --peer-user, so a 3-node
 cluster elects, replicates and redirects to the right leader address; a 4th node joins; an
@@ -42,6 +43,8 @@ def _acl_files(ctx):
         f.write("peerpw\n")
     with open(bad, "w") as f:
         f.write("not-the-password\n")
+    for p in (path, good, bad):  # secrets: fencelockd refuses group/world-readable ones
+        os.chmod(p, 0o600)
     return path, good, bad
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Security of the client port (docs/security.md): the cross-protocol guard (an HTTP request
 sent to the client port closes the connection before anything in it runs), users and
 permissions from --acl-file (AUTH, HELLO AUTH, NOAUTH / WRONGPASS / NOPERM with their exact
@@ -109,6 +110,7 @@ def _acl_server(ctx, extra_lines=""):
         f.write("user ro %s perm=read\n" % hs["ro"])
         f.write("user default %s perm=lock\n" % hs["default"])
         f.write(extra_lines)
+    os.chmod(path, 0o600)
     s = ctx.server("--acl-file", path, start=False)
     s.auth = ("admin", "adminpw")
     s.start()
@@ -241,6 +243,7 @@ def test_acl_malformed_file_refuses_to_start_with_the_line(ctx):
     path = ctx.tmp("acl")
     with open(path, "w") as f:
         f.write("# x\nuser a notahash perm=read\n")
+    os.chmod(path, 0o600)
     p = subprocess.run([ctx.binary, "--acl-file", path, "--data-dir", ctx.tmp("d"),
                         "--listen", "127.0.0.1:1", "--http-listen", "off"],
                        capture_output=True, timeout=30)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input gets a clear error, changes nothing, and never crashes the server."""
 
 import random

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lease checkpoints: an abandoned long session still ends across a leader change, and a live
 one is never cut short by a checkpoint taken before its keepalive."""
 

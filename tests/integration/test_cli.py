@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The fencelock command-line tool (docs/fencelock.1) against real servers.
 
 The CLI is the `fencelock` beside the fencelockd under test (build/asan/fencelock for
@@ -18,6 +19,7 @@ import pty
 import random
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -62,6 +64,18 @@ class Result:
         return "rc=%d out=%r err=%r" % (self.rc, self.out, self.err)
 
 
+# Signals whose disposition a test of the CLI depends on. Ignored ones survive exec, so a suite
+# started under nohup (SIGHUP) or as a background job of a script (SIGINT, SIGQUIT) would hand
+# its CLI and commands an ignored signal that the tests expect to end them.
+TEST_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGTSTP)
+
+
+def default_signals():
+    """preexec_fn: every signal of TEST_SIGNALS at its default disposition."""
+    for sig in TEST_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(ctx, servers, *args, timeout=20, stdin=None, env=None):
     """Run the CLI to completion; fails on a sanitizer report. servers None: no --endpoints."""
     argv = [cli_path(ctx)]
@@ -70,7 +84,7 @@ def run(ctx, servers, *args, timeout=20, stdin=None, env=None):
     argv += [str(a) for a in args]
     t0 = time.monotonic()
     p = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,
-                       env=cli_env(env), cwd=ctx.workdir)
+                       env=cli_env(env), cwd=ctx.workdir, preexec_fn=default_signals)
     secs = time.monotonic() - t0
     err = p.stderr.decode("utf-8", "replace")
     check_clean(err, " ".join(argv[1:]))
@@ -94,7 +108,8 @@ def spawn(ctx, servers, *args, env=None):
     n = len(ctx.cleanups)
     out = open(ctx.tmp("cli%d.out" % n), "wb")
     err = open(ctx.tmp("cli%d.err" % n), "wb")
-    p = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(env), cwd=ctx.workdir)
+    p = subprocess.Popen(argv, stdout=out, stderr=err, env=cli_env(env), cwd=ctx.workdir,
+                         preexec_fn=default_signals)
     out.close()
     err.close()
     p.out_path, p.err_path = ctx.tmp("cli%d.out" % n), ctx.tmp("cli%d.err" % n)
@@ -107,9 +122,40 @@ def spawn(ctx, servers, *args, env=None):
     return p
 
 
+def stuck_report(pid):
+    """What a process that did not exit is doing: its threads' states and kernel wait
+    channels, its descendants (ps), and a backtrace of every thread when gdb is installed."""
+    out = []
+    for tid in sorted(os.listdir("/proc/%d/task" % pid)) if os.path.isdir("/proc/%d" % pid) else []:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
+            with open("/proc/%d/task/%s/wchan" % (pid, tid)) as f:
+                out.append("thread %s: state %s, wchan %s" % (tid, st, f.read()))
+        except OSError:
+            pass
+    ps = subprocess.run(["ps", "-eo", "pid,ppid,pgid,stat,wchan:20,args"], capture_output=True,
+                        text=True, timeout=20).stdout.splitlines()
+    kids, todo = set(), {str(pid)}
+    while todo:
+        nxt = {l.split()[0] for l in ps[1:] if l.split()[1] in todo} - kids
+        kids |= nxt
+        todo = nxt
+    out += [ps[0]] + [l for l in ps[1:] if l.split()[0] in kids | {str(pid)}]
+    if shutil.which("gdb"):
+        out.append(subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex",
+                                   "thread apply all bt"], capture_output=True, text=True,
+                                  timeout=60).stdout[-6000:])
+    return "\n".join(out)
+
+
 def finish(p, timeout=20):
     """Wait for a spawned CLI; return (rc, stdout, stderr), failing on a sanitizer report."""
-    rc = p.wait(timeout)
+    try:
+        rc = p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("fencelock (pid %d) did not exit within %d s:\n%s"
+                             % (p.pid, timeout, stuck_report(p.pid)))
     with open(p.out_path, "rb") as f:
         out = f.read().decode("utf-8", "replace")
     with open(p.err_path, "rb") as f:
@@ -584,8 +630,7 @@ class Terminal:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: a session leader whose controlling terminal is the pty
             try:
-                for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP):
-                    signal.signal(sig, signal.SIG_DFL)
+                default_signals()
                 os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], env)
             finally:
                 os._exit(127)
@@ -799,3 +844,69 @@ def test_cli_put_over_a_quota_reports_the_quota(ctx):
     assert "server quota full" in r.err and "NOSPACE" in r.err, r.err
     with ctx.conn(srv) as c:
         eq(c.call("GET", "b"), None, "nothing written")
+
+
+# ---------------------------------------------------------------------------------------------
+# Credentials, backups and terminals (issue 32)
+
+def test_cli_lock_command_inherits_no_credentials(ctx):
+    """FENCELOCK_USER / FENCELOCK_PASSWORD authenticate the CLI and go no further: the command
+    run under the lock finds them neither in its environment nor in its parent's (the CLI's)
+    /proc/PID/environ."""
+    from test_auth import _acl_server
+    s, _, _ = _acl_server(ctx)
+    out = ctx.tmp("env.out")
+    parent = ctx.tmp("parent.out")
+    r = run(ctx, [s], "lock", "job-1", "--", "sh", "-c",
+            "env > %s; tr '\\0' '\\n' < /proc/$PPID/environ > %s" % (out, parent),
+            env={"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "apppw"})
+    eq(r.rc, 0, "lock as app: %r" % r)
+    seen = read_file(out)
+    assert "FENCELOCK_TOKEN=" in seen, seen
+    assert "apppw" not in seen and "FENCELOCK_PASSWORD" not in seen, seen
+    assert "FENCELOCK_USER" not in seen, seen
+    # the CLI's own initial environment block (which unsetenv leaves): the value is wiped
+    seen = read_file(parent)
+    assert "apppw" not in seen, seen
+
+
+def test_cli_snapshot_save_follows_no_planted_symlink(ctx):
+    """A symlink planted at FILE.tmp (the old fixed temporary name) is neither followed nor
+    truncated; the backup is mode 0600 and the victim keeps its bytes."""
+    srv = [ctx.srv]
+    run_ok(ctx, srv, "put", "k", "v")
+    victim = ctx.tmp("victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    target = ctx.tmp("backup.snap")
+    os.symlink(victim, target + ".tmp")
+    run_ok(ctx, srv, "snapshot", "save", target)
+    eq(read_file(victim), "precious\n", "the victim of the planted symlink")
+    eq(os.path.islink(target), False, "the backup is a file of its own")
+    eq(os.stat(target).st_mode & 0o777, 0o600, "the backup's mode")
+    eq([n for n in os.listdir(ctx.workdir) if n.startswith("backup.snap.")], ["backup.snap.tmp"],
+       "no temporary file left (the planted link aside)")
+
+
+def test_cli_escapes_control_bytes_from_the_server(ctx):
+    """Names and values a server sends reach the terminal with control bytes escaped (\\xHH):
+    an ESC or BEL in a lock name or key cannot retitle the window or move the cursor."""
+    srv = [ctx.srv]
+    evil = "ev\x1b]0;pwned\x07il\x9b2J"
+    c = ctx.conn()
+    sid = expect_int(c.call("SESSION.OPEN", 30000))
+    expect_int(c.call("LOCK", evil, sid))
+    expect_int(c.call("PUT", evil, "v\x1b[2Jx"))
+    expect_int(c.call("ELECT.CAMPAIGN", "e", sid, "leader\x1b[1Ax"))
+    for args in (("locks",), ("lock-info", evil), ("keys",), ("leader", "e"), ("status",)):
+        r = run_ok(ctx, srv, *args)
+        bad = [ch for ch in r.out if ord(ch) < 0x20 and ch != "\n" or 0x7f <= ord(ch) < 0xa0]
+        eq(bad, [], "control bytes in the output of %s: %r" % (args, r.out))
+        if args[0] != "status":
+            assert "\\x1b" in r.out, (args, r.out)
+    # into a pipe `get` still writes the exact bytes (a value may be binary)
+    p = subprocess.run([cli_path(ctx), "--endpoints", endpoints(srv), "get", evil],
+                       capture_output=True, timeout=20, env=cli_env())
+    eq(p.stdout, b"v\x1b[2Jx\n", "get into a pipe")
+    # --json escapes per RFC 8259
+    eq(run_json(ctx, srv, "keys"), [evil])

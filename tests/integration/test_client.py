@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libfencelock against real servers, through tests/client/fl_probe.c: the API on one node and
 through a follower, fl_lock across a kill -9 of the leader (granted exactly once), and a
 session whose servers are all SIGSTOPped (lost callback; the safe deadline never later than

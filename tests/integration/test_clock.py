@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A wall-clock jump (NTP step, date -s) must not change when sessions expire.
 
 fencelockd runs under libfaketime with a timestamp file (re-read on every call, monotonic

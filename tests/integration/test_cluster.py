@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Three real fencelockd processes on loopback: election, redirects, a leader killed with -9."""
 
 from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scripts/cluster.sh (what `make cluster` runs) on other ports than 7480: --base-port and
 BASE_PORT move every port of every node, DATA_ROOT moves the data, and status/stop find the
 nodes again."""
@@ -8,6 +9,7 @@ import socket
 import subprocess
 
 from helpers import eq, ok, wait_until
+from server import port_range
 from resp import Conn, as_map, text
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -27,8 +29,9 @@ def _bindable(port):
 
 def _free_base(n):
     """A base port below the ephemeral range whose n nodes' ports (base+10i+0..2) all bind."""
+    lo, hi = port_range()
     for _ in range(500):
-        base = random.randrange(20000, 32000, 10)
+        base = random.randrange(lo, hi - 10 * n, 10)
         if all(_bindable(base + 10 * i + k) for i in range(n) for k in range(3)):
             return base
     raise RuntimeError("no free base port")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fencelockd's settings from --config FILE and FENCELOCK_* variables, --print-config,
 --log-format json, and the log lines of issue 22 (why an election started, a --join that
 reaches nobody)."""

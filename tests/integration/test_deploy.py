@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deploy/: the Prometheus alert rules and the Grafana dashboard (docs/monitoring.md).
 
 `promtool check rules` and `promtool test rules` (Debian's prometheus package, installed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Leader election (ELECT.CAMPAIGN / PROCLAIM / RESIGN / LEADER / OBSERVE): FIFO hand-over
 with values, PROCLAIM and -STALE, the leader's token fencing writes, a leader whose session
 ends handing over in the same entry, ELECT.OBSERVE answering changes after a revision (parked

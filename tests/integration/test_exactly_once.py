@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """REQ sid seq: a retried mutation is answered from the request table, never applied twice."""
 
 from helpers import (eq, expect_err, expect_int, kv_get, lock_info, ok, open_session, revision,

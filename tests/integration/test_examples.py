@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The examples in other languages (examples/python: on the fencelock package and with redis-py
 alone; examples/node) run as documented against a real server and leave the state they promise: the stock sold by one with a fenced write, the
 zombie's stale write refused, the lock free, both sessions gone. One run per language points at a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fault injection on real 3-node clusters (--election-ms 400 --heartbeat-ms 40): a leader frozen
 with SIGSTOP, all three nodes killed with -9 at once, a leader killed under a contended fenced
 register, a leader cut from its followers by iptables while clients still reach it.

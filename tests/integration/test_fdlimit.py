@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The open-file limit against --max-clients (issue 16): at start-up fencelockd raises its soft
 RLIMIT_NOFILE if it can, else lowers the effective --max-clients to what fits, logs one warning
 with the numbers and reports the effective value; the client past it gets the -ERR reply (not a

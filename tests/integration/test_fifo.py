@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Waiters are granted in FIFO order, one at a time (no herd), with rising tokens."""
 
 from helpers import (eq, expect_int, expect_ok, lock_info, open_session, wait_queued, waiters)

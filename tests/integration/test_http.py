@@ -1,7 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
 """HTTP endpoint: /health and Prometheus /metrics."""
 
 import http.client
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -81,14 +83,38 @@ def test_commands_are_counted_by_command_and_result(ctx):
     eq(after.get('{command="UNLOCK",result="ok"}'), 0, "a command never sent: present, 0")
 
 
+def proc_cpu_seconds(pid):
+    """utime + stime of a process, from /proc/PID/stat, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_build_and_process_metrics(ctx):
     status, _, body = http_get(ctx.srv, "/metrics")
     m = parse_metrics(body)
     eq([lv for lv, _ in m.get("fencelock_build_info", [])][:1], ['{version="0.1.0"}'],
        "fencelock_build_info{version}")
-    for n in ("process_cpu_seconds_total", "process_resident_memory_bytes",
-              "process_open_fds", "process_max_fds", "process_start_time_seconds"):
+    for n in ("process_resident_memory_bytes", "process_open_fds", "process_max_fds",
+              "process_start_time_seconds"):
         assert n in m and m[n][0][1] > 0, "%s: %r" % (n, m.get(n))
+    # CPU time is what the kernel counts for the process: between what /proc said just before
+    # and just after the scrape (a fresh process on an idle machine may not have used one clock
+    # tick yet, so 0 is a right answer).
+    # So that a wrong constant cannot pass, first make the server use some CPU (bounded).
+    c = ctx.conn()
+    deadline = time.monotonic() + 30
+    for _ in range(200):
+        if proc_cpu_seconds(ctx.srv.proc.pid) >= 0.05 or time.monotonic() > deadline:
+            break
+        c.pipeline([("PING",)] * 500)
+    before = proc_cpu_seconds(ctx.srv.proc.pid)
+    assert before > 0, "the server used no CPU after 100,000 PINGs"
+    _, _, body = http_get(ctx.srv, "/metrics")
+    after = proc_cpu_seconds(ctx.srv.proc.pid)
+    cpu = parse_metrics(body)["process_cpu_seconds_total"][0][1]
+    assert before - 1e-9 <= cpu <= after + 1e-9, \
+        "process_cpu_seconds_total %r not within /proc's %r..%r" % (cpu, before, after)
     eq(m["process_start_time_seconds"][0][1] < time.time() + 1, True, "start time in the past")
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keys: revisions, IFREV, DEL, LEASE keys bound to sessions, KEYS prefix LIMIT."""
 
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resource limits (issue #14): every buffer is bounded, a client past a limit is closed or
 refused with a clear error and counted, and the server stays up with its memory bounded.
 

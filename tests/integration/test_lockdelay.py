@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LOCKDELAY: after a holder's session expires its locks stay unavailable for the delay;
 a clean UNLOCK or SESSION.CLOSE hands over at once."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LOCK / UNLOCK / LOCK.INFO / FENCE.CHECK semantics on one node."""
 
 import time

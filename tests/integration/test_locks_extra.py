@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """LOCKS prefix [LIMIT n] (the existing locks by name) and UNLOCK by a queued session (it leaves
 the queue; its blocked LOCK answers nil; the holder and the rest of the queue are untouched)."""
 

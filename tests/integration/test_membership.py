@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cluster membership on real processes: --join (grow 3 -> 5, catching up by InstallSnapshot),
 CLUSTER.REMOVE, CLUSTER.TRANSFER, all while a client keeps locking; bad membership input."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Membership changes across a leader change (issue #15): a change the old leader proposed and
 could not commit before it lost leadership must never stay "in progress" once it committed,
 failed or was abandoned, whoever leads. The node the change was about is then wiped and joins
@@ -21,7 +22,7 @@ import time
 
 from helpers import eq, expect_err, expect_ok, ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
-from cluster import TIMING, info, new_server, ready_leader, start_cluster
+from cluster import TIMING, RaftSink, info, make_leader, new_server, ready_leader, start_cluster
 
 VOTER_ROLES = ("leader", "follower")
 
@@ -73,6 +74,8 @@ def rejoin(ctx, node, through):
     """Kill `node`, wipe its data and start it again with --join through `through`."""
     if node.running():
         node.kill9()
+    if getattr(node, "sink", None) is not None:
+        node.sink.close()
     shutil.rmtree(node.data_dir, ignore_errors=True)
     node.extra_args = ["--join", ",".join("127.0.0.1:%d" % s.port for s in through)] + TIMING
     node.start(wait=False)
@@ -100,40 +103,70 @@ def settle(leader, others):
     wait_until(settled, timeout=15, interval=0.05, what="the cluster settled")
 
 
-def change_across_leader_change(ctx, leader, down, restart, *change, pause=2.5):
-    """With every node of `down` killed, send a PUT and then the membership command `change`
-    to `leader` (neither can commit), wait until it stepped down, restart the nodes of
-    `restart` and wait until `leader` leads again. Returns the change's answer list."""
+def sink(ctx, s):
+    """Kill `s` and put a RaftSink on its Raft port (cluster.RaftSink)."""
+    s.kill9()
+    s.sink = RaftSink(s.raft_port)
+    ctx.defer(s.sink.close)
+
+
+def unsink_start(s):
+    """Free `s`'s Raft port from its sink and start it: it receives only what is sent from now
+    on."""
+    s.sink.close()
+    s.start(wait=False)
+
+
+def proposed(leader, what):
+    """Call before sending a command to `leader`; returns a function that waits until the
+    leader proposed it (appended: a membership change or barrier goes behind it in the log)."""
+    n = metric(leader, "fencelock_proposals_total")
+    return lambda: wait_until(lambda: metric(leader, "fencelock_proposals_total") > n,
+                              timeout=15, what="%s proposed" % what)
+
+
+def flushed(nodes):
+    """After the leader stepped down: until every sink of `nodes` received bytes sent after
+    that (a RequestVote). The leader's link to the sink was up then, so whatever it had queued
+    for that node while it led went out before it, into the sink."""
+    mark = {s: len(s.sink.received()) for s in nodes}
+    wait_until(lambda: all(len(s.sink.received()) > mark[s] for s in nodes), timeout=15,
+               what="a message after the step-down at the sinks")
+
+
+def change_across_leader_change(ctx, leader, down, restart, *change, pause=0.0):
+    """Kill every node of `down` and put a sink on its Raft port, send a PUT and then the
+    membership command `change` to `leader` (neither can commit), wait until it stepped down
+    (and `pause` seconds more), restart the nodes of `restart` and check that `leader` leads
+    again. Returns the change's answer list.
+
+    The sinks take every message the leader sends while the nodes are down, so a restarted
+    node has neither the PUT nor the change: its log is shorter than the old leader's and it
+    cannot win an election (a vote goes only to a log at least as up to date), while the old
+    leader gets its vote. Without the sinks the leader's last messages would wait in libraft's
+    queue and could reach the restarted node first, giving it as long a log."""
     settle(leader, down)
     for s in down:
-        s.kill9()
+        sink(ctx, s)
+    wait_put = proposed(leader, "the PUT")
     put = call_async(leader.port, "PUT", "before-change", "x")
-    time.sleep(0.2)  # the PUT goes first (appended at once: the leader does not wait)
+    wait_put()  # the change goes behind it in the log
     ans = call_async(leader.port, *change)
     wait_until(lambda: role(leader) != "leader", timeout=15, interval=0.05,
                what="the leader stepping down without a majority")
     wait_until(lambda: put and ans, timeout=15, what="both answered after the step-down")
-    # libraft keeps the last 3 messages for an unreachable peer and sends them once it is back:
-    # after a few rounds of RequestVotes no AppendEntries is among them, so the restarted nodes
-    # get the change only from the next term's leader, in one batch behind the PUT.
+    flushed(restart)
     time.sleep(pause)
     for s in restart:
-        s.start(wait=False)
+        unsink_start(s)
     ld = ready_leader([leader] + list(restart), timeout=20)
     eq(ld, leader, "the old leader leads again (the others' logs are shorter)")
     return ans
 
 
-def transfer_to(old, new):
-    """CLUSTER.TRANSFER to `new`, asked again if libraft gave up (bounded)."""
-    for attempt in range(5):
-        with Conn(old.port, timeout=20) as c:
-            r = c.call("CLUSTER.TRANSFER", new.node_id, timeout=20)
-        if r == "OK":
-            break
-        time.sleep(0.5)
-    expect_ok(r, "transfer to node %d" % new.node_id)
-    eq(ready_leader([old, new], timeout=15), new, "node %d leads" % new.node_id)
+def transfer_to(old, new, *others):
+    """Make `new` lead (cluster.make_leader) among `old`, `new` and `others`."""
+    make_leader([old, new] + list(others), new)
 
 
 def test_remove_across_leader_change_then_rejoin(ctx):
@@ -162,7 +195,7 @@ def test_add_across_leader_change_then_join(ctx):
                                 "127.0.0.1:%d" % n4.raft_port)
     wait_until(lambda: (members(leader) or {}).get(4) == "spare", timeout=10,
                what="node 4 a spare in the configuration")
-    other.start(wait=False)  # gets the spare entry in a batch too
+    unsink_start(other)  # gets the spare entry in a batch too
     wait_until(lambda: role(other) == "follower", timeout=20, what="the other node back")
     transfer_to(leader, keeper)
     rejoin(ctx, n4, [keeper, leader])
@@ -189,24 +222,26 @@ def test_promotion_across_leader_change_then_remove_and_rejoin(ctx):
     ans = call_async(leader.port, "CLUSTER.ADD", 4, "127.0.0.1:%d" % n4.raft_port)
     wait_until(lambda: (members(keeper) or {}).get(4) == "spare", timeout=10,
                what="the spare entry on the followers")
-    time.sleep(0.3)  # committed: the followers acknowledged it
+    with Conn(leader.port, timeout=20) as c:  # committed after it: the spare entry is too
+        ok(c.call("PUT", "spare-committed", "x", timeout=20), "a PUT behind the spare entry")
     for s in (keeper, other):
-        s.kill9()
+        sink(ctx, s)  # see change_across_leader_change
+    wait_put = proposed(leader, "the PUT")
     put = call_async(leader.port, "PUT", "before-promotion", "x")
-    time.sleep(0.1)
+    wait_put()
     n4.sigcont()  # caught up at once: the promotion entry follows the PUT
     wait_until(lambda: role(leader) != "leader", timeout=15, interval=0.05,
                what="the leader stepping down without a majority")
     wait_until(lambda: put and ans, timeout=15, what="both answered after the step-down")
     assert (members(leader) or {}).get(4) in VOTER_ROLES, \
         "the promotion was appended on the old leader: %r" % members(leader)
-    time.sleep(2.5)  # see change_across_leader_change: only RequestVotes left in the queues
-    keeper.start(wait=False)
+    flushed([keeper])
+    unsink_start(keeper)
     ld = ready_leader([leader, keeper, n4], timeout=20)
     assert ld is not keeper, "the keeper's log is shorter"
-    other.start(wait=False)
+    unsink_start(other)
     wait_until(lambda: role(other) == "follower", timeout=20, what="the other node back")
-    transfer_to(ld, keeper)
+    transfer_to(ld, keeper, leader, n4, other)
     with Conn(keeper.port, timeout=20) as c:
         expect_ok(c.call("CLUSTER.REMOVE", 4, timeout=20), "the next change on the new leader")
     rejoin(ctx, n4, [keeper, leader, other])
@@ -439,7 +474,8 @@ def test_joiner_whose_promotion_was_lost_keeps_asking(ctx):
     call_async(leader.port, "CLUSTER.ADD", 4, "127.0.0.1:%d" % n4.raft_port)
     wait_until(lambda: (members(f1) or {}).get(4) == "spare", timeout=10,
                what="the spare entry on a follower")
-    time.sleep(0.3)  # committed: the followers acknowledged it
+    with Conn(leader.port, timeout=20) as c:  # committed after it: the spare entry is too
+        ok(c.call("PUT", "spare-committed", "x", timeout=20), "a PUT behind the spare entry")
     for s in (f1, f2):
         s.kill9()
     n4.sigcont()  # caught up at once: the promotion goes to node 4 alone

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """/metrics histograms and counters move as documented: waited grants feed
 fencelock_lock_wait_seconds, releases feed fencelock_lock_hold_seconds, every acknowledged write
 feeds fencelock_commit_latency_seconds; buckets are cumulative with +Inf == _count; an expiry

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """systemd's readiness protocol (issue 22, src/server/notify.c): with $NOTIFY_SOCKET set,
 fencelockd sends one datagram READY=1 once it serves (a ready leader, or a follower that knows
 the leader) and STOPPING=1 when SIGTERM begins its shutdown. The test binds the socket itself,

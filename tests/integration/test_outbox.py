@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The outbox recipe (examples/outbox/outbox.py, docs/fencing.md): a holder paused with
 SIGSTOP between prepare and commit, past its session's TTL, while another run of the same
 operation takes the lock, commits and sends. Resumed, the paused holder's commit is refused

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Session ownership, SESSION.REVOKE and the replay check (issue 18, docs/security.md):
 another user's LOCK / UNLOCK / KEEPALIVE / CLOSE / INFO / PUT LEASE / REQ on a session gets
--NOPERM and changes nothing, an admin may INFO / CLOSE / UNLOCK / REVOKE any session, a revoke
+-NOSESSION (the answer for a missing session: no oracle of live ids) and changes nothing, an admin may INFO / CLOSE / UNLOCK / REVOKE any session, a revoke
 ends a session as an expiry does (lock-delay, `reason revoke` in the event stream), and a
 replayed (sid, seq) with a different command is refused, also after a fail-over.
 
@@ -27,6 +28,7 @@ def _owner_server(ctx):
         for u, perm in (("alice", "read,lock,write"), ("bob", "read,lock,write"),
                         ("root", "all")):
             f.write("user %s %s perm=%s\n" % (u, _hash(ctx, u + "pw"), perm))
+    os.chmod(path, 0o600)
     s = ctx.server("--acl-file", path, start=False)
     s.auth = ("root", "rootpw")
     s.start()
@@ -45,9 +47,11 @@ def test_another_users_session_commands_get_noperm_and_change_nothing(ctx):
                 ("SESSION.KEEPALIVE", a), ("SESSION.CLOSE", a), ("SESSION.INFO", a),
                 ("PUT", "x", "v", "LEASE", a), ("PUT", "x", "v", "REQ", a, 9223372036854775807),
                 ("LOCK", "M", a, "REQ", a, 2), ("SESSION.REVOKE", a)):
-        r = expect_err(bob.call(*cmd), "NOPERM", repr(cmd))
-        if cmd[0] != "SESSION.REVOKE":  # that one needs admin first
-            assert "user bob does not own session %d" % a in r.text, r
+        if cmd[0] == "SESSION.REVOKE":  # that one needs admin first
+            expect_err(bob.call(*cmd), "NOPERM", repr(cmd))
+        else:
+            r = expect_err(bob.call(*cmd), "NOSESSION", repr(cmd))
+            assert "session %d is not alive" % a in r.text, r
     eq(revision(root), rev, "revision after refused commands")
     # alice's session, locks, keys and seqs are untouched
     eq(expect_int(alice.call("LOCK", "L", a)), lock_info(root, "L")["token"])
@@ -139,9 +143,11 @@ def test_cli_session_revoke_needs_admin_and_libfencelock_sessions_are_owned(ctx)
     root = _authed(ctx, s, "root", "rootpw")
     alice = _authed(ctx, s, "alice", "alicepw")
     expect_int(alice.call("LOCK", "L", a))
-    for op in ("keepalive", "close", "revoke"):
+    for op in ("keepalive", "close"):  # another user's session is as a missing one to bob
         p = run("bob", "session", op, str(a))
-        assert p.returncode != 0 and "permission denied" in p.stderr and "NOPERM" in p.stderr, p
+        assert p.returncode != 0 and "NOSESSION session %d is not alive" % a in p.stderr, p
+    p = run("bob", "session", "revoke", str(a))
+    assert p.returncode != 0 and "permission denied" in p.stderr and "NOPERM" in p.stderr, p
     p = run("alice", "session", "revoke", str(a))  # revoke needs admin, even for the owner
     assert p.returncode != 0 and "NOPERM user alice has no permission" in p.stderr, p
     p = run("root", "--json", "session", "revoke", str(a))
@@ -157,6 +163,7 @@ def _acl_file(ctx):
         for u, perm in (("alice", "read,lock,write"), ("bob", "read,lock,write"),
                         ("root", "all")):
             f.write("user %s %s perm=%s\n" % (u, _hash(ctx, u + "pw"), perm))
+    os.chmod(path, 0o600)
     return path
 
 
@@ -184,6 +191,7 @@ def test_owner_is_replicated_three_nodes_with_acl(ctx):
     pw = ctx.tmp("peerpw")
     with open(pw, "w") as f:
         f.write("rootpw\n")
+    os.chmod(pw, 0o600)
     # a cluster under --acl-file needs peer credentials for its members' announces (root: all)
     servers = start_cluster(ctx, 3, extra=("--acl-file", path, "--peer-user", "root",
                                            "--peer-password-file", pw))
@@ -191,7 +199,7 @@ def test_owner_is_replicated_three_nodes_with_acl(ctx):
     alice, bob = (_authed(ctx, lead, u, u + "pw") for u in ("alice", "bob"))
     a = expect_int(alice.call("SESSION.OPEN", 60000, "LOCKDELAY", 1000))
     t = expect_int(alice.call("LOCK", "L", a, "REQ", a, 1))
-    expect_err(bob.call("UNLOCK", "L", a), "NOPERM")
+    expect_err(bob.call("UNLOCK", "L", a), "NOSESSION")
     # every member's address committed before the failover: a new one would take a revision
     # on the new leader and the check below would count it
     wait_announced(_authed(ctx, lead, "root", "rootpw"), 3)
@@ -201,8 +209,8 @@ def test_owner_is_replicated_three_nodes_with_acl(ctx):
     rev = revision(root2)
     for cmd in (("UNLOCK", "L", a), ("SESSION.CLOSE", a), ("SESSION.KEEPALIVE", a),
                 ("SESSION.INFO", a), ("LOCK", "M", a)):
-        r = expect_err(bob2.call(*cmd), "NOPERM", repr(cmd) + " on the new leader")
-        assert "does not own session %d" % a in r.text, r
+        r = expect_err(bob2.call(*cmd), "NOSESSION", repr(cmd) + " on the new leader")
+        assert "session %d is not alive" % a in r.text, r
     eq(revision(root2), rev, "revision after refused commands on the new leader")
     eq(expect_int(alice2.call("LOCK", "L", a, "REQ", a, 1)), t, "alice's retry on the new leader")
     expect_ok(root2.call("SESSION.REVOKE", a))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Debian packages and the systemd unit (issue 22, debian/, docs/operations.md "Packages").
 
 test_systemd_unit_verifies: `systemd-analyze verify` accepts debian/fencelockd.service without

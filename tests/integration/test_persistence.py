@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every acknowledged change survives kill -9 (and SIGTERM) and a restart with the same flags."""
 
 from helpers import (eq, expect_int, kv_get, lock_info, ok, open_session, revision,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pipelined requests are answered in order, also behind a blocked LOCK ... WAIT."""
 
 import time

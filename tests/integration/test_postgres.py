@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The PostgreSQL guard (contrib/postgresql/fencelock.sql) against a real PostgreSQL server and a
 real fencelockd: a stale holder's write is refused, concurrent sellers never oversell, signed
 tokens are checked with the fixed encoding (Python's hmac here, FENCE.SIGN in the server).
@@ -393,6 +394,11 @@ def test_pg_verifies_fencelockd_signatures(ctx):
     path = ctx.tmp("token.key")
     with open(path, "w") as f:
         f.write(os.urandom(32).hex() + "\n")  # as `openssl rand -hex 32 > token.key` makes it
+    # a secret (fencelockd refuses group/world-readable key files) that PostgreSQL reads too:
+    # its server's user owns it, mode 0600 (root's fencelockd reads it anyway)
+    if pg.user is not None:
+        os.chown(path, pg.user.pw_uid, pg.user.pw_gid)
+    os.chmod(path, 0o600)
     with open(path, "rb") as f:
         key = f.read()[:-1]
     pg.sql(LOAD_KEY.replace("KEYFILE", path))

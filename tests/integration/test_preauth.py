@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a client without a password can make a node spend (issue 32, "before AUTH";
 docs/security.md "before AUTH", docs/server.md "Limits").
 
@@ -46,6 +47,7 @@ def _acl(ctx, *flags, extra=""):
             f.write("user default %s perm=lock\n" % _hash(ctx, "defaultpw"))
             f.write("user ro %s perm=read\n" % _hash(ctx, "ropw"))
             f.write(extra)
+        os.chmod(path, 0o600)  # a secret file: group- or world-readable is refused
     s = ctx.server("--acl-file", path, *flags, start=False)
     s.auth = ("admin", "adminpw")
     s.start()

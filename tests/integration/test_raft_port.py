@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Raft port is hostile input (issue 12): malformed handshakes and messages, sent to every
 node of a live 3-node cluster, kill no node, move no term, and leave locks working; each
 dropped connection is counted in fencelock_raft_rejected_total{reason}.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Linearizable reads: batching and timing of their barriers.
 
 Reads arriving while a barrier is in flight are answered by the next one, which the server

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Disaster recovery: a cluster that lost its majority for good comes back on one survivor
 with `fencelockd --recover` (libraft's raft_recover), keeping what that survivor had."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The redis-cli quick start works as written (redis-cli from Debian's redis-tools)."""
 
 import os
@@ -89,27 +90,50 @@ def _cli_tty(port, *args):
 
 
 def _readme_steps():
-    """The `$ redis-cli -p 7480 ...` lines of README.md and the output printed under each."""
+    """The `$ ...` lines of README.md's quick start (`redis-cli -p 7480 ...`, `export ...`,
+    `fencelock ...`) and the output printed under each, as (kind, command, output)."""
     readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
     steps, cur = [], None
     with open(readme) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            m = re.match(r"\$ redis-cli -p 7480 (.*?)\s*(?:#.*)?$", line)
-            if m:
-                cur = (m.group(1).split(), [])
-                steps.append(cur)
-            elif cur is not None and line and not line.startswith(("```", "$")):
-                cur[1].append(line)
-            else:
-                cur = None
-    return [(args, "\n".join(out)) for args, out in steps]
+        text = f.read()
+    text = text[text.index("## Quick start"):text.index("## Clients")]
+    for line in text.splitlines():
+        m = re.match(r"\$ (redis-cli -p 7480 |fencelock |export )(.*?)\s*(?:#.*)?$", line)
+        if m:
+            cur = (m.group(1).split()[0], m.group(1) + m.group(2), [])
+            steps.append(cur)
+        elif cur is not None and line and not line.startswith(("```", "$")):
+            cur[2].append(line)
+        else:
+            cur = None
+    return [(kind, cmd, "\n".join(out)) for kind, cmd, out in steps]
 
 
 def test_readme_quick_start_output_as_written(ctx):
-    """README.md's quick start, read from the README itself, on a fresh data directory."""
+    """README.md's quick start, read from the README itself, on a fresh data directory: the
+    redis-cli block, then the fencelock CLI block (what `make run` builds, on PATH)."""
     port = ctx.srv.port
     steps = _readme_steps()
-    assert len(steps) >= 6, "README quick start not found: %r" % steps
-    for args, want in steps:
-        eq(_cli_tty(port, *args), want, "redis-cli %s" % " ".join(args))
+    kinds = [k for k, _, _ in steps]
+    assert kinds.count("redis-cli") >= 6 and kinds.count("fencelock") >= 4, \
+        "README quick start not found: %r" % steps
+    bindir = os.path.dirname(ctx.binary)
+    env = dict(os.environ, FENCELOCK_ENDPOINTS="127.0.0.1:%d" % port,
+               PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    for k in [k for k in env if k.startswith("FENCELOCK_") and k != "FENCELOCK_ENDPOINTS"]:
+        del env[k]
+    for kind, cmd, want in steps:
+        if kind == "redis-cli":
+            args = cmd.split()[3:]
+            eq(_cli_tty(port, *args), want, cmd)
+        elif kind == "export":
+            # The CLI the README puts on PATH is the one `make run` builds.
+            eq(cmd, "export PATH=$PWD/build/release:$PATH", "the README's PATH line")
+            with open(os.path.join(os.path.dirname(__file__), "..", "..", "Makefile")) as f:
+                mk = f.read()
+            assert re.search(r"^run:\n(\t.*\n)*\t\$\(MAKE\) SAN=0 .*build/release/fencelock\b",
+                             mk, re.M), "make run builds build/release/fencelock"
+        else:
+            p = subprocess.run(["bash", "-c", cmd], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=60)
+            eq(p.stdout.rstrip("\n"), want, cmd)

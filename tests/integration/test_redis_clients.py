@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Redis client libraries beyond raw commands: the connection-management commands they send on
 connect or take from a pool (CLIENT SETNAME/GETNAME/ID/INFO/LIST/SETINFO, SELECT, ECHO, DBSIZE,
 COMMAND ...) are answered as Redis answers them (docs/protocol.md), and data commands fencelock

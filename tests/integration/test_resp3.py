@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HELLO 2/3 and the RESP3 reply types (maps, nulls)."""
 
 from helpers import eq, expect_int, ok, open_session, text

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Countdowns after a restart: a restarted node that becomes leader restarts every session
 deadline, every WAIT bound and every lock-delay at its full length (docs/server.md, "Fresh TTL
 on leadership"). Nothing ends early because time passed while the node was down, and nothing

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Read-write locks (LOCK name sid SHARED [WAIT ms]): shared holders together, FIFO across
 modes (a queued writer keeps later readers out), a token per grant, fencing with shared holders,
 upgrades, expiry of a shared holder, and shared grants across a restart and a leader kill."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Counting semaphores (SEM.ACQUIRE name sid limit [WAIT ms], SEM.RELEASE, SEM.INFO): at most
 `limit` permits, the limit set by the first acquirer, FIFO waiters, a token per permit that
 fences writes, permits ending with their session (lock-delay on expiry), WRONGTYPE across the

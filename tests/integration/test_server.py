@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Connection handling and the server/cluster introspection commands."""
 
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Snapshots: with a tiny --snapshot-threshold the log is compacted many times during a mixed
 workload; after kill -9 (or SIGTERM) and a restart, the state restored from the newest
 snapshot plus the trailing log is exactly the state before (SESSION.INFO remaining_ms aside),

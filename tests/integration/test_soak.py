@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A bounded mini-soak: 8 clients (own connection, own session) hammer 3 locks for at most
 SECONDS or OPS operations with a random mix of try-LOCK, LOCK WAIT (<= 200 ms), UNLOCK,
 fenced PUT with the token held, PUT with a token released before, GET and KEEPALIVE.

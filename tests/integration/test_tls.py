@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TLS on the client port (docs/security.md "TLS"): certificates made here with the openssl
 command (a CA, a server certificate for 127.0.0.1, client certificates, a foreign CA, an expired
 client certificate made under faketime), then redis-cli --tls, redis-py ssl=True and ioredis
@@ -188,6 +189,7 @@ def test_tls_user_from_cn_authenticates_as_the_acl_user(ctx):
     with open(path, "w") as f:
         f.write("user admin %s perm=all\n" % _hash(ctx, "adminpw"))
         f.write("user app %s perm=read keys=app/*\n" % _hash(ctx, "apppw"))
+    os.chmod(path, 0o600)
     s, d = tls_server(ctx, "--acl-file", path, "--tls-client-auth", "require",
                       "--tls-user-from-cn", client_cert="admin")
     admin = ctx.conn(s)  # no AUTH: the certificate names admin

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A cluster with every security layer on (docs/security.md "A TLS cluster, step by step"):
 client TLS with client certificates required, mutual TLS on the Raft port and ACLs. The
 members' own calls to each other's client ports (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD) go
@@ -156,6 +157,7 @@ def test_peer_tls_sighup_reloads_certificates_for_new_connections(ctx):
     live = {k: ctx.tmp("live-" + k) for k in ("cert", "key", "ca")}
     for k in live:
         shutil.copyfile(old[k], live[k])
+    os.chmod(live["key"], 0o600)  # a secret: fencelockd refuses group/world-readable keys
     servers = start_cluster(ctx, 3, extra=tls_flags(live))
     leader = ready_leader(servers, timeout=30)
     for k in live:

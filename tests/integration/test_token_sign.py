@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Signed fencing tokens: --token-key, FENCE.SIGN and FENCE.VERIFY (docs/fencing.md "Signed tokens").
 
 Every expected signature is computed here with Python's hmac module from the encoding in the
@@ -27,6 +28,7 @@ def key_file(ctx, name, key, newline=True):
     path = ctx.tmp(name)
     with open(path, "wb") as f:
         f.write(key + (b"\n" if newline else b""))
+    os.chmod(path, 0o600)  # a secret: fencelockd refuses group/world-readable key files
     return path
 
 

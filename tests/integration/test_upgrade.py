@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rolling upgrade and the log-format gate (issue 18, docs/operations.md "Upgrading").
 
 A node started with --max-log-format 1 reads and reports only what the previous release

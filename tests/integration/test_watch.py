@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The event stream (XREAD on fencelock:events[:prefix], docs/protocol.md "Watch"): every event
 type with its fields in log order, prefix streams, BLOCK, -COMPACTED, RESP2 and RESP3 shapes,
 redis-py's own xread, the history rebuilt after a restart, resuming by id across a leader

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clients of the event stream and of read-write locks (issues 19 and 20, "Client and CLI"):
 libfencelock's fl_watch (through tests/client/fl_probe.c) and `fencelock watch` deliver every
 event of a burst of PUTs once, in order, across a kill -9 of the leader of a 3-node cluster,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checkers for the fencelock torture suite (issue 5).
 
 Histories are JSON lines, one operation event per line (see the module docstring of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checkers of holds on one lock name (issue 19): the read-write lock workload ``rw``, and the
 interval logic a semaphore checker (at most ``limit`` live permits) will reuse.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The torture suite's cluster and its nemeses: it owns the fencelockd processes of one run (each in
 a cgroup of its own, under libfaketime), the iptables rules that partition them, the faketime
 offsets, and the SIGSTOPs of servers and workers. Every fault is undone by heal_all(), which the

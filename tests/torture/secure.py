@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torture --secure: every security layer on (docs/security.md "A TLS cluster, step by step").
 Makes, in the run's directory, a CA and one certificate for the nodes and the workers (server
 and client use, SAN 127.0.0.1), an ACL file with the user `torture` (every permission: the
@@ -61,6 +62,8 @@ class Secure:
         for path, pw in ((self.user_pw, self.password), (self.peer_pw, "peer-pw")):
             with open(path, "w") as f:
                 f.write(pw + "\n")
+        for path in (self.acl, self.user_pw, self.peer_pw, self.key):
+            os.chmod(path, 0o600)  # secrets: fencelockd refuses group/world-readable ones
 
     def server_flags(self):
         return ["--tls-cert", self.cert, "--tls-key", self.key, "--tls-ca", self.ca,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Tests of tests/torture/checkers.py on known-good and known-bad histories.
 
 Run:  python3 tests/torture/test_checkers.py [-v] [name-substring ...]

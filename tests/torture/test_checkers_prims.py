@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the sem and elect checkers (checkers_holds.py: check_sem, check_elect): each
 passes a good history and fails the broken ones.  Run through test_checkers.py (which collects
 every test_* function here) or alone: python3 tests/torture/test_checkers_prims.py."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the rw and watch checkers (checkers_holds.py, checkers_watch.py): each passes a
 good history and fails the broken ones.  Run through test_checkers.py (which collects every
 test_* function here) or alone: python3 tests/torture/test_checkers_rw_watch.py."""

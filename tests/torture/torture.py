@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """fencelock torture suite (issue 5): real fencelockd clusters on loopback, concurrent workers
 (tests/torture/worker.c, one client loop each), a seeded random schedule of faults, a history
 per run and the verdicts of tests/torture/checkers.py.

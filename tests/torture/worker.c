@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker: one client loop of the torture suite (tests/torture/torture.py) on libfencelock. It
  * owns its fl_client, at most one fl_session at a time and its history file, to which it

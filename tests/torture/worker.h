@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker.h: what the torture worker's files share (worker.c: main, history lines, sessions,
  * the register/mutex/counter workloads; worker_rw.c: read-write locks; worker_watch.c: event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_rw.c: the torture workload "rw" (issue 19): one read-write lock "rw" taken in shared
  * or exclusive mode at random by sessions that are sometimes frozen past their TTL.

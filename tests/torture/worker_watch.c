@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_watch.c: the torture workload "watch" (issue 20): a watcher reads the event stream
  * fencelock:events (or fencelock:events:<prefix> with --prefix) with XREAD COUNT BLOCK from

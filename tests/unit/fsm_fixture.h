@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm_fixture.h — the fixture and helpers every test_fsm_*.c shares (each is linked alone, so
  * everything here is static).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm_golden.h — what the golden fixture (tests/fixtures/fsm_golden/golden.h) records per entry,
  * and the text digest of an apply's events that it stores.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fsm_golden_cmds.h — the command sequence behind the golden fixture of the entry format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gen_fsm_golden — writes the golden fixture of the FSM entry and snapshot formats.
  *

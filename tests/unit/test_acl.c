@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_acl.c — --acl-file parsing, globs, password hashes and the verified-password cache
  * (src/server/acl.c), and the rule every command must have (src/server/cmd_perm.c). */
 #include <stdlib.h>
@@ -58,7 +59,18 @@ TEST(test_malformed_acl_lines_are_refused_with_their_line_number)
         {"user a " H " perm=read locks=x,,y\n", "line 1: locks= wants"},
         {"user a " H " perm=read perm=all\n", "line 1: unknown or repeated field 'perm=all'"},
         {"user a\xff " H " perm=read\n", "line 1: bad user name"},
-        {"user a " H " perm=read keys=a locks=b extra=1\n", "line 1: too many fields"},
+        {"user a " H " perm=read keys=a locks=b max_sessions=1 max_waiters=1 max_keys=1 "
+         "max_bytes=1 max_parked=1 extra=1\n",
+         "line 1: too many fields"},
+        {"user a " H " perm=read keys=a locks=b extra=1\n", "line 1: unknown or repeated field"},
+        {"user a " H " perm=read max_sessions=0\n", "line 1: max_sessions= wants a whole number"},
+        {"user a " H " perm=read max_keys=-1\n", "line 1: max_keys= wants"},
+        {"user a " H " perm=read max_bytes=\n", "line 1: max_bytes= wants"},
+        {"user a " H " perm=read max_waiters=1x\n", "line 1: max_waiters= wants"},
+        {"user a " H " perm=read max_parked=99999999999999999999\n", "line 1: max_parked= wants"},
+        {"user a " H " perm=read max_sessions=1 max_sessions=2\n",
+         "line 1: unknown or repeated field 'max_sessions=2'"},
+        {"user a " H " perm=read max_session=1\n", "line 1: unknown or repeated field"},
         {"user a " H " perm=read,\n", "line 1: perm= wants"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -70,6 +82,39 @@ TEST(test_malformed_acl_lines_are_refused_with_their_line_number)
         }
         CHECK(a.users == NULL && a.n == 0);
     }
+}
+
+TEST(test_per_user_quotas_parse_and_default_to_none)
+{
+    struct acl a;
+    char err[256] = "";
+    const char *text = "user t1 " H " perm=read,lock max_sessions=3 max_waiters=4 max_keys=5 "
+                       "max_bytes=1048576 max_parked=7 keys=t1/*\n"
+                       "user t2 " H " max_parked=1 perm=read\n"
+                       "user t3 " H " perm=all\n";
+    CHECK(parse(text, &a, err) == 0);
+    const struct acl_user *t1 = acl_user_find(&a, "t1", 2), *t2 = acl_user_find(&a, "t2", 2),
+                          *t3 = acl_user_find(&a, "t3", 2);
+    CHECK(t1 && t2 && t3);
+    CHECK_EQ_U64(t1->quota[ACL_QUOTA_SESSIONS], 3);
+    CHECK_EQ_U64(t1->quota[ACL_QUOTA_WAITERS], 4);
+    CHECK_EQ_U64(t1->quota[ACL_QUOTA_KEYS], 5);
+    CHECK_EQ_U64(t1->quota[ACL_QUOTA_BYTES], 1048576);
+    CHECK_EQ_U64(t1->quota[ACL_QUOTA_PARKED], 7);
+    CHECK(t1->nkeys == 1 && t1->perms == (ACL_READ | ACL_LOCK));
+    CHECK_EQ_U64(t2->quota[ACL_QUOTA_PARKED], 1);
+    CHECK_EQ_U64(t2->quota[ACL_QUOTA_SESSIONS], 0);
+    for (int q = 0; q < ACL_QUOTA_N; q++)
+        CHECK_EQ_U64(t3->quota[q], 0);
+    CHECK(strcmp(acl_quota_fields[ACL_QUOTA_BYTES], "max_bytes") == 0);
+    /* the quotas are part of the rules: the digest changes with them */
+    struct acl b;
+    char d1[ACL_DIGEST_HEX + 1];
+    memcpy(d1, a.digest, sizeof d1);
+    CHECK(parse("user t3 " H " perm=all max_sessions=9\n", &b, err) == 0);
+    CHECK(strcmp(d1, b.digest) != 0);
+    acl_free(&b);
+    acl_free(&a);
 }
 
 TEST(test_acl_digest_ignores_comments_and_spacing_but_not_rules)
@@ -206,6 +251,7 @@ int main(void)
 {
     RUN(test_acl_file_with_users_comments_and_globs_parses);
     RUN(test_malformed_acl_lines_are_refused_with_their_line_number);
+    RUN(test_per_user_quotas_parse_and_default_to_none);
     RUN(test_acl_digest_ignores_comments_and_spacing_but_not_rules);
     RUN(test_globs_match_star_question_and_escapes);
     RUN(test_password_hash_verifies_only_its_password);

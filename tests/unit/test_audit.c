@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_audit.c — the --audit-log line (src/server/audit.c): JSON escaping of whatever a client
  * sent (quotes, control bytes, non-UTF-8 bytes), the RFC 3339 time and every field. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client_event.c — libfencelock's reading of the event stream (src/client/event.c): ids,
  * XREAD replies and entries, the -COMPACTED error, fed as raw RESP through hiredis' reader. */
 #include <hiredis/hiredis.h>

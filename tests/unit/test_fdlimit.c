@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_fdlimit.c — fitting --max-clients to RLIMIT_NOFILE (src/server/fdlimit.c). The tests
  * change this process's own limit, so they run in order: soft raised first, the hard limit
  * lowered (for good) last. */

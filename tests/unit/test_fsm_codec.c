@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_codec — the entry codec and apply: round trips, strict decoding, bad entries, the
  * revision counter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_codec_golden — the on-disk formats stay byte-identical.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_elect — leader election: campaign, FIFO hand-over, PROCLAIM and STALE, RESIGN,
  * the leader's session end handing over in the same entry (close) or after lock-delay

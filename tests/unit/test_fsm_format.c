@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_format — the cluster's log format (src/fsm/format.c): CLUSTER_FORMAT only raises
  * it, snapshots carry it (version 5), and what an entry or a snapshot needs a node to read.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_kv — the key-value store: PUT/DEL revisions and versions, leases, FENCE and IFREV, KEYS
  * scans.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_lock — locks: grants, tokens, FIFO queues, UNLOCK, CANCEL_WAIT and lock-delay.
  *
@@ -385,6 +386,167 @@ TEST_F(fsm_fx, commands_naming_a_dead_session_fail_with_nosession)
     CHECK_EQ_U64(fsm_revision(f), rev);
 }
 
+/* The unkeyed FNV-1a lock names were hashed with before the keyed hash (offset basis one
+ * digit short, as it was), folded to 32 bits: names whose low bits agree share a bucket. */
+static uint32_t old_unkeyed_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    h ^= h >> 32;
+    return (uint32_t)h;
+}
+
+#define FLOOD_NAMES 600
+#define FLOOD_MASK 1023u /* 600 locks: 1024 buckets, so equal low 10 bits = one bucket */
+
+/* A client picking names that all fell into one bucket of the old hash (chain 600, every
+ * LOCK an O(600) walk on every replica) gets short chains under the keyed one. */
+TEST_F(fsm_fx, names_that_collided_under_the_unkeyed_hash_spread_under_the_keyed_one)
+{
+    struct fsm *f = fx->f;
+    uint8_t key[FSM_HASH_KEY_BYTES];
+    for (int i = 0; i < FSM_HASH_KEY_BYTES; i++)
+        key[i] = (uint8_t)(0x5a ^ (i * 29));
+    CHECK(fsm_set_hash_key(f, key) == 0);
+    uint64_t sid = open_session(f, 60000, 0);
+    int found = 0;
+    char name[32];
+    for (uint32_t i = 0; found < FLOOD_NAMES && i < 4000000u; i++) {
+        int n = snprintf(name, sizeof name, "flood-%u", i);
+        if ((old_unkeyed_hash(name, (size_t)n) & FLOOD_MASK) != 0)
+            continue;
+        found++;
+        CHECK(apply_lock(f, name, sid, 0).kind == FSM_REPLY_INT);
+    }
+    CHECK_EQ_U64(found, FLOOD_NAMES);
+    struct fsm_stats st;
+    fsm_stats(f, &st);
+    CHECK_EQ_U64(st.locks, FLOOD_NAMES);
+    /* 600 keys in >= 1024 buckets: a chain of 12 has a probability far below 1e-9 */
+    CHECK(fsm_max_lock_chain(f) <= 12);
+    CHECK(fsm_set_hash_key(f, key) == -1); /* not once locks exist */
+    CHECK(invariants_hold(f));
+}
+
+/* Events of one apply, flattened for comparison (names included). */
+static void events_text(const struct fsm_events *ev, char *out, size_t n)
+{
+    size_t k = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < ev->n && k < n; i++) {
+        const struct fsm_event *e = &ev->ev[i];
+        k += (size_t)snprintf(out + k, n - k, "%u:%llu:%llu:%.*s;", e->type,
+                              (unsigned long long)e->sid, (unsigned long long)e->token,
+                              (int)e->name.len, e->name.p);
+    }
+}
+
+/* The same command to f and g: equal replies and events, or 0. */
+static int both(struct fsm *f, struct fsm *g, const struct fsm_cmd *c)
+{
+    static char a[1 << 16], b[1 << 16];
+    struct fsm_reply rf = apply_cmd(f, c);
+    events_text(&EV, a, sizeof a);
+    struct fsm_reply rg = apply_cmd(g, c);
+    events_text(&EV, b, sizeof b);
+    return rf.kind == rg.kind && rf.value == rg.value && strcmp(rf.err, rg.err) == 0 &&
+           strcmp(a, b) == 0;
+}
+
+struct walk_log {
+    char text[1 << 15];
+    size_t len;
+};
+
+static void log_waiter(void *arg, const char *name, size_t n, uint64_t sid, uint64_t ms)
+{
+    struct walk_log *w = arg;
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "w%.*s:%llu:%llu;",
+                               (int)n, name, (unsigned long long)sid, (unsigned long long)ms);
+}
+
+static void log_delay(void *arg, const char *name, size_t n, uint64_t ms)
+{
+    struct walk_log *w = arg;
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "d%.*s:%llu;", (int)n,
+                               name, (unsigned long long)ms);
+}
+
+static void log_session(void *arg, uint64_t sid, uint64_t ttl)
+{
+    struct walk_log *w = arg;
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "s%llu:%llu;",
+                               (unsigned long long)sid, (unsigned long long)ttl);
+}
+
+static void walks(const struct fsm *f, struct walk_log *w)
+{
+    w->len = 0;
+    w->text[0] = '\0';
+    fsm_foreach_session(f, log_session, w);
+    fsm_foreach_waiter(f, log_waiter, w);
+    fsm_foreach_lockdelay(f, log_delay, w);
+}
+
+#define TWIN_LOCKS 200
+#define TWIN_SESSIONS 6
+
+/* Two replicas whose lock tables hash names under different keys, fed one log: many locks,
+ * queues, expiries with lock-delay (each hands on many locks in one apply) and closes. Every
+ * reply and event, the takeover walks (fsm_foreach_*) and the snapshots are identical. */
+TEST_F(fsm_fx, replicas_with_different_hash_keys_agree_byte_for_byte)
+{
+    struct fsm *f = fx->f, *g = fx->g;
+    uint8_t kf[FSM_HASH_KEY_BYTES], kg[FSM_HASH_KEY_BYTES];
+    for (int i = 0; i < FSM_HASH_KEY_BYTES; i++) {
+        kf[i] = (uint8_t)(i + 1);
+        kg[i] = (uint8_t)(0xee - i * 3);
+    }
+    CHECK(fsm_set_hash_key(f, kf) == 0 && fsm_set_hash_key(g, kg) == 0);
+    uint64_t sid[TWIN_SESSIONS];
+    for (int i = 0; i < TWIN_SESSIONS; i++) {
+        struct fsm_cmd c = {
+            .op = FSM_OP_SESSION_OPEN,
+            .session_open = {.ttl_ms = 1000 + (uint64_t)i, .lockdelay_ms = i % 2 ? 300 : 0}};
+        CHECK(both(f, g, &c));
+        sid[i] = fsm_revision(f);
+    }
+    char name[32];
+    int ok = 1;
+    for (int i = 0; i < TWIN_LOCKS; i++) {
+        snprintf(name, sizeof name, "twin/%d", (i * 7919) % 1000);
+        for (int k = 0; k < 3; k++) { /* a holder and two waiters, from different sessions */
+            struct fsm_cmd c = {.op = FSM_OP_LOCK,
+                                .lock = {.name = S(name),
+                                         .sid = sid[(i + k) % TWIN_SESSIONS],
+                                         .wait_ms = k ? 5000 : 0}};
+            ok &= both(f, g, &c);
+        }
+    }
+    CHECK(ok);
+    struct walk_log *wf = malloc(2 * sizeof *wf), *wg = wf + 1;
+    fx->mem = wf; /* freed by the teardown, also after a failed CHECK */
+    CHECK(wf);
+    walks(f, wf);
+    walks(g, wg);
+    CHECK(strcmp(wf->text, wg->text) == 0);
+    for (int i = 0; i < TWIN_SESSIONS; i++) {
+        struct fsm_cmd c = {.op = i % 3 ? FSM_OP_SESSION_EXPIRE : FSM_OP_SESSION_CLOSE};
+        c.session_close.sid = sid[i]; /* CLOSE and EXPIRE share the payload */
+        ok &= both(f, g, &c);
+        walks(f, wf);
+        walks(g, wg);
+        ok &= strcmp(wf->text, wg->text) == 0;
+    }
+    CHECK(ok);
+    snapshot_into(f, &fx->before);
+    CHECK(snapshot_equals(g, &fx->before));
+    CHECK(invariants_hold(f) && invariants_hold(g));
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, tokens_strictly_increase_per_lock_and_are_unique_across_locks);
@@ -408,5 +570,7 @@ int main(void)
     RUN_F(fsm_fx, cancel_of_the_last_waiter_during_lockdelay_keeps_the_delay);
     RUN_F(fsm_fx, cancel_by_a_dead_session_is_nosession);
     RUN_F(fsm_fx, commands_naming_a_dead_session_fail_with_nosession);
+    RUN_F(fsm_fx, names_that_collided_under_the_unkeyed_hash_spread_under_the_keyed_one);
+    RUN_F(fsm_fx, replicas_with_different_hash_keys_agree_byte_for_byte);
     TEST_MAIN_END();
 }

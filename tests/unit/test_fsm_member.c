@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_member — the replicated member table: MEMBER_SET/MEMBER_DEL, its limits, its snapshot
  * form.

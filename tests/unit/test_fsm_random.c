@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_random — long seeded random command sequences against a reference model.
  *
@@ -11,6 +12,9 @@
  * FSM_MAX_MEMBERS, and alternate phases favour MEMBER_SET or MEMBER_DEL, so the table fills
  * up (and refuses new ids) and drains again. Every WINDOW steps the state is snapshotted into a
  * restored copy; for the next steps both are fed the same commands and must agree byte for byte.
+ * A third FSM with another hash key (fsm_set_hash_key; the restored copies get a third) is fed
+ * the whole log beside: its replies and events must equal the original's at every step and its
+ * snapshot at every WINDOW (nothing replicated may depend on the bucket order of lock names).
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -972,7 +976,11 @@ static struct fsm *restored_copy(const struct fsm *f)
     char err[160];
     buf_init(&b);
     struct fsm *g = fsm_new();
-    if (fsm_snapshot(f, &b) || fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err))) {
+    uint8_t key[FSM_HASH_KEY_BYTES];
+    for (int i = 0; i < FSM_HASH_KEY_BYTES; i++)
+        key[i] = (uint8_t)(0x3c + i * 17);
+    if (!g || fsm_set_hash_key(g, key) || fsm_snapshot(f, &b) ||
+        fsm_restore(g, (const uint8_t *)b.p, b.len, err, sizeof(err))) {
         fprintf(stderr, "  restore failed: %s\n", err);
         fsm_free(g);
         g = NULL;
@@ -1016,6 +1024,21 @@ static int check_lockdelays(const struct mcmd *c, const int *held, int n, uint64
     return 0;
 }
 
+/* The twin with another hash key: the same reply and events as f for the same entry. */
+static int step_twin(struct fsm *h, const struct buf *entry, const struct fsm_reply *r,
+                     const struct fsm_events *ev, struct fsm_events *hev)
+{
+    struct fsm_reply hr;
+    fsm_events_reset(hev);
+    fsm_apply(h, (const uint8_t *)entry->p, entry->len, &hr, hev);
+    MCHECK(hr.kind == r->kind && hr.value == r->value && !strcmp(hr.err, r->err));
+    MCHECK(same_events(ev, hev));
+    return 0;
+}
+
+static struct fsm *g_twin;          /* the FSM with another hash key (run_seed) */
+static struct fsm_events g_twin_ev; /* its events */
+
 static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_events *ev,
                 struct fsm_events *gev)
 {
@@ -1057,6 +1080,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     }
     if (compare_state(f))
         return -1;
+    if (g_twin && step_twin(g_twin, entry, &r, ev, &g_twin_ev))
+        return -1;
     if (!g)
         return 0;
     fsm_events_reset(gev);
@@ -1070,6 +1095,13 @@ static int run_seed(uint64_t seed, int steps)
 {
     struct fsm *f = fsm_new(), *g = NULL;
     struct fsm_events ev, gev;
+    uint8_t key[FSM_HASH_KEY_BYTES];
+    for (int i = 0; i < FSM_HASH_KEY_BYTES; i++)
+        key[i] = (uint8_t)(0xa5 ^ (i * 13) ^ seed);
+    g_twin = fsm_new();
+    if (!g_twin || fsm_set_hash_key(g_twin, key))
+        return -1;
+    fsm_events_init(&g_twin_ev);
     struct buf entry;
     int rc = 0;
     fsm_events_init(&ev);
@@ -1086,7 +1118,7 @@ static int run_seed(uint64_t seed, int steps)
         if (g_step % WINDOW == 0) {
             fsm_free(g);
             g = restored_copy(f);
-            rc = g && same_snapshots(f, g) ? 0 : -1;
+            rc = g && same_snapshots(f, g) && same_snapshots(f, g_twin) ? 0 : -1;
         } else if (g && g_step % WINDOW == TWIN) {
             rc = same_snapshots(f, g) ? 0 : -1;
             fsm_free(g);
@@ -1108,8 +1140,16 @@ static int run_seed(uint64_t seed, int steps)
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);
+    if (rc == 0 && !same_snapshots(f, g_twin)) {
+        fprintf(stderr, "  seed %llu: the twin with another hash key differs at the end\n",
+                (unsigned long long)seed);
+        rc = -1;
+    }
     fsm_free(f);
     fsm_free(g);
+    fsm_free(g_twin);
+    g_twin = NULL;
+    fsm_events_free(&g_twin_ev);
     fsm_events_free(&ev);
     fsm_events_free(&gev);
     buf_free(&entry);

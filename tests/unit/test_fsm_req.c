@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_req — exactly-once requests (REQ sid seq): cached replies, superseded seqs, the LOCK
  * retry truth.

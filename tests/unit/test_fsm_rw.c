@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_rw — read-write locks: shared grants, FIFO across modes, upgrades, fencing with
  * shared holders, the end of a shared holder's session, and snapshots of shared state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_sem — counting semaphores: the limit and its mismatch, FIFO waiters, permits that
  * end with their session (close; expiry with lock-delay), release, wait cancel, WRONGTYPE

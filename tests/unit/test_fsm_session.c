@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_session — sessions: ids, TTL, close and expiry (what a session owns goes with it), lease
  * checkpoints.

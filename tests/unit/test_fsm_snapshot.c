@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fsm_snapshot — snapshots: byte-identical snapshot/restore, refused snapshots, name-ordered
  * structures.

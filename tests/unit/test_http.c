@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the HTTP endpoint: a real uv loop serves on 127.0.0.1 (ephemeral port) while a
  * helper thread plays the client with plain blocking sockets. When the client is done it wakes
  * the loop through a uv_async, the loop thread calls srv_http_stop, and the loop must then run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lease — the leader's deadline rules (src/server/lease.c) with a fake clock: every test
  * passes `now` by hand and asserts the exact deadlines and actions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_limits.c — the network an address's AUTH failures are also counted under
  * (srv_addr_prefix, src/server/limits.c), and the -WRONGPASS delay (auth_delay_ms). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_metrics.c — the pure parts of /metrics: per-command reply counts (src/server/cmdstat.c)
  * and the process_* figures parsed from /proc/self/stat text (src/server/procstat.c). */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_proto.c — the one "host:port" parser (src/common/addr.c). */
 #include "common/proto.h"
 #include "test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the RESP codec: one rule per test. */
 #include <stdint.h>
 #include <stdlib.h>

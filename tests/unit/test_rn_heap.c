@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_rn_heap.c — libraft's allocator with amortised realloc (src/raft/heap.h): libraft's way
  * of growing its log-entry array at start (one raft_realloc per stored batch) must copy O(n)

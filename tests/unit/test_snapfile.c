@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_snapfile.c — the backup file of `fencelock snapshot save` (src/common/snapfile.c):
  * header layout, the checksum, and every damage --restore must refuse. */
 #include "common/snapfile.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_snapguard.c — issue 13, deterministically: a real libraft 0.22.1 node (libuv disk I/O in
  * a temporary directory) takes a snapshot, and while that snapshot is still being written an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_tls.c — the client port's TLS engine (src/server/tls.c) without sockets: an OpenSSL
  * client over memory BIOs talks to a tls_conn; handshake, data both ways, garbage, a required
  * client certificate, a member's client session (tls_conn_new_client) against a server engine,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_tokensig.c — the signed-token encoding and the key files (src/server/tokensig.c).
  *
  * The expected signatures were computed outside this code, with Python's hmac module:

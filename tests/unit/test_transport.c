@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_transport.c — the validating transport's own limits, on a real listener over libuv: an
  * inbound connection that does not complete its handshake within the deadline is closed and

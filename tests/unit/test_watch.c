@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_watch — the event history behind XREAD (src/server/watch.c): ids, stream names, the
  * ring's bounds and floor (-COMPACTED instead of a gap), prefix filters and the entry shape.

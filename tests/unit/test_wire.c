@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_wire — the Raft-port validator (src/raft/wire.c): libraft's real messages (the seed
  * corpus captured from a live cluster) pass whole, and each hazard of docs/raft-wire.md is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fencelock: the Python client of fencelock (a replicated lock service with fencing tokens),
 on redis-py. See docs/python.md.
 

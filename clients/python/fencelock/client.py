@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Client: one per process is typical; thread-safe. Holds the endpoints, the known leader and
 a pool of connections (conn.Pool), and offers the calls that need no session: reads (always
 safe to resend), writes without a session (sent once: OutcomeUnknown when the answer is

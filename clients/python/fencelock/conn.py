@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Connections and the call path: endpoints, the known leader, a pool of redis-py
 connections per address, redirects, reconnects and retries. The rules are libfencelock's
 (src/client/conn.c, docs/client.md "Fail-over, retries and exactly-once"):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exceptions of the fencelock package, one per error word of the protocol
 (docs/protocol.md "Errors", src/common/proto.h) plus the client's own outcomes.
 

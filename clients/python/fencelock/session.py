@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Session: a lease on the servers, renewed by a thread of its own every TTL/3, and the
 numbering (`REQ sid seq`) that makes every mutation through it apply exactly once however
 often it is resent across fail-overs. The rules are libfencelock's (src/client/session.c,

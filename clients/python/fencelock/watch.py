@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Watch: the event stream (docs/protocol.md "Watch"), read with XREAD on the leader.
 
 Each event is delivered once, in id order: every read asks for the entries after the last id

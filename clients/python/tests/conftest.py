@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fixtures of the Python client's tests: real fencelockd processes on loopback, started by
 tests/integration/server.py's Server (free ports, a data directory per node, sanitizer reports
 and unexpected exits collected as problems that fail the test).

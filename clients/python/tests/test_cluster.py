@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package against 3 real fencelockd nodes: -NOTLEADER redirects from a follower, and a
 lock loop of two workers across a kill -9 of the leader (no double grant, tokens rising, each
 acknowledged fenced write applied exactly once)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`pip install ./clients/python` works offline in a virtualenv that sees Debian's redis-py
 (python3 -m venv --system-site-packages; pip --no-index --no-deps --no-build-isolation with
 Debian's setuptools), and the installed package talks to a server."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package against one real fencelockd: sessions, locks, fencing, keys, semaphores,
 elections, watch, loss of a session and the honest -UNKNOWN."""
 

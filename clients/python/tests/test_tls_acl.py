@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package over TLS (certificates made by tests/integration/test_tls.py's helpers with the
 openssl command) and with --acl-file users: AUTH on every connection of the pool (calls and
 the keepalive thread), a wrong password refused at once, -NOPERM as PermissionDenied."""
