@@ -28,6 +28,7 @@
 #define PROTO_WRONGPASS "WRONGPASS"   /* AUTH with unknown user or wrong password */
 #define PROTO_COMPACTED "COMPACTED"   /* XREAD after an id older than the retained history */
 #define PROTO_SLOWREADER "SLOWREADER" /* XREAD reader over --event-buffer: closed; resume */
+#define PROTO_TRYAGAIN "TRYAGAIN"     /* AUTH: the verification queue is full; retry later */
 #define PROTO_NOAUTH "NOAUTH"         /* --acl-file: the connection has not authenticated yet */
 #define PROTO_NOPERM "NOPERM"         /* the user may not run this command or name this key/lock */
 /* the name is a lock, semaphore or election of another kind */

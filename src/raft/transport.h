@@ -70,6 +70,8 @@
 /* Default time an inbound connection has to complete its handshake; libraft's peers send it
  * the moment they connect. */
 #define RN_TP_HANDSHAKE_MS 5000
+/* TCP keepalive on every peer link (s idle before the first probe; issue 32) */
+#define RN_TP_KEEPALIVE_S 60
 
 struct rn_tp_policy {
     void *arg;

@@ -97,6 +97,7 @@ static void dial_connect_cb(uv_connect_t *c, int status)
         return;
     }
     uv_tcp_nodelay(d->tcp, 1);
+    uv_tcp_keepalive(d->tcp, 1, RN_TP_KEEPALIVE_S); /* a half-open peer link is found dead */
     if (d->tp->tls) {
         if (tp_relay_start(d)) /* nothing taken: d->tcp is still ours */
             dial_fail(d, RAFT_NOMEM);

@@ -519,6 +519,7 @@ void tp_link_accept_cb(uv_stream_t *server, int status)
         return;
     }
     uv_tcp_nodelay(&l->tcp, 1);
+    uv_tcp_keepalive(&l->tcp, 1, RN_TP_KEEPALIVE_S); /* a half-open peer link is found dead */
     link_peer_name(l);
     enum rn_wire_reason over = link_admit(l);
     if (over == RN_WIRE_OK && !link_rate_ok(tp))

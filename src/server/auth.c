@@ -17,9 +17,13 @@
     PROTO_ERR " AUTH <password> called without any password configured for the default user. "     \
               "Are you sure your configuration is correct?"
 
-/* A verification in flight on the thread pool, then (failed) a delay before its answer. */
+/* The answer to an AUTH refused because --auth-queue verifications already wait. */
+#define AUTH_TRYAGAIN PROTO_TRYAGAIN " too many AUTHs being verified; retry later"
+
+/* A verification waiting for or running on the pool, then (failed) a delay before its
+ * answer. */
 struct auth_wait {
-    uv_work_t work;
+    struct auth_wait *pnext; /* the pool's waiting or done list */
     uv_timer_t timer;
     struct auth_wait *next; /* srv_auth.waits while the timer runs */
     struct srv *s;
@@ -29,9 +33,16 @@ struct auth_wait {
     char *pw;                /* wiped and freed once verified */
     size_t pwlen;
     char addr[AUTH_ADDR_BUF];
-    char setname[129]; /* HELLO ... SETNAME, applied only on success */
-    int hello_proto;   /* 0: AUTH */
+    char prefix[AUTH_ADDR_BUF]; /* its network (/24, /64): back-off is also kept per network */
+    char setname[129];          /* HELLO ... SETNAME, applied only on success */
+    int hello_proto;            /* 0: AUTH */
     bool ok;
+    /* of (user, stored hash, password): an identical AUTH while this one is on the pool waits
+     * for its result instead of a hash of its own (a pool of clients connecting at once) */
+    unsigned char tag[ACL_TAG_BYTES];
+    struct auth_wait *inext;     /* auth_pool.inflight (loop thread only) */
+    struct auth_wait *followers; /* the identical AUTHs, linked by fnext */
+    struct auth_wait *fnext;
 };
 
 uint64_t auth_delay_ms(unsigned failures)
@@ -43,6 +54,8 @@ uint64_t auth_delay_ms(unsigned failures)
 }
 
 /* ---- loading and reloading ---- */
+
+static int pool_start(struct srv *s);
 
 int srv_auth_init(struct srv *s)
 {
@@ -60,6 +73,8 @@ int srv_auth_init(struct srv *s)
         return -1;
     }
     a->on = true;
+    if (pool_start(s))
+        return -1;
     LOGI(&s->log, "ACL: %zu users from %s (rules hash %s)", a->acl.n, s->cfg.acl_file,
          a->acl.digest);
     return 0;
@@ -169,8 +184,11 @@ void srv_peer_reload(struct srv *s)
     }
 }
 
+static void pool_free(struct srv *s);
+
 void srv_auth_free(struct srv *s)
 {
+    pool_free(s);
     acl_free(&s->auth.acl);
     if (s->auth.cache)
         sodium_memzero(s->auth.cache, sizeof(*s->auth.cache));
@@ -181,21 +199,17 @@ void srv_auth_free(struct srv *s)
 
 /* ---- failures by address ---- */
 
+_Static_assert(AUTH_ADDR_BUF == SRV_ADDR_BUF, "one address buffer size");
+
 static void peer_addr(struct srv_conn *c, char out[AUTH_ADDR_BUF])
 {
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    snprintf(out, AUTH_ADDR_BUF, "?");
-    if (!c || uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len))
-        return;
-    if (ss.ss_family == AF_INET)
-        uv_ip4_name((const struct sockaddr_in *)&ss, out, AUTH_ADDR_BUF);
-    else if (ss.ss_family == AF_INET6)
-        uv_ip6_name((const struct sockaddr_in6 *)&ss, out, AUTH_ADDR_BUF);
+    srv_conn_addr(c, out);
+    if (!out[0])
+        snprintf(out, AUTH_ADDR_BUF, "?");
 }
 
-/* The address's entry (a new one replaces the least recently failed); counts one failure. */
-static unsigned note_failure(struct srv_auth *a, const char *addr, uint64_t now)
+/* The key's entry (a new one replaces the least recently failed); counts one failure. */
+static unsigned note_failure_of(struct srv_auth *a, const char *addr, uint64_t now)
 {
     struct auth_fail *slot = &a->fails[0];
     for (size_t i = 0; i < AUTH_FAIL_ADDRS; i++) {
@@ -214,6 +228,46 @@ static unsigned note_failure(struct srv_auth *a, const char *addr, uint64_t now)
     slot->count++;
     slot->last_ms = now;
     return slot->count;
+}
+
+/* One failure of an address: counted for it and for its network. The larger count. */
+static unsigned note_failure(struct srv_auth *a, const char *addr, const char *prefix, uint64_t now)
+{
+    unsigned n = note_failure_of(a, addr, now);
+    unsigned m = strcmp(prefix, addr) ? note_failure_of(a, prefix, now) : n;
+    return m > n ? m : n;
+}
+
+/* Whether an address (or network) is in back-off: a failed AUTH of it still waits for its
+ * delayed answer. Its next AUTH then fails without a hash, so concurrent connections from one
+ * place cost one Argon2id run per delay, not one each; a client that waits for its answer
+ * (a person retyping a password) is never in back-off. At most one wait per connection (its
+ * AUTH blocks its parsing): the walk is bounded by the connections. */
+static bool in_backoff(const struct srv_auth *a, const char *addr, const char *prefix)
+{
+    for (const struct auth_wait *w = a->waits; w; w = w->next)
+        if (strcmp(w->addr, addr) == 0 || strcmp(w->prefix, prefix) == 0)
+            return true;
+    return false;
+}
+
+/* More than --auth-fail-rate failures this second, from all addresses together. */
+static bool fail_rate_over(struct srv *s, uint64_t now)
+{
+    struct auth_pool *p = &s->auth.pool;
+    if (now - p->fail_window_ms >= 1000)
+        return false;
+    return p->fails_in_window >= s->cfg.auth_fail_rate;
+}
+
+static void count_fail_rate(struct srv *s, uint64_t now)
+{
+    struct auth_pool *p = &s->auth.pool;
+    if (now - p->fail_window_ms >= 1000) {
+        p->fail_window_ms = now;
+        p->fails_in_window = 0;
+    }
+    p->fails_in_window++;
 }
 
 static void forget_failures(struct srv_auth *a, const char *addr)
@@ -252,6 +306,8 @@ static void auth_succeed(struct srv *s, struct srv_conn *c, struct buf *out,
 {
     if (c) {
         c->user = u;
+        if (u)
+            srv_limits_authed(c);
         if (setname && setname[0])
             snprintf(c->name, sizeof c->name, "%s", setname);
     }
@@ -329,16 +385,23 @@ static void delay_fired(uv_timer_t *t)
     uv_close((uv_handle_t *)&w->timer, delay_closed);
 }
 
-/* A failed AUTH: counted, logged, answered after the address's delay. */
+/* A failed AUTH: counted, logged (--security-log-rate), answered after the address's (or its
+ * network's) delay. */
 static void auth_fail_later(struct auth_wait *w)
 {
     struct srv *s = w->s;
-    unsigned n = note_failure(&s->auth, w->addr, srv_now_ms());
+    uint64_t now = srv_now_ms();
+    unsigned n = note_failure(&s->auth, w->addr, w->prefix, now);
     uint64_t delay = auth_delay_ms(n);
     s->m.auth_failures++;
-    LOGW(&s->log, "AUTH failed for user '%s' from %s (%u in a row from there; answered in %llu ms)",
-         w->user, w->addr, n, (unsigned long long)delay);
-    audit_auth(w, w->user, "auth.failure", n);
+    count_fail_rate(s, now);
+    if (srv_seclog_allow(s)) {
+        LOGW(&s->log,
+             "AUTH failed for user '%s' from %s (%u in a row from there or %s; answered in "
+             "%llu ms)",
+             w->user, w->addr, n, w->prefix, (unsigned long long)delay);
+        audit_auth(w, w->user, "auth.failure", n);
+    }
     w->ok = false;
     uv_timer_init(s->loop, &w->timer);
     w->timer.data = w;
@@ -347,24 +410,211 @@ static void auth_fail_later(struct auth_wait *w)
     uv_timer_start(&w->timer, delay_fired, delay, 0);
 }
 
-static void verify_work(uv_work_t *req)
+static void verify_done(struct auth_wait *w)
 {
-    struct auth_wait *w = req->data;
-    w->ok = acl_verify(w->hash, w->pw, w->pwlen);
-}
-
-static void verify_done(uv_work_t *req, int status)
-{
-    struct auth_wait *w = req->data;
-    (void)status; /* a cancelled check left ok false */
     if (w->ok || w->s->stopping)
         wait_finish(w); /* when stopping the connection is gone: nobody reads the answer */
     else
         auth_fail_later(w);
 }
 
+/* ---- the verification pool ---- */
+
+/* A worker: takes the oldest waiting check, runs Argon2id, hands it to the loop. */
+static void *pool_main(void *arg)
+{
+    struct auth_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && !p->waiting)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop)
+            break; /* what still waits is answered by the loop (pool_stop) */
+        struct auth_wait *w = p->waiting;
+        p->waiting = w->pnext;
+        if (!p->waiting)
+            p->waiting_tail = NULL;
+        p->queued--;
+        pthread_mutex_unlock(&p->mu);
+        w->ok = acl_verify(w->hash, w->pw, w->pwlen);
+        pthread_mutex_lock(&p->mu);
+        w->pnext = p->done;
+        p->done = w;
+        uv_async_send(&p->async);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* A check is over: it and every identical AUTH that waited for it get its result. */
+static void check_finished(struct auth_pool *p, struct auth_wait *w)
+{
+    for (struct auth_wait **l = &p->inflight; *l; l = &(*l)->inext)
+        if (*l == w) {
+            *l = w->inext;
+            break;
+        }
+    struct auth_wait *f = w->followers;
+    bool ok = w->ok;
+    verify_done(w); /* frees w */
+    while (f) {
+        struct auth_wait *next = f->fnext;
+        f->ok = ok;
+        verify_done(f);
+        f = next;
+    }
+}
+
+/* The loop: answer every finished check. */
+static void pool_async_cb(uv_async_t *h)
+{
+    struct auth_pool *p = h->data;
+    pthread_mutex_lock(&p->mu);
+    struct auth_wait *w = p->done;
+    p->done = NULL;
+    pthread_mutex_unlock(&p->mu);
+    while (w) {
+        struct auth_wait *next = w->pnext;
+        check_finished(p, w);
+        w = next;
+    }
+}
+
+static int pool_start(struct srv *s)
+{
+    struct auth_pool *p = &s->auth.pool;
+    unsigned n = s->cfg.auth_threads ? s->cfg.auth_threads : 1;
+    if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->cv, NULL) ||
+        !(p->threads = calloc(n, sizeof(*p->threads))) ||
+        uv_async_init(s->loop, &p->async, pool_async_cb)) {
+        LOGE(&s->log, "--auth-threads: cannot set up the verification pool");
+        return -1;
+    }
+    p->async.data = p;
+    uv_unref((uv_handle_t *)&p->async);
+    p->started = true;
+    for (; p->n_threads < n; p->n_threads++)
+        if (pthread_create(&p->threads[p->n_threads], NULL, pool_main, p)) {
+            LOGE(&s->log, "--auth-threads %u: cannot start thread %u", n, p->n_threads + 1);
+            return -1;
+        }
+    return 0;
+}
+
+/* Stop and join the workers (a check in progress finishes first: at most one hash each). */
+static void pool_join(struct auth_pool *p)
+{
+    if (!p->started || !p->threads)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
+    p->n_threads = 0;
+    free(p->threads);
+    p->threads = NULL;
+}
+
+/* Shutdown: the workers stop; every check not answered yet is answered (stopping: nobody
+ * reads it) so its slot and password are freed. */
+static void pool_stop(struct srv *s)
+{
+    struct auth_pool *p = &s->auth.pool;
+    if (!p->started)
+        return;
+    pool_join(p);
+    struct auth_wait *w = p->waiting;
+    p->waiting = p->waiting_tail = NULL;
+    p->queued = 0;
+    while (w) {
+        struct auth_wait *next = w->pnext;
+        w->ok = false;
+        check_finished(p, w);
+        w = next;
+    }
+    pool_async_cb(&p->async);
+    if (!uv_is_closing((uv_handle_t *)&p->async))
+        uv_close((uv_handle_t *)&p->async, NULL);
+}
+
+static void pool_free(struct srv *s)
+{
+    struct auth_pool *p = &s->auth.pool;
+    if (!p->started)
+        return;
+    pool_join(p);
+    struct auth_wait *lists[2] = {p->waiting, p->done};
+    p->waiting = p->waiting_tail = p->done = NULL;
+    for (size_t i = 0; i < 2; i++)
+        while (lists[i]) {
+            struct auth_wait *w = lists[i];
+            lists[i] = w->pnext;
+            while (w->followers) {
+                struct auth_wait *f = w->followers;
+                w->followers = f->fnext;
+                wait_free(f);
+            }
+            wait_free(w);
+        }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    p->started = false;
+}
+
+/* Queue a check (or join an identical one in flight): 0, or -1 when --auth-queue checks
+ * already wait (counted). */
+static int pool_submit(struct srv *s, struct auth_wait *w)
+{
+    struct auth_pool *p = &s->auth.pool;
+    for (struct auth_wait *x = p->inflight; x; x = x->inext)
+        if (sodium_memcmp(x->tag, w->tag, sizeof w->tag) == 0) {
+            w->fnext = x->followers;
+            x->followers = w;
+            p->shared++;
+            return 0;
+        }
+    pthread_mutex_lock(&p->mu);
+    bool full = p->queued >= s->cfg.auth_queue || p->stop;
+    if (!full) {
+        w->pnext = NULL;
+        if (p->waiting_tail)
+            p->waiting_tail->pnext = w;
+        else
+            p->waiting = w;
+        p->waiting_tail = w;
+        p->queued++;
+        if (p->queued > p->queued_max)
+            p->queued_max = p->queued;
+        pthread_cond_signal(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (full) {
+        p->rejected++;
+        return -1;
+    }
+    w->inext = p->inflight;
+    p->inflight = w;
+    p->verifications++;
+    return 0;
+}
+
+size_t srv_auth_queued(struct srv *s)
+{
+    struct auth_pool *p = &s->auth.pool;
+    size_t n = 0;
+    if (!p->started)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    n = p->queued;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 void srv_auth_stop(struct srv *s)
 {
+    pool_stop(s);
     while (s->auth.waits) {
         struct auth_wait *w = s->auth.waits;
         s->auth.waits = w->next;
@@ -384,7 +634,6 @@ static struct auth_wait *wait_new(struct srv_req *r, const struct resp_arg *user
     }
     w->s = r->s;
     w->slot = r->slot;
-    w->work.data = w;
     w->hello_proto = hello_proto;
     memcpy(w->pw, pw->p, pw->len);
     w->pwlen = pw->len;
@@ -394,6 +643,7 @@ static struct auth_wait *wait_new(struct srv_req *r, const struct resp_arg *user
     if (setname)
         snprintf(w->setname, sizeof w->setname, "%.*s", (int)setname->len, setname->p);
     peer_addr(r->c, w->addr);
+    srv_addr_prefix(w->addr, w->prefix);
     return w;
 }
 
@@ -437,6 +687,7 @@ void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct
     if (u && pw->len <= AUTH_PW_MAX) {
         unsigned char tag[ACL_TAG_BYTES];
         acl_cache_tag(s->auth.cache, u, pw->p, pw->len, tag);
+        memcpy(w->tag, tag, sizeof w->tag);
         snprintf(w->hash, sizeof w->hash, "%s", u->hash);
         if (acl_cache_has(s->auth.cache, tag)) {
             s->m.auth_cache_hits++;
@@ -444,8 +695,17 @@ void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct
             wait_finish(w);
             return;
         }
-        if (uv_queue_work(s->loop, &w->work, verify_work, verify_done) == 0)
+        if (in_backoff(&s->auth, w->addr, w->prefix) || fail_rate_over(s, srv_now_ms())) {
+            s->auth.pool.backoff++; /* a failure without a hash */
+        } else if (pool_submit(s, w) == 0) {
             return;
+        } else {
+            resp_w_error(&w->slot->out, AUTH_TRYAGAIN);
+            r->c->auth_pending = false;
+            srv_slot_done(w->slot);
+            wait_free(w);
+            return;
+        }
     }
-    auth_fail_later(w); /* unknown user, absurd password, or no thread pool */
+    auth_fail_later(w); /* unknown user, absurd password, or in back-off */
 }

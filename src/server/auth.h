@@ -12,10 +12,23 @@
  *
  * An AUTH runs in a slot of its own (srv_dispatch gives CMD_ASYNC commands one):
  *   cache hit -> answered at once;
- *   else the Argon2id check runs on libuv's thread pool -> ok: cached, answered;
- *   failed -> answered -WRONGPASS when a timer of auth_delay_ms(failures of that address)
- *   fires. While an AUTH is unanswered its connection parses nothing after it
- *   (srv_conn.auth_pending), so a pipelined command runs as the user the AUTH names.
+ *   else, while its address or its network (/24, /64) is in back-off (a failed AUTH from
+ *   there still waits for its delayed answer) or more than --auth-fail-rate AUTHs failed
+ *   this second -> a failure, without a hash;
+ *   else, when --auth-queue verifications already wait -> -TRYAGAIN at once, no failure;
+ *   else the Argon2id check runs on the verification pool (--auth-threads threads of its
+ *   own: libuv's shared pool prepares Raft log segments and writes snapshots, and a flood of
+ *   AUTHs must not stall it) -> ok: cached, answered;
+ *   failed -> answered -WRONGPASS when a timer of auth_delay_ms(failures of that address or
+ *   network, the larger) fires. While an AUTH is unanswered its connection parses nothing
+ *   after it (srv_conn.auth_pending), so a pipelined command runs as the user the AUTH names.
+ *
+ * The pool (struct auth_pool): `waiting` (under mu) is what the workers take from, at most
+ * --auth-queue long; a worker moves a finished check to `done` and wakes the loop (async),
+ * which answers it. Only the loop thread touches an auth_wait outside those two lists. An AUTH
+ * identical to one queued or running (same user, stored hash and password: the cache's tag)
+ * takes no place in the queue: it follows that check and gets its result (a pool of clients
+ * connecting at once with a password not cached yet costs one hash).
  *
  * Peer credentials (--peer-user, --peer-password-file or FENCELOCK_PEER_PASSWORD): the pair
  * this node sends as `AUTH user password` before its own CLUSTER.ANNOUNCE / CLUSTER.ADD
@@ -25,6 +38,7 @@
 #ifndef FENCELOCK_AUTH_H
 #define FENCELOCK_AUTH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -33,7 +47,8 @@
 #include "common/resp.h"
 #include "server/acl.h"
 
-/* Failures remembered per client address (the oldest entry is replaced when full). */
+/* Failures remembered per client address and per network (/24, /64) (the least recently
+ * failed entry is replaced when full). */
 #define AUTH_FAIL_ADDRS 256
 #define AUTH_ADDR_BUF 64
 #define AUTH_PW_MAX 1024 /* longer passwords are refused without hashing them */
@@ -46,6 +61,24 @@ struct auth_fail {
 
 struct auth_wait; /* a failed AUTH waiting for its delay (auth.c) */
 
+struct auth_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct auth_wait *waiting, *waiting_tail, *done; /* under mu */
+    size_t queued;                                   /* length of waiting (under mu) */
+    bool stop;                                       /* under mu */
+    pthread_t *threads;
+    unsigned n_threads;
+    uv_async_t async;
+    bool started;
+    /* loop thread only: the checks queued or running (each with the identical AUTHs waiting
+     * for its result), and numbers for /metrics */
+    struct auth_wait *inflight;
+    size_t queued_max; /* the longest `waiting` seen */
+    uint64_t verifications, rejected, backoff, shared;
+    uint64_t fail_window_ms, fails_in_window; /* --auth-fail-rate */
+};
+
 struct srv_auth {
     bool on; /* --acl-file given: every connection must authenticate */
     struct acl acl;
@@ -54,6 +87,7 @@ struct srv_auth {
     struct auth_wait *waits;
     char peer_pw[AUTH_PW_MAX + 1]; /* --peer-user's password; "" when none */
     size_t peer_pwlen;
+    struct auth_pool pool; /* --auth-threads, --auth-queue */
 };
 
 /* The delay before -WRONGPASS after `failures` recent failures from one address (>= 1): it
@@ -74,6 +108,8 @@ int srv_auth_init(struct srv *s);
 int srv_peer_load(struct srv *s);
 /* SIGHUP (server.c): re-read the peer password file, if any. */
 void srv_peer_reload(struct srv *s);
+/* Checks waiting for a verification thread now (/metrics). */
+size_t srv_auth_queued(struct srv *s);
 /* Answer every delayed AUTH (shutdown). */
 void srv_auth_stop(struct srv *s);
 void srv_auth_free(struct srv *s);

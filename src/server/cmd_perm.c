@@ -159,7 +159,8 @@ static int deny(struct srv_req *r, const char *what, const struct resp_arg *name
              r->c->user->name, what, name ? " '" : "", shown, name ? name->p : "", name ? "'" : "");
     resp_w_error(r->out, msg);
     size_t cl = r->argv[0].len > DENY_CMD_SHOWN ? DENY_CMD_SHOWN : r->argv[0].len;
-    srv_audit(r->s, r->c, "permission.denied", "%.*s: %s", (int)cl, r->argv[0].p, msg);
+    if (srv_seclog_allow(r->s)) /* --security-log-rate: the rest counted, reported */
+        srv_audit(r->s, r->c, "permission.denied", "%.*s: %s", (int)cl, r->argv[0].p, msg);
     return -1;
 }
 
@@ -233,7 +234,10 @@ int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
     if (!r->s->auth.on || !r->c)
         return 0;
     const struct perm_rule *rule = cmd ? rule_of(cmd->name, cmd->len) : NULL;
-    if (rule && rule->perm == PERM_OPEN)
+    /* PING with a payload before AUTH would echo up to --max-bulk bytes per command to anyone
+     * (as Redis 6: only a plain PING answers PONG before AUTH) */
+    if (rule && rule->perm == PERM_OPEN &&
+        !(r->argc > 1 && !r->c->user && !strcmp(rule->name, "PING")))
         return 0;
     if (!r->c->user) {
         resp_w_error(r->out, PROTO_NOAUTH " Authentication required.");

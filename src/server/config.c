@@ -82,6 +82,19 @@ void srv_config_defaults(struct srv_config *c)
     c->raft_max_handshakes = RN_TP_MAX_HANDSHAKES;
     c->raft_max_handshakes_per_addr = RN_TP_MAX_HANDSHAKES_PER_ADDR;
     c->raft_handshake_rate = RN_TP_HANDSHAKE_RATE;
+    /* before AUTH (issue 32; limits.h) */
+    c->auth_threads = 2;
+    c->auth_queue = 32;
+    c->max_unauth_clients = 1000;
+    c->max_unauth_per_addr = 256;
+    c->auth_timeout = 10000;
+    c->max_output_preauth = 65536;
+    c->max_output_total = 1u << 30;
+    c->tls_max_handshakes = 256;
+    c->tls_max_handshakes_per_addr = 32;
+    c->auth_fail_rate = 100;
+    c->security_log_rate = 20;
+    c->tcp_keepalive = 300;
 }
 
 void srv_config_usage(FILE *f)
@@ -255,6 +268,34 @@ void srv_config_usage(FILE *f)
           "                          bytes, one trailing newline dropped. Re-read on SIGHUP\n"
           "                          (a bad file keeps the old keys). Every member needs the\n"
           "                          same files\n"
+          "  --auth-threads N        threads verifying AUTH passwords (Argon2id, 64 MiB each),\n"
+          "                          apart from libuv's pool that the Raft disk path uses\n"
+          "                          (default 2)\n"
+          "  --auth-queue N          AUTHs waiting for a verification thread; one more is\n"
+          "                          answered -TRYAGAIN at once (default 32)\n"
+          "  --max-unauth-clients N  connections not yet authenticated (--acl-file), in all\n"
+          "                          (default 1000)\n"
+          "  --max-unauth-per-addr N the same from one client address (default 256)\n"
+          "  --auth-timeout MS       close a connection not authenticated MS after it was\n"
+          "                          accepted (--acl-file); 0 never (default 10000)\n"
+          "  --max-output-preauth BYTES\n"
+          "                          unread reply bytes of a connection before it\n"
+          "                          authenticates (--acl-file) (default 65536)\n"
+          "  --max-output-total BYTES\n"
+          "                          unread reply bytes of all connections together; over it\n"
+          "                          the connection holding the most is closed (default\n"
+          "                          1073741824)\n"
+          "  --tls-max-handshakes N  TLS handshakes in progress on the client port; more\n"
+          "                          connections are closed at once (default 256)\n"
+          "  --tls-max-handshakes-per-addr N\n"
+          "                          the same from one client address (default 32)\n"
+          "  --auth-fail-rate N      failed AUTHs a second (all addresses) past which every\n"
+          "                          AUTH that misses the cache is refused without a hash\n"
+          "                          until the next second (default 100)\n"
+          "  --security-log-rate N   AUTH-failure and NOPERM log (and audit) lines a second;\n"
+          "                          the rest are counted and reported (default 20)\n"
+          "  --tcp-keepalive S       TCP keepalive on client connections after S idle\n"
+          "                          seconds; 0 off (default 300)\n"
           "  --version, -V           print the version and exit\n"
           "  --hash-password         read a password from stdin, print its HASH for\n"
           "                          --acl-file, exit (must be the only flag)\n"
@@ -524,6 +565,19 @@ static const struct num_flag num_flags[] = {
     NF("--raft-max-handshakes", raft_max_handshakes, 2, 1, 100000),
     NF("--raft-max-handshakes-per-address", raft_max_handshakes_per_addr, 2, 1, 100000),
     NF("--raft-handshake-rate", raft_handshake_rate, 2, 1, 1000000),
+    /* before AUTH (issue 32; limits.h) */
+    NF("--auth-threads", auth_threads, 2, 1, 64),
+    NF("--auth-queue", auth_queue, 1, 1, 1000000),
+    NF("--max-unauth-clients", max_unauth_clients, 1, 1, 1000000),
+    NF("--max-unauth-per-addr", max_unauth_per_addr, 1, 1, 1000000),
+    NF("--auth-timeout", auth_timeout, 0, 0, 1ull << 40),
+    NF("--max-output-preauth", max_output_preauth, 1, 1024, 1ull << 40),
+    NF("--max-output-total", max_output_total, 1, 65536, 1ull << 50),
+    NF("--tls-max-handshakes", tls_max_handshakes, 2, 1, 1000000),
+    NF("--tls-max-handshakes-per-addr", tls_max_handshakes_per_addr, 2, 1, 1000000),
+    NF("--auth-fail-rate", auth_fail_rate, 2, 1, 1000000),
+    NF("--security-log-rate", security_log_rate, 2, 1, 1000000),
+    NF("--tcp-keepalive", tcp_keepalive, 0, 0, 86400),
 };
 
 static int set_num(struct srv_config *c, const struct num_flag *f, const char *v, const char *where)

@@ -74,22 +74,28 @@ static void buf_trim(struct buf *b)
         buf_free(b);
 }
 
-/* Over --max-output: the client does not read what it asked for. Close without a reply (it
- * would queue behind the output that is too large already). true if closed. */
+/* Over --max-output (--max-output-preauth before AUTH): the client does not read what it asked
+ * for. Close without a reply (it would queue behind the output that is too large already).
+ * true if closed. Its bytes count in --max-output-total (limits.c). */
 static bool conn_output_check(struct srv_conn *c)
 {
-    size_t n = conn_out_bytes(c);
+    size_t n = conn_out_bytes(c), max = srv_limits_output_max(c);
+    /* counted in the total first: past --max-output-total this may close c (the largest) */
+    if (!c->closing)
+        srv_limits_output(c, n);
     if (!c->closing && buf_failed(&c->out)) { /* a finished reply was lost on its way in */
         LOGW(&c->srv->log, "client %llu closed: out of memory queueing a reply",
              (unsigned long long)c->id);
         srv_conn_close(c);
         return true;
     }
-    if (c->closing || n <= c->srv->cfg.max_output)
+    if (c->closing)
+        return true;
+    if (n <= max)
         return false;
     c->srv->m.output_limit_closes++;
-    LOGW(&c->srv->log, "client %llu closed: %zu reply bytes unread, over --max-output %zu",
-         (unsigned long long)c->id, n, c->srv->cfg.max_output);
+    LOGW(&c->srv->log, "client %llu closed: %zu reply bytes unread, over --max-output%s %zu",
+         (unsigned long long)c->id, n, max < c->srv->cfg.max_output ? "-preauth" : "", max);
     srv_conn_close(c);
     return true;
 }
@@ -243,6 +249,7 @@ void srv_conn_close(struct srv_conn *c)
     c->nslots = 0;
     c->held_bytes = 0;
     input_account(c); /* closing: its input no longer counts */
+    srv_limits_conn_gone(c);
     conn_list_remove(c->srv, c);
     uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
 }
@@ -253,6 +260,7 @@ void srv_close_all_conns(struct srv *s)
         srv_conn_close(s->conns);
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->idle_timer))
         uv_close((uv_handle_t *)&s->idle_timer, NULL);
+    srv_limits_stop(s);
 }
 
 /* A connection waits for the server while any request of it is unfinished. */
@@ -347,7 +355,7 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 static void update_reading(struct srv_conn *c)
 {
     const struct srv_config *cfg = &c->srv->cfg;
-    bool out_full = conn_out_bytes(c) >= cfg->max_output_soft;
+    bool out_full = conn_out_bytes(c) >= srv_limits_output_soft(c);
     bool want = !c->closing && !c->close_after_write && c->nslots < cfg->max_pending && !out_full &&
                 c->in.len < cfg->max_query_buffer;
     if (want && !c->reading) {
@@ -368,6 +376,7 @@ static void write_cb(uv_write_t *req, int status)
     c->wbuf.len = 0;
     if (c->closing)
         return;
+    srv_limits_output(c, conn_out_bytes(c));
     buf_trim(&c->wbuf);
     buf_trim(&c->out);
     if (status < 0) {
@@ -504,7 +513,7 @@ static void process_input(struct srv_conn *c)
      * local commands go on. Parsing also waits while the client has not read max_output_soft
      * bytes of replies. */
     while (!c->closing && !c->close_after_write && !c->auth_pending && off < c->in.len &&
-           c->nslots < s->cfg.max_pending && conn_out_bytes(c) < s->cfg.max_output_soft) {
+           c->nslots < s->cfg.max_pending && conn_out_bytes(c) < srv_limits_output_soft(c)) {
         size_t used = 0, argc = 0;
         struct resp_arg *argv = NULL;
         int rc = resp_parse(&c->ps, c->in.p + off, c->in.len - off, &used, &argc, &argv, err,
@@ -625,14 +634,17 @@ static void on_connection(uv_stream_t *server, int status)
     s->nconns++;
     s->m.connections_total++;
     uv_tcp_nodelay(&c->tcp, 1);
-    if (s->tls && (s->nconns > s->cfg.max_clients || s->stopping || srv_conn_tls_start(c))) {
+    if (s->tls && (s->nconns > s->cfg.max_clients || s->stopping || srv_conn_tls_start(c) ||
+                   srv_limits_accept(c))) {
         s->m.connections_rejected++; /* no handshake yet to carry an error reply */
         srv_conn_close(c);
         return;
     }
-    if (s->nconns > s->cfg.max_clients || s->stopping) {
+    bool over = s->nconns > s->cfg.max_clients || s->stopping;
+    if (over || (!s->tls && srv_limits_accept(c))) {
         s->m.connections_rejected++;
-        resp_w_error(&c->out, PROTO_ERR " max number of clients reached");
+        resp_w_error(&c->out, over ? PROTO_ERR " max number of clients reached"
+                                   : PROTO_ERR " max number of unauthenticated clients reached");
         c->close_after_write = true;
         conn_write(c);
         return;
@@ -656,7 +668,8 @@ int srv_listen(struct srv *s)
     s->listener.data = s;
     uv_timer_init(s->loop, &s->idle_timer);
     s->idle_timer.data = s;
-    s->listening = true;                  /* initialised: srv_stop must close them */
+    s->listening = true; /* initialised: srv_stop must close them */
+    srv_limits_start(s);
     uint64_t sweep = s->cfg.idle_timeout; /* also the TLS handshake deadline's sweep */
     if (s->tls && (!sweep || s->tls->cfg.handshake_ms < sweep))
         sweep = s->tls->cfg.handshake_ms;

@@ -73,12 +73,14 @@ static void user_from_cn(struct srv_conn *c)
     for (int i = 0; i < n; i++) /* the CN is client-chosen text: keep it out of log syntax */
         if (!isprint((unsigned char)cn[i]))
             cn[i] = '?';
-    if (c->user)
+    if (c->user) {
+        srv_limits_authed(c);
         LOGD(&s->log, "client %llu: authenticated as '%s' by its certificate",
              (unsigned long long)c->id, cn);
-    else
+    } else {
         LOGI(&s->log, "client %llu: certificate CN '%s' is no ACL user; it must AUTH",
              (unsigned long long)c->id, cn);
+    }
 }
 
 bool srv_conn_tls_read(struct srv_conn *c, size_t n)
@@ -101,6 +103,7 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n)
     }
     if (rc == 1) {
         s->tls->handshakes++;
+        srv_limits_handshake_done(c);
         if (s->tls->cfg.user_from_cn && s->auth.on)
             user_from_cn(c);
     }

@@ -22,6 +22,54 @@ static void render_raft_rejected(struct srv *s, struct buf *out)
                    (unsigned long long)rn_raft_rejected(s->rn, r));
 }
 
+/* Issue 32: the AUTH verification pool and the pre-auth limits (limits.h, auth.h). */
+static void render_limits(struct srv *s, struct buf *out)
+{
+    const struct auth_pool *p = &s->auth.pool;
+    const struct srv_limits *l = &s->limits;
+    metric_render(out, "fencelock_auth_verify_queued", "gauge",
+                  "AUTHs waiting for a verification thread (at most --auth-queue).",
+                  (double)srv_auth_queued(s));
+    metric_render(out, "fencelock_auth_verify_queued_max", "gauge",
+                  "The most AUTHs ever waiting for a verification thread at once.",
+                  (double)p->queued_max);
+    metric_render(out, "fencelock_auth_verifications_total", "counter",
+                  "Passwords checked with Argon2id on the verification pool.",
+                  (double)p->verifications);
+    metric_render(out, "fencelock_auth_verify_shared_total", "counter",
+                  "AUTHs answered by an identical check already on the pool (no hash of their "
+                  "own).",
+                  (double)p->shared);
+    metric_render(out, "fencelock_auth_verify_rejected_total", "counter",
+                  "AUTHs answered -TRYAGAIN: --auth-queue checks were already waiting.",
+                  (double)p->rejected);
+    metric_render(out, "fencelock_auth_backoff_total", "counter",
+                  "AUTHs failed without a hash: address or network in back-off, or over "
+                  "--auth-fail-rate.",
+                  (double)p->backoff);
+    metric_render(out, "fencelock_unauth_connections", "gauge",
+                  "Client connections not authenticated yet (--acl-file).", (double)l->unauth);
+    metric_render(out, "fencelock_unauth_rejected_total", "counter",
+                  "Connections refused at --max-unauth-clients or --max-unauth-per-addr.",
+                  (double)l->unauth_rejected);
+    metric_render(out, "fencelock_auth_timeout_closes_total", "counter",
+                  "Connections closed for not authenticating within --auth-timeout.",
+                  (double)l->auth_timeouts);
+    metric_render(out, "fencelock_tls_handshakes_in_progress", "gauge",
+                  "Client TLS handshakes begun and not finished.", (double)l->handshakes);
+    metric_render(out, "fencelock_tls_handshake_rejected_total", "counter",
+                  "Connections refused at --tls-max-handshakes or --tls-max-handshakes-per-addr.",
+                  (double)l->handshake_rejected);
+    metric_render(out, "fencelock_output_buffer_bytes", "gauge",
+                  "Unsent reply bytes of all client connections.", (double)l->output_bytes);
+    metric_render(out, "fencelock_output_total_closes_total", "counter",
+                  "Connections closed as the largest holder over --max-output-total.",
+                  (double)l->output_total_closes);
+    metric_render(out, "fencelock_security_log_dropped_total", "counter",
+                  "AUTH-failure / NOPERM log and audit lines dropped over --security-log-rate.",
+                  (double)l->log_dropped);
+}
+
 /* The event stream (XREAD): its history and its readers. */
 static void render_watch(struct srv *s, struct buf *out)
 {
@@ -152,6 +200,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_auth_cache_hits_total", "counter",
                   "AUTHs verified from the cache of verified passwords (no Argon2id).",
                   (double)m->auth_cache_hits);
+    render_limits(s, out);
     metric_render(out, "fencelock_acl_reloads_total", "counter",
                   "SIGHUP reloads of --acl-file that took effect.", (double)m->acl_reloads);
     metric_render(out, "fencelock_audit_lines_total", "counter", "Lines written to --audit-log.",

@@ -318,6 +318,7 @@ void srv_free(struct srv *s)
     cmdstat_free(&s->cmdstat);
     buf_free(&s->scratch);
     srv_auth_free(s);
+    srv_limits_free(s);
     audit_close(&s->audit);
     srv_tls_free(s);
     tsig_wipe(&s->tsig);

@@ -38,6 +38,7 @@
 #include "server/heap.h"
 #include "server/http.h"
 #include "server/lease.h"
+#include "server/limits.h"
 #include "server/metrics.h"
 #include "server/notify.h"
 #include "server/tls.h"
@@ -117,6 +118,19 @@ struct srv_config {
     /* --max-log-format: the highest log format this node reads and reports (format.c); only
      * lowered to simulate a previous-release node in upgrade tests. 0 = FSM_FORMAT_MAX */
     unsigned max_log_format;
+    /* before AUTH (limits.h, auth.h; issue 32): the Argon2id pool's threads and queue, the
+     * unauthenticated connections' caps and deadline (ms, 0 off), their output allowance, the
+     * total output cap, TLS handshakes in progress, failed AUTHs a second (all addresses)
+     * before every AUTH that misses the cache is refused without a hash, AUTH-failure/NOPERM
+     * log lines a second, TCP keepalive (s, 0 off) */
+    unsigned auth_threads;
+    size_t auth_queue;
+    size_t max_unauth_clients, max_unauth_per_addr;
+    uint64_t auth_timeout;
+    size_t max_output_preauth, max_output_total;
+    unsigned tls_max_handshakes, tls_max_handshakes_per_addr;
+    unsigned auth_fail_rate, security_log_rate;
+    uint64_t tcp_keepalive;
 };
 
 /* A voter's report of the highest log format it reads, heard by this leader in `term`. */
@@ -200,6 +214,10 @@ struct srv_conn {
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
     uint64_t created_ms, last_cmd_ms; /* uv_now() at accept and at the latest command */
+    /* limits.h: the peer's address, what this connection counts in srv.limits */
+    char addr[SRV_ADDR_BUF];
+    bool unauth_counted, hs_counted;
+    size_t out_counted;
 };
 
 enum srv_lead { SRV_NOT_LEADER = 0, SRV_READY_PENDING = 1, SRV_READY = 2 };
@@ -244,6 +262,7 @@ struct srv {
     uv_idle_t reads_issue;
     struct lease lease;           /* deadline tables and rules (timers.c drives it) */
     struct srv_auth auth;         /* --acl-file users, AUTH (auth.c) */
+    struct srv_limits limits;     /* pre-auth caps, output total, log rate (limits.c) */
     struct audit audit;           /* --audit-log (audit.c) */
     struct tsig tsig;             /* --token-key keys (cmd_sign.c; never logged) */
     struct map holds;             /* name -> monotonic grant time (the hold histogram) */
