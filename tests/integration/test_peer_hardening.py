@@ -13,7 +13,7 @@ from cluster import info, new_server, ready_leader, start_cluster
 from helpers import eq, expect_int
 from resp import Conn
 from server import free_port
-from test_raft_port import handshake, peer_closed_within, rejected
+from test_raft_port import closed_by, handshake, peer_closed_within, rejected
 
 
 def test_raft_listen_on_a_routable_address_without_peer_tls_is_refused(ctx):
@@ -74,7 +74,7 @@ def test_raft_link_caps_close_the_excess_and_the_cluster_commits(ctx):
     target = [s for s in servers if s is not leader][0]
     socks = _hold(target.raft_port, 12, handshake(2, b"x:1")[:12])
     try:
-        closed = [c for c in socks if peer_closed_within(c, 5.0)]
+        closed = closed_by(socks, target, "handshake_cap", 8)
         eq(len(closed), 8, "connections closed at once (4 fit the handshake cap)")
         eq(rejected(target).get("handshake_cap", 0), 8, "handshake_cap count")
         with Conn(leader.port) as c:
@@ -100,7 +100,7 @@ def test_raft_link_cap_in_total_closes_the_excess(ctx):
         expect_int(c.call("PUT", "k0", "v"))  # every peer link is up
     socks = _hold(target.raft_port, 10)
     try:
-        closed = [c for c in socks if peer_closed_within(c, 5.0)]
+        closed = closed_by(socks, target, "link_cap", 5)
         # The follower holds 1 or 2 peer links (the other follower's appears once it sent
         # anything, e.g. a pre-vote): 4 or 5 of ours fit.
         assert len(closed) in (5, 6), "%d closed over --raft-max-links" % len(closed)
@@ -145,7 +145,7 @@ def test_raft_handshake_rate_closes_a_burst_past_it(ctx):
         expect_int(c.call("PUT", "k0", "v"))
     socks = _hold(target.raft_port, 30)
     try:
-        closed = [c for c in socks if peer_closed_within(c, 5.0)]
+        closed = closed_by(socks, target, "handshake_rate", 1)
         assert closed, "no connection closed past the rate"
         eq(rejected(target).get("handshake_rate", 0), len(closed), "handshake_rate count")
         with Conn(leader.port) as c:

@@ -461,7 +461,7 @@ def test_peer_tls_handshake_flood_is_capped_and_the_cluster_commits(ctx):
     other 8 are closed as they are accepted, before any TLS work (handshake_cap). The members'
     own links are through their handshakes and not counted: a PUT commits meanwhile, no term
     moves and no member's connection is dropped as tls or identity."""
-    from test_raft_port import peer_closed_within
+    from test_raft_port import closed_by
     servers, _ = tls_cluster(ctx, extra=["--raft-max-handshakes-per-address", "4",
                                          "--raft-max-handshakes", "6",
                                          "--raft-handshake-timeout", "30000"])
@@ -474,7 +474,7 @@ def test_peer_tls_handshake_flood_is_capped_and_the_cluster_commits(ctx):
             c = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
             c.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01")  # a ClientHello's first bytes
             socks.append(c)
-        closed = [c for c in socks if peer_closed_within(c, 5.0)]
+        closed = closed_by(socks, target, "handshake_cap", 8)
         eq(len(closed), 8, "stalled TLS handshakes closed at once (4 fit the cap)")
         eq(rejected(target).get("handshake_cap", 0), 8, "handshake_cap count")
         eq(put_ok(servers, "k1", b"v"), leader, "a PUT during the flood, same leader")

@@ -284,6 +284,28 @@ def peer_closed_within(sock, seconds):
         return True
 
 
+def is_closed(sock):
+    """True if the node has closed `sock` already (EOF or reset waiting), without waiting."""
+    return peer_closed_within(sock, 0.001)
+
+
+def closed_by(socks, srv, reason, at_least, grace=1.0, timeout=20.0):
+    """The sockets of `socks` that `srv` closed, once its fencelock_raft_rejected_total{reason}
+    counted at least `at_least` and as many of them are closed (waited for together, bounded),
+    and then `grace` seconds more: a close that should not happen has had that long to show,
+    for all of them at once (instead of one wait per socket that stays open)."""
+    closed = set()
+
+    def enough():
+        closed.update(c for c in socks if c not in closed and is_closed(c))
+        return rejected(srv).get(reason, 0) >= at_least and len(closed) >= at_least
+    wait_until(enough, timeout=timeout, interval=0.05,
+               what="%d connections closed as %s" % (at_least, reason))
+    time.sleep(grace)
+    closed.update(c for c in socks if c not in closed and is_closed(c))
+    return [c for c in socks if c in closed]
+
+
 def test_raft_port_handshake_deadline_closes_a_silent_connection(ctx):
     """A connection that sends half a handshake and then nothing is closed once the handshake
     deadline (RN_TP_HANDSHAKE_MS, 5 s) passed, and counted as handshake_timeout; the real
