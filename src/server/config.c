@@ -420,17 +420,11 @@ static int set_tls(struct tls_config *t, const char *flag, const char *v)
     return 0;
 }
 
-/* Whether clients on this --listen host can only come from this machine. */
-static bool loopback_host(const char *h)
-{
-    return !strncmp(h, "127.", 4) || !strcmp(h, "::1") || !strcmp(h, "localhost");
-}
-
 /* Redis's protected mode, made explicit: anyone who reaches a public client port could run
  * every command, so that takes users (--acl-file) or saying so (--insecure-no-auth). */
 static int check_protected(const struct srv_config *c)
 {
-    if (c->acl_file[0] || c->insecure_no_auth || loopback_host(c->listen_host))
+    if (c->acl_file[0] || c->insecure_no_auth || srv_host_loopback(c->listen_host))
         return 0;
     fprintf(stderr,
             "fencelockd: refusing to listen for clients on %s without --acl-file: anyone who "

@@ -256,6 +256,12 @@ def test_public_listen_without_acl_file_is_refused_unless_insecure(ctx):
                        capture_output=True, timeout=30)
     eq(p.returncode, 2, "exit status")
     assert b"refusing to listen for clients on 0.0.0.0 without --acl-file" in p.stderr, p.stderr
+    # Loopback is an address, not a spelling: a host name that starts with "127." is not one
+    # (the check is the one the Raft and HTTP ports use, peer_guard.c).
+    p = subprocess.run([ctx.binary, "--listen", "127.attacker.example:1", "--data-dir",
+                        ctx.tmp("d2")], capture_output=True, timeout=30)
+    eq(p.returncode, 2, "exit status for 127.attacker.example; stderr %r" % p.stderr)
+    assert b"refusing to listen for clients on 127.attacker.example" in p.stderr, p.stderr
     p = subprocess.run([ctx.binary, "--hash-password"], input=b"", capture_output=True)
     assert p.returncode == 1 and b"one password" in p.stderr, p
 
