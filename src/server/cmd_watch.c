@@ -87,6 +87,7 @@ static size_t render_stream(struct srv *s, const struct xstream *x, struct watch
     for (size_t i = watch_after(w, from); i < w->n; i++) {
         if ((count && k >= count) || ((k || some) && ents->len + used >= budget))
             break;
+        s->watch.scanned++;
         const struct watch_entry *e = watch_at(w, i);
         if (!watch_match(e, x->all, x->prefix, x->plen))
             continue;
@@ -225,6 +226,7 @@ void srv_watch_wake(struct srv *s)
         struct srv_watcher *next = w->next;
         struct srv_slot *slot = w->slot;
         struct watch_id seen = w->seen;
+        s->m.watch_wakeups++;
         w->seen = s->watch.last;
         if (!slot->conn) {
             watcher_finish(s, w);
@@ -376,11 +378,12 @@ void xreadCommand(struct srv_req *r)
 }
 
 /* Entries of one of our streams still retained. */
-static size_t stream_len(const struct watch *w, const struct xstream *x)
+static size_t stream_len(struct watch *w, const struct xstream *x)
 {
     size_t k = 0;
     for (size_t i = 0; i < w->n; i++)
         k += watch_match(watch_at(w, i), x->all, x->prefix, x->plen);
+    w->scanned += w->n;
     return k;
 }
 
@@ -427,8 +430,9 @@ void xinfoCommand(struct srv_req *r)
     struct xstream x;
     if (parse_stream(r, 2, &x))
         return;
-    const struct watch *w = &r->s->watch;
+    struct watch *w = &r->s->watch;
     const struct watch_entry *first = NULL, *last = NULL;
+    w->scanned += w->n;
     for (size_t i = 0; i < w->n; i++)
         if (watch_match(watch_at(w, i), x.all, x.prefix, x.plen)) {
             first = first ? first : watch_at(w, i);

@@ -57,6 +57,7 @@ struct watch {
     size_t max_n, max_bytes, value_max;
     struct watch_id last, floor;
     uint64_t dropped; /* entries evicted or lost (a metric) */
+    uint64_t scanned; /* history entries examined by XREAD / XLEN / XINFO (a metric) */
 };
 
 void watch_init(struct watch *w, size_t max_n, size_t max_bytes, size_t value_max);
