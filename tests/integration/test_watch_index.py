@@ -5,7 +5,7 @@ and XLEN / XINFO / XREAD of a prefix stream examine O(log n) history entries, no
 history (fencelock_watch_scanned_total). Both counters are properties, not timings."""
 
 from helpers import eq, expect_int, wait_until
-from resp import as_map, text
+from resp import RespError, as_map, text
 from test_http import http_get, parse_metrics
 
 ALL = "fencelock:events"
@@ -95,3 +95,31 @@ def test_watch_index_prefix_reads_do_not_scan_the_whole_history(ctx):
     s4 = metric(srv, "fencelock_watch_scanned_total")
     assert s4 - s3 < 2000, "XREAD of a/ after an id examined %d history entries" % (s4 - s3)
     eq([(i, f["name"]) for i, f in ev], [("%d-0" % revs[k], "a/%d" % k) for k in (5, 6, 7)])
+
+
+def test_watch_index_one_wake_per_reader_and_compacted_when_its_event_was_dropped(ctx):
+    srv = ctx.server("--event-history", "2")
+    c = ctx.conn()
+    # a reader of two overlapping prefixes is woken once by an event matching both
+    both = ctx.conn()
+    both.send("XREAD", "BLOCK", 0, "STREAMS", A, A + "x", "$", "$")
+    wait_until(lambda: metric(srv, "fencelock_xread_blocked") == 1, timeout=30, what="parked")
+    before = metric(srv, "fencelock_watch_wakeups_total")
+    rev = expect_int(c.call("PUT", "a/x1", "v"))
+    r = both.read_reply(timeout=30)
+    eq([i for i, _ in stream_entries(r, A)], ["%d-0" % rev])
+    eq([i for i, _ in stream_entries(r, A + "x")], ["%d-0" % rev])
+    eq(metric(srv, "fencelock_watch_wakeups_total") - before, 1, "one wake-up")
+    # one command with more events than the history holds: a/1's expire-key is dropped before
+    # any reader saw it, so readers get -COMPACTED (those of other prefixes too, as before)
+    sid = expect_int(c.call("SESSION.OPEN", 60000))
+    for k in ("a/1", "b/1", "b/2"):
+        expect_int(c.call("PUT", k, "v", "LEASE", sid))
+    ra, rz = ctx.conn(), ctx.conn()
+    ra.send("XREAD", "BLOCK", 0, "STREAMS", A, "$")
+    rz.send("XREAD", "BLOCK", 0, "STREAMS", ALL + ":z/", "$")
+    wait_until(lambda: metric(srv, "fencelock_xread_blocked") == 2, timeout=30, what="parked")
+    c.call("SESSION.CLOSE", sid)  # expire-key a/1, b/1, b/2, session-end: 4 events, 2 kept
+    for r in (ra, rz):
+        reply = r.read_reply(timeout=30)
+        assert isinstance(reply, RespError) and reply.code == "COMPACTED", reply
