@@ -13,6 +13,9 @@
  *   - watch_after(after) is the first position whose id is > after (checked by a linear scan),
  *     and watch_check refuses exactly the ids below the floor (0-0 always allowed);
  *   - watch_render of every entry writes something, and watch_match of the whole stream holds;
+ *   - the name index passes watch_audit, and a prefix read (watch_iter by the ring, by the
+ *     index and by the automatic choice, after an id, at most a count) and watch_span (XLEN,
+ *     XINFO's first and last) give what a linear scan of the ring gives;
  *   - an id that parses formats back to a string that parses to the same id; a stream name
  *     that parses as a prefix stream has its prefix inside the input.
  */
@@ -68,6 +71,48 @@ static void check_after(const struct watch *w, struct watch_id after)
     bool zero = after.rev == 0 && after.n == 0;
     if ((watch_check(w, after) == 0) != (zero || watch_id_cmp(after, w->floor) >= 0))
         __builtin_trap();
+}
+
+/* The index against the linear reference, for a prefix of the fuzzer's names. */
+static void check_index(struct watch *w, struct in *in, struct watch_id after)
+{
+    static const char names[] = "abcabdzz";
+    char why[128];
+    if (watch_audit(w, why, sizeof(why)))
+        __builtin_trap();
+    uint8_t q = take(in);
+    bool all = (q & 7) == 7;
+    const char *p = names + (q >> 3) % 4;
+    size_t plen = all ? 0 : (size_t)(q >> 5) % 4, max = 1 + take(in) % 8;
+    const struct watch_entry *want[8];
+    size_t k = 0, n = 0;
+    const struct watch_entry *first = NULL, *last = NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct watch_entry *e = watch_at(w, i);
+        if (!watch_match(e, all, p, plen))
+            continue;
+        first = first ? first : e;
+        last = e;
+        n++;
+        if (k < max && watch_id_cmp(e->id, after) > 0)
+            want[k++] = e;
+    }
+    struct watch_span sp;
+    watch_span(w, all, p, plen, &sp);
+    if (sp.n != n || sp.first != first || sp.last != last)
+        __builtin_trap();
+    for (int how = WATCH_AUTO; how <= WATCH_INDEX; how++) {
+        struct watch_iter it;
+        watch_iter_start(&it, w, all, p, plen, after, (enum watch_how)how);
+        size_t got = 0;
+        const struct watch_entry *e;
+        while (got < max && (e = watch_iter_next(&it)) != NULL)
+            if (got >= k || e != want[got++])
+                __builtin_trap();
+        if (got != k)
+            __builtin_trap();
+        watch_iter_end(&it);
+    }
 }
 
 static void add(struct watch *w, struct in *in, uint64_t *rev)
@@ -136,7 +181,7 @@ static void parse_stream(struct in *in)
     size_t plen = 0;
     bool all = false;
     if (watch_stream_parse(p, len, &all, &prefix, &plen) == 0 && !all &&
-        (plen == 0 || prefix < p || prefix + plen > p + len))
+        (prefix < p || prefix + plen > p + len))
         __builtin_trap();
     in->p += len;
     in->n -= len;
@@ -167,6 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         check_ring(&w);
         check_after(&w, any_id(&in, rev));
+        check_index(&w, &in, any_id(&in, rev));
     }
     watch_free(&w);
     return 0;

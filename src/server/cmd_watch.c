@@ -10,6 +10,16 @@
  * read yet (at least one entry); a connection already holding --event-buffer unread bytes gets
  * -SLOWREADER naming the last id it was sent and is closed after its queued replies.
  * A watcher owns its copy of the stream names; its slot is freed through srv_slot_done.
+ *
+ * Wake-ups by prefix (issue 32): each of a parked watcher's streams is a member of its group in
+ * s->wake (wakeidx.h: the whole stream's, or its exact prefix's). After an applied command,
+ * srv_watch_wake looks only at the watchers whose groups the new entries match: O(len(name) +
+ * woken) per entry, not O(watchers). A watcher not woken by an entry is one it does not match,
+ * so everything up to the previous wake's `last` (s->watch_woke) is known not to match any
+ * parked watcher's streams: a woken watcher reads after max(its seen, that). When entries no
+ * watcher has looked at were dropped (the floor passed s->watch_woke: a command with more
+ * events than the history holds, a lost event, a restored snapshot), every watcher looks, and
+ * -COMPACTED goes to those that may have missed one, as before the index.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +37,9 @@ struct xstream {
 
 struct srv_watcher {
     struct srv_watcher *prev, *next;
+    struct srv_watcher *wake_next; /* srv_watch_wake's list of the woken */
+    uint64_t stamp;                /* the s->watch_stamp of the wake that listed it */
+    struct wake_member *mem;       /* one per stream, in s->wake (after st[] in this block) */
     struct srv_slot *slot;
     uint64_t deadline;    /* monotonic ms; 0 = BLOCK 0, no end */
     uint64_t count;       /* 0 = no limit */
@@ -80,21 +93,23 @@ static size_t render_stream(struct srv *s, const struct xstream *x, struct watch
                             uint64_t count, size_t budget, size_t used, bool some, struct buf *ents,
                             struct watch_id *maxid)
 {
-    const struct watch *w = &s->watch;
     if (watch_id_cmp(x->after, from) > 0)
         from = x->after;
     size_t k = 0;
-    for (size_t i = watch_after(w, from); i < w->n; i++) {
+    struct watch_iter it;
+    watch_iter_start(&it, &s->watch, x->all, x->prefix, x->plen, from, WATCH_AUTO);
+    for (;;) {
         if ((count && k >= count) || ((k || some) && ents->len + used >= budget))
             break;
-        const struct watch_entry *e = watch_at(w, i);
-        if (!watch_match(e, x->all, x->prefix, x->plen))
-            continue;
+        const struct watch_entry *e = watch_iter_next(&it);
+        if (!e)
+            break;
         watch_render(ents, e);
         if (watch_id_cmp(e->id, *maxid) > 0)
             *maxid = e->id;
         k++;
     }
+    watch_iter_end(&it);
     return k;
 }
 
@@ -163,6 +178,8 @@ static bool slow_reader(struct srv *s, struct srv_conn *c, struct buf *out)
 
 static void watcher_unlink(struct srv *s, struct srv_watcher *w)
 {
+    for (size_t i = 0; i < w->n; i++)
+        wake_index_del(&s->wake, &w->mem[i]);
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -187,10 +204,11 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     size_t names = 0;
     for (size_t i = 0; i < n; i++)
         names += st[i].name_len;
-    struct srv_watcher *w = malloc(sizeof(*w) + n * sizeof(*st) + names);
+    struct srv_watcher *w = malloc(sizeof(*w) + n * (sizeof(*st) + sizeof(*w->mem)) + names);
     if (!w)
         return -1;
-    char *p = (char *)&w->st[n];
+    w->mem = (struct wake_member *)&w->st[n];
+    char *p = (char *)&w->mem[n];
     for (size_t i = 0; i < n; i++) {
         w->st[i] = st[i];
         memcpy(p, st[i].name, st[i].name_len);
@@ -199,6 +217,14 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
         p += st[i].name_len;
     }
     struct srv *s = r->s;
+    for (size_t i = 0; i < n; i++)
+        if (wake_index_add(&s->wake, &w->mem[i], w->st[i].all, w->st[i].prefix, w->st[i].plen, w)) {
+            while (i--)
+                wake_index_del(&s->wake, &w->mem[i]);
+            free(w);
+            return -1;
+        }
+    w->stamp = 0;
     w->n = n;
     w->slot = r->slot;
     w->count = count;
@@ -218,13 +244,57 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     return 0;
 }
 
+struct wake_list {
+    struct srv *s;
+    struct srv_watcher *head;
+};
+
+/* A watcher an entry matches: listed once per wake. */
+static void wake_collect(void *arg, struct wake_member *m)
+{
+    struct wake_list *l = arg;
+    struct srv_watcher *w = m->owner;
+    if (w->stamp == l->s->watch_stamp)
+        return;
+    w->stamp = l->s->watch_stamp;
+    w->wake_next = l->head;
+    l->head = w;
+}
+
+/* The watchers the entries since the previous wake match (all of them when some of those
+ * entries are gone), each listed once. */
+static struct srv_watcher *woken_by_new_entries(struct srv *s, struct watch_id prev)
+{
+    struct watch *h = &s->watch;
+    struct wake_list l = {s, NULL};
+    s->watch_stamp++;
+    if (watch_id_cmp(h->floor, prev) > 0) {
+        for (struct srv_watcher *w = s->watchers; w; w = w->next) {
+            w->stamp = s->watch_stamp;
+            w->wake_next = l.head;
+            l.head = w;
+        }
+        return l.head;
+    }
+    for (size_t i = watch_after(h, prev); i < h->n; i++) {
+        const struct watch_entry *e = watch_at(h, i);
+        wake_index_match(&s->wake, e->data, e->name_len, watch_named(e), wake_collect, &l);
+    }
+    return l.head;
+}
+
 void srv_watch_wake(struct srv *s)
 {
-    struct srv_watcher *w = s->watchers;
+    struct watch_id prev = s->watch_woke;
+    s->watch_woke = s->watch.last;
+    if (!s->watchers)
+        return;
+    struct srv_watcher *w = woken_by_new_entries(s, prev);
     while (w) {
-        struct srv_watcher *next = w->next;
+        struct srv_watcher *next = w->wake_next;
         struct srv_slot *slot = w->slot;
-        struct watch_id seen = w->seen;
+        struct watch_id seen = watch_id_cmp(prev, w->seen) > 0 ? prev : w->seen;
+        s->m.watch_wakeups++;
         w->seen = s->watch.last;
         if (!slot->conn) {
             watcher_finish(s, w);
@@ -375,20 +445,14 @@ void xreadCommand(struct srv_req *r)
     free(st);
 }
 
-/* Entries of one of our streams still retained. */
-static size_t stream_len(const struct watch *w, const struct xstream *x)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < w->n; i++)
-        k += watch_match(watch_at(w, i), x->all, x->prefix, x->plen);
-    return k;
-}
-
 void xlenCommand(struct srv_req *r)
 {
     struct xstream x;
-    if (parse_stream(r, 1, &x) == 0)
-        resp_w_uint(r->out, stream_len(&r->s->watch, &x));
+    struct watch_span sp;
+    if (parse_stream(r, 1, &x) == 0) {
+        watch_span(&r->s->watch, x.all, x.prefix, x.plen, &sp);
+        resp_w_uint(r->out, sp.n);
+    }
 }
 
 static void info_id(struct buf *out, const char *field, struct watch_id id)
@@ -427,16 +491,13 @@ void xinfoCommand(struct srv_req *r)
     struct xstream x;
     if (parse_stream(r, 2, &x))
         return;
-    const struct watch *w = &r->s->watch;
-    const struct watch_entry *first = NULL, *last = NULL;
-    for (size_t i = 0; i < w->n; i++)
-        if (watch_match(watch_at(w, i), x.all, x.prefix, x.plen)) {
-            first = first ? first : watch_at(w, i);
-            last = watch_at(w, i);
-        }
+    struct watch *w = &r->s->watch;
+    struct watch_span sp;
+    watch_span(w, x.all, x.prefix, x.plen, &sp);
+    const struct watch_entry *first = sp.first, *last = sp.last;
     resp_w_map(r->out, r->proto, XINFO_FIELDS);
     resp_w_bulk_str(r->out, "length");
-    resp_w_uint(r->out, stream_len(w, &x));
+    resp_w_uint(r->out, sp.n);
     info_id(r->out, "last-generated-id", w->last);
     info_id(r->out, "max-deleted-entry-id", w->floor);
     info_id(r->out, "recorded-first-entry-id", first ? first->id : watch_oldest(w));

@@ -40,6 +40,8 @@ struct srv_metrics {
     uint64_t accept_errors, fd_limit_refusals, fd_logged_ms;
     /* XREAD: replies served (entries in them), readers closed past --event-buffer */
     uint64_t xreads, xread_entries, slow_reader_closes;
+    /* parked XREAD readers looked at after an applied event (srv_watch_wake) */
+    uint64_t watch_wakeups;
     /* Raft terms this node saw begin (each is an election), and changes of the leader it knows */
     uint64_t elections, leader_changes;
     struct hist lock_wait, lock_hold, commit;

@@ -94,6 +94,11 @@ static void render_watch(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_slow_reader_closes_total", "counter",
                   "XREAD readers closed with -SLOWREADER past --event-buffer.",
                   (double)m->slow_reader_closes);
+    metric_render(out, "fencelock_watch_wakeups_total", "counter",
+                  "Wake-ups delivered to parked XREAD readers by applied events.",
+                  (double)m->watch_wakeups);
+    metric_render(out, "fencelock_watch_scanned_total", "counter",
+                  "History entries examined by XREAD, XLEN and XINFO.", (double)s->watch.scanned);
 }
 
 /* One sample per state, 1 for the current one: `fencelock_raft_state{state="leader"} == 1`

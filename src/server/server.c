@@ -103,6 +103,10 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->role = RN_UNAVAILABLE;
     lease_init(&s->lease, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
+    uint64_t seeds[2];
+    randombytes_buf(seeds, sizeof seeds); /* no client may choose names that unbalance these */
+    watch_seed(&s->watch, seeds[0]);
+    wake_index_init(&s->wake, seeds[1]);
     if (cmdstat_init(&s->cmdstat, srv_cmd_count()))
         LOGW(&s->log, "no memory for per-command counts: fencelock_commands_total stays empty");
     if (notify_open(&s->notify, getenv("NOTIFY_SOCKET")))
@@ -315,6 +319,7 @@ void srv_free(struct srv *s)
     srv_quota_free(s);
     srv_observe_free(s);
     watch_free(&s->watch);
+    wake_index_free(&s->wake);
     cmdstat_free(&s->cmdstat);
     buf_free(&s->scratch);
     srv_auth_free(s);

@@ -43,6 +43,7 @@
 #include "server/notify.h"
 #include "server/tls.h"
 #include "server/tokensig.h"
+#include "server/wakeidx.h"
 #include "server/watch.h"
 
 #define FENCELOCK_VERSION "0.1.0"
@@ -272,6 +273,9 @@ struct srv {
     size_t n_watchers;
     uint64_t watch_sweep_ms;        /* when parked XREADs were last swept for orphans */
     uint64_t watch_next_due;        /* the earliest BLOCK deadline among them (UINT64_MAX: none) */
+    struct wake_index wake;         /* the parked XREADs' streams grouped by prefix (wakeidx.h) */
+    uint64_t watch_stamp;           /* srv_watch_wake's count: a watcher is listed once per wake */
+    struct watch_id watch_woke;     /* watch.last at the previous srv_watch_wake */
     struct srv_observer *observers; /* ELECT.OBSERVE requests parked until a change (observe.c) */
     size_t n_observers;
     bool observe_dirty;    /* an applied entry changed some election's leader or value */

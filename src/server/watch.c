@@ -162,6 +162,13 @@ void watch_init(struct watch *w, size_t max_n, size_t max_bytes, size_t value_ma
     w->max_n = max_n;
     w->max_bytes = max_bytes;
     w->value_max = value_max;
+    w->next_seq = 1;
+    w->rng = 0x9e3779b97f4a7c15ull;
+}
+
+void watch_seed(struct watch *w, uint64_t seed)
+{
+    w->rng = seed ? seed : 0x9e3779b97f4a7c15ull;
 }
 
 static size_t entry_bytes(const struct watch_entry *e)
@@ -174,11 +181,124 @@ static struct watch_entry **slot_at(const struct watch *w, size_t i)
     return &w->ring[(w->head + i) % w->cap];
 }
 
+/* ---- the name index: a treap on (name, seq) (watch.h) ---- */
+
+/* Key order: (name, seq) against the node t; names compare as bytes, a prefix first. */
+static int key_cmp(const char *name, size_t len, uint64_t seq, const struct watch_entry *t)
+{
+    size_t m = len < t->name_len ? len : t->name_len;
+    int c = m ? memcmp(name, t->data, m) : 0;
+    if (c)
+        return c;
+    if (len != t->name_len)
+        return len < t->name_len ? -1 : 1;
+    return seq < t->seq ? -1 : seq > t->seq;
+}
+
+/* Where t's name lies against the names starting with prefix: -1 before, 0 in, 1 after. */
+static int prefix_cmp(const struct watch_entry *t, const char *prefix, size_t plen)
+{
+    size_t m = plen < t->name_len ? plen : t->name_len;
+    int c = m ? memcmp(t->data, prefix, m) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return t->name_len < plen ? -1 : 0;
+}
+
+static uint32_t tsize(const struct watch_entry *t)
+{
+    return t ? t->size : 0;
+}
+
+/* Recompute t's subtree fields from its children. */
+static void pull(struct watch_entry *t)
+{
+    t->size = 1 + tsize(t->l) + tsize(t->r);
+    t->lo = t->hi = t->seq;
+    if (t->l) {
+        t->lo = t->l->lo < t->lo ? t->l->lo : t->lo;
+        t->hi = t->l->hi > t->hi ? t->l->hi : t->hi;
+    }
+    if (t->r) {
+        t->lo = t->r->lo < t->lo ? t->r->lo : t->lo;
+        t->hi = t->r->hi > t->hi ? t->r->hi : t->hi;
+    }
+}
+
+/* Split t into the nodes with key < (name, seq) and the rest. */
+static void split(struct watch_entry *t, const char *name, size_t len, uint64_t seq,
+                  struct watch_entry **lt, struct watch_entry **ge)
+{
+    if (!t) {
+        *lt = *ge = NULL;
+    } else if (key_cmp(name, len, seq, t) > 0) {
+        split(t->r, name, len, seq, &t->r, ge);
+        pull(t);
+        *lt = t;
+    } else {
+        split(t->l, name, len, seq, lt, &t->l);
+        pull(t);
+        *ge = t;
+    }
+}
+
+/* Join two treaps, every key of a before every key of b. */
+static struct watch_entry *merge(struct watch_entry *a, struct watch_entry *b)
+{
+    if (!a || !b)
+        return a ? a : b;
+    if (a->prio >= b->prio) {
+        a->r = merge(a->r, b);
+        pull(a);
+        return a;
+    }
+    b->l = merge(a, b->l);
+    pull(b);
+    return b;
+}
+
+static uint32_t next_prio(struct watch *w)
+{
+    uint64_t x = w->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->rng = x;
+    return (uint32_t)(x >> 32);
+}
+
+static void tree_insert(struct watch *w, struct watch_entry *e)
+{
+    struct watch_entry *lt, *ge;
+    e->l = e->r = NULL;
+    e->prio = next_prio(w);
+    pull(e);
+    split(w->root, e->data, e->name_len, e->seq, &lt, &ge);
+    w->root = merge(merge(lt, e), ge);
+}
+
+/* t without the node e (which is in it). */
+static struct watch_entry *tree_del(struct watch_entry *t, struct watch_entry *e)
+{
+    if (!t)
+        return NULL;
+    if (t == e)
+        return merge(t->l, t->r);
+    if (key_cmp(e->data, e->name_len, e->seq, t) < 0)
+        t->l = tree_del(t->l, e);
+    else
+        t->r = tree_del(t->r, e);
+    pull(t);
+    return t;
+}
+
 static void drop_oldest(struct watch *w)
 {
     struct watch_entry *e = *slot_at(w, 0);
     if (watch_id_cmp(e->id, w->floor) > 0)
         w->floor = e->id;
+    if (watch_named(e))
+        w->root = tree_del(w->root, e);
     w->bytes -= entry_bytes(e);
     free(e);
     w->head = (w->head + 1) % w->cap;
@@ -270,6 +390,9 @@ static void add_one(struct watch *w, uint64_t rev, int kind, const struct fsm_ev
         return;
     }
     e->id = id;
+    e->seq = w->next_seq++;
+    if (watch_named(e))
+        tree_insert(w, e);
     *slot_at(w, w->n) = e;
     w->n++;
     w->bytes += entry_bytes(e);
@@ -343,6 +466,313 @@ bool watch_match(const struct watch_entry *e, bool all, const char *prefix, size
     if (!(kinds[e->kind].fields & WF_NAME))
         return false;
     return e->name_len >= plen && (plen == 0 || memcmp(e->data, prefix, plen) == 0);
+}
+
+bool watch_named(const struct watch_entry *e)
+{
+    return (kinds[e->kind].fields & WF_NAME) != 0;
+}
+
+/* ---- reads by prefix ---- */
+
+/* The entry with sequence number seq (retained). */
+static const struct watch_entry *by_seq(const struct watch *w, uint64_t seq)
+{
+    return watch_at(w, (size_t)(seq - (w->next_seq - w->n)));
+}
+
+struct agg {
+    size_t n;
+    uint64_t lo, hi;
+};
+
+static void agg_one(struct agg *a, uint64_t lo, uint64_t hi, size_t n)
+{
+    if (!a->n || lo < a->lo)
+        a->lo = lo;
+    if (!a->n || hi > a->hi)
+        a->hi = hi;
+    a->n += n;
+}
+
+static void agg_node(struct agg *a, const struct watch_entry *t)
+{
+    agg_one(a, t->seq, t->seq, 1);
+}
+
+static void agg_tree(struct agg *a, const struct watch_entry *t)
+{
+    if (t)
+        agg_one(a, t->lo, t->hi, t->size);
+}
+
+/* Count, smallest and largest seq of the names under the prefix: down to the first node inside
+ * the range, then along the range's two edges below it, adding the subtrees between the edges
+ * whole. O(depth) nodes. */
+static struct agg range_agg(struct watch *w, const char *prefix, size_t plen)
+{
+    struct agg a = {0, 0, 0};
+    const struct watch_entry *t = w->root;
+    int c = 1;
+    while (t && (c = prefix_cmp(t, prefix, plen)) != 0) {
+        w->scanned++;
+        t = c < 0 ? t->r : t->l;
+    }
+    if (!t)
+        return a;
+    w->scanned++;
+    agg_node(&a, t);
+    for (const struct watch_entry *x = t->l; x; w->scanned++) {
+        if (prefix_cmp(x, prefix, plen) == 0) {
+            agg_node(&a, x);
+            agg_tree(&a, x->r);
+            x = x->l;
+        } else {
+            x = x->r;
+        }
+    }
+    for (const struct watch_entry *x = t->r; x; w->scanned++) {
+        if (prefix_cmp(x, prefix, plen) == 0) {
+            agg_node(&a, x);
+            agg_tree(&a, x->l);
+            x = x->r;
+        } else {
+            x = x->l;
+        }
+    }
+    return a;
+}
+
+void watch_span(struct watch *w, bool all, const char *prefix, size_t plen, struct watch_span *sp)
+{
+    if (all) {
+        sp->n = w->n;
+        sp->first = w->n ? watch_at(w, 0) : NULL;
+        sp->last = w->n ? watch_at(w, w->n - 1) : NULL;
+        return;
+    }
+    struct agg a = range_agg(w, prefix, plen);
+    sp->n = a.n;
+    sp->first = a.n ? by_seq(w, a.lo) : NULL;
+    sp->last = a.n ? by_seq(w, a.hi) : NULL;
+}
+
+/* The node with the smallest key >= (name, seq) among those with seq >= from, or NULL. Along
+ * the search path for the key; a subtree whose largest seq is below `from` is skipped whole,
+ * and one wholly after the key holds an answer as soon as its hi allows: O(depth). */
+static const struct watch_entry *first_ge(struct watch *w, const struct watch_entry *t,
+                                          const char *name, size_t len, uint64_t seq, uint64_t from)
+{
+    while (t) {
+        w->scanned++;
+        if (t->hi < from)
+            return NULL;
+        if (key_cmp(name, len, seq, t) > 0) {
+            t = t->r;
+            continue;
+        }
+        const struct watch_entry *l = first_ge(w, t->l, name, len, seq, from);
+        if (l)
+            return l;
+        if (t->seq >= from)
+            return t;
+        t = t->r;
+    }
+    return NULL;
+}
+
+/* The merge heap: a min-heap of each name's next entry, by seq. */
+static void heap_up(const struct watch_entry **h, size_t i)
+{
+    while (i) {
+        size_t p = (i - 1) / 2;
+        if (h[p]->seq <= h[i]->seq)
+            break;
+        const struct watch_entry *t = h[p];
+        h[p] = h[i];
+        h[i] = t;
+        i = p;
+    }
+}
+
+static void heap_down(const struct watch_entry **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && h[l]->seq < h[m]->seq)
+            m = l;
+        if (r < n && h[r]->seq < h[m]->seq)
+            m = r;
+        if (m == i)
+            return;
+        const struct watch_entry *t = h[m];
+        h[m] = h[i];
+        h[i] = t;
+        i = m;
+    }
+}
+
+static int heap_push(struct watch_iter *it, const struct watch_entry *e)
+{
+    if (it->hn == it->hcap) {
+        size_t cap = it->hcap ? it->hcap * 2 : 16;
+        const struct watch_entry **h = realloc(it->heap, cap * sizeof(*h));
+        if (!h)
+            return -1;
+        it->heap = h;
+        it->hcap = cap;
+    }
+    it->heap[it->hn] = e;
+    heap_up(it->heap, it->hn++);
+    return 0;
+}
+
+/* Seed the heap with the first entry at or after it->from of every name under the prefix. */
+static int index_start(struct watch_iter *it)
+{
+    struct watch *w = it->w;
+    const char *name = it->prefix;
+    size_t len = it->plen;
+    uint64_t seq = 0; /* (prefix, 0): before every name under it */
+    for (;;) {
+        const struct watch_entry *e = first_ge(w, w->root, name, len, seq, it->from);
+        if (!e || prefix_cmp(e, it->prefix, it->plen) != 0)
+            return 0;
+        if (heap_push(it, e))
+            return -1;
+        name = e->data; /* then the first name after this one */
+        len = e->name_len;
+        seq = UINT64_MAX;
+    }
+}
+
+void watch_iter_start(struct watch_iter *it, struct watch *w, bool all, const char *prefix,
+                      size_t plen, struct watch_id after, enum watch_how how)
+{
+    memset(it, 0, sizeof(*it));
+    it->w = w;
+    it->all = all;
+    it->prefix = prefix;
+    it->plen = plen;
+    size_t lo = 0, hi = w->n; /* watch_after, counting what it looks at */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        w->scanned++;
+        if (watch_id_cmp(watch_at(w, mid)->id, after) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    it->pos = lo;
+    if (all || how == WATCH_RING || lo == w->n)
+        return;
+    if (how == WATCH_AUTO && w->n - lo <= range_agg(w, prefix, plen).n)
+        return; /* the tail is no longer than the prefix's own entries: walk it */
+    it->from = w->next_seq - w->n + lo;
+    it->index = true;
+    if (index_start(it) == 0)
+        return;
+    free(it->heap); /* no memory for the heap: the ring walk gives the same answer */
+    it->heap = NULL;
+    it->hn = it->hcap = 0;
+    it->index = false;
+}
+
+const struct watch_entry *watch_iter_next(struct watch_iter *it)
+{
+    struct watch *w = it->w;
+    if (!it->index) {
+        while (it->pos < w->n) {
+            const struct watch_entry *e = watch_at(w, it->pos++);
+            w->scanned++;
+            if (watch_match(e, it->all, it->prefix, it->plen))
+                return e;
+        }
+        return NULL;
+    }
+    if (!it->hn)
+        return NULL;
+    const struct watch_entry *e = it->heap[0];
+    const struct watch_entry *next =
+        first_ge(w, w->root, e->data, e->name_len, e->seq + 1, it->from);
+    if (next && next->name_len == e->name_len && memcmp(next->data, e->data, e->name_len) == 0) {
+        it->heap[0] = next; /* the same name's next entry */
+    } else {
+        it->heap[0] = it->heap[--it->hn];
+    }
+    heap_down(it->heap, it->hn, 0);
+    return e;
+}
+
+void watch_iter_end(struct watch_iter *it)
+{
+    free(it->heap);
+    it->heap = NULL;
+    it->hn = it->hcap = 0;
+}
+
+/* ---- the index's audit ---- */
+
+struct audit {
+    const struct watch *w;
+    const struct watch_entry *prev; /* in-order predecessor */
+    size_t nodes;
+    const char *why;
+};
+
+static int audit_fail(struct audit *a, const char *why)
+{
+    a->why = why;
+    return -1;
+}
+
+static int audit_node(struct audit *a, const struct watch_entry *t, int depth)
+{
+    if (!t)
+        return 0;
+    if (depth > 4096)
+        return audit_fail(a, "the tree is deeper than 4096");
+    if ((t->l && t->l->prio > t->prio) || (t->r && t->r->prio > t->prio))
+        return audit_fail(a, "a child's priority is above its parent's");
+    if (audit_node(a, t->l, depth + 1))
+        return -1;
+    const struct watch *w = a->w;
+    uint64_t base = w->next_seq - w->n;
+    if (t->seq < base || t->seq >= w->next_seq || by_seq(w, t->seq) != t)
+        return audit_fail(a, "a node is not the ring's entry of its seq");
+    if (!watch_named(t))
+        return audit_fail(a, "an entry without a name is in the index");
+    if (a->prev && key_cmp(a->prev->data, a->prev->name_len, a->prev->seq, t) >= 0)
+        return audit_fail(a, "keys are not in (name, seq) order");
+    a->prev = t;
+    a->nodes++;
+    if (audit_node(a, t->r, depth + 1))
+        return -1;
+    struct watch_entry copy = *t;
+    pull(&copy);
+    if (copy.size != t->size || copy.lo != t->lo || copy.hi != t->hi)
+        return audit_fail(a, "a subtree's size, lo or hi is wrong");
+    return 0;
+}
+
+int watch_audit(const struct watch *w, char *why, size_t whylen)
+{
+    struct audit a = {w, NULL, 0, NULL};
+    size_t named = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct watch_entry *e = watch_at(w, i);
+        named += watch_named(e);
+        if (e->seq != w->next_seq - w->n + i) {
+            a.why = "ring seqs are not consecutive";
+            break;
+        }
+    }
+    if (!a.why && audit_node(&a, w->root, 0) == 0 && a.nodes != named)
+        a.why = "the index does not hold every named entry";
+    if (!a.why)
+        return 0;
+    snprintf(why, whylen, "%s", a.why);
+    return -1;
 }
 
 /* ---- rendering ---- */

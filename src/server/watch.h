@@ -19,6 +19,27 @@
  *     after an id < floor is refused (-COMPACTED), never answered with a silent gap;
  *   - n <= max_n and bytes <= max_bytes after every call.
  *
+ * The name index (issue 32: a prefix stream's reads must not scan other tenants' history):
+ * every entry also has a sequence number `seq` (ids' order: ring position i holds seq
+ * next_seq - n + i), and every entry with a name (not the session events) is a node of a treap
+ * ordered by (name, seq), with its subtree's size and smallest / largest seq. The names under a
+ * prefix are one contiguous range of that order, so:
+ *   - XLEN / XINFO of a prefix stream (watch_span): one walk down the range's two edges,
+ *     O(log n) nodes: the count is the sum of the sizes, the first / last entries the min / max
+ *     seq of the subtrees inside the range;
+ *   - XREAD of a prefix stream after an id (watch_iter): the first entry after the id of each
+ *     name under the prefix that has one (a subtree whose largest seq is older is skipped
+ *     whole), merged in id order with a heap, each name's next entry found when its previous
+ *     one is taken: O((d + k) log n) for k entries returned from d names; or, when the ring's
+ *     tail after the id is no longer than the prefix's own entries, a walk of that tail. Either
+ *     way a read costs O(log n) plus at most the prefix's own retained entries, whatever the
+ *     rest of the history holds.
+ * Entries enter the index when added and leave it when evicted (O(log n) each). The index lives
+ * in the entries (struct watch_entry's seq, l, r, lo, hi, size, prio: 48 bytes on 64-bit), so
+ * entry_bytes and --event-history-bytes count it. Treap priorities come from a generator
+ * seeded by watch_seed (the server: random bytes), so no client can choose names that make the
+ * tree deep. watch_audit checks all of it (tests, fuzz).
+ *
  * Event kinds are one table (watch.c `kinds`): the wire name, which fields an entry carries, and
  * which FSM event (and flag) produces it. A new primitive's events are a new FSM event type and
  * a row there, nothing else.
@@ -47,6 +68,12 @@ struct watch_entry {
     bool value_kept;
     uint64_t sid, token, ms;
     uint32_t name_len, value_len;
+    /* the name index (named entries only): key (name, seq); lo / hi: the smallest / largest seq
+     * in this subtree; size: its nodes; prio: the treap's heap order (parent >= children) */
+    uint64_t seq;
+    struct watch_entry *l, *r;
+    uint64_t lo, hi;
+    uint32_t size, prio;
     char data[]; /* name, then the value when value_kept */
 };
 
@@ -56,11 +83,17 @@ struct watch {
     size_t bytes;        /* what the entries take, counted against max_bytes */
     size_t max_n, max_bytes, value_max;
     struct watch_id last, floor;
-    uint64_t dropped; /* entries evicted or lost (a metric) */
+    uint64_t dropped;         /* entries evicted or lost (a metric) */
+    uint64_t scanned;         /* history entries and index nodes examined by reads (a metric) */
+    struct watch_entry *root; /* the name index */
+    uint64_t next_seq;        /* the seq the next entry gets (the first is 1) */
+    uint64_t rng;             /* treap priorities (xorshift64; never 0) */
 };
 
 void watch_init(struct watch *w, size_t max_n, size_t max_bytes, size_t value_max);
 void watch_free(struct watch *w);
+/* Seed the index's priorities (before the first watch_add; watch_init sets a fixed seed). */
+void watch_seed(struct watch *w, uint64_t seed);
 
 /* Record the events of one applied command that ended at revision `rev`. Events that do not
  * change state (a rejected fence) are skipped. If one cannot be stored (out of memory), or
@@ -97,6 +130,40 @@ const struct watch_entry *watch_at(const struct watch *w, size_t i);
 /* Whether an entry belongs to a stream: every entry for the whole stream, entries whose name
  * starts with the prefix for a prefix stream (session events have no name). */
 bool watch_match(const struct watch_entry *e, bool all, const char *prefix, size_t plen);
+
+/* Whether an entry has a name (is in the name index, can match a prefix stream). */
+bool watch_named(const struct watch_entry *e);
+
+/* A stream's retained entries: how many, the oldest and the newest (NULL when none). The whole
+ * stream from the ring (O(1)), a prefix stream from the index (O(log n)). */
+struct watch_span {
+    size_t n;
+    const struct watch_entry *first, *last;
+};
+void watch_span(struct watch *w, bool all, const char *prefix, size_t plen, struct watch_span *sp);
+
+/* A stream's entries with id > after, in id order (watch_iter_next until NULL). Borrowed, valid
+ * until the next watch_add / watch_forget / watch_free. `how`: WATCH_AUTO (the cheaper of the
+ * ring's tail and the index, see above), or WATCH_RING / WATCH_INDEX (tests compare them). The
+ * index path allocates its merge heap; when that fails it walks the ring (same answer). */
+enum watch_how { WATCH_AUTO, WATCH_RING, WATCH_INDEX };
+struct watch_iter {
+    struct watch *w;
+    bool all, index;
+    const char *prefix; /* borrowed from the caller */
+    size_t plen, pos;   /* pos: the ring walk's next position */
+    uint64_t from;      /* the index walk: the smallest seq wanted */
+    const struct watch_entry **heap;
+    size_t hn, hcap;
+};
+void watch_iter_start(struct watch_iter *it, struct watch *w, bool all, const char *prefix,
+                      size_t plen, struct watch_id after, enum watch_how how);
+const struct watch_entry *watch_iter_next(struct watch_iter *it);
+void watch_iter_end(struct watch_iter *it);
+
+/* Check the index against the ring: seqs, every named entry in the tree once and nothing else,
+ * key order, heap order, sizes, lo / hi. 0, or -1 with the first violation in why. O(n). */
+int watch_audit(const struct watch *w, char *why, size_t whylen);
 
 /* Append the entry as Redis writes a stream entry: [id, [field, value, ...]]. */
 void watch_render(struct buf *out, const struct watch_entry *e);

@@ -4,6 +4,7 @@
  * ring's bounds and floor (-COMPACTED instead of a gap), prefix filters and the entry shape.
  * Events come from the real FSM where their content matters (fsm_fixture.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +306,161 @@ TEST_F(wfx, fsm_events_become_stream_entries_in_log_order)
     CHECK(id_is(watch_at(w, 7)->id, fsm_revision(f), 3));
 }
 
+/* ---- the name index against a scan of the ring (random histories, many seeds) ---- */
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A name or prefix of 0..4 bytes over "ab/": many shared prefixes, some names equal. */
+static size_t rnd_name(uint64_t *x, char *out)
+{
+    static const char abc[] = "ab/";
+    size_t len = rnd(x) % 5;
+    for (size_t i = 0; i < len; i++)
+        out[i] = abc[rnd(x) % 3];
+    return len;
+}
+
+/* One command at `rev` with 1..4 events: puts, grants (named) and session-opens (unnamed). */
+static void rnd_command(struct watch *w, uint64_t *x, uint64_t rev)
+{
+    static const uint8_t types[] = {FSM_EV_KEY_PUT, FSM_EV_GRANTED, FSM_EV_SESSION_OPENED};
+    struct fsm_event e[4];
+    char names[4][4];
+    size_t n = 1 + rnd(x) % 4;
+    memset(e, 0, sizeof(e));
+    for (size_t i = 0; i < n; i++) {
+        e[i].type = types[rnd(x) % 3];
+        e[i].sid = 1 + rnd(x) % 3;
+        e[i].name.p = names[i];
+        e[i].name.len = (uint32_t)rnd_name(x, names[i]);
+        e[i].value = (struct fsm_str){"vvvvvvvv", (uint32_t)(rnd(x) % 9)};
+    }
+    struct fsm_events ev = {.ev = e, .n = n, .cap = 4, .lost = rnd(x) % 50 == 0};
+    watch_add(w, rev, &ev);
+}
+
+/* The answer by definition: matching entries after `after`, oldest first, at most max. */
+static size_t brute_read(const struct watch *w, bool all, const char *p, size_t plen,
+                         struct watch_id after, size_t max, const struct watch_entry **out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < w->n && k < max; i++) {
+        const struct watch_entry *e = watch_at(w, i);
+        if (watch_id_cmp(e->id, after) > 0 && watch_match(e, all, p, plen))
+            out[k++] = e;
+    }
+    return k;
+}
+
+/* An id to read after: 0-0, a retained entry's, the floor, the last, or one in between. */
+static struct watch_id rnd_after(const struct watch *w, uint64_t *x)
+{
+    switch (rnd(x) % 5) {
+    case 0:
+        return (struct watch_id){0, 0};
+    case 1:
+        return w->n ? watch_at(w, rnd(x) % w->n)->id : w->floor;
+    case 2:
+        return w->floor;
+    case 3:
+        return w->last;
+    default:
+        return (struct watch_id){w->last.rev ? rnd(x) % (w->last.rev + 1) : 0, rnd(x) % 3};
+    }
+}
+
+/* One query: XREAD by each path and XLEN / XINFO against the brute force. 0 if they agree. */
+static int check_query(struct watch *w, uint64_t *x)
+{
+    char p[4];
+    bool all = rnd(x) % 6 == 0;
+    size_t plen = all ? 0 : rnd_name(x, p);
+    struct watch_id after = rnd_after(w, x);
+    size_t max = rnd(x) % 3 ? 1 + rnd(x) % 6 : SIZE_MAX;
+    const struct watch_entry **want = malloc((w->n + 1) * sizeof(*want));
+    if (!want)
+        return -1;
+    size_t k = brute_read(w, all, p, plen, after, max, want);
+    int bad = 0;
+    for (int how = WATCH_AUTO; how <= WATCH_INDEX && !bad; how++) {
+        struct watch_iter it;
+        watch_iter_start(&it, w, all, p, plen, after, (enum watch_how)how);
+        size_t got = 0;
+        const struct watch_entry *e = NULL;
+        while (got < max && (e = watch_iter_next(&it)) != NULL)
+            bad |= got >= k || e != want[got++];
+        bad |= got != k;
+        watch_iter_end(&it);
+    }
+    size_t n = brute_read(w, all, p, plen, (struct watch_id){0, 0}, SIZE_MAX, want);
+    struct watch_span sp;
+    watch_span(w, all, p, plen, &sp);
+    bad |= sp.n != n || sp.first != (n ? want[0] : NULL) || sp.last != (n ? want[n - 1] : NULL);
+    free(want);
+    return bad ? -1 : 0;
+}
+
+TEST_F(wfx, the_name_index_answers_like_a_scan_of_the_ring_with_evictions)
+{
+    struct watch *w = &fx->w;
+    char why[128];
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+        watch_free(w);
+        watch_init(w, 1 + rnd(&x) % 48, 512 + rnd(&x) % 8192, rnd(&x) % 6);
+        watch_seed(w, seed);
+        uint64_t rev = 1;
+        for (int step = 0; step < 200; step++) {
+            if (rnd(&x) % 40 == 0)
+                watch_forget(w, rev + rnd(&x) % 3);
+            else
+                rnd_command(w, &x, rev += (rnd(&x) % 4 != 0));
+            if (watch_audit(w, why, sizeof(why))) {
+                fprintf(stderr, "seed %llu step %d: %s\n", (unsigned long long)seed, step, why);
+                CHECK(0);
+            }
+            for (int q = 0; q < 4; q++)
+                CHECK(check_query(w, &x) == 0);
+        }
+        CHECK(w->n <= w->max_n && w->bytes <= w->max_bytes);
+    }
+}
+
+/* A prefix read costs O(log n) nodes, not the history: 20,000 entries under b/, 10 under a/. */
+TEST_F(wfx, a_prefix_read_examines_log_n_not_the_history)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100000, 1u << 30, 8);
+    char name[32];
+    for (uint64_t r = 1; r <= 20000; r++) {
+        snprintf(name, sizeof(name), "b/%llu", (unsigned long long)r);
+        add_put(w, r, name, "v");
+    }
+    for (uint64_t r = 20001; r <= 20010; r++) {
+        snprintf(name, sizeof(name), "a/%llu", (unsigned long long)r);
+        add_put(w, r, name, "v");
+    }
+    struct watch_span sp;
+    uint64_t before = w->scanned;
+    watch_span(w, false, "a/", 2, &sp);
+    CHECK(sp.n == 10 && id_is(sp.first->id, 20001, 0) && id_is(sp.last->id, 20010, 0));
+    CHECK(w->scanned - before < 200);
+    before = w->scanned;
+    struct watch_iter it;
+    watch_iter_start(&it, w, false, "a/", 2, (struct watch_id){0, 0}, WATCH_AUTO);
+    size_t k = 0;
+    while (watch_iter_next(&it))
+        k++;
+    watch_iter_end(&it);
+    CHECK(k == 10 && w->scanned - before < 2000);
+}
+
 int main(void)
 {
     RUN(ids_parse_like_redis_and_format_back);
@@ -319,5 +475,7 @@ int main(void)
     RUN_F(wfx, a_prefix_stream_sees_exactly_the_named_events_under_it);
     RUN_F(wfx, an_entry_renders_as_a_redis_stream_entry);
     RUN_F(wfx, fsm_events_become_stream_entries_in_log_order);
+    RUN_F(wfx, the_name_index_answers_like_a_scan_of_the_ring_with_evictions);
+    RUN_F(wfx, a_prefix_read_examines_log_n_not_the_history);
     TEST_MAIN_END();
 }
