@@ -14,8 +14,12 @@ OPT = -O2 -g
 endif
 
 CC ?= gcc
+# The version is defined once, as FL_VERSION in the public header include/fencelock.h; the server
+# (which must not include the client's header: make check-layers) gets it as FENCELOCK_VERSION.
+FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION "\(.*\)"/\1/p' include/fencelock.h)
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
-              -Isrc -Iinclude $(shell pkg-config --cflags raft libuv 2>/dev/null)
+              -Isrc -Iinclude -DFENCELOCK_VERSION='"$(FL_VERSION)"' \
+              $(shell pkg-config --cflags raft libuv 2>/dev/null)
 CFLAGS += $(CFLAGS_BASE) $(OPT) -MMD -MP
 LDLIBS = $(shell pkg-config --libs raft libuv 2>/dev/null || echo -lraft -luv) -lsodium -lssl -lcrypto -lm
 CLIENT_LIBS = -lhiredis -lssl -lcrypto -lpthread
@@ -37,7 +41,7 @@ SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-purity cluster cluster-stop install
+.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-layers check-purity cluster cluster-stop install
 
 all: $(B)/fencelockd $(UNIT_BIN) client
 
@@ -161,7 +165,6 @@ uninstall:
 # the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
 # sanitizers.
 DEB_JOBS ?= 2
-FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION "\(.*\)"/\1/p' include/fencelock.h)
 deb:
 	@scripts/deps.sh deb
 	rm -rf build/deb && mkdir -p build/deb/fencelock-$(FL_VERSION)
@@ -190,7 +193,7 @@ cluster-stop:
 JOBS ?= $(shell nproc)
 test:
 	@scripts/deps.sh test
-	$(MAKE) SAN=1 check-purity check-format
+	$(MAKE) SAN=1 check-purity check-format check-layers
 	$(MAKE) -j$(JOBS) SAN=1 all
 	scripts/run-tests.sh build/asan
 
@@ -230,6 +233,10 @@ FORMAT_SRC = $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/
   fuzz/*.c include/*.h bench/*.c bench/*.h tests/torture/*.c tests/torture/*.h examples/c/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
+
+# Includes run only downwards (docs/design.md "Layers"): scripts/check-layers.py.
+check-layers:
+	@python3 scripts/check-layers.py
 
 # The C sources as clang-format (Debian 12's 14, .clang-format) writes them; make test runs it.
 check-format:

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fencelock.h"
 #include "server/fdlimit.h"
 #include "server/server.h"
 
@@ -98,7 +97,7 @@ int main(int argc, char **argv)
     if (argc == 2 && !strcmp(argv[1], "--hash-password"))
         return hash_password_main();
     if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
-        printf("fencelockd %s\n", FL_VERSION);
+        printf("fencelockd %s\n", FENCELOCK_VERSION);
         return 0;
     }
     struct srv_config cfg;

@@ -2,7 +2,6 @@
 /*
  * metrics_page.c — the Prometheus /metrics page (metrics_page.h; /health is http_routes.c).
  */
-#include "fencelock.h"
 #include "raft/wire.h"
 #include "server/cmd.h"
 #include "server/metrics_page.h"
@@ -140,7 +139,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                "# HELP fencelock_build_info The running build.\n"
                "# TYPE fencelock_build_info gauge\n"
                "fencelock_build_info{version=\"%s\"} 1\n",
-               FL_VERSION);
+               FENCELOCK_VERSION);
     procstat_render(out);
     render_state_gauges(s, out);
     metric_render(out, "fencelock_revision", "gauge", "Current revision (newest token).",

@@ -46,7 +46,11 @@
 #include "server/wakeidx.h"
 #include "server/watch.h"
 
-#define FENCELOCK_VERSION "0.1.0"
+/* The release, defined once as FL_VERSION in include/fencelock.h; the Makefile passes it here
+ * (-DFENCELOCK_VERSION) so that the server does not include the client library's header. */
+#ifndef FENCELOCK_VERSION
+#error "FENCELOCK_VERSION is not defined: build with the Makefile (it reads include/fencelock.h)"
+#endif
 
 struct srv_config {
     uint64_t id;
