@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Output helpers: the --json writer and time formatting. */
+/* Output helpers: the --json writer, names for a terminal and time formatting; the escaping
+ * itself is common/text.c's. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,75 +64,14 @@ void jw_key(struct jw *w, const char *key)
     w->after_key = 1;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most len bytes), 0 if it is not valid. */
-static size_t utf8_seq(const unsigned char *s, size_t len)
-{
-    unsigned c = s[0];
-    size_t n;
-    unsigned cp, min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
-int utf8_valid(const unsigned char *s, size_t len)
-{
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_seq(s + i, len - i);
-        if (n == 0)
-            return 0;
-        i += n;
-    }
-    return 1;
-}
-
-/* Whether the valid UTF-8 sequence s[0..n) is a C1 control (U+0080..U+009F): a terminal may
-   take U+009B as CSI, as it takes ESC [. */
-static int is_c1(const unsigned char *s, size_t n)
-{
-    return n == 2 && s[0] == 0xC2 && s[1] < 0xA0;
-}
-
 void out_esc(FILE *f, const void *data, size_t len, int flags)
 {
     const unsigned char *s = data;
     for (size_t i = 0; i < len;) {
-        unsigned char c = s[i];
-        size_t n = utf8_seq(s + i, len - i);
-        if (c == '\\' || ((flags & OUT_QUOTE) && c == '"')) {
-            fputc('\\', f);
-            fputc(c, f);
-        } else if (c == '\n') {
-            fputs("\\n", f);
-        } else if (c == '\r') {
-            fputs("\\r", f);
-        } else if (c == '\t') {
-            fputs("\\t", f);
-        } else if (c < 0x20 || c == 0x7F || n == 0 || is_c1(s + i, n) ||
-                   ((flags & OUT_ASCII) && c >= 0x80)) {
-            fprintf(f, "\\x%02x", c);
-            n = 1;
-        } else {
-            fwrite(s + i, 1, n, f);
-        }
-        i += n ? n : 1;
+        char step[TEXT_STEP_MAX];
+        size_t used, w = text_name_step(s + i, len - i, flags, step, &used);
+        fwrite(step, 1, w, f);
+        i += used;
     }
 }
 
@@ -163,24 +103,10 @@ void jw_strn(struct jw *w, const void *data, size_t len)
     jw_sep(w);
     fputc('"', w->f);
     for (size_t i = 0; i < len;) {
-        unsigned char c = s[i];
-        size_t n = utf8_seq(s + i, len - i);
-        if (c == '"' || c == '\\') {
-            fputc('\\', w->f);
-            fputc(c, w->f);
-        } else if (c == '\n') {
-            fputs("\\n", w->f);
-        } else if (c == '\r') {
-            fputs("\\r", w->f);
-        } else if (c == '\t') {
-            fputs("\\t", w->f);
-        } else if (c < 0x20 || c == 0x7F || n == 0) {
-            fprintf(w->f, "\\u%04x", c); /* control character, or a byte of invalid UTF-8 */
-            n = 1;
-        } else {
-            fwrite(s + i, 1, n, w->f);
-        }
-        i += n ? n : 1;
+        char step[TEXT_STEP_MAX];
+        size_t used, n = text_json_step(s + i, len - i, step, &used);
+        fwrite(step, 1, n, w->f);
+        i += used;
     }
     fputc('"', w->f);
 }
@@ -225,7 +151,7 @@ static void base64(FILE *f, const unsigned char *s, size_t len)
 
 void jw_bytes(struct jw *w, const char *key, const void *s, size_t len)
 {
-    if (utf8_valid(s, len)) {
+    if (text_utf8_valid(s, len)) {
         jw_key(w, key);
         jw_strn(w, s, len);
         return;

@@ -5,8 +5,8 @@
  *
  * struct jw writes straight to a FILE (no buffer of its own, nothing to free). It tracks
  * nesting so commas come out right: call jw_key() before every value inside an object, none
- * inside an array. Strings are escaped per RFC 8259; bytes that are not valid UTF-8 are
- * written as \u00XX of the byte (so the output is always valid JSON); jw_bytes() instead
+ * inside an array. Strings are escaped by the one JSON policy of common/text.h (bytes that are
+ * not valid UTF-8 as \u00XX of the byte, so the output is always valid JSON); jw_bytes() instead
  * writes "KEY": text or "KEY_base64": data, so binary values survive exactly.
  * Invariant: depth <= JW_MAX_DEPTH (deeper calls are ignored: a programming error).
  */
@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "common/text.h"
 
 #define JW_MAX_DEPTH 8
 
@@ -39,18 +41,16 @@ void jw_bool(struct jw *w, int v);
 /* Key `key` with the bytes as a string if they are valid UTF-8, else `key`_base64. */
 void jw_bytes(struct jw *w, const char *key, const void *s, size_t len);
 
-/* 1 if s[0..len) is valid UTF-8 (no overlongs, surrogates or code points over U+10FFFF). */
-int utf8_valid(const unsigned char *s, size_t len);
-
 /*
  * Text from a server (names, values, addresses) for a terminal: the one escaping function of
- * the human output. Control bytes (C0, DEL, the C1 range U+0080..U+009F) and bytes that are not
- * valid UTF-8 are written as \xHH (\n \r \t as such), a backslash as \\; so no server can
- * move the cursor, retitle the window or hide text with escape sequences, and the output still
- * tells distinct names apart. OUT_QUOTE also escapes '"' (inside quotes); OUT_ASCII escapes
- * every byte >= 0x80. --json output is escaped by jw_* instead.
+ * the human output, text_name_step's printable-name policy (common/text.h): control bytes (C0,
+ * DEL, the C1 range U+0080..U+009F) and bytes that are not valid UTF-8 as \xHH (\n \r \t as
+ * such), a backslash as \\; so no server can move the cursor, retitle the window or hide text
+ * with escape sequences, and the output still tells distinct names apart. OUT_QUOTE also
+ * escapes '"' (inside quotes); OUT_ASCII escapes every byte >= 0x80. --json output is escaped
+ * by jw_* instead (text_json_step, the one JSON policy).
  */
-enum { OUT_QUOTE = 1, OUT_ASCII = 2 };
+enum { OUT_QUOTE = TEXT_QUOTE, OUT_ASCII = TEXT_ASCII };
 void out_esc(FILE *f, const void *s, size_t len, int flags);
 /* out_esc of a C string (NULL writes nothing). */
 void out_str(FILE *f, const char *s);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/log.h"
 
+#include "common/text.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,59 +69,6 @@ static const char *level_name(enum log_level lv)
     return (unsigned)lv < 4 ? names[lv] : "?";
 }
 
-/* The length of the valid UTF-8 sequence at p[0..n), or 0 if it is not one: no overlong
- * forms, no surrogates, nothing past U+10FFFF (RFC 3629). */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    size_t len = c < 0x80                 ? 1
-                 : c >= 0xc2 && c <= 0xdf ? 2
-                 : c >= 0xe0 && c <= 0xef ? 3
-                 : c >= 0xf0 && c <= 0xf4 ? 4
-                                          : 0;
-    if (!len || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
-        (c == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return len;
-}
-
-size_t log_json_escape(const char *in, size_t n, char *out, size_t cap)
-{
-    const unsigned char *p = (const unsigned char *)in;
-    size_t i = 0, o = 0;
-    while (i < n) {
-        char esc[8];
-        const char *put = esc;
-        size_t len = utf8_len(p + i, n - i), w;
-        if (len == 0) { /* an invalid byte: \u00XX, as the audit log writes it */
-            w = (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[i]);
-            len = 1;
-        } else if (p[i] == '"' || p[i] == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)p[i];
-            w = 2;
-        } else if (p[i] < 0x20) {
-            w = (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[i]);
-        } else {
-            put = in + i;
-            w = len;
-        }
-        if (o + w >= cap)
-            break;
-        memcpy(out + o, put, w);
-        o += w;
-        i += len;
-    }
-    if (cap)
-        out[o] = 0;
-    return i;
-}
-
 /* The text line's message as a JSON object; cut with "..." if the escaped form outgrows it. */
 static void write_json(const struct logger *l, enum log_level lv, const char *ts, const char *msg,
                        size_t n)
@@ -131,7 +80,7 @@ static void write_json(const struct logger *l, enum log_level lv, const char *ts
         return;
     const char tail[] = "\"}\n";
     size_t room = sizeof line - (size_t)h - (sizeof ELLIPSIS - 1) - (sizeof tail - 1);
-    size_t used = log_json_escape(msg, n, line + h, room + 1);
+    size_t used = text_json_escape(msg, n, line + h, room + 1);
     size_t o = (size_t)h + strlen(line + h);
     if (used < n) {
         memcpy(line + o, ELLIPSIS, sizeof ELLIPSIS - 1);

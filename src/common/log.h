@@ -9,11 +9,9 @@
  * the message become spaces; a message longer than the line buffer is cut and ends in "...".
  * With LOG_JSON each line is one object instead:
  * {"time":"2026-12-02T16:05:41.123Z","level":"info","node":1,"msg":"..."}; the message is
- * escaped by log_json_escape, so any byte a log line quotes (a client's key, say) stays inside
- * its string: valid UTF-8 is kept, '"' '\' and control bytes are escaped, and each byte of an
- * invalid UTF-8 sequence becomes \u00XX, as in the audit log: kept in the JSON text (in raw
- * text \u0080..\u00ff only ever stands for such a byte, valid UTF-8 is never escaped) though
- * a decoder reads it as U+0080..U+00FF.
+ * escaped by text_json_escape (common/text.h, the one JSON policy: the audit log's and the
+ * CLI's too), so any byte a log line quotes (a client's key, say) stays inside its string; an
+ * escape is never cut by the line's bound.
  */
 #ifndef FENCELOCK_LOG_H
 #define FENCELOCK_LOG_H
@@ -36,9 +34,6 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
 int log_level_parse(const char *s, enum log_level *out);
 /* "text" or "json". 0, or -1 if unknown. */
 int log_format_parse(const char *s, enum log_format *out);
-/* in[0..n) as the inside of a JSON string into out (NUL-terminated, at most cap - 1 bytes);
- * stops before an escape that would not fit. Returns the input bytes consumed. */
-size_t log_json_escape(const char *in, size_t n, char *out, size_t cap);
 
 #define LOGD(l, ...) log_msg((l), LOG_DEBUG, __VA_ARGS__)
 #define LOGI(l, ...) log_msg((l), LOG_INFO, __VA_ARGS__)

@@ -10,79 +10,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "server/server.h"
 
 #define AUDIT_ERR_LOG_EVERY_MS 10000 /* a failing disk must not flood the server log */
 
 /* ---- formatting (pure) ---- */
 
-/* Length of the valid UTF-8 sequence starting at s[0] (of n bytes left), or 0: overlong forms,
- * surrogates and code points past U+10FFFF are not valid (RFC 3629). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned lo = 0x80, hi = 0xbf; /* the allowed range of the second byte */
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0)
-            lo = 0xa0; /* overlong */
-        else if (c == 0xed)
-            hi = 0x9f; /* surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xf4)
-            hi = 0x8f; /* past U+10FFFF */
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
-static void json_byte(struct buf *out, unsigned char c)
-{
-    switch (c) {
-    case '"':
-        buf_append(out, "\\\"", 2);
-        return;
-    case '\\':
-        buf_append(out, "\\\\", 2);
-        return;
-    case '\n':
-        buf_append(out, "\\n", 2);
-        return;
-    case '\r':
-        buf_append(out, "\\r", 2);
-        return;
-    case '\t':
-        buf_append(out, "\\t", 2);
-        return;
-    }
-    if (c < 0x20 || c >= 0x7f)
-        buf_printf(out, "\\u%04x", c);
-    else
-        buf_append(out, &c, 1);
-}
-
+/* Steps of the one JSON policy (common/text.h) into the growing line. */
 void audit_json_str(struct buf *out, const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
     buf_append(out, "\"", 1);
     for (size_t i = 0; i < n;) {
-        size_t k = u[i] >= 0x80 ? utf8_seq(u + i, n - i) : 0;
-        if (k) {
-            buf_append(out, u + i, k);
-            i += k;
-        } else
-            json_byte(out, u[i++]);
+        char step[TEXT_STEP_MAX];
+        size_t used, w = text_json_step(s + i, n - i, step, &used);
+        buf_append(out, step, w);
+        i += used;
     }
     buf_append(out, "\"", 1);
 }

@@ -11,9 +11,10 @@
  * cluster.announce, acl.reload, acl.reload_refused, log.dropped (auth.failure and
  * permission.denied lines dropped over --security-log-rate, limits.c).
  *
- * Strings are escaped for JSON: '"' and '\', control bytes (\n, \r, \t, else \u00XX), DEL as
- * \u007f, and every byte that is not part of a valid UTF-8 sequence as \u00XX; valid UTF-8
- * passes through. So a line is always one line of valid JSON, whatever a client sent.
+ * Strings are escaped by the one JSON policy of common/text.h: '"' and '\', control bytes
+ * (\n, \r, \t, else \u00XX), DEL as \u007f, and every byte that is not part of a valid UTF-8
+ * sequence as \u00XX; valid UTF-8 passes through. So a line is always one line of valid JSON,
+ * whatever a client sent.
  *
  * Owns (struct audit, inside struct srv): the file descriptor (O_APPEND, reopened by
  * audit_reopen on SIGHUP for log rotation) and its counters. A failed open or write never
