@@ -99,13 +99,15 @@ size_t text_name_step(const void *p, size_t n, int flags, char out[TEXT_STEP_MAX
     size_t k = text_utf8_len(s, n);
     unsigned char c = s[0];
     *used = 1;
-    if (c == '\\' || (c == '"' && (flags & TEXT_QUOTE)))
+    int hex_only = flags & TEXT_HEX;
+    if ((c == '\\' && !hex_only) || (c == '"' && (flags & TEXT_QUOTE)))
         return two(out, (char)c);
-    if (short_form(c))
+    if (short_form(c) && !hex_only)
         return two(out, short_form(c));
     /* A C1 control is shown byte by byte: its lead here, its continuation (then alone, so
      * invalid) at the next step. */
-    if (c < 0x20 || c == 0x7f || k == 0 || is_c1(s, k) || ((flags & TEXT_ASCII) && c >= 0x80)) {
+    if (c < 0x20 || c == 0x7f || c == '\\' || k == 0 || is_c1(s, k) ||
+        ((flags & TEXT_ASCII) && c >= 0x80)) {
         out[0] = '\\';
         out[1] = 'x';
         out[2] = hex[c >> 4];

@@ -26,6 +26,9 @@
  *   byte that starts no valid UTF-8 sequence -> \xHH (lowercase); with TEXT_ASCII every byte
  *   >= 0x80 -> \xHH; other valid UTF-8 -> itself. So a shown name cannot move the cursor,
  *   retitle a window or hide text, and distinct names stay distinct.
+ *   TEXT_HEX writes every escape as \xHH, '\' and LF CR TAB included (\x5c \x0a \x0d \x09):
+ *   the server's error replies and log lines show names so (cmd_arg_text, TEXT_HEX|TEXT_ASCII:
+ *   printable ASCII or \xHH), and clients and tests match those reply bytes, so they stay.
  *
  * Invariants: a step consumes at least one input byte when n > 0 and writes at most
  * TEXT_STEP_MAX bytes; the bounded forms never cut an escape or a UTF-8 sequence (they stop
@@ -39,7 +42,7 @@
 
 #define TEXT_STEP_MAX 6 /* the longest output of one step: \u00XX, or a 4-byte sequence */
 
-enum { TEXT_QUOTE = 1, TEXT_ASCII = 2 }; /* text_name flags */
+enum { TEXT_QUOTE = 1, TEXT_ASCII = 2, TEXT_HEX = 4 }; /* text_name flags */
 
 /* The length (1-4) of the valid UTF-8 sequence at p[0..n), or 0 if p[0] starts none (or n is
  * 0). */
@@ -56,7 +59,8 @@ size_t text_json_step(const void *p, size_t n, char out[TEXT_STEP_MAX], size_t *
  * (n if everything fit). */
 size_t text_json_escape(const void *in, size_t n, char *out, size_t cap);
 
-/* One step of the printable-name policy (flags: TEXT_QUOTE, TEXT_ASCII); as text_json_step. */
+/* One step of the printable-name policy (flags: TEXT_QUOTE, TEXT_ASCII, TEXT_HEX); as
+ * text_json_step. */
 size_t text_name_step(const void *p, size_t n, int flags, char out[TEXT_STEP_MAX], size_t *used);
 /* in[0..n) shown as a name into out, bounded and NUL-terminated as text_json_escape. */
 size_t text_name(const void *in, size_t n, int flags, char *out, size_t cap);

@@ -12,24 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "server/cmd.h"
 
 const char *cmd_arg_text(const struct resp_arg *a, char *out)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t n = a->len > CMD_ARG_SHOWN ? CMD_ARG_SHOWN : a->len, o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)a->p[i];
-        if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
-            out[o++] = (char)ch;
-            continue;
-        }
-        out[o++] = '\\';
-        out[o++] = 'x';
-        out[o++] = hex[ch >> 4];
-        out[o++] = hex[ch & 15];
-    }
-    out[o] = 0;
+    size_t n = a->len > CMD_ARG_SHOWN ? CMD_ARG_SHOWN : a->len;
+    text_name(a->p, n, TEXT_HEX | TEXT_ASCII, out, CMD_ARG_TEXT); /* 4 bytes a byte: all fit */
     return out;
 }
 

@@ -67,8 +67,9 @@ enum {
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
 /* An argument (or any name) as error or log text: at most CMD_ARG_SHOWN bytes of it, every
- * byte outside printable ASCII as \xNN, so a NUL or a line end cannot cut or break the reply
- * or forge a log line. `out` holds CMD_ARG_TEXT bytes. */
+ * byte outside printable ASCII (and '\') as \xNN, so a NUL or a line end cannot cut or break
+ * the reply or forge a log line (text_name with TEXT_HEX | TEXT_ASCII, common/text.h). `out`
+ * holds CMD_ARG_TEXT bytes. */
 #define CMD_ARG_SHOWN 64
 #define CMD_ARG_TEXT (4 * CMD_ARG_SHOWN + 1)
 const char *cmd_arg_text(const struct resp_arg *a, char *out);

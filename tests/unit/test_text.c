@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_text.c — the text policies of src/common/text.c: the UTF-8 validator against a decoder
  * written from RFC 3629 over every 1-, 2- and 3-byte input, the JSON escaper and the
- * printable-name function for every byte and every class of sequence, and the length bound
- * that never cuts an escape. */
+ * printable-name function for every byte and every class of sequence (and its TEXT_HEX form,
+ * the server's error replies, byte for byte as before), and the length bound that never cuts
+ * an escape. */
 #include <stdio.h>
 
 #include "common/text.h"
@@ -242,6 +243,39 @@ TEST(test_name_shows_controls_and_invalid_bytes_as_hex)
     CHECK(!strcmp(name("a\0b", 3, 0), "a\\x00b"));
 }
 
+/* The server's error-reply style, as cmd_arg_text wrote it before text.c: printable ASCII but
+ * '\\' kept, every other byte \xHH. Clients and tests match these reply bytes. */
+static void old_arg_text(const unsigned char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++)
+        o += (size_t)(s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\'
+                          ? sprintf(out + o, "%c", s[i])
+                          : sprintf(out + o, "\\x%02x", s[i]));
+    out[o] = 0;
+}
+
+TEST(test_name_hex_ascii_is_the_server_reply_style_byte_for_byte)
+{
+    unsigned char in[256];
+    char want[1100], got[1100];
+    for (unsigned c = 0; c < 256; c++)
+        in[c] = (unsigned char)c;
+    old_arg_text(in, sizeof in, want);
+    CHECK_EQ_U64(text_name(in, sizeof in, TEXT_HEX | TEXT_ASCII, got, sizeof got), sizeof in);
+    CHECK(!strcmp(got, want));
+    const char *seqs[] = {"caf\xc3\xa9", "nightly\njob",     "FOO\r\nBAR",  "a\\b\"c",
+                          "\xc2\x9b",    "\xf0\x9f\x94\x92", "\xed\xa0\x80"};
+    for (size_t i = 0; i < sizeof seqs / sizeof seqs[0]; i++) {
+        old_arg_text((const unsigned char *)seqs[i], strlen(seqs[i]), want);
+        text_name(seqs[i], strlen(seqs[i]), TEXT_HEX | TEXT_ASCII, got, sizeof got);
+        CHECK(!strcmp(got, want));
+    }
+    NAME_IS("nightly\njob", TEXT_HEX | TEXT_ASCII, "nightly\\x0ajob");
+    NAME_IS("a\\b", TEXT_HEX, "a\\x5cb");
+    NAME_IS("caf\xc3\xa9\t", TEXT_HEX, "caf\xc3\xa9\\x09"); /* without TEXT_ASCII: UTF-8 kept */
+}
+
 int main(void)
 {
     RUN(test_utf8_len_agrees_with_rfc3629_on_every_short_input);
@@ -251,5 +285,6 @@ int main(void)
     RUN(test_a_length_bound_never_cuts_an_escape_or_a_sequence);
     RUN(test_name_escapes_every_single_byte_by_the_policy);
     RUN(test_name_shows_controls_and_invalid_bytes_as_hex);
+    RUN(test_name_hex_ascii_is_the_server_reply_style_byte_for_byte);
     TEST_MAIN_END();
 }
