@@ -33,7 +33,8 @@ LIB_SRC    := $(COMMON_SRC) $(FSM_SRC) $(RAFT_SRC) $(SERVER_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # The client library shares src/common's address parser (proto.h) and the backup file format
 # (snapfile.h) with the server, built PIC.
-CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/num.c src/common/snapfile.c
+CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/io.c src/common/num.c \
+              src/common/snapfile.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)
 CLI_OBJ    := $(CLI_SRC:%.c=$(B)/obj/%.o)

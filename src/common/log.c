@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/log.h"
+#include "common/io.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,18 +48,10 @@ static void flatten(char *p, size_t n)
             p[i] = ' ';
 }
 
-/* Retry short writes and EINTR; give up silently on other errors (logging must never fail). */
-static void write_all(const char *p, size_t n)
+/* Logging must never fail: a line that cannot be written whole is dropped silently. */
+static void write_line(const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
+    (void)io_write_all(STDERR_FILENO, p, n);
 }
 
 static const char *level_name(enum log_level lv)
@@ -138,7 +131,7 @@ static void write_json(const struct logger *l, enum log_level lv, const char *ts
         o += sizeof ELLIPSIS - 1;
     }
     memcpy(line + o, tail, sizeof tail - 1);
-    write_all(line, o + sizeof tail - 1);
+    write_line(line, o + sizeof tail - 1);
 }
 
 void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
@@ -172,7 +165,7 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     }
     flatten(line + h, len);
     line[(size_t)h + len] = '\n';
-    write_all(line, (size_t)h + len + 1);
+    write_line(line, (size_t)h + len + 1);
 }
 
 int log_level_parse(const char *s, enum log_level *out)
