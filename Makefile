@@ -34,7 +34,7 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # The client library shares src/common's address parser (proto.h) and the backup file format
 # (snapfile.h) with the server, built PIC.
 CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/io.c src/common/num.c \
-              src/common/snapfile.c
+              src/common/snapfile.c src/common/timefmt.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)
 CLI_OBJ    := $(CLI_SRC:%.c=$(B)/obj/%.o)

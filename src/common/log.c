@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/log.h"
 #include "common/io.h"
+#include "common/timefmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,16 +29,15 @@ static char level_char(enum log_level lv)
     return '?';
 }
 
-/* "2026-12-02T16:05:41.123Z" into out; sized by the caller for the worst case gcc can see. */
-static int format_time(char *out, size_t n)
+/* Now, as timefmt.h's RFC 3339 form; TIME_RFC3339_NONE if the clock cannot be read. */
+static void format_time(char out[TIME_RFC3339_BUF])
 {
     struct timespec ts;
-    struct tm tm;
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !gmtime_r(&ts.tv_sec, &tm))
-        return snprintf(out, n, "0000-00-00T00:00:00.000Z");
-    return snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                    (int)(ts.tv_nsec / 1000000L % 1000));
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0) {
+        memcpy(out, TIME_RFC3339_NONE, TIME_RFC3339_BUF);
+        return;
+    }
+    (void)time_rfc3339(out, (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000L));
 }
 
 /* One line per entry: a newline inside a message would forge a second, unprefixed entry. */
@@ -140,8 +140,8 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     if (lv < min)
         return;
     char line[LOG_LINE_MAX];
-    char ts[96];
-    format_time(ts, sizeof(ts));
+    char ts[TIME_RFC3339_BUF];
+    format_time(ts);
     int h = l && l->format == LOG_JSON
                 ? 0
                 : snprintf(line, sizeof(line), "%s %c [%d] ", ts, level_char(lv), l ? l->id : 0);
