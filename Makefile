@@ -31,11 +31,11 @@ RAFT_SRC   := $(wildcard src/raft/*.c)
 SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
 LIB_SRC    := $(COMMON_SRC) $(FSM_SRC) $(RAFT_SRC) $(SERVER_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
-# The client library shares src/common's address parser (proto.h), the backup file format
-# (snapfile.h) and the text policies (text.h: the CLI's --json and names) with the server,
-# built PIC.
-CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/snapfile.c \
-              src/common/text.c
+# The client library shares with the server, built PIC: src/common's address parser
+# (proto.h), the backup file format (snapfile.h), the text policies (text.h: the CLI's --json
+# and names), whole writes (io.h), the decimal parser (num.h) and the RFC 3339 time (timefmt.h).
+CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/io.c src/common/num.c \
+              src/common/snapfile.c src/common/text.c src/common/timefmt.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)
 CLI_OBJ    := $(CLI_SRC:%.c=$(B)/obj/%.o)

@@ -126,7 +126,7 @@ static const struct opt_spec members_opts[] = {
 /* Parse positional i as a member id (1 or more). */
 static int member_id(struct sub_args *a, int i, uint64_t *id)
 {
-    if (parse_u64(a->pos[i], id) || *id == 0)
+    if (cli_parse_u64(a->pos[i], id) || *id == 0)
         return sub_err(a, "bad server id '%s' (a number, 1 or more)", a->pos[i]);
     return EXIT_OK;
 }
@@ -265,7 +265,7 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
     if (!is_open && strcmp(op, "keepalive") != 0 && strcmp(op, "close") != 0 &&
         strcmp(op, "revoke") != 0)
         return sub_err(a, "unknown operation '%s' (open, keepalive, close or revoke)", op);
-    if (!is_open && (parse_u64(a->pos[1], &sid) || sid == 0))
+    if (!is_open && (cli_parse_u64(a->pos[1], &sid) || sid == 0))
         return sub_err(a, "%s: bad session id '%s' (a number from 'session open')", op, a->pos[1]);
     if (!cli_client(c))
         return c->client_code;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/num.h"
 
 /* Larger values are refused: no duration or id of ours comes near, and it keeps the
    arithmetic below free of overflow. */
@@ -19,20 +20,9 @@
 /* cli_shown keeps this many bytes of its buffer for "... (N bytes)". */
 #define SHOWN_TAIL 24
 
-int parse_u64(const char *s, uint64_t *v)
+int cli_parse_u64(const char *s, uint64_t *v)
 {
-    uint64_t n = 0;
-    if (s == NULL || *s == '\0')
-        return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        n = n * 10 + (uint64_t)(*s - '0');
-        if (n > NUM_MAX)
-            return -1;
-    }
-    *v = n;
-    return 0;
+    return num_parse_u64_str(s, 0, NUM_MAX, v);
 }
 
 /* The multiplier of a duration unit in milliseconds, 0 if the unit is unknown. */
@@ -104,7 +94,7 @@ const char *cli_shown(const char *s, char *buf, size_t n)
 int parse_limit(struct opt_iter *it, const char *s, size_t *limit)
 {
     uint64_t v;
-    if (parse_u64(s, &v) || v == 0 || v > LIMIT_MAX)
+    if (cli_parse_u64(s, &v) || v == 0 || v > LIMIT_MAX)
         return opt_err(it, "--limit: bad number '%s' (1 or more)", s);
     *limit = (size_t)v;
     return EXIT_OK;

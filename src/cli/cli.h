@@ -79,8 +79,9 @@ int parse_duration(const char *s, uint64_t *ms);
 int parse_ttl(struct opt_iter *it, const char *opt, const char *s, uint64_t *ms);
 /* At most n-1 bytes of s for a message: a long name is cut, with its length said. */
 const char *cli_shown(const char *s, char *buf, size_t n);
-/* An unsigned decimal integer, whole string. 0 on success. */
-int parse_u64(const char *s, uint64_t *v);
+/* An unsigned decimal integer, whole string, at most 2^62 (common/num.h's parser with the CLI's
+   bound). 0 on success. */
+int cli_parse_u64(const char *s, uint64_t *v);
 /* The value of --limit (1 or more). EXIT_OK, or EXIT_USAGE with why in it->err. */
 int parse_limit(struct opt_iter *it, const char *s, size_t *limit);
 

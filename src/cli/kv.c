@@ -15,17 +15,17 @@ static int write_opt(int id, struct opt_iter *it, struct fl_write_opts *w)
 {
     switch (id) {
     case O_FENCE:
-        if (parse_u64(it->v[1], &w->fence_token))
+        if (cli_parse_u64(it->v[1], &w->fence_token))
             return opt_err(it, "--fence NAME TOKEN: bad token '%s'", it->v[1]);
         w->fence_name = it->v[0];
         return EXIT_OK;
     case O_IFREV:
-        if (parse_u64(it->v[0], &w->ifrev))
+        if (cli_parse_u64(it->v[0], &w->ifrev))
             return opt_err(it, "--ifrev: bad revision '%s'", it->v[0]);
         w->use_ifrev = 1;
         return EXIT_OK;
     case O_LEASE:
-        if (parse_u64(it->v[0], &w->lease_sid) || w->lease_sid == 0)
+        if (cli_parse_u64(it->v[0], &w->lease_sid) || w->lease_sid == 0)
             return opt_err(it, "--lease: bad session id '%s'", it->v[0]);
         return EXIT_OK;
     }

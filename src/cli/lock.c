@@ -130,7 +130,7 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
     if (a.pos[0][0] == '\0')
         return sub_err(&a, "the name is empty");
     uint64_t lim = 0;
-    if (kind == RUN_SEM && (parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
+    if (kind == RUN_SEM && (cli_parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
         return sub_err(&a, "bad LIMIT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);
     o.limit = (uint32_t)lim;
     if (kind == RUN_ELECT)

@@ -173,7 +173,7 @@ static int name_token_args(struct cli *c, struct sub_args *a, int argc, char **a
     int rc = sub_fixed(c, a, argc, argv, 2, usage);
     if (rc != SUB_GO)
         return rc;
-    if (parse_u64(a->pos[1], token))
+    if (cli_parse_u64(a->pos[1], token))
         return sub_err(a, "bad token '%s' (a number)", a->pos[1]);
     return SUB_GO;
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/out.h"
+#include "common/timefmt.h"
 
 void jw_init(struct jw *w, FILE *f)
 {
@@ -167,12 +168,9 @@ void jw_bytes(struct jw *w, const char *key, const void *s, size_t len)
 
 void fmt_wallclock(char *buf, size_t size, uint64_t ms)
 {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&t, &tm) == NULL) {
+    char t[TIME_RFC3339_BUF];
+    if (time_rfc3339(t, ms) == 0)
+        snprintf(buf, size, "%s", t);
+    else
         snprintf(buf, size, "%" PRIu64 " ms", ms);
-        return;
-    }
-    size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%03uZ", (unsigned)(ms % 1000));
 }

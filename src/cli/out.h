@@ -58,7 +58,8 @@ void out_str(FILE *f, const char *s);
 /* out_str left-aligned in a column of width characters (bytes), as printf's %-Ns. */
 void out_pad(FILE *f, const char *s, int width);
 
-/* Write a wall-clock time in ms since the epoch as "2026-12-03T07:33:40.123Z" into buf. */
+/* Write a wall-clock time in ms since the epoch as "2026-12-03T07:33:40.123Z" (timefmt.h) into
+   buf, or "N ms" when it has no such form (past year 9999). */
 void fmt_wallclock(char *buf, size_t size, uint64_t ms);
 
 #endif

@@ -215,7 +215,7 @@ int cmd_watch(struct cli *c, int argc, char **argv)
     while ((r = sub_next(c, &a, watch_opts, &id)) == SUB_OPT) {
         if (id == O_FROM)
             from = a.it.v[0];
-        else if (parse_u64(a.it.v[0], &o.count) || o.count == 0)
+        else if (cli_parse_u64(a.it.v[0], &o.count) || o.count == 0)
             return sub_err(&a, "--count: bad number '%s' (1 or more)", a.it.v[0]);
     }
     if (r == SUB_STOP)

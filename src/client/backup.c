@@ -16,22 +16,8 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "common/io.h"
 #include "common/snapfile.h"
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* fsync of the directory holding path, so the rename itself is durable. */
 static int sync_dir(const char *path)
@@ -65,8 +51,8 @@ static fl_err write_file(fl_client *c, const char *path, const uint8_t hdr[SNAPF
         free(tmp);
         return cl_fail(c, FL_EIO, "cannot write %s: %s", path, strerror(e));
     }
-    int ok = fchmod(fd, 0600) == 0 && write_all(fd, hdr, SNAPFILE_HEADER) == 0 &&
-             write_all(fd, data, n) == 0 && fsync(fd) == 0;
+    int ok = fchmod(fd, 0600) == 0 && io_write_all(fd, hdr, SNAPFILE_HEADER) == 0 &&
+             io_write_all(fd, data, n) == 0 && fsync(fd) == 0;
     int e = errno;
     if (close(fd) != 0 && ok) {
         ok = 0;

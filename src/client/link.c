@@ -261,7 +261,9 @@ bool cl_link_idle_ok(struct cl_link *l)
     return ok;
 }
 
-static int write_all(struct cl_link *l, const char *p, size_t n, int64_t until)
+/* Not common/io.h's io_write_all: the socket is non-blocking, may carry TLS, waits at most until
+ * the deadline, and a failure marks the link broken (link_fail) with its reason. */
+static int link_send_all(struct cl_link *l, const char *p, size_t n, int64_t until)
 {
     while (n) {
         ssize_t w;
@@ -296,7 +298,7 @@ int cl_link_send(struct cl_link *l, int argc, const char **argv, const size_t *l
     int n = redisFormatCommandArgv(&cmd, argc, argv, len);
     if (n < 0)
         return link_fail(l, "out of memory");
-    int rc = write_all(l, cmd, (size_t)n, until);
+    int rc = link_send_all(l, cmd, (size_t)n, until);
     redisFreeCommand(cmd);
     return rc;
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/log.h"
+#include "common/io.h"
+#include "common/timefmt.h"
 
 #include "common/text.h"
 
@@ -29,16 +31,15 @@ static char level_char(enum log_level lv)
     return '?';
 }
 
-/* "2026-12-02T16:05:41.123Z" into out; sized by the caller for the worst case gcc can see. */
-static int format_time(char *out, size_t n)
+/* Now, as timefmt.h's RFC 3339 form; TIME_RFC3339_NONE if the clock cannot be read. */
+static void format_time(char out[TIME_RFC3339_BUF])
 {
     struct timespec ts;
-    struct tm tm;
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || !gmtime_r(&ts.tv_sec, &tm))
-        return snprintf(out, n, "0000-00-00T00:00:00.000Z");
-    return snprintf(out, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                    (int)(ts.tv_nsec / 1000000L % 1000));
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec < 0) {
+        memcpy(out, TIME_RFC3339_NONE, TIME_RFC3339_BUF);
+        return;
+    }
+    (void)time_rfc3339(out, (uint64_t)ts.tv_sec * 1000 + (uint64_t)(ts.tv_nsec / 1000000L));
 }
 
 /* One line per entry: a newline inside a message would forge a second, unprefixed entry. */
@@ -49,18 +50,10 @@ static void flatten(char *p, size_t n)
             p[i] = ' ';
 }
 
-/* Retry short writes and EINTR; give up silently on other errors (logging must never fail). */
-static void write_all(const char *p, size_t n)
+/* Logging must never fail: a line that cannot be written whole is dropped silently. */
+static void write_line(const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = write(STDERR_FILENO, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
+    (void)io_write_all(STDERR_FILENO, p, n);
 }
 
 static const char *level_name(enum log_level lv)
@@ -87,7 +80,7 @@ static void write_json(const struct logger *l, enum log_level lv, const char *ts
         o += sizeof ELLIPSIS - 1;
     }
     memcpy(line + o, tail, sizeof tail - 1);
-    write_all(line, o + sizeof tail - 1);
+    write_line(line, o + sizeof tail - 1);
 }
 
 void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
@@ -96,8 +89,8 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     if (lv < min)
         return;
     char line[LOG_LINE_MAX];
-    char ts[96];
-    format_time(ts, sizeof(ts));
+    char ts[TIME_RFC3339_BUF];
+    format_time(ts);
     int h = l && l->format == LOG_JSON
                 ? 0
                 : snprintf(line, sizeof(line), "%s %c [%d] ", ts, level_char(lv), l ? l->id : 0);
@@ -121,7 +114,7 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     }
     flatten(line + h, len);
     line[(size_t)h + len] = '\n';
-    write_all(line, (size_t)h + len + 1);
+    write_line(line, (size_t)h + len + 1);
 }
 
 int log_level_parse(const char *s, enum log_level *out)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/resp.h"
+#include "common/num.h"
 #include "common/proto.h"
 
 #include <stdarg.h>
@@ -524,17 +525,7 @@ int resp_w_finish(struct buf *b, size_t start)
 
 int resp_parse_u64(const char *p, size_t len, uint64_t *out)
 {
-    if (!p || len == 0)
-        return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned d = (unsigned)((unsigned char)p[i] - '0');
-        if (d > 9 || v > ((uint64_t)INT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
+    return num_parse_u64_in(p, len, 0, (uint64_t)INT64_MAX, out);
 }
 
 static unsigned char ascii_lower(unsigned char c)

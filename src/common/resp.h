@@ -78,8 +78,8 @@ int resp_w_verbatim(struct buf *b, int proto, const char *p, size_t n);
  */
 int resp_w_finish(struct buf *b, size_t start);
 
-/* Strict unsigned decimal: digits only (leading zeros allowed), no sign, no spaces, at most
- * 9223372036854775807. 0 ok, -1 otherwise. */
+/* A RESP integer argument: common/num.h's strict decimal (digits only, leading zeros allowed)
+ * bounded to 9223372036854775807, the signed 64-bit range of RESP integers. 0 ok, -1 otherwise. */
 int resp_parse_u64(const char *p, size_t len, uint64_t *out);
 /* Case-insensitive comparison of an argument with a NUL-terminated ASCII word: 1 if equal. */
 int resp_arg_is(const struct resp_arg *a, const char *word);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/proto.h"
 
 /* How long rn_start waits for this node's raft address to become free, and how often it looks. */
@@ -24,22 +25,19 @@
 #define RN_NS_PER_MS 1000000L
 
 /* Bind a throw-away socket to the raft address, as a listener would (SO_REUSEADDR, like
- * libuv). 0 if it could be bound, else the errno. A host that is no IPv4 literal is not
- * probed (0): the transport resolves it itself. */
+ * libuv). 0 if it could be bound, else the errno. A host that is no IP literal is not probed
+ * (0): the transport resolves it itself. */
 int rn_bind_probe(const char *address)
 {
-    char host[PROTO_ADDR_BUF];
-    int port;
-    struct sockaddr_in sa;
-    if (proto_addr_parse(address, strlen(address), host, sizeof(host), &port) ||
-        uv_ip4_addr(host, port, &sa))
+    struct sockaddr_storage sa;
+    if (addr_ip_parse(address, strlen(address), &sa))
         return 0;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return 0; /* cannot probe: let the transport try and report */
     int one = 1, rc = 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+    if (bind(fd, (struct sockaddr *)&sa, addr_ip_len(&sa)))
         rc = errno;
     close(fd);
     return rc;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
+#include "common/timefmt.h"
 #include "server/server.h"
 
 #define AUDIT_ERR_LOG_EVERY_MS 10000 /* a failing disk must not flood the server log */
@@ -30,20 +31,11 @@ void audit_json_str(struct buf *out, const char *s, size_t n)
     buf_append(out, "\"", 1);
 }
 
-void audit_time(uint64_t wall_ms, char *out, size_t cap)
-{
-    time_t t = (time_t)(wall_ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(wall_ms % 1000));
-}
-
 void audit_format(struct buf *out, uint64_t wall_ms, uint64_t node, const char *user,
                   const char *addr, const char *event, const char *detail, size_t detail_len)
 {
-    char ts[40];
-    audit_time(wall_ms, ts, sizeof ts);
+    char ts[TIME_RFC3339_BUF];
+    (void)time_rfc3339(ts, wall_ms);
     buf_printf(out, "{\"time\":\"%s\",\"node\":%llu,\"user\":", ts, (unsigned long long)node);
     audit_json_str(out, user ? user : "", user ? strlen(user) : 0);
     buf_append_str(out, ",\"addr\":");

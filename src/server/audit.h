@@ -45,8 +45,6 @@ void audit_json_str(struct buf *out, const char *s, size_t n);
 /* Append one audit line (newline included) to out. wall_ms: ms since the epoch, UTC. */
 void audit_format(struct buf *out, uint64_t wall_ms, uint64_t node, const char *user,
                   const char *addr, const char *event, const char *detail, size_t detail_len);
-/* "2026-12-05T05:00:39.123Z" into out[cap] (cap >= 25). */
-void audit_time(uint64_t wall_ms, char *out, size_t cap);
 
 /* Open path (NULL or "" = audit off). 0, or -1 with errno: the caller refuses to start. */
 int audit_open(struct audit *a, const char *path);

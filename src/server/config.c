@@ -9,13 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/num.h"
 #include "raft/transport.h"
 #include "server/config_int.h"
 #include "server/peer_guard.h"
 #include "server/server.h"
 
 #define NODE_ID_MAX (1ull << 32) /* node ids are 1..2^32 */
-#define NODE_ID_DIGITS 20        /* what parse_u64 reads: a u64 in decimal */
+#define NODE_ID_DIGITS 20        /* what num_parse_u64 reads: a u64 */
 /* One --initial-cluster / --recover item: "ID=HOST:PORT" and its NUL. */
 #define CLUSTER_ITEM_BUF (NODE_ID_DIGITS + 1 + PROTO_ADDR_BUF)
 
@@ -303,19 +304,6 @@ void srv_config_usage(FILE *f)
           f);
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-' || *s == '+')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* A listen address: "host:port" (proto.h's grammar and limit) -> host (brackets of an IPv6
  * literal removed: it is handed to uv_ip6_addr), port. */
 static int parse_hostport(const char *s, char host[PROTO_ADDR_BUF], int *port)
@@ -370,7 +358,7 @@ static int parse_cluster(struct srv_config *c, const char *v)
             return -1;
         *eq = 0;
         struct rn_peer *p = &c->peers[c->n_peers];
-        if (parse_u64(item, 1, NODE_ID_MAX, &id) || !valid_hostport(eq + 1))
+        if (num_parse_u64_str(item, 1, NODE_ID_MAX, &id) || !valid_hostport(eq + 1))
             return -1;
         for (size_t i = 0; i < c->n_peers; i++)
             if (c->peers[i].id == id)
@@ -577,7 +565,7 @@ static const struct num_flag num_flags[] = {
 static int set_num(struct srv_config *c, const struct num_flag *f, const char *v, const char *where)
 {
     uint64_t x;
-    if (parse_u64(v, f->min, f->max, &x)) {
+    if (num_parse_u64_str(v, f->min, f->max, &x)) {
         fprintf(stderr, "fencelockd: %s%s wants a number in %llu..%llu, got '%s'\n", where, f->name,
                 (unsigned long long)f->min, (unsigned long long)f->max, v);
         return -1;

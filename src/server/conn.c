@@ -33,6 +33,7 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+#include "common/addr.h"
 #include "common/proto.h"
 #include "server/cmd.h"
 #include "server/fdlimit.h"
@@ -656,12 +657,8 @@ int srv_listen(struct srv *s)
 {
     struct sockaddr_storage addr;
     int rc;
-    if (strchr(s->cfg.listen_host, ':'))
-        rc = uv_ip6_addr(s->cfg.listen_host, s->cfg.listen_port, (struct sockaddr_in6 *)&addr);
-    else
-        rc = uv_ip4_addr(s->cfg.listen_host, s->cfg.listen_port, (struct sockaddr_in *)&addr);
-    if (rc) {
-        LOGE(&s->log, "bad listen address %s: %s", s->cfg.listen_host, uv_strerror(rc));
+    if (addr_ip_sockaddr(s->cfg.listen_host, s->cfg.listen_port, &addr)) {
+        LOGE(&s->log, "bad listen address %s: not an IP address", s->cfg.listen_host);
         return -1;
     }
     uv_tcp_init(s->loop, &s->listener);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "server/http.h"
+#include "common/addr.h"
 #include "common/proto.h"
 
 #include <stdio.h>
@@ -434,21 +435,6 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- public API ---- */
 
-/* An IPv4 or IPv6 literal; "[::1]" is accepted as well as "::1". */
-static int parse_addr(const char *host, int port, struct sockaddr_storage *ss)
-{
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)ss) == 0)
-        return 0;
-    char tmp[PROTO_ADDR_BUF];
-    size_t n = strlen(host);
-    if (n >= 2 && n < sizeof(tmp) && host[0] == '[' && host[n - 1] == ']') {
-        memcpy(tmp, host + 1, n - 2);
-        tmp[n - 2] = '\0';
-        host = tmp;
-    }
-    return uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss);
-}
-
 static void on_listener_closed(uv_handle_t *hd)
 {
     struct srv_http *h = hd->data;
@@ -470,7 +456,7 @@ int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler
     *out = NULL;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
-    if (!host || !handler || port < 0 || port > 65535 || parse_addr(host, port, &ss)) {
+    if (!host || !handler || port < 0 || port > 65535 || addr_ip_sockaddr(host, port, &ss)) {
         if (err && errlen)
             snprintf(err, errlen, "bad http listen address %s:%d", host ? host : "(null)", port);
         return -1;

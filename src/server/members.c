@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "common/proto.h"
 #include "server/server.h"
 
@@ -495,24 +496,12 @@ static void announce_connected(uv_connect_t *req, int status)
         announce_close(a);
 }
 
-/* An IP literal "host:port" (IPv6 bracketed), as a member table or --join gives it. */
-static int parse_addr(const char *hp, size_t n, struct sockaddr_storage *sa)
-{
-    char host[PROTO_ADDR_BUF];
-    int port;
-    if (proto_addr_parse(hp, n, host, sizeof(host), &port))
-        return -1;
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)sa) == 0)
-        return 0;
-    return uv_ip6_addr(host, port, (struct sockaddr_in6 *)sa);
-}
-
 /* Open the short connection to `addr` and send a->out on it; a is s->announce until closed.
  * A request the writers could not finish (out of memory) is not sent: the tick tries again. */
 static void announce_start(struct srv *s, struct srv_announce *a, const char *addr, size_t len)
 {
     struct sockaddr_storage sa;
-    bool bad = buf_failed(&a->out) || parse_addr(addr, len, &sa);
+    bool bad = buf_failed(&a->out) || addr_ip_parse(addr, len, &sa);
     if (bad) {
         LOGW(&s->log, "cannot connect to %.*s: %s", (int)len, addr,
              buf_failed(&a->out) ? "out of memory" : "not an IP host:port");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/num.h"
 #include "common/resp.h"
 #include "server/watch.h"
 
@@ -106,31 +107,14 @@ int watch_id_format(struct watch_id id, char *out)
                     (unsigned long long)id.n);
 }
 
-/* Decimal digits only, the whole 64-bit range (a stream id's halves are unsigned 64-bit, as
- * in Redis; resp_parse_u64 stops at INT64_MAX). */
-static int parse_u64_full(const char *p, size_t len, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (len == 0)
-        return -1;
-    for (size_t i = 0; i < len; i++) {
-        unsigned d = (unsigned)((unsigned char)p[i] - '0');
-        if (d > 9 || v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
-
 int watch_id_parse(const char *p, size_t len, struct watch_id *id)
 {
     const char *dash = memchr(p, '-', len);
     size_t first = dash ? (size_t)(dash - p) : len;
-    if (parse_u64_full(p, first, &id->rev))
+    if (num_parse_u64(p, first, &id->rev))
         return -1;
     id->n = 0;
-    if (dash && parse_u64_full(dash + 1, len - first - 1, &id->n))
+    if (dash && num_parse_u64(dash + 1, len - first - 1, &id->n))
         return -1;
     return 0;
 }

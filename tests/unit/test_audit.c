@@ -49,17 +49,6 @@ TEST(test_json_keeps_valid_utf8_and_escapes_every_other_high_byte)
            2, "\"\\u0080a\""); /* lone continuation */
 }
 
-TEST(test_time_is_rfc3339_utc_with_milliseconds)
-{
-    char t[40];
-    audit_time(0, t, sizeof t);
-    CHECK(strcmp(t, "1970-01-01T00:00:00.000Z") == 0);
-    audit_time(1796446839123ull, t, sizeof t); /* 2026-12-05T05:00:39.123Z */
-    CHECK(strcmp(t, "2026-12-05T05:00:39.123Z") == 0);
-    audit_time(951782400007ull, t, sizeof t); /* a leap day */
-    CHECK(strcmp(t, "2000-02-29T00:00:00.007Z") == 0);
-}
-
 TEST(test_line_has_every_field_in_order_and_ends_in_one_newline)
 {
     struct buf b;
@@ -123,7 +112,6 @@ int main(void)
 {
     RUN(test_json_escapes_quotes_backslashes_and_control_bytes);
     RUN(test_json_keeps_valid_utf8_and_escapes_every_other_high_byte);
-    RUN(test_time_is_rfc3339_utc_with_milliseconds);
     RUN(test_line_has_every_field_in_order_and_ends_in_one_newline);
     RUN(test_absent_user_address_and_detail_are_empty_strings);
     RUN(test_write_errors_are_counted_and_reopen_follows_the_path);
