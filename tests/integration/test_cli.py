@@ -651,7 +651,8 @@ class Terminal:
         end = time.monotonic() + timeout
         while what not in self.out[self.mark:]:
             left = end - time.monotonic()
-            assert left > 0, "%r never appeared on the terminal; it shows %r" % (what, self.out)
+            assert left > 0, "%r never appeared on the terminal; it shows %r\n%s" % (
+                what, self.out, self.report())
             r, _, _ = select.select([self.fd], [], [], min(left, 0.2))
             if r:
                 try:
@@ -662,8 +663,38 @@ class Terminal:
                 self.out += d
         check_clean(self.out.decode("utf-8", "replace"), "fencelock on a terminal")
 
+    def report(self):
+        """The terminal's processes (foreground group first) and where every fencelock among
+        them stands, for a failure."""
+        try:
+            fg = os.tcgetpgrp(self.fd)
+        except OSError as e:
+            fg = "? (%s)" % e
+        out = ["terminal foreground process group: %s (when %r was typed: %r)"
+               % (fg, *getattr(self, "fg_at_type", (None, None)))]
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,pgid,sid,stat,wchan:20,args"],
+                            capture_output=True, text=True, timeout=20).stdout.splitlines()
+        mine = [l for l in ps[1:] if l.split()[3] == str(self.pid)]
+        out += [ps[0]] + mine
+        for l in mine:
+            try:
+                with open("/proc/%s/status" % l.split()[0]) as f:
+                    sig = [x.strip() for x in f if x.startswith(("SigBlk", "SigIgn", "SigPnd",
+                                                                  "ShdPnd"))]
+                out.append("%s: %s" % (l.split()[0], ", ".join(sig)))
+            except OSError:
+                pass
+        for l in mine:
+            if "fencelock" in l.split(None, 6)[-1]:
+                out.append(stuck_report(int(l.split()[0])))
+        return "\n".join(out)
+
     def type(self, data):
         self.mark = len(self.out)
+        try:  # who gets a control character: for report()
+            self.fg_at_type = (data[:8], os.tcgetpgrp(self.fd))
+        except OSError:
+            pass
         os.write(self.fd, data)
 
     def status(self):
@@ -694,12 +725,17 @@ def test_cli_interactive_command_gets_the_terminal(ctx):
     # Typed input reaches the command (it is the terminal's foreground group); then Ctrl-C,
     # sent by the terminal to that group, ends it and the CLI releases the lock. (The quotes
     # in na""me keep the echo of the typed command line from matching.)
+    # Ctrl-C is typed once `sleep` runs: sh -c catches SIGINT and acts on it only when its
+    # foreground command ends, so a Ctrl-C that came between the echo and the fork of sleep
+    # would leave a sleep that never got it (dash's rule, not fencelock's).
+    m = marker()
+    ctx.defer(lambda: subprocess.run(["pkill", "-KILL", "-f", "^sleep %s$" % m]))
     t.type(b"%s lock job -- sh -c 'printf \"na\"\"me? \"; read x; echo \"got $x\"; "
-           b"echo wait\"\"ing; sleep 60'\n" % cli.encode())
+           b"sleep %s'\n" % (cli.encode(), m.encode()))
     t.expect(b"name? ")
     t.type(b"bob\n")
     t.expect(b"got bob")
-    t.expect(b"waiting")
+    wait_until(lambda: left_running(m), timeout=15, what="the command's sleep running")
     assert lock_info(c, "job")["holder"] != 0, "held while the command runs"
     t.type(b"\x03")
     t.expect(b"PROMPT$ ")
