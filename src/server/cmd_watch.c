@@ -41,6 +41,7 @@ struct srv_watcher {
     uint64_t stamp;                /* the s->watch_stamp of the wake that listed it */
     struct wake_member *mem;       /* one per stream, in s->wake (after st[] in this block) */
     struct srv_slot *slot;
+    uint64_t *parked;     /* its user's parked count (srv_parked_counter), or NULL */
     uint64_t deadline;    /* monotonic ms; 0 = BLOCK 0, no end */
     uint64_t count;       /* 0 = no limit */
     bool stale;           /* READONLY: stays when this node steps down */
@@ -187,6 +188,8 @@ static void watcher_unlink(struct srv *s, struct srv_watcher *w)
     if (w->next)
         w->next->prev = w->prev;
     s->n_watchers--;
+    if (w->parked)
+        (*w->parked)--;
 }
 
 /* Unpark and answer: the reply is already in the slot's out (or the slot is orphaned). */
@@ -239,6 +242,9 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
         s->watchers->prev = w;
     s->watchers = w;
     s->n_watchers++;
+    w->parked = srv_parked_counter(s, r->c ? r->c->user : NULL);
+    if (w->parked)
+        (*w->parked)++;
     srv_slot_set_state(r->slot, SLOT_PARKED);
     r->async = true;
     return 0;
@@ -308,14 +314,6 @@ void srv_watch_wake(struct srv *s)
         }
         w = next;
     }
-}
-
-uint64_t srv_watch_parked_by(const struct srv *s, const struct acl_user *u)
-{
-    uint64_t n = 0;
-    for (const struct srv_watcher *w = s->watchers; w; w = w->next)
-        n += w->slot->conn && w->slot->conn->user == u;
-    return n;
 }
 
 void srv_watch_reauth(struct srv *s)

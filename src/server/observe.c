@@ -44,6 +44,7 @@ struct elect_state {
 struct srv_observer {
     struct srv_observer *prev, *next;
     struct srv_slot *slot;
+    uint64_t *parked;  /* its user's parked count (srv_parked_counter), or NULL */
     uint64_t deadline; /* monotonic ms; 0 = no WAIT, no end */
     uint64_t after;
     struct watch_id seen; /* history scanned up to here: no change of the name in it */
@@ -219,6 +220,8 @@ static void observer_finish(struct srv *s, struct srv_observer *o)
     if (o->next)
         o->next->prev = o->prev;
     s->n_observers--;
+    if (o->parked)
+        (*o->parked)--;
     srv_slot_set_state(o->slot, SLOT_PENDING);
     srv_slot_done(o->slot);
     free(o);
@@ -243,6 +246,9 @@ static int observe_park(struct srv_req *r, struct fsm_str name, uint64_t after,
         o->next->prev = o;
     r->s->observers = o;
     r->s->n_observers++;
+    o->parked = srv_parked_counter(r->s, r->c ? r->c->user : NULL);
+    if (o->parked)
+        (*o->parked)++;
     srv_slot_set_state(r->slot, SLOT_PARKED);
     r->async = true;
     return 0;
@@ -284,14 +290,6 @@ void srv_observe_fail(struct srv *s, int status, bool all)
             observer_finish(s, o);
         }
     }
-}
-
-uint64_t srv_observe_parked_by(const struct srv *s, const struct acl_user *u)
-{
-    uint64_t n = 0;
-    for (const struct srv_observer *o = s->observers; o; o = o->next)
-        n += o->slot->conn && o->slot->conn->user == u;
-    return n;
 }
 
 void srv_observe_reauth(struct srv *s)

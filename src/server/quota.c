@@ -168,19 +168,20 @@ static void ns_usage(struct srv *s, const struct acl_user *u, uint64_t *keys, ui
 /* The user's parked XREAD ... BLOCK and ELECT.OBSERVE requests on this node. */
 static uint64_t parked_of(struct srv *s, const struct acl_user *u);
 
-/* What u uses now, of each per-user quota it has (0 for those it has not: no walk). */
-static void user_used(struct srv *s, const struct acl_user *u, uint64_t used[ACL_QUOTA_N])
+/* What u uses now: of every quota (all, for /metrics), or of those it has (the namespace walk
+ * only when it has a key quota). */
+static void user_used(struct srv *s, const struct acl_user *u, bool all, uint64_t used[ACL_QUOTA_N])
 {
     struct fsm_owner_usage ou;
     uint64_t keys = 0, kbytes = 0;
     fsm_owner_usage(s->fsm, u->name, strlen(u->name), &ou);
-    if (u->quota[ACL_QUOTA_KEYS] || u->quota[ACL_QUOTA_BYTES])
+    if (all || u->quota[ACL_QUOTA_KEYS] || u->quota[ACL_QUOTA_BYTES])
         ns_usage(s, u, &keys, &kbytes);
     used[ACL_QUOTA_SESSIONS] = ou.sessions;
     used[ACL_QUOTA_WAITERS] = ou.waiters;
     used[ACL_QUOTA_KEYS] = keys;
     used[ACL_QUOTA_BYTES] = ou.bytes + kbytes;
-    used[ACL_QUOTA_PARKED] = u->quota[ACL_QUOTA_PARKED] ? parked_of(s, u) : 0;
+    used[ACL_QUOTA_PARKED] = parked_of(s, u);
 }
 
 /* The part of the growth g (global measure) that counts against the acting user: its sessions,
@@ -235,7 +236,7 @@ static int user_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct a
         any |= gu[q] && u->quota[q];
     if (!any)
         return 0;
-    user_used(s, u, used);
+    user_used(s, u, false, used);
     const uint64_t *pend = user_pending(s, u->name, false);
     if (!pend)
         pend = zero;
@@ -275,11 +276,30 @@ static void user_release(struct srv *s, struct srv_quota *res)
 void srv_quota_free(struct srv *s)
 {
     map_free(&s->user_pending, free);
+    map_free(&s->user_parked, free);
 }
 
+uint64_t *srv_parked_counter(struct srv *s, const struct acl_user *u)
+{
+    if (!u)
+        return NULL;
+    uint64_t *n = map_get(&s->user_parked, u->name, strlen(u->name));
+    if (n)
+        return n;
+    n = calloc(1, sizeof(*n));
+    if (n && map_put(&s->user_parked, u->name, strlen(u->name), n)) {
+        free(n);
+        n = NULL;
+    }
+    return n;
+}
+
+/* O(1): counted as requests park and unpark, by user name (a SIGHUP that re-points a
+ * connection to the reloaded user of the same name keeps the count). */
 static uint64_t parked_of(struct srv *s, const struct acl_user *u)
 {
-    return srv_watch_parked_by(s, u) + srv_observe_parked_by(s, u);
+    const uint64_t *n = map_get(&s->user_parked, u->name, strlen(u->name));
+    return n ? *n : 0;
 }
 
 int srv_parked_admit(struct srv_req *r)
@@ -356,15 +376,8 @@ static void render_users(struct srv *s, struct buf *out)
                     "namespace; parked on this node).\n# TYPE fencelock_user_usage gauge\n");
     for (size_t i = 0; i < a->n; i++) {
         const struct acl_user *u = &a->users[i];
-        struct fsm_owner_usage ou;
-        uint64_t used[ACL_QUOTA_N], keys, kbytes;
-        fsm_owner_usage(s->fsm, u->name, strlen(u->name), &ou);
-        ns_usage(s, u, &keys, &kbytes);
-        used[ACL_QUOTA_SESSIONS] = ou.sessions;
-        used[ACL_QUOTA_WAITERS] = ou.waiters;
-        used[ACL_QUOTA_KEYS] = keys;
-        used[ACL_QUOTA_BYTES] = ou.bytes + kbytes;
-        used[ACL_QUOTA_PARKED] = parked_of(s, u);
+        uint64_t used[ACL_QUOTA_N];
+        user_used(s, u, true, used);
         for (int q = 0; q < ACL_QUOTA_N; q++)
             buf_printf(out, "fencelock_user_usage{user=\"%s\",quota=\"%s\"} %llu\n", u->name,
                        acl_quota_fields[q] + 4, (unsigned long long)used[q]);

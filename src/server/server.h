@@ -289,6 +289,7 @@ struct srv {
     struct cmdstat cmdstat;          /* fencelock_commands_total{command,result} */
     struct srv_quota quota_pending;  /* reserved by proposals in flight (quota.c) */
     struct map user_pending;         /* user name -> uint64_t[ACL_QUOTA_N] in flight (quota.c) */
+    struct map user_parked;          /* user name -> uint64_t parked XREAD/OBSERVE here (quota.c) */
     struct buf scratch;
     struct srv_announce *announce; /* follower -> leader CLUSTER.ANNOUNCE in flight */
     uint64_t announce_last_ms;
@@ -423,8 +424,6 @@ void srv_watch_tick(struct srv *s, uint64_t now);
 /* Answer parked XREADs with the error for `status`: all (shutdown), or only those that are
  * not READONLY (step-down: they resume by id on the new leader). */
 void srv_watch_fail(struct srv *s, int status, bool all);
-/* The parked XREADs of user u's connections on this node (quota.c's max_parked=). */
-uint64_t srv_watch_parked_by(const struct srv *s, const struct acl_user *u);
 /* srv_reauth_parked's part: parked XREADs whose user may no longer read the stream. */
 void srv_watch_reauth(struct srv *s);
 
@@ -437,8 +436,6 @@ void srv_observe_wake(struct srv *s);
 void srv_observe_tick(struct srv *s, uint64_t now);
 /* Answer parked observers with the error for `status`: all (shutdown) or the non-READONLY. */
 void srv_observe_fail(struct srv *s, int status, bool all);
-/* The parked ELECT.OBSERVE requests of user u's connections on this node. */
-uint64_t srv_observe_parked_by(const struct srv *s, const struct acl_user *u);
 /* srv_reauth_parked's part: observers whose user may no longer read that election. */
 void srv_observe_reauth(struct srv *s);
 void srv_observe_free(struct srv *s);
@@ -479,6 +476,10 @@ int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl
 /* Before parking an XREAD ... BLOCK or ELECT.OBSERVE ... WAIT: 0, or -1 with -NOSPACE written
  * when --max-parked (all users) or the user's max_parked= is reached. */
 int srv_parked_admit(struct srv_req *r);
+/* The counter of user u's parked requests on this node (NULL for no user, or out of memory):
+ * a request that parks adds 1 to it and keeps the pointer, and takes the 1 back when it is
+ * unparked, however it ends (the counters live until srv_quota_free). */
+uint64_t *srv_parked_counter(struct srv *s, const struct acl_user *u);
 /* Teardown: the per-user reservations' table. */
 void srv_quota_free(struct srv *s);
 void srv_quota_release(struct srv *s, struct srv_quota *res);

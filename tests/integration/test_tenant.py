@@ -307,6 +307,18 @@ def test_user_at_max_parked_is_refused_and_others_are_not_and_max_parked_caps_al
     usage = labeled(s, "fencelock_user_usage")
     eq(usage.get('{user="a",quota="parked"}'), 1, "a's parked usage: %r" % (usage,))
     eq(usage.get('{user="b",quota="parked"}'), 2, "b's parked usage: %r" % (usage,))
+    # An answered request gives its place back (counted as requests park and unpark): an
+    # event answers every parked XREAD, then a may park again, and b's count is 0.
+    for c in (a1, b1, b2):
+        c.close()  # orphaned: unparked by the sweep (at most a second later)
+    wait_until(lambda: metric(s, "fencelock_xread_blocked") == 0, timeout=15,
+               what="the closed readers unparked")
+    usage = labeled(s, "fencelock_user_usage")
+    eq((usage.get('{user="a",quota="parked"}'), usage.get('{user="b",quota="parked"}')),
+       (0, 0), "parked usage after the readers went: %r" % (usage,))
+    a2.send("XREAD", "BLOCK", 60000, "STREAMS", "fencelock:events", "$")
+    wait_until(lambda: metric(s, "fencelock_xread_blocked") == 1, timeout=15,
+               what="a parks again")
 
 
 def test_user_quota_holds_across_a_leader_change(ctx):
