@@ -18,6 +18,26 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A seeded xorshift64 step (*x must not be 0): random test data that replays from its seed. */
+static inline uint64_t test_rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* A name or prefix of 0..4 bytes over "ab/" into out (4 bytes at least): many shared prefixes,
+ * some names equal (the watch index and the wake index tests). Returns its length. */
+static inline size_t test_rnd_name(uint64_t *x, char *out)
+{
+    static const char abc[] = "ab/";
+    size_t len = test_rnd(x) % 5;
+    for (size_t i = 0; i < len; i++)
+        out[i] = abc[test_rnd(x) % 3];
+    return len;
+}
+
 static int test_passed_, test_failed_, test_cur_failed_;
 
 #define TEST(name) static void name(void)

@@ -22,23 +22,6 @@ struct reader {
     unsigned visits;
 };
 
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-static size_t rnd_name(uint64_t *x, char *out)
-{
-    static const char abc[] = "ab/";
-    size_t len = rnd(x) % 5;
-    for (size_t i = 0; i < len; i++)
-        out[i] = abc[rnd(x) % 3];
-    return len;
-}
-
 static void count_visit(void *arg, struct wake_member *m)
 {
     (void)arg;
@@ -61,19 +44,19 @@ TEST(an_event_visits_exactly_the_matching_readers_once)
         memset(rd, 0, sizeof(rd));
         wake_index_init(&idx, seed);
         for (int step = 0; step < 300; step++) {
-            struct reader *r = &rd[rnd(&x) % MEMBERS];
+            struct reader *r = &rd[test_rnd(&x) % MEMBERS];
             if (r->in) {
                 wake_index_del(&idx, &r->m);
                 r->in = false;
             } else {
-                r->all = rnd(&x) % 8 == 0;
-                r->plen = r->all ? 0 : rnd_name(&x, r->prefix);
+                r->all = test_rnd(&x) % 8 == 0;
+                r->plen = r->all ? 0 : test_rnd_name(&x, r->prefix);
                 CHECK(wake_index_add(&idx, &r->m, r->all, r->prefix, r->plen, r) == 0);
                 r->in = true;
             }
             char name[4];
-            size_t len = rnd_name(&x, name);
-            bool named = rnd(&x) % 5 != 0;
+            size_t len = test_rnd_name(&x, name);
+            bool named = test_rnd(&x) % 5 != 0;
             for (int i = 0; i < MEMBERS; i++)
                 rd[i].visits = 0;
             wake_index_match(&idx, name, len, named, count_visit, NULL);

@@ -308,40 +308,22 @@ TEST_F(wfx, fsm_events_become_stream_entries_in_log_order)
 
 /* ---- the name index against a scan of the ring (random histories, many seeds) ---- */
 
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-/* A name or prefix of 0..4 bytes over "ab/": many shared prefixes, some names equal. */
-static size_t rnd_name(uint64_t *x, char *out)
-{
-    static const char abc[] = "ab/";
-    size_t len = rnd(x) % 5;
-    for (size_t i = 0; i < len; i++)
-        out[i] = abc[rnd(x) % 3];
-    return len;
-}
-
 /* One command at `rev` with 1..4 events: puts, grants (named) and session-opens (unnamed). */
 static void rnd_command(struct watch *w, uint64_t *x, uint64_t rev)
 {
     static const uint8_t types[] = {FSM_EV_KEY_PUT, FSM_EV_GRANTED, FSM_EV_SESSION_OPENED};
     struct fsm_event e[4];
     char names[4][4];
-    size_t n = 1 + rnd(x) % 4;
+    size_t n = 1 + test_rnd(x) % 4;
     memset(e, 0, sizeof(e));
     for (size_t i = 0; i < n; i++) {
-        e[i].type = types[rnd(x) % 3];
-        e[i].sid = 1 + rnd(x) % 3;
+        e[i].type = types[test_rnd(x) % 3];
+        e[i].sid = 1 + test_rnd(x) % 3;
         e[i].name.p = names[i];
-        e[i].name.len = (uint32_t)rnd_name(x, names[i]);
-        e[i].value = (struct fsm_str){"vvvvvvvv", (uint32_t)(rnd(x) % 9)};
+        e[i].name.len = (uint32_t)test_rnd_name(x, names[i]);
+        e[i].value = (struct fsm_str){"vvvvvvvv", (uint32_t)(test_rnd(x) % 9)};
     }
-    struct fsm_events ev = {.ev = e, .n = n, .cap = 4, .lost = rnd(x) % 50 == 0};
+    struct fsm_events ev = {.ev = e, .n = n, .cap = 4, .lost = test_rnd(x) % 50 == 0};
     watch_add(w, rev, &ev);
 }
 
@@ -361,17 +343,18 @@ static size_t brute_read(const struct watch *w, bool all, const char *p, size_t 
 /* An id to read after: 0-0, a retained entry's, the floor, the last, or one in between. */
 static struct watch_id rnd_after(const struct watch *w, uint64_t *x)
 {
-    switch (rnd(x) % 5) {
+    switch (test_rnd(x) % 5) {
     case 0:
         return (struct watch_id){0, 0};
     case 1:
-        return w->n ? watch_at(w, rnd(x) % w->n)->id : w->floor;
+        return w->n ? watch_at(w, test_rnd(x) % w->n)->id : w->floor;
     case 2:
         return w->floor;
     case 3:
         return w->last;
     default:
-        return (struct watch_id){w->last.rev ? rnd(x) % (w->last.rev + 1) : 0, rnd(x) % 3};
+        return (struct watch_id){w->last.rev ? test_rnd(x) % (w->last.rev + 1) : 0,
+                                 test_rnd(x) % 3};
     }
 }
 
@@ -379,10 +362,10 @@ static struct watch_id rnd_after(const struct watch *w, uint64_t *x)
 static int check_query(struct watch *w, uint64_t *x)
 {
     char p[4];
-    bool all = rnd(x) % 6 == 0;
-    size_t plen = all ? 0 : rnd_name(x, p);
+    bool all = test_rnd(x) % 6 == 0;
+    size_t plen = all ? 0 : test_rnd_name(x, p);
     struct watch_id after = rnd_after(w, x);
-    size_t max = rnd(x) % 3 ? 1 + rnd(x) % 6 : SIZE_MAX;
+    size_t max = test_rnd(x) % 3 ? 1 + test_rnd(x) % 6 : SIZE_MAX;
     const struct watch_entry **want = malloc((w->n + 1) * sizeof(*want));
     if (!want)
         return -1;
@@ -413,14 +396,14 @@ TEST_F(wfx, the_name_index_answers_like_a_scan_of_the_ring_with_evictions)
     for (uint64_t seed = 1; seed <= 300; seed++) {
         uint64_t x = seed * 0x9e3779b97f4a7c15ull;
         watch_free(w);
-        watch_init(w, 1 + rnd(&x) % 48, 512 + rnd(&x) % 8192, rnd(&x) % 6);
+        watch_init(w, 1 + test_rnd(&x) % 48, 512 + test_rnd(&x) % 8192, test_rnd(&x) % 6);
         watch_seed(w, seed);
         uint64_t rev = 1;
         for (int step = 0; step < 200; step++) {
-            if (rnd(&x) % 40 == 0)
-                watch_forget(w, rev + rnd(&x) % 3);
+            if (test_rnd(&x) % 40 == 0)
+                watch_forget(w, rev + test_rnd(&x) % 3);
             else
-                rnd_command(w, &x, rev += (rnd(&x) % 4 != 0));
+                rnd_command(w, &x, rev += (test_rnd(&x) % 4 != 0));
             if (watch_audit(w, why, sizeof(why))) {
                 fprintf(stderr, "seed %llu step %d: %s\n", (unsigned long long)seed, step, why);
                 CHECK(0);
