@@ -186,15 +186,21 @@ def _authed_leader(servers, timeout=20.0):
     return wait_until(find, timeout=timeout, interval=0.05, what="a ready leader (as root)")
 
 
-def test_owner_is_replicated_three_nodes_with_acl(ctx):
-    path = _acl_file(ctx)
+def start_acl_cluster(ctx, acl_path):
+    """3 nodes under --acl-file ACL_PATH, whose user root (password rootpw, every permission)
+    is also the peer user: a cluster under --acl-file needs peer credentials for its members'
+    announces."""
     pw = ctx.tmp("peerpw")
     with open(pw, "w") as f:
         f.write("rootpw\n")
     os.chmod(pw, 0o600)
-    # a cluster under --acl-file needs peer credentials for its members' announces (root: all)
-    servers = start_cluster(ctx, 3, extra=("--acl-file", path, "--peer-user", "root",
-                                           "--peer-password-file", pw))
+    return start_cluster(ctx, 3, extra=("--acl-file", acl_path, "--peer-user", "root",
+                                        "--peer-password-file", pw))
+
+
+def test_owner_is_replicated_three_nodes_with_acl(ctx):
+    path = _acl_file(ctx)
+    servers = start_acl_cluster(ctx, path)
     lead = _authed_leader(servers)
     alice, bob = (_authed(ctx, lead, u, u + "pw") for u in ("alice", "bob"))
     a = expect_int(alice.call("SESSION.OPEN", 60000, "LOCKDELAY", 1000))

@@ -123,12 +123,9 @@ def test_peer_tls_cluster_elects_replicates_and_reelects_after_kill9(ctx):
     locks_still_granted(rest)
 
 
-def test_peer_tls_foreign_ca_impostor_cannot_join_or_disturb(ctx):
-    """Node 3 is replaced by an impostor with node 3's id, address and configuration but a
-    certificate from another CA. Without the CA check it would be node 3 (the leader sends it
-    the log); with it, it never hears of a leader, the cluster's terms stay put and writes
-    keep succeeding on the two real nodes."""
-    servers, _ = tls_cluster(ctx)
+def kill_a_follower(servers):
+    """kill -9 a follower once a write committed; returns (victim, the others, their leader
+    after a second write)."""
     ready_leader(servers)
     put_ok(servers, "before", b"1")
     victim = servers[2]
@@ -136,7 +133,16 @@ def test_peer_tls_foreign_ca_impostor_cannot_join_or_disturb(ctx):
         victim = servers[1]
     victim.kill9()
     rest = [s for s in servers if s is not victim]
-    leader = put_ok(rest, "after-kill", b"1")
+    return victim, rest, put_ok(rest, "after-kill", b"1")
+
+
+def test_peer_tls_foreign_ca_impostor_cannot_join_or_disturb(ctx):
+    """Node 3 is replaced by an impostor with node 3's id, address and configuration but a
+    certificate from another CA. Without the CA check it would be node 3 (the leader sends it
+    the log); with it, it never hears of a leader, the cluster's terms stay put and writes
+    keep succeeding on the two real nodes."""
+    servers, _ = tls_cluster(ctx)
+    victim, rest, leader = kill_a_follower(servers)
     terms = {s.node_id: info(s)["term"] for s in rest}
     before = {s.node_id: tls_count(s) for s in rest}
     foreign = make_pki(ctx, "foreign")
@@ -494,14 +500,7 @@ def test_peer_tls_outbound_link_to_a_member_with_another_ids_certificate_is_drop
     names node 4: the members dialling id 3 there drop the connection as identity before
     libraft's handshake is sent, so the impostor gets none of the log; writes go on."""
     servers, pki = tls_cluster(ctx)
-    ready_leader(servers)
-    put_ok(servers, "before", b"1")
-    victim = servers[2]
-    if text(info(victim).get("role")) == "leader":
-        victim = servers[1]
-    victim.kill9()
-    rest = [s for s in servers if s is not victim]
-    leader = put_ok(rest, "after-kill", b"1")
+    victim, rest, leader = kill_a_follower(servers)
     imp = new_server(ctx, 4)
     imp.raft_port = victim.raft_port
     imp.extra_args = TIMING + tls_flags(pki, 4)  # a one-node cluster of its own, id 4

@@ -15,7 +15,7 @@ from resp import Conn, RespError, as_map, text
 from test_auth import _hash
 from test_http import labeled, metric
 from cluster import start_cluster
-from test_ownership import _authed_leader
+from test_ownership import _authed_leader, start_acl_cluster
 
 
 def _write_acl(ctx, lines, name="acl"):
@@ -307,8 +307,8 @@ def test_user_at_max_parked_is_refused_and_others_are_not_and_max_parked_caps_al
     usage = labeled(s, "fencelock_user_usage")
     eq(usage.get('{user="a",quota="parked"}'), 1, "a's parked usage: %r" % (usage,))
     eq(usage.get('{user="b",quota="parked"}'), 2, "b's parked usage: %r" % (usage,))
-    # An answered request gives its place back (counted as requests park and unpark): an
-    # event answers every parked XREAD, then a may park again, and b's count is 0.
+    # A request that ends gives its place back (counted as requests park and unpark):
+    # closing the readers' connections unparks them, then a may park again.
     for c in (a1, b1, b2):
         c.close()  # orphaned: unparked by the sweep (at most a second later)
     wait_until(lambda: metric(s, "fencelock_xread_blocked") == 0, timeout=15,
@@ -325,12 +325,7 @@ def test_user_quota_holds_across_a_leader_change(ctx):
     path = _write_acl(ctx, _users(ctx, {"root": "perm=all",
                                         "a": "perm=read,lock max_sessions=2",
                                         "b": "perm=read,lock"}))
-    pw = ctx.tmp("peerpw")
-    with open(pw, "w") as f:
-        f.write("rootpw\n")
-    os.chmod(pw, 0o600)
-    servers = start_cluster(ctx, 3, extra=("--acl-file", path, "--peer-user", "root",
-                                           "--peer-password-file", pw))
+    servers = start_acl_cluster(ctx, path)
     lead = _authed_leader(servers)
     a = _as(ctx, lead, "a")
     for _ in range(2):

@@ -7,6 +7,7 @@ history (fencelock_watch_scanned_total). Both counters are properties, not timin
 from helpers import eq, expect_int, wait_until
 from resp import RespError, as_map, text
 from test_http import http_get, parse_metrics
+from test_watch import entries as stream_entries
 
 ALL = "fencelock:events"
 A = ALL + ":a/"
@@ -26,15 +27,6 @@ def put_many(c, prefix, n, batch=1000):
         for r in c.pipeline(cmds, timeout=60):
             rev = expect_int(r)
     return rev
-
-
-def stream_entries(reply, stream):
-    pairs = reply.items() if isinstance(reply, dict) else [(s, e) for s, e in reply]
-    for name, ents in pairs:
-        if text(name) == stream:
-            return [(text(i), {text(f[k]): text(f[k + 1]) for k in range(0, len(f), 2)})
-                    for i, f in ents]
-    return []
 
 
 def test_watch_index_a_prefix_reader_is_not_woken_by_other_prefixes(ctx):
