@@ -14,7 +14,6 @@ from helpers import eq, expect_err, expect_int, expect_ok, wait_until
 from resp import Conn, RespError, as_map, text
 from test_auth import _hash
 from test_http import labeled, metric
-from cluster import start_cluster
 from test_ownership import _authed_leader, start_acl_cluster
 
 
