@@ -11,7 +11,6 @@
  * holding the most is closed, as --max-input-total does for input).
  */
 #include <arpa/inet.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +18,7 @@
 #include "server/server.h"
 
 struct limits_addr {
-    struct limits_addr *next;
     size_t unauth, hs;
-    char addr[SRV_ADDR_BUF];
 };
 
 #define LIMITS_SWEEP_MAX_MS 1000
@@ -58,45 +55,26 @@ void srv_addr_prefix(const char *addr, char out[SRV_ADDR_BUF])
     }
 }
 
-/* ---- the address table ---- */
-
-static struct limits_addr **bucket_of(struct srv_limits *l, const char *addr)
-{
-    unsigned char h[crypto_shorthash_BYTES];
-    uint64_t v = 0;
-    crypto_shorthash(h, (const unsigned char *)addr, strlen(addr), l->key);
-    memcpy(&v, h, sizeof v);
-    return &l->buckets[v % LIMITS_BUCKETS];
-}
+/* ---- the address table (common/map.c: keyed hash, so no client picks colliding keys) ---- */
 
 /* The address's entry, created when `create` (NULL when absent or out of memory). */
 static struct limits_addr *addr_get(struct srv_limits *l, const char *addr, bool create)
 {
-    struct limits_addr **b = bucket_of(l, addr);
-    for (struct limits_addr *e = *b; e; e = e->next)
-        if (strcmp(e->addr, addr) == 0)
-            return e;
-    if (!create)
-        return NULL;
-    struct limits_addr *e = calloc(1, sizeof(*e));
-    if (!e)
-        return NULL;
-    snprintf(e->addr, sizeof e->addr, "%s", addr);
-    e->next = *b;
-    *b = e;
+    struct limits_addr *e = map_get(&l->addrs, addr, strlen(addr));
+    if (e || !create)
+        return e;
+    e = calloc(1, sizeof(*e));
+    if (e && map_put(&l->addrs, addr, strlen(addr), e)) {
+        free(e);
+        e = NULL;
+    }
     return e;
 }
 
-static void addr_maybe_free(struct srv_limits *l, struct limits_addr *e)
+static void addr_maybe_free(struct srv_limits *l, const char *addr, struct limits_addr *e)
 {
-    if (e->unauth || e->hs)
-        return;
-    for (struct limits_addr **p = bucket_of(l, e->addr); *p; p = &(*p)->next)
-        if (*p == e) {
-            *p = e->next;
-            free(e);
-            return;
-        }
+    if (!e->unauth && !e->hs)
+        free(map_del(&l->addrs, addr, strlen(addr)));
 }
 
 /* ---- accept, authenticate, handshake, close ---- */
@@ -135,19 +113,19 @@ int srv_limits_accept(struct srv_conn *c)
     if (!e)
         return -1;
     if (unauth && l->unauth >= s->cfg.max_unauth_clients) {
-        addr_maybe_free(l, e);
+        addr_maybe_free(l, c->addr, e);
         return refuse(c, &l->unauth_rejected, "--max-unauth-clients", s->cfg.max_unauth_clients);
     }
     if (unauth && e->unauth >= s->cfg.max_unauth_per_addr) {
-        addr_maybe_free(l, e);
+        addr_maybe_free(l, c->addr, e);
         return refuse(c, &l->unauth_rejected, "--max-unauth-per-addr", s->cfg.max_unauth_per_addr);
     }
     if (hs && l->handshakes >= s->cfg.tls_max_handshakes) {
-        addr_maybe_free(l, e);
+        addr_maybe_free(l, c->addr, e);
         return refuse(c, &l->handshake_rejected, "--tls-max-handshakes", s->cfg.tls_max_handshakes);
     }
     if (hs && e->hs >= s->cfg.tls_max_handshakes_per_addr) {
-        addr_maybe_free(l, e);
+        addr_maybe_free(l, c->addr, e);
         return refuse(c, &l->handshake_rejected, "--tls-max-handshakes-per-addr",
                       s->cfg.tls_max_handshakes_per_addr);
     }
@@ -185,7 +163,7 @@ static void release(struct srv_conn *c, bool unauth, bool hs)
             e->hs--;
     }
     if (e)
-        addr_maybe_free(l, e);
+        addr_maybe_free(l, c->addr, e);
 }
 
 void srv_limits_authed(struct srv_conn *c)
@@ -321,8 +299,6 @@ void srv_limits_start(struct srv *s)
 {
     struct srv_limits *l = &s->limits;
     uint64_t every = LIMITS_SWEEP_MAX_MS;
-    if (sodium_init() >= 0)
-        randombytes_buf(l->key, sizeof l->key);
     if (s->auth.on && s->cfg.auth_timeout && s->cfg.auth_timeout / 4 < every)
         every = s->cfg.auth_timeout / 4 < 10 ? 10 : s->cfg.auth_timeout / 4;
     uv_timer_init(s->loop, &l->sweep);
@@ -343,11 +319,5 @@ void srv_limits_stop(struct srv *s)
 
 void srv_limits_free(struct srv *s)
 {
-    struct srv_limits *l = &s->limits;
-    for (size_t i = 0; i < LIMITS_BUCKETS; i++)
-        while (l->buckets[i]) {
-            struct limits_addr *e = l->buckets[i];
-            l->buckets[i] = e->next;
-            free(e);
-        }
+    map_free(&s->limits.addrs, free);
 }

@@ -6,7 +6,7 @@
  * of an unauthenticated connection, the total output cap across all connections, TCP keepalive
  * on accepted connections, and the rate limit of the AUTH-failure / NOPERM log and audit lines.
  *
- * Owns (struct srv_limits, inside struct srv): a table address -> (unauthenticated
+ * Owns (struct srv_limits, inside struct srv): a map address -> (unauthenticated
  * connections, handshakes in progress) whose entries are freed when both reach 0, the running
  * sum of every connection's unsent reply bytes and the sweep timer (deadline, dropped-lines
  * report). A connection carries
@@ -25,14 +25,12 @@
 #include <stdint.h>
 #include <uv.h>
 
-#define SRV_ADDR_BUF 64     /* an address's text, as AUTH_ADDR_BUF */
-#define LIMITS_BUCKETS 1024 /* address table buckets (chained, keyed hash) */
+#include "common/map.h"
 
-struct limits_addr; /* one address's counts (limits.c) */
+#define SRV_ADDR_BUF 64 /* an address's text, as AUTH_ADDR_BUF */
 
 struct srv_limits {
-    struct limits_addr *buckets[LIMITS_BUCKETS];
-    unsigned char key[16]; /* the table's hash key: random per process */
+    struct map addrs; /* address text -> its counts (limits.c); keyed hash (common/map.c) */
     size_t unauth, handshakes;
     size_t output_bytes; /* sum of out_counted over the open connections */
     uv_timer_t sweep;
