@@ -174,51 +174,44 @@ static int check_fence(struct srv_req *r, const struct perm_rule *rule)
     return 0;
 }
 
-static int check_names(struct srv_req *r, const struct perm_rule *rule)
+static bool perms_ok(unsigned perms, const struct perm_rule *rule)
 {
-    const struct acl_user *u = r->c->user;
-    const struct resp_arg *a = rule->arg < r->argc ? &r->argv[rule->arg] : NULL;
+    return (perms & rule->perm) == rule->perm || (perms & rule->alt);
+}
+
+/* What the rule's target refuses u for the name arg[n] (NULL: no name given, or allowed):
+ * the one name rule of a command, for the check before it runs and for a parked one. */
+static const char *target_refusal(const struct acl_user *u, const struct perm_rule *rule,
+                                  const char *arg, size_t n)
+{
     switch (rule->target) {
     case PT_KEY:
-        if (a && !acl_may_key(u, a->p, a->len))
-            return deny(r, "to access key", a);
-        return check_fence(r, rule);
+        return arg && !acl_may_key(u, arg, n) ? "to access key" : NULL;
     case PT_LOCK:
-        if (a && !acl_may_lock(u, a->p, a->len))
-            return deny(r, "to access lock", a);
-        return 0;
+        return arg && !acl_may_lock(u, arg, n) ? "to access lock" : NULL;
     case PT_ALLKEYS:
-        return u->keys ? deny(r, "to count keys outside its keys= globs", NULL) : 0;
+        return u->keys ? "to count keys outside its keys= globs" : NULL;
     case PT_ALLNAMES:
-        return u->keys || u->locks
-                   ? deny(r, "to read every event (it has keys= or locks= globs)", NULL)
-                   : 0;
+        return u->keys || u->locks ? "to read every event (it has keys= or locks= globs)" : NULL;
     case PT_NONE:
-        return 0;
+        return NULL;
     }
-    return 0;
+    return NULL;
+}
+
+static int check_names(struct srv_req *r, const struct perm_rule *rule)
+{
+    const struct resp_arg *a = rule->arg < r->argc ? &r->argv[rule->arg] : NULL;
+    const char *why = target_refusal(r->c->user, rule, a ? a->p : NULL, a ? a->len : 0);
+    if (why)
+        return deny(r, why, rule->target == PT_KEY || rule->target == PT_LOCK ? a : NULL);
+    return rule->target == PT_KEY ? check_fence(r, rule) : 0;
 }
 
 bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n)
 {
     const struct perm_rule *rule = rule_of(name, strlen(name));
-    if (!u || !rule)
-        return false;
-    if ((u->perms & rule->perm) != rule->perm && !(u->perms & rule->alt))
-        return false;
-    switch (rule->target) {
-    case PT_LOCK:
-        return !arg || acl_may_lock(u, arg, n);
-    case PT_KEY:
-        return !arg || acl_may_key(u, arg, n);
-    case PT_ALLKEYS:
-        return !u->keys;
-    case PT_ALLNAMES:
-        return !u->keys && !u->locks;
-    case PT_NONE:
-        return true;
-    }
-    return false;
+    return u && rule && perms_ok(u->perms, rule) && !target_refusal(u, rule, arg, n);
 }
 
 void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name)
@@ -247,8 +240,7 @@ int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
         return 0; /* unknown: answered as such */
     if (!rule)
         return deny(r, "to run a command without a rule:", &r->argv[0]);
-    unsigned perms = r->c->user->perms;
-    if ((perms & rule->perm) != rule->perm && !(perms & rule->alt)) {
+    if (!perms_ok(r->c->user->perms, rule)) {
         char need[64], alt[64] = "";
         acl_perm_names(rule->perm, need, sizeof need);
         if (rule->alt)
