@@ -34,7 +34,8 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # The client library shares with the server, built PIC: src/common's address parser
 # (proto.h), the backup file format (snapfile.h), the text policies (text.h: the CLI's --json
 # and names), whole writes (io.h), the decimal parser (num.h) and the RFC 3339 time (timefmt.h).
-CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/io.c src/common/num.c \
+CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/env.c src/common/io.c \
+              src/common/num.c \
               src/common/snapfile.c src/common/text.c src/common/timefmt.c
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)

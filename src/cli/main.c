@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/env.h"
 #include "cli/cli.h"
 #include "cli/out.h"
 #include "common/proto.h"
@@ -257,13 +258,11 @@ int main(int argc, char **argv)
         snprintf(user_env, sizeof user_env, "%s", u);
         c.user = user_env;
     }
-    char *pw = getenv("FENCELOCK_PASSWORD");
-    if (pw) {
-        snprintf(c.password, sizeof c.password, "%s", pw);
-        explicit_bzero(pw, strlen(pw)); /* else it stays in /proc/PID/environ */
+    if (env_take("FENCELOCK_PASSWORD", c.password, sizeof c.password) == -2) {
+        cli_say("FENCELOCK_PASSWORD is longer than %zu bytes", sizeof c.password - 1);
+        return EXIT_USAGE;
     }
     unsetenv("FENCELOCK_USER");
-    unsetenv("FENCELOCK_PASSWORD");
     c.tls_ca = cli_env("FENCELOCK_TLS_CA");
     c.tls_cert = cli_env("FENCELOCK_TLS_CERT");
     c.tls_key = cli_env("FENCELOCK_TLS_KEY");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/env.h"
 #include "server/cmd.h"
 
 /* The reply words of a failed or refused AUTH (Redis's texts: clients match on them). */
@@ -156,16 +157,15 @@ int srv_peer_load(struct srv *s)
         if (read_peer_file(s, pw, &n))
             return -1;
     } else {
-        const char *e = getenv("FENCELOCK_PEER_PASSWORD");
-        n = e ? strlen(e) : 0;
-        if (n == 0 || n > AUTH_PW_MAX) {
+        long e = env_take("FENCELOCK_PEER_PASSWORD", pw, AUTH_PW_MAX + 1);
+        if (e <= 0) {
             LOGE(&s->log,
                  "--peer-user %s needs a password: --peer-password-file FILE or "
                  "FENCELOCK_PEER_PASSWORD (1..%d bytes)",
                  s->cfg.peer_user, AUTH_PW_MAX);
             return -1;
         }
-        memcpy(pw, e, n);
+        n = (size_t)e;
     }
     memcpy(s->auth.peer_pw, pw, n);
     s->auth.peer_pw[n] = '\0';

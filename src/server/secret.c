@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* secret.c — the permission rule of secret files (secret.h). */
-#include <sodium.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,14 +29,6 @@ int secret_check(const char *what, const char *path, uid_t euid, char *err, size
         return -1;
     }
     return 0;
-}
-
-void secret_env_scrub(const char *name)
-{
-    char *v = getenv(name);
-    if (v)
-        sodium_memzero(v, strlen(v));
-    unsetenv(name);
 }
 
 /* One configured file (path "" = not configured): logs a failure, returns 1 for it. */

@@ -22,11 +22,6 @@
    how to fix it, in err. */
 int secret_check(const char *what, const char *path, uid_t euid, char *err, size_t errlen);
 
-/* Remove environment variable name after its value was read: the bytes are zeroed in place
-   (they stay visible in /proc/PID/environ otherwise, which unsetenv does not touch) and the
-   variable is unset, so that nothing this process starts inherits it. */
-void secret_env_scrub(const char *name);
-
 struct srv;
 /* Every configured secret file of s->cfg through secret_check: 0, or -1 after logging each
    failure with `prefix` ("" at start, "SIGHUP: " at a reload). */

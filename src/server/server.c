@@ -123,7 +123,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
         srv_tls_init(s) || srv_tsig_init(s))
         return -1;
-    secret_env_scrub("FENCELOCK_PEER_PASSWORD");
+    unsetenv("FENCELOCK_PEER_PASSWORD"); /* set but unused (a password file): gone too */
     if (audit_open(&s->audit, cfg->audit_log)) {
         LOGE(&s->log, "--audit-log %s cannot be opened: %s", cfg->audit_log, strerror(errno));
         return -1;
