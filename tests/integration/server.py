@@ -88,6 +88,19 @@ def faketime_env(timestamp_file):
     }
 
 
+def faketime_at_env(when):
+    """The environment that runs a program whose wall clock starts at `when` ("YYYY-MM-DD
+    HH:MM:SS", UTC) and runs on from there: libfaketime preloaded directly. Not the faketime(1)
+    wrapper: it leaves a POSIX semaphore and shared memory in /dev/shm named by its pid on
+    every run, and a later wrapper that gets the same pid (pid_max is 32768 here) fails with
+    "sem_open: File exists"."""
+    lib = faketime_library()
+    if not lib:
+        raise RuntimeError("libfaketime not installed (apt-get install libfaketime)")
+    return dict(os.environ, LD_PRELOAD=lib, FAKETIME="@" + when, TZ="UTC",
+                FAKETIME_DONT_FAKE_MONOTONIC="1")
+
+
 def _asan_runtime(binary):
     """Path of the ASan runtime the binary links against, or None."""
     try:

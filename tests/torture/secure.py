@@ -18,12 +18,14 @@ import os
 import ssl
 import subprocess
 
+from server import faketime_at_env  # tests/integration (torture.py puts it on the path)
+
 NODE_EXT = "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n"
 USER, PEER = "torture", "peer"
 
 
-def _run(argv, cwd, inp=None):
-    p = subprocess.run(argv, cwd=cwd, input=inp, capture_output=True, timeout=60)
+def _run(argv, cwd, inp=None, env=None):
+    p = subprocess.run(argv, cwd=cwd, input=inp, capture_output=True, timeout=60, env=env)
     if p.returncode != 0:
         raise RuntimeError("%s: %s" % (" ".join(argv), p.stderr.decode(errors="replace")))
     return p.stdout
@@ -33,7 +35,7 @@ def _openssl_past(args, cwd):
     """openssl under faketime two days back: the certificate's notBefore is then in the past
     for every clock the nemesis sets."""
     past = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=2))
-    _run(["faketime", past.strftime("%Y-%m-%d %H:%M:%S"), "openssl"] + args, cwd)
+    _run(["openssl"] + args, cwd, env=faketime_at_env(past.strftime("%Y-%m-%d %H:%M:%S")))
 
 
 def _hash(binary, pw):
