@@ -28,7 +28,7 @@ LDFLAGS += $(OPT)
 COMMON_SRC := $(wildcard src/common/*.c)
 FSM_SRC    := $(wildcard src/fsm/*.c)
 RAFT_SRC   := $(wildcard src/raft/*.c)
-SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c))
+SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c src/server/*/*.c))
 LIB_SRC    := $(COMMON_SRC) $(FSM_SRC) $(RAFT_SRC) $(SERVER_SRC)
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # The client library shares with the server, built PIC: src/common's address parser
@@ -220,8 +220,8 @@ fuzz:
 	@mkdir -p build/fuzz
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_resp fuzz/fuzz_resp.c $(COMMON_SRC) -lsodium
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_cmd fuzz/fuzz_cmd.c $(COMMON_SRC) $(FSM_SRC) -lsodium
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_acl fuzz/fuzz_acl.c src/server/acl.c $(COMMON_SRC) -lsodium
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch.c $(COMMON_SRC) $(FSM_SRC) -lsodium
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_acl fuzz/fuzz_acl.c src/server/security/acl.c $(COMMON_SRC) -lsodium
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch/watch.c $(COMMON_SRC) $(FSM_SRC) -lsodium
 	@[ -d $(LIBRAFT_SRC)/src ] || { echo "fuzz_raft_msg needs libraft 0.22.1's source in LIBRAFT_SRC=$(LIBRAFT_SRC)"; exit 1; }
 	@mkdir -p build/fuzz/libraft/src build/fuzz/libraft/include
 	ln -sf /usr/include/raft.h build/fuzz/libraft/include/raft.h
@@ -232,7 +232,7 @@ fuzz:
 	@echo "run: build/fuzz/fuzz_resp -max_total_time=600 fuzz/corpus/resp"
 	@echo "run: build/fuzz/fuzz_raft_msg -max_total_time=3600 fuzz/corpus/raft"
 
-FORMAT_SRC = $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/client/*.c \
+FORMAT_SRC = $(wildcard src/*/*.c src/*/*.h src/*/*/*.c src/*/*/*.h tests/unit/*.c tests/unit/*.h tests/client/*.c \
   fuzz/*.c include/*.h bench/*.c bench/*.h tests/torture/*.c tests/torture/*.h examples/c/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_acl — libFuzzer target for the --acl-file parser and the name globs (src/server/acl.c).
+ * fuzz_acl — libFuzzer target for the --acl-file parser and the name globs
+ * (src/server/security/acl.c).
  *
  * Input layout: the bytes up to the first 0x00 are the rules text, the rest a name (no 0x00:
  * the whole input is the text and the name is empty). Checks (any failure traps):
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/acl.h"
+#include "server/security/acl.h"
 
 #define NAME_MAX_REF 64 /* the reference matcher is exponential: keep its inputs short */
 #define GLOB_MAX_REF 32

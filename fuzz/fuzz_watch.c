@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fuzz_watch — libFuzzer target for the event history behind XREAD (src/server/watch.c) and
+ * fuzz_watch — libFuzzer target for the event history behind XREAD (src/server/watch/watch.c) and
  * its id and stream-name parsers, the parts of XREAD that read bytes from the network.
  *
  * Input: a program of one-byte opcodes with operands, run against a tiny ring (bounds chosen
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/watch.h"
+#include "server/watch/watch.h"
 
 struct in {
     const uint8_t *p;

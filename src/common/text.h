@@ -2,8 +2,8 @@
 /*
  * text — bytes from outside (a client's key, a server's name, a log message) as text: the one
  * UTF-8 validator, the one JSON string escaper and the one way to show a name to a person.
- * The JSON logs (log.c), the audit log (server/audit.c) and the CLI (cli/out.c) all call these;
- * nothing else in the tree decides what valid UTF-8 is or how a byte is escaped for JSON.
+ * The JSON logs (log.c), the audit log (server/security/audit.c) and the CLI (cli/out.c) all call
+ * these; nothing else in the tree decides what valid UTF-8 is or how a byte is escaped for JSON.
  *
  * UTF-8 (RFC 3629): text_utf8_len is the length of the valid sequence at p, or 0 for a byte
  * that starts none: a lone continuation byte, a lead byte cut short (by the end of the input or

@@ -39,7 +39,7 @@
  * fsm_cmd); every other command is written as version 1, byte for byte as before, and a
  * version-1 entry decodes unchecked (nothing is checked or recorded), so old logs replay
  * identically. The server writes version 2 (and ops 14-20) only once the cluster's log format
- * is 2, i.e. every voter reads them (src/fsm/format.c, src/server/format.c).
+ * is 2, i.e. every voter reads them (src/fsm/format.c, src/server/cluster/format.c).
  *
  * The request digest (fsm_cmd_digest) is FNV-1a 64 over the op byte and the payload bytes as
  * encoded here, for LOCK and LOCK_SHARED without the trailing wait_ms (a client resends a LOCK

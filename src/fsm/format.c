@@ -6,8 +6,8 @@
  * Owns fsm.format (0 until a CLUSTER_FORMAT entry applied: format 1). The level only goes up:
  * a lower CLUSTER_FORMAT is refused. It is replicated state (the log and the snapshot carry it,
  * snapshot version 5), so every node agrees on it and it survives restarts; the FSM does not
- * refuse entries above it (the leader's gate in src/server/format.c decides what is written),
- * so logs written before the gate existed replay as they did.
+ * refuse entries above it (the leader's gate in src/server/cluster/format.c decides what is
+ * written), so logs written before the gate existed replay as they did.
  */
 #include "fsm/internal.h"
 

@@ -2,7 +2,7 @@
 /*
  * fsm/usage.c — usage by session owner: the sessions a user owns, the waits queued by them,
  * and their bytes (the --max-data-bytes measure: a record each, plus session names). The server's
- * per-user quotas (src/server/quota.c) read it.
+ * per-user quotas (src/server/cmd/quota.c) read it.
  *
  * A derived index, not state of its own: it changes only where sessions are linked and
  * unlinked (sess_insert / sess_unlink) and waits linked to and removed from a session

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/fdlimit.h"
+#include "server/net/fdlimit.h"
 #include "server/server.h"
 
 static void close_walk_cb(uv_handle_t *h, void *arg)

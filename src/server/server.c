@@ -5,9 +5,9 @@
  * parked.c, commands cmd*.c, connections conn.c, HTTP routes http_routes.c.)
  */
 #include "common/map.h"
-#include "server/cmd.h"
-#include "server/peer_guard.h"
-#include "server/secret.h"
+#include "server/cmd/cmd.h"
+#include "server/security/peer_guard.h"
+#include "server/security/secret.h"
 #include "server/server.h"
 
 #include <errno.h>

@@ -17,7 +17,7 @@ from resp import Conn, ConnectionClosed, RespError
 from test_http import metric
 
 # With --http-max-conns 8 the reserve is 32 + 2 * 16 raft connections + 8 = 72 fds
-# (src/server/fdlimit.h), so a limit of 100 leaves 28 clients.
+# (src/server/net/fdlimit.h), so a limit of 100 leaves 28 clients.
 NOFILE = 100
 HTTP_CONNS = 8
 FITS = NOFILE - (32 + 2 * 16 + HTTP_CONNS)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_acl.c — --acl-file parsing, globs, password hashes and the verified-password cache
- * (src/server/acl.c), and the rule every command must have (src/server/cmd_perm.c). */
+ * (src/server/security/acl.c), and the rule every command must have (src/server/cmd/cmd_perm.c). */
 #include <stdlib.h>
 
-#include "server/acl.h"
-#include "server/cmd.h"
+#include "server/security/acl.h"
+#include "server/cmd/cmd.h"
 #include "test.h"
 
 /* A syntactically valid hash (the parser does not verify it). */
@@ -230,7 +230,7 @@ TEST(test_every_command_in_the_command_table_has_a_permission_rule)
     for (size_t i = 0; i < srv_cmd_count(); i++) {
         const struct srv_cmd *cmd = srv_cmd_at(i);
         if (!cmd_perm_rule(cmd->name, cmd->len)) {
-            fprintf(stderr, "  command %s has no permission rule in src/server/cmd_perm.c\n",
+            fprintf(stderr, "  command %s has no permission rule in src/server/cmd/cmd_perm.c\n",
                     cmd->name);
             missing++;
         }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_audit.c — the --audit-log line (src/server/audit.c): JSON escaping of whatever a client
- * sent (quotes, control bytes, non-UTF-8 bytes), the RFC 3339 time and every field. */
+/* test_audit.c — the --audit-log line (src/server/security/audit.c): JSON escaping of whatever a
+ * client sent (quotes, control bytes, non-UTF-8 bytes), the RFC 3339 time and every field. */
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "server/audit.h"
+#include "server/security/audit.h"
 #include "test.h"
 
 /* audit_json_str of s[n] as a NUL-terminated string in out[cap]. */

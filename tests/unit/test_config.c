@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_config.c — fencelockd's settings from a config file, FENCELOCK_* variables and flags
- * (src/server/config.c, config_src.c), --print-config, and the JSON log format's escaping
+ * (src/server/config/config.c, config_src.c), --print-config, and the JSON log format's escaping
  * (src/common/log.c). Messages on stderr and --print-config's stdout are captured through a
  * temporary file. */
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "server/config_int.h"
+#include "server/config/config_int.h"
 #include "server/server.h"
 #include "test.h"
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_fdlimit.c — fitting --max-clients to RLIMIT_NOFILE (src/server/fdlimit.c). The tests
+/* test_fdlimit.c — fitting --max-clients to RLIMIT_NOFILE (src/server/net/fdlimit.c). The tests
  * change this process's own limit, so they run in order: soft raised first, the hard limit
  * lowered (for good) last. */
 #include <sys/resource.h>
 
-#include "server/fdlimit.h"
+#include "server/net/fdlimit.h"
 #include "test.h"
 
 static void set_limit(rlim_t soft, rlim_t hard)

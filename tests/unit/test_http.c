@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/http.h"
+#include "server/obs/http.h"
 #include "test.h"
 
 #define METRICS_BODY "fencelock_up 1\nfencelock_revision 42\n"

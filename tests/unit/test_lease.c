@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_lease — the leader's deadline rules (src/server/lease.c) with a fake clock: every test
+ * test_lease — the leader's deadline rules (src/server/lease/lease.c) with a fake clock: every test
  * passes `now` by hand and asserts the exact deadlines and actions.
  */
 #include <stdlib.h>
 
-#include "server/lease.h"
+#include "server/lease/lease.h"
 #include "test.h"
 
 #define CK_MIN 1000 /* sessions with a TTL of at least this get checkpoints */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_limits.c — the network an address's AUTH failures are also counted under
- * (srv_addr_prefix, src/server/limits.c), and the -WRONGPASS delay (auth_delay_ms). */
+ * (srv_addr_prefix, src/server/security/limits.c), and the -WRONGPASS delay (auth_delay_ms). */
 #include <string.h>
 
 #include "server/server.h"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_metrics.c — the pure parts of /metrics: per-command reply counts (src/server/cmdstat.c)
- * and the process_* figures parsed from /proc/self/stat text (src/server/procstat.c). */
+/* test_metrics.c — the pure parts of /metrics: per-command reply counts (src/server/cmd/cmdstat.c)
+ * and the process_* figures parsed from /proc/self/stat text (src/server/obs/procstat.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/cmdstat.h"
-#include "server/procstat.h"
+#include "server/cmd/cmdstat.h"
+#include "server/obs/procstat.h"
 #include "test.h"
 
 static const char *names[] = {"PING", "LOCK"};

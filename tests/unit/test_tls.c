@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_tls.c — the client port's TLS engine (src/server/tls.c) without sockets: an OpenSSL
+/* test_tls.c — the client port's TLS engine (src/server/net/tls.c) without sockets: an OpenSSL
  * client over memory BIOs talks to a tls_conn; handshake, data both ways, garbage, a required
  * client certificate, a member's client session (tls_conn_new_client) against a server engine,
  * the flag checks and the reload that keeps the old pair on failure.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "server/tls.h"
+#include "server/net/tls.h"
 #include "test.h"
 
 static char dir[64];

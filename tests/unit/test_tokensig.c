@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_tokensig.c — the signed-token encoding and the key files (src/server/tokensig.c).
+/* test_tokensig.c — the signed-token encoding and the key files (src/server/security/tokensig.c).
  *
  * The expected signatures were computed outside this code, with Python's hmac module:
  *   hmac.new(key, b"fencelock-token-v1:%d:%s:%d" % (len(name), name, token),
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "server/tokensig.h"
+#include "server/security/tokensig.h"
 #include "test.h"
 
 #define KEY_A "0123456789abcdef"

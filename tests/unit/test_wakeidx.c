@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_wakeidx — parked readers grouped by prefix (src/server/wakeidx.c): an event visits
+ * test_wakeidx — parked readers grouped by prefix (src/server/watch/wakeidx.c): an event visits
  * exactly the members whose stream it matches (the whole stream's always; a prefix's when the
  * event's name starts with it, never an unnamed event), each once, over random joins and leaves
  * (many seeds), against a brute-force check of every member; groups are freed when empty.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/wakeidx.h"
+#include "server/watch/wakeidx.h"
 #include "test.h"
 
 #define MEMBERS 40

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_watch — the event history behind XREAD (src/server/watch.c): ids, stream names, the
+ * test_watch — the event history behind XREAD (src/server/watch/watch.c): ids, stream names, the
  * ring's bounds and floor (-COMPACTED instead of a gap), prefix filters and the entry shape.
  * Events come from the real FSM where their content matters (fsm_fixture.h).
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fsm_fixture.h"
-#include "server/watch.h"
+#include "server/watch/watch.h"
 
 /* One FSM event of `type` with a name; `ms` and `expired` as given. */
 static struct fsm_events one_event(uint8_t type, const char *name, uint64_t sid, bool expired)

@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd.c — the command table, argument parsing and dispatch (cmd.h has the families' files).
+ *
+ * Paths (srv_dispatch):
+ *   CMD_LOCAL  answered at once (PING, HELLO, INFO, ...)
+ *   CMD_WRITE  validated here, encoded and proposed; answered when applied (cmd_write_done)
+ *   CMD_READ   queued for the next barrier, then run against the FSM (srv_run_read)
+ * Validation happens before proposing, so malformed commands never enter the log; the FSM
+ * checks the semantic rules again when it applies (sessions may end in between).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/text.h"
+#include "server/cmd/cmd.h"
+
+const char *cmd_arg_text(const struct resp_arg *a, char *out)
+{
+    size_t n = a->len > CMD_ARG_SHOWN ? CMD_ARG_SHOWN : a->len;
+    text_name(a->p, n, TEXT_HEX | TEXT_ASCII, out, CMD_ARG_TEXT); /* 4 bytes a byte: all fit */
+    return out;
+}
+
+void cmd_reply_err(struct srv_req *r, const char *msg)
+{
+    resp_w_error(r->out, msg);
+}
+
+void srv_reply_status(struct srv *s, struct buf *out, int status)
+{
+    struct buf addr;
+    switch (status) {
+    case RN_NOTLEADER:
+        buf_init(&addr);
+        if (srv_leader_client_address(s, &addr) == 0 && addr.len)
+            resp_w_errorf(out, PROTO_NOTLEADER " %.*s", (int)addr.len, addr.p);
+        else
+            resp_w_error(out, PROTO_NOLEADER " no leader is known right now; retry later");
+        buf_free(&addr);
+        break;
+    case RN_UNKNOWN:
+        resp_w_error(out,
+                     PROTO_UNKNOWN " leadership was lost after the command was proposed: it may or "
+                                   "may not have applied; retry with the same REQ sid seq");
+        break;
+    default:
+        resp_w_error(out, PROTO_ERR " server unavailable (shutting down or out of memory)");
+        break;
+    }
+}
+
+/* A write or a linearizable read needs a ready leader. */
+int cmd_need_leader(struct srv_req *r)
+{
+    if (srv_ready(r->s))
+        return 0;
+    if (r->s->role == RN_LEADER)
+        resp_w_error(r->out, PROTO_NOLEADER " leader elected but not ready yet; retry");
+    else
+        srv_reply_status(r->s, r->out, RN_NOTLEADER);
+    return -1;
+}
+
+int cmd_arg_u64(struct srv_req *r, size_t i, const char *what, uint64_t *v)
+{
+    if (resp_parse_u64(r->argv[i].p, r->argv[i].len, v) == 0)
+        return 0;
+    resp_w_errorf(r->out, PROTO_ERR " %s is not a valid unsigned integer", what);
+    return -1;
+}
+
+int cmd_arg_range(struct srv_req *r, size_t i, const char *what, uint64_t lo, uint64_t hi,
+                  uint64_t *v)
+{
+    if (cmd_arg_u64(r, i, what, v))
+        return -1;
+    if (*v < lo || *v > hi) {
+        resp_w_errorf(r->out, PROTO_ERR " %s must be between %llu and %llu", what,
+                      (unsigned long long)lo, (unsigned long long)hi);
+        return -1;
+    }
+    return 0;
+}
+
+/* Names and keys: non-empty, at most --max-key bytes. */
+int cmd_arg_name(struct srv_req *r, size_t i, const char *what, struct fsm_str *out)
+{
+    const struct resp_arg *a = &r->argv[i];
+    if (a->len == 0) {
+        resp_w_errorf(r->out, PROTO_ERR " %s must not be empty", what);
+        return -1;
+    }
+    if (a->len > r->s->cfg.max_key) {
+        resp_w_errorf(r->out, PROTO_TOOLARGE " %s is %zu bytes, the limit is %zu", what, a->len,
+                      r->s->cfg.max_key);
+        return -1;
+    }
+    out->p = a->p;
+    out->len = (uint32_t)a->len;
+    return 0;
+}
+
+int cmd_no_session(struct srv_req *r, uint64_t sid)
+{
+    resp_w_errorf(r->out, PROTO_NOSESSION " session %llu is not alive", (unsigned long long)sid);
+    return -1;
+}
+
+/* A session named by a command must be alive and not already expiring on this leader. */
+int cmd_live_session(struct srv_req *r, uint64_t sid)
+{
+    if (lease_session_live(&r->s->lease, sid))
+        return 0;
+    return cmd_no_session(r, sid);
+}
+
+/* ---- options: LEASE sid, FENCE name token, IFREV rev, REQ sid seq, WAIT ms, ... ---- */
+
+static const struct {
+    const char *word;
+    size_t len;
+    int bit;
+    int nargs;
+} opt_defs[] = {
+#define OPT(word, bit, nargs)                                                                      \
+    {                                                                                              \
+        word, sizeof(word) - 1, bit, nargs                                                         \
+    }
+    OPT("LEASE", CMD_OPT_LEASE, 1), OPT("FENCE", CMD_OPT_FENCE, 2),
+    OPT("IFREV", CMD_OPT_IFREV, 1), OPT("REQ", CMD_OPT_REQ, 2),
+    OPT("WAIT", CMD_OPT_WAIT, 1),   OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
+    OPT("NAME", CMD_OPT_NAME, 1),   OPT("SHARED", CMD_OPT_SHARED, 0),
+#undef OPT
+};
+
+/* WAIT's field: each op that may queue has it in its own payload. */
+static uint64_t *wait_field(struct fsm_cmd *cmd)
+{
+    if (cmd->op == FSM_OP_SEM_ACQUIRE)
+        return &cmd->sem_acquire.wait_ms;
+    if (cmd->op == FSM_OP_ELECT_CAMPAIGN)
+        return &cmd->elect_campaign.wait_ms;
+    return &cmd->lock.wait_ms; /* LOCK and LOCK_SHARED share their payload's layout */
+}
+
+static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
+{
+    const struct srv_config *cfg = &r->s->cfg;
+    switch (bit) {
+    case CMD_OPT_LEASE:
+        if (cmd_arg_u64(r, i, "LEASE sid", &cmd->put.lease_sid) ||
+            cmd_live_session(r, cmd->put.lease_sid))
+            return -1;
+        return 0;
+    case CMD_OPT_FENCE:
+        fsm_cmd_cond(cmd)->has_fence = true;
+        if (cmd_arg_name(r, i, "FENCE lock name", &fsm_cmd_cond(cmd)->fence_name))
+            return -1;
+        return cmd_arg_u64(r, i + 1, "FENCE token", &fsm_cmd_cond(cmd)->fence_token);
+    case CMD_OPT_IFREV:
+        fsm_cmd_cond(cmd)->has_ifrev = true;
+        return cmd_arg_u64(r, i, "IFREV revision", &fsm_cmd_cond(cmd)->ifrev);
+    case CMD_OPT_REQ:
+        if (cmd_arg_u64(r, i, "REQ sid", &cmd->req_sid) ||
+            cmd_arg_range(r, i + 1, "REQ seq", 1, INT64_MAX, &cmd->req_seq))
+            return -1;
+        return cmd_live_session(r, cmd->req_sid);
+    case CMD_OPT_WAIT:
+        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, wait_field(cmd));
+    case CMD_OPT_LOCKDELAY:
+        return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
+                             &cmd->session_open.lockdelay_ms);
+    case CMD_OPT_SHARED: /* LOCK and LOCK_SHARED share their payload's layout */
+        cmd->op = FSM_OP_LOCK_SHARED;
+        return 0;
+    case CMD_OPT_NAME:
+        if (r->argv[i].len > cfg->max_key) {
+            resp_w_errorf(r->out, PROTO_TOOLARGE " NAME is over %zu bytes", cfg->max_key);
+            return -1;
+        }
+        cmd->session_open.name.p = r->argv[i].p;
+        cmd->session_open.name.len = (uint32_t)r->argv[i].len;
+        return 0;
+    }
+    return -1;
+}
+
+/* The session a write acts on: LOCK / UNLOCK / SESSION.CLOSE name it, PUT ... LEASE sid binds
+ * to it; 0 when the command names none (PUT without LEASE, DEL). */
+static uint64_t cmd_acting_sid(const struct fsm_cmd *cmd)
+{
+    switch (cmd->op) {
+    case FSM_OP_LOCK:
+    case FSM_OP_LOCK_SHARED:
+        return cmd->lock.sid;
+    case FSM_OP_UNLOCK:
+        return cmd->unlock.sid;
+    case FSM_OP_SEM_ACQUIRE:
+        return cmd->sem_acquire.sid;
+    case FSM_OP_SEM_RELEASE:
+        return cmd->sem_release.sid;
+    case FSM_OP_ELECT_CAMPAIGN:
+        return cmd->elect_campaign.sid;
+    case FSM_OP_ELECT_PROCLAIM:
+        return cmd->elect_proclaim.sid;
+    case FSM_OP_ELECT_RESIGN:
+        return cmd->elect_resign.sid;
+    case FSM_OP_SESSION_CLOSE:
+        return cmd->session_close.sid;
+    case FSM_OP_PUT:
+        return cmd->put.lease_sid;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * REQ sid seq must name the session the command acts on: otherwise any client could spend
+ * another session's seqs (PUT junk v REQ <A's sid> 9223372036854775807 made every later REQ
+ * of A fail as superseded). A command that names no session cannot be checked here until
+ * sessions record their owner (docs/security.md).
+ */
+static int cmd_req_names_acting_session(struct srv_req *r, const struct fsm_cmd *cmd)
+{
+    uint64_t sid = cmd_acting_sid(cmd);
+    if (sid == 0 || sid == cmd->req_sid)
+        return 0;
+    resp_w_errorf(r->out,
+                  PROTO_ERR " REQ sid %llu is not the session this command acts on (%llu): a "
+                            "request's seq belongs to the session it changes",
+                  (unsigned long long)cmd->req_sid, (unsigned long long)sid);
+    return -1;
+}
+
+int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd)
+{
+    int seen = 0;
+    size_t i = start;
+    while (i < r->argc) {
+        size_t k = 0, nd = sizeof(opt_defs) / sizeof(opt_defs[0]);
+        while (k < nd && !resp_arg_eq(&r->argv[i], opt_defs[k].word, opt_defs[k].len))
+            k++;
+        if (k == nd || !(allowed & opt_defs[k].bit)) {
+            char shown[CMD_ARG_TEXT];
+            resp_w_errorf(r->out, PROTO_ERR " unknown option '%s'",
+                          cmd_arg_text(&r->argv[i], shown));
+            return -1;
+        }
+        if (seen & opt_defs[k].bit) {
+            resp_w_errorf(r->out, PROTO_ERR " option %s given twice", opt_defs[k].word);
+            return -1;
+        }
+        if (i + (size_t)opt_defs[k].nargs >= r->argc) {
+            resp_w_errorf(r->out, PROTO_ERR " option %s needs %d argument(s)", opt_defs[k].word,
+                          opt_defs[k].nargs);
+            return -1;
+        }
+        seen |= opt_defs[k].bit;
+        if (opt_value(r, opt_defs[k].bit, i + 1, cmd))
+            return -1;
+        i += 1 + (size_t)opt_defs[k].nargs;
+    }
+    return (seen & CMD_OPT_REQ) ? cmd_req_names_acting_session(r, cmd) : 0;
+}
+
+/* ---- proposals ---- */
+
+/* A parked LOCK's key is the name then the sid's 8 bytes (srv_key_name_sid, map_key_u64). */
+#define CMD_SID_BYTES 8
+
+void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct srv_slot *slot = ctx;
+    struct srv *s = slot->srv;
+    srv_quota_release(s, &slot->res); /* applied (counted in the state now) or never will be */
+    hist_observe(&s->m.commit, (double)(uv_hrtime() - slot->started_ns) / 1e9);
+    if (status != RN_OK) {
+        if (status == RN_UNKNOWN)
+            s->m.proposal_unknown++;
+        srv_reply_status(s, &slot->out, status);
+        srv_slot_done(slot);
+        return;
+    }
+    switch (reply->kind) {
+    case FSM_REPLY_OK:
+        resp_w_simple(&slot->out, "OK");
+        break;
+    case FSM_REPLY_INT:
+        resp_w_uint(&slot->out, reply->value);
+        break;
+    case FSM_REPLY_NIL:
+        resp_w_nil(&slot->out, slot->proto);
+        break;
+    case FSM_REPLY_QUEUED: {
+        /* The name+sid key was kept in pkey; the reply waits for the grant or the cancel. */
+        size_t namelen = slot->pkeylen - CMD_SID_BYTES;
+        uint64_t sid = 0;
+        for (int i = 0; i < CMD_SID_BYTES; i++)
+            sid |= (uint64_t)(unsigned char)slot->pkey[namelen + i] << (8 * i);
+        lease_wait_refresh(&s->lease, slot->pkey, namelen, sid, slot->wait_ms,
+                           srv_now_ms()); /* on failure the tick re-derives it */
+        if (slot->conn && srv_park(s, slot) == 0)
+            return;
+        if (slot->conn)
+            resp_w_error(&slot->out, PROTO_ERR " out of memory parking the request");
+        break;
+    }
+    default:
+        resp_w_error(&slot->out, reply->err);
+        break;
+    }
+    srv_slot_done(slot);
+}
+
+void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
+{
+    struct srv *s = r->s;
+    struct fsm_wait_ref wr;
+    const struct fsm_wait_ref *lk = fsm_cmd_wait_of(cmd, &wr) ? &wr : NULL;
+    if (cmd_acting_user(r, cmd))
+        return;
+    r->slot->op = cmd->op;
+    r->slot->wait_ms = lk ? lk->wait_ms : 0;
+    r->slot->started_ns = uv_hrtime();
+    if (lk) {
+        struct buf k;
+        buf_init(&k);
+        if (!srv_key_name_sid(lk->name.p, lk->name.len, lk->sid, &k)) {
+            cmd_reply_err(r, PROTO_ERR " out of memory");
+            return;
+        }
+        r->slot->pkey = k.p;
+        r->slot->pkeylen = k.len;
+    }
+    if (srv_quota_reserve(s, cmd, r->c ? r->c->user : NULL, &r->slot->res, r->out))
+        return;
+    int rc = lk ? srv_propose_lock(s, cmd, cmd_write_done, r->slot)
+                : srv_propose(s, cmd, cmd_write_done, r->slot);
+    if (rc != RN_OK) {
+        srv_quota_release(s, &r->slot->res);
+        srv_reply_status(s, r->out, rc);
+        return;
+    }
+    r->async = true;
+}
+
+#define CMD(name, arity, flags, fn)                                                                \
+    {                                                                                              \
+        name, sizeof(name) - 1, arity, flags, fn                                                   \
+    }
+static const struct srv_cmd cmd_table[] = {
+    CMD("PING", -1, CMD_LOCAL, pingCommand),
+    CMD("HELLO", -1, CMD_LOCAL | CMD_ASYNC, helloCommand),
+    CMD("INFO", -1, CMD_LOCAL, infoCommand),
+    CMD("QUIT", 1, CMD_LOCAL, quitCommand),
+    CMD("READONLY", 1, CMD_LOCAL, readonlyCommand),
+    CMD("READWRITE", 1, CMD_LOCAL, readwriteCommand),
+    CMD("CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand),
+    CMD("CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand),
+    CMD("CLUSTER.ANNOUNCE", -4, CMD_WRITE, clusterAnnounceCommand),
+    CMD("CLUSTER.ADD", -3, CMD_WRITE, clusterAddCommand),
+    CMD("CLUSTER.REMOVE", -2, CMD_WRITE, clusterRemoveCommand),
+    CMD("CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand),
+    CMD("SNAPSHOT.SAVE", 1, CMD_READ, snapshotSaveCommand),
+    CMD("SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand),
+    CMD("SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand),
+    CMD("SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand),
+    CMD("SESSION.INFO", 2, CMD_READ, sessionInfoCommand),
+    CMD("SESSION.REVOKE", 2, CMD_WRITE, sessionRevokeCommand),
+    CMD("LOCK", -3, CMD_WRITE, lockCommand),
+    CMD("UNLOCK", -3, CMD_WRITE, unlockCommand),
+    CMD("LOCK.INFO", 2, CMD_READ, lockInfoCommand),
+    CMD("FENCE.CHECK", 3, CMD_READ, fenceCheckCommand),
+    CMD("FENCE.SIGN", 3, CMD_READ | CMD_FRESH, fenceSignCommand),
+    CMD("FENCE.VERIFY", 4, CMD_LOCAL, fenceVerifyCommand),
+    CMD("PUT", -3, CMD_WRITE, putCommand),
+    CMD("DEL", -2, CMD_WRITE, delCommand),
+    CMD("GET", 2, CMD_READ, getCommand),
+    CMD("KV.GET", 2, CMD_READ, kvGetCommand),
+    CMD("KEYS", -2, CMD_READ, keysCommand),
+    CMD("LOCKS", -2, CMD_READ, locksCommand),
+    CMD("SEM.ACQUIRE", -4, CMD_WRITE, semAcquireCommand),
+    CMD("SEM.RELEASE", -3, CMD_WRITE, semReleaseCommand),
+    CMD("SEM.INFO", 2, CMD_READ, semInfoCommand),
+    CMD("ELECT.CAMPAIGN", -4, CMD_WRITE, electCampaignCommand),
+    CMD("ELECT.PROCLAIM", -5, CMD_WRITE, electProclaimCommand),
+    CMD("ELECT.RESIGN", -3, CMD_WRITE, electResignCommand),
+    CMD("ELECT.LEADER", 2, CMD_READ, electLeaderCommand),
+    CMD("ELECT.OBSERVE", -2, CMD_READ, electObserveCommand),
+    CMD("XREAD", -4, CMD_READ, xreadCommand),
+    CMD("XLEN", 2, CMD_READ, xlenCommand),
+    CMD("XINFO", -2, CMD_READ, xinfoCommand),
+    CMD("XADD", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XDEL", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XTRIM", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XSETID", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XGROUP", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XREADGROUP", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XACK", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XCLAIM", -1, CMD_LOCAL, xwriteCommand),
+    CMD("XAUTOCLAIM", -1, CMD_LOCAL, xwriteCommand),
+};
+#undef CMD
+
+#define N_CMD_TABLE (sizeof(cmd_table) / sizeof(cmd_table[0]))
+
+size_t srv_cmd_count(void)
+{
+    return N_CMD_TABLE + srv_n_conn_cmds;
+}
+
+const struct srv_cmd *srv_cmd_at(size_t i)
+{
+    return i < N_CMD_TABLE ? &cmd_table[i] : &srv_conn_cmds[i - N_CMD_TABLE];
+}
+
+size_t srv_cmd_index(const struct srv_cmd *cmd)
+{
+    if (cmd >= cmd_table && cmd < cmd_table + N_CMD_TABLE)
+        return (size_t)(cmd - cmd_table);
+    if (cmd >= srv_conn_cmds && cmd < srv_conn_cmds + srv_n_conn_cmds)
+        return N_CMD_TABLE + (size_t)(cmd - srv_conn_cmds);
+    return srv_cmd_count();
+}
+
+void srv_cmd_count_reply(struct srv *s, const struct srv_cmd *cmd, const struct buf *out,
+                         size_t from)
+{
+    if (out->len >= from)
+        cmdstat_count(&s->cmdstat, srv_cmd_index(cmd), out->p + from, out->len - from);
+}
+
+static const char *cmd_name_at(size_t i)
+{
+    return srv_cmd_at(i)->name;
+}
+
+void srv_cmd_render_counts(struct srv *s, struct buf *out)
+{
+    cmdstat_render(&s->cmdstat, out, cmd_name_at);
+}
+
+const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name)
+{
+    for (size_t i = 0; i < srv_cmd_count(); i++) {
+        const struct srv_cmd *cmd = srv_cmd_at(i);
+        if (resp_arg_eq(name, cmd->name, cmd->len))
+            return cmd;
+    }
+    return NULL;
+}
+
+bool srv_cmd_is_write(const struct resp_arg *name)
+{
+    const struct srv_cmd *cmd = srv_cmd_lookup(name);
+    return cmd && (cmd->flags & CMD_WRITE);
+}
+
+/* Reads run after a barrier, when the input buffer has moved on: keep a copy of the args. */
+static int copy_args(struct srv_slot *slot, size_t argc, const struct resp_arg *argv)
+{
+    for (size_t i = 0; i < argc; i++)
+        if (buf_put_bytes(&slot->args, argv[i].p, argv[i].len))
+            return -1;
+    slot->argc = argc;
+    return 0;
+}
+
+/* Arguments of a read on the stack: every read command but KEYS/LOCKS with options has at
+ * most 4, so the read path allocates nothing per request. */
+#define READ_ARGV_STACK 8
+
+bool srv_run_read(struct srv *s, struct srv_slot *slot)
+{
+    struct resp_arg stack_argv[READ_ARGV_STACK];
+    struct resp_arg *argv =
+        slot->argc <= READ_ARGV_STACK ? stack_argv : calloc(slot->argc, sizeof(*argv));
+    if (!argv) {
+        resp_w_error(&slot->out, PROTO_ERR " out of memory");
+        return false;
+    }
+    struct rd rd;
+    rd_init(&rd, slot->args.p, slot->args.len);
+    for (size_t i = 0; i < slot->argc; i++) {
+        uint32_t n = 0;
+        rd_bytes(&rd, &argv[i].p, &n, UINT32_MAX);
+        argv[i].len = n;
+    }
+    struct srv_req r = {.s = s,
+                        .c = slot->conn,
+                        .slot = slot,
+                        .argc = slot->argc,
+                        .argv = argv,
+                        .out = &slot->out,
+                        .proto = slot->proto};
+    slot->cmd->fn(&r);
+    if (argv != stack_argv)
+        free(argv);
+    return r.async;
+}
+
+static int arity_ok(const struct srv_cmd *cmd, size_t argc)
+{
+    return cmd->arity >= 0 ? argc == (size_t)cmd->arity : argc >= (size_t)-cmd->arity;
+}
+
+void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_arg *argv)
+{
+    const struct srv_cmd *cmd = srv_cmd_lookup(&argv[0]);
+    struct srv_req r = {.s = s, .c = c, .argc = argc, .argv = argv, .proto = c->proto};
+    s->m.commands++;
+    c->last_cmd_ms = uv_now(s->loop);
+    /* libraft has no role callback: look now, so no command is answered from a stale role. */
+    srv_poll_leadership(s);
+    bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ | CMD_ASYNC));
+    if (c->head || async) {
+        r.slot = srv_slot_append(c);
+        if (!r.slot) {
+            srv_conn_close(c);
+            return;
+        }
+        r.out = &r.slot->out;
+        r.slot->cmd = cmd; /* srv_slot_done counts its reply under it */
+    } else {
+        r.out = &c->out;
+    }
+    size_t out_from = r.out->len;
+    char shown[CMD_ARG_TEXT];
+    if (cmd_perm_check(&r, cmd)) {
+        /* -NOAUTH or -NOPERM written: nothing runs (cmd_perm.c) */
+    } else if (!cmd) {
+        resp_w_errorf(r.out, PROTO_ERR " unknown command '%s'", cmd_arg_text(&argv[0], shown));
+    } else if (!arity_ok(cmd, argc)) {
+        resp_w_errorf(r.out, CMD_ERR_ARGS_S, cmd_arg_text(&argv[0], shown));
+    } else if ((cmd->flags & CMD_READ) && c->stale_reads && !(cmd->flags & CMD_FRESH)) {
+        cmd->fn(&r); /* READONLY: this node's applied state, possibly stale, any role */
+    } else if (cmd->flags & CMD_READ) {
+        if (cmd_need_leader(&r) == 0) {
+            if (copy_args(r.slot, argc, argv)) {
+                cmd_reply_err(&r, PROTO_ERR " out of memory");
+            } else {
+                r.slot->cmd = cmd;
+                r.slot->kind = SLOT_READ;
+                c->reads_pending++;
+                srv_enqueue_read(s, r.slot);
+                r.async = true;
+            }
+        }
+    } else {
+        cmd->fn(&r);
+    }
+    if (r.slot && !r.async)
+        srv_slot_done(r.slot);
+    else if (!r.slot)
+        srv_cmd_count_reply(s, cmd, &c->out, out_from);
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd_lock.c — LOCK (exclusive, or SHARED: read-write locks), UNLOCK, LOCK.INFO, FENCE.CHECK
+ * and LOCKS.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/cmd/cmd.h"
+
+/* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
+#define LOCK_INFO_FIELDS 7
+#define LOCKS_ROW_FIELDS 7
+#define HOLDER_FIELDS 2 /* sid, token: one map per holder in LOCK.INFO's holders */
+
+static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
+{
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "lock name", name) ||
+        cmd_arg_u64(r, 2, "sid", sid) || cmd_live_session(r, *sid))
+        return -1;
+    return 0;
+}
+
+void lockCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_LOCK, .lock = {.wait_ms = 0}};
+    if (lock_args(r, &cmd.lock.name, &cmd.lock.sid) ||
+        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED, &cmd))
+        return;
+    cmd_propose(r, &cmd);
+}
+
+/* "exclusive", "shared" or "none" (in lock-delay or only waiters). */
+static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
+{
+    return holder_sid ? "exclusive" : n_shared ? "shared" : "none";
+}
+
+void unlockCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK, .unlock = {.sid = 0}};
+    if (lock_args(r, &cmd.unlock.name, &cmd.unlock.sid) || cmd_parse_opts(r, 3, CMD_OPT_REQ, &cmd))
+        return;
+    cmd_propose(r, &cmd);
+}
+
+struct waiters_arg {
+    struct buf *out;
+};
+
+static void waiter_cb(void *arg, uint64_t sid, uint64_t wait_ms)
+{
+    struct waiters_arg *wa = arg;
+    (void)wait_ms;
+    resp_w_uint(wa->out, sid);
+}
+
+struct holders_arg {
+    struct buf *out;
+    int proto;
+};
+
+static void holder_cb(void *arg, uint64_t sid, uint64_t token, bool shared)
+{
+    struct holders_arg *ha = arg;
+    (void)shared;
+    resp_w_map(ha->out, ha->proto, HOLDER_FIELDS);
+    resp_w_bulk_str(ha->out, "sid");
+    resp_w_uint(ha->out, sid);
+    resp_w_bulk_str(ha->out, "token");
+    resp_w_uint(ha->out, token);
+}
+
+void lockInfoCommand(struct srv_req *r)
+{
+    struct fsm_str name;
+    struct fsm_lock_view v;
+    if (cmd_arg_name(r, 1, "lock name", &name) || cmd_check_kind(r, &name, FSM_KIND_LOCK))
+        return;
+    if (!fsm_lock_info(r->s->fsm, name.p, name.len, &v)) {
+        resp_w_nil(r->out, r->proto);
+        return;
+    }
+    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS);
+    resp_w_bulk_str(r->out, "holder");
+    resp_w_uint(r->out, v.holder_sid);
+    resp_w_bulk_str(r->out, "token");
+    resp_w_uint(r->out, v.token);
+    resp_w_bulk_str(r->out, "held_since_ms");
+    resp_w_uint(r->out, v.held_since_ms);
+    resp_w_bulk_str(r->out, "lockdelay");
+    resp_w_uint(r->out, v.in_lockdelay ? 1 : 0);
+    resp_w_bulk_str(r->out, "waiters");
+    resp_w_array(r->out, v.n_waiters);
+    struct waiters_arg wa = {r->out};
+    fsm_lock_waiters(r->s->fsm, name.p, name.len, waiter_cb, &wa);
+    resp_w_bulk_str(r->out, "mode");
+    resp_w_bulk_str(r->out, lock_mode(v.holder_sid, v.n_shared));
+    resp_w_bulk_str(r->out, "holders");
+    resp_w_array(r->out, v.holder_sid ? 1 : v.n_shared);
+    struct holders_arg ha = {r->out, r->proto};
+    fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
+}
+
+void fenceCheckCommand(struct srv_req *r)
+{
+    struct fsm_str name;
+    uint64_t token;
+    if (cmd_arg_name(r, 1, "lock name", &name) || cmd_arg_u64(r, 2, "token", &token))
+        return;
+    if (fsm_fence_check(r->s->fsm, name.p, name.len, token) == 0)
+        resp_w_simple(r->out, "OK");
+    else
+        resp_w_errorf(r->out, PROTO_STALE " token %llu is not the current token of lock %.*s",
+                      (unsigned long long)token, (int)name.len, name.p);
+}
+
+void locksCommand(struct srv_req *r)
+{
+    uint64_t limit = r->s->cfg.max_keys_reply;
+    if (r->argc == 4) {
+        if (!resp_arg_is(&r->argv[2], "LIMIT")) {
+            cmd_reply_err(r, PROTO_ERR " syntax error: LOCKS prefix [LIMIT n]");
+            return;
+        }
+        if (cmd_arg_range(r, 3, "LIMIT", 1, r->s->cfg.max_keys_reply, &limit))
+            return;
+    } else if (r->argc != 2) {
+        cmd_reply_err(r, PROTO_ERR " syntax error: LOCKS prefix [LIMIT n]");
+        return;
+    }
+    struct fsm_lock_item *it = calloc(limit, sizeof(*it));
+    if (!it) {
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    size_t n = fsm_locks_list(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, it), shown = 0;
+    for (size_t i = 0; i < n; i++) /* locks the user may not see are left out */
+        if (cmd_may_lock(r, it[i].name.p, it[i].name.len))
+            it[shown++] = it[i];
+    n = shown;
+    resp_w_array(r->out, n);
+    for (size_t i = 0; i < n; i++) {
+        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS);
+        resp_w_bulk_str(r->out, "name");
+        resp_w_bulk(r->out, it[i].name.p, it[i].name.len);
+        resp_w_bulk_str(r->out, "holder");
+        resp_w_uint(r->out, it[i].holder_sid);
+        resp_w_bulk_str(r->out, "token");
+        resp_w_uint(r->out, it[i].token);
+        resp_w_bulk_str(r->out, "lockdelay");
+        resp_w_uint(r->out, it[i].in_lockdelay ? 1 : 0);
+        resp_w_bulk_str(r->out, "waiters");
+        resp_w_uint(r->out, it[i].n_waiters);
+        resp_w_bulk_str(r->out, "mode");
+        resp_w_bulk_str(r->out, it[i].kind == FSM_KIND_LOCK
+                                    ? lock_mode(it[i].holder_sid, it[i].n_shared)
+                                    : fsm_kind_name(it[i].kind));
+        resp_w_bulk_str(r->out, "holders");
+        resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
+    }
+    free(it);
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE. The lease rules behind
+ * KEEPALIVE are lease.c; this file only carries out what lease_keepalive decides. Ownership:
+ * the writes carry their user into the log (cmd_propose); KEEPALIVE and INFO never enter it,
+ * so they ask cmd_session_access here, on the leader, against the applied owner (an owner
+ * never changes and sids are never reused, so the answer cannot go stale).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/security/audit.h"
+#include "server/cmd/cmd.h"
+
+/* Key-value pairs in a SESSION.INFO reply (count them when adding one). */
+#define SESSION_INFO_FIELDS 9
+
+void sessionOpenCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 0}};
+    if (cmd_need_leader(r) ||
+        cmd_arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.session_open.ttl_ms) ||
+        cmd_parse_opts(r, 2, CMD_OPT_LOCKDELAY | CMD_OPT_NAME, &cmd))
+        return;
+    cmd_propose(r, &cmd);
+}
+
+static void keepalive_done(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct srv_slot *slot = ctx;
+    /* Applied or failed, this checkpoint is no longer in flight: without this every later
+     * keepalive of the session would propose another clearing checkpoint (a log entry each). */
+    lease_checkpoint_done(&slot->srv->lease, slot->sid);
+    if (status != RN_OK)
+        srv_reply_status(slot->srv, &slot->out, status);
+    else if (reply->kind == FSM_REPLY_ERR)
+        resp_w_error(&slot->out, reply->err);
+    else
+        resp_w_uint(&slot->out, slot->wait_ms);
+    srv_slot_done(slot);
+}
+
+/*
+ * The lease rule is lease_keepalive's: answered at once, or after a clearing checkpoint
+ * committed when a checkpoint recorded a shorter lease.
+ * Runs after a read barrier (CMD_READ): a barrier that commits in this term proves no later
+ * leader had been elected when the keepalive arrived, so a client may count its lease from the
+ * moment it sent the keepalive (fl_session_safe_until) even across a fail-over. The deadline
+ * is reset here, after the barrier: later than the arrival, never earlier.
+ */
+void sessionKeepaliveCommand(struct srv_req *r)
+{
+    uint64_t sid, ttl = 0;
+    struct fsm_session_view v;
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &sid) || cmd_live_session(r, sid) ||
+        cmd_session_access(r, sid, false))
+        return;
+    bool checkpointed = fsm_session_info(r->s->fsm, sid, &v) && v.checkpoint_ms;
+    enum lease_ka ka = lease_keepalive(&r->s->lease, sid, checkpointed, srv_now_ms(), &ttl);
+    if (ka != LEASE_KA_CLEAR) { /* NOSESSION cannot happen: cmd_live_session just said alive */
+        resp_w_uint(r->out, ttl);
+        return;
+    }
+    r->slot->wait_ms = ttl;
+    r->slot->sid = sid;
+    int rc = srv_propose_checkpoint(r->s, sid, 0, keepalive_done, r->slot);
+    if (rc != RN_OK) {
+        srv_reply_status(r->s, r->out, rc);
+        return;
+    }
+    r->async = true;
+}
+
+void sessionCloseCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CLOSE, .session_close = {.sid = 0}};
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &cmd.session_close.sid) ||
+        cmd_live_session(r, cmd.session_close.sid) || cmd_parse_opts(r, 2, CMD_OPT_REQ, &cmd))
+        return;
+    cmd_propose(r, &cmd);
+}
+
+void sessionInfoCommand(struct srv_req *r)
+{
+    uint64_t sid;
+    struct fsm_session_view v;
+    if (cmd_arg_u64(r, 1, "sid", &sid) || cmd_session_access(r, sid, true))
+        return;
+    if (!fsm_session_info(r->s->fsm, sid, &v)) {
+        cmd_no_session(r, sid);
+        return;
+    }
+    uint64_t left = lease_session_remaining(&r->s->lease, sid, srv_now_ms());
+    resp_w_map(r->out, r->proto, SESSION_INFO_FIELDS);
+    resp_w_bulk_str(r->out, "sid");
+    resp_w_uint(r->out, v.sid);
+    resp_w_bulk_str(r->out, "ttl_ms");
+    resp_w_uint(r->out, v.ttl_ms);
+    resp_w_bulk_str(r->out, "lockdelay_ms");
+    resp_w_uint(r->out, v.lockdelay_ms);
+    resp_w_bulk_str(r->out, "name");
+    resp_w_bulk(r->out, v.name.p, v.name.len);
+    resp_w_bulk_str(r->out, "owner");
+    resp_w_bulk(r->out, v.owner.p, v.owner.len);
+    resp_w_bulk_str(r->out, "locks");
+    resp_w_uint(r->out, v.n_locks);
+    resp_w_bulk_str(r->out, "waits");
+    resp_w_uint(r->out, v.n_waits);
+    resp_w_bulk_str(r->out, "keys");
+    resp_w_uint(r->out, v.n_keys);
+    resp_w_bulk_str(r->out, "remaining_ms");
+    resp_w_uint(r->out, left);
+}
+
+/* SESSION.REVOKE sid (admin): the session ends now as an expiry would, lock-delay and all. */
+void sessionRevokeCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_REVOKE, .session_revoke = {.sid = 0}};
+    if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "sid", &cmd.session_revoke.sid) ||
+        cmd_live_session(r, cmd.session_revoke.sid))
+        return;
+    srv_audit(r->s, r->c, "session.revoke", "sid=%llu", (unsigned long long)cmd.session_revoke.sid);
+    cmd_propose(r, &cmd);
+}

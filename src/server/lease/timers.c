@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * timers.c — the glue between the lease rules (lease.c, pure) and the world: it reads the
+ * clock, feeds the lease the FSM's events, and carries out the lease's actions by proposing
+ * expiries, WAIT cancels, lock-delay ends and checkpoints. Also the one way the server
+ * proposes (srv_propose) and the hold-time histogram.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/cmd/cmd.h"
+#include "server/server.h"
+
+/* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
+static int propose_cmd(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx, bool lazy)
+{
+    cmd->now_ms = srv_wall_ms();
+    buf_reset(&s->scratch);
+    if (fsm_cmd_encode(cmd, &s->scratch))
+        return RN_ERR;
+    int rc = (lazy ? rn_propose_lazy : rn_propose)(s->rn, s->scratch.p, s->scratch.len, cb, ctx);
+    if (rc == RN_OK)
+        s->m.proposals++;
+    return rc;
+}
+
+int srv_propose(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
+{
+    return propose_cmd(s, cmd, cb, ctx, false);
+}
+
+/* A LOCK (or a campaign) that will wait behind another session (held exclusively now, or in
+ * lock-delay):
+ * nothing is answered until a later UNLOCK, expiry or timeout, so its entry may wait for
+ * company. (Behind shared holders it is not marked lazy: being eager only costs an entry.) */
+int srv_propose_lock(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx)
+{
+    struct fsm_wait_ref c = {.wait_ms = 0};
+    struct fsm_lock_view v;
+    bool lazy = fsm_cmd_wait_of(cmd, &c) && c.wait_ms > 0 &&
+                fsm_lock_info(s->fsm, c.name.p, c.name.len, &v) &&
+                ((v.holder_sid && v.holder_sid != c.sid) || v.in_lockdelay);
+    return propose_cmd(s, cmd, cb, ctx, lazy);
+}
+
+int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, rn_propose_cb cb,
+                           void *ctx)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SESSION_CHECKPOINT,
+                          .session_checkpoint = {.sid = sid, .remaining_ms = remaining_ms}};
+    int rc = srv_propose(s, &cmd, cb, ctx);
+    if (rc == RN_OK)
+        lease_checkpoint_proposed(&s->lease, sid);
+    return rc;
+}
+
+uint64_t srv_checkpoint_of(void *arg, uint64_t sid)
+{
+    struct srv *s = arg;
+    struct fsm_session_view v;
+    return fsm_session_info(s->fsm, sid, &v) ? v.checkpoint_ms : 0;
+}
+
+/* ---- hold times (metrics only) ---- */
+
+static void hold_start(struct srv *s, const char *name, size_t namelen)
+{
+    uint64_t *t = map_get(&s->holds, name, namelen);
+    if (!t) {
+        t = malloc(sizeof(*t));
+        if (!t || map_put(&s->holds, name, namelen, t)) {
+            free(t);
+            return;
+        }
+    }
+    *t = srv_now_ms();
+}
+
+static void hold_end(struct srv *s, const char *name, size_t namelen)
+{
+    uint64_t *t = map_del(&s->holds, name, namelen);
+    if (t) {
+        hist_observe(&s->m.lock_hold, (double)(srv_now_ms() - *t) / 1000.0);
+        free(t);
+    }
+}
+
+static void free_val(void *v)
+{
+    free(v);
+}
+
+void srv_holds_free(struct srv *s)
+{
+    map_free(&s->holds, free_val);
+}
+
+/* ---- FSM hooks (every node) ---- */
+
+static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
+{
+    int64_t waited = lease_wait_ended(&s->lease, e->name.p, e->name.len, e->sid, now);
+    if (waited >= 0)
+        hist_observe(&s->m.lock_wait, (double)waited / 1000.0);
+    hold_start(s, e->name.p, e->name.len);
+    s->m.grants++;
+    srv_wake_parked(s, e->name.p, e->name.len, e->sid, e->token);
+}
+
+/* The event an operator most needs: a holder whose session ended under it (it died, paused or
+ * was partitioned; or an admin revoked it), so its lock goes to the next holder. */
+static void log_lost_hold(struct srv *s, const struct fsm_event *e)
+{
+    char shown[CMD_ARG_TEXT];
+    struct resp_arg name = {e->name.p, e->name.len};
+    LOGW(&s->log, "session %llu %s while holding '%s' (token %llu): it passes to the next holder",
+         (unsigned long long)e->sid, e->revoked ? "was revoked" : "expired",
+         cmd_arg_text(&name, shown), (unsigned long long)e->token);
+}
+
+static void on_event(struct srv *s, const struct fsm_event *e)
+{
+    const char *nm = e->name.p;
+    size_t nl = e->name.len;
+    uint64_t now = srv_now_ms();
+    switch (e->type) {
+    case FSM_EV_SESSION_OPENED:
+        if (lease_session_opened(&s->lease, e->sid, e->ms, now))
+            LOGE(&s->log, "out of memory tracking session %llu (retried on the next tick)",
+                 (unsigned long long)e->sid);
+        break;
+    case FSM_EV_SESSION_ENDED:
+        lease_session_ended(&s->lease, e->sid);
+        if (e->expired)
+            s->m.expirations++;
+        break;
+    case FSM_EV_GRANTED:
+        on_granted(s, e, now);
+        break;
+    case FSM_EV_RELEASED:
+        hold_end(s, nm, nl);
+        s->m.releases++;
+        if (e->expired)
+            log_lost_hold(s, e);
+        break;
+    case FSM_EV_WAIT_STARTED:
+        if (lease_wait_started(&s->lease, nm, nl, e->sid, e->ms, now))
+            LOGE(&s->log, "out of memory tracking a wait (retried on the next tick)");
+        break;
+    case FSM_EV_WAIT_ENDED:
+        lease_wait_ended(&s->lease, nm, nl, e->sid, now);
+        srv_wake_parked(s, nm, nl, e->sid, 0);
+        break;
+    case FSM_EV_LOCKDELAY_STARTED:
+        if (lease_delay_started(&s->lease, nm, nl, e->ms, now))
+            LOGE(&s->log, "out of memory tracking a lock-delay (retried on the next tick)");
+        break;
+    case FSM_EV_LOCKDELAY_ENDED:
+        lease_delay_ended(&s->lease, nm, nl);
+        break;
+    case FSM_EV_FENCE_REJECTED:
+        s->m.fence_rejections++;
+        break;
+    case FSM_EV_LEADER:
+    case FSM_EV_PROCLAIM:
+        srv_observe_event(s, e);
+        break;
+    default:
+        break;
+    }
+}
+
+void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev)
+{
+    struct srv *s = arg;
+    (void)reply;
+    srv_check_deposed(s);
+    for (size_t i = 0; i < ev->n; i++)
+        on_event(s, &ev->ev[i]);
+    if (ev->n || ev->lost) {
+        s->observe_dirty |= ev->lost; /* a lost LEADER event: observers look at the state */
+        watch_add(&s->watch, fsm_revision(s->fsm), ev);
+        srv_watch_wake(s);
+    }
+    srv_observe_wake(s);
+}
+
+/* Deriving the tables from the FSM: `ensure` adds only what is missing (after an allocation
+ * failure), otherwise every entry is new (after a snapshot replaced the FSM). */
+struct derive_arg {
+    struct srv *s;
+    uint64_t now;
+};
+
+static void derive_sess_cb(void *arg, uint64_t sid, uint64_t ttl_ms)
+{
+    struct derive_arg *da = arg;
+    lease_session_ensure(&da->s->lease, sid, ttl_ms, da->now);
+}
+
+static void derive_wait_cb(void *arg, const char *name, size_t namelen, uint64_t sid,
+                           uint64_t wait_ms)
+{
+    struct derive_arg *da = arg;
+    lease_wait_ensure(&da->s->lease, name, namelen, sid, wait_ms, da->now);
+}
+
+static void derive_delay_cb(void *arg, const char *name, size_t namelen, uint64_t delay_ms)
+{
+    struct derive_arg *da = arg;
+    lease_delay_ensure(&da->s->lease, name, namelen, delay_ms, da->now);
+}
+
+static void derive_tables(struct srv *s, uint64_t now)
+{
+    struct derive_arg da = {s, now};
+    fsm_foreach_session(s->fsm, derive_sess_cb, &da);
+    fsm_foreach_waiter(s->fsm, derive_wait_cb, &da);
+    fsm_foreach_lockdelay(s->fsm, derive_delay_cb, &da);
+}
+
+/* The FSM was replaced by a snapshot: derive every table again from it. */
+void srv_hook_restored(void *arg)
+{
+    struct srv *s = arg;
+    lease_clear(&s->lease);
+    map_free(&s->holds, free_val);
+    watch_forget(&s->watch, fsm_revision(s->fsm)); /* the events up to it are not known */
+    derive_tables(s, srv_now_ms());
+    map_free(&s->leaderless, NULL); /* the leaderless revisions known are of the old state */
+    s->observe_dirty = true;        /* the elections may have changed: observers look again */
+    srv_observe_wake(s);
+}
+
+/*
+ * An allocation failed in the lease tables: a session (wait, lock-delay) the FSM has may have
+ * no deadline here, and would never expire on this leader. Re-derive what is missing and queue
+ * what is unqueued, at full length from now (later than the lost deadline, never earlier: the
+ * lease stays safe); if memory is still short, the damage mark stays and the next tick retries.
+ */
+static void repair_lease(struct srv *s, uint64_t now)
+{
+    lease_repair(&s->lease, now);
+    derive_tables(s, now);
+    if (!lease_damaged(&s->lease))
+        LOGI(&s->log, "lease tables repaired after an allocation failure");
+}
+
+/* ---- carrying out the lease's actions ---- */
+
+struct duty {
+    struct srv *s;
+    enum lease_kind kind;
+    uint64_t sid;
+    size_t len;
+    char key[]; /* lock name (delay) or name+sid (wait) */
+};
+
+/* The outcome of an expiry / cancel / delay-end / checkpoint proposal. A failed one is tried
+ * again soon (the lease decides); success needs nothing here, the applied events update the
+ * tables. */
+static void duty_cb(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct duty *d = ctx;
+    struct srv *s = d->s;
+    (void)reply;
+    if (d->kind == LEASE_CHECKPOINT)
+        lease_checkpoint_done(&s->lease, d->sid);
+    else if (status != RN_OK && !s->stopping)
+        lease_duty_failed(&s->lease, d->kind, d->sid, d->key, d->len, srv_now_ms());
+    free(d);
+}
+
+static struct duty *duty_new(struct srv *s, const struct lease_action *a)
+{
+    struct duty *d = malloc(sizeof(*d) + a->keylen);
+    if (!d)
+        return NULL;
+    d->s = s;
+    d->kind = a->kind;
+    d->sid = a->sid;
+    d->len = a->keylen;
+    if (a->keylen)
+        memcpy(d->key, a->key, a->keylen);
+    return d;
+}
+
+static void action_cmd(const struct lease_action *a, struct fsm_cmd *cmd)
+{
+    memset(cmd, 0, sizeof(*cmd));
+    if (a->kind == LEASE_SESSION) {
+        cmd->op = FSM_OP_SESSION_EXPIRE;
+        cmd->session_expire.sid = a->sid;
+    } else if (a->kind == LEASE_WAIT) {
+        cmd->op = FSM_OP_CANCEL_WAIT;
+        cmd->cancel_wait.sid = a->sid;
+        cmd->cancel_wait.name.p = a->name;
+        cmd->cancel_wait.name.len = (uint32_t)a->namelen;
+    } else {
+        cmd->op = FSM_OP_LOCKDELAY_END;
+        cmd->lockdelay_end.name.p = a->name;
+        cmd->lockdelay_end.name.len = (uint32_t)a->namelen;
+    }
+}
+
+/* Half-way through an idle lease: record what is left. Not retried on failure (the next
+ * keepalive or term arms it again). */
+static void do_checkpoint(struct srv *s, const struct lease_action *a)
+{
+    struct duty *d = duty_new(s, a);
+    if (d && srv_propose_checkpoint(s, a->sid, a->remaining_ms, duty_cb, d) != RN_OK)
+        free(d);
+}
+
+static void do_action(struct srv *s, const struct lease_action *a, uint64_t now)
+{
+    if (a->kind == LEASE_CHECKPOINT) {
+        do_checkpoint(s, a);
+        return;
+    }
+    struct fsm_cmd cmd;
+    action_cmd(a, &cmd);
+    if (a->kind == LEASE_SESSION)
+        LOGD(&s->log, "session %llu: deadline passed, proposing expiry",
+             (unsigned long long)a->sid);
+    struct duty *d = duty_new(s, a);
+    if (!d || srv_propose(s, &cmd, duty_cb, d) != RN_OK) {
+        free(d);
+        lease_propose_failed(&s->lease, a, now);
+    }
+}
+
+void srv_hook_halted(void *arg)
+{
+    struct srv *s = arg;
+    s->halted = true;
+}
+
+void srv_tick(struct srv *s)
+{
+    if (s->halted) { /* rn_fsm.c logged why */
+        srv_stop(s);
+        return;
+    }
+    srv_poll_leadership(s);
+    rn_tick(s->rn);
+    srv_members_tick(s);
+    uint64_t now = srv_now_ms();
+    srv_watch_tick(s, now);
+    srv_observe_tick(s, now);
+    if (lease_damaged(&s->lease))
+        repair_lease(s, now);
+    if (!srv_ready(s))
+        return;
+    srv_format_tick(s);
+    struct lease_action a;
+    while (lease_next(&s->lease, now, &a))
+        do_action(s, &a, now);
+}

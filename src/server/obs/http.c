@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "server/obs/http.h"
+#include "common/addr.h"
+#include "common/proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* After the reply, how long to keep reading (and discarding) what the client still sends: closing
+ * with unread bytes makes the kernel send RST, which can destroy the reply before it is read. */
+#define LINGER_MS 2000
+#define MAX_METHOD 32
+
+enum conn_state { ST_READING, ST_WRITING, ST_DRAINING };
+
+struct http_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_write_t wreq;
+    uv_shutdown_t sreq;
+    struct srv_http *srv;
+    struct http_conn *prev, *next;
+    enum conn_state state;
+    int closing;
+    int open_handles; /* tcp + timer; the struct is freed when both close callbacks ran */
+    struct buf head, body;
+    size_t in_len;
+    char in[SRV_HTTP_MAX_HEAD];
+};
+
+struct srv_http {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    srv_http_handler handler;
+    void *arg;
+    struct http_conn *conns; /* every open connection, newest first, for srv_http_stop */
+    size_t nconns;
+    size_t nlive;       /* connections not closing: what max_conns bounds */
+    uint64_t evictions; /* idle connections closed to make room for a new one */
+    unsigned max_conns;
+    uint64_t idle_ms;
+    int stopping;
+    int listener_open; /* until the listener's close callback ran */
+};
+
+/* A parsed request head; strings are NUL-terminated copies. */
+struct http_req {
+    char method[MAX_METHOD + 1];
+    char path[SRV_HTTP_MAX_HEAD];
+};
+
+/* ---- lifetime ---- */
+
+static void maybe_free_srv(struct srv_http *h)
+{
+    if (h->stopping && !h->listener_open && h->nconns == 0)
+        free(h);
+}
+
+static void on_conn_handle_closed(uv_handle_t *hd)
+{
+    struct http_conn *c = hd->data;
+    if (--c->open_handles > 0)
+        return;
+    struct srv_http *h = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    h->nconns--;
+    buf_free(&c->head);
+    buf_free(&c->body);
+    free(c);
+    maybe_free_srv(h);
+}
+
+static void conn_close(struct http_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = 1;
+    c->srv->nlive--;
+    uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+    uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    conn_close(t->data);
+}
+
+static void arm_timer(struct http_conn *c, uint64_t ms)
+{
+    uv_timer_stop(&c->timer);
+    uv_timer_start(&c->timer, on_timeout, ms, 0);
+}
+
+/* ---- request parsing ---- */
+
+static int is_tchar(unsigned char ch)
+{
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+        return 1;
+    return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
+/* Bytes of empty lines (CRLF or LF) before the request line, which RFC 9112 says a server
+ * should ignore. */
+static size_t leading_blank(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (p[i] == '\n' || (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')))
+        i += p[i] == '\r' ? 2 : 1;
+    return i;
+}
+
+/* Length of the head through its blank line, or 0 if it has not all arrived. Bare LF line ends
+ * are accepted, as RFC 9112 allows. Empty lines before the request line are not its end. */
+static size_t head_end(const char *p, size_t n)
+{
+    for (size_t i = leading_blank(p, n); i < n; i++) {
+        if (p[i] != '\n')
+            continue;
+        if (i + 1 < n && p[i + 1] == '\n')
+            return i + 2;
+        if (i + 2 < n && p[i + 1] == '\r' && p[i + 2] == '\n')
+            return i + 3;
+    }
+    return 0;
+}
+
+/* The line at p[*off..], without its CR LF; *off moves past it. */
+static void next_line(const char *p, size_t n, size_t *off, const char **line, size_t *len)
+{
+    const char *s = p + *off;
+    const char *nl = memchr(s, '\n', n - *off);
+    size_t l = nl ? (size_t)(nl - s) : n - *off;
+    *off += nl ? l + 1 : l;
+    if (l > 0 && s[l - 1] == '\r')
+        l--;
+    *line = s;
+    *len = l;
+}
+
+static int parse_version(const char *p, size_t n)
+{
+    return n == 8 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '0' || p[7] == '1');
+}
+
+/* "METHOD SP target SP HTTP/1.x"; 0 or -1. The query string is cut from the path. */
+static int parse_request_line(const char *p, size_t n, struct http_req *r)
+{
+    size_t i = 0;
+    while (i < n && is_tchar((unsigned char)p[i]))
+        i++;
+    if (i == 0 || i > MAX_METHOD || i == n || p[i] != ' ')
+        return -1;
+    memcpy(r->method, p, i);
+    r->method[i] = '\0';
+    size_t t = ++i;
+    while (i < n && (unsigned char)p[i] > ' ' && (unsigned char)p[i] != 0x7f)
+        i++;
+    if (i == t || i == n || p[i] != ' ' || p[t] != '/')
+        return -1;
+    const char *q = memchr(p + t, '?', i - t);
+    size_t plen = q ? (size_t)(q - (p + t)) : i - t;
+    memcpy(r->path, p + t, plen);
+    r->path[plen] = '\0';
+    return parse_version(p + i + 1, n - i - 1) ? 0 : -1;
+}
+
+/* "name: value" with a token name and no control bytes in the value (HTAB allowed). Lines
+ * starting with whitespace (obsolete folding) are rejected, as RFC 9112 allows. */
+static int valid_header(const char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_tchar((unsigned char)p[i]))
+        i++;
+    if (i == 0 || i == n || p[i] != ':')
+        return 0;
+    for (i++; i < n; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if ((ch < ' ' && ch != '\t') || ch == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+/* Parse the complete head p[0..n); 0 or -1 (a 400). Leading empty lines are skipped. */
+static int parse_head(const char *p, size_t n, struct http_req *r)
+{
+    size_t off = 0, len;
+    const char *line;
+    do {
+        if (off >= n)
+            return -1;
+        next_line(p, n, &off, &line, &len);
+    } while (len == 0);
+    if (parse_request_line(line, len, r))
+        return -1;
+    for (;;) {
+        if (off >= n)
+            return -1;
+        next_line(p, n, &off, &line, &len);
+        if (len == 0)
+            return 0;
+        if (!valid_header(line, len))
+            return -1;
+    }
+}
+
+/* ---- responses ---- */
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    }
+    return status < 400 ? "Status" : status < 500 ? "Client Error" : "Server Error";
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
+
+static void alloc_cb(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
+{
+    struct http_conn *c = hd->data;
+    (void)suggested;
+    if (c->state == ST_DRAINING) {
+        /* the request area is no longer needed: reuse it to discard input */
+        *b = uv_buf_init(c->in, sizeof(c->in));
+        return;
+    }
+    *b = uv_buf_init(c->in + c->in_len, (unsigned)(sizeof(c->in) - c->in_len));
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct http_conn *c = req->data;
+    if (c->closing)
+        return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    c->state = ST_DRAINING;
+    arm_timer(c, c->srv->idle_ms < LINGER_MS ? c->srv->idle_ms : LINGER_MS);
+    if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read))
+        conn_close(c);
+}
+
+static void on_write(uv_write_t *req, int status)
+{
+    struct http_conn *c = req->data;
+    if (c->closing)
+        return;
+    c->sreq.data = c;
+    if (status < 0 || uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown))
+        conn_close(c);
+}
+
+/* Queue head + body (body omitted for HEAD) and stop reading until it is written. */
+static void respond(struct http_conn *c, int status, const char *ctype, int send_body,
+                    const char *extra_headers)
+{
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->state = ST_WRITING;
+    if (status < 100 || status > 599)
+        status = 500;
+    buf_reset(&c->head);
+    if (buf_printf(&c->head,
+                   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+                   "Connection: close\r\n\r\n",
+                   status, reason(status), ctype ? ctype : "text/plain", c->body.len,
+                   extra_headers ? extra_headers : "")) {
+        conn_close(c);
+        return;
+    }
+    uv_buf_t bufs[2] = {uv_buf_init(c->head.p, (unsigned)c->head.len),
+                        uv_buf_init(c->body.p, (unsigned)c->body.len)};
+    unsigned nbufs = send_body && c->body.len ? 2 : 1;
+    arm_timer(c, c->srv->idle_ms);
+    c->wreq.data = c;
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, nbufs, on_write))
+        conn_close(c);
+}
+
+static void respond_error(struct http_conn *c, int status, const char *extra_headers)
+{
+    buf_reset(&c->body);
+    if (buf_printf(&c->body, "%s\n", reason(status))) {
+        conn_close(c);
+        return;
+    }
+    respond(c, status, "text/plain; charset=utf-8", 1, extra_headers);
+}
+
+static void serve(struct http_conn *c, size_t head_len)
+{
+    struct http_req *r = malloc(sizeof(*r)); /* the path copy is too big for the stack budget */
+    if (!r) {
+        conn_close(c);
+        return;
+    }
+    if (parse_head(c->in, head_len, r)) {
+        respond_error(c, 400, NULL);
+    } else if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
+        respond_error(c, 405, "Allow: GET, HEAD\r\n");
+    } else {
+        int status = 200;
+        const char *ctype = "text/plain; charset=utf-8";
+        buf_reset(&c->body);
+        c->srv->handler(c->srv->arg, r->method, r->path, &c->body, &status, &ctype);
+        /* the handler may have stopped the server; a body cut short by OOM is not sent */
+        if (!c->closing && buf_failed(&c->body))
+            respond_error(c, 500, NULL);
+        else if (!c->closing)
+            respond(c, status, ctype, strcmp(r->method, "HEAD") != 0, NULL);
+    }
+    free(r);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+    struct http_conn *c = s->data;
+    (void)b;
+    if (c->closing)
+        return;
+    if (nread < 0) {
+        /* EOF or error: before a full request there is nobody to answer; while draining the
+         * client has read the reply and hung up */
+        conn_close(c);
+        return;
+    }
+    if (c->state != ST_READING || nread == 0)
+        return;
+    c->in_len += (size_t)nread;
+    size_t end = head_end(c->in, c->in_len);
+    if (end)
+        serve(c, end);
+    else if (c->in_len == sizeof(c->in))
+        respond_error(c, 431, NULL);
+}
+
+/* ---- accepting ---- */
+
+static void free_handle_cb(uv_handle_t *hd)
+{
+    free(hd);
+}
+
+/* Over the cap: accept and close at once, so the kernel backlog does not fill up with
+ * connections nobody will serve. */
+static void reject(uv_stream_t *server)
+{
+    uv_tcp_t *t = malloc(sizeof(*t));
+    if (!t)
+        return;
+    if (uv_tcp_init(server->loop, t)) {
+        free(t);
+        return;
+    }
+    uv_accept(server, (uv_stream_t *)t);
+    uv_close((uv_handle_t *)t, free_handle_cb);
+}
+
+/* At the cap, the oldest connection still waiting for its request is closed so the new one
+ * is served: a probe of /health always gets an answer, however many connections sit idle (a
+ * client sends its request at once; one that has not is the one to drop). 0 if every
+ * connection is busy answering. */
+static int evict_oldest_idle(struct srv_http *h)
+{
+    struct http_conn *c = h->conns, *victim = NULL;
+    for (; c; c = c->next) /* newest first: the last match is the oldest */
+        if (!c->closing && c->state == ST_READING)
+            victim = c;
+    if (!victim)
+        return 0;
+    h->evictions++;
+    conn_close(victim);
+    return 1;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct srv_http *h = server->data;
+    if (status < 0 || h->stopping)
+        return;
+    if (h->nlive >= h->max_conns && !evict_oldest_idle(h)) {
+        reject(server);
+        return;
+    }
+    struct http_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        reject(server);
+        return;
+    }
+    c->srv = h;
+    c->tcp.data = c->timer.data = c;
+    uv_tcp_init(h->loop, &c->tcp);
+    uv_timer_init(h->loop, &c->timer);
+    c->open_handles = 2;
+    c->next = h->conns;
+    if (h->conns)
+        h->conns->prev = c;
+    h->conns = c;
+    h->nconns++;
+    h->nlive++;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) ||
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read)) {
+        conn_close(c);
+        return;
+    }
+    arm_timer(c, h->idle_ms);
+}
+
+/* ---- public API ---- */
+
+static void on_listener_closed(uv_handle_t *hd)
+{
+    struct srv_http *h = hd->data;
+    h->listener_open = 0;
+    maybe_free_srv(h);
+}
+
+static int fail_start(struct srv_http *h, int rc, const char *what, char *err, size_t errlen)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s: %s", what, uv_strerror(rc));
+    srv_http_stop(h);
+    return -1;
+}
+
+int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler handler, void *arg,
+                   struct srv_http **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (!host || !handler || port < 0 || port > 65535 || addr_ip_sockaddr(host, port, &ss)) {
+        if (err && errlen)
+            snprintf(err, errlen, "bad http listen address %s:%d", host ? host : "(null)", port);
+        return -1;
+    }
+    struct srv_http *h = calloc(1, sizeof(*h));
+    if (!h) {
+        if (err && errlen)
+            snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    h->loop = loop;
+    h->handler = handler;
+    h->arg = arg;
+    h->max_conns = SRV_HTTP_MAX_CONNS;
+    h->idle_ms = SRV_HTTP_IDLE_MS;
+    int rc = uv_tcp_init(loop, &h->listener);
+    if (rc) {
+        free(h);
+        if (err && errlen)
+            snprintf(err, errlen, "http listener: %s", uv_strerror(rc));
+        return -1;
+    }
+    h->listener.data = h;
+    h->listener_open = 1;
+    rc = uv_tcp_bind(&h->listener, (const struct sockaddr *)&ss, 0);
+    if (rc)
+        return fail_start(h, rc, "http bind", err, errlen);
+    rc = uv_listen((uv_stream_t *)&h->listener, 128, on_connection);
+    if (rc)
+        return fail_start(h, rc, "http listen", err, errlen);
+    *out = h;
+    return 0;
+}
+
+void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms)
+{
+    if (!h)
+        return;
+    if (max_conns)
+        h->max_conns = max_conns;
+    if (idle_ms)
+        h->idle_ms = idle_ms;
+}
+
+uint64_t srv_http_evictions(const struct srv_http *h)
+{
+    return h ? h->evictions : 0;
+}
+
+int srv_http_port(const struct srv_http *h)
+{
+    if (!h || h->stopping)
+        return -1;
+    struct sockaddr_storage ss;
+    int n = sizeof(ss);
+    if (uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &n))
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+void srv_http_stop(struct srv_http *h)
+{
+    if (!h || h->stopping)
+        return;
+    h->stopping = 1;
+    uv_close((uv_handle_t *)&h->listener, on_listener_closed);
+    for (struct http_conn *c = h->conns; c; c = c->next)
+        conn_close(c);
+}

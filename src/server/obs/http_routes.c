@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * http_routes.c — what the HTTP endpoint (http.c) serves: /metrics (metrics_page.c) and /health
+ * (JSON: ok when this node is a ready leader or a follower that knows a leader).
+ */
+#include <string.h>
+
+#include "server/obs/metrics_page.h"
+#include "server/server.h"
+
+bool srv_healthy(struct srv *s)
+{
+    uint64_t lid;
+    const char *laddr;
+    rn_leader(s->rn, &lid, &laddr);
+    return srv_ready(s) || (s->role == RN_FOLLOWER && lid);
+}
+
+void srv_http_route(void *arg, const char *method, const char *path, struct buf *body, int *status,
+                    const char **ctype)
+{
+    struct srv *s = arg;
+    (void)method;
+    if (!strcmp(path, "/metrics")) {
+        srv_render_metrics(s, body);
+        *status = 200;
+        *ctype = "text/plain; version=0.0.4";
+    } else if (!strcmp(path, "/health")) {
+        uint64_t lid;
+        const char *laddr;
+        rn_leader(s->rn, &lid, &laddr);
+        buf_printf(body,
+                   "{\"status\":\"%s\",\"role\":\"%s\",\"id\":%llu,\"leader_id\":%llu,"
+                   "\"term\":%llu,\"applied_index\":%llu}\n",
+                   srv_healthy(s) ? "ok" : "unavailable", srv_role_name(s->role),
+                   (unsigned long long)s->cfg.id, (unsigned long long)lid,
+                   (unsigned long long)rn_term(s->rn), (unsigned long long)rn_applied_index(s->rn));
+        *status = strstr(body->p, "\"ok\"") ? 200 : 503;
+        *ctype = "application/json";
+    } else {
+        buf_append_str(body, "not found\n");
+        *status = 404;
+        *ctype = "text/plain";
+    }
+}
