@@ -30,7 +30,7 @@ void clusterInfoCommand(struct srv_req *r)
     srv_leader_client_address(s, &s->scratch);
     resp_w_bulk(r->out, s->scratch.p ? s->scratch.p : "", s->scratch.len);
     resp_w_bulk_str(r->out, "role");
-    resp_w_bulk_str(r->out, srv_role_name(s->role));
+    resp_w_bulk_str(r->out, srv_role_name(s->cluster.role));
     resp_w_bulk_str(r->out, "ready");
     resp_w_uint(r->out, srv_ready(s) ? 1 : 0);
     resp_w_bulk_str(r->out, "leader_id");
