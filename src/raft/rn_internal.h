@@ -120,7 +120,11 @@ struct chg {
 };
 
 struct rn {
-    struct raft raft;
+    /* The struct raft the glue drives: &raft_mem for rn_new's node, the caller's for a glue
+     * made with rn_glue_new (rn.h, "Running the glue on another struct raft"). */
+    struct raft *raft;
+    bool attached;        /* rn_glue_new: no raft_mem, io, transport or heap of its own */
+    struct raft raft_mem; /* rn_new: libraft's node, over io and transport below */
     struct raft_io io;
     struct raft_uv_transport transport; /* fencelock's validating transport (transport.h) */
     struct rn_tp_policy tp_policy;
