@@ -139,8 +139,10 @@ static inline int rnfx_grow(struct rnfx *fx, const struct rn_config *cfg)
     n->wrap.restore = rnfx_restore;
     if (raft_fixture_grow(&fx->f, &n->wrap))
         return -1;
+    struct raft *r = raft_fixture_get(&fx->f, n->i);
     if (!getenv("RNFX_LOG")) /* the fixture traces every event to stdout */
-        raft_fixture_get(&fx->f, n->i)->tracer = NULL;
+        r->tracer = NULL;
+    raft_set_pre_vote(r, true); /* as rn_new sets it */
     rn_glue_attach(n->rn, raft_fixture_get(&fx->f, n->i));
     return 0;
 }
@@ -150,8 +152,10 @@ static inline void rnfx_spin_cb(uv_idle_t *h)
     (void)h;
 }
 
-/* `voters` nodes, all with `cfg`, bootstrapped as voters and started; node 0 elected. */
-static inline int rnfx_setup_with(struct rnfx *fx, unsigned voters, const struct rn_config *cfg)
+/* `voters` nodes, bootstrapped as voters and started; node 0 elected. Node i has the glue
+ * config cfg[i], or cfg[n_cfg - 1] past the end. */
+static inline int rnfx_setup_each(struct rnfx *fx, unsigned voters, const struct rn_config *cfg,
+                                  unsigned n_cfg)
 {
     memset(fx, 0, sizeof(*fx));
     fx->log.level = getenv("RNFX_LOG") ? LOG_DEBUG : LOG_ERROR;
@@ -164,7 +168,7 @@ static inline int rnfx_setup_with(struct rnfx *fx, unsigned voters, const struct
         return -1;
     fx->fixture_init = true;
     for (unsigned i = 0; i < voters; i++)
-        if (rnfx_grow(fx, cfg))
+        if (rnfx_grow(fx, &cfg[i < n_cfg ? i : n_cfg - 1]))
             return -1;
     struct raft_configuration conf;
     if (raft_fixture_configuration(&fx->f, voters, &conf))
@@ -177,6 +181,11 @@ static inline int rnfx_setup_with(struct rnfx *fx, unsigned voters, const struct
         rn_glue_started(fx->node[i].rn);
     raft_fixture_elect(&fx->f, 0);
     return 0;
+}
+
+static inline int rnfx_setup_with(struct rnfx *fx, unsigned voters, const struct rn_config *cfg)
+{
+    return rnfx_setup_each(fx, voters, cfg, 1);
 }
 
 static inline struct raft *rnfx_raft(struct rnfx *fx, unsigned i)
@@ -263,6 +272,15 @@ static inline int rnfx_propose(struct rnfx *fx, unsigned i, unsigned k, uint64_t
     int rc = rn_propose(fx->node[i].rn, b.p, b.len, rnfx_propose_cb, rnfx_rep(fx, k));
     buf_free(&b);
     return rc;
+}
+
+/* Start node i, grown after rnfx_setup_with. */
+static inline int rnfx_start(struct rnfx *fx, unsigned i)
+{
+    if (raft_start(raft_fixture_get(&fx->f, i)))
+        return -1;
+    rn_glue_started(fx->node[i].rn);
+    return 0;
 }
 
 static inline void rnfx_closed(void *arg)
