@@ -4,7 +4,9 @@
  * src/raft (they use rn.h).
  *
  * The pieces, one concern each:
- *   rn.c         life cycle: rn_new, bootstrap/start/recover, close, the role accessors
+ *   rn.c         life cycle: rn_new (the node, then the glue bound to it), rn_glue_new /
+ *                rn_glue_attach (the glue alone, on a caller's struct raft: rn.h), bootstrap/
+ *                start/recover, close, the role accessors
  *   rn_batch.c   proposals: group commit into log entries, lazy batches, barriers, delivery
  *   rn_fsm.c     libraft's FSM callbacks: apply, snapshot (adaptive thresholds), restore
  *   rn_member.c  the configuration: queries, membership changes, leadership transfer
