@@ -172,6 +172,51 @@ TEST_F(gc, never_appended_is_notleader)
     CHECK_EQ_U64(x->told, 2);
 }
 
+/* A lazy command (a LOCK that will queue) does not take an entry of its own: its batch waits
+ * (up to lazy_ms, far beyond this test) and rides in the entry of the next eager command. */
+struct lz {
+    struct rnfx fx;
+};
+static int lz_setup(struct lz *g)
+{
+    struct rn_config cfg = rnfx_config();
+    cfg.lazy_ms = 600000; /* never reached: the test does not wait for the timer */
+    return rnfx_setup_with(&g->fx, 3, &cfg);
+}
+static void lz_teardown(struct lz *g)
+{
+    rnfx_teardown(&g->fx);
+}
+
+TEST_F(lz, lazy_command_rides_with_the_next_eager_one)
+{
+    struct rnfx *x = &fx->fx;
+    struct raft *leader = rnfx_raft(x, 0);
+    raft_index before = raft_last_index(leader);
+    struct buf b;
+    CHECK(rnfx_session_open(&b, 1000) == 0);
+    int rc = rn_propose_lazy(x->node[0].rn, b.p, b.len, rnfx_propose_cb, rnfx_rep(x, 0));
+    buf_free(&b);
+    CHECK_EQ_U64(rc, RN_OK);
+    for (unsigned k = 0; k < 3; k++)
+        rnfx_pump(x);
+    CHECK_EQ_U64(raft_last_index(leader), before); /* waits for company */
+    CHECK_EQ_U64(rnfx_propose(x, 0, 1, 2000), RN_OK);
+    rnfx_pump(x);
+    CHECK_EQ_U64(raft_last_index(leader), before + 1);
+    unsigned want = 2;
+    CHECK(rnfx_step_until(x, all_told, &want));
+    for (unsigned k = 0; k < 2; k++) {
+        CHECK_EQ_U64(x->rep[k].calls, 1);
+        CHECK_EQ_U64(x->rep[k].status, RN_OK);
+        CHECK_EQ_U64(x->rep[k].order, k);
+    }
+    CHECK_EQ_U64(x->node[0].n_entries, 1);
+    struct rnfx_envelope env;
+    CHECK(rnfx_decode(&x->node[0].entries[0], &env) == 0);
+    CHECK_EQ_U64(env.n, 2);
+}
+
 /* ---- membership repairs ---- */
 
 static bool rep_told(struct rnfx *x, void *arg)
@@ -380,6 +425,7 @@ int main(void)
     RUN_F(gc, group_commit_cut_at_limit);
     RUN_F(gc, leadership_lost_after_append_is_unknown);
     RUN_F(gc, never_appended_is_notleader);
+    RUN_F(lz, lazy_command_rides_with_the_next_eager_one);
     RUN_F(gc, member_add_undone_when_catch_up_fails);
     RUN_F(gc, tick_repairs_stale_uncommitted_configuration);
     RUN_F(sg, snapshot_install_waits_for_own_write);
