@@ -163,9 +163,9 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 	[ -n "$(DESTDIR)" ] || ldconfig
 
-# make deb: the Debian packages (debian/, docs/operations.md "Packages") built from a copy of
-# the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches build/;
-# the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
+# make deb: the Debian packages (debian/, docs/operations.md "Install from packages") built from
+# a copy of the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches
+# build/; the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
 # sanitizers.
 DEB_JOBS ?= 2
 deb:

@@ -43,7 +43,7 @@
 #define FSM_MAX_USER 64              /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
-/* The log formats (docs/design.md, "Log format versions"): what a node must read to apply an
+/* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
  * 2-3); 2: adds header version 2 (acting user), ops 14-21 and snapshots 4-5. The cluster's
  * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */

@@ -44,7 +44,7 @@ enum tls_client_auth { TLS_AUTH_NONE = 0, TLS_AUTH_OPTIONAL = 1, TLS_AUTH_REQUIR
 #define TLS_PATH_MAX 512
 #define TLS_RAW_CHUNK (64 * 1024)
 
-/* The flags (docs/server.md "TLS"); cert[0] == 0 means TLS is off. */
+/* The flags (docs/server.md "Flags"); cert[0] == 0 means TLS is off. */
 struct tls_config {
     char cert[TLS_PATH_MAX], key[TLS_PATH_MAX], ca[TLS_PATH_MAX];
     enum tls_client_auth client_auth;
