@@ -206,7 +206,7 @@ struct fsm_cmd_cluster_format {
  * must be owned by `user` (fsm_apply: session ownership), SESSION_OPEN records `user` as the
  * new session's owner, and a REQ records the command's digest. `user` is the --acl-file user
  * (0..FSM_MAX_USER bytes; empty without --acl-file). Unchecked (version 1, as every entry
- * written before issue 18): nothing is checked, no owner and no digest are recorded: the
+ * written before session ownership): nothing is checked, no owner and no digest are recorded: the
  * leader's own entries (expiry, checkpoints, wait timers, lock-delay ends) are unchecked, and
  * old logs replay identically. `admin`: the user has the admin permission, which overrides
  * ownership for SESSION_CLOSE, SESSION_REVOKE and UNLOCK.

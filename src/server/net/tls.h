@@ -22,7 +22,7 @@
  * gets it; it must then allow client authentication) and verifies the server against --tls-ca
  * (never the system's CAs: without --tls-ca nothing verifies) and against the address dialled
  * (an IP SAN for an IP literal, a DNS name otherwise), before anything, the peer password
- * included, is sent (issue 32; docs/security.md).
+ * included, is sent (docs/security.md "A TLS cluster, step by step").
  *
  * Invariants: TLS 1.2 minimum, renegotiation off, compression off. Plaintext is produced only
  * after the handshake (and the client-certificate check --tls-client-auth asks for) succeeded.
