@@ -11,7 +11,8 @@ FILE[:LINE]: what is wrong; exit status 1 if any. `make check-docs` (part of `ma
    "Heading", or the quote on the next comment line) anywhere in the tree names a heading of
    docs/x.md, or the label in the first cell of one of its tables' rows. A heading matches
    without its numbering, backquotes, a parenthesised part or what follows a colon or dash;
-   case does not matter.
+   case does not matter. A section cited by number (the section sign and a digit after a doc
+   name) is reported: numbers move when sections do.
 3. No tracker references ("issue" and a number): a reference to a tracker that is not in the
    repository explains nothing. Say the reason itself, or write a decision record under
    docs/decisions/.
@@ -236,12 +237,18 @@ def headings(doc):
     return forms
 
 
+SECTION_REF = re.compile(r"(?P<doc>(?:docs/)?[A-Za-z0-9_-]+\.md)[`)\]]*,?\s+§\s*(?P<n>[0-9.]+)")
+
+
 def check_heading_refs(problems):
     cache = {}
     for rel in text_files():
         text = read(rel)
         if text is None:
             continue
+        for m in SECTION_REF.finditer(text):  # numbers move when sections do: cite headings
+            problems.append('%s:%d: %s §%s: cite the heading ("Heading"), not a number'
+                            % (rel, line_of(text, m.start()), m.group("doc"), m.group("n")))
         for m in HEADING_REF.finditer(text):
             doc = "docs/" + os.path.basename(m.group("doc"))
             if not os.path.isfile(os.path.join(ROOT, doc)):

@@ -2,8 +2,8 @@
 """The documentation's references stay true (scripts/check-docs.py, `make check-docs`): every
 file and symbol named in docs/design.md's file tables and "Where to change what" exists, every
 file of a listed folder has its line, every `docs/x.md "Heading"` reference resolves, and no
-tracker reference ("issue" and a number) comes back. The tree passes; a scratch copy with one
-of each mistake fails, naming each."""
+tracker reference ("issue" and a number) or section number comes back. The tree passes; a
+scratch copy with one of each mistake fails, naming each."""
 
 import os
 import re
@@ -72,6 +72,8 @@ def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
     edit(d, "src/common/buf.h", "a growable byte buffer", "a growable byte buffer (issue " "7)")
     edit(d, "docs/server.md", "# Running fencelockd\n",
          "# Running fencelockd\n\nSee issues #" "3.\n")
+    # A section cited by its number.
+    edit(d, "docs/client.md", "\n## ", "\nAs docs/design.md \u00a7" "4 says.\n\n## ")
 
     p = run("--root", d)
     eq(p.returncode, 1, "exit status:\n" + p.stdout)
@@ -93,4 +95,5 @@ def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
     has(r"^docs/design\.md:\d+: `gone\.c` is not a file of src/fsm/$", "a row naming no file")
     has(r'^src/common/buf\.h:\d+: "issue[ ]7": say the reason itself', "a tracker reference in C")
     has(r'^docs/server\.md:3: "issues[ ]#3": say the reason itself', "a tracker reference in a doc")
+    has(r"^docs/client\.md:\d+: docs/design\.md \u00a74: cite the heading", "a section number")
     eq(out.splitlines()[-1].startswith("docs check failed: "), True, "the closing line")
