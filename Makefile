@@ -241,8 +241,8 @@ format:
 check-layers:
 	@python3 scripts/check-layers.py
 
-# design.md's file tables and "Where to change what" name what exists, docs/x.md "Heading"
-# references resolve, no tracker references: scripts/check-docs.py.
+# design.md's file tables and "Where to change what" name what exists, doc paths and
+# docs/x.md "Heading" references resolve, no tracker references: scripts/check-docs.py.
 check-docs:
 	@python3 scripts/check-docs.py
 

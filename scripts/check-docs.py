@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The documentation's references stay true. Three checks, each failure printed as
+"""The documentation's references stay true. Four checks, each failure printed as
 FILE[:LINE]: what is wrong; exit status 1 if any. `make check-docs` (part of `make test`) runs it;
 `--root DIR` checks another tree (tests/integration/test_docs_refs.py proves it bites there).
 
@@ -13,7 +13,8 @@ FILE[:LINE]: what is wrong; exit status 1 if any. `make check-docs` (part of `ma
    without its numbering, backquotes, a parenthesised part or what follows a colon or dash;
    case does not matter. A section cited by number (the section sign and a digit after a doc
    name) is reported: numbers move when sections do.
-3. No tracker references ("issue" and a number): a reference to a tracker that is not in the
+3. Every path of a doc under docs/ named anywhere in the tree exists (a decision record...).
+4. No tracker references ("issue" and a number): a reference to a tracker that is not in the
    repository explains nothing. Say the reason itself, or write a decision record under
    docs/decisions/.
 """
@@ -237,6 +238,22 @@ def headings(doc):
     return forms
 
 
+DOC_PATH = re.compile(r"(?<![\w/.-])docs/[\w/.-]+\.md\b")
+
+
+def check_doc_paths(problems):
+    """Every path of a doc under docs/ named anywhere exists (x.md is the placeholder here)."""
+    for rel in text_files():
+        text = read(rel)
+        if text is None:
+            continue
+        for m in DOC_PATH.finditer(text):
+            if os.path.basename(m.group(0)) != "x.md" and \
+                    not os.path.isfile(os.path.join(ROOT, m.group(0))):
+                problems.append("%s:%d: %s does not exist" % (rel, line_of(text, m.start()),
+                                                              m.group(0)))
+
+
 SECTION_REF = re.compile(r"(?P<doc>(?:docs/)?[A-Za-z0-9_-]+\.md)[`)\]]*,?\s+§\s*(?P<n>[0-9.]+)")
 
 
@@ -279,14 +296,15 @@ def main():
     problems = []
     check_design(Tree(), problems)
     check_heading_refs(problems)
+    check_doc_paths(problems)
     check_issue_refs(problems)
     for p in problems:
         print(p)
     if problems:
         print("docs check failed: %d problem(s)" % len(problems))
         return 1
-    print("docs check: design.md's files and symbols exist, heading references resolve, "
-          "no tracker references")
+    print("docs check: design.md's files and symbols exist, doc paths and heading references "
+          "resolve, no tracker references")
     return 0
 
 

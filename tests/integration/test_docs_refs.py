@@ -41,8 +41,8 @@ def edit(d, rel, old, new):
 def test_the_tree_passes_the_docs_check(ctx):
     p = run()
     eq((p.returncode, p.stdout.splitlines()[-1:]),
-       (0, ["docs check: design.md's files and symbols exist, heading references resolve, "
-            "no tracker references"]), "scripts/check-docs.py on the tree:\n" + p.stdout)
+       (0, ["docs check: design.md's files and symbols exist, doc paths and heading "
+            "references resolve, no tracker references"]), "scripts/check-docs.py on the tree:\n" + p.stdout)
 
 
 def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
@@ -72,6 +72,8 @@ def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
     edit(d, "src/common/buf.h", "a growable byte buffer", "a growable byte buffer (issue " "7)")
     edit(d, "docs/server.md", "# Running fencelockd\n",
          "# Running fencelockd\n\nSee issues #" "3.\n")
+    # A doc that does not exist (a decision record never written).
+    edit(d, "src/client/link.h", "0001-client-owns-its-socket-io.md", "0009-nothing.md")
     # A section cited by its number.
     edit(d, "docs/client.md", "\n## ", "\nAs docs/design.md \u00a7" "4 says.\n\n## ")
 
@@ -95,5 +97,7 @@ def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
     has(r"^docs/design\.md:\d+: `gone\.c` is not a file of src/fsm/$", "a row naming no file")
     has(r'^src/common/buf\.h:\d+: "issue[ ]7": say the reason itself', "a tracker reference in C")
     has(r'^docs/server\.md:3: "issues[ ]#3": say the reason itself', "a tracker reference in a doc")
+    has(r"^src/client/link\.h:\d+: docs/decisions/0009-nothing\.md does not exist$",
+        "a doc that does not exist")
     has(r"^docs/client\.md:\d+: docs/design\.md \u00a74: cite the heading", "a section number")
     eq(out.splitlines()[-1].startswith("docs check failed: "), True, "the closing line")
