@@ -97,7 +97,8 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
      * configuration (tried first) cut a node off from the leader it needed: an old leader whose
      * uncommitted REMOVE named the new leader never heard of the new term (the rollback test
      * hung), and a follower that lagged behind an ADD could not be caught up by the added node
-     * once it led. Telling a member from an impostor is authentication: issue 18. */
+     * once it led. Telling a member from an impostor is peer TLS's job
+     * (transport_tls.c). */
     rn->tp_policy = (struct rn_tp_policy){.arg = rn, .term = tp_term};
     int rv = rn_transport_init(&rn->transport, loop, &rn->tp_policy, log);
     if (rv) {

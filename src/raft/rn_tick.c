@@ -3,7 +3,8 @@
  * rn_tick.c — rn_tick, the server's periodic call into rn: samples the commit index (for
  * rn_remove_check), notes when this leader settled, repairs libraft 0.22.1's stale "uncommitted
  * configuration" bookkeeping and hands leadership over when a change nobody here started stays
- * stuck (issue #15). The only code that writes libraft's configuration fields directly.
+ * stuck (docs/server.md "libraft 0.22.1"). The only code that writes libraft's configuration
+ * fields directly.
  */
 #include "raft/rn_internal.h"
 

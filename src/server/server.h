@@ -127,7 +127,7 @@ struct srv_config {
     /* --max-log-format: the highest log format this node reads and reports (format.c); only
      * lowered to simulate a previous-release node in upgrade tests. 0 = FSM_FORMAT_MAX */
     unsigned max_log_format;
-    /* before AUTH (limits.h, auth.h; issue 32): the Argon2id pool's threads and queue, the
+    /* before AUTH (limits.h, auth.h): the Argon2id pool's threads and queue, the
      * unauthenticated connections' caps and deadline (ms, 0 off), their output allowance, the
      * total output cap, TLS handshakes in progress, failed AUTHs a second (all addresses)
      * before every AUTH that misses the cache is refused without a hash, AUTH-failure/NOPERM

@@ -5,7 +5,7 @@
  * A ready leader writes its own entry (MEMBER_SET), and again from the tick whenever the table
  * no longer holds it (once a second at most); an announce of the leader's own id, or of a
  * client address on another host than the member's raft address (unless --announce-any-host),
- * is refused (issue 32). A follower whose entry is missing or stale
+ * is refused. A follower whose entry is missing or stale
  * tells the leader with `CLUSTER.ANNOUNCE id client-addr raft-addr` over the leader's client
  * port (a short RESP connection, one at a time, retried from the tick every second); the
  * leader checks the id and raft address against the Raft configuration and proposes it.

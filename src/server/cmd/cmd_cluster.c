@@ -145,7 +145,7 @@ void clusterAnnounceCommand(struct srv_req *r)
         cmd_reply_err(r, PROTO_ERR " client address must be host:port");
         return;
     }
-    /* Issue 32: the leader's entry is its own to write (srv_members_on_ready, re-asserted from
+    /* The leader's entry is its own to write (srv_members_on_ready, re-asserted from
      * the tick): an announce of it would send every -NOTLEADER, and the passwords of clients
      * that follow it, wherever the announcer chose. */
     if (id == r->s->cfg.id) {

@@ -11,7 +11,7 @@
  * -SLOWREADER naming the last id it was sent and is closed after its queued replies.
  * A watcher owns its copy of the stream names; its slot is freed through srv_slot_done.
  *
- * Wake-ups by prefix (issue 32): each of a parked watcher's streams is a member of its group in
+ * Wake-ups by prefix: each of a parked watcher's streams is a member of its group in
  * s->wake (wakeidx.h: the whole stream's, or its exact prefix's). After an applied command,
  * srv_watch_wake looks only at the watchers whose groups the new entries match: O(len(name) +
  * woken) per entry, not O(watchers). A watcher not woken by an entry is one it does not match,

@@ -14,7 +14,7 @@
  * Overshoot: after a leader change, entries the old leader had in flight apply on top of what
  * the new leader accepts; at most one leader's in-flight proposals.
  *
- * Per-user quotas (issue 32; the ACL file's max_sessions= max_waiters= max_keys= max_bytes=
+ * Per-user quotas (the ACL file's max_sessions= max_waiters= max_keys= max_bytes=
  * max_parked=, docs/security.md "Per-user quotas"), checked after the global ones and with the
  * same reservations, per user (srv.quota.user_pending). The numbers come from replicated state
  * only, so any leader enforces the same ones: sessions, queued waits and their bytes by session

@@ -21,7 +21,7 @@ static void render_raft_rejected(struct srv *s, struct buf *out)
                    (unsigned long long)rn_raft_rejected(s->rn, r));
 }
 
-/* Issue 32: the AUTH verification pool and the pre-auth limits (limits.h, auth.h). */
+/* The AUTH verification pool and the pre-auth limits (limits.h, auth.h). */
 static void render_limits(struct srv *s, struct buf *out)
 {
     const struct auth_pool *p = &s->auth.pool;

@@ -2,7 +2,7 @@
 /*
  * limits.c — the pre-authentication limits of the client port (limits.h has what it owns).
  *
- * Why each one exists (issue 32): a connection costs a descriptor, buffers and, on a TLS port,
+ * Why each one exists: a connection costs a descriptor, buffers and, on a TLS port,
  * a handshake computed on the loop that also runs Raft; before AUTH nobody is accountable for
  * it. So the number of connections that have not authenticated is capped in total and per
  * address, they must authenticate within --auth-timeout, their unread replies are capped at
