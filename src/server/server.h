@@ -90,7 +90,7 @@ struct srv_config {
     size_t event_history, event_history_bytes, event_value_max, event_buffer;
     enum log_level log_level;
     enum log_format log_format; /* --log-format: text or one JSON object per line */
-    /* where the settings came from, for the start's log line (config_src.c): the config file
+    /* where the settings came from, for the start's log line (config/sources.c): the config file
      * ("" none) and the FENCELOCK_ variables applied, ", "-separated ("" none) */
     char config_file[512];
     char config_env[256];
@@ -107,7 +107,7 @@ struct srv_config {
     /* --peer-cert-name: the name member N's peer certificate carries, "%d" for N */
     char peer_cert_name[256];
     /* --peer-ca-shared-with-clients: start although --peer-tls-ca trusts a certificate
-     * --tls-ca trusts (otherwise refused: config.c check_peer_ca) */
+     * --tls-ca trusts (otherwise refused: config/rules.c check_peer_ca) */
     bool peer_ca_shared;
     /* --insecure-raft: --raft-listen on a routable address without peer TLS */
     bool insecure_raft;
@@ -144,8 +144,9 @@ struct srv_format_seen {
     unsigned format;
 };
 
-/* Fill defaults; parse --config FILE, FENCELOCK_* variables and argv (config_src.c), in that
- * order of precedence. 0 ok, 1 help or --print-config printed (exit 0), -1 error printed. */
+/* Fill defaults (config/table.c: every setting is a row there); parse --config FILE,
+ * FENCELOCK_* variables and argv (config/sources.c), in that order of precedence. 0 ok, 1 help or
+ * --print-config printed (exit 0), -1 error printed. */
 void srv_config_defaults(struct srv_config *c);
 int srv_config_parse(struct srv_config *c, int argc, char **argv);
 void srv_config_usage(FILE *f);
