@@ -118,6 +118,22 @@ def test_man8_matches_settings_table(ctx):
     check_listing("fencelockd(8)", man8_entries(), table, extras(ctx, table), default_of)
 
 
+def test_man8_sighup_names_every_reloaded_setting(ctx):
+    """The settings --help marks "reloaded on SIGHUP" (the table's reload flag) are the ones
+    fencelockd(8)'s SIGHUP entry names."""
+    out, _ = help_flags(ctx.binary)
+    reloaded = set()
+    for entry in re.split(r"\n  (?=--)", out):
+        if re.sub(r"\s+", " ", entry).rstrip().endswith("reloaded on SIGHUP"):
+            reloaded.add(FLAG.match(entry).group(0))
+    assert len(reloaded) >= 5, "too few reloaded settings in --help: %r" % sorted(reloaded)
+    man = roff_text(MAN8)
+    sighup = man.split(".B SIGHUP\n", 1)[1].split("\n.SH", 1)[0]
+    named = set(FLAG.findall(sighup))
+    eq_sets = (sorted(reloaded - named), sorted(named - reloaded))
+    assert eq_sets == ([], []), "fencelockd(8) SIGHUP lacks %s, names %s as reloaded" % eq_sets
+
+
 def server_md_entries():
     """{flag: default column} of docs/server.md's "## Flags" table."""
     with open(SERVER_MD) as f:

@@ -82,7 +82,7 @@ static void row_entry(FILE *f, const struct cfg_row *r)
     snprintf(flag, sizeof flag, "%s%s%s", r->name, arg ? " " : "", arg ? arg : "");
     cfg_default_text(r, def, sizeof def);
     snprintf(text, sizeof text, "%s%s%s%s%s", r->help, *def ? " (default " : "", def,
-             *def ? ")" : "", r->flags & CFG_RELOAD ? "; re-read on SIGHUP" : "");
+             *def ? ")" : "", r->flags & CFG_RELOAD ? "; reloaded on SIGHUP" : "");
     entry(f, flag, text);
 }
 

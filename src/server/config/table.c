@@ -82,7 +82,7 @@ const struct cfg_row cfg_rows[] = {
     NUM("--max-keys-reply", max_keys_reply, CFG_COUNT, 1, 10000000, 10000,
         "entries one KEYS or LOCKS reply returns at most"),
     NUM("--max-ttl", max_ttl, CFG_MS, 1, TB, 7ull * 24 * 3600 * 1000,
-        "longest session TTL; the default is 7 days"),
+        "longest session TTL; 7 days"),
     NUM("--max-sessions", max_sessions, CFG_COUNT, 1, TB, 1000000,
         "live sessions; over a quota a command gets -NOSPACE and changes nothing"),
     NUM("--max-locks", max_locks, CFG_COUNT, 1, TB, 10000000,
@@ -137,8 +137,8 @@ const struct cfg_row cfg_rows[] = {
         "the leader's timer tick: how late past its deadline a lease expiry, WAIT timeout or "
         "lock-delay end is proposed at most"),
     NUM("--max-log-format", max_log_format, CFG_COUNT, 1, FSM_FORMAT_MAX, FSM_FORMAT_MAX,
-        "for upgrade testing only: read and report log format N (1 = the previous release); "
-        "the default is the newest"),
+        "for upgrade testing only: read and report log format N (1 = the previous release; "
+        "the default is the newest)"),
     NUM("--event-history", event_history, CFG_COUNT, 1, 100000000, 100000,
         "events kept in memory for XREAD; an older id gets -COMPACTED"),
     NUM("--event-history-bytes", event_history_bytes, CFG_BYTES, 4096, TB, 64u << 20,
@@ -152,11 +152,11 @@ const struct cfg_row cfg_rows[] = {
     TEXT("--log-format", cfg_parse_log_format, "text", "FORMAT", 0,
          "text | json: one JSON object per line"),
     PATH("--acl-file", acl_file, NULL, "PATH", CFG_RELOAD,
-         "users and permissions (docs/security.md); clients must AUTH; a malformed file keeps "
-         "the old rules on SIGHUP"),
+         "users and permissions (docs/security.md); clients must AUTH (a malformed file keeps "
+         "the old rules)"),
     PATH("--peer-tls-cert", peer_tls_cert, NULL, "FILE", CFG_RELOAD,
          "this node's certificate (PEM chain) for mutual TLS on the Raft port; needs "
-         "--peer-tls-key and --peer-tls-ca; new connections use what SIGHUP reads"),
+         "--peer-tls-key and --peer-tls-ca (new connections use the reloaded files)"),
     PATH("--peer-tls-key", peer_tls_key, NULL, "FILE", CFG_RELOAD, "its private key (PEM)"),
     PATH("--peer-tls-ca", peer_tls_ca, NULL, "FILE", CFG_RELOAD,
          "the CA (PEM) every peer's certificate must chain to; a CA of its own, not --tls-ca's"),
@@ -194,11 +194,11 @@ const struct cfg_row cfg_rows[] = {
          "FENCELOCK_PEER_PASSWORD"),
     PATH("--audit-log", audit_log, NULL, "PATH", CFG_RELOAD,
          "append one JSON line per security event (AUTH, NOPERM, CLUSTER.* changes, ACL "
-         "reloads); SIGHUP reopens it"),
+         "reloads)"),
     PATH("--tls-cert", tls.cert, NULL, "FILE", CFG_RELOAD,
-         "with --tls-key, the client port speaks TLS only (PEM certificate chain; TLS 1.2+); a "
-         "bad pair keeps the old one on SIGHUP. This node's calls to other members "
-         "(CLUSTER.ANNOUNCE, --join) use TLS and this pair too"),
+         "with --tls-key, the client port speaks TLS only (PEM certificate chain; TLS 1.2+; a "
+         "bad pair keeps the old one). This node's calls to other members (CLUSTER.ANNOUNCE, "
+         "--join) use TLS and this pair too"),
     PATH("--tls-key", tls.key, NULL, "FILE", CFG_RELOAD, "--tls-cert's private key (PEM)"),
     PATH("--tls-ca", tls.ca, NULL, "FILE", CFG_RELOAD,
          "CA certificates client certificates (and other members' certificates, for this node's "
@@ -212,8 +212,8 @@ const struct cfg_row cfg_rows[] = {
         "a client slower to finish its handshake is closed"),
     TEXT("--token-key", cfg_parse_token_key, NULL, "FILE[,FILE2]", CFG_RELOAD,
          "HMAC key(s) of FENCE.SIGN (signs with FILE) and FENCE.VERIFY (accepts both: rotation); "
-         "each at least 16 bytes, one trailing newline dropped; a bad file keeps the old keys on "
-         "SIGHUP. Every member needs the same files"),
+         "each at least 16 bytes, one trailing newline dropped (a bad file keeps the old keys); "
+         "every member needs the same files"),
     NUM("--auth-threads", auth_threads, CFG_COUNT, 1, 64, 2,
         "threads verifying AUTH passwords (Argon2id, 64 MiB each), apart from libuv's pool that "
         "the Raft disk path uses"),
