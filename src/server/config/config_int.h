@@ -50,8 +50,7 @@ enum cfg_unit {
 };
 
 enum {
-    CFG_RELOAD = 1, /* what it names is read again on SIGHUP */
-    CFG_ONCE = 2,   /* runs once and exits (--recover, --restore): not for a standing config */
+    CFG_RELOAD = 1, /* what it names is read again on SIGHUP (--help says so) */
 };
 
 struct cfg_row {
@@ -68,7 +67,7 @@ struct cfg_row {
     const char *(*show)(const struct srv_config *c);
     const char *arg;  /* the metavariable of --help; NULL: the unit's (N, BYTES, MS, S) */
     const char *help; /* --help's text; the default and CFG_RELOAD's note are appended */
-    unsigned flags;   /* CFG_RELOAD, CFG_ONCE */
+    unsigned flags;   /* CFG_RELOAD */
 };
 
 /* table.c: the rows, in --help and --print-config order. */

@@ -58,11 +58,11 @@ const struct cfg_row cfg_rows[] = {
      .help = "Raft transport address"},
     TEXT("--http-listen", cfg_parse_http_listen, "127.0.0.1:7482", "HOST:PORT", 0,
          "/metrics and /health; 'off' for none"),
-    TEXT("--recover", cfg_parse_recover, NULL, "ID=HOST:PORT,...", CFG_ONCE,
+    TEXT("--recover", cfg_parse_recover, NULL, "ID=HOST:PORT,...", 0,
          "disaster recovery after losing a majority for good: write this configuration (the "
          "survivors) into --data-dir of a stopped node, then exit; start it normally afterwards "
          "(see docs/operations.md)"),
-    PATH("--restore", restore, NULL, "FILE", CFG_ONCE,
+    PATH("--restore", restore, NULL, "FILE", 0,
          "make the empty --data-dir a new cluster whose state is FILE (from `fencelock snapshot "
          "save`), then exit; with --initial-cluster, restore every node from the same FILE; start "
          "the nodes normally afterwards"),
@@ -262,11 +262,11 @@ void srv_config_defaults(struct srv_config *c)
     memset(c, 0, sizeof(*c));
     for (size_t id = 0; id < cfg_n_rows; id++) {
         const struct cfg_row *r = &cfg_rows[id];
-        char def[64];
+        char num[24]; /* a u64's digits */
         if (r->type == CFG_BOOL || (r->type != CFG_NUM && !r->def_text))
             continue;
-        cfg_default_text(r, def, sizeof def);
-        (void)cfg_set(c, r, def, "default ");
+        cfg_default_text(r, num, sizeof num);
+        (void)cfg_set(c, r, r->type == CFG_NUM ? num : r->def_text, "default ");
     }
     c->raft_listen_set = false; /* set by a source, not by the default */
 }
