@@ -125,6 +125,42 @@ def test_print_config_names_each_source_and_hides_secrets(ctx):
        [l.split("#")[0] for l in lines[1:-1]], "settings read back (the password line aside)")
 
 
+def test_config_flag_equals_value_and_units(ctx):
+    """`--flag=value` as well as `--flag value`, and sizes and durations with a unit, from every
+    source: a node started so serves the limits they give, and --print-config shows them in the
+    plain unit."""
+    srv = Server(ctx.binary, ctx.tmp("node"), env={"FENCELOCK_MAX_OUTPUT": "64MiB"},
+                 args=["--max-value=4KiB", "--max-key", "1KiB", "--idle-timeout=2m",
+                       "--tcp-keepalive", "1h", "--election-ms=500ms"])
+    ctx.servers.append(srv)
+    srv.start()
+    c = ctx.conn(srv)
+    expect_int(c.call("PUT", "k", "x" * 4096), "a 4096-byte value under --max-value=4KiB")
+    r = c.call("PUT", "k", "x" * 4097)
+    assert isinstance(r, RespError) and r.code == "TOOLARGE", "4097-byte value: %r" % (r,)
+    expect_int(c.call("PUT", "k" * 1024, "v"), "a 1024-byte key under --max-key 1KiB")
+    srv.stop()
+    conf = write(ctx, "units.conf", "max-query-buffer = 16MiB\nauth-timeout = 30s\n")
+    r = run(ctx, "--config=%s" % conf, "--print-config", "--max-value=4KiB", "--idle-timeout",
+            "2m", "--tcp-keepalive=1h", "--insecure-raft=false",
+            env={"FENCELOCK_MAX_OUTPUT": "64MiB"})
+    eq(r.returncode, 0, "stderr %r" % r.stderr)
+    lines = r.stdout.splitlines()
+    for want in ("max-value = 4096  # flag", "idle-timeout = 120000  # flag",
+                 "tcp-keepalive = 3600  # flag", "insecure-raft = false  # flag",
+                 "max-output = 67108864  # env FENCELOCK_MAX_OUTPUT",
+                 "max-query-buffer = 16777216  # file:1", "auth-timeout = 30000  # file:2"):
+        assert want in lines, "%r not in --print-config output:\n%s" % (want, r.stdout)
+    # A unit the setting does not take is refused, naming what it does take.
+    r = run(ctx, "--max-output=64MB")
+    eq(r.returncode, 2, "exit status; stderr %r" % r.stderr)
+    assert "--max-output wants a number in 1024..1099511627776 bytes (or with a unit: " \
+        "512KiB, 64MiB, 1GiB, 1TiB), got '64MB'" in r.stderr, r.stderr
+    r = run(ctx, "--tcp-keepalive", "1500ms")
+    eq(r.returncode, 2, "exit status; stderr %r" % r.stderr)
+    assert "--tcp-keepalive wants a number in 0..86400 seconds" in r.stderr, r.stderr
+
+
 def test_join_to_nobody_is_logged_once_then_its_answer(ctx):
     dead = free_port()  # nothing listens here until the member starts on it
     joiner = new_server(ctx, 2, ["--join", "127.0.0.1:%d" % dead] + TIMING)

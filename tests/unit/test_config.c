@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_config.c — fencelockd's settings from a config file, FENCELOCK_* variables and flags
- * (src/server/config/config.c, config_src.c), --print-config, and the JSON log format's escaping
+ * (src/server/config/: the table, one value's parser with its units, the sources), --flag=value,
+ * --print-config, and the JSON log format's escaping
  * (src/common/log.c). Messages on stderr and --print-config's stdout are captured through a
  * temporary file. */
 #include <stdlib.h>
@@ -260,6 +261,126 @@ TEST(test_print_config_output_reads_back)
     clean_env();
 }
 
+/* Every row is well formed: a unique "--name", a field its type fits, a default inside its
+ * bounds that its own parser accepts (srv_config_defaults goes through it). */
+TEST(test_every_row_is_well_formed_and_its_default_parses)
+{
+    for (size_t id = 0; id < cfg_n_rows; id++) {
+        const struct cfg_row *r = &cfg_rows[id];
+        CHECK(!strncmp(r->name, "--", 2) && r->help && *r->help);
+        CHECK(cfg_id(r->name, strlen(r->name)) == (int)id); /* unique */
+        char def[128];
+        cfg_default_text(r, def, sizeof def);
+        struct srv_config c;
+        memset(&c, 0, sizeof c);
+        switch (r->type) {
+        case CFG_NUM:
+            CHECK(r->size == 4 || r->size == 8);
+            CHECK(r->min <= r->def && r->def <= r->max);
+            CHECK(r->size == 8 || r->max <= UINT32_MAX);
+            break;
+        case CFG_BOOL:
+            CHECK(r->size == sizeof(bool) && !r->def_text);
+            break;
+        case CFG_PATH:
+            CHECK(r->size > 1);
+            break;
+        case CFG_TEXT:
+            CHECK(r->parse != NULL && r->size == 0);
+            break;
+        }
+        if (*def && cfg_set(&c, r, def, "") != 0) {
+            fprintf(stderr, "  %s: default '%s' does not parse\n", r->name, def);
+            CHECK(0);
+        }
+    }
+}
+
+TEST(test_sizes_take_binary_units)
+{
+    clean_env();
+    struct srv_config c;
+    CHECK(PARSE(&c, "--max-bulk", "512KiB", "--max-output=64MiB", "--max-input-total", "1GiB",
+                "--max-data-bytes", "1TiB", "--max-value", "4096") == 0);
+    CHECK_EQ_U64(c.max_bulk, 512u << 10);
+    CHECK_EQ_U64(c.max_output, 64u << 20);
+    CHECK_EQ_U64(c.max_input_total, 1u << 30);
+    CHECK_EQ_U64(c.max_data_bytes, 1ull << 40);
+    CHECK_EQ_U64(c.max_value, 4096);
+    const char *bad[] = {"1KB", "64mib", "64 MiB", "1.5MiB", "MiB", "-1KiB", "99999999999999TiB"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(PARSE(&c, "--max-output", (char *)bad[i]) == -1);
+        CHECK(strstr(out_, "--max-output wants a number in 1024..1099511627776 bytes (or with a "
+                           "unit: 512KiB, 64MiB, 1GiB, 1TiB), got '"));
+    }
+    CHECK(PARSE(&c, "--max-bulk", "2GiB") == -1);    /* bounds after the conversion */
+    CHECK(PARSE(&c, "--max-clients", "1KiB") == -1); /* a count takes no unit */
+    CHECK(strstr(out_, "--max-clients wants a number in 1..1000000, got '1KiB'\n"));
+}
+
+TEST(test_durations_take_units_in_the_settings_own_unit)
+{
+    clean_env();
+    struct srv_config c;
+    CHECK(PARSE(&c, "--idle-timeout", "2m", "--max-wait=1h", "--election-ms", "500ms",
+                "--heartbeat-ms", "40", "--auth-timeout", "10s", "--tcp-keepalive", "2m") == 0);
+    CHECK_EQ_U64(c.idle_timeout, 120000);
+    CHECK_EQ_U64(c.max_wait, 3600000);
+    CHECK_EQ_U64(c.election_ms, 500);
+    CHECK_EQ_U64(c.heartbeat_ms, 40);
+    CHECK_EQ_U64(c.auth_timeout, 10000);
+    CHECK_EQ_U64(c.tcp_keepalive, 120); /* seconds: its plain unit */
+    CHECK(PARSE(&c, "--tcp-keepalive", "2000ms") == 0);
+    CHECK_EQ_U64(c.tcp_keepalive, 2);
+    CHECK(PARSE(&c, "--tcp-keepalive", "1500ms") == -1); /* not a whole second */
+    CHECK(strstr(out_, "--tcp-keepalive wants a number in 0..86400 seconds"));
+    CHECK(PARSE(&c, "--election-ms", "2d") == -1);
+    CHECK(strstr(out_, "--election-ms wants a number in 10..60000 ms (or with a unit: 500ms, "
+                       "10s, 2m, 1h), got '2d'\n"));
+    CHECK(PARSE(&c, "--election-ms", "2m") == -1); /* 120000 is past 60000 */
+}
+
+TEST(test_units_in_the_file_and_the_environment)
+{
+    clean_env();
+    struct srv_config c;
+    setenv("FENCELOCK_AUTH_TIMEOUT", "5s", 1);
+    const char *f = write_conf("max-output = 32MiB  # a comment\nidle-timeout = 90s\n");
+    CHECK(PARSE(&c, "--config", (char *)f, "--print-config") == 1);
+    CHECK_EQ_U64(c.max_output, 32u << 20);
+    CHECK_EQ_U64(c.idle_timeout, 90000);
+    CHECK_EQ_U64(c.auth_timeout, 5000);
+    CHECK(strstr(out_, "\nmax-output = 33554432  # file:1\n")); /* shown in the plain unit */
+    CHECK(strstr(out_, "\nauth-timeout = 5000  # env FENCELOCK_AUTH_TIMEOUT\n"));
+    unsetenv("FENCELOCK_AUTH_TIMEOUT");
+    clean_env();
+}
+
+TEST(test_flag_equals_value)
+{
+    clean_env();
+    struct srv_config c;
+    CHECK(PARSE(&c, "--max-args=9", "--listen=127.0.0.1:9100", "--initial-cluster=1=127.0.0.1:9101",
+                "--insecure-no-auth=true") == 0);
+    CHECK_EQ_U64(c.max_args, 9);
+    CHECK(c.listen_port == 9100 && c.n_peers == 1 && c.insecure_no_auth);
+    CHECK(!strcmp(c.raft_address, "127.0.0.1:9101"));
+    CHECK(PARSE(&c, "--listen=0.0.0.0:9100", "--insecure-no-auth=no") == -1);
+    CHECK(strstr(out_, "refusing to listen for clients on 0.0.0.0"));
+    CHECK(PARSE(&c, "--insecure-no-auth=maybe") == -1);
+    CHECK(strstr(out_, "--insecure-no-auth wants true or false (yes or no), got 'maybe'"));
+    CHECK(PARSE(&c, "--max-args=") == -1);
+    CHECK(strstr(out_, "--max-args wants a number in 4..1048576, got ''"));
+    CHECK(PARSE(&c, "--max-argz=3") == -1);
+    CHECK(strstr(out_, "unknown flag --max-argz=3 (see --help)"));
+    CHECK(PARSE(&c, "--config=/nonexistent/fl.conf") == -1);
+    CHECK(strstr(out_, "cannot read config file /nonexistent/fl.conf"));
+    CHECK(PARSE(&c, "--config=" /* an empty name */, "--id", "1") == -1);
+    /* the value of `--flag=value` is never taken for the next argument's */
+    CHECK(PARSE(&c, "--data-dir=/tmp/x", "--id", "2") == 0);
+    CHECK(!strcmp(c.data_dir, "/tmp/x") && c.id == 2);
+}
+
 /* A flag --help lists but the settings table lacks could not come from a file. */
 TEST(test_every_flag_in_help_is_a_setting)
 {
@@ -278,7 +399,7 @@ TEST(test_every_flag_in_help_is_a_setting)
         bool skipped = false;
         for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
             skipped |= !strcmp(flag, skip[i]);
-        if (!skipped && cfg_id(flag) < 0) {
+        if (!skipped && cfg_id(flag, strlen(flag)) < 0) {
             fprintf(stderr, "  %s is in --help but not a setting\n", flag);
             bad++;
         }
@@ -374,6 +495,11 @@ int main(void)
     RUN(test_print_config_shows_each_value_and_its_source);
     RUN(test_print_config_output_reads_back);
     RUN(test_every_flag_in_help_is_a_setting);
+    RUN(test_every_row_is_well_formed_and_its_default_parses);
+    RUN(test_sizes_take_binary_units);
+    RUN(test_durations_take_units_in_the_settings_own_unit);
+    RUN(test_units_in_the_file_and_the_environment);
+    RUN(test_flag_equals_value);
     RUN(test_json_log_line_is_one_object);
     RUN(test_json_log_line_cut_keeps_escapes_whole);
     clean_env();

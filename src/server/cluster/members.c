@@ -96,7 +96,7 @@ void srv_self_client_address(struct srv *s, struct buf *out)
     char a[PROTO_ADDR_BUF];
     int n = proto_addr_format(a, sizeof(a), s->cfg.listen_host, s->cfg.listen_port);
     buf_reset(out);
-    if (n > 0) /* always: config.c accepted it as one address */
+    if (n > 0) /* always: config/value.c accepted it as one address */
         buf_append(out, a, (size_t)n);
 }
 

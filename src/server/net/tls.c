@@ -139,7 +139,7 @@ static SSL_CTX *client_ctx_build(const struct tls_config *cfg, char *err, size_t
         SSL_CTX_use_PrivateKey_file(ctx, cfg->key, SSL_FILETYPE_PEM) != 1)
         goto fail;
     /* Never the system's CAs: any publicly trusted certificate for the address
-     * would get the peer password. Without --tls-ca nothing verifies (config.c refuses to
+     * would get the peer password. Without --tls-ca nothing verifies (config/rules.c refuses to
      * start a node that calls other members without it). */
     what = "CA (client side)";
     if (cfg->ca[0] && SSL_CTX_load_verify_locations(ctx, cfg->ca, NULL) != 1)

@@ -3,7 +3,7 @@
  * peer_guard — the start-up checks that keep the Raft port a members-only port:
  * whether an address is loopback, and whether the peer CA trusts a certificate the client port
  * trusts too. Pure functions over the configuration and the PEM files; nothing kept, nothing
- * to free. Called by cfg_check (config.c) before anything listens.
+ * to free. Called by cfg_rules_check (config/rules.c) before anything listens.
  */
 #ifndef FENCELOCK_PEER_GUARD_H
 #define FENCELOCK_PEER_GUARD_H

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * config_src.c — the list of fencelockd's settings, where each value comes from, and
- * --print-config.
+ * sources.c — where each setting's value comes from, and --print-config.
  *
  * Three sources apply in order, each overriding the one before: --config FILE (or the file
- * FENCELOCK_CONFIG names), FENCELOCK_<FLAG> variables, the command line; every value goes
- * through the same cfg_set (config_int.h), so a bad one is refused the same way wherever it is
- * written, naming its file and line or its variable. The record of each setting's source lives
- * only during srv_config_parse and is freed there.
+ * FENCELOCK_CONFIG names), FENCELOCK_<FLAG> variables, the command line (`--flag value` or
+ * `--flag=value`; a flag without a value is a boolean row, `--flag=false` allowed). Every value
+ * goes through the same cfg_set (value.c), so a bad one is refused the same way wherever it is
+ * written, naming its file and line or its variable. The keys and variables are the table's
+ * names (table.c). The record of each setting's source lives only during srv_config_parse and is
+ * freed there.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,133 +35,14 @@ struct src {
 };
 
 struct sources {
-    struct src *v;    /* cfg_count() entries */
+    struct src *v;    /* cfg_n_rows entries, indexed like cfg_rows */
     const char *file; /* the config file, borrowed from argv or the environment; NULL none */
     bool print;       /* --print-config */
 };
 
-/* The flags with a text value (set_str) and what --print-config shows when one is not given
- * (NULL: unset). A flag config.c's set_str knows but missing here can be given only on the command
- * line, and test_config checks that every flag --help lists is in one of the three tables. */
-static const struct {
-    const char *name, *def;
-} str_flags[] = {
-    {"--data-dir", "./var/node1"},
-    {"--listen", "127.0.0.1:7480"},
-    {"--raft-listen", "127.0.0.1:7481"},
-    {"--http-listen", "127.0.0.1:7482"},
-    {"--initial-cluster", NULL},
-    {"--recover", NULL},
-    {"--restore", NULL},
-    {"--token-key", NULL},
-    {"--join", NULL},
-    {"--log-level", "info"},
-    {"--log-format", "text"},
-    {"--acl-file", NULL},
-    {"--peer-user", NULL},
-    {"--peer-password-file", NULL},
-    {"--audit-log", NULL},
-    {"--peer-tls-cert", NULL},
-    {"--peer-tls-key", NULL},
-    {"--peer-tls-ca", NULL},
-    {"--peer-cert-name", RN_PEER_CERT_NAME},
-    {"--tls-cert", NULL},
-    {"--tls-key", NULL},
-    {"--tls-ca", NULL},
-    {"--tls-client-auth", "none"},
-};
-
-/* The flags without a value on the command line (true/false in a file or the environment). */
-static const struct {
-    const char *name;
-    size_t off;
-} bool_flags[] = {
-    {"--insecure-no-auth", offsetof(struct srv_config, insecure_no_auth)},
-    {"--tls-user-from-cn", offsetof(struct srv_config, tls.user_from_cn)},
-    {"--peer-ca-shared-with-clients", offsetof(struct srv_config, peer_ca_shared)},
-    {"--insecure-raft", offsetof(struct srv_config, insecure_raft)},
-    {"--announce-any-host", offsetof(struct srv_config, announce_any_host)},
-};
-
-#define N_STR (sizeof(str_flags) / sizeof(str_flags[0]))
-#define N_BOOL (sizeof(bool_flags) / sizeof(bool_flags[0]))
-#define N_NUM cfg_num_count()
-
-size_t cfg_count(void)
-{
-    return N_STR + N_BOOL + N_NUM;
-}
-
-const char *cfg_name(size_t id)
-{
-    if (id < N_STR)
-        return str_flags[id].name;
-    if (id < N_STR + N_BOOL)
-        return bool_flags[id - N_STR].name;
-    return cfg_num_name(id - N_STR - N_BOOL);
-}
-
-int cfg_id(const char *flag)
-{
-    for (size_t id = 0; id < cfg_count(); id++)
-        if (!strcmp(cfg_name(id), flag))
-            return (int)id;
-    return -1;
-}
-
-bool cfg_is_bool(size_t id)
-{
-    return id >= N_STR && id < N_STR + N_BOOL;
-}
-
-int cfg_bool_parse(const char *v, bool *out)
-{
-    if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcmp(v, "1"))
-        *out = true;
-    else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcmp(v, "0"))
-        *out = false;
-    else
-        return -1;
-    return 0;
-}
-
-int cfg_set(struct srv_config *c, size_t id, const char *v, const char *where)
-{
-    if (id < N_STR) {
-        if (cfg_str_set(c, str_flags[id].name, v) == 0)
-            return 0;
-        fprintf(stderr, "fencelockd: %sbad value for %s: '%s'\n", where, str_flags[id].name, v);
-        return -1;
-    }
-    if (id < N_STR + N_BOOL) {
-        if (cfg_bool_parse(v, (bool *)((char *)c + bool_flags[id - N_STR].off)) == 0)
-            return 0;
-        fprintf(stderr, "fencelockd: %s%s wants true or false (yes or no), got '%s'\n", where,
-                bool_flags[id - N_STR].name, v);
-        return -1;
-    }
-    return cfg_num_set(c, id - N_STR - N_BOOL, v, where);
-}
-
-void cfg_show(const struct srv_config *c, size_t id, const char *given, char *out, size_t n)
-{
-    if (id < N_STR) {
-        const char *def = str_flags[id].def;
-        /* --initial-cluster's entry for this node is its Raft address */
-        if (!strcmp(str_flags[id].name, "--raft-listen"))
-            given = c->raft_address;
-        snprintf(out, n, "%s", given ? given : def ? def : "");
-    } else if (id < N_STR + N_BOOL) {
-        snprintf(out, n, "%s",
-                 *(const bool *)((const char *)c + bool_flags[id - N_STR].off) ? "true" : "false");
-    } else {
-        uint64_t x = cfg_num_get(c, id - N_STR - N_BOOL);
-        snprintf(out, n, "%llu", (unsigned long long)x);
-    }
-}
-
 /* FENCELOCK_ variables that are not settings but are known: FENCELOCK_CONFIG (the file),
- * FENCELOCK_PEER_PASSWORD (config.c), test and debugging switches, and the fencelock CLI's. */
+ * FENCELOCK_PEER_PASSWORD (the peer password itself), test and debugging switches, and the
+ * fencelock CLI's. */
 static const char *const env_known[] = {"CONFIG",    "PEER_PASSWORD", "NO_CONFIG_REPAIR",
                                         "NO_CGROUP", "RAFT_CAPTURE",  "ENDPOINTS",
                                         "USER",      "PASSWORD",      "NAME",
@@ -181,7 +63,7 @@ static int record(struct sources *S, size_t id, enum src_kind kind, unsigned lin
 static int set_from(struct srv_config *c, struct sources *S, size_t id, const char *v,
                     enum src_kind kind, unsigned line, const char *where)
 {
-    return cfg_set(c, id, v, where) || record(S, id, kind, line, v) ? -1 : 0;
+    return cfg_set(c, &cfg_rows[id], v, where) || record(S, id, kind, line, v) ? -1 : 0;
 }
 
 /* "--max-clients" -> "FENCELOCK_MAX_CLIENTS". */
@@ -235,7 +117,7 @@ static int file_line(struct srv_config *c, struct sources *S, char *line, size_t
     cut_comment(v);
     v = trim(v);
     snprintf(flag, sizeof flag, "--%s", key);
-    int id = *key == '-' ? -1 : cfg_id(flag);
+    int id = *key == '-' ? -1 : cfg_id(flag, strlen(flag));
     if (id < 0) {
         fprintf(stderr,
                 "fencelockd: %sunknown key '%s' (keys are the long flags of --help without "
@@ -286,9 +168,9 @@ static void warn_unknown_env(void)
         bool known = false;
         for (size_t i = 0; !known && i < sizeof(env_known) / sizeof(env_known[0]); i++)
             known = n - pl == strlen(env_known[i]) && !strncmp(*e + pl, env_known[i], n - pl);
-        for (size_t id = 0; !known && id < cfg_count(); id++) {
+        for (size_t id = 0; !known && id < cfg_n_rows; id++) {
             char name[ENV_NAME_MAX];
-            env_name(cfg_name(id), name, sizeof name);
+            env_name(cfg_rows[id].name, name, sizeof name);
             known = n == strlen(name) && !strncmp(*e, name, n);
         }
         if (!known)
@@ -312,9 +194,9 @@ static void note_env(struct srv_config *c, const char *name)
 /* An empty variable counts as unset (as an EnvironmentFile's `FENCELOCK_X=` placeholder). */
 static int load_env(struct srv_config *c, struct sources *S)
 {
-    for (size_t id = 0; id < cfg_count(); id++) {
+    for (size_t id = 0; id < cfg_n_rows; id++) {
         char name[ENV_NAME_MAX], where[CFG_WHERE_MAX];
-        env_name(cfg_name(id), name, sizeof name);
+        env_name(cfg_rows[id].name, name, sizeof name);
         const char *v = getenv(name);
         if (!v || !*v)
             continue;
@@ -332,22 +214,49 @@ static bool is_help(const char *a)
     return !strcmp(a, "--help") || !strcmp(a, "-h");
 }
 
+/* One command-line argument: "--name" or "--name=value" (the value after the first '='). */
+struct arg {
+    const char *name; /* the whole argument */
+    size_t len;       /* of the name, without "=value" */
+    const char *eq;   /* the value after '=', or NULL */
+};
+
+static struct arg arg_split(const char *a)
+{
+    const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+    return (struct arg){a, eq ? (size_t)(eq - a) : strlen(a), eq ? eq + 1 : NULL};
+}
+
+static bool arg_is(const struct arg *a, const char *name)
+{
+    return a->len == strlen(name) && !strncmp(a->name, name, a->len);
+}
+
+/* A boolean row written without '=' takes no value from the next argument. */
+static bool is_bare_bool(const struct arg *a)
+{
+    int id = cfg_id(a->name, a->len);
+    return !a->eq && id >= 0 && cfg_rows[id].type == CFG_BOOL;
+}
+
 /* First pass over argv: --help, --print-config and --config, which decide what else is read.
  * 1 if --help was printed. Unknown flags are left to apply_argv. */
 static int scan_argv(int argc, char **argv, struct sources *S)
 {
     for (int i = 1; i < argc; i++) {
-        int id = cfg_id(argv[i]);
+        struct arg a = arg_split(argv[i]);
         if (is_help(argv[i])) {
             srv_config_usage(stdout);
             return 1;
         }
         if (!strcmp(argv[i], "--print-config"))
             S->print = true;
-        else if (!strcmp(argv[i], "--config") && i + 1 < argc)
+        else if (arg_is(&a, "--config") && a.eq)
+            S->file = a.eq;
+        else if (arg_is(&a, "--config") && i + 1 < argc)
             S->file = argv[++i];
-        else if (!(id >= 0 && cfg_is_bool((size_t)id)) && i + 1 < argc)
-            i++;
+        else if (!a.eq && !is_bare_bool(&a) && i + 1 < argc)
+            i++; /* its value */
     }
     return 0;
 }
@@ -355,25 +264,27 @@ static int scan_argv(int argc, char **argv, struct sources *S)
 static int apply_argv(struct srv_config *c, struct sources *S, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        int id = cfg_id(flag);
-        if (!strcmp(flag, "--print-config"))
+        struct arg a = arg_split(argv[i]);
+        int id = cfg_id(a.name, a.len);
+        if (!strcmp(argv[i], "--print-config"))
             continue;
-        if (id >= 0 && cfg_is_bool((size_t)id)) {
+        if (is_bare_bool(&a)) {
             if (set_from(c, S, (size_t)id, "true", SRC_FLAG, 0, ""))
                 return -1;
             continue;
         }
-        if (id < 0 && strcmp(flag, "--config")) {
-            fprintf(stderr, "fencelockd: unknown flag %s (see --help)\n", flag);
+        if (id < 0 && !arg_is(&a, "--config")) {
+            fprintf(stderr, "fencelockd: unknown flag %s (see --help)\n", argv[i]);
             return -1;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "fencelockd: %s needs a value (see --help)\n", flag);
+        const char *v = a.eq;
+        if (!v && i + 1 >= argc) {
+            fprintf(stderr, "fencelockd: %s needs a value (see --help)\n", argv[i]);
             return -1;
         }
-        i++;
-        if (id >= 0 && set_from(c, S, (size_t)id, argv[i], SRC_FLAG, 0, ""))
+        if (!v)
+            v = argv[++i];
+        if (id >= 0 && set_from(c, S, (size_t)id, v, SRC_FLAG, 0, ""))
             return -1;
     }
     return 0;
@@ -388,22 +299,22 @@ static void print_config(const struct srv_config *c, const struct sources *S)
         printf("# fencelockd %s, config file %s\n", FENCELOCK_VERSION, S->file);
     else
         printf("# fencelockd %s, no config file\n", FENCELOCK_VERSION);
-    for (size_t id = 0; id < cfg_count(); id++) {
+    for (size_t id = 0; id < cfg_n_rows; id++) {
         char val[CFG_LINE_MAX], src[CFG_WHERE_MAX];
         const struct src *x = &S->v[id];
-        cfg_show(c, id, x->given, val, sizeof val);
+        cfg_show(c, &cfg_rows[id], x->given, val, sizeof val);
         if (x->kind == SRC_FILE)
             snprintf(src, sizeof src, "file:%u", x->line);
         else if (x->kind == SRC_ENV) {
             char name[ENV_NAME_MAX];
-            env_name(cfg_name(id), name, sizeof name);
+            env_name(cfg_rows[id].name, name, sizeof name);
             snprintf(src, sizeof src, "env %s", name);
         } else
             snprintf(src, sizeof src, "%s", x->kind == SRC_FLAG ? "flag" : "default");
         if (*val)
-            printf("%s = %s  # %s\n", cfg_name(id) + 2, val, src);
+            printf("%s = %s  # %s\n", cfg_rows[id].name + 2, val, src);
         else
-            printf("# %s =  # %s (unset)\n", cfg_name(id) + 2, src);
+            printf("# %s =  # %s (unset)\n", cfg_rows[id].name + 2, src);
     }
     const char *pw = getenv(ENV_PREFIX "PEER_PASSWORD");
     if (pw && *pw)
@@ -412,7 +323,7 @@ static void print_config(const struct srv_config *c, const struct sources *S)
 
 int srv_config_parse(struct srv_config *c, int argc, char **argv)
 {
-    struct sources S = {.v = calloc(cfg_count(), sizeof(struct src))};
+    struct sources S = {.v = calloc(cfg_n_rows, sizeof(struct src))};
     if (!S.v)
         return -1;
     int rc = scan_argv(argc, argv, &S);
@@ -428,13 +339,13 @@ int srv_config_parse(struct srv_config *c, int argc, char **argv)
     if (!rc)
         rc = apply_argv(c, &S, argc, argv);
     if (!rc)
-        rc = cfg_check(c);
+        rc = cfg_rules_check(c);
     if (!rc && S.print) {
         print_config(c, &S);
         fflush(stdout);
         rc = 1;
     }
-    for (size_t id = 0; id < cfg_count(); id++)
+    for (size_t id = 0; id < cfg_n_rows; id++)
         free(S.v[id].given);
     free(S.v);
     return rc;
