@@ -473,6 +473,8 @@ void srv_http_route(void *arg, const char *method, const char *path, struct buf 
  * reserved). Release exactly once when the proposal completed or failed. */
 int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl_user *user,
                       struct srv_quota *res, struct buf *out);
+/* The most `cmd` can add to f's state, per quota (SRV_QUOTA_*), by its op's growth kind. */
+void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N]);
 /* Before parking an XREAD ... BLOCK or ELECT.OBSERVE ... WAIT: 0, or -1 with -NOSPACE written
  * when --max-parked (all users) or the user's max_parked= is reached. */
 int srv_parked_admit(struct srv_req *r);
@@ -509,6 +511,9 @@ bool srv_format_tell_needed(struct srv *s);
 /* Before proposing a client's command: 0 (format 2: as is), 1 (format 1: made a version-1
  * entry; skip ownership) or -1 (refused: the error is written to `out`). */
 int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out);
+/* The gate's rule: true if the leader may not write `op` yet (the op's row in the op descriptor
+ * names a newer log format than the cluster's, or an in-flight raise, reaches). */
+bool srv_format_refuses(const struct srv *s, uint8_t op);
 void srv_members_tick(struct srv *s);
 void srv_members_stop(struct srv *s);
 
