@@ -57,7 +57,8 @@ unsigned fsm_snapshot_format(const uint8_t *data, size_t len)
     return v >= SNAP_FIRST_V2 ? FSM_FORMAT_2 : FSM_FORMAT_1;
 }
 
-void op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c, struct fsm_reply *r)
+void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
+                           struct fsm_reply *r)
 {
     struct fsm *f = a->f;
     if (c->format > FSM_FORMAT_MAX) { /* rn_fsm.c stops a node before it gets here */

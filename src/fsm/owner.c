@@ -31,10 +31,10 @@ static uint64_t foreign_sid(const struct fsm *f, const struct fsm_cmd *c)
 {
     if (!c->checked)
         return 0;
-    const struct sess *s = sess_find(f, fsm_cmd_acting_sid(c));
+    const struct sess *s = fsm_sess_find(f, fsm_cmd_acting_sid(c));
     if (s && !owned_by(s, c->user) && !admin_may(c))
         return s->sid;
-    s = sess_find(f, c->req_sid);
+    s = fsm_sess_find(f, c->req_sid);
     if (s && !owned_by(s, c->user))
         return s->sid;
     return 0;
@@ -43,7 +43,7 @@ static uint64_t foreign_sid(const struct fsm *f, const struct fsm_cmd *c)
 /* Another user's session is answered exactly as a missing one (fsm_nosession): a different
  * answer would tell a tenant which session ids are alive (ids are small revisions, easy to
  * walk). An admin, who may list every session anyway, is told why. */
-int owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r)
+int fsm_owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r)
 {
     uint64_t sid = foreign_sid(f, c);
     if (!sid)
