@@ -7,43 +7,25 @@
  *
  *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq,
  *   version 2 only: str user (0..FSM_MAX_USER), u8 flags (bit 0: admin; other bits 0),
- *   then the op's payload (struct fsm_cmd_<payload> in fsm.h), its fields in this order:
- *     NOOP               -
- *     SESSION_OPEN       varint ttl_ms, varint lockdelay_ms, str name (0..FSM_MAX_NAME)
- *     SESSION_CLOSE      varint sid
- *     SESSION_EXPIRE     varint sid
- *     LOCK               str name, varint sid, varint wait_ms
- *     UNLOCK             str name, varint sid
- *     CANCEL_WAIT        str name, varint sid
- *     LOCKDELAY_END      str name
- *     PUT                str key, str value, varint lease_sid, cond
- *     DEL                str key, cond
- *     MEMBER_SET         varint id (> 0), str client_addr, str raft_addr (1..FSM_MAX_ADDR each)
- *     MEMBER_DEL         varint id (> 0)
- *     SESSION_CHECKPOINT varint sid, varint remaining_ms
- *     LOCK_SHARED        str name, varint sid, varint wait_ms (as LOCK)
- *     SESSION_REVOKE     varint sid
- *     SEM_ACQUIRE        str name, varint sid, varint limit, varint wait_ms
- *     SEM_RELEASE        str name, varint sid
- *     ELECT_CAMPAIGN     str name, varint sid, str value (0..FSM_MAX_ELECT_VALUE), varint wait_ms
- *     ELECT_PROCLAIM     str name, varint sid, varint token, str value (0..FSM_MAX_ELECT_VALUE)
- *     ELECT_RESIGN       str name, varint sid
- *     CLUSTER_FORMAT     varint format
- *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
- *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
- *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
- *   without changing a byte: tests/fixtures/fsm_golden holds entries and a snapshot
- *   written before, and test_fsm_codec_golden checks the code against them.
+ *   then the op's payload: the fields of its FSM_PAYLOAD_* list in src/fsm/ops.h, in that
+ *   order, each written as its kind says (enum fsm_field_kind); NOOP has none.
+ *
+ * The encoder and decoder walk that field list (fsm_op_desc), so a payload's layout is written
+ * once. The C structs became per-op payloads, and then field lists, without changing a byte:
+ * tests/fixtures/fsm_golden holds entries and a snapshot written before, and
+ * test_fsm_codec_golden checks the code against them.
  *
  * Version 2 (session ownership) is written only for a checked command (fsm.h: struct
  * fsm_cmd); every other command is written as version 1, byte for byte as before, and a
  * version-1 entry decodes unchecked (nothing is checked or recorded), so old logs replay
- * identically. The server writes version 2 (and ops 14-20) only once the cluster's log format
- * is 2, i.e. every voter reads them (src/fsm/format.c, src/server/cluster/format.c).
+ * identically. The server writes version 2 (and the ops whose row names format 2) only once
+ * the cluster's log format is 2, i.e. every voter reads them (src/fsm/format.c,
+ * src/server/cluster/format.c).
  *
  * The request digest (fsm_cmd_digest) is FNV-1a 64 over the op byte and the payload bytes as
- * encoded here, for LOCK and LOCK_SHARED without the trailing wait_ms (a client resends a LOCK
- * asking for the wait that is left). It is stored in snapshots: never change its definition.
+ * encoded here, without the trailing WAIT field of an op that has one (LOCK, LOCK_SHARED,
+ * SEM_ACQUIRE, ELECT_CAMPAIGN: a client resends it asking for the wait that is left). It is
+ * stored in snapshots: never change its definition.
  *
  * Decoding is strict — shortest-form varints only, no unknown flag bits, no trailing bytes — so
  * every accepted byte string has exactly one form: encode(decode(x)) == x.
@@ -113,88 +95,36 @@ static int encode_cond(const struct fsm_kv_cond *c, struct buf *b)
     return rc;
 }
 
-static int encode_lock(const struct fsm_cmd_lock *p, struct buf *b)
+static int encode_field(const struct fsm_field *f, const char *payload, struct buf *b)
 {
-    return put_str(b, p->name) || buf_put_varint(b, p->sid) || buf_put_varint(b, p->wait_ms);
-}
-
-static int encode_lock_ref(const struct fsm_cmd_lock_ref *p, struct buf *b)
-{
-    return put_str(b, p->name) || buf_put_varint(b, p->sid);
-}
-
-static int encode_put(const struct fsm_cmd_put *p, struct buf *b)
-{
-    return put_str(b, p->key) || put_str(b, p->value) || buf_put_varint(b, p->lease_sid) ||
-           encode_cond(&p->cond, b);
-}
-
-static int encode_member_set(const struct fsm_cmd_member_set *p, struct buf *b)
-{
-    return buf_put_varint(b, p->id) || put_str(b, p->client_addr) || put_str(b, p->raft_addr);
-}
-
-static int encode_prim(const struct fsm_cmd *c, struct buf *b)
-{
-    const struct fsm_cmd_sem_acquire *sa = &c->sem_acquire;
-    const struct fsm_cmd_elect_campaign *ec = &c->elect_campaign;
-    const struct fsm_cmd_elect_proclaim *ep = &c->elect_proclaim;
-    switch (c->op) {
-    case FSM_OP_SEM_ACQUIRE:
-        return put_str(b, sa->name) || buf_put_varint(b, sa->sid) || buf_put_varint(b, sa->limit) ||
-               buf_put_varint(b, sa->wait_ms);
-    case FSM_OP_SEM_RELEASE:
-        return encode_lock_ref(&c->sem_release, b);
-    case FSM_OP_ELECT_CAMPAIGN:
-        return put_str(b, ec->name) || buf_put_varint(b, ec->sid) || put_str(b, ec->value) ||
-               buf_put_varint(b, ec->wait_ms);
-    case FSM_OP_ELECT_PROCLAIM:
-        return put_str(b, ep->name) || buf_put_varint(b, ep->sid) || buf_put_varint(b, ep->token) ||
-               put_str(b, ep->value);
-    case FSM_OP_ELECT_RESIGN:
-        return encode_lock_ref(&c->elect_resign, b);
-    default:
-        return 0;
+    const char *p = payload + f->off;
+    switch ((enum fsm_field_kind)f->kind) {
+    case FSM_F_U64:
+    case FSM_F_SID:
+    case FSM_F_WAIT:
+    case FSM_F_ID:
+        return buf_put_varint(b, *(const uint64_t *)p);
+    case FSM_F_NAME:
+    case FSM_F_LABEL:
+    case FSM_F_VALUE:
+    case FSM_F_EVALUE:
+    case FSM_F_ADDR:
+        return put_str(b, *(const struct fsm_str *)p);
+    case FSM_F_COND:
+        return encode_cond((const struct fsm_kv_cond *)p, b);
     }
+    return -1;
 }
 
+/* The payload's fields in the order of its list; nothing for NOOP or a value that is not an op
+ * (the decoder rejects it). */
 static int encode_body(const struct fsm_cmd *c, struct buf *b)
 {
-    switch (c->op) {
-    case FSM_OP_SESSION_OPEN:
-        return buf_put_varint(b, c->session_open.ttl_ms) ||
-               buf_put_varint(b, c->session_open.lockdelay_ms) || put_str(b, c->session_open.name);
-    case FSM_OP_SESSION_CLOSE:
-        return buf_put_varint(b, c->session_close.sid);
-    case FSM_OP_SESSION_EXPIRE:
-        return buf_put_varint(b, c->session_expire.sid);
-    case FSM_OP_SESSION_REVOKE:
-        return buf_put_varint(b, c->session_revoke.sid);
-    case FSM_OP_SESSION_CHECKPOINT:
-        return buf_put_varint(b, c->session_checkpoint.sid) ||
-               buf_put_varint(b, c->session_checkpoint.remaining_ms);
-    case FSM_OP_LOCK:
-    case FSM_OP_LOCK_SHARED:
-        return encode_lock(fsm_cmd_lock_of(c), b);
-    case FSM_OP_UNLOCK:
-        return encode_lock_ref(&c->unlock, b);
-    case FSM_OP_CANCEL_WAIT:
-        return encode_lock_ref(&c->cancel_wait, b);
-    case FSM_OP_LOCKDELAY_END:
-        return put_str(b, c->lockdelay_end.name);
-    case FSM_OP_PUT:
-        return encode_put(&c->put, b);
-    case FSM_OP_DEL:
-        return put_str(b, c->del.key) || encode_cond(&c->del.cond, b);
-    case FSM_OP_MEMBER_SET:
-        return encode_member_set(&c->member_set, b);
-    case FSM_OP_MEMBER_DEL:
-        return buf_put_varint(b, c->member_del.id);
-    case FSM_OP_CLUSTER_FORMAT:
-        return buf_put_varint(b, c->cluster_format.format);
-    default:
-        return encode_prim(c, b); /* semaphores, elections; NOOP or an op the decoder rejects */
-    }
+    const struct fsm_op_desc *d = fsm_op_desc(c->op);
+    for (size_t i = 0; d && i < d->nfields; i++)
+        if (encode_field(&d->fields[i], (const char *)&c->noop, b))
+            return -1;
+    return 0;
 }
 
 /* Version 2's user and flags; nothing for a version-1 header. */
@@ -266,11 +196,6 @@ static int get_str(struct dec *d, const char *what, struct fsm_str *s, uint32_t 
     return 0;
 }
 
-static int get_name(struct dec *d, const char *what, struct fsm_str *s)
-{
-    return get_str(d, what, s, 1, FSM_MAX_NAME);
-}
-
 static int decode_cond(struct dec *d, struct fsm_kv_cond *c)
 {
     uint8_t flags;
@@ -280,120 +205,62 @@ static int decode_cond(struct dec *d, struct fsm_kv_cond *c)
         return fail(d, "flags", "has unknown bits");
     c->has_fence = flags & FLAG_FENCE;
     c->has_ifrev = (flags & FLAG_IFREV) != 0;
-    if (c->has_fence &&
-        (get_name(d, "fence name", &c->fence_name) || get_u64(d, "fence token", &c->fence_token)))
+    if (c->has_fence && (get_str(d, "fence name", &c->fence_name, 1, FSM_MAX_NAME) ||
+                         get_u64(d, "fence token", &c->fence_token)))
         return -1;
     if (c->has_ifrev && get_u64(d, "ifrev", &c->ifrev))
         return -1;
     return 0;
 }
 
-static int get_member_id(struct dec *d, uint64_t *id)
+/* A string of `kind`'s bounds (ops.h: enum fsm_field_kind). */
+static int get_kind_str(struct dec *d, const struct fsm_field *f, struct fsm_str *s)
 {
-    if (get_u64(d, "member id", id))
-        return -1;
-    return *id ? 0 : fail(d, "member id", "is 0");
+    uint32_t min = 0, max = FSM_MAX_NAME;
+    if (f->kind == FSM_F_NAME || f->kind == FSM_F_ADDR)
+        min = 1;
+    if (f->kind == FSM_F_VALUE)
+        max = FSM_MAX_VALUE;
+    else if (f->kind == FSM_F_EVALUE)
+        max = FSM_MAX_ELECT_VALUE;
+    else if (f->kind == FSM_F_ADDR)
+        max = FSM_MAX_ADDR;
+    return get_str(d, f->what, s, min, max);
 }
 
-static int get_addr(struct dec *d, const char *what, struct fsm_str *s)
+static int decode_field(struct dec *d, const struct fsm_field *f, char *payload)
 {
-    return get_str(d, what, s, 1, FSM_MAX_ADDR);
-}
-
-static int decode_session_open(struct dec *d, struct fsm_cmd_session_open *p)
-{
-    return get_u64(d, "ttl", &p->ttl_ms) || get_u64(d, "lockdelay", &p->lockdelay_ms) ||
-           get_str(d, "session name", &p->name, 0, FSM_MAX_NAME);
-}
-
-static int decode_lock(struct dec *d, struct fsm_cmd_lock *p)
-{
-    return get_name(d, "lock name", &p->name) || get_u64(d, "sid", &p->sid) ||
-           get_u64(d, "wait", &p->wait_ms);
-}
-
-static int decode_lock_ref(struct dec *d, struct fsm_cmd_lock_ref *p)
-{
-    return get_name(d, "lock name", &p->name) || get_u64(d, "sid", &p->sid);
-}
-
-static int decode_put(struct dec *d, struct fsm_cmd_put *p)
-{
-    return get_name(d, "key", &p->key) || get_str(d, "value", &p->value, 0, FSM_MAX_VALUE) ||
-           get_u64(d, "lease", &p->lease_sid) || decode_cond(d, &p->cond);
-}
-
-static int decode_member_set(struct dec *d, struct fsm_cmd_member_set *p)
-{
-    return get_member_id(d, &p->id) || get_addr(d, "member client address", &p->client_addr) ||
-           get_addr(d, "member raft address", &p->raft_addr);
-}
-
-static int decode_prim(struct dec *d, struct fsm_cmd *c)
-{
-    struct fsm_cmd_sem_acquire *sa = &c->sem_acquire;
-    struct fsm_cmd_elect_campaign *ec = &c->elect_campaign;
-    struct fsm_cmd_elect_proclaim *ep = &c->elect_proclaim;
-    switch (c->op) {
-    case FSM_OP_SEM_ACQUIRE:
-        return get_name(d, "semaphore name", &sa->name) || get_u64(d, "sid", &sa->sid) ||
-               get_u64(d, "limit", &sa->limit) || get_u64(d, "wait", &sa->wait_ms);
-    case FSM_OP_SEM_RELEASE:
-        return decode_lock_ref(d, &c->sem_release);
-    case FSM_OP_ELECT_CAMPAIGN:
-        return get_name(d, "election name", &ec->name) || get_u64(d, "sid", &ec->sid) ||
-               get_str(d, "value", &ec->value, 0, FSM_MAX_ELECT_VALUE) ||
-               get_u64(d, "wait", &ec->wait_ms);
-    case FSM_OP_ELECT_PROCLAIM:
-        return get_name(d, "election name", &ep->name) || get_u64(d, "sid", &ep->sid) ||
-               get_u64(d, "token", &ep->token) ||
-               get_str(d, "value", &ep->value, 0, FSM_MAX_ELECT_VALUE);
-    case FSM_OP_ELECT_RESIGN:
-        return decode_lock_ref(d, &c->elect_resign);
-    default:
-        return fail(d, "op", "unknown");
+    char *p = payload + f->off;
+    switch ((enum fsm_field_kind)f->kind) {
+    case FSM_F_U64:
+    case FSM_F_SID:
+    case FSM_F_WAIT:
+        return get_u64(d, f->what, (uint64_t *)p);
+    case FSM_F_ID:
+        if (get_u64(d, f->what, (uint64_t *)p))
+            return -1;
+        return *(uint64_t *)p ? 0 : fail(d, f->what, "is 0");
+    case FSM_F_NAME:
+    case FSM_F_LABEL:
+    case FSM_F_VALUE:
+    case FSM_F_EVALUE:
+    case FSM_F_ADDR:
+        return get_kind_str(d, f, (struct fsm_str *)p);
+    case FSM_F_COND:
+        return decode_cond(d, (struct fsm_kv_cond *)p);
     }
+    return fail(d, f->what, "has an unknown kind");
 }
 
 static int decode_body(struct dec *d, struct fsm_cmd *c)
 {
-    switch (c->op) {
-    case FSM_OP_NOOP:
-        return 0;
-    case FSM_OP_SESSION_OPEN:
-        return decode_session_open(d, &c->session_open);
-    case FSM_OP_SESSION_CLOSE:
-        return get_u64(d, "sid", &c->session_close.sid);
-    case FSM_OP_SESSION_EXPIRE:
-        return get_u64(d, "sid", &c->session_expire.sid);
-    case FSM_OP_SESSION_REVOKE:
-        return get_u64(d, "sid", &c->session_revoke.sid);
-    case FSM_OP_SESSION_CHECKPOINT:
-        return get_u64(d, "sid", &c->session_checkpoint.sid) ||
-               get_u64(d, "remaining", &c->session_checkpoint.remaining_ms);
-    case FSM_OP_LOCK:
-        return decode_lock(d, &c->lock);
-    case FSM_OP_LOCK_SHARED:
-        return decode_lock(d, &c->lock_shared);
-    case FSM_OP_UNLOCK:
-        return decode_lock_ref(d, &c->unlock);
-    case FSM_OP_CANCEL_WAIT:
-        return decode_lock_ref(d, &c->cancel_wait);
-    case FSM_OP_LOCKDELAY_END:
-        return get_name(d, "lock name", &c->lockdelay_end.name);
-    case FSM_OP_PUT:
-        return decode_put(d, &c->put);
-    case FSM_OP_DEL:
-        return get_name(d, "key", &c->del.key) || decode_cond(d, &c->del.cond);
-    case FSM_OP_MEMBER_SET:
-        return decode_member_set(d, &c->member_set);
-    case FSM_OP_MEMBER_DEL:
-        return get_member_id(d, &c->member_del.id);
-    case FSM_OP_CLUSTER_FORMAT:
-        return get_u64(d, "format", &c->cluster_format.format);
-    default:
-        return decode_prim(d, c);
-    }
+    const struct fsm_op_desc *od = fsm_op_desc(c->op);
+    if (!od)
+        return fail(d, "op", "unknown");
+    for (size_t i = 0; i < od->nfields; i++)
+        if (decode_field(d, &od->fields[i], (char *)&c->noop))
+            return -1;
+    return 0;
 }
 
 /* Version 2: the acting user and its flags. */

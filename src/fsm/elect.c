@@ -33,29 +33,29 @@ static int value_dup(struct fsm_str v, char **out)
 /* `s` leads now with value v (ownership moves to the record; its bytes already counted). */
 static uint64_t leader_take(struct actx *a, struct lock *l, struct sess *s, char *v, uint32_t n)
 {
-    uint64_t token = lock_grant(a, l, s);
+    uint64_t token = fsm_lock_grant(a, l, s);
     l->value = v;
     l->value_len = n;
     l->value_rev = token;
-    struct fsm_event *e = lock_emit(a, FSM_EV_LEADER, s->sid, token, 0, l);
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_LEADER, s->sid, token, 0, l);
     if (e)
         e->value = (struct fsm_str){v ? v : "", n};
     return token;
 }
 
-bool elect_grant_head(struct actx *a, struct lock *l, struct waiter *w)
+bool fsm_elect_grant_head(struct actx *a, struct lock *l, struct waiter *w)
 {
     struct sess *s = w->sess;
     char *v = w->value;
     uint32_t n = w->value_len;
     w->value = NULL; /* the bytes stay counted: the leader owns them now */
     w->value_len = 0;
-    waiter_remove(a->f, w);
+    fsm_waiter_remove(a->f, w);
     leader_take(a, l, s, v, n);
     return true;
 }
 
-void elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms)
+void fsm_elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms)
 {
     a->f->name_bytes -= l->value_len;
     free(l->value);
@@ -63,7 +63,7 @@ void elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms)
     l->value_len = 0;
     l->value_rev = 0;
     if (delay_ms || !l->wq_head) /* else the head candidate's LEADER follows in this entry */
-        lock_emit(a, FSM_EV_LEADER, 0, 0, 0, l);
+        fsm_lock_emit(a, FSM_EV_LEADER, 0, 0, 0, l);
 }
 
 /* Lead at once: a new election, or one nobody leads, delays or waits for. */
@@ -72,7 +72,7 @@ static void lead_now(struct actx *a, struct lock *l, const struct fsm_cmd_elect_
 {
     char *v;
     if (value_dup(c->value, &v) ||
-        (!l && !(l = lock_create(a->f, c->name.p, c->name.len, FSM_KIND_ELECT)))) {
+        (!l && !(l = fsm_lock_create(a->f, c->name.p, c->name.len, FSM_KIND_ELECT)))) {
         free(v);
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
@@ -90,7 +90,7 @@ static void candidate_enqueue(struct actx *a, struct lock *l,
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
+    fsm_lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
     if (r->kind != FSM_REPLY_QUEUED) {
         free(v);
         return;
@@ -104,21 +104,22 @@ static void candidate_enqueue(struct actx *a, struct lock *l,
  * ELECT_CAMPAIGN: idempotent for the leader (its token; the value is PROCLAIM's to change) and
  * for a queued candidate (keeps its place and first value).
  */
-void op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *c, struct fsm_reply *r)
+void fsm_op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *c,
+                           struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct waiter *w;
-    if (lock_wrongtype(l, FSM_KIND_ELECT, r))
+    if (fsm_lock_wrongtype(l, FSM_KIND_ELECT, r))
         return;
     if (l && l->holder == s)
         fsm_reply_int(r, l->token);
-    else if (l && (w = waiter_find(l, s)))
-        lock_requeued(l, w, false, c->wait_ms, r);
+    else if (l && (w = fsm_waiter_find(l, s)))
+        fsm_lock_requeued(l, w, false, c->wait_ms, r);
     else if (!l || (!l->holder && !l->in_delay && !l->wq_head))
         lead_now(a, l, c, s, r);
     else if (c->wait_ms == 0)
@@ -128,15 +129,16 @@ void op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *c, s
 }
 
 /* ELECT_PROCLAIM: only the current leader, named by its token, changes the value. */
-void op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *c, struct fsm_reply *r)
+void fsm_op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *c,
+                           struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
-    if (lock_wrongtype(l, FSM_KIND_ELECT, r))
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    if (fsm_lock_wrongtype(l, FSM_KIND_ELECT, r))
         return;
     char nm[FSM_NAME_SHOWN], *v;
     if (!l || l->holder != s || l->token != c->token) {
@@ -155,7 +157,7 @@ void op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *c, s
     l->value = v;
     l->value_len = c->value.len;
     l->value_rev = fsm_next_rev(a);
-    struct fsm_event *e = lock_emit(a, FSM_EV_PROCLAIM, s->sid, l->token, 0, l);
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_PROCLAIM, s->sid, l->token, 0, l);
     if (e)
         e->value = (struct fsm_str){v ? v : "", c->value.len};
     fsm_reply_int(r, l->value_rev);
@@ -163,21 +165,21 @@ void op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *c, s
 
 /* ELECT_RESIGN: the leader steps down (the head candidate leads in this entry); a candidate
  * withdraws. */
-void op_elect_resign(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
+void fsm_op_elect_resign(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct waiter *w = NULL;
-    if (lock_wrongtype(l, FSM_KIND_ELECT, r))
+    if (fsm_lock_wrongtype(l, FSM_KIND_ELECT, r))
         return;
     if (l && l->holder == s) {
-        lock_release(a, l, 0, false);
-    } else if (l && (w = waiter_find(l, s))) {
-        waiter_leave(a, w);
+        fsm_lock_release(a, l, 0, false);
+    } else if (l && (w = fsm_waiter_find(l, s))) {
+        fsm_waiter_leave(a, w);
     } else {
         char nm[FSM_NAME_SHOWN];
         fsm_reply_err(r, PROTO_NOTHOLDER " session %llu neither leads nor campaigns in election %s",

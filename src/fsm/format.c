@@ -12,7 +12,6 @@
 #include "fsm/internal.h"
 
 #define ENTRY_HEADER_LEN 2 /* u8 version, u8 op */
-#define OP_NOT_AN_OP 19    /* fsm.h: the decoder rejects it */
 #define SNAP_MAGIC_LEN 4
 #define SNAP_FIRST_V2 4 /* snapshot.c: versions 4 and 5 hold format-2 state */
 #define SNAP_LAST 5
@@ -26,10 +25,8 @@ unsigned fsm_format(const struct fsm *f)
 static unsigned op_format(const uint8_t *data, size_t len)
 {
     uint8_t op = data[1];
-    if (op >= FSM_OP__COUNT || op == OP_NOT_AN_OP)
-        return FSM_FORMAT_MAX + 1;
     if (op != FSM_OP_CLUSTER_FORMAT)
-        return op >= FSM_OP_SEM_ACQUIRE ? FSM_FORMAT_2 : FSM_FORMAT_1;
+        return fsm_op_format(op); /* ops.h's row; FSM_FORMAT_MAX + 1 if not an op */
     struct fsm_cmd c;
     char err[8];
     if (fsm_cmd_decode(data, len, &c, err, sizeof(err))) /* answered ERR by every node */
@@ -60,7 +57,8 @@ unsigned fsm_snapshot_format(const uint8_t *data, size_t len)
     return v >= SNAP_FIRST_V2 ? FSM_FORMAT_2 : FSM_FORMAT_1;
 }
 
-void op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c, struct fsm_reply *r)
+void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
+                           struct fsm_reply *r)
 {
     struct fsm *f = a->f;
     if (c->format > FSM_FORMAT_MAX) { /* rn_fsm.c stops a node before it gets here */

@@ -21,10 +21,10 @@
 int fsm_init_state(struct fsm *f)
 {
     memset(f, 0, sizeof(*f));
-    if (htab_init(&f->sessions))
+    if (fsm_htab_init(&f->sessions))
         return -1;
-    if (htab_init(&f->locks)) {
-        htab_free(&f->sessions);
+    if (fsm_htab_init(&f->locks)) {
+        fsm_htab_free(&f->sessions);
         return -1;
     }
     return 0;
@@ -57,13 +57,13 @@ void fsm_free_state(struct fsm *f)
         struct hlink *x = f->sessions.b[i];
         while (x) {
             struct hlink *next = x->next;
-            sess_destroy((struct sess *)x);
+            fsm_sess_destroy((struct sess *)x);
             x = next;
         }
     }
-    kv_free_all(f); /* lock_names pointed into the locks freed above; the memset clears it */
-    htab_free(&f->sessions);
-    htab_free(&f->locks);
+    fsm_kv_free_all(f); /* lock_names pointed into the locks freed above; the memset clears it */
+    fsm_htab_free(&f->sessions);
+    fsm_htab_free(&f->locks);
     free(f->uses);
     memset(f, 0, sizeof(*f));
 }
@@ -193,8 +193,8 @@ static int cmp_event_names(const void *x, const void *y, void *arg)
 {
     const struct name_order *o = arg;
     const struct fsm_event *a = x, *b = y;
-    return name_cmp(o->base + (uintptr_t)a->name.p, a->name.len, o->base + (uintptr_t)b->name.p,
-                    b->name.len);
+    return fsm_name_cmp(o->base + (uintptr_t)a->name.p, a->name.len, o->base + (uintptr_t)b->name.p,
+                        b->name.len);
 }
 
 void fsm_sort_events_by_name(struct actx *a, size_t from)
@@ -222,73 +222,74 @@ static void names_to_pointers(struct fsm_events *e)
 
 /* ---- apply ---- */
 
-/* `op` selects the payload each op gets. */
+/* `op` selects the apply handler and the payload it gets: the one part of an op that is not in
+ * its row of the op descriptor (ops.h). */
 static void dispatch(struct actx *a, struct fsm_reply *r)
 {
     const struct fsm_cmd *c = a->c;
-    switch (c->op) {
-    case FSM_OP_SESSION_OPEN:
-        op_session_new(a, &c->session_open, r);
-        break;
-    case FSM_OP_SESSION_CLOSE:
-        op_session_end(a, &c->session_close, r, false);
-        break;
-    case FSM_OP_SESSION_EXPIRE:
-    case FSM_OP_SESSION_REVOKE: /* the payloads are the same; sess_end tells them apart */
-        op_session_end(a, &c->session_expire, r, true);
-        break;
-    case FSM_OP_LOCK:
-        op_lock(a, &c->lock, r);
-        break;
-    case FSM_OP_LOCK_SHARED:
-        op_lock_shared(a, &c->lock_shared, r);
-        break;
-    case FSM_OP_UNLOCK:
-        op_unlock(a, &c->unlock, r);
-        break;
-    case FSM_OP_CANCEL_WAIT:
-        op_cancel_wait(a, &c->cancel_wait, r);
-        break;
-    case FSM_OP_LOCKDELAY_END:
-        op_lockdelay_end(a, &c->lockdelay_end, r);
-        break;
-    case FSM_OP_PUT:
-        op_put(a, &c->put, r);
-        break;
-    case FSM_OP_DEL:
-        op_del(a, &c->del, r);
-        break;
-    case FSM_OP_MEMBER_SET:
-        op_member_set(a, &c->member_set, r);
-        break;
-    case FSM_OP_MEMBER_DEL:
-        op_member_del(a, &c->member_del, r);
-        break;
-    case FSM_OP_SESSION_CHECKPOINT:
-        op_session_checkpoint(a, &c->session_checkpoint, r);
-        break;
-    case FSM_OP_SEM_ACQUIRE:
-        op_sem_acquire(a, &c->sem_acquire, r);
-        break;
-    case FSM_OP_SEM_RELEASE:
-        op_sem_release(a, &c->sem_release, r);
-        break;
-    case FSM_OP_ELECT_CAMPAIGN:
-        op_elect_campaign(a, &c->elect_campaign, r);
-        break;
-    case FSM_OP_ELECT_PROCLAIM:
-        op_elect_proclaim(a, &c->elect_proclaim, r);
-        break;
-    case FSM_OP_ELECT_RESIGN:
-        op_elect_resign(a, &c->elect_resign, r);
-        break;
-    case FSM_OP_CLUSTER_FORMAT:
-        op_cluster_format(a, &c->cluster_format, r);
-        break;
-    default: /* NOOP; the decoder rejects unknown ops */
+    switch ((enum fsm_op)c->op) { /* no default: -Wswitch-enum finds an op without a handler */
+    case FSM_OP_NOOP:
         r->kind = FSM_REPLY_OK;
         break;
-    }
+    case FSM_OP_SESSION_OPEN:
+        fsm_op_session_new(a, &c->session_open, r);
+        break;
+    case FSM_OP_SESSION_CLOSE:
+        fsm_op_session_end(a, &c->session_close, r, false);
+        break;
+    case FSM_OP_SESSION_EXPIRE:
+    case FSM_OP_SESSION_REVOKE: /* the payloads are the same; fsm_sess_end tells them apart */
+        fsm_op_session_end(a, &c->session_expire, r, true);
+        break;
+    case FSM_OP_LOCK:
+        fsm_op_lock(a, &c->lock, r);
+        break;
+    case FSM_OP_LOCK_SHARED:
+        fsm_op_lock_shared(a, &c->lock_shared, r);
+        break;
+    case FSM_OP_UNLOCK:
+        fsm_op_unlock(a, &c->unlock, r);
+        break;
+    case FSM_OP_CANCEL_WAIT:
+        fsm_op_cancel_wait(a, &c->cancel_wait, r);
+        break;
+    case FSM_OP_LOCKDELAY_END:
+        fsm_op_lockdelay_end(a, &c->lockdelay_end, r);
+        break;
+    case FSM_OP_PUT:
+        fsm_op_put(a, &c->put, r);
+        break;
+    case FSM_OP_DEL:
+        fsm_op_del(a, &c->del, r);
+        break;
+    case FSM_OP_MEMBER_SET:
+        fsm_op_member_set(a, &c->member_set, r);
+        break;
+    case FSM_OP_MEMBER_DEL:
+        fsm_op_member_del(a, &c->member_del, r);
+        break;
+    case FSM_OP_SESSION_CHECKPOINT:
+        fsm_op_session_checkpoint(a, &c->session_checkpoint, r);
+        break;
+    case FSM_OP_SEM_ACQUIRE:
+        fsm_op_sem_acquire(a, &c->sem_acquire, r);
+        break;
+    case FSM_OP_SEM_RELEASE:
+        fsm_op_sem_release(a, &c->sem_release, r);
+        break;
+    case FSM_OP_ELECT_CAMPAIGN:
+        fsm_op_elect_campaign(a, &c->elect_campaign, r);
+        break;
+    case FSM_OP_ELECT_PROCLAIM:
+        fsm_op_elect_proclaim(a, &c->elect_proclaim, r);
+        break;
+    case FSM_OP_ELECT_RESIGN:
+        fsm_op_elect_resign(a, &c->elect_resign, r);
+        break;
+    case FSM_OP_CLUSTER_FORMAT:
+        fsm_op_cluster_format(a, &c->cluster_format, r);
+        break;
+    } /* the decoder rejects a value that is not an op */
 }
 
 /* Remember the reply of the session's highest seq. Not a state change worth a revision. */
@@ -309,8 +310,8 @@ static void record(struct sess *s, uint64_t seq, uint64_t digest, const struct f
  * shared: NIL). */
 static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
     bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE;
     r->kind = FSM_REPLY_NIL;
@@ -318,9 +319,9 @@ static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_
         return;
     if (l->holder == s) {
         fsm_reply_int(r, l->token);
-    } else if (waiter_find(l, s)) {
+    } else if (fsm_waiter_find(l, s)) {
         r->kind = FSM_REPLY_QUEUED;
-    } else if (shared && (h = shold_find(l, s))) {
+    } else if (shared && (h = fsm_shold_find(l, s))) {
         fsm_reply_int(r, h->token);
     }
 }
@@ -354,13 +355,13 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
         fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }
-    if (owner_check(a->f, c, r))
+    if (fsm_owner_check(a->f, c, r))
         return;
     if (!c->req_sid) {
         dispatch(a, r);
         return;
     }
-    struct sess *rs = sess_find(a->f, c->req_sid);
+    struct sess *rs = fsm_sess_find(a->f, c->req_sid);
     if (!rs) {
         fsm_nosession(r, c->req_sid);
         return;
@@ -380,7 +381,7 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
         return;
     }
     dispatch(a, r);
-    rs = sess_find(a->f, c->req_sid); /* the command may have ended it */
+    rs = fsm_sess_find(a->f, c->req_sid); /* the command may have ended it */
     if (rs)
         record(rs, c->req_seq, a->digest, r);
 }

@@ -34,6 +34,7 @@
 
 #include "common/buf.h"
 #include "common/proto.h"
+#include "fsm/ops.h"
 
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
 #define FSM_MAX_NAME 1024            /* lock names, session names, keys */
@@ -57,107 +58,19 @@ enum fsm_kind { FSM_KIND_LOCK = 0, FSM_KIND_SEM = 1, FSM_KIND_ELECT = 2, FSM_KIN
 /* "lock", "semaphore", "election". */
 const char *fsm_kind_name(uint8_t kind);
 
-/* The ops; each carries the payload named after it in struct fsm_cmd (-> its reply). */
-enum fsm_op {
-    FSM_OP_NOOP = 0,           /* no payload -> OK; changes nothing (leader term start) */
-    FSM_OP_SESSION_OPEN = 1,   /* session_open -> INT sid */
-    FSM_OP_SESSION_CLOSE = 2,  /* session_close -> OK; releases locks (no lock-delay), drops
-                                  waits, keys */
-    FSM_OP_SESSION_EXPIRE = 3, /* session_expire -> OK; as close, but starts lock-delay on held
-                                  locks */
-    FSM_OP_LOCK = 4,           /* lock -> INT token | QUEUED | NIL */
-    FSM_OP_UNLOCK = 5,         /* unlock -> OK (released, or left the queue) | NOTHOLDER */
-    FSM_OP_CANCEL_WAIT = 6,    /* cancel_wait -> NIL if the waiter was removed (or was not
-                                  queued), INT token if it already holds the lock (the grant
-                                  won the race), ERR NOSESSION if the session is gone */
-    FSM_OP_LOCKDELAY_END = 7,  /* lockdelay_end -> OK; ends lock-delay, grants the next waiter */
-    FSM_OP_PUT = 8,            /* put -> INT revision */
-    FSM_OP_DEL = 9,            /* del -> INT deleted count (0 or 1) */
-    FSM_OP_MEMBER_SET = 10,    /* member_set -> OK; replaces the member's entry */
-    FSM_OP_MEMBER_DEL = 11,    /* member_del -> INT 1 if removed, 0 if absent */
-    FSM_OP_SESSION_CHECKPOINT = 12, /* session_checkpoint -> OK; lease bookkeeping: no revision
-                                       bump. A new leader arms min(ttl, checkpoint) instead of
-                                       ttl, so an abandoned session ends although leaders
-                                       change. */
-    FSM_OP_LOCK_SHARED = 13,        /* lock_shared -> INT token | QUEUED | NIL; the lock in shared
-                                       mode (read-write locks, src/fsm/lock.c) */
-    FSM_OP_SEM_ACQUIRE = 14,        /* sem_acquire -> INT token | QUEUED | NIL (src/fsm/sem.c) */
-    FSM_OP_SEM_RELEASE = 15,        /* sem_release -> OK (released, or left the queue) |
-                                       NOTHOLDER */
-    FSM_OP_ELECT_CAMPAIGN = 16,     /* elect_campaign -> INT token (now leader) | QUEUED | NIL
-                                       (src/fsm/elect.c) */
-    FSM_OP_ELECT_PROCLAIM = 17,     /* elect_proclaim -> INT revision | STALE */
-    FSM_OP_ELECT_RESIGN = 18,       /* elect_resign -> OK (handed on, or left the candidates) |
-                                       NOTHOLDER */
-    /* 19: not an op; the decoder rejects it */
-    FSM_OP_SESSION_REVOKE = 20, /* session_revoke -> OK; ends a session as an expiry does
-                                   (lock-delay applies), its events marked revoked */
-    FSM_OP_CLUSTER_FORMAT = 21, /* cluster_format -> OK; raises the cluster's log format (a
-                                   lower one than the current: ERR, nothing changes; the same:
-                                   OK, no revision). The leader writes it, as a version-1
-                                   entry, once every voter reads the new format. */
-    FSM_OP__COUNT
-};
+/* The ops: FSM_OP_<OP> = value for each row of FSM_OPS (src/fsm/ops.h, with each op's reply);
+ * each carries the payload its row names in struct fsm_cmd. FSM_OP__COUNT is one past the
+ * highest value (in an enum of its own: switches on enum fsm_op list every op, no more). */
+#define FSM_OP_ENUM_(op, value, ...) FSM_OP_##op = value,
+enum fsm_op { FSM_OPS(FSM_OP_ENUM_) };
+#define FSM_OP_AFTER_(op, value, ...) FSM_OP_AFTER_##op = value,
+enum { FSM_OPS(FSM_OP_AFTER_) FSM_OP__COUNT };
+#undef FSM_OP_ENUM_
+#undef FSM_OP_AFTER_
 
 struct fsm_str {
     const char *p; /* not NUL-terminated */
     uint32_t len;
-};
-
-/* ---- per-op payloads (src/fsm/codec.c encodes each; the comment gives the wire limits) ---- */
-
-struct fsm_cmd_session_open {
-    uint64_t ttl_ms;       /* >= 1, else the apply answers ERR */
-    uint64_t lockdelay_ms; /* lock-delay its held locks get when it expires */
-    struct fsm_str name;   /* 0..FSM_MAX_NAME bytes, informational */
-};
-
-/* SESSION_CLOSE, SESSION_EXPIRE and SESSION_REVOKE */
-struct fsm_cmd_session_end {
-    uint64_t sid;
-};
-
-struct fsm_cmd_session_checkpoint {
-    uint64_t sid;
-    uint64_t remaining_ms; /* the lease the leader measured as left; 0 (or >= ttl) clears */
-};
-
-/* LOCK and LOCK_SHARED */
-struct fsm_cmd_lock {
-    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
-    uint64_t sid;
-    uint64_t wait_ms; /* 0 = try only, never enqueue */
-};
-
-/* UNLOCK and CANCEL_WAIT: a session and the lock it holds or waits for */
-struct fsm_cmd_lock_ref {
-    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
-    uint64_t sid;
-};
-
-struct fsm_cmd_sem_acquire {
-    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
-    uint64_t sid;
-    uint64_t limit;   /* 1..FSM_MAX_SEM_LIMIT (the apply answers ERR otherwise) */
-    uint64_t wait_ms; /* 0 = try only */
-};
-
-struct fsm_cmd_elect_campaign {
-    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
-    uint64_t sid;
-    struct fsm_str value; /* 0..FSM_MAX_ELECT_VALUE bytes */
-    uint64_t wait_ms;     /* 0 = try only */
-};
-
-struct fsm_cmd_elect_proclaim {
-    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
-    uint64_t sid;
-    uint64_t token;       /* must be the current leader's */
-    struct fsm_str value; /* 0..FSM_MAX_ELECT_VALUE bytes */
-};
-
-struct fsm_cmd_lockdelay_end {
-    struct fsm_str name; /* 1..FSM_MAX_NAME bytes */
 };
 
 /* The conditions of a PUT or DEL; a failed one answers STALE or IFREV and changes nothing. */
@@ -169,30 +82,20 @@ struct fsm_kv_cond {
     uint64_t ifrev;
 };
 
-struct fsm_cmd_put {
-    struct fsm_str key;   /* 1..FSM_MAX_NAME bytes */
-    struct fsm_str value; /* 0..FSM_MAX_VALUE bytes */
-    uint64_t lease_sid;   /* attach the key to this session (0 = none) */
-    struct fsm_kv_cond cond;
-};
+/* ---- per-op payloads: struct fsm_cmd_<payload> from its field list in ops.h ---- */
 
-struct fsm_cmd_del {
-    struct fsm_str key; /* 1..FSM_MAX_NAME bytes */
-    struct fsm_kv_cond cond;
-};
+#define FSM_FIELD_DECL_(p, kind, member, what) FSM_CTYPE_##kind member;
+#define FSM_PAYLOAD_STRUCT_(p)                                                                     \
+    struct fsm_cmd_##p {                                                                           \
+        FSM_PAYLOAD_##p(FSM_FIELD_DECL_, p)                                                        \
+    };
+FSM_PAYLOADS(FSM_PAYLOAD_STRUCT_)
+#undef FSM_PAYLOAD_STRUCT_
+#undef FSM_FIELD_DECL_
 
-struct fsm_cmd_member_set {
-    uint64_t id;                /* > 0 */
-    struct fsm_str client_addr; /* 1..FSM_MAX_ADDR bytes each */
-    struct fsm_str raft_addr;
-};
-
-struct fsm_cmd_member_del {
-    uint64_t id; /* > 0 */
-};
-
-struct fsm_cmd_cluster_format {
-    uint64_t format; /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
+/* NOOP's payload: C has no empty struct; never encoded. */
+struct fsm_cmd_none {
+    uint8_t unused_;
 };
 
 /*
@@ -219,27 +122,10 @@ struct fsm_cmd {
     bool checked;        /* version-2 entry: ownership, owners and digests apply */
     struct fsm_str user; /* acting user (checked entries); empty = no --acl-file */
     bool admin;          /* the user is an admin (checked entries) */
+#define FSM_CMD_MEMBER_(op, value, member, payload, ...) struct fsm_cmd_##payload member;
     union {
-        struct fsm_cmd_session_open session_open;
-        struct fsm_cmd_session_end session_close;
-        struct fsm_cmd_session_end session_expire;
-        struct fsm_cmd_session_end session_revoke;
-        struct fsm_cmd_session_checkpoint session_checkpoint;
-        struct fsm_cmd_lock lock;
-        struct fsm_cmd_lock lock_shared;
-        struct fsm_cmd_lock_ref unlock;
-        struct fsm_cmd_lock_ref cancel_wait;
-        struct fsm_cmd_lockdelay_end lockdelay_end;
-        struct fsm_cmd_put put;
-        struct fsm_cmd_del del;
-        struct fsm_cmd_member_set member_set;
-        struct fsm_cmd_member_del member_del;
-        struct fsm_cmd_sem_acquire sem_acquire;
-        struct fsm_cmd_lock_ref sem_release;
-        struct fsm_cmd_elect_campaign elect_campaign;
-        struct fsm_cmd_elect_proclaim elect_proclaim;
-        struct fsm_cmd_lock_ref elect_resign;
-        struct fsm_cmd_cluster_format cluster_format;
+        FSM_OPS(FSM_CMD_MEMBER_)
+#undef FSM_CMD_MEMBER_
     };
 };
 
@@ -263,21 +149,42 @@ struct fsm_wait_ref {
     uint64_t sid, wait_ms;
 };
 
-/* true and fill `w` for a command that may queue, else false. */
-static inline bool fsm_cmd_wait_of(const struct fsm_cmd *c, struct fsm_wait_ref *w)
-{
-    const struct fsm_cmd_lock *l = fsm_cmd_lock_of(c);
-    if (l)
-        *w = (struct fsm_wait_ref){l->name, l->sid, l->wait_ms};
-    else if (c->op == FSM_OP_SEM_ACQUIRE)
-        *w = (struct fsm_wait_ref){c->sem_acquire.name, c->sem_acquire.sid, c->sem_acquire.wait_ms};
-    else if (c->op == FSM_OP_ELECT_CAMPAIGN)
-        *w = (struct fsm_wait_ref){c->elect_campaign.name, c->elect_campaign.sid,
-                                   c->elect_campaign.wait_ms};
-    else
-        return false;
-    return true;
-}
+/* true and fill `w` for a command that may queue (its payload has a WAIT field: LOCK,
+ * LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN), else false. */
+bool fsm_cmd_wait_of(const struct fsm_cmd *c, struct fsm_wait_ref *w);
+
+/* ---- the op descriptor (ops.h's rows as data; ops.c) ---- */
+
+struct fsm_field {
+    uint8_t kind;       /* enum fsm_field_kind */
+    uint16_t off;       /* in the payload struct */
+    const char *what;   /* in decode errors */
+    const char *member; /* the struct member's name (tests) */
+};
+
+struct fsm_op_desc {
+    const char *name; /* "SESSION_OPEN" */
+    uint8_t format;   /* the log format that introduced the op */
+    uint8_t grow;     /* enum fsm_grow */
+    bool admin;       /* an admin may run it on another user's session */
+    uint8_t nfields;
+    const struct fsm_field *fields; /* the payload's, in wire order */
+};
+
+/* The row of `op`, NULL for a value that is not an op (19, >= FSM_OP__COUNT). */
+const struct fsm_op_desc *fsm_op_desc(unsigned op);
+/* Its name, "?" for a value that is not an op. */
+const char *fsm_op_name(unsigned op);
+/* The log format that introduced `op`, FSM_FORMAT_MAX + 1 for a value that is not an op. */
+unsigned fsm_op_format(unsigned op);
+
+/* The session `c` acts on (its SID field: ownership in fsm_apply, the server's REQ rule),
+ * 0 if it names none. */
+uint64_t fsm_cmd_acting_sid(const struct fsm_cmd *c);
+/* The first field of `kind` in c's payload, NULL if it has none. The _str form is for the
+ * string kinds (NAME, LABEL, VALUE, EVALUE, ADDR), the _u64 form for U64, SID, WAIT and ID. */
+const struct fsm_str *fsm_cmd_str(const struct fsm_cmd *c, enum fsm_field_kind kind);
+uint64_t *fsm_cmd_u64(struct fsm_cmd *c, enum fsm_field_kind kind);
 
 /*
  * Encode `c` (versioned binary format, FSM_CMD_VERSION) by appending to `out`.
@@ -407,11 +314,12 @@ void fsm_free(struct fsm *f);
  * digest replays as before.
  *
  * Session ownership (cmd->checked entries only, checked before anything else, so a refused command
- * changes nothing and spends no seq): the session the command acts on (LOCK, UNLOCK,
- * SEM_ACQUIRE/RELEASE, ELECT_CAMPAIGN/PROCLAIM/RESIGN, SESSION_CLOSE/REVOKE/CHECKPOINT/EXPIRE,
- * CANCEL_WAIT, PUT ... LEASE) and the REQ session must be owned by cmd->user, else
- * ERR "NOPERM ...". cmd->admin overrides it for SESSION_CLOSE, SESSION_REVOKE and UNLOCK (never
- * for REQ: a seq belongs to the session's owner). A session that does not exist is left to the
+ * changes nothing and spends no seq): the session the command acts on (its payload's SID field,
+ * fsm_cmd_acting_sid: LOCK, UNLOCK, SEM_ACQUIRE/RELEASE, ELECT_CAMPAIGN/PROCLAIM/RESIGN,
+ * SESSION_CLOSE/REVOKE/CHECKPOINT/EXPIRE, CANCEL_WAIT, PUT ... LEASE) and the REQ session must be
+ * owned by cmd->user, else ERR "NOPERM ...". cmd->admin overrides it for the ops whose row in
+ * ops.h says admin (SESSION_CLOSE, SESSION_REVOKE and UNLOCK; never for REQ: a seq belongs to
+ * the session's owner). A session that does not exist is left to the
  * op (NOSESSION).
  */
 void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply *reply,

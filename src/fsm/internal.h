@@ -8,6 +8,10 @@
  * order walks (KEYS, LOCKS, snapshots) need no sort. Every record that belongs to a session is
  * also on one of that session's intrusive lists, so ending a session costs O(its locks + waits
  * + keys). A record is one malloc with its name stored inline.
+ *
+ * Every function declared here is global (the fsm's .c files call each other) and so carries
+ * the fsm_ prefix, as the interface does: the fsm links into one library with the server, and
+ * `nm` on its objects lists no other name.
  */
 #ifndef FENCELOCK_FSM_INTERNAL_H
 #define FENCELOCK_FSM_INTERNAL_H
@@ -29,25 +33,25 @@ struct onode {
 #define ONODE_OWNER(n, type, member) ((type *)((char *)(n)-offsetof(type, member)))
 
 /* Byte order; a proper prefix sorts first. */
-int name_cmp(const char *a, size_t alen, const char *b, size_t blen);
-struct onode *otree_find(const struct onode *root, const char *key, size_t len);
-void otree_insert(struct onode **root, struct onode *n); /* its name must be absent */
-void otree_remove(struct onode **root, struct onode *n); /* n must be in the tree */
+int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+struct onode *fsm_otree_find(const struct onode *root, const char *key, size_t len);
+void fsm_otree_insert(struct onode **root, struct onode *n); /* its name must be absent */
+void fsm_otree_remove(struct onode **root, struct onode *n); /* n must be in the tree */
 /* Restore: nodes arriving in strictly increasing order are appended to a right-leaning chain
- * (`last` = the previous one, NULL at first): a valid but unbalanced tree, which otree_balance
+ * (`last` = the previous one, NULL at first): a valid but unbalanced tree, which fsm_otree_balance
  * then rebuilds balanced in O(n), with no comparisons (n = its node count). */
-void otree_append(struct onode **root, struct onode *last, struct onode *n);
-void otree_balance(struct onode **root, size_t n);
+void fsm_otree_append(struct onode **root, struct onode *last, struct onode *n);
+void fsm_otree_balance(struct onode **root, size_t n);
 /* In-order visit of the nodes whose name is >= from (all if fromlen == 0), O(log n + visited),
  * until visit returns nonzero; returns that value, or 0. */
-int otree_walk(const struct onode *root, const char *from, size_t fromlen,
-               int (*visit)(void *arg, const struct onode *n), void *arg);
+int fsm_otree_walk(const struct onode *root, const char *from, size_t fromlen,
+                   int (*visit)(void *arg, const struct onode *n), void *arg);
 /* Empty the tree, calling free_node on every node; no recursion. */
-void otree_drain(struct onode **root, void (*free_node)(struct onode *n));
+void fsm_otree_drain(struct onode **root, void (*free_node)(struct onode *n));
 /* 0 if names strictly increase in order and the heights are right and balanced; *count nodes. */
-int otree_check(const struct onode *root, size_t *count);
+int fsm_otree_check(const struct onode *root, size_t *count);
 
-/* ---- intrusive chained hash table; the bucket array is never empty (see htab_init) ---- */
+/* ---- intrusive chained hash table; the bucket array is never empty (see fsm_htab_init) ---- */
 
 struct hlink {
     struct hlink *next;
@@ -59,10 +63,10 @@ struct htab {
     size_t nb, n; /* nb: power of two */
 };
 
-int htab_init(struct htab *t);
-void htab_free(struct htab *t); /* the bucket array only; the caller frees the records */
-void htab_insert(struct htab *t, struct hlink *l, uint32_t hash);
-void htab_remove(struct htab *t, struct hlink *l);
+int fsm_htab_init(struct htab *t);
+void fsm_htab_free(struct htab *t); /* the bucket array only; the caller frees the records */
+void fsm_htab_insert(struct htab *t, struct hlink *l, uint32_t hash);
+void fsm_htab_remove(struct htab *t, struct hlink *l);
 static inline struct hlink *htab_bucket(const struct htab *t, uint32_t hash)
 {
     return t->b[hash & (t->nb - 1)];
@@ -201,8 +205,8 @@ struct fsm_use {
     char name[FSM_MAX_USER];
 };
 /* sign +1 when s (or its wait w) is linked, -1 when unlinked. */
-void usage_session(struct fsm *f, const struct sess *s, int sign);
-void usage_wait(struct fsm *f, const struct sess *s, const struct waiter *w, int sign);
+void fsm_usage_session(struct fsm *f, const struct sess *s, int sign);
+void fsm_usage_wait(struct fsm *f, const struct sess *s, const struct waiter *w, int sign);
 
 /* ---- apply context: one per fsm_apply ---- */
 
@@ -220,8 +224,8 @@ struct fsm_event *fsm_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t 
                            const char *name, size_t namelen);
 struct lock;
 /* fsm_emit of an event about lock-like object `l`: its name and kind. */
-struct fsm_event *lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
-                            const struct lock *l);
+struct fsm_event *fsm_lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token,
+                                uint64_t ms, const struct lock *l);
 /* Order the events emitted since index `from` by name (byte order): for a run whose natural
  * order is not the same on every replica (a session's leased keys). */
 void fsm_sort_events_by_name(struct actx *a, size_t from);
@@ -236,49 +240,50 @@ int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 
 /* ---- sessions, locks, waiters ---- */
 
-struct sess *sess_find(const struct fsm *f, uint64_t sid);
-struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen, struct fsm_str owner);
-void sess_insert(struct fsm *f, struct sess *s); /* hash and sid-ordered list */
-void sess_destroy(struct sess *s);               /* frees the record; lists must be empty */
+struct sess *fsm_sess_find(const struct fsm *f, uint64_t sid);
+struct sess *fsm_sess_alloc(uint64_t sid, const char *name, size_t namelen, struct fsm_str owner);
+void fsm_sess_insert(struct fsm *f, struct sess *s); /* hash and sid-ordered list */
+void fsm_sess_destroy(struct sess *s);               /* frees the record; lists must be empty */
 
-struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen);
-struct lock *lock_alloc(const char *name, size_t namelen);
-void lock_insert(struct fsm *f, struct lock *l);
-void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last); /* restore: otree_append */
-void lock_drop(struct fsm *f, struct lock *l); /* unlink and free a lock nobody uses */
-void held_append(struct sess *s, struct lock *l);
-void held_unlink(struct lock *l);
-void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w);
-/* The two halves of waiter_append: tail of the lock's FIFO / of the session's list. Restore
+struct lock *fsm_lock_find(const struct fsm *f, const char *name, size_t namelen);
+struct lock *fsm_lock_alloc(const char *name, size_t namelen);
+void fsm_lock_insert(struct fsm *f, struct lock *l);
+void fsm_lock_insert_last(struct fsm *f, struct lock *l,
+                          struct lock *last);      /* restore: fsm_otree_append */
+void fsm_lock_drop(struct fsm *f, struct lock *l); /* unlink and free a lock nobody uses */
+void fsm_held_append(struct sess *s, struct lock *l);
+void fsm_held_unlink(struct lock *l);
+void fsm_waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w);
+/* The two halves of fsm_waiter_append: tail of the lock's FIFO / of the session's list. Restore
  * links the session side later, in enqueue-revision order. */
-void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w);
-void waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w);
-void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w); /* upgrades */
-void waiter_remove(struct fsm *f, struct waiter *w);                         /* unlinks and frees */
-struct waiter *waiter_find(const struct lock *l, const struct sess *s);
+void fsm_waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w);
+void fsm_waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w);
+void fsm_waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w); /* upgrades */
+void fsm_waiter_remove(struct fsm *f, struct waiter *w); /* unlinks and frees */
+struct waiter *fsm_waiter_find(const struct lock *l, const struct sess *s);
 /* Shared holds (src/fsm/lock_shared.c). shold_link appends at the tails of both lists (restore
  * links the session side later, in token order). */
-struct shold *shold_find(const struct lock *l, const struct sess *s);
-void shold_link_lock(struct fsm *f, struct lock *l, struct shold *h);
-void shold_link_sess(struct sess *s, struct shold *h);
-void shold_unlink(struct fsm *f, struct shold *h); /* both lists; frees h */
+struct shold *fsm_shold_find(const struct lock *l, const struct sess *s);
+void fsm_shold_link_lock(struct fsm *f, struct lock *l, struct shold *h);
+void fsm_shold_link_sess(struct sess *s, struct shold *h);
+void fsm_shold_unlink(struct fsm *f, struct shold *h); /* both lists; frees h */
 /* The head waiter may be granted now (no exclusive holder, no lock-delay, and for an exclusive
  * request no shared holder but, for an upgrade, the requester itself). */
-bool lock_head_grantable(const struct lock *l, const struct waiter *w);
+bool fsm_lock_head_grantable(const struct lock *l, const struct waiter *w);
 /* Give a lock with no holder to `s` exclusively: a fresh revision is the token. */
-uint64_t lock_grant(struct actx *a, struct lock *l, struct sess *s);
+uint64_t fsm_lock_grant(struct actx *a, struct lock *l, struct sess *s);
 /* ERR WRONGTYPE (and true) if `l` exists and is not of `kind`. */
-bool lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r);
+bool fsm_lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r);
 /* A new record of `kind` (counted in n_prims if not a lock), inserted; NULL: out of memory. */
-struct lock *lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind);
+struct lock *fsm_lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind);
 /* Whether `token` is a shared hold's (a read-lock's or a semaphore permit's) on `l`. */
-bool shold_token_held(const struct lock *l, uint64_t token);
+bool fsm_shold_token_held(const struct lock *l, uint64_t token);
 /* Elections (src/fsm/elect.c): the leader's hand-over. A grant of the head candidate moves its
  * value to the leader; a release frees the leader's value and tells (LEADER, sid 0) when no
  * successor is granted in the same entry (delay_ms > 0 or nobody queued). */
-bool elect_grant_head(struct actx *a, struct lock *l, struct waiter *w);
-void elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms);
-void waiter_free(struct fsm *f, struct waiter *w); /* frees its value (and bytes) too */
+bool fsm_elect_grant_head(struct actx *a, struct lock *l, struct waiter *w);
+void fsm_elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms);
+void fsm_waiter_free(struct fsm *f, struct waiter *w); /* frees its value (and bytes) too */
 /* Whether a lock is unused: no holder of either mode, no lock-delay, no waiter. */
 static inline bool lock_unused(const struct lock *l)
 {
@@ -288,82 +293,86 @@ static inline bool lock_unused(const struct lock *l)
 /* What a queued request asks for. */
 enum lock_mode { LOCK_MODE_EXCLUSIVE, LOCK_MODE_SHARED, LOCK_MODE_UPGRADE };
 /* Queue `s` (QUEUED, or ERR out of memory): at the tail, or at the head for an upgrade. */
-void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms, uint8_t mode,
-                  struct fsm_reply *r);
+void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                      uint8_t mode, struct fsm_reply *r);
 /* The answer to a LOCK by a session already queued as `w` (same mode: its place; else ERR). */
-void lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
-                   struct fsm_reply *r);
+void fsm_lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
+                       struct fsm_reply *r);
 /* Start (or restart) lock-delay on a lock with no exclusive holder. */
-void lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms);
+void fsm_lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms);
 void fsm_reply_int(struct fsm_reply *r, uint64_t v);
 /* Release a held lock: lock-delay of delay_ms if > 0, else hand it on (or drop it). `expired`:
  * its holder's session expired (told in the RELEASED event). */
-void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired);
+void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired);
 /* End a shared hold the same way (the lock is handed on only once no lock-delay runs). */
-void shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired);
+void fsm_shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired);
 /* Grant the head of the queue while it can be granted (a run of shared requests together);
  * drop the lock if nothing uses it any more. `l` may be freed. */
-void lock_hand_on(struct actx *a, struct lock *l);
+void fsm_lock_hand_on(struct actx *a, struct lock *l);
 /* Give a lock to `s` in shared mode: a fresh revision is the token; 0 (and nothing changed)
  * if memory ran out. */
-uint64_t shold_grant(struct actx *a, struct lock *l, struct sess *s);
+uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s);
 /* Remove a waiter that leaves without a grant (WAIT_ENDED), then hand the lock on: an
  * exclusive request that leaves may let the shared requests behind it in. `l` may be freed. */
-void waiter_leave(struct actx *a, struct waiter *w);
+void fsm_waiter_leave(struct actx *a, struct waiter *w);
 /* End a session's life: locks, waits, keys, the record itself. */
-void sess_end(struct actx *a, struct sess *s, bool expired);
+void fsm_sess_end(struct actx *a, struct sess *s, bool expired);
 
 /* The ops: each gets its payload (inside a->c, whose header the ops read for now_ms). */
-void op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
-void op_lock_shared(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
-void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
-void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
-void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p, struct fsm_reply *r);
-void op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
-void op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
-                    bool expired);
+void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+void fsm_op_lock_shared(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void fsm_op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void fsm_op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p,
+                          struct fsm_reply *r);
+void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
+void fsm_op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
+                        bool expired);
 /* Ownership (src/fsm/owner.c): 0 if c->user may act on the sessions `c` names, else -1 with
  * NOPERM in r. */
-int owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r);
-void op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *p,
+int fsm_owner_check(const struct fsm *f, const struct fsm_cmd *c, struct fsm_reply *r);
+void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *p,
+                               struct fsm_reply *r);
+void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
+void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
+void fsm_op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
+void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
+void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
+                           struct fsm_reply *r); /* format.c */
+void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);
+void fsm_op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void fsm_op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *p,
                            struct fsm_reply *r);
-void op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
-void op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
-void op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
-void op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
-void op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
-                       struct fsm_reply *r); /* format.c */
-void op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);
-void op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
-void op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *p, struct fsm_reply *r);
-void op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *p, struct fsm_reply *r);
-void op_elect_resign(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+void fsm_op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *p,
+                           struct fsm_reply *r);
+void fsm_op_elect_resign(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 
 /* ---- member table ---- */
 
 /* Index of member `id`, or -1 - (insertion index) if absent. */
-long member_find(const struct fsm *f, uint64_t id);
+long fsm_member_find(const struct fsm *f, uint64_t id);
 
 /* ---- KV tree ---- */
 
-struct kv *kv_find(const struct fsm *f, const char *key, size_t keylen);
-struct kv *kv_alloc(const char *key, size_t keylen);
-void kv_insert(struct fsm *f, struct kv *k);                       /* the key must be absent */
-void kv_insert_last(struct fsm *f, struct kv *k, struct kv *last); /* restore: otree_append */
-void kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
-void kv_set_lease(struct kv *k, struct sess *s);
-void kv_free_all(struct fsm *f); /* teardown: every key record */
+struct kv *fsm_kv_find(const struct fsm *f, const char *key, size_t keylen);
+struct kv *fsm_kv_alloc(const char *key, size_t keylen);
+void fsm_kv_insert(struct fsm *f, struct kv *k); /* the key must be absent */
+void fsm_kv_insert_last(struct fsm *f, struct kv *k,
+                        struct kv *last);        /* restore: fsm_otree_append */
+void fsm_kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
+void fsm_kv_set_lease(struct kv *k, struct sess *s);
+void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* ---- snapshot fields of semaphores and elections (src/fsm/snap_prims.c, version 4) ---- */
-int snap_emit_kind(const struct lock *l, struct buf *b);
-int snap_emit_leader(const struct lock *l, struct buf *b);
-int snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b);
+int fsm_snap_emit_kind(const struct lock *l, struct buf *b);
+int fsm_snap_emit_leader(const struct lock *l, struct buf *b);
+int fsm_snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b);
 /* NULL, or what is wrong. */
-const char *snap_read_kind(struct rd *r, struct lock *l);
-const char *snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev);
-const char *snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
-                                struct waiter *w);
-const char *snap_check_kind(const struct lock *l);
+const char *fsm_snap_read_kind(struct rd *r, struct lock *l);
+const char *fsm_snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev);
+const char *fsm_snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
+                                    struct waiter *w);
+const char *fsm_snap_check_kind(const struct lock *l);
 
 /* ---- lifecycle and codecs ---- */
 

@@ -60,7 +60,7 @@ static int check_held_list(struct chk *c, const struct sess *s)
     uint64_t prev_token = 0;
     const struct lock *prev = NULL;
     for (const struct lock *l = s->held_head; l; prev = l, l = l->hnext, n++) {
-        if (l->holder != s || l->hprev != prev || lock_find(c->f, l->name, l->name_len) != l)
+        if (l->holder != s || l->hprev != prev || fsm_lock_find(c->f, l->name, l->name_len) != l)
             return bad(c, "held list of session inconsistent", s->sid);
         if (l->token <= prev_token)
             return bad(c, "held list not in token order", s->sid);
@@ -79,7 +79,7 @@ static int check_shared_list(struct chk *c, const struct sess *s)
     const struct shold *prev = NULL;
     for (const struct shold *h = s->sh_head; h; prev = h, h = h->snext, n++) {
         if (h->sess != s || h->sprev != prev ||
-            lock_find(c->f, h->lock->name, h->lock->name_len) != h->lock)
+            fsm_lock_find(c->f, h->lock->name, h->lock->name_len) != h->lock)
             return bad(c, "shared list of session inconsistent", s->sid);
         if (h->token <= prev_token)
             return bad(c, "shared list not in token order", s->sid);
@@ -98,7 +98,7 @@ static int check_wait_list(struct chk *c, const struct sess *s)
     const struct waiter *prev = NULL;
     for (const struct waiter *w = s->wait_head; w; prev = w, w = w->snext, n++) {
         if (w->sess != s || w->sprev != prev ||
-            lock_find(c->f, w->lock->name, w->lock->name_len) != w->lock)
+            fsm_lock_find(c->f, w->lock->name, w->lock->name_len) != w->lock)
             return bad(c, "wait list of session inconsistent", s->sid);
         if (w->rev <= prev_rev)
             return bad(c, "wait list not in enqueue order", s->sid);
@@ -115,7 +115,7 @@ static int check_key_list(struct chk *c, const struct sess *s)
     uint32_t n = 0;
     const struct kv *prev = NULL;
     for (const struct kv *k = s->keys; k; prev = k, k = k->lnext, n++)
-        if (k->lease != s || k->lprev != prev || kv_find(c->f, k->key, k->key_len) != k)
+        if (k->lease != s || k->lprev != prev || fsm_kv_find(c->f, k->key, k->key_len) != k)
             return bad(c, "key list of session inconsistent", s->sid);
     if (n != s->n_keys)
         return bad(c, "key count of session wrong", s->sid);
@@ -125,7 +125,7 @@ static int check_key_list(struct chk *c, const struct sess *s)
 
 static int check_session(struct chk *c, const struct sess *s)
 {
-    if (sess_find(c->f, s->sid) != s || s->h.hash != fsm_hash_u64(s->sid))
+    if (fsm_sess_find(c->f, s->sid) != s || s->h.hash != fsm_hash_u64(s->sid))
         return bad(c, "session not findable by its sid", s->sid);
     if (s->ttl_ms == 0)
         return bad(c, "session with ttl 0", s->sid);
@@ -143,15 +143,15 @@ static int check_session(struct chk *c, const struct sess *s)
 static int check_lock_state(struct chk *c, const struct lock *l)
 {
     uint64_t id = l->token;
-    if (lock_find(c->f, l->name, l->name_len) != l)
+    if (fsm_lock_find(c->f, l->name, l->name_len) != l)
         return bad(c, "lock not findable by its name", id);
     if (l->o.key != l->name || l->o.key_len != l->name_len ||
-        otree_find(c->f->lock_names, l->name, l->name_len) != &l->o)
+        fsm_otree_find(c->f->lock_names, l->name, l->name_len) != &l->o)
         return bad(c, "lock not in the name tree", id);
     if (l->holder && l->n_shared)
         return bad(c, "lock held in both modes", id);
     if (l->holder) {
-        if (sess_find(c->f, l->holder->sid) != l->holder)
+        if (fsm_sess_find(c->f, l->holder->sid) != l->holder)
             return bad(c, "lock held by a dead session", l->holder->sid);
         if (l->in_delay || l->lockdelay_ms)
             return bad(c, "held lock in lock-delay", id);
@@ -179,7 +179,7 @@ static int check_sholds(struct chk *c, const struct lock *l, uint64_t *sids)
     for (const struct shold *h = l->sh_head; h; prev = h, h = h->lnext, n++) {
         if (h->lock != l || h->lprev != prev || n >= l->n_shared)
             return bad(c, "shared holder list inconsistent", n);
-        if (sess_find(c->f, h->sess->sid) != h->sess)
+        if (fsm_sess_find(c->f, h->sess->sid) != h->sess)
             return bad(c, "lock held shared by a dead session", h->sess->sid);
         if (h->token <= prev_token)
             return bad(c, "shared holders not in token order", h->token);
@@ -204,7 +204,7 @@ static int check_waiter_mode(struct chk *c, const struct lock *l, const struct w
                              uint64_t *prev_rev)
 {
     c->swaiters += w->shared;
-    if (!shold_find(l, w->sess))
+    if (!fsm_shold_find(l, w->sess))
         return 0;
     if (w->shared || w != l->wq_head)
         return bad(c, "shared holder queued other than as the head upgrade", w->sess->sid);
@@ -220,7 +220,7 @@ static int check_waiters(struct chk *c, const struct lock *l, uint64_t *sids)
     for (const struct waiter *w = l->wq_head; w; prev = w, w = w->lnext, n++) {
         if (w->lock != l || w->lprev != prev || n >= l->n_waiters)
             return bad(c, "lock queue inconsistent", n);
-        if (sess_find(c->f, w->sess->sid) != w->sess)
+        if (fsm_sess_find(c->f, w->sess->sid) != w->sess)
             return bad(c, "waiter session is dead", w->sess->sid);
         if (w->sess == l->holder)
             return bad(c, "holder queued on its own lock", w->sess->sid);
@@ -233,7 +233,7 @@ static int check_waiters(struct chk *c, const struct lock *l, uint64_t *sids)
             return -1;
         sids[n] = w->sess->sid;
     }
-    if (l->wq_head && lock_head_grantable(l, l->wq_head))
+    if (l->wq_head && fsm_lock_head_grantable(l, l->wq_head))
         return bad(c, "the head waiter could be granted (a missed grant)", l->wq_head->rev);
     if (prev != l->wq_tail || n != l->n_waiters)
         return bad(c, "lock queue tail or count wrong", n);
@@ -298,7 +298,7 @@ static int check_lock(struct chk *c, const struct lock *l)
     return rc;
 }
 
-/* Key metadata; the tree's order and balance are otree_check's. */
+/* Key metadata; the tree's order and balance are fsm_otree_check's. */
 static int check_key(void *arg, const struct onode *n)
 {
     struct chk *c = arg;
@@ -308,7 +308,7 @@ static int check_key(void *arg, const struct onode *n)
     if (k->key_len == 0 || k->create_rev == 0 || k->create_rev > k->mod_rev || k->version == 0 ||
         (k->version == 1) != (k->create_rev == k->mod_rev))
         return bad(c, "bad key metadata", k->mod_rev);
-    if (k->lease && (sess_find(c->f, k->lease->sid) != k->lease))
+    if (k->lease && (fsm_sess_find(c->f, k->lease->sid) != k->lease))
         return bad(c, "key leased to a dead session", k->lease->sid);
     c->leased += k->lease != NULL;
     c->nkeys++;
@@ -325,7 +325,7 @@ static int check_sess_list(struct chk *c)
     for (const struct sess *s = f->sess_head; s; prev = s, s = s->snext, n++) {
         if (s->sprev != prev || (prev && prev->sid >= s->sid))
             return bad(c, "session list out of sid order", s->sid);
-        if (sess_find(f, s->sid) != s)
+        if (fsm_sess_find(f, s->sid) != s)
             return bad(c, "listed session not in the table", s->sid);
     }
     if (prev != f->sess_tail || n != f->sessions.n)
@@ -336,13 +336,13 @@ static int check_sess_list(struct chk *c)
 static int check_trees(struct chk *c)
 {
     size_t n;
-    if (otree_check(c->f->keys, &n))
+    if (fsm_otree_check(c->f->keys, &n))
         return bad(c, "key tree out of order or unbalanced", n);
-    if (otree_check(c->f->lock_names, &n))
+    if (fsm_otree_check(c->f->lock_names, &n))
         return bad(c, "lock name tree out of order or unbalanced", n);
     if (n != c->f->locks.n)
         return bad(c, "lock name tree and lock table differ in size", n);
-    return otree_walk(c->f->keys, NULL, 0, check_key, c);
+    return fsm_otree_walk(c->f->keys, NULL, 0, check_key, c);
 }
 
 static int check_members(struct chk *c)

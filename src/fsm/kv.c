@@ -11,15 +11,15 @@
 
 #include "fsm/internal.h"
 
-struct kv *kv_find(const struct fsm *f, const char *key, size_t keylen)
+struct kv *fsm_kv_find(const struct fsm *f, const char *key, size_t keylen)
 {
     if (keylen == 0)
         return NULL;
-    struct onode *n = otree_find(f->keys, key, keylen);
+    struct onode *n = fsm_otree_find(f->keys, key, keylen);
     return n ? ONODE_OWNER(n, struct kv, o) : NULL;
 }
 
-struct kv *kv_alloc(const char *key, size_t keylen)
+struct kv *fsm_kv_alloc(const char *key, size_t keylen)
 {
     struct kv *k = malloc(sizeof(*k) + keylen);
     if (!k)
@@ -32,21 +32,21 @@ struct kv *kv_alloc(const char *key, size_t keylen)
     return k;
 }
 
-void kv_insert(struct fsm *f, struct kv *k)
+void fsm_kv_insert(struct fsm *f, struct kv *k)
 {
-    otree_insert(&f->keys, &k->o);
+    fsm_otree_insert(&f->keys, &k->o);
     f->n_keys++;
     f->kv_bytes += k->key_len + k->value_len;
 }
 
-void kv_insert_last(struct fsm *f, struct kv *k, struct kv *last)
+void fsm_kv_insert_last(struct fsm *f, struct kv *k, struct kv *last)
 {
-    otree_append(&f->keys, last ? &last->o : NULL, &k->o);
+    fsm_otree_append(&f->keys, last ? &last->o : NULL, &k->o);
     f->n_keys++;
     f->kv_bytes += k->key_len + k->value_len;
 }
 
-void kv_set_lease(struct kv *k, struct sess *s)
+void fsm_kv_set_lease(struct kv *k, struct sess *s)
 {
     struct sess *old = k->lease;
     if (old) {
@@ -69,12 +69,12 @@ void kv_set_lease(struct kv *k, struct sess *s)
     }
 }
 
-void kv_delete(struct fsm *f, struct kv *k)
+void fsm_kv_delete(struct fsm *f, struct kv *k)
 {
-    otree_remove(&f->keys, &k->o);
+    fsm_otree_remove(&f->keys, &k->o);
     f->n_keys--;
     f->kv_bytes -= k->key_len + k->value_len;
-    kv_set_lease(k, NULL);
+    fsm_kv_set_lease(k, NULL);
     free(k->value);
     free(k);
 }
@@ -86,9 +86,9 @@ static void free_kv(struct onode *n)
     free(k);
 }
 
-void kv_free_all(struct fsm *f)
+void fsm_kv_free_all(struct fsm *f)
 {
-    otree_drain(&f->keys, free_kv);
+    fsm_otree_drain(&f->keys, free_kv);
     f->n_keys = 0;
     f->kv_bytes = 0;
 }
@@ -100,9 +100,9 @@ static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_r
 {
     if (!c->has_fence)
         return 0;
-    struct lock *l = lock_find(a->f, c->fence_name.p, c->fence_name.len);
+    struct lock *l = fsm_lock_find(a->f, c->fence_name.p, c->fence_name.len);
     if (l && ((l->holder && l->token == c->fence_token) ||
-              (l->kind == FSM_KIND_SEM && shold_token_held(l, c->fence_token))))
+              (l->kind == FSM_KIND_SEM && fsm_shold_token_held(l, c->fence_token))))
         return 0;
     char nm[FSM_NAME_SHOWN];
     fsm_reply_err(r, PROTO_STALE " token %llu is not the current token of lock %s",
@@ -136,14 +136,14 @@ static int ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct f
 }
 
 /* Every allocation happens before the revision moves, so a failure changes nothing. */
-void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
+void fsm_op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
 {
     struct sess *lease = NULL;
-    if (c->lease_sid && !(lease = sess_find(a->f, c->lease_sid))) {
+    if (c->lease_sid && !(lease = fsm_sess_find(a->f, c->lease_sid))) {
         fsm_nosession(r, c->lease_sid);
         return;
     }
-    struct kv *k = kv_find(a->f, c->key.p, c->key.len);
+    struct kv *k = fsm_kv_find(a->f, c->key.p, c->key.len);
     if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
         return;
     char *val = NULL;
@@ -154,7 +154,7 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
     if (c->value.len)
         memcpy(val, c->value.p, c->value.len);
     bool fresh = !k;
-    if (fresh && !(k = kv_alloc(c->key.p, c->key.len))) {
+    if (fresh && !(k = fsm_kv_alloc(c->key.p, c->key.len))) {
         free(val);
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
@@ -163,7 +163,7 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
     if (fresh) {
         k->create_rev = rev;
         k->version = 1;
-        kv_insert(a->f, k);
+        fsm_kv_insert(a->f, k);
     } else {
         free(k->value);
         k->version++;
@@ -172,7 +172,7 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
     k->value = val;
     k->value_len = c->value.len;
     k->mod_rev = rev;
-    kv_set_lease(k, lease);
+    fsm_kv_set_lease(k, lease);
     struct fsm_event *e = fsm_emit(a, FSM_EV_KEY_PUT, c->lease_sid, 0, 0, k->key, k->key_len);
     if (e) {
         e->value.p = k->value ? k->value : "";
@@ -182,9 +182,9 @@ void op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
     r->value = rev;
 }
 
-void op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
+void fsm_op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
 {
-    struct kv *k = kv_find(a->f, c->key.p, c->key.len);
+    struct kv *k = fsm_kv_find(a->f, c->key.p, c->key.len);
     if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
         return;
     r->kind = FSM_REPLY_INT;
@@ -192,7 +192,7 @@ void op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
     if (!k)
         return;
     fsm_emit(a, FSM_EV_KEY_DELETED, 0, 0, 0, k->key, k->key_len);
-    kv_delete(a->f, k);
+    fsm_kv_delete(a->f, k);
     fsm_next_rev(a);
 }
 
@@ -210,7 +210,7 @@ static void fill_meta(const struct kv *k, struct fsm_kv_meta *m)
 
 int fsm_kv_get(const struct fsm *f, const char *key, size_t keylen, struct fsm_kv_meta *m)
 {
-    const struct kv *k = kv_find(f, key, keylen);
+    const struct kv *k = fsm_kv_find(f, key, keylen);
     if (!k)
         return 0;
     fill_meta(k, m);
@@ -244,6 +244,6 @@ size_t fsm_kv_scan(const struct fsm *f, const char *prefix, size_t prefixlen, si
                    void *arg)
 {
     struct scan s = {.prefix = prefix, .plen = prefixlen, .limit = limit, .cb = cb, .arg = arg};
-    otree_walk(f->keys, prefix, prefixlen, scan_visit, &s);
+    fsm_otree_walk(f->keys, prefix, prefixlen, scan_visit, &s);
     return s.visited;
 }

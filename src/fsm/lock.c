@@ -2,13 +2,13 @@
 /*
  * fsm/lock.c — locks: records, FIFO waiters, grants, release and lock-delay; the lock ops.
  *
- * Owns the rule that a grant happens only here (lock_grant(), shold_grant() in lock_shared.c),
- * only to a session that is alive (a waiter's session is alive by invariant: sess_end removes
- * its waits in the same apply), and always with a fresh revision as the token. The queue is
- * FIFO across modes (lock_hand_on). A lock record exists only while it is held (in either
- * mode), in lock-delay, or has waiters; the last user of a free lock drops it. The same records,
- * queue and hand-on serve semaphores (sem.c) and elections (elect.c): a record's `kind` is
- * fixed while it exists, the ops of another kind are refused (lock_wrongtype), and the few
+ * Owns the rule that a grant happens only here (fsm_lock_grant(), fsm_shold_grant() in
+ * lock_shared.c), only to a session that is alive (a waiter's session is alive by invariant:
+ * fsm_sess_end removes its waits in the same apply), and always with a fresh revision as the token.
+ * The queue is FIFO across modes (fsm_lock_hand_on). A lock record exists only while it is held (in
+ * either mode), in lock-delay, or has waiters; the last user of a free lock drops it. The same
+ * records, queue and hand-on serve semaphores (sem.c) and elections (elect.c): a record's `kind` is
+ * fixed while it exists, the ops of another kind are refused (fsm_lock_wrongtype), and the few
  * differences are kind checks here (a semaphore's head is grantable below its limit; an
  * election's grant and release move the leader's value).
  */
@@ -19,7 +19,7 @@
 
 /* ---- records ---- */
 
-struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen)
+struct lock *fsm_lock_find(const struct fsm *f, const char *name, size_t namelen)
 {
     if (namelen == 0 || namelen > FSM_MAX_NAME)
         return NULL;
@@ -32,7 +32,7 @@ struct lock *lock_find(const struct fsm *f, const char *name, size_t namelen)
     return NULL;
 }
 
-struct lock *lock_alloc(const char *name, size_t namelen)
+struct lock *fsm_lock_alloc(const char *name, size_t namelen)
 {
     struct lock *l = malloc(sizeof(*l) + namelen);
     if (!l)
@@ -45,37 +45,37 @@ struct lock *lock_alloc(const char *name, size_t namelen)
     return l;
 }
 
-void lock_insert(struct fsm *f, struct lock *l)
+void fsm_lock_insert(struct fsm *f, struct lock *l)
 {
-    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
-    otree_insert(&f->lock_names, &l->o);
+    fsm_htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
+    fsm_otree_insert(&f->lock_names, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
 }
 
-void lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
+void fsm_lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
 {
-    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
-    otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
+    fsm_htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
+    fsm_otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
 }
 
-struct lock *lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind)
+struct lock *fsm_lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind)
 {
-    struct lock *l = lock_alloc(name, namelen);
+    struct lock *l = fsm_lock_alloc(name, namelen);
     if (l) {
         l->kind = kind;
-        lock_insert(f, l);
+        fsm_lock_insert(f, l);
     }
     return l;
 }
 
 /* A dropped record has no leader, so no value (elect.c frees it on release). */
-void lock_drop(struct fsm *f, struct lock *l)
+void fsm_lock_drop(struct fsm *f, struct lock *l)
 {
-    htab_remove(&f->locks, &l->h);
-    otree_remove(&f->lock_names, &l->o);
+    fsm_htab_remove(&f->locks, &l->h);
+    fsm_otree_remove(&f->lock_names, &l->o);
     f->name_bytes -= l->name_len;
     f->n_prims -= l->kind != FSM_KIND_LOCK;
     free(l->value);
@@ -88,7 +88,7 @@ const char *fsm_kind_name(uint8_t kind)
     return kind < FSM_KIND__COUNT ? names[kind] : "?";
 }
 
-bool lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r)
+bool fsm_lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r)
 {
     if (!l || l->kind == kind)
         return false;
@@ -99,8 +99,8 @@ bool lock_wrongtype(const struct lock *l, uint8_t kind, struct fsm_reply *r)
     return true;
 }
 
-struct fsm_event *lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token, uint64_t ms,
-                            const struct lock *l)
+struct fsm_event *fsm_lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t token,
+                                uint64_t ms, const struct lock *l)
 {
     struct fsm_event *e = fsm_emit(a, type, sid, token, ms, l->name, l->name_len);
     if (e)
@@ -108,7 +108,7 @@ struct fsm_event *lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint64_t
     return e;
 }
 
-void held_append(struct sess *s, struct lock *l)
+void fsm_held_append(struct sess *s, struct lock *l)
 {
     l->holder = s;
     l->hnext = NULL;
@@ -121,7 +121,7 @@ void held_append(struct sess *s, struct lock *l)
     s->n_locks++;
 }
 
-void held_unlink(struct lock *l)
+void fsm_held_unlink(struct lock *l)
 {
     struct sess *s = l->holder;
     if (l->hprev)
@@ -137,7 +137,7 @@ void held_unlink(struct lock *l)
     s->n_locks--;
 }
 
-void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
+void fsm_waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
 {
     w->lock = l;
     w->lnext = NULL;
@@ -152,7 +152,7 @@ void waiter_link_lock(struct fsm *f, struct lock *l, struct waiter *w)
     f->n_swaiters += w->shared;
 }
 
-void waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w)
+void fsm_waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w)
 {
     w->sess = s;
     w->snext = NULL;
@@ -163,10 +163,10 @@ void waiter_link_sess(struct fsm *f, struct sess *s, struct waiter *w)
         s->wait_head = w;
     s->wait_tail = w;
     s->n_waits++;
-    usage_wait(f, s, w, 1);
+    fsm_usage_wait(f, s, w, 1);
 }
 
-void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
+void fsm_waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
 {
     w->lock = l;
     w->lprev = NULL;
@@ -181,13 +181,13 @@ void waiter_link_lock_head(struct fsm *f, struct lock *l, struct waiter *w)
     f->n_swaiters += w->shared;
 }
 
-void waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
+void fsm_waiter_append(struct fsm *f, struct lock *l, struct sess *s, struct waiter *w)
 {
-    waiter_link_lock(f, l, w);
-    waiter_link_sess(f, s, w);
+    fsm_waiter_link_lock(f, l, w);
+    fsm_waiter_link_sess(f, s, w);
 }
 
-void waiter_remove(struct fsm *f, struct waiter *w)
+void fsm_waiter_remove(struct fsm *f, struct waiter *w)
 {
     struct lock *l = w->lock;
     struct sess *s = w->sess;
@@ -209,13 +209,13 @@ void waiter_remove(struct fsm *f, struct waiter *w)
         s->wait_tail = w->sprev;
     l->n_waiters--;
     s->n_waits--;
-    usage_wait(f, s, w, -1);
+    fsm_usage_wait(f, s, w, -1);
     f->n_waiters--;
     f->n_swaiters -= w->shared;
-    waiter_free(f, w);
+    fsm_waiter_free(f, w);
 }
 
-void waiter_free(struct fsm *f, struct waiter *w)
+void fsm_waiter_free(struct fsm *f, struct waiter *w)
 {
     f->name_bytes -= w->value_len;
     free(w->value);
@@ -223,7 +223,7 @@ void waiter_free(struct fsm *f, struct waiter *w)
 }
 
 /* Walks whichever list is shorter: the lock's queue or the session's waits. */
-struct waiter *waiter_find(const struct lock *l, const struct sess *s)
+struct waiter *fsm_waiter_find(const struct lock *l, const struct sess *s)
 {
     if (l->n_waiters <= s->n_waits) {
         for (struct waiter *w = l->wq_head; w; w = w->lnext)
@@ -239,17 +239,17 @@ struct waiter *waiter_find(const struct lock *l, const struct sess *s)
 
 /* ---- transitions ---- */
 
-uint64_t lock_grant(struct actx *a, struct lock *l, struct sess *s)
+uint64_t fsm_lock_grant(struct actx *a, struct lock *l, struct sess *s)
 {
     l->token = fsm_next_rev(a);
     l->held_since_ms = a->c->now_ms;
-    held_append(s, l);
+    fsm_held_append(s, l);
     a->f->n_held++;
-    lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
+    fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
     return l->token;
 }
 
-bool lock_head_grantable(const struct lock *l, const struct waiter *w)
+bool fsm_lock_head_grantable(const struct lock *l, const struct waiter *w)
 {
     if (l->holder || l->in_delay)
         return false;
@@ -266,71 +266,71 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
 {
     struct sess *s = w->sess;
     if (l->kind == FSM_KIND_ELECT)
-        return elect_grant_head(a, l, w);
+        return fsm_elect_grant_head(a, l, w);
     if (w->shared) {
-        if (!shold_grant(a, l, s))
+        if (!fsm_shold_grant(a, l, s))
             return false;
-        waiter_remove(a->f, w);
+        fsm_waiter_remove(a->f, w);
         return true;
     }
-    waiter_remove(a->f, w);
-    struct shold *h = shold_find(l, s);
+    fsm_waiter_remove(a->f, w);
+    struct shold *h = fsm_shold_find(l, s);
     if (h) {
-        lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
-        shold_unlink(a->f, h);
+        fsm_lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
+        fsm_shold_unlink(a->f, h);
     }
-    lock_grant(a, l, s);
+    fsm_lock_grant(a, l, s);
     return true;
 }
 
 /* FIFO across modes: the head is granted while it can be, so a run of shared requests at the
  * head is granted together and stops at the first exclusive one (no writer starvation). */
-void lock_hand_on(struct actx *a, struct lock *l)
+void fsm_lock_hand_on(struct actx *a, struct lock *l)
 {
-    while (l->wq_head && lock_head_grantable(l, l->wq_head))
+    while (l->wq_head && fsm_lock_head_grantable(l, l->wq_head))
         if (!grant_head(a, l, l->wq_head))
             break;
     if (lock_unused(l))
-        lock_drop(a->f, l);
+        fsm_lock_drop(a->f, l);
 }
 
-void waiter_leave(struct actx *a, struct waiter *w)
+void fsm_waiter_leave(struct actx *a, struct waiter *w)
 {
     struct lock *l = w->lock;
-    lock_emit(a, FSM_EV_WAIT_ENDED, w->sess->sid, 0, 0, l);
-    waiter_remove(a->f, w);
-    lock_hand_on(a, l);
+    fsm_lock_emit(a, FSM_EV_WAIT_ENDED, w->sess->sid, 0, 0, l);
+    fsm_waiter_remove(a->f, w);
+    fsm_lock_hand_on(a, l);
 }
 
 /* A shared holder's expiry while another delay runs restarts it: the delay counts from the
  * latest expiry (the lease timer is re-armed by the second LOCKDELAY_STARTED). */
-void lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms)
+void fsm_lock_delay_start(struct actx *a, struct lock *l, uint64_t delay_ms)
 {
     if (!l->in_delay)
         a->f->n_delay++;
     l->in_delay = 1;
     l->lockdelay_ms = delay_ms;
-    lock_emit(a, FSM_EV_LOCKDELAY_STARTED, 0, 0, delay_ms, l);
+    fsm_lock_emit(a, FSM_EV_LOCKDELAY_STARTED, 0, 0, delay_ms, l);
 }
 
-void lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired)
+void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired)
 {
-    struct fsm_event *e = lock_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l);
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l);
     if (e) {
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
     }
-    held_unlink(l);
+    fsm_held_unlink(l);
     a->f->n_held--;
     l->token = 0;
     l->held_since_ms = 0;
     if (l->kind == FSM_KIND_ELECT)
-        elect_leader_gone(a, l, delay_ms);
+        fsm_elect_leader_gone(a, l, delay_ms);
     if (delay_ms == 0) {
-        lock_hand_on(a, l);
+        fsm_lock_hand_on(a, l);
         return;
     }
-    lock_delay_start(a, l, delay_ms);
+    fsm_lock_delay_start(a, l, delay_ms);
 }
 
 /* ---- ops ---- */
@@ -343,19 +343,19 @@ void fsm_reply_int(struct fsm_reply *r, uint64_t v)
 
 static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, struct fsm_reply *r)
 {
-    struct lock *l = lock_alloc(name.p, name.len);
+    struct lock *l = fsm_lock_alloc(name.p, name.len);
     if (!l) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    lock_insert(a->f, l);
-    fsm_reply_int(r, lock_grant(a, l, s));
+    fsm_lock_insert(a->f, l);
+    fsm_reply_int(r, fsm_lock_grant(a, l, s));
 }
 
 /* An upgrade request goes to the head: behind a queued writer it would wait for its own
  * shared hold to end, and the writer for it (a deadlock). */
-void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms, uint8_t mode,
-                  struct fsm_reply *r)
+void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                      uint8_t mode, struct fsm_reply *r)
 {
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
@@ -368,11 +368,11 @@ void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_
     w->rev = fsm_next_rev(a);
     w->shared = mode == LOCK_MODE_SHARED;
     if (mode == LOCK_MODE_UPGRADE)
-        waiter_link_lock_head(a->f, l, w);
+        fsm_waiter_link_lock_head(a->f, l, w);
     else
-        waiter_link_lock(a->f, l, w);
-    waiter_link_sess(a->f, s, w);
-    lock_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l);
+        fsm_waiter_link_lock(a->f, l, w);
+    fsm_waiter_link_sess(a->f, s, w);
+    fsm_lock_emit(a, FSM_EV_WAIT_STARTED, s->sid, 0, w->wait_ms, l);
     r->kind = FSM_REPLY_QUEUED;
 }
 
@@ -384,15 +384,15 @@ void lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_
 static void lock_upgrade(struct actx *a, struct lock *l, struct sess *s, struct shold *h,
                          uint64_t wait_ms, struct fsm_reply *r)
 {
-    if (waiter_find(l, s)) {
+    if (fsm_waiter_find(l, s)) {
         r->kind = wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
     } else if (l->n_shared == 1 && !l->in_delay) {
-        lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
-        shold_unlink(a->f, h);
-        fsm_reply_int(r, lock_grant(a, l, s));
+        fsm_lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
+        fsm_shold_unlink(a->f, h);
+        fsm_reply_int(r, fsm_lock_grant(a, l, s));
     } else if (wait_ms == 0) {
         r->kind = FSM_REPLY_NIL;
-    } else if (l->wq_head && !l->wq_head->shared && shold_find(l, l->wq_head->sess)) {
+    } else if (l->wq_head && !l->wq_head->shared && fsm_shold_find(l, l->wq_head->sess)) {
         char nm[FSM_NAME_SHOWN];
         fsm_reply_err(r,
                       PROTO_ERR " session %llu already waits to upgrade lock %s: two upgrades "
@@ -400,13 +400,13 @@ static void lock_upgrade(struct actx *a, struct lock *l, struct sess *s, struct 
                       (unsigned long long)l->wq_head->sess->sid,
                       fsm_printable(l->name, l->name_len, nm, sizeof(nm)));
     } else {
-        lock_enqueue(a, l, s, wait_ms, LOCK_MODE_UPGRADE, r);
+        fsm_lock_enqueue(a, l, s, wait_ms, LOCK_MODE_UPGRADE, r);
     }
 }
 
 /* A session already queued keeps its place if it asks in the same mode. */
-void lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
-                   struct fsm_reply *r)
+void fsm_lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
+                       struct fsm_reply *r)
 {
     if ((w->shared != 0) == shared) {
         r->kind = wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
@@ -424,17 +424,17 @@ void lock_requeued(const struct lock *l, const struct waiter *w, bool shared, ui
  * a free lock is granted at once; a busy one (held in either mode, or in lock-delay) queues or
  * answers NIL.
  */
-void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
-    struct shold *h = l ? shold_find(l, s) : NULL;
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    struct shold *h = l ? fsm_shold_find(l, s) : NULL;
     struct waiter *w;
-    if (lock_wrongtype(l, FSM_KIND_LOCK, r))
+    if (fsm_lock_wrongtype(l, FSM_KIND_LOCK, r))
         return;
     if (!l) {
         lock_new_grant(a, c->name, s, r);
@@ -442,12 +442,12 @@ void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
         fsm_reply_int(r, l->token);
     } else if (h) {
         lock_upgrade(a, l, s, h, c->wait_ms, r);
-    } else if ((w = waiter_find(l, s))) {
-        lock_requeued(l, w, false, c->wait_ms, r);
+    } else if ((w = fsm_waiter_find(l, s))) {
+        fsm_lock_requeued(l, w, false, c->wait_ms, r);
     } else if (c->wait_ms == 0) {
         r->kind = FSM_REPLY_NIL;
     } else {
-        lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
+        fsm_lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
     }
 }
 
@@ -456,20 +456,20 @@ void op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
  * (so a client that gave up a wait whose answer it never saw leaves no orphan behind). A shared
  * holder waiting to upgrade does both: UNLOCK leaves the lock entirely.
  */
-void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
+void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
-    if (lock_wrongtype(l, FSM_KIND_LOCK, r))
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    if (fsm_lock_wrongtype(l, FSM_KIND_LOCK, r))
         return;
-    struct waiter *w = l && l->holder != s ? waiter_find(l, s) : NULL;
-    struct shold *h = l ? shold_find(l, s) : NULL;
+    struct waiter *w = l && l->holder != s ? fsm_waiter_find(l, s) : NULL;
+    struct shold *h = l ? fsm_shold_find(l, s) : NULL;
     if (w && !h) { /* a queued session gives up its place: a client abandoning a wait it lost */
-        waiter_leave(a, w);
+        fsm_waiter_leave(a, w);
         if (a->nrev == 0)
             fsm_next_rev(a);
         r->kind = FSM_REPLY_OK;
@@ -483,27 +483,27 @@ void op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_repl
         return;
     }
     if (w) { /* the upgrade request goes first: its removal alone grants nothing */
-        lock_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l);
-        waiter_remove(a->f, w);
+        fsm_lock_emit(a, FSM_EV_WAIT_ENDED, s->sid, 0, 0, l);
+        fsm_waiter_remove(a->f, w);
     }
     if (h)
-        shold_release(a, h, 0, false);
+        fsm_shold_release(a, h, 0, false);
     else
-        lock_release(a, l, 0, false);
+        fsm_lock_release(a, l, 0, false);
     if (a->nrev == 0)
         fsm_next_rev(a);
     r->kind = FSM_REPLY_OK;
 }
 
 /* CANCEL_WAIT: the leader's wait timer fired; whichever of grant and cancel came first wins. */
-void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
+void fsm_op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_NIL;
     if (!l)
         return;
@@ -511,8 +511,8 @@ void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm
         fsm_reply_int(r, l->token);
         return;
     }
-    struct waiter *w = waiter_find(l, s);
-    struct shold *h = w ? NULL : shold_find(l, s);
+    struct waiter *w = fsm_waiter_find(l, s);
+    struct shold *h = w ? NULL : fsm_shold_find(l, s);
     if (h) { /* a shared grant won the race */
         fsm_reply_int(r, h->token);
         return;
@@ -520,20 +520,21 @@ void op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm
     if (!w)
         return; /* an upgrade that timed out leaves the shared hold in place: NIL */
     fsm_next_rev(a);
-    waiter_leave(a, w);
+    fsm_waiter_leave(a, w);
 }
 
-void op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *c, struct fsm_reply *r)
+void fsm_op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *c,
+                          struct fsm_reply *r)
 {
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_OK;
     if (!l || !l->in_delay)
         return;
     l->in_delay = 0;
     l->lockdelay_ms = 0;
     a->f->n_delay--;
-    lock_emit(a, FSM_EV_LOCKDELAY_ENDED, 0, 0, 0, l);
-    lock_hand_on(a, l);
+    fsm_lock_emit(a, FSM_EV_LOCKDELAY_ENDED, 0, 0, 0, l);
+    fsm_lock_hand_on(a, l);
     if (a->nrev == 0)
         fsm_next_rev(a);
 }

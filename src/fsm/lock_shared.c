@@ -5,7 +5,7 @@
  * Owns the rule that a shared request is granted at once only when the lock has no exclusive
  * holder, no lock-delay and nobody queued (a queued writer keeps later readers out, so writers
  * do not starve); otherwise it queues in the same FIFO as exclusive requests, and
- * lock_hand_on (lock.c) grants a run of shared requests at the head together. Each shared
+ * fsm_lock_hand_on (lock.c) grants a run of shared requests at the head together. Each shared
  * grant takes its own fresh revision as its token. A session holds a lock in one mode.
  */
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "fsm/internal.h"
 
 /* Walks whichever list is shorter: the lock's shared holders or the session's. */
-struct shold *shold_find(const struct lock *l, const struct sess *s)
+struct shold *fsm_shold_find(const struct lock *l, const struct sess *s)
 {
     if (l->n_shared <= s->n_shared) {
         for (struct shold *h = l->sh_head; h; h = h->lnext)
@@ -28,7 +28,7 @@ struct shold *shold_find(const struct lock *l, const struct sess *s)
     return NULL;
 }
 
-void shold_link_lock(struct fsm *f, struct lock *l, struct shold *h)
+void fsm_shold_link_lock(struct fsm *f, struct lock *l, struct shold *h)
 {
     h->lock = l;
     h->lnext = NULL;
@@ -42,7 +42,7 @@ void shold_link_lock(struct fsm *f, struct lock *l, struct shold *h)
     f->n_shared++;
 }
 
-void shold_link_sess(struct sess *s, struct shold *h)
+void fsm_shold_link_sess(struct sess *s, struct shold *h)
 {
     h->sess = s;
     h->snext = NULL;
@@ -55,7 +55,7 @@ void shold_link_sess(struct sess *s, struct shold *h)
     s->n_shared++;
 }
 
-void shold_unlink(struct fsm *f, struct shold *h)
+void fsm_shold_unlink(struct fsm *f, struct shold *h)
 {
     struct lock *l = h->lock;
     struct sess *s = h->sess;
@@ -81,7 +81,7 @@ void shold_unlink(struct fsm *f, struct shold *h)
     free(h);
 }
 
-bool shold_token_held(const struct lock *l, uint64_t token)
+bool fsm_shold_token_held(const struct lock *l, uint64_t token)
 {
     for (const struct shold *h = l->sh_head; h && h->token <= token; h = h->lnext)
         if (h->token == token)
@@ -95,33 +95,33 @@ static uint64_t shold_link_grant(struct actx *a, struct lock *l, struct sess *s,
     memset(h, 0, sizeof(*h));
     h->token = fsm_next_rev(a);
     h->held_since_ms = a->c->now_ms;
-    shold_link_lock(a->f, l, h);
-    shold_link_sess(s, h);
-    lock_emit(a, FSM_EV_GRANTED, s->sid, h->token, 0, l);
+    fsm_shold_link_lock(a->f, l, h);
+    fsm_shold_link_sess(s, h);
+    fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, h->token, 0, l);
     return h->token;
 }
 
 /* 0 (nothing changed) if memory ran out. */
-uint64_t shold_grant(struct actx *a, struct lock *l, struct sess *s)
+uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s)
 {
     struct shold *h = malloc(sizeof(*h));
     return h ? shold_link_grant(a, l, s, h) : 0;
 }
 
-void shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired)
+void fsm_shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired)
 {
     struct lock *l = h->lock;
-    struct fsm_event *e = lock_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l);
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l);
     if (e) {
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
     }
-    shold_unlink(a->f, h);
+    fsm_shold_unlink(a->f, h);
     if (delay_ms == 0) {
-        lock_hand_on(a, l);
+        fsm_lock_hand_on(a, l);
         return;
     }
-    lock_delay_start(a, l, delay_ms);
+    fsm_lock_delay_start(a, l, delay_ms);
 }
 
 /* A shared grant on a new or an idle lock: allocate first, so an ERR changes nothing. */
@@ -129,8 +129,8 @@ static void grant_now(struct actx *a, struct lock *l, struct fsm_str name, struc
                       struct fsm_reply *r)
 {
     struct shold *h = malloc(sizeof(*h));
-    if (!l && h && (l = lock_alloc(name.p, name.len)))
-        lock_insert(a->f, l);
+    if (!l && h && (l = fsm_lock_alloc(name.p, name.len)))
+        fsm_lock_insert(a->f, l);
     if (!h || !l) {
         free(h);
         fsm_reply_err(r, PROTO_ERR " out of memory");
@@ -143,17 +143,17 @@ static void grant_now(struct actx *a, struct lock *l, struct fsm_str name, struc
  * LOCK_SHARED: idempotent for a shared holder (its token) and for a queued session (keeps its
  * place); an exclusive holder is refused (one mode at a time: UNLOCK first).
  */
-void op_lock_shared(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+void fsm_op_lock_shared(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
-    struct shold *h = l ? shold_find(l, s) : NULL;
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    struct shold *h = l ? fsm_shold_find(l, s) : NULL;
     struct waiter *w;
-    if (lock_wrongtype(l, FSM_KIND_LOCK, r))
+    if (fsm_lock_wrongtype(l, FSM_KIND_LOCK, r))
         return;
     if (!l || (!l->holder && !l->in_delay && !l->wq_head && !h)) {
         grant_now(a, l, c->name, s, r);
@@ -164,11 +164,11 @@ void op_lock_shared(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_rep
         fsm_reply_err(r, PROTO_ERR " session %llu holds lock %s exclusively (UNLOCK first)",
                       (unsigned long long)s->sid,
                       fsm_printable(l->name, l->name_len, nm, sizeof(nm)));
-    } else if ((w = waiter_find(l, s))) {
-        lock_requeued(l, w, true, c->wait_ms, r);
+    } else if ((w = fsm_waiter_find(l, s))) {
+        fsm_lock_requeued(l, w, true, c->wait_ms, r);
     } else if (c->wait_ms == 0) {
         r->kind = FSM_REPLY_NIL;
     } else {
-        lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_SHARED, r);
+        fsm_lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_SHARED, r);
     }
 }

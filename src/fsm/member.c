@@ -10,7 +10,7 @@
 
 #include "fsm/internal.h"
 
-long member_find(const struct fsm *f, uint64_t id)
+long fsm_member_find(const struct fsm *f, uint64_t id)
 {
     size_t lo = 0, hi = f->n_members;
     while (lo < hi) {
@@ -47,7 +47,7 @@ static int addr_len_ok(struct fsm_str a)
     return a.len > 0 && a.len <= FSM_MAX_ADDR;
 }
 
-void op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fsm_reply *r)
+void fsm_op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fsm_reply *r)
 {
     struct fsm *f = a->f;
     /* the decoder guarantees these; stay total if it ever did not */
@@ -55,7 +55,7 @@ void op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fs
         fsm_reply_err(r, PROTO_ERR " bad member entry");
         return;
     }
-    long i = member_find(f, c->id);
+    long i = fsm_member_find(f, c->id);
     if (i >= 0) {
         if (!member_equal(&f->members[i], c)) {
             member_fill(&f->members[i], c);
@@ -76,10 +76,10 @@ void op_member_set(struct actx *a, const struct fsm_cmd_member_set *c, struct fs
     r->kind = FSM_REPLY_OK;
 }
 
-void op_member_del(struct actx *a, const struct fsm_cmd_member_del *c, struct fsm_reply *r)
+void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *c, struct fsm_reply *r)
 {
     struct fsm *f = a->f;
-    long i = member_find(f, c->id);
+    long i = fsm_member_find(f, c->id);
     r->kind = FSM_REPLY_INT;
     r->value = 0;
     if (i < 0)
@@ -103,7 +103,7 @@ static void member_view(const struct member *m, struct fsm_member_view *v)
 
 int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v)
 {
-    long i = member_find(f, id);
+    long i = fsm_member_find(f, id);
     if (i < 0)
         return 0;
     member_view(&f->members[i], v);

@@ -11,7 +11,7 @@
 
 #include "fsm/internal.h"
 
-int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     size_t n = alen < blen ? alen : blen;
     int c = n ? memcmp(a, b, n) : 0;
@@ -22,13 +22,13 @@ int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 
 static int node_cmp(const struct onode *a, const struct onode *b)
 {
-    return name_cmp(a->key, a->key_len, b->key, b->key_len);
+    return fsm_name_cmp(a->key, a->key_len, b->key, b->key_len);
 }
 
-struct onode *otree_find(const struct onode *root, const char *key, size_t len)
+struct onode *fsm_otree_find(const struct onode *root, const char *key, size_t len)
 {
     while (root) {
-        int c = name_cmp(key, len, root->key, root->key_len);
+        int c = fsm_name_cmp(key, len, root->key, root->key_len);
         if (c == 0)
             return (struct onode *)root;
         root = c < 0 ? root->left : root->right;
@@ -130,17 +130,17 @@ static struct onode *remove_at(struct onode *n, const struct onode *k)
     return balance(n);
 }
 
-void otree_insert(struct onode **root, struct onode *n)
+void fsm_otree_insert(struct onode **root, struct onode *n)
 {
     *root = insert_at(*root, n);
 }
 
-void otree_remove(struct onode **root, struct onode *n)
+void fsm_otree_remove(struct onode **root, struct onode *n)
 {
     *root = remove_at(*root, n);
 }
 
-void otree_append(struct onode **root, struct onode *last, struct onode *n)
+void fsm_otree_append(struct onode **root, struct onode *last, struct onode *n)
 {
     n->left = n->right = NULL;
     n->height = 1;
@@ -165,19 +165,19 @@ static struct onode *build(struct onode **cur, size_t n)
     return root;
 }
 
-void otree_balance(struct onode **root, size_t n)
+void fsm_otree_balance(struct onode **root, size_t n)
 {
     struct onode *cur = *root;
     *root = build(&cur, n);
 }
 
-int otree_walk(const struct onode *n, const char *from, size_t fromlen,
-               int (*visit)(void *arg, const struct onode *n), void *arg)
+int fsm_otree_walk(const struct onode *n, const char *from, size_t fromlen,
+                   int (*visit)(void *arg, const struct onode *n), void *arg)
 {
     for (; n; n = n->right) {
-        if (fromlen && name_cmp(n->key, n->key_len, from, fromlen) < 0)
+        if (fromlen && fsm_name_cmp(n->key, n->key_len, from, fromlen) < 0)
             continue; /* n and its left subtree come before `from` */
-        int rc = otree_walk(n->left, from, fromlen, visit, arg);
+        int rc = fsm_otree_walk(n->left, from, fromlen, visit, arg);
         if (rc || (rc = visit(arg, n)))
             return rc;
         fromlen = 0; /* everything right of n is after `from` */
@@ -185,7 +185,7 @@ int otree_walk(const struct onode *n, const char *from, size_t fromlen,
     return 0;
 }
 
-void otree_drain(struct onode **root, void (*free_node)(struct onode *n))
+void fsm_otree_drain(struct onode **root, void (*free_node)(struct onode *n))
 {
     struct onode *n = *root;
     *root = NULL;
@@ -226,7 +226,7 @@ static int check_at(const struct onode *n, const struct onode **prev, size_t *co
     return 0;
 }
 
-int otree_check(const struct onode *root, size_t *count)
+int fsm_otree_check(const struct onode *root, size_t *count)
 {
     const struct onode *prev = NULL;
     int h;

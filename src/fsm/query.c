@@ -11,7 +11,7 @@
 
 int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_lock_view *v)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     if (!l)
         return 0;
     v->kind = l->kind;
@@ -28,7 +28,7 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
 void fsm_lock_holders(const struct fsm *f, const char *name, size_t namelen,
                       void (*cb)(void *arg, uint64_t sid, uint64_t token, bool shared), void *arg)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     if (l && l->holder)
         cb(arg, l->holder->sid, l->token, false);
     for (const struct shold *h = l ? l->sh_head : NULL; h; h = h->lnext)
@@ -38,14 +38,14 @@ void fsm_lock_holders(const struct fsm *f, const char *name, size_t namelen,
 void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
                       void (*cb)(void *arg, uint64_t sid, uint64_t wait_ms), void *arg)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     for (const struct waiter *w = l ? l->wq_head : NULL; w; w = w->lnext)
         cb(arg, w->sess->sid, w->wait_ms);
 }
 
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     if (!l)
         return -1;
     if (l->holder)
@@ -58,13 +58,13 @@ int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint6
 
 int fsm_kind_of(const struct fsm *f, const char *name, size_t namelen)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     return l ? l->kind : -1;
 }
 
 int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     if (!l || l->kind != FSM_KIND_SEM)
         return 0;
     v->limit = l->limit;
@@ -77,7 +77,7 @@ int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct f
 int fsm_elect_leader(const struct fsm *f, const char *name, size_t namelen,
                      struct fsm_elect_view *v)
 {
-    const struct lock *l = lock_find(f, name, namelen);
+    const struct lock *l = fsm_lock_find(f, name, namelen);
     if (!l || l->kind != FSM_KIND_ELECT || !l->holder)
         return 0;
     v->sid = l->holder->sid;
@@ -90,7 +90,7 @@ int fsm_elect_leader(const struct fsm *f, const char *name, size_t namelen,
 
 int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view *v)
 {
-    const struct sess *s = sess_find(f, sid);
+    const struct sess *s = fsm_sess_find(f, sid);
     if (!s)
         return 0;
     v->sid = s->sid;
@@ -142,7 +142,7 @@ void fsm_foreach_waiter(const struct fsm *f,
                         void *arg)
 {
     struct lock_walk w = {.waiter = cb, .arg = arg};
-    otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
+    fsm_otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
 }
 
 void fsm_foreach_lockdelay(const struct fsm *f,
@@ -151,7 +151,7 @@ void fsm_foreach_lockdelay(const struct fsm *f,
                            void *arg)
 {
     struct lock_walk w = {.delay = cb, .arg = arg};
-    otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
+    fsm_otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
 }
 
 void fsm_stats(const struct fsm *f, struct fsm_stats *s)
@@ -204,6 +204,6 @@ size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size
 {
     struct list s = {.prefix = prefix, .plen = plen, .limit = limit, .out = out};
     if (limit)
-        otree_walk(f->lock_names, prefix, plen, list_visit, &s);
+        fsm_otree_walk(f->lock_names, prefix, plen, list_visit, &s);
     return s.n;
 }

@@ -4,7 +4,7 @@
  *
  * A semaphore is a struct lock of kind FSM_KIND_SEM whose permits are shared holds (struct
  * shold, one per session, each with its own fresh token) and whose waiters are shared-mode
- * waiters in one FIFO. Owns the rules: at most `limit` permits at once (lock_head_grantable
+ * waiters in one FIFO. Owns the rules: at most `limit` permits at once (fsm_lock_head_grantable
  * grants the head while n_shared < limit and no lock-delay runs); the first acquirer sets the
  * limit and a different one is refused while the semaphore exists (it is dropped, as a lock
  * is, once nothing holds, waits for or delays it, so the next first acquirer sets it again);
@@ -37,12 +37,12 @@ static void permit_now(struct actx *a, struct lock *l, const struct fsm_cmd_sem_
                        struct sess *s, struct fsm_reply *r)
 {
     bool fresh = !l;
-    if (fresh && (l = lock_create(a->f, c->name.p, c->name.len, FSM_KIND_SEM)))
+    if (fresh && (l = fsm_lock_create(a->f, c->name.p, c->name.len, FSM_KIND_SEM)))
         l->limit = (uint32_t)c->limit;
-    uint64_t token = l ? shold_grant(a, l, s) : 0;
+    uint64_t token = l ? fsm_shold_grant(a, l, s) : 0;
     if (!token) {
         if (fresh && l)
-            lock_drop(a->f, l);
+            fsm_lock_drop(a->f, l);
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
@@ -54,48 +54,48 @@ static void permit_now(struct actx *a, struct lock *l, const struct fsm_cmd_sem_
  * place); a permit is granted at once only when one is free, no lock-delay runs and nobody is
  * queued (FIFO: a newcomer does not overtake the queue).
  */
-void op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *c, struct fsm_reply *r)
+void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
-    if (lock_wrongtype(l, FSM_KIND_SEM, r) || limit_refused(l, c->limit, r))
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    if (fsm_lock_wrongtype(l, FSM_KIND_SEM, r) || limit_refused(l, c->limit, r))
         return;
-    struct shold *h = l ? shold_find(l, s) : NULL;
-    struct waiter *w = l && !h ? waiter_find(l, s) : NULL;
+    struct shold *h = l ? fsm_shold_find(l, s) : NULL;
+    struct waiter *w = l && !h ? fsm_waiter_find(l, s) : NULL;
     if (h)
         fsm_reply_int(r, h->token);
     else if (w)
-        lock_requeued(l, w, true, c->wait_ms, r);
+        fsm_lock_requeued(l, w, true, c->wait_ms, r);
     else if (!l || (!l->in_delay && !l->wq_head && l->n_shared < l->limit))
         permit_now(a, l, c, s, r);
     else if (c->wait_ms == 0)
         r->kind = FSM_REPLY_NIL;
     else
-        lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_SHARED, r);
+        fsm_lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_SHARED, r);
 }
 
 /* SEM_RELEASE: a permit holder releases (the queue's head is granted); a queued session leaves
  * the queue. */
-void op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
+void fsm_op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    struct lock *l = lock_find(a->f, c->name.p, c->name.len);
-    if (lock_wrongtype(l, FSM_KIND_SEM, r))
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    if (fsm_lock_wrongtype(l, FSM_KIND_SEM, r))
         return;
-    struct shold *h = l ? shold_find(l, s) : NULL;
-    struct waiter *w = l && !h ? waiter_find(l, s) : NULL;
+    struct shold *h = l ? fsm_shold_find(l, s) : NULL;
+    struct waiter *w = l && !h ? fsm_waiter_find(l, s) : NULL;
     if (h) {
-        shold_release(a, h, 0, false);
+        fsm_shold_release(a, h, 0, false);
     } else if (w) {
-        waiter_leave(a, w);
+        fsm_waiter_leave(a, w);
     } else {
         char nm[FSM_NAME_SHOWN];
         fsm_reply_err(r, PROTO_NOTHOLDER " session %llu holds no permit of semaphore %s",

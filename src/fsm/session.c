@@ -14,7 +14,7 @@
 
 #include "fsm/internal.h"
 
-struct sess *sess_find(const struct fsm *f, uint64_t sid)
+struct sess *fsm_sess_find(const struct fsm *f, uint64_t sid)
 {
     if (sid == 0)
         return NULL;
@@ -27,7 +27,7 @@ struct sess *sess_find(const struct fsm *f, uint64_t sid)
     return NULL;
 }
 
-struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen, struct fsm_str owner)
+struct sess *fsm_sess_alloc(uint64_t sid, const char *name, size_t namelen, struct fsm_str owner)
 {
     struct sess *s = malloc(sizeof(*s) + namelen + owner.len);
     if (!s)
@@ -45,11 +45,11 @@ struct sess *sess_alloc(uint64_t sid, const char *name, size_t namelen, struct f
 
 /* The list stays in sid order, so snapshots need no sort. A new session's sid is the newest
  * revision and restore inserts in sid order: the tail is the place, the loop a safeguard. */
-void sess_insert(struct fsm *f, struct sess *s)
+void fsm_sess_insert(struct fsm *f, struct sess *s)
 {
-    htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
+    fsm_htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
     f->name_bytes += s->name_len;
-    usage_session(f, s, 1);
+    fsm_usage_session(f, s, 1);
     struct sess *p = f->sess_tail;
     while (p && p->sid > s->sid)
         p = p->sprev;
@@ -67,9 +67,9 @@ void sess_insert(struct fsm *f, struct sess *s)
 
 static void sess_unlink(struct fsm *f, struct sess *s)
 {
-    htab_remove(&f->sessions, &s->h);
+    fsm_htab_remove(&f->sessions, &s->h);
     f->name_bytes -= s->name_len;
-    usage_session(f, s, -1);
+    fsm_usage_session(f, s, -1);
     if (s->sprev)
         s->sprev->snext = s->snext;
     else
@@ -80,7 +80,7 @@ static void sess_unlink(struct fsm *f, struct sess *s)
         f->sess_tail = s->sprev;
 }
 
-void sess_destroy(struct sess *s)
+void fsm_sess_destroy(struct sess *s)
 {
     free(s->req_err);
     free(s);
@@ -88,16 +88,16 @@ void sess_destroy(struct sess *s)
 
 /* Exclusive holds first, then waits, then shared holds: once its waits are gone, no hand-on
  * can grant the ending session anything (an upgrade waiter would be its own shared hold's). */
-void sess_end(struct actx *a, struct sess *s, bool expired)
+void fsm_sess_end(struct actx *a, struct sess *s, bool expired)
 {
     bool revoked = a->c->op == FSM_OP_SESSION_REVOKE;
     uint64_t delay = expired ? s->lockdelay_ms : 0;
     while (s->held_head)
-        lock_release(a, s->held_head, delay, expired);
+        fsm_lock_release(a, s->held_head, delay, expired);
     while (s->wait_head)
-        waiter_leave(a, s->wait_head);
+        fsm_waiter_leave(a, s->wait_head);
     while (s->sh_head)
-        shold_release(a, s->sh_head, delay, expired);
+        fsm_shold_release(a, s->sh_head, delay, expired);
     /* The lease list's order is not kept by a snapshot: the events go out in key order, the
      * same on every replica (watch ids depend on it). */
     size_t first_key = a->ev->n;
@@ -108,7 +108,7 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
             e->expired = expired;
             e->revoked = revoked;
         }
-        kv_delete(a->f, s->keys);
+        fsm_kv_delete(a->f, s->keys);
     }
     fsm_sort_events_by_name(a, first_key);
     struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
@@ -117,17 +117,17 @@ void sess_end(struct actx *a, struct sess *s, bool expired)
         e->revoked = revoked;
     }
     sess_unlink(a->f, s);
-    sess_destroy(s);
+    fsm_sess_destroy(s);
 }
 
 /* SESSION_OPEN: the session id is the revision this command allocates. */
-void op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct fsm_reply *r)
+void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct fsm_reply *r)
 {
     if (c->ttl_ms == 0) {
         fsm_reply_err(r, PROTO_ERR " ttl_ms must be at least 1");
         return;
     }
-    struct sess *s = sess_alloc(0, c->name.p, c->name.len, a->c->user);
+    struct sess *s = fsm_sess_alloc(0, c->name.p, c->name.len, a->c->user);
     if (!s) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
@@ -135,21 +135,21 @@ void op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct
     s->sid = fsm_next_rev(a);
     s->ttl_ms = c->ttl_ms;
     s->lockdelay_ms = c->lockdelay_ms;
-    sess_insert(a->f, s);
+    fsm_sess_insert(a->f, s);
     fsm_emit(a, FSM_EV_SESSION_OPENED, s->sid, 0, c->ttl_ms, NULL, 0);
     r->kind = FSM_REPLY_INT;
     r->value = s->sid;
 }
 
-void op_session_end(struct actx *a, const struct fsm_cmd_session_end *c, struct fsm_reply *r,
-                    bool expired)
+void fsm_op_session_end(struct actx *a, const struct fsm_cmd_session_end *c, struct fsm_reply *r,
+                        bool expired)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;
     }
-    sess_end(a, s, expired);
+    fsm_sess_end(a, s, expired);
     if (a->nrev == 0)
         fsm_next_rev(a);
     r->kind = FSM_REPLY_OK;
@@ -160,10 +160,10 @@ void op_session_end(struct actx *a, const struct fsm_cmd_session_end *c, struct 
  * later leader does not grant a full TTL again (etcd's lease checkpoints). No revision: it
  * changes no lock, key or token.
  */
-void op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *c,
-                           struct fsm_reply *r)
+void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_checkpoint *c,
+                               struct fsm_reply *r)
 {
-    struct sess *s = sess_find(a->f, c->sid);
+    struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
         return;

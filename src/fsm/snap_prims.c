@@ -13,7 +13,7 @@
 
 #include "fsm/internal.h"
 
-int snap_emit_kind(const struct lock *l, struct buf *b)
+int fsm_snap_emit_kind(const struct lock *l, struct buf *b)
 {
     int rc = buf_put_u8(b, l->kind);
     if (l->kind == FSM_KIND_SEM)
@@ -21,19 +21,19 @@ int snap_emit_kind(const struct lock *l, struct buf *b)
     return rc;
 }
 
-int snap_emit_leader(const struct lock *l, struct buf *b)
+int fsm_snap_emit_leader(const struct lock *l, struct buf *b)
 {
     if (l->kind != FSM_KIND_ELECT || !l->holder)
         return 0;
     return buf_put_bytes(b, l->value, l->value_len) || buf_put_varint(b, l->value_rev);
 }
 
-int snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b)
+int fsm_snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b)
 {
     return l->kind == FSM_KIND_ELECT ? buf_put_bytes(b, w->value, w->value_len) : 0;
 }
 
-const char *snap_read_kind(struct rd *r, struct lock *l)
+const char *fsm_snap_read_kind(struct rd *r, struct lock *l)
 {
     uint64_t limit;
     if (rd_u8(r, &l->kind) || l->kind >= FSM_KIND__COUNT)
@@ -63,7 +63,7 @@ static const char *read_value(struct fsm *f, struct rd *r, char **v, uint32_t *n
 
 /* The value revision is the grant's (the token) or a PROCLAIM's after it; *rev is set to the
  * latter, for the caller's distinct-revision check (0 if it is the token). */
-const char *snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev)
+const char *fsm_snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev)
 {
     const char *why;
     *rev = 0;
@@ -79,13 +79,14 @@ const char *snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64
     return NULL;
 }
 
-const char *snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l, struct waiter *w)
+const char *fsm_snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
+                                    struct waiter *w)
 {
     return l->kind == FSM_KIND_ELECT ? read_value(f, r, &w->value, &w->value_len) : NULL;
 }
 
 /* The rules of the kind, once the record is complete. */
-const char *snap_check_kind(const struct lock *l)
+const char *fsm_snap_check_kind(const struct lock *l)
 {
     if (l->kind == FSM_KIND_SEM && (l->holder || l->n_shared > l->limit))
         return "semaphore over its limit or held exclusively";

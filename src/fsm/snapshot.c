@@ -118,12 +118,12 @@ static int emit_lock(const struct lock *l, const struct emit *e)
     struct buf *b = e->b;
     int rc = buf_put_bytes(b, l->name, l->name_len);
     if (e->version >= SNAP_VERSION_4)
-        rc = rc || snap_emit_kind(l, b);
+        rc = rc || fsm_snap_emit_kind(l, b);
     rc = rc || buf_put_varint(b, l->holder ? l->holder->sid : 0);
     if (l->holder)
         rc = rc || buf_put_varint(b, l->token) || buf_put_varint(b, l->held_since_ms);
     if (e->version >= SNAP_VERSION_4)
-        rc = rc || snap_emit_leader(l, b);
+        rc = rc || fsm_snap_emit_leader(l, b);
     if (e->version >= SNAP_VERSION_3)
         rc = rc || emit_shared(l, b);
     rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
@@ -136,7 +136,7 @@ static int emit_lock(const struct lock *l, const struct emit *e)
         if (e->version >= SNAP_VERSION_3)
             rc = rc || buf_put_u8(b, w->shared ? WAIT_SHARED : 0);
         if (e->version >= SNAP_VERSION_4)
-            rc = rc || snap_emit_candidate(l, w, b);
+            rc = rc || fsm_snap_emit_candidate(l, w, b);
     }
     return rc;
 }
@@ -168,10 +168,10 @@ static int emit_all(const struct fsm *f, struct buf *out)
         rc = rc || emit_session(s, out, e.version);
     rc = rc || buf_put_varint(out, f->locks.n);
     if (!rc)
-        rc = rc || otree_walk(f->lock_names, NULL, 0, emit_lock_visit, &e);
+        rc = rc || fsm_otree_walk(f->lock_names, NULL, 0, emit_lock_visit, &e);
     rc = rc || buf_put_varint(out, f->n_keys);
     if (!rc)
-        rc = rc || otree_walk(f->keys, NULL, 0, emit_key_visit, out);
+        rc = rc || fsm_otree_walk(f->keys, NULL, 0, emit_key_visit, out);
     rc = rc || buf_put_varint(out, f->n_members);
     for (uint32_t i = 0; i < f->n_members && !rc; i++) {
         const struct member *m = &f->members[i];
@@ -306,13 +306,13 @@ static int restore_session(struct rst *s, uint64_t *prev)
     if (push_rev(s, sid))
         return -1;
     *prev = sid;
-    struct sess *x = sess_alloc(sid, name, nlen, owner);
+    struct sess *x = fsm_sess_alloc(sid, name, nlen, owner);
     if (!x)
         return bad(s, "out of memory");
     x->ttl_ms = ttl;
     x->lockdelay_ms = delay;
     x->checkpoint_ms = ck;
-    sess_insert(s->nf, x);
+    fsm_sess_insert(s->nf, x);
     return restore_request(s, x);
 }
 
@@ -321,7 +321,7 @@ static int restore_holder(struct rst *s, struct lock *l)
     uint64_t hsid;
     if (get_u(s, &hsid) || !hsid)
         return s->r.err ? -1 : 0;
-    struct sess *h = sess_find(s->nf, hsid);
+    struct sess *h = fsm_sess_find(s->nf, hsid);
     if (!h)
         return bad(s, "lock holder is not a session");
     if (get_u(s, &l->token) || get_u(s, &l->held_since_ms) || push_rev(s, l->token))
@@ -330,7 +330,8 @@ static int restore_holder(struct rst *s, struct lock *l)
     if (vec_push(&s->held, &l, sizeof(l)))
         return bad(s, "out of memory");
     uint64_t rev;
-    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_leader(s->nf, &s->r, l, &rev) : NULL;
+    const char *why =
+        s->version >= SNAP_VERSION_4 ? fsm_snap_read_leader(s->nf, &s->r, l, &rev) : NULL;
     if (why)
         return bad(s, why);
     return s->version >= SNAP_VERSION_4 && rev ? push_rev(s, rev) : 0;
@@ -341,7 +342,7 @@ static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
     uint64_t sid, token, since;
     if (get_u(s, &sid) || get_u(s, &token) || get_u(s, &since))
         return -1;
-    struct sess *x = sess_find(s->nf, sid);
+    struct sess *x = fsm_sess_find(s->nf, sid);
     if (!x)
         return bad(s, "shared holder is not a session");
     if (token <= *prev_token)
@@ -360,7 +361,7 @@ static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
     h->sess = x; /* linked into x's list later, in token order */
     h->token = token;
     h->held_since_ms = since;
-    shold_link_lock(s->nf, l, h);
+    fsm_shold_link_lock(s->nf, l, h);
     return 0;
 }
 
@@ -426,7 +427,7 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
     uint8_t shared;
     if (get_u(s, &sid) || get_u(s, &wait) || get_u(s, &rev))
         return -1;
-    struct sess *x = sess_find(s->nf, sid);
+    struct sess *x = fsm_sess_find(s->nf, sid);
     if (!x)
         return bad(s, "waiter is not a session");
     if (x == l->holder)
@@ -448,8 +449,9 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
     w->wait_ms = wait;
     w->rev = rev;
     w->shared = shared;
-    waiter_link_lock(s->nf, l, w);
-    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_candidate(s->nf, &s->r, l, w) : NULL;
+    fsm_waiter_link_lock(s->nf, l, w);
+    const char *why =
+        s->version >= SNAP_VERSION_4 ? fsm_snap_read_candidate(s->nf, &s->r, l, w) : NULL;
     return why ? bad(s, why) : 0;
 }
 
@@ -468,7 +470,7 @@ static int restore_waiters(struct rst *s, struct lock *l)
     for (size_t i = 1; i < s->sids.n; i++)
         if (v[i] == v[i - 1])
             return bad(s, "session queued twice on one lock");
-    if (l->wq_head && lock_head_grantable(l, l->wq_head))
+    if (l->wq_head && fsm_lock_head_grantable(l, l->wq_head))
         return bad(s, "the head waiter could be granted");
     return 0;
 }
@@ -479,22 +481,22 @@ static int restore_lock(struct rst *s, struct lock **prev)
     uint32_t nlen;
     if (get_s(s, &name, &nlen, 1, FSM_MAX_NAME))
         return -1;
-    if (*prev && name_cmp((*prev)->name, (*prev)->name_len, name, nlen) >= 0)
+    if (*prev && fsm_name_cmp((*prev)->name, (*prev)->name_len, name, nlen) >= 0)
         return bad(s, "locks not in strictly increasing name order");
-    struct lock *l = lock_alloc(name, nlen);
+    struct lock *l = fsm_lock_alloc(name, nlen);
     if (!l)
         return bad(s, "out of memory");
-    const char *why = s->version >= SNAP_VERSION_4 ? snap_read_kind(&s->r, l) : NULL;
+    const char *why = s->version >= SNAP_VERSION_4 ? fsm_snap_read_kind(&s->r, l) : NULL;
     if (why) {
         free(l);
         return bad(s, why);
     }
-    lock_insert_last(s->nf, l, *prev);
+    fsm_lock_insert_last(s->nf, l, *prev);
     *prev = l;
     if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l) ||
         restore_waiters(s, l))
         return -1;
-    return (why = snap_check_kind(l)) ? bad(s, why) : 0;
+    return (why = fsm_snap_check_kind(l)) ? bad(s, why) : 0;
 }
 
 static int restore_key_meta(struct rst *s, struct kv *k)
@@ -510,9 +512,9 @@ static int restore_key_meta(struct rst *s, struct kv *k)
     if (k->version == 0 || (k->version == 1) != (k->create_rev == k->mod_rev))
         return bad(s, "bad key version");
     struct sess *x = NULL;
-    if (lsid && !(x = sess_find(s->nf, lsid)))
+    if (lsid && !(x = fsm_sess_find(s->nf, lsid)))
         return bad(s, "key lease is not a session");
-    kv_set_lease(k, x);
+    fsm_kv_set_lease(k, x);
     return 0;
 }
 
@@ -522,9 +524,9 @@ static int restore_key(struct rst *s, struct kv **prev)
     uint32_t klen, vlen;
     if (get_s(s, &key, &klen, 1, FSM_MAX_NAME) || get_s(s, &val, &vlen, 0, FSM_MAX_VALUE))
         return -1;
-    if (*prev && name_cmp((*prev)->key, (*prev)->key_len, key, klen) >= 0)
+    if (*prev && fsm_name_cmp((*prev)->key, (*prev)->key_len, key, klen) >= 0)
         return bad(s, "keys not in strictly increasing order");
-    struct kv *k = kv_alloc(key, klen);
+    struct kv *k = fsm_kv_alloc(key, klen);
     char *v = vlen ? malloc(vlen) : NULL;
     if (!k || (vlen && !v)) {
         free(k);
@@ -535,7 +537,7 @@ static int restore_key(struct rst *s, struct kv **prev)
         memcpy(v, val, vlen);
     k->value = v;
     k->value_len = vlen;
-    kv_insert_last(s->nf, k, *prev);
+    fsm_kv_insert_last(s->nf, k, *prev);
     *prev = k;
     return restore_key_meta(s, k);
 }
@@ -595,18 +597,18 @@ static void link_sessions(struct rst *s)
     if (s->held.n)
         qsort(held, s->held.n, sizeof(*held), cmp_held);
     for (size_t i = 0; i < s->held.n; i++)
-        held_append(held[i]->holder, held[i]);
+        fsm_held_append(held[i]->holder, held[i]);
     s->nf->n_held = s->held.n;
     if (s->waits.n)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
     for (size_t i = 0; i < s->waits.n; i++)
-        waiter_link_sess(s->nf, waits[i]->sess, waits[i]);
+        fsm_waiter_link_sess(s->nf, waits[i]->sess, waits[i]);
     struct shold **sh = s->sholds.p;
     if (s->sholds.n)
         qsort(sh, s->sholds.n, sizeof(*sh), cmp_shold);
     for (size_t i = 0; i < s->sholds.n; i++) {
         struct sess *x = sh[i]->sess;
-        shold_link_sess(x, sh[i]);
+        fsm_shold_link_sess(x, sh[i]);
     }
 }
 
@@ -649,13 +651,13 @@ static int restore_body(struct rst *s)
     for (uint64_t i = 0; i < n; i++)
         if (restore_lock(s, &prev_lock))
             return -1;
-    otree_balance(&s->nf->lock_names, s->nf->locks.n);
+    fsm_otree_balance(&s->nf->lock_names, s->nf->locks.n);
     if (get_u(s, &n))
         return -1;
     for (uint64_t i = 0; i < n; i++)
         if (restore_key(s, &prev_key))
             return -1;
-    otree_balance(&s->nf->keys, s->nf->n_keys);
+    fsm_otree_balance(&s->nf->keys, s->nf->n_keys);
     if (restore_members(s))
         return -1;
     if (s->r.off != s->r.len)

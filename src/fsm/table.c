@@ -5,7 +5,7 @@
  *
  * Owns only the bucket arrays. Records embed a struct hlink; the table links them. Growing is
  * best effort: if the larger array cannot be allocated the chains just get longer, so an insert
- * never fails (htab_init allocates a first array, so there is always one).
+ * never fails (fsm_htab_init allocates a first array, so there is always one).
  */
 #include <sodium.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 
 #define HTAB_MIN 16 /* buckets of an empty table (a power of two) */
 
-int htab_init(struct htab *t)
+int fsm_htab_init(struct htab *t)
 {
     t->n = 0;
     t->nb = HTAB_MIN;
@@ -23,7 +23,7 @@ int htab_init(struct htab *t)
     return t->b ? 0 : -1;
 }
 
-void htab_free(struct htab *t)
+void fsm_htab_free(struct htab *t)
 {
     free(t->b);
     t->b = NULL;
@@ -52,7 +52,7 @@ static void grow(struct htab *t)
     t->nb = nb;
 }
 
-void htab_insert(struct htab *t, struct hlink *l, uint32_t hash)
+void fsm_htab_insert(struct htab *t, struct hlink *l, uint32_t hash)
 {
     if (t->n >= t->nb)
         grow(t);
@@ -63,7 +63,7 @@ void htab_insert(struct htab *t, struct hlink *l, uint32_t hash)
     t->n++;
 }
 
-void htab_remove(struct htab *t, struct hlink *l)
+void fsm_htab_remove(struct htab *t, struct hlink *l)
 {
     struct hlink **pp = &t->b[l->hash & (t->nb - 1)];
     while (*pp && *pp != l)

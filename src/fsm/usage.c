@@ -5,8 +5,8 @@
  * per-user quotas (src/server/cmd/quota.c) read it.
  *
  * A derived index, not state of its own: it changes only where sessions are linked and
- * unlinked (sess_insert / sess_unlink) and waits linked to and removed from a session
- * (waiter_link_sess / waiter_remove), which every replica does identically, and restore
+ * unlinked (fsm_sess_insert / sess_unlink) and waits linked to and removed from a session
+ * (fsm_waiter_link_sess / fsm_waiter_remove), which every replica does identically, and restore
  * rebuilds it through the same calls. So every node (and a new leader) holds the same numbers
  * without a byte in the log or the snapshot. Owns the `uses` array (freed by fsm_free_state).
  * Sessions without an owner (no --acl-file) are not counted. If the array cannot grow (out of
@@ -57,7 +57,7 @@ static struct fsm_use *use_of(struct fsm *f, const struct sess *s, int sign)
                     : use_find(f, sess_owner(s), s->owner_len);
 }
 
-void usage_session(struct fsm *f, const struct sess *s, int sign)
+void fsm_usage_session(struct fsm *f, const struct sess *s, int sign)
 {
     struct fsm_use *u = use_of(f, s, sign);
     if (!u)
@@ -67,7 +67,7 @@ void usage_session(struct fsm *f, const struct sess *s, int sign)
     u->bytes += sign > 0 ? bytes : -bytes;
 }
 
-void usage_wait(struct fsm *f, const struct sess *s, const struct waiter *w, int sign)
+void fsm_usage_wait(struct fsm *f, const struct sess *s, const struct waiter *w, int sign)
 {
     struct fsm_use *u = use_of(f, s, sign);
     if (!u)

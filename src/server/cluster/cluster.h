@@ -120,6 +120,9 @@ bool srv_format_tell_needed(struct srv *s);
 /* Before proposing a client's command: 0 (format 2: as is), 1 (format 1: made a version-1
  * entry; skip ownership) or -1 (refused: the error is written to `out`). */
 int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out);
+/* The gate's rule: true if the leader may not write `op` yet (the op's row in the op descriptor
+ * names a newer log format than the cluster's, or an in-flight raise, reaches). */
+bool srv_format_refuses(const struct srv *s, uint8_t op);
 void srv_members_tick(struct srv *s);
 void srv_members_stop(struct srv *s);
 

@@ -131,17 +131,22 @@ bool srv_format_tell_needed(struct srv *s)
     return fsm_format(s->fsm) < srv_format_max(s) && s->cluster.fmt.told_term != rn_term(s->rn);
 }
 
-/* Ops the previous release does not know. */
-static bool needs_format_2(uint8_t op)
+/* The format entries written now are read at: the cluster's, or a raise in flight (it is
+ * ahead of them in the log). */
+static unsigned writable(const struct srv *s)
 {
-    return op >= FSM_OP_SEM_ACQUIRE && op <= FSM_OP_SESSION_REVOKE;
+    unsigned f = fsm_format(s->fsm);
+    return s->cluster.fmt.inflight > f ? s->cluster.fmt.inflight : f;
+}
+
+bool srv_format_refuses(const struct srv *s, uint8_t op)
+{
+    return fsm_op_format(op) > writable(s); /* the op's row in src/fsm/ops.h */
 }
 
 int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out)
 {
-    if (fsm_format(s->fsm) >= FSM_FORMAT_2 || s->cluster.fmt.inflight >= FSM_FORMAT_2)
-        return 0; /* an in-flight raise is ahead of this command in the log */
-    if (needs_format_2(cmd->op)) {
+    if (srv_format_refuses(s, cmd->op)) {
         uint64_t blocker;
         unsigned reads = srv_format_readable(s, &blocker);
         resp_w_errorf(out,
@@ -149,6 +154,8 @@ int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out)
                       fsm_format(s->fsm), (unsigned long long)blocker, reads);
         return -1;
     }
+    if (writable(s) >= FSM_FORMAT_2)
+        return 0;
     cmd->checked = false; /* a version-1 entry: no acting user, no ownership */
     cmd->user = (struct fsm_str){NULL, 0};
     cmd->admin = false;

@@ -134,16 +134,6 @@ static const struct {
 #undef OPT
 };
 
-/* WAIT's field: each op that may queue has it in its own payload. */
-static uint64_t *wait_field(struct fsm_cmd *cmd)
-{
-    if (cmd->op == FSM_OP_SEM_ACQUIRE)
-        return &cmd->sem_acquire.wait_ms;
-    if (cmd->op == FSM_OP_ELECT_CAMPAIGN)
-        return &cmd->elect_campaign.wait_ms;
-    return &cmd->lock.wait_ms; /* LOCK and LOCK_SHARED share their payload's layout */
-}
-
 static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
 {
     const struct srv_config *cfg = &r->s->cfg;
@@ -166,8 +156,8 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
             cmd_arg_range(r, i + 1, "REQ seq", 1, INT64_MAX, &cmd->req_seq))
             return -1;
         return cmd_live_session(r, cmd->req_sid);
-    case CMD_OPT_WAIT:
-        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, wait_field(cmd));
+    case CMD_OPT_WAIT: /* only the ops that may queue allow it: their payload has a WAIT field */
+        return cmd_arg_range(r, i, "WAIT ms", 0, cfg->max_wait, fsm_cmd_u64(cmd, FSM_F_WAIT));
     case CMD_OPT_LOCKDELAY:
         return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
                              &cmd->session_open.lockdelay_ms);
@@ -186,35 +176,6 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     return -1;
 }
 
-/* The session a write acts on: LOCK / UNLOCK / SESSION.CLOSE name it, PUT ... LEASE sid binds
- * to it; 0 when the command names none (PUT without LEASE, DEL). */
-static uint64_t cmd_acting_sid(const struct fsm_cmd *cmd)
-{
-    switch (cmd->op) {
-    case FSM_OP_LOCK:
-    case FSM_OP_LOCK_SHARED:
-        return cmd->lock.sid;
-    case FSM_OP_UNLOCK:
-        return cmd->unlock.sid;
-    case FSM_OP_SEM_ACQUIRE:
-        return cmd->sem_acquire.sid;
-    case FSM_OP_SEM_RELEASE:
-        return cmd->sem_release.sid;
-    case FSM_OP_ELECT_CAMPAIGN:
-        return cmd->elect_campaign.sid;
-    case FSM_OP_ELECT_PROCLAIM:
-        return cmd->elect_proclaim.sid;
-    case FSM_OP_ELECT_RESIGN:
-        return cmd->elect_resign.sid;
-    case FSM_OP_SESSION_CLOSE:
-        return cmd->session_close.sid;
-    case FSM_OP_PUT:
-        return cmd->put.lease_sid;
-    default:
-        return 0;
-    }
-}
-
 /*
  * REQ sid seq must name the session the command acts on: otherwise any client could spend
  * another session's seqs (PUT junk v REQ <A's sid> 9223372036854775807 made every later REQ
@@ -223,7 +184,7 @@ static uint64_t cmd_acting_sid(const struct fsm_cmd *cmd)
  */
 static int cmd_req_names_acting_session(struct srv_req *r, const struct fsm_cmd *cmd)
 {
-    uint64_t sid = cmd_acting_sid(cmd);
+    uint64_t sid = fsm_cmd_acting_sid(cmd); /* its SID field (ops.h), as the FSM's ownership */
     if (sid == 0 || sid == cmd->req_sid)
         return 0;
     resp_w_errorf(r->out,

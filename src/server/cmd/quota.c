@@ -9,8 +9,9 @@
  * refused with -NOSPACE when applied state + reservations + its own growth passes a quota, so
  * several commands in one group-commit batch cannot pass it together. The FSM itself does not
  * check quotas: every replica applies exactly what the leader accepted, so a follower never
- * holds more than the leader let in. Commands that only free space (UNLOCK, DEL,
- * SESSION.CLOSE, expiries) reserve nothing and are never refused.
+ * holds more than the leader let in. What a command can add follows from its op's growth kind
+ * (src/fsm/ops.h, srv_quota_growth); commands that only free space (UNLOCK, DEL, SESSION.CLOSE,
+ * expiries: FSM_GROW_NONE) reserve nothing and are never refused.
  * Overshoot: after a leader change, entries the old leader had in flight apply on top of what
  * the new leader accepts; at most one leader's in-flight proposals.
  *
@@ -59,18 +60,24 @@ static void quota_used(struct srv *s, uint64_t used[SRV_QUOTA_N])
     used[SRV_QUOTA_BYTES] = st.data_bytes;
 }
 
-/* A LOCK, LOCK_SHARED, SEM_ACQUIRE or ELECT_CAMPAIGN: a new lock, or a waiter; a shared grant
- * (a permit) adds a record of its own, a campaign its value. */
-static void growth_lock(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+static uint64_t str_len(const struct fsm_cmd *cmd, enum fsm_field_kind kind)
+{
+    const struct fsm_str *v = fsm_cmd_str(cmd, kind);
+    return v ? v->len : 0;
+}
+
+/* FSM_GROW_LOCK and _SHARED (LOCK, LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN): a new lock, or a
+ * waiter; a shared grant (a permit) adds a record of its own, a campaign its value. */
+static void growth_lock(const struct fsm *f, const struct fsm_cmd *cmd, bool shared_hold,
+                        uint64_t g[SRV_QUOTA_N])
 {
     struct fsm_wait_ref c;
     if (!fsm_cmd_wait_of(cmd, &c))
         return;
-    uint64_t shared =
-        cmd->op == FSM_OP_LOCK_SHARED || cmd->op == FSM_OP_SEM_ACQUIRE ? FSM_RECORD_BYTES : 0;
-    uint64_t value = cmd->op == FSM_OP_ELECT_CAMPAIGN ? cmd->elect_campaign.value.len : 0;
+    uint64_t shared = shared_hold ? FSM_RECORD_BYTES : 0;
+    uint64_t value = str_len(cmd, FSM_F_EVALUE);
     struct fsm_lock_view lv;
-    if (!fsm_lock_info(s->fsm, c.name.p, c.name.len, &lv)) {
+    if (!fsm_lock_info(f, c.name.p, c.name.len, &lv)) {
         g[SRV_QUOTA_LOCKS] = 1;
         g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + c.name.len + shared + value;
     } else if (lv.holder_sid != c.sid && c.wait_ms > 0) {
@@ -81,35 +88,47 @@ static void growth_lock(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV
     }
 }
 
-/* The most `cmd` can add to the state as it stands now (a LOCK that will queue adds a waiter,
- * one on an absent lock adds the lock; a PUT adds a key or the growth of its value). */
-static void growth(struct srv *s, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+/* FSM_GROW_KEY (PUT): a key, or the growth of its value. */
+static void growth_key(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+{
+    const struct fsm_str *key = fsm_cmd_str(cmd, FSM_F_NAME);
+    uint64_t value = str_len(cmd, FSM_F_VALUE);
+    struct fsm_kv_meta kv;
+    if (!key)
+        return;
+    if (!fsm_kv_get(f, key->p, key->len, &kv)) {
+        g[SRV_QUOTA_KEYS] = 1;
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + key->len + value;
+    } else if (value > kv.value_len) {
+        g[SRV_QUOTA_BYTES] = value - kv.value_len;
+    }
+}
+
+/* The most `cmd` can add to the state as it stands now, by its op's growth kind (ops.h): a LOCK
+ * that will queue adds a waiter, one on an absent lock adds the lock; a PUT adds a key or the
+ * growth of its value. */
+void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
 {
     memset(g, 0, sizeof(uint64_t) * SRV_QUOTA_N);
-    struct fsm_kv_meta kv;
-    switch (cmd->op) {
-    case FSM_OP_SESSION_OPEN:
+    const struct fsm_op_desc *d = fsm_op_desc(cmd->op);
+    if (!d)
+        return;
+    switch ((enum fsm_grow)d->grow) {
+    case FSM_GROW_NONE:
+        break;
+    case FSM_GROW_SESSION:
         g[SRV_QUOTA_SESSIONS] = 1;
-        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->session_open.name.len;
+        g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + str_len(cmd, FSM_F_LABEL);
         break;
-    case FSM_OP_LOCK:
-    case FSM_OP_LOCK_SHARED:
-    case FSM_OP_SEM_ACQUIRE:
-    case FSM_OP_ELECT_CAMPAIGN:
-        growth_lock(s, cmd, g);
+    case FSM_GROW_LOCK:
+    case FSM_GROW_SHARED:
+        growth_lock(f, cmd, d->grow == FSM_GROW_SHARED, g);
         break;
-    case FSM_OP_ELECT_PROCLAIM: /* at most: the old value is freed */
-        g[SRV_QUOTA_BYTES] = cmd->elect_proclaim.value.len;
+    case FSM_GROW_VALUE: /* at most: the old value is freed */
+        g[SRV_QUOTA_BYTES] = str_len(cmd, FSM_F_EVALUE);
         break;
-    case FSM_OP_PUT:
-        if (!fsm_kv_get(s->fsm, cmd->put.key.p, cmd->put.key.len, &kv)) {
-            g[SRV_QUOTA_KEYS] = 1;
-            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + cmd->put.key.len + cmd->put.value.len;
-        } else if (cmd->put.value.len > kv.value_len) {
-            g[SRV_QUOTA_BYTES] = cmd->put.value.len - kv.value_len;
-        }
-        break;
-    default:
+    case FSM_GROW_KEY:
+        growth_key(f, cmd, g);
         break;
     }
 }
@@ -194,7 +213,8 @@ static void user_growth(const struct fsm_cmd *cmd, const uint64_t g[SRV_QUOTA_N]
     gu[ACL_QUOTA_SESSIONS] = g[SRV_QUOTA_SESSIONS];
     gu[ACL_QUOTA_WAITERS] = g[SRV_QUOTA_WAITERS];
     gu[ACL_QUOTA_KEYS] = g[SRV_QUOTA_KEYS];
-    if (cmd->op == FSM_OP_SESSION_OPEN || cmd->op == FSM_OP_PUT)
+    const struct fsm_op_desc *d = fsm_op_desc(cmd->op);
+    if (d && (d->grow == FSM_GROW_SESSION || d->grow == FSM_GROW_KEY))
         gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_BYTES];
     else if (g[SRV_QUOTA_WAITERS])
         gu[ACL_QUOTA_BYTES] = FSM_RECORD_BYTES;
@@ -330,7 +350,7 @@ int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl
                       struct srv_quota *res, struct buf *out)
 {
     uint64_t g[SRV_QUOTA_N], used[SRV_QUOTA_N], lim[SRV_QUOTA_N];
-    growth(s, cmd, g);
+    srv_quota_growth(s->fsm, cmd, g);
     quota_used(s, used);
     quota_limits(&s->cfg, lim);
     for (int q = 0; q < SRV_QUOTA_N; q++) {

@@ -46,6 +46,8 @@ struct srv_quotas {
 int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl_user *user,
                       struct srv_quota *res, struct buf *out);
 void srv_quota_release(struct srv *s, struct srv_quota *res);
+/* The most `cmd` can add to f's state, per quota (SRV_QUOTA_*), by its op's growth kind. */
+void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N]);
 /* Before parking an XREAD ... BLOCK or ELECT.OBSERVE ... WAIT: 0, or -1 with -NOSPACE written
  * when --max-parked (all users) or the user's max_parked= is reached. */
 int srv_parked_admit(struct srv_req *r);

@@ -68,9 +68,10 @@ static bool when_holds(enum when w, const struct fsm_event *e)
         return e->sid != 0;
     case W_NO_SID:
         return e->sid == 0;
-    default:
+    case W_ANY:
         return true;
     }
+    return true;
 }
 
 /* The kind of an FSM event, or -1 when it is not part of the stream. */

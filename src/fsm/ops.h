@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsm/ops.h — the op descriptor: one row per replicated op, one field list per payload.
+ *
+ * Owns everything known about an op except what applying it does: its value (the op byte on
+ * disk: never reused or renumbered), its name, the log format that introduced it, its
+ * payload's fields in wire order with their bounds, the field naming the session it acts on,
+ * and how it can grow the state. What used to list the ops reads it: enum fsm_op and the
+ * payload structs (fsm.h), the encoder, decoder and layout (codec.c walks the field list), the
+ * ownership rule (owner.c), the entry format (format.c); in the server, the REQ rule (cmd.c),
+ * the quotas (quota.c) and the upgrade gate (cluster/format.c). Adding an op: a row in FSM_OPS
+ * (a field list in FSM_PAYLOAD_* and FSM_PAYLOADS if its payload is new), then its apply
+ * handler in fsm.c's dispatch, a switch without default: -Wswitch-enum makes a missed op a
+ * compile error. tests/unit/test_fsm_ops.c walks every row through ownership, quotas and
+ * formats.
+ *
+ * Included by fsm.h only, after struct fsm_str and struct fsm_kv_cond. Macros and types only:
+ * the tables they generate are in ops.c.
+ */
+#ifndef FENCELOCK_FSM_OPS_H
+#define FENCELOCK_FSM_OPS_H
+
+/*
+ * Field kinds: a field's C type, wire form and bounds (the decoder refuses a value out of
+ * them with "ERR bad entry: <what> ..."; the encoder writes what it is given). varint =
+ * LEB128, shortest form only; str = varint length, then the bytes.
+ */
+enum fsm_field_kind {
+    FSM_F_U64,    /* varint */
+    FSM_F_SID,    /* varint: the session the op acts on (0 = none); at most one per payload */
+    FSM_F_WAIT,   /* varint: ms the op may queue (0 = try only); the payload's last field */
+    FSM_F_ID,     /* varint > 0: a member id */
+    FSM_F_NAME,   /* str 1..FSM_MAX_NAME: a lock, semaphore or election name, or a key */
+    FSM_F_LABEL,  /* str 0..FSM_MAX_NAME */
+    FSM_F_VALUE,  /* str 0..FSM_MAX_VALUE: a key's value */
+    FSM_F_EVALUE, /* str 0..FSM_MAX_ELECT_VALUE: an election's value */
+    FSM_F_ADDR,   /* str 1..FSM_MAX_ADDR */
+    FSM_F_COND,   /* u8 flags (bit 0 fence, bit 1 ifrev, others 0), [str fence_name (1..
+                     FSM_MAX_NAME), varint fence_token], [varint ifrev] */
+};
+#define FSM_CTYPE_U64 uint64_t
+#define FSM_CTYPE_SID uint64_t
+#define FSM_CTYPE_WAIT uint64_t
+#define FSM_CTYPE_ID uint64_t
+#define FSM_CTYPE_NAME struct fsm_str
+#define FSM_CTYPE_LABEL struct fsm_str
+#define FSM_CTYPE_VALUE struct fsm_str
+#define FSM_CTYPE_EVALUE struct fsm_str
+#define FSM_CTYPE_ADDR struct fsm_str
+#define FSM_CTYPE_COND struct fsm_kv_cond
+
+/*
+ * The payloads: F(payload, kind, member, what) per field, in wire order. `what` names the
+ * field in a decode error ("ERR bad entry: lock name empty"); those texts are replies: keep
+ * them. fsm.h declares struct fsm_cmd_<payload> from each list.
+ */
+#define FSM_PAYLOAD_session_open(F, p)                                                             \
+    F(p, U64, ttl_ms, "ttl")             /* >= 1, else the apply answers ERR */                    \
+    F(p, U64, lockdelay_ms, "lockdelay") /* lock-delay its held locks get when it expires */       \
+    F(p, LABEL, name, "session name")    /* informational */
+/* SESSION_CLOSE, SESSION_EXPIRE and SESSION_REVOKE */
+#define FSM_PAYLOAD_session_end(F, p) F(p, SID, sid, "sid")
+#define FSM_PAYLOAD_session_checkpoint(F, p)                                                       \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, remaining_ms, "remaining") /* the lease the leader measured as left; 0 (or >= ttl)   \
+                                            clears */
+/* LOCK and LOCK_SHARED */
+#define FSM_PAYLOAD_lock(F, p)                                                                     \
+    F(p, NAME, name, "lock name") F(p, SID, sid, "sid") F(p, WAIT, wait_ms, "wait")
+/* UNLOCK, CANCEL_WAIT, SEM_RELEASE, ELECT_RESIGN: a session and what it holds or waits for */
+#define FSM_PAYLOAD_lock_ref(F, p) F(p, NAME, name, "lock name") F(p, SID, sid, "sid")
+#define FSM_PAYLOAD_lockdelay_end(F, p) F(p, NAME, name, "lock name")
+#define FSM_PAYLOAD_put(F, p)                                                                      \
+    F(p, NAME, key, "key")                                                                         \
+    F(p, VALUE, value, "value")                                                                    \
+    F(p, SID, lease_sid, "lease") /* attach the key to this session (0 = none) */                  \
+    F(p, COND, cond, "cond")
+#define FSM_PAYLOAD_del(F, p) F(p, NAME, key, "key") F(p, COND, cond, "cond")
+#define FSM_PAYLOAD_member_set(F, p)                                                               \
+    F(p, ID, id, "member id")                                                                      \
+    F(p, ADDR, client_addr, "member client address")                                               \
+    F(p, ADDR, raft_addr, "member raft address")
+#define FSM_PAYLOAD_member_del(F, p) F(p, ID, id, "member id")
+#define FSM_PAYLOAD_sem_acquire(F, p)                                                              \
+    F(p, NAME, name, "semaphore name")                                                             \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, limit, "limit") /* 1..FSM_MAX_SEM_LIMIT (the apply answers ERR otherwise) */         \
+    F(p, WAIT, wait_ms, "wait")
+#define FSM_PAYLOAD_elect_campaign(F, p)                                                           \
+    F(p, NAME, name, "election name")                                                              \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, EVALUE, value, "value")                                                                   \
+    F(p, WAIT, wait_ms, "wait")
+#define FSM_PAYLOAD_elect_proclaim(F, p)                                                           \
+    F(p, NAME, name, "election name")                                                              \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, token, "token") /* must be the current leader's */                                   \
+    F(p, EVALUE, value, "value")
+/* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
+#define FSM_PAYLOAD_cluster_format(F, p) F(p, U64, format, "format")
+
+/* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
+/* clang-format off: it does not reach a fixed point on this list */
+#define FSM_PAYLOADS(P)                                                                            \
+    P(session_open)                                                                                \
+    P(session_end)                                                                                 \
+    P(session_checkpoint)                                                                          \
+    P(lock)                                                                                        \
+    P(lock_ref)                                                                                    \
+    P(lockdelay_end)                                                                               \
+    P(put)                                                                                         \
+    P(del)                                                                                         \
+    P(member_set)                                                                                  \
+    P(member_del)                                                                                  \
+    P(sem_acquire)                                                                                 \
+    P(elect_campaign)                                                                              \
+    P(elect_proclaim)                                                                              \
+    P(cluster_format)
+/* clang-format on */
+
+/* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
+ * --max-data-bytes: fsm_stats). The server reserves the worst case before it proposes. */
+enum fsm_grow {
+    FSM_GROW_NONE,    /* frees, or changes bookkeeping only: never refused by a quota */
+    FSM_GROW_SESSION, /* a session and its LABEL (its name) */
+    FSM_GROW_LOCK,    /* a lock (its NAME) if absent, else a waiter; plus its EVALUE if any */
+    FSM_GROW_SHARED,  /* as LOCK, plus a shared hold's record when granted */
+    FSM_GROW_VALUE,   /* its EVALUE's bytes (at most: the old value is freed) */
+    FSM_GROW_KEY,     /* a key (NAME and VALUE), or the growth of the key's value */
+};
+
+/*
+ * The ops: X(OP, value, member, payload, format, grow, admin), the reply after the row.
+ *   OP       FSM_OP_<OP>; "<OP>" is its name (fsm_op_name)
+ *   value    the op byte on disk: never reused (19 never was an op: the decoder rejects it)
+ *   member   its payload's member in struct fsm_cmd, of type struct fsm_cmd_<payload>
+ *   format   the log format that introduced it: the leader writes it only once the cluster's
+ *            format is at least that (1: the previous release; 2: this one)
+ *   grow     enum fsm_grow without the prefix
+ *   admin    1: an admin may run it on another user's session (a forced release); acting *as*
+ *            another user's session stays its owner's alone, admin or not
+ */
+#define FSM_OPS(X)                                                                                 \
+    /* -> OK; changes nothing (leader term start) */                                               \
+    X(NOOP, 0, noop, none, 1, NONE, 0)                                                             \
+    /* -> INT sid */                                                                               \
+    X(SESSION_OPEN, 1, session_open, session_open, 1, SESSION, 0)                                  \
+    /* -> OK; releases locks (no lock-delay), drops waits, keys */                                 \
+    X(SESSION_CLOSE, 2, session_close, session_end, 1, NONE, 1)                                    \
+    /* -> OK; as close, but starts lock-delay on held locks */                                     \
+    X(SESSION_EXPIRE, 3, session_expire, session_end, 1, NONE, 0)                                  \
+    /* -> INT token | QUEUED | NIL */                                                              \
+    X(LOCK, 4, lock, lock, 1, LOCK, 0)                                                             \
+    /* -> OK (released, or left the queue) | NOTHOLDER */                                          \
+    X(UNLOCK, 5, unlock, lock_ref, 1, NONE, 1)                                                     \
+    /* -> NIL if the waiter was removed (or was not queued), INT token if it already holds the     \
+       lock (the grant won the race), ERR NOSESSION if the session is gone */                      \
+    X(CANCEL_WAIT, 6, cancel_wait, lock_ref, 1, NONE, 0)                                           \
+    /* -> OK; ends lock-delay, grants the next waiter */                                           \
+    X(LOCKDELAY_END, 7, lockdelay_end, lockdelay_end, 1, NONE, 0)                                  \
+    /* -> INT revision */                                                                          \
+    X(PUT, 8, put, put, 1, KEY, 0)                                                                 \
+    /* -> INT deleted count (0 or 1) */                                                            \
+    X(DEL, 9, del, del, 1, NONE, 0)                                                                \
+    /* -> OK; replaces the member's entry */                                                       \
+    X(MEMBER_SET, 10, member_set, member_set, 1, NONE, 0)                                          \
+    /* -> INT 1 if removed, 0 if absent */                                                         \
+    X(MEMBER_DEL, 11, member_del, member_del, 1, NONE, 0)                                          \
+    /* -> OK; lease bookkeeping: no revision bump. A new leader arms min(ttl, checkpoint)          \
+       instead of ttl, so an abandoned session ends although leaders change. */                    \
+    X(SESSION_CHECKPOINT, 12, session_checkpoint, session_checkpoint, 1, NONE, 0)                  \
+    /* -> INT token | QUEUED | NIL; the lock in shared mode (read-write locks, lock.c) */          \
+    X(LOCK_SHARED, 13, lock_shared, lock, 1, SHARED, 0)                                            \
+    /* -> INT token | QUEUED | NIL (sem.c) */                                                      \
+    X(SEM_ACQUIRE, 14, sem_acquire, sem_acquire, 2, SHARED, 0)                                     \
+    /* -> OK (released, or left the queue) | NOTHOLDER */                                          \
+    X(SEM_RELEASE, 15, sem_release, lock_ref, 2, NONE, 0)                                          \
+    /* -> INT token (now leader) | QUEUED | NIL (elect.c) */                                       \
+    X(ELECT_CAMPAIGN, 16, elect_campaign, elect_campaign, 2, LOCK, 0)                              \
+    /* -> INT revision | STALE */                                                                  \
+    X(ELECT_PROCLAIM, 17, elect_proclaim, elect_proclaim, 2, VALUE, 0)                             \
+    /* -> OK (handed on, or left the candidates) | NOTHOLDER */                                    \
+    X(ELECT_RESIGN, 18, elect_resign, lock_ref, 2, NONE, 0)                                        \
+    /* -> OK; ends a session as an expiry does (lock-delay applies), its events marked revoked */  \
+    X(SESSION_REVOKE, 20, session_revoke, session_end, 2, NONE, 1)                                 \
+    /* -> OK; raises the cluster's log format (a lower one than the current: ERR, nothing          \
+       changes; the same: OK, no revision). The leader writes it, as a version-1 entry, once       \
+       every voter reads the new format. */                                                        \
+    X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)
+
+#endif
