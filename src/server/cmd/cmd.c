@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd.c — the command table, argument parsing and dispatch (cmd.h has the families' files).
+ * cmd.c — the command table (expanded from commands.def), argument parsing and dispatch (cmd.h
+ * has the families' files).
  *
  * Paths (srv_dispatch):
  *   CMD_LOCAL  answered at once (PING, HELLO, INFO, ...)
@@ -306,83 +307,30 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
     r->async = true;
 }
 
-#define CMD(name, arity, flags, fn)                                                                \
-    {                                                                                              \
-        name, sizeof(name) - 1, arity, flags, fn                                                   \
-    }
+/* commands.def's rows, in its order (COMMAND's); the index of a row is its enum srv_cmd_id. */
 static const struct srv_cmd cmd_table[] = {
-    CMD("PING", -1, CMD_LOCAL, pingCommand),
-    CMD("HELLO", -1, CMD_LOCAL | CMD_ASYNC, helloCommand),
-    CMD("INFO", -1, CMD_LOCAL, infoCommand),
-    CMD("QUIT", 1, CMD_LOCAL, quitCommand),
-    CMD("READONLY", 1, CMD_LOCAL, readonlyCommand),
-    CMD("READWRITE", 1, CMD_LOCAL, readwriteCommand),
-    CMD("CLUSTER.INFO", 1, CMD_LOCAL, clusterInfoCommand),
-    CMD("CLUSTER.MEMBERS", 1, CMD_LOCAL, clusterMembersCommand),
-    CMD("CLUSTER.ANNOUNCE", -4, CMD_WRITE, clusterAnnounceCommand),
-    CMD("CLUSTER.ADD", -3, CMD_WRITE, clusterAddCommand),
-    CMD("CLUSTER.REMOVE", -2, CMD_WRITE, clusterRemoveCommand),
-    CMD("CLUSTER.TRANSFER", -1, CMD_WRITE, clusterTransferCommand),
-    CMD("SNAPSHOT.SAVE", 1, CMD_READ, snapshotSaveCommand),
-    CMD("SESSION.OPEN", -2, CMD_WRITE, sessionOpenCommand),
-    CMD("SESSION.KEEPALIVE", 2, CMD_READ | CMD_FRESH, sessionKeepaliveCommand),
-    CMD("SESSION.CLOSE", -2, CMD_WRITE, sessionCloseCommand),
-    CMD("SESSION.INFO", 2, CMD_READ, sessionInfoCommand),
-    CMD("SESSION.REVOKE", 2, CMD_WRITE, sessionRevokeCommand),
-    CMD("LOCK", -3, CMD_WRITE, lockCommand),
-    CMD("UNLOCK", -3, CMD_WRITE, unlockCommand),
-    CMD("LOCK.INFO", 2, CMD_READ, lockInfoCommand),
-    CMD("FENCE.CHECK", 3, CMD_READ, fenceCheckCommand),
-    CMD("FENCE.SIGN", 3, CMD_READ | CMD_FRESH, fenceSignCommand),
-    CMD("FENCE.VERIFY", 4, CMD_LOCAL, fenceVerifyCommand),
-    CMD("PUT", -3, CMD_WRITE, putCommand),
-    CMD("DEL", -2, CMD_WRITE, delCommand),
-    CMD("GET", 2, CMD_READ, getCommand),
-    CMD("KV.GET", 2, CMD_READ, kvGetCommand),
-    CMD("KEYS", -2, CMD_READ, keysCommand),
-    CMD("LOCKS", -2, CMD_READ, locksCommand),
-    CMD("SEM.ACQUIRE", -4, CMD_WRITE, semAcquireCommand),
-    CMD("SEM.RELEASE", -3, CMD_WRITE, semReleaseCommand),
-    CMD("SEM.INFO", 2, CMD_READ, semInfoCommand),
-    CMD("ELECT.CAMPAIGN", -4, CMD_WRITE, electCampaignCommand),
-    CMD("ELECT.PROCLAIM", -5, CMD_WRITE, electProclaimCommand),
-    CMD("ELECT.RESIGN", -3, CMD_WRITE, electResignCommand),
-    CMD("ELECT.LEADER", 2, CMD_READ, electLeaderCommand),
-    CMD("ELECT.OBSERVE", -2, CMD_READ, electObserveCommand),
-    CMD("XREAD", -4, CMD_READ, xreadCommand),
-    CMD("XLEN", 2, CMD_READ, xlenCommand),
-    CMD("XINFO", -2, CMD_READ, xinfoCommand),
-    CMD("XADD", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XDEL", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XTRIM", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XSETID", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XGROUP", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XREADGROUP", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XACK", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XCLAIM", -1, CMD_LOCAL, xwriteCommand),
-    CMD("XAUTOCLAIM", -1, CMD_LOCAL, xwriteCommand),
-};
+#define CMD(id, name, arity, flags, fn, perm, alt, names, summary)                                 \
+    [SRV_CMD_##id] = {name, sizeof(name) - 1, arity, flags, fn, perm, alt, names, summary},
+#include "server/cmd/commands.def"
 #undef CMD
-
-#define N_CMD_TABLE (sizeof(cmd_table) / sizeof(cmd_table[0]))
+};
+_Static_assert(sizeof cmd_table / sizeof cmd_table[0] == SRV_CMD_N, "one row per command id");
 
 size_t srv_cmd_count(void)
 {
-    return N_CMD_TABLE + srv_n_conn_cmds;
+    return SRV_CMD_N;
 }
 
 const struct srv_cmd *srv_cmd_at(size_t i)
 {
-    return i < N_CMD_TABLE ? &cmd_table[i] : &srv_conn_cmds[i - N_CMD_TABLE];
+    return i < SRV_CMD_N ? &cmd_table[i] : NULL;
 }
 
 size_t srv_cmd_index(const struct srv_cmd *cmd)
 {
-    if (cmd >= cmd_table && cmd < cmd_table + N_CMD_TABLE)
+    if (cmd >= cmd_table && cmd < cmd_table + SRV_CMD_N)
         return (size_t)(cmd - cmd_table);
-    if (cmd >= srv_conn_cmds && cmd < srv_conn_cmds + srv_n_conn_cmds)
-        return N_CMD_TABLE + (size_t)(cmd - srv_conn_cmds);
-    return srv_cmd_count();
+    return SRV_CMD_N;
 }
 
 void srv_cmd_count_reply(struct srv *s, const struct srv_cmd *cmd, const struct buf *out,

@@ -3,22 +3,20 @@
  * cmd — the command families' internal header: the request a handler gets, the command table's
  * row, and the argument helpers every family shares (cmd.c).
  *
- * Every command is `void fooCommand(struct srv_req *r)` in the file of its family:
- *   cmd_session.c  SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE
- *   cmd_lock.c     LOCK, UNLOCK, LOCK.INFO, FENCE.CHECK, LOCKS
- *   cmd_sign.c     FENCE.SIGN, FENCE.VERIFY (signed tokens, --token-key)
- *   cmd_prims.c    SEM.ACQUIRE / RELEASE / INFO, ELECT.CAMPAIGN / PROCLAIM / RESIGN / LEADER
- *   observe.c      ELECT.OBSERVE (parked until the election changes)
- *   cmd_kv.c       PUT, DEL, GET, KV.GET, KEYS
- *   cmd_cluster.c  CLUSTER.INFO / MEMBERS / ANNOUNCE / ADD / REMOVE / TRANSFER
- *   cmd_info.c     PING, HELLO, INFO
- *   cmd_backup.c   SNAPSHOT.SAVE (an online backup of the whole state)
- *   cmd_watch.c    XREAD, XLEN, XINFO (the event stream) and the refused stream writes
- *   cmd_conn.c     QUIT, READONLY, READWRITE, and its own table: AUTH, ECHO, SELECT, DBSIZE,
- *                  CLIENT, COMMAND
- *   cmd_perm.c     what each command needs of the user (--acl-file), checked by srv_dispatch
+ * The commands are the rows of commands.def (name, arity, flags, handler, permission, which
+ * argument is a key or a lock name, summary); this header expands them into the handlers'
+ * declarations and enum srv_cmd_id, cmd.c into the table. A handler is
+ * `void fooCommand(struct srv_req *r)` in the file of its family:
+ *   cmd_session.c  sessions            cmd_lock.c     locks and fencing tokens
+ *   cmd_sign.c     signed tokens       cmd_prims.c    semaphores and elections
+ *   observe.c      ELECT.OBSERVE       cmd_kv.c       keys
+ *   cmd_cluster.c  membership          cmd_info.c     PING, HELLO, INFO
+ *   cmd_backup.c   SNAPSHOT.SAVE       cmd_watch.c    the event stream
+ *   cmd_conn.c     what Redis clients send on connect, COMMAND
+ *   cmd_perm.c     the permission check srv_dispatch makes from the rows (--acl-file)
  * A handler writes its reply to r->out, or sets r->async and answers later through its slot
  * (srv_slot_done). The helpers return 0, or -1 with the error reply already written.
+ * The table is static and read-only: nothing to free.
  */
 #ifndef FENCELOCK_CMD_H
 #define FENCELOCK_CMD_H
@@ -40,12 +38,54 @@ struct srv_req {
    CMD_ASYNC: a CMD_LOCAL that may answer later (AUTH, HELLO): it always gets a slot. */
 enum srv_cmd_flags { CMD_LOCAL = 1, CMD_WRITE = 2, CMD_READ = 4, CMD_FRESH = 8, CMD_ASYNC = 16 };
 
+/* Under --acl-file (a row's perm): answered before AUTH too; any authenticated user. Other
+   values are enum acl_perm bits the user needs all of. */
+#define CMD_PERM_OPEN 0x100u
+#define CMD_PERM_ANY 0u
+
+/* Which argument of a command names a key or a lock (a row's names), for the permission
+ * check. */
+enum srv_cmd_target {
+    CMD_T_NONE = 0,
+    CMD_T_KEY,      /* argv[arg] is a key; a FENCE name among the options is a lock */
+    CMD_T_LOCK,     /* argv[arg] is a lock name */
+    CMD_T_ALLKEYS,  /* counts every key (DBSIZE): only for users without keys= */
+    CMD_T_ALLNAMES, /* sees every key and lock name and value (the event stream): only for
+                       users without keys= or locks= (events are not filtered per user yet) */
+};
+struct srv_cmd_names {
+    enum srv_cmd_target target;
+    unsigned arg;       /* CMD_T_KEY / CMD_T_LOCK: the argument's index */
+    unsigned opts_from; /* CMD_T_KEY: its options (FENCE name token) start here; 0: none */
+};
+/* A row's names column, one brace initializer each. */
+/* clang-format off */
+#define CMD_NAMES_NONE {CMD_T_NONE, 0, 0}
+#define CMD_NAMES_KEY(arg, opts_from) {CMD_T_KEY, arg, opts_from}
+#define CMD_NAMES_LOCK(arg) {CMD_T_LOCK, arg, 0}
+#define CMD_NAMES_ALLKEYS {CMD_T_ALLKEYS, 0, 0}
+#define CMD_NAMES_ALLNAMES {CMD_T_ALLNAMES, 0, 0}
+/* clang-format on */
+
+/* One row of commands.def. */
 struct srv_cmd {
     const char *name;
     size_t len; /* strlen(name) */
     int arity;  /* exact argc, or -N: at least N */
     int flags;
     void (*fn)(struct srv_req *r);
+    unsigned perm; /* CMD_PERM_OPEN, CMD_PERM_ANY, or enum acl_perm bits needed */
+    unsigned alt;  /* 0, or acl_perm bits any one of which also suffices */
+    struct srv_cmd_names names;
+    const char *summary; /* one line: COMMAND DOCS, docs/protocol.md "Command table" */
+};
+
+/* SRV_CMD_PING, ...: a row's index in the table (srv_cmd_at), in commands.def's order. */
+enum srv_cmd_id {
+#define CMD(id, name, arity, flags, fn, perm, alt, names, summary) SRV_CMD_##id,
+#include "server/cmd/commands.def"
+#undef CMD
+    SRV_CMD_N
 };
 
 #define CMD_ERR_ARGS PROTO_ERR " wrong number of arguments for '%.*s' command"
@@ -74,7 +114,7 @@ const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
 #define CMD_ARG_TEXT (4 * CMD_ARG_SHOWN + 1)
 const char *cmd_arg_text(const struct resp_arg *a, char *out);
 
-/* Every command, for COMMAND: i in [0, srv_cmd_count()). */
+/* Every command, for COMMAND: i in [0, srv_cmd_count()) (an enum srv_cmd_id). */
 size_t srv_cmd_count(void);
 const struct srv_cmd *srv_cmd_at(size_t i);
 /* The index of a table entry (srv_cmd_at(i) == cmd), or srv_cmd_count() for NULL. */
@@ -83,10 +123,6 @@ size_t srv_cmd_index(const struct srv_cmd *cmd);
 void srv_cmd_render_counts(struct srv *s, struct buf *out);
 void srv_cmd_count_reply(struct srv *s, const struct srv_cmd *cmd, const struct buf *out,
                          size_t from);
-/* The connection-management commands (cmd_conn.c: ECHO, SELECT, DBSIZE, CLIENT, COMMAND),
-   looked up after cmd.c's own table. */
-extern const struct srv_cmd srv_conn_cmds[];
-extern const size_t srv_n_conn_cmds;
 /* HELLO's options after the version (AUTH user password, SETNAME name), checked but not
    applied: 0, or -1 with the error written (and nothing changed). Pointers into r->argv. */
 struct srv_hello_opts {
@@ -95,16 +131,13 @@ struct srv_hello_opts {
 int srv_hello_options(struct srv_req *r, struct srv_hello_opts *o);
 
 /* ---- permissions (cmd_perm.c) ---- */
-/* Whether the command has a row in the permission table (every command must: test_acl.c). */
-bool cmd_perm_rule(const char *name, size_t len);
-/* Whether user u may still run command `name` naming `arg` (its lock name; NULL when it names
-   none): the same table as cmd_perm_check, asked again for requests parked before a SIGHUP
-   lowered u's permissions (srv_reauth_parked). */
-bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n);
-/* -NOPERM for a parked `name` whose user lost the permission at an ACL reload, into out. */
-void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name);
-size_t cmd_perm_count(void);
-const char *cmd_perm_name(size_t i);
+/* Whether user u may still run `cmd` naming `arg` (its lock name; NULL when it names none):
+   the same row as cmd_perm_check, asked again for requests parked before a SIGHUP lowered u's
+   permissions (srv_reauth_parked). */
+bool cmd_perm_allows(const struct acl_user *u, const struct srv_cmd *cmd, const char *arg,
+                     size_t n);
+/* -NOPERM for a parked `cmd` whose user lost the permission at an ACL reload, into out. */
+void cmd_perm_lost(struct buf *out, const struct acl_user *u, const struct srv_cmd *cmd);
 /* Before running cmd for r's connection: 0 to run it, or -1 with -NOAUTH / -NOPERM written
    (and counted). Without --acl-file always 0. */
 int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd);
@@ -144,52 +177,14 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd);
 /* The rn_propose_cb of a command's proposal: renders the FSM's reply into the slot. */
 void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply);
 
-/* ---- the commands ---- */
-void sessionOpenCommand(struct srv_req *r);
-void sessionKeepaliveCommand(struct srv_req *r);
-void sessionCloseCommand(struct srv_req *r);
-void sessionInfoCommand(struct srv_req *r);
-void sessionRevokeCommand(struct srv_req *r);
-void lockCommand(struct srv_req *r);
-void unlockCommand(struct srv_req *r);
-void lockInfoCommand(struct srv_req *r);
-void fenceCheckCommand(struct srv_req *r);
-void fenceSignCommand(struct srv_req *r);
-void fenceVerifyCommand(struct srv_req *r);
-void locksCommand(struct srv_req *r);
-void putCommand(struct srv_req *r);
-void delCommand(struct srv_req *r);
-void getCommand(struct srv_req *r);
-void kvGetCommand(struct srv_req *r);
-void keysCommand(struct srv_req *r);
-void pingCommand(struct srv_req *r);
-void helloCommand(struct srv_req *r);
-void infoCommand(struct srv_req *r);
-void quitCommand(struct srv_req *r);
-void readonlyCommand(struct srv_req *r);
-void readwriteCommand(struct srv_req *r);
-void clusterInfoCommand(struct srv_req *r);
-void clusterMembersCommand(struct srv_req *r);
-void clusterAnnounceCommand(struct srv_req *r);
-void clusterAddCommand(struct srv_req *r);
-void clusterRemoveCommand(struct srv_req *r);
-void clusterTransferCommand(struct srv_req *r);
-void snapshotSaveCommand(struct srv_req *r);
-void semAcquireCommand(struct srv_req *r);
-void semReleaseCommand(struct srv_req *r);
-void semInfoCommand(struct srv_req *r);
-void electCampaignCommand(struct srv_req *r);
-void electProclaimCommand(struct srv_req *r);
-void electResignCommand(struct srv_req *r);
-void electLeaderCommand(struct srv_req *r);
-void electObserveCommand(struct srv_req *r);
+/* ---- the commands: every handler of commands.def (a shared one is declared again) ---- */
+#define CMD(id, name, arity, flags, fn, perm, alt, names, summary) void fn(struct srv_req *r);
+#include "server/cmd/commands.def"
+#undef CMD
+
 /* ELECT.LEADER's and ELECT.OBSERVE's map; v NULL: nobody leads, as of revision `rev`. */
 void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v, uint64_t rev);
 /* -WRONGTYPE (and -1) if `name` exists as another kind than `kind`. */
 int cmd_check_kind(struct srv_req *r, const struct fsm_str *name, int kind);
-void xreadCommand(struct srv_req *r);
-void xlenCommand(struct srv_req *r);
-void xinfoCommand(struct srv_req *r);
-void xwriteCommand(struct srv_req *r);
 
 #endif

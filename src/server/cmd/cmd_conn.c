@@ -8,8 +8,8 @@
  *   SELECT db                +OK for 0; like a Redis with one database otherwise
  *   DBSIZE                   keys in this node's applied state (local, not linearizable)
  *   CLIENT SETNAME|GETNAME|ID|INFO|LIST|SETINFO|NO-EVICT|NO-TOUCH|REPLY ON|HELP
- *   COMMAND [COUNT|LIST|INFO name...|DOCS [name...]]  from the command table
- * and, in cmd.c's table (its order is COMMAND's), QUIT, READONLY and READWRITE.
+ *   COMMAND [COUNT|LIST|INFO name...|DOCS [name...]]  from the command table (commands.def)
+ * and QUIT, READONLY and READWRITE. Their rows are in commands.def with the others.
  * All are CMD_LOCAL: answered at once by any node, in request order like every reply.
  * State: a connection's name and library name/version live in struct srv_conn (fixed-size,
  * freed with it). Data commands fencelock lacks stay "-ERR unknown command" (srv_dispatch).
@@ -19,13 +19,13 @@
 
 #include "server/cmd/cmd.h"
 
-static void echoCommand(struct srv_req *r)
+void echoCommand(struct srv_req *r)
 {
     resp_w_bulk(r->out, r->argv[1].p, r->argv[1].len);
 }
 
 /* One database, as a Redis started with `databases 1`. */
-static void selectCommand(struct srv_req *r)
+void selectCommand(struct srv_req *r)
 {
     uint64_t db;
     if (resp_parse_u64(r->argv[1].p, r->argv[1].len, &db) != 0)
@@ -38,7 +38,7 @@ static void selectCommand(struct srv_req *r)
 
 /* The number of keys (KV only, not locks or sessions) in this node's applied state: cheap and
    local, so it may lag the leader; KEYS gives a linearizable view. */
-static void dbsizeCommand(struct srv_req *r)
+void dbsizeCommand(struct srv_req *r)
 {
     struct fsm_stats st;
     fsm_stats(r->s->fsm, &st);
@@ -211,7 +211,7 @@ static int client_arity(const struct resp_arg *sub, size_t argc)
     return -1;
 }
 
-static void clientCommand(struct srv_req *r)
+void clientCommand(struct srv_req *r)
 {
     const struct resp_arg *sub = &r->argv[1];
     int shown = (int)(sub->len > 64 ? 64 : sub->len);
@@ -286,7 +286,7 @@ int srv_hello_options(struct srv_req *r, struct srv_hello_opts *o)
 }
 
 /* AUTH password (the user "default") or AUTH user password: auth.c verifies and answers. */
-static void authCommand(struct srv_req *r)
+void authCommand(struct srv_req *r)
 {
     if (r->argc > 3) {
         resp_w_error(r->out, PROTO_ERR " syntax error");
@@ -308,7 +308,9 @@ static void lower_name(const struct srv_cmd *cmd, char *out, size_t n)
 }
 
 /* One COMMAND INFO entry, Redis 7's ten fields: name, arity, flags, first key, last key,
-   step, ACL categories, tips, key specs, subcommands. Key positions are not described. */
+   step, ACL categories, tips, key specs, subcommands. Key positions stay undescribed (0, no key
+   specs) although the rows name keys and locks for the permission check: the replies do not
+   change, and a client routing by key positions would take a lock name for a Redis key. */
 static void command_entry(struct srv_req *r, const struct srv_cmd *cmd)
 {
     char name[64];
@@ -338,7 +340,7 @@ static void command_docs_entry(struct srv_req *r, const struct srv_cmd *cmd)
     resp_w_bulk_str(r->out, name);
     resp_w_map(r->out, r->proto, COMMAND_DOCS_FIELDS);
     resp_w_bulk_str(r->out, "summary");
-    resp_w_bulk_str(r->out, "see docs/protocol.md");
+    resp_w_bulk_str(r->out, cmd->summary);
     resp_w_bulk_str(r->out, "since");
     resp_w_bulk_str(r->out, FENCELOCK_VERSION);
     resp_w_bulk_str(r->out, "group");
@@ -364,7 +366,7 @@ static void command_docs(struct srv_req *r)
     }
 }
 
-static void commandCommand(struct srv_req *r)
+void commandCommand(struct srv_req *r)
 {
     size_t total = srv_cmd_count();
     const struct resp_arg *sub = r->argc > 1 ? &r->argv[1] : NULL;
@@ -401,23 +403,6 @@ static void commandCommand(struct srv_req *r)
     }
 }
 
-/* ---- the table rows (cmd.c appends them to its own) ---- */
-
-#define CMD(name, arity, flags, fn)                                                                \
-    {                                                                                              \
-        name, sizeof(name) - 1, arity, flags, fn                                                   \
-    }
-const struct srv_cmd srv_conn_cmds[] = {
-    CMD("AUTH", -2, CMD_LOCAL | CMD_ASYNC, authCommand),
-    CMD("ECHO", 2, CMD_LOCAL, echoCommand),
-    CMD("SELECT", 2, CMD_LOCAL, selectCommand),
-    CMD("DBSIZE", 1, CMD_LOCAL, dbsizeCommand),
-    CMD("CLIENT", -2, CMD_LOCAL, clientCommand),
-    CMD("COMMAND", -1, CMD_LOCAL, commandCommand),
-};
-#undef CMD
-const size_t srv_n_conn_cmds = sizeof(srv_conn_cmds) / sizeof(srv_conn_cmds[0]);
-
 /*
  * READONLY / READWRITE (as in Redis Cluster): a connection that says READONLY gets reads answered
  * at once from the local node's applied state, on followers too, without a barrier: possibly
@@ -437,7 +422,7 @@ void readwriteCommand(struct srv_req *r)
     resp_w_simple(r->out, "OK");
 }
 
-/* redis-cli asks for COMMAND DOCS at start; an empty answer keeps it quiet. */
+/* QUIT: +OK, then the connection closes once the replies before it are written. */
 void quitCommand(struct srv_req *r)
 {
     resp_w_simple(r->out, "OK");

@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd_perm.c — what every command needs of the connection's user under --acl-file, and the
- * check srv_dispatch makes before running a command.
- *
- * One row per command of the command table (cmd.c and cmd_conn.c): a command without a row is
- * refused to every user (never allowed by default), and test_acl.c's
- * test_every_command_in_the_command_table_has_a_permission_rule fails until it has one. To add
- * a command: add its row here with the permission (acl.h) and which argument is a key or a lock
- * name; docs/security.md lists the table.
+ * cmd_perm.c — the check srv_dispatch makes before running a command under --acl-file, from the
+ * command's row in commands.def (its perm, alt and names columns): every command has one, so
+ * none can be added without saying what it needs (the row does not compile without it).
  *
  * Order of the answers: not authenticated -> -NOAUTH (for every command but PING, HELLO, AUTH,
  * QUIT, as Redis); then the permission; then each key / lock name it names (-NOPERM). A denied
@@ -23,123 +18,7 @@
 #include "server/cmd/cmd.h"
 
 _Static_assert(ACL_NAME_MAX <= FSM_MAX_USER, "an ACL user name must fit a log entry's user");
-
-enum perm_target {
-    PT_NONE = 0,
-    PT_KEY,      /* argv[arg] is a key; a FENCE name among the options is a lock */
-    PT_LOCK,     /* argv[arg] is a lock name */
-    PT_ALLKEYS,  /* counts every key (DBSIZE): only for users without keys= */
-    PT_ALLNAMES, /* sees every key and lock name and value (the event stream): only for users
-                    without keys= or locks= (events are not filtered per user yet) */
-};
-
-/* perm: enum acl_perm bits the user needs all of; PERM_OPEN answers before AUTH; PERM_ANY
- * any authenticated user. */
-#define PERM_OPEN 0x100u
-#define PERM_ANY 0u
-
-struct perm_rule {
-    const char *name;
-    unsigned perm;
-    enum perm_target target;
-    unsigned arg;       /* PT_KEY / PT_LOCK: the argument's index */
-    unsigned opts_from; /* PT_KEY: options start here (FENCE name token) */
-    unsigned alt;       /* 0, or bits any one of which also suffices (peer's commands: admin) */
-};
-
-static const struct perm_rule perm_rules[] = {
-    /* connection: what clients send on connect, and the discovery clients need */
-    {"PING", PERM_OPEN, PT_NONE, 0, 0, 0},
-    {"HELLO", PERM_OPEN, PT_NONE, 0, 0, 0},
-    {"AUTH", PERM_OPEN, PT_NONE, 0, 0, 0},
-    {"QUIT", PERM_OPEN, PT_NONE, 0, 0, 0},
-    {"ECHO", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"SELECT", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"CLIENT", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"COMMAND", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"READONLY", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"READWRITE", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"CLUSTER.INFO", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"CLUSTER.MEMBERS", PERM_ANY, PT_NONE, 0, 0, 0},
-    /* admin */
-    {"INFO", ACL_ADMIN, PT_NONE, 0, 0, 0},
-    {"CLUSTER.REMOVE", ACL_ADMIN, PT_NONE, 0, 0, 0},
-    {"CLUSTER.TRANSFER", ACL_ADMIN, PT_NONE, 0, 0, 0},
-    {"SNAPSHOT.SAVE", ACL_ADMIN, PT_NONE, 0, 0, 0}, /* every key, lock and session */
-    /* what a member sends for itself (members.c, as --peer-user): peer, or admin */
-    {"CLUSTER.ANNOUNCE", ACL_PEER, PT_NONE, 0, 0, ACL_ADMIN},
-    {"CLUSTER.ADD", ACL_PEER, PT_NONE, 0, 0, ACL_ADMIN},
-    /* sessions and locks */
-    {"SESSION.OPEN", ACL_LOCK, PT_NONE, 0, 0, 0},
-    {"SESSION.KEEPALIVE", ACL_LOCK, PT_NONE, 0, 0, 0},
-    {"SESSION.CLOSE", ACL_LOCK, PT_NONE, 0, 0, 0},
-    {"SESSION.INFO", ACL_READ, PT_NONE, 0, 0, 0}, /* another user's: admin (cmd_session_access) */
-    {"SESSION.REVOKE", ACL_ADMIN, PT_NONE, 0, 0, 0},
-    {"LOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"UNLOCK", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"LOCK.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
-    {"FENCE.CHECK", ACL_READ, PT_LOCK, 1, 0, 0},
-    /* a signature is a credential a guarded resource accepts as the holder's: only a user that
-       may take that lock may mint one (read alone let any reader act as the holder); read as
-       well, since it answers from the lock's state */
-    {"FENCE.SIGN", ACL_READ | ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"FENCE.VERIFY", ACL_READ, PT_LOCK, 1, 0, 0},
-    {"LOCKS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_lock */
-    /* semaphores and elections: their names are lock names (locks= globs) */
-    {"SEM.ACQUIRE", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"SEM.RELEASE", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"SEM.INFO", ACL_READ, PT_LOCK, 1, 0, 0},
-    {"ELECT.CAMPAIGN", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"ELECT.PROCLAIM", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"ELECT.RESIGN", ACL_LOCK, PT_LOCK, 1, 0, 0},
-    {"ELECT.LEADER", ACL_READ, PT_LOCK, 1, 0, 0},
-    {"ELECT.OBSERVE", ACL_READ, PT_LOCK, 1, 0, 0},
-    /* keys */
-    {"PUT", ACL_WRITE, PT_KEY, 1, 3, 0},
-    {"DEL", ACL_WRITE, PT_KEY, 1, 2, 0},
-    {"GET", ACL_READ, PT_KEY, 1, 0, 0},
-    {"KV.GET", ACL_READ, PT_KEY, 1, 0, 0},
-    {"KEYS", ACL_READ, PT_NONE, 0, 0, 0}, /* filtered: cmd_may_key */
-    {"DBSIZE", ACL_READ, PT_ALLKEYS, 0, 0, 0},
-    /* the event stream (cmd_watch.c); the stream writes are refused to everybody anyway */
-    {"XREAD", ACL_READ, PT_ALLNAMES, 0, 0, 0},
-    {"XLEN", ACL_READ, PT_ALLNAMES, 0, 0, 0},
-    {"XINFO", ACL_READ, PT_ALLNAMES, 0, 0, 0},
-    {"XADD", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XDEL", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XTRIM", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XSETID", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XGROUP", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XREADGROUP", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XACK", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XCLAIM", PERM_ANY, PT_NONE, 0, 0, 0},
-    {"XAUTOCLAIM", PERM_ANY, PT_NONE, 0, 0, 0},
-};
-
-#define N_PERM_RULES (sizeof perm_rules / sizeof perm_rules[0])
-
-static const struct perm_rule *rule_of(const char *name, size_t len)
-{
-    for (size_t i = 0; i < N_PERM_RULES; i++)
-        if (strlen(perm_rules[i].name) == len && strncasecmp(perm_rules[i].name, name, len) == 0)
-            return &perm_rules[i];
-    return NULL;
-}
-
-bool cmd_perm_rule(const char *name, size_t len)
-{
-    return rule_of(name, len) != NULL;
-}
-
-size_t cmd_perm_count(void)
-{
-    return N_PERM_RULES;
-}
-
-const char *cmd_perm_name(size_t i)
-{
-    return i < N_PERM_RULES ? perm_rules[i].name : NULL;
-}
+_Static_assert((CMD_PERM_OPEN & ACL_ALL) == 0, "CMD_PERM_OPEN is no acl_perm bit");
 
 #define DENY_NAME_SHOWN 64 /* bytes of a refused key / lock name quoted in the reply */
 #define DENY_CMD_SHOWN 32  /* bytes of the command's name in the audit line */
@@ -164,73 +43,73 @@ static int deny(struct srv_req *r, const char *what, const struct resp_arg *name
     return -1;
 }
 
-/* FENCE name token among PUT / DEL options: the fence names a lock the user must be allowed. */
-static int check_fence(struct srv_req *r, const struct perm_rule *rule)
+/* FENCE name token among PUT / DEL options (from names.opts_from on; 0: the command has none):
+ * the fence names a lock the user must be allowed. */
+static int check_fence(struct srv_req *r, const struct srv_cmd *cmd)
 {
-    for (size_t i = rule->opts_from; i + 1 < r->argc; i++)
+    for (size_t i = cmd->names.opts_from; i && i + 1 < r->argc; i++)
         if (resp_arg_is(&r->argv[i], "FENCE") &&
             !acl_may_lock(r->c->user, r->argv[i + 1].p, r->argv[i + 1].len))
             return deny(r, "to access lock", &r->argv[i + 1]);
     return 0;
 }
 
-static bool perms_ok(unsigned perms, const struct perm_rule *rule)
+static bool perms_ok(unsigned perms, const struct srv_cmd *cmd)
 {
-    return (perms & rule->perm) == rule->perm || (perms & rule->alt);
+    return (perms & cmd->perm) == cmd->perm || (perms & cmd->alt);
 }
 
-/* What the rule's target refuses u for the name arg[n] (NULL: no name given, or allowed):
- * the one name rule of a command, for the check before it runs and for a parked one. */
-static const char *target_refusal(const struct acl_user *u, const struct perm_rule *rule,
+/* What the row's names column refuses u for the name arg[n] (NULL: no name given, or
+ * allowed): the one name rule of a command, for the check before it runs and for a parked one. */
+static const char *target_refusal(const struct acl_user *u, const struct srv_cmd *cmd,
                                   const char *arg, size_t n)
 {
-    switch (rule->target) {
-    case PT_KEY:
+    switch (cmd->names.target) {
+    case CMD_T_KEY:
         return arg && !acl_may_key(u, arg, n) ? "to access key" : NULL;
-    case PT_LOCK:
+    case CMD_T_LOCK:
         return arg && !acl_may_lock(u, arg, n) ? "to access lock" : NULL;
-    case PT_ALLKEYS:
+    case CMD_T_ALLKEYS:
         return u->keys ? "to count keys outside its keys= globs" : NULL;
-    case PT_ALLNAMES:
+    case CMD_T_ALLNAMES:
         return u->keys || u->locks ? "to read every event (it has keys= or locks= globs)" : NULL;
-    case PT_NONE:
+    case CMD_T_NONE:
         return NULL;
     }
     return NULL;
 }
 
-static int check_names(struct srv_req *r, const struct perm_rule *rule)
+static int check_names(struct srv_req *r, const struct srv_cmd *cmd)
 {
-    const struct resp_arg *a = rule->arg < r->argc ? &r->argv[rule->arg] : NULL;
-    const char *why = target_refusal(r->c->user, rule, a ? a->p : NULL, a ? a->len : 0);
+    enum srv_cmd_target t = cmd->names.target;
+    const struct resp_arg *a = cmd->names.arg < r->argc ? &r->argv[cmd->names.arg] : NULL;
+    const char *why = target_refusal(r->c->user, cmd, a ? a->p : NULL, a ? a->len : 0);
     if (why)
-        return deny(r, why, rule->target == PT_KEY || rule->target == PT_LOCK ? a : NULL);
-    return rule->target == PT_KEY ? check_fence(r, rule) : 0;
+        return deny(r, why, t == CMD_T_KEY || t == CMD_T_LOCK ? a : NULL);
+    return t == CMD_T_KEY ? check_fence(r, cmd) : 0;
 }
 
-bool cmd_perm_allows(const struct acl_user *u, const char *name, const char *arg, size_t n)
+bool cmd_perm_allows(const struct acl_user *u, const struct srv_cmd *cmd, const char *arg, size_t n)
 {
-    const struct perm_rule *rule = rule_of(name, strlen(name));
-    return u && rule && perms_ok(u->perms, rule) && !target_refusal(u, rule, arg, n);
+    return u && cmd && perms_ok(u->perms, cmd) && !target_refusal(u, cmd, arg, n);
 }
 
-void cmd_perm_lost(struct buf *out, const struct acl_user *u, const char *name)
+void cmd_perm_lost(struct buf *out, const struct acl_user *u, const struct srv_cmd *cmd)
 {
     resp_w_errorf(out,
                   PROTO_NOPERM " user %s no longer has the permission for this parked '%s' "
                                "(ACL reloaded)",
-                  u ? u->name : "?", name);
+                  u ? u->name : "?", cmd ? cmd->name : "?");
 }
 
 int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
 {
     if (!r->s->auth.on || !r->c)
         return 0;
-    const struct perm_rule *rule = cmd ? rule_of(cmd->name, cmd->len) : NULL;
     /* PING with a payload before AUTH would echo up to --max-bulk bytes per command to anyone
      * (as Redis 6: only a plain PING answers PONG before AUTH) */
-    if (rule && rule->perm == PERM_OPEN &&
-        !(r->argc > 1 && !r->c->user && !strcmp(rule->name, "PING")))
+    if (cmd && cmd->perm == CMD_PERM_OPEN &&
+        !(r->argc > 1 && !r->c->user && cmd == srv_cmd_at(SRV_CMD_PING)))
         return 0;
     if (!r->c->user) {
         resp_w_error(r->out, PROTO_NOAUTH " Authentication required.");
@@ -238,19 +117,17 @@ int cmd_perm_check(struct srv_req *r, const struct srv_cmd *cmd)
     }
     if (!cmd)
         return 0; /* unknown: answered as such */
-    if (!rule)
-        return deny(r, "to run a command without a rule:", &r->argv[0]);
-    if (!perms_ok(r->c->user->perms, rule)) {
+    if (!perms_ok(r->c->user->perms, cmd)) {
         char need[64], alt[64] = "";
-        acl_perm_names(rule->perm, need, sizeof need);
-        if (rule->alt)
-            acl_perm_names(rule->alt, alt, sizeof alt);
+        acl_perm_names(cmd->perm, need, sizeof need);
+        if (cmd->alt)
+            acl_perm_names(cmd->alt, alt, sizeof alt);
         char what[160];
         snprintf(what, sizeof what, "to run '%s' (needs %s%s%s)", cmd->name, need,
                  alt[0] ? " or " : "", alt);
         return deny(r, what, NULL);
     }
-    return check_names(r, rule);
+    return check_names(r, cmd);
 }
 
 bool cmd_may_key(const struct srv_req *r, const char *key, size_t n)

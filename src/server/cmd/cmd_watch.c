@@ -323,9 +323,9 @@ void srv_watch_reauth(struct srv *s)
     while (w) {
         struct srv_watcher *next = w->next;
         const struct srv_conn *c = w->slot->conn;
-        if (c && c->user && !cmd_perm_allows(c->user, "XREAD", NULL, 0)) {
+        if (c && c->user && !cmd_perm_allows(c->user, srv_cmd_at(SRV_CMD_XREAD), NULL, 0)) {
             s->m.perm_denials++;
-            cmd_perm_lost(&w->slot->out, c->user, "XREAD");
+            cmd_perm_lost(&w->slot->out, c->user, srv_cmd_at(SRV_CMD_XREAD));
             watcher_finish(s, w);
         }
         w = next;

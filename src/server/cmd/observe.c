@@ -298,10 +298,11 @@ void srv_observe_reauth(struct srv *s)
     for (struct srv_observer *o = s->observe.observers, *next; o; o = next) {
         next = o->next;
         const struct srv_conn *c = o->slot->conn;
-        if (!c || !c->user || cmd_perm_allows(c->user, "ELECT.OBSERVE", o->name, o->name_len))
+        if (!c || !c->user ||
+            cmd_perm_allows(c->user, srv_cmd_at(SRV_CMD_ELECT_OBSERVE), o->name, o->name_len))
             continue;
         s->m.perm_denials++;
-        cmd_perm_lost(&o->slot->out, c->user, "ELECT.OBSERVE");
+        cmd_perm_lost(&o->slot->out, c->user, srv_cmd_at(SRV_CMD_ELECT_OBSERVE));
         observer_finish(s, o);
     }
 }

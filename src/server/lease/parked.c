@@ -83,12 +83,12 @@ void srv_fail_parked(struct srv *s, int status)
     map_foreach(&s->lease.parked, fail_parked_cb, &fa);
 }
 
-/* The command a parked wait was queued by, for the permission table. */
-static const char *parked_cmd(uint8_t op)
+/* The command a parked wait was queued by, for its row's permission. */
+static const struct srv_cmd *parked_cmd(uint8_t op)
 {
-    return op == FSM_OP_SEM_ACQUIRE      ? "SEM.ACQUIRE"
-           : op == FSM_OP_ELECT_CAMPAIGN ? "ELECT.CAMPAIGN"
-                                         : "LOCK";
+    return srv_cmd_at(op == FSM_OP_SEM_ACQUIRE      ? SRV_CMD_SEM_ACQUIRE
+                      : op == FSM_OP_ELECT_CAMPAIGN ? SRV_CMD_ELECT_CAMPAIGN
+                                                    : SRV_CMD_LOCK);
 }
 
 static void cancel_done(void *ctx, int status, const struct fsm_reply *reply)

@@ -24,11 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Which command needs which: the perm column of src/server/cmd/commands.def. */
 enum acl_perm {
-    ACL_READ = 1,  /* GET, KV.GET, KEYS, LOCK.INFO, LOCKS, FENCE.CHECK, SESSION.INFO */
-    ACL_LOCK = 2,  /* sessions, LOCK, UNLOCK */
+    ACL_READ = 1,  /* reads: GET, LOCK.INFO, ... */
+    ACL_LOCK = 2,  /* sessions, locks, semaphores, elections */
     ACL_WRITE = 4, /* PUT, DEL */
-    ACL_ADMIN = 8, /* CLUSTER.ADD/REMOVE/TRANSFER/ANNOUNCE, INFO */
+    ACL_ADMIN = 8, /* the cluster's administration, INFO, other users' sessions */
     /* what a member sends for itself (--peer-user): CLUSTER.ANNOUNCE and --join's CLUSTER.ADD,
      * nothing else; admin may run those too */
     ACL_PEER = 16,
