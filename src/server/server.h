@@ -218,7 +218,7 @@ struct srv_conn {
     uint64_t id;
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
-    uint64_t created_ms, last_cmd_ms; /* uv_now() at accept and at the latest command */
+    uint64_t created_ms, last_cmd_ms; /* clock_ms() at accept and at the latest command */
     /* limits.h: the peer's address, what this connection counts in srv.limits */
     char addr[SRV_ADDR_BUF];
     bool unauth_counted, hs_counted;
@@ -314,16 +314,11 @@ struct srv {
     } fmt;
     bool halted;          /* raft met an entry of a newer log format: stop from the next tick */
     struct notify notify; /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
-    /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
+    /* --join: since when no attempt got any answer (clock_ms; 0: the last one did), and
      * whether that silence was logged (members.c join_quiet) */
     uint64_t join_quiet_ms;
     bool join_quiet_logged;
 };
-
-/* Monotonic milliseconds (never the wall clock). */
-uint64_t srv_now_ms(void);
-/* Wall-clock ms since the epoch: only for informational stamps (held_since). */
-uint64_t srv_wall_ms(void);
 
 /* server.c: lifecycle */
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg);
@@ -371,7 +366,7 @@ int srv_conn_tls_start(struct srv_conn *c);
 /* n bytes arrived in s->tls->raw: handshake, decrypt into c->in. false if c was closed. */
 bool srv_conn_tls_read(struct srv_conn *c, size_t n);
 /* The connection has not finished its handshake within --tls-handshake-timeout. */
-bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now_uv);
+bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now);
 
 /* cmd.c (the command table and dispatch; cmd.h is the command families' header) */
 /* Whether the named command is proposed to the log (CMD_WRITE). */

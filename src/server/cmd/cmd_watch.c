@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 
 #define ORPHAN_SWEEP_MS 1000
@@ -233,7 +234,7 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     w->count = count;
     w->stale = r->c && r->c->stale_reads;
     w->seen = s->watch.last;
-    w->deadline = block ? srv_now_ms() + block : 0;
+    w->deadline = block ? clock_ms() + block : 0;
     if (w->deadline && w->deadline < s->watch_next_due)
         s->watch_next_due = w->deadline;
     w->prev = NULL;

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 
 #define OBSERVE_LEADERLESS_MAX 65536
@@ -239,7 +240,7 @@ static int observe_park(struct srv_req *r, struct fsm_str name, uint64_t after,
     o->after = after;
     o->seen = seen;
     o->stale = r->c->stale_reads;
-    o->deadline = wait ? srv_now_ms() + wait : 0;
+    o->deadline = wait ? clock_ms() + wait : 0;
     o->prev = NULL;
     o->next = r->s->observers;
     if (o->next)

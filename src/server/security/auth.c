@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/env.h"
 #include "server/cmd/cmd.h"
 
@@ -390,7 +391,7 @@ static void delay_fired(uv_timer_t *t)
 static void auth_fail_later(struct auth_wait *w)
 {
     struct srv *s = w->s;
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     unsigned n = note_failure(&s->auth, w->addr, w->prefix, now);
     uint64_t delay = auth_delay_ms(n);
     s->m.auth_failures++;
@@ -695,7 +696,7 @@ void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct
             wait_finish(w);
             return;
         }
-        if (in_backoff(&s->auth, w->addr, w->prefix) || fail_rate_over(s, srv_now_ms())) {
+        if (in_backoff(&s->auth, w->addr, w->prefix) || fail_rate_over(s, clock_ms())) {
             s->auth.pool.backoff++; /* a failure without a hash */
         } else if (pool_submit(s, w) == 0) {
             return;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/server.h"
 
 struct limits_addr {
@@ -81,7 +82,7 @@ static void addr_maybe_free(struct srv_limits *l, const char *addr, struct limit
 
 static bool refusal_log_due(struct srv *s)
 {
-    uint64_t now = uv_now(s->loop), *last = &s->limits.refusal_logged_ms;
+    uint64_t now = clock_ms(), *last = &s->limits.refusal_logged_ms;
     if (*last && now - *last < LIMITS_REFUSAL_LOG_MS)
         return false;
     *last = now;
@@ -244,7 +245,7 @@ void srv_limits_output(struct srv_conn *c, size_t n)
 bool srv_seclog_allow(struct srv *s)
 {
     struct srv_limits *l = &s->limits;
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     if (now - l->log_window_ms >= LIMITS_LOG_WINDOW_MS) {
         l->log_window_ms = now;
         l->log_in_window = 0;
@@ -261,7 +262,7 @@ bool srv_seclog_allow(struct srv *s)
 static void report_dropped(struct srv *s)
 {
     struct srv_limits *l = &s->limits;
-    if (!l->log_dropped_unreported || srv_now_ms() - l->log_window_ms < LIMITS_LOG_WINDOW_MS)
+    if (!l->log_dropped_unreported || clock_ms() - l->log_window_ms < LIMITS_LOG_WINDOW_MS)
         return;
     LOGW(&s->log,
          "%llu AUTH-failure / NOPERM log and audit lines dropped (over --security-log-rate %u "
@@ -278,7 +279,7 @@ static void report_dropped(struct srv *s)
 static void sweep_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
-    uint64_t now = uv_now(s->loop), limit = s->cfg.auth_timeout;
+    uint64_t now = clock_ms(), limit = s->cfg.auth_timeout;
     report_dropped(s);
     if (!s->auth.on || !limit)
         return;
