@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 /* ---- records ---- */
@@ -124,14 +125,7 @@ void held_append(struct sess *s, struct lock *l)
 void held_unlink(struct lock *l)
 {
     struct sess *s = l->holder;
-    if (l->hprev)
-        l->hprev->hnext = l->hnext;
-    else
-        s->held_head = l->hnext;
-    if (l->hnext)
-        l->hnext->hprev = l->hprev;
-    else
-        s->held_tail = l->hprev;
+    DLIST_UNLINK_ENDS_F(s->held_head, s->held_tail, l, hprev, hnext);
     l->hprev = l->hnext = NULL;
     l->holder = NULL;
     s->n_locks--;
@@ -191,22 +185,8 @@ void waiter_remove(struct fsm *f, struct waiter *w)
 {
     struct lock *l = w->lock;
     struct sess *s = w->sess;
-    if (w->lprev)
-        w->lprev->lnext = w->lnext;
-    else
-        l->wq_head = w->lnext;
-    if (w->lnext)
-        w->lnext->lprev = w->lprev;
-    else
-        l->wq_tail = w->lprev;
-    if (w->sprev)
-        w->sprev->snext = w->snext;
-    else
-        s->wait_head = w->snext;
-    if (w->snext)
-        w->snext->sprev = w->sprev;
-    else
-        s->wait_tail = w->sprev;
+    DLIST_UNLINK_ENDS_F(l->wq_head, l->wq_tail, w, lprev, lnext);
+    DLIST_UNLINK_ENDS_F(s->wait_head, s->wait_tail, w, sprev, snext);
     l->n_waiters--;
     s->n_waits--;
     usage_wait(f, s, w, -1);

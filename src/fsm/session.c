@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 struct sess *sess_find(const struct fsm *f, uint64_t sid)
@@ -70,14 +71,7 @@ static void sess_unlink(struct fsm *f, struct sess *s)
     htab_remove(&f->sessions, &s->h);
     f->name_bytes -= s->name_len;
     usage_session(f, s, -1);
-    if (s->sprev)
-        s->sprev->snext = s->snext;
-    else
-        f->sess_head = s->snext;
-    if (s->snext)
-        s->snext->sprev = s->sprev;
-    else
-        f->sess_tail = s->sprev;
+    DLIST_UNLINK_ENDS_F(f->sess_head, f->sess_tail, s, sprev, snext);
 }
 
 void sess_destroy(struct sess *s)

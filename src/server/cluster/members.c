@@ -49,8 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/addr.h"
+#include "common/clock.h"
 #include "common/proto.h"
 #include "server/server.h"
 

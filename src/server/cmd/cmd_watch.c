@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/list.h"
 #include "server/cmd/cmd.h"
 
 #define ORPHAN_SWEEP_MS 1000
@@ -182,12 +183,7 @@ static void watcher_unlink(struct srv *s, struct srv_watcher *w)
 {
     for (size_t i = 0; i < w->n; i++)
         wake_index_del(&s->wake, &w->mem[i]);
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        s->watchers = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    DLIST_UNLINK(s->watchers, w);
     s->n_watchers--;
     if (w->parked)
         (*w->parked)--;
@@ -237,11 +233,7 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     w->deadline = block ? clock_ms() + block : 0;
     if (w->deadline && w->deadline < s->watch_next_due)
         s->watch_next_due = w->deadline;
-    w->prev = NULL;
-    w->next = s->watchers;
-    if (s->watchers)
-        s->watchers->prev = w;
-    s->watchers = w;
+    DLIST_PUSH(s->watchers, w);
     s->n_watchers++;
     w->parked = srv_parked_counter(s, r->c ? r->c->user : NULL);
     if (w->parked)

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/list.h"
 #include "server/cmd/cmd.h"
 
 #define OBSERVE_LEADERLESS_MAX 65536
@@ -214,12 +215,7 @@ static int observe_answer(struct srv *s, const char *name, size_t len, bool has_
 
 static void observer_finish(struct srv *s, struct srv_observer *o)
 {
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        s->observers = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    DLIST_UNLINK(s->observers, o);
     s->n_observers--;
     if (o->parked)
         (*o->parked)--;
@@ -241,11 +237,7 @@ static int observe_park(struct srv_req *r, struct fsm_str name, uint64_t after,
     o->seen = seen;
     o->stale = r->c->stale_reads;
     o->deadline = wait ? clock_ms() + wait : 0;
-    o->prev = NULL;
-    o->next = r->s->observers;
-    if (o->next)
-        o->next->prev = o;
-    r->s->observers = o;
+    DLIST_PUSH(r->s->observers, o);
     r->s->n_observers++;
     o->parked = srv_parked_counter(r->s, r->c ? r->c->user : NULL);
     if (o->parked)

@@ -33,8 +33,9 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#include "common/clock.h"
 #include "common/addr.h"
+#include "common/clock.h"
+#include "common/list.h"
 #include "common/proto.h"
 #include "server/cmd/cmd.h"
 #include "server/net/fdlimit.h"
@@ -104,12 +105,7 @@ static bool conn_output_check(struct srv_conn *c)
 
 static void conn_list_remove(struct srv *s, struct srv_conn *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    DLIST_UNLINK(s->conns, c);
     s->nconns--;
 }
 
@@ -628,10 +624,7 @@ static void on_connection(uv_stream_t *server, int status)
     c->proto = 2;
     c->id = ++s->next_conn_id;
     c->created_ms = c->last_cmd_ms = c->active_ms = clock_ms();
-    c->next = s->conns;
-    if (s->conns)
-        s->conns->prev = c;
-    s->conns = c;
+    DLIST_PUSH(s->conns, c);
     s->nconns++;
     s->m.connections_total++;
     uv_tcp_nodelay(&c->tcp, 1);
