@@ -639,6 +639,8 @@ static struct auth_wait *wait_new(struct srv_req *r, const struct resp_arg *user
     memcpy(w->pw, pw->p, pw->len);
     w->pwlen = pw->len;
     size_t un = user->len > ACL_NAME_MAX ? ACL_NAME_MAX : user->len;
+    /* cppcheck-suppress knownConditionTrueFalse ; false positive: cppcheck 2.10 takes `un` for
+     * 0 here; it is the length of the user name the client sent, up to ACL_NAME_MAX. */
     for (size_t i = 0; i < un; i++) /* shown in the log: printable bytes only */
         w->user[i] = user->p[i] > ' ' && user->p[i] < 0x7f ? user->p[i] : '?';
     if (setname)
