@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "common/htab.h"
 #include "common/proto.h"
 #include "fsm/fsm.h"
 
@@ -47,26 +48,7 @@ void otree_drain(struct onode **root, void (*free_node)(struct onode *n));
 /* 0 if names strictly increase in order and the heights are right and balanced; *count nodes. */
 int otree_check(const struct onode *root, size_t *count);
 
-/* ---- intrusive chained hash table; the bucket array is never empty (see htab_init) ---- */
-
-struct hlink {
-    struct hlink *next;
-    uint32_t hash;
-};
-
-struct htab {
-    struct hlink **b;
-    size_t nb, n; /* nb: power of two */
-};
-
-int htab_init(struct htab *t);
-void htab_free(struct htab *t); /* the bucket array only; the caller frees the records */
-void htab_insert(struct htab *t, struct hlink *l, uint32_t hash);
-void htab_remove(struct htab *t, struct hlink *l);
-static inline struct hlink *htab_bucket(const struct htab *t, uint32_t hash)
-{
-    return t->b[hash & (t->nb - 1)];
-}
+/* ---- the session and lock indexes: common/htab.h's table (htab_init gives each an array) ---- */
 
 /* SipHash-2-4 (libsodium's crypto_shorthash) of a name under f's hash key: lock names are
    chosen by clients, so an unkeyed hash let one pick names that share a bucket. */

@@ -92,7 +92,7 @@ void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v,
 
 static void leaderless_set(struct srv *s, const char *name, size_t len, uint64_t rev)
 {
-    if (s->leaderless.n >= OBSERVE_LEADERLESS_MAX)
+    if (map_count(&s->leaderless) >= OBSERVE_LEADERLESS_MAX)
         map_free(&s->leaderless, NULL);
     map_put(&s->leaderless, name, len, (void *)(uintptr_t)rev); /* on failure: asked again */
 }
