@@ -10,11 +10,11 @@
  * unread replies of every connection together are capped at --max-output-total (the connection
  * holding the most is closed, as --max-input-total does for input).
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "server/server.h"
 
@@ -42,18 +42,14 @@ void srv_conn_addr(struct srv_conn *c, char out[SRV_ADDR_BUF])
 void srv_addr_prefix(const char *addr, char out[SRV_ADDR_BUF])
 {
     unsigned char b[16];
-    snprintf(out, SRV_ADDR_BUF, "%s", addr);
-    if (inet_pton(AF_INET, addr, b) == 1) {
+    int n = addr_ip_bytes(addr, b); /* an IPv4-mapped address counts as its IPv4 one */
+    if (n == 4)
         snprintf(out, SRV_ADDR_BUF, "%u.%u.%u.0/24", b[0], b[1], b[2]);
-    } else if (inet_pton(AF_INET6, addr, b) == 1) {
-        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(b, mapped, sizeof mapped) == 0) {
-            snprintf(out, SRV_ADDR_BUF, "%u.%u.%u.0/24", b[12], b[13], b[14]);
-            return;
-        }
+    else if (n == 16)
         snprintf(out, SRV_ADDR_BUF, "%x:%x:%x:%x::/64", b[0] << 8 | b[1], b[2] << 8 | b[3],
                  b[4] << 8 | b[5], b[6] << 8 | b[7]);
-    }
+    else
+        snprintf(out, SRV_ADDR_BUF, "%s", addr);
 }
 
 /* ---- the address table (common/map.c: keyed hash, so no client picks colliding keys) ---- */
