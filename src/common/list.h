@@ -50,16 +50,12 @@
         (tail) = (e);                                                                              \
     } while (0)
 
-/* A queue (head and tail): take e out (e must be on it). */
+/* A queue (head and tail): take e out (e must be on it). The unlink keeps e's own pointers, so
+ * the last element's prev is still there to become the tail. */
 #define DLIST_UNLINK_ENDS_F(head, tail, e, prev, next)                                             \
     do {                                                                                           \
-        if ((e)->prev)                                                                             \
-            (e)->prev->next = (e)->next;                                                           \
-        else                                                                                       \
-            (head) = (e)->next;                                                                    \
-        if ((e)->next)                                                                             \
-            (e)->next->prev = (e)->prev;                                                           \
-        else                                                                                       \
+        DLIST_UNLINK_F(head, e, prev, next);                                                       \
+        if (!(e)->next)                                                                            \
             (tail) = (e)->prev;                                                                    \
     } while (0)
 
