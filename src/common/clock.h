@@ -13,14 +13,16 @@
  * Why not the loop-cached uv_now(loop), for any of the server's uses:
  *  - lease deadlines and keepalive answers (lease/, cmd_session.c): a cached `now` is as old
  *    as the loop iteration (a snapshot apply, a batch of 1,000 commands); a deadline computed
- *    from it lands earlier than the request that set it, the unsafe side for a lease.
+ *    from it can start before the client sent the request, so the server could expire a lease
+ *    the client still counts as held: the unsafe side.
  *  - WAIT / BLOCK / OBSERVE deadlines, hold times, uptime, the join and announce retries: a
  *    fresh reading costs one vDSO call (tens of ns) beside a request that costs tens of us.
  *  - idle, TLS-handshake and authentication deadlines and the log throttles: a cached `now`
  *    would do (they are swept by timers on the same loop), but libuv derives it from
  *    CLOCK_MONOTONIC_COARSE where that ticks at 1 ms, which runs up to a tick behind
- *    uv_hrtime; a cached reading compared with a fresh stamp (the idle sweep did exactly that)
- *    can be "before" it and wrap to 2^64. One clock removes the question.
+ *    uv_hrtime; a cached reading compared with a fresh stamp can be "before" it and wrap to
+ *    2^64. The idle sweep read both clocks for two deadlines of one connection; nothing
+ *    compared across them yet, but one clock removes the question for the next field.
  * src/raft keeps uv_now for the transport's rate windows, which compare only with each other.
  */
 #ifndef FENCELOCK_CLOCK_H
