@@ -8,8 +8,8 @@
 #
 #   scripts/check-static.sh [--root DIR]
 #
-# It takes about 10 s on two loaded cores (one configuration, two jobs); results are cached in
-# build/cppcheck, so a run after a small change re-reads only what changed.
+# It takes 10-15 s on two loaded cores (one configuration, two jobs); results are cached in
+# build/cppcheck, so a run after a small change re-reads only what changed (under 2 s).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ "${1:-}" = --root ] && root=$(cd "$2" && pwd)
