@@ -44,7 +44,7 @@ SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-layers check-purity check-static cluster cluster-stop install
+.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-layers check-docs check-purity check-static cluster cluster-stop install
 
 all: $(B)/fencelockd $(UNIT_BIN) client
 
@@ -163,9 +163,9 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 	[ -n "$(DESTDIR)" ] || ldconfig
 
-# make deb: the Debian packages (debian/, docs/operations.md "Packages") built from a copy of
-# the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches build/;
-# the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
+# make deb: the Debian packages (debian/, docs/operations.md "Install from packages") built from
+# a copy of the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches
+# build/; the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
 # sanitizers.
 DEB_JOBS ?= 2
 deb:
@@ -196,7 +196,7 @@ cluster-stop:
 JOBS ?= $(shell nproc)
 test:
 	@scripts/deps.sh test
-	$(MAKE) SAN=1 check-purity check-format check-layers check-static
+	$(MAKE) SAN=1 check-purity check-format check-layers check-docs check-static
 	$(MAKE) -j$(JOBS) SAN=1 all
 	scripts/run-tests.sh build/asan
 
@@ -250,6 +250,11 @@ check-layers:
 check-static:
 	@scripts/check-static.sh
 
+# design.md's file tables and "Where to change what" name what exists, doc paths and
+# docs/x.md "Heading" references resolve, no tracker references: scripts/check-docs.py.
+check-docs:
+	@python3 scripts/check-docs.py
+
 # The C sources as clang-format (Debian 12's 14, .clang-format) writes them; make test runs it.
 check-format:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) || \
@@ -264,7 +269,7 @@ clean:
 # make torture: the Jepsen-style suite (tests/torture/, docs/testing.md "Torture") on real 3-
 # and 5-node clusters under ASan; TORTURE_SECONDS per 3-node run (the 5-node run gets a third),
 # TORTURE_SEED to replay a run (default: a fresh seed, printed first). Then the snapshot-heavy
-# mode (--snapshots: tiny thresholds, leader pauses, lagging followers; issue 13) on 3 nodes
+# mode (--snapshots: tiny thresholds, leader pauses, lagging followers) on 3 nodes
 # for TORTURE_SNAPSHOT_SECONDS.
 TORTURE_SECONDS ?= 600
 TORTURE_SNAPSHOT_SECONDS ?= 300
@@ -287,7 +292,7 @@ torture:
 	  --seconds $(TORTURE_SNAPSHOT_SECONDS) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
 	  --out build/torture/snap
 
-# make bench: the side-by-side lock benchmark (issue 6; bench/README.md, docs/performance.md):
+# make bench: the side-by-side lock benchmark (bench/README.md, docs/performance.md):
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and
 # ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
 # bench/results/. lockbench links every bench/drv_*.c present (one driver per system).

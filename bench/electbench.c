@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * electbench — lockbench's W12: election fail-over (issue 19). Each of `rounds` rounds (default
+ * electbench — lockbench's W12: election fail-over. Each of `rounds` rounds (default
  * 10) uses a fresh election: a leader L campaigns and wins, a candidate C campaigns and waits,
  * `observers` observers (default 4, each its own connection) watch the election; then L's
  * session is ended from outside (fencelock: SESSION.CLOSE on another connection; etcd: its

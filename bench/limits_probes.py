@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The memory probes of issue #14, bounded, with RSS before/after (docs/server.md "Memory").
+"""The memory probes of the resource limits, bounded, with RSS before/after (docs/server.md "Memory").
 
     python3 bench/limits_probes.py --bin build/release/fencelockd [--probe NAME ...]
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lockbench — the side-by-side lock benchmark harness (issue 6). Owns the workloads, their
+ * lockbench — the side-by-side lock benchmark harness. Owns the workloads, their
  * threads, timing and statistics; the lock systems themselves are behind the driver table of
  * bench/driver.h (bench/drv_*.c), so every system runs the identical loop.
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""What a pre-AUTH flood does to an authenticated client (issue 32), bounded in count and time.
+"""What a pre-AUTH flood does to an authenticated client, bounded in count and time.
 
     python3 bench/preauth_flood.py --bin build/release/fencelockd [--mode auth|tls|both]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# bench/run.sh — one side-by-side run of the lock benchmark (issue 6): for each system
+# bench/run.sh — one side-by-side run of the lock benchmark: for each system
 # (fencelock, redis, redlock, etcd, zookeeper) start its servers (bench/servers/NAME.sh), run
 # workloads W1, W2, W3 with build/release/bench/lockbench, stop them; W4 (held-lock footprint)
 # for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md.

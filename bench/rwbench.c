@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rwbench — lockbench's W9: read-write locks (issue 19). `readers` clients take one lock in
+ * rwbench — lockbench's W9: read-write locks. `readers` clients take one lock in
  * shared mode and release it, in a loop, while one writer takes the same lock exclusively every
  * `pause_ms`: reader grants/s, reader and writer wait p50/p99 (call to grant), the writer's
  * grants, timeouts and longest wait (the FIFO rule: a queued writer keeps later readers out,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * sembench — lockbench's W11: counting semaphores (issue 19), fencelock only. `clients` clients
+ * sembench — lockbench's W11: counting semaphores, fencelock only. `clients` clients
  * (default 16), each with its own connection and session to the leader, loop on one semaphore
  * of `limit` permits (default 4): `SEM.ACQUIRE name sid limit WAIT ms REQ sid seq`, a hold of
  * `hold_ms`, `SEM.RELEASE name sid REQ sid seq`. Reports hand-offs/s (permits granted per

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * watch.h — lockbench's W10 (watch: event latency and fan-out, issue 20): the table one system
+ * watch.h — lockbench's W10 (watch: event latency and fan-out): the table one system
  * implements (bench/watch_fl.c: fencelock XREAD; bench/watch_etcd.c: etcd's v3 watch over its
  * JSON gateway) and the harness in bench/watchbench.c drives.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * watchbench — lockbench's W10 harness (issue 20): event latency and fan-out of a watch, the
+ * watchbench — lockbench's W10 harness: event latency and fan-out of a watch, the
  * same loop for every system of bench/watch.h (fencelock XREAD, etcd watch).
  *
  * One run: `n` watchers of a fresh key prefix, driven by one poller thread that records every

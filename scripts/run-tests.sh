@@ -46,9 +46,9 @@ log=$(mktemp)
 # background while the other parts run (they take fixed wall time and little CPU); on their own
 # slice of loopback ports. TORTURE=0 skips them.
 #  - 60 s with every nemesis, membership changes included;
-#  - 45 s of the snapshot-heavy mode (issue 13): thresholds of 64..256 entries, leader pauses,
+#  - 45 s of the snapshot-heavy mode: thresholds of 64..256 entries, leader pauses,
 #    lagging followers, membership changes (a rejoined node asks again with PROMOTE);
-#  - 30 s of --secure (issue 18): client TLS with client certificates, peer mTLS and ACLs on
+#  - 30 s of --secure: client TLS with client certificates, peer mTLS and ACLs on
 #    every node, workers on TLS + AUTH. Only the workloads with no "nothing was tested" floor
 #    that 30 s could miss (control, rw, sem, elect need luckier schedules; the 60 s run has them).
 torture_one() { # NAME SECONDS ARGS...: build/torture/NAME (its output in NAME.log)

@@ -2,7 +2,8 @@
 /*
  * link — one client connection to a fencelockd: a TCP socket, optionally TLS (OpenSSL), with
  * hiredis 0.14 used only to format commands and parse replies (redisReader). Debian 12's
- * hiredis has no TLS, so the socket I/O is ours (docs/design.md "The client": why).
+ * hiredis has no TLS, so the socket I/O is ours
+ * (docs/decisions/0001-client-owns-its-socket-io.md: why).
  *
  * Owns: the socket, its SSL (when TLS), the reader and its buffered bytes. A link belongs to
  * one thread at a time (the pool in fl_client hands it over under fl_client.mu). The SSL_CTX

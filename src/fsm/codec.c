@@ -32,10 +32,10 @@
  *   cond: u8 flags, [str fence_name, varint fence_token], [varint ifrev]; flags bit 0 = fence
  *   present, bit 1 = ifrev present, other bits must be 0. Lock names, keys and fence names are
  *   1..FSM_MAX_NAME bytes, values up to FSM_MAX_VALUE. The C structs became per-op payloads
- *   in issue 17 without changing a byte: tests/fixtures/fsm_golden holds entries and a snapshot
+ *   without changing a byte: tests/fixtures/fsm_golden holds entries and a snapshot
  *   written before, and test_fsm_codec_golden checks the code against them.
  *
- * Version 2 (issue 18: session ownership) is written only for a checked command (fsm.h: struct
+ * Version 2 (session ownership) is written only for a checked command (fsm.h: struct
  * fsm_cmd); every other command is written as version 1, byte for byte as before, and a
  * version-1 entry decodes unchecked (nothing is checked or recorded), so old logs replay
  * identically. The server writes version 2 (and ops 14-20) only once the cluster's log format

@@ -43,7 +43,7 @@
 #define FSM_MAX_USER 64              /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
-/* The log formats (docs/design.md, "Log format versions"): what a node must read to apply an
+/* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
  * 2-3); 2: adds header version 2 (acting user), ops 14-21 and snapshots 4-5. The cluster's
  * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */
@@ -206,7 +206,7 @@ struct fsm_cmd_cluster_format {
  * must be owned by `user` (fsm_apply: session ownership), SESSION_OPEN records `user` as the
  * new session's owner, and a REQ records the command's digest. `user` is the --acl-file user
  * (0..FSM_MAX_USER bytes; empty without --acl-file). Unchecked (version 1, as every entry
- * written before issue 18): nothing is checked, no owner and no digest are recorded: the
+ * written before session ownership): nothing is checked, no owner and no digest are recorded: the
  * leader's own entries (expiry, checkpoints, wait timers, lock-delay ends) are unchecked, and
  * old logs replay identically. `admin`: the user has the admin permission, which overrides
  * ownership for SESSION_CLOSE, SESSION_REVOKE and UNLOCK.

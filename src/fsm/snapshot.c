@@ -26,13 +26,13 @@
  *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
  *     varint id (> 0); str client_addr, str raft_addr (1..FSM_MAX_ADDR bytes each)
  *
- * Version 3 (issue 19: read-write locks) is written only for a state that uses what version 2
+ * Version 3 (read-write locks) is written only for a state that uses what version 2
  * cannot hold (a shared hold or a queued shared request); any other state is written as version
  * 2, byte for byte as before, so a binary that reads only version 2 keeps restoring it during a
- * rolling upgrade until shared locks are used. Version 4 (issue 18: session owners and request
- * digests in the session records; issue 19: semaphores and elections, whose fields in the lock
+ * rolling upgrade until shared locks are used. Version 4 (session owners and request
+ * digests in the session records; semaphores and elections, whose fields in the lock
  * records src/fsm/snap_prims.c reads and writes) is written only when some session has an owner
- * or a digest, or a semaphore or an election exists, by the same rule. Version 5 (issue 18:
+ * or a digest, or a semaphore or an election exists, by the same rule. Version 5 (for
  * upgrade safety) is version 4 with the cluster's log format (src/fsm/format.c), written once
  * it is 2 or more: every voter reads version 5 by then. Every version is restored.
  *

@@ -32,39 +32,73 @@ void rn_life_to(struct rn *rn, enum rn_life to)
 
 static uint64_t tp_term(void *arg)
 {
-    return ((struct rn *)arg)->raft.current_term;
+    return ((struct rn *)arg)->raft->current_term;
 }
 
-int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
-           const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen)
+/* What every rn has, whatever struct raft it drives: the copies of the configuration, the FSM
+ * callbacks and the event buffers. NULL when out of memory. */
+static struct rn *glue_alloc(uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
+                             const struct rn_hooks *hooks, const struct logger *log)
 {
     struct rn *rn = calloc(1, sizeof(*rn));
-    if (!rn) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!rn)
+        return NULL;
     rn->loop = loop;
     rn->fsm = fsm;
     rn->hooks = *hooks;
     rn->log = log;
     rn->cfg = *cfg;
-    rn->raft_address = strdup(cfg->raft_address);
-    rn->data_dir = strdup(cfg->data_dir);
+    rn->raft_address = strdup(cfg->raft_address ? cfg->raft_address : "");
+    rn->data_dir = strdup(cfg->data_dir ? cfg->data_dir : "");
     rn->next_pid = 1;
     fsm_events_init(&rn->ev);
     rn_fsm_init(rn);
     rn_heap_init(&rn->heap);
-    rn_heap_install(&rn->heap);
+    /* For a libraft that no longer needs repair_stale_config, and for the test of the watchdog
+     * that has to act when the repair does not. */
+    rn->no_repair = getenv("FENCELOCK_NO_CONFIG_REPAIR") != NULL;
     if (!rn->raft_address || !rn->data_dir) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+        rn_heap_destroy(&rn->heap);
+        fsm_events_free(&rn->ev);
+        free(rn->raft_address);
+        free(rn->data_dir);
+        free(rn);
+        return NULL;
     }
+    return rn;
+}
+
+/* The glue around a struct raft that already has its io and rn's FSM callbacks (raft_init
+ * done, raft_start not yet): the snapshot thresholds, the snapshot guard (it wraps the io's
+ * start, so it must come before raft_start) and the group-commit handles. */
+static void glue_bind(struct rn *rn, struct raft *raft)
+{
+    rn->raft = raft;
+    rn->threshold = rn->cfg.snapshot_threshold;
+    raft_set_snapshot_threshold(rn->raft, rn->threshold);
+    rn->trailing = rn->cfg.snapshot_trailing;
+    raft_set_snapshot_trailing(rn->raft, rn->trailing);
+    snapguard_init(&rn->guard, rn->loop, rn->raft, rn->log);
+    rn_batch_init(rn);
+}
+
+int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
+           const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen)
+{
+    struct rn *rn = glue_alloc(loop, cfg, fsm, hooks, log);
+    if (!rn) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    rn->raft = &rn->raft_mem;
+    rn_heap_install(&rn->heap);
     rn->transport.version = 1; /* libraft checks the struct version it was given */
     /* No peer_ok: any id but 0 and our own may connect. Checking ids against this node's
      * configuration (tried first) cut a node off from the leader it needed: an old leader whose
      * uncommitted REMOVE named the new leader never heard of the new term (the rollback test
      * hung), and a follower that lagged behind an ADD could not be caught up by the added node
-     * once it led. Telling a member from an impostor is authentication: issue 18. */
+     * once it led. Telling a member from an impostor is peer TLS's job
+     * (transport_tls.c). */
     rn->tp_policy = (struct rn_tp_policy){.arg = rn, .term = tp_term};
     int rv = rn_transport_init(&rn->transport, loop, &rn->tp_policy, log);
     if (rv) {
@@ -89,21 +123,18 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
         rn_transport_free(&rn->transport);
         goto fail;
     }
-    rv = raft_init(&rn->raft, &rn->io, &rn->rfsm, cfg->id, rn->raft_address);
+    rv = raft_init(rn->raft, &rn->io, &rn->rfsm, cfg->id, rn->raft_address);
     if (rv) {
-        snprintf(err, errlen, "raft_init: %s", raft_errmsg(&rn->raft));
+        snprintf(err, errlen, "raft_init: %s", raft_errmsg(rn->raft));
         raft_uv_close(&rn->io);
         rn_transport_free(&rn->transport);
         goto fail;
     }
-    /* For a libraft that no longer needs repair_stale_config, and for the test of the watchdog
-     * that has to act when the repair does not. */
-    rn->no_repair = getenv("FENCELOCK_NO_CONFIG_REPAIR") != NULL;
     /* libraft formats every diagnostic line (snprintf into a 1 KiB buffer) and only then lets
      * its default tracer drop it; a NULL tracer skips the formatting: 7.5 % of the leader's
      * user-space instructions per command (callgrind). LIBRAFT_TRACE=1 keeps the traces. */
     if (!getenv("LIBRAFT_TRACE")) {
-        rn->raft.tracer = NULL;
+        rn->raft->tracer = NULL;
         raft_uv_set_tracer(&rn->io, NULL);
     }
     raft_uv_set_segment_size(&rn->io, RN_SEGMENT_BYTES);
@@ -111,15 +142,10 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     /* libraft's auto-recovery renames a segment it cannot read to corrupt-* and starts without
      * it, silently dropping acknowledged entries; refusing to start is the safe answer. */
     raft_uv_set_auto_recovery(&rn->io, false);
-    raft_set_pre_vote(&rn->raft, true);
-    raft_set_election_timeout(&rn->raft, cfg->election_ms);
-    raft_set_heartbeat_timeout(&rn->raft, cfg->heartbeat_ms);
-    rn->threshold = cfg->snapshot_threshold;
-    raft_set_snapshot_threshold(&rn->raft, rn->threshold);
-    rn->trailing = cfg->snapshot_trailing;
-    raft_set_snapshot_trailing(&rn->raft, rn->trailing);
-    snapguard_init(&rn->guard, loop, &rn->raft, log);
-    rn_batch_init(rn);
+    raft_set_pre_vote(rn->raft, true);
+    raft_set_election_timeout(rn->raft, cfg->election_ms);
+    raft_set_heartbeat_timeout(rn->raft, cfg->heartbeat_ms);
+    glue_bind(rn, rn->raft);
     *out = rn;
     return 0;
 fail:
@@ -130,6 +156,33 @@ fail:
     free(rn->data_dir);
     free(rn);
     return -1;
+}
+
+int rn_glue_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
+                const struct rn_hooks *hooks, const struct logger *log)
+{
+    struct rn *rn = glue_alloc(loop, cfg, fsm, hooks, log);
+    if (!rn)
+        return -1;
+    rn->attached = true;
+    *out = rn;
+    return 0;
+}
+
+struct raft_fsm *rn_glue_fsm(struct rn *rn)
+{
+    return &rn->rfsm;
+}
+
+void rn_glue_attach(struct rn *rn, struct raft *raft)
+{
+    assert(rn->attached && !rn->raft);
+    glue_bind(rn, raft);
+}
+
+void rn_glue_started(struct rn *rn)
+{
+    rn_life_to(rn, RN_LIFE_RUNNING);
 }
 
 /*
@@ -143,7 +196,7 @@ fail:
  */
 static bool load_needs_second_pass(struct rn *rn, int rv)
 {
-    const char *m = raft_errmsg(&rn->raft);
+    const char *m = raft_errmsg(rn->raft);
     return rv == RAFT_CORRUPT && m && strstr(m, "which is behind last snapshot");
 }
 
@@ -151,15 +204,15 @@ static int start_raft(struct rn *rn, char *err, size_t errlen)
 {
     if (rn_bind_wait(rn->raft_address, rn->log, err, errlen))
         return -1;
-    int rv = raft_start(&rn->raft);
+    int rv = raft_start(rn->raft);
     if (load_needs_second_pass(rn, rv)) {
         LOGW(rn->log, "raft: %s: loading %s again (its open segments are closed now)",
-             raft_errmsg(&rn->raft), rn->data_dir);
-        rv = raft_start(&rn->raft);
+             raft_errmsg(rn->raft), rn->data_dir);
+        rv = raft_start(rn->raft);
     }
     if (rv) {
         /* libraft leaves the message empty for a transport that failed to listen. */
-        const char *m = raft_errmsg(&rn->raft);
+        const char *m = raft_errmsg(rn->raft);
         int e = rv == RAFT_IOERR ? rn_bind_probe(rn->raft_address) : 0;
         if (m && *m)
             snprintf(err, errlen, "raft_start: %s", m);
@@ -183,10 +236,10 @@ int rn_recover(struct rn *rn, char *err, size_t errlen)
         rv = raft_configuration_add(&conf, rn->cfg.peers[i].id, rn->cfg.peers[i].raft_address,
                                     RAFT_VOTER);
     if (rv == 0)
-        rv = raft_recover(&rn->raft, &conf);
+        rv = raft_recover(rn->raft, &conf);
     raft_configuration_close(&conf);
     if (rv) {
-        snprintf(err, errlen, "raft_recover: %s (%s)", raft_strerror(rv), raft_errmsg(&rn->raft));
+        snprintf(err, errlen, "raft_recover: %s (%s)", raft_strerror(rv), raft_errmsg(rn->raft));
         return -1;
     }
     LOGI(rn->log, "raft: recovered %s with a new configuration of %zu voter(s)", rn->data_dir,
@@ -209,7 +262,7 @@ int rn_start(struct rn *rn, char *err, size_t errlen)
         rv = raft_configuration_add(&conf, rn->cfg.peers[i].id, rn->cfg.peers[i].raft_address,
                                     RAFT_VOTER);
     if (rv == 0) {
-        rv = raft_bootstrap(&rn->raft, &conf);
+        rv = raft_bootstrap(rn->raft, &conf);
         if (rv == 0)
             LOGI(rn->log, "raft: bootstrapped a new %u-node cluster in %s", conf.n, rn->data_dir);
         else if (rv == RAFT_CANTBOOTSTRAP)
@@ -225,19 +278,19 @@ int rn_start(struct rn *rn, char *err, size_t errlen)
 
 int rn_role(struct rn *rn)
 {
-    return rn->life != RN_LIFE_NEW ? raft_state(&rn->raft) : RN_UNAVAILABLE;
+    return rn->life != RN_LIFE_NEW ? raft_state(rn->raft) : RN_UNAVAILABLE;
 }
 uint64_t rn_term(struct rn *rn)
 {
-    return rn->raft.current_term;
+    return rn->raft->current_term;
 }
 uint64_t rn_commit_index(struct rn *rn)
 {
-    return rn->raft.commit_index;
+    return rn->raft->commit_index;
 }
 uint64_t rn_applied_index(struct rn *rn)
 {
-    return raft_last_applied(&rn->raft);
+    return raft_last_applied(rn->raft);
 }
 
 void rn_leader(struct rn *rn, uint64_t *id, const char **raft_address)
@@ -245,7 +298,7 @@ void rn_leader(struct rn *rn, uint64_t *id, const char **raft_address)
     raft_id lid = 0;
     const char *addr = NULL;
     if (rn->life != RN_LIFE_NEW)
-        raft_leader(&rn->raft, &lid, &addr);
+        raft_leader(rn->raft, &lid, &addr);
     *id = lid;
     *raft_address = addr;
 }
@@ -280,7 +333,8 @@ static void flush_closed(uv_handle_t *h)
     struct rn *rn = h->data;
     void (*done)(void *) = rn->done;
     void *arg = rn->done_arg;
-    rn_heap_uninstall(&rn->heap);
+    if (!rn->attached) /* a glue never installed its heap */
+        rn_heap_uninstall(&rn->heap);
     rn_heap_destroy(&rn->heap);
     fsm_events_free(&rn->ev);
     free(rn->raft_address);
@@ -292,7 +346,7 @@ static void flush_closed(uv_handle_t *h)
 
 static void raft_closed(struct raft *r)
 {
-    struct rn *rn = (struct rn *)((char *)r - offsetof(struct rn, raft));
+    struct rn *rn = (struct rn *)((char *)r - offsetof(struct rn, raft_mem));
     raft_uv_close(&rn->io);
     rn_transport_free(&rn->transport);
     free_rn(rn);
@@ -303,7 +357,11 @@ void rn_close(struct rn *rn, void (*done)(void *arg), void *arg)
     rn_life_to(rn, RN_LIFE_CLOSING);
     rn->done = done;
     rn->done_arg = arg;
-    raft_close(&rn->raft, raft_closed);
+    if (rn->attached) { /* its owner closed the struct raft already (rn.h) */
+        free_rn(rn);
+        return;
+    }
+    raft_close(rn->raft, raft_closed);
 }
 
 uint64_t rn_raft_rejected(struct rn *rn, int reason)

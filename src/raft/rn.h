@@ -18,6 +18,20 @@
  * (group commit). rn_barrier and the membership calls submit the open batch first.
  *
  * Memory: rn_propose copies the command; the callback's `reply` is borrowed for the call.
+ *
+ * Running the glue on another struct raft (the test seam): rn_new makes the node (struct raft
+ * over libuv disk I/O and the validating transport) and then binds the glue to it; the glue is
+ * everything above libraft (group commit and delivery in rn_batch.c, the FSM callbacks and
+ * snapshot thresholds in rn_fsm.c, membership in rn_member.c, rn_tick.c, the snapshot guard).
+ * rn_glue_new makes the same glue without a node, for a struct raft its caller made (libraft's
+ * raft_fixture: tests/unit/test_rn_fixture.c): the very same code then runs on a deterministic
+ * in-memory cluster. Nothing in the glue knows which it runs on. Its order:
+ *   rn_glue_new, then raft_init (or raft_fixture_grow) with rn_glue_fsm(rn), then
+ *   rn_glue_attach (before raft_start: the snapshot guard wraps the io's start), raft_start,
+ *   rn_glue_started. To end: close the struct raft first (its last callbacks still reach the
+ *   glue), then rn_close, which fails what is left and frees the glue once the loop released
+ *   its handles. rn_start, rn_recover, rn_restore and rn_peer_tls_reload are for rn_new's node
+ *   only. The glue's handles (group commit, lazy timer, the guard's check) run on `loop`.
  */
 #ifndef FENCELOCK_RN_H
 #define FENCELOCK_RN_H
@@ -29,6 +43,9 @@
 #include "common/log.h"
 #include "common/proto.h"
 #include "fsm/fsm.h"
+
+struct raft;
+struct raft_fsm;
 
 enum rn_status {
     RN_OK = 0,
@@ -115,6 +132,17 @@ struct rn;
 
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
            const struct rn_hooks *hooks, const struct logger *log, char *err, size_t errlen);
+/* The glue alone, for a struct raft the caller makes (see "Running the glue on another struct
+ * raft" above): cfg's id, election_ms, snapshot_* and lazy_ms are used; raft_address, data_dir,
+ * join, the TLS files and the Raft-port limits are not. 0, or -1 when out of memory. */
+int rn_glue_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,
+                const struct rn_hooks *hooks, const struct logger *log);
+/* The FSM callbacks to give raft_init: they apply through the glue (borrowed, inside rn). */
+struct raft_fsm *rn_glue_fsm(struct rn *rn);
+/* Bind the glue to `raft` (raft_init done with rn_glue_fsm, raft_start not yet; it takes
+ * raft->data) and, once raft_start succeeded, let it take proposals. */
+void rn_glue_attach(struct rn *rn, struct raft *raft);
+void rn_glue_started(struct rn *rn);
 /* Start raft: loads the log and snapshot; a pristine data dir is bootstrapped with cfg->peers
  * (every node of a new cluster bootstraps the same configuration) unless cfg->join. Blocks up
  * to 5 s while the raft address is still in use (logged); fails naming the address and the
@@ -210,7 +238,8 @@ void rn_tick(struct rn *rn);
 uint64_t rn_raft_rejected(struct rn *rn, int reason);
 
 /* Fail every in-flight proposal and barrier with RN_UNKNOWN/RN_ERR, then close libraft;
- * `done` fires after everything is released (the loop must keep running). */
+ * `done` fires after everything is released (the loop must keep running). A glue made with
+ * rn_glue_new does not close the struct raft: its owner closes it before rn_close. */
 void rn_close(struct rn *rn, void (*done)(void *arg), void *arg);
 
 #endif

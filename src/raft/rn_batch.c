@@ -123,7 +123,7 @@ void rn_batch_submit_open(struct rn *rn)
             b->props[i].state = PROP_PENDING;
             pending_push(rn, &b->props[i]);
         }
-        rv = raft_apply(&rn->raft, &b->req, &rb, 1, batch_cb);
+        rv = raft_apply(rn->raft, &b->req, &rb, 1, batch_cb);
         if (rv == 0)
             return;
         for (unsigned i = 0; i < b->n; i++) {
@@ -166,7 +166,7 @@ static int propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb,
 {
     if (!rn_running(rn))
         return RN_ERR;
-    if (raft_state(&rn->raft) != RAFT_LEADER)
+    if (raft_state(rn->raft) != RAFT_LEADER)
         return RN_NOTLEADER;
     if (rn->open && (rn->open->n == RN_BATCH_MAX || rn->open->body.len >= RN_BATCH_BYTES))
         rn_batch_submit_open(rn);
@@ -223,7 +223,7 @@ int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx)
 {
     if (!rn_running(rn))
         return RN_ERR;
-    if (raft_state(&rn->raft) != RAFT_LEADER)
+    if (raft_state(rn->raft) != RAFT_LEADER)
         return RN_NOTLEADER;
     rn_batch_submit_open(rn); /* the barrier goes after everything proposed before it */
     struct bar *b = calloc(1, sizeof(*b));
@@ -232,7 +232,7 @@ int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx)
     b->rn = rn;
     b->cb = cb;
     b->ctx = ctx;
-    int rv = raft_barrier(&rn->raft, &b->req, bar_cb);
+    int rv = raft_barrier(rn->raft, &b->req, bar_cb);
     if (rv) {
         free(b);
         return rv == RAFT_NOTLEADER ? RN_NOTLEADER : RN_ERR;

@@ -27,7 +27,7 @@ static void halt(struct rn *rn, const char *what, unsigned need)
     LOGE(rn->log,
          "raft: %s after index %llu needs log format %u; this node reads up to %u: stopping "
          "(upgrade this node's fencelockd and start it again; docs/operations.md, Upgrading)",
-         what, (unsigned long long)raft_last_applied(&rn->raft), need, max_format(rn));
+         what, (unsigned long long)raft_last_applied(rn->raft), need, max_format(rn));
     rn->halted = true;
     if (rn->hooks.halted)
         rn->hooks.halted(rn->hooks.arg);
@@ -118,7 +118,7 @@ static void bytes_threshold(struct rn *rn)
         rn->since_entries >= rn->threshold)
         return;
     rn->threshold = rn->since_entries > 1 ? (unsigned)rn->since_entries : 1;
-    raft_set_snapshot_threshold(&rn->raft, rn->threshold);
+    raft_set_snapshot_threshold(rn->raft, rn->threshold);
 }
 
 /* Trailing entries of about log_budget bytes at `avg` bytes each, within [MIN, configured]. */
@@ -133,7 +133,7 @@ static void bytes_trailing(struct rn *rn, uint64_t avg)
     if (want == rn->trailing)
         return;
     rn->trailing = (unsigned)want;
-    raft_set_snapshot_trailing(&rn->raft, rn->trailing);
+    raft_set_snapshot_trailing(rn->raft, rn->trailing);
 }
 
 static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
@@ -150,7 +150,7 @@ static void adapt_threshold(struct rn *rn, size_t snapshot_bytes)
     if (want == rn->threshold)
         return;
     rn->threshold = (unsigned)want;
-    raft_set_snapshot_threshold(&rn->raft, rn->threshold);
+    raft_set_snapshot_threshold(rn->raft, rn->threshold);
     LOGI(rn->log,
          "raft: next snapshot after %u entries or %llu log bytes (%llu-byte entries on "
          "average, %u kept after it)",
@@ -184,7 +184,7 @@ static int fsm_cb_snapshot(struct raft_fsm *rf, struct raft_buffer *bufs[], unsi
     if (rn->hooks.timed)
         rn->hooks.timed(rn->hooks.arg, RN_TIME_SNAPSHOT_SERIALIZE, secs);
     LOGI(rn->log, "raft: snapshot of %zu bytes at applied index %llu (serialised in %.1f ms)",
-         b.len, (unsigned long long)raft_last_applied(&rn->raft), secs * 1e3);
+         b.len, (unsigned long long)raft_last_applied(rn->raft), secs * 1e3);
     adapt_threshold(rn, b.len);
     return 0;
 }

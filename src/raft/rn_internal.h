@@ -4,7 +4,9 @@
  * src/raft (they use rn.h).
  *
  * The pieces, one concern each:
- *   rn.c         life cycle: rn_new, bootstrap/start/recover, close, the role accessors
+ *   rn.c         life cycle: rn_new (the node, then the glue bound to it), rn_glue_new /
+ *                rn_glue_attach (the glue alone, on a caller's struct raft: rn.h), bootstrap/
+ *                start/recover, close, the role accessors
  *   rn_batch.c   proposals: group commit into log entries, lazy batches, barriers, delivery
  *   rn_fsm.c     libraft's FSM callbacks: apply, snapshot (adaptive thresholds), restore
  *   rn_member.c  the configuration: queries, membership changes, leadership transfer
@@ -120,7 +122,11 @@ struct chg {
 };
 
 struct rn {
-    struct raft raft;
+    /* The struct raft the glue drives: &raft_mem for rn_new's node, the caller's for a glue
+     * made with rn_glue_new (rn.h, "Running the glue on another struct raft"). */
+    struct raft *raft;
+    bool attached;        /* rn_glue_new: no raft_mem, io, transport or heap of its own */
+    struct raft raft_mem; /* rn_new: libraft's node, over io and transport below */
     struct raft_io io;
     struct raft_uv_transport transport; /* fencelock's validating transport (transport.h) */
     struct rn_tp_policy tp_policy;

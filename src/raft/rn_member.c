@@ -14,14 +14,14 @@ void rn_foreach_server(struct rn *rn,
                        void (*cb)(void *arg, uint64_t id, const char *raft_address, int role),
                        void *arg)
 {
-    const struct raft_configuration *c = &rn->raft.configuration;
+    const struct raft_configuration *c = &rn->raft->configuration;
     for (unsigned i = 0; i < c->n; i++)
         cb(arg, c->servers[i].id, c->servers[i].address, c->servers[i].role);
 }
 
 const char *rn_server_address(struct rn *rn, uint64_t id)
 {
-    const struct raft_configuration *c = &rn->raft.configuration;
+    const struct raft_configuration *c = &rn->raft->configuration;
     for (unsigned i = 0; i < c->n; i++)
         if (c->servers[i].id == id)
             return c->servers[i].address;
@@ -30,7 +30,7 @@ const char *rn_server_address(struct rn *rn, uint64_t id)
 
 int rn_server_role(struct rn *rn, uint64_t id)
 {
-    const struct raft_configuration *c = &rn->raft.configuration;
+    const struct raft_configuration *c = &rn->raft->configuration;
     for (unsigned i = 0; i < c->n; i++)
         if (c->servers[i].id == id)
             return c->servers[i].role;
@@ -40,9 +40,9 @@ int rn_server_role(struct rn *rn, uint64_t id)
 int rn_server_role_committed(struct rn *rn, uint64_t id)
 {
     /* With no change pending the current configuration is the committed one. */
-    const struct raft_configuration *c = rn->raft.configuration_uncommitted_index
-                                             ? &rn->raft.configuration_committed
-                                             : &rn->raft.configuration;
+    const struct raft_configuration *c = rn->raft->configuration_uncommitted_index
+                                             ? &rn->raft->configuration_committed
+                                             : &rn->raft->configuration;
     for (unsigned i = 0; i < c->n; i++)
         if (c->servers[i].id == id)
             return c->servers[i].role;
@@ -119,7 +119,7 @@ static void describe_change(struct rn *rn, char *buf, size_t len)
  * refusal because of another change names that change. */
 static int fail_call(struct rn *rn, int rv, const char *what)
 {
-    const char *m = raft_errmsg(&rn->raft);
+    const char *m = raft_errmsg(rn->raft);
     char blocker[RN_REASON_BUF] = "";
     if (rv == RAFT_CANTCHANGE) {
         size_t k = (size_t)snprintf(blocker, sizeof(blocker), ": ");
@@ -154,7 +154,7 @@ static void change_cb(struct raft_change *req, int status);
 static void undo_add(struct chg *c, int status)
 {
     struct rn *rn = c->rn;
-    if (status == RAFT_LEADERSHIPLOST || rn_closing(rn) || raft_state(&rn->raft) != RAFT_LEADER) {
+    if (status == RAFT_LEADERSHIPLOST || rn_closing(rn) || raft_state(rn->raft) != RAFT_LEADER) {
         /* The promotion may still commit under the next leader, or leave a spare that a
          * repeated CLUSTER.ADD resumes: not this node's to undo any more. */
         chg_finish(c, map_status(status), raft_strerror(status));
@@ -164,7 +164,7 @@ static void undo_add(struct chg *c, int status)
              raft_strerror(status));
     LOGW(rn->log, "raft: %s: removing it from the configuration again", c->why);
     c->kind = CHG_UNDO;
-    int rv = raft_remove(&rn->raft, &c->req.change, c->id, change_cb);
+    int rv = raft_remove(rn->raft, &c->req.change, c->id, change_cb);
     if (rv) {
         size_t k = strlen(c->why);
         snprintf(c->why + k, sizeof(c->why) - k, "; it stays a spare: %s", raft_strerror(rv));
@@ -202,7 +202,7 @@ static void change_cb(struct raft_change *req, int status)
     }
     c->kind = CHG_ASSIGN;
     c->added = true;
-    int rv = raft_assign(&rn->raft, &c->req.change, c->id, RAFT_VOTER, change_cb);
+    int rv = raft_assign(rn->raft, &c->req.change, c->id, RAFT_VOTER, change_cb);
     if (rv)
         undo_add(c, rv);
 }
@@ -214,7 +214,7 @@ static void transfer_cb(struct raft_transfer *req)
     struct rn *rn = c->rn;
     raft_id lid = 0;
     const char *addr = NULL;
-    raft_leader(&rn->raft, &lid, &addr);
+    raft_leader(rn->raft, &lid, &addr);
     uint64_t want = req->id ? req->id : c->id;
     if (lid && lid != rn->cfg.id && (want == 0 || lid == want)) {
         LOGI(rn->log, "raft: leadership transferred to %llu", (unsigned long long)lid);
@@ -253,7 +253,7 @@ static int chg_check(struct rn *rn, const char *what)
         snprintf(rn->errmsg, sizeof(rn->errmsg), "shutting down");
         return RN_ERR;
     }
-    if (raft_state(&rn->raft) != RAFT_LEADER) {
+    if (raft_state(rn->raft) != RAFT_LEADER) {
         snprintf(rn->errmsg, sizeof(rn->errmsg), "not the leader");
         return RN_NOTLEADER;
     }
@@ -295,9 +295,9 @@ int rn_add(struct rn *rn, uint64_t id, const char *raft_address, rn_change_cb cb
     if (!c)
         return RN_ERR;
     if (known)
-        return chg_submit(rn, c, raft_assign(&rn->raft, &c->req.change, id, RAFT_VOTER, change_cb),
+        return chg_submit(rn, c, raft_assign(rn->raft, &c->req.change, id, RAFT_VOTER, change_cb),
                           "promoting to voter");
-    return chg_submit(rn, c, raft_add(&rn->raft, &c->req.change, id, raft_address, change_cb),
+    return chg_submit(rn, c, raft_add(rn->raft, &c->req.change, id, raft_address, change_cb),
                       "adding server");
 }
 
@@ -309,7 +309,7 @@ int rn_remove(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
     struct chg *c = chg_new(rn, CHG_REMOVE, id, cb, ctx);
     if (!c)
         return RN_ERR;
-    return chg_submit(rn, c, raft_remove(&rn->raft, &c->req.change, id, change_cb),
+    return chg_submit(rn, c, raft_remove(rn->raft, &c->req.change, id, change_cb),
                       "removing server");
 }
 
@@ -322,12 +322,12 @@ static bool voter_caught_up(struct rn *rn, uint64_t id)
     raft_index match = 0;
     if (id == rn->cfg.id)
         return true;
-    return raft_match_index(&rn->raft, id, &match) == 0 && match >= rn->commit_prev;
+    return raft_match_index(rn->raft, id, &match) == 0 && match >= rn->commit_prev;
 }
 
 int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen)
 {
-    const struct raft_configuration *c = &rn->raft.configuration;
+    const struct raft_configuration *c = &rn->raft->configuration;
     unsigned left = 0, with_us = 0;
     bool voter = false;
     for (unsigned i = 0; i < c->n; i++) {
@@ -379,7 +379,7 @@ int rn_member_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
     struct chg *c = chg_new(rn, CHG_TRANSFER, id, cb, ctx);
     if (!c)
         return RN_ERR;
-    return chg_submit(rn, c, raft_transfer(&rn->raft, &c->req.transfer, id, transfer_cb),
+    return chg_submit(rn, c, raft_transfer(rn->raft, &c->req.transfer, id, transfer_cb),
                       "transferring leadership");
 }
 

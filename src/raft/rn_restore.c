@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rn_restore.c — `fencelockd --restore`: a new cluster's data directory whose first state is a
- * backup (docs/operations.md "Backup and restore").
+ * backup (docs/operations.md "Back up and restore").
  *
  * Instead of bootstrapping (a configuration entry at index 1), the empty data directory gets a
  * Raft snapshot at index 1, term 1, holding the bootstrap configuration and the restored FSM

@@ -3,7 +3,8 @@
  * rn_tick.c — rn_tick, the server's periodic call into rn: samples the commit index (for
  * rn_remove_check), notes when this leader settled, repairs libraft 0.22.1's stale "uncommitted
  * configuration" bookkeeping and hands leadership over when a change nobody here started stays
- * stuck (issue #15). The only code that writes libraft's configuration fields directly.
+ * stuck (docs/server.md "libraft 0.22.1"). The only code that writes libraft's configuration
+ * fields directly.
  */
 #include "raft/rn_internal.h"
 
@@ -42,7 +43,7 @@ static int config_copy(const struct raft_configuration *src, struct raft_configu
  */
 static void repair_stale_config(struct rn *rn)
 {
-    struct raft *r = &rn->raft;
+    struct raft *r = rn->raft;
     raft_index u = r->configuration_uncommitted_index, applied = raft_last_applied(r);
     if (u == 0 || u > applied || rn->no_repair)
         return;
@@ -83,7 +84,7 @@ static void watchdog_transfer_done(void *ctx, int status, const char *msg)
 
 static void watch_lib_change(struct rn *rn, uint64_t now)
 {
-    struct raft *r = &rn->raft;
+    struct raft *r = rn->raft;
     bool leader = raft_state(r) == RAFT_LEADER;
     uint64_t u = r->configuration_uncommitted_index;
     uint64_t p = leader ? r->leader_state.promotee_id : 0;
@@ -136,7 +137,7 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
  * node that heard from its leader less than an election timeout ago can have no other reason. */
 static void log_election(struct rn *rn, uint64_t now, bool disrupt)
 {
-    uint64_t quiet = now - rn->contact_ms, term = rn->raft.current_term;
+    uint64_t quiet = now - rn->contact_ms, term = rn->raft->current_term;
     if (rn->known_leader && (disrupt || quiet < rn->cfg.election_ms))
         LOGI(rn->log,
              "raft: starting an election at the leader's request (leadership transfer from "
@@ -159,7 +160,7 @@ static void log_election(struct rn *rn, uint64_t now, bool disrupt)
 
 static void note_election(struct rn *rn, uint64_t now)
 {
-    struct raft *r = &rn->raft;
+    struct raft *r = rn->raft;
     int st = raft_state(r);
     uint64_t term = r->current_term;
     if (st == RAFT_FOLLOWER) {
@@ -184,7 +185,7 @@ void rn_tick(struct rn *rn)
 {
     if (!rn_running(rn))
         return;
-    struct raft *r = &rn->raft;
+    struct raft *r = rn->raft;
     uint64_t now = uv_now(rn->loop);
     if (now - rn->commit_mark_ms >= rn->cfg.election_ms) {
         rn->commit_prev = rn->commit_mark;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapguard — keeps libraft 0.22.1 from receiving an InstallSnapshot while it writes a snapshot
- * of its own (issue 13; docs/server.md "libraft notes").
+ * of its own (docs/server.md "libraft 0.22.1"; found by the snapshot-heavy torture).
  *
  * The bug it contains: libraft's legacy layer parks an InstallSnapshot that arrives while the
  * node's own snapshot is being written (r->legacy.snapshot_pending), and the completion of that

@@ -31,7 +31,7 @@
  *     (heartbeats, votes, results) never count against it.
  *   - inbound links are capped in total and per remote address, and so are those still in
  *     their handshake (rn_transport_set_caps): the excess is closed as it is accepted.
- * Peer TLS (rn_transport_tls, issue 18): inbound, a link's reads are ciphertext, decrypted
+ * Peer TLS (rn_transport_tls): inbound, a link's reads are ciphertext, decrypted
  * into its buffer (transport_tls.c) before the handshake check above; the TLS handshake counts
  * against the same handshake_ms deadline and a failed one is RN_WIRE_TLS. Outbound, libraft
  * gets one end of a socketpair and a relay (transport_relay.c) encrypts what it writes into
@@ -70,7 +70,8 @@
 /* Default time an inbound connection has to complete its handshake; libraft's peers send it
  * the moment they connect. */
 #define RN_TP_HANDSHAKE_MS 5000
-/* TCP keepalive on every peer link (s idle before the first probe; issue 32) */
+/* TCP keepalive on every peer link (s idle before the first probe), so a half-open link is
+ * found dead */
 #define RN_TP_KEEPALIVE_S 60
 
 struct rn_tp_policy {

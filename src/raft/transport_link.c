@@ -223,7 +223,7 @@ static bool link_handshake(struct link *l, size_t *off)
         return false;
     }
     /* Peer TLS: the certificate must be the claimed member's (transport_tls.c), or a client
-     * certificate of the same CA could speak as any member (issue 32). */
+     * certificate of the same CA could speak as any member. */
     char why[RN_TP_TLS_ERRLEN];
     if (l->ssl && tp_tls_identity(l->tp, l->ssl, r.id, why, sizeof(why))) {
         tp_link_reject(l, RN_WIRE_IDENTITY, why);

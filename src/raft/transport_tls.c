@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * transport_tls.c — mutual TLS on the Raft port (issue 18): the context every connection's
+ * transport_tls.c — mutual TLS on the Raft port: the context every connection's
  * session comes from, writing a session's records to a libuv stream, and the inbound half (a
  * link's ciphertext in, plaintext into the link's buffer for the validator).
  *
  * Sessions use memory BIOs: the transport keeps doing its own libuv reads and writes, so TLS
  * adds no thread, no blocking call and no extra system call on the inbound path. What is
  * checked: TLS 1.2 or later; each side presents a certificate that chains to --peer-tls-ca
- * (SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no anonymous client); and (issue 32) the certificate is a
+ * (SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no anonymous client); and the certificate is a
  * member's, for the id it speaks as: extendedKeyUsage serverAuth AND clientAuth (an
  * application's clientAuth-only certificate from the same CA is not a peer), and the name
  * --peer-cert-name makes of the Raft id (fencelock-node-%d by default) as a SAN DNS name or,

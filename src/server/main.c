@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     uv_walk(&loop, close_walk_cb, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
-    if (s->halted) /* a newer log format than this binary reads: not a clean exit */
+    if (s->cluster.halted) /* a newer log format than this binary reads: not a clean exit */
         status = 3;
     srv_free(s);
     free(s);

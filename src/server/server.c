@@ -90,13 +90,13 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
     s->log.format = cfg->log_format;
-    s->role = RN_UNAVAILABLE;
-    lease_init(&s->lease, cfg->checkpoint_min_ttl);
+    s->cluster.role = RN_UNAVAILABLE;
+    lease_init(&s->lease.rules, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
     uint64_t seeds[2];
     randombytes_buf(seeds, sizeof seeds); /* no client may choose names that unbalance these */
     watch_seed(&s->watch, seeds[0]);
-    wake_index_init(&s->wake, seeds[1]);
+    wake_index_init(&s->xread.wake, seeds[1]);
     if (cmdstat_init(&s->cmdstat, srv_cmd_count()))
         LOGW(&s->log, "no memory for per-command counts: fencelock_commands_total stays empty");
     if (notify_open(&s->notify, getenv("NOTIFY_SOCKET")))
@@ -155,8 +155,8 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     /* The loop handles exist from here on, so srv_stop may close them whatever failed later. */
     uv_timer_init(s->loop, &s->tick);
     s->tick.data = s;
-    uv_idle_init(s->loop, &s->reads_issue);
-    s->reads_issue.data = s;
+    uv_idle_init(s->loop, &s->cluster.reads_issue);
+    s->cluster.reads_issue.data = s;
     uv_signal_init(s->loop, &s->sig_term);
     uv_signal_init(s->loop, &s->sig_int);
     s->sig_term.data = s->sig_int.data = s;
@@ -214,7 +214,7 @@ static void on_hup(uv_signal_t *h, int sig)
 
 static void hup_start(struct srv *s)
 {
-    if (!s->auth.on && !s->tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0] &&
+    if (!s->auth.on && !s->net.tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0] &&
         !s->cfg.n_token_keys && !s->cfg.peer_tls_cert[0])
         return;
     uv_signal_init(s->loop, &s->sig_hup);
@@ -269,7 +269,7 @@ static void rn_closed(void *arg)
     struct srv *s = arg;
     s->rn = NULL;
     uv_close((uv_handle_t *)&s->tick, NULL);
-    uv_close((uv_handle_t *)&s->reads_issue, NULL);
+    uv_close((uv_handle_t *)&s->cluster.reads_issue, NULL);
     uv_close((uv_handle_t *)&s->sig_term, NULL);
     uv_close((uv_handle_t *)&s->sig_int, NULL);
 }
@@ -287,15 +287,15 @@ void srv_stop(struct srv *s)
     srv_fail_waiting_reads(s, RN_ERR);
     srv_watch_fail(s, RN_ERR, true);
     srv_observe_fail(s, RN_ERR, true);
-    uv_idle_stop(&s->reads_issue);
+    uv_idle_stop(&s->cluster.reads_issue);
     srv_close_all_conns(s);
     srv_auth_stop(s);
     if (s->hup_started) {
         uv_close((uv_handle_t *)&s->sig_hup, NULL);
         s->hup_started = false;
     }
-    if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
-        uv_close((uv_handle_t *)&s->listener, NULL);
+    if (s->listening && !uv_is_closing((uv_handle_t *)&s->net.listener))
+        uv_close((uv_handle_t *)&s->net.listener, NULL);
     srv_http_stop(s->http);
     s->http = NULL;
     rn_close(s->rn, rn_closed, s);
@@ -303,13 +303,13 @@ void srv_stop(struct srv *s)
 
 void srv_free(struct srv *s)
 {
-    lease_free(&s->lease);
+    lease_free(&s->lease.rules);
     srv_holds_free(s);
-    map_free(&s->parked, NULL);
+    map_free(&s->lease.parked, NULL);
     srv_quota_free(s);
     srv_observe_free(s);
     watch_free(&s->watch);
-    wake_index_free(&s->wake);
+    wake_index_free(&s->xread.wake);
     cmdstat_free(&s->cmdstat);
     buf_free(&s->scratch);
     srv_auth_free(s);

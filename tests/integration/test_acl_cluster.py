@@ -315,7 +315,7 @@ def test_audit_log_lines_for_auth_denials_reloads_and_rotation(ctx):
 
 
 def test_peer_cannot_announce_the_leaders_id_or_a_foreign_host(ctx):
-    """Issue 32: a `peer` user announced the leader's own id with any client address, and every
+    """Before the fix, a `peer` user announced the leader's own id with any client address, and every
     follower's -NOTLEADER (and the clients' passwords behind it) went there. Now, on a 3-node
     cluster: an announce of the leader's id is refused, so is a follower's client address on
     another host than its Raft address; the member table and every redirect stay right. An

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Backup and restore (issue 22): `fencelock snapshot save FILE` takes an online, consistent
+"""Backup and restore (docs/operations.md "Back up and restore"): `fencelock snapshot save FILE` takes an online, consistent
 snapshot from the leader (SNAPSHOT.SAVE) while clients write; `fencelockd --restore FILE`
 turns it into the data directories of a fresh 3-node cluster. Every key, lock, semaphore and
 election of the save is there, exactly the writes committed up to the saved revision and none

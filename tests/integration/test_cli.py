@@ -883,7 +883,7 @@ def test_cli_put_over_a_quota_reports_the_quota(ctx):
 
 
 # ---------------------------------------------------------------------------------------------
-# Credentials, backups and terminals (issue 32)
+# Credentials, backups and terminals: what the CLI leaves for other users of the machine to see
 
 def test_cli_lock_command_inherits_no_credentials(ctx):
     """FENCELOCK_USER / FENCELOCK_PASSWORD authenticate the CLI and go no further: the command

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """fencelockd's settings from --config FILE and FENCELOCK_* variables, --print-config,
---log-format json, and the log lines of issue 22 (why an election started, a --join that
+--log-format json, and the log lines an operator needs (why an election started, a --join that
 reaches nobody)."""
 
 import json

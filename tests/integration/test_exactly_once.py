@@ -16,7 +16,7 @@ def test_put_retried_with_same_req_applies_once(ctx):
     kv = kv_get(c, "k")
     eq(kv["version"], 1, "version after a retried PUT")
     eq(kv["mod_rev"], r1, "mod_rev after a retried PUT")
-    # A "retry" carrying different data is another command: refused (issue 18), nothing applies.
+    # A "retry" carrying different data is another command: refused (the replay check), nothing applies.
     e = expect_err(c.call("PUT", "k", "other", "REQ", sid, 1), "ERR", "retry with another value")
     eq(e.text, "ERR request seq 1 of session %d was used by a different command" % sid)
     eq(ok(c.call("GET", "k")), b"v", "value after a retry with another value")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The open-file limit against --max-clients (issue 16): at start-up fencelockd raises its soft
+"""The open-file limit against --max-clients: at start-up fencelockd raises its soft
 RLIMIT_NOFILE if it can, else lowers the effective --max-clients to what fits, logs one warning
 with the numbers and reports the effective value; the client past it gets the -ERR reply (not a
 silent drop or a hang) and the server keeps serving. A limit lowered on the running server

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The license (issue 31): Apache-2.0 in LICENSE, in every source file's SPDX line, in the
+"""The license: Apache-2.0 in LICENSE, in every source file's SPDX line, in the
 Debian packages' machine-readable copyright file, in the Python package's metadata and in the
 README."""
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Resource limits (issue #14): every buffer is bounded, a client past a limit is closed or
+"""Resource limits (docs/server.md "Limits"): every buffer is bounded, a client past a limit is closed or
 refused with a clear error and counted, and the server stays up with its memory bounded.
 
 Memory figures are upper bounds far above what the server needs (ASan build) and far below

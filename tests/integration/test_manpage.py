@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The installed documentation stays true (issue 22): fencelockd(8) documents every flag that
+"""The installed documentation stays true: fencelockd(8) documents every flag that
 `fencelockd --help` lists, the packaged /etc/fencelock/fencelockd.conf names only real flags
 (and every flag that takes a value) with every line commented out, and the man pages refer to
 no docs/*.md path (only to the documents `make install` and the packages install)."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Membership changes across a leader change (issue #15): a change the old leader proposed and
+"""Membership changes across a leader change (docs/server.md "libraft 0.22.1"): a change the old leader proposed and
 could not commit before it lost leadership must never stay "in progress" once it committed,
 failed or was abandoned, whoever leads. The node the change was about is then wiped and joins
 again with --join through the members: it must become a voter again (bounded poll, generous).

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""systemd's readiness protocol (issue 22, src/server/obs/notify.c): with $NOTIFY_SOCKET set,
+"""systemd's readiness protocol (src/server/obs/notify.c): with $NOTIFY_SOCKET set,
 fencelockd sends one datagram READY=1 once it serves (a ready leader, or a follower that knows
 the leader) and STOPPING=1 when SIGTERM begins its shutdown. The test binds the socket itself,
 as systemd would for a Type=notify unit."""

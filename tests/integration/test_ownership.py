@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Session ownership, SESSION.REVOKE and the replay check (issue 18, docs/security.md):
+"""Session ownership, SESSION.REVOKE and the replay check (docs/security.md):
 another user's LOCK / UNLOCK / KEEPALIVE / CLOSE / INFO / PUT LEASE / REQ on a session gets
 -NOSESSION (the answer for a missing session: no oracle of live ids) and changes nothing, an admin may INFO / CLOSE / UNLOCK / REVOKE any session, a revoke
 ends a session as an expiry does (lock-delay, `reason revoke` in the event stream), and a

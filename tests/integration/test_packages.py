@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Debian packages and the systemd unit (issue 22, debian/, docs/operations.md "Packages").
+"""The Debian packages and the systemd unit (debian/, docs/operations.md "Install from packages").
 
 test_systemd_unit_verifies: `systemd-analyze verify` accepts debian/fencelockd.service without
 a warning (systemd is not PID 1 here: the unit is verified offline, its ExecStart pointed at

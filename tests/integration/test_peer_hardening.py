@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Raft port is for members only (issue 32): a routable Raft port without peer TLS refuses
+"""The Raft port is for members only (docs/security.md "Peer TLS: the Raft port"): a routable Raft port without peer TLS refuses
 to start unless --insecure-raft says so (127.0.0.0/8 and ::1 are loopback), a non-loopback
 HTTP port is warned about; inbound Raft connections are capped in total and per address, and
 so are those still in their handshake (TLS included); a silent connection is closed at the

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Mutual TLS on the Raft port (issue 18): --peer-tls-cert/-key/-ca. A cluster with peer TLS
+"""Mutual TLS on the Raft port: --peer-tls-cert/-key/-ca. A cluster with peer TLS
 elects, replicates and survives losing its leader; a process whose certificate comes from
 another CA, a plain-text libraft peer, a TLS client without a certificate and random bytes
 are dropped (fencelock_raft_rejected_total{reason="tls"}) without moving a term or stopping a
-write; a node started without the flags cannot talk to nodes that have them. Issue 32: every
+write; a node started without the flags cannot talk to nodes that have them. Every
 member has its own certificate naming it (fencelock-node-N, --peer-cert-name) with serverAuth
 and clientAuth; a certificate that names another id, or an application's clientAuth-only one,
 is dropped as identity in and out; the peer CA may not be the client CA; TLS handshakes on the
@@ -339,7 +339,7 @@ def test_peer_tls_stalled_tls_handshake_is_closed_at_the_deadline(ctx):
 
 
 def _claim(port, tctx, peer_id, term):
-    """Issue 32's attack over TLS with `tctx`'s certificate: claim `peer_id` in libraft's
+    """The impersonation attack over TLS with `tctx`'s certificate: claim `peer_id` in libraft's
     handshake and send a RequestVote with a huge term, then read until the node closes."""
     vote = handshake(peer_id, b"127.0.0.1:1") + frame(3, u64(term, peer_id, term, term, 0),
                                                       version=2)
@@ -347,7 +347,7 @@ def _claim(port, tctx, peer_id, term):
 
 
 def test_peer_tls_client_certificate_cannot_speak_as_a_member(ctx):
-    """Issue 32 (seen on main): an application certificate (clientAuth only) from the peer CA
+    """Seen before the fix: an application certificate (clientAuth only) from the peer CA
     completed TLS on the Raft port, claimed an id and deposed the leader with one RequestVote.
     Now a certificate without serverAuth+clientAuth, or one that names another member's id,
     is dropped (reason identity) before its handshake reaches libraft: every node's term and
@@ -461,7 +461,7 @@ def test_peer_ca_shared_with_the_client_ca_refuses_to_start_unless_said(ctx):
 
 
 def test_peer_tls_handshake_flood_is_capped_and_the_cluster_commits(ctx):
-    """Issue 32: TLS handshakes on the Raft port were unbounded. With
+    """TLS handshakes on the Raft port were unbounded before the caps. With
     --raft-max-handshakes-per-address 4 (and --raft-max-handshakes 6): 12 connections that
     start a TLS handshake and stall; the 4 that fit stay until the deadline (30 s here), the
     other 8 are closed as they are accepted, before any TLS work (handshake_cap). The members'

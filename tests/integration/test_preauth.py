@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What a client without a password can make a node spend (issue 32, "before AUTH";
+"""What a client without a password can make a node spend ("before AUTH";
 docs/security.md "before AUTH", docs/server.md "Limits").
 
 Every test creates its situation and judges a property (counts, replies, what was closed),

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Clients of semaphores and elections (issue 19, "Client and CLI"): libfencelock's fl_sem_*,
+"""Clients of semaphores and elections (docs/client.md): libfencelock's fl_sem_*,
 fl_campaign, fl_proclaim, fl_resign, fl_leader and fl_observe (through tests/client/fl_probe.c)
 and `fencelock sem`, `elect` and `leader [--observe]`: a limit-1 semaphore runs one command at
 a time, an election runs one leader's command at a time and hands over when it exits, an

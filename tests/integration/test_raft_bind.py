@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Start-up with the raft port still taken (issue #15): a node restarted a moment after the
+"""Start-up with the raft port still taken: a node restarted a moment after the
 previous process on its ports died waits for the port for a few seconds, and one whose port
 stays taken exits with a message naming the address and the reason."""
 

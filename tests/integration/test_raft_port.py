@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Raft port is hostile input (issue 12): malformed handshakes and messages, sent to every
+"""The Raft port is hostile input: malformed handshakes and messages, sent to every
 node of a live 3-node cluster, kill no node, move no term, and leave locks working; each
 dropped connection is counted in fencelock_raft_rejected_total{reason}.
 
-Against the transport before issue 12 (libraft's own), the first case below (the 112-byte
+Against the transport before the validator (libraft's own), the first case below (the 112-byte
 AppendEntries with an entry of type 0) kills the node with SIGSEGV, so this test fails there.
 """
 

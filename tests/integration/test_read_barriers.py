@@ -57,7 +57,7 @@ def _applied(c):
 
 
 def test_read_is_answered_without_waiting_for_a_timer(ctx):
-    """Issue 16: a read's barrier completes inside libraft's completion handle, and the read was
+    """A read's barrier completes inside libraft's completion handle, and the read was
     answered from a check handle started there, which libuv runs only after its next poll: the
     reply waited for the next timer (the 5 ms tick), so every read and keepalive cost ~5 ms.
     Here every timer of the node is far away (tick 60 s, raft heartbeat 20 s): a read that

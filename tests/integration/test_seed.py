@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""DESIGN §1: a paused holder's lock expires; the fencing token keeps its late write out."""
+"""docs/design.md "What it is for": a paused holder's lock expires; the fencing token keeps its late write out."""
 
 import time
 

@@ -338,7 +338,7 @@ def _only_entries_behind_the_snapshot(data_dir):
 
 
 def test_restart_when_every_entry_on_disk_is_behind_the_snapshot(ctx):
-    """The snapshot torture (issue 13) found a node that could not restart after kill -9:
+    """The snapshot-heavy torture found a node that could not restart after kill -9:
     libraft 0.22.1 finalizes the open segments, then refuses ("last entry on disk has index L,
     which is behind last snapshot's index S"); only a second load succeeds. fencelockd loads
     a second time instead of exiting (rn.c load_needs_second_pass), from the snapshot."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tenants on one cluster (docs/security.md "What a tenant can and cannot do"): secret files
+"""Tenants on one cluster (docs/security.md "Tenants on one cluster"): secret files
 with permissions too open are refused at start and at SIGHUP, the peer password leaves the
 environment, a user sees only its own connections (CLIENT LIST), another user's session is
 indistinguishable from a missing one, FENCE.SIGN needs `lock` on the name, parked requests

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""TLS on the client port (docs/security.md "TLS"): certificates made here with the openssl
+"""TLS on the client port (docs/security.md "TLS on the client port"): certificates made here with the openssl
 command (a CA, a server certificate for 127.0.0.1, client certificates, a foreign CA, an expired
 client certificate made under faketime), then redis-cli --tls, redis-py ssl=True and ioredis
 tls:, --tls-client-auth require (no certificate, a foreign one and an expired one are refused),

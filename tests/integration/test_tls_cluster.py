@@ -2,7 +2,7 @@
 """A cluster with every security layer on (docs/security.md "A TLS cluster, step by step"):
 client TLS with client certificates required (the client CA), mutual TLS on the Raft port with
 named member certificates of a CA of its own (the peers' CA), and ACLs; the guide's own openssl
-commands make a working cluster. Issue 32: the members' calls verify the address dialled and
+commands make a working cluster. The members' calls verify the address dialled and
 send the peer password to nobody else. The
 members' own calls to each other's client ports (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD) go
 over TLS with the node's certificate, authenticated as the peer user: every follower's client
@@ -256,7 +256,7 @@ class FakeMember:
 
 
 def test_member_calls_verify_the_address_before_sending_the_peer_password(ctx):
-    """Issue 32: this node's --join / CLUSTER.ANNOUNCE checked only the server certificate's
+    """Before the fix, this node's --join / CLUSTER.ANNOUNCE checked only the server certificate's
     chain (and fell back to the system CAs without --tls-ca), then sent `AUTH peer PASSWORD`.
     A fake member at 127.0.0.1 with a certificate of another CA, or of the right CA but naming
     another address (10.1.2.3, elsewhere.example), never receives it; one whose certificate

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Rolling upgrade and the log-format gate (issue 18, docs/operations.md "Upgrading").
+"""Rolling upgrade and the log-format gate (docs/operations.md "Upgrading").
 
 A node started with --max-log-format 1 reads and reports only what the previous release
 reads. A cluster whose voters do not all read format 2 stays at format 1: the leader writes

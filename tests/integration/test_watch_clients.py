@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Clients of the event stream and of read-write locks (issues 19 and 20, "Client and CLI"):
+"""Clients of the event stream and of read-write locks (docs/client.md, docs/protocol.md "Watch"):
 libfencelock's fl_watch (through tests/client/fl_probe.c) and `fencelock watch` deliver every
 event of a burst of PUTs once, in order, across a kill -9 of the leader of a 3-node cluster,
 equal to the log's own history and covering every acknowledged write; -COMPACTED reaches the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The event stream's cost to one tenant does not depend on other tenants' history (issue 32):
+"""The event stream's cost to one tenant does not depend on other tenants' history:
 a reader parked on a prefix is woken only by events under it (fencelock_watch_wakeups_total),
 and XLEN / XINFO / XREAD of a prefix stream examine O(log n) history entries, not the whole
 history (fencelock_watch_scanned_total). Both counters are properties, not timings."""

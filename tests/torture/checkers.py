@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Checkers for the fencelock torture suite (issue 5).
+"""Checkers for the fencelock torture suite.
 
 Histories are JSON lines, one operation event per line (see the module docstring of
 test_checkers.py and docs for the contract): ``proc``, ``type`` (invoke/ok/fail/info),

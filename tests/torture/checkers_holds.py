@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Checkers of holds on one lock name (issue 19): the read-write lock workload ``rw``, and the
+"""Checkers of holds on one lock name: the read-write lock workload ``rw``, and the
 interval logic a semaphore checker (at most ``limit`` live permits) will reuse.
 
 A *hold* is one acknowledged grant (an ok ``acquire``) with the real-time interval in which

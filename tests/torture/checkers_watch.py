@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Checker of the watch workload (issue 20): watchers reading fencelock:events[:<prefix>] with
+"""Checker of the watch workload: watchers reading fencelock:events[:<prefix>] with
 XREAD from the last id they delivered, across random disconnects and fail-overs
 (worker_watch.c).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""fencelock torture suite (issue 5): real fencelockd clusters on loopback, concurrent workers
+"""fencelock torture suite: real fencelockd clusters on loopback, concurrent workers
 (tests/torture/worker.c, one client loop each), a seeded random schedule of faults, a history
 per run and the verdicts of tests/torture/checkers.py.
 
@@ -12,7 +12,7 @@ Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and wa
 permits) and elect (election; ELECT_OBSERVERS observers beside --clients candidates): the
 `all` set.
 
---snapshots is the snapshot-heavy mode (issue 13): tiny snapshot thresholds and nemeses that
+--snapshots is the snapshot-heavy mode (it found the libraft 0.22.1 snapshot bugs): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
 
 The orchestrator owns every process it starts (servers, workers) and every fault it makes;
@@ -236,7 +236,7 @@ class Run:
                        "SIGCONT nodes %s" % ids)
         elif kind == "pause-leader":
             # A deposed leader that wakes up: it may apply, snapshot and step down in one
-            # turn, then get InstallSnapshot from the new leader (issue 13).
+            # turn, then get InstallSnapshot from the new leader (snapguard.h).
             victims = self.pick_nodes(leader, 1, leader_bias=1.0)
             d = self.rng.uniform(1.0, 3.0)
             for s in victims:

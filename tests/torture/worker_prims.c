@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * worker_prims.c: the torture workloads "sem" and "elect" (issue 19): a semaphore "sem" of
+ * worker_prims.c: the torture workloads "sem" and "elect": a semaphore "sem" of
  * limit 3 and an election "elect", held by sessions that are sometimes frozen past their TTL.
  *
  * sem, per session (ops carry "session" and "key": "sem"):

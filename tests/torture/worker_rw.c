@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * worker_rw.c: the torture workload "rw" (issue 19): one read-write lock "rw" taken in shared
+ * worker_rw.c: the torture workload "rw": one read-write lock "rw" taken in shared
  * or exclusive mode at random by sessions that are sometimes frozen past their TTL.
  *
  * Per session (ops carry "session": sid and "key": "rw"):

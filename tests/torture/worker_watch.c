@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * worker_watch.c: the torture workload "watch" (issue 20): a watcher reads the event stream
+ * worker_watch.c: the torture workload "watch": a watcher reads the event stream
  * fencelock:events (or fencelock:events:<prefix> with --prefix) with XREAD COUNT BLOCK from
  * the id it last delivered, drops its connections at random (a new fl_client) and resumes
  * from that id. It writes nothing to the servers.

@@ -13,7 +13,7 @@
  * struct fsm_cmd was one flat struct; this table now builds the same commands through the
  * per-op payloads, and test_fsm_codec_golden checks that they encode to the fixture's bytes.
  *
- * Commands appended later (issue 19's LOCK_SHARED) come after the original ones; the fixture
+ * Commands appended later (read-write locks' LOCK_SHARED) come after the original ones; the fixture
  * keeps the version 2 snapshot of the state before them and adds a version 3 one after them.
  *
  * Static data for a test binary or the generator; golden_fill() must run before the first use.
@@ -211,7 +211,7 @@ static const struct fsm_cmd golden_cmds[] = {
              .cond = {.has_ifrev = true, .ifrev = 0}}},
     {.op = FSM_OP_PUT, .put = {.key = GS("z"), .value = {golden_value, GOLDEN_VALUE_LEN}}},
     {.op = FSM_OP_PUT, .put = {.key = GS("e"), .value = GS("")}},
-    /* issue 19, read-write locks (revision 40 so far; golden_snapshot is the state here) */
+    /* read-write locks (revision 40 so far; golden_snapshot is the state here) */
     {.op = FSM_OP_SESSION_OPEN,
      .session_open = {.ttl_ms = 20000, .lockdelay_ms = 400, .name = GS("india")}},
     {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 20000, .name = GS("juliet")}},
@@ -242,7 +242,8 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW3"), .sid = 41}},
     {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = GS("RW3"), .sid = 2}},
     {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 8000, .session_expire = {.sid = 41}},
-    /* issue 18 (version-2 headers: acting user, admin bit) and issue 19's ops 14-20
+    /* session ownership (version-2 headers: acting user, admin bit) and the ops 14-20 of
+     * semaphores and elections
        (golden_snapshot_v3 is the state here; golden_snapshot_v4 the state after them) */
     {.op = FSM_OP_SESSION_OPEN,
      .now_ms = 9000,
@@ -348,11 +349,11 @@ static const struct fsm_cmd golden_cmds[] = {
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
-/* The commands before issue 19's: golden_snapshot (version 2) is the state after them, and
+/* The commands before read-write locks': golden_snapshot (version 2) is the state after them, and
  * golden_snapshot_v3 the state after all of them. */
 #define GOLDEN_N_V2_CMDS 69
-/* The commands before issue 18's and the primitives': golden_snapshot_v3 is the state after
- * them, golden_snapshot_v4 the state after all of them. */
+/* The commands before session ownership's and the primitives': golden_snapshot_v3 is the state
+ * after them, golden_snapshot_v4 the state after all of them. */
 #define GOLDEN_N_V3_CMDS 88
 /* Before the CLUSTER_FORMAT entries: golden_snapshot_v4 is the state after them,
  * golden_snapshot_v5 the state after all. */

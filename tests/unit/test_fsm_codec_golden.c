@@ -6,13 +6,13 @@
  * FSM_CMD_VERSION 1 (tests/unit/gen_fsm_golden.c, from the commands of fsm_golden_cmds.h). A
  * log and a snapshot written by that code must decode, re-encode, replay and restore to the
  * same bytes, replies and events with today's code; and today's structs must encode the same
- * commands to the same bytes. Any change to a field's encoding fails here. Issue 19 appended
- * LOCK_SHARED entries and a version 3 snapshot of the state after them; the version 2 snapshot
- * of the state before them stays, and must still restore and re-snapshot to the same bytes.
- * Issue 18 appended version-2 entries (acting user, admin bit) and an entry of every op 14-20
- * (semaphores, elections, SESSION_REVOKE), and a version 4 snapshot of the state after them
- * (sessions with owners and request digests, a shared lock, a semaphore, an election with a
- * leader and a candidate, a lock in lock-delay after a revoke), then CLUSTER_FORMAT entries
+ * commands to the same bytes. Any change to a field's encoding fails here. Read-write locks
+ * appended LOCK_SHARED entries and a version 3 snapshot of the state after them; the version 2
+ * snapshot of the state before them stays, and must still restore and re-snapshot to the same
+ * bytes. Session ownership appended version-2 entries (acting user, admin bit) and an entry of
+ * every op 14-20 (semaphores, elections, SESSION_REVOKE), and a version 4 snapshot of the state
+ * after them (sessions with owners and request digests, a shared lock, a semaphore, an election
+ * with a leader and a candidate, a lock in lock-delay after a revoke), then CLUSTER_FORMAT entries
  * (the upgrade gate) and a version 5 snapshot (version 4 with the cluster's log format).
  */
 #include <stdlib.h>

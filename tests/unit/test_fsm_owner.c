@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_fsm_owner — session ownership, SESSION_REVOKE and the request digest (issue 18):
+ * test_fsm_owner — session ownership, SESSION_REVOKE and the request digest:
  * owners recorded at SESSION_OPEN, another user's commands refused at apply (also when they
  * were built before the session existed), the admin override, revoke as an expiry, a replayed
  * seq with a different command refused, version-2 headers, snapshot version 4 and its
@@ -226,7 +226,7 @@ TEST_F(fsm_fx, a_lock_resent_with_the_wait_that_is_left_is_the_same_request)
     CHECK_STR_PREFIX(as_user(f, l, "alice", false).err, "ERR request seq 1");
 }
 
-/* Version-1 entries (the leader's own, and every entry from before issue 18) are unchecked:
+/* Version-1 entries (the leader's own, and every entry from before ownership) are unchecked:
  * no owner check, no digest, so an old log replays exactly as it did. */
 TEST_F(fsm_fx, unchecked_entries_behave_as_before)
 {

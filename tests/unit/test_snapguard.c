@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_snapguard.c — issue 13, deterministically: a real libraft 0.22.1 node (libuv disk I/O in
- * a temporary directory) takes a snapshot, and while that snapshot is still being written an
- * InstallSnapshot of a higher term arrives (the node steps down and must install it). Without
- * src/raft/snapguard.c libraft's completion of the write starts persisting a NULL request and
- * the process dies (SIGSEGV); with it, the message waits and the snapshot is installed.
+ * test_snapguard.c — the InstallSnapshot-while-snapshotting bug (snapguard.h), deterministically: a
+ * real libraft 0.22.1 node (libuv disk I/O in a temporary directory) takes a snapshot, and while
+ * that snapshot is still being written an InstallSnapshot of a higher term arrives (the node steps
+ * down and must install it). Without src/raft/snapguard.c libraft's completion of the write starts
+ * persisting a NULL request and the process dies (SIGSEGV); with it, the message waits and the
+ * snapshot is installed.
  *
  * Each scenario runs in a forked child, so the crash is observed instead of suffered. The test
  * holds the completion of the node's own snapshot write back (a wrapper around the raft_io's

@@ -301,7 +301,7 @@ TEST(test_member_client_session_verifies_the_server_and_presents_its_certificate
     tls_conn_free(cli);
     tls_conn_free(srv);
 
-    /* the right CA, but the certificate does not name the address dialled (issue 32): no
+    /* the right CA, but the certificate does not name the address dialled: no
      * plaintext either, by IP or by name */
     const char *others[] = {"10.0.0.9", "member.example"};
     for (size_t i = 0; i < 2; i++) {

@@ -29,11 +29,11 @@ void srv_format_report(struct srv *s, uint64_t id, unsigned format)
     uint64_t term = rn_term(s->rn);
     struct srv_format_seen *e = NULL;
     for (size_t i = 0; i < RN_MAX_PEERS && !e; i++)
-        if (s->fmt.seen[i].id == id)
-            e = &s->fmt.seen[i];
+        if (s->cluster.fmt.seen[i].id == id)
+            e = &s->cluster.fmt.seen[i];
     for (size_t i = 0; i < RN_MAX_PEERS && !e; i++) /* a free slot, or one of an older term */
-        if (!s->fmt.seen[i].id || s->fmt.seen[i].term != term)
-            e = &s->fmt.seen[i];
+        if (!s->cluster.fmt.seen[i].id || s->cluster.fmt.seen[i].term != term)
+            e = &s->cluster.fmt.seen[i];
     if (e)
         *e = (struct srv_format_seen){.id = id, .term = term, .format = format};
 }
@@ -51,8 +51,8 @@ static unsigned heard(const struct srv *s, uint64_t id, uint64_t term)
     if (id == s->cfg.id)
         return srv_format_max(s);
     for (size_t i = 0; i < RN_MAX_PEERS; i++)
-        if (s->fmt.seen[i].id == id && s->fmt.seen[i].term == term)
-            return s->fmt.seen[i].format;
+        if (s->cluster.fmt.seen[i].id == id && s->cluster.fmt.seen[i].term == term)
+            return s->cluster.fmt.seen[i].format;
     return FSM_FORMAT_1;
 }
 
@@ -80,7 +80,7 @@ unsigned srv_format_readable(struct srv *s, uint64_t *blocker)
 static void format_cb(void *ctx, int status, const struct fsm_reply *reply)
 {
     struct srv *s = ctx;
-    s->fmt.inflight = 0;
+    s->cluster.fmt.inflight = 0;
     if (status == RN_OK && reply->kind == FSM_REPLY_OK)
         LOGI(&s->log, "cluster log format is now %u: every voter reads it", fsm_format(s->fsm));
     else
@@ -91,13 +91,13 @@ static void propose_format(struct srv *s, unsigned want)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = want}};
     if (srv_propose(s, &cmd, format_cb, s) == RN_OK)
-        s->fmt.inflight = want;
+        s->cluster.fmt.inflight = want;
 }
 
 void srv_format_tick(struct srv *s)
 {
     uint64_t blocker;
-    if (s->fmt.inflight || !srv_ready(s) || fsm_format(s->fsm) >= srv_format_max(s))
+    if (s->cluster.fmt.inflight || !srv_ready(s) || fsm_format(s->fsm) >= srv_format_max(s))
         return;
     unsigned want = srv_format_readable(s, &blocker);
     if (want <= fsm_format(s->fsm))
@@ -119,7 +119,7 @@ void srv_format_on_ready(struct srv *s)
 {
     size_t members = 0;
     fsm_foreach_member(s->fsm, count_member, &members);
-    if (fsm_revision(s->fsm) || members || s->fmt.inflight ||
+    if (fsm_revision(s->fsm) || members || s->cluster.fmt.inflight ||
         fsm_format(s->fsm) >= srv_format_max(s))
         return;
     LOGI(&s->log, "new cluster: log format %u from the start", srv_format_max(s));
@@ -128,7 +128,7 @@ void srv_format_on_ready(struct srv *s)
 
 bool srv_format_tell_needed(struct srv *s)
 {
-    return fsm_format(s->fsm) < srv_format_max(s) && s->fmt.told_term != rn_term(s->rn);
+    return fsm_format(s->fsm) < srv_format_max(s) && s->cluster.fmt.told_term != rn_term(s->rn);
 }
 
 /* Ops the previous release does not know. */
@@ -139,7 +139,7 @@ static bool needs_format_2(uint8_t op)
 
 int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out)
 {
-    if (fsm_format(s->fsm) >= FSM_FORMAT_2 || s->fmt.inflight >= FSM_FORMAT_2)
+    if (fsm_format(s->fsm) >= FSM_FORMAT_2 || s->cluster.fmt.inflight >= FSM_FORMAT_2)
         return 0; /* an in-flight raise is ahead of this command in the log */
     if (needs_format_2(cmd->op)) {
         uint64_t blocker;

@@ -46,31 +46,31 @@ static bool lead_move_legal(enum srv_lead from, enum srv_lead to)
 
 void srv_lead_set(struct srv *s, enum srv_lead to)
 {
-    assert(lead_move_legal(s->lead, to));
-    s->lead = to;
+    assert(lead_move_legal(s->cluster.lead, to));
+    s->cluster.lead = to;
 }
 
 static void ready_cb(void *ctx, int status)
 {
     struct srv *s = ctx;
     if (s->stopping || status != RN_OK || rn_role(s->rn) != RN_LEADER ||
-        rn_term(s->rn) != s->ready_term) {
+        rn_term(s->rn) != s->cluster.ready_term) {
         srv_lead_set(s, SRV_NOT_LEADER);
         return; /* the next tick tries again if still leader */
     }
     srv_lead_set(s, SRV_READY);
-    lease_takeover(&s->lease, clock_ms(), srv_checkpoint_of, s);
+    lease_takeover(&s->lease.rules, clock_ms(), srv_checkpoint_of, s);
     srv_format_on_ready(s);
     srv_members_on_ready(s);
     LOGI(&s->log, "leader ready in term %llu (applied index %llu, revision %llu)",
-         (unsigned long long)s->ready_term, (unsigned long long)rn_applied_index(s->rn),
+         (unsigned long long)s->cluster.ready_term, (unsigned long long)rn_applied_index(s->rn),
          (unsigned long long)fsm_revision(s->fsm));
 }
 
 static void step_down(struct srv *s)
 {
     srv_lead_set(s, SRV_NOT_LEADER);
-    lease_step_down(&s->lease);
+    lease_step_down(&s->lease.rules);
     srv_fail_parked(s, RN_NOTLEADER);
     srv_fail_waiting_reads(s, RN_NOTLEADER);
     srv_watch_fail(s, RN_NOTLEADER, false); /* READONLY readers keep this node's stream */
@@ -80,7 +80,7 @@ static void step_down(struct srv *s)
 
 static bool deposed(struct srv *s, int role, uint64_t term)
 {
-    return srv_ready(s) && (role != RN_LEADER || term != s->ready_term);
+    return srv_ready(s) && (role != RN_LEADER || term != s->cluster.ready_term);
 }
 
 /*
@@ -92,7 +92,7 @@ static bool deposed(struct srv *s, int role, uint64_t term)
 void srv_check_deposed(struct srv *s)
 {
     if (deposed(s, rn_role(s->rn), rn_term(s->rn))) {
-        s->role = rn_role(s->rn);
+        s->cluster.role = rn_role(s->rn);
         step_down(s);
     }
 }
@@ -101,23 +101,23 @@ void srv_check_deposed(struct srv *s)
  * when clients saw -NOLEADER or -UNKNOWN. */
 static void note_term_and_leader(struct srv *s, int role, uint64_t term)
 {
-    if (term > s->seen_term) {
-        if (s->seen_term)
-            s->m.elections += term - s->seen_term;
+    if (term > s->cluster.seen_term) {
+        if (s->cluster.seen_term)
+            s->m.elections += term - s->cluster.seen_term;
         LOGI(&s->log, "term %llu began (%s here; previous term %llu, leader was node %llu)",
-             (unsigned long long)term, srv_role_name(role), (unsigned long long)s->seen_term,
-             (unsigned long long)s->seen_leader);
-        s->seen_term = term;
+             (unsigned long long)term, srv_role_name(role),
+             (unsigned long long)s->cluster.seen_term, (unsigned long long)s->cluster.seen_leader);
+        s->cluster.seen_term = term;
     }
     uint64_t id = 0;
     const char *addr = NULL;
     rn_leader(s->rn, &id, &addr);
-    if (id && id != s->seen_leader) {
-        if (s->seen_leader)
+    if (id && id != s->cluster.seen_leader) {
+        if (s->cluster.seen_leader)
             s->m.leader_changes++;
         LOGI(&s->log, "leader is now node %llu at %s (term %llu)", (unsigned long long)id,
              addr ? addr : "?", (unsigned long long)term);
-        s->seen_leader = id;
+        s->cluster.seen_leader = id;
     }
 }
 
@@ -132,10 +132,11 @@ static void notify_if_serving(struct srv *s)
         return;
     char status[96];
     if (srv_ready(s))
-        snprintf(status, sizeof(status), "leader in term %llu", (unsigned long long)s->ready_term);
-    else if (s->role == RN_FOLLOWER && s->seen_leader)
+        snprintf(status, sizeof(status), "leader in term %llu",
+                 (unsigned long long)s->cluster.ready_term);
+    else if (s->cluster.role == RN_FOLLOWER && s->cluster.seen_leader)
         snprintf(status, sizeof(status), "follower of node %llu",
-                 (unsigned long long)s->seen_leader);
+                 (unsigned long long)s->cluster.seen_leader);
     else
         return;
     if (notify_ready(&s->notify, status))
@@ -146,18 +147,23 @@ void srv_poll_leadership(struct srv *s)
 {
     int role = rn_role(s->rn);
     uint64_t term = rn_term(s->rn);
-    if (role != s->role)
-        LOGI(&s->log, "raft role %s -> %s (term %llu)", srv_role_name(s->role), srv_role_name(role),
-             (unsigned long long)term);
-    s->role = role;
+    if (role != s->cluster.role)
+        LOGI(&s->log, "raft role %s -> %s (term %llu)", srv_role_name(s->cluster.role),
+             srv_role_name(role), (unsigned long long)term);
+    s->cluster.role = role;
     note_term_and_leader(s, role, term);
     if (deposed(s, role, term))
         step_down(s);
-    if (role == RN_LEADER && s->lead == SRV_NOT_LEADER) {
-        s->ready_term = term;
+    if (role == RN_LEADER && s->cluster.lead == SRV_NOT_LEADER) {
+        s->cluster.ready_term = term;
         srv_lead_set(s, SRV_READY_PENDING); /* before the call: its callback may not wait */
         if (rn_barrier(s->rn, ready_cb, s) != RN_OK)
             srv_lead_set(s, SRV_NOT_LEADER);
     }
     notify_if_serving(s);
+}
+
+bool srv_ready(const struct srv *s)
+{
+    return s->cluster.lead == SRV_READY;
 }

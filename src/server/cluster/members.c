@@ -5,7 +5,7 @@
  * A ready leader writes its own entry (MEMBER_SET), and again from the tick whenever the table
  * no longer holds it (once a second at most); an announce of the leader's own id, or of a
  * client address on another host than the member's raft address (unless --announce-any-host),
- * is refused (issue 32). A follower whose entry is missing or stale
+ * is refused. A follower whose entry is missing or stale
  * tells the leader with `CLUSTER.ANNOUNCE id client-addr raft-addr` over the leader's client
  * port (a short RESP connection, one at a time, retried from the tick every second); the
  * leader checks the id and raft address against the Raft configuration and proposes it.
@@ -42,7 +42,7 @@
  * With TLS, WRITING ends as soon as the ClientHello is queued: in READING the rest of the
  * handshake and the request are written as the server's records arrive (each write its own
  * request, freed by its callback, which libuv runs before the handle's close callback).
- * `s->announce` is NULL once the handle closed.
+ * `s->cluster.announce` is NULL once the handle closed.
  */
 #include <assert.h>
 #include <sodium.h>
@@ -68,7 +68,7 @@ struct srv_announce {
     struct buf out;
     char rbuf[256];
     size_t rlen;
-    char raw[512];        /* plain TCP: what one read brings (TLS reads into s->tls->raw) */
+    char raw[512];        /* plain TCP: what one read brings (TLS reads into s->net.tls->raw) */
     struct tls_conn *tls; /* with --tls-cert: the client session, else NULL */
     struct buf plain;     /* TLS: decrypted bytes of one read */
     uint64_t started_ms, timeout_ms;
@@ -165,8 +165,8 @@ static void announce_to(struct srv_announce *a, enum announce_state next)
 static void announce_closed(uv_handle_t *h)
 {
     struct srv_announce *a = h->data;
-    if (a->s->announce == a)
-        a->s->announce = NULL;
+    if (a->s->cluster.announce == a)
+        a->s->cluster.announce = NULL;
     if (a->out.p) /* it held the peer password */
         sodium_memzero(a->out.p, a->out.cap);
     buf_free(&a->out);
@@ -188,7 +188,7 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     struct srv_announce *a = h->data;
     (void)suggested;
     if (a->tls) /* alloc and read run back to back: the shared buffer is free */
-        *b = uv_buf_init(a->s->tls->raw, sizeof(a->s->tls->raw));
+        *b = uv_buf_init(a->s->net.tls->raw, sizeof(a->s->net.tls->raw));
     else
         *b = uv_buf_init(a->raw, sizeof(a->raw));
 }
@@ -201,17 +201,17 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
     struct srv *s = a->s;
     static const char nl[] = "-" PROTO_NOTLEADER " ";
     if (n > sizeof(nl) - 1 && memcmp(line, nl, sizeof(nl) - 1) == 0 &&
-        n - (sizeof(nl) - 1) < sizeof(s->join_target)) {
-        snprintf(s->join_target, sizeof(s->join_target), "%.*s", (int)(n - (sizeof(nl) - 1)),
-                 line + sizeof(nl) - 1);
-        LOGI(&s->log, "join: redirected to the leader at %s", s->join_target);
-        s->announce_last_ms = 0; /* follow at once */
+        n - (sizeof(nl) - 1) < sizeof(s->cluster.join_target)) {
+        snprintf(s->cluster.join_target, sizeof(s->cluster.join_target), "%.*s",
+                 (int)(n - (sizeof(nl) - 1)), line + sizeof(nl) - 1);
+        LOGI(&s->log, "join: redirected to the leader at %s", s->cluster.join_target);
+        s->cluster.announce_last_ms = 0; /* follow at once */
     } else if (line[0] == '-') {
-        LOGW(&s->log, "join: %s answered %.*s", s->join_target,
+        LOGW(&s->log, "join: %s answered %.*s", s->cluster.join_target,
              (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
-        s->join_target[0] = 0;
+        s->cluster.join_target[0] = 0;
     } else {
-        LOGI(&s->log, "join: added to the cluster by %s", s->join_target);
+        LOGI(&s->log, "join: added to the cluster by %s", s->cluster.join_target);
     }
 }
 
@@ -236,11 +236,11 @@ static const char *peer_hint(const struct srv *s, const char *line, size_t n)
 static uint64_t peer_hold_back(struct srv *s)
 {
     uint64_t wait = PEER_RETRY_MIN_MS;
-    for (unsigned i = 0; i < s->peer_refusals && wait < PEER_RETRY_MAX_MS; i++)
+    for (unsigned i = 0; i < s->cluster.peer_refusals && wait < PEER_RETRY_MAX_MS; i++)
         wait *= 2;
     wait = wait > PEER_RETRY_MAX_MS ? PEER_RETRY_MAX_MS : wait;
-    s->peer_refusals++;
-    s->peer_retry_ms = clock_ms() + wait;
+    s->cluster.peer_refusals++;
+    s->cluster.peer_retry_ms = clock_ms() + wait;
     return wait;
 }
 
@@ -254,32 +254,33 @@ static void peer_refused(struct srv_announce *a, const char *line, size_t n)
          (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line, peer_hint(s, line, n),
          (unsigned long long)(wait / 1000));
     if (a->join)
-        s->join_target[0] = 0;
+        s->cluster.join_target[0] = 0;
 }
 
 /* --join: somebody answered (whatever it said); ends a silence, saying so if it was logged. */
 static void join_heard(struct srv *s, const char *from)
 {
-    if (s->join_quiet_logged)
+    if (s->cluster.join_quiet_logged)
         LOGI(&s->log, "join: %s answered after %llu s without an answer", from,
-             (unsigned long long)((clock_ms() - s->join_quiet_ms) / 1000));
-    s->join_quiet_ms = 0;
-    s->join_quiet_logged = false;
+             (unsigned long long)((clock_ms() - s->cluster.join_quiet_ms) / 1000));
+    s->cluster.join_quiet_ms = 0;
+    s->cluster.join_quiet_logged = false;
 }
 
 /* --join: a joiner that reaches nobody (every address down, a firewall, a typo) logs one line
  * after JOIN_QUIET_LOG_MS instead of failing quietly or once a second. */
 static void join_quiet(struct srv *s, uint64_t now)
 {
-    if (!s->join_quiet_ms || s->join_quiet_logged || now - s->join_quiet_ms < JOIN_QUIET_LOG_MS)
+    if (!s->cluster.join_quiet_ms || s->cluster.join_quiet_logged ||
+        now - s->cluster.join_quiet_ms < JOIN_QUIET_LOG_MS)
         return;
     char list[RN_MAX_PEERS * (PROTO_ADDR_BUF + 2)];
     size_t o = 0;
     for (size_t k = 0; k < s->cfg.n_join && o < sizeof list; k++)
         o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", s->cfg.join[k]);
     LOGW(&s->log, "join: no answer from %s for %llu s; still trying", list,
-         (unsigned long long)((now - s->join_quiet_ms) / 1000));
-    s->join_quiet_logged = true;
+         (unsigned long long)((now - s->cluster.join_quiet_ms) / 1000));
+    s->cluster.join_quiet_logged = true;
 }
 
 /* One reply line; true when it was the last one this connection waits for. */
@@ -302,11 +303,11 @@ static bool announce_line(struct srv_announce *a, const char *line, size_t n)
         peer_refused(a, line, n);
         return true;
     }
-    s->peer_refusals = 0;
+    s->cluster.peer_refusals = 0;
     if (a->join)
         join_reply(a, line, n);
     else if (line[0] == '+' && a->told_term)
-        s->fmt.told_term = a->told_term;
+        s->cluster.fmt.told_term = a->told_term;
     else if (line[0] == '-')
         LOGW(&s->log, "announce refused by the leader: %.*s",
              (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
@@ -399,14 +400,14 @@ static void tls_failed(struct srv_announce *a, const char *err)
          a->join ? "join" : "announce", a->target, up ? "session failed" : "handshake failed",
          err[0] ? err : "closed", verify ? " (" : "", verify ? verify : "", verify ? ")" : "",
          (unsigned long long)(wait / 1000));
-    if (!s->announce_tls_logged)
+    if (!s->cluster.announce_tls_logged)
         LOGW(&s->log, "TLS to other members' client ports: the server's certificate must chain "
                       "to --tls-ca and name the address dialled (IP or DNS subjectAltName), and "
                       "a member that asks for client certificates must accept this node's "
                       "--tls-cert (docs/security.md)");
-    s->announce_tls_logged = true;
+    s->cluster.announce_tls_logged = true;
     if (a->join)
-        s->join_target[0] = 0;
+        s->cluster.join_target[0] = 0;
     announce_close(a);
 }
 
@@ -436,7 +437,7 @@ static void announce_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
             return;
         }
         if (a->join) /* the target is gone: start over from the --join address */
-            a->s->join_target[0] = 0;
+            a->s->cluster.join_target[0] = 0;
         announce_close(a);
         return;
     }
@@ -467,7 +468,7 @@ static void announce_tls_start(struct srv_announce *a)
         announce_close(a); /* never: targets are checked addresses */
         return;
     }
-    a->tls = tls_conn_new_client(a->s->tls, host);
+    a->tls = tls_conn_new_client(a->s->net.tls, host);
     if (!a->tls || tls_conn_feed(a->tls, NULL, 0, &a->plain, err, sizeof err) < 0 || tls_flush(a)) {
         announce_close(a);
         return;
@@ -482,12 +483,12 @@ static void announce_connected(uv_connect_t *req, int status)
     struct srv_announce *a = req->data;
     if (status < 0 || a->state == ANN_CLOSING) {
         if (a->join && status < 0)
-            a->s->join_target[0] = 0;
+            a->s->cluster.join_target[0] = 0;
         announce_close(a);
         return;
     }
     announce_to(a, ANN_WRITING);
-    if (a->s->tls) {
+    if (a->s->net.tls) {
         announce_tls_start(a);
         return;
     }
@@ -497,7 +498,7 @@ static void announce_connected(uv_connect_t *req, int status)
         announce_close(a);
 }
 
-/* Open the short connection to `addr` and send a->out on it; a is s->announce until closed.
+/* Open the short connection to `addr` and send a->out on it; a is s->cluster.announce until closed.
  * A request the writers could not finish (out of memory) is not sent: the tick tries again. */
 static void announce_start(struct srv *s, struct srv_announce *a, const char *addr, size_t len)
 {
@@ -507,7 +508,7 @@ static void announce_start(struct srv *s, struct srv_announce *a, const char *ad
         LOGW(&s->log, "cannot connect to %.*s: %s", (int)len, addr,
              buf_failed(&a->out) ? "out of memory" : "not an IP host:port");
         if (a->join)
-            s->join_target[0] = 0;
+            s->cluster.join_target[0] = 0;
         buf_free(&a->out);
         free(a);
         return;
@@ -516,7 +517,7 @@ static void announce_start(struct srv *s, struct srv_announce *a, const char *ad
     uv_tcp_init(s->loop, &a->tcp);
     a->tcp.data = a;
     a->creq.data = a;
-    s->announce = a;
+    s->cluster.announce = a;
     if (uv_tcp_connect(&a->creq, &a->tcp, (struct sockaddr *)&sa, announce_connected))
         announce_close(a);
 }
@@ -562,20 +563,20 @@ static bool join_recheck(struct srv *s)
     uint64_t now = clock_ms(), lid = 0;
     const char *laddr = NULL;
     rn_leader(s->rn, &lid, &laddr);
-    if (lid || s->role == RN_LEADER || !s->leader_heard_ms) {
-        s->leader_heard_ms = now;
+    if (lid || s->cluster.role == RN_LEADER || !s->cluster.leader_heard_ms) {
+        s->cluster.leader_heard_ms = now;
         return false;
     }
-    uint64_t quiet = now - s->leader_heard_ms;
+    uint64_t quiet = now - s->cluster.leader_heard_ms;
     if (quiet < (uint64_t)JOIN_RECHECK_ELECTIONS * s->cfg.election_ms)
         return false;
     LOGW(&s->log,
          "join: no leader known for %llu ms although this node counts itself a voter; asking "
          "the cluster to add it again (its log may be missing a removal or a lost promotion)",
          (unsigned long long)quiet);
-    s->joined = false;
-    s->join_promote = true; /* never adds back a node an operator removed */
-    s->leader_heard_ms = now;
+    s->cluster.joined = false;
+    s->cluster.join_promote = true; /* never adds back a node an operator removed */
+    s->cluster.leader_heard_ms = now;
     return true;
 }
 
@@ -587,10 +588,10 @@ static int join_pending(struct srv *s)
 {
     if (!s->cfg.n_join)
         return 0;
-    if (s->joined)
+    if (s->cluster.joined)
         return join_recheck(s) ? 1 : 0;
     if (rn_server_role_committed(s->rn, s->cfg.id) == RN_VOTER) {
-        s->joined = true;
+        s->cluster.joined = true;
         LOGI(&s->log, "join: this node is a voter of the cluster");
         return 0;
     }
@@ -605,11 +606,11 @@ static void join_pick(struct srv *s)
     srv_self_client_address(s, &s->scratch);
     const char *t = NULL;
     for (size_t k = 0; k < s->cfg.n_join && !t; k++) {
-        const char *c = s->cfg.join[s->join_next++ % s->cfg.n_join];
+        const char *c = s->cfg.join[s->cluster.join_next++ % s->cfg.n_join];
         if (strlen(c) != s->scratch.len || memcmp(c, s->scratch.p, s->scratch.len) != 0)
             t = c;
     }
-    snprintf(s->join_target, sizeof(s->join_target), "%s", t ? t : s->cfg.join[0]);
+    snprintf(s->cluster.join_target, sizeof(s->cluster.join_target), "%s", t ? t : s->cfg.join[0]);
 }
 
 static void join_tick(struct srv *s, uint64_t now)
@@ -617,19 +618,19 @@ static void join_tick(struct srv *s, uint64_t now)
     struct srv_announce *a = announce_new(s, true, now);
     if (!a)
         return;
-    if (!s->join_quiet_ms)
-        s->join_quiet_ms = now ? now : 1;
-    if (!s->join_target[0])
+    if (!s->cluster.join_quiet_ms)
+        s->cluster.join_quiet_ms = now ? now : 1;
+    if (!s->cluster.join_target[0])
         join_pick(s);
     char id[ID_TEXT_BUF];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)s->cfg.id);
-    resp_w_array(&a->out, s->join_promote ? 4 : 3);
+    resp_w_array(&a->out, s->cluster.join_promote ? 4 : 3);
     resp_w_bulk_str(&a->out, "CLUSTER.ADD");
     resp_w_bulk_str(&a->out, id);
     resp_w_bulk_str(&a->out, s->cfg.raft_address);
-    if (s->join_promote)
+    if (s->cluster.join_promote)
         resp_w_bulk_str(&a->out, "PROMOTE");
-    announce_start(s, a, s->join_target, strlen(s->join_target));
+    announce_start(s, a, s->cluster.join_target, strlen(s->cluster.join_target));
 }
 
 /* On a follower: make sure the leader has our addresses. */
@@ -672,36 +673,37 @@ void srv_members_tick(struct srv *s)
     /* A ready leader's own entry changed under it (written by an older leader's term, or
      * anything that got past CLUSTER.ANNOUNCE's checks): write it again, once a second at
      * most, so -NOTLEADER never points elsewhere for long. */
-    if (s->role == RN_LEADER && srv_ready(s) && !s->stopping &&
-        now - s->self_assert_ms >= ANNOUNCE_EVERY_MS && !self_entry_current(s)) {
-        s->self_assert_ms = now;
+    if (s->cluster.role == RN_LEADER && srv_ready(s) && !s->stopping &&
+        now - s->cluster.self_assert_ms >= ANNOUNCE_EVERY_MS && !self_entry_current(s)) {
+        s->cluster.self_assert_ms = now;
         srv_members_on_ready(s);
     }
-    if (s->cfg.n_join && !s->joined)
+    if (s->cfg.n_join && !s->cluster.joined)
         join_quiet(s, now);
-    if (s->announce) {
-        if (now - s->announce->started_ms > s->announce->timeout_ms) {
-            if (s->announce->join)
-                s->join_target[0] = 0;
-            announce_close(s->announce);
+    if (s->cluster.announce) {
+        if (now - s->cluster.announce->started_ms > s->cluster.announce->timeout_ms) {
+            if (s->cluster.announce->join)
+                s->cluster.join_target[0] = 0;
+            announce_close(s->cluster.announce);
         }
         return;
     }
-    if (now - s->announce_last_ms < ANNOUNCE_EVERY_MS || now < s->peer_retry_ms || s->stopping)
+    if (now - s->cluster.announce_last_ms < ANNOUNCE_EVERY_MS || now < s->cluster.peer_retry_ms ||
+        s->stopping)
         return;
     if (join_pending(s)) {
-        s->announce_last_ms = now;
+        s->cluster.announce_last_ms = now;
         join_tick(s, now);
         return;
     }
-    if (s->role != RN_FOLLOWER || (self_entry_current(s) && !srv_format_tell_needed(s)))
+    if (s->cluster.role != RN_FOLLOWER || (self_entry_current(s) && !srv_format_tell_needed(s)))
         return;
-    s->announce_last_ms = now;
+    s->cluster.announce_last_ms = now;
     announce_tick(s, now);
 }
 
 void srv_members_stop(struct srv *s)
 {
-    if (s->announce)
-        announce_close(s->announce);
+    if (s->cluster.announce)
+        announce_close(s->cluster.announce);
 }

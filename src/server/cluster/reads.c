@@ -34,23 +34,23 @@ static void fail_reads(struct srv *s, struct srv_read_list *l, int status)
 
 void srv_fail_waiting_reads(struct srv *s, int status)
 {
-    fail_reads(s, &s->reads_waiting, status);
+    fail_reads(s, &s->cluster.reads_waiting, status);
 }
 
 static void read_barrier_cb(void *ctx, int status);
 
 static void issue_read_barrier(struct srv *s)
 {
-    if (s->barrier_inflight || !s->reads_waiting.head)
+    if (s->cluster.barrier_inflight || !s->cluster.reads_waiting.head)
         return;
-    s->reads_inflight = s->reads_waiting;
-    s->reads_waiting.head = s->reads_waiting.tail = NULL;
+    s->cluster.reads_inflight = s->cluster.reads_waiting;
+    s->cluster.reads_waiting.head = s->cluster.reads_waiting.tail = NULL;
     int rc = rn_barrier(s->rn, read_barrier_cb, s);
     if (rc != RN_OK) {
-        fail_reads(s, &s->reads_inflight, rc);
+        fail_reads(s, &s->cluster.reads_inflight, rc);
         return;
     }
-    s->barrier_inflight = true;
+    s->cluster.barrier_inflight = true;
     s->m.read_barriers++;
 }
 
@@ -69,12 +69,12 @@ static void reads_issue_cb(uv_idle_t *h)
  * parsing once its reads are answered). */
 static void answer_reads(struct srv *s, int status)
 {
-    s->barrier_inflight = false;
+    s->cluster.barrier_inflight = false;
     if (status != RN_OK || !srv_ready(s)) {
-        fail_reads(s, &s->reads_inflight, status != RN_OK ? status : RN_NOTLEADER);
+        fail_reads(s, &s->cluster.reads_inflight, status != RN_OK ? status : RN_NOTLEADER);
     } else {
-        struct srv_slot *slot = s->reads_inflight.head;
-        s->reads_inflight.head = s->reads_inflight.tail = NULL;
+        struct srv_slot *slot = s->cluster.reads_inflight.head;
+        s->cluster.reads_inflight.head = s->cluster.reads_inflight.tail = NULL;
         while (slot) {
             struct srv_slot *next = slot->lnext;
             slot->lnext = NULL;
@@ -96,11 +96,11 @@ static void read_barrier_cb(void *ctx, int status)
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
 {
     slot->lnext = NULL;
-    if (s->reads_waiting.tail)
-        s->reads_waiting.tail->lnext = slot;
+    if (s->cluster.reads_waiting.tail)
+        s->cluster.reads_waiting.tail->lnext = slot;
     else
-        s->reads_waiting.head = slot;
-    s->reads_waiting.tail = slot;
-    if (!s->barrier_inflight && !uv_is_active((uv_handle_t *)&s->reads_issue))
-        uv_idle_start(&s->reads_issue, reads_issue_cb);
+        s->cluster.reads_waiting.head = slot;
+    s->cluster.reads_waiting.tail = slot;
+    if (!s->cluster.barrier_inflight && !uv_is_active((uv_handle_t *)&s->cluster.reads_issue))
+        uv_idle_start(&s->cluster.reads_issue, reads_issue_cb);
 }

@@ -56,7 +56,7 @@ int cmd_need_leader(struct srv_req *r)
 {
     if (srv_ready(r->s))
         return 0;
-    if (r->s->role == RN_LEADER)
+    if (r->s->cluster.role == RN_LEADER)
         resp_w_error(r->out, PROTO_NOLEADER " leader elected but not ready yet; retry");
     else
         srv_reply_status(r->s, r->out, RN_NOTLEADER);
@@ -111,7 +111,7 @@ int cmd_no_session(struct srv_req *r, uint64_t sid)
 /* A session named by a command must be alive and not already expiring on this leader. */
 int cmd_live_session(struct srv_req *r, uint64_t sid)
 {
-    if (lease_session_live(&r->s->lease, sid))
+    if (lease_session_live(&r->s->lease.rules, sid))
         return 0;
     return cmd_no_session(r, sid);
 }
@@ -299,7 +299,7 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         uint64_t sid = 0;
         for (int i = 0; i < CMD_SID_BYTES; i++)
             sid |= (uint64_t)(unsigned char)slot->pkey[namelen + i] << (8 * i);
-        lease_wait_refresh(&s->lease, slot->pkey, namelen, sid, slot->wait_ms,
+        lease_wait_refresh(&s->lease.rules, slot->pkey, namelen, sid, slot->wait_ms,
                            clock_ms()); /* on failure the tick re-derives it */
         if (slot->conn && srv_park(s, slot) == 0)
             return;

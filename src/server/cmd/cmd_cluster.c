@@ -31,7 +31,7 @@ void clusterInfoCommand(struct srv_req *r)
     srv_leader_client_address(s, &s->scratch);
     resp_w_bulk(r->out, s->scratch.p ? s->scratch.p : "", s->scratch.len);
     resp_w_bulk_str(r->out, "role");
-    resp_w_bulk_str(r->out, srv_role_name(s->role));
+    resp_w_bulk_str(r->out, srv_role_name(s->cluster.role));
     resp_w_bulk_str(r->out, "ready");
     resp_w_uint(r->out, srv_ready(s) ? 1 : 0);
     resp_w_bulk_str(r->out, "leader_id");
@@ -146,7 +146,7 @@ void clusterAnnounceCommand(struct srv_req *r)
         cmd_reply_err(r, PROTO_ERR " client address must be host:port");
         return;
     }
-    /* Issue 32: the leader's entry is its own to write (srv_members_on_ready, re-asserted from
+    /* The leader's entry is its own to write (srv_members_on_ready, re-asserted from
      * the tick): an announce of it would send every -NOTLEADER, and the passwords of clients
      * that follow it, wherever the announcer chose. */
     if (id == r->s->cfg.id) {

@@ -132,7 +132,7 @@ static void client_info(struct srv_req *r, bool all)
     buf_init(&b);
     if (!all)
         err |= client_line(r->s, r->c, &b);
-    for (struct srv_conn *c = all ? r->s->conns : NULL; c; c = c->next)
+    for (struct srv_conn *c = all ? r->s->net.conns : NULL; c; c = c->next)
         if (!c->closing && client_visible(r, c))
             err |= client_line(r->s, c, &b);
     if (err)

@@ -58,7 +58,7 @@ static void info_server(struct srv *s, struct buf *b)
 
 static void info_clients(struct srv *s, struct buf *b)
 {
-    buf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%zu\r\n", s->nconns,
+    buf_printf(b, "# Clients\r\nconnected_clients:%zu\r\nmaxclients:%zu\r\n", s->net.nconns,
                s->cfg.max_clients);
 }
 
@@ -70,8 +70,9 @@ static void info_raft(struct srv *s, struct buf *b)
     buf_printf(b,
                "# Raft\r\nrole:%s\r\nready:%d\r\nterm:%llu\r\nleader_id:%llu\r\n"
                "commit_index:%llu\r\napplied_index:%llu\r\n",
-               srv_role_name(s->role), srv_ready(s) ? 1 : 0, (unsigned long long)rn_term(s->rn),
-               (unsigned long long)lid, (unsigned long long)rn_commit_index(s->rn),
+               srv_role_name(s->cluster.role), srv_ready(s) ? 1 : 0,
+               (unsigned long long)rn_term(s->rn), (unsigned long long)lid,
+               (unsigned long long)rn_commit_index(s->rn),
                (unsigned long long)rn_applied_index(s->rn));
 }
 

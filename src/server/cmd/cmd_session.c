@@ -31,7 +31,7 @@ static void keepalive_done(void *ctx, int status, const struct fsm_reply *reply)
     struct srv_slot *slot = ctx;
     /* Applied or failed, this checkpoint is no longer in flight: without this every later
      * keepalive of the session would propose another clearing checkpoint (a log entry each). */
-    lease_checkpoint_done(&slot->srv->lease, slot->sid);
+    lease_checkpoint_done(&slot->srv->lease.rules, slot->sid);
     if (status != RN_OK)
         srv_reply_status(slot->srv, &slot->out, status);
     else if (reply->kind == FSM_REPLY_ERR)
@@ -57,7 +57,7 @@ void sessionKeepaliveCommand(struct srv_req *r)
         cmd_session_access(r, sid, false))
         return;
     bool checkpointed = fsm_session_info(r->s->fsm, sid, &v) && v.checkpoint_ms;
-    enum lease_ka ka = lease_keepalive(&r->s->lease, sid, checkpointed, clock_ms(), &ttl);
+    enum lease_ka ka = lease_keepalive(&r->s->lease.rules, sid, checkpointed, clock_ms(), &ttl);
     if (ka != LEASE_KA_CLEAR) { /* NOSESSION cannot happen: cmd_live_session just said alive */
         resp_w_uint(r->out, ttl);
         return;
@@ -91,7 +91,7 @@ void sessionInfoCommand(struct srv_req *r)
         cmd_no_session(r, sid);
         return;
     }
-    uint64_t left = lease_session_remaining(&r->s->lease, sid, clock_ms());
+    uint64_t left = lease_session_remaining(&r->s->lease.rules, sid, clock_ms());
     resp_w_map(r->out, r->proto, SESSION_INFO_FIELDS);
     resp_w_bulk_str(r->out, "sid");
     resp_w_uint(r->out, v.sid);

@@ -11,13 +11,13 @@
  * -SLOWREADER naming the last id it was sent and is closed after its queued replies.
  * A watcher owns its copy of the stream names; its slot is freed through srv_slot_done.
  *
- * Wake-ups by prefix (issue 32): each of a parked watcher's streams is a member of its group in
+ * Wake-ups by prefix: each of a parked watcher's streams is a member of its group in
  * s->wake (wakeidx.h: the whole stream's, or its exact prefix's). After an applied command,
  * srv_watch_wake looks only at the watchers whose groups the new entries match: O(len(name) +
  * woken) per entry, not O(watchers). A watcher not woken by an entry is one it does not match,
- * so everything up to the previous wake's `last` (s->watch_woke) is known not to match any
+ * so everything up to the previous wake's `last` (s->xread.woke) is known not to match any
  * parked watcher's streams: a woken watcher reads after max(its seen, that). When entries no
- * watcher has looked at were dropped (the floor passed s->watch_woke: a command with more
+ * watcher has looked at were dropped (the floor passed s->xread.woke: a command with more
  * events than the history holds, a lost event, a restored snapshot), every watcher looks, and
  * -COMPACTED goes to those that may have missed one, as before the index.
  */
@@ -40,7 +40,7 @@ struct xstream {
 struct srv_watcher {
     struct srv_watcher *prev, *next;
     struct srv_watcher *wake_next; /* srv_watch_wake's list of the woken */
-    uint64_t stamp;                /* the s->watch_stamp of the wake that listed it */
+    uint64_t stamp;                /* the s->xread.stamp of the wake that listed it */
     struct wake_member *mem;       /* one per stream, in s->wake (after st[] in this block) */
     struct srv_slot *slot;
     uint64_t *parked;     /* its user's parked count (srv_parked_counter), or NULL */
@@ -182,9 +182,9 @@ static bool slow_reader(struct srv *s, struct srv_conn *c, struct buf *out)
 static void watcher_unlink(struct srv *s, struct srv_watcher *w)
 {
     for (size_t i = 0; i < w->n; i++)
-        wake_index_del(&s->wake, &w->mem[i]);
-    DLIST_UNLINK(s->watchers, w);
-    s->n_watchers--;
+        wake_index_del(&s->xread.wake, &w->mem[i]);
+    DLIST_UNLINK(s->xread.watchers, w);
+    s->xread.n_watchers--;
     if (w->parked)
         (*w->parked)--;
 }
@@ -218,9 +218,10 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     }
     struct srv *s = r->s;
     for (size_t i = 0; i < n; i++)
-        if (wake_index_add(&s->wake, &w->mem[i], w->st[i].all, w->st[i].prefix, w->st[i].plen, w)) {
+        if (wake_index_add(&s->xread.wake, &w->mem[i], w->st[i].all, w->st[i].prefix, w->st[i].plen,
+                           w)) {
             while (i--)
-                wake_index_del(&s->wake, &w->mem[i]);
+                wake_index_del(&s->xread.wake, &w->mem[i]);
             free(w);
             return -1;
         }
@@ -231,10 +232,10 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     w->stale = r->c && r->c->stale_reads;
     w->seen = s->watch.last;
     w->deadline = block ? clock_ms() + block : 0;
-    if (w->deadline && w->deadline < s->watch_next_due)
-        s->watch_next_due = w->deadline;
-    DLIST_PUSH(s->watchers, w);
-    s->n_watchers++;
+    if (w->deadline && w->deadline < s->xread.next_due)
+        s->xread.next_due = w->deadline;
+    DLIST_PUSH(s->xread.watchers, w);
+    s->xread.n_watchers++;
     w->parked = srv_parked_counter(s, r->c ? r->c->user : NULL);
     if (w->parked)
         (*w->parked)++;
@@ -253,9 +254,9 @@ static void wake_collect(void *arg, struct wake_member *m)
 {
     struct wake_list *l = arg;
     struct srv_watcher *w = m->owner;
-    if (w->stamp == l->s->watch_stamp)
+    if (w->stamp == l->s->xread.stamp)
         return;
-    w->stamp = l->s->watch_stamp;
+    w->stamp = l->s->xread.stamp;
     w->wake_next = l->head;
     l->head = w;
 }
@@ -266,10 +267,10 @@ static struct srv_watcher *woken_by_new_entries(struct srv *s, struct watch_id p
 {
     struct watch *h = &s->watch;
     struct wake_list l = {s, NULL};
-    s->watch_stamp++;
+    s->xread.stamp++;
     if (watch_id_cmp(h->floor, prev) > 0) {
-        for (struct srv_watcher *w = s->watchers; w; w = w->next) {
-            w->stamp = s->watch_stamp;
+        for (struct srv_watcher *w = s->xread.watchers; w; w = w->next) {
+            w->stamp = s->xread.stamp;
             w->wake_next = l.head;
             l.head = w;
         }
@@ -277,16 +278,16 @@ static struct srv_watcher *woken_by_new_entries(struct srv *s, struct watch_id p
     }
     for (size_t i = watch_after(h, prev); i < h->n; i++) {
         const struct watch_entry *e = watch_at(h, i);
-        wake_index_match(&s->wake, e->data, e->name_len, watch_named(e), wake_collect, &l);
+        wake_index_match(&s->xread.wake, e->data, e->name_len, watch_named(e), wake_collect, &l);
     }
     return l.head;
 }
 
 void srv_watch_wake(struct srv *s)
 {
-    struct watch_id prev = s->watch_woke;
-    s->watch_woke = s->watch.last;
-    if (!s->watchers)
+    struct watch_id prev = s->xread.woke;
+    s->xread.woke = s->watch.last;
+    if (!s->xread.watchers)
         return;
     struct srv_watcher *w = woken_by_new_entries(s, prev);
     while (w) {
@@ -311,7 +312,7 @@ void srv_watch_wake(struct srv *s)
 
 void srv_watch_reauth(struct srv *s)
 {
-    struct srv_watcher *w = s->watchers;
+    struct srv_watcher *w = s->xread.watchers;
     while (w) {
         struct srv_watcher *next = w->next;
         const struct srv_conn *c = w->slot->conn;
@@ -326,11 +327,12 @@ void srv_watch_reauth(struct srv *s)
 
 void srv_watch_tick(struct srv *s, uint64_t now)
 {
-    if (!s->watchers || (now < s->watch_next_due && now - s->watch_sweep_ms < ORPHAN_SWEEP_MS))
+    if (!s->xread.watchers ||
+        (now < s->xread.next_due && now - s->xread.sweep_ms < ORPHAN_SWEEP_MS))
         return;
-    s->watch_sweep_ms = now;
-    s->watch_next_due = UINT64_MAX;
-    struct srv_watcher *w = s->watchers;
+    s->xread.sweep_ms = now;
+    s->xread.next_due = UINT64_MAX;
+    struct srv_watcher *w = s->xread.watchers;
     while (w) {
         struct srv_watcher *next = w->next;
         if (!w->slot->conn) {
@@ -338,8 +340,8 @@ void srv_watch_tick(struct srv *s, uint64_t now)
         } else if (w->deadline && now >= w->deadline) {
             w_null(&w->slot->out, w->slot->proto);
             watcher_finish(s, w);
-        } else if (w->deadline && w->deadline < s->watch_next_due) {
-            s->watch_next_due = w->deadline;
+        } else if (w->deadline && w->deadline < s->xread.next_due) {
+            s->xread.next_due = w->deadline;
         }
         w = next;
     }
@@ -347,7 +349,7 @@ void srv_watch_tick(struct srv *s, uint64_t now)
 
 void srv_watch_fail(struct srv *s, int status, bool all)
 {
-    struct srv_watcher *w = s->watchers;
+    struct srv_watcher *w = s->xread.watchers;
     while (w) {
         struct srv_watcher *next = w->next;
         if (all || !w->stale) {

@@ -17,8 +17,8 @@
  * snapshot this node restarted or was installed from; or the change's value was longer than
  * --event-value-max and is no longer the current one), the CURRENT state is answered if it
  * changed after AFTER, with compacted 1 (changes in between may be skipped). The current state
- * of a leaderless election has no record in the FSM: s->leaderless remembers, on every node,
- * the revision of each LEADER event that left an election leaderless (dropped when it gets a
+ * of a leaderless election has no record in the FSM: s->observe.leaderless remembers, on every
+ * node, the revision of each LEADER event that left an election leaderless (dropped when it gets a
  * leader); a name it does not know (after a restart or a snapshot) is answered leaderless at
  * the current revision and then remembered. It holds at most OBSERVE_LEADERLESS_MAX names;
  * past that it is cleared (only costs one repeated answer).
@@ -92,9 +92,10 @@ void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v,
 
 static void leaderless_set(struct srv *s, const char *name, size_t len, uint64_t rev)
 {
-    if (map_count(&s->leaderless) >= OBSERVE_LEADERLESS_MAX)
-        map_free(&s->leaderless, NULL);
-    map_put(&s->leaderless, name, len, (void *)(uintptr_t)rev); /* on failure: asked again */
+    if (map_count(&s->observe.leaderless) >= OBSERVE_LEADERLESS_MAX)
+        map_free(&s->observe.leaderless, NULL);
+    map_put(&s->observe.leaderless, name, len,
+            (void *)(uintptr_t)rev); /* on failure: asked again */
 }
 
 void srv_observe_event(struct srv *s, const struct fsm_event *e)
@@ -102,8 +103,8 @@ void srv_observe_event(struct srv *s, const struct fsm_event *e)
     if (e->type == FSM_EV_LEADER && e->sid == 0)
         leaderless_set(s, e->name.p, e->name.len, fsm_revision(s->fsm));
     else if (e->type == FSM_EV_LEADER)
-        map_del(&s->leaderless, e->name.p, e->name.len);
-    s->observe_dirty = true;
+        map_del(&s->observe.leaderless, e->name.p, e->name.len);
+    s->observe.dirty = true;
 }
 
 /* The current state, if it changed after `after` (any state if !has_after): 1 with the answer
@@ -118,7 +119,7 @@ static int current_answer(struct srv *s, const char *name, size_t len, bool has_
             return 0;
         st = state_of_view(&v, 0);
     } else {
-        uint64_t since = (uint64_t)(uintptr_t)map_get(&s->leaderless, name, len);
+        uint64_t since = (uint64_t)(uintptr_t)map_get(&s->observe.leaderless, name, len);
         uint64_t now = fsm_revision(s->fsm);
         if (!since) { /* not known here: leaderless as of now */
             if (has_after && after >= now)
@@ -215,8 +216,8 @@ static int observe_answer(struct srv *s, const char *name, size_t len, bool has_
 
 static void observer_finish(struct srv *s, struct srv_observer *o)
 {
-    DLIST_UNLINK(s->observers, o);
-    s->n_observers--;
+    DLIST_UNLINK(s->observe.observers, o);
+    s->observe.n_observers--;
     if (o->parked)
         (*o->parked)--;
     srv_slot_set_state(o->slot, SLOT_PENDING);
@@ -237,8 +238,8 @@ static int observe_park(struct srv_req *r, struct fsm_str name, uint64_t after,
     o->seen = seen;
     o->stale = r->c->stale_reads;
     o->deadline = wait ? clock_ms() + wait : 0;
-    DLIST_PUSH(r->s->observers, o);
-    r->s->n_observers++;
+    DLIST_PUSH(r->s->observe.observers, o);
+    r->s->observe.n_observers++;
     o->parked = srv_parked_counter(r->s, r->c ? r->c->user : NULL);
     if (o->parked)
         (*o->parked)++;
@@ -249,10 +250,10 @@ static int observe_park(struct srv_req *r, struct fsm_str name, uint64_t after,
 
 void srv_observe_wake(struct srv *s)
 {
-    if (!s->observe_dirty)
+    if (!s->observe.dirty)
         return;
-    s->observe_dirty = false;
-    for (struct srv_observer *o = s->observers, *next; o; o = next) {
+    s->observe.dirty = false;
+    for (struct srv_observer *o = s->observe.observers, *next; o; o = next) {
         next = o->next;
         struct srv_slot *slot = o->slot;
         if (!slot->conn || observe_answer(s, o->name, o->name_len, true, o->after, &o->seen,
@@ -263,7 +264,7 @@ void srv_observe_wake(struct srv *s)
 
 void srv_observe_tick(struct srv *s, uint64_t now)
 {
-    for (struct srv_observer *o = s->observers, *next; o; o = next) {
+    for (struct srv_observer *o = s->observe.observers, *next; o; o = next) {
         next = o->next;
         if (!o->slot->conn) {
             observer_finish(s, o);
@@ -276,7 +277,7 @@ void srv_observe_tick(struct srv *s, uint64_t now)
 
 void srv_observe_fail(struct srv *s, int status, bool all)
 {
-    for (struct srv_observer *o = s->observers, *next; o; o = next) {
+    for (struct srv_observer *o = s->observe.observers, *next; o; o = next) {
         next = o->next;
         if (all || !o->stale) {
             srv_reply_status(s, &o->slot->out, status);
@@ -287,7 +288,7 @@ void srv_observe_fail(struct srv *s, int status, bool all)
 
 void srv_observe_reauth(struct srv *s)
 {
-    for (struct srv_observer *o = s->observers, *next; o; o = next) {
+    for (struct srv_observer *o = s->observe.observers, *next; o; o = next) {
         next = o->next;
         const struct srv_conn *c = o->slot->conn;
         if (!c || !c->user || cmd_perm_allows(c->user, "ELECT.OBSERVE", o->name, o->name_len))
@@ -300,7 +301,7 @@ void srv_observe_reauth(struct srv *s)
 
 void srv_observe_free(struct srv *s)
 {
-    map_free(&s->leaderless, NULL);
+    map_free(&s->observe.leaderless, NULL);
 }
 
 /* ELECT.OBSERVE name [AFTER rev] [WAIT ms] */

@@ -3,7 +3,7 @@
  * quota.c — state quotas (--max-sessions, --max-locks, --max-keys, --max-waiters,
  * --max-data-bytes), checked on the leader before a command is proposed.
  *
- * Owns srv.quota_pending: what proposals in flight may still add. A command that can grow the
+ * Owns srv.quota.pending: what proposals in flight may still add. A command that can grow the
  * state reserves its worst-case growth (srv_quota_reserve) and gives it back when its
  * proposal completes, whatever the outcome (srv_quota_release, from write_done). A command is
  * refused with -NOSPACE when applied state + reservations + its own growth passes a quota, so
@@ -14,10 +14,10 @@
  * Overshoot: after a leader change, entries the old leader had in flight apply on top of what
  * the new leader accepts; at most one leader's in-flight proposals.
  *
- * Per-user quotas (issue 32; the ACL file's max_sessions= max_waiters= max_keys= max_bytes=
+ * Per-user quotas (the ACL file's max_sessions= max_waiters= max_keys= max_bytes=
  * max_parked=, docs/security.md "Per-user quotas"), checked after the global ones and with the
- * same reservations, per user (srv.user_pending). The numbers come from replicated state only,
- * so any leader enforces the same ones: sessions, queued waits and their bytes by session
+ * same reservations, per user (srv.quota.user_pending). The numbers come from replicated state
+ * only, so any leader enforces the same ones: sessions, queued waits and their bytes by session
  * owner (the FSM's usage index, fsm_owner_usage), keys and key bytes in the user's namespace
  * (the keys its keys= globs match, all keys without keys=; counted by a walk of the key tree
  * from each glob's literal prefix). max_parked is per node (parked requests live on one node
@@ -202,11 +202,11 @@ static void user_growth(const struct fsm_cmd *cmd, const uint64_t g[SRV_QUOTA_N]
 
 static uint64_t *user_pending(struct srv *s, const char *name, bool make)
 {
-    uint64_t *p = map_get(&s->user_pending, name, strlen(name));
+    uint64_t *p = map_get(&s->quota.user_pending, name, strlen(name));
     if (p || !make)
         return p;
     p = calloc(ACL_QUOTA_N, sizeof(*p));
-    if (p && map_put(&s->user_pending, name, strlen(name), p)) {
+    if (p && map_put(&s->quota.user_pending, name, strlen(name), p)) {
         free(p);
         p = NULL;
     }
@@ -268,26 +268,26 @@ static void user_release(struct srv *s, struct srv_quota *res)
         empty &= p[q] == 0;
     }
     if (p && empty)
-        free(map_del(&s->user_pending, res->user, strlen(res->user)));
+        free(map_del(&s->quota.user_pending, res->user, strlen(res->user)));
     memset(res->u, 0, sizeof res->u);
     res->user[0] = '\0';
 }
 
 void srv_quota_free(struct srv *s)
 {
-    map_free(&s->user_pending, free);
-    map_free(&s->user_parked, free);
+    map_free(&s->quota.user_pending, free);
+    map_free(&s->quota.user_parked, free);
 }
 
 uint64_t *srv_parked_counter(struct srv *s, const struct acl_user *u)
 {
     if (!u)
         return NULL;
-    uint64_t *n = map_get(&s->user_parked, u->name, strlen(u->name));
+    uint64_t *n = map_get(&s->quota.user_parked, u->name, strlen(u->name));
     if (n)
         return n;
     n = calloc(1, sizeof(*n));
-    if (n && map_put(&s->user_parked, u->name, strlen(u->name), n)) {
+    if (n && map_put(&s->quota.user_parked, u->name, strlen(u->name), n)) {
         free(n);
         n = NULL;
     }
@@ -298,14 +298,14 @@ uint64_t *srv_parked_counter(struct srv *s, const struct acl_user *u)
  * connection to the reloaded user of the same name keeps the count). */
 static uint64_t parked_of(struct srv *s, const struct acl_user *u)
 {
-    const uint64_t *n = map_get(&s->user_parked, u->name, strlen(u->name));
+    const uint64_t *n = map_get(&s->quota.user_parked, u->name, strlen(u->name));
     return n ? *n : 0;
 }
 
 int srv_parked_admit(struct srv_req *r)
 {
     struct srv *s = r->s;
-    uint64_t all = s->n_watchers + s->n_observers;
+    uint64_t all = s->xread.n_watchers + s->observe.n_observers;
     if (all >= s->cfg.max_parked) {
         s->m.parked_rejections++;
         resp_w_errorf(r->out,
@@ -334,14 +334,14 @@ int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl
     quota_used(s, used);
     quota_limits(&s->cfg, lim);
     for (int q = 0; q < SRV_QUOTA_N; q++) {
-        if (g[q] == 0 || used[q] + s->quota_pending.n[q] + g[q] <= lim[q])
+        if (g[q] == 0 || used[q] + s->quota.pending.n[q] + g[q] <= lim[q])
             continue;
         s->m.quota_rejections[q]++;
         resp_w_errorf(
             out,
             PROTO_NOSPACE " %s quota reached: %llu in use, %llu pending, the limit (%s) is "
                           "%llu; free some (UNLOCK, DEL, SESSION.CLOSE) or raise the limit",
-            quota_names[q], (unsigned long long)used[q], (unsigned long long)s->quota_pending.n[q],
+            quota_names[q], (unsigned long long)used[q], (unsigned long long)s->quota.pending.n[q],
             quota_flags[q], (unsigned long long)lim[q]);
         return -1;
     }
@@ -349,7 +349,7 @@ int srv_quota_reserve(struct srv *s, const struct fsm_cmd *cmd, const struct acl
         return -1;
     for (int q = 0; q < SRV_QUOTA_N; q++) {
         res->n[q] = g[q];
-        s->quota_pending.n[q] += g[q];
+        s->quota.pending.n[q] += g[q];
     }
     return 0;
 }
@@ -358,7 +358,7 @@ void srv_quota_release(struct srv *s, struct srv_quota *res)
 {
     user_release(s, res);
     for (int q = 0; q < SRV_QUOTA_N; q++) {
-        s->quota_pending.n[q] -= res->n[q];
+        s->quota.pending.n[q] -= res->n[q];
         res->n[q] = 0;
     }
 }

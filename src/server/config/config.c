@@ -60,7 +60,7 @@ void srv_config_defaults(struct srv_config *c)
     c->max_locks = 10000000;
     c->max_keys = 1000000;
     c->max_waiters = 1000000;
-    c->max_parked = 100000; /* issue 32: parked XREAD ... BLOCK and ELECT.OBSERVE, all users */
+    c->max_parked = 100000; /* parked XREAD ... BLOCK and ELECT.OBSERVE, all users */
     c->max_data_bytes = 2ull << 30;
     c->max_log_format = FSM_FORMAT_MAX; /* only lowered to simulate an older node */
     c->checkpoint_min_ttl = 1000;
@@ -83,7 +83,7 @@ void srv_config_defaults(struct srv_config *c)
     c->raft_max_handshakes = RN_TP_MAX_HANDSHAKES;
     c->raft_max_handshakes_per_addr = RN_TP_MAX_HANDSHAKES_PER_ADDR;
     c->raft_handshake_rate = RN_TP_HANDSHAKE_RATE;
-    /* before AUTH (issue 32; limits.h) */
+    /* before AUTH (limits.h) */
     c->auth_threads = 2;
     c->auth_queue = 32;
     c->max_unauth_clients = 1000;
@@ -547,7 +547,7 @@ static const struct num_flag num_flags[] = {
     NF("--raft-max-handshakes", raft_max_handshakes, 2, 1, 100000),
     NF("--raft-max-handshakes-per-address", raft_max_handshakes_per_addr, 2, 1, 100000),
     NF("--raft-handshake-rate", raft_handshake_rate, 2, 1, 1000000),
-    /* before AUTH (issue 32; limits.h) */
+    /* before AUTH (limits.h) */
     NF("--auth-threads", auth_threads, 2, 1, 64),
     NF("--auth-queue", auth_queue, 1, 1, 1000000),
     NF("--max-unauth-clients", max_unauth_clients, 1, 1, 1000000),

@@ -2,8 +2,8 @@
 /*
  * parked.c — LOCK ... WAIT requests parked until their wait ends.
  *
- * A LOCK whose proposal applied as "queued" is parked under name+sid (s->parked: the key maps to
- * a list through slot->lnext) and answered when the FSM grants it (the token) or ends the wait
+ * A LOCK whose proposal applied as "queued" is parked under name+sid (s->lease.parked: the key maps
+ * to a list through slot->lnext) and answered when the FSM grants it (the token) or ends the wait
  * (nil, or NOSESSION when the session ended meanwhile). Only a READY leader has parked requests:
  * stepping down or stopping answers them all with an error.
  */
@@ -21,9 +21,9 @@ size_t srv_key_name_sid(const char *name, size_t namelen, uint64_t sid, struct b
 
 int srv_park(struct srv *s, struct srv_slot *slot)
 {
-    struct srv_slot *head = map_get(&s->parked, slot->pkey, slot->pkeylen);
+    struct srv_slot *head = map_get(&s->lease.parked, slot->pkey, slot->pkeylen);
     slot->lnext = head;
-    if (map_put(&s->parked, slot->pkey, slot->pkeylen, slot))
+    if (map_put(&s->lease.parked, slot->pkey, slot->pkeylen, slot))
         return -1;
     srv_slot_set_state(slot, SLOT_PARKED);
     return 0;
@@ -43,7 +43,7 @@ void srv_wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t s
     if (!srv_ready(s))
         return; /* nothing is parked on a node that is not a ready leader (step_down) */
     size_t n = srv_key_name_sid(name, namelen, sid, &s->scratch);
-    struct srv_slot *slot = n ? map_del(&s->parked, s->scratch.p, n) : NULL;
+    struct srv_slot *slot = n ? map_del(&s->lease.parked, s->scratch.p, n) : NULL;
     struct fsm_session_view sv;
     while (slot) {
         struct srv_slot *next = unpark(slot);
@@ -68,7 +68,7 @@ static void fail_parked_cb(void *arg, const void *key, size_t len, void *val)
 {
     struct fail_arg *fa = arg;
     struct srv_slot *slot = val;
-    map_del(&fa->s->parked, key, len);
+    map_del(&fa->s->lease.parked, key, len);
     while (slot) {
         struct srv_slot *next = unpark(slot);
         srv_reply_status(fa->s, &slot->out, fa->status);
@@ -80,7 +80,7 @@ static void fail_parked_cb(void *arg, const void *key, size_t len, void *val)
 void srv_fail_parked(struct srv *s, int status)
 {
     struct fail_arg fa = {s, status};
-    map_foreach(&s->parked, fail_parked_cb, &fa);
+    map_foreach(&s->lease.parked, fail_parked_cb, &fa);
 }
 
 /* The command a parked wait was queued by, for the permission table. */
@@ -119,7 +119,7 @@ static void reauth_parked_cb(void *arg, const void *key, size_t len, void *val)
     if (rc != RN_OK)
         LOGW(&s->log, "SIGHUP: the wait of session %llu could not be cancelled (%d)",
              (unsigned long long)sid, rc);
-    map_del(&s->parked, key, len);
+    map_del(&s->lease.parked, key, len);
     s->m.perm_denials++;
     while (slot) {
         struct srv_slot *next = unpark(slot);
@@ -133,7 +133,7 @@ void srv_reauth_parked(struct srv *s)
 {
     if (!s->auth.on)
         return;
-    map_foreach(&s->parked, reauth_parked_cb, s);
+    map_foreach(&s->lease.parked, reauth_parked_cb, s);
     srv_watch_reauth(s);
     srv_observe_reauth(s);
 }

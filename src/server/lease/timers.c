@@ -51,7 +51,7 @@ int srv_propose_checkpoint(struct srv *s, uint64_t sid, uint64_t remaining_ms, r
                           .session_checkpoint = {.sid = sid, .remaining_ms = remaining_ms}};
     int rc = srv_propose(s, &cmd, cb, ctx);
     if (rc == RN_OK)
-        lease_checkpoint_proposed(&s->lease, sid);
+        lease_checkpoint_proposed(&s->lease.rules, sid);
     return rc;
 }
 
@@ -66,10 +66,10 @@ uint64_t srv_checkpoint_of(void *arg, uint64_t sid)
 
 static void hold_start(struct srv *s, const char *name, size_t namelen)
 {
-    uint64_t *t = map_get(&s->holds, name, namelen);
+    uint64_t *t = map_get(&s->lease.holds, name, namelen);
     if (!t) {
         t = malloc(sizeof(*t));
-        if (!t || map_put(&s->holds, name, namelen, t)) {
+        if (!t || map_put(&s->lease.holds, name, namelen, t)) {
             free(t);
             return;
         }
@@ -79,7 +79,7 @@ static void hold_start(struct srv *s, const char *name, size_t namelen)
 
 static void hold_end(struct srv *s, const char *name, size_t namelen)
 {
-    uint64_t *t = map_del(&s->holds, name, namelen);
+    uint64_t *t = map_del(&s->lease.holds, name, namelen);
     if (t) {
         hist_observe(&s->m.lock_hold, (double)(clock_ms() - *t) / 1000.0);
         free(t);
@@ -93,14 +93,14 @@ static void free_val(void *v)
 
 void srv_holds_free(struct srv *s)
 {
-    map_free(&s->holds, free_val);
+    map_free(&s->lease.holds, free_val);
 }
 
 /* ---- FSM hooks (every node) ---- */
 
 static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
 {
-    int64_t waited = lease_wait_ended(&s->lease, e->name.p, e->name.len, e->sid, now);
+    int64_t waited = lease_wait_ended(&s->lease.rules, e->name.p, e->name.len, e->sid, now);
     if (waited >= 0)
         hist_observe(&s->m.lock_wait, (double)waited / 1000.0);
     hold_start(s, e->name.p, e->name.len);
@@ -126,12 +126,12 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     uint64_t now = clock_ms();
     switch (e->type) {
     case FSM_EV_SESSION_OPENED:
-        if (lease_session_opened(&s->lease, e->sid, e->ms, now))
+        if (lease_session_opened(&s->lease.rules, e->sid, e->ms, now))
             LOGE(&s->log, "out of memory tracking session %llu (retried on the next tick)",
                  (unsigned long long)e->sid);
         break;
     case FSM_EV_SESSION_ENDED:
-        lease_session_ended(&s->lease, e->sid);
+        lease_session_ended(&s->lease.rules, e->sid);
         if (e->expired)
             s->m.expirations++;
         break;
@@ -145,19 +145,19 @@ static void on_event(struct srv *s, const struct fsm_event *e)
             log_lost_hold(s, e);
         break;
     case FSM_EV_WAIT_STARTED:
-        if (lease_wait_started(&s->lease, nm, nl, e->sid, e->ms, now))
+        if (lease_wait_started(&s->lease.rules, nm, nl, e->sid, e->ms, now))
             LOGE(&s->log, "out of memory tracking a wait (retried on the next tick)");
         break;
     case FSM_EV_WAIT_ENDED:
-        lease_wait_ended(&s->lease, nm, nl, e->sid, now);
+        lease_wait_ended(&s->lease.rules, nm, nl, e->sid, now);
         srv_wake_parked(s, nm, nl, e->sid, 0);
         break;
     case FSM_EV_LOCKDELAY_STARTED:
-        if (lease_delay_started(&s->lease, nm, nl, e->ms, now))
+        if (lease_delay_started(&s->lease.rules, nm, nl, e->ms, now))
             LOGE(&s->log, "out of memory tracking a lock-delay (retried on the next tick)");
         break;
     case FSM_EV_LOCKDELAY_ENDED:
-        lease_delay_ended(&s->lease, nm, nl);
+        lease_delay_ended(&s->lease.rules, nm, nl);
         break;
     case FSM_EV_FENCE_REJECTED:
         s->m.fence_rejections++;
@@ -179,7 +179,7 @@ void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm
     for (size_t i = 0; i < ev->n; i++)
         on_event(s, &ev->ev[i]);
     if (ev->n || ev->lost) {
-        s->observe_dirty |= ev->lost; /* a lost LEADER event: observers look at the state */
+        s->observe.dirty |= ev->lost; /* a lost LEADER event: observers look at the state */
         watch_add(&s->watch, fsm_revision(s->fsm), ev);
         srv_watch_wake(s);
     }
@@ -196,20 +196,20 @@ struct derive_arg {
 static void derive_sess_cb(void *arg, uint64_t sid, uint64_t ttl_ms)
 {
     struct derive_arg *da = arg;
-    lease_session_ensure(&da->s->lease, sid, ttl_ms, da->now);
+    lease_session_ensure(&da->s->lease.rules, sid, ttl_ms, da->now);
 }
 
 static void derive_wait_cb(void *arg, const char *name, size_t namelen, uint64_t sid,
                            uint64_t wait_ms)
 {
     struct derive_arg *da = arg;
-    lease_wait_ensure(&da->s->lease, name, namelen, sid, wait_ms, da->now);
+    lease_wait_ensure(&da->s->lease.rules, name, namelen, sid, wait_ms, da->now);
 }
 
 static void derive_delay_cb(void *arg, const char *name, size_t namelen, uint64_t delay_ms)
 {
     struct derive_arg *da = arg;
-    lease_delay_ensure(&da->s->lease, name, namelen, delay_ms, da->now);
+    lease_delay_ensure(&da->s->lease.rules, name, namelen, delay_ms, da->now);
 }
 
 static void derive_tables(struct srv *s, uint64_t now)
@@ -224,12 +224,13 @@ static void derive_tables(struct srv *s, uint64_t now)
 void srv_hook_restored(void *arg)
 {
     struct srv *s = arg;
-    lease_clear(&s->lease);
-    map_free(&s->holds, free_val);
+    lease_clear(&s->lease.rules);
+    map_free(&s->lease.holds, free_val);
     watch_forget(&s->watch, fsm_revision(s->fsm)); /* the events up to it are not known */
     derive_tables(s, clock_ms());
-    map_free(&s->leaderless, NULL); /* the leaderless revisions known are of the old state */
-    s->observe_dirty = true;        /* the elections may have changed: observers look again */
+    map_free(&s->observe.leaderless,
+             NULL);          /* the leaderless revisions known are of the old state */
+    s->observe.dirty = true; /* the elections may have changed: observers look again */
     srv_observe_wake(s);
 }
 
@@ -241,9 +242,9 @@ void srv_hook_restored(void *arg)
  */
 static void repair_lease(struct srv *s, uint64_t now)
 {
-    lease_repair(&s->lease, now);
+    lease_repair(&s->lease.rules, now);
     derive_tables(s, now);
-    if (!lease_damaged(&s->lease))
+    if (!lease_damaged(&s->lease.rules))
         LOGI(&s->log, "lease tables repaired after an allocation failure");
 }
 
@@ -266,9 +267,9 @@ static void duty_cb(void *ctx, int status, const struct fsm_reply *reply)
     struct srv *s = d->s;
     (void)reply;
     if (d->kind == LEASE_CHECKPOINT)
-        lease_checkpoint_done(&s->lease, d->sid);
+        lease_checkpoint_done(&s->lease.rules, d->sid);
     else if (status != RN_OK && !s->stopping)
-        lease_duty_failed(&s->lease, d->kind, d->sid, d->key, d->len, clock_ms());
+        lease_duty_failed(&s->lease.rules, d->kind, d->sid, d->key, d->len, clock_ms());
     free(d);
 }
 
@@ -327,19 +328,19 @@ static void do_action(struct srv *s, const struct lease_action *a, uint64_t now)
     struct duty *d = duty_new(s, a);
     if (!d || srv_propose(s, &cmd, duty_cb, d) != RN_OK) {
         free(d);
-        lease_propose_failed(&s->lease, a, now);
+        lease_propose_failed(&s->lease.rules, a, now);
     }
 }
 
 void srv_hook_halted(void *arg)
 {
     struct srv *s = arg;
-    s->halted = true;
+    s->cluster.halted = true;
 }
 
 void srv_tick(struct srv *s)
 {
-    if (s->halted) { /* rn_fsm.c logged why */
+    if (s->cluster.halted) { /* rn_fsm.c logged why */
         srv_stop(s);
         return;
     }
@@ -349,12 +350,12 @@ void srv_tick(struct srv *s)
     uint64_t now = clock_ms();
     srv_watch_tick(s, now);
     srv_observe_tick(s, now);
-    if (lease_damaged(&s->lease))
+    if (lease_damaged(&s->lease.rules))
         repair_lease(s, now);
     if (!srv_ready(s))
         return;
     srv_format_tick(s);
     struct lease_action a;
-    while (lease_next(&s->lease, now, &a))
+    while (lease_next(&s->lease.rules, now, &a))
         do_action(s, &a, now);
 }

@@ -19,7 +19,7 @@
  *           drains it; output > max_output (immediate or deferred reply) closes the
  *           connection at once (conn_output_check): it holds at most max_output + one reply.
  *   input   = in: reading pauses at max_query_buffer bytes; an unfinished command that big is
- *           a protocol error. srv.input_bytes (sum of every in.cap) over max_input_total
+ *           a protocol error. srv.net.input_bytes (sum of every in.cap) over max_input_total
  *           closes the connection holding the largest input buffer (input_total_check).
  * Buffers grown past CONN_KEEP_BYTES are freed once empty, so a burst does not stay resident.
  * Idle: a connection without a read or a completed write for --idle-timeout ms is closed by a
@@ -62,12 +62,12 @@ size_t srv_conn_unread(const struct srv_conn *c)
     return conn_out_bytes(c);
 }
 
-/* Keep srv.input_bytes equal to the sum of the connections' input buffer capacities. */
+/* Keep srv.net.input_bytes equal to the sum of the connections' input buffer capacities. */
 static void input_account(struct srv_conn *c)
 {
-    c->srv->input_bytes -= c->in_counted;
+    c->srv->net.input_bytes -= c->in_counted;
     c->in_counted = c->closing ? 0 : c->in.cap;
-    c->srv->input_bytes += c->in_counted;
+    c->srv->net.input_bytes += c->in_counted;
 }
 
 /* An empty buffer that grew past CONN_KEEP_BYTES gives its memory back. */
@@ -105,8 +105,8 @@ static bool conn_output_check(struct srv_conn *c)
 
 static void conn_list_remove(struct srv *s, struct srv_conn *c)
 {
-    DLIST_UNLINK(s->conns, c);
-    s->nconns--;
+    DLIST_UNLINK(s->net.conns, c);
+    s->net.nconns--;
 }
 
 /* Slots on the free list are poisoned under ASan, so a use after "free" is still caught. */
@@ -137,11 +137,11 @@ void srv_slot_free(struct srv_slot *slot)
     struct srv *s = slot->srv;
     free(slot->pkey);
     slot->pkey = NULL;
-    if (s && s->n_free_slots < SRV_FREE_SLOTS &&
+    if (s && s->net.n_free_slots < SRV_FREE_SLOTS &&
         slot->out.cap + slot->args.cap <= SRV_SLOT_KEEP_BYTES) {
-        slot->next = s->free_slots;
-        s->free_slots = slot;
-        s->n_free_slots++;
+        slot->next = s->net.free_slots;
+        s->net.free_slots = slot;
+        s->net.n_free_slots++;
         slot_poison(slot, true);
         return;
     }
@@ -152,12 +152,12 @@ void srv_slot_free(struct srv_slot *slot)
 
 struct srv_slot *srv_slot_new(struct srv *s)
 {
-    struct srv_slot *slot = s->free_slots;
+    struct srv_slot *slot = s->net.free_slots;
     if (!slot)
         return calloc(1, sizeof(*slot));
     slot_poison(slot, false);
-    s->free_slots = slot->next;
-    s->n_free_slots--;
+    s->net.free_slots = slot->next;
+    s->net.n_free_slots--;
     struct buf out = slot->out, args = slot->args;
     memset(slot, 0, sizeof(*slot));
     slot->out = out;
@@ -206,14 +206,14 @@ void srv_slot_set_state(struct srv_slot *slot, enum srv_slot_state to)
 
 void srv_free_slots(struct srv *s)
 {
-    while (s->free_slots) {
-        struct srv_slot *slot = s->free_slots;
+    while (s->net.free_slots) {
+        struct srv_slot *slot = s->net.free_slots;
         slot_poison(slot, false);
-        s->free_slots = slot->next;
+        s->net.free_slots = slot->next;
         slot->srv = NULL; /* freed for good */
         srv_slot_free(slot);
     }
-    s->n_free_slots = 0;
+    s->net.n_free_slots = 0;
 }
 
 static void conn_free_cb(uv_handle_t *h)
@@ -254,10 +254,10 @@ void srv_conn_close(struct srv_conn *c)
 
 void srv_close_all_conns(struct srv *s)
 {
-    while (s->conns)
-        srv_conn_close(s->conns);
-    if (s->listening && !uv_is_closing((uv_handle_t *)&s->idle_timer))
-        uv_close((uv_handle_t *)&s->idle_timer, NULL);
+    while (s->net.conns)
+        srv_conn_close(s->net.conns);
+    if (s->listening && !uv_is_closing((uv_handle_t *)&s->net.idle_timer))
+        uv_close((uv_handle_t *)&s->net.idle_timer, NULL);
     srv_limits_stop(s);
 }
 
@@ -274,7 +274,7 @@ static void idle_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
     uint64_t now = clock_ms();
-    struct srv_conn *c = s->conns;
+    struct srv_conn *c = s->net.conns;
     while (c) {
         struct srv_conn *next = c->next;
         if (!c->closing && c->tls && srv_conn_tls_overdue(c, now)) {
@@ -295,7 +295,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
     struct srv_conn *c = h->data;
     (void)suggested;
     if (c->tls) { /* ciphertext: into the shared raw buffer, decrypted into `in` at once */
-        *b = uv_buf_init(c->srv->tls->raw, sizeof c->srv->tls->raw);
+        *b = uv_buf_init(c->srv->net.tls->raw, sizeof c->srv->net.tls->raw);
         return;
     }
     if (buf_reserve(&c->in, CONN_READ_CHUNK)) {
@@ -314,9 +314,9 @@ static void process_input(struct srv_conn *c);
  * error and loses its input at once (others keep working). */
 static void input_total_check(struct srv *s)
 {
-    while (s->input_bytes > s->cfg.max_input_total) {
+    while (s->net.input_bytes > s->cfg.max_input_total) {
         struct srv_conn *big = NULL;
-        for (struct srv_conn *x = s->conns; x; x = x->next)
+        for (struct srv_conn *x = s->net.conns; x; x = x->next)
             if (!x->close_after_write && (!big || x->in_counted > big->in_counted))
                 big = x;
         if (!big || big->in_counted == 0)
@@ -580,7 +580,7 @@ static void refuse_fd_low(struct srv *s, struct srv_conn *c)
 {
     static const char msg[] = "-" PROTO_ERR " max number of clients reached\r\n";
     uv_buf_t b = uv_buf_init((char *)msg, sizeof(msg) - 1);
-    if (!s->tls) /* a TLS client could not read it before its handshake */
+    if (!s->net.tls) /* a TLS client could not read it before its handshake */
         (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     uv_close((uv_handle_t *)&c->tcp, conn_free_cb);
     s->m.fd_limit_refusals++;
@@ -622,20 +622,20 @@ static void on_connection(uv_stream_t *server, int status)
         .max_bulk = s->cfg.max_bulk, .max_args = s->cfg.max_args, .max_inline = CONN_INLINE_MAX};
     resp_parser_init(&c->ps, &lim);
     c->proto = 2;
-    c->id = ++s->next_conn_id;
+    c->id = ++s->net.next_conn_id;
     c->created_ms = c->last_cmd_ms = c->active_ms = clock_ms();
-    DLIST_PUSH(s->conns, c);
-    s->nconns++;
+    DLIST_PUSH(s->net.conns, c);
+    s->net.nconns++;
     s->m.connections_total++;
     uv_tcp_nodelay(&c->tcp, 1);
-    if (s->tls && (s->nconns > s->cfg.max_clients || s->stopping || srv_conn_tls_start(c) ||
-                   srv_limits_accept(c))) {
+    if (s->net.tls && (s->net.nconns > s->cfg.max_clients || s->stopping || srv_conn_tls_start(c) ||
+                       srv_limits_accept(c))) {
         s->m.connections_rejected++; /* no handshake yet to carry an error reply */
         srv_conn_close(c);
         return;
     }
-    bool over = s->nconns > s->cfg.max_clients || s->stopping;
-    if (over || (!s->tls && srv_limits_accept(c))) {
+    bool over = s->net.nconns > s->cfg.max_clients || s->stopping;
+    if (over || (!s->net.tls && srv_limits_accept(c))) {
         s->m.connections_rejected++;
         resp_w_error(&c->out, over ? PROTO_ERR " max number of clients reached"
                                    : PROTO_ERR " max number of unauthenticated clients reached");
@@ -654,24 +654,24 @@ int srv_listen(struct srv *s)
         LOGE(&s->log, "bad listen address %s: not an IP address", s->cfg.listen_host);
         return -1;
     }
-    uv_tcp_init(s->loop, &s->listener);
-    s->listener.data = s;
-    uv_timer_init(s->loop, &s->idle_timer);
-    s->idle_timer.data = s;
+    uv_tcp_init(s->loop, &s->net.listener);
+    s->net.listener.data = s;
+    uv_timer_init(s->loop, &s->net.idle_timer);
+    s->net.idle_timer.data = s;
     s->listening = true; /* initialised: srv_stop must close them */
     srv_limits_start(s);
     uint64_t sweep = s->cfg.idle_timeout; /* also the TLS handshake deadline's sweep */
-    if (s->tls && (!sweep || s->tls->cfg.handshake_ms < sweep))
-        sweep = s->tls->cfg.handshake_ms;
+    if (s->net.tls && (!sweep || s->net.tls->cfg.handshake_ms < sweep))
+        sweep = s->net.tls->cfg.handshake_ms;
     if (sweep) {
         uint64_t every = sweep / 4;
         every = every < 10 ? 10 : every > 1000 ? 1000 : every;
-        uv_timer_start(&s->idle_timer, idle_cb, every, every);
-        uv_unref((uv_handle_t *)&s->idle_timer);
+        uv_timer_start(&s->net.idle_timer, idle_cb, every, every);
+        uv_unref((uv_handle_t *)&s->net.idle_timer);
     }
-    rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+    rc = uv_tcp_bind(&s->net.listener, (struct sockaddr *)&addr, 0);
     if (!rc)
-        rc = uv_listen((uv_stream_t *)&s->listener, CONN_LISTEN_BACKLOG, on_connection);
+        rc = uv_listen((uv_stream_t *)&s->net.listener, CONN_LISTEN_BACKLOG, on_connection);
     if (rc) {
         LOGE(&s->log, "listen on %s:%d: %s", s->cfg.listen_host, s->cfg.listen_port,
              uv_strerror(rc));

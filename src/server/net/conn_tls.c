@@ -2,7 +2,7 @@
 /*
  * conn_tls.c — the client port's TLS glued to the connections (tls.h is the engine and says
  * who owns what): loading and reloading the files, a connection's handshake, its deadline, a
- * failed handshake's alert, and --tls-user-from-cn. conn.c calls in here only when s->tls.
+ * failed handshake's alert, and --tls-user-from-cn. conn.c calls in here only when s->net.tls.
  */
 #include <ctype.h>
 #include <string.h>
@@ -14,32 +14,32 @@ int srv_tls_init(struct srv *s)
 {
     if (!s->cfg.tls.cert[0])
         return 0;
-    s->tls = tls_new(&s->cfg.tls, &s->log);
-    return s->tls ? 0 : -1;
+    s->net.tls = tls_new(&s->cfg.tls, &s->log);
+    return s->net.tls ? 0 : -1;
 }
 
 void srv_tls_free(struct srv *s)
 {
-    tls_free(s->tls);
-    s->tls = NULL;
+    tls_free(s->net.tls);
+    s->net.tls = NULL;
 }
 
 void srv_tls_reload(struct srv *s)
 {
-    if (s->tls)
-        tls_reload(s->tls, &s->log);
+    if (s->net.tls)
+        tls_reload(s->net.tls, &s->log);
 }
 
 int srv_conn_tls_start(struct srv_conn *c)
 {
-    c->tls = tls_conn_new(c->srv->tls);
+    c->tls = tls_conn_new(c->srv->net.tls);
     return c->tls ? 0 : -1;
 }
 
 /* At most one line every 10 s: garbage sent to the port must not become a log storm. */
 static void log_failure(struct srv_conn *c, const char *what, const char *why)
 {
-    struct srv_tls *t = c->srv->tls;
+    struct srv_tls *t = c->srv->net.tls;
     uint64_t now = clock_ms();
     if (t->fail_logged_ms && now - t->fail_logged_ms < 10000) {
         LOGD(&c->srv->log, "client %llu: TLS %s: %s", (unsigned long long)c->id, what, why);
@@ -89,23 +89,23 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n)
     struct srv *s = c->srv;
     char err[256];
     bool was_ready = tls_conn_ready(c->tls);
-    int rc = tls_conn_feed(c->tls, s->tls->raw, n, &c->in, err, sizeof err);
+    int rc = tls_conn_feed(c->tls, s->net.tls->raw, n, &c->in, err, sizeof err);
     if (rc < 0 && !err[0]) { /* close_notify: an orderly close, like EOF on a plain port */
         srv_conn_close(c);
         return false;
     }
     if (rc < 0) {
         if (!was_ready)
-            s->tls->failures++;
+            s->net.tls->failures++;
         log_failure(c, was_ready ? "error" : "handshake failed", err);
         send_alert(c);
         srv_conn_close(c);
         return false;
     }
     if (rc == 1) {
-        s->tls->handshakes++;
+        s->net.tls->handshakes++;
         srv_limits_handshake_done(c);
-        if (s->tls->cfg.user_from_cn && s->auth.on)
+        if (s->net.tls->cfg.user_from_cn && s->auth.on)
             user_from_cn(c);
     }
     return true;
@@ -113,7 +113,7 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n)
 
 bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now)
 {
-    struct srv_tls *t = c->srv->tls;
+    struct srv_tls *t = c->srv->net.tls;
     if (tls_conn_ready(c->tls) || now - c->created_ms < t->cfg.handshake_ms)
         return false;
     t->timeouts++;

@@ -138,7 +138,7 @@ static SSL_CTX *client_ctx_build(const struct tls_config *cfg, char *err, size_t
     if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1 ||
         SSL_CTX_use_PrivateKey_file(ctx, cfg->key, SSL_FILETYPE_PEM) != 1)
         goto fail;
-    /* Never the system's CAs (issue 32): any publicly trusted certificate for the address
+    /* Never the system's CAs: any publicly trusted certificate for the address
      * would get the peer password. Without --tls-ca nothing verifies (config.c refuses to
      * start a node that calls other members without it). */
     what = "CA (client side)";
@@ -249,7 +249,7 @@ struct tls_conn *tls_conn_new_client(struct srv_tls *t, const char *host)
         return NULL;
     /* The server's certificate must name the address dialled: an IP literal as an IP SAN, a
      * name as a DNS SAN (or the CN without one), so another certificate of the same CA
-     * cannot stand in for the member (issue 32). */
+     * cannot stand in for the member. */
     unsigned char ip[16];
     bool literal = addr_ip_bytes(host, ip) != 0;
     X509_VERIFY_PARAM *param = SSL_get0_param(tc->ssl);

@@ -22,7 +22,7 @@
  * gets it; it must then allow client authentication) and verifies the server against --tls-ca
  * (never the system's CAs: without --tls-ca nothing verifies) and against the address dialled
  * (an IP SAN for an IP literal, a DNS name otherwise), before anything, the peer password
- * included, is sent (issue 32; docs/security.md).
+ * included, is sent (docs/security.md "A TLS cluster, step by step").
  *
  * Invariants: TLS 1.2 minimum, renegotiation off, compression off. Plaintext is produced only
  * after the handshake (and the client-certificate check --tls-client-auth asks for) succeeded.
@@ -44,7 +44,7 @@ enum tls_client_auth { TLS_AUTH_NONE = 0, TLS_AUTH_OPTIONAL = 1, TLS_AUTH_REQUIR
 #define TLS_PATH_MAX 512
 #define TLS_RAW_CHUNK (64 * 1024)
 
-/* The flags (docs/server.md "TLS"); cert[0] == 0 means TLS is off. */
+/* The flags (docs/server.md "Flags"); cert[0] == 0 means TLS is off. */
 struct tls_config {
     char cert[TLS_PATH_MAX], key[TLS_PATH_MAX], ca[TLS_PATH_MAX];
     enum tls_client_auth client_auth;

@@ -13,7 +13,7 @@ bool srv_healthy(struct srv *s)
     uint64_t lid;
     const char *laddr;
     rn_leader(s->rn, &lid, &laddr);
-    return srv_ready(s) || (s->role == RN_FOLLOWER && lid);
+    return srv_ready(s) || (s->cluster.role == RN_FOLLOWER && lid);
 }
 
 void srv_http_route(void *arg, const char *method, const char *path, struct buf *body, int *status,
@@ -32,7 +32,7 @@ void srv_http_route(void *arg, const char *method, const char *path, struct buf 
         buf_printf(body,
                    "{\"status\":\"%s\",\"role\":\"%s\",\"id\":%llu,\"leader_id\":%llu,"
                    "\"term\":%llu,\"applied_index\":%llu}\n",
-                   srv_healthy(s) ? "ok" : "unavailable", srv_role_name(s->role),
+                   srv_healthy(s) ? "ok" : "unavailable", srv_role_name(s->cluster.role),
                    (unsigned long long)s->cfg.id, (unsigned long long)lid,
                    (unsigned long long)rn_term(s->rn), (unsigned long long)rn_applied_index(s->rn));
         *status = strstr(body->p, "\"ok\"") ? 200 : 503;

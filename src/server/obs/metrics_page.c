@@ -21,7 +21,7 @@ static void render_raft_rejected(struct srv *s, struct buf *out)
                    (unsigned long long)rn_raft_rejected(s->rn, r));
 }
 
-/* Issue 32: the AUTH verification pool and the pre-auth limits (limits.h, auth.h). */
+/* The AUTH verification pool and the pre-auth limits (limits.h, auth.h). */
 static void render_limits(struct srv *s, struct buf *out)
 {
     const struct auth_pool *p = &s->auth.pool;
@@ -82,10 +82,10 @@ static void render_watch(struct srv *s, struct buf *out)
                   "Events evicted from the XREAD history (or lost to memory).",
                   (double)s->watch.dropped);
     metric_render(out, "fencelock_xread_blocked", "gauge", "XREAD ... BLOCK requests parked.",
-                  (double)s->n_watchers);
+                  (double)s->xread.n_watchers);
     metric_render(out, "fencelock_elect_observers", "gauge",
                   "ELECT.OBSERVE requests parked until their election changes.",
-                  (double)s->n_observers);
+                  (double)s->observe.n_observers);
     metric_render(out, "fencelock_xread_replies_total", "counter",
                   "XREAD replies that carried entries.", (double)m->xreads);
     metric_render(out, "fencelock_xread_entries_total", "counter", "Entries sent in XREAD replies.",
@@ -109,14 +109,14 @@ static void render_raft_state(struct srv *s, struct buf *out)
     buf_printf(out, "# HELP %s Raft state of this node: 1 for the current one.\n# TYPE %s gauge\n",
                name, name);
     for (int i = RN_UNAVAILABLE; i <= RN_LEADER; i++)
-        buf_printf(out, "%s{state=\"%s\"} %d\n", name, states[i], s->role == i);
+        buf_printf(out, "%s{state=\"%s\"} %d\n", name, states[i], s->cluster.role == i);
 }
 
 /* The replicated state's size. Every replica holds the same numbers, so only the leader exports
  * them: sum() over the nodes is then the cluster's figure, not three times it. */
 static void render_state_gauges(struct srv *s, struct buf *out)
 {
-    if (s->role != RN_LEADER)
+    if (s->cluster.role != RN_LEADER)
         return;
     struct fsm_stats st;
     fsm_stats(s->fsm, &st);
@@ -164,7 +164,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_reads_total", "counter",
                   "Linearizable reads and keepalives answered after a barrier.", (double)m->reads);
     metric_render(out, "fencelock_connections", "gauge", "Open client connections.",
-                  (double)s->nconns);
+                  (double)s->net.nconns);
     metric_render(out, "fencelock_connections_total", "counter", "Client connections accepted.",
                   (double)m->connections_total);
     metric_render(out, "fencelock_connections_rejected_total", "counter",
@@ -212,8 +212,8 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_audit_write_errors_total", "counter",
                   "--audit-log lines lost to a failed open or write (the server goes on).",
                   (double)s->audit.write_errors);
-    if (s->tls) {
-        const struct srv_tls *t = s->tls;
+    if (s->net.tls) {
+        const struct srv_tls *t = s->net.tls;
         metric_render(out, "fencelock_tls_handshakes_total", "counter",
                       "Client TLS handshakes completed.", (double)t->handshakes);
         metric_render(out, "fencelock_tls_handshake_failures_total", "counter",
@@ -237,7 +237,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     srv_quota_render(s, out);
     metric_render(out, "fencelock_input_buffer_bytes", "gauge",
                   "Bytes allocated for all client connections' input buffers.",
-                  (double)s->input_bytes);
+                  (double)s->net.input_bytes);
     metric_render(out, "fencelock_applied_index", "gauge", "Last Raft index applied.",
                   (double)rn_applied_index(s->rn));
     metric_render(out, "fencelock_commit_index", "gauge", "Raft commit index.",

@@ -85,7 +85,7 @@ int srv_auth_init(struct srv *s)
 /* Every authenticated connection to the user of its name in `next`, or closed. */
 static void repoint_conns(struct srv *s, const struct acl *next)
 {
-    struct srv_conn *c = s->conns;
+    struct srv_conn *c = s->net.conns;
     while (c) {
         struct srv_conn *after = c->next;
         if (c->user) {
@@ -180,8 +180,8 @@ void srv_peer_reload(struct srv *s)
 {
     if (s->cfg.peer_password_file[0] && srv_peer_load(s) == 0) {
         LOGI(&s->log, "SIGHUP: peer password re-read from %s", s->cfg.peer_password_file);
-        s->peer_retry_ms = 0; /* a corrected password is tried at once */
-        s->peer_refusals = 0;
+        s->cluster.peer_retry_ms = 0; /* a corrected password is tried at once */
+        s->cluster.peer_refusals = 0;
     }
 }
 
@@ -298,7 +298,7 @@ void srv_hello_reply(struct srv *s, struct srv_conn *c, struct buf *out, int pro
     resp_w_bulk_str(out, "mode");
     resp_w_bulk_str(out, "cluster");
     resp_w_bulk_str(out, "role");
-    resp_w_bulk_str(out, srv_role_name(s->role));
+    resp_w_bulk_str(out, srv_role_name(s->cluster.role));
 }
 
 /* The connection is now `u` (NULL when no ACL file: nothing to record): reply OK or HELLO. */

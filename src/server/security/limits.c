@@ -2,7 +2,7 @@
 /*
  * limits.c — the pre-authentication limits of the client port (limits.h has what it owns).
  *
- * Why each one exists (issue 32): a connection costs a descriptor, buffers and, on a TLS port,
+ * Why each one exists: a connection costs a descriptor, buffers and, on a TLS port,
  * a handshake computed on the loop that also runs Raft; before AUTH nobody is accountable for
  * it. So the number of connections that have not authenticated is capped in total and per
  * address, they must authenticate within --auth-timeout, their unread replies are capped at
@@ -211,7 +211,7 @@ static void shed(struct srv *s)
     struct srv_limits *l = &s->limits;
     while (l->output_bytes > s->cfg.max_output_total) {
         struct srv_conn *big = NULL;
-        for (struct srv_conn *x = s->conns; x; x = x->next)
+        for (struct srv_conn *x = s->net.conns; x; x = x->next)
             if (!big || x->out_counted > big->out_counted)
                 big = x;
         if (!big || big->out_counted == 0)
@@ -279,7 +279,7 @@ static void sweep_cb(uv_timer_t *t)
     report_dropped(s);
     if (!s->auth.on || !limit)
         return;
-    struct srv_conn *c = s->conns;
+    struct srv_conn *c = s->net.conns;
     while (c) {
         struct srv_conn *next = c->next;
         if (!c->closing && !c->user && now - c->created_ms >= limit) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * limits — what a client may cost the node before it has proved who it is (issue 32): the
+ * limits — what a client may cost the node before it has proved who it is: the
  * caps on unauthenticated connections (in total and per address), the authentication deadline,
  * the caps on TLS handshakes in progress (in total and per address), the small output allowance
  * of an unauthenticated connection, the total output cap across all connections, TCP keepalive

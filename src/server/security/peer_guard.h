@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * peer_guard — the start-up checks that keep the Raft port a members-only port (issue 32):
+ * peer_guard — the start-up checks that keep the Raft port a members-only port:
  * whether an address is loopback, and whether the peer CA trusts a certificate the client port
  * trusts too. Pure functions over the configuration and the PEM files; nothing kept, nothing
  * to free. Called by cfg_check (config.c) before anything listens.

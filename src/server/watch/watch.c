@@ -36,7 +36,7 @@ struct kind {
     const char *ms_field;
 };
 
-/* The event kinds (docs/protocol.md "XREAD" lists them). The first row that matches an FSM
+/* The event kinds (docs/protocol.md "Watch" lists them). The first row that matches an FSM
  * event gives its kind; an FSM event no row takes (a rejected fence: no state changed) is not
  * part of the stream. */
 static const struct kind kinds[] = {

@@ -19,7 +19,7 @@
  *     after an id < floor is refused (-COMPACTED), never answered with a silent gap;
  *   - n <= max_n and bytes <= max_bytes after every call.
  *
- * The name index (issue 32: a prefix stream's reads must not scan other tenants' history):
+ * The name index (a prefix stream's reads must not scan other tenants' history):
  * every entry also has a sequence number `seq` (ids' order: ring position i holds seq
  * next_seq - n + i), and every entry with a name (not the session events) is a node of a treap
  * ordered by (name, seq), with its subtree's size and smallest / largest seq. The names under a

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * parked readers — XREAD ... BLOCK requests parked until a matching event or their timeout
+ * (cmd/cmd_watch.c), and ELECT.OBSERVE requests parked until the election's leader or value
+ * changes (cmd/observe.c).
+ *
+ * Owns (struct srv_xread and struct srv_observe, in struct srv as `xread` and `observe`): the
+ * parked requests' lists and what wakes them: the wake index (wakeidx.h) of the streams they
+ * watch, the earliest deadline, and the elections seen leaderless. A parked request's slot
+ * stays owned by its connection; an orphaned one (connection closed) is freed by the tick.
+ */
+#ifndef FENCELOCK_WATCH_PARKED_H
+#define FENCELOCK_WATCH_PARKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/map.h"
+#include "fsm/fsm.h"
+#include "server/watch/wakeidx.h"
+#include "server/watch/watch.h"
+
+struct srv;
+struct srv_watcher;
+struct srv_observer;
+
+struct srv_xread {
+    struct srv_watcher *watchers; /* XREAD ... BLOCK requests parked until an event */
+    size_t n_watchers;
+    uint64_t sweep_ms;      /* when parked XREADs were last swept for orphans */
+    uint64_t next_due;      /* the earliest BLOCK deadline among them (UINT64_MAX: none) */
+    struct wake_index wake; /* the parked XREADs' streams grouped by prefix (wakeidx.h) */
+    uint64_t stamp;         /* srv_watch_wake's count: a watcher is listed once per wake */
+    struct watch_id woke;   /* watch.last at the previous srv_watch_wake */
+};
+
+struct srv_observe {
+    struct srv_observer *observers; /* ELECT.OBSERVE requests parked until a change */
+    size_t n_observers;
+    bool dirty;            /* an applied entry changed some election's leader or value */
+    struct map leaderless; /* election name -> revision it was seen leaderless at */
+};
+
+/* cmd_watch.c: XREAD ... BLOCK requests parked until a matching event or their timeout */
+/* After an apply added events: answer the parked XREADs they match. */
+void srv_watch_wake(struct srv *s);
+/* The tick: answer timed-out parked XREADs with nil, free the orphaned ones. */
+void srv_watch_tick(struct srv *s, uint64_t now);
+/* Answer parked XREADs with the error for `status`: all (shutdown), or only those that are
+ * not READONLY (step-down: they resume by id on the new leader). */
+void srv_watch_fail(struct srv *s, int status, bool all);
+/* srv_reauth_parked's part: parked XREADs whose user may no longer read the stream. */
+void srv_watch_reauth(struct srv *s);
+
+/* observe.c: ELECT.OBSERVE requests parked until the election's leader or value changes */
+/* An applied LEADER / PROCLAIM event (every node): remember leaderless elections. */
+void srv_observe_event(struct srv *s, const struct fsm_event *e);
+/* After an apply that changed an election: answer the parked observers it concerns. */
+void srv_observe_wake(struct srv *s);
+/* The tick: answer timed-out observers with nil, free the orphaned ones. */
+void srv_observe_tick(struct srv *s, uint64_t now);
+/* Answer parked observers with the error for `status`: all (shutdown) or the non-READONLY. */
+void srv_observe_fail(struct srv *s, int status, bool all);
+/* srv_reauth_parked's part: observers whose user may no longer read that election. */
+void srv_observe_reauth(struct srv *s);
+void srv_observe_free(struct srv *s);
+
+#endif
