@@ -194,7 +194,7 @@ int opt_next(struct opt_iter *it, const struct opt_spec *specs)
         o = find_spec(specs, a + 2, len, 0);
         inl = eq ? eq + 1 : NULL;
     } else {
-        o = a[2] == '\0' ? find_spec(specs, NULL, 0, a[1]) : NULL;
+        o = a[2] == '\0' ? find_spec(specs, "", 0, a[1]) : NULL;
     }
     if (o == NULL) {
         opt_err(it, "unknown option '%s'", a);

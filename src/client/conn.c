@@ -198,7 +198,7 @@ static int tls_setup(fl_client *c, const struct fl_options *opt)
 
 fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err)
 {
-    fl_err dummy;
+    fl_err dummy = FL_OK;
     err = err ? err : &dummy;
     *err = FL_EINVAL;
     if (!endpoints)

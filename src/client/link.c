@@ -2,7 +2,6 @@
 /*
  * link.c — a client connection: socket, optional TLS, RESP through hiredis's reader (link.h).
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -18,6 +17,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "common/addr.h"
 #include "client/link.h"
 #include "fencelock.h"
 
@@ -161,7 +161,7 @@ static int tls_start(struct cl_link *l, SSL_CTX *ctx, const char *name, int64_t 
     ERR_clear_error();
     if (!(l->ssl = SSL_new(ctx)) || SSL_set_fd(l->ssl, l->fd) != 1)
         return link_fail(l, "TLS: out of memory");
-    bool is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+    bool is_ip = addr_ip_bytes(name, ip) != 0;
     if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), name) != 1
               : SSL_set1_host(l->ssl, name) != 1 || SSL_set_tlsext_host_name(l->ssl, name) != 1)
         return link_fail(l, "TLS: bad server name");

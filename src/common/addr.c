@@ -131,3 +131,16 @@ socklen_t addr_ip_len(const struct sockaddr_storage *ss)
 {
     return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
+
+int addr_ip_bytes(const char *host, unsigned char out[16])
+{
+    static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
+    if (inet_pton(AF_INET, host, out) == 1)
+        return 4;
+    if (inet_pton(AF_INET6, host, out) != 1)
+        return 0;
+    if (memcmp(out, mapped, sizeof mapped))
+        return 16;
+    memmove(out, out + 12, 4);
+    return 4;
+}

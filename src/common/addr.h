@@ -24,6 +24,12 @@ int addr_ip_sockaddr(const char *host, int port, struct sockaddr_storage *ss);
  * IP literal: 0 ok, -1 otherwise. */
 int addr_ip_parse(const char *s, size_t len, struct sockaddr_storage *ss);
 
+/* The address bytes of an IP literal host (no brackets, no zone) into out: 4 (IPv4, in out[0..3])
+ * or 16 (IPv6); an IPv4-mapped IPv6 address ("::ffff:127.0.0.1") counts as the IPv4 address it
+ * maps (4), the one rule for the loopback test and the /24 network of the limits. 0 when host is
+ * not an IP literal (a name: the caller resolves or verifies it as a name). */
+int addr_ip_bytes(const char *host, unsigned char out[16]);
+
 /* The length of the address in *ss for bind/connect: sizeof its family's struct. */
 socklen_t addr_ip_len(const struct sockaddr_storage *ss);
 

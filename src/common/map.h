@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * map — a hash map from byte-string keys to borrowed `void *` values (chained buckets).
+ * map — a hash map from byte-string keys to borrowed `void *` values (chained buckets, on
+ * common/htab.h's table and keyed hash).
  *
  * Owns: its bucket array and one node per entry holding a copy of the key. It does not own the
  * values: map_del returns the value to the caller, map_free calls `free_val` (may be NULL) on
@@ -16,14 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct map_node;
+#include "common/htab.h"
 
+/* A zeroed struct map is an empty map (no bucket array until the first insert). */
 struct map {
-    struct map_node **b;
-    size_t nb, n;
+    struct htab t; /* of struct map_node (map.c); t.n is the number of entries */
 };
 
-#define MAP_HASH_KEY_BYTES 16
+#define MAP_HASH_KEY_BYTES HTAB_HASH_KEY_BYTES
 /* The process-wide hash key: call before any map holds an entry (entries hashed under the old
    key would not be found). */
 void map_set_hash_key(const unsigned char key[MAP_HASH_KEY_BYTES]);
@@ -31,6 +32,11 @@ void map_set_hash_key(const unsigned char key[MAP_HASH_KEY_BYTES]);
 size_t map_max_chain(const struct map *m);
 
 void map_init(struct map *m);
+/* The number of entries. */
+static inline size_t map_count(const struct map *m)
+{
+    return m->t.n;
+}
 void map_free(struct map *m, void (*free_val)(void *val));
 void *map_get(const struct map *m, const void *key, size_t len);
 /* Insert or replace. 0, or -1 on allocation failure (map unchanged). */

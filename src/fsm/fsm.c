@@ -21,10 +21,10 @@
 int fsm_init_state(struct fsm *f)
 {
     memset(f, 0, sizeof(*f));
-    if (fsm_htab_init(&f->sessions))
+    if (htab_init(&f->sessions))
         return -1;
-    if (fsm_htab_init(&f->locks)) {
-        fsm_htab_free(&f->sessions);
+    if (htab_init(&f->locks)) {
+        htab_free(&f->sessions);
         return -1;
     }
     return 0;
@@ -62,8 +62,8 @@ void fsm_free_state(struct fsm *f)
         }
     }
     fsm_kv_free_all(f); /* lock_names pointed into the locks freed above; the memset clears it */
-    fsm_htab_free(&f->sessions);
-    fsm_htab_free(&f->locks);
+    htab_free(&f->sessions);
+    htab_free(&f->locks);
     free(f->uses);
     memset(f, 0, sizeof(*f));
 }

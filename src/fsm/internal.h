@@ -8,16 +8,13 @@
  * order walks (KEYS, LOCKS, snapshots) need no sort. Every record that belongs to a session is
  * also on one of that session's intrusive lists, so ending a session costs O(its locks + waits
  * + keys). A record is one malloc with its name stored inline.
- *
- * Every function declared here is global (the fsm's .c files call each other) and so carries
- * the fsm_ prefix, as the interface does: the fsm links into one library with the server, and
- * `nm` on its objects lists no other name.
  */
 #ifndef FENCELOCK_FSM_INTERNAL_H
 #define FENCELOCK_FSM_INTERNAL_H
 
 #include <stddef.h>
 
+#include "common/htab.h"
 #include "common/proto.h"
 #include "fsm/fsm.h"
 
@@ -51,26 +48,7 @@ void fsm_otree_drain(struct onode **root, void (*free_node)(struct onode *n));
 /* 0 if names strictly increase in order and the heights are right and balanced; *count nodes. */
 int fsm_otree_check(const struct onode *root, size_t *count);
 
-/* ---- intrusive chained hash table; the bucket array is never empty (see fsm_htab_init) ---- */
-
-struct hlink {
-    struct hlink *next;
-    uint32_t hash;
-};
-
-struct htab {
-    struct hlink **b;
-    size_t nb, n; /* nb: power of two */
-};
-
-int fsm_htab_init(struct htab *t);
-void fsm_htab_free(struct htab *t); /* the bucket array only; the caller frees the records */
-void fsm_htab_insert(struct htab *t, struct hlink *l, uint32_t hash);
-void fsm_htab_remove(struct htab *t, struct hlink *l);
-static inline struct hlink *htab_bucket(const struct htab *t, uint32_t hash)
-{
-    return t->b[hash & (t->nb - 1)];
-}
+/* ---- the session and lock indexes: common/htab.h's table (htab_init gives each an array) ---- */
 
 /* SipHash-2-4 (libsodium's crypto_shorthash) of a name under f's hash key: lock names are
    chosen by clients, so an unkeyed hash let one pick names that share a bucket. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 struct kv *fsm_kv_find(const struct fsm *f, const char *key, size_t keylen)
@@ -50,12 +51,7 @@ void fsm_kv_set_lease(struct kv *k, struct sess *s)
 {
     struct sess *old = k->lease;
     if (old) {
-        if (k->lprev)
-            k->lprev->lnext = k->lnext;
-        else
-            old->keys = k->lnext;
-        if (k->lnext)
-            k->lnext->lprev = k->lprev;
+        DLIST_UNLINK_F(old->keys, k, lprev, lnext);
         old->n_keys--;
     }
     k->lprev = k->lnext = NULL;

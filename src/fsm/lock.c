@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 /* ---- records ---- */
@@ -47,7 +48,7 @@ struct lock *fsm_lock_alloc(const char *name, size_t namelen)
 
 void fsm_lock_insert(struct fsm *f, struct lock *l)
 {
-    fsm_htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
+    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
     fsm_otree_insert(&f->lock_names, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
@@ -55,7 +56,7 @@ void fsm_lock_insert(struct fsm *f, struct lock *l)
 
 void fsm_lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
 {
-    fsm_htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
+    htab_insert(&f->locks, &l->h, fsm_hash_bytes(f, l->name, l->name_len));
     fsm_otree_append(&f->lock_names, last ? &last->o : NULL, &l->o);
     f->name_bytes += l->name_len;
     f->n_prims += l->kind != FSM_KIND_LOCK;
@@ -74,7 +75,7 @@ struct lock *fsm_lock_create(struct fsm *f, const char *name, size_t namelen, ui
 /* A dropped record has no leader, so no value (elect.c frees it on release). */
 void fsm_lock_drop(struct fsm *f, struct lock *l)
 {
-    fsm_htab_remove(&f->locks, &l->h);
+    htab_remove(&f->locks, &l->h);
     fsm_otree_remove(&f->lock_names, &l->o);
     f->name_bytes -= l->name_len;
     f->n_prims -= l->kind != FSM_KIND_LOCK;
@@ -124,14 +125,7 @@ void fsm_held_append(struct sess *s, struct lock *l)
 void fsm_held_unlink(struct lock *l)
 {
     struct sess *s = l->holder;
-    if (l->hprev)
-        l->hprev->hnext = l->hnext;
-    else
-        s->held_head = l->hnext;
-    if (l->hnext)
-        l->hnext->hprev = l->hprev;
-    else
-        s->held_tail = l->hprev;
+    DLIST_UNLINK_ENDS_F(s->held_head, s->held_tail, l, hprev, hnext);
     l->hprev = l->hnext = NULL;
     l->holder = NULL;
     s->n_locks--;
@@ -191,22 +185,8 @@ void fsm_waiter_remove(struct fsm *f, struct waiter *w)
 {
     struct lock *l = w->lock;
     struct sess *s = w->sess;
-    if (w->lprev)
-        w->lprev->lnext = w->lnext;
-    else
-        l->wq_head = w->lnext;
-    if (w->lnext)
-        w->lnext->lprev = w->lprev;
-    else
-        l->wq_tail = w->lprev;
-    if (w->sprev)
-        w->sprev->snext = w->snext;
-    else
-        s->wait_head = w->snext;
-    if (w->snext)
-        w->snext->sprev = w->sprev;
-    else
-        s->wait_tail = w->sprev;
+    DLIST_UNLINK_ENDS_F(l->wq_head, l->wq_tail, w, lprev, lnext);
+    DLIST_UNLINK_ENDS_F(s->wait_head, s->wait_tail, w, sprev, snext);
     l->n_waiters--;
     s->n_waits--;
     fsm_usage_wait(f, s, w, -1);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 /* Walks whichever list is shorter: the lock's shared holders or the session's. */
@@ -59,22 +60,8 @@ void fsm_shold_unlink(struct fsm *f, struct shold *h)
 {
     struct lock *l = h->lock;
     struct sess *s = h->sess;
-    if (h->lprev)
-        h->lprev->lnext = h->lnext;
-    else
-        l->sh_head = h->lnext;
-    if (h->lnext)
-        h->lnext->lprev = h->lprev;
-    else
-        l->sh_tail = h->lprev;
-    if (h->sprev)
-        h->sprev->snext = h->snext;
-    else
-        s->sh_head = h->snext;
-    if (h->snext)
-        h->snext->sprev = h->sprev;
-    else
-        s->sh_tail = h->sprev;
+    DLIST_UNLINK_ENDS_F(l->sh_head, l->sh_tail, h, lprev, lnext);
+    DLIST_UNLINK_ENDS_F(s->sh_head, s->sh_tail, h, sprev, snext);
     l->n_shared--;
     s->n_shared--;
     f->n_shared--;

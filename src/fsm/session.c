@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 struct sess *fsm_sess_find(const struct fsm *f, uint64_t sid)
@@ -47,7 +48,7 @@ struct sess *fsm_sess_alloc(uint64_t sid, const char *name, size_t namelen, stru
  * revision and restore inserts in sid order: the tail is the place, the loop a safeguard. */
 void fsm_sess_insert(struct fsm *f, struct sess *s)
 {
-    fsm_htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
+    htab_insert(&f->sessions, &s->h, fsm_hash_u64(s->sid));
     f->name_bytes += s->name_len;
     fsm_usage_session(f, s, 1);
     struct sess *p = f->sess_tail;
@@ -67,17 +68,10 @@ void fsm_sess_insert(struct fsm *f, struct sess *s)
 
 static void sess_unlink(struct fsm *f, struct sess *s)
 {
-    fsm_htab_remove(&f->sessions, &s->h);
+    htab_remove(&f->sessions, &s->h);
     f->name_bytes -= s->name_len;
     fsm_usage_session(f, s, -1);
-    if (s->sprev)
-        s->sprev->snext = s->snext;
-    else
-        f->sess_head = s->snext;
-    if (s->snext)
-        s->snext->sprev = s->sprev;
-    else
-        f->sess_tail = s->sprev;
+    DLIST_UNLINK_ENDS_F(f->sess_head, f->sess_tail, s, sprev, snext);
 }
 
 void fsm_sess_destroy(struct sess *s)

@@ -16,6 +16,7 @@
  * UNLOCK instead of taking an entry (and a disk write on every node) of its own just ahead of
  * it.
  */
+#include "common/list.h"
 #include "raft/rn_internal.h"
 
 #include <stdlib.h>
@@ -26,26 +27,13 @@
 
 static void pending_unlink(struct rn *rn, struct prop *p)
 {
-    if (p->prev)
-        p->prev->next = p->next;
-    else
-        rn->head = p->next;
-    if (p->next)
-        p->next->prev = p->prev;
-    else
-        rn->tail = p->prev;
+    DLIST_UNLINK_ENDS(rn->head, rn->tail, p);
     p->prev = p->next = NULL;
 }
 
 static void pending_push(struct rn *rn, struct prop *p)
 {
-    p->prev = rn->tail;
-    p->next = NULL;
-    if (rn->tail)
-        rn->tail->next = p;
-    else
-        rn->head = p;
-    rn->tail = p;
+    DLIST_APPEND(rn->head, rn->tail, p);
 }
 
 /* Proposals apply in the order they were made, so the match is almost always the head. */
@@ -81,21 +69,12 @@ static int pad8(struct buf *b)
 
 static void batch_link(struct rn *rn, struct batch *b)
 {
-    b->prev = NULL;
-    b->next = rn->batches;
-    if (rn->batches)
-        rn->batches->prev = b;
-    rn->batches = b;
+    DLIST_PUSH(rn->batches, b);
 }
 
 static void batch_free(struct rn *rn, struct batch *b)
 {
-    if (b->prev)
-        b->prev->next = b->next;
-    else
-        rn->batches = b->next;
-    if (b->next)
-        b->next->prev = b->prev;
+    DLIST_UNLINK(rn->batches, b);
     buf_free(&b->body);
     free(b);
 }

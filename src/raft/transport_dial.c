@@ -14,6 +14,7 @@
  * owns the TCP handle from then on) calls tp_dial_done: libraft's socketpair end once the TLS
  * handshake is through and libraft's handshake was sent, or an error.
  */
+#include "common/list.h"
 #include "raft/transport_internal.h"
 
 #include <assert.h>
@@ -37,12 +38,7 @@ static void dial_to(struct dial *d, enum dial_state to)
 static void dial_unlink(struct dial *d)
 {
     struct tp *tp = d->tp;
-    if (d->prev)
-        d->prev->next = d->next;
-    else
-        tp->dials = d->next;
-    if (d->next)
-        d->next->prev = d->prev;
+    DLIST_UNLINK(tp->dials, d);
 }
 
 /* Fire libraft's callback and free the dial. `stream` is NULL unless status == 0. */
@@ -181,10 +177,7 @@ int tp_dial_connect(struct raft_uv_transport *t, struct raft_uv_connect *req, ra
         return RAFT_NOCONNECTION;
     }
     d->state = D_RESOLVING;
-    d->next = tp->dials;
-    if (tp->dials)
-        tp->dials->prev = d;
-    tp->dials = d;
+    DLIST_PUSH(tp->dials, d);
     return 0;
 }
 

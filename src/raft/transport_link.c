@@ -5,6 +5,7 @@
  * socketpair end libraft got from accept_cb (deliver()). See transport.h for the life cycle and
  * the limits (handshake deadline, buffer cap), transport_internal.h for the invariants.
  */
+#include "common/list.h"
 #include "raft/transport_internal.h"
 
 #include <assert.h>
@@ -117,12 +118,7 @@ static void link_handle_closed(uv_handle_t *h)
     if (--l->open_handles > 0)
         return;
     struct tp *tp = l->tp;
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        tp->links = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
+    DLIST_UNLINK(tp->links, l);
     tp->buffered -= rn_tp_charge(l->cap);
     SSL_free(l->ssl);
     free(l->buf);
@@ -510,10 +506,7 @@ void tp_link_accept_cb(uv_stream_t *server, int status)
     uv_timer_init(tp->loop, &l->timer);
     l->timer.data = l;
     l->open_handles = 2;
-    l->next = tp->links;
-    if (tp->links)
-        tp->links->prev = l;
-    tp->links = l;
+    DLIST_PUSH(tp->links, l);
     if (uv_accept(server, (uv_stream_t *)&l->tcp)) {
         tp_link_close(l);
         return;

@@ -22,6 +22,7 @@
  * writes wait in its own socketpair end (libuv's write queue), where they would wait for a
  * slow TCP peer.
  */
+#include "common/list.h"
 #include "raft/transport_internal.h"
 
 #include <stdio.h>
@@ -45,12 +46,7 @@ static void relay_handle_closed(uv_handle_t *h)
     if (--r->open_handles > 0)
         return;
     struct tp *tp = r->tp;
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        tp->relays = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
+    DLIST_UNLINK(tp->relays, r);
     if (r->d)
         tp_dial_done(r->d, NULL, RAFT_NOCONNECTION);
     SSL_free(r->ssl);
@@ -299,10 +295,7 @@ int tp_relay_start(struct dial *d)
     uv_timer_init(tp->loop, &r->timer);
     r->timer.data = r;
     r->open_handles = 2;
-    r->next = tp->relays;
-    if (tp->relays)
-        tp->relays->prev = r;
-    tp->relays = r;
+    DLIST_PUSH(tp->relays, r);
     uv_timer_start(&r->timer, relay_deadline_cb, tp->handshake_ms, 0);
     if (uv_read_start((uv_stream_t *)r->tcp, relay_alloc_cb, relay_tcp_read_cb)) {
         tp_relay_close(r);

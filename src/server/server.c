@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * server.c — lifecycle: create, start, recover, stop and free the server, and its clocks.
+ * server.c — lifecycle: create, start, recover, stop and free the server (its clock is
+ * common/clock.h).
  * (Leadership is leader.c, the lease glue and FSM hooks timers.c, reads reads.c, parked LOCKs
  * parked.c, commands cmd*.c, connections conn.c, HTTP routes http_routes.c.)
  */
+#include "common/clock.h"
 #include "common/map.h"
 #include "server/cmd/cmd.h"
 #include "server/security/peer_guard.h"
@@ -17,18 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-uint64_t srv_now_ms(void)
-{
-    return uv_hrtime() / 1000000u;
-}
-
-uint64_t srv_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- lifecycle ---- */
 
@@ -236,7 +226,7 @@ static void hup_start(struct srv *s)
 int srv_start(struct srv *s)
 {
     char err[256];
-    s->started_ms = srv_now_ms();
+    s->started_ms = clock_ms();
     /* Before rn_start, which can take seconds (bind wait, a large snapshot to load): a SIGTERM
      * meanwhile is held by libuv and shuts the node down cleanly once the loop runs, instead of
      * killing it with the default action. */

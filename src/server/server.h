@@ -15,8 +15,8 @@
  *   obs/               metrics (`m`, `cmdstat`), the HTTP endpoint (`http`), sd_notify
  *   config/            the settings (struct srv_config, `cfg`)
  * server.c creates, starts, stops and frees them in that order of dependence; this header
- * declares only the lifecycle and the clock. A member is changed only by its folder's code,
- * except where that folder's header says otherwise.
+ * declares only the lifecycle (the clock is common/clock.h). A member is changed only by its
+ * folder's code, except where that folder's header says otherwise.
  */
 #ifndef FENCELOCK_SERVER_H
 #define FENCELOCK_SERVER_H
@@ -86,11 +86,6 @@ struct srv {
     struct notify notify;       /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
     struct buf scratch;
 };
-
-/* Monotonic milliseconds (never the wall clock). */
-uint64_t srv_now_ms(void);
-/* Wall-clock ms since the epoch: only for informational stamps (held_since). */
-uint64_t srv_wall_ms(void);
 
 /* server.c: lifecycle */
 int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg);

@@ -78,6 +78,18 @@ TEST(test_a_split_host_is_ipv6_when_it_parses_as_one)
     CHECK(addr_ip_sockaddr(NULL, 80, &ss) == -1);
 }
 
+TEST(test_ip_bytes_count_a_mapped_ipv4_address_as_ipv4)
+{
+    unsigned char b[16];
+    CHECK(addr_ip_bytes("10.1.2.3", b) == 4 && b[0] == 10 && b[3] == 3);
+    CHECK(addr_ip_bytes("::ffff:127.0.0.9", b) == 4 && b[0] == 127 && b[3] == 9);
+    CHECK(addr_ip_bytes("::1", b) == 16 && b[15] == 1 && b[0] == 0);
+    CHECK(addr_ip_bytes("2001:db8::1", b) == 16 && b[0] == 0x20 && b[1] == 0x01);
+    CHECK(addr_ip_bytes("localhost", b) == 0);
+    CHECK(addr_ip_bytes("[::1]", b) == 0); /* text with brackets is not a bare literal */
+    CHECK(addr_ip_bytes("", b) == 0);
+}
+
 int main(void)
 {
     RUN(test_ipv4_host_port_is_an_inet_address);
@@ -86,5 +98,6 @@ int main(void)
     RUN(test_names_are_not_resolved);
     RUN(test_bad_ports_are_refused);
     RUN(test_a_split_host_is_ipv6_when_it_parses_as_one);
+    RUN(test_ip_bytes_count_a_mapped_ipv4_address_as_ipv4);
     TEST_MAIN_END();
 }

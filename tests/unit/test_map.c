@@ -41,7 +41,7 @@ static int check_flood(const unsigned char key[MAP_HASH_KEY_BYTES])
         ok &= map_put(&m, name, (size_t)n, (void *)(uintptr_t)(i + 1)) == 0;
         ok &= map_get(&m, name, (size_t)n) == (void *)(uintptr_t)(i + 1);
     }
-    ok &= found == FLOOD_KEYS && m.n == FLOOD_KEYS;
+    ok &= found == FLOOD_KEYS && map_count(&m) == FLOOD_KEYS;
     /* 600 keys in >= 1024 buckets: a chain of 12 has a probability far below 1e-9 */
     ok &= map_max_chain(&m) <= 12;
     map_free(&m, NULL);
@@ -69,9 +69,9 @@ TEST(put_get_replace_delete_under_a_process_key)
     CHECK(map_put(&m, "x", 1, &a) == 0);
     CHECK(map_get(&m, "x", 1) == &a);
     CHECK(map_put(&m, "x", 1, &b) == 0);
-    CHECK(map_get(&m, "x", 1) == &b && m.n == 1);
+    CHECK(map_get(&m, "x", 1) == &b && map_count(&m) == 1);
     CHECK(map_del(&m, "x", 1) == &b);
-    CHECK(map_get(&m, "x", 1) == NULL && m.n == 0);
+    CHECK(map_get(&m, "x", 1) == NULL && map_count(&m) == 0);
     map_free(&m, NULL);
 }
 

@@ -76,7 +76,7 @@ TEST(an_event_visits_exactly_the_matching_readers_once)
             if (rd[i].in)
                 wake_index_del(&idx, &rd[i].m);
         CHECK_EQ_U64(idx.groups, 0);
-        CHECK_EQ_U64(idx.by_hash.n, 0);
+        CHECK_EQ_U64(map_count(&idx.by_hash), 0);
         wake_index_free(&idx);
     }
 }

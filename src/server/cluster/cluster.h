@@ -69,7 +69,7 @@ struct srv_cluster {
      * attempt before peer_retry_ms; the wait doubles with each refusal in a row */
     unsigned peer_refusals;
     uint64_t peer_retry_ms;
-    /* --join: since when no attempt got any answer (srv_now_ms; 0: the last one did), and
+    /* --join: since when no attempt got any answer (clock_ms; 0: the last one did), and
      * whether that silence was logged (members.c join_quiet) */
     uint64_t join_quiet_ms;
     bool join_quiet_logged;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/server.h"
 
 const char *srv_role_name(int role)
@@ -58,7 +59,7 @@ static void ready_cb(void *ctx, int status)
         return; /* the next tick tries again if still leader */
     }
     srv_lead_set(s, SRV_READY);
-    lease_takeover(&s->lease.rules, srv_now_ms(), srv_checkpoint_of, s);
+    lease_takeover(&s->lease.rules, clock_ms(), srv_checkpoint_of, s);
     srv_format_on_ready(s);
     srv_members_on_ready(s);
     LOGI(&s->log, "leader ready in term %llu (applied index %llu, revision %llu)",

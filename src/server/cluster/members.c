@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "common/addr.h"
+#include "common/clock.h"
 #include "common/proto.h"
 #include "server/server.h"
 
@@ -239,7 +240,7 @@ static uint64_t peer_hold_back(struct srv *s)
         wait *= 2;
     wait = wait > PEER_RETRY_MAX_MS ? PEER_RETRY_MAX_MS : wait;
     s->cluster.peer_refusals++;
-    s->cluster.peer_retry_ms = srv_now_ms() + wait;
+    s->cluster.peer_retry_ms = clock_ms() + wait;
     return wait;
 }
 
@@ -261,7 +262,7 @@ static void join_heard(struct srv *s, const char *from)
 {
     if (s->cluster.join_quiet_logged)
         LOGI(&s->log, "join: %s answered after %llu s without an answer", from,
-             (unsigned long long)((srv_now_ms() - s->cluster.join_quiet_ms) / 1000));
+             (unsigned long long)((clock_ms() - s->cluster.join_quiet_ms) / 1000));
     s->cluster.join_quiet_ms = 0;
     s->cluster.join_quiet_logged = false;
 }
@@ -559,7 +560,7 @@ static struct srv_announce *announce_new(struct srv *s, bool join, uint64_t now)
 
 static bool join_recheck(struct srv *s)
 {
-    uint64_t now = srv_now_ms(), lid = 0;
+    uint64_t now = clock_ms(), lid = 0;
     const char *laddr = NULL;
     rn_leader(s->rn, &lid, &laddr);
     if (lid || s->cluster.role == RN_LEADER || !s->cluster.leader_heard_ms) {
@@ -668,7 +669,7 @@ static void announce_tick(struct srv *s, uint64_t now)
 /* From the tick (every few ms): at most one join or announce connection, one a second. */
 void srv_members_tick(struct srv *s)
 {
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     /* A ready leader's own entry changed under it (written by an older leader's term, or
      * anything that got past CLUSTER.ANNOUNCE's checks): write it again, once a second at
      * most, so -NOTLEADER never points elsewhere for long. */

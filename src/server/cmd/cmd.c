@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/text.h"
 #include "server/cmd/cmd.h"
 
@@ -236,7 +237,7 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
     struct srv_slot *slot = ctx;
     struct srv *s = slot->srv;
     srv_quota_release(s, &slot->res); /* applied (counted in the state now) or never will be */
-    hist_observe(&s->m.commit, (double)(uv_hrtime() - slot->started_ns) / 1e9);
+    hist_observe(&s->m.commit, (double)(clock_ns() - slot->started_ns) / 1e9);
     if (status != RN_OK) {
         if (status == RN_UNKNOWN)
             s->m.proposal_unknown++;
@@ -261,7 +262,7 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         for (int i = 0; i < CMD_SID_BYTES; i++)
             sid |= (uint64_t)(unsigned char)slot->pkey[namelen + i] << (8 * i);
         lease_wait_refresh(&s->lease.rules, slot->pkey, namelen, sid, slot->wait_ms,
-                           srv_now_ms()); /* on failure the tick re-derives it */
+                           clock_ms()); /* on failure the tick re-derives it */
         if (slot->conn && srv_park(s, slot) == 0)
             return;
         if (slot->conn)
@@ -284,7 +285,7 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
         return;
     r->slot->op = cmd->op;
     r->slot->wait_ms = lk ? lk->wait_ms : 0;
-    r->slot->started_ns = uv_hrtime();
+    r->slot->started_ns = clock_ns();
     if (lk) {
         struct buf k;
         buf_init(&k);
@@ -419,7 +420,7 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     const struct srv_cmd *cmd = srv_cmd_lookup(&argv[0]);
     struct srv_req r = {.s = s, .c = c, .argc = argc, .argv = argv, .proto = c->proto};
     s->m.commands++;
-    c->last_cmd_ms = uv_now(s->loop);
+    c->last_cmd_ms = clock_ms();
     /* libraft has no role callback: look now, so no command is answered from a stale role. */
     srv_poll_leadership(s);
     bool async = cmd && (cmd->flags & (CMD_WRITE | CMD_READ | CMD_ASYNC));

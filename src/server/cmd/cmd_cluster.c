@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 
 /* Key-value pairs in a CLUSTER.INFO reply and in each CLUSTER.MEMBERS row. */
@@ -166,7 +167,7 @@ void clusterAnnounceCommand(struct srv_req *r)
     }
     srv_format_report(r->s, id, (unsigned)format);
     r->slot->op = FSM_OP_MEMBER_SET;
-    r->slot->started_ns = uv_hrtime();
+    r->slot->started_ns = clock_ns();
     int rc = srv_propose_member(r->s, id, client->p, client->len, raft->p, raft->len,
                                 cmd_write_done, r->slot);
     if (rc != RN_OK) {

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 
 void echoCommand(struct srv_req *r)
@@ -95,7 +96,7 @@ static int client_line(struct srv *s, struct srv_conn *c, struct buf *b)
     addr_of(&c->tcp, 1, addr, sizeof addr);
     addr_of(&c->tcp, 0, laddr, sizeof laddr);
     uv_fileno((uv_handle_t *)&c->tcp, &fd);
-    uint64_t now = uv_now(s->loop);
+    uint64_t now = clock_ms();
     /* sub/psub/ssub 0 and multi -1: no pub/sub, no MULTI. The buffer figures are the
        connection's input and output buffers (redis-py's client_info() parses all of them). */
     return buf_printf(b,

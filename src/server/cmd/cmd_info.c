@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 
 void pingCommand(struct srv_req *r)
@@ -52,7 +53,7 @@ static void info_server(struct srv *s, struct buf *b)
                "# Server\r\nfencelock_version:%s\r\nnode_id:%llu\r\nprocess_id:%d\r\n"
                "tcp_port:%d\r\nuptime_in_seconds:%llu\r\n",
                FENCELOCK_VERSION, (unsigned long long)s->cfg.id, (int)uv_os_getpid(),
-               s->cfg.listen_port, (unsigned long long)((srv_now_ms() - s->started_ms) / 1000));
+               s->cfg.listen_port, (unsigned long long)((clock_ms() - s->started_ms) / 1000));
 }
 
 static void info_clients(struct srv *s, struct buf *b)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/security/audit.h"
 #include "server/cmd/cmd.h"
 
@@ -56,7 +57,7 @@ void sessionKeepaliveCommand(struct srv_req *r)
         cmd_session_access(r, sid, false))
         return;
     bool checkpointed = fsm_session_info(r->s->fsm, sid, &v) && v.checkpoint_ms;
-    enum lease_ka ka = lease_keepalive(&r->s->lease.rules, sid, checkpointed, srv_now_ms(), &ttl);
+    enum lease_ka ka = lease_keepalive(&r->s->lease.rules, sid, checkpointed, clock_ms(), &ttl);
     if (ka != LEASE_KA_CLEAR) { /* NOSESSION cannot happen: cmd_live_session just said alive */
         resp_w_uint(r->out, ttl);
         return;
@@ -90,7 +91,7 @@ void sessionInfoCommand(struct srv_req *r)
         cmd_no_session(r, sid);
         return;
     }
-    uint64_t left = lease_session_remaining(&r->s->lease.rules, sid, srv_now_ms());
+    uint64_t left = lease_session_remaining(&r->s->lease.rules, sid, clock_ms());
     resp_w_map(r->out, r->proto, SESSION_INFO_FIELDS);
     resp_w_bulk_str(r->out, "sid");
     resp_w_uint(r->out, v.sid);

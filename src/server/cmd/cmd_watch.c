@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "common/list.h"
 #include "server/cmd/cmd.h"
 
 #define ORPHAN_SWEEP_MS 1000
@@ -181,12 +183,7 @@ static void watcher_unlink(struct srv *s, struct srv_watcher *w)
 {
     for (size_t i = 0; i < w->n; i++)
         wake_index_del(&s->xread.wake, &w->mem[i]);
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        s->xread.watchers = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
+    DLIST_UNLINK(s->xread.watchers, w);
     s->xread.n_watchers--;
     if (w->parked)
         (*w->parked)--;
@@ -234,14 +231,10 @@ static int park(struct srv_req *r, const struct xstream *st, size_t n, uint64_t 
     w->count = count;
     w->stale = r->c && r->c->stale_reads;
     w->seen = s->watch.last;
-    w->deadline = block ? srv_now_ms() + block : 0;
+    w->deadline = block ? clock_ms() + block : 0;
     if (w->deadline && w->deadline < s->xread.next_due)
         s->xread.next_due = w->deadline;
-    w->prev = NULL;
-    w->next = s->xread.watchers;
-    if (s->xread.watchers)
-        s->xread.watchers->prev = w;
-    s->xread.watchers = w;
+    DLIST_PUSH(s->xread.watchers, w);
     s->xread.n_watchers++;
     w->parked = srv_parked_counter(s, r->c ? r->c->user : NULL);
     if (w->parked)

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "common/list.h"
 #include "server/cmd/cmd.h"
 
 #define OBSERVE_LEADERLESS_MAX 65536
@@ -90,7 +92,7 @@ void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v,
 
 static void leaderless_set(struct srv *s, const char *name, size_t len, uint64_t rev)
 {
-    if (s->observe.leaderless.n >= OBSERVE_LEADERLESS_MAX)
+    if (map_count(&s->observe.leaderless) >= OBSERVE_LEADERLESS_MAX)
         map_free(&s->observe.leaderless, NULL);
     map_put(&s->observe.leaderless, name, len,
             (void *)(uintptr_t)rev); /* on failure: asked again */
@@ -214,12 +216,7 @@ static int observe_answer(struct srv *s, const char *name, size_t len, bool has_
 
 static void observer_finish(struct srv *s, struct srv_observer *o)
 {
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        s->observe.observers = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    DLIST_UNLINK(s->observe.observers, o);
     s->observe.n_observers--;
     if (o->parked)
         (*o->parked)--;
@@ -240,12 +237,8 @@ static int observe_park(struct srv_req *r, struct fsm_str name, uint64_t after,
     o->after = after;
     o->seen = seen;
     o->stale = r->c->stale_reads;
-    o->deadline = wait ? srv_now_ms() + wait : 0;
-    o->prev = NULL;
-    o->next = r->s->observe.observers;
-    if (o->next)
-        o->next->prev = o;
-    r->s->observe.observers = o;
+    o->deadline = wait ? clock_ms() + wait : 0;
+    DLIST_PUSH(r->s->observe.observers, o);
     r->s->observe.n_observers++;
     o->parked = srv_parked_counter(r->s, r->c ? r->c->user : NULL);
     if (o->parked)

@@ -8,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 #include "server/server.h"
 
 /* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
 static int propose_cmd(struct srv *s, struct fsm_cmd *cmd, rn_propose_cb cb, void *ctx, bool lazy)
 {
-    cmd->now_ms = srv_wall_ms();
+    cmd->now_ms = clock_wall_ms();
     buf_reset(&s->scratch);
     if (fsm_cmd_encode(cmd, &s->scratch))
         return RN_ERR;
@@ -73,14 +74,14 @@ static void hold_start(struct srv *s, const char *name, size_t namelen)
             return;
         }
     }
-    *t = srv_now_ms();
+    *t = clock_ms();
 }
 
 static void hold_end(struct srv *s, const char *name, size_t namelen)
 {
     uint64_t *t = map_del(&s->lease.holds, name, namelen);
     if (t) {
-        hist_observe(&s->m.lock_hold, (double)(srv_now_ms() - *t) / 1000.0);
+        hist_observe(&s->m.lock_hold, (double)(clock_ms() - *t) / 1000.0);
         free(t);
     }
 }
@@ -122,7 +123,7 @@ static void on_event(struct srv *s, const struct fsm_event *e)
 {
     const char *nm = e->name.p;
     size_t nl = e->name.len;
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     switch (e->type) {
     case FSM_EV_SESSION_OPENED:
         if (lease_session_opened(&s->lease.rules, e->sid, e->ms, now))
@@ -226,7 +227,7 @@ void srv_hook_restored(void *arg)
     lease_clear(&s->lease.rules);
     map_free(&s->lease.holds, free_val);
     watch_forget(&s->watch, fsm_revision(s->fsm)); /* the events up to it are not known */
-    derive_tables(s, srv_now_ms());
+    derive_tables(s, clock_ms());
     map_free(&s->observe.leaderless,
              NULL);          /* the leaderless revisions known are of the old state */
     s->observe.dirty = true; /* the elections may have changed: observers look again */
@@ -268,7 +269,7 @@ static void duty_cb(void *ctx, int status, const struct fsm_reply *reply)
     if (d->kind == LEASE_CHECKPOINT)
         lease_checkpoint_done(&s->lease.rules, d->sid);
     else if (status != RN_OK && !s->stopping)
-        lease_duty_failed(&s->lease.rules, d->kind, d->sid, d->key, d->len, srv_now_ms());
+        lease_duty_failed(&s->lease.rules, d->kind, d->sid, d->key, d->len, clock_ms());
     free(d);
 }
 
@@ -346,7 +347,7 @@ void srv_tick(struct srv *s)
     srv_poll_leadership(s);
     rn_tick(s->rn);
     srv_members_tick(s);
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     srv_watch_tick(s, now);
     srv_observe_tick(s, now);
     if (lease_damaged(&s->lease.rules))

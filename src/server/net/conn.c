@@ -34,6 +34,8 @@
 #endif
 
 #include "common/addr.h"
+#include "common/clock.h"
+#include "common/list.h"
 #include "common/proto.h"
 #include "server/cmd/cmd.h"
 #include "server/net/fdlimit.h"
@@ -103,12 +105,7 @@ static bool conn_output_check(struct srv_conn *c)
 
 static void conn_list_remove(struct srv *s, struct srv_conn *c)
 {
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        s->net.conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    DLIST_UNLINK(s->net.conns, c);
     s->net.nconns--;
 }
 
@@ -276,11 +273,11 @@ static bool conn_waits_for_server(const struct srv_conn *c)
 static void idle_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     struct srv_conn *c = s->net.conns;
     while (c) {
         struct srv_conn *next = c->next;
-        if (!c->closing && c->tls && srv_conn_tls_overdue(c, uv_now(s->loop))) {
+        if (!c->closing && c->tls && srv_conn_tls_overdue(c, now)) {
             srv_conn_close(c);
         } else if (!c->closing && s->cfg.idle_timeout &&
                    now - c->active_ms >= s->cfg.idle_timeout && !conn_waits_for_server(c)) {
@@ -348,7 +345,7 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         c->in.len += (size_t)n;
     else if (!srv_conn_tls_read(c, (size_t)n))
         return;
-    c->active_ms = srv_now_ms();
+    c->active_ms = clock_ms();
     process_input(c);
     input_total_check(s);
 }
@@ -384,7 +381,7 @@ static void write_cb(uv_write_t *req, int status)
         srv_conn_close(c);
         return;
     }
-    c->active_ms = srv_now_ms();
+    c->active_ms = clock_ms();
     conn_write(c);
     if (!c->closing) {
         update_reading(c);
@@ -569,7 +566,7 @@ static void process_input(struct srv_conn *c)
 /* At most one fd-limit log line a second: a client storm must not become a log storm. */
 static bool fd_log_due(struct srv *s)
 {
-    uint64_t now = uv_now(s->loop);
+    uint64_t now = clock_ms();
     if (s->m.fd_logged_ms && now - s->m.fd_logged_ms < 1000)
         return false;
     s->m.fd_logged_ms = now;
@@ -626,12 +623,8 @@ static void on_connection(uv_stream_t *server, int status)
     resp_parser_init(&c->ps, &lim);
     c->proto = 2;
     c->id = ++s->net.next_conn_id;
-    c->created_ms = c->last_cmd_ms = uv_now(s->loop);
-    c->active_ms = srv_now_ms();
-    c->next = s->net.conns;
-    if (s->net.conns)
-        s->net.conns->prev = c;
-    s->net.conns = c;
+    c->created_ms = c->last_cmd_ms = c->active_ms = clock_ms();
+    DLIST_PUSH(s->net.conns, c);
     s->net.nconns++;
     s->m.connections_total++;
     uv_tcp_nodelay(&c->tcp, 1);

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/server.h"
 
 /*
@@ -33,7 +34,7 @@ bool srv_conn_is_http(bool inline_cmd, size_t argc, const struct resp_arg *argv)
 void srv_conn_close_http(struct srv_conn *c)
 {
     struct srv *s = c->srv;
-    uint64_t now = uv_now(s->loop);
+    uint64_t now = clock_ms();
     s->m.cross_protocol_closes++;
     if (!s->m.cross_protocol_logged_ms || now - s->m.cross_protocol_logged_ms >= 60000) {
         s->m.cross_protocol_logged_ms = now;

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/server.h"
 
 int srv_tls_init(struct srv *s)
@@ -39,7 +40,7 @@ int srv_conn_tls_start(struct srv_conn *c)
 static void log_failure(struct srv_conn *c, const char *what, const char *why)
 {
     struct srv_tls *t = c->srv->net.tls;
-    uint64_t now = uv_now(c->srv->loop);
+    uint64_t now = clock_ms();
     if (t->fail_logged_ms && now - t->fail_logged_ms < 10000) {
         LOGD(&c->srv->log, "client %llu: TLS %s: %s", (unsigned long long)c->id, what, why);
         return;
@@ -110,10 +111,10 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n)
     return true;
 }
 
-bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now_uv)
+bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now)
 {
     struct srv_tls *t = c->srv->net.tls;
-    if (tls_conn_ready(c->tls) || now_uv - c->created_ms < t->cfg.handshake_ms)
+    if (tls_conn_ready(c->tls) || now - c->created_ms < t->cfg.handshake_ms)
         return false;
     t->timeouts++;
     t->failures++;

@@ -90,7 +90,7 @@ struct srv_conn {
     uint64_t id;
     /* CLIENT SETNAME / SETINFO (cmd_conn.c): "" until set */
     char name[129], lib_name[65], lib_ver[33];
-    uint64_t created_ms, last_cmd_ms; /* uv_now() at accept and at the latest command */
+    uint64_t created_ms, last_cmd_ms; /* clock_ms() at accept and at the latest command */
     /* limits.h: the peer's address, what this connection counts in srv.limits */
     char addr[SRV_ADDR_BUF];
     bool unauth_counted, hs_counted;
@@ -146,7 +146,7 @@ int srv_conn_tls_start(struct srv_conn *c);
 /* n bytes arrived in s->net.tls->raw: handshake, decrypt into c->in. false if c was closed. */
 bool srv_conn_tls_read(struct srv_conn *c, size_t n);
 /* The connection has not finished its handshake within --tls-handshake-timeout. */
-bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now_uv);
+bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now);
 
 /* conn_guard.c: HTTP sent to the client port (a browser driven by a web page) */
 bool srv_conn_is_http(bool inline_cmd, size_t argc, const struct resp_arg *argv);
@@ -163,6 +163,6 @@ int srv_conn_tls_start(struct srv_conn *c);
 /* n bytes arrived in s->net.tls->raw: handshake, decrypt into c->in. false if c was closed. */
 bool srv_conn_tls_read(struct srv_conn *c, size_t n);
 /* The connection has not finished its handshake within --tls-handshake-timeout. */
-bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now_uv);
+bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now);
 
 #endif

@@ -3,7 +3,6 @@
  * tls.c — the client port's TLS engine over memory BIOs (tls.h has the data flow and who owns
  * what). Nothing here touches a socket or a connection: conn_tls.c glues it to srv_conn.
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/addr.h"
 #include "server/net/tls.h"
 
 struct tls_conn {
@@ -251,7 +251,7 @@ struct tls_conn *tls_conn_new_client(struct srv_tls *t, const char *host)
      * name as a DNS SAN (or the CN without one), so another certificate of the same CA
      * cannot stand in for the member. */
     unsigned char ip[16];
-    bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    bool literal = addr_ip_bytes(host, ip) != 0;
     X509_VERIFY_PARAM *param = SSL_get0_param(tc->ssl);
     int ok = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, host)
                      : SSL_set1_host(tc->ssl, host) && SSL_set_tlsext_host_name(tc->ssl, host);

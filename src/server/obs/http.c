@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "common/list.h"
 #include "server/obs/http.h"
 #include "common/addr.h"
 #include "common/proto.h"
@@ -64,12 +65,7 @@ static void on_conn_handle_closed(uv_handle_t *hd)
     if (--c->open_handles > 0)
         return;
     struct srv_http *h = c->srv;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        h->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    DLIST_UNLINK(h->conns, c);
     h->nconns--;
     buf_free(&c->head);
     buf_free(&c->body);
@@ -419,10 +415,7 @@ static void on_connection(uv_stream_t *server, int status)
     uv_tcp_init(h->loop, &c->tcp);
     uv_timer_init(h->loop, &c->timer);
     c->open_handles = 2;
-    c->next = h->conns;
-    if (h->conns)
-        h->conns->prev = c;
-    h->conns = c;
+    DLIST_PUSH(h->conns, c);
     h->nconns++;
     h->nlive++;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) ||

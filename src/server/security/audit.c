@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/text.h"
 #include "common/timefmt.h"
 #include "server/server.h"
@@ -131,9 +132,9 @@ static void audit_emit(struct srv *s, const char *user, const char *addr, const 
     size_t dlen = n < 0 ? 0 : (size_t)n >= sizeof detail ? sizeof detail - 1 : (size_t)n;
     struct buf line;
     buf_init(&line);
-    audit_format(&line, srv_wall_ms(), s->cfg.id, user, addr, event, detail, dlen);
+    audit_format(&line, clock_wall_ms(), s->cfg.id, user, addr, event, detail, dlen);
     if (audit_write(&s->audit, &line)) {
-        uint64_t now = srv_now_ms();
+        uint64_t now = clock_ms();
         if (!s->audit.err_logged_ms || now - s->audit.err_logged_ms >= AUDIT_ERR_LOG_EVERY_MS) {
             s->audit.err_logged_ms = now;
             LOGE(&s->log, "--audit-log %s: a line was not written (%s); %llu so far", s->audit.path,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/env.h"
 #include "server/cmd/cmd.h"
 
@@ -390,7 +391,7 @@ static void delay_fired(uv_timer_t *t)
 static void auth_fail_later(struct auth_wait *w)
 {
     struct srv *s = w->s;
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     unsigned n = note_failure(&s->auth, w->addr, w->prefix, now);
     uint64_t delay = auth_delay_ms(n);
     s->m.auth_failures++;
@@ -638,6 +639,8 @@ static struct auth_wait *wait_new(struct srv_req *r, const struct resp_arg *user
     memcpy(w->pw, pw->p, pw->len);
     w->pwlen = pw->len;
     size_t un = user->len > ACL_NAME_MAX ? ACL_NAME_MAX : user->len;
+    /* cppcheck-suppress knownConditionTrueFalse ; false positive: cppcheck 2.10 takes `un` for
+     * 0 here; it is the length of the user name the client sent, up to ACL_NAME_MAX. */
     for (size_t i = 0; i < un; i++) /* shown in the log: printable bytes only */
         w->user[i] = user->p[i] > ' ' && user->p[i] < 0x7f ? user->p[i] : '?';
     if (setname)
@@ -695,7 +698,7 @@ void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct
             wait_finish(w);
             return;
         }
-        if (in_backoff(&s->auth, w->addr, w->prefix) || fail_rate_over(s, srv_now_ms())) {
+        if (in_backoff(&s->auth, w->addr, w->prefix) || fail_rate_over(s, clock_ms())) {
             s->auth.pool.backoff++; /* a failure without a hash */
         } else if (pool_submit(s, w) == 0) {
             return;

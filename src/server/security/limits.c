@@ -10,11 +10,12 @@
  * unread replies of every connection together are capped at --max-output-total (the connection
  * holding the most is closed, as --max-input-total does for input).
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
+#include "common/clock.h"
 #include "server/server.h"
 
 struct limits_addr {
@@ -41,18 +42,14 @@ void srv_conn_addr(struct srv_conn *c, char out[SRV_ADDR_BUF])
 void srv_addr_prefix(const char *addr, char out[SRV_ADDR_BUF])
 {
     unsigned char b[16];
-    snprintf(out, SRV_ADDR_BUF, "%s", addr);
-    if (inet_pton(AF_INET, addr, b) == 1) {
+    int n = addr_ip_bytes(addr, b); /* an IPv4-mapped address counts as its IPv4 one */
+    if (n == 4)
         snprintf(out, SRV_ADDR_BUF, "%u.%u.%u.0/24", b[0], b[1], b[2]);
-    } else if (inet_pton(AF_INET6, addr, b) == 1) {
-        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(b, mapped, sizeof mapped) == 0) {
-            snprintf(out, SRV_ADDR_BUF, "%u.%u.%u.0/24", b[12], b[13], b[14]);
-            return;
-        }
+    else if (n == 16)
         snprintf(out, SRV_ADDR_BUF, "%x:%x:%x:%x::/64", b[0] << 8 | b[1], b[2] << 8 | b[3],
                  b[4] << 8 | b[5], b[6] << 8 | b[7]);
-    }
+    else
+        snprintf(out, SRV_ADDR_BUF, "%s", addr);
 }
 
 /* ---- the address table (common/map.c: keyed hash, so no client picks colliding keys) ---- */
@@ -81,7 +78,7 @@ static void addr_maybe_free(struct srv_limits *l, const char *addr, struct limit
 
 static bool refusal_log_due(struct srv *s)
 {
-    uint64_t now = uv_now(s->loop), *last = &s->limits.refusal_logged_ms;
+    uint64_t now = clock_ms(), *last = &s->limits.refusal_logged_ms;
     if (*last && now - *last < LIMITS_REFUSAL_LOG_MS)
         return false;
     *last = now;
@@ -244,7 +241,7 @@ void srv_limits_output(struct srv_conn *c, size_t n)
 bool srv_seclog_allow(struct srv *s)
 {
     struct srv_limits *l = &s->limits;
-    uint64_t now = srv_now_ms();
+    uint64_t now = clock_ms();
     if (now - l->log_window_ms >= LIMITS_LOG_WINDOW_MS) {
         l->log_window_ms = now;
         l->log_in_window = 0;
@@ -261,7 +258,7 @@ bool srv_seclog_allow(struct srv *s)
 static void report_dropped(struct srv *s)
 {
     struct srv_limits *l = &s->limits;
-    if (!l->log_dropped_unreported || srv_now_ms() - l->log_window_ms < LIMITS_LOG_WINDOW_MS)
+    if (!l->log_dropped_unreported || clock_ms() - l->log_window_ms < LIMITS_LOG_WINDOW_MS)
         return;
     LOGW(&s->log,
          "%llu AUTH-failure / NOPERM log and audit lines dropped (over --security-log-rate %u "
@@ -278,7 +275,7 @@ static void report_dropped(struct srv *s)
 static void sweep_cb(uv_timer_t *t)
 {
     struct srv *s = t->data;
-    uint64_t now = uv_now(s->loop), limit = s->cfg.auth_timeout;
+    uint64_t now = clock_ms(), limit = s->cfg.auth_timeout;
     report_dropped(s);
     if (!s->auth.on || !limit)
         return;

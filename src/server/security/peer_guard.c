@@ -7,7 +7,8 @@
  */
 #include "server/security/peer_guard.h"
 
-#include <arpa/inet.h>
+#include "common/addr.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -19,16 +20,12 @@
 
 bool srv_host_loopback(const char *host)
 {
+    static const unsigned char lo6[16] = {[15] = 1};
     unsigned char a[16];
     if (!strcmp(host, "localhost"))
         return true;
-    if (inet_pton(AF_INET, host, a) == 1)
-        return a[0] == 127;
-    if (inet_pton(AF_INET6, host, a) != 1)
-        return false;
-    static const unsigned char lo6[16] = {[15] = 1};
-    static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
-    return !memcmp(a, lo6, 16) || (!memcmp(a, mapped, 12) && a[12] == 127);
+    int n = addr_ip_bytes(host, a); /* an IPv4-mapped address counts as its IPv4 one */
+    return n == 4 ? a[0] == 127 : n == 16 && !memcmp(a, lo6, 16);
 }
 
 /* Every certificate of a PEM file into `out` (owned by the caller). -1 if unreadable. */

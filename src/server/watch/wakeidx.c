@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "server/watch/wakeidx.h"
 
 #define M61 ((1ull << 61) - 1)
@@ -71,11 +72,7 @@ static void link_member(struct wake_group *g, struct wake_member *m, void *owner
 {
     m->g = g;
     m->owner = owner;
-    m->prev = NULL;
-    m->next = g->members;
-    if (g->members)
-        g->members->prev = m;
-    g->members = m;
+    DLIST_PUSH(g->members, m);
 }
 
 /* The group of a prefix, or NULL; *head: the chain of its hash. */
@@ -123,12 +120,7 @@ int wake_index_add(struct wake_index *x, struct wake_member *m, bool all, const 
 void wake_index_del(struct wake_index *x, struct wake_member *m)
 {
     struct wake_group *g = m->g;
-    if (m->prev)
-        m->prev->next = m->next;
-    else
-        g->members = m->next;
-    if (m->next)
-        m->next->prev = m->prev;
+    DLIST_UNLINK(g->members, m);
     m->g = NULL;
     if (g->members || g == x->all)
         return;
