@@ -198,11 +198,7 @@ func modelFor(name string) porcupine.Model {
 // the visualisation's bookkeeping, and writes one HTML file for each.
 func checkWorkload(w string, h *History, timeout time.Duration, outDir string) (Verdict, error) {
 	name := modelOf(w)
-	var mine []*Op
-	for _, op := range h.Ops[w] {
-		mine = append(mine, op)
-	}
-	ops, unknownF := Operations(name, mine, h.MaxT)
+	ops, unknownF := Operations(name, h.Ops[w], h.MaxT)
 	if len(unknownF) > 0 {
 		return Verdict{}, fmt.Errorf("operations this model does not know: %v", unknownF)
 	}
