@@ -17,10 +17,17 @@ pause leaders and leave followers behind, so snapshots meet step-downs and Insta
 
 The orchestrator owns every process it starts (servers, workers) and every fault it makes;
 all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR: history/
-(one file per worker), history.jsonl (merged, by time, with the final counter values),
-verdicts.json, nemesis.log, nodeN/server.log, workers/*.log. The last line printed is
-`torture: N ops, K faults, V violations`; the exit status is 1 on any violation, on a verdict
-"unknown", on a server crash or sanitizer report, and when the control workload (unfenced
+(one file per worker), history.jsonl (merged, by time, with the final counter values; format:
+HISTORY.md), verdicts.json, porcupine.json and porcupine-*.html (the second judge),
+stale-read/ (its negative control), nemesis.log, nodeN/server.log, workers/*.log.
+
+Two judges read the history: the checkers (checkers*.py) and Porcupine (tests/porcupine, built
+by scripts/porcupine.sh unless --porcupine names it). The last line printed is
+`torture: N ops, K faults, V violations`; the exit status is 1 on any violation by either
+judge, on a verdict "unknown" (either's search ran out of its bound), when a negative control
+escaped a judge (Porcupine found the control counter linearizable although it lost updates, or
+either judge accepted the stale read made from this run's register history), on a server
+crash or sanitizer report, and when the control workload (unfenced
 writes under client pauses) showed no lost update, when rw readers never certainly overlapped,
 watchers covered no acknowledged PUT, no two sem permits were certainly live together or elect
 observers saw fewer than two leaders: then nothing was tested.
