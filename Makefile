@@ -288,14 +288,16 @@ $(B)/tests/torture/worker: tests/torture/worker.c tests/torture/worker_rw.c test
 torture:
 	@scripts/deps.sh test
 	$(MAKE) SAN=1 build/asan/fencelockd build/asan/libfencelock.a build/asan/tests/torture/worker
+	scripts/porcupine.sh build/porcupine
 	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 3 \
-	  --seconds $(TORTURE_SECONDS) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) --out build/torture/n3
+	  --seconds $(TORTURE_SECONDS) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) --out build/torture/n3 \
+	  --porcupine build/porcupine/porcupine-check
 	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 5 \
 	  --seconds $$(( $(TORTURE_SECONDS) / 3 + 1 )) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
-	  --out build/torture/n5
+	  --out build/torture/n5 --porcupine build/porcupine/porcupine-check
 	python3 tests/torture/torture.py --bin build/asan/fencelockd --nodes 3 --snapshots \
 	  --seconds $(TORTURE_SNAPSHOT_SECONDS) $(if $(TORTURE_SEED),--seed $(TORTURE_SEED)) \
-	  --out build/torture/snap
+	  --out build/torture/snap --porcupine build/porcupine/porcupine-check
 
 # make bench: the side-by-side lock benchmark (bench/README.md, docs/performance.md):
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and

@@ -18,6 +18,9 @@ test)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
   pkgs+=("${deb_pkgs[@]}") # test_packages.py builds, lints and installs the packages
+  # tests/porcupine (the torture runs' second judge, scripts/porcupine.sh): Go >= 1.19, Debian
+  # 12's golang-go unless a Go toolchain is installed already
+  command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || pkgs+=(golang-go)
   ;;
 deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;

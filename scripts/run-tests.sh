@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python client's tests and three short torture runs.
+# against real fencelockd processes, the Python client's tests and three short torture runs
+# (each judged by the checkers and by Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
 #
@@ -51,11 +52,16 @@ log=$(mktemp)
 #  - 30 s of --secure: client TLS with client certificates, peer mTLS and ACLs on
 #    every node, workers on TLS + AUTH. Only the workloads with no "nothing was tested" floor
 #    that 30 s could miss (control, rw, sem, elect need luckier schedules; the 60 s run has them).
+# Each run is judged twice: by the checkers (tests/torture/checkers*.py) and by Porcupine
+# (tests/porcupine, built once here by scripts/porcupine.sh: the pinned module from the Go
+# module proxy on a fresh machine).
+PORCUPINE=build/porcupine/porcupine-check
 torture_one() { # NAME SECONDS ARGS...: build/torture/NAME (its output in NAME.log)
   local name=$1 secs=$2; shift 2
   echo "$secs s $*" >"build/torture/$name.log.title"
   FL_TEST_PORTS=30000-32767 python3 tests/torture/torture.py --bin "$B/fencelockd" --nodes 3 \
-    --seconds "$secs" "$@" --out "build/torture/$name" >"build/torture/$name.log" 2>&1
+    --seconds "$secs" "$@" --porcupine "$PORCUPINE" --out "build/torture/$name" \
+    >"build/torture/$name.log" 2>&1
   echo "exit $?" >"build/torture/$name.log.status"
 }
 torture_all() {
@@ -63,6 +69,11 @@ torture_all() {
   torture_one ci-snap 45 --snapshots
   torture_one ci-secure 30 --secure --workloads register,mutex,fenced-counter,watch
 }
+porcupine_built=1
+if [ ${#only[@]} -eq 0 ]; then
+  echo "== porcupine: build the second judge (scripts/porcupine.sh)"
+  scripts/porcupine.sh build/porcupine || { porcupine_built=0; failed=$((failed + 1)); }
+fi
 if [ ${#only[@]} -eq 0 ] && [ "${TORTURE:-1}" != 0 ]; then
   mkdir -p build/torture
   rm -f build/torture/ci*.log build/torture/ci*.log.status build/torture/ci*.log.title
@@ -99,6 +110,16 @@ echo "== torture checkers"
 python3 tests/torture/test_checkers.py >"$log" 2>&1
 grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
 count "$log" "torture checkers"
+# The second judge against the first: negative controls flagged by both, Porcupine's labelled
+# Jepsen etcd histories judged alike (tests/porcupine/test_porcupine.py).
+echo "== porcupine (second judge)"
+if [ "$porcupine_built" = 1 ]; then
+  python3 tests/porcupine/test_porcupine.py --bin "$PORCUPINE" >"$log" 2>&1
+  grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
+  count "$log" "porcupine"
+else
+  echo "!! porcupine-check was not built"
+fi
 echo "== integration"
 FL_TEST_PORTS=20000-29999 python3 tests/integration/run.py --bin "$B/fencelockd" \
   --repeat "$repeat" ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
@@ -125,7 +146,7 @@ if [ "${TORTURE:-1}" != 0 ]; then
     f=build/torture/$part.log
     echo "== torture $part ($(head -n 1 "$f.title" 2>/dev/null))"
     if grep -q '^exit 0$' "$f.status" 2>/dev/null; then
-      passed=$((passed + 1)); grep -E '^torture: (seed|snapshots|[0-9]+ ops)' "$f"
+      passed=$((passed + 1)); grep -E '^torture: (seed|snapshots|judges|[0-9]+ ops)' "$f"
     else
       failed=$((failed + 1)); echo "!! torture $part failed (build/torture/$part):"
       tail -n 40 "$f"

@@ -17,6 +17,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 TAG = "SPDX-License-Identifier: Apache-2.0"
 STYLES = {".c": "/* %s */", ".h": "/* %s */", ".py": "# %s", ".sh": "# %s", ".js": "// %s",
+          ".go": "// %s",
           ".sql": "-- %s"}
 NAMED = {"Makefile": "# %s", "debian/rules": "# %s", "debian/fencelockd.postinst": "# %s",
          "debian/fencelockd.postrm": "# %s", ".ci/run": "# %s"}

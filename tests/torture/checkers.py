@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Checkers for the fencelock torture suite.
 
-Histories are JSON lines, one operation event per line (see the module docstring of
-test_checkers.py and docs for the contract): ``proc``, ``type`` (invoke/ok/fail/info),
-``f``, ``time`` (CLOCK_MONOTONIC ns), ``workload`` and per-operation fields.
+Histories are JSON lines, one operation event per line (every field of every op:
+tests/torture/HISTORY.md): ``proc``, ``type`` (invoke/ok/fail/info), ``f``, ``time``
+(CLOCK_MONOTONIC ns), ``workload`` and per-operation fields.
 
 Workloads and what is checked:
 

@@ -17,10 +17,17 @@ pause leaders and leave followers behind, so snapshots meet step-downs and Insta
 
 The orchestrator owns every process it starts (servers, workers) and every fault it makes;
 all are undone in a finally block, also on an exception or Ctrl-C. Output in DIR: history/
-(one file per worker), history.jsonl (merged, by time, with the final counter values),
-verdicts.json, nemesis.log, nodeN/server.log, workers/*.log. The last line printed is
-`torture: N ops, K faults, V violations`; the exit status is 1 on any violation, on a verdict
-"unknown", on a server crash or sanitizer report, and when the control workload (unfenced
+(one file per worker), history.jsonl (merged, by time, with the final counter values; format:
+HISTORY.md), verdicts.json, porcupine.json and porcupine-*.html (the second judge),
+stale-read/ (its negative control), nemesis.log, nodeN/server.log, workers/*.log.
+
+Two judges read the history: the checkers (checkers*.py) and Porcupine (tests/porcupine, built
+by scripts/porcupine.sh unless --porcupine names it). The last line printed is
+`torture: N ops, K faults, V violations`; the exit status is 1 on any violation by either
+judge, on a verdict "unknown" (either's search ran out of its bound), when a negative control
+escaped a judge (Porcupine found the control counter linearizable although it lost updates, or
+either judge accepted the stale read made from this run's register history), on a server
+crash or sanitizer report, and when the control workload (unfenced
 writes under client pauses) showed no lost update, when rw readers never certainly overlapped,
 watchers covered no acknowledged PUT, no two sem permits were certainly live together or elect
 observers saw fewer than two leaders: then nothing was tested.
@@ -536,6 +543,150 @@ def check(run, history_path):
     return checkers.check_file(history_path, budget_s=run.args.check_budget)
 
 
+# ---- the second judge: Porcupine (tests/porcupine, HISTORY.md) ----
+
+PORCUPINE_TIMEOUT_S = 120.0  # per workload; make test's histories check in well under 1 s
+
+
+def porcupine_bin(args):
+    """The porcupine-check binary: --porcupine, or built now by scripts/porcupine.sh (the
+    pinned module from the Go module proxy the first time) into build/porcupine."""
+    if args.porcupine:
+        return args.porcupine
+    root = os.path.normpath(os.path.join(HERE, "..", ".."))
+    out = os.path.join(root, "build", "porcupine")
+    r = subprocess.run([os.path.join(root, "scripts", "porcupine.sh"), out],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise SystemExit("torture: could not build the Porcupine checker:\n" + r.stdout)
+    return os.path.join(out, "porcupine-check")
+
+
+def porcupine(binp, history_path, out_dir, timeout_s, expect_illegal="control"):
+    """Run porcupine-check on a history: (verdicts, its printed lines, error or None). Its
+    search is bounded by timeout_s per workload (then "unknown"); the process by that times
+    the five modelled workloads, plus a minute to read the file."""
+    os.makedirs(out_dir, exist_ok=True)
+    jpath = os.path.join(out_dir, "porcupine.json")
+    cmd = [binp, "-timeout", "%gs" % timeout_s, "-out", out_dir, "-json", jpath,
+           "-expect-illegal", expect_illegal, history_path]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=5 * timeout_s + 60)
+    except subprocess.TimeoutExpired:
+        return [], [], "porcupine-check did not finish within %g s" % (5 * timeout_s + 60)
+    except OSError as e:
+        return [], [], "porcupine-check could not run: %s" % e
+    lines = r.stdout.splitlines()
+    if r.returncode not in (0, 1, 3):
+        return [], lines, "porcupine-check exited %d: %s" % (r.returncode, r.stderr.strip())
+    try:
+        with open(jpath) as f:
+            return json.load(f)["verdicts"], lines, None
+    except (OSError, ValueError, KeyError) as e:
+        return [], lines, "porcupine-check wrote no verdicts (%s)" % e
+
+
+def stale_read_control(history_path, out_dir, seed):
+    """The stale-read negative control on this run's own history: one register read made to
+    return the value of a write w1 that a later write w2 overwrote before the read was
+    invoked (w1 completed before w2 was invoked). Values are unique, so no linearization can
+    give it: both judges must call the result not linearizable. Writes that key's events,
+    mutated, to out_dir/history.jsonl; returns (path, description), or None if the history
+    has no such triple."""
+    import checkers
+    ops, _, _ = checkers.pair_ops(e for e in checkers.load_history(history_path)
+                                  if e.get("workload") == "register")
+    by_key = {}
+    for o in ops:
+        by_key.setdefault(o.inv.get("key"), []).append(o)
+    rng = random.Random(seed)
+    for key in sorted(by_key, key=str):
+        kops = by_key[key]
+        writes = sorted((o for o in kops if o.f in ("write", "cas") and o.type == "ok"),
+                        key=lambda o: o.t1)
+        reads = [o for o in kops if o.f == "read" and o.type == "ok"]
+        rng.shuffle(reads)
+        for r in reads[:200]:
+            w2 = max((w for w in writes if w.t1 < r.t0), key=lambda w: w.t0, default=None)
+            if w2 is None:
+                continue
+            w1s = [w for w in writes if w.t1 < w2.t0 and w.inv.get("value") != r.ret["value"]]
+            if not w1s:
+                continue
+            w1 = rng.choice(w1s[-20:])
+            os.makedirs(out_dir, exist_ok=True)
+            path = os.path.join(out_dir, "history.jsonl")
+            r.ret["value"] = w1.inv["value"]
+            with open(path, "w") as f:
+                for o in kops:
+                    for ev in (o.inv, o.ret):
+                        if ev is not None:
+                            f.write(json.dumps({k: v for k, v in ev.items() if k != "_line"},
+                                               separators=(",", ":")) + "\n")
+            return path, ("key %s: the read at line %s returns %r, written at line %s and "
+                          "overwritten at line %s before the read began"
+                          % (key, r.ret.get("_line"), w1.inv["value"], w1.inv.get("_line"),
+                             w2.inv.get("_line")))
+    return None
+
+
+def second_judge(run, history_path, verdicts):
+    """Porcupine's verdicts beside the own checkers': printed, and 1 (fail) on a workload it
+    finds not linearizable, an unknown verdict, a control whose lost updates it did not flag,
+    or a stale-read control either judge let through."""
+    status = 0
+    binp = porcupine_bin(run.args)
+    t = run.args.porcupine_timeout
+    pv, lines, err = porcupine(binp, history_path, run.out, t)
+    for line in lines:
+        print(line)
+    if err:
+        print("torture: porcupine: %s" % err)
+        return 1, 1
+    illegal = 0
+    for v in pv:
+        w = v["workload"]
+        if v["result"] == "illegal" and w != "control":
+            illegal += 1
+            print("torture: porcupine: %s is not linearizable (%s model)%s"
+                  % (w, v["model"], "; see " + ", ".join(v["html"]) if v.get("html") else ""))
+        elif v["result"] == "unknown":
+            print("torture: porcupine verdict unknown for %s: no answer within the %g s bound "
+                  "(--porcupine-timeout)" % (w, t))
+            status = 1
+    ctl = [v for v in verdicts if v["workload"] == "control"]
+    lost = sum(v.get("anomalies", 0) for v in ctl)
+    pctl = [v for v in pv if v["workload"] == "control"]
+    if lost and pctl and pctl[0]["result"] == "ok":
+        print("torture: porcupine found the control linearizable although the own checkers "
+              "counted %d lost updates: the second judge did not bite" % lost)
+        status = 1
+    # the stale-read control on this run's register history
+    if any(v["workload"] == "register" for v in pv):
+        sr = stale_read_control(history_path, os.path.join(run.out, "stale-read"), run.seed)
+        if sr is None:
+            print("torture: stale-read control: no read after two ordered writes of one key")
+            status = 1
+        else:
+            path, what = sr
+            import checkers
+            own = checkers.check_file(path, budget_s=run.args.check_budget)
+            spv, _, serr = porcupine(binp, path, os.path.dirname(path), t, expect_illegal="")
+            own_flagged = any(v["valid"] is False for v in own)
+            p_res = spv[0]["result"] if spv and not serr else (serr or "no verdict")
+            print("torture: stale-read control (%s): own checkers %s, porcupine %s"
+                  % (what, "flag it" if own_flagged else "DO NOT FLAG IT", p_res))
+            if not own_flagged or p_res != "illegal":
+                print("torture: the stale-read control was not flagged by both judges")
+                status = 1
+    print("torture: judges: checkers %d violations; porcupine %s"
+          % (sum(v.get("stats", {}).get("violations_total", len(v.get("violations", [])))
+                 for v in verdicts if v["workload"] != "control"),
+             ", ".join("%s %s" % (v["workload"], v["result"]) for v in pv) or "nothing to judge"))
+    return status, illegal
+
+
 def parse_weights(v):
     out = {}
     for item in filter(None, v.split(",")):
@@ -567,6 +718,12 @@ def main():
                     "partition-split 2)")
     ap.add_argument("--check-budget", type=float, default=120.0,
                     help="seconds of linearizability search per key")
+    ap.add_argument("--porcupine", default=None,
+                    help="the second judge, tests/porcupine's porcupine-check (default: built "
+                    "now by scripts/porcupine.sh into build/porcupine)")
+    ap.add_argument("--porcupine-timeout", type=float, default=PORCUPINE_TIMEOUT_S,
+                    help="seconds of Porcupine search per workload before its verdict is "
+                    "\"unknown\" (a failed run)")
     ap.add_argument("--snapshots", action="store_true",
                     help="snapshot-heavy mode: tiny snapshot thresholds (64..256 entries, "
                     "trailing 8..32, from the seed) and nemeses that pause leaders 1-3 s and "
@@ -711,6 +868,9 @@ def main():
               "tested")
         status = 1
     status = max(status, nothing_tested(verdicts))
+    p_status, p_illegal = second_judge(run, history_path, verdicts)
+    status = max(status, p_status)
+    violations += p_illegal
     for p in problems:
         print("torture: problem: %s" % p)
     violations += len(problems)

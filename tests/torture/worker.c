@@ -9,7 +9,8 @@
  *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P] [--observe 1]
  *          [--user U --password-file F] [--tls-ca F] [--tls-cert F --tls-key F]   (--secure)
  *
- * History contract (read by tests/torture/checkers.py; see docs/testing.md, "Torture"):
+ * History contract (read by tests/torture/checkers*.py and tests/porcupine; every field in
+ * tests/torture/HISTORY.md):
  *   {"proc":int,"type":"invoke|ok|fail|info","f":...,"workload":...,"time":ns, ...}
  * "time" is CLOCK_MONOTONIC in ns. Every ok/fail/info completes the last invoke of the same
  * proc. After an info (unknown outcome) the worker goes on as a new proc, P + k*1000.
