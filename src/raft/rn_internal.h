@@ -175,6 +175,10 @@ struct rn {
     struct fsm_events ev;
     enum rn_life life;
     bool no_repair; /* FENCELOCK_NO_CONFIG_REPAIR set: leave libraft's bookkeeping alone */
+    /* repair_stale_config on a follower (rn_tick.c): the "uncommitted" configuration index
+     * and the term it was first seen at, and the last log index then (every entry of the batch
+     * that carried the configuration entry is at or below it). */
+    uint64_t stale_u, stale_term, stale_bound;
     void (*done)(void *arg);
     void *done_arg;
 };

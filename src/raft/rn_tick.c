@@ -34,22 +34,40 @@ static int config_copy(const struct raft_configuration *src, struct raft_configu
  * leave the same state: the snapshot carries the stale configuration index.)
  *
  * The state is recognisable: an "uncommitted" configuration at an index already applied, on a
- * node that knows every configuration entry it holds is committed -- a follower that applied
- * its whole log, or a leader that applied its own term's first entry (every configuration
- * entry of an earlier term is before it; one of this term has its index recorded right, above
- * the applied index until it commits). Then the current configuration is the committed one:
- * record it as such, with the applied index as its index (at or after the real entry, so a
- * restart does not take the entry for uncommitted again).
+ * node that knows every configuration entry it holds is committed -- a leader that applied its
+ * own term's first entry (every configuration entry of an earlier term is before it; one of
+ * this term has its index recorded right, above the applied index until it commits), or a
+ * follower that applied past the whole batch that carried the entry. A follower cannot see
+ * where that batch ended, but it was appended before the tick that first saw the index: the
+ * last log index at that tick bounds it (stale_bound). A new term can truncate the log and
+ * bring another batch, so the bound is taken again when the index or the term changes.
+ * Waiting for the follower to apply its whole log instead could take for ever under steady
+ * writes, and a --join node that cannot see its own committed promotion keeps asking to be
+ * added. Then the current configuration is the committed one: record it as such, with the
+ * applied index as its index (at or after the real entry, so a restart does not take the entry
+ * for uncommitted again).
  */
+static void note_stale_bound(struct rn *rn, struct raft *r, raft_index u)
+{
+    if (rn->stale_u != u || rn->stale_term != r->current_term) {
+        rn->stale_u = u;
+        rn->stale_term = r->current_term;
+        rn->stale_bound = raft_last_index(r);
+    }
+}
+
 static void repair_stale_config(struct rn *rn)
 {
     struct raft *r = rn->raft;
     raft_index u = r->configuration_uncommitted_index, applied = raft_last_applied(r);
-    if (u == 0 || u > applied || rn->no_repair)
+    if (u == 0 || rn->no_repair)
+        return;
+    note_stale_bound(rn, r, u); /* from the first tick that sees u, even before it applies */
+    if (u > applied)
         return;
     int st = raft_state(r);
     bool settled = st == RAFT_LEADER ? rn->lead_term == r->current_term && applied >= rn->lead_first
-                                     : st == RAFT_FOLLOWER && applied == raft_last_index(r);
+                                     : st == RAFT_FOLLOWER && applied >= rn->stale_bound;
     struct raft_configuration copy;
     if (!settled || config_copy(&r->configuration, &copy))
         return; /* not yet known to be committed, or no memory: the next tick looks again */
