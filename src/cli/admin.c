@@ -86,7 +86,7 @@ static void status_text(const struct fl_status *st)
     }
 }
 
-int cmd_status(struct cli *c, int argc, char **argv)
+int cli_cmd_status(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int rc = sub_fixed(c, &a, argc, argv, 0, usage_status);
@@ -184,7 +184,7 @@ static int members_run(struct cli *c, struct sub_args *a, bool force)
     return EXIT_OK;
 }
 
-int cmd_members(struct cli *c, int argc, char **argv)
+int cli_cmd_members(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int id, r;
@@ -297,7 +297,7 @@ static int session_run(struct cli *c, struct sub_args *a, const struct session_a
 
 #define SESSION_DEFAULT_TTL_MS 60000 /* `session open` without --ttl */
 
-int cmd_session(struct cli *c, int argc, char **argv)
+int cli_cmd_session(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     struct session_args s = {SESSION_DEFAULT_TTL_MS, 0, NULL};
@@ -326,7 +326,7 @@ static const struct opt_spec snapshot_opts[] = {
     {NULL, 0, 0, 0},
 };
 
-int cmd_snapshot(struct cli *c, int argc, char **argv)
+int cli_cmd_snapshot(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int id, r;

@@ -179,22 +179,22 @@ int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, co
 void cli_usage(FILE *f, const char *usage);
 
 /* ---- subcommands: (c, argc, argv) with argv[0] the subcommand's name; return an exit code ---- */
-int cmd_lock(struct cli *c, int argc, char **argv);
-int cmd_get(struct cli *c, int argc, char **argv);
-int cmd_put(struct cli *c, int argc, char **argv);
-int cmd_del(struct cli *c, int argc, char **argv);
-int cmd_keys(struct cli *c, int argc, char **argv);
-int cmd_lock_info(struct cli *c, int argc, char **argv);
-int cmd_locks(struct cli *c, int argc, char **argv);
-int cmd_fence_check(struct cli *c, int argc, char **argv);
-int cmd_sign(struct cli *c, int argc, char **argv);
-int cmd_status(struct cli *c, int argc, char **argv);
-int cmd_members(struct cli *c, int argc, char **argv);
-int cmd_session(struct cli *c, int argc, char **argv);
-int cmd_watch(struct cli *c, int argc, char **argv);
-int cmd_sem(struct cli *c, int argc, char **argv);
-int cmd_elect(struct cli *c, int argc, char **argv);
-int cmd_leader(struct cli *c, int argc, char **argv);
-int cmd_snapshot(struct cli *c, int argc, char **argv);
+int cli_cmd_lock(struct cli *c, int argc, char **argv);
+int cli_cmd_get(struct cli *c, int argc, char **argv);
+int cli_cmd_put(struct cli *c, int argc, char **argv);
+int cli_cmd_del(struct cli *c, int argc, char **argv);
+int cli_cmd_keys(struct cli *c, int argc, char **argv);
+int cli_cmd_lock_info(struct cli *c, int argc, char **argv);
+int cli_cmd_locks(struct cli *c, int argc, char **argv);
+int cli_cmd_fence_check(struct cli *c, int argc, char **argv);
+int cli_cmd_sign(struct cli *c, int argc, char **argv);
+int cli_cmd_status(struct cli *c, int argc, char **argv);
+int cli_cmd_members(struct cli *c, int argc, char **argv);
+int cli_cmd_session(struct cli *c, int argc, char **argv);
+int cli_cmd_watch(struct cli *c, int argc, char **argv);
+int cli_cmd_sem(struct cli *c, int argc, char **argv);
+int cli_cmd_elect(struct cli *c, int argc, char **argv);
+int cli_cmd_leader(struct cli *c, int argc, char **argv);
+int cli_cmd_snapshot(struct cli *c, int argc, char **argv);
 
 #endif

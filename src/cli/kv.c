@@ -67,7 +67,7 @@ static void print_kv(struct cli *c, const char *key, const struct fl_kv *kv)
     jw_end(&w);
 }
 
-int cmd_get(struct cli *c, int argc, char **argv)
+int cli_cmd_get(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int rc = sub_fixed(c, &a, argc, argv, 1, usage_get);
@@ -155,7 +155,7 @@ static void print_rev(struct cli *c, const char *key, uint64_t rev)
     jw_end(&w);
 }
 
-int cmd_put(struct cli *c, int argc, char **argv)
+int cli_cmd_put(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     struct fl_write_opts wo = {0};
@@ -210,7 +210,7 @@ static const struct opt_spec del_opts[] = {
     {NULL, 0, 0, 0},
 };
 
-int cmd_del(struct cli *c, int argc, char **argv)
+int cli_cmd_del(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     struct fl_write_opts wo = {0};
@@ -253,7 +253,7 @@ static const char usage_keys[] =
     "List the keys starting with PREFIX (all by default), in byte order, one per line\n"
     "(--json: an array). --limit N: at most N (default: the server's maximum).\n";
 
-int cmd_keys(struct cli *c, int argc, char **argv)
+int cli_cmd_keys(struct cli *c, int argc, char **argv)
 {
     const char *prefix;
     size_t limit;

@@ -88,7 +88,7 @@ static int observe(struct cli *c, const char *name)
     return rc;
 }
 
-int cmd_leader(struct cli *c, int argc, char **argv)
+int cli_cmd_leader(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int id, r, observing = 0;

@@ -153,17 +153,17 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
     return run_locked(c, &o);
 }
 
-int cmd_lock(struct cli *c, int argc, char **argv)
+int cli_cmd_lock(struct cli *c, int argc, char **argv)
 {
     return lock_like(c, argc, argv, usage_lock, RUN_LOCK);
 }
 
-int cmd_sem(struct cli *c, int argc, char **argv)
+int cli_cmd_sem(struct cli *c, int argc, char **argv)
 {
     return lock_like(c, argc, argv, usage_sem, RUN_SEM);
 }
 
-int cmd_elect(struct cli *c, int argc, char **argv)
+int cli_cmd_elect(struct cli *c, int argc, char **argv)
 {
     return lock_like(c, argc, argv, usage_elect, RUN_ELECT);
 }

@@ -82,7 +82,7 @@ static void lock_info_text(const char *name, const struct fl_lock_info *li)
     printf("%s\n", li->n_waiters ? ")" : "");
 }
 
-int cmd_lock_info(struct cli *c, int argc, char **argv)
+int cli_cmd_lock_info(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     int rc = sub_fixed(c, &a, argc, argv, 1, usage_lock_info);
@@ -146,7 +146,7 @@ static void locks_print(struct cli *c, const struct fl_lock_list *l)
         jw_end(&w);
 }
 
-int cmd_locks(struct cli *c, int argc, char **argv)
+int cli_cmd_locks(struct cli *c, int argc, char **argv)
 {
     const char *prefix;
     size_t limit;
@@ -194,7 +194,7 @@ static const char usage_fence_check[] =
     "Exit 0 (printing \"current\") if TOKEN is the current holder's token of lock NAME,\n"
     "exit 1 (printing \"stale\") if it is not.\n";
 
-int cmd_fence_check(struct cli *c, int argc, char **argv)
+int cli_cmd_fence_check(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     uint64_t token;
@@ -225,7 +225,7 @@ static const char usage_sign[] =
     "Print the signature of TOKEN for lock NAME (FENCE.SIGN; the servers need --token-key),\n"
     "exit 1 (printing \"stale\") if TOKEN is not a current holder's token.\n";
 
-int cmd_sign(struct cli *c, int argc, char **argv)
+int cli_cmd_sign(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
     uint64_t token;

@@ -73,15 +73,15 @@ static const struct {
     const char *name;
     int (*fn)(struct cli *c, int argc, char **argv);
 } commands[] = {
-    {"lock", cmd_lock},       {"get", cmd_get},
-    {"put", cmd_put},         {"del", cmd_del},
-    {"keys", cmd_keys},       {"lock-info", cmd_lock_info},
-    {"locks", cmd_locks},     {"fence-check", cmd_fence_check},
-    {"status", cmd_status},   {"members", cmd_members},
-    {"session", cmd_session}, {"watch", cmd_watch},
-    {"sem", cmd_sem},         {"elect", cmd_elect},
-    {"leader", cmd_leader},   {"snapshot", cmd_snapshot},
-    {"sign", cmd_sign},
+    {"lock", cli_cmd_lock},       {"get", cli_cmd_get},
+    {"put", cli_cmd_put},         {"del", cli_cmd_del},
+    {"keys", cli_cmd_keys},       {"lock-info", cli_cmd_lock_info},
+    {"locks", cli_cmd_locks},     {"fence-check", cli_cmd_fence_check},
+    {"status", cli_cmd_status},   {"members", cli_cmd_members},
+    {"session", cli_cmd_session}, {"watch", cli_cmd_watch},
+    {"sem", cli_cmd_sem},         {"elect", cli_cmd_elect},
+    {"leader", cli_cmd_leader},   {"snapshot", cli_cmd_snapshot},
+    {"sign", cli_cmd_sign},
 };
 
 void cli_say(const char *fmt, ...)

@@ -6,7 +6,7 @@
  * Threads: fl_watch's thread runs the callback, which alone writes stdout. The main thread
  * blocks SIGINT, SIGTERM and SIGHUP before the watcher exists (so that thread inherits the
  * mask), then waits for one of them or for the watcher to end, and stops and joins it.
- * Ownership: struct watch_out lives on cmd_watch's stack; the callback borrows it.
+ * Ownership: struct watch_out lives on cli_cmd_watch's stack; the callback borrows it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -205,7 +205,7 @@ static int run_watch(struct cli *c, struct sub_args *a, const char *prefix, cons
     return EXIT_OK;
 }
 
-int cmd_watch(struct cli *c, int argc, char **argv)
+int cli_cmd_watch(struct cli *c, int argc, char **argv)
 {
     struct watch_out o = {.json = 0};
     const char *from = "$";
