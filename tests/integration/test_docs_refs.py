@@ -64,7 +64,7 @@ def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
                         f.write(text.replace("lease_takeover", "lease_take_over"))
     os.remove(os.path.join(d, "tests", "unit", "test_lease.c"))
     # A new file without its line in the folder's file table; a row naming no file.
-    with open(os.path.join(d, "src", "fsm", "ops.c"), "w") as f:
+    with open(os.path.join(d, "src", "fsm", "unlisted.c"), "w") as f:
         f.write("/* new */\n")
     edit(d, "docs/design.md", "| `kv.c` | the key-value store |",
          "| `kv.c` | the key-value store |\n| `gone.c` | a file that is not there |")
@@ -93,7 +93,7 @@ def test_the_docs_check_finds_each_kind_of_stale_reference(ctx):
         "a renamed symbol of 'Where to change what'")
     has(r"^docs/design\.md:\d+: `tests/unit/test_lease\.c` names no file in the tree$",
         "a removed file of 'Where to change what'")
-    has(r"^docs/design\.md: src/fsm/ops\.c has no row in", "a file without its line")
+    has(r"^docs/design\.md: src/fsm/unlisted\.c has no row in", "a file without its line")
     has(r"^docs/design\.md:\d+: `gone\.c` is not a file of src/fsm/$", "a row naming no file")
     has(r'^src/common/buf\.h:\d+: "issue[ ]7": say the reason itself', "a tracker reference in C")
     has(r'^docs/server\.md:3: "issues[ ]#3": say the reason itself', "a tracker reference in a doc")
