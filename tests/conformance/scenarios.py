@@ -61,7 +61,7 @@ def scenario_lock_wait_across_leader_kill(ctx):
     eq((li["holder"], li["token"], li["waiters"]), (sid_w, t2, []),
        "LOCK.INFO on the new leader: the waiter holds with the token it was told")
     a.ok("unlock", session=w, name="job")
-    wait_until(lambda: [grants(s) for s in survivors] == [2, 2], timeout=15, interval=0.05,
+    wait_until(lambda: min(grants(s) for s in survivors) >= 2, timeout=15, interval=0.05,
                what="both survivors applied the second grant")
     for s in (h, w):
         a.ok("session.close", session=s)
