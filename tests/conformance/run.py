@@ -75,10 +75,21 @@ def load_agents(names):
     return specs
 
 
+def runnable(spec):
+    """None if the agent's program is there to run, else why not (a missing runtime)."""
+    prog = spec["run"][0] if spec["run"] else ""
+    cwd = os.path.join(REPO, spec.get("cwd") or ".")
+    if "/" in prog:
+        ok = os.access(os.path.join(cwd, prog), os.X_OK)
+    else:
+        ok = shutil.which(prog) is not None
+    return None if ok else "toolchain missing: cannot run %r (from %s)" % (prog, cwd)
+
+
 def build(spec, logdir):
-    """Build one agent: None, or why it failed (the log's tail)."""
+    """Build one agent: None, or why it failed (the log's tail, or what is missing)."""
     if not spec.get("build"):
-        return None
+        return runnable(spec)
     log = os.path.join(logdir, "build-%s.log" % spec["name"])
     try:
         with open(log, "wb") as f:
@@ -90,7 +101,7 @@ def build(spec, logdir):
     except (OSError, subprocess.SubprocessError) as e:
         return "build did not run: %s" % e
     if p.returncode == 0:
-        return None
+        return runnable(spec)
     with open(log, "rb") as f:
         tail = f.read().decode("utf-8", "replace").splitlines()[-30:]
     return "build exited %d (%s):\n%s" % (p.returncode, " ".join(spec["build"]),
