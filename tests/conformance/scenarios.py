@@ -184,7 +184,7 @@ def scenario_unknown_outcome_without_session(ctx):
     success, never a failure. Proves: a client does not turn a write it cannot judge into a
     claim either way."""
     servers, leader = plain_cluster(ctx)
-    a = ctx.agent(servers, cgroup=True, timeout=3)
+    a = ctx.agent(servers, cgroup=True, timeout=5)
     a.ok("put", key="warm", value="0")  # the client's connection to the leader exists
     drop = ReplyDrop(leader, a)
     ctx.defer(drop.lift)
@@ -208,7 +208,7 @@ def scenario_session_retry_applies_once(ctx):
     exactly 1, and the revision the client reports is the key's). Proves: REQ numbering makes
     a retried write exactly-once."""
     servers, leader = plain_cluster(ctx)
-    a = ctx.agent(servers, cgroup=True, timeout=30)
+    a = ctx.agent(servers, cgroup=True, timeout=60)  # retries outlast the drop by far
     s, _ = _sid(a.ok("session.open", ttl=60))
     a.ok("put", key="v", value="0", session=s)
     before = kv(servers, "v")
