@@ -335,7 +335,8 @@ def scenario_basics_sessions_and_locks(ctx):
     """Sessions open and close (a closed session's locks are released and its handle answers
     SESSION); lock, try (BUSY), a wait that runs out (TIMEOUT), unlock by a non-holder
     (NOTHOLDER), tokens rising, fence.check (STALE for an old token); shared locks: two
-    readers at once, a writer's try BUSY, a reader's token refused for a fenced write."""
+    readers at once, a writer's try BUSY, a reader's try on a held lock BUSY, a reader's token
+    refused for a fenced write."""
     servers, _ = plain_cluster(ctx)
     a = ctx.agent(servers, timeout=10)
     s1, sid1 = _sid(a.ok("session.open", ttl=10, name="conf-a"))
@@ -366,6 +367,7 @@ def scenario_basics_sessions_and_locks(ctx):
        "both readers hold")
     a.ok("fence.check", name="rw", token=rb)
     a.err("lock", "BUSY", session=s2, name="rw", wait=0)
+    a.err("lock", "BUSY", session=s3, name="l", wait=0, shared=True)  # s2 holds it
     a.err("put", "STALE", key="rw-key", value="x", session=s3, fence=["rw", rb])
     a.ok("unlock", session=s1, name="rw")
     a.ok("unlock", session=s3, name="rw")
