@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -624,9 +623,5 @@ public final class FencelockClient implements AutoCloseable {
    */
   public Object execute(boolean retry, Object... args) {
     return call(new Cmd(args), deadline(0), retry, false, false, null);
-  }
-
-  static List<Object> list(Object... a) {
-    return new ArrayList<>(Arrays.asList(a));
   }
 }

@@ -97,6 +97,35 @@ class ClusterTest {
   }
 
   @Test
+  void aSessionOutlivesAFrozenLeaderAndKeepsItsLock() throws Exception {
+    // TTL 10 s, far above a fail-over: the keepalive gives up on the frozen leader after the
+    // connect timeout and renews on the new one, so the session is never lost.
+    try (Session s = client.openSession(Duration.ofSeconds(10))) {
+      AtomicLong lostAt = new AtomicLong();
+      s.addLostListener(x -> lostAt.set(System.nanoTime()));
+      long t = s.acquire("keep", Duration.ofSeconds(5));
+      Fencelockd l = leader();
+      l.signal("STOP");
+      try {
+        Fencelockd.waitUntil(() -> {
+          client.get("__probe"); // a read: resent after the frozen leader's silence
+          return !l.addr().equals(client.leaderAddress());
+        }, Duration.ofSeconds(60), "a new leader");
+        // Two keepalive intervals on the new leader: the deadline moved past the freeze.
+        long before = s.safeUntil();
+        Fencelockd.waitUntil(() -> s.safeUntil() - before > 0, Duration.ofSeconds(30),
+            "a keepalive acknowledged by the new leader");
+        assertTrue(client.fenceCheck("keep", t), "the lock is still held");
+        assertEquals(0, lostAt.get(), "never lost");
+        assertTrue(s.remaining().toMillis() > 0);
+      } finally {
+        l.signal("CONT");
+      }
+      s.unlock("keep");
+    }
+  }
+
+  @Test
   void aFollowerOnlyEndpointIsRedirectedToTheLeader() {
     Fencelockd l = leader();
     Fencelockd f = nodes.stream().filter(n -> n != l).findFirst().orElseThrow();
