@@ -104,6 +104,21 @@ class TlsAuthTest {
   }
 
   @Test
+  void aCertificateForAnotherNameIsRefusedAsTls() throws Exception {
+    // Signed by the trusted CA, but for DNS:elsewhere.example, not IP:127.0.0.1.
+    try (Fencelockd other = new Fencelockd(dir, 2)) {
+      other.args.addAll(List.of("--tls-cert", dir.resolve("wrongname.crt").toString(),
+          "--tls-key", dir.resolve("wrongname.key").toString()));
+      other.start();
+      try (FencelockClient c = FencelockClient.builder().endpoints(other.addr())
+          .tls(dir.resolve("ca.crt"), null, null).timeout(Duration.ofSeconds(30)).build()) {
+        TlsException e = assertThrows(TlsException.class, () -> c.put("x", "1"));
+        assertEquals("TLS", e.word());
+      }
+    }
+  }
+
+  @Test
   void wrongCredentialsAndNoCredentialsAreAuthErrors() {
     try (FencelockClient c = tls("ca").credentials("app", "nope").build()) {
       assertThrows(AuthException.class, () -> c.put("x", "1"));
