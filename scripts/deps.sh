@@ -117,6 +117,6 @@ java_deps() {
   echo "deps: fetching clients/java's Maven artifacts into ~/.m2/repository"
   "${m[@]}" >/dev/null || { echo "deps: mvn could not fetch clients/java's artifacts" >&2; return 1; }
 }
-[ "${1:-build}" = test ] && java_deps
+if [ "${1:-build}" = test ]; then java_deps; fi
 [ "${1:-build}" = fuzz ] && libraft_source
 exit 0
