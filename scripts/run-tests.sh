@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python and Java clients' tests and three short torture runs
-# (each judged by the checkers and by Porcupine: tests/porcupine).
+# against real fencelockd processes, the Python and Java clients' tests, the client conformance suite
+# (tests/conformance) and three short torture runs (each judged by the checkers and by
+# Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
 #
 #   scripts/run-tests.sh [--only PATTERN]... [--repeat N] [--jobs N] [BUILD_DIR]
 #
 # --only PATTERN: only the unit-test binaries and integration tests whose names contain PATTERN
-#   (or match it as a glob: test_fifo, 'test_auth.*flood*'); no pytest, no torture.
+#   (or match it as a glob: test_fifo, 'test_auth.*flood*'); no pytest, no conformance, no
+#   torture.
 # --repeat N: run each selected test N times (to hunt one that fails now and then).
 # --jobs N: integration tests at once (default: the CPUs, at most 4; docs/testing.md).
 set -uo pipefail
@@ -19,7 +21,7 @@ while [ $# -gt 0 ]; do
   --only) only+=("$2"); shift 2 ;;
   --repeat) repeat=$2; shift 2 ;;
   --jobs) jobs=$2; shift 2 ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) break ;;
   esac
 done
@@ -163,6 +165,14 @@ elif [ "$jp" -eq 0 ] && [ "$jf" -eq 0 ]; then
 fi
 echo "tests: $jp passed, $jf failed" | tee -a "$log"
 count "$log" "java client"
+# The client conformance suite (tests/conformance, docs/testing.md "Conformance"): every
+# scenario against every client's agent (tests/conformance/agents/*.json), on 3-node clusters;
+# one test per scenario and agent. After the integration tests and pytest, on their range (they
+# are done; the torture runs in the background keep 30000-32767 to themselves).
+echo "== conformance (every client's agent)"
+FL_TEST_PORTS=20000-29999 python3 tests/conformance/run.py --bin "$B/fencelockd" \
+  ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
+count "$log" conformance
 # The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
   wait "$torture_pid"
