@@ -271,8 +271,7 @@ public final class Agent {
           return res("session", h, "sid", s.sid());
         }
       case "session.close":
-        session(req).close();
-        sessions.remove(str(req, "session"));
+        session(req).close(); // the handle stays: later calls on it answer SESSION
         return res();
       case "session.safe":
         {

@@ -53,6 +53,7 @@ public final class Session implements AutoCloseable {
   private boolean lost;
   private boolean fired; // lost handling done, or suppressed by close()
   private boolean stopping;
+  private boolean closed; // close() or abandon() ran: a second one does nothing
   private ScheduledFuture<?> deadlineTimer;
   private final Thread keepalive;
   private final List<Consumer<Session>> listeners = new CopyOnWriteArrayList<>();
@@ -534,6 +535,10 @@ public final class Session implements AutoCloseable {
     long s;
     try {
       synchronized (mu) {
+        if (closed) {
+          return;
+        }
+        closed = true;
         s = ++seq;
       }
     } finally {
@@ -556,6 +561,12 @@ public final class Session implements AutoCloseable {
    * a process going away abnormally.
    */
   public void abandon() {
+    synchronized (mu) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
     stopThread();
     synchronized (mu) {
       lost = true;

@@ -27,6 +27,12 @@ final class Fencelockd implements AutoCloseable {
   static final List<String> TIMING = List.of("--election-ms", "400", "--heartbeat-ms", "40");
   private static final Set<Integer> USED = new HashSet<>();
   private static final Random RNG = new Random();
+  /** Every process started, killed when the JVM exits however the test run ended. */
+  private static final Set<Process> STARTED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  static {
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> STARTED.forEach(Process::destroyForcibly)));
+  }
 
   final int id;
   final int port;
@@ -105,6 +111,7 @@ final class Fencelockd implements AutoCloseable {
     pb.redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("node.log").toFile()));
     pb.redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
     proc = pb.start();
+    STARTED.add(proc);
     return this;
   }
 

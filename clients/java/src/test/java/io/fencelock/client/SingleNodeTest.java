@@ -192,10 +192,12 @@ class SingleNodeTest {
     assertTrue(client.delete("cw", WriteOptions.none().ifRev(r2)));
     assertFalse(client.delete("cw", WriteOptions.none()));
     assertNull(client.kvGet("cw"));
-    try (Session s = client.openSession(Duration.ofSeconds(10))) {
-      s.put("leased", "x", WriteOptions.none().leased());
-      assertEquals(s.sid(), client.kvGet("leased").lease());
-    }
+    Session s = client.openSession(Duration.ofSeconds(10));
+    s.put("leased", "x", WriteOptions.none().leased());
+    assertEquals(s.sid(), client.kvGet("leased").lease());
+    s.close();
+    s.close(); // a second close does nothing
+    assertThrows(SessionLostException.class, () -> s.put("after", "x", WriteOptions.none()));
     assertNull(client.get("leased"), "a leased key ends with its session");
   }
 
