@@ -17,6 +17,7 @@ test)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
+  pkgs+=(openjdk-17-jdk-headless maven) # clients/java: Java 17 and Maven (java_deps below)
   pkgs+=("${deb_pkgs[@]}") # test_packages.py builds, lints and installs the packages
   # tests/porcupine (the torture runs' second judge, scripts/porcupine.sh): Go >= 1.19, Debian
   # 12's golang-go unless a Go toolchain is installed already
@@ -105,5 +106,17 @@ if [ "${1:-build}" = test ]; then
     exit 1
   fi
 fi
+# clients/java: the pinned artifacts of its pom (plugins, JUnit, spring-integration-core) in
+# Maven's default local repository (~/.m2/repository, shared by every checkout and kept across
+# `make clean`), so that `mvn -o` works afterwards. Offline first: once they are there this
+# costs one quick offline build. Running CodecTest (no server) resolves Surefire's JUnit
+# provider, which only a test run asks for; `package` fetches the jar plugin (the agent's jar).
+java_deps() {
+  local m=(mvn -q -B -f clients/java/pom.xml -Dtest=CodecTest -Dsurefire.failIfNoSpecifiedTests=false package)
+  "${m[0]}" -o "${m[@]:1}" >/dev/null 2>&1 && return 0
+  echo "deps: fetching clients/java's Maven artifacts into ~/.m2/repository"
+  "${m[@]}" >/dev/null || { echo "deps: mvn could not fetch clients/java's artifacts" >&2; return 1; }
+}
+if [ "${1:-build}" = test ]; then java_deps; fi
 [ "${1:-build}" = fuzz ] && libraft_source
 exit 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python client's tests, the client conformance suite
+# against real fencelockd processes, the Python and Java clients' tests, the client conformance suite
 # (tests/conformance) and three short torture runs (each judged by the checkers and by
 # Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
@@ -141,6 +141,30 @@ else
   echo "tests: $(n passed) passed, $(( $(n failed) + $(n error) )) failed" | tee -a "$log"
 fi
 count "$log" "python client"
+# The Java client (clients/java) against real servers, offline from ~/.m2 (scripts/deps.sh test
+# fetched it); Surefire's per-class reports become this script's "tests:" line.
+echo "== java client (mvn -o test)"
+rm -rf clients/java/target/surefire-reports
+jbin=$(realpath "$B/fencelockd")
+(cd clients/java && FL_TEST_PORTS=20000-29999 mvn -o -q -B test -Dfencelock.bin="$jbin") \
+  >"$log" 2>&1
+jrc=$?
+grep -E '^\[ERROR\] +[A-Za-z]+Test\.' "$log"
+jp=0; jf=0
+for f in clients/java/target/surefire-reports/*.txt; do
+  [ -f "$f" ] || continue
+  l=$(grep -oE 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+' "$f" | head -n 1)
+  read -r run fl er sk <<<"$(echo "$l" | grep -oE '[0-9]+' | tr '\n' ' ')"
+  [ -n "${sk:-}" ] || continue
+  jp=$((jp + run - fl - er - sk)); jf=$((jf + fl + er))
+done
+if [ "$jrc" -ne 0 ] && [ "$jf" -eq 0 ]; then
+  echo "!! mvn -o test exited $jrc"; tail -n 20 "$log"; jf=1
+elif [ "$jp" -eq 0 ] && [ "$jf" -eq 0 ]; then
+  echo "!! the Java client ran no test"; jf=1
+fi
+echo "tests: $jp passed, $jf failed" | tee -a "$log"
+count "$log" "java client"
 # The client conformance suite (tests/conformance, docs/testing.md "Conformance"): every
 # scenario against every client's agent (tests/conformance/agents/*.json), on 3-node clusters;
 # one test per scenario and agent. After the integration tests and pytest, on their range (they
