@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ type server struct {
 	args     []string
 	cmd      *exec.Cmd
 	log      string
-	stopped  bool
+	stopped  atomic.Bool
 	auth     [2]string
 	tls      *tls.Config
 }
@@ -134,7 +135,7 @@ func (s *server) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	s.stopped = false
+	s.stopped.Store(false)
 }
 
 func (s *server) signal(sig syscall.Signal) {
@@ -143,8 +144,8 @@ func (s *server) signal(sig syscall.Signal) {
 	}
 }
 
-func (s *server) sigstop() { s.signal(syscall.SIGSTOP); s.stopped = true }
-func (s *server) sigcont() { s.signal(syscall.SIGCONT); s.stopped = false }
+func (s *server) sigstop() { s.signal(syscall.SIGSTOP); s.stopped.Store(true) }
+func (s *server) sigcont() { s.signal(syscall.SIGCONT); s.stopped.Store(false) }
 
 // kill: kill -9 and reap.
 func (s *server) kill() {
@@ -189,7 +190,7 @@ func waitLeader(t *testing.T, servers []*server) *server {
 	for time.Now().Before(end) {
 		var ls []*server
 		for _, s := range servers {
-			if s.cmd == nil || s.stopped {
+			if s.cmd == nil || s.stopped.Load() {
 				continue
 			}
 			c := s.direct()

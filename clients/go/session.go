@@ -376,6 +376,10 @@ func (s *Session) hold(key string) context.Context {
 	return ctx
 }
 
+// ErrClosed is the cause (beside ErrSession) of a session's context after Close or Abandon:
+// the program ended the session, it was not lost.
+var ErrClosed = errors.New("fencelock: session closed")
+
 // ErrReleased is the cause of a held context's cancellation after Unlock, Release or Resign.
 var ErrReleased = errors.New("fencelock: released")
 
@@ -394,7 +398,7 @@ func (s *Session) unhold(key string) {
 // first. A session lost locally is still closed on the servers if it lives there.
 func (s *Session) Close(ctx context.Context) error {
 	// Lost first: a wait in progress is abandoned (and leaves its queue), new calls fail.
-	s.markLost(fmt.Errorf("%w: session %d was closed", ErrSession, s.sid))
+	s.markLost(fmt.Errorf("%w: %w: session %d", ErrSession, ErrClosed, s.sid))
 	s.stopKeepalive()
 	select { // after any mutation in flight: seqs reach the servers in order
 	case s.op <- struct{}{}:
@@ -418,7 +422,7 @@ func (s *Session) Close(ctx context.Context) error {
 // Abandon stops the keepalive without closing the session on the servers: its lease runs
 // out there (lock-delay applies). For a process going away abnormally.
 func (s *Session) Abandon() {
-	s.markLost(fmt.Errorf("%w: session %d was abandoned", ErrSession, s.sid))
+	s.markLost(fmt.Errorf("%w: %w: session %d (abandoned)", ErrSession, ErrClosed, s.sid))
 	s.stopKeepalive()
 }
 

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -109,6 +110,9 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		a.mu.Unlock()
 		go func() {
 			<-s.Done()
+			if errors.Is(context.Cause(s.Context()), fencelock.ErrClosed) {
+				return // closed by a request, not lost
+			}
 			a.emit(map[string]any{"event": "lost", "session": h, "mono_ms": monoMs(),
 				"wall_ms": time.Now().UnixMilli()})
 		}()
