@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python client's tests and three short torture runs
+# against real fencelockd processes, the Python and Go clients' tests and three short torture runs
 # (each judged by the checkers and by Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
@@ -139,6 +139,12 @@ else
   echo "tests: $(n passed) passed, $(( $(n failed) + $(n error) )) failed" | tee -a "$log"
 fi
 count "$log" "python client"
+# The Go client (clients/go): go vet, staticcheck and go test -race against real servers, its
+# conformance agent included (scripts/go-client-tests.sh prints its own "tests:" line).
+echo "== go client (vet, staticcheck, go test -race)"
+FL_TEST_PORTS=20000-29999 scripts/go-client-tests.sh "$B/fencelockd" >"$log" 2>&1
+grep -E '^(!!|go vet|staticcheck|go test|tests:)' "$log"
+count "$log" "go client"
 # The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
   wait "$torture_pid"
