@@ -118,13 +118,14 @@ go_client_deps() {
   done
   have=$([ -n "$go_bin" ] && "$go_bin" env GOVERSION 2>/dev/null | sed 's/^go//' || true)
   if [ -z "$have" ] || dpkg --compare-versions "$have" lt "$go_client_min"; then
-    echo "deps: the Go client's checks need Go >= $go_client_min (have: ${have:-none})" >&2
-    return 1
+    # Debian 12 has no such Go; the Go client's part of the tests then fails and says so.
+    echo "deps: warning: the Go client's checks need Go >= $go_client_min (have: ${have:-none})" >&2
+    return 0
   fi
   local root; root=$(cd "$(dirname "$0")/.." && pwd)
   (cd "$root/clients/go" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$go_bin" mod download) &&
     (cd "$root/clients/go/tools" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$go_bin" mod download)
 }
-[ "${1:-build}" = test ] && { go_client_deps || exit 1; }
+[ "${1:-build}" = test ] && { go_client_deps || exit 1; }  # a failed module download
 [ "${1:-build}" = fuzz ] && libraft_source
 exit 0

@@ -215,7 +215,11 @@ func (p *pool) dial(addr string, budget time.Duration, deadline time.Time) (*con
 		}
 		if e, ok := r.(respError); ok {
 			c.close()
-			return nil, serverError(string(e)) // -WRONGPASS: final
+			se := serverError(string(e))
+			if se.Word == "TRYAGAIN" { // too many AUTHs being verified: retried after a pause
+				return nil, errors.New(se.Message)
+			}
+			return nil, se // -WRONGPASS: final
 		}
 	}
 	nc.SetDeadline(time.Time{})

@@ -10,9 +10,10 @@ package fencelock
 //   - SafeUntil = send time of the last acknowledged keepalive + TTL − Margin − TTL×drift, on
 //     the monotonic clock (time.Now's monotonic reading): never later than the servers'
 //     deadline, which they count from the keepalive's arrival on the leader;
-//   - the session is LOST when a server answers -NOSESSION, or when SafeUntil passes without
-//     an acknowledged keepalive (a timer set at SafeUntil cancels the session's context, so
-//     the holder's work is told to stop at that moment, before the servers' own deadline);
+//   - the session is LOST when a server answers -NOSESSION, or when SafeUntil is reached
+//     without an acknowledged keepalive (a timer set just before SafeUntil cancels the
+//     session's context, so the holder's work is told to stop before SafeUntil passes, and
+//     so before the servers' own deadline);
 //   - lost is terminal: Context() is cancelled with ErrSession as its cause, SafeUntil
 //     returns the zero time, every call fails with ErrSession. Close ends it the same way;
 //   - mutations are serialized (their seqs must reach the servers in order): use one session
@@ -36,6 +37,10 @@ const (
 	kaRetryMin      = 20 * time.Millisecond
 	maxWait         = 24 * time.Hour // a wait without a context deadline (the servers' --max-wait default)
 	releaseTimeout  = 5 * time.Second
+	// lostLead: the session is declared lost this long before SafeUntil, so that the timer
+	// that cancels its context fires before SafeUntil passes (timer latency permitting; the
+	// margin behind SafeUntil covers the rest).
+	lostLead = 2 * time.Millisecond
 )
 
 // SessionOption configures NewSession.
@@ -108,8 +113,10 @@ func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...Sess
 		held: map[string]context.CancelCauseFunc{}, stopKA: make(chan struct{}),
 		kaDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.mu.Lock() // checkDeadline may run before AfterFunc returns
 	s.safeUntil = sent.Add(s.span(uint64(ttl.Milliseconds())))
-	s.timer = time.AfterFunc(time.Until(s.safeUntil), s.checkDeadline)
+	s.timer = time.AfterFunc(time.Until(s.safeUntil.Add(-lostLead)), s.checkDeadline)
+	s.mu.Unlock()
 	go s.keepalive()
 	return s, nil
 }
@@ -165,7 +172,7 @@ func (s *Session) Lost() bool {
 }
 
 func (s *Session) lostLocked(now time.Time) bool {
-	if !s.lost && !now.Before(s.safeUntil) {
+	if !s.lost && !now.Before(s.safeUntil.Add(-lostLead)) {
 		s.markLostLocked(fmt.Errorf("%w: session %d: the safe deadline passed without an acknowledged keepalive", ErrSession, s.sid))
 	}
 	return s.lost
@@ -193,7 +200,7 @@ func (s *Session) checkDeadline() {
 	defer s.mu.Unlock()
 	now := time.Now()
 	if !s.lostLocked(now) {
-		s.timer.Reset(s.safeUntil.Sub(now))
+		s.timer.Reset(s.safeUntil.Add(-lostLead).Sub(now))
 	}
 }
 

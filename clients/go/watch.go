@@ -152,6 +152,9 @@ func (w *Watcher) run() {
 		r, err := w.c.p.call(cm, cm.blockEnd.Add(w.c.opts.Timeout), stop, func() error { return nil })
 		if err != nil {
 			var se *ServerError
+			if errors.As(err, &se) && se.Word == "SLOWREADER" {
+				continue // the server closes the connection: read on from the last id
+			}
 			if errors.As(err, &se) {
 				if se.Word == "COMPACTED" {
 					m := oldestRe.FindStringSubmatch(se.Message)
