@@ -183,10 +183,10 @@ func TestSemaphoresAndElections(t *testing.T) {
 	if first := <-obs; first.Value != "host-a" {
 		t.Fatalf("first observed state: %+v", first)
 	}
-	if _, err := e1.Proclaim(ctx, "host-a2"); err != nil {
+	if err := e1.Proclaim(ctx, "host-a2"); err != nil {
 		t.Fatal(err)
 	}
-	if next := <-obs; next.Value != "host-a2" || next.Sid != ss[0].ID() {
+	if next := <-obs; next.Value != "host-a2" || next.Sid != ss[0].ID() || next.Rev != e1.Rev() {
 		t.Fatalf("observed proclaim: %+v", next)
 	}
 	lead := e1.Context()
@@ -210,7 +210,47 @@ func TestSemaphoresAndElections(t *testing.T) {
 			break
 		}
 	}
-	if _, err := e1.Proclaim(ctx, "x"); !errors.Is(err, fencelock.ErrNotHolder) {
+	if err := e1.Proclaim(ctx, "x"); !errors.Is(err, fencelock.ErrNotHolder) {
 		t.Fatalf("Proclaim after Resign: %v", err)
+	}
+}
+
+// A Lock whose context has no deadline waits until granted, asking the servers for MaxWait
+// at a time: here after two waits that ran out (seen as two wait events of the session).
+func TestLockWithoutDeadlineOutlastsMaxWait(t *testing.T) {
+	s := single(t)
+	c := newClient(t, fencelock.Options{Endpoints: []string{s.addr()}, MaxWait: 200 * time.Millisecond})
+	ctx := ctxFor(t, 60*time.Second)
+	a, err := c.NewSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	b, err := c.NewSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	if _, _, err := a.Lock(ctx, "mw"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := b.Lock(context.Background(), "mw")
+		got <- err
+	}()
+	waitFor(t, "two waits of the second session", 30*time.Second, func() bool {
+		return countEvents(t, c, "mw", "wait", b.ID()) >= 2
+	})
+	select {
+	case err := <-got:
+		t.Fatalf("Lock without a deadline returned while the lock was held: %v", err)
+	default:
+	}
+	if err := a.Unlock(ctx, "mw"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("Lock without a deadline: %v", err)
 	}
 }

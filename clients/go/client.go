@@ -33,6 +33,11 @@ type Options struct {
 	// Timeout is each call's deadline when its context has none earlier (default 5 s); a wait
 	// (Lock, Acquire, Campaign, Observe) gets its wait plus Timeout.
 	Timeout time.Duration
+	// MaxWait is the longest wait one LOCK (SEM.ACQUIRE, ELECT.CAMPAIGN) asks the servers
+	// for when its context has no deadline: it is asked again after each (default 24 h, the
+	// servers' --max-wait default; set it to theirs if it is lower). A wait asked again goes
+	// to the back of the queue.
+	MaxWait time.Duration
 	// ConnectTimeout: a server that does not connect or answer within it is treated as gone
 	// (default 1 s).
 	ConnectTimeout time.Duration
@@ -97,6 +102,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 24 * time.Hour
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = time.Second

@@ -19,6 +19,7 @@ type Election struct {
 
 	mu    sync.Mutex
 	token uint64
+	rev   uint64 // of the last takeover or proclaim by this handle
 	ctx   context.Context
 }
 
@@ -49,7 +50,7 @@ func (e *Election) campaign(ctx context.Context, value string, try bool) error {
 	}
 	hctx := e.s.hold("elect\x00" + e.name)
 	e.mu.Lock()
-	e.token, e.ctx = token, hctx
+	e.token, e.rev, e.ctx = token, token, hctx
 	e.mu.Unlock()
 	return nil
 }
@@ -68,25 +69,43 @@ func (e *Election) Context() context.Context {
 	return e.ctx
 }
 
-// Proclaim replaces the leader's value without an election; the revision of the change.
-// ErrStale when this session no longer leads with its token.
-func (e *Election) Proclaim(ctx context.Context, value string) (uint64, error) {
+// Rev is the revision of this handle's last takeover (Campaign) or Proclaim, as etcd's
+// Election.Rev: 0 before Campaign succeeded.
+func (e *Election) Rev() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rev
+}
+
+// Proclaim replaces the leader's value without an election (Rev is then the change's
+// revision). ErrStale when this session no longer leads with its token; ErrNotHolder
+// before Campaign succeeded.
+func (e *Election) Proclaim(ctx context.Context, value string) error {
 	token := e.Token()
 	if token == 0 {
-		return 0, fmt.Errorf("%w: not the leader of %s", ErrNotHolder, e.name)
+		return fmt.Errorf("%w: not the leader of %s", ErrNotHolder, e.name)
 	}
 	r, err := e.s.mutate(ctx, newCmd("ELECT.PROCLAIM", e.name, u64(e.s.sid), u64(token), value))
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return asUint(r)
+	rev, err := asUint(r)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.token == token {
+		e.rev = rev
+	}
+	e.mu.Unlock()
+	return nil
 }
 
 // Resign steps down (the next candidate leads) or withdraws a candidacy.
 func (e *Election) Resign(ctx context.Context) error {
 	e.s.unhold("elect\x00" + e.name)
 	e.mu.Lock()
-	e.token, e.ctx = 0, nil
+	e.token, e.rev, e.ctx = 0, 0, nil
 	e.mu.Unlock()
 	_, err := e.s.mutate(ctx, newCmd("ELECT.RESIGN", e.name, u64(e.s.sid)))
 	return err

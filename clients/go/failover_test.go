@@ -21,6 +21,11 @@ func leaderOf(t *testing.T, ss []*server) *server { return waitLeader(t, ss) }
 
 // grants counts the grant events of lock name to session sid in the event history.
 func grants(t *testing.T, c *fencelock.Client, name string, sid uint64) int {
+	return countEvents(t, c, name, "grant", sid)
+}
+
+// countEvents counts the events of a type for lock name and session sid in the history.
+func countEvents(t *testing.T, c *fencelock.Client, name, typ string, sid uint64) int {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
 	r, err := c.Do(ctx, "XREAD", "COUNT", "100000", "STREAMS", "fencelock:events:"+name, "0")
@@ -37,7 +42,7 @@ func grants(t *testing.T, c *fencelock.Client, name string, sid uint64) int {
 			for i := 0; i+1 < len(kv); i += 2 {
 				f[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
 			}
-			if f["type"] == "grant" && f["name"] == name && f["sid"] == strconv.FormatUint(sid, 10) {
+			if f["type"] == typ && f["name"] == name && f["sid"] == strconv.FormatUint(sid, 10) {
 				n++
 			}
 		}

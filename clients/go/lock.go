@@ -35,7 +35,7 @@ func (s *Session) lockCmd(name string, opts []LockOption) *cmd {
 }
 
 // Lock takes the lock name, waiting in its FIFO queue until ctx's deadline (ErrTimeout then;
-// without a deadline up to 24 h), and returns the fencing token and a context that is
+// without a deadline until it is granted, see Options.MaxWait), and returns the fencing token and a context that is
 // cancelled when the lease can no longer be trusted (the session is lost or closed) or the
 // lock is unlocked through this session. Granted once, however many fail-overs the request
 // crosses. Cancelling ctx abandons the wait (the session leaves the queue).

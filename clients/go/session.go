@@ -35,7 +35,6 @@ const (
 	kaPerTTL        = 3
 	kaRetriesPerTTL = 10
 	kaRetryMin      = 20 * time.Millisecond
-	maxWait         = 24 * time.Hour // a wait without a context deadline (the servers' --max-wait default)
 	releaseTimeout  = 5 * time.Second
 	// lostLead: the session is declared lost this long before SafeUntil, so that the timer
 	// that cancels its context fires before SafeUntil passes (timer latency permitting; the
@@ -308,11 +307,27 @@ func (s *Session) mutate(ctx context.Context, cm *cmd) (any, error) {
 }
 
 // waitGrant runs LOCK / SEM.ACQUIRE / ELECT.CAMPAIGN: the token. try: without WAIT, nil is
-// ErrBusy. Otherwise the wait lasts until ctx's deadline (24 h without one), nil is
-// ErrTimeout; the reply to a wait that ran out is still awaited (Timeout more), and the call
-// is abandoned only when ctx is cancelled or the session lost. When the outcome could not
-// be learned, release (UNLOCK, SEM.RELEASE, ELECT.RESIGN) is sent with a fresh seq first.
+// ErrBusy. Otherwise the wait lasts until ctx's deadline, nil is ErrTimeout; the reply to a
+// wait that ran out is still awaited (Timeout more), and the call is abandoned only when ctx
+// is cancelled or the session lost. Without a deadline it asks for Options.MaxWait at a
+// time, again after each nil. When the outcome could not be learned, release (UNLOCK,
+// SEM.RELEASE, ELECT.RESIGN) is sent with a fresh seq first.
 func (s *Session) waitGrant(ctx context.Context, cm *cmd, release string, try bool) (uint64, error) {
+	if _, ok := ctx.Deadline(); try || ok {
+		return s.waitGrantOnce(ctx, cm, release, try)
+	}
+	argv := append([]string(nil), cm.argv...)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.c.opts.MaxWait)
+		token, err := s.waitGrantOnce(wctx, &cmd{argv: append([]string(nil), argv...), waitIdx: -1}, release, false)
+		cancel()
+		if !errors.Is(err, ErrTimeout) || ctx.Err() != nil {
+			return token, err
+		}
+	}
+}
+
+func (s *Session) waitGrantOnce(ctx context.Context, cm *cmd, release string, try bool) (uint64, error) {
 	name := cm.argv[1]
 	var deadline time.Time
 	stop := func() bool {
@@ -322,10 +337,7 @@ func (s *Session) waitGrant(ctx context.Context, cm *cmd, release string, try bo
 		deadline = s.c.deadline(ctx)
 		stop = func() bool { return s.ctx.Err() != nil || ctx.Err() != nil }
 	} else {
-		end, ok := ctx.Deadline()
-		if !ok || time.Until(end) > maxWait {
-			end = time.Now().Add(maxWait)
-		}
+		end, _ := ctx.Deadline()
 		cm.wait(end)
 		deadline = end.Add(s.c.opts.Timeout)
 	}
