@@ -123,6 +123,12 @@ func TestLocksFencingAndKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Unlock()
+
+	closed := newClient(t, fencelock.Options{Endpoints: []string{s.addr()}})
+	closed.Close()
+	if _, err := closed.Get(ctx, "k"); !errors.Is(err, fencelock.ErrClientClosed) {
+		t.Fatalf("a call after Close: %v", err)
+	}
 }
 
 func TestSemaphoresAndElections(t *testing.T) {

@@ -255,7 +255,7 @@ func (p *pool) get(addr string, deadline time.Time) (*conn, bool, error) {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, false, errors.New("client closed")
+			return nil, false, ErrClientClosed
 		}
 		lst := p.idle[addr]
 		var c *conn
@@ -395,6 +395,9 @@ func (p *pool) attempt(c *cmd, deadline time.Time, stop func() bool, st *attempt
 		var se *ServerError
 		if errors.As(err, &se) {
 			return nil, true, se // -WRONGPASS: retrying cannot help
+		}
+		if err == ErrClientClosed {
+			return nil, true, err
 		}
 		p.leaderFailed(addr)
 		st.why, st.cause = fmt.Sprintf("connect %s: %v", addr, err), err

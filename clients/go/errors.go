@@ -45,6 +45,8 @@ var (
 	ErrCompacted = errors.New("fencelock: COMPACTED")
 	// ErrTooLarge: a key, name or value over the servers' limit.
 	ErrTooLarge = errors.New("fencelock: TOOLARGE")
+	// ErrClientClosed: a call on a Client after its Close.
+	ErrClientClosed = errors.New("fencelock: the client is closed")
 	// ErrProtocol: a reply of a shape this package does not expect.
 	ErrProtocol = errors.New("fencelock: malformed reply")
 )

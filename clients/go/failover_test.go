@@ -111,6 +111,73 @@ func TestLockWaitAcrossLeaderKill(t *testing.T) {
 	b.Close(ctx)
 }
 
+// A lock waited for while the leader is SIGSTOPped (it accepts connections but never
+// answers: no EOF tells the client) is granted once on the new leader, with a higher token,
+// and stays the only holder once the old leader runs again.
+func TestLockWaitAcrossLeaderPause(t *testing.T) {
+	ss := cluster(t, 3)
+	c := newClient(t, fencelock.Options{Endpoints: endpoints(ss)})
+	ctx := ctxFor(t, 120*time.Second)
+	a, err := c.NewSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.NewSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, _, err := a.Lock(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		tok uint64
+		err error
+	}
+	got := make(chan res, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		tok, _, err := b.Lock(wctx, "job")
+		got <- res{tok, err}
+	}()
+	lead := leaderOf(t, ss)
+	waitFor(t, "b queued", 20*time.Second, func() bool {
+		r, err := c.Do(ctx, "LOCK.INFO", "job")
+		return err == nil && containsSid(r, b.ID())
+	})
+	lead.sigstop()
+	var alive []*server
+	for _, s := range ss {
+		if s != lead {
+			alive = append(alive, s)
+		}
+	}
+	leaderOf(t, alive)
+	if err := a.Unlock(ctx, "job"); err != nil {
+		t.Fatalf("Unlock through the new leader: %v", err)
+	}
+	r := <-got
+	if r.err != nil || r.tok <= ta {
+		t.Fatalf("the waiting Lock: token %d (holder's was %d), %v", r.tok, ta, r.err)
+	}
+	lead.sigcont()
+	nl := leaderOf(t, ss)
+	dc := nl.direct()
+	defer dc.Close()
+	if n := grants(t, dc, "job", b.ID()); n != 1 {
+		t.Fatalf("grants of job to the waiting session: %d, want 1", n)
+	}
+	if err := c.FenceCheck(ctx, "job", r.tok); err != nil {
+		t.Fatalf("the granted token is not current: %v", err)
+	}
+	if b.Lost() || a.Lost() {
+		t.Fatal("a session was lost across the pause")
+	}
+	a.Close(ctx)
+	b.Close(ctx)
+}
+
 func containsSid(r any, sid uint64) bool {
 	a, _ := r.([]any)
 	for i := 0; i+1 < len(a); i += 2 {
