@@ -8,6 +8,7 @@ package fencelock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -258,5 +259,34 @@ func TestLockWithoutDeadlineOutlastsMaxWait(t *testing.T) {
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("Lock without a deadline: %v", err)
+	}
+}
+
+// A session the servers say is gone (revoked) is lost at once: its context is cancelled with
+// the server's -NOSESSION as the cause, not when the safe deadline passes.
+func TestSessionGoneOnTheServers(t *testing.T) {
+	s := single(t)
+	c := newClient(t, fencelock.Options{Endpoints: []string{s.addr()}})
+	ctx := ctxFor(t, 60*time.Second)
+	se, err := c.NewSession(ctx, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, held, err := se.Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, "SESSION.REVOKE", strconv.FormatUint(se.ID(), 10)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the lock's context was not cancelled after the session was revoked")
+	}
+	var sv *fencelock.ServerError
+	cause := context.Cause(held)
+	if !errors.Is(cause, fencelock.ErrSession) || !errors.As(cause, &sv) || sv.Word != "NOSESSION" {
+		t.Fatalf("cause %v, want the servers' NOSESSION", cause)
 	}
 }

@@ -247,7 +247,7 @@ func (s *Session) keepalive() {
 			s.mu.Unlock()
 			next = sent.Add(interval)
 		case errors.Is(err, ErrSession):
-			s.markLost(fmt.Errorf("%w: session %d is gone on the servers: %v", ErrSession, s.sid, err))
+			s.markLost(fmt.Errorf("session %d is gone on the servers: %w", s.sid, err))
 			return
 		default:
 			next = time.Now().Add(retry)
@@ -290,7 +290,7 @@ func (s *Session) send(cm *cmd, seq uint64, deadline time.Time, stop func() bool
 	cm.write, cm.retry = true, true
 	r, err := s.c.p.call(cm, deadline, stop, cause)
 	if errors.Is(err, ErrSession) {
-		s.markLost(fmt.Errorf("%w: session %d: %v", ErrSession, s.sid, err))
+		s.markLost(fmt.Errorf("session %d: %w", s.sid, err))
 	}
 	return r, err
 }
