@@ -349,6 +349,9 @@ func (s *Session) waitGrantOnce(ctx context.Context, cm *cmd, release string, tr
 	}
 	seq, err := s.begin(ctx)
 	if err != nil {
+		if !try && errors.Is(err, context.DeadlineExceeded) { // the wait ran out in line
+			return 0, fmt.Errorf("%w: %s (waiting for the session's previous call)", ErrTimeout, name)
+		}
 		return 0, err
 	}
 	r, err := s.send(cm, seq, deadline, stop, cause)
