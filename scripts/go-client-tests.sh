@@ -24,6 +24,7 @@ done
 if [ -z "$GO" ]; then
   echo "!! go client: no Go toolchain (scripts/deps.sh test)"; echo "tests: 0 passed, 1 failed"; exit 1
 fi
+export PATH="$(dirname "$GO"):$PATH" # the tests run go build and go run themselves
 out=$root/build/go
 mkdir -p "$out"
 passed=0; failed=0
