@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python and Java clients' tests, the client conformance suite
-# (tests/conformance) and three short torture runs (each judged by the checkers and by
-# Porcupine: tests/porcupine).
+# against real fencelockd processes, the Python, Java and Go clients' tests, the client
+# conformance suite (tests/conformance) and three short torture runs (each judged by the
+# checkers and by Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
 #
@@ -173,6 +173,13 @@ echo "== conformance (every client's agent)"
 FL_TEST_PORTS=20000-29999 python3 tests/conformance/run.py --bin "$B/fencelockd" \
   ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" conformance
+# The Go client (clients/go): go vet, staticcheck and go test -race against real servers, its
+# conformance agent included (scripts/go-client-tests.sh prints its own "tests:" line).
+echo "== go client (vet, staticcheck, go test -race)"
+FL_TEST_PORTS=20000-29999 scripts/go-client-tests.sh "$B/fencelockd" >"$log" 2>&1
+grep -E '^(go vet|staticcheck|go test|tests:)' "$log"
+grep -qE '^tests: [0-9]+ passed, 0 failed' "$log" || grep -vE '^(go vet|staticcheck|go test|tests:)' "$log" | tail -n 150
+count "$log" "go client"
 # The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
   wait "$torture_pid"
