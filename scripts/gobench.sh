@@ -13,7 +13,7 @@
 # own requirement). Exit 1 (and a message) when no such Go is installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-export GOFLAGS=-mod=readonly GOTOOLCHAIN=local
+export GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN=local
 GO=$(command -v go || true)
 for g in /usr/local/go/bin/go /usr/lib/go/bin/go; do
   [ -n "$GO" ] && break

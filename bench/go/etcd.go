@@ -116,11 +116,11 @@ func (c *etcdClient) acquire(name string, wait time.Duration) error {
 	if wait == 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), etcdCallTimeout)
 		defer cancel()
-		if err := m.TryLock(ctx); errors.Is(err, concurrency.ErrLocked) {
+		err := m.TryLock(ctx)
+		if errors.Is(err, concurrency.ErrLocked) {
 			return errTimeout
-		} else {
-			return err
 		}
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
