@@ -425,7 +425,7 @@ func elRound(clis []*clientv3.Client, obs []*concurrency.Session, ttl, rd int,
 					return
 				}
 			}
-			oErr[i] = fmt.Errorf("observer %d: the observation ended before C led (%v)", i, ctx.Err())
+			oErr[i] = fmt.Errorf("observer %d: observation ended before C led (%v)", i, ctx.Err())
 		}(i, s)
 	}
 	sleepMS(elSettleMS) // C queued, the observers watching

@@ -36,6 +36,12 @@ func pct(v []float64) (p50, p99, max float64) {
 	return v[len(v)/2], v[len(v)*99/100], v[len(v)-1]
 }
 
+// noteMax raises *max to h if h is larger (the most holders seen at once, client-side).
+func noteMax(max *atomic.Int64, h int64) {
+	for m := max.Load(); h > m && !max.CompareAndSwap(m, h); m = max.Load() {
+	}
+}
+
 // newClients makes n clients; on a failure closes those made and returns the error.
 func newClients(o *opts, d *driver, n int) ([]client, error) {
 	cls := make([]client, 0, n)
@@ -174,7 +180,8 @@ func runW123(o *opts, d *driver) int {
 			}
 		}
 	}
-	meas := &phase{contended: contended, total: int64(o.pairs), endMS: nowMS() + float64(o.seconds)*1e3}
+	meas := &phase{contended: contended, total: int64(o.pairs),
+		endMS: nowMS() + float64(o.seconds)*1e3}
 	el := runPhase(meas, ws)
 	return w123Print(o, d, r, ws, el, "")
 }
@@ -403,9 +410,7 @@ func runW9(o *opts, d *driver) int {
 				if err == nil {
 					t1 := nowMS()
 					if !k.writer {
-						h := holding.Add(1)
-						for m := maxHolding.Load(); h > m && !maxHolding.CompareAndSwap(m, h); m = maxHolding.Load() {
-						}
+						noteMax(&maxHolding, holding.Add(1))
 					}
 					if o.holdMS > 0 {
 						sleepMS(o.holdMS) // the read (or write) the lock protects
@@ -540,9 +545,7 @@ func runW11(o *opts, d *driver) int {
 				}
 				if err == nil {
 					t1 := nowMS()
-					h := holding.Add(1)
-					for m := maxHolding.Load(); h > m && !maxHolding.CompareAndSwap(m, h); m = maxHolding.Load() {
-					}
+					noteMax(&maxHolding, holding.Add(1))
 					if o.holdMS > 0 {
 						sleepMS(o.holdMS)
 					}
