@@ -302,13 +302,16 @@ torture:
 # make bench: the side-by-side lock benchmark (bench/README.md, docs/performance.md):
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and
 # ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
-# bench/results/. lockbench links every bench/drv_*.c present (one driver per system).
+# bench/results/. lockbench links every bench/drv_*.c present (one driver per system); the
+# anchors through their own Go clients (etcd-go, redsync) are bench/go's gobench
+# (scripts/gobench.sh: the pinned modules of bench/go/go.sum).
 BENCH_DRV := $(wildcard bench/drv_*.c)
 BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lssl -lcrypto -lpthread -lzookeeper_mt -lcurl
 .PHONY: bench
 bench:
 	@scripts/deps.sh bench
 	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench
+	scripts/gobench.sh build/release/bench || echo "bench/go not built: its rows are skipped"
 	bench/run.sh
 
 # W9 (read-write locks), W10 (watch: the harness and one file per system), W11 (semaphores) and
@@ -322,6 +325,7 @@ BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_f
 bench-check:
 	@scripts/deps.sh bench
 	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench
+	scripts/gobench.sh build/release/bench
 	bench/check.sh
 
 $(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) bench/driver.h bench/flraw.h bench/watch.h bench/elect.h $(B)/libfencelock.a

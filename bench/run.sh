@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # bench/run.sh — one side-by-side run of the lock benchmark: for each system
-# (fencelock, redis, redlock, etcd, zookeeper) start its servers (bench/servers/NAME.sh), run
-# workloads W1, W2, W3 with build/release/bench/lockbench, stop them; W4 (held-lock footprint)
-# for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md.
-#   bench/run.sh [SYSTEM...]        (default: all five; `make bench` builds and runs this)
+# (fencelock, redis, redlock, redsync, etcd, etcd-go, zookeeper) start its servers
+# (bench/servers/NAME.sh), run workloads W1, W2, W3 with build/release/bench/lockbench (the C
+# drivers) or build/release/bench/gobench (etcd-go and redsync: the anchors through their own Go
+# clients, bench/go; same command line, same JSON lines), stop them; W4 (held-lock footprint)
+# for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md; every row
+# is labelled with its client library and version (build/bench/run/clients.json).
+#   bench/run.sh [SYSTEM...]        (default: all seven; `make bench` builds and runs this)
 #   bench/run.sh --report           (only rewrite the report from the last run's raw results)
 # Environment: BENCH_SECONDS (measured seconds per workload, default 10), BENCH_PAIRS (count
 # bound per workload, default 1000000), BENCH_W4 (0 skips W4; default 1), BENCH_W4_SESSIONS
@@ -12,7 +15,8 @@
 # vs PUT on 3 nodes and on 1 node), BENCH_W5_COUNT (commands per kind, default 5000), BENCH_W6
 # (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
 # (default 60), BENCH_W7 (0 skips W7: 10,000 client connections, 100 active; BENCH_W7_CONNS),
-# BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
+# BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper (leader killed), Redlock (one of
+# its five servers killed); C and Go clients), BENCH_W8_TRIALS
 # (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
 # without shared mode runs its readers on the mutex), BENCH_W9_READERS (16), BENCH_W9_HOLD_MS (1),
 # BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
@@ -20,14 +24,16 @@
 # (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
 # pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
 # path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone),
-# BENCH_W11 (0 skips W11: semaphores, fencelock), BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4),
-# BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12: election fail-over, fencelock and etcd),
+# BENCH_W11 (0 skips W11: semaphores, fencelock and etcd-go), BENCH_W11_CLIENTS (16),
+# BENCH_W11_LIMIT (4), BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12: election fail-over,
+# fencelock, etcd and etcd-go),
 # BENCH_W12_ROUNDS (10), BENCH_W12_OBSERVERS (4).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LB=build/release/bench/lockbench
+GB=build/release/bench/gobench # the Go drivers (scripts/gobench.sh)
 secs=${BENCH_SECONDS:-10}
 pairs=${BENCH_PAIRS:-1000000}
 w4=${BENCH_W4:-1}
@@ -61,7 +67,7 @@ load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
 systems=("$@")
-[ ${#systems[@]} -gt 0 ] || systems=(fencelock redis redlock etcd zookeeper)
+[ ${#systems[@]} -gt 0 ] || systems=(fencelock redis redlock redsync etcd etcd-go zookeeper)
 raw=build/bench/run
 json="$raw/results.jsonl"
 if [ "$report_only" = 0 ]; then
@@ -79,6 +85,22 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 130' INT TERM
+
+# The harness of system $1: gobench for the Go clients, lockbench for the C drivers.
+runner() { case $1 in etcd-go | redsync) echo "$GB" ;; *) echo "$LB" ;; esac; }
+
+# The client library and version of each C driver's rows, into $raw/clients.json (the Go
+# drivers' rows carry their own, from gobench's build information). Debian's package versions of
+# the libraries lockbench links.
+client_versions() {
+  local hi cu zk rev
+  hi=$(dpkg-query -W -f='${Version}' libhiredis-dev 2>/dev/null || echo '?')
+  cu=$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev 2>/dev/null || echo '?')
+  zk=$(dpkg-query -W -f='${Version}' libzookeeper-mt-dev 2>/dev/null || echo '?')
+  rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
+  printf '{"fencelock":"libfencelock; W5-W12 raw RESP on hiredis %s (this tree, %s)","redis":"hiredis %s (C; polling)","redlock":"hiredis %s (C; polling, 1-5 ms retry)","etcd":"libcurl %s over the JSON gateway (C; v3lock, v3election)","zookeeper":"ZooKeeper C client libzookeeper-mt %s"}\n' \
+    "$hi" "$rev" "$hi" "$hi" "$cu" "$zk" >"$raw/clients.json"
+}
 
 note() { # system workload note: a row that was not measured
   printf '{"driver":"%s","workload":"%s","skipped":"%s"}\n' "$1" "$2" "$3" >>"$json"
@@ -292,7 +314,8 @@ w7_fencelock() {
   echo "$line" >>"$json"
 }
 
-# The pid of the current leader of system $1 (fencelock, etcd, zookeeper), or nothing.
+# The pid of the current leader of system $1 (fencelock, etcd, etcd-go, zookeeper), or of the
+# first Redis server of Redlock (redlock, redsync), or nothing.
 leader_pid() {
   local i h
   case $1 in
@@ -301,12 +324,12 @@ leader_pid() {
       h=$(http_health $((17482 + 10 * (i - 1))))
       case "$h" in *'"status":"ok","role":"leader"'*) cat "build/bench/fencelock/node$i.pid"; return ;; esac
     done ;;
-  etcd)
+  etcd | etcd-go)
     for i in 1 2 3; do
       h=$(ETCDCTL_API=3 timeout 3 etcdctl --endpoints="127.0.0.1:$((12369 + 10 * i))" \
         endpoint status -w json 2>/dev/null) || continue
       if python3 -c 'import json,sys; s=json.loads(sys.argv[1])[0]["Status"]; sys.exit(s["header"]["member_id"] != s["leader"])' "$h" 2>/dev/null; then
-        cat "build/bench/etcd/$i/pid"; return
+        cat "build/bench/$1/$i/pid"; return
       fi
     done ;;
   zookeeper)
@@ -314,6 +337,8 @@ leader_pid() {
       h=$( (exec 3<>"/dev/tcp/127.0.0.1/$((12180 + i))" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null)
       case "$h" in *'Mode: leader'*) cat "build/bench/zookeeper/$i/pid"; return ;; esac
     done ;;
+  redlock | redsync) # no leader: the first of the five independent servers
+    cat "build/bench/$1/16380.pid" 2>/dev/null ;;
   esac
 }
 
@@ -324,7 +349,7 @@ w8_system() {
   for trial in $(seq 1 "$w8_trials"); do
     for _ in $(seq 1 100); do pid=$(leader_pid "$s"); [ -n "$pid" ] && break; sleep 0.2; done
     if [ -z "$pid" ]; then note "$s" W8 "no leader found (trial $trial)"; break; fi
-    line=$(timeout 150 "$LB" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
+    line=$(timeout 150 "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
       2>>"$raw/w8-$s.stderr")
     [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$s")
     line="${line%\}},\"trial\":$trial}"
@@ -338,19 +363,20 @@ w8_system() {
 run_line() { # system workload timeout_s lockbench-args...
   local s=$1 w=$2 t=$3 line
   shift 3
-  line=$(timeout "$t" "$LB" --driver "$s" --workload "$w" "$@")
+  line=$(timeout "$t" "$(runner "$s")" --driver "$s" --workload "$w" "$@")
   [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench failed"}' "$s" "$w")
   echo "   $line"
   echo "$line" >>"$json"
 }
 
-# W9 for system $1 (endpoints $2): 16 readers and a writer on one lock; fencelock twice, with
-# shared readers and with exclusive ones (the same loop on a mutex: the baseline).
+# W9 for system $1 (endpoints $2): 16 readers and a writer on one lock; fencelock and etcd-go
+# (its client's recipes.RWMutex) twice, with shared readers and with exclusive ones (the same
+# loop on a mutex: the baseline).
 w9_system() {
   local s=$1 eps=$2
   run_line "$s" W9 $((secs + 60)) --endpoints "$eps" --clients "$w9_readers" --seconds "$secs" \
     --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause"
-  [ "$s" = fencelock ] || return 0
+  case "$s" in fencelock | etcd-go) ;; *) return 0 ;; esac
   run_line "$s" W9 $((secs + 60)) --endpoints "$eps" --clients "$w9_readers" --seconds "$secs" \
     --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause" --exclusive-readers
 }
@@ -364,8 +390,9 @@ w10_system() {
   done
 }
 
-# W11 (fencelock): clients on one semaphore of limit permits. W12 (fencelock, etcd): rounds of
-# an election whose leader's session (lease) is ended from outside; observers see the next.
+# W11 (fencelock, etcd-go): clients on one semaphore of limit permits. W12 (fencelock, etcd,
+# etcd-go): rounds of an election whose leader's session (lease) is ended from outside;
+# observers see the next.
 w11_system() {
   run_line "$1" W11 $((secs + 60)) --endpoints "$2" --clients "$w11_clients" --limit "$w11_limit" \
     --hold "$w11_hold" --seconds "$secs" --pairs "$pairs"
@@ -394,10 +421,23 @@ report() {
   BENCH_SECS=$secs LOAD_START=$load_start LOAD_END=$(uptime) python3 - "$1" <<'PY'
 import json, os, sys, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-order = ["fencelock", "redis", "redlock", "etcd", "zookeeper"]
+order = ["fencelock", "redis", "redlock", "redsync", "etcd", "etcd-go", "zookeeper"]
 desc = {"fencelock": "fencelock, 3 nodes, fsync on", "redis": "Redis SET NX PX, 1 server, no fsync",
         "redlock": "Redlock, 5 Redis servers, no fsync", "etcd": "etcd lock recipe, 3 members, fsync on",
-        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on"}
+        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on",
+        "redsync": "Redlock, 5 Redis servers, no fsync", "etcd-go": "etcd lock recipe, 3 members, fsync on"}
+# Every row is labelled with its client library and version: the Go drivers' rows carry it
+# ("client", from gobench's build information), the C drivers' come from clients.json (run.sh).
+clients = {}
+try:
+    clients = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "clients.json")))
+except (OSError, ValueError):
+    pass
+for r in rows:
+    if r.get("client"):
+        clients.setdefault(r["driver"], r["client"])
+for s in list(desc):
+    desc[s] += f" · client: {clients.get(s, '?')}"
 def get(sysname, w):
     for r in rows:
         if r.get("driver") == sysname and r.get("workload") == w:
@@ -426,6 +466,7 @@ p(f"- memory: {env['MACHINE_MEM']}; kernel {env['MACHINE_KERNEL']}; {env['MACHIN
 p(f"- disk under build/bench: {env['MACHINE_DISK']}")
 p(f"- all servers and clients on this one machine, loopback; each workload measured for at most {env['BENCH_SECS']} s after a warm-up")
 p(f"- `uptime` at the start: {env['LOAD_START'].strip()}; at the end: {env['LOAD_END'].strip()}")
+p("- clients (every row names its own): " + "; ".join(f"{s}: {clients[s]}" for s in order if s in clients))
 p("")
 fl = {w: get("fencelock", w) for w in ("W1", "W2", "W3")}
 def status(r):
@@ -571,7 +612,8 @@ if w8rows:
     import statistics
     p("## W8 — fail-over: kill -9 of the leader while 8 clients wait on one lock")
     p("")
-    p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials.")
+    p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials. "
+      "Redlock has no leader: the first of its five servers is killed (a majority stays).")
     p("")
     p("| system | trials ok | median ms | min ms | max ms | fencelock median / this | failed trials |")
     p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -595,7 +637,8 @@ if w9rows:
     p("## W9 — read-write locks: readers and one writer on one lock")
     p("")
     p("Each reader loops LOCK (shared) → hold → UNLOCK; the writer takes the lock exclusively after a pause each time. "
-      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd: concurrency.Mutex; its Go client's experimental recipes.RWMutex is not reimplemented). "
+      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd over the JSON gateway: the v3lock mutex; Redis: its SET NX lock). "
+      "etcd-go runs the read-write lock of etcd's own Go client, experimental/recipes.RWMutex (readers RLock, the writer Lock), and the same loop on concurrency.Mutex as its baseline. "
       "Writer timeouts count waits over 5 s (starvation); 'most readers holding' is seen client-side (grant answered .. UNLOCK sent).")
     p("")
     p("| system | readers | reader mode | hold ms | writer pause ms | reader grants/s | reader wait p50 / p99 ms | most readers holding | writer grants | writer wait p50 / p99 / max ms | writer timeouts | note |")
@@ -606,7 +649,7 @@ if w9rows:
             p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
         note = "" if r.get("errors") == 0 else "error: " + r.get("error", "?")
-        if s != "fencelock": note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
+        if s not in ("fencelock", "etcd-go"): note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
         p(f"| {desc.get(s, s)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
           f"{rate(r['reader_grants_per_s'])} | {r['reader_wait_p50_ms']:.2f} / {r['reader_wait_p99_ms']:.2f} | "
           f"{r['max_readers_holding']} | {r['writer_grants']} | {r['writer_wait_p50_ms']:.2f} / {r['writer_wait_p99_ms']:.2f} / "
@@ -658,7 +701,9 @@ if w11rows:
     p("")
     p("Each client loops SEM.ACQUIRE (WAIT 5 s) → hold → SEM.RELEASE on one semaphore; a hand-off is a permit granted. "
       "Wait = call to grant. 'Most holding' is seen client-side (grant answered .. SEM.RELEASE sent), so it can only "
-      "undercount what the server granted; it must never exceed the limit. fencelock only: etcd has no semaphore (its contrib recipe was removed).")
+      "undercount what the server granted; it must never exceed the limit. etcd has no semaphore (its contrib recipe was removed): "
+      "etcd-go is a recipe on its Go client (bench/go/etcd.go: the Mutex recipe with N holders, a key per session, the first N by "
+      "create revision hold, waiters watch for deletions).")
     p("")
     p("| system | clients | limit | hold ms | hand-offs/s | wait p50 / p99 ms | most holding | timeouts | note |")
     p("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |")
@@ -677,7 +722,8 @@ if w12rows:
     p("Each round: a fresh election, leader L elected, candidate C campaigning (blocked), observers watching; then L's "
       "session is ended from outside (fencelock: SESSION.CLOSE on another connection; etcd: L's lease revoked) and the "
       "time from that call to each observer seeing C lead is taken. fencelock: ELECT.CAMPAIGN ... WAIT and ELECT.OBSERVE "
-      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway. "
+      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway; etcd-go: "
+      "concurrency.Election Campaign and Observe of etcd's Go client over gRPC, L's lease revoked by another client. "
       "'all seen' = the slowest observer of a round, over the rounds.")
     p("")
     p("| system | observers | rounds | observed | all seen p50 / p99 / max ms | per observer p50 / p99 ms | note |")
@@ -692,12 +738,43 @@ if w12rows:
           f"{r['observer_p50_ms']:.1f} / {r['observer_p99_ms']:.1f} | {r.get('error', '')} |")
     p("")
     f = next((r for r in w12rows if r.get("driver") == "fencelock" and r.get("observed")), None)
-    e = next((r for r in w12rows if r.get("driver") == "etcd" and r.get("observed")), None)
-    if f and e:
-        p(f"- fencelock / etcd, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
-          f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
-        p("")
-p("Raw results (one JSON line per workload, from lockbench):")
+    for other in ("etcd", "etcd-go"):
+        e = next((r for r in w12rows if r.get("driver") == other and r.get("observed")), None)
+        if f and e:
+            p(f"- fencelock / {other}, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
+              f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
+    p("")
+# The anchors through their own clients beside the project's drivers of the same servers.
+pairs_ = [("etcd", "etcd-go"), ("redlock", "redsync")]
+cmp_rows = []
+for c_, g_ in pairs_:
+    for w, key, what in (("W1", "ops_per_s", "pairs/s"), ("W1", "p50_ms", "pair p50 ms"),
+                         ("W2", "grants_per_s", "grants/s"), ("W2", "handoffs_per_s", "hand-offs/s"),
+                         ("W2", "p50_ms", "wait p50 ms"), ("W3", "ops_per_s", "pairs/s"), ("W3", "p50_ms", "pair p50 ms")):
+        a, b = get(c_, w), get(g_, w)
+        if ok(a) and ok(b):
+            f_ = (lambda v: f"{v:.3f}") if key.endswith("_ms") else rate
+            cmp_rows.append(f"| {c_} → {g_} | {w} {what} | {f_(a[key])} | {f_(b[key])} | {ratio(b[key], a[key])} |")
+    w8c = [r["failover_ms"] for r in rows if r.get("workload") == "W8" and r.get("driver") == c_ and r.get("failover_ms", -1) >= 0 and not r.get("error")]
+    w8g = [r["failover_ms"] for r in rows if r.get("workload") == "W8" and r.get("driver") == g_ and r.get("failover_ms", -1) >= 0 and not r.get("error")]
+    if w8c and w8g:
+        import statistics
+        a, b = statistics.median(w8c), statistics.median(w8g)
+        cmp_rows.append(f"| {c_} → {g_} | W8 fail-over median ms | {a:,.1f} | {b:,.1f} | {ratio(b, a)} |")
+if cmp_rows:
+    p("## The anchors through their own clients beside the project's C drivers")
+    p("")
+    p("The same servers and workloads, driven first by the project's C driver (etcd: the JSON gateway over libcurl; "
+      "Redlock: hiredis, 1-5 ms retries) and then by the client library their users run (etcd: go.etcd.io/etcd/client/v3 "
+      "concurrency over gRPC; Redlock: redsync with its defaults, 50-250 ms retries). Own client / C driver > 1: the own "
+      "client is faster (rates) or slower (latencies).")
+    p("")
+    p("| servers: C driver → own client | measure | C driver | own client | own client / C driver |")
+    p("| --- | --- | ---: | ---: | ---: |")
+    for l in cmp_rows:
+        p(l)
+    p("")
+p("Raw results (one JSON line per workload, from lockbench or gobench):")
 p("")
 p("```")
 for r in rows:
@@ -707,6 +784,7 @@ print("\n".join(out))
 PY
 }
 
+[ "$report_only" = 1 ] && [ -f "$raw/clients.json" ] || client_versions
 [ "$report_only" = 1 ] && systems=()
 for s in "${systems[@]}"; do
   script="bench/servers/$s.sh"
@@ -715,8 +793,8 @@ for s in "${systems[@]}"; do
     for w in W1 W2 W3; do note "$s" "$w" "no server script"; done
     continue
   fi
-  if ! "$LB" --drivers | grep -qx "$s"; then
-    echo "== $s: SKIPPED (driver not built into lockbench: bench/drv_$s.c missing?)"
+  if ! "$(runner "$s")" --drivers 2>/dev/null | grep -qx "$s"; then
+    echo "== $s: SKIPPED (driver not built: bench/drv_$s.c missing, or $GB not built: scripts/gobench.sh)"
     for w in W1 W2 W3; do note "$s" "$w" "driver not built"; done
     continue
   fi
@@ -737,7 +815,7 @@ for s in "${systems[@]}"; do
   echo "   endpoints $eps"
   for w in W1 W2 W3; do
     [ "${BENCH_W123:-1}" = 1 ] || break
-    line=$(timeout $((secs + 30)) "$LB" --driver "$s" --endpoints "$eps" --workload "$w" \
+    line=$(timeout $((secs + 30)) "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload "$w" \
       --seconds "$secs" --pairs "$pairs")
     rc=$?
     [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench exit %d"}' "$s" "$w" "$rc")
@@ -754,11 +832,11 @@ for s in "${systems[@]}"; do
   if [ "$s" = fencelock ] && [ "$w7" = 1 ]; then
     w7_fencelock "$eps"
   fi
-  case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd | etcd-go | zookeeper | redlock | redsync) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
   [ "$w9" = 1 ] && w9_system "$s" "$eps"
   case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
-  [ "$s" = fencelock ] && [ "$w11" = 1 ] && w11_system "$s" "$eps"
-  case "$s" in fencelock | etcd) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd-go) [ "$w11" = 1 ] && w11_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd | etcd-go) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi

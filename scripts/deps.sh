@@ -141,4 +141,11 @@ go_client_deps() {
 }
 [ "${1:-build}" = test ] && { go_client_deps || exit 1; }  # a failed module download
 [ "${1:-build}" = fuzz ] && libraft_source
+# bench: the Go drivers' client libraries (etcd's Go client, redsync, go-redis), pinned by
+# bench/go/go.sum, from the Go module proxy into the module cache. They need the Go of
+# bench/go/go.mod (the machine's /usr/local/go); without it their rows are skipped, with a note.
+if [ "${1:-build}" = bench ]; then
+  "$(dirname "$0")/gobench.sh" --download ||
+    echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
+fi
 exit 0
