@@ -46,7 +46,7 @@ def main():
                                                                             zombie_token))
     ttl = 2.0
     with c.session(ttl, name="inventory-worker") as me:
-        say("worker: session %d (ttl %.1f s) on %s" % (me.sid, ttl, c.leader_address))
+        say("worker: session %d (ttl %d ms) on %s" % (me.sid, int(ttl * 1000), c.leader_address))
         t0 = time.monotonic()
         # Queued behind the zombie (FIFO); granted once its lease expired.
         with me.lock("inventory", wait=10.0) as token:
