@@ -168,8 +168,9 @@ class Pool:
         # The AUTH sent on connect may take long (the server hashes the password, and delays a
         # wrong one): it is bounded by the call's deadline, as libfencelock's conn_auth.
         auth_budget = max(budget, deadline - time.monotonic())
-        kw: Dict[str, Any] = dict(host=host, port=port, username=self.username, password=self.password,
-                  socket_timeout=auth_budget, socket_connect_timeout=budget)
+        kw: Dict[str, Any] = dict(host=host, port=port, username=self.username,
+                                  password=self.password, socket_timeout=auth_budget,
+                                  socket_connect_timeout=budget)
         # No retries of redis-py's own (this loop owns them) and no CLIENT SETINFO on connect
         # (redis-py 5+): a frozen server would hold the connect for its whole timeout.
         kw["retry"] = Retry(NoBackoff(), 0)
