@@ -283,3 +283,66 @@ def test_aio_cluster_redirect_kill9_lock_granted_once_and_watch(nodes):
             assert not a.is_lost() and not b.is_lost()
             await b.unlock("w")
     run(main(), limit=150)
+
+
+class _DropOneReply:
+    """A proxy in front of a real server that forwards everything, except that the first reply
+    to a command naming `word` is swallowed and the connection closed: the command applied, its
+    answer lost."""
+
+    def __init__(self, port, word):
+        self.port, self.word, self.dropped = port, word, 0
+
+    async def start(self):
+        self.srv = await asyncio.start_server(self.serve, "127.0.0.1", 0)
+        return "127.0.0.1:%d" % self.srv.sockets[0].getsockname()[1]
+
+    async def serve(self, cr, cw):
+        sr, sw = await asyncio.open_connection("127.0.0.1", self.port)
+        armed = asyncio.Event()
+
+        async def up():
+            while data := await cr.read(65536):
+                if self.dropped == 0 and ("\r\n%s\r\n" % self.word).encode() in data:
+                    armed.set()
+                sw.write(data)
+                await sw.drain()
+
+        async def down():
+            while data := await sr.read(65536):
+                if armed.is_set() and self.dropped == 0:
+                    self.dropped += 1
+                    break  # the answer is lost
+                cw.write(data)
+                await cw.drain()
+        try:
+            await asyncio.wait([asyncio.ensure_future(up()), asyncio.ensure_future(down())],
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cw.close()
+            sw.close()
+
+    async def close(self):
+        self.srv.close()
+
+
+def test_aio_lost_answer_session_write_applies_once_and_plain_write_is_unknown(node):
+    """A session's PUT whose answer is lost is resent with the same REQ sid seq and applied
+    once (version 1, the first revision); the same loss without a session is OutcomeUnknown,
+    though it applied."""
+    async def main():
+        proxy = _DropOneReply(node.port, "PUT")
+        ep = await proxy.start()
+        async with AsyncClient(ep, timeout=5.0) as c, c.session(ttl=10.0) as s:
+            rev = await s.put("once", "v")
+            assert proxy.dropped == 1, "the first answer was lost"
+            kv = await c.kv_get("once")
+            assert kv["version"] == 1 and kv["mod_rev"] == rev, kv
+        proxy.dropped = 0
+        async with AsyncClient(ep, timeout=5.0) as c:
+            with pytest.raises(OutcomeUnknown):
+                await c.put("plain", "v")
+            assert proxy.dropped == 1
+            assert (await c.kv_get("plain"))["version"] == 1, "it applied, once"
+        await proxy.close()
+    run(main())
