@@ -35,7 +35,8 @@ def test_aio_lock_fenced_put_watch(node):
         async with AsyncClient(endpoint(node)) as c:
             w = c.watch("inv/", block=0.05)
             assert await w.read() == []  # "$" resolved before the writes
-            async with c.session(ttl=10.0, name="aio") as s:
+            lost_calls = []
+            async with c.session(ttl=10.0, name="aio", on_lost=lost_calls.append) as s:
                 async with s.lock("inventory", wait=5.0) as token:
                     assert token > s.sid
                     assert time.monotonic() < s.safe_until()
@@ -50,6 +51,8 @@ def test_aio_lock_fenced_put_watch(node):
                 with pytest.raises(NotHolder):
                     await s.unlock("inventory")
             assert s.lost.is_set() and s.safe_until() == 0.0, "closed: nothing more"
+            await asyncio.sleep(0)
+            assert lost_calls == [], "a close is not a loss: on_lost does not run"
             with pytest.raises(SessionLost):
                 await s.acquire("inventory", wait=1.0)
             got = []

@@ -18,8 +18,9 @@ libfencelock's (docs/client.md "Sessions and the safe deadline"):
   cancelled, sends the release with a fresh seq, so no grant the caller never saw outlives
   the call.
 
-States: OPEN -> LOST (deadline passed, -NOSESSION: _set_lost) and OPEN -> CLOSED (close(),
-which also sets lost: the session can do nothing more).
+States: OPEN -> LOST (deadline passed, -NOSESSION: _set_lost: callbacks, guards cancelled)
+and OPEN -> CLOSED (close(): the `lost` event is set too, as the session can do nothing more,
+but neither callbacks nor guards hear of it, as with libfencelock's on_lost).
 """
 
 import asyncio
@@ -54,7 +55,8 @@ class AsyncSession:
         self.lock_delay_ms = ms(lock_delay, "lock_delay", 0)
         self.name = name
         self.sid = 0
-        self.lost = asyncio.Event()  # set once the session is lost (or closed)
+        # set once the session is lost or closed (on_lost and guard() hear only of a loss)
+        self.lost = asyncio.Event()
         self._safe_until = 0.0
         self._seq = 0
         self._op = asyncio.Lock()  # held across a mutation: seqs reach the server in order
@@ -314,7 +316,7 @@ class AsyncSession:
         except errors.SessionLost:
             pass  # already gone on the servers
         finally:
-            self._set_lost()
+            self.lost.set()  # CLOSED: terminal, but not a loss (no callbacks, no cancel)
 
     async def abandon(self) -> None:
         """Stop renewing without closing: the lease runs out on the servers (lock-delay
