@@ -116,6 +116,36 @@ def test_aio_cancelled_wait_leaves_the_queue(node):
     run(main())
 
 
+def test_aio_wait_cancelled_before_it_was_sent_releases_nothing(node):
+    """A wait cancelled while it queued for the session's op lock (behind another wait of the
+    same session) sent nothing, so it releases nothing: a lock of that name the session holds
+    stays held."""
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \
+                c.session(ttl=10.0) as b:
+            th = await a.acquire("held")
+            await b.acquire("other")
+            first = asyncio.ensure_future(a.acquire("other", wait=60.0))  # holds a's op lock
+            for _ in range(200):
+                if ((await c.lock_info("other")) or {}).get("waiters") == [a.sid]:
+                    break
+                await asyncio.sleep(0.02)
+            second = asyncio.ensure_future(a.acquire("held", wait=5.0))  # queued behind it
+            await asyncio.sleep(0.1)
+            second.cancel()
+            first.cancel()
+            await asyncio.gather(first, second, return_exceptions=True)
+            for _ in range(200):  # the first wait's release leaves the queue of "other"
+                if (await c.lock_info("other"))["waiters"] == []:
+                    break
+                await asyncio.sleep(0.02)
+            # the op lock is FIFO: a mutation of a's now runs after any release spawned before
+            await a.put("barrier", "x")
+            li = await c.lock_info("held")
+            assert li is not None and li["holder"] == a.sid and li["token"] == th, li
+    run(main())
+
+
 def test_aio_safe_until_before_server_deadline_and_lost_when_frozen(node):
     """safe_until() is never later than the leader's own deadline (SESSION.INFO
     remaining_ms); with the server frozen the session is lost once, not before its safe

@@ -212,14 +212,17 @@ class AsyncSession:
         if wait > 0:
             cmd.wait(end)
         name = str(cmd.argv[1])
+        sent = False
         try:
             async with self._op:
+                sent = True
                 r = await self._send(cmd, deadline=end + self.client.timeout)
         except (errors.Unavailable, errors.OutcomeUnknown):
             await self._release(release, name)
             raise
         except asyncio.CancelledError:
-            self._spawn(self._release(release, name))  # after this task is gone
+            if sent:  # not if cancelled while queued for the op lock: nothing was asked
+                self._spawn(self._release(release, name))  # after this task is gone
             raise
         if r is None:
             if wait > 0:
