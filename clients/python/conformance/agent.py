@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fencelock  # noqa: E402
 from fencelock import Compacted, FencelockError, LockTimeout, SessionLost, Stale  # noqa: E402
-from fencelock.aio import AsyncClient, AsyncSession, AsyncWatch  # noqa: E402
+from fencelock.aio import AsyncClient, AsyncSession, AsyncWatch, Event  # noqa: E402
 
 Req = Dict[str, Any]
 Reply = Dict[str, Any]
@@ -192,16 +192,24 @@ class Agent:
         self.n_watches += 1
         name = "w%d" % self.n_watches
         w = self.c.watch(str(req.get("prefix", "")), str(req.get("from") or "$"), block=0.25)
-        await w.read(block=0.001)  # "$" is resolved now: the events after this reply
-        task = asyncio.ensure_future(self.watch_loop(name, w))
+        # "$" is resolved now, before the reply: the events after it are this watcher's (what
+        # this first read returns is emitted first, after the reply)
+        first = await w.read(block=0.001) if w.last_id == "$" else []
+        task = asyncio.ensure_future(self.watch_loop(name, w, first))
         self.watches[name] = (w, task)
         return {"watch": name}
 
-    async def watch_loop(self, name: str, w: AsyncWatch) -> None:
+    async def watch_loop(self, name: str, w: AsyncWatch, first: List[Event]) -> None:
         """Read on by id until stopped; a fail-over's Unavailable is waited out (the next read
         starts after the last event handed out), Compacted ends the watcher."""
         err: Optional[str] = None
+        evs = first
         while True:
+            for ev in evs:
+                emit({"event": "watch", "watch": name, "id": ev.id, "type": ev.type,
+                      "name": ev.name})
+            if name in self.stopped:
+                break
             try:
                 evs = await w.read()
             except Compacted:
@@ -213,11 +221,6 @@ class Agent:
                     break
                 evs = []
                 await asyncio.sleep(0.05)
-            for ev in evs:
-                emit({"event": "watch", "watch": name, "id": ev.id, "type": ev.type,
-                      "name": ev.name})
-            if name in self.stopped:
-                break
         emit({"event": "watch_end", "watch": name, "error": err, "last": w.last_id})
 
     async def watch_stop(self, req: Req) -> Reply:

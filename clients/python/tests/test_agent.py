@@ -156,6 +156,11 @@ def test_agent_protocol_single_node(node, agents):
     end = a.event()
     assert end == {"event": "watch_end", "watch": w, "error": None, "last": last}, end
     assert last == evs[1]["id"]
+    w2 = a.ok("watch.start", prefix="k", **{"from": evs[0]["id"]})["watch"]
+    again = a.event()
+    assert (again["watch"], again["id"], again["type"]) == (w2, evs[1]["id"], "del"), again
+    a.ok("watch.stop", watch=w2)
+    assert a.event()["event"] == "watch_end"
     a.ok("session.close", session=s2)
     assert a.call("lock", session=s2, name="z", wait=0)["error"] == "SESSION"
     assert a.call("nonsense")["error"] == "OTHER"
