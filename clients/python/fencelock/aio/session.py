@@ -168,8 +168,8 @@ class AsyncSession:
             except errors.SessionLost:
                 self._set_lost()
                 return
-            except errors.FencelockError:  # unreachable, auth: retry until lost
-                nxt = time.monotonic() + retry
+            except Exception:  # noqa: BLE001 - unreachable, auth, a bad reply: retry until
+                nxt = time.monotonic() + retry  # the deadline makes it lost: never die early
                 continue
             granted = min(ttl, self.ttl_ms)
             self._safe_until = max(self._safe_until, sent + self._span(granted))
