@@ -379,3 +379,24 @@ def test_aio_lost_answer_session_write_applies_once_and_plain_write_is_unknown(n
             assert (await c.kv_get("plain"))["version"] == 1, "it applied, once"
         await proxy.close()
     run(main())
+
+
+def test_aio_renewals_failing_oddly_still_end_in_lost(node):
+    """Keepalives that fail with something other than the client's own errors (here a
+    RuntimeError of a wrapped call) still end in LOST by the safe deadline: the lost event and
+    on_lost, without anyone asking is_lost()."""
+    async def main():
+        calls = []
+        async with AsyncClient(endpoint(node)) as c:
+            real = c.call
+
+            async def odd(cmd, *args, **kw):
+                if cmd.argv[0] == "SESSION.KEEPALIVE":
+                    raise RuntimeError("an unexpected failure")
+                return await real(cmd, *args, **kw)
+            c.call = odd
+            s = await c.session(ttl=1.0, on_lost=calls.append)
+            await asyncio.wait_for(s.lost.wait(), 20)
+            assert calls == [s], calls
+            await s.abandon()
+    run(main())
