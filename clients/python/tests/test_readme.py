@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import endpoint
 
 PKG = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -31,3 +33,14 @@ def test_readme_examples_run_as_written(node, tmp_path):
     from fencelock import Client
     with Client(endpoint(node)) as c:
         assert c.get("stock") == b"98", "each example sold one item, fenced"
+
+
+def test_readme_examples_pass_mypy_strict(tmp_path):
+    """What the README shows a user is type-correct against the package's annotations."""
+    pytest.importorskip("mypy")
+    for i, src in enumerate(blocks()):
+        p = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+                            "--cache-dir", str(tmp_path / "cache"), "-c", src],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, MYPYPATH=PKG), cwd=str(tmp_path))
+        assert p.returncode == 0, "example %d:\n%s%s" % (i, p.stdout, p.stderr)
