@@ -5,6 +5,7 @@ tests/conformance/agents/python.json says, against real fencelockd processes: un
 harness runs every client's agent, this is what checks the Python one speaks the protocol.
 """
 
+import datetime
 import json
 import os
 import queue
@@ -168,17 +169,33 @@ def test_agent_protocol_single_node(node, agents):
 
 
 def test_agent_lost_event_when_the_server_freezes(node, agents):
+    """The server frozen until the agent reports the session lost (the shape of the shared
+    suite's scenario): the event comes with its clocks, the session is then refused, and the
+    server's log, on resuming, expires the hold after the event's wall clock (both clocks are
+    this machine's). The deadline itself is checked against a running server in
+    test_aio.test_aio_lost_before_the_running_server_expires_the_session."""
     a = agents([node])
-    s = a.ok("session.open", ttl=1.5)["session"]
+    opened = a.ok("session.open", ttl=1.5)
+    s, sid = opened["session"], opened["sid"]
+    token = a.ok("lock", session=s, name="x", wait=5.0)["token"]
     node.sigstop()
     try:
         ev = a.event(timeout=20)
         assert ev["event"] == "lost" and ev["session"] == s, ev
-        assert abs(ev["wall_ms"] - time.time() * 1000) < 20000
         safe = a.ok("session.safe", session=s)
         assert safe["lost"] is True and safe["remaining_ms"] <= 0
     finally:
         node.sigcont()
+    line = "session %d expired while holding 'x' (token %d)" % (sid, token)
+    end = time.monotonic() + 30
+    while line not in node.log_text() and time.monotonic() < end:
+        time.sleep(0.05)
+    logged = [ln for ln in node.log_text().splitlines() if line in ln]
+    assert logged, "the server never expired the session"
+    stamp = datetime.datetime.strptime(logged[0].split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+    expired_ms = stamp.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
+    assert ev["wall_ms"] < expired_ms, "lost at %d, the server expired it at %d" % (
+        ev["wall_ms"], expired_ms)
     assert a.call("lock", session=s, name="x", wait=0)["error"] == "SESSION"
     a.quit()
 

@@ -8,6 +8,7 @@ follower, a lock waiting across a kill -9 of the leader granted once, and a watc
 with no gap and no duplicate. Each test drives its own event loop (asyncio.run)."""
 
 import asyncio
+import datetime
 import os
 import time
 import warnings
@@ -399,4 +400,67 @@ def test_aio_renewals_failing_oddly_still_end_in_lost(node):
             await asyncio.wait_for(s.lost.wait(), 20)
             assert calls == [s], calls
             await s.abandon()
+    run(main())
+
+
+class _Freezable:
+    """A proxy in front of a real server that stops forwarding anything, both ways, once
+    `frozen` is set: the server runs on and the client's keepalives never reach it. It answers
+    CLUSTER.MEMBERS itself with no member, so the client knows no way around it (the client
+    sends one command at a time and waits for its answer: one read is one command)."""
+
+    def __init__(self, port):
+        self.port, self.frozen = port, asyncio.Event()
+
+    async def start(self):
+        self.srv = await asyncio.start_server(self.serve, "127.0.0.1", 0)
+        return "127.0.0.1:%d" % self.srv.sockets[0].getsockname()[1]
+
+    async def pump(self, r, w, back=None):
+        while data := await r.read(65536):
+            if self.frozen.is_set():
+                await asyncio.Event().wait()  # held for good
+            if back is not None and b"CLUSTER.MEMBERS" in data:
+                back.write(b"*0\r\n")
+                continue
+            w.write(data)
+            await w.drain()
+
+    async def serve(self, cr, cw):
+        sr, sw = await asyncio.open_connection("127.0.0.1", self.port)
+        try:
+            await asyncio.wait([asyncio.ensure_future(self.pump(cr, sw, cw)),
+                                asyncio.ensure_future(self.pump(sr, cw))],
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cw.close()
+            sw.close()
+
+
+def test_aio_lost_before_the_running_server_expires_the_session(node):
+    """The client cut off from a server that keeps running: on_lost runs (wall clock) before
+    the server's log says the session expired under its lock, so the holder stopped before
+    the lock could pass to another."""
+    async def main():
+        proxy = _Freezable(node.port)
+        ep = await proxy.start()
+        lost_at = []
+        # margin 0.25 s: what the client keeps back, here also room for a loaded machine to
+        # run the keepalive task late (the deadline's arithmetic is what is checked)
+        async with AsyncClient(ep, timeout=2.0, margin=0.25) as c:
+            s = await c.session(ttl=6.0, on_lost=lambda _: lost_at.append(time.time() * 1000))
+            token = await s.acquire("x")
+            proxy.frozen.set()
+            await asyncio.wait_for(s.lost.wait(), 30)
+            await s.abandon()
+        line = "session %d expired while holding 'x' (token %d)" % (s.sid, token)
+        for _ in range(600):
+            if line in node.log_text():
+                break
+            await asyncio.sleep(0.05)
+        logged = [ln for ln in node.log_text().splitlines() if line in ln]
+        assert logged, "the server never expired the session"
+        stamp = datetime.datetime.strptime(logged[0].split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+        expired_ms = stamp.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
+        assert lost_at and lost_at[0] < expired_ms, (lost_at, expired_ms)
     run(main())
