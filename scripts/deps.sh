@@ -45,7 +45,7 @@ deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
               libcurl4-openssl-dev procps) ;;
-*) echo "usage: $0 build|run|test|fuzz|bench|deb" >&2; exit 2 ;;
+*) echo "usage: $0 build|run|test|fuzz|bench|deb|pyvenv" >&2; exit 2 ;;
 esac
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 
