@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
-# Usage: scripts/deps.sh build|run|test|fuzz|bench|deb
+# Usage: scripts/deps.sh build|run|test|fuzz|bench|deb|pyvenv
+#   pyvenv: only build/pyvenv (below); test makes it too.
 set -euo pipefail
+
+# build/pyvenv: the Python client's checks and tests (clients/python, scripts/run-tests.sh, the
+# conformance agent tests/conformance/agents/python.json): a venv that sees Debian's packages
+# (pytest) with these exact versions from PyPI on top. redis-py >= 5 for fencelock.aio (Debian
+# 12 has 4.3); mypy for `mypy --strict`. Remade when the pins change (build/pyvenv/pins).
+py_pins=(redis==6.4.0 async-timeout==5.0.1 mypy==1.18.2 mypy_extensions==1.2.0 pathspec==1.1.1
+         typing_extensions==4.16.0)
+pyvenv() {
+  local root dir want
+  root=$(cd "$(dirname "$0")/.." && pwd); dir=$root/build/pyvenv; want="${py_pins[*]}"
+  [ -x "$dir/bin/python" ] && [ "$(cat "$dir/pins" 2>/dev/null)" = "$want" ] && return 0
+  echo "deps: making build/pyvenv (${py_pins[*]})"
+  rm -rf "$dir"
+  /usr/bin/python3 -m venv --system-site-packages "$dir"
+  "$dir/bin/pip" install -q --disable-pip-version-check --no-deps "${py_pins[@]}"
+  echo "$want" >"$dir/pins"
+}
+if [ "${1:-build}" = pyvenv ]; then pyvenv; exit 0; fi
 pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
 # make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`.
 deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser)
@@ -27,7 +46,7 @@ deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
               libcurl4-openssl-dev procps) ;;
-*) echo "usage: $0 build|run|test|fuzz|bench|deb" >&2; exit 2 ;;
+*) echo "usage: $0 build|run|test|fuzz|bench|deb|pyvenv" >&2; exit 2 ;;
 esac
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 
@@ -148,4 +167,5 @@ if [ "${1:-build}" = bench ]; then
   "$(dirname "$0")/gobench.sh" --download ||
     echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
 fi
+[ "${1:-build}" = test ] && pyvenv
 exit 0

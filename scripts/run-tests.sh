@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python, Java and Go clients' tests, the client
-# conformance suite (tests/conformance) and three short torture runs (each judged by the
-# checkers and by Porcupine: tests/porcupine).
+# against real fencelockd processes, the Python client's type check and tests, the Java and Go
+# clients' tests, the client conformance suite (tests/conformance) and three short torture runs
+# (each judged by the checkers and by Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
 #
@@ -126,15 +126,31 @@ echo "== integration"
 FL_TEST_PORTS=20000-29999 python3 tests/integration/run.py --bin "$B/fencelockd" \
   --repeat "$repeat" ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" integration
-# The Python client (clients/python) against real servers, with Debian's pytest; its summary
-# ("12 passed, 1 failed, 1 skipped in 20s") becomes this script's "tests:" line.
+# The Python client (clients/python): build/pyvenv (scripts/deps.sh pyvenv: redis-py and mypy
+# pinned from PyPI, Debian's pytest) runs `mypy --strict` over the package and the conformance
+# agent (one check each), then the tests of the blocking client, of fencelock.aio and of the
+# agent against real servers; pytest's summary ("12 passed, 1 failed, 1 skipped in 20s") becomes
+# a "tests:" line.
+PY=build/pyvenv/bin/python
+scripts/deps.sh pyvenv >"$log" 2>&1 || { cat "$log"; echo "!! build/pyvenv could not be made"; }
+echo "== python client (mypy --strict)"
+mp=0; mf=0
+for target in fencelock conformance/agent.py; do
+  if (cd clients/python && "../../$PY" -m mypy --strict "$target") >"$log" 2>&1; then
+    mp=$((mp + 1))
+  else
+    mf=$((mf + 1)); echo "!! mypy --strict $target:"; tail -n 30 "$log"
+  fi
+done
+echo "tests: $mp passed, $mf failed" | tee "$log"
+count "$log" "python mypy"
 echo "== python client (pytest)"
-FL_TEST_PORTS=20000-29999 /usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider \
+FL_TEST_PORTS=20000-29999 "$PY" -m pytest -q -rfE -p no:cacheprovider \
   clients/python/tests --fencelockd "$B/fencelockd" >"$log" 2>&1
 grep -E '^(FAILED|ERROR)' "$log"
 sum=$(grep -E '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
 if [ -z "$sum" ]; then
-  echo "!! pytest printed no summary (python3-pytest installed?)"; tail -n 20 "$log"
+  echo "!! pytest printed no summary (python3-pytest, build/pyvenv?)"; tail -n 20 "$log"
   echo "tests: 0 passed, 1 failed" >>"$log"
 else
   n() { echo "$sum" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
