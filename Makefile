@@ -53,7 +53,8 @@ all: $(B)/fencelockd $(UNIT_BIN) client
 CLIENT_TEST_SRC := $(wildcard tests/client/*.c)
 CLIENT_TEST_BIN := $(CLIENT_TEST_SRC:tests/client/%.c=$(B)/tests/client/%)
 client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BIN) \
-        $(B)/examples/inventory $(B)/tests/torture/worker
+        $(B)/examples/inventory $(B)/examples/inventory_sale \
+        $(B)/tests/torture/worker
 
 # bench/flpair: libfencelock LOCK+UNLOCK round trips (`make bench-tools`, release build).
 bench-tools: $(B)/bench/flpair

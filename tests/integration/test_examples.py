@@ -1,11 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The examples in other languages (examples/python: on the fencelock package and with redis-py
-alone; examples/node) run as documented against a real server and leave the state they promise: the stock sold by one with a fenced write, the
-zombie's stale write refused, the lock free, both sessions gone. One run per language points at a
-follower of a 3-node cluster, so the -NOTLEADER redirect is exercised.
+"""The inventory sale (a frozen holder's lease runs out, the next holder sells one item with a
+fenced write, the frozen one's late write is refused STALE) in every language: C
+(examples/c/inventory_sale.c on libfencelock), Python (on the fencelock package, and with
+redis-py alone), Go (examples/go on clients/go), Java (examples/java on clients/java) and Node
+(examples/node). Each runs as documented against a real server and leaves the state it promises:
+the stock sold by one with a fenced write, the zombie's stale write refused, the lock free, both
+sessions gone. Every test runs every language; one points them at a follower of a 3-node
+cluster, so the -NOTLEADER redirect is exercised. docs/clients.md shows the programs' cores:
+test_comparison_page_quotes_the_examples keeps it true to the files.
 
-Needs python3-redis, nodejs and npm (scripts/deps.sh test); ioredis comes from
-examples/node/package-lock.json (`npm ci`, run here when node_modules is missing).
+Needs python3-redis, nodejs and npm, Go, Java 17 and Maven (scripts/deps.sh test); ioredis comes
+from examples/node/package-lock.json (`npm ci`, run here when node_modules is missing), the Go
+and Java programs are built here (go build; a Maven reactor with clients/java, offline).
 """
 
 import fcntl
@@ -24,6 +30,84 @@ PY_EXAMPLE = os.path.join(ROOT, "examples", "python", "inventory.py")  # on clie
 PY_RAW_EXAMPLE = os.path.join(ROOT, "examples", "python", "any_redis_client.py")
 NODE_DIR = os.path.join(ROOT, "examples", "node")
 NODE_EXAMPLE = os.path.join(NODE_DIR, "inventory.js")
+GO_DIR = os.path.join(ROOT, "examples", "go")
+JAVA_DIR = os.path.join(ROOT, "examples", "java")
+JAVA_CLIENT_JAR = os.path.join(ROOT, "clients", "java", "target", "fencelock-client-0.1.0.jar")
+JAVA_CLASSES = os.path.join(JAVA_DIR, "target", "classes")
+
+
+def _c_cmd(ctx):
+    # Built with the server by `make` (the client target), beside it in build/<flavour>/examples.
+    exe = os.path.join(os.path.dirname(ctx.binary), "examples", "inventory_sale")
+    assert os.access(exe, os.X_OK), "%s not built (make client)" % exe
+    return [exe]
+
+
+def _locked(name):
+    """Another test run in this checkout may be building too: take turns (flock on a file of
+    our own: go build takes a lock on go.mod itself)."""
+    os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+    f = open(os.path.join(ROOT, "build", name + ".lock"), "ab")
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
+
+
+def _go_cmd(ctx):
+    go = shutil.which("go") or next((g for g in ("/usr/local/go/bin/go", "/usr/lib/go/bin/go")
+                                     if os.access(g, os.X_OK)), None)
+    assert go, "Go not installed (scripts/deps.sh test)"
+    exe = os.path.join(os.path.dirname(ctx.binary), "examples", "inventory-go")
+    # The module replaces the client with ../../clients/go, which has no dependencies: nothing
+    # is downloaded. Incremental (Go's build cache), so always run.
+    env = dict(os.environ, GOFLAGS="-mod=readonly", GOTOOLCHAIN="local")
+    with _locked("example-go"):
+        r = subprocess.run([go, "build", "-o", exe, "."], cwd=GO_DIR, env=env,
+                           capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, "go build failed (%d):\n%s%s" % (r.returncode, r.stdout, r.stderr)
+    return [exe]
+
+
+def _mtimes(paths):
+    for top in paths:
+        if os.path.isfile(top):
+            yield os.path.getmtime(top)
+        for d, _, files in os.walk(top):
+            for f in files:
+                yield os.path.getmtime(os.path.join(d, f))
+
+
+def _java_cmd():
+    java, mvn = shutil.which("java"), shutil.which("mvn")
+    assert java and mvn, "Java 17 and Maven not installed (scripts/deps.sh test)"
+    marker = os.path.join(JAVA_DIR, "target", "fencelock-example-inventory-0.1.0.jar")
+    sources = [os.path.join(ROOT, "clients", "java", "src", "main"),
+               os.path.join(ROOT, "clients", "java", "pom.xml"),
+               os.path.join(JAVA_DIR, "src"), os.path.join(JAVA_DIR, "pom.xml"),
+               os.path.join(JAVA_DIR, "reactor.xml")]
+
+    def stale():  # a Maven run costs seconds even when there is nothing to do
+        return not (os.path.exists(marker) and os.path.exists(JAVA_CLIENT_JAR)) or \
+            max(_mtimes(sources)) > min(os.path.getmtime(marker),
+                                        os.path.getmtime(JAVA_CLIENT_JAR))
+    if stale():
+        with _locked("example-java"):
+            if stale():
+                # The example and the client of this tree in one reactor, offline (~/.m2 has
+                # what scripts/deps.sh test fetched); the client's tests are its own suite's.
+                r = subprocess.run([mvn, "-o", "-q", "-B", "-f", "reactor.xml",
+                                    "-Dmaven.test.skip=true", "package"], cwd=JAVA_DIR,
+                                   capture_output=True, text=True, timeout=400)
+                assert r.returncode == 0, "mvn package failed (%d):\n%s%s" % (
+                    r.returncode, r.stdout[-4000:], r.stderr[-4000:])
+    return [java, "-cp", JAVA_CLIENT_JAR + os.pathsep + JAVA_CLASSES,
+            "io.fencelock.examples.Inventory"]
+
+
+def _every_language(ctx):
+    """(name, argv) of every program that tells the story."""
+    return [("c", _c_cmd(ctx)), ("python", _python_cmd()),
+            ("python-any-redis-client", _python_cmd(PY_RAW_EXAMPLE)), ("go", _go_cmd(ctx)),
+            ("java", _java_cmd()), ("node", _node_cmd())]
 
 
 def _python_cmd(script=PY_EXAMPLE):
@@ -107,12 +191,30 @@ def _single_node(ctx, cmd):
     eq(kv_get(c, "stock")["version"], 2, "exactly one write to the stock (seed + the sale)")
 
 
+def test_c_example_single_node(ctx):
+    _single_node(ctx, _c_cmd(ctx))
+
+
 def test_python_example_single_node(ctx):
     _single_node(ctx, _python_cmd())
 
 
 def test_python_any_redis_client_example_single_node(ctx):
     _single_node(ctx, _python_cmd(PY_RAW_EXAMPLE))
+
+
+def test_go_example_single_node(ctx):
+    _single_node(ctx, _go_cmd(ctx))
+
+
+test_go_example_single_node.timeout = 300  # the first go build compiles the client
+
+
+def test_java_example_single_node(ctx):
+    _single_node(ctx, _java_cmd())
+
+
+test_java_example_single_node.timeout = 600  # the first Maven build of the client
 
 
 def test_node_example_single_node(ctx):
@@ -125,13 +227,17 @@ def test_examples_fail_when_the_lock_is_taken(ctx):
     expect_int(c.call("PUT", "stock", "10"))
     other = expect_int(c.call("SESSION.OPEN", 30000))
     expect_int(c.call("LOCK", "inventory", other))
-    for cmd in (_python_cmd(), _python_cmd(PY_RAW_EXAMPLE), _node_cmd()):
+    for name, cmd in _every_language(ctx):
         p = _run(cmd, "127.0.0.1:%d" % ctx.srv.port)
-        assert p.returncode != 0, "%s exited 0 although the lock was taken:\n%s" % (
-            os.path.basename(cmd[-1]), p.stdout)
-        assert "already taken" in p.stderr, "no reason given: %r" % p.stderr
+        assert p.returncode == 1, "%s exited %d although the lock was taken:\n%s%s" % (
+            name, p.returncode, p.stdout, p.stderr)
+        assert "inventory: unexpected: " in p.stderr and "already taken" in p.stderr, \
+            "%s gave no reason: %r" % (name, p.stderr)
     eq(c.call("GET", "stock"), b"10", "nothing sold")
     eq(lock_info(c, "inventory")["holder"], other, "the holder kept the lock")
+
+
+test_examples_fail_when_the_lock_is_taken.timeout = 600
 
 
 def test_examples_against_a_follower_follow_notleader(ctx):
@@ -151,18 +257,28 @@ def test_examples_against_a_follower_follow_notleader(ctx):
     c = ctx.conn(leader)
     expect_int(c.call("PUT", "stock", "10"))
 
-    # Python: the follower named in $FENCELOCK_ENDPOINTS (first entry; the package tries the
-    # dead second one too); redis-py alone and node: on the command line.
-    p = _run(_python_cmd(), env_endpoints="127.0.0.1:%d,127.0.0.1:1" % followers[0].port)
-    _check_run(p, c, 10, leader_ep)
-    p = _run(_python_cmd(PY_RAW_EXAMPLE), "127.0.0.1:%d" % followers[1].port)
-    _check_run(p, c, 9, leader_ep)
-    p = _run(_node_cmd(), "127.0.0.1:%d" % followers[1].port)
-    rev = _check_run(p, c, 8, leader_ep)
+    # The libraries' programs: a follower first in $FENCELOCK_ENDPOINTS (they try the dead
+    # second one too); the others (and every other run): a follower on the command line.
+    stock, rev = 10, None
+    for i, (name, cmd) in enumerate(_every_language(ctx)):
+        follower = "127.0.0.1:%d" % followers[i % 2].port
+        if name in ("python", "go"):
+            p = _run(cmd, env_endpoints=follower + ",127.0.0.1:1")
+        else:
+            p = _run(cmd, follower)
+        try:
+            rev = _check_run(p, c, stock, leader_ep)
+        except AssertionError as e:
+            raise AssertionError("%s: %s" % (name, e)) from None
+        stock -= 1
 
     # Replicated: a follower's own state (READONLY) catches up to the last sale.
     with Conn(followers[0].port) as fc:
         eq(fc.call("READONLY"), "OK")
-        wait_until(lambda: fc.call("GET", "stock") == b"7", timeout=5, what="follower state")
+        wait_until(lambda: fc.call("GET", "stock") == str(stock).encode(), timeout=5,
+                   what="follower state")
         eq(kv_get(fc, "stock")["mod_rev"], rev)
         expect_nil(fc.call("LOCK.INFO", "inventory"), "follower: lock free")
+
+
+test_examples_against_a_follower_follow_notleader.timeout = 600
