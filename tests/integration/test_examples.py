@@ -282,3 +282,71 @@ def test_examples_against_a_follower_follow_notleader(ctx):
 
 
 test_examples_against_a_follower_follow_notleader.timeout = 600
+
+
+CLIENTS_MD = os.path.join(ROOT, "docs", "clients.md")
+ELISION = re.compile(r"^\s*(#|//|/\*)\s*\.\.\.\s*(\*/)?\s*$")
+
+
+def _quotes():
+    """docs/clients.md "The same program in five languages": [(heading, path, block lines)]."""
+    with open(CLIENTS_MD, encoding="utf-8") as f:
+        text = f.read()
+    start = text.find("\n## The same program in five languages\n")
+    assert start >= 0, "docs/clients.md has no section 'The same program in five languages'"
+    section = text[start + 1:]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
+    found = re.findall(r"^### ([^\n]+)\n\n<!-- quoted from (\S+) -->\n```\w+\n(.*?)\n```$",
+                       section, re.M | re.S)
+    return section, [(h, p, body.split("\n")) for h, p, body in found]
+
+
+def _find_segment(lines, seg, start):
+    """The index in lines, at or after start, where seg's lines follow one another (the file's
+    lines may carry one extra indentation prefix, the same for the whole segment); -1 if none."""
+    first = next(i for i, s in enumerate(seg) if s.strip())
+    for i in range(start, len(lines) - len(seg) + 1):
+        cand = lines[i + first]
+        if not cand.endswith(seg[first]):
+            continue
+        prefix = cand[:len(cand) - len(seg[first])]
+        if prefix.strip():
+            continue
+        if all(lines[i + j] == prefix + s or (not s.strip() and not lines[i + j].strip())
+               for j, s in enumerate(seg)):
+            return i
+    return -1
+
+
+def test_comparison_page_quotes_the_examples(ctx):
+    """docs/clients.md shows the sale in the five languages as the programs the tests above run
+    have it: every block a quote of its file (in order, '...' lines marking the gaps), 15-25
+    lines, and the lost-lease table names every language."""
+    section, quotes = _quotes()
+    eq([h.split(",")[0] for h, _, _ in quotes], ["C", "Python", "Go", "Java", "Node.js"],
+       "the languages quoted, in order")
+    for heading, path, block in quotes:
+        assert 15 <= len(block) <= 25, "%s: %d lines quoted, not 15-25" % (heading, len(block))
+        full = os.path.join(ROOT, path)
+        assert os.path.isfile(full), "%s: %s does not exist" % (heading, path)
+        with open(full, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        segs, cur = [], []
+        for line in block:
+            if ELISION.match(line):
+                segs.append(cur)
+                cur = []
+            else:
+                cur.append(line)
+        segs.append(cur)
+        at = 0
+        for seg in segs:
+            assert any(s.strip() for s in seg), "%s: an empty quote between '...' lines" % heading
+            i = _find_segment(lines, seg, at)
+            assert i >= 0, "%s: these lines are not in %s (in this order, after line %d):\n%s" \
+                % (heading, path, at, "\n".join(seg))
+            at = i + len(seg)
+    for lang in ("C", "Python", "Go", "Java", "Node.js"):
+        assert re.search(r"^\| %s \|" % re.escape(lang), section, re.M), \
+            "the lost-lease table has no row for %s" % lang
