@@ -87,7 +87,7 @@ public final class Inventory {
       int stock = raw != null ? Integer.parseInt(raw) : 100; // first run: start with 100 items
       System.out.printf("worker: stock is %d%n", stock);
       // A lost lease interrupts this thread (the lock's holder) before it can lapse.
-      if (Thread.currentThread().isInterrupted() || me.remaining().isNegative()) {
+      if (Thread.currentThread().isInterrupted() || me.remaining().toNanos() <= 0) {
         throw new Unexpected("our lease may be gone: not acting");
       }
       // Accepted only while our token is the current holder's; exactly once (REQ).
