@@ -30,7 +30,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 passed=0; failed=0; t0=$SECONDS
 count() { # parse the last summary line of a part's output
-  local line; line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+  local line; line=$(grep -aE '^tests: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
   if [ -z "$line" ]; then failed=$((failed + 1)); echo "!! $2 printed no summary"; return; fi
   local p f; p=$(echo "$line" | sed -E 's/tests: ([0-9]+) passed.*/\1/')
   f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
@@ -148,7 +148,7 @@ echo "== python client (pytest)"
 FL_TEST_PORTS=20000-29999 "$PY" -m pytest -q -rfE -p no:cacheprovider \
   clients/python/tests --fencelockd "$B/fencelockd" >"$log" 2>&1
 grep -E '^(FAILED|ERROR)' "$log"
-sum=$(grep -E '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
+sum=$(grep -aE '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
 if [ -z "$sum" ]; then
   echo "!! pytest printed no summary (python3-pytest, build/pyvenv?)"; tail -n 20 "$log"
   echo "tests: 0 passed, 1 failed" >>"$log"
@@ -179,7 +179,7 @@ if [ "$jrc" -ne 0 ] && [ "$jf" -eq 0 ]; then
 elif [ "$jp" -eq 0 ] && [ "$jf" -eq 0 ]; then
   echo "!! the Java client ran no test"; jf=1
 fi
-echo "tests: $jp passed, $jf failed" | tee -a "$log"
+echo "tests: $jp passed, $jf failed" | tee "$log" # (mvn output may not end with a newline)
 count "$log" "java client"
 # The client conformance suite (tests/conformance, docs/testing.md "Conformance"): every
 # scenario against every client's agent (tests/conformance/agents/*.json), on 3-node clusters;
