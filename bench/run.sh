@@ -22,7 +22,9 @@
 # path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone),
 # BENCH_W11 (0 skips W11: semaphores, fencelock), BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4),
 # BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12: election fail-over, fencelock and etcd),
-# BENCH_W12_ROUNDS (10), BENCH_W12_OBSERVERS (4).
+# BENCH_W12_ROUNDS (10), BENCH_W12_OBSERVERS (4), BENCH_JAVA (0 skips the Java clients' rows:
+# ZooKeeper through Apache Curator, Redis through Redisson, build/java from bench/java),
+# BENCH_JAVA_WARMUP (seconds of each workload the JVM runs unrecorded before measuring, 5).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -57,6 +59,9 @@ w11_hold=${BENCH_W11_HOLD_MS:-1}
 w12=${BENCH_W12:-1}
 w12_rounds=${BENCH_W12_ROUNDS:-10}
 w12_observers=${BENCH_W12_OBSERVERS:-4}
+java_on=${BENCH_JAVA:-1}
+java_warm=${BENCH_JAVA_WARMUP:-5}
+JAR=build/java/fencelock-bench.jar
 load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
@@ -72,6 +77,7 @@ fi
 
 running=""
 cleanup() {
+  java_stop
   if [ -n "$running" ]; then
     echo "stopping $running"
     "bench/servers/$running.sh" stop >/dev/null 2>&1 || true
@@ -319,19 +325,106 @@ leader_pid() {
 
 # W8 for system $1 (servers running, endpoints $2): $w8_trials times, kill -9 the leader while
 # 8 clients contend for one lock; then bring the killed member back (start is idempotent).
+# With $3 (a Java client: curator), the clients are that JVM's (java_cmd), the rows its own.
 w8_system() {
-  local s=$1 eps=$2 trial pid line
+  local s=$1 eps=$2 js=${3:-} trial pid line d=${3:-$1}
   for trial in $(seq 1 "$w8_trials"); do
     for _ in $(seq 1 100); do pid=$(leader_pid "$s"); [ -n "$pid" ] && break; sleep 0.2; done
-    if [ -z "$pid" ]; then note "$s" W8 "no leader found (trial $trial)"; break; fi
-    line=$(timeout 150 "$LB" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
-      2>>"$raw/w8-$s.stderr")
-    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$s")
+    if [ -z "$pid" ]; then note "$d" W8 "no leader found (trial $trial)"; break; fi
+    if [ -n "$js" ]; then
+      line=""
+      java_cmd 150 --workload W8 --kill-cmd "kill -9 $pid" && line=$JLINE
+    else
+      line=$(timeout 150 "$LB" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
+        2>>"$raw/w8-$s.stderr")
+    fi
+    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$d")
     line="${line%\}},\"trial\":$trial}"
     echo "   $line"
     echo "$line" >>"$json"
-    timeout 120 "bench/servers/$s.sh" start >/dev/null 2>&1 || { note "$s" W8 "restart failed"; break; }
+    timeout 120 "bench/servers/$s.sh" start >/dev/null 2>&1 || { note "$d" W8 "restart failed"; break; }
   done
+}
+
+# ---- the Java clients (bench/java: fencelock.bench.Bench) ----
+# One JVM per client library and system, started once for its whole workload set as a
+# coprocess: lockbench's options go to it a line at a time, and each comes back as one JSON line
+# of the same form (plus "client": the library and version). Before the first measured workload
+# the JVM runs W1, W2, W3 (and W9, W11) for $java_warm s each, unrecorded, so that the JIT has
+# compiled the clients' paths; each workload then has lockbench's own warm-up besides.
+JB_PID=""
+JLINE=""
+java_start() { # java-system endpoints [extra Bench args...]: 0 once the JVM runs
+  local js=$1 eps=$2
+  shift 2
+  coproc JB { exec java -Xms256m -Xmx512m -cp "$JAR:build/java/lib/*" fencelock.bench.Bench \
+    --system "$js" --endpoints "$eps" "$@" 2>>"$raw/java-$js.stderr"; }
+  sleep 0.2
+  kill -0 "$JB_PID" 2>/dev/null
+}
+java_stop() { # the JVM asked to quit; killed after 20 s
+  [ -n "${JB_PID:-}" ] || return 0
+  local pid=$JB_PID
+  { printf 'quit\n' >&"${JB[1]}"; } 2>/dev/null || true
+  for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  JB_PID=""
+}
+# java_cmd TIMEOUT_S OPTIONS...: one command; its JSON line in JLINE (1: no answer in time, and
+# the JVM is stopped: the next workload set starts a new one).
+java_cmd() {
+  local t=$1
+  shift
+  JLINE=""
+  [ -n "${JB_PID:-}" ] && kill -0 "$JB_PID" 2>/dev/null || return 1
+  { printf '%s\n' "$*" >&"${JB[1]}"; } 2>/dev/null || { java_stop; return 1; }
+  if ! IFS= read -r -t "$t" JLINE <&"${JB[0]}"; then
+    JLINE=""
+    java_stop
+    return 1
+  fi
+}
+java_run() { # java-system workload timeout_s options...: one row into the results
+  local js=$1 w=$2 t=$3 line=""
+  shift 3
+  java_cmd "$t" --workload "$w" "$@" && line=$JLINE
+  [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"the JVM did not answer within %d s (see %s)"}' "$js" "$w" "$t" "$raw/java-$js.stderr")
+  echo "   $line"
+  echo "$line" >>"$json"
+}
+# The workload set of one Java client on system $2's running servers (endpoints $3): W1-W3, W8
+# (ZooKeeper), W9 and W11 where the client has them, W12 (Curator's LeaderLatch).
+java_set() { # java-system system endpoints
+  local js=$1 s=$2 eps=$3 w
+  if [ ! -f "$JAR" ]; then
+    echo "== $js: SKIPPED (no $JAR: make bench builds it from bench/java)"
+    for w in W1 W2 W3; do note "$js" "$w" "not built (no $JAR)"; done
+    return
+  fi
+  echo "== $js (Java client on the $s servers)"
+  if ! java_start "$js" "$eps"; then
+    for w in W1 W2 W3; do note "$js" "$w" "the JVM did not start (see $raw/java-$js.stderr)"; done
+    return
+  fi
+  echo "   warm-up: W1, W2, W3$([ "$js" = redisson-fenced ] || echo ", W9, W11") for $java_warm s each, not recorded"
+  java_cmd $((java_warm * 5 + 120)) --workload warmup --seconds "$java_warm" --pairs "$pairs" ||
+    JLINE="(no answer)"
+  echo "   $JLINE"
+  for w in W1 W2 W3; do
+    [ "${BENCH_W123:-1}" = 1 ] || break
+    java_run "$js" "$w" $((secs + 30)) --seconds "$secs" --pairs "$pairs"
+  done
+  [ "$js" = curator ] && [ "$w8" = 1 ] && w8_system "$s" "$eps" "$js"
+  if [ "$js" != redisson-fenced ]; then
+    [ "$w9" = 1 ] && java_run "$js" W9 $((secs + 60)) --clients "$w9_readers" --seconds "$secs" \
+      --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause"
+    [ "$w11" = 1 ] && java_run "$js" W11 $((secs + 60)) --clients "$w11_clients" --limit "$w11_limit" \
+      --hold "$w11_hold" --seconds "$secs" --pairs "$pairs"
+  fi
+  [ "$js" = curator ] && [ "$w12" = 1 ] && java_run "$js" W12 $((w12_rounds * 10 + 60)) \
+    --clients "$w12_observers" --rounds "$w12_rounds" --seconds $((w12_rounds * 10 + 30))
+  java_stop
 }
 
 # One lockbench line into the results (a failed run gets an error line of its own).
@@ -391,13 +484,40 @@ report() {
   MACHINE_CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) \
   MACHINE_MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) \
   MACHINE_KERNEL=$(uname -sr) MACHINE_DISK=$disk MACHINE_OS=$(. /etc/os-release && echo "$PRETTY_NAME") \
+  CLIENT_HIREDIS=$(dpkg-query -W -f='${Version}' libhiredis0.14 2>/dev/null | cut -d- -f1) \
+  CLIENT_ZKC=$(dpkg-query -W -f='${Version}' libzookeeper-mt2 2>/dev/null | cut -d- -f1) \
+  CLIENT_CURL=$(dpkg-query -W -f='${Version}' libcurl4 2>/dev/null | cut -d- -f1) \
   BENCH_SECS=$secs LOAD_START=$load_start LOAD_END=$(uptime) python3 - "$1" <<'PY'
 import json, os, sys, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-order = ["fencelock", "redis", "redlock", "etcd", "zookeeper"]
-desc = {"fencelock": "fencelock, 3 nodes, fsync on", "redis": "Redis SET NX PX, 1 server, no fsync",
-        "redlock": "Redlock, 5 Redis servers, no fsync", "etcd": "etcd lock recipe, 3 members, fsync on",
-        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on"}
+order = ["fencelock", "redis", "redisson", "redisson-fenced", "redlock", "etcd", "zookeeper", "curator"]
+java_drivers = {"curator", "redisson", "redisson-fenced"}  # bench/java: rows carry "client"
+def client_of(s, default):  # the library and version a Java row names
+    return next((r["client"] for r in rows if r.get("driver") == s and r.get("client")), default)
+cv = lambda k: os.environ.get(k) or "?"
+# Every row is labelled with the client library (and version) that drove it.
+desc = {"fencelock": "fencelock, 3 nodes, fsync on",
+        "redis": f"Redis SET NX PX, 1 server, no fsync — hiredis {cv('CLIENT_HIREDIS')}, polling",
+        "redisson": f"Redis, 1 server, no fsync — {client_of('redisson', 'Redisson')}",
+        "redisson-fenced": f"Redis, 1 server, no fsync — {client_of('redisson-fenced', 'Redisson')}",
+        "redlock": f"Redlock, 5 Redis servers, no fsync — hiredis {cv('CLIENT_HIREDIS')}",
+        "etcd": f"etcd lock recipe, 3 members, fsync on — JSON gateway, libcurl {cv('CLIENT_CURL')}",
+        "zookeeper": f"ZooKeeper lock recipe, 3 servers, fsync on — C client {cv('CLIENT_ZKC')}",
+        "curator": f"ZooKeeper, 3 servers, fsync on — {client_of('curator', 'Apache Curator')}"}
+# The Java clients' recipe per workload ("mutex": W1-W3, W8).
+recipe = {("fencelock", "mutex"): "libfencelock (this tree)",
+          **{("fencelock", w): f"raw RESP, hiredis {cv('CLIENT_HIREDIS')}" for w in ("W9", "W11", "W12")},
+          ("curator", "mutex"): "InterProcessMutex", ("curator", "W9"): "InterProcessReadWriteLock",
+          ("curator", "W11"): "InterProcessSemaphoreV2", ("curator", "W12"): "LeaderLatch",
+          ("redisson", "mutex"): "RLock", ("redisson", "W9"): "RReadWriteLock", ("redisson", "W11"): "RSemaphore",
+          ("redisson-fenced", "mutex"): "RFencedLock"}
+base = dict(desc)
+def lab(s, w):
+    r = recipe.get((s, w))
+    b = base.get(s, s)
+    return b + ((", " if "—" in b else " — ") + r if r else "")
+for s_ in list(java_drivers) + ["fencelock"]:
+    desc[s_] = lab(s_, "mutex")
 def get(sysname, w):
     for r in rows:
         if r.get("driver") == sysname and r.get("workload") == w:
@@ -461,6 +581,7 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         if ok(r):
             f = fl["W2"] if ok(fl["W2"]) else None
             note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
+            if r.get("tokens_increasing") is False: note = (note + "; fencing tokens went backwards").lstrip("; ")
             p(f"| {desc[s]} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
               f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
               f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
@@ -480,6 +601,25 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         else:
             p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
     p("")
+    pairs_ = [("curator", "zookeeper"), ("redisson", "redis"), ("redisson-fenced", "redis")]
+    if any(ok(get(j, w)) and ok(get(c, w)) for j, c in pairs_ for w in ("W1", "W2", "W3")):
+        p("### The users' client libraries against the hand-written C drivers (same servers, same run)")
+        p("")
+        p("Above 1: the client library is faster. W1 and W3 pairs/s, W2 hand-offs/s; p50 as this C driver's p50 / the library's.")
+        p("")
+        p("| client library | C driver | W1 pairs/s | W1 p50 | W2 hand-offs/s | W2 wait p50 | W3 pairs/s | W3 p50 |")
+        p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for j, c in pairs_:
+            cells = []
+            for w, k in (("W1", "ops_per_s"), ("W2", "handoffs_per_s"), ("W3", "ops_per_s")):
+                a, b = get(j, w), get(c, w)
+                if ok(a) and ok(b):
+                    cells += [ratio(a.get(k), b.get(k)), ratio(b["p50_ms"], a["p50_ms"])]
+                else:
+                    cells += ["–", "–"]
+            if any(x != "–" for x in cells):
+                p(f"| {desc[j]} | {desc[c]} | " + " | ".join(cells) + " |")
+        p("")
     p("## W4 — held locks: footprint and restart")
     p("")
     p("Restart: a follower killed with -9, from the restart until it serves (/health ok) and has applied the leader's index; "
@@ -489,6 +629,7 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
     p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
     p("| --- | ---: | ---: | --- | --- | ---: | ---: | --- |")
     for s in order:
+        if s in java_drivers: continue  # W4 is a server footprint: no client's concern
         r = get(s, "W4")
         if r and "rss_kib" in r:
             rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
@@ -595,7 +736,8 @@ if w9rows:
     p("## W9 — read-write locks: readers and one writer on one lock")
     p("")
     p("Each reader loops LOCK (shared) → hold → UNLOCK; the writer takes the lock exclusively after a pause each time. "
-      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd: concurrency.Mutex; its Go client's experimental recipes.RWMutex is not reimplemented). "
+      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd: concurrency.Mutex; its Go client's experimental recipes.RWMutex is not reimplemented); "
+      "ZooKeeper through Curator takes InterProcessReadWriteLock's read and write locks, Redis through Redisson RReadWriteLock's. "
       "Writer timeouts count waits over 5 s (starvation); 'most readers holding' is seen client-side (grant answered .. UNLOCK sent).")
     p("")
     p("| system | readers | reader mode | hold ms | writer pause ms | reader grants/s | reader wait p50 / p99 ms | most readers holding | writer grants | writer wait p50 / p99 / max ms | writer timeouts | note |")
@@ -603,11 +745,12 @@ if w9rows:
     for r in w9rows:
         s = r.get("driver")
         if "reader_grants" not in r:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W9')} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
         note = "" if r.get("errors") == 0 else "error: " + r.get("error", "?")
-        if s != "fencelock": note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
-        p(f"| {desc.get(s, s)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
+        if s != "fencelock" and r.get("reader_mode") == "exclusive":
+            note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
+        p(f"| {lab(s, 'W9')} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
           f"{rate(r['reader_grants_per_s'])} | {r['reader_wait_p50_ms']:.2f} / {r['reader_wait_p99_ms']:.2f} | "
           f"{r['max_readers_holding']} | {r['writer_grants']} | {r['writer_wait_p50_ms']:.2f} / {r['writer_wait_p99_ms']:.2f} / "
           f"{r['writer_wait_max_ms']:.2f} | {r['writer_timeouts']} | {note} |")
@@ -658,16 +801,17 @@ if w11rows:
     p("")
     p("Each client loops SEM.ACQUIRE (WAIT 5 s) → hold → SEM.RELEASE on one semaphore; a hand-off is a permit granted. "
       "Wait = call to grant. 'Most holding' is seen client-side (grant answered .. SEM.RELEASE sent), so it can only "
-      "undercount what the server granted; it must never exceed the limit. fencelock only: etcd has no semaphore (its contrib recipe was removed).")
+      "undercount what the server granted; it must never exceed the limit. fencelock (SEM.ACQUIRE), ZooKeeper through Curator's InterProcessSemaphoreV2, "
+      "Redis through Redisson's RSemaphore (permits not tied to a session: a dead holder's permit is never returned); etcd has no semaphore (its contrib recipe was removed).")
     p("")
     p("| system | clients | limit | hold ms | hand-offs/s | wait p50 / p99 ms | most holding | timeouts | note |")
     p("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |")
     for r in w11rows:
         s = r.get("driver")
         if "grants" not in r:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W11')} | – | – | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['clients']} | {r['limit']} | {r['hold_ms']} | {rate(r['handoffs_per_s'])} | "
+        p(f"| {lab(s, 'W11')} | {r['clients']} | {r['limit']} | {r['hold_ms']} | {rate(r['handoffs_per_s'])} | "
           f"{r['wait_p50_ms']:.2f} / {r['wait_p99_ms']:.2f} | {r['max_holding']} | {r['timeouts']} | {r.get('error', '')} |")
     p("")
 w12rows = [r for r in rows if r.get("workload") == "W12"]
@@ -677,7 +821,9 @@ if w12rows:
     p("Each round: a fresh election, leader L elected, candidate C campaigning (blocked), observers watching; then L's "
       "session is ended from outside (fencelock: SESSION.CLOSE on another connection; etcd: L's lease revoked) and the "
       "time from that call to each observer seeing C lead is taken. fencelock: ELECT.CAMPAIGN ... WAIT and ELECT.OBSERVE "
-      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway. "
+      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway; "
+      "ZooKeeper through Curator: LeaderLatch for L and C, each on a session of its own, observers list the latch's children with a watch "
+      "(the lowest sequence number leads), L's session ended by closing its ZooKeeper handle (the server deletes its ephemeral latch node). "
       "'all seen' = the slowest observer of a round, over the rounds.")
     p("")
     p("| system | observers | rounds | observed | all seen p50 / p99 / max ms | per observer p50 / p99 ms | note |")
@@ -685,9 +831,9 @@ if w12rows:
     for r in w12rows:
         s = r.get("driver")
         if "rounds" not in r:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W12')} | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['observers']} | {r['rounds']} | {r['observed']} | "
+        p(f"| {lab(s, 'W12')} | {r['observers']} | {r['rounds']} | {r['observed']} | "
           f"{r['all_seen_p50_ms']:.1f} / {r['all_seen_p99_ms']:.1f} / {r['all_seen_max_ms']:.1f} | "
           f"{r['observer_p50_ms']:.1f} / {r['observer_p99_ms']:.1f} | {r.get('error', '')} |")
     p("")
@@ -696,6 +842,11 @@ if w12rows:
     if f and e:
         p(f"- fencelock / etcd, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
           f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
+        p("")
+    c = next((r for r in w12rows if r.get("driver") == "curator" and r.get("observed")), None)
+    if f and c:
+        p(f"- fencelock / ZooKeeper (Curator LeaderLatch), all seen p50: {pratio(f['all_seen_p50_ms'], c['all_seen_p50_ms'])}, "
+          f"p99: {pratio(f['all_seen_p99_ms'], c['all_seen_p99_ms'])}")
         p("")
 p("Raw results (one JSON line per workload, from lockbench):")
 p("")
@@ -759,6 +910,12 @@ for s in "${systems[@]}"; do
   case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
   [ "$s" = fencelock ] && [ "$w11" = 1 ] && w11_system "$s" "$eps"
   case "$s" in fencelock | etcd) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
+  if [ "$java_on" = 1 ]; then # the same servers through the Java clients, in the same run
+    case "$s" in
+    zookeeper) java_set curator "$s" "$eps" ;;
+    redis) java_set redisson "$s" "$eps"; java_set redisson-fenced "$s" "$eps" ;;
+    esac
+  fi
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi
