@@ -78,6 +78,7 @@ fi
 running=""
 cleanup() {
   java_stop
+  [ "${sentinel_up:-0}" = 0 ] || bench/servers/redis-sentinel.sh stop >/dev/null 2>&1 || true
   if [ -n "$running" ]; then
     echo "stopping $running"
     "bench/servers/$running.sh" stop >/dev/null 2>&1 || true
@@ -298,7 +299,7 @@ w7_fencelock() {
   echo "$line" >>"$json"
 }
 
-# The pid of the current leader of system $1 (fencelock, etcd, zookeeper), or nothing.
+# The pid of the current leader of system $1 (fencelock, etcd, zookeeper, redis-sentinel), or nothing.
 leader_pid() {
   local i h
   case $1 in
@@ -320,6 +321,9 @@ leader_pid() {
       h=$( (exec 3<>"/dev/tcp/127.0.0.1/$((12180 + i))" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null)
       case "$h" in *'Mode: leader'*) cat "build/bench/zookeeper/$i/pid"; return ;; esac
     done ;;
+  redis-sentinel) # the primary the Sentinels name
+    i=$(bench/servers/redis-sentinel.sh primary 2>/dev/null)
+    [ -n "$i" ] && cat "build/bench/redis-sentinel/$i.pid" 2>/dev/null ;;
   esac
 }
 
@@ -425,6 +429,35 @@ java_set() { # java-system system endpoints
   [ "$js" = curator ] && [ "$w12" = 1 ] && java_run "$js" W12 $((w12_rounds * 10 + 60)) \
     --clients "$w12_observers" --rounds "$w12_rounds" --seconds $((w12_rounds * 10 + 30))
   java_stop
+}
+
+# W8 for Redisson (RLock and RFencedLock): the one Redis of W1-W3 has nothing to fail over to,
+# so a primary, a replica and three Sentinels (bench/servers/redis-sentinel.sh) are started for
+# it, and Redisson runs in its Sentinel mode; each trial kills the primary with -9.
+sentinel_up=0
+java_w8_sentinel() {
+  local js eps w
+  [ -f "$JAR" ] || return 0
+  echo "== redis-sentinel: starting a primary, a replica and 3 Sentinels (W8 for Redisson)"
+  bench/servers/redis-sentinel.sh stop >/dev/null 2>&1 || true
+  rm -rf build/bench/redis-sentinel
+  sentinel_up=1
+  if ! eps=$(timeout 120 bench/servers/redis-sentinel.sh start | tail -n 1) || [ -z "$eps" ]; then
+    for js in redisson redisson-fenced; do note "$js" W8 "the Sentinel set-up did not start (build/bench/redis-sentinel/)"; done
+  else
+    echo "   Sentinels $eps"
+    for js in redisson redisson-fenced; do
+      echo "== $js W8 (Sentinel mode)"
+      if java_start "$js" "$eps" --sentinel-master bench; then
+        w8_system redis-sentinel "$eps" "$js"
+        java_stop
+      else
+        note "$js" W8 "the JVM did not start (see $raw/java-$js.stderr)"
+      fi
+    done
+  fi
+  bench/servers/redis-sentinel.sh stop >/dev/null 2>&1
+  sentinel_up=0
 }
 
 # One lockbench line into the results (a failed run gets an error line of its own).
@@ -726,6 +759,8 @@ if w8rows:
         if not rs: continue
         ok_ = sorted(r["failover_ms"] for r in rs if r.get("failover_ms", -1) >= 0 and not r.get("error"))
         bad = [r.get("error", r.get("skipped", "?")) for r in rs if r not in [x for x in rs if x.get("failover_ms", -1) >= 0 and not x.get("error")]]
+        if s in ("redisson", "redisson-fenced"):  # run against the Sentinel set-up
+            desc[s] = desc[s].replace("Redis, 1 server", "Redis primary + 1 replica, 3 Sentinels (down-after 5 s)")
         if ok_:
             p(f"| {desc[s]} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
         else:
@@ -913,7 +948,11 @@ for s in "${systems[@]}"; do
   if [ "$java_on" = 1 ]; then # the same servers through the Java clients, in the same run
     case "$s" in
     zookeeper) java_set curator "$s" "$eps" ;;
-    redis) java_set redisson "$s" "$eps"; java_set redisson-fenced "$s" "$eps" ;;
+    redis)
+      java_set redisson "$s" "$eps"
+      java_set redisson-fenced "$s" "$eps"
+      [ "$w8" = 1 ] && java_w8_sentinel
+      ;;
     esac
   fi
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then

@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <pre>
  * java -cp build/java/fencelock-bench.jar:build/java/lib/* fencelock.bench.Bench
  *      --system curator|redisson|redisson-fenced --endpoints h:p,h:p [--ttl ms]
+ *      [--sentinel-master NAME]   (Redisson: the endpoints are Sentinels watching NAME)
  * </pre>
  *
  * then one command a line on standard input, answered by one JSON line on standard output:
@@ -764,18 +765,20 @@ public final class Bench {
     }
 
     public static void main(String[] args) throws Exception {
-        String system = null, endpoints = null;
+        String system = null, endpoints = null, sentinel = null;
         int ttl = 10000;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--system" -> system = args[i + 1];
                 case "--endpoints" -> endpoints = args[i + 1];
                 case "--ttl" -> ttl = num(args[i + 1], 100, 3600000);
+                case "--sentinel-master" -> sentinel = args[i + 1];
                 default -> system = null;
             }
         }
         if (system == null || endpoints == null || args.length % 2 != 0) {
             System.err.println("usage: Bench --system curator|redisson|redisson-fenced --endpoints EP [--ttl ms]"
+                    + " [--sentinel-master NAME]"
                     + " (then one command a line on stdin: --workload W1|W2|W3|W8|W9|W11|W12|warmup ...)");
             System.exit(2);
         }
@@ -783,8 +786,8 @@ public final class Bench {
         Sys sys = switch (system) {
             case "curator" -> new CuratorSys(endpoints,
                     "Apache Curator " + versions("curator") + " (ZooKeeper client " + versions("zookeeper") + ")");
-            case "redisson" -> new RedissonSys(endpoints, redisson, false);
-            case "redisson-fenced" -> new RedissonSys(endpoints, redisson, true);
+            case "redisson" -> new RedissonSys(endpoints, redisson, false, sentinel);
+            case "redisson-fenced" -> new RedissonSys(endpoints, redisson, true, sentinel);
             default -> null;
         };
         if (sys == null) {

@@ -11,6 +11,8 @@ import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
+import org.redisson.config.SentinelServersConfig;
 
 /**
  * Redis through Redisson, as its users run it: one RedissonClient per benchmark client (a lock
@@ -25,16 +27,22 @@ import org.redisson.config.Config;
  * Redisson's defaults would open 16 x 24+ connections and 16 x 2 x cores threads in this one
  * JVM, where each real process would have one client. The group is shut down by close().
  *
+ * <p>With a Sentinel master name (W8: bench/servers/redis-sentinel.sh), the clients run in
+ * Redisson's Sentinel mode instead: the endpoints are the Sentinels', commands and pub/sub go to
+ * the primary they name (read mode MASTER: a lock is never read from a replica), and Redisson
+ * follows a fail-over by itself.
+ *
  * <p>Drivers: "redisson" (RLock; RReadWriteLock for W9, RSemaphore for W11) and
  * "redisson-fenced" (RFencedLock, tryLockAndGetToken: the token is Redis's INCR on the lock's
  * token key, increasing with every grant of that lock).
  */
 final class RedissonSys implements Sys {
-    private final String endpoints, client;
+    private final String endpoints, client, sentinelMaster;
     private final boolean fenced;
     private final EventLoopGroup group = new NioEventLoopGroup(2);
 
-    RedissonSys(String endpoints, String client, boolean fenced) {
+    RedissonSys(String endpoints, String client, boolean fenced, String sentinelMaster) {
+        this.sentinelMaster = sentinelMaster;
         this.endpoints = endpoints;
         this.client = client;
         this.fenced = fenced;
@@ -51,11 +59,24 @@ final class RedissonSys implements Sys {
     }
 
     RedissonClient connect(int ttlMs) {
-        String ep = endpoints.split(",")[0];
         Config c = new Config();
         c.setEventLoopGroup(group);
         c.setThreads(2);
         c.setLockWatchdogTimeout(ttlMs);
+        if (sentinelMaster != null) {
+            SentinelServersConfig sc = c.useSentinelServers().setMasterName(sentinelMaster);
+            for (String ep : endpoints.split(","))
+                sc.addSentinelAddress("redis://" + ep);
+            sc.setReadMode(ReadMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(1)
+                    .setMasterConnectionPoolSize(2)
+                    .setSlaveConnectionMinimumIdleSize(1)
+                    .setSlaveConnectionPoolSize(2)
+                    .setSubscriptionConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionPoolSize(2);
+            return Redisson.create(c);
+        }
+        String ep = endpoints.split(",")[0];
         c.useSingleServer()
                 .setAddress("redis://" + ep)
                 .setConnectionMinimumIdleSize(1)
