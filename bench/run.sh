@@ -356,24 +356,33 @@ w8_system() {
 # of the same form (plus "client": the library and version). Before the first measured workload
 # the JVM runs W1, W2, W3 (and W9, W11) for $java_warm s each, unrecorded, so that the JIT has
 # compiled the clients' paths; each workload then has lockbench's own warm-up besides.
-JB_PID=""
+# The coprocess's pid and pipe descriptors are copied at its start: bash unsets JB and JB_PID
+# once the JVM has exited, and under set -u a later "${JB[1]}" would end the whole run.
+JPID=""
+JB_IN=""
+JB_OUT=""
 JLINE=""
 java_start() { # java-system endpoints [extra Bench args...]: 0 once the JVM runs
   local js=$1 eps=$2
   shift 2
   coproc JB { exec java -Xms256m -Xmx512m -cp "$JAR:build/java/lib/*" fencelock.bench.Bench \
     --system "$js" --endpoints "$eps" "$@" 2>>"$raw/java-$js.stderr"; }
+  JPID=$!
+  JB_OUT=${JB[0]:-}
+  JB_IN=${JB[1]:-}
   sleep 0.2
-  kill -0 "$JB_PID" 2>/dev/null
+  [ -n "$JB_IN" ] && kill -0 "$JPID" 2>/dev/null
 }
 java_stop() { # the JVM asked to quit; killed after 20 s
-  [ -n "${JB_PID:-}" ] || return 0
-  local pid=$JB_PID
-  { printf 'quit\n' >&"${JB[1]}"; } 2>/dev/null || true
+  [ -n "${JPID:-}" ] || return 0
+  local pid=$JPID
+  [ -z "$JB_IN" ] || { printf 'quit\n' >&"$JB_IN"; } 2>/dev/null || true
   for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  JB_PID=""
+  JPID=""
+  JB_IN=""
+  JB_OUT=""
 }
 # java_cmd TIMEOUT_S OPTIONS...: one command; its JSON line in JLINE (1: no answer in time, and
 # the JVM is stopped: the next workload set starts a new one).
@@ -381,9 +390,9 @@ java_cmd() {
   local t=$1
   shift
   JLINE=""
-  [ -n "${JB_PID:-}" ] && kill -0 "$JB_PID" 2>/dev/null || return 1
-  { printf '%s\n' "$*" >&"${JB[1]}"; } 2>/dev/null || { java_stop; return 1; }
-  if ! IFS= read -r -t "$t" JLINE <&"${JB[0]}"; then
+  [ -n "${JPID:-}" ] && kill -0 "$JPID" 2>/dev/null || return 1
+  { printf '%s\n' "$*" >&"$JB_IN"; } 2>/dev/null || { java_stop; return 1; }
+  if ! IFS= read -r -t "$t" JLINE <&"$JB_OUT"; then
     JLINE=""
     java_stop
     return 1

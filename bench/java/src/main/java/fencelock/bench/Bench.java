@@ -357,7 +357,7 @@ public final class Bench {
         String[] firstErr = {""};
         List<Sys.Mutex> cls = new ArrayList<>();
         List<Thread> ts = new ArrayList<>();
-        volatileStop stop = new volatileStop();
+        StopFlag stop = new StopFlag();
         double failover = -1;
         String err = "";
         boolean ok = false;
@@ -421,7 +421,7 @@ public final class Bench {
         return tail(b, "");
     }
 
-    static final class volatileStop {
+    static final class StopFlag {
         volatile boolean v;
     }
 
@@ -453,7 +453,7 @@ public final class Bench {
         String[] err = new String[readers + 1];
         AtomicLong granted = new AtomicLong();
         AtomicInteger holding = new AtomicInteger(), maxHolding = new AtomicInteger();
-        volatileStop stop = new volatileStop();
+        StopFlag stop = new StopFlag();
         long[] start = new long[1];
         long endNs = System.nanoTime() + o.seconds * 1000000000L;
         runThreads(readers + 1, i -> {
@@ -562,7 +562,7 @@ public final class Bench {
         String[] err = new String[nc];
         AtomicLong granted = new AtomicLong();
         AtomicInteger holding = new AtomicInteger(), maxHolding = new AtomicInteger();
-        volatileStop stop = new volatileStop();
+        StopFlag stop = new StopFlag();
         long[] start = new long[1];
         long endNs = System.nanoTime() + o.seconds * 1000000000L;
         try {
