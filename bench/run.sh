@@ -892,7 +892,7 @@ if w12rows:
         p(f"- fencelock / ZooKeeper (Curator LeaderLatch), all seen p50: {pratio(f['all_seen_p50_ms'], c['all_seen_p50_ms'])}, "
           f"p99: {pratio(f['all_seen_p99_ms'], c['all_seen_p99_ms'])}")
         p("")
-p("Raw results (one JSON line per workload, from lockbench):")
+p("Raw results (one JSON line per workload, from lockbench and from the Java clients' JVMs, bench/java):")
 p("")
 p("```")
 for r in rows:
