@@ -77,7 +77,7 @@ fi
 
 running=""
 cleanup() {
-  java_stop
+  ! declare -F java_stop >/dev/null || java_stop
   [ "${sentinel_up:-0}" = 0 ] || bench/servers/redis-sentinel.sh stop >/dev/null 2>&1 || true
   if [ -n "$running" ]; then
     echo "stopping $running"
@@ -548,7 +548,7 @@ desc = {"fencelock": "fencelock, 3 nodes, fsync on",
         "curator": f"ZooKeeper, 3 servers, fsync on — {client_of('curator', 'Apache Curator')}"}
 # The Java clients' recipe per workload ("mutex": W1-W3, W8).
 recipe = {("fencelock", "mutex"): "libfencelock (this tree)",
-          **{("fencelock", w): f"raw RESP, hiredis {cv('CLIENT_HIREDIS')}" for w in ("W9", "W11", "W12")},
+          **{("fencelock", w): f"raw RESP, hiredis {cv('CLIENT_HIREDIS')}" for w in ("W9", "W10", "W11", "W12")},
           ("curator", "mutex"): "InterProcessMutex", ("curator", "W9"): "InterProcessReadWriteLock",
           ("curator", "W11"): "InterProcessSemaphoreV2", ("curator", "W12"): "LeaderLatch",
           ("redisson", "mutex"): "RLock", ("redisson", "W9"): "RReadWriteLock", ("redisson", "W11"): "RSemaphore",
@@ -823,9 +823,9 @@ if w10rows:
         s = r.get("driver")
         a, b = r.get("latency"), r.get("fanout")
         if not a:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W10')} | – | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['watchers']} | {a.get('gap_ms', 0)} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
+        p(f"| {lab(s, 'W10')} | {r['watchers']} | {a.get('gap_ms', 0)} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
           f"{a.get('from_send_p50_ms', 0):.2f} / {a.get('from_send_p99_ms', 0):.2f} | "
           f"{b['puts']} | {rate(b['events_per_s'])} | {rate(b['puts_per_s'])} | {b['p50_ms']:.1f} / {b['p99_ms']:.1f} | "
           f"{a['missed'] + b['missed']} | {r.get('error', '')} |")
