@@ -303,7 +303,9 @@ torture:
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and
 # ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
 # bench/results/. lockbench links every bench/drv_*.c present (one driver per system). Beside
-# it, ZooKeeper through Apache Curator and Redis through Redisson (bench/java, built offline into
+# it, the anchors through their own clients: etcd through its Go client and Redlock through
+# redsync are bench/go's gobench (scripts/gobench.sh: the pinned modules of bench/go/go.sum);
+# ZooKeeper through Apache Curator and Redis through Redisson are bench/java (built offline into
 # build/java from the artifacts scripts/deps.sh bench fetched).
 BENCH_DRV := $(wildcard bench/drv_*.c)
 BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lssl -lcrypto -lpthread -lzookeeper_mt -lcurl
@@ -311,6 +313,7 @@ BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lssl -lcrypto -lpthread -lzookeeper
 bench:
 	@scripts/deps.sh bench
 	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench build/java/fencelock-bench.jar
+	scripts/gobench.sh build/release/bench || echo "bench/go not built: its rows are skipped"
 	bench/run.sh
 
 # The Java clients' drivers: one jar and its dependencies (build/java/lib, emptied first so that
@@ -331,6 +334,7 @@ BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_f
 bench-check:
 	@scripts/deps.sh bench
 	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench build/java/fencelock-bench.jar
+	scripts/gobench.sh build/release/bench
 	bench/check.sh
 
 $(B)/bench/lockbench: bench/lockbench.c $(BENCH_DRV) $(BENCH_EXTRA) bench/driver.h bench/flraw.h bench/watch.h bench/elect.h $(B)/libfencelock.a

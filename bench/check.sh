@@ -10,18 +10,26 @@
 # PUTs x watchers in both phases); W11 never has more than `limit` clients holding a permit
 # (and more than one at some moment, with a 20 ms hold), nobody timed out; W12 observed every
 # round (each observer saw the candidate lead, with a newer token); no sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
-# mutex, W10 on its watch, W12 on its election). Then the Java clients (build/java, bench/java:
+# mutex, W10 on its watch, W12 on its election).
+# The Go drivers (gobench, bench/go; GB overrides build/release/bench/gobench), when built: etcd
+# through its Go client (etcd-go: W1-W3, W9 with the client's RWMutex, W11 on the semaphore
+# recipe, W12, W8 with a member killed) and Redlock through redsync (W1-W3, W8 with a server
+# killed), each a tiny load: every row is well formed (the fields lockbench's row of the same
+# workload has, the same workload, a "client" label with the library's version), without an
+# error, and W9/W11/W12 keep the rules above. Then the Java clients (build/java, bench/java:
 # JAR overrides): ZooKeeper through Curator and Redis through Redisson (RLock, RFencedLock) run
 # a tiny load of each of their workloads (W1-W3, W9, W11, W12 for Curator; W8 once each, Redisson
 # on its Sentinel set-up) in one JVM per client; every row must be well formed (the fields the
 # report reads, the client's label, no error) and W9/W11/W12/fenced tokens must hold the same
-# properties as above (no figure is judged). Prints "ok NAME" / "not ok NAME: the JSON line", then
+# properties as above (no figure is judged). BENCH_CHECK_JAVA_ONLY=1 runs the Java part alone
+# (no lockbench needed). Prints "ok NAME" / "not ok NAME: the JSON line", then
 # "tests: N passed, N failed"; exit 1 on any failure. Short and bounded: each lockbench run is
 # bounded by its counts and --seconds and killed after 120 s; the servers it starts (the
 # bench's own ports and build/bench/NAME/ data) are stopped on exit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LB=${LB:-build/asan/bench/lockbench}
+GB=${GB:-build/release/bench/gobench}
 export BIN=${BIN:-build/asan/fencelockd}
 pass=0 fail=0 running=""
 only_java=${BENCH_CHECK_JAVA_ONLY:-0} # 1: the Java clients' checks alone (no lockbench needed)
@@ -47,6 +55,7 @@ mkdir -p build/bench
 errlog=build/bench/check-lockbench.stderr
 : >"$errlog"
 lb() { timeout 120 "$LB" "$@" 2>>"$errlog" | tail -n 1; }
+gb() { timeout 120 "$GB" "$@" 2>>"$errlog" | tail -n 1; }
 
 # Sanitizer reports of lockbench (its stderr) or of the servers (their logs) fail the check.
 sanitizers() { # system
@@ -124,16 +133,81 @@ if command -v etcd >/dev/null; then
 else
   echo "# etcd not installed (scripts/deps.sh bench): its checks not run"
 fi
+# same_keys NAME GO-LINE C-LINE: the Go row has the C row's fields (and "client"), no others.
+same_keys() {
+  if python3 -c 'import json, sys
+g, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.exit(0 if set(g) == set(c) | {"client"} and g["workload"] == c["workload"] else 1)' "$2" "$3" 2>/dev/null; then
+    echo "ok $1"
+    pass=$((pass + 1))
+  else
+    echo "not ok $1: ${2:-no output} vs ${3:-no output}"
+    fail=$((fail + 1))
+  fi
+}
+
+labelled='__import__("re").search(r" v[0-9]+[.][0-9]+[.][0-9]+", r.get("client", ""))'
+w123_ok="$ran"' and r["ops"] > 0 and '"$labelled"
+w8_ok="$ran"' and r["failover_ms"] >= 0 and '"$labelled"
+
+# go_rows SYSTEM C-DRIVER ENDPOINTS KILL-CMD: W1-W3 of gobench's SYSTEM (each against lockbench's
+# row of C-DRIVER on the same servers), the rest for etcd-go, W8 last (it kills a server).
+go_rows() {
+  local s=$1 c=$2 eps=$3 kill=$4 w line cline
+  for w in W1 W2 W3; do
+    line=$(gb --driver "$s" --endpoints "$eps" --workload "$w" --seconds 1 --pairs 200 --warmup 20)
+    check "$s $w: a row without errors, labelled with its client" "$w123_ok" "$line"
+    cline=$(lb --driver "$c" --endpoints "$eps" --workload "$w" --seconds 1 --pairs 50 --warmup 5)
+    same_keys "$s $w: the fields of lockbench's $c row" "$line" "$cline"
+  done
+  if [ "$s" = etcd-go ]; then
+    line=$(gb --driver "$s" --endpoints "$eps" --workload W9 --seconds 3 --pairs 300 --hold 20)
+    check "$s W9: shared readers (recipes.RWMutex) overlap, nobody starves" \
+      "$w9_common"' and r["reader_mode"] == "shared" and r["max_readers_holding"] > 1' "$line"
+    line=$(gb --driver "$s" --endpoints "$eps" --workload W9 --seconds 2 --pairs 200 --hold 20 --exclusive-readers)
+    check "$s W9: exclusive readers never overlap, nobody starves" \
+      "$w9_common"' and r["reader_mode"] == "exclusive" and r["max_readers_holding"] == 1' "$line"
+    line=$(gb --driver "$s" --endpoints "$eps" --workload W11 --seconds 3 --pairs 300 --hold 20 --limit 4)
+    check "$s W11: at most limit permits held, more than one at once, nobody starves" "$w11_ok" "$line"
+    line=$(gb --driver "$s" --endpoints "$eps" --workload W12 --rounds 3 --seconds 60)
+    check "$s W12: every round's fail-over seen by every observer" "$w12_ok" "$line"
+  fi
+  line=$(gb --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "$kill")
+  check "$s W8: a grant after the kill, a row labelled with its client" "$w8_ok" "$line"
+}
+
+if [ -x "$GB" ] && command -v etcd >/dev/null; then
+  running=etcd-go
+  eps=$(start etcd-go) && [ -n "$eps" ] &&
+    go_rows etcd-go etcd "$eps" "kill -9 \$(cat build/bench/etcd-go/1/pid)" ||
+    check "etcd-go servers start" "False" ""
+  bench/servers/etcd-go.sh stop >/dev/null 2>&1
+  running=""
+else
+  echo "# $GB or etcd not built/installed (scripts/gobench.sh, scripts/deps.sh bench): etcd-go not checked"
 fi
+if [ -x "$GB" ] && command -v redis-server >/dev/null; then
+  running=redsync
+  eps=$(start redsync) && [ -n "$eps" ] &&
+    go_rows redsync redlock "$eps" "kill -9 \$(cat build/bench/redsync/16380.pid)" ||
+    check "redsync servers start" "False" ""
+  bench/servers/redsync.sh stop >/dev/null 2>&1
+  running=""
+else
+  echo "# $GB or redis-server not built/installed: redsync not checked"
+fi
+fi # the lockbench and gobench checks
 
 # ---- the Java clients ----
 JAR=${JAR:-build/java/fencelock-bench.jar}
-jrow='"client" in r and r["client"] and "error" not in r and r.get("errors") == 0'
+# Every row names its client library with a version (x.y.z), as the Go rows do.
+jlabelled='__import__("re").search(r"[0-9]+[.][0-9]+[.][0-9]+", r.get("client") or "")'
+jrow="$jlabelled"' and "error" not in r and r.get("errors") == 0'
 jw13="$jrow"' and all(isinstance(r.get(k), (int, float)) for k in ("clients", "seconds", "ops", "ops_per_s", "p50_ms", "p99_ms", "max_ms", "timeouts")) and r["ops"] > 0'
 jw2="$jw13"' and all(isinstance(r.get(k), (int, float)) for k in ("grants_per_s", "handoffs_per_s", "fair_min", "fair_max", "fairness"))'
 # W8: calls that fail while the leader is down are counted in "errors" and retried (a "note"
 # says the first); only an "error" (no grant after the kill) fails the row.
-jw8='"client" in r and r["client"] and "error" not in r and isinstance(r.get("errors"), int) and r["workload"] == "W8" and r["clients"] == 8 and r["failover_ms"] > 0'
+jw8="$jlabelled"' and "error" not in r and isinstance(r.get("errors"), int) and r["workload"] == "W8" and r["clients"] == 8 and r["failover_ms"] > 0'
 jw9="$jrow"' and '"${w9_common#"$ran and "}"' and r["reader_mode"] == "shared" and r["max_readers_holding"] > 1'
 jw11="$jrow"' and '"${w11_ok#"$ran and "}"
 jw12="$jrow"' and '"${w12_ok#"$ran and "}"

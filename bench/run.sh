@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # bench/run.sh — one side-by-side run of the lock benchmark: for each system
-# (fencelock, redis, redlock, etcd, zookeeper) start its servers (bench/servers/NAME.sh), run
-# workloads W1, W2, W3 with build/release/bench/lockbench, stop them; W4 (held-lock footprint)
-# for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md.
-#   bench/run.sh [SYSTEM...]        (default: all five; `make bench` builds and runs this)
+# (fencelock, redis, redlock, redsync, etcd, etcd-go, zookeeper) start its servers
+# (bench/servers/NAME.sh), run workloads W1, W2, W3 with build/release/bench/lockbench (the C
+# drivers) or build/release/bench/gobench (etcd-go and redsync: the anchors through their own Go
+# clients, bench/go; same command line, same JSON lines), stop them; W4 (held-lock footprint)
+# for fencelock. On the zookeeper and redis servers the Java clients run too, in the same run
+# (bench/java, one JVM per client: curator, redisson, redisson-fenced; same JSON lines; W8 of
+# Redisson on a Sentinel set-up of its own, bench/servers/redis-sentinel.sh). Writes
+# bench/results/RESULTS-<date>.md and bench/results/latest.md; every row is labelled with its
+# client library and version, one way for all: the Go and Java rows carry a "client" field, the
+# C drivers' labels are build/bench/run/clients.json.
+#   bench/run.sh [SYSTEM...]        (default: all seven; `make bench` builds and runs this)
 #   bench/run.sh --report           (only rewrite the report from the last run's raw results)
 # Environment: BENCH_SECONDS (measured seconds per workload, default 10), BENCH_PAIRS (count
 # bound per workload, default 1000000), BENCH_W4 (0 skips W4; default 1), BENCH_W4_SESSIONS
@@ -12,24 +19,27 @@
 # vs PUT on 3 nodes and on 1 node), BENCH_W5_COUNT (commands per kind, default 5000), BENCH_W6
 # (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
 # (default 60), BENCH_W7 (0 skips W7: 10,000 client connections, 100 active; BENCH_W7_CONNS),
-# BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper), BENCH_W8_TRIALS
-# (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
+# BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper (leader killed), Redlock (one of
+# its five servers killed), Redisson (the Sentinels' primary killed); C, Go and Java clients),
+# BENCH_W8_TRIALS (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
 # without shared mode runs its readers on the mutex), BENCH_W9_READERS (16), BENCH_W9_HOLD_MS (1),
 # BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
 # fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
 # (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
 # pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
 # path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone),
-# BENCH_W11 (0 skips W11: semaphores, fencelock), BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4),
-# BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12: election fail-over, fencelock and etcd),
-# BENCH_W12_ROUNDS (10), BENCH_W12_OBSERVERS (4), BENCH_JAVA (0 skips the Java clients' rows:
-# ZooKeeper through Apache Curator, Redis through Redisson, build/java from bench/java),
-# BENCH_JAVA_WARMUP (seconds of each workload the JVM runs unrecorded before measuring, 5).
+# BENCH_W11 (0 skips W11: semaphores, fencelock and etcd-go; Curator and Redisson beside them),
+# BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4), BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12:
+# election fail-over, fencelock, etcd, etcd-go and Curator), BENCH_W12_ROUNDS (10),
+# BENCH_W12_OBSERVERS (4), BENCH_JAVA (0 skips the Java clients' rows: ZooKeeper through Apache
+# Curator, Redis through Redisson, build/java from bench/java), BENCH_JAVA_WARMUP (seconds of
+# each workload the JVM runs unrecorded before measuring, 5).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LB=build/release/bench/lockbench
+GB=build/release/bench/gobench # the Go drivers (scripts/gobench.sh)
 secs=${BENCH_SECONDS:-10}
 pairs=${BENCH_PAIRS:-1000000}
 w4=${BENCH_W4:-1}
@@ -66,7 +76,7 @@ load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
 systems=("$@")
-[ ${#systems[@]} -gt 0 ] || systems=(fencelock redis redlock etcd zookeeper)
+[ ${#systems[@]} -gt 0 ] || systems=(fencelock redis redlock redsync etcd etcd-go zookeeper)
 raw=build/bench/run
 json="$raw/results.jsonl"
 if [ "$report_only" = 0 ]; then
@@ -86,6 +96,22 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 130' INT TERM
+
+# The harness of system $1: gobench for the Go clients, lockbench for the C drivers.
+runner() { case $1 in etcd-go | redsync) echo "$GB" ;; *) echo "$LB" ;; esac; }
+
+# The client library and version of each C driver's rows, into $raw/clients.json (the Go
+# drivers' rows carry their own, from gobench's build information). Debian's package versions of
+# the libraries lockbench links.
+client_versions() {
+  local hi cu zk rev
+  hi=$(dpkg-query -W -f='${Version}' libhiredis-dev 2>/dev/null || echo '?')
+  cu=$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev 2>/dev/null || echo '?')
+  zk=$(dpkg-query -W -f='${Version}' libzookeeper-mt-dev 2>/dev/null || echo '?')
+  rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
+  printf '{"fencelock":"libfencelock; W5-W12 raw RESP on hiredis %s (this tree, %s)","redis":"hiredis %s (C; polling)","redlock":"hiredis %s (C; polling, 1-5 ms retry)","etcd":"libcurl %s over the JSON gateway (C; v3lock, v3election)","zookeeper":"ZooKeeper C client libzookeeper-mt %s"}\n' \
+    "$hi" "$rev" "$hi" "$hi" "$cu" "$zk" >"$raw/clients.json"
+}
 
 note() { # system workload note: a row that was not measured
   printf '{"driver":"%s","workload":"%s","skipped":"%s"}\n' "$1" "$2" "$3" >>"$json"
@@ -299,7 +325,8 @@ w7_fencelock() {
   echo "$line" >>"$json"
 }
 
-# The pid of the current leader of system $1 (fencelock, etcd, zookeeper, redis-sentinel), or nothing.
+# The pid of the current leader of system $1 (fencelock, etcd, etcd-go, zookeeper, or the primary
+# of redis-sentinel), or of the first Redis server of Redlock (redlock, redsync), or nothing.
 leader_pid() {
   local i h
   case $1 in
@@ -308,12 +335,12 @@ leader_pid() {
       h=$(http_health $((17482 + 10 * (i - 1))))
       case "$h" in *'"status":"ok","role":"leader"'*) cat "build/bench/fencelock/node$i.pid"; return ;; esac
     done ;;
-  etcd)
+  etcd | etcd-go)
     for i in 1 2 3; do
       h=$(ETCDCTL_API=3 timeout 3 etcdctl --endpoints="127.0.0.1:$((12369 + 10 * i))" \
         endpoint status -w json 2>/dev/null) || continue
       if python3 -c 'import json,sys; s=json.loads(sys.argv[1])[0]["Status"]; sys.exit(s["header"]["member_id"] != s["leader"])' "$h" 2>/dev/null; then
-        cat "build/bench/etcd/$i/pid"; return
+        cat "build/bench/$1/$i/pid"; return
       fi
     done ;;
   zookeeper)
@@ -324,6 +351,8 @@ leader_pid() {
   redis-sentinel) # the primary the Sentinels name
     i=$(bench/servers/redis-sentinel.sh primary 2>/dev/null)
     [ -n "$i" ] && cat "build/bench/redis-sentinel/$i.pid" 2>/dev/null ;;
+  redlock | redsync) # no leader: the first of the five independent servers
+    cat "build/bench/$1/16380.pid" 2>/dev/null ;;
   esac
 }
 
@@ -339,8 +368,8 @@ w8_system() {
       line=""
       java_cmd 150 --workload W8 --kill-cmd "kill -9 $pid" && line=$JLINE
     else
-      line=$(timeout 150 "$LB" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
-        2>>"$raw/w8-$s.stderr")
+      line=$(timeout 150 "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload W8 \
+        --kill-cmd "kill -9 $pid" 2>>"$raw/w8-$s.stderr")
     fi
     [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$d")
     line="${line%\}},\"trial\":$trial}"
@@ -473,19 +502,20 @@ java_w8_sentinel() {
 run_line() { # system workload timeout_s lockbench-args...
   local s=$1 w=$2 t=$3 line
   shift 3
-  line=$(timeout "$t" "$LB" --driver "$s" --workload "$w" "$@")
+  line=$(timeout "$t" "$(runner "$s")" --driver "$s" --workload "$w" "$@")
   [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench failed"}' "$s" "$w")
   echo "   $line"
   echo "$line" >>"$json"
 }
 
-# W9 for system $1 (endpoints $2): 16 readers and a writer on one lock; fencelock twice, with
-# shared readers and with exclusive ones (the same loop on a mutex: the baseline).
+# W9 for system $1 (endpoints $2): 16 readers and a writer on one lock; fencelock and etcd-go
+# (its client's recipes.RWMutex) twice, with shared readers and with exclusive ones (the same
+# loop on a mutex: the baseline).
 w9_system() {
   local s=$1 eps=$2
   run_line "$s" W9 $((secs + 60)) --endpoints "$eps" --clients "$w9_readers" --seconds "$secs" \
     --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause"
-  [ "$s" = fencelock ] || return 0
+  case "$s" in fencelock | etcd-go) ;; *) return 0 ;; esac
   run_line "$s" W9 $((secs + 60)) --endpoints "$eps" --clients "$w9_readers" --seconds "$secs" \
     --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause" --exclusive-readers
 }
@@ -499,8 +529,9 @@ w10_system() {
   done
 }
 
-# W11 (fencelock): clients on one semaphore of limit permits. W12 (fencelock, etcd): rounds of
-# an election whose leader's session (lease) is ended from outside; observers see the next.
+# W11 (fencelock, etcd-go): clients on one semaphore of limit permits. W12 (fencelock, etcd,
+# etcd-go): rounds of an election whose leader's session (lease) is ended from outside;
+# observers see the next.
 w11_system() {
   run_line "$1" W11 $((secs + 60)) --endpoints "$2" --clients "$w11_clients" --limit "$w11_limit" \
     --hold "$w11_hold" --seconds "$secs" --pairs "$pairs"
@@ -526,40 +557,48 @@ report() {
   MACHINE_CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) \
   MACHINE_MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo) \
   MACHINE_KERNEL=$(uname -sr) MACHINE_DISK=$disk MACHINE_OS=$(. /etc/os-release && echo "$PRETTY_NAME") \
-  CLIENT_HIREDIS=$(dpkg-query -W -f='${Version}' libhiredis0.14 2>/dev/null | cut -d- -f1) \
-  CLIENT_ZKC=$(dpkg-query -W -f='${Version}' libzookeeper-mt2 2>/dev/null | cut -d- -f1) \
-  CLIENT_CURL=$(dpkg-query -W -f='${Version}' libcurl4 2>/dev/null | cut -d- -f1) \
   BENCH_SECS=$secs LOAD_START=$load_start LOAD_END=$(uptime) python3 - "$1" <<'PY'
 import json, os, sys, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-order = ["fencelock", "redis", "redisson", "redisson-fenced", "redlock", "etcd", "zookeeper", "curator"]
-java_drivers = {"curator", "redisson", "redisson-fenced"}  # bench/java: rows carry "client"
-def client_of(s, default):  # the library and version a Java row names
-    return next((r["client"] for r in rows if r.get("driver") == s and r.get("client")), default)
-cv = lambda k: os.environ.get(k) or "?"
-# Every row is labelled with the client library (and version) that drove it.
-desc = {"fencelock": "fencelock, 3 nodes, fsync on",
-        "redis": f"Redis SET NX PX, 1 server, no fsync — hiredis {cv('CLIENT_HIREDIS')}, polling",
-        "redisson": f"Redis, 1 server, no fsync — {client_of('redisson', 'Redisson')}",
-        "redisson-fenced": f"Redis, 1 server, no fsync — {client_of('redisson-fenced', 'Redisson')}",
-        "redlock": f"Redlock, 5 Redis servers, no fsync — hiredis {cv('CLIENT_HIREDIS')}",
-        "etcd": f"etcd lock recipe, 3 members, fsync on — JSON gateway, libcurl {cv('CLIENT_CURL')}",
-        "zookeeper": f"ZooKeeper lock recipe, 3 servers, fsync on — C client {cv('CLIENT_ZKC')}",
-        "curator": f"ZooKeeper, 3 servers, fsync on — {client_of('curator', 'Apache Curator')}"}
-# The Java clients' recipe per workload ("mutex": W1-W3, W8).
-recipe = {("fencelock", "mutex"): "libfencelock (this tree)",
-          **{("fencelock", w): f"raw RESP, hiredis {cv('CLIENT_HIREDIS')}" for w in ("W9", "W10", "W11", "W12")},
-          ("curator", "mutex"): "InterProcessMutex", ("curator", "W9"): "InterProcessReadWriteLock",
+order = ["fencelock", "redis", "redisson", "redisson-fenced", "redlock", "redsync", "etcd", "etcd-go",
+         "zookeeper", "curator"]
+# The servers behind each row; the client that drove them is added by lab() below.
+desc = {"fencelock": "fencelock, 3 nodes, fsync on", "redis": "Redis SET NX PX, 1 server, no fsync",
+        "redisson": "Redis, 1 server, no fsync", "redisson-fenced": "Redis, 1 server, no fsync",
+        "redlock": "Redlock, 5 Redis servers, no fsync", "redsync": "Redlock, 5 Redis servers, no fsync",
+        "etcd": "etcd lock recipe, 3 members, fsync on", "etcd-go": "etcd lock recipe, 3 members, fsync on",
+        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on", "curator": "ZooKeeper, 3 servers, fsync on"}
+# W8 of Redisson runs on a Sentinel set-up: the one Redis of W1-W3 has nothing to fail over to.
+desc_w8 = {s: "Redis primary + 1 replica, 3 Sentinels (down-after 5 s), no fsync" for s in ("redisson", "redisson-fenced")}
+# The anchors through their users' own client libraries (bench/go, bench/java): on the servers
+# of another row, so no server footprint (W4) of their own.
+own_clients = {"redisson", "redisson-fenced", "redsync", "etcd-go", "curator"}
+# Every row is labelled with its client library and version, one way for all: the Go and Java
+# drivers' rows carry it ("client": gobench's build information, bench/java's pinned versions),
+# the C drivers' come from clients.json (run.sh: Debian's versions of what lockbench links).
+clients = {}
+try:
+    clients = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "clients.json")))
+except (OSError, ValueError):
+    pass
+for r in rows:
+    if r.get("client"):
+        clients.setdefault(r["driver"], r["client"])
+# The recipe of the client library a row used, where the library has several ("mutex": W1-W3, W8).
+recipe = {("curator", "mutex"): "InterProcessMutex", ("curator", "W9"): "InterProcessReadWriteLock",
           ("curator", "W11"): "InterProcessSemaphoreV2", ("curator", "W12"): "LeaderLatch",
           ("redisson", "mutex"): "RLock", ("redisson", "W9"): "RReadWriteLock", ("redisson", "W11"): "RSemaphore",
-          ("redisson-fenced", "mutex"): "RFencedLock"}
-base = dict(desc)
-def lab(s, w):
-    r = recipe.get((s, w))
-    b = base.get(s, s)
-    return b + ((", " if "—" in b else " — ") + r if r else "")
-for s_ in list(java_drivers) + ["fencelock"]:
-    desc[s_] = lab(s_, "mutex")
+          ("redisson-fenced", "mutex"): "RFencedLock",
+          ("etcd-go", "mutex"): "concurrency.Mutex", ("etcd-go", "W9"): "recipes.RWMutex",
+          ("etcd-go", "W11"): "a semaphore recipe on concurrency (bench/go)", ("etcd-go", "W12"): "concurrency.Election"}
+def lab(s, w, r=None):
+    """The label of system s's row of workload w (r: the row): servers · client library and version · recipe."""
+    key = "mutex" if w in ("W1", "W2", "W3", "W8") else w
+    if w == "W9" and r is not None and r.get("reader_mode") == "exclusive":
+        key = "mutex"  # readers on the mutex: the baseline (or no shared mode)
+    base = desc_w8.get(s) if w == "W8" and s in desc_w8 else desc.get(s, s)
+    rc = recipe.get((s, key))
+    return f"{base} · client: {clients.get(s, '?')}" + (f" · {rc}" if rc else "")
 def get(sysname, w):
     for r in rows:
         if r.get("driver") == sysname and r.get("workload") == w:
@@ -588,6 +627,7 @@ p(f"- memory: {env['MACHINE_MEM']}; kernel {env['MACHINE_KERNEL']}; {env['MACHIN
 p(f"- disk under build/bench: {env['MACHINE_DISK']}")
 p(f"- all servers and clients on this one machine, loopback; each workload measured for at most {env['BENCH_SECS']} s after a warm-up")
 p(f"- `uptime` at the start: {env['LOAD_START'].strip()}; at the end: {env['LOAD_END'].strip()}")
+p("- clients (every row names its own): " + "; ".join(f"{s}: {clients[s]}" for s in order if s in clients))
 p("")
 fl = {w: get("fencelock", w) for w in ("W1", "W2", "W3")}
 def status(r):
@@ -606,10 +646,10 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         r = get(s, "W1")
         if ok(r):
             f = fl["W1"] if ok(fl["W1"]) else None
-            p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+            p(f"| {lab(s, 'W1')} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
               f"{ratio(f and f['p50_ms'], r['p50_ms'])} | {ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W1')} | – | – | – | – | – | {status(r)} |")
     p("")
     p("## W2 — contended: 8 clients on one lock, acquire with a wait")
     p("")
@@ -624,11 +664,11 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
             f = fl["W2"] if ok(fl["W2"]) else None
             note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
             if r.get("tokens_increasing") is False: note = (note + "; fencing tokens went backwards").lstrip("; ")
-            p(f"| {desc[s]} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
+            p(f"| {lab(s, 'W2')} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
               f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
               f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W2')} | – | – | – | – | – | – | – | {status(r)} |")
     p("")
     p("## W3 — parallel: 16 clients, each on its own lock")
     p("")
@@ -638,30 +678,11 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         r = get(s, "W3")
         if ok(r):
             f = fl["W3"] if ok(fl["W3"]) else None
-            p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+            p(f"| {lab(s, 'W3')} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
               f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W3')} | – | – | – | – | {status(r)} |")
     p("")
-    pairs_ = [("curator", "zookeeper"), ("redisson", "redis"), ("redisson-fenced", "redis")]
-    if any(ok(get(j, w)) and ok(get(c, w)) for j, c in pairs_ for w in ("W1", "W2", "W3")):
-        p("### The users' client libraries against the hand-written C drivers (same servers, same run)")
-        p("")
-        p("Above 1: the client library is faster. W1 and W3 pairs/s, W2 hand-offs/s; p50 as this C driver's p50 / the library's.")
-        p("")
-        p("| client library | C driver | W1 pairs/s | W1 p50 | W2 hand-offs/s | W2 wait p50 | W3 pairs/s | W3 p50 |")
-        p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for j, c in pairs_:
-            cells = []
-            for w, k in (("W1", "ops_per_s"), ("W2", "handoffs_per_s"), ("W3", "ops_per_s")):
-                a, b = get(j, w), get(c, w)
-                if ok(a) and ok(b):
-                    cells += [ratio(a.get(k), b.get(k)), ratio(b["p50_ms"], a["p50_ms"])]
-                else:
-                    cells += ["–", "–"]
-            if any(x != "–" for x in cells):
-                p(f"| {desc[j]} | {desc[c]} | " + " | ".join(cells) + " |")
-        p("")
     p("## W4 — held locks: footprint and restart")
     p("")
     p("Restart: a follower killed with -9, from the restart until it serves (/health ok) and has applied the leader's index; "
@@ -671,7 +692,7 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
     p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
     p("| --- | ---: | ---: | --- | --- | ---: | ---: | --- |")
     for s in order:
-        if s in java_drivers: continue  # W4 is a server footprint: no client's concern
+        if s in own_clients: continue  # W4 is a server footprint: no client's concern
         r = get(s, "W4")
         if r and "rss_kib" in r:
             rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
@@ -685,11 +706,11 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
             if ld.get("retried"): note += f"; {ld['retried']:,} commands resent ({ld.get('note') or ld.get('error')})"
             if ld.get("errors"): note += f"; load incomplete: {ld.get('error')}"
             note += f"; node {r['restarted_node']} restarted"
-            p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
+            p(f"| {lab(s, 'W4')} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
         elif s == "fencelock":
-            p(f"| {desc[s]} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
+            p(f"| {lab(s, 'W4')} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
+            p(f"| {lab(s, 'W4')} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
     p("")
 w5rows = [r for r in rows if r.get("driver") == "fencelock" and r.get("workload") == "W5"]
 if w5rows:
@@ -754,7 +775,10 @@ if w8rows:
     import statistics
     p("## W8 — fail-over: kill -9 of the leader while 8 clients wait on one lock")
     p("")
-    p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials.")
+    p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials. "
+      "Redlock has no leader: the first of its five servers is killed (a majority stays). "
+      "Redisson runs in its Sentinel mode on a primary, a replica and three Sentinels: the primary is killed. "
+      "Calls that fail while the leader is down are retried (Java rows count them in errors; only no grant after the kill fails a trial).")
     p("")
     p("| system | trials ok | median ms | min ms | max ms | fencelock median / this | failed trials |")
     p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -768,19 +792,18 @@ if w8rows:
         if not rs: continue
         ok_ = sorted(r["failover_ms"] for r in rs if r.get("failover_ms", -1) >= 0 and not r.get("error"))
         bad = [r.get("error", r.get("skipped", "?")) for r in rs if r not in [x for x in rs if x.get("failover_ms", -1) >= 0 and not x.get("error")]]
-        if s in ("redisson", "redisson-fenced"):  # run against the Sentinel set-up
-            desc[s] = desc[s].replace("Redis, 1 server", "Redis primary + 1 replica, 3 Sentinels (down-after 5 s)")
         if ok_:
-            p(f"| {desc[s]} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+            p(f"| {lab(s, 'W8')} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
         else:
-            p(f"| {desc[s]} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+            p(f"| {lab(s, 'W8')} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
     p("")
 w9rows = [r for r in rows if r.get("workload") == "W9"]
 if w9rows:
     p("## W9 — read-write locks: readers and one writer on one lock")
     p("")
     p("Each reader loops LOCK (shared) → hold → UNLOCK; the writer takes the lock exclusively after a pause each time. "
-      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd: concurrency.Mutex; its Go client's experimental recipes.RWMutex is not reimplemented); "
+      "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd over the JSON gateway: the v3lock mutex; Redis: its SET NX lock). "
+      "etcd-go runs the read-write lock of etcd's own Go client, experimental/recipes.RWMutex (readers RLock, the writer Lock), and the same loop on concurrency.Mutex as its baseline. "
       "ZooKeeper through Curator takes InterProcessReadWriteLock's read and write locks, Redis through Redisson RReadWriteLock's. "
       "Writer timeouts count waits over 5 s (starvation); 'most readers holding' is seen client-side (grant answered .. UNLOCK sent).")
     p("")
@@ -792,9 +815,9 @@ if w9rows:
             p(f"| {lab(s, 'W9')} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
         note = "" if r.get("errors") == 0 else "error: " + r.get("error", "?")
-        if s != "fencelock" and r.get("reader_mode") == "exclusive":
+        if r.get("reader_mode") == "exclusive" and s not in ("fencelock", "etcd-go"):
             note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
-        p(f"| {lab(s, 'W9')} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
+        p(f"| {lab(s, 'W9', r)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
           f"{rate(r['reader_grants_per_s'])} | {r['reader_wait_p50_ms']:.2f} / {r['reader_wait_p99_ms']:.2f} | "
           f"{r['max_readers_holding']} | {r['writer_grants']} | {r['writer_wait_p50_ms']:.2f} / {r['writer_wait_p99_ms']:.2f} / "
           f"{r['writer_wait_max_ms']:.2f} | {r['writer_timeouts']} | {note} |")
@@ -846,7 +869,10 @@ if w11rows:
     p("Each client loops SEM.ACQUIRE (WAIT 5 s) → hold → SEM.RELEASE on one semaphore; a hand-off is a permit granted. "
       "Wait = call to grant. 'Most holding' is seen client-side (grant answered .. SEM.RELEASE sent), so it can only "
       "undercount what the server granted; it must never exceed the limit. fencelock (SEM.ACQUIRE), ZooKeeper through Curator's InterProcessSemaphoreV2, "
-      "Redis through Redisson's RSemaphore (permits not tied to a session: a dead holder's permit is never returned); etcd has no semaphore (its contrib recipe was removed).")
+      "Redis through Redisson's RSemaphore (permits not tied to a session: a dead holder's permit is never returned). "
+      "etcd has no semaphore (its contrib recipe was removed): "
+      "etcd-go is a recipe on its Go client (bench/go/etcd.go: the Mutex recipe with N holders, a key per session, the first N by "
+      "create revision hold, waiters watch for deletions).")
     p("")
     p("| system | clients | limit | hold ms | hand-offs/s | wait p50 / p99 ms | most holding | timeouts | note |")
     p("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |")
@@ -865,7 +891,8 @@ if w12rows:
     p("Each round: a fresh election, leader L elected, candidate C campaigning (blocked), observers watching; then L's "
       "session is ended from outside (fencelock: SESSION.CLOSE on another connection; etcd: L's lease revoked) and the "
       "time from that call to each observer seeing C lead is taken. fencelock: ELECT.CAMPAIGN ... WAIT and ELECT.OBSERVE "
-      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway; "
+      "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway; etcd-go: "
+      "concurrency.Election Campaign and Observe of etcd's Go client over gRPC, L's lease revoked by another client; "
       "ZooKeeper through Curator: LeaderLatch for L and C, each on a session of its own, observers list the latch's children with a watch "
       "(the lowest sequence number leads), L's session ended by closing its ZooKeeper handle (the server deletes its ephemeral latch node). "
       "'all seen' = the slowest observer of a round, over the rounds.")
@@ -882,17 +909,46 @@ if w12rows:
           f"{r['observer_p50_ms']:.1f} / {r['observer_p99_ms']:.1f} | {r.get('error', '')} |")
     p("")
     f = next((r for r in w12rows if r.get("driver") == "fencelock" and r.get("observed")), None)
-    e = next((r for r in w12rows if r.get("driver") == "etcd" and r.get("observed")), None)
-    if f and e:
-        p(f"- fencelock / etcd, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
-          f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
-        p("")
-    c = next((r for r in w12rows if r.get("driver") == "curator" and r.get("observed")), None)
-    if f and c:
-        p(f"- fencelock / ZooKeeper (Curator LeaderLatch), all seen p50: {pratio(f['all_seen_p50_ms'], c['all_seen_p50_ms'])}, "
-          f"p99: {pratio(f['all_seen_p99_ms'], c['all_seen_p99_ms'])}")
-        p("")
-p("Raw results (one JSON line per workload, from lockbench and from the Java clients' JVMs, bench/java):")
+    for other, what in (("etcd", "etcd"), ("etcd-go", "etcd-go"), ("curator", "ZooKeeper (Curator LeaderLatch)")):
+        e = next((r for r in w12rows if r.get("driver") == other and r.get("observed")), None)
+        if f and e:
+            p(f"- fencelock / {what}, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
+              f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
+    p("")
+# The anchors through their own clients beside the project's drivers of the same servers.
+pairs_ = [("etcd", "etcd-go"), ("redlock", "redsync"), ("zookeeper", "curator"), ("redis", "redisson"),
+          ("redis", "redisson-fenced")]
+cmp_rows = []
+for c_, g_ in pairs_:
+    for w, key, what in (("W1", "ops_per_s", "pairs/s"), ("W1", "p50_ms", "pair p50 ms"),
+                         ("W2", "grants_per_s", "grants/s"), ("W2", "handoffs_per_s", "hand-offs/s"),
+                         ("W2", "p50_ms", "wait p50 ms"), ("W3", "ops_per_s", "pairs/s"), ("W3", "p50_ms", "pair p50 ms")):
+        a, b = get(c_, w), get(g_, w)
+        if ok(a) and ok(b):
+            f_ = (lambda v: f"{v:.3f}") if key.endswith("_ms") else rate
+            cmp_rows.append(f"| {c_} → {g_} | {w} {what} | {f_(a[key])} | {f_(b[key])} | {ratio(b[key], a[key])} |")
+    # W8 only where both ran on the same servers (Redisson's W8 is on a Sentinel set-up).
+    w8c = [r["failover_ms"] for r in rows if r.get("workload") == "W8" and r.get("driver") == c_ and r.get("failover_ms", -1) >= 0 and not r.get("error")]
+    w8g = [r["failover_ms"] for r in rows if r.get("workload") == "W8" and r.get("driver") == g_ and r.get("failover_ms", -1) >= 0 and not r.get("error")]
+    if w8c and w8g:
+        import statistics
+        a, b = statistics.median(w8c), statistics.median(w8g)
+        cmp_rows.append(f"| {c_} → {g_} | W8 fail-over median ms | {a:,.1f} | {b:,.1f} | {ratio(b, a)} |")
+if cmp_rows:
+    p("## The anchors through their own clients beside the project's C drivers")
+    p("")
+    p("The same servers and workloads in the same run, driven first by the project's C driver (etcd: the JSON gateway over libcurl; "
+      "Redlock and Redis: hiredis, SET NX with 1-5 ms retries; ZooKeeper: its C client) and then by the client library their users run "
+      "(etcd: go.etcd.io/etcd/client/v3 concurrency over gRPC; Redlock: redsync with its defaults, 50-250 ms retries; "
+      "ZooKeeper: Apache Curator's InterProcessMutex; Redis: Redisson's RLock and RFencedLock, waiters woken by pub/sub). "
+      "Own client / C driver > 1: the own client is faster (rates) or slower (latencies).")
+    p("")
+    p("| servers: C driver → own client | measure | C driver | own client | own client / C driver |")
+    p("| --- | --- | ---: | ---: | ---: |")
+    for l in cmp_rows:
+        p(l)
+    p("")
+p("Raw results (one JSON line per workload, from lockbench, gobench and the Java clients' JVMs, bench/java):")
 p("")
 p("```")
 for r in rows:
@@ -902,6 +958,7 @@ print("\n".join(out))
 PY
 }
 
+[ "$report_only" = 1 ] && [ -f "$raw/clients.json" ] || client_versions
 [ "$report_only" = 1 ] && systems=()
 for s in "${systems[@]}"; do
   script="bench/servers/$s.sh"
@@ -910,8 +967,8 @@ for s in "${systems[@]}"; do
     for w in W1 W2 W3; do note "$s" "$w" "no server script"; done
     continue
   fi
-  if ! "$LB" --drivers | grep -qx "$s"; then
-    echo "== $s: SKIPPED (driver not built into lockbench: bench/drv_$s.c missing?)"
+  if ! "$(runner "$s")" --drivers 2>/dev/null | grep -qx "$s"; then
+    echo "== $s: SKIPPED (driver not built: bench/drv_$s.c missing, or $GB not built: scripts/gobench.sh)"
     for w in W1 W2 W3; do note "$s" "$w" "driver not built"; done
     continue
   fi
@@ -932,7 +989,7 @@ for s in "${systems[@]}"; do
   echo "   endpoints $eps"
   for w in W1 W2 W3; do
     [ "${BENCH_W123:-1}" = 1 ] || break
-    line=$(timeout $((secs + 30)) "$LB" --driver "$s" --endpoints "$eps" --workload "$w" \
+    line=$(timeout $((secs + 30)) "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload "$w" \
       --seconds "$secs" --pairs "$pairs")
     rc=$?
     [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench exit %d"}' "$s" "$w" "$rc")
@@ -949,11 +1006,11 @@ for s in "${systems[@]}"; do
   if [ "$s" = fencelock ] && [ "$w7" = 1 ]; then
     w7_fencelock "$eps"
   fi
-  case "$s" in fencelock | etcd | zookeeper) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd | etcd-go | zookeeper | redlock | redsync) [ "$w8" = 1 ] && w8_system "$s" "$eps" ;; esac
   [ "$w9" = 1 ] && w9_system "$s" "$eps"
   case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
-  [ "$s" = fencelock ] && [ "$w11" = 1 ] && w11_system "$s" "$eps"
-  case "$s" in fencelock | etcd) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd-go) [ "$w11" = 1 ] && w11_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd | etcd-go) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
   if [ "$java_on" = 1 ]; then # the same servers through the Java clients, in the same run
     case "$s" in
     zookeeper) java_set curator "$s" "$eps" ;;

@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages a target needs, only those `dpkg -s` reports missing.
-# Usage: scripts/deps.sh build|run|test|fuzz|bench|deb
+# Usage: scripts/deps.sh build|run|test|fuzz|bench|deb|pyvenv
+#   pyvenv: only build/pyvenv (below); test makes it too.
 set -euo pipefail
+
+# build/pyvenv: the Python client's checks and tests (clients/python, scripts/run-tests.sh, the
+# conformance agent tests/conformance/agents/python.json): a venv that sees Debian's packages
+# (pytest) with these exact versions from PyPI on top. redis-py >= 5 for fencelock.aio (Debian
+# 12 has 4.3); mypy for `mypy --strict`. Remade when the pins change (build/pyvenv/pins).
+py_pins=(redis==6.4.0 async-timeout==5.0.1 mypy==1.18.2 mypy_extensions==1.2.0 pathspec==1.1.1
+         typing_extensions==4.16.0)
+pyvenv() {
+  local root dir want
+  root=$(cd "$(dirname "$0")/.." && pwd); dir=$root/build/pyvenv; want="${py_pins[*]}"
+  [ -x "$dir/bin/python" ] && [ "$(cat "$dir/pins" 2>/dev/null)" = "$want" ] && return 0
+  echo "deps: making build/pyvenv (${py_pins[*]})"
+  rm -rf "$dir"
+  /usr/bin/python3 -m venv --system-site-packages "$dir"
+  "$dir/bin/pip" install -q --disable-pip-version-check --no-deps "${py_pins[@]}"
+  echo "$want" >"$dir/pins"
+}
+if [ "${1:-build}" = pyvenv ]; then pyvenv; exit 0; fi
 pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
 # make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`.
 deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser)
@@ -17,6 +36,7 @@ test)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
+  pkgs+=(openjdk-17-jdk-headless maven) # clients/java: Java 17 and Maven (java_deps below)
   pkgs+=("${deb_pkgs[@]}") # test_packages.py builds, lints and installs the packages
   # tests/porcupine (the torture runs' second judge, scripts/porcupine.sh): Go >= 1.19, Debian
   # 12's golang-go unless a Go toolchain is installed already
@@ -31,7 +51,7 @@ bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeepe
   command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
   ;;
-*) echo "usage: $0 build|run|test|fuzz|bench|deb" >&2; exit 2 ;;
+*) echo "usage: $0 build|run|test|fuzz|bench|deb|pyvenv" >&2; exit 2 ;;
 esac
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 
@@ -110,6 +130,40 @@ if [ "${1:-build}" = test ]; then
     exit 1
   fi
 fi
+# clients/java: the pinned artifacts of its pom (plugins, JUnit, spring-integration-core) in
+# Maven's default local repository (~/.m2/repository, shared by every checkout and kept across
+# `make clean`), so that `mvn -o` works afterwards. Offline first: once they are there this
+# costs one quick offline build. Running CodecTest (no server) resolves Surefire's JUnit
+# provider, which only a test run asks for; `package` fetches the jar plugin (the agent's jar).
+java_deps() {
+  local m=(mvn -q -B -f clients/java/pom.xml -Dtest=CodecTest -Dsurefire.failIfNoSpecifiedTests=false package)
+  "${m[0]}" -o "${m[@]:1}" >/dev/null 2>&1 && return 0
+  echo "deps: fetching clients/java's Maven artifacts into ~/.m2/repository"
+  "${m[@]}" >/dev/null || { echo "deps: mvn could not fetch clients/java's artifacts" >&2; return 1; }
+}
+if [ "${1:-build}" = test ]; then java_deps; fi
+# The Go client (clients/go, scripts/go-client-tests.sh): Go >= 1.26, which the pinned
+# staticcheck (clients/go/tools/go.mod) needs; the modules both go.mod files pin, downloaded
+# from the Go module proxy and verified against their go.sum (the client itself has none).
+go_client_min=1.26
+go_client_deps() {
+  local go_bin="" g have
+  go_bin=$(command -v go || true)
+  for g in /usr/local/go/bin/go /usr/lib/go/bin/go; do
+    [ -n "$go_bin" ] && break
+    [ -x "$g" ] && go_bin=$g
+  done
+  have=$([ -n "$go_bin" ] && "$go_bin" env GOVERSION 2>/dev/null | sed 's/^go//' || true)
+  if [ -z "$have" ] || dpkg --compare-versions "$have" lt "$go_client_min"; then
+    # Debian 12 has no such Go; the Go client's part of the tests then fails and says so.
+    echo "deps: warning: the Go client's checks need Go >= $go_client_min (have: ${have:-none})" >&2
+    return 0
+  fi
+  local root; root=$(cd "$(dirname "$0")/.." && pwd)
+  (cd "$root/clients/go" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$go_bin" mod download) &&
+    (cd "$root/clients/go/tools" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$go_bin" mod download)
+}
+[ "${1:-build}" = test ] && { go_client_deps || exit 1; }  # a failed module download
 [ "${1:-build}" = fuzz ] && libraft_source
 # bench/java: the pom's pinned artifacts and plugins into Maven's local repository (~/.m2), by
 # one build, online only when an offline one fails (so once); make then builds with mvn -o.
@@ -119,4 +173,12 @@ if [ "${1:-build}" = bench ] && ! mvn -B -q -o -f "$top/bench/java/pom.xml" pack
   rm -rf "$top/build/java/lib"
   mvn -B -q -f "$top/bench/java/pom.xml" package
 fi
+# bench: the Go drivers' client libraries (etcd's Go client, redsync, go-redis), pinned by
+# bench/go/go.sum, from the Go module proxy into the module cache. They need the Go of
+# bench/go/go.mod (the machine's /usr/local/go); without it their rows are skipped, with a note.
+if [ "${1:-build}" = bench ]; then
+  "$(dirname "$0")/gobench.sh" --download ||
+    echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
+fi
+[ "${1:-build}" = test ] && pyvenv
 exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python client's tests and three short torture runs
+# against real fencelockd processes, the Python client's type check and tests, the Java and Go
+# clients' tests, the client conformance suite (tests/conformance) and three short torture runs
 # (each judged by the checkers and by Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
@@ -9,7 +10,8 @@
 #   scripts/run-tests.sh [--only PATTERN]... [--repeat N] [--jobs N] [BUILD_DIR]
 #
 # --only PATTERN: only the unit-test binaries and integration tests whose names contain PATTERN
-#   (or match it as a glob: test_fifo, 'test_auth.*flood*'); no pytest, no torture.
+#   (or match it as a glob: test_fifo, 'test_auth.*flood*'); no pytest, no conformance, no
+#   torture.
 # --repeat N: run each selected test N times (to hunt one that fails now and then).
 # --jobs N: integration tests at once (default: the CPUs, at most 4; docs/testing.md).
 set -uo pipefail
@@ -19,7 +21,7 @@ while [ $# -gt 0 ]; do
   --only) only+=("$2"); shift 2 ;;
   --repeat) repeat=$2; shift 2 ;;
   --jobs) jobs=$2; shift 2 ;;
-  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
   *) break ;;
   esac
 done
@@ -124,21 +126,76 @@ echo "== integration"
 FL_TEST_PORTS=20000-29999 python3 tests/integration/run.py --bin "$B/fencelockd" \
   --repeat "$repeat" ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" integration
-# The Python client (clients/python) against real servers, with Debian's pytest; its summary
-# ("12 passed, 1 failed, 1 skipped in 20s") becomes this script's "tests:" line.
+# The Python client (clients/python): build/pyvenv (scripts/deps.sh pyvenv: redis-py and mypy
+# pinned from PyPI, Debian's pytest) runs `mypy --strict` over the package and the conformance
+# agent (one check each), then the tests of the blocking client, of fencelock.aio and of the
+# agent against real servers; pytest's summary ("12 passed, 1 failed, 1 skipped in 20s") becomes
+# a "tests:" line.
+PY=build/pyvenv/bin/python
+scripts/deps.sh pyvenv >"$log" 2>&1 || { cat "$log"; echo "!! build/pyvenv could not be made"; }
+echo "== python client (mypy --strict)"
+mp=0; mf=0
+for target in fencelock conformance/agent.py; do
+  if (cd clients/python && "../../$PY" -m mypy --strict "$target") >"$log" 2>&1; then
+    mp=$((mp + 1))
+  else
+    mf=$((mf + 1)); echo "!! mypy --strict $target:"; tail -n 30 "$log"
+  fi
+done
+echo "tests: $mp passed, $mf failed" | tee "$log"
+count "$log" "python mypy"
 echo "== python client (pytest)"
-FL_TEST_PORTS=20000-29999 /usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider \
+FL_TEST_PORTS=20000-29999 "$PY" -m pytest -q -rfE -p no:cacheprovider \
   clients/python/tests --fencelockd "$B/fencelockd" >"$log" 2>&1
 grep -E '^(FAILED|ERROR)' "$log"
 sum=$(grep -E '^=* *[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
 if [ -z "$sum" ]; then
-  echo "!! pytest printed no summary (python3-pytest installed?)"; tail -n 20 "$log"
+  echo "!! pytest printed no summary (python3-pytest, build/pyvenv?)"; tail -n 20 "$log"
   echo "tests: 0 passed, 1 failed" >>"$log"
 else
   n() { echo "$sum" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
   echo "tests: $(n passed) passed, $(( $(n failed) + $(n error) )) failed" | tee -a "$log"
 fi
 count "$log" "python client"
+# The Java client (clients/java) against real servers, offline from ~/.m2 (scripts/deps.sh test
+# fetched it); Surefire's per-class reports become this script's "tests:" line.
+echo "== java client (mvn -o test)"
+rm -rf clients/java/target/surefire-reports
+jbin=$(realpath "$B/fencelockd")
+(cd clients/java && FL_TEST_PORTS=20000-29999 mvn -o -q -B test -Dfencelock.bin="$jbin") \
+  >"$log" 2>&1
+jrc=$?
+grep -E '^\[ERROR\] +[A-Za-z]+Test\.' "$log"
+jp=0; jf=0
+for f in clients/java/target/surefire-reports/*.txt; do
+  [ -f "$f" ] || continue
+  l=$(grep -oE 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+' "$f" | head -n 1)
+  read -r run fl er sk <<<"$(echo "$l" | grep -oE '[0-9]+' | tr '\n' ' ')"
+  [ -n "${sk:-}" ] || continue
+  jp=$((jp + run - fl - er - sk)); jf=$((jf + fl + er))
+done
+if [ "$jrc" -ne 0 ] && [ "$jf" -eq 0 ]; then
+  echo "!! mvn -o test exited $jrc"; tail -n 20 "$log"; jf=1
+elif [ "$jp" -eq 0 ] && [ "$jf" -eq 0 ]; then
+  echo "!! the Java client ran no test"; jf=1
+fi
+echo "tests: $jp passed, $jf failed" | tee -a "$log"
+count "$log" "java client"
+# The client conformance suite (tests/conformance, docs/testing.md "Conformance"): every
+# scenario against every client's agent (tests/conformance/agents/*.json), on 3-node clusters;
+# one test per scenario and agent. After the integration tests and pytest, on their range (they
+# are done; the torture runs in the background keep 30000-32767 to themselves).
+echo "== conformance (every client's agent)"
+FL_TEST_PORTS=20000-29999 python3 tests/conformance/run.py --bin "$B/fencelockd" \
+  ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
+count "$log" conformance
+# The Go client (clients/go): go vet, staticcheck and go test -race against real servers, its
+# conformance agent included (scripts/go-client-tests.sh prints its own "tests:" line).
+echo "== go client (vet, staticcheck, go test -race)"
+FL_TEST_PORTS=20000-29999 scripts/go-client-tests.sh "$B/fencelockd" >"$log" 2>&1
+grep -E '^(go vet|staticcheck|go test|tests:)' "$log"
+grep -qE '^tests: [0-9]+ passed, 0 failed' "$log" || grep -vE '^(go vet|staticcheck|go test|tests:)' "$log" | tail -n 150
+count "$log" "go client"
 # The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
   wait "$torture_pid"

@@ -8,13 +8,15 @@
 # and peers on http://127.0.0.1:12380/12390/12400, static bootstrap (--initial-cluster, token
 # fencelock-bench). etcd defaults otherwise (fsync of the WAL on every commit, 100 ms heartbeat,
 # 1000 ms election timeout), so the figures are those users get.
+# ETCD_BENCH_TOP moves the state directory (bench/servers/etcd-go.sh: the same cluster on the
+# same ports for the Go client's rows, started empty in a directory of its own).
 # `start` is idempotent (running members are left alone; a member with data restarts from it)
 # and returns once `etcdctl endpoint health` (API v3) passes on all three endpoints; it then
 # prints the client endpoints. `stop` sends SIGTERM to one member after the other, waiting up to
 # 10 s for each before SIGKILL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-top=build/bench/etcd
+top=${ETCD_BENCH_TOP:-build/bench/etcd}
 n=3
 cport() { echo $((12369 + 10 * $1)); }
 pport() { echo $((12370 + 10 * $1)); }

@@ -61,7 +61,7 @@ def commit(client, session, key, record, token, unsafe):
 def run(a):
     op, key = a.op_id, "outbox/" + a.op_id
     c = fencelock.Client(a.endpoints)
-    s = c.session(a.ttl_ms, name="outbox-" + op)
+    s = c.session(ttl=a.ttl_ms / 1000.0, name="outbox-" + op)
     try:
         with s.lock(LOCK, wait=a.wait_s) as token:
             say(op, "lock %s token %d (session %d)" % (LOCK, token, s.sid))

@@ -36,7 +36,7 @@ def main():
     c = fencelock.Client(endpoints)
 
     # The zombie: a 1 s lease whose keepalives stop at once, so it runs out while "frozen".
-    zombie = c.session(1000, name="zombie")
+    zombie = c.session(1.0, name="zombie")
     zombie_token = zombie.try_lock("inventory")
     if zombie_token is None:
         zombie.close()
@@ -44,9 +44,9 @@ def main():
     zombie.abandon()
     say("zombie: session %d holds inventory with token %d, then freezes" % (zombie.sid,
                                                                             zombie_token))
-    ttl = 2000
+    ttl = 2.0
     with c.session(ttl, name="inventory-worker") as me:
-        say("worker: session %d (ttl %d ms) on %s" % (me.sid, ttl, c.leader_address))
+        say("worker: session %d (ttl %d ms) on %s" % (me.sid, int(ttl * 1000), c.leader_address))
         t0 = time.monotonic()
         # Queued behind the zombie (FIFO); granted once its lease expired.
         with me.lock("inventory", wait=10.0) as token:

@@ -3,39 +3,24 @@
 a pool of connections (conn.Pool), and offers the calls that need no session: reads (always
 safe to resend), writes without a session (sent once: OutcomeUnknown when the answer is
 lost), fence checks and signatures, elections' leader and observe, watch, cluster members.
-Writes that must apply exactly once go through a Session (session.py).
+Writes that must apply exactly once go through a Session (session.py). Times at this API are
+seconds (floats); the wire's milliseconds are made in _common.ms.
 """
 
+import threading
 import time
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import errors
-from .conn import Cmd, Pool, as_map
+from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, s_, seconds_arg,
+                      status)
+from .conn import Cmd, Pool
 
+if TYPE_CHECKING:
+    from .session import Session
+    from .watch import Watch
 
-def _s(v):
-    return v.decode() if isinstance(v, bytes) else v
-
-
-@dataclass
-class LeaderInfo:
-    """An election's state (ELECT.LEADER / ELECT.OBSERVE): sid 0 when nobody leads."""
-    sid: int
-    token: int
-    value: bytes
-    since_rev: int
-    rev: int
-
-
-def _leader_info(r):
-    d = as_map(r)
-    return LeaderInfo(int(d.get("sid", 0)), int(d.get("token", 0)), d.get("value") or b"",
-                      int(d.get("since_rev", 0)), int(d.get("rev", 0)))
-
-
-def _status(r):
-    if _s(r) != "OK":
-        raise errors.ProtocolError("expected +OK, got %r" % (r,))
+__all__ = ["Client", "LeaderInfo"]
 
 
 class Client:
@@ -46,63 +31,77 @@ class Client:
     every new connection (servers with --acl-file). ssl: None, True (system CAs), an
     ssl.SSLContext, or a dict {"ca", "cert", "key", "server_name"}. timeout: each call's
     deadline in seconds (a lock wait gets its wait plus this). connect_timeout: a server that
-    does not answer within it is treated as gone. margin_ms and drift_ppm: what a Session's
-    safe deadline keeps back (see Session.safe_until).
+    does not answer within it is treated as gone. margin (seconds) and drift_ppm: what a
+    Session's safe deadline keeps back (see Session.safe_until). margin_ms= is the deprecated
+    spelling of margin.
     """
 
-    def __init__(self, endpoints, username=None, password=None, ssl=None, timeout=5.0,
-                 connect_timeout=1.0, margin_ms=10, drift_ppm=10000):
+    def __init__(self, endpoints: Union[str, List[str]], username: Optional[str] = None,
+                 password: Optional[str] = None, ssl: SSLSpec = None, timeout: float = 5.0,
+                 connect_timeout: float = 1.0, margin: Optional[float] = None,
+                 drift_ppm: int = 10000, *, margin_ms: Optional[float] = None) -> None:
         self._pool = Pool(endpoints, username, password, ssl, timeout, connect_timeout)
         self.timeout = timeout
-        self.margin_ms = margin_ms
+        self.margin: float = seconds_arg(margin, margin_ms, "margin", 0.010) or 0.0
         self.drift_ppm = drift_ppm
 
     # ---- plumbing ----
-    def close(self):
+    def close(self) -> None:
         """Close the idle connections (sessions must be closed first)."""
         self._pool.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def leader_address(self):
+    def leader_address(self) -> Optional[str]:
         """The leader's client address as last learned, or None."""
         return self._pool.known_leader()
 
-    def call(self, cmd, deadline=None, retry=True, anynode=False, cancel=None):
+    def call(self, cmd: Cmd, deadline: Optional[float] = None, retry: bool = True,
+             anynode: bool = False, cancel: Optional[threading.Event] = None) -> Any:
         """Send a conn.Cmd through the call path (internal, used by Session and Watch)."""
         return self._pool.call(cmd, deadline, retry, anynode, cancel)
 
-    def execute(self, *args, retry=True):
+    def execute(self, *args: Any, retry: bool = True) -> Any:
         """Any command, with redirects followed. retry=False for a write that carries no
         `REQ sid seq`: it is then sent once and a lost answer raises OutcomeUnknown."""
         return self.call(Cmd(*args), retry=retry)
 
-    def session(self, ttl_ms, lock_delay_ms=0, name=None, on_lost=None):
-        """Open a Session (a lease kept alive by a thread of its own)."""
+    def session(self, ttl: Optional[float] = None, lock_delay: Optional[float] = None,
+                name: Optional[str] = None,
+                on_lost: Optional[Callable[["Session"], None]] = None, *,
+                ttl_ms: Optional[float] = None,
+                lock_delay_ms: Optional[float] = None) -> "Session":
+        """Open a Session (a lease kept alive by a thread of its own): ttl and lock_delay in
+        seconds (ttl_ms= and lock_delay_ms= are deprecated)."""
         from .session import Session
-        return Session(self, ttl_ms, lock_delay_ms=lock_delay_ms, name=name, on_lost=on_lost)
+        return Session(self, ttl, lock_delay, name, on_lost, ttl_ms=ttl_ms,
+                       lock_delay_ms=lock_delay_ms, _depth=1)
 
     # ---- keys ----
-    def get(self, key):
+    def get(self, key: str) -> Optional[bytes]:
         """The value (bytes) or None."""
-        return self.call(Cmd("GET", key))
+        r: Optional[bytes] = self.call(Cmd("GET", key))
+        return r
 
-    def kv_get(self, key):
+    def kv_get(self, key: str) -> Optional[Dict[str, Any]]:
         """None, or a dict: value, create_rev, mod_rev, version, lease."""
-        return as_map(self.call(Cmd("KV.GET", key)))
+        r: Optional[Dict[str, Any]] = as_map(self.call(Cmd("KV.GET", key)))
+        return r
 
-    def keys(self, prefix="", limit=None):
+    def keys(self, prefix: str = "", limit: Optional[int] = None) -> List[bytes]:
         cmd = Cmd("KEYS", prefix)
         if limit:
             cmd.add("LIMIT", limit)
-        return self.call(cmd)
+        return list(self.call(cmd))
 
-    def put(self, key, value, fence=None, ifrev=None, session=None, lease=False):
+    def put(self, key: str, value: Value, fence: Optional[Fence] = None,
+            ifrev: Optional[int] = None, session: Optional["Session"] = None,
+            lease: bool = False) -> int:
         """PUT: the revision. fence=(lock name, token): applies only while token is the
         current holder's (Stale otherwise). ifrev: only if the key's mod_rev is that (0: only if
         absent; IfRevFailed otherwise). With session the write carries REQ sid seq and is
@@ -113,13 +112,15 @@ class Client:
             if session is None:
                 raise ValueError("lease needs a session")
             cmd.add("LEASE", session.sid)
-        return self._write(cmd, fence, ifrev, session)
+        return int(self._write(cmd, fence, ifrev, session))
 
-    def delete(self, key, fence=None, ifrev=None, session=None):
+    def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
+               session: Optional["Session"] = None) -> bool:
         """DEL: True if the key existed. Same fence/ifrev/session rules as put()."""
-        return self._write(Cmd("DEL", key), fence, ifrev, session) == 1
+        return bool(self._write(Cmd("DEL", key), fence, ifrev, session) == 1)
 
-    def _write(self, cmd, fence, ifrev, session):
+    def _write(self, cmd: Cmd, fence: Optional[Fence], ifrev: Optional[int],
+               session: Optional["Session"]) -> Any:
         if fence is not None:
             name, token = fence
             cmd.add("FENCE", name, token)
@@ -130,21 +131,21 @@ class Client:
         return session._mutate(cmd)
 
     # ---- locks and fencing ----
-    def lock_info(self, name):
+    def lock_info(self, name: str) -> Optional[Dict[str, Any]]:
         """None if the lock is free and nobody waits; else a dict (holder, token, waiters,
         mode, holders, lockdelay, held_since_ms)."""
-        d = as_map(self.call(Cmd("LOCK.INFO", name)))
+        d: Optional[Dict[str, Any]] = as_map(self.call(Cmd("LOCK.INFO", name)))
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
 
-    def locks(self, prefix="", limit=None):
+    def locks(self, prefix: str = "", limit: Optional[int] = None) -> List[Dict[str, Any]]:
         cmd = Cmd("LOCKS", prefix)
         if limit:
             cmd.add("LIMIT", limit)
         return [as_map(x) for x in self.call(cmd)]
 
-    def fence_check(self, name, token):
+    def fence_check(self, name: str, token: int) -> bool:
         """True while token is a current holder's (permit's, leader's) token, else False."""
         try:
             self.call(Cmd("FENCE.CHECK", name, token))
@@ -152,24 +153,24 @@ class Client:
         except errors.Stale:
             return False
 
-    def sign(self, name, token):
+    def sign(self, name: str, token: int) -> str:
         """FENCE.SIGN name token: the server's signature of (name, token) as hex, for a
         resource that verifies tokens offline; Stale if token is not the current one."""
-        return _s(self.call(Cmd("FENCE.SIGN", name, token)))
+        return str(s_(self.call(Cmd("FENCE.SIGN", name, token))))
 
     # ---- semaphores and elections (reads) ----
-    def sem_info(self, name):
-        d = as_map(self.call(Cmd("SEM.INFO", name)))
+    def sem_info(self, name: str) -> Optional[Dict[str, Any]]:
+        d: Optional[Dict[str, Any]] = as_map(self.call(Cmd("SEM.INFO", name)))
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
 
-    def leader(self, name):
+    def leader(self, name: str) -> Optional[LeaderInfo]:
         """The election's LeaderInfo, or None if nobody leads."""
         r = self.call(Cmd("ELECT.LEADER", name))
-        return None if r is None else _leader_info(r)
+        return None if r is None else leader_info(r)
 
-    def observe(self, name, after_rev=0, wait=10.0):
+    def observe(self, name: str, after_rev: int = 0, wait: float = 10.0) -> Optional[LeaderInfo]:
         """Block until the election changed after after_rev (0: the current state at once):
         its LeaderInfo (sid 0 when nobody leads), or None when wait (seconds) ran out. Pass
         each answer's .rev back: no change is missed, no older leader follows a newer one."""
@@ -179,21 +180,22 @@ class Client:
             cmd.add("AFTER", after_rev)
         cmd.wait(end)
         r = self.call(cmd, deadline=end + self.timeout)
-        return None if r is None else _leader_info(r)
+        return None if r is None else leader_info(r)
 
     # ---- watch and cluster ----
-    def watch(self, prefix="", from_id="$"):
+    def watch(self, prefix: str = "", from_id: str = "$") -> "Watch":
         """A Watch of the event stream (fencelock:events[:prefix]) after from_id."""
         from .watch import Watch
         return Watch(self, prefix, from_id)
 
-    def members(self):
+    def members(self) -> List[Dict[str, Any]]:
         """CLUSTER.MEMBERS of any node: a list of dicts."""
         return [as_map(m) for m in self.call(Cmd("CLUSTER.MEMBERS"), anynode=True)]
 
-    def session_info(self, sid):
-        return as_map(self.call(Cmd("SESSION.INFO", sid)))
+    def session_info(self, sid: int) -> Optional[Dict[str, Any]]:
+        r: Optional[Dict[str, Any]] = as_map(self.call(Cmd("SESSION.INFO", sid)))
+        return r
 
-    def revoke(self, sid):
+    def revoke(self, sid: int) -> None:
         """SESSION.REVOKE (admin): end any session as an expiry does."""
-        _status(self.call(Cmd("SESSION.REVOKE", sid), retry=False))
+        status(self.call(Cmd("SESSION.REVOKE", sid), retry=False))

@@ -21,59 +21,52 @@ import socket
 import ssl as _ssl
 import threading
 import time
+from typing import Any, Dict, List, Optional, Protocol, Tuple, Union, cast
 
 import redis
+from redis.backoff import NoBackoff
 from redis.connection import Connection
+from redis.retry import Retry
 
 from . import errors
+from ._common import (BACKOFF_MAX, BACKOFF_MIN, POOL_MAX, QUICK_REDIRECTS, WAIT_SLICE, SSLSpec,
+                      as_map, error_text, is_tls_failure, make_ssl_context, split_addr,
+                      split_endpoints)
 
-BACKOFF_MIN = 0.010
-BACKOFF_MAX = 0.200
-WAIT_SLICE = 0.100  # how often a long wait checks whether the leader moved
-QUICK_REDIRECTS = 3
-POOL_MAX = 16  # idle connections kept per address
+__all__ = ["Cmd", "Pool", "as_map", "split_addr", "make_ssl_context", "error_text"]
 
-
-def split_addr(addr):
-    """("host", port) of "host:port" or "[v6]:port"; ValueError if malformed."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("not a host:port: %r" % addr)
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host, int(port)
+# redis-py 5 and later introduce themselves with CLIENT SETINFO unless told not to (4.3 can't)
+_HAS_LIB_NAME = int(redis.__version__.split(".")[0]) >= 5
 
 
-def make_ssl_context(spec):
-    """None (plain TCP), or an ssl.SSLContext from: True (system CAs), an SSLContext as is, or
-    a dict with any of ca, cert, key (file paths), server_name."""
-    if spec is None or spec is False:
-        return None, None
-    if spec is True:
-        return _ssl.create_default_context(), None
-    if isinstance(spec, _ssl.SSLContext):
-        return spec, None
-    if isinstance(spec, dict):
-        unknown = set(spec) - {"ca", "cert", "key", "server_name"}
-        if unknown:
-            raise ValueError("unknown ssl option(s): %s" % ", ".join(sorted(unknown)))
-        ctx = _ssl.create_default_context(cafile=spec.get("ca"))
-        if spec.get("cert"):
-            ctx.load_cert_chain(spec["cert"], spec.get("key"))
-        return ctx, spec.get("server_name")
-    raise TypeError("ssl must be None, True, an ssl.SSLContext or a dict")
+class RawConn(Protocol):
+    """What this module uses of a redis-py Connection, typed (redis-py's sync connection has
+    no annotations)."""
+
+    socket_timeout: Optional[float]
+    _sock: Optional[socket.socket]
+
+    def connect(self) -> None: ...
+
+    def disconnect(self) -> None: ...
+
+    def can_read(self, timeout: Optional[float] = 0) -> bool: ...
+
+    def send_command(self, *args: Any) -> None: ...
+
+    def read_response(self) -> Any: ...
 
 
 class _TLSConnection(Connection):
     """A redis-py connection wrapped in a given SSLContext (redis-py 4.3 builds its own)."""
 
-    def __init__(self, context, server_name, **kw):
-        super().__init__(**kw)
+    def __init__(self, context: _ssl.SSLContext, server_name: Optional[str], **kw: Any) -> None:
+        super().__init__(**kw)  # type: ignore[no-untyped-call]
         self._context = context
         self._server_name = server_name
 
-    def _connect(self):
-        sock = super()._connect()
+    def _connect(self) -> socket.socket:
+        sock: socket.socket = super()._connect()  # type: ignore[no-untyped-call]
         try:
             return self._context.wrap_socket(sock,
                                              server_hostname=self._server_name or self.host)
@@ -90,24 +83,24 @@ class Cmd:
     """One command's arguments. A command with a WAIT (LOCK, SEM.ACQUIRE, ELECT.CAMPAIGN)
     asks, on every resend, for the wait that is left, never for the whole wait again."""
 
-    def __init__(self, *args, block_end=None):
-        self.argv = list(args)
-        self.wait_idx = None
-        self.wait_end = None
+    def __init__(self, *args: Any, block_end: Optional[float] = None) -> None:
+        self.argv: List[Any] = list(args)
+        self.wait_idx: Optional[int] = None
+        self.wait_end = 0.0
         self.block_end = block_end  # monotonic end of a server-side block (XREAD BLOCK)
 
-    def wait(self, wait_end):
+    def wait(self, wait_end: float) -> "Cmd":
         """Append `WAIT ms` for a wait that ends at wait_end (monotonic seconds)."""
         self.argv += ["WAIT", 1]
         self.wait_idx = len(self.argv) - 1
         self.wait_end = wait_end
         return self
 
-    def add(self, *args):
+    def add(self, *args: Any) -> "Cmd":
         self.argv += list(args)
         return self
 
-    def render(self):
+    def render(self) -> Tuple[List[Any], float]:
         """(argv, seconds the server may legitimately hold the reply back)."""
         if self.wait_idx is not None:
             left = self.wait_end - time.monotonic()
@@ -118,38 +111,24 @@ class Cmd:
         return self.argv, 0.0
 
 
-def error_text(e):
-    """The server's error reply as it was sent (redis-py strips some words off)."""
-    if isinstance(e, redis.exceptions.NoPermissionError):
-        return "NOPERM " + str(e)
-    if isinstance(e, redis.exceptions.AuthenticationError):
-        s = str(e)
-        return s if s.startswith(("NOAUTH", "WRONGPASS")) else "NOAUTH " + s
-    return str(e)
-
-
 class Pool:
     """Endpoints, the known leader and idle connections; the call loop."""
 
-    def __init__(self, endpoints, username, password, ssl, timeout, connect_timeout):
-        if isinstance(endpoints, str):
-            endpoints = [e.strip() for e in endpoints.split(",") if e.strip()]
-        if not endpoints:
-            raise ValueError("no endpoints")
-        for e in endpoints:
-            split_addr(e)
-        self.endpoints = list(endpoints)
+    def __init__(self, endpoints: Union[str, List[str]], username: Optional[str],
+                 password: Optional[str], ssl: SSLSpec, timeout: float,
+                 connect_timeout: float) -> None:
+        self.endpoints = split_endpoints(endpoints)
         self.username, self.password = username, password
         self.ssl_context, self.server_name = make_ssl_context(ssl)
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.mu = threading.Lock()
-        self.leader = None
+        self.leader: Optional[str] = None
         self.next_ep = 0
-        self.idle = {}
+        self.idle: Dict[str, List[RawConn]] = {}
         self.members_learned = False
 
     # ---- bookkeeping ----
-    def pick(self):
+    def pick(self) -> str:
         with self.mu:
             if self.leader:
                 return self.leader
@@ -157,7 +136,7 @@ class Pool:
             self.next_ep += 1
             return a
 
-    def set_leader(self, addr):
+    def set_leader(self, addr: str) -> None:
         with self.mu:
             try:
                 split_addr(addr)
@@ -168,33 +147,39 @@ class Pool:
             if addr not in self.endpoints:
                 self.endpoints.append(addr)
 
-    def leader_failed(self, addr):
+    def leader_failed(self, addr: str) -> None:
         with self.mu:
             if self.leader == addr:
                 self.leader = None
 
-    def leader_moved(self, addr):
+    def leader_moved(self, addr: str) -> bool:
         with self.mu:
             return self.leader is not None and self.leader != addr
 
-    def known_leader(self):
+    def known_leader(self) -> Optional[str]:
         with self.mu:
             return self.leader
 
     # ---- connections ----
-    def _new_conn(self, addr, budget, deadline):
+    def _new_conn(self, addr: str, budget: float, deadline: float) -> RawConn:
         host, port = split_addr(addr)
         # socket_timeout bounds the rest of a reply once its first bytes arrived (the wait for
         # them is await_reply's); it stays with the pooled connection, so it is not `budget`.
         # The AUTH sent on connect may take long (the server hashes the password, and delays a
         # wrong one): it is bounded by the call's deadline, as libfencelock's conn_auth.
         auth_budget = max(budget, deadline - time.monotonic())
-        kw = dict(host=host, port=port, username=self.username, password=self.password,
-                  socket_timeout=auth_budget, socket_connect_timeout=budget)
+        kw: Dict[str, Any] = dict(host=host, port=port, username=self.username,
+                                  password=self.password, socket_timeout=auth_budget,
+                                  socket_connect_timeout=budget)
+        # No retries of redis-py's own (this loop owns them) and no CLIENT SETINFO on connect
+        # (redis-py 5+): a frozen server would hold the connect for its whole timeout.
+        kw["retry"] = Retry(NoBackoff(), 0)
+        if _HAS_LIB_NAME:
+            kw.update(lib_name=None, lib_version=None)
         if self.ssl_context is not None:
-            c = _TLSConnection(self.ssl_context, self.server_name, **kw)
+            c = cast(RawConn, _TLSConnection(self.ssl_context, self.server_name, **kw))
         else:
-            c = Connection(**kw)
+            c = cast(RawConn, Connection(**kw))  # type: ignore[no-untyped-call]
         try:
             c.connect()  # sends AUTH when credentials were given
         except redis.ResponseError as e:  # -WRONGPASS to AUTH
@@ -204,10 +189,11 @@ class Pool:
             c.disconnect()
             raise errors.AuthError(error_text(e)) from None
         c.socket_timeout = self.connect_timeout
-        c._sock.settimeout(self.connect_timeout)
+        if c._sock is not None:
+            c._sock.settimeout(self.connect_timeout)
         return c
 
-    def get(self, addr, deadline):
+    def get(self, addr: str, deadline: float) -> Tuple[RawConn, bool]:
         """(connection, fresh). Raises AuthError, or redis/OS errors when unreachable."""
         while True:
             with self.mu:
@@ -224,7 +210,7 @@ class Pool:
         budget = max(0.001, min(self.connect_timeout, deadline - time.monotonic()))
         return self._new_conn(addr, budget, deadline), True
 
-    def put(self, addr, c):
+    def put(self, addr: str, c: RawConn) -> None:
         with self.mu:
             lst = self.idle.setdefault(addr, [])
             if len(lst) < POOL_MAX:
@@ -232,14 +218,14 @@ class Pool:
                 return
         c.disconnect()
 
-    def close(self):
+    def close(self) -> None:
         with self.mu:
             conns = [c for lst in self.idle.values() for c in lst]
             self.idle = {}
         for c in conns:
             c.disconnect()
 
-    def learn_members(self, c, until):
+    def learn_members(self, c: RawConn, until: float) -> None:
         """Learn the members' client addresses once (best effort), so that losing every given
         endpoint but one still leaves the others reachable."""
         with self.mu:
@@ -267,7 +253,8 @@ class Pool:
                 self.members_learned = False
             raise _Lost("CLUSTER.MEMBERS failed")
 
-    def await_reply(self, c, addr, until, cancel=None):
+    def await_reply(self, c: RawConn, addr: Optional[str], until: float,
+                    cancel: Optional[threading.Event] = None) -> Any:
         """The reply to what was sent on c, waited for in short slices: abandoned (_Lost) when
         `until` passes or another thread learned of a leader other than addr."""
         while True:
@@ -282,7 +269,8 @@ class Pool:
                 raise _Lost("cancelled")
 
     # ---- the call path ----
-    def attempt(self, cmd, deadline, retry, anynode, cancel, state):
+    def attempt(self, cmd: Cmd, deadline: float, retry: bool, anynode: bool,
+                cancel: Optional[threading.Event], state: Dict[str, Any]) -> Tuple[str, Any]:
         """One try against one address: ("done", reply) or ("retry", None); raises final
         errors."""
         addr = self.pick()
@@ -293,6 +281,8 @@ class Pool:
         except (redis.RedisError, OSError) as e:
             self.leader_failed(addr)
             state["why"] = "connect %s: %s" % (addr, e)
+            if is_tls_failure(e):
+                state["tls"] = state["why"]
             return "retry", None  # nothing was sent
         if fresh:
             try:
@@ -327,7 +317,8 @@ class Pool:
             self.set_leader(addr)  # it answered a leader-only command
         return "done", reply
 
-    def on_error(self, addr, text, retry, state):
+    def on_error(self, addr: str, text: str, retry: bool,
+                 state: Dict[str, Any]) -> Tuple[str, Any]:
         word, _, rest = text.partition(" ")
         if word == "NOTLEADER":
             self.set_leader(rest.strip())
@@ -345,13 +336,14 @@ class Pool:
             raise errors.OutcomeUnknown(text)
         raise errors.from_reply(text)
 
-    def call(self, cmd, deadline=None, retry=True, anynode=False, cancel=None):
+    def call(self, cmd: Cmd, deadline: Optional[float] = None, retry: bool = True,
+             anynode: bool = False, cancel: Optional[threading.Event] = None) -> Any:
         """The reply of cmd (a Cmd) by `deadline` (monotonic seconds; default now+timeout)."""
         if deadline is None:
             deadline = time.monotonic() + self.timeout
         backoff = BACKOFF_MIN
         quick = 0
-        state = {"why": "", "unknown": False}
+        state: Dict[str, Any] = {"why": "", "unknown": False, "tls": ""}
         while True:
             if cancel is not None and cancel.is_set():
                 raise errors.LockTimeout("cancelled")
@@ -360,6 +352,8 @@ class Pool:
                 msg = "deadline passed; last: %s" % (state["why"] or "no answer")
                 if state["unknown"]:
                     raise errors.OutcomeUnknown(msg)
+                if state["tls"]:
+                    raise errors.TLSError("deadline passed; TLS: %s" % state["tls"])
                 raise errors.Unavailable(msg)
             had_leader = self.known_leader() is not None
             st, reply = self.attempt(cmd, deadline, retry, anynode, cancel, state)
@@ -370,14 +364,3 @@ class Pool:
                 continue
             time.sleep(max(0.0, min(backoff, deadline - time.monotonic())))
             backoff = min(backoff * 2, BACKOFF_MAX)
-
-
-def as_map(r):
-    """A RESP2 flat array (or a RESP3 dict) as a dict with str keys; None stays None."""
-    if r is None:
-        return None
-    if isinstance(r, dict):
-        items = r.items()
-    else:
-        items = zip(r[0::2], r[1::2])
-    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in items}

@@ -3,19 +3,26 @@
 (docs/protocol.md "Errors", src/common/proto.h) plus the client's own outcomes.
 
 Every exception derives from FencelockError. Map a server's error reply with from_reply(); the
-word is the first word of the reply, the rest is the server's message.
+word is the first word of the reply, the rest is the server's message. Each class's `word` is
+its name in the clients' common vocabulary (docs/clients.md, tests/conformance/PROTOCOL.md
+"Error words").
 """
 
 import re
+from typing import Dict, Type
 
 
 class FencelockError(Exception):
     """Base class: anything the package raises on purpose."""
 
+    word = "OTHER"
+
 
 class Unavailable(FencelockError):
     """No leader could be reached before the call's deadline (nothing was applied by a call
     that carried REQ sid seq, or its outcome is known; otherwise see OutcomeUnknown)."""
+
+    word = "UNAVAILABLE"
 
 
 class OutcomeUnknown(FencelockError):
@@ -23,27 +30,39 @@ class OutcomeUnknown(FencelockError):
     broke after the send): it may have applied. Writes through a Session are retried with
     their `REQ sid seq` instead and never end here unless the deadline passed."""
 
+    word = "UNKNOWN"
+
 
 class SessionLost(FencelockError):
     """The session is unknown, closed, expired (-NOSESSION), or known lost locally."""
 
+    word = "SESSION"
+
 
 class NotHolder(FencelockError):
     """UNLOCK / SEM.RELEASE / ELECT.RESIGN by a session that neither holds nor waits."""
+
+    word = "NOTHOLDER"
 
 
 class LockTimeout(FencelockError):
     """A lock, permit or leadership was not granted within the wait (the session left the
     queue on the servers)."""
 
+    word = "TIMEOUT"
+
 
 class Stale(FencelockError):
     """A fenced write, FENCE.CHECK, FENCE.SIGN or ELECT.PROCLAIM with a token that is not the
     current holder's; nothing changed."""
 
+    word = "STALE"
+
 
 class IfRevFailed(FencelockError):
     """An IFREV condition did not hold; nothing changed."""
+
+    word = "IFREV"
 
 
 class TooLarge(FencelockError):
@@ -53,17 +72,25 @@ class TooLarge(FencelockError):
 class NoSpace(FencelockError):
     """A server quota is full (--max-sessions, --max-locks, ...); nothing applied."""
 
+    word = "NOSPACE"
+
 
 class AuthError(FencelockError):
     """-WRONGPASS / -NOAUTH: the credentials were refused or missing. Not retried."""
+
+    word = "AUTH"
 
 
 class PermissionDenied(FencelockError):
     """-NOPERM: the user may not run that command or name that key, lock or session."""
 
+    word = "PERM"
+
 
 class WrongType(FencelockError):
     """-WRONGTYPE: the name is a lock, semaphore or election of another kind."""
+
+    word = "WRONGTYPE"
 
 
 class Compacted(FencelockError):
@@ -73,17 +100,19 @@ class Compacted(FencelockError):
     to a new leader that retains more history, and "0" there starts before what was handed
     out."""
 
-    def __init__(self, msg, oldest):
+    word = "COMPACTED"
+
+    def __init__(self, msg: str, oldest: str) -> None:
         super().__init__(msg)
         self.oldest = oldest
 
     @property
-    def after(self):
+    def after(self) -> str:
         """The id just before `oldest` ("" if the server named none)."""
-        rev, sep, n = self.oldest.partition("-")
-        if not rev.isdigit() or (sep and not n.isdigit()):
+        r, sep, k = self.oldest.partition("-")
+        if not r.isdigit() or (sep and not k.isdigit()):
             return ""
-        rev, n = int(rev), int(n or 0)
+        rev, n = int(r), int(k or 0)
         if n:
             return "%d-%d" % (rev, n - 1)
         return "%d-%d" % (rev - 1, 2 ** 64 - 1) if rev else "0-0"
@@ -97,7 +126,14 @@ class ProtocolError(FencelockError):
     """A reply of a shape the package does not expect."""
 
 
-_WORDS = {
+class TLSError(Unavailable):
+    """No leader was reached before the deadline and a TLS handshake failed on the way (an
+    untrusted certificate, a name that does not match): the message says which."""
+
+    word = "TLS"
+
+
+_WORDS: Dict[str, Type[FencelockError]] = {
     "NOSESSION": SessionLost,
     "NOTHOLDER": NotHolder,
     "STALE": Stale,
@@ -112,7 +148,7 @@ _WORDS = {
 }
 
 
-def from_reply(text):
+def from_reply(text: str) -> FencelockError:
     """The exception for one error reply's text ("STALE token 5 is not ...")."""
     word = text.split(" ", 1)[0]
     if word == "COMPACTED":  # "COMPACTED oldest=41-0: ..."

@@ -19,23 +19,41 @@ lock.c, prims.c; docs/client.md "Sessions and the safe deadline"):
 import contextlib
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from . import errors
+from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Value, check_ttl, ms,
+                      seconds_arg, span)
 from .conn import Cmd
 
-KA_PER_TTL = 3
-KA_RETRIES_PER_TTL = 10
-KA_RETRY_MIN = 0.020
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["Session"]
 
 
 class Session:
-    """A lease. Use as a context manager (closes on exit) or call close()."""
+    """A lease. Use as a context manager (closes on exit) or call close().
 
-    def __init__(self, client, ttl_ms, lock_delay_ms=0, name=None, on_lost=None):
-        if int(ttl_ms) <= 0:
-            raise ValueError("ttl_ms must be positive")
+    ttl and lock_delay are seconds (floats); ttl_ms= and lock_delay_ms= are the deprecated
+    spellings of earlier releases (milliseconds, with a DeprecationWarning)."""
+
+    def __init__(self, client: "Client", ttl: Optional[float] = None,
+                 lock_delay: Optional[float] = None, name: Optional[str] = None,
+                 on_lost: Optional[Callable[["Session"], None]] = None, *,
+                 ttl_ms: Optional[float] = None, lock_delay_ms: Optional[float] = None,
+                 _depth: int = 0) -> None:
+        lvl = 3 + _depth
+        ttl_s = seconds_arg(ttl, ttl_ms, "ttl", None, lvl)
+        if ttl_s is None:
+            raise TypeError("a session needs a ttl (seconds)")
+        if ttl_ms is None:
+            check_ttl(ttl_s, lvl)
+        delay_s = seconds_arg(lock_delay, lock_delay_ms, "lock_delay", 0.0, lvl) or 0.0
         self.client = client
-        self.ttl_ms = int(ttl_ms)
+        self.ttl_ms = ms(ttl_s, "ttl")
+        self.ttl = self.ttl_ms / 1000.0
+        self.lock_delay_ms = ms(delay_s, "lock_delay", 0)
         self._cv = threading.Condition()
         self._op = threading.Lock()  # held across a mutation: seqs reach the server in order
         self._seq = 0
@@ -44,8 +62,8 @@ class Session:
         self._cb_done = False
         self._on_lost = on_lost
         cmd = Cmd("SESSION.OPEN", self.ttl_ms)
-        if lock_delay_ms:
-            cmd.add("LOCKDELAY", int(lock_delay_ms))
+        if self.lock_delay_ms:
+            cmd.add("LOCKDELAY", self.lock_delay_ms)
         if name:
             cmd.add("NAME", name)
         sent = time.monotonic()
@@ -57,29 +75,27 @@ class Session:
         self._thread.start()
 
     # ---- the safe deadline and loss ----
-    def _span(self, granted_ms):
+    def _span(self, granted_ms: int) -> float:
         """What the servers granted, less the margin for the clocks' rates, in seconds."""
-        c = self.client
-        drift = granted_ms * c.drift_ppm // 1000000
-        return (granted_ms - c.margin_ms - drift) / 1000.0
+        return span(granted_ms, self.client.margin, self.client.drift_ppm)
 
-    def _lost_locked(self):
+    def _lost_locked(self) -> bool:
         if not self._lost and time.monotonic() >= self._safe_until:
             self._lost = True
             self._cv.notify_all()
         return self._lost
 
-    def safe_until(self):
+    def safe_until(self) -> float:
         """time.monotonic() value before which the session surely lives on the servers, so
         that what is held through it is still held; 0.0 once lost."""
         with self._cv:
             return 0.0 if self._lost_locked() else self._safe_until
 
-    def is_lost(self):
+    def is_lost(self) -> bool:
         with self._cv:
             return self._lost_locked()
 
-    def on_lost(self, cb):
+    def on_lost(self, cb: Callable[["Session"], None]) -> None:
         """cb(session), run once when the session is lost (at once if it already is)."""
         with self._cv:
             self._on_lost = cb
@@ -87,12 +103,12 @@ class Session:
             if self._lost_locked():
                 self._fire_lost()
 
-    def _mark_lost(self):
+    def _mark_lost(self) -> None:
         with self._cv:
             self._lost = True
             self._cv.notify_all()
 
-    def _fire_lost(self):
+    def _fire_lost(self) -> None:
         """Run the callback once, outside the lock (called with it held)."""
         if self._cb_done or self._on_lost is None:
             return
@@ -104,11 +120,11 @@ class Session:
         finally:
             self._cv.acquire()
 
-    def _keepalive(self):
+    def _keepalive(self) -> None:
         """Renew every TTL/3; after a failure retry sooner (TTL/10, at least 20 ms) until the
         safe deadline passes. This thread owns the transition to LOST by deadline."""
-        interval = self.ttl_ms / 1000.0 / KA_PER_TTL
-        retry = max(KA_RETRY_MIN, self.ttl_ms / 1000.0 / KA_RETRIES_PER_TTL)
+        interval = self.ttl / KA_PER_TTL
+        retry = max(KA_RETRY_MIN, self.ttl / KA_RETRIES_PER_TTL)
         nxt = time.monotonic() + interval
         with self._cv:
             while not self._stopping and not self._lost_locked():
@@ -120,15 +136,15 @@ class Session:
                 deadline = self._safe_until
                 self._cv.release()
                 sent = time.monotonic()
+                err: Optional[Exception] = None
+                ttl = 0
                 try:
                     ttl = int(self.client.call(Cmd("SESSION.KEEPALIVE", self.sid),
                                                deadline=deadline))
-                    err = None
                 except errors.SessionLost as e:
                     err = e
                 except Exception as e:  # noqa: BLE001 - unreachable, auth: retry until lost
                     err = e
-                    ttl = None
                 finally:
                     self._cv.acquire()
                 if err is None:
@@ -143,7 +159,7 @@ class Session:
                 self._fire_lost()
 
     # ---- mutations ----
-    def _begin(self):
+    def _begin(self) -> int:
         if self.is_lost():
             raise errors.SessionLost("session %d is lost" % self.sid)
         self._op.acquire()
@@ -151,7 +167,7 @@ class Session:
             self._seq += 1
             return self._seq
 
-    def _send(self, cmd, seq, deadline=None):
+    def _send(self, cmd: Cmd, seq: int, deadline: Optional[float] = None) -> Any:
         cmd.add("REQ", self.sid, seq)
         try:
             return self.client.call(cmd, deadline=deadline, retry=True)
@@ -159,7 +175,7 @@ class Session:
             self._mark_lost()
             raise
 
-    def _mutate(self, cmd, deadline=None):
+    def _mutate(self, cmd: Cmd, deadline: Optional[float] = None) -> Any:
         """Send cmd with the next REQ sid seq, retried until its outcome is known."""
         seq = self._begin()
         try:
@@ -167,7 +183,7 @@ class Session:
         finally:
             self._op.release()
 
-    def _wait_grant(self, cmd, wait, release, what):
+    def _wait_grant(self, cmd: Cmd, wait: float, release: str, what: str) -> Optional[int]:
         """LOCK / SEM.ACQUIRE / ELECT.CAMPAIGN ... [WAIT] REQ: the token; LockTimeout for nil
         after a wait, None for nil of a try. On an unknown outcome, `release` with a fresh seq
         (leaves the queue or gives back a grant never seen) before raising."""
@@ -200,28 +216,28 @@ class Session:
         return int(r)
 
     # ---- locks ----
-    def acquire(self, name, wait=30.0, shared=False):
+    def acquire(self, name: str, wait: float = 30.0, shared: bool = False) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock (any number of readers or one writer). Granted once, however
         many fail-overs the request crosses."""
         cmd = Cmd("LOCK", name, self.sid)
         if shared:
             cmd.add("SHARED")
-        return self._wait_grant(cmd, wait, "UNLOCK", "lock")
+        return _granted(self._wait_grant(cmd, wait, "UNLOCK", "lock"))
 
-    def try_lock(self, name, shared=False):
+    def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
         """The token if the lock was free, else None."""
         cmd = Cmd("LOCK", name, self.sid)
         if shared:
             cmd.add("SHARED")
         return self._wait_grant(cmd, 0, "UNLOCK", "lock")
 
-    def unlock(self, name):
+    def unlock(self, name: str) -> None:
         """Release the lock or leave its queue (NotHolder if neither)."""
         self._mutate(Cmd("UNLOCK", name, self.sid))
 
     @contextlib.contextmanager
-    def lock(self, name, wait=30.0, shared=False):
+    def lock(self, name: str, wait: float = 30.0, shared: bool = False) -> Iterator[int]:
         """with session.lock("inventory", wait=5.0) as token: ... ; unlocked on exit. Check
         time.monotonic() < session.safe_until() before acting on the resource, and fence
         writes with the token."""
@@ -229,50 +245,51 @@ class Session:
         yield from _held(lambda: self.unlock(name), token)
 
     # ---- keys ----
-    def put(self, key, value, fence=None, ifrev=None, lease=False):
+    def put(self, key: str, value: Value, fence: Optional[Fence] = None,
+            ifrev: Optional[int] = None, lease: bool = False) -> int:
         """Client.put through this session (exactly once)."""
         return self.client.put(key, value, fence=fence, ifrev=ifrev, session=self, lease=lease)
 
-    def delete(self, key, fence=None, ifrev=None):
+    def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None) -> bool:
         return self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
 
     # ---- semaphores ----
-    def sem_acquire(self, name, limit, wait=30.0):
+    def sem_acquire(self, name: str, limit: int, wait: float = 30.0) -> int:
         """SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeout after wait."""
-        return self._wait_grant(Cmd("SEM.ACQUIRE", name, self.sid, int(limit)), wait,
-                                "SEM.RELEASE", "permit of")
+        return _granted(self._wait_grant(Cmd("SEM.ACQUIRE", name, self.sid, int(limit)), wait,
+                                         "SEM.RELEASE", "permit of"))
 
-    def sem_release(self, name):
+    def sem_release(self, name: str) -> None:
         self._mutate(Cmd("SEM.RELEASE", name, self.sid))
 
     @contextlib.contextmanager
-    def semaphore(self, name, limit, wait=30.0):
+    def semaphore(self, name: str, limit: int, wait: float = 30.0) -> Iterator[int]:
         token = self.sem_acquire(name, limit, wait)
         yield from _held(lambda: self.sem_release(name), token)
 
     # ---- elections ----
-    def campaign(self, name, value=b"", wait=30.0):
+    def campaign(self, name: str, value: Value = b"", wait: float = 30.0) -> int:
         """ELECT.CAMPAIGN: the leader's token once this session leads; LockTimeout after
         wait (no longer a candidate then)."""
-        return self._wait_grant(Cmd("ELECT.CAMPAIGN", name, self.sid, value), wait,
-                                "ELECT.RESIGN", "leadership of")
+        return _granted(self._wait_grant(Cmd("ELECT.CAMPAIGN", name, self.sid, value), wait,
+                                         "ELECT.RESIGN", "leadership of"))
 
-    def proclaim(self, name, token, value):
+    def proclaim(self, name: str, token: int, value: Value) -> int:
         """ELECT.PROCLAIM: the leader's new value; the revision (Stale if not the leader)."""
         return int(self._mutate(Cmd("ELECT.PROCLAIM", name, self.sid, token, value)))
 
-    def resign(self, name):
+    def resign(self, name: str) -> None:
         self._mutate(Cmd("ELECT.RESIGN", name, self.sid))
 
     # ---- end ----
-    def _stop_thread(self):
+    def _stop_thread(self) -> None:
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
         if self._thread is not threading.current_thread():
             self._thread.join()
 
-    def close(self):
+    def close(self) -> None:
         """Stop renewing, then SESSION.CLOSE (releases its locks now, no lock-delay). A session
         lost locally is still closed on the servers if it lives there."""
         with self._op:  # after any mutation in flight
@@ -287,15 +304,16 @@ class Session:
         finally:
             self._mark_lost()
 
-    def abandon(self):
+    def abandon(self) -> None:
         """Stop renewing without closing: the lease runs out on the servers (lock-delay
         applies). For a process going away abnormally."""
         self._stop_thread()
 
-    def __enter__(self):
+    def __enter__(self) -> "Session":
         return self
 
-    def __exit__(self, typ, val, tb):
+    def __exit__(self, typ: Optional[type], val: Optional[BaseException],
+                 tb: Any) -> None:
         try:
             self.close()
         except errors.FencelockError:
@@ -303,7 +321,15 @@ class Session:
                 raise
 
 
-def _held(release, token):
+def _granted(token: Optional[int]) -> int:
+    """A wait's token (a wait > 0 raises LockTimeout rather than returning None; a wait of 0
+    through acquire() is a try that found the lock taken)."""
+    if token is None:
+        raise errors.LockTimeout("not granted (a try found it taken)")
+    return token
+
+
+def _held(release: Callable[[], None], token: int) -> Iterator[int]:
     """Yield token; release on exit. A release that fails because the session is gone is
     not an error of the block (the hold is gone with it); other failures surface unless the
     block itself raised."""

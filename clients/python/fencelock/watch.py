@@ -13,69 +13,56 @@ out. Never a silent gap.
 """
 
 import time
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, List, Optional
 
-from .conn import Cmd, as_map
+from ._common import STREAM, Event, as_map, events, s_, seconds_arg, stream_of
+from .conn import Cmd
 
-STREAM = "fencelock:events"
+if TYPE_CHECKING:
+    from .client import Client
 
-
-def _s(v):
-    return v.decode() if isinstance(v, bytes) else v
-
-
-@dataclass
-class Event:
-    """One entry: id "<rev>-<n>", type (put, del, grant, ...), name ("" for session events)
-    and every field as the server sent it (values bytes)."""
-    id: str
-    type: str
-    name: str
-    fields: dict = field(default_factory=dict)
-
-    @property
-    def rev(self):
-        return int(self.id.split("-")[0])
+__all__ = ["Watch", "Event", "STREAM"]
 
 
 class Watch:
-    """An iterator of Events; stop() ends the iteration within about block_ms."""
+    """An iterator of Events; stop() ends the iteration within about `block` seconds."""
 
-    def __init__(self, client, prefix="", from_id="$", count=1000, block_ms=500):
+    def __init__(self, client: "Client", prefix: str = "", from_id: str = "$",
+                 count: int = 1000, block: Optional[float] = None, *,
+                 block_ms: Optional[float] = None) -> None:
         self.client = client
-        self.stream = STREAM + (":" + prefix if prefix else "")
+        self.stream = stream_of(prefix)
         self.last_id = from_id
-        self.count, self.block_ms = count, block_ms
+        self.count = count
+        self.block: float = seconds_arg(block, block_ms, "block", 0.5) or 0.0
         self._stopped = False
 
-    def _resolve(self):
+    def _resolve(self) -> None:
         if self.last_id == "$":
             info = as_map(self.client.call(Cmd("XINFO", "STREAM", self.stream)))
-            self.last_id = _s(info.get("last-generated-id")) or "0-0"
+            self.last_id = s_(info.get("last-generated-id")) or "0-0"
 
-    def read(self, block_ms=None):
-        """One XREAD after last_id: a list of Events (empty when block_ms ran out)."""
+    def read(self, block: Optional[float] = None, *,
+             block_ms: Optional[float] = None) -> List[Event]:
+        """One XREAD after last_id: a list of Events (empty when `block` seconds ran out;
+        block_ms= is the deprecated spelling)."""
         self._resolve()
-        block = self.block_ms if block_ms is None else block_ms
-        cmd = Cmd("XREAD", "COUNT", self.count, "BLOCK", block, "STREAMS", self.stream,
-                  self.last_id, block_end=time.monotonic() + block / 1000.0)
-        r = self.client.call(cmd, deadline=time.monotonic() + block / 1000.0 +
+        wait = seconds_arg(block, block_ms, "block", self.block)
+        b = self.block if wait is None else wait
+        bms = max(1, int(round(b * 1000)))
+        cmd = Cmd("XREAD", "COUNT", self.count, "BLOCK", bms, "STREAMS", self.stream,
+                  self.last_id, block_end=time.monotonic() + bms / 1000.0)
+        r = self.client.call(cmd, deadline=time.monotonic() + bms / 1000.0 +
                              self.client.timeout)
-        if not r:
-            return []
-        entries = r[0][1] if isinstance(r, list) else list(r.values())[0]
-        out = []
-        for eid, kv in entries:
-            f = as_map(kv)
-            out.append(Event(_s(eid), _s(f.get("type", b"")), _s(f.get("name", b"")), f))
+        out = events(r)
         if out:
             self.last_id = out[-1].id
         return out
 
-    def stop(self):
+    def stop(self) -> None:
         self._stopped = True
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Event]:
         while not self._stopped:
             for ev in self.read():
                 yield ev

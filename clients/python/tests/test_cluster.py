@@ -19,7 +19,7 @@ def test_follower_endpoint_redirects_to_leader(nodes):
     end = time.monotonic() + 10
     while time.monotonic() < end and not (info(f) or {}).get("leader"):
         time.sleep(0.05)
-    with Client(endpoint(f)) as c, c.session(10000) as s:
+    with Client(endpoint(f)) as c, c.session(10.0) as s:
         token = s.acquire("r")
         assert c.leader_address == endpoint(leader)
         s.put("k", "v", fence=("r", token))
@@ -43,7 +43,7 @@ class Loop:
 
     def worker(self, n_iter):
         c = Client(self.eps, timeout=8.0)
-        s = c.session(6000, on_lost=lambda sess: self.lost.append(sess.sid))
+        s = c.session(6.0, on_lost=lambda sess: self.lost.append(sess.sid))
         try:
             for _ in range(n_iter):
                 if time.monotonic() > self.deadline:
@@ -110,8 +110,8 @@ def test_blocked_lock_moves_to_the_new_leader_when_the_old_one_freezes(nodes):
     servers = nodes.cluster(3)
     old = leader_of(servers)
     eps = ",".join(endpoint(s) for s in servers)
-    with Client(eps) as ca, Client(eps, timeout=8.0) as cb, ca.session(6000) as a, \
-            cb.session(6000) as b:
+    with Client(eps) as ca, Client(eps, timeout=8.0) as cb, ca.session(6.0) as a, \
+            cb.session(6.0) as b:
         ta = a.acquire("w")
         got, errs = [], []
 
@@ -148,15 +148,15 @@ def test_watch_across_leader_kill9_no_gap_no_duplicate(nodes):
     servers = nodes.cluster(3)
     leader_of(servers)
     eps = ",".join(endpoint(s) for s in servers)
-    with Client(eps, timeout=8.0) as c, c.session(6000) as s:
+    with Client(eps, timeout=8.0) as c, c.session(6.0) as s:
         w = c.watch("burst/")
-        w.read(block_ms=10)  # resolves "$" before the burst
+        w.read(block=0.01)  # resolves "$" before the burst
         got, stop = [], threading.Event()
 
         def reader():
             while not stop.is_set() and len(got) < 30:
                 try:
-                    got.extend(w.read(block_ms=200))
+                    got.extend(w.read(block=0.2))
                 except FencelockError:  # Unavailable during the election: read on by id
                     pass
         th = threading.Thread(target=reader)

@@ -25,7 +25,7 @@ def test_offline_install_in_a_venv(node, tmp_path):
                        timeout=300, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     code = ("import fencelock, sys; c = fencelock.Client(sys.argv[1]); "
-            "s = c.session(5000); t = s.acquire('pkg'); s.unlock('pkg'); s.close(); "
+            "s = c.session(ttl=5.0); t = s.acquire('pkg'); s.unlock('pkg'); s.close(); "
             "print(fencelock.__file__, t)")
     p = subprocess.run([str(venv / "bin" / "python"), "-c", code, endpoint(node)],
                        capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
@@ -33,3 +33,15 @@ def test_offline_install_in_a_venv(node, tmp_path):
     path, token = p.stdout.split()
     assert path.startswith(str(venv)), "imported from the venv: %s" % path
     assert int(token) > 0
+    # the version in one place (fencelock/_version.py) is the distribution's; py.typed and
+    # the asyncio subpackage are installed
+    code = ("import importlib.metadata as m, os, fencelock; "
+            "d = os.path.dirname(fencelock.__file__); "
+            "print(m.version('fencelock'), fencelock.__version__, "
+            "os.path.exists(os.path.join(d, 'py.typed')), "
+            "os.path.exists(os.path.join(d, 'aio', 'session.py')))")
+    p = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True,
+                       text=True, timeout=60, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    dist, mod, typed, aio = p.stdout.split()
+    assert dist == mod and typed == "True" and aio == "True", p.stdout

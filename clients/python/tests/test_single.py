@@ -17,7 +17,7 @@ from fencelock import (Client, IfRevFailed, LockTimeout, NotHolder, OutcomeUnkno
 
 
 def test_lock_fenced_put_unlock(client):
-    with client.session(10000, name="t") as s:
+    with client.session(10.0, name="t") as s:
         with s.lock("inventory", wait=5.0) as token:
             assert token > s.sid
             info = client.lock_info("inventory")
@@ -38,7 +38,7 @@ def test_lock_fenced_put_unlock(client):
 
 
 def test_try_lock_and_timeout(client):
-    with client.session(10000) as a, client.session(10000) as b:
+    with client.session(10.0) as a, client.session(10.0) as b:
         t = a.try_lock("l")
         assert t is not None
         assert b.try_lock("l") is None
@@ -55,7 +55,7 @@ def test_try_lock_and_timeout(client):
 
 
 def test_queued_waiter_granted_on_unlock(client):
-    with client.session(10000) as a, client.session(10000) as b:
+    with client.session(10.0) as a, client.session(10.0) as b:
         t1 = a.acquire("q")
         got = []
         th = threading.Thread(target=lambda: got.append(b.acquire("q", wait=10.0)))
@@ -70,10 +70,10 @@ def test_queued_waiter_granted_on_unlock(client):
 
 
 def test_stale_token_refused_after_expiry(client):
-    zombie = client.session(500)
+    zombie = client.session(0.5)
     ztoken = zombie.acquire("inv")
     zombie.abandon()  # frozen: no more keepalives; its lease runs out
-    with client.session(10000) as s:
+    with client.session(10.0) as s:
         token = s.acquire("inv", wait=5.0)
         assert token > ztoken
         s.put("stock", "1", fence=("inv", token))
@@ -84,7 +84,7 @@ def test_stale_token_refused_after_expiry(client):
 
 
 def test_ifrev_and_delete(client):
-    with client.session(10000) as s:
+    with client.session(10.0) as s:
         rev = s.put("k", "a", ifrev=0)
         with pytest.raises(IfRevFailed):
             s.put("k", "b", ifrev=0)
@@ -98,8 +98,8 @@ def test_ifrev_and_delete(client):
 
 
 def test_shared_locks(client):
-    with client.session(10000) as r1, client.session(10000) as r2, \
-            client.session(10000) as w:
+    with client.session(10.0) as r1, client.session(10.0) as r2, \
+            client.session(10.0) as w:
         with r1.lock("cat", shared=True) as t1, r2.lock("cat", shared=True) as t2:
             assert t1 != t2
             assert client.lock_info("cat")["mode"] == b"shared"
@@ -111,8 +111,8 @@ def test_shared_locks(client):
 
 
 def test_semaphore(client):
-    with client.session(10000) as a, client.session(10000) as b, \
-            client.session(10000) as c:
+    with client.session(10.0) as a, client.session(10.0) as b, \
+            client.session(10.0) as c:
         ta = a.sem_acquire("workers", 2)
         with b.semaphore("workers", 2) as tb:
             assert tb > ta
@@ -127,7 +127,7 @@ def test_semaphore(client):
 
 
 def test_election(client):
-    with client.session(10000) as a, client.session(10000) as b:
+    with client.session(10.0) as a, client.session(10.0) as b:
         assert client.leader("sched") is None
         ta = a.campaign("sched", "host-a", wait=1.0)
         ld = client.leader("sched")
@@ -153,23 +153,23 @@ def test_election(client):
 
 def test_watch_in_order_and_resumable(client):
     w = client.watch("inv/")  # "$": events after now
-    assert w.read(block_ms=50) == []
-    with client.session(10000) as s:
+    assert w.read(block=0.05) == []
+    with client.session(10.0) as s:
         revs = [s.put("inv/%d" % i, str(i)) for i in range(5)]
         s.put("other", "x")  # not under the prefix
     evs = []
     end = time.monotonic() + 5
     while len(evs) < 5 and time.monotonic() < end:
-        evs += w.read(block_ms=200)
+        evs += w.read(block=0.2)
     assert [(e.type, e.name) for e in evs] == [("put", "inv/%d" % i) for i in range(5)]
     assert [e.rev for e in evs] == revs
     assert evs[2].fields["value"] == b"2"
     # resumable by id: a new watch from the third event's id gets the last two
     w2 = client.watch("inv/", from_id=evs[2].id)
-    assert [e.name for e in w2.read(block_ms=100)] == ["inv/3", "inv/4"]
+    assert [e.name for e in w2.read(block=0.1)] == ["inv/3", "inv/4"]
     # the whole stream has session events too
     allw = client.watch("", from_id="0")
-    types = [e.type for e in allw.read(block_ms=100)]
+    types = [e.type for e in allw.read(block=0.1)]
     assert "session-open" in types and "session-end" in types
 
 
@@ -177,7 +177,7 @@ def test_safe_until_never_after_server_deadline_and_on_lost(node, client):
     """The local safe deadline is never later than the leader's own deadline for the
     session; a frozen server makes the session lost once, after the safe deadline."""
     calls = []
-    s = client.session(1500, on_lost=lambda sess: calls.append(time.monotonic()))
+    s = client.session(1.5, on_lost=lambda sess: calls.append(time.monotonic()))
     from resp import Conn, as_map
     with Conn(node.port) as c:
         for _ in range(10):
@@ -278,7 +278,7 @@ def test_sign_returns_the_servers_hmac_and_stale_after_unlock(nodes, tmp_path):
     node = nodes.start(args=["--token-key", str(path)])
     client = Client(endpoint(node), timeout=5.0)
     try:
-        with client.session(10000) as s, s.lock("signed") as token:
+        with client.session(10.0) as s, s.lock("signed") as token:
             sig = client.sign("signed", token)
             msg = b"fencelock-token-v1:6:signed:%d" % token
             assert sig == hmac.new(key, msg, hashlib.sha256).hexdigest(), sig
@@ -293,17 +293,44 @@ def test_watch_compacted_is_reported_with_the_oldest_id(nodes):
     with Client(endpoint(s)) as c:
         c.put("first", "x")  # "$" of an empty stream is 0-0, which means "from the oldest"
         w = c.watch("", from_id="$")
-        assert w.read(block_ms=10) == []  # "$" resolved to the current last id
-        with c.session(10000) as sess:
+        assert w.read(block=0.01) == []  # "$" resolved to the current last id
+        with c.session(10.0) as sess:
             for i in range(10):
                 sess.put("k%d" % i, "v")
         with pytest.raises(fencelock.Compacted) as ei:
-            w.read(block_ms=10)
+            w.read(block=0.01)
         assert ei.value.oldest and "-" in ei.value.oldest, str(ei.value)
-        again = c.watch("", from_id="0").read(block_ms=10)  # from the oldest retained
+        again = c.watch("", from_id="0").read(block=0.01)  # from the oldest retained
         assert again and again[0].id == ei.value.oldest
         # past the gap: after the id just before the oldest, so the next read starts at it
         rev, n = (int(x) for x in ei.value.oldest.split("-"))
         assert ei.value.after == ("%d-%d" % (rev, n - 1) if n else "%d-%d" % (rev - 1, 2 ** 64 - 1))
-        on = c.watch("", from_id=ei.value.after).read(block_ms=10)
+        on = c.watch("", from_id=ei.value.after).read(block=0.01)
         assert [e.id for e in on] == [e.id for e in again]
+
+
+def test_seconds_at_the_api_and_deprecated_ms_keywords(client):
+    """ttl and lock_delay are seconds; ttl_ms= and lock_delay_ms= still work for one release,
+    with a DeprecationWarning; the wire gets milliseconds either way."""
+    import warnings
+    with pytest.warns(DeprecationWarning, match="ttl="):
+        old = client.session(ttl_ms=4000)
+    with old:
+        assert old.ttl == 4.0 and old.ttl_ms == 4000
+        assert 3000 < client.session_info(old.sid)["remaining_ms"] <= 4000
+    with pytest.warns(DeprecationWarning, match="lock_delay="):
+        client.session(2.0, lock_delay_ms=100).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with client.session(ttl=2.5, lock_delay=0.25) as s:
+            assert client.session_info(s.sid)["remaining_ms"] <= 2500
+        w = client.watch("x/")
+        assert w.read(block=0.01) == []
+    with pytest.warns(DeprecationWarning, match="block="):
+        w.read(block_ms=10)
+    with pytest.warns(UserWarning, match="seconds"):
+        client.session(10000).close()  # an int that looks like milliseconds
+    with pytest.raises(TypeError):
+        client.session(ttl=1.0, ttl_ms=1000)
+    with pytest.raises(ValueError):
+        client.session(ttl=0.0001)

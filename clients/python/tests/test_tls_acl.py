@@ -43,7 +43,7 @@ def test_tls_with_ca_dict_context_and_wrong_ca(nodes):
     from test_tls import client_ctx, tls_server
     s, d = tls_server(_Ctx(nodes), "--tls-client-auth", "optional")
     ep = endpoint(s)
-    with Client(ep, ssl={"ca": os.path.join(d, "ca.crt")}) as c, c.session(10000) as sess:
+    with Client(ep, ssl={"ca": os.path.join(d, "ca.crt")}) as c, c.session(10.0) as sess:
         with sess.lock("tls-lock") as token:
             sess.put("k", "v", fence=("tls-lock", token))
         _keepalive_seen(sess)
@@ -62,7 +62,7 @@ def test_acl_users(nodes):
     from test_auth import _acl_server
     s, _, _ = _acl_server(_Ctx(nodes))
     ep = endpoint(s)
-    with Client(ep, username="app", password="apppw") as c, c.session(10000) as sess:
+    with Client(ep, username="app", password="apppw") as c, c.session(10.0) as sess:
         with sess.lock("job-1") as token:
             sess.put("app/x", "1", fence=("job-1", token))
         with pytest.raises(PermissionDenied):

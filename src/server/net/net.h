@@ -148,21 +148,4 @@ bool srv_conn_tls_read(struct srv_conn *c, size_t n);
 /* The connection has not finished its handshake within --tls-handshake-timeout. */
 bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now);
 
-/* conn_guard.c: HTTP sent to the client port (a browser driven by a web page) */
-bool srv_conn_is_http(bool inline_cmd, size_t argc, const struct resp_arg *argv);
-void srv_conn_close_http(struct srv_conn *c);
-
-/* conn_tls.c: the client port's TLS (tls.h is the engine) */
-/* Load the TLS files when configured: 0, or -1 (logged; the server must not start). */
-int srv_tls_init(struct srv *s);
-void srv_tls_free(struct srv *s);
-/* SIGHUP: reload the certificate, key and CA (a bad new set keeps the old one). */
-void srv_tls_reload(struct srv *s);
-/* Give a new connection its TLS state: 0, or -1 (out of memory). */
-int srv_conn_tls_start(struct srv_conn *c);
-/* n bytes arrived in s->net.tls->raw: handshake, decrypt into c->in. false if c was closed. */
-bool srv_conn_tls_read(struct srv_conn *c, size_t n);
-/* The connection has not finished its handshake within --tls-handshake-timeout. */
-bool srv_conn_tls_overdue(struct srv_conn *c, uint64_t now);
-
 #endif

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Command fencelock-agent is the Go client's conformance agent: it speaks
+// tests/conformance/PROTOCOL.md on stdin and stdout (one JSON object per line), with one
+// fencelock.Client made from the environment, using nothing but the package's public API.
+// Each request runs on a goroutine of its own; replies and events are written whole, one per
+// line, under one lock.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	fencelock "github.com/fencelock/fencelock-go"
+)
+
+const version = "0.1.0"
+
+type agent struct {
+	c *fencelock.Client
+
+	outMu sync.Mutex
+	out   *bufio.Writer
+
+	mu       sync.Mutex
+	n        int
+	sessions map[string]*fencelock.Session
+	elects   map[string]*fencelock.Election // by session handle + "\x00" + name
+	watchers map[string]*fencelock.Watcher
+	wg       sync.WaitGroup
+}
+
+func (a *agent) emit(v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"event": "agent_error", "message": err.Error()})
+	}
+	a.outMu.Lock()
+	a.out.Write(b)
+	a.out.WriteByte('\n')
+	a.out.Flush()
+	a.outMu.Unlock()
+}
+
+func monoMs() int64 { return time.Since(start).Milliseconds() }
+
+var start = time.Now()
+
+func seconds(v any, def time.Duration) time.Duration {
+	f, ok := v.(float64)
+	if !ok {
+		return def
+	}
+	return time.Duration(f * float64(time.Second))
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func num(v any) uint64 {
+	f, _ := v.(float64)
+	return uint64(f)
+}
+
+func (a *agent) session(req map[string]any) (*fencelock.Session, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[str(req["session"])]
+	if s == nil {
+		return nil, fmt.Errorf("%w: no session %q in this agent", fencelock.ErrSession, str(req["session"]))
+	}
+	return s, nil
+}
+
+// waitCtx: a context whose deadline is the wait.
+func waitCtx(req map[string]any) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), seconds(req["wait"], 0))
+}
+
+func (a *agent) handle(req map[string]any) (map[string]any, error) {
+	ctx := context.Background()
+	op := str(req["op"])
+	switch op {
+	case "session.open":
+		var opts []fencelock.SessionOption
+		if d := seconds(req["lock_delay"], 0); d > 0 {
+			opts = append(opts, fencelock.WithLockDelay(d))
+		}
+		if n := str(req["name"]); n != "" {
+			opts = append(opts, fencelock.WithName(n))
+		}
+		s, err := a.c.NewSession(ctx, seconds(req["ttl"], 10*time.Second), opts...)
+		if err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		a.n++
+		h := "s" + strconv.Itoa(a.n)
+		a.sessions[h] = s
+		a.mu.Unlock()
+		go func() {
+			<-s.Done()
+			if errors.Is(context.Cause(s.Context()), fencelock.ErrClosed) {
+				return // closed by a request, not lost
+			}
+			a.emit(map[string]any{"event": "lost", "session": h, "mono_ms": monoMs(),
+				"wall_ms": time.Now().UnixMilli()})
+		}()
+		return map[string]any{"session": h, "sid": s.ID()}, nil
+	case "session.close":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Close(ctx)
+	case "session.safe":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"remaining_ms": s.Remaining().Milliseconds(), "lost": s.Lost()}, nil
+	case "lock":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		var opts []fencelock.LockOption
+		if b, _ := req["shared"].(bool); b {
+			opts = append(opts, fencelock.Shared())
+		}
+		var token uint64
+		if seconds(req["wait"], 0) <= 0 {
+			token, _, err = s.TryLock(ctx, str(req["name"]), opts...)
+		} else {
+			wctx, cancel := waitCtx(req)
+			token, _, err = s.Lock(wctx, str(req["name"]), opts...)
+			cancel()
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"token": token}, nil
+	case "unlock":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Unlock(ctx, str(req["name"]))
+	case "sem.acquire":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		var token uint64
+		limit := int(num(req["limit"]))
+		if seconds(req["wait"], 0) <= 0 {
+			token, _, err = s.TryAcquire(ctx, str(req["name"]), limit)
+		} else {
+			wctx, cancel := waitCtx(req)
+			token, _, err = s.Acquire(wctx, str(req["name"]), limit)
+			cancel()
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"token": token}, nil
+	case "sem.release":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Release(ctx, str(req["name"]))
+	case "elect.campaign":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		e := a.election(str(req["session"]), s, str(req["name"]))
+		if seconds(req["wait"], 0) <= 0 {
+			err = e.TryCampaign(ctx, str(req["value"]))
+		} else {
+			wctx, cancel := waitCtx(req)
+			err = e.Campaign(wctx, str(req["value"]))
+			cancel()
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"token": e.Token()}, nil
+	case "elect.resign":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.election(str(req["session"]), s, str(req["name"])).Resign(ctx)
+	case "elect.leader":
+		li, err := a.c.Leader(ctx, str(req["name"]))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"sid": li.Sid, "value": li.Value, "token": li.Token}, nil
+	case "elect.observe":
+		li, err := a.c.ObserveOnce(ctx, str(req["name"]), num(req["after_rev"]), seconds(req["wait"], 0))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"sid": li.Sid, "value": li.Value, "rev": li.Rev}, nil
+	case "put", "del":
+		opts, err := a.writeOpts(req)
+		if err != nil {
+			return nil, err
+		}
+		if op == "put" {
+			rev, err := a.c.Put(ctx, str(req["key"]), str(req["value"]), opts...)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"rev": rev}, nil
+		}
+		_, err = a.c.Delete(ctx, str(req["key"]), opts...)
+		return nil, err
+	case "get":
+		kv, err := a.c.Get(ctx, str(req["key"]))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"value": kv.Value, "mod_rev": kv.ModRev, "version": kv.Version}, nil
+	case "fence.check":
+		return nil, a.c.FenceCheck(ctx, str(req["name"]), num(req["token"]))
+	case "watch.start":
+		from, _ := req["from"].(string)
+		w, err := a.c.Watch(ctx, str(req["prefix"]), from)
+		if err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		a.n++
+		h := "w" + strconv.Itoa(a.n)
+		a.watchers[h] = w
+		a.mu.Unlock()
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			for ev := range w.Events() {
+				a.emit(map[string]any{"event": "watch", "watch": h, "id": ev.ID,
+					"type": ev.Type, "name": ev.Name})
+			}
+			var word any
+			if err := w.Err(); err != nil {
+				word = fencelock.Word(err)
+			}
+			a.emit(map[string]any{"event": "watch_end", "watch": h, "error": word,
+				"last": w.Last()})
+		}()
+		return map[string]any{"watch": h}, nil
+	case "watch.stop":
+		a.mu.Lock()
+		w := a.watchers[str(req["watch"])]
+		a.mu.Unlock()
+		if w == nil {
+			return nil, fmt.Errorf("no watcher %q", str(req["watch"]))
+		}
+		return map[string]any{"last": w.Stop()}, nil
+	}
+	return nil, fmt.Errorf("unknown op %q", op)
+}
+
+func (a *agent) election(h string, s *fencelock.Session, name string) *fencelock.Election {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := h + "\x00" + name
+	if a.elects[k] == nil {
+		a.elects[k] = fencelock.NewElection(s, name)
+	}
+	return a.elects[k]
+}
+
+func (a *agent) writeOpts(req map[string]any) ([]fencelock.WriteOption, error) {
+	var opts []fencelock.WriteOption
+	if _, ok := req["session"]; ok && req["session"] != nil {
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, fencelock.WithSession(s))
+	}
+	if f, ok := req["fence"].([]any); ok && len(f) == 2 {
+		opts = append(opts, fencelock.Fence(str(f[0]), num(f[1])))
+	}
+	if r, ok := req["ifrev"].(float64); ok {
+		opts = append(opts, fencelock.IfRev(uint64(r)))
+	}
+	return opts, nil
+}
+
+func (a *agent) quit() {
+	a.mu.Lock()
+	ws := a.watchers
+	ss := a.sessions
+	a.watchers, a.sessions = map[string]*fencelock.Watcher{}, map[string]*fencelock.Session{}
+	a.mu.Unlock()
+	for _, w := range ws {
+		w.Stop()
+	}
+	a.wg.Wait()
+	for _, s := range ss {
+		if !s.Lost() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.Close(ctx)
+			cancel()
+		}
+	}
+	a.c.Close()
+}
+
+func main() {
+	a := &agent{out: bufio.NewWriter(os.Stdout), sessions: map[string]*fencelock.Session{},
+		elects: map[string]*fencelock.Election{}, watchers: map[string]*fencelock.Watcher{}}
+	opts := fencelock.Options{Endpoints: strings.Split(os.Getenv("FL_ENDPOINTS"), ","),
+		Username: os.Getenv("FL_USER"), Password: os.Getenv("FL_PASSWORD")}
+	if t, err := strconv.ParseFloat(os.Getenv("FL_TIMEOUT"), 64); err == nil && t > 0 {
+		opts.Timeout = time.Duration(t * float64(time.Second))
+	}
+	var err error
+	if ca := os.Getenv("FL_TLS_CA"); ca != "" {
+		opts.TLS, err = fencelock.TLSFiles(ca, os.Getenv("FL_TLS_CERT"), os.Getenv("FL_TLS_KEY"))
+	}
+	if err == nil {
+		a.c, err = fencelock.New(opts)
+	}
+	if err != nil {
+		a.emit(map[string]any{"ready": false, "error": "OTHER", "message": err.Error()})
+		return
+	}
+	a.emit(map[string]any{"ready": true, "client": "go", "version": version})
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	var reqs sync.WaitGroup
+	for in.Scan() {
+		var req map[string]any
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			fmt.Fprintf(os.Stderr, "fencelock-agent: not a JSON object: %v\n", err)
+			continue
+		}
+		id := req["id"]
+		if str(req["op"]) == "quit" {
+			a.quit()
+			reqs.Wait()
+			a.emit(map[string]any{"id": id, "ok": true})
+			return
+		}
+		reqs.Add(1)
+		go func() {
+			defer reqs.Done()
+			res, err := a.handle(req)
+			if err != nil {
+				a.emit(map[string]any{"id": id, "ok": false, "error": fencelock.Word(err),
+					"message": err.Error()})
+				return
+			}
+			if res == nil {
+				res = map[string]any{}
+			}
+			res["id"], res["ok"] = id, true
+			a.emit(res)
+		}()
+	}
+	reqs.Wait()
+	a.quit()
+}

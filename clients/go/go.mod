@@ -1,0 +1,3 @@
+module github.com/fencelock/fencelock-go
+
+go 1.22

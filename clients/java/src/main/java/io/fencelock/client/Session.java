@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.fencelock.client;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+/**
+ * A lease on the servers, renewed by a thread of its own every TTL/3 on the leader, and the
+ * numbering ({@code REQ sid seq}) that makes every mutation through it apply exactly once
+ * however often it is resent across fail-overs. The rules are libfencelock's (docs/client.md
+ * "Sessions and the safe deadline"; the contract: docs/clients.md):
+ *
+ * <ul>
+ *   <li>{@link #safeUntil()} = send time of the last acknowledged keepalive + TTL − margin −
+ *       TTL × drift, on {@link System#nanoTime()}: never later than the servers' deadline,
+ *       which they count from the keepalive's arrival on the leader.
+ *   <li>The session is LOST when a server answers {@code -NOSESSION} or when the safe deadline
+ *       passes without an acknowledged keepalive (a timer fires at that instant, whatever the
+ *       keepalive thread is blocked on). Lost is terminal: the threads registered with {@link
+ *       #registerThread} (every {@link FencedLock} holder) are interrupted, then the lost
+ *       listeners run, once, on the client's deadline thread (keep them short); every later
+ *       call throws {@link SessionLostException}.
+ *   <li>Mutations are serialized (their seqs must reach the servers in order): a wait for a
+ *       lock holds the session's call path, so threads that wait for different locks at the
+ *       same time should use a session each.
+ *   <li>A wait (lock, permit, campaign) whose outcome could not be learned, or that was
+ *       interrupted, sends the release with a fresh seq before throwing, so no grant the caller
+ *       never saw outlives the call.
+ * </ul>
+ */
+public final class Session implements AutoCloseable {
+  static final int KA_PER_TTL = 3;
+  static final int KA_RETRIES_PER_TTL = 10;
+  static final long KA_RETRY_MIN_MS = 20;
+
+  final FencelockClient client;
+  private final long sid;
+  private final long ttlMs;
+  private final Object mu = new Object(); // guards the fields below
+  private final ReentrantLock op = new ReentrantLock(true); // held across a mutation
+  private long seq;
+  private long safeUntil; // System.nanoTime()
+  private boolean lost;
+  private boolean fired; // lost handling done, or suppressed by close()
+  private boolean stopping;
+  private boolean closed; // close() or abandon() ran: a second one does nothing
+  private ScheduledFuture<?> deadlineTimer;
+  private final Thread keepalive;
+  private final List<Consumer<Session>> listeners = new CopyOnWriteArrayList<>();
+  private final Map<Thread, Integer> threads = new ConcurrentHashMap<>();
+  private final Map<String, FencedLock> locks = new ConcurrentHashMap<>();
+
+  Session(FencelockClient client, long ttlMs, long lockDelayMs, String name) {
+    if (ttlMs <= 0) {
+      throw new IllegalArgumentException("the TTL must be positive");
+    }
+    this.client = client;
+    this.ttlMs = ttlMs;
+    Cmd cmd = new Cmd("SESSION.OPEN", ttlMs);
+    if (lockDelayMs > 0) {
+      cmd.add("LOCKDELAY", lockDelayMs);
+    }
+    if (name != null && !name.isEmpty()) {
+      cmd.add("NAME", name);
+    }
+    long sent = System.nanoTime();
+    // A resend after a lost answer may leave an unused session behind; it expires there.
+    this.sid = Resp.num(client.call(cmd));
+    synchronized (mu) {
+      safeUntil = sent + span(ttlMs);
+      armDeadline();
+    }
+    keepalive = new Thread(this::keepaliveLoop, "fencelock-keepalive-" + sid);
+    keepalive.setDaemon(true);
+    keepalive.start();
+  }
+
+  public long sid() {
+    return sid;
+  }
+
+  public Duration ttl() {
+    return Duration.ofMillis(ttlMs);
+  }
+
+  public FencelockClient client() {
+    return client;
+  }
+
+  // ---- the safe deadline and loss ----
+
+  /** What the servers granted, less the margin for the clocks' rates, in nanoseconds. */
+  private long span(long grantedMs) {
+    long drift = grantedMs * client.opts.driftPpm / 1_000_000;
+    return (grantedMs - client.opts.marginMs - drift) * 1_000_000L;
+  }
+
+  /**
+   * The {@link System#nanoTime()} value before which the session surely lives on the servers,
+   * so that what is held through it is still held. Compare with {@code System.nanoTime() -
+   * safeUntil() < 0}, or use {@link #remaining()}.
+   */
+  public long safeUntil() {
+    synchronized (mu) {
+      return safeUntil;
+    }
+  }
+
+  /** The time left before the safe deadline; zero or negative once passed or lost. */
+  public Duration remaining() {
+    synchronized (mu) {
+      if (lostLocked()) {
+        return Duration.ZERO;
+      }
+      return Duration.ofNanos(safeUntil - System.nanoTime());
+    }
+  }
+
+  public boolean isLost() {
+    synchronized (mu) {
+      return lostLocked();
+    }
+  }
+
+  private boolean lostLocked() {
+    if (!lost && System.nanoTime() - safeUntil >= 0) {
+      lost = true;
+      mu.notifyAll();
+      scheduleFire();
+    }
+    return lost;
+  }
+
+  /** Run l once when the session is lost (at once, on this thread, if it already is). */
+  public void addLostListener(Consumer<Session> l) {
+    listeners.add(l);
+    boolean now;
+    synchronized (mu) {
+      now = lostLocked() && fired;
+    }
+    if (now && listeners.remove(l)) {
+      l.accept(this);
+    }
+  }
+
+  public void removeLostListener(Consumer<Session> l) {
+    listeners.remove(l);
+  }
+
+  /**
+   * Interrupt t when the session is lost (counted: register and unregister in pairs). FencedLock
+   * registers its holder thread itself. A thread registered after the loss is interrupted at
+   * once.
+   */
+  public void registerThread(Thread t) {
+    threads.merge(t, 1, Integer::sum);
+    boolean now;
+    synchronized (mu) {
+      now = lost && fired && !stopping;
+    }
+    if (now) {
+      t.interrupt();
+    }
+  }
+
+  public void unregisterThread(Thread t) {
+    threads.computeIfPresent(t, (k, n) -> n > 1 ? n - 1 : null);
+  }
+
+  private void armDeadline() { // with mu held
+    if (deadlineTimer != null) {
+      deadlineTimer.cancel(false);
+    }
+    try {
+      long delay = Math.max(0, safeUntil - System.nanoTime());
+      deadlineTimer = client.timer.schedule(this::onDeadline, delay, TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      deadlineTimer = null; // the client is closed: the keepalive thread still sees the deadline
+    }
+  }
+
+  private void onDeadline() {
+    synchronized (mu) {
+      if (fired || lost) {
+        return;
+      }
+      if (System.nanoTime() - safeUntil < 0) {
+        armDeadline(); // renewed meanwhile
+        return;
+      }
+      lost = true;
+      mu.notifyAll();
+    }
+    fire();
+  }
+
+  private void markLost() {
+    synchronized (mu) {
+      if (lost) {
+        return;
+      }
+      lost = true;
+      mu.notifyAll();
+      scheduleFire();
+    }
+  }
+
+  private void scheduleFire() { // with mu held
+    if (fired) {
+      return;
+    }
+    try {
+      client.timer.execute(this::fire);
+    } catch (RejectedExecutionException e) {
+      Thread t = new Thread(this::fire, "fencelock-lost-" + sid);
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  /** The loss's consequences, once: interrupt the registered threads, run the listeners. */
+  private void fire() {
+    synchronized (mu) {
+      if (fired) {
+        return;
+      }
+      fired = true;
+      if (deadlineTimer != null) {
+        deadlineTimer.cancel(false);
+      }
+    }
+    for (Thread t : threads.keySet()) {
+      t.interrupt();
+    }
+    for (Consumer<Session> l : listeners) {
+      if (listeners.remove(l)) {
+        try {
+          l.accept(this);
+        } catch (RuntimeException e) {
+          Thread.currentThread()
+              .getUncaughtExceptionHandler()
+              .uncaughtException(Thread.currentThread(), e);
+        }
+      }
+    }
+  }
+
+  /**
+   * Renew every TTL/3; after a failure retry sooner (TTL/10, at least 20 ms) until the safe
+   * deadline passes.
+   */
+  private void keepaliveLoop() {
+    long interval = ttlMs * 1_000_000L / KA_PER_TTL;
+    long retry = Math.max(KA_RETRY_MIN_MS, ttlMs / KA_RETRIES_PER_TTL) * 1_000_000L;
+    long next = System.nanoTime() + interval;
+    while (true) {
+      long deadline;
+      synchronized (mu) {
+        while (true) {
+          if (stopping || lostLocked()) {
+            return;
+          }
+          long now = System.nanoTime();
+          long wake = next - safeUntil < 0 ? next : safeUntil;
+          if (now - wake >= 0) {
+            break;
+          }
+          try {
+            long ns = wake - now;
+            mu.wait(ns / 1_000_000, (int) (ns % 1_000_000));
+          } catch (InterruptedException e) {
+            return; // only close() and abandon() interrupt this thread (they set stopping too)
+          }
+        }
+        deadline = safeUntil;
+      }
+      long sent = System.nanoTime();
+      try {
+        long granted =
+            Resp.num(
+                client.call(new Cmd("SESSION.KEEPALIVE", sid), deadline, true, false, false, null));
+        synchronized (mu) {
+          long su = sent + span(Math.min(granted, ttlMs));
+          if (!lost && su - safeUntil > 0) {
+            safeUntil = su;
+            armDeadline();
+          }
+        }
+        next = sent + interval;
+      } catch (SessionLostException e) {
+        markLost();
+        return;
+      } catch (RuntimeException e) { // unreachable, refused: retry until the deadline passes
+        next = System.nanoTime() + retry;
+      }
+    }
+  }
+
+  // ---- mutations ----
+
+  private long begin(boolean interruptible) throws InterruptedException {
+    if (isLost()) {
+      throw new SessionLostException("session " + sid + " is lost");
+    }
+    if (interruptible) {
+      op.lockInterruptibly();
+    } else {
+      op.lock();
+    }
+    synchronized (mu) {
+      if (lost) {
+        op.unlock();
+        throw new SessionLostException("session " + sid + " is lost");
+      }
+      return ++seq;
+    }
+  }
+
+  private Object send(Cmd cmd, long seq, long deadline, boolean interruptible) {
+    cmd.add("REQ", sid, seq);
+    try {
+      return client.call(cmd, deadline, true, false, interruptible, null);
+    } catch (SessionLostException e) {
+      markLost();
+      throw e;
+    }
+  }
+
+  /** Send cmd with the next REQ sid seq, resent until its outcome is known. */
+  Object mutate(Cmd cmd) {
+    long s;
+    try {
+      s = begin(false);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e); // not interruptible
+    }
+    try {
+      return send(cmd, s, client.deadline(0), false);
+    } finally {
+      op.unlock();
+    }
+  }
+
+  /**
+   * LOCK / SEM.ACQUIRE / ELECT.CAMPAIGN ... [WAIT] REQ: the token, or null for a try (waitMs 0)
+   * that was not granted; LockTimeoutException for a wait that ran out. Interrupted (only when
+   * interruptible): InterruptedException, after leaving the queue.
+   */
+  Long waitGrant(Cmd cmd, long waitMs, String release, String what, boolean interruptible)
+      throws InterruptedException {
+    long end = System.nanoTime() + waitMs * 1_000_000L;
+    if (waitMs > 0) {
+      cmd.waitUntil(end);
+    }
+    String name = Resp.str(cmd.argv.get(1));
+    long s = begin(interruptible);
+    Object r;
+    try {
+      r = send(cmd, s, end + client.opts.timeoutMs * 1_000_000L, interruptible);
+    } catch (UnavailableException | OutcomeUnknownException | FencelockClient.Interrupted e) {
+      op.unlock();
+      releaseQuietly(release, name);
+      if (e instanceof FencelockClient.Interrupted) {
+        Thread.interrupted();
+        throw new InterruptedException(what + " " + name + ": interrupted");
+      }
+      throw e;
+    } catch (RuntimeException e) {
+      op.unlock();
+      throw e;
+    }
+    op.unlock();
+    if (r == null) {
+      if (waitMs > 0) {
+        throw new LockTimeoutException(what + " " + name + " not granted within " + waitMs + " ms");
+      }
+      return null;
+    }
+    return Resp.num(r);
+  }
+
+  private void releaseQuietly(String release, String name) {
+    try {
+      mutate(new Cmd(release, name, sid));
+    } catch (FencelockException ignored) {
+      // best effort: the session's end releases it anyway
+    }
+  }
+
+  private long mustGrant(Cmd cmd, Duration wait, String release, String what) {
+    try {
+      Long t = waitGrant(cmd, wait.toMillis(), release, what, false);
+      if (t == null) {
+        throw new BusyException(what + " " + Resp.str(cmd.argv.get(1)) + " is taken");
+      }
+      return t;
+    } catch (InterruptedException e) {
+      throw new AssertionError(e); // not interruptible
+    }
+  }
+
+  private OptionalLong tryGrant(Cmd cmd, String release, String what) {
+    try {
+      Long t = waitGrant(cmd, 0, release, what, false);
+      return t == null ? OptionalLong.empty() : OptionalLong.of(t);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  // ---- locks ----
+
+  /**
+   * LOCK name: the fencing token once granted (FIFO; LockTimeoutException after wait; wait 0 is
+   * a try: BusyException if held). Granted once, however many fail-overs the request crosses.
+   */
+  public long acquire(String name, Duration wait) {
+    return mustGrant(new Cmd("LOCK", name, sid), wait, "UNLOCK", "lock");
+  }
+
+  /** A shared (read) lock: any number of readers or one writer. */
+  public long acquireShared(String name, Duration wait) {
+    return mustGrant(new Cmd("LOCK", name, sid, "SHARED"), wait, "UNLOCK", "lock");
+  }
+
+  /** The token if the lock was free, else empty. */
+  public OptionalLong tryAcquire(String name) {
+    return tryGrant(new Cmd("LOCK", name, sid), "UNLOCK", "lock");
+  }
+
+  public OptionalLong tryAcquireShared(String name) {
+    return tryGrant(new Cmd("LOCK", name, sid, "SHARED"), "UNLOCK", "lock");
+  }
+
+  /** Release the lock or leave its queue (NotHolderException if neither). */
+  public void unlock(String name) {
+    mutate(new Cmd("UNLOCK", name, sid));
+  }
+
+  /** The exclusive {@link FencedLock} of name on this session (one object per name). */
+  public FencedLock lock(String name) {
+    return locks.computeIfAbsent(name, n -> new FencedLock(this, n, false));
+  }
+
+  /** The shared (read) {@link FencedLock} of name on this session. */
+  public FencedLock sharedLock(String name) {
+    return locks.computeIfAbsent("\0shared\0" + name, n -> new FencedLock(this, name, true));
+  }
+
+  // ---- keys ----
+
+  /** PUT through this session (exactly once), optionally fenced and conditional. */
+  public long put(String key, String value, WriteOptions w) {
+    return client.put(key, value, w.session(this));
+  }
+
+  public boolean delete(String key, WriteOptions w) {
+    return client.delete(key, w.session(this));
+  }
+
+  // ---- semaphores ----
+
+  /** SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeoutException after wait. */
+  public long semAcquire(String name, int limit, Duration wait) {
+    return mustGrant(new Cmd("SEM.ACQUIRE", name, sid, limit), wait, "SEM.RELEASE", "permit of");
+  }
+
+  public OptionalLong semTryAcquire(String name, int limit) {
+    return tryGrant(new Cmd("SEM.ACQUIRE", name, sid, limit), "SEM.RELEASE", "permit of");
+  }
+
+  public void semRelease(String name) {
+    mutate(new Cmd("SEM.RELEASE", name, sid));
+  }
+
+  // ---- elections ----
+
+  /** ELECT.CAMPAIGN: the leader's token once this session leads; LockTimeoutException after wait. */
+  public long campaign(String name, String value, Duration wait) {
+    return mustGrant(
+        new Cmd("ELECT.CAMPAIGN", name, sid, value.getBytes(StandardCharsets.UTF_8)),
+        wait,
+        "ELECT.RESIGN",
+        "leadership of");
+  }
+
+  /** ELECT.PROCLAIM: the leader's new value; the revision (StaleException if not the leader). */
+  public long proclaim(String name, long token, String value) {
+    return Resp.num(
+        mutate(new Cmd("ELECT.PROCLAIM", name, sid, token, value.getBytes(StandardCharsets.UTF_8))));
+  }
+
+  public void resign(String name) {
+    mutate(new Cmd("ELECT.RESIGN", name, sid));
+  }
+
+  // ---- end ----
+
+  private void stopThread() {
+    synchronized (mu) {
+      stopping = true;
+      fired = fired || !lost; // a closed session is not a lost one: no listeners, no interrupts
+      if (deadlineTimer != null) {
+        deadlineTimer.cancel(false);
+      }
+      mu.notifyAll();
+    }
+    if (Thread.currentThread() != keepalive) {
+      keepalive.interrupt();
+      try {
+        keepalive.join(client.opts.timeoutMs + 1000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Stop renewing, then SESSION.CLOSE: its locks are released now, without lock-delay. A session
+   * lost locally is still closed on the servers if it lives there.
+   */
+  @Override
+  public void close() {
+    op.lock(); // after any mutation in flight
+    long s;
+    try {
+      synchronized (mu) {
+        if (closed) {
+          return;
+        }
+        closed = true;
+        s = ++seq;
+      }
+    } finally {
+      op.unlock();
+    }
+    stopThread();
+    try {
+      client.call(new Cmd("SESSION.CLOSE", sid, "REQ", sid, s));
+    } catch (SessionLostException e) {
+      // already gone on the servers
+    } finally {
+      synchronized (mu) {
+        lost = true;
+      }
+    }
+  }
+
+  /**
+   * Stop renewing without closing: the lease runs out on the servers (lock-delay applies). For
+   * a process going away abnormally.
+   */
+  public void abandon() {
+    synchronized (mu) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
+    stopThread();
+    synchronized (mu) {
+      lost = true;
+    }
+  }
+}

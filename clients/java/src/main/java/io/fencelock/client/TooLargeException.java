@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+package io.fencelock.client;
+
+/** A key, name or value over the servers' limit ({@code -TOOLARGE}). */
+public class TooLargeException extends FencelockException {
+  private static final long serialVersionUID = 1L;
+
+  public TooLargeException(String message) {
+    super(message);
+  }
+
+  public TooLargeException(String message, Throwable cause) {
+    super(message, cause);
+  }
+
+  @Override
+  public String word() {
+    return "TOOLARGE";
+  }
+}

@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the blocking client (Client, Session, Watch) and fencelock.aio share, written once:
+addresses, the TLS context, the shape of replies, the election and event records, seconds at
+the API turned into the wire's milliseconds, and the safe deadline's arithmetic. No I/O here.
+"""
+
+import ssl as _ssl
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import redis
+
+SSLSpec = Union[None, bool, _ssl.SSLContext, Dict[str, str]]
+Value = Union[str, bytes, int, float]
+Fence = Tuple[str, int]
+
+STREAM = "fencelock:events"
+
+
+def split_addr(addr: str) -> Tuple[str, int]:
+    """("host", port) of "host:port" or "[v6]:port"; ValueError if malformed."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("not a host:port: %r" % addr)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def split_endpoints(endpoints: Union[str, List[str]]) -> List[str]:
+    """The endpoints as a checked list ("a:1,b:2" or a list); ValueError if none or bad."""
+    if isinstance(endpoints, str):
+        endpoints = [e.strip() for e in endpoints.split(",") if e.strip()]
+    if not endpoints:
+        raise ValueError("no endpoints")
+    for e in endpoints:
+        split_addr(e)
+    return list(endpoints)
+
+
+def make_ssl_context(spec: SSLSpec) -> Tuple[Optional[_ssl.SSLContext], Optional[str]]:
+    """(context or None for plain TCP, server name or None for the endpoint's host) from: None
+    or False, True (system CAs), an SSLContext as is, or a dict with any of ca, cert, key (file
+    paths), server_name."""
+    if spec is None or spec is False:
+        return None, None
+    if spec is True:
+        return _ssl.create_default_context(), None
+    if isinstance(spec, _ssl.SSLContext):
+        return spec, None
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"ca", "cert", "key", "server_name"}
+        if unknown:
+            raise ValueError("unknown ssl option(s): %s" % ", ".join(sorted(unknown)))
+        ctx = _ssl.create_default_context(cafile=spec.get("ca"))
+        if spec.get("cert"):
+            ctx.load_cert_chain(spec["cert"], spec.get("key"))
+        return ctx, spec.get("server_name")
+    raise TypeError("ssl must be None, True, an ssl.SSLContext or a dict")
+
+
+def is_tls_failure(e: BaseException) -> bool:
+    """Did a connect fail in the TLS handshake (rather than at the TCP level)?"""
+    seen: Optional[BaseException] = e
+    for _ in range(4):  # redis-py wraps the ssl error into its ConnectionError
+        if seen is None:
+            return False
+        if isinstance(seen, _ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(seen) \
+                or "certificate verify failed" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def error_text(e: BaseException) -> str:
+    """The server's error reply as it was sent (redis-py strips some words off)."""
+    if isinstance(e, redis.exceptions.NoPermissionError):
+        return "NOPERM " + str(e)
+    if isinstance(e, redis.exceptions.AuthenticationError):
+        s = str(e)
+        return s if s.startswith(("NOAUTH", "WRONGPASS")) else "NOAUTH " + s
+    return str(e)
+
+
+def s_(v: Any) -> Any:
+    """bytes decoded as UTF-8; anything else as is."""
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def as_map(r: Any) -> Any:
+    """A RESP2 flat array (or a RESP3 dict) as a dict with str keys; None stays None."""
+    if r is None:
+        return None
+    if isinstance(r, dict):
+        items = list(r.items())
+    else:
+        items = list(zip(r[0::2], r[1::2]))
+    return {s_(k): v for k, v in items}
+
+
+def status(r: Any) -> None:
+    """Check a +OK reply."""
+    if s_(r) != "OK":
+        from .errors import ProtocolError
+        raise ProtocolError("expected +OK, got %r" % (r,))
+
+
+@dataclass
+class LeaderInfo:
+    """An election's state (ELECT.LEADER / ELECT.OBSERVE): sid 0 when nobody leads."""
+    sid: int
+    token: int
+    value: bytes
+    since_rev: int
+    rev: int
+
+
+def leader_info(r: Any) -> LeaderInfo:
+    d = as_map(r)
+    return LeaderInfo(int(d.get("sid", 0)), int(d.get("token", 0)), d.get("value") or b"",
+                      int(d.get("since_rev", 0)), int(d.get("rev", 0)))
+
+
+@dataclass
+class Event:
+    """One entry of the event stream: id "<rev>-<n>", type (put, del, grant, ...), name (""
+    for session events) and every field as the server sent it (values bytes)."""
+    id: str
+    type: str
+    name: str
+    fields: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rev(self) -> int:
+        return int(self.id.split("-")[0])
+
+
+def events(r: Any) -> List[Event]:
+    """The Events of one XREAD reply (RESP2 list or RESP3 map); [] for nil."""
+    if not r:
+        return []
+    entries = r[0][1] if isinstance(r, list) else list(r.values())[0]
+    out = []
+    for eid, kv in entries:
+        f = as_map(kv)
+        out.append(Event(s_(eid), s_(f.get("type", b"")), s_(f.get("name", b"")), f))
+    return out
+
+
+def stream_of(prefix: str) -> str:
+    return STREAM + (":" + prefix if prefix else "")
+
+
+def ms(seconds: float, what: str, minimum: int = 1) -> int:
+    """Seconds at the API as the wire's whole milliseconds (rounded); ValueError below
+    `minimum` ms."""
+    v = int(round(float(seconds) * 1000))
+    if v < minimum:
+        raise ValueError("%s must be at least %d ms (got %r s)" % (what, minimum, seconds))
+    return v
+
+
+def seconds_arg(value: Optional[float], value_ms: Optional[float], name: str,
+                default: Optional[float], stacklevel: int = 3) -> Optional[float]:
+    """The seconds a caller meant: `name` (seconds), or the deprecated `name_ms` keyword
+    (milliseconds, with a DeprecationWarning); both given is a TypeError."""
+    if value_ms is not None:
+        if value is not None:
+            raise TypeError("give %s (seconds) or %s_ms, not both" % (name, name))
+        warnings.warn("%s_ms= is deprecated: pass %s= in seconds (%s=%g)"
+                      % (name, name, name, value_ms / 1000.0), DeprecationWarning,
+                      stacklevel=stacklevel)
+        return value_ms / 1000.0
+    return default if value is None else value
+
+
+def check_ttl(ttl: float, stacklevel: int = 3) -> None:
+    """A warning for a ttl that looks like milliseconds (the API took them before 0.2)."""
+    if isinstance(ttl, int) and ttl >= 1000:
+        warnings.warn("ttl=%d is %d seconds (the API takes seconds since 0.2; ttl_ms= for "
+                      "milliseconds)" % (ttl, ttl), UserWarning, stacklevel=stacklevel)
+
+
+def span(granted_ms: int, margin: float, drift_ppm: int) -> float:
+    """What the servers granted, less the margin and the clocks' rate difference, in seconds:
+    the safe deadline is `send time of the keepalive + span`."""
+    drift = granted_ms * drift_ppm // 1000000
+    return (granted_ms - margin * 1000.0 - drift) / 1000.0
+
+
+KA_PER_TTL = 3
+KA_RETRIES_PER_TTL = 10
+KA_RETRY_MIN = 0.020
+BACKOFF_MIN = 0.010
+BACKOFF_MAX = 0.200
+WAIT_SLICE = 0.100  # how often a long wait checks whether the leader moved
+QUICK_REDIRECTS = 3
+POOL_MAX = 16  # idle connections kept per address

@@ -1,0 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The package's version: the one place it is written (pyproject.toml reads it from here)."""
+
+__version__ = "0.2.0"

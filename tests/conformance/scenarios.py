@@ -1,0 +1,471 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The conformance scenarios: each runs against one agent (ctx.spec) and 3 real fencelockd
+processes, makes its fault, and states properties of what the client reported and what the
+servers hold; never how long anything took. Every wait is a generous bound.
+
+Each scenario's docstring says what it proves; docs/clients.md "What the conformance suite
+proves" lists them for readers. A scenario is a function named scenario_*; its `timeout`
+attribute bounds it (seconds)."""
+
+import calendar
+import re
+import time
+
+from faults import ReplyDrop, call_leader, conn, grants, kv, leader_of, plain_cluster, \
+    secure_cluster
+from helpers import eq, wait_until
+from resp import RespError, as_map, text
+
+
+def _sid(r):
+    return r["session"], r["sid"]
+
+
+def _lock_info(servers, name):
+    r = call_leader(servers, "LOCK.INFO", name)
+    if isinstance(r, RespError):
+        raise AssertionError("LOCK.INFO %s -> -%s" % (name, r.text))
+    return None if r is None else as_map(r)
+
+
+def _nosession(servers, sid):
+    r = call_leader(servers, "SESSION.INFO", sid)
+    return isinstance(r, RespError) and r.code == "NOSESSION"
+
+
+# ---- 1. kill -9 of the leader while a lock waits ----
+
+def scenario_lock_wait_across_leader_kill(ctx):
+    """A lock waiting while the leader is kill -9'd is granted once, on the new leader, with a
+    token above the holder's; the holder's unlock itself crosses the fail-over. Proves: REQ
+    numbering makes the re-sent LOCK one grant (the survivors applied exactly two grants),
+    and the token the client reports is the one the servers hold."""
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, _ = _sid(a.ok("session.open", ttl=10))
+    w, sid_w = _sid(a.ok("session.open", ttl=10))
+    t1 = a.ok("lock", session=h, name="job", wait=5)["token"]
+    pending = a.send("lock", session=w, name="job", wait=60)
+    wait_until(lambda: (_lock_info(servers, "job") or {}).get("waiters") == [sid_w], timeout=15,
+               interval=0.05, what="the waiter queued on the servers")
+    survivors = [s for s in servers if s is not leader]
+    eq([grants(s) for s in survivors], [1, 1], "one grant before the kill")
+
+    leader.kill9()
+    a.ok("unlock", timeout=60, session=h, name="job")
+    t2 = a.ok_of(pending, timeout=90, what=" (the waiting lock)")["token"]
+    assert t2 > t1, ("the waiter's token is not above the holder's", t1, t2)
+    new = leader_of(survivors)
+    with conn(new) as c:
+        li = as_map(c.call("LOCK.INFO", "job"))
+    eq((li["holder"], li["token"], li["waiters"]), (sid_w, t2, []),
+       "LOCK.INFO on the new leader: the waiter holds with the token it was told")
+    a.ok("unlock", session=w, name="job")
+    wait_until(lambda: min(grants(s) for s in survivors) >= 2, timeout=15, interval=0.05,
+               what="both survivors applied the second grant")
+    for s in (h, w):
+        a.ok("session.close", session=s)
+    eq([grants(s) for s in survivors], [2, 2], "exactly two grants: none repeated")
+
+
+scenario_lock_wait_across_leader_kill.timeout = 150
+
+
+# ---- 2. SIGSTOP of every server until safe_until passes ----
+
+LOG_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z ")
+
+
+def _log_ms(line):
+    m = LOG_TIME.match(line)
+    if not m:
+        return None
+    y, mo, d, h, mi, s, ms = (int(x) for x in m.groups())
+    return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) * 1000 + ms
+
+
+def expiry_ms(servers, sid):
+    """The earliest wall time (ms) at which a node logged the expiry of session sid: the line
+    every node writes when it applies the expiry of a session holding a lock (lease/timers.c
+    log_lost_hold: "session N expired while holding 'name' (token T): ..."); None if none."""
+    pat = " session %d expired while holding " % sid
+    times = [_log_ms(line) for s in servers for line in s.log_text().splitlines() if pat in line]
+    times = [t for t in times if t is not None]
+    return min(times) if times else None
+
+
+def scenario_lost_before_servers_expire(ctx):
+    """Every server SIGSTOPped while the agent holds a lock: the agent's `lost` event comes
+    (the safe deadline passed without an acknowledged keepalive), its wall clock is before the
+    first expiry line the servers log after SIGCONT, and session.safe then says lost. Before the
+    freeze, the client's safe deadline is never after the leader's own (SESSION.INFO
+    remaining_ms, bounded by the harness's round trip). Proves: the client stops the holder's
+    work before the servers can give the lock to anyone else."""
+    ttl = 3
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=5)
+    s, sid = _sid(a.ok("session.open", ttl=ttl))
+    a.ok("lock", session=s, name="held", wait=5)
+    for _ in range(5):
+        t0 = time.monotonic()
+        r = a.ok("session.safe", session=s)
+        with conn(leader) as c:
+            srv_left = as_map(c.call("SESSION.INFO", sid))["remaining_ms"]
+        rtt_ms = (time.monotonic() - t0) * 1000.0
+        assert r["lost"] is False and 0 < r["remaining_ms"] <= ttl * 1000, r
+        assert r["remaining_ms"] <= srv_left + rtt_ms + 2, (
+            "the client's safe deadline is after the leader's", r, srv_left, rtt_ms)
+        time.sleep(0.2)
+
+    for x in servers:
+        x.sigstop()
+    ctx.defer(lambda: [x.sigcont() for x in servers])
+    lost = a.wait_event(lambda e: e.get("event") == "lost" and e.get("session") == s,
+                        ttl + 20, "lost event while every server is stopped")
+    r = a.ok("session.safe", session=s)
+    assert r["lost"] is True and r["remaining_ms"] <= 0, ("session.safe after lost", r)
+    for x in servers:
+        x.sigcont()
+    expired = wait_until(lambda: expiry_ms(servers, sid), timeout=ttl + 30, interval=0.1,
+                         what="a server's log line for the expiry of session %d" % sid)
+    assert lost["wall_ms"] < expired, ("lost came after the servers expired the session",
+                                       lost["wall_ms"], expired)
+    wait_until(lambda: _nosession(servers, sid), timeout=20, interval=0.1,
+               what="the servers dropped the session")
+    eq(len(a.events_of(lambda e: e.get("event") == "lost")), 1, "one lost event")
+
+
+scenario_lost_before_servers_expire.timeout = 120
+
+
+# ---- 3. a paused holder's fenced write refused ----
+
+def scenario_paused_holder_fenced_out(ctx):
+    """Agent A holds a lock and is SIGSTOPped past its TTL; the servers expire its session and
+    agent B (a second process of the same client) takes the lock and writes. A resumed: its
+    `lost` event comes, its write fenced with the old token fails STALE, a write through its
+    lost session fails SESSION, and the key holds B's write. Proves: a paused holder cannot
+    overwrite its successor's work."""
+    ttl = 2
+    servers, _ = plain_cluster(ctx)
+    A = ctx.agent(servers, label="A", timeout=5)
+    B = ctx.agent(servers, label="B", timeout=10)
+    sa, sid_a = _sid(A.ok("session.open", ttl=ttl))
+    ta = A.ok("lock", session=sa, name="res", wait=5)["token"]
+    A.ok("put", key="data", value="A", session=sa, fence=["res", ta])
+
+    A.sigstop()
+    wait_until(lambda: _nosession(servers, sid_a), timeout=ttl + 30, interval=0.1,
+               what="the servers expire the paused holder's session")
+    sb, _ = _sid(B.ok("session.open", ttl=10))
+    tb = B.ok("lock", session=sb, name="res", wait=10)["token"]
+    assert tb > ta, ("the new holder's token is not above the old one", ta, tb)
+    B.ok("put", key="data", value="B", session=sb, fence=["res", tb])
+
+    A.sigcont()
+    A.wait_event(lambda e: e.get("event") == "lost" and e.get("session") == sa, ttl + 30,
+                 "A's lost event after SIGCONT")
+    A.err("put", "STALE", key="data", value="A-late", fence=["res", ta])
+    A.err("put", "SESSION", key="data", value="A-late", session=sa, fence=["res", ta])
+    eq(kv(servers, "data")["value"], b"B", "the key holds B's write (servers)")
+    eq(B.ok("get", key="data")["value"], "B", "the key holds B's write (B's get)")
+    B.ok("unlock", session=sb, name="res")
+    B.ok("session.close", session=sb)
+
+
+scenario_paused_holder_fenced_out.timeout = 120
+
+
+# ---- 4. ambiguous outcomes ----
+
+def scenario_unknown_outcome_without_session(ctx):
+    """A write without a session whose answer is lost (the leader's replies to this agent are
+    dropped: the request applies, the answer never arrives) is reported UNKNOWN: never a
+    success, never a failure. Proves: a client does not turn a write it cannot judge into a
+    claim either way."""
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, cgroup=True, timeout=5)
+    a.ok("put", key="warm", value="0")  # the client's connection to the leader exists
+    drop = ReplyDrop(leader, a)
+    ctx.defer(drop.lift)
+    drop.start()
+    r = a.call("put", timeout=90, key="u", value="1")
+    drop.lift()
+    got = kv(servers, "u")
+    assert got is not None and got["value"] == b"1", (
+        "the put did not reach the leader: the scenario needs one that applied "
+        "(did the client open a new connection for it?)", r, got)
+    assert r.get("ok") is False and r.get("error") == "UNKNOWN", (
+        "an applied write whose answer was lost must be UNKNOWN", r)
+
+
+scenario_unknown_outcome_without_session.timeout = 120
+
+
+def scenario_session_retry_applies_once(ctx):
+    """A write through a session whose answers are lost the same way, the drop lifted while
+    the client still retries: the write succeeds, applied once (the key's version rose by
+    exactly 1, and the revision the client reports is the key's). Proves: REQ numbering makes
+    a retried write exactly-once."""
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, cgroup=True, timeout=60)  # retries outlast the drop by far
+    s, _ = _sid(a.ok("session.open", ttl=60))
+    a.ok("put", key="v", value="0", session=s)
+    before = kv(servers, "v")
+    drop = ReplyDrop(leader, a)
+    ctx.defer(drop.lift)
+    drop.start()
+    pending = a.send("put", key="v", value="1", session=s)
+    wait_until(lambda: kv(servers, "v")["value"] == b"1", timeout=30, interval=0.05,
+               what="the write applied on the servers")
+    time.sleep(2.5)  # the client's resends run into the drop meanwhile (not a check)
+    assert not a.answered(pending), ("answered while its answers were dropped",
+                                     a.reply(pending))
+    drop.lift()
+    r = a.ok_of(pending, timeout=60, what=" (the session put)")
+    after = kv(servers, "v")
+    eq(after["version"], before["version"] + 1, "the key's version rose by exactly 1")
+    eq(r["rev"], after["mod_rev"], "the revision reported is the key's")
+    eq(a.ok("session.safe", session=s)["lost"], False, "the session survived")
+    a.ok("session.close", session=s)
+
+
+scenario_session_retry_applies_once.timeout = 150
+
+
+# ---- 5. watch across a leader kill ----
+
+def _rev_of(event_id):
+    return int(event_id.split("-")[0])
+
+
+def scenario_watch_across_leader_kill(ctx):
+    """A watcher sees a stream of PUTs made before, during (one in flight) and after a kill -9
+    of the leader: exactly one event per acknowledged PUT, in order, at the revision the PUT
+    reported; no gap, no duplicate. Then a watcher asked to start before the servers' retained
+    history ends COMPACTED and delivers nothing: never a silent gap, never back. Proves: a
+    watch resumes across fail-over exactly where it stopped."""
+    servers, leader = plain_cluster(ctx, extra=["--event-history", "60"])
+    a = ctx.agent(servers, timeout=20)
+    s, _ = _sid(a.ok("session.open", ttl=20))
+    with conn(leader) as c:
+        start = as_map(c.call("CLUSTER.INFO"))["revision"]
+    w = a.ok("watch.start", prefix="wk/", **{"from": "%d-0" % start})["watch"]
+    acks = []
+    for i in range(15):
+        acks.append((a.ok("put", key="wk/%d" % i, value=str(i), session=s)["rev"], "wk/%d" % i))
+    during = a.send("put", key="wk/15", value="15", session=s)
+    leader.kill9()
+    acks.append((a.ok_of(during, timeout=60, what=" (the PUT during the kill)")["rev"], "wk/15"))
+    for i in range(16, 40):
+        acks.append((a.ok("put", key="wk/%d" % i, value=str(i), session=s, timeout=60)["rev"],
+                     "wk/%d" % i))
+
+    def mine(e):
+        return e.get("event") == "watch" and e.get("watch") == w
+    a.wait_event(lambda e: mine(e) and e.get("name") == "wk/39", 60, "the last PUT's event")
+    stopped = a.ok("watch.stop", watch=w)
+    got = [(_rev_of(e["id"]), e["name"]) for e in a.events_of(mine)]
+    eq(got, acks, "one event per acknowledged PUT, in order, at its revision")
+    assert all(e.get("type") == "put" for e in a.events_of(mine))
+    eq(_rev_of(stopped["last"]), acks[-1][0], "watch.stop's last id")
+    ends = a.events_of(lambda e: e.get("event") == "watch_end" and e.get("watch") == w)
+    eq([e.get("error") for e in ends], [None], "one watch_end, without error")
+
+    # Push the PUTs out of the retained history, then ask for them.
+    survivors = [x for x in servers if x is not leader]
+    new = leader_of(survivors)
+    with conn(new) as c:
+        for i in range(80):
+            r = c.call("PUT", "fill/%d" % i, "x")
+            assert not isinstance(r, RespError), r
+    first = "%d-0" % acks[0][0]
+    w2 = a.ok("watch.start", prefix="wk/", **{"from": first})["watch"]
+    end = a.wait_event(lambda e: e.get("event") == "watch_end" and e.get("watch") == w2, 30,
+                       "watch_end of a watcher started before the retained history")
+    eq(end.get("error"), "COMPACTED", "the watcher ends COMPACTED")
+    eq(a.events_of(lambda e: e.get("event") == "watch" and e.get("watch") == w2), [],
+       "nothing delivered: no silent gap, nothing from before")
+    a.ok("session.close", session=s)
+
+
+scenario_watch_across_leader_kill.timeout = 150
+
+
+# ---- 6. TLS and AUTH ----
+
+def scenario_tls_and_auth(ctx):
+    """On a cluster with client TLS (client certificates required), peer mutual TLS and ACLs:
+    an agent trusting another CA is refused with TLS, one with a wrong password with AUTH
+    (at ready, or on its first call), and one with the right CA and password opens a session,
+    locks, writes fenced and reads. Proves: the server's certificate is checked, credentials
+    are sent, and both refusals are typed."""
+    sec = ctx.secure()
+    servers, _ = secure_cluster(ctx, sec)
+    good = dict(FL_TLS_CA=sec.ca, FL_TLS_CERT=sec.cert, FL_TLS_KEY=sec.key,
+                FL_USER=sec.user, FL_PASSWORD=sec.password)
+
+    def refused(label, word, **env):
+        x = ctx.agent(servers, label=label, timeout=3, ready=False, **dict(good, **env))
+        r = x.wait_ready()
+        if r.get("ready") is False:
+            eq(r.get("error"), word, "%s: the client could not be made" % label)
+        else:
+            x.err("session.open", word, ttl=10)
+            x.err("put", word, key="k", value="x")
+        x.quit()
+
+    refused("wrong-ca", "TLS", FL_TLS_CA=sec.other_ca)
+    refused("wrong-password", "AUTH", FL_PASSWORD="not-" + sec.password)
+    ok = ctx.agent(servers, label="right", timeout=10, **good)
+    s, _ = _sid(ok.ok("session.open", ttl=10))
+    t = ok.ok("lock", session=s, name="l", wait=5)["token"]
+    ok.ok("put", key="k", value="secure", session=s, fence=["l", t])
+    eq(ok.ok("get", key="k")["value"], "secure")
+    ok.ok("session.close", session=s)
+
+
+scenario_tls_and_auth.timeout = 150
+scenario_tls_and_auth.needs_secure = True
+
+
+# ---- the basics ----
+
+def scenario_basics_sessions_and_locks(ctx):
+    """Sessions open and close (a closed session's locks are released and its handle answers
+    SESSION); lock, try (BUSY), a wait that runs out (TIMEOUT), unlock by a non-holder
+    (NOTHOLDER), tokens rising, fence.check (STALE for an old token); shared locks: two
+    readers at once, a writer's try BUSY, a reader's try on a held lock BUSY, a reader's token
+    refused for a fenced write."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s1, sid1 = _sid(a.ok("session.open", ttl=10, name="conf-a"))
+    s2, sid2 = _sid(a.ok("session.open", ttl=10))
+    assert s1 != s2 and sid1 != sid2, (s1, s2, sid1, sid2)
+    r = a.ok("session.safe", session=s1)
+    assert r["lost"] is False and 0 < r["remaining_ms"] <= 10000, r
+    t1 = a.ok("lock", session=s1, name="l", wait=5)["token"]
+    a.err("lock", "BUSY", session=s2, name="l", wait=0)
+    a.err("lock", "TIMEOUT", session=s2, name="l", wait=0.3)
+    a.ok("fence.check", name="l", token=t1)
+    a.err("fence.check", "STALE", name="l", token=t1 + 1000)
+    a.err("unlock", "NOTHOLDER", session=s2, name="l")
+    a.ok("unlock", session=s1, name="l")
+    t2 = a.ok("lock", session=s2, name="l", wait=0)["token"]
+    assert t2 > t1, (t1, t2)
+    a.err("fence.check", "STALE", name="l", token=t1)
+    li = _lock_info(servers, "l")
+    eq((li["holder"], li["token"]), (sid2, t2), "LOCK.INFO")
+
+    s3, sid3 = _sid(a.ok("session.open", ttl=10))
+    ra = a.ok("lock", session=s1, name="rw", wait=0, shared=True)["token"]
+    rb = a.ok("lock", session=s3, name="rw", wait=5, shared=True)["token"]
+    assert rb > ra, (ra, rb)
+    li = _lock_info(servers, "rw")
+    eq(text(li["mode"]), "shared", "LOCK.INFO mode")
+    eq(sorted(as_map(h)["sid"] for h in li["holders"]), sorted([sid1, sid3]),
+       "both readers hold")
+    a.ok("fence.check", name="rw", token=rb)
+    a.err("lock", "BUSY", session=s2, name="rw", wait=0)
+    a.err("lock", "BUSY", session=s3, name="l", wait=0, shared=True)  # s2 holds it
+    a.err("put", "STALE", key="rw-key", value="x", session=s3, fence=["rw", rb])
+    a.ok("unlock", session=s1, name="rw")
+    a.ok("unlock", session=s3, name="rw")
+    a.ok("session.close", session=s3)
+
+    a.ok("session.close", session=s2)  # holds "l": released with it
+    eq(_lock_info(servers, "l"), None, "the closed session's lock is free")
+    assert _nosession(servers, sid2), "the closed session is gone on the servers"
+    a.err("lock", "SESSION", session=s2, name="l", wait=0)
+    a.ok("session.close", session=s1)
+
+
+scenario_basics_sessions_and_locks.timeout = 90
+
+
+def scenario_basics_semaphore_and_election(ctx):
+    """Semaphore: `limit` permits at once, the next waits (TIMEOUT) until one is released,
+    release by a non-holder NOTHOLDER; a name of another kind WRONGTYPE. Election: campaign,
+    leader, observe a change, a second candidate leads after the first resigns with a higher
+    token, observe sees it and then the leaderless state; leader of a leaderless election
+    NOTFOUND."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s1, sid1 = _sid(a.ok("session.open", ttl=10))
+    s2, sid2 = _sid(a.ok("session.open", ttl=10))
+    s3, _ = _sid(a.ok("session.open", ttl=10))
+    p1 = a.ok("sem.acquire", session=s1, name="pool", limit=2, wait=5)["token"]
+    p2 = a.ok("sem.acquire", session=s2, name="pool", limit=2, wait=5)["token"]
+    assert p2 > p1, (p1, p2)
+    a.err("sem.acquire", "TIMEOUT", session=s3, name="pool", limit=2, wait=0.3)
+    a.ok("sem.release", session=s1, name="pool")
+    a.ok("sem.acquire", session=s3, name="pool", limit=2, wait=5)
+    a.err("sem.release", "NOTHOLDER", session=s1, name="pool")
+    a.err("lock", "WRONGTYPE", session=s1, name="pool", wait=0)
+    a.ok("sem.release", session=s2, name="pool")
+    a.ok("sem.release", session=s3, name="pool")
+
+    ta = a.ok("elect.campaign", session=s1, name="el", value="a", wait=5)["token"]
+    ld = a.ok("elect.leader", name="el")
+    eq((ld["sid"], ld["value"], ld["token"]), (sid1, "a", ta), "elect.leader")
+    ob = a.ok("elect.observe", name="el", after_rev=0, wait=5)
+    eq((ob["sid"], ob["value"]), (sid1, "a"), "observe: the current state")
+    pending = a.send("elect.campaign", session=s2, name="el", value="b", wait=30)
+    a.err("elect.resign", "NOTHOLDER", session=s3, name="el")
+    a.ok("elect.resign", session=s1, name="el")
+    tb = a.ok_of(pending, what=" (the second campaign)")["token"]
+    assert tb > ta, (ta, tb)
+    ob2 = a.ok("elect.observe", name="el", after_rev=ob["rev"], wait=10)
+    seen = [ob2]
+    while seen[-1]["sid"] != sid2:  # every change after ob, one by one (bounded: two)
+        assert len(seen) < 3, seen
+        seen.append(a.ok("elect.observe", name="el", after_rev=seen[-1]["rev"], wait=10))
+    eq((seen[-1]["sid"], seen[-1]["value"]), (sid2, "b"), "observe: the new leader")
+    a.ok("elect.resign", session=s2, name="el")
+    ob3 = a.ok("elect.observe", name="el", after_rev=seen[-1]["rev"], wait=10)
+    eq(ob3["sid"], 0, "observe: leaderless")
+    a.err("elect.leader", "NOTFOUND", name="el")
+    for s in (s1, s2, s3):
+        a.ok("session.close", session=s)
+
+
+scenario_basics_semaphore_and_election.timeout = 90
+
+
+def scenario_basics_keys(ctx):
+    """put (with and without a session, fenced with the holder's token; STALE with an older
+    one), get (value, mod_rev, version; NOTFOUND), ifrev (IFREV when it does not hold; 0:
+    create only), del (fenced), UTF-8 values round-trip."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s, _ = _sid(a.ok("session.open", ttl=10))
+    t = a.ok("lock", session=s, name="inv", wait=5)["token"]
+    r1 = a.ok("put", key="stock", value="10", session=s, fence=["inv", t])["rev"]
+    assert r1 > t, (t, r1)
+    g = a.ok("get", key="stock")
+    eq((g["value"], g["mod_rev"], g["version"]), ("10", r1, 1), "get after put")
+    a.err("put", "STALE", key="stock", value="9", session=s, fence=["inv", t - 1])
+    r2 = a.ok("put", key="stock", value="11", ifrev=r1)["rev"]
+    a.err("put", "IFREV", key="stock", value="12", ifrev=r1)
+    g = a.ok("get", key="stock")
+    eq((g["value"], g["mod_rev"], g["version"]), ("11", r2, 2), "get after the CAS")
+    a.ok("put", key="fresh", value="v", ifrev=0)
+    a.err("put", "IFREV", key="fresh", value="w", ifrev=0)
+    a.ok("del", key="stock", session=s, fence=["inv", t])
+    a.err("get", "NOTFOUND", key="stock")
+    a.err("del", "STALE", key="fresh", fence=["inv", t - 1])
+    text_value = "v\u00e4lue \u2713 \U0001F512"
+    a.ok("put", key="utf8", value=text_value)
+    eq(a.ok("get", key="utf8")["value"], text_value, "UTF-8 value")
+    eq(kv(servers, "utf8")["value"], text_value.encode(), "UTF-8 value on the servers")
+    a.ok("unlock", session=s, name="inv")
+    a.ok("session.close", session=s)
+
+
+scenario_basics_keys.timeout = 90
+
+
+def discover():
+    """The scenarios in file order: [(name, fn)]."""
+    return [(n[len("scenario_"):], f) for n, f in globals().items()
+            if n.startswith("scenario_") and callable(f)]
