@@ -74,6 +74,15 @@ export class Watcher implements AsyncIterable<WatchEvent>, AsyncDisposable {
     this.stop();
   }
 
+  /**
+   * Turn "$" into the newest id now (the first read does it otherwise): after this resolves,
+   * every event later than this call is delivered. Resolves to lastId.
+   */
+  async ready(): Promise<string> {
+    await this.resolve();
+    return this.lastId;
+  }
+
   private async resolve(): Promise<void> {
     if (this.lastId !== '$') return;
     const info = asMap(await this.client._call(new Cmd('XINFO', 'STREAM', this.stream), { signal: this.ac.signal }));
