@@ -353,7 +353,7 @@ export class Pool {
       if (e instanceof AuthError) throw e;
       this.leaderFailed(addr);
       state.why = `connect ${addr}: ${(e as Error).message}`;
-      state.tls = isTlsFailure(e);
+      if (isTlsFailure(e)) state.tls = true; // until a handshake succeeds: a late timeout does not hide it
       return RETRY; // nothing was sent
     }
     state.tls = false;
