@@ -181,4 +181,14 @@ if [ "${1:-build}" = bench ]; then
     echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
 fi
 [ "${1:-build}" = test ] && pyvenv
+# clients/node: ioredis and the TypeScript toolchain, exactly as package-lock.json pins them
+# (npm ci), when node_modules is missing or older than the lock file.
+if [ "${1:-build}" = test ]; then
+  node_dir=$(cd "$(dirname "$0")/.." && pwd)/clients/node
+  nm=$node_dir/node_modules/.package-lock.json
+  if [ ! -f "$nm" ] || [ "$node_dir/package-lock.json" -nt "$nm" ]; then
+    echo "deps: npm ci in clients/node"
+    (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
+  fi
+fi
 exit 0
