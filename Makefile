@@ -303,17 +303,26 @@ torture:
 # make bench: the side-by-side lock benchmark (bench/README.md, docs/performance.md):
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and
 # ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
-# bench/results/. lockbench links every bench/drv_*.c present (one driver per system); the
-# anchors through their own Go clients (etcd-go, redsync) are bench/go's gobench
-# (scripts/gobench.sh: the pinned modules of bench/go/go.sum).
+# bench/results/. lockbench links every bench/drv_*.c present (one driver per system). Beside
+# it, the anchors through their own clients: etcd through its Go client and Redlock through
+# redsync are bench/go's gobench (scripts/gobench.sh: the pinned modules of bench/go/go.sum);
+# ZooKeeper through Apache Curator and Redis through Redisson are bench/java (built offline into
+# build/java from the artifacts scripts/deps.sh bench fetched).
 BENCH_DRV := $(wildcard bench/drv_*.c)
 BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lssl -lcrypto -lpthread -lzookeeper_mt -lcurl
 .PHONY: bench
 bench:
 	@scripts/deps.sh bench
-	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench
+	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench build/java/fencelock-bench.jar
 	scripts/gobench.sh build/release/bench || echo "bench/go not built: its rows are skipped"
 	bench/run.sh
+
+# The Java clients' drivers: one jar and its dependencies (build/java/lib, emptied first so that
+# no other version of a jar stays on the class path), Maven offline.
+BENCH_JAVA_SRC := bench/java/pom.xml $(shell find bench/java/src -type f 2>/dev/null)
+build/java/fencelock-bench.jar: $(BENCH_JAVA_SRC)
+	rm -rf build/java/lib
+	mvn -B -q -o -f bench/java/pom.xml package
 
 # W9 (read-write locks), W10 (watch: the harness and one file per system), W11 (semaphores) and
 # W12 (election fail-over: the harness and one file per system) beside them.
@@ -325,7 +334,7 @@ BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_f
 .PHONY: bench-check
 bench-check:
 	@scripts/deps.sh bench
-	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench
+	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench build/java/fencelock-bench.jar
 	scripts/gobench.sh build/release/bench
 	bench/check.sh
 

@@ -16,7 +16,13 @@
 # recipe, W12, W8 with a member killed) and Redlock through redsync (W1-W3, W8 with a server
 # killed), each a tiny load: every row is well formed (the fields lockbench's row of the same
 # workload has, the same workload, a "client" label with the library's version), without an
-# error, and W9/W11/W12 keep the rules above. Prints "ok NAME" / "not ok NAME: the JSON line", then
+# error, and W9/W11/W12 keep the rules above. Then the Java clients (build/java, bench/java:
+# JAR overrides): ZooKeeper through Curator and Redis through Redisson (RLock, RFencedLock) run
+# a tiny load of each of their workloads (W1-W3, W9, W11, W12 for Curator; W8 once each, Redisson
+# on its Sentinel set-up) in one JVM per client; every row must be well formed (the fields the
+# report reads, the client's label, no error) and W9/W11/W12/fenced tokens must hold the same
+# properties as above (no figure is judged). BENCH_CHECK_JAVA_ONLY=1 runs the Java part alone
+# (no lockbench needed). Prints "ok NAME" / "not ok NAME: the JSON line", then
 # "tests: N passed, N failed"; exit 1 on any failure. Short and bounded: each lockbench run is
 # bounded by its counts and --seconds and killed after 120 s; the servers it starts (the
 # bench's own ports and build/bench/NAME/ data) are stopped on exit.
@@ -26,7 +32,9 @@ LB=${LB:-build/asan/bench/lockbench}
 GB=${GB:-build/release/bench/gobench}
 export BIN=${BIN:-build/asan/fencelockd}
 pass=0 fail=0 running=""
-[ -x "$LB" ] && [ -x "$BIN" ] || { echo "no $LB or $BIN: make SAN=1 $LB $BIN" >&2; exit 1; }
+only_java=${BENCH_CHECK_JAVA_ONLY:-0} # 1: the Java clients' checks alone (no lockbench needed)
+[ "$only_java" = 1 ] || { [ -x "$LB" ] && [ -x "$BIN" ]; } ||
+  { echo "no $LB or $BIN: make SAN=1 $LB $BIN" >&2; exit 1; }
 cleanup() { [ -z "$running" ] || "bench/servers/$running.sh" stop >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM PIPE
@@ -66,6 +74,14 @@ start() { # system -> endpoints (empty data); called in $(...): the caller sets 
 }
 
 ran='r.get("errors") == 0 and "error" not in r'
+# The ZooKeeper leader's pid (bench/servers/zookeeper.sh's servers), or nothing.
+leader_pid_zk() {
+  local i h
+  for i in 1 2 3; do
+    h=$( (exec 3<>"/dev/tcp/127.0.0.1/$((12180 + i))" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null)
+    case "$h" in *'Mode: leader'*) cat "build/bench/zookeeper/$i/pid"; return ;; esac
+  done
+}
 w9_common="$ran"' and r["reader_grants"] > 0 and r["writer_grants"] > 0 and r["writer_timeouts"] == 0 and r["reader_timeouts"] == 0'
 w10_ok="$ran"' and r["latency"]["puts"] > 0 and r["fanout"]["puts"] > 0 and r["dropped"] == 0
 and all(r[p]["missed"] == 0 and r[p]["events"] == r[p]["puts"] * r["watchers"] for p in ("latency", "fanout"))'
@@ -100,6 +116,7 @@ w9w10() { # system endpoints
   done
 }
 
+if [ "$only_java" = 0 ]; then
 running=fencelock
 eps=$(start fencelock) && [ -n "$eps" ] && w9w10 fencelock "$eps" && w11w12 fencelock "$eps" ||
   check "fencelock servers start" "False" ""
@@ -178,6 +195,85 @@ if [ -x "$GB" ] && command -v redis-server >/dev/null; then
   running=""
 else
   echo "# $GB or redis-server not built/installed: redsync not checked"
+fi
+fi # the lockbench and gobench checks
+
+# ---- the Java clients ----
+JAR=${JAR:-build/java/fencelock-bench.jar}
+# Every row names its client library with a version (x.y.z), as the Go rows do.
+jlabelled='__import__("re").search(r"[0-9]+[.][0-9]+[.][0-9]+", r.get("client") or "")'
+jrow="$jlabelled"' and "error" not in r and r.get("errors") == 0'
+jw13="$jrow"' and all(isinstance(r.get(k), (int, float)) for k in ("clients", "seconds", "ops", "ops_per_s", "p50_ms", "p99_ms", "max_ms", "timeouts")) and r["ops"] > 0'
+jw2="$jw13"' and all(isinstance(r.get(k), (int, float)) for k in ("grants_per_s", "handoffs_per_s", "fair_min", "fair_max", "fairness"))'
+# W8: calls that fail while the leader is down are counted in "errors" and retried (a "note"
+# says the first); only an "error" (no grant after the kill) fails the row.
+jw8="$jlabelled"' and "error" not in r and isinstance(r.get("errors"), int) and r["workload"] == "W8" and r["clients"] == 8 and r["failover_ms"] > 0'
+jw9="$jrow"' and '"${w9_common#"$ran and "}"' and r["reader_mode"] == "shared" and r["max_readers_holding"] > 1'
+jw11="$jrow"' and '"${w11_ok#"$ran and "}"
+jw12="$jrow"' and '"${w12_ok#"$ran and "}"
+# jvm SYSTEM ENDPOINTS [Bench args] <<< commands: the JVM's JSON lines, in order.
+jvm() {
+  local js=$1 eps=$2
+  shift 2
+  timeout 300 java -Xmx512m -cp "$JAR:build/java/lib/*" fencelock.bench.Bench --system "$js" \
+    --endpoints "$eps" "$@" 2>>build/bench/check-java.stderr
+}
+# jcheck SYSTEM LINES "NAME|CONDITION"...: line i against condition i.
+jcheck() {
+  local js=$1 lines=$2 i=0 spec line
+  shift 2
+  for spec in "$@"; do
+    i=$((i + 1))
+    line=$(sed -n "${i}p" <<<"$lines")
+    check "$js ${spec%%|*}" "${spec#*|}"' and r["driver"] == "'"$js"'"' "$line"
+  done
+}
+if [ -f "$JAR" ] && command -v java >/dev/null; then
+  : >build/bench/check-java.stderr
+  running=zookeeper
+  if eps=$(start zookeeper) && [ -n "$eps" ]; then
+    # W8 last: its kill leaves one ZooKeeper server down.
+    lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
+      "--workload W3 --seconds 1 --pairs 50" "--workload W9 --seconds 3 --pairs 300 --hold 20" \
+      "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" "--workload W12 --rounds 3 --seconds 60" \
+      "--workload W8 --kill-cmd kill -9 $(leader_pid_zk)" quit | jvm curator "$eps")
+    jcheck curator "$lines" "W1 row well formed|$jw13" "W2 row well formed|$jw2" "W3 row well formed|$jw13" \
+      "W9 InterProcessReadWriteLock: readers overlap, nobody starves|$jw9" \
+      "W11 InterProcessSemaphoreV2: at most limit held, more than one at once|$jw11" \
+      "W12 LeaderLatch: every round seen by every observer|$jw12" "W8 fail-over row well formed|$jw8"
+  else
+    check "zookeeper servers start" "False" ""
+  fi
+  bench/servers/zookeeper.sh stop >/dev/null 2>&1
+  running=redis
+  if eps=$(start redis) && [ -n "$eps" ]; then
+    lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
+      "--workload W3 --seconds 1 --pairs 50" "--workload W9 --seconds 3 --pairs 300 --hold 20" \
+      "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" quit | jvm redisson "$eps")
+    jcheck redisson "$lines" "W1 row well formed|$jw13" "W2 row well formed|$jw2" "W3 row well formed|$jw13" \
+      "W9 RReadWriteLock: readers overlap, nobody starves|$jw9" \
+      "W11 RSemaphore: at most limit held, more than one at once|$jw11"
+    lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
+      "--workload W3 --seconds 1 --pairs 50" quit | jvm redisson-fenced "$eps")
+    fenced=' and r["tokens_increasing"] is True'
+    jcheck redisson-fenced "$lines" "W1 row well formed, tokens increase|$jw13$fenced" \
+      "W2 row well formed, tokens increase|$jw2$fenced" "W3 row well formed, tokens increase|$jw13$fenced"
+  else
+    check "redis server starts" "False" ""
+  fi
+  bench/servers/redis.sh stop >/dev/null 2>&1
+  running=redis-sentinel
+  if eps=$(start redis-sentinel) && [ -n "$eps" ]; then
+    line=$(printf '%s\n' "--workload W8 --kill-cmd kill -9 $(cat "build/bench/redis-sentinel/$(bench/servers/redis-sentinel.sh primary).pid")" quit |
+      jvm redisson "$eps" --sentinel-master bench)
+    jcheck redisson "$line" "W8 (Sentinel mode) fail-over row well formed|$jw8"
+  else
+    check "redis-sentinel set-up starts" "False" ""
+  fi
+  bench/servers/redis-sentinel.sh stop >/dev/null 2>&1
+  running=""
+else
+  echo "# no $JAR or java (make bench-check builds it): the Java clients' checks not run"
 fi
 echo "tests: $pass passed, $fail failed"
 [ "$fail" = 0 ]

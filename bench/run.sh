@@ -5,8 +5,12 @@
 # (bench/servers/NAME.sh), run workloads W1, W2, W3 with build/release/bench/lockbench (the C
 # drivers) or build/release/bench/gobench (etcd-go and redsync: the anchors through their own Go
 # clients, bench/go; same command line, same JSON lines), stop them; W4 (held-lock footprint)
-# for fencelock. Writes bench/results/RESULTS-<date>.md and bench/results/latest.md; every row
-# is labelled with its client library and version (build/bench/run/clients.json).
+# for fencelock. On the zookeeper and redis servers the Java clients run too, in the same run
+# (bench/java, one JVM per client: curator, redisson, redisson-fenced; same JSON lines; W8 of
+# Redisson on a Sentinel set-up of its own, bench/servers/redis-sentinel.sh). Writes
+# bench/results/RESULTS-<date>.md and bench/results/latest.md; every row is labelled with its
+# client library and version, one way for all: the Go and Java rows carry a "client" field, the
+# C drivers' labels are build/bench/run/clients.json.
 #   bench/run.sh [SYSTEM...]        (default: all seven; `make bench` builds and runs this)
 #   bench/run.sh --report           (only rewrite the report from the last run's raw results)
 # Environment: BENCH_SECONDS (measured seconds per workload, default 10), BENCH_PAIRS (count
@@ -16,18 +20,20 @@
 # (0 skips W6: sessions kept alive), BENCH_W6_SESSIONS (default 100000), BENCH_W6_SECONDS
 # (default 60), BENCH_W7 (0 skips W7: 10,000 client connections, 100 active; BENCH_W7_CONNS),
 # BENCH_W8 (0 skips W8: fail-over of fencelock, etcd, ZooKeeper (leader killed), Redlock (one of
-# its five servers killed); C and Go clients), BENCH_W8_TRIALS
-# (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
+# its five servers killed), Redisson (the Sentinels' primary killed); C, Go and Java clients),
+# BENCH_W8_TRIALS (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
 # without shared mode runs its readers on the mutex), BENCH_W9_READERS (16), BENCH_W9_HOLD_MS (1),
 # BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
 # fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
 # (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
 # pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
 # path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone),
-# BENCH_W11 (0 skips W11: semaphores, fencelock and etcd-go), BENCH_W11_CLIENTS (16),
-# BENCH_W11_LIMIT (4), BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12: election fail-over,
-# fencelock, etcd and etcd-go),
-# BENCH_W12_ROUNDS (10), BENCH_W12_OBSERVERS (4).
+# BENCH_W11 (0 skips W11: semaphores, fencelock and etcd-go; Curator and Redisson beside them),
+# BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4), BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12:
+# election fail-over, fencelock, etcd, etcd-go and Curator), BENCH_W12_ROUNDS (10),
+# BENCH_W12_OBSERVERS (4), BENCH_JAVA (0 skips the Java clients' rows: ZooKeeper through Apache
+# Curator, Redis through Redisson, build/java from bench/java), BENCH_JAVA_WARMUP (seconds of
+# each workload the JVM runs unrecorded before measuring, 5).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -63,6 +69,9 @@ w11_hold=${BENCH_W11_HOLD_MS:-1}
 w12=${BENCH_W12:-1}
 w12_rounds=${BENCH_W12_ROUNDS:-10}
 w12_observers=${BENCH_W12_OBSERVERS:-4}
+java_on=${BENCH_JAVA:-1}
+java_warm=${BENCH_JAVA_WARMUP:-5}
+JAR=build/java/fencelock-bench.jar
 load_start=$(uptime)
 report_only=0
 [ "${1:-}" = --report ] && { report_only=1; shift; }
@@ -78,6 +87,8 @@ fi
 
 running=""
 cleanup() {
+  ! declare -F java_stop >/dev/null || java_stop
+  [ "${sentinel_up:-0}" = 0 ] || bench/servers/redis-sentinel.sh stop >/dev/null 2>&1 || true
   if [ -n "$running" ]; then
     echo "stopping $running"
     "bench/servers/$running.sh" stop >/dev/null 2>&1 || true
@@ -314,8 +325,8 @@ w7_fencelock() {
   echo "$line" >>"$json"
 }
 
-# The pid of the current leader of system $1 (fencelock, etcd, etcd-go, zookeeper), or of the
-# first Redis server of Redlock (redlock, redsync), or nothing.
+# The pid of the current leader of system $1 (fencelock, etcd, etcd-go, zookeeper, or the primary
+# of redis-sentinel), or of the first Redis server of Redlock (redlock, redsync), or nothing.
 leader_pid() {
   local i h
   case $1 in
@@ -337,6 +348,9 @@ leader_pid() {
       h=$( (exec 3<>"/dev/tcp/127.0.0.1/$((12180 + i))" && printf srvr >&3 && timeout 2 cat <&3) 2>/dev/null)
       case "$h" in *'Mode: leader'*) cat "build/bench/zookeeper/$i/pid"; return ;; esac
     done ;;
+  redis-sentinel) # the primary the Sentinels name
+    i=$(bench/servers/redis-sentinel.sh primary 2>/dev/null)
+    [ -n "$i" ] && cat "build/bench/redis-sentinel/$i.pid" 2>/dev/null ;;
   redlock | redsync) # no leader: the first of the five independent servers
     cat "build/bench/$1/16380.pid" 2>/dev/null ;;
   esac
@@ -344,19 +358,144 @@ leader_pid() {
 
 # W8 for system $1 (servers running, endpoints $2): $w8_trials times, kill -9 the leader while
 # 8 clients contend for one lock; then bring the killed member back (start is idempotent).
+# With $3 (a Java client: curator), the clients are that JVM's (java_cmd), the rows its own.
 w8_system() {
-  local s=$1 eps=$2 trial pid line
+  local s=$1 eps=$2 js=${3:-} trial pid line d=${3:-$1}
   for trial in $(seq 1 "$w8_trials"); do
     for _ in $(seq 1 100); do pid=$(leader_pid "$s"); [ -n "$pid" ] && break; sleep 0.2; done
-    if [ -z "$pid" ]; then note "$s" W8 "no leader found (trial $trial)"; break; fi
-    line=$(timeout 150 "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "kill -9 $pid" \
-      2>>"$raw/w8-$s.stderr")
-    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$s")
+    if [ -z "$pid" ]; then note "$d" W8 "no leader found (trial $trial)"; break; fi
+    if [ -n "$js" ]; then
+      line=""
+      java_cmd 150 --workload W8 --kill-cmd "kill -9 $pid" && line=$JLINE
+    else
+      line=$(timeout 150 "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload W8 \
+        --kill-cmd "kill -9 $pid" 2>>"$raw/w8-$s.stderr")
+    fi
+    [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$d")
     line="${line%\}},\"trial\":$trial}"
     echo "   $line"
     echo "$line" >>"$json"
-    timeout 120 "bench/servers/$s.sh" start >/dev/null 2>&1 || { note "$s" W8 "restart failed"; break; }
+    timeout 120 "bench/servers/$s.sh" start >/dev/null 2>&1 || { note "$d" W8 "restart failed"; break; }
   done
+}
+
+# ---- the Java clients (bench/java: fencelock.bench.Bench) ----
+# One JVM per client library and system, started once for its whole workload set as a
+# coprocess: lockbench's options go to it a line at a time, and each comes back as one JSON line
+# of the same form (plus "client": the library and version). Before the first measured workload
+# the JVM runs W1, W2, W3 (and W9, W11) for $java_warm s each, unrecorded, so that the JIT has
+# compiled the clients' paths; each workload then has lockbench's own warm-up besides.
+# The coprocess's pid and pipe descriptors are copied at its start: bash unsets JB and JB_PID
+# once the JVM has exited, and under set -u a later "${JB[1]}" would end the whole run.
+JPID=""
+JB_IN=""
+JB_OUT=""
+JLINE=""
+java_start() { # java-system endpoints [extra Bench args...]: 0 once the JVM runs
+  local js=$1 eps=$2
+  shift 2
+  coproc JB { exec java -Xms256m -Xmx512m -cp "$JAR:build/java/lib/*" fencelock.bench.Bench \
+    --system "$js" --endpoints "$eps" "$@" 2>>"$raw/java-$js.stderr"; }
+  JPID=$!
+  JB_OUT=${JB[0]:-}
+  JB_IN=${JB[1]:-}
+  sleep 0.2
+  [ -n "$JB_IN" ] && kill -0 "$JPID" 2>/dev/null
+}
+java_stop() { # the JVM asked to quit; killed after 20 s
+  [ -n "${JPID:-}" ] || return 0
+  local pid=$JPID
+  [ -z "$JB_IN" ] || { printf 'quit\n' >&"$JB_IN"; } 2>/dev/null || true
+  for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  JPID=""
+  JB_IN=""
+  JB_OUT=""
+}
+# java_cmd TIMEOUT_S OPTIONS...: one command; its JSON line in JLINE (1: no answer in time, and
+# the JVM is stopped: the next workload set starts a new one).
+java_cmd() {
+  local t=$1
+  shift
+  JLINE=""
+  [ -n "${JPID:-}" ] && kill -0 "$JPID" 2>/dev/null || return 1
+  { printf '%s\n' "$*" >&"$JB_IN"; } 2>/dev/null || { java_stop; return 1; }
+  if ! IFS= read -r -t "$t" JLINE <&"$JB_OUT"; then
+    JLINE=""
+    java_stop
+    return 1
+  fi
+}
+java_run() { # java-system workload timeout_s options...: one row into the results
+  local js=$1 w=$2 t=$3 line=""
+  shift 3
+  java_cmd "$t" --workload "$w" "$@" && line=$JLINE
+  [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"the JVM did not answer within %d s (see %s)"}' "$js" "$w" "$t" "$raw/java-$js.stderr")
+  echo "   $line"
+  echo "$line" >>"$json"
+}
+# The workload set of one Java client on system $2's running servers (endpoints $3): W1-W3, W8
+# (ZooKeeper), W9 and W11 where the client has them, W12 (Curator's LeaderLatch).
+java_set() { # java-system system endpoints
+  local js=$1 s=$2 eps=$3 w
+  if [ ! -f "$JAR" ]; then
+    echo "== $js: SKIPPED (no $JAR: make bench builds it from bench/java)"
+    for w in W1 W2 W3; do note "$js" "$w" "not built (no $JAR)"; done
+    return
+  fi
+  echo "== $js (Java client on the $s servers)"
+  if ! java_start "$js" "$eps"; then
+    for w in W1 W2 W3; do note "$js" "$w" "the JVM did not start (see $raw/java-$js.stderr)"; done
+    return
+  fi
+  echo "   warm-up: W1, W2, W3$([ "$js" = redisson-fenced ] || echo ", W9, W11") for $java_warm s each, not recorded"
+  java_cmd $((java_warm * 5 + 120)) --workload warmup --seconds "$java_warm" --pairs "$pairs" ||
+    JLINE="(no answer)"
+  echo "   $JLINE"
+  for w in W1 W2 W3; do
+    [ "${BENCH_W123:-1}" = 1 ] || break
+    java_run "$js" "$w" $((secs + 30)) --seconds "$secs" --pairs "$pairs"
+  done
+  [ "$js" = curator ] && [ "$w8" = 1 ] && w8_system "$s" "$eps" "$js"
+  if [ "$js" != redisson-fenced ]; then
+    [ "$w9" = 1 ] && java_run "$js" W9 $((secs + 60)) --clients "$w9_readers" --seconds "$secs" \
+      --pairs "$pairs" --hold "$w9_hold" --writer-pause "$w9_pause"
+    [ "$w11" = 1 ] && java_run "$js" W11 $((secs + 60)) --clients "$w11_clients" --limit "$w11_limit" \
+      --hold "$w11_hold" --seconds "$secs" --pairs "$pairs"
+  fi
+  [ "$js" = curator ] && [ "$w12" = 1 ] && java_run "$js" W12 $((w12_rounds * 10 + 60)) \
+    --clients "$w12_observers" --rounds "$w12_rounds" --seconds $((w12_rounds * 10 + 30))
+  java_stop
+}
+
+# W8 for Redisson (RLock and RFencedLock): the one Redis of W1-W3 has nothing to fail over to,
+# so a primary, a replica and three Sentinels (bench/servers/redis-sentinel.sh) are started for
+# it, and Redisson runs in its Sentinel mode; each trial kills the primary with -9.
+sentinel_up=0
+java_w8_sentinel() {
+  local js eps w
+  [ -f "$JAR" ] || return 0
+  echo "== redis-sentinel: starting a primary, a replica and 3 Sentinels (W8 for Redisson)"
+  bench/servers/redis-sentinel.sh stop >/dev/null 2>&1 || true
+  rm -rf build/bench/redis-sentinel
+  sentinel_up=1
+  if ! eps=$(timeout 120 bench/servers/redis-sentinel.sh start | tail -n 1) || [ -z "$eps" ]; then
+    for js in redisson redisson-fenced; do note "$js" W8 "the Sentinel set-up did not start (build/bench/redis-sentinel/)"; done
+  else
+    echo "   Sentinels $eps"
+    for js in redisson redisson-fenced; do
+      echo "== $js W8 (Sentinel mode)"
+      if java_start "$js" "$eps" --sentinel-master bench; then
+        w8_system redis-sentinel "$eps" "$js"
+        java_stop
+      else
+        note "$js" W8 "the JVM did not start (see $raw/java-$js.stderr)"
+      fi
+    done
+  fi
+  bench/servers/redis-sentinel.sh stop >/dev/null 2>&1
+  sentinel_up=0
 }
 
 # One lockbench line into the results (a failed run gets an error line of its own).
@@ -421,13 +560,22 @@ report() {
   BENCH_SECS=$secs LOAD_START=$load_start LOAD_END=$(uptime) python3 - "$1" <<'PY'
 import json, os, sys, datetime
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-order = ["fencelock", "redis", "redlock", "redsync", "etcd", "etcd-go", "zookeeper"]
+order = ["fencelock", "redis", "redisson", "redisson-fenced", "redlock", "redsync", "etcd", "etcd-go",
+         "zookeeper", "curator"]
+# The servers behind each row; the client that drove them is added by lab() below.
 desc = {"fencelock": "fencelock, 3 nodes, fsync on", "redis": "Redis SET NX PX, 1 server, no fsync",
-        "redlock": "Redlock, 5 Redis servers, no fsync", "etcd": "etcd lock recipe, 3 members, fsync on",
-        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on",
-        "redsync": "Redlock, 5 Redis servers, no fsync", "etcd-go": "etcd lock recipe, 3 members, fsync on"}
-# Every row is labelled with its client library and version: the Go drivers' rows carry it
-# ("client", from gobench's build information), the C drivers' come from clients.json (run.sh).
+        "redisson": "Redis, 1 server, no fsync", "redisson-fenced": "Redis, 1 server, no fsync",
+        "redlock": "Redlock, 5 Redis servers, no fsync", "redsync": "Redlock, 5 Redis servers, no fsync",
+        "etcd": "etcd lock recipe, 3 members, fsync on", "etcd-go": "etcd lock recipe, 3 members, fsync on",
+        "zookeeper": "ZooKeeper lock recipe, 3 servers, fsync on", "curator": "ZooKeeper, 3 servers, fsync on"}
+# W8 of Redisson runs on a Sentinel set-up: the one Redis of W1-W3 has nothing to fail over to.
+desc_w8 = {s: "Redis primary + 1 replica, 3 Sentinels (down-after 5 s), no fsync" for s in ("redisson", "redisson-fenced")}
+# The anchors through their users' own client libraries (bench/go, bench/java): on the servers
+# of another row, so no server footprint (W4) of their own.
+own_clients = {"redisson", "redisson-fenced", "redsync", "etcd-go", "curator"}
+# Every row is labelled with its client library and version, one way for all: the Go and Java
+# drivers' rows carry it ("client": gobench's build information, bench/java's pinned versions),
+# the C drivers' come from clients.json (run.sh: Debian's versions of what lockbench links).
 clients = {}
 try:
     clients = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "clients.json")))
@@ -436,8 +584,21 @@ except (OSError, ValueError):
 for r in rows:
     if r.get("client"):
         clients.setdefault(r["driver"], r["client"])
-for s in list(desc):
-    desc[s] += f" · client: {clients.get(s, '?')}"
+# The recipe of the client library a row used, where the library has several ("mutex": W1-W3, W8).
+recipe = {("curator", "mutex"): "InterProcessMutex", ("curator", "W9"): "InterProcessReadWriteLock",
+          ("curator", "W11"): "InterProcessSemaphoreV2", ("curator", "W12"): "LeaderLatch",
+          ("redisson", "mutex"): "RLock", ("redisson", "W9"): "RReadWriteLock", ("redisson", "W11"): "RSemaphore",
+          ("redisson-fenced", "mutex"): "RFencedLock",
+          ("etcd-go", "mutex"): "concurrency.Mutex", ("etcd-go", "W9"): "recipes.RWMutex",
+          ("etcd-go", "W11"): "a semaphore recipe on concurrency (bench/go)", ("etcd-go", "W12"): "concurrency.Election"}
+def lab(s, w, r=None):
+    """The label of system s's row of workload w (r: the row): servers · client library and version · recipe."""
+    key = "mutex" if w in ("W1", "W2", "W3", "W8") else w
+    if w == "W9" and r is not None and r.get("reader_mode") == "exclusive":
+        key = "mutex"  # readers on the mutex: the baseline (or no shared mode)
+    base = desc_w8.get(s) if w == "W8" and s in desc_w8 else desc.get(s, s)
+    rc = recipe.get((s, key))
+    return f"{base} · client: {clients.get(s, '?')}" + (f" · {rc}" if rc else "")
 def get(sysname, w):
     for r in rows:
         if r.get("driver") == sysname and r.get("workload") == w:
@@ -485,10 +646,10 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         r = get(s, "W1")
         if ok(r):
             f = fl["W1"] if ok(fl["W1"]) else None
-            p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+            p(f"| {lab(s, 'W1')} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
               f"{ratio(f and f['p50_ms'], r['p50_ms'])} | {ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W1')} | – | – | – | – | – | {status(r)} |")
     p("")
     p("## W2 — contended: 8 clients on one lock, acquire with a wait")
     p("")
@@ -502,11 +663,12 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         if ok(r):
             f = fl["W2"] if ok(fl["W2"]) else None
             note = status(r) or (f"{r['timeouts']} timeouts" if r.get("timeouts") else "")
-            p(f"| {desc[s]} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
+            if r.get("tokens_increasing") is False: note = (note + "; fencing tokens went backwards").lstrip("; ")
+            p(f"| {lab(s, 'W2')} | {rate(r['grants_per_s'])} | {rate(r['handoffs_per_s'])} | {fmt(r['p50_ms'], 3)} | "
               f"{fmt(r['p99_ms'], 3)} | {r['fairness']:.2f} ({r['fair_min']}/{r['fair_max']}) | "
               f"{ratio(f and f['grants_per_s'], r['grants_per_s'])} | {ratio(f and f['handoffs_per_s'], r['handoffs_per_s'])} | {note} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W2')} | – | – | – | – | – | – | – | {status(r)} |")
     p("")
     p("## W3 — parallel: 16 clients, each on its own lock")
     p("")
@@ -516,10 +678,10 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
         r = get(s, "W3")
         if ok(r):
             f = fl["W3"] if ok(fl["W3"]) else None
-            p(f"| {desc[s]} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
+            p(f"| {lab(s, 'W3')} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
               f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W3')} | – | – | – | – | {status(r)} |")
     p("")
     p("## W4 — held locks: footprint and restart")
     p("")
@@ -530,6 +692,7 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
     p("| system | locks held | sessions | RSS per node MiB | snapshot per node MiB | restart s, tail to replay (entries) | restart s, after a snapshot at the end of the load (entries after it) | note |")
     p("| --- | ---: | ---: | --- | --- | ---: | ---: | --- |")
     for s in order:
+        if s in own_clients: continue  # W4 is a server footprint: no client's concern
         r = get(s, "W4")
         if r and "rss_kib" in r:
             rss = " / ".join(f"{k / 1024:.0f}" for k in r["rss_kib"])
@@ -543,11 +706,11 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
             if ld.get("retried"): note += f"; {ld['retried']:,} commands resent ({ld.get('note') or ld.get('error')})"
             if ld.get("errors"): note += f"; load incomplete: {ld.get('error')}"
             note += f"; node {r['restarted_node']} restarted"
-            p(f"| {desc[s]} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
+            p(f"| {lab(s, 'W4')} | {ld['locks']:,} | {ld['sessions']:,} | {rss} | {snap} | {rs} | {ra} | {note} |")
         elif s == "fencelock":
-            p(f"| {desc[s]} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
+            p(f"| {lab(s, 'W4')} | – | – | – | – | – | – | {status(r) if r else 'not run (BENCH_W4=0)'} |")
         else:
-            p(f"| {desc[s]} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
+            p(f"| {lab(s, 'W4')} | – | – | – | – | – | – | not measured: W4 is implemented for fencelock only |")
     p("")
 w5rows = [r for r in rows if r.get("driver") == "fencelock" and r.get("workload") == "W5"]
 if w5rows:
@@ -613,7 +776,9 @@ if w8rows:
     p("## W8 — fail-over: kill -9 of the leader while 8 clients wait on one lock")
     p("")
     p("Time from the kill to the next grant acknowledged to any client; one kill per trial, the killed member restarted between trials. "
-      "Redlock has no leader: the first of its five servers is killed (a majority stays).")
+      "Redlock has no leader: the first of its five servers is killed (a majority stays). "
+      "Redisson runs in its Sentinel mode on a primary, a replica and three Sentinels: the primary is killed. "
+      "Calls that fail while the leader is down are retried (Java rows count them in errors; only no grant after the kill fails a trial).")
     p("")
     p("| system | trials ok | median ms | min ms | max ms | fencelock median / this | failed trials |")
     p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -628,9 +793,9 @@ if w8rows:
         ok_ = sorted(r["failover_ms"] for r in rs if r.get("failover_ms", -1) >= 0 and not r.get("error"))
         bad = [r.get("error", r.get("skipped", "?")) for r in rs if r not in [x for x in rs if x.get("failover_ms", -1) >= 0 and not x.get("error")]]
         if ok_:
-            p(f"| {desc[s]} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+            p(f"| {lab(s, 'W8')} | {len(ok_)} | {med[s]:.0f} | {ok_[0]:.0f} | {ok_[-1]:.0f} | {ratio(med.get('fencelock'), med[s])} | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
         else:
-            p(f"| {desc[s]} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
+            p(f"| {lab(s, 'W8')} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
     p("")
 w9rows = [r for r in rows if r.get("workload") == "W9"]
 if w9rows:
@@ -639,6 +804,7 @@ if w9rows:
     p("Each reader loops LOCK (shared) → hold → UNLOCK; the writer takes the lock exclusively after a pause each time. "
       "Wait = call to grant. A system without a shared mode in its lock service runs its readers on its mutex (etcd over the JSON gateway: the v3lock mutex; Redis: its SET NX lock). "
       "etcd-go runs the read-write lock of etcd's own Go client, experimental/recipes.RWMutex (readers RLock, the writer Lock), and the same loop on concurrency.Mutex as its baseline. "
+      "ZooKeeper through Curator takes InterProcessReadWriteLock's read and write locks, Redis through Redisson RReadWriteLock's. "
       "Writer timeouts count waits over 5 s (starvation); 'most readers holding' is seen client-side (grant answered .. UNLOCK sent).")
     p("")
     p("| system | readers | reader mode | hold ms | writer pause ms | reader grants/s | reader wait p50 / p99 ms | most readers holding | writer grants | writer wait p50 / p99 / max ms | writer timeouts | note |")
@@ -646,11 +812,12 @@ if w9rows:
     for r in w9rows:
         s = r.get("driver")
         if "reader_grants" not in r:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W9')} | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
         note = "" if r.get("errors") == 0 else "error: " + r.get("error", "?")
-        if s not in ("fencelock", "etcd-go"): note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
-        p(f"| {desc.get(s, s)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
+        if r.get("reader_mode") == "exclusive" and s not in ("fencelock", "etcd-go"):
+            note = ("no shared mode: readers take the mutex; " + note).rstrip("; ")
+        p(f"| {lab(s, 'W9', r)} | {r['readers']} | {r['reader_mode']} | {r['hold_ms']} | {r['writer_pause_ms']} | "
           f"{rate(r['reader_grants_per_s'])} | {r['reader_wait_p50_ms']:.2f} / {r['reader_wait_p99_ms']:.2f} | "
           f"{r['max_readers_holding']} | {r['writer_grants']} | {r['writer_wait_p50_ms']:.2f} / {r['writer_wait_p99_ms']:.2f} / "
           f"{r['writer_wait_max_ms']:.2f} | {r['writer_timeouts']} | {note} |")
@@ -679,9 +846,9 @@ if w10rows:
         s = r.get("driver")
         a, b = r.get("latency"), r.get("fanout")
         if not a:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W10')} | – | – | – | – | – | – | – | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['watchers']} | {a.get('gap_ms', 0)} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
+        p(f"| {lab(s, 'W10')} | {r['watchers']} | {a.get('gap_ms', 0)} | {a['puts']} | {a['p50_ms']:.2f} | {a['p99_ms']:.2f} | {a['max_ms']:.2f} | "
           f"{a.get('from_send_p50_ms', 0):.2f} / {a.get('from_send_p99_ms', 0):.2f} | "
           f"{b['puts']} | {rate(b['events_per_s'])} | {rate(b['puts_per_s'])} | {b['p50_ms']:.1f} / {b['p99_ms']:.1f} | "
           f"{a['missed'] + b['missed']} | {r.get('error', '')} |")
@@ -701,7 +868,9 @@ if w11rows:
     p("")
     p("Each client loops SEM.ACQUIRE (WAIT 5 s) → hold → SEM.RELEASE on one semaphore; a hand-off is a permit granted. "
       "Wait = call to grant. 'Most holding' is seen client-side (grant answered .. SEM.RELEASE sent), so it can only "
-      "undercount what the server granted; it must never exceed the limit. etcd has no semaphore (its contrib recipe was removed): "
+      "undercount what the server granted; it must never exceed the limit. fencelock (SEM.ACQUIRE), ZooKeeper through Curator's InterProcessSemaphoreV2, "
+      "Redis through Redisson's RSemaphore (permits not tied to a session: a dead holder's permit is never returned). "
+      "etcd has no semaphore (its contrib recipe was removed): "
       "etcd-go is a recipe on its Go client (bench/go/etcd.go: the Mutex recipe with N holders, a key per session, the first N by "
       "create revision hold, waiters watch for deletions).")
     p("")
@@ -710,9 +879,9 @@ if w11rows:
     for r in w11rows:
         s = r.get("driver")
         if "grants" not in r:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W11')} | – | – | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['clients']} | {r['limit']} | {r['hold_ms']} | {rate(r['handoffs_per_s'])} | "
+        p(f"| {lab(s, 'W11')} | {r['clients']} | {r['limit']} | {r['hold_ms']} | {rate(r['handoffs_per_s'])} | "
           f"{r['wait_p50_ms']:.2f} / {r['wait_p99_ms']:.2f} | {r['max_holding']} | {r['timeouts']} | {r.get('error', '')} |")
     p("")
 w12rows = [r for r in rows if r.get("workload") == "W12"]
@@ -723,7 +892,9 @@ if w12rows:
       "session is ended from outside (fencelock: SESSION.CLOSE on another connection; etcd: L's lease revoked) and the "
       "time from that call to each observer seeing C lead is taken. fencelock: ELECT.CAMPAIGN ... WAIT and ELECT.OBSERVE "
       "AFTER rev WAIT at the leader; etcd: v3election campaign and observe (streaming) over the JSON gateway; etcd-go: "
-      "concurrency.Election Campaign and Observe of etcd's Go client over gRPC, L's lease revoked by another client. "
+      "concurrency.Election Campaign and Observe of etcd's Go client over gRPC, L's lease revoked by another client; "
+      "ZooKeeper through Curator: LeaderLatch for L and C, each on a session of its own, observers list the latch's children with a watch "
+      "(the lowest sequence number leads), L's session ended by closing its ZooKeeper handle (the server deletes its ephemeral latch node). "
       "'all seen' = the slowest observer of a round, over the rounds.")
     p("")
     p("| system | observers | rounds | observed | all seen p50 / p99 / max ms | per observer p50 / p99 ms | note |")
@@ -731,21 +902,22 @@ if w12rows:
     for r in w12rows:
         s = r.get("driver")
         if "rounds" not in r:
-            p(f"| {desc.get(s, s)} | – | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W12')} | – | – | – | – | – | {status(r)} |")
             continue
-        p(f"| {desc.get(s, s)} | {r['observers']} | {r['rounds']} | {r['observed']} | "
+        p(f"| {lab(s, 'W12')} | {r['observers']} | {r['rounds']} | {r['observed']} | "
           f"{r['all_seen_p50_ms']:.1f} / {r['all_seen_p99_ms']:.1f} / {r['all_seen_max_ms']:.1f} | "
           f"{r['observer_p50_ms']:.1f} / {r['observer_p99_ms']:.1f} | {r.get('error', '')} |")
     p("")
     f = next((r for r in w12rows if r.get("driver") == "fencelock" and r.get("observed")), None)
-    for other in ("etcd", "etcd-go"):
+    for other, what in (("etcd", "etcd"), ("etcd-go", "etcd-go"), ("curator", "ZooKeeper (Curator LeaderLatch)")):
         e = next((r for r in w12rows if r.get("driver") == other and r.get("observed")), None)
         if f and e:
-            p(f"- fencelock / {other}, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
+            p(f"- fencelock / {what}, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
               f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
     p("")
 # The anchors through their own clients beside the project's drivers of the same servers.
-pairs_ = [("etcd", "etcd-go"), ("redlock", "redsync")]
+pairs_ = [("etcd", "etcd-go"), ("redlock", "redsync"), ("zookeeper", "curator"), ("redis", "redisson"),
+          ("redis", "redisson-fenced")]
 cmp_rows = []
 for c_, g_ in pairs_:
     for w, key, what in (("W1", "ops_per_s", "pairs/s"), ("W1", "p50_ms", "pair p50 ms"),
@@ -755,6 +927,7 @@ for c_, g_ in pairs_:
         if ok(a) and ok(b):
             f_ = (lambda v: f"{v:.3f}") if key.endswith("_ms") else rate
             cmp_rows.append(f"| {c_} → {g_} | {w} {what} | {f_(a[key])} | {f_(b[key])} | {ratio(b[key], a[key])} |")
+    # W8 only where both ran on the same servers (Redisson's W8 is on a Sentinel set-up).
     w8c = [r["failover_ms"] for r in rows if r.get("workload") == "W8" and r.get("driver") == c_ and r.get("failover_ms", -1) >= 0 and not r.get("error")]
     w8g = [r["failover_ms"] for r in rows if r.get("workload") == "W8" and r.get("driver") == g_ and r.get("failover_ms", -1) >= 0 and not r.get("error")]
     if w8c and w8g:
@@ -764,17 +937,18 @@ for c_, g_ in pairs_:
 if cmp_rows:
     p("## The anchors through their own clients beside the project's C drivers")
     p("")
-    p("The same servers and workloads, driven first by the project's C driver (etcd: the JSON gateway over libcurl; "
-      "Redlock: hiredis, 1-5 ms retries) and then by the client library their users run (etcd: go.etcd.io/etcd/client/v3 "
-      "concurrency over gRPC; Redlock: redsync with its defaults, 50-250 ms retries). Own client / C driver > 1: the own "
-      "client is faster (rates) or slower (latencies).")
+    p("The same servers and workloads in the same run, driven first by the project's C driver (etcd: the JSON gateway over libcurl; "
+      "Redlock and Redis: hiredis, SET NX with 1-5 ms retries; ZooKeeper: its C client) and then by the client library their users run "
+      "(etcd: go.etcd.io/etcd/client/v3 concurrency over gRPC; Redlock: redsync with its defaults, 50-250 ms retries; "
+      "ZooKeeper: Apache Curator's InterProcessMutex; Redis: Redisson's RLock and RFencedLock, waiters woken by pub/sub). "
+      "Own client / C driver > 1: the own client is faster (rates) or slower (latencies).")
     p("")
     p("| servers: C driver → own client | measure | C driver | own client | own client / C driver |")
     p("| --- | --- | ---: | ---: | ---: |")
     for l in cmp_rows:
         p(l)
     p("")
-p("Raw results (one JSON line per workload, from lockbench or gobench):")
+p("Raw results (one JSON line per workload, from lockbench, gobench and the Java clients' JVMs, bench/java):")
 p("")
 p("```")
 for r in rows:
@@ -837,6 +1011,16 @@ for s in "${systems[@]}"; do
   case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
   case "$s" in fencelock | etcd-go) [ "$w11" = 1 ] && w11_system "$s" "$eps" ;; esac
   case "$s" in fencelock | etcd | etcd-go) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
+  if [ "$java_on" = 1 ]; then # the same servers through the Java clients, in the same run
+    case "$s" in
+    zookeeper) java_set curator "$s" "$eps" ;;
+    redis)
+      java_set redisson "$s" "$eps"
+      java_set redisson-fenced "$s" "$eps"
+      [ "$w8" = 1 ] && java_w8_sentinel
+      ;;
+    esac
+  fi
   if [ "$s" = fencelock ] && [ "$w4" = 1 ]; then
     w4_fencelock "$eps"
   fi

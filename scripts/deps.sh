@@ -45,7 +45,12 @@ test)
 deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
-              libcurl4-openssl-dev procps) ;;
+              libcurl4-openssl-dev procps)
+  # bench/java (ZooKeeper through Curator, Redis through Redisson): a JDK 17 and Maven, Debian's
+  # unless installed; their artifacts below.
+  command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
+  command -v mvn >/dev/null 2>&1 || pkgs+=(maven)
+  ;;
 *) echo "usage: $0 build|run|test|fuzz|bench|deb|pyvenv" >&2; exit 2 ;;
 esac
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
@@ -160,6 +165,14 @@ go_client_deps() {
 }
 [ "${1:-build}" = test ] && { go_client_deps || exit 1; }  # a failed module download
 [ "${1:-build}" = fuzz ] && libraft_source
+# bench/java: the pom's pinned artifacts and plugins into Maven's local repository (~/.m2), by
+# one build, online only when an offline one fails (so once); make then builds with mvn -o.
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-build}" = bench ] && ! mvn -B -q -o -f "$top/bench/java/pom.xml" package >/dev/null 2>&1; then
+  echo "deps: fetching bench/java's Maven artifacts (Curator, ZooKeeper client, Redisson)"
+  rm -rf "$top/build/java/lib"
+  mvn -B -q -f "$top/bench/java/pom.xml" package
+fi
 # bench: the Go drivers' client libraries (etcd's Go client, redsync, go-redis), pinned by
 # bench/go/go.sum, from the Go module proxy into the module cache. They need the Go of
 # bench/go/go.mod (the machine's /usr/local/go); without it their rows are skipped, with a note.
@@ -168,4 +181,14 @@ if [ "${1:-build}" = bench ]; then
     echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
 fi
 [ "${1:-build}" = test ] && pyvenv
+# clients/node: ioredis and the TypeScript toolchain, exactly as package-lock.json pins them
+# (npm ci), when node_modules is missing or older than the lock file.
+if [ "${1:-build}" = test ]; then
+  node_dir=$(cd "$(dirname "$0")/.." && pwd)/clients/node
+  nm=$node_dir/node_modules/.package-lock.json
+  if [ ! -f "$nm" ] || [ "$node_dir/package-lock.json" -nt "$nm" ]; then
+    echo "deps: npm ci in clients/node"
+    (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
+  fi
+fi
 exit 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
-# against real fencelockd processes, the Python client's type check and tests, the Java and Go
-# clients' tests, the client conformance suite (tests/conformance) and three short torture runs
+# against real fencelockd processes, the Python client's type check and tests, the Java, Go and
+# Node.js clients' tests, the client conformance suite (tests/conformance) and three short torture runs
 # (each judged by the checkers and by Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
@@ -196,6 +196,26 @@ FL_TEST_PORTS=20000-29999 scripts/go-client-tests.sh "$B/fencelockd" >"$log" 2>&
 grep -E '^(go vet|staticcheck|go test|tests:)' "$log"
 grep -qE '^tests: [0-9]+ passed, 0 failed' "$log" || grep -vE '^(go vet|staticcheck|go test|tests:)' "$log" | tail -n 150
 count "$log" "go client"
+# The Node.js client (clients/node): tsc, then Node's own test runner against real servers; its
+# TAP totals ("# pass 12", "# fail 0") become this script's "tests:" line (a failed build: 1).
+echo "== node client (node --test)"
+nbin=$(realpath "$B/fencelockd")
+if (cd clients/node && npm run --silent build) >"$log" 2>&1; then
+  (cd clients/node && FL_TEST_PORTS=20000-29999 FENCELOCK_BIN="$nbin" \
+    node --test --test-reporter=tap test-dist/) >"$log" 2>&1
+  grep -E '^not ok' "$log"
+  np=$(grep -E '^# pass [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+')
+  nf=$(grep -E '^# fail [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+')
+  if [ -z "$np" ]; then
+    echo "!! node --test printed no totals"; tail -n 20 "$log"; echo "tests: 0 passed, 1 failed" >>"$log"
+  else
+    echo "tests: $np passed, ${nf:-0} failed" | tee -a "$log"
+  fi
+else
+  echo "!! clients/node did not build (scripts/deps.sh test runs npm ci)"; tail -n 20 "$log"
+  echo "tests: 0 passed, 1 failed" >>"$log"
+fi
+count "$log" "node client"
 # The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
   wait "$torture_pid"

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: Apache-2.0
+package fencelock.bench;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+/**
+ * ZooKeeper through Apache Curator, as its users run it: one CuratorFramework (one ZooKeeper
+ * session) per benchmark client, session timeout = the benchmark's TTL (the C driver's
+ * zookeeper_init gets the same; the server raises it to its minimum, 4 s), connection timeout
+ * 15 s or the TTL if shorter, ExponentialBackoffRetry(100 ms, 3 retries) as Curator's own examples. Each client keeps
+ * one recipe object per name, made on first use and reused, as an application holds one
+ * InterProcessMutex per lock: InterProcessMutex (under /curator/locks/), InterProcessReadWriteLock
+ * (/curator/rw/), InterProcessSemaphoreV2 (/curator/sem/), LeaderLatch (/curator/elect/).
+ * Curator's mutex gives no fencing token (token() is 0); W12's tokens are the latch nodes'
+ * sequence numbers. Owns its CuratorFrameworks; close() closes them.
+ */
+final class CuratorSys implements Sys {
+    private final String endpoints;
+    private final String client;
+
+    CuratorSys(String endpoints, String client) {
+        this.endpoints = endpoints;
+        this.client = client;
+    }
+
+    @Override
+    public String driver() {
+        return "curator";
+    }
+
+    @Override
+    public String client() {
+        return client;
+    }
+
+    /** A started CuratorFramework with its session established (30 s bound). */
+    CuratorFramework connect(int ttlMs) throws Exception {
+        CuratorFramework cf = CuratorFrameworkFactory.builder()
+                .connectString(endpoints)
+                .sessionTimeoutMs(ttlMs)
+                .connectionTimeoutMs(Math.min(15000, ttlMs))
+                .retryPolicy(new ExponentialBackoffRetry(100, 3))
+                .build();
+        cf.start();
+        if (!cf.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            cf.close();
+            throw new TimeoutException("no ZooKeeper session within 30 s (" + endpoints + ")");
+        }
+        return cf;
+    }
+
+    @Override
+    public Mutex mutex(int id, int ttlMs) throws Exception {
+        CuratorFramework cf = connect(ttlMs);
+        Map<String, InterProcessMutex> locks = new HashMap<>();
+        return new Mutex() {
+            @Override
+            public boolean acquire(String name, int waitMs) throws Exception {
+                InterProcessMutex m =
+                        locks.computeIfAbsent(name, n -> new InterProcessMutex(cf, "/curator/locks/" + n));
+                return m.acquire(waitMs, TimeUnit.MILLISECONDS);
+            }
+
+            @Override
+            public long token() {
+                return 0;
+            }
+
+            @Override
+            public void release(String name) throws Exception {
+                locks.get(name).release();
+            }
+
+            @Override
+            public void close() {
+                cf.close();
+            }
+        };
+    }
+
+    @Override
+    public RwLock rwLock(int id, int ttlMs) throws Exception {
+        CuratorFramework cf = connect(ttlMs);
+        Map<String, InterProcessReadWriteLock> locks = new HashMap<>();
+        return new RwLock() {
+            private InterProcessMutex of(String name, boolean shared) {
+                InterProcessReadWriteLock rw = locks.computeIfAbsent(
+                        name, n -> new InterProcessReadWriteLock(cf, "/curator/rw/" + n));
+                return shared ? rw.readLock() : rw.writeLock();
+            }
+
+            @Override
+            public boolean acquire(String name, boolean shared, int waitMs) throws Exception {
+                return of(name, shared).acquire(waitMs, TimeUnit.MILLISECONDS);
+            }
+
+            @Override
+            public void release(String name, boolean shared) throws Exception {
+                of(name, shared).release();
+            }
+
+            @Override
+            public void close() {
+                cf.close();
+            }
+        };
+    }
+
+    @Override
+    public Semaphore semaphore(int id, int ttlMs) throws Exception {
+        CuratorFramework cf = connect(ttlMs);
+        Map<String, InterProcessSemaphoreV2> sems = new HashMap<>();
+        Map<String, Lease> held = new HashMap<>();
+        return new Semaphore() {
+            @Override
+            public boolean acquire(String name, int limit, int waitMs) throws Exception {
+                InterProcessSemaphoreV2 s = sems.computeIfAbsent(
+                        name, n -> new InterProcessSemaphoreV2(cf, "/curator/sem/" + n, limit));
+                Lease l = s.acquire(waitMs, TimeUnit.MILLISECONDS);
+                if (l == null)
+                    return false;
+                held.put(name, l);
+                return true;
+            }
+
+            @Override
+            public void release(String name) throws Exception {
+                sems.get(name).returnLease(held.remove(name));
+            }
+
+            @Override
+            public void close() {
+                cf.close();
+            }
+        };
+    }
+
+    /** The sequence number that ends a latch node's path ("..._c_<uuid>-latch-0000000012"). */
+    static long seq(String path) {
+        if (path == null || path.length() < 10)
+            return -1;
+        return Long.parseLong(path.substring(path.length() - 10));
+    }
+
+    /**
+     * W12 through LeaderLatch: L and C are latches of participant ids "L" and "C" on sessions of
+     * their own; an observer (a session of its own, no latch) lists the latch's children with a
+     * watch, takes the lowest sequence number as the leader (LeaderLatch's own rule) and reads its
+     * participant id, until that is "C". The leader's session is ended by closing its ZooKeeper
+     * handle (the server's closeSession transaction deletes its ephemeral latch node), so that
+     * the latch's own close (a delete of its node) never runs: ZooKeeper has no call that ends
+     * another client's session, and a handle attached to L's session id from elsewhere would
+     * race L's client reconnecting to it.
+     */
+    @Override
+    public Election election(int ttlMs) throws Exception {
+        final String base = "/curator/elect/lb-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        return new Election() {
+            @Override
+            public Round round(int r, int observers) throws Exception {
+                String path = base + "-" + r;
+                List<CuratorFramework> all = new ArrayList<>();
+                try {
+                    CuratorFramework lcf = connect(ttlMs);
+                    all.add(lcf);
+                    CuratorFramework ccf = connect(ttlMs);
+                    all.add(ccf);
+                    List<CuratorFramework> obs = new ArrayList<>();
+                    for (int i = 0; i < observers; i++) {
+                        CuratorFramework o = connect(ttlMs);
+                        all.add(o);
+                        obs.add(o);
+                    }
+                    LeaderLatch l = new LeaderLatch(lcf, path, "L");
+                    l.start();
+                    if (!l.await(Bench.EL_ROUND_MS, TimeUnit.MILLISECONDS))
+                        throw new TimeoutException("the leader was not elected");
+                    return new CuratorRound(path, lcf, ccf, obs, l, all);
+                } catch (Exception e) {
+                    for (CuratorFramework cf : all)
+                        cf.close();
+                    throw e;
+                }
+            }
+
+            @Override
+            public void close() {}
+        };
+    }
+
+    private static final class CuratorRound implements Round {
+        private final String path;
+        private final CuratorFramework lcf, ccf;
+        private final List<CuratorFramework> obs, all;
+        private final LeaderLatch leader;
+        private volatile LeaderLatch cand;
+
+        CuratorRound(String path, CuratorFramework lcf, CuratorFramework ccf, List<CuratorFramework> obs,
+                LeaderLatch leader, List<CuratorFramework> all) {
+            this.path = path;
+            this.lcf = lcf;
+            this.ccf = ccf;
+            this.obs = obs;
+            this.leader = leader;
+            this.all = all;
+        }
+
+        @Override
+        public long leaderToken() {
+            return seq(leader.getOurPath());
+        }
+
+        @Override
+        public long candidate(long deadlineNanos) throws Exception {
+            LeaderLatch c = new LeaderLatch(ccf, path, "C");
+            cand = c;
+            c.start();
+            long left = deadlineNanos - System.nanoTime();
+            if (left <= 0 || !c.await(left, TimeUnit.NANOSECONDS))
+                throw new TimeoutException("the candidate did not lead in time");
+            return seq(c.getOurPath());
+        }
+
+        @Override
+        public void observe(int idx, long deadlineNanos) throws Exception {
+            CuratorFramework cf = obs.get(idx);
+            while (true) {
+                CountDownLatch changed = new CountDownLatch(1);
+                List<String> kids =
+                        cf.getChildren().usingWatcher((org.apache.zookeeper.Watcher) e -> changed.countDown())
+                                .forPath(path);
+                String low = null;
+                for (String k : kids)
+                    if (low == null || seq(k) < seq(low))
+                        low = k;
+                if (low != null) {
+                    try {
+                        byte[] id = cf.getData().forPath(path + "/" + low);
+                        if ("C".equals(new String(id, java.nio.charset.StandardCharsets.UTF_8)))
+                            return;
+                    } catch (org.apache.zookeeper.KeeperException.NoNodeException gone) {
+                        continue; // deleted between the list and the read: list again
+                    }
+                }
+                long left = deadlineNanos - System.nanoTime();
+                if (left <= 0 || !changed.await(left, TimeUnit.NANOSECONDS))
+                    throw new TimeoutException("observer " + idx + " did not see the candidate lead");
+            }
+        }
+
+        @Override
+        public void killLeader() throws Exception {
+            lcf.getZookeeperClient().getZooKeeper().close();
+        }
+
+        @Override
+        public void close() {
+            LeaderLatch c = cand;
+            try {
+                if (c != null)
+                    c.close();
+            } catch (Exception e) {
+                // the session is closed below anyway: its node goes with it
+            }
+            for (CuratorFramework cf : all)
+                cf.close();
+        }
+    }
+
+    @Override
+    public void close() {}
+}

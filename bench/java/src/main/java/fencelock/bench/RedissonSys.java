@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+package fencelock.bench;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import java.util.concurrent.TimeUnit;
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RReadWriteLock;
+import org.redisson.api.RSemaphore;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
+import org.redisson.config.SentinelServersConfig;
+
+/**
+ * Redis through Redisson, as its users run it: one RedissonClient per benchmark client (a lock
+ * owner is a client's id and thread, so two clients are two processes to Redis), the
+ * single-server mode against bench/servers/redis.sh's server. Waiters are woken by Redisson's
+ * pub/sub channel of the lock (no polling). The lock's lease is Redisson's watchdog (no
+ * leaseTime given, as users call lock()/tryLock(wait)), its timeout set to the benchmark's TTL
+ * so that it matches the hiredis driver's PX (Redisson's default is 30 s).
+ *
+ * <p>The clients share one Netty event loop group of 2 threads (the machine's cores) and keep
+ * small pools (1-2 command connections, 1-2 pub/sub connections each): 16 clients with
+ * Redisson's defaults would open 16 x 24+ connections and 16 x 2 x cores threads in this one
+ * JVM, where each real process would have one client. The group is shut down by close().
+ *
+ * <p>With a Sentinel master name (W8: bench/servers/redis-sentinel.sh), the clients run in
+ * Redisson's Sentinel mode instead: the endpoints are the Sentinels', commands and pub/sub go to
+ * the primary they name (read mode MASTER: a lock is never read from a replica), and Redisson
+ * follows a fail-over by itself.
+ *
+ * <p>Drivers: "redisson" (RLock; RReadWriteLock for W9, RSemaphore for W11) and
+ * "redisson-fenced" (RFencedLock, tryLockAndGetToken: the token is Redis's INCR on the lock's
+ * token key, increasing with every grant of that lock).
+ */
+final class RedissonSys implements Sys {
+    private final String endpoints, client, sentinelMaster;
+    private final boolean fenced;
+    private final EventLoopGroup group = new NioEventLoopGroup(2);
+
+    RedissonSys(String endpoints, String client, boolean fenced, String sentinelMaster) {
+        this.sentinelMaster = sentinelMaster;
+        this.endpoints = endpoints;
+        this.client = client;
+        this.fenced = fenced;
+    }
+
+    @Override
+    public String driver() {
+        return fenced ? "redisson-fenced" : "redisson";
+    }
+
+    @Override
+    public String client() {
+        return client;
+    }
+
+    RedissonClient connect(int ttlMs) {
+        Config c = new Config();
+        c.setEventLoopGroup(group);
+        c.setThreads(2);
+        c.setLockWatchdogTimeout(ttlMs);
+        if (sentinelMaster != null) {
+            SentinelServersConfig sc = c.useSentinelServers().setMasterName(sentinelMaster);
+            for (String ep : endpoints.split(","))
+                sc.addSentinelAddress("redis://" + ep);
+            sc.setReadMode(ReadMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(1)
+                    .setMasterConnectionPoolSize(2)
+                    .setSlaveConnectionMinimumIdleSize(1)
+                    .setSlaveConnectionPoolSize(2)
+                    .setSubscriptionConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionPoolSize(2);
+            return Redisson.create(c);
+        }
+        String ep = endpoints.split(",")[0];
+        c.useSingleServer()
+                .setAddress("redis://" + ep)
+                .setConnectionMinimumIdleSize(1)
+                .setConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(2);
+        return Redisson.create(c);
+    }
+
+    @Override
+    public Mutex mutex(int id, int ttlMs) {
+        RedissonClient rc = connect(ttlMs);
+        return new Mutex() {
+            private long token;
+
+            @Override
+            public boolean acquire(String name, int waitMs) throws Exception {
+                if (!fenced)
+                    return rc.getLock("lock:" + name).tryLock(waitMs, TimeUnit.MILLISECONDS);
+                RFencedLock l = rc.getFencedLock("fenced:" + name);
+                Long t = l.tryLockAndGetToken(waitMs, TimeUnit.MILLISECONDS);
+                if (t == null)
+                    return false;
+                token = t;
+                return true;
+            }
+
+            @Override
+            public long token() {
+                return fenced ? token : 0;
+            }
+
+            @Override
+            public void release(String name) {
+                RLock l = fenced ? rc.getFencedLock("fenced:" + name) : rc.getLock("lock:" + name);
+                l.unlock();
+            }
+
+            @Override
+            public void close() {
+                rc.shutdown();
+            }
+        };
+    }
+
+    @Override
+    public RwLock rwLock(int id, int ttlMs) {
+        if (fenced)
+            return null;
+        RedissonClient rc = connect(ttlMs);
+        return new RwLock() {
+            private RLock of(String name, boolean shared) {
+                RReadWriteLock rw = rc.getReadWriteLock("rw:" + name);
+                return shared ? rw.readLock() : rw.writeLock();
+            }
+
+            @Override
+            public boolean acquire(String name, boolean shared, int waitMs) throws Exception {
+                return of(name, shared).tryLock(waitMs, TimeUnit.MILLISECONDS);
+            }
+
+            @Override
+            public void release(String name, boolean shared) {
+                of(name, shared).unlock();
+            }
+
+            @Override
+            public void close() {
+                rc.shutdown();
+            }
+        };
+    }
+
+    /**
+     * RSemaphore: permits set once with trySetPermits (a no-op when already set); a permit is
+     * not tied to a session or lease, so a client that dies holding one never gives it back
+     * (Redisson's RPermitExpirableSemaphore is the leased kind; the brief's recipe is RSemaphore).
+     */
+    @Override
+    public Semaphore semaphore(int id, int ttlMs) {
+        if (fenced)
+            return null;
+        RedissonClient rc = connect(ttlMs);
+        return new Semaphore() {
+            private boolean set;
+
+            @Override
+            public boolean acquire(String name, int limit, int waitMs) throws Exception {
+                RSemaphore s = rc.getSemaphore("sem:" + name);
+                if (!set) {
+                    s.trySetPermits(limit);
+                    set = true;
+                }
+                return s.tryAcquire(java.time.Duration.ofMillis(waitMs));
+            }
+
+            @Override
+            public void release(String name) {
+                rc.getSemaphore("sem:" + name).release();
+            }
+
+            @Override
+            public void close() {
+                rc.shutdown();
+            }
+        };
+    }
+
+    @Override
+    public Election election(int ttlMs) {
+        return null;
+    }
+
+    @Override
+    public void close() {
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+}

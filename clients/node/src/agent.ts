@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * The conformance agent of the Node.js client (tests/conformance/PROTOCOL.md): one JSON object
+ * per line on stdin and stdout, driven by the conformance harness. Written on the package's
+ * public API only (./index), so the suite checks what a user of the package gets. Every
+ * request runs as its own async task, so a lock that waits never delays a later request;
+ * replies may come in any order. Diagnostics go to stderr.
+ *
+ *   FL_ENDPOINTS=127.0.0.1:7480 node dist/agent.js
+ */
+import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
+import {
+  Client,
+  type ClientOptions,
+  FencelockError,
+  NotFoundError,
+  type Session,
+  StaleError,
+  LockTimeoutError,
+  VERSION,
+  type Watcher,
+} from './index';
+
+type Req = Record<string, unknown> & { id: number; op: string };
+type Result = Record<string, unknown>;
+
+function emit(o: Result): void {
+  process.stdout.write(`${JSON.stringify(o)}\n`);
+}
+
+function word(e: unknown): string {
+  return e instanceof FencelockError ? e.word : 'OTHER';
+}
+
+function clientOptions(env: NodeJS.ProcessEnv): ClientOptions {
+  const o: ClientOptions = { endpoints: env.FL_ENDPOINTS ?? '' };
+  if (env.FL_TIMEOUT) o.timeoutMs = Math.round(Number(env.FL_TIMEOUT) * 1000);
+  if (env.FL_USER) o.username = env.FL_USER;
+  if (env.FL_PASSWORD !== undefined) o.password = env.FL_PASSWORD;
+  if (env.FL_TLS_CA) o.tls = { ca: env.FL_TLS_CA, cert: env.FL_TLS_CERT, key: env.FL_TLS_KEY };
+  return o;
+}
+
+class Agent {
+  private readonly sessions = new Map<string, Session>();
+  private readonly closing = new Set<string>();
+  private readonly watchers = new Map<string, { w: Watcher; done: Promise<void> }>();
+  private nSessions = 0;
+  private nWatchers = 0;
+
+  constructor(private readonly client: Client) {}
+
+  private session(r: Req): Session {
+    const s = this.sessions.get(String(r.session));
+    if (!s) throw new TypeError(`no session ${String(r.session)}`);
+    return s;
+  }
+
+  private opt(r: Req): Session | undefined {
+    return r.session === undefined || r.session === null ? undefined : this.session(r);
+  }
+
+  private static ms(seconds: unknown, dflt: number): number {
+    return seconds === undefined || seconds === null ? dflt : Math.round(Number(seconds) * 1000);
+  }
+
+  private writeOpts(r: Req) {
+    const o: { session?: Session; fence?: [string, number]; ifRev?: number } = { session: this.opt(r) };
+    if (Array.isArray(r.fence)) o.fence = [String(r.fence[0]), Number(r.fence[1])];
+    if (r.ifrev !== undefined && r.ifrev !== null) o.ifRev = Number(r.ifrev);
+    return o;
+  }
+
+  async run(r: Req): Promise<Result> {
+    const c = this.client;
+    switch (r.op) {
+      case 'session.open': {
+        const s = await c.session({ ttlMs: Agent.ms(r.ttl, 10000), lockDelayMs: Agent.ms(r.lock_delay, 0), name: r.name as string | undefined });
+        const h = `s${++this.nSessions}`;
+        this.sessions.set(h, s);
+        s.signal.addEventListener('abort', () => {
+          if (this.closing.has(h)) return; // closed by the harness: not a loss
+          emit({ event: 'lost', session: h, mono_ms: performance.now(), wall_ms: Date.now() });
+        });
+        return { session: h, sid: s.sid };
+      }
+      case 'session.close': {
+        const s = this.session(r);
+        this.closing.add(String(r.session));
+        await s.close();
+        return {};
+      }
+      case 'session.safe': {
+        const s = this.session(r);
+        return { remaining_ms: s.remainingMs(), lost: s.lost };
+      }
+      case 'lock': {
+        const h = await this.session(r).lock(String(r.name), { waitMs: Agent.ms(r.wait, 0), shared: Boolean(r.shared) });
+        return { token: h.token };
+      }
+      case 'unlock':
+        await this.session(r).unlock(String(r.name));
+        return {};
+      case 'sem.acquire': {
+        const h = await this.session(r).acquire(String(r.name), Number(r.limit), { waitMs: Agent.ms(r.wait, 0) });
+        return { token: h.token };
+      }
+      case 'sem.release':
+        await this.session(r).releasePermit(String(r.name));
+        return {};
+      case 'elect.campaign': {
+        const h = await this.session(r).campaign(String(r.name), String(r.value ?? ''), { waitMs: Agent.ms(r.wait, 0) });
+        return { token: h.token };
+      }
+      case 'elect.resign':
+        await this.session(r).resign(String(r.name));
+        return {};
+      case 'elect.leader': {
+        const l = await c.leader(String(r.name));
+        if (!l) throw new NotFoundError(`election ${String(r.name)} has no leader`);
+        return { sid: l.sid, value: l.value, token: l.token };
+      }
+      case 'elect.observe': {
+        const l = await c.observe(String(r.name), { afterRev: Number(r.after_rev ?? 0), waitMs: Agent.ms(r.wait, 0) });
+        if (!l) throw new LockTimeoutError(`election ${String(r.name)}: no change within the wait`);
+        return { sid: l.sid, value: l.value, rev: l.rev };
+      }
+      case 'put':
+        return { rev: await c.put(String(r.key), String(r.value), this.writeOpts(r)) };
+      case 'del':
+        return { deleted: await c.del(String(r.key), this.writeOpts(r)) };
+      case 'get': {
+        const kv = await c.kvGet(String(r.key));
+        if (!kv) throw new NotFoundError(`no key ${String(r.key)}`);
+        return { value: kv.value, mod_rev: kv.modRev, version: kv.version };
+      }
+      case 'fence.check':
+        if (!(await c.fenceCheck(String(r.name), Number(r.token)))) {
+          throw new StaleError(`token ${String(r.token)} is not a current holder's of ${String(r.name)}`);
+        }
+        return {};
+      case 'watch.start': {
+        const w = c.watch(String(r.prefix ?? ''), { from: r.from ? String(r.from) : '$' });
+        await w.ready(); // "from now" is from this reply on
+        const h = `w${++this.nWatchers}`;
+        const done = (async () => {
+          let error: string | null = null;
+          try {
+            for await (const ev of w) emit({ event: 'watch', watch: h, id: ev.id, type: ev.type, name: ev.name });
+          } catch (e) {
+            error = word(e);
+            process.stderr.write(`agent: watcher ${h}: ${(e as Error).message}\n`);
+          }
+          emit({ event: 'watch_end', watch: h, error, last: w.lastId });
+        })();
+        this.watchers.set(h, { w, done });
+        return { watch: h };
+      }
+      case 'watch.stop': {
+        const x = this.watchers.get(String(r.watch));
+        if (!x) throw new TypeError(`no watcher ${String(r.watch)}`);
+        x.w.stop();
+        await x.done;
+        this.watchers.delete(String(r.watch));
+        return { last: x.w.lastId };
+      }
+      case 'quit':
+        await this.quit();
+        return {};
+    }
+    throw new TypeError(`unknown op ${JSON.stringify(r.op)}`);
+  }
+
+  async quit(): Promise<void> {
+    for (const x of this.watchers.values()) x.w.stop();
+    await Promise.all([...this.watchers.values()].map((x) => x.done));
+    await Promise.all(
+      [...this.sessions.entries()].map(async ([h, s]) => {
+        this.closing.add(h);
+        try {
+          await s.close();
+        } catch (e) {
+          process.stderr.write(`agent: close ${h}: ${(e as Error).message}\n`);
+        }
+      }),
+    );
+    this.client.close();
+  }
+}
+
+function main(): void {
+  let client: Client;
+  try {
+    client = new Client(clientOptions(process.env));
+  } catch (e) {
+    emit({ ready: false, error: word(e), message: (e as Error).message });
+    return;
+  }
+  const agent = new Agent(client);
+  emit({ ready: true, client: 'node', version: VERSION });
+  const rl = createInterface({ input: process.stdin });
+  let quitting = false;
+  rl.on('line', (line) => {
+    if (!line.trim()) return;
+    let r: Req;
+    try {
+      r = JSON.parse(line) as Req;
+    } catch {
+      process.stderr.write(`agent: not JSON: ${line}\n`);
+      return;
+    }
+    void agent.run(r).then(
+      (res) => {
+        emit({ id: r.id, ok: true, ...res });
+        if (r.op === 'quit') {
+          quitting = true;
+          rl.close();
+          process.exit(0);
+        }
+      },
+      (e: unknown) => emit({ id: r.id, ok: false, error: word(e), message: (e as Error)?.message ?? String(e) }),
+    );
+  });
+  rl.on('close', () => {
+    if (!quitting) void agent.quit().finally(() => process.exit(0));
+  });
+}
+
+main();

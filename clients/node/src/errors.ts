@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * The errors of the fencelock client: one class per error word of the protocol
+ * (docs/protocol.md "Errors") and per outcome of the client contract (docs/clients.md).
+ * Every class derives from FencelockError and carries `word`, the contract's error word
+ * (tests/conformance/PROTOCOL.md "Error words"), so code can switch on either the class or
+ * the word. fromReply() maps a server's error reply: its first word names the class, the rest
+ * is the server's message, kept as the error's message.
+ */
+
+/** Base class: anything the package throws on purpose. */
+export class FencelockError extends Error {
+  /** The contract's error word (TIMEOUT, BUSY, UNAVAILABLE, UNKNOWN, SESSION, ...). */
+  readonly word: string = 'OTHER';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A lock, permit or candidacy was not granted within the wait (the session left the queue). */
+export class LockTimeoutError extends FencelockError {
+  override readonly word = 'TIMEOUT';
+}
+
+/** A try (wait 0) found the lock held by another session or in lock-delay. */
+export class BusyError extends FencelockError {
+  override readonly word = 'BUSY';
+}
+
+/** No leader was reached before the call's deadline; a call through a session applied nothing. */
+export class UnavailableError extends FencelockError {
+  override readonly word: string = 'UNAVAILABLE';
+}
+
+/** The TLS handshake failed (an untrusted certificate, a wrong name), until the deadline. */
+export class TlsError extends UnavailableError {
+  override readonly word = 'TLS';
+}
+
+/**
+ * The outcome of a write is unknown: it may have applied. A write without a session is sent
+ * once and ends here when its answer is lost; a write through a session is resent with its
+ * `REQ sid seq` and ends here only when its deadline passed without an answer.
+ */
+export class OutcomeUnknownError extends FencelockError {
+  override readonly word = 'UNKNOWN';
+}
+
+/** The session is lost, closed, expired or unknown to the servers (-NOSESSION). */
+export class SessionLostError extends FencelockError {
+  override readonly word = 'SESSION';
+}
+
+/** UNLOCK / SEM.RELEASE / ELECT.RESIGN by a session that neither holds nor waits. */
+export class NotHolderError extends FencelockError {
+  override readonly word = 'NOTHOLDER';
+}
+
+/** A fenced write, FENCE.CHECK or ELECT.PROCLAIM with a token that is not the current one. */
+export class StaleError extends FencelockError {
+  override readonly word = 'STALE';
+}
+
+/** An IFREV condition did not hold; nothing changed. */
+export class IfRevError extends FencelockError {
+  override readonly word = 'IFREV';
+}
+
+/** No such key; no leader of that election. */
+export class NotFoundError extends FencelockError {
+  override readonly word = 'NOTFOUND';
+}
+
+/** A server quota is full (-NOSPACE); nothing applied. */
+export class NoSpaceError extends FencelockError {
+  override readonly word = 'NOSPACE';
+}
+
+/** -NOPERM: the user may not run that command or name that key, lock or session. */
+export class PermissionError extends FencelockError {
+  override readonly word = 'PERM';
+}
+
+/** -WRONGTYPE: the name is a lock, semaphore or election of another kind. */
+export class WrongTypeError extends FencelockError {
+  override readonly word = 'WRONGTYPE';
+}
+
+/** -WRONGPASS / -NOAUTH: credentials refused or missing. Never retried. */
+export class AuthError extends FencelockError {
+  override readonly word = 'AUTH';
+}
+
+/** -TOOLARGE: a key, name or value over the server's limit. */
+export class TooLargeError extends FencelockError {}
+
+/** Any other error reply (-ERR ...). */
+export class ServerError extends FencelockError {}
+
+/** A reply of a shape the client does not expect. */
+export class ProtocolError extends FencelockError {}
+
+/** The caller's AbortSignal cancelled the call (a wait left the queue on the servers). */
+export class AbortError extends FencelockError {}
+
+/**
+ * -COMPACTED: the events after the id asked for are no longer retained. `oldest` is the oldest
+ * retained id; `after` the id just before it: reload the state, then watch from `after`. Not
+ * from "0": the next read may go to a new leader that retains more history, and "0" there would
+ * start before what was handed out.
+ */
+export class CompactedError extends FencelockError {
+  override readonly word = 'COMPACTED';
+  constructor(
+    message: string,
+    readonly oldest: string,
+  ) {
+    super(message);
+  }
+
+  /** The id just before `oldest` ("" if the server named none). */
+  get after(): string {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(this.oldest);
+    if (!m) return '';
+    const rev = BigInt(m[1]);
+    const n = BigInt(m[2] ?? '0');
+    if (n > 0n) return `${rev}-${n - 1n}`;
+    return rev > 0n ? `${rev - 1n}-18446744073709551615` : '0-0';
+  }
+}
+
+const WORDS: Record<string, new (message: string) => FencelockError> = {
+  NOSESSION: SessionLostError,
+  NOTHOLDER: NotHolderError,
+  STALE: StaleError,
+  IFREV: IfRevError,
+  TOOLARGE: TooLargeError,
+  NOSPACE: NoSpaceError,
+  WRONGPASS: AuthError,
+  NOAUTH: AuthError,
+  NOPERM: PermissionError,
+  WRONGTYPE: WrongTypeError,
+  UNKNOWN: OutcomeUnknownError,
+};
+
+/** The error for one error reply's text ("STALE token 5 is not ..."). */
+export function fromReply(text: string): FencelockError {
+  const word = text.split(' ', 1)[0];
+  if (word === 'COMPACTED') {
+    const m = /oldest=(\d+-\d+)/.exec(text);
+    return new CompactedError(text, m ? m[1] : '');
+  }
+  const Cls = WORDS[word] ?? ServerError;
+  return new Cls(text);
+}

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * Session: a lease on the servers, renewed by the library every TTL/3 on the leader, and the
+ * numbering (`REQ sid seq`) that makes every mutation through it apply exactly once however
+ * often it is resent across fail-overs. The rules are libfencelock's (src/client/session.c,
+ * lock.c, prims.c; docs/client.md "Sessions and the safe deadline"):
+ *
+ * - safeUntil() = send time of the last acknowledged keepalive + TTL - margin - TTL*drift, on
+ *   performance.now(): never later than the servers' deadline, which they count from the
+ *   keepalive's arrival on the leader;
+ * - the session is LOST when a server answers -NOSESSION or when the safe deadline passes
+ *   without an acknowledged keepalive. Lost is terminal: `signal` aborts (reason: a
+ *   SessionLostError), and with it the signal of every hold (Lock) taken through the session;
+ *   safeUntil() returns 0 and every call throws SessionLostError;
+ * - mutations are serialized (their seqs must reach the server in order): use one session per
+ *   concurrent waiter if several waits must run at once;
+ * - a wait (lock, permit, campaign) whose outcome could not be learned, or that the caller
+ *   cancelled, sends the release with a fresh seq before throwing, so no grant the caller never
+ *   saw outlives the call.
+ *
+ * The keepalive and deadline timers are unref()'d: an open session alone does not keep the
+ * process running. close() stops them and ends the session on the servers.
+ */
+import type { Client } from './client';
+import { Cmd, now } from './conn';
+import {
+  AbortError,
+  BusyError,
+  FencelockError,
+  LockTimeoutError,
+  NotHolderError,
+  OutcomeUnknownError,
+  SessionLostError,
+  UnavailableError,
+} from './errors';
+
+const KA_PER_TTL = 3;
+const KA_RETRIES_PER_TTL = 10;
+const KA_RETRY_MIN = 20;
+
+export interface SessionOptions {
+  /** The lease, milliseconds. */
+  ttlMs: number;
+  /** After an expiry, nobody gets this session's locks for this long (ms). Default 0. */
+  lockDelayMs?: number;
+  /** A name shown by SESSION.INFO. */
+  name?: string;
+}
+
+export interface WaitOptions {
+  /** How long to wait for the grant, ms (0: try once). Default 30000. */
+  waitMs?: number;
+  /** Cancels the wait: the session leaves the queue, the call throws AbortError. */
+  signal?: AbortSignal;
+}
+
+export interface LockOptions extends WaitOptions {
+  /** A read lock: any number of shared holders, or one exclusive holder. */
+  shared?: boolean;
+}
+
+type Kind = 'lock' | 'semaphore' | 'election';
+
+/**
+ * A lock, permit or leadership held through a session. `signal` aborts when the hold can no
+ * longer be trusted (the session is lost) or once it was released. Release it with
+ * `await using` (Symbol.asyncDispose) or `try { ... } finally { await hold.release(); }`.
+ */
+export class Hold implements AsyncDisposable {
+  private readonly ac = new AbortController();
+  private released = false;
+
+  /** @internal */
+  constructor(
+    readonly session: Session,
+    readonly kind: Kind,
+    readonly name: string,
+    /** The fencing token: pass it with every write to the protected resource. */
+    readonly token: number,
+  ) {}
+
+  /** Aborts when the session is lost (reason: SessionLostError) or the hold was released. */
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  /** performance.now() value before which the hold surely lives on the servers (0: lost). */
+  safeUntil(): number {
+    return this.released ? 0 : this.session.safeUntil();
+  }
+
+  /** @internal */
+  abort(reason: unknown): void {
+    this.ac.abort(reason);
+  }
+
+  /**
+   * Release (UNLOCK, SEM.RELEASE, ELECT.RESIGN). A hold already gone with its session, or
+   * released before, is not an error: there is nothing left to give back.
+   */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.session._forget(this);
+    try {
+      const cmd = { lock: 'UNLOCK', semaphore: 'SEM.RELEASE', election: 'ELECT.RESIGN' }[this.kind];
+      await this.session._mutate(new Cmd(cmd, this.name, this.session.sid));
+    } catch (e) {
+      if (!(e instanceof SessionLostError || e instanceof NotHolderError)) throw e;
+    } finally {
+      this.ac.abort(new FencelockError(`${this.kind} ${this.name} released`));
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** ELECT.PROCLAIM: the leader replaces its value; the revision (StaleError if deposed). */
+  async proclaim(value: string | Buffer): Promise<number> {
+    if (this.kind !== 'election') throw new TypeError('proclaim is for a leadership');
+    return Number(await this.session._mutate(new Cmd('ELECT.PROCLAIM', this.name, this.session.sid, this.token, value)));
+  }
+
+  /** ELECT.RESIGN: step down (release() of a leadership). */
+  resign(): Promise<void> {
+    return this.release();
+  }
+}
+
+export class Session implements AsyncDisposable {
+  readonly sid: number;
+  readonly ttlMs: number;
+  private readonly ac = new AbortController();
+  private readonly kaAc = new AbortController(); // cancels a keepalive in flight on close
+  private safe: number;
+  private seq = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private isLost = false;
+  private stopping = false;
+  private kaTimer: NodeJS.Timeout | null = null;
+  private lostTimer: NodeJS.Timeout | null = null;
+  private readonly holds = new Set<Hold>();
+
+  /** @internal use Client.session() */
+  constructor(
+    private readonly client: Client,
+    sid: number,
+    ttlMs: number,
+    sent: number,
+  ) {
+    this.sid = sid;
+    this.ttlMs = ttlMs;
+    this.safe = sent + this.span(ttlMs);
+    this.armLostTimer();
+    this.scheduleKeepalive(sent + ttlMs / KA_PER_TTL - now());
+  }
+
+  /** @internal */
+  static async open(client: Client, o: SessionOptions): Promise<Session> {
+    const ttl = Math.floor(o.ttlMs);
+    if (!(ttl > 0)) throw new TypeError('ttlMs must be positive');
+    const cmd = new Cmd('SESSION.OPEN', ttl);
+    if (o.lockDelayMs) cmd.add('LOCKDELAY', Math.floor(o.lockDelayMs));
+    if (o.name) cmd.add('NAME', o.name);
+    const sent = now();
+    // A resend after a lost answer may leave an unused session behind; it expires.
+    const sid = Number(await client._call(cmd));
+    return new Session(client, sid, ttl, sent);
+  }
+
+  // ---- the safe deadline and loss ----
+  private span(grantedMs: number): number {
+    const c = this.client;
+    return grantedMs - c.marginMs - Math.floor((grantedMs * c.driftPpm) / 1e6);
+  }
+
+  /** Aborts when the session is lost (reason: SessionLostError) or closed. */
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  /** performance.now() value before which the session surely lives on the servers; 0 once lost. */
+  safeUntil(): number {
+    return this.checkLost() ? 0 : this.safe;
+  }
+
+  /** The safe deadline minus now, ms (0 or less once passed). */
+  remainingMs(): number {
+    return this.checkLost() ? 0 : this.safe - now();
+  }
+
+  get lost(): boolean {
+    return this.checkLost();
+  }
+
+  private checkLost(): boolean {
+    if (!this.isLost && now() >= this.safe) {
+      this.markLost(new SessionLostError(`session ${this.sid}: safe deadline passed without an acknowledged keepalive`));
+    }
+    return this.isLost;
+  }
+
+  private markLost(reason: FencelockError): void {
+    if (this.isLost) return;
+    this.isLost = true;
+    if (this.kaTimer) clearTimeout(this.kaTimer);
+    if (this.lostTimer) clearTimeout(this.lostTimer);
+    this.kaAc.abort(reason);
+    this.ac.abort(reason);
+    for (const h of this.holds) h.abort(reason);
+    this.holds.clear();
+  }
+
+  private armLostTimer(): void {
+    if (this.lostTimer) clearTimeout(this.lostTimer);
+    if (this.isLost) return;
+    this.lostTimer = setTimeout(() => {
+      this.lostTimer = null;
+      if (!this.checkLost()) this.armLostTimer(); // fired a little early: again
+    }, Math.max(0, Math.ceil(this.safe - now())));
+    this.lostTimer.unref();
+  }
+
+  private scheduleKeepalive(delay: number): void {
+    if (this.stopping || this.isLost) return;
+    this.kaTimer = setTimeout(() => void this.renew(), Math.max(0, delay));
+    this.kaTimer.unref();
+  }
+
+  /** Renew; after a failure retry sooner (TTL/10, at least 20 ms) until the deadline passes. */
+  private async renew(): Promise<void> {
+    this.kaTimer = null;
+    if (this.stopping || this.checkLost()) return;
+    const sent = now();
+    let next: number;
+    try {
+      const ttl = Number(
+        await this.client._call(new Cmd('SESSION.KEEPALIVE', this.sid), { deadline: this.safe, signal: this.kaAc.signal }),
+      );
+      const granted = Math.min(ttl, this.ttlMs);
+      if (!this.isLost && !this.stopping) {
+        this.safe = Math.max(this.safe, sent + this.span(granted));
+        this.armLostTimer();
+      }
+      next = sent + this.ttlMs / KA_PER_TTL - now();
+    } catch (e) {
+      if (e instanceof SessionLostError && !this.stopping) {
+        this.markLost(e);
+        return;
+      }
+      next = Math.max(KA_RETRY_MIN, this.ttlMs / KA_RETRIES_PER_TTL);
+    }
+    this.scheduleKeepalive(next);
+  }
+
+  // ---- mutations ----
+  /** Run fn with the next seq, after every mutation before it (seqs reach the server in order). */
+  private async withSeq<T>(fn: (seq: number) => Promise<T>): Promise<T> {
+    if (this.checkLost()) throw new SessionLostError(`session ${this.sid} is lost`);
+    const prev = this.chain;
+    let release!: () => void;
+    this.chain = new Promise<void>((r) => (release = r));
+    try {
+      await prev;
+      if (this.checkLost()) throw new SessionLostError(`session ${this.sid} is lost`);
+      return await fn(++this.seq);
+    } finally {
+      release();
+    }
+  }
+
+  private async send(cmd: Cmd, seq: number, deadline?: number, signal?: AbortSignal): Promise<unknown> {
+    cmd.add('REQ', this.sid, seq);
+    try {
+      return await this.client._call(cmd, { deadline, signal });
+    } catch (e) {
+      if (e instanceof SessionLostError) this.markLost(e);
+      throw e;
+    }
+  }
+
+  /** @internal Send cmd with the next REQ sid seq, resent until its outcome is known. */
+  _mutate(cmd: Cmd): Promise<unknown> {
+    return this.withSeq((seq) => this.send(cmd, seq));
+  }
+
+  /** @internal */
+  _forget(h: Hold): void {
+    this.holds.delete(h);
+  }
+
+  private async waitGrant(kind: Kind, cmd: Cmd, o: WaitOptions, releaseCmd: string): Promise<Hold | null> {
+    const waitMs = o.waitMs ?? 30000;
+    const end = now() + waitMs;
+    if (waitMs > 0) cmd.wait(end);
+    const name = String(cmd.argv[1]);
+    let r: unknown;
+    try {
+      r = await this.withSeq((seq) => this.send(cmd, seq, end + this.client.timeoutMs, o.signal));
+    } catch (e) {
+      if (e instanceof UnavailableError || e instanceof OutcomeUnknownError || e instanceof AbortError) {
+        // Leave the queue, or give back a grant never seen, before telling the caller.
+        try {
+          await this._mutate(new Cmd(releaseCmd, name, this.sid));
+        } catch {
+          /* the session or the cluster is gone: so is the grant, with the session */
+        }
+      }
+      throw e;
+    }
+    if (r === null) {
+      if (waitMs > 0) throw new LockTimeoutError(`${kind} ${name} not granted within ${waitMs} ms`);
+      return null;
+    }
+    const h = new Hold(this, kind, name, Number(r));
+    if (this.isLost) h.abort(this.ac.signal.reason);
+    else this.holds.add(h);
+    return h;
+  }
+
+  // ---- locks ----
+  /**
+   * LOCK name: a Hold with the fencing token once granted (FIFO). LockTimeoutError after
+   * waitMs; with waitMs 0, BusyError if the lock is held. Granted once, however many
+   * fail-overs the request crosses.
+   */
+  async lock(name: string, o: LockOptions = {}): Promise<Hold> {
+    const h = await this.tryOrWait('lock', name, o);
+    if (h === null) throw new BusyError(`lock ${name} is held or in lock-delay`);
+    return h;
+  }
+
+  /** The Hold if the lock was free, else null. */
+  tryLock(name: string, o: { shared?: boolean } = {}): Promise<Hold | null> {
+    return this.tryOrWait('lock', name, { ...o, waitMs: 0 });
+  }
+
+  private tryOrWait(kind: Kind, name: string, o: LockOptions): Promise<Hold | null> {
+    const cmd = new Cmd('LOCK', name, this.sid);
+    if (o.shared) cmd.add('SHARED');
+    return this.waitGrant(kind, cmd, o, 'UNLOCK');
+  }
+
+  /** UNLOCK: release the lock or leave its queue (NotHolderError if neither). */
+  async unlock(name: string): Promise<void> {
+    await this._mutate(new Cmd('UNLOCK', name, this.sid));
+  }
+
+  // ---- semaphores ----
+  /** SEM.ACQUIRE: a permit (at most `limit` holders); LockTimeoutError after waitMs. */
+  async acquire(name: string, limit: number, o: WaitOptions = {}): Promise<Hold> {
+    const h = await this.waitGrant('semaphore', new Cmd('SEM.ACQUIRE', name, this.sid, Math.floor(limit)), o, 'SEM.RELEASE');
+    if (h === null) throw new BusyError(`semaphore ${name} has no free permit`);
+    return h;
+  }
+
+  /** SEM.RELEASE by name. */
+  async releasePermit(name: string): Promise<void> {
+    await this._mutate(new Cmd('SEM.RELEASE', name, this.sid));
+  }
+
+  // ---- elections ----
+  /** ELECT.CAMPAIGN: leadership (its token) once this session leads; LockTimeoutError after waitMs. */
+  async campaign(name: string, value: string | Buffer, o: WaitOptions = {}): Promise<Hold> {
+    const h = await this.waitGrant('election', new Cmd('ELECT.CAMPAIGN', name, this.sid, value), o, 'ELECT.RESIGN');
+    if (h === null) throw new BusyError(`election ${name} has a leader`);
+    return h;
+  }
+
+  /** ELECT.RESIGN by name: step down, or withdraw a candidacy. */
+  async resign(name: string): Promise<void> {
+    await this._mutate(new Cmd('ELECT.RESIGN', name, this.sid));
+  }
+
+  /** ELECT.PROCLAIM by name and token. */
+  async proclaim(name: string, token: number, value: string | Buffer): Promise<number> {
+    return Number(await this._mutate(new Cmd('ELECT.PROCLAIM', name, this.sid, token, value)));
+  }
+
+  // ---- keys ----
+  /** Client.put through this session: REQ sid seq, applied exactly once. */
+  put(key: string, value: string | Buffer, o: { fence?: Fence; ifRev?: number; lease?: boolean } = {}): Promise<number> {
+    return this.client.put(key, value, { ...o, session: this });
+  }
+
+  del(key: string, o: { fence?: Fence; ifRev?: number } = {}): Promise<boolean> {
+    return this.client.del(key, { ...o, session: this });
+  }
+
+  // ---- end ----
+  private stop(): void {
+    this.stopping = true;
+    if (this.kaTimer) clearTimeout(this.kaTimer);
+    this.kaAc.abort();
+  }
+
+  /**
+   * Stop renewing, then SESSION.CLOSE (releases its locks now, no lock-delay). The signal
+   * aborts (reason: SessionLostError "closed"). A session lost locally is still closed on the
+   * servers if it lives there.
+   */
+  async close(): Promise<void> {
+    if (this.stopping) return;
+    const prev = this.chain;
+    let release!: () => void;
+    this.chain = new Promise<void>((r) => (release = r));
+    try {
+      await prev;
+      const seq = ++this.seq;
+      this.stop();
+      try {
+        await this.client._call(new Cmd('SESSION.CLOSE', this.sid, 'REQ', this.sid, seq));
+      } catch (e) {
+        if (!(e instanceof SessionLostError)) throw e;
+      }
+    } finally {
+      this.markLost(new SessionLostError(`session ${this.sid} closed`));
+      release();
+    }
+  }
+
+  /** Stop renewing without closing: the lease runs out on the servers (lock-delay applies). */
+  abandon(): void {
+    this.stop();
+    if (this.lostTimer) clearTimeout(this.lostTimer);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/** A fence: the lock (semaphore, election) name and the token its holder got. */
+export type Fence = [name: string, token: number] | { name: string; token: number } | Hold;
