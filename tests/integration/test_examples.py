@@ -3,15 +3,16 @@
 fenced write, the frozen one's late write is refused STALE) in every language: C
 (examples/c/inventory_sale.c on libfencelock), Python (on the fencelock package, and with
 redis-py alone), Go (examples/go on clients/go), Java (examples/java on clients/java) and Node
-(examples/node). Each runs as documented against a real server and leaves the state it promises:
+(examples/node: on clients/node, and with ioredis alone). Each runs as documented against a real server and leaves the state it promises:
 the stock sold by one with a fenced write, the zombie's stale write refused, the lock free, both
 sessions gone. Every test runs every language; one points them at a follower of a 3-node
 cluster, so the -NOTLEADER redirect is exercised. docs/clients.md shows the programs' cores:
 test_comparison_page_quotes_the_examples keeps it true to the files.
 
-Needs python3-redis, nodejs and npm, Go, Java 17 and Maven (scripts/deps.sh test); ioredis comes
-from examples/node/package-lock.json (`npm ci`, run here when node_modules is missing), the Go
-and Java programs are built here (go build; a Maven reactor with clients/java, offline).
+Needs python3-redis, nodejs and npm, Go, Java 17 and Maven (scripts/deps.sh test). Built here
+when missing or older than their sources: clients/node (npm ci, tsc) and examples/node (npm ci
+from its package-lock.json: ioredis, and the client linked), the Go program (go build) and the
+Java one (a Maven reactor with clients/java, offline).
 """
 
 import fcntl
@@ -29,7 +30,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PY_EXAMPLE = os.path.join(ROOT, "examples", "python", "inventory.py")  # on clients/python
 PY_RAW_EXAMPLE = os.path.join(ROOT, "examples", "python", "any_redis_client.py")
 NODE_DIR = os.path.join(ROOT, "examples", "node")
-NODE_EXAMPLE = os.path.join(NODE_DIR, "inventory.js")
+NODE_EXAMPLE = os.path.join(NODE_DIR, "inventory.js")  # on clients/node
+NODE_RAW_EXAMPLE = os.path.join(NODE_DIR, "any_redis_client.js")
+NODE_CLIENT_DIR = os.path.join(ROOT, "clients", "node")
 GO_DIR = os.path.join(ROOT, "examples", "go")
 JAVA_DIR = os.path.join(ROOT, "examples", "java")
 JAVA_CLIENT_JAR = os.path.join(ROOT, "clients", "java", "target", "fencelock-client-0.1.0.jar")
@@ -107,7 +110,8 @@ def _every_language(ctx):
     """(name, argv) of every program that tells the story."""
     return [("c", _c_cmd(ctx)), ("python", _python_cmd()),
             ("python-any-redis-client", _python_cmd(PY_RAW_EXAMPLE)), ("go", _go_cmd(ctx)),
-            ("java", _java_cmd()), ("node", _node_cmd())]
+            ("java", _java_cmd()), ("node", _node_cmd()),
+            ("node-any-redis-client", _node_cmd(NODE_RAW_EXAMPLE))]
 
 
 def _python_cmd(script=PY_EXAMPLE):
@@ -118,24 +122,44 @@ def _python_cmd(script=PY_EXAMPLE):
     return ["/usr/bin/python3", script]
 
 
-def _node_cmd():
+def _npm(args, cwd, timeout):
+    npm = shutil.which("npm")
+    assert npm, "npm not installed (scripts/deps.sh test)"
+    r = subprocess.run([npm] + args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, "npm %s in %s failed (%d):\n%s%s" % (
+        " ".join(args), os.path.relpath(cwd, ROOT), r.returncode, r.stdout[-4000:],
+        r.stderr[-4000:])
+
+
+def _npm_ci_needed(d):
+    # npm ci writes node_modules/.package-lock.json: missing or older than the lock file, the
+    # installed packages are not the pinned ones (scripts/deps.sh test asks the same).
+    done = os.path.join(d, "node_modules", ".package-lock.json")
+    return not os.path.exists(done) or \
+        os.path.getmtime(os.path.join(d, "package-lock.json")) > os.path.getmtime(done)
+
+
+def _node_cmd(script=NODE_EXAMPLE):
+    """inventory.js needs the client of this tree built (clients/node: npm ci, tsc) and linked
+    (examples/node's package.json: "fencelock": "file:../../clients/node", npm ci); the raw
+    any_redis_client.js only ioredis, which the same npm ci installs."""
     node = shutil.which("node")
-    assert node, "node not installed (apt-get install nodejs npm)"
-    marker = os.path.join(NODE_DIR, "node_modules", "ioredis", "package.json")
-    if not os.path.exists(marker):
-        npm = shutil.which("npm")
-        assert npm, "npm not installed (apt-get install npm)"
-        # Another test run in this checkout may be installing too: take turns (flock on the lock
-        # file, which npm ci only reads), then look again.
-        with open(os.path.join(NODE_DIR, "package-lock.json"), "rb") as lk:
-            fcntl.flock(lk, fcntl.LOCK_EX)
-            if not os.path.exists(marker):
-                r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR,
-                                   capture_output=True, text=True, timeout=40)
-                assert r.returncode == 0, "npm ci failed (%d):\n%s%s" % (r.returncode, r.stdout,
-                                                                          r.stderr)
-    assert os.path.exists(marker), "ioredis missing after npm ci"
-    return [node, NODE_EXAMPLE]
+    assert node, "node not installed (scripts/deps.sh test)"
+    dist = os.path.join(NODE_CLIENT_DIR, "dist", "index.js")
+
+    def client_stale():
+        return not os.path.exists(dist) or max(_mtimes([
+            os.path.join(NODE_CLIENT_DIR, "src"), os.path.join(NODE_CLIENT_DIR, "tsconfig.json"),
+            os.path.join(NODE_CLIENT_DIR, "package.json")])) > os.path.getmtime(dist)
+    if _npm_ci_needed(NODE_CLIENT_DIR) or client_stale() or _npm_ci_needed(NODE_DIR):
+        with _locked("example-node"):
+            if _npm_ci_needed(NODE_CLIENT_DIR):
+                _npm(["ci", "--no-audit", "--no-fund"], NODE_CLIENT_DIR, 300)
+            if client_stale():
+                _npm(["run", "--silent", "build"], NODE_CLIENT_DIR, 300)
+            if _npm_ci_needed(NODE_DIR):
+                _npm(["ci", "--no-audit", "--no-fund"], NODE_DIR, 300)
+    return [node, script]
 
 
 def _run(cmd, endpoint=None, env_endpoints=None, timeout=30):
@@ -221,6 +245,16 @@ def test_node_example_single_node(ctx):
     _single_node(ctx, _node_cmd())
 
 
+test_node_example_single_node.timeout = 400  # the first npm ci and tsc of the client
+
+
+def test_node_any_redis_client_example_single_node(ctx):
+    _single_node(ctx, _node_cmd(NODE_RAW_EXAMPLE))
+
+
+test_node_any_redis_client_example_single_node.timeout = 400
+
+
 def test_examples_fail_when_the_lock_is_taken(ctx):
     """'non-zero if anything unexpected': with the lock held by someone else nothing is sold."""
     c = ctx.conn()
@@ -262,7 +296,7 @@ def test_examples_against_a_follower_follow_notleader(ctx):
     stock, rev = 10, None
     for i, (name, cmd) in enumerate(_every_language(ctx)):
         follower = "127.0.0.1:%d" % followers[i % 2].port
-        if name in ("python", "go"):
+        if name in ("python", "go", "node"):
             p = _run(cmd, env_endpoints=follower + ",127.0.0.1:1")
         else:
             p = _run(cmd, follower)
