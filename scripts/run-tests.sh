@@ -29,8 +29,9 @@ B=${1:-build/asan}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 passed=0; failed=0; t0=$SECONDS
-count() { # parse the last summary line of a part's output
-  local line; line=$(grep -aE '^tests: [0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+count() { # parse the last summary line of a part's output (a tool's output that ends without a
+  # newline may have the appended summary glued to its last line: match at the line's end)
+  local line; line=$(grep -aoE 'tests: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1)
   if [ -z "$line" ]; then failed=$((failed + 1)); echo "!! $2 printed no summary"; return; fi
   local p f; p=$(echo "$line" | sed -E 's/tests: ([0-9]+) passed.*/\1/')
   f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
