@@ -147,12 +147,9 @@ if [ "${1:-build}" = test ]; then java_deps; fi
 # from the Go module proxy and verified against their go.sum (the client itself has none).
 go_client_min=1.26
 go_client_deps() {
-  local go_bin="" g have
-  go_bin=$(command -v go || true)
-  for g in /usr/local/go/bin/go /usr/lib/go/bin/go; do
-    [ -n "$go_bin" ] && break
-    [ -x "$g" ] && go_bin=$g
-  done
+  local go_bin have GO
+  . "$(dirname "$0")/go-env.sh"
+  go_bin=$GO
   have=$([ -n "$go_bin" ] && "$go_bin" env GOVERSION 2>/dev/null | sed 's/^go//' || true)
   if [ -z "$have" ] || dpkg --compare-versions "$have" lt "$go_client_min"; then
     # Debian 12 has no such Go; the Go client's part of the tests then fails and says so.

@@ -15,12 +15,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-build/asan/fencelockd}
 case "$bin" in /*) ;; *) bin=$root/$bin ;; esac
-export GOFLAGS=-mod=readonly GOTOOLCHAIN=local
-GO=$(command -v go || true)
-for g in /usr/local/go/bin/go /usr/lib/go/bin/go; do
-  [ -n "$GO" ] && break
-  [ -x "$g" ] && GO=$g
-done
+export GOFLAGS=-mod=readonly
+. "$root/scripts/go-env.sh" # GO, GOTOOLCHAIN=local
 if [ -z "$GO" ]; then
   echo "!! go client: no Go toolchain (scripts/deps.sh test)"; echo "tests: 0 passed, 1 failed"; exit 1
 fi

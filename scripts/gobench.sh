@@ -13,12 +13,8 @@
 # own requirement). Exit 1 (and a message) when no such Go is installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-export GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN=local
-GO=$(command -v go || true)
-for g in /usr/local/go/bin/go /usr/lib/go/bin/go; do
-  [ -n "$GO" ] && break
-  [ -x "$g" ] && GO=$g
-done
+export GOFLAGS="-mod=readonly -buildvcs=false"
+. "$root/scripts/go-env.sh" # GO, GOTOOLCHAIN=local
 if [ -z "$GO" ]; then
   echo "gobench: no Go toolchain (bench/go needs the Go of its go.mod)" >&2
   exit 1

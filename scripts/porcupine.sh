@@ -13,12 +13,8 @@
 # golang-go), none is downloaded.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-export GOFLAGS=-mod=readonly GOTOOLCHAIN=local
-GO=$(command -v go || true)
-for g in /usr/local/go/bin/go /usr/lib/go/bin/go; do
-  [ -n "$GO" ] && break
-  [ -x "$g" ] && GO=$g
-done
+export GOFLAGS=-mod=readonly
+. "$root/scripts/go-env.sh" # GO, GOTOOLCHAIN=local
 if [ -z "$GO" ]; then
   echo "porcupine: no Go toolchain (scripts/deps.sh test installs golang-go)" >&2
   exit 1
