@@ -35,7 +35,10 @@ type agent struct {
 	sessions map[string]*fencelock.Session
 	elects   map[string]*fencelock.Election // by session handle + "\x00" + name
 	watchers map[string]*fencelock.Watcher
-	wg       sync.WaitGroup
+	// ended[h] is closed once watcher h's watch_end line is written: watch.stop answers after
+	// it (PROTOCOL.md: the end comes before the reply).
+	ended map[string]chan struct{}
+	wg    sync.WaitGroup
 }
 
 func (a *agent) emit(v map[string]any) {
@@ -247,10 +250,13 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		a.n++
 		h := "w" + strconv.Itoa(a.n)
 		a.watchers[h] = w
+		done := make(chan struct{})
+		a.ended[h] = done
 		a.mu.Unlock()
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
+			defer close(done)
 			for ev := range w.Events() {
 				a.emit(map[string]any{"event": "watch", "watch": h, "id": ev.ID,
 					"type": ev.Type, "name": ev.Name})
@@ -265,12 +271,14 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		return map[string]any{"watch": h}, nil
 	case "watch.stop":
 		a.mu.Lock()
-		w := a.watchers[str(req["watch"])]
+		w, done := a.watchers[str(req["watch"])], a.ended[str(req["watch"])]
 		a.mu.Unlock()
 		if w == nil {
 			return nil, fmt.Errorf("no watcher %q", str(req["watch"]))
 		}
-		return map[string]any{"last": w.Stop()}, nil
+		last := w.Stop()
+		<-done // its watch_end line is out before this reply
+		return map[string]any{"last": last}, nil
 	}
 	return nil, fmt.Errorf("unknown op %q", op)
 }
@@ -325,7 +333,8 @@ func (a *agent) quit() {
 
 func main() {
 	a := &agent{out: bufio.NewWriter(os.Stdout), sessions: map[string]*fencelock.Session{},
-		elects: map[string]*fencelock.Election{}, watchers: map[string]*fencelock.Watcher{}}
+		elects: map[string]*fencelock.Election{}, watchers: map[string]*fencelock.Watcher{},
+		ended: map[string]chan struct{}{}}
 	opts := fencelock.Options{Endpoints: strings.Split(os.Getenv("FL_ENDPOINTS"), ","),
 		Username: os.Getenv("FL_USER"), Password: os.Getenv("FL_PASSWORD")}
 	if t, err := strconv.ParseFloat(os.Getenv("FL_TIMEOUT"), 64); err == nil && t > 0 {
