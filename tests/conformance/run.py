@@ -28,7 +28,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -43,15 +42,13 @@ sys.path[:0] = [HERE, os.path.join(REPO, "tests", "integration"),
 
 import agent as agent_mod  # noqa: E402
 import faults  # noqa: E402
+from guard import guarded  # noqa: E402
 import scenarios  # noqa: E402
 import server as server_mod  # noqa: E402
 
 AGENTS_DIR = os.path.join(HERE, "agents")
 BUILD_TIMEOUT = 900  # a first Maven or npm build downloads its pinned dependencies
 
-
-class TestTimeout(Exception):
-    pass
 
 
 def load_agents(names):
@@ -194,41 +191,19 @@ class Ctx:
         return out
 
 
-def _alarm(signum, frame):
-    raise TestTimeout("scenario exceeded its time limit")
-
-
 def run_one(binary, root, spec, name, fn, secure_fn):
     full = "%s.%s" % (spec["name"], name)
     workdir = os.path.join(root, full)
     os.makedirs(workdir, exist_ok=True)
     ctx = Ctx(binary, workdir, spec, secure_fn)
-    failure = None
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, getattr(fn, "timeout", 90))
-    t0 = time.monotonic()
-    try:
-        fn(ctx)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            ctx.finish()
-            raise
-        failure = traceback.format_exc()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 90)
-        problems = ctx.finish()
-    except TestTimeout:
-        problems = ["shutdown exceeded 90 s"]
+
+    def force():
         for s in ctx.servers:
             s.force_cleanup()
         for a in ctx.agents:
             a.kill()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    elapsed = time.monotonic() - t0
+
+    failure, problems, elapsed = guarded(fn, ctx, getattr(fn, "timeout", 90), 90, force)
     if problems:
         failure = (failure or "") + "".join("problem: %s\n" % p for p in problems)
     if failure is not None:

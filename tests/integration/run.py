@@ -30,7 +30,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -40,14 +39,12 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from guard import guarded  # noqa: E402
 from resp import Conn  # noqa: E402
 from server import Server  # noqa: E402
 
 DEFAULT_TEST_TIMEOUT = 60.0
 
-
-class TestTimeout(Exception):
-    pass
 
 
 class Ctx:
@@ -137,39 +134,17 @@ def discover(patterns):
     return tests
 
 
-def _alarm(signum, frame):
-    raise TestTimeout("test exceeded its time limit")
-
-
 def run_one(binary, root, full, fn):
     workdir = os.path.join(root, full.replace(".", "__"))
     os.makedirs(workdir, exist_ok=True)
     ctx = Ctx(binary, workdir, full)
-    failure = None
-    limit = getattr(fn, "timeout", DEFAULT_TEST_TIMEOUT)
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    t0 = time.monotonic()
-    try:
-        fn(ctx)
-    except BaseException as e:  # noqa: BLE001
-        if isinstance(e, KeyboardInterrupt):
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            ctx.finish()
-            raise
-        failure = traceback.format_exc()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 60)
-        problems = ctx.finish()
-    except TestTimeout:
-        problems = ["shutdown exceeded 60 s"]
+
+    def force():
         for s in ctx.servers:
             s.force_cleanup()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    elapsed = time.monotonic() - t0
+
+    failure, problems, elapsed = guarded(fn, ctx, getattr(fn, "timeout", DEFAULT_TEST_TIMEOUT), 60,
+                                         force)
     if problems:
         failure = (failure or "") + "".join("server problem: %s\n" % p for p in problems)
     return failure, elapsed, ctx
