@@ -14,9 +14,11 @@ OPT = -O2 -g
 endif
 
 CC ?= gcc
-# The version is defined once, as FL_VERSION in the public header include/fencelock.h; the server
-# (which must not include the client's header: make check-layers) gets it as FENCELOCK_VERSION.
-FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION "\(.*\)"/\1/p' include/fencelock.h)
+# The version is defined once, as FL_VERSION_MAJOR/MINOR/PATCH in the public header
+# include/fencelock.h; the server (which must not include the client's header: make
+# check-layers) gets it as FENCELOCK_VERSION.
+FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9][0-9]*\)$$/\2/p' \
+                include/fencelock.h | paste -sd. -)
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
               -Isrc -Iinclude -DFENCELOCK_VERSION='"$(FL_VERSION)"' \
               $(shell pkg-config --cflags raft libuv 2>/dev/null)
@@ -34,9 +36,9 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # The client library shares with the server, built PIC: src/common's address parser
 # (proto.h), the backup file format (snapfile.h), the text policies (text.h: the CLI's --json
 # and names), whole writes (io.h), the decimal parser (num.h) and the RFC 3339 time (timefmt.h).
-CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/env.c src/common/io.c \
-              src/common/num.c \
+CLIENT_COMMON_SRC := src/common/addr.c src/common/env.c src/common/io.c src/common/num.c \
               src/common/snapfile.c src/common/text.c src/common/timefmt.c
+CLIENT_SRC := $(wildcard src/client/*.c) $(CLIENT_COMMON_SRC)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)
 CLI_OBJ    := $(CLI_SRC:%.c=$(B)/obj/%.o)
@@ -70,6 +72,12 @@ $(B)/tests/client/%: tests/client/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
 
+# fl_abi tests the shared library as an application sees it: linked against libfencelock.so
+# (found at run time through its rpath, the build directory), with the public header only.
+$(B)/tests/client/fl_abi: tests/client/fl_abi.c $(B)/libfencelock.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/../..' -lfencelock $(CLIENT_LIBS)
+
 deps:
 	@scripts/deps.sh build
 
@@ -99,23 +107,38 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libfencelockd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CLIENT_LIBS)
 
 # libfencelock: position-independent objects for the shared library, the same for the static.
+# Hidden by default: only FL_API (include/fencelock.h) is exported from the shared library,
+# under the version script src/client/libfencelock.map; debian/libfencelock0.symbols lists the
+# exports (make check-abi). Hidden symbols still link statically, so the archive's users
+# (the torture worker's cl_* calls) are unaffected.
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 $(B)/libfencelock.a: $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/libfencelock.so: $(CLIENT_OBJ)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfencelock.so.$(SOVER) -o $@.$(SOVER) $^ $(CLIENT_LIBS)
+CLIENT_MAP := src/client/libfencelock.map
+$(B)/libfencelock.so: $(CLIENT_OBJ) $(CLIENT_MAP)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfencelock.so.$(SOVER) -Wl,--version-script=$(CLIENT_MAP) \
+	  -o $@.$(SOVER) $(CLIENT_OBJ) $(CLIENT_LIBS)
 	ln -sf libfencelock.so.$(SOVER) $@
 
-# CLI_SHARED=1 (the Debian package): the CLI links libfencelock.so instead of the archive.
+# The shared library's exports equal debian/libfencelock0.symbols (scripts/check-abi.py; also
+# run by tests/integration/test_abi.py).
+.PHONY: check-abi
+check-abi: $(B)/libfencelock.so
+	@python3 scripts/check-abi.py $(B)/libfencelock.so.$(SOVER)
+
+# CLI_SHARED=1 (the Debian package): the CLI links libfencelock.so instead of the archive. The
+# library exports only the API, so the parts of src/common the CLI uses too (numbers, addresses,
+# the time format) are linked into the CLI itself.
 ifeq ($(CLI_SHARED),1)
-$(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.so
+$(B)/fencelock: $(CLI_OBJ) $(CLIENT_COMMON_SRC:%.c=$(B)/pic/%.o) $(B)/libfencelock.so
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B) -lfencelock $(CLIENT_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(CLIENT_COMMON_SRC:%.c=$(B)/pic/%.o) -L$(B) -lfencelock \
+	  $(CLIENT_LIBS)
 else
 $(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.a
 	@mkdir -p $(dir $@)

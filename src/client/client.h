@@ -65,6 +65,13 @@ struct fl_client {
     char tls_err[CL_ERRMSG_MAX];
 };
 
+/* The caller's options (NULL: none) as this library's struct, read by opt->size (options.c):
+ * -1 when that size is below the first layout or a field this library does not know is set.
+ * Pointers are borrowed from the caller. */
+int cl_options_read(struct fl_options *out, const struct fl_options *opt);
+/* The numeric options of o that are in range into to (the rest keep to's values). */
+void cl_options_apply(struct fl_options *to, const struct fl_options *o);
+
 /* One command: arguments are borrowed for the duration of cl_call. */
 struct cl_cmd {
     int argc;

@@ -10,7 +10,8 @@
  * is the client's (cl_tls_ctx_new, freed with the client); each SSL holds a reference.
  * Every blocking step takes an absolute deadline in fl_now_ms() time; the socket itself is
  * non-blocking and waits happen in poll(2). Replies returned belong to the caller
- * (freeReplyObject).
+ * (freeReplyObject). Every write is send(MSG_NOSIGNAL), under TLS too (link.c's socket BIO):
+ * a server that closed the connection is an error, never a SIGPIPE in the host program.
  */
 #ifndef FL_CLIENT_LINK_H
 #define FL_CLIENT_LINK_H
