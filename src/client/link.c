@@ -169,6 +169,13 @@ void cl_tls_ctx_free(struct ssl_ctx_st *ctx)
     SSL_CTX_free(ctx);
 }
 
+struct ssl_ctx_st *cl_tls_ctx_ref(struct ssl_ctx_st *ctx)
+{
+    if (ctx)
+        SSL_CTX_up_ref(ctx);
+    return ctx;
+}
+
 /* 1 when fd is ready for `ev`, 0 at `until`, -1 on a poll error. */
 static int wait_fd(int fd, short ev, int64_t until)
 {

@@ -29,6 +29,9 @@ struct cl_link;
 struct ssl_ctx_st *cl_tls_ctx_new(const char *ca, const char *cert, const char *key, char *err,
                                   size_t errlen);
 void cl_tls_ctx_free(struct ssl_ctx_st *ctx);
+/* Another reference to ctx (NULL stays NULL), for a client made from another's settings; each
+ * reference is dropped with cl_tls_ctx_free. */
+struct ssl_ctx_st *cl_tls_ctx_ref(struct ssl_ctx_st *ctx);
 
 /* Why cl_link_open failed: nothing listens there, or the TLS handshake was refused (a
  * certificate that does not verify, an alert: not a timeout), or anything else. */
