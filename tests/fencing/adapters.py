@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The adapters of the fencing conformance suite (run.py): one class per resource that checks
+fencelock's tokens; a new resource is one more class in ADAPTERS.
+
+An adapter (the test side) says what kind of check its resource makes:
+  online   asks fencelockd on every request: only a current holder's token passes
+  signed   checks FENCE.SIGN's signature with its own keys (set_keys)
+  atomic   checks the token and applies the write in one step (a transaction): concurrent
+           sellers cannot interleave a stale write after a newer one
+and provides: setup(ctx, env) / teardown() (start and stop its resource; ctx.defer works too),
+client() and client_spec() (the same client in another process: client_from_spec), value(lock)
+(what the last accepted write() stored), recorded(lock) (monotonic resources: the highest token
+kept), shop_init/shop_state (the inventory of the paused-holder and sellers scenarios),
+set_keys(keys) (signed ones) and log_tail() (shown when a scenario fails).
+
+A client writes with a token: write(lock, token, sig, value), read_stock(lock, token, sig, shop),
+sell(lock, token, sig, shop, qty_read, buyer); True / a number when the resource accepted, False
+/ None when it refused on fencing grounds; anything else raises.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "integration")]
+
+import json  # noqa: E402
+
+from resp import Conn, RespError, text  # noqa: E402
+
+
+class Adapter:
+    name = "?"
+    online = signed = atomic = False
+
+    def setup(self, ctx, env):
+        pass
+
+    def teardown(self):
+        pass
+
+    def client(self):
+        return client_from_spec(self.client_spec())
+
+    def set_keys(self, keys):
+        raise NotImplementedError
+
+    def recorded(self, lock):
+        raise NotImplementedError
+
+    def log_tail(self):
+        return ""
+
+
+# ---- fencelock's own keys: PUT ... FENCE name token ----
+
+class KvClient:
+    """PUT res/LOCK value FENCE LOCK token; the shop is one key holding JSON, written with one
+    fenced PUT (the check and the write are one log entry)."""
+
+    def __init__(self, spec):
+        self.c = Conn(spec["port"], timeout=30.0)
+        self.read = {}
+
+    def _put(self, key, value, lock, token):
+        r = self.c.call("PUT", key, value, "FENCE", lock, token)
+        if isinstance(r, RespError):
+            if r.code == "STALE":
+                return False
+            raise AssertionError("PUT %s: -%s" % (key, r.text))
+        return True
+
+    def write(self, lock, token, sig, value):
+        return self._put("res/" + lock, value, lock, token)
+
+    def read_stock(self, lock, token, sig, shop):
+        if isinstance(self.c.call("FENCE.CHECK", lock, token), RespError):
+            return None
+        state = json.loads(text(self.c.call("GET", "shop/" + shop)))
+        self.read[shop] = state
+        return state["stock"]
+
+    def sell(self, lock, token, sig, shop, qty_read, buyer):
+        sales = self.read[shop]["sales"] + [buyer]
+        return self._put("shop/" + shop, json.dumps({"stock": qty_read - 1, "sales": sales}),
+                         lock, token)
+
+    def close(self):
+        self.c.close()
+
+
+class KvAdapter(Adapter):
+    name = "kv"
+    online = atomic = True
+
+    def setup(self, ctx, env):
+        self.srv = env.srv
+        self.c = Conn(env.srv.port, timeout=30.0)
+        ctx.defer(self.c.close)
+
+    def client_spec(self):
+        return {"adapter": self.name, "port": self.srv.port}
+
+    def value(self, lock):
+        return text(self.c.call("GET", "res/" + lock))
+
+    def shop_init(self, shop, qty):
+        self.c.call("PUT", "shop/" + shop, json.dumps({"stock": qty, "sales": []}))
+
+    def shop_state(self, shop):
+        s = json.loads(text(self.c.call("GET", "shop/" + shop)))
+        return s["stock"], s["sales"]
+
+    def log_tail(self):
+        return self.srv.log_tail()
+
+
+# ---- PostgreSQL: contrib/postgresql/fencelock.sql ----
+
+def sql_str(v):
+    return "NULL" if v is None else "'%s'" % str(v).replace("'", "''")
+
+
+PG_SHOP = """
+CREATE TABLE res (lock text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE shop (name text PRIMARY KEY, stock int NOT NULL);
+CREATE TABLE sales (id serial PRIMARY KEY, shop text NOT NULL, buyer text NOT NULL,
+                    token bigint NOT NULL);
+CREATE FUNCTION fl_write(l text, t bigint, s text, v text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM fencelock.fence(l, t, s);
+    INSERT INTO res VALUES (l, v) ON CONFLICT (lock) DO UPDATE SET value = EXCLUDED.value;
+END $$;
+CREATE FUNCTION fl_read(l text, t bigint, s text, sh text) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM fencelock.fence(l, t, s);
+    RETURN (SELECT stock FROM shop WHERE name = sh);
+END $$;
+CREATE FUNCTION fl_sell(l text, t bigint, s text, sh text, q int, b text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM fencelock.fence(l, t, s);
+    UPDATE shop SET stock = q - 1 WHERE name = sh;
+    INSERT INTO sales (shop, buyer, token) VALUES (sh, b, t);
+END $$;
+"""
+
+
+class PgClient:
+    """One psql process; each call one statement (one transaction): fence() first."""
+
+    def __init__(self, spec):
+        import pg as pgmod
+        self.db = pgmod.PsqlSession(spec["psql"])
+
+    def _q(self, stmt):
+        rows, state = self.db.query(stmt)
+        if state in ("FL001", "FL002"):
+            return False, None
+        if state != "00000":
+            raise AssertionError("%s: SQLSTATE %s" % (stmt, state))
+        return True, rows
+
+    def write(self, lock, token, sig, value):
+        return self._q("SELECT fl_write(%s, %d, %s, %s)" % (sql_str(lock), token, sql_str(sig),
+                                                           sql_str(value)))[0]
+
+    def read_stock(self, lock, token, sig, shop):
+        ok, rows = self._q("SELECT fl_read(%s, %d, %s, %s)" % (sql_str(lock), token, sql_str(sig),
+                                                              sql_str(shop)))
+        return int(rows[0]) if ok else None
+
+    def sell(self, lock, token, sig, shop, qty_read, buyer):
+        return self._q("SELECT fl_sell(%s, %d, %s, %s, %d, %s)"
+                       % (sql_str(lock), token, sql_str(sig), sql_str(shop), qty_read,
+                          sql_str(buyer)))[0]
+
+    def close(self):
+        self.db.close()
+
+
+class PostgresAdapter(Adapter):
+    name = "postgresql"
+    signed = atomic = True
+
+    def setup(self, ctx, env):
+        import pg as pgmod
+        self.pg = pgmod.start(ctx)
+        self.pg.sql(PG_SHOP)
+        self.set_keys([env_key()])
+
+    def client_spec(self):
+        return {"adapter": self.name, "signed": True, "psql": self.pg.psql_argv()}
+
+    def set_keys(self, keys):
+        self.pg.sql("BEGIN; DELETE FROM fencelock.keys;\n" + "".join(
+            "INSERT INTO fencelock.keys (key_id, secret) VALUES ('k%d', '\\x%s');\n"
+            % (i, k.hex()) for i, k in enumerate(keys)) + "COMMIT;")
+
+    def value(self, lock):
+        return self.pg.value("SELECT value FROM res WHERE lock = %s" % sql_str(lock))
+
+    def recorded(self, lock):
+        return int(self.pg.value("SELECT token FROM fencelock.tokens WHERE resource = %s"
+                                 % sql_str(lock)))
+
+    def shop_init(self, shop, qty):
+        self.pg.sql("INSERT INTO shop VALUES (%s, %d)" % (sql_str(shop), qty))
+
+    def shop_state(self, shop):
+        stock = int(self.pg.value("SELECT stock FROM shop WHERE name = %s" % sql_str(shop)))
+        sales = self.pg.sql("SELECT buyer FROM sales WHERE shop = %s ORDER BY id"
+                            % sql_str(shop))
+        return stock, sales
+
+    def log_tail(self):
+        return self.pg.log_tail()
+
+
+def env_key():
+    import scenarios
+    return scenarios.KEY1
+
+
+ADAPTERS = [KvAdapter, PostgresAdapter]
+
+
+def client_from_spec(spec):
+    """The client of spec["adapter"] (in this process or in seller.py's)."""
+    kinds = {"kv": KvClient, "postgresql": PgClient}
+    return kinds[spec["adapter"]](spec)
