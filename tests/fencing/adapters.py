@@ -217,15 +217,127 @@ class PostgresAdapter(Adapter):
         return self.pg.log_tail()
 
 
+# ---- nginx in front of an HTTP backend: contrib/nginx ----
+
+CONTRIB_NGINX = os.path.abspath(os.path.join(HERE, "..", "..", "contrib", "nginx"))
+
+
+class HttpClient:
+    """Requests to nginx carrying the token in Fencing-* headers; 2xx: accepted, 403: refused
+    by the fencing check."""
+
+    def __init__(self, spec):
+        self.port = spec["port"]
+
+    def _req(self, method, path, lock, token, sig, body=None):
+        import http.client
+        h = {"Fencing-Lock": lock, "Fencing-Token": str(token)}
+        if sig is not None:
+            h["Fencing-Signature"] = sig
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            data = r.read().decode()
+        finally:
+            c.close()
+        if 200 <= r.status < 300:
+            return True, data
+        if r.status == 403:
+            return False, None
+        raise AssertionError("%s %s: HTTP %d %s" % (method, path, r.status, data))
+
+    def write(self, lock, token, sig, value):
+        return self._req("PUT", "/res/" + quote(lock), lock, token, sig, value)[0]
+
+    def read_stock(self, lock, token, sig, shop):
+        ok, data = self._req("GET", "/shop/" + quote(shop), lock, token, sig)
+        return int(data) if ok else None
+
+    def sell(self, lock, token, sig, shop, qty_read, buyer):
+        return self._req("POST", "/shop/%s/sell" % quote(shop), lock, token, sig,
+                         "%d %s" % (qty_read, buyer))[0]
+
+    def close(self):
+        pass
+
+
+def quote(s):
+    import urllib.parse
+    return urllib.parse.quote(s, safe="")
+
+
+NGINX_LOCATIONS = """
+        location /res/ { auth_request %(auth)s; proxy_pass http://backend; }
+        location /shop/ { auth_request %(auth)s; proxy_pass http://backend; }
+"""
+
+
+class NginxAdapter(Adapter):
+    """nginx with Debian's package, a Python backend behind it (tests/fencing/nginx.py)."""
+
+    js = False
+
+    def setup(self, ctx, env):
+        import nginx
+        why = nginx.available(js=self.js)
+        if why:
+            raise AssertionError(why)
+        self.backend = nginx.Backend()
+        ctx.defer(self.backend.stop)
+        self.ng = nginx.Nginx(ctx.workdir, self.http_block(env), self.server_block(), js=self.js)
+        ctx.defer(self.ng.stop)
+        self.prepare()
+        self.ng.start()
+
+    def prepare(self):
+        pass
+
+    def client_spec(self):
+        return {"adapter": self.name, "signed": self.signed, "port": self.ng.port}
+
+    def value(self, lock):
+        with self.backend.mu:
+            return self.backend.values.get(lock)
+
+    def shop_init(self, shop, qty):
+        with self.backend.mu:
+            self.backend.shops[shop] = [qty, []]
+
+    def shop_state(self, shop):
+        with self.backend.mu:
+            stock, sales = self.backend.shops[shop]
+            return stock, list(sales)
+
+    def log_tail(self):
+        return self.ng.log_tail()
+
+
+class NginxOnlineAdapter(NginxAdapter):
+    """contrib/nginx/fencelock-online.conf: auth_request to fencelockd's GET /v1/fence."""
+
+    name = "nginx-online"
+    online = True
+
+    def http_block(self, env):
+        return ("    upstream fencelock { server 127.0.0.1:%d; }\n"
+                "    upstream backend { server 127.0.0.1:%d; }\n"
+                % (env.srv.http_port, self.backend.port))
+
+    def server_block(self):
+        return ("        include %s/fencelock-online.conf;\n" % CONTRIB_NGINX
+                + NGINX_LOCATIONS % {"auth": "/_fencelock"})
+
+
 def env_key():
     import scenarios
     return scenarios.KEY1
 
 
-ADAPTERS = [KvAdapter, PostgresAdapter]
+ADAPTERS = [KvAdapter, PostgresAdapter, NginxOnlineAdapter]
 
 
 def client_from_spec(spec):
     """The client of spec["adapter"] (in this process or in seller.py's)."""
-    kinds = {"kv": KvClient, "postgresql": PgClient}
+    kinds = {"kv": KvClient, "postgresql": PgClient, "nginx-online": HttpClient}
     return kinds[spec["adapter"]](spec)
