@@ -329,15 +329,130 @@ class NginxOnlineAdapter(NginxAdapter):
                 + NGINX_LOCATIONS % {"auth": "/_fencelock"})
 
 
+# ---- MariaDB: contrib/mariadb/fencelock.sql ----
+
+MARIADB_SHOP = """
+CREATE TABLE res (l VARCHAR(255) PRIMARY KEY, v TEXT NOT NULL) ENGINE = InnoDB;
+CREATE TABLE shop (name VARCHAR(255) PRIMARY KEY, stock INT NOT NULL) ENGINE = InnoDB;
+CREATE TABLE sales (id INT AUTO_INCREMENT PRIMARY KEY, shop VARCHAR(255) NOT NULL,
+                    buyer VARCHAR(64) NOT NULL, token BIGINT NOT NULL) ENGINE = InnoDB;
+"""
+
+
+class MariaDBClient:
+    """One mariadb client process per call: START TRANSACTION, fencelock_fence() first, the
+    write, COMMIT. A refused fence makes the client exit (batch mode stops at the first error)
+    and the connection's end rolls the transaction back."""
+
+    def __init__(self, spec):
+        self.argv = spec["argv"]
+
+    def _tx(self, lock, token, sig, body):
+        import subprocess
+        script = ("START TRANSACTION;\nSELECT fencelock_fence(%s, %d, %s) INTO @fl_token;\n%s\n"
+                  "COMMIT;\n" % (sql_str(lock), token, sql_str(sig), body))
+        r = subprocess.run(self.argv, input=script, capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            return True, [line for line in r.stdout.splitlines() if line]
+        import mariadb
+        state = mariadb.MariaDBError(r.stderr).sqlstate
+        if state in ("FL001", "FL002"):
+            return False, None
+        raise AssertionError("mariadb: %s" % r.stderr.strip())
+
+    def write(self, lock, token, sig, value):
+        return self._tx(lock, token, sig, "INSERT INTO res VALUES (%s, %s) ON DUPLICATE KEY "
+                        "UPDATE v = VALUES(v);" % (sql_str(lock), sql_str(value)))[0]
+
+    def read_stock(self, lock, token, sig, shop):
+        ok, rows = self._tx(lock, token, sig, "SELECT stock FROM shop WHERE name = %s;"
+                            % sql_str(shop))
+        return int(rows[0]) if ok else None
+
+    def sell(self, lock, token, sig, shop, qty_read, buyer):
+        return self._tx(lock, token, sig,
+                        "UPDATE shop SET stock = %d WHERE name = %s;\n"
+                        "INSERT INTO sales (shop, buyer, token) VALUES (%s, %s, %d);"
+                        % (qty_read - 1, sql_str(shop), sql_str(shop), sql_str(buyer), token))[0]
+
+    def close(self):
+        pass
+
+
+class MariaDBAdapter(Adapter):
+    name = "mariadb"
+    signed = atomic = True
+
+    def setup(self, ctx, env):
+        import mariadb
+        why = mariadb.available()
+        if why:
+            raise AssertionError(why)
+        self.db = mariadb.MariaDB(ctx.workdir)
+        ctx.defer(self.db.stop)
+        self.db.start()
+        self.db.sql(MARIADB_SHOP)
+        self.check_hmac()
+        self.set_keys([env_key()])
+
+    def check_hmac(self):
+        """fencelock_hmac_sha256 (HMAC built from SHA2 in SQL) against RFC 4231's test case 2
+        and Python's hmac for keys shorter than, as long as and longer than the 64-byte block
+        (a longer key is hashed first) and bytes >= 0x80 (the XOR runs byte by byte)."""
+        import hashlib
+        import hmac
+        cases = [(b"Jefe", b"what do ya want for nothing?")]
+        cases += [(bytes((i * 37 + n) % 256 for i in range(n)), b"fencelock-token-v1:3:inv:%d" % n)
+                  for n in (16, 63, 64, 65, 131)]
+        for key, msg in cases:
+            got = self.db.value("SELECT HEX(fencelock_hmac_sha256(X'%s', X'%s'))"
+                                % (key.hex(), msg.hex())).lower()
+            want = hmac.new(key, msg, hashlib.sha256).hexdigest()
+            if got != want:
+                raise AssertionError("fencelock_hmac_sha256 with a %d-byte key: %s, want %s"
+                                     % (len(key), got, want))
+        rfc = self.db.value("SELECT HEX(fencelock_hmac_sha256('Jefe', "
+                            "'what do ya want for nothing?'))").lower()
+        if rfc != "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843":
+            raise AssertionError("RFC 4231 test case 2: %s" % rfc)
+
+    def client_spec(self):
+        return {"adapter": self.name, "signed": True, "argv": self.db.argv()}
+
+    def set_keys(self, keys):
+        self.db.sql("START TRANSACTION; DELETE FROM fencelock_keys;\n" + "".join(
+            "INSERT INTO fencelock_keys (key_id, secret) VALUES ('k%d', X'%s');\n"
+            % (i, k.hex()) for i, k in enumerate(keys)) + "COMMIT;")
+
+    def value(self, lock):
+        return self.db.value("SELECT v FROM res WHERE l = %s" % sql_str(lock))
+
+    def recorded(self, lock):
+        return int(self.db.value("SELECT token FROM fencelock_tokens WHERE resource = "
+                                 "CAST(%s AS BINARY)" % sql_str(lock)))
+
+    def shop_init(self, shop, qty):
+        self.db.sql("INSERT INTO shop VALUES (%s, %d)" % (sql_str(shop), qty))
+
+    def shop_state(self, shop):
+        stock = int(self.db.value("SELECT stock FROM shop WHERE name = %s" % sql_str(shop)))
+        return stock, self.db.sql("SELECT buyer FROM sales WHERE shop = %s ORDER BY id"
+                                  % sql_str(shop))
+
+    def log_tail(self):
+        return self.db.log_tail()
+
+
 def env_key():
     import scenarios
     return scenarios.KEY1
 
 
-ADAPTERS = [KvAdapter, PostgresAdapter, NginxOnlineAdapter]
+ADAPTERS = [KvAdapter, PostgresAdapter, MariaDBAdapter, NginxOnlineAdapter]
 
 
 def client_from_spec(spec):
     """The client of spec["adapter"] (in this process or in seller.py's)."""
-    kinds = {"kv": KvClient, "postgresql": PgClient, "nginx-online": HttpClient}
+    kinds = {"kv": KvClient, "postgresql": PgClient, "nginx-online": HttpClient,
+             "mariadb": MariaDBClient}
     return kinds[spec["adapter"]](spec)
