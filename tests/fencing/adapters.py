@@ -329,6 +329,53 @@ class NginxOnlineAdapter(NginxAdapter):
                 + NGINX_LOCATIONS % {"auth": "/_fencelock"})
 
 
+class NginxOfflineAdapter(NginxAdapter):
+    """contrib/nginx/fencelock-offline.conf and fencelock.js: njs checks the signature with its
+    key files and keeps the highest token per lock; no call to fencelockd."""
+
+    name = "nginx-offline"
+    signed = True
+    js = True
+
+    def http_block(self, env):
+        return ("    js_path %s;\n    js_import fencelock from fencelock.js;\n"
+                "    upstream backend { server 127.0.0.1:%d; }\n"
+                % (CONTRIB_NGINX, self.backend.port))
+
+    def server_block(self):
+        return ("        set $fencelock_keys %(dir)s/keys;\n"
+                "        set $fencelock_state %(dir)s/state;\n"
+                "        include " + CONTRIB_NGINX + "/fencelock-offline.conf;\n"
+                + NGINX_LOCATIONS % {"auth": "/_fencelock_offline"})
+
+    def prepare(self):
+        for d in ("keys", "state"):
+            os.mkdir(self.ng.path(d), 0o700)
+            self.ng.own(self.ng.path(d))
+        self.set_keys([env_key()])
+
+    def set_keys(self, keys):
+        """A rotation is files added to and removed from the key dir (read on every request):
+        the new ones first, then the old ones go."""
+        d = self.ng.path("keys")
+        want = {"k%d.key" % i: k for i, k in enumerate(keys)}
+        for fn, k in want.items():
+            tmp = os.path.join(d, fn + ".new")
+            with open(tmp, "wb") as f:
+                f.write(k + b"\n")
+            os.chmod(tmp, 0o600)
+            self.ng.own(tmp)
+            os.rename(tmp, os.path.join(d, fn))
+        for fn in os.listdir(d):
+            if fn not in want:
+                os.unlink(os.path.join(d, fn))
+
+    def recorded(self, lock):
+        import hashlib
+        with open(self.ng.path("state/" + hashlib.sha256(lock.encode()).hexdigest())) as f:
+            return int(f.read().strip())
+
+
 # ---- MariaDB: contrib/mariadb/fencelock.sql ----
 
 MARIADB_SHOP = """
@@ -448,11 +495,11 @@ def env_key():
     return scenarios.KEY1
 
 
-ADAPTERS = [KvAdapter, PostgresAdapter, MariaDBAdapter, NginxOnlineAdapter]
+ADAPTERS = [KvAdapter, PostgresAdapter, MariaDBAdapter, NginxOnlineAdapter, NginxOfflineAdapter]
 
 
 def client_from_spec(spec):
     """The client of spec["adapter"] (in this process or in seller.py's)."""
     kinds = {"kv": KvClient, "postgresql": PgClient, "nginx-online": HttpClient,
-             "mariadb": MariaDBClient}
+             "nginx-offline": HttpClient, "mariadb": MariaDBClient}
     return kinds[spec["adapter"]](spec)
