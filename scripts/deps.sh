@@ -33,6 +33,11 @@ test)
   pkgs+=(cppcheck) # make check-static (its checks were chosen with Debian 12's 2.10: below)
   pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs)
   pkgs+=(postgresql postgresql-contrib perl) # tests/integration/test_postgres.py (pgcrypto)
+  # tests/fencing (the fencing adapters' suite): Debian's nginx with njs for contrib/nginx, and
+  # MariaDB for contrib/mariadb. The tests start their own instances (temp dirs, loopback or
+  # Unix socket only); Debian's packages would also start the system services where
+  # policy-rc.d allows it (a container's usually does not).
+  pkgs+=(nginx libnginx-mod-http-js mariadb-server mariadb-client)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install

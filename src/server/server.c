@@ -244,6 +244,7 @@ int srv_start(struct srv *s)
         return -1;
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
+    srv_http_set_async(s->http, srv_http_async_route, s); /* GET /v1/fence (obs/http_fence.c) */
     /* /health hands out the term and applied index, what a forger of Raft traffic needs. */
     if (s->cfg.http_port && !srv_host_loopback(s->cfg.http_host))
         LOGW(&s->log,
