@@ -316,9 +316,25 @@ def test_cli_completion_bash_completes_from_the_table(ctx):
     assert zsh.startswith("#compdef fencelock\n"), zsh[:80]
     data = [ln for ln in r.out.splitlines() if ln.startswith("_fencelock_commands=")]
     assert data and data[0] in zsh.splitlines(), "the same command list in both scripts"
-    if shutil.which("zsh"):
+    if shutil.which("zsh"):  # not installed by the tests: checked where it is
         p = subprocess.run(["zsh", "-n"], input=zsh, capture_output=True, text=True, timeout=30)
         eq(p.returncode, 0, p.stderr)
+        zfile = ctx.tmp("_fencelock")
+        with open(zfile, "w") as f:
+            f.write(zsh)
+        # zsh's completion builtins replaced by ones that print what would be offered.
+        prog = ("compadd() { [[ $1 == -- ]] && shift; print -r -- \"ADD $*\"; }\n"
+                "_files() { print FILES; }\n_command_names() { print COMMANDS; }\n"
+                "compdef() { print -r -- \"compdef $*\"; }\nsource %s\n"
+                "t() { words=(\"$@\"); CURRENT=$#; _fencelock; }\n"
+                "t fencelock members ''\nt fencelock lock j -- ec\nt fencelock --tls-ca x\n"
+                "t fencelock put k --fence L ''\nt fencelock sem s 2 --sh\n" % zfile)
+        p = subprocess.run(["zsh", "-f", "-c", prog], capture_output=True, text=True,
+                           timeout=30)
+        lines = p.stdout.splitlines()
+        eq(lines[:4], ["compdef _fencelock fencelock", "ADD list add remove transfer",
+                       "COMMANDS", "FILES"], p.stderr)
+        assert "--shared" not in lines[4] and "--ttl" in lines[4], lines
     r = run(ctx, None, "completion", "fish")
     eq(r.rc, 2, r)
     assert "bash or zsh" in r.err, r.err
