@@ -51,7 +51,12 @@ def test_cli_members_list_health(ctx):
         eq(m["state"], "leader" if s is leader else "follower", repr(m))
         eq(m["leader"], s is leader, repr(m))
         assert m["applied_index"] > 0 and m["lag"] >= 0 and m["term"] > 0, m
-    eq([m["lag"] for m in ms if m["leader"]], [0], "the leader's own lag")
+    lead = [m for m in ms if m["leader"]]
+    eq(len(lead), 1, repr(ms))
+    eq(lead[0]["lag"], lead[0]["commit_index"] - lead[0]["applied_index"],
+       "lag is counted from the leader's own commit index")
+    for m in ms:
+        assert m["lag"] == max(0, lead[0]["commit_index"] - m["applied_index"]), (m, lead)
     table = run_ok(ctx, servers, "members", "list").out.splitlines()
     eq(table[0].split(), ["ID", "ROLE", "CLIENT", "HEALTH", "STATE", "APPLIED", "LAG", "TOOK"])
     eq(len(table), 4, "\n".join(table))
