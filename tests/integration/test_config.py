@@ -142,7 +142,7 @@ def test_config_flag_equals_value_and_units(ctx):
     srv.stop()
     conf = write(ctx, "units.conf", "max-query-buffer = 16MiB\nauth-timeout = 30s\n")
     r = run(ctx, "--config=%s" % conf, "--print-config", "--max-value=4KiB", "--idle-timeout",
-            "2m", "--tcp-keepalive=1h", "--insecure-raft=false",
+            "2m", "--tcp-keepalive=1h", "--insecure-raft=false", "--listen=127.0.0.1:7999",
             env={"FENCELOCK_MAX_OUTPUT": "64MiB"})
     eq(r.returncode, 0, "stderr %r" % r.stderr)
     lines = r.stdout.splitlines()
@@ -150,7 +150,7 @@ def test_config_flag_equals_value_and_units(ctx):
                  "tcp-keepalive = 1h  # flag", "insecure-raft = false  # flag",
                  "max-output = 64MiB  # env FENCELOCK_MAX_OUTPUT",
                  "max-query-buffer = 16MiB  # file:1", "auth-timeout = 30s  # file:2",
-                 "heartbeat-ms = 40  # default"):
+                 "heartbeat-ms = 40  # default", "listen = 127.0.0.1:7999  # flag"):
         assert want in lines, "%r not in --print-config output:\n%s" % (want, r.stdout)
     # A unit the setting does not take is refused, naming what it does take.
     r = run(ctx, "--max-output=64MB")
