@@ -146,7 +146,8 @@ $(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.a
 endif
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: fencelockd (sbin), the CLI, the client library,
-# header, pkg-config file, man pages fencelock(1) and fencelockd(8), and the user documentation
+# header, pkg-config file, man pages fencelock(1) and fencelockd(8), the CLI's bash and zsh
+# completion (BASHCOMPDIR, ZSHCOMPDIR), and the user documentation
 # the man pages refer to (DOCDIR). ldconfig runs when installing into the live system (no
 # DESTDIR). make uninstall removes the same files. install-files copies from IB without building
 # (debian/rules builds with dpkg-buildflags first).
@@ -157,6 +158,10 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/fencelock
+# Shell completion, where bash-completion and Debian's zsh look for a package's scripts; the
+# scripts are made by the CLI itself from its command table (`fencelock completion bash|zsh`).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 IB ?= build/release
 USER_DOCS := docs/protocol.md docs/server.md docs/operations.md docs/security.md docs/client.md \
              docs/monitoring.md docs/fencing.md docs/python.md
@@ -182,13 +187,18 @@ install-files:
 	sed 's|/usr/share/doc/fencelock/|$(DOCDIR)/|g' docs/fencelockd.8 > $(DESTDIR)$(MANDIR)/man8/fencelockd.8
 	chmod 644 $(DESTDIR)$(MANDIR)/man1/fencelock.1 $(DESTDIR)$(MANDIR)/man8/fencelockd.8
 	install -m 644 $(USER_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	LD_LIBRARY_PATH=$(IB) $(IB)/fencelock completion bash > $(DESTDIR)$(BASHCOMPDIR)/fencelock
+	LD_LIBRARY_PATH=$(IB) $(IB)/fencelock completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_fencelock
+	chmod 644 $(DESTDIR)$(BASHCOMPDIR)/fencelock $(DESTDIR)$(ZSHCOMPDIR)/_fencelock
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/fencelockd $(DESTDIR)$(BINDIR)/fencelock \
 	  $(DESTDIR)$(LIBDIR)/libfencelock.a $(DESTDIR)$(LIBDIR)/libfencelock.so \
 	  $(DESTDIR)$(LIBDIR)/libfencelock.so.$(SOVER) $(DESTDIR)$(LIBDIR)/pkgconfig/fencelock.pc \
 	  $(DESTDIR)$(INCLUDEDIR)/fencelock.h $(DESTDIR)$(MANDIR)/man1/fencelock.1 \
-	  $(DESTDIR)$(MANDIR)/man8/fencelockd.8 $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(USER_DOCS)))
+	  $(DESTDIR)$(MANDIR)/man8/fencelockd.8 $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(USER_DOCS))) \
+	  $(DESTDIR)$(BASHCOMPDIR)/fencelock $(DESTDIR)$(ZSHCOMPDIR)/_fencelock
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 	[ -n "$(DESTDIR)" ] || ldconfig
 

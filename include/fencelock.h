@@ -225,6 +225,27 @@ FL_API fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_
 FL_API fl_err fl_session_close_id(fl_client *c, uint64_t sid);
 FL_API fl_err fl_session_revoke_id(fl_client *c, uint64_t sid);
 
+/* A live session as the servers see it (SESSION.INFO). Strings freed by fl_session_info_free. */
+struct fl_session_info {
+    uint64_t sid, ttl_ms, lockdelay_ms;
+    uint64_t remaining_ms;           /* of its lease on the leader when it answered */
+    char *name, *owner;              /* owner: the user that opened it ("" without users) */
+    size_t n_locks, n_waits, n_keys; /* locks held exclusively, queued waits, leased keys */
+};
+/* FL_ESESSION if sid is no live session of this user (an admin's: of anybody's). */
+FL_API fl_err fl_session_info(fl_client *c, uint64_t sid, struct fl_session_info *out);
+FL_API void fl_session_info_free(struct fl_session_info *s);
+
+struct fl_session_list {
+    size_t n;
+    struct fl_session_info *v;
+};
+/* The live sessions with ids above `after` (0: from the first), in id order, at most `limit`
+ * looked at (0: the server's maximum): the user's own sessions, every session for an admin
+ * or on servers without users (SESSION.LIST). */
+FL_API fl_err fl_sessions(fl_client *c, uint64_t after, size_t limit, struct fl_session_list *out);
+FL_API void fl_session_list_free(struct fl_session_list *l);
+
 /* ---- locks ---- */
 
 /*
@@ -484,6 +505,10 @@ struct fl_status {
     struct fl_member *members;
 };
 FL_API fl_err fl_status(fl_client *c, struct fl_status *out);
+/* The view of the node that answers (CLUSTER.INFO), not the leader's: ask a client made for
+ * one node's address (fl_client_new with that endpoint alone). No members (n_members 0).
+ * Freed by fl_status_free. */
+FL_API fl_err fl_node_status(fl_client *c, struct fl_status *out);
 FL_API void fl_status_free(struct fl_status *st);
 
 /* Membership changes answer once the change committed (an add: once the server caught up and

@@ -8,7 +8,8 @@
 
 static const char usage_lock[] =
     "usage: fencelock lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
-    "                      [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
+    "                      [--kill-grace DUR] [--name LABEL] [-E|--conflict-exit-code N]\n"
+    "                      [--error-exit-code N] [-- CMD [ARGS...]]\n"
     "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
     "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
     "Without CMD, print the token and hold the lock until SIGINT, SIGTERM, SIGHUP or SIGQUIT.\n"
@@ -29,10 +30,15 @@ static const char usage_lock[] =
     "  --kill-grace DUR  SIGTERM this long before SIGKILL (default: the smaller of 2s and\n"
     "                    TTL/4; must be less than the TTL)\n"
     "  --name LABEL      session name shown by the servers (default: fencelock@HOST:PID)\n"
-    "Exit status: CMD's status, 128+N if it died of signal N; 2 usage; 3 not obtained within\n"
-    "--wait; 4 cluster unreachable or other error before CMD ran; 5 lock lost while CMD ran\n"
-    "(it was killed; takes precedence); 126/127 CMD could not be run / was not found;\n"
-    "128+N if signal N ended the wait.\n";
+    "  -E, --conflict-exit-code N\n"
+    "                    exit N (0..255) instead of 3 when not obtained within --wait\n"
+    "  --error-exit-code N\n"
+    "                    exit N (0..255) instead of 4 and 5, fencelock's own failures\n"
+    "Exit status: CMD's own: its status, 128+N if it died of signal N, 126/127 if it could not\n"
+    "be run / was not found. fencelock's: 2 usage; 3 not obtained within --wait (or -E's N);\n"
+    "4 cluster unreachable or other error (or --error-exit-code's N); 5 lock lost while CMD\n"
+    "ran, CMD was killed (takes precedence; or --error-exit-code's N); 128+N if signal N\n"
+    "ended the wait. Pick -E and --error-exit-code values that CMD never exits with.\n";
 
 static const char usage_sem[] =
     "usage: fencelock sem NAME LIMIT [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
@@ -50,23 +56,51 @@ static const char usage_elect[] =
     "is killed before the leadership's lease can lapse, and when it exits the session resigns\n"
     "(the next candidate leads). Options and exit status as for `fencelock lock`.\n";
 
-enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED };
+enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED, O_CONFLICT, O_ERRCODE };
 
-static const struct opt_spec lock_opts[] = {
-    {"ttl", 0, 1, O_TTL},
-    {"wait", 0, 1, O_WAIT},
-    {"lock-delay", 0, 1, O_LOCKDELAY},
-    {"kill-grace", 0, 1, O_GRACE},
-    {"name", 0, 1, O_NAME},
-    {"shared", 0, 0, O_SHARED},
-    {NULL, 0, 0, 0},
+/* The options of lock, sem and elect (sem and elect: all but --shared). */
+/* clang-format off */
+#define RUN_OPTS                                                    \
+    {"ttl", 0, 1, O_TTL, "DUR"},                                    \
+    {"wait", 0, 1, O_WAIT, "DUR"},                                  \
+    {"lock-delay", 0, 1, O_LOCKDELAY, "DUR"},                       \
+    {"kill-grace", 0, 1, O_GRACE, "DUR"},                           \
+    {"name", 0, 1, O_NAME, "LABEL"},                                \
+    {"conflict-exit-code", 'E', 1, O_CONFLICT, "N"},                \
+    {"error-exit-code", 0, 1, O_ERRCODE, "N"}
+/* clang-format on */
+
+const struct opt_spec cli_opts_lock[] = {
+    RUN_OPTS,
+    {"shared", 0, 0, O_SHARED, NULL},
+    {NULL, 0, 0, 0, NULL},
 };
+const struct opt_spec cli_opts_sem[] = {
+    RUN_OPTS,
+    {NULL, 0, 0, 0, NULL},
+};
+
+#define EXIT_CODE_MAX 255 /* what an exit status holds */
+
+/* -E / --error-exit-code N: 0..255 into *code. EXIT_OK or EXIT_USAGE. */
+static int exit_code_opt(struct opt_iter *it, const char *opt, int *code)
+{
+    uint64_t v;
+    if (cli_parse_u64(it->v[0], &v) || v > EXIT_CODE_MAX)
+        return opt_err(it, "--%s: bad exit code '%s' (0..%d)", opt, it->v[0], EXIT_CODE_MAX);
+    *code = (int)v;
+    return EXIT_OK;
+}
 
 /* One option into o; `grace_set` records an explicit --kill-grace. EXIT_OK or EXIT_USAGE. */
 static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_set)
 {
     static const char *const names[] = {"", "ttl", "wait", "lock-delay", "kill-grace"};
     uint64_t *dst[] = {NULL, &o->ttl_ms, &o->wait_ms, &o->lockdelay_ms, &o->grace_ms};
+    if (id == O_CONFLICT)
+        return exit_code_opt(it, "conflict-exit-code", &o->conflict_code);
+    if (id == O_ERRCODE)
+        return exit_code_opt(it, "error-exit-code", &o->error_code);
     if (id == O_NAME) {
         o->label = it->v[0];
         return EXIT_OK;
@@ -108,17 +142,20 @@ static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
 /* lock, sem and elect: n_pos positionals (the name, then the limit or the value). */
 static int lock_like(struct cli *c, int argc, char **argv, const char *usage, enum run_kind kind)
 {
-    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1, .kind = kind};
+    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS,
+                         .wait_forever = 1,
+                         .kind = kind,
+                         .conflict_code = EXIT_NOTGOT,
+                         .error_code = -1};
     int n_pos = kind == RUN_LOCK ? 1 : 2;
     struct sub_args a;
     int id, r, grace_set = 0;
     char label[128];
     sub_start(&a, argc, argv, n_pos, usage);
     a.dash_positional = 0; /* after "--" comes the command */
-    while ((r = sub_next(c, &a, lock_opts, &id)) == SUB_OPT)
-        if ((id == O_SHARED && kind != RUN_LOCK) || lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
-            return id == O_SHARED && kind != RUN_LOCK ? sub_err(&a, "--shared is for `lock` only")
-                                                      : sub_usage(&a);
+    while ((r = sub_next(c, &a, kind == RUN_LOCK ? cli_opts_lock : cli_opts_sem, &id)) == SUB_OPT)
+        if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
+            return sub_usage(&a);
     if (r == SUB_STOP)
         return a.code;
     if (a.n_pos < n_pos)

@@ -48,6 +48,7 @@ struct run {
     struct tree tree;   /* every process the command starts */
     int lost;           /* the session is lost, or its safe deadline passed */
     int sent_term, sent_kill;
+    int cmd_code; /* the exit code is the command's (its status, 128+N, 126/127), not ours */
 };
 
 /* ---- the lease ---- */
@@ -213,6 +214,7 @@ static int spawn(struct run *r)
             ;
         r->reaped = 1;
         tty_take_back(&r->tty);
+        r->cmd_code = 1; /* as a shell says it: 126/127 are the command's, not fencelock's */
         return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
     }
     if (tree_guard_start(&r->tree, pid) < 0)
@@ -422,7 +424,7 @@ static void release(struct run *r)
 }
 
 /* The exit code once the command is done: lease trouble first, then its own status. */
-static int command_status(const struct run *r)
+static int command_status(struct run *r)
 {
     if (r->lost) {
         cli_say("%s %s: lost %s while '%s' ran: the servers did not renew the lease in "
@@ -436,11 +438,24 @@ static int command_status(const struct run *r)
                 run_noun(r->o), r->o->shown, run_holding(r->o), r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
+    r->cmd_code = WIFEXITED(r->status) || WIFSIGNALED(r->status);
     if (WIFEXITED(r->status))
         return WEXITSTATUS(r->status);
     if (WIFSIGNALED(r->status))
         return 128 + WTERMSIG(r->status);
     return EXIT_ERROR;
+}
+
+/* fencelock's own codes as -E and --error-exit-code asked; the command's are left alone. */
+static int own_code(const struct run *r, int rc)
+{
+    if (r->cmd_code)
+        return rc;
+    if (rc == EXIT_NOTGOT)
+        return r->o->conflict_code;
+    if ((rc == EXIT_ERROR || rc == EXIT_LOST) && r->o->error_code >= 0)
+        return r->o->error_code;
+    return rc;
 }
 
 /* ---- setup ---- */
@@ -536,12 +551,12 @@ int run_locked(struct cli *c, const struct run_opts *o)
     if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         cli_say("%s %s: setup: %s", run_noun(o), o->shown, strerror(errno));
         teardown(&r);
-        return EXIT_ERROR;
+        return own_code(&r, EXIT_ERROR);
     }
     int rc = EXIT_ERROR;
     if (cli_client(c) == NULL) {
         teardown(&r);
-        return c->client_code;
+        return own_code(&r, c->client_code);
     }
     if (acquire(c->client, o, r.sigfd, &r.a) < 0) {
         cli_say("%s %s: cannot start a thread: %s", run_noun(o), o->shown, strerror(errno));
@@ -552,5 +567,5 @@ int run_locked(struct cli *c, const struct run_opts *o)
     }
     release(&r);
     teardown(&r);
-    return rc;
+    return own_code(&r, rc);
 }

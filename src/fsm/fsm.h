@@ -462,6 +462,10 @@ void fsm_foreach_owner(const struct fsm *f,
    name (then queue order); never the hash buckets, so it is the same under any hash key. */
 void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
                          void *arg);
+/* SESSION.LIST (sesslist.c): cb(arg, sid) for at most `limit` live sessions with ids above
+   `after`, in id order; returns how many. O(limit) when session `after` is alive. */
+size_t fsm_sessions_after(const struct fsm *f, uint64_t after, size_t limit,
+                          void (*cb)(void *arg, uint64_t sid), void *arg);
 void fsm_foreach_waiter(const struct fsm *f,
                         void (*cb)(void *arg, const char *name, size_t namelen, uint64_t sid,
                                    uint64_t wait_ms),

@@ -34,6 +34,39 @@ def help_flags(binary):
     return out.stdout, flags
 
 
+# The units --help names a number's metavariable by, and the suffixes each takes (value.c):
+# --print-config shows a size or duration with the largest unit that divides it (64MiB, 2m), a
+# document may show the plain number; both are the same default.
+UNIT_MUL = {"BYTES": {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40},
+            "MS": {"": 1, "ms": 1, "s": 1000, "m": 60000, "h": 3600000},
+            "S": {"": 1, "s": 1, "m": 60, "h": 3600}}
+_UNITS = {}
+
+
+def flag_units(binary):
+    """{"--flag": "BYTES" | "MS" | "S"} of the numbers with a unit, from --help."""
+    if binary not in _UNITS:
+        out, _ = help_flags(binary)
+        _UNITS[binary] = dict(re.findall(r"(--[a-z][a-z0-9-]*) (BYTES|MS|S)\b", out))
+    return _UNITS[binary]
+
+
+def same_value(ctx, flag, a, b):
+    """a == b, or both the same number in the flag's unit (64MiB and 67108864)."""
+    if a == b:
+        return True
+    unit = flag_units(ctx.binary).get(flag)
+    if unit is None or a is None or b is None:
+        return False
+    vals = []
+    for v in (a, b):
+        m = re.fullmatch(r"(\d+)([A-Za-z]*)", v.strip())
+        if not m or m.group(2) not in UNIT_MUL[unit]:
+            return False
+        vals.append(int(m.group(1)) * UNIT_MUL[unit][m.group(2)])
+    return vals[0] == vals[1]
+
+
 def settings(ctx):
     """{"--flag": default text, "false" for a boolean, None when unset}, from --print-config."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FENCELOCK_")}
@@ -114,7 +147,8 @@ def test_man8_matches_settings_table(ctx):
         got = shown_default(text)
         if want is None or want == "false":
             return None if got is None else "shows default %r, the table has none" % got
-        return None if got == want else "shows default %r, the table has %r" % (got, want)
+        return None if same_value(ctx, flag, got, want) else \
+            "shows default %r, the table has %r" % (got, want)
     check_listing("fencelockd(8)", man8_entries(), table, extras(ctx, table), default_of)
 
 
@@ -158,7 +192,8 @@ def test_server_md_matches_settings_table(ctx):
         if want is None:
             return None if not re.search(r"\d", cell) else \
                 "shows default %r, the table has none" % cell
-        return None if cell == want else "shows default %r, the table has %r" % (cell, want)
+        return None if same_value(ctx, flag, cell, want) else \
+            "shows default %r, the table has %r" % (cell, want)
     check_listing("docs/server.md \"Flags\"", server_md_entries(), table, extras(ctx, table),
                   default_of)
 
@@ -184,7 +219,8 @@ def test_deb_conf_matches_settings_table(ctx):
             return None if value in ("true", "false") else "%r is no boolean" % value
         if want is None or flag in CONF_OWN_VALUE:
             return None
-        return None if value == want else "shows %r, the table's default is %r" % (value, want)
+        return None if same_value(ctx, flag, value, want) else \
+            "shows %r, the table's default is %r" % (value, want)
     entries = conf_entries()
     for flag in ONE_SHOT:
         assert flag not in entries, "%s runs once: not for %s" % (flag, CONF)

@@ -157,6 +157,9 @@ int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
+/* For an unknown command that Redis users try first (SET, SETNX, EXPIRE...): the fencelock
+   command that does its job, as a phrase for the error reply; NULL for any other (cmd_hint.c). */
+const char *cmd_unknown_hint(const struct resp_arg *name);
 /* A write or a linearizable read needs a ready leader. */
 int cmd_need_leader(struct srv_req *r);
 int cmd_arg_u64(struct srv_req *r, size_t i, const char *what, uint64_t *v);

@@ -80,7 +80,7 @@ const struct cfg_row cfg_rows[] = {
     NUM("--max-key", max_key, CFG_BYTES, 1, FSM_MAX_NAME, 1024, "key / lock name / session name"),
     NUM("--max-value", max_value, CFG_BYTES, 0, FSM_MAX_VALUE, 1u << 20, "value of PUT"),
     NUM("--max-keys-reply", max_keys_reply, CFG_COUNT, 1, 10000000, 10000,
-        "entries one KEYS or LOCKS reply returns at most"),
+        "entries one KEYS, LOCKS or SESSION.LIST reply returns at most"),
     NUM("--max-ttl", max_ttl, CFG_MS, 1, TB, 7ull * 24 * 3600 * 1000,
         "longest session TTL; 7 days"),
     NUM("--max-sessions", max_sessions, CFG_COUNT, 1, TB, 1000000,
