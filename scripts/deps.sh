@@ -121,8 +121,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# promtool (tests of the alert rules and of /metrics): Debian's prometheus package, without the
-# exporters and web assets it recommends; its daemon is never started by the tests.
+# promtool (tests of the alert rules and of /metrics) and prometheus (the dashboard's queries
+# evaluated on TSDB blocks a test makes, served on a test port by a prometheus it starts and
+# stops itself): Debian's prometheus package, without the exporters and web assets it
+# recommends; the tests never use its packaged service.
 if [ "${1:-build}" = test ] && ! dpkg -s prometheus >/dev/null 2>&1; then
   echo "deps: installing prometheus (promtool)"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus \

@@ -58,6 +58,15 @@ static void hook_timed(void *arg, enum rn_timing kind, double seconds)
         hist_observe(h[kind], seconds);
 }
 
+/* The --peer-tls-* files just loaded: their expiry for /metrics (obs/certexp.h). */
+static void note_peer_expiry(struct srv *s)
+{
+    if (!s->cfg.peer_tls_cert[0])
+        return;
+    certexp_note(&s->certs, SRV_CERT_PEER_TLS, s->cfg.peer_tls_cert, &s->log);
+    certexp_note(&s->certs, SRV_CERT_PEER_TLS_CA, s->cfg.peer_tls_ca, &s->log);
+}
+
 /* Random hash keys for this process: lock names and the server's map keys (names, session ids)
  * come from clients, who must not be able to choose keys that share a bucket. Nothing
  * replicated depends on bucket order (docs/design.md "Hashing"), so every node has its own.
@@ -152,6 +161,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         LOGE(&s->log, "%s", err);
         return -1;
     }
+    note_peer_expiry(s); /* rn_new loaded the --peer-tls-* files */
     /* The loop handles exist from here on, so srv_stop may close them whatever failed later. */
     uv_timer_init(s->loop, &s->tick);
     s->tick.data = s;
@@ -184,10 +194,12 @@ static void peer_tls_reload(struct srv *s)
     char err[256];
     if (!s->cfg.peer_tls_cert[0])
         return;
-    if (rn_peer_tls_reload(s->rn, err, sizeof err))
+    if (rn_peer_tls_reload(s->rn, err, sizeof err)) {
         LOGE(&s->log, "SIGHUP: %s; the previous peer certificate, key and CA stay", err);
-    else
-        LOGI(&s->log, "SIGHUP: peer TLS certificate, key and CA reloaded");
+        return;
+    }
+    LOGI(&s->log, "SIGHUP: peer TLS certificate, key and CA reloaded");
+    note_peer_expiry(s);
 }
 
 /* SIGHUP reloads what was read from files at start: --audit-log is reopened (log rotation),

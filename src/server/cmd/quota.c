@@ -391,25 +391,44 @@ static void render_users(struct srv *s, struct buf *out)
     const struct acl *a = &s->auth.acl;
     if (!s->auth.on)
         return;
-    buf_printf(out, "# HELP fencelock_user_usage What each ACL user uses, by per-user quota "
-                    "(sessions, waiters, bytes by session owner; keys, bytes in its keys= "
-                    "namespace; parked on this node).\n# TYPE fencelock_user_usage gauge\n");
+    struct buf bytes; /* the _bytes family, rendered after the counted one */
+    buf_init(&bytes);
+    buf_printf(out, "# HELP fencelock_user_usage What each ACL user uses, by counted per-user "
+                    "quota (sessions, waiters by session owner; keys in its keys= namespace; "
+                    "parked on this node).\n# TYPE fencelock_user_usage gauge\n");
     for (size_t i = 0; i < a->n; i++) {
         const struct acl_user *u = &a->users[i];
         uint64_t used[ACL_QUOTA_N];
         user_used(s, u, true, used);
         for (int q = 0; q < ACL_QUOTA_N; q++)
-            buf_printf(out, "fencelock_user_usage{user=\"%s\",quota=\"%s\"} %llu\n", u->name,
-                       acl_quota_fields[q] + 4, (unsigned long long)used[q]);
+            if (q != ACL_QUOTA_BYTES)
+                buf_printf(out, "fencelock_user_usage{user=\"%s\",quota=\"%s\"} %llu\n", u->name,
+                           acl_quota_fields[q] + 4, (unsigned long long)used[q]);
+        buf_printf(&bytes, "fencelock_user_usage_bytes{user=\"%s\"} %llu\n", u->name,
+                   (unsigned long long)used[ACL_QUOTA_BYTES]);
     }
+    buf_printf(out, "# HELP fencelock_user_usage_bytes Bytes each ACL user uses against its "
+                    "max_bytes= quota (by session owner, and in its keys= namespace).\n# TYPE "
+                    "fencelock_user_usage_bytes gauge\n");
+    if (bytes.err)
+        out->err = bytes.err; /* short like any failed append: the caller checks out->err */
+    else
+        buf_append(out, bytes.p, bytes.len);
+    buf_free(&bytes);
     buf_printf(out, "# HELP fencelock_user_quota_limit Per-user quotas set in the ACL file "
                     "(max_*=).\n# TYPE fencelock_user_quota_limit gauge\n");
     for (size_t i = 0; i < a->n; i++)
         for (int q = 0; q < ACL_QUOTA_N; q++)
-            if (a->users[i].quota[q])
+            if (a->users[i].quota[q] && q != ACL_QUOTA_BYTES)
                 buf_printf(out, "fencelock_user_quota_limit{user=\"%s\",quota=\"%s\"} %llu\n",
                            a->users[i].name, acl_quota_fields[q] + 4,
                            (unsigned long long)a->users[i].quota[q]);
+    buf_printf(out, "# HELP fencelock_user_quota_limit_bytes Per-user max_bytes= set in the ACL "
+                    "file.\n# TYPE fencelock_user_quota_limit_bytes gauge\n");
+    for (size_t i = 0; i < a->n; i++)
+        if (a->users[i].quota[ACL_QUOTA_BYTES])
+            buf_printf(out, "fencelock_user_quota_limit_bytes{user=\"%s\"} %llu\n",
+                       a->users[i].name, (unsigned long long)a->users[i].quota[ACL_QUOTA_BYTES]);
     buf_printf(out, "# HELP fencelock_user_quota_rejections_total Commands refused with NOSPACE "
                     "by a per-user quota.\n# TYPE fencelock_user_quota_rejections_total "
                     "counter\n");
@@ -433,15 +452,23 @@ void srv_quota_render(struct srv *s, struct buf *out)
     for (int q = 0; q < SRV_QUOTA_N; q++)
         buf_printf(out, "fencelock_quota_rejections_total{quota=\"%s\"} %llu\n", quota_names[q],
                    (unsigned long long)s->m.quota_rejections[q]);
-    buf_printf(out, "# HELP fencelock_quota_used State in use, by quota (data_bytes: the "
-                    "--max-data-bytes measure).\n# TYPE fencelock_quota_used gauge\n");
+    /* Counts and bytes in families of their own: a sum or ratio over one family never adds
+     * bytes to sessions. */
+    buf_printf(out, "# HELP fencelock_quota_used State in use, by counted quota.\n"
+                    "# TYPE fencelock_quota_used gauge\n");
     for (int q = 0; q < SRV_QUOTA_N; q++)
-        buf_printf(out, "fencelock_quota_used{quota=\"%s\"} %llu\n", quota_names[q],
-                   (unsigned long long)used[q]);
-    buf_printf(out, "# HELP fencelock_quota_limit The configured quota.\n"
+        if (q != SRV_QUOTA_BYTES)
+            buf_printf(out, "fencelock_quota_used{quota=\"%s\"} %llu\n", quota_names[q],
+                       (unsigned long long)used[q]);
+    metric_render(out, "fencelock_quota_used_bytes", "gauge",
+                  "State size in the --max-data-bytes measure.", (double)used[SRV_QUOTA_BYTES]);
+    buf_printf(out, "# HELP fencelock_quota_limit The configured counted quotas.\n"
                     "# TYPE fencelock_quota_limit gauge\n");
     for (int q = 0; q < SRV_QUOTA_N; q++)
-        buf_printf(out, "fencelock_quota_limit{quota=\"%s\"} %llu\n", quota_names[q],
-                   (unsigned long long)lim[q]);
+        if (q != SRV_QUOTA_BYTES)
+            buf_printf(out, "fencelock_quota_limit{quota=\"%s\"} %llu\n", quota_names[q],
+                       (unsigned long long)lim[q]);
+    metric_render(out, "fencelock_quota_limit_bytes", "gauge", "The configured --max-data-bytes.",
+                  (double)lim[SRV_QUOTA_BYTES]);
     render_users(s, out);
 }
