@@ -233,6 +233,12 @@ int rn_change_info(struct rn *rn, struct rn_change_view *out);
  *     for 20 election timeouts: hands leadership to another voter, with a log line. */
 void rn_tick(struct rn *rn);
 
+/* Voters of the current configuration (this node included, if it is one) and how many of them
+ * this node heard from within `within_ms` (itself always counts): what a node waiting for a
+ * quorum reports. Only a hint (rn_heard.c): nothing decides on it. Zeroes on a glue without a
+ * node of its own (rn_glue_new) until it is attached. */
+void rn_voters_heard(struct rn *rn, uint64_t within_ms, unsigned *voters, unsigned *heard);
+
 /* Raft-port connections dropped by the validating transport for `reason` (enum rn_wire_reason
  * in raft/wire.h; rn_wire_reason_name names it). */
 uint64_t rn_raft_rejected(struct rn *rn, int reason);
