@@ -35,6 +35,13 @@ if [ -z "$GO" ]; then
   echo "deploy-tools: no Go toolchain (scripts/deps.sh test installs golang-go)" >&2
   exit 1
 fi
+# compose-go v2.16 needs Go >= 1.24 (its go.mod); the machine's /usr/local/go has it, Debian 12's
+# golang-go (1.19) does not.
+have=$("$GO" env GOVERSION | sed 's/^go//')
+if ! printf '%s\n%s\n' 1.24 "$have" | sort -V -C; then
+  echo "deploy-tools: composecheck needs Go >= 1.24 (have $have at $GO)" >&2
+  exit 1
+fi
 src=$root/tests/deploy/composecheck
 if ! [ -x "$out/composecheck" ] || [ "$src/go.sum" -nt "$out/composecheck" ] ||
   [ "$src/main.go" -nt "$out/composecheck" ]; then

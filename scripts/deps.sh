@@ -183,8 +183,10 @@ fi
 [ "${1:-build}" = test ] && pyvenv
 # The container and Kubernetes examples' validators (tests/integration/test_containers.py):
 # compose-go pinned by tests/deploy/composecheck/go.sum, kubernetes-validate pinned from PyPI.
+# Without them test_containers.py fails and says why; the other tests still run.
 if [ "${1:-build}" = test ]; then
-  "$(dirname "$0")/deploy-tools.sh" >/dev/null || { echo "deps: scripts/deploy-tools.sh failed" >&2; exit 1; }
+  "$(dirname "$0")/deploy-tools.sh" >/dev/null ||
+    echo "deps: warning: scripts/deploy-tools.sh failed: test_containers.py will fail" >&2
 fi
 # clients/node: ioredis and the TypeScript toolchain, exactly as package-lock.json pins them
 # (npm ci), when node_modules is missing or older than the lock file.
