@@ -46,7 +46,7 @@ SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-layers check-docs check-purity check-static cluster cluster-stop install
+.PHONY: all client bench-tools deps run test unit unit-tests fuzz clean format check-format check-layers check-docs check-purity check-static cluster cluster-stop install
 
 all: $(B)/fencelockd $(UNIT_BIN) client
 
@@ -205,13 +205,16 @@ uninstall:
 # make deb: the Debian packages (debian/, docs/operations.md "Install from packages") built from
 # a copy of the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches
 # build/; the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
-# sanitizers.
+# sanitizers; the unit tests run on the way (DEB_BUILD_OPTIONS=nocheck skips them).
 DEB_JOBS ?= 2
 deb:
 	@scripts/deps.sh deb
 	rm -rf build/deb && mkdir -p build/deb/fencelock-$(FL_VERSION)
 	tar --exclude=./build --exclude=./.git --exclude=./var -cf - . | tar -xf - -C build/deb/fencelock-$(FL_VERSION)
-	cd build/deb/fencelock-$(FL_VERSION) && dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
+	# Debian's own tools only: pybuild runs `python3.X` from PATH, and a Python installed
+	# elsewhere (pyenv, a venv) lacks Debian's build modules and dist-packages.
+	cd build/deb/fencelock-$(FL_VERSION) && env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+	  dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
 	@ls build/deb/*.deb
 
 # make run: what the README's quick start uses (redis-cli from redis-tools, the fencelock CLI)
@@ -241,6 +244,11 @@ test:
 
 unit: all
 	@for t in $(UNIT_BIN); do $$t || exit 1; done
+
+# The unit-test binaries alone, built and run (debian/rules' dh_auto_test, on the package's
+# release build: B=build/debpkg SAN=0); the first failing one stops the run.
+unit-tests: $(UNIT_BIN)
+	@for t in $(UNIT_BIN); do echo "== $$t"; $$t || exit 1; done
 
 # The FSM must stay pure: no clocks, no I/O, no randomness, no sockets.
 check-purity:

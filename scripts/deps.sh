@@ -23,8 +23,11 @@ pyvenv() {
 }
 if [ "${1:-build}" = pyvenv ]; then pyvenv; exit 0; fi
 pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
-# make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`.
-deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser)
+# make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`;
+# dh-python and pybuild's pyproject plugin for python3-fencelock; logrotate for the packaged
+# rotation rules (test_packages.py runs them).
+deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser dh-python python3-all
+          pybuild-plugin-pyproject python3-setuptools logrotate)
 case "${1:-build}" in
 build) ;;
 run) pkgs+=(redis-tools) ;; # the README's quick start: redis-cli beside the fencelock CLI
@@ -185,6 +188,13 @@ if [ "${1:-build}" = bench ]; then
     echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
 fi
 [ "${1:-build}" = test ] && pyvenv
+# The container and Kubernetes examples' validators (tests/integration/test_containers.py):
+# compose-go pinned by tests/deploy/composecheck/go.sum, kubernetes-validate pinned from PyPI.
+# Without them test_containers.py fails and says why; the other tests still run.
+if [ "${1:-build}" = test ]; then
+  "$(dirname "$0")/deploy-tools.sh" >/dev/null ||
+    echo "deps: warning: scripts/deploy-tools.sh failed: test_containers.py will fail" >&2
+fi
 # clients/node: ioredis and the TypeScript toolchain, exactly as package-lock.json pins them
 # (npm ci), when node_modules is missing or older than the lock file.
 if [ "${1:-build}" = test ]; then

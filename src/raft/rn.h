@@ -242,6 +242,11 @@ uint64_t rn_proposals_pending(struct rn *rn);
  * whole log until its first reply (a heartbeat later). */
 void rn_foreach_peer_lag(struct rn *rn, void (*cb)(void *arg, uint64_t id, uint64_t lag),
                          void *arg);
+/* Voters of the current configuration (this node included, if it is one) and how many of them
+ * this node heard from within `within_ms` (itself always counts): what a node waiting for a
+ * quorum reports. Only a hint (rn_heard.c): nothing decides on it. Zeroes on a glue without a
+ * node of its own (rn_glue_new) until it is attached. */
+void rn_voters_heard(struct rn *rn, uint64_t within_ms, unsigned *voters, unsigned *heard);
 
 /* Raft-port connections dropped by the validating transport for `reason` (enum rn_wire_reason
  * in raft/wire.h; rn_wire_reason_name names it). */

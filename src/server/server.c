@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/map.h"
 #include "server/cmd/cmd.h"
+#include "server/obs/status.h"
 #include "server/security/peer_guard.h"
 #include "server/security/secret.h"
 #include "server/server.h"
@@ -99,6 +100,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
     s->log.format = cfg->log_format;
+    s->log.journal = log_stderr_is_journal(getenv("JOURNAL_STREAM"));
     s->cluster.role = RN_UNAVAILABLE;
     lease_init(&s->lease.rules, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
@@ -111,6 +113,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     if (notify_open(&s->notify, getenv("NOTIFY_SOCKET")))
         LOGW(&s->log, "NOTIFY_SOCKET %s unusable (%s): no readiness notification",
              getenv("NOTIFY_SOCKET"), strerror(errno));
+    srv_status_init(s);
     if (mkdir_p(cfg->data_dir)) {
         LOGE(&s->log, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
         return -1;

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "server/cmd/cmd.h"
+#include "server/obs/status.h"
 #include "server/server.h"
 
 /* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
@@ -345,6 +346,7 @@ void srv_tick(struct srv *s)
         return;
     }
     srv_poll_leadership(s);
+    srv_status_tick(s);
     rn_tick(s->rn);
     srv_members_tick(s);
     uint64_t now = clock_ms();
