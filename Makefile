@@ -57,7 +57,11 @@ client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BI
         $(B)/tests/torture/worker
 
 # bench/flpair: libfencelock LOCK+UNLOCK round trips (`make bench-tools`, release build).
-bench-tools: $(B)/bench/flpair
+# bench/deadlock_fsm: the deadlock search's cost inside fsm_apply (no server).
+bench-tools: $(B)/bench/flpair $(B)/bench/deadlock_fsm
+$(B)/bench/deadlock_fsm: bench/deadlock_fsm.c $(B)/libfencelockd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelockd.a $(LDLIBS)
 $(B)/bench/%: bench/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)

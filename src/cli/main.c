@@ -25,6 +25,7 @@ static const char usage_main[] =
     "  keys [PREFIX] [--limit N]  list keys\n"
     "  lock-info NAME             holder, token and waiters of a lock\n"
     "  locks [PREFIX] [--limit N] existing locks\n"
+    "  waits [PREFIX]             who waits for whom (queued requests and their blockers)\n"
     "  fence-check NAME TOKEN     exit 0 if TOKEN is current for NAME, 1 if stale\n"
     "  sign NAME TOKEN            print TOKEN's signature (servers with --token-key), 1 if\n"
     "                             stale\n"
@@ -81,7 +82,7 @@ static const struct {
     {"session", cli_cmd_session}, {"watch", cli_cmd_watch},
     {"sem", cli_cmd_sem},         {"elect", cli_cmd_elect},
     {"leader", cli_cmd_leader},   {"snapshot", cli_cmd_snapshot},
-    {"sign", cli_cmd_sign},
+    {"sign", cli_cmd_sign},       {"waits", cli_cmd_waits},
 };
 
 void cli_say(const char *fmt, ...)
