@@ -299,14 +299,15 @@ static void new_epoch(struct fsm *f)
 /* ---- the cycle's text ---- */
 
 /* "V -name-> S2 -name-> ... -> V" into b (path: the cycle's edges in order), names cut to
- * `shown` bytes (0: whole), printable. */
+ * `shown` bytes (0: whole), printable; hops stop once b holds more than max_len bytes (the ERR
+ * reply keeps FSM_ERR_LEN - 1 of them). */
 static int cycle_text(struct buf *b, const struct search *x, const uint32_t *path, size_t hops,
-                      size_t shown)
+                      size_t shown, size_t max_len)
 {
     char nm[FSM_MAX_NAME + sizeof(FSM_ELLIPSIS) + 1];
     size_t cap = shown ? shown + sizeof(FSM_ELLIPSIS) : sizeof(nm);
     int rc = 0;
-    for (size_t i = 0; i < hops; i++) {
+    for (size_t i = 0; i < hops && b->len <= max_len; i++) { /* past max_len: cut anyway */
         const struct edge *ed = &x->e[path[i]];
         const struct sess *from = x->n[x->r[ed->req].node].s;
         rc = rc || buf_printf(b, "%llu -%s-> ", (unsigned long long)from->sid,
@@ -322,8 +323,8 @@ static void refuse(struct actx *a, struct lock *l, struct sess *s, const struct 
     struct buf shortb;
     buf_init(&shortb);
     buf_reset(&f->wg_text);
-    cycle_text(&f->wg_text, x, path, hops, 0);
-    if (cycle_text(&shortb, x, path, hops, WG_NAME_SHOWN) == 0 && shortb.len)
+    cycle_text(&f->wg_text, x, path, hops, 0, SIZE_MAX);
+    if (cycle_text(&shortb, x, path, hops, WG_NAME_SHOWN, FSM_ERR_LEN) == 0 && shortb.len)
         fsm_reply_err(r, PROTO_DEADLOCK " cycle of %zu: %.*s", hops, (int)shortb.len, shortb.p);
     else
         fsm_reply_err(r, PROTO_DEADLOCK " cycle of %zu sessions", hops);
