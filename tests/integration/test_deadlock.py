@@ -7,10 +7,14 @@ LOCK.INFO's waits_for and LOCK.WAITS show who waits for whom; --deadlock-search-
 the search (the wait is then queued, fencelock_deadlock_search_limit_total) and 0 turns
 detection off. On 1 node and on 3 (the refusal decided alike by every replica)."""
 
+import json
+import subprocess
+
 from cluster import ready_leader, start_cluster
 from helpers import (cluster_info, eq, expect_err, expect_int, expect_nil, ok, open_session,
                      wait_queued, wait_until)
 from resp import Conn, RespError, as_map, text
+from test_cli import cli_path
 from test_http import metric
 from test_watch import read_all
 
@@ -63,6 +67,16 @@ def test_a_two_session_cycle_is_refused_and_the_other_wait_completes(ctx):
     eq(len(ev), 1, "one deadlock event")
     eq((ev[0]["name"], ev[0]["sid"], ev[0]["value"]),
        ("x", str(b), "%d -x-> %d -y-> %d" % (b, a, b)), "the event names the cycle")
+    ep = "127.0.0.1:%d" % ctx.srv.port
+    r = subprocess.run([cli_path(ctx), "--endpoints", ep, "--json", "waits"],
+                       capture_output=True, text=True, timeout=30)
+    eq(r.returncode, 0, "fencelock waits --json: %s" % r.stderr)
+    eq(json.loads(r.stdout), [{"lock": "y", "object": "lock", "sid": a, "waits_for": [b],
+                               "any": False}], "fencelock waits --json")
+    r = subprocess.run([cli_path(ctx), "--endpoints", ep, "waits", "y"], capture_output=True,
+                       text=True, timeout=30)
+    eq(r.returncode, 0, "fencelock waits y: %s" % r.stderr)
+    assert r.stdout.split("\n")[1].split() == ["y", "lock", str(a), str(b)], r.stdout
     ok(c.call("UNLOCK", "y", b))
     expect_int(ca.read_reply(timeout=10), "the other wait completes once b lets go")
 
