@@ -59,7 +59,11 @@ client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BI
         $(B)/tests/torture/worker
 
 # bench/flpair: libfencelock LOCK+UNLOCK round trips (`make bench-tools`, release build).
-bench-tools: $(B)/bench/flpair
+# bench/deadlock_fsm: the deadlock search's cost inside fsm_apply (no server).
+bench-tools: $(B)/bench/flpair $(B)/bench/deadlock_fsm
+$(B)/bench/deadlock_fsm: bench/deadlock_fsm.c $(B)/libfencelockd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelockd.a $(LDLIBS)
 $(B)/bench/%: bench/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
@@ -322,7 +326,7 @@ TORTURE_SECONDS ?= 600
 TORTURE_SNAPSHOT_SECONDS ?= 300
 TORTURE_SEED ?=
 $(B)/tests/torture/worker: tests/torture/worker.c tests/torture/worker_rw.c tests/torture/worker_watch.c tests/torture/worker_prims.c \
-  tests/torture/worker.h $(B)/libfencelock.a
+  tests/torture/worker_deadlock.c tests/torture/worker.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(B)/libfencelock.a $(CLIENT_LIBS)
 

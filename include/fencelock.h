@@ -96,6 +96,8 @@ typedef enum fl_err {
     FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
     FL_EWRONGTYPE, /* the name is a lock, semaphore or election of another kind (-WRONGTYPE) */
     FL_EIO,        /* a local file could not be written (fl_snapshot_save; errno in the message) */
+    FL_EDEADLOCK,  /* a wait was refused: it would have closed a cycle of sessions waiting for
+                      each other (-DEADLOCK; the message names the cycle); nothing was queued */
 } fl_err;
 
 FL_API const char *fl_strerror(fl_err err);
@@ -334,6 +336,26 @@ struct fl_lock_list {
 };
 FL_API fl_err fl_locks(fl_client *c, const char *prefix, size_t limit, struct fl_lock_list *out);
 FL_API void fl_lock_list_free(struct fl_lock_list *l);
+
+/* Who waits for whom (LOCK.WAITS prefix; docs/protocol.md "Deadlocks"): one entry per queued
+ * request on the locks, semaphores and elections whose name starts with prefix (NULL or "":
+ * all), in name then queue order: its lock and object kind ("lock", "semaphore", "election"),
+ * the waiting session, and the sessions it waits for (any = 1: any one of them, a full
+ * semaphore's permit holders; 0: all of them). A wait that would close a cycle is refused
+ * FL_EDEADLOCK by fl_lock and the other acquiring calls, its message naming the cycle. */
+struct fl_wait_entry {
+    char *lock, *object;
+    uint64_t sid;
+    uint64_t *waits_for;
+    size_t n_waits_for;
+    int any;
+};
+struct fl_wait_list {
+    size_t n;
+    struct fl_wait_entry *v;
+};
+FL_API fl_err fl_lock_waits(fl_client *c, const char *prefix, struct fl_wait_list *out);
+FL_API void fl_wait_list_free(struct fl_wait_list *l);
 
 /* ---- semaphores and elections (docs/protocol.md) ---- */
 

@@ -232,6 +232,7 @@ int cli_cmd_del(struct cli *c, int argc, char **argv);
 int cli_cmd_keys(struct cli *c, int argc, char **argv);
 int cli_cmd_lock_info(struct cli *c, int argc, char **argv);
 int cli_cmd_locks(struct cli *c, int argc, char **argv);
+int cli_cmd_waits(struct cli *c, int argc, char **argv);
 int cli_cmd_fence_check(struct cli *c, int argc, char **argv);
 int cli_cmd_sign(struct cli *c, int argc, char **argv);
 int cli_cmd_status(struct cli *c, int argc, char **argv);

@@ -24,6 +24,8 @@ const struct cli_command cli_commands[] = {
     {"keys", cli_cmd_keys, "[PREFIX] [--limit N]", "list keys", cli_opts_limit, NULL, 0},
     {"lock-info", cli_cmd_lock_info, "NAME", "holder, token and waiters of a lock", NULL, NULL, 0},
     {"locks", cli_cmd_locks, "[PREFIX] [--limit N]", "existing locks", cli_opts_limit, NULL, 0},
+    {"waits", cli_cmd_waits, "[PREFIX]", "who waits for whom (queued requests and their blockers)",
+     NULL, NULL, 0},
     {"fence-check", cli_cmd_fence_check, "NAME TOKEN",
      "exit 0 if TOKEN is current for NAME, 1 if stale", NULL, NULL, 0},
     {"sign", cli_cmd_sign, "NAME TOKEN",

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fsm/internal.h"
+#include "fsm/waitgraph.h"
 
 #define EVENTS_MIN_CAP 16 /* events of one apply: most have a few */
 #define DECODE_ERR_LEN 96 /* the decoder's message; "ERR bad entry: " + it fits a reply */
@@ -65,6 +66,7 @@ void fsm_free_state(struct fsm *f)
     htab_free(&f->sessions);
     htab_free(&f->locks);
     free(f->uses);
+    buf_free(&f->wg_text);
     memset(f, 0, sizeof(*f));
 }
 
@@ -75,6 +77,8 @@ struct fsm *fsm_new(void)
         free(f);
         return NULL;
     }
+    if (f)
+        fsm_set_deadlock_limit(f, FSM_DEADLOCK_LIMIT_DEFAULT);
     return f;
 }
 

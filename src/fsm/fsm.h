@@ -245,6 +245,10 @@ enum fsm_event_type {
     FSM_EV_LEADER = 12,           /* name, sid, token, value: an election's new leader; sid 0
                                      (token 0, no value): the election has no leader any more */
     FSM_EV_PROCLAIM = 13,         /* name, sid, token, value: the leader changed its value */
+    FSM_EV_DEADLOCK = 14,         /* name, sid, ms = sessions in the cycle, value = the cycle
+                                     ("5 -a-> 7 -b-> 5"): the wait of sid on name was refused */
+    FSM_EV_DEADLOCK_LIMIT = 15,   /* name, sid, ms = steps: the deadlock search gave up at its
+                                     limit and the wait was queued (waitgraph.h) */
 };
 
 struct fsm_event {
@@ -256,9 +260,9 @@ struct fsm_event {
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
     struct fsm_str name;  /* owned by the events struct */
-    struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM: borrowed from the key's or the
-                             election's record, valid until the next fsm_apply, fsm_restore or
-                             fsm_free */
+    struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM, DEADLOCK: borrowed from the key's or
+                             the election's record (the fsm's last cycle text), valid until
+                             the next fsm_apply, fsm_restore or fsm_free */
 };
 
 /* Events produced by one fsm_apply, in the order they happened. `lost` is set when an event

@@ -80,7 +80,9 @@ struct sess {
     uint64_t req_seq, req_value;
     uint64_t req_digest; /* fsm_cmd_digest of the command of req_seq; 0 = not recorded */
     char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
-    char name[];         /* name_len bytes of name, then owner_len bytes of owner */
+    /* deadlock-search scratch (waitgraph.c): its node, valid while wg_epoch == fsm.wg_epoch */
+    uint32_t wg_epoch, wg_index;
+    char name[]; /* name_len bytes of name, then owner_len bytes of owner */
 };
 
 static inline const char *sess_owner(const struct sess *s)
@@ -173,6 +175,11 @@ struct fsm {
     /* usage by session owner (usage.c): derived, rebuilt by restore, never serialised */
     struct fsm_use *uses;
     uint32_t n_uses, cap_uses;
+    /* deadlock detection (waitgraph.c): this node's search bound (not replicated), the
+       search epoch, and the text of the last cycle found (a DEADLOCK event's value) */
+    uint64_t wg_limit;
+    uint32_t wg_epoch;
+    struct buf wg_text;
 };
 
 /* ---- usage by session owner (src/fsm/usage.c) ---- */

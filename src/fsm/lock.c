@@ -17,6 +17,7 @@
 
 #include "common/list.h"
 #include "fsm/internal.h"
+#include "fsm/waitgraph.h"
 
 /* ---- records ---- */
 
@@ -337,6 +338,8 @@ static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, 
 void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
                       uint8_t mode, struct fsm_reply *r)
 {
+    if (fsm_deadlock_refused(a, l, s, mode, r))
+        return; /* the wait would close a cycle: -DEADLOCK, not queued */
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
         fsm_reply_err(r, PROTO_ERR " out of memory");

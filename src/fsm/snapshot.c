@@ -680,6 +680,7 @@ int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_
     if (!s.nf)
         return bad(&s, "out of memory");
     fsm_set_hash_key(s.nf, f->hash_key); /* the swap below keeps this process's key */
+    s.nf->wg_limit = f->wg_limit;        /* and its deadlock-search limit */
     int rc = restore_body(&s);
     free(s.revs.p);
     free(s.held.p);

@@ -7,6 +7,7 @@
  */
 #include "common/clock.h"
 #include "common/map.h"
+#include "fsm/waitgraph.h"
 #include "server/cmd/cmd.h"
 #include "server/obs/status.h"
 #include "server/security/peer_guard.h"
@@ -119,8 +120,10 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         return -1;
     }
     s->fsm = fsm_new();
-    if (s->fsm)
+    if (s->fsm) {
         fsm_set_hash_key(s->fsm, fsm_key); /* empty: cannot fail */
+        fsm_set_deadlock_limit(s->fsm, cfg->deadlock_search_limit);
+    }
     sodium_memzero(fsm_key, sizeof fsm_key);
     if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
         srv_tls_init(s) || srv_tsig_init(s))

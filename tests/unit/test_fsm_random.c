@@ -16,6 +16,12 @@
  * the whole log beside: its replies and events must equal the original's at every step and its
  * snapshot at every WINDOW (nothing replicated may depend on the bucket order of lock names).
  *
+ * Odd seeds run at log format 2, where deadlock detection is on (src/fsm/waitgraph.h): the
+ * model computes the wait-for graph on its own (a waiter waits for the holder and for every
+ * session queued before it, over all the locks it is queued on) and predicts -DEADLOCK exactly
+ * when the new wait's session is reachable from those it would wait for; the cycle the
+ * DEADLOCK event names must be a path of real edges of that graph from the session back to it.
+ *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
 #include <stdlib.h>
@@ -257,6 +263,8 @@ static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x",
 static struct model M;
 static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
+static bool g_detect; /* this seed runs at format 2: deadlock detection on */
+static uint64_t n_dl; /* waits refused -DEADLOCK */
 
 #define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
 #define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
@@ -571,6 +579,114 @@ static struct expect ex_fresh(void)
     return (struct expect){.kind = FSM_REPLY_INT, .fresh = true, .changes = true};
 }
 
+/* ---- the model's wait-for graph (exclusive locks only), computed on its own ---- */
+
+/* Whether `to` blocks `from`'s queued request on lock li: its holder, or queued before it. */
+static bool m_blocks(int li, uint64_t from, uint64_t to)
+{
+    const struct mlock *l = &M.locks[li];
+    int p = qpos(l, from);
+    if (p < 0 || to == from)
+        return false;
+    if (l->holder == to)
+        return true;
+    for (int i = 0; i < p; i++)
+        if (l->q[i] == to)
+            return true;
+    return false;
+}
+
+/* Whether `target` is reachable from `u` along wait-for edges (seen: sids visited). */
+static bool m_reaches(uint64_t u, uint64_t target, uint64_t *seen, int *nseen)
+{
+    if (u == target)
+        return true;
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == u)
+            return false;
+    seen[(*nseen)++] = u;
+    for (int li = 0; li < NLOCKS; li++) {
+        const struct mlock *l = &M.locks[li];
+        int p = qpos(l, u);
+        if (p < 0)
+            continue;
+        if (l->holder && l->holder != u && m_reaches(l->holder, target, seen, nseen))
+            return true;
+        for (int i = 0; i < p; i++)
+            if (m_reaches(l->q[i], target, seen, nseen))
+                return true;
+    }
+    return false;
+}
+
+/* Whether sid's new wait (at the tail) for lock li closes a cycle back to sid. */
+static bool closes_cycle(uint64_t sid, int li)
+{
+    const struct mlock *l = &M.locks[li];
+    uint64_t seen[MAXS];
+    int nseen = 0;
+    if (l->holder && m_reaches(l->holder, sid, seen, &nseen))
+        return true;
+    for (int i = 0; i < l->qn; i++)
+        if (m_reaches(l->q[i], sid, seen, &nseen))
+            return true;
+    return false;
+}
+
+/* The lock whose printable name (fsm_printable's: bytes outside ' '..'~' as '?') is n bytes
+ * at p, or -1. */
+static int lock_by_shown(const char *p, size_t n)
+{
+    for (int li = 0; li < NLOCKS; li++) {
+        if (LOCKN[li].len != n)
+            continue;
+        size_t k = 0;
+        for (; k < n; k++) {
+            unsigned char ch = (unsigned char)LOCKN[li].p[k];
+            if ((ch >= ' ' && ch <= '~' ? (char)ch : '?') != p[k])
+                break;
+        }
+        if (k == n)
+            return li;
+    }
+    return -1;
+}
+
+/* The DEADLOCK event's cycle "s1 -n1-> s2 -n2-> ... s1" is a path of real edges of the model's
+ * graph from c's session (its first edge: the new request on c's lock) back to it. */
+static int check_cycle(const struct fsm_str *v, const struct mcmd *c)
+{
+    char text[512];
+    MCHECK(v->len < sizeof(text));
+    memcpy(text, v->p, v->len);
+    text[v->len] = '\0';
+    char *p = text, *end;
+    uint64_t u = strtoull(p, &end, 10);
+    MCHECK(end != p && u == c->sid);
+    int hops = 0;
+    for (p = end; *p; hops++) {
+        MCHECK(strncmp(p, " -", 2) == 0);
+        p += 2;
+        char *arrow = strstr(p, "-> ");
+        MCHECK(arrow);
+        int li = lock_by_shown(p, (size_t)(arrow - p));
+        MCHECK(li >= 0);
+        p = arrow + 3;
+        uint64_t v2 = strtoull(p, &end, 10);
+        MCHECK(end != p);
+        p = end;
+        if (hops == 0) { /* the new request, not queued: waits for the holder and the queue */
+            MCHECK(li == lock_idx(c->name));
+            MCHECK(M.locks[li].holder == v2 || qpos(&M.locks[li], v2) >= 0);
+        } else {
+            MCHECK(m_blocks(li, u, v2));
+        }
+        u = v2;
+    }
+    MCHECK(hops >= 1 && u == c->sid);
+    return 0;
+}
+
 static struct expect predict_lock(const struct mcmd *c)
 {
     struct mlock *l = &M.locks[lock_idx(c->name)];
@@ -588,6 +704,10 @@ static struct expect predict_lock(const struct mcmd *c)
             return ex(c->wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL, false);
         if (is_free)
             return ex_fresh();
+        if (c->wait_ms && g_detect && closes_cycle(c->sid, lock_idx(c->name)))
+            return (struct expect){.kind = FSM_REPLY_ERR,
+                                   .err = "DEADLOCK cycle of ",
+                                   .changes = true}; /* one revision: the event's */
         return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
     case FSM_OP_UNLOCK:
         return held || queued ? ex(FSM_REPLY_OK, true) : ex_err("NOTHOLDER");
@@ -712,7 +832,7 @@ static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64
     MCHECK(r->kind == e->kind);
     if (e->kind == FSM_REPLY_ERR) {
         MCHECK(strncmp(r->err, e->err, strlen(e->err)) == 0);
-        MCHECK(rev1 == rev0);
+        MCHECK(rev1 == rev0 + (e->changes ? 1 : 0)); /* DEADLOCK: its event's revision */
     }
     if (e->kind == FSM_REPLY_INT)
         MCHECK(e->fresh ? r->value == rev0 + 1 : r->value == e->value);
@@ -784,6 +904,11 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     }
     case FSM_EV_FENCE_REJECTED:
         MCHECK(c->has_fence && ev->token == c->fence_token);
+        break;
+    case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
+        MCHECK(g_detect && c->op == FSM_OP_LOCK && ev->sid == c->sid && li == lock_idx(c->name));
+        MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c) == 0);
+        n_dl++;
         break;
     case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
         MCHECK(c->op == FSM_OP_PUT && key_idx(ev->name) >= 0);
@@ -1109,6 +1234,18 @@ static int run_seed(uint64_t seed, int steps)
     buf_init(&entry);
     memset(&M, 0, sizeof(M));
     memset(n_ev, 0, sizeof(n_ev));
+    n_dl = 0;
+    g_detect = seed & 1;
+    if (g_detect) { /* log format 2: deadlock detection on, in f and in its twin alike */
+        struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
+        struct fsm_reply fr;
+        if (fsm_cmd_encode(&fc, &entry))
+            return -1;
+        fsm_apply(f, (const uint8_t *)entry.p, entry.len, &fr, &ev);
+        fsm_apply(g_twin, (const uint8_t *)entry.p, entry.len, &fr, &g_twin_ev);
+        buf_reset(&entry);
+        M.last_token = fsm_revision(f);
+    }
     n_replay = n_bad = n_err = 0;
     n_mset = n_msame = n_mfull = n_mdel = n_mmax = 0;
     memset(LONG_ADDR, 'L', sizeof(LONG_ADDR));
@@ -1137,6 +1274,7 @@ static int run_seed(uint64_t seed, int steps)
            (unsigned long long)n_ev[FSM_EV_LOCKDELAY_ENDED],
            (unsigned long long)n_ev[FSM_EV_SESSION_ENDED], (unsigned long long)n_replay,
            (unsigned long long)n_bad, (unsigned long long)n_err);
+    printf("  format %d: deadlocks refused %llu\n", g_detect ? 2 : 1, (unsigned long long)n_dl);
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);

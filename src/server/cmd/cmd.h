@@ -13,6 +13,7 @@
  *   cmd_cluster.c  membership          cmd_info.c     PING, HELLO, INFO
  *   cmd_backup.c   SNAPSHOT.SAVE       cmd_watch.c    the event stream
  *   cmd_conn.c     what Redis clients send on connect, COMMAND
+ *   cmd_waits.c    the wait-for graph (LOCK.WAITS)
  *   cmd_perm.c     the permission check srv_dispatch makes from the rows (--acl-file)
  * A handler writes its reply to r->out, or sets r->async and answers later through its slot
  * (srv_slot_done). The helpers return 0, or -1 with the error reply already written.
@@ -154,6 +155,10 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
    applied state, so a refusal costs no log entry. 0, or -1 with -NOSESSION written for
    another user's session (cmd_no_session). */
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
+
+/* LOCK.INFO's waits_for: per waiter of `name` in FIFO order, the array of the sessions it waits
+   for (cmd_waits.c). */
+void cmd_write_waits_for(struct srv_req *r, const char *name, size_t nl);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);

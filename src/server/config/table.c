@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "fsm/waitgraph.h"
 #include "raft/rn.h"
 #include "raft/transport.h"
 #include "server/config/config_int.h"
@@ -95,6 +96,10 @@ const struct cfg_row cfg_rows[] = {
         "state size: key, value and name bytes plus 128 per record (docs/server.md \"Memory\")"),
     NUM("--max-lockdelay", max_lockdelay, CFG_MS, 0, TB, 60000, "session LOCKDELAY"),
     NUM("--max-wait", max_wait, CFG_MS, 1, TB, 24ull * 3600 * 1000, "LOCK ... WAIT"),
+    NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
+        FSM_DEADLOCK_LIMIT_DEFAULT,
+        "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
+        "detection off; the same on every node"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,
         "sessions with at least this TTL checkpoint their remaining lease through the log when "
         "idle, so they end even if leaders keep changing; shorter ones get a full TTL from each "

@@ -163,6 +163,12 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     case FSM_EV_FENCE_REJECTED:
         s->m.fence_rejections++;
         break;
+    case FSM_EV_DEADLOCK:
+        s->m.deadlocks++;
+        break;
+    case FSM_EV_DEADLOCK_LIMIT:
+        s->m.deadlock_search_limit++;
+        break;
     case FSM_EV_LEADER:
     case FSM_EV_PROCLAIM:
         srv_observe_event(s, e);

@@ -171,6 +171,12 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->expirations);
     metric_render(out, "fencelock_fence_rejections_total", "counter",
                   "Fenced writes rejected with STALE.", (double)m->fence_rejections);
+    metric_render(out, "fencelock_deadlocks_total", "counter",
+                  "Waits refused with DEADLOCK: they would have closed a cycle.",
+                  (double)m->deadlocks);
+    metric_render(out, "fencelock_deadlock_search_limit_total", "counter",
+                  "Deadlock searches that reached --deadlock-search-limit (the wait was queued).",
+                  (double)m->deadlock_search_limit);
     srv_cmd_render_counts(s, out);
     metric_render(out, "fencelock_proposals_total", "counter", "Raft entries proposed here.",
                   (double)m->proposals);
