@@ -95,6 +95,8 @@ const struct cfg_row cfg_rows[] = {
         "state size: key, value and name bytes plus 128 per record (docs/server.md \"Memory\")"),
     NUM("--max-lockdelay", max_lockdelay, CFG_MS, 0, TB, 60000, "session LOCKDELAY"),
     NUM("--max-wait", max_wait, CFG_MS, 1, TB, 24ull * 3600 * 1000, "LOCK ... WAIT"),
+    NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
+        "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,
         "sessions with at least this TTL checkpoint their remaining lease through the log when "
         "idle, so they end even if leaders keep changing; shorter ones get a full TTL from each "
