@@ -326,7 +326,8 @@ TORTURE_SECONDS ?= 600
 TORTURE_SNAPSHOT_SECONDS ?= 300
 TORTURE_SEED ?=
 $(B)/tests/torture/worker: tests/torture/worker.c tests/torture/worker_rw.c tests/torture/worker_watch.c tests/torture/worker_prims.c \
-  tests/torture/worker_deadlock.c tests/torture/worker.h $(B)/libfencelock.a
+  tests/torture/worker_deadlock.c tests/torture/worker_multi.c \
+  tests/torture/worker.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(B)/libfencelock.a $(CLIENT_LIBS)
 
@@ -372,7 +373,7 @@ build/java/fencelock-bench.jar: $(BENCH_JAVA_SRC)
 # W9 (read-write locks), W10 (watch: the harness and one file per system), W11 (semaphores) and
 # W12 (election fail-over: the harness and one file per system) beside them.
 BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_fl.c bench/watch_etcd.c \
-  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c
+  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c bench/multibench.c
 # make bench-check: W9-W12 once, short, on the sanitizer build; judges what they report
 # (errors, missed events, starvation, readers' overlap, semaphore limit, fail-overs observed),
 # never speed (bench/check.sh).

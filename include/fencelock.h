@@ -272,6 +272,24 @@ FL_API fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_
  */
 FL_API fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
 
+/*
+ * Several locks at once (LOCK.MULTI): names[0..n) (1..FL_LOCK_MULTI_MAX distinct names; the
+ * server's --max-multi-lock-names may allow fewer), each exclusive unless shared[i] != 0
+ * (shared may be NULL: all exclusive). Every name is granted in one log entry or none is: nothing
+ * is held while it waits, so two sessions asking for overlapping sets in any order cannot deadlock;
+ * the request waits FIFO on every name and is granted when it is first in line on all of them. On
+ * FL_OK tokens[i] is the fencing token of names[i] (each resource fences with its own lock's
+ * token). FL_ETIMEOUT: not granted within wait_ms (0 = try once: FL_ETIMEOUT if any is busy), and
+ * nothing is held. Across leader changes as fl_lock; an outcome that could not be learned releases
+ * every name before returning. A name already held or awaited by the session is FL_ESERVER.
+ * Released by fl_unlock per name, or fl_unlock_multi.
+ */
+#define FL_LOCK_MULTI_MAX 40
+FL_API fl_err fl_lock_multi(fl_session *s, size_t n, const char *const *names,
+                            const uint8_t *shared, uint64_t wait_ms, uint64_t *tokens);
+/* UNLOCK of each name in turn (every one is tried); the first error, or FL_OK. */
+FL_API fl_err fl_unlock_multi(fl_session *s, size_t n, const char *const *names);
+
 /* One attempt, no queueing: FL_EBUSY if the lock is held or in lock-delay. */
 FL_API fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
 

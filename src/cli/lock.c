@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `fencelock lock`, `sem` and `elect`: the command lines; the work is in run.c and acquire.c. */
 #include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/run.h"
 
 static const char usage_lock[] =
-    "usage: fencelock lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
-    "                      [--kill-grace DUR] [--name LABEL] [-E|--conflict-exit-code N]\n"
-    "                      [--error-exit-code N] [-- CMD [ARGS...]]\n"
+    "usage: fencelock lock NAME [--shared] [--also NAME]... [--also-shared NAME]...\n"
+    "                      [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
+    "                      [--name LABEL] [-E|--conflict-exit-code N] [--error-exit-code N]\n"
+    "                      [-- CMD [ARGS...]]\n"
     "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
     "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
     "Without CMD, print the token and hold the lock until SIGINT, SIGTERM, SIGHUP or SIGQUIT.\n"
@@ -23,6 +25,13 @@ static const char usage_lock[] =
     "                    --shared holders run at once, a plain `lock` waits for all of them\n"
     "                    (and they queue behind it); FENCELOCK_MODE is shared, else exclusive.\n"
     "                    A shared token passes fence-check but not a fenced put/del\n"
+    "  --also NAME       take lock NAME too, in the same request (LOCK.MULTI; repeat for more;\n"
+    "                    --also-shared NAME: that one shared): every lock is granted at once or\n"
+    "                    none is, waiting in line on every name, so `lock A --also B` and\n"
+    "                    `lock B --also A` never deadlock. CMD also gets FENCELOCK_TOKENS (the\n"
+    "                    tokens, space-separated), FENCELOCK_NAMES (one per line) and\n"
+    "                    FENCELOCK_MODES, in the order given; FENCELOCK_TOKEN and _NAME are\n"
+    "                    the first NAME's, FENCELOCK_MODE is multi\n"
     "  --ttl DUR         session TTL (default 10s; at least 1s)\n"
     "  --wait DUR        give up (exit 3) if not granted within DUR (default: wait for ever;\n"
     "                    0: try once)\n"
@@ -56,9 +65,20 @@ static const char usage_elect[] =
     "is killed before the leadership's lease can lapse, and when it exits the session resigns\n"
     "(the next candidate leads). Options and exit status as for `fencelock lock`.\n";
 
-enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED, O_CONFLICT, O_ERRCODE };
+enum {
+    O_TTL = 1,
+    O_WAIT,
+    O_LOCKDELAY,
+    O_GRACE,
+    O_NAME,
+    O_SHARED,
+    O_CONFLICT,
+    O_ERRCODE,
+    O_ALSO,
+    O_ALSO_SHARED
+};
 
-/* The options of lock, sem and elect (sem and elect: all but --shared). */
+/* The options of lock, sem and elect (sem and elect: all but --shared and --also*). */
 /* clang-format off */
 #define RUN_OPTS                                                    \
     {"ttl", 0, 1, O_TTL, "DUR"},                                    \
@@ -73,6 +93,8 @@ enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED, O_CONFLICT, O_
 const struct opt_spec cli_opts_lock[] = {
     RUN_OPTS,
     {"shared", 0, 0, O_SHARED, NULL},
+    {"also", 0, 1, O_ALSO, "NAME"},
+    {"also-shared", 0, 1, O_ALSO_SHARED, "NAME"},
     {NULL, 0, 0, 0, NULL},
 };
 const struct opt_spec cli_opts_sem[] = {
@@ -139,6 +161,23 @@ static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
     return EXIT_OK;
 }
 
+/* --also / --also-shared NAME: one more lock of the same request (LOCK.MULTI). */
+static int add_also(struct sub_args *a, struct run_opts *o, const char *name, bool shared)
+{
+    if (o->n_names == 0)
+        o->n_names = 1; /* names[0] is the positional NAME, set once it is known */
+    if (o->n_names == FL_LOCK_MULTI_MAX)
+        return sub_err(a, "at most %d lock names", FL_LOCK_MULTI_MAX);
+    if (!name[0])
+        return sub_err(a, "a lock name is empty");
+    for (size_t i = 1; i < o->n_names; i++)
+        if (strcmp(o->names[i], name) == 0)
+            return sub_err(a, "lock name '%s' given twice", name);
+    o->names[o->n_names] = name;
+    o->shared_of[o->n_names++] = shared;
+    return EXIT_OK;
+}
+
 /* lock, sem and elect: n_pos positionals (the name, then the limit or the value). */
 static int lock_like(struct cli *c, int argc, char **argv, const char *usage, enum run_kind kind)
 {
@@ -153,9 +192,14 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
     char label[128];
     sub_start(&a, argc, argv, n_pos, usage);
     a.dash_positional = 0; /* after "--" comes the command */
-    while ((r = sub_next(c, &a, kind == RUN_LOCK ? cli_opts_lock : cli_opts_sem, &id)) == SUB_OPT)
-        if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
+    while ((r = sub_next(c, &a, kind == RUN_LOCK ? cli_opts_lock : cli_opts_sem, &id)) == SUB_OPT) {
+        if (id == O_ALSO || id == O_ALSO_SHARED) {
+            if (add_also(&a, &o, a.it.v[0], id == O_ALSO_SHARED) != EXIT_OK)
+                return EXIT_USAGE;
+        } else if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK) {
             return sub_usage(&a);
+        }
+    }
     if (r == SUB_STOP)
         return a.code;
     if (a.n_pos < n_pos)
@@ -166,6 +210,11 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
                            : "fencelock elect NAME VALUE [-- CMD ...]: NAME and VALUE needed");
     if (a.pos[0][0] == '\0')
         return sub_err(&a, "the name is empty");
+    o.names[0] = a.pos[0];
+    o.shared_of[0] = (uint8_t)(o.shared != 0);
+    for (size_t i = 1; i < o.n_names; i++)
+        if (strcmp(o.names[i], a.pos[0]) == 0)
+            return sub_err(&a, "lock name '%s' given twice", a.pos[0]);
     uint64_t lim = 0;
     if (kind == RUN_SEM && (cli_parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
         return sub_err(&a, "bad LIMIT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);

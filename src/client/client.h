@@ -27,7 +27,7 @@
 
 #define CL_ENDPOINTS_MAX 16
 #define CL_POOL_MAX 16
-#define CL_ARGS_MAX 16
+#define CL_ARGS_MAX 128 /* LOCK.MULTI: 8 + 3 per name at most (fl_lock_multi) */
 #define CL_ERRMSG_MAX 256
 #define CL_PPM 1000000 /* fl_options.drift_ppm is in parts per million */
 

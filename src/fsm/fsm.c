@@ -293,6 +293,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_CLUSTER_FORMAT:
         fsm_op_cluster_format(a, &c->cluster_format, r);
         break;
+    case FSM_OP_LOCK_MULTI:
+        fsm_op_lock_multi(a, &c->lock_multi, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 
@@ -317,7 +320,8 @@ static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_
     struct sess *s = fsm_sess_find(a->f, c->sid);
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
-    bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE;
+    bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE ||
+                  a->c->op == FSM_OP_LOCK_MULTI; /* its first name: either mode */
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)
         return;
@@ -354,8 +358,9 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
     /* One command allocates at most one revision per existing lock (a close hands all of them
        on) and per waiter (a run of shared grants) plus one: refuse rather than let the counter
        wrap to 0. */
+    uint64_t multi = c->op == FSM_OP_LOCK_MULTI ? c->lock_multi.names.n : 0; /* new locks */
     if (c->op != FSM_OP_NOOP &&
-        a->f->revision >= UINT64_MAX - a->f->locks.n - a->f->n_waiters - 1) {
+        a->f->revision >= UINT64_MAX - a->f->locks.n - a->f->n_waiters - multi - 1) {
         fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }

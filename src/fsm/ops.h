@@ -37,6 +37,8 @@ enum fsm_field_kind {
     FSM_F_ADDR,   /* str 1..FSM_MAX_ADDR */
     FSM_F_COND,   /* u8 flags (bit 0 fence, bit 1 ifrev, others 0), [str fence_name (1..
                      FSM_MAX_NAME), varint fence_token], [varint ifrev] */
+    FSM_F_NAMES,  /* varint n (1..FSM_MAX_MULTI_NAMES), then n times: u8 mode (0 exclusive,
+                     1 shared), str name (1..FSM_MAX_NAME); names strictly increasing */
 };
 #define FSM_CTYPE_U64 uint64_t
 #define FSM_CTYPE_SID uint64_t
@@ -48,6 +50,7 @@ enum fsm_field_kind {
 #define FSM_CTYPE_EVALUE struct fsm_str
 #define FSM_CTYPE_ADDR struct fsm_str
 #define FSM_CTYPE_COND struct fsm_kv_cond
+#define FSM_CTYPE_NAMES struct fsm_names
 
 /*
  * The payloads: F(payload, kind, member, what) per field, in wire order. `what` names the
@@ -96,6 +99,9 @@ enum fsm_field_kind {
     F(p, SID, sid, "sid")                                                                          \
     F(p, U64, token, "token") /* must be the current leader's */                                   \
     F(p, EVALUE, value, "value")
+/* LOCK_MULTI: several locks at once, each exclusive or shared (multi.c) */
+#define FSM_PAYLOAD_lock_multi(F, p)                                                               \
+    F(p, SID, sid, "sid") F(p, NAMES, names, "lock names") F(p, WAIT, wait_ms, "wait")
 /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
 #define FSM_PAYLOAD_cluster_format(F, p) F(p, U64, format, "format")
 
@@ -115,7 +121,8 @@ enum fsm_field_kind {
     P(sem_acquire)                                                                                 \
     P(elect_campaign)                                                                              \
     P(elect_proclaim)                                                                              \
-    P(cluster_format)
+    P(cluster_format)                                                                              \
+    P(lock_multi)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -127,6 +134,7 @@ enum fsm_grow {
     FSM_GROW_SHARED,  /* as LOCK, plus a shared hold's record when granted */
     FSM_GROW_VALUE,   /* its EVALUE's bytes (at most: the old value is freed) */
     FSM_GROW_KEY,     /* a key (NAME and VALUE), or the growth of the key's value */
+    FSM_GROW_MULTI,   /* per NAMES entry, as LOCK (SHARED for a shared one) */
 };
 
 /*
@@ -186,6 +194,9 @@ enum fsm_grow {
     /* -> OK; raises the cluster's log format (a lower one than the current: ERR, nothing          \
        changes; the same: OK, no revision). The leader writes it, as a version-1 entry, once       \
        every voter reads the new format. */                                                        \
-    X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)
+    X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)                              \
+    /* -> INT the first token (the tokens are consecutive revisions, one per name in name          \
+       order) | QUEUED | NIL: every name at once or none (multi.c) */                              \
+    X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)
 
 #endif

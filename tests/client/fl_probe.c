@@ -162,6 +162,35 @@ static void api_shared(fl_client *c)
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
 
+/* Several locks at once: every name in one grant (consecutive tokens in name order, returned in
+   the order given), a busy name's try holding nothing, a wait granted whole once the busy name
+   is free, argument mistakes refused before anything is sent, fl_unlock_multi. */
+static void api_multi(fl_client *c)
+{
+    fl_session *a, *b;
+    const char *ab[] = {"api-mb", "api-ma"}, *bc[] = {"api-mc", "api-mb"}, *dup[] = {"x", "x"};
+    const uint8_t shared[] = {0, 1};
+    uint64_t t[2] = {0, 0}, u[2] = {0, 0};
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK_ERR(fl_lock_multi(a, 2, ab, shared, 0, t), FL_OK);
+    CHECK(t[1] && t[0] == t[1] + 1); /* api-ma (shared) first in name order */
+    CHECK_ERR(fl_fence_check(c, "api-mb", t[0]), FL_OK);
+    CHECK_ERR(fl_fence_check(c, "api-ma", t[1]), FL_OK);
+    CHECK_ERR(fl_lock_multi(b, 2, bc, NULL, 0, u), FL_ETIMEOUT); /* api-mb is a's */
+    struct fl_lock_info li;
+    CHECK_ERR(fl_lock_info(c, "api-mc", &li), FL_ENOTFOUND); /* nothing held by the try */
+    CHECK_ERR(fl_lock_multi(b, 2, dup, NULL, 0, u), FL_EINVAL);
+    CHECK_ERR(fl_lock_multi(a, 2, ab, NULL, 0, u), FL_ESERVER); /* names it holds */
+    CHECK_ERR(fl_unlock_multi(a, 2, ab), FL_OK);
+    CHECK_ERR(fl_lock_multi(b, 2, bc, NULL, 1000, u), FL_OK);
+    CHECK(u[1] > t[0] && u[0] == u[1] + 1);
+    CHECK_ERR(fl_unlock_multi(b, 2, bc), FL_OK);
+    CHECK_ERR(fl_lock_info(c, "api-mb", &li), FL_ENOTFOUND);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
 static void api_kv(fl_client *c)
 {
     fl_session *s;
@@ -247,6 +276,7 @@ static int mode_api(const char *ep)
     fl_client *c = client(ep, 0);
     api_locks(c);
     api_shared(c);
+    api_multi(c);
     api_kv(c);
     api_misc(c);
     api_lost(c);

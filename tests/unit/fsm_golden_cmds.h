@@ -346,6 +346,23 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_CLUSTER_FORMAT, .now_ms = 9400, .cluster_format = {.format = 2}},
     {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}},
     {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 1}},
+    /* LOCK_MULTI: alice takes M1 and M2 (shared) in one entry; bob's request for M1 and M3
+       queues on both (M3 is free: the queued request blocks it), and the final snapshot holds
+       it waiting; a name bob already waits for is refused; one of its names read-locked */
+    {.op = FSM_OP_LOCK_MULTI,
+     .now_ms = 9500,
+     .user = GS("alice"),
+     .lock_multi = {.sid = GOLDEN_SID_A, .names = {2, GS("\x00\x02M1\x01\x02M2")}, .wait_ms = 0}},
+    {.op = FSM_OP_LOCK_MULTI,
+     .user = GS("bob"),
+     .req_sid = GOLDEN_SID_B,
+     .req_seq = 9,
+     .lock_multi = {.sid = GOLDEN_SID_B,
+                    .names = {3, GS("\x00\x02M1\x01\x02M2\x00\x02M3")},
+                    .wait_ms = 30000}},
+    {.op = FSM_OP_LOCK_MULTI,
+     .user = GS("bob"),
+     .lock_multi = {.sid = GOLDEN_SID_B, .names = {1, GS("\x00\x02M3")}, .wait_ms = 1}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -358,5 +375,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the CLUSTER_FORMAT entries: golden_snapshot_v4 is the state after them,
  * golden_snapshot_v5 the state after all. */
 #define GOLDEN_N_V4_CMDS 118
+/* Before LOCK_MULTI's: golden_snapshot_v5 is the state after them, golden_snapshot_multi (also
+ * version 5) the state after all. */
+#define GOLDEN_N_V5_CMDS 121
 
 #endif

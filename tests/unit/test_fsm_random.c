@@ -77,6 +77,8 @@ struct mcmd {
     uint64_t fence_token;
     bool has_ifrev;
     uint64_t ifrev;
+    uint8_t mset; /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
+    bool mbad;    /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -93,6 +95,9 @@ static void cond_to_model(const struct fsm_kv_cond *c, struct mcmd *m)
     m->has_ifrev = c->has_ifrev;
     m->ifrev = c->ifrev;
 }
+
+static struct fsm_names multi_names(uint8_t mset);
+static int lock_idx(struct fsm_str n);
 
 static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
 {
@@ -140,6 +145,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_MEMBER_DEL:
         c->member_del.id = m->sid;
+        break;
+    case FSM_OP_LOCK_MULTI:
+        c->lock_multi = (struct fsm_cmd_lock_multi){m->sid, multi_names(m->mset), m->wait_ms};
         break;
     }
 }
@@ -208,6 +216,21 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
     case FSM_OP_MEMBER_DEL:
         m->sid = c->member_del.id;
         break;
+    case FSM_OP_LOCK_MULTI: {
+        struct fsm_names_it it;
+        struct fsm_str nm;
+        bool shared;
+        m->sid = c->lock_multi.sid;
+        m->wait_ms = c->lock_multi.wait_ms;
+        fsm_names_begin(&it, &c->lock_multi.names);
+        while (fsm_names_next(&it, &nm, &shared)) {
+            int i = lock_idx(nm);
+            m->mbad |= i < 0 || shared;
+            if (i >= 0)
+                m->mset |= (uint8_t)(1u << i);
+        }
+        break;
+    }
     }
 }
 
@@ -227,6 +250,8 @@ struct mlock {
     uint64_t holder, token, last_token, delay_ms;
     bool delay;
     uint64_t q[MAXQ];
+    uint64_t qrev[MAXQ]; /* each waiter's enqueue revision: a LOCK_MULTI's waiters share one */
+    uint8_t qset[MAXQ];  /* the locks its request waits for (a LOCK: this one) */
     int qn;
 };
 
@@ -259,6 +284,29 @@ struct model {
 
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
 static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
+
+/* The pool's lock names in byte order (what a LOCK_MULTI entry must carry). */
+static const int SORTED[] = {3, 0, 1, 2};
+#define NSORTED ((int)(sizeof(SORTED) / sizeof(SORTED[0])))
+
+/* A LOCK_MULTI's raw names for the set `mset`: exclusive, in byte order. Valid until the next
+ * call (the entry is encoded at once). */
+static struct fsm_names multi_names(uint8_t mset)
+{
+    static char raw[64];
+    uint32_t n = 0, len = 0;
+    for (int i = 0; i < NSORTED; i++) {
+        if (!(mset & (1u << SORTED[i])))
+            continue;
+        const struct fsm_str *nm = &LOCKN[SORTED[i]];
+        raw[len++] = 0; /* exclusive */
+        raw[len++] = (char)nm->len;
+        memcpy(raw + len, nm->p, nm->len);
+        len += nm->len;
+        n++;
+    }
+    return (struct fsm_names){n, {raw, len}};
+}
 
 static struct model M;
 static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
@@ -325,7 +373,18 @@ static int qpos(const struct mlock *l, uint64_t sid)
 static void qdel(struct mlock *l, int i)
 {
     memmove(&l->q[i], &l->q[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->q[0]));
+    memmove(&l->qrev[i], &l->qrev[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qrev[0]));
+    memmove(&l->qset[i], &l->qset[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qset[0]));
     l->qn--;
+}
+
+/* The queue position of the waiter with enqueue revision `rev`, -1 if none. */
+static int qpos_rev(const struct mlock *l, uint64_t rev)
+{
+    for (int i = 0; i < l->qn; i++)
+        if (l->qrev[i] == rev)
+            return i;
+    return -1;
 }
 
 /* Index of member `id` in the model, or -1 - insertion index. */
@@ -408,6 +467,12 @@ static void gen_lock_op(struct mcmd *c, int r)
         c->op = FSM_OP_CANCEL_WAIT;
         if (M.locks[l].qn && chance(70))
             c->sid = M.locks[l].q[below((uint64_t)M.locks[l].qn)];
+    } else if (r >= 75) {
+        c->op = FSM_OP_LOCK_MULTI;
+        c->name = (struct fsm_str){NULL, 0};
+        while (!c->mset)
+            c->mset = (uint8_t)below(1u << NLOCKS);
+        c->wait_ms = chance(70) ? 1 + below(5000) : 0;
     } else {
         c->op = FSM_OP_LOCKDELAY_END;
         c->sid = 0;
@@ -475,7 +540,7 @@ static void gen_cmd(struct mcmd *c)
         c->op = end_op();
         c->sid = pick_sid();
     } else if (r < 84) {
-        gen_lock_op(c, (int)below(75));
+        gen_lock_op(c, (int)below(85));
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
@@ -511,6 +576,8 @@ static bool usable(const struct buf *b)
     case FSM_OP_CANCEL_WAIT:
     case FSM_OP_LOCKDELAY_END:
         return lock_idx(c.name) >= 0;
+    case FSM_OP_LOCK_MULTI:
+        return !c.mbad;
     case FSM_OP_PUT:
     case FSM_OP_DEL:
         return key_idx(c.key) >= 0;
@@ -695,7 +762,7 @@ static struct expect predict_lock(const struct mcmd *c)
     if (!alive(c->sid))
         return ex_err("NOSESSION");
     bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
-    bool is_free = !l->holder && !l->delay;
+    bool is_free = !l->holder && !l->delay && !l->qn; /* a queue: a multi-request blocks it */
     switch (c->op) {
     case FSM_OP_LOCK:
         if (held)
@@ -767,9 +834,40 @@ static struct expect predict_member(const struct mcmd *c)
     return ex(FSM_REPLY_OK, !same);
 }
 
+/* LOCK_MULTI: all names at once if each is free with nobody queued, else queued or NIL; a name
+ * the session holds or waits for refuses it. */
+static struct expect predict_multi(const struct mcmd *c)
+{
+    if (!alive(c->sid))
+        return ex_err("NOSESSION");
+    bool all_free = true;
+    for (int i = 0; i < NLOCKS; i++) {
+        const struct mlock *l = &M.locks[i];
+        if (!(c->mset & (1u << i)))
+            continue;
+        if (l->holder == c->sid || qpos(l, c->sid) >= 0)
+            return ex_err("ERR session");
+        all_free = all_free && !l->holder && !l->delay && !l->qn;
+    }
+    if (all_free)
+        return ex_fresh();
+    return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
+}
+
+/* A LOCK_MULTI's first name (byte order): the one its retry is answered by. */
+static int multi_first(uint8_t mset)
+{
+    for (int i = 0; i < NSORTED; i++)
+        if (mset & (1u << SORTED[i]))
+            return SORTED[i];
+    return 0;
+}
+
 static struct expect predict_op(const struct mcmd *c)
 {
     switch (c->op) {
+    case FSM_OP_LOCK_MULTI:
+        return predict_multi(c);
     case FSM_OP_MEMBER_SET:
     case FSM_OP_MEMBER_DEL:
         return predict_member(c);
@@ -794,8 +892,9 @@ static struct expect predict_op(const struct mcmd *c)
 /* A retry of the session's highest seq: the cached reply, or the truth for a queued LOCK. */
 static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
-    if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK) {
-        struct mlock *l = &M.locks[lock_idx(c->name)];
+    if (rs->cached.kind == FSM_REPLY_QUEUED &&
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_MULTI)) {
+        struct mlock *l = &M.locks[c->op == FSM_OP_LOCK ? lock_idx(c->name) : multi_first(c->mset)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
         if (alive(c->sid) && qpos(l, c->sid) >= 0)
@@ -841,6 +940,22 @@ static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64
 }
 
 /* Events drive the model; each must be legal at the moment it happens. */
+static uint64_t g_rev0; /* the revision before the entry being checked */
+
+/* A queued request is granted only at the head of every queue it waits in: the other waiters of
+ * its request are at their heads, or already granted by this entry. */
+static int check_group_head(int li, const struct mlock *l)
+{
+    for (int k = 0; k < NLOCKS; k++) {
+        if (k == li || !(l->qset[0] & (1u << k)))
+            continue;
+        int at = qpos_rev(&M.locks[k], l->qrev[0]);
+        MCHECK(at <= 0);
+        MCHECK(at < 0 || (!M.locks[k].holder && !M.locks[k].delay));
+    }
+    return 0;
+}
+
 static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_t rev1,
                        uint64_t *released_by)
 {
@@ -860,6 +975,8 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(!l->delay && !l->holder && alive(ev->sid));
         MCHECK(l->qn ? l->q[0] == ev->sid : true); /* only the FIFO head, or a free lock */
         MCHECK(ev->token > l->last_token && ev->token > M.last_token && ev->token <= rev1);
+        if (l->qn && check_group_head(li, l))
+            return -1;
         if (l->qn)
             qdel(l, 0);
         l->holder = ev->sid;
@@ -872,8 +989,11 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_WAIT_STARTED:
         MCHECK(alive(ev->sid) && qpos(l, ev->sid) < 0 && l->holder != ev->sid);
-        MCHECK((l->holder || l->delay) && l->qn < MAXQ && ev->ms == c->wait_ms);
-        l->q[l->qn++] = ev->sid;
+        MCHECK((l->holder || l->delay || l->qn || c->op == FSM_OP_LOCK_MULTI) && l->qn < MAXQ &&
+               ev->ms == c->wait_ms);
+        l->q[l->qn] = ev->sid;
+        l->qrev[l->qn] = g_rev0 + 1; /* the enqueue takes the command's first revision */
+        l->qset[l->qn++] = c->op == FSM_OP_LOCK_MULTI ? c->mset : (uint8_t)(1u << li);
         break;
     case FSM_EV_WAIT_ENDED:
         MCHECK(qpos(l, ev->sid) >= 0);
@@ -1039,8 +1159,25 @@ static void wq_cb(void *arg, uint64_t sid, uint64_t wait_ms)
     w->n++;
 }
 
+/* All or nothing: every waiter of a request is queued exactly while the others are (a grant,
+ * a cancel, an UNLOCK or a session end takes the request off every queue in one entry). */
+static int check_groups(void)
+{
+    for (int i = 0; i < NLOCKS; i++)
+        for (int j = 0; j < M.locks[i].qn; j++)
+            for (int k = 0; k < NLOCKS; k++) {
+                if (!(M.locks[i].qset[j] & (1u << k)))
+                    continue;
+                int at = qpos_rev(&M.locks[k], M.locks[i].qrev[j]);
+                MCHECK(at >= 0 && M.locks[k].q[at] == M.locks[i].q[j]);
+            }
+    return 0;
+}
+
 static int compare_state(const struct fsm *f)
 {
+    if (check_groups())
+        return -1;
     for (int i = 0; i < NLOCKS; i++) {
         const struct mlock *l = &M.locks[i];
         struct fsm_lock_view v;
@@ -1116,13 +1253,17 @@ static struct fsm *restored_copy(const struct fsm *f)
 
 /* ---- one step ---- */
 
-/* Revisions: a changing command allocates one per grant, or exactly one without a grant. */
+/* Revisions: a changing command allocates one per grant, or exactly one without a grant; a
+ * CANCEL_WAIT takes its one first, then one per grant its departure lets through (a waiting
+ * multi-request that leaves can unblock a queue). */
 static int check_revisions(const struct expect *e, const struct fsm_events *ev, uint64_t rev0,
-                           uint64_t rev1)
+                           uint64_t rev1, uint8_t op)
 {
     uint64_t grants = 0;
     for (size_t i = 0; i < ev->n; i++)
         grants += ev->ev[i].type == FSM_EV_GRANTED;
+    if (op == FSM_OP_CANCEL_WAIT && e->changes && grants)
+        grants++;
     MCHECK(rev1 - rev0 == (e->changes ? (grants ? grants : 1) : 0));
     return 0;
 }
@@ -1174,7 +1315,7 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     bool decoded = !mcmd_decode(entry, &c, err, sizeof(err));
     bool run = false;
     struct expect e = decoded ? predict(&c, &run) : ex_err("ERR bad entry: ");
-    uint64_t rev0 = fsm_revision(f);
+    uint64_t rev0 = g_rev0 = fsm_revision(f);
     int n_held = decoded ? ending_locks(&c, run, held) : 0;
     uint64_t delay = n_held ? msess(c.sid)->lockdelay : 0;
     struct fsm_reply r, gr;
@@ -1192,7 +1333,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         MCHECK(ev->n == 0);
     else if (model_events(ev, &c, fsm_revision(f)))
         return -1;
-    if (check_revisions(&e, ev, rev0, fsm_revision(f)) || check_lockdelays(&c, held, n_held, delay))
+    if (check_revisions(&e, ev, rev0, fsm_revision(f), decoded ? c.op : 0) ||
+        check_lockdelays(&c, held, n_held, delay))
         return -1;
     if (run) {
         model_kv(&c, &r);

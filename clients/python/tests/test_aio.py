@@ -111,6 +111,32 @@ def test_aio_a_wait_that_closes_a_cycle_raises_deadlock_error(node):
     run(main())
 
 
+def test_aio_multi_lock_waits_on_every_name_and_cancel_leaves_them(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \
+                c.session(ttl=10.0) as b:
+            ta = await a.acquire("m2")
+            assert await b.try_lock_multi(["m1", "m2"]) is None
+            waiter = asyncio.ensure_future(b.acquire_multi(["m2", "m1"], wait=30.0))
+            for _ in range(200):  # until the request is queued on both names
+                if (await c.lock_info("m1") or {}).get("waiters") == [b.sid]:
+                    break
+                await asyncio.sleep(0.02)
+            assert (await c.lock_info("m2"))["waiters"] == [b.sid]
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            for _ in range(200):  # the release goes out from a task of its own
+                if await c.lock_info("m1") is None:
+                    break
+                await asyncio.sleep(0.02)
+            assert await c.lock_info("m1") is None and \
+                (await c.lock_info("m2"))["waiters"] == []
+            async with b.lock_multi(["m1", "m3"], shared=["m3"]) as (t1, t3):
+                assert t3 == t1 + 1 and t1 > ta
+    run(main())
+
+
 def test_aio_cancelled_wait_leaves_the_queue(node):
     """Cancelling a task that waits for a lock takes its session out of the queue: when the
     holder unlocks, the lock is free, not granted to a waiter nobody listens to."""

@@ -110,6 +110,26 @@ def test_shared_locks(client):
         assert w.try_lock("cat") is not None
 
 
+def test_multi_lock_all_or_nothing_with_a_token_per_name(client):
+    with client.session(10.0) as a, client.session(10.0) as b:
+        with a.lock_multi(["m/y", "m/x"], shared=["m/x"]) as (ty, tx):
+            assert tx + 1 == ty, "one grant: consecutive tokens, in name order"
+            assert client.lock_info("m/x")["mode"] == b"shared"
+            a.put("m/ky", "1", fence=("m/y", ty))
+            with pytest.raises(Stale):  # the other name's token does not fence m/y
+                a.put("m/ky", "2", fence=("m/y", tx))
+            assert b.try_lock_multi(["m/z", "m/y"]) is None
+            assert client.lock_info("m/z") is None, "a refused try takes nothing"
+            with pytest.raises(LockTimeout):
+                b.acquire_multi(["m/z", "m/y"], wait=0.2)
+            with pytest.raises(ValueError):
+                b.acquire_multi(["m/z", "m/z"])
+        tz, ty2 = b.acquire_multi(["m/z", "m/y"], wait=2.0)
+        assert ty2 > ty and tz == ty2 + 1
+        b.unlock_multi(["m/z", "m/y"])
+        assert client.lock_info("m/y") is None
+
+
 def test_semaphore(client):
     with client.session(10.0) as a, client.session(10.0) as b, \
             client.session(10.0) as c:

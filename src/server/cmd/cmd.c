@@ -250,7 +250,7 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         resp_w_simple(&slot->out, "OK");
         break;
     case FSM_REPLY_INT:
-        resp_w_uint(&slot->out, reply->value);
+        srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
         break;
     case FSM_REPLY_NIL:
         resp_w_nil(&slot->out, slot->proto);

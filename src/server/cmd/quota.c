@@ -88,6 +88,28 @@ static void growth_lock(const struct fsm *f, const struct fsm_cmd *cmd, bool sha
     }
 }
 
+/* FSM_GROW_MULTI (LOCK_MULTI): each name counts as a LOCK of its own would (a new lock, or a
+ * waiter: the per-user waiter quota counts one per name), a shared one with its hold's record. */
+static void growth_multi(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+{
+    struct fsm_names_it it;
+    struct fsm_str name;
+    bool shared;
+    fsm_names_begin(&it, &cmd->lock_multi.names);
+    while (fsm_names_next(&it, &name, &shared)) {
+        struct fsm_cmd one = {.op = FSM_OP_LOCK,
+                              .lock = {name, cmd->lock_multi.sid, cmd->lock_multi.wait_ms}};
+        uint64_t gi[SRV_QUOTA_N] = {0};
+        growth_lock(f, &one, shared, gi);
+        if (gi[SRV_QUOTA_LOCKS] && cmd->lock_multi.wait_ms) { /* a new lock it may queue on */
+            gi[SRV_QUOTA_WAITERS] = 1;
+            gi[SRV_QUOTA_BYTES] += FSM_RECORD_BYTES;
+        }
+        for (int q = 0; q < SRV_QUOTA_N; q++)
+            g[q] += gi[q];
+    }
+}
+
 /* FSM_GROW_KEY (PUT): a key, or the growth of its value. */
 static void growth_key(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
 {
@@ -129,6 +151,9 @@ void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g
         break;
     case FSM_GROW_KEY:
         growth_key(f, cmd, g);
+        break;
+    case FSM_GROW_MULTI:
+        growth_multi(f, cmd, g);
         break;
     }
 }
@@ -217,7 +242,7 @@ static void user_growth(const struct fsm_cmd *cmd, const uint64_t g[SRV_QUOTA_N]
     if (d && (d->grow == FSM_GROW_SESSION || d->grow == FSM_GROW_KEY))
         gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_BYTES];
     else if (g[SRV_QUOTA_WAITERS])
-        gu[ACL_QUOTA_BYTES] = FSM_RECORD_BYTES;
+        gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_WAITERS] * FSM_RECORD_BYTES; /* a record each */
 }
 
 static uint64_t *user_pending(struct srv *s, const char *name, bool make)

@@ -100,6 +100,8 @@ const struct cfg_row cfg_rows[] = {
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
         "detection off; the same on every node"),
+    NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
+        "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,
         "sessions with at least this TTL checkpoint their remaining lease through the log when "
         "idle, so they end even if leaders keep changing; shorter ones get a full TTL from each "
