@@ -6,7 +6,8 @@ fenced PUT with the token held, PUT with a token released before, GET and KEEPAL
 Checked on the fly: a fenced PUT with the token a client holds succeeds; a PUT with a token
 of its own after its UNLOCK gets -STALE; UNLOCK answers +OK exactly when the client holds the
 lock (-NOTHOLDER otherwise); a LOCK by the holder returns its token; a grant never returns a
-token seen before.
+token seen before; a LOCK WAIT refused -DEADLOCK comes from a client that holds another lock, and
+the cycle it names starts at its session and that lock.
 
 Checked afterwards, per lock:
 - belief intervals do not overlap: a client "holds" from the arrival of the grant reply to
@@ -53,6 +54,7 @@ class Client(threading.Thread):
         self.errors = []
         self.ops = 0
         self.stale_checked = 0
+        self.deadlocks = 0    # waits refused -DEADLOCK (each closed a cycle)
 
     def fail(self, msg):
         self.errors.append("client %d: %s" % (self.idx, msg))
@@ -76,6 +78,16 @@ class Client(threading.Thread):
         r = self.c.call(*args)
         t = time.monotonic()
         if r is None:
+            return
+        if isinstance(r, RespError) and r.code == "DEADLOCK" and wait:
+            # Clients hold one lock while they wait for another, so their waits can close
+            # cycles, refused at once (docs/protocol.md "Deadlocks"). Only a session that holds
+            # something can be waited for, and the cycle starts at the refused session.
+            if not self.held or not r.text.split(": ", 1)[-1].startswith("%d -%s->" % (
+                    self.sid, name)):
+                self.fail("%s -> %r while holding %s" % (" ".join(map(str, args)), r,
+                                                          sorted(self.held)))
+            self.deadlocks += 1
             return
         if isinstance(r, RespError) or not isinstance(r, int):
             self.fail("%s -> %r" % (" ".join(map(str, args)), r))
@@ -175,6 +187,8 @@ def test_soak_eight_clients_three_locks(ctx):
     total_ops = sum(cl.ops for cl in clients)
     writes = sum(len(g.writes) for g in grants)
     stale = sum(cl.stale_checked for cl in clients)
+    print("# %d ops, %d grants, %d fenced writes, %d stale checks, %d waits refused DEADLOCK"
+          % (total_ops, len(grants), writes, stale, sum(cl.deadlocks for cl in clients)))
     assert len(grants) >= 30 and writes >= 30 and stale >= 10, \
         "soak too thin to mean anything: %d ops, %d grants, %d fenced writes, %d stale checks" \
         % (total_ops, len(grants), writes, stale)
