@@ -85,4 +85,19 @@ struct sess;
 bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
                           struct fsm_reply *r);
 
+/* One name a new request would queue on: an existing lock and enum lock_mode. */
+struct fsm_wg_want {
+    struct lock *l;
+    uint8_t mode;
+};
+/*
+ * The same for a request that would queue on several names at once (LOCK_MULTI: the existing
+ * locks among its names; an absent one has nobody to wait for): the victim node gets one
+ * request per name, so it can proceed only once every name can be granted, and the request is
+ * refused if its waits on any of them, in any mode, close a cycle. The event names the lock
+ * of the cycle's first edge (the LIMIT event: want[0]'s). n == 0: false.
+ */
+bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_want *want,
+                            size_t n, struct fsm_reply *r);
+
 #endif
