@@ -13,7 +13,9 @@
  *   - it is granted when it is at the head of every queue it waits in and each lock could grant
  *     it there (fsm_lock_head_grantable: the rw lock's compatibility); until then it blocks each
  *     of those queues, even a free lock's (strict FIFO: nothing queued later overtakes it);
- *   - it leaves every queue at once (CANCEL_WAIT or UNLOCK of any of its names, session end).
+ *   - it leaves every queue at once (CANCEL_WAIT or UNLOCK of any of its names, session end);
+ *   - before it queues, deadlock detection (waitgraph.h) checks all its names at once: a wait
+ *     that would close a cycle through any of them is refused -DEADLOCK and queued on none.
  * Fairness and deadlock freedom (docs/protocol.md "LOCK.MULTI"): every queue is in enqueue-
  * revision order (an upgrade, which waits only for shared holders, goes first), and a waiting
  * request holds nothing it asked for, so the oldest waiting request waits only for holders.
