@@ -280,8 +280,10 @@ FL_API fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, 
  * the request waits FIFO on every name and is granted when it is first in line on all of them. On
  * FL_OK tokens[i] is the fencing token of names[i] (each resource fences with its own lock's
  * token). FL_ETIMEOUT: not granted within wait_ms (0 = try once: FL_ETIMEOUT if any is busy), and
- * nothing is held. Across leader changes as fl_lock; an outcome that could not be learned releases
- * every name before returning. A name already held or awaited by the session is FL_ESERVER.
+ * nothing is held. FL_EDEADLOCK: a session that holds locks and asks for more could close a cycle
+ * of waits through any of the names (the message names it): nothing was queued or taken. Across
+ * leader changes as fl_lock; an outcome that could not be learned releases every name before
+ * returning. A name already held or awaited by the session is FL_ESERVER.
  * Released by fl_unlock per name, or fl_unlock_multi.
  */
 #define FL_LOCK_MULTI_MAX 40

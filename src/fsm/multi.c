@@ -13,7 +13,9 @@
  *   - it is granted when it is at the head of every queue it waits in and each lock could grant
  *     it there (fsm_lock_head_grantable: the rw lock's compatibility); until then it blocks each
  *     of those queues, even a free lock's (strict FIFO: nothing queued later overtakes it);
- *   - it leaves every queue at once (CANCEL_WAIT or UNLOCK of any of its names, session end).
+ *   - it leaves every queue at once (CANCEL_WAIT or UNLOCK of any of its names, session end);
+ *   - before it queues, deadlock detection (waitgraph.h) checks all its names at once: a wait
+ *     that would close a cycle through any of them is refused -DEADLOCK and queued on none.
  * Fairness and deadlock freedom (docs/protocol.md "LOCK.MULTI"): every queue is in enqueue-
  * revision order (an upgrade, which waits only for shared holders, goes first), and a waiting
  * request holds nothing it asked for, so the oldest waiting request waits only for holders.
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "fsm/internal.h"
+#include "fsm/waitgraph.h"
 
 int fsm_names_next(struct fsm_names_it *it, struct fsm_str *name, bool *shared)
 {
@@ -255,10 +258,29 @@ static void enqueue_all(struct actx *a, struct slot *sl, size_t n, struct sess *
     r->kind = FSM_REPLY_QUEUED;
 }
 
+/* Whether queueing on every name would close a cycle of waits (waitgraph.h): ERR DEADLOCK in r,
+ * one revision for its event, nothing queued. Only the existing locks have anyone to wait for. */
+static bool deadlock_refused(struct actx *a, const struct slot *sl, size_t n, struct sess *s,
+                             struct fsm_reply *r)
+{
+    struct fsm_wg_want *want = calloc(n, sizeof(*want));
+    size_t k = 0;
+    if (!want)
+        return false; /* out of memory: no search, the request queues (as over the limit) */
+    for (size_t i = 0; i < n; i++)
+        if (sl[i].l)
+            want[k++] = (struct fsm_wg_want){
+                sl[i].l, (uint8_t)(sl[i].shared ? LOCK_MODE_SHARED : LOCK_MODE_EXCLUSIVE)};
+    bool refused = fsm_deadlock_refused_n(a, s, want, k, r);
+    free(want);
+    return refused;
+}
+
 /*
  * LOCK_MULTI: every name is checked first (a semaphore or election: WRONGTYPE; a name the
  * session holds or waits for: ERR), so a refusal changes nothing. Then all at once if every
- * name could be granted at once, else queued on all (WAIT) or NIL. Not idempotent by itself:
+ * name could be granted at once, else NIL (no WAIT), -DEADLOCK if its waits would close a cycle
+ * (the event's revision, nothing queued), else queued on all. Not idempotent by itself:
  * a retry is answered by the REQ table (fsm.c), or refused because the session now holds or
  * waits for the names.
  */
@@ -295,6 +317,10 @@ void fsm_op_lock_multi(struct actx *a, const struct fsm_cmd_lock_multi *c, struc
     if (!now && c->wait_ms == 0) {
         slots_free(sl, n);
         r->kind = FSM_REPLY_NIL;
+        return;
+    }
+    if (!now && deadlock_refused(a, sl, n, s, r)) {
+        slots_free(sl, n);
         return;
     }
     if (!slots_alloc(sl, n, now)) {

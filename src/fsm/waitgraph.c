@@ -66,8 +66,12 @@ static size_t request_edges(const struct lock *l, const struct sess *s, bool sha
                 if (h->sess != s)
                     fn(arg, h->sess, false);
     }
-    if (!shared) /* the shared requests between e (or the head) and this one */
-        for (const struct waiter *q = prev; q != e && steps <= budget; q = q->lprev, steps++)
+    /* The shared requests between e (or the head) and this one: an exclusive request waits
+     * for all of them; a shared one only for the multi-requests among them, which block the
+     * queue until all their names can be granted (a single shared request ahead of it is
+     * granted with it, or waits for what it waits for). */
+    for (const struct waiter *q = prev; q != e && steps <= budget; q = q->lprev, steps++)
+        if (!shared || fsm_waiter_multi(q))
             fn(arg, q->sess, false);
     return steps;
 }
@@ -177,15 +181,19 @@ static void add_request(struct search *x, uint32_t u, const struct lock *l, bool
 }
 
 /* Phase 1: the graph reachable from the victim's new request, breadth first. Node 0 is the
- * victim, with that request alone (its other waits are what it had before). */
-static void collect_graph(struct search *x, struct sess *victim, const struct lock *l, uint8_t mode)
+ * victim, with that request alone (its other waits are what it had before): one request per
+ * name it would queue on, so it proceeds only once every name can be granted (a multi-lock's
+ * all-or-nothing). */
+static void collect_graph(struct search *x, struct sess *victim, const struct fsm_wg_want *want,
+                          size_t n)
 {
     node_of(x, victim);
     for (size_t u = 0; u < x->nn && !x->failed; u++) {
         x->n[u].first_req = (uint32_t)x->nr;
         if (u == 0)
-            add_request(x, 0, l, mode == LOCK_MODE_SHARED,
-                        mode == LOCK_MODE_UPGRADE ? NULL : l->wq_tail);
+            for (size_t i = 0; i < n && !x->failed; i++)
+                add_request(x, 0, want[i].l, want[i].mode == LOCK_MODE_SHARED,
+                            want[i].mode == LOCK_MODE_UPGRADE ? NULL : want[i].l->wq_tail);
         else
             for (const struct waiter *w = x->n[u].s->wait_head; w && !x->failed; w = w->snext)
                 add_request(x, (uint32_t)u, w->lock, w->shared, w->lprev);
@@ -316,10 +324,13 @@ static int cycle_text(struct buf *b, const struct search *x, const uint32_t *pat
     return rc || buf_printf(b, "%llu", (unsigned long long)x->n[0].s->sid);
 }
 
-static void refuse(struct actx *a, struct lock *l, struct sess *s, const struct search *x,
-                   const uint32_t *path, size_t hops, struct fsm_reply *r)
+/* The event names the lock of the cycle's first edge: the victim's (one of a multi-lock's
+ * names, the one through which the cycle closes). */
+static void refuse(struct actx *a, struct sess *s, const struct search *x, const uint32_t *path,
+                   size_t hops, struct fsm_reply *r)
 {
     struct fsm *f = a->f;
+    const struct lock *l = x->e[path[0]].via;
     struct buf shortb;
     buf_init(&shortb);
     buf_reset(&f->wg_text);
@@ -348,10 +359,10 @@ static void search_free(struct search *x)
 }
 
 /* The cycle's edges in order into *path (malloc'd); its length, 0 if none, -1 if gave up. */
-static long find_cycle(struct search *x, struct sess *s, const struct lock *l, uint8_t mode,
+static long find_cycle(struct search *x, struct sess *s, const struct fsm_wg_want *want, size_t n,
                        uint32_t **path)
 {
-    collect_graph(x, s, l, mode);
+    collect_graph(x, s, want, n);
     if (x->failed || propagate(x))
         return -1;
     if (x->n[0].free)
@@ -371,23 +382,30 @@ static long find_cycle(struct search *x, struct sess *s, const struct lock *l, u
     return (long)hops;
 }
 
-bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
-                          struct fsm_reply *r)
+bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_want *want,
+                            size_t n, struct fsm_reply *r)
 {
     struct fsm *f = a->f;
-    if (!f->wg_limit || fsm_format(f) < FSM_FORMAT_2)
+    if (!f->wg_limit || fsm_format(f) < FSM_FORMAT_2 || n == 0)
         return false;
     new_epoch(f);
     struct search x = {.f = f, .limit = f->wg_limit};
     uint32_t *path = NULL;
-    long hops = find_cycle(&x, s, l, mode, &path);
+    long hops = find_cycle(&x, s, want, n, &path);
     if (hops > 0)
-        refuse(a, l, s, &x, path, (size_t)hops, r);
+        refuse(a, s, &x, path, (size_t)hops, r);
     else if (hops < 0)
-        fsm_lock_emit(a, FSM_EV_DEADLOCK_LIMIT, s->sid, 0, x.steps, l);
+        fsm_lock_emit(a, FSM_EV_DEADLOCK_LIMIT, s->sid, 0, x.steps, want[0].l);
     free(path);
     search_free(&x);
     return hops > 0;
+}
+
+bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
+                          struct fsm_reply *r)
+{
+    struct fsm_wg_want want = {l, mode};
+    return fsm_deadlock_refused_n(a, s, &want, 1, r);
 }
 
 /* ---- settings and queries ---- */

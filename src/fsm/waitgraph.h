@@ -17,15 +17,20 @@
  *     R is exclusive, for every shared request between E and R. If no E exists, R waits for
  *     the holders that conflict with it (the exclusive holder; for an exclusive R also every
  *     shared holder but R's own session, an upgrade's) and, if R is exclusive, for every earlier
- *     (shared) request. Shared requests never wait for shared holders or shared requests.
+ *     (shared) request. Shared requests never wait for shared holders or for single-name
+ *     shared requests (but see multi-requests below).
  *     Edges to requests further back are implied (E waits for them, or for the holders): the
  *     reduction keeps LOCK.INFO and the search linear in the queue, with the same cycles.
  *   - semaphore: the request just before R (FIFO: it is granted first); with none, while the
  *     semaphore is full, ANY of the permit holders (an OR edge: one release may be enough).
  *   - lock-delay is waited out by time, not for a session: no edge.
- * A session's out-edges are the union over all its queued requests (a request queued on
- * several names, as a multi-lock, adds all of its edges): a session is taken to release
- * nothing while any of its requests waits.
+ *   - a waiting multi-request (multi.c) blocks each of its queues until it can be granted on
+ *     all of them, even where it heads a free lock: so a shared R also waits for every waiting
+ *     multi-request between E (or the head) and R (a single shared request there is granted
+ *     with R, or waits for what R waits for).
+ * A session's out-edges are the union over all its queued requests: a multi-request queued on
+ * several names is one request per name (fsm_wait_request_foreach), each adding its edges; a
+ * session is taken to release nothing while any of its requests waits.
  *
  * DEADLOCK. A session that waits for nobody is taken to let go in time. A request can be
  * granted once every session its AND edges lead to can proceed and, if it has OR edges, one
@@ -36,8 +41,13 @@
  * is then refused (FSM_REPLY_ERR "DEADLOCK cycle of N: V -name-> S2 -name-> ... -> V", the
  * shortest such cycle: V waits for name, which S2 holds or is queued for first, ...) and not
  * queued: the request that closes the cycle is the victim, so the waits already queued are
- * untouched. Only a wait start can close a cycle: grants, releases and lock-delay ends only
- * turn an edge to a queued request into one to the same session as holder, or remove edges.
+ * untouched. A new multi-request is checked with all its names at once
+ * (fsm_deadlock_refused_n: one request per name into the same victim node V), so V proceeds
+ * only once every part can be granted (all or nothing, as its grant), and a cycle through any
+ * name, in any mode, refuses the whole request: queued on no name. Only a wait start can close
+ * a cycle: grants, releases and lock-delay ends only turn an edge to a queued request into one
+ * to the same session as holder, or remove edges (or shortcut R -> W -> E to R -> E when W
+ * leaves a queue).
  * A V stuck only behind a deadlock it is not part of (one a search that gave up let in) is
  * queued. Detection runs from log format 2 on (format 1: a node of the previous release
  * applies the same entries and would queue the request).
@@ -84,5 +94,20 @@ struct sess;
  */
 bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
                           struct fsm_reply *r);
+
+/* One name a new request would queue on: an existing lock and enum lock_mode. */
+struct fsm_wg_want {
+    struct lock *l;
+    uint8_t mode;
+};
+/*
+ * The same for a request that would queue on several names at once (LOCK_MULTI: the existing
+ * locks among its names; an absent one has nobody to wait for): the victim node gets one
+ * request per name, so it can proceed only once every name can be granted, and the request is
+ * refused if its waits on any of them, in any mode, close a cycle. The event names the lock
+ * of the cycle's first edge (the LIMIT event: want[0]'s). n == 0: false.
+ */
+bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_want *want,
+                            size_t n, struct fsm_reply *r);
 
 #endif

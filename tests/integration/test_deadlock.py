@@ -160,3 +160,43 @@ def test_on_3_nodes_every_replica_refuses_alike_and_counts_it(ctx):
         finally:
             for k in conns:
                 k.close()
+
+
+def test_a_multi_lock_closing_a_cycle_on_3_nodes_is_refused_and_counted_by_every_node(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    with Conn(leader.port) as c:
+        format_2(c)
+        d0 = {s.node_id: metric(s, "fencelock_deadlocks_total") for s in servers}
+        a, b = open_session(c), open_session(c)
+        expect_int(c.call("LOCK", "x", a))
+        expect_int(c.call("LOCK", "y", b))
+        ca = Conn(leader.port, timeout=10.0)
+        try:
+            # a waits for y (held by b) and reads z (free: a heads its queue)
+            ca.send("LOCK.MULTI", a, 2, "y", "z", "SHARED", "z", "WAIT", 30000)
+            wait_queued(c, "y", a)
+            wait_queued(c, "z", a)
+            eq(lock_waits(c), [("y", a, [b], 0), ("z", a, [], 0)],
+               "LOCK.WAITS: the multi-request's blockers per name")
+            info = as_map(c.call("LOCK.INFO", "y"))
+            eq([list(w) for w in info["waits_for"]], [[b]], "LOCK.INFO y: a waits for b")
+            # b's multi-request for w and x: x (held by a) closes b -> a -> b
+            r = c.call("LOCK.MULTI", b, 2, "w", "x", "WAIT", 30000)
+            expect_err(r, "DEADLOCK", "the multi-request that closes the cycle")
+            eq(r.text, "DEADLOCK cycle of 2: %d -x-> %d -y-> %d" % (b, a, b), "it names it")
+            eq(lock_waits(c), [("y", a, [b], 0), ("z", a, [], 0)], "queued on no name")
+            expect_nil(c.call("LOCK.INFO", "w"), "w was not even created")
+            # a reader of z queues behind a's multi-request: b's would close the same cycle
+            r = c.call("LOCK", "z", b, "SHARED", "WAIT", 30000)
+            expect_err(r, "DEADLOCK", "a single LOCK through the queued multi-request")
+            eq(r.text, "DEADLOCK cycle of 2: %d -z-> %d -y-> %d" % (b, a, b), "it names it")
+            for s in servers:
+                wait_until(lambda: metric(s, "fencelock_deadlocks_total") == d0[s.node_id] + 2,
+                           10, what="node %d counts both refusals" % s.node_id)
+            ok(c.call("UNLOCK", "y", b))
+            toks = ca.read_reply(timeout=10)
+            assert isinstance(toks, list) and len(toks) == 2 and all(
+                isinstance(t, int) and t > 0 for t in toks), toks
+        finally:
+            ca.close()

@@ -1,20 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The checker of the ``deadlock`` workload (worker_deadlock.c): sessions take two of three
-exclusive locks in random order, so their waits close cycles; the servers must refuse exactly
-the waits that close one (-DEADLOCK, docs/protocol.md "Deadlocks").
+"""The checker of the ``deadlock`` workload (worker_deadlock.c): sessions take two or three of
+three exclusive locks in random order, one by one or some in one LOCK.MULTI, so their waits
+close cycles; the servers must refuse exactly the waits that close one (-DEADLOCK,
+docs/protocol.md "Deadlocks").
 
 The judge is the event stream of the locks ``dl/``, read from the leader after the run
 (torture.py writes it as [[id, {field: value}]] to a file its final line names): it
 says what was held and queued after every log entry. Replaying it, the checker rebuilds the
 wait-for graph independently of the servers' rule (a waiter waits for the holder and for every
-session queued before it) and finds:
+session queued before it; a waiting LOCK.MULTI is one ``wait`` event per name, so its session
+waits for the union over its names) and finds:
 
   cycle-left        after some log entry the queued waits form a cycle: a wait that closed
                     one was queued (a cycle not broken within its entry)
   false-deadlock    a ``deadlock`` event whose named cycle ("s1 -n1-> s2 ... -> s1") is not
                     a path of real edges of the graph at that entry (s1's refused request on
-                    n1 would wait for s2; each later s_i is queued on n_i behind s_i+1 or
-                    held by it)
+                    n1, the event's lock, would wait for s2; each later s_i is queued on n_i
+                    behind s_i+1 or held by it)
   deadlock-count    refusals in the history (fail with the DEADLOCK error) and deadlock
                     events do not match: each acknowledged refusal has its event, and no
                     event lacks a refused (or unknown) request
@@ -147,10 +149,12 @@ def check_deadlock(history):
     ops, finals, problems = ck.pair_ops(history)
     violations = list(problems)
     stream = _stream(finals)
-    refused = [o for o in ops if o.f == "lock" and o.type == "fail" and
+    locks = ("lock", "lock-multi")
+    refused = [o for o in ops if o.f in locks and o.type == "fail" and
                str(o.get("msg") or "").startswith("DEADLOCK")]
-    unknown = [o for o in ops if o.f == "lock" and o.type == "info"]
-    stats = {"types": ck._type_counts(ops), "refused": len(refused)}
+    unknown = [o for o in ops if o.f in locks and o.type == "info"]
+    stats = {"types": ck._type_counts(ops), "refused": len(refused),
+             "refused_multi": sum(o.f == "lock-multi" for o in refused)}
     if not isinstance(stream, list):
         violations.append({"kind": "stream-unknown", "msg": "the event stream was not read: %r"
                            % (stream,)})

@@ -59,6 +59,36 @@ def test_deadlock_a_refusal_naming_no_real_cycle_is_found():
     assert "false-deadlock" in kinds(check(history(bad)))  # 1 never waited for b
 
 
+# a LOCK.MULTI: 3 holds c and waits for a and b in one request (a wait event per name); 2's
+# LOCK.MULTI for c and d closes 2 -c-> 3 -b-> 2 (its event names c, the cycle's first name)
+MULTI = GOOD[:2] + [["3-0", ev("grant", "c", 3, token="3")],
+                    ["4-0", ev("wait", "a", 3, wait_ms="2000")],
+                    ["4-1", ev("wait", "b", 3, wait_ms="2000")],
+                    ["5-0", ev("deadlock", "c", 2, value="2 -c-> 3 -b-> 2")]]
+
+
+def multi_history(entries, refused=1):
+    h = history(entries, refused=0)
+    for k in range(refused):
+        base = {"proc": 2, "f": "lock-multi", "workload": "deadlock", "key": "c,d", "session": 2}
+        h.insert(0, dict(base, type="fail", time=200 + k, error="deadlock",
+                         msg="DEADLOCK cycle of 2: 2 -c-> 3 -b-> 2"))
+        h.insert(0, dict(base, type="invoke", time=100 + k))
+    return h
+
+
+def test_deadlock_multi_requests_are_judged_by_the_union_of_their_waits():
+    v = check(multi_history(MULTI))
+    assert v["valid"] is True, v
+    assert v["stats"]["refused"] == 1 and v["stats"]["refused_multi"] == 1, v
+    # the same wait queued instead: a cycle left through one name of the multi-request
+    bad = MULTI[:5] + [["5-0", ev("wait", "c", 2, wait_ms="2000")],
+                       ["5-1", ev("wait", "d", 2, wait_ms="2000")]]
+    assert "cycle-left" in kinds(check(multi_history(bad, refused=0)))
+    # a multi refusal without its event
+    assert "deadlock-count" in kinds(check(multi_history(MULTI[:5])))
+
+
 def test_deadlock_a_refusal_without_its_event_is_found():
     assert "deadlock-count" in kinds(check(history(GOOD, refused=2)))
 

@@ -539,9 +539,9 @@ def summarize_verdict(v):
                 st.get("observers"), st.get("observed"), st.get("observe_cross"),
                 st.get("observe_compacted"))
     elif v["workload"] == "deadlock":
-        extra = " deadlocks=%s refused=%s waits=%s max_queue=%s stream_events=%s" % (
-            st.get("deadlocks"), st.get("refused"), st.get("waits"), st.get("max_queue"),
-            st.get("stream_events"))
+        extra = " deadlocks=%s refused=%s (multi %s) waits=%s max_queue=%s stream_events=%s" % (
+            st.get("deadlocks"), st.get("refused"), st.get("refused_multi"), st.get("waits"),
+            st.get("max_queue"), st.get("stream_events"))
     elif v["workload"] == "multilock":
         extra = " grants=%s holds=%s disjoint_overlaps=%s ok_writes=%s stale_refused=%s" % (
             st.get("multi_grants"), st.get("holds"), st.get("disjoint_overlaps"),

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * worker_deadlock.c: the torture workload "deadlock": sessions that take two of three locks
- * "dl/0".."dl/2" in random order, so that their waits close cycles often; the servers must
- * refuse each closing wait with -DEADLOCK (FL_EDEADLOCK) and nothing else.
+ * worker_deadlock.c: the torture workload "deadlock": sessions that take two or three of three
+ * locks "dl/0".."dl/2" in random order, so that their waits close cycles often; the servers
+ * must refuse each closing wait with -DEADLOCK (FL_EDEADLOCK) and nothing else. One op takes,
+ * in equal shares: a then b (fl_lock each); a, then b and c in one LOCK.MULTI (a multi-request
+ * that holds and waits: its wait for both closes cycles through either name); a and b in one
+ * LOCK.MULTI, then c (a queued multi-request is part of the cycles others close).
  *
- * Per session (ops carry "session": sid and "key": the lock):
- *   lock    fl_lock(name, WAIT 2-3 s): ok "token"; fail "error" deadlock (the message names
- *           the cycle) or timeout; info when the outcome is unknown (the session is then closed,
- *           which ends whatever it held or waited for).
- *   unlock  after a short hold, both locks in the order taken (a refused or timed-out second
- *           one is not held: only the first is released).
+ * Per session (ops carry "session": sid and "key": the lock, or the names "n1,n2"):
+ *   lock        fl_lock(name, WAIT 2-3 s): ok "token"; fail "error" deadlock (the message names
+ *               the cycle) or timeout; info when the outcome is unknown (the session is then
+ *               closed, which ends whatever it held or waited for).
+ *   lock-multi  fl_lock_multi(names, exclusive, WAIT 2-3 s): as lock ("tokens" on ok).
+ *   unlock      after a short hold, every lock held, in the reverse order taken (a refused or
+ *               timed-out request holds nothing: only what came before it is released).
  * The judge is the event stream (checkers_deadlock.py): the history says which requests were
  * refused, the stream in log order says what was held and queued at each revision.
  */
@@ -21,26 +25,33 @@
 
 #define DL_LOCKS 3
 
-/* One LOCK with its history lines; 1 if granted. */
-static int dl_lock(struct worker *w, const char *name, const char **outcome)
+/* One LOCK (n == 1) or LOCK.MULTI of names[0..n) with its history lines; 1 if granted. */
+static int dl_lock(struct worker *w, const char *const *names, size_t n, const char **outcome)
 {
     int proc = proc_of(w);
-    uint64_t sid = fl_session_id(w->s), token = 0;
+    uint64_t sid = fl_session_id(w->s), tokens[DL_LOCKS] = {0};
+    const char *f = n == 1 ? "lock" : "lock-multi";
+    char key[64];
+    snprintf(key, sizeof(key), "%s%s%s", names[0], n > 1 ? "," : "", n > 1 ? names[1] : "");
     struct ev e;
-    ev_begin(&e, w, proc, "invoke", "lock", now_ns());
-    ev_str(&e, "key", name);
+    ev_begin(&e, w, proc, "invoke", f, now_ns());
+    ev_str(&e, "key", key);
     ev_add(&e, ",\"session\":%" PRIu64, sid);
     ev_emit(w, &e);
     w->ops++;
-    fl_err err = fl_lock(w->s, name, 2000 + rnd(w, 1000), &token);
+    uint64_t wait_ms = 2000 + rnd(w, 1000);
+    fl_err err = n == 1 ? fl_lock(w->s, names[0], wait_ms, &tokens[0])
+                        : fl_lock_multi(w->s, n, names, NULL, wait_ms, tokens);
     const char *type = err == FL_OK                                ? "ok"
                        : err == FL_EDEADLOCK || err == FL_ETIMEOUT ? "fail"
                                                                    : "info";
-    ev_begin(&e, w, proc, type, "lock", now_ns());
-    ev_str(&e, "key", name);
+    ev_begin(&e, w, proc, type, f, now_ns());
+    ev_str(&e, "key", key);
     ev_add(&e, ",\"session\":%" PRIu64, sid);
-    if (err == FL_OK)
-        ev_add(&e, ",\"token\":%" PRIu64, token);
+    if (err == FL_OK && n == 1)
+        ev_add(&e, ",\"token\":%" PRIu64, tokens[0]);
+    else if (err == FL_OK)
+        ev_add(&e, ",\"tokens\":[%" PRIu64 ",%" PRIu64 "]", tokens[0], tokens[1]);
     else
         ev_error(&e, w, err);
     ev_complete(w, &e, type);
@@ -79,23 +90,31 @@ void op_deadlock(struct worker *w)
 {
     if (!ensure_session(w))
         return;
-    char a[16], b[16];
+    char nm[DL_LOCKS][16];
+    const char *p[DL_LOCKS]; /* the locks in the order taken */
     int i = (int)rnd(w, DL_LOCKS), j = (i + 1 + (int)rnd(w, DL_LOCKS - 1)) % DL_LOCKS;
-    snprintf(a, sizeof(a), "dl/%d", i);
-    snprintf(b, sizeof(b), "dl/%d", j);
+    int order[DL_LOCKS] = {i, j, DL_LOCKS - i - j}; /* 0 + 1 + 2 */
+    for (int k = 0; k < DL_LOCKS; k++) {
+        snprintf(nm[k], sizeof(nm[k]), "dl/%d", order[k]);
+        p[k] = nm[k];
+    }
+    /* the requests: {a} {b}; {a} {b c}; {a b} {c} */
+    int shape = (int)rnd(w, 3);
+    size_t first = shape == 2 ? 2 : 1, second = shape == 0 ? 1 : 3 - first;
     const char *outcome;
-    if (!dl_lock(w, a, &outcome)) {
+    if (!dl_lock(w, p, first, &outcome)) {
         if (!strcmp(outcome, "info"))
             dl_reset(w);
         return;
     }
-    int both = dl_lock(w, b, &outcome);
+    size_t held = first;
+    if (dl_lock(w, p + first, second, &outcome))
+        held += second;
     if (!strcmp(outcome, "info")) {
         dl_reset(w);
         return;
     }
     sleep_ms((int64_t)rnd(w, 30));
-    if (both)
-        dl_unlock(w, b);
-    dl_unlock(w, a);
+    while (held > 0)
+        dl_unlock(w, p[--held]);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsm/waitgraph.h"
 #include "fsm_fixture.h"
 
 #define MAX_NAMES 8
@@ -424,6 +425,191 @@ TEST_F(fsm_fx, the_oldest_waiting_request_is_granted_once_the_holders_let_go)
     }
 }
 
+/* ---- deadlock detection (waitgraph.h) at log format 2 ---- */
+
+static void format_2(struct fsm *f)
+{
+    struct fsm_cmd c = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = FSM_FORMAT_2}};
+    if (apply_cmd(f, &c).kind != FSM_REPLY_OK)
+        abort();
+}
+
+static bool is_deadlock(struct fsm_reply r, const char *want)
+{
+    return r.kind == FSM_REPLY_ERR && strcmp(r.err, want) == 0;
+}
+
+/* The DEADLOCK event of the last apply: its lock name into out ("" if none). */
+static const char *deadlock_lock(char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < EV.n; i++)
+        if (EV.ev[i].type == FSM_EV_DEADLOCK)
+            snprintf(out, cap, "%.*s", (int)EV.ev[i].name.len, EV.ev[i].name.p);
+    return out;
+}
+
+static void add_sid(void *arg, uint64_t sid, bool any)
+{
+    char *s = arg;
+    size_t n = strlen(s);
+    snprintf(s + n, 128 - n, "%llu%s,", (unsigned long long)sid, any ? "?" : "");
+}
+
+/* The sessions `sid`'s request on `name` waits for, as "a,b," (out: 128 bytes). */
+static const char *waits_for(const struct fsm *f, const char *name, uint64_t sid, char *out)
+{
+    out[0] = '\0';
+    fsm_waiter_waits_for(f, name, strlen(name), sid, add_sid, out);
+    return out;
+}
+
+static const char *sids(char *out, uint64_t a, uint64_t b)
+{
+    if (b)
+        snprintf(out, 128, "%llu,%llu,", (unsigned long long)a, (unsigned long long)b);
+    else
+        snprintf(out, 128, "%llu,", (unsigned long long)a);
+    return out;
+}
+
+/* Nothing changed but the revision, which moved by exactly one: f's counts equal those of
+ * fx->before (restored into fx->g). */
+static int unchanged_but_one_revision(struct fsm_fx *fx, uint64_t rev0)
+{
+    if (fsm_revision(fx->f) != rev0 + 1)
+        return 0;
+    char err[128];
+    if (fsm_restore(fx->g, (const uint8_t *)fx->before.p, fx->before.len, err, sizeof(err)))
+        return 0;
+    struct fsm_stats a, b;
+    fsm_stats(fx->f, &a);
+    fsm_stats(fx->g, &b);
+    return a.sessions == b.sessions && a.locks_held == b.locks_held && a.waiters == b.waiters &&
+           a.shared_holds == b.shared_holds && a.locks == b.locks && a.data_bytes == b.data_bytes;
+}
+
+TEST_F(fsm_fx, a_multi_request_closing_a_two_session_cycle_is_refused_and_queued_on_no_name)
+{
+    struct fsm *f = fx->f;
+    format_2(f);
+    uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "x", a, 0)) && token_of(apply_lock(f, "y", b, 0)));
+    CHECK_EQ_U64(apply_lock(f, "y", a, WAIT).kind, FSM_REPLY_QUEUED); /* a -> b */
+    CHECK(token_of(apply_lock(f, "w", a, 0)));
+    snapshot_into(f, &fx->before);
+    uint64_t rev0 = fsm_revision(f);
+    /* b asks for w (shared), x and a free z: its wait for x closes b -> a -> b */
+    struct fsm_reply r = apply_multi(f, b, WAIT, "w* x z");
+    char want[128], nm[16];
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 2: %llu -w-> %llu -y-> %llu",
+             (unsigned long long)b, (unsigned long long)a, (unsigned long long)b);
+    CHECK(is_deadlock(r, want)); /* the shortest cycle, through its first name */
+    CHECK(strcmp(deadlock_lock(nm, sizeof(nm)), "w") == 0);
+    CHECK(has_event(FSM_EV_DEADLOCK, b) && !has_event(FSM_EV_WAIT_STARTED, 0));
+    CHECK(unchanged_but_one_revision(fx, rev0)); /* the event's revision, nothing else */
+    CHECK_EQ_U64(waiters_of(f, "w") + waiters_of(f, "x") + waits_of(f, b), 0);
+    struct fsm_lock_view v;
+    CHECK(!fsm_lock_info(f, "z", 1, &v)); /* not even created */
+    CHECK_EQ_U64(waiters_of(f, "y"), 1);  /* the other wait is untouched */
+    /* refused in exclusive mode alone too: b's wait for x */
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 2: %llu -x-> %llu -y-> %llu",
+             (unsigned long long)b, (unsigned long long)a, (unsigned long long)b);
+    CHECK(is_deadlock(apply_multi(f, b, WAIT, "x z"), want));
+    /* the victim lets go of y: a gets it, and b's multi-request can now queue */
+    CHECK_EQ_U64(apply_unlock(f, "y", b).kind, FSM_REPLY_OK);
+    CHECK_EQ_U64(holder_of(f, "y"), a);
+    CHECK_EQ_U64(apply_multi(f, b, WAIT, "w* x z").kind, FSM_REPLY_QUEUED);
+    CHECK(invariants_hold(f) && restores_identically(f));
+}
+
+TEST_F(fsm_fx, a_single_lock_closing_a_cycle_through_a_queued_multi_request_is_refused)
+{
+    struct fsm *f = fx->f;
+    format_2(f);
+    uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "x", a, 0)) && token_of(apply_lock(f, "y", b, 0)));
+    /* a waits for y (held by b) and z (free: a heads its queue, in shared mode) */
+    CHECK_EQ_U64(apply_multi(f, a, WAIT, "y z*").kind, FSM_REPLY_QUEUED);
+    char w[128], want[128];
+    CHECK(strcmp(waits_for(f, "y", a, w), sids(want, b, 0)) == 0); /* blockers per name */
+    CHECK(strcmp(waits_for(f, "z", a, w), "") == 0);
+    /* b's exclusive wait for x, held by a */
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 2: %llu -x-> %llu -y-> %llu",
+             (unsigned long long)b, (unsigned long long)a, (unsigned long long)b);
+    CHECK(is_deadlock(apply_lock(f, "x", b, WAIT), want));
+    /* b's shared wait for z: a shared request never waits for a shared one, but a waiting
+       multi-request blocks the queue until all its names can be granted: b -> a */
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 2: %llu -z-> %llu -y-> %llu",
+             (unsigned long long)b, (unsigned long long)a, (unsigned long long)b);
+    CHECK(is_deadlock(apply_lock_shared(f, "z", b, WAIT), want));
+    CHECK_EQ_U64(waiters_of(f, "z") + waiters_of(f, "x"), 1);
+    /* a third reader of z queues behind a's multi-request and says whom it waits for */
+    uint64_t c = open_session(f, 10000, 0);
+    CHECK_EQ_U64(apply_lock_shared(f, "z", c, WAIT).kind, FSM_REPLY_QUEUED);
+    CHECK(strcmp(waits_for(f, "z", c, w), sids(want, a, 0)) == 0);
+    CHECK(invariants_hold(f) && restores_identically(f));
+    /* b lets go: a gets y and z, c reads z beside it */
+    CHECK_EQ_U64(apply_unlock(f, "y", b).kind, FSM_REPLY_OK);
+    CHECK_EQ_U64(holder_of(f, "y"), a);
+    CHECK(token_held(f, "z", a, NULL) && token_held(f, "z", c, NULL));
+    CHECK(invariants_hold(f));
+}
+
+TEST_F(fsm_fx, readers_in_a_multi_request_are_no_cycle_but_a_reader_it_blocks_can_be)
+{
+    struct fsm *f = fx->f;
+    format_2(f);
+    uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0),
+             c = open_session(f, 10000, 0), d = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock_shared(f, "r", a, 0)) && token_of(apply_lock_shared(f, "r", b, 0)));
+    CHECK(token_of(apply_lock(f, "x", c, 0)) && token_of(apply_lock(f, "y", d, 0)));
+    CHECK_EQ_U64(apply_lock(f, "x", a, WAIT).kind, FSM_REPLY_QUEUED); /* a -> c */
+    /* c reads r beside a and b (no edge to them) and waits for y (d waits for nobody) */
+    CHECK_EQ_U64(apply_multi(f, c, WAIT, "r* y").kind, FSM_REPLY_QUEUED);
+    char w[128], want[128];
+    CHECK(strcmp(waits_for(f, "r", c, w), "") == 0);
+    CHECK(strcmp(waits_for(f, "y", c, w), sids(want, d, 0)) == 0);
+    /* e reads r behind c's multi-request: e -> c -> d, no cycle */
+    uint64_t e = open_session(f, 10000, 0);
+    CHECK_EQ_U64(apply_lock_shared(f, "r", e, WAIT).kind, FSM_REPLY_QUEUED);
+    /* d reads r: it would wait for c's multi-request, which waits for d's y */
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 2: %llu -r-> %llu -y-> %llu",
+             (unsigned long long)d, (unsigned long long)c, (unsigned long long)d);
+    CHECK(is_deadlock(apply_lock_shared(f, "r", d, WAIT), want));
+    CHECK(invariants_hold(f) && restores_identically(f));
+    /* d lets go: c gets r and y together, e reads r with it */
+    CHECK_EQ_U64(apply_unlock(f, "y", d).kind, FSM_REPLY_OK);
+    CHECK_EQ_U64(holder_of(f, "y"), c);
+    CHECK(token_held(f, "r", c, NULL) && token_held(f, "r", e, NULL));
+    CHECK(invariants_hold(f));
+}
+
+TEST_F(fsm_fx, a_three_party_cycle_closed_by_one_name_of_a_multi_request_is_refused)
+{
+    struct fsm *f = fx->f;
+    format_2(f);
+    uint64_t s1 = open_session(f, 10000, 0), s2 = open_session(f, 10000, 0),
+             s3 = open_session(f, 10000, 0), s4 = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "a", s1, 0)) && token_of(apply_lock(f, "b", s2, 0)) &&
+          token_of(apply_lock(f, "c", s3, 0)) && token_of(apply_lock(f, "d", s4, 0)));
+    CHECK_EQ_U64(apply_lock(f, "b", s1, WAIT).kind, FSM_REPLY_QUEUED); /* s1 -> s2 */
+    CHECK_EQ_U64(apply_lock(f, "c", s2, WAIT).kind, FSM_REPLY_QUEUED); /* s2 -> s3 */
+    /* s3 asks for d (s4 waits for nobody) and a: a closes s3 -> s1 -> s2 -> s3 */
+    char want[128];
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 3: %llu -a-> %llu -b-> %llu -c-> %llu",
+             (unsigned long long)s3, (unsigned long long)s1, (unsigned long long)s2,
+             (unsigned long long)s3);
+    CHECK(is_deadlock(apply_multi(f, s3, WAIT, "d a"), want));
+    CHECK_EQ_U64(waits_of(f, s3) + waiters_of(f, "d") + waiters_of(f, "a"), 0);
+    /* the same names with s3 in the middle: s1's multi-request for b and d queues (s2 and s4
+       let go in time), then s3's wait for a closes s3 -> s1 -b-> s2 -> s3 through it */
+    CHECK_EQ_U64(apply_cancel_wait(f, "b", s1).kind, FSM_REPLY_NIL);
+    CHECK_EQ_U64(apply_multi(f, s1, WAIT, "b d").kind, FSM_REPLY_QUEUED);
+    CHECK(is_deadlock(apply_lock(f, "a", s3, WAIT), want));
+    CHECK(invariants_hold(f) && restores_identically(f));
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, free_names_are_granted_in_one_entry_with_consecutive_tokens_in_name_order);
@@ -439,5 +625,9 @@ int main(void)
     RUN_F(fsm_fx, a_retry_after_queued_answers_the_first_token_once_granted);
     RUN_F(fsm_fx, a_snapshot_keeps_a_waiting_multi_request_and_it_is_granted_the_same_after);
     RUN_F(fsm_fx, the_oldest_waiting_request_is_granted_once_the_holders_let_go);
+    RUN_F(fsm_fx, a_multi_request_closing_a_two_session_cycle_is_refused_and_queued_on_no_name);
+    RUN_F(fsm_fx, a_single_lock_closing_a_cycle_through_a_queued_multi_request_is_refused);
+    RUN_F(fsm_fx, readers_in_a_multi_request_are_no_cycle_but_a_reader_it_blocks_can_be);
+    RUN_F(fsm_fx, a_three_party_cycle_closed_by_one_name_of_a_multi_request_is_refused);
     TEST_MAIN_END();
 }

@@ -18,9 +18,11 @@
  *
  * Odd seeds run at log format 2, where deadlock detection is on (src/fsm/waitgraph.h): the
  * model computes the wait-for graph on its own (a waiter waits for the holder and for every
- * session queued before it, over all the locks it is queued on) and predicts -DEADLOCK exactly
- * when the new wait's session is reachable from those it would wait for; the cycle the
- * DEADLOCK event names must be a path of real edges of that graph from the session back to it.
+ * session queued before it, over all the locks it is queued on: a waiting LOCK_MULTI for the
+ * union over its names) and predicts -DEADLOCK exactly when the new wait's session is
+ * reachable from those it would wait for (a LOCK_MULTI: on any of its names); the cycle the
+ * DEADLOCK event names must be a path of real edges of that graph from the session back to it,
+ * its first edge the new request on the event's lock.
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -311,8 +313,8 @@ static struct fsm_names multi_names(uint8_t mset)
 static struct model M;
 static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
-static bool g_detect; /* this seed runs at format 2: deadlock detection on */
-static uint64_t n_dl; /* waits refused -DEADLOCK */
+static bool g_detect;             /* this seed runs at format 2: deadlock detection on */
+static uint64_t n_dl, n_dl_multi; /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
 
 #define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
 #define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
@@ -720,8 +722,9 @@ static int lock_by_shown(const char *p, size_t n)
 }
 
 /* The DEADLOCK event's cycle "s1 -n1-> s2 -n2-> ... s1" is a path of real edges of the model's
- * graph from c's session (its first edge: the new request on c's lock) back to it. */
-static int check_cycle(const struct fsm_str *v, const struct mcmd *c)
+ * graph from c's session (its first edge: the new request on the event's lock evli, c's lock
+ * or one of c's LOCK_MULTI names) back to it. */
+static int check_cycle(const struct fsm_str *v, const struct mcmd *c, int evli)
 {
     char text[512];
     MCHECK(v->len < sizeof(text));
@@ -743,7 +746,8 @@ static int check_cycle(const struct fsm_str *v, const struct mcmd *c)
         MCHECK(end != p);
         p = end;
         if (hops == 0) { /* the new request, not queued: waits for the holder and the queue */
-            MCHECK(li == lock_idx(c->name));
+            MCHECK(li == evli);
+            MCHECK(c->op == FSM_OP_LOCK_MULTI ? (c->mset >> li) & 1 : li == lock_idx(c->name));
             MCHECK(M.locks[li].holder == v2 || qpos(&M.locks[li], v2) >= 0);
         } else {
             MCHECK(m_blocks(li, u, v2));
@@ -851,6 +855,11 @@ static struct expect predict_multi(const struct mcmd *c)
     }
     if (all_free)
         return ex_fresh();
+    for (int i = 0; i < NLOCKS && c->wait_ms && g_detect; i++)
+        if (((c->mset >> i) & 1) && closes_cycle(c->sid, i))
+            return (struct expect){.kind = FSM_REPLY_ERR,
+                                   .err = "DEADLOCK cycle of ",
+                                   .changes = true}; /* one revision: the event's */
     return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
 }
 
@@ -1026,9 +1035,12 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(c->has_fence && ev->token == c->fence_token);
         break;
     case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
-        MCHECK(g_detect && c->op == FSM_OP_LOCK && ev->sid == c->sid && li == lock_idx(c->name));
-        MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c) == 0);
+        MCHECK(g_detect && ev->sid == c->sid);
+        MCHECK(c->op == FSM_OP_LOCK ? li == lock_idx(c->name)
+                                    : c->op == FSM_OP_LOCK_MULTI && ((c->mset >> li) & 1));
+        MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c, li) == 0);
         n_dl++;
+        n_dl_multi += c->op == FSM_OP_LOCK_MULTI;
         break;
     case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
         MCHECK(c->op == FSM_OP_PUT && key_idx(ev->name) >= 0);
@@ -1376,7 +1388,7 @@ static int run_seed(uint64_t seed, int steps)
     buf_init(&entry);
     memset(&M, 0, sizeof(M));
     memset(n_ev, 0, sizeof(n_ev));
-    n_dl = 0;
+    n_dl = n_dl_multi = 0;
     g_detect = seed & 1;
     if (g_detect) { /* log format 2: deadlock detection on, in f and in its twin alike */
         struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
@@ -1416,7 +1428,8 @@ static int run_seed(uint64_t seed, int steps)
            (unsigned long long)n_ev[FSM_EV_LOCKDELAY_ENDED],
            (unsigned long long)n_ev[FSM_EV_SESSION_ENDED], (unsigned long long)n_replay,
            (unsigned long long)n_bad, (unsigned long long)n_err);
-    printf("  format %d: deadlocks refused %llu\n", g_detect ? 2 : 1, (unsigned long long)n_dl);
+    printf("  format %d: deadlocks refused %llu (LOCK_MULTI %llu)\n", g_detect ? 2 : 1,
+           (unsigned long long)n_dl, (unsigned long long)n_dl_multi);
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);
