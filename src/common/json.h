@@ -35,10 +35,10 @@ struct json {
 };
 
 void json_init(struct json *j, struct buf *out);
-void json_obj(struct json *j);   /* { */
-void json_arr(struct json *j);   /* [ */
-void json_close(struct json *j); /* } or ] of the innermost open one */
-void json_key(struct json *j, const char *key); /* "key": (NUL-terminated, escaped) */
+void json_obj(struct json *j);                          /* { */
+void json_arr(struct json *j);                          /* [ */
+void json_close(struct json *j);                        /* } or ] of the innermost open one */
+void json_key(struct json *j, const char *key);         /* "key": (NUL-terminated, escaped) */
 void json_str(struct json *j, const char *s, size_t n); /* any bytes */
 void json_cstr(struct json *j, const char *s);
 void json_u64(struct json *j, uint64_t v);

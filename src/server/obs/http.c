@@ -240,6 +240,12 @@ static const char *reason(int status)
         return "OK";
     case 204:
         return "No Content";
+    case 307:
+        return "Temporary Redirect";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 400:
         return "Bad Request";
     case 404:
@@ -350,7 +356,16 @@ static int take_async(struct http_conn *c, const struct http_req *r, size_t head
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->state = ST_WAITING;
     c->pending = p;
-    struct srv_http_request req = {r->method, r->path, r->query, c->in, head_len};
+    char peer[64] = "";
+    struct sockaddr_storage ss;
+    int sl = sizeof(ss);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            uv_ip4_name((struct sockaddr_in *)&ss, peer, sizeof(peer));
+        else if (ss.ss_family == AF_INET6)
+            uv_ip6_name((struct sockaddr_in6 *)&ss, peer, sizeof(peer));
+    }
+    struct srv_http_request req = {r->method, r->path, r->query, c->in, head_len, peer};
     if (!h->async(h->async_arg, &req, p)) {
         c->pending = NULL;
         c->state = ST_READING;
@@ -548,6 +563,12 @@ void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg
 void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype, const char *body,
                        size_t len)
 {
+    srv_http_complete_h(p, status, ctype, NULL, body, len);
+}
+
+void srv_http_complete_h(struct srv_http_pending *p, int status, const char *ctype,
+                         const char *extra_headers, const char *body, size_t len)
+{
     struct http_conn *c = p->c;
     int send_body = !p->head_only;
     free(p);
@@ -559,7 +580,7 @@ void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype
         respond_error(c, 500, NULL);
         return;
     }
-    respond(c, status, ctype, send_body, NULL);
+    respond(c, status, ctype, send_body, extra_headers);
 }
 
 static int ascii_casecmp_n(const char *a, const char *b, size_t n)

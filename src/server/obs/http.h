@@ -47,6 +47,7 @@ struct srv_http_request {
     const char *query; /* what follows '?', not decoded; "" without one */
     const char *head;  /* the whole request head, for srv_http_header */
     size_t head_len;
+    const char *peer; /* the client's IP address as text; "" when unknown */
 };
 
 /* Asked first for every GET/HEAD request. 0: not taken (the plain handler answers it, and p is
@@ -71,6 +72,10 @@ void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg
  * connection has closed meanwhile. */
 void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype, const char *body,
                        size_t len);
+/* The same with extra header lines (each ending in CRLF; NULL: none), e.g. Location. The
+ * caller builds them from values it checked: no CR or LF from a request may reach them. */
+void srv_http_complete_h(struct srv_http_pending *p, int status, const char *ctype,
+                         const char *extra_headers, const char *body, size_t len);
 
 /* The value of header `name` (case-insensitive) in req's head, without the blanks around it, and
  * its length in *len; NULL when absent. Several lines of that name: *len = SIZE_MAX (ambiguous;

@@ -212,7 +212,7 @@ static void fence_barrier_cb(void *ctx, int status)
     issue(s); /* the checks that arrived meanwhile; when stopping, they are answered 503 */
 }
 
-int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
+int srv_http_fence_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
 {
     struct srv *s = arg;
     if (strcmp(req->path, "/v1/fence") != 0)

@@ -27,8 +27,7 @@ struct srv_hfence {
     bool busy;                               /* a barrier is in flight */
 };
 
-/* The async handler (http.h) of fencelockd's HTTP port: takes /v1/fence, nothing else.
- * arg is the struct srv. */
-int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p);
+/* GET /v1/fence, called by the gate (http_api.h: srv_http_fence_route) once the request is
+ * admitted. */
 
 #endif
