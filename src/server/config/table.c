@@ -129,7 +129,7 @@ const struct cfg_row cfg_rows[] = {
         "time an HTTP client has to send its request"),
     BOOL("--http-metrics-auth", http_metrics_auth,
          "with --acl-file, /metrics on the HTTP port asks for HTTP Basic credentials like /v1/ "
-         "(any user); off: /metrics stays open as /health does"),
+         "(a user with read); off: /metrics stays open as /health does"),
     NUM("--election-ms", election_ms, CFG_MS, 10, 60000, 400, "Raft election timeout"),
     NUM("--heartbeat-ms", heartbeat_ms, CFG_MS, 1, 60000, 40, "Raft heartbeat"),
     NUM("--snapshot-threshold", snapshot_threshold, CFG_COUNT, 2, 1u << 30, 16384,
