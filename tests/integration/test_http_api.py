@@ -251,3 +251,121 @@ def test_http_api_metrics_auth_setting(ctx):
     eq(st, 200)
     assert b"fencelock_" in body
     eq(get(s, "/health")[0], 200)
+
+
+# ---- GET /v1/events: Server-Sent Events ----
+
+class Sse:
+    """A raw SSE reader: the response head, then events as (id, event, data dict)."""
+
+    def __init__(self, srv, path, headers=None, auth=None):
+        import socket
+        self.sock = socket.create_connection(("127.0.0.1", srv.http_port), timeout=30)
+        hs = dict(headers or {})
+        if auth:
+            hs["Authorization"] = "Basic " + base64.b64encode(
+                ("%s:%s" % auth).encode()).decode()
+        req = "GET %s HTTP/1.1\r\nHost: x\r\n" % path
+        req += "".join("%s: %s\r\n" % kv for kv in hs.items()) + "\r\n"
+        self.sock.sendall(req.encode())
+        self.buf = b""
+        head = self._until(b"\r\n\r\n").decode()
+        self.status = int(head.split(" ", 2)[1])
+        self.head = head
+
+    def _until(self, sep):
+        while sep not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("closed; have %r" % self.buf)
+            self.buf += chunk
+        out, self.buf = self.buf.split(sep, 1)
+        return out
+
+    def next(self):
+        block = self._until(b"\n\n").decode()
+        f = dict(line.split(": ", 1) for line in block.split("\n"))
+        return f.get("id"), f.get("event"), json.loads(f["data"])
+
+    def close(self):
+        self.sock.close()
+
+
+def xread_ids(c, stream):
+    r = ok(c.call("XREAD", "COUNT", 1000, "STREAMS", stream, "0"))
+    if r is None:
+        return []
+    entries = r[0][1] if isinstance(r, list) else list(r.values())[0]
+    out = []
+    for i, fields in entries:
+        m = {plain(k): plain(v) for k, v in as_map(fields).items()}
+        out.append((plain(i), m["type"], m.get("name")))
+    return out
+
+
+def test_http_api_events_stream_resumes_with_last_event_id(ctx):
+    c = ctx.conn()
+    sid = open_session(c)
+    first = Sse(ctx.srv, "/v1/events?prefix=job%2F")
+    eq(first.status, 200, first.head)
+    assert "text/event-stream" in first.head, first.head
+    t1 = expect_int(c.call("LOCK", "job/1", sid))
+    ok(c.call("UNLOCK", "job/1", sid))
+    expect_int(c.call("LOCK", "other", sid))  # not under the prefix
+    t2 = expect_int(c.call("LOCK", "job/2", sid))
+    i1, ev, data = first.next()
+    eq((ev, data["type"], data["name"], data["token"], data["sid"], data["id"]),
+       ("grant", "grant", "job/1", t1, sid, i1))
+    first.close()  # the client drops after one event; the rest comes after a reconnect
+    ok(c.call("UNLOCK", "job/2", sid))
+    again = Sse(ctx.srv, "/v1/events?prefix=job%2F&after=0", {"Last-Event-ID": i1})
+    eq(again.status, 200, again.head)
+    got = [(i1, "grant", "job/1")]
+    for _ in range(3):
+        i, ev, data = again.next()
+        got.append((i, ev, data["name"]))
+    want = xread_ids(c, "fencelock:events:job/")
+    eq(got, want, "every event once, in order, across the reconnect (XREAD's ids)")
+    eq(got[2][1:], ("grant", "job/2"))
+    assert t2 > t1
+    again.close()
+    # after= from the start gives the same; a bad id is 400; an id the history lost is 410
+    s3 = Sse(ctx.srv, "/v1/events?prefix=job%2F&after=0")
+    eq([s3.next()[0] for _ in range(4)], [w[0] for w in want])
+    s3.close()
+    for path, hdr in (("/v1/events?after=x", {}), ("/v1/events", {"Last-Event-ID": "1-x"}),
+                      ("/v1/events?limit=3", {})):
+        s = Sse(ctx.srv, path, hdr)
+        eq(s.status, 400, path)
+        s.close()
+    st, hd, body = get(ctx.srv, "/metrics")
+    assert b"fencelock_http_sse_events_total" in body
+
+
+def test_http_api_events_auth_and_follower(ctx):
+    s = _acl_server(ctx)
+    eq(Sse(s, "/v1/events").status, 401)
+    eq(Sse(s, "/v1/events", auth=("app", "apppw")).status, 403, "globs: not every event")
+    ok_ = Sse(s, "/v1/events", auth=("admin", "adminpw"))
+    eq(ok_.status, 200)
+    ok_.close()
+
+
+def test_http_api_events_follower_needs_stale(ctx):
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    c = ctx.conn(leader)
+    sid = open_session(c)
+    f = [s for s in servers if s is not leader][0]
+    s = Sse(f, "/v1/events")
+    eq(s.status, 503)
+    s.close()
+    s = Sse(f, "/v1/events?stale&prefix=fx&after=0")
+    eq(s.status, 200, s.head)
+    t = expect_int(c.call("LOCK", "fx", sid))
+    _, ev, data = s.next()
+    eq((ev, data["name"], data["token"]), ("grant", "fx", t))
+    s.close()
+
+
+test_http_api_events_follower_needs_stale.timeout = 120

@@ -20,6 +20,7 @@
 #ifndef FENCELOCK_HTTP_H
 #define FENCELOCK_HTTP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -76,6 +77,28 @@ void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype
  * caller builds them from values it checked: no CR or LF from a request may reach them. */
 void srv_http_complete_h(struct srv_http_pending *p, int status, const char *ctype,
                          const char *extra_headers, const char *body, size_t len);
+
+/*
+ * Streams (Server-Sent Events): srv_http_stream_begin turns a taken request into a response
+ * without Content-Length that stays open: it frees p, sends the head, and the connection then
+ * only discards what the client sends (its EOF closes the stream) and has no idle timeout.
+ * srv_http_stream_write queues bytes (copied); srv_http_stream_pending says how many are not
+ * written yet (the owner bounds it). events(arg, closed): after each completed write with
+ * closed false (room for more), and once with closed true when the connection closes by
+ * itself (the client left, an error, srv_http_stop): the handle is then invalid. The owner's
+ * srv_http_stream_end closes it without that call. NULL when the connection had closed (p is
+ * freed either way).
+ */
+struct srv_http_stream;
+typedef void (*srv_http_stream_cb)(void *arg, bool closed);
+struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const char *ctype,
+                                              const char *extra_headers, srv_http_stream_cb cb,
+                                              void *arg);
+/* 0, or -1 when out of memory or the connection is closing (the stream then ends: the owner
+ * gets events(arg, true) from the close). */
+int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t len);
+size_t srv_http_stream_pending(const struct srv_http_stream *st);
+void srv_http_stream_end(struct srv_http_stream *st);
 
 /* The value of header `name` (case-insensitive) in req's head, without the blanks around it, and
  * its length in *len; NULL when absent. Several lines of that name: *len = SIZE_MAX (ambiguous;

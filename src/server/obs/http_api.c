@@ -583,6 +583,56 @@ static void render_members(struct srv *s, struct json *j)
     json_close(j);
 }
 
+/* GET /v1/events: a user with keys= or locks= globs may not read every event (XREAD's rule);
+ * a follower streams only with ?stale (its own applied events). */
+static void begin_events(struct hapi_req *q, const struct acl_user *u)
+{
+    struct srv *s = q->s;
+    if (s->auth.on && u && (u->keys || u->locks)) {
+        answer_text(q, 403, NULL,
+                    "this user has keys= or locks= globs: it may not read every event\n");
+        return;
+    }
+    size_t cap = s->cfg.max_key;
+    char *m = malloc(2 * (cap + 1));
+    struct hapi_query qq = {.prefix = m, .after = m ? m + cap + 1 : NULL};
+    char err[160];
+    if (!m) {
+        answer_text(q, 503, NULL, "out of memory\n");
+        return;
+    }
+    if (hapi_parse_query(q->query, &qq, cap, err, sizeof(err)) || qq.limit) {
+        free(m);
+        answer_text(q, 400, NULL, qq.limit ? "limit: not a parameter of /v1/events\n" : err);
+        return;
+    }
+    if (!qq.stale && !srv_ready(s)) {
+        free(m);
+        answer_not_leader(q);
+        return;
+    }
+    if (!strcmp(q->method, "HEAD")) {
+        free(m);
+        srv_http_complete(q->p, 200, "text/event-stream", "", 0);
+        req_free(q);
+        return;
+    }
+    struct srv_http_request r = req_of(q);
+    int st = srv_http_events_begin(s, q->p, &r, qq.prefix, qq.prefix_len, qq.after, qq.after_len,
+                                   qq.has_after, err, sizeof(err));
+    free(m);
+    if (st) {
+        size_t n = strlen(err);
+        if (n + 1 < sizeof(err)) {
+            err[n] = '\n';
+            err[n + 1] = '\0';
+        }
+        answer_text(q, st, NULL, err);
+        return;
+    }
+    req_free(q);
+}
+
 /* The request is who it claims (or there are no users): serve it. */
 static void admit(struct hapi_req *q)
 {
@@ -615,6 +665,10 @@ static void admit(struct hapi_req *q)
     int bad = check_input(q);
     if (bad) {
         answer_api(q, NULL); /* render() gives the 400/404 and its message */
+        return;
+    }
+    if (!strcmp(q->path, "/v1/events")) {
+        begin_events(q, u);
         return;
     }
     if (hapi_query_has_stale(q->query)) {

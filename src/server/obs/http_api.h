@@ -18,16 +18,32 @@
 #define FENCELOCK_HTTP_API_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "server/obs/http.h"
 
 struct hapi_req;
+struct hev;
+struct srv;
 
 struct srv_hapi {
     struct hapi_req *waiting, *waiting_tail; /* for the next barrier */
     struct hapi_req *inflight;               /* covered by the barrier in flight */
     bool busy;                               /* a barrier is in flight */
+    struct hev *streams;                     /* open /v1/events streams (http_events.c) */
+    size_t nstreams;
+    uint64_t sse_events;    /* events sent on streams */
+    uint64_t sse_closes[2]; /* streams closed: [0] compacted (fell behind), [1] an error */
 };
+
+/* GET /v1/events (http_events.c), once admitted: 0 when answered (a stream, or the connection
+ * was gone), else the HTTP status to answer with the reason in err. */
+int srv_http_events_begin(struct srv *s, struct srv_http_pending *p,
+                          const struct srv_http_request *req, const char *prefix, size_t plen,
+                          const char *after, size_t alen, bool has_after, char *err, size_t errlen);
+/* Events were applied: every stream sends what it can (the apply hook, lease/timers.c). */
+void srv_http_events_wake(struct srv *s);
 
 /* The async handler (http.h) of fencelockd's HTTP port: the gate, the API, /v1/fence
  * (http_fence.c) and, with --http-metrics-auth under users, /metrics. arg is the struct srv. */

@@ -21,6 +21,7 @@ enum hapi_route {
     HAPI_MEMBERS,
     HAPI_ELECTIONS,
     HAPI_SEMAPHORES,
+    HAPI_EVENTS, /* /v1/events: Server-Sent Events (http_events.c) */
 };
 
 /* The route of path; for HAPI_LOCK the decoded name in name[0..*nlen) (at most cap bytes, at
