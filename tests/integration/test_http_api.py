@@ -191,6 +191,11 @@ def test_http_api_follower_503_and_stale_headers(ctx):
         assert int(hd["x-fencelock-last-contact"]) >= 0, hd
     st, hd, _ = get(leader, "/v1/locks/inv?stale")
     eq((st, hd.get("x-fencelock-last-contact")), (200, "0"), "the leader itself")
+    # on 3 nodes the twins agree too: members, locks, sessions
+    want = [plain(as_map(x)) for x in c.call("CLUSTER.MEMBERS")]
+    eq(get_json(leader, "/v1/members")["members"], want, "CLUSTER.MEMBERS")
+    eq(get_json(leader, "/v1/locks")["locks"], [plain(as_map(x)) for x in c.call("LOCKS", "")])
+    eq([x["sid"] for x in get_json(leader, "/v1/sessions")["sessions"]], [sid])
     eq(revision(c), rev)
 
 
@@ -217,6 +222,14 @@ def _acl_server(ctx, *extra):
     return s
 
 
+def metric_value(srv, name):
+    _, _, body = get(srv, "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no metric %s" % name)
+
+
 def test_http_api_basic_auth_401_403_200_and_globs(ctx):
     s = _acl_server(ctx)
     c = ctx.conn(s)
@@ -227,7 +240,10 @@ def test_http_api_basic_auth_401_403_200_and_globs(ctx):
     st, hd, _ = get(s, "/v1/locks")
     eq(st, 401, "no credentials")
     assert hd.get("www-authenticate", "").startswith("Basic realm="), hd
+    fails = metric_value(s, "fencelock_auth_failures_total")
     eq(get(s, "/v1/locks", ("admin", "wrong"))[0], 401, "a wrong password")
+    eq(metric_value(s, "fencelock_auth_failures_total"), fails + 1,
+       "a wrong Basic password counts as a failed AUTH (same back-off)")
     eq(get(s, "/v1/locks", ("nobody", "x"))[0], 401, "an unknown user")
     eq(get(s, "/v1/locks", ("lockonly", "lockonlypw"))[0], 403, "no read permission")
     eq([x["name"] for x in get_json(s, "/v1/locks", ("admin", "adminpw"))["locks"]],
