@@ -256,6 +256,9 @@ def test_http_api_basic_auth_401_403_200_and_globs(ctx):
     q = "/v1/fence?lock=job-1&token=%d" % t
     eq(get(s, q)[0], 401)
     eq(get(s, q, ("app", "apppw"))[0], 200)
+    st, _, body = get(s, "/v1/fence?lock=secret&token=%d" % t, ("app", "apppw"))
+    eq(st, 403, "FENCE.CHECK's rule: a lock outside the globs: %s" % body)
+    eq(get(s, q, ("lockonly", "lockonlypw"))[0], 403, "no read permission")
     eq(get(s, "/health")[0], 200)
     eq(get(s, "/metrics")[0], 200, "--http-metrics-auth is off by default")
 
@@ -385,3 +388,21 @@ def test_http_api_events_follower_needs_stale(ctx):
 
 
 test_http_api_events_follower_needs_stale.timeout = 120
+
+
+def test_http_api_events_streams_are_capped(ctx):
+    """--http-max-streams: over it 503; a stream that ends frees its place."""
+    srv = ctx.server("--http-max-streams", "1")
+    a = Sse(srv, "/v1/events")
+    eq(a.status, 200)
+    b = Sse(srv, "/v1/events")
+    eq(b.status, 503, "a second stream over --http-max-streams 1")
+    b.close()
+    eq(get(srv, "/health")[0], 200, "/health still answers")
+    a.close()
+
+    def third():
+        s = Sse(srv, "/v1/events")
+        s.close()
+        return s.status == 200
+    wait_until(third, timeout=30, what="the closed stream's place freed")

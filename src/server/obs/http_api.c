@@ -637,15 +637,19 @@ static void begin_events(struct hapi_req *q, const struct acl_user *u)
 static void admit(struct hapi_req *q)
 {
     struct srv *s = q->s;
-    if (!strcmp(q->path, "/v1/fence")) {
-        struct srv_http_request r = req_of(q);
-        srv_http_fence_route(s, &r, q->p); /* reads r (q's copies) only during the call */
-        req_free(q);
-        return;
-    }
     const struct acl_user *u = user_of(q);
     if (s->auth.on && (!u || !(u->perms & ACL_READ))) {
         answer_text(q, 403, NULL, "this user has no read permission\n");
+        return;
+    }
+    if (!strcmp(q->path, "/v1/fence")) {
+        struct srv_http_request r = req_of(q);
+        s->hfence.gated = true; /* the user's globs, for this call only */
+        s->hfence.user = u;
+        srv_http_fence_route(s, &r, q->p); /* reads r (q's copies) only during the call */
+        s->hfence.gated = false;
+        s->hfence.user = NULL;
+        req_free(q);
         return;
     }
     if (!strcmp(q->path, "/metrics")) {

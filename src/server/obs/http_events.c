@@ -122,6 +122,13 @@ int srv_http_events_begin(struct srv *s, struct srv_http_pending *p,
 {
     struct watch_id id = {0, 0};
     size_t hl = 0;
+    unsigned cap = s->cfg.http_max_streams;
+    if (s->cfg.http_max_conns && cap > s->cfg.http_max_conns - 1)
+        cap = s->cfg.http_max_conns - 1; /* a connection stays for /health */
+    if (s->hapi.nstreams >= cap) {
+        snprintf(err, errlen, "%u event streams are open (--http-max-streams): try later", cap);
+        return 503;
+    }
     const char *last = srv_http_header(req, "Last-Event-ID", &hl);
     if (last && hl == SIZE_MAX) {
         snprintf(err, errlen, "Last-Event-ID given twice");

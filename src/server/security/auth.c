@@ -743,6 +743,8 @@ void srv_auth_http(struct srv *s, const char *addr, const char *user, size_t ule
     memcpy(w->pw, pw, pwlen);
     w->pwlen = pwlen;
     size_t un = ulen > ACL_NAME_MAX ? ACL_NAME_MAX : ulen;
+    /* cppcheck-suppress knownConditionTrueFalse ; false positive as in wait_new: `un` is the
+     * length of the user name the client sent, up to ACL_NAME_MAX. */
     for (size_t i = 0; i < un; i++) /* shown in the log: printable bytes only */
         w->user[i] = user[i] > ' ' && user[i] < 0x7f ? user[i] : '?';
     snprintf(w->addr, sizeof w->addr, "%s", addr && addr[0] ? addr : "?");
