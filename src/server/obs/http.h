@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http — a minimal HTTP/1.1 server on libuv for /metrics and /health.
+ * http — a minimal HTTP/1.1 server on libuv: /metrics, /health, /v1/fence, the JSON API and its
+ * Server-Sent Events streams (the routes are http_routes.c, http_fence.c, http_api.c,
+ * http_events.c).
  *
  * Owns: the listening handle, every accepted connection (request head buffer, response
  * buffers, idle timer) and the struct srv_http itself. One request per connection: the reply
