@@ -436,6 +436,9 @@ struct fsm_lock_item {
    Returns how many. O(log locks + limit): locks are also kept in a tree ordered by name. */
 size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size_t limit,
                       struct fsm_lock_item *out);
+/* The same from the first name after `after` (NULL or alen 0: from the prefix): paging. */
+size_t fsm_locks_list_after(const struct fsm *f, const char *prefix, size_t plen, const char *after,
+                            size_t alen, size_t limit, struct fsm_lock_item *out);
 
 /* 0 if `token` is the token of a current holder of lock `name`, exclusive or shared, a
  * semaphore permit's or the election leader's, else -1 (FENCE.CHECK; a fenced PUT/DEL accepts

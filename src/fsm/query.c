@@ -183,6 +183,8 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
 
 struct list {
     const char *prefix;
+    const char *after; /* skip names <= after (alen 0: none) */
+    size_t alen;
     size_t plen, limit, n;
     struct fsm_lock_item *out;
 };
@@ -195,6 +197,8 @@ static int list_visit(void *arg, const struct onode *n)
     const struct lock *l = ONODE_OWNER(n, const struct lock, o);
     if (l->name_len < s->plen || (s->plen && memcmp(l->name, s->prefix, s->plen) != 0))
         return 1;
+    if (s->alen && fsm_name_cmp(l->name, l->name_len, s->after, s->alen) <= 0)
+        return 0;
     to_item(l, &s->out[s->n++]);
     return s->n == s->limit;
 }
@@ -205,5 +209,22 @@ size_t fsm_locks_list(const struct fsm *f, const char *prefix, size_t plen, size
     struct list s = {.prefix = prefix, .plen = plen, .limit = limit, .out = out};
     if (limit)
         fsm_otree_walk(f->lock_names, prefix, plen, list_visit, &s);
+    return s.n;
+}
+
+size_t fsm_locks_list_after(const struct fsm *f, const char *prefix, size_t plen, const char *after,
+                            size_t alen, size_t limit, struct fsm_lock_item *out)
+{
+    struct list s = {.prefix = prefix, .plen = plen, .limit = limit, .out = out};
+    const char *from = prefix;
+    size_t fromlen = plen;
+    if (after && alen && fsm_name_cmp(after, alen, prefix, plen) > 0) {
+        s.after = after; /* the walk starts at `after`: at most that one name is skipped */
+        s.alen = alen;
+        from = after;
+        fromlen = alen;
+    }
+    if (limit)
+        fsm_otree_walk(f->lock_names, from, fromlen, list_visit, &s);
     return s.n;
 }

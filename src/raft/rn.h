@@ -247,6 +247,9 @@ void rn_foreach_peer_lag(struct rn *rn, void (*cb)(void *arg, uint64_t id, uint6
  * quorum reports. Only a hint (rn_heard.c): nothing decides on it. Zeroes on a glue without a
  * node of its own (rn_glue_new) until it is attached. */
 void rn_voters_heard(struct rn *rn, uint64_t within_ms, unsigned *voters, unsigned *heard);
+/* Milliseconds since this node last heard from server `id` (the HTTP API's
+ * X-Fencelock-Last-Contact), or UINT64_MAX when never (or no longer remembered). */
+uint64_t rn_heard_ago(struct rn *rn, uint64_t id);
 
 /* Raft-port connections dropped by the validating transport for `reason` (enum rn_wire_reason
  * in raft/wire.h; rn_wire_reason_name names it). */

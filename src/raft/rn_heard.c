@@ -84,3 +84,12 @@ void rn_voters_heard(struct rn *rn, uint64_t within_ms, unsigned *voters, unsign
             }
     }
 }
+
+uint64_t rn_heard_ago(struct rn *rn, uint64_t id)
+{
+    uint64_t now = uv_now(rn->loop);
+    for (size_t j = 0; id && j < RN_HEARD_MAX; j++)
+        if (rn->heard[j].id == id)
+            return now >= rn->heard[j].ms ? now - rn->heard[j].ms : 0;
+    return UINT64_MAX;
+}

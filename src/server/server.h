@@ -43,6 +43,7 @@
 #include "server/net/tls.h"
 #include "server/obs/certexp.h"
 #include "server/obs/http.h"
+#include "server/obs/http_api.h"
 #include "server/obs/http_fence.h"
 #include "server/obs/metrics.h"
 #include "server/obs/notify.h"
@@ -84,6 +85,7 @@ struct srv {
     struct tsig tsig;           /* --token-key keys (cmd/cmd_sign.c; never logged) */
     struct srv_http *http;      /* obs/http.h */
     struct srv_hfence hfence;   /* GET /v1/fence checks awaiting a barrier (obs/http_fence.h) */
+    struct srv_hapi hapi;       /* /v1/ API requests awaiting a barrier (obs/http_api.h) */
     struct srv_metrics m;       /* obs/metrics.h */
     struct srv_certs certs;     /* expiry of the TLS files in use (obs/certexp.h) */
     struct cmdstat cmdstat;     /* fencelock_commands_total{command,result} */

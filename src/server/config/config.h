@@ -37,14 +37,15 @@ struct srv_config {
     char http_host[PROTO_ADDR_BUF];
     int http_port; /* 0 = no HTTP endpoint */
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
-    size_t max_pending;      /* per connection: reading pauses beyond it */
-    size_t max_output;       /* per connection: unsent reply bytes before it is closed */
-    size_t max_output_soft;  /* per connection: reading and parsing pause beyond it */
-    size_t max_query_buffer; /* per connection: input bytes of one unfinished command */
-    size_t max_input_total;  /* all connections' input buffers together */
-    uint64_t idle_timeout;   /* ms without traffic before a client connection closes; 0 off */
-    unsigned http_max_conns; /* HTTP connections open at once */
-    uint64_t http_idle_ms;   /* HTTP: ms to send the request, and again to read the reply */
+    size_t max_pending;        /* per connection: reading pauses beyond it */
+    size_t max_output;         /* per connection: unsent reply bytes before it is closed */
+    size_t max_output_soft;    /* per connection: reading and parsing pause beyond it */
+    size_t max_query_buffer;   /* per connection: input bytes of one unfinished command */
+    size_t max_input_total;    /* all connections' input buffers together */
+    uint64_t idle_timeout;     /* ms without traffic before a client connection closes; 0 off */
+    unsigned http_max_conns;   /* HTTP connections open at once */
+    unsigned http_max_streams; /* GET /v1/events streams open at once */
+    uint64_t http_idle_ms;     /* HTTP: ms to send the request, and again to read the reply */
     uint64_t max_ttl, max_lockdelay, max_wait;
     uint64_t deadlock_search_limit; /* fsm_set_deadlock_limit: 0 = no deadlock detection */
     uint64_t max_multi_lock_names;  /* --max-multi-lock-names: names of one LOCK.MULTI */
@@ -84,6 +85,7 @@ struct srv_config {
     /* --announce-any-host: a member's CLUSTER.ANNOUNCE may name a client host other than its
      * Raft address's host */
     bool announce_any_host;
+    bool http_metrics_auth; /* /metrics asks for HTTP Basic when there are users */
     /* --raft-handshake-timeout and the inbound link caps (transport.h rn_tp_caps) */
     unsigned raft_handshake_ms, raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
         raft_max_handshakes_per_addr, raft_handshake_rate;

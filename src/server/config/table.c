@@ -127,6 +127,12 @@ const struct cfg_row cfg_rows[] = {
         "request"),
     NUM("--http-idle-ms", http_idle_ms, CFG_MS, 10, 3600000, SRV_HTTP_IDLE_MS,
         "time an HTTP client has to send its request"),
+    NUM("--http-max-streams", http_max_streams, CFG_COUNT, 0, 100000, 16,
+        "GET /v1/events streams open at once (at most --http-max-conns - 1, so a probe of "
+        "/health always finds a connection); over it 503; 0 turns streams off"),
+    BOOL("--http-metrics-auth", http_metrics_auth,
+         "with --acl-file, /metrics on the HTTP port asks for HTTP Basic credentials like /v1/ "
+         "(a user with read); off: /metrics stays open as /health does"),
     NUM("--election-ms", election_ms, CFG_MS, 10, 60000, 400, "Raft election timeout"),
     NUM("--heartbeat-ms", heartbeat_ms, CFG_MS, 1, 60000, 40, "Raft heartbeat"),
     NUM("--snapshot-threshold", snapshot_threshold, CFG_COUNT, 2, 1u << 30, 16384,

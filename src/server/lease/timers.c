@@ -189,6 +189,7 @@ void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm
         s->observe.dirty |= ev->lost; /* a lost LEADER event: observers look at the state */
         watch_add(&s->watch, fsm_revision(s->fsm), ev);
         srv_watch_wake(s);
+        srv_http_events_wake(s); /* GET /v1/events streams (obs/http_events.c) */
     }
     srv_observe_wake(s);
 }

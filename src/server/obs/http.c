@@ -16,7 +16,7 @@
 
 /* ST_READING -> (serve) ST_WRITING, or ST_WAITING (taken by the async handler) -> (complete)
  * ST_WRITING -> (on_shutdown) ST_DRAINING; any state -> closed (conn_close). */
-enum conn_state { ST_READING, ST_WAITING, ST_WRITING, ST_DRAINING };
+enum conn_state { ST_READING, ST_WAITING, ST_WRITING, ST_DRAINING, ST_STREAMING };
 
 struct http_conn;
 
@@ -37,6 +37,10 @@ struct http_conn {
     int closing;
     int open_handles; /* tcp + timer; the struct is freed when both close callbacks ran */
     struct srv_http_pending *pending; /* ST_WAITING: the taken request, else NULL */
+    /* ST_STREAMING: the owner's callback (NULL once it ended the stream) and queued bytes */
+    srv_http_stream_cb stream_cb;
+    void *stream_arg;
+    size_t stream_pending;
     struct buf head, body;
     size_t in_len;
     char in[SRV_HTTP_MAX_HEAD];
@@ -97,6 +101,11 @@ static void conn_close(struct http_conn *c)
     if (c->pending) { /* its taker still completes it; the answer is dropped */
         c->pending->c = NULL;
         c->pending = NULL;
+    }
+    if (c->stream_cb) { /* the stream's owner forgets it now */
+        srv_http_stream_cb cb = c->stream_cb;
+        c->stream_cb = NULL;
+        cb(c->stream_arg, true);
     }
     uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
@@ -240,6 +249,12 @@ static const char *reason(int status)
         return "OK";
     case 204:
         return "No Content";
+    case 307:
+        return "Temporary Redirect";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 400:
         return "Bad Request";
     case 404:
@@ -248,6 +263,8 @@ static const char *reason(int status)
         return "Method Not Allowed";
     case 409:
         return "Conflict";
+    case 410:
+        return "Gone";
     case 408:
         return "Request Timeout";
     case 431:
@@ -266,7 +283,7 @@ static void alloc_cb(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
 {
     struct http_conn *c = hd->data;
     (void)suggested;
-    if (c->state == ST_DRAINING) {
+    if (c->state == ST_DRAINING || c->state == ST_STREAMING) {
         /* the request area is no longer needed: reuse it to discard input */
         *b = uv_buf_init(c->in, sizeof(c->in));
         return;
@@ -350,7 +367,16 @@ static int take_async(struct http_conn *c, const struct http_req *r, size_t head
     uv_read_stop((uv_stream_t *)&c->tcp);
     c->state = ST_WAITING;
     c->pending = p;
-    struct srv_http_request req = {r->method, r->path, r->query, c->in, head_len};
+    char peer[64] = "";
+    struct sockaddr_storage ss;
+    int sl = sizeof(ss);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            uv_ip4_name((struct sockaddr_in *)&ss, peer, sizeof(peer));
+        else if (ss.ss_family == AF_INET6)
+            uv_ip6_name((struct sockaddr_in6 *)&ss, peer, sizeof(peer));
+    }
+    struct srv_http_request req = {r->method, r->path, r->query, c->in, head_len, peer};
     if (!h->async(h->async_arg, &req, p)) {
         c->pending = NULL;
         c->state = ST_READING;
@@ -548,6 +574,12 @@ void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg
 void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype, const char *body,
                        size_t len)
 {
+    srv_http_complete_h(p, status, ctype, NULL, body, len);
+}
+
+void srv_http_complete_h(struct srv_http_pending *p, int status, const char *ctype,
+                         const char *extra_headers, const char *body, size_t len)
+{
     struct http_conn *c = p->c;
     int send_body = !p->head_only;
     free(p);
@@ -559,7 +591,7 @@ void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype
         respond_error(c, 500, NULL);
         return;
     }
-    respond(c, status, ctype, send_body, NULL);
+    respond(c, status, ctype, send_body, extra_headers);
 }
 
 static int ascii_casecmp_n(const char *a, const char *b, size_t n)
@@ -640,4 +672,93 @@ void srv_http_stop(struct srv_http *h)
     uv_close((uv_handle_t *)&h->listener, on_listener_closed);
     for (struct http_conn *c = h->conns; c; c = c->next)
         conn_close(c);
+}
+
+/* ---- streams ---- */
+
+struct stream_write {
+    uv_write_t req;
+    struct http_conn *c;
+    size_t len;
+    char data[];
+};
+
+struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const char *ctype,
+                                              const char *extra_headers, srv_http_stream_cb cb,
+                                              void *arg)
+{
+    struct http_conn *c = p->c;
+    free(p);
+    if (!c || c->closing)
+        return NULL;
+    c->pending = NULL;
+    uv_timer_stop(&c->timer); /* a stream has no idle timeout: the client's EOF ends it */
+    c->state = ST_STREAMING;
+    buf_reset(&c->head);
+    if (buf_printf(&c->head,
+                   "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n%s"
+                   "Connection: close\r\n\r\n",
+                   ctype, extra_headers ? extra_headers : "")) {
+        conn_close(c);
+        return NULL;
+    }
+    c->stream_cb = cb;
+    c->stream_arg = arg;
+    struct srv_http_stream *st = (struct srv_http_stream *)c;
+    if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read) ||
+        srv_http_stream_write(st, c->head.p, c->head.len)) {
+        c->stream_cb = NULL; /* the caller learns it from NULL, not from the callback */
+        conn_close(c);
+        return NULL;
+    }
+    return st;
+}
+
+static void on_stream_write(uv_write_t *req, int status)
+{
+    struct stream_write *w = req->data;
+    struct http_conn *c = w->c;
+    c->stream_pending -= w->len;
+    free(w);
+    if (c->closing)
+        return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->stream_cb)
+        c->stream_cb(c->stream_arg, false);
+}
+
+int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t len)
+{
+    struct http_conn *c = (struct http_conn *)st;
+    if (c->closing)
+        return -1;
+    struct stream_write *w = malloc(sizeof(*w) + len);
+    if (!w)
+        return -1;
+    memcpy(w->data, data, len);
+    w->len = len;
+    w->c = c;
+    w->req.data = w;
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_stream_write)) {
+        free(w);
+        return -1;
+    }
+    c->stream_pending += len;
+    return 0;
+}
+
+size_t srv_http_stream_pending(const struct srv_http_stream *st)
+{
+    return ((const struct http_conn *)st)->stream_pending;
+}
+
+void srv_http_stream_end(struct srv_http_stream *st)
+{
+    struct http_conn *c = (struct http_conn *)st;
+    c->stream_cb = NULL;
+    conn_close(c);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http — a minimal HTTP/1.1 server on libuv for /metrics and /health.
+ * http — a minimal HTTP/1.1 server on libuv: /metrics, /health, /v1/fence, the JSON API and its
+ * Server-Sent Events streams (the routes are http_routes.c, http_fence.c, http_api.c,
+ * http_events.c).
  *
  * Owns: the listening handle, every accepted connection (request head buffer, response
  * buffers, idle timer) and the struct srv_http itself. One request per connection: the reply
@@ -20,6 +22,7 @@
 #ifndef FENCELOCK_HTTP_H
 #define FENCELOCK_HTTP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -47,6 +50,7 @@ struct srv_http_request {
     const char *query; /* what follows '?', not decoded; "" without one */
     const char *head;  /* the whole request head, for srv_http_header */
     size_t head_len;
+    const char *peer; /* the client's IP address as text; "" when unknown */
 };
 
 /* Asked first for every GET/HEAD request. 0: not taken (the plain handler answers it, and p is
@@ -71,6 +75,32 @@ void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg
  * connection has closed meanwhile. */
 void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype, const char *body,
                        size_t len);
+/* The same with extra header lines (each ending in CRLF; NULL: none), e.g. Location. The
+ * caller builds them from values it checked: no CR or LF from a request may reach them. */
+void srv_http_complete_h(struct srv_http_pending *p, int status, const char *ctype,
+                         const char *extra_headers, const char *body, size_t len);
+
+/*
+ * Streams (Server-Sent Events): srv_http_stream_begin turns a taken request into a response
+ * without Content-Length that stays open: it frees p, sends the head, and the connection then
+ * only discards what the client sends (its EOF closes the stream) and has no idle timeout.
+ * srv_http_stream_write queues bytes (copied); srv_http_stream_pending says how many are not
+ * written yet (the owner bounds it). events(arg, closed): after each completed write with
+ * closed false (room for more), and once with closed true when the connection closes by
+ * itself (the client left, an error, srv_http_stop): the handle is then invalid. The owner's
+ * srv_http_stream_end closes it without that call. NULL when the connection had closed (p is
+ * freed either way).
+ */
+struct srv_http_stream;
+typedef void (*srv_http_stream_cb)(void *arg, bool closed);
+struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const char *ctype,
+                                              const char *extra_headers, srv_http_stream_cb cb,
+                                              void *arg);
+/* 0, or -1 when out of memory or the connection is closing (the stream then ends: the owner
+ * gets events(arg, true) from the close). */
+int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t len);
+size_t srv_http_stream_pending(const struct srv_http_stream *st);
+void srv_http_stream_end(struct srv_http_stream *st);
 
 /* The value of header `name` (case-insensitive) in req's head, without the blanks around it, and
  * its length in *len; NULL when absent. Several lines of that name: *len = SIZE_MAX (ambiguous;

@@ -168,6 +168,14 @@ static long arg_of(struct srv_http_pending *p, const struct srv_http_request *re
 
 static void fence_barrier_cb(void *ctx, int status);
 
+/* Under users, the gate passed the user: a name outside its locks= globs is refused, as
+ * FENCE.CHECK refuses it with -NOPERM. */
+static bool hf_gated_refuses(const struct srv *s, const char *name, size_t n)
+{
+    return s->hfence.gated && s->auth.on &&
+           (!s->hfence.user || !acl_may_lock(s->hfence.user, name, n));
+}
+
 /* Answer every check of list l: the FSM's answer when the barrier succeeded and this node is
  * still the ready leader, else 503. Frees them. */
 static void answer_list(struct srv *s, struct hf_check *l, int ok)
@@ -212,7 +220,7 @@ static void fence_barrier_cb(void *ctx, int status)
     issue(s); /* the checks that arrived meanwhile; when stopping, they are answered 503 */
 }
 
-int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
+int srv_http_fence_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
 {
     struct srv *s = arg;
     if (strcmp(req->path, "/v1/fence") != 0)
@@ -236,6 +244,11 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
              n == 0    ? "missing lock (lock=NAME or the Fencing-Lock header)\n"
              : tn == 0 ? "missing token (token=T or the Fencing-Token header)\n"
                        : "token: not a decimal number of at most 20 digits that fits 64 bits\n");
+        return 1;
+    }
+    if (hf_gated_refuses(s, c->name, (size_t)n)) {
+        free(c);
+        fail(p, 403, "the user's locks= globs do not allow this lock\n");
         return 1;
     }
     c->len = (size_t)n;

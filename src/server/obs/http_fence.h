@@ -25,10 +25,13 @@ struct srv_hfence {
     struct hf_check *waiting, *waiting_tail; /* for the next barrier */
     struct hf_check *inflight;               /* covered by the barrier in flight */
     bool busy;                               /* a barrier is in flight */
+    /* set by the gate (http_api.c) only during its call of srv_http_fence_route: the user the
+     * request authenticated as, whose locks= globs the name must match (FENCE.CHECK's rule) */
+    bool gated;
+    const struct acl_user *user;
 };
 
-/* The async handler (http.h) of fencelockd's HTTP port: takes /v1/fence, nothing else.
- * arg is the struct srv. */
-int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p);
+/* GET /v1/fence, called by the gate (http_api.h: srv_http_fence_route) once the request is
+ * admitted. */
 
 #endif

@@ -112,6 +112,14 @@ static void render_watch(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_slow_reader_closes_total", "counter",
                   "XREAD readers closed with -SLOWREADER past --event-buffer.",
                   (double)m->slow_reader_closes);
+    metric_render(out, "fencelock_http_sse_streams", "gauge",
+                  "GET /v1/events streams open on the HTTP port.", (double)s->hapi.nstreams);
+    metric_render(out, "fencelock_http_sse_events_total", "counter",
+                  "Events sent on GET /v1/events streams.", (double)s->hapi.sse_events);
+    metric_render(out, "fencelock_http_sse_compacted_total", "counter",
+                  "GET /v1/events streams closed because the client fell behind the retained "
+                  "history (event: compacted).",
+                  (double)s->hapi.sse_closes[0]);
     metric_render(out, "fencelock_watch_wakeups_total", "counter",
                   "Wake-ups delivered to parked XREAD readers by applied events.",
                   (double)m->watch_wakeups);

@@ -45,6 +45,9 @@ struct auth_wait {
     struct auth_wait *inext;     /* auth_pool.inflight (loop thread only) */
     struct auth_wait *followers; /* the identical AUTHs, linked by fnext */
     struct auth_wait *fnext;
+    /* an HTTP Basic check (srv_auth_http): no slot; the answer goes to http_cb */
+    srv_auth_http_cb http_cb;
+    void *http_arg;
 };
 
 uint64_t auth_delay_ms(unsigned failures)
@@ -323,8 +326,10 @@ static void auth_succeed(struct srv *s, struct srv_conn *c, struct buf *out,
 static void audit_auth(struct auth_wait *w, const char *user, const char *event, unsigned fails)
 {
     char addr[AUDIT_ADDR_BUF];
-    const char *what = w->hello_proto ? "HELLO AUTH" : "AUTH";
-    srv_audit_conn_addr(w->slot->conn, addr);
+    const char *what = w->http_cb ? "HTTP Basic" : w->hello_proto ? "HELLO AUTH" : "AUTH";
+    addr[0] = '\0';
+    if (w->slot)
+        srv_audit_conn_addr(w->slot->conn, addr);
     if (!addr[0])
         snprintf(addr, sizeof addr, "%s", w->addr);
     if (fails)
@@ -346,14 +351,24 @@ static void wait_free(struct auth_wait *w)
 static void wait_finish(struct auth_wait *w)
 {
     struct srv *s = w->s;
-    struct srv_conn *c = w->slot->conn;
+    struct srv_conn *c = w->slot ? w->slot->conn : NULL;
     const struct acl_user *u =
         s->auth.on ? acl_user_find(&s->auth.acl, w->user, strlen(w->user)) : NULL;
-    if (w->ok && u && strcmp(u->hash, w->hash) == 0) {
+    bool ok = w->ok && u && strcmp(u->hash, w->hash) == 0;
+    if (ok) {
         unsigned char tag[ACL_TAG_BYTES];
         acl_cache_tag(s->auth.cache, u, w->pw, w->pwlen, tag);
         acl_cache_put(s->auth.cache, tag);
         forget_failures(&s->auth, w->addr);
+    }
+    if (w->http_cb) { /* an HTTP request: its answer is the caller's */
+        if (ok)
+            audit_auth(w, u->name, "auth.success", 0);
+        w->http_cb(w->http_arg, ok ? u : NULL, ok ? 0 : -1);
+        wait_free(w);
+        return;
+    }
+    if (ok) {
         auth_succeed(s, c, &w->slot->out, u, w->hello_proto, w->setname);
         audit_auth(w, u->name, "auth.success", 0);
     } else {
@@ -707,6 +722,52 @@ void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct
             r->c->auth_pending = false;
             srv_slot_done(w->slot);
             wait_free(w);
+            return;
+        }
+    }
+    auth_fail_later(w); /* unknown user, absurd password, or in back-off */
+}
+
+void srv_auth_http(struct srv *s, const char *addr, const char *user, size_t ulen, const char *pw,
+                   size_t pwlen, srv_auth_http_cb cb, void *arg)
+{
+    struct auth_wait *w = calloc(1, sizeof(*w));
+    if (!w || !(w->pw = malloc(pwlen + 1))) {
+        free(w);
+        cb(arg, NULL, -2);
+        return;
+    }
+    w->s = s;
+    w->http_cb = cb;
+    w->http_arg = arg;
+    memcpy(w->pw, pw, pwlen);
+    w->pwlen = pwlen;
+    size_t un = ulen > ACL_NAME_MAX ? ACL_NAME_MAX : ulen;
+    /* cppcheck-suppress knownConditionTrueFalse ; false positive as in wait_new: `un` is the
+     * length of the user name the client sent, up to ACL_NAME_MAX. */
+    for (size_t i = 0; i < un; i++) /* shown in the log: printable bytes only */
+        w->user[i] = user[i] > ' ' && user[i] < 0x7f ? user[i] : '?';
+    snprintf(w->addr, sizeof w->addr, "%s", addr && addr[0] ? addr : "?");
+    srv_addr_prefix(w->addr, w->prefix);
+    const struct acl_user *u = acl_user_find(&s->auth.acl, user, ulen);
+    if (u && pwlen <= AUTH_PW_MAX) {
+        unsigned char tag[ACL_TAG_BYTES];
+        acl_cache_tag(s->auth.cache, u, pw, pwlen, tag);
+        memcpy(w->tag, tag, sizeof w->tag);
+        snprintf(w->hash, sizeof w->hash, "%s", u->hash);
+        if (acl_cache_has(s->auth.cache, tag)) {
+            s->m.auth_cache_hits++;
+            w->ok = true;
+            wait_finish(w);
+            return;
+        }
+        if (in_backoff(&s->auth, w->addr, w->prefix) || fail_rate_over(s, clock_ms())) {
+            s->auth.pool.backoff++; /* a failure without a hash */
+        } else if (pool_submit(s, w) == 0) {
+            return;
+        } else {
+            wait_free(w);
+            cb(arg, NULL, -2); /* --auth-queue full: try again, no failure counted */
             return;
         }
     }

@@ -120,6 +120,15 @@ int srv_auth_reload(struct srv *s);
  * NULL): verify and answer in r's slot (sets r->async when the answer comes later). */
 void srv_auth_begin(struct srv_req *r, const struct resp_arg *user, const struct resp_arg *pw,
                     int hello_proto, const struct resp_arg *setname);
+/* HTTP Basic on the HTTP port (obs/http_api.c): the same check as AUTH (cache, back-off per
+ * address and network, --auth-fail-rate, the pool, the delay before a failure's answer, the
+ * audit). cb(arg, user, 0) on success (user: into the current acl, valid until the next
+ * reload: look it up again later), cb(arg, NULL, -1) on a wrong password (after the delay),
+ * cb(arg, NULL, -2) when the queue is full or out of memory (no failure counted). cb runs once,
+ * now or later, on the loop thread; also at shutdown (as a failure). */
+typedef void (*srv_auth_http_cb)(void *arg, const struct acl_user *u, int rc);
+void srv_auth_http(struct srv *s, const char *addr, const char *user, size_t ulen, const char *pw,
+                   size_t pwlen, srv_auth_http_cb cb, void *arg);
 /* The HELLO reply (after its AUTH succeeded, or without one): sets the protocol. */
 void srv_hello_reply(struct srv *s, struct srv_conn *c, struct buf *out, int proto);
 

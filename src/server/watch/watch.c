@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/num.h"
 #include "common/resp.h"
 #include "server/watch/watch.h"
@@ -818,4 +819,33 @@ void watch_render(struct buf *out, const struct watch_entry *e)
         resp_w_bulk_str(out, "object");
         resp_w_bulk_str(out, fsm_kind_name(e->object));
     }
+}
+
+void watch_render_json(struct json *j, const struct watch_entry *e)
+{
+    const struct kind *k = &kinds[e->kind];
+    char id[WATCH_ID_BUF];
+    int idlen = watch_id_format(e->id, id);
+    json_obj(j);
+    json_kv_str(j, "id", id, (size_t)idlen);
+    json_kv_cstr(j, "type", k->name);
+    if (k->fields & WF_NAME)
+        json_kv_str(j, "name", e->data, e->name_len);
+    if ((k->fields & WF_VALUE) && e->value_kept)
+        json_kv_str(j, "value", e->data + e->name_len, e->value_len);
+    else if (k->fields & WF_VALUE)
+        json_kv_u64(j, "value_len", e->value_len);
+    if (k->fields & WF_TOKEN)
+        json_kv_u64(j, "token", e->token);
+    if ((k->fields & WF_SID) || ((k->fields & WF_SID_OPT) && e->sid))
+        json_kv_u64(j, "sid", e->sid);
+    if (k->fields & WF_MOD_REV)
+        json_kv_u64(j, "mod_rev", e->id.rev);
+    if (k->fields & WF_MS)
+        json_kv_u64(j, k->ms_field, e->ms);
+    if (k->fields & WF_REASON)
+        json_kv_cstr(j, "reason", e->ms == 2 ? "revoke" : e->ms ? "expire" : "close");
+    if (e->object)
+        json_kv_cstr(j, "object", fsm_kind_name(e->object));
+    json_close(j);
 }

@@ -167,6 +167,10 @@ int watch_audit(const struct watch *w, char *why, size_t whylen);
 
 /* Append the entry as Redis writes a stream entry: [id, [field, value, ...]]. */
 void watch_render(struct buf *out, const struct watch_entry *e);
+/* The same entry as one JSON object {"id", "type", fields...} (the HTTP API's events): the
+ * same field names; numbers as JSON numbers. */
+struct json;
+void watch_render_json(struct json *j, const struct watch_entry *e);
 
 /* The FSM event type (enum fsm_event_type) an entry was recorded from (ELECT.OBSERVE looks for
  * FSM_EV_LEADER / FSM_EV_PROCLAIM). */

@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * http_api.c — the gate (HTTP Basic under --acl-file) and the read-only JSON API. The header
+ * comment of http_api.h has who owns what; http_args.c parses.
+ *
+ * A request's way: srv_http_async_route copies it (struct hapi_req) -> the gate: no users, or
+ * a cached/verified password (srv_auth_http: the back-off and delays of AUTH apply) -> admit:
+ * /v1/fence to http_fence.c, /metrics rendered, an API path checked (`read` permission, the
+ * route, the query) and then answered: with `?stale` at once from this node's state (with
+ * X-Fencelock-Last-Contact and X-Fencelock-Applied-Index), on the leader after a read barrier
+ * (linearizable, as LOCK.INFO on the client port), on a follower 503 naming the leader.
+ *
+ * What a user sees: only the locks, semaphores and elections its locks= globs allow (as LOCKS
+ * filters) and, once owners are recorded, its own sessions (every one to an admin), as
+ * SESSION.LIST; a session it may not see is answered 404 like a missing one.
+ */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/json.h"
+#include "fsm/waitgraph.h"
+#include "server/obs/http_args.h"
+#include "server/obs/metrics_page.h"
+#include "server/security/peer_guard.h"
+#include "server/server.h"
+
+#define HAPI_JSON "application/json"
+#define HAPI_TEXT "text/plain; charset=utf-8"
+#define HAPI_REALM "WWW-Authenticate: Basic realm=\"fencelock\", charset=\"UTF-8\"\r\n"
+
+struct hapi_req {
+    struct hapi_req *next;
+    struct srv *s;
+    struct srv_http_pending *p;
+    bool has_user;
+    char user[ACL_NAME_MAX + 1]; /* looked up again at answer time: a reload may change it */
+    char method[8];
+    char peer[64];
+    char *path, *query; /* into mem */
+    size_t head_len;
+    char mem[]; /* head, NUL, path, NUL, query, NUL */
+};
+
+static void req_free(struct hapi_req *q)
+{
+    free(q);
+}
+
+static void answer_text(struct hapi_req *q, int status, const char *extra, const char *msg)
+{
+    srv_http_complete_h(q->p, status, HAPI_TEXT, extra, msg, strlen(msg));
+    req_free(q);
+}
+
+/* The request as http.h's struct, over q's copies. */
+static struct srv_http_request req_of(const struct hapi_req *q)
+{
+    return (struct srv_http_request){q->method, q->path, q->query, q->mem, q->head_len, q->peer};
+}
+
+/* The user q authenticated as, in the current rules; NULL without users or when gone. */
+static const struct acl_user *user_of(const struct hapi_req *q)
+{
+    if (!q->s->auth.on || !q->has_user)
+        return NULL;
+    return acl_user_find(&q->s->auth.acl, q->user, strlen(q->user));
+}
+
+static bool may_lock(const struct hapi_req *q, const struct acl_user *u, const char *n, size_t l)
+{
+    return !q->s->auth.on || (u && acl_may_lock(u, n, l));
+}
+
+/* ---- the JSON of each route ---- */
+
+struct sids {
+    uint64_t *v;
+    size_t n, cap;
+    bool failed;
+};
+
+static void sids_add(void *arg, uint64_t sid)
+{
+    struct sids *x = arg;
+    if (x->failed)
+        return;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 8;
+        uint64_t *v = realloc(x->v, cap * sizeof(*v));
+        if (!v) {
+            x->failed = true;
+            return;
+        }
+        x->v = v;
+        x->cap = cap;
+    }
+    x->v[x->n++] = sid;
+}
+
+static void waiter_add(void *arg, uint64_t sid, uint64_t wait_ms)
+{
+    (void)wait_ms;
+    sids_add(arg, sid);
+}
+
+static void blocker_add(void *arg, uint64_t sid, bool any)
+{
+    (void)any;
+    sids_add(arg, sid);
+}
+
+struct holders_arg {
+    struct json *j;
+};
+
+static void holder_obj(void *arg, uint64_t sid, uint64_t token, bool shared)
+{
+    struct json *j = ((struct holders_arg *)arg)->j;
+    (void)shared;
+    json_obj(j);
+    json_kv_u64(j, "sid", sid);
+    json_kv_u64(j, "token", token);
+    json_close(j);
+}
+
+static void write_waiters(struct json *j, struct srv *s, const char *name, size_t nl)
+{
+    struct sids w = {0};
+    fsm_lock_waiters(s->fsm, name, nl, waiter_add, &w);
+    json_key(j, "waiters");
+    json_arr(j);
+    for (size_t i = 0; !w.failed && i < w.n; i++)
+        json_u64(j, w.v[i]);
+    json_close(j);
+    json_key(j, "waits_for"); /* per waiter, in the order of "waiters" (LOCK.INFO's) */
+    json_arr(j);
+    for (size_t i = 0; !w.failed && i < w.n; i++) {
+        struct sids b = {0};
+        fsm_waiter_waits_for(s->fsm, name, nl, w.v[i], blocker_add, &b);
+        json_arr(j);
+        for (size_t k = 0; !b.failed && k < b.n; k++)
+            json_u64(j, b.v[k]);
+        json_close(j);
+        free(b.v);
+    }
+    json_close(j);
+    free(w.v);
+}
+
+static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
+{
+    return holder_sid ? "exclusive" : n_shared ? "shared" : "none";
+}
+
+/* LOCK.INFO's fields, with the name. 0, or 404 when there is no such lock. */
+static int render_lock(struct srv *s, struct json *j, const char *name, size_t nl)
+{
+    struct fsm_lock_view v;
+    int kind = fsm_kind_of(s->fsm, name, nl);
+    if (kind != FSM_KIND_LOCK || !fsm_lock_info(s->fsm, name, nl, &v))
+        return 404;
+    json_obj(j);
+    json_kv_str(j, "name", name, nl);
+    json_kv_u64(j, "holder", v.holder_sid);
+    json_kv_u64(j, "token", v.token);
+    json_kv_u64(j, "held_since_ms", v.held_since_ms);
+    json_kv_u64(j, "lockdelay", v.in_lockdelay ? 1 : 0);
+    json_kv_cstr(j, "mode", lock_mode(v.holder_sid, v.n_shared));
+    json_key(j, "holders");
+    json_arr(j);
+    struct holders_arg ha = {j};
+    fsm_lock_holders(s->fsm, name, nl, holder_obj, &ha);
+    json_close(j);
+    write_waiters(j, s, name, nl);
+    json_close(j);
+    return 0;
+}
+
+static void render_sem(struct srv *s, struct json *j, const char *name, size_t nl)
+{
+    struct fsm_sem_view v;
+    if (!fsm_sem_info(s->fsm, name, nl, &v))
+        return;
+    json_obj(j);
+    json_kv_str(j, "name", name, nl);
+    json_kv_u64(j, "limit", v.limit);
+    json_kv_u64(j, "permits", v.n_holders);
+    json_key(j, "holders");
+    json_arr(j);
+    struct holders_arg ha = {j};
+    fsm_lock_holders(s->fsm, name, nl, holder_obj, &ha);
+    json_close(j);
+    struct sids w = {0};
+    fsm_lock_waiters(s->fsm, name, nl, waiter_add, &w);
+    json_key(j, "waiters");
+    json_arr(j);
+    for (size_t i = 0; !w.failed && i < w.n; i++)
+        json_u64(j, w.v[i]);
+    json_close(j);
+    free(w.v);
+    json_kv_u64(j, "lockdelay", v.in_lockdelay ? 1 : 0);
+    json_close(j);
+}
+
+static void render_elect(struct srv *s, struct json *j, const char *name, size_t nl)
+{
+    struct fsm_elect_view v;
+    bool led = fsm_elect_leader(s->fsm, name, nl, &v);
+    json_obj(j);
+    json_kv_str(j, "name", name, nl);
+    json_kv_u64(j, "sid", led ? v.sid : 0);
+    json_kv_u64(j, "token", led ? v.token : 0);
+    json_kv_str(j, "value", led && v.value.p ? v.value.p : "", led ? v.value.len : 0);
+    json_kv_u64(j, "since_rev", led ? v.token : 0);
+    json_kv_u64(j, "rev", led ? v.rev : 0);
+    json_kv_u64(j, "candidates", led ? v.n_candidates : 0);
+    json_close(j);
+}
+
+/*
+ * /v1/locks, /v1/elections, /v1/semaphores: the names from `after` (exclusive) with the prefix,
+ * at most `limit` (at most --max-keys-reply, also the default) looked at, in byte order; those
+ * the user may not see, or of another kind, are left out (as LOCKS: the limit bounds one
+ * answer's work). "next": the last name looked at when the limit was reached (the `after` of
+ * the next page), else null.
+ */
+static int render_list(struct hapi_req *q, struct json *j, enum hapi_route r,
+                       const struct hapi_query *qq, const struct acl_user *u)
+{
+    struct srv *s = q->s;
+    uint64_t limit = qq->limit ? qq->limit : s->cfg.max_keys_reply;
+    if (limit > s->cfg.max_keys_reply)
+        return 400;
+    struct fsm_lock_item *it = calloc(limit ? limit : 1, sizeof(*it));
+    if (!it)
+        return 503;
+    size_t n = fsm_locks_list_after(s->fsm, qq->prefix, qq->prefix_len,
+                                    qq->has_after ? qq->after : NULL, qq->after_len, limit, it);
+    uint8_t want = r == HAPI_LOCKS       ? FSM_KIND_LOCK
+                   : r == HAPI_ELECTIONS ? FSM_KIND_ELECT
+                                         : FSM_KIND_SEM;
+    json_obj(j);
+    json_key(j, r == HAPI_LOCKS ? "locks" : r == HAPI_ELECTIONS ? "elections" : "semaphores");
+    json_arr(j);
+    for (size_t i = 0; i < n; i++) {
+        const struct fsm_lock_item *x = &it[i];
+        if (!may_lock(q, u, x->name.p, x->name.len))
+            continue;
+        if (r == HAPI_LOCKS) { /* LOCKS's row: every kind, as LOCKS lists them */
+            json_obj(j);
+            json_kv_str(j, "name", x->name.p, x->name.len);
+            json_kv_u64(j, "holder", x->holder_sid);
+            json_kv_u64(j, "token", x->token);
+            json_kv_u64(j, "lockdelay", x->in_lockdelay ? 1 : 0);
+            json_kv_u64(j, "waiters", x->n_waiters);
+            json_kv_cstr(j, "mode",
+                         x->kind == FSM_KIND_LOCK ? lock_mode(x->holder_sid, x->n_shared)
+                                                  : fsm_kind_name(x->kind));
+            json_kv_u64(j, "holders", x->holder_sid ? 1 : x->n_shared);
+            json_close(j);
+        } else if (x->kind == want) {
+            if (r == HAPI_ELECTIONS)
+                render_elect(s, j, x->name.p, x->name.len);
+            else
+                render_sem(s, j, x->name.p, x->name.len);
+        }
+    }
+    json_close(j);
+    json_key(j, "next");
+    if (n == limit && n > 0)
+        json_str(j, it[n - 1].name.p, it[n - 1].name.len);
+    else
+        json_null(j);
+    json_close(j);
+    free(it);
+    return 0;
+}
+
+/* SESSION.LIST's visibility rule (cmd_session.c list_may_see). */
+static bool may_see_session(const struct hapi_req *q, const struct acl_user *u,
+                            const struct fsm_session_view *v)
+{
+    if (!q->s->auth.on || fsm_format(q->s->fsm) < FSM_FORMAT_2)
+        return true;
+    if (!u)
+        return false;
+    return (u->perms & ACL_ADMIN) ||
+           (v->owner.len == strlen(u->name) && memcmp(v->owner.p, u->name, v->owner.len) == 0);
+}
+
+static void session_obj(struct srv *s, struct json *j, const struct fsm_session_view *v,
+                        uint64_t now)
+{
+    json_obj(j);
+    json_kv_u64(j, "sid", v->sid);
+    json_kv_u64(j, "ttl_ms", v->ttl_ms);
+    json_kv_u64(j, "lockdelay_ms", v->lockdelay_ms);
+    json_kv_str(j, "name", v->name.p, v->name.len);
+    json_kv_str(j, "owner", v->owner.p, v->owner.len);
+    json_kv_u64(j, "locks", v->n_locks);
+    json_kv_u64(j, "waits", v->n_waits);
+    json_kv_u64(j, "keys", v->n_keys);
+    json_kv_u64(j, "remaining_ms", lease_session_remaining(&s->lease.rules, v->sid, now));
+    json_close(j);
+}
+
+struct sess_list {
+    struct hapi_req *q;
+    const struct acl_user *u;
+    struct json *j;
+    uint64_t now, last;
+    size_t seen;
+};
+
+static void sess_one(void *arg, uint64_t sid)
+{
+    struct sess_list *sl = arg;
+    struct fsm_session_view v;
+    sl->seen++;
+    sl->last = sid;
+    if (fsm_session_info(sl->q->s->fsm, sid, &v) && may_see_session(sl->q, sl->u, &v))
+        session_obj(sl->q->s, sl->j, &v, sl->now);
+}
+
+static void render_members(struct srv *s, struct json *j);
+
+/* The answer to an admitted API request: status and body (JSON, or a message). */
+static int render(struct hapi_req *q, struct buf *body)
+{
+    struct srv *s = q->s;
+    char *name = malloc(2 * (s->cfg.max_key + 1) + s->cfg.max_key + 1);
+    if (!name)
+        return 503;
+    struct hapi_query qq = {.prefix = name + s->cfg.max_key + 1,
+                            .after = name + 2 * (s->cfg.max_key + 1)};
+    size_t nl = 0;
+    uint64_t id = 0;
+    char err[160];
+    int status = 0;
+    enum hapi_route r = hapi_route_of(q->path, name, s->cfg.max_key, &nl, &id);
+    const struct acl_user *u = user_of(q);
+    struct json j;
+    json_init(&j, body);
+    if (r == HAPI_NONE) {
+        status = 404;
+        buf_append_str(body, "not found\n");
+    } else if (r == HAPI_BAD) {
+        status = 400;
+        buf_printf(body, "bad name in the path: an empty name, bad percent-encoding, longer "
+                         "than --max-key, or a session id that is not a positive number\n");
+    } else if (hapi_parse_query(q->query, &qq, s->cfg.max_key, err, sizeof(err))) {
+        status = 400;
+        buf_printf(body, "%s\n", err);
+    } else if (r == HAPI_LOCK) {
+        if (!may_lock(q, u, name, nl) || (status = render_lock(s, &j, name, nl)) == 404) {
+            status = 404; /* a lock the user may not see is not there for it */
+            buf_reset(body);
+            buf_append_str(body, "no such lock\n");
+        }
+    } else if (r == HAPI_LOCKS || r == HAPI_ELECTIONS || r == HAPI_SEMAPHORES) {
+        status = render_list(q, &j, r, &qq, u);
+        if (status == 400)
+            buf_printf(body, "limit: at most --max-keys-reply (%llu)\n",
+                       (unsigned long long)s->cfg.max_keys_reply);
+    } else if (r == HAPI_SESSION) {
+        struct fsm_session_view v;
+        if (!fsm_session_info(s->fsm, id, &v) || !may_see_session(q, u, &v)) {
+            status = 404;
+            buf_append_str(body, "no such session\n");
+        } else {
+            session_obj(s, &j, &v, clock_ms());
+        }
+    } else if (r == HAPI_SESSIONS) {
+        uint64_t after = 0, limit = qq.limit ? qq.limit : s->cfg.max_keys_reply;
+        if (limit > s->cfg.max_keys_reply ||
+            (qq.has_after && hapi_parse_u64(qq.after, qq.after_len, &after))) {
+            status = 400;
+            buf_append_str(body, "after: a session id; limit: at most --max-keys-reply\n");
+        } else {
+            struct sess_list sl = {q, u, &j, clock_ms(), 0, 0};
+            json_obj(&j);
+            json_key(&j, "sessions");
+            json_arr(&j);
+            fsm_sessions_after(s->fsm, after, (size_t)limit, sess_one, &sl);
+            json_close(&j);
+            json_key(&j, "next");
+            if (sl.seen == limit && sl.seen)
+                json_u64(&j, sl.last);
+            else
+                json_null(&j);
+            json_close(&j);
+        }
+    } else if (r == HAPI_MEMBERS) {
+        render_members(s, &j);
+    }
+    free(name);
+    if (status == 0 && json_end(&j))
+        status = 500;
+    if (status == 500) {
+        buf_reset(body);
+        buf_append_str(body, "out of memory\n");
+    }
+    return status ? status : 200;
+}
+
+/* ---- answering after a barrier, stale, or from a follower ---- */
+
+static void answer_api(struct hapi_req *q, const char *extra)
+{
+    struct buf body;
+    buf_init(&body);
+    int status = render(q, &body);
+    if (buf_failed(&body))
+        answer_text(q, 500, NULL, "out of memory\n");
+    else {
+        srv_http_complete_h(q->p, status, status == 200 ? HAPI_JSON : HAPI_TEXT, extra, body.p,
+                            body.len);
+        req_free(q);
+    }
+    buf_free(&body);
+}
+
+static void api_barrier_cb(void *ctx, int status);
+
+static void answer_list(struct srv *s, struct hapi_req *l, bool ok)
+{
+    while (l) {
+        struct hapi_req *next = l->next;
+        if (!ok)
+            answer_text(l, 503, NULL,
+                        "not the ready leader, or no quorum: ask another node, or "
+                        "add ?stale\n");
+        else
+            answer_api(l, NULL);
+        l = next;
+    }
+    (void)s;
+}
+
+static void issue(struct srv *s)
+{
+    struct srv_hapi *h = &s->hapi;
+    if (h->busy || !h->waiting)
+        return;
+    h->inflight = h->waiting;
+    h->waiting = h->waiting_tail = NULL;
+    if (s->stopping || !srv_ready(s) || rn_barrier(s->rn, api_barrier_cb, s) != RN_OK) {
+        struct hapi_req *l = h->inflight;
+        h->inflight = NULL;
+        answer_list(s, l, false);
+        return;
+    }
+    h->busy = true;
+}
+
+static void api_barrier_cb(void *ctx, int status)
+{
+    struct srv *s = ctx;
+    struct srv_hapi *h = &s->hapi;
+    struct hapi_req *l = h->inflight;
+    h->inflight = NULL;
+    h->busy = false;
+    answer_list(s, l, status == RN_OK && srv_ready(s));
+    issue(s);
+}
+
+/* ?stale: this node's state now, and how old it may be. */
+static void answer_stale(struct hapi_req *q)
+{
+    struct srv *s = q->s;
+    uint64_t lid;
+    const char *laddr;
+    rn_leader(s->rn, &lid, &laddr);
+    uint64_t ago = lid == s->cfg.id ? 0 : rn_heard_ago(s->rn, lid);
+    char extra[160];
+    if (ago == UINT64_MAX)
+        snprintf(extra, sizeof(extra), "X-Fencelock-Applied-Index: %llu\r\n",
+                 (unsigned long long)rn_applied_index(s->rn));
+    else
+        snprintf(extra, sizeof(extra),
+                 "X-Fencelock-Last-Contact: %llu\r\nX-Fencelock-Applied-Index: %llu\r\n",
+                 (unsigned long long)ago, (unsigned long long)rn_applied_index(s->rn));
+    answer_api(q, extra);
+}
+
+/* Not the leader and no ?stale: 503 naming the leader (its client address from the member
+ * table: the HTTP address of another node is not known here). */
+static void answer_not_leader(struct hapi_req *q)
+{
+    struct srv *s = q->s;
+    uint64_t lid;
+    const char *laddr;
+    struct fsm_member_view v;
+    char extra[PROTO_ADDR_BUF + 96] = "", msg[PROTO_ADDR_BUF + 160];
+    rn_leader(s->rn, &lid, &laddr);
+    if (lid && fsm_member_get(s->fsm, lid, &v) && v.client_addr.len &&
+        proto_addr_valid(v.client_addr.p, v.client_addr.len)) {
+        snprintf(extra, sizeof(extra), "X-Fencelock-Leader: %llu %.*s\r\n", (unsigned long long)lid,
+                 (int)v.client_addr.len, v.client_addr.p);
+        snprintf(msg, sizeof(msg),
+                 "not the leader: node %llu (clients at %.*s) is; ask its HTTP port, or add "
+                 "?stale\n",
+                 (unsigned long long)lid, (int)v.client_addr.len, v.client_addr.p);
+    } else {
+        snprintf(msg, sizeof(msg), "not the leader, and no leader known: add ?stale\n");
+    }
+    answer_text(q, 503, extra[0] ? extra : NULL, msg);
+}
+
+/* ---- the gate ---- */
+
+static bool wants_api(const char *path)
+{
+    return !strncmp(path, "/v1/", 4) && strcmp(path, "/v1/fence") != 0;
+}
+
+/* 400 or 404 when render() would refuse the path or query (without looking at the state),
+ * else 0. */
+static int check_input(const struct hapi_req *q)
+{
+    size_t cap = q->s->cfg.max_key;
+    char *m = malloc(3 * (cap + 1));
+    if (!m)
+        return 0; /* render() says it */
+    struct hapi_query qq = {.prefix = m + cap + 1, .after = m + 2 * (cap + 1)};
+    size_t nl;
+    uint64_t id;
+    char err[160];
+    enum hapi_route r = hapi_route_of(q->path, m, cap, &nl, &id);
+    int rc = r == HAPI_NONE                                           ? 404
+             : r == HAPI_BAD                                          ? 400
+             : hapi_parse_query(q->query, &qq, cap, err, sizeof(err)) ? 400
+             : (qq.limit > q->s->cfg.max_keys_reply)                  ? 400
+                                                                      : 0;
+    uint64_t after;
+    if (!rc && r == HAPI_SESSIONS && qq.has_after && hapi_parse_u64(qq.after, qq.after_len, &after))
+        rc = 400;
+    free(m);
+    return rc;
+}
+
+/* CLUSTER.MEMBERS's rows. */
+struct members_arg {
+    struct srv *s;
+    struct json *j;
+    uint64_t leader;
+};
+
+static void member_obj(void *arg, uint64_t id, const char *raft_address, int role)
+{
+    struct members_arg *ma = arg;
+    struct json *j = ma->j;
+    struct fsm_member_view v;
+    json_obj(j);
+    json_kv_u64(j, "id", id);
+    json_kv_cstr(j, "raft_address", raft_address);
+    if (fsm_member_get(ma->s->fsm, id, &v))
+        json_kv_str(j, "client_address", v.client_addr.p, v.client_addr.len);
+    else
+        json_kv_cstr(j, "client_address", "");
+    json_kv_cstr(j, "role",
+                 id == ma->leader     ? "leader"
+                 : role == RN_VOTER   ? "follower"
+                 : role == RN_STANDBY ? "standby"
+                                      : "spare");
+    json_kv_u64(j, "leader", id == ma->leader ? 1 : 0);
+    json_close(j);
+}
+
+static void render_members(struct srv *s, struct json *j)
+{
+    const char *laddr;
+    struct members_arg ma = {s, j, 0};
+    rn_leader(s->rn, &ma.leader, &laddr);
+    json_obj(j);
+    json_key(j, "members");
+    json_arr(j);
+    rn_foreach_server(s->rn, member_obj, &ma);
+    json_close(j);
+    json_close(j);
+}
+
+/* GET /v1/events: a user with keys= or locks= globs may not read every event (XREAD's rule);
+ * a follower streams only with ?stale (its own applied events). */
+static void begin_events(struct hapi_req *q, const struct acl_user *u)
+{
+    struct srv *s = q->s;
+    if (s->auth.on && u && (u->keys || u->locks)) {
+        answer_text(q, 403, NULL,
+                    "this user has keys= or locks= globs: it may not read every event\n");
+        return;
+    }
+    size_t cap = s->cfg.max_key;
+    char *m = malloc(2 * (cap + 1));
+    struct hapi_query qq = {.prefix = m, .after = m ? m + cap + 1 : NULL};
+    char err[160];
+    if (!m) {
+        answer_text(q, 503, NULL, "out of memory\n");
+        return;
+    }
+    if (hapi_parse_query(q->query, &qq, cap, err, sizeof(err)) || qq.limit) {
+        free(m);
+        answer_text(q, 400, NULL, qq.limit ? "limit: not a parameter of /v1/events\n" : err);
+        return;
+    }
+    if (!qq.stale && !srv_ready(s)) {
+        free(m);
+        answer_not_leader(q);
+        return;
+    }
+    if (!strcmp(q->method, "HEAD")) {
+        free(m);
+        srv_http_complete(q->p, 200, "text/event-stream", "", 0);
+        req_free(q);
+        return;
+    }
+    struct srv_http_request r = req_of(q);
+    int st = srv_http_events_begin(s, q->p, &r, qq.prefix, qq.prefix_len, qq.after, qq.after_len,
+                                   qq.has_after, err, sizeof(err));
+    free(m);
+    if (st) {
+        size_t n = strlen(err);
+        if (n + 1 < sizeof(err)) {
+            err[n] = '\n';
+            err[n + 1] = '\0';
+        }
+        answer_text(q, st, NULL, err);
+        return;
+    }
+    req_free(q);
+}
+
+/* The request is who it claims (or there are no users): serve it. */
+static void admit(struct hapi_req *q)
+{
+    struct srv *s = q->s;
+    const struct acl_user *u = user_of(q);
+    if (s->auth.on && (!u || !(u->perms & ACL_READ))) {
+        answer_text(q, 403, NULL, "this user has no read permission\n");
+        return;
+    }
+    if (!strcmp(q->path, "/v1/fence")) {
+        struct srv_http_request r = req_of(q);
+        s->hfence.gated = true; /* the user's globs, for this call only */
+        s->hfence.user = u;
+        srv_http_fence_route(s, &r, q->p); /* reads r (q's copies) only during the call */
+        s->hfence.gated = false;
+        s->hfence.user = NULL;
+        req_free(q);
+        return;
+    }
+    if (!strcmp(q->path, "/metrics")) {
+        struct buf body;
+        buf_init(&body);
+        srv_render_metrics(s, &body);
+        if (buf_failed(&body))
+            answer_text(q, 500, NULL, "out of memory\n");
+        else {
+            srv_http_complete(q->p, 200, "text/plain; version=0.0.4", body.p, body.len);
+            req_free(q);
+        }
+        buf_free(&body);
+        return;
+    }
+    /* a bad path or query is answered now, whoever leads: nothing to wait for */
+    int bad = check_input(q);
+    if (bad) {
+        answer_api(q, NULL); /* render() gives the 400/404 and its message */
+        return;
+    }
+    if (!strcmp(q->path, "/v1/events")) {
+        begin_events(q, u);
+        return;
+    }
+    if (hapi_query_has_stale(q->query)) {
+        answer_stale(q);
+        return;
+    }
+    if (!srv_ready(s)) {
+        if (s->cluster.role == RN_LEADER) {
+            answer_text(q, 503, NULL, "the leader is not ready yet: try again\n");
+            return;
+        }
+        answer_not_leader(q);
+        return;
+    }
+    struct srv_hapi *h = &s->hapi;
+    q->next = NULL;
+    if (h->waiting_tail)
+        h->waiting_tail->next = q;
+    else
+        h->waiting = q;
+    h->waiting_tail = q;
+    issue(s);
+}
+
+static void auth_done(void *arg, const struct acl_user *u, int rc)
+{
+    struct hapi_req *q = arg;
+    if (rc == -2) {
+        answer_text(q, 503, NULL, "too many password checks waiting: try again\n");
+        return;
+    }
+    if (!u) {
+        answer_text(q, 401, HAPI_REALM, "wrong user name or password\n");
+        return;
+    }
+    q->has_user = true;
+    snprintf(q->user, sizeof(q->user), "%s", u->name);
+    admit(q);
+}
+
+/* Whether a Basic password may be sent to this listener over plain HTTP: on loopback only
+ * (the HTTP port has no TLS; docs/security.md "The HTTP port"). */
+static bool basic_allowed(const struct hapi_req *q)
+{
+    return srv_host_loopback(q->peer) && srv_host_loopback(q->s->cfg.http_host);
+}
+
+int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
+{
+    struct srv *s = arg;
+    bool metrics = !strcmp(req->path, "/metrics") && s->auth.on && s->cfg.http_metrics_auth;
+    if (!metrics && strncmp(req->path, "/v1/", 4) != 0)
+        return 0; /* /health, /metrics (open), 404s: the plain handler */
+    size_t pl = strlen(req->path), ql = strlen(req->query);
+    struct hapi_req *q = calloc(1, sizeof(*q) + req->head_len + pl + ql + 3);
+    if (!q) {
+        srv_http_complete(p, 503, HAPI_TEXT, "out of memory\n", 14);
+        return 1;
+    }
+    q->s = s;
+    q->p = p;
+    snprintf(q->method, sizeof(q->method), "%s", req->method);
+    snprintf(q->peer, sizeof(q->peer), "%s", req->peer ? req->peer : "");
+    memcpy(q->mem, req->head, req->head_len);
+    q->head_len = req->head_len;
+    q->path = q->mem + req->head_len + 1;
+    memcpy(q->path, req->path, pl + 1);
+    q->query = q->path + pl + 1;
+    memcpy(q->query, req->query, ql + 1);
+    if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics) {
+        answer_text(q, 404, NULL, "not found\n");
+        return 1;
+    }
+    if (!s->auth.on) {
+        admit(q);
+        return 1;
+    }
+    size_t hl;
+    const char *hv = srv_http_header(req, "Authorization", &hl);
+    if (!hv) {
+        answer_text(q, 401, HAPI_REALM, "authentication required (HTTP Basic)\n");
+        return 1;
+    }
+    if (hl == SIZE_MAX) {
+        answer_text(q, 400, NULL, "Authorization given twice\n");
+        return 1;
+    }
+    if (!basic_allowed(q)) {
+        answer_text(q, 403, NULL,
+                    "a password over plain HTTP is accepted from loopback only: this port has "
+                    "no TLS\n");
+        return 1;
+    }
+    char user[ACL_NAME_MAX], pw[AUTH_PW_MAX + 1];
+    size_t ul, pwl;
+    if (hapi_basic_decode(hv, hl, user, sizeof(user), &ul, pw, sizeof(pw), &pwl)) {
+        answer_text(q, 401, HAPI_REALM, "Authorization: not Basic base64(user:password)\n");
+        return 1;
+    }
+    srv_auth_http(s, q->peer, user, ul, pw, pwl, auth_done, q);
+    sodium_memzero(pw, sizeof(pw));
+    return 1;
+}
