@@ -266,10 +266,13 @@ int srv_start(struct srv *s)
     /* /health hands out the term and applied index, what a forger of Raft traffic needs. */
     if (s->cfg.http_port && !srv_host_loopback(s->cfg.http_host))
         LOGW(&s->log,
-             "http: /metrics and /health on the non-loopback address %s:%d have no "
-             "authentication: anyone who reaches it reads the term, the applied index and the "
-             "counters; put it behind a firewall or use --http-listen 127.0.0.1:PORT",
-             s->cfg.http_host, s->cfg.http_port);
+             "http: the non-loopback address %s:%d serves /health to anyone who reaches it (the "
+             "term and the applied index)%s; put it behind a firewall or use --http-listen "
+             "127.0.0.1:PORT",
+             s->cfg.http_host, s->cfg.http_port,
+             s->cfg.acl_file[0] ? ""
+                                : ", and without --acl-file also /metrics and the read-only API "
+                                  "(/v1/: locks, sessions, events, fence checks)");
     uv_timer_start(&s->tick, tick_cb, 1, s->cfg.tick_ms);
     hup_start(s);
     LOGI(&s->log, "fencelockd %llu: clients on %s:%d, raft on %s, http on %s:%d, data in %s",

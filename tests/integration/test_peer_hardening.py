@@ -40,7 +40,8 @@ def test_raft_listen_on_loopback_needs_no_flag_and_insecure_raft_overrides(ctx):
     t.start()
     t.stop()
     log = t.log_text()
-    assert "http: /metrics and /health on the non-loopback address 0.0.0.0:" in log, log
+    assert "http: the non-loopback address 0.0.0.0:" in log and \
+        "without --acl-file also /metrics and the read-only API" in log, log
     assert "non-loopback" not in s.log_text(), s.log_text()
 
 
