@@ -296,6 +296,12 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_LOCK_MULTI:
         fsm_op_lock_multi(a, &c->lock_multi, r);
         break;
+    case FSM_OP_SEM_SETLIMIT:
+        fsm_op_sem_setlimit(a, &c->sem_setlimit, r);
+        break;
+    case FSM_OP_SEM_ACQUIRE_W:
+        fsm_op_sem_acquire_w(a, &c->sem_acquire_w, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 
@@ -321,6 +327,7 @@ static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
     bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE ||
+                  a->c->op == FSM_OP_SEM_ACQUIRE_W ||
                   a->c->op == FSM_OP_LOCK_MULTI; /* its first name: either mode */
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)

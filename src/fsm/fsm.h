@@ -448,9 +448,17 @@ int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint6
 /* A semaphore (SEM.INFO); holders and waiters through fsm_lock_holders / fsm_lock_waiters. */
 struct fsm_sem_view {
     uint64_t limit;
+    uint64_t in_use; /* permits held, summed over the acquisitions (may exceed a lowered limit) */
     size_t n_holders, n_waiters;
     bool in_lockdelay;
 };
+/* A semaphore's acquisitions in token order: cb(arg, sid, token, permits). */
+void fsm_sem_holders(const struct fsm *f, const char *name, size_t namelen,
+                     void (*cb)(void *arg, uint64_t sid, uint64_t token, uint32_t permits),
+                     void *arg);
+/* A semaphore's queued requests in FIFO order: cb(arg, sid, permits). */
+void fsm_sem_waiters(const struct fsm *f, const char *name, size_t namelen,
+                     void (*cb)(void *arg, uint64_t sid, uint32_t permits), void *arg);
 /* 1 and fill `v` if `name` is an existing semaphore, else 0. */
 int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v);
 

@@ -105,7 +105,10 @@ struct lock {
     uint8_t on_todo;        /* queued in the apply's hand-on worklist (a->todo_*) */
     struct lock *todo_next; /* in that worklist */
     uint8_t kind;           /* enum fsm_kind, fixed while the record exists */
-    uint32_t limit;         /* FSM_KIND_SEM: permits (shared holds) at most; else 0 */
+    uint32_t limit;         /* FSM_KIND_SEM: permits at most (new grants); else 0 */
+    uint32_t in_use;        /* FSM_KIND_SEM: the sum of its holds' permits (may exceed a limit
+                               an operator lowered: SEM_SETLIMIT); else the number of holds */
+    uint8_t snap_weighted;  /* restore only: the record was written as a weighted semaphore */
     /* FSM_KIND_ELECT: the leader (holder)'s value (owned, NULL if empty) and the revision of
      * its last change (grant or PROCLAIM); 0 and NULL without a leader. */
     char *value;
@@ -120,10 +123,11 @@ struct waiter {
     struct waiter *lprev, *lnext; /* in lock's FIFO */
     struct waiter *sprev, *snext; /* in sess->wait_* */
     uint64_t wait_ms;
-    uint64_t rev;   /* revision of the enqueueing command: orders the session's waits; the
-                       waiters of one LOCK_MULTI share it (multi.c) */
-    uint8_t shared; /* waits for shared mode; else exclusive (an upgrade if it holds shared) */
-    char *value;    /* FSM_KIND_ELECT: the candidate's campaign value (owned, NULL if empty) */
+    uint64_t rev;     /* revision of the enqueueing command: orders the session's waits; the
+                         waiters of one LOCK_MULTI share it (multi.c) */
+    uint8_t shared;   /* waits for shared mode; else exclusive (an upgrade if it holds shared) */
+    uint32_t permits; /* a semaphore's request: permits wanted at once (1..limit); else 1 */
+    char *value;      /* FSM_KIND_ELECT: the candidate's campaign value (owned, NULL if empty) */
     uint32_t value_len;
 };
 
@@ -134,6 +138,7 @@ struct shold {
     struct shold *lprev, *lnext; /* in lock->sh_*, token order */
     struct shold *sprev, *snext; /* in sess->sh_*, token order */
     uint64_t token, held_since_ms;
+    uint32_t permits; /* a semaphore's: the permits of this acquisition (>= 1); else 1 */
 };
 
 struct kv {
@@ -286,6 +291,9 @@ static inline bool lock_unused(const struct lock *l)
 /* What a queued request asks for. */
 enum lock_mode { LOCK_MODE_EXCLUSIVE, LOCK_MODE_SHARED, LOCK_MODE_UPGRADE };
 /* Queue `s` (QUEUED, or ERR out of memory): at the tail, or at the head for an upgrade. */
+/* As fsm_lock_enqueue, for a semaphore request of `permits` permits. */
+void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                              uint8_t mode, uint32_t permits, struct fsm_reply *r);
 void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
                       uint8_t mode, struct fsm_reply *r);
 /* The answer to a LOCK by a session already queued as `w` (same mode: its place; else ERR). */
@@ -331,6 +339,8 @@ void fsm_multi_leave(struct actx *a, struct waiter *w);
 /* Give a lock to `s` in shared mode: a fresh revision is the token; 0 (and nothing changed)
  * if memory ran out. */
 uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s);
+/* As fsm_shold_grant, for a semaphore acquisition of `permits` permits. */
+uint64_t fsm_shold_grant_permits(struct actx *a, struct lock *l, struct sess *s, uint32_t permits);
 /* Remove a waiter that leaves without a grant (WAIT_ENDED), then hand the lock on: an
  * exclusive request that leaves may let the shared requests behind it in. `l` may be freed. */
 void fsm_waiter_leave(struct actx *a, struct waiter *w);
@@ -360,6 +370,12 @@ void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struc
 void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
                            struct fsm_reply *r); /* format.c */
 void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);
+void fsm_op_sem_acquire_w(struct actx *a, const struct fsm_cmd_sem_acquire_w *p,
+                          struct fsm_reply *r);
+void fsm_op_sem_setlimit(struct actx *a, const struct fsm_cmd_sem_setlimit *p, struct fsm_reply *r);
+/* A semaphore whose snapshot record needs the weighted form (snap_prims.c): a hold or a
+ * request of other than 1 permit, or more permits in use than its limit. */
+bool fsm_sem_weighted(const struct lock *l);
 void fsm_op_sem_release(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void fsm_op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *p,
                            struct fsm_reply *r);
@@ -392,7 +408,9 @@ const char *fsm_snap_read_kind(struct rd *r, struct lock *l);
 const char *fsm_snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev);
 const char *fsm_snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
                                     struct waiter *w);
-const char *fsm_snap_check_kind(const struct lock *l);
+const char *fsm_snap_check_kind(struct lock *l);
+int fsm_snap_emit_permits(const struct lock *l, const struct shold *h, struct buf *b);
+const char *fsm_snap_read_permits(struct rd *r, const struct lock *l, uint32_t *permits);
 
 /* ---- lifecycle and codecs ---- */
 

@@ -262,6 +262,25 @@ static int check_waiter_values(struct chk *c, const struct lock *l)
     return 0;
 }
 
+/* Permits: in_use is the sum of the holds' (each >= 1; 1 unless a semaphore's); a semaphore's
+ * request wants 1..limit (more could never be granted). in_use may exceed a limit an operator
+ * lowered (SEM_SETLIMIT): the FSM tests check that no grant ever leaves it above the limit. */
+static int check_permits(struct chk *c, const struct lock *l)
+{
+    uint64_t sum = 0;
+    for (const struct shold *h = l->sh_head; h; h = h->lnext) {
+        if (h->permits == 0 || (l->kind != FSM_KIND_SEM && h->permits != 1))
+            return bad(c, "hold with wrong permits", h->permits);
+        sum += h->permits;
+    }
+    if (sum != l->in_use)
+        return bad(c, "permits in use not the sum of the holds'", l->in_use);
+    for (const struct waiter *w = l->wq_head; w && l->kind == FSM_KIND_SEM; w = w->lnext)
+        if (w->permits == 0 || w->permits > l->limit)
+            return bad(c, "semaphore request for 0 or more than limit permits", w->permits);
+    return 0;
+}
+
 /* The kinds: a semaphore never has more than `limit` permits (and no exclusive holder); an
  * election has at most one leader (the exclusive holder: no shared holds), whose value and
  * its revision are set only while it leads. */
@@ -273,8 +292,10 @@ static int check_kind(struct chk *c, const struct lock *l)
     c->prims += l->kind != FSM_KIND_LOCK;
     if ((l->kind == FSM_KIND_SEM) != (l->limit != 0) || l->limit > FSM_MAX_SEM_LIMIT)
         return bad(c, "semaphore limit wrong", l->limit);
-    if (l->kind == FSM_KIND_SEM && (l->holder || l->n_shared > l->limit))
-        return bad(c, "semaphore over its limit or held exclusively", l->n_shared);
+    if (l->kind == FSM_KIND_SEM && l->holder)
+        return bad(c, "semaphore held exclusively", l->n_shared);
+    if (check_permits(c, l))
+        return -1;
     if (l->kind == FSM_KIND_ELECT && l->n_shared)
         return bad(c, "election with shared holders", l->n_shared);
     if ((l->value != NULL) != (l->value_len != 0) || (l->value_len && !leader))

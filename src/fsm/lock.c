@@ -234,8 +234,8 @@ bool fsm_lock_head_grantable(const struct lock *l, const struct waiter *w)
 {
     if (l->holder || l->in_delay)
         return false;
-    if (l->kind == FSM_KIND_SEM)
-        return l->n_shared < l->limit;
+    if (l->kind == FSM_KIND_SEM) /* the head's permits fit (in_use may exceed a lowered limit) */
+        return l->in_use < l->limit && w->permits <= l->limit - l->in_use;
     if (w->shared || l->n_shared == 0)
         return true;
     return l->n_shared == 1 && l->sh_head->sess == w->sess; /* an upgrade, alone at last */
@@ -249,7 +249,7 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
     if (l->kind == FSM_KIND_ELECT)
         return fsm_elect_grant_head(a, l, w);
     if (w->shared) {
-        if (!fsm_shold_grant(a, l, s))
+        if (!fsm_shold_grant_permits(a, l, s, l->kind == FSM_KIND_SEM ? w->permits : 1))
             return false;
         fsm_waiter_remove(a->f, w);
         return true;
@@ -389,13 +389,21 @@ static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, 
 void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
                       uint8_t mode, struct fsm_reply *r)
 {
-    if (fsm_deadlock_refused(a, l, s, mode, r))
+    fsm_lock_enqueue_permits(a, l, s, wait_ms, mode, 1, r);
+}
+
+void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                              uint8_t mode, uint32_t permits, struct fsm_reply *r)
+{
+    struct fsm_wg_want want = {l, mode, permits};
+    if (fsm_deadlock_refused_n(a, s, &want, 1, r))
         return; /* the wait would close a cycle: -DEADLOCK, not queued */
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
+    w->permits = permits;
     w->wait_ms = wait_ms;
     w->value = NULL; /* an election's candidate gets its value from elect.c */
     w->value_len = 0;

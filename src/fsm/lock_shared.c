@@ -40,6 +40,7 @@ void fsm_shold_link_lock(struct fsm *f, struct lock *l, struct shold *h)
         l->sh_head = h;
     l->sh_tail = h;
     l->n_shared++;
+    l->in_use += h->permits;
     f->n_shared++;
 }
 
@@ -63,6 +64,7 @@ void fsm_shold_unlink(struct fsm *f, struct shold *h)
     DLIST_UNLINK_ENDS_F(l->sh_head, l->sh_tail, h, lprev, lnext);
     DLIST_UNLINK_ENDS_F(s->sh_head, s->sh_tail, h, sprev, snext);
     l->n_shared--;
+    l->in_use -= h->permits;
     s->n_shared--;
     f->n_shared--;
     free(h);
@@ -77,9 +79,11 @@ bool fsm_shold_token_held(const struct lock *l, uint64_t token)
 }
 
 /* The record is allocated before anything changes, so a failure changes nothing. */
-uint64_t fsm_shold_grant_with(struct actx *a, struct lock *l, struct sess *s, struct shold *h)
+static uint64_t grant_core(struct actx *a, struct lock *l, struct sess *s, struct shold *h,
+                           uint32_t permits)
 {
     memset(h, 0, sizeof(*h));
+    h->permits = permits;
     h->token = fsm_next_rev(a);
     h->held_since_ms = a->c->now_ms;
     fsm_shold_link_lock(a->f, l, h);
@@ -88,11 +92,21 @@ uint64_t fsm_shold_grant_with(struct actx *a, struct lock *l, struct sess *s, st
     return h->token;
 }
 
+uint64_t fsm_shold_grant_with(struct actx *a, struct lock *l, struct sess *s, struct shold *h)
+{
+    return grant_core(a, l, s, h, 1);
+}
+
 /* 0 (nothing changed) if memory ran out. */
 uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s)
 {
+    return fsm_shold_grant_permits(a, l, s, 1);
+}
+
+uint64_t fsm_shold_grant_permits(struct actx *a, struct lock *l, struct sess *s, uint32_t permits)
+{
     struct shold *h = malloc(sizeof(*h));
-    return h ? fsm_shold_grant_with(a, l, s, h) : 0;
+    return h ? grant_core(a, l, s, h, permits) : 0;
 }
 
 void fsm_shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired)

@@ -270,7 +270,7 @@ static bool deadlock_refused(struct actx *a, const struct slot *sl, size_t n, st
     for (size_t i = 0; i < n; i++)
         if (sl[i].l)
             want[k++] = (struct fsm_wg_want){
-                sl[i].l, (uint8_t)(sl[i].shared ? LOCK_MODE_SHARED : LOCK_MODE_EXCLUSIVE)};
+                sl[i].l, (uint8_t)(sl[i].shared ? LOCK_MODE_SHARED : LOCK_MODE_EXCLUSIVE), 1};
     bool refused = fsm_deadlock_refused_n(a, s, want, k, r);
     free(want);
     return refused;

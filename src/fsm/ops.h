@@ -89,6 +89,16 @@ enum fsm_field_kind {
     F(p, SID, sid, "sid")                                                                          \
     F(p, U64, limit, "limit") /* 1..FSM_MAX_SEM_LIMIT (the apply answers ERR otherwise) */         \
     F(p, WAIT, wait_ms, "wait")
+/* SEM_ACQUIRE_W: SEM_ACQUIRE for `permits` permits at once (sem.c) */
+#define FSM_PAYLOAD_sem_acquire_w(F, p)                                                            \
+    F(p, NAME, name, "semaphore name")                                                             \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, limit, "limit")     /* 1..FSM_MAX_SEM_LIMIT (the apply answers ERR otherwise) */     \
+    F(p, U64, permits, "permits") /* 1..limit (the apply answers ERR otherwise) */                 \
+    F(p, WAIT, wait_ms, "wait")
+/* SEM_SETLIMIT: an operator's new limit for an existing semaphore (sem.c) */
+#define FSM_PAYLOAD_sem_setlimit(F, p)                                                             \
+    F(p, NAME, name, "semaphore name") F(p, U64, limit, "limit") /* 1..FSM_MAX_SEM_LIMIT */
 #define FSM_PAYLOAD_elect_campaign(F, p)                                                           \
     F(p, NAME, name, "election name")                                                              \
     F(p, SID, sid, "sid")                                                                          \
@@ -122,7 +132,9 @@ enum fsm_field_kind {
     P(elect_campaign)                                                                              \
     P(elect_proclaim)                                                                              \
     P(cluster_format)                                                                              \
-    P(lock_multi)
+    P(lock_multi)                                                                                  \
+    P(sem_acquire_w)                                                                               \
+    P(sem_setlimit)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -197,6 +209,11 @@ enum fsm_grow {
     X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)                              \
     /* -> INT the first token (the tokens are consecutive revisions, one per name in name          \
        order) | QUEUED | NIL: every name at once or none (multi.c) */                              \
-    X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)
+    X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)                                         \
+    /* -> OK (the limit changed, or was already that) | NIL (no such semaphore); holders above a   \
+       lower limit keep their permits (sem.c) */                                                   \
+    X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
+    /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
+    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)
 
 #endif

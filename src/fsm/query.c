@@ -69,6 +69,7 @@ int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct f
         return 0;
     v->limit = l->limit;
     v->n_holders = l->n_shared;
+    v->in_use = l->in_use;
     v->n_waiters = l->n_waiters;
     v->in_lockdelay = l->in_delay;
     return 1;

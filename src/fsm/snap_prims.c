@@ -4,7 +4,11 @@
  *
  * Owns the per-lock v4 fields that snapshot.c's lock record carries: after the name, u8 kind
  * (enum fsm_kind) and for a semaphore varint limit; after an election's holder, str value and
- * varint value_rev; after each election waiter, str value. The readers return NULL, or the
+ * varint value_rev; after each election waiter, str value. A weighted semaphore (fsm_sem_weighted:
+ * a hold or a request of other than 1 permit, or more permits in use than its limit) is
+ * written with kind byte SNAP_KIND_WSEM instead of 1, and then each shared hold and each
+ * waiter is followed by varint permits (1..FSM_MAX_SEM_LIMIT); an unweighted one keeps the
+ * bytes it always had. The readers return NULL, or the
  * text of what is wrong (snapshot.c reports it with the byte offset); a value read is copied
  * into the record, which then owns it, and counted in fsm.name_bytes.
  */
@@ -13,9 +17,11 @@
 
 #include "fsm/internal.h"
 
+#define SNAP_KIND_WSEM 3 /* the kind byte of a weighted semaphore's record */
+
 int fsm_snap_emit_kind(const struct lock *l, struct buf *b)
 {
-    int rc = buf_put_u8(b, l->kind);
+    int rc = buf_put_u8(b, fsm_sem_weighted(l) ? SNAP_KIND_WSEM : l->kind);
     if (l->kind == FSM_KIND_SEM)
         rc = rc || buf_put_varint(b, l->limit);
     return rc;
@@ -30,14 +36,37 @@ int fsm_snap_emit_leader(const struct lock *l, struct buf *b)
 
 int fsm_snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b)
 {
+    if (l->kind == FSM_KIND_SEM)
+        return fsm_sem_weighted(l) ? buf_put_varint(b, w->permits) : 0;
     return l->kind == FSM_KIND_ELECT ? buf_put_bytes(b, w->value, w->value_len) : 0;
+}
+
+int fsm_snap_emit_permits(const struct lock *l, const struct shold *h, struct buf *b)
+{
+    return fsm_sem_weighted(l) ? buf_put_varint(b, h->permits) : 0;
+}
+
+/* 1..FSM_MAX_SEM_LIMIT after a weighted semaphore's hold or waiter; 1 without weights. */
+const char *fsm_snap_read_permits(struct rd *r, const struct lock *l, uint32_t *permits)
+{
+    uint64_t v = 1;
+    if (l->snap_weighted && fsm_rd_varint(r, &v))
+        return "truncated or malformed number";
+    if (v == 0 || v > FSM_MAX_SEM_LIMIT)
+        return "semaphore permits out of range";
+    *permits = (uint32_t)v;
+    return NULL;
 }
 
 const char *fsm_snap_read_kind(struct rd *r, struct lock *l)
 {
     uint64_t limit;
-    if (rd_u8(r, &l->kind) || l->kind >= FSM_KIND__COUNT)
+    if (rd_u8(r, &l->kind) || (l->kind >= FSM_KIND__COUNT && l->kind != SNAP_KIND_WSEM))
         return "bad object kind";
+    if (l->kind == SNAP_KIND_WSEM) {
+        l->kind = FSM_KIND_SEM;
+        l->snap_weighted = 1;
+    }
     if (l->kind != FSM_KIND_SEM)
         return NULL;
     if (fsm_rd_varint(r, &limit))
@@ -82,14 +111,24 @@ const char *fsm_snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, ui
 const char *fsm_snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
                                     struct waiter *w)
 {
+    w->permits = 1;
+    if (l->kind == FSM_KIND_SEM)
+        return fsm_snap_read_permits(r, l, &w->permits);
     return l->kind == FSM_KIND_ELECT ? read_value(f, r, &w->value, &w->value_len) : NULL;
 }
 
 /* The rules of the kind, once the record is complete. */
-const char *fsm_snap_check_kind(const struct lock *l)
+const char *fsm_snap_check_kind(struct lock *l)
 {
-    if (l->kind == FSM_KIND_SEM && (l->holder || l->n_shared > l->limit))
-        return "semaphore over its limit or held exclusively";
+    bool weighted = l->snap_weighted;
+    l->snap_weighted = 0;
+    if (l->kind == FSM_KIND_SEM && l->holder)
+        return "semaphore held exclusively";
+    if (weighted != fsm_sem_weighted(l)) /* canonical: the weighted form only when needed */
+        return "semaphore record in the wrong form (weighted or not)";
+    for (const struct waiter *w = l->wq_head; w && l->kind == FSM_KIND_SEM; w = w->lnext)
+        if (w->permits > l->limit)
+            return "semaphore request for more permits than its limit";
     if (l->kind == FSM_KIND_ELECT && l->n_shared)
         return "election with shared holders";
     for (const struct waiter *w = l->wq_head; w; w = w->lnext)

@@ -13,14 +13,16 @@
  *     if req_seq: u8 reply kind; INT: varint value; ERR: str text (may be empty: not retained);
  *       v4 only: varint req_digest (0 = not recorded)
  *   varint n_locks, per lock in name byte order:
- *     str name; v4 only: u8 kind (0 lock, 1 semaphore, 2 election), semaphore: varint limit;
+ *     str name; v4 only: u8 kind (0 lock, 1 semaphore, 2 election, 3 weighted semaphore:
+ *       snap_prims.c), semaphore: varint limit;
  *     varint holder_sid (0 = none); if holder: varint token, held_since_ms;
  *     v4 only, an election's holder (its leader): str value, varint value_rev;
  *     v3 only: varint n_shared; per shared hold in token order: varint sid, token,
- *       held_since_ms;
+ *       held_since_ms, a weighted semaphore's: varint permits;
  *     u8 flags (bit 0: in lock-delay); if in delay: varint lockdelay_ms;
  *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision;
- *       v3 only: u8 mode (0 exclusive, 1 shared); v4 only, an election's: str value
+ *       v3 only: u8 mode (0 exclusive, 1 shared); v4 only, an election's: str value, a
+ *       weighted semaphore's: varint permits
  *   varint n_keys, per key in byte order:
  *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
  *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
@@ -109,7 +111,7 @@ static int emit_shared(const struct lock *l, struct buf *b)
     int rc = buf_put_varint(b, l->n_shared);
     for (const struct shold *h = l->sh_head; h && !rc; h = h->lnext)
         rc = buf_put_varint(b, h->sess->sid) || buf_put_varint(b, h->token) ||
-             buf_put_varint(b, h->held_since_ms);
+             buf_put_varint(b, h->held_since_ms) || fsm_snap_emit_permits(l, h, b);
     return rc;
 }
 
@@ -340,8 +342,12 @@ static int restore_holder(struct rst *s, struct lock *l)
 static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
 {
     uint64_t sid, token, since;
+    uint32_t permits;
+    const char *why;
     if (get_u(s, &sid) || get_u(s, &token) || get_u(s, &since))
         return -1;
+    if ((why = fsm_snap_read_permits(&s->r, l, &permits)))
+        return bad(s, why);
     struct sess *x = fsm_sess_find(s->nf, sid);
     if (!x)
         return bad(s, "shared holder is not a session");
@@ -361,6 +367,7 @@ static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
     h->sess = x; /* linked into x's list later, in token order */
     h->token = token;
     h->held_since_ms = since;
+    h->permits = permits;
     fsm_shold_link_lock(s->nf, l, h);
     return 0;
 }

@@ -23,7 +23,15 @@
 
 /* ---- the rule ---- */
 
-typedef void (*edge_fn)(void *arg, const struct sess *to, bool any);
+/* weight 0: an AND edge; else an OR edge worth `weight` permits (a semaphore's holder) */
+typedef void (*edge_fn)(void *arg, const struct sess *to, uint32_t weight);
+
+/* The permits a semaphore request heading the FIFO needs released before it fits (0: none). */
+static uint64_t sem_need(const struct lock *l, uint32_t permits, const struct waiter *prev)
+{
+    uint64_t want = (uint64_t)l->in_use + (permits ? permits : 1);
+    return l->kind == FSM_KIND_SEM && !prev && want > l->limit ? want - l->limit : 0;
+}
 
 /*
  * The edges of a request by `s` on `l` (shared or not) whose FIFO predecessor is `prev` (NULL
@@ -32,18 +40,19 @@ typedef void (*edge_fn)(void *arg, const struct sess *to, bool any);
  * gives up: a semaphore with a million permits costs no more than the limit).
  */
 static size_t request_edges(const struct lock *l, const struct sess *s, bool shared,
-                            const struct waiter *prev, size_t budget, edge_fn fn, void *arg)
+                            uint32_t permits, const struct waiter *prev, size_t budget, edge_fn fn,
+                            void *arg)
 {
     size_t steps = 0;
     if (l->kind == FSM_KIND_SEM) {
         if (prev) {
-            fn(arg, prev->sess, false);
+            fn(arg, prev->sess, 0);
             return 1;
         }
-        if (l->n_shared >= l->limit)
+        if (sem_need(l, permits, prev))
             for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext, steps++)
                 if (h->sess != s)
-                    fn(arg, h->sess, true);
+                    fn(arg, h->sess, h->permits ? h->permits : 1);
         return steps;
     }
     const struct waiter *e = prev; /* the nearest earlier exclusive request */
@@ -54,17 +63,17 @@ static size_t request_edges(const struct lock *l, const struct sess *s, bool sha
     if (steps > budget)
         return steps;
     if (e) {
-        fn(arg, e->sess, false);
+        fn(arg, e->sess, 0);
         steps++;
     } else {
         if (l->holder && l->holder != s) {
-            fn(arg, l->holder, false);
+            fn(arg, l->holder, 0);
             steps++;
         }
         if (!shared)
             for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext, steps++)
                 if (h->sess != s)
-                    fn(arg, h->sess, false);
+                    fn(arg, h->sess, 0);
     }
     /* The shared requests between e (or the head) and this one: an exclusive request waits
      * for all of them; a shared one only for the multi-requests among them, which block the
@@ -72,7 +81,7 @@ static size_t request_edges(const struct lock *l, const struct sess *s, bool sha
      * granted with it, or waits for what it waits for). */
     for (const struct waiter *q = prev; q != e && steps <= budget; q = q->lprev, steps++)
         if (!shared || fsm_waiter_multi(q))
-            fn(arg, q->sess, false);
+            fn(arg, q->sess, 0);
     return steps;
 }
 
@@ -93,13 +102,14 @@ struct req {
     uint32_t first_edge, n_edge;
     uint32_t and_left; /* AND edges to sessions not yet known to be free */
     uint32_t n_or;
-    bool or_ok; /* no OR edge, or one leads to a free session */
+    uint64_t need, have; /* OR edges: the weight needed; that of those found free so far */
+    bool or_ok;          /* no OR edge, or those to free sessions weigh at least `need` */
 };
 
 struct edge {
     uint32_t req, to;
     const struct lock *via;
-    bool any;
+    uint32_t weight; /* 0: AND; else OR (permits) */
 };
 
 struct search {
@@ -143,7 +153,7 @@ static uint32_t node_of(struct search *x, struct sess *y)
     return (uint32_t)x->nn++;
 }
 
-static void collect(void *arg, const struct sess *to, bool any)
+static void collect(void *arg, const struct sess *to, uint32_t weight)
 {
     struct search *x = arg;
     if (x->failed)
@@ -154,9 +164,9 @@ static void collect(void *arg, const struct sess *to, bool any)
         return;
     }
     struct req *rq = &x->r[x->nr - 1];
-    x->e[x->ne++] = (struct edge){(uint32_t)(x->nr - 1), t, NULL, any};
+    x->e[x->ne++] = (struct edge){(uint32_t)(x->nr - 1), t, NULL, weight};
     rq->n_edge++;
-    if (any)
+    if (weight)
         rq->n_or++;
     else
         rq->and_left++;
@@ -164,16 +174,17 @@ static void collect(void *arg, const struct sess *to, bool any)
 
 /* One request of node `u` (the session's, or the victim's new one). */
 static void add_request(struct search *x, uint32_t u, const struct lock *l, bool shared,
-                        const struct waiter *prev)
+                        uint32_t permits, const struct waiter *prev)
 {
     if (grow((void **)&x->r, &x->capr, x->nr + 1, sizeof(*x->r))) {
         x->failed = true;
         return;
     }
-    x->r[x->nr++] = (struct req){.node = u, .first_edge = (uint32_t)x->ne};
+    x->r[x->nr++] =
+        (struct req){.node = u, .first_edge = (uint32_t)x->ne, .need = sem_need(l, permits, prev)};
     size_t e0 = x->ne;
     size_t budget = x->steps < x->limit ? (size_t)(x->limit - x->steps) : 0;
-    x->steps += request_edges(l, x->n[u].s, shared, prev, budget, collect, x) + 1;
+    x->steps += request_edges(l, x->n[u].s, shared, permits, prev, budget, collect, x) + 1;
     for (size_t i = e0; i < x->ne; i++)
         x->e[i].via = l;
     if (x->steps > x->limit)
@@ -192,11 +203,11 @@ static void collect_graph(struct search *x, struct sess *victim, const struct fs
         x->n[u].first_req = (uint32_t)x->nr;
         if (u == 0)
             for (size_t i = 0; i < n && !x->failed; i++)
-                add_request(x, 0, want[i].l, want[i].mode == LOCK_MODE_SHARED,
+                add_request(x, 0, want[i].l, want[i].mode == LOCK_MODE_SHARED, want[i].permits,
                             want[i].mode == LOCK_MODE_UPGRADE ? NULL : want[i].l->wq_tail);
         else
             for (const struct waiter *w = x->n[u].s->wait_head; w && !x->failed; w = w->snext)
-                add_request(x, (uint32_t)u, w->lock, w->shared, w->lprev);
+                add_request(x, (uint32_t)u, w->lock, w->shared, w->permits, w->lprev);
         x->n[u].n_req = (uint32_t)x->nr - x->n[u].first_req;
     }
 }
@@ -248,8 +259,8 @@ static int propagate(struct search *x)
             struct req *r = &x->r[ed->req];
             if (req_ok(r))
                 continue;
-            if (ed->any)
-                r->or_ok = true;
+            if (ed->weight)
+                r->or_ok = (r->have += ed->weight) >= r->need;
             else
                 r->and_left--;
             struct node *nd = &x->n[r->node];
@@ -280,7 +291,7 @@ static long cycle_walk(struct search *x)
             for (uint32_t i = r->first_edge; i < r->first_edge + r->n_edge; i++) {
                 const struct edge *ed = &x->e[i];
                 struct node *t = &x->n[ed->to];
-                if (t->free || (ed->any && r->or_ok))
+                if (t->free || (ed->weight && r->or_ok))
                     continue;
                 if (ed->to == 0)
                     return (long)i;
@@ -404,7 +415,7 @@ bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_
 bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
                           struct fsm_reply *r)
 {
-    struct fsm_wg_want want = {l, mode};
+    struct fsm_wg_want want = {l, mode, 1};
     return fsm_deadlock_refused_n(a, s, &want, 1, r);
 }
 
@@ -425,10 +436,10 @@ struct query_arg {
     void *arg;
 };
 
-static void query_edge(void *arg, const struct sess *to, bool any)
+static void query_edge(void *arg, const struct sess *to, uint32_t weight)
 {
     struct query_arg *q = arg;
-    q->cb(q->arg, to->sid, any);
+    q->cb(q->arg, to->sid, weight != 0);
 }
 
 void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
@@ -439,5 +450,5 @@ void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen,
     const struct waiter *w = l && s ? fsm_waiter_find(l, s) : NULL;
     struct query_arg q = {cb, arg};
     if (w)
-        request_edges(l, s, w->shared, w->lprev, SIZE_MAX, query_edge, &q);
+        request_edges(l, s, w->shared, w->permits, w->lprev, SIZE_MAX, query_edge, &q);
 }

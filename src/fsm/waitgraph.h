@@ -21,8 +21,12 @@
  *     shared requests (but see multi-requests below).
  *     Edges to requests further back are implied (E waits for them, or for the holders): the
  *     reduction keeps LOCK.INFO and the search linear in the queue, with the same cycles.
- *   - semaphore: the request just before R (FIFO: it is granted first); with none, while the
- *     semaphore is full, ANY of the permit holders (an OR edge: one release may be enough).
+ *   - semaphore: the request just before R (FIFO: it is granted first, and nothing overtakes
+ *     the head). With none, R (for k permits) waits while in_use + k > limit, for permit
+ *     holders whose permits add up to need = in_use + k - limit: a weighted OR (threshold)
+ *     edge to every holder, weighted by its acquisition's permits. R can be granted once the
+ *     holders that can proceed hold at least `need` permits between them (they are taken to
+ *     release them all); without weights (every k = 1, in_use = limit) need is 1: ANY holder.
  *   - lock-delay is waited out by time, not for a session: no edge.
  *   - a waiting multi-request (multi.c) blocks each of its queues until it can be granted on
  *     all of them, even where it heads a free lock: so a shared R also waits for every waiting
@@ -33,11 +37,12 @@
  * session is taken to release nothing while any of its requests waits.
  *
  * DEADLOCK. A session that waits for nobody is taken to let go in time. A request can be
- * granted once every session its AND edges lead to can proceed and, if it has OR edges, one
- * session they lead to can; a session can proceed once each of its requests can be granted.
+ * granted once every session its AND edges lead to can proceed and, if it has OR edges, the
+ * sessions they lead to that can proceed weigh at least its need (1 without weights); a
+ * session can proceed once each of its requests can be granted.
  * The sessions that cannot (what is left of the least fixed point of "can proceed") are
- * deadlocked: that is exact for AND and OR edges alike. A new request by V closes a cycle when,
- * with it, V cannot proceed and the edges that keep sessions stuck lead from it back to V; it
+ * deadlocked: that is exact for AND and weighted OR edges alike. A new request by V closes a cycle
+ * when, with it, V cannot proceed and the edges that keep sessions stuck lead from it back to V; it
  * is then refused (FSM_REPLY_ERR "DEADLOCK cycle of N: V -name-> S2 -name-> ... -> V", the
  * shortest such cycle: V waits for name, which S2 holds or is queued for first, ...) and not
  * queued: the request that closes the cycle is the victim, so the waits already queued are
@@ -99,6 +104,7 @@ bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_
 struct fsm_wg_want {
     struct lock *l;
     uint8_t mode;
+    uint32_t permits; /* a semaphore request's permits (0 counts as 1) */
 };
 /*
  * The same for a request that would queue on several names at once (LOCK_MULTI: the existing

@@ -363,6 +363,34 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_MULTI,
      .user = GS("bob"),
      .lock_multi = {.sid = GOLDEN_SID_B, .names = {1, GS("\x00\x02M3")}, .wait_ms = 1}},
+    /* weighted semaphores: alice takes 2 of W's 3 permits, bob queues for 2, a request for more
+       than the limit is refused; the operator raises the limit to 4 (bob is granted), lowers
+       it to 2 (both keep their permits: 4 in use), and finds no semaphore X; alice releases
+       and asks for 1, which waits for bob, who waits (M1, M2) for alice: a deadlock */
+    {.op = FSM_OP_SEM_ACQUIRE_W,
+     .now_ms = 9600,
+     .user = GS("alice"),
+     .sem_acquire_w = {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 3, .permits = 2}},
+    {.op = FSM_OP_SEM_ACQUIRE_W,
+     .user = GS("bob"),
+     .sem_acquire_w =
+         {.name = GS("W"), .sid = GOLDEN_SID_B, .limit = 3, .permits = 2, .wait_ms = 30000}},
+    {.op = FSM_OP_SEM_ACQUIRE_W,
+     .user = GS("alice"),
+     .sem_acquire_w = {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 3, .permits = 4}},
+    {.op = FSM_OP_SEM_SETLIMIT,
+     .user = GS("root"),
+     .admin = true,
+     .sem_setlimit = {.name = GS("W"), .limit = 4}},
+    {.op = FSM_OP_SEM_SETLIMIT, .sem_setlimit = {.name = GS("W"), .limit = 2}},
+    {.op = FSM_OP_SEM_SETLIMIT, .sem_setlimit = {.name = GS("X"), .limit = 2}},
+    {.op = FSM_OP_SEM_RELEASE,
+     .user = GS("alice"),
+     .sem_release = {.name = GS("W"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_SEM_ACQUIRE_W,
+     .user = GS("alice"),
+     .sem_acquire_w =
+         {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 2, .permits = 1, .wait_ms = 30000}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -378,5 +406,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before LOCK_MULTI's: golden_snapshot_v5 is the state after them, golden_snapshot_multi (also
  * version 5) the state after all. */
 #define GOLDEN_N_V5_CMDS 121
+/* Before the weighted semaphores': golden_snapshot_multi is the state after them,
+ * golden_snapshot_wsem (version 5, a weighted semaphore over a lowered limit) after all. */
+#define GOLDEN_N_MULTI_CMDS 124
 
 #endif

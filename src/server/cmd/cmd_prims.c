@@ -13,8 +13,8 @@
 
 #include "server/cmd/cmd.h"
 
-#define SEM_INFO_FIELDS 5
-#define HOLDER_FIELDS 2
+#define SEM_INFO_FIELDS 6
+#define HOLDER_FIELDS 3
 
 int cmd_check_kind(struct srv_req *r, const struct fsm_str *name, int kind)
 {
@@ -50,14 +50,80 @@ static int value_arg(struct srv_req *r, size_t i, struct fsm_str *v)
     return 0;
 }
 
-/* SEM.ACQUIRE name sid limit [WAIT ms] [REQ sid seq] -> token | nil */
+/*
+ * PERMITS k, wherever it stands among the options from argv[start] on (the shared option
+ * parser does not know it): *at is its index (0 if absent), *k its value (1 if absent).
+ */
+static int permits_opt(struct srv_req *r, size_t start, size_t *at, uint64_t *k)
+{
+    *at = 0;
+    *k = 1;
+    for (size_t i = start; i < r->argc; i++) {
+        if (!resp_arg_eq(&r->argv[i], "PERMITS", sizeof("PERMITS") - 1))
+            continue;
+        if (*at) {
+            resp_w_errorf(r->out, PROTO_ERR " option PERMITS given twice");
+            return -1;
+        }
+        if (i + 1 >= r->argc) {
+            resp_w_errorf(r->out, PROTO_ERR " option PERMITS needs 1 argument(s)");
+            return -1;
+        }
+        if (cmd_arg_range(r, i + 1, "PERMITS", 1, FSM_MAX_SEM_LIMIT, k))
+            return -1;
+        *at = i++;
+    }
+    return 0;
+}
+
+/*
+ * SEM.ACQUIRE name sid limit [PERMITS k] [WAIT ms] [REQ sid seq] -> token | nil. PERMITS 1 (or
+ * none) proposes SEM_ACQUIRE, byte for byte as before; k > 1 proposes SEM_ACQUIRE_W. PERMITS
+ * may stand anywhere among the options: those before it and those after it are parsed as two
+ * runs by the shared parser, which does not know it.
+ */
 void semAcquireCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SEM_ACQUIRE, .sem_acquire = {.wait_ms = 0}};
-    struct fsm_cmd_sem_acquire *p = &cmd.sem_acquire;
+    struct fsm_cmd cmd = {.op = FSM_OP_SEM_ACQUIRE_W, .sem_acquire_w = {.wait_ms = 0}};
+    struct fsm_cmd_sem_acquire_w *p = &cmd.sem_acquire_w;
+    size_t at, argc = r->argc;
     if (prim_args(r, "semaphore name", &p->name, &p->sid) ||
         cmd_arg_range(r, 3, "limit", 1, FSM_MAX_SEM_LIMIT, &p->limit) ||
-        cmd_parse_opts(r, 4, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd))
+        permits_opt(r, 4, &at, &p->permits))
+        return;
+    if (p->permits > p->limit) {
+        resp_w_errorf(r->out, PROTO_ERR " PERMITS %llu is over the limit %llu",
+                      (unsigned long long)p->permits, (unsigned long long)p->limit);
+        return;
+    }
+    if (at) { /* parse the options around PERMITS k as two runs */
+        r->argc = at;
+        int rc = cmd_parse_opts(r, 4, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd);
+        r->argc = argc;
+        if (rc)
+            return;
+    }
+    if (cmd_parse_opts(r, at ? at + 2 : 4, CMD_OPT_WAIT | CMD_OPT_REQ, &cmd))
+        return;
+    if (p->permits == 1) {
+        struct fsm_cmd one = {
+            .op = FSM_OP_SEM_ACQUIRE, .req_sid = cmd.req_sid, .req_seq = cmd.req_seq};
+        one.sem_acquire = (struct fsm_cmd_sem_acquire){
+            .name = p->name, .sid = p->sid, .limit = p->limit, .wait_ms = p->wait_ms};
+        cmd_propose(r, &one);
+        return;
+    }
+    cmd_propose(r, &cmd);
+}
+
+/* SEM.SETLIMIT name limit -> OK | nil (no such semaphore) */
+void semSetlimitCommand(struct srv_req *r)
+{
+    struct fsm_cmd cmd = {.op = FSM_OP_SEM_SETLIMIT, .sem_setlimit = {.limit = 0}};
+    struct fsm_cmd_sem_setlimit *p = &cmd.sem_setlimit;
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "semaphore name", &p->name) ||
+        cmd_check_kind(r, &p->name, FSM_KIND_SEM) ||
+        cmd_arg_range(r, 2, "limit", 1, FSM_MAX_SEM_LIMIT, &p->limit))
         return;
     cmd_propose(r, &cmd);
 }
@@ -72,25 +138,34 @@ void semReleaseCommand(struct srv_req *r)
     cmd_propose(r, &cmd);
 }
 
-static void sem_holder_cb(void *arg, uint64_t sid, uint64_t token, bool shared)
+static void sem_holder_cb(void *arg, uint64_t sid, uint64_t token, uint32_t permits)
 {
     struct srv_req *r = arg;
-    (void)shared;
     resp_w_map(r->out, r->proto, HOLDER_FIELDS);
     resp_w_bulk_str(r->out, "sid");
     resp_w_uint(r->out, sid);
     resp_w_bulk_str(r->out, "token");
     resp_w_uint(r->out, token);
+    resp_w_bulk_str(r->out, "permits");
+    resp_w_uint(r->out, permits);
 }
 
-static void sem_waiter_cb(void *arg, uint64_t sid, uint64_t wait_ms)
+static void sem_waiter_cb(void *arg, uint64_t sid, uint32_t permits)
 {
     struct srv_req *r = arg;
-    (void)wait_ms;
+    (void)permits;
     resp_w_uint(r->out, sid);
 }
 
-/* SEM.INFO name -> nil | {limit, holders: [{sid, token}...], waiters: [sid...], lockdelay} */
+static void sem_wanted_cb(void *arg, uint64_t sid, uint32_t permits)
+{
+    struct srv_req *r = arg;
+    (void)sid;
+    resp_w_uint(r->out, permits);
+}
+
+/* SEM.INFO name -> nil | {limit, permits (in use), holders: [{sid, token, permits}...],
+ * waiters: [sid...], lockdelay, wanted: [permits of each waiter, in the same order]} */
 void semInfoCommand(struct srv_req *r)
 {
     struct fsm_str name;
@@ -105,15 +180,18 @@ void semInfoCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, "limit");
     resp_w_uint(r->out, v.limit);
     resp_w_bulk_str(r->out, "permits");
-    resp_w_uint(r->out, v.n_holders);
+    resp_w_uint(r->out, v.in_use);
     resp_w_bulk_str(r->out, "holders");
     resp_w_array(r->out, v.n_holders);
-    fsm_lock_holders(r->s->fsm, name.p, name.len, sem_holder_cb, r);
+    fsm_sem_holders(r->s->fsm, name.p, name.len, sem_holder_cb, r);
     resp_w_bulk_str(r->out, "waiters");
     resp_w_array(r->out, v.n_waiters);
-    fsm_lock_waiters(r->s->fsm, name.p, name.len, sem_waiter_cb, r);
+    fsm_sem_waiters(r->s->fsm, name.p, name.len, sem_waiter_cb, r);
     resp_w_bulk_str(r->out, "lockdelay");
     resp_w_uint(r->out, v.in_lockdelay ? 1 : 0);
+    resp_w_bulk_str(r->out, "wanted");
+    resp_w_array(r->out, v.n_waiters);
+    fsm_sem_waiters(r->s->fsm, name.p, name.len, sem_wanted_cb, r);
 }
 
 /* ELECT.CAMPAIGN name sid value [WAIT ms] [REQ sid seq] -> token | nil */

@@ -86,7 +86,7 @@ void srv_fail_parked(struct srv *s, int status)
 /* The command a parked wait was queued by, for its row's permission. */
 static const struct srv_cmd *parked_cmd(uint8_t op)
 {
-    return srv_cmd_at(op == FSM_OP_SEM_ACQUIRE      ? SRV_CMD_SEM_ACQUIRE
+    return srv_cmd_at(op == FSM_OP_SEM_ACQUIRE || op == FSM_OP_SEM_ACQUIRE_W ? SRV_CMD_SEM_ACQUIRE
                       : op == FSM_OP_ELECT_CAMPAIGN ? SRV_CMD_ELECT_CAMPAIGN
                       : op == FSM_OP_LOCK_MULTI     ? SRV_CMD_LOCK_MULTI
                                                     : SRV_CMD_LOCK);
