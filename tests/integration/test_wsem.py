@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Weighted semaphores: SEM.ACQUIRE name sid limit PERMITS k (k permits in one acquisition,
+one token), strict FIFO (a queued request for k is not overtaken by a later one for fewer),
+SEM.INFO's permits per holder, SEM.SETLIMIT (admin; holders above a lower limit keep their
+permits, no grant until the head fits), and the permits in use never above the limit across a
+kill -9 of the leader of 3 nodes."""
+
+from cluster import ready_leader, start_cluster
+from helpers import eq, expect_err, expect_int, expect_nil, no_reply, ok, open_session, wait_until
+from resp import Conn, RespError, as_map, text
+
+
+def sem_info(c, name):
+    r = c.call("SEM.INFO", name)
+    assert not isinstance(r, RespError), "SEM.INFO %s: %r" % (name, r)
+    return None if r is None else as_map(r)
+
+
+def holds(info):
+    """SEM.INFO's holders as {sid: permits}."""
+    out = {}
+    for h in info["holders"] or []:
+        m = h if isinstance(h, dict) else dict(zip(h[::2], h[1::2]))
+        m = {text(k): v for k, v in m.items()}
+        out[m["sid"]] = m["permits"]
+    return out
+
+
+def checked(info):
+    """The info, after checking its permits add up and stay within the limit."""
+    eq(sum(holds(info).values()), info["permits"], "permits in use = the holders' sum")
+    return info
+
+
+def queued(c, name, sid):
+    wait_until(lambda: sid in list((sem_info(c, name) or {}).get("waiters") or []), 5,
+               what="session %d queued on %r" % (sid, name))
+
+
+def test_k_permits_fifo_and_info(ctx):
+    c = ctx.conn()
+    a, b, d, e = (open_session(c) for _ in range(4))
+    ta = expect_int(c.call("SEM.ACQUIRE", "w", a, 4, "PERMITS", 2))
+    tb = expect_int(c.call("SEM.ACQUIRE", "w", b, 4, "PERMITS", 1))
+    assert tb > ta
+    info = checked(sem_info(c, "w"))
+    eq(info["permits"], 3)
+    eq(holds(info), {a: 2, b: 1})
+    expect_nil(c.call("SEM.ACQUIRE", "w", d, 4, "PERMITS", 3), "3 do not fit in 1 free")
+    cd, ce = ctx.conn(), ctx.conn()
+    cd.send("SEM.ACQUIRE", "w", d, 4, "PERMITS", 3, "WAIT", 20000)
+    queued(c, "w", d)
+    ce.send("SEM.ACQUIRE", "w", e, 4, "WAIT", 20000, "PERMITS", 1)
+    queued(c, "w", e)
+    eq(list(sem_info(c, "w")["wanted"]), [3, 1], "the permits each waiter wants, FIFO")
+    expect_nil(c.call("SEM.ACQUIRE", "w", open_session(c), 4), "a try does not overtake")
+    ok(c.call("SEM.RELEASE", "w", b))  # 2 free: not the head's 3, and e waits behind it
+    assert no_reply(cd) and no_reply(ce), "granted out of FIFO order or over the limit"
+    ok(c.call("SEM.RELEASE", "w", a))  # 4 free: d (3), then e (1)
+    td = expect_int(cd.read_reply(timeout=10), "the head's 3 permits")
+    te = expect_int(ce.read_reply(timeout=10), "the next request's permit")
+    assert te > td > tb
+    info = checked(sem_info(c, "w"))
+    eq(holds(info), {d: 3, e: 1})
+    ok(c.call("FENCE.CHECK", "w", td), "one token fences the acquisition's permits")
+    ok(c.call("SEM.RELEASE", "w", d))
+    eq(checked(sem_info(c, "w"))["permits"], 1, "a release frees the acquisition's 3")
+
+
+def test_permits_arguments_are_checked(ctx):
+    c = ctx.conn()
+    a = open_session(c)
+    expect_err(c.call("SEM.ACQUIRE", "v", a, 2, "PERMITS", 3), "ERR", "over the limit")
+    expect_err(c.call("SEM.ACQUIRE", "v", a, 2, "PERMITS", 0), "ERR", "0 permits")
+    expect_err(c.call("SEM.ACQUIRE", "v", a, 2, "PERMITS", "x"), "ERR", "not a number")
+    expect_err(c.call("SEM.ACQUIRE", "v", a, 2, "PERMITS"), "ERR", "no value")
+    expect_err(c.call("SEM.ACQUIRE", "v", a, 2, "PERMITS", 1, "PERMITS", 1), "ERR", "twice")
+    eq(sem_info(c, "v"), None, "nothing was created")
+    expect_int(c.call("SEM.ACQUIRE", "v", a, 2, "PERMITS", 2))
+    eq(holds(sem_info(c, "v")), {a: 2})
+
+
+def test_setlimit_keeps_holders_above_a_lower_limit(ctx):
+    c = ctx.conn()
+    a, b, d = (open_session(c) for _ in range(3))
+    expect_int(c.call("SEM.ACQUIRE", "s", a, 4, "PERMITS", 2))
+    expect_int(c.call("SEM.ACQUIRE", "s", b, 4, "PERMITS", 2))
+    cd = ctx.conn()
+    cd.send("SEM.ACQUIRE", "s", d, 4, "WAIT", 20000)
+    queued(c, "s", d)
+    ok(c.call("SEM.SETLIMIT", "s", 2))
+    info = checked(sem_info(c, "s"))
+    eq((info["limit"], info["permits"]), (2, 4), "holders keep their permits")
+    ok(c.call("SEM.RELEASE", "s", a))
+    assert no_reply(cd), "granted while 2 of a limit of 2 were in use"
+    ok(c.call("SEM.RELEASE", "s", b))
+    expect_int(cd.read_reply(timeout=10), "granted once the permit fits the new limit")
+    expect_err(c.call("SEM.ACQUIRE", "s", a, 4), "ERR", "the old limit")
+    expect_int(c.call("SEM.ACQUIRE", "s", a, 2))
+    ok(c.call("SEM.SETLIMIT", "s", 3))
+    eq(sem_info(c, "s")["limit"], 3)
+    expect_nil(c.call("SEM.SETLIMIT", "nosuch", 3), "no such semaphore")
+    expect_int(c.call("LOCK", "l", a))
+    expect_err(c.call("SEM.SETLIMIT", "l", 3), "WRONGTYPE")
+    expect_err(c.call("SEM.SETLIMIT", "s", 0), "ERR")
+    expect_err(c.call("SEM.SETLIMIT", "s"), "ERR")
+
+
+def test_weighted_permits_never_exceed_the_limit_across_a_leader_kill(ctx):
+    servers = start_cluster(ctx)
+    leader = ready_leader(servers)
+    with Conn(leader.port) as c:
+        a, b, d, e = (expect_int(c.call("SESSION.OPEN", 60000)) for _ in range(4))
+        expect_int(c.call("SEM.ACQUIRE", "k", a, 5, "PERMITS", 3))
+        expect_int(c.call("SEM.ACQUIRE", "k", b, 5, "PERMITS", 2))
+        with Conn(leader.port) as cd, Conn(leader.port) as ce:
+            cd.send("SEM.ACQUIRE", "k", d, 5, "PERMITS", 4, "WAIT", 60000)
+            queued(c, "k", d)
+            ce.send("SEM.ACQUIRE", "k", e, 5, "PERMITS", 1, "WAIT", 60000)
+            queued(c, "k", e)
+    leader.kill9()
+    new = ready_leader([s for s in servers if s is not leader], timeout=15)
+    with Conn(new.port) as c:
+        info = checked(sem_info(c, "k"))
+        eq(holds(info), {a: 3, b: 2}, "the acquisitions and their permits on the new leader")
+        eq(list(info["waiters"]), [d, e])
+        eq(list(info["wanted"]), [4, 1])
+        ok(c.call("SEM.RELEASE", "k", a))
+        info = checked(sem_info(c, "k"))
+        eq(holds(info), {b: 2}, "3 free: the head's 4 does not fit, and e waits behind it")
+        ok(c.call("SEM.RELEASE", "k", b))
+        info = wait_until(lambda: (lambda i: i if len(holds(i)) == 2 else None)(
+            checked(sem_info(c, "k"))), 10, what="the queued requests granted")
+        eq(holds(info), {d: 4, e: 1})
+        assert info["permits"] <= info["limit"]
+
+
+test_weighted_permits_never_exceed_the_limit_across_a_leader_kill.timeout = 60
