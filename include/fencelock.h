@@ -388,7 +388,14 @@ FL_API void fl_wait_list_free(struct fl_wait_list *l);
  */
 FL_API fl_err fl_sem_acquire(fl_session *s, const char *name, uint32_t limit, uint64_t wait_ms,
                              uint64_t *token);
-/* Release the permit, or leave the queue. FL_ENOTHOLDER if neither. */
+/*
+ * As fl_sem_acquire, for `permits` permits at once (1..limit, else FL_EINVAL): one acquisition
+ * with one token, released whole by fl_sem_release. Queued requests are granted in FIFO order
+ * only: a later request for fewer permits never overtakes this one.
+ */
+FL_API fl_err fl_sem_acquire_n(fl_session *s, const char *name, uint32_t limit, uint32_t permits,
+                               uint64_t wait_ms, uint64_t *token);
+/* Release the acquisition (all its permits), or leave the queue. FL_ENOTHOLDER if neither. */
 FL_API fl_err fl_sem_release(fl_session *s, const char *name);
 
 /*

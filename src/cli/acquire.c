@@ -77,7 +77,7 @@ static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint
         return e;
     }
     if (o->kind == RUN_SEM)
-        return fl_sem_acquire(s, o->name, o->limit, slice, token);
+        return fl_sem_acquire_n(s, o->name, o->limit, o->permits ? o->permits : 1, slice, token);
     if (o->kind == RUN_ELECT)
         return fl_campaign(s, o->name, o->value, slice, token);
     return o->shared ? fl_lock_shared(s, o->name, slice, token) : fl_lock(s, o->name, slice, token);

@@ -50,10 +50,12 @@ static const char usage_lock[] =
     "ended the wait. Pick -E and --error-exit-code values that CMD never exits with.\n";
 
 static const char usage_sem[] =
-    "usage: fencelock sem NAME LIMIT [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
+    "usage: fencelock sem NAME LIMIT [--permits K] [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
     "                            [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
-    "Take one permit of semaphore NAME (at most LIMIT holders at once; the first acquirer sets\n"
-    "the limit, another LIMIT is refused while the semaphore exists) and run CMD holding it,\n"
+    "Take K permits (1 by default; 1..LIMIT) of semaphore NAME at once (at most LIMIT permits\n"
+    "in use; the first acquirer sets the limit, another LIMIT is refused while the semaphore\n"
+    "exists; waiters are served in order, a later one for fewer permits never goes first) and\n"
+    "run CMD holding them,\n"
     "exactly as `fencelock lock` runs CMD (the same options, environment with FENCELOCK_MODE\n"
     "semaphore, signals, kill before the lease can lapse, and exit status).\n";
 
@@ -75,7 +77,8 @@ enum {
     O_CONFLICT,
     O_ERRCODE,
     O_ALSO,
-    O_ALSO_SHARED
+    O_ALSO_SHARED,
+    O_PERMITS
 };
 
 /* The options of lock, sem and elect (sem and elect: all but --shared and --also*). */
@@ -99,10 +102,12 @@ const struct opt_spec cli_opts_lock[] = {
 };
 const struct opt_spec cli_opts_sem[] = {
     RUN_OPTS,
+    {"permits", 0, 1, O_PERMITS, "K"},
     {NULL, 0, 0, 0, NULL},
 };
 
 #define EXIT_CODE_MAX 255 /* what an exit status holds */
+#define SEM_LIMIT_MAX 1048576u /* the servers' bound (docs/protocol.md) */
 
 /* -E / --error-exit-code N: 0..255 into *code. EXIT_OK or EXIT_USAGE. */
 static int exit_code_opt(struct opt_iter *it, const char *opt, int *code)
@@ -127,6 +132,13 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
         o->label = it->v[0];
         return EXIT_OK;
     }
+    if (id == O_PERMITS) { /* checked against LIMIT once it is read */
+        uint64_t k;
+        if (cli_parse_u64(it->v[0], &k) || k == 0 || k > SEM_LIMIT_MAX)
+            return opt_err(it, "--permits: bad number '%s' (1..%u)", it->v[0], SEM_LIMIT_MAX);
+        o->permits = (uint32_t)k;
+        return EXIT_OK;
+    }
     if (id == O_SHARED) {
         o->shared = 1;
         return EXIT_OK;
@@ -146,7 +158,6 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
 }
 
 #define LOCK_DEFAULT_TTL_MS 10000
-#define SEM_LIMIT_MAX 1048576u /* the servers' bound (docs/protocol.md) */
 #define GRACE_MAX_MS 2000      /* default --kill-grace: at most this, */
 #define GRACE_TTL_DIV 4        /* and at most a quarter of the TTL */
 
@@ -219,6 +230,8 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
     if (kind == RUN_SEM && (cli_parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
         return sub_err(&a, "bad LIMIT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);
     o.limit = (uint32_t)lim;
+    if (kind == RUN_SEM && o.permits > o.limit)
+        return sub_err(&a, "--permits %u is over LIMIT %u", o.permits, o.limit);
     if (kind == RUN_ELECT)
         o.value = a.pos[1];
     if (settle_grace(&a.it, &o, grace_set) != EXIT_OK)

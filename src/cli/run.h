@@ -47,7 +47,8 @@ struct run_opts {
     int shared;            /* --shared: take the lock as one of its readers (fl_lock_shared) */
     enum run_kind { RUN_LOCK, RUN_SEM, RUN_ELECT } kind; /* lock, sem or elect */
     uint32_t limit;                                      /* RUN_SEM: the semaphore's limit */
-    const char *value;                                   /* RUN_ELECT: the campaign value */
+    uint32_t permits;  /* RUN_SEM: permits to take at once (--permits; 0 = 1) */
+    const char *value; /* RUN_ELECT: the campaign value */
     /* fencelock's own exit codes in place of the defaults, so they cannot be mistaken for the
        command's: conflict_code for EXIT_NOTGOT (-E; EXIT_NOTGOT by default), error_code for
        EXIT_ERROR and EXIT_LOST (--error-exit-code; -1: keep them). */

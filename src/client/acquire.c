@@ -66,6 +66,10 @@ fl_err cl_acquire_req(fl_session *s, const struct cl_hold *h, const char *name, 
     cl_arg_u64(&m, fl_session_id(s));
     if (h->arg)
         cl_arg(&m, h->arg, h->arg_len);
+    if (h->opt) {
+        cl_arg_str(&m, h->opt);
+        cl_arg_str(&m, h->opt_val);
+    }
     if (wait_ms) {
         cl_arg_str(&m, "WAIT");
         cl_arg_wait(&m, wait_end);

@@ -154,8 +154,10 @@ struct cl_hold {
     const char *what;    /* for messages: "lock", "semaphore", "leadership of" */
     const char *arg;     /* the argument after sid (SHARED, the limit, the value), or NULL */
     size_t arg_len;
+    const char *opt, *opt_val; /* an option and its value after arg (PERMITS k), or NULL */
 };
-/* ACQUIRE name sid [arg] [WAIT ms] REQ sid seq, once: FL_OK with *token, FL_EBUSY for nil. */
+/* ACQUIRE name sid [arg] [opt opt_val] [WAIT ms] REQ sid seq, once: FL_OK with *token, FL_EBUSY for
+ * nil. */
 fl_err cl_acquire_req(fl_session *s, const struct cl_hold *h, const char *name, uint64_t wait_ms,
                       uint64_t seq, uint64_t *token);
 /* The whole wait: a time-out is FL_ETIMEOUT, an unknown outcome releases before returning. */

@@ -8,8 +8,8 @@
 
 #include "client/client.h"
 
-static const struct cl_hold exclusive = {"LOCK", "UNLOCK", "lock", NULL, 0};
-static const struct cl_hold shared = {"LOCK", "UNLOCK", "lock", "SHARED", 6};
+static const struct cl_hold exclusive = {"LOCK", "UNLOCK", "lock", NULL, 0, NULL, NULL};
+static const struct cl_hold shared = {"LOCK", "UNLOCK", "lock", "SHARED", 6, NULL, NULL};
 
 fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
 {

@@ -18,11 +18,25 @@
 fl_err fl_sem_acquire(fl_session *s, const char *name, uint32_t limit, uint64_t wait_ms,
                       uint64_t *token)
 {
-    if (!s || !name || !name[0] || !token || limit == 0)
+    return fl_sem_acquire_n(s, name, limit, 1, wait_ms, token);
+}
+
+/* PERMITS is sent only for k > 1: the request is then byte for byte fl_sem_acquire's. */
+fl_err fl_sem_acquire_n(fl_session *s, const char *name, uint32_t limit, uint32_t permits,
+                        uint64_t wait_ms, uint64_t *token)
+{
+    if (!s || !name || !name[0] || !token || limit == 0 || permits == 0 || permits > limit)
         return FL_EINVAL;
-    char lim[16];
+    char lim[16], k[16];
     int n = snprintf(lim, sizeof lim, "%u", (unsigned)limit);
-    struct cl_hold h = {"SEM.ACQUIRE", "SEM.RELEASE", "semaphore", lim, (size_t)n};
+    snprintf(k, sizeof k, "%u", (unsigned)permits);
+    struct cl_hold h = {"SEM.ACQUIRE",
+                        "SEM.RELEASE",
+                        "semaphore",
+                        lim,
+                        (size_t)n,
+                        permits > 1 ? "PERMITS" : NULL,
+                        k};
     return cl_acquire(s, &h, name, wait_ms, token);
 }
 
@@ -36,7 +50,8 @@ fl_err fl_campaign(fl_session *s, const char *name, const char *value, uint64_t 
 {
     if (!s || !name || !name[0] || !value || !token)
         return FL_EINVAL;
-    struct cl_hold h = {"ELECT.CAMPAIGN", "ELECT.RESIGN", "leadership of", value, strlen(value)};
+    struct cl_hold h = {
+        "ELECT.CAMPAIGN", "ELECT.RESIGN", "leadership of", value, strlen(value), NULL, NULL};
     return cl_acquire(s, &h, name, wait_ms, token);
 }
 

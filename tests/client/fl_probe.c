@@ -361,6 +361,17 @@ static void prims_sem(fl_client *c, fl_session *a, fl_session *b)
     CHECK_ERR(fl_sem_release(b, "p.sem"), FL_OK);
     CHECK_ERR(fl_sem_acquire(a, "", 1, 0, &ta), FL_EINVAL);
     CHECK_ERR(fl_sem_acquire(a, "p.sem", 0, 0, &ta), FL_EINVAL);
+    /* weighted: a takes 2 of 3 at once; b's 2 do not fit until a releases its acquisition */
+    CHECK_ERR(fl_sem_acquire_n(a, "p.wsem", 3, 2, 0, &ta), FL_OK);
+    CHECK_ERR(fl_sem_acquire_n(b, "p.wsem", 3, 2, 200, &tb), FL_ETIMEOUT);
+    CHECK_ERR(fl_sem_acquire_n(b, "p.wsem", 3, 1, 0, &tb), FL_OK);
+    CHECK_ERR(fl_sem_release(b, "p.wsem"), FL_OK);
+    CHECK_ERR(fl_sem_release(a, "p.wsem"), FL_OK);
+    CHECK_ERR(fl_sem_acquire_n(b, "p.wsem", 3, 3, 1000, &tb), FL_OK);
+    CHECK(tb > ta);
+    CHECK_ERR(fl_sem_release(b, "p.wsem"), FL_OK);
+    CHECK_ERR(fl_sem_acquire_n(a, "p.wsem", 3, 4, 0, &ta), FL_EINVAL);
+    CHECK_ERR(fl_sem_acquire_n(a, "p.wsem", 3, 0, 0, &ta), FL_EINVAL);
 }
 
 static void prims_elect(fl_client *c, fl_session *a, fl_session *b)

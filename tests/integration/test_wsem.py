@@ -5,9 +5,14 @@ SEM.INFO's permits per holder, SEM.SETLIMIT (admin; holders above a lower limit 
 permits, no grant until the head fits), and the permits in use never above the limit across a
 kill -9 of the leader of 3 nodes."""
 
+import os
+import subprocess
+
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_err, expect_int, expect_nil, no_reply, ok, open_session, wait_until
 from resp import Conn, RespError, as_map, text
+from test_cli import cli_path
+from test_client import Probe
 
 
 def sem_info(c, name):
@@ -136,3 +141,41 @@ def test_weighted_permits_never_exceed_the_limit_across_a_leader_kill(ctx):
 
 
 test_weighted_permits_never_exceed_the_limit_across_a_leader_kill.timeout = 60
+
+
+def test_cli_sem_permits_and_fl_sem_acquire_n(ctx):
+    ep = "127.0.0.1:%d" % ctx.srv.port
+    d = ctx.tmp("wsem")
+    os.makedirs(d, exist_ok=True)
+
+    def cli(*args):
+        p = subprocess.Popen([cli_path(ctx), "--endpoints", ep] + [str(a) for a in args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ctx.defer(lambda: p.poll() is None and (p.kill(), p.wait()))
+        return p
+
+    bad = cli("sem", "q", 3, "--permits", 4, "--", "true")
+    _, err = bad.communicate(timeout=20)
+    assert bad.returncode != 0 and "--permits 4 is over LIMIT 3" in err, (bad.returncode, err)
+    first = cli("sem", "q", 3, "--permits", 2, "--", "sh", "-c",
+                "touch %s/a; while [ ! -e %s/go ]; do sleep 0.05; done" % (d, d))
+    wait_until(lambda: os.path.exists(os.path.join(d, "a")), timeout=20, what="first runs")
+    c = ctx.conn()
+    eq(list(holds(sem_info(c, "q")).values()), [2], "the CLI took 2 permits at once")
+    second = cli("sem", "q", 3, "--permits", 2, "--", "sh", "-c", "touch %s/b" % d)
+    wait_until(lambda: list(sem_info(c, "q").get("wanted") or []) == [2], timeout=10,
+               what="the second waits for its 2")
+    assert not os.path.exists(os.path.join(d, "b")), "4 permits of 3 in use"
+    open(os.path.join(d, "go"), "w").close()
+    _, err = first.communicate(timeout=20)
+    eq(first.returncode, 0, err)
+    _, err = second.communicate(timeout=20)
+    eq(second.returncode, 0, err)
+    assert os.path.exists(os.path.join(d, "b"))
+    p = Probe(ctx, "prims", ep)  # fl_sem_acquire_n among the semaphore calls
+    summary = p.expect("tests:", timeout=50)
+    eq(p.wait(), 0, "fl_probe prims exit status (%s)" % summary)
+    assert summary.endswith(" 0 failed"), summary
+
+
+test_cli_sem_permits_and_fl_sem_acquire_n.timeout = 90
