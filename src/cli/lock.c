@@ -106,7 +106,7 @@ const struct opt_spec cli_opts_sem[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-#define EXIT_CODE_MAX 255 /* what an exit status holds */
+#define EXIT_CODE_MAX 255      /* what an exit status holds */
 #define SEM_LIMIT_MAX 1048576u /* the servers' bound (docs/protocol.md) */
 
 /* -E / --error-exit-code N: 0..255 into *code. EXIT_OK or EXIT_USAGE. */
@@ -158,8 +158,8 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
 }
 
 #define LOCK_DEFAULT_TTL_MS 10000
-#define GRACE_MAX_MS 2000      /* default --kill-grace: at most this, */
-#define GRACE_TTL_DIV 4        /* and at most a quarter of the TTL */
+#define GRACE_MAX_MS 2000 /* default --kill-grace: at most this, */
+#define GRACE_TTL_DIV 4   /* and at most a quarter of the TTL */
 
 /* The smaller of 2 s and TTL/4, unless given; it must leave the command some lease. */
 static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
