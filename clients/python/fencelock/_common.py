@@ -175,6 +175,16 @@ def seconds_arg(value: Optional[float], value_ms: Optional[float], name: str,
     return default if value is None else value
 
 
+def sem_args(name: str, sid: int, limit: int, permits: int) -> List[Any]:
+    """SEM.ACQUIRE's arguments; PERMITS only for more than 1 (the request is then the same as
+    before weighted semaphores). ValueError unless 1 <= permits <= limit."""
+    limit, permits = int(limit), int(permits)
+    if not 1 <= permits <= limit:
+        raise ValueError("permits must be 1..limit (%d), not %d" % (limit, permits))
+    args: List[Any] = ["SEM.ACQUIRE", name, sid, limit]
+    return args + ["PERMITS", permits] if permits > 1 else args
+
+
 def check_ttl(ttl: float, stacklevel: int = 3) -> None:
     """A warning for a ttl that looks like milliseconds (the API took them before 0.2)."""
     if isinstance(ttl, int) and ttl >= 1000:

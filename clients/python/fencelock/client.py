@@ -165,6 +165,11 @@ class Client:
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
 
+    def sem_setlimit(self, name: str, limit: int) -> bool:
+        """SEM.SETLIMIT (admin): the semaphore's new limit; False if it does not exist.
+        Holders above a lower limit keep their permits; nothing is granted until they fit."""
+        return self.call(Cmd("SEM.SETLIMIT", name, int(limit))) is not None
+
     def leader(self, name: str) -> Optional[LeaderInfo]:
         """The election's LeaderInfo, or None if nobody leads."""
         r = self.call(Cmd("ELECT.LEADER", name))

@@ -24,7 +24,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterator, List, Op
 
 from . import errors
 from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Value, check_ttl, ms,
-                      multi_lock_args, seconds_arg, span)
+                      multi_lock_args, seconds_arg, sem_args, span)
 from .conn import Cmd
 
 if TYPE_CHECKING:
@@ -330,17 +330,20 @@ class Session:
         return self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
 
     # ---- semaphores ----
-    def sem_acquire(self, name: str, limit: int, wait: float = 30.0) -> int:
-        """SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeout after wait."""
-        return _granted(self._wait_grant(Cmd("SEM.ACQUIRE", name, self.sid, int(limit)), wait,
+    def sem_acquire(self, name: str, limit: int, wait: float = 30.0, permits: int = 1) -> int:
+        """SEM.ACQUIRE: the token of one acquisition of `permits` permits (1..limit; at most
+        limit permits in use; queued requests are served in order, a later one for fewer never
+        goes first); LockTimeout after wait. sem_release gives back all of them."""
+        return _granted(self._wait_grant(Cmd(*sem_args(name, self.sid, limit, permits)), wait,
                                          "SEM.RELEASE", "permit of"))
 
     def sem_release(self, name: str) -> None:
         self._mutate(Cmd("SEM.RELEASE", name, self.sid))
 
     @contextlib.contextmanager
-    def semaphore(self, name: str, limit: int, wait: float = 30.0) -> Iterator[int]:
-        token = self.sem_acquire(name, limit, wait)
+    def semaphore(self, name: str, limit: int, wait: float = 30.0,
+                  permits: int = 1) -> Iterator[int]:
+        token = self.sem_acquire(name, limit, wait, permits)
         yield from _held(lambda: self.sem_release(name), token)
 
     # ---- elections ----

@@ -91,6 +91,27 @@ def test_aio_try_lock_timeout_and_waiter_granted_on_unlock(node):
     run(main())
 
 
+def test_aio_weighted_semaphore_waits_in_fifo_order(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \
+                c.session(ttl=10.0) as b, c.session(ttl=10.0) as d:
+            ta = await a.sem_acquire("w", 4, permits=3)
+            big = asyncio.ensure_future(b.sem_acquire("w", 4, wait=30.0, permits=2))
+            for _ in range(200):  # until the request for 2 is queued on the server
+                if ((await c.sem_info("w")) or {}).get("waiters") == [b.sid]:
+                    break
+                await asyncio.sleep(0.02)
+            with pytest.raises(LockTimeout):  # 1 is free, but the head wants 2
+                await d.sem_acquire("w", 4, wait=0.2, permits=1)
+            assert await c.sem_setlimit("w", 5)
+            tb = await big
+            assert tb > ta and (await c.sem_info("w"))["permits"] == 5
+            await b.sem_release("w")
+            async with d.semaphore("w", 5, permits=2) as td:
+                assert td > tb
+    run(main())
+
+
 def test_aio_a_wait_that_closes_a_cycle_raises_deadlock_error(node):
     async def main():
         async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \

@@ -146,6 +146,26 @@ def test_semaphore(client):
         a.sem_release("workers")
 
 
+def test_weighted_semaphore_permits_fifo_and_setlimit(client):
+    with client.session(10.0) as a, client.session(10.0) as b, \
+            client.session(10.0) as c:
+        ta = a.sem_acquire("w", 3, permits=2)
+        with pytest.raises(LockTimeout):
+            b.sem_acquire("w", 3, wait=0.2, permits=2)
+        with pytest.raises(ValueError):
+            b.sem_acquire("w", 3, permits=4)
+        info = client.sem_info("w")
+        assert info["permits"] == 2 and [h["permits"] for h in info["holders"]] == [2]
+        with c.semaphore("w", 3, permits=1) as tc:
+            assert tc > ta
+            assert client.sem_info("w")["permits"] == 3
+        assert client.sem_setlimit("w", 1) and client.sem_info("w")["limit"] == 1
+        assert client.sem_info("w")["permits"] == 2, "a holder above a lower limit keeps them"
+        assert not client.sem_setlimit("nosuch", 2)
+        a.sem_release("w")
+        assert client.sem_info("w") is None
+
+
 def test_election(client):
     with client.session(10.0) as a, client.session(10.0) as b:
         assert client.leader("sched") is None

@@ -142,6 +142,10 @@ class AsyncClient:
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
 
+    async def sem_setlimit(self, name: str, limit: int) -> bool:
+        """SEM.SETLIMIT (admin): as the sync Client.sem_setlimit."""
+        return await self.call(Cmd("SEM.SETLIMIT", name, int(limit))) is not None
+
     # ---- elections ----
     async def leader(self, name: str) -> Optional[LeaderInfo]:
         """The election's LeaderInfo, or None if nobody leads."""

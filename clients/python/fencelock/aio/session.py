@@ -32,7 +32,7 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coll
 
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Value, check_ttl, ms,
-                       multi_lock_args, seconds_arg, span)
+                       multi_lock_args, seconds_arg, sem_args, span)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -337,17 +337,19 @@ class AsyncSession:
         return await self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
 
     # ---- semaphores ----
-    async def sem_acquire(self, name: str, limit: int, wait: float = 30.0) -> int:
-        """SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeout after wait."""
-        return _granted(await self._wait_grant(Cmd("SEM.ACQUIRE", name, self.sid, int(limit)),
+    async def sem_acquire(self, name: str, limit: int, wait: float = 30.0,
+                          permits: int = 1) -> int:
+        """SEM.ACQUIRE: as the sync Session.sem_acquire (`permits` at once, one token)."""
+        return _granted(await self._wait_grant(Cmd(*sem_args(name, self.sid, limit, permits)),
                                                wait, "SEM.RELEASE", "permit of"))
 
     async def sem_release(self, name: str) -> None:
         await self._mutate(Cmd("SEM.RELEASE", name, self.sid))
 
     @contextlib.asynccontextmanager
-    async def semaphore(self, name: str, limit: int, wait: float = 30.0) -> AsyncIterator[int]:
-        token = await self.sem_acquire(name, limit, wait)
+    async def semaphore(self, name: str, limit: int, wait: float = 30.0,
+                        permits: int = 1) -> AsyncIterator[int]:
+        token = await self.sem_acquire(name, limit, wait, permits)
         async with _held(lambda: self.sem_release(name)):
             yield token
 
