@@ -385,11 +385,36 @@ def _check_probes(ops, violations, stats):
     stats["ok_writes"] = sum(1 for o in writes if o.type == "ok")
 
 
+def _permits(h):
+    """The permits of a hold's acquisition (its invoke's "permits"; 1 without one)."""
+    v = _int(h.acq.get("permits", prefer="inv"))
+    return v if v is not None and v > 0 else 1
+
+
+def permit_conflict(limit, most):
+    """A weighted semaphore: the permits of the holds certainly live at one instant never add
+    up to more than ``limit``.  most[0] keeps the largest sum seen."""
+    def conflict(h, live):
+        used = _permits(h) + sum(_permits(x) for x in live)
+        most[0] = max(most[0], used)
+        if used <= limit:
+            return None
+        return {"kind": "over-limit",
+                "msg": f"{used} permits certainly live at once in {len(live) + 1} "
+                       f"acquisitions (limit {limit})",
+                "hold": h.describe(), "permits": _permits(h),
+                "others": [dict(x.describe(), permits=_permits(x)) for x in live[:5]]}
+    return conflict
+
+
 def check_sem(history, limit=SEM_LIMIT):
-    """The sem workload.  Violations: over-limit (more than ``limit`` certain permits live at
-    one instant: sweep + limit_conflict), duplicate-token / token-order, expired-write (a
-    probe write succeeded), write-before-grant.  Stats: max_live (the most certain permits
-    live at once: below 2 the run did not test a semaphore), probes, probes_refused."""
+    """The sem workload (weighted: each acquire names its "permits", 1 if absent).
+    Violations: over-limit (the permits of the certain holds live at one instant add up to
+    more than ``limit``: sweep + permit_conflict), duplicate-token / token-order,
+    expired-write (a probe write succeeded), write-before-grant.  Stats: max_live (the most
+    certain acquisitions live at once), max_permits_live (the most permits: below 2 the run
+    did not test a semaphore), weighted_grants (grants of more than 1 permit), probes,
+    probes_refused."""
     started = time.monotonic()
     ops, _, problems = ck.pair_ops(history)
     violations = list(problems)
@@ -398,11 +423,14 @@ def check_sem(history, limit=SEM_LIMIT):
     grants = ck._check_tokens([o for o in ops if o.f == "acquire" and o.type == "ok"],
                               violations)
     holds, dropped = certain_holds(ops, violations, mode_of=lambda o: "permit")
-    over, max_live = sweep(holds, limit_conflict(limit))
+    most = [0]
+    over, max_live = sweep(holds, permit_conflict(limit, most))
     violations += over
     _check_probes(ops, violations, stats)
     stats.update({"grants": len(grants), "holds": len(holds), "holds_dropped": dropped,
-                  "max_live": max_live, "seconds": round(time.monotonic() - started, 3)})
+                  "max_live": max_live, "max_permits_live": most[0],
+                  "weighted_grants": sum(1 for h in holds if _permits(h) > 1),
+                  "seconds": round(time.monotonic() - started, 3)})
     return ck._verdict("sem", None, ops, violations, stats)
 
 

@@ -27,8 +27,10 @@ class H:
         self.events.append(dict(base, type=typ, time=int(t1 * 1e6), **(ret or {})))
         return self
 
-    def acq(self, sid, t0, t1, tok):
+    def acq(self, sid, t0, t1, tok, permits=None):
         inv = {"session": sid, "key": self.wl}
+        if permits is not None:
+            inv["permits"] = permits
         return self.op(sid, "acquire", t0, t1, "ok", inv, dict(inv, token=tok))
 
     def rel(self, sid, t0, t1):
@@ -74,6 +76,32 @@ def test_sem_good_history_passes():
 def test_sem_over_limit_fails():
     h = good_sem()
     h.acq(5, 3, 13, 8).rel(5, 16, 17)        # a fourth permit live at 13..16
+    assert "over-limit" in kinds(h.check()), h.check()["violations"]
+
+
+def weighted_sem():
+    """Weighted: 2 + 1 permits overlap (3 of 3), then a 2-permit grant after the 1 released
+    and... the 2 released: never more than 3 permits live."""
+    h = H("sem")
+    h.acq(1, 0, 10, 5, permits=2).acq(2, 1, 11, 6, permits=1)
+    h.rel(2, 20, 21).rel(1, 22, 23)
+    h.acq(3, 24, 30, 7, permits=2).acq(4, 25, 31, 8, permits=1).rel(3, 40, 41).rel(4, 40, 42)
+    return h
+
+
+def test_sem_weighted_good_history_passes():
+    v = weighted_sem().check()
+    assert v["valid"] is True, v["violations"]
+    assert v["stats"]["max_permits_live"] == 3 and v["stats"]["weighted_grants"] == 2, v["stats"]
+
+
+def test_sem_weighted_over_limit_fails_though_only_two_holders_are_live():
+    h = weighted_sem()
+    h.acq(5, 32, 33, 9, permits=2).rel(5, 35, 36)  # 2 + 1 + 2 = 5 permits live at 33
+    v = h.check()
+    assert "over-limit" in kinds(v), v["violations"]
+    h = H("sem")  # two acquisitions of 2: 4 permits, though a holder count would pass
+    h.acq(1, 0, 10, 5, permits=2).acq(2, 1, 11, 6, permits=2).rel(1, 20, 21).rel(2, 20, 22)
     assert "over-limit" in kinds(h.check()), h.check()["violations"]
 
 

@@ -4,8 +4,10 @@
  * limit 3 and an election "elect", held by sessions that are sometimes frozen past their TTL.
  *
  * sem, per session (ops carry "session" and "key": "sem"):
- *   acquire  SEM.ACQUIRE sem sid 3 WAIT ms REQ sid seq; ok "token". An unknown outcome is
- *            followed by SEM.RELEASE and ends the session (as fl_lock does for a lock).
+ *   acquire  SEM.ACQUIRE sem sid 3 [PERMITS 2] WAIT ms REQ sid seq: 1 or 2 permits at once
+ *            (weighted), "permits" in the invoke; ok "token". An unknown outcome is followed
+ *            by SEM.RELEASE and ends the session (as fl_lock does for a lock). The checker
+ *            sums the permits of the live holds (never more than 3).
  *   write    "key": "sem-reg": PUT sem-reg "s:<token>:<n>" FENCE sem token, no session (a
  *            naive client); ok "rev", fail (-STALE) or info. "probe": true when, before
  *            it was sent, a linearizable SEM.INFO showed the permit gone (the holder was
@@ -35,6 +37,7 @@
 #define SEM_NAME "sem"
 #define SEM_KEY "sem-reg"
 #define SEM_LIMIT 3
+#define SEM_MAX_PERMITS 2 /* an acquisition takes 1..this permits */
 #define EL_NAME "elect"
 #define EL_KEY "elect-reg"
 
@@ -83,7 +86,8 @@ static fl_err prim_release(fl_session *s, const struct prim *p)
 }
 
 /* SEM.ACQUIRE / ELECT.CAMPAIGN with WAIT: FL_ETIMEOUT when not granted in time. */
-static fl_err prim_acquire(fl_session *s, const struct prim *p, uint64_t wait_ms, uint64_t *token)
+static fl_err prim_acquire(fl_session *s, const struct prim *p, uint64_t permits, uint64_t wait_ms,
+                           uint64_t *token)
 {
     fl_client *c = cl_session_client(s);
     int64_t wait_end = fl_now_ms() + (int64_t)wait_ms;
@@ -95,6 +99,10 @@ static fl_err prim_acquire(fl_session *s, const struct prim *p, uint64_t wait_ms
         cl_arg_u64(&m, fl_session_id(s)); /* the campaign value: who campaigns */
     else
         cl_arg_u64(&m, SEM_LIMIT);
+    if (!p->elect && permits > 1) {
+        cl_arg_str(&m, "PERMITS");
+        cl_arg_u64(&m, permits);
+    }
     cl_arg_str(&m, "WAIT");
     cl_arg_wait(&m, wait_end);
     fl_err e = prim_call_int(s, &m, wait_end + c->opt.timeout_ms, token);
@@ -157,12 +165,15 @@ static int op_acquire(struct worker *w, const struct prim *p, uint64_t *token, c
     int proc = proc_of(w);
     uint64_t sid = fl_session_id(w->s);
     struct ev e;
+    uint64_t permits = p->elect ? 1 : 1 + rnd(w, SEM_MAX_PERMITS);
     note_safe(w);
     ev_begin(&e, w, proc, "invoke", "acquire", now_ns());
     ev_head(&e, p, sid);
+    if (!p->elect)
+        ev_add(&e, ",\"permits\":%" PRIu64, permits);
     ev_emit(w, &e);
     w->ops++;
-    fl_err err = prim_acquire(w->s, p, 300 + rnd(w, 2000), token);
+    fl_err err = prim_acquire(w->s, p, permits, 300 + rnd(w, 2000), token);
     const char *type = err == FL_OK ? "ok" : err == FL_ETIMEOUT ? "fail" : "info";
     ev_begin(&e, w, proc, type, "acquire", now_ns());
     ev_head(&e, p, sid);
