@@ -315,9 +315,29 @@ static void sem_step(struct fsm *f, uint64_t *sids)
     switch (sem_rnd(10)) {
     case 0:
     case 1:
-    case 2:
         sem_acquire(f, n, sids[i], sem_rnd(8) ? 2 : 3, wait); /* 3: a mismatch */
         break;
+    case 2: { /* weighted: 1..3 permits (3: over the limit 2), or the operator's limit */
+        struct fsm_cmd w = {.op = FSM_OP_SEM_ACQUIRE_W,
+                            .sem_acquire_w = {.name = S(n),
+                                              .sid = sids[i],
+                                              .limit = 2,
+                                              .permits = 1 + sem_rnd(3),
+                                              .wait_ms = wait}};
+        struct fsm_cmd l = {.op = FSM_OP_SEM_SETLIMIT,
+                            .sem_setlimit = {.name = S(n), .limit = 1 + sem_rnd(3)}};
+        struct fsm_sem_view sv;
+        if (sem_rnd(4) == 0) { /* and back to 2 soon, so acquirers naming 2 go on */
+            apply_cmd(f, &l);
+        } else {
+            if (fsm_sem_info(f, n, 1, &sv) && sv.limit != 2 && sem_rnd(2)) {
+                l.sem_setlimit.limit = 2;
+                apply_cmd(f, &l);
+            }
+            apply_cmd(f, &w);
+        }
+        break;
+    }
     case 3:
     case 4:
         sem_release(f, n, sids[i]);
@@ -355,7 +375,14 @@ TEST_F(fsm_fx, random_sequences_keep_every_invariant_and_restore_identically)
         int ok = f != NULL;
         for (int step = 0; ok && step < SEM_STEPS; step++) {
             sem_step(f, sids);
-            ok = invariants_hold(f) && (step % SEM_TWIN_EVERY || restores_identically(f));
+            for (size_t e = 0; e < EV.n; e++) { /* a grant never leaves a semaphore over */
+                struct fsm_sem_view sv;
+                if (EV.ev[e].type == FSM_EV_GRANTED && EV.ev[e].kind == FSM_KIND_SEM &&
+                    fsm_sem_info(f, EV.ev[e].name.p, EV.ev[e].name.len, &sv) &&
+                    sv.in_use > sv.limit)
+                    ok = 0;
+            }
+            ok = ok && invariants_hold(f) && (step % SEM_TWIN_EVERY || restores_identically(f));
             if (!ok)
                 fprintf(stderr, "  seed %llu step %d\n", (unsigned long long)seed, step);
         }
