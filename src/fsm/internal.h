@@ -400,16 +400,18 @@ void fsm_kv_set_lease(struct kv *k, struct sess *s);
 void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* ---- snapshot fields of semaphores and elections (src/fsm/snap_prims.c, version 4) ---- */
-int fsm_snap_emit_kind(const struct lock *l, struct buf *b);
+/* `weighted`: fsm_sem_weighted(l), computed once per record by the caller (it walks them). */
+int fsm_snap_emit_kind(const struct lock *l, bool weighted, struct buf *b);
 int fsm_snap_emit_leader(const struct lock *l, struct buf *b);
-int fsm_snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b);
+int fsm_snap_emit_candidate(const struct lock *l, bool weighted, const struct waiter *w,
+                            struct buf *b);
 /* NULL, or what is wrong. */
 const char *fsm_snap_read_kind(struct rd *r, struct lock *l);
 const char *fsm_snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, uint64_t *rev);
 const char *fsm_snap_read_candidate(struct fsm *f, struct rd *r, const struct lock *l,
                                     struct waiter *w);
 const char *fsm_snap_check_kind(struct lock *l);
-int fsm_snap_emit_permits(const struct lock *l, const struct shold *h, struct buf *b);
+int fsm_snap_emit_permits(bool weighted, const struct shold *h, struct buf *b);
 const char *fsm_snap_read_permits(struct rd *r, const struct lock *l, uint32_t *permits);
 
 /* ---- lifecycle and codecs ---- */

@@ -19,9 +19,9 @@
 
 #define SNAP_KIND_WSEM 3 /* the kind byte of a weighted semaphore's record */
 
-int fsm_snap_emit_kind(const struct lock *l, struct buf *b)
+int fsm_snap_emit_kind(const struct lock *l, bool weighted, struct buf *b)
 {
-    int rc = buf_put_u8(b, fsm_sem_weighted(l) ? SNAP_KIND_WSEM : l->kind);
+    int rc = buf_put_u8(b, weighted ? SNAP_KIND_WSEM : l->kind);
     if (l->kind == FSM_KIND_SEM)
         rc = rc || buf_put_varint(b, l->limit);
     return rc;
@@ -34,16 +34,17 @@ int fsm_snap_emit_leader(const struct lock *l, struct buf *b)
     return buf_put_bytes(b, l->value, l->value_len) || buf_put_varint(b, l->value_rev);
 }
 
-int fsm_snap_emit_candidate(const struct lock *l, const struct waiter *w, struct buf *b)
+int fsm_snap_emit_candidate(const struct lock *l, bool weighted, const struct waiter *w,
+                            struct buf *b)
 {
     if (l->kind == FSM_KIND_SEM)
-        return fsm_sem_weighted(l) ? buf_put_varint(b, w->permits) : 0;
+        return weighted ? buf_put_varint(b, w->permits) : 0;
     return l->kind == FSM_KIND_ELECT ? buf_put_bytes(b, w->value, w->value_len) : 0;
 }
 
-int fsm_snap_emit_permits(const struct lock *l, const struct shold *h, struct buf *b)
+int fsm_snap_emit_permits(bool weighted, const struct shold *h, struct buf *b)
 {
-    return fsm_sem_weighted(l) ? buf_put_varint(b, h->permits) : 0;
+    return weighted ? buf_put_varint(b, h->permits) : 0;
 }
 
 /* 1..FSM_MAX_SEM_LIMIT after a weighted semaphore's hold or waiter; 1 without weights. */

@@ -106,28 +106,29 @@ struct emit {
     uint8_t version;
 };
 
-static int emit_shared(const struct lock *l, struct buf *b)
+static int emit_shared(const struct lock *l, bool weighted, struct buf *b)
 {
     int rc = buf_put_varint(b, l->n_shared);
     for (const struct shold *h = l->sh_head; h && !rc; h = h->lnext)
         rc = buf_put_varint(b, h->sess->sid) || buf_put_varint(b, h->token) ||
-             buf_put_varint(b, h->held_since_ms) || fsm_snap_emit_permits(l, h, b);
+             buf_put_varint(b, h->held_since_ms) || fsm_snap_emit_permits(weighted, h, b);
     return rc;
 }
 
 static int emit_lock(const struct lock *l, const struct emit *e)
 {
     struct buf *b = e->b;
+    bool weighted = e->version >= SNAP_VERSION_4 && fsm_sem_weighted(l); /* one walk */
     int rc = buf_put_bytes(b, l->name, l->name_len);
     if (e->version >= SNAP_VERSION_4)
-        rc = rc || fsm_snap_emit_kind(l, b);
+        rc = rc || fsm_snap_emit_kind(l, weighted, b);
     rc = rc || buf_put_varint(b, l->holder ? l->holder->sid : 0);
     if (l->holder)
         rc = rc || buf_put_varint(b, l->token) || buf_put_varint(b, l->held_since_ms);
     if (e->version >= SNAP_VERSION_4)
         rc = rc || fsm_snap_emit_leader(l, b);
     if (e->version >= SNAP_VERSION_3)
-        rc = rc || emit_shared(l, b);
+        rc = rc || emit_shared(l, weighted, b);
     rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
     if (l->in_delay)
         rc = rc || buf_put_varint(b, l->lockdelay_ms);
@@ -138,7 +139,7 @@ static int emit_lock(const struct lock *l, const struct emit *e)
         if (e->version >= SNAP_VERSION_3)
             rc = rc || buf_put_u8(b, w->shared ? WAIT_SHARED : 0);
         if (e->version >= SNAP_VERSION_4)
-            rc = rc || fsm_snap_emit_candidate(l, w, b);
+            rc = rc || fsm_snap_emit_candidate(l, weighted, w, b);
     }
     return rc;
 }
