@@ -179,6 +179,24 @@ static int render_lock(struct srv *s, struct json *j, const char *name, size_t n
     return 0;
 }
 
+/* A semaphore's acquisition: SEM.INFO's holder map. */
+static void sem_holder_obj(void *arg, uint64_t sid, uint64_t token, uint32_t permits)
+{
+    struct json *j = arg;
+    json_obj(j);
+    json_kv_u64(j, "sid", sid);
+    json_kv_u64(j, "token", token);
+    json_kv_u64(j, "permits", permits);
+    json_close(j);
+}
+
+static void sem_wanted(void *arg, uint64_t sid, uint32_t permits)
+{
+    (void)sid;
+    json_u64(arg, permits);
+}
+
+/* SEM.INFO's fields, with the name. */
 static void render_sem(struct srv *s, struct json *j, const char *name, size_t nl)
 {
     struct fsm_sem_view v;
@@ -187,11 +205,10 @@ static void render_sem(struct srv *s, struct json *j, const char *name, size_t n
     json_obj(j);
     json_kv_str(j, "name", name, nl);
     json_kv_u64(j, "limit", v.limit);
-    json_kv_u64(j, "permits", v.n_holders);
+    json_kv_u64(j, "permits", v.in_use);
     json_key(j, "holders");
     json_arr(j);
-    struct holders_arg ha = {j};
-    fsm_lock_holders(s->fsm, name, nl, holder_obj, &ha);
+    fsm_sem_holders(s->fsm, name, nl, sem_holder_obj, j);
     json_close(j);
     struct sids w = {0};
     fsm_lock_waiters(s->fsm, name, nl, waiter_add, &w);
@@ -202,6 +219,10 @@ static void render_sem(struct srv *s, struct json *j, const char *name, size_t n
     json_close(j);
     free(w.v);
     json_kv_u64(j, "lockdelay", v.in_lockdelay ? 1 : 0);
+    json_key(j, "wanted");
+    json_arr(j);
+    fsm_sem_waiters(s->fsm, name, nl, sem_wanted, j);
+    json_close(j);
     json_close(j);
 }
 
