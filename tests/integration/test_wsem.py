@@ -179,3 +179,16 @@ def test_cli_sem_permits_and_fl_sem_acquire_n(ctx):
 
 
 test_cli_sem_permits_and_fl_sem_acquire_n.timeout = 90
+
+
+def test_setlimit_needs_admin_under_an_acl_file(ctx):
+    from test_auth import _acl_server, _authed
+    s, _, _ = _acl_server(ctx)
+    app = _authed(ctx, s, "app", "apppw")
+    a = open_session(app)
+    expect_int(app.call("SEM.ACQUIRE", "job-s", a, 3, "PERMITS", 2), "a lock user's PERMITS")
+    expect_err(app.call("SEM.SETLIMIT", "job-s", 1), "NOPERM", "a lock user's SETLIMIT")
+    eq(sem_info(app, "job-s")["limit"], 3, "nothing changed")
+    admin = _authed(ctx, s, "admin", "adminpw")
+    ok(admin.call("SEM.SETLIMIT", "job-s", 1))
+    eq(checked(sem_info(admin, "job-s"))["permits"], 2, "the holder keeps its 2 over limit 1")
