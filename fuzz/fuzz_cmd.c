@@ -219,6 +219,8 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.key = c->put.key};
     case FSM_OP_DEL:
         return (struct entry_refs){.key = c->del.key};
+    case FSM_OP_INCR:
+        return (struct entry_refs){.key = c->incr.key};
     case FSM_OP_MEMBER_SET:
         return (struct entry_refs){.name = c->member_set.client_addr,
                                    .key = c->member_set.raft_addr,

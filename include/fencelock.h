@@ -443,6 +443,15 @@ struct fl_write_opts {
 /* session may be NULL (then the write is not retried after it was sent). *rev may be NULL. */
 FL_API fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *value,
                      size_t len, const struct fl_write_opts *opts, uint64_t *rev);
+/*
+ * A counter (INCR key BY by): adds `by` to the key's value, the decimal text of a signed 64-bit
+ * integer (an absent key counts as 0); *value (may be NULL) is the new value. Linearizable;
+ * fenceable and conditional as fl_put (opts->lease is ignored: the key keeps its lease). Through
+ * a session it is retried exactly once (REQ), so an acknowledged increment counts once.
+ * FL_ESERVER if the value is not such an integer or the sum overflows (nothing changes).
+ */
+FL_API fl_err fl_incr(fl_client *c, fl_session *session, const char *key, int64_t by,
+                      const struct fl_write_opts *opts, int64_t *value);
 /* *deleted (may be NULL) is 1 if the key existed. */
 FL_API fl_err fl_del(fl_client *c, fl_session *session, const char *key,
                      const struct fl_write_opts *opts, int *deleted);

@@ -21,6 +21,8 @@ const struct cli_command cli_commands[] = {
      "write a key (VALUE omitted or '-': read stdin)", cli_opts_put, NULL, 0},
     {"del", cli_cmd_del, "KEY [--fence NAME TOKEN] [--ifrev REV]", "delete a key", cli_opts_del,
      NULL, 0},
+    {"incr", cli_cmd_incr, "KEY [--by N] [--fence NAME TOKEN]",
+     "add 1 (or N, may be negative) to a counter key; print its new value", cli_opts_incr, NULL, 0},
     {"keys", cli_cmd_keys, "[PREFIX] [--limit N]", "list keys", cli_opts_limit, NULL, 0},
     {"lock-info", cli_cmd_lock_info, "NAME", "holder, token and waiters of a lock", NULL, NULL, 0},
     {"locks", cli_cmd_locks, "[PREFIX] [--limit N]", "existing locks", cli_opts_limit, NULL, 0},

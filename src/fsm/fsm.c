@@ -296,6 +296,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_LOCK_MULTI:
         fsm_op_lock_multi(a, &c->lock_multi, r);
         break;
+    case FSM_OP_INCR:
+        fsm_op_incr(a, &c->incr, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 

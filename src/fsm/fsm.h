@@ -48,9 +48,10 @@
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
+#define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
- * 2-3); 2: adds header version 2 (acting user), ops 14-22 and snapshots 4-5. The cluster's
+ * 2-3); 2: adds header version 2 (acting user), ops 14-22, 27 and snapshots 4-5. The cluster's
  * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */
 #define FSM_FORMAT_1 1
 #define FSM_FORMAT_2 2
@@ -111,6 +112,10 @@ int fsm_names_next(struct fsm_names_it *it, struct fsm_str *name, bool *shared);
 /* Append one entry to a raw list being built (the caller keeps the byte order). 0 or -1. */
 int fsm_names_add(struct buf *raw, const char *name, size_t len, bool shared);
 
+/* A counter's value (counter.c): 0 and *out if p[0..n) is the canonical decimal text of an
+ * int64_t ("0" or "-?[1-9][0-9]*", in range), else -1. */
+int fsm_counter_parse(const char *p, size_t n, int64_t *out);
+
 /* ---- per-op payloads: struct fsm_cmd_<payload> from its field list in ops.h ---- */
 
 #define FSM_FIELD_DECL_(p, kind, member, what) FSM_CTYPE_##kind member;
@@ -158,10 +163,13 @@ struct fsm_cmd {
     };
 };
 
-/* The conditions of a PUT or DEL command, NULL for any other op. */
+/* The conditions of a PUT, DEL or INCR command, NULL for any other op. */
 static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
 {
-    return c->op == FSM_OP_PUT ? &c->put.cond : c->op == FSM_OP_DEL ? &c->del.cond : NULL;
+    return c->op == FSM_OP_PUT    ? &c->put.cond
+           : c->op == FSM_OP_DEL  ? &c->del.cond
+           : c->op == FSM_OP_INCR ? &c->incr.cond
+                                  : NULL;
 }
 
 /* The payload of a LOCK or LOCK_SHARED command, NULL for any other op. */

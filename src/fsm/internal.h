@@ -355,6 +355,11 @@ void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_chec
                                struct fsm_reply *r);
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
+void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *p, struct fsm_reply *r); /* counter.c */
+/* A write's FENCE and IFREV checks (kv.c): 0 if it may apply, else -1 with r answered (STALE,
+   with a FENCE_REJECTED event, or IFREV). */
+int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r);
+int fsm_kv_ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r);
 void fsm_op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
 void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
 void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,

@@ -102,6 +102,9 @@ enum fsm_field_kind {
 /* LOCK_MULTI: several locks at once, each exclusive or shared (multi.c) */
 #define FSM_PAYLOAD_lock_multi(F, p)                                                               \
     F(p, SID, sid, "sid") F(p, NAMES, names, "lock names") F(p, WAIT, wait_ms, "wait")
+/* INCR: a counter key (its value a signed 64-bit decimal) plus `by`, an int64_t in two's
+   complement (a negative step is a 10-byte varint); cond as PUT's (counter.c) */
+#define FSM_PAYLOAD_incr(F, p) F(p, NAME, key, "key") F(p, U64, by, "by") F(p, COND, cond, "cond")
 /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
 #define FSM_PAYLOAD_cluster_format(F, p) F(p, U64, format, "format")
 
@@ -122,7 +125,8 @@ enum fsm_field_kind {
     P(elect_campaign)                                                                              \
     P(elect_proclaim)                                                                              \
     P(cluster_format)                                                                              \
-    P(lock_multi)
+    P(lock_multi)                                                                                  \
+    P(incr)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -197,6 +201,9 @@ enum fsm_grow {
     X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)                              \
     /* -> INT the first token (the tokens are consecutive revisions, one per name in name          \
        order) | QUEUED | NIL: every name at once or none (multi.c) */                              \
-    X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)
+    X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)                                         \
+    /* -> INT the new value, an int64_t in two's complement | ERR (not an integer, overflow) |     \
+       STALE | IFREV: nothing changes on an error (counter.c) */                                   \
+    X(INCR, 27, incr, incr, 2, KEY, 0)
 
 #endif

@@ -363,6 +363,23 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_MULTI,
      .user = GS("bob"),
      .lock_multi = {.sid = GOLDEN_SID_B, .names = {1, GS("\x00\x02M3")}, .wait_ms = 1}},
+    /* INCR: a counter created at 5, stepped by -7 under REQ (a negative step: a 10-byte varint),
+       refused on a value that is not an integer, on overflow and with a stale FENCE token:
+       nothing changes on a refusal */
+    {.op = FSM_OP_INCR, .now_ms = 9600, .user = GS("alice"), .incr = {.key = GS("ctr"), .by = 5}},
+    {.op = FSM_OP_INCR,
+     .user = GS("bob"),
+     .req_sid = GOLDEN_SID_B,
+     .req_seq = 10,
+     .incr = {.key = GS("ctr"), .by = (uint64_t)-7}},
+    {.op = FSM_OP_PUT, .user = GS("alice"), .put = {.key = GS("text"), .value = GS("abc")}},
+    {.op = FSM_OP_INCR, .user = GS("alice"), .incr = {.key = GS("text"), .by = 1}},
+    {.op = FSM_OP_INCR, .user = GS("alice"), .incr = {.key = GS("ctr"), .by = (uint64_t)INT64_MIN}},
+    {.op = FSM_OP_INCR,
+     .user = GS("alice"),
+     .incr = {.key = GS("ctr"),
+              .by = 1,
+              .cond = {.has_fence = true, .fence_name = GS("M1"), .fence_token = 1}}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -378,5 +395,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before LOCK_MULTI's: golden_snapshot_v5 is the state after them, golden_snapshot_multi (also
  * version 5) the state after all. */
 #define GOLDEN_N_V5_CMDS 121
+/* Before INCR's: golden_snapshot_multi is the state after them, golden_snapshot_incr (also
+ * version 5) the state after all. */
+#define GOLDEN_N_MULTI_CMDS 124
 
 #endif

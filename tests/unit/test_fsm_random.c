@@ -80,6 +80,7 @@ struct mcmd {
     bool has_ifrev;
     uint64_t ifrev;
     uint8_t mset; /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
+    uint64_t by;  /* INCR: its step, an int64_t in two's complement */
     bool mbad;    /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
 };
 
@@ -141,6 +142,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_DEL:
         c->del = (struct fsm_cmd_del){m->key, cond_of(m)};
+        break;
+    case FSM_OP_INCR:
+        c->incr = (struct fsm_cmd_incr){m->key, m->by, cond_of(m)};
         break;
     case FSM_OP_MEMBER_SET:
         c->member_set = (struct fsm_cmd_member_set){m->sid, m->name, m->key};
@@ -210,6 +214,11 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->key = c->del.key;
         cond_to_model(&c->del.cond, m);
         break;
+    case FSM_OP_INCR:
+        m->key = c->incr.key;
+        m->by = c->incr.by;
+        cond_to_model(&c->incr.cond, m);
+        break;
     case FSM_OP_MEMBER_SET:
         m->sid = c->member_set.id;
         m->name = c->member_set.client_addr;
@@ -260,6 +269,8 @@ struct mlock {
 struct mkey {
     bool exists;
     uint64_t create_rev, mod_rev, version, lease;
+    bool is_int; /* its value is a counter's decimal text, of value val */
+    int64_t val;
 };
 
 struct msess {
@@ -546,10 +557,19 @@ static void gen_cmd(struct mcmd *c)
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
-        c->op = chance(70) ? FSM_OP_PUT : FSM_OP_DEL;
+        int o = (int)below(100);
+        c->op = o < 45 ? FSM_OP_PUT : o < 65 ? FSM_OP_DEL : FSM_OP_INCR;
         if (c->op == FSM_OP_PUT) {
-            c->value = chance(20) ? (struct fsm_str){"", 0} : (struct fsm_str){"value", 5};
+            int v = (int)below(10);
+            c->value = v < 2   ? (struct fsm_str){"", 0}
+                       : v < 6 ? (struct fsm_str){"value", 5}
+                       : v < 8 ? (struct fsm_str){"-7", 2}
+                               : (struct fsm_str){"9223372036854775800", 19};
             c->lease_sid = chance(50) ? pick_sid() : 0;
+        }
+        if (c->op == FSM_OP_INCR) { /* small steps, and the ones that reach the bounds */
+            static const int64_t steps[] = {1, -1, 3, 0, 100, INT64_MAX, INT64_MIN, -5};
+            c->by = (uint64_t)steps[below(sizeof(steps) / sizeof(steps[0]))];
         }
         gen_cond(c, k);
     } else if (r < 90) {
@@ -582,6 +602,7 @@ static bool usable(const struct buf *b)
         return !c.mbad;
     case FSM_OP_PUT:
     case FSM_OP_DEL:
+    case FSM_OP_INCR:
         return key_idx(c.key) >= 0;
     default:
         return true;
@@ -817,6 +838,16 @@ static struct expect predict_kv(const struct mcmd *c)
         return ex_err("IFREV");
     if (c->op == FSM_OP_PUT)
         return ex_fresh();
+    if (c->op == FSM_OP_INCR) { /* an absent key is 0; a value not a counter's is refused */
+        int64_t now;
+        if (k->exists && !k->is_int)
+            return ex_err("ERR value of key");
+        if (__builtin_add_overflow(k->exists ? k->val : 0, (int64_t)c->by, &now))
+            return ex_err("ERR increment would overflow");
+        struct expect e = ex_int((uint64_t)now);
+        e.changes = true;
+        return e;
+    }
     struct expect e = ex_int(k->exists ? 1 : 0);
     e.changes = k->exists;
     return e;
@@ -892,6 +923,7 @@ static struct expect predict_op(const struct mcmd *c)
         return alive(c->sid) ? ex(FSM_REPLY_OK, false) : ex_err("NOSESSION");
     case FSM_OP_PUT:
     case FSM_OP_DEL:
+    case FSM_OP_INCR:
         return predict_kv(c);
     default:
         return predict_lock(c);
@@ -1043,7 +1075,10 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         n_dl_multi += c->op == FSM_OP_LOCK_MULTI;
         break;
     case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
-        MCHECK(c->op == FSM_OP_PUT && key_idx(ev->name) >= 0);
+        MCHECK((c->op == FSM_OP_PUT || c->op == FSM_OP_INCR) && key_idx(ev->name) >= 0);
+        /* a counter keeps its lease: the event names it */
+        MCHECK(c->op != FSM_OP_INCR ||
+               ev->sid == (M.keys[key_idx(ev->name)].exists ? M.keys[key_idx(ev->name)].lease : 0));
         break;
     case FSM_EV_KEY_DELETED: /* DEL (sid 0), or the end of the key's lease session */
         MCHECK(key_idx(ev->name) >= 0);
@@ -1065,13 +1100,23 @@ static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint6
 }
 
 /* KV writes have no events: the model applies them from the reply. */
-static void model_kv(const struct mcmd *c, const struct fsm_reply *r)
+static void model_kv(const struct mcmd *c, const struct fsm_reply *r, uint64_t rev1)
 {
-    if ((c->op != FSM_OP_PUT && c->op != FSM_OP_DEL) || r->kind != FSM_REPLY_INT)
+    if ((c->op != FSM_OP_PUT && c->op != FSM_OP_DEL && c->op != FSM_OP_INCR) ||
+        r->kind != FSM_REPLY_INT)
         return;
     struct mkey *k = &M.keys[key_idx(c->key)];
     if (c->op == FSM_OP_DEL) {
         k->exists = false;
+        return;
+    }
+    if (c->op == FSM_OP_INCR) { /* the reply is the value; the key keeps its lease */
+        if (!k->exists)
+            *k = (struct mkey){.exists = true, .create_rev = rev1};
+        k->mod_rev = rev1;
+        k->version++;
+        k->is_int = true;
+        k->val = (int64_t)r->value;
         return;
     }
     if (!k->exists)
@@ -1079,6 +1124,7 @@ static void model_kv(const struct mcmd *c, const struct fsm_reply *r)
     k->mod_rev = r->value;
     k->version++;
     k->lease = c->lease_sid;
+    k->is_int = fsm_counter_parse(c->value.p, c->value.len, &k->val) == 0;
 }
 
 /* Member writes have no events: the model applies them from the reply. */
@@ -1212,6 +1258,11 @@ static int compare_state(const struct fsm *f)
         if (exists)
             MCHECK(m.create_rev == k->create_rev && m.mod_rev == k->mod_rev &&
                    m.version == k->version && m.lease_sid == k->lease);
+        if (exists && k->is_int) { /* a counter's value is its canonical decimal text */
+            char text[32];
+            int n = snprintf(text, sizeof(text), "%lld", (long long)k->val);
+            MCHECK(m.value_len == (size_t)n && !memcmp(m.value, text, (size_t)n));
+        }
     }
     return compare_members(f);
 }
@@ -1349,7 +1400,7 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         check_lockdelays(&c, held, n_held, delay))
         return -1;
     if (run) {
-        model_kv(&c, &r);
+        model_kv(&c, &r, fsm_revision(f));
         model_member(&c, &r);
     }
     struct msess *rs = run && c.req_sid ? msess(c.req_sid) : NULL;

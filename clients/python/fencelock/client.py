@@ -114,6 +114,13 @@ class Client:
             cmd.add("LEASE", session.sid)
         return int(self._write(cmd, fence, ifrev, session))
 
+    def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+             ifrev: Optional[int] = None, session: Optional["Session"] = None) -> int:
+        """INCR key BY by: the new value of the counter (a signed 64-bit integer stored as its
+        decimal text; an absent key counts as 0). ServerError if the value is not such an
+        integer or the sum overflows (nothing changes). fence, ifrev and session as put()."""
+        return int(self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                session: Optional["Session"] = None) -> bool:
         """DEL: True if the key existed. Same fence/ifrev/session rules as put()."""

@@ -329,6 +329,11 @@ class Session:
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None) -> bool:
         return self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
 
+    def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+             ifrev: Optional[int] = None) -> int:
+        """Client.incr through this session (exactly once)."""
+        return self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+
     # ---- semaphores ----
     def sem_acquire(self, name: str, limit: int, wait: float = 30.0) -> int:
         """SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeout after wait."""

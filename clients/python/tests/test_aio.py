@@ -137,6 +137,20 @@ def test_aio_multi_lock_waits_on_every_name_and_cancel_leaves_them(node):
     run(main())
 
 
+def test_aio_incr(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as s:
+            assert await c.incr("actr", by=2) == 2
+            assert await s.incr("actr", -3) == -1
+            token = await s.acquire("acl")
+            assert await s.incr("actr", fence=("acl", token)) == 0
+            await s.unlock("acl")
+            with pytest.raises(Stale):
+                await s.incr("actr", fence=("acl", token))
+            assert await c.get("actr") == b"0"
+    run(main())
+
+
 def test_aio_cancelled_wait_leaves_the_queue(node):
     """Cancelling a task that waits for a lock takes its session out of the queue: when the
     holder unlocks, the lock is free, not granted to a waiter nobody listens to."""

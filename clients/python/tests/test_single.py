@@ -37,6 +37,28 @@ def test_lock_fenced_put_unlock(client):
         client.session_info(s.sid)
 
 
+def test_incr_counts_exactly_once_fenced_and_refuses_a_non_integer(client):
+    assert client.incr("ctr") == 1
+    assert client.incr("ctr", by=-11) == -10
+    assert client.get("ctr") == b"-10"
+    with client.session(10.0) as s:
+        assert s.incr("ctr", 5) == -5
+        rev = client.kv_get("ctr")["mod_rev"]
+        with pytest.raises(IfRevFailed):
+            s.incr("ctr", ifrev=rev - 1)
+        with s.lock("cl", wait=5.0) as token:
+            assert s.incr("ctr", fence=("cl", token)) == -4
+        with pytest.raises(Stale):
+            s.incr("ctr", fence=("cl", token))
+    client.put("txt", "abc")
+    with pytest.raises(fencelock.ServerError, match="not a signed 64-bit"):
+        client.incr("txt")
+    client.put("big", str(2**63 - 1))
+    with pytest.raises(fencelock.ServerError, match="overflow"):
+        client.incr("big")
+    assert client.get("big") == str(2**63 - 1).encode() and client.get("ctr") == b"-4"
+
+
 def test_try_lock_and_timeout(client):
     with client.session(10.0) as a, client.session(10.0) as b:
         t = a.try_lock("l")

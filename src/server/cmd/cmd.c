@@ -250,7 +250,10 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         resp_w_simple(&slot->out, "OK");
         break;
     case FSM_REPLY_INT:
-        srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
+        if (slot->op == FSM_OP_INCR) /* the counter's value: signed */
+            resp_w_int(&slot->out, (int64_t)reply->value);
+        else
+            srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
         break;
     case FSM_REPLY_NIL:
         resp_w_nil(&slot->out, slot->proto);

@@ -99,6 +99,11 @@ class AsyncClient:
             cmd.add("LEASE", session.sid)
         return int(await self._write(cmd, fence, ifrev, session))
 
+    async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+                   ifrev: Optional[int] = None, session: Optional[AsyncSession] = None) -> int:
+        """INCR key BY by: the counter's new value, as fencelock.Client.incr."""
+        return int(await self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+
     async def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                      session: Optional[AsyncSession] = None) -> bool:
         """DEL: True if the key existed."""

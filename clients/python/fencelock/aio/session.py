@@ -336,6 +336,11 @@ class AsyncSession:
                      ifrev: Optional[int] = None) -> bool:
         return await self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
 
+    async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+                   ifrev: Optional[int] = None) -> int:
+        """AsyncClient.incr through this session (exactly once)."""
+        return await self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+
     # ---- semaphores ----
     async def sem_acquire(self, name: str, limit: int, wait: float = 30.0) -> int:
         """SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeout after wait."""
