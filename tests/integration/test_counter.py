@@ -181,3 +181,18 @@ def test_cli_incr(ctx):
     assert b"integer" in p.stderr, p.stderr
     eq(run("incr", "cli", "--by", "x").returncode, 2, "a bad step is a usage error")
     eq(get(c, "cli"), "-1")
+
+
+def test_acl_needs_write_on_the_key_and_the_fence_lock_and_the_user_quota_counts_it(ctx):
+    from test_tenant import _acl_node, _as, _nospace_of
+    s, _ = _acl_node(ctx, {"w": "perm=read,write,lock keys=c-* locks=l-* max_keys=1",
+                           "r": "perm=read"})
+    admin, w, r = _as(ctx, s, "admin"), _as(ctx, s, "w"), _as(ctx, s, "r")
+    eq(expect_int(w.call("INCR", "c-1", "BY", 2)), 2)
+    rev = revision(admin)
+    expect_err(w.call("INCR", "other"), "NOPERM", "a key outside keys=")
+    expect_err(w.call("INCR", "c-1", "BY", 1, "FENCE", "other", 1), "NOPERM", "the FENCE lock")
+    expect_err(r.call("INCR", "c-1"), "NOPERM", "read only")
+    _nospace_of(w.call("INCR", "c-2"), "w", "max_keys")
+    eq(revision(admin), rev, "nothing applied for the refused requests")
+    eq(get(admin, "c-1"), "2")
