@@ -14,8 +14,13 @@
  *
  *   make SAN=0 build/release/libfencelockd.a
  *   cc -std=c11 -D_GNU_SOURCE -Isrc -Itests/unit -o build/gen_fsm_golden \
- *      tests/unit/gen_fsm_golden.c build/release/libfencelockd.a
- *   build/gen_fsm_golden > tests/fixtures/fsm_golden/golden.h
+ *      tests/unit/gen_fsm_golden.c build/release/libfencelockd.a -lsodium
+ *   (printf '/%s SPDX-License-Identifier: Apache-2.0 %s/\n' '*' '*'; build/gen_fsm_golden) \
+ *      > tests/fixtures/fsm_golden/golden.h
+ *   clang-format -i tests/fixtures/fsm_golden/golden.h
+ *
+ * (the archive's hash table needs libsodium; the committed header carries the SPDX line and is
+ * clang-formatted, so the last two steps keep the earlier bytes as they are)
  *
  * test_fsm_codec_golden checks the code against that header.
  */
