@@ -235,6 +235,10 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.name = c->elect_proclaim.name, .sid = c->elect_proclaim.sid};
     case FSM_OP_ELECT_RESIGN:
         return (struct entry_refs){.name = c->elect_resign.name, .sid = c->elect_resign.sid};
+    case FSM_OP_LOCK_REVOKE:
+        return (struct entry_refs){.name = c->lock_revoke.name};
+    case FSM_OP_REVOKE_END:
+        return (struct entry_refs){.name = c->revoke_end.name};
     default:
         return (struct entry_refs){.sid = 0};
     }

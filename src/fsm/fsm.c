@@ -49,6 +49,7 @@ void fsm_free_state(struct fsm *f)
                 free(h);
             }
             free(l->value);
+            free(l->rv_text);
             free(l);
             x = next;
         }
@@ -288,6 +289,15 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_CLUSTER_FORMAT:
         fsm_op_cluster_format(a, &c->cluster_format, r);
+        break;
+    case FSM_OP_LOCK_REVOKE:
+        fsm_op_lock_revoke(a, &c->lock_revoke, r);
+        break;
+    case FSM_OP_REVOKE_END:
+        fsm_op_revoke_end(a, &c->revoke_end, r);
+        break;
+    case FSM_OP_LOCK_NOTIFY:
+        fsm_op_lock_notify(a, &c->lock_notify, r);
         break;
     } /* the decoder rejects a value that is not an op */
 }

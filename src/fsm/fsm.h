@@ -135,10 +135,13 @@ static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
     return c->op == FSM_OP_PUT ? &c->put.cond : c->op == FSM_OP_DEL ? &c->del.cond : NULL;
 }
 
-/* The payload of a LOCK or LOCK_SHARED command, NULL for any other op. */
+/* The payload of a LOCK, LOCK_SHARED or LOCK_NOTIFY command, NULL for any other op. */
 static inline const struct fsm_cmd_lock *fsm_cmd_lock_of(const struct fsm_cmd *c)
 {
-    return c->op == FSM_OP_LOCK ? &c->lock : c->op == FSM_OP_LOCK_SHARED ? &c->lock_shared : NULL;
+    return c->op == FSM_OP_LOCK          ? &c->lock
+           : c->op == FSM_OP_LOCK_SHARED ? &c->lock_shared
+           : c->op == FSM_OP_LOCK_NOTIFY ? &c->lock_notify
+                                         : NULL;
 }
 
 /* What a command that may queue asks for (LOCK, LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN):
@@ -245,6 +248,10 @@ enum fsm_event_type {
     FSM_EV_LEADER = 12,           /* name, sid, token, value: an election's new leader; sid 0
                                      (token 0, no value): the election has no leader any more */
     FSM_EV_PROCLAIM = 13,         /* name, sid, token, value: the leader changed its value */
+    FSM_EV_REVOKE_REQUESTED = 14, /* name, sid (the holder), token (its grant), ms (the deadline
+                                     asked, 0 = none), value (the reason), by (who asked) */
+    FSM_EV_WAIT_NOTIFY = 15,      /* name, sid (the waiter), token (the exclusive holder's grant
+                                     it queued behind), ms (its wait): LOCK ... NOTIFY */
 };
 
 struct fsm_event {
@@ -258,7 +265,8 @@ struct fsm_event {
     struct fsm_str name;  /* owned by the events struct */
     struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM: borrowed from the key's or the
                              election's record, valid until the next fsm_apply, fsm_restore or
-                             fsm_free */
+                             fsm_free; REVOKE_REQUESTED: the reason, borrowed as well */
+    struct fsm_str by;    /* REVOKE_REQUESTED: who asked, borrowed as value is */
 };
 
 /* Events produced by one fsm_apply, in the order they happened. `lost` is set when an event
@@ -470,6 +478,22 @@ void fsm_foreach_lockdelay(const struct fsm *f,
                            void (*cb)(void *arg, const char *name, size_t namelen,
                                       uint64_t delay_ms),
                            void *arg);
+
+/* Pending revokes with a deadline (src/fsm/revoke.c), by lock name: a new leader arms each at
+ * its full length (it cannot know how much of it an earlier leader saw pass). */
+void fsm_foreach_revoke(const struct fsm *f,
+                        void (*cb)(void *arg, const char *name, size_t namelen, uint64_t token,
+                                   uint64_t deadline_ms),
+                        void *arg);
+/* A lock's pending revoke (strings borrowed, valid until the next fsm_apply or fsm_restore). */
+struct fsm_revoke_view {
+    uint64_t token;       /* the grant asked to let go */
+    uint64_t deadline_ms; /* 0: asked only, never forced */
+    struct fsm_str reason, by;
+};
+/* 1 and fill `v` if lock `name` has a pending revoke, else 0. */
+int fsm_lock_revoke_info(const struct fsm *f, const char *name, size_t namelen,
+                         struct fsm_revoke_view *v);
 
 /* The replicated member table: every node's client and raft address, so any node can tell a
  * client where the leader is (-NOTLEADER host:port). */

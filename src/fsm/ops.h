@@ -64,7 +64,7 @@ enum fsm_field_kind {
     F(p, SID, sid, "sid")                                                                          \
     F(p, U64, remaining_ms, "remaining") /* the lease the leader measured as left; 0 (or >= ttl)   \
                                             clears */
-/* LOCK and LOCK_SHARED */
+/* LOCK, LOCK_SHARED and LOCK_NOTIFY */
 #define FSM_PAYLOAD_lock(F, p)                                                                     \
     F(p, NAME, name, "lock name") F(p, SID, sid, "sid") F(p, WAIT, wait_ms, "wait")
 /* UNLOCK, CANCEL_WAIT, SEM_RELEASE, ELECT_RESIGN: a session and what it holds or waits for */
@@ -98,6 +98,15 @@ enum fsm_field_kind {
     F(p, EVALUE, value, "value")
 /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
 #define FSM_PAYLOAD_cluster_format(F, p) F(p, U64, format, "format")
+/* LOCK_REVOKE (revoke.c): no SID field: it acts on whoever holds the lock, not as a session */
+#define FSM_PAYLOAD_lock_revoke(F, p)                                                              \
+    F(p, NAME, name, "lock name")                                                                  \
+    F(p, U64, deadline_ms, "deadline") /* 0: ask only; else the leader releases that grant this    \
+                                          long after the entry applied, if it is still held */     \
+    F(p, LABEL, reason, "revoke reason")                                                           \
+    F(p, LABEL, by, "revoke requester") /* the asking user (or address), shown to the holder */
+/* REVOKE_END (revoke.c): the leader's revoke deadline of grant `token` passed */
+#define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
 
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
@@ -115,7 +124,9 @@ enum fsm_field_kind {
     P(sem_acquire)                                                                                 \
     P(elect_campaign)                                                                              \
     P(elect_proclaim)                                                                              \
-    P(cluster_format)
+    P(cluster_format)                                                                              \
+    P(lock_revoke)                                                                                 \
+    P(revoke_end)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -186,6 +197,15 @@ enum fsm_grow {
     /* -> OK; raises the cluster's log format (a lower one than the current: ERR, nothing          \
        changes; the same: OK, no revision). The leader writes it, as a version-1 entry, once       \
        every voter reads the new format. */                                                        \
-    X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)
+    X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)                              \
+    /* -> INT token of the grant asked to let go (its holder gets REVOKE_REQUESTED); ERR           \
+       NOTHOLDER if nobody holds the lock exclusively (revoke.c) */                                \
+    X(LOCK_REVOKE, 22, lock_revoke, lock_revoke, 2, NONE, 0)                                       \
+    /* -> OK; releases grant `token` as an expiry does if it still holds the lock under a pending  \
+       revoke with a deadline, else changes nothing (a stale timer) */                             \
+    X(REVOKE_END, 23, revoke_end, revoke_end, 2, NONE, 0)                                          \
+    /* -> as LOCK; a session it queues behind an exclusive holder tells that holder once           \
+       (WAIT_NOTIFY: LOCK ... NOTIFY, revoke.c) */                                                 \
+    X(LOCK_NOTIFY, 24, lock_notify, lock, 2, LOCK, 0)
 
 #endif

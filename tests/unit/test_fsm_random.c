@@ -15,6 +15,9 @@
  * A third FSM with another hash key (fsm_set_hash_key; the restored copies get a third) is fed
  * the whole log beside: its replies and events must equal the original's at every step and its
  * snapshot at every WINDOW (nothing replicated may depend on the bucket order of lock names).
+ * Cooperative revocation is in the mix: LOCK_NOTIFY (a LOCK whose WAIT_NOTIFY must go to the
+ * holder it queued behind), LOCK_REVOKE (deadline in wait_ms) and REVOKE_END (the
+ * grant in token), the model holding each lock's pending revoke (its grant and deadline).
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -71,6 +74,8 @@ struct mcmd {
     uint64_t fence_token;
     bool has_ifrev;
     uint64_t ifrev;
+    uint64_t token;        /* REVOKE_END: the grant */
+    struct fsm_str reason; /* LOCK_REVOKE */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -114,6 +119,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     case FSM_OP_LOCK:
         c->lock = (struct fsm_cmd_lock){m->name, m->sid, m->wait_ms};
         break;
+    case FSM_OP_LOCK_NOTIFY:
+        c->lock_notify = (struct fsm_cmd_lock){m->name, m->sid, m->wait_ms};
+        break;
     case FSM_OP_UNLOCK:
         c->unlock = (struct fsm_cmd_lock_ref){m->name, m->sid};
         break;
@@ -134,6 +142,12 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_MEMBER_DEL:
         c->member_del.id = m->sid;
+        break;
+    case FSM_OP_LOCK_REVOKE:
+        c->lock_revoke = (struct fsm_cmd_lock_revoke){m->name, m->wait_ms, m->reason, m->key};
+        break;
+    case FSM_OP_REVOKE_END:
+        c->revoke_end = (struct fsm_cmd_revoke_end){m->name, m->token};
         break;
     }
 }
@@ -171,9 +185,10 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->wait_ms = c->session_checkpoint.remaining_ms;
         break;
     case FSM_OP_LOCK:
-        m->name = c->lock.name;
-        m->sid = c->lock.sid;
-        m->wait_ms = c->lock.wait_ms;
+    case FSM_OP_LOCK_NOTIFY: /* the same payload */
+        m->name = fsm_cmd_lock_of(c)->name;
+        m->sid = fsm_cmd_lock_of(c)->sid;
+        m->wait_ms = fsm_cmd_lock_of(c)->wait_ms;
         break;
     case FSM_OP_UNLOCK:
         mcmd_from_lock_ref(&c->unlock, m);
@@ -202,6 +217,16 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
     case FSM_OP_MEMBER_DEL:
         m->sid = c->member_del.id;
         break;
+    case FSM_OP_LOCK_REVOKE:
+        m->name = c->lock_revoke.name;
+        m->wait_ms = c->lock_revoke.deadline_ms;
+        m->reason = c->lock_revoke.reason;
+        m->key = c->lock_revoke.by;
+        break;
+    case FSM_OP_REVOKE_END:
+        m->name = c->revoke_end.name;
+        m->token = c->revoke_end.token;
+        break;
     }
 }
 
@@ -219,6 +244,7 @@ static int mcmd_decode(const struct buf *b, struct mcmd *m, char *err, size_t er
 
 struct mlock {
     uint64_t holder, token, last_token, delay_ms;
+    uint64_t rv_token, rv_ms; /* a pending revoke of grant rv_token (0: none), its deadline */
     bool delay;
     uint64_t q[MAXQ];
     int qn;
@@ -390,7 +416,7 @@ static void gen_lock_op(struct mcmd *c, int r)
     c->name = LOCKN[l];
     c->sid = pick_sid();
     if (r < 45) {
-        c->op = FSM_OP_LOCK;
+        c->op = chance(20) ? FSM_OP_LOCK_NOTIFY : FSM_OP_LOCK;
         c->wait_ms = chance(70) ? 1 + below(5000) : 0;
     } else if (r < 60) {
         c->op = FSM_OP_UNLOCK;
@@ -400,6 +426,17 @@ static void gen_lock_op(struct mcmd *c, int r)
         c->op = FSM_OP_CANCEL_WAIT;
         if (M.locks[l].qn && chance(70))
             c->sid = M.locks[l].q[below((uint64_t)M.locks[l].qn)];
+    } else if (r < 71) {
+        c->op = FSM_OP_LOCK_REVOKE;
+        c->sid = 0;
+        c->wait_ms = chance(30) ? 0 : 1 + below(5000);
+        c->reason = chance(50) ? (struct fsm_str){"deploy", 6} : (struct fsm_str){"", 0};
+        c->key = (struct fsm_str){"ops@10.0.0.9:4000", 17};
+    } else if (r < 73) {
+        c->op = FSM_OP_REVOKE_END;
+        c->sid = 0;
+        c->token =
+            M.locks[l].rv_token && chance(70) ? M.locks[l].rv_token : below(M.last_token + 2);
     } else {
         c->op = FSM_OP_LOCKDELAY_END;
         c->sid = 0;
@@ -467,7 +504,7 @@ static void gen_cmd(struct mcmd *c)
         c->op = end_op();
         c->sid = pick_sid();
     } else if (r < 84) {
-        gen_lock_op(c, (int)below(75));
+        gen_lock_op(c, (int)below(80));
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
@@ -499,9 +536,12 @@ static bool usable(const struct buf *b)
         return true;
     switch (c.op) {
     case FSM_OP_LOCK:
+    case FSM_OP_LOCK_NOTIFY:
     case FSM_OP_UNLOCK:
     case FSM_OP_CANCEL_WAIT:
     case FSM_OP_LOCKDELAY_END:
+    case FSM_OP_LOCK_REVOKE:
+    case FSM_OP_REVOKE_END:
         return lock_idx(c.name) >= 0;
     case FSM_OP_PUT:
     case FSM_OP_DEL:
@@ -576,12 +616,21 @@ static struct expect predict_lock(const struct mcmd *c)
     struct mlock *l = &M.locks[lock_idx(c->name)];
     if (c->op == FSM_OP_LOCKDELAY_END)
         return ex(FSM_REPLY_OK, l->delay);
+    if (c->op == FSM_OP_LOCK_REVOKE) { /* the exclusive holder's grant, or NOTHOLDER */
+        struct expect e = ex_int(l->token);
+        e.changes = true;
+        return l->holder ? e : ex_err("NOTHOLDER");
+    }
+    if (c->op == FSM_OP_REVOKE_END) /* only the revoked grant, only with a deadline */
+        return ex(FSM_REPLY_OK,
+                  l->holder && l->token == c->token && l->rv_token == c->token && l->rv_ms);
     if (!alive(c->sid))
         return ex_err("NOSESSION");
     bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
     bool is_free = !l->holder && !l->delay;
     switch (c->op) {
     case FSM_OP_LOCK:
+    case FSM_OP_LOCK_NOTIFY:
         if (held)
             return ex_int(l->token);
         if (queued)
@@ -674,7 +723,8 @@ static struct expect predict_op(const struct mcmd *c)
 /* A retry of the session's highest seq: the cached reply, or the truth for a queued LOCK. */
 static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
-    if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK) {
+    if (rs->cached.kind == FSM_REPLY_QUEUED &&
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY)) {
         struct mlock *l = &M.locks[lock_idx(c->name)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
@@ -747,9 +797,26 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_RELEASED:
         MCHECK(l->holder == ev->sid && l->token == ev->token);
+        MCHECK(c->op != FSM_OP_REVOKE_END || ev->expired);
         *released_by = ev->sid;
         l->holder = l->token = 0;
+        l->rv_token = l->rv_ms = 0; /* the grant's revoke ends with it */
         break;
+    case FSM_EV_WAIT_NOTIFY: /* right after the waiter's WAIT_STARTED, to the holder */
+        MCHECK(c->op == FSM_OP_LOCK_NOTIFY && ev->sid == c->sid && ev->ms == c->wait_ms);
+        MCHECK(l->holder && l->token == ev->token && l->qn && l->q[l->qn - 1] == ev->sid);
+        break;
+    case FSM_EV_REVOKE_REQUESTED: {
+        MCHECK(c->op == FSM_OP_LOCK_REVOKE && l->holder == ev->sid && l->token == ev->token);
+        MCHECK(ev->ms == c->wait_ms && ev->value.len == c->reason.len && ev->by.len == c->key.len);
+        bool again = l->rv_token == ev->token;
+        uint64_t old = again ? l->rv_ms : 0;
+        l->rv_ms = !old || !c->wait_ms ? (old ? old : c->wait_ms)
+                   : old < c->wait_ms  ? old
+                                       : c->wait_ms;
+        l->rv_token = ev->token;
+        break;
+    }
     case FSM_EV_WAIT_STARTED:
         MCHECK(alive(ev->sid) && qpos(l, ev->sid) < 0 && l->holder != ev->sid);
         MCHECK((l->holder || l->delay) && l->qn < MAXQ && ev->ms == c->wait_ms);
@@ -926,6 +993,10 @@ static int compare_state(const struct fsm *f)
         MCHECK(v.holder_sid == l->holder && v.in_lockdelay == l->delay);
         MCHECK(v.token == l->token && v.n_waiters == (size_t)l->qn);
         MCHECK(!l->delay || v.lockdelay_ms == l->delay_ms);
+        struct fsm_revoke_view rv;
+        int pending = fsm_lock_revoke_info(f, LOCKN[i].p, LOCKN[i].len, &rv);
+        MCHECK(pending == (l->rv_token != 0));
+        MCHECK(!pending || (rv.token == l->rv_token && rv.deadline_ms == l->rv_ms));
         struct wq w = {.n = 0};
         fsm_lock_waiters(f, LOCKN[i].p, LOCKN[i].len, wq_cb, &w);
         MCHECK(w.n == l->qn && !memcmp(w.sids, l->q, (size_t)l->qn * sizeof(uint64_t)));
