@@ -119,6 +119,18 @@ static void log_lost_hold(struct srv *s, const struct fsm_event *e)
          cmd_arg_text(&name, shown), (unsigned long long)e->token);
 }
 
+/* A revoke with a deadline arms it here on every node (only the leader acts on it). The
+ * deadline that stands is the FSM's, the shortest asked of this grant (a takeover re-arms it). */
+static void on_revoke_requested(struct srv *s, const struct fsm_event *e, uint64_t now)
+{
+    struct fsm_revoke_view v;
+    if (!fsm_lock_revoke_info(s->fsm, e->name.p, e->name.len, &v) || v.token != e->token)
+        return;
+    if (e->ms && lease_revoke_started(&s->lease.rules, e->name.p, e->name.len, e->token, e->ms,
+                                      v.deadline_ms, now))
+        LOGE(&s->log, "out of memory tracking a revoke (retried on the next tick)");
+}
+
 static void on_event(struct srv *s, const struct fsm_event *e)
 {
     const char *nm = e->name.p;
@@ -139,6 +151,7 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         on_granted(s, e, now);
         break;
     case FSM_EV_RELEASED:
+        lease_revoke_ended(&s->lease.rules, nm, nl, e->token);
         hold_end(s, nm, nl);
         s->m.releases++;
         if (e->expired)
@@ -161,6 +174,9 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         break;
     case FSM_EV_FENCE_REJECTED:
         s->m.fence_rejections++;
+        break;
+    case FSM_EV_REVOKE_REQUESTED:
+        on_revoke_requested(s, e, now);
         break;
     case FSM_EV_LEADER:
     case FSM_EV_PROCLAIM:
@@ -212,12 +228,20 @@ static void derive_delay_cb(void *arg, const char *name, size_t namelen, uint64_
     lease_delay_ensure(&da->s->lease.rules, name, namelen, delay_ms, da->now);
 }
 
+static void derive_revoke_cb(void *arg, const char *name, size_t namelen, uint64_t token,
+                             uint64_t deadline_ms)
+{
+    struct derive_arg *da = arg;
+    lease_revoke_ensure(&da->s->lease.rules, name, namelen, token, deadline_ms, da->now);
+}
+
 static void derive_tables(struct srv *s, uint64_t now)
 {
     struct derive_arg da = {s, now};
     fsm_foreach_session(s->fsm, derive_sess_cb, &da);
     fsm_foreach_waiter(s->fsm, derive_wait_cb, &da);
     fsm_foreach_lockdelay(s->fsm, derive_delay_cb, &da);
+    fsm_foreach_revoke(s->fsm, derive_revoke_cb, &da);
 }
 
 /* The FSM was replaced by a snapshot: derive every table again from it. */
@@ -298,6 +322,11 @@ static void action_cmd(const struct lease_action *a, struct fsm_cmd *cmd)
         cmd->cancel_wait.sid = a->sid;
         cmd->cancel_wait.name.p = a->name;
         cmd->cancel_wait.name.len = (uint32_t)a->namelen;
+    } else if (a->kind == LEASE_REVOKE) {
+        cmd->op = FSM_OP_REVOKE_END;
+        cmd->revoke_end.name.p = a->name;
+        cmd->revoke_end.name.len = (uint32_t)a->namelen;
+        cmd->revoke_end.token = a->token;
     } else {
         cmd->op = FSM_OP_LOCKDELAY_END;
         cmd->lockdelay_end.name.p = a->name;
@@ -325,6 +354,9 @@ static void do_action(struct srv *s, const struct lease_action *a, uint64_t now)
     if (a->kind == LEASE_SESSION)
         LOGD(&s->log, "session %llu: deadline passed, proposing expiry",
              (unsigned long long)a->sid);
+    if (a->kind == LEASE_REVOKE)
+        LOGI(&s->log, "revoke deadline of token %llu passed: proposing its release",
+             (unsigned long long)a->token);
     struct duty *d = duty_new(s, a);
     if (!d || srv_propose(s, &cmd, duty_cb, d) != RN_OK) {
         free(d);
