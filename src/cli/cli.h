@@ -196,5 +196,6 @@ int cli_cmd_sem(struct cli *c, int argc, char **argv);
 int cli_cmd_elect(struct cli *c, int argc, char **argv);
 int cli_cmd_leader(struct cli *c, int argc, char **argv);
 int cli_cmd_snapshot(struct cli *c, int argc, char **argv);
+int cli_cmd_revoke(struct cli *c, int argc, char **argv);
 
 #endif

@@ -8,7 +8,8 @@
 
 static const char usage_lock[] =
     "usage: fencelock lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
-    "                      [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
+    "                      [--kill-grace DUR] [--name LABEL] [--revoke-signal SIG]\n"
+    "                      [-- CMD [ARGS...]]\n"
     "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
     "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
     "Without CMD, print the token and hold the lock until SIGINT, SIGTERM, SIGHUP or SIGQUIT.\n"
@@ -29,6 +30,10 @@ static const char usage_lock[] =
     "  --kill-grace DUR  SIGTERM this long before SIGKILL (default: the smaller of 2s and\n"
     "                    TTL/4; must be less than the TTL)\n"
     "  --name LABEL      session name shown by the servers (default: fencelock@HOST:PID)\n"
+    "  --revoke-signal SIG  when someone revokes the lock (`fencelock revoke`), send CMD this\n"
+    "                    signal (TERM, INT, HUP, QUIT, USR1, USR2 or a number; default TERM),\n"
+    "                    and SIGKILL it and everything it started the kill grace before the\n"
+    "                    revoke's deadline (exclusive locks; the servers take the lock then)\n"
     "Exit status: CMD's status, 128+N if it died of signal N; 2 usage; 3 not obtained within\n"
     "--wait; 4 cluster unreachable or other error before CMD ran; 5 lock lost while CMD ran\n"
     "(it was killed; takes precedence); 126/127 CMD could not be run / was not found;\n"
@@ -50,7 +55,7 @@ static const char usage_elect[] =
     "is killed before the leadership's lease can lapse, and when it exits the session resigns\n"
     "(the next candidate leads). Options and exit status as for `fencelock lock`.\n";
 
-enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED };
+enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED, O_REVOKE_SIGNAL };
 
 static const struct opt_spec lock_opts[] = {
     {"ttl", 0, 1, O_TTL},
@@ -59,6 +64,7 @@ static const struct opt_spec lock_opts[] = {
     {"kill-grace", 0, 1, O_GRACE},
     {"name", 0, 1, O_NAME},
     {"shared", 0, 0, O_SHARED},
+    {"revoke-signal", 0, 1, O_REVOKE_SIGNAL},
     {NULL, 0, 0, 0},
 };
 
@@ -75,6 +81,11 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
         o->shared = 1;
         return EXIT_OK;
     }
+    if (id == O_REVOKE_SIGNAL)
+        return run_parse_signal(it->v[0], &o->revoke_signal)
+                   ? opt_err(it, "--revoke-signal: unknown signal '%s' (e.g. TERM, USR1, 15)",
+                             it->v[0])
+                   : EXIT_OK;
     if (id == O_TTL)
         return parse_ttl(it, "ttl", it->v[0], &o->ttl_ms);
     if (parse_duration(it->v[0], dst[id]))
@@ -108,7 +119,8 @@ static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
 /* lock, sem and elect: n_pos positionals (the name, then the limit or the value). */
 static int lock_like(struct cli *c, int argc, char **argv, const char *usage, enum run_kind kind)
 {
-    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1, .kind = kind};
+    struct run_opts o = {
+        .ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1, .kind = kind, .revoke_signal = SIGTERM};
     int n_pos = kind == RUN_LOCK ? 1 : 2;
     struct sub_args a;
     int id, r, grace_set = 0;

@@ -28,6 +28,8 @@ static const char usage_main[] =
     "  fence-check NAME TOKEN     exit 0 if TOKEN is current for NAME, 1 if stale\n"
     "  sign NAME TOKEN            print TOKEN's signature (servers with --token-key), 1 if\n"
     "                             stale\n"
+    "  revoke NAME [--deadline DUR] [--reason TEXT]\n"
+    "                             ask the holder of lock NAME to let go (and take it at DUR)\n"
     "  status                     cluster members, leader, term, indexes\n"
     "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
     "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
@@ -81,7 +83,7 @@ static const struct {
     {"session", cli_cmd_session}, {"watch", cli_cmd_watch},
     {"sem", cli_cmd_sem},         {"elect", cli_cmd_elect},
     {"leader", cli_cmd_leader},   {"snapshot", cli_cmd_snapshot},
-    {"sign", cli_cmd_sign},
+    {"sign", cli_cmd_sign},       {"revoke", cli_cmd_revoke},
 };
 
 void cli_say(const char *fmt, ...)

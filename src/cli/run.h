@@ -44,7 +44,12 @@ struct run_opts {
     enum run_kind { RUN_LOCK, RUN_SEM, RUN_ELECT } kind; /* lock, sem or elect */
     uint32_t limit;                                      /* RUN_SEM: the semaphore's limit */
     const char *value;                                   /* RUN_ELECT: the campaign value */
+    int revoke_signal; /* sent to the command when its exclusive lock is revoked (SIGTERM) */
 };
+
+/* --revoke-signal's value: TERM, SIGTERM, INT, HUP, QUIT, USR1, USR2 or a number (not KILL or
+   STOP). 0 with *sig, or -1 (revoke.c). */
+int run_parse_signal(const char *s, int *sig);
 
 /* FENCELOCK_MODE and --json "mode": exclusive, shared, semaphore or leader. */
 const char *run_mode(const struct run_opts *o);
