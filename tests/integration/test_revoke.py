@@ -64,6 +64,8 @@ def test_an_ignored_revoke_releases_at_the_deadline_as_an_expiry(ctx):
     expect_err(c.call("PUT", "r/k", "a2", "FENCE", "r/L", t), "STALE", "a fenced PUT")
     expect_int(c.call("PUT", "r/k", "b1", "FENCE", "r/L", t2))
     assert not isinstance(session_info(c, a), RespError), "the holder's session lives on"
+    wait_until(lambda: "session %d passed a revoke's deadline while holding 'r/L' (token %d)"
+               % (a, t) in ctx.srv.log_text(), 10, what="the forced release in the log")
     types = [(f["type"], f.get("sid"), f.get("token")) for _, f in read_all(c, stream=STREAM)
              if f["type"] in ("revoke-requested", "expire", "lockdelay", "grant")]
     eq(types, [("grant", str(a), str(t)), ("revoke-requested", str(a), str(t)),

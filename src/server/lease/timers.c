@@ -109,14 +109,19 @@ static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
 }
 
 /* The event an operator most needs: a holder whose session ended under it (it died, paused or
- * was partitioned; or an admin revoked it), so its lock goes to the next holder. */
+ * was partitioned; or an admin revoked it), or that ignored a LOCK.REVOKE until its deadline
+ * (its session lives on: the hook runs after the whole entry applied), so its lock goes to the
+ * next holder. */
 static void log_lost_hold(struct srv *s, const struct fsm_event *e)
 {
     char shown[CMD_ARG_TEXT];
     struct resp_arg name = {e->name.p, e->name.len};
+    struct fsm_session_view v;
+    const char *how = fsm_session_info(s->fsm, e->sid, &v) ? "passed a revoke's deadline"
+                      : e->revoked                         ? "was revoked"
+                                                           : "expired";
     LOGW(&s->log, "session %llu %s while holding '%s' (token %llu): it passes to the next holder",
-         (unsigned long long)e->sid, e->revoked ? "was revoked" : "expired",
-         cmd_arg_text(&name, shown), (unsigned long long)e->token);
+         (unsigned long long)e->sid, how, cmd_arg_text(&name, shown), (unsigned long long)e->token);
 }
 
 /* A revoke with a deadline arms it here on every node (only the leader acts on it). The
