@@ -91,9 +91,16 @@ static void on_revoke(const struct fl_revoke *rv, void *ctx)
 {
     struct run *r = ctx;
     int64_t kill_at = rv->deadline_ms ? fl_now_ms() + (int64_t)rv->deadline_ms : INT64_MAX;
-    cli_say("%s %s: revoke requested by %.*s%s%.*s (deadline %" PRIu64 " ms)", run_noun(r->o),
-            r->o->shown, (int)rv->by_len, rv->by, rv->reason_len ? ": " : "", (int)rv->reason_len,
-            rv->reason, rv->deadline_ms);
+    /* who asked and why are any client's text: escaped for the terminal (out_esc) */
+    flockfile(stderr);
+    fprintf(stderr, "fencelock: %s %s: revoke requested by ", run_noun(r->o), r->o->shown);
+    out_esc(stderr, rv->by, rv->by_len, 0);
+    if (rv->reason_len) {
+        fputs(": ", stderr);
+        out_esc(stderr, rv->reason, rv->reason_len, 0);
+    }
+    fprintf(stderr, " (deadline %" PRIu64 " ms)\n", rv->deadline_ms);
+    funlockfile(stderr);
     while (write(r->revoke_pipe[1], &kill_at, sizeof kill_at) < 0 && errno == EINTR)
         ;
 }
