@@ -14,9 +14,11 @@ OPT = -O2 -g
 endif
 
 CC ?= gcc
-# The version is defined once, as FL_VERSION in the public header include/fencelock.h; the server
-# (which must not include the client's header: make check-layers) gets it as FENCELOCK_VERSION.
-FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION "\(.*\)"/\1/p' include/fencelock.h)
+# The version is defined once, as FL_VERSION_MAJOR/MINOR/PATCH in the public header
+# include/fencelock.h; the server (which must not include the client's header: make
+# check-layers) gets it as FENCELOCK_VERSION.
+FL_VERSION := $(shell sed -n 's/^\#define FL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9][0-9]*\)$$/\2/p' \
+                include/fencelock.h | paste -sd. -)
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
               -Isrc -Iinclude -DFENCELOCK_VERSION='"$(FL_VERSION)"' \
               $(shell pkg-config --cflags raft libuv 2>/dev/null)
@@ -34,9 +36,9 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # The client library shares with the server, built PIC: src/common's address parser
 # (proto.h), the backup file format (snapfile.h), the text policies (text.h: the CLI's --json
 # and names), whole writes (io.h), the decimal parser (num.h) and the RFC 3339 time (timefmt.h).
-CLIENT_SRC := $(wildcard src/client/*.c) src/common/addr.c src/common/env.c src/common/io.c \
-              src/common/num.c \
+CLIENT_COMMON_SRC := src/common/addr.c src/common/env.c src/common/io.c src/common/num.c \
               src/common/snapfile.c src/common/text.c src/common/timefmt.c
+CLIENT_SRC := $(wildcard src/client/*.c) $(CLIENT_COMMON_SRC)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)
 CLI_OBJ    := $(CLI_SRC:%.c=$(B)/obj/%.o)
@@ -44,7 +46,7 @@ SOVER      := 0
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all client bench-tools deps run test unit fuzz clean format check-format check-layers check-docs check-purity check-static cluster cluster-stop install
+.PHONY: all client bench-tools deps run test unit unit-tests fuzz clean format check-format check-layers check-docs check-purity check-static cluster cluster-stop install
 
 all: $(B)/fencelockd $(UNIT_BIN) client
 
@@ -57,7 +59,11 @@ client: $(B)/libfencelock.a $(B)/libfencelock.so $(B)/fencelock $(CLIENT_TEST_BI
         $(B)/tests/torture/worker
 
 # bench/flpair: libfencelock LOCK+UNLOCK round trips (`make bench-tools`, release build).
-bench-tools: $(B)/bench/flpair
+# bench/deadlock_fsm: the deadlock search's cost inside fsm_apply (no server).
+bench-tools: $(B)/bench/flpair $(B)/bench/deadlock_fsm
+$(B)/bench/deadlock_fsm: bench/deadlock_fsm.c $(B)/libfencelockd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelockd.a $(LDLIBS)
 $(B)/bench/%: bench/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
@@ -69,6 +75,12 @@ $(B)/examples/%: examples/c/%.c $(B)/libfencelock.a
 $(B)/tests/client/%: tests/client/%.c $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(B)/libfencelock.a $(CLIENT_LIBS)
+
+# fl_abi tests the shared library as an application sees it: linked against libfencelock.so
+# (found at run time through its rpath, the build directory), with the public header only.
+$(B)/tests/client/fl_abi: tests/client/fl_abi.c $(B)/libfencelock.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/../..' -lfencelock $(CLIENT_LIBS)
 
 deps:
 	@scripts/deps.sh build
@@ -99,23 +111,38 @@ $(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libfencelockd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CLIENT_LIBS)
 
 # libfencelock: position-independent objects for the shared library, the same for the static.
+# Hidden by default: only FL_API (include/fencelock.h) is exported from the shared library,
+# under the version script src/client/libfencelock.map; debian/libfencelock0.symbols lists the
+# exports (make check-abi). Hidden symbols still link statically, so the archive's users
+# (the torture worker's cl_* calls) are unaffected.
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 $(B)/libfencelock.a: $(CLIENT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/libfencelock.so: $(CLIENT_OBJ)
-	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfencelock.so.$(SOVER) -o $@.$(SOVER) $^ $(CLIENT_LIBS)
+CLIENT_MAP := src/client/libfencelock.map
+$(B)/libfencelock.so: $(CLIENT_OBJ) $(CLIENT_MAP)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libfencelock.so.$(SOVER) -Wl,--version-script=$(CLIENT_MAP) \
+	  -o $@.$(SOVER) $(CLIENT_OBJ) $(CLIENT_LIBS)
 	ln -sf libfencelock.so.$(SOVER) $@
 
-# CLI_SHARED=1 (the Debian package): the CLI links libfencelock.so instead of the archive.
+# The shared library's exports equal debian/libfencelock0.symbols (scripts/check-abi.py; also
+# run by tests/integration/test_abi.py).
+.PHONY: check-abi
+check-abi: $(B)/libfencelock.so
+	@python3 scripts/check-abi.py $(B)/libfencelock.so.$(SOVER)
+
+# CLI_SHARED=1 (the Debian package): the CLI links libfencelock.so instead of the archive. The
+# library exports only the API, so the parts of src/common the CLI uses too (numbers, addresses,
+# the time format) are linked into the CLI itself.
 ifeq ($(CLI_SHARED),1)
-$(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.so
+$(B)/fencelock: $(CLI_OBJ) $(CLIENT_COMMON_SRC:%.c=$(B)/pic/%.o) $(B)/libfencelock.so
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) -L$(B) -lfencelock $(CLIENT_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(CLIENT_COMMON_SRC:%.c=$(B)/pic/%.o) -L$(B) -lfencelock \
+	  $(CLIENT_LIBS)
 else
 $(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
@@ -123,7 +150,8 @@ $(B)/fencelock: $(CLI_OBJ) $(B)/libfencelock.a
 endif
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: fencelockd (sbin), the CLI, the client library,
-# header, pkg-config file, man pages fencelock(1) and fencelockd(8), and the user documentation
+# header, pkg-config file, man pages fencelock(1) and fencelockd(8), the CLI's bash and zsh
+# completion (BASHCOMPDIR, ZSHCOMPDIR), and the user documentation
 # the man pages refer to (DOCDIR). ldconfig runs when installing into the live system (no
 # DESTDIR). make uninstall removes the same files. install-files copies from IB without building
 # (debian/rules builds with dpkg-buildflags first).
@@ -134,6 +162,10 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/fencelock
+# Shell completion, where bash-completion and Debian's zsh look for a package's scripts; the
+# scripts are made by the CLI itself from its command table (`fencelock completion bash|zsh`).
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 IB ?= build/release
 USER_DOCS := docs/protocol.md docs/server.md docs/operations.md docs/security.md docs/client.md \
              docs/monitoring.md docs/fencing.md docs/python.md
@@ -159,26 +191,34 @@ install-files:
 	sed 's|/usr/share/doc/fencelock/|$(DOCDIR)/|g' docs/fencelockd.8 > $(DESTDIR)$(MANDIR)/man8/fencelockd.8
 	chmod 644 $(DESTDIR)$(MANDIR)/man1/fencelock.1 $(DESTDIR)$(MANDIR)/man8/fencelockd.8
 	install -m 644 $(USER_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	LD_LIBRARY_PATH=$(IB) $(IB)/fencelock completion bash > $(DESTDIR)$(BASHCOMPDIR)/fencelock
+	LD_LIBRARY_PATH=$(IB) $(IB)/fencelock completion zsh > $(DESTDIR)$(ZSHCOMPDIR)/_fencelock
+	chmod 644 $(DESTDIR)$(BASHCOMPDIR)/fencelock $(DESTDIR)$(ZSHCOMPDIR)/_fencelock
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/fencelockd $(DESTDIR)$(BINDIR)/fencelock \
 	  $(DESTDIR)$(LIBDIR)/libfencelock.a $(DESTDIR)$(LIBDIR)/libfencelock.so \
 	  $(DESTDIR)$(LIBDIR)/libfencelock.so.$(SOVER) $(DESTDIR)$(LIBDIR)/pkgconfig/fencelock.pc \
 	  $(DESTDIR)$(INCLUDEDIR)/fencelock.h $(DESTDIR)$(MANDIR)/man1/fencelock.1 \
-	  $(DESTDIR)$(MANDIR)/man8/fencelockd.8 $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(USER_DOCS)))
+	  $(DESTDIR)$(MANDIR)/man8/fencelockd.8 $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(USER_DOCS))) \
+	  $(DESTDIR)$(BASHCOMPDIR)/fencelock $(DESTDIR)$(ZSHCOMPDIR)/_fencelock
 	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
 	[ -n "$(DESTDIR)" ] || ldconfig
 
 # make deb: the Debian packages (debian/, docs/operations.md "Install from packages") built from
 # a copy of the tree in build/deb/fencelock-VERSION, so that debian/rules' clean never touches
 # build/; the .deb files land in build/deb/. Release build with dpkg-buildflags (hardening), no
-# sanitizers.
+# sanitizers; the unit tests run on the way (DEB_BUILD_OPTIONS=nocheck skips them).
 DEB_JOBS ?= 2
 deb:
 	@scripts/deps.sh deb
 	rm -rf build/deb && mkdir -p build/deb/fencelock-$(FL_VERSION)
 	tar --exclude=./build --exclude=./.git --exclude=./var -cf - . | tar -xf - -C build/deb/fencelock-$(FL_VERSION)
-	cd build/deb/fencelock-$(FL_VERSION) && dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
+	# Debian's own tools only: pybuild runs `python3.X` from PATH, and a Python installed
+	# elsewhere (pyenv, a venv) lacks Debian's build modules and dist-packages.
+	cd build/deb/fencelock-$(FL_VERSION) && env PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+	  dpkg-buildpackage -us -uc -b -j$(DEB_JOBS)
 	@ls build/deb/*.deb
 
 # make run: what the README's quick start uses (redis-cli from redis-tools, the fencelock CLI)
@@ -208,6 +248,11 @@ test:
 
 unit: all
 	@for t in $(UNIT_BIN); do $$t || exit 1; done
+
+# The unit-test binaries alone, built and run (debian/rules' dh_auto_test, on the package's
+# release build: B=build/debpkg SAN=0); the first failing one stops the run.
+unit-tests: $(UNIT_BIN)
+	@for t in $(UNIT_BIN); do echo "== $$t"; $$t || exit 1; done
 
 # The FSM must stay pure: no clocks, no I/O, no randomness, no sockets.
 check-purity:
@@ -281,6 +326,7 @@ TORTURE_SECONDS ?= 600
 TORTURE_SNAPSHOT_SECONDS ?= 300
 TORTURE_SEED ?=
 $(B)/tests/torture/worker: tests/torture/worker.c tests/torture/worker_rw.c tests/torture/worker_watch.c tests/torture/worker_prims.c \
+  tests/torture/worker_deadlock.c tests/torture/worker_multi.c \
   tests/torture/worker.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(B)/libfencelock.a $(CLIENT_LIBS)
@@ -327,7 +373,7 @@ build/java/fencelock-bench.jar: $(BENCH_JAVA_SRC)
 # W9 (read-write locks), W10 (watch: the harness and one file per system), W11 (semaphores) and
 # W12 (election fail-over: the harness and one file per system) beside them.
 BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_fl.c bench/watch_etcd.c \
-  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c
+  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c bench/multibench.c
 # make bench-check: W9-W12 once, short, on the sanitizer build; judges what they report
 # (errors, missed events, starvation, readers' overlap, semaphore limit, fail-overs observed),
 # never speed (bench/check.sh).

@@ -48,6 +48,9 @@
  * W12 (fencelock, etcd; electbench.c): --rounds rounds (default 10) of one election each: the
  * leader's session (lease) ended from outside -> each of --clients observers (default 4) sees
  * the queued candidate lead: p50/p99 over the rounds.
+ * W13 (fencelock; multibench.c): one client takes sets of 2, 4 and 8 names with LOCK.MULTI and,
+ * against it, the same names one by one in sorted order (and releases them): pairs/s and pair
+ * p50/p99 per set size and way. --pairs bounds each (size, way), --seconds the whole run.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -80,6 +83,8 @@ int bench_w10(const char *driver, const char *endpoints, int readers, long count
 int bench_w11(const char *endpoints, int clients, int limit, int ttl_ms, long count, int seconds,
               int hold_ms);
 int bench_w12(const char *driver, const char *endpoints, int observers, int rounds, int seconds);
+/* W13 (multi-lock against one-by-one in sorted order) in multibench.c. */
+int bench_w13(const char *endpoints, int ttl_ms, long count, int seconds);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -254,15 +259,14 @@ static void json_str(const char *s)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-            "--endpoints EP --workload W1|W2|W3|W4|W5|W6|W7|W8|W9|W10|W11|W12 [--kill-cmd CMD]\n"
-            "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
-            "[--warmup N]\n"
-            "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
-            "                 W10: [--clients watchers] [--gap ms]\n"
-            "                 W11: [--limit N] [--hold ms]  W12: [--clients observers] "
-            "[--rounds N]\n");
+    fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
+                    "--endpoints EP --workload W1|...|W12|W13 [--kill-cmd CMD]\n"
+                    "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
+                    "[--warmup N]\n"
+                    "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
+                    "                 W10: [--clients watchers] [--gap ms]\n"
+                    "                 W11: [--limit N] [--hold ms]  W12: [--clients observers] "
+                    "[--rounds N]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -376,7 +380,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
         strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8") &&
         strcmp(o->workload, "W9") && strcmp(o->workload, "W10") && strcmp(o->workload, "W11") &&
-        strcmp(o->workload, "W12"))
+        strcmp(o->workload, "W12") && strcmp(o->workload, "W13"))
         return -1;
     if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
@@ -618,7 +622,7 @@ int main(int argc, char **argv)
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
     if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7") ||
-         !strcmp(o.workload, "W6C") || !strcmp(o.workload, "W11")) &&
+         !strcmp(o.workload, "W6C") || !strcmp(o.workload, "W11") || !strcmp(o.workload, "W13")) &&
         strcmp(drv->name, "fencelock")) {
         printf("{\"driver\":");
         json_str(o.driver);
@@ -632,6 +636,8 @@ int main(int argc, char **argv)
                         o.exclusive_readers, o.writer_pause_ms, o.hold_ms);
     if (!strcmp(o.workload, "W11")) /* --clients: the clients; --pairs: the grants */
         return bench_w11(o.endpoints, o.clients, o.limit, o.ttl_ms, o.pairs, o.seconds, o.hold_ms);
+    if (!strcmp(o.workload, "W13")) /* --pairs: per set size and way */
+        return bench_w13(o.endpoints, o.ttl_ms, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W12")) /* --clients: the observers */
         return bench_w12(o.driver, o.endpoints, o.clients, o.rounds, o.seconds);
     if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */

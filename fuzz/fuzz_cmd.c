@@ -235,6 +235,11 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.name = c->elect_proclaim.name, .sid = c->elect_proclaim.sid};
     case FSM_OP_ELECT_RESIGN:
         return (struct entry_refs){.name = c->elect_resign.name, .sid = c->elect_resign.sid};
+    case FSM_OP_LOCK_MULTI: { /* its first name */
+        struct fsm_wait_ref w;
+        return fsm_cmd_wait_of(c, &w) ? (struct entry_refs){.name = w.name, .sid = w.sid}
+                                      : (struct entry_refs){.sid = c->lock_multi.sid};
+    }
     case FSM_OP_LOCK_REVOKE:
         return (struct entry_refs){.name = c->lock_revoke.name};
     case FSM_OP_REVOKE_END:
@@ -256,7 +261,8 @@ static void query_entry(const struct fsm *f, const struct entry *e)
     if (fsm_lock_info(f, c.name.p, c.name.len, &v)) {
         uint64_t n = 0;
         fsm_lock_waiters(f, c.name.p, c.name.len, count_s, &n);
-        must(n == v.n_waiters && (v.holder_sid || v.n_shared || v.in_lockdelay));
+        /* a free lock exists only while a waiting multi-request blocks it (its waiters) */
+        must(n == v.n_waiters && (v.holder_sid || v.n_shared || v.in_lockdelay || n));
         must((fsm_fence_check(f, c.name.p, c.name.len, v.token) == 0) == (v.holder_sid != 0));
     }
     struct fsm_kv_meta m;

@@ -30,6 +30,20 @@
  *
  * Times: fl_now_ms() is the CLOCK_MONOTONIC clock (milliseconds) that fl_session_safe_until()
  * is expressed in.
+ *
+ * ABI (docs/client.md "ABI and versions"): libfencelock.so.0 exports the functions declared
+ * FL_API here and nothing else (symbol version FENCELOCK_0; debian/libfencelock0.symbols lists
+ * them and the tests compare it with the built library). struct fl_options carries its size:
+ * fl_options_init() records the caller's sizeof, and the library reads only the bytes that size
+ * covers, so options added later never make an older program's struct too small. Structs the
+ * library fills (fl_kv, fl_status, ...) may only grow in a new SONAME. FL_VERSION_* is the
+ * header's version, fl_version() the running library's.
+ *
+ * Signals: the library never raises SIGPIPE (plain and TLS writes use send(MSG_NOSIGNAL)), so a
+ * host program need not ignore it. fork(): a child must not use, close or free anything the
+ * parent made (clients, sessions, watchers: their locks may be held by threads the child does
+ * not have, their sockets are shared with the parent); it may exec (every socket is
+ * close-on-exec) or make a client of its own. No pthread_atfork handlers are installed.
  */
 #ifndef FENCELOCK_H
 #define FENCELOCK_H
@@ -41,7 +55,24 @@
 extern "C" {
 #endif
 
-#define FL_VERSION "0.1.0"
+/* Symbols of the library's API are exported; everything else in libfencelock.so is hidden
+   (built with -fvisibility=hidden and src/client/libfencelock.map). */
+#if defined(__GNUC__) || defined(__clang__)
+#define FL_API __attribute__((visibility("default")))
+#else
+#define FL_API
+#endif
+
+/* The version of this header (the release, defined once here: the Makefile and the server read
+   it). fl_version() returns the version of the library actually loaded. */
+#define FL_VERSION_MAJOR 0
+#define FL_VERSION_MINOR 1
+#define FL_VERSION_PATCH 0
+#define FL_VERSION_STR_(x) #x
+#define FL_VERSION_XSTR_(x) FL_VERSION_STR_(x)
+#define FL_VERSION                                                                                 \
+    FL_VERSION_XSTR_(FL_VERSION_MAJOR)                                                             \
+    "." FL_VERSION_XSTR_(FL_VERSION_MINOR) "." FL_VERSION_XSTR_(FL_VERSION_PATCH)
 
 typedef enum fl_err {
     FL_OK = 0,
@@ -65,17 +96,29 @@ typedef enum fl_err {
     FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
     FL_EWRONGTYPE, /* the name is a lock, semaphore or election of another kind (-WRONGTYPE) */
     FL_EIO,        /* a local file could not be written (fl_snapshot_save; errno in the message) */
+    FL_EDEADLOCK,  /* a wait was refused: it would have closed a cycle of sessions waiting for
+                      each other (-DEADLOCK; the message names the cycle); nothing was queued */
 } fl_err;
 
-const char *fl_strerror(fl_err err);
+FL_API const char *fl_strerror(fl_err err);
 
 /* CLOCK_MONOTONIC in milliseconds. */
-int64_t fl_now_ms(void);
+FL_API int64_t fl_now_ms(void);
 
 typedef struct fl_client fl_client;
 typedef struct fl_session fl_session;
 
+/*
+ * Options of fl_client_new. Allocated by the caller, so the struct carries its own size: always
+ * fill it with fl_options_init() (which records sizeof as the caller compiled it), then change
+ * fields. The library reads only the first `size` bytes; fields past them take their defaults.
+ * A size smaller than this first layout (0: fl_options_init was not called) is FL_EINVAL, and
+ * so are nonzero bytes past the end of the struct the library knows (an option the caller set
+ * that an older library cannot honour). Fields are only ever added at the end, and each added
+ * field's default is 0, so a caller that does not know it leaves it zero.
+ */
 struct fl_options {
+    size_t size;            /* sizeof(struct fl_options) as the caller compiled it */
     int timeout_ms;         /* per call (connect, redirects and retries included); default 5000 */
     int connect_timeout_ms; /* per connection attempt; default 1000 */
     /* fl_session_safe_until() subtracts margin_ms + TTL * drift_ppm / 1e6 from the lease the
@@ -106,21 +149,34 @@ struct fl_options {
     const char *tls_server_name;
 };
 
+/* Write the defaults into the first `size` bytes of opt (and zeros past the fields this library
+   knows), and size into opt->size. Called through fl_options_init. */
+FL_API void fl_options_init_size(struct fl_options *opt, size_t size);
+
 /* Fill with the defaults, then change what you need. In fl_client_new, a timeout <= 0 or a
-   margin / drift < 0 means the default; 0 is a valid margin and drift. */
-void fl_options_init(struct fl_options *opt);
+   margin / drift < 0 means the default; 0 is a valid margin and drift. Inline, so that the
+   size recorded is the caller's sizeof, not the library's. */
+static inline void fl_options_init(struct fl_options *opt)
+{
+    fl_options_init_size(opt, sizeof *opt);
+}
+
+/* The running library's version ("0.1.0"); *major, *minor, *patch (each may be NULL) get its
+   numbers. Compare with FL_VERSION_MAJOR... to learn which library a program runs with. */
+FL_API const char *fl_version(int *major, int *minor, int *patch);
 
 /*
  * endpoints: "host:port[,host:port...]", any members of the cluster (one is enough; the others
- * are learned from CLUSTER.MEMBERS). opt may be NULL. Connects lazily: returns NULL only on bad
- * arguments or out of memory (*err says which, if err is not NULL).
+ * are learned from CLUSTER.MEMBERS). opt may be NULL (every default). Connects lazily: returns
+ * NULL only on bad arguments (an opt->size the library cannot read included: see struct
+ * fl_options) or out of memory (*err says which, if err is not NULL).
  */
-fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err);
-void fl_client_free(fl_client *c);
+FL_API fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl_err *err);
+FL_API void fl_client_free(fl_client *c);
 
 /* The calling thread's last error message for this client ("" if none). Valid until that
    thread's next call on this client. */
-const char *fl_client_errmsg(fl_client *c);
+FL_API const char *fl_client_errmsg(fl_client *c);
 
 /* ---- sessions ---- */
 
@@ -131,16 +187,16 @@ const char *fl_client_errmsg(fl_client *c);
  * acknowledgement, the session is lost: terminal, the on_lost callback runs once (on the
  * keepalive thread) and every later call on it returns FL_ESESSION.
  */
-fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                       fl_session **out);
+FL_API fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                              const char *name, fl_session **out);
 
 /* cb(session, ctx) runs once when the session is lost; at once (on this thread) if it is lost
    already. Replaces an earlier callback. Not run by fl_session_close(). */
-void fl_session_on_lost(fl_session *s, void (*cb)(fl_session *s, void *ctx), void *ctx);
+FL_API void fl_session_on_lost(fl_session *s, void (*cb)(fl_session *s, void *ctx), void *ctx);
 
-uint64_t fl_session_id(const fl_session *s);
-uint64_t fl_session_ttl(const fl_session *s);
-int fl_session_is_lost(fl_session *s);
+FL_API uint64_t fl_session_id(const fl_session *s);
+FL_API uint64_t fl_session_ttl(const fl_session *s);
+FL_API int fl_session_is_lost(fl_session *s);
 
 /*
  * The local monotonic time (fl_now_ms) before which the servers cannot have expired this
@@ -148,15 +204,15 @@ int fl_session_is_lost(fl_session *s);
  * less the drift margin. 0 once lost. Work guarded by a lock of this session is safe only
  * while fl_now_ms() < fl_session_safe_until().
  */
-int64_t fl_session_safe_until(fl_session *s);
+FL_API int64_t fl_session_safe_until(fl_session *s);
 
 /* Stop the keepalive thread, end the session on the servers (its locks are released at once,
    without lock-delay) and free it. Returns how the SESSION.CLOSE went; frees in every case. */
-fl_err fl_session_close(fl_session *s);
+FL_API fl_err fl_session_close(fl_session *s);
 
 /* Stop the keepalive thread and free the session without closing it on the servers: its lease
    runs out there (and lock-delay applies). For a process that is going away abnormally. */
-void fl_session_abandon(fl_session *s);
+FL_API void fl_session_abandon(fl_session *s);
 
 /*
  * Sessions by id, with no keepalive thread: for tools (the CLI's `session` commands) whose
@@ -165,11 +221,32 @@ void fl_session_abandon(fl_session *s);
  * fl_session_close_id ends it. fl_session_revoke_id (a user with the admin permission) ends
  * any user's session at once as an expiry does: lock-delay applies (SESSION.REVOKE).
  */
-fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                        uint64_t *sid);
-fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms);
-fl_err fl_session_close_id(fl_client *c, uint64_t sid);
-fl_err fl_session_revoke_id(fl_client *c, uint64_t sid);
+FL_API fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                               const char *name, uint64_t *sid);
+FL_API fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms);
+FL_API fl_err fl_session_close_id(fl_client *c, uint64_t sid);
+FL_API fl_err fl_session_revoke_id(fl_client *c, uint64_t sid);
+
+/* A live session as the servers see it (SESSION.INFO). Strings freed by fl_session_info_free. */
+struct fl_session_info {
+    uint64_t sid, ttl_ms, lockdelay_ms;
+    uint64_t remaining_ms;           /* of its lease on the leader when it answered */
+    char *name, *owner;              /* owner: the user that opened it ("" without users) */
+    size_t n_locks, n_waits, n_keys; /* locks held exclusively, queued waits, leased keys */
+};
+/* FL_ESESSION if sid is no live session of this user (an admin's: of anybody's). */
+FL_API fl_err fl_session_info(fl_client *c, uint64_t sid, struct fl_session_info *out);
+FL_API void fl_session_info_free(struct fl_session_info *s);
+
+struct fl_session_list {
+    size_t n;
+    struct fl_session_info *v;
+};
+/* The live sessions with ids above `after` (0: from the first), in id order, at most `limit`
+ * looked at (0: the server's maximum): the user's own sessions, every session for an admin
+ * or on servers without users (SESSION.LIST). */
+FL_API fl_err fl_sessions(fl_client *c, uint64_t after, size_t limit, struct fl_session_list *out);
+FL_API void fl_session_list_free(struct fl_session_list *l);
 
 /* ---- locks ---- */
 
@@ -179,7 +256,7 @@ fl_err fl_session_revoke_id(fl_client *c, uint64_t sid);
  * REQ sid seq: the grant happens once, and a session that holds the lock gets its token again).
  * FL_ETIMEOUT: not granted within wait_ms (the queued wait was cancelled on the servers).
  */
-fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
+FL_API fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
 
 /*
  * The same in shared mode (a read-write lock, LOCK name sid SHARED): any number of sessions
@@ -193,12 +270,30 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
  * FL_ETIMEOUT leaves the shared hold in place, but an upgrade whose outcome could not be
  * learned sends UNLOCK like any fl_lock, which ends the shared hold too).
  */
-fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
+FL_API fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
+
+/*
+ * Several locks at once (LOCK.MULTI): names[0..n) (1..FL_LOCK_MULTI_MAX distinct names; the
+ * server's --max-multi-lock-names may allow fewer), each exclusive unless shared[i] != 0
+ * (shared may be NULL: all exclusive). Every name is granted in one log entry or none is: nothing
+ * is held while it waits, so two sessions asking for overlapping sets in any order cannot deadlock;
+ * the request waits FIFO on every name and is granted when it is first in line on all of them. On
+ * FL_OK tokens[i] is the fencing token of names[i] (each resource fences with its own lock's
+ * token). FL_ETIMEOUT: not granted within wait_ms (0 = try once: FL_ETIMEOUT if any is busy), and
+ * nothing is held. Across leader changes as fl_lock; an outcome that could not be learned releases
+ * every name before returning. A name already held or awaited by the session is FL_ESERVER.
+ * Released by fl_unlock per name, or fl_unlock_multi.
+ */
+#define FL_LOCK_MULTI_MAX 40
+FL_API fl_err fl_lock_multi(fl_session *s, size_t n, const char *const *names,
+                            const uint8_t *shared, uint64_t wait_ms, uint64_t *tokens);
+/* UNLOCK of each name in turn (every one is tried); the first error, or FL_OK. */
+FL_API fl_err fl_unlock_multi(fl_session *s, size_t n, const char *const *names);
 
 /* One attempt, no queueing: FL_EBUSY if the lock is held or in lock-delay. */
-fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
+FL_API fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
 
-fl_err fl_unlock(fl_session *s, const char *name);
+FL_API fl_err fl_unlock(fl_session *s, const char *name);
 
 struct fl_lock_holder {
     uint64_t sid, token;
@@ -219,12 +314,12 @@ struct fl_lock_info {
 };
 
 /* FL_ENOTFOUND if the lock is free and nobody waits. */
-fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
-void fl_lock_info_free(struct fl_lock_info *info);
+FL_API fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
+FL_API void fl_lock_info_free(struct fl_lock_info *info);
 
 /* FL_OK if token is the token of a current holder of lock name (exclusive, or any shared
    holder), FL_ESTALE otherwise. */
-fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
+FL_API fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
 
 /*
  * Signed tokens (the servers run with --token-key; docs/fencing.md "Signed tokens"). fl_sign writes
@@ -240,10 +335,11 @@ fl_err fl_fence_check(fl_client *c, const char *name, uint64_t token);
  * keys (FENCE.VERIFY): *valid 1 or 0. It says the token was issued for name, not that it is
  * still current.
  */
-fl_err fl_sign(fl_client *c, const char *name, uint64_t token, char out[65]);
-fl_err fl_lock_signed(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token,
-                      char sig[65]);
-fl_err fl_verify(fl_client *c, const char *name, uint64_t token, const char *sig, int *valid);
+FL_API fl_err fl_sign(fl_client *c, const char *name, uint64_t token, char out[65]);
+FL_API fl_err fl_lock_signed(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token,
+                             char sig[65]);
+FL_API fl_err fl_verify(fl_client *c, const char *name, uint64_t token, const char *sig,
+                        int *valid);
 
 /* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */
 struct fl_lock_entry {
@@ -256,8 +352,28 @@ struct fl_lock_list {
     size_t n;
     struct fl_lock_entry *v;
 };
-fl_err fl_locks(fl_client *c, const char *prefix, size_t limit, struct fl_lock_list *out);
-void fl_lock_list_free(struct fl_lock_list *l);
+FL_API fl_err fl_locks(fl_client *c, const char *prefix, size_t limit, struct fl_lock_list *out);
+FL_API void fl_lock_list_free(struct fl_lock_list *l);
+
+/* Who waits for whom (LOCK.WAITS prefix; docs/protocol.md "Deadlocks"): one entry per queued
+ * request on the locks, semaphores and elections whose name starts with prefix (NULL or "":
+ * all), in name then queue order: its lock and object kind ("lock", "semaphore", "election"),
+ * the waiting session, and the sessions it waits for (any = 1: any one of them, a full
+ * semaphore's permit holders; 0: all of them). A wait that would close a cycle is refused
+ * FL_EDEADLOCK by fl_lock and the other acquiring calls, its message naming the cycle. */
+struct fl_wait_entry {
+    char *lock, *object;
+    uint64_t sid;
+    uint64_t *waits_for;
+    size_t n_waits_for;
+    int any;
+};
+struct fl_wait_list {
+    size_t n;
+    struct fl_wait_entry *v;
+};
+FL_API fl_err fl_lock_waits(fl_client *c, const char *prefix, struct fl_wait_list *out);
+FL_API void fl_wait_list_free(struct fl_wait_list *l);
 
 /* ---- semaphores and elections (docs/protocol.md) ---- */
 
@@ -268,10 +384,10 @@ void fl_lock_list_free(struct fl_lock_list *l);
  * (fl_session_safe_until, on_lost) and ends with it. FL_EWRONGTYPE: name is a lock or an
  * election.
  */
-fl_err fl_sem_acquire(fl_session *s, const char *name, uint32_t limit, uint64_t wait_ms,
-                      uint64_t *token);
+FL_API fl_err fl_sem_acquire(fl_session *s, const char *name, uint32_t limit, uint64_t wait_ms,
+                             uint64_t *token);
 /* Release the permit, or leave the queue. FL_ENOTHOLDER if neither. */
-fl_err fl_sem_release(fl_session *s, const char *name);
+FL_API fl_err fl_sem_release(fl_session *s, const char *name);
 
 /*
  * Campaign for election `name` with `value` (NUL-terminated): FL_OK with the leader's fencing
@@ -279,14 +395,14 @@ fl_err fl_sem_release(fl_session *s, const char *name);
  * Waits and fail-overs as fl_lock; leadership is the session's and ends with it (on_lost,
  * fl_session_safe_until), so a leader must stop acting before fl_session_safe_until().
  */
-fl_err fl_campaign(fl_session *s, const char *name, const char *value, uint64_t wait_ms,
-                   uint64_t *token);
+FL_API fl_err fl_campaign(fl_session *s, const char *name, const char *value, uint64_t wait_ms,
+                          uint64_t *token);
 /* The leader (token) replaces its value; *rev (may be NULL): the change's revision.
    FL_ESTALE unless this session leads with token. */
-fl_err fl_proclaim(fl_session *s, const char *name, uint64_t token, const char *value,
-                   uint64_t *rev);
+FL_API fl_err fl_proclaim(fl_session *s, const char *name, uint64_t token, const char *value,
+                          uint64_t *rev);
 /* Step down (the next candidate leads) or withdraw. FL_ENOTHOLDER if neither. */
-fl_err fl_resign(fl_session *s, const char *name);
+FL_API fl_err fl_resign(fl_session *s, const char *name);
 
 struct fl_leader_info {
     uint64_t sid;       /* the leader's session, 0: nobody leads (fl_observe only) */
@@ -297,7 +413,7 @@ struct fl_leader_info {
     size_t value_len;
 };
 /* The current leader (linearizable). FL_ENOTFOUND if nobody leads. */
-fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *out);
+FL_API fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *out);
 /*
  * Block until the election changed after revision after_rev (0: answer the current state at
  * once) or wait_ms passed (FL_ETIMEOUT); the answer is the first change after after_rev (the
@@ -306,9 +422,9 @@ fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *out);
  * A fail-over during the wait is retried on the new leader with the same after_rev.
  * Leaderless: out->sid == 0.
  */
-fl_err fl_observe(fl_client *c, const char *name, uint64_t after_rev, uint64_t wait_ms,
-                  struct fl_leader_info *out);
-void fl_leader_info_free(struct fl_leader_info *info);
+FL_API fl_err fl_observe(fl_client *c, const char *name, uint64_t after_rev, uint64_t wait_ms,
+                         struct fl_leader_info *out);
+FL_API void fl_leader_info_free(struct fl_leader_info *info);
 
 /* ---- keys ---- */
 
@@ -323,11 +439,11 @@ struct fl_write_opts {
 };
 
 /* session may be NULL (then the write is not retried after it was sent). *rev may be NULL. */
-fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *value, size_t len,
-              const struct fl_write_opts *opts, uint64_t *rev);
+FL_API fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *value,
+                     size_t len, const struct fl_write_opts *opts, uint64_t *rev);
 /* *deleted (may be NULL) is 1 if the key existed. */
-fl_err fl_del(fl_client *c, fl_session *session, const char *key, const struct fl_write_opts *opts,
-              int *deleted);
+FL_API fl_err fl_del(fl_client *c, fl_session *session, const char *key,
+                     const struct fl_write_opts *opts, int *deleted);
 
 struct fl_kv {
     void *value; /* NUL-terminated for convenience (len excludes it); freed by fl_kv_free */
@@ -335,15 +451,15 @@ struct fl_kv {
     uint64_t create_rev, mod_rev, version, lease;
 };
 /* FL_ENOTFOUND if absent. Linearizable. */
-fl_err fl_get(fl_client *c, const char *key, struct fl_kv *out);
-void fl_kv_free(struct fl_kv *kv);
+FL_API fl_err fl_get(fl_client *c, const char *key, struct fl_kv *out);
+FL_API void fl_kv_free(struct fl_kv *kv);
 
 struct fl_strlist {
     size_t n;
     char **v;
 };
-fl_err fl_keys(fl_client *c, const char *prefix, size_t limit, struct fl_strlist *out);
-void fl_strlist_free(struct fl_strlist *l);
+FL_API fl_err fl_keys(fl_client *c, const char *prefix, size_t limit, struct fl_strlist *out);
+FL_API void fl_strlist_free(struct fl_strlist *l);
 
 /* ---- watch: the event stream (XREAD on fencelock:events[:prefix], docs/protocol.md) ---- */
 
@@ -383,7 +499,7 @@ struct fl_event {
 };
 
 /* The value of field `key` of an event (its length in *len, may be NULL), NULL if absent. */
-const char *fl_event_field(const struct fl_event *ev, const char *key, size_t *len);
+FL_API const char *fl_event_field(const struct fl_event *ev, const char *key, size_t *len);
 
 /* Return 0 to go on, anything else to end the watch (fl_watch_join then returns FL_OK). */
 typedef int (*fl_watch_cb)(const struct fl_event *ev, void *ctx);
@@ -401,19 +517,19 @@ typedef struct fl_watcher fl_watcher;
  * after the last id it delivered). Reads go to the leader (linearizable). An unavailable
  * cluster is retried until it answers or fl_watch_stop. FL_EINVAL for a bad from_id.
  */
-fl_err fl_watch(fl_client *c, const char *prefix, const char *from_id, fl_watch_cb cb, void *ctx,
-                fl_watcher **out);
+FL_API fl_err fl_watch(fl_client *c, const char *prefix, const char *from_id, fl_watch_cb cb,
+                       void *ctx, fl_watcher **out);
 /* Ask the watcher to end: a read in progress is abandoned (within about 0.1 s), and a
    callback that is running or about to start may still run once. Safe from any thread, also
    from the callback. */
-void fl_watch_stop(fl_watcher *w);
+FL_API void fl_watch_stop(fl_watcher *w);
 /* 1 once the watcher's thread has ended (stopped, the callback asked, or an error). */
-int fl_watch_done(fl_watcher *w);
+FL_API int fl_watch_done(fl_watcher *w);
 /* Wait for the thread to end and free the watcher. Returns why it ended: FL_OK (stopped or
    the callback asked), FL_ECOMPACTED, or the error that a retry cannot mend (FL_EAUTH, FL_EPERM,
    FL_ESERVER, FL_ENOMEM; message in errmsg[n] if errmsg is not NULL). last_id (may be NULL,
    FL_WATCH_ID_MAX bytes): the last id delivered, "" if none. */
-fl_err fl_watch_join(fl_watcher *w, char *last_id, char *errmsg, size_t n);
+FL_API fl_err fl_watch_join(fl_watcher *w, char *last_id, char *errmsg, size_t n);
 
 /* ---- cooperative revocation (LOCK.REVOKE, docs/protocol.md "Revocation") ---- */
 
@@ -426,8 +542,8 @@ fl_err fl_watch_join(fl_watcher *w, char *last_id, char *errmsg, size_t n);
  * FL_ENOTHOLDER: nobody holds the lock exclusively; FL_EPERM: not allowed. A second revoke of
  * the same grant may only bring the deadline forward.
  */
-fl_err fl_lock_revoke(fl_client *c, const char *name, uint64_t deadline_ms, const char *reason,
-                      uint64_t *token);
+FL_API fl_err fl_lock_revoke(fl_client *c, const char *name, uint64_t deadline_ms,
+                             const char *reason, uint64_t *token);
 
 /* A revoke request to a holder; borrowed by the callback, valid until it returns. */
 struct fl_revoke {
@@ -451,8 +567,8 @@ typedef void (*fl_revoke_cb)(const struct fl_revoke *rv, void *ctx);
  * fl_watch_stop and free it with fl_watch_join (before fl_session_close). Reading the event
  * stream needs the read permission without keys= / locks= globs (docs/security.md).
  */
-fl_err fl_revoke_watch(fl_session *s, const char *name, uint64_t token, fl_revoke_cb cb, void *ctx,
-                       fl_watcher **out);
+FL_API fl_err fl_revoke_watch(fl_session *s, const char *name, uint64_t token, fl_revoke_cb cb,
+                              void *ctx, fl_watcher **out);
 
 /* ---- cluster ---- */
 
@@ -467,20 +583,24 @@ struct fl_status {
     size_t n_members;
     struct fl_member *members;
 };
-fl_err fl_status(fl_client *c, struct fl_status *out);
-void fl_status_free(struct fl_status *st);
+FL_API fl_err fl_status(fl_client *c, struct fl_status *out);
+/* The view of the node that answers (CLUSTER.INFO), not the leader's: ask a client made for
+ * one node's address (fl_client_new with that endpoint alone). No members (n_members 0).
+ * Freed by fl_status_free. */
+FL_API fl_err fl_node_status(fl_client *c, struct fl_status *out);
+FL_API void fl_status_free(struct fl_status *st);
 
 /* Membership changes answer once the change committed (an add: once the server caught up and
  * is a voter), so each may take up to the whole timeout_ms; the server's refusal (another
  * change in progress, a removal it will not do without force, a server that did not catch
  * up) is FL_ESERVER with the server's words in fl_client_errmsg(). */
-fl_err fl_member_add(fl_client *c, uint64_t id, const char *raft_address);
-fl_err fl_member_remove(fl_client *c, uint64_t id);
+FL_API fl_err fl_member_add(fl_client *c, uint64_t id, const char *raft_address);
+FL_API fl_err fl_member_remove(fl_client *c, uint64_t id);
 /* The same with FORCE: also when one voter would remain, or when the remaining voters may not
  * be able to commit it (never the last voter). */
-fl_err fl_member_remove_force(fl_client *c, uint64_t id);
+FL_API fl_err fl_member_remove_force(fl_client *c, uint64_t id);
 /* id 0: any voter. */
-fl_err fl_member_transfer(fl_client *c, uint64_t id);
+FL_API fl_err fl_member_transfer(fl_client *c, uint64_t id);
 
 /*
  * An online, consistent backup of the whole state (sessions, locks, semaphores, elections,
@@ -495,7 +615,7 @@ struct fl_snapshot_info {
     uint64_t size;     /* bytes of state (the file has a 56-byte header more) */
     char sha256[65];   /* lowercase hex */
 };
-fl_err fl_snapshot_save(fl_client *c, const char *path, struct fl_snapshot_info *info);
+FL_API fl_err fl_snapshot_save(fl_client *c, const char *path, struct fl_snapshot_info *info);
 
 #ifdef __cplusplus
 }

@@ -23,8 +23,11 @@ pyvenv() {
 }
 if [ "${1:-build}" = pyvenv ]; then pyvenv; exit 0; fi
 pkgs=(build-essential pkg-config libuv1-dev libhiredis-dev libsodium-dev libssl-dev) # libraft-dev: below
-# make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`.
-deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser)
+# make deb (debian/): dpkg-buildpackage, dh, lintian; systemd for `systemd-analyze verify`;
+# dh-python and pybuild's pyproject plugin for python3-fencelock; logrotate for the packaged
+# rotation rules (test_packages.py runs them).
+deb_pkgs=(debhelper dpkg-dev fakeroot lintian systemd adduser dh-python python3-all
+          pybuild-plugin-pyproject python3-setuptools logrotate)
 case "${1:-build}" in
 build) ;;
 run) pkgs+=(redis-tools) ;; # the README's quick start: redis-cli beside the fencelock CLI
@@ -33,6 +36,11 @@ test)
   pkgs+=(cppcheck) # make check-static (its checks were chosen with Debian 12's 2.10: below)
   pkgs+=(python3 redis-tools openssl faketime libfaketime iproute2 procps iptables python3-redis nodejs)
   pkgs+=(postgresql postgresql-contrib perl) # tests/integration/test_postgres.py (pgcrypto)
+  # tests/fencing (the fencing adapters' suite): Debian's nginx with njs for contrib/nginx, and
+  # MariaDB for contrib/mariadb. The tests start their own instances (temp dirs, loopback or
+  # Unix socket only); Debian's packages would also start the system services where
+  # policy-rc.d allows it (a container's usually does not).
+  pkgs+=(nginx libnginx-mod-http-js mariadb-server mariadb-client)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
@@ -116,8 +124,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# promtool (tests of the alert rules and of /metrics): Debian's prometheus package, without the
-# exporters and web assets it recommends; its daemon is never started by the tests.
+# promtool (tests of the alert rules and of /metrics) and prometheus (the dashboard's queries
+# evaluated on TSDB blocks a test makes, served on a test port by a prometheus it starts and
+# stops itself): Debian's prometheus package, without the exporters and web assets it
+# recommends; the tests never use its packaged service.
 if [ "${1:-build}" = test ] && ! dpkg -s prometheus >/dev/null 2>&1; then
   echo "deps: installing prometheus (promtool)"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus \
@@ -178,6 +188,13 @@ if [ "${1:-build}" = bench ]; then
     echo "deps: bench/go's modules not fetched: the etcd-go and redsync rows will be skipped" >&2
 fi
 [ "${1:-build}" = test ] && pyvenv
+# The container and Kubernetes examples' validators (tests/integration/test_containers.py):
+# compose-go pinned by tests/deploy/composecheck/go.sum, kubernetes-validate pinned from PyPI.
+# Without them test_containers.py fails and says why; the other tests still run.
+if [ "${1:-build}" = test ]; then
+  "$(dirname "$0")/deploy-tools.sh" >/dev/null ||
+    echo "deps: warning: scripts/deploy-tools.sh failed: test_containers.py will fail" >&2
+fi
 # clients/node: ioredis and the TypeScript toolchain, exactly as package-lock.json pins them
 # (npm ci), when node_modules is missing or older than the lock file.
 if [ "${1:-build}" = test ]; then

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
 # against real fencelockd processes, the Python client's type check and tests, the Java, Go and
-# Node.js clients' tests, the client conformance suite (tests/conformance) and three short torture runs
-# (each judged by the checkers and by Porcupine: tests/porcupine).
+# Node.js clients' tests, the client conformance suite (tests/conformance), the fencing adapters'
+# suite (tests/fencing) and three short torture runs (each judged by the checkers and by
+# Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
 #
@@ -190,6 +191,12 @@ echo "== conformance (every client's agent)"
 FL_TEST_PORTS=20000-29999 python3 tests/conformance/run.py --bin "$B/fencelockd" \
   ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" conformance
+# The fencing adapters (tests/fencing, docs/testing.md "Fencing adapters"): every scenario
+# against every resource that checks tokens (ADAPTERS in tests/fencing/adapters.py), each
+# resource Debian's package, started by the suite; one test per scenario and adapter.
+echo "== fencing adapters (tests/fencing)"
+FL_TEST_PORTS=20000-29999 python3 tests/fencing/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
+count "$log" "fencing adapters"
 # The Go client (clients/go): go vet, staticcheck and go test -race against real servers, its
 # conformance agent included (scripts/go-client-tests.sh prints its own "tests:" line).
 echo "== go client (vet, staticcheck, go test -race)"

@@ -20,7 +20,9 @@ STYLES = {".c": "/* %s */", ".h": "/* %s */", ".py": "# %s", ".sh": "# %s", ".js
           ".go": "// %s",
           ".sql": "-- %s"}
 NAMED = {"Makefile": "# %s", "debian/rules": "# %s", "debian/fencelockd.postinst": "# %s",
-         "debian/fencelockd.postrm": "# %s", ".ci/run": "# %s"}
+         "debian/fencelockd.postrm": "# %s", ".ci/run": "# %s", "Dockerfile": "# %s",
+         "docker-compose.yml": "# %s", "debian/tests/smoke": "# %s",
+         "debian/tests/python-client": "# %s"}
 HEAD_LINES = 3  # the tag must stand within the first lines
 
 

@@ -52,6 +52,8 @@ const char *run_mode(const struct run_opts *o)
         return "semaphore";
     if (o->kind == RUN_ELECT)
         return "leader";
+    if (o->n_names > 1) /* each name's mode is in FENCELOCK_MODES */
+        return "multi";
     return o->shared ? "shared" : "exclusive";
 }
 
@@ -65,9 +67,15 @@ const char *run_holding(const struct run_opts *o)
     return o->kind == RUN_SEM ? "the permit" : o->kind == RUN_ELECT ? "leadership" : "the lock";
 }
 
-/* One wait of at most slice ms for what o asks for. */
-static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint64_t *token)
+/* One wait of at most slice ms for what o asks for (several names: all at once, LOCK.MULTI). */
+static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint64_t *token,
+                   uint64_t *tokens)
 {
+    if (o->kind == RUN_LOCK && o->n_names > 1) {
+        fl_err e = fl_lock_multi(s, o->n_names, o->names, o->shared_of, slice, tokens);
+        *token = tokens[0];
+        return e;
+    }
     if (o->kind == RUN_SEM)
         return fl_sem_acquire(s, o->name, o->limit, slice, token);
     if (o->kind == RUN_ELECT)
@@ -77,13 +85,13 @@ static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint
 
 /* fl_lock (fl_lock_shared, fl_sem_acquire, fl_campaign) in slices of at most WAIT_SLICE_MS until
    granted, refused, out of time or cancelled. */
-static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token)
+static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token, uint64_t *tokens)
 {
     const struct run_opts *o = w->o;
     uint64_t left = o->wait_ms;
     for (;;) {
         uint64_t slice = o->wait_forever || left > WAIT_SLICE_MS ? WAIT_SLICE_MS : left;
-        fl_err err = take(o, s, slice, token);
+        fl_err err = take(o, s, slice, token, tokens);
         if (err != FL_ETIMEOUT || cancelled(w))
             return err;
         if (!o->wait_forever) {
@@ -118,7 +126,7 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&w->mu);
     if (err == FL_OK && !stop) {
         w->r.what = "lock";
-        err = lock_wait(w, s, &w->r.token);
+        err = lock_wait(w, s, &w->r.token, w->r.tokens);
         if (err == FL_OK)
             sign_grant(w);
     }

@@ -78,7 +78,24 @@ int parse_ttl(struct opt_iter *it, const char *opt, const char *s, uint64_t *ms)
                        "--%s %s: too short; a lease needs at least 1s (1000ms) to be kept "
                        "alive (a bare number is seconds)",
                        opt, s);
+    cli_warn_long_ttl(opt, s, *ms);
     return EXIT_OK;
+}
+
+/* A lease of more than an hour written without a unit is far more often "--ttl 30000" meant
+   as milliseconds than a real hour-long lease (whose holder, if it dies, keeps the lock that
+   long): say how it was read, and how to write either. Only a warning: it may be meant. */
+#define TTL_WARN_MS MS_PER_H
+
+void cli_warn_long_ttl(const char *opt, const char *s, uint64_t ms)
+{
+    size_t n = strlen(s);
+    if (n == 0 || s[n - 1] < '0' || s[n - 1] > '9' || ms <= TTL_WARN_MS)
+        return;
+    cli_say("warning: --%s %s is %s seconds (over an hour: a bare number is seconds); for "
+            "milliseconds write --%s %sms, and write --%s %ss to keep this TTL without "
+            "this warning",
+            opt, s, s, opt, s, opt, s);
 }
 
 const char *cli_shown(const char *s, char *buf, size_t n)
@@ -102,20 +119,20 @@ int parse_limit(struct opt_iter *it, const char *s, size_t *limit)
 
 /* ---- options ---- */
 
-static const struct opt_spec global_specs[] = {
-    {"help", 'h', 0, G_HELP},
-    {"endpoints", 0, 1, G_ENDPOINTS},
-    {"timeout", 0, 1, G_TIMEOUT},
-    {"json", 0, 0, G_JSON},
-    {"version", 0, 0, G_VERSION},
-    {"user", 0, 1, G_USER},
-    {"password-file", 0, 1, G_PASSWORD_FILE},
-    {"tls", 0, 0, G_TLS},
-    {"tls-ca", 0, 1, G_TLS_CA},
-    {"tls-cert", 0, 1, G_TLS_CERT},
-    {"tls-key", 0, 1, G_TLS_KEY},
-    {"tls-server-name", 0, 1, G_TLS_SERVER_NAME},
-    {NULL, 0, 0, 0},
+const struct opt_spec cli_global_opts[] = {
+    {"help", 'h', 0, G_HELP, NULL},
+    {"endpoints", 0, 1, G_ENDPOINTS, "H:P,..."},
+    {"timeout", 0, 1, G_TIMEOUT, "DUR"},
+    {"json", 0, 0, G_JSON, NULL},
+    {"version", 0, 0, G_VERSION, NULL},
+    {"user", 0, 1, G_USER, "NAME"},
+    {"password-file", 0, 1, G_PASSWORD_FILE, "FILE"},
+    {"tls", 0, 0, G_TLS, NULL},
+    {"tls-ca", 0, 1, G_TLS_CA, "FILE"},
+    {"tls-cert", 0, 1, G_TLS_CERT, "FILE"},
+    {"tls-key", 0, 1, G_TLS_KEY, "FILE"},
+    {"tls-server-name", 0, 1, G_TLS_SERVER_NAME, "NAME"},
+    {NULL, 0, 0, 0, NULL},
 };
 
 int opt_err(struct opt_iter *it, const char *fmt, ...)
@@ -140,7 +157,7 @@ void opt_start(struct opt_iter *it, int argc, char **argv)
 static const struct opt_spec *find_spec(const struct opt_spec *specs, const char *name, size_t len,
                                         char letter)
 {
-    const struct opt_spec *tables[2] = {specs, global_specs};
+    const struct opt_spec *tables[2] = {specs, cli_global_opts};
     for (int t = 0; t < 2; t++) {
         for (const struct opt_spec *o = tables[t]; o && o->name; o++) {
             if (letter ? o->letter == letter
@@ -372,9 +389,9 @@ int sub_next(struct cli *c, struct sub_args *a, const struct opt_spec *specs, in
     }
 }
 
-static const struct opt_spec limit_spec[] = {
-    {"limit", 0, 1, 1},
-    {NULL, 0, 0, 0},
+const struct opt_spec cli_opts_limit[] = {
+    {"limit", 0, 1, 1, "N"},
+    {NULL, 0, 0, 0, NULL},
 };
 
 int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, const char **prefix,
@@ -384,7 +401,7 @@ int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, co
     int id, r;
     *limit = 0;
     sub_start(&a, argc, argv, 1, usage);
-    while ((r = sub_next(c, &a, limit_spec, &id)) == SUB_OPT)
+    while ((r = sub_next(c, &a, cli_opts_limit, &id)) == SUB_OPT)
         if (parse_limit(&a.it, a.it.v[0], limit) != EXIT_OK)
             return sub_usage(&a);
     if (r == SUB_STOP)

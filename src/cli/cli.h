@@ -53,6 +53,9 @@ struct cli {
 fl_client *cli_client(struct cli *c);
 /* The same without the message. */
 fl_client *cli_client_quiet(struct cli *c);
+/* A client of its own (the caller frees it) for `endpoints`, with c's options and
+   credentials: `members list` asks each member on its own. NULL if the list is bad. */
+fl_client *cli_client_new(struct cli *c, const char *endpoints);
 
 /* Print "fencelock: <what>: <fl_strerror(err)>[: <detail>]" to stderr. */
 void cli_fail(struct cli *c, fl_err err, const char *what);
@@ -95,6 +98,9 @@ struct opt_spec {
     char letter;      /* short form, or 0 */
     int nargs;        /* values that follow */
     int id;           /* returned by opt_next; must be > 0 */
+    /* What the values are (the usage's words: "DUR", "N", "NAME TOKEN"); shell completion
+       offers file names for a value named FILE and nothing for the others. NULL: no value. */
+    const char *arg;
 };
 
 enum { OPT_POSITIONAL = -1, OPT_END = 0, OPT_BAD = -2 };
@@ -175,8 +181,48 @@ int sub_fixed(struct cli *c, struct sub_args *a, int argc, char **argv, int n_po
 int sub_prefix_limit(struct cli *c, int argc, char **argv, const char *usage, const char **prefix,
                      size_t *limit);
 
+/* Warn on stderr (once per option) when a --ttl written as a bare number is over an hour:
+   likely milliseconds meant as seconds. */
+void cli_warn_long_ttl(const char *opt, const char *s, uint64_t ms);
+
 /* Print usage to f (stdout for --help, stderr for errors). */
 void cli_usage(FILE *f, const char *usage);
+
+/*
+ * ---- the command table (table.c) ----
+ * One row per subcommand: its name, handler, synopsis and summary (the command list of
+ * `fencelock --help`), its option table (the one opt_next parses with) and the operations its
+ * first argument names. Dispatch, the --help command list and the completion scripts of
+ * `fencelock completion bash|zsh` are all made from these rows and the option tables, so a
+ * new command or option appears everywhere at once. Read-only, compiled in: nothing to free.
+ */
+enum {
+    CLI_RUNS_CMD = 1, /* takes `-- CMD [ARGS...]`: the word after "--" is a command */
+    CLI_FILE_ARG = 2, /* the argument after its operation is a file (snapshot save FILE) */
+};
+struct cli_command {
+    const char *name;
+    int (*fn)(struct cli *c, int argc, char **argv);
+    const char *synopsis;        /* the arguments; "\n" continues on an indented line */
+    const char *summary;         /* what it does; "\n" continues on an indented line */
+    const struct opt_spec *opts; /* its options, ending with a NULL name; NULL: none */
+    const char *ops;             /* the operations its first argument names ("open close"), or
+                                    NULL; "@commands": the command names (help) */
+    int flags;                   /* CLI_RUNS_CMD, CLI_FILE_ARG */
+};
+extern const struct cli_command cli_commands[];
+extern const size_t cli_n_commands;
+/* The global options (args.c), accepted before the command and by every subcommand. */
+extern const struct opt_spec cli_global_opts[];
+/* The row of command `name`, or NULL. */
+const struct cli_command *cli_command_find(const char *name);
+/* The command list of `fencelock --help`, made from the rows. */
+void cli_print_commands(FILE *f);
+
+/* Each subcommand's option table (the rows point at them). */
+extern const struct opt_spec cli_opts_lock[], cli_opts_sem[], cli_opts_get[], cli_opts_put[],
+    cli_opts_del[], cli_opts_limit[], cli_opts_members[], cli_opts_session[], cli_opts_watch[],
+    cli_opts_leader[], cli_opts_revoke[];
 
 /* ---- subcommands: (c, argc, argv) with argv[0] the subcommand's name; return an exit code ---- */
 int cli_cmd_lock(struct cli *c, int argc, char **argv);
@@ -186,6 +232,7 @@ int cli_cmd_del(struct cli *c, int argc, char **argv);
 int cli_cmd_keys(struct cli *c, int argc, char **argv);
 int cli_cmd_lock_info(struct cli *c, int argc, char **argv);
 int cli_cmd_locks(struct cli *c, int argc, char **argv);
+int cli_cmd_waits(struct cli *c, int argc, char **argv);
 int cli_cmd_fence_check(struct cli *c, int argc, char **argv);
 int cli_cmd_sign(struct cli *c, int argc, char **argv);
 int cli_cmd_status(struct cli *c, int argc, char **argv);
@@ -196,6 +243,7 @@ int cli_cmd_sem(struct cli *c, int argc, char **argv);
 int cli_cmd_elect(struct cli *c, int argc, char **argv);
 int cli_cmd_leader(struct cli *c, int argc, char **argv);
 int cli_cmd_snapshot(struct cli *c, int argc, char **argv);
+int cli_cmd_completion(struct cli *c, int argc, char **argv);
 int cli_cmd_revoke(struct cli *c, int argc, char **argv);
 
 #endif

@@ -34,45 +34,112 @@ static int write_opt(int id, struct opt_iter *it, struct fl_write_opts *w)
 
 /* ---- get ---- */
 
-static const char usage_get[] = "usage: fencelock get KEY\n"
-                                "Print the value of KEY (exit 1 if it does not exist). With "
-                                "--json: {key, value (or\nvalue_base64 if not UTF-8), create_rev, "
-                                "mod_rev, version, lease}.\n";
+static const char usage_get[] =
+    "usage: fencelock get KEY\n"
+    "       fencelock get --prefix [PREFIX] [--limit N]\n"
+    "Print the value of KEY (exit 1 if it does not exist). With --json: {key, value (or\n"
+    "value_base64 if not UTF-8), create_rev, mod_rev, version, lease}.\n"
+    "--prefix: every key that starts with PREFIX (all if none), in byte order, each as two\n"
+    "lines, the key and then its value (as etcdctl get --prefix does; --json: an array of the\n"
+    "objects above). --limit N: at most N keys (default: the server's maximum). Each value is\n"
+    "read on its own (a linearizable read each, not one snapshot): a key deleted meanwhile is\n"
+    "left out; compare mod_rev (--json) to tell values written in between.\n";
 
-static void print_kv(struct cli *c, const char *key, const struct fl_kv *kv)
+enum { O_PREFIX = 1, O_LIMIT };
+
+const struct opt_spec cli_opts_get[] = {
+    {"prefix", 0, 0, O_PREFIX, NULL},
+    {"limit", 0, 1, O_LIMIT, "N"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+/* A value on stdout: exact bytes into a pipe or file (a value may be binary), escaped for a
+   terminal. */
+static void print_value(const struct fl_kv *kv)
 {
-    if (!c->json) {
-        /* Exact bytes into a pipe or file (a value may be binary); escaped for a terminal. */
-        if (isatty(STDOUT_FILENO))
-            out_esc(stdout, kv->value, kv->len, 0);
-        else
-            fwrite(kv->value, 1, kv->len, stdout);
-        fputc('\n', stdout);
-        return;
+    if (isatty(STDOUT_FILENO))
+        out_esc(stdout, kv->value, kv->len, 0);
+    else
+        fwrite(kv->value, 1, kv->len, stdout);
+    fputc('\n', stdout);
+}
+
+static void kv_json(struct jw *w, const char *key, const struct fl_kv *kv)
+{
+    jw_obj(w);
+    jw_key(w, "key");
+    jw_str(w, key);
+    jw_bytes(w, "value", kv->value, kv->len);
+    jw_key(w, "create_rev");
+    jw_u64(w, kv->create_rev);
+    jw_key(w, "mod_rev");
+    jw_u64(w, kv->mod_rev);
+    jw_key(w, "version");
+    jw_u64(w, kv->version);
+    jw_key(w, "lease");
+    jw_u64(w, kv->lease);
+    jw_end(w);
+}
+
+/* get --prefix: the names (KEYS), then each value (KV.GET). */
+static int get_prefix(struct cli *c, const char *prefix, size_t limit)
+{
+    struct fl_strlist l;
+    fl_err err = fl_keys(c->client, prefix, limit, &l);
+    if (err != FL_OK) {
+        cli_fail(c, err, "get --prefix");
+        return cli_exit_for(err);
     }
     struct jw w;
     jw_init(&w, stdout);
-    jw_obj(&w);
-    jw_key(&w, "key");
-    jw_str(&w, key);
-    jw_bytes(&w, "value", kv->value, kv->len);
-    jw_key(&w, "create_rev");
-    jw_u64(&w, kv->create_rev);
-    jw_key(&w, "mod_rev");
-    jw_u64(&w, kv->mod_rev);
-    jw_key(&w, "version");
-    jw_u64(&w, kv->version);
-    jw_key(&w, "lease");
-    jw_u64(&w, kv->lease);
-    jw_end(&w);
+    if (c->json)
+        jw_arr(&w);
+    int rc = EXIT_OK;
+    for (size_t i = 0; i < l.n && rc == EXIT_OK; i++) {
+        struct fl_kv kv;
+        err = fl_get(c->client, l.v[i], &kv);
+        if (err == FL_ENOTFOUND) /* deleted since KEYS listed it */
+            continue;
+        if (err != FL_OK) {
+            cli_fail(c, err, "get --prefix");
+            rc = cli_exit_for(err);
+            break;
+        }
+        if (c->json) {
+            kv_json(&w, l.v[i], &kv);
+        } else {
+            out_str(stdout, l.v[i]);
+            fputc('\n', stdout);
+            print_value(&kv);
+        }
+        fl_kv_free(&kv);
+    }
+    if (c->json && rc == EXIT_OK)
+        jw_end(&w);
+    fl_strlist_free(&l);
+    return rc;
 }
 
 int cli_cmd_get(struct cli *c, int argc, char **argv)
 {
     struct sub_args a;
-    int rc = sub_fixed(c, &a, argc, argv, 1, usage_get);
-    if (rc != SUB_GO)
-        return rc;
+    int id, r, prefix = 0;
+    size_t limit = 0;
+    sub_start(&a, argc, argv, 1, usage_get);
+    while ((r = sub_next(c, &a, cli_opts_get, &id)) == SUB_OPT) {
+        if (id == O_PREFIX)
+            prefix = 1;
+        else if (parse_limit(&a.it, a.it.v[0], &limit) != EXIT_OK)
+            return sub_usage(&a);
+    }
+    if (r == SUB_STOP)
+        return a.code;
+    if (!prefix && (a.n_pos != 1 || limit))
+        return a.n_pos == 1 ? sub_err(&a, "--limit is for get --prefix") : sub_usage(&a);
+    if (!cli_client(c))
+        return c->client_code;
+    if (prefix)
+        return get_prefix(c, a.n_pos ? a.pos[0] : "", limit);
     struct fl_kv kv;
     fl_err err = fl_get(c->client, a.pos[0], &kv);
     if (err != FL_OK) {
@@ -82,7 +149,13 @@ int cli_cmd_get(struct cli *c, int argc, char **argv)
             cli_fail(c, err, "get");
         return cli_exit_for(err);
     }
-    print_kv(c, a.pos[0], &kv);
+    if (c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        kv_json(&w, a.pos[0], &kv);
+    } else {
+        print_value(&kv);
+    }
     fl_kv_free(&kv);
     return EXIT_OK;
 }
@@ -96,11 +169,11 @@ static const char usage_put[] =
     "  --ifrev REV         only if the key's mod_rev is REV, 0: only if absent (else exit 1)\n"
     "  --lease SID         delete the key when session SID ends\n";
 
-static const struct opt_spec put_opts[] = {
-    {"fence", 0, 2, O_FENCE},
-    {"ifrev", 0, 1, O_IFREV},
-    {"lease", 0, 1, O_LEASE},
-    {NULL, 0, 0, 0},
+const struct opt_spec cli_opts_put[] = {
+    {"fence", 0, 2, O_FENCE, "NAME TOKEN"},
+    {"ifrev", 0, 1, O_IFREV, "REV"},
+    {"lease", 0, 1, O_LEASE, "SID"},
+    {NULL, 0, 0, 0, NULL},
 };
 
 #define STDIN_CHUNK 4096 /* the first read buffer; it doubles as needed */
@@ -161,7 +234,7 @@ int cli_cmd_put(struct cli *c, int argc, char **argv)
     struct fl_write_opts wo = {0};
     int id, r;
     sub_start(&a, argc, argv, 2, usage_put);
-    while ((r = sub_next(c, &a, put_opts, &id)) == SUB_OPT)
+    while ((r = sub_next(c, &a, cli_opts_put, &id)) == SUB_OPT)
         if (write_opt(id, &a.it, &wo) != EXIT_OK)
             return sub_usage(&a);
     if (r == SUB_STOP)
@@ -204,10 +277,10 @@ static const char usage_del[] =
     "  --fence NAME TOKEN  only if TOKEN is the current token of lock NAME (else exit 1)\n"
     "  --ifrev REV         only if the key's mod_rev is REV (else exit 1)\n";
 
-static const struct opt_spec del_opts[] = {
-    {"fence", 0, 2, O_FENCE},
-    {"ifrev", 0, 1, O_IFREV},
-    {NULL, 0, 0, 0},
+const struct opt_spec cli_opts_del[] = {
+    {"fence", 0, 2, O_FENCE, "NAME TOKEN"},
+    {"ifrev", 0, 1, O_IFREV, "REV"},
+    {NULL, 0, 0, 0, NULL},
 };
 
 int cli_cmd_del(struct cli *c, int argc, char **argv)
@@ -216,7 +289,7 @@ int cli_cmd_del(struct cli *c, int argc, char **argv)
     struct fl_write_opts wo = {0};
     int id, r;
     sub_start(&a, argc, argv, 1, usage_del);
-    while ((r = sub_next(c, &a, del_opts, &id)) == SUB_OPT)
+    while ((r = sub_next(c, &a, cli_opts_del, &id)) == SUB_OPT)
         if (write_opt(id, &a.it, &wo) != EXIT_OK)
             return sub_usage(&a);
     if (r == SUB_STOP)

@@ -28,7 +28,8 @@ static const char usage_leader[] =
     "2 usage; 4 other errors.\n";
 
 enum { O_OBSERVE = 1 };
-static const struct opt_spec leader_opts[] = {{"observe", 0, 0, O_OBSERVE}, {NULL, 0, 0, 0}};
+const struct opt_spec cli_opts_leader[] = {{"observe", 0, 0, O_OBSERVE, NULL},
+                                           {NULL, 0, 0, 0, NULL}};
 
 static void print_leader(const struct cli *c, const struct fl_leader_info *l)
 {
@@ -93,7 +94,7 @@ int cli_cmd_leader(struct cli *c, int argc, char **argv)
     struct sub_args a;
     int id, r, observing = 0;
     sub_start(&a, argc, argv, 1, usage_leader);
-    while ((r = sub_next(c, &a, leader_opts, &id)) == SUB_OPT)
+    while ((r = sub_next(c, &a, cli_opts_leader, &id)) == SUB_OPT)
         observing = 1;
     if (r == SUB_STOP)
         return a.code;

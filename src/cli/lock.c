@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `fencelock lock`, `sem` and `elect`: the command lines; the work is in run.c and acquire.c. */
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/run.h"
 
 static const char usage_lock[] =
-    "usage: fencelock lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
-    "                      [--kill-grace DUR] [--name LABEL] [--revoke-signal SIG]\n"
+    "usage: fencelock lock NAME [--shared] [--also NAME]... [--also-shared NAME]...\n"
+    "                      [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
+    "                      [--name LABEL] [-E|--conflict-exit-code N] [--error-exit-code N]\n"
+    "                      [--revoke-signal SIG]\n"
     "                      [-- CMD [ARGS...]]\n"
     "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
     "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
@@ -23,6 +27,13 @@ static const char usage_lock[] =
     "                    --shared holders run at once, a plain `lock` waits for all of them\n"
     "                    (and they queue behind it); FENCELOCK_MODE is shared, else exclusive.\n"
     "                    A shared token passes fence-check but not a fenced put/del\n"
+    "  --also NAME       take lock NAME too, in the same request (LOCK.MULTI; repeat for more;\n"
+    "                    --also-shared NAME: that one shared): every lock is granted at once or\n"
+    "                    none is, waiting in line on every name, so `lock A --also B` and\n"
+    "                    `lock B --also A` never deadlock. CMD also gets FENCELOCK_TOKENS (the\n"
+    "                    tokens, space-separated), FENCELOCK_NAMES (one per line) and\n"
+    "                    FENCELOCK_MODES, in the order given; FENCELOCK_TOKEN and _NAME are\n"
+    "                    the first NAME's, FENCELOCK_MODE is multi\n"
     "  --ttl DUR         session TTL (default 10s; at least 1s)\n"
     "  --wait DUR        give up (exit 3) if not granted within DUR (default: wait for ever;\n"
     "                    0: try once)\n"
@@ -33,11 +44,17 @@ static const char usage_lock[] =
     "  --revoke-signal SIG  when someone revokes the lock (`fencelock revoke`), send CMD this\n"
     "                    signal (TERM, INT, HUP, QUIT, USR1, USR2 or a number; default TERM),\n"
     "                    and SIGKILL it and everything it started the kill grace before the\n"
-    "                    revoke's deadline (exclusive locks; the servers take the lock then)\n"
-    "Exit status: CMD's status, 128+N if it died of signal N; 2 usage; 3 not obtained within\n"
-    "--wait; 4 cluster unreachable or other error before CMD ran; 5 lock lost while CMD ran\n"
-    "(it was killed; takes precedence); 126/127 CMD could not be run / was not found;\n"
-    "128+N if signal N ended the wait.\n";
+    "                    revoke's deadline (one exclusive lock, no --also; the servers take\n"
+    "                    the lock then)\n"
+    "  -E, --conflict-exit-code N\n"
+    "                    exit N (0..255) instead of 3 when not obtained within --wait\n"
+    "  --error-exit-code N\n"
+    "                    exit N (0..255) instead of 4 and 5, fencelock's own failures\n"
+    "Exit status: CMD's own: its status, 128+N if it died of signal N, 126/127 if it could not\n"
+    "be run / was not found. fencelock's: 2 usage; 3 not obtained within --wait (or -E's N);\n"
+    "4 cluster unreachable or other error (or --error-exit-code's N); 5 lock lost while CMD\n"
+    "ran, CMD was killed (takes precedence; or --error-exit-code's N); 128+N if signal N\n"
+    "ended the wait. Pick -E and --error-exit-code values that CMD never exits with.\n";
 
 static const char usage_sem[] =
     "usage: fencelock sem NAME LIMIT [--ttl DUR] [--wait DUR] [--lock-delay DUR]\n"
@@ -55,24 +72,66 @@ static const char usage_elect[] =
     "is killed before the leadership's lease can lapse, and when it exits the session resigns\n"
     "(the next candidate leads). Options and exit status as for `fencelock lock`.\n";
 
-enum { O_TTL = 1, O_WAIT, O_LOCKDELAY, O_GRACE, O_NAME, O_SHARED, O_REVOKE_SIGNAL };
-
-static const struct opt_spec lock_opts[] = {
-    {"ttl", 0, 1, O_TTL},
-    {"wait", 0, 1, O_WAIT},
-    {"lock-delay", 0, 1, O_LOCKDELAY},
-    {"kill-grace", 0, 1, O_GRACE},
-    {"name", 0, 1, O_NAME},
-    {"shared", 0, 0, O_SHARED},
-    {"revoke-signal", 0, 1, O_REVOKE_SIGNAL},
-    {NULL, 0, 0, 0},
+enum {
+    O_TTL = 1,
+    O_WAIT,
+    O_LOCKDELAY,
+    O_GRACE,
+    O_NAME,
+    O_SHARED,
+    O_CONFLICT,
+    O_ERRCODE,
+    O_ALSO,
+    O_ALSO_SHARED,
+    O_REVOKE_SIGNAL
 };
+
+/* The options of lock, sem and elect (sem and elect: all but --shared and --also*). */
+/* clang-format off */
+#define RUN_OPTS                                                    \
+    {"ttl", 0, 1, O_TTL, "DUR"},                                    \
+    {"wait", 0, 1, O_WAIT, "DUR"},                                  \
+    {"lock-delay", 0, 1, O_LOCKDELAY, "DUR"},                       \
+    {"kill-grace", 0, 1, O_GRACE, "DUR"},                           \
+    {"name", 0, 1, O_NAME, "LABEL"},                                \
+    {"conflict-exit-code", 'E', 1, O_CONFLICT, "N"},                \
+    {"error-exit-code", 0, 1, O_ERRCODE, "N"}
+/* clang-format on */
+
+const struct opt_spec cli_opts_lock[] = {
+    RUN_OPTS,
+    {"shared", 0, 0, O_SHARED, NULL},
+    {"also", 0, 1, O_ALSO, "NAME"},
+    {"also-shared", 0, 1, O_ALSO_SHARED, "NAME"},
+    {"revoke-signal", 0, 1, O_REVOKE_SIGNAL, "SIG"},
+    {NULL, 0, 0, 0, NULL},
+};
+const struct opt_spec cli_opts_sem[] = {
+    RUN_OPTS,
+    {NULL, 0, 0, 0, NULL},
+};
+
+#define EXIT_CODE_MAX 255 /* what an exit status holds */
+
+/* -E / --error-exit-code N: 0..255 into *code. EXIT_OK or EXIT_USAGE. */
+static int exit_code_opt(struct opt_iter *it, const char *opt, int *code)
+{
+    uint64_t v;
+    if (cli_parse_u64(it->v[0], &v) || v > EXIT_CODE_MAX)
+        return opt_err(it, "--%s: bad exit code '%s' (0..%d)", opt, it->v[0], EXIT_CODE_MAX);
+    *code = (int)v;
+    return EXIT_OK;
+}
 
 /* One option into o; `grace_set` records an explicit --kill-grace. EXIT_OK or EXIT_USAGE. */
 static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_set)
 {
     static const char *const names[] = {"", "ttl", "wait", "lock-delay", "kill-grace"};
     uint64_t *dst[] = {NULL, &o->ttl_ms, &o->wait_ms, &o->lockdelay_ms, &o->grace_ms};
+    if (id == O_CONFLICT)
+        return exit_code_opt(it, "conflict-exit-code", &o->conflict_code);
+    if (id == O_ERRCODE)
+        return exit_code_opt(it, "error-exit-code", &o->error_code);
     if (id == O_NAME) {
         o->label = it->v[0];
         return EXIT_OK;
@@ -116,21 +175,46 @@ static int settle_grace(struct opt_iter *it, struct run_opts *o, int grace_set)
     return EXIT_OK;
 }
 
+/* --also / --also-shared NAME: one more lock of the same request (LOCK.MULTI). */
+static int add_also(struct sub_args *a, struct run_opts *o, const char *name, bool shared)
+{
+    if (o->n_names == 0)
+        o->n_names = 1; /* names[0] is the positional NAME, set once it is known */
+    if (o->n_names == FL_LOCK_MULTI_MAX)
+        return sub_err(a, "at most %d lock names", FL_LOCK_MULTI_MAX);
+    if (!name[0])
+        return sub_err(a, "a lock name is empty");
+    for (size_t i = 1; i < o->n_names; i++)
+        if (strcmp(o->names[i], name) == 0)
+            return sub_err(a, "lock name '%s' given twice", name);
+    o->names[o->n_names] = name;
+    o->shared_of[o->n_names++] = shared;
+    return EXIT_OK;
+}
+
 /* lock, sem and elect: n_pos positionals (the name, then the limit or the value). */
 static int lock_like(struct cli *c, int argc, char **argv, const char *usage, enum run_kind kind)
 {
-    struct run_opts o = {
-        .ttl_ms = LOCK_DEFAULT_TTL_MS, .wait_forever = 1, .kind = kind, .revoke_signal = SIGTERM};
+    struct run_opts o = {.ttl_ms = LOCK_DEFAULT_TTL_MS,
+                         .wait_forever = 1,
+                         .kind = kind,
+                         .conflict_code = EXIT_NOTGOT,
+                         .error_code = -1,
+                         .revoke_signal = SIGTERM};
     int n_pos = kind == RUN_LOCK ? 1 : 2;
     struct sub_args a;
     int id, r, grace_set = 0;
     char label[128];
     sub_start(&a, argc, argv, n_pos, usage);
     a.dash_positional = 0; /* after "--" comes the command */
-    while ((r = sub_next(c, &a, lock_opts, &id)) == SUB_OPT)
-        if ((id == O_SHARED && kind != RUN_LOCK) || lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK)
-            return id == O_SHARED && kind != RUN_LOCK ? sub_err(&a, "--shared is for `lock` only")
-                                                      : sub_usage(&a);
+    while ((r = sub_next(c, &a, kind == RUN_LOCK ? cli_opts_lock : cli_opts_sem, &id)) == SUB_OPT) {
+        if (id == O_ALSO || id == O_ALSO_SHARED) {
+            if (add_also(&a, &o, a.it.v[0], id == O_ALSO_SHARED) != EXIT_OK)
+                return EXIT_USAGE;
+        } else if (lock_opt(id, &a.it, &o, &grace_set) != EXIT_OK) {
+            return sub_usage(&a);
+        }
+    }
     if (r == SUB_STOP)
         return a.code;
     if (a.n_pos < n_pos)
@@ -141,6 +225,11 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
                            : "fencelock elect NAME VALUE [-- CMD ...]: NAME and VALUE needed");
     if (a.pos[0][0] == '\0')
         return sub_err(&a, "the name is empty");
+    o.names[0] = a.pos[0];
+    o.shared_of[0] = (uint8_t)(o.shared != 0);
+    for (size_t i = 1; i < o.n_names; i++)
+        if (strcmp(o.names[i], a.pos[0]) == 0)
+            return sub_err(&a, "lock name '%s' given twice", a.pos[0]);
     uint64_t lim = 0;
     if (kind == RUN_SEM && (cli_parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
         return sub_err(&a, "bad LIMIT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);

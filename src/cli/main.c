@@ -10,39 +10,13 @@
 #include "cli/out.h"
 #include "common/proto.h"
 
-static const char usage_main[] =
+/* The command list between these two comes from the command table (table.c). */
+static const char usage_head[] =
     "usage: fencelock [--endpoints H:P,...] [--timeout DUR] [--json] COMMAND [ARGS...]\n"
     "\n"
-    "Commands:\n"
-    "  lock NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
-    "       [--name LABEL] [-- CMD [ARGS...]]\n"
-    "                             run CMD while holding lock NAME (or hold it until signalled);\n"
-    "                             --shared: as one of its readers (a read-write lock)\n"
-    "  get KEY                    print a key's value\n"
-    "  put KEY [VALUE] [--fence NAME TOKEN] [--ifrev REV] [--lease SID]\n"
-    "                             write a key (VALUE omitted or '-': read stdin)\n"
-    "  del KEY [--fence NAME TOKEN] [--ifrev REV]\n"
-    "  keys [PREFIX] [--limit N]  list keys\n"
-    "  lock-info NAME             holder, token and waiters of a lock\n"
-    "  locks [PREFIX] [--limit N] existing locks\n"
-    "  fence-check NAME TOKEN     exit 0 if TOKEN is current for NAME, 1 if stale\n"
-    "  sign NAME TOKEN            print TOKEN's signature (servers with --token-key), 1 if\n"
-    "                             stale\n"
-    "  revoke NAME [--deadline DUR] [--reason TEXT]\n"
-    "                             ask the holder of lock NAME to let go (and take it at DUR)\n"
-    "  status                     cluster members, leader, term, indexes\n"
-    "  members add ID RAFT_ADDR | members remove ID | members transfer [ID]\n"
-    "  session open [--ttl DUR] [--lock-delay DUR] [--name LABEL] | session keepalive SID |\n"
-    "  session close SID | session revoke SID\n"
-    "  watch [PREFIX] [--from ID] [--count N]\n"
-    "                             print events (keys, locks, sessions) as they happen\n"
-    "  sem NAME LIMIT [lock's options] [-- CMD [ARGS...]]\n"
-    "                             run CMD holding one of LIMIT permits of semaphore NAME\n"
-    "  elect NAME VALUE [lock's options] [-- CMD [ARGS...]]\n"
-    "                             run CMD only while leader of election NAME\n"
-    "  leader NAME [--observe]    print the leader (--observe: one line per change)\n"
-    "  snapshot save FILE         an online backup of the whole state (admin)\n"
-    "  help [COMMAND]             this text, or a command's\n"
+    "Commands:\n";
+
+static const char usage_tail[] =
     "\n"
     "Options:\n"
     "  --endpoints H:P[,H:P...]  servers to ask (default: $FENCELOCK_ENDPOINTS, else\n"
@@ -69,22 +43,15 @@ static const char usage_main[] =
     "Exit status: 0 success; 1 negative answer (not found, stale token, condition failed);\n"
     "2 usage error; 3 lock not obtained within --wait; 4 cluster unreachable or other error;\n"
     "5 lock lost while held (the command was killed); lock: otherwise the command's status,\n"
-    "128+N if it died of signal N, 126/127 if it could not be executed / was not found.\n";
+    "128+N if it died of signal N, 126/127 if it could not be executed / was not found\n"
+    "(lock -E N and --error-exit-code N move 3, and 4 and 5, out of the command's way).\n";
 
-static const struct {
-    const char *name;
-    int (*fn)(struct cli *c, int argc, char **argv);
-} commands[] = {
-    {"lock", cli_cmd_lock},       {"get", cli_cmd_get},
-    {"put", cli_cmd_put},         {"del", cli_cmd_del},
-    {"keys", cli_cmd_keys},       {"lock-info", cli_cmd_lock_info},
-    {"locks", cli_cmd_locks},     {"fence-check", cli_cmd_fence_check},
-    {"status", cli_cmd_status},   {"members", cli_cmd_members},
-    {"session", cli_cmd_session}, {"watch", cli_cmd_watch},
-    {"sem", cli_cmd_sem},         {"elect", cli_cmd_elect},
-    {"leader", cli_cmd_leader},   {"snapshot", cli_cmd_snapshot},
-    {"sign", cli_cmd_sign},       {"revoke", cli_cmd_revoke},
-};
+static void usage_main(void)
+{
+    fputs(usage_head, stdout);
+    cli_print_commands(stdout);
+    fputs(usage_tail, stdout);
+}
 
 void cli_say(const char *fmt, ...)
 {
@@ -161,10 +128,8 @@ fl_client *cli_client(struct cli *c)
     return c->client;
 }
 
-fl_client *cli_client_quiet(struct cli *c)
+fl_client *cli_client_new(struct cli *c, const char *endpoints)
 {
-    if (c->client)
-        return c->client;
     struct fl_options opt;
     fl_options_init(&opt);
     /* A refused connection means nothing listens: say so after a short retry (a node that
@@ -183,7 +148,13 @@ fl_client *cli_client_quiet(struct cli *c)
     opt.tls_cert = c->tls_cert;
     opt.tls_key = c->tls_key;
     opt.tls_server_name = c->tls_server_name;
-    c->client = fl_client_new(c->endpoints, &opt, NULL);
+    return fl_client_new(endpoints, &opt, NULL);
+}
+
+fl_client *cli_client_quiet(struct cli *c)
+{
+    if (c->client == NULL)
+        c->client = cli_client_new(c, c->endpoints);
     return c->client;
 }
 
@@ -202,7 +173,7 @@ static int parse_globals(struct cli *c, int argc, char **argv, int *first)
         }
         if (r == G_HELP || r == G_VERSION) {
             if (r == G_HELP)
-                fputs(usage_main, stdout);
+                usage_main();
             else
                 printf("fencelock %s\n", FL_VERSION);
             return EXIT_OK;
@@ -222,16 +193,16 @@ static int dispatch(struct cli *c, int argc, char **argv)
 {
     if (strcmp(argv[0], "help") == 0) {
         if (argc < 2) {
-            fputs(usage_main, stdout);
+            usage_main();
             return EXIT_OK;
         }
         char flag[] = "--help";
         char *help[] = {argv[1], flag, NULL};
         return dispatch(c, 2, help);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[0], commands[i].name) == 0)
-            return commands[i].fn(c, argc, argv);
+    const struct cli_command *k = cli_command_find(argv[0]);
+    if (k && k->fn)
+        return k->fn(c, argc, argv);
     cli_say("unknown command '%s' (see 'fencelock --help' for the commands)", argv[0]);
     return EXIT_USAGE;
 }

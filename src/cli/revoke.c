@@ -25,8 +25,9 @@ static const char usage_revoke[] =
     "  --reason TEXT     shown to the holder\n";
 
 enum { O_DEADLINE = 1, O_REASON };
-static const struct opt_spec revoke_opts[] = {
-    {"deadline", 0, 1, O_DEADLINE}, {"reason", 0, 1, O_REASON}, {NULL, 0, 0, 0}};
+const struct opt_spec cli_opts_revoke[] = {{"deadline", 0, 1, O_DEADLINE, "DUR"},
+                                           {"reason", 0, 1, O_REASON, "TEXT"},
+                                           {NULL, 0, 0, 0, NULL}};
 
 int cli_cmd_revoke(struct cli *c, int argc, char **argv)
 {
@@ -35,7 +36,7 @@ int cli_cmd_revoke(struct cli *c, int argc, char **argv)
     uint64_t deadline_ms = 0;
     const char *reason = NULL;
     sub_start(&a, argc, argv, 1, usage_revoke);
-    while ((r = sub_next(c, &a, revoke_opts, &id)) == SUB_OPT) {
+    while ((r = sub_next(c, &a, cli_opts_revoke, &id)) == SUB_OPT) {
         if (id == O_REASON) {
             reason = a.it.v[0];
         } else if (parse_duration(a.it.v[0], &deadline_ms) || deadline_ms == 0) {

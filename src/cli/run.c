@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -33,12 +35,14 @@
 
 extern char **environ;
 
-#define TICK_MS 50          /* the longest poll sleep while something runs */
-#define CLOSE_BOUND_MS 1000 /* the one close attempted after the lease was at risk */
-#define FD_TRACKED 1024     /* fds below this that were open at startup are the user's */
-#define ENV_OURS 5          /* FENCELOCK_TOKEN, _SESSION, _NAME, _ENDPOINTS, _MODE */
-#define ENV_SIG ENV_OURS    /* then FENCELOCK_TOKEN_SIG when the grant was signed */
-#define HOLD_SLICE_MS 1000  /* the longest sleep of `lock NAME` without a command (hold) */
+#define TICK_MS 50              /* the longest poll sleep while something runs */
+#define CLOSE_BOUND_MS 1000     /* the one close attempted after the lease was at risk */
+#define FD_TRACKED 1024         /* fds below this that were open at startup are the user's */
+#define ENV_OURS 5              /* FENCELOCK_TOKEN, _SESSION, _NAME, _ENDPOINTS, _MODE */
+#define ENV_SIG ENV_OURS        /* then FENCELOCK_TOKEN_SIG when the grant was signed */
+#define ENV_MULTI (ENV_SIG + 1) /* then, for several names, FENCELOCK_TOKENS, _NAMES, _MODES */
+#define ENV_N_MULTI 3
+#define HOLD_SLICE_MS 1000 /* the longest sleep of `lock NAME` without a command (hold) */
 
 /* Everything the supervisor works with; lives on run_locked's stack. */
 struct run {
@@ -60,6 +64,7 @@ struct run {
     int64_t revoke_kill; /* SIGKILL the command at this fl_now_ms (0: no revoke deadline) */
     int revoked;         /* a revoke request arrived (the command got --revoke-signal) */
     int revoke_killed;   /* the command was killed for the revoke's deadline */
+    int cmd_code;        /* the exit code is the command's (its status, 128+N, 126/127), not ours */
 };
 
 static void signal_group(struct run *r, int sig);
@@ -148,13 +153,42 @@ static int is_ours(const char *e)
 {
     static const char *const keys[] = {
         "FENCELOCK_TOKEN=", "FENCELOCK_SESSION=", "FENCELOCK_NAME=", "FENCELOCK_ENDPOINTS=",
-        "FENCELOCK_MODE=", "FENCELOCK_TOKEN_SIG=",
+        "FENCELOCK_MODE=", "FENCELOCK_TOKEN_SIG=", "FENCELOCK_TOKENS=", "FENCELOCK_NAMES=",
+        "FENCELOCK_MODES=",
         /* credentials: main() already unset them; never hand them to the command */
         "FENCELOCK_PASSWORD=", "FENCELOCK_USER="};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (strncmp(e, keys[i], strlen(keys[i])) == 0)
             return 1;
     return 0;
+}
+
+/* Several names (LOCK.MULTI): FENCELOCK_TOKENS (the tokens, space-separated), FENCELOCK_NAMES
+   (the names, one per line: a name may hold spaces) and FENCELOCK_MODES (exclusive or shared,
+   space-separated), each in the order the names were given; FENCELOCK_TOKEN and _NAME are the
+   first name's. 0, or -1 out of memory (the caller frees what was made). */
+static int env_multi(const struct run *r, char **env)
+{
+    size_t names = 1, n = r->o->n_names;
+    for (size_t i = 0; i < n; i++)
+        names += strlen(r->o->names[i]) + 1;
+    char *tok = malloc(n * 21 + 1), *nm = malloc(names), *md = malloc(n * 10 + 1);
+    if (tok && nm && md) {
+        size_t t = 0, a = 0, m = 0;
+        for (size_t i = 0; i < n; i++) {
+            t += (size_t)sprintf(tok + t, "%s%" PRIu64, i ? " " : "", r->a.tokens[i]);
+            a += (size_t)sprintf(nm + a, "%s%s", i ? "\n" : "", r->o->names[i]);
+            m += (size_t)sprintf(md + m, "%s%s", i ? " " : "",
+                                 r->o->shared_of[i] ? "shared" : "exclusive");
+        }
+        env[0] = env_entry("FENCELOCK_TOKENS", tok);
+        env[1] = env_entry("FENCELOCK_NAMES", nm);
+        env[2] = env_entry("FENCELOCK_MODES", md);
+    }
+    free(tok);
+    free(nm);
+    free(md);
+    return env[0] && env[1] && env[2] ? 0 : -1;
 }
 
 /* The command's environment: ours with FENCELOCK_* replaced. Built before fork (the child
@@ -166,7 +200,7 @@ static char **env_build(const struct run *r)
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + ENV_OURS + 2, sizeof *env);
+    char **env = calloc(n + ENV_MULTI + ENV_N_MULTI + 1, sizeof *env);
     if (env == NULL)
         return NULL;
     char tok[32], sid[32];
@@ -179,22 +213,35 @@ static char **env_build(const struct run *r)
     env[4] = env_entry("FENCELOCK_MODE", run_mode(r->o));
     if (r->a.sig[0])
         env[ENV_SIG] = env_entry("FENCELOCK_TOKEN_SIG", r->a.sig);
-    if (!env[0] || !env[1] || !env[2] || !env[3] || !env[4] || (r->a.sig[0] && !env[ENV_SIG])) {
-        for (int i = 0; i <= ENV_SIG; i++)
+    bool multi_ok = r->o->n_names <= 1 || env_multi(r, env + ENV_MULTI) == 0;
+    if (!env[0] || !env[1] || !env[2] || !env[3] || !env[4] || (r->a.sig[0] && !env[ENV_SIG]) ||
+        !multi_ok) {
+        for (int i = 0; i < ENV_MULTI + ENV_N_MULTI; i++)
             free(env[i]);
         free(env);
         return NULL;
     }
-    size_t k = env[ENV_SIG] ? ENV_SIG + 1 : ENV_OURS;
+    size_t k = 0;
+    for (size_t i = 0; i < ENV_MULTI + ENV_N_MULTI; i++) /* ours first, no gap */
+        if (env[i])
+            env[k++] = env[i];
+    for (size_t i = k; i < ENV_MULTI + ENV_N_MULTI; i++)
+        env[i] = NULL;
     for (size_t i = 0; i < n; i++)
         if (!is_ours(environ[i]))
             env[k++] = environ[i];
     return env;
 }
 
+/* How many of env's first entries are ours (malloc'ed): as env_build made them. */
+static size_t env_ours(const struct run *r)
+{
+    return ENV_OURS + (r->a.sig[0] ? 1 : 0) + (r->o->n_names > 1 ? ENV_N_MULTI : 0);
+}
+
 static void env_free(const struct run *r, char **env)
 {
-    for (int i = 0; i < (r->a.sig[0] ? ENV_SIG + 1 : ENV_OURS); i++)
+    for (size_t i = 0; i < env_ours(r); i++)
         free(env[i]);
     free(env);
 }
@@ -260,6 +307,7 @@ static int spawn(struct run *r)
             ;
         r->reaped = 1;
         tty_take_back(&r->tty);
+        r->cmd_code = 1; /* as a shell says it: 126/127 are the command's, not fencelock's */
         return e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC;
     }
     if (tree_guard_start(&r->tree, pid) < 0)
@@ -400,7 +448,18 @@ static int hold(struct run *r)
         jw_u64(&w, fl_session_id(r->a.s));
         jw_key(&w, "mode");
         jw_str(&w, run_mode(r->o));
+        if (r->o->n_names > 1) { /* every name's token, in the order given */
+            jw_key(&w, "tokens");
+            jw_arr(&w);
+            for (size_t i = 0; i < r->o->n_names; i++)
+                jw_u64(&w, r->a.tokens[i]);
+            jw_end(&w);
+        }
         jw_end(&w);
+    } else if (r->o->n_names > 1) {
+        for (size_t i = 0; i < r->o->n_names; i++)
+            printf("%s%" PRIu64, i ? " " : "", r->a.tokens[i]);
+        printf("\n");
     } else {
         printf("%" PRIu64 "\n", r->a.token);
     }
@@ -488,6 +547,7 @@ static void release(struct run *r)
     if (r->a.err == FL_OK && r->a.signo == 0)
         err = r->o->kind == RUN_SEM     ? fl_sem_release(s, r->o->name)
               : r->o->kind == RUN_ELECT ? fl_resign(s, r->o->name)
+              : r->o->n_names > 1       ? fl_unlock_multi(s, r->o->n_names, r->o->names)
                                         : fl_unlock(s, r->o->name);
     if (err != FL_OK && !(r->revoked && err == FL_ENOTHOLDER)) /* a revoke may have taken it */
         cli_fail(r->c, err, "unlock");
@@ -497,7 +557,7 @@ static void release(struct run *r)
 }
 
 /* The exit code once the command is done: lease trouble first, then its own status. */
-static int command_status(const struct run *r)
+static int command_status(struct run *r)
 {
     if (r->lost) {
         cli_say("%s %s: lost %s while '%s' ran: the servers did not renew the lease in "
@@ -516,11 +576,24 @@ static int command_status(const struct run *r)
                 run_noun(r->o), r->o->shown, r->o->cmd[0]);
         return EXIT_LOST;
     }
+    r->cmd_code = WIFEXITED(r->status) || WIFSIGNALED(r->status);
     if (WIFEXITED(r->status))
         return WEXITSTATUS(r->status);
     if (WIFSIGNALED(r->status))
         return 128 + WTERMSIG(r->status);
     return EXIT_ERROR;
+}
+
+/* fencelock's own codes as -E and --error-exit-code asked; the command's are left alone. */
+static int own_code(const struct run *r, int rc)
+{
+    if (r->cmd_code)
+        return rc;
+    if (rc == EXIT_NOTGOT)
+        return r->o->conflict_code;
+    if ((rc == EXIT_ERROR || rc == EXIT_LOST) && r->o->error_code >= 0)
+        return r->o->error_code;
+    return rc;
 }
 
 /* ---- setup ---- */
@@ -585,7 +658,7 @@ static int acquired_code(struct run *r)
 static int run_held(struct run *r)
 {
     fl_session_on_lost(r->a.s, on_lost, r);
-    if (r->o->kind == RUN_LOCK && !r->o->shared &&
+    if (r->o->kind == RUN_LOCK && !r->o->shared && r->o->n_names <= 1 &&
         fl_revoke_watch(r->a.s, r->o->name, r->a.token, on_revoke, r, &r->revoker) != FL_OK)
         cli_say("%s %s: revoke requests will not be heard: %s", run_noun(r->o), r->o->shown,
                 fl_client_errmsg(r->c->client));
@@ -624,12 +697,12 @@ int run_locked(struct cli *c, const struct run_opts *o)
         pipe2(r.revoke_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         cli_say("%s %s: setup: %s", run_noun(o), o->shown, strerror(errno));
         teardown(&r);
-        return EXIT_ERROR;
+        return own_code(&r, EXIT_ERROR);
     }
     int rc = EXIT_ERROR;
     if (cli_client(c) == NULL) {
         teardown(&r);
-        return c->client_code;
+        return own_code(&r, c->client_code);
     }
     if (acquire(c->client, o, r.sigfd, &r.a) < 0) {
         cli_say("%s %s: cannot start a thread: %s", run_noun(o), o->shown, strerror(errno));
@@ -640,5 +713,5 @@ int run_locked(struct cli *c, const struct run_opts *o)
     }
     release(&r);
     teardown(&r);
-    return rc;
+    return own_code(&r, rc);
 }

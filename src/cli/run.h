@@ -30,7 +30,11 @@
 #include "cli/cli.h"
 
 struct run_opts {
-    const char *name;  /* the lock */
+    const char *name;                     /* the lock (the first of names[]) */
+    const char *names[FL_LOCK_MULTI_MAX]; /* RUN_LOCK: every lock, n_names of them (LOCK.MULTI
+                                             when more than one) */
+    uint8_t shared_of[FL_LOCK_MULTI_MAX]; /* names[i] is taken shared (--shared, --also-shared) */
+    size_t n_names;
     const char *shown; /* the lock's name for messages (cut if long): name or shown_buf */
     char shown_buf[80];
     const char *label;     /* session name (NULL: none) */
@@ -44,6 +48,10 @@ struct run_opts {
     enum run_kind { RUN_LOCK, RUN_SEM, RUN_ELECT } kind; /* lock, sem or elect */
     uint32_t limit;                                      /* RUN_SEM: the semaphore's limit */
     const char *value;                                   /* RUN_ELECT: the campaign value */
+    /* fencelock's own exit codes in place of the defaults, so they cannot be mistaken for the
+       command's: conflict_code for EXIT_NOTGOT (-E; EXIT_NOTGOT by default), error_code for
+       EXIT_ERROR and EXIT_LOST (--error-exit-code; -1: keep them). */
+    int conflict_code, error_code;
     int revoke_signal; /* sent to the command when its exclusive lock is revoked (SIGTERM) */
 };
 
@@ -65,9 +73,10 @@ const char *run_holding(const struct run_opts *o);
 /* What acquire() got. */
 struct acquired {
     fl_session *s;  /* NULL if no session was opened; else the caller releases it */
-    uint64_t token; /* valid when err == FL_OK */
-    char sig[65];   /* the grant's FENCE.SIGN (FENCELOCK_TOKEN_SIG), "" without --token-key */
-    fl_err err;     /* of the open (what = "open session") or of the lock */
+    uint64_t token; /* valid when err == FL_OK (several names: the first one's) */
+    uint64_t tokens[FL_LOCK_MULTI_MAX]; /* several names: each one's, in the order given */
+    char sig[65]; /* the grant's FENCE.SIGN (FENCELOCK_TOKEN_SIG), "" without --token-key */
+    fl_err err;   /* of the open (what = "open session") or of the lock */
     const char *what;
     char msg[256]; /* fl_client_errmsg of the worker thread (the message is per thread) */
     int signo;     /* a signal that ended the wait (then err is meaningless), or 0 */

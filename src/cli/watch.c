@@ -163,10 +163,10 @@ static void wait_end(fl_watcher *w, const sigset_t *set)
 
 enum { O_FROM = 1, O_COUNT };
 
-static const struct opt_spec watch_opts[] = {
-    {"from", 0, 1, O_FROM},
-    {"count", 0, 1, O_COUNT},
-    {NULL, 0, 0, 0},
+const struct opt_spec cli_opts_watch[] = {
+    {"from", 0, 1, O_FROM, "ID"},
+    {"count", 0, 1, O_COUNT, "N"},
+    {NULL, 0, 0, 0, NULL},
 };
 
 static int run_watch(struct cli *c, struct sub_args *a, const char *prefix, const char *from,
@@ -212,7 +212,7 @@ int cli_cmd_watch(struct cli *c, int argc, char **argv)
     struct sub_args a;
     int id, r;
     sub_start(&a, argc, argv, 1, usage_watch);
-    while ((r = sub_next(c, &a, watch_opts, &id)) == SUB_OPT) {
+    while ((r = sub_next(c, &a, cli_opts_watch, &id)) == SUB_OPT) {
         if (id == O_FROM)
             from = a.it.v[0];
         else if (cli_parse_u64(a.it.v[0], &o.count) || o.count == 0)

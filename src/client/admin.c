@@ -105,6 +105,25 @@ fl_err fl_status(fl_client *c, struct fl_status *out)
     return e;
 }
 
+/* CLUSTER.INFO of the node that answers, as it is: no redirect to the leader, no members. */
+fl_err fl_node_status(fl_client *c, struct fl_status *out)
+{
+    if (!c || !out)
+        return FL_EINVAL;
+    memset(out, 0, sizeof(*out));
+    struct cl_cmd m;
+    redisReply *r;
+    cl_cmd_init(&m, "CLUSTER.INFO");
+    fl_err e = simple_call(c, &m, CL_RETRY | CL_ANYNODE, &r);
+    if (e)
+        return e;
+    e = fill_info(c, r, out);
+    freeReplyObject(r);
+    if (e)
+        fl_status_free(out);
+    return e;
+}
+
 void fl_status_free(struct fl_status *st)
 {
     if (!st)

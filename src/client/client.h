@@ -27,7 +27,7 @@
 
 #define CL_ENDPOINTS_MAX 16
 #define CL_POOL_MAX 16
-#define CL_ARGS_MAX 16
+#define CL_ARGS_MAX 128 /* LOCK.MULTI: 8 + 3 per name at most (fl_lock_multi) */
 #define CL_ERRMSG_MAX 256
 #define CL_PPM 1000000 /* fl_options.drift_ppm is in parts per million */
 
@@ -64,6 +64,13 @@ struct fl_client {
     char *tls_name;
     char tls_err[CL_ERRMSG_MAX];
 };
+
+/* The caller's options (NULL: none) as this library's struct, read by opt->size (options.c):
+ * -1 when that size is below the first layout or a field this library does not know is set.
+ * Pointers are borrowed from the caller. */
+int cl_options_read(struct fl_options *out, const struct fl_options *opt);
+/* The numeric options of o that are in range into to (the rest keep to's values). */
+void cl_options_apply(struct fl_options *to, const struct fl_options *o);
 
 /* One command: arguments are borrowed for the duration of cl_call. */
 struct cl_cmd {

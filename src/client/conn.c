@@ -23,12 +23,6 @@
  * normal case, a few cover an election that moved on meanwhile, more means a loop. */
 #define CL_QUICK_REDIRECTS 3
 
-/* fl_options defaults (fencelock.h documents them). */
-#define CL_DEFAULT_TIMEOUT_MS 5000
-#define CL_DEFAULT_CONNECT_TIMEOUT_MS 1000
-#define CL_DEFAULT_MARGIN_MS 10
-#define CL_DEFAULT_DRIFT_PPM 10000 /* 1%: far more than any NTP-disciplined clock drifts */
-
 int64_t fl_now_ms(void)
 {
     struct timespec ts;
@@ -43,19 +37,6 @@ void cl_sleep_ms(int64_t ms)
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-}
-
-void fl_options_init(struct fl_options *opt)
-{
-    opt->timeout_ms = CL_DEFAULT_TIMEOUT_MS;
-    opt->connect_timeout_ms = CL_DEFAULT_CONNECT_TIMEOUT_MS;
-    opt->margin_ms = CL_DEFAULT_MARGIN_MS;
-    opt->drift_ppm = CL_DEFAULT_DRIFT_PPM;
-    opt->refused_ms = 0;
-    opt->user = NULL;
-    opt->password = NULL;
-    opt->tls = 0;
-    opt->tls_ca = opt->tls_cert = opt->tls_key = opt->tls_server_name = NULL;
 }
 
 int64_t cl_deadline(const fl_client *c)
@@ -185,7 +166,7 @@ static void cl_free_credentials(fl_client *c)
  * tls_err set (every call then fails with it) rather than failing fl_client_new silently. */
 static int tls_setup(fl_client *c, const struct fl_options *opt)
 {
-    if (!opt || !(opt->tls || opt->tls_ca || opt->tls_cert))
+    if (!(opt->tls || opt->tls_ca || opt->tls_cert))
         return 0;
     if (opt->tls_server_name && !(c->tls_name = strdup(opt->tls_server_name)))
         return -1;
@@ -201,32 +182,22 @@ fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl
     fl_err dummy = FL_OK;
     err = err ? err : &dummy;
     *err = FL_EINVAL;
-    if (!endpoints)
+    struct fl_options o;
+    if (!endpoints || cl_options_read(&o, opt) != 0)
         return NULL;
     fl_client *c = calloc(1, sizeof(*c));
     if (!c) {
         *err = FL_ENOMEM;
         return NULL;
     }
-    fl_options_init(&c->opt);
-    if (opt) {
-        if (opt->timeout_ms > 0)
-            c->opt.timeout_ms = opt->timeout_ms;
-        if (opt->connect_timeout_ms > 0)
-            c->opt.connect_timeout_ms = opt->connect_timeout_ms;
-        if (opt->margin_ms >= 0)
-            c->opt.margin_ms = opt->margin_ms;
-        if (opt->drift_ppm >= 0 && opt->drift_ppm < CL_PPM)
-            c->opt.drift_ppm = opt->drift_ppm;
-        if (opt->refused_ms > 0)
-            c->opt.refused_ms = opt->refused_ms;
-        if ((opt->user && !(c->user = strdup(opt->user))) ||
-            (opt->password && !(c->password = strdup(opt->password)))) {
-            free(c->user);
-            free(c);
-            *err = FL_ENOMEM;
-            return NULL;
-        }
+    cl_options_read(&c->opt, NULL);
+    cl_options_apply(&c->opt, &o);
+    if ((o.user && !(c->user = strdup(o.user))) ||
+        (o.password && !(c->password = strdup(o.password)))) {
+        free(c->user);
+        free(c);
+        *err = FL_ENOMEM;
+        return NULL;
     }
     c->opt.user = c->opt.password = NULL; /* only the copies are kept */
     c->opt.tls_ca = c->opt.tls_cert = c->opt.tls_key = c->opt.tls_server_name = NULL;
@@ -235,7 +206,7 @@ fl_client *fl_client_new(const char *endpoints, const struct fl_options *opt, fl
         fl_client_free(c);
         return NULL;
     }
-    if (tls_setup(c, opt)) {
+    if (tls_setup(c, &o)) {
         fl_client_free(c);
         *err = FL_ENOMEM;
         return NULL;

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,86 @@ struct cl_link {
     SSL *ssl; /* NULL: plain TCP */
     redisReader *rd;
     bool tls_rejected; /* the last TLS failure was the peer's or a certificate's, not time */
+    bool eof;          /* TLS: the socket read returned end of file (BIO_CTRL_EOF) */
     char err[160];
 };
+
+/* ---- the socket under TLS ----
+ * OpenSSL's own socket BIO (SSL_set_fd) writes with write(2), which raises SIGPIPE once the
+ * server has closed the connection: a request still being written when the server reset it,
+ * or the fatal alert OpenSSL sends after an unexpected end of file. SIGPIPE's default action
+ * kills the host program, which never asked for signals. This BIO does its socket I/O with
+ * send(MSG_NOSIGNAL) / recv, so such a write fails with EPIPE and the call reports a broken
+ * connection like any other. One method for the process, made once, never freed. */
+
+static int sock_bio_write(BIO *b, const char *p, int n)
+{
+    const struct cl_link *l = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    ssize_t w = send(l->fd, p, (size_t)n, MSG_NOSIGNAL);
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        BIO_set_retry_write(b);
+    return (int)w;
+}
+
+static int sock_bio_read(BIO *b, char *p, int n)
+{
+    struct cl_link *l = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    ssize_t r = recv(l->fd, p, (size_t)n, 0);
+    if (r == 0)
+        l->eof = true;
+    else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        BIO_set_retry_read(b);
+    return (int)r;
+}
+
+/* What OpenSSL asks of a socket BIO: flush (nothing is buffered) and end of file (it tells an
+ * unexpected EOF from an error). Everything else (kTLS, pending bytes) is "no". */
+static long sock_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    const struct cl_link *l = BIO_get_data(b);
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+        return 1;
+    case BIO_CTRL_EOF:
+        return l->eof;
+    default:
+        return 0;
+    }
+}
+
+static int sock_bio_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static BIO_METHOD *sock_bio_method;
+static pthread_once_t sock_bio_once = PTHREAD_ONCE_INIT;
+
+static void sock_bio_make(void)
+{
+    int type = BIO_get_new_index();
+    BIO_METHOD *m = type < 0 ? NULL : BIO_meth_new(type | BIO_TYPE_SOURCE_SINK, "fencelock socket");
+    if (m && (!BIO_meth_set_write(m, sock_bio_write) || !BIO_meth_set_read(m, sock_bio_read) ||
+              !BIO_meth_set_ctrl(m, sock_bio_ctrl) || !BIO_meth_set_create(m, sock_bio_create))) {
+        BIO_meth_free(m);
+        m = NULL;
+    }
+    sock_bio_method = m;
+}
+
+/* A BIO doing l's socket I/O without SIGPIPE; NULL out of memory. The SSL that takes it frees
+ * it; the link outlives the SSL. */
+static BIO *sock_bio_new(struct cl_link *l)
+{
+    pthread_once(&sock_bio_once, sock_bio_make);
+    BIO *b = sock_bio_method ? BIO_new(sock_bio_method) : NULL;
+    if (b)
+        BIO_set_data(b, l);
+    return b;
+}
 
 /* OpenSSL's queued errors (and a failed verification's reason) appended to err. */
 static void ssl_reason(SSL *ssl, char *err, size_t errlen)
@@ -88,6 +167,13 @@ fail:
 void cl_tls_ctx_free(struct ssl_ctx_st *ctx)
 {
     SSL_CTX_free(ctx);
+}
+
+struct ssl_ctx_st *cl_tls_ctx_ref(struct ssl_ctx_st *ctx)
+{
+    if (ctx)
+        SSL_CTX_up_ref(ctx);
+    return ctx;
 }
 
 /* 1 when fd is ready for `ev`, 0 at `until`, -1 on a poll error. */
@@ -159,8 +245,12 @@ static int tls_start(struct cl_link *l, SSL_CTX *ctx, const char *name, int64_t 
 {
     unsigned char ip[16];
     ERR_clear_error();
-    if (!(l->ssl = SSL_new(ctx)) || SSL_set_fd(l->ssl, l->fd) != 1)
+    if (!(l->ssl = SSL_new(ctx)))
         return link_fail(l, "TLS: out of memory");
+    BIO *b = sock_bio_new(l);
+    if (!b)
+        return link_fail(l, "TLS: out of memory");
+    SSL_set_bio(l->ssl, b, b); /* the SSL owns b (one reference for both directions) */
     bool is_ip = addr_ip_bytes(name, ip) != 0;
     if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), name) != 1
               : SSL_set1_host(l->ssl, name) != 1 || SSL_set_tlsext_host_name(l->ssl, name) != 1)

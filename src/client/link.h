@@ -10,7 +10,8 @@
  * is the client's (cl_tls_ctx_new, freed with the client); each SSL holds a reference.
  * Every blocking step takes an absolute deadline in fl_now_ms() time; the socket itself is
  * non-blocking and waits happen in poll(2). Replies returned belong to the caller
- * (freeReplyObject).
+ * (freeReplyObject). Every write is send(MSG_NOSIGNAL), under TLS too (link.c's socket BIO):
+ * a server that closed the connection is an error, never a SIGPIPE in the host program.
  */
 #ifndef FL_CLIENT_LINK_H
 #define FL_CLIENT_LINK_H
@@ -28,6 +29,9 @@ struct cl_link;
 struct ssl_ctx_st *cl_tls_ctx_new(const char *ca, const char *cert, const char *key, char *err,
                                   size_t errlen);
 void cl_tls_ctx_free(struct ssl_ctx_st *ctx);
+/* Another reference to ctx (NULL stays NULL), for a client made from another's settings; each
+ * reference is dropped with cl_tls_ctx_free. */
+struct ssl_ctx_st *cl_tls_ctx_ref(struct ssl_ctx_st *ctx);
 
 /* Why cl_link_open failed: nothing listens there, or the TLS handshake was refused (a
  * certificate that does not verify, an alert: not a timeout), or anything else. */

@@ -96,7 +96,7 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r)
         {PROTO_TOOLARGE, FL_ETOOLARGE},   {PROTO_UNKNOWN, FL_EUNKNOWN},
         {PROTO_NOSPACE, FL_ENOSPACE},     {PROTO_NOAUTH, FL_EAUTH},
         {PROTO_WRONGPASS, FL_EAUTH},      {PROTO_NOPERM, FL_EPERM},
-        {PROTO_WRONGTYPE, FL_EWRONGTYPE},
+        {PROTO_WRONGTYPE, FL_EWRONGTYPE}, {PROTO_DEADLOCK, FL_EDEADLOCK},
     };
     if (r->type != REDIS_REPLY_ERROR)
         return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
@@ -159,6 +159,7 @@ const char *fl_strerror(fl_err err)
         [FL_ECOMPACTED] = "events no longer retained",
         [FL_EWRONGTYPE] = "wrong kind of lock",
         [FL_EIO] = "local file error",
+        [FL_EDEADLOCK] = "deadlock: the wait would close a cycle",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

@@ -251,7 +251,19 @@ static fl_client *clone_client(fl_client *c)
     o = c->opt;
     o.user = c->user;
     o.password = c->password;
+    /* c->opt keeps no TLS file names (fl_client_new drops them once the context is built), so
+     * the watcher's client shares c's context and server name instead of building its own. */
+    o.tls = 0;
     fl_client *wc = fl_client_new(list, &o, NULL);
+    if (wc && c->tls) {
+        wc->tls = cl_tls_ctx_ref(c->tls);
+        if (c->tls_name && !(wc->tls_name = strdup(c->tls_name))) {
+            fl_client_free(wc);
+            wc = NULL;
+        }
+    }
+    if (wc && c->tls_err[0])
+        memcpy(wc->tls_err, c->tls_err, sizeof wc->tls_err);
     pthread_mutex_unlock(&c->mu);
     if (wc && leader[0])
         cl_set_leader(wc, leader, strlen(leader));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/log.h"
 #include "common/io.h"
+#include "common/num.h"
 #include "common/timefmt.h"
 
 #include "common/text.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +58,33 @@ static void write_line(const char *p, size_t n)
     (void)io_write_all(STDERR_FILENO, p, n);
 }
 
+/* sd-daemon(3)'s prefixes: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG of syslog(3). */
+static const char *journal_prefix(enum log_level lv)
+{
+    switch (lv) {
+    case LOG_DEBUG:
+        return "<7>";
+    case LOG_INFO:
+        return "<6>";
+    case LOG_WARN:
+        return "<4>";
+    case LOG_ERROR:
+        return "<3>";
+    }
+    return "<6>";
+}
+
+bool log_stderr_is_journal(const char *journal_stream)
+{
+    const char *colon = journal_stream ? strchr(journal_stream, ':') : NULL;
+    uint64_t dev, ino;
+    struct stat st;
+    if (!colon || num_parse_u64(journal_stream, (size_t)(colon - journal_stream), &dev) ||
+        num_parse_u64_str(colon + 1, 0, UINT64_MAX, &ino) || fstat(STDERR_FILENO, &st) != 0)
+        return false;
+    return (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
 static const char *level_name(enum log_level lv)
 {
     static const char *const names[] = {"debug", "info", "warn", "error"};
@@ -67,8 +96,9 @@ static void write_json(const struct logger *l, enum log_level lv, const char *ts
                        size_t n)
 {
     char line[LOG_LINE_MAX * 2];
-    int h = snprintf(line, sizeof line, "{\"time\":\"%s\",\"level\":\"%s\",\"node\":%d,\"msg\":\"",
-                     ts, level_name(lv), l ? l->id : 0);
+    int h =
+        snprintf(line, sizeof line, "%s{\"time\":\"%s\",\"level\":\"%s\",\"node\":%d,\"msg\":\"",
+                 l && l->journal ? journal_prefix(lv) : "", ts, level_name(lv), l ? l->id : 0);
     if (h < 0 || (size_t)h >= sizeof line)
         return;
     const char tail[] = "\"}\n";
@@ -91,9 +121,11 @@ void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     char line[LOG_LINE_MAX];
     char ts[TIME_RFC3339_BUF];
     format_time(ts);
-    int h = l && l->format == LOG_JSON
-                ? 0
-                : snprintf(line, sizeof(line), "%s %c [%d] ", ts, level_char(lv), l ? l->id : 0);
+    int h = 0; /* a JSON line is built by write_json from the bare message */
+    if (l && l->format != LOG_JSON && l->journal)
+        h = snprintf(line, sizeof(line), "%s%c [%d] ", journal_prefix(lv), level_char(lv), l->id);
+    else if (!l || l->format != LOG_JSON)
+        h = snprintf(line, sizeof(line), "%s %c [%d] ", ts, level_char(lv), l ? l->id : 0);
     if (h < 0 || (size_t)h >= sizeof(line))
         return;
     size_t room = sizeof(line) - (size_t)h - 1; /* keep one byte for the newline */

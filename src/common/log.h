@@ -12,10 +12,16 @@
  * escaped by text_json_escape (common/text.h, the one JSON policy: the audit log's and the
  * CLI's too), so any byte a log line quotes (a client's key, say) stays inside its string; an
  * escape is never cut by the line's bound.
+ * With `journal` set (stderr is systemd's journal stream: log_stderr_is_journal) a text line
+ * drops its timestamp (journald stamps each entry itself) and both formats start with the
+ * sd-daemon(3) priority prefix journald turns into PRIORITY=: `<3>` error, `<4>` warn,
+ * `<6>` info, `<7>` debug, so `journalctl -p warning` selects by level:
+ * `<4>W [1] message`.
  */
 #ifndef FENCELOCK_LOG_H
 #define FENCELOCK_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
@@ -26,12 +32,17 @@ struct logger {
     enum log_level level;   /* lines below this level are dropped */
     int id;                 /* node id printed in each line */
     enum log_format format; /* LOG_TEXT (the zero value) or LOG_JSON */
+    bool journal;           /* stderr is the journal: priority prefix, no timestamp */
 };
 
 void log_msg(const struct logger *l, enum log_level lv, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "debug" "info" "warn" (or "warning") "error", case-insensitive. 0, or -1 if unknown. */
 int log_level_parse(const char *s, enum log_level *out);
+/* True when `journal_stream` ($JOURNAL_STREAM, "DEVICE:INODE" in decimal, as systemd sets it
+ * for a unit whose stderr goes to the journal) names the file stderr is now: a process that
+ * inherited the variable but whose stderr was redirected elsewhere keeps plain lines. */
+bool log_stderr_is_journal(const char *journal_stream);
 /* "text" or "json". 0, or -1 if unknown. */
 int log_format_parse(const char *s, enum log_format *out);
 

@@ -33,6 +33,8 @@
 #define PROTO_NOPERM "NOPERM"         /* the user may not run this command or name this key/lock */
 /* the name is a lock, semaphore or election of another kind */
 #define PROTO_WRONGTYPE "WRONGTYPE"
+/* a wait would close a cycle of sessions waiting for each other: refused, nothing queued */
+#define PROTO_DEADLOCK "DEADLOCK"
 
 /* ---- addresses ---- */
 /* Longest "host:port" anywhere (member table, client endpoints, CLI, config), without the NUL.

@@ -24,8 +24,8 @@
  *
  * The request digest (fsm_cmd_digest) is FNV-1a 64 over the op byte and the payload bytes as
  * encoded here, without the trailing WAIT field of an op that has one (LOCK, LOCK_SHARED,
- * SEM_ACQUIRE, ELECT_CAMPAIGN: a client resends it asking for the wait that is left). It is
- * stored in snapshots: never change its definition.
+ * SEM_ACQUIRE, ELECT_CAMPAIGN, LOCK_MULTI: a client resends it asking for the wait that is left).
+ * It is stored in snapshots: never change its definition.
  *
  * Decoding is strict — shortest-form varints only, no unknown flag bits, no trailing bytes — so
  * every accepted byte string has exactly one form: encode(decode(x)) == x.
@@ -112,6 +112,10 @@ static int encode_field(const struct fsm_field *f, const char *payload, struct b
         return put_str(b, *(const struct fsm_str *)p);
     case FSM_F_COND:
         return encode_cond((const struct fsm_kv_cond *)p, b);
+    case FSM_F_NAMES: {
+        const struct fsm_names *ns = (const struct fsm_names *)p;
+        return buf_put_varint(b, ns->n) || buf_append(b, ns->raw.p, ns->raw.len);
+    }
     }
     return -1;
 }
@@ -228,6 +232,35 @@ static int get_kind_str(struct dec *d, const struct fsm_field *f, struct fsm_str
     return get_str(d, f->what, s, min, max);
 }
 
+/* A LOCK_MULTI's names: each entry checked here (mode, bounds, strictly increasing order),
+ * so the op and fsm_names_next walk only entries the decoder accepted. */
+static int decode_names(struct dec *d, const struct fsm_field *f, struct fsm_names *ns)
+{
+    uint64_t n;
+    struct fsm_str prev = {NULL, 0}, name;
+    if (get_u64(d, f->what, &n))
+        return -1;
+    if (n == 0 || n > FSM_MAX_MULTI_NAMES)
+        return fail(d, f->what, n ? "too many" : "empty");
+    size_t start = d->r.off;
+    for (uint64_t i = 0; i < n; i++) {
+        uint8_t mode;
+        if (rd_u8(&d->r, &mode))
+            return fail(d, f->what, "truncated");
+        if (mode & ~FSM_NAME_SHARED)
+            return fail(d, f->what, "mode has unknown bits");
+        if (get_str(d, f->what, &name, 1, FSM_MAX_NAME))
+            return -1;
+        if (i && fsm_name_cmp(prev.p, prev.len, name.p, name.len) >= 0)
+            return fail(d, f->what, "not in strictly increasing order");
+        prev = name;
+    }
+    ns->n = (uint32_t)n;
+    ns->raw.p = (const char *)d->r.p + start;
+    ns->raw.len = (uint32_t)(d->r.off - start);
+    return 0;
+}
+
 static int decode_field(struct dec *d, const struct fsm_field *f, char *payload)
 {
     char *p = payload + f->off;
@@ -248,6 +281,8 @@ static int decode_field(struct dec *d, const struct fsm_field *f, char *payload)
         return get_kind_str(d, f, (struct fsm_str *)p);
     case FSM_F_COND:
         return decode_cond(d, (struct fsm_kv_cond *)p);
+    case FSM_F_NAMES:
+        return decode_names(d, f, (struct fsm_names *)p);
     }
     return fail(d, f->what, "has an unknown kind");
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fsm/internal.h"
+#include "fsm/waitgraph.h"
 
 #define EVENTS_MIN_CAP 16 /* events of one apply: most have a few */
 #define DECODE_ERR_LEN 96 /* the decoder's message; "ERR bad entry: " + it fits a reply */
@@ -66,6 +67,7 @@ void fsm_free_state(struct fsm *f)
     htab_free(&f->sessions);
     htab_free(&f->locks);
     free(f->uses);
+    buf_free(&f->wg_text);
     memset(f, 0, sizeof(*f));
 }
 
@@ -76,6 +78,8 @@ struct fsm *fsm_new(void)
         free(f);
         return NULL;
     }
+    if (f)
+        fsm_set_deadlock_limit(f, FSM_DEADLOCK_LIMIT_DEFAULT);
     return f;
 }
 
@@ -290,6 +294,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_CLUSTER_FORMAT:
         fsm_op_cluster_format(a, &c->cluster_format, r);
         break;
+    case FSM_OP_LOCK_MULTI:
+        fsm_op_lock_multi(a, &c->lock_multi, r);
+        break;
     case FSM_OP_LOCK_REVOKE:
         fsm_op_lock_revoke(a, &c->lock_revoke, r);
         break;
@@ -323,7 +330,8 @@ static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_
     struct sess *s = fsm_sess_find(a->f, c->sid);
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
-    bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE;
+    bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE ||
+                  a->c->op == FSM_OP_LOCK_MULTI; /* its first name: either mode */
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)
         return;
@@ -360,8 +368,9 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
     /* One command allocates at most one revision per existing lock (a close hands all of them
        on) and per waiter (a run of shared grants) plus one: refuse rather than let the counter
        wrap to 0. */
+    uint64_t multi = c->op == FSM_OP_LOCK_MULTI ? c->lock_multi.names.n : 0; /* new locks */
     if (c->op != FSM_OP_NOOP &&
-        a->f->revision >= UINT64_MAX - a->f->locks.n - a->f->n_waiters - 1) {
+        a->f->revision >= UINT64_MAX - a->f->locks.n - a->f->n_waiters - multi - 1) {
         fsm_reply_err(r, PROTO_ERR " revision counter exhausted");
         return;
     }

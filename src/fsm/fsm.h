@@ -10,10 +10,13 @@
  * Invariants (checked by fsm_check_invariants, asserted by the tests after every step):
  *   - a lock has one exclusive holder or any number of shared holders (never both); every
  *     holder's session is alive and holds the lock once, in one mode;
- *   - a lock's FIFO queue never has a head that could be granted now (no missed grant); an
+ *   - a lock's FIFO queue never has a head that could be granted now (no missed grant; a
+ *     multi-request's waiter at the head: the request could not be granted whole); an
  *     upgrade request (exclusive, by a shared holder) is only ever at the head;
- *   - every queued waiter's session is alive and waits at most once per lock;
- *   - a lock that is free (no holder, not in lock-delay) has no waiters;
+ *   - every queued waiter's session is alive and waits at most once per lock; a session's
+ *     waits are in enqueue order, a multi-request's (one revision) next to each other by name;
+ *   - a lock that is free (no holder, not in lock-delay) has no waiters, unless the head is a
+ *     waiting multi-request (which blocks it until it can take all its names);
  *   - every grant takes a fresh revision: tokens strictly increase per lock and are unique;
  *   - a name has one kind (lock, semaphore, election) while it exists; a semaphore never has
  *     more than `limit` permits (shared holds) and no exclusive holder; an election has at most
@@ -44,9 +47,10 @@
 #define FSM_MAX_USER 64              /* bytes of an acting user / session owner (= ACL_NAME_MAX) */
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
+#define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
- * 2-3); 2: adds header version 2 (acting user), ops 14-21 and snapshots 4-5. The cluster's
+ * 2-3); 2: adds header version 2 (acting user), ops 14-25 and snapshots 4-6. The cluster's
  * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */
 #define FSM_FORMAT_1 1
 #define FSM_FORMAT_2 2
@@ -81,6 +85,31 @@ struct fsm_kv_cond {
     bool has_ifrev; /* IFREV ifrev: the key's mod_rev must be ifrev (0 = key must not exist) */
     uint64_t ifrev;
 };
+
+/* The names of a LOCK_MULTI (a NAMES field): `n` entries in `raw`, each u8 mode (0 exclusive,
+ * 1 shared) then str name (1..FSM_MAX_NAME), names in strictly increasing byte order (so no
+ * name twice). `raw` borrows the decode buffer, or a buffer the caller built with
+ * fsm_names_add; fsm_names_next walks it. */
+struct fsm_names {
+    uint32_t n; /* 1..FSM_MAX_MULTI_NAMES */
+    struct fsm_str raw;
+};
+struct fsm_names_it {
+    const uint8_t *p;
+    size_t len, off;
+};
+#define FSM_NAME_SHARED 1u /* a NAMES entry's mode byte: shared; 0 = exclusive */
+static inline void fsm_names_begin(struct fsm_names_it *it, const struct fsm_names *ns)
+{
+    it->p = (const uint8_t *)ns->raw.p;
+    it->len = ns->raw.len;
+    it->off = 0;
+}
+/* The next entry: 1 and its name and mode, or 0 at the end (or on bytes the decoder would
+ * refuse). */
+int fsm_names_next(struct fsm_names_it *it, struct fsm_str *name, bool *shared);
+/* Append one entry to a raw list being built (the caller keeps the byte order). 0 or -1. */
+int fsm_names_add(struct buf *raw, const char *name, size_t len, bool shared);
 
 /* ---- per-op payloads: struct fsm_cmd_<payload> from its field list in ops.h ---- */
 
@@ -153,7 +182,8 @@ struct fsm_wait_ref {
 };
 
 /* true and fill `w` for a command that may queue (its payload has a WAIT field: LOCK,
- * LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN), else false. */
+ * LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN, LOCK_MULTI), else false. A LOCK_MULTI's name is
+ * its first (lowest) name: the server parks it, and the FSM answers its retry, by that one. */
 bool fsm_cmd_wait_of(const struct fsm_cmd *c, struct fsm_wait_ref *w);
 
 /* ---- the op descriptor (ops.h's rows as data; ops.c) ---- */
@@ -248,9 +278,13 @@ enum fsm_event_type {
     FSM_EV_LEADER = 12,           /* name, sid, token, value: an election's new leader; sid 0
                                      (token 0, no value): the election has no leader any more */
     FSM_EV_PROCLAIM = 13,         /* name, sid, token, value: the leader changed its value */
-    FSM_EV_REVOKE_REQUESTED = 14, /* name, sid (the holder), token (its grant), ms (the deadline
+    FSM_EV_DEADLOCK = 14,         /* name, sid, ms = sessions in the cycle, value = the cycle
+                                     ("5 -a-> 7 -b-> 5"): the wait of sid on name was refused */
+    FSM_EV_DEADLOCK_LIMIT = 15,   /* name, sid, ms = steps: the deadlock search gave up at its
+                                     limit and the wait was queued (waitgraph.h) */
+    FSM_EV_REVOKE_REQUESTED = 16, /* name, sid (the holder), token (its grant), ms (the deadline
                                      asked, 0 = none), value (the reason), by (who asked) */
-    FSM_EV_WAIT_NOTIFY = 15,      /* name, sid (the waiter), token (the exclusive holder's grant
+    FSM_EV_WAIT_NOTIFY = 17,      /* name, sid (the waiter), token (the exclusive holder's grant
                                      it queued behind), ms (its wait): LOCK ... NOTIFY */
 };
 
@@ -263,9 +297,10 @@ struct fsm_event {
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
     struct fsm_str name;  /* owned by the events struct */
-    struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM: borrowed from the key's or the
-                             election's record, valid until the next fsm_apply, fsm_restore or
-                             fsm_free; REVOKE_REQUESTED: the reason, borrowed as well */
+    struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM, DEADLOCK: borrowed from the key's or
+                             the election's record (the fsm's last cycle text), valid until
+                             the next fsm_apply, fsm_restore or fsm_free; REVOKE_REQUESTED: the
+                             reason, borrowed as well */
     struct fsm_str by;    /* REVOKE_REQUESTED: who asked, borrowed as value is */
 };
 
@@ -470,6 +505,10 @@ void fsm_foreach_owner(const struct fsm *f,
    name (then queue order); never the hash buckets, so it is the same under any hash key. */
 void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid, uint64_t ttl_ms),
                          void *arg);
+/* SESSION.LIST (sesslist.c): cb(arg, sid) for at most `limit` live sessions with ids above
+   `after`, in id order; returns how many. O(limit) when session `after` is alive. */
+size_t fsm_sessions_after(const struct fsm *f, uint64_t after, size_t limit,
+                          void (*cb)(void *arg, uint64_t sid), void *arg);
 void fsm_foreach_waiter(const struct fsm *f,
                         void (*cb)(void *arg, const char *name, size_t namelen, uint64_t sid,
                                    uint64_t wait_ms),

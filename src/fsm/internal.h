@@ -77,10 +77,13 @@ struct sess {
     uint16_t name_len;
     uint8_t owner_len; /* the owner's bytes follow the name in name[] (0 = none) */
     uint8_t req_kind;  /* request table: highest seq and its reply */
+    uint8_t ending;    /* fsm_sess_end runs: a multi-request of it is never granted */
     uint64_t req_seq, req_value;
     uint64_t req_digest; /* fsm_cmd_digest of the command of req_seq; 0 = not recorded */
     char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
-    char name[];         /* name_len bytes of name, then owner_len bytes of owner */
+    /* deadlock-search scratch (waitgraph.c): its node, valid while wg_epoch == fsm.wg_epoch */
+    uint32_t wg_epoch, wg_index;
+    char name[]; /* name_len bytes of name, then owner_len bytes of owner */
 };
 
 static inline const char *sess_owner(const struct sess *s)
@@ -99,8 +102,10 @@ struct lock {
     uint32_t n_waiters, n_shared;
     uint16_t name_len;
     uint8_t in_delay;
-    uint8_t kind;   /* enum fsm_kind, fixed while the record exists */
-    uint32_t limit; /* FSM_KIND_SEM: permits (shared holds) at most; else 0 */
+    uint8_t on_todo;        /* queued in the apply's hand-on worklist (a->todo_*) */
+    struct lock *todo_next; /* in that worklist */
+    uint8_t kind;           /* enum fsm_kind, fixed while the record exists */
+    uint32_t limit;         /* FSM_KIND_SEM: permits (shared holds) at most; else 0 */
     /* FSM_KIND_ELECT: the leader (holder)'s value (owned, NULL if empty) and the revision of
      * its last change (grant or PROCLAIM); 0 and NULL without a leader. */
     char *value;
@@ -122,7 +127,8 @@ struct waiter {
     struct waiter *lprev, *lnext; /* in lock's FIFO */
     struct waiter *sprev, *snext; /* in sess->wait_* */
     uint64_t wait_ms;
-    uint64_t rev;   /* revision of the enqueueing command: orders the session's waits */
+    uint64_t rev;   /* revision of the enqueueing command: orders the session's waits; the
+                       waiters of one LOCK_MULTI share it (multi.c) */
     uint8_t shared; /* waits for shared mode; else exclusive (an upgrade if it holds shared) */
     char *value;    /* FSM_KIND_ELECT: the candidate's campaign value (owned, NULL if empty) */
     uint32_t value_len;
@@ -181,6 +187,11 @@ struct fsm {
     /* usage by session owner (usage.c): derived, rebuilt by restore, never serialised */
     struct fsm_use *uses;
     uint32_t n_uses, cap_uses;
+    /* deadlock detection (waitgraph.c): this node's search bound (not replicated), the
+       search epoch, and the text of the last cycle found (a DEADLOCK event's value) */
+    uint64_t wg_limit;
+    uint32_t wg_epoch;
+    struct buf wg_text;
 };
 
 /* ---- usage by session owner (src/fsm/usage.c) ---- */
@@ -202,6 +213,10 @@ struct actx {
     struct fsm_events *ev;
     uint32_t nrev;   /* revisions allocated by this command so far */
     uint64_t digest; /* fsm_cmd_digest of a checked command with a REQ, else 0 */
+    /* Locks to hand on (fsm_lock_todo): a multi-request's grant or departure touches several
+     * queues; they are handed on one at a time, not recursively. Empty between applies. */
+    struct lock *todo_head, *todo_tail;
+    bool handing; /* the worklist is being drained */
 };
 
 uint64_t fsm_next_rev(struct actx *a);
@@ -292,9 +307,35 @@ void fsm_reply_int(struct fsm_reply *r, uint64_t v);
 void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool expired);
 /* End a shared hold the same way (the lock is handed on only once no lock-delay runs). */
 void fsm_shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired);
-/* Grant the head of the queue while it can be granted (a run of shared requests together);
- * drop the lock if nothing uses it any more. `l` may be freed. */
+/* Grant the head of the queue while it can be granted (a run of shared requests together;
+ * a multi-request at the head when it can be granted on all its names); drop the lock if
+ * nothing uses it any more. `l` may be freed. Called while another hand-on runs, it only
+ * queues `l` in the worklist (fsm_lock_todo), which the outer one drains. */
 void fsm_lock_hand_on(struct actx *a, struct lock *l);
+void fsm_lock_todo(struct actx *a, struct lock *l);
+void fsm_lock_hand_on_todo(struct actx *a); /* drain the worklist (unless one drains it) */
+/* A shared grant with a record the caller allocated (so a multi-grant fails before any change). */
+uint64_t fsm_shold_grant_with(struct actx *a, struct lock *l, struct sess *s, struct shold *h);
+
+/* ---- multi-requests (src/fsm/multi.c) ----
+ * A waiting LOCK_MULTI is one waiter per name, each in its lock's FIFO; they share the session
+ * and the enqueue revision and sit next to each other in the session's wait list, in name order.
+ * That is the whole representation (a snapshot needs nothing more). */
+/* Whether w is one of a multi-request's waiters (a request of two names or more). */
+bool fsm_waiter_multi(const struct waiter *w);
+/* The names the waiting request of w is queued on: calls visit for each of its waiters in name
+ * order (only w itself for a single-name request) until visit returns nonzero; returns that. */
+int fsm_wait_request_foreach(const struct waiter *w,
+                             int (*visit)(void *arg, const struct waiter *x), void *arg);
+/* Whether the request of w (multi or not) can be granted now: at the head of every queue it
+ * waits in, each grantable there (fsm_lock_head_grantable), its session not ending. */
+bool fsm_wait_request_grantable(const struct waiter *w);
+/* Grant a multi-request now if it can be: every name in one go (tokens: consecutive revisions
+ * in name order); the other locks go to the worklist. False if it cannot (or memory ran out:
+ * nothing changed). */
+bool fsm_multi_grant(struct actx *a, struct waiter *w);
+/* Remove every waiter of w's multi-request (WAIT_ENDED each) and hand their locks on. */
+void fsm_multi_leave(struct actx *a, struct waiter *w);
 /* Give a lock to `s` in shared mode: a fresh revision is the token; 0 (and nothing changed)
  * if memory ran out. */
 uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s);
@@ -311,6 +352,7 @@ void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_
 void fsm_op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void fsm_op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p,
                           struct fsm_reply *r);
+void fsm_op_lock_multi(struct actx *a, const struct fsm_cmd_lock_multi *p, struct fsm_reply *r);
 void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
 void fsm_op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
                         bool expired);

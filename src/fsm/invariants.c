@@ -101,8 +101,11 @@ static int check_wait_list(struct chk *c, const struct sess *s)
         if (w->sess != s || w->sprev != prev ||
             fsm_lock_find(c->f, w->lock->name, w->lock->name_len) != w->lock)
             return bad(c, "wait list of session inconsistent", s->sid);
-        if (w->rev <= prev_rev)
-            return bad(c, "wait list not in enqueue order", s->sid);
+        if (w->rev < prev_rev ||
+            (w->rev == prev_rev && fsm_name_cmp(prev->lock->name, prev->lock->name_len,
+                                                w->lock->name, w->lock->name_len) >= 0))
+            return bad(c, "wait list not in enqueue order (a multi-request's in name order)",
+                       s->sid);
         prev_rev = w->rev;
     }
     if (prev != s->wait_tail || n != s->n_waits)
@@ -161,8 +164,8 @@ static int check_lock_state(struct chk *c, const struct lock *l)
     }
     if (l->token || l->held_since_ms)
         return bad(c, "token on a lock without holder", id);
-    if (!l->in_delay && !l->n_shared)
-        return bad(c, "free lock stored", l->n_waiters);
+    if (!l->in_delay && !l->n_shared && !(l->wq_head && fsm_waiter_multi(l->wq_head)))
+        return bad(c, "free lock stored", l->n_waiters); /* but a multi-request's queue */
     if (!l->in_delay)
         return 0;
     if (l->lockdelay_ms == 0)
@@ -227,14 +230,14 @@ static int check_waiters(struct chk *c, const struct lock *l, uint64_t *sids)
             return bad(c, "holder queued on its own lock", w->sess->sid);
         if (w->wait_ms == 0 || w->rev <= prev_rev)
             return bad(c, "waiter without wait or out of enqueue order", w->rev);
-        if (rev_seen(c, w->rev))
-            return -1;
+        if ((!w->sprev || w->sprev->rev != w->rev) && rev_seen(c, w->rev))
+            return -1; /* a multi-request's waiters share one revision: counted once */
         prev_rev = w->rev;
         if (check_waiter_mode(c, l, w, &prev_rev))
             return -1;
         sids[n] = w->sess->sid;
     }
-    if (l->wq_head && fsm_lock_head_grantable(l, l->wq_head))
+    if (l->wq_head && fsm_wait_request_grantable(l->wq_head))
         return bad(c, "the head waiter could be granted (a missed grant)", l->wq_head->rev);
     if (prev != l->wq_tail || n != l->n_waiters)
         return bad(c, "lock queue tail or count wrong", n);

@@ -17,6 +17,7 @@
 
 #include "common/list.h"
 #include "fsm/internal.h"
+#include "fsm/waitgraph.h"
 
 /* ---- records ---- */
 
@@ -265,18 +266,69 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
 }
 
 /* FIFO across modes: the head is granted while it can be, so a run of shared requests at the
- * head is granted together and stops at the first exclusive one (no writer starvation). */
+ * head is granted together and stops at the first exclusive one (no writer starvation). A
+ * multi-request at the head is granted only with all its names (multi.c); until then it blocks
+ * this queue, even while the lock is free: nobody overtakes it. */
+static void hand_on_one(struct actx *a, struct lock *l)
+{
+    while (l->wq_head) {
+        struct waiter *w = l->wq_head;
+        if (w->sess->ending) /* its waits are removed next (fsm_sess_end): no grant for it */
+            break;
+        if (fsm_waiter_multi(w)) {
+            if (!fsm_multi_grant(a, w))
+                break;
+        } else if (!fsm_lock_head_grantable(l, w) || !grant_head(a, l, w)) {
+            break;
+        }
+    }
+    if (lock_unused(l) && !l->on_todo)
+        fsm_lock_drop(a->f, l);
+}
+
+void fsm_lock_todo(struct actx *a, struct lock *l)
+{
+    if (l->on_todo)
+        return;
+    l->on_todo = 1;
+    l->todo_next = NULL;
+    if (a->todo_tail)
+        a->todo_tail->todo_next = l;
+    else
+        a->todo_head = l;
+    a->todo_tail = l;
+}
+
+/* In worklist order: the same on every replica (no hash order enters it). */
+void fsm_lock_hand_on_todo(struct actx *a)
+{
+    if (a->handing)
+        return;
+    a->handing = true;
+    while (a->todo_head) {
+        struct lock *l = a->todo_head;
+        a->todo_head = l->todo_next;
+        if (!a->todo_head)
+            a->todo_tail = NULL;
+        l->on_todo = 0;
+        l->todo_next = NULL;
+        hand_on_one(a, l);
+    }
+    a->handing = false;
+}
+
 void fsm_lock_hand_on(struct actx *a, struct lock *l)
 {
-    while (l->wq_head && fsm_lock_head_grantable(l, l->wq_head))
-        if (!grant_head(a, l, l->wq_head))
-            break;
-    if (lock_unused(l))
-        fsm_lock_drop(a->f, l);
+    fsm_lock_todo(a, l);
+    fsm_lock_hand_on_todo(a);
 }
 
 void fsm_waiter_leave(struct actx *a, struct waiter *w)
 {
+    if (fsm_waiter_multi(w)) { /* the request leaves every queue at once */
+        fsm_multi_leave(a, w);
+        return;
+    }
     struct lock *l = w->lock;
     fsm_lock_emit(a, FSM_EV_WAIT_ENDED, w->sess->sid, 0, 0, l);
     fsm_waiter_remove(a->f, w);
@@ -339,6 +391,8 @@ static void lock_new_grant(struct actx *a, struct fsm_str name, struct sess *s, 
 void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
                       uint8_t mode, struct fsm_reply *r)
 {
+    if (fsm_deadlock_refused(a, l, s, mode, r))
+        return; /* the wait would close a cycle: -DEADLOCK, not queued */
     struct waiter *w = malloc(sizeof(*w));
     if (!w) {
         fsm_reply_err(r, PROTO_ERR " out of memory");

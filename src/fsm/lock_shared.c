@@ -77,7 +77,7 @@ bool fsm_shold_token_held(const struct lock *l, uint64_t token)
 }
 
 /* The record is allocated before anything changes, so a failure changes nothing. */
-static uint64_t shold_link_grant(struct actx *a, struct lock *l, struct sess *s, struct shold *h)
+uint64_t fsm_shold_grant_with(struct actx *a, struct lock *l, struct sess *s, struct shold *h)
 {
     memset(h, 0, sizeof(*h));
     h->token = fsm_next_rev(a);
@@ -92,7 +92,7 @@ static uint64_t shold_link_grant(struct actx *a, struct lock *l, struct sess *s,
 uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s)
 {
     struct shold *h = malloc(sizeof(*h));
-    return h ? shold_link_grant(a, l, s, h) : 0;
+    return h ? fsm_shold_grant_with(a, l, s, h) : 0;
 }
 
 void fsm_shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool expired)
@@ -123,7 +123,7 @@ static void grant_now(struct actx *a, struct lock *l, struct fsm_str name, struc
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    fsm_reply_int(r, shold_link_grant(a, l, s, h));
+    fsm_reply_int(r, fsm_shold_grant_with(a, l, s, h));
 }
 
 /*

@@ -82,6 +82,16 @@ uint64_t fsm_cmd_acting_sid(const struct fsm_cmd *c)
 bool fsm_cmd_wait_of(const struct fsm_cmd *c, struct fsm_wait_ref *w)
 {
     const struct fsm_str *name = fsm_cmd_str(c, FSM_F_NAME);
+    const struct fsm_field *names = field_of(c, FSM_F_NAMES);
+    struct fsm_str first;
+    if (!name && names) { /* a LOCK_MULTI: its first name stands for the request */
+        struct fsm_names_it it;
+        bool shared;
+        fsm_names_begin(&it, (const struct fsm_names *)(payload_of(c) + names->off));
+        if (!fsm_names_next(&it, &first, &shared))
+            return false;
+        name = &first;
+    }
     if (!field_of(c, FSM_F_WAIT) || !name)
         return false;
     *w = (struct fsm_wait_ref){*name, u64_or_0(c, FSM_F_SID), u64_or_0(c, FSM_F_WAIT)};

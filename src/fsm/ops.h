@@ -37,6 +37,8 @@ enum fsm_field_kind {
     FSM_F_ADDR,   /* str 1..FSM_MAX_ADDR */
     FSM_F_COND,   /* u8 flags (bit 0 fence, bit 1 ifrev, others 0), [str fence_name (1..
                      FSM_MAX_NAME), varint fence_token], [varint ifrev] */
+    FSM_F_NAMES,  /* varint n (1..FSM_MAX_MULTI_NAMES), then n times: u8 mode (0 exclusive,
+                     1 shared), str name (1..FSM_MAX_NAME); names strictly increasing */
 };
 #define FSM_CTYPE_U64 uint64_t
 #define FSM_CTYPE_SID uint64_t
@@ -48,6 +50,7 @@ enum fsm_field_kind {
 #define FSM_CTYPE_EVALUE struct fsm_str
 #define FSM_CTYPE_ADDR struct fsm_str
 #define FSM_CTYPE_COND struct fsm_kv_cond
+#define FSM_CTYPE_NAMES struct fsm_names
 
 /*
  * The payloads: F(payload, kind, member, what) per field, in wire order. `what` names the
@@ -96,6 +99,9 @@ enum fsm_field_kind {
     F(p, SID, sid, "sid")                                                                          \
     F(p, U64, token, "token") /* must be the current leader's */                                   \
     F(p, EVALUE, value, "value")
+/* LOCK_MULTI: several locks at once, each exclusive or shared (multi.c) */
+#define FSM_PAYLOAD_lock_multi(F, p)                                                               \
+    F(p, SID, sid, "sid") F(p, NAMES, names, "lock names") F(p, WAIT, wait_ms, "wait")
 /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
 #define FSM_PAYLOAD_cluster_format(F, p) F(p, U64, format, "format")
 /* LOCK_REVOKE (revoke.c): no SID field: it acts on whoever holds the lock, not as a session */
@@ -125,6 +131,7 @@ enum fsm_field_kind {
     P(elect_campaign)                                                                              \
     P(elect_proclaim)                                                                              \
     P(cluster_format)                                                                              \
+    P(lock_multi)                                                                                  \
     P(lock_revoke)                                                                                 \
     P(revoke_end)
 /* clang-format on */
@@ -138,6 +145,7 @@ enum fsm_grow {
     FSM_GROW_SHARED,  /* as LOCK, plus a shared hold's record when granted */
     FSM_GROW_VALUE,   /* its EVALUE's bytes (at most: the old value is freed) */
     FSM_GROW_KEY,     /* a key (NAME and VALUE), or the growth of the key's value */
+    FSM_GROW_MULTI,   /* per NAMES entry, as LOCK (SHARED for a shared one) */
 };
 
 /*
@@ -198,14 +206,17 @@ enum fsm_grow {
        changes; the same: OK, no revision). The leader writes it, as a version-1 entry, once       \
        every voter reads the new format. */                                                        \
     X(CLUSTER_FORMAT, 21, cluster_format, cluster_format, 2, NONE, 0)                              \
+    /* -> INT the first token (the tokens are consecutive revisions, one per name in name          \
+       order) | QUEUED | NIL: every name at once or none (multi.c) */                              \
+    X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)                                         \
     /* -> INT token of the grant asked to let go (its holder gets REVOKE_REQUESTED); ERR           \
        NOTHOLDER if nobody holds the lock exclusively (revoke.c) */                                \
-    X(LOCK_REVOKE, 22, lock_revoke, lock_revoke, 2, NONE, 0)                                       \
+    X(LOCK_REVOKE, 23, lock_revoke, lock_revoke, 2, NONE, 0)                                       \
     /* -> OK; releases grant `token` as an expiry does if it still holds the lock under a pending  \
        revoke with a deadline, else changes nothing (a stale timer) */                             \
-    X(REVOKE_END, 23, revoke_end, revoke_end, 2, NONE, 0)                                          \
+    X(REVOKE_END, 24, revoke_end, revoke_end, 2, NONE, 0)                                          \
     /* -> as LOCK; a session it queues behind an exclusive holder tells that holder once           \
        (WAIT_NOTIFY: LOCK ... NOTIFY, revoke.c) */                                                 \
-    X(LOCK_NOTIFY, 24, lock_notify, lock, 2, LOCK, 0)
+    X(LOCK_NOTIFY, 25, lock_notify, lock, 2, LOCK, 0)
 
 #endif

@@ -86,6 +86,7 @@ void fsm_sess_end(struct actx *a, struct sess *s, bool expired)
 {
     bool revoked = a->c->op == FSM_OP_SESSION_REVOKE;
     uint64_t delay = expired ? s->lockdelay_ms : 0;
+    s->ending = 1; /* a release below may hand on to its own multi-request: not granted */
     while (s->held_head)
         fsm_lock_release(a, s->held_head, delay, expired);
     while (s->wait_head)

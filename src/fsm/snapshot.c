@@ -417,7 +417,7 @@ static int restore_delay(struct rst *s, struct lock *l)
     if (flags & FLAG_REVOKE)
         return restore_revoke(s, l, flags);
     if (!flags)
-        return l->holder || l->n_shared ? 0 : bad(s, "free lock stored");
+        return 0; /* a free lock is refused once its waiters are read (restore_lock) */
     if (l->holder)
         return bad(s, "held lock in lock-delay");
     if (get_u(s, &l->lockdelay_ms))
@@ -466,9 +466,7 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
     if (wait == 0)
         return bad(s, "waiter without a wait");
     if (restore_mode(s, l, x, &shared, rev, prev_rev))
-        return -1;
-    if (push_rev(s, rev))
-        return -1;
+        return -1; /* the enqueue revision is pushed by link_sessions: once per request */
     if (vec_push(&s->sids, &sid, sizeof(sid)))
         return bad(s, "out of memory");
     struct waiter *w = calloc(1, sizeof(*w));
@@ -501,9 +499,7 @@ static int restore_waiters(struct rst *s, struct lock *l)
     for (size_t i = 1; i < s->sids.n; i++)
         if (v[i] == v[i - 1])
             return bad(s, "session queued twice on one lock");
-    if (l->wq_head && fsm_lock_head_grantable(l, l->wq_head))
-        return bad(s, "the head waiter could be granted");
-    return 0;
+    return 0; /* whether the head could be granted: head_check, once every queue is read */
 }
 
 static int restore_lock(struct rst *s, struct lock **prev)
@@ -527,6 +523,8 @@ static int restore_lock(struct rst *s, struct lock **prev)
     if (restore_holder(s, l) || restore_sholds(s, l) || restore_delay(s, l) ||
         restore_waiters(s, l))
         return -1;
+    if (!l->holder && !l->n_shared && !l->in_delay && !l->wq_head)
+        return bad(s, "free lock stored");
     return (why = fsm_snap_check_kind(l)) ? bad(s, why) : 0;
 }
 
@@ -613,15 +611,43 @@ static int cmp_shold(const void *a, const void *b)
     return x->token < y->token ? -1 : x->token > y->token;
 }
 
+/* Enqueue order; a multi-request's waiters (one revision) by session, then name. */
 static int cmp_wait(const void *a, const void *b)
 {
     const struct waiter *x = *(const struct waiter *const *)a;
     const struct waiter *y = *(const struct waiter *const *)b;
-    return x->rev < y->rev ? -1 : x->rev > y->rev;
+    if (x->rev != y->rev)
+        return x->rev < y->rev ? -1 : 1;
+    if (x->sess != y->sess)
+        return x->sess->sid < y->sess->sid ? -1 : 1;
+    return fsm_name_cmp(x->lock->name, x->lock->name_len, y->lock->name, y->lock->name_len);
+}
+
+/* One enqueue revision per request: the waiters sharing one must be one session's (a
+ * multi-request; the sort put them next to each other). */
+static int push_wait_revs(struct rst *s, struct waiter **waits, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i && waits[i]->rev == waits[i - 1]->rev) {
+            if (waits[i]->sess != waits[i - 1]->sess)
+                return bad(s, "a revision is stored twice (sid, token, enqueue or mod_rev)");
+            continue;
+        }
+        if (push_rev(s, waits[i]->rev))
+            return -1;
+    }
+    return 0;
+}
+
+static int head_check(void *arg, const struct onode *n)
+{
+    const struct lock *l = ONODE_OWNER(n, struct lock, o);
+    (void)arg;
+    return l->wq_head && fsm_wait_request_grantable(l->wq_head);
 }
 
 /* Build the sessions' lists in the order a replica that applied the log would have them. */
-static void link_sessions(struct rst *s)
+static int link_sessions(struct rst *s)
 {
     struct lock **held = s->held.p;
     struct waiter **waits = s->waits.p;
@@ -634,6 +660,8 @@ static void link_sessions(struct rst *s)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
     for (size_t i = 0; i < s->waits.n; i++)
         fsm_waiter_link_sess(s->nf, waits[i]->sess, waits[i]);
+    if (push_wait_revs(s, waits, s->waits.n))
+        return -1;
     struct shold **sh = s->sholds.p;
     if (s->sholds.n)
         qsort(sh, s->sholds.n, sizeof(*sh), cmp_shold);
@@ -641,6 +669,9 @@ static void link_sessions(struct rst *s)
         struct sess *x = sh[i]->sess;
         fsm_shold_link_sess(x, sh[i]);
     }
+    if (fsm_otree_walk(s->nf->lock_names, NULL, 0, head_check, NULL))
+        return bad(s, "the head waiter could be granted");
+    return 0;
 }
 
 static int revs_distinct(struct rst *s)
@@ -693,9 +724,8 @@ static int restore_body(struct rst *s)
         return -1;
     if (s->r.off != s->r.len)
         return bad(s, "trailing bytes");
-    if (revs_distinct(s))
+    if (link_sessions(s) || revs_distinct(s))
         return -1;
-    link_sessions(s);
     if (snap_version(s->nf) != version) /* canonical: the oldest version that holds it */
         return bad(s, "snapshot version is not the oldest that holds its state");
     return 0;
@@ -711,6 +741,7 @@ int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_
     if (!s.nf)
         return bad(&s, "out of memory");
     fsm_set_hash_key(s.nf, f->hash_key); /* the swap below keeps this process's key */
+    s.nf->wg_limit = f->wg_limit;        /* and its deadlock-search limit */
     int rc = restore_body(&s);
     free(s.revs.p);
     free(s.held.p);

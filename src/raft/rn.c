@@ -139,6 +139,7 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
     }
     raft_uv_set_segment_size(&rn->io, RN_SEGMENT_BYTES);
     rn_iotime_install(rn);
+    rn_heard_install(rn);
     /* libraft's auto-recovery renames a segment it cannot read to corrupt-* and starts without
      * it, silently dropping acknowledged entries; refusing to start is the safe answer. */
     raft_uv_set_auto_recovery(&rn->io, false);

@@ -233,6 +233,21 @@ int rn_change_info(struct rn *rn, struct rn_change_view *out);
  *     for 20 election timeouts: hands leadership to another voter, with a log line. */
 void rn_tick(struct rn *rn);
 
+/* Proposals made here and not answered yet: in the open batch or appended and waiting to
+ * apply (the fencelock_proposals_pending gauge). Walks the live batches: O(in flight). */
+uint64_t rn_proposals_pending(struct rn *rn);
+/* On the leader, for each other server of the configuration (voters, standbys, spares): how
+ * many entries of the leader's log it has not acknowledged (last index - libraft's match
+ * index). Nothing on a follower. Right after an election a peer reads as far behind as the
+ * whole log until its first reply (a heartbeat later). */
+void rn_foreach_peer_lag(struct rn *rn, void (*cb)(void *arg, uint64_t id, uint64_t lag),
+                         void *arg);
+/* Voters of the current configuration (this node included, if it is one) and how many of them
+ * this node heard from within `within_ms` (itself always counts): what a node waiting for a
+ * quorum reports. Only a hint (rn_heard.c): nothing decides on it. Zeroes on a glue without a
+ * node of its own (rn_glue_new) until it is attached. */
+void rn_voters_heard(struct rn *rn, uint64_t within_ms, unsigned *voters, unsigned *heard);
+
 /* Raft-port connections dropped by the validating transport for `reason` (enum rn_wire_reason
  * in raft/wire.h; rn_wire_reason_name names it). */
 uint64_t rn_raft_rejected(struct rn *rn, int reason);

@@ -212,6 +212,15 @@ int rn_propose_lazy(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb
     return propose(rn, cmd, len, cb, ctx, rn->cfg.lazy_ms > 0);
 }
 
+uint64_t rn_proposals_pending(struct rn *rn)
+{
+    uint64_t n = 0;
+    for (struct batch *b = rn->batches; b; b = b->next)
+        for (unsigned i = 0; i < b->n; i++)
+            n += b->props[i].state != PROP_DELIVERED;
+    return n;
+}
+
 static void bar_cb(struct raft_barrier *req, int status)
 {
     struct bar *b = (struct bar *)req;

@@ -14,6 +14,7 @@
  *   rn_bind.c    waiting for the raft address to be free before libraft listens on it
  *   rn_restore.c a new cluster's data directory from a backup (fencelockd --restore)
  *   rn_iotime.c  disk timings: libraft's appends and snapshot writes (rn_hooks.timed)
+ *   rn_heard.c   when each peer was last heard from (rn_voters_heard: the status line)
  *
  * Ownership: struct rn owns its batches (and the proposals inside them), barriers and changes
  * until their callbacks fired; everything is freed by rn_close (rn.c). Every struct here lives
@@ -46,6 +47,7 @@
 /* A one-line reason: an error message part, a description of a change in progress. */
 #define RN_REASON_BUF 160
 
+#define RN_HEARD_MAX 32             /* servers rn_heard.c keeps a last-message stamp for */
 #define RN_BATCH_MAX 64             /* commands per log entry */
 #define RN_BATCH_BYTES (256u << 10) /* command bytes per log entry (soft) */
 
@@ -139,6 +141,12 @@ struct rn {
                      raft_io_append_cb);
     int (*io_snapshot_put)(struct raft_io *, unsigned, struct raft_io_snapshot_put *,
                            const struct raft_snapshot *, raft_io_snapshot_put_cb);
+    /* libraft's raft_io start and receive callback, wrapped by rn_heard.c to stamp senders */
+    int (*io_start)(struct raft_io *, unsigned, raft_io_tick_cb, raft_io_recv_cb);
+    raft_io_recv_cb io_recv;
+    struct {
+        uint64_t id, ms; /* a server id (0: free slot) and uv_now when it last sent a message */
+    } heard[RN_HEARD_MAX];
     bool halted; /* met an entry or snapshot of a newer log format: applies nothing more */
     const struct logger *log;
     struct rn_config cfg;
@@ -226,5 +234,7 @@ int rn_bind_probe(const char *address);
 
 /* rn_iotime.c: wrap io.append / io.snapshot_put to time them (after raft_uv_init). */
 void rn_iotime_install(struct rn *rn);
+/* rn_heard.c: wrap io.start so every received message stamps its sender (after raft_uv_init). */
+void rn_heard_install(struct rn *rn);
 
 #endif

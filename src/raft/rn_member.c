@@ -325,6 +325,21 @@ static bool voter_caught_up(struct rn *rn, uint64_t id)
     return raft_match_index(rn->raft, id, &match) == 0 && match >= rn->commit_prev;
 }
 
+void rn_foreach_peer_lag(struct rn *rn, void (*cb)(void *arg, uint64_t id, uint64_t lag), void *arg)
+{
+    if (raft_state(rn->raft) != RAFT_LEADER)
+        return;
+    raft_index last = raft_last_index(rn->raft);
+    const struct raft_configuration *c = &rn->raft->configuration;
+    for (unsigned i = 0; i < c->n; i++) {
+        raft_index match = 0;
+        if (c->servers[i].id == rn->cfg.id ||
+            raft_match_index(rn->raft, c->servers[i].id, &match) != 0)
+            continue;
+        cb(arg, c->servers[i].id, last > match ? last - match : 0);
+    }
+}
+
 int rn_remove_check(struct rn *rn, uint64_t id, char *why, size_t whylen)
 {
     const struct raft_configuration *c = &rn->raft->configuration;

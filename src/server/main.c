@@ -29,8 +29,10 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
  */
 static int fit_fd_limit(struct srv_config *cfg)
 {
-    const struct logger lg = {
-        .level = cfg->log_level, .id = (int)cfg->id, .format = cfg->log_format};
+    const struct logger lg = {.level = cfg->log_level,
+                              .id = (int)cfg->id,
+                              .format = cfg->log_format,
+                              .journal = log_stderr_is_journal(getenv("JOURNAL_STREAM"))};
     /* Membership may grow at run time, so the reserve covers the largest one. */
     struct fdlimit f = {
         .wanted = cfg->max_clients,

@@ -7,7 +7,9 @@
  */
 #include "common/clock.h"
 #include "common/map.h"
+#include "fsm/waitgraph.h"
 #include "server/cmd/cmd.h"
+#include "server/obs/status.h"
 #include "server/security/peer_guard.h"
 #include "server/security/secret.h"
 #include "server/server.h"
@@ -58,6 +60,15 @@ static void hook_timed(void *arg, enum rn_timing kind, double seconds)
         hist_observe(h[kind], seconds);
 }
 
+/* The --peer-tls-* files just loaded: their expiry for /metrics (obs/certexp.h). */
+static void note_peer_expiry(struct srv *s)
+{
+    if (!s->cfg.peer_tls_cert[0])
+        return;
+    certexp_note(&s->certs, SRV_CERT_PEER_TLS, s->cfg.peer_tls_cert, &s->log);
+    certexp_note(&s->certs, SRV_CERT_PEER_TLS_CA, s->cfg.peer_tls_ca, &s->log);
+}
+
 /* Random hash keys for this process: lock names and the server's map keys (names, session ids)
  * come from clients, who must not be able to choose keys that share a bucket. Nothing
  * replicated depends on bucket order (docs/design.md "Hashing"), so every node has its own.
@@ -90,6 +101,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->log.level = cfg->log_level;
     s->log.id = (int)cfg->id;
     s->log.format = cfg->log_format;
+    s->log.journal = log_stderr_is_journal(getenv("JOURNAL_STREAM"));
     s->cluster.role = RN_UNAVAILABLE;
     lease_init(&s->lease.rules, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
@@ -102,13 +114,16 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     if (notify_open(&s->notify, getenv("NOTIFY_SOCKET")))
         LOGW(&s->log, "NOTIFY_SOCKET %s unusable (%s): no readiness notification",
              getenv("NOTIFY_SOCKET"), strerror(errno));
+    srv_status_init(s);
     if (mkdir_p(cfg->data_dir)) {
         LOGE(&s->log, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
         return -1;
     }
     s->fsm = fsm_new();
-    if (s->fsm)
+    if (s->fsm) {
         fsm_set_hash_key(s->fsm, fsm_key); /* empty: cannot fail */
+        fsm_set_deadlock_limit(s->fsm, cfg->deadlock_search_limit);
+    }
     sodium_memzero(fsm_key, sizeof fsm_key);
     if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
         srv_tls_init(s) || srv_tsig_init(s))
@@ -152,6 +167,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         LOGE(&s->log, "%s", err);
         return -1;
     }
+    note_peer_expiry(s); /* rn_new loaded the --peer-tls-* files */
     /* The loop handles exist from here on, so srv_stop may close them whatever failed later. */
     uv_timer_init(s->loop, &s->tick);
     s->tick.data = s;
@@ -184,10 +200,12 @@ static void peer_tls_reload(struct srv *s)
     char err[256];
     if (!s->cfg.peer_tls_cert[0])
         return;
-    if (rn_peer_tls_reload(s->rn, err, sizeof err))
+    if (rn_peer_tls_reload(s->rn, err, sizeof err)) {
         LOGE(&s->log, "SIGHUP: %s; the previous peer certificate, key and CA stay", err);
-    else
-        LOGI(&s->log, "SIGHUP: peer TLS certificate, key and CA reloaded");
+        return;
+    }
+    LOGI(&s->log, "SIGHUP: peer TLS certificate, key and CA reloaded");
+    note_peer_expiry(s);
 }
 
 /* SIGHUP reloads what was read from files at start: --audit-log is reopened (log rotation),
@@ -244,6 +262,7 @@ int srv_start(struct srv *s)
         return -1;
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
+    srv_http_set_async(s->http, srv_http_async_route, s); /* GET /v1/fence (obs/http_fence.c) */
     /* /health hands out the term and applied index, what a forger of Raft traffic needs. */
     if (s->cfg.http_port && !srv_host_loopback(s->cfg.http_host))
         LOGW(&s->log,

@@ -41,7 +41,9 @@
 #include "server/lease/glue.h"
 #include "server/net/net.h"
 #include "server/net/tls.h"
+#include "server/obs/certexp.h"
 #include "server/obs/http.h"
+#include "server/obs/http_fence.h"
 #include "server/obs/metrics.h"
 #include "server/obs/notify.h"
 #include "server/security/audit.h"
@@ -81,7 +83,9 @@ struct srv {
     struct audit audit;         /* --audit-log (security/audit.h) */
     struct tsig tsig;           /* --token-key keys (cmd/cmd_sign.c; never logged) */
     struct srv_http *http;      /* obs/http.h */
+    struct srv_hfence hfence;   /* GET /v1/fence checks awaiting a barrier (obs/http_fence.h) */
     struct srv_metrics m;       /* obs/metrics.h */
+    struct srv_certs certs;     /* expiry of the TLS files in use (obs/certexp.h) */
     struct cmdstat cmdstat;     /* fencelock_commands_total{command,result} */
     struct notify notify;       /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
     struct buf scratch;

@@ -9,7 +9,8 @@
  *     the API against a live cluster; "tests: N passed, N failed"
  * fl_probe prims EP
  *     semaphores and elections (fl_sem_*, fl_campaign, fl_proclaim, fl_resign, fl_leader,
- *     fl_observe, FL_EWRONGTYPE) against a live cluster; "tests: N passed, N failed"
+ *     fl_observe, FL_EWRONGTYPE), and a wait that closes a cycle (FL_EDEADLOCK, fl_lock_waits)
+ *     against a live cluster; "tests: N passed, N failed"
  * fl_probe lock EP NAME WAIT_MS TTL  (and `shared`, the same with fl_lock_shared)
  *     open a session, take the lock, print the outcome; on a stdin line unlock and close
  * fl_probe sem EP NAME LIMIT WAIT_MS TTL, fl_probe campaign EP NAME VALUE WAIT_MS TTL
@@ -29,6 +30,7 @@
  */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,35 @@ static void api_shared(fl_client *c)
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
 
+/* Several locks at once: every name in one grant (consecutive tokens in name order, returned in
+   the order given), a busy name's try holding nothing, a wait granted whole once the busy name
+   is free, argument mistakes refused before anything is sent, fl_unlock_multi. */
+static void api_multi(fl_client *c)
+{
+    fl_session *a, *b;
+    const char *ab[] = {"api-mb", "api-ma"}, *bc[] = {"api-mc", "api-mb"}, *dup[] = {"x", "x"};
+    const uint8_t shared[] = {0, 1};
+    uint64_t t[2] = {0, 0}, u[2] = {0, 0};
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK_ERR(fl_lock_multi(a, 2, ab, shared, 0, t), FL_OK);
+    CHECK(t[1] && t[0] == t[1] + 1); /* api-ma (shared) first in name order */
+    CHECK_ERR(fl_fence_check(c, "api-mb", t[0]), FL_OK);
+    CHECK_ERR(fl_fence_check(c, "api-ma", t[1]), FL_OK);
+    CHECK_ERR(fl_lock_multi(b, 2, bc, NULL, 0, u), FL_ETIMEOUT); /* api-mb is a's */
+    struct fl_lock_info li;
+    CHECK_ERR(fl_lock_info(c, "api-mc", &li), FL_ENOTFOUND); /* nothing held by the try */
+    CHECK_ERR(fl_lock_multi(b, 2, dup, NULL, 0, u), FL_EINVAL);
+    CHECK_ERR(fl_lock_multi(a, 2, ab, NULL, 0, u), FL_ESERVER); /* names it holds */
+    CHECK_ERR(fl_unlock_multi(a, 2, ab), FL_OK);
+    CHECK_ERR(fl_lock_multi(b, 2, bc, NULL, 1000, u), FL_OK);
+    CHECK(u[1] > t[0] && u[0] == u[1] + 1);
+    CHECK_ERR(fl_unlock_multi(b, 2, bc), FL_OK);
+    CHECK_ERR(fl_lock_info(c, "api-mb", &li), FL_ENOTFOUND);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
 static void api_kv(fl_client *c)
 {
     fl_session *s;
@@ -245,6 +276,7 @@ static int mode_api(const char *ep)
     fl_client *c = client(ep, 0);
     api_locks(c);
     api_shared(c);
+    api_multi(c);
     api_kv(c);
     api_misc(c);
     api_lost(c);
@@ -363,6 +395,64 @@ static void prims_elect(fl_client *c, fl_session *a, fl_session *b)
     CHECK_ERR(fl_resign(b, "p.el"), FL_ENOTHOLDER);
 }
 
+struct waiter_arg {
+    fl_session *s;
+    fl_err err;
+    uint64_t token;
+};
+
+static void *wait_for_y(void *arg)
+{
+    struct waiter_arg *w = arg;
+    w->err = fl_lock(w->s, "p.dl.y", 10000, &w->token);
+    return NULL;
+}
+
+/* Whether fl_lock_waits lists sid waiting for lock y behind `blocker`. */
+static int listed(fl_client *c, uint64_t sid, uint64_t blocker)
+{
+    struct fl_wait_list wl;
+    int found = 0;
+    if (fl_lock_waits(c, "p.dl.", &wl) != FL_OK)
+        return 0;
+    for (size_t i = 0; i < wl.n; i++)
+        found |= wl.v[i].sid == sid && strcmp(wl.v[i].lock, "p.dl.y") == 0 &&
+                 strcmp(wl.v[i].object, "lock") == 0 && wl.v[i].n_waits_for == 1 &&
+                 wl.v[i].waits_for[0] == blocker && !wl.v[i].any;
+    fl_wait_list_free(&wl);
+    return found;
+}
+
+/* a holds x and waits for y; b holds y: b's wait for x would close the cycle: FL_EDEADLOCK
+   naming it, nothing queued; a's wait completes when b lets go of y. */
+static void prims_deadlock(fl_client *c, fl_session *a, fl_session *b)
+{
+    uint64_t tx = 0, ty = 0, t = 0;
+    CHECK_ERR(fl_lock(a, "p.dl.x", 0, &tx), FL_OK);
+    CHECK_ERR(fl_lock(b, "p.dl.y", 0, &ty), FL_OK);
+    struct waiter_arg w = {.s = a};
+    pthread_t th;
+    if (pthread_create(&th, NULL, wait_for_y, &w)) {
+        CHECK(0);
+        return;
+    }
+    int queued = 0;
+    for (int i = 0; i < 500 && !queued; i++) { /* until a is queued on the server */
+        queued = listed(c, fl_session_id(a), fl_session_id(b));
+        if (!queued)
+            usleep(20000);
+    }
+    CHECK(queued);
+    CHECK_ERR(fl_lock(b, "p.dl.x", 10000, &t), FL_EDEADLOCK);
+    CHECK(strstr(fl_client_errmsg(c), "cycle of 2") != NULL);
+    CHECK(strcmp(fl_strerror(FL_EDEADLOCK), "unknown error") != 0);
+    CHECK_ERR(fl_unlock(b, "p.dl.y"), FL_OK);
+    pthread_join(th, NULL);
+    CHECK(w.err == FL_OK && w.token > ty);
+    CHECK_ERR(fl_unlock(a, "p.dl.y"), FL_OK);
+    CHECK_ERR(fl_unlock(a, "p.dl.x"), FL_OK);
+}
+
 static int mode_prims(const char *ep)
 {
     fl_client *c = client(ep, 0);
@@ -372,6 +462,7 @@ static int mode_prims(const char *ep)
     if (a && b) {
         prims_sem(c, a, b);
         prims_elect(c, a, b);
+        prims_deadlock(c, a, b);
     }
     if (a)
         fl_session_close(a);

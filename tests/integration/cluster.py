@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 
-from helpers import wait_until
+from helpers import ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
 from server import Server
 
@@ -39,6 +39,13 @@ def info(s):
             return None if isinstance(r, RespError) else as_map(r)
     except (OSError, ConnectionClosed, ReplyTimeout):
         return None
+
+
+def info_now(s, timeout=10.0):
+    """CLUSTER.INFO of one node that must answer now (an assertion's operand, not a poll): a
+    generous bound, and a clear failure instead of None when it does not answer."""
+    with Conn(s.port, timeout=timeout) as c:
+        return as_map(ok(c.call("CLUSTER.INFO"), "CLUSTER.INFO of node %d" % s.node_id))
 
 
 def wait_announced(c, n, timeout=20.0):

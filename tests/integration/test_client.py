@@ -115,6 +115,11 @@ def lock_through_a_leader_fault(ctx, fault):
         wait_until(lambda: as_map(ok(c.call("LOCK.INFO", "job")))["waiters"] == [sid_w],
                    timeout=10, what="the waiter queued")
     survivors = [s for s in servers if s is not leader]
+    # A follower applies the grant once it learns the commit index, a heartbeat or an entry
+    # after the leader acknowledged it: wait for both to have applied it, then check that no
+    # follower counts more than the one grant.
+    wait_until(lambda: [grants(s) for s in survivors] == [1, 1], timeout=10,
+               what="both followers applied the first grant")
     eq([grants(s) for s in survivors], [1, 1], "one grant so far")
 
     fault(leader)

@@ -3,7 +3,7 @@
 
 from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
-from cluster import info, ready_leader, start_cluster  # noqa: F401 (shared helpers)
+from cluster import info, info_now, ready_leader, start_cluster  # noqa: F401 (shared helpers)
 
 
 def test_three_nodes_elect_one_leader_and_followers_redirect(ctx):
@@ -70,7 +70,7 @@ def test_kill9_leader_keeps_holder_queue_and_tokens(ctx):
     leader.start(wait=False)  # the old leader comes back as a follower and catches up
     wait_until(lambda: (info(leader) or {}).get("revision", 0) >= rev, timeout=15, interval=0.1,
                what="the restarted node catching up")
-    eq(text(info(leader)["role"]), "follower")
+    eq(text(info_now(leader)["role"]), "follower")
 
 
 def test_stale_reads_only_when_asked_with_readonly(ctx):

@@ -127,8 +127,8 @@ def test_print_config_names_each_source_and_hides_secrets(ctx):
 
 def test_config_flag_equals_value_and_units(ctx):
     """`--flag=value` as well as `--flag value`, and sizes and durations with a unit, from every
-    source: a node started so serves the limits they give, and --print-config shows them in the
-    plain unit."""
+    source: a node started so serves the limits they give, and --print-config shows them with
+    the largest unit that divides them (in the plain unit when none does)."""
     srv = Server(ctx.binary, ctx.tmp("node"), env={"FENCELOCK_MAX_OUTPUT": "64MiB"},
                  args=["--max-value=4KiB", "--max-key", "1KiB", "--idle-timeout=2m",
                        "--tcp-keepalive", "1h", "--election-ms=500ms"])
@@ -142,14 +142,15 @@ def test_config_flag_equals_value_and_units(ctx):
     srv.stop()
     conf = write(ctx, "units.conf", "max-query-buffer = 16MiB\nauth-timeout = 30s\n")
     r = run(ctx, "--config=%s" % conf, "--print-config", "--max-value=4KiB", "--idle-timeout",
-            "2m", "--tcp-keepalive=1h", "--insecure-raft=false",
+            "2m", "--tcp-keepalive=1h", "--insecure-raft=false", "--listen=127.0.0.1:7999",
             env={"FENCELOCK_MAX_OUTPUT": "64MiB"})
     eq(r.returncode, 0, "stderr %r" % r.stderr)
     lines = r.stdout.splitlines()
-    for want in ("max-value = 4096  # flag", "idle-timeout = 120000  # flag",
-                 "tcp-keepalive = 3600  # flag", "insecure-raft = false  # flag",
-                 "max-output = 67108864  # env FENCELOCK_MAX_OUTPUT",
-                 "max-query-buffer = 16777216  # file:1", "auth-timeout = 30000  # file:2"):
+    for want in ("max-value = 4KiB  # flag", "idle-timeout = 2m  # flag",
+                 "tcp-keepalive = 1h  # flag", "insecure-raft = false  # flag",
+                 "max-output = 64MiB  # env FENCELOCK_MAX_OUTPUT",
+                 "max-query-buffer = 16MiB  # file:1", "auth-timeout = 30s  # file:2",
+                 "heartbeat-ms = 40  # default", "listen = 127.0.0.1:7999  # flag"):
         assert want in lines, "%r not in --print-config output:\n%s" % (want, r.stdout)
     # A unit the setting does not take is refused, naming what it does take.
     r = run(ctx, "--max-output=64MB")

@@ -131,7 +131,7 @@ def test_input_total_limit_closes_the_largest_buffer(ctx):
             c.send_raw(partial_frame(8, 2, 3 * MiB // 4))
         except (BrokenPipeError, ConnectionResetError):
             pass
-    wait_until(lambda: metric(srv, "fencelock_input_total_closes_total") >= 1, timeout=20,
+    wait_until(lambda: metric(srv, "fencelock_input_memory_closes_total") >= 1, timeout=20,
                what="a connection closed by --max-input-total")
     closed = []
     for c in conns:
@@ -262,20 +262,12 @@ def test_quota_data_bytes_nospace_and_del_frees(ctx):
         n += 1
         assert n < 100, "no NOSPACE after %d x 10 kB" % n
     eq(n, 6, "10 kB values that fit in 64 KiB")
-    used = metric_labeled(srv, "fencelock_quota_used", "data_bytes")
+    used = metric(srv, "fencelock_quota_used_bytes")
     assert used <= 64 * 1024, "data bytes %d over the quota" % used
     nospace(c, "PUT", "k0", value + "y" * 10000)  # growing a value needs room too
     eq(rejections(srv, "data_bytes"), 2, "data byte rejections")
     eq(c.call("DEL", "k0"), 1)
     expect_int(c.call("PUT", "k%d" % n, value), "after a DEL there is room")
-
-
-def metric_labeled(srv, name, quota):
-    status, _, body = http_get(srv, "/metrics")
-    for labels, v in parse_metrics(body).get(name, []):
-        if labels == '{quota="%s"}' % quota:
-            return v
-    raise AssertionError("no %s{quota=%r}" % (name, quota))
 
 
 # ---- log size ----

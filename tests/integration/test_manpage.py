@@ -2,7 +2,7 @@
 """The installed documentation stays true to the settings table (src/server/config/table.c):
 fencelockd(8), docs/server.md's flag table and the packaged /etc/fencelock/fencelockd.conf each
 list every setting, no setting the table lacks, and the table's default wherever they show one;
-the conf file has every line commented out; the man pages refer to no docs/*.md path (only to the
+the conf file has every line but data-dir commented out; the man pages refer to no docs/*.md path (only to the
 documents `make install` and the packages install).
 
 The table is read through the binary: `--print-config` in an empty environment prints every row
@@ -22,8 +22,10 @@ CONF = os.path.join(ROOT, "debian", "fencelockd.conf")
 FLAG = re.compile(r"--[a-z][a-z0-9-]*")
 # Settings that run once and exit (--recover, --restore): no place in a standing config file.
 ONE_SHOT = {"--recover", "--restore"}
-# The packaged unit gives data-dir itself, so the conf file shows that path, not the default.
+# The packaged unit passes only the conf file, which sets data-dir to the packaged path (its one
+# line not commented out), not the default.
 CONF_OWN_VALUE = {"--data-dir"}
+CONF_SET = {"data-dir = /var/lib/fencelock"}
 
 
 def help_flags(binary):
@@ -32,6 +34,39 @@ def help_flags(binary):
     flags = set(FLAG.findall(out.stdout))
     assert len(flags) > 40, "too few flags in --help: %r" % sorted(flags)
     return out.stdout, flags
+
+
+# The units --help names a number's metavariable by, and the suffixes each takes (value.c):
+# --print-config shows a size or duration with the largest unit that divides it (64MiB, 2m), a
+# document may show the plain number; both are the same default.
+UNIT_MUL = {"BYTES": {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40},
+            "MS": {"": 1, "ms": 1, "s": 1000, "m": 60000, "h": 3600000},
+            "S": {"": 1, "s": 1, "m": 60, "h": 3600}}
+_UNITS = {}
+
+
+def flag_units(binary):
+    """{"--flag": "BYTES" | "MS" | "S"} of the numbers with a unit, from --help."""
+    if binary not in _UNITS:
+        out, _ = help_flags(binary)
+        _UNITS[binary] = dict(re.findall(r"(--[a-z][a-z0-9-]*) (BYTES|MS|S)\b", out))
+    return _UNITS[binary]
+
+
+def same_value(ctx, flag, a, b):
+    """a == b, or both the same number in the flag's unit (64MiB and 67108864)."""
+    if a == b:
+        return True
+    unit = flag_units(ctx.binary).get(flag)
+    if unit is None or a is None or b is None:
+        return False
+    vals = []
+    for v in (a, b):
+        m = re.fullmatch(r"(\d+)([A-Za-z]*)", v.strip())
+        if not m or m.group(2) not in UNIT_MUL[unit]:
+            return False
+        vals.append(int(m.group(1)) * UNIT_MUL[unit][m.group(2)])
+    return vals[0] == vals[1]
 
 
 def settings(ctx):
@@ -114,7 +149,8 @@ def test_man8_matches_settings_table(ctx):
         got = shown_default(text)
         if want is None or want == "false":
             return None if got is None else "shows default %r, the table has none" % got
-        return None if got == want else "shows default %r, the table has %r" % (got, want)
+        return None if same_value(ctx, flag, got, want) else \
+            "shows default %r, the table has %r" % (got, want)
     check_listing("fencelockd(8)", man8_entries(), table, extras(ctx, table), default_of)
 
 
@@ -158,19 +194,21 @@ def test_server_md_matches_settings_table(ctx):
         if want is None:
             return None if not re.search(r"\d", cell) else \
                 "shows default %r, the table has none" % cell
-        return None if cell == want else "shows default %r, the table has %r" % (cell, want)
+        return None if same_value(ctx, flag, cell, want) else \
+            "shows default %r, the table has %r" % (cell, want)
     check_listing("docs/server.md \"Flags\"", server_md_entries(), table, extras(ctx, table),
                   default_of)
 
 
 def conf_entries():
-    """{flag: value} of the packaged conf file's `# key = value` lines; every line commented."""
+    """{flag: value} of the packaged conf file's `# key = value` lines; every line commented
+    but CONF_SET's."""
     entries = {}
     with open(CONF) as f:
         for n, line in enumerate(f, 1):
-            if line.strip() and not line.startswith("#"):
+            if line.strip() and not line.startswith("#") and line.strip() not in CONF_SET:
                 raise AssertionError("%s:%d is not commented out: %r" % (CONF, n, line))
-            m = re.match(r"# ([a-z][a-z0-9-]*) = (\S.*)$", line.rstrip("\n"))
+            m = re.match(r"#? ?([a-z][a-z0-9-]*) = (\S.*)$", line.rstrip("\n"))
             if m:
                 entries["--" + m.group(1)] = m.group(2).strip()
     return entries
@@ -184,7 +222,8 @@ def test_deb_conf_matches_settings_table(ctx):
             return None if value in ("true", "false") else "%r is no boolean" % value
         if want is None or flag in CONF_OWN_VALUE:
             return None
-        return None if value == want else "shows %r, the table's default is %r" % (value, want)
+        return None if same_value(ctx, flag, value, want) else \
+            "shows %r, the table's default is %r" % (value, want)
     entries = conf_entries()
     for flag in ONE_SHOT:
         assert flag not in entries, "%s runs once: not for %s" % (flag, CONF)

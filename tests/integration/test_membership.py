@@ -10,7 +10,7 @@ import time
 
 from helpers import eq, expect_err, expect_int, expect_ok, ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
-from cluster import TIMING, info, new_server, ready_leader, start_cluster
+from cluster import TIMING, info, info_now, new_server, ready_leader, start_cluster
 
 # Small snapshots so a joining node cannot get the log from index 1: it needs InstallSnapshot.
 SNAP = ["--snapshot-threshold", "64", "--snapshot-trailing", "16"]
@@ -179,7 +179,7 @@ def test_grow_remove_transfer_while_locking(ctx):
             break
     expect_ok(r, "transfer to node 4")
     eq(ready_leader(rest), n4, "node 4 is the ready leader")
-    eq(text(info(leader)["role"]), "follower", "the old leader follows")
+    eq(text(info_now(leader)["role"]), "follower", "the old leader follows")
     want = "NOTLEADER 127.0.0.1:%d" % n4.port
 
     def redirected():

@@ -22,7 +22,7 @@ import time
 
 from helpers import eq, expect_err, expect_ok, ok, wait_until
 from resp import Conn, RespError, as_map, text, ConnectionClosed, ReplyTimeout
-from cluster import TIMING, RaftSink, info, make_leader, new_server, ready_leader, start_cluster
+from cluster import TIMING, RaftSink, info, info_now, make_leader, new_server, ready_leader, start_cluster
 
 VOTER_ROLES = ("leader", "follower")
 
@@ -379,7 +379,7 @@ def test_add_unreachable_fails_and_leaves_nothing(ctx):
     assert r.rc != 0, r
     assert "server 9 did not catch up" in r.err and "removed again" in r.err, r.err
     assert 9 not in (members(leader) or {}), members(leader)
-    eq(text(info(leader)["change"]), "none")
+    eq(text(info_now(leader)["change"]), "none")
     with Conn(leader.port, timeout=30) as c:  # the same over RESP
         r2 = expect_err(c.call("CLUSTER.ADD", 10, addr, timeout=30), "ERR", "unreachable")
         assert "did not catch up" in r2.text and "removed again" in r2.text, r2.text
@@ -511,7 +511,7 @@ def test_watchdog_ignores_a_change_pending_before_this_node_led(ctx):
     time.sleep(1.0)
     eq(ready_leader([leader, keeper]), leader, "still the leader")
     assert "handing leadership" not in leader.log_text(), "the watchdog fired"
-    eq(text(info(leader)["change"]), "none", "the REMOVE committed in the new term")
+    eq(text(info_now(leader)["change"]), "none", "the REMOVE committed in the new term")
 
 
 test_watchdog_ignores_a_change_pending_before_this_node_led.timeout = 90

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""systemd's readiness protocol (src/server/obs/notify.c): with $NOTIFY_SOCKET set,
+"""systemd's readiness protocol (src/server/obs/notify.c, status.c): with $NOTIFY_SOCKET set,
 fencelockd sends one datagram READY=1 once it serves (a ready leader, or a follower that knows
-the leader) and STOPPING=1 when SIGTERM begins its shutdown. The test binds the socket itself,
-as systemd would for a Type=notify unit."""
+the leader) and STOPPING=1 when SIGTERM begins its shutdown; before READY, STATUS= lines say
+what it waits for ("waiting for a quorum: 2 of 3 voters unreachable (2 needed)"); with
+$WATCHDOG_USEC (for this pid), WATCHDOG=1 from the event loop at half the interval. The test
+binds the socket itself, as systemd would for a Type=notify unit."""
 
 import os
 import shutil
@@ -40,6 +42,30 @@ class NotifySocket:
             return None
         return dict(line.split("=", 1) for line in data.decode().splitlines() if "=" in line)
 
+    def recv_until(self, timeout, pred):
+        """Datagrams until one satisfies pred (returned) or `timeout` seconds passed (None);
+        every datagram seen goes to self.seen."""
+        deadline = time.monotonic() + timeout
+        self.seen = getattr(self, "seen", [])
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            msg = self.recv(left)
+            if msg is None:
+                return None
+            self.seen.append(msg)
+            if pred(msg):
+                return msg
+
+    def ready(self, timeout):
+        """The READY=1 datagram (STATUS-only ones before it skipped), or None."""
+        return self.recv_until(timeout, lambda m: m.get("READY") == "1")
+
+    def drain(self):
+        while self.recv(0.05) is not None:
+            pass
+
     def close(self):
         self.sock.close()
         if self.dir:
@@ -59,10 +85,11 @@ def _ready_then_stopping(ctx, abstract):
     ctx.defer(ns.close)
     srv = ctx.server(env={"NOTIFY_SOCKET": ns.env}, start=False)
     srv.start(wait=False)
-    msg = ns.recv(30)
+    msg = ns.ready(30)
     assert msg is not None, "no READY=1 within 30 s; log:\n" + srv.log_tail()
-    eq(msg.get("READY"), "1", "first datagram %r" % (msg,))
-    assert msg.get("STATUS", "").startswith("leader in term"), msg
+    assert all(set(m) == {"STATUS"} for m in ns.seen[:-1]), "before READY: %r" % (ns.seen,)
+    eq(msg.get("STATUS"), "ready, leader in term %d (this node)" % int(text(info(srv)["term"])),
+       "READY's status")
     _serves_now(srv.port)
     eq(ns.recv(0.3), None, "nothing more while serving (READY=1 is sent once)")
     eq(srv.stop(), 0, "exit status after SIGTERM")
@@ -93,13 +120,13 @@ def test_notify_follower_ready_knows_leader(ctx):
         s.start(wait=False)
     leader = ready_leader(servers, timeout=30)
     for s, ns in zip(servers, socks):
-        msg = ns.recv(30)
-        assert msg is not None and msg.get("READY") == "1", "node %d: %r" % (s.node_id, msg)
+        msg = ns.ready(30)
+        assert msg is not None, "node %d: %r" % (s.node_id, ns.seen)
         status = msg.get("STATUS", "")
         if s is leader:
-            assert status.startswith("leader in term"), status
+            assert status.startswith("ready, leader in term"), status
         else:
-            eq(status, "follower of node %d" % leader.node_id, "node %d" % s.node_id)
+            eq(status, "ready, leader is node %d" % leader.node_id, "node %d" % s.node_id)
             i = info(s) or {}
             eq(text(i.get("role")), "follower", "node %d role" % s.node_id)
 
@@ -111,3 +138,59 @@ def test_notify_unset_is_silent(ctx):
     with Conn(srv.port, timeout=2.0) as c:
         eq(c.call("PING"), "PONG")
     assert "NOTIFY_SOCKET relative/path unusable" in srv.log_text(), srv.log_tail()
+
+
+def test_notify_status_while_waiting_for_quorum(ctx):
+    """Node 1 of 3 started alone says, before any READY, that it waits for a quorum and how
+    many voters it cannot reach; once a second node runs it becomes READY (as leader or as the
+    follower of node 2) and its status says so."""
+    ns = NotifySocket()
+    ctx.defer(ns.close)
+    servers = [new_server(ctx, i) for i in range(1, 4)]
+    members = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    for s in servers:
+        s.extra_args = ["--initial-cluster", members] + TIMING
+    servers[0].extra_env["NOTIFY_SOCKET"] = ns.env
+    servers[0].start(wait=False)
+    want = "waiting for a quorum: 2 of 3 voters unreachable (2 needed)"
+    msg = ns.recv_until(30, lambda m: "READY" in m or m.get("STATUS") == want)
+    assert msg is not None and "READY" not in msg, "status while alone: %r" % (ns.seen,)
+    servers[1].start(wait=False)
+    msg = ns.ready(60)
+    assert msg is not None, "no READY once two of three run: %r" % (ns.seen,)
+    status = msg.get("STATUS", "")
+    assert status.startswith("ready, leader in term") or status == "ready, leader is node 2", \
+        status
+
+
+def test_notify_watchdog_pings_from_the_loop(ctx):
+    """WATCHDOG_USEC=300000: WATCHDOG=1 keeps coming; none while the process is frozen
+    (SIGSTOP: a stuck loop), again after SIGCONT."""
+    ns = NotifySocket()
+    ctx.defer(ns.close)
+    srv = ctx.server(env={"NOTIFY_SOCKET": ns.env, "WATCHDOG_USEC": "300000"}, start=False)
+    srv.start(wait=False)
+    assert ns.ready(30) is not None, ns.seen
+    for _ in range(3):
+        m = ns.recv_until(30, lambda m: m.get("WATCHDOG") == "1")
+        assert m is not None, "WATCHDOG=1 stopped; log:\n" + srv.log_tail()
+    srv.sigstop()
+    time.sleep(0.3)
+    ns.drain()  # what was sent before the stop
+    eq(ns.recv(1.5), None, "a datagram from a frozen process")
+    srv.sigcont()
+    assert ns.recv_until(30, lambda m: m.get("WATCHDOG") == "1") is not None, "after SIGCONT"
+    assert "systemd watchdog: WatchdogSec is 300 ms" in srv.log_text(), srv.log_tail()
+
+
+def test_notify_watchdog_for_another_pid_is_off(ctx):
+    """WATCHDOG_PID naming another process (the variable was inherited): no WATCHDOG=1."""
+    ns = NotifySocket()
+    ctx.defer(ns.close)
+    srv = ctx.server(env={"NOTIFY_SOCKET": ns.env, "WATCHDOG_USEC": "100000",
+                          "WATCHDOG_PID": "1"}, start=False)
+    srv.start(wait=False)
+    assert ns.ready(30) is not None, ns.seen
+    ns.recv_until(1.5, lambda m: False)  # 15 intervals of 100 ms
+    assert not [m for m in ns.seen if "WATCHDOG" in m], ns.seen
+    assert "systemd watchdog" not in srv.log_text()

@@ -9,7 +9,7 @@ committing."""
 import socket
 import subprocess
 
-from cluster import info, new_server, ready_leader, start_cluster
+from cluster import info_now, new_server, ready_leader, start_cluster
 from helpers import eq, expect_int
 from resp import Conn
 from server import free_port
@@ -118,7 +118,7 @@ def test_raft_silent_connection_is_closed_at_the_configured_deadline(ctx):
     servers = start_cluster(ctx, extra=["--raft-handshake-timeout", "300"])
     ready_leader(servers)
     target = servers[0]
-    terms = {s.node_id: info(s)["term"] for s in servers}
+    terms = {s.node_id: info_now(s)["term"] for s in servers}
     s = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
     try:
         assert peer_closed_within(s, 20.0), "the silent connection was not closed"
@@ -126,7 +126,7 @@ def test_raft_silent_connection_is_closed_at_the_configured_deadline(ctx):
         s.close()
     eq(rejected(target).get("handshake_timeout", 0), 1, "handshake_timeout count")
     for srv in servers:
-        eq(info(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
+        eq(info_now(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
 
 
 def test_raft_handshake_rate_closes_a_burst_past_it(ctx):

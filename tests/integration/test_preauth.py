@@ -297,7 +297,7 @@ def test_output_total_cap_closes_the_largest_holder(ctx):
     expect_ok(b.call("READONLY"))
     eq(b.call("GET", "big", timeout=60.0), b"b" * 1000000, "B's reply")
     _closed(a)
-    eq(metric(s, "fencelock_output_total_closes_total"), 1, "closed over the total")
+    eq(metric(s, "fencelock_output_memory_closes_total"), 1, "closed over the total")
     assert "--max-output-total" in s.log_text()
     eq(b.call("PING"), "PONG", "B stays")
 

@@ -12,7 +12,7 @@ import socket
 import struct
 import time
 
-from cluster import info, new_server, ready_leader, start_cluster
+from cluster import info_now, new_server, ready_leader, start_cluster
 from helpers import eq, expect_int, expect_ok, ok, wait_until
 from resp import Conn, as_map, text
 from test_http import http_get, parse_metrics
@@ -167,7 +167,7 @@ def locks_still_granted(servers):
 def test_raft_port_garbage_kills_no_node_and_moves_no_term(ctx):
     servers = start_cluster(ctx)
     ready_leader(servers)
-    terms = {s.node_id: info(s)["term"] for s in servers}
+    terms = {s.node_id: info_now(s)["term"] for s in servers}
     for s in servers:
         peer = 1 + s.node_id % 3  # another member's id
         for name, data, _ in cases(peer, s.node_id):
@@ -175,7 +175,7 @@ def test_raft_port_garbage_kills_no_node_and_moves_no_term(ctx):
             assert s.running(), "node %d died on %s" % (s.node_id, name)
     for s in servers:
         assert s.running(), "node %d died" % s.node_id
-        eq(info(s)["term"], terms[s.node_id], "node %d's term" % s.node_id)
+        eq(info_now(s)["term"], terms[s.node_id], "node %d's term" % s.node_id)
     for s in servers:  # fresh nodes: every rejection counted is one of ours
         eq(sum(rejected(s).values()), len(cases(1, 2)),
            "node %d: every malformed connection dropped once" % s.node_id)
@@ -314,7 +314,7 @@ def test_raft_port_handshake_deadline_closes_a_silent_connection(ctx):
     servers = start_cluster(ctx)
     ready_leader(servers)
     target = servers[0]
-    terms = {s.node_id: info(s)["term"] for s in servers}
+    terms = {s.node_id: info_now(s)["term"] for s in servers}
     s = socket.create_connection(("127.0.0.1", target.raft_port), timeout=10)
     try:
         s.sendall(handshake(2, b"x:1")[:12])
@@ -328,7 +328,7 @@ def test_raft_port_handshake_deadline_closes_a_silent_connection(ctx):
     eq(rejected(target).get("handshake_timeout", 0), 1, "handshake_timeout count")
     eq(sum(rejected(target).values()), 1, "nothing else dropped")
     for srv in servers:
-        eq(info(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
+        eq(info_now(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
     locks_still_granted(servers)
 
 
@@ -347,7 +347,7 @@ def test_raft_port_buffer_cap_closes_connections_past_it(ctx):
     servers = start_cluster(ctx)
     ready_leader(servers)
     target = servers[0]
-    terms = {s.node_id: info(s)["term"] for s in servers}
+    terms = {s.node_id: info_now(s)["term"] for s in servers}
     peer = 1 + target.node_id % 3
     socks = []
     try:
@@ -374,5 +374,5 @@ def test_raft_port_buffer_cap_closes_connections_past_it(ctx):
     eq(sum(rejected(target).values()), 4, "every connection dropped once")
     for srv in servers:
         assert srv.running(), "node %d died" % srv.node_id
-        eq(info(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
+        eq(info_now(srv)["term"], terms[srv.node_id], "node %d's term" % srv.node_id)
     locks_still_granted(servers)

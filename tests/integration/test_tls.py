@@ -353,6 +353,21 @@ def test_tls_cli_client_auth_require(ctx):
         eq(p.returncode == 0, cert == "app", "%s: %s" % (cert, p.stderr))
 
 
+def test_tls_cli_watch_uses_the_clients_ca_and_certificate(ctx):
+    """fl_watch reads on a client of its own: it must carry the TLS context of the client it
+    was made from (a private CA, a client certificate the port requires)."""
+    s, d = tls_server(ctx, "--tls-client-auth", "require", client_cert="app")
+    tls = ["--tls-ca", os.path.join(d, "ca.crt"), "--tls-cert", os.path.join(d, "app.crt"),
+           "--tls-key", os.path.join(d, "app.key")]
+    for i in range(3):
+        p = _cli(ctx, s, tls + ["put", "w/k%d" % i, "v%d" % i])
+        eq(p.returncode, 0, p.stderr)
+    p = _cli(ctx, s, tls + ["watch", "w/", "--from", "0", "--count", "3"])
+    eq(p.returncode, 0, p.stderr)
+    got = [l for l in p.stdout.splitlines() if "w/k" in l]
+    eq(len(got), 3, p.stdout + p.stderr)
+
+
 def test_tls_c_client_api_over_tls(ctx):
     s, d = tls_server(ctx, "--tls-client-auth", "require", client_cert="app")
     probe = os.path.join(os.path.dirname(ctx.binary), "tests", "client", "fl_probe")

@@ -21,8 +21,15 @@ control         the same analysis on unfenced writes; deviations are *expected* 
 rw              read-write lock "rw": no exclusive hold shares an instant with any other
                 hold (certain intervals, checkers_holds.py), tokens unique and rising, fenced
                 writes only by the current exclusive holder; stat shared_overlaps.
+multilock       LOCK.MULTI over overlapping name sets: judged per name as rw is (no
+                exclusive hold of a name shares an instant with another hold of it, tokens
+                rise per name, fenced writes per name only by its exclusive holder); stat
+                multi_grants, disjoint_overlaps (multi holds certainly live together).
 watch           event-stream watchers: ordered, duplicate- and gap-free deliveries that
                 agree on every id, every acknowledged PUT delivered (checkers_watch.py).
+deadlock        waits that close cycles: replaying the event stream of "dl/", no cycle of
+                queued waits survives a log entry, every -DEADLOCK names a real cycle, one
+                event per refusal (checkers_deadlock.py).
 
 Every checker returns a dict: workload, key, valid (True / False / "unknown"), ops (completed
 operations), violations (short dicts), anomalies, stats.
@@ -41,7 +48,8 @@ import time
 from collections import Counter, defaultdict
 
 INF = float("inf")
-WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect")
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect",
+             "deadlock", "multilock")
 COUNTER_WORKLOADS = ("fenced-counter", "control")
 MAX_VIOLATIONS = 20       # violations listed per verdict (the count is always complete)
 MAX_CONTEXT_OPS = 12      # concurrent ops listed with a linearizability violation
@@ -1083,6 +1091,9 @@ def check(workload, history, final=None, budget_s=60, **kw):
     if workload == "rw":
         import checkers_holds
         return checkers_holds.check_rw(history)
+    if workload == "multilock":
+        import checkers_holds
+        return checkers_holds.check_multilock(history)
     if workload in ("sem", "elect"):
         import checkers_holds
         return (checkers_holds.check_sem if workload == "sem" else checkers_holds.check_elect)(
@@ -1090,6 +1101,9 @@ def check(workload, history, final=None, budget_s=60, **kw):
     if workload == "watch":
         import checkers_watch
         return checkers_watch.check_watch(history, kw.get("all_history"))
+    if workload == "deadlock":
+        import checkers_deadlock
+        return checkers_deadlock.check_deadlock(history)
     raise ValueError(f"unknown workload {workload!r}")
 
 
@@ -1115,7 +1129,7 @@ def split_history(history, workload=None):
     counters = sorted({w for w, _ in groups if w in COUNTER_WORKLOADS})
     for ev in finals:
         w = ev.get("workload", workload)
-        if w in COUNTER_WORKLOADS:
+        if w in COUNTER_WORKLOADS or w == "deadlock":  # deadlock: the event stream
             groups[(w, None)].append(ev)
         elif len(counters) == 1:
             groups[(counters[0], None)].append(ev)
@@ -1137,7 +1151,7 @@ def check_file(path, workload=None, final=None, budget_s=60, **kw):
         evs = groups[(w, key)]
         if w in COUNTER_WORKLOADS:
             v = check(w, evs, final=final, budget_s=budget_s)
-        elif w in ("rw", "watch", "sem", "elect"):
+        elif w in ("rw", "watch", "sem", "elect", "deadlock", "multilock"):
             v = check(w, evs, all_history=history)
         else:
             v = check(w, evs, budget_s=budget_s, **kw)

@@ -246,6 +246,111 @@ def _check_fenced_writes(ops, grants, mode_of_token, violations, stats):
 
 
 # --------------------------------------------------------------------------------------------
+# multilock (worker_multi.c)
+
+class NameView:
+    """One name's part of a multi-lock acquire, shaped as a single-lock acquire (certain_holds,
+    _check_tokens): the name's token and mode; everything else is the acquire's."""
+    __slots__ = ("op", "name", "token", "mode", "f", "type", "t0", "t1", "idx", "proc")
+
+    def __init__(self, op, name, token, mode):
+        self.op, self.name, self.token, self.mode = op, name, token, mode
+        self.f, self.type, self.t0, self.t1 = op.f, op.type, op.t0, op.t1
+        self.idx, self.proc = op.idx, op.proc
+
+    def get(self, key, prefer="ret"):
+        if key == "token":
+            return self.token
+        if key == "mode":
+            return self.mode
+        if key == "key":
+            return self.name
+        return self.op.get(key, prefer)
+
+    def describe(self):
+        d = self.op.describe()
+        d.update({"key": self.name, "token": self.token, "mode": self.mode})
+        return d
+
+
+def _multi_views(ops, violations):
+    """{name: [NameView]} of the ok acquires, checking their shape."""
+    views = defaultdict(list)
+    for o in ops:
+        if o.f != "acquire" or o.type != "ok":
+            continue
+        names, modes, toks = o.get("names"), o.get("modes"), o.get("tokens")
+        if not (isinstance(names, list) and isinstance(modes, list) and isinstance(toks, list)
+                and len(names) == len(modes) == len(toks) and names
+                and len(set(names)) == len(names)):
+            violations.append({"kind": "history-error", "msg": "ok multi acquire without "
+                               "names, modes and a token per name", "op": o.describe()})
+            continue
+        if sorted(toks) != list(range(min(toks), min(toks) + len(toks))):
+            violations.append({"kind": "not-one-entry", "msg": f"tokens {toks} of one grant are "
+                               "not consecutive revisions: not granted in one entry",
+                               "op": o.describe()})
+        for n, m, t in zip(names, modes, toks):
+            views[n].append(NameView(o, n, t, m))
+    return views
+
+
+def check_multilock(history):
+    """The multilock workload (worker_multi.c), each name judged alone as check_rw judges
+    "rw" (the sessions' release and expire end every name of their grant).  Violations:
+    exclusive-overlap / shared-exclusive-overlap, duplicate-token / token-order (per name),
+    shared-token-write, stale-write, write-before-grant, fence-order (per name's writes), and
+    not-one-entry (a grant's tokens are not consecutive revisions).  Stats: multi_grants, holds
+    per name, disjoint_overlaps (grants certainly live together: the run had concurrency)."""
+    started = time.monotonic()
+    ops, _, problems = ck.pair_ops(history)
+    violations = list(problems)
+    stats = {"types": ck._type_counts(ops)}
+    for o in ops:
+        if o.f not in ("acquire", "release", "expire", "write"):
+            violations.append({"kind": "history-error", "msg": f"unknown multilock op {o.f!r}",
+                               "op": o.describe()})
+    views = _multi_views(ops, violations)
+    ends = [o for o in ops if o.f in ("release", "expire")]
+    per_name, all_holds = {}, []
+    writes_by_name = defaultdict(list)
+    for o in ops:
+        if o.f == "write":
+            writes_by_name[o.get("key", prefer="inv")].append(o)
+    for name in sorted(views):
+        grants = ck._check_tokens(views[name], violations, what=f"{name} token")
+        holds, dropped = certain_holds(views[name] + ends, violations)
+        over, _ = sweep(holds, rw_conflict)
+        violations += over
+        mode_of_token = {t: o.get("mode") for t, o in grants}
+        st = {}
+        _check_fenced_writes(writes_by_name[name], grants, mode_of_token, violations, st)
+        per_name[name] = {"holds": len(holds), "dropped": dropped,
+                          "ok_writes": st.get("ok_writes"),
+                          "stale_writes_refused": st.get("stale_writes_refused")}
+        all_holds += holds
+    # concurrency: distinct grants (by their acquire) certainly live at one instant
+    by_acq = {}
+    for h in all_holds:
+        lo, hi = by_acq.get(id(h.acq.op), (h.lo, h.hi))
+        by_acq[id(h.acq.op)] = (max(lo, h.lo), min(hi, h.hi))
+    spans = sorted(by_acq.values())
+    overlaps, live = 0, []
+    for lo, hi in spans:
+        live = [x for x in live if x > lo]
+        overlaps += bool(live)
+        live.append(hi)
+    stats.update({"multi_grants": sum(1 for o in ops if o.f == "acquire" and o.type == "ok"),
+                  "names": per_name, "holds": len(all_holds),
+                  "disjoint_overlaps": overlaps,
+                  "ok_writes": sum(v["ok_writes"] or 0 for v in per_name.values()),
+                  "stale_writes_refused": sum(v["stale_writes_refused"] or 0
+                                              for v in per_name.values()),
+                  "seconds": round(time.monotonic() - started, 3)})
+    return ck._verdict("multilock", None, ops, violations, stats)
+
+
+# --------------------------------------------------------------------------------------------
 # sem and elect (worker_prims.c)
 
 SEM_LIMIT = 3

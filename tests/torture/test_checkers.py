@@ -1250,6 +1250,12 @@ TESTS += [getattr(_rw_watch, n) for n in dir(_rw_watch) if n.startswith("test_")
 import test_checkers_prims as _prims  # noqa: E402
 
 TESTS += [getattr(_prims, n) for n in dir(_prims) if n.startswith("test_")]
+import test_checkers_deadlock as _deadlock  # noqa: E402
+
+TESTS += [getattr(_deadlock, n) for n in dir(_deadlock) if n.startswith("test_")]
+import test_checkers_multi as _multi  # noqa: E402
+
+TESTS += [getattr(_multi, n) for n in dir(_multi) if n.startswith("test_")]
 
 
 # ============================================================================================

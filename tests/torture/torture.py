@@ -10,7 +10,9 @@ per run and the verdicts of tests/torture/checkers.py.
 Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and watch
 (event-stream watchers; they check the PUTs of the other workloads), sem (semaphore of 3
 permits) and elect (election; ELECT_OBSERVERS observers beside --clients candidates): the
-`all` set.
+`all` set; and deadlock (two of three locks in random order: waits that close cycles, judged
+from the event stream) and multilock (LOCK.MULTI over overlapping name sets), not in `all`
+yet: each has had a few clean 60 s runs only.
 
 --snapshots is the snapshot-heavy mode (it found the libraft 0.22.1 snapshot bugs): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
@@ -51,10 +53,13 @@ from nemesis import Cluster, iptables, sigcont_pid  # noqa: E402
 from secure import Secure  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
-WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect")
-DEFAULT_WORKLOADS = WORKLOADS  # --workloads all (rw, watch, sem, elect: two clean 60 s runs each,
-#                                 2026-12-05; sem,elect,register: seeds 1201 and 1202)
-PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect")  # get --pause-ms (GC pauses)
+WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect",
+             "deadlock", "multilock")
+# --workloads all (rw, watch, sem, elect: two clean 60 s runs each, 2026-12-05;
+# sem,elect,register: seeds 1201 and 1202). deadlock and multilock run when named
+# (--workloads deadlock,multilock) until they have had the long clean runs the others had.
+DEFAULT_WORKLOADS = tuple(w for w in WORKLOADS if w not in ("deadlock", "multilock"))
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect", "multilock")  # get --pause-ms (GC pauses)
 WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
@@ -419,7 +424,10 @@ class Run:
         events.sort(key=lambda e: e["time"])
         t_end = (events[-1]["time"] + 1) if events else time.monotonic_ns()
         for wl, v in finals.items():
-            events.append({"type": "final", "workload": wl, "value": v, "time": t_end})
+            ev = {"type": "final", "workload": wl, "value": v, "time": t_end}
+            if isinstance(v, dict):  # more than a value (deadlock: its stream's file)
+                ev.update(v)
+            events.append(ev)
         path = os.path.join(self.out, "history.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for e in events:
@@ -429,6 +437,16 @@ class Run:
     def read_finals(self):
         finals = {}
         wls = {w["workload"] for w in self.workers}
+        if "deadlock" in wls:  # its judge: the event stream of its locks, in log order, in a
+            # file of its own (the final line's value stays a number for Porcupine)
+            ents = stream_entries(self.cluster.call_leader(
+                "XREAD", "COUNT", 1000000, "STREAMS", "fencelock:events:dl/", "0",
+                timeout=30.0))
+            path = os.path.join(self.out, "deadlock-stream.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(ents, f)
+            finals["deadlock"] = {"value": len(ents) if isinstance(ents, list) else -1,
+                                  "stream": path}
         for wl, key in (("fenced-counter", "counter"), ("control", "control")):
             if wl not in wls:
                 continue
@@ -452,6 +470,25 @@ class Run:
             if any(p in txt for p in SANITIZER_PATTERNS):
                 out.append("sanitizer report in worker %s (%s)" % (w["name"], w["log"]))
         return out
+
+
+def _s(v):
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def stream_entries(reply):
+    """[[id, {field: value}]] of a one-stream XREAD reply (RESP2 or RESP3), [] for nil; or
+    the error's text (the checker then says "unknown")."""
+    if reply is None:
+        return []
+    if not isinstance(reply, (list, dict)):
+        return "XREAD: %s" % _s(getattr(reply, "text", reply))
+    pairs = reply.items() if isinstance(reply, dict) else [(x[0], x[1]) for x in reply]
+    out = []
+    for _, ents in pairs:
+        for i, f in ents:
+            out.append([_s(i), {_s(f[k]): _s(f[k + 1]) for k in range(0, len(f), 2)}])
+    return out
 
 
 def keep_core(workdir, incarnation):
@@ -503,6 +540,14 @@ def summarize_verdict(v):
             extra += " observers=%s observed=%s observe_cross=%s observe_compacted=%s" % (
                 st.get("observers"), st.get("observed"), st.get("observe_cross"),
                 st.get("observe_compacted"))
+    elif v["workload"] == "deadlock":
+        extra = " deadlocks=%s refused=%s waits=%s max_queue=%s stream_events=%s" % (
+            st.get("deadlocks"), st.get("refused"), st.get("waits"), st.get("max_queue"),
+            st.get("stream_events"))
+    elif v["workload"] == "multilock":
+        extra = " grants=%s holds=%s disjoint_overlaps=%s ok_writes=%s stale_refused=%s" % (
+            st.get("multi_grants"), st.get("holds"), st.get("disjoint_overlaps"),
+            st.get("ok_writes"), st.get("stale_writes_refused"))
     elif v["workload"] == "watch":
         extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
             st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),
@@ -528,6 +573,13 @@ def nothing_tested(verdicts):
             status = 1
         if v["workload"] == "elect" and (st.get("observed_leaders") or 0) < 2:
             print("torture: elect: observers saw fewer than two leaders: nothing was tested")
+            status = 1
+        if v["workload"] == "deadlock" and not st.get("deadlocks"):
+            print("torture: deadlock: no wait was refused -DEADLOCK: nothing was tested")
+            status = 1
+        if v["workload"] == "multilock" and not (st.get("multi_grants") and st.get("ok_writes")):
+            print("torture: multilock: no multi-lock granted or no fenced write accepted: "
+                  "nothing was tested")
             status = 1
         if v["workload"] == "watch" and not (st.get("events") and st.get("puts_checked")):
             print("torture: watch: no event delivered or no acknowledged PUT covered by a "
@@ -584,7 +636,7 @@ def porcupine(binp, history_path, out_dir, timeout_s, expect_illegal="control"):
         return [], lines, "porcupine-check exited %d: %s" % (r.returncode, r.stderr.strip())
     try:
         with open(jpath) as f:
-            return json.load(f)["verdicts"], lines, None
+            return json.load(f)["verdicts"] or [], lines, None  # null: nothing it models ran
     except (OSError, ValueError, KeyError) as e:
         return [], lines, "porcupine-check wrote no verdicts (%s)" % e
 
@@ -641,6 +693,7 @@ def second_judge(run, history_path, verdicts):
     binp = porcupine_bin(run.args)
     t = run.args.porcupine_timeout
     pv, lines, err = porcupine(binp, history_path, run.out, t)
+    pv = pv or []  # null when no workload of the run has a model (multilock alone)
     for line in lines:
         print(line)
     if err:

@@ -38,6 +38,9 @@
  *                   (worker_watch.c).
  *   sem, elect      semaphore "sem" (limit 3) and election "elect"; with --observe 1 an elect
  *                   worker observes the election instead (worker_prims.c).
+ *   deadlock        two of three locks "dl/0".."dl/2" in random order: waits that close
+ *                   cycles, refused -DEADLOCK (worker_deadlock.c).
+ *   multilock       LOCK.MULTI over overlapping sets of "ml/a".."ml/d" (worker_multi.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -557,7 +560,9 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
-            "control|rw|watch|sem|elect --proc-base P --ops N --seconds S --seed X --history FILE "
+            "control|rw|watch|sem|elect|deadlock|multilock --proc-base P --ops N "
+            "--seconds S --seed "
+            "X --history FILE "
             "[--ttl ms] [--pause-ms max] [--revoke-pct N] [--prefix P] [--observe 1] [--user U "
             "--password-file F] [--tls-ca F] [--tls-cert F --tls-key F]\n");
     exit(2);
@@ -642,6 +647,10 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
         w->wl = WL_SEM;
     else if (!strcmp(w->wl_name, "elect"))
         w->wl = WL_ELECT;
+    else if (!strcmp(w->wl_name, "deadlock"))
+        w->wl = WL_DEADLOCK;
+    else if (!strcmp(w->wl_name, "multilock"))
+        w->wl = WL_MULTI;
     else
         usage();
     w->end_ns = now_ns() + (int64_t)(seconds * 1e9);
@@ -679,6 +688,10 @@ int main(int argc, char **argv)
             run_observe(&w);
         else if (w.wl == WL_ELECT)
             op_elect(&w);
+        else if (w.wl == WL_DEADLOCK)
+            op_deadlock(&w);
+        else if (w.wl == WL_MULTI)
+            op_multi(&w);
         else
             op_counter(&w);
         sleep_ms((int64_t)rnd(&w, 10));

@@ -2,7 +2,8 @@
 /*
  * worker.h: what the torture worker's files share (worker.c: main, history lines, sessions,
  * the register/mutex/counter workloads; worker_rw.c: read-write locks; worker_watch.c: event
- * stream watchers; worker_prims.c: semaphores and elections).
+ * stream watchers; worker_prims.c: semaphores and elections; worker_deadlock.c: waits that
+ * close cycles; worker_multi.c: multi-locks).
  *
  * Owns nothing global: one struct worker per process, passed everywhere. A struct ev is one
  * history line being built on the stack; ev_emit writes it with a single write() (O_APPEND),
@@ -16,7 +17,18 @@
 
 #include "fencelock.h"
 
-enum workload { WL_REGISTER, WL_MUTEX, WL_FENCED, WL_CONTROL, WL_RW, WL_WATCH, WL_SEM, WL_ELECT };
+enum workload {
+    WL_REGISTER,
+    WL_MUTEX,
+    WL_FENCED,
+    WL_CONTROL,
+    WL_RW,
+    WL_WATCH,
+    WL_SEM,
+    WL_ELECT,
+    WL_DEADLOCK,
+    WL_MULTI
+};
 
 struct worker {
     /* configuration */
@@ -92,5 +104,10 @@ void run_watch(struct worker *w);
 void op_sem(struct worker *w);
 void op_elect(struct worker *w);
 void run_observe(struct worker *w);
+
+/* worker_deadlock.c: two of three locks in random order (waits that close cycles) */
+void op_deadlock(struct worker *w);
+/* worker_multi.c: LOCK.MULTI over overlapping sets of four names */
+void op_multi(struct worker *w);
 
 #endif

@@ -54,9 +54,9 @@ static void golden_fill(void)
 #define GOLDEN_SID_B 58
 #define GOLDEN_SID_C 59
 #define GOLDEN_SID_D 72
-#define GOLDEN_SID_E 76 /* cooperative revocation's holder */
-#define GOLDEN_SID_F 77 /* and its waiter */
-#define GOLDEN_R1_TOKEN 78
+#define GOLDEN_SID_E 79 /* cooperative revocation's holder */
+#define GOLDEN_SID_F 80 /* and its waiter */
+#define GOLDEN_R1_TOKEN 81
 #define GOLDEN_E1_TOKEN 67
 
 static const struct fsm_cmd golden_cmds[] = {
@@ -349,6 +349,23 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_CLUSTER_FORMAT, .now_ms = 9400, .cluster_format = {.format = 2}},
     {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}},
     {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 1}},
+    /* LOCK_MULTI: alice takes M1 and M2 (shared) in one entry; bob's request for M1 and M3
+       queues on both (M3 is free: the queued request blocks it), and the final snapshot holds
+       it waiting; a name bob already waits for is refused; one of its names read-locked */
+    {.op = FSM_OP_LOCK_MULTI,
+     .now_ms = 9500,
+     .user = GS("alice"),
+     .lock_multi = {.sid = GOLDEN_SID_A, .names = {2, GS("\x00\x02M1\x01\x02M2")}, .wait_ms = 0}},
+    {.op = FSM_OP_LOCK_MULTI,
+     .user = GS("bob"),
+     .req_sid = GOLDEN_SID_B,
+     .req_seq = 9,
+     .lock_multi = {.sid = GOLDEN_SID_B,
+                    .names = {3, GS("\x00\x02M1\x01\x02M2\x00\x02M3")},
+                    .wait_ms = 30000}},
+    {.op = FSM_OP_LOCK_MULTI,
+     .user = GS("bob"),
+     .lock_multi = {.sid = GOLDEN_SID_B, .names = {1, GS("\x00\x02M3")}, .wait_ms = 1}},
     /* cooperative revocation: erin holds R1, frank waits; ops revokes it twice (the deadline
        stays the shorter), a stale deadline changes nothing, the deadline releases erin's grant
        with her lock-delay, frank gets R1, a free lock cannot be revoked, and frank's grant is
@@ -396,8 +413,11 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the CLUSTER_FORMAT entries: golden_snapshot_v4 is the state after them,
  * golden_snapshot_v5 the state after GOLDEN_N_V5_CMDS. */
 #define GOLDEN_N_V4_CMDS 118
-/* Before cooperative revocation's: golden_snapshot_v5 is the state after them,
- * golden_snapshot_v6 the state after all. */
+/* Before LOCK_MULTI's: golden_snapshot_v5 is the state after them, golden_snapshot_multi (also
+ * version 5) the state after GOLDEN_N_MULTI_CMDS. */
 #define GOLDEN_N_V5_CMDS 121
+/* Before cooperative revocation's: golden_snapshot_multi is the state after them,
+ * golden_snapshot_v6 the state after all. */
+#define GOLDEN_N_MULTI_CMDS 124
 
 #endif

@@ -51,6 +51,9 @@ static const char *names_of(const struct srv_cmd *cmd, char *out, size_t n)
     case CMD_T_LOCK:
         snprintf(out, n, "lock: arg %u", cmd->names.arg);
         return out;
+    case CMD_T_LOCKS:
+        snprintf(out, n, "locks: arg %u counts the names after it", cmd->names.arg);
+        return out;
     case CMD_T_ALLKEYS:
         return "every key";
     case CMD_T_ALLNAMES:
@@ -189,7 +192,8 @@ TEST(test_every_row_is_well_formed)
         CHECK(!c->alt || (c->perm != CMD_PERM_OPEN && c->perm != CMD_PERM_ANY));
         /* a named key or lock is an argument every call has (the check reads argv[arg]) */
         unsigned need = (unsigned)(c->arity < 0 ? -c->arity : c->arity);
-        if (c->names.target == CMD_T_KEY || c->names.target == CMD_T_LOCK)
+        if (c->names.target == CMD_T_KEY || c->names.target == CMD_T_LOCK ||
+            c->names.target == CMD_T_LOCKS)
             CHECK(c->names.arg >= 1 && c->names.arg < need);
         else
             CHECK(c->names.arg == 0);

@@ -350,8 +350,11 @@ TEST(test_units_in_the_file_and_the_environment)
     CHECK_EQ_U64(c.max_output, 32u << 20);
     CHECK_EQ_U64(c.idle_timeout, 90000);
     CHECK_EQ_U64(c.auth_timeout, 5000);
-    CHECK(strstr(out_, "\nmax-output = 33554432  # file:1\n")); /* shown in the plain unit */
-    CHECK(strstr(out_, "\nauth-timeout = 5000  # env FENCELOCK_AUTH_TIMEOUT\n"));
+    /* shown with the largest unit that divides the value, else in the plain unit */
+    CHECK(strstr(out_, "\nmax-output = 32MiB  # file:1\n"));
+    CHECK(strstr(out_, "\nidle-timeout = 90s  # file:2\n"));
+    CHECK(strstr(out_, "\nauth-timeout = 5s  # env FENCELOCK_AUTH_TIMEOUT\n"));
+    CHECK(strstr(out_, "\nheartbeat-ms = 40  # default\n"));
     unsetenv("FENCELOCK_AUTH_TIMEOUT");
     clean_env();
 }

@@ -127,6 +127,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm_events ev;
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
+    int snap_multi_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -137,6 +138,8 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
             snap_v4_ok = snapshot_is(f, golden_snapshot_v4, sizeof(golden_snapshot_v4));
         if (i + 1 == GOLDEN_N_V5_CMDS)
             snap_v5_ok = snapshot_is(f, golden_snapshot_v5, sizeof(golden_snapshot_v5));
+        if (i + 1 == GOLDEN_N_MULTI_CMDS)
+            snap_multi_ok = snapshot_is(f, golden_snapshot_multi, sizeof(golden_snapshot_multi));
     }
     int snap_ok = ok && snapshot_is(f, golden_snapshot_v6, sizeof(golden_snapshot_v6));
     char err[128];
@@ -148,6 +151,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_v3_ok);
     CHECK(snap_v4_ok);
     CHECK(snap_v5_ok);
+    CHECK(snap_multi_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -176,6 +180,13 @@ TEST(golden_snapshot_v5_restores_and_resnapshots_byte_identically)
 {
     CHECK(golden_snapshot_v5[4] == 5);
     CHECK(restores_byte_identically(golden_snapshot_v5, sizeof(golden_snapshot_v5)));
+}
+
+/* A waiting multi-request (waiters sharing one enqueue revision; a free lock it blocks). */
+TEST(golden_snapshot_multi_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_multi[4] == 5);
+    CHECK(restores_byte_identically(golden_snapshot_multi, sizeof(golden_snapshot_multi)));
 }
 
 /* Version 6: version 5 with a lock's pending revoke (cooperative revocation). */
@@ -224,6 +235,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_LOCK_REVOKE]);
     CHECK(op_seen[FSM_OP_REVOKE_END]);
     CHECK(op_seen[FSM_OP_LOCK_NOTIFY]);
+    CHECK(op_seen[FSM_OP_LOCK_MULTI]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -237,6 +249,7 @@ int main(void)
     RUN(golden_snapshot_v3_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_v4_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_v5_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_multi_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_v6_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);

@@ -71,7 +71,10 @@ static struct fsm_cmd filled(unsigned op, uint64_t sid)
             *(struct fsm_str *)p = S("127.0.0.1:7480");
             break;
         case FSM_F_COND:
-            break; /* no condition */
+            break;        /* no condition */
+        case FSM_F_NAMES: /* "n" exclusive, "o" shared */
+            *(struct fsm_names *)p = (struct fsm_names){2, {"\x00\x01n\x01\x01o", 6}};
+            break;
         }
     }
     return c;
@@ -125,7 +128,7 @@ TEST(a_payload_names_its_session_in_its_one_SID_field_and_its_wait_last)
                         fl->member);
             CHECK(ends_with(fl->member, "sid") == (fl->kind == FSM_F_SID));
             sids += fl->kind == FSM_F_SID;
-            names += fl->kind == FSM_F_NAME;
+            names += fl->kind == FSM_F_NAME || fl->kind == FSM_F_NAMES;
             /* the digest drops a trailing wait (a resend asks for the wait that is left) */
             CHECK(fl->kind != FSM_F_WAIT || i + 1 == d->nfields);
         }

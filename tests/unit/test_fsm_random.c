@@ -19,6 +19,12 @@
  * holder it queued behind), LOCK_REVOKE (deadline in wait_ms) and REVOKE_END (the
  * grant in token), the model holding each lock's pending revoke (its grant and deadline).
  *
+ * Odd seeds run at log format 2, where deadlock detection is on (src/fsm/waitgraph.h): the
+ * model computes the wait-for graph on its own (a waiter waits for the holder and for every
+ * session queued before it, over all the locks it is queued on) and predicts -DEADLOCK exactly
+ * when the new wait's session is reachable from those it would wait for; the cycle the
+ * DEADLOCK event names must be a path of real edges of that graph from the session back to it.
+ *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
 #include <stdlib.h>
@@ -76,6 +82,8 @@ struct mcmd {
     uint64_t ifrev;
     uint64_t token;        /* REVOKE_END: the grant */
     struct fsm_str reason; /* LOCK_REVOKE */
+    uint8_t mset;          /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
+    bool mbad;             /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -92,6 +100,9 @@ static void cond_to_model(const struct fsm_kv_cond *c, struct mcmd *m)
     m->has_ifrev = c->has_ifrev;
     m->ifrev = c->ifrev;
 }
+
+static struct fsm_names multi_names(uint8_t mset);
+static int lock_idx(struct fsm_str n);
 
 static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
 {
@@ -148,6 +159,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_REVOKE_END:
         c->revoke_end = (struct fsm_cmd_revoke_end){m->name, m->token};
+        break;
+    case FSM_OP_LOCK_MULTI:
+        c->lock_multi = (struct fsm_cmd_lock_multi){m->sid, multi_names(m->mset), m->wait_ms};
         break;
     }
 }
@@ -227,6 +241,21 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->name = c->revoke_end.name;
         m->token = c->revoke_end.token;
         break;
+    case FSM_OP_LOCK_MULTI: {
+        struct fsm_names_it it;
+        struct fsm_str nm;
+        bool shared;
+        m->sid = c->lock_multi.sid;
+        m->wait_ms = c->lock_multi.wait_ms;
+        fsm_names_begin(&it, &c->lock_multi.names);
+        while (fsm_names_next(&it, &nm, &shared)) {
+            int i = lock_idx(nm);
+            m->mbad |= i < 0 || shared;
+            if (i >= 0)
+                m->mset |= (uint8_t)(1u << i);
+        }
+        break;
+    }
     }
 }
 
@@ -247,6 +276,8 @@ struct mlock {
     uint64_t rv_token, rv_ms; /* a pending revoke of grant rv_token (0: none), its deadline */
     bool delay;
     uint64_t q[MAXQ];
+    uint64_t qrev[MAXQ]; /* each waiter's enqueue revision: a LOCK_MULTI's waiters share one */
+    uint8_t qset[MAXQ];  /* the locks its request waits for (a LOCK: this one) */
     int qn;
 };
 
@@ -280,9 +311,34 @@ struct model {
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
 static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
 
+/* The pool's lock names in byte order (what a LOCK_MULTI entry must carry). */
+static const int SORTED[] = {3, 0, 1, 2};
+#define NSORTED ((int)(sizeof(SORTED) / sizeof(SORTED[0])))
+
+/* A LOCK_MULTI's raw names for the set `mset`: exclusive, in byte order. Valid until the next
+ * call (the entry is encoded at once). */
+static struct fsm_names multi_names(uint8_t mset)
+{
+    static char raw[64];
+    uint32_t n = 0, len = 0;
+    for (int i = 0; i < NSORTED; i++) {
+        if (!(mset & (1u << SORTED[i])))
+            continue;
+        const struct fsm_str *nm = &LOCKN[SORTED[i]];
+        raw[len++] = 0; /* exclusive */
+        raw[len++] = (char)nm->len;
+        memcpy(raw + len, nm->p, nm->len);
+        len += nm->len;
+        n++;
+    }
+    return (struct fsm_names){n, {raw, len}};
+}
+
 static struct model M;
 static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
+static bool g_detect; /* this seed runs at format 2: deadlock detection on */
+static uint64_t n_dl; /* waits refused -DEADLOCK */
 
 #define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
 #define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
@@ -343,7 +399,18 @@ static int qpos(const struct mlock *l, uint64_t sid)
 static void qdel(struct mlock *l, int i)
 {
     memmove(&l->q[i], &l->q[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->q[0]));
+    memmove(&l->qrev[i], &l->qrev[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qrev[0]));
+    memmove(&l->qset[i], &l->qset[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qset[0]));
     l->qn--;
+}
+
+/* The queue position of the waiter with enqueue revision `rev`, -1 if none. */
+static int qpos_rev(const struct mlock *l, uint64_t rev)
+{
+    for (int i = 0; i < l->qn; i++)
+        if (l->qrev[i] == rev)
+            return i;
+    return -1;
 }
 
 /* Index of member `id` in the model, or -1 - insertion index. */
@@ -437,6 +504,12 @@ static void gen_lock_op(struct mcmd *c, int r)
         c->sid = 0;
         c->token =
             M.locks[l].rv_token && chance(70) ? M.locks[l].rv_token : below(M.last_token + 2);
+    } else if (r >= 80) {
+        c->op = FSM_OP_LOCK_MULTI;
+        c->name = (struct fsm_str){NULL, 0};
+        while (!c->mset)
+            c->mset = (uint8_t)below(1u << NLOCKS);
+        c->wait_ms = chance(70) ? 1 + below(5000) : 0;
     } else {
         c->op = FSM_OP_LOCKDELAY_END;
         c->sid = 0;
@@ -504,7 +577,7 @@ static void gen_cmd(struct mcmd *c)
         c->op = end_op();
         c->sid = pick_sid();
     } else if (r < 84) {
-        gen_lock_op(c, (int)below(80));
+        gen_lock_op(c, (int)below(90));
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
@@ -543,6 +616,8 @@ static bool usable(const struct buf *b)
     case FSM_OP_LOCK_REVOKE:
     case FSM_OP_REVOKE_END:
         return lock_idx(c.name) >= 0;
+    case FSM_OP_LOCK_MULTI:
+        return !c.mbad;
     case FSM_OP_PUT:
     case FSM_OP_DEL:
         return key_idx(c.key) >= 0;
@@ -611,6 +686,114 @@ static struct expect ex_fresh(void)
     return (struct expect){.kind = FSM_REPLY_INT, .fresh = true, .changes = true};
 }
 
+/* ---- the model's wait-for graph (exclusive locks only), computed on its own ---- */
+
+/* Whether `to` blocks `from`'s queued request on lock li: its holder, or queued before it. */
+static bool m_blocks(int li, uint64_t from, uint64_t to)
+{
+    const struct mlock *l = &M.locks[li];
+    int p = qpos(l, from);
+    if (p < 0 || to == from)
+        return false;
+    if (l->holder == to)
+        return true;
+    for (int i = 0; i < p; i++)
+        if (l->q[i] == to)
+            return true;
+    return false;
+}
+
+/* Whether `target` is reachable from `u` along wait-for edges (seen: sids visited). */
+static bool m_reaches(uint64_t u, uint64_t target, uint64_t *seen, int *nseen)
+{
+    if (u == target)
+        return true;
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == u)
+            return false;
+    seen[(*nseen)++] = u;
+    for (int li = 0; li < NLOCKS; li++) {
+        const struct mlock *l = &M.locks[li];
+        int p = qpos(l, u);
+        if (p < 0)
+            continue;
+        if (l->holder && l->holder != u && m_reaches(l->holder, target, seen, nseen))
+            return true;
+        for (int i = 0; i < p; i++)
+            if (m_reaches(l->q[i], target, seen, nseen))
+                return true;
+    }
+    return false;
+}
+
+/* Whether sid's new wait (at the tail) for lock li closes a cycle back to sid. */
+static bool closes_cycle(uint64_t sid, int li)
+{
+    const struct mlock *l = &M.locks[li];
+    uint64_t seen[MAXS];
+    int nseen = 0;
+    if (l->holder && m_reaches(l->holder, sid, seen, &nseen))
+        return true;
+    for (int i = 0; i < l->qn; i++)
+        if (m_reaches(l->q[i], sid, seen, &nseen))
+            return true;
+    return false;
+}
+
+/* The lock whose printable name (fsm_printable's: bytes outside ' '..'~' as '?') is n bytes
+ * at p, or -1. */
+static int lock_by_shown(const char *p, size_t n)
+{
+    for (int li = 0; li < NLOCKS; li++) {
+        if (LOCKN[li].len != n)
+            continue;
+        size_t k = 0;
+        for (; k < n; k++) {
+            unsigned char ch = (unsigned char)LOCKN[li].p[k];
+            if ((ch >= ' ' && ch <= '~' ? (char)ch : '?') != p[k])
+                break;
+        }
+        if (k == n)
+            return li;
+    }
+    return -1;
+}
+
+/* The DEADLOCK event's cycle "s1 -n1-> s2 -n2-> ... s1" is a path of real edges of the model's
+ * graph from c's session (its first edge: the new request on c's lock) back to it. */
+static int check_cycle(const struct fsm_str *v, const struct mcmd *c)
+{
+    char text[512];
+    MCHECK(v->len < sizeof(text));
+    memcpy(text, v->p, v->len);
+    text[v->len] = '\0';
+    char *p = text, *end;
+    uint64_t u = strtoull(p, &end, 10);
+    MCHECK(end != p && u == c->sid);
+    int hops = 0;
+    for (p = end; *p; hops++) {
+        MCHECK(strncmp(p, " -", 2) == 0);
+        p += 2;
+        char *arrow = strstr(p, "-> ");
+        MCHECK(arrow);
+        int li = lock_by_shown(p, (size_t)(arrow - p));
+        MCHECK(li >= 0);
+        p = arrow + 3;
+        uint64_t v2 = strtoull(p, &end, 10);
+        MCHECK(end != p);
+        p = end;
+        if (hops == 0) { /* the new request, not queued: waits for the holder and the queue */
+            MCHECK(li == lock_idx(c->name));
+            MCHECK(M.locks[li].holder == v2 || qpos(&M.locks[li], v2) >= 0);
+        } else {
+            MCHECK(m_blocks(li, u, v2));
+        }
+        u = v2;
+    }
+    MCHECK(hops >= 1 && u == c->sid);
+    return 0;
+}
+
 static struct expect predict_lock(const struct mcmd *c)
 {
     struct mlock *l = &M.locks[lock_idx(c->name)];
@@ -627,7 +810,7 @@ static struct expect predict_lock(const struct mcmd *c)
     if (!alive(c->sid))
         return ex_err("NOSESSION");
     bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
-    bool is_free = !l->holder && !l->delay;
+    bool is_free = !l->holder && !l->delay && !l->qn; /* a queue: a multi-request blocks it */
     switch (c->op) {
     case FSM_OP_LOCK:
     case FSM_OP_LOCK_NOTIFY:
@@ -637,6 +820,10 @@ static struct expect predict_lock(const struct mcmd *c)
             return ex(c->wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL, false);
         if (is_free)
             return ex_fresh();
+        if (c->wait_ms && g_detect && closes_cycle(c->sid, lock_idx(c->name)))
+            return (struct expect){.kind = FSM_REPLY_ERR,
+                                   .err = "DEADLOCK cycle of ",
+                                   .changes = true}; /* one revision: the event's */
         return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
     case FSM_OP_UNLOCK:
         return held || queued ? ex(FSM_REPLY_OK, true) : ex_err("NOTHOLDER");
@@ -696,9 +883,40 @@ static struct expect predict_member(const struct mcmd *c)
     return ex(FSM_REPLY_OK, !same);
 }
 
+/* LOCK_MULTI: all names at once if each is free with nobody queued, else queued or NIL; a name
+ * the session holds or waits for refuses it. */
+static struct expect predict_multi(const struct mcmd *c)
+{
+    if (!alive(c->sid))
+        return ex_err("NOSESSION");
+    bool all_free = true;
+    for (int i = 0; i < NLOCKS; i++) {
+        const struct mlock *l = &M.locks[i];
+        if (!(c->mset & (1u << i)))
+            continue;
+        if (l->holder == c->sid || qpos(l, c->sid) >= 0)
+            return ex_err("ERR session");
+        all_free = all_free && !l->holder && !l->delay && !l->qn;
+    }
+    if (all_free)
+        return ex_fresh();
+    return c->wait_ms ? ex(FSM_REPLY_QUEUED, true) : ex(FSM_REPLY_NIL, false);
+}
+
+/* A LOCK_MULTI's first name (byte order): the one its retry is answered by. */
+static int multi_first(uint8_t mset)
+{
+    for (int i = 0; i < NSORTED; i++)
+        if (mset & (1u << SORTED[i]))
+            return SORTED[i];
+    return 0;
+}
+
 static struct expect predict_op(const struct mcmd *c)
 {
     switch (c->op) {
+    case FSM_OP_LOCK_MULTI:
+        return predict_multi(c);
     case FSM_OP_MEMBER_SET:
     case FSM_OP_MEMBER_DEL:
         return predict_member(c);
@@ -724,8 +942,9 @@ static struct expect predict_op(const struct mcmd *c)
 static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
     if (rs->cached.kind == FSM_REPLY_QUEUED &&
-        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY)) {
-        struct mlock *l = &M.locks[lock_idx(c->name)];
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_MULTI)) {
+        struct mlock *l =
+            &M.locks[c->op != FSM_OP_LOCK_MULTI ? lock_idx(c->name) : multi_first(c->mset)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
         if (alive(c->sid) && qpos(l, c->sid) >= 0)
@@ -762,7 +981,7 @@ static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64
     MCHECK(r->kind == e->kind);
     if (e->kind == FSM_REPLY_ERR) {
         MCHECK(strncmp(r->err, e->err, strlen(e->err)) == 0);
-        MCHECK(rev1 == rev0);
+        MCHECK(rev1 == rev0 + (e->changes ? 1 : 0)); /* DEADLOCK: its event's revision */
     }
     if (e->kind == FSM_REPLY_INT)
         MCHECK(e->fresh ? r->value == rev0 + 1 : r->value == e->value);
@@ -771,6 +990,22 @@ static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64
 }
 
 /* Events drive the model; each must be legal at the moment it happens. */
+static uint64_t g_rev0; /* the revision before the entry being checked */
+
+/* A queued request is granted only at the head of every queue it waits in: the other waiters of
+ * its request are at their heads, or already granted by this entry. */
+static int check_group_head(int li, const struct mlock *l)
+{
+    for (int k = 0; k < NLOCKS; k++) {
+        if (k == li || !(l->qset[0] & (1u << k)))
+            continue;
+        int at = qpos_rev(&M.locks[k], l->qrev[0]);
+        MCHECK(at <= 0);
+        MCHECK(at < 0 || (!M.locks[k].holder && !M.locks[k].delay));
+    }
+    return 0;
+}
+
 static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_t rev1,
                        uint64_t *released_by)
 {
@@ -790,6 +1025,8 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(!l->delay && !l->holder && alive(ev->sid));
         MCHECK(l->qn ? l->q[0] == ev->sid : true); /* only the FIFO head, or a free lock */
         MCHECK(ev->token > l->last_token && ev->token > M.last_token && ev->token <= rev1);
+        if (l->qn && check_group_head(li, l))
+            return -1;
         if (l->qn)
             qdel(l, 0);
         l->holder = ev->sid;
@@ -819,8 +1056,11 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     }
     case FSM_EV_WAIT_STARTED:
         MCHECK(alive(ev->sid) && qpos(l, ev->sid) < 0 && l->holder != ev->sid);
-        MCHECK((l->holder || l->delay) && l->qn < MAXQ && ev->ms == c->wait_ms);
-        l->q[l->qn++] = ev->sid;
+        MCHECK((l->holder || l->delay || l->qn || c->op == FSM_OP_LOCK_MULTI) && l->qn < MAXQ &&
+               ev->ms == c->wait_ms);
+        l->q[l->qn] = ev->sid;
+        l->qrev[l->qn] = g_rev0 + 1; /* the enqueue takes the command's first revision */
+        l->qset[l->qn++] = c->op == FSM_OP_LOCK_MULTI ? c->mset : (uint8_t)(1u << li);
         break;
     case FSM_EV_WAIT_ENDED:
         MCHECK(qpos(l, ev->sid) >= 0);
@@ -851,6 +1091,12 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     }
     case FSM_EV_FENCE_REJECTED:
         MCHECK(c->has_fence && ev->token == c->fence_token);
+        break;
+    case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
+        MCHECK(g_detect && (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY) &&
+               ev->sid == c->sid && li == lock_idx(c->name));
+        MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c) == 0);
+        n_dl++;
         break;
     case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
         MCHECK(c->op == FSM_OP_PUT && key_idx(ev->name) >= 0);
@@ -981,8 +1227,25 @@ static void wq_cb(void *arg, uint64_t sid, uint64_t wait_ms)
     w->n++;
 }
 
+/* All or nothing: every waiter of a request is queued exactly while the others are (a grant,
+ * a cancel, an UNLOCK or a session end takes the request off every queue in one entry). */
+static int check_groups(void)
+{
+    for (int i = 0; i < NLOCKS; i++)
+        for (int j = 0; j < M.locks[i].qn; j++)
+            for (int k = 0; k < NLOCKS; k++) {
+                if (!(M.locks[i].qset[j] & (1u << k)))
+                    continue;
+                int at = qpos_rev(&M.locks[k], M.locks[i].qrev[j]);
+                MCHECK(at >= 0 && M.locks[k].q[at] == M.locks[i].q[j]);
+            }
+    return 0;
+}
+
 static int compare_state(const struct fsm *f)
 {
+    if (check_groups())
+        return -1;
     for (int i = 0; i < NLOCKS; i++) {
         const struct mlock *l = &M.locks[i];
         struct fsm_lock_view v;
@@ -1062,13 +1325,17 @@ static struct fsm *restored_copy(const struct fsm *f)
 
 /* ---- one step ---- */
 
-/* Revisions: a changing command allocates one per grant, or exactly one without a grant. */
+/* Revisions: a changing command allocates one per grant, or exactly one without a grant; a
+ * CANCEL_WAIT takes its one first, then one per grant its departure lets through (a waiting
+ * multi-request that leaves can unblock a queue). */
 static int check_revisions(const struct expect *e, const struct fsm_events *ev, uint64_t rev0,
-                           uint64_t rev1)
+                           uint64_t rev1, uint8_t op)
 {
     uint64_t grants = 0;
     for (size_t i = 0; i < ev->n; i++)
         grants += ev->ev[i].type == FSM_EV_GRANTED;
+    if (op == FSM_OP_CANCEL_WAIT && e->changes && grants)
+        grants++;
     MCHECK(rev1 - rev0 == (e->changes ? (grants ? grants : 1) : 0));
     return 0;
 }
@@ -1120,7 +1387,7 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     bool decoded = !mcmd_decode(entry, &c, err, sizeof(err));
     bool run = false;
     struct expect e = decoded ? predict(&c, &run) : ex_err("ERR bad entry: ");
-    uint64_t rev0 = fsm_revision(f);
+    uint64_t rev0 = g_rev0 = fsm_revision(f);
     int n_held = decoded ? ending_locks(&c, run, held) : 0;
     uint64_t delay = n_held ? msess(c.sid)->lockdelay : 0;
     struct fsm_reply r, gr;
@@ -1138,7 +1405,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         MCHECK(ev->n == 0);
     else if (model_events(ev, &c, fsm_revision(f)))
         return -1;
-    if (check_revisions(&e, ev, rev0, fsm_revision(f)) || check_lockdelays(&c, held, n_held, delay))
+    if (check_revisions(&e, ev, rev0, fsm_revision(f), decoded ? c.op : 0) ||
+        check_lockdelays(&c, held, n_held, delay))
         return -1;
     if (run) {
         model_kv(&c, &r);
@@ -1180,6 +1448,18 @@ static int run_seed(uint64_t seed, int steps)
     buf_init(&entry);
     memset(&M, 0, sizeof(M));
     memset(n_ev, 0, sizeof(n_ev));
+    n_dl = 0;
+    g_detect = seed & 1;
+    if (g_detect) { /* log format 2: deadlock detection on, in f and in its twin alike */
+        struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
+        struct fsm_reply fr;
+        if (fsm_cmd_encode(&fc, &entry))
+            return -1;
+        fsm_apply(f, (const uint8_t *)entry.p, entry.len, &fr, &ev);
+        fsm_apply(g_twin, (const uint8_t *)entry.p, entry.len, &fr, &g_twin_ev);
+        buf_reset(&entry);
+        M.last_token = fsm_revision(f);
+    }
     n_replay = n_bad = n_err = 0;
     n_mset = n_msame = n_mfull = n_mdel = n_mmax = 0;
     memset(LONG_ADDR, 'L', sizeof(LONG_ADDR));
@@ -1208,6 +1488,7 @@ static int run_seed(uint64_t seed, int steps)
            (unsigned long long)n_ev[FSM_EV_LOCKDELAY_ENDED],
            (unsigned long long)n_ev[FSM_EV_SESSION_ENDED], (unsigned long long)n_replay,
            (unsigned long long)n_bad, (unsigned long long)n_err);
+    printf("  format %d: deadlocks refused %llu\n", g_detect ? 2 : 1, (unsigned long long)n_dl);
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);

@@ -148,6 +148,12 @@ struct harness {
     uint64_t elapsed_ms;
     int flag;
     int stop_sent; /* the client already woke the loop: the async may be closed by now */
+    /* the async handler (srv_http_set_async): "/later" is answered from a timer, "/never"
+     * only when the loop stops (its connection is gone by then) */
+    uv_timer_t later;
+    struct srv_http_pending *pending;
+    char query[64], header[64];
+    int header_twice;
 };
 
 static void on_async_closed(uv_handle_t *h)
@@ -155,10 +161,42 @@ static void on_async_closed(uv_handle_t *h)
     (void)h;
 }
 
+static void on_later(uv_timer_t *t)
+{
+    struct harness *hs = t->data;
+    char body[96];
+    int n = snprintf(body, sizeof(body), "later:%s", hs->header);
+    srv_http_complete(hs->pending, 202, "text/x-later", body, (size_t)n);
+    hs->pending = NULL;
+}
+
+static int async_handler(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
+{
+    struct harness *hs = arg;
+    int later = strcmp(req->path, "/later") == 0;
+    if (!later && strcmp(req->path, "/never") != 0)
+        return 0;
+    if (!hs->query[0]) /* the first request's */
+        snprintf(hs->query, sizeof(hs->query), "%s", req->query);
+    size_t len = 0;
+    const char *v = srv_http_header(req, "x-name", &len);
+    hs->header_twice = v && len == SIZE_MAX;
+    if (v && len != SIZE_MAX)
+        snprintf(hs->header, sizeof(hs->header), "%.*s", (int)len, v);
+    hs->pending = p;
+    if (later)
+        uv_timer_start(&hs->later, on_later, 20, 0);
+    return 1;
+}
+
 static void on_done(uv_async_t *a)
 {
     struct harness *hs = a->data;
     srv_http_stop(hs->srv);
+    if (hs->pending) /* its connection closed: the answer is dropped, the handle freed */
+        srv_http_complete(hs->pending, 200, NULL, "", 0);
+    hs->pending = NULL;
+    uv_close((uv_handle_t *)&hs->later, on_async_closed);
     uv_close((uv_handle_t *)a, on_async_closed);
 }
 
@@ -181,6 +219,9 @@ static int run_with_client(struct harness *hs, client_fn fn, unsigned max_conns,
     if (srv_http_start(&hs->loop, "127.0.0.1", 0, handler, &hs->st, &hs->srv, err, sizeof(err)))
         return -1;
     srv_http_set_limits(hs->srv, max_conns, idle);
+    srv_http_set_async(hs->srv, async_handler, hs);
+    uv_timer_init(&hs->loop, &hs->later);
+    hs->later.data = hs;
     hs->port = srv_http_port(hs->srv);
     hs->client = fn;
     uv_async_init(&hs->loop, &hs->done, on_done);
@@ -581,6 +622,44 @@ TEST(start_accepts_ipv6_literal)
     CHECK(uv_loop_close(&loop) == 0);
 }
 
+static void get_later(struct harness *hs)
+{
+    REQ(hs, 0, "GET /later?lock=a%20b&token=7 HTTP/1.1\r\nHost: x\r\nX-Name:  v 1 \t\r\n\r\n");
+    REQ(hs, 1, "HEAD /later HTTP/1.1\r\nx-NAME:w\r\n\r\n");
+    REQ(hs, 2, "GET /metrics HTTP/1.1\r\n\r\n");
+    REQ(hs, 3, "GET /later HTTP/1.1\r\nX-Name: a\r\nX-Name: b\r\n\r\n");
+}
+
+TEST(async_handler_answers_later_with_query_and_headers)
+{
+    struct harness hs;
+    CHECK(run_with_client(&hs, get_later, 0, 0) == 0);
+    CHECK(starts_with(&hs.r[0], "HTTP/1.1 202 "));
+    CHECK(has_header(&hs.r[0], "\r\nContent-Type: text/x-later\r\n"));
+    CHECK(body_of(&hs.r[0]) && strcmp(body_of(&hs.r[0]), "later:v 1") == 0);
+    CHECK(hs.r[0].ok);
+    CHECK(starts_with(&hs.r[1], "HTTP/1.1 202 "));
+    CHECK(has_header(&hs.r[1], "\r\nContent-Length: 7\r\n")); /* HEAD: measured, not sent */
+    CHECK(body_of(&hs.r[1]) && strcmp(body_of(&hs.r[1]), "") == 0);
+    CHECK(starts_with(&hs.r[2], "HTTP/1.1 200 OK\r\n")); /* not taken: the plain handler */
+    CHECK(hs.st.calls == 1);
+    CHECK(strcmp(hs.query, "lock=a%20b&token=7") == 0); /* as sent, not decoded */
+    CHECK(hs.header_twice);                             /* the same header twice: ambiguous */
+}
+
+static void get_never(struct harness *hs)
+{
+    REQ(hs, 0, "GET /never?x=1 HTTP/1.1\r\n\r\n");
+}
+
+TEST(async_request_unanswered_is_closed_after_idle_and_its_answer_dropped)
+{
+    struct harness hs;
+    CHECK(run_with_client(&hs, get_never, 0, 100) == 0);
+    CHECK(hs.r[0].len == 0 && hs.r[0].ok); /* closed by the server (EOF), without a reply */
+    CHECK(strcmp(hs.query, "x=1") == 0);
+}
+
 int main(void)
 {
     RUN(metrics_200_with_body);
@@ -607,5 +686,7 @@ int main(void)
     RUN(start_rejects_bad_host);
     RUN(start_reports_port_in_use_and_frees);
     RUN(start_accepts_ipv6_literal);
+    RUN(async_handler_answers_later_with_query_and_headers);
+    RUN(async_request_unanswered_is_closed_after_idle_and_its_answer_dropped);
     TEST_MAIN_END();
 }

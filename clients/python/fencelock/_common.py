@@ -7,7 +7,7 @@ the API turned into the wire's milliseconds, and the safe deadline's arithmetic.
 import ssl as _ssl
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple, Union
 
 import redis
 
@@ -233,4 +233,22 @@ def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str])
         args += ["DEADLINE", ms(deadline, "deadline", 1)]
     if reason is not None:
         args += ["REASON", reason]
+    return args
+
+
+def multi_lock_args(sid: int, names: Sequence[str], shared: Collection[str]) -> List[Any]:
+    """LOCK.MULTI sid n name... [SHARED name]...: the arguments (the wait and REQ come after).
+    ValueError for no name, an empty or repeated one, or a shared name that is not among
+    them (the server refuses those too: no round trip for a mistake)."""
+    given = list(names)
+    if not given or any(not n for n in given) or len(set(given)) != len(given):
+        raise ValueError("LOCK.MULTI needs distinct non-empty names: %r" % (given,))
+    extra = set(shared) - set(given)
+    if extra:
+        raise ValueError("shared names not among the names: %r" % sorted(extra))
+    args: List[Any] = ["LOCK.MULTI", sid, len(given)]
+    args += given
+    for n in given:
+        if n in shared:
+            args += ["SHARED", n]
     return args

@@ -93,6 +93,15 @@ class WrongType(FencelockError):
     word = "WRONGTYPE"
 
 
+class DeadlockError(FencelockError):
+    """-DEADLOCK: the wait would have closed a cycle of sessions waiting for each other (the
+    message names it: "cycle of 2: 5 -a-> 7 -b-> 5", session 5 waits for lock a, which 7
+    holds or is queued for first, ...). The request was refused and not queued; the session
+    keeps what it holds, and the other waits are untouched: release something and retry."""
+
+    word = "DEADLOCK"
+
+
 class Compacted(FencelockError):
     """-COMPACTED: the events after the id asked for are no longer retained.
     `oldest` is the oldest retained id; `after` the id just before it: reload the state, then
@@ -144,6 +153,7 @@ _WORDS: Dict[str, Type[FencelockError]] = {
     "NOAUTH": AuthError,
     "NOPERM": PermissionDenied,
     "WRONGTYPE": WrongType,
+    "DEADLOCK": DeadlockError,
     "UNKNOWN": OutcomeUnknown,
 }
 

@@ -19,11 +19,12 @@ lock.c, prims.c; docs/client.md "Sessions and the safe deadline"):
 import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterator, List, Optional, Sequence,
+                    TypeVar)
 
 from . import errors
 from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                      check_ttl, ms, seconds_arg, span)
+                      check_ttl, ms, multi_lock_args, seconds_arg, span)
 from .conn import Cmd
 
 if TYPE_CHECKING:
@@ -245,6 +246,81 @@ class Session:
         token = self.acquire(name, wait=wait, shared=shared)
         yield from _held(lambda: self.unlock(name), token)
 
+    # ---- several locks at once ----
+    def _release_all(self, names: Sequence[str]) -> None:
+        """UNLOCK every name with a fresh seq each (best effort): leaves the queues of a
+        request whose outcome was not learned, or gives back a grant never seen."""
+        for name in names:
+            try:
+                seq = self._begin()
+                try:
+                    self._send(Cmd("UNLOCK", name, self.sid), seq)
+                finally:
+                    self._op.release()
+            except errors.FencelockError:
+                pass
+
+    def _wait_multi(self, names: Sequence[str], wait: float,
+                    shared: Collection[str]) -> Optional[List[int]]:
+        cmd = Cmd(*multi_lock_args(self.sid, names, shared))
+        end = time.monotonic() + wait
+        if wait > 0:
+            cmd.wait(end)
+        seq = self._begin()
+        try:
+            r = self._send(cmd, seq, deadline=end + self.client.timeout)
+        except (errors.Unavailable, errors.OutcomeUnknown):
+            self._op.release()
+            self._release_all(names)
+            raise
+        except BaseException:
+            self._op.release()
+            raise
+        self._op.release()
+        if r is None:
+            if wait > 0:
+                raise errors.LockTimeout("locks %s not granted within %.3f s"
+                                         % (", ".join(names), wait))
+            return None
+        return [int(t) for t in r]
+
+    def acquire_multi(self, names: Sequence[str], wait: float = 30.0,
+                      shared: Collection[str] = ()) -> List[int]:
+        """LOCK.MULTI: every name at once, in one log entry, or none. It waits FIFO on every
+        name and holds nothing meanwhile, so two sessions asking for overlapping names in any
+        order cannot deadlock. The tokens in the order of names (each resource fences with its
+        own lock's token); `shared`: the names taken in shared mode. LockTimeout after wait
+        seconds (nothing held). Granted once, however many fail-overs the request crosses."""
+        r = self._wait_multi(names, wait, shared)
+        if r is None:
+            raise errors.LockTimeout("not granted (a try found one taken)")
+        return r
+
+    def try_lock_multi(self, names: Sequence[str],
+                       shared: Collection[str] = ()) -> Optional[List[int]]:
+        """The tokens if every name was free, else None (and nothing held)."""
+        return self._wait_multi(names, 0, shared)
+
+    def unlock_multi(self, names: Sequence[str]) -> None:
+        """UNLOCK each name (each releases that name only, or leaves the request's queues);
+        every name is tried, the first error raised after."""
+        first: Optional[errors.FencelockError] = None
+        for name in names:
+            try:
+                self.unlock(name)
+            except errors.FencelockError as e:
+                first = first or e
+        if first is not None:
+            raise first
+
+    @contextlib.contextmanager
+    def lock_multi(self, names: Sequence[str], wait: float = 30.0,
+                   shared: Collection[str] = ()) -> Iterator[List[int]]:
+        """with session.lock_multi(["stock/a", "stock/b"]) as tokens: ...; all unlocked on
+        exit."""
+        tokens = self.acquire_multi(names, wait=wait, shared=shared)
+        yield from _held(lambda: self.unlock_multi(names), tokens)
+
     # ---- keys ----
     def put(self, key: str, value: Value, fence: Optional[Fence] = None,
             ifrev: Optional[int] = None, lease: bool = False) -> int:
@@ -341,7 +417,10 @@ def _granted(token: Optional[int]) -> int:
     return token
 
 
-def _held(release: Callable[[], None], token: int) -> Iterator[int]:
+T = TypeVar("T")
+
+
+def _held(release: Callable[[], None], token: T) -> Iterator[T]:
     """Yield token; release on exit. A release that fails because the session is gone is
     not an error of the block (the hold is gone with it); other failures surface unless the
     block itself raised."""

@@ -19,8 +19,8 @@ from conftest import endpoint, info, leader_of
 from test_single import _Swallower
 from test_tls_acl import _Ctx
 
-from fencelock import (AuthError, LockTimeout, NotHolder, OutcomeUnknown, PermissionDenied,
-                       SessionLost, Stale, TLSError)
+from fencelock import (AuthError, DeadlockError, LockTimeout, NotHolder, OutcomeUnknown,
+                       PermissionDenied, SessionLost, Stale, TLSError)
 from fencelock.aio import AsyncClient
 
 
@@ -88,6 +88,52 @@ def test_aio_try_lock_timeout_and_waiter_granted_on_unlock(node):
             await a.unlock("l")
             tb = await waiter
             assert tb > t and (await c.lock_info("l"))["holder"] == b.sid
+    run(main())
+
+
+def test_aio_a_wait_that_closes_a_cycle_raises_deadlock_error(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \
+                c.session(ttl=10.0) as b:
+            await a.acquire("dl.x")
+            await b.acquire("dl.y")
+            waiter = asyncio.ensure_future(a.acquire("dl.y", wait=30.0))
+            for _ in range(500):  # until the waiter is queued on the server
+                if (await c.lock_info("dl.y"))["waiters"] == [a.sid]:
+                    break
+                await asyncio.sleep(0.02)
+            assert (await c.lock_info("dl.y"))["waiters"] == [a.sid]
+            with pytest.raises(DeadlockError) as e:
+                await b.acquire("dl.x", wait=30.0)
+            assert "cycle of 2" in str(e.value)
+            await b.unlock("dl.y")
+            assert await waiter > 0, "the other wait completes"
+    run(main())
+
+
+def test_aio_multi_lock_waits_on_every_name_and_cancel_leaves_them(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \
+                c.session(ttl=10.0) as b:
+            ta = await a.acquire("m2")
+            assert await b.try_lock_multi(["m1", "m2"]) is None
+            waiter = asyncio.ensure_future(b.acquire_multi(["m2", "m1"], wait=30.0))
+            for _ in range(200):  # until the request is queued on both names
+                if (await c.lock_info("m1") or {}).get("waiters") == [b.sid]:
+                    break
+                await asyncio.sleep(0.02)
+            assert (await c.lock_info("m2"))["waiters"] == [b.sid]
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            for _ in range(200):  # the release goes out from a task of its own
+                if await c.lock_info("m1") is None:
+                    break
+                await asyncio.sleep(0.02)
+            assert await c.lock_info("m1") is None and \
+                (await c.lock_info("m2"))["waiters"] == []
+            async with b.lock_multi(["m1", "m3"], shared=["m3"]) as (t1, t3):
+                assert t3 == t1 + 1 and t1 > ta
     run(main())
 
 

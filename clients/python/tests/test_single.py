@@ -12,8 +12,8 @@ import pytest
 from conftest import endpoint
 
 import fencelock
-from fencelock import (Client, IfRevFailed, LockTimeout, NotHolder, OutcomeUnknown,
-                       SessionLost, Stale, WrongType)
+from fencelock import (Client, DeadlockError, IfRevFailed, LockTimeout, NotHolder,
+                       OutcomeUnknown, SessionLost, Stale, WrongType)
 
 
 def test_lock_fenced_put_unlock(client):
@@ -108,6 +108,26 @@ def test_shared_locks(client):
             with pytest.raises(Stale):  # readers must not write
                 r1.put("c", "x", fence=("cat", t1))
         assert w.try_lock("cat") is not None
+
+
+def test_multi_lock_all_or_nothing_with_a_token_per_name(client):
+    with client.session(10.0) as a, client.session(10.0) as b:
+        with a.lock_multi(["m/y", "m/x"], shared=["m/x"]) as (ty, tx):
+            assert tx + 1 == ty, "one grant: consecutive tokens, in name order"
+            assert client.lock_info("m/x")["mode"] == b"shared"
+            a.put("m/ky", "1", fence=("m/y", ty))
+            with pytest.raises(Stale):  # the other name's token does not fence m/y
+                a.put("m/ky", "2", fence=("m/y", tx))
+            assert b.try_lock_multi(["m/z", "m/y"]) is None
+            assert client.lock_info("m/z") is None, "a refused try takes nothing"
+            with pytest.raises(LockTimeout):
+                b.acquire_multi(["m/z", "m/y"], wait=0.2)
+            with pytest.raises(ValueError):
+                b.acquire_multi(["m/z", "m/z"])
+        tz, ty2 = b.acquire_multi(["m/z", "m/y"], wait=2.0)
+        assert ty2 > ty and tz == ty2 + 1
+        b.unlock_multi(["m/z", "m/y"])
+        assert client.lock_info("m/y") is None
 
 
 def test_semaphore(client):
@@ -334,6 +354,32 @@ def test_seconds_at_the_api_and_deprecated_ms_keywords(client):
         client.session(ttl=1.0, ttl_ms=1000)
     with pytest.raises(ValueError):
         client.session(ttl=0.0001)
+
+
+def test_a_wait_that_closes_a_cycle_raises_deadlock_error(node, client):
+    """a holds x and waits for y; b holds y: b's wait for x would close the cycle. b gets
+    DeadlockError naming it, keeps y, and a's wait completes once b lets go."""
+    with Client(endpoint(node)) as other, client.session(10.0) as b, \
+            other.session(10.0) as a:
+        a.acquire("dl.x")
+        b.acquire("dl.y")
+        got = []
+        t = threading.Thread(target=lambda: got.append(a.acquire("dl.y", wait=30.0)))
+        t.start()
+        try:
+            for _ in range(500):  # until a is queued on the server
+                if (client.lock_info("dl.y") or {}).get("waiters") == [a.sid]:
+                    break
+                time.sleep(0.02)
+            assert client.lock_info("dl.y")["waiters"] == [a.sid]
+            with pytest.raises(DeadlockError) as e:
+                b.acquire("dl.x", wait=30.0)
+            assert "cycle of 2: %d -dl.x-> %d -dl.y-> %d" % (b.sid, a.sid, b.sid) in str(e.value)
+            assert client.lock_info("dl.x")["waiters"] == [], "the refused wait was not queued"
+            b.unlock("dl.y")
+        finally:
+            t.join(30.0)
+        assert got and got[0] > 0, "a's wait completed"
 
 
 def test_on_revoke_callback_hears_the_request_and_the_holder_lets_go(client):

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "server/obs/status.h"
 #include "server/server.h"
 
 const char *srv_role_name(int role)
@@ -124,21 +125,16 @@ static void note_term_and_leader(struct srv *s, int role, uint64_t term)
 /*
  * Tell systemd (Type=notify) the node serves: a ready leader, or a follower that knows its
  * leader and so can redirect clients (-NOTLEADER with its address). Once per process: a later
- * election does not make the unit "not ready" again.
+ * election does not make the unit "not ready" again (the STATUS line says it: obs/status.c).
  */
 static void notify_if_serving(struct srv *s)
 {
     if (s->notify.ready_sent || s->stopping)
         return;
-    char status[96];
-    if (srv_ready(s))
-        snprintf(status, sizeof(status), "leader in term %llu",
-                 (unsigned long long)s->cluster.ready_term);
-    else if (s->cluster.role == RN_FOLLOWER && s->cluster.seen_leader)
-        snprintf(status, sizeof(status), "follower of node %llu",
-                 (unsigned long long)s->cluster.seen_leader);
-    else
+    if (!srv_ready(s) && !(s->cluster.role == RN_FOLLOWER && s->cluster.seen_leader))
         return;
+    char status[NOTIFY_STATUS_MAX];
+    srv_status_text(s, status, sizeof status);
     if (notify_ready(&s->notify, status))
         LOGW(&s->log, "NOTIFY_SOCKET: READY=1 not sent: %s", strerror(errno));
 }

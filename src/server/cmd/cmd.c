@@ -256,7 +256,7 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         resp_w_simple(&slot->out, "OK");
         break;
     case FSM_REPLY_INT:
-        resp_w_uint(&slot->out, reply->value);
+        srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
         break;
     case FSM_REPLY_NIL:
         resp_w_nil(&slot->out, slot->proto);
@@ -446,7 +446,9 @@ void srv_dispatch(struct srv *s, struct srv_conn *c, size_t argc, struct resp_ar
     if (cmd_perm_check(&r, cmd)) {
         /* -NOAUTH or -NOPERM written: nothing runs (cmd_perm.c) */
     } else if (!cmd) {
-        resp_w_errorf(r.out, PROTO_ERR " unknown command '%s'", cmd_arg_text(&argv[0], shown));
+        const char *hint = cmd_unknown_hint(&argv[0]);
+        resp_w_errorf(r.out, PROTO_ERR " unknown command '%s'%s%s", cmd_arg_text(&argv[0], shown),
+                      hint ? "; " : "", hint ? hint : "");
     } else if (!arity_ok(cmd, argc)) {
         resp_w_errorf(r.out, CMD_ERR_ARGS_S, cmd_arg_text(&argv[0], shown));
     } else if ((cmd->flags & CMD_READ) && c->stale_reads && !(cmd->flags & CMD_FRESH)) {

@@ -8,11 +8,13 @@
  * declarations and enum srv_cmd_id, cmd.c into the table. A handler is
  * `void fooCommand(struct srv_req *r)` in the file of its family:
  *   cmd_session.c  sessions            cmd_lock.c     locks and fencing tokens
+ *   cmd_multi.c    LOCK.MULTI
  *   cmd_sign.c     signed tokens       cmd_prims.c    semaphores and elections
  *   observe.c      ELECT.OBSERVE       cmd_kv.c       keys
  *   cmd_cluster.c  membership          cmd_info.c     PING, HELLO, INFO
  *   cmd_backup.c   SNAPSHOT.SAVE       cmd_watch.c    the event stream
  *   cmd_conn.c     what Redis clients send on connect, COMMAND
+ *   cmd_waits.c    the wait-for graph (LOCK.WAITS)
  *   cmd_perm.c     the permission check srv_dispatch makes from the rows (--acl-file)
  * A handler writes its reply to r->out, or sets r->async and answers later through its slot
  * (srv_slot_done). The helpers return 0, or -1 with the error reply already written.
@@ -49,6 +51,7 @@ enum srv_cmd_target {
     CMD_T_NONE = 0,
     CMD_T_KEY,      /* argv[arg] is a key; a FENCE name among the options is a lock */
     CMD_T_LOCK,     /* argv[arg] is a lock name */
+    CMD_T_LOCKS,    /* argv[arg] is a count n, the n lock names follow it (LOCK.MULTI) */
     CMD_T_ALLKEYS,  /* counts every key (DBSIZE): only for users without keys= */
     CMD_T_ALLNAMES, /* sees every key and lock name and value (the event stream): only for
                        users without keys= or locks= (events are not filtered per user yet) */
@@ -63,6 +66,7 @@ struct srv_cmd_names {
 #define CMD_NAMES_NONE {CMD_T_NONE, 0, 0}
 #define CMD_NAMES_KEY(arg, opts_from) {CMD_T_KEY, arg, opts_from}
 #define CMD_NAMES_LOCK(arg) {CMD_T_LOCK, arg, 0}
+#define CMD_NAMES_LOCKS(arg) {CMD_T_LOCKS, arg, 0}
 #define CMD_NAMES_ALLKEYS {CMD_T_ALLKEYS, 0, 0}
 #define CMD_NAMES_ALLNAMES {CMD_T_ALLNAMES, 0, 0}
 /* clang-format on */
@@ -156,8 +160,15 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
    another user's session (cmd_no_session). */
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
+/* LOCK.INFO's waits_for: per waiter of `name` in FIFO order, the array of the sessions it waits
+   for (cmd_waits.c). */
+void cmd_write_waits_for(struct srv_req *r, const char *name, size_t nl);
+
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
+/* For an unknown command that Redis users try first (SET, SETNX, EXPIRE...): the fencelock
+   command that does its job, as a phrase for the error reply; NULL for any other (cmd_hint.c). */
+const char *cmd_unknown_hint(const struct resp_arg *name);
 /* A write or a linearizable read needs a ready leader. */
 int cmd_need_leader(struct srv_req *r);
 int cmd_arg_u64(struct srv_req *r, size_t i, const char *what, uint64_t *v);
@@ -182,6 +193,10 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply);
 #define CMD(id, name, arity, flags, fn, perm, alt, names, summary) void fn(struct srv_req *r);
 #include "server/cmd/commands.def"
 #undef CMD
+
+/* A granted lock's reply into the slot: the token, or for a LOCK.MULTI the array of its tokens
+ * in the order the names were given (cmd_multi.c; `first` is the grant's first token). */
+void srv_write_tokens(struct srv_slot *slot, uint64_t first);
 
 /* ELECT.LEADER's and ELECT.OBSERVE's map; v NULL: nobody leads, as of revision `rev`. */
 void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v, uint64_t rev);

@@ -90,6 +90,31 @@ static int keys_cb(void *arg, const char *key, size_t keylen, const struct fsm_k
     return 0;
 }
 
+/* KEYS's argument is a prefix, not Redis's glob: a trailing '*' is dropped ("KEYS *" lists
+ * everything, "KEYS user:*" what "KEYS user:" does), and any other glob character ('?', '[',
+ * a '*' before the end) is refused, not matched literally: "KEYS *" or "KEYS a?c" answering
+ * nothing would read as "no such keys". 0 with the prefix's length, or -1 (replied). */
+static int keys_prefix(struct srv_req *r, size_t *plen)
+{
+    const char *p = r->argv[1].p;
+    size_t n = r->argv[1].len;
+    if (n > 0 && p[n - 1] == '*')
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '*' || p[i] == '?' || p[i] == '[') {
+            char shown[CMD_ARG_TEXT];
+            resp_w_errorf(r->out,
+                          PROTO_ERR " KEYS takes a prefix, not a pattern: '%s' has '%c' at byte "
+                                    "%zu; list the keys that start with a prefix with KEYS "
+                                    "prefix or KEYS prefix* (a '*' only at the end)",
+                          cmd_arg_text(&r->argv[1], shown), p[i], i);
+            return -1;
+        }
+    }
+    *plen = n;
+    return 0;
+}
+
 void keysCommand(struct srv_req *r)
 {
     uint64_t limit = r->s->cfg.max_keys_reply;
@@ -104,9 +129,12 @@ void keysCommand(struct srv_req *r)
         cmd_reply_err(r, PROTO_ERR " syntax error: KEYS prefix [LIMIT n]");
         return;
     }
+    size_t plen;
+    if (keys_prefix(r, &plen))
+        return;
     struct keys_arg ka = {.n = 0, .r = r};
     buf_init(&ka.body);
-    fsm_kv_scan(r->s->fsm, r->argv[1].p, r->argv[1].len, limit, keys_cb, &ka);
+    fsm_kv_scan(r->s->fsm, r->argv[1].p, plen, limit, keys_cb, &ka);
     resp_w_array(r->out, ka.n);
     buf_append(r->out, ka.body.p, ka.body.len);
     buf_free(&ka.body);

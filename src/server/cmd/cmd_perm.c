@@ -68,6 +68,7 @@ static const char *target_refusal(const struct acl_user *u, const struct srv_cmd
     case CMD_T_KEY:
         return arg && !acl_may_key(u, arg, n) ? "to access key" : NULL;
     case CMD_T_LOCK:
+    case CMD_T_LOCKS: /* one of the names (check_names asks for each) */
         return arg && !acl_may_lock(u, arg, n) ? "to access lock" : NULL;
     case CMD_T_ALLKEYS:
         return u->keys ? "to count keys outside its keys= globs" : NULL;
@@ -79,9 +80,24 @@ static const char *target_refusal(const struct acl_user *u, const struct srv_cmd
     return NULL;
 }
 
+/* LOCK.MULTI: every name it counts (as many as are there: a short list is its handler's error). */
+static int check_lock_names(struct srv_req *r, const struct srv_cmd *cmd)
+{
+    uint64_t n = 0;
+    size_t at = cmd->names.arg;
+    if (at >= r->argc || resp_parse_u64(r->argv[at].p, r->argv[at].len, &n))
+        return 0; /* the handler refuses the count */
+    for (size_t i = at + 1; i < r->argc && i - at <= n; i++)
+        if (!acl_may_lock(r->c->user, r->argv[i].p, r->argv[i].len))
+            return deny(r, "to access lock", &r->argv[i]);
+    return 0;
+}
+
 static int check_names(struct srv_req *r, const struct srv_cmd *cmd)
 {
     enum srv_cmd_target t = cmd->names.target;
+    if (t == CMD_T_LOCKS)
+        return check_lock_names(r, cmd);
     const struct resp_arg *a = cmd->names.arg < r->argc ? &r->argv[cmd->names.arg] : NULL;
     const char *why = target_refusal(r->c->user, cmd, a ? a->p : NULL, a ? a->len : 0);
     if (why)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO / REVOKE. The lease rules behind
+ * cmd_session.c — SESSION.OPEN / KEEPALIVE / CLOSE / INFO / LIST / REVOKE. The lease rules behind
  * KEEPALIVE are lease.c; this file only carries out what lease_keepalive decides. Ownership:
  * the writes carry their user into the log (cmd_propose); KEEPALIVE and INFO never enter it,
  * so they ask cmd_session_access here, on the leader, against the applied owner (an owner
@@ -81,6 +81,30 @@ void sessionCloseCommand(struct srv_req *r)
     cmd_propose(r, &cmd);
 }
 
+/* One session as SESSION.INFO and SESSION.LIST answer it. */
+static void put_session(struct buf *out, int proto, const struct fsm_session_view *v, uint64_t left)
+{
+    resp_w_map(out, proto, SESSION_INFO_FIELDS);
+    resp_w_bulk_str(out, "sid");
+    resp_w_uint(out, v->sid);
+    resp_w_bulk_str(out, "ttl_ms");
+    resp_w_uint(out, v->ttl_ms);
+    resp_w_bulk_str(out, "lockdelay_ms");
+    resp_w_uint(out, v->lockdelay_ms);
+    resp_w_bulk_str(out, "name");
+    resp_w_bulk(out, v->name.p, v->name.len);
+    resp_w_bulk_str(out, "owner");
+    resp_w_bulk(out, v->owner.p, v->owner.len);
+    resp_w_bulk_str(out, "locks");
+    resp_w_uint(out, v->n_locks);
+    resp_w_bulk_str(out, "waits");
+    resp_w_uint(out, v->n_waits);
+    resp_w_bulk_str(out, "keys");
+    resp_w_uint(out, v->n_keys);
+    resp_w_bulk_str(out, "remaining_ms");
+    resp_w_uint(out, left);
+}
+
 void sessionInfoCommand(struct srv_req *r)
 {
     uint64_t sid;
@@ -91,26 +115,65 @@ void sessionInfoCommand(struct srv_req *r)
         cmd_no_session(r, sid);
         return;
     }
-    uint64_t left = lease_session_remaining(&r->s->lease.rules, sid, clock_ms());
-    resp_w_map(r->out, r->proto, SESSION_INFO_FIELDS);
-    resp_w_bulk_str(r->out, "sid");
-    resp_w_uint(r->out, v.sid);
-    resp_w_bulk_str(r->out, "ttl_ms");
-    resp_w_uint(r->out, v.ttl_ms);
-    resp_w_bulk_str(r->out, "lockdelay_ms");
-    resp_w_uint(r->out, v.lockdelay_ms);
-    resp_w_bulk_str(r->out, "name");
-    resp_w_bulk(r->out, v.name.p, v.name.len);
-    resp_w_bulk_str(r->out, "owner");
-    resp_w_bulk(r->out, v.owner.p, v.owner.len);
-    resp_w_bulk_str(r->out, "locks");
-    resp_w_uint(r->out, v.n_locks);
-    resp_w_bulk_str(r->out, "waits");
-    resp_w_uint(r->out, v.n_waits);
-    resp_w_bulk_str(r->out, "keys");
-    resp_w_uint(r->out, v.n_keys);
-    resp_w_bulk_str(r->out, "remaining_ms");
-    resp_w_uint(r->out, left);
+    put_session(r->out, r->proto, &v, lease_session_remaining(&r->s->lease.rules, sid, clock_ms()));
+}
+
+struct list_arg {
+    struct srv_req *r;
+    struct buf body;
+    size_t n;
+    uint64_t now;
+};
+
+/* Whether SESSION.LIST shows session v to this connection: the rules of SESSION.INFO
+ * (cmd_session_access) without its error replies: everything without users (or before owners
+ * are recorded), else the user's own sessions, and every session to an admin. */
+static bool list_may_see(const struct srv_req *r, const struct fsm_session_view *v)
+{
+    if (!r->s->auth.on || fsm_format(r->s->fsm) < FSM_FORMAT_2)
+        return true;
+    if (!r->c || !r->c->user)
+        return false;
+    const char *u = r->c->user->name;
+    return (r->c->user->perms & ACL_ADMIN) ||
+           (v->owner.len == strlen(u) && memcmp(v->owner.p, u, v->owner.len) == 0);
+}
+
+static void list_one(void *arg, uint64_t sid)
+{
+    struct list_arg *la = arg;
+    struct fsm_session_view v;
+    if (!fsm_session_info(la->r->s->fsm, sid, &v) || !list_may_see(la->r, &v))
+        return;
+    put_session(&la->body, la->r->proto, &v,
+                lease_session_remaining(&la->r->s->lease.rules, sid, la->now));
+    la->n++;
+}
+
+/* SESSION.LIST [AFTER sid] [LIMIT n]: the live sessions above sid in id order, as SESSION.INFO
+ * shows each. LIMIT (at most --max-keys-reply, also the default) bounds the sessions looked
+ * at, the ones this user may not see included, as KEYS's LIMIT does: it bounds one reply's
+ * work on the event loop. */
+void sessionListCommand(struct srv_req *r)
+{
+    uint64_t after = 0, limit = r->s->cfg.max_keys_reply;
+    for (size_t i = 1; i < r->argc; i += 2) {
+        if (i + 1 >= r->argc ||
+            !(resp_arg_is(&r->argv[i], "AFTER") || resp_arg_is(&r->argv[i], "LIMIT"))) {
+            cmd_reply_err(r, PROTO_ERR " syntax error: SESSION.LIST [AFTER sid] [LIMIT n]");
+            return;
+        }
+        if (resp_arg_is(&r->argv[i], "AFTER")
+                ? cmd_arg_u64(r, i + 1, "AFTER", &after)
+                : cmd_arg_range(r, i + 1, "LIMIT", 1, r->s->cfg.max_keys_reply, &limit))
+            return;
+    }
+    struct list_arg la = {.r = r, .n = 0, .now = clock_ms()};
+    buf_init(&la.body);
+    fsm_sessions_after(r->s->fsm, after, (size_t)limit, list_one, &la);
+    resp_w_array(r->out, la.n);
+    buf_append(r->out, la.body.p, la.body.len);
+    buf_free(&la.body);
 }
 
 /* SESSION.REVOKE sid (admin): the session ends now as an expiry would, lock-delay and all. */

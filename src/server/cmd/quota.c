@@ -88,6 +88,28 @@ static void growth_lock(const struct fsm *f, const struct fsm_cmd *cmd, bool sha
     }
 }
 
+/* FSM_GROW_MULTI (LOCK_MULTI): each name counts as a LOCK of its own would (a new lock, or a
+ * waiter: the per-user waiter quota counts one per name), a shared one with its hold's record. */
+static void growth_multi(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+{
+    struct fsm_names_it it;
+    struct fsm_str name;
+    bool shared;
+    fsm_names_begin(&it, &cmd->lock_multi.names);
+    while (fsm_names_next(&it, &name, &shared)) {
+        struct fsm_cmd one = {.op = FSM_OP_LOCK,
+                              .lock = {name, cmd->lock_multi.sid, cmd->lock_multi.wait_ms}};
+        uint64_t gi[SRV_QUOTA_N] = {0};
+        growth_lock(f, &one, shared, gi);
+        if (gi[SRV_QUOTA_LOCKS] && cmd->lock_multi.wait_ms) { /* a new lock it may queue on */
+            gi[SRV_QUOTA_WAITERS] = 1;
+            gi[SRV_QUOTA_BYTES] += FSM_RECORD_BYTES;
+        }
+        for (int q = 0; q < SRV_QUOTA_N; q++)
+            g[q] += gi[q];
+    }
+}
+
 /* FSM_GROW_KEY (PUT): a key, or the growth of its value. */
 static void growth_key(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
 {
@@ -129,6 +151,9 @@ void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g
         break;
     case FSM_GROW_KEY:
         growth_key(f, cmd, g);
+        break;
+    case FSM_GROW_MULTI:
+        growth_multi(f, cmd, g);
         break;
     }
 }
@@ -217,7 +242,7 @@ static void user_growth(const struct fsm_cmd *cmd, const uint64_t g[SRV_QUOTA_N]
     if (d && (d->grow == FSM_GROW_SESSION || d->grow == FSM_GROW_KEY))
         gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_BYTES];
     else if (g[SRV_QUOTA_WAITERS])
-        gu[ACL_QUOTA_BYTES] = FSM_RECORD_BYTES;
+        gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_WAITERS] * FSM_RECORD_BYTES; /* a record each */
 }
 
 static uint64_t *user_pending(struct srv *s, const char *name, bool make)
@@ -391,25 +416,44 @@ static void render_users(struct srv *s, struct buf *out)
     const struct acl *a = &s->auth.acl;
     if (!s->auth.on)
         return;
-    buf_printf(out, "# HELP fencelock_user_usage What each ACL user uses, by per-user quota "
-                    "(sessions, waiters, bytes by session owner; keys, bytes in its keys= "
-                    "namespace; parked on this node).\n# TYPE fencelock_user_usage gauge\n");
+    struct buf bytes; /* the _bytes family, rendered after the counted one */
+    buf_init(&bytes);
+    buf_printf(out, "# HELP fencelock_user_usage What each ACL user uses, by counted per-user "
+                    "quota (sessions, waiters by session owner; keys in its keys= namespace; "
+                    "parked on this node).\n# TYPE fencelock_user_usage gauge\n");
     for (size_t i = 0; i < a->n; i++) {
         const struct acl_user *u = &a->users[i];
         uint64_t used[ACL_QUOTA_N];
         user_used(s, u, true, used);
         for (int q = 0; q < ACL_QUOTA_N; q++)
-            buf_printf(out, "fencelock_user_usage{user=\"%s\",quota=\"%s\"} %llu\n", u->name,
-                       acl_quota_fields[q] + 4, (unsigned long long)used[q]);
+            if (q != ACL_QUOTA_BYTES)
+                buf_printf(out, "fencelock_user_usage{user=\"%s\",quota=\"%s\"} %llu\n", u->name,
+                           acl_quota_fields[q] + 4, (unsigned long long)used[q]);
+        buf_printf(&bytes, "fencelock_user_usage_bytes{user=\"%s\"} %llu\n", u->name,
+                   (unsigned long long)used[ACL_QUOTA_BYTES]);
     }
+    buf_printf(out, "# HELP fencelock_user_usage_bytes Bytes each ACL user uses against its "
+                    "max_bytes= quota (by session owner, and in its keys= namespace).\n# TYPE "
+                    "fencelock_user_usage_bytes gauge\n");
+    if (bytes.err)
+        out->err = bytes.err; /* short like any failed append: the caller checks out->err */
+    else
+        buf_append(out, bytes.p, bytes.len);
+    buf_free(&bytes);
     buf_printf(out, "# HELP fencelock_user_quota_limit Per-user quotas set in the ACL file "
                     "(max_*=).\n# TYPE fencelock_user_quota_limit gauge\n");
     for (size_t i = 0; i < a->n; i++)
         for (int q = 0; q < ACL_QUOTA_N; q++)
-            if (a->users[i].quota[q])
+            if (a->users[i].quota[q] && q != ACL_QUOTA_BYTES)
                 buf_printf(out, "fencelock_user_quota_limit{user=\"%s\",quota=\"%s\"} %llu\n",
                            a->users[i].name, acl_quota_fields[q] + 4,
                            (unsigned long long)a->users[i].quota[q]);
+    buf_printf(out, "# HELP fencelock_user_quota_limit_bytes Per-user max_bytes= set in the ACL "
+                    "file.\n# TYPE fencelock_user_quota_limit_bytes gauge\n");
+    for (size_t i = 0; i < a->n; i++)
+        if (a->users[i].quota[ACL_QUOTA_BYTES])
+            buf_printf(out, "fencelock_user_quota_limit_bytes{user=\"%s\"} %llu\n",
+                       a->users[i].name, (unsigned long long)a->users[i].quota[ACL_QUOTA_BYTES]);
     buf_printf(out, "# HELP fencelock_user_quota_rejections_total Commands refused with NOSPACE "
                     "by a per-user quota.\n# TYPE fencelock_user_quota_rejections_total "
                     "counter\n");
@@ -433,15 +477,23 @@ void srv_quota_render(struct srv *s, struct buf *out)
     for (int q = 0; q < SRV_QUOTA_N; q++)
         buf_printf(out, "fencelock_quota_rejections_total{quota=\"%s\"} %llu\n", quota_names[q],
                    (unsigned long long)s->m.quota_rejections[q]);
-    buf_printf(out, "# HELP fencelock_quota_used State in use, by quota (data_bytes: the "
-                    "--max-data-bytes measure).\n# TYPE fencelock_quota_used gauge\n");
+    /* Counts and bytes in families of their own: a sum or ratio over one family never adds
+     * bytes to sessions. */
+    buf_printf(out, "# HELP fencelock_quota_used State in use, by counted quota.\n"
+                    "# TYPE fencelock_quota_used gauge\n");
     for (int q = 0; q < SRV_QUOTA_N; q++)
-        buf_printf(out, "fencelock_quota_used{quota=\"%s\"} %llu\n", quota_names[q],
-                   (unsigned long long)used[q]);
-    buf_printf(out, "# HELP fencelock_quota_limit The configured quota.\n"
+        if (q != SRV_QUOTA_BYTES)
+            buf_printf(out, "fencelock_quota_used{quota=\"%s\"} %llu\n", quota_names[q],
+                       (unsigned long long)used[q]);
+    metric_render(out, "fencelock_quota_used_bytes", "gauge",
+                  "State size in the --max-data-bytes measure.", (double)used[SRV_QUOTA_BYTES]);
+    buf_printf(out, "# HELP fencelock_quota_limit The configured counted quotas.\n"
                     "# TYPE fencelock_quota_limit gauge\n");
     for (int q = 0; q < SRV_QUOTA_N; q++)
-        buf_printf(out, "fencelock_quota_limit{quota=\"%s\"} %llu\n", quota_names[q],
-                   (unsigned long long)lim[q]);
+        if (q != SRV_QUOTA_BYTES)
+            buf_printf(out, "fencelock_quota_limit{quota=\"%s\"} %llu\n", quota_names[q],
+                       (unsigned long long)lim[q]);
+    metric_render(out, "fencelock_quota_limit_bytes", "gauge", "The configured --max-data-bytes.",
+                  (double)lim[SRV_QUOTA_BYTES]);
     render_users(s, out);
 }

@@ -46,6 +46,8 @@ struct srv_config {
     unsigned http_max_conns; /* HTTP connections open at once */
     uint64_t http_idle_ms;   /* HTTP: ms to send the request, and again to read the reply */
     uint64_t max_ttl, max_lockdelay, max_wait;
+    uint64_t deadlock_search_limit; /* fsm_set_deadlock_limit: 0 = no deadlock detection */
+    uint64_t max_multi_lock_names;  /* --max-multi-lock-names: names of one LOCK.MULTI */
     /* quotas (quota.c): checked on the leader before proposing */
     uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
     uint64_t max_parked;         /* --max-parked: parked XREAD/ELECT.OBSERVE, all users (quota.c) */

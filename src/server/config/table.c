@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "fsm/waitgraph.h"
 #include "raft/rn.h"
 #include "raft/transport.h"
 #include "server/config/config_int.h"
@@ -57,7 +58,7 @@ const struct cfg_row cfg_rows[] = {
      .arg = "HOST:PORT",
      .help = "Raft transport address"},
     TEXT("--http-listen", cfg_parse_http_listen, "127.0.0.1:7482", "HOST:PORT", 0,
-         "/metrics and /health; 'off' for none"),
+         "/metrics, /health and /v1/fence; 'off' for none"),
     TEXT("--recover", cfg_parse_recover, NULL, "ID=HOST:PORT,...", 0,
          "disaster recovery after losing a majority for good: write this configuration (the "
          "survivors) into --data-dir of a stopped node, then exit; start it normally afterwards "
@@ -80,7 +81,7 @@ const struct cfg_row cfg_rows[] = {
     NUM("--max-key", max_key, CFG_BYTES, 1, FSM_MAX_NAME, 1024, "key / lock name / session name"),
     NUM("--max-value", max_value, CFG_BYTES, 0, FSM_MAX_VALUE, 1u << 20, "value of PUT"),
     NUM("--max-keys-reply", max_keys_reply, CFG_COUNT, 1, 10000000, 10000,
-        "entries one KEYS or LOCKS reply returns at most"),
+        "entries one KEYS, LOCKS or SESSION.LIST reply returns at most"),
     NUM("--max-ttl", max_ttl, CFG_MS, 1, TB, 7ull * 24 * 3600 * 1000,
         "longest session TTL; 7 days"),
     NUM("--max-sessions", max_sessions, CFG_COUNT, 1, TB, 1000000,
@@ -95,6 +96,12 @@ const struct cfg_row cfg_rows[] = {
         "state size: key, value and name bytes plus 128 per record (docs/server.md \"Memory\")"),
     NUM("--max-lockdelay", max_lockdelay, CFG_MS, 0, TB, 60000, "session LOCKDELAY"),
     NUM("--max-wait", max_wait, CFG_MS, 1, TB, 24ull * 3600 * 1000, "LOCK ... WAIT"),
+    NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
+        FSM_DEADLOCK_LIMIT_DEFAULT,
+        "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
+        "detection off; the same on every node"),
+    NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
+        "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,
         "sessions with at least this TTL checkpoint their remaining lease through the log when "
         "idle, so they end even if leaders keep changing; shorter ones get a full TTL from each "

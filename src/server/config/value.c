@@ -186,12 +186,27 @@ void cfg_default_text(const struct cfg_row *r, char *out, size_t n)
         snprintf(out, n, "%s", r->def_text ? r->def_text : "");
 }
 
+/* A number as --print-config shows it: with the largest unit of its kind that divides it
+ * exactly (67108864 bytes as 64MiB, 120000 ms as 2m, 3600 s as 1h), else in the plain unit;
+ * so what is shown reads back as the same value (cfg_num_parse takes the same suffixes). */
+static void num_show(enum cfg_unit u, uint64_t v, char *out, size_t n)
+{
+    const struct suffix *s = suffixes(u), *best = NULL;
+    for (; v && s->s; s++)
+        if (s->div == 1 && s->mul > 1 && v % s->mul == 0 && (!best || s->mul > best->mul))
+            best = s;
+    if (best)
+        snprintf(out, n, "%llu%s", (unsigned long long)(v / best->mul), best->s);
+    else
+        snprintf(out, n, "%llu", (unsigned long long)v);
+}
+
 void cfg_show(const struct srv_config *c, const struct cfg_row *r, const char *given, char *out,
               size_t n)
 {
     switch (r->type) {
     case CFG_NUM:
-        snprintf(out, n, "%llu", (unsigned long long)num_load(c, r));
+        num_show(r->unit, num_load(c, r), out, n);
         return;
     case CFG_BOOL:
         snprintf(out, n, "%s", *(const bool *)cfield(c, r) ? "true" : "false");

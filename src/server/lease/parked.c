@@ -48,7 +48,7 @@ void srv_wake_parked(struct srv *s, const char *name, size_t namelen, uint64_t s
     while (slot) {
         struct srv_slot *next = unpark(slot);
         if (token)
-            resp_w_uint(&slot->out, token);
+            srv_write_tokens(slot, token); /* a LOCK.MULTI: parked under its first name */
         else if (!fsm_session_info(s->fsm, sid, &sv))
             resp_w_errorf(&slot->out, PROTO_NOSESSION " session %llu ended while waiting",
                           (unsigned long long)sid);
@@ -88,6 +88,7 @@ static const struct srv_cmd *parked_cmd(uint8_t op)
 {
     return srv_cmd_at(op == FSM_OP_SEM_ACQUIRE      ? SRV_CMD_SEM_ACQUIRE
                       : op == FSM_OP_ELECT_CAMPAIGN ? SRV_CMD_ELECT_CAMPAIGN
+                      : op == FSM_OP_LOCK_MULTI     ? SRV_CMD_LOCK_MULTI
                                                     : SRV_CMD_LOCK);
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "server/cmd/cmd.h"
+#include "server/obs/status.h"
 #include "server/server.h"
 
 /* rn_propose copies the bytes before it returns, so the shared scratch buffer is enough. */
@@ -179,6 +180,12 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         break;
     case FSM_EV_FENCE_REJECTED:
         s->m.fence_rejections++;
+        break;
+    case FSM_EV_DEADLOCK:
+        s->m.deadlocks++;
+        break;
+    case FSM_EV_DEADLOCK_LIMIT:
+        s->m.deadlock_search_limit++;
         break;
     case FSM_EV_REVOKE_REQUESTED:
         on_revoke_requested(s, e, now);
@@ -382,6 +389,7 @@ void srv_tick(struct srv *s)
         return;
     }
     srv_poll_leadership(s);
+    srv_status_tick(s);
     rn_tick(s->rn);
     srv_members_tick(s);
     uint64_t now = clock_ms();

@@ -10,12 +10,22 @@
 #include "common/clock.h"
 #include "server/server.h"
 
+/* The files just loaded: their expiry for /metrics (obs/certexp.h). */
+static void note_expiry(struct srv *s)
+{
+    certexp_note(&s->certs, SRV_CERT_TLS, s->cfg.tls.cert, &s->log);
+    certexp_note(&s->certs, SRV_CERT_TLS_CA, s->cfg.tls.ca, &s->log);
+}
+
 int srv_tls_init(struct srv *s)
 {
     if (!s->cfg.tls.cert[0])
         return 0;
     s->net.tls = tls_new(&s->cfg.tls, &s->log);
-    return s->net.tls ? 0 : -1;
+    if (!s->net.tls)
+        return -1;
+    note_expiry(s);
+    return 0;
 }
 
 void srv_tls_free(struct srv *s)
@@ -26,8 +36,8 @@ void srv_tls_free(struct srv *s)
 
 void srv_tls_reload(struct srv *s)
 {
-    if (s->net.tls)
-        tls_reload(s->net.tls, &s->log);
+    if (s->net.tls && tls_reload(s->net.tls, &s->log) == 0)
+        note_expiry(s);
 }
 
 int srv_conn_tls_start(struct srv_conn *c)

@@ -4,6 +4,7 @@
 #include "common/addr.h"
 #include "common/proto.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,17 @@
 #define LINGER_MS 2000
 #define MAX_METHOD 32
 
-enum conn_state { ST_READING, ST_WRITING, ST_DRAINING };
+/* ST_READING -> (serve) ST_WRITING, or ST_WAITING (taken by the async handler) -> (complete)
+ * ST_WRITING -> (on_shutdown) ST_DRAINING; any state -> closed (conn_close). */
+enum conn_state { ST_READING, ST_WAITING, ST_WRITING, ST_DRAINING };
+
+struct http_conn;
+
+/* Owned by whoever took the request; c is NULL once the connection closed. */
+struct srv_http_pending {
+    struct http_conn *c;
+    int head_only; /* a HEAD: the body is measured, not sent */
+};
 
 struct http_conn {
     uv_tcp_t tcp;
@@ -25,6 +36,7 @@ struct http_conn {
     enum conn_state state;
     int closing;
     int open_handles; /* tcp + timer; the struct is freed when both close callbacks ran */
+    struct srv_http_pending *pending; /* ST_WAITING: the taken request, else NULL */
     struct buf head, body;
     size_t in_len;
     char in[SRV_HTTP_MAX_HEAD];
@@ -35,6 +47,8 @@ struct srv_http {
     uv_tcp_t listener;
     srv_http_handler handler;
     void *arg;
+    srv_http_async_handler async;
+    void *async_arg;
     struct http_conn *conns; /* every open connection, newest first, for srv_http_stop */
     size_t nconns;
     size_t nlive;       /* connections not closing: what max_conns bounds */
@@ -49,6 +63,7 @@ struct srv_http {
 struct http_req {
     char method[MAX_METHOD + 1];
     char path[SRV_HTTP_MAX_HEAD];
+    char query[SRV_HTTP_MAX_HEAD];
 };
 
 /* ---- lifetime ---- */
@@ -79,6 +94,10 @@ static void conn_close(struct http_conn *c)
         return;
     c->closing = 1;
     c->srv->nlive--;
+    if (c->pending) { /* its taker still completes it; the answer is dropped */
+        c->pending->c = NULL;
+        c->pending = NULL;
+    }
     uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
     uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 }
@@ -165,6 +184,10 @@ static int parse_request_line(const char *p, size_t n, struct http_req *r)
     size_t plen = q ? (size_t)(q - (p + t)) : i - t;
     memcpy(r->path, p + t, plen);
     r->path[plen] = '\0';
+    size_t qlen = q ? (size_t)(p + i - q - 1) : 0;
+    if (qlen)
+        memcpy(r->query, q + 1, qlen);
+    r->query[qlen] = '\0';
     return parse_version(p + i + 1, n - i - 1) ? 0 : -1;
 }
 
@@ -223,6 +246,8 @@ static const char *reason(int status)
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 409:
+        return "Conflict";
     case 408:
         return "Request Timeout";
     case 431:
@@ -310,6 +335,34 @@ static void respond_error(struct http_conn *c, int status, const char *extra_hea
     respond(c, status, "text/plain; charset=utf-8", 1, extra_headers);
 }
 
+/* Offer the request to the async handler; 1 if it took it (the connection then waits for
+ * srv_http_complete, reading nothing more: one request per connection). */
+static int take_async(struct http_conn *c, const struct http_req *r, size_t head_len)
+{
+    struct srv_http *h = c->srv;
+    if (!h->async)
+        return 0;
+    struct srv_http_pending *p = calloc(1, sizeof(*p));
+    if (!p)
+        return 0;
+    p->c = c;
+    p->head_only = strcmp(r->method, "HEAD") == 0;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->state = ST_WAITING;
+    c->pending = p;
+    struct srv_http_request req = {r->method, r->path, r->query, c->in, head_len};
+    if (!h->async(h->async_arg, &req, p)) {
+        c->pending = NULL;
+        c->state = ST_READING;
+        free(p);
+        return 0;
+    }
+    /* the answer may have come already (and the connection closed); else bound the wait */
+    if (!c->closing && c->state == ST_WAITING)
+        arm_timer(c, h->idle_ms);
+    return 1;
+}
+
 static void serve(struct http_conn *c, size_t head_len)
 {
     struct http_req *r = malloc(sizeof(*r)); /* the path copy is too big for the stack budget */
@@ -321,7 +374,7 @@ static void serve(struct http_conn *c, size_t head_len)
         respond_error(c, 400, NULL);
     } else if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
         respond_error(c, 405, "Allow: GET, HEAD\r\n");
-    } else {
+    } else if (!take_async(c, r, head_len)) {
         int status = 200;
         const char *ctype = "text/plain; charset=utf-8";
         buf_reset(&c->body);
@@ -482,6 +535,71 @@ int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler
         return fail_start(h, rc, "http listen", err, errlen);
     *out = h;
     return 0;
+}
+
+void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg)
+{
+    if (!h)
+        return;
+    h->async = fn;
+    h->async_arg = arg;
+}
+
+void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype, const char *body,
+                       size_t len)
+{
+    struct http_conn *c = p->c;
+    int send_body = !p->head_only;
+    free(p);
+    if (!c || c->closing)
+        return;
+    c->pending = NULL;
+    buf_reset(&c->body);
+    if (buf_append(&c->body, body, len)) {
+        respond_error(c, 500, NULL);
+        return;
+    }
+    respond(c, status, ctype, send_body, NULL);
+}
+
+static int ascii_casecmp_n(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+        if (x >= 'A' && x <= 'Z')
+            x = (unsigned char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (unsigned char)(y - 'A' + 'a');
+        if (x != y)
+            return 1;
+    }
+    return 0;
+}
+
+const char *srv_http_header(const struct srv_http_request *req, const char *name, size_t *len)
+{
+    size_t off = leading_blank(req->head, req->head_len), n = strlen(name), l;
+    const char *line, *found = NULL;
+    next_line(req->head, req->head_len, &off, &line, &l); /* the request line */
+    while (off < req->head_len) {
+        next_line(req->head, req->head_len, &off, &line, &l);
+        if (l == 0)
+            break;
+        if (l <= n || line[n] != ':' || ascii_casecmp_n(line, name, n))
+            continue;
+        if (found) {
+            *len = SIZE_MAX;
+            return found;
+        }
+        const char *v = line + n + 1, *e = line + l;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        found = v;
+        *len = (size_t)(e - v);
+    }
+    return found;
 }
 
 void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms)

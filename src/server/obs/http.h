@@ -12,6 +12,10 @@
  * at most idle_ms waiting for its request and idle_ms again to send the reply.
  * srv_http_stop starts closing everything; the memory is freed by libuv close callbacks, so the
  * loop must run afterwards. Everything runs on the loop thread.
+ * Deferred answers (srv_http_set_async): a request the async handler takes waits, not reading,
+ * until srv_http_complete; its struct srv_http_pending belongs to the taker, who must complete
+ * it exactly once (that frees it). A connection that closes first (idle_ms passed, stop) is
+ * detached from it: the answer is then dropped.
  */
 #ifndef FENCELOCK_HTTP_H
 #define FENCELOCK_HTTP_H
@@ -33,6 +37,23 @@ struct srv_http;
 typedef void (*srv_http_handler)(void *arg, const char *method, const char *path, struct buf *body,
                                  int *status, const char **ctype);
 
+/* A request taken by the async handler, to be answered by srv_http_complete. */
+struct srv_http_pending;
+
+/* What the async handler sees of a GET or HEAD request; valid during the call only. */
+struct srv_http_request {
+    const char *method;
+    const char *path;  /* without the query string */
+    const char *query; /* what follows '?', not decoded; "" without one */
+    const char *head;  /* the whole request head, for srv_http_header */
+    size_t head_len;
+};
+
+/* Asked first for every GET/HEAD request. 0: not taken (the plain handler answers it, and p is
+ * freed by http.c); 1: taken: the handler answers p with srv_http_complete, now or later. */
+typedef int (*srv_http_async_handler)(void *arg, const struct srv_http_request *req,
+                                      struct srv_http_pending *p);
+
 /* Listen on host:port (IPv4 or IPv6 literal; port 0 picks a free port, see srv_http_port).
  * 0, or -1 with a message in err and *out = NULL (a handle already created is closed and freed
  * by its close callback on the next loop run). */
@@ -42,6 +63,19 @@ int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler
 /* Change the connection cap and the idle timeout (ms) for connections accepted from now on;
  * 0 keeps the current value. */
 void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms);
+
+/* Install the async handler (NULL: none). */
+void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg);
+
+/* Answer a taken request (body copied; not sent for HEAD) and free p. Dropped when its
+ * connection has closed meanwhile. */
+void srv_http_complete(struct srv_http_pending *p, int status, const char *ctype, const char *body,
+                       size_t len);
+
+/* The value of header `name` (case-insensitive) in req's head, without the blanks around it, and
+ * its length in *len; NULL when absent. Several lines of that name: *len = SIZE_MAX (ambiguous;
+ * the caller refuses). Borrowed from the head: valid during the handler call. */
+const char *srv_http_header(const struct srv_http_request *req, const char *name, size_t *len);
 
 /* Idle connections closed to make room for a new one, since start (0 for NULL). */
 uint64_t srv_http_evictions(const struct srv_http *h);

@@ -24,6 +24,8 @@ struct hist {
 struct srv_metrics {
     uint64_t grants, releases, expirations, fence_rejections, commands, proposals, proposal_unknown,
         connections_total, connections_rejected, protocol_errors, read_barriers, reads;
+    /* deadlock detection (fsm/waitgraph.h): waits refused -DEADLOCK; searches that gave up */
+    uint64_t deadlocks, deadlock_search_limit;
     /* resource limits (docs/server.md "Limits"): connections closed or commands refused */
     uint64_t output_limit_closes, query_limit_closes, input_total_closes, output_pauses;
     uint64_t quota_rejections[SRV_QUOTA_N];

@@ -21,6 +21,25 @@ static void render_raft_rejected(struct srv *s, struct buf *out)
                    (unsigned long long)rn_raft_rejected(s->rn, r));
 }
 
+static void peer_lag_line(void *arg, uint64_t id, uint64_t lag)
+{
+    buf_printf(arg, "fencelock_peer_lag_entries{peer=\"%llu\"} %llu\n", (unsigned long long)id,
+               (unsigned long long)lag);
+}
+
+/* On the leader only (a follower knows no one's progress): one sample per other member. */
+static void render_peer_lag(struct srv *s, struct buf *out)
+{
+    if (s->cluster.role != RN_LEADER)
+        return;
+    const char *name = "fencelock_peer_lag_entries";
+    buf_printf(out,
+               "# HELP %s Entries of the leader's log a member has not acknowledged (leader "
+               "only; peer: its Raft id).\n# TYPE %s gauge\n",
+               name, name);
+    rn_foreach_peer_lag(s->rn, peer_lag_line, out);
+}
+
 /* The AUTH verification pool and the pre-auth limits (limits.h, auth.h). */
 static void render_limits(struct srv *s, struct buf *out)
 {
@@ -61,7 +80,7 @@ static void render_limits(struct srv *s, struct buf *out)
                   (double)l->handshake_rejected);
     metric_render(out, "fencelock_output_buffer_bytes", "gauge",
                   "Unsent reply bytes of all client connections.", (double)l->output_bytes);
-    metric_render(out, "fencelock_output_total_closes_total", "counter",
+    metric_render(out, "fencelock_output_memory_closes_total", "counter",
                   "Connections closed as the largest holder over --max-output-total.",
                   (double)l->output_total_closes);
     metric_render(out, "fencelock_security_log_dropped_total", "counter",
@@ -152,9 +171,19 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->expirations);
     metric_render(out, "fencelock_fence_rejections_total", "counter",
                   "Fenced writes rejected with STALE.", (double)m->fence_rejections);
+    metric_render(out, "fencelock_deadlocks_total", "counter",
+                  "Waits refused with DEADLOCK: they would have closed a cycle.",
+                  (double)m->deadlocks);
+    metric_render(out, "fencelock_deadlock_search_limit_total", "counter",
+                  "Deadlock searches that reached --deadlock-search-limit (the wait was queued).",
+                  (double)m->deadlock_search_limit);
     srv_cmd_render_counts(s, out);
     metric_render(out, "fencelock_proposals_total", "counter", "Raft entries proposed here.",
                   (double)m->proposals);
+    metric_render(out, "fencelock_proposals_pending", "gauge",
+                  "Proposals made here and not answered yet (in a batch, or appended and waiting "
+                  "to commit and apply).",
+                  (double)rn_proposals_pending(s->rn));
     metric_render(out, "fencelock_proposals_unknown_total", "counter",
                   "Proposals whose outcome became unknown (leadership lost).",
                   (double)m->proposal_unknown);
@@ -163,7 +192,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->read_barriers);
     metric_render(out, "fencelock_reads_total", "counter",
                   "Linearizable reads and keepalives answered after a barrier.", (double)m->reads);
-    metric_render(out, "fencelock_connections", "gauge", "Open client connections.",
+    metric_render(out, "fencelock_connections_open", "gauge", "Open client connections.",
                   (double)s->net.nconns);
     metric_render(out, "fencelock_connections_total", "counter", "Client connections accepted.",
                   (double)m->connections_total);
@@ -189,7 +218,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_query_limit_closes_total", "counter",
                   "Connections closed for an unfinished command over --max-query-buffer.",
                   (double)m->query_limit_closes);
-    metric_render(out, "fencelock_input_total_closes_total", "counter",
+    metric_render(out, "fencelock_input_memory_closes_total", "counter",
                   "Connections closed because all input buffers exceeded --max-input-total.",
                   (double)m->input_total_closes);
     metric_render(out, "fencelock_idle_closes_total", "counter",
@@ -261,6 +290,8 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   "Age of the membership change or transfer in progress (0: none).",
                   (double)chg.age_ms / 1e3);
     render_raft_rejected(s, out);
+    render_peer_lag(s, out);
+    certexp_render(&s->certs, out);
     hist_render(out, "fencelock_lock_wait_seconds", "Time from enqueue to grant.", &m->lock_wait);
     hist_render(out, "fencelock_lock_hold_seconds", "Time from grant to release.", &m->lock_hold);
     hist_render(out, "fencelock_commit_latency_seconds",

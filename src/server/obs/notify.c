@@ -5,10 +5,13 @@
 #include "server/obs/notify.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/num.h"
 
 void notify_init(struct notify *n)
 {
@@ -48,9 +51,36 @@ int notify_ready(struct notify *n, const char *status)
     if (n->fd < 0 || n->ready_sent)
         return 0;
     n->ready_sent = true;
-    char msg[256];
-    snprintf(msg, sizeof(msg), "READY=1\nSTATUS=%s\n", status ? status : "serving");
+    snprintf(n->status, sizeof(n->status), "%s", status ? status : "serving");
+    char msg[NOTIFY_STATUS_MAX + 32];
+    snprintf(msg, sizeof(msg), "READY=1\nSTATUS=%s\n", n->status);
     return send_state(n, msg);
+}
+
+int notify_status(struct notify *n, const char *status)
+{
+    if (n->fd < 0 || !strncmp(n->status, status, sizeof(n->status) - 1))
+        return 0;
+    snprintf(n->status, sizeof(n->status), "%s", status);
+    char msg[NOTIFY_STATUS_MAX + 16];
+    snprintf(msg, sizeof(msg), "STATUS=%s\n", n->status);
+    return send_state(n, msg);
+}
+
+int notify_watchdog(struct notify *n)
+{
+    return n->fd < 0 ? 0 : send_state(n, "WATCHDOG=1\n");
+}
+
+uint64_t notify_watchdog_usec(const char *usec, const char *for_pid, long pid)
+{
+    uint64_t u, p;
+    if (num_parse_u64_str(usec, 1, UINT64_MAX, &u))
+        return 0;
+    if (for_pid && *for_pid &&
+        (num_parse_u64_str(for_pid, 1, UINT64_MAX, &p) || p != (uint64_t)pid))
+        return 0;
+    return u;
 }
 
 int notify_stopping(struct notify *n)

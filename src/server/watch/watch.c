@@ -53,6 +53,7 @@ static const struct kind kinds[] = {
     {"lockdelay-end", FSM_EV_LOCKDELAY_ENDED, W_ANY, WF_NAME | WF_OBJECT, NULL},
     {"leader", FSM_EV_LEADER, W_ANY, WF_NAME | WF_VALUE | WF_TOKEN | WF_SID, NULL},
     {"proclaim", FSM_EV_PROCLAIM, W_ANY, WF_NAME | WF_VALUE | WF_TOKEN | WF_SID, NULL},
+    {"deadlock", FSM_EV_DEADLOCK, W_ANY, WF_NAME | WF_VALUE | WF_SID | WF_OBJECT, NULL},
     {"session-open", FSM_EV_SESSION_OPENED, W_ANY, WF_SID | WF_MS, "ttl_ms"},
     {"session-end", FSM_EV_SESSION_ENDED, W_ANY, WF_SID | WF_REASON, NULL},
     {"revoke-requested", FSM_EV_REVOKE_REQUESTED, W_ANY,

@@ -27,12 +27,12 @@ import asyncio
 import contextlib
 import inspect
 import time
-from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Generator, List,
-                    Optional, Set, Union)
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection,
+                    Generator, List, Optional, Sequence, Set, Union)
 
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                       check_ttl, ms, seconds_arg, span)
+                       check_ttl, ms, multi_lock_args, seconds_arg, span)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -268,6 +268,70 @@ class AsyncSession:
         token = await self.acquire(name, wait=wait, shared=shared)
         async with _held(lambda: self.unlock(name)):
             yield token
+
+    # ---- several locks at once ----
+    async def _release_all(self, names: Sequence[str]) -> None:
+        for name in names:
+            await self._release("UNLOCK", name)
+
+    async def _wait_multi(self, names: Sequence[str], wait: float,
+                          shared: Collection[str]) -> Optional[List[int]]:
+        self._check()
+        cmd = Cmd(*multi_lock_args(self.sid, names, shared))
+        end = time.monotonic() + wait
+        if wait > 0:
+            cmd.wait(end)
+        sent = False
+        try:
+            async with self._op:
+                sent = True
+                r = await self._send(cmd, deadline=end + self.client.timeout)
+        except (errors.Unavailable, errors.OutcomeUnknown):
+            await self._release_all(names)
+            raise
+        except asyncio.CancelledError:
+            if sent:  # not if cancelled while queued for the op lock: nothing was asked
+                self._spawn(self._release_all(list(names)))
+            raise
+        if r is None:
+            if wait > 0:
+                raise errors.LockTimeout("locks %s not granted within %.3f s"
+                                         % (", ".join(names), wait))
+            return None
+        return [int(t) for t in r]
+
+    async def acquire_multi(self, names: Sequence[str], wait: float = 30.0,
+                            shared: Collection[str] = ()) -> List[int]:
+        """LOCK.MULTI: every name at once, in one log entry, or none (Session.acquire_multi).
+        Cancelling the call leaves every queue (or gives back a grant it never returned)."""
+        r = await self._wait_multi(names, wait, shared)
+        if r is None:
+            raise errors.LockTimeout("not granted (a try found one taken)")
+        return r
+
+    async def try_lock_multi(self, names: Sequence[str],
+                             shared: Collection[str] = ()) -> Optional[List[int]]:
+        """The tokens if every name was free, else None (and nothing held)."""
+        return await self._wait_multi(names, 0, shared)
+
+    async def unlock_multi(self, names: Sequence[str]) -> None:
+        """UNLOCK each name; every name is tried, the first error raised after."""
+        first: Optional[errors.FencelockError] = None
+        for name in names:
+            try:
+                await self.unlock(name)
+            except errors.FencelockError as e:
+                first = first or e
+        if first is not None:
+            raise first
+
+    @contextlib.asynccontextmanager
+    async def lock_multi(self, names: Sequence[str], wait: float = 30.0,
+                         shared: Collection[str] = ()) -> AsyncIterator[List[int]]:
+        """async with session.lock_multi(["stock/a", "stock/b"]) as tokens: ..."""
+        tokens = await self.acquire_multi(names, wait=wait, shared=shared)
+        async with _held(lambda: self.unlock_multi(names)):
+            yield tokens
 
     # ---- keys ----
     async def put(self, key: str, value: Value, fence: Optional[Fence] = None,

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsm/waitgraph.c — the wait-for graph's rule and the deadlock search (waitgraph.h).
+ *
+ * The search has three phases, none recursive (a chain of a million waiters must not recurse a
+ * million frames deep): collect the graph reachable from the victim's new request breadth
+ * first (sessions are numbered through their wg_index, valid for the current fsm.wg_epoch);
+ * find who can proceed, from the sessions that wait for nobody backwards along the edges (the
+ * least fixed point: what is left is stuck, exactly the deadlocked set); if the victim is
+ * stuck, walk breadth first along the edges that keep sessions stuck back to the victim: the
+ * shortest such cycle is the one named. Each phase is linear in what phase 1 collected, which
+ * the limit bounds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+#include "fsm/waitgraph.h"
+
+#define WG_MIN_CAP 32
+#define WG_NAME_SHOWN 24 /* bytes of a name in the ERR text (the event carries whole names) */
+
+/* ---- the rule ---- */
+
+typedef void (*edge_fn)(void *arg, const struct sess *to, bool any);
+
+/*
+ * The edges of a request by `s` on `l` (shared or not) whose FIFO predecessor is `prev` (NULL
+ * at the head). Returns the steps it took (edges given plus queue entries passed over), which
+ * the search counts against its limit; it stops early once over `budget` (the caller then
+ * gives up: a semaphore with a million permits costs no more than the limit).
+ */
+static size_t request_edges(const struct lock *l, const struct sess *s, bool shared,
+                            const struct waiter *prev, size_t budget, edge_fn fn, void *arg)
+{
+    size_t steps = 0;
+    if (l->kind == FSM_KIND_SEM) {
+        if (prev) {
+            fn(arg, prev->sess, false);
+            return 1;
+        }
+        if (l->n_shared >= l->limit)
+            for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext, steps++)
+                if (h->sess != s)
+                    fn(arg, h->sess, true);
+        return steps;
+    }
+    const struct waiter *e = prev; /* the nearest earlier exclusive request */
+    while (e && e->shared && steps <= budget) {
+        e = e->lprev;
+        steps++;
+    }
+    if (steps > budget)
+        return steps;
+    if (e) {
+        fn(arg, e->sess, false);
+        steps++;
+    } else {
+        if (l->holder && l->holder != s) {
+            fn(arg, l->holder, false);
+            steps++;
+        }
+        if (!shared)
+            for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext, steps++)
+                if (h->sess != s)
+                    fn(arg, h->sess, false);
+    }
+    if (!shared) /* the shared requests between e (or the head) and this one */
+        for (const struct waiter *q = prev; q != e && steps <= budget; q = q->lprev, steps++)
+            fn(arg, q->sess, false);
+    return steps;
+}
+
+/* ---- the search ---- */
+
+struct node {
+    struct sess *s;
+    uint32_t first_req, n_req;
+    uint32_t unsat;    /* requests not yet known to be grantable */
+    bool free;         /* can proceed (least fixed point) */
+    bool seen;         /* reached by the cycle walk */
+    uint32_t parent;   /* the walk's edge into it */
+    uint32_t in_first; /* its in-edges in `in` */
+};
+
+struct req {
+    uint32_t node;
+    uint32_t first_edge, n_edge;
+    uint32_t and_left; /* AND edges to sessions not yet known to be free */
+    uint32_t n_or;
+    bool or_ok; /* no OR edge, or one leads to a free session */
+};
+
+struct edge {
+    uint32_t req, to;
+    const struct lock *via;
+    bool any;
+};
+
+struct search {
+    struct fsm *f;
+    struct node *n;
+    struct req *r;
+    struct edge *e;
+    uint32_t *in, *work;
+    size_t nn, capn, nr, capr, ne, cape;
+    uint64_t steps, limit;
+    bool failed; /* out of memory, or over the limit */
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : WG_MIN_CAP;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* The node of session y, added (to be expanded in turn) if new; UINT32_MAX on failure. */
+static uint32_t node_of(struct search *x, struct sess *y)
+{
+    if (y->wg_epoch == x->f->wg_epoch)
+        return y->wg_index;
+    if (x->nn >= UINT32_MAX - 1 || grow((void **)&x->n, &x->capn, x->nn + 1, sizeof(*x->n))) {
+        x->failed = true;
+        return UINT32_MAX;
+    }
+    y->wg_epoch = x->f->wg_epoch;
+    y->wg_index = (uint32_t)x->nn;
+    x->n[x->nn] = (struct node){.s = y};
+    return (uint32_t)x->nn++;
+}
+
+static void collect(void *arg, const struct sess *to, bool any)
+{
+    struct search *x = arg;
+    if (x->failed)
+        return;
+    uint32_t t = node_of(x, (struct sess *)to);
+    if (t == UINT32_MAX || grow((void **)&x->e, &x->cape, x->ne + 1, sizeof(*x->e))) {
+        x->failed = true;
+        return;
+    }
+    struct req *rq = &x->r[x->nr - 1];
+    x->e[x->ne++] = (struct edge){(uint32_t)(x->nr - 1), t, NULL, any};
+    rq->n_edge++;
+    if (any)
+        rq->n_or++;
+    else
+        rq->and_left++;
+}
+
+/* One request of node `u` (the session's, or the victim's new one). */
+static void add_request(struct search *x, uint32_t u, const struct lock *l, bool shared,
+                        const struct waiter *prev)
+{
+    if (grow((void **)&x->r, &x->capr, x->nr + 1, sizeof(*x->r))) {
+        x->failed = true;
+        return;
+    }
+    x->r[x->nr++] = (struct req){.node = u, .first_edge = (uint32_t)x->ne};
+    size_t e0 = x->ne;
+    size_t budget = x->steps < x->limit ? (size_t)(x->limit - x->steps) : 0;
+    x->steps += request_edges(l, x->n[u].s, shared, prev, budget, collect, x) + 1;
+    for (size_t i = e0; i < x->ne; i++)
+        x->e[i].via = l;
+    if (x->steps > x->limit)
+        x->failed = true;
+}
+
+/* Phase 1: the graph reachable from the victim's new request, breadth first. Node 0 is the
+ * victim, with that request alone (its other waits are what it had before). */
+static void collect_graph(struct search *x, struct sess *victim, const struct lock *l, uint8_t mode)
+{
+    node_of(x, victim);
+    for (size_t u = 0; u < x->nn && !x->failed; u++) {
+        x->n[u].first_req = (uint32_t)x->nr;
+        if (u == 0)
+            add_request(x, 0, l, mode == LOCK_MODE_SHARED,
+                        mode == LOCK_MODE_UPGRADE ? NULL : l->wq_tail);
+        else
+            for (const struct waiter *w = x->n[u].s->wait_head; w && !x->failed; w = w->snext)
+                add_request(x, (uint32_t)u, w->lock, w->shared, w->lprev);
+        x->n[u].n_req = (uint32_t)x->nr - x->n[u].first_req;
+    }
+}
+
+static bool req_ok(const struct req *r)
+{
+    return r->and_left == 0 && r->or_ok;
+}
+
+/* Phase 2: who can proceed, from the sessions that wait for nobody, along the edges backwards
+ * (a session proceeds once every request of it can be granted). */
+static int propagate(struct search *x)
+{
+    x->in = calloc(x->ne + 1, sizeof(*x->in));
+    x->work = calloc(x->nn + 1, sizeof(*x->work));
+    if (!x->in || !x->work)
+        return -1;
+    for (size_t i = 0; i < x->ne; i++) /* in-edges by target: counts, then offsets */
+        x->n[x->e[i].to].in_first++;
+    uint32_t sum = 0;
+    for (size_t u = 0; u < x->nn; u++) {
+        uint32_t c = x->n[u].in_first;
+        x->n[u].in_first = sum;
+        sum += c;
+    }
+    uint32_t *fill = x->work; /* borrowed as a cursor array first */
+    for (size_t u = 0; u < x->nn; u++)
+        fill[u] = x->n[u].in_first;
+    for (size_t i = 0; i < x->ne; i++)
+        x->in[fill[x->e[i].to]++] = (uint32_t)i;
+    size_t nw = 0;
+    for (size_t u = 0; u < x->nn; u++) {
+        struct node *nd = &x->n[u];
+        for (uint32_t k = 0; k < nd->n_req; k++) {
+            struct req *r = &x->r[nd->first_req + k];
+            r->or_ok = r->n_or == 0;
+            nd->unsat += !req_ok(r);
+        }
+        if (!nd->unsat) {
+            nd->free = true;
+            x->work[nw++] = (uint32_t)u;
+        }
+    }
+    for (size_t h = 0; h < nw; h++) {
+        uint32_t t = x->work[h];
+        uint32_t end = t + 1 < x->nn ? x->n[t + 1].in_first : (uint32_t)x->ne;
+        for (uint32_t k = x->n[t].in_first; k < end; k++) {
+            const struct edge *ed = &x->e[x->in[k]];
+            struct req *r = &x->r[ed->req];
+            if (req_ok(r))
+                continue;
+            if (ed->any)
+                r->or_ok = true;
+            else
+                r->and_left--;
+            struct node *nd = &x->n[r->node];
+            if (req_ok(r) && --nd->unsat == 0 && !nd->free) {
+                nd->free = true;
+                x->work[nw++] = r->node;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Phase 3: the shortest walk from the victim back to it along edges that keep a session from
+ * proceeding (an AND edge to a stuck session; an OR edge of a request none of whose OR edges
+ * leads to a free one). Its last edge's index, or -1 if the victim is stuck only behind a
+ * deadlock it is not part of (one a search that gave up let in). */
+static long cycle_walk(struct search *x)
+{
+    size_t nw = 0;
+    x->work[nw++] = 0;
+    x->n[0].seen = true;
+    for (size_t h = 0; h < nw; h++) {
+        const struct node *u = &x->n[x->work[h]];
+        for (uint32_t k = 0; k < u->n_req; k++) {
+            const struct req *r = &x->r[u->first_req + k];
+            if (req_ok(r))
+                continue;
+            for (uint32_t i = r->first_edge; i < r->first_edge + r->n_edge; i++) {
+                const struct edge *ed = &x->e[i];
+                struct node *t = &x->n[ed->to];
+                if (t->free || (ed->any && r->or_ok))
+                    continue;
+                if (ed->to == 0)
+                    return (long)i;
+                if (!t->seen) {
+                    t->seen = true;
+                    t->parent = i;
+                    x->work[nw++] = ed->to;
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+static void new_epoch(struct fsm *f)
+{
+    if (++f->wg_epoch == 0) { /* wrapped: forget every mark */
+        for (struct sess *s = f->sess_head; s; s = s->snext)
+            s->wg_epoch = 0;
+        f->wg_epoch = 1;
+    }
+}
+
+/* ---- the cycle's text ---- */
+
+/* "V -name-> S2 -name-> ... -> V" into b (path: the cycle's edges in order), names cut to
+ * `shown` bytes (0: whole), printable; hops stop once b holds more than max_len bytes (the ERR
+ * reply keeps FSM_ERR_LEN - 1 of them). */
+static int cycle_text(struct buf *b, const struct search *x, const uint32_t *path, size_t hops,
+                      size_t shown, size_t max_len)
+{
+    char nm[FSM_MAX_NAME + sizeof(FSM_ELLIPSIS) + 1];
+    size_t cap = shown ? shown + sizeof(FSM_ELLIPSIS) : sizeof(nm);
+    int rc = 0;
+    for (size_t i = 0; i < hops && b->len <= max_len; i++) { /* past max_len: cut anyway */
+        const struct edge *ed = &x->e[path[i]];
+        const struct sess *from = x->n[x->r[ed->req].node].s;
+        rc = rc || buf_printf(b, "%llu -%s-> ", (unsigned long long)from->sid,
+                              fsm_printable(ed->via->name, ed->via->name_len, nm, cap));
+    }
+    return rc || buf_printf(b, "%llu", (unsigned long long)x->n[0].s->sid);
+}
+
+static void refuse(struct actx *a, struct lock *l, struct sess *s, const struct search *x,
+                   const uint32_t *path, size_t hops, struct fsm_reply *r)
+{
+    struct fsm *f = a->f;
+    struct buf shortb;
+    buf_init(&shortb);
+    buf_reset(&f->wg_text);
+    cycle_text(&f->wg_text, x, path, hops, 0, SIZE_MAX);
+    if (cycle_text(&shortb, x, path, hops, WG_NAME_SHOWN, FSM_ERR_LEN) == 0 && shortb.len)
+        fsm_reply_err(r, PROTO_DEADLOCK " cycle of %zu: %.*s", hops, (int)shortb.len, shortb.p);
+    else
+        fsm_reply_err(r, PROTO_DEADLOCK " cycle of %zu sessions", hops);
+    buf_free(&shortb);
+    size_t n = strlen(r->err);
+    if (n == FSM_ERR_LEN - 1) /* cut: say so */
+        memcpy(r->err + n - (sizeof(FSM_ELLIPSIS) - 1), FSM_ELLIPSIS, sizeof(FSM_ELLIPSIS) - 1);
+    fsm_next_rev(a); /* the event's id: nothing else changes */
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_DEADLOCK, s->sid, 0, hops, l);
+    if (e && !buf_failed(&f->wg_text))
+        e->value = (struct fsm_str){f->wg_text.p ? f->wg_text.p : "", (uint32_t)f->wg_text.len};
+}
+
+static void search_free(struct search *x)
+{
+    free(x->n);
+    free(x->r);
+    free(x->e);
+    free(x->in);
+    free(x->work);
+}
+
+/* The cycle's edges in order into *path (malloc'd); its length, 0 if none, -1 if gave up. */
+static long find_cycle(struct search *x, struct sess *s, const struct lock *l, uint8_t mode,
+                       uint32_t **path)
+{
+    collect_graph(x, s, l, mode);
+    if (x->failed || propagate(x))
+        return -1;
+    if (x->n[0].free)
+        return 0;
+    long last = cycle_walk(x);
+    if (last < 0)
+        return 0;
+    size_t hops = 1;
+    for (uint32_t u = x->r[x->e[last].req].node; u != 0; u = x->r[x->e[x->n[u].parent].req].node)
+        hops++;
+    if (!(*path = malloc(hops * sizeof(**path))))
+        return -1;
+    size_t i = hops;
+    (*path)[--i] = (uint32_t)last;
+    for (uint32_t u = x->r[x->e[last].req].node; u != 0; u = x->r[x->e[x->n[u].parent].req].node)
+        (*path)[--i] = x->n[u].parent;
+    return (long)hops;
+}
+
+bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
+                          struct fsm_reply *r)
+{
+    struct fsm *f = a->f;
+    if (!f->wg_limit || fsm_format(f) < FSM_FORMAT_2)
+        return false;
+    new_epoch(f);
+    struct search x = {.f = f, .limit = f->wg_limit};
+    uint32_t *path = NULL;
+    long hops = find_cycle(&x, s, l, mode, &path);
+    if (hops > 0)
+        refuse(a, l, s, &x, path, (size_t)hops, r);
+    else if (hops < 0)
+        fsm_lock_emit(a, FSM_EV_DEADLOCK_LIMIT, s->sid, 0, x.steps, l);
+    free(path);
+    search_free(&x);
+    return hops > 0;
+}
+
+/* ---- settings and queries ---- */
+
+void fsm_set_deadlock_limit(struct fsm *f, uint64_t limit)
+{
+    f->wg_limit = limit > FSM_DEADLOCK_LIMIT_MAX ? FSM_DEADLOCK_LIMIT_MAX : limit;
+}
+
+uint64_t fsm_deadlock_limit(const struct fsm *f)
+{
+    return f->wg_limit;
+}
+
+struct query_arg {
+    void (*cb)(void *arg, uint64_t blocker, bool any);
+    void *arg;
+};
+
+static void query_edge(void *arg, const struct sess *to, bool any)
+{
+    struct query_arg *q = arg;
+    q->cb(q->arg, to->sid, any);
+}
+
+void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
+                          void (*cb)(void *arg, uint64_t blocker, bool any), void *arg)
+{
+    const struct lock *l = fsm_lock_find(f, name, namelen);
+    const struct sess *s = fsm_sess_find(f, sid);
+    const struct waiter *w = l && s ? fsm_waiter_find(l, s) : NULL;
+    struct query_arg q = {cb, arg};
+    if (w)
+        request_edges(l, s, w->shared, w->lprev, SIZE_MAX, query_edge, &q);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsm/waitgraph.h — the wait-for graph over sessions, and deadlock detection on it.
+ *
+ * Owns the rule of who waits for whom, and the search that refuses a wait which would close a
+ * cycle (-DEADLOCK). The graph is never stored: it is read from the FSM's queues and holders
+ * when a wait starts, so it cannot drift from them, needs no snapshot field and every replica
+ * that applied the same log computes the same answer (the walks follow queue, holder and
+ * session-wait order, never hash buckets). The only state kept here is per-search scratch
+ * (marks on the session records, an epoch in struct fsm) and the text of the last cycle found
+ * (fsm.wg_text, owned by the fsm, valid until the next fsm_apply).
+ *
+ * THE RULE. A session waits for another when one of its queued requests cannot be granted
+ * before the other lets go. A queued request R on object L waits for:
+ *   - lock or election (R exclusive, shared or an upgrade): E = the nearest earlier exclusive
+ *     request in L's FIFO (an upgrade counts as exclusive). If E exists, R waits for E and, if
+ *     R is exclusive, for every shared request between E and R. If no E exists, R waits for
+ *     the holders that conflict with it (the exclusive holder; for an exclusive R also every
+ *     shared holder but R's own session, an upgrade's) and, if R is exclusive, for every earlier
+ *     (shared) request. Shared requests never wait for shared holders or shared requests.
+ *     Edges to requests further back are implied (E waits for them, or for the holders): the
+ *     reduction keeps LOCK.INFO and the search linear in the queue, with the same cycles.
+ *   - semaphore: the request just before R (FIFO: it is granted first); with none, while the
+ *     semaphore is full, ANY of the permit holders (an OR edge: one release may be enough).
+ *   - lock-delay is waited out by time, not for a session: no edge.
+ * A session's out-edges are the union over all its queued requests (a request queued on
+ * several names, as a multi-lock, adds all of its edges): a session is taken to release
+ * nothing while any of its requests waits.
+ *
+ * DEADLOCK. A session that waits for nobody is taken to let go in time. A request can be
+ * granted once every session its AND edges lead to can proceed and, if it has OR edges, one
+ * session they lead to can; a session can proceed once each of its requests can be granted.
+ * The sessions that cannot (what is left of the least fixed point of "can proceed") are
+ * deadlocked: that is exact for AND and OR edges alike. A new request by V closes a cycle when,
+ * with it, V cannot proceed and the edges that keep sessions stuck lead from it back to V; it
+ * is then refused (FSM_REPLY_ERR "DEADLOCK cycle of N: V -name-> S2 -name-> ... -> V", the
+ * shortest such cycle: V waits for name, which S2 holds or is queued for first, ...) and not
+ * queued: the request that closes the cycle is the victim, so the waits already queued are
+ * untouched. Only a wait start can close a cycle: grants, releases and lock-delay ends only
+ * turn an edge to a queued request into one to the same session as holder, or remove edges.
+ * A V stuck only behind a deadlock it is not part of (one a search that gave up let in) is
+ * queued. Detection runs from log format 2 on (format 1: a node of the previous release
+ * applies the same entries and would queue the request).
+ *
+ * COST. The search counts every session visited and every edge read; past `limit` it gives up
+ * and the wait is allowed (FSM_EV_DEADLOCK_LIMIT). limit 0 turns detection off.
+ */
+#ifndef FENCELOCK_FSM_WAITGRAPH_H
+#define FENCELOCK_FSM_WAITGRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsm/fsm.h"
+
+#define FSM_DEADLOCK_LIMIT_DEFAULT 10000 /* sessions + edges a search may visit */
+#define FSM_DEADLOCK_LIMIT_MAX 100000000
+
+/*
+ * The search bound of this node's FSM (--deadlock-search-limit; 0 = no detection). Not part of
+ * the replicated state: every node must run with the same value (a search that hits the
+ * limit on one node and not on another would let them disagree on a reply). fsm_restore keeps
+ * it. Values over FSM_DEADLOCK_LIMIT_MAX are clamped.
+ */
+void fsm_set_deadlock_limit(struct fsm *f, uint64_t limit);
+uint64_t fsm_deadlock_limit(const struct fsm *f);
+
+/*
+ * The sessions the queued request of `sid` on `name` waits for, by THE RULE above, in a fixed
+ * order (holders by token, then requests in FIFO order): cb(arg, blocker, any) with any = true
+ * for an OR edge (a full semaphore's permit holders). Nothing if `sid` is not queued there.
+ */
+void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
+                          void (*cb)(void *arg, uint64_t blocker, bool any), void *arg);
+
+struct actx;
+struct lock;
+struct sess;
+/*
+ * Called by fsm_lock_enqueue before it queues `s` on `l` in `mode` (enum lock_mode): true and
+ * r = ERR DEADLOCK (a revision taken, FSM_EV_DEADLOCK emitted) if the wait would close a cycle;
+ * else false (FSM_EV_DEADLOCK_LIMIT emitted if the search gave up) and the caller queues.
+ */
+bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
+                          struct fsm_reply *r);
+
+#endif

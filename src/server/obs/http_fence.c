@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * http_fence.c — GET /v1/fence?lock=NAME&token=T (or the headers Fencing-Lock and Fencing-Token,
+ * what nginx's auth_request forwards): 200 when T is a current holder's token of NAME (the rule
+ * of FENCE.CHECK: exclusive or shared holder, semaphore permit, election leader), 409 when it is
+ * not, 400 on bad input, 503 when this node cannot answer linearizably (not the ready leader, no
+ * quorum). The header comment of http_fence.h has the batching and who frees what.
+ *
+ * Why a barrier: a deposed leader's state may still show the old holder; the barrier proves
+ * this node was the leader when the check ran, so "200" means "current at some instant between
+ * the request and the answer", as FENCE.CHECK's OK does.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+struct hf_check {
+    struct hf_check *next;
+    struct srv_http_pending *p;
+    uint64_t token;
+    size_t len;
+    char name[]; /* len bytes, any bytes */
+};
+
+#define HF_TEXT "text/plain; charset=utf-8"
+
+/* 200 or 409 for (name, token); the name is shown cut to 64 bytes: enough to tell which, not
+ * an echo of any input. */
+static void answer(struct srv_http_pending *p, bool current, const char *name, size_t len,
+                   uint64_t token)
+{
+    char msg[256];
+    int shown = (int)(len > 64 ? 64 : len);
+    int n = current ? snprintf(msg, sizeof(msg), "ok: token %llu is current for lock %.*s\n",
+                               (unsigned long long)token, shown, name)
+                    : snprintf(msg, sizeof(msg),
+                               "stale: token %llu is not the current token of lock %.*s\n",
+                               (unsigned long long)token, shown, name);
+    srv_http_complete(p, current ? 200 : 409, HF_TEXT, msg, n < 0 ? 0 : (size_t)n);
+}
+
+static void fail(struct srv_http_pending *p, int status, const char *msg)
+{
+    srv_http_complete(p, status, HF_TEXT, msg, strlen(msg));
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode q[0..n) into out (at most cap bytes); its length, or -1 (a bad %XX or too
+ * long). '+' stays '+': names are bytes, not form fields. */
+static long pct_decode(const char *q, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = q[i];
+        if (ch == '%') {
+            if (i + 2 >= n)
+                return -1;
+            int hi = hexval(q[i + 1]);
+            int lo = hexval(q[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            ch = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        if (o == cap)
+            return -1;
+        out[o++] = ch;
+    }
+    return (long)o;
+}
+
+/* The value of query parameter `key` in q, undecoded, in *v and *vlen: 1 found, 0 absent, -1 given
+ * twice (ambiguous: refused). */
+static int query_param(const char *q, const char *key, const char **v, size_t *vlen)
+{
+    size_t klen = strlen(key);
+    int found = 0;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t l = amp ? (size_t)(amp - q) : strlen(q);
+        if (l > klen && q[klen] == '=' && !memcmp(q, key, klen)) {
+            if (found)
+                return -1;
+            found = 1;
+            *v = q + klen + 1;
+            *vlen = l - klen - 1;
+        }
+        q += l + (amp ? 1 : 0);
+    }
+    return found;
+}
+
+/* Decimal digits only (no sign, no blanks), at most UINT64_MAX; 0 or -1. */
+static int parse_token(const char *p, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 20)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        uint64_t d = (uint64_t)(p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* One argument from the query (percent-decoded) or the header; given in both, they must agree.
+ * Its length in *len (0: absent), or -1 with the 400 answered. */
+static long arg_of(struct srv_http_pending *p, const struct srv_http_request *req,
+                   const char *param, const char *header, char *out, size_t cap)
+{
+    const char *qv = NULL, *hv;
+    size_t qlen = 0, hlen = 0;
+    long n = 0;
+    int qrc = query_param(req->query, param, &qv, &qlen);
+    hv = srv_http_header(req, header, &hlen);
+    if (qrc < 0 || (hv && hlen == SIZE_MAX)) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "%s given twice\n", param);
+        fail(p, 400, msg);
+        return -1;
+    }
+    if (qrc > 0) {
+        n = pct_decode(qv, qlen, out, cap);
+        if (n < 0) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "%s: bad percent-encoding, or longer than %zu bytes\n",
+                     param, cap);
+            fail(p, 400, msg);
+            return -1;
+        }
+    }
+    if (hv) {
+        if (qrc > 0 && ((size_t)n != hlen || memcmp(out, hv, hlen))) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "%s: the query and the %s header differ\n", param, header);
+            fail(p, 400, msg);
+            return -1;
+        }
+        if (hlen > cap) {
+            char msg[160];
+            snprintf(msg, sizeof(msg), "%s: longer than %zu bytes\n", header, cap);
+            fail(p, 400, msg);
+            return -1;
+        }
+        memcpy(out, hv, hlen);
+        n = (long)hlen;
+    }
+    return n;
+}
+
+static void fence_barrier_cb(void *ctx, int status);
+
+/* Answer every check of list l: the FSM's answer when the barrier succeeded and this node is
+ * still the ready leader, else 503. Frees them. */
+static void answer_list(struct srv *s, struct hf_check *l, int ok)
+{
+    while (l) {
+        struct hf_check *next = l->next;
+        if (!ok)
+            fail(l->p, 503, "not the ready leader, or no quorum: ask another node\n");
+        else
+            answer(l->p, fsm_fence_check(s->fsm, l->name, l->len, l->token) == 0, l->name, l->len,
+                   l->token);
+        free(l);
+        l = next;
+    }
+}
+
+/* Move the waiting checks under a new barrier; failing that, answer them 503. */
+static void issue(struct srv *s)
+{
+    struct srv_hfence *hf = &s->hfence;
+    if (hf->busy || !hf->waiting)
+        return;
+    hf->inflight = hf->waiting;
+    hf->waiting = hf->waiting_tail = NULL;
+    if (s->stopping || !srv_ready(s) || rn_barrier(s->rn, fence_barrier_cb, s) != RN_OK) {
+        struct hf_check *l = hf->inflight;
+        hf->inflight = NULL;
+        answer_list(s, l, 0);
+        return;
+    }
+    hf->busy = true;
+}
+
+static void fence_barrier_cb(void *ctx, int status)
+{
+    struct srv *s = ctx;
+    struct srv_hfence *hf = &s->hfence;
+    struct hf_check *l = hf->inflight;
+    hf->inflight = NULL;
+    hf->busy = false;
+    answer_list(s, l, status == RN_OK && srv_ready(s));
+    issue(s); /* the checks that arrived meanwhile; when stopping, they are answered 503 */
+}
+
+int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
+{
+    struct srv *s = arg;
+    if (strcmp(req->path, "/v1/fence") != 0)
+        return 0;
+    size_t cap = s->cfg.max_key;
+    struct hf_check *c = malloc(sizeof(*c) + cap + 1);
+    char tok[32];
+    if (!c) {
+        fail(p, 503, "out of memory\n");
+        return 1;
+    }
+    long n = arg_of(p, req, "lock", "Fencing-Lock", c->name, cap);
+    long tn = n < 0 ? -1 : arg_of(p, req, "token", "Fencing-Token", tok, sizeof(tok) - 1);
+    if (n < 0 || tn < 0) {
+        free(c);
+        return 1;
+    }
+    if (n == 0 || tn == 0 || parse_token(tok, (size_t)tn, &c->token)) {
+        free(c);
+        fail(p, 400,
+             n == 0    ? "missing lock (lock=NAME or the Fencing-Lock header)\n"
+             : tn == 0 ? "missing token (token=T or the Fencing-Token header)\n"
+                       : "token: not a decimal number of at most 20 digits that fits 64 bits\n");
+        return 1;
+    }
+    c->len = (size_t)n;
+    c->p = p;
+    c->next = NULL;
+    struct srv_hfence *hf = &s->hfence;
+    if (hf->waiting_tail)
+        hf->waiting_tail->next = c;
+    else
+        hf->waiting = c;
+    hf->waiting_tail = c;
+    issue(s);
+    return 1;
+}
