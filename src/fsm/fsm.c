@@ -79,7 +79,7 @@ struct fsm *fsm_new(void)
         return NULL;
     }
     if (f)
-        fsm_set_deadlock_limit(f, FSM_DEADLOCK_LIMIT_DEFAULT);
+        f->wg_limit = f->wg_flag = FSM_DEADLOCK_LIMIT_DEFAULT;
     return f;
 }
 
@@ -305,6 +305,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_LOCK_NOTIFY:
         fsm_op_lock_notify(a, &c->lock_notify, r);
+        break;
+    case FSM_OP_DEADLOCK_LIMIT:
+        fsm_op_deadlock_limit(a, &c->deadlock_limit, r);
         break;
     } /* the decoder rejects a value that is not an op */
 }

@@ -50,7 +50,7 @@
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
- * 2-3); 2: adds header version 2 (acting user), ops 14-25 and snapshots 4-6. The cluster's
+ * 2-3); 2: adds header version 2 (acting user), ops 14-26 and snapshots 4-7. The cluster's
  * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */
 #define FSM_FORMAT_1 1
 #define FSM_FORMAT_2 2
@@ -241,7 +241,7 @@ int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err
  */
 unsigned fsm_entry_format(const uint8_t *data, size_t len);
 
-/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-5, FSM_FORMAT_MAX + 1 for any
+/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-7, FSM_FORMAT_MAX + 1 for any
  * other version (or bad magic: the restore refuses it on its own). */
 unsigned fsm_snapshot_format(const uint8_t *data, size_t len);
 

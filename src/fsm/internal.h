@@ -187,9 +187,11 @@ struct fsm {
     /* usage by session owner (usage.c): derived, rebuilt by restore, never serialised */
     struct fsm_use *uses;
     uint32_t n_uses, cap_uses;
-    /* deadlock detection (waitgraph.c): this node's search bound (not replicated), the
-       search epoch, and the text of the last cycle found (a DEADLOCK event's value) */
-    uint64_t wg_limit;
+    /* deadlock detection (waitgraph.c): the search bound in force (replicated: the last
+       DEADLOCK_LIMIT entry's, FSM_DEADLOCK_LIMIT_DEFAULT before any; in the snapshot), this
+       node's flag (not replicated, never read by apply: the leader proposes it), the search
+       epoch, and the text of the last cycle found (a DEADLOCK event's value) */
+    uint64_t wg_limit, wg_flag;
     uint32_t wg_epoch;
     struct buf wg_text;
 };
@@ -365,6 +367,8 @@ void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void fsm_op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
 void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
+void fsm_op_deadlock_limit(struct actx *a, const struct fsm_cmd_deadlock_limit *c,
+                           struct fsm_reply *r);
 void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
                            struct fsm_reply *r); /* format.c */
 void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);

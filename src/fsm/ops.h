@@ -113,6 +113,8 @@ enum fsm_field_kind {
     F(p, LABEL, by, "revoke requester") /* the asking user (or address), shown to the holder */
 /* REVOKE_END (revoke.c): the leader's revoke deadline of grant `token` passed */
 #define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
+#define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
 
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
@@ -133,7 +135,8 @@ enum fsm_field_kind {
     P(cluster_format)                                                                              \
     P(lock_multi)                                                                                  \
     P(lock_revoke)                                                                                 \
-    P(revoke_end)
+    P(revoke_end)                                                                                  \
+    P(deadlock_limit)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -217,6 +220,10 @@ enum fsm_grow {
     X(REVOKE_END, 24, revoke_end, revoke_end, 2, NONE, 0)                                          \
     /* -> as LOCK; a session it queues behind an exclusive holder tells that holder once           \
        (WAIT_NOTIFY: LOCK ... NOTIFY, revoke.c) */                                                 \
-    X(LOCK_NOTIFY, 25, lock_notify, lock, 2, LOCK, 0)
+    X(LOCK_NOTIFY, 25, lock_notify, lock, 2, LOCK, 0)                                              \
+    /* -> OK; sets the cluster's deadlock search limit (0: no detection; the same value: no        \
+       revision; over FSM_DEADLOCK_LIMIT_MAX: ERR, nothing changes). The leader writes it when     \
+       its --deadlock-search-limit differs from the replicated one (waitgraph.c) */                \
+    X(DEADLOCK_LIMIT, 26, deadlock_limit, deadlock_limit, 2, NONE, 0)
 
 #endif

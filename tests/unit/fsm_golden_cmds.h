@@ -401,6 +401,11 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_NOTIFY,
      .user = GS("erin"),
      .lock_notify = {.name = GS("R1"), .sid = GOLDEN_SID_E, .wait_ms = 3000}},
+    /* the cluster's deadlock search limit: set (golden_snapshot_v7 holds it), the same value
+       again (no revision), one over the maximum (ERR) */
+    {.op = FSM_OP_DEADLOCK_LIMIT, .now_ms = 9600, .deadlock_limit = {.limit = 5}},
+    {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 5}},
+    {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 100000001}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -417,7 +422,10 @@ static const struct fsm_cmd golden_cmds[] = {
  * version 5) the state after GOLDEN_N_MULTI_CMDS. */
 #define GOLDEN_N_V5_CMDS 121
 /* Before cooperative revocation's: golden_snapshot_multi is the state after them,
- * golden_snapshot_v6 the state after all. */
+ * golden_snapshot_v6 the state after GOLDEN_N_V6_CMDS. */
 #define GOLDEN_N_MULTI_CMDS 124
+/* Before DEADLOCK_LIMIT's: golden_snapshot_v6 is the state after them, golden_snapshot_v7 the
+ * state after all. */
+#define GOLDEN_N_V6_CMDS 136
 
 #endif

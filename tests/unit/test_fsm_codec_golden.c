@@ -127,7 +127,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm_events ev;
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
-    int snap_multi_ok = 0;
+    int snap_multi_ok = 0, snap_v6_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -140,8 +140,10 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
             snap_v5_ok = snapshot_is(f, golden_snapshot_v5, sizeof(golden_snapshot_v5));
         if (i + 1 == GOLDEN_N_MULTI_CMDS)
             snap_multi_ok = snapshot_is(f, golden_snapshot_multi, sizeof(golden_snapshot_multi));
+        if (i + 1 == GOLDEN_N_V6_CMDS)
+            snap_v6_ok = snapshot_is(f, golden_snapshot_v6, sizeof(golden_snapshot_v6));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_v6, sizeof(golden_snapshot_v6));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_v7, sizeof(golden_snapshot_v7));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -152,6 +154,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_v4_ok);
     CHECK(snap_v5_ok);
     CHECK(snap_multi_ok);
+    CHECK(snap_v6_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -196,6 +199,13 @@ TEST(golden_snapshot_v6_restores_and_resnapshots_byte_identically)
     CHECK(restores_byte_identically(golden_snapshot_v6, sizeof(golden_snapshot_v6)));
 }
 
+/* Version 7: version 6 with the cluster's deadlock search limit. */
+TEST(golden_snapshot_v7_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_v7[4] == 7);
+    CHECK(restores_byte_identically(golden_snapshot_v7, sizeof(golden_snapshot_v7)));
+}
+
 /* The log format each entry needs: 1 for everything the previous release wrote (the first
  * GOLDEN_N_V3_CMDS entries), 2 for every entry after them but the leader's own (unchecked,
  * version-1 header) entries of an op the previous release had (revocation's LOCKDELAY_END). */
@@ -213,6 +223,7 @@ TEST(golden_entries_need_the_log_format_of_their_release)
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v4, sizeof(golden_snapshot_v4)), FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v5, sizeof(golden_snapshot_v5)), FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v6, sizeof(golden_snapshot_v6)), FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v7, sizeof(golden_snapshot_v7)), FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -235,6 +246,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_LOCK_REVOKE]);
     CHECK(op_seen[FSM_OP_REVOKE_END]);
     CHECK(op_seen[FSM_OP_LOCK_NOTIFY]);
+    CHECK(op_seen[FSM_OP_DEADLOCK_LIMIT]);
     CHECK(op_seen[FSM_OP_LOCK_MULTI]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
@@ -251,6 +263,7 @@ int main(void)
     RUN(golden_snapshot_v5_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_multi_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_v6_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_v7_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

@@ -400,6 +400,7 @@ void srv_tick(struct srv *s)
     if (!srv_ready(s))
         return;
     srv_format_tick(s);
+    srv_settings_tick(s);
     struct lease_action a;
     while (lease_next(&s->lease.rules, now, &a))
         do_action(s, &a, now);
