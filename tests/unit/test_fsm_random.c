@@ -24,6 +24,8 @@
  * session queued before it, over all the locks it is queued on) and predicts -DEADLOCK exactly
  * when the new wait's session is reachable from those it would wait for; the cycle the
  * DEADLOCK event names must be a path of real edges of that graph from the session back to it.
+ * DEADLOCK_LIMIT entries (0, the default, or over the maximum: ERR) turn detection off and on
+ * again for every replica alike (a revision only when it changes; 0 is kept in snapshot v7).
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -31,6 +33,7 @@
 #include <string.h>
 
 #include "fsm/fsm.h"
+#include "fsm/waitgraph.h"
 #include "test.h"
 
 #define NLOCKS 4
@@ -160,6 +163,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     case FSM_OP_REVOKE_END:
         c->revoke_end = (struct fsm_cmd_revoke_end){m->name, m->token};
         break;
+    case FSM_OP_DEADLOCK_LIMIT:
+        c->deadlock_limit.limit = m->token;
+        break;
     case FSM_OP_LOCK_MULTI:
         c->lock_multi = (struct fsm_cmd_lock_multi){m->sid, multi_names(m->mset), m->wait_ms};
         break;
@@ -241,6 +247,9 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->name = c->revoke_end.name;
         m->token = c->revoke_end.token;
         break;
+    case FSM_OP_DEADLOCK_LIMIT:
+        m->token = c->deadlock_limit.limit;
+        break;
     case FSM_OP_LOCK_MULTI: {
         struct fsm_names_it it;
         struct fsm_str nm;
@@ -306,6 +315,7 @@ struct model {
     uint64_t last_token, last_sid;
     struct mmember members[FSM_MAX_MEMBERS]; /* sorted by id */
     int nm;
+    bool dl_off; /* a DEADLOCK_LIMIT of 0 applied last: no deadlock detection */
 };
 
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
@@ -335,7 +345,7 @@ static struct fsm_names multi_names(uint8_t mset)
 }
 
 static struct model M;
-static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
+static uint64_t n_ev[32], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
 static bool g_detect; /* this seed runs at format 2: deadlock detection on */
 static uint64_t n_dl; /* waits refused -DEADLOCK */
@@ -592,8 +602,15 @@ static void gen_cmd(struct mcmd *c)
         c->op = FSM_OP_SESSION_CHECKPOINT;
         c->sid = pick_sid();
         c->wait_ms = below(12000);
-    } else if (r < 99) {
+    } else if (r < 98) {
         gen_member_op(c);
+    } else if (r < 99) {
+        /* the cluster's deadlock search limit: off, the default, or over the maximum (ERR); a
+           limit the pool's small graphs could reach is not modelled */
+        c->op = FSM_OP_DEADLOCK_LIMIT;
+        c->token = chance(45)   ? 0
+                   : chance(90) ? FSM_DEADLOCK_LIMIT_DEFAULT
+                                : FSM_DEADLOCK_LIMIT_MAX + 1;
     } else {
         c->op = FSM_OP_NOOP;
     }
@@ -618,6 +635,9 @@ static bool usable(const struct buf *b)
         return lock_idx(c.name) >= 0;
     case FSM_OP_LOCK_MULTI:
         return !c.mbad;
+    case FSM_OP_DEADLOCK_LIMIT: /* a mutated limit the search could reach is not modelled */
+        return c.token == 0 || c.token == FSM_DEADLOCK_LIMIT_DEFAULT ||
+               c.token > FSM_DEADLOCK_LIMIT_MAX;
     case FSM_OP_PUT:
     case FSM_OP_DEL:
         return key_idx(c.key) >= 0;
@@ -820,7 +840,7 @@ static struct expect predict_lock(const struct mcmd *c)
             return ex(c->wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL, false);
         if (is_free)
             return ex_fresh();
-        if (c->wait_ms && g_detect && closes_cycle(c->sid, lock_idx(c->name)))
+        if (c->wait_ms && g_detect && !M.dl_off && closes_cycle(c->sid, lock_idx(c->name)))
             return (struct expect){.kind = FSM_REPLY_ERR,
                                    .err = "DEADLOCK cycle of ",
                                    .changes = true}; /* one revision: the event's */
@@ -922,6 +942,9 @@ static struct expect predict_op(const struct mcmd *c)
         return predict_member(c);
     case FSM_OP_NOOP:
         return ex(FSM_REPLY_OK, false);
+    case FSM_OP_DEADLOCK_LIMIT: /* a revision only when it turns detection on or off */
+        return c->token > FSM_DEADLOCK_LIMIT_MAX ? ex_err("ERR deadlock search limit")
+                                                 : ex(FSM_REPLY_OK, (c->token == 0) != M.dl_off);
     case FSM_OP_SESSION_OPEN:
         return c->ttl_ms ? ex_fresh() : ex_err("ERR");
     case FSM_OP_SESSION_CLOSE:
@@ -1093,7 +1116,7 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(c->has_fence && ev->token == c->fence_token);
         break;
     case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
-        MCHECK(g_detect && (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY) &&
+        MCHECK(g_detect && !M.dl_off && (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY) &&
                ev->sid == c->sid && li == lock_idx(c->name));
         MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c) == 0);
         n_dl++;
@@ -1400,7 +1423,7 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     n_replay += decoded && !run && r.kind != FSM_REPLY_ERR;
     n_err += r.kind == FSM_REPLY_ERR;
     for (size_t i = 0; i < ev->n; i++)
-        n_ev[ev->ev[i].type & 15]++;
+        n_ev[ev->ev[i].type & 31]++;
     if (!run)
         MCHECK(ev->n == 0);
     else if (model_events(ev, &c, fsm_revision(f)))
@@ -1411,6 +1434,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     if (run) {
         model_kv(&c, &r);
         model_member(&c, &r);
+        if (c.op == FSM_OP_DEADLOCK_LIMIT && r.kind == FSM_REPLY_OK)
+            M.dl_off = c.token == 0;
     }
     struct msess *rs = run && c.req_sid ? msess(c.req_sid) : NULL;
     if (rs && rs->alive) {
