@@ -99,7 +99,7 @@ const struct cfg_row cfg_rows[] = {
     NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
-        "detection off; the same on every node"),
+        "detection off; a leader makes its value the cluster's"),
     NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
         "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,

@@ -2,6 +2,7 @@
 /*
  * metrics_page.c — the Prometheus /metrics page (metrics_page.h; /health is http_routes.c).
  */
+#include "fsm/waitgraph.h"
 #include "raft/wire.h"
 #include "server/cmd/cmd.h"
 #include "server/obs/metrics_page.h"
@@ -185,6 +186,9 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_deadlock_search_limit_total", "counter",
                   "Deadlock searches that reached --deadlock-search-limit (the wait was queued).",
                   (double)m->deadlock_search_limit);
+    metric_render(out, "fencelock_deadlock_search_limit", "gauge",
+                  "The deadlock search limit in force (replicated: the same on every node).",
+                  (double)fsm_deadlock_limit(s->fsm));
     srv_cmd_render_counts(s, out);
     metric_render(out, "fencelock_proposals_total", "counter", "Raft entries proposed here.",
                   (double)m->proposals);
