@@ -470,6 +470,18 @@ public final class Session implements AutoCloseable {
     return locks.computeIfAbsent("\0shared\0" + name, n -> new FencedLock(this, name, true));
   }
 
+  /**
+   * Call listener (on a thread of its own, one call at a time) for each revoke request
+   * (LOCK.REVOKE) of the grant token of lock name held through this session, until the
+   * returned watch is closed or the session ends. It reads the lock's events from the grant on,
+   * so a request made before its first read is not missed; it needs the read permission on the
+   * event stream (without keys=/locks= globs). The listener should make the holder's work stop
+   * and unlock: the deadline runs on the servers.
+   */
+  public RevokeWatch onRevoke(String name, long token, Consumer<Revoke> listener) {
+    return new RevokeWatch(this, name, token, listener);
+  }
+
   // ---- several locks at once ----
 
   private Object multi(List<String> names, Set<String> shared, long waitMs) {
