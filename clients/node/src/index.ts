@@ -13,6 +13,8 @@ export {
   type Fence,
   type LockOptions,
   type MultiLockOptions,
+  type Revoke,
+  type RevokeWatch,
   type SessionOptions,
   type WaitOptions,
 } from './session';

@@ -23,9 +23,11 @@
  */
 import type { Client } from './client';
 import { Cmd, now } from './conn';
+import type { WatchEvent } from './watch';
 import {
   AbortError,
   BusyError,
+  CompactedError,
   FencelockError,
   LockTimeoutError,
   NotHolderError,
@@ -58,6 +60,32 @@ export interface WaitOptions {
 export interface LockOptions extends WaitOptions {
   /** A read lock: any number of shared holders, or one exclusive holder. */
   shared?: boolean;
+}
+
+/**
+ * A request to a holder to let go of a lock (LOCK.REVOKE, docs/protocol.md "Revocation"): the
+ * lock, the grant's token and session, the deadline in ms counted from when the request
+ * applied on the leader (0: asked only, never forced), the reason and who asked.
+ */
+export interface Revoke {
+  name: string;
+  token: number;
+  sid: number;
+  deadlineMs: number;
+  reason: string;
+  by: string;
+}
+
+/** What Session.onRevoke returned: stop() ends it; `done` settles when it ended. */
+export interface RevokeWatch {
+  stop(): void;
+  done: Promise<void>;
+}
+
+function revokeOf(ev: WatchEvent, name: string, sid: number, token: number): Revoke | null {
+  const f = ev.fields;
+  if (ev.type !== 'revoke-requested' || ev.name !== name || f.sid !== String(sid) || f.token !== String(token)) return null;
+  return { name, token, sid, deadlineMs: Number(f.deadline_ms ?? 0), reason: f.reason ?? '', by: f.by ?? '' };
 }
 
 export interface MultiLockOptions extends WaitOptions {
@@ -385,6 +413,42 @@ export class Session implements AsyncDisposable {
     }
     if (r === null && waitMs > 0) throw new LockTimeoutError(`${what} not granted within ${waitMs} ms`);
     return r;
+  }
+
+  // ---- revocation ----
+  /**
+   * Call `cb` for each revoke request (LOCK.REVOKE) of the grant `token` of lock `name` held
+   * through this session, until the returned watcher is stopped or the session ends. It reads
+   * the lock's events from the grant on, so a request made before its first read is not
+   * missed; it needs the read permission on the event stream (without keys=/locks= globs).
+   * `cb` should make the holder's work stop and release: the deadline runs on the servers.
+   * `done` settles when the watch ends (rejected with what ended it by itself).
+   */
+  onRevoke(name: string, token: number, cb: (r: Revoke) => void): RevokeWatch {
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    this.signal.addEventListener('abort', stop, { once: true });
+    const done = (async () => {
+      let from = `${Math.max(token - 1, 0)}-0`;
+      try {
+        while (!ac.signal.aborted) {
+          const w = this.client.watch(name, { from, signal: ac.signal });
+          try {
+            for await (const ev of w) {
+              const rv = revokeOf(ev, name, this.sid, token);
+              if (rv && !ac.signal.aborted) cb(rv);
+            }
+          } catch (e) {
+            if (!(e instanceof CompactedError) || !e.after) throw e;
+            from = e.after; // go on from the oldest retained
+          }
+        }
+      } finally {
+        this.signal.removeEventListener('abort', stop);
+      }
+    })();
+    done.catch(() => {}); // observed through `done`
+    return { stop, done };
   }
 
   // ---- several locks at once ----
