@@ -2,7 +2,7 @@
 
 package fencelock
 
-// Cooperative revocation (LOCK.REVOKE, docs/protocol.md "Revocation"): anyone with the
+// Cooperative revocation (LOCK.REVOKE in docs/protocol.md): anyone with the
 // revoke permission asks a lock's exclusive holder to let go, optionally by a deadline after
 // which the servers release that grant as an expiry would (lock-delay, then the next waiter
 // with a larger token; the old token is stale). The holder learns of it from the event

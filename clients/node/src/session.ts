@@ -63,7 +63,7 @@ export interface LockOptions extends WaitOptions {
 }
 
 /**
- * A request to a holder to let go of a lock (LOCK.REVOKE, docs/protocol.md "Revocation"): the
+ * A request to a holder to let go of a lock (LOCK.REVOKE in docs/protocol.md): the
  * lock, the grant's token and session, the deadline in ms counted from when the request
  * applied on the leader (0: asked only, never forced), the reason and who asked.
  */

@@ -4,7 +4,7 @@ package io.fencelock.client;
 import java.time.Duration;
 
 /**
- * A request to a holder to let go of a lock (LOCK.REVOKE, docs/protocol.md "Revocation"): the
+ * A request to a holder to let go of a lock (LOCK.REVOKE in docs/protocol.md): the
  * lock, the grant's token and session, the deadline counted from when the request applied on
  * the leader ({@code null}: asked only, never forced), the reason and who asked.
  */
