@@ -17,6 +17,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 
 from helpers import eq, expect_int, ok, open_session, wait_until
@@ -240,3 +241,60 @@ def test_http_tls_needs_tls_cert(ctx):
     p = subprocess.run([ctx.binary, "--data-dir", ctx.tmp("d"), "--http-tls"],
                        capture_output=True, timeout=30)
     assert p.returncode != 0 and b"--http-tls needs --tls-cert" in p.stderr, p
+
+
+def test_http_tls_nginx_auth_request_over_https(ctx):
+    """contrib/nginx/fencelock-online-tls.conf: nginx verifies the HTTP port's certificate,
+    authenticates with Basic, and lets through only the current holder's token."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "fencing"))
+    import nginx  # pylint: disable=import-outside-toplevel
+    why = nginx.available()
+    assert why is None, why
+    acl = _acl(ctx)
+    s, d = https_server(ctx, "--acl-file", acl, auth=("admin", "adminpw"))
+    c = ctx.conn(s)
+    ok(c.call("AUTH", "admin", "adminpw"))
+    sid = open_session(c)
+    t1 = expect_int(c.call("LOCK", "job-1", sid))
+    ok(c.call("UNLOCK", "job-1", sid))
+    t2 = expect_int(c.call("LOCK", "job-1", sid))
+    backend = nginx.Backend()
+    ctx.defer(backend.stop)
+    contrib = os.path.join(here, "..", "..", "contrib", "nginx")
+    ca = os.path.join(ctx.tmp("nginx-ca.crt"))
+    shutil.copy(os.path.join(d, "ca.crt"), ca)
+    os.chmod(ca, 0o644)
+    http_block = ("    upstream fencelock { server 127.0.0.1:%d; }\n"
+                  "    upstream backend { server 127.0.0.1:%d; }\n"
+                  % (s.http_port, backend.port))
+    server_block = (
+        "        proxy_ssl_trusted_certificate %s;\n"
+        "        proxy_ssl_verify on;\n"
+        "        proxy_ssl_name localhost;\n"
+        "        set $fencelock_authorization \"Basic %s\";\n"
+        "        include %s/fencelock-online-tls.conf;\n"
+        "        location /res/ { auth_request /_fencelock; proxy_pass http://backend; }\n"
+        % (ca, base64.b64encode(b"app:apppw").decode(), os.path.abspath(contrib)))
+    ng = nginx.Nginx(ctx.workdir, http_block, server_block)
+    ctx.defer(ng.stop)
+    ng.start()
+    hs0 = metric(s, "fencelock_http_tls_handshakes_total")
+
+    def put(token, lock="job-1"):
+        h = http.client.HTTPConnection("127.0.0.1", ng.port, timeout=30)
+        try:
+            h.request("PUT", "/res/job-1", body=b"v%d" % token,
+                      headers={"Fencing-Lock": lock, "Fencing-Token": str(token)})
+            r = h.getresponse()
+            r.read()
+            return r.status
+        finally:
+            h.close()
+
+    eq(put(t2), 200, "the holder's token passes: %s" % ng.log_tail())
+    eq(backend.values.get("job-1"), "v%d" % t2)
+    eq(put(t1), 403, "a stale token is refused")
+    eq(backend.values.get("job-1"), "v%d" % t2, "the stale write never reached the backend")
+    eq(put(t2, lock="secret"), 403, "a lock outside app's globs")
+    assert metric(s, "fencelock_http_tls_handshakes_total") > hs0, "nginx spoke TLS"
