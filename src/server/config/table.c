@@ -130,6 +130,10 @@ const struct cfg_row cfg_rows[] = {
     NUM("--http-max-streams", http_max_streams, CFG_COUNT, 0, 100000, 16,
         "GET /v1/events streams open at once (at most --http-max-conns - 1, so a probe of "
         "/health always finds a connection); over it 503; 0 turns streams off"),
+    BOOL("--http-tls", http_tls,
+         "the HTTP port speaks TLS only, with --tls-cert/--tls-key (reloaded with them), "
+         "--tls-client-auth and --tls-handshake-timeout; HTTP Basic is then accepted from any "
+         "address (without it: loopback only). Needs --tls-cert"),
     BOOL("--http-metrics-auth", http_metrics_auth,
          "with --acl-file, /metrics on the HTTP port asks for HTTP Basic credentials like /v1/ "
          "(a user with read); off: /metrics stays open as /health does"),

@@ -271,6 +271,18 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                       "SIGHUP reloads of the TLS files refused (the old ones stayed).",
                       (double)t->reload_failures);
     }
+    if (s->cfg.http_tls && s->http) {
+        struct srv_http_tls_stats hs = srv_http_tls_stats(s->http);
+        metric_render(out, "fencelock_http_tls_handshakes_total", "counter",
+                      "HTTP port TLS handshakes completed (--http-tls).", (double)hs.handshakes);
+        metric_render(out, "fencelock_http_tls_handshake_failures_total", "counter",
+                      "HTTP port connections closed in their TLS handshake (bad or missing "
+                      "certificate, not TLS, --tls-handshake-timeout).",
+                      (double)hs.failures);
+        metric_render(out, "fencelock_http_tls_handshake_timeouts_total", "counter",
+                      "HTTP port TLS handshakes closed by --tls-handshake-timeout.",
+                      (double)hs.timeouts);
+    }
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));
