@@ -97,11 +97,12 @@ function waitersCell(lk) {
 async function pageCluster() {
   const h = await health();
   const m = await api('/v1/members');
-  const rows = m.members.map((x) => el('tr', { 'data-id': String(x.id),
-    class: x.id === x.leader ? 'leader' : '' },
-  el('td', { class: 'num' }, x.id), el('td', {}, x.role + (x.id === x.leader ? ' (leader)' : '')),
-  el('td', {}, x.client_address), el('td', {}, x.raft_address)));
-  const leader = m.members.length ? m.members[0].leader : 0;
+  /* `leader` is 1 on the leader's row (CLUSTER.MEMBERS) */
+  const rows = m.members.map((x) => el('tr', { 'data-id': String(x.id), class: x.leader ? 'leader' : '' },
+    el('td', { class: 'num' }, x.id), el('td', {}, x.role + (x.leader ? ' (leader)' : '')),
+    el('td', {}, x.client_address), el('td', {}, x.raft_address)));
+  const lead = m.members.find((x) => x.leader);
+  const leader = lead ? lead.id : 0;
   return el('section', {},
     el('h2', {}, 'Cluster'),
     el('p', { id: 'health' }, 'health: ' + h.status + ', leader: ',
