@@ -4,7 +4,8 @@ headless chromium driven through chromium-driver by Selenium (pinned in build/py
 scripts/deps.sh), against real 3-node fencelockd clusters. The locks page shows a lock a test
 client took, with its token and its waiter, and follows a release without a reload; a name
 that is HTML stays text; the members page shows three members and the leader; the event tail
-shows a PUT made after it opened; under --acl-file a user whose locks= globs exclude a lock
+shows a PUT made after it opened; a follower's console shows its own state and names the
+leader; under --acl-file a user whose locks= globs exclude a lock
 does not see it. Every page is checked for browser log entries of level SEVERE (a script
 error, a CSP violation, a failed load): one fails the test. The files' headers (Content-Type,
 the Content-Security-Policy, no-cache) and the gate (401 with a Basic challenge) are checked
@@ -214,6 +215,18 @@ def test_console_locks_members_events_in_a_browser(ctx):
     eq(b.js("return document.getElementById('leader-id').textContent"),
        "node %d" % leader.node_id)
     b.check_log("cluster page")
+
+    # a follower's console: its own (stale) state, a banner naming the leader
+    follower = next(x for x in servers if x is not leader)
+    f = Browser(ctx)
+    f.open(follower, "/locks")
+    row = f.until("const r = (function () {%s}).apply(null, arguments); "
+                  "return r && r.holder === arguments[1] ? r : null;" % ROW,
+                  "the follower's console showing job/a's holder", 30, "job/a", str(s2))
+    eq(row["token"], str(t2), "the follower's console")
+    banner = f.js("return document.getElementById('banner').textContent")
+    assert "follower" in banner and "node %d" % leader.node_id in banner, banner
+    f.check_log("a follower's locks page")
 
     # the event tail: a PUT made after it opened
     b.go("/events")
