@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "fsm/waitgraph.h"
+#include "server/obs/console.h"
 #include "server/obs/http_args.h"
 #include "server/obs/metrics_page.h"
 #include "server/security/peer_guard.h"
@@ -635,6 +636,21 @@ static void begin_events(struct hapi_req *q, const struct acl_user *u)
     req_free(q);
 }
 
+/* GET /ui/...: an embedded console file (console.h). Behind the gate like /v1/ so that the
+ * browser asks for the user's credentials on opening the console, then sends them with the
+ * console's API reads (the same realm). */
+static void serve_console(struct hapi_req *q)
+{
+    const char *ctype, *headers;
+    const struct console_asset *a = srv_console_find(q->path, &ctype, &headers);
+    if (!a) {
+        answer_text(q, 404, NULL, "not found\n");
+        return;
+    }
+    srv_http_complete_h(q->p, 200, ctype, headers, (const char *)a->data, a->len);
+    req_free(q);
+}
+
 /* The request is who it claims (or there are no users): serve it. */
 static void admit(struct hapi_req *q)
 {
@@ -652,6 +668,10 @@ static void admit(struct hapi_req *q)
         s->hfence.gated = false;
         s->hfence.user = NULL;
         req_free(q);
+        return;
+    }
+    if (srv_console_path(q->path)) {
+        serve_console(q);
         return;
     }
     if (!strcmp(q->path, "/metrics")) {
@@ -741,7 +761,7 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
 {
     struct srv *s = arg;
     bool metrics = !strcmp(req->path, "/metrics") && s->auth.on && s->cfg.http_metrics_auth;
-    if (!metrics && strncmp(req->path, "/v1/", 4) != 0)
+    if (!metrics && strncmp(req->path, "/v1/", 4) != 0 && !srv_console_path(req->path))
         return 0; /* /health, /metrics (open), 404s: the plain handler */
     size_t pl = strlen(req->path), ql = strlen(req->query);
     struct hapi_req *q = calloc(1, sizeof(*q) + req->head_len + pl + ql + 3);
@@ -760,7 +780,8 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
     memcpy(q->path, req->path, pl + 1);
     q->query = q->path + pl + 1;
     memcpy(q->query, req->query, ql + 1);
-    if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics) {
+    if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics &&
+        !srv_console_path(q->path)) {
         answer_text(q, 404, NULL, "not found\n");
         return 1;
     }
