@@ -242,6 +242,10 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return fsm_cmd_wait_of(c, &w) ? (struct entry_refs){.name = w.name, .sid = w.sid}
                                       : (struct entry_refs){.sid = c->lock_multi.sid};
     }
+    case FSM_OP_LOCK_REVOKE:
+        return (struct entry_refs){.name = c->lock_revoke.name};
+    case FSM_OP_REVOKE_END:
+        return (struct entry_refs){.name = c->revoke_end.name};
     default:
         return (struct entry_refs){.sid = 0};
     }

@@ -524,3 +524,28 @@ def test_aio_lost_before_the_running_server_expires_the_session(node):
         expired_ms = stamp.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
         assert lost_at and lost_at[0] < expired_ms, (lost_at, expired_ms)
     run(main())
+
+
+def test_aio_on_revoke_coroutine_callback_unlocks_and_the_waiter_is_granted(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c:
+            async with c.session(ttl=30.0) as holder, c.session(ttl=30.0) as waiter:
+                token = await holder.acquire("arv", wait=5.0)
+                heard = asyncio.Event()
+                got = []
+
+                async def cb(rv):
+                    got.append(rv)
+                    await holder.unlock("arv")  # let go at once
+                    heard.set()
+
+                task = holder.on_revoke("arv", token, cb)
+                try:
+                    assert await c.revoke_lock("arv", reason="rotate") == token
+                    await asyncio.wait_for(heard.wait(), 30.0)
+                finally:
+                    task.cancel()
+                assert (got[0].token, got[0].sid, got[0].deadline, got[0].reason) == \
+                    (token, holder.sid, None, "rotate")
+                assert await waiter.acquire("arv", wait=10.0) > token
+    run(main())

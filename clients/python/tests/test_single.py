@@ -402,3 +402,27 @@ def test_a_wait_that_closes_a_cycle_raises_deadlock_error(node, client):
         finally:
             t.join(30.0)
         assert got and got[0] > 0, "a's wait completed"
+
+
+def test_on_revoke_callback_hears_the_request_and_the_holder_lets_go(client):
+    """Session.on_revoke: the holder's callback gets the request (lock, token, deadline,
+    reason, who asked); it unlocks, so the waiter gets the lock at once."""
+    got = []
+    heard = threading.Event()
+    with client.session(30.0) as holder, client.session(30.0) as waiter:
+        token = holder.acquire("rv", wait=5.0)
+        w = holder.on_revoke("rv", token, lambda rv: (got.append(rv), heard.set()))
+        try:
+            assert client.revoke_lock("rv", deadline=60.0, reason="deploy") == token
+            assert heard.wait(30.0), "the revoke request never reached the callback"
+        finally:
+            w.stop(10.0)
+        rv = got[0]
+        assert (rv.name, rv.token, rv.sid, rv.deadline, rv.reason) == \
+            ("rv", token, holder.sid, 60.0, "deploy")
+        assert rv.by.startswith("127.0.0.1:"), rv.by
+        assert w.error is None
+        holder.unlock("rv")
+        assert waiter.acquire("rv", wait=10.0) > token
+    with pytest.raises(NotHolder):
+        client.revoke_lock("rv")
