@@ -32,7 +32,10 @@ FSM_SRC    := $(wildcard src/fsm/*.c)
 RAFT_SRC   := $(wildcard src/raft/*.c)
 SERVER_SRC := $(filter-out src/server/main.c,$(wildcard src/server/*.c src/server/*/*.c))
 LIB_SRC    := $(COMMON_SRC) $(FSM_SRC) $(RAFT_SRC) $(SERVER_SRC)
-LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
+LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/console_assets.o
+# The web console's files (HTML, CSS, plain JavaScript; no build step of their own) are embedded
+# into fencelockd: scripts/embed-assets.c (built with the host compiler) writes them as C arrays.
+CONSOLE_ASSETS := $(sort $(wildcard src/server/obs/ui/*))
 # The client library shares with the server, built PIC: src/common's address parser
 # (proto.h), the backup file format (snapfile.h), the text policies (text.h: the CLI's --json
 # and names), whole writes (io.h), the decimal parser (num.h) and the RFC 3339 time (timefmt.h).
@@ -91,6 +94,16 @@ deps:
 # enums.)
 $(B)/obj/src/fsm/%.o $(B)/obj/src/server/%.o: CFLAGS += -Wswitch-enum
 $(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/embed-assets: scripts/embed-assets.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -Wall -Wextra -Werror -o $@ $<
+$(B)/gen/console_assets.c: $(B)/embed-assets $(CONSOLE_ASSETS)
+	@mkdir -p $(dir $@)
+	$(B)/embed-assets $@ $(CONSOLE_ASSETS)
+$(B)/obj/gen/console_assets.o: $(B)/gen/console_assets.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

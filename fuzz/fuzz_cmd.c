@@ -219,6 +219,8 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.key = c->put.key};
     case FSM_OP_DEL:
         return (struct entry_refs){.key = c->del.key};
+    case FSM_OP_INCR:
+        return (struct entry_refs){.key = c->incr.key};
     case FSM_OP_MEMBER_SET:
         return (struct entry_refs){.name = c->member_set.client_addr,
                                    .key = c->member_set.raft_addr,
@@ -240,6 +242,10 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return fsm_cmd_wait_of(c, &w) ? (struct entry_refs){.name = w.name, .sid = w.sid}
                                       : (struct entry_refs){.sid = c->lock_multi.sid};
     }
+    case FSM_OP_LOCK_REVOKE:
+        return (struct entry_refs){.name = c->lock_revoke.name};
+    case FSM_OP_REVOKE_END:
+        return (struct entry_refs){.name = c->revoke_end.name};
     default:
         return (struct entry_refs){.sid = 0};
     }

@@ -450,6 +450,15 @@ struct fl_write_opts {
 /* session may be NULL (then the write is not retried after it was sent). *rev may be NULL. */
 FL_API fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *value,
                      size_t len, const struct fl_write_opts *opts, uint64_t *rev);
+/*
+ * A counter (INCR key BY by): adds `by` to the key's value, the decimal text of a signed 64-bit
+ * integer (an absent key counts as 0); *value (may be NULL) is the new value. Linearizable;
+ * fenceable and conditional as fl_put (opts->lease is ignored: the key keeps its lease). Through
+ * a session it is retried exactly once (REQ), so an acknowledged increment counts once.
+ * FL_ESERVER if the value is not such an integer or the sum overflows (nothing changes).
+ */
+FL_API fl_err fl_incr(fl_client *c, fl_session *session, const char *key, int64_t by,
+                      const struct fl_write_opts *opts, int64_t *value);
 /* *deleted (may be NULL) is 1 if the key existed. */
 FL_API fl_err fl_del(fl_client *c, fl_session *session, const char *key,
                      const struct fl_write_opts *opts, int *deleted);
@@ -539,6 +548,45 @@ FL_API int fl_watch_done(fl_watcher *w);
    FL_ESERVER, FL_ENOMEM; message in errmsg[n] if errmsg is not NULL). last_id (may be NULL,
    FL_WATCH_ID_MAX bytes): the last id delivered, "" if none. */
 FL_API fl_err fl_watch_join(fl_watcher *w, char *last_id, char *errmsg, size_t n);
+
+/* ---- cooperative revocation (LOCK.REVOKE, docs/protocol.md "Revocation") ---- */
+
+/*
+ * Ask the exclusive holder of lock `name` to let go (any session's: a user with the revoke
+ * permission on the name, or admin). The holder is told (fl_revoke_watch). deadline_ms > 0:
+ * if the same grant still holds the lock that long after the request applied (the leader's
+ * clock), the servers release it as an expiry would (lock-delay, then the next waiter with a
+ * larger token); 0: only ask. reason may be NULL. *token (may be NULL): the grant's token.
+ * FL_ENOTHOLDER: nobody holds the lock exclusively; FL_EPERM: not allowed. A second revoke of
+ * the same grant may only bring the deadline forward.
+ */
+FL_API fl_err fl_lock_revoke(fl_client *c, const char *name, uint64_t deadline_ms,
+                             const char *reason, uint64_t *token);
+
+/* A revoke request to a holder; borrowed by the callback, valid until it returns. */
+struct fl_revoke {
+    const char *name;     /* the lock */
+    uint64_t token;       /* the grant asked to let go */
+    uint64_t sid;         /* its session */
+    uint64_t deadline_ms; /* from when the request applied; 0: asked only, never forced */
+    const char *reason;   /* reason_len bytes (NUL-terminated for convenience) */
+    size_t reason_len;
+    const char *by; /* who asked: "user@ip:port", or "ip:port" without --acl-file */
+    size_t by_len;
+};
+typedef void (*fl_revoke_cb)(const struct fl_revoke *rv, void *ctx);
+
+/*
+ * The on_revoke callback of a held lock: cb runs on a watcher thread (fl_watch on the lock's
+ * events, from the grant on, so no request is missed) once for each revoke request of grant
+ * `token` of `name` held by session s (a second request runs it again: the earliest deadline
+ * stands). The deadline counts from when the request applied on the leader, which is before
+ * cb runs: stop the work well before deadline_ms has passed, or UNLOCK. Stop it with
+ * fl_watch_stop and free it with fl_watch_join (before fl_session_close). Reading the event
+ * stream needs the read permission without keys= / locks= globs (docs/security.md).
+ */
+FL_API fl_err fl_revoke_watch(fl_session *s, const char *name, uint64_t token, fl_revoke_cb cb,
+                              void *ctx, fl_watcher **out);
 
 /* ---- cluster ---- */
 

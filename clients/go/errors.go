@@ -45,6 +45,9 @@ var (
 	ErrCompacted = errors.New("fencelock: COMPACTED")
 	// ErrTooLarge: a key, name or value over the servers' limit.
 	ErrTooLarge = errors.New("fencelock: TOOLARGE")
+	// ErrDeadlock: a wait would have closed a cycle of sessions waiting for each other; it
+	// was refused and not queued (the session keeps what it holds). See *DeadlockError.
+	ErrDeadlock = errors.New("fencelock: DEADLOCK")
 	// ErrClientClosed: a call on a Client after its Close.
 	ErrClientClosed = errors.New("fencelock: the client is closed")
 	// ErrProtocol: a reply of a shape this package does not expect.
@@ -73,6 +76,7 @@ var words = map[string]error{
 	"WRONGTYPE": ErrWrongType,
 	"UNKNOWN":   ErrOutcomeUnknown,
 	"COMPACTED": ErrCompacted,
+	"DEADLOCK":  ErrDeadlock,
 }
 
 // Is makes a server error match the sentinel of its word.
@@ -84,6 +88,26 @@ func (e *ServerError) Is(target error) bool {
 func serverError(text string) *ServerError {
 	w, _, _ := strings.Cut(text, " ")
 	return &ServerError{Word: w, Message: text}
+}
+
+// DeadlockError is the cycle a refused wait would have closed, from a -DEADLOCK reply:
+// errors.As(err, &de) on an error that matches ErrDeadlock. Cycle is the server's text,
+// "cycle of 2: 5 -a-> 7 -b-> 5" (session 5 waits for lock a, which session 7 holds or is
+// queued for first, ...; names over 24 bytes are cut).
+type DeadlockError struct{ Cycle string }
+
+func (e *DeadlockError) Error() string { return "fencelock: DEADLOCK " + e.Cycle }
+
+// Is matches ErrDeadlock.
+func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
+
+// As makes a -DEADLOCK server error usable as a *DeadlockError.
+func (e *ServerError) As(target any) bool {
+	if d, ok := target.(**DeadlockError); ok && e.Word == "DEADLOCK" {
+		*d = &DeadlockError{Cycle: strings.TrimPrefix(e.Message, "DEADLOCK ")}
+		return true
+	}
+	return false
 }
 
 // CompactedError ends a watcher whose next event is gone (-COMPACTED oldest=<id>). Oldest is
@@ -162,6 +186,8 @@ func Word(err error) string {
 		return "WRONGTYPE"
 	case errors.Is(err, ErrCompacted):
 		return "COMPACTED"
+	case errors.Is(err, ErrDeadlock):
+		return "DEADLOCK"
 	}
 	return "OTHER"
 }

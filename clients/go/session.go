@@ -313,22 +313,33 @@ func (s *Session) mutate(ctx context.Context, cm *cmd) (any, error) {
 // time, again after each nil. When the outcome could not be learned, release (UNLOCK,
 // SEM.RELEASE, ELECT.RESIGN) is sent with a fresh seq first.
 func (s *Session) waitGrant(ctx context.Context, cm *cmd, release string, try bool) (uint64, error) {
+	name := cm.argv[1]
+	r, err := s.waitReply(ctx, cm, name, []string{release, name}, try)
+	if err != nil {
+		return 0, err
+	}
+	return asUint(r)
+}
+
+// waitReply is waitGrant for any granting command (LOCK, LOCK.MULTI, ...): its non-nil reply.
+// what names it in errors; releases holds the release commands' (verb, name) pairs, each sent
+// as "verb name sid" when the outcome could not be learned.
+func (s *Session) waitReply(ctx context.Context, cm *cmd, what string, releases []string, try bool) (any, error) {
 	if _, ok := ctx.Deadline(); try || ok {
-		return s.waitGrantOnce(ctx, cm, release, try)
+		return s.waitReplyOnce(ctx, cm, what, releases, try)
 	}
 	argv := append([]string(nil), cm.argv...)
 	for {
 		wctx, cancel := context.WithTimeout(ctx, s.c.opts.MaxWait)
-		token, err := s.waitGrantOnce(wctx, &cmd{argv: append([]string(nil), argv...), waitIdx: -1}, release, false)
+		r, err := s.waitReplyOnce(wctx, &cmd{argv: append([]string(nil), argv...), waitIdx: -1}, what, releases, false)
 		cancel()
 		if !errors.Is(err, ErrTimeout) || ctx.Err() != nil {
-			return token, err
+			return r, err
 		}
 	}
 }
 
-func (s *Session) waitGrantOnce(ctx context.Context, cm *cmd, release string, try bool) (uint64, error) {
-	name := cm.argv[1]
+func (s *Session) waitReplyOnce(ctx context.Context, cm *cmd, what string, releases []string, try bool) (any, error) {
 	var deadline time.Time
 	stop := func() bool {
 		return s.ctx.Err() != nil || errors.Is(ctx.Err(), context.Canceled)
@@ -350,9 +361,9 @@ func (s *Session) waitGrantOnce(ctx context.Context, cm *cmd, release string, tr
 	seq, err := s.begin(ctx)
 	if err != nil {
 		if !try && errors.Is(err, context.DeadlineExceeded) { // the wait ran out in line
-			return 0, fmt.Errorf("%w: %s (waiting for the session's previous call)", ErrTimeout, name)
+			return nil, fmt.Errorf("%w: %s (waiting for the session's previous call)", ErrTimeout, what)
 		}
-		return 0, err
+		return nil, err
 	}
 	r, err := s.send(cm, seq, deadline, stop, cause)
 	s.end()
@@ -361,28 +372,30 @@ func (s *Session) waitGrantOnce(ctx context.Context, cm *cmd, release string, tr
 		if errors.As(err, &ce) {
 			// The outcome is not known: give back a grant never seen, or leave the queue.
 			rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-			if seq, e := s.begin(rctx); e == nil {
-				s.send(newCmd(release, name, u64(s.sid)), seq, s.c.deadline(rctx),
-					func() bool { return false }, func() error { return nil })
-				s.end()
+			for i := 0; i+1 < len(releases); i += 2 {
+				if seq, e := s.begin(rctx); e == nil {
+					s.send(newCmd(releases[i], releases[i+1], u64(s.sid)), seq, s.c.deadline(rctx),
+						func() bool { return false }, func() error { return nil })
+					s.end()
+				}
 			}
 			cancel()
 			if lost := s.errLost(); lost != nil {
-				return 0, lost
+				return nil, lost
 			}
 		}
-		return 0, err
+		return nil, err
 	}
 	if r == nil {
 		if lost := s.errLost(); lost != nil {
-			return 0, lost
+			return nil, lost
 		}
 		if try {
-			return 0, fmt.Errorf("%w: %s", ErrBusy, name)
+			return nil, fmt.Errorf("%w: %s", ErrBusy, what)
 		}
-		return 0, fmt.Errorf("%w: %s", ErrTimeout, name)
+		return nil, fmt.Errorf("%w: %s", ErrTimeout, what)
 	}
-	return asUint(r)
+	return r, nil
 }
 
 // hold makes the context of what is now held under key (cancelled on release or loss).

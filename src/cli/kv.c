@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The key-value subcommands: get, put, del, keys. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,7 @@
 #include "cli/cli.h"
 #include "cli/out.h"
 
-enum { O_FENCE = 1, O_IFREV, O_LEASE };
+enum { O_FENCE = 1, O_IFREV, O_LEASE, O_BY };
 
 /* Parse --fence NAME TOKEN / --ifrev REV / --lease SID into w. EXIT_OK or EXIT_USAGE. */
 static int write_opt(int id, struct opt_iter *it, struct fl_write_opts *w)
@@ -315,6 +316,79 @@ int cli_cmd_del(struct cli *c, int argc, char **argv)
         jw_end(&w);
     } else {
         printf("%d\n", deleted ? 1 : 0);
+    }
+    return EXIT_OK;
+}
+
+/* ---- incr ---- */
+
+static const char usage_incr[] =
+    "usage: fencelock incr KEY [--by N] [--fence NAME TOKEN] [--ifrev REV]\n"
+    "Add 1 (or N, a signed 64-bit integer) to KEY's value, the decimal text of a signed 64-bit\n"
+    "integer (an absent key counts as 0), and print the new value (--json: {key, value}).\n"
+    "A value that is not such an integer, or a sum that overflows, changes nothing (exit 4).\n"
+    "  --by N              the step (default 1)\n"
+    "  --fence NAME TOKEN  only if TOKEN is the current token of lock NAME (else exit 1)\n"
+    "  --ifrev REV         only if the key's mod_rev is REV (else exit 1)\n";
+
+const struct opt_spec cli_opts_incr[] = {
+    {"by", 0, 1, O_BY, "N"},
+    {"fence", 0, 2, O_FENCE, "NAME TOKEN"},
+    {"ifrev", 0, 1, O_IFREV, "REV"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+/* A signed 64-bit decimal, the whole string. 0 or -1. */
+static int parse_i64(const char *s, int64_t *v)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno)
+        return -1;
+    *v = (int64_t)x;
+    return 0;
+}
+
+int cli_cmd_incr(struct cli *c, int argc, char **argv)
+{
+    struct sub_args a;
+    struct fl_write_opts wo = {0};
+    int64_t by = 1, value = 0;
+    int id, r;
+    sub_start(&a, argc, argv, 1, usage_incr);
+    while ((r = sub_next(c, &a, cli_opts_incr, &id)) == SUB_OPT) {
+        if (id == O_BY) {
+            if (parse_i64(a.it.v[0], &by)) {
+                opt_err(&a.it, "--by: bad step '%s'", a.it.v[0]);
+                return sub_usage(&a);
+            }
+        } else if (write_opt(id, &a.it, &wo) != EXIT_OK) {
+            return sub_usage(&a);
+        }
+    }
+    if (r == SUB_STOP)
+        return a.code;
+    if (a.n_pos != 1)
+        return sub_usage(&a);
+    if (!cli_client(c))
+        return c->client_code;
+    fl_err err = fl_incr(c->client, NULL, a.pos[0], by, &wo, &value);
+    if (err != FL_OK) {
+        fail_write(c, err, "incr", a.pos[0]);
+        return cli_exit_for(err);
+    }
+    if (c->json) {
+        struct jw w;
+        jw_init(&w, stdout);
+        jw_obj(&w);
+        jw_key(&w, "key");
+        jw_str(&w, a.pos[0]);
+        jw_key(&w, "value");
+        jw_i64(&w, value);
+        jw_end(&w);
+    } else {
+        printf("%" PRId64 "\n", value);
     }
     return EXIT_OK;
 }

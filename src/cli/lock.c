@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `fencelock lock`, `sem` and `elect`: the command lines; the work is in run.c and acquire.c. */
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@ static const char usage_lock[] =
     "usage: fencelock lock NAME [--shared] [--also NAME]... [--also-shared NAME]...\n"
     "                      [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
     "                      [--name LABEL] [-E|--conflict-exit-code N] [--error-exit-code N]\n"
+    "                      [--revoke-signal SIG]\n"
     "                      [-- CMD [ARGS...]]\n"
     "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
     "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
@@ -39,6 +41,11 @@ static const char usage_lock[] =
     "  --kill-grace DUR  SIGTERM this long before SIGKILL (default: the smaller of 2s and\n"
     "                    TTL/4; must be less than the TTL)\n"
     "  --name LABEL      session name shown by the servers (default: fencelock@HOST:PID)\n"
+    "  --revoke-signal SIG  when someone revokes the lock (`fencelock revoke`), send CMD this\n"
+    "                    signal (TERM, INT, HUP, QUIT, USR1, USR2 or a number; default TERM),\n"
+    "                    and SIGKILL it and everything it started the kill grace before the\n"
+    "                    revoke's deadline (one exclusive lock, no --also; the servers take\n"
+    "                    the lock then)\n"
     "  -E, --conflict-exit-code N\n"
     "                    exit N (0..255) instead of 3 when not obtained within --wait\n"
     "  --error-exit-code N\n"
@@ -78,6 +85,7 @@ enum {
     O_ERRCODE,
     O_ALSO,
     O_ALSO_SHARED,
+    O_REVOKE_SIGNAL,
     O_PERMITS
 };
 
@@ -98,6 +106,7 @@ const struct opt_spec cli_opts_lock[] = {
     {"shared", 0, 0, O_SHARED, NULL},
     {"also", 0, 1, O_ALSO, "NAME"},
     {"also-shared", 0, 1, O_ALSO_SHARED, "NAME"},
+    {"revoke-signal", 0, 1, O_REVOKE_SIGNAL, "SIG"},
     {NULL, 0, 0, 0, NULL},
 };
 const struct opt_spec cli_opts_sem[] = {
@@ -143,6 +152,11 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
         o->shared = 1;
         return EXIT_OK;
     }
+    if (id == O_REVOKE_SIGNAL)
+        return run_parse_signal(it->v[0], &o->revoke_signal)
+                   ? opt_err(it, "--revoke-signal: unknown signal '%s' (e.g. TERM, USR1, 15)",
+                             it->v[0])
+                   : EXIT_OK;
     if (id == O_TTL)
         return parse_ttl(it, "ttl", it->v[0], &o->ttl_ms);
     if (parse_duration(it->v[0], dst[id]))
@@ -196,7 +210,8 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
                          .wait_forever = 1,
                          .kind = kind,
                          .conflict_code = EXIT_NOTGOT,
-                         .error_code = -1};
+                         .error_code = -1,
+                         .revoke_signal = SIGTERM};
     int n_pos = kind == RUN_LOCK ? 1 : 2;
     struct sub_args a;
     int id, r, grace_set = 0;

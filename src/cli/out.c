@@ -128,6 +128,12 @@ void jw_u64(struct jw *w, uint64_t v)
     fprintf(w->f, "%" PRIu64, v);
 }
 
+void jw_i64(struct jw *w, int64_t v)
+{
+    jw_sep(w);
+    fprintf(w->f, "%" PRId64, v);
+}
+
 void jw_bool(struct jw *w, int v)
 {
     jw_sep(w);

@@ -37,6 +37,7 @@ void jw_key(struct jw *w, const char *key);
 void jw_str(struct jw *w, const char *s); /* NULL writes null */
 void jw_strn(struct jw *w, const void *s, size_t len);
 void jw_u64(struct jw *w, uint64_t v);
+void jw_i64(struct jw *w, int64_t v);
 void jw_bool(struct jw *w, int v);
 /* Key `key` with the bytes as a string if they are valid UTF-8, else `key`_base64. */
 void jw_bytes(struct jw *w, const char *key, const void *s, size_t len);

@@ -9,6 +9,13 @@
  * session (and hand the lock to someone else) before it. The command gets SIGTERM when less
  * than the kill grace is left and SIGKILL at the deadline; the poll below wakes up at each
  * deadline (never more than TICK_MS late), so the kill is not late by more than scheduling.
+ *
+ * Revocation (an exclusive lock only): a watcher (fl_revoke_watch) hears `fencelock revoke`
+ * and writes the local time to kill by into a pipe. The command gets --revoke-signal at once
+ * and SIGKILL (with everything it started) the kill grace before the revoke's deadline, which
+ * the servers count from when the request applied, a little before we heard of it: the kill
+ * comes before the servers take the lock unless the news took longer than the grace. Holding
+ * without a command, a revoke request releases the lock at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,8 +59,15 @@ struct run {
     struct tree tree;   /* every process the command starts */
     int lost;           /* the session is lost, or its safe deadline passed */
     int sent_term, sent_kill;
-    int cmd_code; /* the exit code is the command's (its status, 128+N, 126/127), not ours */
+    int revoke_pipe[2];  /* on_revoke writes the local kill time (int64_t) to [1] */
+    fl_watcher *revoker; /* the watcher of revoke requests, NULL if none */
+    int64_t revoke_kill; /* SIGKILL the command at this fl_now_ms (0: no revoke deadline) */
+    int revoked;         /* a revoke request arrived (the command got --revoke-signal) */
+    int revoke_killed;   /* the command was killed for the revoke's deadline */
+    int cmd_code;        /* the exit code is the command's (its status, 128+N, 126/127), not ours */
 };
+
+static void signal_group(struct run *r, int sig);
 
 /* ---- the lease ---- */
 
@@ -74,6 +88,39 @@ static int64_t check_lease(struct run *r, int64_t now)
     if (safe == 0 || now >= safe || fl_session_is_lost(r->a.s))
         r->lost = 1;
     return r->lost ? 0 : safe;
+}
+
+/* Runs on the revoke watcher's thread: say who asked, then hand the kill time to the
+   supervisor through the pipe (a write of 8 bytes to a pipe is atomic). */
+static void on_revoke(const struct fl_revoke *rv, void *ctx)
+{
+    struct run *r = ctx;
+    int64_t kill_at = rv->deadline_ms ? fl_now_ms() + (int64_t)rv->deadline_ms : INT64_MAX;
+    /* who asked and why are any client's text: escaped for the terminal (out_esc) */
+    flockfile(stderr);
+    fprintf(stderr, "fencelock: %s %s: revoke requested by ", run_noun(r->o), r->o->shown);
+    out_esc(stderr, rv->by, rv->by_len, 0);
+    if (rv->reason_len) {
+        fputs(": ", stderr);
+        out_esc(stderr, rv->reason, rv->reason_len, 0);
+    }
+    fprintf(stderr, " (deadline %" PRIu64 " ms)\n", rv->deadline_ms);
+    funlockfile(stderr);
+    while (write(r->revoke_pipe[1], &kill_at, sizeof kill_at) < 0 && errno == EINTR)
+        ;
+}
+
+/* The earliest kill time the watcher sent; the first request signals the command. */
+static void read_revokes(struct run *r)
+{
+    int64_t at;
+    while (read(r->revoke_pipe[0], &at, sizeof at) == (ssize_t)sizeof at) {
+        if (at != INT64_MAX && (r->revoke_kill == 0 || at < r->revoke_kill))
+            r->revoke_kill = at;
+        if (!r->revoked)
+            signal_group(r, r->o->revoke_signal);
+        r->revoked = 1;
+    }
 }
 
 static void drain(int fd)
@@ -347,6 +394,12 @@ static int enforce(struct run *r)
         }
         return TICK_MS;
     }
+    if (r->revoke_kill && now >= r->revoke_kill - (int64_t)r->o->grace_ms) {
+        if (!r->revoke_killed)
+            tree_signal_all(&r->tree, r->pid, SIGKILL);
+        r->revoke_killed = 1;
+        return TICK_MS;
+    }
     int64_t term_at = safe - (int64_t)r->o->grace_ms;
     if (!r->sent_term && now >= term_at) {
         tree_signal_all(&r->tree, r->pid, SIGTERM);
@@ -365,15 +418,18 @@ static void supervise(struct run *r)
         if (r->reaped)
             return;
         int timeout = enforce(r);
-        struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
-                              {.fd = r->lost_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, timeout); /* n < 0 (EINTR): just go round again */
+        struct pollfd p[3] = {{.fd = r->sigfd, .events = POLLIN},
+                              {.fd = r->lost_pipe[0], .events = POLLIN},
+                              {.fd = r->revoke_pipe[0], .events = POLLIN}};
+        int n = poll(p, 3, timeout); /* n < 0 (EINTR): just go round again */
         if (n > 0 && p[0].revents)
             read_signals(r);
         if (n > 0 && p[1].revents) {
             drain(r->lost_pipe[0]);
             r->lost = 1;
         }
+        if (n > 0 && p[2].revents)
+            read_revokes(r);
     }
 }
 
@@ -418,13 +474,18 @@ static int hold(struct run *r)
             return EXIT_LOST;
         }
         int64_t wait = safe - now;
-        struct pollfd p[2] = {{.fd = r->sigfd, .events = POLLIN},
-                              {.fd = r->lost_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, wait > HOLD_SLICE_MS ? HOLD_SLICE_MS : (int)wait);
+        struct pollfd p[3] = {{.fd = r->sigfd, .events = POLLIN},
+                              {.fd = r->lost_pipe[0], .events = POLLIN},
+                              {.fd = r->revoke_pipe[0], .events = POLLIN}};
+        int n = poll(p, 3, wait > HOLD_SLICE_MS ? HOLD_SLICE_MS : (int)wait);
         if (n > 0 && p[0].revents && read_signals(r))
             return EXIT_OK;
         if (n > 0 && p[1].revents)
             r->lost = 1;
+        if (n > 0 && p[2].revents) { /* revoked: let go at once (release unlocks) */
+            read_revokes(r);
+            return EXIT_OK;
+        }
     }
 }
 
@@ -452,8 +513,22 @@ static void close_briefly(struct run *r, uint64_t sid)
    only at risk (the command got SIGTERM because no keepalive was acknowledged in time), a
    close is still worth one short try: it spares the next holder the lease's run-out and any
    lock-delay, and it releases the lock as UNLOCK would. */
+static void stop_revoker(struct run *r)
+{
+    if (r->revoker == NULL)
+        return;
+    char msg[256];
+    fl_watch_stop(r->revoker);
+    fl_err e = fl_watch_join(r->revoker, NULL, msg, sizeof msg);
+    r->revoker = NULL;
+    if (e != FL_OK)
+        cli_say("%s %s: revoke requests were not watched: %s: %s", run_noun(r->o), r->o->shown,
+                fl_strerror(e), msg);
+}
+
 static void release(struct run *r)
 {
+    stop_revoker(r);
     fl_session *s = r->a.s;
     r->a.s = NULL;
     if (s == NULL)
@@ -474,7 +549,7 @@ static void release(struct run *r)
               : r->o->kind == RUN_ELECT ? fl_resign(s, r->o->name)
               : r->o->n_names > 1       ? fl_unlock_multi(s, r->o->n_names, r->o->names)
                                         : fl_unlock(s, r->o->name);
-    if (err != FL_OK)
+    if (err != FL_OK && !(r->revoked && err == FL_ENOTHOLDER)) /* a revoke may have taken it */
         cli_fail(r->c, err, "unlock");
     err = fl_session_close(s);
     if (err != FL_OK && r->a.signo == 0) /* after a signal it was closed by id already */
@@ -494,6 +569,11 @@ static int command_status(struct run *r)
         cli_say("%s %s: gave up %s while '%s' ran: the servers did not renew the lease "
                 "in time, so '%s' was stopped (SIGTERM) before the lease could run out",
                 run_noun(r->o), r->o->shown, run_holding(r->o), r->o->cmd[0], r->o->cmd[0]);
+        return EXIT_LOST;
+    }
+    if (r->revoke_killed) {
+        cli_say("%s %s: revoked while '%s' ran: it was killed before the revoke's deadline",
+                run_noun(r->o), r->o->shown, r->o->cmd[0]);
         return EXIT_LOST;
     }
     r->cmd_code = WIFEXITED(r->status) || WIFSIGNALED(r->status);
@@ -544,9 +624,12 @@ static void teardown(struct run *r)
 {
     if (r->sigfd >= 0)
         close(r->sigfd);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (r->lost_pipe[i] >= 0)
             close(r->lost_pipe[i]);
+        if (r->revoke_pipe[i] >= 0)
+            close(r->revoke_pipe[i]);
+    }
 }
 
 /* Map what acquire() got to an exit code (EXIT_OK: we hold the lock). */
@@ -575,6 +658,10 @@ static int acquired_code(struct run *r)
 static int run_held(struct run *r)
 {
     fl_session_on_lost(r->a.s, on_lost, r);
+    if (r->o->kind == RUN_LOCK && !r->o->shared && r->o->n_names <= 1 &&
+        fl_revoke_watch(r->a.s, r->o->name, r->a.token, on_revoke, r, &r->revoker) != FL_OK)
+        cli_say("%s %s: revoke requests will not be heard: %s", run_noun(r->o), r->o->shown,
+                fl_client_errmsg(r->c->client));
     if (r->o->cmd == NULL)
         return hold(r);
     if (check_lease(r, fl_now_ms()) == 0) {
@@ -603,10 +690,11 @@ int run_locked(struct cli *c, const struct run_opts *o)
     memset(&r, 0, sizeof r);
     r.c = c;
     r.o = o;
-    r.sigfd = r.lost_pipe[0] = r.lost_pipe[1] = -1;
+    r.sigfd = r.lost_pipe[0] = r.lost_pipe[1] = r.revoke_pipe[0] = r.revoke_pipe[1] = -1;
     r.tty.fd = -1;
     note_inherited(&r);
-    if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+    if (setup_signals(&r) < 0 || pipe2(r.lost_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+        pipe2(r.revoke_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         cli_say("%s %s: setup: %s", run_noun(o), o->shown, strerror(errno));
         teardown(&r);
         return own_code(&r, EXIT_ERROR);

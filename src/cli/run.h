@@ -53,7 +53,12 @@ struct run_opts {
        command's: conflict_code for EXIT_NOTGOT (-E; EXIT_NOTGOT by default), error_code for
        EXIT_ERROR and EXIT_LOST (--error-exit-code; -1: keep them). */
     int conflict_code, error_code;
+    int revoke_signal; /* sent to the command when its exclusive lock is revoked (SIGTERM) */
 };
+
+/* --revoke-signal's value: TERM, SIGTERM, INT, HUP, QUIT, USR1, USR2 or a number (not KILL or
+   STOP). 0 with *sig, or -1 (revoke.c). */
+int run_parse_signal(const char *s, int *sig);
 
 /* FENCELOCK_MODE and --json "mode": exclusive, shared, semaphore or leader. */
 const char *run_mode(const struct run_opts *o);

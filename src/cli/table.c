@@ -11,7 +11,8 @@
 const struct cli_command cli_commands[] = {
     {"lock", cli_cmd_lock,
      "NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
-     "[--name LABEL] [-E N] [--error-exit-code N] [-- CMD [ARGS...]]",
+     "[--name LABEL] [-E N] [--error-exit-code N] [--revoke-signal SIG]\n"
+     "[-- CMD [ARGS...]]",
      "run CMD while holding lock NAME (or hold it until signalled);\n"
      "--shared: as one of its readers (a read-write lock)",
      cli_opts_lock, NULL, CLI_RUNS_CMD},
@@ -21,6 +22,8 @@ const struct cli_command cli_commands[] = {
      "write a key (VALUE omitted or '-': read stdin)", cli_opts_put, NULL, 0},
     {"del", cli_cmd_del, "KEY [--fence NAME TOKEN] [--ifrev REV]", "delete a key", cli_opts_del,
      NULL, 0},
+    {"incr", cli_cmd_incr, "KEY [--by N] [--fence NAME TOKEN]",
+     "add 1 (or N, may be negative) to a counter key; print its new value", cli_opts_incr, NULL, 0},
     {"keys", cli_cmd_keys, "[PREFIX] [--limit N]", "list keys", cli_opts_limit, NULL, 0},
     {"lock-info", cli_cmd_lock_info, "NAME", "holder, token and waiters of a lock", NULL, NULL, 0},
     {"locks", cli_cmd_locks, "[PREFIX] [--limit N]", "existing locks", cli_opts_limit, NULL, 0},
@@ -30,6 +33,8 @@ const struct cli_command cli_commands[] = {
      "exit 0 if TOKEN is current for NAME, 1 if stale", NULL, NULL, 0},
     {"sign", cli_cmd_sign, "NAME TOKEN",
      "print TOKEN's signature (servers with --token-key), 1 if stale", NULL, NULL, 0},
+    {"revoke", cli_cmd_revoke, "NAME [--deadline DUR] [--reason TEXT]",
+     "ask the holder of lock NAME to let go (and take it at DUR)", cli_opts_revoke, NULL, 0},
     {"status", cli_cmd_status, "", "cluster members, leader, term, indexes", NULL, NULL, 0},
     {"members", cli_cmd_members, "list | add ID RAFT_ADDR | remove ID [--force] | transfer [ID]",
      "every member's health (list), or change the membership", cli_opts_members,

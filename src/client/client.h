@@ -144,6 +144,9 @@ void cl_session_end(fl_session *s);
 /* A server said NOSESSION: the session is lost (the keepalive thread reports it). */
 void cl_session_mark_lost(fl_session *s);
 fl_client *cl_session_client(fl_session *s);
+/* The watcher frees p (malloc'ed) when fl_watch_join frees it: a wrapper's callback context
+   (fl_revoke_watch). */
+void cl_watch_adopt(fl_watcher *w, void *p);
 /* FL_ESESSION marks the session lost; returns e. */
 fl_err cl_session_err(fl_session *s, fl_err e);
 

@@ -5,6 +5,7 @@
  * A write made through a session carries `REQ sid seq` and is retried until its deadline; a
  * write without a session is sent once and may end in FL_EUNKNOWN.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,33 @@ fl_err fl_put(fl_client *c, fl_session *session, const char *key, const void *va
     if (r->type == REDIS_REPLY_INTEGER) {
         if (rev)
             *rev = (uint64_t)r->integer;
+    } else {
+        e = write_err(c, session, r);
+    }
+    freeReplyObject(r);
+    return e;
+}
+
+fl_err fl_incr(fl_client *c, fl_session *session, const char *key, int64_t by,
+               const struct fl_write_opts *opts, int64_t *value)
+{
+    if (!c || !key || !key[0])
+        return FL_EINVAL;
+    struct cl_cmd m;
+    redisReply *r;
+    char num[24];
+    snprintf(num, sizeof(num), "%lld", (long long)by);
+    cl_cmd_init(&m, "INCR");
+    cl_arg_str(&m, key);
+    cl_arg_str(&m, "BY");
+    cl_arg_str(&m, num);
+    write_opts(&m, session, opts, false);
+    fl_err e = write_call(c, session, &m, &r);
+    if (e)
+        return e;
+    if (r->type == REDIS_REPLY_INTEGER) {
+        if (value)
+            *value = (int64_t)r->integer;
     } else {
         e = write_err(c, session, r);
     }

@@ -48,6 +48,7 @@ struct fl_watcher {
     fl_err err;                  /* why the thread ended (FL_OK: asked to) */
     char msg[CL_ERRMSG_MAX];
     struct cl_evbuf buf;
+    void *owned; /* freed with the watcher (cl_watch_adopt): a wrapper's context */
 };
 
 const char *fl_event_field(const struct fl_event *ev, const char *key, size_t *len)
@@ -271,6 +272,7 @@ static fl_client *clone_client(fl_client *c)
 
 static void watcher_free(fl_watcher *w)
 {
+    free(w->owned);
     if (w->c)
         fl_client_free(w->c);
     cl_evbuf_free(&w->buf);
@@ -318,6 +320,11 @@ fl_err fl_watch(fl_client *c, const char *prefix, const char *from_id, fl_watch_
     }
     *out = w;
     return FL_OK;
+}
+
+void cl_watch_adopt(fl_watcher *w, void *p)
+{
+    w->owned = p;
 }
 
 void fl_watch_stop(fl_watcher *w)

@@ -13,8 +13,8 @@
 
 #define ENTRY_HEADER_LEN 2 /* u8 version, u8 op */
 #define SNAP_MAGIC_LEN 4
-#define SNAP_FIRST_V2 4 /* snapshot.c: versions 4 and 5 hold format-2 state */
-#define SNAP_LAST 5
+#define SNAP_FIRST_V2 4 /* snapshot.c: versions 4 to 7 hold format-2 state */
+#define SNAP_LAST 7
 #define SNAP_FIRST 2
 
 unsigned fsm_format(const struct fsm *f)

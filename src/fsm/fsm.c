@@ -50,6 +50,7 @@ void fsm_free_state(struct fsm *f)
                 free(h);
             }
             free(l->value);
+            free(l->rv_text);
             free(l);
             x = next;
         }
@@ -78,7 +79,7 @@ struct fsm *fsm_new(void)
         return NULL;
     }
     if (f)
-        fsm_set_deadlock_limit(f, FSM_DEADLOCK_LIMIT_DEFAULT);
+        f->wg_limit = f->wg_flag = FSM_DEADLOCK_LIMIT_DEFAULT;
     return f;
 }
 
@@ -295,6 +296,21 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_LOCK_MULTI:
         fsm_op_lock_multi(a, &c->lock_multi, r);
+        break;
+    case FSM_OP_LOCK_REVOKE:
+        fsm_op_lock_revoke(a, &c->lock_revoke, r);
+        break;
+    case FSM_OP_REVOKE_END:
+        fsm_op_revoke_end(a, &c->revoke_end, r);
+        break;
+    case FSM_OP_LOCK_NOTIFY:
+        fsm_op_lock_notify(a, &c->lock_notify, r);
+        break;
+    case FSM_OP_DEADLOCK_LIMIT:
+        fsm_op_deadlock_limit(a, &c->deadlock_limit, r);
+        break;
+    case FSM_OP_INCR:
+        fsm_op_incr(a, &c->incr, r);
         break;
     case FSM_OP_SEM_SETLIMIT:
         fsm_op_sem_setlimit(a, &c->sem_setlimit, r);

@@ -48,9 +48,10 @@
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
+#define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
- * 2-3); 2: adds header version 2 (acting user), ops 14-22 and snapshots 4-5. The cluster's
+ * 2-3); 2: adds header version 2 (acting user), ops 14-27 and snapshots 4-7. The cluster's
  * format is replicated state (CLUSTER_FORMAT entries), raised only, never lowered. */
 #define FSM_FORMAT_1 1
 #define FSM_FORMAT_2 2
@@ -111,6 +112,10 @@ int fsm_names_next(struct fsm_names_it *it, struct fsm_str *name, bool *shared);
 /* Append one entry to a raw list being built (the caller keeps the byte order). 0 or -1. */
 int fsm_names_add(struct buf *raw, const char *name, size_t len, bool shared);
 
+/* A counter's value (counter.c): 0 and *out if p[0..n) is the canonical decimal text of an
+ * int64_t ("0" or "-?[1-9][0-9]*", in range), else -1. */
+int fsm_counter_parse(const char *p, size_t n, int64_t *out);
+
 /* ---- per-op payloads: struct fsm_cmd_<payload> from its field list in ops.h ---- */
 
 #define FSM_FIELD_DECL_(p, kind, member, what) FSM_CTYPE_##kind member;
@@ -158,16 +163,22 @@ struct fsm_cmd {
     };
 };
 
-/* The conditions of a PUT or DEL command, NULL for any other op. */
+/* The conditions of a PUT, DEL or INCR command, NULL for any other op. */
 static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
 {
-    return c->op == FSM_OP_PUT ? &c->put.cond : c->op == FSM_OP_DEL ? &c->del.cond : NULL;
+    return c->op == FSM_OP_PUT    ? &c->put.cond
+           : c->op == FSM_OP_DEL  ? &c->del.cond
+           : c->op == FSM_OP_INCR ? &c->incr.cond
+                                  : NULL;
 }
 
-/* The payload of a LOCK or LOCK_SHARED command, NULL for any other op. */
+/* The payload of a LOCK, LOCK_SHARED or LOCK_NOTIFY command, NULL for any other op. */
 static inline const struct fsm_cmd_lock *fsm_cmd_lock_of(const struct fsm_cmd *c)
 {
-    return c->op == FSM_OP_LOCK ? &c->lock : c->op == FSM_OP_LOCK_SHARED ? &c->lock_shared : NULL;
+    return c->op == FSM_OP_LOCK          ? &c->lock
+           : c->op == FSM_OP_LOCK_SHARED ? &c->lock_shared
+           : c->op == FSM_OP_LOCK_NOTIFY ? &c->lock_notify
+                                         : NULL;
 }
 
 /* What a command that may queue asks for (LOCK, LOCK_SHARED, SEM_ACQUIRE, ELECT_CAMPAIGN):
@@ -201,7 +212,7 @@ struct fsm_op_desc {
     const struct fsm_field *fields; /* the payload's, in wire order */
 };
 
-/* The row of `op`, NULL for a value that is not an op (19, >= FSM_OP__COUNT). */
+/* The row of `op`, NULL for a value that is not an op (19, 28, >= FSM_OP__COUNT). */
 const struct fsm_op_desc *fsm_op_desc(unsigned op);
 /* Its name, "?" for a value that is not an op. */
 const char *fsm_op_name(unsigned op);
@@ -238,7 +249,7 @@ int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err
  */
 unsigned fsm_entry_format(const uint8_t *data, size_t len);
 
-/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-5, FSM_FORMAT_MAX + 1 for any
+/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-7, FSM_FORMAT_MAX + 1 for any
  * other version (or bad magic: the restore refuses it on its own). */
 unsigned fsm_snapshot_format(const uint8_t *data, size_t len);
 
@@ -279,6 +290,10 @@ enum fsm_event_type {
                                      ("5 -a-> 7 -b-> 5"): the wait of sid on name was refused */
     FSM_EV_DEADLOCK_LIMIT = 15,   /* name, sid, ms = steps: the deadlock search gave up at its
                                      limit and the wait was queued (waitgraph.h) */
+    FSM_EV_REVOKE_REQUESTED = 16, /* name, sid (the holder), token (its grant), ms (the deadline
+                                     asked, 0 = none), value (the reason), by (who asked) */
+    FSM_EV_WAIT_NOTIFY = 17,      /* name, sid (the waiter), token (the exclusive holder's grant
+                                     it queued behind), ms (its wait): LOCK ... NOTIFY */
 };
 
 struct fsm_event {
@@ -292,7 +307,9 @@ struct fsm_event {
     struct fsm_str name;  /* owned by the events struct */
     struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM, DEADLOCK: borrowed from the key's or
                              the election's record (the fsm's last cycle text), valid until
-                             the next fsm_apply, fsm_restore or fsm_free */
+                             the next fsm_apply, fsm_restore or fsm_free; REVOKE_REQUESTED: the
+                             reason, borrowed as well */
+    struct fsm_str by;    /* REVOKE_REQUESTED: who asked, borrowed as value is */
 };
 
 /* Events produced by one fsm_apply, in the order they happened. `lost` is set when an event
@@ -519,6 +536,22 @@ void fsm_foreach_lockdelay(const struct fsm *f,
                            void (*cb)(void *arg, const char *name, size_t namelen,
                                       uint64_t delay_ms),
                            void *arg);
+
+/* Pending revokes with a deadline (src/fsm/revoke.c), by lock name: a new leader arms each at
+ * its full length (it cannot know how much of it an earlier leader saw pass). */
+void fsm_foreach_revoke(const struct fsm *f,
+                        void (*cb)(void *arg, const char *name, size_t namelen, uint64_t token,
+                                   uint64_t deadline_ms),
+                        void *arg);
+/* A lock's pending revoke (strings borrowed, valid until the next fsm_apply or fsm_restore). */
+struct fsm_revoke_view {
+    uint64_t token;       /* the grant asked to let go */
+    uint64_t deadline_ms; /* 0: asked only, never forced */
+    struct fsm_str reason, by;
+};
+/* 1 and fill `v` if lock `name` has a pending revoke, else 0. */
+int fsm_lock_revoke_info(const struct fsm *f, const char *name, size_t namelen,
+                         struct fsm_revoke_view *v);
 
 /* The replicated member table: every node's client and raft address, so any node can tell a
  * client where the leader is (-NOTLEADER host:port). */

@@ -114,6 +114,13 @@ struct lock {
     char *value;
     uint32_t value_len;
     uint64_t value_rev;
+    /* A pending revoke (revoke.c) of the exclusive grant rv_token (== token while pending; 0 =
+     * none): its deadline (0 = asked only) and rv_text (owned, NULL if both are empty): the
+     * reason's rv_reason_len bytes, then the requester's rv_by_len bytes. Cleared by any release
+     * of that grant (fsm_lock_release). */
+    uint64_t rv_token, rv_ms;
+    char *rv_text;
+    uint16_t rv_reason_len, rv_by_len;
     char name[];
 };
 
@@ -170,6 +177,7 @@ struct fsm {
     uint64_t n_shared;   /* shared holds over all locks */
     uint64_t n_swaiters; /* queued shared requests over all locks */
     uint64_t n_prims;    /* semaphores and elections (locks of another kind than LOCK) */
+    uint64_t n_revokes;  /* locks with a pending revoke (rv_token != 0) */
     /* --max-data-bytes accounting: key + value bytes of every key, name bytes of every lock
      * and session, plus election values (leaders' and candidates', in name_bytes) (kept by
      * kv.c, lock.c, session.c, elect.c; checked by fsm_check_invariants) */
@@ -184,9 +192,11 @@ struct fsm {
     /* usage by session owner (usage.c): derived, rebuilt by restore, never serialised */
     struct fsm_use *uses;
     uint32_t n_uses, cap_uses;
-    /* deadlock detection (waitgraph.c): this node's search bound (not replicated), the
-       search epoch, and the text of the last cycle found (a DEADLOCK event's value) */
-    uint64_t wg_limit;
+    /* deadlock detection (waitgraph.c): the search bound in force (replicated: the last
+       DEADLOCK_LIMIT entry's, FSM_DEADLOCK_LIMIT_DEFAULT before any; in the snapshot), this
+       node's flag (not replicated, never read by apply: the leader proposes it), the search
+       epoch, and the text of the last cycle found (a DEADLOCK event's value) */
+    uint64_t wg_limit, wg_flag;
     uint32_t wg_epoch;
     struct buf wg_text;
 };
@@ -365,8 +375,15 @@ void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_chec
                                struct fsm_reply *r);
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
+void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *p, struct fsm_reply *r); /* counter.c */
+/* A write's FENCE and IFREV checks (kv.c): 0 if it may apply, else -1 with r answered (STALE,
+   with a FENCE_REJECTED event, or IFREV). */
+int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r);
+int fsm_kv_ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r);
 void fsm_op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
 void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
+void fsm_op_deadlock_limit(struct actx *a, const struct fsm_cmd_deadlock_limit *c,
+                           struct fsm_reply *r);
 void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
                            struct fsm_reply *r); /* format.c */
 void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, struct fsm_reply *r);
@@ -382,6 +399,15 @@ void fsm_op_elect_campaign(struct actx *a, const struct fsm_cmd_elect_campaign *
 void fsm_op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *p,
                            struct fsm_reply *r);
 void fsm_op_elect_resign(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
+/* Cooperative revocation (src/fsm/revoke.c). */
+void fsm_op_lock_revoke(struct actx *a, const struct fsm_cmd_lock_revoke *p, struct fsm_reply *r);
+void fsm_op_revoke_end(struct actx *a, const struct fsm_cmd_revoke_end *p, struct fsm_reply *r);
+void fsm_op_lock_notify(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+/* Forget l's pending revoke, if any (its grant ended, or the record goes away). */
+void fsm_revoke_clear(struct fsm *f, struct lock *l);
+/* Set l's pending revoke from a snapshot: 0, or -1 (out of memory). */
+int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str reason,
+                   struct fsm_str by);
 
 /* ---- member table ---- */
 

@@ -29,6 +29,7 @@ struct chk {
     uint64_t sholds, ssholds, swaiters; /* shared holds by lock, by session; shared waiters */
     uint64_t kv_bytes, name_bytes;      /* recomputed, against fsm.kv_bytes / name_bytes */
     uint64_t prims;                     /* semaphores and elections, against fsm.n_prims */
+    uint64_t revokes;                   /* pending revokes, against fsm.n_revokes */
 };
 
 static int bad(struct chk *c, const char *what, uint64_t id)
@@ -308,9 +309,22 @@ static int check_kind(struct chk *c, const struct lock *l)
     return check_waiter_values(c, l);
 }
 
+/* A pending revoke belongs to the current exclusive grant of a lock (revoke.c). */
+static int check_revoke(struct chk *c, const struct lock *l)
+{
+    if (!l->rv_token)
+        return l->rv_ms || l->rv_text ? bad(c, "revoke fields without a revoke", l->rv_ms) : 0;
+    c->revokes++;
+    if (l->kind != FSM_KIND_LOCK || !l->holder || l->rv_token != l->token)
+        return bad(c, "pending revoke not of the current exclusive grant", l->rv_token);
+    if ((l->rv_text != NULL) != (l->rv_reason_len + l->rv_by_len != 0))
+        return bad(c, "revoke text inconsistent", l->rv_token);
+    return 0;
+}
+
 static int check_lock(struct chk *c, const struct lock *l)
 {
-    if (check_lock_state(c, l) || check_kind(c, l))
+    if (check_lock_state(c, l) || check_kind(c, l) || check_revoke(c, l))
         return -1;
     c->name_bytes += l->name_len;
     uint32_t most = l->n_waiters > l->n_shared ? l->n_waiters : l->n_shared;
@@ -437,6 +451,8 @@ static int check_all(struct chk *c)
         return bad(c, "lock-delay or key count wrong", c->nkeys);
     if (c->prims != f->n_prims)
         return bad(c, "semaphore and election count wrong", c->prims);
+    if (c->revokes != f->n_revokes)
+        return bad(c, "pending revoke count wrong", c->revokes);
     if (c->kv_bytes != f->kv_bytes || c->name_bytes != f->name_bytes)
         return bad(c, "data byte accounting wrong", c->kv_bytes + c->name_bytes);
     if (c->nrevs > 1)

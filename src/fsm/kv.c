@@ -92,7 +92,7 @@ void fsm_kv_free_all(struct fsm *f)
 /* ---- ops ---- */
 
 /* FENCE: the write applies only while fence_token is the current holder's token. */
-static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r)
+int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r)
 {
     if (!c->has_fence)
         return 0;
@@ -109,7 +109,7 @@ static int fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_r
 }
 
 /* IFREV 0: the key must be absent; IFREV n > 0: the key must exist with mod_rev n. */
-static int ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r)
+int fsm_kv_ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r)
 {
     if (!c->has_ifrev)
         return 0;
@@ -140,7 +140,7 @@ void fsm_op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r
         return;
     }
     struct kv *k = fsm_kv_find(a->f, c->key.p, c->key.len);
-    if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
+    if (fsm_kv_fence_fails(a, &c->cond, r) || fsm_kv_ifrev_fails(&c->cond, k, r))
         return;
     char *val = NULL;
     if (c->value.len && !(val = malloc(c->value.len))) {
@@ -181,7 +181,7 @@ void fsm_op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *c, struct fsm_reply *r)
 {
     struct kv *k = fsm_kv_find(a->f, c->key.p, c->key.len);
-    if (fence_fails(a, &c->cond, r) || ifrev_fails(&c->cond, k, r))
+    if (fsm_kv_fence_fails(a, &c->cond, r) || fsm_kv_ifrev_fails(&c->cond, k, r))
         return;
     r->kind = FSM_REPLY_INT;
     r->value = k ? 1 : 0;

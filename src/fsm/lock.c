@@ -80,6 +80,7 @@ void fsm_lock_drop(struct fsm *f, struct lock *l)
     fsm_otree_remove(&f->lock_names, &l->o);
     f->name_bytes -= l->name_len;
     f->n_prims -= l->kind != FSM_KIND_LOCK;
+    fsm_revoke_clear(f, l);
     free(l->value);
     free(l);
 }
@@ -352,6 +353,7 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
     }
+    fsm_revoke_clear(a->f, l); /* the grant ends: its pending revoke with it */
     fsm_held_unlink(l);
     a->f->n_held--;
     l->token = 0;

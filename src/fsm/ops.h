@@ -67,7 +67,7 @@ enum fsm_field_kind {
     F(p, SID, sid, "sid")                                                                          \
     F(p, U64, remaining_ms, "remaining") /* the lease the leader measured as left; 0 (or >= ttl)   \
                                             clears */
-/* LOCK and LOCK_SHARED */
+/* LOCK, LOCK_SHARED and LOCK_NOTIFY */
 #define FSM_PAYLOAD_lock(F, p)                                                                     \
     F(p, NAME, name, "lock name") F(p, SID, sid, "sid") F(p, WAIT, wait_ms, "wait")
 /* UNLOCK, CANCEL_WAIT, SEM_RELEASE, ELECT_RESIGN: a session and what it holds or waits for */
@@ -112,8 +112,22 @@ enum fsm_field_kind {
 /* LOCK_MULTI: several locks at once, each exclusive or shared (multi.c) */
 #define FSM_PAYLOAD_lock_multi(F, p)                                                               \
     F(p, SID, sid, "sid") F(p, NAMES, names, "lock names") F(p, WAIT, wait_ms, "wait")
+/* INCR: a counter key (its value a signed 64-bit decimal) plus `by`, an int64_t in two's
+   complement (a negative step is a 10-byte varint); cond as PUT's (counter.c) */
+#define FSM_PAYLOAD_incr(F, p) F(p, NAME, key, "key") F(p, U64, by, "by") F(p, COND, cond, "cond")
 /* FSM_FORMAT_2..FSM_FORMAT_MAX (the apply answers ERR otherwise) */
 #define FSM_PAYLOAD_cluster_format(F, p) F(p, U64, format, "format")
+/* LOCK_REVOKE (revoke.c): no SID field: it acts on whoever holds the lock, not as a session */
+#define FSM_PAYLOAD_lock_revoke(F, p)                                                              \
+    F(p, NAME, name, "lock name")                                                                  \
+    F(p, U64, deadline_ms, "deadline") /* 0: ask only; else the leader releases that grant this    \
+                                          long after the entry applied, if it is still held */     \
+    F(p, LABEL, reason, "revoke reason")                                                           \
+    F(p, LABEL, by, "revoke requester") /* the asking user (or address), shown to the holder */
+/* REVOKE_END (revoke.c): the leader's revoke deadline of grant `token` passed */
+#define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
+#define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
 
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
@@ -133,6 +147,10 @@ enum fsm_field_kind {
     P(elect_proclaim)                                                                              \
     P(cluster_format)                                                                              \
     P(lock_multi)                                                                                  \
+    P(lock_revoke)                                                                                 \
+    P(revoke_end)                                                                                  \
+    P(deadlock_limit)                                                                              \
+    P(incr)                                                                                        \
     P(sem_acquire_w)                                                                               \
     P(sem_setlimit)
 /* clang-format on */
@@ -152,7 +170,8 @@ enum fsm_grow {
 /*
  * The ops: X(OP, value, member, payload, format, grow, admin), the reply after the row.
  *   OP       FSM_OP_<OP>; "<OP>" is its name (fsm_op_name)
- *   value    the op byte on disk: never reused (19 never was an op: the decoder rejects it)
+ *   value    the op byte on disk: never reused (19 never was an op, 28 is none yet: the decoder
+ *            rejects them)
  *   member   its payload's member in struct fsm_cmd, of type struct fsm_cmd_<payload>
  *   format   the log format that introduced it: the leader writes it only once the cluster's
  *            format is at least that (1: the previous release; 2: this one)
@@ -210,6 +229,23 @@ enum fsm_grow {
     /* -> INT the first token (the tokens are consecutive revisions, one per name in name          \
        order) | QUEUED | NIL: every name at once or none (multi.c) */                              \
     X(LOCK_MULTI, 22, lock_multi, lock_multi, 2, MULTI, 0)                                         \
+    /* -> INT token of the grant asked to let go (its holder gets REVOKE_REQUESTED); ERR           \
+       NOTHOLDER if nobody holds the lock exclusively (revoke.c) */                                \
+    X(LOCK_REVOKE, 23, lock_revoke, lock_revoke, 2, NONE, 0)                                       \
+    /* -> OK; releases grant `token` as an expiry does if it still holds the lock under a pending  \
+       revoke with a deadline, else changes nothing (a stale timer) */                             \
+    X(REVOKE_END, 24, revoke_end, revoke_end, 2, NONE, 0)                                          \
+    /* -> as LOCK; a session it queues behind an exclusive holder tells that holder once           \
+       (WAIT_NOTIFY: LOCK ... NOTIFY, revoke.c) */                                                 \
+    X(LOCK_NOTIFY, 25, lock_notify, lock, 2, LOCK, 0)                                              \
+    /* -> OK; sets the cluster's deadlock search limit (0: no detection; the same value: no        \
+       revision; over FSM_DEADLOCK_LIMIT_MAX: ERR, nothing changes). The leader writes it when     \
+       its --deadlock-search-limit differs from the replicated one (waitgraph.c) */                \
+    X(DEADLOCK_LIMIT, 26, deadlock_limit, deadlock_limit, 2, NONE, 0)                              \
+    /* -> INT the new value, an int64_t in two's complement | ERR (not an integer, overflow) |     \
+       STALE | IFREV: nothing changes on an error (counter.c) */                                   \
+    X(INCR, 27, incr, incr, 2, KEY, 0)                                                             \
+    /* (28: not an op; the decoder rejects it as it does 19) */                                    \
     /* -> OK (the limit changed, or was already that) | NIL (no such semaphore); holders above a   \
        lower limit keep their permits (sem.c) */                                                   \
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \

@@ -122,6 +122,8 @@ void fsm_foreach_session(const struct fsm *f, void (*cb)(void *arg, uint64_t sid
 struct lock_walk {
     void (*waiter)(void *arg, const char *name, size_t namelen, uint64_t sid, uint64_t wait_ms);
     void (*delay)(void *arg, const char *name, size_t namelen, uint64_t delay_ms);
+    void (*revoke)(void *arg, const char *name, size_t namelen, uint64_t token,
+                   uint64_t deadline_ms);
     void *arg;
 };
 
@@ -134,7 +136,31 @@ static int lock_walk_visit(void *arg, const struct onode *n)
             w->waiter(w->arg, l->name, l->name_len, q->sess->sid, q->wait_ms);
     if (w->delay && l->in_delay)
         w->delay(w->arg, l->name, l->name_len, l->lockdelay_ms);
+    if (w->revoke && l->rv_token && l->rv_ms)
+        w->revoke(w->arg, l->name, l->name_len, l->rv_token, l->rv_ms);
     return 0;
+}
+
+void fsm_foreach_revoke(const struct fsm *f,
+                        void (*cb)(void *arg, const char *name, size_t namelen, uint64_t token,
+                                   uint64_t deadline_ms),
+                        void *arg)
+{
+    struct lock_walk w = {.revoke = cb, .arg = arg};
+    fsm_otree_walk(f->lock_names, NULL, 0, lock_walk_visit, &w);
+}
+
+int fsm_lock_revoke_info(const struct fsm *f, const char *name, size_t namelen,
+                         struct fsm_revoke_view *v)
+{
+    const struct lock *l = fsm_lock_find(f, name, namelen);
+    if (!l || !l->rv_token)
+        return 0;
+    v->token = l->rv_token;
+    v->deadline_ms = l->rv_ms;
+    v->reason = (struct fsm_str){l->rv_text ? l->rv_text : "", l->rv_reason_len};
+    v->by = (struct fsm_str){l->rv_text ? l->rv_text + l->rv_reason_len : "", l->rv_by_len};
+    return 1;
 }
 
 void fsm_foreach_waiter(const struct fsm *f,

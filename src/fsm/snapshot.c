@@ -2,10 +2,11 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (versions 2 to 5; varint = canonical LEB128, str = varint length
+ * Owns the snapshot format (versions 2 to 7; varint = canonical LEB128, str = varint length
  * + bytes):
  *
- *   "FLSM" u8 version, varint revision, v5 only: varint format (2..FSM_FORMAT_MAX),
+ *   "FLSM" u8 version, varint revision, v5 only: varint format (2..FSM_FORMAT_MAX; v6: or 0),
+ *   v7 only: varint deadlock search limit (0..FSM_DEADLOCK_LIMIT_MAX, not the default),
  *   varint n_sessions, per session in sid order:
  *     varint sid, ttl_ms, lockdelay_ms, checkpoint_ms; str name;
  *     v4 only: str owner (0..FSM_MAX_USER);
@@ -19,7 +20,9 @@
  *     v4 only, an election's holder (its leader): str value, varint value_rev;
  *     v3 only: varint n_shared; per shared hold in token order: varint sid, token,
  *       held_since_ms, a weighted semaphore's: varint permits;
- *     u8 flags (bit 0: in lock-delay); if in delay: varint lockdelay_ms;
+ *     u8 flags (bit 0: in lock-delay; v6 only, bit 1: a pending revoke of the holder's grant);
+ *       if in delay: varint lockdelay_ms; if revoke: varint deadline_ms (0 = asked only),
+ *       str reason, str by (0..FSM_MAX_NAME each);
  *     varint n_waiters; per waiter in FIFO order: varint sid, wait_ms, enqueue revision;
  *       v3 only: u8 mode (0 exclusive, 1 shared); v4 only, an election's: str value, a
  *       weighted semaphore's: varint permits
@@ -36,7 +39,12 @@
  * records src/fsm/snap_prims.c reads and writes) is written only when some session has an owner
  * or a digest, or a semaphore or an election exists, by the same rule. Version 5 (for
  * upgrade safety) is version 4 with the cluster's log format (src/fsm/format.c), written once
- * it is 2 or more: every voter reads version 5 by then. Every version is restored.
+ * it is 2 or more: every voter reads version 5 by then. Version 6 (cooperative revocation,
+ * src/fsm/revoke.c) is version 5 with the lock flag of a pending revoke, written only while a
+ * revoke is pending (LOCK_REVOKE is a format-2 op, so every voter reads it by then). Version 7
+ * is version 6 with the cluster's deadlock search limit (src/fsm/waitgraph.c), written only
+ * while it is not the default (DEADLOCK_LIMIT is a format-2 op as well). Every version is
+ * restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
  * no duplicates, every reference resolves, every derived rule of the FSM holds), so for any
@@ -49,6 +57,7 @@
 #include <string.h>
 
 #include "fsm/internal.h"
+#include "fsm/waitgraph.h"
 
 #define SNAP_MAGIC "FLSM"
 #define SNAP_MAGIC_LEN (sizeof(SNAP_MAGIC) - 1)
@@ -57,7 +66,10 @@
 #define SNAP_VERSION_3 3 /* adds shared holds and waiter modes */
 #define SNAP_VERSION_4 4 /* adds session owners and request digests; object kinds */
 #define SNAP_VERSION_5 5 /* adds the cluster's log format */
+#define SNAP_VERSION_6 6 /* adds pending revokes */
+#define SNAP_VERSION_7 7 /* adds the cluster's deadlock search limit */
 #define FLAG_DELAY 1u
+#define FLAG_REVOKE 2u /* v6 */
 #define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
 
 /* ---- emit ---- */
@@ -94,6 +106,10 @@ static bool sess_needs_v4(const struct fsm *f)
 /* The oldest version that can hold the state. */
 static uint8_t snap_version(const struct fsm *f)
 {
+    if (f->wg_limit != FSM_DEADLOCK_LIMIT_DEFAULT)
+        return SNAP_VERSION_7;
+    if (f->n_revokes)
+        return SNAP_VERSION_6;
     if (f->format >= FSM_FORMAT_2)
         return SNAP_VERSION_5;
     if (sess_needs_v4(f) || f->n_prims)
@@ -129,9 +145,13 @@ static int emit_lock(const struct lock *l, const struct emit *e)
         rc = rc || fsm_snap_emit_leader(l, b);
     if (e->version >= SNAP_VERSION_3)
         rc = rc || emit_shared(l, weighted, b);
-    rc = rc || buf_put_u8(b, l->in_delay ? FLAG_DELAY : 0);
+    rc = rc || buf_put_u8(b, (l->in_delay ? FLAG_DELAY : 0) | (l->rv_token ? FLAG_REVOKE : 0));
     if (l->in_delay)
         rc = rc || buf_put_varint(b, l->lockdelay_ms);
+    if (l->rv_token) /* only in version 6 (snap_version) */
+        rc = rc || buf_put_varint(b, l->rv_ms) ||
+             buf_put_bytes(b, l->rv_text ? l->rv_text : "", l->rv_reason_len) ||
+             buf_put_bytes(b, l->rv_text ? l->rv_text + l->rv_reason_len : "", l->rv_by_len);
     rc = rc || buf_put_varint(b, l->n_waiters);
     for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
         rc = rc || buf_put_varint(b, w->sess->sid) || buf_put_varint(b, w->wait_ms) ||
@@ -166,6 +186,7 @@ static int emit_all(const struct fsm *f, struct buf *out)
     int rc = buf_append(out, SNAP_MAGIC, SNAP_MAGIC_LEN) || buf_put_u8(out, e.version) ||
              buf_put_varint(out, f->revision) ||
              (e.version >= SNAP_VERSION_5 && buf_put_varint(out, f->format)) ||
+             (e.version >= SNAP_VERSION_7 && buf_put_varint(out, f->wg_limit)) ||
              buf_put_varint(out, f->sessions.n);
     for (const struct sess *s = f->sess_head; s && !rc; s = s->snext)
         rc = rc || emit_session(s, out, e.version);
@@ -388,11 +409,29 @@ static int restore_sholds(struct rst *s, struct lock *l)
     return 0;
 }
 
+/* A pending revoke: of the exclusive grant of a lock (kind lock), never in lock-delay. */
+static int restore_revoke(struct rst *s, struct lock *l, uint8_t flags)
+{
+    uint64_t ms;
+    struct fsm_str reason, by;
+    if (flags & FLAG_DELAY)
+        return bad(s, "held lock in lock-delay");
+    if (!l->holder || l->kind != FSM_KIND_LOCK)
+        return bad(s, "revoke of a lock without an exclusive holder");
+    if (get_u(s, &ms) || get_s(s, &reason.p, &reason.len, 0, FSM_MAX_NAME) ||
+        get_s(s, &by.p, &by.len, 0, FSM_MAX_NAME))
+        return -1;
+    return fsm_revoke_set(s->nf, l, ms, reason, by) ? bad(s, "out of memory") : 0;
+}
+
 static int restore_delay(struct rst *s, struct lock *l)
 {
     uint8_t flags;
-    if (rd_u8(&s->r, &flags) || (flags & ~FLAG_DELAY))
+    uint8_t known = FLAG_DELAY | (s->version >= SNAP_VERSION_6 ? FLAG_REVOKE : 0);
+    if (rd_u8(&s->r, &flags) || (flags & ~known))
         return bad(s, "bad lock flags");
+    if (flags & FLAG_REVOKE)
+        return restore_revoke(s, l, flags);
     if (!flags)
         return 0; /* a free lock is refused once its waiters are read (restore_lock) */
     if (l->holder)
@@ -673,13 +712,16 @@ static int restore_body(struct rst *s)
             return bad(s, "truncated header");
     if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
-    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_5)
+    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_7)
         return bad(s, "unsupported version (a newer release wrote it: upgrade this node)");
     s->version = version;
     if (get_u(s, &s->nf->revision) || (version >= SNAP_VERSION_5 && get_u(s, &s->nf->format)) ||
-        get_u(s, &n))
+        (version >= SNAP_VERSION_7 && get_u(s, &s->nf->wg_limit)) || get_u(s, &n))
         return -1;
-    if (version >= SNAP_VERSION_5 &&
+    if (version >= SNAP_VERSION_7 &&
+        (s->nf->wg_limit > FSM_DEADLOCK_LIMIT_MAX || s->nf->wg_limit == FSM_DEADLOCK_LIMIT_DEFAULT))
+        return bad(s, "bad deadlock search limit");
+    if (version >= SNAP_VERSION_5 && !(version >= SNAP_VERSION_6 && s->nf->format == 0) &&
         (s->nf->format < FSM_FORMAT_2 || s->nf->format > FSM_FORMAT_MAX))
         return bad(s, "unsupported log format (a newer release wrote it: upgrade this node)");
     for (uint64_t i = 0; i < n; i++)
@@ -718,7 +760,7 @@ int fsm_restore(struct fsm *f, const uint8_t *data, size_t len, char *err, size_
     if (!s.nf)
         return bad(&s, "out of memory");
     fsm_set_hash_key(s.nf, f->hash_key); /* the swap below keeps this process's key */
-    s.nf->wg_limit = f->wg_limit;        /* and its deadlock-search limit */
+    s.nf->wg_flag = f->wg_flag;          /* and its --deadlock-search-limit */
     int rc = restore_body(&s);
     free(s.revs.p);
     free(s.held.p);

@@ -423,12 +423,32 @@ bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_
 
 void fsm_set_deadlock_limit(struct fsm *f, uint64_t limit)
 {
-    f->wg_limit = limit > FSM_DEADLOCK_LIMIT_MAX ? FSM_DEADLOCK_LIMIT_MAX : limit;
+    f->wg_flag = limit > FSM_DEADLOCK_LIMIT_MAX ? FSM_DEADLOCK_LIMIT_MAX : limit;
+}
+
+uint64_t fsm_deadlock_flag(const struct fsm *f)
+{
+    return f->wg_flag;
 }
 
 uint64_t fsm_deadlock_limit(const struct fsm *f)
 {
     return f->wg_limit;
+}
+
+void fsm_op_deadlock_limit(struct actx *a, const struct fsm_cmd_deadlock_limit *c,
+                           struct fsm_reply *r)
+{
+    if (c->limit > FSM_DEADLOCK_LIMIT_MAX) {
+        fsm_reply_err(r, PROTO_ERR " deadlock search limit %llu is over %llu",
+                      (unsigned long long)c->limit, (unsigned long long)FSM_DEADLOCK_LIMIT_MAX);
+        return;
+    }
+    if (c->limit != a->f->wg_limit) {
+        a->f->wg_limit = c->limit;
+        fsm_next_rev(a);
+    }
+    r->kind = FSM_REPLY_OK;
 }
 
 struct query_arg {

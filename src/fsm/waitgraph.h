@@ -73,12 +73,18 @@
 #define FSM_DEADLOCK_LIMIT_MAX 100000000
 
 /*
- * The search bound of this node's FSM (--deadlock-search-limit; 0 = no detection). Not part of
- * the replicated state: every node must run with the same value (a search that hits the
- * limit on one node and not on another would let them disagree on a reply). fsm_restore keeps
- * it. Values over FSM_DEADLOCK_LIMIT_MAX are clamped.
+ * The search bound (0 = no detection) is replicated state: every replica searches with the
+ * value of the last DEADLOCK_LIMIT entry (FSM_DEADLOCK_LIMIT_DEFAULT before any), kept in the
+ * snapshot (version 7), so a search that gives up on one replica gives up on all of them and
+ * they answer alike. fsm_deadlock_limit reads it.
+ *
+ * fsm_set_deadlock_limit records this node's --deadlock-search-limit (the flag; values over
+ * FSM_DEADLOCK_LIMIT_MAX are clamped), which apply never reads: a leader whose flag differs
+ * from the replicated value proposes a DEADLOCK_LIMIT entry (src/server/cluster/settings.c).
+ * fsm_restore keeps the flag.
  */
 void fsm_set_deadlock_limit(struct fsm *f, uint64_t limit);
+uint64_t fsm_deadlock_flag(const struct fsm *f);
 uint64_t fsm_deadlock_limit(const struct fsm *f);
 
 /*

@@ -262,6 +262,11 @@ int srv_start(struct srv *s)
         return -1;
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
+    if (s->cfg.http_tls && s->http) { /* before the loop runs: every connection speaks TLS */
+        srv_http_set_tls(s->http, s->net.tls);
+        LOGI(&s->log, "TLS on the HTTP port (--http-tls): the client port's certificate %s",
+             s->cfg.tls.cert);
+    }
     srv_http_set_async(s->http, srv_http_async_route, s); /* GET /v1/fence (obs/http_fence.c) */
     /* /health hands out the term and applied index, what a forger of Raft traffic needs. */
     if (s->cfg.http_port && !srv_host_loopback(s->cfg.http_host))

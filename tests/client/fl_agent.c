@@ -554,6 +554,8 @@ static const char *err_word(fl_err e, const char *msg)
         return "AUTH";
     case FL_ECOMPACTED:
         return "COMPACTED";
+    case FL_EDEADLOCK:
+        return "DEADLOCK";
     default:
         return "OTHER";
     }
@@ -671,6 +673,61 @@ static fl_err op_unlock(const struct jv *req, struct jw *w, const char **why)
     NEED_SESSION(x);
     NEED(name, "name is required");
     return fl_unlock(x->s, name);
+}
+
+/* names (an array of strings, 1..FL_LOCK_MULTI_MAX) into v[]; the count, or 0 if malformed. */
+static size_t req_names(const struct jv *req, const char **v)
+{
+    const struct jv *a = jget(req, "names");
+    if (!a || a->t != J_ARR || a->n == 0 || a->n > FL_LOCK_MULTI_MAX)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->its[i].t != J_STR)
+            return 0;
+        v[i] = a->its[i].s;
+    }
+    return a->n;
+}
+
+static fl_err op_lock_multi(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    NEED_SESSION(x);
+    const char *names[FL_LOCK_MULTI_MAX];
+    uint8_t shared[FL_LOCK_MULTI_MAX] = {0};
+    uint64_t tokens[FL_LOCK_MULTI_MAX];
+    size_t n = req_names(req, names);
+    NEED(n, "names must be 1..40 strings");
+    const struct jv *sh = jget(req, "shared");
+    NEED(!sh || sh->t == J_ARR, "shared must be an array of names");
+    for (size_t j = 0; sh && j < sh->n; j++) {
+        NEED(sh->its[j].t == J_STR, "shared must be an array of names");
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(names[i], sh->its[j].s) == 0)
+                shared[i] = 1;
+    }
+    uint64_t wait = secs_ms(jnum(req, "wait", 0));
+    fl_err e = fl_lock_multi(x->s, n, names, shared, wait, tokens);
+    if (e == FL_ETIMEOUT && wait == 0)
+        e = FL_EBUSY; /* a try: not granted now */
+    if (e == FL_OK) {
+        jw_key(w, "tokens");
+        jw_raw(w, "[", 1);
+        for (size_t i = 0; i < n; i++)
+            jw_rawf(w, "%s%llu", i ? "," : "", (unsigned long long)tokens[i]);
+        jw_raw(w, "]", 1);
+    }
+    return e;
+}
+
+static fl_err op_unlock_multi(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    NEED_SESSION(x);
+    const char *names[FL_LOCK_MULTI_MAX];
+    size_t n = req_names(req, names);
+    NEED(n, "names must be 1..40 strings");
+    return fl_unlock_multi(x->s, n, names);
 }
 
 static fl_err op_sem_acquire(const struct jv *req, struct jw *w, const char **why)
@@ -979,6 +1036,8 @@ static const struct {
     {"session.safe", op_session_safe},
     {"lock", op_lock},
     {"unlock", op_unlock},
+    {"lock.multi", op_lock_multi},
+    {"unlock.multi", op_unlock_multi},
     {"sem.acquire", op_sem_acquire},
     {"sem.release", op_sem_release},
     {"elect.campaign", op_campaign},

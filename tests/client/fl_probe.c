@@ -218,6 +218,21 @@ static void api_kv(fl_client *c)
     int deleted = -1;
     CHECK_ERR(fl_del(c, s, "nokey", NULL, &deleted), FL_OK);
     CHECK(deleted == 0);
+    int64_t v = 0; /* counters: fenced through the session (REQ), then without one */
+    CHECK_ERR(fl_incr(c, s, "api-ctr", 5, &fence, &v), FL_OK);
+    CHECK(v == 5);
+    CHECK_ERR(fl_incr(c, NULL, "api-ctr", -7, NULL, &v), FL_OK);
+    CHECK(v == -2);
+    CHECK_ERR(fl_incr(c, s, "api-ctr", 1, &stale, NULL), FL_ESTALE);
+    CHECK_ERR(fl_incr(c, NULL, "eph", 1, NULL, NULL), FL_ESERVER); /* "x": not a counter */
+    CHECK_ERR(fl_incr(c, NULL, "api-min", INT64_MIN, NULL, &v), FL_OK);
+    CHECK(v == INT64_MIN);
+    CHECK_ERR(fl_incr(c, NULL, "api-min", -1, NULL, NULL), FL_ESERVER); /* overflow */
+    CHECK_ERR(fl_get(c, "api-ctr", &kv), FL_OK);
+    CHECK(strcmp(kv.value, "-2") == 0);
+    fl_kv_free(&kv);
+    CHECK_ERR(fl_del(c, NULL, "api-ctr", NULL, NULL), FL_OK);
+    CHECK_ERR(fl_del(c, NULL, "api-min", NULL, NULL), FL_OK);
     CHECK_ERR(fl_session_close(s), FL_OK);
     CHECK_ERR(fl_get(c, "eph", &kv), FL_ENOTFOUND); /* leased to the closed session */
     CHECK_ERR(fl_del(c, NULL, "stock", NULL, &deleted), FL_OK);

@@ -465,6 +465,109 @@ def scenario_basics_keys(ctx):
 scenario_basics_keys.timeout = 90
 
 
+# ---- multi-lock and deadlock ----
+
+def scenario_multi_lock_across_leader_kill(ctx):
+    """LOCK.MULTI is all or nothing with a token per name, across a kill -9 of the leader: a
+    try over a held name is BUSY and takes none of the free ones; a waiting multi-request (it
+    holds nothing while it waits) crosses the kill and is granted once, every name in one
+    entry: the survivors applied exactly one grant per name, the tokens are above the
+    holder's, consecutive in the names' byte order and listed in the order asked, and the new
+    leader's LOCK.INFO of every name shows the waiter with the token the client reported.
+    unlock.multi releases them all."""
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, _ = _sid(a.ok("session.open", ttl=10))
+    w, sid_w = _sid(a.ok("session.open", ttl=10))
+    names = ["stock/paris", "stock/lyon", "prices"]
+    t1 = a.ok("lock", session=h, name="stock/lyon", wait=5)["token"]
+    a.err("lock.multi", "BUSY", session=w, names=names, wait=0)
+    for n in ("stock/paris", "prices"):
+        eq(_lock_info(servers, n), None, "a refused try took nothing: %s" % n)
+    pending = a.send("lock.multi", session=w, names=names, wait=60)
+    wait_until(lambda: all((_lock_info(servers, n) or {}).get("waiters") == [sid_w]
+                           for n in names),
+               timeout=15, interval=0.05, what="the multi-request queued on every name")
+    eq(_lock_info(servers, "stock/paris").get("holder") or 0, 0,
+       "a waiting multi-request holds nothing")
+    survivors = [s for s in servers if s is not leader]
+    wait_until(lambda: [grants(s) for s in survivors] == [1, 1], timeout=15, interval=0.05,
+               what="both survivors applied the one grant before the kill")
+
+    leader.kill9()
+    a.ok("unlock", timeout=60, session=h, name="stock/lyon")
+    toks = a.ok_of(pending, timeout=90, what=" (the waiting lock.multi)")["tokens"]
+    eq(len(toks), len(names), "a token per name")
+    assert all(t > t1 for t in toks), ("a token not above the holder's", t1, toks)
+    by_name = dict(zip(names, toks))
+    ordered = [by_name[n] for n in sorted(names, key=lambda n: n.encode())]
+    eq(ordered, list(range(ordered[0], ordered[0] + len(names))),
+       "one entry: consecutive tokens in the names' byte order, listed in the order asked")
+    new = leader_of(survivors)
+    with conn(new) as c:
+        for n, t in by_name.items():
+            li = as_map(c.call("LOCK.INFO", n))
+            eq((li["holder"], li["token"], li["waiters"]), (sid_w, t, []),
+               "LOCK.INFO %s on the new leader" % n)
+    wait_until(lambda: min(grants(s) for s in survivors) >= 1 + len(names), timeout=15,
+               interval=0.05, what="both survivors applied the multi-grant")
+    a.ok("unlock.multi", session=w, names=names)
+    for n in names:
+        eq(_lock_info(servers, n), None, "unlock.multi released %s" % n)
+    for s in (h, w):
+        a.ok("session.close", session=s)
+    eq([grants(s) for s in survivors], [1 + len(names)] * 2,
+       "exactly one grant per name: none repeated")
+
+
+scenario_multi_lock_across_leader_kill.timeout = 150
+
+
+def scenario_deadlock_refused(ctx):
+    """A wait that closes a cycle of sessions waiting for each other is refused DEADLOCK, with
+    the cycle in the message, and is not queued; nothing else changes: the other wait stays
+    and is granted once the holder lets go. And lock.multi over the same names in opposite
+    orders never deadlocks (a multi-request holds nothing while it waits)."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s1, sid1 = _sid(a.ok("session.open", ttl=10))
+    s2, sid2 = _sid(a.ok("session.open", ttl=10))
+    a.ok("lock", session=s1, name="dl/a", wait=5)
+    tb = a.ok("lock", session=s2, name="dl/b", wait=5)["token"]
+    pending = a.send("lock", session=s1, name="dl/b", wait=60)
+    wait_until(lambda: (_lock_info(servers, "dl/b") or {}).get("waiters") == [sid1],
+               timeout=15, interval=0.05, what="s1 queued on dl/b")
+    r = a.err("lock", "DEADLOCK", session=s2, name="dl/a", wait=30)
+    assert "cycle of 2" in r["message"], r
+    assert "-dl/a->" in r["message"] and "-dl/b->" in r["message"], r
+    eq((_lock_info(servers, "dl/a") or {}).get("waiters"), [],
+       "the refused wait was not queued")
+    eq((_lock_info(servers, "dl/b") or {}).get("waiters"), [sid1], "the other wait stays")
+    a.ok("unlock", session=s2, name="dl/b")
+    t = a.ok_of(pending, timeout=60, what=" (s1's wait)")["token"]
+    assert t > tb, (tb, t)
+    a.ok("unlock.multi", session=s1, names=["dl/a", "dl/b"])
+
+    # Multi-requests over the same names in opposite orders: no cycle, both granted in turn.
+    a.ok("lock", session=s2, name="dl/x", wait=5)
+    p1 = a.send("lock.multi", session=s1, names=["dl/x", "dl/y"], wait=60)
+    wait_until(lambda: (_lock_info(servers, "dl/x") or {}).get("waiters") == [sid1],
+               timeout=15, interval=0.05, what="s1's multi-request queued")
+    a.ok("unlock", session=s2, name="dl/x")
+    a.ok_of(p1, timeout=60, what=" (s1's lock.multi)")
+    p2 = a.send("lock.multi", session=s2, names=["dl/y", "dl/x"], wait=60)
+    wait_until(lambda: (_lock_info(servers, "dl/y") or {}).get("waiters") == [sid2],
+               timeout=15, interval=0.05, what="s2's multi-request queued")
+    a.ok("unlock.multi", session=s1, names=["dl/x", "dl/y"])
+    a.ok_of(p2, timeout=60, what=" (s2's lock.multi)")
+    a.ok("unlock.multi", session=s2, names=["dl/y", "dl/x"])
+    for s in (s1, s2):
+        a.ok("session.close", session=s)
+
+
+scenario_deadlock_refused.timeout = 120
+
+
 def discover():
     """The scenarios in file order: [(name, fn)]."""
     return [(n[len("scenario_"):], f) for n, f in globals().items()

@@ -128,6 +128,8 @@ class Run:
                         "--history", hist, "--ttl", str(ttl)]
                 if wl in PAUSED_WORKLOADS:
                     argv += ["--pause-ms", str(PAUSE_MS)]
+                if wl == "fenced-counter" and self.args.revoke_pct:
+                    argv += ["--revoke-pct", str(self.args.revoke_pct)]
                 if wl == "watch" and k == 0:
                     argv += ["--prefix", WATCH_PREFIX]
                 if wl == "elect" and k >= self.args.clients:
@@ -790,6 +792,9 @@ def main():
     ap.add_argument("--event-history", type=int, default=0,
                     help="--event-history of every node (default: the server's; a small one "
                     "makes paused watchers meet -COMPACTED, an explicit gap)")
+    ap.add_argument("--revoke-pct", type=int, default=0,
+                    help="fenced-counter: percent of ops that first revoke the lock (LOCK.REVOKE "
+                         "with a 1-50 ms deadline); the fence must refuse the late writes")
     ap.add_argument("--secure", action="store_true",
                     help="client TLS (certificates required), peer mTLS and ACLs on every node; "
                     "workers use TLS and AUTH (tests/torture/secure.py)")

@@ -28,7 +28,10 @@
  *                   (info if that was never seen).
  *   fenced-counter  lock "counter-lock", key "counter": acquire, read, pause (a whole-process
  *                   freeze, sometimes longer than the TTL), write read+1 with FENCE and no
- *                   session (a naive client), release.
+ *                   session (a naive client), release. With --revoke-pct N, N % of the ops
+ *                   first revoke whoever holds the lock (LOCK.REVOKE, a deadline of 1-50 ms;
+ *                   not in the history: a fault, as a nemesis's), so holders lose the lock
+ *                   while they pause and their late writes must be refused by the fence.
  *   control         the same on "control-lock"/"control" with a plain PUT: loses updates.
  *   rw              read-write lock "rw" in shared or exclusive mode (worker_rw.c).
  *   watch           XREAD watchers of the event stream, --prefix P for a prefix stream
@@ -479,6 +482,8 @@ static void op_counter(struct worker *w)
     const char *key = fenced ? "counter" : "control";
     if (!ensure_session(w))
         return;
+    if (fenced && w->revoke_pct && (int)rnd(w, 100) < w->revoke_pct)
+        fl_lock_revoke(w->c, lock, 1 + rnd(w, 50), "torture", NULL); /* any outcome: a fault */
     uint64_t token;
     const char *outcome;
     if (!acquire(w, lock, &token, &outcome)) {
@@ -553,12 +558,13 @@ fl_client *new_client(const struct worker *w)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
-                    "control|rw|watch|sem|elect|deadlock|multilock --proc-base P --ops N "
-                    "--seconds S --seed "
-                    "X --history FILE "
-                    "[--ttl ms] [--pause-ms max] [--prefix P] [--observe 1] [--user U "
-                    "--password-file F] [--tls-ca F] [--tls-cert F --tls-key F]\n");
+    fprintf(stderr,
+            "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
+            "control|rw|watch|sem|elect|deadlock|multilock --proc-base P --ops N "
+            "--seconds S --seed "
+            "X --history FILE "
+            "[--ttl ms] [--pause-ms max] [--revoke-pct N] [--prefix P] [--observe 1] [--user U "
+            "--password-file F] [--tls-ca F] [--tls-cert F --tls-key F]\n");
     exit(2);
 }
 
@@ -603,6 +609,8 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
             w->ttl_ms = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--pause-ms"))
             w->pause_ms = atoi(v);
+        else if (!strcmp(a, "--revoke-pct"))
+            w->revoke_pct = atoi(v);
         else if (!strcmp(a, "--prefix"))
             w->prefix = v;
         else if (!strcmp(a, "--observe"))

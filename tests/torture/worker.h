@@ -44,6 +44,7 @@ struct worker {
     int64_t end_ns;
     uint64_t ttl_ms;
     int pause_ms;
+    int revoke_pct; /* fenced-counter: % of ops that first revoke the lock (short deadline) */
     int fd;
     /* state */
     uint64_t rng;

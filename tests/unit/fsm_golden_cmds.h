@@ -54,6 +54,9 @@ static void golden_fill(void)
 #define GOLDEN_SID_B 58
 #define GOLDEN_SID_C 59
 #define GOLDEN_SID_D 72
+#define GOLDEN_SID_E 79 /* cooperative revocation's holder */
+#define GOLDEN_SID_F 80 /* and its waiter */
+#define GOLDEN_R1_TOKEN 81
 #define GOLDEN_E1_TOKEN 67
 
 static const struct fsm_cmd golden_cmds[] = {
@@ -363,6 +366,63 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_MULTI,
      .user = GS("bob"),
      .lock_multi = {.sid = GOLDEN_SID_B, .names = {1, GS("\x00\x02M3")}, .wait_ms = 1}},
+    /* cooperative revocation: erin holds R1, frank waits; ops revokes it twice (the deadline
+       stays the shorter), a stale deadline changes nothing, the deadline releases erin's grant
+       with her lock-delay, frank gets R1, a free lock cannot be revoked, and frank's grant is
+       left with a pending revoke without deadline (golden_snapshot_v6) */
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("erin"),
+     .session_open = {.ttl_ms = 30000, .lockdelay_ms = 400, .name = GS("oscar")}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("frank"),
+     .session_open = {.ttl_ms = 30000, .name = GS("papa")}},
+    {.op = FSM_OP_LOCK, .user = GS("erin"), .lock = {.name = GS("R1"), .sid = GOLDEN_SID_E}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("frank"),
+     .lock = {.name = GS("R1"), .sid = GOLDEN_SID_F, .wait_ms = 5000}},
+    {.op = FSM_OP_LOCK_REVOKE,
+     .now_ms = 9500,
+     .user = GS("ops"),
+     .lock_revoke = {.name = GS("R1"),
+                     .deadline_ms = 2000,
+                     .reason = GS("maintenance"),
+                     .by = GS("ops@127.0.0.1:9000")}},
+    {.op = FSM_OP_LOCK_REVOKE,
+     .user = GS("ops"),
+     .lock_revoke = {.name = GS("R1"), .deadline_ms = 5000, .reason = GS("again"), .by = GS("")}},
+    {.op = FSM_OP_REVOKE_END, .revoke_end = {.name = GS("R1"), .token = 1}},
+    {.op = FSM_OP_REVOKE_END, .revoke_end = {.name = GS("R1"), .token = GOLDEN_R1_TOKEN}},
+    {.op = FSM_OP_LOCKDELAY_END, .lockdelay_end = {.name = GS("R1")}},
+    {.op = FSM_OP_LOCK_REVOKE, .user = GS("ops"), .lock_revoke = {.name = GS("R9")}},
+    {.op = FSM_OP_LOCK_REVOKE,
+     .user = GS("ops"),
+     .lock_revoke = {.name = GS("R1"), .reason = GS("when you can"), .by = GS("127.0.0.1:9001")}},
+    /* LOCK ... NOTIFY: erin queues behind frank and frank is told */
+    {.op = FSM_OP_LOCK_NOTIFY,
+     .user = GS("erin"),
+     .lock_notify = {.name = GS("R1"), .sid = GOLDEN_SID_E, .wait_ms = 3000}},
+    /* the cluster's deadlock search limit: set (golden_snapshot_v7 holds it), the same value
+       again (no revision), one over the maximum (ERR) */
+    {.op = FSM_OP_DEADLOCK_LIMIT, .now_ms = 9600, .deadlock_limit = {.limit = 5}},
+    {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 5}},
+    {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 100000001}},
+    /* INCR: a counter created at 5, stepped by -7 under REQ (a negative step: a 10-byte varint),
+       refused on a value that is not an integer, on overflow and with a stale FENCE token:
+       nothing changes on a refusal */
+    {.op = FSM_OP_INCR, .now_ms = 9600, .user = GS("alice"), .incr = {.key = GS("ctr"), .by = 5}},
+    {.op = FSM_OP_INCR,
+     .user = GS("bob"),
+     .req_sid = GOLDEN_SID_B,
+     .req_seq = 10,
+     .incr = {.key = GS("ctr"), .by = (uint64_t)-7}},
+    {.op = FSM_OP_PUT, .user = GS("alice"), .put = {.key = GS("text"), .value = GS("abc")}},
+    {.op = FSM_OP_INCR, .user = GS("alice"), .incr = {.key = GS("text"), .by = 1}},
+    {.op = FSM_OP_INCR, .user = GS("alice"), .incr = {.key = GS("ctr"), .by = (uint64_t)INT64_MIN}},
+    {.op = FSM_OP_INCR,
+     .user = GS("alice"),
+     .incr = {.key = GS("ctr"),
+              .by = 1,
+              .cond = {.has_fence = true, .fence_name = GS("M1"), .fence_token = 1}}},
     /* weighted semaphores: alice takes 2 of W's 3 permits, bob queues for 2, a request for more
        than the limit is refused; the operator raises the limit to 4 (bob is granted), lowers
        it to 2 (both keep their permits: 4 in use), and finds no semaphore X; alice releases
@@ -401,13 +461,22 @@ static const struct fsm_cmd golden_cmds[] = {
  * after them, golden_snapshot_v4 the state after all of them. */
 #define GOLDEN_N_V3_CMDS 88
 /* Before the CLUSTER_FORMAT entries: golden_snapshot_v4 is the state after them,
- * golden_snapshot_v5 the state after all. */
+ * golden_snapshot_v5 the state after GOLDEN_N_V5_CMDS. */
 #define GOLDEN_N_V4_CMDS 118
 /* Before LOCK_MULTI's: golden_snapshot_v5 is the state after them, golden_snapshot_multi (also
- * version 5) the state after all. */
+ * version 5) the state after GOLDEN_N_MULTI_CMDS. */
 #define GOLDEN_N_V5_CMDS 121
-/* Before the weighted semaphores': golden_snapshot_multi is the state after them,
- * golden_snapshot_wsem (version 5, a weighted semaphore over a lowered limit) after all. */
+/* Before cooperative revocation's: golden_snapshot_multi is the state after them,
+ * golden_snapshot_v6 the state after GOLDEN_N_V6_CMDS. */
 #define GOLDEN_N_MULTI_CMDS 124
+/* Before DEADLOCK_LIMIT's: golden_snapshot_v6 is the state after them, golden_snapshot_v7 the
+ * state after GOLDEN_N_V7_CMDS. */
+#define GOLDEN_N_V6_CMDS 136
+/* Before INCR's: golden_snapshot_v7 is the state after them, golden_snapshot_incr (also
+ * version 7) the state after GOLDEN_N_INCR_CMDS. */
+#define GOLDEN_N_V7_CMDS 139
+/* Before the weighted semaphores': golden_snapshot_incr is the state after them,
+ * golden_snapshot_wsem (version 7, a weighted semaphore over a lowered limit) after all. */
+#define GOLDEN_N_INCR_CMDS 145
 
 #endif

@@ -192,7 +192,7 @@ TEST(test_perm_names_render_the_bits)
     acl_perm_names(ACL_READ | ACL_WRITE, out, sizeof out);
     CHECK(strcmp(out, "read,write") == 0);
     acl_perm_names(ACL_ALL, out, sizeof out);
-    CHECK(strcmp(out, "read,lock,write,admin,peer") == 0);
+    CHECK(strcmp(out, "read,lock,write,admin,peer,revoke") == 0);
 }
 
 /* peer is what a member's --peer-user needs (CLUSTER.ANNOUNCE, --join's CLUSTER.ADD): a word of

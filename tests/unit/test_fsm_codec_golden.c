@@ -14,6 +14,9 @@
  * after them (sessions with owners and request digests, a shared lock, a semaphore, an election
  * with a leader and a candidate, a lock in lock-delay after a revoke), then CLUSTER_FORMAT entries
  * (the upgrade gate) and a version 5 snapshot (version 4 with the cluster's log format).
+ * Cooperative revocation appended LOCK_REVOKE, REVOKE_END and LOCK_NOTIFY entries (ops 22-24) and
+ * a version 6
+ * snapshot (version 5 with a lock's pending revoke); the version 5 snapshot is the state before.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -124,7 +127,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm_events ev;
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
-    int snap_multi_ok = 0;
+    int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -137,6 +140,12 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
             snap_v5_ok = snapshot_is(f, golden_snapshot_v5, sizeof(golden_snapshot_v5));
         if (i + 1 == GOLDEN_N_MULTI_CMDS)
             snap_multi_ok = snapshot_is(f, golden_snapshot_multi, sizeof(golden_snapshot_multi));
+        if (i + 1 == GOLDEN_N_V6_CMDS)
+            snap_v6_ok = snapshot_is(f, golden_snapshot_v6, sizeof(golden_snapshot_v6));
+        if (i + 1 == GOLDEN_N_V7_CMDS)
+            snap_v7_ok = snapshot_is(f, golden_snapshot_v7, sizeof(golden_snapshot_v7));
+        if (i + 1 == GOLDEN_N_INCR_CMDS)
+            snap_incr_ok = snapshot_is(f, golden_snapshot_incr, sizeof(golden_snapshot_incr));
     }
     int snap_ok = ok && snapshot_is(f, golden_snapshot_wsem, sizeof(golden_snapshot_wsem));
     char err[128];
@@ -149,6 +158,9 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_v4_ok);
     CHECK(snap_v5_ok);
     CHECK(snap_multi_ok);
+    CHECK(snap_v6_ok);
+    CHECK(snap_v7_ok);
+    CHECK(snap_incr_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -186,24 +198,42 @@ TEST(golden_snapshot_multi_restores_and_resnapshots_byte_identically)
     CHECK(restores_byte_identically(golden_snapshot_multi, sizeof(golden_snapshot_multi)));
 }
 
-/* A weighted semaphore: holds of 2 permits each, 4 in use over a lowered limit of 2. */
-TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
+/* Version 6: version 5 with a lock's pending revoke (cooperative revocation). */
+TEST(golden_snapshot_v6_restores_and_resnapshots_byte_identically)
 {
-    CHECK(golden_snapshot_wsem[4] == 5);
-    CHECK(restores_byte_identically(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)));
+    CHECK(golden_snapshot_v6[4] == 6);
+    CHECK(restores_byte_identically(golden_snapshot_v6, sizeof(golden_snapshot_v6)));
+}
+
+/* Version 7: version 6 with the cluster's deadlock search limit. */
+TEST(golden_snapshot_v7_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_v7[4] == 7);
+    CHECK(restores_byte_identically(golden_snapshot_v7, sizeof(golden_snapshot_v7)));
 }
 
 /* The log format each entry needs: 1 for everything the previous release wrote (the first
- * GOLDEN_N_V3_CMDS entries), 2 for every entry after them. */
+ * GOLDEN_N_V3_CMDS entries), 2 for every entry after them but the leader's own (unchecked,
+ * version-1 header) entries of an op the previous release had (revocation's LOCKDELAY_END). */
 TEST(golden_entries_need_the_log_format_of_their_release)
 {
-    for (size_t i = 0; i < N_GOLDEN; i++)
-        CHECK_EQ_U64(fsm_entry_format(golden_entries[i].p, golden_entries[i].len),
-                     i < GOLDEN_N_V3_CMDS ? FSM_FORMAT_1 : FSM_FORMAT_2);
+    for (size_t i = 0; i < N_GOLDEN; i++) {
+        const uint8_t *p = golden_entries[i].p;
+        bool old = p[0] == FSM_CMD_VERSION && fsm_op_format(p[1]) == FSM_FORMAT_1;
+        CHECK_EQ_U64(fsm_entry_format(p, golden_entries[i].len),
+                     i < GOLDEN_N_V3_CMDS || (i >= GOLDEN_N_V5_CMDS && old) ? FSM_FORMAT_1
+                                                                            : FSM_FORMAT_2);
+    }
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot, sizeof(golden_snapshot)), FSM_FORMAT_1);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v3, sizeof(golden_snapshot_v3)), FSM_FORMAT_1);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v4, sizeof(golden_snapshot_v4)), FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v5, sizeof(golden_snapshot_v5)), FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v6, sizeof(golden_snapshot_v6)), FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_v7, sizeof(golden_snapshot_v7)), FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_incr, sizeof(golden_snapshot_incr)),
+                 FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -223,10 +253,29 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
         CHECK(op_seen[op]);
     CHECK(op_seen[FSM_OP_SESSION_REVOKE]);
     CHECK(op_seen[FSM_OP_CLUSTER_FORMAT]);
+    CHECK(op_seen[FSM_OP_LOCK_REVOKE]);
+    CHECK(op_seen[FSM_OP_REVOKE_END]);
+    CHECK(op_seen[FSM_OP_LOCK_NOTIFY]);
+    CHECK(op_seen[FSM_OP_DEADLOCK_LIMIT]);
     CHECK(op_seen[FSM_OP_LOCK_MULTI]);
+    CHECK(op_seen[FSM_OP_INCR]);
     CHECK(op_seen[FSM_OP_SEM_ACQUIRE_W]);
     CHECK(op_seen[FSM_OP_SEM_SETLIMIT]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
+}
+
+/* Counters (keys whose values INCR wrote). */
+TEST(golden_snapshot_incr_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_incr[4] == 7);
+    CHECK(restores_byte_identically(golden_snapshot_incr, sizeof(golden_snapshot_incr)));
+}
+
+/* A weighted semaphore: holds of 2 permits each, 4 in use over a lowered limit of 2. */
+TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_wsem[4] == 7);
+    CHECK(restores_byte_identically(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)));
 }
 
 int main(void)
@@ -240,6 +289,9 @@ int main(void)
     RUN(golden_snapshot_v4_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_v5_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_multi_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_v6_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_v7_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_incr_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_wsem_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);

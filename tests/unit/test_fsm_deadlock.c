@@ -23,6 +23,14 @@ static void format_2(struct fsm *f)
         abort();
 }
 
+/* The cluster's limit, as the leader sets it: a DEADLOCK_LIMIT entry. */
+static void set_limit(struct fsm *f, uint64_t limit)
+{
+    struct fsm_cmd c = {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = limit}};
+    if (apply_cmd(f, &c).kind != FSM_REPLY_OK)
+        abort();
+}
+
 static struct fsm_reply lock_shared(struct fsm *f, const char *name, uint64_t sid, uint64_t wait)
 {
     struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
@@ -152,7 +160,7 @@ TEST_F(fsm_fx, format_1_and_a_limit_of_0_queue_as_before)
     CHECK_EQ_U64(apply_lock(f, "x", b, 5000).kind, FSM_REPLY_QUEUED); /* format 1 */
     CHECK_EQ_U64(apply_close(f, b).kind, FSM_REPLY_OK);
     format_2(f);
-    fsm_set_deadlock_limit(f, 0);
+    set_limit(f, 0);
     uint64_t c = open_session(f, 10000, 0);
     CHECK(token_of(apply_lock(f, "z", c, 0)));
     CHECK_EQ_U64(apply_lock(f, "z", a, 5000).kind, FSM_REPLY_QUEUED);
@@ -270,6 +278,92 @@ static int chain(struct fsm *f, uint64_t *s, size_t n)
     return 0;
 }
 
+/* One encoded entry applied to both states: their replies (kind, value, text) must match. */
+static int apply_both(struct fsm *f, struct fsm *g, const struct fsm_cmd *c, struct fsm_reply *r)
+{
+    struct fsm_reply rg = apply_cmd(g, c);
+    *r = apply_cmd(f, c);
+    if (r->kind != rg.kind || r->value != rg.value)
+        return -1;
+    return r->kind != FSM_REPLY_ERR || strcmp(r->err, rg.err) == 0 ? 0 : -1;
+}
+
+static int lock_both(struct fsm *f, struct fsm *g, const char *name, uint64_t sid, uint64_t wait,
+                     struct fsm_reply *r)
+{
+    struct fsm_cmd c = {.op = FSM_OP_LOCK, .lock = {.name = S(name), .sid = sid, .wait_ms = wait}};
+    return apply_both(f, g, &c, r);
+}
+
+/* Two nodes started with different --deadlock-search-limit flags apply one log: neither flag
+ * decides a reply. Both search with the replicated default until a DEADLOCK_LIMIT entry, then
+ * both with its value; the states stay byte-identical all along. */
+TEST_F(fsm_fx, two_fsms_with_different_flags_apply_one_log_and_answer_alike)
+{
+    struct fsm *f = fx->f, *g = fx->g;
+    fsm_set_deadlock_limit(f, 2); /* this node's flag: a search of 2 steps gives up */
+    fsm_set_deadlock_limit(g, 0); /* this one's: detection off */
+    CHECK(fsm_deadlock_flag(f) == 2 && fsm_deadlock_flag(g) == 0);
+    struct fsm_cmd fmt = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
+    struct fsm_reply r;
+    CHECK(apply_both(f, g, &fmt, &r) == 0);
+    /* a chain of 3: s0 waits for s1, s1 for s2; s2's wait for l0 closes a cycle of 3 */
+    uint64_t s[3];
+    char nm[32];
+    for (int i = 0; i < 3; i++) {
+        struct fsm_cmd open = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 100000}};
+        CHECK(apply_both(f, g, &open, &r) == 0);
+        s[i] = r.value;
+        snprintf(nm, sizeof(nm), "l%d", i);
+        CHECK(lock_both(f, g, nm, s[i], 0, &r) == 0 && r.kind == FSM_REPLY_INT);
+    }
+    CHECK(lock_both(f, g, "l1", s[0], 5000, &r) == 0 && r.kind == FSM_REPLY_QUEUED);
+    CHECK(lock_both(f, g, "l2", s[1], 5000, &r) == 0 && r.kind == FSM_REPLY_QUEUED);
+    CHECK(fsm_deadlock_limit(f) == FSM_DEADLOCK_LIMIT_DEFAULT &&
+          fsm_deadlock_limit(g) == FSM_DEADLOCK_LIMIT_DEFAULT);
+    CHECK(lock_both(f, g, "l0", s[2], 5000, &r) == 0 && is_deadlock(r)); /* both refuse */
+    snapshot_into(f, &fx->scratch[0]);
+    CHECK(snapshot_equals(g, &fx->scratch[0]));
+    /* the leader's entry: from here both give up after 2 steps and queue the wait */
+    struct fsm_cmd lim = {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 2}};
+    CHECK(apply_both(f, g, &lim, &r) == 0 && r.kind == FSM_REPLY_OK);
+    CHECK(fsm_deadlock_limit(f) == 2 && fsm_deadlock_limit(g) == 2);
+    CHECK(lock_both(f, g, "l0", s[2], 5000, &r) == 0 && r.kind == FSM_REPLY_QUEUED);
+    CHECK(has_event(FSM_EV_DEADLOCK_LIMIT, s[2]));
+    snapshot_into(f, &fx->scratch[1]);
+    CHECK(snapshot_equals(g, &fx->scratch[1]));
+    CHECK(fsm_deadlock_flag(f) == 2 && fsm_deadlock_flag(g) == 0); /* the flags are untouched */
+    CHECK(invariants_hold(f) && invariants_hold(g));
+}
+
+/* Over the maximum: ERR, nothing changes; the value in force again: OK without a revision; a
+ * new value: one revision, a version-7 snapshot, and back at the default a version-6 or older
+ * one (the version only a non-default limit needs). */
+TEST_F(fsm_fx, the_limit_entry_is_checked_and_its_repeat_changes_nothing)
+{
+    struct fsm *f = fx->f;
+    format_2(f);
+    snapshot_into(f, &fx->before);
+    uint64_t rev = fsm_revision(f);
+    struct fsm_cmd c = {.op = FSM_OP_DEADLOCK_LIMIT,
+                        .deadlock_limit = {.limit = FSM_DEADLOCK_LIMIT_MAX + 1}};
+    struct fsm_reply r = apply_cmd(f, &c);
+    CHECK_EQ_U64(r.kind, FSM_REPLY_ERR);
+    CHECK(strstr(r.err, "deadlock search limit") != NULL);
+    c.deadlock_limit.limit = FSM_DEADLOCK_LIMIT_DEFAULT;
+    CHECK_EQ_U64(apply_cmd(f, &c).kind, FSM_REPLY_OK);
+    CHECK(snapshot_equals(f, &fx->before) && fsm_revision(f) == rev);
+    c.deadlock_limit.limit = 5;
+    CHECK_EQ_U64(apply_cmd(f, &c).kind, FSM_REPLY_OK);
+    CHECK(fsm_revision(f) == rev + 1 && fsm_deadlock_limit(f) == 5);
+    snapshot_into(f, &fx->scratch[0]);
+    CHECK(fx->scratch[0].p[4] == 7);
+    c.deadlock_limit.limit = FSM_DEADLOCK_LIMIT_DEFAULT;
+    CHECK_EQ_U64(apply_cmd(f, &c).kind, FSM_REPLY_OK);
+    snapshot_into(f, &fx->scratch[1]);
+    CHECK(fx->scratch[1].p[4] < 7 && fsm_deadlock_limit(f) == FSM_DEADLOCK_LIMIT_DEFAULT);
+}
+
 #define CHAIN 2000
 
 TEST_F(fsm_fx, a_long_chain_is_searched_without_recursion_and_the_limit_lets_the_wait_queue)
@@ -285,7 +379,7 @@ TEST_F(fsm_fx, a_long_chain_is_searched_without_recursion_and_the_limit_lets_the
     CHECK_EQ_U64(strlen(r.err), FSM_ERR_LEN - 1); /* cut ... */
     CHECK(strcmp(r.err + FSM_ERR_LEN - 4, "...") == 0);
     /* under a limit the search gives up, the wait is queued and the event says so */
-    fsm_set_deadlock_limit(f, 100);
+    set_limit(f, 100);
     r = apply_lock(f, "l0", s[CHAIN - 1], 5000);
     CHECK_EQ_U64(r.kind, FSM_REPLY_QUEUED);
     CHECK(has_event(FSM_EV_DEADLOCK_LIMIT, s[CHAIN - 1]) && !has_event(FSM_EV_DEADLOCK, 0));
@@ -296,7 +390,7 @@ TEST_F(fsm_fx, restore_keeps_the_limit_and_a_refused_retry_answers_the_same)
 {
     struct fsm *f = fx->f;
     format_2(f);
-    fsm_set_deadlock_limit(f, 77);
+    set_limit(f, 77);
     uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0);
     struct buf snap;
     snapshot_into(f, &snap);
@@ -304,6 +398,10 @@ TEST_F(fsm_fx, restore_keeps_the_limit_and_a_refused_retry_answers_the_same)
     int rc = fsm_restore(f, (const uint8_t *)snap.p, snap.len, err, sizeof(err));
     buf_free(&snap);
     CHECK(rc == 0 && fsm_deadlock_limit(f) == 77);
+    snapshot_into(f, &snap);
+    rc = fsm_restore(fx->g, (const uint8_t *)snap.p, snap.len, err, sizeof(err));
+    CHECK(rc == 0 && fsm_deadlock_limit(fx->g) == 77 && snap.p[4] == 7); /* a fresh node too */
+    buf_free(&snap);
     CHECK(token_of(apply_lock(f, "x", a, 0)) && token_of(apply_lock(f, "y", b, 0)));
     CHECK_EQ_U64(apply_lock(f, "y", a, 5000).kind, FSM_REPLY_QUEUED);
     struct fsm_cmd c = {.op = FSM_OP_LOCK,
@@ -345,6 +443,8 @@ int main(void)
     RUN_F(fsm_fx, a_full_semaphore_is_a_cycle_only_when_every_permit_holder_is_in_it);
     RUN_F(fsm_fx, a_long_chain_is_searched_without_recursion_and_the_limit_lets_the_wait_queue);
     RUN_F(fsm_fx, restore_keeps_the_limit_and_a_refused_retry_answers_the_same);
+    RUN_F(fsm_fx, two_fsms_with_different_flags_apply_one_log_and_answer_alike);
+    RUN_F(fsm_fx, the_limit_entry_is_checked_and_its_repeat_changes_nothing);
     RUN_F(fsm_fx, an_election_candidate_that_would_close_a_cycle_is_refused);
     TEST_MAIN_END();
 }

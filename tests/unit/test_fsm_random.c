@@ -15,6 +15,9 @@
  * A third FSM with another hash key (fsm_set_hash_key; the restored copies get a third) is fed
  * the whole log beside: its replies and events must equal the original's at every step and its
  * snapshot at every WINDOW (nothing replicated may depend on the bucket order of lock names).
+ * Cooperative revocation is in the mix: LOCK_NOTIFY (a LOCK whose WAIT_NOTIFY must go to the
+ * holder it queued behind), LOCK_REVOKE (deadline in wait_ms) and REVOKE_END (the
+ * grant in token), the model holding each lock's pending revoke (its grant and deadline).
  *
  * Odd seeds run at log format 2, where deadlock detection is on (src/fsm/waitgraph.h): the
  * model computes the wait-for graph on its own (a waiter waits for the holder and for every
@@ -23,6 +26,8 @@
  * reachable from those it would wait for (a LOCK_MULTI: on any of its names); the cycle the
  * DEADLOCK event names must be a path of real edges of that graph from the session back to it,
  * its first edge the new request on the event's lock.
+ * DEADLOCK_LIMIT entries (0, the default, or over the maximum: ERR) turn detection off and on
+ * again for every replica alike (a revision only when it changes; 0 is kept in snapshot v7).
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -30,6 +35,7 @@
 #include <string.h>
 
 #include "fsm/fsm.h"
+#include "fsm/waitgraph.h"
 #include "test.h"
 
 #define NLOCKS 4
@@ -79,8 +85,11 @@ struct mcmd {
     uint64_t fence_token;
     bool has_ifrev;
     uint64_t ifrev;
-    uint8_t mset; /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
-    bool mbad;    /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
+    uint64_t token;        /* REVOKE_END: the grant */
+    struct fsm_str reason; /* LOCK_REVOKE */
+    uint8_t mset;          /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
+    uint64_t by;           /* INCR: its step, an int64_t in two's complement */
+    bool mbad;             /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -127,6 +136,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     case FSM_OP_LOCK:
         c->lock = (struct fsm_cmd_lock){m->name, m->sid, m->wait_ms};
         break;
+    case FSM_OP_LOCK_NOTIFY:
+        c->lock_notify = (struct fsm_cmd_lock){m->name, m->sid, m->wait_ms};
+        break;
     case FSM_OP_UNLOCK:
         c->unlock = (struct fsm_cmd_lock_ref){m->name, m->sid};
         break;
@@ -142,11 +154,23 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     case FSM_OP_DEL:
         c->del = (struct fsm_cmd_del){m->key, cond_of(m)};
         break;
+    case FSM_OP_INCR:
+        c->incr = (struct fsm_cmd_incr){m->key, m->by, cond_of(m)};
+        break;
     case FSM_OP_MEMBER_SET:
         c->member_set = (struct fsm_cmd_member_set){m->sid, m->name, m->key};
         break;
     case FSM_OP_MEMBER_DEL:
         c->member_del.id = m->sid;
+        break;
+    case FSM_OP_LOCK_REVOKE:
+        c->lock_revoke = (struct fsm_cmd_lock_revoke){m->name, m->wait_ms, m->reason, m->key};
+        break;
+    case FSM_OP_REVOKE_END:
+        c->revoke_end = (struct fsm_cmd_revoke_end){m->name, m->token};
+        break;
+    case FSM_OP_DEADLOCK_LIMIT:
+        c->deadlock_limit.limit = m->token;
         break;
     case FSM_OP_LOCK_MULTI:
         c->lock_multi = (struct fsm_cmd_lock_multi){m->sid, multi_names(m->mset), m->wait_ms};
@@ -187,9 +211,10 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->wait_ms = c->session_checkpoint.remaining_ms;
         break;
     case FSM_OP_LOCK:
-        m->name = c->lock.name;
-        m->sid = c->lock.sid;
-        m->wait_ms = c->lock.wait_ms;
+    case FSM_OP_LOCK_NOTIFY: /* the same payload */
+        m->name = fsm_cmd_lock_of(c)->name;
+        m->sid = fsm_cmd_lock_of(c)->sid;
+        m->wait_ms = fsm_cmd_lock_of(c)->wait_ms;
         break;
     case FSM_OP_UNLOCK:
         mcmd_from_lock_ref(&c->unlock, m);
@@ -210,6 +235,11 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->key = c->del.key;
         cond_to_model(&c->del.cond, m);
         break;
+    case FSM_OP_INCR:
+        m->key = c->incr.key;
+        m->by = c->incr.by;
+        cond_to_model(&c->incr.cond, m);
+        break;
     case FSM_OP_MEMBER_SET:
         m->sid = c->member_set.id;
         m->name = c->member_set.client_addr;
@@ -217,6 +247,19 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         break;
     case FSM_OP_MEMBER_DEL:
         m->sid = c->member_del.id;
+        break;
+    case FSM_OP_LOCK_REVOKE:
+        m->name = c->lock_revoke.name;
+        m->wait_ms = c->lock_revoke.deadline_ms;
+        m->reason = c->lock_revoke.reason;
+        m->key = c->lock_revoke.by;
+        break;
+    case FSM_OP_REVOKE_END:
+        m->name = c->revoke_end.name;
+        m->token = c->revoke_end.token;
+        break;
+    case FSM_OP_DEADLOCK_LIMIT:
+        m->token = c->deadlock_limit.limit;
         break;
     case FSM_OP_LOCK_MULTI: {
         struct fsm_names_it it;
@@ -250,6 +293,7 @@ static int mcmd_decode(const struct buf *b, struct mcmd *m, char *err, size_t er
 
 struct mlock {
     uint64_t holder, token, last_token, delay_ms;
+    uint64_t rv_token, rv_ms; /* a pending revoke of grant rv_token (0: none), its deadline */
     bool delay;
     uint64_t q[MAXQ];
     uint64_t qrev[MAXQ]; /* each waiter's enqueue revision: a LOCK_MULTI's waiters share one */
@@ -260,6 +304,8 @@ struct mlock {
 struct mkey {
     bool exists;
     uint64_t create_rev, mod_rev, version, lease;
+    bool is_int; /* its value is a counter's decimal text, of value val */
+    int64_t val;
 };
 
 struct msess {
@@ -282,6 +328,7 @@ struct model {
     uint64_t last_token, last_sid;
     struct mmember members[FSM_MAX_MEMBERS]; /* sorted by id */
     int nm;
+    bool dl_off; /* a DEADLOCK_LIMIT of 0 applied last: no deadlock detection */
 };
 
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
@@ -311,7 +358,7 @@ static struct fsm_names multi_names(uint8_t mset)
 }
 
 static struct model M;
-static uint64_t n_ev[16], n_replay, n_bad, n_err;         /* coverage of one run */
+static uint64_t n_ev[32], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
 static bool g_detect;             /* this seed runs at format 2: deadlock detection on */
 static uint64_t n_dl, n_dl_multi; /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
@@ -459,7 +506,7 @@ static void gen_lock_op(struct mcmd *c, int r)
     c->name = LOCKN[l];
     c->sid = pick_sid();
     if (r < 45) {
-        c->op = FSM_OP_LOCK;
+        c->op = chance(20) ? FSM_OP_LOCK_NOTIFY : FSM_OP_LOCK;
         c->wait_ms = chance(70) ? 1 + below(5000) : 0;
     } else if (r < 60) {
         c->op = FSM_OP_UNLOCK;
@@ -469,7 +516,18 @@ static void gen_lock_op(struct mcmd *c, int r)
         c->op = FSM_OP_CANCEL_WAIT;
         if (M.locks[l].qn && chance(70))
             c->sid = M.locks[l].q[below((uint64_t)M.locks[l].qn)];
-    } else if (r >= 75) {
+    } else if (r < 71) {
+        c->op = FSM_OP_LOCK_REVOKE;
+        c->sid = 0;
+        c->wait_ms = chance(30) ? 0 : 1 + below(5000);
+        c->reason = chance(50) ? (struct fsm_str){"deploy", 6} : (struct fsm_str){"", 0};
+        c->key = (struct fsm_str){"ops@10.0.0.9:4000", 17};
+    } else if (r < 73) {
+        c->op = FSM_OP_REVOKE_END;
+        c->sid = 0;
+        c->token =
+            M.locks[l].rv_token && chance(70) ? M.locks[l].rv_token : below(M.last_token + 2);
+    } else if (r >= 80) {
         c->op = FSM_OP_LOCK_MULTI;
         c->name = (struct fsm_str){NULL, 0};
         while (!c->mset)
@@ -542,14 +600,23 @@ static void gen_cmd(struct mcmd *c)
         c->op = end_op();
         c->sid = pick_sid();
     } else if (r < 84) {
-        gen_lock_op(c, (int)below(85));
+        gen_lock_op(c, (int)below(90));
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
-        c->op = chance(70) ? FSM_OP_PUT : FSM_OP_DEL;
+        int o = (int)below(100);
+        c->op = o < 45 ? FSM_OP_PUT : o < 65 ? FSM_OP_DEL : FSM_OP_INCR;
         if (c->op == FSM_OP_PUT) {
-            c->value = chance(20) ? (struct fsm_str){"", 0} : (struct fsm_str){"value", 5};
+            int v = (int)below(10);
+            c->value = v < 2   ? (struct fsm_str){"", 0}
+                       : v < 6 ? (struct fsm_str){"value", 5}
+                       : v < 8 ? (struct fsm_str){"-7", 2}
+                               : (struct fsm_str){"9223372036854775800", 19};
             c->lease_sid = chance(50) ? pick_sid() : 0;
+        }
+        if (c->op == FSM_OP_INCR) { /* small steps, and the ones that reach the bounds */
+            static const int64_t steps[] = {1, -1, 3, 0, 100, INT64_MAX, INT64_MIN, -5};
+            c->by = (uint64_t)steps[below(sizeof(steps) / sizeof(steps[0]))];
         }
         gen_cond(c, k);
     } else if (r < 90) {
@@ -557,8 +624,15 @@ static void gen_cmd(struct mcmd *c)
         c->op = FSM_OP_SESSION_CHECKPOINT;
         c->sid = pick_sid();
         c->wait_ms = below(12000);
-    } else if (r < 99) {
+    } else if (r < 98) {
         gen_member_op(c);
+    } else if (r < 99) {
+        /* the cluster's deadlock search limit: off, the default, or over the maximum (ERR); a
+           limit the pool's small graphs could reach is not modelled */
+        c->op = FSM_OP_DEADLOCK_LIMIT;
+        c->token = chance(45)   ? 0
+                   : chance(90) ? FSM_DEADLOCK_LIMIT_DEFAULT
+                                : FSM_DEADLOCK_LIMIT_MAX + 1;
     } else {
         c->op = FSM_OP_NOOP;
     }
@@ -574,14 +648,21 @@ static bool usable(const struct buf *b)
         return true;
     switch (c.op) {
     case FSM_OP_LOCK:
+    case FSM_OP_LOCK_NOTIFY:
     case FSM_OP_UNLOCK:
     case FSM_OP_CANCEL_WAIT:
     case FSM_OP_LOCKDELAY_END:
+    case FSM_OP_LOCK_REVOKE:
+    case FSM_OP_REVOKE_END:
         return lock_idx(c.name) >= 0;
     case FSM_OP_LOCK_MULTI:
         return !c.mbad;
+    case FSM_OP_DEADLOCK_LIMIT: /* a mutated limit the search could reach is not modelled */
+        return c.token == 0 || c.token == FSM_DEADLOCK_LIMIT_DEFAULT ||
+               c.token > FSM_DEADLOCK_LIMIT_MAX;
     case FSM_OP_PUT:
     case FSM_OP_DEL:
+    case FSM_OP_INCR:
         return key_idx(c.key) >= 0;
     default:
         return true;
@@ -763,19 +844,28 @@ static struct expect predict_lock(const struct mcmd *c)
     struct mlock *l = &M.locks[lock_idx(c->name)];
     if (c->op == FSM_OP_LOCKDELAY_END)
         return ex(FSM_REPLY_OK, l->delay);
+    if (c->op == FSM_OP_LOCK_REVOKE) { /* the exclusive holder's grant, or NOTHOLDER */
+        struct expect e = ex_int(l->token);
+        e.changes = true;
+        return l->holder ? e : ex_err("NOTHOLDER");
+    }
+    if (c->op == FSM_OP_REVOKE_END) /* only the revoked grant, only with a deadline */
+        return ex(FSM_REPLY_OK,
+                  l->holder && l->token == c->token && l->rv_token == c->token && l->rv_ms);
     if (!alive(c->sid))
         return ex_err("NOSESSION");
     bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
     bool is_free = !l->holder && !l->delay && !l->qn; /* a queue: a multi-request blocks it */
     switch (c->op) {
     case FSM_OP_LOCK:
+    case FSM_OP_LOCK_NOTIFY:
         if (held)
             return ex_int(l->token);
         if (queued)
             return ex(c->wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL, false);
         if (is_free)
             return ex_fresh();
-        if (c->wait_ms && g_detect && closes_cycle(c->sid, lock_idx(c->name)))
+        if (c->wait_ms && g_detect && !M.dl_off && closes_cycle(c->sid, lock_idx(c->name)))
             return (struct expect){.kind = FSM_REPLY_ERR,
                                    .err = "DEADLOCK cycle of ",
                                    .changes = true}; /* one revision: the event's */
@@ -817,6 +907,16 @@ static struct expect predict_kv(const struct mcmd *c)
         return ex_err("IFREV");
     if (c->op == FSM_OP_PUT)
         return ex_fresh();
+    if (c->op == FSM_OP_INCR) { /* an absent key is 0; a value not a counter's is refused */
+        int64_t now;
+        if (k->exists && !k->is_int)
+            return ex_err("ERR value of key");
+        if (__builtin_add_overflow(k->exists ? k->val : 0, (int64_t)c->by, &now))
+            return ex_err("ERR increment would overflow");
+        struct expect e = ex_int((uint64_t)now);
+        e.changes = true;
+        return e;
+    }
     struct expect e = ex_int(k->exists ? 1 : 0);
     e.changes = k->exists;
     return e;
@@ -855,7 +955,7 @@ static struct expect predict_multi(const struct mcmd *c)
     }
     if (all_free)
         return ex_fresh();
-    for (int i = 0; i < NLOCKS && c->wait_ms && g_detect; i++)
+    for (int i = 0; i < NLOCKS && c->wait_ms && g_detect && !M.dl_off; i++)
         if (((c->mset >> i) & 1) && closes_cycle(c->sid, i))
             return (struct expect){.kind = FSM_REPLY_ERR,
                                    .err = "DEADLOCK cycle of ",
@@ -882,6 +982,9 @@ static struct expect predict_op(const struct mcmd *c)
         return predict_member(c);
     case FSM_OP_NOOP:
         return ex(FSM_REPLY_OK, false);
+    case FSM_OP_DEADLOCK_LIMIT: /* a revision only when it turns detection on or off */
+        return c->token > FSM_DEADLOCK_LIMIT_MAX ? ex_err("ERR deadlock search limit")
+                                                 : ex(FSM_REPLY_OK, (c->token == 0) != M.dl_off);
     case FSM_OP_SESSION_OPEN:
         return c->ttl_ms ? ex_fresh() : ex_err("ERR");
     case FSM_OP_SESSION_CLOSE:
@@ -892,6 +995,7 @@ static struct expect predict_op(const struct mcmd *c)
         return alive(c->sid) ? ex(FSM_REPLY_OK, false) : ex_err("NOSESSION");
     case FSM_OP_PUT:
     case FSM_OP_DEL:
+    case FSM_OP_INCR:
         return predict_kv(c);
     default:
         return predict_lock(c);
@@ -902,8 +1006,9 @@ static struct expect predict_op(const struct mcmd *c)
 static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
     if (rs->cached.kind == FSM_REPLY_QUEUED &&
-        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_MULTI)) {
-        struct mlock *l = &M.locks[c->op == FSM_OP_LOCK ? lock_idx(c->name) : multi_first(c->mset)];
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_MULTI)) {
+        struct mlock *l =
+            &M.locks[c->op != FSM_OP_LOCK_MULTI ? lock_idx(c->name) : multi_first(c->mset)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
         if (alive(c->sid) && qpos(l, c->sid) >= 0)
@@ -993,9 +1098,26 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_RELEASED:
         MCHECK(l->holder == ev->sid && l->token == ev->token);
+        MCHECK(c->op != FSM_OP_REVOKE_END || ev->expired);
         *released_by = ev->sid;
         l->holder = l->token = 0;
+        l->rv_token = l->rv_ms = 0; /* the grant's revoke ends with it */
         break;
+    case FSM_EV_WAIT_NOTIFY: /* right after the waiter's WAIT_STARTED, to the holder */
+        MCHECK(c->op == FSM_OP_LOCK_NOTIFY && ev->sid == c->sid && ev->ms == c->wait_ms);
+        MCHECK(l->holder && l->token == ev->token && l->qn && l->q[l->qn - 1] == ev->sid);
+        break;
+    case FSM_EV_REVOKE_REQUESTED: {
+        MCHECK(c->op == FSM_OP_LOCK_REVOKE && l->holder == ev->sid && l->token == ev->token);
+        MCHECK(ev->ms == c->wait_ms && ev->value.len == c->reason.len && ev->by.len == c->key.len);
+        bool again = l->rv_token == ev->token;
+        uint64_t old = again ? l->rv_ms : 0;
+        l->rv_ms = !old || !c->wait_ms ? (old ? old : c->wait_ms)
+                   : old < c->wait_ms  ? old
+                                       : c->wait_ms;
+        l->rv_token = ev->token;
+        break;
+    }
     case FSM_EV_WAIT_STARTED:
         MCHECK(alive(ev->sid) && qpos(l, ev->sid) < 0 && l->holder != ev->sid);
         MCHECK((l->holder || l->delay || l->qn || c->op == FSM_OP_LOCK_MULTI) && l->qn < MAXQ &&
@@ -1035,15 +1157,19 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(c->has_fence && ev->token == c->fence_token);
         break;
     case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
-        MCHECK(g_detect && ev->sid == c->sid);
-        MCHECK(c->op == FSM_OP_LOCK ? li == lock_idx(c->name)
-                                    : c->op == FSM_OP_LOCK_MULTI && ((c->mset >> li) & 1));
+        MCHECK(g_detect && !M.dl_off && ev->sid == c->sid);
+        MCHECK(c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY
+                   ? li == lock_idx(c->name)
+                   : c->op == FSM_OP_LOCK_MULTI && ((c->mset >> li) & 1));
         MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c, li) == 0);
         n_dl++;
         n_dl_multi += c->op == FSM_OP_LOCK_MULTI;
         break;
     case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
-        MCHECK(c->op == FSM_OP_PUT && key_idx(ev->name) >= 0);
+        MCHECK((c->op == FSM_OP_PUT || c->op == FSM_OP_INCR) && key_idx(ev->name) >= 0);
+        /* a counter keeps its lease: the event names it */
+        MCHECK(c->op != FSM_OP_INCR ||
+               ev->sid == (M.keys[key_idx(ev->name)].exists ? M.keys[key_idx(ev->name)].lease : 0));
         break;
     case FSM_EV_KEY_DELETED: /* DEL (sid 0), or the end of the key's lease session */
         MCHECK(key_idx(ev->name) >= 0);
@@ -1065,13 +1191,23 @@ static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint6
 }
 
 /* KV writes have no events: the model applies them from the reply. */
-static void model_kv(const struct mcmd *c, const struct fsm_reply *r)
+static void model_kv(const struct mcmd *c, const struct fsm_reply *r, uint64_t rev1)
 {
-    if ((c->op != FSM_OP_PUT && c->op != FSM_OP_DEL) || r->kind != FSM_REPLY_INT)
+    if ((c->op != FSM_OP_PUT && c->op != FSM_OP_DEL && c->op != FSM_OP_INCR) ||
+        r->kind != FSM_REPLY_INT)
         return;
     struct mkey *k = &M.keys[key_idx(c->key)];
     if (c->op == FSM_OP_DEL) {
         k->exists = false;
+        return;
+    }
+    if (c->op == FSM_OP_INCR) { /* the reply is the value; the key keeps its lease */
+        if (!k->exists)
+            *k = (struct mkey){.exists = true, .create_rev = rev1};
+        k->mod_rev = rev1;
+        k->version++;
+        k->is_int = true;
+        k->val = (int64_t)r->value;
         return;
     }
     if (!k->exists)
@@ -1079,6 +1215,7 @@ static void model_kv(const struct mcmd *c, const struct fsm_reply *r)
     k->mod_rev = r->value;
     k->version++;
     k->lease = c->lease_sid;
+    k->is_int = fsm_counter_parse(c->value.p, c->value.len, &k->val) == 0;
 }
 
 /* Member writes have no events: the model applies them from the reply. */
@@ -1200,6 +1337,10 @@ static int compare_state(const struct fsm *f)
         MCHECK(v.holder_sid == l->holder && v.in_lockdelay == l->delay);
         MCHECK(v.token == l->token && v.n_waiters == (size_t)l->qn);
         MCHECK(!l->delay || v.lockdelay_ms == l->delay_ms);
+        struct fsm_revoke_view rv;
+        int pending = fsm_lock_revoke_info(f, LOCKN[i].p, LOCKN[i].len, &rv);
+        MCHECK(pending == (l->rv_token != 0));
+        MCHECK(!pending || (rv.token == l->rv_token && rv.deadline_ms == l->rv_ms));
         struct wq w = {.n = 0};
         fsm_lock_waiters(f, LOCKN[i].p, LOCKN[i].len, wq_cb, &w);
         MCHECK(w.n == l->qn && !memcmp(w.sids, l->q, (size_t)l->qn * sizeof(uint64_t)));
@@ -1212,6 +1353,11 @@ static int compare_state(const struct fsm *f)
         if (exists)
             MCHECK(m.create_rev == k->create_rev && m.mod_rev == k->mod_rev &&
                    m.version == k->version && m.lease_sid == k->lease);
+        if (exists && k->is_int) { /* a counter's value is its canonical decimal text */
+            char text[32];
+            int n = snprintf(text, sizeof(text), "%lld", (long long)k->val);
+            MCHECK(m.value_len == (size_t)n && !memcmp(m.value, text, (size_t)n));
+        }
     }
     return compare_members(f);
 }
@@ -1340,7 +1486,7 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     n_replay += decoded && !run && r.kind != FSM_REPLY_ERR;
     n_err += r.kind == FSM_REPLY_ERR;
     for (size_t i = 0; i < ev->n; i++)
-        n_ev[ev->ev[i].type & 15]++;
+        n_ev[ev->ev[i].type & 31]++;
     if (!run)
         MCHECK(ev->n == 0);
     else if (model_events(ev, &c, fsm_revision(f)))
@@ -1349,8 +1495,10 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         check_lockdelays(&c, held, n_held, delay))
         return -1;
     if (run) {
-        model_kv(&c, &r);
+        model_kv(&c, &r, fsm_revision(f));
         model_member(&c, &r);
+        if (c.op == FSM_OP_DEADLOCK_LIMIT && r.kind == FSM_REPLY_OK)
+            M.dl_off = c.token == 0;
     }
     struct msess *rs = run && c.req_sid ? msess(c.req_sid) : NULL;
     if (rs && rs->alive) {

@@ -284,6 +284,30 @@ TEST(test_repair_requeues_at_full_length)
     CHECK_EQ_U64(a.sid, 7);
 }
 
+/* A revoke deadline proposes the end of its grant; a second revoke of the same grant only
+ * brings it forward; the end of the grant drops it; a new leader restarts it at the stored
+ * (shortest) length. */
+TEST(test_revoke_deadline_only_earlier_and_of_its_grant)
+{
+    struct lease_action a;
+    take_over(0);
+    CHECK(lease_revoke_started(&L, "L", 1, 42, 1000, 1000, 0) == 0);
+    CHECK(lease_revoke_started(&L, "L", 1, 42, 5000, 1000, 100) == 0); /* later: ignored */
+    CHECK_EQ_U64(lease_next_deadline(&L), 1000);
+    CHECK(lease_revoke_started(&L, "L", 1, 42, 300, 300, 200) == 0); /* earlier: it stands */
+    CHECK_EQ_U64(lease_next_deadline(&L), 500);
+    lease_revoke_ended(&L, "L", 1, 41); /* another grant's release leaves it */
+    CHECK(!lease_next(&L, 499, &a));
+    EXPECT_ACTION(500, LEASE_REVOKE, a);
+    CHECK_EQ_U64(a.token, 42);
+    CHECK(a.namelen == 1 && a.name[0] == 'L');
+    lease_step_down(&L);
+    take_over(10000); /* a new leader: the stored length from now */
+    CHECK_EQ_U64(lease_next_deadline(&L), 10300);
+    lease_revoke_ended(&L, "L", 1, 42);
+    CHECK_EQ_U64(lease_next_deadline(&L), UINT64_MAX);
+}
+
 int main(void)
 {
     RUN_LEASE(test_nothing_fires_before_takeover);
@@ -304,5 +328,6 @@ int main(void)
     RUN_LEASE(test_step_down_stops_actions_and_retries);
     RUN_LEASE(test_checkpoint_skipped_when_expiry_due);
     RUN_LEASE(test_repair_requeues_at_full_length);
+    RUN_LEASE(test_revoke_deadline_only_earlier_and_of_its_grant);
     TEST_MAIN_END();
 }

@@ -61,6 +61,10 @@ class Agent {
     return r.session === undefined || r.session === null ? undefined : this.session(r);
   }
 
+  private static strs(v: unknown): string[] {
+    return Array.isArray(v) ? v.map(String) : [];
+  }
+
   private static ms(seconds: unknown, dflt: number): number {
     return seconds === undefined || seconds === null ? dflt : Math.round(Number(seconds) * 1000);
   }
@@ -101,6 +105,14 @@ class Agent {
       }
       case 'unlock':
         await this.session(r).unlock(String(r.name));
+        return {};
+      case 'lock.multi': {
+        const names = Agent.strs(r.names);
+        const h = await this.session(r).lockMulti(names, { waitMs: Agent.ms(r.wait, 0), shared: Agent.strs(r.shared) });
+        return { tokens: [...h.tokens] };
+      }
+      case 'unlock.multi':
+        await this.session(r).unlockMulti(Agent.strs(r.names));
         return {};
       case 'sem.acquire': {
         const h = await this.session(r).acquire(String(r.name), Number(r.limit), { waitMs: Agent.ms(r.wait, 0) });

@@ -219,6 +219,21 @@ export class Client implements AsyncDisposable {
     return r === null ? null : leaderInfo(r);
   }
 
+  // ---- revocation ----
+  /**
+   * LOCK.REVOKE: ask the exclusive holder of lock `name` to let go; with `deadlineMs` the
+   * servers take the grant then if it still holds the lock, as an expiry would (lock-delay,
+   * then the next waiter with a larger token). `reason` is shown to the holder. The token of
+   * the grant asked; NotHolderError if nobody holds the lock exclusively, PermissionError
+   * without the revoke permission (or admin). Sent once.
+   */
+  async revoke(name: string, o: { deadlineMs?: number; reason?: string } = {}): Promise<number> {
+    const cmd = new Cmd('LOCK.REVOKE', name);
+    if (o.deadlineMs !== undefined && o.deadlineMs > 0) cmd.add('DEADLINE', Math.max(1, Math.floor(o.deadlineMs)));
+    if (o.reason !== undefined) cmd.add('REASON', o.reason);
+    return Number(await this.pool.call(cmd, { retry: false }));
+  }
+
   // ---- watch and cluster ----
   /** A Watcher of the event stream (fencelock:events[:prefix]) after `from` ("$": now). */
   watch(prefix = '', o: WatchOptions = {}): Watcher {

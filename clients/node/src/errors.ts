@@ -92,6 +92,19 @@ export class AuthError extends FencelockError {
   override readonly word = 'AUTH';
 }
 
+/**
+ * -DEADLOCK: the wait would have closed a cycle of sessions waiting for each other. It was
+ * refused and not queued; the session keeps what it holds and the other waits are untouched:
+ * release something and retry. `cycle` is the server's text, "cycle of 2: 5 -a-> 7 -b-> 5"
+ * (session 5 waits for lock a, which session 7 holds or is queued for first, ...).
+ */
+export class DeadlockError extends FencelockError {
+  override readonly word = 'DEADLOCK';
+  get cycle(): string {
+    return this.message.replace(/^DEADLOCK /, '');
+  }
+}
+
 /** -TOOLARGE: a key, name or value over the server's limit. */
 export class TooLargeError extends FencelockError {}
 
@@ -142,6 +155,7 @@ const WORDS: Record<string, new (message: string) => FencelockError> = {
   NOPERM: PermissionError,
   WRONGTYPE: WrongTypeError,
   UNKNOWN: OutcomeUnknownError,
+  DEADLOCK: DeadlockError,
 };
 
 /** The error for one error reply's text ("STALE token 5 is not ..."). */

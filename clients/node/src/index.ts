@@ -6,7 +6,18 @@
 export { Client, type ClientOptions, type KeyValue, type LeaderInfo, type WriteOptions } from './client';
 export { now, type TlsOptions } from './conn';
 export * from './errors';
-export { Hold, Session, type Fence, type LockOptions, type SessionOptions, type WaitOptions } from './session';
+export {
+  Hold,
+  MultiHold,
+  Session,
+  type Fence,
+  type LockOptions,
+  type MultiLockOptions,
+  type Revoke,
+  type RevokeWatch,
+  type SessionOptions,
+  type WaitOptions,
+} from './session';
 export { Watcher, type WatchEvent, type WatchOptions } from './watch';
 
 /** The package's version (package.json's). */

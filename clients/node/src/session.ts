@@ -23,13 +23,16 @@
  */
 import type { Client } from './client';
 import { Cmd, now } from './conn';
+import type { WatchEvent } from './watch';
 import {
   AbortError,
   BusyError,
+  CompactedError,
   FencelockError,
   LockTimeoutError,
   NotHolderError,
   OutcomeUnknownError,
+  ProtocolError,
   SessionLostError,
   UnavailableError,
 } from './errors';
@@ -57,6 +60,37 @@ export interface WaitOptions {
 export interface LockOptions extends WaitOptions {
   /** A read lock: any number of shared holders, or one exclusive holder. */
   shared?: boolean;
+}
+
+/**
+ * A request to a holder to let go of a lock (LOCK.REVOKE in docs/protocol.md): the
+ * lock, the grant's token and session, the deadline in ms counted from when the request
+ * applied on the leader (0: asked only, never forced), the reason and who asked.
+ */
+export interface Revoke {
+  name: string;
+  token: number;
+  sid: number;
+  deadlineMs: number;
+  reason: string;
+  by: string;
+}
+
+/** What Session.onRevoke returned: stop() ends it; `done` settles when it ended. */
+export interface RevokeWatch {
+  stop(): void;
+  done: Promise<void>;
+}
+
+function revokeOf(ev: WatchEvent, name: string, sid: number, token: number): Revoke | null {
+  const f = ev.fields;
+  if (ev.type !== 'revoke-requested' || ev.name !== name || f.sid !== String(sid) || f.token !== String(token)) return null;
+  return { name, token, sid, deadlineMs: Number(f.deadline_ms ?? 0), reason: f.reason ?? '', by: f.by ?? '' };
+}
+
+export interface MultiLockOptions extends WaitOptions {
+  /** The names (among those asked for) taken in shared mode; the others are exclusive. */
+  shared?: string[];
 }
 
 type Kind = 'lock' | 'semaphore' | 'election';
@@ -128,6 +162,59 @@ export class Hold implements AsyncDisposable {
   }
 }
 
+/**
+ * Several locks held at once through a session (Session.lockMulti): `tokens[i]` is the fencing
+ * token of `names[i]`. `signal` aborts when the session is lost or the set was released.
+ * release() unlocks every name; `await using` works as for a Hold.
+ */
+export class MultiHold implements AsyncDisposable {
+  private readonly ac = new AbortController();
+  private released = false;
+
+  /** @internal */
+  constructor(
+    readonly session: Session,
+    readonly names: readonly string[],
+    /** The fencing tokens, one per name in the order given. */
+    readonly tokens: readonly number[],
+  ) {}
+
+  /** Aborts when the session is lost (reason: SessionLostError) or the set was released. */
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  /** The token of one of the names. */
+  token(name: string): number {
+    const i = this.names.indexOf(name);
+    if (i < 0) throw new TypeError(`${name} is not one of the names held`);
+    return this.tokens[i];
+  }
+
+  /** @internal */
+  abort(reason: unknown): void {
+    this.ac.abort(reason);
+  }
+
+  /** UNLOCK every name. A set already gone with its session is not an error. */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.session._forget(this);
+    try {
+      await this.session.unlockMulti([...this.names]);
+    } catch (e) {
+      if (!(e instanceof SessionLostError || e instanceof NotHolderError)) throw e;
+    } finally {
+      this.ac.abort(new FencelockError(`locks ${this.names.join(', ')} released`));
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}
+
 export class Session implements AsyncDisposable {
   readonly sid: number;
   readonly ttlMs: number;
@@ -140,7 +227,7 @@ export class Session implements AsyncDisposable {
   private stopping = false;
   private kaTimer: NodeJS.Timeout | null = null;
   private lostTimer: NodeJS.Timeout | null = null;
-  private readonly holds = new Set<Hold>();
+  private readonly holds = new Set<{ abort(reason: unknown): void }>();
 
   /** @internal use Client.session() */
   constructor(
@@ -286,37 +373,145 @@ export class Session implements AsyncDisposable {
   }
 
   /** @internal */
-  _forget(h: Hold): void {
+  _forget(h: { abort(reason: unknown): void }): void {
     this.holds.delete(h);
   }
 
   private async waitGrant(kind: Kind, cmd: Cmd, o: WaitOptions, releaseCmd: string): Promise<Hold | null> {
+    const name = String(cmd.argv[1]);
+    const r = await this.waitReply(cmd, o, `${kind} ${name}`, releaseCmd, [name]);
+    if (r === null) return null;
+    const h = new Hold(this, kind, name, Number(r));
+    if (this.isLost) h.abort(this.ac.signal.reason);
+    else this.holds.add(h);
+    return h;
+  }
+
+  /**
+   * waitGrant for any granting command (LOCK.MULTI too): its reply, or null for a try not
+   * granted. When the outcome cannot be learned, `releaseCmd name sid` is sent for each name.
+   */
+  private async waitReply(cmd: Cmd, o: WaitOptions, what: string, releaseCmd: string, names: string[]): Promise<unknown> {
     const waitMs = o.waitMs ?? 30000;
     const end = now() + waitMs;
     if (waitMs > 0) cmd.wait(end);
-    const name = String(cmd.argv[1]);
     let r: unknown;
     try {
       r = await this.withSeq((seq) => this.send(cmd, seq, end + this.client.timeoutMs, o.signal));
     } catch (e) {
       if (e instanceof UnavailableError || e instanceof OutcomeUnknownError || e instanceof AbortError) {
         // Leave the queue, or give back a grant never seen, before telling the caller.
-        try {
-          await this._mutate(new Cmd(releaseCmd, name, this.sid));
-        } catch {
-          /* the session or the cluster is gone: so is the grant, with the session */
+        for (const name of names) {
+          try {
+            await this._mutate(new Cmd(releaseCmd, name, this.sid));
+          } catch {
+            /* the session or the cluster is gone: so is the grant, with the session */
+          }
         }
       }
       throw e;
     }
-    if (r === null) {
-      if (waitMs > 0) throw new LockTimeoutError(`${kind} ${name} not granted within ${waitMs} ms`);
-      return null;
+    if (r === null && waitMs > 0) throw new LockTimeoutError(`${what} not granted within ${waitMs} ms`);
+    return r;
+  }
+
+  // ---- revocation ----
+  /**
+   * Call `cb` for each revoke request (LOCK.REVOKE) of the grant `token` of lock `name` held
+   * through this session, until the returned watcher is stopped or the session ends. It reads
+   * the lock's events from the grant on, so a request made before its first read is not
+   * missed; it needs the read permission on the event stream (without keys=/locks= globs).
+   * `cb` should make the holder's work stop and release: the deadline runs on the servers.
+   * `done` settles when the watch ends (rejected with what ended it by itself).
+   */
+  onRevoke(name: string, token: number, cb: (r: Revoke) => void): RevokeWatch {
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    this.signal.addEventListener('abort', stop, { once: true });
+    const done = (async () => {
+      let from = `${Math.max(token - 1, 0)}-0`;
+      try {
+        while (!ac.signal.aborted) {
+          const w = this.client.watch(name, { from, signal: ac.signal });
+          try {
+            for await (const ev of w) {
+              const rv = revokeOf(ev, name, this.sid, token);
+              if (rv && !ac.signal.aborted) cb(rv);
+            }
+          } catch (e) {
+            if (!(e instanceof CompactedError) || !e.after) throw e;
+            from = e.after; // go on from the oldest retained
+          }
+        }
+      } finally {
+        this.signal.removeEventListener('abort', stop);
+      }
+    })();
+    done.catch(() => {}); // observed through `done`
+    return { stop, done };
+  }
+
+  // ---- several locks at once ----
+  private async multi(names: string[], o: MultiLockOptions): Promise<MultiHold | null> {
+    if (names.length === 0) throw new TypeError('no lock names');
+    const cmd = new Cmd('LOCK.MULTI', this.sid, names.length, ...names);
+    for (const n of o.shared ?? []) cmd.add('SHARED', n);
+    const r = await this.waitReply(cmd, o, `locks ${names.join(', ')}`, 'UNLOCK', names);
+    if (r === null) return null;
+    if (!Array.isArray(r) || r.length !== names.length) {
+      throw new ProtocolError(`LOCK.MULTI answered ${String(r)}, want ${names.length} tokens`);
     }
-    const h = new Hold(this, kind, name, Number(r));
+    const h = new MultiHold(this, [...names], r.map(Number));
     if (this.isLost) h.abort(this.ac.signal.reason);
     else this.holds.add(h);
     return h;
+  }
+
+  /**
+   * LOCK.MULTI: every name at once, in one log entry, or none. It waits FIFO on every name and
+   * holds nothing meanwhile, so sessions asking for overlapping names in any order cannot
+   * deadlock. A MultiHold with a token per name in the order given (each resource fences with
+   * its own lock's token); `shared`: the names taken in shared mode. LockTimeoutError after
+   * waitMs (nothing held); with waitMs 0, BusyError unless every name was free.
+   */
+  async lockMulti(names: string[], o: MultiLockOptions = {}): Promise<MultiHold> {
+    const h = await this.multi(names, o);
+    if (h === null) throw new BusyError(`locks ${names.join(', ')}: one is held or in lock-delay`);
+    return h;
+  }
+
+  /** The MultiHold if every name could be granted at once, else null (and nothing held). */
+  tryLockMulti(names: string[], o: { shared?: string[] } = {}): Promise<MultiHold | null> {
+    return this.multi(names, { ...o, waitMs: 0 });
+  }
+
+  /**
+   * UNLOCK each name (each releases that name only, or takes a waiting request out of all its
+   * queues); every name is tried, the first error thrown after.
+   */
+  async unlockMulti(names: string[]): Promise<void> {
+    let first: unknown = null;
+    for (const n of names) {
+      try {
+        await this.unlock(n);
+      } catch (e) {
+        first ??= e;
+      }
+    }
+    if (first !== null) throw first;
+  }
+
+  /**
+   * Run fn while holding every name (lockMulti), then release them all, whatever fn did; fn's
+   * result. Pass `hold.signal` to the work: it aborts if the lease can no longer be trusted.
+   */
+  async withLocks<T>(names: string[], o: MultiLockOptions, fn: (hold: MultiHold) => Promise<T>): Promise<T> {
+    const h = await this.lockMulti(names, o);
+    try {
+      return await fn(h);
+    } finally {
+      await h.release();
+    }
   }
 
   // ---- locks ----

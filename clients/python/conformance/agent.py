@@ -58,6 +58,7 @@ class Agent:
         self.ops: Dict[str, Callable[[Req], Awaitable[Reply]]] = {
             "session.open": self.session_open, "session.close": self.session_close,
             "session.safe": self.session_safe, "lock": self.lock, "unlock": self.unlock,
+            "lock.multi": self.lock_multi, "unlock.multi": self.unlock_multi,
             "sem.acquire": self.sem_acquire, "sem.release": self.sem_release,
             "elect.campaign": self.campaign, "elect.resign": self.resign,
             "elect.leader": self.leader, "elect.observe": self.observe, "put": self.put,
@@ -117,6 +118,25 @@ class Agent:
 
     async def unlock(self, req: Req) -> Reply:
         await self.session(req).unlock(str(req["name"]))
+        return {}
+
+    async def lock_multi(self, req: Req) -> Reply:
+        s, names = self.session(req), [str(n) for n in req["names"]]
+        shared = [str(n) for n in req.get("shared") or []]
+        wait = float(req.get("wait", 0) or 0)
+        try:
+            if wait <= 0:
+                tokens = await s.try_lock_multi(names, shared=shared)
+            else:
+                tokens = await s.acquire_multi(names, wait=wait, shared=shared)
+        except LockTimeout:
+            if wait <= 0:
+                return busy()
+            raise
+        return busy() if tokens is None else {"tokens": tokens}
+
+    async def unlock_multi(self, req: Req) -> Reply:
+        await self.session(req).unlock_multi([str(n) for n in req["names"]])
         return {}
 
     async def sem_acquire(self, req: Req) -> Reply:

@@ -209,6 +209,43 @@ QUICK_REDIRECTS = 3
 POOL_MAX = 16  # idle connections kept per address
 
 
+@dataclass
+class Revoke:
+    """A request to a holder to let go of a lock (LOCK.REVOKE, docs/protocol.md
+    "Revocation"): the lock, the grant's token and session, the deadline in seconds from when
+    the request applied on the leader (None: asked only, never forced), the reason and who
+    asked."""
+    name: str
+    token: int
+    sid: int
+    deadline: Optional[float]
+    reason: str
+    by: str
+
+
+def revoke_of(ev: "Event", name: str, sid: int, token: int) -> Optional[Revoke]:
+    """The Revoke an event carries for grant `token` of lock `name` held by session `sid`,
+    None for any other event (the prefix stream also carries other names and events)."""
+    f = ev.fields
+    if ev.type != "revoke-requested" or ev.name != name:
+        return None
+    if int(f.get("sid", 0)) != sid or int(f.get("token", 0)) != token:
+        return None
+    dl = int(f.get("deadline_ms", 0))
+    return Revoke(name, token, sid, dl / 1000.0 if dl else None,
+                  s_(f.get("reason", b"")) or "", s_(f.get("by", b"")) or "")
+
+
+def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str]) -> List[Any]:
+    """LOCK.REVOKE's arguments; deadline in seconds (None: ask only)."""
+    args: List[Any] = ["LOCK.REVOKE", name]
+    if deadline is not None:
+        args += ["DEADLINE", ms(deadline, "deadline", 1)]
+    if reason is not None:
+        args += ["REASON", reason]
+    return args
+
+
 def multi_lock_args(sid: int, names: Sequence[str], shared: Collection[str]) -> List[Any]:
     """LOCK.MULTI sid n name... [SHARED name]...: the arguments (the wait and REQ come after).
     ValueError for no name, an empty or repeated one, or a shared name that is not among

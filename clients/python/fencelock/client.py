@@ -12,8 +12,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import errors
-from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, s_, seconds_arg,
-                      status)
+from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, revoke_cmd_args, s_,
+                      seconds_arg, status)
 from .conn import Cmd, Pool
 
 if TYPE_CHECKING:
@@ -114,6 +114,13 @@ class Client:
             cmd.add("LEASE", session.sid)
         return int(self._write(cmd, fence, ifrev, session))
 
+    def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+             ifrev: Optional[int] = None, session: Optional["Session"] = None) -> int:
+        """INCR key BY by: the new value of the counter (a signed 64-bit integer stored as its
+        decimal text; an absent key counts as 0). ServerError if the value is not such an
+        integer or the sum overflows (nothing changes). fence, ifrev and session as put()."""
+        return int(self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                session: Optional["Session"] = None) -> bool:
         """DEL: True if the key existed. Same fence/ifrev/session rules as put()."""
@@ -152,6 +159,14 @@ class Client:
             return True
         except errors.Stale:
             return False
+
+    def revoke_lock(self, name: str, deadline: Optional[float] = None,
+                    reason: Optional[str] = None) -> int:
+        """LOCK.REVOKE: ask the holder of lock `name` to let go; with `deadline` (seconds) the
+        servers take the grant then if it still holds the lock (as an expiry: lock-delay,
+        then the next waiter). The grant's token; NotHolder if nobody holds it exclusively,
+        PermissionDenied without the revoke permission (or admin)."""
+        return int(self.call(Cmd(*revoke_cmd_args(name, deadline, reason))))
 
     def sign(self, name: str, token: int) -> str:
         """FENCE.SIGN name token: the server's signature of (name, token) as hex, for a

@@ -23,12 +23,13 @@ from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterator, List, Op
                     TypeVar)
 
 from . import errors
-from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Value, check_ttl, ms,
-                      multi_lock_args, seconds_arg, sem_args, span)
+from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
+                      check_ttl, ms, multi_lock_args, seconds_arg, sem_args, span)
 from .conn import Cmd
 
 if TYPE_CHECKING:
     from .client import Client
+    from .watch import RevokeWatch
 
 __all__ = ["Session"]
 
@@ -329,6 +330,11 @@ class Session:
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None) -> bool:
         return self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
 
+    def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+             ifrev: Optional[int] = None) -> int:
+        """Client.incr through this session (exactly once)."""
+        return self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+
     # ---- semaphores ----
     def sem_acquire(self, name: str, limit: int, wait: float = 30.0, permits: int = 1) -> int:
         """SEM.ACQUIRE: the token of one acquisition of `permits` permits (1..limit; at most
@@ -361,6 +367,17 @@ class Session:
         self._mutate(Cmd("ELECT.RESIGN", name, self.sid))
 
     # ---- end ----
+    def on_revoke(self, name: str, token: int,
+                  cb: Callable[[Revoke], None]) -> "RevokeWatch":
+        """cb(Revoke), run on a thread of its own for each revoke request (LOCK.REVOKE) of
+        this session's grant `token` of lock `name` (a second request runs it again: the
+        earliest deadline stands). The deadline counts from when the request applied on the
+        leader, before cb runs: stop the work well before it, or unlock. Returns the watcher:
+        stop() it when the lock is released. Reading the event stream needs the read
+        permission without keys= / locks= globs."""
+        from .watch import RevokeWatch
+        return RevokeWatch(self.client, self.sid, name, token, cb)
+
     def _stop_thread(self) -> None:
         with self._cv:
             self._stopping = True

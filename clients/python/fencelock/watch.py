@@ -12,16 +12,18 @@ id): reload the state, then watch again from its .after (the id just before .old
 out. Never a silent gap.
 """
 
+import threading
 import time
-from typing import TYPE_CHECKING, Iterator, List, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
 
-from ._common import STREAM, Event, as_map, events, s_, seconds_arg, stream_of
+from . import errors
+from ._common import STREAM, Event, Revoke, as_map, events, revoke_of, s_, seconds_arg, stream_of
 from .conn import Cmd
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Watch", "Event", "STREAM"]
+__all__ = ["Watch", "Event", "STREAM", "RevokeWatch"]
 
 
 class Watch:
@@ -68,3 +70,45 @@ class Watch:
                 yield ev
                 if self._stopped:
                     return
+
+
+class RevokeWatch:
+    """Session.on_revoke: a thread that reads the lock's events from its grant on (so no
+    request made before the first read is missed) and calls cb(Revoke) for each revoke
+    request of that grant. stop() ends it within about a second; `error` is what ended it
+    otherwise (PermissionDenied: the user may not read the event stream)."""
+
+    def __init__(self, client: "Client", sid: int, name: str, token: int,
+                 cb: Callable[[Revoke], None]) -> None:
+        self.name, self.sid, self.token = name, sid, token
+        self._cb = cb
+        self._watch = Watch(client, name, str(max(token - 1, 0)), block=0.5)
+        self._stop = threading.Event()
+        self.error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="fencelock-revoke-%d" % sid)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                evs = self._watch.read()
+            except errors.Compacted as e:  # go on from the oldest retained
+                self._watch.last_id = e.after
+                continue
+            except (errors.Unavailable, errors.OutcomeUnknown):
+                self._stop.wait(0.1)
+                continue
+            except errors.FencelockError as e:
+                self.error = e
+                return
+            for ev in evs:
+                rv = revoke_of(ev, self.name, self.sid, self.token)
+                if rv is not None and not self._stop.is_set():
+                    self._cb(rv)
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        self._stop.set()
+        self._watch.stop()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)

@@ -158,6 +158,20 @@ def test_aio_multi_lock_waits_on_every_name_and_cancel_leaves_them(node):
     run(main())
 
 
+def test_aio_incr(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as s:
+            assert await c.incr("actr", by=2) == 2
+            assert await s.incr("actr", -3) == -1
+            token = await s.acquire("acl")
+            assert await s.incr("actr", fence=("acl", token)) == 0
+            await s.unlock("acl")
+            with pytest.raises(Stale):
+                await s.incr("actr", fence=("acl", token))
+            assert await c.get("actr") == b"0"
+    run(main())
+
+
 def test_aio_cancelled_wait_leaves_the_queue(node):
     """Cancelling a task that waits for a lock takes its session out of the queue: when the
     holder unlocks, the lock is free, not granted to a waiter nobody listens to."""
@@ -530,4 +544,29 @@ def test_aio_lost_before_the_running_server_expires_the_session(node):
         stamp = datetime.datetime.strptime(logged[0].split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
         expired_ms = stamp.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
         assert lost_at and lost_at[0] < expired_ms, (lost_at, expired_ms)
+    run(main())
+
+
+def test_aio_on_revoke_coroutine_callback_unlocks_and_the_waiter_is_granted(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c:
+            async with c.session(ttl=30.0) as holder, c.session(ttl=30.0) as waiter:
+                token = await holder.acquire("arv", wait=5.0)
+                heard = asyncio.Event()
+                got = []
+
+                async def cb(rv):
+                    got.append(rv)
+                    await holder.unlock("arv")  # let go at once
+                    heard.set()
+
+                task = holder.on_revoke("arv", token, cb)
+                try:
+                    assert await c.revoke_lock("arv", reason="rotate") == token
+                    await asyncio.wait_for(heard.wait(), 30.0)
+                finally:
+                    task.cancel()
+                assert (got[0].token, got[0].sid, got[0].deadline, got[0].reason) == \
+                    (token, holder.sid, None, "rotate")
+                assert await waiter.acquire("arv", wait=10.0) > token
     run(main())

@@ -37,6 +37,28 @@ def test_lock_fenced_put_unlock(client):
         client.session_info(s.sid)
 
 
+def test_incr_counts_exactly_once_fenced_and_refuses_a_non_integer(client):
+    assert client.incr("ctr") == 1
+    assert client.incr("ctr", by=-11) == -10
+    assert client.get("ctr") == b"-10"
+    with client.session(10.0) as s:
+        assert s.incr("ctr", 5) == -5
+        rev = client.kv_get("ctr")["mod_rev"]
+        with pytest.raises(IfRevFailed):
+            s.incr("ctr", ifrev=rev - 1)
+        with s.lock("cl", wait=5.0) as token:
+            assert s.incr("ctr", fence=("cl", token)) == -4
+        with pytest.raises(Stale):
+            s.incr("ctr", fence=("cl", token))
+    client.put("txt", "abc")
+    with pytest.raises(fencelock.ServerError, match="not a signed 64-bit"):
+        client.incr("txt")
+    client.put("big", str(2**63 - 1))
+    with pytest.raises(fencelock.ServerError, match="overflow"):
+        client.incr("big")
+    assert client.get("big") == str(2**63 - 1).encode() and client.get("ctr") == b"-4"
+
+
 def test_try_lock_and_timeout(client):
     with client.session(10.0) as a, client.session(10.0) as b:
         t = a.try_lock("l")
@@ -400,3 +422,27 @@ def test_a_wait_that_closes_a_cycle_raises_deadlock_error(node, client):
         finally:
             t.join(30.0)
         assert got and got[0] > 0, "a's wait completed"
+
+
+def test_on_revoke_callback_hears_the_request_and_the_holder_lets_go(client):
+    """Session.on_revoke: the holder's callback gets the request (lock, token, deadline,
+    reason, who asked); it unlocks, so the waiter gets the lock at once."""
+    got = []
+    heard = threading.Event()
+    with client.session(30.0) as holder, client.session(30.0) as waiter:
+        token = holder.acquire("rv", wait=5.0)
+        w = holder.on_revoke("rv", token, lambda rv: (got.append(rv), heard.set()))
+        try:
+            assert client.revoke_lock("rv", deadline=60.0, reason="deploy") == token
+            assert heard.wait(30.0), "the revoke request never reached the callback"
+        finally:
+            w.stop(10.0)
+        rv = got[0]
+        assert (rv.name, rv.token, rv.sid, rv.deadline, rv.reason) == \
+            ("rv", token, holder.sid, 60.0, "deploy")
+        assert rv.by.startswith("127.0.0.1:"), rv.by
+        assert w.error is None
+        holder.unlock("rv")
+        assert waiter.acquire("rv", wait=10.0) > token
+    with pytest.raises(NotHolder):
+        client.revoke_lock("rv")

@@ -79,6 +79,7 @@ struct srv_cluster {
         uint64_t told_term; /* follower: the term whose leader acknowledged our report */
         unsigned inflight;  /* leader: the format of a pending CLUSTER_FORMAT proposal, 0 none */
     } fmt;
+    bool dlimit_inflight; /* leader: a DEADLOCK_LIMIT proposal is pending (settings.c) */
 };
 
 /* leader.c: the leadership state machine */
@@ -115,6 +116,9 @@ unsigned srv_format_readable(struct srv *s, uint64_t *blocker);
 /* Leader, from the tick: commit CLUSTER_FORMAT once every voter reads more. */
 void srv_format_on_ready(struct srv *s); /* leader ready: a new cluster starts at the newest */
 void srv_format_tick(struct srv *s);
+/* ---- settings a leader makes the cluster's (settings.c) ---- */
+/* Leader, ready: propose this node's --deadlock-search-limit if the replicated one differs. */
+void srv_settings_tick(struct srv *s);
 /* Follower: the leader of this term has not yet acknowledged what this node reads. */
 bool srv_format_tell_needed(struct srv *s);
 /* Before proposing a client's command: 0 (format 2: as is), 1 (format 1: made a version-1

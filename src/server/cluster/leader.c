@@ -62,6 +62,7 @@ static void ready_cb(void *ctx, int status)
     srv_lead_set(s, SRV_READY);
     lease_takeover(&s->lease.rules, clock_ms(), srv_checkpoint_of, s);
     srv_format_on_ready(s);
+    srv_settings_tick(s); /* after the format raise of a new cluster, in the same order */
     srv_members_on_ready(s);
     LOGI(&s->log, "leader ready in term %llu (applied index %llu, revision %llu)",
          (unsigned long long)s->cluster.ready_term, (unsigned long long)rn_applied_index(s->rn),

@@ -129,10 +129,11 @@ static const struct {
     {                                                                                              \
         word, sizeof(word) - 1, bit, nargs                                                         \
     }
-    OPT("LEASE", CMD_OPT_LEASE, 1), OPT("FENCE", CMD_OPT_FENCE, 2),
-    OPT("IFREV", CMD_OPT_IFREV, 1), OPT("REQ", CMD_OPT_REQ, 2),
-    OPT("WAIT", CMD_OPT_WAIT, 1),   OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
-    OPT("NAME", CMD_OPT_NAME, 1),   OPT("SHARED", CMD_OPT_SHARED, 0),
+    OPT("LEASE", CMD_OPT_LEASE, 1),   OPT("FENCE", CMD_OPT_FENCE, 2),
+    OPT("IFREV", CMD_OPT_IFREV, 1),   OPT("REQ", CMD_OPT_REQ, 2),
+    OPT("WAIT", CMD_OPT_WAIT, 1),     OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
+    OPT("NAME", CMD_OPT_NAME, 1),     OPT("SHARED", CMD_OPT_SHARED, 0),
+    OPT("NOTIFY", CMD_OPT_NOTIFY, 0),
 #undef OPT
 };
 
@@ -164,7 +165,12 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
         return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
                              &cmd->session_open.lockdelay_ms);
     case CMD_OPT_SHARED: /* LOCK and LOCK_SHARED share their payload's layout */
-        cmd->op = FSM_OP_LOCK_SHARED;
+    case CMD_OPT_NOTIFY: /* and LOCK_NOTIFY: a shared request tells nobody (no such op) */
+        if (cmd->op != FSM_OP_LOCK) {
+            resp_w_errorf(r->out, PROTO_ERR " SHARED and NOTIFY do not go together");
+            return -1;
+        }
+        cmd->op = bit == CMD_OPT_SHARED ? FSM_OP_LOCK_SHARED : FSM_OP_LOCK_NOTIFY;
         return 0;
     case CMD_OPT_NAME:
         if (r->argv[i].len > cfg->max_key) {
@@ -250,7 +256,10 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         resp_w_simple(&slot->out, "OK");
         break;
     case FSM_REPLY_INT:
-        srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
+        if (slot->op == FSM_OP_INCR) /* the counter's value: signed */
+            resp_w_int(&slot->out, (int64_t)reply->value);
+        else
+            srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
         break;
     case FSM_REPLY_NIL:
         resp_w_nil(&slot->out, slot->proto);

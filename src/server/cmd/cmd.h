@@ -106,7 +106,8 @@ enum {
     CMD_OPT_WAIT = 16,      /* WAIT ms */
     CMD_OPT_LOCKDELAY = 32, /* LOCKDELAY ms */
     CMD_OPT_NAME = 64,      /* NAME name */
-    CMD_OPT_SHARED = 128    /* SHARED: LOCK in shared mode (the op becomes LOCK_SHARED) */
+    CMD_OPT_SHARED = 128,   /* SHARED: LOCK in shared mode (the op becomes LOCK_SHARED) */
+    CMD_OPT_NOTIFY = 256    /* NOTIFY: LOCK tells the holder it waits (the op LOCK_NOTIFY) */
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);

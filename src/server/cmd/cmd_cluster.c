@@ -10,10 +10,11 @@
 #include <strings.h>
 
 #include "common/clock.h"
+#include "fsm/waitgraph.h"
 #include "server/cmd/cmd.h"
 
 /* Key-value pairs in a CLUSTER.INFO reply and in each CLUSTER.MEMBERS row. */
-#define CLUSTER_INFO_FIELDS 16
+#define CLUSTER_INFO_FIELDS 17
 #define MEMBER_ROW_FIELDS 5
 
 void clusterInfoCommand(struct srv_req *r)
@@ -61,6 +62,9 @@ void clusterInfoCommand(struct srv_req *r)
     resp_w_uint(r->out, fsm_format(s->fsm));
     resp_w_bulk_str(r->out, "max_log_format");
     resp_w_uint(r->out, srv_format_max(s));
+    /* the deadlock search limit in force: replicated, the same on every node (settings.c) */
+    resp_w_bulk_str(r->out, "deadlock_search_limit");
+    resp_w_uint(r->out, fsm_deadlock_limit(s->fsm));
 }
 
 struct members_arg {

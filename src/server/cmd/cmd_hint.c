@@ -30,7 +30,9 @@ static const struct {
     {"UNLINK", "fencelock's is DEL key"},
     {"MGET", "fencelock's is GET key, one key at a time, or KEYS prefix to list names"},
     {"SCAN", "fencelock's is KEYS prefix [LIMIT n]"},
-    {"INCR", "no counters: read with KV.GET key, write with PUT key value IFREV mod_rev"},
+    {"INCRBY", "fencelock's is INCR key BY n"},
+    {"DECR", "fencelock's is INCR key BY -1"},
+    {"DECRBY", "fencelock's is INCR key BY -n"},
     {"SUBSCRIBE", "changes are an event stream: XREAD BLOCK ms STREAMS fencelock:events $"},
 };
 

@@ -25,7 +25,7 @@ void lockCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_LOCK, .lock = {.wait_ms = 0}};
     if (lock_args(r, &cmd.lock.name, &cmd.lock.sid) ||
-        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED, &cmd))
+        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED | CMD_OPT_NOTIFY, &cmd))
         return;
     cmd_propose(r, &cmd);
 }

@@ -110,11 +110,11 @@ static void growth_multi(const struct fsm *f, const struct fsm_cmd *cmd, uint64_
     }
 }
 
-/* FSM_GROW_KEY (PUT): a key, or the growth of its value. */
+/* FSM_GROW_KEY (PUT, INCR): a key, or the growth of its value (an INCR's: its widest). */
 static void growth_key(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
 {
     const struct fsm_str *key = fsm_cmd_str(cmd, FSM_F_NAME);
-    uint64_t value = str_len(cmd, FSM_F_VALUE);
+    uint64_t value = cmd->op == FSM_OP_INCR ? FSM_COUNTER_DIGITS : str_len(cmd, FSM_F_VALUE);
     struct fsm_kv_meta kv;
     if (!key)
         return;

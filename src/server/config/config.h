@@ -86,6 +86,7 @@ struct srv_config {
      * Raft address's host */
     bool announce_any_host;
     bool http_metrics_auth; /* /metrics asks for HTTP Basic when there are users */
+    bool http_tls;          /* the HTTP port speaks TLS with the client port's files */
     /* --raft-handshake-timeout and the inbound link caps (transport.h rn_tp_caps) */
     unsigned raft_handshake_ms, raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
         raft_max_handshakes_per_addr, raft_handshake_rate;

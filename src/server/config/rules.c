@@ -162,6 +162,11 @@ int cfg_rules_check(struct srv_config *c)
         return -1;
     }
     char err[200];
+    if (c->http_tls && !c->tls.cert[0]) {
+        fprintf(stderr, "fencelockd: --http-tls needs --tls-cert and --tls-key: the HTTP port "
+                        "uses the client port's certificate\n");
+        return -1;
+    }
     if (tls_config_check(&c->tls, c->acl_file[0] != 0, err, sizeof err)) {
         fprintf(stderr, "fencelockd: %s\n", err);
         return -1;

@@ -99,7 +99,7 @@ const struct cfg_row cfg_rows[] = {
     NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
-        "detection off; the same on every node"),
+        "detection off; a leader makes its value the cluster's"),
     NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
         "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,
@@ -130,6 +130,10 @@ const struct cfg_row cfg_rows[] = {
     NUM("--http-max-streams", http_max_streams, CFG_COUNT, 0, 100000, 16,
         "GET /v1/events streams open at once (at most --http-max-conns - 1, so a probe of "
         "/health always finds a connection); over it 503; 0 turns streams off"),
+    BOOL("--http-tls", http_tls,
+         "the HTTP port speaks TLS only, with --tls-cert/--tls-key (reloaded with them), "
+         "--tls-client-auth and --tls-handshake-timeout; HTTP Basic is then accepted from any "
+         "address (without it: loopback only). Needs --tls-cert"),
     BOOL("--http-metrics-auth", http_metrics_auth,
          "with --acl-file, /metrics on the HTTP port asks for HTTP Basic credentials like /v1/ "
          "(a user with read); off: /metrics stays open as /health does"),

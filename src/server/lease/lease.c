@@ -16,6 +16,7 @@ void lease_init(struct lease *l, uint64_t checkpoint_min_ttl)
     map_init(&l->sessions);
     map_init(&l->waits);
     map_init(&l->delays);
+    map_init(&l->revokes);
     heap_init(&l->timers);
     buf_init(&l->scratch);
     l->checkpoint_min_ttl = checkpoint_min_ttl;
@@ -32,6 +33,7 @@ void lease_clear(struct lease *l)
     map_free(&l->sessions, free_val);
     map_free(&l->waits, free_val);
     map_free(&l->delays, free_val);
+    map_free(&l->revokes, free_val);
 }
 
 void lease_free(struct lease *l)
@@ -269,6 +271,61 @@ void lease_delay_ended(struct lease *l, const char *name, size_t namelen)
     }
 }
 
+/* ---- revoke deadlines ---- */
+
+static int revoke_add(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                      uint64_t stored_ms, uint64_t deadline)
+{
+    struct lease_revoke *v = map_get(&l->revokes, name, namelen);
+    if (v && v->token == token) { /* a second revoke of the grant: only ever earlier */
+        v->deadline_ms = stored_ms;
+        if (!v->ending && (v->t.idx == HEAP_NONE || deadline < v->t.deadline))
+            arm(l, &v->t, deadline);
+        return 0;
+    }
+    if (!v) {
+        v = calloc(1, sizeof(*v) + namelen);
+        if (!v || map_put(&l->revokes, name, namelen, v)) {
+            free(v);
+            l->damaged = true;
+            return -1;
+        }
+        memcpy(v->name, name, namelen);
+        v->namelen = namelen;
+        item_init(&v->t, LEASE_REVOKE);
+    }
+    v->token = token; /* an entry of an older grant is replaced */
+    v->deadline_ms = stored_ms;
+    v->ending = false;
+    arm(l, &v->t, deadline);
+    return 0;
+}
+
+int lease_revoke_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                         uint64_t deadline_ms, uint64_t stored_ms, uint64_t now)
+{
+    return revoke_add(l, name, namelen, token, stored_ms, now + deadline_ms);
+}
+
+int lease_revoke_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                        uint64_t deadline_ms, uint64_t now)
+{
+    struct lease_revoke *v = map_get(&l->revokes, name, namelen);
+    if (v && v->token == token)
+        return 0;
+    return revoke_add(l, name, namelen, token, deadline_ms, now + deadline_ms);
+}
+
+void lease_revoke_ended(struct lease *l, const char *name, size_t namelen, uint64_t token)
+{
+    struct lease_revoke *v = map_get(&l->revokes, name, namelen);
+    if (!v || v->token != token)
+        return;
+    map_del(&l->revokes, name, namelen);
+    heap_remove(&l->timers, &v->t);
+    free(v);
+}
+
 /* ---- leadership ---- */
 
 struct takeover_arg {
@@ -308,6 +365,10 @@ static void takeover_cb(void *arg, const void *key, size_t len, void *val)
         struct lease_delay *d = val;
         d->ending = false;
         full = d->delay_ms;
+    } else if (t->kind == LEASE_REVOKE) {
+        struct lease_revoke *v = val;
+        v->ending = false;
+        full = v->deadline_ms;
     }
     arm(ta->l, t, ta->now + full);
 }
@@ -321,6 +382,7 @@ void lease_takeover(struct lease *l, uint64_t now, lease_checkpoint_fn ck, void 
     map_foreach(&l->sessions, takeover_cb, &ta);
     map_foreach(&l->waits, takeover_cb, &ta);
     map_foreach(&l->delays, takeover_cb, &ta);
+    map_foreach(&l->revokes, takeover_cb, &ta);
 }
 
 void lease_step_down(struct lease *l)
@@ -367,6 +429,12 @@ static bool describe(struct heap_item *t, uint64_t now, struct lease_action *a)
         a->keylen = w->keylen;
         a->name = w->key;
         a->namelen = w->keylen - LEASE_SID_BYTES;
+    } else if (t->kind == LEASE_REVOKE) {
+        struct lease_revoke *v = (struct lease_revoke *)t;
+        v->ending = true;
+        a->token = v->token;
+        a->key = a->name = v->name;
+        a->keylen = a->namelen = v->namelen;
     } else {
         struct lease_delay *d = (struct lease_delay *)t;
         d->ending = true;
@@ -395,7 +463,10 @@ static struct heap_item *find_timer(struct lease *l, enum lease_kind kind, uint6
         struct lease_sess *e = sess_get(l, sid);
         return e ? &e->t : NULL;
     }
-    struct map *m = kind == LEASE_WAIT ? &l->waits : kind == LEASE_DELAY ? &l->delays : NULL;
+    struct map *m = kind == LEASE_WAIT     ? &l->waits
+                    : kind == LEASE_DELAY  ? &l->delays
+                    : kind == LEASE_REVOKE ? &l->revokes
+                                           : NULL;
     return m ? map_get(m, key, keylen) : NULL;
 }
 
@@ -414,6 +485,8 @@ static void clear_inflight(struct heap_item *t)
         ((struct lease_wait *)t)->cancelling = false;
     else if (t->kind == LEASE_DELAY)
         ((struct lease_delay *)t)->ending = false;
+    else if (t->kind == LEASE_REVOKE)
+        ((struct lease_revoke *)t)->ending = false;
 }
 
 void lease_duty_failed(struct lease *l, enum lease_kind kind, uint64_t sid, const char *key,
@@ -441,6 +514,8 @@ static bool inflight(const struct heap_item *t)
         return ((const struct lease_sess *)t)->expiring;
     if (t->kind == LEASE_WAIT)
         return ((const struct lease_wait *)t)->cancelling;
+    if (t->kind == LEASE_REVOKE)
+        return ((const struct lease_revoke *)t)->ending;
     return ((const struct lease_delay *)t)->ending;
 }
 
@@ -450,6 +525,8 @@ static uint64_t full_length(const struct heap_item *t)
         return ((const struct lease_sess *)t)->ttl_ms;
     if (t->kind == LEASE_WAIT)
         return ((const struct lease_wait *)t)->wait_ms;
+    if (t->kind == LEASE_REVOKE)
+        return ((const struct lease_revoke *)t)->deadline_ms;
     return ((const struct lease_delay *)t)->delay_ms;
 }
 
@@ -470,4 +547,5 @@ void lease_repair(struct lease *l, uint64_t now)
     map_foreach(&l->sessions, repair_cb, &ta);
     map_foreach(&l->waits, repair_cb, &ta);
     map_foreach(&l->delays, repair_cb, &ta);
+    map_foreach(&l->revokes, repair_cb, &ta);
 }

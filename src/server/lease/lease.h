@@ -9,6 +9,7 @@
  *   sessions  sid       -> struct lease_sess  (ttl, expiry deadline, checkpoint deadline)
  *   waits     name+sid  -> struct lease_wait  (WAIT bound, deadline, when it started)
  *   delays    name      -> struct lease_delay (lock-delay, deadline)
+ *   revokes   name      -> struct lease_revoke (a revoke's grant and deadline)
  * Every entry is owned and freed by the module; pointers and names it hands out are borrowed,
  * valid until the next call that changes the tables.
  *
@@ -33,7 +34,13 @@
 /* A failed expiry / WAIT-cancel / lock-delay-end proposal is tried again this much later. */
 #define LEASE_RETRY_MS 10
 
-enum lease_kind { LEASE_SESSION = 1, LEASE_WAIT = 2, LEASE_DELAY = 3, LEASE_CHECKPOINT = 4 };
+enum lease_kind {
+    LEASE_SESSION = 1,
+    LEASE_WAIT = 2,
+    LEASE_DELAY = 3,
+    LEASE_CHECKPOINT = 4,
+    LEASE_REVOKE = 5
+};
 
 /*
  * A session's lease. `t` is its expiry deadline; for sessions with a TTL of at least the
@@ -66,8 +73,18 @@ struct lease_delay {
     char name[];
 };
 
+/* A pending revoke with a deadline (LOCK.REVOKE ... DEADLINE): REVOKE_END(name, token) is
+ * proposed when it passes. A second revoke of the same grant only brings it forward. */
+struct lease_revoke {
+    struct heap_item t;
+    uint64_t token, deadline_ms; /* deadline_ms: the stored (shortest) one, for a takeover */
+    bool ending;                 /* a REVOKE_END proposal is in flight */
+    size_t namelen;
+    char name[];
+};
+
 struct lease {
-    struct map sessions, waits, delays;
+    struct map sessions, waits, delays, revokes;
     struct heap timers;
     struct buf scratch;
     uint64_t checkpoint_min_ttl;
@@ -77,12 +94,14 @@ struct lease {
 
 /* What the server must do now. `key` (wait: name+sid; delay: name) is borrowed. */
 struct lease_action {
-    enum lease_kind kind; /* SESSION: propose expiry; WAIT: cancel; DELAY: end; CHECKPOINT */
+    enum lease_kind kind; /* SESSION: propose expiry; WAIT: cancel; DELAY: end; CHECKPOINT;
+                             REVOKE: end the grant `token` */
     uint64_t sid;
+    uint64_t token;        /* REVOKE */
     uint64_t remaining_ms; /* CHECKPOINT: what is left of the lease */
     const char *key;
     size_t keylen;
-    const char *name; /* WAIT, DELAY: the lock name (a prefix of key for a WAIT) */
+    const char *name; /* WAIT, DELAY, REVOKE: the lock name (a prefix of key for a WAIT) */
     size_t namelen;
 };
 
@@ -112,6 +131,15 @@ int lease_wait_refresh(struct lease *l, const char *name, size_t namelen, uint64
 int lease_delay_started(struct lease *l, const char *name, size_t namelen, uint64_t delay_ms,
                         uint64_t now);
 void lease_delay_ended(struct lease *l, const char *name, size_t namelen);
+/* A revoke of grant `token` of lock `name` asked for a deadline `deadline_ms` from now (FSM
+ * REVOKE_REQUESTED; `stored_ms` is the FSM's deadline after it, for a later takeover). The
+ * earlier of this and an armed deadline of the same grant stands. */
+int lease_revoke_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                         uint64_t deadline_ms, uint64_t stored_ms, uint64_t now);
+/* Grant `token` of `name` ended (RELEASED): its revoke deadline, if any, goes. */
+void lease_revoke_ended(struct lease *l, const char *name, size_t namelen, uint64_t token);
+int lease_revoke_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                        uint64_t deadline_ms, uint64_t now);
 
 /* ---- queries ---- */
 /* The session is known here and no expiry of it is in flight. */

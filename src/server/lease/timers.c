@@ -110,14 +110,31 @@ static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
 }
 
 /* The event an operator most needs: a holder whose session ended under it (it died, paused or
- * was partitioned; or an admin revoked it), so its lock goes to the next holder. */
+ * was partitioned; or an admin revoked it), or that ignored a LOCK.REVOKE until its deadline
+ * (its session lives on: the hook runs after the whole entry applied), so its lock goes to the
+ * next holder. */
 static void log_lost_hold(struct srv *s, const struct fsm_event *e)
 {
     char shown[CMD_ARG_TEXT];
     struct resp_arg name = {e->name.p, e->name.len};
+    struct fsm_session_view v;
+    const char *how = fsm_session_info(s->fsm, e->sid, &v) ? "passed a revoke's deadline"
+                      : e->revoked                         ? "was revoked"
+                                                           : "expired";
     LOGW(&s->log, "session %llu %s while holding '%s' (token %llu): it passes to the next holder",
-         (unsigned long long)e->sid, e->revoked ? "was revoked" : "expired",
-         cmd_arg_text(&name, shown), (unsigned long long)e->token);
+         (unsigned long long)e->sid, how, cmd_arg_text(&name, shown), (unsigned long long)e->token);
+}
+
+/* A revoke with a deadline arms it here on every node (only the leader acts on it). The
+ * deadline that stands is the FSM's, the shortest asked of this grant (a takeover re-arms it). */
+static void on_revoke_requested(struct srv *s, const struct fsm_event *e, uint64_t now)
+{
+    struct fsm_revoke_view v;
+    if (!fsm_lock_revoke_info(s->fsm, e->name.p, e->name.len, &v) || v.token != e->token)
+        return;
+    if (e->ms && lease_revoke_started(&s->lease.rules, e->name.p, e->name.len, e->token, e->ms,
+                                      v.deadline_ms, now))
+        LOGE(&s->log, "out of memory tracking a revoke (retried on the next tick)");
 }
 
 static void on_event(struct srv *s, const struct fsm_event *e)
@@ -140,6 +157,7 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         on_granted(s, e, now);
         break;
     case FSM_EV_RELEASED:
+        lease_revoke_ended(&s->lease.rules, nm, nl, e->token);
         hold_end(s, nm, nl);
         s->m.releases++;
         if (e->expired)
@@ -168,6 +186,9 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         break;
     case FSM_EV_DEADLOCK_LIMIT:
         s->m.deadlock_search_limit++;
+        break;
+    case FSM_EV_REVOKE_REQUESTED:
+        on_revoke_requested(s, e, now);
         break;
     case FSM_EV_LEADER:
     case FSM_EV_PROCLAIM:
@@ -220,12 +241,20 @@ static void derive_delay_cb(void *arg, const char *name, size_t namelen, uint64_
     lease_delay_ensure(&da->s->lease.rules, name, namelen, delay_ms, da->now);
 }
 
+static void derive_revoke_cb(void *arg, const char *name, size_t namelen, uint64_t token,
+                             uint64_t deadline_ms)
+{
+    struct derive_arg *da = arg;
+    lease_revoke_ensure(&da->s->lease.rules, name, namelen, token, deadline_ms, da->now);
+}
+
 static void derive_tables(struct srv *s, uint64_t now)
 {
     struct derive_arg da = {s, now};
     fsm_foreach_session(s->fsm, derive_sess_cb, &da);
     fsm_foreach_waiter(s->fsm, derive_wait_cb, &da);
     fsm_foreach_lockdelay(s->fsm, derive_delay_cb, &da);
+    fsm_foreach_revoke(s->fsm, derive_revoke_cb, &da);
 }
 
 /* The FSM was replaced by a snapshot: derive every table again from it. */
@@ -306,6 +335,11 @@ static void action_cmd(const struct lease_action *a, struct fsm_cmd *cmd)
         cmd->cancel_wait.sid = a->sid;
         cmd->cancel_wait.name.p = a->name;
         cmd->cancel_wait.name.len = (uint32_t)a->namelen;
+    } else if (a->kind == LEASE_REVOKE) {
+        cmd->op = FSM_OP_REVOKE_END;
+        cmd->revoke_end.name.p = a->name;
+        cmd->revoke_end.name.len = (uint32_t)a->namelen;
+        cmd->revoke_end.token = a->token;
     } else {
         cmd->op = FSM_OP_LOCKDELAY_END;
         cmd->lockdelay_end.name.p = a->name;
@@ -333,6 +367,9 @@ static void do_action(struct srv *s, const struct lease_action *a, uint64_t now)
     if (a->kind == LEASE_SESSION)
         LOGD(&s->log, "session %llu: deadline passed, proposing expiry",
              (unsigned long long)a->sid);
+    if (a->kind == LEASE_REVOKE)
+        LOGI(&s->log, "revoke deadline of token %llu passed: proposing its release",
+             (unsigned long long)a->token);
     struct duty *d = duty_new(s, a);
     if (!d || srv_propose(s, &cmd, duty_cb, d) != RN_OK) {
         free(d);
@@ -364,6 +401,7 @@ void srv_tick(struct srv *s)
     if (!srv_ready(s))
         return;
     srv_format_tick(s);
+    srv_settings_tick(s);
     struct lease_action a;
     while (lease_next(&s->lease.rules, now, &a))
         do_action(s, &a, now);

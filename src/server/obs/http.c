@@ -3,6 +3,7 @@
 #include "server/obs/http.h"
 #include "common/addr.h"
 #include "common/proto.h"
+#include "server/net/tls.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +43,8 @@ struct http_conn {
     void *stream_arg;
     size_t stream_pending;
     struct buf head, body;
+    struct tls_conn *tls; /* --http-tls: this connection's TLS state, else NULL */
+    struct buf plain;     /* TLS: what one read decrypted, before it is copied into `in` */
     size_t in_len;
     char in[SRV_HTTP_MAX_HEAD];
 };
@@ -60,7 +63,9 @@ struct srv_http {
     unsigned max_conns;
     uint64_t idle_ms;
     int stopping;
-    int listener_open; /* until the listener's close callback ran */
+    int listener_open;   /* until the listener's close callback ran */
+    struct srv_tls *tls; /* --http-tls: the client port's TLS (not owned), else NULL */
+    struct srv_http_tls_stats tls_stats;
 };
 
 /* A parsed request head; strings are NUL-terminated copies. */
@@ -88,6 +93,8 @@ static void on_conn_handle_closed(uv_handle_t *hd)
     h->nconns--;
     buf_free(&c->head);
     buf_free(&c->body);
+    buf_free(&c->plain);
+    tls_conn_free(c->tls);
     free(c);
     maybe_free_srv(h);
 }
@@ -113,7 +120,12 @@ static void conn_close(struct http_conn *c)
 
 static void on_timeout(uv_timer_t *t)
 {
-    conn_close(t->data);
+    struct http_conn *c = t->data;
+    if (c->tls && !tls_conn_ready(c->tls)) { /* --tls-handshake-timeout */
+        c->srv->tls_stats.timeouts++;
+        c->srv->tls_stats.failures++;
+    }
+    conn_close(c);
 }
 
 static void arm_timer(struct http_conn *c, uint64_t ms)
@@ -283,6 +295,10 @@ static void alloc_cb(uv_handle_t *hd, size_t suggested, uv_buf_t *b)
 {
     struct http_conn *c = hd->data;
     (void)suggested;
+    if (c->tls) { /* ciphertext goes to the shared buffer, read at once (net/tls.h) */
+        *b = uv_buf_init(c->srv->tls->raw, TLS_RAW_CHUNK);
+        return;
+    }
     if (c->state == ST_DRAINING || c->state == ST_STREAMING) {
         /* the request area is no longer needed: reuse it to discard input */
         *b = uv_buf_init(c->in, sizeof(c->in));
@@ -316,6 +332,72 @@ static void on_write(uv_write_t *req, int status)
         conn_close(c);
 }
 
+/* ---- TLS writes ---- */
+
+/* A write the connection does not wait for (handshake records, stream data): freed by its
+ * callback. */
+struct tls_write {
+    uv_write_t req;
+    struct http_conn *c;
+    size_t len;
+    int stream; /* counted in stream_pending, reported to the stream's owner */
+    char data[];
+};
+
+static void on_tls_write(uv_write_t *req, int status)
+{
+    struct tls_write *w = req->data;
+    struct http_conn *c = w->c;
+    int stream = w->stream;
+    if (stream)
+        c->stream_pending -= w->len;
+    free(w);
+    if (c->closing)
+        return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    if (stream && c->stream_cb)
+        c->stream_cb(c->stream_arg, false);
+}
+
+/* Encrypt plaintext p[0..n) (n may be 0: only what OpenSSL has pending, e.g. handshake
+ * records) and queue every ciphertext byte as one write. 0, or -1 (out of memory, or the
+ * write failed). */
+static int tls_send(struct http_conn *c, const char *p, size_t n, int stream)
+{
+    struct buf out = {0}, wire = {0};
+    int rc = -1;
+    if (buf_append(&out, p, n) || tls_conn_seal(c->tls, &out, &wire))
+        goto done;
+    rc = 0;
+    if (!wire.len)
+        goto done;
+    struct tls_write *w = malloc(sizeof(*w) + wire.len);
+    if (!w) {
+        rc = -1;
+        goto done;
+    }
+    memcpy(w->data, wire.p, wire.len);
+    w->len = wire.len;
+    w->c = c;
+    w->stream = stream;
+    w->req.data = w;
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)wire.len);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_write)) {
+        free(w);
+        rc = -1;
+        goto done;
+    }
+    if (stream)
+        c->stream_pending += wire.len;
+done:
+    buf_free(&out);
+    buf_free(&wire);
+    return rc;
+}
+
 /* Queue head + body (body omitted for HEAD) and stop reading until it is written. */
 static void respond(struct http_conn *c, int status, const char *ctype, int send_body,
                     const char *extra_headers)
@@ -333,9 +415,21 @@ static void respond(struct http_conn *c, int status, const char *ctype, int send
         conn_close(c);
         return;
     }
+    unsigned nbufs = send_body && c->body.len ? 2 : 1;
+    if (c->tls) { /* the reply as ciphertext, in `head`; the body is no longer needed */
+        struct buf wire = {0};
+        if ((nbufs == 2 && buf_append(&c->head, c->body.p, c->body.len)) ||
+            tls_conn_seal(c->tls, &c->head, &wire)) {
+            buf_free(&wire);
+            conn_close(c);
+            return;
+        }
+        buf_free(&c->head);
+        c->head = wire;
+        nbufs = 1;
+    }
     uv_buf_t bufs[2] = {uv_buf_init(c->head.p, (unsigned)c->head.len),
                         uv_buf_init(c->body.p, (unsigned)c->body.len)};
-    unsigned nbufs = send_body && c->body.len ? 2 : 1;
     arm_timer(c, c->srv->idle_ms);
     c->wreq.data = c;
     if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, nbufs, on_write))
@@ -376,7 +470,11 @@ static int take_async(struct http_conn *c, const struct http_req *r, size_t head
         else if (ss.ss_family == AF_INET6)
             uv_ip6_name((struct sockaddr_in6 *)&ss, peer, sizeof(peer));
     }
-    struct srv_http_request req = {r->method, r->path, r->query, c->in, head_len, peer};
+    char cn[256] = "";
+    if (c->tls && tls_conn_peer_cn(c->tls, cn, sizeof(cn)) < 0)
+        cn[0] = '\0';
+    struct srv_http_request req = {r->method, r->path, r->query,       c->in,
+                                   head_len,  peer,    c->tls != NULL, cn};
     if (!h->async(h->async_arg, &req, p)) {
         c->pending = NULL;
         c->state = ST_READING;
@@ -414,6 +512,48 @@ static void serve(struct http_conn *c, size_t head_len)
     free(r);
 }
 
+static void on_plain(struct http_conn *c);
+
+/* TLS: n bytes arrived in the shared buffer. Handshake or decrypt, answer the handshake, and
+ * hand the plaintext to the request parser (what does not fit in the head area is a 431). */
+static void on_tls_read(struct http_conn *c, size_t n)
+{
+    struct srv_http *h = c->srv;
+    char err[256];
+    bool was_ready = tls_conn_ready(c->tls);
+    buf_reset(&c->plain);
+    int rc = tls_conn_feed(c->tls, h->tls->raw, n, &c->plain, err, sizeof(err));
+    if (rc < 0) {
+        if (err[0] && !was_ready)
+            h->tls_stats.failures++;
+        if (err[0]) { /* the alert OpenSSL queued, best effort: the socket closes now */
+            struct buf wire = {0}, none = {0};
+            if (!tls_conn_seal(c->tls, &none, &wire) && wire.len) {
+                uv_buf_t b = uv_buf_init(wire.p, (unsigned)wire.len);
+                (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+            }
+            buf_free(&wire);
+        }
+        conn_close(c);
+        return;
+    }
+    if (rc == 1) { /* the handshake's deadline is over; the request's starts */
+        h->tls_stats.handshakes++;
+        arm_timer(c, h->idle_ms);
+    }
+    if (tls_send(c, NULL, 0, 0)) {
+        conn_close(c);
+        return;
+    }
+    if (c->state != ST_READING || !c->plain.len)
+        return; /* draining or streaming: discarded */
+    size_t room = sizeof(c->in) - c->in_len;
+    size_t k = c->plain.len < room ? c->plain.len : room;
+    memcpy(c->in + c->in_len, c->plain.p, k);
+    c->in_len += k;
+    on_plain(c);
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
     struct http_conn *c = s->data;
@@ -426,9 +566,20 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         conn_close(c);
         return;
     }
+    if (c->tls) {
+        if (nread > 0)
+            on_tls_read(c, (size_t)nread);
+        return;
+    }
     if (c->state != ST_READING || nread == 0)
         return;
     c->in_len += (size_t)nread;
+    on_plain(c);
+}
+
+/* New bytes of the request head are in `in`: serve it once complete. */
+static void on_plain(struct http_conn *c)
+{
     size_t end = head_end(c->in, c->in_len);
     if (end)
         serve(c, end);
@@ -497,12 +648,17 @@ static void on_connection(uv_stream_t *server, int status)
     DLIST_PUSH(h->conns, c);
     h->nconns++;
     h->nlive++;
+    if (h->tls && !(c->tls = tls_conn_new(h->tls))) {
+        conn_close(c);
+        return;
+    }
     if (uv_accept(server, (uv_stream_t *)&c->tcp) ||
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read)) {
         conn_close(c);
         return;
     }
-    arm_timer(c, h->idle_ms);
+    /* with TLS the handshake gets --tls-handshake-timeout, then the request idle_ms */
+    arm_timer(c, h->tls ? h->tls->cfg.handshake_ms : h->idle_ms);
 }
 
 /* ---- public API ---- */
@@ -561,6 +717,18 @@ int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler
         return fail_start(h, rc, "http listen", err, errlen);
     *out = h;
     return 0;
+}
+
+void srv_http_set_tls(struct srv_http *h, struct srv_tls *t)
+{
+    if (h)
+        h->tls = t;
+}
+
+struct srv_http_tls_stats srv_http_tls_stats(const struct srv_http *h)
+{
+    struct srv_http_tls_stats none = {0};
+    return h ? h->tls_stats : none;
 }
 
 void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg)
@@ -735,6 +903,8 @@ int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t l
     struct http_conn *c = (struct http_conn *)st;
     if (c->closing)
         return -1;
+    if (c->tls)
+        return tls_send(c, data, len, 1);
     struct stream_write *w = malloc(sizeof(*w) + len);
     if (!w)
         return -1;

@@ -14,6 +14,12 @@
  * at most idle_ms waiting for its request and idle_ms again to send the reply.
  * srv_http_stop starts closing everything; the memory is freed by libuv close callbacks, so the
  * loop must run afterwards. Everything runs on the loop thread.
+ * TLS (srv_http_set_tls, --http-tls): a connection accepted after it speaks TLS with the
+ * client port's srv_tls (net/tls.h: its context, reloaded on SIGHUP, and its shared read
+ * buffer); each connection owns its struct tls_conn. Plaintext reaches the request parser only
+ * after the handshake (and the client-certificate check of --tls-client-auth); a handshake not
+ * done within --tls-handshake-timeout is closed. Every byte written goes through the
+ * connection's TLS state, in write order.
  * Deferred answers (srv_http_set_async): a request the async handler takes waits, not reading,
  * until srv_http_complete; its struct srv_http_pending belongs to the taker, who must complete
  * it exactly once (that frees it). A connection that closes first (idle_ms passed, stop) is
@@ -51,6 +57,8 @@ struct srv_http_request {
     const char *head;  /* the whole request head, for srv_http_header */
     size_t head_len;
     const char *peer; /* the client's IP address as text; "" when unknown */
+    bool tls;         /* the request came over TLS */
+    const char *cn;   /* TLS: the verified client certificate's CN; "" when none */
 };
 
 /* Asked first for every GET/HEAD request. 0: not taken (the plain handler answers it, and p is
@@ -67,6 +75,15 @@ int srv_http_start(uv_loop_t *loop, const char *host, int port, srv_http_handler
 /* Change the connection cap and the idle timeout (ms) for connections accepted from now on;
  * 0 keeps the current value. */
 void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms);
+
+struct srv_tls;
+/* Speak TLS with t (net/tls.h; it must outlive h) on connections accepted from now on. */
+void srv_http_set_tls(struct srv_http *h, struct srv_tls *t);
+/* TLS handshakes done, failed (not TLS, bad certificate, timeout) and timed out, since start. */
+struct srv_http_tls_stats {
+    uint64_t handshakes, failures, timeouts;
+};
+struct srv_http_tls_stats srv_http_tls_stats(const struct srv_http *h);
 
 /* Install the async handler (NULL: none). */
 void srv_http_set_async(struct srv_http *h, srv_http_async_handler fn, void *arg);

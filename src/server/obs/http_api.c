@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "fsm/waitgraph.h"
+#include "server/obs/console.h"
 #include "server/obs/http_args.h"
 #include "server/obs/metrics_page.h"
 #include "server/security/peer_guard.h"
@@ -39,6 +40,7 @@ struct hapi_req {
     char user[ACL_NAME_MAX + 1]; /* looked up again at answer time: a reload may change it */
     char method[8];
     char peer[64];
+    bool tls;           /* the request came over --http-tls */
     char *path, *query; /* into mem */
     size_t head_len;
     char mem[]; /* head, NUL, path, NUL, query, NUL */
@@ -58,7 +60,8 @@ static void answer_text(struct hapi_req *q, int status, const char *extra, const
 /* The request as http.h's struct, over q's copies. */
 static struct srv_http_request req_of(const struct hapi_req *q)
 {
-    return (struct srv_http_request){q->method, q->path, q->query, q->mem, q->head_len, q->peer};
+    return (struct srv_http_request){q->method,   q->path, q->query, q->mem,
+                                     q->head_len, q->peer, q->tls,   ""};
 }
 
 /* The user q authenticated as, in the current rules; NULL without users or when gone. */
@@ -654,6 +657,21 @@ static void begin_events(struct hapi_req *q, const struct acl_user *u)
     req_free(q);
 }
 
+/* GET /ui/...: an embedded console file (console.h). Behind the gate like /v1/ so that the
+ * browser asks for the user's credentials on opening the console, then sends them with the
+ * console's API reads (the same realm). */
+static void serve_console(struct hapi_req *q)
+{
+    const char *ctype, *headers;
+    const struct console_asset *a = srv_console_find(q->path, &ctype, &headers);
+    if (!a) {
+        answer_text(q, 404, NULL, "not found\n");
+        return;
+    }
+    srv_http_complete_h(q->p, 200, ctype, headers, (const char *)a->data, a->len);
+    req_free(q);
+}
+
 /* The request is who it claims (or there are no users): serve it. */
 static void admit(struct hapi_req *q)
 {
@@ -671,6 +689,10 @@ static void admit(struct hapi_req *q)
         s->hfence.gated = false;
         s->hfence.user = NULL;
         req_free(q);
+        return;
+    }
+    if (srv_console_path(q->path)) {
+        serve_console(q);
         return;
     }
     if (!strcmp(q->path, "/metrics")) {
@@ -734,18 +756,33 @@ static void auth_done(void *arg, const struct acl_user *u, int rc)
     admit(q);
 }
 
-/* Whether a Basic password may be sent to this listener over plain HTTP: on loopback only
- * (the HTTP port has no TLS; docs/security.md "The HTTP port"). */
+/* Whether a Basic password may be sent to this listener: over TLS (--http-tls) from any
+ * address; over plain HTTP on loopback only (docs/security.md "The HTTP port"). */
 static bool basic_allowed(const struct hapi_req *q)
 {
-    return srv_host_loopback(q->peer) && srv_host_loopback(q->s->cfg.http_host);
+    return q->tls || (srv_host_loopback(q->peer) && srv_host_loopback(q->s->cfg.http_host));
+}
+
+/* --tls-user-from-cn over --http-tls: a verified certificate whose CN names an ACL user
+ * authenticates the request as that user, as on the client port. true if it did. */
+static bool user_from_cn(struct hapi_req *q, const char *cn)
+{
+    struct srv *s = q->s;
+    if (!q->tls || !cn || !cn[0] || !s->cfg.tls.user_from_cn)
+        return false;
+    const struct acl_user *u = acl_user_find(&s->auth.acl, cn, strlen(cn));
+    if (!u)
+        return false;
+    q->has_user = true;
+    snprintf(q->user, sizeof(q->user), "%s", u->name);
+    return true;
 }
 
 int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
 {
     struct srv *s = arg;
     bool metrics = !strcmp(req->path, "/metrics") && s->auth.on && s->cfg.http_metrics_auth;
-    if (!metrics && strncmp(req->path, "/v1/", 4) != 0)
+    if (!metrics && strncmp(req->path, "/v1/", 4) != 0 && !srv_console_path(req->path))
         return 0; /* /health, /metrics (open), 404s: the plain handler */
     size_t pl = strlen(req->path), ql = strlen(req->query);
     struct hapi_req *q = calloc(1, sizeof(*q) + req->head_len + pl + ql + 3);
@@ -757,13 +794,15 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
     q->p = p;
     snprintf(q->method, sizeof(q->method), "%s", req->method);
     snprintf(q->peer, sizeof(q->peer), "%s", req->peer ? req->peer : "");
+    q->tls = req->tls;
     memcpy(q->mem, req->head, req->head_len);
     q->head_len = req->head_len;
     q->path = q->mem + req->head_len + 1;
     memcpy(q->path, req->path, pl + 1);
     q->query = q->path + pl + 1;
     memcpy(q->query, req->query, ql + 1);
-    if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics) {
+    if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics &&
+        !srv_console_path(q->path)) {
         answer_text(q, 404, NULL, "not found\n");
         return 1;
     }
@@ -773,6 +812,10 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
     }
     size_t hl;
     const char *hv = srv_http_header(req, "Authorization", &hl);
+    if (!hv && user_from_cn(q, req->cn)) {
+        admit(q);
+        return 1;
+    }
     if (!hv) {
         answer_text(q, 401, HAPI_REALM, "authentication required (HTTP Basic)\n");
         return 1;
@@ -784,7 +827,7 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
     if (!basic_allowed(q)) {
         answer_text(q, 403, NULL,
                     "a password over plain HTTP is accepted from loopback only: this port has "
-                    "no TLS\n");
+                    "no TLS (--http-tls)\n");
         return 1;
     }
     char user[ACL_NAME_MAX], pw[AUTH_PW_MAX + 1];

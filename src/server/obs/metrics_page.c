@@ -2,6 +2,7 @@
 /*
  * metrics_page.c — the Prometheus /metrics page (metrics_page.h; /health is http_routes.c).
  */
+#include "fsm/waitgraph.h"
 #include "raft/wire.h"
 #include "server/cmd/cmd.h"
 #include "server/obs/metrics_page.h"
@@ -185,6 +186,9 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_deadlock_search_limit_total", "counter",
                   "Deadlock searches that reached --deadlock-search-limit (the wait was queued).",
                   (double)m->deadlock_search_limit);
+    metric_render(out, "fencelock_deadlock_search_limit", "gauge",
+                  "The deadlock search limit in force (replicated: the same on every node).",
+                  (double)fsm_deadlock_limit(s->fsm));
     srv_cmd_render_counts(s, out);
     metric_render(out, "fencelock_proposals_total", "counter", "Raft entries proposed here.",
                   (double)m->proposals);
@@ -266,6 +270,18 @@ void srv_render_metrics(struct srv *s, struct buf *out)
         metric_render(out, "fencelock_tls_reload_failures_total", "counter",
                       "SIGHUP reloads of the TLS files refused (the old ones stayed).",
                       (double)t->reload_failures);
+    }
+    if (s->cfg.http_tls && s->http) {
+        struct srv_http_tls_stats hs = srv_http_tls_stats(s->http);
+        metric_render(out, "fencelock_http_tls_handshakes_total", "counter",
+                      "HTTP port TLS handshakes completed (--http-tls).", (double)hs.handshakes);
+        metric_render(out, "fencelock_http_tls_handshake_failures_total", "counter",
+                      "HTTP port connections closed in their TLS handshake (bad or missing "
+                      "certificate, not TLS, --tls-handshake-timeout).",
+                      (double)hs.failures);
+        metric_render(out, "fencelock_http_tls_handshake_timeouts_total", "counter",
+                      "HTTP port TLS handshakes closed by --tls-handshake-timeout.",
+                      (double)hs.timeouts);
     }
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",

@@ -21,7 +21,8 @@ static const struct {
     const char *name;
     unsigned bits;
 } acl_perm_words[] = {{"read", ACL_READ},   {"lock", ACL_LOCK}, {"write", ACL_WRITE},
-                      {"admin", ACL_ADMIN}, {"peer", ACL_PEER}, {"all", ACL_ALL}};
+                      {"admin", ACL_ADMIN}, {"peer", ACL_PEER}, {"revoke", ACL_REVOKE},
+                      {"all", ACL_ALL}};
 
 static void acl_err(char *err, size_t errlen, size_t line, const char *fmt, ...)
 {
@@ -198,7 +199,8 @@ static int parse_options(const struct acl_field *f, size_t nf, struct acl_user *
             }
         } else if (field_is(x, "perm=") && !u->perms) {
             if (!(u->perms = parse_perms(x->p + 5, x->n - 5))) {
-                acl_err(err, errlen, line, "perm= wants read, lock, write, admin, peer or all");
+                acl_err(err, errlen, line,
+                        "perm= wants read, lock, write, admin, peer, revoke or all");
                 return -1;
             }
         } else if (field_is(x, "keys=") && !u->keys) {

@@ -7,7 +7,8 @@
  * File format (docs/security.md), one user a line, '#' starts a comment:
  *   user NAME HASH perm=P[,P...] [keys=GLOB[,GLOB...]] [locks=GLOB[,GLOB...]]
  *        [max_sessions=N] [max_waiters=N] [max_keys=N] [max_bytes=N] [max_parked=N]
- * P is read, lock, write, admin, peer or all (all includes peer); HASH is what `fencelockd
+ * P is read, lock, write, admin, peer, revoke or all (all includes peer and revoke); HASH is what
+ * `fencelockd
  * --hash-password` prints (libsodium crypto_pwhash_str: Argon2id, salted, its cost inside the
  * string). A glob is '*' (any run of bytes), '?' (one byte) and '\' (the next byte as itself); no
  * keys= / locks= means every name. The max_*= fields are the user's own quotas (1..ACL_QUOTA_MAX;
@@ -33,7 +34,10 @@ enum acl_perm {
     /* what a member sends for itself (--peer-user): CLUSTER.ANNOUNCE and --join's CLUSTER.ADD,
      * nothing else; admin may run those too */
     ACL_PEER = 16,
-    ACL_ALL = 31
+    /* LOCK.REVOKE: ask the holder of a lock (one of its locks= globs) to let go, and take it at
+     * a deadline; admin may too */
+    ACL_REVOKE = 32,
+    ACL_ALL = 63
 };
 
 #define ACL_NAME_MAX 64   /* bytes of a user name */

@@ -23,7 +23,8 @@ enum {
     WF_MOD_REV = 32, /* mod_rev: the revision of the change (the id's rev) */
     WF_MS = 64,      /* ms_field: ttl_ms, wait_ms or delay_ms */
     WF_REASON = 128, /* reason: close, expire or revoke */
-    WF_OBJECT = 256  /* object: semaphore or election, only when not a lock */
+    WF_OBJECT = 256, /* object: semaphore or election, only when not a lock */
+    WF_REVOKE = 512  /* reason (the text; its bytes in the value's place) and by: who asked */
 };
 
 /* Which FSM events a row takes: all of its type, or only with / without `expired` or `sid`. */
@@ -56,6 +57,9 @@ static const struct kind kinds[] = {
     {"deadlock", FSM_EV_DEADLOCK, W_ANY, WF_NAME | WF_VALUE | WF_SID | WF_OBJECT, NULL},
     {"session-open", FSM_EV_SESSION_OPENED, W_ANY, WF_SID | WF_MS, "ttl_ms"},
     {"session-end", FSM_EV_SESSION_ENDED, W_ANY, WF_SID | WF_REASON, NULL},
+    {"revoke-requested", FSM_EV_REVOKE_REQUESTED, W_ANY,
+     WF_NAME | WF_TOKEN | WF_SID | WF_MS | WF_REVOKE, "deadline_ms"},
+    {"wait-notify", FSM_EV_WAIT_NOTIFY, W_ANY, WF_NAME | WF_TOKEN | WF_SID | WF_MS, "wait_ms"},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -160,7 +164,7 @@ void watch_seed(struct watch *w, uint64_t seed)
 
 static size_t entry_bytes(const struct watch_entry *e)
 {
-    return sizeof(*e) + sizeof(e) + e->name_len + (e->value_kept ? e->value_len : 0);
+    return sizeof(*e) + sizeof(e) + e->name_len + (e->value_kept ? e->value_len : 0) + e->by_len;
 }
 
 static struct watch_entry **slot_at(const struct watch *w, size_t i)
@@ -336,9 +340,10 @@ static int make_room(struct watch *w)
 
 static struct watch_entry *entry_new(const struct watch *w, int kind, const struct fsm_event *ev)
 {
-    bool keep = (kinds[kind].fields & WF_VALUE) && ev->value.len <= w->value_max;
-    size_t vlen = keep ? ev->value.len : 0;
-    struct watch_entry *e = malloc(sizeof(*e) + ev->name.len + vlen);
+    bool revoke = (kinds[kind].fields & WF_REVOKE) != 0; /* texts bounded by --max-key */
+    bool keep = ((kinds[kind].fields & WF_VALUE) && ev->value.len <= w->value_max) || revoke;
+    size_t vlen = keep ? ev->value.len : 0, blen = revoke ? ev->by.len : 0;
+    struct watch_entry *e = malloc(sizeof(*e) + ev->name.len + vlen + blen);
     if (!e)
         return NULL;
     e->kind = (uint8_t)kind;
@@ -349,11 +354,14 @@ static struct watch_entry *entry_new(const struct watch *w, int kind, const stru
     /* the reason of a session-end / expire-key rides in ms (0 close, 1 expire, 2 revoke) */
     e->ms = (kinds[kind].fields & WF_REASON) ? (ev->revoked ? 2u : ev->expired) : ev->ms;
     e->name_len = ev->name.len;
-    e->value_len = (kinds[kind].fields & WF_VALUE) ? ev->value.len : 0;
+    e->value_len = (kinds[kind].fields & (WF_VALUE | WF_REVOKE)) ? ev->value.len : 0;
+    e->by_len = (uint16_t)blen;
     if (ev->name.len)
         memcpy(e->data, ev->name.p, ev->name.len);
     if (vlen)
         memcpy(e->data + ev->name.len, ev->value.p, vlen);
+    if (blen)
+        memcpy(e->data + ev->name.len + vlen, ev->by.p, blen);
     return e;
 }
 
@@ -778,7 +786,7 @@ static size_t field_count(const struct kind *k, const struct watch_entry *e)
     size_t n = 1; /* type */
     n += !!(f & WF_NAME) + !!(f & WF_VALUE) + !!(f & WF_TOKEN) + !!(f & WF_SID);
     n += (f & WF_SID_OPT) && e->sid;
-    n += !!(f & WF_MOD_REV) + !!(f & WF_MS) + !!(f & WF_REASON);
+    n += !!(f & WF_MOD_REV) + !!(f & WF_MS) + !!(f & WF_REASON) + 2 * !!(f & WF_REVOKE);
     n += e->object != 0;
     return n;
 }
@@ -814,6 +822,12 @@ void watch_render(struct buf *out, const struct watch_entry *e)
     if (k->fields & WF_REASON) {
         resp_w_bulk_str(out, "reason");
         resp_w_bulk_str(out, e->ms == 2 ? "revoke" : e->ms ? "expire" : "close");
+    }
+    if (k->fields & WF_REVOKE) {
+        resp_w_bulk_str(out, "reason");
+        resp_w_bulk(out, e->data + e->name_len, e->value_len);
+        resp_w_bulk_str(out, "by");
+        resp_w_bulk(out, e->data + e->name_len + e->value_len, e->by_len);
     }
     if (e->object) {
         resp_w_bulk_str(out, "object");

@@ -68,13 +68,15 @@ struct watch_entry {
     bool value_kept;
     uint64_t sid, token, ms;
     uint32_t name_len, value_len;
+    uint16_t by_len; /* revoke-requested: who asked (its bytes follow the reason's) */
     /* the name index (named entries only): key (name, seq); lo / hi: the smallest / largest seq
      * in this subtree; size: its nodes; prio: the treap's heap order (parent >= children) */
     uint64_t seq;
     struct watch_entry *l, *r;
     uint64_t lo, hi;
     uint32_t size, prio;
-    char data[]; /* name, then the value when value_kept */
+    char data[]; /* name, then the value when value_kept (revoke-requested: the reason, always
+                    kept, then by_len bytes of who asked) */
 };
 
 struct watch {

@@ -70,6 +70,15 @@ func str(v any) string {
 	return s
 }
 
+func strs(v any) []string {
+	a, _ := v.([]any)
+	out := make([]string, 0, len(a))
+	for _, x := range a {
+		out = append(out, str(x))
+	}
+	return out
+}
+
 func num(v any) uint64 {
 	f, _ := v.(float64)
 	return uint64(f)
@@ -159,6 +168,30 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 			return nil, err
 		}
 		return nil, s.Unlock(ctx, str(req["name"]))
+	case "lock.multi":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		names, shared := strs(req["names"]), strs(req["shared"])
+		var tokens []uint64
+		if seconds(req["wait"], 0) <= 0 {
+			tokens, _, err = s.TryLockMulti(ctx, names, fencelock.SharedNames(shared...))
+		} else {
+			wctx, cancel := waitCtx(req)
+			tokens, _, err = s.LockMulti(wctx, names, fencelock.SharedNames(shared...))
+			cancel()
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"tokens": tokens}, nil
+	case "unlock.multi":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.UnlockMulti(ctx, strs(req["names"]))
 	case "sem.acquire":
 		s, err := a.session(req)
 		if err != nil {

@@ -9,8 +9,8 @@ import time
 from typing import Any, Dict, List, Optional, Union
 
 from .. import errors
-from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, s_, seconds_arg,
-                       status)
+from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, revoke_cmd_args,
+                       s_, seconds_arg, status)
 from ..conn import Cmd
 from ._conn import AsyncPool
 from .session import AsyncSession, LostCallback, SessionOpener
@@ -99,6 +99,11 @@ class AsyncClient:
             cmd.add("LEASE", session.sid)
         return int(await self._write(cmd, fence, ifrev, session))
 
+    async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+                   ifrev: Optional[int] = None, session: Optional[AsyncSession] = None) -> int:
+        """INCR key BY by: the counter's new value, as fencelock.Client.incr."""
+        return int(await self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+
     async def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                      session: Optional[AsyncSession] = None) -> bool:
         """DEL: True if the key existed."""
@@ -123,6 +128,11 @@ class AsyncClient:
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
+
+    async def revoke_lock(self, name: str, deadline: Optional[float] = None,
+                          reason: Optional[str] = None) -> int:
+        """LOCK.REVOKE, as Client.revoke_lock."""
+        return int(await self.call(Cmd(*revoke_cmd_args(name, deadline, reason))))
 
     async def fence_check(self, name: str, token: int) -> bool:
         """True while token is a current holder's (permit's, leader's) token, else False."""

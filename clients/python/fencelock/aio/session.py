@@ -31,8 +31,8 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coll
                     Generator, List, Optional, Sequence, Set, Union)
 
 from .. import errors
-from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Value, check_ttl, ms,
-                       multi_lock_args, seconds_arg, sem_args, span)
+from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
+                       check_ttl, ms, multi_lock_args, seconds_arg, sem_args, span)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -247,6 +247,14 @@ class AsyncSession:
             cmd.add("SHARED")
         return await self._wait_grant(cmd, 0, "UNLOCK", "lock")
 
+    def on_revoke(self, name: str, token: int,
+                  cb: Callable[[Revoke], Any]) -> "asyncio.Task[None]":
+        """cb(Revoke) (a function or a coroutine function), run for each revoke request
+        (LOCK.REVOKE) of this session's grant `token` of lock `name`, as Session.on_revoke.
+        Returns the task reading the events: cancel it when the lock is released."""
+        from .watch import revoke_task
+        return revoke_task(self.client, self.sid, name, token, cb)
+
     async def unlock(self, name: str) -> None:
         """Release the lock or leave its queue (NotHolder if neither)."""
         await self._mutate(Cmd("UNLOCK", name, self.sid))
@@ -335,6 +343,11 @@ class AsyncSession:
     async def delete(self, key: str, fence: Optional[Fence] = None,
                      ifrev: Optional[int] = None) -> bool:
         return await self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
+
+    async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
+                   ifrev: Optional[int] = None) -> int:
+        """AsyncClient.incr through this session (exactly once)."""
+        return await self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
 
     # ---- semaphores ----
     async def sem_acquire(self, name: str, limit: int, wait: float = 30.0,

@@ -6,16 +6,19 @@ resolved to the newest id once before the first read, and Compacted raised (neve
 gap) when the events after the needed id are gone.
 """
 
+import asyncio
+import inspect
 import time
-from typing import TYPE_CHECKING, AsyncIterator, List, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, List, Optional
 
-from .._common import Event, as_map, events, s_, stream_of
+from .. import errors
+from .._common import Event, Revoke, as_map, events, revoke_of, s_, stream_of
 from ..conn import Cmd
 
 if TYPE_CHECKING:
     from .client import AsyncClient
 
-__all__ = ["AsyncWatch"]
+__all__ = ["AsyncWatch", "revoke_task"]
 
 
 class AsyncWatch:
@@ -61,3 +64,29 @@ class AsyncWatch:
                 yield ev
                 if self._stopped:
                     return
+
+
+async def _revoke_loop(client: "AsyncClient", sid: int, name: str, token: int,
+                       cb: Callable[[Revoke], Any]) -> None:
+    """AsyncSession.on_revoke's task: the rules of the blocking RevokeWatch (watch.py)."""
+    w = AsyncWatch(client, name, str(max(token - 1, 0)), block=0.5)
+    while True:
+        try:
+            evs = await w.read()
+        except errors.Compacted as e:
+            w.last_id = e.after
+            continue
+        except (errors.Unavailable, errors.OutcomeUnknown):
+            await asyncio.sleep(0.1)
+            continue
+        for ev in evs:
+            rv = revoke_of(ev, name, sid, token)
+            if rv is not None:
+                r = cb(rv)
+                if inspect.isawaitable(r):
+                    await r
+
+
+def revoke_task(client: "AsyncClient", sid: int, name: str, token: int,
+                cb: Callable[[Revoke], Any]) -> "asyncio.Task[None]":
+    return asyncio.ensure_future(_revoke_loop(client, sid, name, token, cb))

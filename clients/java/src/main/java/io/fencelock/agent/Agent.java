@@ -20,11 +20,14 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -203,6 +206,16 @@ public final class Agent {
     return v.toString();
   }
 
+  private static List<String> strs(Map<String, Object> req, String k) {
+    List<String> out = new ArrayList<>();
+    if (req.get(k) instanceof List) {
+      for (Object o : (List<?>) req.get(k)) {
+        out.add(o.toString());
+      }
+    }
+    return out;
+  }
+
   private static long num(Map<String, Object> req, String k) {
     Object v = req.get(k);
     if (!(v instanceof Number)) {
@@ -294,6 +307,27 @@ public final class Agent {
         }
       case "unlock":
         session(req).unlock(str(req, "name"));
+        return res();
+      case "lock.multi":
+        {
+          Session s = session(req);
+          List<String> names = strs(req, "names");
+          Set<String> shared = new HashSet<>(strs(req, "shared"));
+          Duration wait = secs(req, "wait", 0);
+          long[] t;
+          if (wait.isZero()) {
+            t = s.tryAcquireMulti(names, shared).orElseThrow(() -> new BusyException("taken"));
+          } else {
+            t = s.acquireMulti(names, shared, wait);
+          }
+          List<Long> tokens = new ArrayList<>();
+          for (long x : t) {
+            tokens.add(x);
+          }
+          return res("tokens", tokens);
+        }
+      case "unlock.multi":
+        session(req).unlockMulti(strs(req, "names"));
         return res();
       case "sem.acquire":
         {

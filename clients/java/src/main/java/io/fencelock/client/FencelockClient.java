@@ -569,6 +569,24 @@ public final class FencelockClient implements AutoCloseable {
     }
   }
 
+  /**
+   * LOCK.REVOKE: ask the exclusive holder of lock name to let go; with a deadline (null: ask
+   * only) the servers take the grant then if it still holds the lock, as an expiry would
+   * (lock-delay, then the next waiter with a larger token). reason (null: none) is shown to
+   * the holder. The token of the grant asked; NotHolderException if nobody holds the lock
+   * exclusively, PermissionException without the revoke permission (or admin). Sent once.
+   */
+  public long revoke(String name, Duration deadline, String reason) {
+    Cmd cmd = new Cmd("LOCK.REVOKE", name);
+    if (deadline != null) {
+      cmd.add("DEADLINE", Math.max(1, deadline.toMillis()));
+    }
+    if (reason != null) {
+      cmd.add("REASON", reason);
+    }
+    return Resp.num(call(cmd, deadline(0), false, false, false, null));
+  }
+
   /** LOCK.INFO as a map (holder, token, waiters, mode, holders, ...), or null when unused. */
   public Map<String, Object> lockInfo(String name) {
     return Resp.map(call(new Cmd("LOCK.INFO", name)));

@@ -54,6 +54,8 @@ public class FencelockException extends RuntimeException {
         return new OutcomeUnknownException(text);
       case "COMPACTED":
         return CompactedException.ofReply(text);
+      case "DEADLOCK":
+        return new DeadlockException(text);
       default:
         return new ServerException(text);
     }

@@ -5,7 +5,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.RejectedExecutionException;
@@ -13,6 +15,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /**
  * A lease on the servers, renewed by a thread of its own every TTL/3 on the leader, and the
@@ -358,21 +361,34 @@ public final class Session implements AutoCloseable {
    */
   Long waitGrant(Cmd cmd, long waitMs, String release, String what, boolean interruptible)
       throws InterruptedException {
+    String name = Resp.str(cmd.argv.get(1));
+    Object r = waitReply(cmd, waitMs, release, List.of(name), what + " " + name, interruptible);
+    return r == null ? null : Resp.num(r);
+  }
+
+  /**
+   * waitGrant for any granting command (LOCK.MULTI too): its reply, or null for a try that was
+   * not granted. When the outcome cannot be learned, "release name sid" is sent for each name.
+   */
+  Object waitReply(
+      Cmd cmd, long waitMs, String release, List<String> names, String what, boolean interruptible)
+      throws InterruptedException {
     long end = System.nanoTime() + waitMs * 1_000_000L;
     if (waitMs > 0) {
       cmd.waitUntil(end);
     }
-    String name = Resp.str(cmd.argv.get(1));
     long s = begin(interruptible);
     Object r;
     try {
       r = send(cmd, s, end + client.opts.timeoutMs * 1_000_000L, interruptible);
     } catch (UnavailableException | OutcomeUnknownException | FencelockClient.Interrupted e) {
       op.unlock();
-      releaseQuietly(release, name);
+      for (String name : names) {
+        releaseQuietly(release, name);
+      }
       if (e instanceof FencelockClient.Interrupted) {
         Thread.interrupted();
-        throw new InterruptedException(what + " " + name + ": interrupted");
+        throw new InterruptedException(what + ": interrupted");
       }
       throw e;
     } catch (RuntimeException e) {
@@ -380,13 +396,10 @@ public final class Session implements AutoCloseable {
       throw e;
     }
     op.unlock();
-    if (r == null) {
-      if (waitMs > 0) {
-        throw new LockTimeoutException(what + " " + name + " not granted within " + waitMs + " ms");
-      }
-      return null;
+    if (r == null && waitMs > 0) {
+      throw new LockTimeoutException(what + " not granted within " + waitMs + " ms");
     }
-    return Resp.num(r);
+    return r;
   }
 
   private void releaseQuietly(String release, String name) {
@@ -455,6 +468,114 @@ public final class Session implements AutoCloseable {
   /** The shared (read) {@link FencedLock} of name on this session. */
   public FencedLock sharedLock(String name) {
     return locks.computeIfAbsent("\0shared\0" + name, n -> new FencedLock(this, name, true));
+  }
+
+  /**
+   * Call listener (on a thread of its own, one call at a time) for each revoke request
+   * (LOCK.REVOKE) of the grant token of lock name held through this session, until the
+   * returned watch is closed or the session ends. It reads the lock's events from the grant on,
+   * so a request made before its first read is not missed; it needs the read permission on the
+   * event stream (without keys=/locks= globs). The listener should make the holder's work stop
+   * and unlock: the deadline runs on the servers.
+   */
+  public RevokeWatch onRevoke(String name, long token, Consumer<Revoke> listener) {
+    return new RevokeWatch(this, name, token, listener);
+  }
+
+  // ---- several locks at once ----
+
+  private Object multi(List<String> names, Set<String> shared, long waitMs) {
+    if (names.isEmpty()) {
+      throw new IllegalArgumentException("no lock names");
+    }
+    Cmd cmd = new Cmd("LOCK.MULTI", sid, names.size());
+    cmd.argv.addAll(names);
+    for (String n : shared) {
+      cmd.add("SHARED", n);
+    }
+    try {
+      return waitReply(cmd, waitMs, "UNLOCK", names, "locks " + String.join(", ", names), false);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e); // not interruptible
+    }
+  }
+
+  private static long[] tokens(Object r, int n) {
+    if (!(r instanceof List) || ((List<?>) r).size() != n) {
+      throw new ProtocolException("LOCK.MULTI answered " + r + ", want " + n + " tokens");
+    }
+    long[] t = new long[n];
+    for (int i = 0; i < n; i++) {
+      t[i] = Resp.num(((List<?>) r).get(i));
+    }
+    return t;
+  }
+
+  /**
+   * LOCK.MULTI: every name at once, in one log entry, or none. It waits FIFO on every name and
+   * holds nothing meanwhile, so sessions asking for overlapping names in any order cannot
+   * deadlock. The tokens in the order of names (each resource fences with its own lock's
+   * token); {@code shared}: the names taken in shared mode. LockTimeoutException after wait
+   * (nothing held; wait 0 is a try: BusyException). Granted once, however many fail-overs the
+   * request crosses.
+   */
+  public long[] acquireMulti(List<String> names, Set<String> shared, Duration wait) {
+    Object r = multi(names, shared, wait.toMillis());
+    if (r == null) {
+      throw new BusyException("locks " + String.join(", ", names) + ": one is taken");
+    }
+    return tokens(r, names.size());
+  }
+
+  /** {@link #acquireMulti(List, Set, Duration)}, every name exclusive. */
+  public long[] acquireMulti(List<String> names, Duration wait) {
+    return acquireMulti(names, Set.of(), wait);
+  }
+
+  /** The tokens if every name could be granted at once, else empty (and nothing held). */
+  public Optional<long[]> tryAcquireMulti(List<String> names, Set<String> shared) {
+    Object r = multi(names, shared, 0);
+    return r == null ? Optional.empty() : Optional.of(tokens(r, names.size()));
+  }
+
+  /**
+   * UNLOCK each name (each releases that name only, or takes a waiting request out of all its
+   * queues); every name is tried, the first exception thrown after.
+   */
+  public void unlockMulti(List<String> names) {
+    FencelockException first = null;
+    for (String n : names) {
+      try {
+        unlock(n);
+      } catch (FencelockException e) {
+        first = first == null ? e : first;
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+
+  /**
+   * Run fn with the tokens while holding every name ({@link #acquireMulti}), then unlock them
+   * all, whatever fn did; fn's result. The thread is registered for the session's loss (it is
+   * interrupted if the lease can no longer be trusted).
+   */
+  public <T> T withLocks(
+      List<String> names, Set<String> shared, Duration wait, Function<long[], T> fn) {
+    long[] t = acquireMulti(names, shared, wait);
+    Thread me = Thread.currentThread();
+    registerThread(me);
+    try {
+      return fn.apply(t);
+    } finally {
+      unregisterThread(me);
+      try {
+        unlockMulti(names);
+      } catch (SessionLostException e) {
+        // the locks went with the session
+      }
+    }
   }
 
   // ---- keys ----

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fsm/counter.c — INCR: a key used as a signed 64-bit counter.
+ *
+ * Owns no state of its own: a counter is an ordinary key (kv.c) whose value is the canonical
+ * decimal text of an int64_t ("-?[1-9][0-9]*" or "0", at most FSM_COUNTER_DIGITS bytes), so GET,
+ * KV.GET, watches and snapshots read it as any value. An absent key counts as 0 and is created
+ * (unleased); an existing key keeps its lease, as an overwrite by PUT without LEASE would not.
+ * Refused, changing nothing: a value that is not that text (a counter is never reinterpreted:
+ * "007" or " 7" could be someone else's data), a result outside int64_t, a failed FENCE or
+ * IFREV. Check order as PUT's: FENCE, IFREV, then the value.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsm/internal.h"
+
+/* The canonical decimal text of `v` into out (FSM_COUNTER_DIGITS + 1 bytes); its length. */
+static size_t format_i64(int64_t v, char *out)
+{
+    char tmp[FSM_COUNTER_DIGITS];
+    size_t n = 0, len = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN's magnitude fits u64 */
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[len++] = '-';
+    while (n)
+        out[len++] = tmp[--n];
+    out[len] = '\0';
+    return len;
+}
+
+int fsm_counter_parse(const char *p, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    bool neg = n > 0 && p[0] == '-';
+    i = neg ? 1 : 0;
+    if (n == i || n > FSM_COUNTER_DIGITS || (p[i] == '0' && (n > i + 1 || neg)))
+        return -1; /* empty, too long, a leading zero, "-0" */
+    uint64_t u = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        unsigned d = (unsigned)(p[i] - '0');
+        if (u > (lim - d) / 10)
+            return -1;
+        u = u * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - u) : (int64_t)u; /* 0 - 2^63 wraps to INT64_MIN (modular) */
+    return 0;
+}
+
+void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *c, struct fsm_reply *r)
+{
+    struct kv *k = fsm_kv_find(a->f, c->key.p, c->key.len);
+    if (fsm_kv_fence_fails(a, &c->cond, r) || fsm_kv_ifrev_fails(&c->cond, k, r))
+        return;
+    int64_t old = 0, by = (int64_t)c->by, now;
+    char nm[FSM_NAME_SHOWN];
+    if (k && fsm_counter_parse(k->value ? k->value : "", k->value_len, &old)) {
+        fsm_reply_err(r, PROTO_ERR " value of key %s is not a signed 64-bit decimal integer",
+                      fsm_printable(c->key.p, c->key.len, nm, sizeof(nm)));
+        return;
+    }
+    if (__builtin_add_overflow(old, by, &now)) {
+        fsm_reply_err(r, PROTO_ERR " increment would overflow: key %s is %lld, BY %lld",
+                      fsm_printable(c->key.p, c->key.len, nm, sizeof(nm)), (long long)old,
+                      (long long)by);
+        return;
+    }
+    char text[FSM_COUNTER_DIGITS + 1];
+    size_t len = format_i64(now, text);
+    char *val = malloc(len);
+    if (!val) {
+        fsm_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    memcpy(val, text, len);
+    bool fresh = !k;
+    if (fresh && !(k = fsm_kv_alloc(c->key.p, c->key.len))) {
+        free(val);
+        fsm_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    uint64_t rev = fsm_next_rev(a);
+    if (fresh) {
+        k->create_rev = rev;
+        k->version = 1;
+        fsm_kv_insert(a->f, k);
+    } else {
+        free(k->value);
+        k->version++;
+    }
+    a->f->kv_bytes += (uint64_t)len - k->value_len; /* modular: a shrink subtracts */
+    k->value = val;
+    k->value_len = (uint32_t)len;
+    k->mod_rev = rev;
+    uint64_t lease = k->lease ? k->lease->sid : 0;
+    struct fsm_event *e = fsm_emit(a, FSM_EV_KEY_PUT, lease, 0, 0, k->key, k->key_len);
+    if (e) {
+        e->value.p = k->value;
+        e->value.len = k->value_len;
+    }
+    r->kind = FSM_REPLY_INT;
+    r->value = (uint64_t)now;
+}
