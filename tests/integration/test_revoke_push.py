@@ -121,3 +121,21 @@ def test_wait_notify_pushes_to_the_holders_parked_resp3_connection(ctx):
     expect_ok(c.call("UNLOCK", "p/M", other))
     expect_int(_next_reply(h3), "h3's grant")
     eq(_pushes(h3), [])
+
+
+def test_no_push_after_the_connection_authenticated_as_another_user(ctx):
+    from test_auth import _acl_server, _authed
+    s, _, _ = _acl_server(ctx)
+    adm = _authed(ctx, s, "admin", "adminpw")
+    x = ctx.conn(s)
+    eq(str(as_map(x.call("HELLO", 3, "AUTH", "app", "apppw"))["proto"]), "3")
+    a = open_session(x, 60000)  # x opened a as app
+    t = expect_int(x.call("LOCK", "job-1", a))
+    expect_ok(x.call("AUTH", "ro", "ropw"))  # x is ro's now: a's requests are not for it
+    x.send("XREAD", "BLOCK", 0, "STREAMS", "fencelock:events:app/", "$")
+    wait_until(lambda: metric(s, "fencelock_xread_blocked") == 1, timeout=30,
+               what="the XREAD parked")
+    eq(expect_int(adm.call("LOCK.REVOKE", "job-1", "REASON", "secret")), t)
+    expect_int(adm.call("PUT", "app/k", "v"))  # wakes the XREAD: its reply comes next
+    r = _next_reply(x)
+    assert "fencelock:events:app/" in (r if isinstance(r, dict) else as_map(r)), r
