@@ -588,6 +588,32 @@ typedef void (*fl_revoke_cb)(const struct fl_revoke *rv, void *ctx);
 FL_API fl_err fl_revoke_watch(fl_session *s, const char *name, uint64_t token, fl_revoke_cb cb,
                               void *ctx, fl_watcher **out);
 
+/*
+ * fl_lock with NOTIFY (LOCK ... NOTIFY): when the request queues behind an exclusive holder,
+ * that holder is told someone waits (fl_waiter_watch), once per waiting session. Otherwise
+ * exactly fl_lock: the same waits, fail-overs and errors.
+ */
+FL_API fl_err fl_lock_notify(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token);
+
+/* A waiter queued behind a held lock with NOTIFY; borrowed by the callback until it returns. */
+struct fl_waiter {
+    const char *name;
+    uint64_t token;   /* the holder's grant it queued behind */
+    uint64_t sid;     /* the waiting session */
+    uint64_t wait_ms; /* how long it said it would wait */
+};
+typedef void (*fl_waiter_cb)(const struct fl_waiter *w, void *ctx);
+
+/*
+ * The on_waiter callback of a held lock: cb runs on a watcher thread (fl_watch on the lock's
+ * events, from the grant on) once for each session that queued behind grant `token` of `name`
+ * with fl_lock_notify. The holder may let go early, or ignore it. Stop it with fl_watch_stop
+ * and free it with fl_watch_join (before fl_session_close). Reading the event stream needs the
+ * read permission without keys= / locks= globs (docs/security.md).
+ */
+FL_API fl_err fl_waiter_watch(fl_session *s, const char *name, uint64_t token, fl_waiter_cb cb,
+                              void *ctx, fl_watcher **out);
+
 /* ---- cluster ---- */
 
 struct fl_member {

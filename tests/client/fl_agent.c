@@ -10,8 +10,10 @@
  * borrows the client and the session or watcher it names. The harness never closes a session
  * or stops a watcher while another request uses it. A session entry is freed by
  * session.close (after fl_session_close, so its on_lost callback cannot run any more); a
- * watcher entry by watch.stop, after its monitor thread joined the watcher. quit (or EOF on
- * stdin) waits for the requests in flight (bounded), closes everything, and exits 0.
+ * watcher entry by watch.stop, after its monitor thread joined the watcher; an on_revoke
+ * registration by session.close of its session (or quit), after its watcher joined and before
+ * fl_session_close. quit (or EOF on stdin) waits for the requests in flight (bounded), closes
+ * everything, and exits 0.
  *
  * Output lines (replies and events) are written whole under one mutex, each flushed.
  * Limits: a request line is at most AGENT_LINE_MAX bytes (longer: an OTHER error reply
@@ -475,12 +477,25 @@ struct watch {
     struct watch *next;
 };
 
+/* An on_revoke registration (fl_revoke_watch) of session `sess`. Its callback writes no line
+   before the reply to on_revoke is out (PROTOCOL.md's order rule): it waits for `answered`,
+   which run_job sets after writing that reply. Freed by revokes_stop, after the join. */
+struct revoke_reg {
+    char sess[24];
+    fl_watcher *w;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int answered; /* under mu */
+    struct revoke_reg *next;
+};
+
 static struct {
     fl_client *c;
     pthread_mutex_t mu; /* the lists, the counters, inflight */
     pthread_cond_t cv;  /* inflight fell */
     struct sess *sessions;
     struct watch *watches;
+    struct revoke_reg *revokes;
     unsigned n_sessions, n_watches;
     int inflight;
 } agent = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -623,10 +638,13 @@ static fl_err op_session_open(const struct jv *req, struct jw *w, const char **w
     return FL_OK;
 }
 
+static void revokes_stop(const char *sess);
+
 static fl_err op_session_close(const struct jv *req, struct jw *w, const char **why)
 {
     struct sess *x = req_session(req);
     NEED_SESSION(x);
+    revokes_stop(x->name); /* before fl_session_close, as fl_revoke_watch asks */
     sess_unlink(x);
     fl_err e = fl_session_close(x->s);
     free(x);
@@ -1025,6 +1043,105 @@ static fl_err op_watch_stop(const struct jv *req, struct jw *w, const char **why
     return FL_OK;
 }
 
+/* ---- cooperative revocation ---- */
+
+/* The registration whose reply this request thread writes next (set by op_on_revoke, opened
+   by run_job once the reply is out). */
+static __thread struct revoke_reg *reply_gate;
+
+static void gate_open(struct revoke_reg *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->answered = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* On the registration's watcher thread. */
+static void revoke_cb(const struct fl_revoke *rv, void *ctx)
+{
+    struct revoke_reg *r = ctx;
+    pthread_mutex_lock(&r->mu);
+    while (!r->answered)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    struct jw w;
+    jw_begin(&w);
+    jw_str(&w, "event", "revoke");
+    jw_str(&w, "session", r->sess);
+    jw_str(&w, "name", rv->name);
+    jw_int(&w, "token", (int64_t)rv->token);
+    jw_int(&w, "deadline_ms", (int64_t)rv->deadline_ms);
+    jw_key(&w, "reason");
+    jw_strn(&w, rv->reason ? rv->reason : "", rv->reason ? rv->reason_len : 0);
+    jw_key(&w, "by");
+    jw_strn(&w, rv->by ? rv->by : "", rv->by ? rv->by_len : 0);
+    jw_emit(&w);
+}
+
+static fl_err op_revoke(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    uint64_t token = 0;
+    fl_err e = fl_lock_revoke(agent.c, name, (uint64_t)jnum(req, "deadline_ms", 0),
+                              jstr(req, "reason"), &token);
+    if (e == FL_OK)
+        jw_int(w, "token", (int64_t)token);
+    return e;
+}
+
+static fl_err op_on_revoke(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    const char *name = jstr(req, "name");
+    NEED_SESSION(x);
+    NEED(name, "name is required");
+    NEED(jget(req, "token"), "token is required");
+    struct revoke_reg *r = calloc(1, sizeof(*r));
+    NEED(r, "out of memory");
+    snprintf(r->sess, sizeof(r->sess), "%s", x->name);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    fl_err e = fl_revoke_watch(x->s, name, (uint64_t)jnum(req, "token", 0), revoke_cb, r, &r->w);
+    if (e) {
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+        return e;
+    }
+    pthread_mutex_lock(&agent.mu);
+    r->next = agent.revokes;
+    agent.revokes = r;
+    pthread_mutex_unlock(&agent.mu);
+    reply_gate = r;
+    return FL_OK;
+}
+
+/* Stop, join and free the registrations of session `sess` (every one: NULL). No revoke line
+   is written after this returns. */
+static void revokes_stop(const char *sess)
+{
+    for (;;) {
+        pthread_mutex_lock(&agent.mu);
+        struct revoke_reg **pp = &agent.revokes;
+        while (*pp && sess && strcmp((*pp)->sess, sess) != 0)
+            pp = &(*pp)->next;
+        struct revoke_reg *r = *pp;
+        if (r)
+            *pp = r->next;
+        pthread_mutex_unlock(&agent.mu);
+        if (!r)
+            return;
+        gate_open(r); /* its reply is out: the harness waited for it */
+        fl_watch_stop(r->w);
+        fl_watch_join(r->w, NULL, NULL, 0);
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+    }
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1050,6 +1167,8 @@ static const struct {
     {"fence.check", op_fence_check},
     {"watch.start", op_watch_start},
     {"watch.stop", op_watch_stop},
+    {"revoke", op_revoke},
+    {"on_revoke", op_on_revoke},
 };
 
 struct job {
@@ -1075,6 +1194,10 @@ static void *run_job(void *arg)
             reply_err(j->id, e == FL_ESESSION ? "SESSION" : "OTHER", why);
         else
             reply_err(j->id, err_word(e, fl_client_errmsg(agent.c)), fl_client_errmsg(agent.c));
+    }
+    if (reply_gate) {
+        gate_open(reply_gate);
+        reply_gate = NULL;
     }
     jv_free(&j->req);
     free(j);
@@ -1105,6 +1228,7 @@ static void quit(int64_t id)
         fflush(stdout);
         _exit(0);
     }
+    revokes_stop(NULL);
     struct sess *x;
     while ((x = sess_find(NULL))) {
         sess_unlink(x);

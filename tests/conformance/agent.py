@@ -52,6 +52,10 @@ class Agent:
         self.log_path = os.path.join(workdir, "agent-%s.stderr" % label)
         self.problems = []
         self.replies, self.events = {}, []
+        # arrival order of stdout lines: reply ids and events (by index in self.events), so a
+        # scenario can check PROTOCOL.md's order rules (watch_end, revoke)
+        self.reply_at, self.event_at = {}, []
+        self.n_lines = 0
         self.ready = None
         self.exited = False
         self.cv = threading.Condition()
@@ -100,8 +104,10 @@ class Agent:
                                          % (self.label, line[:200]))
                 continue
             with self.cv:
+                self.n_lines += 1
                 if "event" in m:  # first: a watch event has an "id" of its own
                     self.events.append(m)
+                    self.event_at.append(self.n_lines)
                 elif "id" in m:
                     i = m["id"]
                     if i in self.replies:
@@ -111,6 +117,7 @@ class Agent:
                         self.problems.append("%s: a reply to an id never sent: %r"
                                              % (self.label, m))
                     self.replies[i] = m
+                    self.reply_at.setdefault(i, self.n_lines)
                 elif "ready" in m and self.ready is None:
                     self.ready = m
                 else:
@@ -212,6 +219,13 @@ class Agent:
         def find():
             return next((e for e in self.events if pred(e)), None)
         return self._wait(find, timeout, what)
+
+    def before(self, reply_id, event):
+        """True if the reply to request reply_id was read before `event` (one of self.events:
+        the same object), by the order of the agent's stdout lines."""
+        with self.cv:
+            at = next(n for e, n in zip(self.events, self.event_at) if e is event)
+            return reply_id in self.reply_at and self.reply_at[reply_id] < at
 
     def events_of(self, pred):
         with self.cv:

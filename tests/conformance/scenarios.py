@@ -568,6 +568,123 @@ def scenario_deadlock_refused(ctx):
 scenario_deadlock_refused.timeout = 120
 
 
+# ---- cooperative revocation ----
+
+def _revoke_events(a, session):
+    return a.events_of(lambda e: e.get("event") == "revoke" and e.get("session") == session)
+
+
+def _check_revoke_event(ev, session, name, token, deadline_ms, reason):
+    eq((ev.get("session"), ev.get("name"), ev.get("token"), ev.get("deadline_ms"),
+        ev.get("reason")), (session, name, token, deadline_ms, reason),
+       "the revoke event: session, name, token, deadline_ms, reason as asked")
+    assert "127.0.0.1:" in (ev.get("by") or ""), ("the revoke event names who asked", ev)
+
+
+def scenario_revoke_holder_lets_go(ctx):
+    """A holder registered with on_revoke hears a LOCK.REVOKE of its grant (name, token,
+    deadline, reason, who asked: exactly as asked, once, after the reply to on_revoke) and
+    lets go; the queued waiter is granted with a larger token, the old token is refused by
+    FENCE.CHECK, and no grant was taken by force (the holder's unlock found it holding).
+    Proves: the request reaches the holder's code through the client's public API."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, sid_h = _sid(a.ok("session.open", ttl=10))
+    w, sid_w = _sid(a.ok("session.open", ttl=10))
+    name = "rv/job"
+    t1 = a.ok("lock", session=h, name=name, wait=5)["token"]
+    reg = a.send("on_revoke", session=h, name=name, token=t1)
+    a.ok_of(reg, what=" (on_revoke)")
+    pending = a.send("lock", session=w, name=name, wait=60)
+    wait_until(lambda: (_lock_info(servers, name) or {}).get("waiters") == [sid_w], timeout=15,
+               interval=0.05, what="the waiter queued on the servers")
+    eq(a.ok("revoke", name=name, deadline_ms=120000, reason="maintenance \u2713")["token"], t1,
+       "revoke answers the holder's token")
+    ev = a.wait_event(lambda e: e.get("event") == "revoke" and e.get("session") == h, 30,
+                      "the holder's revoke event")
+    _check_revoke_event(ev, h, name, t1, 120000, "maintenance \u2713")
+    assert a.before(reg, ev), "the revoke event came before the reply to on_revoke"
+    eq((_lock_info(servers, name) or {}).get("holder"), sid_h, "asked, not yet taken")
+
+    a.ok("unlock", session=h, name=name)  # the holder lets go (it still held: no force)
+    t2 = a.ok_of(pending, timeout=60, what=" (the waiting lock)")["token"]
+    assert t2 > t1, ("the waiter's token is not above the holder's", t1, t2)
+    li = _lock_info(servers, name)
+    eq((li["holder"], li["token"], li["waiters"]), (sid_w, t2, []),
+       "LOCK.INFO: the waiter holds with the token it was told")
+    a.err("fence.check", "STALE", name=name, token=t1)
+    a.ok("fence.check", name=name, token=t2)
+    a.err("revoke", "NOTHOLDER", name="rv/free", deadline_ms=1000, reason="x")
+    a.ok("unlock", session=w, name=name)
+    for s in (h, w):
+        a.ok("session.close", session=s)
+    eq(len(_revoke_events(a, h)), 1, "one revoke event: one request")
+    eq(_revoke_events(a, w), [], "no revoke event for the waiter's grant")
+
+
+scenario_revoke_holder_lets_go.timeout = 120
+
+
+def scenario_revoke_deadline_across_leader_kill(ctx):
+    """A holder that ignores a revoke loses the grant at the deadline, as an expiry: the
+    request is made before the holder registers on_revoke (the client reads from the grant
+    on, so it still hears it, after the reply to on_revoke), the leader is kill -9'd between
+    the request and its deadline, and the new leader applies the replicated deadline: the
+    queued waiter is granted once (the survivors applied exactly two grants) with a larger
+    token, the old token is refused by FENCE.CHECK and by a fenced write, the holder's unlock
+    finds nothing to release, and its session lives on. Proves: the deadline survives a
+    fail-over and the fence holds across a forced release."""
+    deadline_ms = 8000
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, sid_h = _sid(a.ok("session.open", ttl=30))
+    w, sid_w = _sid(a.ok("session.open", ttl=30))
+    name = "rv/batch"
+    t1 = a.ok("lock", session=h, name=name, wait=5)["token"]
+    a.ok("put", key="rv/out", value="old", session=h, fence=[name, t1])
+    pending = a.send("lock", session=w, name=name, wait=120)
+    wait_until(lambda: (_lock_info(servers, name) or {}).get("waiters") == [sid_w], timeout=15,
+               interval=0.05, what="the waiter queued on the servers")
+    eq(a.ok("revoke", name=name, deadline_ms=deadline_ms, reason="drain")["token"], t1,
+       "revoke answers the holder's token")
+    # the revoke is applied on the leader: kill it now, well inside the deadline
+    survivors = [s for s in servers if s is not leader]
+    leader.kill9()
+    reg = a.send("on_revoke", session=h, name=name, token=t1)
+    a.ok_of(reg, timeout=60, what=" (on_revoke)")
+    ev = a.wait_event(lambda e: e.get("event") == "revoke" and e.get("session") == h, 60,
+                      "the holder's revoke event (asked before it registered)")
+    _check_revoke_event(ev, h, name, t1, deadline_ms, "drain")
+    assert a.before(reg, ev), "the revoke event came before the reply to on_revoke"
+
+    # the holder ignores it; the new leader releases the grant at the deadline
+    t2 = a.ok_of(pending, timeout=120, what=" (the waiting lock)")["token"]
+    assert t2 > t1, ("the waiter's token is not above the holder's", t1, t2)
+    new = leader_of(survivors)
+    with conn(new) as c:
+        li = as_map(c.call("LOCK.INFO", name))
+    eq((li["holder"], li["token"], li["waiters"]), (sid_w, t2, []),
+       "LOCK.INFO on the new leader: the waiter holds with the token it was told")
+    a.err("fence.check", "STALE", name=name, token=t1)
+    a.err("put", "STALE", key="rv/out", value="late", fence=[name, t1])
+    a.ok("put", key="rv/out", value="new", session=w, fence=[name, t2])
+    eq(kv(servers, "rv/out")["value"], b"new", "the old holder's late write was refused")
+    a.err("unlock", "NOTHOLDER", session=h, name=name)
+    r = a.ok("session.safe", session=h)
+    assert r["lost"] is False, ("the revoked holder's session lives on", r)
+    assert not _nosession(servers, sid_h), "the servers kept the revoked holder's session"
+    wait_until(lambda: min(grants(s) for s in survivors) >= 2, timeout=15, interval=0.05,
+               what="both survivors applied the second grant")
+    eq([grants(s) for s in survivors], [2, 2], "exactly two grants: none repeated")
+    a.ok("unlock", session=w, name=name)
+    for s in (h, w):
+        a.ok("session.close", session=s)
+    eq(len(_revoke_events(a, h)), 1, "one revoke event: one request, across the fail-over")
+
+
+scenario_revoke_deadline_across_leader_kill.timeout = 180
+
+
 def discover():
     """The scenarios in file order: [(name, fn)]."""
     return [(n[len("scenario_"):], f) for n, f in globals().items()

@@ -4,7 +4,7 @@ would close a cycle of sessions waiting for each other is refused with -DEADLOCK
 cycle, nothing is queued, the other waits are untouched and complete later; the refusal is an
 event on the stream ("deadlock") and counts in fencelock_deadlocks_total on every node;
 LOCK.INFO's waits_for and LOCK.WAITS show who waits for whom; --deadlock-search-limit bounds
-the search (the wait is then queued, fencelock_deadlock_search_limit_total) and 0 turns
+the search (the wait is then queued, fencelock_deadlock_searches_given_up_total) and 0 turns
 detection off. On 1 node and on 3 (the refusal decided alike by every replica)."""
 
 import json
@@ -124,7 +124,7 @@ def test_the_search_limit_lets_the_wait_queue_and_0_turns_detection_off(ctx):
     wait_queued(c, "l3", s2)
     w3.send("LOCK", "l1", s3, "WAIT", 30000)
     wait_queued(c, "l1", s3)  # over the limit: queued
-    wait_until(lambda: metric(s, "fencelock_deadlock_search_limit_total") >= 1, 5,
+    wait_until(lambda: metric(s, "fencelock_deadlock_searches_given_up_total") >= 1, 5,
                what="the search that gave up is counted")
     eq(metric(s, "fencelock_deadlocks_total"), 0)
     off = ctx.server("--deadlock-search-limit", "0")

@@ -62,7 +62,7 @@ def test_nodes_with_different_flags_decide_alike_and_follow_the_leader(ctx):
         wait_queued(c, "l3", s2)
         conn(leader.port).send("LOCK", "l1", s3, "WAIT", 60000)
         wait_queued(c, "l1", s3)
-        counted_alike(servers, "fencelock_deadlock_search_limit_total", 1)
+        counted_alike(servers, "fencelock_deadlock_searches_given_up_total", 1)
         counted_alike(servers, "fencelock_deadlocks_total", 0)
         # node 2 leads: the default is the cluster's, and a two-session cycle is refused
         leader = make_leader(servers, servers[1])
@@ -82,7 +82,7 @@ def test_nodes_with_different_flags_decide_alike_and_follow_the_leader(ctx):
         conn(leader.port).send("LOCK", "x", b, "WAIT", 60000)
         wait_queued(c, "x", b)
         counted_alike(servers, "fencelock_deadlocks_total", 1)
-        counted_alike(servers, "fencelock_deadlock_search_limit_total", 1)
+        counted_alike(servers, "fencelock_deadlock_searches_given_up_total", 1)
     finally:
         for k in conns:
             k.close()

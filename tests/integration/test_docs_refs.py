@@ -25,7 +25,10 @@ def run(*args):
 def scratch_tree(ctx):
     d = ctx.tmp("tree")
     shutil.rmtree(d, ignore_errors=True)
-    shutil.copytree(ROOT, d, ignore=shutil.ignore_patterns(".git", "build", "__pycache__"))
+    # Only what check-docs reads: not the build trees nor the clients' installed packages
+    # (node_modules alone is ~100 MB, whose copy outran the test's bound on a loaded machine).
+    shutil.copytree(ROOT, d, ignore=shutil.ignore_patterns(
+        ".git", "build", "__pycache__", "node_modules", "target", "dist", "test-dist"))
     return d
 
 

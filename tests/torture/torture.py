@@ -105,7 +105,7 @@ class Run:
                             "worker")
 
     def start_workers(self, seconds):
-        wls = DEFAULT_WORKLOADS if self.args.workloads == "all" else self.args.workloads.split(",")
+        wls = workloads_of(self.args)
         os.makedirs(os.path.join(self.out, "history"))
         os.makedirs(os.path.join(self.out, "workers"))
         env = dict(os.environ)
@@ -438,10 +438,13 @@ class Run:
         finals = {}
         wls = {w["workload"] for w in self.workers}
         if "deadlock" in wls:  # its judge: the event stream of its locks, in log order, in a
-            # file of its own (the final line's value stays a number for Porcupine)
+            # file of its own (the final line's value stays a number for Porcupine). Read after
+            # id 0-1, not from "0" (the oldest retained): the judge replays the whole stream, so
+            # a history that lost its start must be -COMPACTED (the verdict is then "unknown"),
+            # never a silent tail that starts from a state the checker cannot know.
             ents = stream_entries(self.cluster.call_leader(
-                "XREAD", "COUNT", 1000000, "STREAMS", "fencelock:events:dl/", "0",
-                timeout=30.0))
+                "XREAD", "COUNT", 10000000, "STREAMS", "fencelock:events:dl/", "0-1",
+                timeout=60.0))
             path = os.path.join(self.out, "deadlock-stream.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(ents, f)
@@ -474,6 +477,11 @@ class Run:
 
 def _s(v):
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+
+
+def workloads_of(args):
+    """The workloads --workloads names (`all`: DEFAULT_WORKLOADS)."""
+    return DEFAULT_WORKLOADS if args.workloads == "all" else tuple(args.workloads.split(","))
 
 
 def stream_entries(reply):
@@ -836,6 +844,15 @@ def main():
             extra = ["--snapshot-threshold", str(snap[0]), "--snapshot-trailing", str(snap[1])]
         if args.event_history:
             extra += ["--event-history", str(args.event_history)]
+        if "deadlock" in workloads_of(args):
+            # Its judge replays the whole event stream of dl/ from the leader after the run:
+            # every node must keep all of it, also after a restart (a node rebuilds its history
+            # from the log after its newest snapshot), so such runs keep the whole log and a
+            # history large enough for it, unless the command line says otherwise.
+            if not snap and not args.snapshot_threshold:
+                extra += ["--snapshot-threshold", "1000000000", "--snapshot-log-bytes", "0"]
+            if not args.event_history:
+                extra += ["--event-history", "20000000", "--event-history-bytes", "4GiB"]
         if args.secure:
             run.secure = Secure(args.bin, run.out)
         run.cluster = Cluster(args.bin, run.out, args.nodes, run.log, extra, run.secure)

@@ -15,6 +15,8 @@ import {
   type ClientOptions,
   FencelockError,
   NotFoundError,
+  type Revoke,
+  type RevokeWatch,
   type Session,
   StaleError,
   LockTimeoutError,
@@ -46,6 +48,8 @@ class Agent {
   private readonly sessions = new Map<string, Session>();
   private readonly closing = new Set<string>();
   private readonly watchers = new Map<string, { w: Watcher; done: Promise<void> }>();
+  /** on_revoke registrations by session handle: stopped before that session closes. */
+  private readonly revokes = new Map<string, RevokeWatch[]>();
   private nSessions = 0;
   private nWatchers = 0;
 
@@ -92,6 +96,7 @@ class Agent {
       case 'session.close': {
         const s = this.session(r);
         this.closing.add(String(r.session));
+        await this.stopRevokes(String(r.session));
         await s.close();
         return {};
       }
@@ -177,6 +182,26 @@ class Agent {
         this.watchers.delete(String(r.watch));
         return { last: x.w.lastId };
       }
+      case 'revoke': {
+        const dl = Number(r.deadline_ms ?? 0);
+        const o: { deadlineMs?: number; reason?: string } = {};
+        if (dl > 0) o.deadlineMs = dl;
+        if (r.reason !== undefined && r.reason !== null) o.reason = String(r.reason);
+        return { token: await c.revoke(String(r.name), o) };
+      }
+      case 'on_revoke': {
+        // No await from here to the return: the reply is written in the microtask that
+        // follows, and the callback needs an XREAD answer (I/O, a later turn of the loop),
+        // so its lines come after the reply (PROTOCOL.md's order rule).
+        const h = String(r.session);
+        const rw = this.session(r).onRevoke(String(r.name), Number(r.token), (x: Revoke) =>
+          emit({ event: 'revoke', session: h, name: x.name, token: x.token, deadline_ms: x.deadlineMs, reason: x.reason, by: x.by }),
+        );
+        const list = this.revokes.get(h) ?? [];
+        list.push(rw);
+        this.revokes.set(h, list);
+        return {};
+      }
       case 'quit':
         await this.quit();
         return {};
@@ -184,7 +209,15 @@ class Agent {
     throw new TypeError(`unknown op ${JSON.stringify(r.op)}`);
   }
 
+  private async stopRevokes(h: string): Promise<void> {
+    const list = this.revokes.get(h) ?? [];
+    this.revokes.delete(h);
+    for (const rw of list) rw.stop();
+    await Promise.allSettled(list.map((rw) => rw.done));
+  }
+
   async quit(): Promise<void> {
+    await Promise.all([...this.revokes.keys()].map((h) => this.stopRevokes(h)));
     for (const x of this.watchers.values()) x.w.stop();
     await Promise.all([...this.watchers.values()].map((x) => x.done));
     await Promise.all(

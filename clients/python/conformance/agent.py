@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fencelock  # noqa: E402
 from fencelock import Compacted, FencelockError, LockTimeout, SessionLost, Stale  # noqa: E402
+from fencelock import Revoke  # noqa: E402
 from fencelock.aio import AsyncClient, AsyncSession, AsyncWatch, Event  # noqa: E402
 
 Req = Dict[str, Any]
@@ -64,7 +65,10 @@ class Agent:
             "elect.leader": self.leader, "elect.observe": self.observe, "put": self.put,
             "del": self.delete, "get": self.get, "fence.check": self.fence_check,
             "watch.start": self.watch_start, "watch.stop": self.watch_stop,
+            "revoke": self.revoke, "on_revoke": self.on_revoke,
         }
+        # on_revoke registrations by session handle: cancelled before that session closes
+        self.revokes: Dict[str, List["asyncio.Task[None]"]] = {}
 
     def session(self, req: Req, key: str = "session") -> AsyncSession:
         name = req.get(key)
@@ -87,7 +91,9 @@ class Agent:
         return {"session": name, "sid": s.sid}
 
     async def session_close(self, req: Req) -> Reply:
-        await self.session(req).close()
+        s = self.session(req)
+        await self.stop_revokes(str(req["session"]))
+        await s.close()
         return {}
 
     async def session_safe(self, req: Req) -> Reply:
@@ -252,8 +258,39 @@ class Agent:
         await task
         return {"last": w.last_id}
 
+    # ---- cooperative revocation ----
+    async def revoke(self, req: Req) -> Reply:
+        dl = int(req.get("deadline_ms", 0) or 0)
+        token = await self.c.revoke_lock(str(req["name"]), deadline=dl / 1000.0 if dl else None,
+                                         reason=text(req.get("reason")))
+        return {"token": token}
+
+    async def on_revoke(self, req: Req) -> Reply:
+        """Register and answer without yielding to the loop in between: the callback runs on
+        this loop, so its line comes after the reply (PROTOCOL.md's order rule)."""
+        h = str(req["session"])
+        s = self.session(req)
+
+        def heard(r: Revoke) -> None:
+            emit({"event": "revoke", "session": h, "name": r.name, "token": r.token,
+                  "deadline_ms": int(round(r.deadline * 1000)) if r.deadline else 0,
+                  "reason": r.reason, "by": r.by})
+        task = s.on_revoke(str(req["name"]), int(req["token"]), heard)
+        self.revokes.setdefault(h, []).append(task)
+        return {}
+
+    async def stop_revokes(self, h: str) -> None:
+        for task in self.revokes.pop(h, []):
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, FencelockError):
+                pass
+
     # ---- end ----
     async def quit(self) -> None:
+        for h in list(self.revokes):
+            await self.stop_revokes(h)
         for name in list(self.watches):
             self.stopped.add(name)
             await self.watches.pop(name)[1]

@@ -9,16 +9,17 @@ See README.md and docs/python.md.
         s.put("stock", "9", fence=("inventory", token))
 """
 
-from ._common import Event, LeaderInfo, Revoke
+from ._common import Event, LeaderInfo, Revoke, Waiter
 from ._version import __version__
 from .client import Client
 from .errors import (AuthError, Compacted, DeadlockError, FencelockError, IfRevFailed, LockTimeout,
                      NoSpace, NotHolder, OutcomeUnknown, PermissionDenied, ProtocolError,
                      ServerError, SessionLost, Stale, TLSError, TooLarge, Unavailable, WrongType)
 from .session import Session
-from .watch import RevokeWatch, Watch
+from .watch import RevokeWatch, WaiterWatch, Watch
 
 __all__ = ["Client", "Session", "LeaderInfo", "Watch", "Event", "Revoke", "RevokeWatch",
+           "Waiter", "WaiterWatch",
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost", "NotHolder",
            "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace", "AuthError",
            "PermissionDenied", "WrongType", "DeadlockError", "Compacted", "ServerError",

@@ -236,6 +236,33 @@ def revoke_of(ev: "Event", name: str, sid: int, token: int) -> Optional[Revoke]:
                   s_(f.get("reason", b"")) or "", s_(f.get("by", b"")) or "")
 
 
+@dataclass
+class Waiter:
+    """A session that queued behind a held lock with notify=True (LOCK ... NOTIFY,
+    docs/protocol.md "Revocation"): the lock, the holder's grant it queued behind, the
+    waiting session and how long it said it would wait (seconds)."""
+    name: str
+    token: int
+    sid: int
+    wait: float
+
+
+def waiter_of(ev: "Event", name: str, token: int) -> Optional[Waiter]:
+    """The Waiter an event carries for grant `token` of lock `name`, None for any other."""
+    f = ev.fields
+    if ev.type != "wait-notify" or ev.name != name or int(f.get("token", 0)) != token:
+        return None
+    return Waiter(name, token, int(f.get("sid", 0)), int(f.get("wait_ms", 0)) / 1000.0)
+
+
+def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool) -> List[Any]:
+    """LOCK name sid [SHARED | NOTIFY]: a shared request cannot notify (nobody holds a lock
+    exclusively for it to tell)."""
+    if shared and notify:
+        raise ValueError("notify=True is for an exclusive lock")
+    return ["LOCK", name, sid] + (["SHARED"] if shared else ["NOTIFY"] if notify else [])
+
+
 def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str]) -> List[Any]:
     """LOCK.REVOKE's arguments; deadline in seconds (None: ask only)."""
     args: List[Any] = ["LOCK.REVOKE", name]

@@ -24,12 +24,13 @@ from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterator, List, Op
 
 from . import errors
 from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                      check_ttl, ms, multi_lock_args, seconds_arg, sem_args, span)
+                      Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, seconds_arg,
+                      sem_args, span)
 from .conn import Cmd
 
 if TYPE_CHECKING:
     from .client import Client
-    from .watch import RevokeWatch
+    from .watch import RevokeWatch, WaiterWatch
 
 __all__ = ["Session"]
 
@@ -218,13 +219,13 @@ class Session:
         return int(r)
 
     # ---- locks ----
-    def acquire(self, name: str, wait: float = 30.0, shared: bool = False) -> int:
+    def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
+                      notify: bool = False) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock (any number of readers or one writer). Granted once, however
-        many fail-overs the request crosses."""
-        cmd = Cmd("LOCK", name, self.sid)
-        if shared:
-            cmd.add("SHARED")
+        many fail-overs the request crosses. notify=True: the holder it queues behind is told
+        (Session.on_waiter), once."""
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify))
         return _granted(self._wait_grant(cmd, wait, "UNLOCK", "lock"))
 
     def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
@@ -239,11 +240,12 @@ class Session:
         self._mutate(Cmd("UNLOCK", name, self.sid))
 
     @contextlib.contextmanager
-    def lock(self, name: str, wait: float = 30.0, shared: bool = False) -> Iterator[int]:
+    def lock(self, name: str, wait: float = 30.0, shared: bool = False,
+             notify: bool = False) -> Iterator[int]:
         """with session.lock("inventory", wait=5.0) as token: ... ; unlocked on exit. Check
         time.monotonic() < session.safe_until() before acting on the resource, and fence
         writes with the token."""
-        token = self.acquire(name, wait=wait, shared=shared)
+        token = self.acquire(name, wait=wait, shared=shared, notify=notify)
         yield from _held(lambda: self.unlock(name), token)
 
     # ---- several locks at once ----
@@ -377,6 +379,15 @@ class Session:
         permission without keys= / locks= globs."""
         from .watch import RevokeWatch
         return RevokeWatch(self.client, self.sid, name, token, cb)
+
+    def on_waiter(self, name: str, token: int,
+                  cb: Callable[[Waiter], None]) -> "WaiterWatch":
+        """cb(Waiter), run on a thread of its own for each session that queued with
+        notify=True (LOCK ... NOTIFY) behind this session's grant `token` of lock `name`,
+        once per waiting session: the holder may let go early, or ignore it. Returns the
+        watcher: stop() it when the lock is released. Needs the read permission as on_revoke."""
+        from .watch import WaiterWatch
+        return WaiterWatch(self.client, name, token, cb)
 
     def _stop_thread(self) -> None:
         with self._cv:

@@ -14,16 +14,17 @@ out. Never a silent gap.
 
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional
 
 from . import errors
-from ._common import STREAM, Event, Revoke, as_map, events, revoke_of, s_, seconds_arg, stream_of
+from ._common import (STREAM, Event, Revoke, Waiter, as_map, events, revoke_of, s_, seconds_arg,
+                      stream_of, waiter_of)
 from .conn import Cmd
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["Watch", "Event", "STREAM", "RevokeWatch"]
+__all__ = ["Watch", "Event", "STREAM", "RevokeWatch", "WaiterWatch"]
 
 
 class Watch:
@@ -72,21 +73,21 @@ class Watch:
                     return
 
 
-class RevokeWatch:
-    """Session.on_revoke: a thread that reads the lock's events from its grant on (so no
-    request made before the first read is missed) and calls cb(Revoke) for each revoke
-    request of that grant. stop() ends it within about a second; `error` is what ended it
-    otherwise (PermissionDenied: the user may not read the event stream)."""
+class _GrantWatch:
+    """A thread that reads a lock's events from a grant on (so nothing sent to the holder
+    before the first read is missed) and calls cb(x) for each x = pick(event) not None.
+    stop() ends it within about a second; `error` is what ended it otherwise
+    (PermissionDenied: the user may not read the event stream)."""
 
     def __init__(self, client: "Client", sid: int, name: str, token: int,
-                 cb: Callable[[Revoke], None]) -> None:
+                 pick: Callable[[Event], Any], cb: Callable[[Any], None], what: str) -> None:
         self.name, self.sid, self.token = name, sid, token
-        self._cb = cb
+        self._pick, self._cb = pick, cb
         self._watch = Watch(client, name, str(max(token - 1, 0)), block=0.5)
         self._stop = threading.Event()
         self.error: Optional[BaseException] = None
         self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="fencelock-revoke-%d" % sid)
+                                        name="fencelock-%s-%d" % (what, sid))
         self._thread.start()
 
     def _run(self) -> None:
@@ -103,12 +104,31 @@ class RevokeWatch:
                 self.error = e
                 return
             for ev in evs:
-                rv = revoke_of(ev, self.name, self.sid, self.token)
-                if rv is not None and not self._stop.is_set():
-                    self._cb(rv)
+                x = self._pick(ev)
+                if x is not None and not self._stop.is_set():
+                    self._cb(x)
 
     def stop(self, timeout: Optional[float] = None) -> None:
         self._stop.set()
         self._watch.stop()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+
+
+class RevokeWatch(_GrantWatch):
+    """Session.on_revoke: cb(Revoke) for each revoke request of grant `token`."""
+
+    def __init__(self, client: "Client", sid: int, name: str, token: int,
+                 cb: Callable[[Revoke], None]) -> None:
+        super().__init__(client, sid, name, token,
+                         lambda ev: revoke_of(ev, name, sid, token), cb, "revoke")
+
+
+class WaiterWatch(_GrantWatch):
+    """Session.on_waiter: cb(Waiter) for each session that queued behind grant `token`
+    with notify=True (a wait-notify event)."""
+
+    def __init__(self, client: "Client", name: str, token: int,
+                 cb: Callable[[Waiter], None]) -> None:
+        super().__init__(client, 0, name, token, lambda ev: waiter_of(ev, name, token), cb,
+                         "waiter")

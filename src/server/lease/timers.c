@@ -189,6 +189,10 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         break;
     case FSM_EV_REVOKE_REQUESTED:
         on_revoke_requested(s, e, now);
+        srv_push_event(s, e);
+        break;
+    case FSM_EV_WAIT_NOTIFY:
+        srv_push_event(s, e);
         break;
     case FSM_EV_LEADER:
     case FSM_EV_PROCLAIM:

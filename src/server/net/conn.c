@@ -470,6 +470,19 @@ void srv_slot_done(struct srv_slot *slot)
     }
 }
 
+int srv_conn_push(struct srv_conn *c, const struct buf *msg)
+{
+    if (c->closing)
+        return -1;
+    /* `out` holds only whole replies (flush_slots moves finished slots), so the push lands
+     * between two of them; it counts in --max-output as a reply does */
+    buf_append(&c->out, msg->p, msg->len);
+    if (conn_output_check(c))
+        return -1;
+    conn_write(c);
+    return c->closing ? -1 : 0;
+}
+
 void srv_conn_close_after_write(struct srv_conn *c)
 {
     c->close_after_write = true;

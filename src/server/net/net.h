@@ -95,6 +95,9 @@ struct srv_conn {
     char addr[SRV_ADDR_BUF];
     bool unauth_counted, hs_counted;
     size_t out_counted;
+    /* The session last opened on this connection (0: none): a RESP3 push of that session's
+     * revoke-requested / wait-notify goes to its parked XREAD or ELECT.OBSERVE (push.c) */
+    uint64_t sid;
 };
 
 struct srv_net {
@@ -118,6 +121,9 @@ void srv_conn_close(struct srv_conn *c);
 size_t srv_conn_unread(const struct srv_conn *c);
 /* Send what is queued, then close (a final error was queued last). */
 void srv_conn_close_after_write(struct srv_conn *c);
+/* Queue a whole RESP3 push message (`>`) ahead of the replies still pending and send it: a
+ * push goes between replies, never inside one. 0, or -1 if the connection was closed. */
+int srv_conn_push(struct srv_conn *c, const struct buf *msg);
 void srv_close_all_conns(struct srv *s);
 void srv_slot_done(struct srv_slot *slot);
 /* The one legal way to change a slot's state (asserts the move; header comment). */

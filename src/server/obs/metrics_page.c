@@ -183,7 +183,7 @@ void srv_render_metrics(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_deadlocks_total", "counter",
                   "Waits refused with DEADLOCK: they would have closed a cycle.",
                   (double)m->deadlocks);
-    metric_render(out, "fencelock_deadlock_search_limit_total", "counter",
+    metric_render(out, "fencelock_deadlock_searches_given_up_total", "counter",
                   "Deadlock searches that reached --deadlock-search-limit (the wait was queued).",
                   (double)m->deadlock_search_limit);
     metric_render(out, "fencelock_deadlock_search_limit", "gauge",

@@ -309,6 +309,8 @@ static void auth_succeed(struct srv *s, struct srv_conn *c, struct buf *out,
                          const struct acl_user *u, int hello_proto, const char *setname)
 {
     if (c) {
+        if (c->user != u)
+            c->sid = 0; /* a session opened as another user gets no pushes here (push.c) */
         c->user = u;
         if (u)
             srv_limits_authed(c);

@@ -2,7 +2,7 @@
 /*
  * parked readers — XREAD ... BLOCK requests parked until a matching event or their timeout
  * (cmd/cmd_watch.c), and ELECT.OBSERVE requests parked until the election's leader or value
- * changes (cmd/observe.c).
+ * changes (cmd/observe.c); the RESP3 pushes that reach a session's parked connection (push.c).
  *
  * Owns (struct srv_xread and struct srv_observe, in struct srv as `xread` and `observe`): the
  * parked requests' lists and what wakes them: the wake index (wakeidx.h) of the streams they
@@ -65,5 +65,11 @@ void srv_observe_fail(struct srv *s, int status, bool all);
 /* srv_reauth_parked's part: observers whose user may no longer read that election. */
 void srv_observe_reauth(struct srv *s);
 void srv_observe_free(struct srv *s);
+
+/* push.c: a REVOKE_REQUESTED or WAIT_NOTIFY event (every node, once per applied entry) as a
+ * RESP3 push on each RESP3 connection parked for the holder's session: one with a parked
+ * LOCK / SEM.ACQUIRE / ELECT.CAMPAIGN / LOCK.MULTI WAIT of that session, or one that opened
+ * the session (SESSION.OPEN on it) with a parked XREAD BLOCK or ELECT.OBSERVE WAIT. */
+void srv_push_event(struct srv *s, const struct fsm_event *e);
 
 #endif

@@ -38,8 +38,13 @@ type agent struct {
 	// ended[h] is closed once watcher h's watch_end line is written: watch.stop answers after
 	// it (PROTOCOL.md: the end comes before the reply).
 	ended map[string]chan struct{}
-	wg    sync.WaitGroup
+	// revokes[h]: the on_revoke registrations of session h, stopped before it closes
+	revokes map[string][]*fencelock.RevokeWatch
+	wg      sync.WaitGroup
 }
+
+// afterReply is a result key (never written) holding a func run once the reply is out.
+const afterReply = "\x00after"
 
 func (a *agent) emit(v map[string]any) {
 	b, err := json.Marshal(v)
@@ -134,6 +139,7 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.stopRevokes(str(req["session"]))
 		return nil, s.Close(ctx)
 	case "session.safe":
 		s, err := a.session(req)
@@ -312,8 +318,48 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		last := w.Stop()
 		<-done // its watch_end line is out before this reply
 		return map[string]any{"last": last}, nil
+	case "revoke":
+		var reason string
+		if r, ok := req["reason"].(string); ok {
+			reason = r
+		}
+		dl := time.Duration(num(req["deadline_ms"])) * time.Millisecond
+		t, err := a.c.Revoke(ctx, str(req["name"]), dl, reason)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"token": t}, nil
+	case "on_revoke":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		h := str(req["session"])
+		// The callback's lines wait for the reply to be out (PROTOCOL.md's order rule).
+		answered := make(chan struct{})
+		rw := s.OnRevoke(str(req["name"]), num(req["token"]), func(r fencelock.Revoke) {
+			<-answered
+			a.emit(map[string]any{"event": "revoke", "session": h, "name": r.Name,
+				"token": r.Token, "deadline_ms": r.Deadline.Milliseconds(), "reason": r.Reason,
+				"by": r.By})
+		})
+		a.mu.Lock()
+		a.revokes[h] = append(a.revokes[h], rw)
+		a.mu.Unlock()
+		return map[string]any{afterReply: func() { close(answered) }}, nil
 	}
 	return nil, fmt.Errorf("unknown op %q", op)
+}
+
+// stopRevokes ends session h's on_revoke registrations: no revoke line after this returns.
+func (a *agent) stopRevokes(h string) {
+	a.mu.Lock()
+	rws := a.revokes[h]
+	delete(a.revokes, h)
+	a.mu.Unlock()
+	for _, rw := range rws {
+		rw.Stop()
+	}
 }
 
 func (a *agent) election(h string, s *fencelock.Session, name string) *fencelock.Election {
@@ -354,6 +400,9 @@ func (a *agent) quit() {
 		w.Stop()
 	}
 	a.wg.Wait()
+	for h := range ss {
+		a.stopRevokes(h)
+	}
 	for _, s := range ss {
 		if !s.Lost() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -367,7 +416,7 @@ func (a *agent) quit() {
 func main() {
 	a := &agent{out: bufio.NewWriter(os.Stdout), sessions: map[string]*fencelock.Session{},
 		elects: map[string]*fencelock.Election{}, watchers: map[string]*fencelock.Watcher{},
-		ended: map[string]chan struct{}{}}
+		ended: map[string]chan struct{}{}, revokes: map[string][]*fencelock.RevokeWatch{}}
 	opts := fencelock.Options{Endpoints: strings.Split(os.Getenv("FL_ENDPOINTS"), ","),
 		Username: os.Getenv("FL_USER"), Password: os.Getenv("FL_PASSWORD")}
 	if t, err := strconv.ParseFloat(os.Getenv("FL_TIMEOUT"), 64); err == nil && t > 0 {
@@ -413,8 +462,13 @@ func main() {
 			if res == nil {
 				res = map[string]any{}
 			}
+			after, _ := res[afterReply].(func())
+			delete(res, afterReply)
 			res["id"], res["ok"] = id, true
 			a.emit(res)
+			if after != nil {
+				after()
+			}
 		}()
 	}
 	reqs.Wait()

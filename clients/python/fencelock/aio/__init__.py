@@ -18,7 +18,7 @@ import redis
 if int(redis.__version__.split(".")[0]) < 5:
     raise ImportError("fencelock.aio needs redis-py 5.0 or later (found %s)" % redis.__version__)
 
-from .._common import Event, LeaderInfo, Revoke  # noqa: E402
+from .._common import Event, LeaderInfo, Revoke, Waiter  # noqa: E402
 from ..errors import (AuthError, Compacted, DeadlockError, FencelockError, IfRevFailed,  # noqa: E402
                       LockTimeout, NoSpace, NotHolder, OutcomeUnknown, PermissionDenied,
                       ProtocolError, ServerError, SessionLost, Stale, TLSError, TooLarge,
@@ -27,7 +27,7 @@ from .client import AsyncClient  # noqa: E402
 from .session import AsyncSession  # noqa: E402
 from .watch import AsyncWatch  # noqa: E402
 
-__all__ = ["AsyncClient", "AsyncSession", "AsyncWatch", "Event", "LeaderInfo", "Revoke",
+__all__ = ["AsyncClient", "AsyncSession", "AsyncWatch", "Event", "LeaderInfo", "Revoke", "Waiter",
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost",
            "NotHolder", "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace",
            "AuthError", "PermissionDenied", "WrongType", "DeadlockError", "Compacted",

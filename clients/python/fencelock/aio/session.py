@@ -32,7 +32,8 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coll
 
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                       check_ttl, ms, multi_lock_args, seconds_arg, sem_args, span)
+                       Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, seconds_arg,
+                       sem_args, span)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -231,13 +232,13 @@ class AsyncSession:
         return int(r)
 
     # ---- locks ----
-    async def acquire(self, name: str, wait: float = 30.0, shared: bool = False) -> int:
+    async def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
+                      notify: bool = False) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock. Granted once, however many fail-overs the request crosses.
-        Cancelling the call leaves the queue (or gives back a grant it never returned)."""
-        cmd = Cmd("LOCK", name, self.sid)
-        if shared:
-            cmd.add("SHARED")
+        Cancelling the call leaves the queue (or gives back a grant it never returned). notify=True: the holder it queues behind
+        is told (on_waiter), once."""
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify))
         return _granted(await self._wait_grant(cmd, wait, "UNLOCK", "lock"))
 
     async def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
@@ -255,17 +256,25 @@ class AsyncSession:
         from .watch import revoke_task
         return revoke_task(self.client, self.sid, name, token, cb)
 
+    def on_waiter(self, name: str, token: int,
+                  cb: Callable[[Waiter], Any]) -> "asyncio.Task[None]":
+        """cb(Waiter) (a function or a coroutine function), run for each session that queued
+        with notify=True behind this session's grant `token` of lock `name`, as
+        Session.on_waiter. Returns the task reading the events: cancel it when released."""
+        from .watch import waiter_task
+        return waiter_task(self.client, name, token, cb)
+
     async def unlock(self, name: str) -> None:
         """Release the lock or leave its queue (NotHolder if neither)."""
         await self._mutate(Cmd("UNLOCK", name, self.sid))
 
     @contextlib.asynccontextmanager
-    async def lock(self, name: str, wait: float = 30.0,
-                   shared: bool = False) -> AsyncIterator[int]:
+    async def lock(self, name: str, wait: float = 30.0, shared: bool = False,
+                   notify: bool = False) -> AsyncIterator[int]:
         """async with session.lock("inventory", wait=5.0) as token: ...; unlocked on exit.
         Check time.monotonic() < session.safe_until() before acting on the resource, and
         fence writes with the token."""
-        token = await self.acquire(name, wait=wait, shared=shared)
+        token = await self.acquire(name, wait=wait, shared=shared, notify=notify)
         async with _held(lambda: self.unlock(name)):
             yield token
 

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, List, Optional
 
 from .. import errors
-from .._common import Event, Revoke, as_map, events, revoke_of, s_, stream_of
+from .._common import Event, Revoke, Waiter, as_map, events, revoke_of, s_, stream_of, waiter_of
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ class AsyncWatch:
                     return
 
 
-async def _revoke_loop(client: "AsyncClient", sid: int, name: str, token: int,
-                       cb: Callable[[Revoke], Any]) -> None:
-    """AsyncSession.on_revoke's task: the rules of the blocking RevokeWatch (watch.py)."""
+async def _grant_loop(client: "AsyncClient", name: str, token: int,
+                      pick: Callable[[Event], Any], cb: Callable[[Any], Any]) -> None:
+    """on_revoke's and on_waiter's task: the rules of the blocking _GrantWatch (watch.py)."""
     w = AsyncWatch(client, name, str(max(token - 1, 0)), block=0.5)
     while True:
         try:
@@ -80,7 +80,7 @@ async def _revoke_loop(client: "AsyncClient", sid: int, name: str, token: int,
             await asyncio.sleep(0.1)
             continue
         for ev in evs:
-            rv = revoke_of(ev, name, sid, token)
+            rv = pick(ev)
             if rv is not None:
                 r = cb(rv)
                 if inspect.isawaitable(r):
@@ -89,4 +89,11 @@ async def _revoke_loop(client: "AsyncClient", sid: int, name: str, token: int,
 
 def revoke_task(client: "AsyncClient", sid: int, name: str, token: int,
                 cb: Callable[[Revoke], Any]) -> "asyncio.Task[None]":
-    return asyncio.ensure_future(_revoke_loop(client, sid, name, token, cb))
+    return asyncio.ensure_future(
+        _grant_loop(client, name, token, lambda ev: revoke_of(ev, name, sid, token), cb))
+
+
+def waiter_task(client: "AsyncClient", name: str, token: int,
+                cb: Callable[[Waiter], Any]) -> "asyncio.Task[None]":
+    return asyncio.ensure_future(
+        _grant_loop(client, name, token, lambda ev: waiter_of(ev, name, token), cb))

@@ -10,6 +10,8 @@ import io.fencelock.client.KeyValue;
 import io.fencelock.client.Leader;
 import io.fencelock.client.LockTimeoutException;
 import io.fencelock.client.NotFoundException;
+import io.fencelock.client.Revoke;
+import io.fencelock.client.RevokeWatch;
 import io.fencelock.client.Session;
 import io.fencelock.client.StaleException;
 import io.fencelock.client.Watch;
@@ -29,6 +31,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -47,6 +51,13 @@ public final class Agent {
   private final Map<String, Watcher> watchers = new ConcurrentHashMap<>();
   private final AtomicInteger nextSession = new AtomicInteger();
   private final AtomicInteger nextWatch = new AtomicInteger();
+  /** The on_revoke registrations by session handle: closed before that session closes. */
+  private final Map<String, List<RevokeWatch>> revokes = new ConcurrentHashMap<>();
+  /**
+   * Set by on_revoke on the request's thread: counted down once its reply is out, so the
+   * callback's lines come after it (PROTOCOL.md's order rule).
+   */
+  private static final ThreadLocal<CountDownLatch> AFTER_REPLY = new ThreadLocal<>();
 
   private Agent(PrintStream out, FencelockClient client) {
     this.out = out;
@@ -149,6 +160,9 @@ public final class Agent {
     for (Watcher w : watchers.values()) {
       w.watch.stop();
     }
+    for (String h : revokes.keySet()) {
+      stopRevokes(h);
+    }
     for (Session s : sessions.values()) {
       try {
         s.close();
@@ -184,6 +198,20 @@ public final class Agent {
       fail(r, "OTHER", e);
     }
     emit(r);
+    CountDownLatch gate = AFTER_REPLY.get();
+    if (gate != null) {
+      AFTER_REPLY.remove();
+      gate.countDown();
+    }
+  }
+
+  private void stopRevokes(String h) {
+    List<RevokeWatch> rws = revokes.remove(h);
+    if (rws != null) {
+      for (RevokeWatch rw : rws) {
+        rw.close();
+      }
+    }
   }
 
   private static void fail(Map<String, Object> r, String word, Exception e) {
@@ -284,7 +312,11 @@ public final class Agent {
           return res("session", h, "sid", s.sid());
         }
       case "session.close":
-        session(req).close(); // the handle stays: later calls on it answer SESSION
+        {
+          Session s = session(req);
+          stopRevokes(str(req, "session"));
+          s.close(); // the handle stays: later calls on it answer SESSION
+        }
         return res();
       case "session.safe":
         {
@@ -411,6 +443,46 @@ public final class Agent {
           w.watch.stop();
           w.thread.join(30_000);
           return res("last", w.watch.lastId());
+        }
+      case "revoke":
+        {
+          long dl = req.get("deadline_ms") == null ? 0 : num(req, "deadline_ms");
+          Object reason = req.get("reason");
+          long t =
+              client.revoke(
+                  str(req, "name"),
+                  dl > 0 ? Duration.ofMillis(dl) : null,
+                  reason == null ? null : reason.toString());
+          return res("token", t);
+        }
+      case "on_revoke":
+        {
+          Session s = session(req);
+          String h = str(req, "session");
+          CountDownLatch answered = new CountDownLatch(1);
+          RevokeWatch rw =
+              s.onRevoke(
+                  str(req, "name"),
+                  num(req, "token"),
+                  (Revoke r) -> {
+                    try {
+                      answered.await();
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                    }
+                    emit(
+                        res(
+                            "event", "revoke",
+                            "session", h,
+                            "name", r.name(),
+                            "token", r.token(),
+                            "deadline_ms", r.deadline() == null ? 0 : r.deadline().toMillis(),
+                            "reason", r.reason(),
+                            "by", r.by()));
+                  });
+          revokes.computeIfAbsent(h, k -> new CopyOnWriteArrayList<>()).add(rw);
+          AFTER_REPLY.set(answered);
+          return res();
         }
       default:
         throw new IllegalArgumentException("unknown op " + op);
