@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http_args — the pure parts of the HTTP API (http_api.c): which route a path names, the
- * percent-decoding of names, the query parameters and the HTTP Basic credentials. No state, no
- * I/O, no allocation: every buffer is the caller's; unit-tested in tests/unit/test_http_api.c.
+ * http_args — the pure parts of the HTTP API (http_api.c, and /v1/fence in http_fence.c): which
+ * route a path names, the percent-decoding of names, the query parameters and the HTTP Basic
+ * credentials. No state, no I/O, no allocation: every buffer is the caller's; unit-tested in
+ * tests/unit/test_http_api.c.
  */
 #ifndef FENCELOCK_HTTP_ARGS_H
 #define FENCELOCK_HTTP_ARGS_H

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/obs/http_args.h"
 #include "server/server.h"
 
 struct hf_check {
@@ -47,41 +48,6 @@ static void fail(struct srv_http_pending *p, int status, const char *msg)
     srv_http_complete(p, status, HF_TEXT, msg, strlen(msg));
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decode q[0..n) into out (at most cap bytes); its length, or -1 (a bad %XX or too
- * long). '+' stays '+': names are bytes, not form fields. */
-static long pct_decode(const char *q, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = q[i];
-        if (ch == '%') {
-            if (i + 2 >= n)
-                return -1;
-            int hi = hexval(q[i + 1]);
-            int lo = hexval(q[i + 2]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            ch = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (o == cap)
-            return -1;
-        out[o++] = ch;
-    }
-    return (long)o;
-}
-
 /* The value of query parameter `key` in q, undecoded, in *v and *vlen: 1 found, 0 absent, -1 given
  * twice (ambiguous: refused). */
 static int query_param(const char *q, const char *key, const char **v, size_t *vlen)
@@ -103,24 +69,6 @@ static int query_param(const char *q, const char *key, const char **v, size_t *v
     return found;
 }
 
-/* Decimal digits only (no sign, no blanks), at most UINT64_MAX; 0 or -1. */
-static int parse_token(const char *p, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 20)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        uint64_t d = (uint64_t)(p[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return 0;
-}
-
 /* One argument from the query (percent-decoded) or the header; given in both, they must agree.
  * Its length in *len (0: absent), or -1 with the 400 answered. */
 static long arg_of(struct srv_http_pending *p, const struct srv_http_request *req,
@@ -138,7 +86,7 @@ static long arg_of(struct srv_http_pending *p, const struct srv_http_request *re
         return -1;
     }
     if (qrc > 0) {
-        n = pct_decode(qv, qlen, out, cap);
+        n = hapi_pct_decode(qv, qlen, out, cap);
         if (n < 0) {
             char msg[160];
             snprintf(msg, sizeof(msg), "%s: bad percent-encoding, or longer than %zu bytes\n",
@@ -238,7 +186,7 @@ int srv_http_fence_route(void *arg, const struct srv_http_request *req, struct s
         free(c);
         return 1;
     }
-    if (n == 0 || tn == 0 || parse_token(tok, (size_t)tn, &c->token)) {
+    if (n == 0 || tn == 0 || hapi_parse_u64(tok, (size_t)tn, &c->token)) {
         free(c);
         fail(p, 400,
              n == 0    ? "missing lock (lock=NAME or the Fencing-Lock header)\n"
