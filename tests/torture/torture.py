@@ -442,9 +442,20 @@ class Run:
             # id 0-1, not from "0" (the oldest retained): the judge replays the whole stream, so
             # a history that lost its start must be -COMPACTED (the verdict is then "unknown"),
             # never a silent tail that starts from a state the checker cannot know.
-            ents = stream_entries(self.cluster.call_leader(
-                "XREAD", "COUNT", 10000000, "STREAMS", "fencelock:events:dl/", "0-1",
-                timeout=60.0))
+            # In pages: one reply is bounded by the server's output limits (a 10-minute run's
+            # stream is ~100,000 events), so read on after the last id until a page is empty.
+            ents, after = [], "0-1"
+            while True:
+                page = stream_entries(self.cluster.call_leader(
+                    "XREAD", "COUNT", 5000, "STREAMS", "fencelock:events:dl/", after,
+                    timeout=60.0))
+                if not isinstance(page, list):
+                    ents = page  # an error's text: the verdict is "unknown"
+                    break
+                if not page:
+                    break
+                ents += page
+                after = page[-1][0]
             path = os.path.join(self.out, "deadlock-stream.json")
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(ents, f)
