@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fencelock console: plain JavaScript, no framework, no build step.
  *
  * Every figure comes from this node's read-only JSON API (/v1/...) with the browser's HTTP
