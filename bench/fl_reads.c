@@ -209,11 +209,15 @@ static int w5_pipelined(redisContext *c, struct w5_cmd *k, long count, char *err
 int bench_fencelock_w5(const char *endpoints, long count, int seconds)
 {
     char err[256] = "";
-    struct w5_cmd k[6] = {{.name = "PUT"},       {.name = "GET"},
-                          {.name = "KV.GET"},    {.name = "FENCE.CHECK"},
-                          {.name = "LOCK.INFO"}, {.name = "SESSION.KEEPALIVE"}};
+    /* PUT first: every ratio is to its latency. INCR is a write like PUT; LOCK.WAITS and
+     * SESSION.LIST are the operators' reads of the wait-for graph and the sessions. */
+    enum { W5_N = 9 };
+    struct w5_cmd k[W5_N] = {
+        {.name = "PUT"},         {.name = "GET"},        {.name = "KV.GET"},
+        {.name = "FENCE.CHECK"}, {.name = "LOCK.INFO"},  {.name = "SESSION.KEEPALIVE"},
+        {.name = "INCR"},        {.name = "LOCK.WAITS"}, {.name = "SESSION.LIST"}};
     struct w5_cmd pipe[2] = {{.name = "GET"}, {.name = "SESSION.KEEPALIVE"}};
-    double *lat = malloc((size_t)count * 6 * sizeof(double));
+    double *lat = malloc((size_t)count * W5_N * sizeof(double));
     redisContext *c = lat ? fr_connect_leader(endpoints, err, sizeof(err)) : NULL;
     long long sid = -1, token = -1;
     long pipe_n = count * 4; /* many barriers' worth */
@@ -227,9 +231,12 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
         snprintf(k[3].line, sizeof(k[3].line), "FENCE.CHECK w5-l %lld", token);
         snprintf(k[4].line, sizeof(k[4].line), "LOCK.INFO w5-l");
         snprintf(k[5].line, sizeof(k[5].line), "SESSION.KEEPALIVE %lld", sid);
+        snprintf(k[6].line, sizeof(k[6].line), "INCR w5-c");
+        snprintf(k[7].line, sizeof(k[7].line), "LOCK.WAITS w5-");
+        snprintf(k[8].line, sizeof(k[8].line), "SESSION.LIST LIMIT 10");
         snprintf(pipe[0].line, sizeof(pipe[0].line), "%s", k[1].line);
         snprintf(pipe[1].line, sizeof(pipe[1].line), "%s", k[5].line);
-        rc = w5_serial(c, k, 6, count, seconds * 1e3, lat, err, sizeof(err));
+        rc = w5_serial(c, k, W5_N, count, seconds * 1e3, lat, err, sizeof(err));
         for (int i = 0; i < 2 && !rc; i++)
             rc = w5_pipelined(c, &pipe[i], pipe_n, err, sizeof(err));
         redisReply *r = redisCommand(c, "SESSION.CLOSE %lld", sid);
@@ -239,7 +246,7 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
         snprintf(err, sizeof(err), "out of memory");
     }
     printf("{\"driver\":\"fencelock\",\"workload\":\"W5\",\"errors\":%d", rc != 0);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < W5_N; i++)
         printf(",\"%s\":{\"n\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"p50_vs_put\":%.2f,"
                "\"p99_vs_put\":%.2f}",
                k[i].name, k[i].n, k[i].p50, k[i].p99, k[0].p50 > 0 ? k[i].p50 / k[0].p50 : 0,

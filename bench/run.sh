@@ -721,7 +721,8 @@ if w5rows:
     p("| nodes | command | p50 ms | p99 ms | p50 / PUT p50 | p99 / PUT p99 |")
     p("| ---: | --- | ---: | ---: | ---: | ---: |")
     for r in w5rows:
-        for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE"):
+        for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE", "INCR",
+                  "LOCK.WAITS", "SESSION.LIST"):
             c = r.get(k) or {}
             p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
               f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fuzz_http_args — libFuzzer target for the HTTP API's parsing (src/server/obs/http_args.c):
+ * routes, percent-decoding, numbers, query parameters and HTTP Basic credentials, all reached
+ * from bytes a client sends before or without authenticating.
+ *
+ * Input layout: the first byte picks the parser, the rest is its input (NUL-terminated copy
+ * for the ones that take a C string). Checks (any failure traps):
+ *   - no parser writes past the caller's buffers (ASan), every length it reports fits them;
+ *   - hapi_pct_decode of a string without '%' is the identity; its output re-encoded as %XX
+ *     decodes back to the same bytes (a round trip through the decoder);
+ *   - hapi_parse_u64 accepts exactly the non-empty runs of at most 20 digits whose value fits,
+ *     agreeing with a reference computed in 128 bits;
+ *   - a route with a name or an id returns them within bounds (a name of at least one byte, an
+ *     id not 0).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/obs/http_args.h"
+
+#define CAP 256
+
+static void check(bool ok)
+{
+    if (!ok)
+        __builtin_trap();
+}
+
+static void fuzz_u64(const char *p, size_t n)
+{
+    uint64_t v = 0;
+    int rc = hapi_parse_u64(p, n, &v);
+    bool digits = n > 0 && n <= 20;
+    unsigned __int128 ref = 0;
+    for (size_t i = 0; digits && i < n; i++) {
+        digits = p[i] >= '0' && p[i] <= '9';
+        ref = ref * 10 + (unsigned)(p[i] - '0');
+    }
+    bool fits = digits && ref <= UINT64_MAX;
+    check((rc == 0) == fits);
+    check(rc != 0 || v == (uint64_t)ref);
+}
+
+static void fuzz_pct(const char *p, size_t n)
+{
+    char out[CAP], enc[3 * CAP], back[CAP];
+    long len = hapi_pct_decode(p, n, out, sizeof out);
+    check(len >= -1 && len <= (long)sizeof out);
+    if (len >= 0 && !memchr(p, '%', n))
+        check((size_t)len == n && memcmp(out, p, n) == 0);
+    if (len < 0)
+        return;
+    static const char hex[] = "0123456789ABCDEF";
+    for (long i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)out[i];
+        enc[3 * i] = '%';
+        enc[3 * i + 1] = hex[c >> 4];
+        enc[3 * i + 2] = hex[c & 15];
+    }
+    long len2 = hapi_pct_decode(enc, (size_t)(3 * len), back, sizeof back);
+    check(len2 == len && memcmp(back, out, (size_t)len) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1 || size > 4096)
+        return 0;
+    uint8_t which = data[0];
+    const char *p = (const char *)data + 1;
+    size_t n = size - 1;
+    char *s = malloc(n + 1); /* the C-string parsers' input */
+    if (!s)
+        return 0;
+    memcpy(s, p, n);
+    s[n] = '\0';
+    switch (which % 5) {
+    case 0: {
+        char name[CAP];
+        size_t nlen = 0;
+        uint64_t id = 0;
+        enum hapi_route r = hapi_route_of(s, name, sizeof name, &nlen, &id);
+        if (r == HAPI_LOCK)
+            check(nlen >= 1 && nlen <= sizeof name);
+        if (r == HAPI_SESSION)
+            check(id != 0);
+        break;
+    }
+    case 1:
+        fuzz_pct(p, n);
+        break;
+    case 2:
+        fuzz_u64(p, n);
+        break;
+    case 3: {
+        char prefix[CAP], after[CAP], err[128];
+        struct hapi_query q = {.prefix = prefix, .after = after};
+        if (hapi_parse_query(s, &q, sizeof prefix, err, sizeof err) == 0)
+            check(q.prefix_len <= sizeof prefix && q.after_len <= sizeof after);
+        else
+            check(err[0] != '\0');
+        (void)hapi_query_has_stale(s);
+        break;
+    }
+    default: {
+        char user[64], pw[64];
+        size_t ul = 0, pl = 0;
+        if (hapi_basic_decode(p, n, user, sizeof user, &ul, pw, sizeof pw, &pl) == 0)
+            check(ul <= sizeof user && pl <= sizeof pw);
+        break;
+    }
+    }
+    free(s);
+    return 0;
+}
