@@ -286,10 +286,10 @@ LIBRAFT_FUZZ_SRC = uv_encoding.c configuration.c heap.c
 fuzz:
 	@scripts/deps.sh fuzz
 	@mkdir -p build/fuzz
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_resp fuzz/fuzz_resp.c $(COMMON_SRC) -lsodium
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_cmd fuzz/fuzz_cmd.c $(COMMON_SRC) $(FSM_SRC) -lsodium
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_acl fuzz/fuzz_acl.c src/server/security/acl.c $(COMMON_SRC) -lsodium
-	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch/watch.c $(COMMON_SRC) $(FSM_SRC) -lsodium
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_resp fuzz/fuzz_resp.c $(COMMON_SRC) -lsodium -lcrypto
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_cmd fuzz/fuzz_cmd.c $(COMMON_SRC) $(FSM_SRC) -lsodium -lcrypto
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_acl fuzz/fuzz_acl.c src/server/security/acl.c $(COMMON_SRC) -lsodium -lcrypto
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch/watch.c $(COMMON_SRC) $(FSM_SRC) -lsodium -lcrypto
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_http_args fuzz/fuzz_http_args.c src/server/obs/http_args.c -lsodium
 	@[ -d $(LIBRAFT_SRC)/src ] || { echo "fuzz_raft_msg needs libraft 0.22.1's source in LIBRAFT_SRC=$(LIBRAFT_SRC)"; exit 1; }
 	@mkdir -p build/fuzz/libraft/src build/fuzz/libraft/include

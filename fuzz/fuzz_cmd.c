@@ -246,6 +246,12 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.name = c->lock_revoke.name};
     case FSM_OP_REVOKE_END:
         return (struct entry_refs){.name = c->revoke_end.name};
+    case FSM_OP_LOCK_NOTIFY:
+        return (struct entry_refs){.name = c->lock_notify.name, .sid = c->lock_notify.sid};
+    case FSM_OP_SEM_ACQUIRE_W:
+        return (struct entry_refs){.name = c->sem_acquire_w.name, .sid = c->sem_acquire_w.sid};
+    case FSM_OP_SEM_SETLIMIT:
+        return (struct entry_refs){.name = c->sem_setlimit.name};
     default:
         return (struct entry_refs){.sid = 0};
     }
