@@ -104,7 +104,7 @@ def no_reply(conn, seconds=0.15):
     return not conn.has_data(seconds)
 
 
-def wait_queued(c, name, sid, timeout=3.0):
+def wait_queued(c, name, sid, timeout=30.0):
     """Wait until `sid` appears among the waiters of lock `name` (a blocked LOCK ... WAIT)."""
     wait_until(lambda: sid in waiters(c, name), timeout, what="session %d queued on %r"
                % (sid, name))

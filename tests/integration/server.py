@@ -263,9 +263,20 @@ class Server:
             pass
 
     def sigstop(self):
-        """Freeze the process (SIGSTOP): it keeps its sockets but runs nothing."""
+        """Freeze the process (SIGSTOP): it keeps its sockets but runs nothing. Returns once
+        the kernel reports it stopped (a loaded machine may take a moment to stop it), so
+        that nothing it does after the call comes from before the stop."""
         os.kill(self.proc.pid, signal.SIGSTOP)
         self.sigstopped = True
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                with open("/proc/%d/stat" % self.proc.pid) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                        return
+            except OSError:
+                return  # gone: nothing more to wait for
+            time.sleep(0.005)
 
     def sigcont(self):
         """Resume a process frozen by sigstop() (a no-op otherwise)."""
