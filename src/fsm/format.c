@@ -13,8 +13,7 @@
 
 #define ENTRY_HEADER_LEN 2 /* u8 version, u8 op */
 #define SNAP_MAGIC_LEN 4
-#define SNAP_FIRST_V2 4 /* snapshot.c: versions 4 to 7 hold format-2 state */
-#define SNAP_LAST 7
+#define SNAP_FIRST_V2 4 /* snapshot.c: versions 4 and later hold format-2 state */
 #define SNAP_FIRST 2
 
 unsigned fsm_format(const struct fsm *f)
@@ -52,7 +51,7 @@ unsigned fsm_snapshot_format(const uint8_t *data, size_t len)
     if (len <= SNAP_MAGIC_LEN)
         return FSM_FORMAT_MAX + 1;
     uint8_t v = data[SNAP_MAGIC_LEN];
-    if (v < SNAP_FIRST || v > SNAP_LAST)
+    if (v < SNAP_FIRST || v > FSM_SNAP_VERSION_LAST)
         return FSM_FORMAT_MAX + 1;
     return v >= SNAP_FIRST_V2 ? FSM_FORMAT_2 : FSM_FORMAT_1;
 }

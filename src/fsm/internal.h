@@ -425,6 +425,9 @@ void fsm_kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease,
 void fsm_kv_set_lease(struct kv *k, struct sess *s);
 void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
+/* The newest snapshot version this release writes and reads (snapshot.c; format.c reads it). */
+#define FSM_SNAP_VERSION_LAST 8
+
 /* ---- snapshot fields of semaphores and elections (src/fsm/snap_prims.c, version 4) ---- */
 /* `weighted`: fsm_sem_weighted(l), computed once per record by the caller (it walks them). */
 int fsm_snap_emit_kind(const struct lock *l, bool weighted, struct buf *b);

@@ -2,7 +2,7 @@
 /*
  * fsm/snapshot.c — deterministic snapshot bytes and a fully validating restore.
  *
- * Owns the snapshot format (versions 2 to 7; varint = canonical LEB128, str = varint length
+ * Owns the snapshot format (versions 2 to 8; varint = canonical LEB128, str = varint length
  * + bytes):
  *
  *   "FLSM" u8 version, varint revision, v5 only: varint format (2..FSM_FORMAT_MAX; v6: or 0),
@@ -30,6 +30,7 @@
  *     str key, str value; varint create_rev, mod_rev, version, lease_sid (0 = none)
  *   varint n_members (<= FSM_MAX_MEMBERS), per member in increasing id order:
  *     varint id (> 0); str client_addr, str raft_addr (1..FSM_MAX_ADDR bytes each)
+ *   v8 only: the tagged sections (src/fsm/snap_sect.c: varint n >= 1, then tag, length, payload)
  *
  * Version 3 (read-write locks) is written only for a state that uses what version 2
  * cannot hold (a shared hold or a queued shared request); any other state is written as version
@@ -43,7 +44,9 @@
  * src/fsm/revoke.c) is version 5 with the lock flag of a pending revoke, written only while a
  * revoke is pending (LOCK_REVOKE is a format-2 op, so every voter reads it by then). Version 7
  * is version 6 with the cluster's deadlock search limit (src/fsm/waitgraph.c), written only
- * while it is not the default (DEADLOCK_LIMIT is a format-2 op as well). Every version is
+ * while it is not the default (DEADLOCK_LIMIT is a format-2 op as well). Version 8 is version 7
+ * (its deadlock search limit written whatever its value) with the tagged sections, written only
+ * while a feature holds state in one (the ops that make it are format-2 ops). Every version is
  * restored.
  *
  * The format is canonical: restore accepts only what fsm_snapshot could have produced (sorted,
@@ -57,6 +60,7 @@
 #include <string.h>
 
 #include "fsm/internal.h"
+#include "fsm/snap_sect.h"
 #include "fsm/waitgraph.h"
 
 #define SNAP_MAGIC "FLSM"
@@ -68,6 +72,8 @@
 #define SNAP_VERSION_5 5 /* adds the cluster's log format */
 #define SNAP_VERSION_6 6 /* adds pending revokes */
 #define SNAP_VERSION_7 7 /* adds the cluster's deadlock search limit */
+#define SNAP_VERSION_8 8 /* adds the tagged sections (snap_sect.c) */
+_Static_assert(SNAP_VERSION_8 == FSM_SNAP_VERSION_LAST, "format.c reads up to the last version");
 #define FLAG_DELAY 1u
 #define FLAG_REVOKE 2u /* v6 */
 #define WAIT_SHARED 1u /* a waiter's mode byte (v3) */
@@ -106,6 +112,8 @@ static bool sess_needs_v4(const struct fsm *f)
 /* The oldest version that can hold the state. */
 static uint8_t snap_version(const struct fsm *f)
 {
+    if (fsm_snap_sections_present(f))
+        return SNAP_VERSION_8;
     if (f->wg_limit != FSM_DEADLOCK_LIMIT_DEFAULT)
         return SNAP_VERSION_7;
     if (f->n_revokes)
@@ -202,6 +210,8 @@ static int emit_all(const struct fsm *f, struct buf *out)
         rc = rc || buf_put_varint(out, m->id) || buf_put_bytes(out, m->client, m->client_len) ||
              buf_put_bytes(out, m->raft, m->raft_len);
     }
+    if (e.version >= SNAP_VERSION_8)
+        rc = rc || fsm_snap_sections_emit(f, out);
     return rc;
 }
 
@@ -712,14 +722,15 @@ static int restore_body(struct rst *s)
             return bad(s, "truncated header");
     if (memcmp(magic, SNAP_MAGIC, SNAP_MAGIC_LEN) != 0)
         return bad(s, "bad magic");
-    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_7)
+    if (rd_u8(&s->r, &version) || version < SNAP_VERSION_2 || version > SNAP_VERSION_8)
         return bad(s, "unsupported version (a newer release wrote it: upgrade this node)");
     s->version = version;
     if (get_u(s, &s->nf->revision) || (version >= SNAP_VERSION_5 && get_u(s, &s->nf->format)) ||
         (version >= SNAP_VERSION_7 && get_u(s, &s->nf->wg_limit)) || get_u(s, &n))
         return -1;
     if (version >= SNAP_VERSION_7 &&
-        (s->nf->wg_limit > FSM_DEADLOCK_LIMIT_MAX || s->nf->wg_limit == FSM_DEADLOCK_LIMIT_DEFAULT))
+        (s->nf->wg_limit > FSM_DEADLOCK_LIMIT_MAX ||
+         (version == SNAP_VERSION_7 && s->nf->wg_limit == FSM_DEADLOCK_LIMIT_DEFAULT)))
         return bad(s, "bad deadlock search limit");
     if (version >= SNAP_VERSION_5 && !(version >= SNAP_VERSION_6 && s->nf->format == 0) &&
         (s->nf->format < FSM_FORMAT_2 || s->nf->format > FSM_FORMAT_MAX))
@@ -741,10 +752,13 @@ static int restore_body(struct rst *s)
     fsm_otree_balance(&s->nf->keys, s->nf->n_keys);
     if (restore_members(s))
         return -1;
-    if (s->r.off != s->r.len)
-        return bad(s, "trailing bytes");
     if (link_sessions(s) || revs_distinct(s))
         return -1;
+    /* After the links: a section may refer to sessions and locks. */
+    if (version >= SNAP_VERSION_8 && fsm_snap_sections_restore(s->nf, &s->r, s->err, s->errlen))
+        return -1;
+    if (s->r.off != s->r.len)
+        return bad(s, "trailing bytes");
     if (snap_version(s->nf) != version) /* canonical: the oldest version that holds it */
         return bad(s, "snapshot version is not the oldest that holds its state");
     return 0;

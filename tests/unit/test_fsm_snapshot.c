@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsm/snap_sect.h"
+#include "fsm/waitgraph.h"
 #include "fsm_fixture.h"
 
 TEST_F(fsm_fx, snapshot_restore_snapshot_is_byte_identical)
@@ -209,6 +211,60 @@ TEST_F(fsm_fx, lock_name_tree_and_session_list_follow_creates_and_drops)
     CHECK(restores_identically(f));
 }
 
+/* Version 8's framing (src/fsm/snap_sect.c), on the bytes of a version-7 state: a version-8
+ * snapshot must carry at least one section, each known, in tag order, consumed exactly; every
+ * other form is refused and leaves the state as it was. */
+TEST_F(fsm_fx, version_8_sections_are_framed_canonically)
+{
+    struct fsm *f = fx->f, *g = fx->g;
+    struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = FSM_FORMAT_2}};
+    struct fsm_cmd lc = {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 5}};
+    CHECK(apply_cmd(f, &fc).kind == FSM_REPLY_OK && apply_cmd(f, &lc).kind == FSM_REPLY_OK);
+    open_session(f, 1000, 0);
+    open_session(g, 500, 0);
+    struct buf *b = &fx->scratch[0], *gb = &fx->scratch[2];
+    char err[160];
+    snapshot_into(f, b);
+    snapshot_into(g, gb);
+    CHECK(b->len > 5 && (uint8_t)b->p[4] == 7); /* a limit that is not the default: version 7 */
+    CHECK(fsm_restore(g, (const uint8_t *)b->p, b->len, err, sizeof(err)) == 0);
+    CHECK(snapshot_equals(g, b));
+    buf_free(gb);
+    snapshot_into(g, gb);
+    const struct fsm_snap_section *rows = fsm_snap_section_rows();
+    uint64_t unknown = 1;
+    for (const struct fsm_snap_section *r = rows; r->name; r++)
+        unknown = r->tag >= unknown ? r->tag + 1 : unknown;
+    /* the version-7 bytes relabelled 8, then a sections part */
+    const uint8_t tails[][4] = {
+        {0},                         /* no sections: not canonical */
+        {1, (uint8_t)unknown, 1, 0}, /* a tag no row has: a newer release wrote it */
+    };
+    const size_t tail_len[] = {1, 4};
+    const char *why[] = {"without sections", "unknown section"};
+    for (size_t i = 0; i < 3; i++) {
+        struct buf t;
+        buf_init(&t);
+        CHECK(buf_append(&t, b->p, b->len) == 0);
+        t.p[4] = 8;
+        if (i < 2)
+            CHECK(buf_append(&t, tails[i], tail_len[i]) == 0);
+        CHECK(fsm_restore(g, (const uint8_t *)t.p, t.len, err, sizeof(err)) == -1);
+        CHECK(i == 2 ? strstr(err, "truncated") != NULL : strstr(err, why[i]) != NULL);
+        CHECK(snapshot_equals(g, gb)); /* refused: nothing changed */
+        buf_free(&t);
+    }
+    /* and a version-7 snapshot of a state at the default limit is not canonical either */
+    struct fsm_cmd dc = {.op = FSM_OP_DEADLOCK_LIMIT,
+                         .deadlock_limit = {.limit = FSM_DEADLOCK_LIMIT_DEFAULT}};
+    CHECK(apply_cmd(f, &dc).kind == FSM_REPLY_OK);
+    buf_free(b);
+    snapshot_into(f, b);
+    CHECK((uint8_t)b->p[4] < 7);
+    buf_free(b);
+    buf_free(gb);
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, snapshot_orders_adversarial_lock_names);
@@ -216,5 +272,6 @@ int main(void)
     RUN_F(fsm_fx, snapshot_restore_snapshot_is_byte_identical);
     RUN_F(fsm_fx, restore_of_garbage_or_truncated_snapshot_fails_and_leaves_state_unchanged);
     RUN_F(fsm_fx, restore_rejects_snapshots_that_break_a_rule);
+    RUN_F(fsm_fx, version_8_sections_are_framed_canonically);
     TEST_MAIN_END();
 }
