@@ -12,7 +12,7 @@ Kubernetes runs here, so what can be checked without them is:
   service's command, the StatefulSet's script for each ordinal) is accepted by fencelockd's
   own settings rules (`--print-config`, which checks them exactly as a start does) and gives
   the node id, addresses and cluster the example means.
-- the probes name HTTP paths the server answers (/health, /metrics).
+- the probes name HTTP paths the server answers (/readyz, /livez).
 
 The image's build step itself (deploy/container/install-debs.sh) runs against the built
 packages in test_packages.py."""
@@ -131,8 +131,8 @@ def test_kubernetes_example_validates_and_its_command_starts(ctx):
              and o["metadata"]["name"] == sts["spec"]["serviceName"]][0]
     assert peers["spec"]["clusterIP"] == "None" and peers["spec"]["publishNotReadyAddresses"]
     c = sts["spec"]["template"]["spec"]["containers"][0]
-    eq(c["readinessProbe"]["httpGet"]["path"], "/health", "readiness")
-    eq(c["livenessProbe"]["httpGet"]["path"], "/metrics", "liveness")
+    eq(c["readinessProbe"]["httpGet"]["path"], "/readyz", "readiness")
+    eq(c["livenessProbe"]["httpGet"]["path"], "/livez", "liveness")
     eq(c["command"], ["/bin/sh", "-c"], "command")
     script = c["args"][0]
     # The script for each ordinal, with fencelockd replaced by the built binary's
@@ -184,7 +184,7 @@ def test_dockerfile_command_and_probe_paths(ctx):
     eq(cfg.get("data-dir"), "/var/lib/fencelock", "data-dir")
     srv = ctx.server()
     import urllib.request
-    for path in ("/health", "/metrics"):
+    for path in ("/readyz", "/livez", "/health", "/metrics"):
         with urllib.request.urlopen("http://127.0.0.1:%d%s" % (srv.http_port, path),
                                     timeout=10) as r:
             eq(r.status, 200, path)
