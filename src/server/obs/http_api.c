@@ -303,6 +303,75 @@ static int render_list(struct hapi_req *q, struct json *j, enum hapi_route r,
     return 0;
 }
 
+/* One queued request's blockers, and whether it waits for any one of them (LOCK.WAITS's). */
+struct blockers {
+    struct sids v;
+    bool any;
+};
+
+static void blockers_add(void *arg, uint64_t sid, bool any)
+{
+    struct blockers *b = arg;
+    sids_add(&b->v, sid);
+    b->any = b->any || any;
+}
+
+/*
+ * /v1/waits: LOCK.WAITS's rows (lock, object, sid, waits_for, any), one per queued request on
+ * the locks, semaphores and elections with the prefix, those the user may see. Paged as
+ * /v1/locks (the same limit bounds the names looked at; "next" the after of the next page), so
+ * that the "who blocks whom" view works on any number of locks.
+ */
+static int render_waits(struct hapi_req *q, struct json *j, const struct hapi_query *qq,
+                        const struct acl_user *u)
+{
+    struct srv *s = q->s;
+    uint64_t limit = qq->limit ? qq->limit : s->cfg.max_keys_reply;
+    if (limit > s->cfg.max_keys_reply)
+        return 400;
+    struct fsm_lock_item *it = calloc(limit ? limit : 1, sizeof(*it));
+    if (!it)
+        return 503;
+    size_t n = fsm_locks_list_after(s->fsm, qq->prefix, qq->prefix_len,
+                                    qq->has_after ? qq->after : NULL, qq->after_len, limit, it);
+    json_obj(j);
+    json_key(j, "waits");
+    json_arr(j);
+    for (size_t i = 0; i < n; i++) {
+        const struct fsm_lock_item *x = &it[i];
+        if (!x->n_waiters || !may_lock(q, u, x->name.p, x->name.len))
+            continue;
+        struct sids w = {0};
+        fsm_lock_waiters(s->fsm, x->name.p, x->name.len, waiter_add, &w);
+        for (size_t k = 0; !w.failed && k < w.n; k++) {
+            struct blockers b = {{0}, false};
+            fsm_waiter_waits_for(s->fsm, x->name.p, x->name.len, w.v[k], blockers_add, &b);
+            json_obj(j);
+            json_kv_str(j, "lock", x->name.p, x->name.len);
+            json_kv_cstr(j, "object", fsm_kind_name(x->kind));
+            json_kv_u64(j, "sid", w.v[k]);
+            json_key(j, "waits_for");
+            json_arr(j);
+            for (size_t m = 0; !b.v.failed && m < b.v.n; m++)
+                json_u64(j, b.v.v[m]);
+            json_close(j);
+            json_kv_u64(j, "any", b.any ? 1 : 0);
+            json_close(j);
+            free(b.v.v);
+        }
+        free(w.v);
+    }
+    json_close(j);
+    json_key(j, "next");
+    if (n == limit && n > 0)
+        json_str(j, it[n - 1].name.p, it[n - 1].name.len);
+    else
+        json_null(j);
+    json_close(j);
+    free(it);
+    return 0;
+}
+
 /* SESSION.LIST's visibility rule (cmd_session.c list_may_see). */
 static bool may_see_session(const struct hapi_req *q, const struct acl_user *u,
                             const struct fsm_session_view *v)
@@ -386,6 +455,11 @@ static int render(struct hapi_req *q, struct buf *body)
         }
     } else if (r == HAPI_LOCKS || r == HAPI_ELECTIONS || r == HAPI_SEMAPHORES) {
         status = render_list(q, &j, r, &qq, u);
+        if (status == 400)
+            buf_printf(body, "limit: at most --max-keys-reply (%llu)\n",
+                       (unsigned long long)s->cfg.max_keys_reply);
+    } else if (r == HAPI_WAITS) {
+        status = render_waits(q, &j, &qq, u);
         if (status == 400)
             buf_printf(body, "limit: at most --max-keys-reply (%llu)\n",
                        (unsigned long long)s->cfg.max_keys_reply);

@@ -61,9 +61,13 @@ enum hapi_route hapi_route_of(const char *path, char *name, size_t cap, size_t *
     static const struct {
         const char *p;
         enum hapi_route r;
-    } fixed[] = {{"/v1/locks", HAPI_LOCKS},           {"/v1/sessions", HAPI_SESSIONS},
-                 {"/v1/members", HAPI_MEMBERS},       {"/v1/elections", HAPI_ELECTIONS},
-                 {"/v1/semaphores", HAPI_SEMAPHORES}, {"/v1/events", HAPI_EVENTS}};
+    } fixed[] = {{"/v1/locks", HAPI_LOCKS},
+                 {"/v1/sessions", HAPI_SESSIONS},
+                 {"/v1/members", HAPI_MEMBERS},
+                 {"/v1/elections", HAPI_ELECTIONS},
+                 {"/v1/semaphores", HAPI_SEMAPHORES},
+                 {"/v1/events", HAPI_EVENTS},
+                 {"/v1/waits", HAPI_WAITS}};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (!strcmp(path, fixed[i].p))
             return fixed[i].r;

@@ -23,6 +23,7 @@ enum hapi_route {
     HAPI_ELECTIONS,
     HAPI_SEMAPHORES,
     HAPI_EVENTS, /* /v1/events: Server-Sent Events (http_events.c) */
+    HAPI_WAITS,  /* /v1/waits: LOCK.WAITS's rows, who blocks whom */
 };
 
 /* The route of path; for HAPI_LOCK the decoded name in name[0..*nlen) (at most cap bytes, at
