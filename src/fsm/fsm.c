@@ -343,8 +343,11 @@ static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
     bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE ||
-                  a->c->op == FSM_OP_SEM_ACQUIRE_W ||
-                  a->c->op == FSM_OP_LOCK_MULTI; /* its first name: either mode */
+                  a->c->op == FSM_OP_SEM_ACQUIRE_W;
+    if (a->c->op == FSM_OP_LOCK_MULTI) { /* every name, not the first alone (multi.c) */
+        fsm_multi_truth(a->f, &a->c->lock_multi, r);
+        return;
+    }
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)
         return;

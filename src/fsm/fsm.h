@@ -249,9 +249,13 @@ int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err
  */
 unsigned fsm_entry_format(const uint8_t *data, size_t len);
 
-/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-7, FSM_FORMAT_MAX + 1 for any
+/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-8, FSM_FORMAT_MAX + 1 for any
  * other version (or bad magic: the restore refuses it on its own). */
 unsigned fsm_snapshot_format(const uint8_t *data, size_t len);
+
+/* Byte order of names (lock names, keys); a proper prefix sorts first: the order of the FSM's
+ * trees and of a LOCK_MULTI entry's names (the server sorts them with it). */
+int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 enum fsm_reply_kind {
     FSM_REPLY_OK = 0,

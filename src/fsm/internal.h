@@ -29,8 +29,8 @@ struct onode {
 
 #define ONODE_OWNER(n, type, member) ((type *)((char *)(n)-offsetof(type, member)))
 
-/* Byte order; a proper prefix sorts first. */
-int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+/* fsm_name_cmp (byte order; a proper prefix sorts first) is in fsm/fsm.h: the server sorts
+ * LOCK.MULTI's names with it. */
 struct onode *fsm_otree_find(const struct onode *root, const char *key, size_t len);
 void fsm_otree_insert(struct onode **root, struct onode *n); /* its name must be absent */
 void fsm_otree_remove(struct onode **root, struct onode *n); /* n must be in the tree */
@@ -121,6 +121,9 @@ struct lock {
     uint64_t rv_token, rv_ms;
     char *rv_text;
     uint16_t rv_reason_len, rv_by_len;
+    /* deadlock-search scratch (waitgraph.c): its waiters' wg_e/wg_m are valid for this
+     * search while wg_epoch == fsm.wg_epoch */
+    uint32_t wg_epoch;
     char name[];
 };
 
@@ -136,6 +139,9 @@ struct waiter {
     uint32_t permits; /* a semaphore's request: permits wanted at once (1..limit); else 1 */
     char *value;      /* FSM_KIND_ELECT: the candidate's campaign value (owned, NULL if empty) */
     uint32_t value_len;
+    /* wait-for scratch (waitgraph.c's queue pass): the nearest exclusive request at or before
+     * this one in its FIFO, and the nearest multi-request at or before it but after that one */
+    const struct waiter *wg_e, *wg_m;
 };
 
 /* A shared hold: one session holding one lock in shared mode, with its own token. */
@@ -300,12 +306,13 @@ static inline bool lock_unused(const struct lock *l)
 
 /* What a queued request asks for. */
 enum lock_mode { LOCK_MODE_EXCLUSIVE, LOCK_MODE_SHARED, LOCK_MODE_UPGRADE };
-/* Queue `s` (QUEUED, or ERR out of memory): at the tail, or at the head for an upgrade. */
+/* Queue `s` (QUEUED, or ERR out of memory; -DEADLOCK if the wait would close a cycle): at the
+ * tail, or at the head for an upgrade. */
+void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                      uint8_t mode, struct fsm_reply *r);
 /* As fsm_lock_enqueue, for a semaphore request of `permits` permits. */
 void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
                               uint8_t mode, uint32_t permits, struct fsm_reply *r);
-void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
-                      uint8_t mode, struct fsm_reply *r);
 /* The answer to a LOCK by a session already queued as `w` (same mode: its place; else ERR). */
 void fsm_lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
                        struct fsm_reply *r);
@@ -346,6 +353,18 @@ bool fsm_wait_request_grantable(const struct waiter *w);
 bool fsm_multi_grant(struct actx *a, struct waiter *w);
 /* Remove every waiter of w's multi-request (WAIT_ENDED each) and hand their locks on. */
 void fsm_multi_leave(struct actx *a, struct waiter *w);
+/* The truth for a LOCK_MULTI retried after its QUEUED answer: QUEUED if the session's waiter on
+ * the first name is a multi-request over exactly these names in these modes; the first token
+ * if it holds every name, name i with token first + i (one grant of this request); else ERR
+ * (its outcome is gone: the names were released, or other requests of the session took or
+ * wait for some of them, so no answer about this request is true). */
+void fsm_multi_truth(const struct fsm *f, const struct fsm_cmd_lock_multi *c, struct fsm_reply *r);
+/* For restore and the invariant audit: x and y (x first) are next to each other in one
+ * session's wait list with one enqueue revision, so they must be one multi-request as
+ * LOCK_MULTI writes it: locks (not semaphores or elections), in increasing name order, neither
+ * an upgrade, one wait. NULL if so, else what is wrong. (The head of the group is checked
+ * against the next; a group of n is n - 1 such pairs.) */
+const char *fsm_multi_group_bad(const struct waiter *x, const struct waiter *y);
 /* Give a lock to `s` in shared mode: a fresh revision is the token; 0 (and nothing changed)
  * if memory ran out. */
 uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s);

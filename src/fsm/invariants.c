@@ -106,6 +106,8 @@ static int check_wait_list(struct chk *c, const struct sess *s)
                                                 w->lock->name, w->lock->name_len) >= 0))
             return bad(c, "wait list not in enqueue order (a multi-request's in name order)",
                        s->sid);
+        if (prev && w->rev == prev_rev && fsm_multi_group_bad(prev, w))
+            return bad(c, "multi-request LOCK_MULTI cannot write", s->sid);
         prev_rev = w->rev;
     }
     if (prev != s->wait_tail || n != s->n_waits)
@@ -276,6 +278,8 @@ static int check_permits(struct chk *c, const struct lock *l)
     }
     if (sum != l->in_use)
         return bad(c, "permits in use not the sum of the holds'", l->in_use);
+    if (sum > FSM_MAX_SEM_LIMIT) /* no limit lets more in, and the uint32 sum would wrap */
+        return bad(c, "permits in use over the largest limit", l->in_use);
     for (const struct waiter *w = l->wq_head; w && l->kind == FSM_KIND_SEM; w = w->lnext)
         if (w->permits == 0 || w->permits > l->limit)
             return bad(c, "semaphore request for 0 or more than limit permits", w->permits);

@@ -1002,13 +1002,35 @@ static struct expect predict_op(const struct mcmd *c)
     }
 }
 
+/* The truth for a LOCK_MULTI retried after QUEUED, over every name (multi.c): queued if the
+ * session's wait on the first name is this request (the same set of names); the first token if
+ * it holds every name with the tokens of one grant (consecutive in name order); else ERR. */
+static struct expect multi_truth(const struct mcmd *c)
+{
+    const struct mlock *l = &M.locks[multi_first(c->mset)];
+    int pos = alive(c->sid) ? qpos(l, c->sid) : -1;
+    if (pos >= 0)
+        return l->qset[pos] == c->mset ? ex(FSM_REPLY_QUEUED, false)
+                                       : ex_err("ERR the outcome of this LOCK.MULTI is gone");
+    uint64_t first = alive(c->sid) && l->holder == c->sid ? l->token : 0, k = 0;
+    for (int i = 0; i < NSORTED && first; i++) {
+        const struct mlock *x = &M.locks[SORTED[i]];
+        if (!(c->mset & (1u << SORTED[i])))
+            continue;
+        if (x->holder != c->sid || x->token != first + k++)
+            first = 0;
+    }
+    return first ? ex_int(first) : ex_err("ERR the outcome of this LOCK.MULTI is gone");
+}
+
 /* A retry of the session's highest seq: the cached reply, or the truth for a queued LOCK. */
 static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
+    if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK_MULTI)
+        return multi_truth(c);
     if (rs->cached.kind == FSM_REPLY_QUEUED &&
-        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_MULTI)) {
-        struct mlock *l =
-            &M.locks[c->op != FSM_OP_LOCK_MULTI ? lock_idx(c->name) : multi_first(c->mset)];
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY)) {
+        struct mlock *l = &M.locks[lock_idx(c->name)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
         if (alive(c->sid) && qpos(l, c->sid) >= 0)

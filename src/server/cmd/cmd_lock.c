@@ -9,7 +9,7 @@
 #include "server/cmd/cmd.h"
 
 /* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
-#define LOCK_INFO_FIELDS 8
+#define LOCK_INFO_FIELDS 9
 #define LOCKS_ROW_FIELDS 7
 #define HOLDER_FIELDS 2 /* sid, token: one map per holder in LOCK.INFO's holders */
 
@@ -101,7 +101,9 @@ void lockInfoCommand(struct srv_req *r)
     struct holders_arg ha = {r->out, r->proto};
     fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
     resp_w_bulk_str(r->out, "waits_for"); /* per waiter, in the order of "waiters" */
-    cmd_write_waits_for(r, name.p, name.len);
+    bool cut = cmd_write_waits_for(r, name.p, name.len);
+    resp_w_bulk_str(r->out, "waits_for_cut"); /* 1: a list stopped at --max-keys-reply sids */
+    resp_w_uint(r->out, cut ? 1 : 0);
 }
 
 void fenceCheckCommand(struct srv_req *r)
