@@ -297,6 +297,10 @@ bool fsm_shold_token_held(const struct lock *l, uint64_t token);
  * successor is granted in the same entry (delay_ms > 0 or nobody queued). */
 bool fsm_elect_grant_head(struct actx *a, struct lock *l, struct waiter *w);
 void fsm_elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms);
+/* A new, unlinked waiter record as every path makes it (the FIFO, the ops, LOCK_MULTI, restore):
+ * zeroed but permits 1 (a semaphore request sets its own), so a replica that applied the log
+ * and one that restored hold the same bytes. NULL: out of memory. */
+struct waiter *fsm_waiter_new(void);
 void fsm_waiter_free(struct fsm *f, struct waiter *w); /* frees its value (and bytes) too */
 /* Whether a lock is unused: no holder of either mode, no lock-delay, no waiter. */
 static inline bool lock_unused(const struct lock *l)
@@ -442,6 +446,13 @@ void fsm_kv_insert_last(struct fsm *f, struct kv *k,
                         struct kv *last);        /* restore: fsm_otree_append */
 void fsm_kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
 void fsm_kv_set_lease(struct kv *k, struct sess *s);
+/* Give key k (NULL: a new record for `key`, inserted) the value val (len bytes, malloc'd and
+ * owned from here; NULL iff len is 0) under a fresh revision: version, create/mod revision,
+ * --max-data-bytes accounting, the lease if set_lease (else it keeps its own), and the KEY_PUT
+ * event (sid: the key's lease). PUT and INCR both write through it. The revision, or 0 if
+ * memory ran out (val freed, nothing changed). */
+uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char *val, uint32_t len,
+                          bool set_lease, struct sess *lease);
 void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* The newest snapshot version this release writes and reads (snapshot.c; format.c reads it). */

@@ -197,6 +197,14 @@ void fsm_waiter_remove(struct fsm *f, struct waiter *w)
     fsm_waiter_free(f, w);
 }
 
+struct waiter *fsm_waiter_new(void)
+{
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (w)
+        w->permits = 1;
+    return w;
+}
+
 void fsm_waiter_free(struct fsm *f, struct waiter *w)
 {
     f->name_bytes -= w->value_len;
@@ -400,15 +408,13 @@ void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, ui
     struct fsm_wg_want want = {l, mode, permits};
     if (fsm_deadlock_refused_n(a, s, &want, 1, r))
         return; /* the wait would close a cycle: -DEADLOCK, not queued */
-    struct waiter *w = malloc(sizeof(*w));
+    struct waiter *w = fsm_waiter_new();
     if (!w) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    w->permits = permits;
+    w->permits = permits; /* an election's candidate gets its value from elect.c */
     w->wait_ms = wait_ms;
-    w->value = NULL; /* an election's candidate gets its value from elect.c */
-    w->value_len = 0;
     w->rev = fsm_next_rev(a);
     w->shared = mode == LOCK_MODE_SHARED;
     if (mode == LOCK_MODE_UPGRADE)

@@ -290,7 +290,7 @@ static bool slots_alloc(struct slot *sl, size_t n, bool now)
             return false;
         if (now && x->shared && !(x->h = malloc(sizeof(*x->h))))
             return false;
-        if (!now && !(x->w = calloc(1, sizeof(*x->w))))
+        if (!now && !(x->w = fsm_waiter_new()))
             return false;
     }
     return true;

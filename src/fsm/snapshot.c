@@ -499,7 +499,7 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
         return -1; /* the enqueue revision is pushed by link_sessions: once per request */
     if (vec_push(&s->sids, &sid, sizeof(sid)))
         return bad(s, "out of memory");
-    struct waiter *w = calloc(1, sizeof(*w));
+    struct waiter *w = fsm_waiter_new();
     if (!w || vec_push(&s->waits, &w, sizeof(w))) {
         free(w);
         return bad(s, "out of memory");

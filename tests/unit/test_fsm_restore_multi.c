@@ -135,8 +135,37 @@ TEST_F(fsm_fx, permits_in_use_over_the_largest_limit_are_refused)
     CHECK(invariants_hold(f) && restores_identically(f));
 }
 
+/* A waiting LOCK_MULTI's records are what every other path and restore make (permits 1), so a
+ * replica that applied the log holds what one that restored holds. */
+TEST_F(fsm_fx, a_multi_requests_waiters_are_built_as_every_other_waiter)
+{
+    struct fsm *f = fx->f;
+    uint64_t s1 = open_session(f, 10000, 0), s2 = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "a", s2, 0)));
+    struct buf raw;
+    buf_init(&raw);
+    CHECK(fsm_names_add(&raw, "a", 1, false) == 0 && fsm_names_add(&raw, "b", 1, false) == 0);
+    struct fsm_cmd c = {
+        .op = FSM_OP_LOCK_MULTI,
+        .lock_multi = {.sid = s1, .names = {2, {raw.p, (uint32_t)raw.len}}, .wait_ms = 5000}};
+    struct fsm_reply r = apply_cmd(f, &c);
+    buf_free(&raw);
+    CHECK_EQ_U64(r.kind, FSM_REPLY_QUEUED);
+    struct waiter *wa = waiter_of(f, "a", s1), *wb = waiter_of(f, "b", s1);
+    CHECK(wa && wb);
+    CHECK_EQ_U64(wa->permits, 1);
+    CHECK_EQ_U64(wb->permits, 1);
+    snapshot_into(f, &fx->scratch[1]);
+    char err[128];
+    CHECK(fsm_restore(fx->g, (const uint8_t *)fx->scratch[1].p, fx->scratch[1].len, err,
+                      sizeof(err)) == 0);
+    struct waiter *ga = waiter_of(fx->g, "a", s1);
+    CHECK(ga && ga->permits == wa->permits && ga->shared == wa->shared && ga->rev == wa->rev);
+}
+
 int main(void)
 {
+    RUN_F(fsm_fx, a_multi_requests_waiters_are_built_as_every_other_waiter);
     RUN_F(fsm_fx, a_multi_request_group_with_an_upgrade_is_refused);
     RUN_F(fsm_fx, a_multi_request_group_with_a_semaphore_waiter_is_refused);
     RUN_F(fsm_fx, a_multi_request_group_with_two_waits_is_refused);
