@@ -435,6 +435,12 @@ struct fsm_lock_view {
 /* 1 and fill `v` if the lock exists (held, in lock-delay or with waiters), else 0. */
 int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_lock_view *v);
 
+/* The names of the request session `sid` waits with on lock `name`: every name of a waiting
+ * LOCK_MULTI in name order, else `name` alone; visit returns nonzero to stop. Returns that
+ * value, or 0 (also when the session does not wait there). */
+int fsm_wait_request_names(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
+                           int (*visit)(void *arg, const char *n, size_t len), void *arg);
+
 /* Waiters of a lock in FIFO order: calls cb(arg, sid, wait_ms) for each. */
 void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
                       void (*cb)(void *arg, uint64_t sid, uint64_t wait_ms), void *arg);

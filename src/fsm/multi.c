@@ -169,6 +169,27 @@ const char *fsm_multi_group_bad(const struct waiter *x, const struct waiter *y)
     return NULL;
 }
 
+struct names_arg {
+    int (*visit)(void *arg, const char *n, size_t len);
+    void *arg;
+};
+
+static int visit_name(void *arg, const struct waiter *x)
+{
+    struct names_arg *na = arg;
+    return na->visit(na->arg, x->lock->name, x->lock->name_len);
+}
+
+int fsm_wait_request_names(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
+                           int (*visit)(void *arg, const char *n, size_t len), void *arg)
+{
+    const struct lock *l = fsm_lock_find(f, name, namelen);
+    const struct sess *s = fsm_sess_find(f, sid);
+    const struct waiter *w = l && s ? fsm_waiter_find(l, s) : NULL;
+    struct names_arg na = {visit, arg};
+    return w ? fsm_wait_request_foreach(w, visit_name, &na) : 0;
+}
+
 /* ---- a retry's truth ---- */
 
 struct same_arg {

@@ -130,3 +130,31 @@ def test_a_multi_retry_after_one_name_was_released_is_not_nil(ctx):
     ok(c.call("UNLOCK", "a", m))  # a released (an UNLOCK, or a revoke's deadline)
     _gone(c.call("LOCK.MULTI", m, 2, "a", "b", "WAIT", 60000, "REQ", m, 8), "the retry")
     eq(as_map(c.call("LOCK.INFO", "b"))["holder"], m, "b stays held, and the retry says so")
+
+
+def test_sighup_rechecks_every_name_of_a_parked_multi_request(ctx):
+    """A parked LOCK.MULTI is parked under its first name; a SIGHUP that takes away a later
+    name must still answer it -NOPERM and cancel its wait on every name."""
+    import os
+    import signal
+    from test_tenant import _acl_node, _as, _users
+    spec = {"app": "perm=read,lock"}
+    s, path = _acl_node(ctx, spec)
+    admin = _as(ctx, s, "admin")
+    hold = expect_int(admin.call("SESSION.OPEN", 60000))
+    expect_int(admin.call("LOCK", "a", hold))
+    app = _as(ctx, s, "app")
+    sid = expect_int(app.call("SESSION.OPEN", 60000))
+    locker = _as(ctx, s, "app")
+    locker.send("LOCK.MULTI", sid, 2, "a", "b", "WAIT", 60000)
+    wait_until(lambda: (as_map(admin.call("LOCK.INFO", "b")) or {}).get("waiters") == [sid],
+               timeout=15, what="app's multi-request queued on b")
+    with open(path, "w") as f:  # a stays allowed, b does not
+        f.write("\n".join(_users(ctx, {"admin": "perm=all", "app": "perm=read,lock locks=a"}))
+                + "\n")
+    os.kill(s.proc.pid, signal.SIGHUP)
+    r = locker.read_reply(timeout=15)
+    assert isinstance(r, RespError) and r.code == "NOPERM", r
+    wait_until(lambda: admin.call("LOCK.INFO", "b") is None, timeout=15,
+               what="the multi-request's wait cancelled on every name")
+    eq(as_map(admin.call("LOCK.INFO", "a")).get("waiters") or [], [], "nor queued on a")
