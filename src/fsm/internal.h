@@ -302,6 +302,13 @@ void fsm_elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms);
  * and one that restored hold the same bytes. NULL: out of memory. */
 struct waiter *fsm_waiter_new(void);
 void fsm_waiter_free(struct fsm *f, struct waiter *w); /* frees its value (and bytes) too */
+/* Whether a new request in that mode, by a session with nothing on `l`, is granted at once: no
+ * holder in a conflicting mode, no lock-delay, nobody queued (strict FIFO); NULL (no record):
+ * yes. LOCK_SHARED and LOCK_MULTI decide with it. */
+static inline bool fsm_lock_free_for(const struct lock *l, bool shared)
+{
+    return !l || (!l->holder && !l->in_delay && !l->wq_head && (shared || !l->n_shared));
+}
 /* Whether a lock is unused: no holder of either mode, no lock-delay, no waiter. */
 static inline bool lock_unused(const struct lock *l)
 {

@@ -298,8 +298,7 @@ static bool refuse_name(const struct lock *l, const struct sess *s, struct fsm_r
  * a conflicting mode, no lock-delay, nobody queued). */
 static bool free_now(const struct slot *x)
 {
-    const struct lock *l = x->l;
-    return !l || (!l->holder && !l->in_delay && !l->wq_head && (x->shared || !l->n_shared));
+    return fsm_lock_free_for(x->l, x->shared);
 }
 
 /* Allocate what carrying it out needs; false (all freed by the caller) if memory ran out. */
