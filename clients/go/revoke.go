@@ -52,7 +52,8 @@ func (c *Client) Revoke(ctx context.Context, name string, deadline time.Duration
 	return asUint(r)
 }
 
-// RevokeWatch is what OnRevoke returned: Stop ends it; Err says why it ended by itself.
+// RevokeWatch is what OnRevoke (and OnWaiter, as WaiterWatch) returned: Stop ends it; Err
+// says why it ended by itself.
 type RevokeWatch struct {
 	stop chan struct{}
 	done chan struct{}

@@ -76,11 +76,15 @@ class PrimsTest {
       BlockingQueue<Waiter> got = new LinkedBlockingQueue<>();
       try (WaiterWatch ww = h.onWaiter("nt/job", t, got::add)) {
         List<Long> want = new ArrayList<>();
-        CompletableFuture.runAsync(() -> quiet.acquire("nt/job", Duration.ofSeconds(60)));
+        List<CompletableFuture<Long>> granted = new ArrayList<>();
+        granted.add(
+            CompletableFuture.supplyAsync(() -> quiet.acquire("nt/job", Duration.ofSeconds(60))));
         want.add(quiet.sid());
         awaitWaiters("LOCK.INFO", "nt/job", want);
         for (Session s : List.of(loud, loud2)) {
-          CompletableFuture.runAsync(() -> s.acquireNotify("nt/job", Duration.ofSeconds(60)));
+          granted.add(
+              CompletableFuture.supplyAsync(
+                  () -> s.acquireNotify("nt/job", Duration.ofSeconds(60))));
           want.add(s.sid());
           awaitWaiters("LOCK.INFO", "nt/job", want);
         }
@@ -95,6 +99,16 @@ class PrimsTest {
         }
         assertNull(got.poll(), "an extra waiter told");
         assertNull(ww.error(), "the watch ended by itself");
+        // NOTIFY changes no order: each waiter in turn, with rising tokens.
+        h.unlock("nt/job");
+        long last = t;
+        List<Session> order = List.of(quiet, loud, loud2);
+        for (int i = 0; i < order.size(); i++) {
+          long ti = granted.get(i).get(60, TimeUnit.SECONDS);
+          assertTrue(ti > last, "token " + ti + " after " + last);
+          last = ti;
+          order.get(i).unlock("nt/job");
+        }
       }
     }
   }
