@@ -268,8 +268,8 @@ fl_err fl_session_revoke_id(fl_client *c, uint64_t sid)
     return end_sid(c, "SESSION.REVOKE", sid, 0);
 }
 
-static fl_err open_session(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
-                           const char *name, bool reentrant, uint32_t max_count, fl_session **out)
+static fl_err open_session(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                           bool reentrant, uint32_t max_count, fl_session **out)
 {
     if (!c || !out || ttl_ms == 0)
         return FL_EINVAL;
