@@ -208,3 +208,26 @@ def test_the_count_survives_a_leader_kill_of_3_nodes(ctx):
 
 
 test_the_count_survives_a_leader_kill_of_3_nodes.timeout = 60
+
+
+def test_cli_lock_info_shows_the_count(ctx):
+    import subprocess
+    from test_cli import cli_path
+    c = ctx.conn()
+    s = open_reentrant(c)
+    for _ in range(3):
+        expect_int(c.call("LOCK", "cli-r", s))
+    p = open_session(c)
+    expect_int(c.call("LOCK", "cli-p", p))
+    ep = "127.0.0.1:%d" % ctx.srv.port
+
+    def cli(*args):
+        r = subprocess.run([cli_path(ctx), "--endpoints", ep] + list(args), capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    assert "count:      3\n" in cli("lock-info", "cli-r"), "the text form's count line"
+    eq(json.loads(cli("--json", "lock-info", "cli-r"))["count"], 3)
+    assert "count:" not in cli("lock-info", "cli-p"), "one hold: no count line"
+    assert "count" not in json.loads(cli("--json", "lock-info", "cli-p"))
