@@ -198,8 +198,7 @@ def _tail(c, srv, sid, before):
         tok = expect_int(c.call("LOCK", name, sid), "LOCK %s" % name)
         before["lock:" + name] = {"holder": sid, "token": tok, "lockdelay": 0, "waiters": [],
                                   "mode": b"exclusive",
-                                  "holders": [[b"sid", sid, b"token", tok]], "waits_for": [],
-                                  "waits_for_cut": 0}
+                                  "holders": [[b"sid", sid, b"token", tok]], "waits_for": []}
         before["session:%d" % sid]["locks"] += 1
         before["revision"] = tok
         granted.append(name)

@@ -160,9 +160,10 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
    another user's session (cmd_no_session). */
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
-/* LOCK.INFO's waits_for: per waiter of `name` in FIFO order, the array of the sessions it waits
-   for (cmd_waits.c), at most --max-keys-reply sids in all; true if a list was cut there. */
-bool cmd_write_waits_for(struct srv_req *r, const char *name, size_t nl);
+/* LOCK.INFO's waits_for into `out`: per waiter of `name` in FIFO order, the array of the
+   sessions it waits for (cmd_waits.c), at most --max-keys-reply sids in all; true if a list was
+   cut there. */
+bool cmd_write_waits_for(struct srv_req *r, struct buf *out, const char *name, size_t nl);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);

@@ -9,7 +9,7 @@
 #include "server/cmd/cmd.h"
 
 /* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
-#define LOCK_INFO_FIELDS 9
+#define LOCK_INFO_FIELDS 8
 #define LOCKS_ROW_FIELDS 7
 #define HOLDER_FIELDS 2 /* sid, token: one map per holder in LOCK.INFO's holders */
 
@@ -81,7 +81,16 @@ void lockInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
-    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS + v.reentrant); /* + its count */
+    /* waits_for first, into its own buffer: whether a list was cut decides the map's size */
+    struct buf wf;
+    buf_init(&wf);
+    bool cut = cmd_write_waits_for(r, &wf, name.p, name.len);
+    if (buf_failed(&wf)) {
+        buf_free(&wf);
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS + v.reentrant + cut); /* + count, cut */
     resp_w_bulk_str(r->out, "holder");
     resp_w_uint(r->out, v.holder_sid);
     resp_w_bulk_str(r->out, "token");
@@ -101,9 +110,12 @@ void lockInfoCommand(struct srv_req *r)
     struct holders_arg ha = {r->out, r->proto};
     fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
     resp_w_bulk_str(r->out, "waits_for"); /* per waiter, in the order of "waiters" */
-    bool cut = cmd_write_waits_for(r, name.p, name.len);
-    resp_w_bulk_str(r->out, "waits_for_cut"); /* 1: a list stopped at --max-keys-reply sids */
-    resp_w_uint(r->out, cut ? 1 : 0);
+    buf_append(r->out, wf.p, wf.len);
+    buf_free(&wf);
+    if (cut) { /* a list stopped at --max-keys-reply sids; absent otherwise (as before it) */
+        resp_w_bulk_str(r->out, "waits_for_cut");
+        resp_w_uint(r->out, 1);
+    }
     if (v.reentrant) { /* a reentrant holder's holds; absent otherwise (as before them) */
         resp_w_bulk_str(r->out, "count");
         resp_w_uint(r->out, v.count);

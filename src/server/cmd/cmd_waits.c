@@ -6,7 +6,8 @@
  * the applied state after a read barrier, one forward pass per queue (fsm_lock_waits_foreach:
  * the work is the queue's length plus the sids listed, never the square of a shared run's
  * length). The sids listed over one reply are capped at --max-keys-reply: a request whose list
- * was cut there says so (`cut` 1 in its LOCK.WAITS row, LOCK.INFO's `waits_for_cut`), so a
+ * was cut there says so (`cut` 1 in its LOCK.WAITS row; LOCK.INFO's `waits_for_cut` 1, a field
+ * present only then, so an uncut reply is as it was), so a
  * READ user cannot make the loop thread write an unbounded reply. Each queue's rows are
  * gathered into vectors first, since a RESP array states its length before its elements.
  * Nothing outlives a call.
@@ -90,22 +91,22 @@ static void rows_free(struct rows *x)
     free(x->v);
 }
 
-static void write_sids(struct srv_req *r, const struct rows *x, const struct row *w)
+static void write_sids(struct buf *out, const struct rows *x, const struct row *w)
 {
-    resp_w_array(r->out, w->n);
+    resp_w_array(out, w->n);
     for (size_t k = 0; k < w->n; k++)
-        resp_w_uint(r->out, x->v[w->first + k]);
+        resp_w_uint(out, x->v[w->first + k]);
 }
 
-bool cmd_write_waits_for(struct srv_req *r, const char *name, size_t nl)
+bool cmd_write_waits_for(struct srv_req *r, struct buf *out, const char *name, size_t nl)
 {
     size_t left = r->s->cfg.max_keys_reply;
     struct rows x = {.left = &left};
     bool cut = false;
     rows_read(r, name, nl, &x);
-    resp_w_array(r->out, x.n);
+    resp_w_array(out, x.n);
     for (size_t i = 0; i < x.n; i++) {
-        write_sids(r, &x, &x.r[i]);
+        write_sids(out, &x, &x.r[i]);
         cut = cut || x.r[i].cut;
     }
     rows_free(&x);
@@ -125,7 +126,7 @@ static void write_rows(struct srv_req *r, const struct fsm_lock_item *it, const 
         resp_w_bulk_str(r->out, "sid");
         resp_w_uint(r->out, w->sid);
         resp_w_bulk_str(r->out, "waits_for");
-        write_sids(r, x, w);
+        write_sids(r->out, x, w);
         resp_w_bulk_str(r->out, "any");
         resp_w_uint(r->out, w->any ? 1 : 0);
         resp_w_bulk_str(r->out, "cut");
