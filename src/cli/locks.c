@@ -14,10 +14,13 @@ static const char usage_lock_info[] =
     "was granted (the leader's clock), lock-delay, the holders (every reader of a shared\n"
     "lock, with its token) and the sessions waiting in queue order. A free lock nobody\n"
     "waits for is shown as free (exit 0). --json: {name, holder, token, held_since_ms,\n"
-    "lockdelay, waiters, mode, holders: [{sid, token}]} with holder 0 when nobody holds\n"
-    "it exclusively.\n";
+    "lockdelay, waiters, mode, holders: [{sid, token}], value, max_hold_ms, transitions}\n"
+    "with holder 0 when nobody holds it exclusively. value: the grant's `lock --value`,\n"
+    "max hold: its `--max-hold`, transitions: how many exclusive grants of the lock ended\n"
+    "while somebody waited or lock-delay ran.\n";
 
-static void lock_info_json(const char *name, const struct fl_lock_info *li)
+static void lock_info_json(const char *name, const struct fl_lock_info *li,
+                           const struct fl_lock_meta *lm)
 {
     struct jw w;
     jw_init(&w, stdout);
@@ -50,10 +53,17 @@ static void lock_info_json(const char *name, const struct fl_lock_info *li)
         jw_end(&w);
     }
     jw_end(&w);
+    jw_key(&w, "value");
+    jw_str(&w, lm->value ? lm->value : "");
+    jw_key(&w, "max_hold_ms");
+    jw_u64(&w, lm->maxhold_ms);
+    jw_key(&w, "transitions");
+    jw_u64(&w, lm->transitions);
     jw_end(&w);
 }
 
-static void lock_info_text(const char *name, const struct fl_lock_info *li)
+static void lock_info_text(const char *name, const struct fl_lock_info *li,
+                           const struct fl_lock_meta *lm)
 {
     char when[64];
     fputs("name:       ", stdout);
@@ -80,6 +90,14 @@ static void lock_info_text(const char *name, const struct fl_lock_info *li)
     for (size_t i = 0; i < li->n_waiters; i++)
         printf("%s%" PRIu64, i ? " " : " (", li->waiters[i]);
     printf("%s\n", li->n_waiters ? ")" : "");
+    if (lm->value_len) {
+        fputs("value:      ", stdout);
+        out_str(stdout, lm->value);
+        putchar('\n');
+    }
+    if (lm->maxhold_ms)
+        printf("max hold:   %" PRIu64 " ms\n", lm->maxhold_ms);
+    printf("transitions: %" PRIu64 "\n", lm->transitions);
 }
 
 int cli_cmd_lock_info(struct cli *c, int argc, char **argv)
@@ -89,7 +107,10 @@ int cli_cmd_lock_info(struct cli *c, int argc, char **argv)
     if (rc != SUB_GO)
         return rc;
     struct fl_lock_info li;
+    struct fl_lock_meta lm = {0};
     fl_err err = fl_lock_info(c->client, a.pos[0], &li);
+    if (err == FL_OK && fl_lock_meta(c->client, a.pos[0], &lm) != FL_OK)
+        memset(&lm, 0, sizeof lm); /* freed since: shown without its metadata */
     if (err == FL_ENOTFOUND) {
         memset(&li, 0, sizeof li); /* free and nobody waits: an answer, not an error */
     } else if (err != FL_OK) {
@@ -97,9 +118,10 @@ int cli_cmd_lock_info(struct cli *c, int argc, char **argv)
         return cli_exit_for(err);
     }
     if (c->json)
-        lock_info_json(a.pos[0], &li);
+        lock_info_json(a.pos[0], &li, &lm);
     else
-        lock_info_text(a.pos[0], &li);
+        lock_info_text(a.pos[0], &li, &lm);
+    fl_lock_meta_free(&lm);
     if (err == FL_OK)
         fl_lock_info_free(&li);
     return EXIT_OK;

@@ -58,6 +58,8 @@ static void golden_fill(void)
 #define GOLDEN_SID_F 80 /* and its waiter */
 #define GOLDEN_R1_TOKEN 81
 #define GOLDEN_E1_TOKEN 67
+#define GOLDEN_V1_TOKEN 100 /* alice's grant of V1 (lock metadata) */
+#define GOLDEN_SID_G 101    /* and carol's session, which queues behind it */
 
 static const struct fsm_cmd golden_cmds[] = {
     /* sessions 1-4 (revisions 1-4), with empty and maximal fields; a TTL of 0 is refused */
@@ -451,6 +453,38 @@ static const struct fsm_cmd golden_cmds[] = {
      .user = GS("alice"),
      .sem_acquire_w =
          {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 2, .permits = 1, .wait_ms = 30000}},
+    /* lock metadata: alice locks V1 with a 200-byte value and a max hold; carol (a new session)
+       queues with a value and NOTIFY; a stale max-hold timer changes nothing, the one of alice's
+       grant releases it as an expiry (transitions 1; carol's value waits with her, or is granted);
+       alice locks V2 with a value and a max hold; a bad flag is refused */
+    {.op = FSM_OP_LOCK_META,
+     .now_ms = 9700,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V1"),
+                   .sid = GOLDEN_SID_A,
+                   .value = {golden_value, GOLDEN_VALUE_LEN},
+                   .maxhold_ms = 30000}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("carol"),
+     .session_open = {.ttl_ms = 60000, .name = GS("golf")}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("carol"),
+     .lock_meta = {.name = GS("V1"),
+                   .sid = GOLDEN_SID_G,
+                   .flags = 1,
+                   .value = GS("job=b"),
+                   .wait_ms = 30000}},
+    {.op = FSM_OP_MAXHOLD_END, .maxhold_end = {.name = GS("V1"), .token = 1}},
+    {.op = FSM_OP_MAXHOLD_END, .maxhold_end = {.name = GS("V1"), .token = GOLDEN_V1_TOKEN}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V2"),
+                   .sid = GOLDEN_SID_A,
+                   .value = GS("host=h"),
+                   .maxhold_ms = FSM_MAX_MAXHOLD_MS}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V3"), .sid = GOLDEN_SID_A, .flags = 2}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -478,5 +512,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the weighted semaphores': golden_snapshot_incr is the state after them,
  * golden_snapshot_wsem (version 7, a weighted semaphore over a lowered limit) after all. */
 #define GOLDEN_N_INCR_CMDS 145
+/* Before lock metadata's: golden_snapshot_wsem is the state after them, golden_snapshot_lockmeta
+ * (version 8, with tagged section 1) after all. */
+#define GOLDEN_N_WSEM_CMDS 153
 
 #endif

@@ -96,6 +96,12 @@ const struct cfg_row cfg_rows[] = {
         "state size: key, value and name bytes plus 128 per record (docs/server.md \"Memory\")"),
     NUM("--max-lockdelay", max_lockdelay, CFG_MS, 0, TB, 60000, "session LOCKDELAY"),
     NUM("--max-wait", max_wait, CFG_MS, 1, TB, 24ull * 3600 * 1000, "LOCK ... WAIT"),
+    NUM("--max-lock-value", max_lock_value, CFG_BYTES, 0, FSM_MAX_ELECT_VALUE, 1024,
+        "LOCK ... VALUE bytes (counted in --max-data-bytes)"),
+    NUM("--min-max-hold", min_max_hold, CFG_MS, 1, FSM_MAX_MAXHOLD_MS, 1000,
+        "shortest LOCK ... MAXHOLD"),
+    NUM("--max-max-hold", max_max_hold, CFG_MS, 1, FSM_MAX_MAXHOLD_MS, 7ull * 24 * 3600 * 1000,
+        "longest LOCK ... MAXHOLD; 7 days"),
     NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
