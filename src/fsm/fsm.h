@@ -50,7 +50,8 @@
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
 /* A lock's max hold (LOCK_META): 1..this ms (about 31 years: a deadline never overflows) */
 #define FSM_MAX_MAXHOLD_MS (1ull << 40)
-#define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
+#define FSM_MAX_HOLD_COUNT (1u << 20) /* a reentrant session's max count: 1..this (reent.c) */
+#define FSM_COUNTER_DIGITS 20         /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
  * 2-3); 2: adds header version 2 (acting user), ops 14-27 and snapshots 4-7. The cluster's
@@ -300,10 +301,13 @@ enum fsm_event_type {
 
 struct fsm_event {
     uint8_t type;
-    uint8_t kind; /* enum fsm_kind of the object named, for the events that name one */
-    bool expired; /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
-    bool revoked; /* with expired: the expiry was a SESSION_REVOKE */
-    bool maxhold; /* RELEASED, with expired: the grant's max hold ended it (ms: the max hold) */
+    uint8_t kind;  /* enum fsm_kind of the object named, for the events that name one */
+    bool expired;  /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
+    bool revoked;  /* with expired: the expiry was a SESSION_REVOKE */
+    bool deadline; /* RELEASED with expired: a LOCK.REVOKE's deadline passed (REVOKE_END); the
+                      holder's session lives on */
+    bool maxhold;  /* RELEASED with expired: the grant's max hold ended it (MAXHOLD_END; ms: the
+                      max hold); the holder's session lives on */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
@@ -431,7 +435,9 @@ struct fsm_lock_view {
     size_t n_waiters;
     struct fsm_str value; /* the exclusive grant's value (LOCK ... VALUE), borrowed; empty */
     uint64_t maxhold_ms;  /* the exclusive grant's max hold (LOCK ... MAXHOLD), 0 = none */
-    uint64_t transitions; /* exclusive grants after the record's first (lockmeta.c) */
+    uint64_t transitions; /* ended exclusive grants since a LOCK_META reached the record */
+    bool reentrant;       /* the exclusive holder is a reentrant session (reent.c) */
+    uint32_t count;       /* the exclusive holder's hold count (0 without one) */
 };
 
 /* 1 and fill `v` if the lock exists (held, in lock-delay or with waiters), else 0. */
@@ -456,6 +462,8 @@ struct fsm_lock_item {
     struct fsm_str value; /* as in struct fsm_lock_view */
     uint64_t maxhold_ms;  /* as in struct fsm_lock_view */
     uint64_t transitions; /* as in struct fsm_lock_view */
+    bool reentrant;       /* as struct fsm_lock_view's */
+    uint32_t count;
 };
 
 /* Up to `limit` locks whose name starts with prefix, in name byte order, into out[].
@@ -509,6 +517,8 @@ struct fsm_session_view {
     struct fsm_str owner;            /* borrowed; the opening user, empty = none recorded */
     size_t n_locks, n_waits, n_keys; /* n_locks: held exclusively */
     size_t n_shared;                 /* locks held in shared mode */
+    bool reentrant;                  /* opened REENTRANT, with max_count (else 0) */
+    uint32_t max_count;
 };
 
 /* 1 and fill `v` if the session is alive, else 0. */

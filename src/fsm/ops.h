@@ -136,6 +136,13 @@ enum fsm_field_kind {
     F(p, WAIT, wait_ms, "wait")
 /* MAXHOLD_END (lockmeta.c): the leader's max-hold deadline of grant `token` passed */
 #define FSM_PAYLOAD_maxhold_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* SESSION_OPEN_REENTRANT (reent.c): SESSION_OPEN's fields, then the most holds a LOCK of the
+   session counts on one lock (1..FSM_MAX_HOLD_COUNT, the apply answers ERR otherwise) */
+#define FSM_PAYLOAD_session_open_r(F, p)                                                           \
+    F(p, U64, ttl_ms, "ttl")                                                                       \
+    F(p, U64, lockdelay_ms, "lockdelay")                                                           \
+    F(p, LABEL, name, "session name")                                                              \
+    F(p, U64, max_count, "max count")
 /* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
 #define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
 
@@ -164,7 +171,8 @@ enum fsm_field_kind {
     P(sem_acquire_w)                                                                               \
     P(sem_setlimit)                                                                                \
     P(lock_meta)                                                                                   \
-    P(maxhold_end)
+    P(maxhold_end)                                                                                 \
+    P(session_open_r)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -268,6 +276,8 @@ enum fsm_grow {
     X(LOCK_META, 31, lock_meta, lock_meta, 2, LOCK, 0)                                             \
     /* -> OK; releases grant `token` as an expiry does if it still holds the lock and has a max    \
        hold, else changes nothing (a stale timer) (lockmeta.c) */                                  \
-    X(MAXHOLD_END, 32, maxhold_end, maxhold_end, 2, NONE, 0)
+    X(MAXHOLD_END, 32, maxhold_end, maxhold_end, 2, NONE, 0)                                       \
+    /* -> INT sid: a reentrant session, whose LOCK of a lock it holds counts up (reent.c) */       \
+    X(SESSION_OPEN_REENTRANT, 34, session_open_reentrant, session_open_r, 2, SESSION, 0)
 
 #endif

@@ -25,6 +25,8 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     v->value = fsm_lock_holder_value(l);
     v->maxhold_ms = l->maxhold_ms;
     v->transitions = l->transitions;
+    v->reentrant = l->holder && l->holder->reentrant;
+    v->count = l->holder ? 1 + l->reholds : 0;
     return 1;
 }
 
@@ -107,6 +109,8 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     v->owner.len = s->owner_len;
     v->n_locks = s->n_locks;
     v->n_waits = s->n_waits;
+    v->reentrant = s->reentrant;
+    v->max_count = s->max_count;
     v->n_keys = s->n_keys;
     v->n_shared = s->n_shared;
     return 1;
@@ -212,6 +216,8 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->value = fsm_lock_holder_value(l);
     it->maxhold_ms = l->maxhold_ms;
     it->transitions = l->transitions;
+    it->reentrant = l->holder && l->holder->reentrant;
+    it->count = l->holder ? 1 + l->reholds : 0;
 }
 
 struct list {

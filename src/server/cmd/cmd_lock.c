@@ -113,7 +113,7 @@ void lockInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
-    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS);
+    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS + v.reentrant); /* + its count */
     resp_w_bulk_str(r->out, "holder");
     resp_w_uint(r->out, v.holder_sid);
     resp_w_bulk_str(r->out, "token");
@@ -135,6 +135,10 @@ void lockInfoCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, "waits_for"); /* per waiter, in the order of "waiters" */
     cmd_write_waits_for(r, name.p, name.len);
     write_meta(r->out, v.value, v.maxhold_ms, v.transitions);
+    if (v.reentrant) { /* a reentrant holder's holds; absent otherwise (as before them) */
+        resp_w_bulk_str(r->out, "count");
+        resp_w_uint(r->out, v.count);
+    }
 }
 
 void fenceCheckCommand(struct srv_req *r)
@@ -176,7 +180,7 @@ void locksCommand(struct srv_req *r)
     n = shown;
     resp_w_array(r->out, n);
     for (size_t i = 0; i < n; i++) {
-        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS);
+        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS + it[i].reentrant);
         resp_w_bulk_str(r->out, "name");
         resp_w_bulk(r->out, it[i].name.p, it[i].name.len);
         resp_w_bulk_str(r->out, "holder");
@@ -194,6 +198,10 @@ void locksCommand(struct srv_req *r)
         resp_w_bulk_str(r->out, "holders");
         resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
         write_meta(r->out, it[i].value, it[i].maxhold_ms, it[i].transitions);
+        if (it[i].reentrant) {
+            resp_w_bulk_str(r->out, "count");
+            resp_w_uint(r->out, it[i].count);
+        }
     }
     free(it);
 }

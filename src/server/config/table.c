@@ -102,6 +102,8 @@ const struct cfg_row cfg_rows[] = {
         "shortest LOCK ... MAXHOLD"),
     NUM("--max-max-hold", max_max_hold, CFG_MS, 1, FSM_MAX_MAXHOLD_MS, 7ull * 24 * 3600 * 1000,
         "longest LOCK ... MAXHOLD; 7 days"),
+    NUM("--reentrant-max-count", reentrant_max_count, CFG_COUNT, 1, FSM_MAX_HOLD_COUNT, 64,
+        "holds of one lock a SESSION.OPEN ... REENTRANT session may count without MAXCOUNT"),
     NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
