@@ -303,6 +303,41 @@ FL_API fl_err fl_lock_multi(fl_session *s, size_t n, const char *const *names,
 /* UNLOCK of each name in turn (every one is tried); the first error, or FL_OK. */
 FL_API fl_err fl_unlock_multi(fl_session *s, size_t n, const char *const *names);
 
+/*
+ * fl_lock with a value and a max hold on the grant (LOCK ... VALUE v MAXHOLD ms; docs/protocol.md
+ * "Lock values, transitions and max hold"). opts may be NULL (then it is fl_lock). The value
+ * (value_len bytes, at most the servers' --max-lock-value) is shown by LOCK.INFO and the grant
+ * event; the max hold (0: none; else within --min-max-hold..--max-max-hold) ends the grant on
+ * the servers that long after it was made, even while the session lives, as an expiry does.
+ * On FL_OK with a max hold, *maxhold_deadline (may be NULL) is the local monotonic time
+ * (fl_now_ms) before which the max hold cannot have lapsed: the time before the LOCK was first
+ * sent, plus the max hold, less the margins of the session's safe deadline. Work guarded by the
+ * lock is safe only while fl_now_ms() is below both it and fl_session_safe_until(). Without a
+ * max hold *maxhold_deadline is INT64_MAX. A retry of the holder changes neither value nor
+ * max hold (UNLOCK and lock again for new ones). Waits, fail-overs and errors as fl_lock.
+ */
+struct fl_lock_opts {
+    size_t size;         /* sizeof(struct fl_lock_opts) as the caller compiled it */
+    const void *value;   /* VALUE (NULL: none) */
+    size_t value_len;    /* its bytes */
+    uint64_t maxhold_ms; /* MAXHOLD (0: none) */
+    int notify;          /* NOTIFY: tell the holder the session queued (fl_lock_notify) */
+};
+FL_API fl_err fl_lock_with(fl_session *s, const char *name, uint64_t wait_ms,
+                           const struct fl_lock_opts *opts, uint64_t *token,
+                           int64_t *maxhold_deadline);
+
+/* A lock's metadata (LOCK.INFO's value, max_hold_ms, transitions). FL_ENOTFOUND as
+ * fl_lock_info. value (value_len bytes and a NUL; "" if none) is freed by fl_lock_meta_free. */
+struct fl_lock_meta {
+    char *value;
+    size_t value_len;
+    uint64_t maxhold_ms;  /* the exclusive grant's max hold, 0 if none */
+    uint64_t transitions; /* the lock record's ended exclusive grants (0 for its first holder) */
+};
+FL_API fl_err fl_lock_meta(fl_client *c, const char *name, struct fl_lock_meta *out);
+FL_API void fl_lock_meta_free(struct fl_lock_meta *meta);
+
 /* One attempt, no queueing: FL_EBUSY if the lock is held or in lock-delay. */
 FL_API fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
 

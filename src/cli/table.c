@@ -12,7 +12,7 @@ const struct cli_command cli_commands[] = {
     {"lock", cli_cmd_lock,
      "NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
      "[--name LABEL] [-E N] [--error-exit-code N] [--revoke-signal SIG]\n"
-     "[-- CMD [ARGS...]]",
+     "[--value V] [--max-hold DUR] [-- CMD [ARGS...]]",
      "run CMD while holding lock NAME (or hold it until signalled);\n"
      "--shared: as one of its readers (a read-write lock)",
      cli_opts_lock, NULL, CLI_RUNS_CMD},

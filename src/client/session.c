@@ -46,6 +46,11 @@ static int64_t safe_span(const fl_session *s, uint64_t granted_ms)
     return (int64_t)granted_ms - o->margin_ms - drift;
 }
 
+int64_t cl_safe_span(const fl_session *s, uint64_t granted_ms)
+{
+    return safe_span(s, granted_ms);
+}
+
 static bool lost_locked(fl_session *s)
 {
     if (!s->lost && fl_now_ms() >= s->safe_until) {

@@ -42,6 +42,7 @@ void fsm_free_state(struct fsm *f)
                 struct waiter *w = l->wq_head;
                 l->wq_head = w->lnext;
                 free(w->value);
+                free(w->hv);
                 free(w);
             }
             while (l->sh_head) {
@@ -50,6 +51,7 @@ void fsm_free_state(struct fsm *f)
                 free(h);
             }
             free(l->value);
+            free(l->hv);
             free(l->rv_text);
             free(l);
             x = next;
@@ -317,6 +319,12 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_SEM_ACQUIRE_W:
         fsm_op_sem_acquire_w(a, &c->sem_acquire_w, r);
+        break;
+    case FSM_OP_LOCK_META:
+        fsm_op_lock_meta(a, &c->lock_meta, r);
+        break;
+    case FSM_OP_MAXHOLD_END:
+        fsm_op_maxhold_end(a, &c->maxhold_end, r);
         break;
     case FSM_OP_SESSION_OPEN_REENTRANT:
         fsm_op_session_open_r(a, &c->session_open_reentrant, r);

@@ -48,8 +48,10 @@
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
-#define FSM_MAX_HOLD_COUNT (1u << 20)   /* a reentrant session's max count: 1..this (reent.c) */
-#define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
+/* A lock's max hold (LOCK_META): 1..this ms (about 31 years: a deadline never overflows) */
+#define FSM_MAX_MAXHOLD_MS (1ull << 40)
+#define FSM_MAX_HOLD_COUNT (1u << 20) /* a reentrant session's max count: 1..this (reent.c) */
+#define FSM_COUNTER_DIGITS 20         /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
  * 2-3); 2: adds header version 2 (acting user), ops 14-27 and snapshots 4-7. The cluster's
@@ -278,7 +280,7 @@ struct fsm_reply {
 enum fsm_event_type {
     FSM_EV_SESSION_OPENED = 1,    /* sid, ttl_ms */
     FSM_EV_SESSION_ENDED = 2,     /* sid, expired (true if by expiry) */
-    FSM_EV_GRANTED = 3,           /* name, sid, token */
+    FSM_EV_GRANTED = 3,           /* name, sid, token; value: a lock grant's (LOCK ... VALUE) */
     FSM_EV_RELEASED = 4,          /* name, sid, token (unlock, close or expiry of holder) */
     FSM_EV_WAIT_STARTED = 5,      /* name, sid, wait_ms (the session was enqueued) */
     FSM_EV_WAIT_ENDED = 6,        /* name, sid (removed from the queue without a grant) */
@@ -308,6 +310,8 @@ struct fsm_event {
     bool revoked;  /* with expired: the expiry was a SESSION_REVOKE */
     bool deadline; /* RELEASED with expired: a LOCK.REVOKE's deadline passed (REVOKE_END); the
                       holder's session lives on */
+    bool maxhold;  /* RELEASED with expired: the grant's max hold ended it (MAXHOLD_END; ms: the
+                      max hold); the holder's session lives on */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
@@ -433,8 +437,11 @@ struct fsm_lock_view {
     bool in_lockdelay;
     uint64_t lockdelay_ms;
     size_t n_waiters;
-    bool reentrant; /* the exclusive holder is a reentrant session (reent.c) */
-    uint32_t count; /* the exclusive holder's hold count (0 without one) */
+    struct fsm_str value; /* the exclusive grant's value (LOCK ... VALUE), borrowed; empty */
+    uint64_t maxhold_ms;  /* the exclusive grant's max hold (LOCK ... MAXHOLD), 0 = none */
+    uint64_t transitions; /* ended exclusive grants since a LOCK_META reached the record */
+    bool reentrant;       /* the exclusive holder is a reentrant session (reent.c) */
+    uint32_t count;       /* the exclusive holder's hold count (0 without one) */
 };
 
 /* 1 and fill `v` if the lock exists (held, in lock-delay or with waiters), else 0. */
@@ -462,7 +469,10 @@ struct fsm_lock_item {
     size_t n_shared;            /* shared holders */
     bool in_lockdelay;
     size_t n_waiters;
-    bool reentrant; /* as struct fsm_lock_view's */
+    struct fsm_str value; /* as in struct fsm_lock_view */
+    uint64_t maxhold_ms;  /* as in struct fsm_lock_view */
+    uint64_t transitions; /* as in struct fsm_lock_view */
+    bool reentrant;       /* as struct fsm_lock_view's */
     uint32_t count;
 };
 
@@ -571,6 +581,14 @@ struct fsm_revoke_view {
 /* 1 and fill `v` if lock `name` has a pending revoke, else 0. */
 int fsm_lock_revoke_info(const struct fsm *f, const char *name, size_t namelen,
                          struct fsm_revoke_view *v);
+
+/* Exclusive grants with a max hold (src/fsm/lockmeta.c), by lock name: every node arms each
+ * at its full length from when it learns of the grant (applies it, or restores a snapshot
+ * holding it); a takeover keeps what the node armed then (lease.c). */
+void fsm_foreach_maxhold(const struct fsm *f,
+                         void (*cb)(void *arg, const char *name, size_t namelen, uint64_t token,
+                                    uint64_t maxhold_ms),
+                         void *arg);
 
 /* The replicated member table: every node's client and raft address, so any node can tell a
  * client where the leader is (-NOTLEADER host:port). */

@@ -125,6 +125,14 @@ struct lock {
     uint64_t rv_token, rv_ms;
     char *rv_text;
     uint16_t rv_reason_len, rv_by_len;
+    /* Lock metadata (lockmeta.c), FSM_KIND_LOCK only: the exclusive grant's value (hv, owned,
+     * NULL if empty; its bytes in name_bytes) and max hold (0 = none), both cleared by any
+     * release of the grant; and the exclusive grants after the record's first. */
+    char *hv;
+    uint32_t hv_len;
+    uint64_t maxhold_ms, transitions;
+    uint8_t lm_on;    /* a LOCK_META reached this record (granted or queued): it keeps metadata
+                         (transitions count) from then on, while it lives */
     uint32_t reholds; /* reent.c: the exclusive holder's holds beyond the first (its hold count
                          is 1 + reholds); 0 without a holder, > 0 only for a reentrant one */
     /* deadlock-search scratch (waitgraph.c): its waiters' wg_e/wg_m are valid for this
@@ -148,6 +156,11 @@ struct waiter {
     /* wait-for scratch (waitgraph.c's queue pass): the nearest exclusive request at or before
      * this one in its FIFO, and the nearest multi-request at or before it but after that one */
     const struct waiter *wg_e, *wg_m;
+    /* FSM_KIND_LOCK, exclusive requests only: the value and max hold its grant will carry
+     * (LOCK_META; lockmeta.c); hv owned, NULL if empty, its bytes in name_bytes */
+    char *hv;
+    uint32_t hv_len;
+    uint64_t maxhold_ms;
 };
 
 /* A shared hold: one session holding one lock in shared mode, with its own token. */
@@ -237,6 +250,15 @@ struct actx {
      * queues; they are handed on one at a time, not recursively. Empty between applies. */
     struct lock *todo_head, *todo_tail;
     bool handing; /* the worklist is being drained */
+    /* Lock metadata (lockmeta.c) on its way to a grant or a waiter: the LOCK_META command being
+     * applied (its request's value and max hold), and what grant_head takes from a waiter
+     * for the grant it makes next (lm_hv owned until then). */
+    const struct fsm_cmd_lock_meta *lm_cmd;
+    char *lm_cmd_hv; /* its value, copied (owned until a grant or waiter takes it) */
+    char *lm_hv;
+    uint32_t lm_hv_len;
+    uint64_t lm_maxhold_ms;
+    bool lm_pending;
 };
 
 uint64_t fsm_next_rev(struct actx *a);
@@ -453,6 +475,29 @@ void fsm_revoke_clear(struct fsm *f, struct lock *l);
 int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str reason,
                    struct fsm_str by);
 
+/* Lock metadata (src/fsm/lockmeta.c). */
+void fsm_op_lock_meta(struct actx *a, const struct fsm_cmd_lock_meta *p, struct fsm_reply *r);
+void fsm_op_maxhold_end(struct actx *a, const struct fsm_cmd_maxhold_end *p, struct fsm_reply *r);
+/* A new exclusive grant of lock `l` to `s` (fsm_lock_grant, before its GRANTED event): counts
+ * the transition and gives the grant the metadata on its way (a->lm_*, a->lm_cmd), if any. */
+void fsm_lockmeta_grant(struct actx *a, struct lock *l, struct sess *s);
+/* A new waiter `w` of `s` on `l`, not linked yet (fsm_lock_enqueue_permits): the LOCK_META
+ * being applied gives an exclusive one its value and max hold. Nothing can fail here. */
+void fsm_lockmeta_enqueued(struct actx *a, struct lock *l, const struct sess *s, struct waiter *w);
+/* The head waiter `w` is about to be granted exclusively: its metadata goes with the grant. */
+void fsm_lockmeta_take(struct actx *a, struct waiter *w);
+/* The exclusive grant of `l` ends (fsm_lock_release): its value and max hold go, and the
+ * transitions count it. */
+void fsm_lockmeta_release(struct fsm *f, struct lock *l);
+/* The record goes (fsm_lock_drop, restore failures): frees what it still owns. */
+void fsm_lockmeta_free(struct fsm *f, struct lock *l);
+/* The value of l's exclusive grant (empty if none): the one accessor for other modules (the
+ * lock history records it per grant). Borrowed: valid until the grant ends. */
+struct fsm_str fsm_lock_holder_value(const struct lock *l);
+/* The snapshot's tagged section 1 ("lockmeta"; payload format in lockmeta.c). */
+bool fsm_lockmeta_present(const struct fsm *f);
+int fsm_lockmeta_emit(const struct fsm *f, struct buf *b);
+const char *fsm_lockmeta_restore(struct fsm *nf, struct rd *r);
 /* ---- reentrant sessions (src/fsm/reent.c) ---- */
 
 void fsm_op_session_open_r(struct actx *a, const struct fsm_cmd_session_open_r *p,

@@ -326,9 +326,32 @@ static int check_revoke(struct chk *c, const struct lock *l)
     return 0;
 }
 
+/* Lock metadata (lockmeta.c): a value and a max hold only on an exclusive grant of a lock,
+ * or on an exclusive request for one; their bytes in name_bytes. */
+static int check_lockmeta(struct chk *c, const struct lock *l)
+{
+    if ((l->hv != NULL) != (l->hv_len != 0) || l->maxhold_ms > FSM_MAX_MAXHOLD_MS)
+        return bad(c, "lock value inconsistent", l->hv_len);
+    if ((l->hv || l->maxhold_ms) && (l->kind != FSM_KIND_LOCK || !l->holder))
+        return bad(c, "grant metadata without an exclusive holder", l->maxhold_ms);
+    if ((l->transitions || l->lm_on) && l->kind != FSM_KIND_LOCK)
+        return bad(c, "lock metadata on another kind than a lock", l->transitions);
+    if ((l->transitions || l->hv || l->maxhold_ms) && !l->lm_on)
+        return bad(c, "lock metadata on a record no LOCK_META reached", l->transitions);
+    c->name_bytes += l->hv_len;
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
+        if ((w->hv != NULL) != (w->hv_len != 0) || w->maxhold_ms > FSM_MAX_MAXHOLD_MS)
+            return bad(c, "waiter lock value inconsistent", w->rev);
+        if ((w->hv || w->maxhold_ms) && (l->kind != FSM_KIND_LOCK || w->shared || !l->lm_on))
+            return bad(c, "request metadata on a shared request or another kind", w->rev);
+        c->name_bytes += w->hv_len;
+    }
+    return 0;
+}
+
 static int check_lock(struct chk *c, const struct lock *l)
 {
-    if (check_lock_state(c, l) || check_kind(c, l) || check_revoke(c, l))
+    if (check_lock_state(c, l) || check_kind(c, l) || check_revoke(c, l) || check_lockmeta(c, l))
         return -1;
     c->name_bytes += l->name_len;
     uint32_t most = l->n_waiters > l->n_shared ? l->n_waiters : l->n_shared;

@@ -81,6 +81,7 @@ void fsm_lock_drop(struct fsm *f, struct lock *l)
     f->name_bytes -= l->name_len;
     f->n_prims -= l->kind != FSM_KIND_LOCK;
     fsm_revoke_clear(f, l);
+    fsm_lockmeta_free(f, l);
     free(l->value);
     free(l);
 }
@@ -207,8 +208,9 @@ struct waiter *fsm_waiter_new(void)
 
 void fsm_waiter_free(struct fsm *f, struct waiter *w)
 {
-    f->name_bytes -= w->value_len;
+    f->name_bytes -= w->value_len + w->hv_len;
     free(w->value);
+    free(w->hv);
     free(w);
 }
 
@@ -235,7 +237,11 @@ uint64_t fsm_lock_grant(struct actx *a, struct lock *l, struct sess *s)
     l->held_since_ms = a->c->now_ms;
     fsm_held_append(s, l);
     a->f->n_held++;
-    fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
+    if (l->kind == FSM_KIND_LOCK)
+        fsm_lockmeta_grant(a, l, s);
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
+    if (e && l->hv)
+        e->value = fsm_lock_holder_value(l);
     return l->token;
 }
 
@@ -263,6 +269,7 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
         fsm_waiter_remove(a->f, w);
         return true;
     }
+    fsm_lockmeta_take(a, w); /* its value and max hold go to the grant below */
     fsm_waiter_remove(a->f, w);
     struct shold *h = fsm_shold_find(l, s);
     if (h) {
@@ -363,6 +370,7 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
         e->deadline = expired && a->c->op == FSM_OP_REVOKE_END;
     }
     fsm_revoke_clear(a->f, l); /* the grant ends: its pending revoke with it */
+    fsm_lockmeta_release(a->f, l);
     fsm_held_unlink(l);
     a->f->n_held--;
     l->reholds = 0; /* every hold of a reentrant holder ends at once */
@@ -419,6 +427,7 @@ void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, ui
     w->wait_ms = wait_ms;
     w->rev = fsm_next_rev(a);
     w->shared = mode == LOCK_MODE_SHARED;
+    fsm_lockmeta_enqueued(a, l, s, w);
     if (mode == LOCK_MODE_UPGRADE)
         fsm_waiter_link_lock_head(a->f, l, w);
     else

@@ -126,6 +126,16 @@ enum fsm_field_kind {
     F(p, LABEL, by, "revoke requester") /* the asking user (or address), shown to the holder */
 /* REVOKE_END (revoke.c): the leader's revoke deadline of grant `token` passed */
 #define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* LOCK_META (lockmeta.c): LOCK with a value and a max hold (LOCK ... VALUE v MAXHOLD ms) */
+#define FSM_PAYLOAD_lock_meta(F, p)                                                                \
+    F(p, NAME, name, "lock name")                                                                  \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, flags, "lock flags") /* bit 0: NOTIFY (as LOCK_NOTIFY); others 0, else ERR */        \
+    F(p, EVALUE, value, "lock value")                                                              \
+    F(p, U64, maxhold_ms, "max hold") /* 0: none; else 1..FSM_MAX_MAXHOLD_MS, else ERR */          \
+    F(p, WAIT, wait_ms, "wait")
+/* MAXHOLD_END (lockmeta.c): the leader's max-hold deadline of grant `token` passed */
+#define FSM_PAYLOAD_maxhold_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
 /* SESSION_OPEN_REENTRANT (reent.c): SESSION_OPEN's fields, then the most holds a LOCK of the
    session counts on one lock (1..FSM_MAX_HOLD_COUNT, the apply answers ERR otherwise) */
 #define FSM_PAYLOAD_session_open_r(F, p)                                                           \
@@ -160,6 +170,8 @@ enum fsm_field_kind {
     P(incr)                                                                                        \
     P(sem_acquire_w)                                                                               \
     P(sem_setlimit)                                                                                \
+    P(lock_meta)                                                                                   \
+    P(maxhold_end)                                                                                 \
     P(session_open_r)
 /* clang-format on */
 
@@ -259,6 +271,12 @@ enum fsm_grow {
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
     /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
     X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                               \
+    /* -> as LOCK (exclusive only); the grant carries the value and the max hold; a queued         \
+       request keeps them until granted; a LOCK by the holder changes neither (lockmeta.c) */      \
+    X(LOCK_META, 31, lock_meta, lock_meta, 2, LOCK, 0)                                             \
+    /* -> OK; releases grant `token` as an expiry does if it still holds the lock and has a max    \
+       hold, else changes nothing (a stale timer) (lockmeta.c) */                                  \
+    X(MAXHOLD_END, 32, maxhold_end, maxhold_end, 2, NONE, 0)                                       \
     /* -> INT sid: a reentrant session, whose LOCK of a lock it holds counts up (reent.c) */       \
     X(SESSION_OPEN_REENTRANT, 34, session_open_reentrant, session_open_r, 2, SESSION, 0)
 

@@ -22,6 +22,9 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     v->lockdelay_ms = l->lockdelay_ms;
     v->n_waiters = l->n_waiters;
     v->n_shared = l->n_shared;
+    v->value = fsm_lock_holder_value(l);
+    v->maxhold_ms = l->maxhold_ms;
+    v->transitions = l->transitions;
     v->reentrant = l->holder && l->holder->reentrant;
     v->count = l->holder ? 1 + l->reholds : 0;
     return 1;
@@ -210,6 +213,9 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->in_lockdelay = l->in_delay;
     it->n_waiters = l->n_waiters;
     it->n_shared = l->n_shared;
+    it->value = fsm_lock_holder_value(l);
+    it->maxhold_ms = l->maxhold_ms;
+    it->transitions = l->transitions;
     it->reentrant = l->holder && l->holder->reentrant;
     it->count = l->holder ? 1 + l->reholds : 0;
 }

@@ -28,6 +28,7 @@ struct fsm;
 
 /* The rows, in increasing tag order. */
 #define FSM_SNAP_SECTIONS(X)                                                                       \
+    X(1, "lockmeta", fsm_lockmeta_present, fsm_lockmeta_emit, fsm_lockmeta_restore)                \
     X(2, "reentrant", fsm_reent_present, fsm_reent_emit, fsm_reent_restore) /* reent.c */
 
 struct fsm_snap_section {

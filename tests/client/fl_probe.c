@@ -6,7 +6,8 @@
  * itself made that failed.
  *
  * fl_probe api EP
- *     the API against a live cluster; "tests: N passed, N failed"
+ *     the API against a live cluster (lock values and max holds too: fl_lock_with,
+ *     fl_lock_meta); "tests: N passed, N failed"
  * fl_probe prims EP
  *     semaphores and elections (fl_sem_*, fl_campaign, fl_proclaim, fl_resign, fl_leader,
  *     fl_observe, FL_EWRONGTYPE), and a wait that closes a cycle (FL_EDEADLOCK, fl_lock_waits)
@@ -124,6 +125,37 @@ static void api_locks(fl_client *c)
     CHECK(tb > ta);
     CHECK_ERR(fl_fence_check(c, "api-l", ta), FL_ESTALE);
     CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
+/* A value and a max hold on the grant (fl_lock_with, fl_lock_meta): the deadline is measured
+   from before the request, so it is never after the servers' end of the grant; the holder's
+   retry answers the same token and changes neither. */
+static void api_lockmeta(fl_client *c)
+{
+    fl_session *a;
+    uint64_t t = 0, t2 = 0;
+    int64_t until = 0, until2 = 0;
+    CHECK_ERR(fl_session_open(c, 10000, 0, "meta", &a), FL_OK);
+    struct fl_lock_opts lo = {
+        .size = sizeof lo, .value = "job=7", .value_len = 5, .maxhold_ms = 20000};
+    int64_t before = fl_now_ms();
+    CHECK_ERR(fl_lock_with(a, "api-meta", 1000, &lo, &t, &until), FL_OK);
+    CHECK(t > 0 && until > before && until <= before + 20000 && until > fl_now_ms());
+    struct fl_lock_meta m;
+    CHECK_ERR(fl_lock_meta(c, "api-meta", &m), FL_OK);
+    CHECK(m.value_len == 5 && strcmp(m.value, "job=7") == 0 && m.maxhold_ms == 20000 &&
+          m.transitions == 0);
+    fl_lock_meta_free(&m);
+    lo.maxhold_ms = 0; /* a retry: the same grant, value and max hold unchanged */
+    CHECK_ERR(fl_lock_with(a, "api-meta", 0, &lo, &t2, &until2), FL_OK);
+    CHECK(t2 == t && until2 == INT64_MAX);
+    CHECK_ERR(fl_lock_meta(c, "api-meta", &m), FL_OK);
+    CHECK(m.maxhold_ms == 20000);
+    fl_lock_meta_free(&m);
+    CHECK_ERR(fl_lock_with(a, "api-meta2", 0, NULL, &t2, &until2), FL_OK); /* opts NULL: fl_lock */
+    CHECK(t2 > t && until2 == INT64_MAX);
+    CHECK_ERR(fl_lock_meta(c, "api-free", &m), FL_ENOTFOUND);
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
 
@@ -319,6 +351,7 @@ static int mode_api(const char *ep)
     fl_client *c = client(ep, 0);
     api_locks(c);
     api_shared(c);
+    api_lockmeta(c);
     api_multi(c);
     api_reentrant(c);
     api_kv(c);

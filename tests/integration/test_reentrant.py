@@ -15,9 +15,10 @@ from helpers import (eq, expect_err, expect_int, lock_info, no_reply, ok, open_s
                      session_info, wait_queued)
 from resp import Conn, RespError, as_map, text
 
-# LOCK.INFO's fields before reentrancy: a non-reentrant holder's reply keeps exactly these.
+# LOCK.INFO's fields before reentrancy (with lock metadata's value, max_hold_ms and
+# transitions): a non-reentrant holder's reply keeps exactly these.
 LOCK_INFO_KEYS = {"holder", "token", "held_since_ms", "lockdelay", "waiters", "mode", "holders",
-                  "waits_for"}
+                  "waits_for", "value", "max_hold_ms", "transitions"}
 
 
 def keys_of(m):

@@ -59,6 +59,8 @@ static void golden_fill(void)
 #define GOLDEN_SID_G 100 /* reentrant sessions' (carol's, max count 3) */
 #define GOLDEN_R1_TOKEN 81
 #define GOLDEN_E1_TOKEN 67
+#define GOLDEN_V1_TOKEN 105 /* alice's grant of V1 (lock metadata) */
+#define GOLDEN_SID_M 106    /* and the session (dave's) that queues behind it */
 
 static const struct fsm_cmd golden_cmds[] = {
     /* sessions 1-4 (revisions 1-4), with empty and maximal fields; a TTL of 0 is refused */
@@ -493,6 +495,38 @@ static const struct fsm_cmd golden_cmds[] = {
      .req_sid = GOLDEN_SID_G,
      .req_seq = 5,
      .unlock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    /* lock metadata: alice locks V1 with a 200-byte value and a max hold; dave (a new session)
+       queues with a value and NOTIFY; a stale max-hold timer changes nothing, the one of alice's
+       grant releases it as an expiry (transitions 1; dave's value waits with him, or is granted);
+       alice locks V2 with a value and a max hold; a bad flag is refused */
+    {.op = FSM_OP_LOCK_META,
+     .now_ms = 9700,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V1"),
+                   .sid = GOLDEN_SID_A,
+                   .value = {golden_value, GOLDEN_VALUE_LEN},
+                   .maxhold_ms = 30000}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("dave"),
+     .session_open = {.ttl_ms = 60000, .name = GS("golf")}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("dave"),
+     .lock_meta = {.name = GS("V1"),
+                   .sid = GOLDEN_SID_M,
+                   .flags = 1,
+                   .value = GS("job=b"),
+                   .wait_ms = 30000}},
+    {.op = FSM_OP_MAXHOLD_END, .maxhold_end = {.name = GS("V1"), .token = 1}},
+    {.op = FSM_OP_MAXHOLD_END, .maxhold_end = {.name = GS("V1"), .token = GOLDEN_V1_TOKEN}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V2"),
+                   .sid = GOLDEN_SID_A,
+                   .value = GS("host=h"),
+                   .maxhold_ms = FSM_MAX_MAXHOLD_MS}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V3"), .sid = GOLDEN_SID_A, .flags = 2}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -523,5 +557,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before reentrant sessions': golden_snapshot_wsem is the state after them,
  * golden_snapshot_reent (version 8, section 2: a reentrant session and a hold count) after all. */
 #define GOLDEN_N_WSEM_CMDS 153
+/* Before lock metadata's: golden_snapshot_reent is the state after them,
+ * golden_snapshot_lockmeta (version 8, sections 1 and 2) after all. */
+#define GOLDEN_N_REENT_CMDS 161
 
 #endif

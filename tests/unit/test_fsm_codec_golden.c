@@ -128,6 +128,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
     int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
+    int snap_reent_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -148,8 +149,10 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
             snap_incr_ok = snapshot_is(f, golden_snapshot_incr, sizeof(golden_snapshot_incr));
         if (i + 1 == GOLDEN_N_WSEM_CMDS)
             snap_wsem_ok = snapshot_is(f, golden_snapshot_wsem, sizeof(golden_snapshot_wsem));
+        if (i + 1 == GOLDEN_N_REENT_CMDS)
+            snap_reent_ok = snapshot_is(f, golden_snapshot_reent, sizeof(golden_snapshot_reent));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_reent, sizeof(golden_snapshot_reent));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -164,6 +167,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_v7_ok);
     CHECK(snap_incr_ok);
     CHECK(snap_wsem_ok);
+    CHECK(snap_reent_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -267,6 +271,8 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_SEM_ACQUIRE_W]);
     CHECK(op_seen[FSM_OP_SEM_SETLIMIT]);
     CHECK(op_seen[FSM_OP_SESSION_OPEN_REENTRANT]);
+    CHECK(op_seen[FSM_OP_LOCK_META]);
+    CHECK(op_seen[FSM_OP_MAXHOLD_END]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -285,6 +291,16 @@ TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
 }
 
 /* Version 8 with section 2: a reentrant session (max count 3) holding RL twice. */
+/* Version 8 with lock metadata (a value and a max hold on grants, a waiter's value,
+ * transitions) in tagged section 1 beside section 2. */
+TEST(golden_snapshot_lockmeta_is_version_8_and_restores_byte_identically)
+{
+    CHECK(golden_snapshot_lockmeta[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta)));
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta)),
+                 FSM_FORMAT_2);
+}
+
 TEST(golden_snapshot_reent_restores_and_resnapshots_byte_identically)
 {
     CHECK(golden_snapshot_reent[4] == 8);
@@ -315,6 +331,7 @@ int main(void)
     RUN(golden_snapshot_incr_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_wsem_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_reent_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_lockmeta_is_version_8_and_restores_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

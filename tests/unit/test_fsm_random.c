@@ -18,6 +18,12 @@
  * Cooperative revocation is in the mix: LOCK_NOTIFY (a LOCK whose WAIT_NOTIFY must go to the
  * holder it queued behind), LOCK_REVOKE (deadline in wait_ms) and REVOKE_END (the
  * grant in token), the model holding each lock's pending revoke (its grant and deadline).
+ * Lock metadata too: LOCK_META (a LOCK, or with flags bit 0 a LOCK_NOTIFY, whose grant carries
+ * a value from a small pool and a max hold, kept by its waiter until granted; bad flags or an
+ * over-long max hold: ERR) and MAXHOLD_END (releases only a grant with a max hold, as an
+ * expiry); the model holds each grant's and waiter's value and max hold and each record's
+ * transitions (ended grants; 0 again once the record is dropped), checks every GRANTED event's
+ * value and compares all of it with fsm_lock_info.
  *
  * Reentrant sessions (SESSION_OPEN_REENTRANT, small max counts) are in the mix too: the model
  * keeps each lock's hold count, predicts a counted LOCK (the same token, one revision, no event)
@@ -89,12 +95,13 @@ struct mcmd {
     uint64_t fence_token;
     bool has_ifrev;
     uint64_t ifrev;
-    uint64_t token;        /* REVOKE_END: the grant */
-    struct fsm_str reason; /* LOCK_REVOKE */
-    uint8_t mset;          /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
-    uint64_t by;           /* INCR: its step, an int64_t in two's complement */
-    bool mbad;             /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
-    uint64_t max_count;    /* SESSION_OPEN_REENTRANT */
+    uint64_t token;           /* REVOKE_END: the grant */
+    struct fsm_str reason;    /* LOCK_REVOKE */
+    uint8_t mset;             /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
+    uint64_t by;              /* INCR: its step, an int64_t in two's complement */
+    bool mbad;                /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
+    uint64_t maxhold, mflags; /* LOCK_META (value in `value`) */
+    uint64_t max_count;       /* SESSION_OPEN_REENTRANT */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -183,6 +190,13 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_LOCK_MULTI:
         c->lock_multi = (struct fsm_cmd_lock_multi){m->sid, multi_names(m->mset), m->wait_ms};
+        break;
+    case FSM_OP_LOCK_META:
+        c->lock_meta = (struct fsm_cmd_lock_meta){m->name,  m->sid,     m->mflags,
+                                                  m->value, m->maxhold, m->wait_ms};
+        break;
+    case FSM_OP_MAXHOLD_END:
+        c->maxhold_end = (struct fsm_cmd_maxhold_end){m->name, m->token};
         break;
     }
 }
@@ -276,6 +290,18 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
     case FSM_OP_DEADLOCK_LIMIT:
         m->token = c->deadlock_limit.limit;
         break;
+    case FSM_OP_LOCK_META:
+        m->name = c->lock_meta.name;
+        m->sid = c->lock_meta.sid;
+        m->mflags = c->lock_meta.flags;
+        m->value = c->lock_meta.value;
+        m->maxhold = c->lock_meta.maxhold_ms;
+        m->wait_ms = c->lock_meta.wait_ms;
+        break;
+    case FSM_OP_MAXHOLD_END:
+        m->name = c->maxhold_end.name;
+        m->token = c->maxhold_end.token;
+        break;
     case FSM_OP_LOCK_MULTI: {
         struct fsm_names_it it;
         struct fsm_str nm;
@@ -314,6 +340,13 @@ struct mlock {
     uint64_t qrev[MAXQ]; /* each waiter's enqueue revision: a LOCK_MULTI's waiters share one */
     uint8_t qset[MAXQ];  /* the locks its request waits for (a LOCK: this one) */
     int qn;
+    /* lock metadata: the grant's value (an LVAL index, 0 = none) and max hold, each waiter's,
+     * and the record's transitions */
+    int hv;
+    uint64_t mh, trans;
+    bool lm_on; /* a LOCK_META reached the record: it counts transitions */
+    int qhv[MAXQ];
+    uint64_t qmh[MAXQ];
     uint64_t count; /* the holder's holds (a reentrant holder's LOCKs count up); 0 if none */
 };
 
@@ -349,6 +382,15 @@ struct model {
 };
 
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
+#define NLVAL 4
+static const struct fsm_str LVAL[NLVAL] = {{"", 0}, {"h1", 2}, {"job=7 host=x", 12}, {"\0v", 2}};
+static int lval_idx(struct fsm_str v)
+{
+    for (int i = 0; i < NLVAL; i++)
+        if (v.len == LVAL[i].len && (!v.len || !memcmp(v.p, LVAL[i].p, v.len)))
+            return i;
+    return -1;
+}
 static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
 
 /* The pool's lock names in byte order (what a LOCK_MULTI entry must carry). */
@@ -442,6 +484,8 @@ static void qdel(struct mlock *l, int i)
     memmove(&l->q[i], &l->q[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->q[0]));
     memmove(&l->qrev[i], &l->qrev[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qrev[0]));
     memmove(&l->qset[i], &l->qset[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qset[0]));
+    memmove(&l->qhv[i], &l->qhv[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qhv[0]));
+    memmove(&l->qmh[i], &l->qmh[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qmh[0]));
     l->qn--;
 }
 
@@ -526,6 +570,20 @@ static void gen_lock_op(struct mcmd *c, int r)
     if (r < 45) {
         c->op = chance(20) ? FSM_OP_LOCK_NOTIFY : FSM_OP_LOCK;
         c->wait_ms = chance(70) ? 1 + below(5000) : 0;
+        if (chance(30)) { /* with a value and a max hold, now and then a bad one */
+            c->op = FSM_OP_LOCK_META;
+            c->value = LVAL[below(NLVAL)];
+            c->maxhold = chance(50) ? 1 + below(5000) : 0;
+            c->mflags = chance(20) ? 1 : 0;
+            if (chance(3))
+                c->mflags = 2 + below(3);
+            if (chance(3))
+                c->maxhold = FSM_MAX_MAXHOLD_MS + 1 + below(2);
+        }
+    } else if (r < 76 && r >= 73) {
+        c->op = FSM_OP_MAXHOLD_END;
+        c->sid = 0;
+        c->token = M.locks[l].mh && chance(70) ? M.locks[l].token : below(M.last_token + 2);
         if (M.locks[l].holder && chance(30)) /* its holder again: a reentrant one counts */
             c->sid = M.locks[l].holder;
     } else if (r < 60) {
@@ -679,7 +737,10 @@ static bool usable(const struct buf *b)
     case FSM_OP_LOCKDELAY_END:
     case FSM_OP_LOCK_REVOKE:
     case FSM_OP_REVOKE_END:
+    case FSM_OP_MAXHOLD_END:
         return lock_idx(c.name) >= 0;
+    case FSM_OP_LOCK_META:
+        return lock_idx(c.name) >= 0 && lval_idx(c.value) >= 0;
     case FSM_OP_LOCK_MULTI:
         return !c.mbad;
     case FSM_OP_DEADLOCK_LIMIT: /* a mutated limit the search could reach is not modelled */
@@ -689,8 +750,19 @@ static bool usable(const struct buf *b)
     case FSM_OP_DEL:
     case FSM_OP_INCR:
         return key_idx(c.key) >= 0;
-    default:
+    case FSM_OP_NOOP:
+    case FSM_OP_SESSION_OPEN:
+    case FSM_OP_SESSION_CLOSE:
+    case FSM_OP_SESSION_EXPIRE:
+    case FSM_OP_SESSION_REVOKE:
+    case FSM_OP_SESSION_CHECKPOINT:
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+    case FSM_OP_MEMBER_SET:
+    case FSM_OP_MEMBER_DEL:
         return true;
+    default: /* an op the model does not know (a garbage entry that decodes to CLUSTER_FORMAT,
+                a semaphore's, an election's ...): its prediction would be a lock's */
+        return false;
     }
 }
 
@@ -877,6 +949,12 @@ static struct expect predict_lock(const struct mcmd *c)
     if (c->op == FSM_OP_REVOKE_END) /* only the revoked grant, only with a deadline */
         return ex(FSM_REPLY_OK,
                   l->holder && l->token == c->token && l->rv_token == c->token && l->rv_ms);
+    if (c->op == FSM_OP_MAXHOLD_END) /* only that grant, only with a max hold */
+        return ex(FSM_REPLY_OK, l->holder && l->token == c->token && l->mh);
+    if (c->op == FSM_OP_LOCK_META && c->mflags > 1)
+        return ex_err("ERR unknown lock flags");
+    if (c->op == FSM_OP_LOCK_META && c->maxhold > FSM_MAX_MAXHOLD_MS)
+        return ex_err("ERR max hold");
     if (!alive(c->sid))
         return ex_err("NOSESSION");
     bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
@@ -884,6 +962,7 @@ static struct expect predict_lock(const struct mcmd *c)
     switch (c->op) {
     case FSM_OP_LOCK:
     case FSM_OP_LOCK_NOTIFY:
+    case FSM_OP_LOCK_META:
         if (held && msess(c->sid)->max_count) { /* a reentrant holder: counted, to its limit */
             struct expect e = ex_int(l->token);
             e.changes = true;
@@ -1062,7 +1141,7 @@ static struct expect predict_replay(const struct mcmd *c, const struct msess *rs
     if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK_MULTI)
         return multi_truth(c);
     if (rs->cached.kind == FSM_REPLY_QUEUED &&
-        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY)) {
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_META)) {
         struct mlock *l = &M.locks[lock_idx(c->name)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
@@ -1150,6 +1229,16 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(ev->token > l->last_token && ev->token > M.last_token && ev->token <= rev1);
         if (l->qn && check_group_head(li, l))
             return -1;
+        /* the value and max hold: the head waiter's, or the LOCK_META's own on a free lock */
+        {
+            bool own =
+                !l->qn && c->op == FSM_OP_LOCK_META && ev->sid == c->sid && lock_idx(c->name) == li;
+            l->hv = l->qn ? l->qhv[0] : own ? lval_idx(c->value) : 0;
+            l->mh = l->qn ? l->qmh[0] : own ? c->maxhold : 0;
+            l->lm_on |= own;
+        }
+        MCHECK(ev->value.len == LVAL[l->hv].len &&
+               (!ev->value.len || !memcmp(ev->value.p, LVAL[l->hv].p, ev->value.len)));
         if (l->qn)
             qdel(l, 0);
         l->holder = ev->sid;
@@ -1159,13 +1248,21 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     case FSM_EV_RELEASED:
         MCHECK(l->holder == ev->sid && l->token == ev->token);
         MCHECK(c->op != FSM_OP_REVOKE_END || ev->expired);
+        MCHECK(ev->maxhold == (c->op == FSM_OP_MAXHOLD_END));
+        MCHECK(!ev->maxhold || (ev->expired && ev->ms == l->mh));
+        *released_by = ev->sid;
+        l->trans += l->lm_on; /* an ended grant; the count of a record LOCK_META reached */
+        l->hv = 0;
+        l->mh = 0;
+        l->holder = l->token = 0;
         MCHECK(c->op != FSM_OP_UNLOCK || l->count == 1); /* UNLOCK releases the last hold */
         *released_by = ev->sid;
         l->holder = l->token = l->count = 0;
         l->rv_token = l->rv_ms = 0; /* the grant's revoke ends with it */
         break;
     case FSM_EV_WAIT_NOTIFY: /* right after the waiter's WAIT_STARTED, to the holder */
-        MCHECK(c->op == FSM_OP_LOCK_NOTIFY && ev->sid == c->sid && ev->ms == c->wait_ms);
+        MCHECK((c->op == FSM_OP_LOCK_NOTIFY || (c->op == FSM_OP_LOCK_META && c->mflags == 1)) &&
+               ev->sid == c->sid && ev->ms == c->wait_ms);
         MCHECK(l->holder && l->token == ev->token && l->qn && l->q[l->qn - 1] == ev->sid);
         break;
     case FSM_EV_REVOKE_REQUESTED: {
@@ -1185,6 +1282,9 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK((l->holder || l->delay || l->qn || c->op == FSM_OP_LOCK_MULTI) && l->qn < MAXQ &&
                ev->ms == c->wait_ms);
         l->q[l->qn] = ev->sid;
+        l->lm_on |= c->op == FSM_OP_LOCK_META;
+        l->qhv[l->qn] = c->op == FSM_OP_LOCK_META ? lval_idx(c->value) : 0;
+        l->qmh[l->qn] = c->op == FSM_OP_LOCK_META ? c->maxhold : 0;
         l->qrev[l->qn] = g_rev0 + 1; /* the enqueue takes the command's first revision */
         l->qset[l->qn++] = c->op == FSM_OP_LOCK_MULTI ? c->mset : (uint8_t)(1u << li);
         break;
@@ -1220,7 +1320,7 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
         MCHECK(g_detect && !M.dl_off && ev->sid == c->sid);
-        MCHECK(c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY
+        MCHECK(c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_META
                    ? li == lock_idx(c->name)
                    : c->op == FSM_OP_LOCK_MULTI && ((c->mset >> li) & 1));
         MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c, li) == 0);
@@ -1249,6 +1349,11 @@ static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint6
     for (size_t i = 0; i < ev->n; i++)
         if (model_event(&ev->ev[i], c, rev1, &released_by))
             return -1;
+    for (int i = 0; i < NLOCKS; i++) /* a record nobody uses is dropped: its count with it */
+        if (!M.locks[i].holder && !M.locks[i].delay && !M.locks[i].qn) {
+            M.locks[i].trans = 0;
+            M.locks[i].lm_on = false;
+        }
     return 0;
 }
 
@@ -1259,8 +1364,8 @@ static void model_count(const struct mcmd *c, const struct fsm_reply *r, bool ho
     if (!holder_before)
         return;
     struct mlock *l = &M.locks[lock_idx(c->name)];
-    if ((c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY) && r->kind == FSM_REPLY_INT &&
-        msess(c->sid)->max_count) {
+    if ((c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_META) &&
+        r->kind == FSM_REPLY_INT && msess(c->sid)->max_count) {
         l->count++;
         n_reup++;
     }
@@ -1422,6 +1527,9 @@ static int compare_state(const struct fsm *f)
         int pending = fsm_lock_revoke_info(f, LOCKN[i].p, LOCKN[i].len, &rv);
         MCHECK(pending == (l->rv_token != 0));
         MCHECK(!pending || (rv.token == l->rv_token && rv.deadline_ms == l->rv_ms));
+        MCHECK(v.maxhold_ms == l->mh && v.transitions == l->trans);
+        MCHECK(v.value.len == LVAL[l->hv].len &&
+               (!v.value.len || !memcmp(v.value.p, LVAL[l->hv].p, v.value.len)));
         struct wq w = {.n = 0};
         fsm_lock_waiters(f, LOCKN[i].p, LOCKN[i].len, wq_cb, &w);
         MCHECK(w.n == l->qn && !memcmp(w.sids, l->q, (size_t)l->qn * sizeof(uint64_t)));

@@ -255,12 +255,25 @@ def waiter_of(ev: "Event", name: str, token: int) -> Optional[Waiter]:
     return Waiter(name, token, int(f.get("sid", 0)), int(f.get("wait_ms", 0)) / 1000.0)
 
 
-def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool) -> List[Any]:
-    """LOCK name sid [SHARED | NOTIFY]: a shared request cannot notify (nobody holds a lock
-    exclusively for it to tell)."""
+def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool,
+                  value: Union[None, str, bytes] = None,
+                  max_hold: Optional[float] = None) -> List[Any]:
+    """LOCK name sid [SHARED | NOTIFY] [VALUE v] [MAXHOLD ms]: a shared request cannot notify
+    (nobody holds a lock exclusively for it to tell), and has no value or max hold (they belong
+    to an exclusive grant)."""
     if shared and notify:
         raise ValueError("notify=True is for an exclusive lock")
-    return ["LOCK", name, sid] + (["SHARED"] if shared else ["NOTIFY"] if notify else [])
+    if shared and (value is not None or max_hold is not None):
+        raise ValueError("value= and max_hold= are for an exclusive lock")
+    if max_hold is not None and max_hold <= 0:
+        raise ValueError("max_hold must be > 0 seconds")
+    args: List[Any] = ["LOCK", name, sid]
+    args += ["SHARED"] if shared else ["NOTIFY"] if notify else []
+    if value is not None and len(value):
+        args += ["VALUE", value]
+    if max_hold is not None:
+        args += ["MAXHOLD", max(1, int(round(max_hold * 1000)))]
+    return args
 
 
 def reentrant_args(reentrant: bool, max_count: Optional[int]) -> List[Any]:

@@ -585,3 +585,17 @@ def test_aio_on_revoke_coroutine_callback_unlocks_and_the_waiter_is_granted(node
                     (token, holder.sid, None, "rotate")
                 assert await waiter.acquire("arv", wait=10.0) > token
     run(main())
+
+
+def test_aio_lock_value_and_max_hold_deadline(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c:
+            async with c.session(ttl=30.0, name="amh") as s:
+                sent = time.monotonic()
+                token = await s.acquire("amh/L", wait=5.0, value=b"job=9", max_hold=15.0)
+                info_ = await c.lock_info("amh/L")
+                assert info_["value"] == b"job=9" and info_["max_hold_ms"] == 15000
+                deadline = s.max_hold_deadline("amh/L")
+                assert deadline is not None and sent < deadline <= sent + 15.0
+                assert token > s.sid
+    run(main())

@@ -466,3 +466,26 @@ def test_on_revoke_callback_hears_the_request_and_the_holder_lets_go(client):
         assert waiter.acquire("rv", wait=10.0) > token
     with pytest.raises(NotHolder):
         client.revoke_lock("rv")
+
+
+def test_lock_value_max_hold_and_its_deadline(client):
+    with client.session(30.0, name="mh") as s:
+        sent = time.monotonic()
+        token = s.acquire("mh/L", wait=5.0, value="host=h1 job=7", max_hold=20.0)
+        got = time.monotonic()
+        info = client.lock_info("mh/L")
+        assert info["value"] == b"host=h1 job=7" and info["max_hold_ms"] == 20000
+        assert info["transitions"] == 0
+        deadline = s.max_hold_deadline("mh/L")
+        assert deadline is not None
+        # measured from before the LOCK was sent, less the margins: never after the servers'
+        assert sent < deadline <= sent + 20.0 and deadline > got
+        # the holder's retry answers the same grant and keeps the first deadline
+        assert s.acquire("mh/L", wait=1.0, max_hold=60.0) == token
+        assert s.max_hold_deadline("mh/L") == deadline
+        assert client.lock_info("mh/L")["max_hold_ms"] == 20000
+        with pytest.raises(ValueError):
+            s.acquire("mh/R", shared=True, value="v")
+        s.unlock("mh/L")
+        with s.lock("mh/L", wait=5.0) as t2:
+            assert t2 > token and s.max_hold_deadline("mh/L") is None

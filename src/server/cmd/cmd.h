@@ -107,7 +107,9 @@ enum {
     CMD_OPT_LOCKDELAY = 32, /* LOCKDELAY ms */
     CMD_OPT_NAME = 64,      /* NAME name */
     CMD_OPT_SHARED = 128,   /* SHARED: LOCK in shared mode (the op becomes LOCK_SHARED) */
-    CMD_OPT_NOTIFY = 256    /* NOTIFY: LOCK tells the holder it waits (the op LOCK_NOTIFY) */
+    CMD_OPT_NOTIFY = 256,   /* NOTIFY: LOCK tells the holder it waits (the op LOCK_NOTIFY) */
+    CMD_OPT_VALUE = 512,    /* VALUE v: LOCK's grant carries v (the op LOCK_META) */
+    CMD_OPT_MAXHOLD = 1024  /* MAXHOLD ms: LOCK's grant ends after ms (the op LOCK_META) */
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
@@ -183,6 +185,10 @@ int cmd_live_session(struct srv_req *r, uint64_t sid);
    (so that the answer is no oracle of other users' live session ids). Writes -NOSESSION,
    returns -1. */
 int cmd_no_session(struct srv_req *r, uint64_t sid);
+/* LOCK's options parse into a LOCK_META's flags: NOTIFY is the FSM's bit 0; SHARED is the
+ * parser's own mark (bit 1, never proposed: cmd_lock.c turns it into LOCK_SHARED). */
+#define CMD_LOCK_NOTIFY 1u
+#define CMD_LOCK_SHARED 2u
 /* Parse the options from argv[start] on; only those in `allowed` (CMD_OPT_* bits). */
 int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd);
 /* Propose `cmd` for r's slot; the reply comes from cmd_write_done when it applied. */

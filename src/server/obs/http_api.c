@@ -158,6 +158,15 @@ static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
     return holder_sid ? "exclusive" : n_shared ? "shared" : "none";
 }
 
+/* The lock metadata fields (fsm/lockmeta.c), as LOCK.INFO and LOCKS write them. */
+static void write_meta(struct json *j, struct fsm_str value, uint64_t maxhold_ms,
+                       uint64_t transitions)
+{
+    json_kv_str(j, "value", value.p, value.len);
+    json_kv_u64(j, "max_hold_ms", maxhold_ms);
+    json_kv_u64(j, "transitions", transitions);
+}
+
 /* LOCK.INFO's fields, with the name. 0, or 404 when there is no such lock. */
 static int render_lock(struct srv *s, struct json *j, const char *name, size_t nl)
 {
@@ -178,6 +187,7 @@ static int render_lock(struct srv *s, struct json *j, const char *name, size_t n
     fsm_lock_holders(s->fsm, name, nl, holder_obj, &ha);
     json_close(j);
     write_waiters(j, s, name, nl);
+    write_meta(j, v.value, v.maxhold_ms, v.transitions);
     if (v.reentrant) /* a reentrant holder's holds, as LOCK.INFO shows them */
         json_kv_u64(j, "count", v.count);
     json_close(j);
@@ -286,6 +296,7 @@ static int render_list(struct hapi_req *q, struct json *j, enum hapi_route r,
                          x->kind == FSM_KIND_LOCK ? lock_mode(x->holder_sid, x->n_shared)
                                                   : fsm_kind_name(x->kind));
             json_kv_u64(j, "holders", x->holder_sid ? 1 : x->n_shared);
+            write_meta(j, x->value, x->maxhold_ms, x->transitions);
             if (x->reentrant) /* a reentrant holder's holds, as LOCKS shows them */
                 json_kv_u64(j, "count", x->count);
             json_close(j);

@@ -27,8 +27,8 @@ import asyncio
 import contextlib
 import inspect
 import time
-from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection,
-                    Generator, List, Optional, Sequence, Set, Union)
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection, Dict,
+                    Generator, List, Optional, Sequence, Set, Tuple, Union)
 
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
@@ -81,6 +81,8 @@ class AsyncSession:
         # A resend after a lost answer may leave an unused session behind; it expires.
         self.sid = int(await self.client.call(cmd))
         self._safe_until = sent + self._span(self.ttl_ms)
+        # max_hold_deadline by lock name, with the token of the grant it belongs to
+        self._max_hold: Dict[str, Tuple[int, float]] = {}
         self._ka = asyncio.ensure_future(self._keepalive())
         return self
 
@@ -237,13 +239,34 @@ class AsyncSession:
 
     # ---- locks ----
     async def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
-                      notify: bool = False) -> int:
+                      notify: bool = False, value: Union[None, str, bytes] = None,
+                      max_hold: Optional[float] = None) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock. Granted once, however many fail-overs the request crosses.
         Cancelling the call leaves the queue (or gives back a grant it never returned). notify=True: the holder it queues behind
-        is told (on_waiter), once."""
-        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify))
-        return _granted(await self._wait_grant(cmd, wait, "UNLOCK", "lock"))
+        is told (on_waiter), once. value=: the grant's value (LOCK ... VALUE: who holds it, shown
+        by lock_info and the grant event); max_hold= seconds: the servers end the grant that
+        long after it was made, as an expiry (max_hold_deadline(name) is the local deadline)."""
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold))
+        sent = time.monotonic()  # before the first LOCK: the grant can only come later
+        token = _granted(await self._wait_grant(cmd, wait, "UNLOCK", "lock"))
+        prev = self._max_hold.get(name)
+        if prev is not None and prev[0] == token:
+            pass  # the holder's retry: the grant and its max hold are the first ask's
+        elif max_hold is not None:
+            self._max_hold[name] = (token, sent + self._span(int(round(max_hold * 1000))))
+        else:
+            self._max_hold.pop(name, None)
+        return token
+
+    def max_hold_deadline(self, name: str) -> Optional[float]:
+        """time.monotonic() value before which the max hold of this session's last grant of
+        lock `name` (acquire(..., max_hold=...)) cannot have ended it on the servers, measured
+        from before the LOCK was sent, less the margins of safe_until(); None without a max
+        hold. Act on the resource only while time.monotonic() is below both this and
+        safe_until(). A retry by the holder does not extend it: UNLOCK and lock again."""
+        held = self._max_hold.get(name)
+        return held[1] if held is not None else None
 
     async def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
         """The token if the lock was free, else None."""
@@ -274,11 +297,13 @@ class AsyncSession:
 
     @contextlib.asynccontextmanager
     async def lock(self, name: str, wait: float = 30.0, shared: bool = False,
-                   notify: bool = False) -> AsyncIterator[int]:
+                   notify: bool = False, value: Union[None, str, bytes] = None,
+                   max_hold: Optional[float] = None) -> AsyncIterator[int]:
         """async with session.lock("inventory", wait=5.0) as token: ...; unlocked on exit.
         Check time.monotonic() < session.safe_until() before acting on the resource, and
         fence writes with the token."""
-        token = await self.acquire(name, wait=wait, shared=shared, notify=notify)
+        token = await self.acquire(name, wait=wait, shared=shared, notify=notify, value=value,
+                                   max_hold=max_hold)
         async with _held(lambda: self.unlock(name)):
             yield token
 

@@ -178,7 +178,10 @@ async function pageLock(name) {
       el('dt', {}, 'holder'), el('dd', { id: 'lock-holder' }, d.holder || 'none'),
       el('dt', {}, 'token'), el('dd', { id: 'lock-token' }, d.token),
       el('dt', {}, 'held since'), el('dd', {}, when(d.held_since_ms)),
-      el('dt', {}, 'lock-delay'), el('dd', {}, d.lockdelay ? 'yes' : 'no')),
+      el('dt', {}, 'lock-delay'), el('dd', {}, d.lockdelay ? 'yes' : 'no'),
+      el('dt', {}, 'value'), el('dd', { id: 'lock-value' }, d.value || ''),
+      el('dt', {}, 'max hold'), el('dd', { id: 'lock-max-hold' }, d.max_hold_ms ? d.max_hold_ms + ' ms' : 'none'),
+      el('dt', {}, 'transitions'), el('dd', { id: 'lock-transitions' }, d.transitions || 0)),
     el('h3', {}, 'Holders'), table('holders', ['session', 'token'], holders),
     el('h3', {}, 'Queue'), table('queue', ['#', 'session', 'waits for sessions'], waiters));
 }
