@@ -33,6 +33,7 @@ int fsm_init_state(struct fsm *f)
 
 void fsm_free_state(struct fsm *f)
 {
+    fsm_latch_free_all(f); /* their participations point at sessions: first */
     for (size_t i = 0; i < f->locks.nb; i++) {
         struct hlink *x = f->locks.b[i];
         while (x) {
@@ -317,6 +318,21 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_SEM_ACQUIRE_W:
         fsm_op_sem_acquire_w(a, &c->sem_acquire_w, r);
+        break;
+    case FSM_OP_LATCH_CREATE:
+        fsm_op_latch_create(a, &c->latch_create, r);
+        break;
+    case FSM_OP_LATCH_JOIN:
+        fsm_op_latch_join(a, &c->latch_join, r);
+        break;
+    case FSM_OP_LATCH_COUNTDOWN:
+        fsm_op_latch_countdown(a, &c->latch_countdown, r);
+        break;
+    case FSM_OP_LATCH_DELETE:
+        fsm_op_latch_delete(a, &c->latch_delete, r);
+        break;
+    case FSM_OP_BARRIER:
+        fsm_op_barrier(a, &c->barrier, r);
         break;
     } /* the decoder rejects a value that is not an op */
 }
