@@ -33,7 +33,10 @@
  *   - leave name sid: while filling, the session withdraws (OK, it waits for nothing; the last
  *     to withdraw deletes it: LATCH_DELETED). While full, it leaves: INT the sessions still
  *     inside, or OK and the barrier is gone (BARRIER_DONE) when it was the last. Leaving an
- *     absent barrier: OK (a retry after everybody left); not inside an existing one: ERR.
+ *     absent barrier: OK (a retry after everybody left). A session not inside (it left
+ *     already, or never entered) changes nothing and is answered as if it had just left: OK
+ *     while filling, INT the sessions still inside while full; so a leave retried after a
+ *     leader change waits with the others instead of failing.
  *   - a session that ends while inside (filling or full) breaks it (BARRIER_BROKEN).
  * Revisions: every change takes one; an answer that changes nothing takes none.
  * Quotas: a record counts as a lock and a participation as a waiter would (fsm_stats).
@@ -393,7 +396,6 @@ static void barrier_enter(struct actx *a, const struct fsm_cmd_barrier *p, struc
 static void barrier_leave(struct actx *a, const struct fsm_cmd_barrier *p, struct sess *s,
                           struct fsm_reply *r)
 {
-    char shown[FSM_NAME_SHOWN];
     struct latch *l = latch_find(a->f, p->name.p, p->name.len);
     if (!l) {
         r->kind = FSM_REPLY_OK;
@@ -402,10 +404,11 @@ static void barrier_leave(struct actx *a, const struct fsm_cmd_barrier *p, struc
     if (!latch_get(a, p->name, true, true, r))
         return;
     struct lpart *pt = part_find(l, s);
-    if (!pt) {
-        fsm_reply_err(r, PROTO_ERR " session %llu is not inside barrier %s",
-                      (unsigned long long)s->sid,
-                      fsm_printable(l->name, l->name_len, shown, sizeof(shown)));
+    if (!pt) { /* left already (a retry), or never entered: as a leave that changed nothing */
+        if (l->state == FSM_LATCH_ZERO)
+            fsm_reply_int(r, l->n_parts);
+        else
+            r->kind = FSM_REPLY_OK;
         return;
     }
     part_unlink(a->f, pt);
