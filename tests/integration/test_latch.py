@@ -218,3 +218,34 @@ def test_barrier_leave_parked_across_a_leader_change(ctx):
 
 
 test_barrier_leave_parked_across_a_leader_change.timeout = 60
+
+
+def test_cli_latch_create_countdown_wait_info_delete(ctx):
+    import os
+    import subprocess
+    cli = os.path.join(os.path.dirname(ctx.binary), "fencelock")
+    srv = ctx.server()
+    ep = ["--endpoints", "127.0.0.1:%d" % srv.port]
+
+    def run(*args):
+        return subprocess.run([cli] + ep + list(args), capture_output=True, text=True,
+                              timeout=60)
+
+    eq(run("latch", "create", "cl", "2").returncode, 0)
+    eq(run("latch", "wait", "cl").returncode, 3, "not at zero: the wait ran out")
+    p = run("latch", "countdown", "cl")
+    eq((p.returncode, p.stdout.strip()), (0, "1"))
+    eq(run("latch", "info", "cl").stdout.split()[:4], ["latch", "counting", "2", "1"])
+    eq(run("latch", "countdown", "cl").stdout.strip(), "0")
+    eq(run("latch", "wait", "cl", "--wait", "5s").returncode, 0, "at zero")
+    with Conn(srv.port) as c:
+        s = open_session(c)
+        ok(c.call("LATCH.CREATE", "cb", 1))
+        ok(c.call("LATCH.JOIN", "cb", s))
+        ok(c.call("SESSION.CLOSE", s))
+    p = run("latch", "wait", "cb", "--wait", "5s")
+    eq(p.returncode, 4, "broken")
+    assert "BROKEN latch cb: session %d" % s in p.stderr, p.stderr
+    eq(run("latch", "delete", "cb").stdout.strip(), "1")
+    eq(run("latch", "info", "cb").returncode, 1, "gone")
+    eq(run("latch", "bogus", "x").returncode, 2)
