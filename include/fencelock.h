@@ -98,6 +98,8 @@ typedef enum fl_err {
     FL_EIO,        /* a local file could not be written (fl_snapshot_save; errno in the message) */
     FL_EDEADLOCK,  /* a wait was refused: it would have closed a cycle of sessions waiting for
                       each other (-DEADLOCK; the message names the cycle); nothing was queued */
+    FL_EBROKEN,    /* a latch whose joined session ended before counting down, or a barrier a
+                      session ended inside (-BROKEN; the message names both) */
 } fl_err;
 
 FL_API const char *fl_strerror(fl_err err);
@@ -486,6 +488,40 @@ FL_API fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *o
 FL_API fl_err fl_observe(fl_client *c, const char *name, uint64_t after_rev, uint64_t wait_ms,
                          struct fl_leader_info *out);
 FL_API void fl_leader_info_free(struct fl_leader_info *info);
+
+/* ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+ * A participant is a session: a joined session that ends before it counted down (or a session
+ * that ends inside a barrier) breaks it, and every waiter gets FL_EBROKEN at once. */
+
+/* A countdown latch of `count` (1..1048576) counts; the same count again changes nothing,
+   another is FL_ESERVER, a broken latch FL_EBROKEN (delete it first). */
+FL_API fl_err fl_latch_create(fl_client *c, const char *name, uint32_t count);
+/* This session promises one count-down (FL_ESERVER if every count left is promised). */
+FL_API fl_err fl_latch_join(fl_session *s, const char *name);
+/* Count down once (a joined session once; one that did not join only with a count nobody
+   promised); *remaining (may be NULL): the counts left. Exactly once through the session. */
+FL_API fl_err fl_latch_countdown(fl_session *s, const char *name, uint64_t *remaining);
+/* FL_OK once the latch is at zero, FL_ETIMEOUT after wait_ms (0: check once), FL_EBROKEN,
+   FL_ESERVER if there is no such latch. A fail-over during the wait is retried. */
+FL_API fl_err fl_latch_wait(fl_client *c, const char *name, uint64_t wait_ms);
+/* *deleted (may be NULL): 1 if a latch or barrier of that name was deleted. */
+FL_API fl_err fl_latch_delete(fl_client *c, const char *name, int *deleted);
+struct fl_latch_info {
+    int barrier;         /* a barrier, else a latch */
+    int state;           /* 0 counting (a barrier: filling), 1 zero (full), 2 broken */
+    uint64_t count;      /* its count */
+    uint64_t remaining;  /* latch: counts left; barrier: sessions to come / still inside */
+    uint64_t n_joiners;  /* participants (a latch's joined sessions, a barrier's inside) */
+    uint64_t broken_sid; /* the session whose end broke it, 0 if not broken */
+};
+/* FL_ENOTFOUND if there is no latch or barrier of that name. */
+FL_API fl_err fl_latch_info(fl_client *c, const char *name, struct fl_latch_info *out);
+/* Enter a double barrier of `count` sessions: FL_OK once count are inside, FL_ETIMEOUT after
+   wait_ms (the session stays inside), FL_EBROKEN. */
+FL_API fl_err fl_barrier_enter(fl_session *s, const char *name, uint32_t count, uint64_t wait_ms);
+/* Leave: FL_OK once every session that entered has left, FL_ETIMEOUT after wait_ms (this session
+   has left all the same), FL_EBROKEN. */
+FL_API fl_err fl_barrier_leave(fl_session *s, const char *name, uint64_t wait_ms);
 
 /* ---- keys ---- */
 

@@ -50,6 +50,11 @@ const struct cli_command cli_commands[] = {
      "run CMD holding one of LIMIT permits of semaphore NAME", cli_opts_sem, NULL, CLI_RUNS_CMD},
     {"elect", cli_cmd_elect, "NAME VALUE [lock's options] [-- CMD [ARGS...]]",
      "run CMD only while leader of election NAME", cli_opts_sem, NULL, CLI_RUNS_CMD},
+    {"latch", cli_cmd_latch,
+     "create NAME COUNT | countdown NAME | wait NAME [--wait DUR] | info NAME |\n"
+     "delete NAME",
+     "a countdown latch: create, count down, wait for zero, show, delete", cli_opts_latch,
+     "create countdown wait info delete", 0},
     {"leader", cli_cmd_leader, "NAME [--observe]",
      "print the leader (--observe: one line per change)", cli_opts_leader, NULL, 0},
     {"snapshot", cli_cmd_snapshot, "save FILE", "an online backup of the whole state (admin)", NULL,

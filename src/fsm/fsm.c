@@ -33,6 +33,7 @@ int fsm_init_state(struct fsm *f)
 
 void fsm_free_state(struct fsm *f)
 {
+    fsm_latch_free_all(f); /* their participations point at sessions: first */
     for (size_t i = 0; i < f->locks.nb; i++) {
         struct hlink *x = f->locks.b[i];
         while (x) {
@@ -325,6 +326,21 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_MAXHOLD_END:
         fsm_op_maxhold_end(a, &c->maxhold_end, r);
+        break;
+    case FSM_OP_LATCH_CREATE:
+        fsm_op_latch_create(a, &c->latch_create, r);
+        break;
+    case FSM_OP_LATCH_JOIN:
+        fsm_op_latch_join(a, &c->latch_join, r);
+        break;
+    case FSM_OP_LATCH_COUNTDOWN:
+        fsm_op_latch_countdown(a, &c->latch_countdown, r);
+        break;
+    case FSM_OP_LATCH_DELETE:
+        fsm_op_latch_delete(a, &c->latch_delete, r);
+        break;
+    case FSM_OP_BARRIER:
+        fsm_op_barrier(a, &c->barrier, r);
         break;
     case FSM_OP_SESSION_OPEN_REENTRANT:
         fsm_op_session_open_r(a, &c->session_open_reentrant, r);

@@ -50,8 +50,9 @@
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
 /* A lock's max hold (LOCK_META): 1..this ms (about 31 years: a deadline never overflows) */
 #define FSM_MAX_MAXHOLD_MS (1ull << 40)
-#define FSM_MAX_HOLD_COUNT (1u << 20) /* a reentrant session's max count: 1..this (reent.c) */
-#define FSM_COUNTER_DIGITS 20         /* bytes of an INCR counter's value: "-9223372036854775808" */
+#define FSM_MAX_HOLD_COUNT (1u << 20)  /* a reentrant session's max count: 1..this (reent.c) */
+#define FSM_MAX_LATCH_COUNT (1u << 20) /* a latch's count, a barrier's (latch.c): 1..this */
+#define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
  * 2-3); 2: adds header version 2 (acting user), ops 14-27 and snapshots 4-7. The cluster's
@@ -301,6 +302,15 @@ enum fsm_event_type {
                                      asked, 0 = none), value (the reason), by (who asked) */
     FSM_EV_WAIT_NOTIFY = 17,      /* name, sid (the waiter), token (the exclusive holder's grant
                                      it queued behind), ms (its wait): LOCK ... NOTIFY */
+    /* latches and barriers (latch.c): the values of their ops' range, so that events other
+     * features add do not collide with them */
+    FSM_EV_LATCH_ZERO = 36,     /* name, sid (the last count-down's session), ms = its count */
+    FSM_EV_LATCH_BROKEN = 37,   /* name, sid: the joined session that ended before counting down */
+    FSM_EV_BARRIER_FULL = 38,   /* name, sid (the last to enter), ms = its count */
+    FSM_EV_BARRIER_DONE = 39,   /* name, sid (the last to leave): everybody left, it is gone */
+    FSM_EV_BARRIER_BROKEN = 40, /* name, sid: the session that ended while inside */
+    FSM_EV_LATCH_DELETED = 41,  /* name, ms = 1 for a barrier, 0 for a latch: the record is gone
+                                   (LATCH_DELETE, or a barrier everybody withdrew from) */
 };
 
 struct fsm_event {
@@ -503,6 +513,29 @@ void fsm_sem_holders(const struct fsm *f, const char *name, size_t namelen,
 /* A semaphore's queued requests in FIFO order: cb(arg, sid, permits). */
 void fsm_sem_waiters(const struct fsm *f, const char *name, size_t namelen,
                      void (*cb)(void *arg, uint64_t sid, uint32_t permits), void *arg);
+/* A latch or a barrier (LATCH.INFO, latch.c). */
+enum fsm_latch_state {
+    FSM_LATCH_COUNTING = 0, /* a latch above zero; a barrier that is filling */
+    FSM_LATCH_ZERO = 1,     /* a latch at zero; a barrier that is full (its leave phase) */
+    FSM_LATCH_BROKEN = 2,   /* a participant's session ended before it counted down / left */
+};
+struct fsm_latch_view {
+    bool barrier;        /* a barrier, else a latch */
+    uint8_t state;       /* enum fsm_latch_state */
+    uint64_t count;      /* the latch's count; the barrier's */
+    uint64_t remaining;  /* latch: counts left; barrier: sessions still to enter (filling) or
+                            inside (full) */
+    size_t n_parts;      /* latch: joined sessions; barrier: sessions inside */
+    uint64_t broken_sid; /* BROKEN: the session whose end broke it */
+};
+/* 1 and fill `v` if a latch or barrier `name` exists, else 0. */
+int fsm_latch_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_latch_view *v);
+/* Its participants in sid order: cb(arg, sid, done) (done: a joined session that counted down). */
+void fsm_latch_parts(const struct fsm *f, const char *name, size_t namelen,
+                     void (*cb)(void *arg, uint64_t sid, bool done), void *arg);
+/* "latch", "barrier" */
+const char *fsm_latch_kind_name(bool barrier);
+
 /* 1 and fill `v` if `name` is an existing semaphore, else 0. */
 int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v);
 

@@ -62,6 +62,7 @@ struct lock;
 struct waiter;
 struct shold;
 struct kv;
+struct lpart;
 
 struct sess {
     struct hlink h;             /* in fsm.sessions, hashed by sid */
@@ -73,6 +74,7 @@ struct sess {
     uint32_t n_shared;
     struct waiter *wait_head, *wait_tail; /* its queued waits, in enqueue order */
     struct kv *keys;                      /* keys leased to it (order carries no meaning) */
+    struct lpart *lp_head;                /* its latch / barrier participations (latch.c) */
     uint32_t n_locks, n_waits, n_keys;
     uint16_t name_len;
     uint8_t owner_len; /* the owner's bytes follow the name in name[] (0 = none) */
@@ -225,7 +227,28 @@ struct fsm {
     uint32_t wg_epoch;
     struct buf wg_text;
     uint64_t n_reent; /* live reentrant sessions (reent.c; the snapshot section's `present`) */
+    /* latches and barriers (latch.c): by name, their own namespace; counted as locks by the
+       quotas (fsm_stats) */
+    struct onode *latches;
+    uint64_t n_latches, n_lparts, latch_bytes; /* latch_bytes: their names' bytes */
 };
+
+/* ---- latches and barriers (src/fsm/latch.c) ---- */
+struct actx;
+/* Every participation of sessions in latches (release the session's when it ends: a joined
+ * latch not yet counted down, or a barrier it is inside, breaks). */
+void fsm_latch_sess_end(struct actx *a, struct sess *s);
+void fsm_latch_free_all(struct fsm *f);
+int fsm_latch_check(const struct fsm *f, char *err, size_t errlen);
+void fsm_op_latch_create(struct actx *a, const struct fsm_cmd_latch_create *p, struct fsm_reply *r);
+void fsm_op_latch_join(struct actx *a, const struct fsm_cmd_latch_ref *p, struct fsm_reply *r);
+void fsm_op_latch_countdown(struct actx *a, const struct fsm_cmd_latch_ref *p, struct fsm_reply *r);
+void fsm_op_latch_delete(struct actx *a, const struct fsm_cmd_latch_delete *p, struct fsm_reply *r);
+void fsm_op_barrier(struct actx *a, const struct fsm_cmd_barrier *p, struct fsm_reply *r);
+/* The snapshot section (snap_sect.h's row, tag 3). */
+bool fsm_latch_snap_present(const struct fsm *f);
+int fsm_latch_snap_emit(const struct fsm *f, struct buf *b);
+const char *fsm_latch_snap_restore(struct fsm *nf, struct rd *r);
 
 /* ---- usage by session owner (src/fsm/usage.c) ---- */
 

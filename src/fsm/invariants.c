@@ -500,6 +500,8 @@ int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen)
     if (errlen)
         err[0] = '\0';
     int rc = check_all(&c);
+    if (!rc)
+        rc = fsm_latch_check(f, err, errlen); /* latch.c's records */
     free(c.revs);
     return rc;
 }

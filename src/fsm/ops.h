@@ -146,6 +146,21 @@ enum fsm_field_kind {
 /* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
 #define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
 
+/* LATCH_CREATE (latch.c): a countdown latch of `count` counts */
+#define FSM_PAYLOAD_latch_create(F, p)                                                             \
+    F(p, NAME, name, "latch name")                                                                 \
+    F(p, U64, count, "count") /* 1..FSM_MAX_LATCH_COUNT (the apply answers ERR otherwise) */
+/* LATCH_JOIN, LATCH_COUNTDOWN (latch.c) */
+#define FSM_PAYLOAD_latch_ref(F, p) F(p, NAME, name, "latch name") F(p, SID, sid, "sid")
+/* LATCH_DELETE (latch.c): a latch or a barrier */
+#define FSM_PAYLOAD_latch_delete(F, p) F(p, NAME, name, "latch name")
+/* BARRIER (latch.c): a double barrier's enter (leave 0) or leave (leave 1) */
+#define FSM_PAYLOAD_barrier(F, p)                                                                  \
+    F(p, NAME, name, "barrier name")                                                               \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, count, "count") /* enter: 1..FSM_MAX_LATCH_COUNT; leave: 0 */                        \
+    F(p, U64, leave, "leave") /* 0 enter, 1 leave (the apply answers ERR otherwise) */
+
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
 #define FSM_PAYLOADS(P)                                                                            \
@@ -172,7 +187,11 @@ enum fsm_field_kind {
     P(sem_setlimit)                                                                                \
     P(lock_meta)                                                                                   \
     P(maxhold_end)                                                                                 \
-    P(session_open_r)
+    P(session_open_r)                                                                              \
+    P(latch_create)                                                                                \
+    P(latch_ref)                                                                                   \
+    P(latch_delete)                                                                                \
+    P(barrier)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -185,6 +204,7 @@ enum fsm_grow {
     FSM_GROW_VALUE,   /* its EVALUE's bytes (at most: the old value is freed) */
     FSM_GROW_KEY,     /* a key (NAME and VALUE), or the growth of the key's value */
     FSM_GROW_MULTI,   /* per NAMES entry, as LOCK (SHARED for a shared one) */
+    FSM_GROW_LATCH,   /* a latch or barrier (its NAME) if absent, plus a participant record */
 };
 
 /*
@@ -278,6 +298,17 @@ enum fsm_grow {
        hold, else changes nothing (a stale timer) (lockmeta.c) */                                  \
     X(MAXHOLD_END, 32, maxhold_end, maxhold_end, 2, NONE, 0)                                       \
     /* -> INT sid: a reentrant session, whose LOCK of a lock it holds counts up (reent.c) */       \
-    X(SESSION_OPEN_REENTRANT, 34, session_open_reentrant, session_open_r, 2, SESSION, 0)
+    X(SESSION_OPEN_REENTRANT, 34, session_open_reentrant, session_open_r, 2, SESSION, 0)           \
+    /* -> OK (created, or the same count again) | ERR (another count) | BROKEN (latch.c) */        \
+    X(LATCH_CREATE, 36, latch_create, latch_create, 2, LATCH, 0)                                   \
+    /* -> OK: the session promises one count-down | ERR | BROKEN (latch.c) */                      \
+    X(LATCH_JOIN, 37, latch_join, latch_ref, 2, LATCH, 0)                                          \
+    /* -> INT the counts left | ERR | BROKEN (latch.c) */                                          \
+    X(LATCH_COUNTDOWN, 38, latch_countdown, latch_ref, 2, NONE, 0)                                 \
+    /* -> INT 1 if a latch or barrier was deleted, 0 if absent (latch.c) */                        \
+    X(LATCH_DELETE, 39, latch_delete, latch_delete, 2, NONE, 0)                                    \
+    /* -> OK (enter: the barrier is full; leave: everybody left) | INT sessions it still waits     \
+       for | ERR | BROKEN (latch.c) */                                                             \
+    X(BARRIER, 40, barrier, barrier, 2, LATCH, 0)
 
 #endif

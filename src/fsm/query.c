@@ -195,12 +195,12 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->waiters = f->n_waiters;
     s->locks_in_delay = f->n_delay;
     s->keys = f->n_keys;
-    s->locks = f->locks.n;
+    s->locks = f->locks.n + f->n_latches; /* a latch or barrier counts as a lock */
     s->shared_holds = f->n_shared;
     s->key_bytes = f->kv_bytes + FSM_RECORD_BYTES * s->keys;
-    s->data_bytes =
-        f->kv_bytes + f->name_bytes +
-        FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters + s->shared_holds);
+    s->data_bytes = f->kv_bytes + f->name_bytes + f->latch_bytes +
+                    FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters +
+                                        s->shared_holds + f->n_lparts);
 }
 
 static void to_item(const struct lock *l, struct fsm_lock_item *it)

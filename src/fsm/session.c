@@ -107,6 +107,7 @@ void fsm_sess_end(struct actx *a, struct sess *s, bool expired)
         fsm_kv_delete(a->f, s->keys);
     }
     fsm_sort_events_by_name(a, first_key);
+    fsm_latch_sess_end(a, s); /* an open latch promise or a place in a barrier breaks it */
     struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
     if (e) {
         e->expired = expired;

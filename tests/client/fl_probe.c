@@ -10,8 +10,9 @@
  *     fl_lock_meta); "tests: N passed, N failed"
  * fl_probe prims EP
  *     semaphores and elections (fl_sem_*, fl_campaign, fl_proclaim, fl_resign, fl_leader,
- *     fl_observe, FL_EWRONGTYPE), and a wait that closes a cycle (FL_EDEADLOCK, fl_lock_waits)
- *     against a live cluster; "tests: N passed, N failed"
+ *     fl_observe, FL_EWRONGTYPE), a wait that closes a cycle (FL_EDEADLOCK, fl_lock_waits), and
+ *     latches and barriers (fl_latch_*, fl_barrier_*, FL_EBROKEN) against a live cluster;
+ *     "tests: N passed, N failed"
  * fl_probe lock EP NAME WAIT_MS TTL  (and `shared`, the same with fl_lock_shared)
  *     open a session, take the lock, print the outcome; on a stdin line unlock and close
  * fl_probe sem EP NAME LIMIT WAIT_MS TTL, fl_probe campaign EP NAME VALUE WAIT_MS TTL
@@ -541,6 +542,42 @@ static void prims_deadlock(fl_client *c, fl_session *a, fl_session *b)
     CHECK_ERR(fl_unlock(a, "p.dl.x"), FL_OK);
 }
 
+/* Latches and barriers: zero after the promised count-downs, FL_ETIMEOUT before; a joined
+ * session closed before counting down breaks the latch (FL_EBROKEN); a barrier of one. */
+static void prims_latch(fl_client *c, fl_session *a, fl_session *b)
+{
+    uint64_t left = 9;
+    int deleted = 0;
+    struct fl_latch_info li;
+    fl_session *x = NULL;
+    CHECK_ERR(fl_latch_create(c, "pl", 2), FL_OK);
+    CHECK_ERR(fl_latch_create(c, "pl", 2), FL_OK);
+    CHECK_ERR(fl_latch_join(a, "pl"), FL_OK);
+    CHECK_ERR(fl_latch_countdown(a, "pl", &left), FL_OK);
+    CHECK(left == 1);
+    CHECK_ERR(fl_latch_wait(c, "pl", 0), FL_ETIMEOUT);
+    CHECK_ERR(fl_latch_countdown(b, "pl", &left), FL_OK); /* anonymous: the unpromised count */
+    CHECK(left == 0);
+    CHECK_ERR(fl_latch_wait(c, "pl", 1000), FL_OK);
+    CHECK_ERR(fl_latch_info(c, "pl", &li), FL_OK);
+    CHECK(!li.barrier && li.state == 1 && li.count == 2 && li.n_joiners == 1);
+    CHECK_ERR(fl_latch_delete(c, "pl", &deleted), FL_OK);
+    CHECK(deleted == 1);
+    CHECK_ERR(fl_latch_info(c, "pl", &li), FL_ENOTFOUND);
+    CHECK_ERR(fl_session_open(c, 10000, 0, "latch-x", &x), FL_OK);
+    CHECK_ERR(fl_latch_create(c, "pb", 1), FL_OK);
+    if (x) {
+        CHECK_ERR(fl_latch_join(x, "pb"), FL_OK);
+        CHECK_ERR(fl_session_close(x), FL_OK);
+    }
+    CHECK_ERR(fl_latch_wait(c, "pb", 1000), FL_EBROKEN);
+    CHECK_ERR(fl_latch_countdown(a, "pb", NULL), FL_EBROKEN);
+    CHECK_ERR(fl_latch_delete(c, "pb", NULL), FL_OK);
+    CHECK_ERR(fl_barrier_enter(a, "pq", 1, 1000), FL_OK);
+    CHECK_ERR(fl_barrier_leave(a, "pq", 1000), FL_OK);
+    CHECK_ERR(fl_latch_info(c, "pq", &li), FL_ENOTFOUND);
+}
+
 static int mode_prims(const char *ep)
 {
     fl_client *c = client(ep, 0);
@@ -551,6 +588,7 @@ static int mode_prims(const char *ep)
         prims_sem(c, a, b);
         prims_elect(c, a, b);
         prims_deadlock(c, a, b);
+        prims_latch(c, a, b);
     }
     if (a)
         fl_session_close(a);

@@ -527,6 +527,40 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LOCK_META,
      .user = GS("alice"),
      .lock_meta = {.name = GS("V3"), .sid = GOLDEN_SID_A, .flags = 2}},
+    /* latches and barriers: latch K of 2, alice and bob join, alice counts down, another count
+       is refused; barrier Q of 2 fills with alice and bob, alice leaves (bob is still inside);
+       latch D is created and deleted; bob expires before counting down and while inside Q:
+       both break; latch Z of 2 with alice's promise stays (snapshot section 3) */
+    {.op = FSM_OP_LATCH_CREATE,
+     .now_ms = 9700,
+     .user = GS("alice"),
+     .latch_create = {.name = GS("K"), .count = 2}},
+    {.op = FSM_OP_LATCH_JOIN,
+     .user = GS("alice"),
+     .latch_join = {.name = GS("K"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LATCH_JOIN,
+     .user = GS("bob"),
+     .latch_join = {.name = GS("K"), .sid = GOLDEN_SID_B}},
+    {.op = FSM_OP_LATCH_COUNTDOWN,
+     .user = GS("alice"),
+     .latch_countdown = {.name = GS("K"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LATCH_CREATE, .user = GS("alice"), .latch_create = {.name = GS("K"), .count = 3}},
+    {.op = FSM_OP_BARRIER,
+     .user = GS("alice"),
+     .barrier = {.name = GS("Q"), .sid = GOLDEN_SID_A, .count = 2}},
+    {.op = FSM_OP_BARRIER,
+     .user = GS("bob"),
+     .barrier = {.name = GS("Q"), .sid = GOLDEN_SID_B, .count = 2}},
+    {.op = FSM_OP_BARRIER,
+     .user = GS("alice"),
+     .barrier = {.name = GS("Q"), .sid = GOLDEN_SID_A, .leave = 1}},
+    {.op = FSM_OP_LATCH_CREATE, .latch_create = {.name = GS("D"), .count = 1}},
+    {.op = FSM_OP_LATCH_DELETE, .latch_delete = {.name = GS("D")}},
+    {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 9800, .session_expire = {.sid = GOLDEN_SID_B}},
+    {.op = FSM_OP_LATCH_CREATE, .user = GS("alice"), .latch_create = {.name = GS("Z"), .count = 2}},
+    {.op = FSM_OP_LATCH_JOIN,
+     .user = GS("alice"),
+     .latch_join = {.name = GS("Z"), .sid = GOLDEN_SID_A}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -557,8 +591,11 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before reentrant sessions': golden_snapshot_wsem is the state after them,
  * golden_snapshot_reent (version 8, section 2: a reentrant session and a hold count) after all. */
 #define GOLDEN_N_WSEM_CMDS 153
-/* Before lock metadata's: golden_snapshot_reent is the state after them,
- * golden_snapshot_lockmeta (version 8, sections 1 and 2) after all. */
+/* Before lock metadata's: golden_snapshot_reent is the state after them, golden_snapshot_lockmeta
+ * (version 8, sections 1 and 2) the state after GOLDEN_N_LOCKMETA_CMDS. */
 #define GOLDEN_N_REENT_CMDS 161
+/* Before the latches': golden_snapshot_lockmeta is the state after them, golden_snapshot_latch
+ * (version 8, with sections 1, 2 and 3: latches and barriers) the state after all of them. */
+#define GOLDEN_N_LOCKMETA_CMDS 168
 
 #endif

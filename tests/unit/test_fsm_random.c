@@ -121,6 +121,8 @@ static void cond_to_model(const struct fsm_kv_cond *c, struct mcmd *m)
 
 static struct fsm_names multi_names(uint8_t mset);
 static int lock_idx(struct fsm_str n);
+static int latch_idx(struct fsm_str n);
+static void gen_latch_op(struct mcmd *c);
 
 static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
 {
@@ -197,6 +199,19 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_MAXHOLD_END:
         c->maxhold_end = (struct fsm_cmd_maxhold_end){m->name, m->token};
+        break;
+    case FSM_OP_LATCH_CREATE: /* count in token; a barrier's leave flag in by */
+        c->latch_create = (struct fsm_cmd_latch_create){m->name, m->token};
+        break;
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN: /* the same payload */
+        c->latch_join = (struct fsm_cmd_latch_ref){m->name, m->sid};
+        break;
+    case FSM_OP_LATCH_DELETE:
+        c->latch_delete = (struct fsm_cmd_latch_delete){m->name};
+        break;
+    case FSM_OP_BARRIER:
+        c->barrier = (struct fsm_cmd_barrier){m->name, m->sid, m->token, m->by};
         break;
     }
 }
@@ -317,6 +332,24 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         }
         break;
     }
+    case FSM_OP_LATCH_CREATE:
+        m->name = c->latch_create.name;
+        m->token = c->latch_create.count;
+        break;
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+        m->name = c->latch_join.name;
+        m->sid = c->latch_join.sid;
+        break;
+    case FSM_OP_LATCH_DELETE:
+        m->name = c->latch_delete.name;
+        break;
+    case FSM_OP_BARRIER:
+        m->name = c->barrier.name;
+        m->sid = c->barrier.sid;
+        m->token = c->barrier.count;
+        m->by = c->barrier.leave;
+        break;
     }
 }
 
@@ -682,8 +715,10 @@ static void gen_cmd(struct mcmd *c)
     } else if (r < 14) {
         c->op = end_op();
         c->sid = pick_sid();
-    } else if (r < 84) {
+    } else if (r < 80) {
         gen_lock_op(c, (int)below(90));
+    } else if (r < 84) {
+        gen_latch_op(c);
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
@@ -750,6 +785,12 @@ static bool usable(const struct buf *b)
     case FSM_OP_DEL:
     case FSM_OP_INCR:
         return key_idx(c.key) >= 0;
+    case FSM_OP_LATCH_CREATE:
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+    case FSM_OP_LATCH_DELETE:
+    case FSM_OP_BARRIER:
+        return latch_idx(c.name) >= 0;
     case FSM_OP_NOOP:
     case FSM_OP_SESSION_OPEN:
     case FSM_OP_SESSION_CLOSE:
@@ -1081,6 +1122,302 @@ static int multi_first(uint8_t mset)
     return 0;
 }
 
+/* ---- latches and barriers: a model of docs/protocol.md "Latches and barriers" ----
+ * Two names; each either absent, a latch or a barrier. The participants in sid order. The
+ * model applies a step from the rules and lists the latch events it must produce; a session
+ * end removes its participations and breaks (in name order) what it still owed. */
+
+#define NLATCH 2
+#define LPARTS 64 /* participants of one record at most (alive sessions: MAX_ALIVE) */
+static const struct fsm_str LATCHN[NLATCH] = {{"LA", 2}, {"LB", 2}};
+
+struct mlatch {
+    bool exists, barrier;
+    int state; /* enum fsm_latch_state */
+    uint64_t count, remaining, broken;
+    int np;
+    uint64_t sid[LPARTS];
+    bool done[LPARTS];
+};
+static struct mlatch ML[NLATCH];
+
+struct lev { /* an expected latch event */
+    uint8_t type;
+    uint64_t sid, ms;
+    int li;
+};
+
+static int latch_idx(struct fsm_str n)
+{
+    for (int i = 0; i < NLATCH; i++)
+        if (n.len == LATCHN[i].len && !memcmp(n.p, LATCHN[i].p, n.len))
+            return i;
+    return -1;
+}
+
+static void gen_latch_op(struct mcmd *c)
+{
+    c->name = LATCHN[below(NLATCH)];
+    c->sid = pick_sid();
+    int o = (int)below(100);
+    if (o < 15) {
+        c->op = FSM_OP_LATCH_CREATE;
+        c->token = chance(5) ? 0 : 1 + below(3);
+    } else if (o < 35) {
+        c->op = FSM_OP_LATCH_JOIN;
+    } else if (o < 60) {
+        c->op = FSM_OP_LATCH_COUNTDOWN;
+    } else if (o < 65) {
+        c->op = FSM_OP_LATCH_DELETE;
+    } else {
+        c->op = FSM_OP_BARRIER;
+        c->by = chance(40);
+        c->token = c->by ? 0 : chance(3) ? 0 : 1 + below(3);
+    }
+}
+
+static int lpart(const struct mlatch *l, uint64_t sid)
+{
+    for (int i = 0; i < l->np; i++)
+        if (l->sid[i] == sid)
+            return i;
+    return -1;
+}
+
+static int lopen(const struct mlatch *l)
+{
+    int n = 0;
+    for (int i = 0; i < l->np; i++)
+        n += !l->done[i];
+    return n;
+}
+
+static void lpart_add(struct mlatch *l, uint64_t sid)
+{
+    int i = l->np++;
+    while (i > 0 && l->sid[i - 1] > sid) {
+        l->sid[i] = l->sid[i - 1];
+        l->done[i] = l->done[i - 1];
+        i--;
+    }
+    l->sid[i] = sid;
+    l->done[i] = false;
+}
+
+static void lpart_del(struct mlatch *l, int i)
+{
+    for (; i + 1 < l->np; i++) {
+        l->sid[i] = l->sid[i + 1];
+        l->done[i] = l->done[i + 1];
+    }
+    l->np--;
+}
+
+/* One latch op on model record *l (changed in place): the reply, the events in *evs. */
+static struct expect latch_rule(const struct mcmd *c, struct mlatch *l, struct lev *evs, int *nev)
+{
+    uint64_t count = c->token;
+    bool count_ok = count >= 1 && count <= FSM_MAX_LATCH_COUNT;
+    int li = latch_idx(c->name), p;
+    struct expect e;
+    *nev = 0;
+    switch (c->op) {
+    case FSM_OP_LATCH_CREATE:
+        if (!count_ok)
+            return ex_err("ERR");
+        if (l->exists)
+            return l->barrier                     ? ex_err("WRONGTYPE")
+                   : l->state == FSM_LATCH_BROKEN ? ex_err("BROKEN")
+                   : l->count != count            ? ex_err("ERR")
+                                                  : ex(FSM_REPLY_OK, false);
+        *l = (struct mlatch){.exists = true, .count = count, .remaining = count};
+        return ex(FSM_REPLY_OK, true);
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+        if (!alive(c->sid))
+            return ex_err("NOSESSION");
+        if (!l->exists)
+            return ex_err("ERR");
+        if (l->barrier)
+            return ex_err("WRONGTYPE");
+        if (l->state == FSM_LATCH_BROKEN)
+            return ex_err("BROKEN");
+        p = lpart(l, c->sid);
+        if (c->op == FSM_OP_LATCH_JOIN) {
+            if (p >= 0)
+                return ex(FSM_REPLY_OK, false);
+            if ((uint64_t)lopen(l) >= l->remaining || l->np >= LPARTS)
+                return ex_err("ERR");
+            lpart_add(l, c->sid);
+            return ex(FSM_REPLY_OK, true);
+        }
+        if (l->remaining == 0 || (p >= 0 && l->done[p]))
+            return ex_int(l->remaining);
+        if (p < 0 && l->remaining <= (uint64_t)lopen(l))
+            return ex_err("ERR");
+        if (p >= 0)
+            l->done[p] = true;
+        if (--l->remaining == 0) {
+            l->state = FSM_LATCH_ZERO;
+            evs[(*nev)++] = (struct lev){FSM_EV_LATCH_ZERO, c->sid, l->count, li};
+        }
+        e = ex_int(l->remaining);
+        e.changes = true;
+        return e;
+    case FSM_OP_LATCH_DELETE:
+        if (!l->exists)
+            return ex_int(0);
+        evs[(*nev)++] = (struct lev){FSM_EV_LATCH_DELETED, 0, l->barrier, li};
+        *l = (struct mlatch){.exists = false};
+        e = ex_int(1);
+        e.changes = true;
+        return e;
+    default: /* BARRIER */
+        break;
+    }
+    if (c->by > 1 || (c->by && count))
+        return ex_err("ERR");
+    if (!alive(c->sid))
+        return ex_err("NOSESSION");
+    if (!c->by) { /* enter */
+        if (!count_ok)
+            return ex_err("ERR");
+        if (l->exists && !l->barrier)
+            return ex_err("WRONGTYPE");
+        if (l->exists && l->state == FSM_LATCH_BROKEN)
+            return ex_err("BROKEN");
+        if (l->exists && l->count != count)
+            return ex_err("ERR");
+        p = l->exists ? lpart(l, c->sid) : -1;
+        if (l->exists && l->state == FSM_LATCH_ZERO)
+            return p >= 0 ? ex(FSM_REPLY_OK, false) : ex_err("ERR");
+        if (p >= 0)
+            return ex_int(l->count - (uint64_t)l->np);
+        if (!l->exists)
+            *l = (struct mlatch){.exists = true, .barrier = true, .count = count};
+        if (l->np >= LPARTS)
+            return ex_err("ERR"); /* not reached: sessions are fewer */
+        lpart_add(l, c->sid);
+        if ((uint64_t)l->np < l->count) {
+            e = ex_int(l->count - (uint64_t)l->np);
+            e.changes = true;
+            return e;
+        }
+        l->state = FSM_LATCH_ZERO;
+        evs[(*nev)++] = (struct lev){FSM_EV_BARRIER_FULL, c->sid, l->count, li};
+        return ex(FSM_REPLY_OK, true);
+    }
+    if (!l->exists) /* leave */
+        return ex(FSM_REPLY_OK, false);
+    if (!l->barrier)
+        return ex_err("WRONGTYPE");
+    if (l->state == FSM_LATCH_BROKEN)
+        return ex_err("BROKEN");
+    p = lpart(l, c->sid);
+    if (p < 0)
+        return l->state == FSM_LATCH_ZERO ? ex_int((uint64_t)l->np) : ex(FSM_REPLY_OK, false);
+    lpart_del(l, p);
+    if (l->np) {
+        e = l->state == FSM_LATCH_ZERO ? ex_int((uint64_t)l->np) : ex(FSM_REPLY_OK, true);
+        e.changes = true;
+        return e;
+    }
+    if (l->state == FSM_LATCH_ZERO)
+        evs[(*nev)++] = (struct lev){FSM_EV_BARRIER_DONE, c->sid, 0, li};
+    evs[(*nev)++] = (struct lev){FSM_EV_LATCH_DELETED, 0, 1, li};
+    *l = (struct mlatch){.exists = false};
+    return ex(FSM_REPLY_OK, true);
+}
+
+static struct expect predict_latch(const struct mcmd *c)
+{
+    struct mlatch copy = ML[latch_idx(c->name)];
+    struct lev evs[4];
+    int nev;
+    return latch_rule(c, &copy, evs, &nev);
+}
+
+/* After an applied entry: the model's step (a latch op, or a session's end) and its events
+ * against the FSM's latch events, in order. */
+static int model_latch(const struct mcmd *c, const struct fsm_reply *r, const struct fsm_events *ev)
+{
+    struct lev want[2 * NLATCH + 2];
+    int nw = 0;
+    bool ends = c->op == FSM_OP_SESSION_CLOSE || c->op == FSM_OP_SESSION_EXPIRE ||
+                c->op == FSM_OP_SESSION_REVOKE;
+    if (ends && r->kind == FSM_REPLY_OK) {
+        for (int i = 0; i < NLATCH; i++) { /* LA < LB: name order */
+            struct mlatch *l = &ML[i];
+            int p = l->exists ? lpart(l, c->sid) : -1;
+            if (p < 0)
+                continue;
+            bool breaks = l->state != FSM_LATCH_BROKEN && (l->barrier || !l->done[p]);
+            lpart_del(l, p);
+            if (breaks) {
+                l->state = FSM_LATCH_BROKEN;
+                l->broken = c->sid;
+                want[nw++] = (struct lev){l->barrier ? FSM_EV_BARRIER_BROKEN : FSM_EV_LATCH_BROKEN,
+                                          c->sid, 0, i};
+            }
+        }
+    } else if (latch_idx(c->name) >= 0 &&
+               (c->op == FSM_OP_LATCH_CREATE || c->op == FSM_OP_LATCH_JOIN ||
+                c->op == FSM_OP_LATCH_COUNTDOWN || c->op == FSM_OP_LATCH_DELETE ||
+                c->op == FSM_OP_BARRIER)) {
+        latch_rule(c, &ML[latch_idx(c->name)], want, &nw);
+    }
+    int k = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        const struct fsm_event *e = &ev->ev[i];
+        if (e->type < FSM_EV_LATCH_ZERO)
+            continue;
+        MCHECK(k < nw && e->type == want[k].type && e->sid == want[k].sid && e->ms == want[k].ms &&
+               latch_idx(e->name) == want[k].li);
+        k++;
+    }
+    MCHECK(k == nw);
+    return 0;
+}
+
+struct lparts {
+    int n;
+    uint64_t sid[LPARTS];
+    bool done[LPARTS];
+};
+
+static void lparts_cb(void *arg, uint64_t sid, bool done)
+{
+    struct lparts *p = arg;
+    if (p->n < LPARTS) {
+        p->sid[p->n] = sid;
+        p->done[p->n] = done;
+    }
+    p->n++;
+}
+
+static int compare_latches(const struct fsm *f)
+{
+    for (int i = 0; i < NLATCH; i++) {
+        const struct mlatch *l = &ML[i];
+        struct fsm_latch_view v;
+        int exists = fsm_latch_info(f, LATCHN[i].p, LATCHN[i].len, &v);
+        MCHECK(exists == l->exists);
+        if (!exists)
+            continue;
+        uint64_t rem = !l->barrier                  ? l->remaining
+                       : l->state == FSM_LATCH_ZERO ? (uint64_t)l->np
+                                                    : l->count - (uint64_t)l->np;
+        MCHECK(v.barrier == l->barrier && v.state == l->state && v.count == l->count);
+        MCHECK(v.remaining == rem && v.n_parts == (size_t)l->np && v.broken_sid == l->broken);
+        struct lparts p = {0};
+        fsm_latch_parts(f, LATCHN[i].p, LATCHN[i].len, lparts_cb, &p);
+        MCHECK(p.n == l->np);
+        for (int k = 0; k < l->np; k++)
+            MCHECK(p.sid[k] == l->sid[k] && p.done[k] == (!l->barrier && l->done[k]));
+    }
+    return 0;
+}
+
 static struct expect predict_op(const struct mcmd *c)
 {
     switch (c->op) {
@@ -1109,6 +1446,12 @@ static struct expect predict_op(const struct mcmd *c)
     case FSM_OP_DEL:
     case FSM_OP_INCR:
         return predict_kv(c);
+    case FSM_OP_LATCH_CREATE:
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+    case FSM_OP_LATCH_DELETE:
+    case FSM_OP_BARRIER:
+        return predict_latch(c);
     default:
         return predict_lock(c);
     }
@@ -1347,8 +1690,8 @@ static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint6
 {
     uint64_t released_by = 0;
     for (size_t i = 0; i < ev->n; i++)
-        if (model_event(&ev->ev[i], c, rev1, &released_by))
-            return -1;
+        if (ev->ev[i].type < FSM_EV_LATCH_ZERO && model_event(&ev->ev[i], c, rev1, &released_by))
+            return -1;               /* latch events: model_latch */
     for (int i = 0; i < NLOCKS; i++) /* a record nobody uses is dropped: its count with it */
         if (!M.locks[i].holder && !M.locks[i].delay && !M.locks[i].qn) {
             M.locks[i].trans = 0;
@@ -1510,7 +1853,7 @@ static int check_groups(void)
 
 static int compare_state(const struct fsm *f)
 {
-    if (check_groups())
+    if (check_groups() || compare_latches(f))
         return -1;
     for (int i = 0; i < NLOCKS; i++) {
         const struct mlock *l = &M.locks[i];
@@ -1687,6 +2030,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         return -1;
     if (run && decoded)
         model_count(&c, &r, holder_before);
+    if (run && model_latch(&c, &r, ev))
+        return -1;
     if (run) {
         model_kv(&c, &r, fsm_revision(f));
         model_member(&c, &r);
@@ -1728,6 +2073,7 @@ static int run_seed(uint64_t seed, int steps)
     fsm_events_init(&gev);
     buf_init(&entry);
     memset(&M, 0, sizeof(M));
+    memset(ML, 0, sizeof(ML));
     memset(n_ev, 0, sizeof(n_ev));
     n_dl = n_dl_multi = n_reup = n_redown = 0;
     g_detect = seed & 1;

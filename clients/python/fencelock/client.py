@@ -207,6 +207,30 @@ class Client:
         r = self.call(cmd, deadline=end + self.timeout)
         return None if r is None else leader_info(r)
 
+    # ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+    def latch_create(self, name: str, count: int) -> None:
+        """LATCH.CREATE: a countdown latch of `count` counts (the same count again: no change;
+        another count: ServerError; a broken latch: Broken)."""
+        self.call(Cmd("LATCH.CREATE", name, int(count)), retry=False)
+
+    def latch_wait(self, name: str, wait: float = 30.0) -> bool:
+        """LATCH.WAIT: True once the latch is at zero, False when wait (seconds) ran out;
+        Broken if a joined session ended before counting down."""
+        end = time.monotonic() + wait
+        cmd = Cmd("LATCH.WAIT", name)
+        if wait > 0:
+            cmd.wait(end)
+        return self.call(cmd, deadline=end + self.timeout) is not None
+
+    def latch_info(self, name: str) -> Optional[Dict[str, Any]]:
+        """LATCH.INFO: None, or type, state, count, remaining, joiners, counted, broken_sid."""
+        d: Optional[Dict[str, Any]] = as_map(self.call(Cmd("LATCH.INFO", name)))
+        return d
+
+    def latch_delete(self, name: str) -> bool:
+        """LATCH.DELETE: True if a latch or barrier of that name was deleted."""
+        return bool(self.call(Cmd("LATCH.DELETE", name), retry=False) == 1)
+
     # ---- watch and cluster ----
     def watch(self, prefix: str = "", from_id: str = "$") -> "Watch":
         """A Watch of the event stream (fencelock:events[:prefix]) after from_id."""

@@ -599,3 +599,17 @@ def test_aio_lock_value_and_max_hold_deadline(node):
                 assert deadline is not None and sent < deadline <= sent + 15.0
                 assert token > s.sid
     run(main())
+
+
+def test_aio_latch_waits_until_zero(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a:
+            await c.latch_create("aio-latch", 1)
+            await a.latch_join("aio-latch")
+            waiter = asyncio.ensure_future(c.latch_wait("aio-latch", wait=30.0))
+            await asyncio.sleep(0.1)
+            assert not waiter.done()
+            assert await a.latch_countdown("aio-latch") == 0
+            assert await waiter is True
+            assert await c.latch_delete("aio-latch")
+    asyncio.run(main())

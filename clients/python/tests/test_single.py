@@ -489,3 +489,25 @@ def test_lock_value_max_hold_and_its_deadline(client):
         s.unlock("mh/L")
         with s.lock("mh/L", wait=5.0) as t2:
             assert t2 > token and s.max_hold_deadline("mh/L") is None
+
+
+def test_latch_and_barrier_bound_to_sessions(client):
+    client.latch_create("py-latch", 2)
+    with client.session(10.0) as a, client.session(10.0) as b:
+        a.latch_join("py-latch")
+        b.latch_join("py-latch")
+        assert a.latch_countdown("py-latch") == 1
+        assert client.latch_wait("py-latch", wait=0.2) is False
+        assert b.latch_countdown("py-latch") == 0
+        assert client.latch_wait("py-latch", wait=5.0) is True
+        assert client.latch_info("py-latch")["state"] == b"zero"
+        assert client.latch_delete("py-latch")
+        client.latch_create("py-broken", 1)
+        b.latch_join("py-broken")
+    with pytest.raises(fencelock.Broken, match="ended before counting down"):
+        client.latch_wait("py-broken", wait=5.0)
+    assert client.latch_delete("py-broken")
+    with client.session(10.0) as a:
+        assert a.barrier_enter("py-bar", 1, wait=5.0) is True
+        assert a.barrier_leave("py-bar", wait=5.0) is True
+    assert client.latch_info("py-bar") is None

@@ -201,6 +201,14 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     case FSM_EV_PROCLAIM:
         srv_observe_event(s, e);
         break;
+    case FSM_EV_LATCH_ZERO:
+    case FSM_EV_LATCH_BROKEN:
+    case FSM_EV_BARRIER_FULL:
+    case FSM_EV_BARRIER_DONE:
+    case FSM_EV_BARRIER_BROKEN:
+    case FSM_EV_LATCH_DELETED:
+        srv_latch_event(s, e); /* cmd_latch.c: the parked waits of that name */
+        break;
     default:
         break;
     }
@@ -284,6 +292,7 @@ void srv_hook_restored(void *arg)
              NULL);          /* the leaderless revisions known are of the old state */
     s->observe.dirty = true; /* the elections may have changed: observers look again */
     srv_observe_wake(s);
+    srv_latch_recheck(s); /* and so may the latches parked waits wait for */
 }
 
 /*
@@ -419,6 +428,7 @@ void srv_tick(struct srv *s)
     uint64_t now = clock_ms();
     srv_watch_tick(s, now);
     srv_observe_tick(s, now);
+    srv_latch_tick(s, now);
     if (lease_damaged(&s->lease.rules))
         repair_lease(s, now);
     if (!srv_ready(s))

@@ -65,6 +65,13 @@ static const struct kind kinds[] = {
     {"revoke-requested", FSM_EV_REVOKE_REQUESTED, W_ANY,
      WF_NAME | WF_TOKEN | WF_SID | WF_MS | WF_REVOKE, "deadline_ms"},
     {"wait-notify", FSM_EV_WAIT_NOTIFY, W_ANY, WF_NAME | WF_TOKEN | WF_SID | WF_MS, "wait_ms"},
+    /* latches and barriers (src/fsm/latch.c) */
+    {"latch-zero", FSM_EV_LATCH_ZERO, W_ANY, WF_NAME | WF_SID | WF_MS, "count"},
+    {"latch-broken", FSM_EV_LATCH_BROKEN, W_ANY, WF_NAME | WF_SID, NULL},
+    {"barrier-full", FSM_EV_BARRIER_FULL, W_ANY, WF_NAME | WF_SID | WF_MS, "count"},
+    {"barrier-done", FSM_EV_BARRIER_DONE, W_ANY, WF_NAME | WF_SID, NULL},
+    {"barrier-broken", FSM_EV_BARRIER_BROKEN, W_ANY, WF_NAME | WF_SID, NULL},
+    {"latch-deleted", FSM_EV_LATCH_DELETED, W_ANY, WF_NAME | WF_MS, "barrier"},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 

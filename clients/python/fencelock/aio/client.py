@@ -159,6 +159,30 @@ class AsyncClient:
         """SEM.SETLIMIT (admin): as the sync Client.sem_setlimit."""
         return await self.call(Cmd("SEM.SETLIMIT", name, int(limit))) is not None
 
+    # ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+    async def latch_create(self, name: str, count: int) -> None:
+        """LATCH.CREATE: a countdown latch of `count` counts (the same count again: no change;
+        another count: ServerError; a broken latch: Broken)."""
+        await self.call(Cmd("LATCH.CREATE", name, int(count)), retry=False)
+
+    async def latch_wait(self, name: str, wait: float = 30.0) -> bool:
+        """LATCH.WAIT: True once the latch is at zero, False when wait (seconds) ran out;
+        Broken if a joined session ended before counting down."""
+        end = time.monotonic() + wait
+        cmd = Cmd("LATCH.WAIT", name)
+        if wait > 0:
+            cmd.wait(end)
+        return await self.call(cmd, deadline=end + self.timeout) is not None
+
+    async def latch_info(self, name: str) -> Optional[Dict[str, Any]]:
+        """LATCH.INFO: None, or type, state, count, remaining, joiners, counted, broken_sid."""
+        d: Optional[Dict[str, Any]] = as_map(await self.call(Cmd("LATCH.INFO", name)))
+        return d
+
+    async def latch_delete(self, name: str) -> bool:
+        """LATCH.DELETE: True if a latch or barrier of that name was deleted."""
+        return bool(await self.call(Cmd("LATCH.DELETE", name), retry=False) == 1)
+
     # ---- elections ----
     async def leader(self, name: str) -> Optional[LeaderInfo]:
         """The election's LeaderInfo, or None if nobody leads."""

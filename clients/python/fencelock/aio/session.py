@@ -404,6 +404,34 @@ class AsyncSession:
         async with _held(lambda: self.sem_release(name)):
             yield token
 
+    # ---- latches and barriers ----
+    async def latch_join(self, name: str) -> None:
+        """LATCH.JOIN: this session promises one count-down; if it ends before, the latch
+        breaks (every waiter gets Broken)."""
+        await self._mutate(Cmd("LATCH.JOIN", name, self.sid))
+
+    async def latch_countdown(self, name: str) -> int:
+        """LATCH.COUNTDOWN: the counts left (a joined session counts down once)."""
+        return int(await self._mutate(Cmd("LATCH.COUNTDOWN", name, self.sid)))
+
+    async def barrier_enter(self, name: str, count: int, wait: float = 30.0) -> bool:
+        """BARRIER.ENTER: True once `count` sessions are inside, False when wait ran out (the
+        session stays inside); Broken if one ended inside."""
+        end = time.monotonic() + wait
+        cmd = Cmd("BARRIER.ENTER", name, self.sid, int(count))
+        if wait > 0:
+            cmd.wait(end)
+        return await self._mutate(cmd, deadline=end + self.client.timeout) is not None
+
+    async def barrier_leave(self, name: str, wait: float = 30.0) -> bool:
+        """BARRIER.LEAVE: True once every session that entered has left, False when wait ran
+        out (this session has left all the same); Broken if one ended inside."""
+        end = time.monotonic() + wait
+        cmd = Cmd("BARRIER.LEAVE", name, self.sid)
+        if wait > 0:
+            cmd.wait(end)
+        return await self._mutate(cmd, deadline=end + self.client.timeout) is not None
+
     # ---- elections ----
     async def campaign(self, name: str, value: Value = b"", wait: float = 30.0) -> int:
         """ELECT.CAMPAIGN: the leader's token once this session leads; LockTimeout after
