@@ -199,6 +199,7 @@ struct fsm {
     uint64_t wg_limit, wg_flag;
     uint32_t wg_epoch;
     struct buf wg_text;
+    struct fsm_hist *hist; /* lock history (history.c): NULL while off */
 };
 
 /* ---- usage by session owner (src/fsm/usage.c) ---- */
@@ -408,6 +409,19 @@ void fsm_revoke_clear(struct fsm *f, struct lock *l);
 /* Set l's pending revoke from a snapshot: 0, or -1 (out of memory). */
 int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str reason,
                    struct fsm_str by);
+
+/* Lock history (src/fsm/history.c): record what the events of one apply, from index `from`,
+ * say about grants, releases and waits; the HISTORY_LIMITS op; teardown; snapshot section 4;
+ * invariants. */
+void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, const struct fsm_events *ev,
+                      size_t from);
+void fsm_op_history_limits(struct actx *a, const struct fsm_cmd_history_limits *c,
+                           struct fsm_reply *r);
+void fsm_history_free(struct fsm *f);
+bool fsm_history_present(const struct fsm *f);
+int fsm_history_emit(const struct fsm *f, struct buf *b);
+const char *fsm_history_restore(struct fsm *nf, struct rd *r);
+int fsm_history_check(const struct fsm *f, char *err, size_t errlen);
 
 /* ---- member table ---- */
 

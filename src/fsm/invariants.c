@@ -471,5 +471,7 @@ int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen)
         err[0] = '\0';
     int rc = check_all(&c);
     free(c.revs);
+    if (!rc) /* the lock history keeps its own invariants (history.c) */
+        rc = fsm_history_check(f, err, errlen);
     return rc;
 }

@@ -128,6 +128,9 @@ enum fsm_field_kind {
 #define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
 /* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
 #define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
+/* HISTORY_LIMITS (history.c): the lock history's bounds every replica keeps from here on */
+#define FSM_PAYLOAD_history_limits(F, p)                                                           \
+    F(p, U64, per_lock, "history per lock") F(p, U64, max_entries, "history max entries")
 
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
@@ -152,7 +155,8 @@ enum fsm_field_kind {
     P(deadlock_limit)                                                                              \
     P(incr)                                                                                        \
     P(sem_acquire_w)                                                                               \
-    P(sem_setlimit)
+    P(sem_setlimit)                                                                                \
+    P(history_limits)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -250,6 +254,10 @@ enum fsm_grow {
        lower limit keep their permits (sem.c) */                                                   \
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
     /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
-    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)
+    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                              \
+    /* -> OK; sets the lock history's limits (either 0: both 0, off, all history dropped; the      \
+       same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
+       entries at once. The leader writes it when its --history-* flags differ (history.c) */      \
+    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)
 
 #endif

@@ -26,9 +26,9 @@
 
 struct fsm;
 
-/* The rows, in increasing tag order. (None yet: the first feature to keep state beside the
- * base records adds tag 1.) */
-#define FSM_SNAP_SECTIONS(X)
+/* The rows, in increasing tag order. */
+#define FSM_SNAP_SECTIONS(X)                                                                       \
+    X(4, "lock history", fsm_history_present, fsm_history_emit, fsm_history_restore)
 
 struct fsm_snap_section {
     uint64_t tag; /* 0 ends the table */
