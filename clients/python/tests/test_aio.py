@@ -570,3 +570,12 @@ def test_aio_on_revoke_coroutine_callback_unlocks_and_the_waiter_is_granted(node
                     (token, holder.sid, None, "rotate")
                 assert await waiter.acquire("arv", wait=10.0) > token
     run(main())
+
+
+def test_aio_lock_history(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0, name="h") as a:
+            t = await a.try_lock("aio/hist")
+            h = await c.lock_history("aio/hist")
+            assert [(e["token"], e["session_name"], e["ended_by"]) for e in h] == [(t, "h", "")]
+    run(main())
