@@ -243,8 +243,7 @@ static uint32_t grant_permits(const struct fsm *f, const struct fsm_event *ev)
     return 1;
 }
 
-static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev,
-                       uint64_t now)
+static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev, uint64_t now)
 {
     struct hlock *hl = hl_get(h, ev->name.p, ev->name.len);
     if (!hl)
@@ -288,8 +287,8 @@ static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event
     ent_link(h, hl, e);
 }
 
-static void on_released(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev,
-                        uint8_t op, uint64_t now)
+static void on_released(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev, uint8_t op,
+                        uint64_t now)
 {
     struct hlock *hl = hl_find(h, ev->name.p, ev->name.len);
     if (!hl)
@@ -514,10 +513,9 @@ bool fsm_history_present(const struct fsm *f)
 
 static int emit_entry(const struct hent *e, struct buf *b)
 {
-    int rc = buf_put_u8(b, e->kind) || buf_put_varint(b, e->token) ||
-             buf_put_varint(b, e->sid) || buf_put_varint(b, e->granted_ms) ||
-             buf_put_varint(b, e->waited_ms) || buf_put_varint(b, e->permits) ||
-             buf_put_varint(b, e->ended_rev);
+    int rc = buf_put_u8(b, e->kind) || buf_put_varint(b, e->token) || buf_put_varint(b, e->sid) ||
+             buf_put_varint(b, e->granted_ms) || buf_put_varint(b, e->waited_ms) ||
+             buf_put_varint(b, e->permits) || buf_put_varint(b, e->ended_rev);
     if (e->ended_rev)
         rc = rc || buf_put_u8(b, e->end_op) || buf_put_varint(b, e->ended_ms);
     rc = rc || buf_put_bytes(b, ent_sname(e), e->sname_len) ||
@@ -578,8 +576,9 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
         return "bad permits";
     if (ended_rev && (ended_rev < token || ended_rev > s->f->revision))
         return "bad end revision";
-    if (ended_rev && (rd_u8(r, &end_op) || (!fsm_op_desc(end_op) && end_op != FSM_HIST_END_UPGRADE) ||
-                      fsm_rd_varint(r, &ended_ms)))
+    if (ended_rev &&
+        (rd_u8(r, &end_op) || (!fsm_op_desc(end_op) && end_op != FSM_HIST_END_UPGRADE) ||
+         fsm_rd_varint(r, &ended_ms)))
         return "bad end";
     if (fsm_rd_str(r, &sname, &sname_len, FSM_MAX_NAME) ||
         fsm_rd_str(r, &user, &user_len, FSM_MAX_USER) || fsm_rd_varint(r, &n_waiters) ||
@@ -750,8 +749,7 @@ int fsm_history_check(const struct fsm *f, char *err, size_t errlen)
     uint64_t n = 0, prev = 0;
     for (const struct hent *e = h->g_oldest; e; e = e->gnext, n++) {
         if (e->token <= prev || e->token <= e->hl->compacted || e->token > f->revision) {
-            snprintf(err, errlen, "history: token %llu out of order",
-                     (unsigned long long)e->token);
+            snprintf(err, errlen, "history: token %llu out of order", (unsigned long long)e->token);
             return -1;
         }
         prev = e->token;

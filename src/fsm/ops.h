@@ -254,7 +254,7 @@ enum fsm_grow {
        lower limit keep their permits (sem.c) */                                                   \
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
     /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
-    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                              \
+    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                               \
     /* -> OK; sets the lock history's limits (either 0: both 0, off, all history dropped; the      \
        same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
        entries at once. The leader writes it when its --history-* flags differ (history.c) */      \

@@ -123,3 +123,23 @@ def test_history_after_a_leader_kill9_and_on_a_follower_three_nodes(ctx):
     leader = ready_leader([s for s in servers if s.running()], timeout=30)
     with Conn(leader.port, timeout=10) as c:
         eq(history(c, "h/K"), before, "the new leader's history")
+
+
+def test_cli_history_prints_the_grants_and_compacted(ctx):
+    from test_cli import run, run_json
+    srv = ctx.server("--history-per-lock", 2)
+    c = ctx.conn(srv)
+    (a, b, s3), (t1, t2, t3) = three_grants(ctx, c, "h/cli")
+    want = history(c, "h/cli")
+    got = run_json(ctx, [srv], "history", "h/cli")
+    eq([(e["token"], e["session"], e["session_name"], e["ended_by"], e["waiters_total"])
+        for e in got],
+       [(e["token"], e["session"], e["session_name"], e["ended_by"], e["waiters_total"])
+        for e in want])
+    eq([e["token"] for e in got], [t3, t2], "--history-per-lock 2 kept the newest two")
+    eq(got[1]["waiters"], [{"session": s3, "waited_ms": want[1]["waiters"][0]["waited_ms"]}])
+    eq([e["token"] for e in run_json(ctx, [srv], "history", "h/cli", "--count", 1)], [t3])
+    r = run(ctx, [srv], "history", "h/cli", "--before", t2)
+    assert r.rc != 0 and "COMPACTED" in r.err, r
+    text_out = run(ctx, [srv], "history", "h/cli").out
+    assert "worker-c" in text_out and "(held)" in text_out, text_out

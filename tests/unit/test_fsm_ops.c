@@ -17,8 +17,8 @@
 #include "fsm_fixture.h"
 #include "server/server.h"
 
-#define OP_NEVER 19         /* fsm.h: the value no op ever had */
-#define OP_FREE 28          /* ops.h: no op has it yet (the rows jump from 27 to 29) */
+#define OP_NEVER 19 /* fsm.h: the value no op ever had */
+#define OP_FREE 28  /* ops.h: no op has it yet (the rows jump from 27 to 29) */
 /* values held for features built beside the lock history (the rows jump from 30 to 41) */
 #define OP_HELD(op) ((op) >= 31 && (op) <= 40)
 #define LAST_FORMAT_1_OP 13 /* the previous release reads ops 0..13 */

@@ -39,7 +39,8 @@ static void history_cb(void *ctx, int status, const struct fsm_reply *reply)
     uint64_t per, max;
     fsm_history_limits(s->fsm, &per, &max);
     if (status == RN_OK && reply->kind == FSM_REPLY_OK)
-        LOGI(&s->log, "lock history limits are now %llu per lock, %llu in all (this leader's flags)",
+        LOGI(&s->log,
+             "lock history limits are now %llu per lock, %llu in all (this leader's flags)",
              (unsigned long long)per, (unsigned long long)max);
     else
         LOGW(&s->log, "lock history limits not set (status %d): tried again", status);

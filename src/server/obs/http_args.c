@@ -135,7 +135,8 @@ int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *er
             *(is_count ? &seen_count : &seen_before) = true;
             uint64_t *x = is_count ? &out->count : &out->before;
             if (hapi_parse_u64(v, vl, x) || *x == 0) {
-                snprintf(err, errlen, "%s: not a decimal number from 1", is_count ? "count" : "before");
+                snprintf(err, errlen, "%s: not a decimal number from 1",
+                         is_count ? "count" : "before");
                 return -1;
             }
         } else {
