@@ -332,11 +332,11 @@ static void on_write(uv_write_t *req, int status)
         conn_close(c);
 }
 
-/* ---- TLS writes ---- */
+/* ---- writes the connection does not wait for ---- */
 
-/* A write the connection does not wait for (handshake records, stream data): freed by its
- * callback. */
-struct tls_write {
+/* Handshake records, alerts and stream data: each a copy of its bytes, freed by its callback
+ * (the one owner of such writes; a reply's write is the connection's own `wreq`). */
+struct owned_write {
     uv_write_t req;
     struct http_conn *c;
     size_t len;
@@ -344,9 +344,9 @@ struct tls_write {
     char data[];
 };
 
-static void on_tls_write(uv_write_t *req, int status)
+static void on_owned_write(uv_write_t *req, int status)
 {
-    struct tls_write *w = req->data;
+    struct owned_write *w = req->data;
     struct http_conn *c = w->c;
     int stream = w->stream;
     if (stream)
@@ -362,38 +362,36 @@ static void on_tls_write(uv_write_t *req, int status)
         c->stream_cb(c->stream_arg, false);
 }
 
-/* Encrypt plaintext p[0..n) (n may be 0: only what OpenSSL has pending, e.g. handshake
- * records) and queue every ciphertext byte as one write. 0, or -1 (out of memory, or the
- * write failed). */
-static int tls_send(struct http_conn *c, const char *p, size_t n, int stream)
+/* Queue a copy of p[0..n) (n > 0). 0, or -1 (out of memory, or the write failed). */
+static int write_owned(struct http_conn *c, const char *p, size_t n, int stream)
 {
-    struct buf out = {0}, wire = {0};
-    int rc = -1;
-    if (buf_append(&out, p, n) || tls_conn_seal(c->tls, &out, &wire))
-        goto done;
-    rc = 0;
-    if (!wire.len)
-        goto done;
-    struct tls_write *w = malloc(sizeof(*w) + wire.len);
-    if (!w) {
-        rc = -1;
-        goto done;
-    }
-    memcpy(w->data, wire.p, wire.len);
-    w->len = wire.len;
+    struct owned_write *w = malloc(sizeof(*w) + n);
+    if (!w)
+        return -1;
+    memcpy(w->data, p, n);
+    w->len = n;
     w->c = c;
     w->stream = stream;
     w->req.data = w;
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)wire.len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_write)) {
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_owned_write)) {
         free(w);
-        rc = -1;
-        goto done;
+        return -1;
     }
     if (stream)
-        c->stream_pending += wire.len;
-done:
-    buf_free(&out);
+        c->stream_pending += n;
+    return 0;
+}
+
+/* Encrypt p[0..n) (n may be 0: only what OpenSSL has pending, e.g. handshake records) and
+ * queue every ciphertext byte as one write. 0, or -1 (out of memory, or the write failed). */
+static int tls_send(struct http_conn *c, const char *p, size_t n, int stream)
+{
+    /* tls_conn_seal only reads the plaintext and empties `len`: a view of p, not a copy */
+    struct buf view = {.p = (char *)p, .len = n}, wire = {0};
+    int rc = -1;
+    if (!tls_conn_seal(c->tls, &view, &wire))
+        rc = wire.len ? write_owned(c, wire.p, wire.len, stream) : 0;
     buf_free(&wire);
     return rc;
 }
@@ -844,13 +842,6 @@ void srv_http_stop(struct srv_http *h)
 
 /* ---- streams ---- */
 
-struct stream_write {
-    uv_write_t req;
-    struct http_conn *c;
-    size_t len;
-    char data[];
-};
-
 struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const char *ctype,
                                               const char *extra_headers, srv_http_stream_cb cb,
                                               void *arg)
@@ -882,22 +873,6 @@ struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const 
     return st;
 }
 
-static void on_stream_write(uv_write_t *req, int status)
-{
-    struct stream_write *w = req->data;
-    struct http_conn *c = w->c;
-    c->stream_pending -= w->len;
-    free(w);
-    if (c->closing)
-        return;
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->stream_cb)
-        c->stream_cb(c->stream_arg, false);
-}
-
 int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t len)
 {
     struct http_conn *c = (struct http_conn *)st;
@@ -905,20 +880,7 @@ int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t l
         return -1;
     if (c->tls)
         return tls_send(c, data, len, 1);
-    struct stream_write *w = malloc(sizeof(*w) + len);
-    if (!w)
-        return -1;
-    memcpy(w->data, data, len);
-    w->len = len;
-    w->c = c;
-    w->req.data = w;
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_stream_write)) {
-        free(w);
-        return -1;
-    }
-    c->stream_pending += len;
-    return 0;
+    return len ? write_owned(c, data, len, 1) : 0;
 }
 
 size_t srv_http_stream_pending(const struct srv_http_stream *st)
