@@ -451,6 +451,15 @@ static const struct fsm_cmd golden_cmds[] = {
      .user = GS("alice"),
      .sem_acquire_w =
          {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 2, .permits = 1, .wait_ms = 30000}},
+    /* the lock history (history.c): on, then a grant, a waiter and a hand-over it records */
+    {.op = FSM_OP_HISTORY_LIMITS,
+     .now_ms = 9000,
+     .history_limits = {.per_lock = 4, .max_entries = 100}},
+    {.op = FSM_OP_LOCK, .now_ms = 9001, .lock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LOCK,
+     .now_ms = 9002,
+     .lock = {.name = GS("H"), .sid = GOLDEN_SID_B, .wait_ms = 30000}},
+    {.op = FSM_OP_UNLOCK, .now_ms = 9050, .unlock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -478,5 +487,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the weighted semaphores': golden_snapshot_incr is the state after them,
  * golden_snapshot_wsem (version 7, a weighted semaphore over a lowered limit) after all. */
 #define GOLDEN_N_INCR_CMDS 145
+/* Before the lock history's: golden_snapshot_wsem is the state after them, golden_snapshot_history
+ * (version 8, section 4) the state after all of them. */
+#define GOLDEN_N_WSEM_CMDS 153
 
 #endif
