@@ -18,7 +18,8 @@
  *     total is over max_entries; `compacted` (of a name, and of the whole history) is the
  *     newest token evicted, so every kept entry of a name has a token above its compacted;
  *   - a record with no entries and no pending waits is dropped (its history is gone; the
- *     global compacted still says so); a lock's history outlives the lock record;
+ *     global compacted still says so, and a record made again for the name starts from it);
+ *     a lock's history outlives the lock record;
  *   - pending waits (sid, the now_ms it queued at) follow WAIT_STARTED / WAIT_ENDED / GRANTED,
  *     so a grant knows how long its grantee and the waiters behind it had waited.
  * The limits are replicated (HISTORY_LIMITS, a leader's --history-per-lock and
@@ -111,6 +112,9 @@ static struct hlock *hl_get(struct fsm_hist *h, const char *name, size_t len)
     struct hlock *hl = hl_find(h, name, len);
     if (hl || !(hl = hl_new(name, len)))
         return hl;
+    /* A name whose record was dropped may have had grants up to the whole history's
+     * compacted revision: a new record says so too, or BEFORE would answer an empty page. */
+    hl->compacted = h->compacted;
     fsm_otree_insert(&h->names, &hl->o);
     h->n_names++;
     h->bytes += sizeof(*hl) + len;

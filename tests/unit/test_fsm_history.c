@@ -291,6 +291,22 @@ TEST_F(fsm_fx, the_total_bound_drops_the_oldest_over_all_locks)
     CHECK(invariants_hold(f) && restores_identically(f));
 }
 
+TEST_F(fsm_fx, a_name_whose_record_was_dropped_still_answers_compacted_for_its_past)
+{
+    struct fsm *f = fx->f;
+    CHECK(limits(f, 16, 1).kind == FSM_REPLY_OK);
+    uint64_t a = open_session(f, 10000, 0);
+    uint64_t t1 = token_of(lock_at(f, "x", a, 0, T0));
+    CHECK(unlock_at(f, "x", a, T0).kind == FSM_REPLY_OK);
+    CHECK(token_of(lock_at(f, "y", a, 0, T0))); /* the total bound drops x's grant and record */
+    uint64_t t2 = token_of(lock_at(f, "x", a, 0, T0)); /* a new record for x */
+    struct hv *h = hist(f, "x", 0, 10);
+    CHECK(h->rc == 1 && h->v[0].token == t2);
+    CHECK(t1 < t2);
+    CHECK(hist(f, "x", t2, 10)->rc == FSM_HIST_COMPACTED); /* t1 was there, and is gone */
+    CHECK(invariants_hold(f) && restores_identically(f));
+}
+
 TEST_F(fsm_fx, lower_limits_trim_at_once_and_zero_turns_the_history_off)
 {
     struct fsm *f = fx->f;
@@ -369,6 +385,7 @@ int main(void)
     RUN_F(fsm_fx, a_semaphore_records_each_acquisition_with_its_permits);
     RUN_F(fsm_fx, the_bound_per_lock_drops_the_oldest_and_compacted_says_so);
     RUN_F(fsm_fx, the_total_bound_drops_the_oldest_over_all_locks);
+    RUN_F(fsm_fx, a_name_whose_record_was_dropped_still_answers_compacted_for_its_past);
     RUN_F(fsm_fx, lower_limits_trim_at_once_and_zero_turns_the_history_off);
     RUN_F(fsm_fx, the_history_outlives_the_lock_record);
     RUN_F(fsm_fx, the_snapshot_carries_the_history_in_section_4_only_while_it_is_on);
