@@ -298,9 +298,11 @@ enum fsm_event_type {
 
 struct fsm_event {
     uint8_t type;
-    uint8_t kind; /* enum fsm_kind of the object named, for the events that name one */
-    bool expired; /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
-    bool revoked; /* with expired: the expiry was a SESSION_REVOKE */
+    uint8_t kind;  /* enum fsm_kind of the object named, for the events that name one */
+    bool expired;  /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
+    bool revoked;  /* with expired: the expiry was a SESSION_REVOKE */
+    bool deadline; /* RELEASED with expired: a LOCK.REVOKE's deadline passed (REVOKE_END); the
+                      holder's session lives on */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */

@@ -360,6 +360,10 @@ void fsm_sess_end(struct actx *a, struct sess *s, bool expired);
 
 /* The ops: each gets its payload (inside a->c, whose header the ops read for now_ms). */
 void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+/* LOCK's rule (fsm_op_lock is it): true when this apply queued the session, newly, behind an
+ * exclusive holder (LOCK ... NOTIFY then tells that holder, revoke.c); false for a grant, a
+ * retry of a queued session, a wait behind shared holds or a lock-delay, NIL and errors. */
+bool fsm_lock_exclusive(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
 void fsm_op_lock_shared(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
 void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void fsm_op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);

@@ -352,6 +352,7 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
     if (e) {
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
+        e->deadline = expired && a->c->op == FSM_OP_REVOKE_END;
     }
     fsm_revoke_clear(a->f, l); /* the grant ends: its pending revoke with it */
     fsm_held_unlink(l);
@@ -468,18 +469,18 @@ void fsm_lock_requeued(const struct lock *l, const struct waiter *w, bool shared
  * a free lock is granted at once; a busy one (held in either mode, or in lock-delay) queues or
  * answers NIL.
  */
-void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+bool fsm_lock_exclusive(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
     struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
-        return;
+        return false;
     }
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h = l ? fsm_shold_find(l, s) : NULL;
     struct waiter *w;
     if (fsm_lock_wrongtype(l, FSM_KIND_LOCK, r))
-        return;
+        return false;
     if (!l) {
         lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
@@ -492,7 +493,14 @@ void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply 
         r->kind = FSM_REPLY_NIL;
     } else {
         fsm_lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
+        return r->kind == FSM_REPLY_QUEUED && l->holder; /* not behind shared holds or a delay */
     }
+    return false;
+}
+
+void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+{
+    (void)fsm_lock_exclusive(a, c, r);
 }
 
 /*

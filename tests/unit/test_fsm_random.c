@@ -1115,13 +1115,14 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_REVOKE_REQUESTED: {
         MCHECK(c->op == FSM_OP_LOCK_REVOKE && l->holder == ev->sid && l->token == ev->token);
-        MCHECK(ev->ms == c->wait_ms && ev->value.len == c->reason.len && ev->by.len == c->key.len);
+        MCHECK(ev->value.len == c->reason.len && ev->by.len == c->key.len);
         bool again = l->rv_token == ev->token;
         uint64_t old = again ? l->rv_ms : 0;
         l->rv_ms = !old || !c->wait_ms ? (old ? old : c->wait_ms)
                    : old < c->wait_ms  ? old
                                        : c->wait_ms;
         l->rv_token = ev->token;
+        MCHECK(ev->ms == l->rv_ms); /* the holder is told the deadline that stands */
         break;
     }
     case FSM_EV_WAIT_STARTED:

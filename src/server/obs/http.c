@@ -4,6 +4,7 @@
 #include "common/addr.h"
 #include "common/proto.h"
 #include "server/net/tls.h"
+#include "server/obs/http_parse.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 /* After the reply, how long to keep reading (and discarding) what the client still sends: closing
  * with unread bytes makes the kernel send RST, which can destroy the reply before it is read. */
 #define LINGER_MS 2000
-#define MAX_METHOD 32
 
 /* ST_READING -> (serve) ST_WRITING, or ST_WAITING (taken by the async handler) -> (complete)
  * ST_WRITING -> (on_shutdown) ST_DRAINING; any state -> closed (conn_close). */
@@ -66,13 +66,6 @@ struct srv_http {
     int listener_open;   /* until the listener's close callback ran */
     struct srv_tls *tls; /* --http-tls: the client port's TLS (not owned), else NULL */
     struct srv_http_tls_stats tls_stats;
-};
-
-/* A parsed request head; strings are NUL-terminated copies. */
-struct http_req {
-    char method[MAX_METHOD + 1];
-    char path[SRV_HTTP_MAX_HEAD];
-    char query[SRV_HTTP_MAX_HEAD];
 };
 
 /* ---- lifetime ---- */
@@ -132,124 +125,6 @@ static void arm_timer(struct http_conn *c, uint64_t ms)
 {
     uv_timer_stop(&c->timer);
     uv_timer_start(&c->timer, on_timeout, ms, 0);
-}
-
-/* ---- request parsing ---- */
-
-static int is_tchar(unsigned char ch)
-{
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-        return 1;
-    return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-/* Bytes of empty lines (CRLF or LF) before the request line, which RFC 9112 says a server
- * should ignore. */
-static size_t leading_blank(const char *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && (p[i] == '\n' || (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')))
-        i += p[i] == '\r' ? 2 : 1;
-    return i;
-}
-
-/* Length of the head through its blank line, or 0 if it has not all arrived. Bare LF line ends
- * are accepted, as RFC 9112 allows. Empty lines before the request line are not its end. */
-static size_t head_end(const char *p, size_t n)
-{
-    for (size_t i = leading_blank(p, n); i < n; i++) {
-        if (p[i] != '\n')
-            continue;
-        if (i + 1 < n && p[i + 1] == '\n')
-            return i + 2;
-        if (i + 2 < n && p[i + 1] == '\r' && p[i + 2] == '\n')
-            return i + 3;
-    }
-    return 0;
-}
-
-/* The line at p[*off..], without its CR LF; *off moves past it. */
-static void next_line(const char *p, size_t n, size_t *off, const char **line, size_t *len)
-{
-    const char *s = p + *off;
-    const char *nl = memchr(s, '\n', n - *off);
-    size_t l = nl ? (size_t)(nl - s) : n - *off;
-    *off += nl ? l + 1 : l;
-    if (l > 0 && s[l - 1] == '\r')
-        l--;
-    *line = s;
-    *len = l;
-}
-
-static int parse_version(const char *p, size_t n)
-{
-    return n == 8 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '0' || p[7] == '1');
-}
-
-/* "METHOD SP target SP HTTP/1.x"; 0 or -1. The query string is cut from the path. */
-static int parse_request_line(const char *p, size_t n, struct http_req *r)
-{
-    size_t i = 0;
-    while (i < n && is_tchar((unsigned char)p[i]))
-        i++;
-    if (i == 0 || i > MAX_METHOD || i == n || p[i] != ' ')
-        return -1;
-    memcpy(r->method, p, i);
-    r->method[i] = '\0';
-    size_t t = ++i;
-    while (i < n && (unsigned char)p[i] > ' ' && (unsigned char)p[i] != 0x7f)
-        i++;
-    if (i == t || i == n || p[i] != ' ' || p[t] != '/')
-        return -1;
-    const char *q = memchr(p + t, '?', i - t);
-    size_t plen = q ? (size_t)(q - (p + t)) : i - t;
-    memcpy(r->path, p + t, plen);
-    r->path[plen] = '\0';
-    size_t qlen = q ? (size_t)(p + i - q - 1) : 0;
-    if (qlen)
-        memcpy(r->query, q + 1, qlen);
-    r->query[qlen] = '\0';
-    return parse_version(p + i + 1, n - i - 1) ? 0 : -1;
-}
-
-/* "name: value" with a token name and no control bytes in the value (HTAB allowed). Lines
- * starting with whitespace (obsolete folding) are rejected, as RFC 9112 allows. */
-static int valid_header(const char *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && is_tchar((unsigned char)p[i]))
-        i++;
-    if (i == 0 || i == n || p[i] != ':')
-        return 0;
-    for (i++; i < n; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        if ((ch < ' ' && ch != '\t') || ch == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
-/* Parse the complete head p[0..n); 0 or -1 (a 400). Leading empty lines are skipped. */
-static int parse_head(const char *p, size_t n, struct http_req *r)
-{
-    size_t off = 0, len;
-    const char *line;
-    do {
-        if (off >= n)
-            return -1;
-        next_line(p, n, &off, &line, &len);
-    } while (len == 0);
-    if (parse_request_line(line, len, r))
-        return -1;
-    for (;;) {
-        if (off >= n)
-            return -1;
-        next_line(p, n, &off, &line, &len);
-        if (len == 0)
-            return 0;
-        if (!valid_header(line, len))
-            return -1;
-    }
 }
 
 /* ---- responses ---- */
@@ -492,7 +367,7 @@ static void serve(struct http_conn *c, size_t head_len)
         conn_close(c);
         return;
     }
-    if (parse_head(c->in, head_len, r)) {
+    if (http_parse_head(c->in, head_len, r)) {
         respond_error(c, 400, NULL);
     } else if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
         respond_error(c, 405, "Allow: GET, HEAD\r\n");
@@ -578,7 +453,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 /* New bytes of the request head are in `in`: serve it once complete. */
 static void on_plain(struct http_conn *c)
 {
-    size_t end = head_end(c->in, c->in_len);
+    size_t end = http_head_end(c->in, c->in_len);
     if (end)
         serve(c, end);
     else if (c->in_len == sizeof(c->in))
@@ -760,44 +635,9 @@ void srv_http_complete_h(struct srv_http_pending *p, int status, const char *cty
     respond(c, status, ctype, send_body, extra_headers);
 }
 
-static int ascii_casecmp_n(const char *a, const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = (unsigned char)(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z')
-            y = (unsigned char)(y - 'A' + 'a');
-        if (x != y)
-            return 1;
-    }
-    return 0;
-}
-
 const char *srv_http_header(const struct srv_http_request *req, const char *name, size_t *len)
 {
-    size_t off = leading_blank(req->head, req->head_len), n = strlen(name), l;
-    const char *line, *found = NULL;
-    next_line(req->head, req->head_len, &off, &line, &l); /* the request line */
-    while (off < req->head_len) {
-        next_line(req->head, req->head_len, &off, &line, &l);
-        if (l == 0)
-            break;
-        if (l <= n || line[n] != ':' || ascii_casecmp_n(line, name, n))
-            continue;
-        if (found) {
-            *len = SIZE_MAX;
-            return found;
-        }
-        const char *v = line + n + 1, *e = line + l;
-        while (v < e && (*v == ' ' || *v == '\t'))
-            v++;
-        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        found = v;
-        *len = (size_t)(e - v);
-    }
-    return found;
+    return http_parse_header(req->head, req->head_len, name, len);
 }
 
 void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms)
