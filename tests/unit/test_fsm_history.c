@@ -368,6 +368,17 @@ TEST_F(fsm_fx, the_snapshot_carries_the_history_in_section_4_only_while_it_is_on
     CHECK(h->rc == 1 && h->v[0].sid == b && h->v[0].waited_ms == 700);
     snapshot_into(fx->g, &fx->scratch[2]);
     CHECK(snapshot_equals(f, &fx->scratch[2])); /* the same history as the replica that applied */
+    /* a non-canonical section is refused: limits of 0 with the section written */
+    uint8_t *p = (uint8_t *)fx->scratch[1].p;
+    size_t at = 0;
+    for (size_t i = fx->scratch[1].len - 3; i > 5 && !at; i--)
+        if (p[i - 2] == 4 /* tag */ && p[i] == 4 && p[i + 1] == 100) /* per_lock 4, max 100 */
+            at = i;
+    CHECK(at);
+    p[at] = 0;
+    CHECK(fsm_restore(fx->g, p, fx->scratch[1].len, err, sizeof(err)) == -1);
+    CHECK(strstr(err, "history limits out of range") != NULL);
+    p[at] = 4;
     /* a truncated section is refused and changes nothing */
     snapshot_into(fx->g, &fx->before);
     for (size_t cut = 1; cut < 12; cut++)
