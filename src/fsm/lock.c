@@ -357,6 +357,7 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
     fsm_revoke_clear(a->f, l); /* the grant ends: its pending revoke with it */
     fsm_held_unlink(l);
     a->f->n_held--;
+    l->reholds = 0; /* every hold of a reentrant holder ends at once */
     l->token = 0;
     l->held_since_ms = 0;
     if (l->kind == FSM_KIND_ELECT)
@@ -484,7 +485,7 @@ bool fsm_lock_exclusive(struct actx *a, const struct fsm_cmd_lock *c, struct fsm
     if (!l) {
         lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
-        fsm_reply_int(r, l->token);
+        fsm_reent_relock(a, l, s, r); /* its token; counted for a reentrant session */
     } else if (h) {
         lock_upgrade(a, l, s, h, c->wait_ms, r);
     } else if ((w = fsm_waiter_find(l, s))) {
@@ -540,7 +541,7 @@ void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_
     }
     if (h)
         fsm_shold_release(a, h, 0, false);
-    else
+    else if (!fsm_reent_unlock(a, l)) /* a reentrant holder's count first */
         fsm_lock_release(a, l, 0, false);
     if (a->nrev == 0)
         fsm_next_rev(a);

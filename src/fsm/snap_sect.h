@@ -28,6 +28,7 @@ struct fsm;
 
 /* The rows, in increasing tag order. */
 #define FSM_SNAP_SECTIONS(X)                                                                       \
+    X(2, "reentrant", fsm_reent_present, fsm_reent_emit, fsm_reent_restore) /* reent.c */          \
     X(4, "lock history", fsm_history_present, fsm_history_emit, fsm_history_restore)
 
 struct fsm_snap_section {
