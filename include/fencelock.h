@@ -93,7 +93,8 @@ typedef enum fl_err {
     FL_ENOSPACE,     /* a server quota is full (-NOSPACE): nothing applied; free space or retry */
     FL_EAUTH,      /* the servers refused the user / password (-WRONGPASS) or want one (-NOAUTH) */
     FL_EPERM,      /* the user may not run this command or name this key / lock (-NOPERM) */
-    FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
+    FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained;
+                      fl_lock_history: the grants asked for were dropped */
     FL_EWRONGTYPE, /* the name is a lock, semaphore or election of another kind (-WRONGTYPE) */
     FL_EIO,        /* a local file could not be written (fl_snapshot_save; errno in the message) */
     FL_EDEADLOCK,  /* a wait was refused: it would have closed a cycle of sessions waiting for
@@ -430,6 +431,30 @@ struct fl_wait_list {
 };
 FL_API fl_err fl_lock_waits(fl_client *c, const char *prefix, struct fl_wait_list *out);
 FL_API void fl_wait_list_free(struct fl_wait_list *l);
+
+/* The grants of lock (semaphore, election) `name`, newest first (LOCK.HISTORY; docs/protocol.md
+ * "Lock history"): at most `count` (0: the server's default, 100), only tokens below `before`
+ * (0: from the newest; the next page: the last entry's token). Times are the leaders' wall
+ * clocks (ms) as the entries carry them; ended_rev 0 and ended_by "" while the grant is held.
+ * FL_ECOMPACTED when the range asked was dropped (the oldest grants go first). The caller owns
+ * the list: fl_history_free. */
+struct fl_history_waiter {
+    uint64_t sid, waited_ms;
+};
+struct fl_history_entry {
+    char *kind, *session_name, *user, *value, *ended_by;
+    uint64_t sid, token, permits, granted_ms, waited_ms, ended_rev, ended_ms, held_ms;
+    uint64_t waiters_total;            /* queued at the grant */
+    struct fl_history_waiter *waiters; /* the first few of them, in the order they queued */
+    size_t n_waiters;
+};
+struct fl_history {
+    size_t n;
+    struct fl_history_entry *v;
+};
+FL_API fl_err fl_lock_history(fl_client *c, const char *name, size_t count, uint64_t before,
+                              struct fl_history *out);
+FL_API void fl_history_free(struct fl_history *h);
 
 /* ---- semaphores and elections (docs/protocol.md) ---- */
 

@@ -71,6 +71,7 @@ void fsm_free_state(struct fsm *f)
     htab_free(&f->locks);
     free(f->uses);
     buf_free(&f->wg_text);
+    fsm_history_free(f);
     memset(f, 0, sizeof(*f));
 }
 
@@ -345,6 +346,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_SESSION_OPEN_REENTRANT:
         fsm_op_session_open_r(a, &c->session_open_reentrant, r);
         break;
+    case FSM_OP_HISTORY_LIMITS:
+        fsm_op_history_limits(a, &c->history_limits, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 
@@ -455,8 +459,10 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
     char err[DECODE_ERR_LEN];
     size_t body;
     memset(reply, 0, sizeof(*reply));
+    size_t from = ev->n; /* this entry's events start here */
     names_to_offsets(ev);
-    if (fsm_cmd_decode_at(data, len, &c, &body, err, sizeof(err))) {
+    bool decoded = !fsm_cmd_decode_at(data, len, &c, &body, err, sizeof(err));
+    if (!decoded) {
         fsm_reply_err(reply, PROTO_ERR " bad entry: %s", err);
     } else {
         struct actx a = {.f = f, .c = &c, .ev = ev};
@@ -465,4 +471,6 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
         apply_cmd(&a, reply);
     }
     names_to_pointers(ev);
+    if (decoded) /* derived from what the entry did, with its now_ms: the same on every replica */
+        fsm_history_note(f, &c, ev, from);
 }

@@ -656,6 +656,48 @@ struct fsm_stats {
 };
 void fsm_stats(const struct fsm *f, struct fsm_stats *s);
 
+/* ---- lock history (src/fsm/history.c; LOCK.HISTORY) ----
+ * Each grant of a lock, a semaphore's acquisition or an election's leadership, kept per name
+ * newest first within replicated limits (HISTORY_LIMITS entries; off until one). Times are the
+ * now_ms of the entries that granted and ended it (the leaders' clocks), revisions the state's. */
+#define FSM_HIST_WAITERS 8              /* waiters kept per grant (n_waiters counts them all) */
+#define FSM_HIST_PER_LOCK_MAX 65536u    /* --history-per-lock at most */
+#define FSM_HIST_ENTRIES_MAX 100000000u /* --history-max-entries at most */
+#define FSM_HIST_END_UPGRADE 255        /* end_op of a shared hold that became exclusive */
+struct fsm_hist_waiter {
+    uint64_t sid, waited_ms; /* queued at the grant, and for how long by then */
+};
+struct fsm_hist_entry {
+    uint8_t kind;                      /* enum fsm_kind of the name at the grant */
+    uint64_t sid, token;               /* the grantee and its token (= the grant's revision) */
+    uint64_t granted_ms, waited_ms;    /* the grant's now_ms; how long the grantee had queued */
+    uint32_t permits;                  /* a semaphore acquisition's; else 1 */
+    uint64_t ended_rev, ended_ms;      /* 0 while held: the revision after the ending entry */
+    const char *ended_by;              /* "" while held; "unlock", "expiry", ... (protocol.md) */
+    uint64_t held_ms;                  /* ended_ms - granted_ms (0 while held) */
+    struct fsm_str session_name, user; /* as the session had them at the grant (borrowed) */
+    struct fsm_str value;              /* the lock's value at the grant: empty (reserved) */
+    uint32_t n_waiters, n_shown;       /* queued at the grant; the first n_shown in waiters[] */
+    const struct fsm_hist_waiter *waiters; /* borrowed, in the order they queued */
+};
+#define FSM_HIST_OFF (-1)       /* the history is off (limits 0) */
+#define FSM_HIST_COMPACTED (-2) /* the range asked was dropped (*compacted: newest dropped) */
+/* Calls cb for up to `count` entries of `name` with a token below `before` (0: no bound),
+ * newest first; returns how many, or FSM_HIST_OFF / FSM_HIST_COMPACTED when nothing is kept
+ * in the range and some of it was dropped. *compacted: the newest token dropped for the name
+ * (the whole history's for a name without any kept). Borrowed views, valid during cb. */
+int fsm_lock_history(const struct fsm *f, const char *name, size_t len, uint64_t before,
+                     size_t count, void (*cb)(void *arg, const struct fsm_hist_entry *e), void *arg,
+                     uint64_t *compacted);
+/* The replicated limits in force (both 0: off). */
+void fsm_history_limits(const struct fsm *f, uint64_t *per_lock, uint64_t *max_entries);
+struct fsm_hist_stats {
+    uint64_t entries, names, waits; /* grants kept, names with a record, pending waits */
+    uint64_t bytes;                 /* the records' malloc sizes (without allocator overhead) */
+    uint64_t compacted;             /* the newest token dropped anywhere */
+};
+void fsm_history_stats(const struct fsm *f, struct fsm_hist_stats *s);
+
 /* 0 if every invariant in the header comment holds, else -1 with a message. For tests. */
 int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen);
 

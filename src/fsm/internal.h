@@ -231,6 +231,7 @@ struct fsm {
        quotas (fsm_stats) */
     struct onode *latches;
     uint64_t n_latches, n_lparts, latch_bytes; /* latch_bytes: their names' bytes */
+    struct fsm_hist *hist;                     /* lock history (history.c): NULL while off */
 };
 
 /* ---- latches and barriers (src/fsm/latch.c) ---- */
@@ -540,6 +541,18 @@ int fsm_reent_emit(const struct fsm *f, struct buf *b);
 const char *fsm_reent_restore(struct fsm *nf, struct rd *r);
 /* Whether `s` belongs to `user` (owner.c). */
 bool fsm_sess_owned_by(const struct sess *s, struct fsm_str user);
+/* Lock history (src/fsm/history.c): record what the events of one apply, from index `from`,
+ * say about grants, releases and waits; the HISTORY_LIMITS op; teardown; snapshot section 4;
+ * invariants. */
+void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, const struct fsm_events *ev,
+                      size_t from);
+void fsm_op_history_limits(struct actx *a, const struct fsm_cmd_history_limits *c,
+                           struct fsm_reply *r);
+void fsm_history_free(struct fsm *f);
+bool fsm_history_present(const struct fsm *f);
+int fsm_history_emit(const struct fsm *f, struct buf *b);
+const char *fsm_history_restore(struct fsm *nf, struct rd *r);
+int fsm_history_check(const struct fsm *f, char *err, size_t errlen);
 
 /* ---- member table ---- */
 

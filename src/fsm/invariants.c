@@ -503,5 +503,7 @@ int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen)
     if (!rc)
         rc = fsm_latch_check(f, err, errlen); /* latch.c's records */
     free(c.revs);
+    if (!rc) /* the lock history keeps its own invariants (history.c) */
+        rc = fsm_history_check(f, err, errlen);
     return rc;
 }

@@ -145,6 +145,9 @@ enum fsm_field_kind {
     F(p, U64, max_count, "max count")
 /* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
 #define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
+/* HISTORY_LIMITS (history.c): the lock history's bounds every replica keeps from here on */
+#define FSM_PAYLOAD_history_limits(F, p)                                                           \
+    F(p, U64, per_lock, "history per lock") F(p, U64, max_entries, "history max entries")
 
 /* LATCH_CREATE (latch.c): a countdown latch of `count` counts */
 #define FSM_PAYLOAD_latch_create(F, p)                                                             \
@@ -191,7 +194,8 @@ enum fsm_field_kind {
     P(latch_create)                                                                                \
     P(latch_ref)                                                                                   \
     P(latch_delete)                                                                                \
-    P(barrier)
+    P(barrier)                                                                                     \
+    P(history_limits)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -309,6 +313,10 @@ enum fsm_grow {
     X(LATCH_DELETE, 39, latch_delete, latch_delete, 2, NONE, 0)                                    \
     /* -> OK (enter: the barrier is full; leave: everybody left) | INT sessions it still waits     \
        for | ERR | BROKEN (latch.c) */                                                             \
-    X(BARRIER, 40, barrier, barrier, 2, LATCH, 0)
+    X(BARRIER, 40, barrier, barrier, 2, LATCH, 0)                                                  \
+    /* -> OK; sets the lock history's limits (either 0: both 0, off, all history dropped; the      \
+       same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
+       entries at once. The leader writes it when its --history-* flags differ (history.c) */      \
+    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)
 
 #endif

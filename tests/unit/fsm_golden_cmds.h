@@ -561,6 +561,15 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_LATCH_JOIN,
      .user = GS("alice"),
      .latch_join = {.name = GS("Z"), .sid = GOLDEN_SID_A}},
+    /* the lock history (history.c): on, then a grant, a waiter and a hand-over it records */
+    {.op = FSM_OP_HISTORY_LIMITS,
+     .now_ms = 9900,
+     .history_limits = {.per_lock = 4, .max_entries = 100}},
+    {.op = FSM_OP_LOCK, .now_ms = 9901, .lock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LOCK,
+     .now_ms = 9902,
+     .lock = {.name = GS("H"), .sid = GOLDEN_SID_M, .wait_ms = 30000}},
+    {.op = FSM_OP_UNLOCK, .now_ms = 9950, .unlock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -597,5 +606,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the latches': golden_snapshot_lockmeta is the state after them, golden_snapshot_latch
  * (version 8, with sections 1, 2 and 3: latches and barriers) the state after all of them. */
 #define GOLDEN_N_LOCKMETA_CMDS 168
+/* Before the lock history's: golden_snapshot_latch is the state after them,
+ * golden_snapshot_history (version 8, sections 1 to 4) the state after all of them. */
+#define GOLDEN_N_LATCH_CMDS 181
 
 #endif

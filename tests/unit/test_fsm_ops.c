@@ -22,7 +22,7 @@
 /* Values handed to features built side by side (a value, a latch...): a value in this range
    may have no row until its feature is merged; every other value below FSM_OP__COUNT has one. */
 #define OP_PENDING_LO 31
-#define OP_PENDING_HI 35    /* 35: reentrancy's, unused */
+#define OP_PENDING_HI 35    /* 33 and 35: handed out, unused */
 #define LAST_FORMAT_1_OP 13 /* the previous release reads ops 0..13 */
 #define WAIT_MS 1000        /* every WAIT field: a busy object queues */
 

@@ -39,6 +39,12 @@
  * DEADLOCK_LIMIT entries (0, the default, or over the maximum: ERR) turn detection off and on
  * again for every replica alike (a revision only when it changes; 0 is kept in snapshot v7).
  *
+ * The lock history (src/fsm/history.c) is on, with small limits (3 per lock, 6 in all) so that
+ * it evicts all the time: every GRANTED event must be the newest kept grant of its lock with
+ * that session (or already dropped: its token at most the compacted one), every RELEASED event
+ * must have ended its grant's entry at this entry's revision, and the history takes part in the
+ * snapshot and twin comparisons above (byte for byte, every replica the same).
+ *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
 #include <stdlib.h>
@@ -1995,6 +2001,48 @@ static int step_twin(struct fsm *h, const struct buf *entry, const struct fsm_re
 static struct fsm *g_twin;          /* the FSM with another hash key (run_seed) */
 static struct fsm_events g_twin_ev; /* its events */
 
+/* ---- the lock history against the events of the entry ---- */
+
+#define HIST_PER_LOCK 3
+#define HIST_MAX 6
+
+struct hfind {
+    uint64_t token, sid, ended_rev;
+    bool found;
+};
+
+static void hfind_cb(void *arg, const struct fsm_hist_entry *e)
+{
+    struct hfind *h = arg;
+    if (e->token == h->token) {
+        h->found = true;
+        h->sid = e->sid;
+        h->ended_rev = e->ended_rev;
+    }
+}
+
+static int check_history(const struct fsm *f, const struct fsm_events *ev)
+{
+    for (size_t i = 0; i < ev->n; i++) {
+        const struct fsm_event *e = &ev->ev[i];
+        if (e->type != FSM_EV_GRANTED && e->type != FSM_EV_RELEASED)
+            continue;
+        struct hfind h = {.token = e->token};
+        uint64_t compacted = 0;
+        int rc =
+            fsm_lock_history(f, e->name.p, e->name.len, 0, HIST_PER_LOCK, hfind_cb, &h, &compacted);
+        MCHECK(rc >= 0 || rc == FSM_HIST_COMPACTED);
+        if (!h.found) { /* dropped since: by the bounds, oldest first */
+            MCHECK(compacted >= e->token);
+            continue;
+        }
+        MCHECK(h.sid == e->sid);
+        if (e->type == FSM_EV_RELEASED)
+            MCHECK(h.ended_rev == fsm_revision(f));
+    }
+    return 0;
+}
+
 static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_events *ev,
                 struct fsm_events *gev)
 {
@@ -2023,7 +2071,7 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         n_ev[ev->ev[i].type & 31]++;
     if (!run)
         MCHECK(ev->n == 0);
-    else if (model_events(ev, &c, fsm_revision(f)))
+    else if (model_events(ev, &c, fsm_revision(f)) || check_history(f, ev))
         return -1;
     if (check_revisions(&e, ev, rev0, fsm_revision(f), decoded ? c.op : 0) ||
         check_lockdelays(&c, held, n_held, delay))
@@ -2084,6 +2132,18 @@ static int run_seed(uint64_t seed, int steps)
             return -1;
         fsm_apply(f, (const uint8_t *)entry.p, entry.len, &fr, &ev);
         fsm_apply(g_twin, (const uint8_t *)entry.p, entry.len, &fr, &g_twin_ev);
+        buf_reset(&entry);
+        M.last_token = fsm_revision(f);
+    }
+    { /* the lock history on, in f and in its twin alike */
+        struct fsm_cmd hc = {
+            .op = FSM_OP_HISTORY_LIMITS,
+            .history_limits = {.per_lock = HIST_PER_LOCK, .max_entries = HIST_MAX}};
+        struct fsm_reply hr;
+        if (fsm_cmd_encode(&hc, &entry))
+            return -1;
+        fsm_apply(f, (const uint8_t *)entry.p, entry.len, &hr, &ev);
+        fsm_apply(g_twin, (const uint8_t *)entry.p, entry.len, &hr, &g_twin_ev);
         buf_reset(&entry);
         M.last_token = fsm_revision(f);
     }

@@ -99,6 +99,32 @@ def as_map(r: Any) -> Any:
     return {s_(k): v for k, v in items}
 
 
+HISTORY_TEXT = ("kind", "session_name", "user", "value", "ended_by")
+
+
+def history_args(name: str, count: Optional[int], before: Optional[int]) -> List[Any]:
+    """LOCK.HISTORY's arguments."""
+    args: List[Any] = ["LOCK.HISTORY", name]
+    if count:
+        args += ["COUNT", int(count)]
+    if before:
+        args += ["BEFORE", int(before)]
+    return args
+
+
+def history_entries(r: Any) -> List[Dict[str, Any]]:
+    """LOCK.HISTORY's reply as dicts, newest first; text fields decoded, waiters as dicts."""
+    out: List[Dict[str, Any]] = []
+    for e in r or []:
+        d: Dict[str, Any] = as_map(e)
+        for k in HISTORY_TEXT:
+            if k in d:
+                d[k] = s_(d[k])
+        d["waiters"] = [as_map(w) for w in d.get("waiters") or []]
+        out.append(d)
+    return out
+
+
 def status(r: Any) -> None:
     """Check a +OK reply."""
     if s_(r) != "OK":

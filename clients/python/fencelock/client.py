@@ -12,7 +12,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import errors
-from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, revoke_cmd_args, s_,
+from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
+                      leader_info, revoke_cmd_args, s_,
                       seconds_arg, status)
 from .conn import Cmd, Pool
 
@@ -150,6 +151,14 @@ class Client:
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
+
+    def lock_history(self, name: str, count: Optional[int] = None,
+                     before: Optional[int] = None) -> List[Dict[str, Any]]:
+        """LOCK.HISTORY: the grants of lock (semaphore, election) `name`, newest first, each a
+        dict (session, session_name, user, token, granted_ms, waited_ms, ended_rev, ended_ms,
+        ended_by, held_ms, waiters_total, waiters ...); at most `count`, tokens below `before`
+        (the next page). errors.Compacted when that range was dropped."""
+        return history_entries(self.call(Cmd(*history_args(name, count, before))))
 
     def locks(self, prefix: str = "", limit: Optional[int] = None) -> List[Dict[str, Any]]:
         cmd = Cmd("LOCKS", prefix)

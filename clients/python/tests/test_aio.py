@@ -613,3 +613,12 @@ def test_aio_latch_waits_until_zero(node):
             assert await waiter is True
             assert await c.latch_delete("aio-latch")
     asyncio.run(main())
+
+
+def test_aio_lock_history(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0, name="h") as a:
+            t = await a.try_lock("aio/hist")
+            h = await c.lock_history("aio/hist")
+            assert [(e["token"], e["session_name"], e["ended_by"]) for e in h] == [(t, "h", "")]
+    run(main())

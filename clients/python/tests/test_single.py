@@ -511,3 +511,17 @@ def test_latch_and_barrier_bound_to_sessions(client):
         assert a.barrier_enter("py-bar", 1, wait=5.0) is True
         assert a.barrier_leave("py-bar", wait=5.0) is True
     assert client.latch_info("py-bar") is None
+
+
+def test_lock_history_newest_first_paged_and_compacted(client):
+    with client.session(10.0, name="hist-a") as s:
+        t1 = s.acquire("hist/L", wait=1.0)
+        s.unlock("hist/L")
+        t2 = s.acquire("hist/L", wait=1.0)
+        h = client.lock_history("hist/L")
+        assert [e["token"] for e in h] == [t2, t1]
+        assert h[0]["session"] == s.sid and h[0]["session_name"] == "hist-a"
+        assert h[0]["ended_by"] == "" and h[1]["ended_by"] == "unlock"
+        assert h[1]["waiters"] == [] and h[1]["kind"] == "lock"
+        assert [e["token"] for e in client.lock_history("hist/L", count=1)] == [t2]
+        assert [e["token"] for e in client.lock_history("hist/L", before=t2)] == [t1]

@@ -167,6 +167,21 @@ int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
    cut there. */
 bool cmd_write_waits_for(struct srv_req *r, struct buf *out, const char *name, size_t nl);
 
+/* LOCK.HISTORY's entries (cmd_history.c; GET /v1/locks/{name}/history too): up to `count`
+   grants of `name` with a token below `before` (0: any), newest first, into out->v (the caller
+   frees it; views borrow the FSM until the next apply). 0, or FSM_HIST_OFF, FSM_HIST_COMPACTED
+   (out->compacted: the newest revision dropped) or CMD_HISTORY_NOMEM, with out->v NULL. */
+#define CMD_HISTORY_NOMEM (-3)
+struct cmd_history {
+    struct fsm_hist_entry *v;
+    size_t n, cap;
+    uint64_t compacted;
+};
+int cmd_history_collect(const struct fsm *f, const char *name, size_t len, uint64_t before,
+                        size_t count, struct cmd_history *out);
+/* The error reply text of a non-zero cmd_history_collect result ("COMPACTED ..."). */
+void cmd_history_error(int rc, uint64_t compacted, char *msg, size_t len);
+
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
 /* For an unknown command that Redis users try first (SET, SETNX, EXPIRE...): the fencelock

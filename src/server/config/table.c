@@ -108,6 +108,12 @@ const struct cfg_row cfg_rows[] = {
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "
         "detection off; a leader makes its value the cluster's"),
+    NUM("--history-per-lock", history_per_lock, CFG_COUNT, 0, FSM_HIST_PER_LOCK_MAX, 16,
+        "grants LOCK.HISTORY keeps per lock, semaphore or election, the oldest dropped first; 0 "
+        "turns the history off; a leader makes its value the cluster's"),
+    NUM("--history-max-entries", history_max_entries, CFG_COUNT, 0, FSM_HIST_ENTRIES_MAX, 100000,
+        "grants LOCK.HISTORY keeps over all names, the oldest dropped first; 0 turns the history "
+        "off; a leader makes its value the cluster's"),
     NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
         "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,

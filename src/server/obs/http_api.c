@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "fsm/waitgraph.h"
+#include "server/cmd/cmd.h"
 #include "server/obs/console.h"
 #include "server/obs/http_args.h"
 #include "server/obs/metrics_page.h"
@@ -191,6 +192,68 @@ static int render_lock(struct srv *s, struct json *j, const char *name, size_t n
     if (v.reentrant) /* a reentrant holder's holds, as LOCK.INFO shows them */
         json_kv_u64(j, "count", v.count);
     json_close(j);
+    return 0;
+}
+
+/* GET /v1/locks/{name}/history: LOCK.HISTORY's entries (cmd_history.c) as JSON, and `next`,
+ * the `before` of the next page (null at the end). Names and users are user data: JSON
+ * strings, which the console shows as text. */
+static int render_history(struct srv *s, struct json *j, const char *name, size_t nl,
+                          const struct hapi_query *qq, char *err, size_t errlen)
+{
+    uint64_t count = qq->count ? qq->count : 100;
+    if (count > s->cfg.max_keys_reply) {
+        snprintf(err, errlen, "count: at most --max-keys-reply (%llu)",
+                 (unsigned long long)s->cfg.max_keys_reply);
+        return 400;
+    }
+    struct cmd_history h;
+    int rc = cmd_history_collect(s->fsm, name, nl, qq->before, (size_t)count, &h);
+    if (rc) {
+        cmd_history_error(rc, h.compacted, err, errlen);
+        return rc == FSM_HIST_COMPACTED ? 410 : rc == FSM_HIST_OFF ? 404 : 500;
+    }
+    json_obj(j);
+    json_kv_str(j, "name", name, nl);
+    json_key(j, "history");
+    json_arr(j);
+    for (size_t i = 0; i < h.n; i++) {
+        const struct fsm_hist_entry *e = &h.v[i];
+        json_obj(j);
+        json_kv_cstr(j, "kind", fsm_kind_name(e->kind));
+        json_kv_u64(j, "session", e->sid);
+        json_kv_str(j, "session_name", e->session_name.p, e->session_name.len);
+        json_kv_str(j, "user", e->user.p, e->user.len);
+        json_kv_str(j, "value", e->value.p, e->value.len);
+        json_kv_u64(j, "token", e->token);
+        json_kv_u64(j, "permits", e->permits);
+        json_kv_u64(j, "granted_rev", e->token);
+        json_kv_u64(j, "granted_ms", e->granted_ms);
+        json_kv_u64(j, "waited_ms", e->waited_ms);
+        json_kv_u64(j, "ended_rev", e->ended_rev);
+        json_kv_u64(j, "ended_ms", e->ended_ms);
+        json_kv_cstr(j, "ended_by", e->ended_by);
+        json_kv_u64(j, "held_ms", e->held_ms);
+        json_kv_u64(j, "waiters_total", e->n_waiters);
+        json_key(j, "waiters");
+        json_arr(j);
+        for (uint32_t w = 0; w < e->n_shown; w++) {
+            json_obj(j);
+            json_kv_u64(j, "session", e->waiters[w].sid);
+            json_kv_u64(j, "waited_ms", e->waiters[w].waited_ms);
+            json_close(j);
+        }
+        json_close(j);
+        json_close(j);
+    }
+    json_close(j);
+    json_key(j, "next");
+    if (h.n == count && h.n)
+        json_u64(j, h.v[h.n - 1].token);
+    else
+        json_null(j);
+    json_close(j);
+    free(h.v);
     return 0;
 }
 
@@ -400,6 +463,14 @@ static int render(struct hapi_req *q, struct buf *body)
             status = 404; /* a lock the user may not see is not there for it */
             buf_reset(body);
             buf_append_str(body, "no such lock\n");
+        }
+    } else if (r == HAPI_HISTORY) {
+        if (!may_lock(q, u, name, nl)) {
+            status = 404; /* as /v1/locks/{name}: a name the user may not see is not there */
+            buf_append_str(body, "no such lock\n");
+        } else if ((status = render_history(s, &j, name, nl, &qq, err, sizeof(err))) != 0) {
+            buf_reset(body);
+            buf_printf(body, "%s\n", err);
         }
     } else if (r == HAPI_LOCKS || r == HAPI_ELECTIONS || r == HAPI_SEMAPHORES) {
         status = render_list(q, &j, r, &qq, u);

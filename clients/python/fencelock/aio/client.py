@@ -9,7 +9,8 @@ import time
 from typing import Any, Dict, List, Optional, Union
 
 from .. import errors
-from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, revoke_cmd_args,
+from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
+                       leader_info, revoke_cmd_args,
                        s_, seconds_arg, status)
 from ..conn import Cmd
 from ._conn import AsyncPool
@@ -131,6 +132,11 @@ class AsyncClient:
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
+
+    async def lock_history(self, name: str, count: Optional[int] = None,
+                           before: Optional[int] = None) -> List[Dict[str, Any]]:
+        """LOCK.HISTORY, as Client.lock_history."""
+        return history_entries(await self.call(Cmd(*history_args(name, count, before))))
 
     async def revoke_lock(self, name: str, deadline: Optional[float] = None,
                           reason: Optional[str] = None) -> int:
