@@ -31,11 +31,11 @@ static int before_value(struct json *j)
     if (j->bad)
         return -1;
     if (j->depth == 0) {
-        if (j->any[0]) { /* one top-level value only */
+        if (j->top) { /* one top-level value only */
             j->bad = true;
             return -1;
         }
-        j->any[0] = true;
+        j->top = true;
         return 0;
     }
     unsigned d = j->depth;
@@ -162,5 +162,5 @@ void json_kv_bool(struct json *j, const char *key, bool v)
 
 int json_end(const struct json *j)
 {
-    return j->bad || j->depth != 0 || !j->any[0] || buf_failed(j->out) ? -1 : 0;
+    return j->bad || j->depth != 0 || !j->top || buf_failed(j->out) ? -1 : 0;
 }

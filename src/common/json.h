@@ -27,6 +27,7 @@ struct json {
     struct buf *out;
     unsigned depth;
     bool bad;
+    bool top; /* the top-level value was begun (any[0] is the first level's own flag) */
     /* per level: 'o' object, 'a' array; whether a member/element was written; in an object,
      * whether the key was written and its value is due */
     char kind[JSON_MAX_DEPTH];

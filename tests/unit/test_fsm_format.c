@@ -102,7 +102,7 @@ TEST(a_snapshot_of_an_unknown_version_or_format_is_refused_and_changes_nothing)
     p[5 + 1] = FSM_FORMAT_1; /* a version 5 snapshot never holds format 1 */
     CHECK(fsm_restore(fx.g, p, n, err, sizeof(err)) == -1);
     p[5 + 1] = FSM_FORMAT_2;
-    p[4] = 8; /* a version from a newer release (7: the deadlock search limit) */
+    p[4] = 9; /* a version from a newer release (8: the tagged sections) */
     CHECK_EQ_U64(fsm_snapshot_format(p, n), FSM_FORMAT_MAX + 1);
     CHECK(fsm_restore(fx.g, p, n, err, sizeof(err)) == -1);
     CHECK(strstr(err, "unsupported version") && strstr(err, "upgrade this node"));

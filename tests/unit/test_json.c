@@ -108,6 +108,18 @@ TEST(test_misuse_is_refused)
     json_u64(&j, 1);
     json_u64(&j, 2);
     CHECK(json_end(&j) == -1);
+    /* an empty container, then another top-level value (found by fuzz_http_head: the first
+     * level's flag was the top-level one, reset when that level opened); and an empty
+     * container alone is a whole document */
+    buf_reset(&b);
+    json_init(&j, &b);
+    json_obj(&j);
+    json_close(&j);
+    CHECK(json_end(&j) == 0);
+    json_arr(&j);
+    json_close(&j);
+    json_u64(&j, 1);
+    CHECK(json_end(&j) == -1);
     json_init(&j, &b);
     CHECK(json_end(&j) == -1);
     /* too deep */

@@ -4,6 +4,7 @@
 #include "common/addr.h"
 #include "common/proto.h"
 #include "server/net/tls.h"
+#include "server/obs/http_parse.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 /* After the reply, how long to keep reading (and discarding) what the client still sends: closing
  * with unread bytes makes the kernel send RST, which can destroy the reply before it is read. */
 #define LINGER_MS 2000
-#define MAX_METHOD 32
 
 /* ST_READING -> (serve) ST_WRITING, or ST_WAITING (taken by the async handler) -> (complete)
  * ST_WRITING -> (on_shutdown) ST_DRAINING; any state -> closed (conn_close). */
@@ -66,13 +66,6 @@ struct srv_http {
     int listener_open;   /* until the listener's close callback ran */
     struct srv_tls *tls; /* --http-tls: the client port's TLS (not owned), else NULL */
     struct srv_http_tls_stats tls_stats;
-};
-
-/* A parsed request head; strings are NUL-terminated copies. */
-struct http_req {
-    char method[MAX_METHOD + 1];
-    char path[SRV_HTTP_MAX_HEAD];
-    char query[SRV_HTTP_MAX_HEAD];
 };
 
 /* ---- lifetime ---- */
@@ -132,124 +125,6 @@ static void arm_timer(struct http_conn *c, uint64_t ms)
 {
     uv_timer_stop(&c->timer);
     uv_timer_start(&c->timer, on_timeout, ms, 0);
-}
-
-/* ---- request parsing ---- */
-
-static int is_tchar(unsigned char ch)
-{
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-        return 1;
-    return ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-/* Bytes of empty lines (CRLF or LF) before the request line, which RFC 9112 says a server
- * should ignore. */
-static size_t leading_blank(const char *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && (p[i] == '\n' || (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')))
-        i += p[i] == '\r' ? 2 : 1;
-    return i;
-}
-
-/* Length of the head through its blank line, or 0 if it has not all arrived. Bare LF line ends
- * are accepted, as RFC 9112 allows. Empty lines before the request line are not its end. */
-static size_t head_end(const char *p, size_t n)
-{
-    for (size_t i = leading_blank(p, n); i < n; i++) {
-        if (p[i] != '\n')
-            continue;
-        if (i + 1 < n && p[i + 1] == '\n')
-            return i + 2;
-        if (i + 2 < n && p[i + 1] == '\r' && p[i + 2] == '\n')
-            return i + 3;
-    }
-    return 0;
-}
-
-/* The line at p[*off..], without its CR LF; *off moves past it. */
-static void next_line(const char *p, size_t n, size_t *off, const char **line, size_t *len)
-{
-    const char *s = p + *off;
-    const char *nl = memchr(s, '\n', n - *off);
-    size_t l = nl ? (size_t)(nl - s) : n - *off;
-    *off += nl ? l + 1 : l;
-    if (l > 0 && s[l - 1] == '\r')
-        l--;
-    *line = s;
-    *len = l;
-}
-
-static int parse_version(const char *p, size_t n)
-{
-    return n == 8 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '0' || p[7] == '1');
-}
-
-/* "METHOD SP target SP HTTP/1.x"; 0 or -1. The query string is cut from the path. */
-static int parse_request_line(const char *p, size_t n, struct http_req *r)
-{
-    size_t i = 0;
-    while (i < n && is_tchar((unsigned char)p[i]))
-        i++;
-    if (i == 0 || i > MAX_METHOD || i == n || p[i] != ' ')
-        return -1;
-    memcpy(r->method, p, i);
-    r->method[i] = '\0';
-    size_t t = ++i;
-    while (i < n && (unsigned char)p[i] > ' ' && (unsigned char)p[i] != 0x7f)
-        i++;
-    if (i == t || i == n || p[i] != ' ' || p[t] != '/')
-        return -1;
-    const char *q = memchr(p + t, '?', i - t);
-    size_t plen = q ? (size_t)(q - (p + t)) : i - t;
-    memcpy(r->path, p + t, plen);
-    r->path[plen] = '\0';
-    size_t qlen = q ? (size_t)(p + i - q - 1) : 0;
-    if (qlen)
-        memcpy(r->query, q + 1, qlen);
-    r->query[qlen] = '\0';
-    return parse_version(p + i + 1, n - i - 1) ? 0 : -1;
-}
-
-/* "name: value" with a token name and no control bytes in the value (HTAB allowed). Lines
- * starting with whitespace (obsolete folding) are rejected, as RFC 9112 allows. */
-static int valid_header(const char *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && is_tchar((unsigned char)p[i]))
-        i++;
-    if (i == 0 || i == n || p[i] != ':')
-        return 0;
-    for (i++; i < n; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        if ((ch < ' ' && ch != '\t') || ch == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
-/* Parse the complete head p[0..n); 0 or -1 (a 400). Leading empty lines are skipped. */
-static int parse_head(const char *p, size_t n, struct http_req *r)
-{
-    size_t off = 0, len;
-    const char *line;
-    do {
-        if (off >= n)
-            return -1;
-        next_line(p, n, &off, &line, &len);
-    } while (len == 0);
-    if (parse_request_line(line, len, r))
-        return -1;
-    for (;;) {
-        if (off >= n)
-            return -1;
-        next_line(p, n, &off, &line, &len);
-        if (len == 0)
-            return 0;
-        if (!valid_header(line, len))
-            return -1;
-    }
 }
 
 /* ---- responses ---- */
@@ -332,11 +207,11 @@ static void on_write(uv_write_t *req, int status)
         conn_close(c);
 }
 
-/* ---- TLS writes ---- */
+/* ---- writes the connection does not wait for ---- */
 
-/* A write the connection does not wait for (handshake records, stream data): freed by its
- * callback. */
-struct tls_write {
+/* Handshake records, alerts and stream data: each a copy of its bytes, freed by its callback
+ * (the one owner of such writes; a reply's write is the connection's own `wreq`). */
+struct owned_write {
     uv_write_t req;
     struct http_conn *c;
     size_t len;
@@ -344,9 +219,9 @@ struct tls_write {
     char data[];
 };
 
-static void on_tls_write(uv_write_t *req, int status)
+static void on_owned_write(uv_write_t *req, int status)
 {
-    struct tls_write *w = req->data;
+    struct owned_write *w = req->data;
     struct http_conn *c = w->c;
     int stream = w->stream;
     if (stream)
@@ -362,38 +237,36 @@ static void on_tls_write(uv_write_t *req, int status)
         c->stream_cb(c->stream_arg, false);
 }
 
-/* Encrypt plaintext p[0..n) (n may be 0: only what OpenSSL has pending, e.g. handshake
- * records) and queue every ciphertext byte as one write. 0, or -1 (out of memory, or the
- * write failed). */
-static int tls_send(struct http_conn *c, const char *p, size_t n, int stream)
+/* Queue a copy of p[0..n) (n > 0). 0, or -1 (out of memory, or the write failed). */
+static int write_owned(struct http_conn *c, const char *p, size_t n, int stream)
 {
-    struct buf out = {0}, wire = {0};
-    int rc = -1;
-    if (buf_append(&out, p, n) || tls_conn_seal(c->tls, &out, &wire))
-        goto done;
-    rc = 0;
-    if (!wire.len)
-        goto done;
-    struct tls_write *w = malloc(sizeof(*w) + wire.len);
-    if (!w) {
-        rc = -1;
-        goto done;
-    }
-    memcpy(w->data, wire.p, wire.len);
-    w->len = wire.len;
+    struct owned_write *w = malloc(sizeof(*w) + n);
+    if (!w)
+        return -1;
+    memcpy(w->data, p, n);
+    w->len = n;
     w->c = c;
     w->stream = stream;
     w->req.data = w;
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)wire.len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_tls_write)) {
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)n);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_owned_write)) {
         free(w);
-        rc = -1;
-        goto done;
+        return -1;
     }
     if (stream)
-        c->stream_pending += wire.len;
-done:
-    buf_free(&out);
+        c->stream_pending += n;
+    return 0;
+}
+
+/* Encrypt p[0..n) (n may be 0: only what OpenSSL has pending, e.g. handshake records) and
+ * queue every ciphertext byte as one write. 0, or -1 (out of memory, or the write failed). */
+static int tls_send(struct http_conn *c, const char *p, size_t n, int stream)
+{
+    /* tls_conn_seal only reads the plaintext and empties `len`: a view of p, not a copy */
+    struct buf view = {.p = (char *)p, .len = n}, wire = {0};
+    int rc = -1;
+    if (!tls_conn_seal(c->tls, &view, &wire))
+        rc = wire.len ? write_owned(c, wire.p, wire.len, stream) : 0;
     buf_free(&wire);
     return rc;
 }
@@ -494,7 +367,7 @@ static void serve(struct http_conn *c, size_t head_len)
         conn_close(c);
         return;
     }
-    if (parse_head(c->in, head_len, r)) {
+    if (http_parse_head(c->in, head_len, r)) {
         respond_error(c, 400, NULL);
     } else if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
         respond_error(c, 405, "Allow: GET, HEAD\r\n");
@@ -580,7 +453,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 /* New bytes of the request head are in `in`: serve it once complete. */
 static void on_plain(struct http_conn *c)
 {
-    size_t end = head_end(c->in, c->in_len);
+    size_t end = http_head_end(c->in, c->in_len);
     if (end)
         serve(c, end);
     else if (c->in_len == sizeof(c->in))
@@ -762,44 +635,9 @@ void srv_http_complete_h(struct srv_http_pending *p, int status, const char *cty
     respond(c, status, ctype, send_body, extra_headers);
 }
 
-static int ascii_casecmp_n(const char *a, const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = (unsigned char)(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z')
-            y = (unsigned char)(y - 'A' + 'a');
-        if (x != y)
-            return 1;
-    }
-    return 0;
-}
-
 const char *srv_http_header(const struct srv_http_request *req, const char *name, size_t *len)
 {
-    size_t off = leading_blank(req->head, req->head_len), n = strlen(name), l;
-    const char *line, *found = NULL;
-    next_line(req->head, req->head_len, &off, &line, &l); /* the request line */
-    while (off < req->head_len) {
-        next_line(req->head, req->head_len, &off, &line, &l);
-        if (l == 0)
-            break;
-        if (l <= n || line[n] != ':' || ascii_casecmp_n(line, name, n))
-            continue;
-        if (found) {
-            *len = SIZE_MAX;
-            return found;
-        }
-        const char *v = line + n + 1, *e = line + l;
-        while (v < e && (*v == ' ' || *v == '\t'))
-            v++;
-        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        found = v;
-        *len = (size_t)(e - v);
-    }
-    return found;
+    return http_parse_header(req->head, req->head_len, name, len);
 }
 
 void srv_http_set_limits(struct srv_http *h, unsigned max_conns, uint64_t idle_ms)
@@ -844,13 +682,6 @@ void srv_http_stop(struct srv_http *h)
 
 /* ---- streams ---- */
 
-struct stream_write {
-    uv_write_t req;
-    struct http_conn *c;
-    size_t len;
-    char data[];
-};
-
 struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const char *ctype,
                                               const char *extra_headers, srv_http_stream_cb cb,
                                               void *arg)
@@ -882,22 +713,6 @@ struct srv_http_stream *srv_http_stream_begin(struct srv_http_pending *p, const 
     return st;
 }
 
-static void on_stream_write(uv_write_t *req, int status)
-{
-    struct stream_write *w = req->data;
-    struct http_conn *c = w->c;
-    c->stream_pending -= w->len;
-    free(w);
-    if (c->closing)
-        return;
-    if (status < 0) {
-        conn_close(c);
-        return;
-    }
-    if (c->stream_cb)
-        c->stream_cb(c->stream_arg, false);
-}
-
 int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t len)
 {
     struct http_conn *c = (struct http_conn *)st;
@@ -905,20 +720,7 @@ int srv_http_stream_write(struct srv_http_stream *st, const char *data, size_t l
         return -1;
     if (c->tls)
         return tls_send(c, data, len, 1);
-    struct stream_write *w = malloc(sizeof(*w) + len);
-    if (!w)
-        return -1;
-    memcpy(w->data, data, len);
-    w->len = len;
-    w->c = c;
-    w->req.data = w;
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_stream_write)) {
-        free(w);
-        return -1;
-    }
-    c->stream_pending += len;
-    return 0;
+    return len ? write_owned(c, data, len, 1) : 0;
 }
 
 size_t srv_http_stream_pending(const struct srv_http_stream *st)

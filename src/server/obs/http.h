@@ -33,8 +33,8 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "server/obs/http_parse.h" /* SRV_HTTP_MAX_HEAD */
 
-#define SRV_HTTP_MAX_HEAD 8192 /* request line + headers; over this: 431 */
 #define SRV_HTTP_MAX_CONNS 64  /* default bound on concurrent connections */
 #define SRV_HTTP_IDLE_MS 5000  /* default time allowed to send the request */
 

@@ -641,20 +641,32 @@ void srv_auth_stop(struct srv *s)
     }
 }
 
+/* Keep the password for the hash check, only if it can be checked at all: a longer one than
+ * AUTH_PW_MAX is refused unread, so it is never copied (a client's megabyte-long "password"
+ * costs no allocation). 0, or -1 (out of memory). */
+static int wait_take_pw(struct auth_wait *w, const char *p, size_t len)
+{
+    if (len > AUTH_PW_MAX)
+        return 0;
+    if (!(w->pw = malloc(len + 1)))
+        return -1;
+    memcpy(w->pw, p, len);
+    w->pwlen = len;
+    return 0;
+}
+
 static struct auth_wait *wait_new(struct srv_req *r, const struct resp_arg *user,
                                   const struct resp_arg *pw, int hello_proto,
                                   const struct resp_arg *setname)
 {
     struct auth_wait *w = calloc(1, sizeof(*w));
-    if (!w || !(w->pw = malloc(pw->len + 1))) {
+    if (!w || wait_take_pw(w, pw->p, pw->len)) {
         free(w);
         return NULL;
     }
     w->s = r->s;
     w->slot = r->slot;
     w->hello_proto = hello_proto;
-    memcpy(w->pw, pw->p, pw->len);
-    w->pwlen = pw->len;
     size_t un = user->len > ACL_NAME_MAX ? ACL_NAME_MAX : user->len;
     /* cppcheck-suppress knownConditionTrueFalse ; false positive: cppcheck 2.10 takes `un` for
      * 0 here; it is the length of the user name the client sent, up to ACL_NAME_MAX. */
@@ -734,7 +746,7 @@ void srv_auth_http(struct srv *s, const char *addr, const char *user, size_t ule
                    size_t pwlen, srv_auth_http_cb cb, void *arg)
 {
     struct auth_wait *w = calloc(1, sizeof(*w));
-    if (!w || !(w->pw = malloc(pwlen + 1))) {
+    if (!w || wait_take_pw(w, pw, pwlen)) {
         free(w);
         cb(arg, NULL, -2);
         return;
@@ -742,8 +754,6 @@ void srv_auth_http(struct srv *s, const char *addr, const char *user, size_t ule
     w->s = s;
     w->http_cb = cb;
     w->http_arg = arg;
-    memcpy(w->pw, pw, pwlen);
-    w->pwlen = pwlen;
     size_t un = ulen > ACL_NAME_MAX ? ACL_NAME_MAX : ulen;
     /* cppcheck-suppress knownConditionTrueFalse ; false positive as in wait_new: `un` is the
      * length of the user name the client sent, up to ACL_NAME_MAX. */
