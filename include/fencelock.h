@@ -190,6 +190,17 @@ FL_API const char *fl_client_errmsg(fl_client *c);
 FL_API fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
                               const char *name, fl_session **out);
 
+/*
+ * fl_session_open for a reentrant session (SESSION.OPEN ... REENTRANT [MAXCOUNT max_count]):
+ * its fl_lock of a lock it already holds exclusively counts up and returns the same token,
+ * fl_unlock counts down and releases only the last hold (fl_lock_count reads the count). An
+ * fl_lock over max_count holds fails with FL_ESERVER ("... MAXCOUNT ...") and changes
+ * nothing; max_count 0: the server's --reentrant-max-count. Expiry, close, revoke and an
+ * admin's UNLOCK end every hold at once (docs/client.md "Reentrant sessions").
+ */
+FL_API fl_err fl_session_open_reentrant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                                        const char *name, uint32_t max_count, fl_session **out);
+
 /* cb(session, ctx) runs once when the session is lost; at once (on this thread) if it is lost
    already. Replaces an earlier callback. Not run by fl_session_close(). */
 FL_API void fl_session_on_lost(fl_session *s, void (*cb)(fl_session *s, void *ctx), void *ctx);
@@ -317,6 +328,12 @@ struct fl_lock_info {
 
 /* FL_ENOTFOUND if the lock is free and nobody waits. */
 FL_API fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
+
+/* The exclusive holder of lock name (*holder, 0 if none) and its hold count (*count: the LOCKs
+   a reentrant holder has not yet UNLOCKed; 1 for any other holder; 0 without an exclusive
+   holder). FL_ENOTFOUND if the lock is free and nobody waits. (A call of its own: struct
+   fl_lock_info's layout is part of the ABI.) */
+FL_API fl_err fl_lock_count(fl_client *c, const char *name, uint64_t *holder, uint64_t *count);
 FL_API void fl_lock_info_free(struct fl_lock_info *info);
 
 /* FL_OK if token is the token of a current holder of lock name (exclusive, or any shared

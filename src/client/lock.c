@@ -118,6 +118,31 @@ fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out)
     return e;
 }
 
+fl_err fl_lock_count(fl_client *c, const char *name, uint64_t *holder, uint64_t *count)
+{
+    if (!c || !name || !name[0] || !holder || !count)
+        return FL_EINVAL;
+    *holder = *count = 0;
+    struct cl_cmd m;
+    redisReply *r;
+    cl_cmd_init(&m, "LOCK.INFO");
+    cl_arg_str(&m, name);
+    fl_err e = read_cmd(c, &m, &r);
+    if (e)
+        return e;
+    if (r->type == REDIS_REPLY_NIL) {
+        e = cl_fail(c, FL_ENOTFOUND, "lock %s is free and nobody waits", name);
+    } else if (r->type != REDIS_REPLY_ARRAY) {
+        e = cl_fail(c, FL_EPROTO, "LOCK.INFO: unexpected reply");
+    } else {
+        *holder = cl_field_u64(r, "holder");
+        /* "count" only for a reentrant holder: any other holder holds once */
+        *count = cl_field(r, "count") ? cl_field_u64(r, "count") : *holder != 0;
+    }
+    freeReplyObject(r);
+    return e;
+}
+
 void fl_lock_info_free(struct fl_lock_info *info)
 {
     if (!info)

@@ -193,8 +193,10 @@ static void *ka_thread(void *arg)
 }
 
 /* SESSION.OPEN; a retry after a lost answer may leave an unused session that expires. */
-fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                        uint64_t *sid)
+/* SESSION.OPEN ttl [LOCKDELAY ms] [NAME name] [REENTRANT [MAXCOUNT n]]; max_count 0 without
+ * MAXCOUNT (the server's default). */
+static fl_err grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                    bool reentrant, uint32_t max_count, uint64_t *sid)
 {
     if (!c || ttl_ms == 0 || !sid)
         return FL_EINVAL;
@@ -209,7 +211,19 @@ fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, co
         cl_arg_str(&m, "NAME");
         cl_arg_str(&m, name);
     }
+    if (reentrant)
+        cl_arg_str(&m, "REENTRANT");
+    if (reentrant && max_count) {
+        cl_arg_str(&m, "MAXCOUNT");
+        cl_arg_u64(&m, max_count);
+    }
     return cl_call_int(c, &m, cl_deadline(c), CL_RETRY, sid);
+}
+
+fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                        uint64_t *sid)
+{
+    return grant(c, ttl_ms, lockdelay_ms, name, false, 0, sid);
 }
 
 fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms)
@@ -254,8 +268,8 @@ fl_err fl_session_revoke_id(fl_client *c, uint64_t sid)
     return end_sid(c, "SESSION.REVOKE", sid, 0);
 }
 
-fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                       fl_session **out)
+static fl_err open_session(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                           bool reentrant, uint32_t max_count, fl_session **out)
 {
     if (!c || !out || ttl_ms == 0)
         return FL_EINVAL;
@@ -265,7 +279,7 @@ fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, con
     s->c = c;
     s->ttl_ms = ttl_ms;
     int64_t sent = fl_now_ms();
-    fl_err e = fl_session_grant(c, ttl_ms, lockdelay_ms, name, &s->sid);
+    fl_err e = grant(c, ttl_ms, lockdelay_ms, name, reentrant, max_count, &s->sid);
     if (e) {
         free(s);
         return e;
@@ -286,6 +300,18 @@ fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, con
     s->ka_started = true;
     *out = s;
     return FL_OK;
+}
+
+fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                       fl_session **out)
+{
+    return open_session(c, ttl_ms, lockdelay_ms, name, false, 0, out);
+}
+
+fl_err fl_session_open_reentrant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                                 const char *name, uint32_t max_count, fl_session **out)
+{
+    return open_session(c, ttl_ms, lockdelay_ms, name, true, max_count, out);
 }
 
 static void stop_and_free(fl_session *s)

@@ -318,6 +318,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_SEM_ACQUIRE_W:
         fsm_op_sem_acquire_w(a, &c->sem_acquire_w, r);
         break;
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        fsm_op_session_open_r(a, &c->session_open_reentrant, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 

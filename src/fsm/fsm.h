@@ -48,6 +48,7 @@
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
+#define FSM_MAX_HOLD_COUNT (1u << 20)   /* a reentrant session's max count: 1..this (reent.c) */
 #define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
@@ -298,9 +299,11 @@ enum fsm_event_type {
 
 struct fsm_event {
     uint8_t type;
-    uint8_t kind; /* enum fsm_kind of the object named, for the events that name one */
-    bool expired; /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
-    bool revoked; /* with expired: the expiry was a SESSION_REVOKE */
+    uint8_t kind;  /* enum fsm_kind of the object named, for the events that name one */
+    bool expired;  /* SESSION_ENDED, KEY_DELETED: by expiry; RELEASED: the holder expired */
+    bool revoked;  /* with expired: the expiry was a SESSION_REVOKE */
+    bool deadline; /* RELEASED with expired: a LOCK.REVOKE's deadline passed (REVOKE_END); the
+                      holder's session lives on */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
@@ -426,6 +429,8 @@ struct fsm_lock_view {
     bool in_lockdelay;
     uint64_t lockdelay_ms;
     size_t n_waiters;
+    bool reentrant; /* the exclusive holder is a reentrant session (reent.c) */
+    uint32_t count; /* the exclusive holder's hold count (0 without one) */
 };
 
 /* 1 and fill `v` if the lock exists (held, in lock-delay or with waiters), else 0. */
@@ -447,6 +452,8 @@ struct fsm_lock_item {
     size_t n_shared;            /* shared holders */
     bool in_lockdelay;
     size_t n_waiters;
+    bool reentrant; /* as struct fsm_lock_view's */
+    uint32_t count;
 };
 
 /* Up to `limit` locks whose name starts with prefix, in name byte order, into out[].
@@ -500,6 +507,8 @@ struct fsm_session_view {
     struct fsm_str owner;            /* borrowed; the opening user, empty = none recorded */
     size_t n_locks, n_waits, n_keys; /* n_locks: held exclusively */
     size_t n_shared;                 /* locks held in shared mode */
+    bool reentrant;                  /* opened REENTRANT, with max_count (else 0) */
+    uint32_t max_count;
 };
 
 /* 1 and fill `v` if the session is alive, else 0. */

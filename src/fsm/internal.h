@@ -83,6 +83,10 @@ struct sess {
     char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
     /* deadlock-search scratch (waitgraph.c): its node, valid while wg_epoch == fsm.wg_epoch */
     uint32_t wg_epoch, wg_index;
+    /* reentrancy (reent.c): a LOCK of a lock it holds exclusively counts up, to max_count
+       holds at most (1..FSM_MAX_HOLD_COUNT); both 0 for a session that is not reentrant */
+    uint8_t reentrant;
+    uint32_t max_count;
     char name[]; /* name_len bytes of name, then owner_len bytes of owner */
 };
 
@@ -121,6 +125,8 @@ struct lock {
     uint64_t rv_token, rv_ms;
     char *rv_text;
     uint16_t rv_reason_len, rv_by_len;
+    uint32_t reholds; /* reent.c: the exclusive holder's holds beyond the first (its hold count
+                         is 1 + reholds); 0 without a holder, > 0 only for a reentrant one */
     char name[];
 };
 
@@ -199,6 +205,7 @@ struct fsm {
     uint64_t wg_limit, wg_flag;
     uint32_t wg_epoch;
     struct buf wg_text;
+    uint64_t n_reent; /* live reentrant sessions (reent.c; the snapshot section's `present`) */
 };
 
 /* ---- usage by session owner (src/fsm/usage.c) ---- */
@@ -359,12 +366,19 @@ void fsm_sess_end(struct actx *a, struct sess *s, bool expired);
 
 /* The ops: each gets its payload (inside a->c, whose header the ops read for now_ms). */
 void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
+/* LOCK's rule (fsm_op_lock is it): true when this apply queued the session, newly, behind an
+ * exclusive holder (LOCK ... NOTIFY then tells that holder, revoke.c); false for a grant, a
+ * retry of a queued session, a wait behind shared holds or a lock-delay, NIL and errors. */
+bool fsm_lock_exclusive(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
 void fsm_op_lock_shared(struct actx *a, const struct fsm_cmd_lock *p, struct fsm_reply *r);
 void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void fsm_op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct fsm_reply *r);
 void fsm_op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p,
                           struct fsm_reply *r);
 void fsm_op_lock_multi(struct actx *a, const struct fsm_cmd_lock_multi *p, struct fsm_reply *r);
+/* Open a session (SESSION_OPEN's rule): the record, or NULL with r answered ERR. */
+struct sess *fsm_sess_open(struct actx *a, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                           struct fsm_str name, struct fsm_reply *r);
 void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
 void fsm_op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
                         bool expired);
@@ -408,6 +422,26 @@ void fsm_revoke_clear(struct fsm *f, struct lock *l);
 /* Set l's pending revoke from a snapshot: 0, or -1 (out of memory). */
 int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str reason,
                    struct fsm_str by);
+
+/* ---- reentrant sessions (src/fsm/reent.c) ---- */
+
+void fsm_op_session_open_r(struct actx *a, const struct fsm_cmd_session_open_r *p,
+                           struct fsm_reply *r);
+/* LOCK of `l` by its exclusive holder `s`: the same token, counted up if `s` is reentrant (ERR
+ * at its max_count, nothing changed). */
+void fsm_reent_relock(struct actx *a, struct lock *l, struct sess *s, struct fsm_reply *r);
+/* UNLOCK of `l` by its exclusive holder `s`: true if it only counted down (the lock stays
+ * held); false if the hold ends (the last hold, or an admin's forced release). */
+bool fsm_reent_unlock(struct actx *a, struct lock *l);
+/* The reentrancy invariants (hold counts only on reentrant holders, within their limits, and
+ * fsm.n_reent): NULL, or what is wrong. */
+const char *fsm_reent_check(const struct fsm *f);
+/* The snapshot section (tag 2, snap_sect.h). */
+bool fsm_reent_present(const struct fsm *f);
+int fsm_reent_emit(const struct fsm *f, struct buf *b);
+const char *fsm_reent_restore(struct fsm *nf, struct rd *r);
+/* Whether `s` belongs to `user` (owner.c). */
+bool fsm_sess_owned_by(const struct sess *s, struct fsm_str user);
 
 /* ---- member table ---- */
 

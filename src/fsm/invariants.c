@@ -453,6 +453,9 @@ static int check_all(struct chk *c)
         return bad(c, "semaphore and election count wrong", c->prims);
     if (c->revokes != f->n_revokes)
         return bad(c, "pending revoke count wrong", c->revokes);
+    const char *reent = fsm_reent_check(f);
+    if (reent)
+        return bad(c, reent, f->n_reent);
     if (c->kv_bytes != f->kv_bytes || c->name_bytes != f->name_bytes)
         return bad(c, "data byte accounting wrong", c->kv_bytes + c->name_bytes);
     if (c->nrevs > 1)

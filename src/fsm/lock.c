@@ -352,10 +352,12 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
     if (e) {
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
+        e->deadline = expired && a->c->op == FSM_OP_REVOKE_END;
     }
     fsm_revoke_clear(a->f, l); /* the grant ends: its pending revoke with it */
     fsm_held_unlink(l);
     a->f->n_held--;
+    l->reholds = 0; /* every hold of a reentrant holder ends at once */
     l->token = 0;
     l->held_since_ms = 0;
     if (l->kind == FSM_KIND_ELECT)
@@ -468,22 +470,22 @@ void fsm_lock_requeued(const struct lock *l, const struct waiter *w, bool shared
  * a free lock is granted at once; a busy one (held in either mode, or in lock-delay) queues or
  * answers NIL.
  */
-void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+bool fsm_lock_exclusive(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
     struct sess *s = fsm_sess_find(a->f, c->sid);
     if (!s) {
         fsm_nosession(r, c->sid);
-        return;
+        return false;
     }
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h = l ? fsm_shold_find(l, s) : NULL;
     struct waiter *w;
     if (fsm_lock_wrongtype(l, FSM_KIND_LOCK, r))
-        return;
+        return false;
     if (!l) {
         lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
-        fsm_reply_int(r, l->token);
+        fsm_reent_relock(a, l, s, r); /* its token; counted for a reentrant session */
     } else if (h) {
         lock_upgrade(a, l, s, h, c->wait_ms, r);
     } else if ((w = fsm_waiter_find(l, s))) {
@@ -492,7 +494,14 @@ void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply 
         r->kind = FSM_REPLY_NIL;
     } else {
         fsm_lock_enqueue(a, l, s, c->wait_ms, LOCK_MODE_EXCLUSIVE, r);
+        return r->kind == FSM_REPLY_QUEUED && l->holder; /* not behind shared holds or a delay */
     }
+    return false;
+}
+
+void fsm_op_lock(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
+{
+    (void)fsm_lock_exclusive(a, c, r);
 }
 
 /*
@@ -532,7 +541,7 @@ void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_
     }
     if (h)
         fsm_shold_release(a, h, 0, false);
-    else
+    else if (!fsm_reent_unlock(a, l)) /* a reentrant holder's count first */
         fsm_lock_release(a, l, 0, false);
     if (a->nrev == 0)
         fsm_next_rev(a);

@@ -126,6 +126,13 @@ enum fsm_field_kind {
     F(p, LABEL, by, "revoke requester") /* the asking user (or address), shown to the holder */
 /* REVOKE_END (revoke.c): the leader's revoke deadline of grant `token` passed */
 #define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* SESSION_OPEN_REENTRANT (reent.c): SESSION_OPEN's fields, then the most holds a LOCK of the
+   session counts on one lock (1..FSM_MAX_HOLD_COUNT, the apply answers ERR otherwise) */
+#define FSM_PAYLOAD_session_open_r(F, p)                                                           \
+    F(p, U64, ttl_ms, "ttl")                                                                       \
+    F(p, U64, lockdelay_ms, "lockdelay")                                                           \
+    F(p, LABEL, name, "session name")                                                              \
+    F(p, U64, max_count, "max count")
 /* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
 #define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
 
@@ -152,7 +159,8 @@ enum fsm_field_kind {
     P(deadlock_limit)                                                                              \
     P(incr)                                                                                        \
     P(sem_acquire_w)                                                                               \
-    P(sem_setlimit)
+    P(sem_setlimit)                                                                                \
+    P(session_open_r)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -250,6 +258,8 @@ enum fsm_grow {
        lower limit keep their permits (sem.c) */                                                   \
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
     /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
-    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)
+    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                               \
+    /* -> INT sid: a reentrant session, whose LOCK of a lock it holds counts up (reent.c) */       \
+    X(SESSION_OPEN_REENTRANT, 34, session_open_reentrant, session_open_r, 2, SESSION, 0)
 
 #endif

@@ -22,6 +22,8 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     v->lockdelay_ms = l->lockdelay_ms;
     v->n_waiters = l->n_waiters;
     v->n_shared = l->n_shared;
+    v->reentrant = l->holder && l->holder->reentrant;
+    v->count = l->holder ? 1 + l->reholds : 0;
     return 1;
 }
 
@@ -104,6 +106,8 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     v->owner.len = s->owner_len;
     v->n_locks = s->n_locks;
     v->n_waits = s->n_waits;
+    v->reentrant = s->reentrant;
+    v->max_count = s->max_count;
     v->n_keys = s->n_keys;
     v->n_shared = s->n_shared;
     return 1;
@@ -206,6 +210,8 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->in_lockdelay = l->in_delay;
     it->n_waiters = l->n_waiters;
     it->n_shared = l->n_shared;
+    it->reentrant = l->holder && l->holder->reentrant;
+    it->count = l->holder ? 1 + l->reholds : 0;
 }
 
 struct list {

@@ -7,9 +7,19 @@
  *   LOCK_REVOKE (name, deadline_ms, reason, by): the lock's exclusive grant gets a pending
  *     revoke and its holder a REVOKE_REQUESTED event; INT token of that grant. A lock with no
  *     exclusive holder (free, in lock-delay, held shared only) answers NOTHOLDER; another kind
- *     of object WRONGTYPE; nothing changes then. A second revoke of the same grant replaces the
- *     reason and the requester and may only bring the deadline forward: the stored deadline is
- *     the shorter of the two (a deadline of 0, "ask only", never lengthens one).
+ *     of object WRONGTYPE; nothing changes then.
+ *
+ * What a deadline is: rv_ms is a length, not an instant (no rule reads a clock), counted from
+ * the apply of the entry that last set it, on each node's monotonic clock (src/server/lease
+ * arms it on every node; only the leader acts); a new leader counts it again in full from its
+ * takeover. Two lengths asked at different times cannot be compared here (10 s asked at t and
+ * 10 s at t+5 must end at t+10, 5 s after the second), so the leader merges before it
+ * proposes: with a deadline of the same grant armed and nothing else of its own in flight (the
+ * entry then applies to the state it read), it proposes the shorter of the asked length and
+ * what is left on its clock, "ask only" (0) included (src/server/cmd/cmd_revoke.c). Here a
+ * second revoke of the same grant replaces the reason and the requester and stores the
+ * shorter length (0 keeps the pending one); its REVOKE_REQUESTED event carries the stored
+ * deadline, from which the holder, the leader's timer and every node count alike.
  *   REVOKE_END (name, token): proposed by the leader when a revoke's deadline passed on its
  *     monotonic clock (src/server/lease). If grant `token` still holds the lock under a pending
  *     revoke with a deadline, it is released as an expiry releases it: the holder's lock-delay
@@ -64,7 +74,9 @@ int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str re
     return 0;
 }
 
-/* The deadline a second revoke leaves: the shorter one; 0 (ask only) keeps the other. */
+/* The deadline a second revoke of the grant leaves, counted from this apply: the shorter
+ * length (the leader already took off what passed, see the header); 0 (ask only) keeps the
+ * other. */
 static uint64_t merged_deadline(uint64_t old_ms, uint64_t new_ms)
 {
     if (!old_ms || !new_ms)
@@ -90,7 +102,7 @@ void fsm_op_lock_revoke(struct actx *a, const struct fsm_cmd_lock_revoke *c, str
     }
     fsm_next_rev(a);
     struct fsm_event *e =
-        fsm_lock_emit(a, FSM_EV_REVOKE_REQUESTED, l->holder->sid, l->token, c->deadline_ms, l);
+        fsm_lock_emit(a, FSM_EV_REVOKE_REQUESTED, l->holder->sid, l->token, l->rv_ms, l);
     if (e) {
         e->value = (struct fsm_str){l->rv_text ? l->rv_text : "", l->rv_reason_len};
         e->by = (struct fsm_str){l->rv_text ? l->rv_text + l->rv_reason_len : "", l->rv_by_len};
@@ -100,16 +112,10 @@ void fsm_op_lock_revoke(struct actx *a, const struct fsm_cmd_lock_revoke *c, str
 
 void fsm_op_lock_notify(struct actx *a, const struct fsm_cmd_lock *c, struct fsm_reply *r)
 {
-    size_t first = a->ev->n;
-    fsm_op_lock(a, c, r);
-    if (r->kind != FSM_REPLY_QUEUED)
+    if (!fsm_lock_exclusive(a, c, r))
         return;
-    bool queued_now = false; /* this apply queued it (a WAIT_STARTED of the session) */
-    for (size_t i = first; i < a->ev->n; i++)
-        queued_now |= a->ev->ev[i].type == FSM_EV_WAIT_STARTED && a->ev->ev[i].sid == c->sid;
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
-    if (queued_now && l && l->holder)
-        fsm_lock_emit(a, FSM_EV_WAIT_NOTIFY, c->sid, l->token, c->wait_ms, l);
+    fsm_lock_emit(a, FSM_EV_WAIT_NOTIFY, c->sid, l->token, c->wait_ms, l);
 }
 
 void fsm_op_revoke_end(struct actx *a, const struct fsm_cmd_revoke_end *c, struct fsm_reply *r)

@@ -26,9 +26,9 @@
 
 struct fsm;
 
-/* The rows, in increasing tag order. (None yet: the first feature to keep state beside the
- * base records adds tag 1.) */
-#define FSM_SNAP_SECTIONS(X)
+/* The rows, in increasing tag order. */
+#define FSM_SNAP_SECTIONS(X)                                                                       \
+    X(2, "reentrant", fsm_reent_present, fsm_reent_emit, fsm_reent_restore) /* reent.c */
 
 struct fsm_snap_section {
     uint64_t tag; /* 0 ends the table */

@@ -105,6 +105,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     s->cluster.role = RN_UNAVAILABLE;
     lease_init(&s->lease.rules, cfg->checkpoint_min_ttl);
     watch_init(&s->watch, cfg->event_history, cfg->event_history_bytes, cfg->event_value_max);
+    srv_push_init(s);
     uint64_t seeds[2];
     randombytes_buf(seeds, sizeof seeds); /* no client may choose names that unbalance these */
     watch_seed(&s->watch, seeds[0]);
@@ -335,6 +336,7 @@ void srv_free(struct srv *s)
     map_free(&s->lease.parked, NULL);
     srv_quota_free(s);
     srv_observe_free(s);
+    srv_push_free(s);
     watch_free(&s->watch);
     wake_index_free(&s->xread.wake);
     cmdstat_free(&s->cmdstat);

@@ -78,6 +78,7 @@ struct srv {
     struct watch watch;         /* the event history XREAD reads (watch/watch.h) */
     struct srv_xread xread;     /* parked XREADs (watch/parked.h) */
     struct srv_observe observe; /* parked ELECT.OBSERVEs (watch/parked.h) */
+    struct srv_push push;       /* sid -> connections, for RESP3 pushes (watch/parked.h) */
     struct srv_quotas quota;    /* cmd/quota.h */
     struct srv_auth auth;       /* --acl-file users, AUTH (security/auth.h) */
     struct srv_limits limits;   /* pre-auth caps, output total, log rate (security/limits.h) */

@@ -191,6 +191,34 @@ static void api_multi(fl_client *c)
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
 
+/* Reentrant sessions: a re-lock counts up with the same token, fl_lock_count reads the count,
+   MAXCOUNT refuses one more, fl_unlock releases the last hold only; a plain session's holder
+   counts 1. */
+static void api_reentrant(fl_client *c)
+{
+    fl_session *a, *b;
+    uint64_t t, t2, holder = 0, count = 0;
+    CHECK_ERR(fl_session_open_reentrant(c, 10000, 0, "re", 2, &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK_ERR(fl_lock(a, "api-re", 1000, &t), FL_OK);
+    CHECK_ERR(fl_lock(a, "api-re", 1000, &t2), FL_OK);
+    CHECK(t2 == t);
+    CHECK_ERR(fl_lock_count(c, "api-re", &holder, &count), FL_OK);
+    CHECK(holder == fl_session_id(a) && count == 2);
+    CHECK_ERR(fl_trylock(a, "api-re", &t2), FL_ESERVER); /* its MAXCOUNT, 2 */
+    CHECK_ERR(fl_unlock(a, "api-re"), FL_OK);
+    CHECK_ERR(fl_trylock(b, "api-re", &t2), FL_EBUSY); /* one hold left */
+    CHECK_ERR(fl_unlock(a, "api-re"), FL_OK);
+    CHECK_ERR(fl_lock_count(c, "api-re", &holder, &count), FL_ENOTFOUND);
+    CHECK_ERR(fl_lock(b, "api-re", 1000, &t2), FL_OK);
+    CHECK(t2 > t);
+    CHECK_ERR(fl_lock_count(c, "api-re", &holder, &count), FL_OK);
+    CHECK(holder == fl_session_id(b) && count == 1);
+    CHECK_ERR(fl_lock_count(c, "api-re", NULL, &count), FL_EINVAL);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
 static void api_kv(fl_client *c)
 {
     fl_session *s;
@@ -292,6 +320,7 @@ static int mode_api(const char *ep)
     api_locks(c);
     api_shared(c);
     api_multi(c);
+    api_reentrant(c);
     api_kv(c);
     api_misc(c);
     api_lost(c);

@@ -54,8 +54,9 @@ static void golden_fill(void)
 #define GOLDEN_SID_B 58
 #define GOLDEN_SID_C 59
 #define GOLDEN_SID_D 72
-#define GOLDEN_SID_E 79 /* cooperative revocation's holder */
-#define GOLDEN_SID_F 80 /* and its waiter */
+#define GOLDEN_SID_E 79  /* cooperative revocation's holder */
+#define GOLDEN_SID_F 80  /* and its waiter */
+#define GOLDEN_SID_G 100 /* reentrant sessions' (carol's, max count 3) */
 #define GOLDEN_R1_TOKEN 81
 #define GOLDEN_E1_TOKEN 67
 
@@ -451,6 +452,47 @@ static const struct fsm_cmd golden_cmds[] = {
      .user = GS("alice"),
      .sem_acquire_w =
          {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 2, .permits = 1, .wait_ms = 30000}},
+    /* reentrant sessions: a max count of 0 is refused; carol's session (max 3) locks RL three
+       times (the same token; a retried seq does not count), a fourth is refused, one UNLOCK
+       counts down: RL stays held with a count of 2 (the snapshot's section 2) */
+    {.op = FSM_OP_SESSION_OPEN_REENTRANT,
+     .now_ms = 9700,
+     .user = GS("carol"),
+     .session_open_reentrant = {.ttl_ms = 10000, .max_count = 0}},
+    {.op = FSM_OP_SESSION_OPEN_REENTRANT,
+     .user = GS("carol"),
+     .session_open_reentrant =
+         {.ttl_ms = 20000, .lockdelay_ms = 500, .name = GS("rec"), .max_count = 3}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 1,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 2,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 2,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 3,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 4,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_UNLOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 5,
+     .unlock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -478,5 +520,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the weighted semaphores': golden_snapshot_incr is the state after them,
  * golden_snapshot_wsem (version 7, a weighted semaphore over a lowered limit) after all. */
 #define GOLDEN_N_INCR_CMDS 145
+/* Before reentrant sessions': golden_snapshot_wsem is the state after them,
+ * golden_snapshot_reent (version 8, section 2: a reentrant session and a hold count) after all. */
+#define GOLDEN_N_WSEM_CMDS 153
 
 #endif

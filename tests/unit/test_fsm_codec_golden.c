@@ -127,7 +127,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm_events ev;
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
-    int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0;
+    int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -146,8 +146,10 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
             snap_v7_ok = snapshot_is(f, golden_snapshot_v7, sizeof(golden_snapshot_v7));
         if (i + 1 == GOLDEN_N_INCR_CMDS)
             snap_incr_ok = snapshot_is(f, golden_snapshot_incr, sizeof(golden_snapshot_incr));
+        if (i + 1 == GOLDEN_N_WSEM_CMDS)
+            snap_wsem_ok = snapshot_is(f, golden_snapshot_wsem, sizeof(golden_snapshot_wsem));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_wsem, sizeof(golden_snapshot_wsem));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_reent, sizeof(golden_snapshot_reent));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -161,6 +163,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_v6_ok);
     CHECK(snap_v7_ok);
     CHECK(snap_incr_ok);
+    CHECK(snap_wsem_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -234,6 +237,8 @@ TEST(golden_entries_need_the_log_format_of_their_release)
                  FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)),
                  FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_reent, sizeof(golden_snapshot_reent)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -261,6 +266,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_INCR]);
     CHECK(op_seen[FSM_OP_SEM_ACQUIRE_W]);
     CHECK(op_seen[FSM_OP_SEM_SETLIMIT]);
+    CHECK(op_seen[FSM_OP_SESSION_OPEN_REENTRANT]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -278,6 +284,21 @@ TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
     CHECK(restores_byte_identically(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)));
 }
 
+/* Version 8 with section 2: a reentrant session (max count 3) holding RL twice. */
+TEST(golden_snapshot_reent_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_reent[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_reent, sizeof(golden_snapshot_reent)));
+    struct fsm *f = fsm_new();
+    char err[128];
+    struct fsm_lock_view v;
+    CHECK(f && fsm_restore(f, golden_snapshot_reent, sizeof(golden_snapshot_reent), err,
+                           sizeof(err)) == 0);
+    CHECK(f && fsm_lock_info(f, "RL", 2, &v) && v.reentrant && v.count == 2 &&
+          v.holder_sid == GOLDEN_SID_G);
+    fsm_free(f);
+}
+
 int main(void)
 {
     golden_fill();
@@ -293,6 +314,7 @@ int main(void)
     RUN(golden_snapshot_v7_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_incr_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_wsem_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_reent_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

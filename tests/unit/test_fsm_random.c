@@ -19,6 +19,10 @@
  * holder it queued behind), LOCK_REVOKE (deadline in wait_ms) and REVOKE_END (the
  * grant in token), the model holding each lock's pending revoke (its grant and deadline).
  *
+ * Reentrant sessions (SESSION_OPEN_REENTRANT, small max counts) are in the mix too: the model
+ * keeps each lock's hold count, predicts a counted LOCK (the same token, one revision, no event)
+ * or its refusal at the max count, and lets only the last hold's UNLOCK release.
+ *
  * Odd seeds run at log format 2, where deadlock detection is on (src/fsm/waitgraph.h): the
  * model computes the wait-for graph on its own (a waiter waits for the holder and for every
  * session queued before it, over all the locks it is queued on: a waiting LOCK_MULTI for the
@@ -90,6 +94,7 @@ struct mcmd {
     uint8_t mset;          /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
     uint64_t by;           /* INCR: its step, an int64_t in two's complement */
     bool mbad;             /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
+    uint64_t max_count;    /* SESSION_OPEN_REENTRANT */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -120,6 +125,10 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     switch (m->op) {
     case FSM_OP_SESSION_OPEN:
         c->session_open = (struct fsm_cmd_session_open){m->ttl_ms, m->lockdelay_ms, m->name};
+        break;
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        c->session_open_reentrant =
+            (struct fsm_cmd_session_open_r){m->ttl_ms, m->lockdelay_ms, m->name, m->max_count};
         break;
     case FSM_OP_SESSION_CLOSE:
         c->session_close.sid = m->sid;
@@ -196,6 +205,12 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->ttl_ms = c->session_open.ttl_ms;
         m->lockdelay_ms = c->session_open.lockdelay_ms;
         m->name = c->session_open.name;
+        break;
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        m->ttl_ms = c->session_open_reentrant.ttl_ms;
+        m->lockdelay_ms = c->session_open_reentrant.lockdelay_ms;
+        m->name = c->session_open_reentrant.name;
+        m->max_count = c->session_open_reentrant.max_count;
         break;
     case FSM_OP_SESSION_CLOSE:
         m->sid = c->session_close.sid;
@@ -299,6 +314,7 @@ struct mlock {
     uint64_t qrev[MAXQ]; /* each waiter's enqueue revision: a LOCK_MULTI's waiters share one */
     uint8_t qset[MAXQ];  /* the locks its request waits for (a LOCK: this one) */
     int qn;
+    uint64_t count; /* the holder's holds (a reentrant holder's LOCKs count up); 0 if none */
 };
 
 struct mkey {
@@ -310,6 +326,7 @@ struct mkey {
 
 struct msess {
     uint64_t sid, lockdelay, hi_seq;
+    uint64_t max_count; /* a reentrant session's (SESSION_OPEN_REENTRANT); 0: not reentrant */
     bool alive;
     struct fsm_reply cached;
 };
@@ -360,8 +377,9 @@ static struct fsm_names multi_names(uint8_t mset)
 static struct model M;
 static uint64_t n_ev[32], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
-static bool g_detect;             /* this seed runs at format 2: deadlock detection on */
-static uint64_t n_dl, n_dl_multi; /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
+static bool g_detect;                      /* this seed runs at format 2: deadlock detection on */
+static uint64_t n_dl, n_dl_multi;          /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
+static uint64_t n_reup, n_redown, n_retot; /* hold counts up and down (and over all seeds) */
 
 #define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
 #define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
@@ -508,6 +526,8 @@ static void gen_lock_op(struct mcmd *c, int r)
     if (r < 45) {
         c->op = chance(20) ? FSM_OP_LOCK_NOTIFY : FSM_OP_LOCK;
         c->wait_ms = chance(70) ? 1 + below(5000) : 0;
+        if (M.locks[l].holder && chance(30)) /* its holder again: a reentrant one counts */
+            c->sid = M.locks[l].holder;
     } else if (r < 60) {
         c->op = FSM_OP_UNLOCK;
         if (M.locks[l].holder && chance(70))
@@ -593,6 +613,11 @@ static void gen_cmd(struct mcmd *c)
     }
     if (r < 10 && n_alive() < MAX_ALIVE) {
         c->op = FSM_OP_SESSION_OPEN;
+        if (chance(40)) { /* reentrant: small max counts (0 is refused) that LOCKs reach */
+            static const uint64_t maxes[] = {0, 1, 2, 3, 6, FSM_MAX_HOLD_COUNT + 1ull};
+            c->op = FSM_OP_SESSION_OPEN_REENTRANT;
+            c->max_count = maxes[below(chance(95) ? 5 : 6)];
+        }
         c->ttl_ms = chance(3) ? 0 : 1 + below(10000);
         c->lockdelay_ms = chance(50) ? 0 : 1 + below(500);
         c->name = chance(50) ? (struct fsm_str){"worker", 6} : (struct fsm_str){"", 0};
@@ -859,6 +884,11 @@ static struct expect predict_lock(const struct mcmd *c)
     switch (c->op) {
     case FSM_OP_LOCK:
     case FSM_OP_LOCK_NOTIFY:
+        if (held && msess(c->sid)->max_count) { /* a reentrant holder: counted, to its limit */
+            struct expect e = ex_int(l->token);
+            e.changes = true;
+            return l->count < msess(c->sid)->max_count ? e : ex_err("ERR session ");
+        }
         if (held)
             return ex_int(l->token);
         if (queued)
@@ -987,6 +1017,9 @@ static struct expect predict_op(const struct mcmd *c)
                                                  : ex(FSM_REPLY_OK, (c->token == 0) != M.dl_off);
     case FSM_OP_SESSION_OPEN:
         return c->ttl_ms ? ex_fresh() : ex_err("ERR");
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        return c->ttl_ms && c->max_count >= 1 && c->max_count <= FSM_MAX_HOLD_COUNT ? ex_fresh()
+                                                                                    : ex_err("ERR");
     case FSM_OP_SESSION_CLOSE:
     case FSM_OP_SESSION_EXPIRE:
     case FSM_OP_SESSION_REVOKE:
@@ -1083,7 +1116,11 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     case FSM_EV_SESSION_OPENED:
         MCHECK(ev->sid > M.last_sid && M.ns < MAXS && ev->ms == c->ttl_ms);
         M.last_sid = ev->sid;
-        M.s[M.ns++] = (struct msess){.sid = ev->sid, .lockdelay = c->lockdelay_ms, .alive = true};
+        M.s[M.ns++] =
+            (struct msess){.sid = ev->sid,
+                           .lockdelay = c->lockdelay_ms,
+                           .max_count = c->op == FSM_OP_SESSION_OPEN_REENTRANT ? c->max_count : 0,
+                           .alive = true};
         break;
     case FSM_EV_GRANTED:
         MCHECK(!l->delay && !l->holder && alive(ev->sid));
@@ -1095,12 +1132,14 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
             qdel(l, 0);
         l->holder = ev->sid;
         l->token = l->last_token = M.last_token = ev->token;
+        l->count = 1;
         break;
     case FSM_EV_RELEASED:
         MCHECK(l->holder == ev->sid && l->token == ev->token);
         MCHECK(c->op != FSM_OP_REVOKE_END || ev->expired);
+        MCHECK(c->op != FSM_OP_UNLOCK || l->count == 1); /* UNLOCK releases the last hold */
         *released_by = ev->sid;
-        l->holder = l->token = 0;
+        l->holder = l->token = l->count = 0;
         l->rv_token = l->rv_ms = 0; /* the grant's revoke ends with it */
         break;
     case FSM_EV_WAIT_NOTIFY: /* right after the waiter's WAIT_STARTED, to the holder */
@@ -1109,13 +1148,14 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_REVOKE_REQUESTED: {
         MCHECK(c->op == FSM_OP_LOCK_REVOKE && l->holder == ev->sid && l->token == ev->token);
-        MCHECK(ev->ms == c->wait_ms && ev->value.len == c->reason.len && ev->by.len == c->key.len);
+        MCHECK(ev->value.len == c->reason.len && ev->by.len == c->key.len);
         bool again = l->rv_token == ev->token;
         uint64_t old = again ? l->rv_ms : 0;
         l->rv_ms = !old || !c->wait_ms ? (old ? old : c->wait_ms)
                    : old < c->wait_ms  ? old
                                        : c->wait_ms;
         l->rv_token = ev->token;
+        MCHECK(ev->ms == l->rv_ms); /* the holder is told the deadline that stands */
         break;
     }
     case FSM_EV_WAIT_STARTED:
@@ -1188,6 +1228,24 @@ static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint6
         if (model_event(&ev->ev[i], c, rev1, &released_by))
             return -1;
     return 0;
+}
+
+/* A hold count changes without an event: a LOCK of a lock its reentrant session held before
+ * counts up (INT), an UNLOCK that left it held counts down (OK, no RELEASED). */
+static void model_count(const struct mcmd *c, const struct fsm_reply *r, bool holder_before)
+{
+    if (!holder_before)
+        return;
+    struct mlock *l = &M.locks[lock_idx(c->name)];
+    if ((c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY) && r->kind == FSM_REPLY_INT &&
+        msess(c->sid)->max_count) {
+        l->count++;
+        n_reup++;
+    }
+    if (c->op == FSM_OP_UNLOCK && r->kind == FSM_REPLY_OK && l->holder == c->sid) {
+        l->count--;
+        n_redown++;
+    }
 }
 
 /* KV writes have no events: the model applies them from the reply. */
@@ -1336,6 +1394,7 @@ static int compare_state(const struct fsm *f)
             continue;
         MCHECK(v.holder_sid == l->holder && v.in_lockdelay == l->delay);
         MCHECK(v.token == l->token && v.n_waiters == (size_t)l->qn);
+        MCHECK(v.count == l->count && v.reentrant == (l->holder && msess(l->holder)->max_count));
         MCHECK(!l->delay || v.lockdelay_ms == l->delay_ms);
         struct fsm_revoke_view rv;
         int pending = fsm_lock_revoke_info(f, LOCKN[i].p, LOCKN[i].len, &rv);
@@ -1476,6 +1535,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     uint64_t rev0 = g_rev0 = fsm_revision(f);
     int n_held = decoded ? ending_locks(&c, run, held) : 0;
     uint64_t delay = n_held ? msess(c.sid)->lockdelay : 0;
+    int li = decoded && c.name.len ? lock_idx(c.name) : -1;
+    bool holder_before = li >= 0 && c.sid && M.locks[li].holder == c.sid;
     struct fsm_reply r, gr;
     fsm_events_reset(ev);
     fsm_apply(f, (const uint8_t *)entry->p, entry->len, &r, ev);
@@ -1494,6 +1555,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     if (check_revisions(&e, ev, rev0, fsm_revision(f), decoded ? c.op : 0) ||
         check_lockdelays(&c, held, n_held, delay))
         return -1;
+    if (run && decoded)
+        model_count(&c, &r, holder_before);
     if (run) {
         model_kv(&c, &r, fsm_revision(f));
         model_member(&c, &r);
@@ -1536,7 +1599,7 @@ static int run_seed(uint64_t seed, int steps)
     buf_init(&entry);
     memset(&M, 0, sizeof(M));
     memset(n_ev, 0, sizeof(n_ev));
-    n_dl = n_dl_multi = 0;
+    n_dl = n_dl_multi = n_reup = n_redown = 0;
     g_detect = seed & 1;
     if (g_detect) { /* log format 2: deadlock detection on, in f and in its twin alike */
         struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
@@ -1578,6 +1641,9 @@ static int run_seed(uint64_t seed, int steps)
            (unsigned long long)n_bad, (unsigned long long)n_err);
     printf("  format %d: deadlocks refused %llu (LOCK_MULTI %llu)\n", g_detect ? 2 : 1,
            (unsigned long long)n_dl, (unsigned long long)n_dl_multi);
+    printf("  hold counts: up %llu, down without a release %llu\n", (unsigned long long)n_reup,
+           (unsigned long long)n_redown);
+    n_retot += n_reup + n_redown;
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);
@@ -1606,6 +1672,7 @@ TEST(random_sequences_follow_the_model_and_survive_restore)
         printf("fsm_random: seed %llu, %d steps\n", (unsigned long long)seeds[i], n_steps);
         CHECK(run_seed(seeds[i], n_steps) == 0);
     }
+    CHECK(n_steps < 500 || n_retot > 0); /* the reentrant paths were exercised */
 }
 
 int main(int argc, char **argv)

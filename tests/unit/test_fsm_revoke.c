@@ -3,7 +3,8 @@
  * test_fsm_revoke — cooperative revocation (src/fsm/revoke.c): LOCK_REVOKE tells the holder and
  * records a pending revoke of its grant; REVOKE_END releases that grant, and only that grant,
  * as an expiry does (lock-delay, then a larger token for the next waiter); any release before
- * cancels it; a second revoke only brings the deadline forward; snapshots carry it.
+ * cancels it; a second revoke only brings the deadline forward and tells the holder the one that
+ * stands; snapshots carry it.
  *
  * One test per rule; every test ends with the invariant audit.
  */
@@ -124,6 +125,7 @@ TEST_F(fsm_fx, the_deadline_releases_the_grant_as_an_expiry_lockdelay_then_a_lar
     CHECK(revoke_end(f, "L", t1).kind == FSM_REPLY_OK);
     const struct fsm_event *e = event_of(FSM_EV_RELEASED);
     CHECK(e && e->sid == a && e->token == t1 && e->expired);
+    CHECK(e && e->deadline && !e->revoked); /* the cause rides on the event (the server logs it) */
     CHECK(has_event(FSM_EV_LOCKDELAY_STARTED, 0));
     CHECK_EQ_U64(holder_of(f, "L"), 0); /* lock-delay: nobody yet */
     CHECK(!fenced_put(f, "L", t1));     /* the old token is stale at once */
@@ -197,10 +199,15 @@ TEST_F(fsm_fx, the_end_of_the_holders_session_cancels_the_revoke)
     CHECK(token_of(revoke(f, "L", 2000, "")));
     CHECK(apply_expire(f, a).kind == FSM_REPLY_OK);
     CHECK(!has_pending(f, "L"));
+    const struct fsm_event *e = event_of(FSM_EV_RELEASED);
+    CHECK(e && e->expired && !e->deadline); /* an expiry, not a revoke's deadline */
     CHECK(invariants_hold(f));
 }
 
-TEST_F(fsm_fx, a_second_revoke_only_brings_the_deadline_forward)
+/* A second revoke stores the shorter length (the leader already took off what passed on its
+ * clock: cmd_revoke.c), "ask only" keeps the pending one, and every REVOKE_REQUESTED tells the
+ * holder the stored deadline, never merely the one asked (the leader's timer arms from it). */
+TEST_F(fsm_fx, a_second_revoke_tells_the_holder_the_deadline_that_stands)
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 10000, 0);
@@ -209,11 +216,15 @@ TEST_F(fsm_fx, a_second_revoke_only_brings_the_deadline_forward)
     CHECK_EQ_U64(token_of(revoke(f, "L", 5000, "second")), t);
     CHECK_EQ_U64(pending_deadline(f, "L"), 1000);
     const struct fsm_event *e = event_of(FSM_EV_REVOKE_REQUESTED);
-    CHECK(e && e->ms == 5000 && same(e->value, "second")); /* told as asked; 1000 stands */
+    CHECK(e && e->ms == 1000 && same(e->value, "second")); /* the one that stands */
     CHECK(token_of(revoke(f, "L", 200, "")));
     CHECK_EQ_U64(pending_deadline(f, "L"), 200);
+    e = event_of(FSM_EV_REVOKE_REQUESTED);
+    CHECK(e && e->ms == 200);
     CHECK(token_of(revoke(f, "L", 0, "ask only")));
     CHECK_EQ_U64(pending_deadline(f, "L"), 200);
+    e = event_of(FSM_EV_REVOKE_REQUESTED);
+    CHECK(e && e->ms == 200 && same(e->value, "ask only")); /* not "none" */
     CHECK(invariants_hold(f));
 }
 
@@ -313,7 +324,7 @@ int main(void)
     RUN_F(fsm_fx, a_deadline_releases_only_the_grant_it_was_asked_of);
     RUN_F(fsm_fx, a_release_before_the_deadline_cancels_the_revoke);
     RUN_F(fsm_fx, the_end_of_the_holders_session_cancels_the_revoke);
-    RUN_F(fsm_fx, a_second_revoke_only_brings_the_deadline_forward);
+    RUN_F(fsm_fx, a_second_revoke_tells_the_holder_the_deadline_that_stands);
     RUN_F(fsm_fx, a_revoke_without_deadline_is_never_forced);
     RUN_F(fsm_fx, the_snapshot_carries_the_pending_revoke_as_version_6_and_only_while_pending);
     RUN_F(fsm_fx, a_revoke_flag_in_an_older_snapshot_version_is_refused);

@@ -284,26 +284,34 @@ TEST(test_repair_requeues_at_full_length)
     CHECK_EQ_U64(a.sid, 7);
 }
 
-/* A revoke deadline proposes the end of its grant; a second revoke of the same grant only
- * brings it forward; the end of the grant drops it; a new leader restarts it at the stored
- * (shortest) length. */
-TEST(test_revoke_deadline_only_earlier_and_of_its_grant)
+/* A revoke deadline proposes the end of its grant; the leader reads what is left of it (what it
+ * merges a second revoke with); a second revoke of the same grant restarts it at the FSM's new
+ * deadline; the end of the grant drops it; a new leader restarts it at the stored length. */
+TEST(test_revoke_deadline_left_restart_and_of_its_grant)
 {
     struct lease_action a;
+    uint64_t left = 0;
     take_over(0);
-    CHECK(lease_revoke_started(&L, "L", 1, 42, 1000, 1000, 0) == 0);
-    CHECK(lease_revoke_started(&L, "L", 1, 42, 5000, 1000, 100) == 0); /* later: ignored */
+    CHECK(lease_revoke_started(&L, "L", 1, 42, 1000, 0) == 0);
+    CHECK(lease_revoke_left(&L, "L", 1, 42, 400, &left) && left == 600);
+    CHECK(!lease_revoke_left(&L, "L", 1, 41, 400, &left)); /* another grant's */
+    CHECK(!lease_revoke_left(&L, "M", 1, 42, 400, &left));
+    CHECK(lease_revoke_started(&L, "L", 1, 42, 600, 400) == 0); /* merged: what was left */
     CHECK_EQ_U64(lease_next_deadline(&L), 1000);
-    CHECK(lease_revoke_started(&L, "L", 1, 42, 300, 300, 200) == 0); /* earlier: it stands */
-    CHECK_EQ_U64(lease_next_deadline(&L), 500);
+    CHECK(lease_revoke_started(&L, "L", 1, 42, 300, 500) == 0); /* shorter: from its apply */
+    CHECK_EQ_U64(lease_next_deadline(&L), 800);
     lease_revoke_ended(&L, "L", 1, 41); /* another grant's release leaves it */
-    CHECK(!lease_next(&L, 499, &a));
-    EXPECT_ACTION(500, LEASE_REVOKE, a);
+    CHECK(!lease_next(&L, 799, &a));
+    EXPECT_ACTION(800, LEASE_REVOKE, a);
     CHECK_EQ_U64(a.token, 42);
     CHECK(a.namelen == 1 && a.name[0] == 'L');
+    CHECK(!lease_revoke_left(&L, "L", 1, 42, 800, &left)); /* its end is in flight */
     lease_step_down(&L);
+    CHECK(!lease_revoke_left(&L, "L", 1, 42, 800, &left)); /* not leading */
     take_over(10000); /* a new leader: the stored length from now */
     CHECK_EQ_U64(lease_next_deadline(&L), 10300);
+    CHECK(lease_revoke_left(&L, "L", 1, 42, 10100, &left) && left == 200);
+    CHECK(lease_revoke_left(&L, "L", 1, 42, 10900, &left) && left == 1); /* due: at least 1 */
     lease_revoke_ended(&L, "L", 1, 42);
     CHECK_EQ_U64(lease_next_deadline(&L), UINT64_MAX);
 }
@@ -328,6 +336,6 @@ int main(void)
     RUN_LEASE(test_step_down_stops_actions_and_retries);
     RUN_LEASE(test_checkpoint_skipped_when_expiry_due);
     RUN_LEASE(test_repair_requeues_at_full_length);
-    RUN_LEASE(test_revoke_deadline_only_earlier_and_of_its_grant);
+    RUN_LEASE(test_revoke_deadline_left_restart_and_of_its_grant);
     TEST_MAIN_END();
 }

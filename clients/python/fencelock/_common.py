@@ -263,6 +263,18 @@ def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool) -> List[Any]:
     return ["LOCK", name, sid] + (["SHARED"] if shared else ["NOTIFY"] if notify else [])
 
 
+def reentrant_args(reentrant: bool, max_count: Optional[int]) -> List[Any]:
+    """SESSION.OPEN's REENTRANT [MAXCOUNT n]; ValueError for a max_count without reentrant or
+    below 1 (the server refuses it too, after a round trip)."""
+    if max_count is not None and not reentrant:
+        raise ValueError("max_count needs reentrant=True")
+    if max_count is not None and (isinstance(max_count, bool) or int(max_count) < 1):
+        raise ValueError("max_count must be at least 1")
+    if not reentrant:
+        return []
+    return ["REENTRANT"] + (["MAXCOUNT", int(max_count)] if max_count is not None else [])
+
+
 def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str]) -> List[Any]:
     """LOCK.REVOKE's arguments; deadline in seconds (None: ask only)."""
     args: List[Any] = ["LOCK.REVOKE", name]

@@ -75,12 +75,17 @@ class Client:
                 name: Optional[str] = None,
                 on_lost: Optional[Callable[["Session"], None]] = None, *,
                 ttl_ms: Optional[float] = None,
-                lock_delay_ms: Optional[float] = None) -> "Session":
+                lock_delay_ms: Optional[float] = None, reentrant: bool = False,
+                max_count: Optional[int] = None) -> "Session":
         """Open a Session (a lease kept alive by a thread of its own): ttl and lock_delay in
-        seconds (ttl_ms= and lock_delay_ms= are deprecated)."""
+        seconds (ttl_ms= and lock_delay_ms= are deprecated). reentrant=True: a lock() of a
+        lock it holds exclusively counts up (the same token), unlock() counts down and releases
+        the last hold; max_count (with reentrant) bounds the count (default: the server's
+        --reentrant-max-count)."""
         from .session import Session
         return Session(self, ttl, lock_delay, name, on_lost, ttl_ms=ttl_ms,
-                       lock_delay_ms=lock_delay_ms, _depth=1)
+                       lock_delay_ms=lock_delay_ms, reentrant=reentrant, max_count=max_count,
+                       _depth=1)
 
     # ---- keys ----
     def get(self, key: str) -> Optional[bytes]:
@@ -140,7 +145,7 @@ class Client:
     # ---- locks and fencing ----
     def lock_info(self, name: str) -> Optional[Dict[str, Any]]:
         """None if the lock is free and nobody waits; else a dict (holder, token, waiters,
-        mode, holders, lockdelay, held_since_ms)."""
+        mode, holders, lockdelay, held_since_ms; count: the holds of a reentrant holder)."""
         d: Optional[Dict[str, Any]] = as_map(self.call(Cmd("LOCK.INFO", name)))
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]

@@ -24,8 +24,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterator, List, Op
 
 from . import errors
 from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                      Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, seconds_arg,
-                      sem_args, span)
+                      Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, reentrant_args,
+                      seconds_arg, sem_args, span)
 from .conn import Cmd
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class Session:
                  lock_delay: Optional[float] = None, name: Optional[str] = None,
                  on_lost: Optional[Callable[["Session"], None]] = None, *,
                  ttl_ms: Optional[float] = None, lock_delay_ms: Optional[float] = None,
+                 reentrant: bool = False, max_count: Optional[int] = None,
                  _depth: int = 0) -> None:
         lvl = 3 + _depth
         ttl_s = seconds_arg(ttl, ttl_ms, "ttl", None, lvl)
@@ -69,6 +70,8 @@ class Session:
             cmd.add("LOCKDELAY", self.lock_delay_ms)
         if name:
             cmd.add("NAME", name)
+        self.reentrant = reentrant
+        cmd.add(*reentrant_args(reentrant, max_count))
         sent = time.monotonic()
         # A resend after a lost answer may leave an unused session behind; it expires.
         self.sid = int(client.call(cmd))

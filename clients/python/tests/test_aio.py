@@ -112,6 +112,21 @@ def test_aio_weighted_semaphore_waits_in_fifo_order(node):
     run(main())
 
 
+def test_aio_reentrant_session_counts_nested_locks(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, \
+                c.session(ttl=10.0, reentrant=True) as s:
+            async with s.lock("anest", wait=5.0) as t1:
+                assert await s.acquire("anest") == t1
+                assert (await c.lock_info("anest"))["count"] == 2
+                await s.unlock("anest")
+                assert (await c.lock_info("anest"))["count"] == 1
+            assert await c.lock_info("anest") is None
+            info = await c.session_info(s.sid)
+            assert info["max_count"] == 64
+    run(main())
+
+
 def test_aio_a_wait_that_closes_a_cycle_raises_deadlock_error(node):
     async def main():
         async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \

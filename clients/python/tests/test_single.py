@@ -37,6 +37,26 @@ def test_lock_fenced_put_unlock(client):
         client.session_info(s.sid)
 
 
+def test_reentrant_session_counts_nested_locks(client):
+    with client.session(10.0, reentrant=True, max_count=3) as s, client.session(10.0) as w:
+        with s.lock("nest", wait=5.0) as t1:
+            with s.lock("nest", wait=5.0) as t2:
+                assert t1 == t2 and client.lock_info("nest")["count"] == 2
+                assert s.acquire("nest") == t1
+                with pytest.raises(fencelock.ServerError, match="MAXCOUNT"):
+                    s.acquire("nest")
+                s.unlock("nest")
+            info = client.lock_info("nest")
+            assert info["holder"] == s.sid and info["count"] == 1, "the outer hold remains"
+            assert w.try_lock("nest") is None
+        assert client.lock_info("nest") is None, "released by the last unlock"
+        assert "count" not in (client.lock_info("nest") or {})
+        with w.lock("plain", wait=5.0) as t:
+            assert w.acquire("plain") == t and "count" not in client.lock_info("plain")
+    with pytest.raises(ValueError):
+        client.session(10.0, max_count=3)
+
+
 def test_incr_counts_exactly_once_fenced_and_refuses_a_non_integer(client):
     assert client.incr("ctr") == 1
     assert client.incr("ctr", by=-11) == -10

@@ -256,9 +256,10 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         resp_w_simple(&slot->out, "OK");
         break;
     case FSM_REPLY_INT:
-        if (slot->op == FSM_OP_SESSION_OPEN && slot->conn)
-            slot->conn->sid = reply->value; /* its pushes (watch/push.c) */
-        if (slot->op == FSM_OP_INCR)        /* the counter's value: signed */
+        if ((slot->op == FSM_OP_SESSION_OPEN || slot->op == FSM_OP_SESSION_OPEN_REENTRANT) &&
+            slot->conn)
+            srv_push_conn_sid(slot->conn, reply->value); /* its pushes (watch/push.c) */
+        if (slot->op == FSM_OP_INCR)                     /* the counter's value: signed */
             resp_w_int(&slot->out, (int64_t)reply->value);
         else
             srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */

@@ -81,7 +81,7 @@ void lockInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
-    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS);
+    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS + v.reentrant); /* + its count */
     resp_w_bulk_str(r->out, "holder");
     resp_w_uint(r->out, v.holder_sid);
     resp_w_bulk_str(r->out, "token");
@@ -102,6 +102,10 @@ void lockInfoCommand(struct srv_req *r)
     fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
     resp_w_bulk_str(r->out, "waits_for"); /* per waiter, in the order of "waiters" */
     cmd_write_waits_for(r, name.p, name.len);
+    if (v.reentrant) { /* a reentrant holder's holds; absent otherwise (as before them) */
+        resp_w_bulk_str(r->out, "count");
+        resp_w_uint(r->out, v.count);
+    }
 }
 
 void fenceCheckCommand(struct srv_req *r)
@@ -143,7 +147,7 @@ void locksCommand(struct srv_req *r)
     n = shown;
     resp_w_array(r->out, n);
     for (size_t i = 0; i < n; i++) {
-        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS);
+        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS + it[i].reentrant);
         resp_w_bulk_str(r->out, "name");
         resp_w_bulk(r->out, it[i].name.p, it[i].name.len);
         resp_w_bulk_str(r->out, "holder");
@@ -160,6 +164,10 @@ void locksCommand(struct srv_req *r)
                                     : fsm_kind_name(it[i].kind));
         resp_w_bulk_str(r->out, "holders");
         resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
+        if (it[i].reentrant) {
+            resp_w_bulk_str(r->out, "count");
+            resp_w_uint(r->out, it[i].count);
+        }
     }
     free(it);
 }

@@ -4,7 +4,7 @@
  * lock to let go (cooperative revocation; the rule is src/fsm/revoke.c).
  *
  * The holder's session gets a revoke-requested event on the event stream (XREAD) naming the
- * lock, its token, the deadline asked, the reason and who asked. With DEADLINE, the leader
+ * lock, its token, the deadline that stands, the reason and who asked. With DEADLINE, the leader
  * releases that grant (as an expiry would: lock-delay, then the next waiter with a larger
  * token) once the deadline passed on its monotonic clock, if the same grant still holds the
  * lock (src/server/lease: lease_revoke_*). Who may: admin, or the `revoke` permission with a
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "server/cmd/cmd.h"
 #include "server/security/audit.h"
 #include "server/server.h"
@@ -57,6 +58,28 @@ static int revoke_opts(struct srv_req *r, struct fsm_cmd_lock_revoke *c)
     return 0;
 }
 
+/*
+ * A second revoke of a grant whose deadline runs: the deadline is a length the FSM counts from
+ * each revoke's apply and cannot compare across time (src/fsm/revoke.c), so the leader, whose
+ * clock measures it, proposes the shorter of the asked length and what is left of the running
+ * one ("ask only" keeps what is left). Only with nothing of its own in flight: then the entry
+ * applies to the very state read here, never to a later grant of the name. Otherwise the asked
+ * length goes as it is and the FSM keeps the shorter length, restarted from its apply: the
+ * holder is still told the deadline that is enforced, which may then end later than the
+ * running one did, never earlier.
+ */
+static void merge_running_deadline(struct srv *s, struct fsm_cmd_lock_revoke *c)
+{
+    struct fsm_revoke_view v;
+    uint64_t left;
+    if (rn_proposals_pending(s->rn) != 0 ||
+        !fsm_lock_revoke_info(s->fsm, c->name.p, c->name.len, &v) ||
+        !lease_revoke_left(&s->lease.rules, c->name.p, c->name.len, v.token, clock_ms(), &left))
+        return;
+    if (c->deadline_ms == 0 || left < c->deadline_ms)
+        c->deadline_ms = left;
+}
+
 void lockRevokeCommand(struct srv_req *r)
 {
     char by[FSM_MAX_USER + AUDIT_ADDR_BUF + 2];
@@ -66,10 +89,13 @@ void lockRevokeCommand(struct srv_req *r)
         cmd_check_kind(r, &c->name, FSM_KIND_LOCK) || revoke_opts(r, c))
         return;
     c->by = (struct fsm_str){by, (uint32_t)requester(r, by, sizeof(by))};
+    uint64_t asked = c->deadline_ms;
+    merge_running_deadline(r->s, c);
     cmd_propose(r, &cmd);
     if (r->async) { /* proposed: who took locks from whom is the operator's to know */
         char shown[CMD_ARG_TEXT];
-        srv_audit(r->s, r->c, "lock.revoke", "name=%s deadline_ms=%llu",
-                  cmd_arg_text(&r->argv[1], shown), (unsigned long long)c->deadline_ms);
+        srv_audit(r->s, r->c, "lock.revoke", "name=%s deadline_ms=%llu asked_ms=%llu",
+                  cmd_arg_text(&r->argv[1], shown), (unsigned long long)c->deadline_ms,
+                  (unsigned long long)asked);
     }
 }

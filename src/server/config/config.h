@@ -47,6 +47,7 @@ struct srv_config {
     unsigned http_max_streams; /* GET /v1/events streams open at once */
     uint64_t http_idle_ms;     /* HTTP: ms to send the request, and again to read the reply */
     uint64_t max_ttl, max_lockdelay, max_wait;
+    uint64_t reentrant_max_count;   /* a REENTRANT session's MAXCOUNT when it names none */
     uint64_t deadlock_search_limit; /* fsm_set_deadlock_limit: 0 = no deadlock detection */
     uint64_t max_multi_lock_names;  /* --max-multi-lock-names: names of one LOCK.MULTI */
     /* quotas (quota.c): checked on the leader before proposing */

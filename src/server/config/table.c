@@ -96,6 +96,8 @@ const struct cfg_row cfg_rows[] = {
         "state size: key, value and name bytes plus 128 per record (docs/server.md \"Memory\")"),
     NUM("--max-lockdelay", max_lockdelay, CFG_MS, 0, TB, 60000, "session LOCKDELAY"),
     NUM("--max-wait", max_wait, CFG_MS, 1, TB, 24ull * 3600 * 1000, "LOCK ... WAIT"),
+    NUM("--reentrant-max-count", reentrant_max_count, CFG_COUNT, 1, FSM_MAX_HOLD_COUNT, 64,
+        "holds of one lock a SESSION.OPEN ... REENTRANT session may count without MAXCOUNT"),
     NUM("--deadlock-search-limit", deadlock_search_limit, CFG_COUNT, 0, FSM_DEADLOCK_LIMIT_MAX,
         FSM_DEADLOCK_LIMIT_DEFAULT,
         "sessions and edges one deadlock search may visit; past it the wait is allowed; 0 turns "

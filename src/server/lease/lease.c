@@ -277,9 +277,9 @@ static int revoke_add(struct lease *l, const char *name, size_t namelen, uint64_
                       uint64_t stored_ms, uint64_t deadline)
 {
     struct lease_revoke *v = map_get(&l->revokes, name, namelen);
-    if (v && v->token == token) { /* a second revoke of the grant: only ever earlier */
+    if (v && v->token == token) { /* a second revoke of the grant: its countdown restarts */
         v->deadline_ms = stored_ms;
-        if (!v->ending && (v->t.idx == HEAP_NONE || deadline < v->t.deadline))
+        if (!v->ending)
             arm(l, &v->t, deadline);
         return 0;
     }
@@ -302,9 +302,19 @@ static int revoke_add(struct lease *l, const char *name, size_t namelen, uint64_
 }
 
 int lease_revoke_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
-                         uint64_t deadline_ms, uint64_t stored_ms, uint64_t now)
+                         uint64_t deadline_ms, uint64_t now)
 {
-    return revoke_add(l, name, namelen, token, stored_ms, now + deadline_ms);
+    return revoke_add(l, name, namelen, token, deadline_ms, now + deadline_ms);
+}
+
+bool lease_revoke_left(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                       uint64_t now, uint64_t *left)
+{
+    const struct lease_revoke *v = map_get(&l->revokes, name, namelen);
+    if (!l->leading || !v || v->token != token || v->ending || v->t.idx == HEAP_NONE)
+        return false;
+    *left = v->t.deadline > now ? v->t.deadline - now : 1; /* due: the tick ends it next */
+    return true;
 }
 
 int lease_revoke_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,

@@ -74,10 +74,11 @@ struct lease_delay {
 };
 
 /* A pending revoke with a deadline (LOCK.REVOKE ... DEADLINE): REVOKE_END(name, token) is
- * proposed when it passes. A second revoke of the same grant only brings it forward. */
+ * proposed when it passes. A second revoke of the same grant restarts it at the FSM's new
+ * deadline (which the leader merged with what was left: lease_revoke_left). */
 struct lease_revoke {
     struct heap_item t;
-    uint64_t token, deadline_ms; /* deadline_ms: the stored (shortest) one, for a takeover */
+    uint64_t token, deadline_ms; /* deadline_ms: the FSM's stored one, for a takeover */
     bool ending;                 /* a REVOKE_END proposal is in flight */
     size_t namelen;
     char name[];
@@ -131,11 +132,18 @@ int lease_wait_refresh(struct lease *l, const char *name, size_t namelen, uint64
 int lease_delay_started(struct lease *l, const char *name, size_t namelen, uint64_t delay_ms,
                         uint64_t now);
 void lease_delay_ended(struct lease *l, const char *name, size_t namelen);
-/* A revoke of grant `token` of lock `name` asked for a deadline `deadline_ms` from now (FSM
- * REVOKE_REQUESTED; `stored_ms` is the FSM's deadline after it, for a later takeover). The
- * earlier of this and an armed deadline of the same grant stands. */
+/* A revoke of grant `token` of lock `name` applied (FSM REVOKE_REQUESTED): its deadline is
+ * `deadline_ms` from now, the FSM's stored one that the event tells the holder. A second revoke
+ * of the same grant restarts the countdown at it: the leader merged it with what was left on
+ * its clock before it proposed (lease_revoke_left; docs/protocol.md "Revocation"), so the
+ * holder and the leader count to the same instant. */
 int lease_revoke_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
-                         uint64_t deadline_ms, uint64_t stored_ms, uint64_t now);
+                         uint64_t deadline_ms, uint64_t now);
+/* On a leading node: what is left at `now` of grant `token`'s armed revoke deadline (at least
+ * 1 ms: a due one ends at the next tick) in *left; false if none is armed (no revoke with a
+ * deadline, another grant's, or its REVOKE_END is in flight). */
+bool lease_revoke_left(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                       uint64_t now, uint64_t *left);
 /* Grant `token` of `name` ended (RELEASED): its revoke deadline, if any, goes. */
 void lease_revoke_ended(struct lease *l, const char *name, size_t namelen, uint64_t token);
 int lease_revoke_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,

@@ -111,29 +111,25 @@ static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
 
 /* The event an operator most needs: a holder whose session ended under it (it died, paused or
  * was partitioned; or an admin revoked it), or that ignored a LOCK.REVOKE until its deadline
- * (its session lives on: the hook runs after the whole entry applied), so its lock goes to the
- * next holder. */
+ * (its session lives on), so its lock goes to the next holder. The cause is the event's own
+ * (fsm_lock_release sets it), so this line and the event stream cannot disagree. */
 static void log_lost_hold(struct srv *s, const struct fsm_event *e)
 {
     char shown[CMD_ARG_TEXT];
     struct resp_arg name = {e->name.p, e->name.len};
-    struct fsm_session_view v;
-    const char *how = fsm_session_info(s->fsm, e->sid, &v) ? "passed a revoke's deadline"
-                      : e->revoked                         ? "was revoked"
-                                                           : "expired";
+    const char *how = e->deadline  ? "passed a revoke's deadline"
+                      : e->revoked ? "was revoked"
+                                   : "expired";
     LOGW(&s->log, "session %llu %s while holding '%s' (token %llu): it passes to the next holder",
          (unsigned long long)e->sid, how, cmd_arg_text(&name, shown), (unsigned long long)e->token);
 }
 
-/* A revoke with a deadline arms it here on every node (only the leader acts on it). The
- * deadline that stands is the FSM's, the shortest asked of this grant (a takeover re-arms it). */
+/* A revoke with a deadline arms it here on every node (only the leader acts on it): the event
+ * carries the FSM's stored deadline, counted from this apply, as the holder is told it. */
 static void on_revoke_requested(struct srv *s, const struct fsm_event *e, uint64_t now)
 {
-    struct fsm_revoke_view v;
-    if (!fsm_lock_revoke_info(s->fsm, e->name.p, e->name.len, &v) || v.token != e->token)
-        return;
-    if (e->ms && lease_revoke_started(&s->lease.rules, e->name.p, e->name.len, e->token, e->ms,
-                                      v.deadline_ms, now))
+    if (e->ms &&
+        lease_revoke_started(&s->lease.rules, e->name.p, e->name.len, e->token, e->ms, now))
         LOGE(&s->log, "out of memory tracking a revoke (retried on the next tick)");
 }
 

@@ -201,6 +201,8 @@ static bool slot_move_legal(enum srv_slot_state from, enum srv_slot_state to)
 void srv_slot_set_state(struct srv_slot *slot, enum srv_slot_state to)
 {
     assert(slot_move_legal(slot->state, to));
+    if (to == SLOT_PARKED || slot->state == SLOT_PARKED)
+        srv_push_slot_parked(slot, to == SLOT_PARKED); /* the push index (watch/push.c) */
     slot->state = to;
 }
 
@@ -233,6 +235,7 @@ void srv_conn_close(struct srv_conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    srv_push_conn_closed(c); /* while its slots still name it */
     struct srv_slot *slot = c->head;
     while (slot) {
         struct srv_slot *next = slot->next;

@@ -35,8 +35,8 @@
 #include "common/buf.h"
 #include "server/obs/http_parse.h" /* SRV_HTTP_MAX_HEAD */
 
-#define SRV_HTTP_MAX_CONNS 64  /* default bound on concurrent connections */
-#define SRV_HTTP_IDLE_MS 5000  /* default time allowed to send the request */
+#define SRV_HTTP_MAX_CONNS 64 /* default bound on concurrent connections */
+#define SRV_HTTP_IDLE_MS 5000 /* default time allowed to send the request */
 
 struct srv_http;
 

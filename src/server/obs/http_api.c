@@ -178,6 +178,8 @@ static int render_lock(struct srv *s, struct json *j, const char *name, size_t n
     fsm_lock_holders(s->fsm, name, nl, holder_obj, &ha);
     json_close(j);
     write_waiters(j, s, name, nl);
+    if (v.reentrant) /* a reentrant holder's holds, as LOCK.INFO shows them */
+        json_kv_u64(j, "count", v.count);
     json_close(j);
     return 0;
 }
@@ -284,6 +286,8 @@ static int render_list(struct hapi_req *q, struct json *j, enum hapi_route r,
                          x->kind == FSM_KIND_LOCK ? lock_mode(x->holder_sid, x->n_shared)
                                                   : fsm_kind_name(x->kind));
             json_kv_u64(j, "holders", x->holder_sid ? 1 : x->n_shared);
+            if (x->reentrant) /* a reentrant holder's holds, as LOCKS shows them */
+                json_kv_u64(j, "count", x->count);
             json_close(j);
         } else if (x->kind == want) {
             if (r == HAPI_ELECTIONS)
@@ -328,6 +332,8 @@ static void session_obj(struct srv *s, struct json *j, const struct fsm_session_
     json_kv_u64(j, "waits", v->n_waits);
     json_kv_u64(j, "keys", v->n_keys);
     json_kv_u64(j, "remaining_ms", lease_session_remaining(&s->lease.rules, v->sid, now));
+    if (v->reentrant) /* as SESSION.INFO: only a reentrant session has one */
+        json_kv_u64(j, "max_count", v->max_count);
     json_close(j);
 }
 

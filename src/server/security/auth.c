@@ -310,7 +310,7 @@ static void auth_succeed(struct srv *s, struct srv_conn *c, struct buf *out,
 {
     if (c) {
         if (c->user != u)
-            c->sid = 0; /* a session opened as another user gets no pushes here (push.c) */
+            srv_push_conn_sid(c, 0); /* a session opened as another user: no pushes here */
         c->user = u;
         if (u)
             srv_limits_authed(c);

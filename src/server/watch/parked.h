@@ -66,6 +66,22 @@ void srv_observe_fail(struct srv *s, int status, bool all);
 void srv_observe_reauth(struct srv *s);
 void srv_observe_free(struct srv *s);
 
+/* push.c: sid -> the connections that may be parked for that session (the push index) */
+struct srv_push {
+    struct map by_sid; /* 8-byte sid -> struct push_set (push.c) */
+};
+
+void srv_push_init(struct srv *s);
+void srv_push_free(struct srv *s);
+struct srv_slot;
+struct srv_conn;
+/* A slot moved into (parked) or out of SLOT_PARKED: srv_slot_set_state calls it. */
+void srv_push_slot_parked(struct srv_slot *slot, bool parked);
+/* The one writer of srv_conn.sid, the session last opened on c (0: none). */
+void srv_push_conn_sid(struct srv_conn *c, uint64_t sid);
+/* c is closing: unlist it (before its slots are orphaned). */
+void srv_push_conn_closed(struct srv_conn *c);
+
 /* push.c: a REVOKE_REQUESTED or WAIT_NOTIFY event (every node, once per applied entry) as a
  * RESP3 push on each RESP3 connection parked for the holder's session: one with a parked
  * LOCK / SEM.ACQUIRE / ELECT.CAMPAIGN / LOCK.MULTI WAIT of that session, or one that opened

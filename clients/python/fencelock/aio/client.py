@@ -64,11 +64,14 @@ class AsyncClient:
     def session(self, ttl: Optional[float] = None, lock_delay: Optional[float] = None,
                 name: Optional[str] = None, on_lost: Optional[LostCallback] = None, *,
                 ttl_ms: Optional[float] = None,
-                lock_delay_ms: Optional[float] = None) -> SessionOpener:
+                lock_delay_ms: Optional[float] = None, reentrant: bool = False,
+                max_count: Optional[int] = None) -> SessionOpener:
         """A session with a lease of ttl seconds, kept alive by a task: `s = await
         c.session(ttl=10.0)` or `async with c.session(ttl=10.0) as s:` (closed on exit).
-        on_lost(session): a function or coroutine function, run once when it is lost."""
-        return SessionOpener(self, ttl, lock_delay, name, on_lost, ttl_ms, lock_delay_ms)
+        on_lost(session): a function or coroutine function, run once when it is lost.
+        reentrant and max_count as fencelock.Client.session."""
+        return SessionOpener(self, ttl, lock_delay, name, on_lost, ttl_ms, lock_delay_ms,
+                             reentrant, max_count)
 
     # ---- keys ----
     async def get(self, key: str) -> Optional[bytes]:
@@ -123,7 +126,7 @@ class AsyncClient:
     # ---- locks and fencing ----
     async def lock_info(self, name: str) -> Optional[Dict[str, Any]]:
         """None if the lock is free and nobody waits; else a dict (holder, token, waiters,
-        mode, holders, lockdelay, held_since_ms)."""
+        mode, holders, lockdelay, held_since_ms; count: the holds of a reentrant holder)."""
         d: Optional[Dict[str, Any]] = as_map(await self.call(Cmd("LOCK.INFO", name)))
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]

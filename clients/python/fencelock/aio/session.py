@@ -32,8 +32,8 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coll
 
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                       Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, seconds_arg,
-                       sem_args, span)
+                       Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, reentrant_args,
+                       seconds_arg, sem_args, span)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -49,7 +49,10 @@ class AsyncSession:
     (closed on exit)."""
 
     def __init__(self, client: "AsyncClient", ttl: float, lock_delay: float,
-                 name: Optional[str], on_lost: Optional[LostCallback]) -> None:
+                 name: Optional[str], on_lost: Optional[LostCallback], reentrant: bool = False,
+                 max_count: Optional[int] = None) -> None:
+        self._reentrant_args = reentrant_args(reentrant, max_count)
+        self.reentrant = reentrant
         self.client = client
         self.ttl_ms = ms(ttl, "ttl")
         self.ttl = self.ttl_ms / 1000.0
@@ -73,6 +76,7 @@ class AsyncSession:
             cmd.add("LOCKDELAY", self.lock_delay_ms)
         if self.name:
             cmd.add("NAME", self.name)
+        cmd.add(*self._reentrant_args)
         sent = time.monotonic()
         # A resend after a lost answer may leave an unused session behind; it expires.
         self.sid = int(await self.client.call(cmd))
@@ -432,14 +436,15 @@ class SessionOpener:
 
     def __init__(self, client: "AsyncClient", ttl: Optional[float], lock_delay: Optional[float],
                  name: Optional[str], on_lost: Optional[LostCallback],
-                 ttl_ms: Optional[float], lock_delay_ms: Optional[float]) -> None:
+                 ttl_ms: Optional[float], lock_delay_ms: Optional[float],
+                 reentrant: bool = False, max_count: Optional[int] = None) -> None:
         ttl_s = seconds_arg(ttl, ttl_ms, "ttl", None, 4)
         if ttl_s is None:
             raise TypeError("a session needs a ttl (seconds)")
         if ttl_ms is None:
             check_ttl(ttl_s, 4)
         delay = seconds_arg(lock_delay, lock_delay_ms, "lock_delay", 0.0, 4) or 0.0
-        self._session = AsyncSession(client, ttl_s, delay, name, on_lost)
+        self._session = AsyncSession(client, ttl_s, delay, name, on_lost, reentrant, max_count)
 
     def __await__(self) -> Generator[Any, None, AsyncSession]:
         return self._session._open().__await__()
