@@ -701,4 +701,12 @@ void fsm_history_stats(const struct fsm *f, struct fsm_hist_stats *s);
 /* 0 if every invariant in the header comment holds, else -1 with a message. For tests. */
 int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen);
 
+/* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
+ * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
+ * buffer of FSM_NAME_SHOWN bytes; the server uses it too, so a name reads the same in every
+ * error whether the FSM or the server wrote it. */
+#define FSM_NAME_SHOWN 64
+#define FSM_ELLIPSIS "..."
+const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
+
 #endif

@@ -297,12 +297,6 @@ struct fsm_event *fsm_lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint
  * order is not the same on every replica (a session's leased keys). */
 void fsm_sort_events_by_name(struct actx *a, size_t from);
 void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
- * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
- * buffer of FSM_NAME_SHOWN bytes. */
-#define FSM_NAME_SHOWN 64
-#define FSM_ELLIPSIS "..."
-const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
 int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 
 /* ---- sessions, locks, waiters ---- */

@@ -26,8 +26,6 @@
 #include "server/cmd/cmd.h"
 #include "server/server.h"
 
-#define LATCH_NAME_SHOWN 64 /* src/fsm/internal.h's FSM_NAME_SHOWN */
-
 enum latch_wait_kind { LW_LATCH, LW_ENTER, LW_LEAVE };
 
 struct latch_waiter {
@@ -97,14 +95,10 @@ static int waiter_park(struct srv *s, struct srv_slot *slot, const struct acl_us
 
 static void write_broken(struct buf *out, bool barrier, const char *name, size_t len, uint64_t sid)
 {
-    char shown[LATCH_NAME_SHOWN]; /* cut as the FSM's own replies (fsm_printable) */
-    size_t n = len < sizeof(shown) - 4 ? len : sizeof(shown) - 4, i;
-    for (i = 0; i < n; i++)
-        shown[i] = name[i] >= ' ' && name[i] <= '~' ? name[i] : '?';
-    strcpy(shown + i, n < len ? "..." : "");
+    char shown[FSM_NAME_SHOWN]; /* as the FSM's own replies show it */
     resp_w_errorf(out, PROTO_BROKEN " %s %s: session %llu ended before %s",
-                  fsm_latch_kind_name(barrier), shown, (unsigned long long)sid,
-                  barrier ? "leaving" : "counting down");
+                  fsm_latch_kind_name(barrier), fsm_printable(name, len, shown, sizeof(shown)),
+                  (unsigned long long)sid, barrier ? "leaving" : "counting down");
 }
 
 /* The answer for waiter kind `kind` of `name` in the current state: 1 (written) or 0 (wait). */
