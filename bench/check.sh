@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # bench/check.sh — a self-check of lockbench's W9 (read-write locks), W10 (watch), W11
-# (semaphores) and W12 (election fail-over), run by
+# (semaphores), W12 (election fail-over) and W13 (multi-lock), run by
 # `make bench-check` on the sanitizer build (build/asan: fencelockd and bench/lockbench; LB and
 # BIN override). It judges what the workloads report, never how fast: every run ends without
 # an error; W9's shared readers overlap (some moment with more than one reader holding, with a
@@ -9,16 +9,18 @@
 # (a 5 s wait: starvation); W10's watchers received every PUT's event (missed 0, and events =
 # PUTs x watchers in both phases); W11 never has more than `limit` clients holding a permit
 # (and more than one at some moment, with a 20 ms hold), nobody timed out; W12 observed every
-# round (each observer saw the candidate lead, with a newer token); no sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
+# round (each observer saw the candidate lead, with a newer token); W13 (8 clients on overlapping
+# sets of 4 names, LOCK.MULTI and one by one) acquired whole sets and none timed out; no
+# sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
 # mutex, W10 on its watch, W12 on its election).
 # The Go drivers (gobench, bench/go; GB overrides build/release/bench/gobench), when built: etcd
 # through its Go client (etcd-go: W1-W3, W9 with the client's RWMutex, W11 on the semaphore
-# recipe, W12, W8 with a member killed) and Redlock through redsync (W1-W3, W8 with a server
+# recipe, W12, W13 with its Mutexes in sorted order, W8 with a member killed) and Redlock through redsync (W1-W3, W8 with a server
 # killed), each a tiny load: every row is well formed (the fields lockbench's row of the same
 # workload has, the same workload, a "client" label with the library's version), without an
 # error, and W9/W11/W12 keep the rules above. Then the Java clients (build/java, bench/java:
 # JAR overrides): ZooKeeper through Curator and Redis through Redisson (RLock, RFencedLock) run
-# a tiny load of each of their workloads (W1-W3, W9, W11, W12 for Curator; W8 once each, Redisson
+# a tiny load of each of their workloads (W1-W3, W9, W11, W13, W12 for Curator; W8 once each, Redisson
 # on its Sentinel set-up) in one JVM per client; every row must be well formed (the fields the
 # report reads, the client's label, no error) and W9/W11/W12/fenced tokens must hold the same
 # properties as above (no figure is judged). BENCH_CHECK_JAVA_ONLY=1 runs the Java part alone
@@ -88,6 +90,14 @@ and all(r[p]["missed"] == 0 and r[p]["events"] == r[p]["puts"] * r["watchers"] f
 w10_ok=${w10_ok//$'\n'/ }
 w11_ok="$ran"' and r["grants"] > 0 and r["timeouts"] == 0 and 1 < r["max_holding"] <= r["limit"] == 4'
 w12_ok="$ran"' and r["rounds"] == 3 and r["observed"] == 3 and r["token_newer"] == 3'
+# W13 (multi-lock, 8 clients on overlapping sets of 4 of 16 names): a well-formed row of the way
+# asked, whole sets acquired, none timed out (5 s: starvation).
+w13_ok() { # way
+  echo "$ran"' and r["workload"] == "W13" and r["way"] == "'"$1"'" and r["k"] == 4 and r["pool"] == 16 and r["clients"] == 8
+and all(isinstance(r.get(x), (int, float)) for x in ("seconds", "sets", "sets_per_s", "p50_ms", "p99_ms", "max_ms"))
+and r["sets"] > 0 and r["timeouts"] == 0 and 0 < r["p50_ms"] <= r["p99_ms"] <= r["max_ms"]' | tr '\n' ' '
+}
+w13_args="--workload W13 --k 4 --clients 8 --hold 1 --seconds 2 --pairs 400"
 
 w11w12() { # system endpoints
   local s=$1 eps=$2 line
@@ -97,6 +107,14 @@ w11w12() { # system endpoints
   fi
   line=$(lb --driver "$s" --endpoints "$eps" --workload W12 --rounds 3 --seconds 60)
   check "$s W12: every round's fail-over seen by every observer" "$w12_ok" "$line"
+  if [ "$s" = fencelock ]; then
+    local way
+    for way in multi sequential; do
+      # shellcheck disable=SC2086 # w13_args: several words
+      line=$(lb --driver "$s" --endpoints "$eps" $w13_args --way "$way")
+      check "$s W13 $way: whole sets of 4 taken by 8 clients, nobody starves" "$(w13_ok "$way")" "$line"
+    done
+  fi
 }
 
 w9w10() { # system endpoints
@@ -148,7 +166,9 @@ sys.exit(0 if set(g) == set(c) | {"client"} and g["workload"] == c["workload"] e
 
 labelled='__import__("re").search(r" v[0-9]+[.][0-9]+[.][0-9]+", r.get("client", ""))'
 w123_ok="$ran"' and r["ops"] > 0 and '"$labelled"
-w8_ok="$ran"' and r["failover_ms"] >= 0 and '"$labelled"
+# W8: a call that fails while the member is down is counted in "errors" and retried (the
+# workload's rule, a "note" names the first); only an "error" (no grant after the kill) fails.
+w8_ok='"error" not in r and isinstance(r.get("errors"), int) and r["failover_ms"] >= 0 and '"$labelled"
 
 # go_rows SYSTEM C-DRIVER ENDPOINTS KILL-CMD: W1-W3 of gobench's SYSTEM (each against lockbench's
 # row of C-DRIVER on the same servers), the rest for etcd-go, W8 last (it kills a server).
@@ -171,6 +191,10 @@ go_rows() {
     check "$s W11: at most limit permits held, more than one at once, nobody starves" "$w11_ok" "$line"
     line=$(gb --driver "$s" --endpoints "$eps" --workload W12 --rounds 3 --seconds 60)
     check "$s W12: every round's fail-over seen by every observer" "$w12_ok" "$line"
+    # shellcheck disable=SC2086 # w13_args: several words
+    line=$(gb --driver "$s" --endpoints "$eps" $w13_args --way sequential)
+    check "$s W13 sequential (concurrency.Mutex per name): whole sets, nobody starves" \
+      "$(w13_ok sequential)"' and '"$labelled" "$line"
   fi
   line=$(gb --driver "$s" --endpoints "$eps" --workload W8 --kill-cmd "$kill")
   check "$s W8: a grant after the kill, a row labelled with its client" "$w8_ok" "$line"
@@ -203,14 +227,15 @@ JAR=${JAR:-build/java/fencelock-bench.jar}
 # Every row names its client library with a version (x.y.z), as the Go rows do.
 jlabelled='__import__("re").search(r"[0-9]+[.][0-9]+[.][0-9]+", r.get("client") or "")'
 jrow="$jlabelled"' and "error" not in r and r.get("errors") == 0'
-jw13="$jrow"' and all(isinstance(r.get(k), (int, float)) for k in ("clients", "seconds", "ops", "ops_per_s", "p50_ms", "p99_ms", "max_ms", "timeouts")) and r["ops"] > 0'
-jw2="$jw13"' and all(isinstance(r.get(k), (int, float)) for k in ("grants_per_s", "handoffs_per_s", "fair_min", "fair_max", "fairness"))'
+jw1="$jrow"' and all(isinstance(r.get(k), (int, float)) for k in ("clients", "seconds", "ops", "ops_per_s", "p50_ms", "p99_ms", "max_ms", "timeouts")) and r["ops"] > 0'
+jw2="$jw1"' and all(isinstance(r.get(k), (int, float)) for k in ("grants_per_s", "handoffs_per_s", "fair_min", "fair_max", "fairness"))'
 # W8: calls that fail while the leader is down are counted in "errors" and retried (a "note"
 # says the first); only an "error" (no grant after the kill) fails the row.
 jw8="$jlabelled"' and "error" not in r and isinstance(r.get("errors"), int) and r["workload"] == "W8" and r["clients"] == 8 and r["failover_ms"] > 0'
 jw9="$jrow"' and '"${w9_common#"$ran and "}"' and r["reader_mode"] == "shared" and r["max_readers_holding"] > 1'
 jw11="$jrow"' and '"${w11_ok#"$ran and "}"
 jw12="$jrow"' and '"${w12_ok#"$ran and "}"
+jw13="$jrow"' and '"$(w13_ok multi)"
 # jvm SYSTEM ENDPOINTS [Bench args] <<< commands: the JVM's JSON lines, in order.
 jvm() {
   local js=$1 eps=$2
@@ -236,11 +261,12 @@ if [ -f "$JAR" ] && command -v java >/dev/null; then
     lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
       "--workload W3 --seconds 1 --pairs 50" "--workload W9 --seconds 3 --pairs 300 --hold 20" \
       "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" "--workload W12 --rounds 3 --seconds 60" \
-      "--workload W8 --kill-cmd kill -9 $(leader_pid_zk)" quit | jvm curator "$eps")
-    jcheck curator "$lines" "W1 row well formed|$jw13" "W2 row well formed|$jw2" "W3 row well formed|$jw13" \
+      "$w13_args --way multi" "--workload W8 --kill-cmd kill -9 $(leader_pid_zk)" quit | jvm curator "$eps")
+    jcheck curator "$lines" "W1 row well formed|$jw1" "W2 row well formed|$jw2" "W3 row well formed|$jw1" \
       "W9 InterProcessReadWriteLock: readers overlap, nobody starves|$jw9" \
       "W11 InterProcessSemaphoreV2: at most limit held, more than one at once|$jw11" \
-      "W12 LeaderLatch: every round seen by every observer|$jw12" "W8 fail-over row well formed|$jw8"
+      "W12 LeaderLatch: every round seen by every observer|$jw12" \
+      "W13 InterProcessMultiLock: whole sets, nobody starves|$jw13" "W8 fail-over row well formed|$jw8"
   else
     check "zookeeper servers start" "False" ""
   fi
@@ -249,15 +275,17 @@ if [ -f "$JAR" ] && command -v java >/dev/null; then
   if eps=$(start redis) && [ -n "$eps" ]; then
     lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
       "--workload W3 --seconds 1 --pairs 50" "--workload W9 --seconds 3 --pairs 300 --hold 20" \
-      "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" quit | jvm redisson "$eps")
-    jcheck redisson "$lines" "W1 row well formed|$jw13" "W2 row well formed|$jw2" "W3 row well formed|$jw13" \
+      "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" "$w13_args --way multi" quit |
+      jvm redisson "$eps")
+    jcheck redisson "$lines" "W1 row well formed|$jw1" "W2 row well formed|$jw2" "W3 row well formed|$jw1" \
       "W9 RReadWriteLock: readers overlap, nobody starves|$jw9" \
-      "W11 RSemaphore: at most limit held, more than one at once|$jw11"
+      "W11 RSemaphore: at most limit held, more than one at once|$jw11" \
+      "W13 RedissonMultiLock: whole sets, nobody starves|$jw13"
     lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
       "--workload W3 --seconds 1 --pairs 50" quit | jvm redisson-fenced "$eps")
     fenced=' and r["tokens_increasing"] is True'
-    jcheck redisson-fenced "$lines" "W1 row well formed, tokens increase|$jw13$fenced" \
-      "W2 row well formed, tokens increase|$jw2$fenced" "W3 row well formed, tokens increase|$jw13$fenced"
+    jcheck redisson-fenced "$lines" "W1 row well formed, tokens increase|$jw1$fenced" \
+      "W2 row well formed, tokens increase|$jw2$fenced" "W3 row well formed, tokens increase|$jw1$fenced"
   else
     check "redis server starts" "False" ""
   fi

@@ -48,9 +48,11 @@
  * W12 (fencelock, etcd; electbench.c): --rounds rounds (default 10) of one election each: the
  * leader's session (lease) ended from outside -> each of --clients observers (default 4) sees
  * the queued candidate lead: p50/p99 over the rounds.
- * W13 (fencelock; multibench.c): one client takes sets of 2, 4 and 8 names with LOCK.MULTI and,
- * against it, the same names one by one in sorted order (and releases them): pairs/s and pair
- * p50/p99 per set size and way. --pairs bounds each (size, way), --seconds the whole run.
+ * W13 (fencelock; multibench.c): --clients clients (default 8) take overlapping sets of --k
+ * names (2, 4, 8; default all three) out of a pool of 16, hold each --hold ms: with LOCK.MULTI
+ * and, against it, the same names one by one in sorted order (--way multi|sequential; default
+ * both): sets/s and set acquire+release p50/p99/max, one JSON line per (k, way). --pairs and
+ * --seconds bound each line.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -84,7 +86,8 @@ int bench_w11(const char *endpoints, int clients, int limit, int ttl_ms, long co
               int hold_ms);
 int bench_w12(const char *driver, const char *endpoints, int observers, int rounds, int seconds);
 /* W13 (multi-lock against one-by-one in sorted order) in multibench.c. */
-int bench_w13(const char *endpoints, int ttl_ms, long count, int seconds);
+int bench_w13(const char *endpoints, int clients, int k, const char *way, int hold_ms, int ttl_ms,
+              long count, int seconds);
 
 #define WAIT_MS 5000 /* the acquire wait of every workload (a free lock is granted at once) */
 #define WARMUP_MAX_MS 3000
@@ -96,6 +99,8 @@ struct opts {
     int exclusive_readers, writer_pause_ms, hold_ms; /* W9 */
     int gap_ms;                                      /* W10 */
     int limit, rounds;                               /* W11, W12 */
+    int k;                                           /* W13 (0: 2, 4 and 8) */
+    const char *way;                                 /* W13 (NULL: both) */
 };
 
 /* State shared by the threads of one phase (warm-up or measured). */
@@ -266,7 +271,8 @@ static void usage(void)
                     "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
                     "                 W10: [--clients watchers] [--gap ms]\n"
                     "                 W11: [--limit N] [--hold ms]  W12: [--clients observers] "
-                    "[--rounds N]\n");
+                    "[--rounds N]\n"
+                    "                 W13: [--k 1..8] [--way multi|sequential] [--hold ms]\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -300,6 +306,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                        {"gap", 1, 0, 'g'},
                                        {"limit", 1, 0, 'L'},
                                        {"rounds", 1, 0, 'R'},
+                                       {"k", 1, 0, 'M'},
+                                       {"way", 1, 0, 'W'},
                                        {0, 0, 0, 0}};
     *o = (struct opts){.clients = 0,
                        .pairs = 100000,
@@ -370,6 +378,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
         case 'R':
             bad |= parse_int(optarg, 1, 1000, &o->rounds);
             break;
+        case 'M':
+            bad |= parse_int(optarg, 1, 8, &o->k);
+            break;
+        case 'W':
+            o->way = optarg;
+            bad |= strcmp(optarg, "multi") && strcmp(optarg, "sequential");
+            break;
         default:
             bad = 1;
         }
@@ -390,6 +405,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                      : !strcmp(o->workload, "W7")  ? 100
                      : !strcmp(o->workload, "W10") ? 1
                      : !strcmp(o->workload, "W12") ? 4
+                     : !strcmp(o->workload, "W13") ? 8
                                                    : 16;
     return 0;
 }
@@ -636,8 +652,9 @@ int main(int argc, char **argv)
                         o.exclusive_readers, o.writer_pause_ms, o.hold_ms);
     if (!strcmp(o.workload, "W11")) /* --clients: the clients; --pairs: the grants */
         return bench_w11(o.endpoints, o.clients, o.limit, o.ttl_ms, o.pairs, o.seconds, o.hold_ms);
-    if (!strcmp(o.workload, "W13")) /* --pairs: per set size and way */
-        return bench_w13(o.endpoints, o.ttl_ms, o.pairs, o.seconds);
+    if (!strcmp(o.workload, "W13")) /* --pairs, --seconds: per set size and way */
+        return bench_w13(o.endpoints, o.clients, o.k, o.way, o.hold_ms, o.ttl_ms, o.pairs,
+                         o.seconds);
     if (!strcmp(o.workload, "W12")) /* --clients: the observers */
         return bench_w12(o.driver, o.endpoints, o.clients, o.rounds, o.seconds);
     if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */

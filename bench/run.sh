@@ -33,7 +33,11 @@
 # election fail-over, fencelock, etcd, etcd-go and Curator), BENCH_W12_ROUNDS (10),
 # BENCH_W12_OBSERVERS (4), BENCH_JAVA (0 skips the Java clients' rows: ZooKeeper through Apache
 # Curator, Redis through Redisson, build/java from bench/java), BENCH_JAVA_WARMUP (seconds of
-# each workload the JVM runs unrecorded before measuring, 5).
+# each workload the JVM runs unrecorded before measuring, 5), BENCH_W13 (0 skips W13: multi-lock
+# under contention, bench/README.md "W13": fencelock LOCK.MULTI and one by one in sorted order,
+# etcd-go's Mutexes in sorted order, Redisson's RedissonMultiLock, Curator's
+# InterProcessMultiLock), BENCH_W13_SECONDS (measured seconds per row, default BENCH_SECONDS),
+# BENCH_W13_K (the set sizes, "2 4 8"), BENCH_W13_CLIENTS (8), BENCH_W13_HOLD_MS (1).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -69,6 +73,11 @@ w11_hold=${BENCH_W11_HOLD_MS:-1}
 w12=${BENCH_W12:-1}
 w12_rounds=${BENCH_W12_ROUNDS:-10}
 w12_observers=${BENCH_W12_OBSERVERS:-4}
+w13=${BENCH_W13:-1}
+w13_secs=${BENCH_W13_SECONDS:-$secs}
+w13_ks=${BENCH_W13_K:-2 4 8}
+w13_clients=${BENCH_W13_CLIENTS:-8}
+w13_hold=${BENCH_W13_HOLD_MS:-1}
 java_on=${BENCH_JAVA:-1}
 java_warm=${BENCH_JAVA_WARMUP:-5}
 JAR=build/java/fencelock-bench.jar
@@ -449,7 +458,7 @@ java_set() { # java-system system endpoints
     for w in W1 W2 W3; do note "$js" "$w" "the JVM did not start (see $raw/java-$js.stderr)"; done
     return
   fi
-  echo "   warm-up: W1, W2, W3$([ "$js" = redisson-fenced ] || echo ", W9, W11") for $java_warm s each, not recorded"
+  echo "   warm-up: W1, W2, W3$([ "$js" = redisson-fenced ] || echo ", W9, W11, W13") for $java_warm s each, not recorded"
   java_cmd $((java_warm * 5 + 120)) --workload warmup --seconds "$java_warm" --pairs "$pairs" ||
     JLINE="(no answer)"
   echo "   $JLINE"
@@ -466,6 +475,12 @@ java_set() { # java-system system endpoints
   fi
   [ "$js" = curator ] && [ "$w12" = 1 ] && java_run "$js" W12 $((w12_rounds * 10 + 60)) \
     --clients "$w12_observers" --rounds "$w12_rounds" --seconds $((w12_rounds * 10 + 30))
+  if [ "$js" != redisson-fenced ] && [ "$w13" = 1 ]; then # RedissonMultiLock, InterProcessMultiLock
+    for k in $w13_ks; do
+      java_run "$js" W13 $((w13_secs + 60)) --k "$k" --way multi --clients "$w13_clients" \
+        --hold "$w13_hold" --seconds "$w13_secs" --pairs "$pairs"
+    done
+  fi
   java_stop
 }
 
@@ -536,6 +551,18 @@ w11_system() {
   run_line "$1" W11 $((secs + 60)) --endpoints "$2" --clients "$w11_clients" --limit "$w11_limit" \
     --hold "$w11_hold" --seconds "$secs" --pairs "$pairs"
 }
+# W13 (fencelock: LOCK.MULTI and one by one in sorted order; etcd-go: its Mutexes in sorted
+# order): clients on overlapping sets of k names out of 16, per set size.
+w13_system() {
+  local s=$1 eps=$2 k way ways=sequential
+  [ "$s" = fencelock ] && ways="multi sequential"
+  for k in $w13_ks; do
+    for way in $ways; do
+      run_line "$s" W13 $((w13_secs + 60)) --endpoints "$eps" --k "$k" --way "$way" \
+        --clients "$w13_clients" --hold "$w13_hold" --seconds "$w13_secs" --pairs "$pairs"
+    done
+  done
+}
 w12_system() {
   run_line "$1" W12 $((w12_rounds * 10 + 60)) --endpoints "$2" --clients "$w12_observers" \
     --rounds "$w12_rounds" --seconds $((w12_rounds * 10 + 30))
@@ -590,12 +617,17 @@ recipe = {("curator", "mutex"): "InterProcessMutex", ("curator", "W9"): "InterPr
           ("redisson", "mutex"): "RLock", ("redisson", "W9"): "RReadWriteLock", ("redisson", "W11"): "RSemaphore",
           ("redisson-fenced", "mutex"): "RFencedLock",
           ("etcd-go", "mutex"): "concurrency.Mutex", ("etcd-go", "W9"): "recipes.RWMutex",
-          ("etcd-go", "W11"): "a semaphore recipe on concurrency (bench/go)", ("etcd-go", "W12"): "concurrency.Election"}
+          ("etcd-go", "W11"): "a semaphore recipe on concurrency (bench/go)", ("etcd-go", "W12"): "concurrency.Election",
+          ("fencelock", "W13multi"): "LOCK.MULTI", ("fencelock", "W13sequential"): "LOCK per name, in sorted order",
+          ("etcd-go", "W13sequential"): "concurrency.Mutex per name, in sorted order",
+          ("redisson", "W13multi"): "RedissonMultiLock", ("curator", "W13multi"): "InterProcessMultiLock"}
 def lab(s, w, r=None):
     """The label of system s's row of workload w (r: the row): servers · client library and version · recipe."""
     key = "mutex" if w in ("W1", "W2", "W3", "W8") else w
     if w == "W9" and r is not None and r.get("reader_mode") == "exclusive":
         key = "mutex"  # readers on the mutex: the baseline (or no shared mode)
+    if w == "W13" and r is not None:
+        key = "W13" + str(r.get("way"))
     base = desc_w8.get(s) if w == "W8" and s in desc_w8 else desc.get(s, s)
     rc = recipe.get((s, key))
     return f"{base} · client: {clients.get(s, '?')}" + (f" · {rc}" if rc else "")
@@ -916,6 +948,36 @@ if w12rows:
             p(f"- fencelock / {what}, all seen p50: {pratio(f['all_seen_p50_ms'], e['all_seen_p50_ms'])}, "
               f"p99: {pratio(f['all_seen_p99_ms'], e['all_seen_p99_ms'])}")
     p("")
+w13rows = [r for r in rows if r.get("workload") == "W13"]
+if w13rows:
+    p("## W13 — multi-lock: clients on overlapping sets of k names")
+    p("")
+    p("A pool of 16 lock names n00..n15; each client's t-th set is the k names n[(7c + 3t + j) mod 16], j < k (c: the client), "
+      "windows of k neighbours on a ring that move by 3 each turn, the clients' starting points spread, so that sets overlap more "
+      "the larger k is (bench/README.md, W13). A set is acquired whole (waiting at most 5 s), held, released whole; "
+      "sets/s counts whole sets acquired and released, the latency is one set's acquire + release time (the hold left out). "
+      "fencelock: LOCK.MULTI (one request, one log entry, granted at the head of every name's FIFO) and, against it, LOCK of each name "
+      "in sorted order by the same client; etcd-go: a concurrency.Mutex per name in sorted order; Redis through Redisson's "
+      "RedissonMultiLock (one by one in the order given: sorted, each waiting up to the rest of the 5 s, all released on a miss); ZooKeeper through Curator's "
+      "InterProcessMultiLock (InterProcessMutex per name in the order given: sorted). Ratios: fencelock's LOCK.MULTI row of the "
+      "same k against each row (sets/s: > 1 fencelock is faster; p50: < 1 fencelock is faster).")
+    p("")
+    p("| system | k | clients | hold ms | sets/s | set p50 ms | p99 ms | max ms | timeouts | fencelock LOCK.MULTI sets/s / this | fencelock LOCK.MULTI p50 / this p50 | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    def w13key(r):
+        return (r.get("k", 0), order.index(r["driver"]) if r.get("driver") in order else 99, r.get("way") != "multi")
+    for r in sorted(w13rows, key=w13key):
+        s = r.get("driver")
+        if "sets" not in r:
+            p(f"| {lab(s, 'W13', r)} | {r.get('k', '–')} | – | – | – | – | – | – | – | – | – | {status(r)} |")
+            continue
+        f = next((x for x in w13rows if x.get("driver") == "fencelock" and x.get("way") == "multi"
+                  and x.get("k") == r["k"] and x.get("sets") and not x.get("errors")), None)
+        note = "" if not r.get("errors") else "error: " + r.get("error", "?")
+        p(f"| {lab(s, 'W13', r)} | {r['k']} | {r['clients']} | {r['hold_ms']} | {rate(r['sets_per_s'])} | {r['p50_ms']:.2f} | "
+          f"{r['p99_ms']:.2f} | {r['max_ms']:.2f} | {r['timeouts']} | {ratio(f and f['sets_per_s'], r['sets_per_s'])} | "
+          f"{pratio(f and f['p50_ms'], r['p50_ms'])} | {note} |")
+    p("")
 # The anchors through their own clients beside the project's drivers of the same servers.
 pairs_ = [("etcd", "etcd-go"), ("redlock", "redsync"), ("zookeeper", "curator"), ("redis", "redisson"),
           ("redis", "redisson-fenced")]
@@ -1016,6 +1078,7 @@ for s in "${systems[@]}"; do
   case "$s" in fencelock | etcd) [ "$w10" = 1 ] && w10_system "$s" "$eps" ;; esac
   case "$s" in fencelock | etcd-go) [ "$w11" = 1 ] && w11_system "$s" "$eps" ;; esac
   case "$s" in fencelock | etcd | etcd-go) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
+  case "$s" in fencelock | etcd-go) [ "$w13" = 1 ] && w13_system "$s" "$eps" ;; esac
   if [ "$java_on" = 1 ]; then # the same servers through the Java clients, in the same run
     case "$s" in
     zookeeper) java_set curator "$s" "$eps" ;;

@@ -85,9 +85,12 @@ static void apply_checked(struct fsm *f, const uint8_t *p, size_t n, struct fsm_
 
 static void open_sessions(struct fsm *f, struct fsm_events *ev)
 {
-    for (uint64_t i = 1; i <= 3; i++) {
+    for (uint64_t i = 1; i <= 3; i++) { /* session 3 is reentrant: its re-locks count */
         struct fsm_cmd c = {.op = FSM_OP_SESSION_OPEN,
                             .session_open = {.ttl_ms = 1000, .lockdelay_ms = i == 2 ? 50 : 0}};
+        if (i == 3)
+            c = (struct fsm_cmd){.op = FSM_OP_SESSION_OPEN_REENTRANT,
+                                 .session_open_reentrant = {.ttl_ms = 1000, .max_count = 4}};
         struct fsm_reply r;
         struct buf b;
         buf_init(&b);
@@ -197,6 +200,8 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
     switch (c->op) {
     case FSM_OP_SESSION_OPEN:
         return (struct entry_refs){.name = c->session_open.name};
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        return (struct entry_refs){.name = c->session_open_reentrant.name};
     case FSM_OP_SESSION_CLOSE:
         return (struct entry_refs){.sid = c->session_close.sid};
     case FSM_OP_SESSION_EXPIRE:
@@ -252,6 +257,10 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.name = c->sem_acquire_w.name, .sid = c->sem_acquire_w.sid};
     case FSM_OP_SEM_SETLIMIT:
         return (struct entry_refs){.name = c->sem_setlimit.name};
+    case FSM_OP_LOCK_META:
+        return (struct entry_refs){.name = c->lock_meta.name, .sid = c->lock_meta.sid};
+    case FSM_OP_MAXHOLD_END:
+        return (struct entry_refs){.name = c->maxhold_end.name};
     default:
         return (struct entry_refs){.sid = 0};
     }

@@ -93,11 +93,14 @@ typedef enum fl_err {
     FL_ENOSPACE,     /* a server quota is full (-NOSPACE): nothing applied; free space or retry */
     FL_EAUTH,      /* the servers refused the user / password (-WRONGPASS) or want one (-NOAUTH) */
     FL_EPERM,      /* the user may not run this command or name this key / lock (-NOPERM) */
-    FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained */
+    FL_ECOMPACTED, /* fl_watch: the events after the id asked for are no longer retained;
+                      fl_lock_history: the grants asked for were dropped */
     FL_EWRONGTYPE, /* the name is a lock, semaphore or election of another kind (-WRONGTYPE) */
     FL_EIO,        /* a local file could not be written (fl_snapshot_save; errno in the message) */
     FL_EDEADLOCK,  /* a wait was refused: it would have closed a cycle of sessions waiting for
                       each other (-DEADLOCK; the message names the cycle); nothing was queued */
+    FL_EBROKEN,    /* a latch whose joined session ended before counting down, or a barrier a
+                      session ended inside (-BROKEN; the message names both) */
 } fl_err;
 
 FL_API const char *fl_strerror(fl_err err);
@@ -189,6 +192,17 @@ FL_API const char *fl_client_errmsg(fl_client *c);
  */
 FL_API fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
                               const char *name, fl_session **out);
+
+/*
+ * fl_session_open for a reentrant session (SESSION.OPEN ... REENTRANT [MAXCOUNT max_count]):
+ * its fl_lock of a lock it already holds exclusively counts up and returns the same token,
+ * fl_unlock counts down and releases only the last hold (fl_lock_count reads the count). An
+ * fl_lock over max_count holds fails with FL_ESERVER ("... MAXCOUNT ...") and changes
+ * nothing; max_count 0: the server's --reentrant-max-count. Expiry, close, revoke and an
+ * admin's UNLOCK end every hold at once (docs/client.md "Reentrant sessions").
+ */
+FL_API fl_err fl_session_open_reentrant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                                        const char *name, uint32_t max_count, fl_session **out);
 
 /* cb(session, ctx) runs once when the session is lost; at once (on this thread) if it is lost
    already. Replaces an earlier callback. Not run by fl_session_close(). */
@@ -292,6 +306,41 @@ FL_API fl_err fl_lock_multi(fl_session *s, size_t n, const char *const *names,
 /* UNLOCK of each name in turn (every one is tried); the first error, or FL_OK. */
 FL_API fl_err fl_unlock_multi(fl_session *s, size_t n, const char *const *names);
 
+/*
+ * fl_lock with a value and a max hold on the grant (LOCK ... VALUE v MAXHOLD ms; docs/protocol.md
+ * "Lock values, transitions and max hold"). opts may be NULL (then it is fl_lock). The value
+ * (value_len bytes, at most the servers' --max-lock-value) is shown by LOCK.INFO and the grant
+ * event; the max hold (0: none; else within --min-max-hold..--max-max-hold) ends the grant on
+ * the servers that long after it was made, even while the session lives, as an expiry does.
+ * On FL_OK with a max hold, *maxhold_deadline (may be NULL) is the local monotonic time
+ * (fl_now_ms) before which the max hold cannot have lapsed: the time before the LOCK was first
+ * sent, plus the max hold, less the margins of the session's safe deadline. Work guarded by the
+ * lock is safe only while fl_now_ms() is below both it and fl_session_safe_until(). Without a
+ * max hold *maxhold_deadline is INT64_MAX. A retry of the holder changes neither value nor
+ * max hold (UNLOCK and lock again for new ones). Waits, fail-overs and errors as fl_lock.
+ */
+struct fl_lock_opts {
+    size_t size;         /* sizeof(struct fl_lock_opts) as the caller compiled it */
+    const void *value;   /* VALUE (NULL: none) */
+    size_t value_len;    /* its bytes */
+    uint64_t maxhold_ms; /* MAXHOLD (0: none) */
+    int notify;          /* NOTIFY: tell the holder the session queued (fl_lock_notify) */
+};
+FL_API fl_err fl_lock_with(fl_session *s, const char *name, uint64_t wait_ms,
+                           const struct fl_lock_opts *opts, uint64_t *token,
+                           int64_t *maxhold_deadline);
+
+/* A lock's metadata (LOCK.INFO's value, max_hold_ms, transitions). FL_ENOTFOUND as
+ * fl_lock_info. value (value_len bytes and a NUL; "" if none) is freed by fl_lock_meta_free. */
+struct fl_lock_meta {
+    char *value;
+    size_t value_len;
+    uint64_t maxhold_ms;  /* the exclusive grant's max hold, 0 if none */
+    uint64_t transitions; /* the lock record's ended exclusive grants (0 for its first holder) */
+};
+FL_API fl_err fl_lock_meta(fl_client *c, const char *name, struct fl_lock_meta *out);
+FL_API void fl_lock_meta_free(struct fl_lock_meta *meta);
+
 /* One attempt, no queueing: FL_EBUSY if the lock is held or in lock-delay. */
 FL_API fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token);
 
@@ -317,6 +366,12 @@ struct fl_lock_info {
 
 /* FL_ENOTFOUND if the lock is free and nobody waits. */
 FL_API fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out);
+
+/* The exclusive holder of lock name (*holder, 0 if none) and its hold count (*count: the LOCKs
+   a reentrant holder has not yet UNLOCKed; 1 for any other holder; 0 without an exclusive
+   holder). FL_ENOTFOUND if the lock is free and nobody waits. (A call of its own: struct
+   fl_lock_info's layout is part of the ABI.) */
+FL_API fl_err fl_lock_count(fl_client *c, const char *name, uint64_t *holder, uint64_t *count);
 FL_API void fl_lock_info_free(struct fl_lock_info *info);
 
 /* FL_OK if token is the token of a current holder of lock name (exclusive, or any shared
@@ -377,6 +432,30 @@ struct fl_wait_list {
 FL_API fl_err fl_lock_waits(fl_client *c, const char *prefix, struct fl_wait_list *out);
 FL_API void fl_wait_list_free(struct fl_wait_list *l);
 
+/* The grants of lock (semaphore, election) `name`, newest first (LOCK.HISTORY; docs/protocol.md
+ * "Lock history"): at most `count` (0: the server's default, 100), only tokens below `before`
+ * (0: from the newest; the next page: the last entry's token). Times are the leaders' wall
+ * clocks (ms) as the entries carry them; ended_rev 0 and ended_by "" while the grant is held.
+ * FL_ECOMPACTED when the range asked was dropped (the oldest grants go first). The caller owns
+ * the list: fl_history_free. */
+struct fl_history_waiter {
+    uint64_t sid, waited_ms;
+};
+struct fl_history_entry {
+    char *kind, *session_name, *user, *value, *ended_by;
+    uint64_t sid, token, permits, granted_ms, waited_ms, ended_rev, ended_ms, held_ms;
+    uint64_t waiters_total;            /* queued at the grant */
+    struct fl_history_waiter *waiters; /* the first few of them, in the order they queued */
+    size_t n_waiters;
+};
+struct fl_history {
+    size_t n;
+    struct fl_history_entry *v;
+};
+FL_API fl_err fl_lock_history(fl_client *c, const char *name, size_t count, uint64_t before,
+                              struct fl_history *out);
+FL_API void fl_history_free(struct fl_history *h);
+
 /* ---- semaphores and elections (docs/protocol.md) ---- */
 
 /*
@@ -434,6 +513,40 @@ FL_API fl_err fl_leader(fl_client *c, const char *name, struct fl_leader_info *o
 FL_API fl_err fl_observe(fl_client *c, const char *name, uint64_t after_rev, uint64_t wait_ms,
                          struct fl_leader_info *out);
 FL_API void fl_leader_info_free(struct fl_leader_info *info);
+
+/* ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+ * A participant is a session: a joined session that ends before it counted down (or a session
+ * that ends inside a barrier) breaks it, and every waiter gets FL_EBROKEN at once. */
+
+/* A countdown latch of `count` (1..1048576) counts; the same count again changes nothing,
+   another is FL_ESERVER, a broken latch FL_EBROKEN (delete it first). */
+FL_API fl_err fl_latch_create(fl_client *c, const char *name, uint32_t count);
+/* This session promises one count-down (FL_ESERVER if every count left is promised). */
+FL_API fl_err fl_latch_join(fl_session *s, const char *name);
+/* Count down once (a joined session once; one that did not join only with a count nobody
+   promised); *remaining (may be NULL): the counts left. Exactly once through the session. */
+FL_API fl_err fl_latch_countdown(fl_session *s, const char *name, uint64_t *remaining);
+/* FL_OK once the latch is at zero, FL_ETIMEOUT after wait_ms (0: check once), FL_EBROKEN,
+   FL_ESERVER if there is no such latch. A fail-over during the wait is retried. */
+FL_API fl_err fl_latch_wait(fl_client *c, const char *name, uint64_t wait_ms);
+/* *deleted (may be NULL): 1 if a latch or barrier of that name was deleted. */
+FL_API fl_err fl_latch_delete(fl_client *c, const char *name, int *deleted);
+struct fl_latch_info {
+    int barrier;         /* a barrier, else a latch */
+    int state;           /* 0 counting (a barrier: filling), 1 zero (full), 2 broken */
+    uint64_t count;      /* its count */
+    uint64_t remaining;  /* latch: counts left; barrier: sessions to come / still inside */
+    uint64_t n_joiners;  /* participants (a latch's joined sessions, a barrier's inside) */
+    uint64_t broken_sid; /* the session whose end broke it, 0 if not broken */
+};
+/* FL_ENOTFOUND if there is no latch or barrier of that name. */
+FL_API fl_err fl_latch_info(fl_client *c, const char *name, struct fl_latch_info *out);
+/* Enter a double barrier of `count` sessions: FL_OK once count are inside, FL_ETIMEOUT after
+   wait_ms (the session stays inside), FL_EBROKEN. */
+FL_API fl_err fl_barrier_enter(fl_session *s, const char *name, uint32_t count, uint64_t wait_ms);
+/* Leave: FL_OK once every session that entered has left, FL_ETIMEOUT after wait_ms (this session
+   has left all the same), FL_EBROKEN. */
+FL_API fl_err fl_barrier_leave(fl_session *s, const char *name, uint64_t wait_ms);
 
 /* ---- keys ---- */
 

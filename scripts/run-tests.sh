@@ -50,9 +50,10 @@ log=$(mktemp)
 # test that passes when the checkers find no violation, run one after the other in the
 # background while the other parts run (they take fixed wall time and little CPU); on their own
 # slice of loopback ports. TORTURE=0 skips them.
-#  - 60 s with every nemesis, membership changes included;
+#  - 60 s with every nemesis, membership changes included, every workload (--workloads all);
 #  - 45 s of the snapshot-heavy mode: thresholds of 64..256 entries, leader pauses,
-#    lagging followers, membership changes (a rejoined node asks again with PROMOTE);
+#    lagging followers, membership changes (a rejoined node asks again with PROMOTE); every
+#    workload but deadlock (its judge needs the whole event stream: torture.py);
 #  - 30 s of --secure: client TLS with client certificates, peer mTLS and ACLs on
 #    every node, workers on TLS + AUTH. Only the workloads with no "nothing was tested" floor
 #    that 30 s could miss (control, rw, sem, elect need luckier schedules; the 60 s run has them).

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// harness.go — gobench's workloads W1-W3, W8, W9 and W11, the rules of lockbench.c, rwbench.c
-// and sembench.c carried over one for one (lock names, warm-up, count and time bounds, what
-// is timed, percentiles as sorted[n/2] and sorted[n*99/100], the JSON fields), so that a row of
-// gobench and a row of lockbench measure the same thing. Owns its goroutines and clients; all
-// are closed before a workload returns.
+// harness.go — gobench's workloads W1-W3, W8, W9, W11 and W13 (its one-by-one way), the rules
+// of lockbench.c, rwbench.c, sembench.c and multibench.c carried over one for one (lock names,
+// warm-up, count and time bounds, what is timed, percentiles as sorted[n/2] and
+// sorted[n*99/100], the JSON fields), so that a row of gobench and a row of lockbench measure the
+// same thing. Owns its goroutines and clients; all are closed before a workload returns.
 package main
 
 import (
@@ -597,6 +597,155 @@ func runW11(o *opts, d *driver) int {
 	r.set("wait_p99_ms", ms(p99))
 	r.set("timeouts", to)
 	r.set("max_holding", maxHolding.Load())
+	r.set("errors", errs)
+	if msg != "" {
+		r.set("error", msg)
+	}
+	r.print(d)
+	if msg != "" {
+		return 1
+	}
+	return 0
+}
+
+// ---- W13: multi-lock under contention (multibench.c), the one-by-one way ----
+
+const w13Pool = 16 // the names of the pool: "<prefix>/n00" .. "/n15"
+
+// w13Set: the set of client id at its t-th turn, k names in ascending order (multibench.c's
+// w13_set: n[(7 id + 3 t + j) mod 16], j < k).
+func w13Set(prefix string, id int, t int64, k int) []string {
+	start := int((7*int64(id) + 3*t) % w13Pool)
+	idx := make([]int, k)
+	for j := range idx {
+		idx[j] = (start + j) % w13Pool
+	}
+	sort.Ints(idx)
+	names := make([]string, k)
+	for j, i := range idx {
+		names[j] = fmt.Sprintf("%s/n%02d", prefix, i)
+	}
+	return names
+}
+
+// runW13: --clients clients take their sets of --k names one by one in ascending order (the
+// client's own mutex recipe, each wait the rest of the set's 5 s), hold --hold ms, release them:
+// the rule of multibench.c's "sequential" way, so that the row stands beside fencelock's.
+func runW13(o *opts, d *driver) int {
+	r := newResult(o)
+	r.set("way", "sequential")
+	r.set("k", o.k)
+	r.set("pool", w13Pool)
+	cls, err := newClients(o, d, o.clients)
+	if err != nil {
+		r.set("errors", 1)
+		r.set("error", err.Error())
+		r.print(d)
+		return 1
+	}
+	defer closeAll(cls)
+	prefix := fmt.Sprintf("lb-%d-%d-W13-k%d-seq", os.Getpid(), time.Now().Unix(), o.k)
+	var taken atomic.Int64
+	var stop atomic.Bool
+	type k13 struct {
+		lat                    []float64
+		sets, timeouts, errors int64
+		err                    string
+	}
+	ks := make([]*k13, len(cls))
+	var wg, start sync.WaitGroup
+	start.Add(1)
+	endMS := 0.0
+	for i, c := range cls {
+		ks[i] = &k13{}
+		k, c, id := ks[i], c, i
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start.Wait()
+			for t := int64(0); !stop.Load() && nowMS() < endMS; t++ {
+				if taken.Add(1) > int64(o.pairs) {
+					break
+				}
+				names := w13Set(prefix, id, t, o.k)
+				t0 := nowMS()
+				deadline := t0 + waitMS
+				got := 0
+				var err error
+				for ; got < len(names); got++ {
+					left := deadline - nowMS()
+					if left < 1 {
+						err = errTimeout
+						break
+					}
+					if err = c.acquire(names[got], time.Duration(left*1e6)); err != nil {
+						break
+					}
+				}
+				t1 := nowMS()
+				if err == nil && o.holdMS > 0 {
+					sleepMS(o.holdMS)
+				}
+				t2 := nowMS()
+				var uerr error
+				for _, n := range names[:got] {
+					if e := c.release(n); e != nil && uerr == nil {
+						uerr = e
+					}
+				}
+				lat := (t1 - t0) + (nowMS() - t2)
+				if errors.Is(err, errTimeout) && uerr == nil {
+					k.timeouts++
+					continue
+				}
+				if err == nil {
+					err = uerr
+				}
+				if err != nil {
+					k.errors++
+					k.err = err.Error()
+					stop.Store(true)
+					break
+				}
+				if nowMS() > endMS { // finished after the time bound: not counted
+					break
+				}
+				k.lat = append(k.lat, lat)
+				k.sets++
+			}
+		}()
+	}
+	t0 := nowMS()
+	endMS = t0 + float64(o.seconds)*1e3
+	start.Done()
+	wg.Wait()
+	secs := (nowMS() - t0) / 1e3
+	var sets, to, errs int64
+	var all []float64
+	msg := ""
+	for i, k := range ks {
+		sets += k.sets
+		to += k.timeouts
+		errs += k.errors
+		all = append(all, k.lat...)
+		if k.errors > 0 && msg == "" {
+			msg = fmt.Sprintf("client %d: %s", i, k.err)
+		}
+	}
+	p50, p99, max := pct(all)
+	sps := 0.0
+	if secs > 0 {
+		sps = float64(sets) / secs
+	}
+	r.set("clients", len(cls))
+	r.set("hold_ms", o.holdMS)
+	r.set("seconds", ms(secs))
+	r.set("sets", sets)
+	r.set("sets_per_s", ms1(sps))
+	r.set("p50_ms", ms(p50))
+	r.set("p99_ms", ms(p99))
+	r.set("max_ms", ms(max))
+	r.set("timeouts", to)
 	r.set("errors", errs)
 	if msg != "" {
 		r.set("error", msg)

@@ -7,10 +7,10 @@
 //
 // It takes lockbench's command line (the flags bench/run.sh passes: --driver, --endpoints,
 // --workload, --clients, --pairs, --seconds, --ttl, --warmup, --kill-cmd, --hold,
-// --writer-pause, --exclusive-readers, --limit, --rounds) and runs the same workloads with the
-// same rules (harness.go: W1, W2, W3, W8, W9, W11; etcd.go: W12), printing one JSON line with
-// the field names lockbench prints, so that bench/run.sh files it beside the C drivers' rows
-// and its report reads it unchanged. Every line also carries "client": the library and the
+// --writer-pause, --exclusive-readers, --limit, --rounds, --k, --way) and runs the same workloads
+// with the same rules (harness.go: W1, W2, W3, W8, W9, W11, W13's one-by-one way; etcd.go: W12),
+// printing one JSON line with the field names lockbench prints, so that bench/run.sh files it
+// beside the C drivers' rows and its report reads it unchanged. Every line also carries "client": the library and the
 // version this binary was built with (from its own build information, so it cannot drift
 // from go.mod). `gobench --drivers` lists the drivers; `gobench --version` the client
 // libraries. Exit: 0 ok, 1 errors (the JSON says which), 2 usage.
@@ -39,7 +39,8 @@ type opts struct {
 	driver, endpoints, workload, killCmd string
 	clients, pairs, seconds, ttlMS       int
 	warmup, holdMS, pauseMS, limit       int
-	rounds                               int
+	rounds, k                            int
+	way                                  string
 	exclusiveReaders                     bool
 }
 
@@ -160,9 +161,9 @@ func (r *result) print(d *driver) {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: gobench --driver etcd-go|redsync --endpoints EP "+
-		"--workload W1|W2|W3|W8|W9|W11|W12 [--kill-cmd CMD] [--clients N] [--pairs N] "+
+		"--workload W1|W2|W3|W8|W9|W11|W12|W13 [--kill-cmd CMD] [--clients N] [--pairs N] "+
 		"[--seconds S] [--ttl ms] [--warmup N] [--hold ms] [--writer-pause ms] "+
-		"[--exclusive-readers] [--limit N] [--rounds N]\n       gobench --drivers | --version")
+		"[--exclusive-readers] [--limit N] [--rounds N] [--k 1..8] [--way sequential]\n       gobench --drivers | --version")
 }
 
 func parseArgs(args []string) (*opts, error) {
@@ -182,6 +183,8 @@ func parseArgs(args []string) (*opts, error) {
 	fs.IntVar(&o.pauseMS, "writer-pause", 10, "")
 	fs.IntVar(&o.limit, "limit", 4, "")
 	fs.IntVar(&o.rounds, "rounds", 10, "")
+	fs.IntVar(&o.k, "k", 2, "")
+	fs.StringVar(&o.way, "way", "sequential", "")
 	fs.BoolVar(&o.exclusiveReaders, "exclusive-readers", false, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -192,9 +195,9 @@ func parseArgs(args []string) (*opts, error) {
 		o.seconds < 1 || o.seconds > 3600 || o.ttlMS < 100 || o.ttlMS > 3600000 ||
 		o.warmup < 0 || o.warmup > 1000000 || o.holdMS < 0 || o.holdMS > 1000 ||
 		o.pauseMS < 0 || o.pauseMS > 60000 || o.limit < 1 || o.limit > 1048576 ||
-		o.rounds < 1 || o.rounds > 1000
+		o.rounds < 1 || o.rounds > 1000 || o.k < 1 || o.k > 8 || o.way != "sequential"
 	switch o.workload {
-	case "W1", "W2", "W3", "W8", "W9", "W11", "W12":
+	case "W1", "W2", "W3", "W8", "W9", "W11", "W12", "W13":
 	default:
 		bad = true
 	}
@@ -212,6 +215,8 @@ func parseArgs(args []string) (*opts, error) {
 			o.clients = 8
 		case "W12":
 			o.clients = 4
+		case "W13":
+			o.clients = 8
 		default:
 			o.clients = 16
 		}
@@ -256,6 +261,8 @@ func main() {
 		rc = runW11(o, d)
 	case "W12":
 		rc = runW12(o, d)
+	case "W13":
+		rc = runW13(o, d)
 	}
 	os.Exit(rc)
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -249,6 +250,23 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...WriteOption) (b
 	}
 	n, err := asUint(r)
 	return n == 1, err
+}
+
+// Incr adds by to the counter key (INCR key BY by) and returns its new value: the key holds
+// the decimal text of a signed 64-bit integer, an absent key counts as 0. Linearizable;
+// fenced and conditional as Put (Lease is ignored: the key keeps its lease). WithSession
+// makes it exactly once. A value that is not such an integer, or a sum that overflows, is a
+// *ServerError (word ERR) and changes nothing.
+func (c *Client) Incr(ctx context.Context, key string, by int64, opts ...WriteOption) (int64, error) {
+	var o writeOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	r, err := c.write(ctx, newCmd("INCR", key, "BY", strconv.FormatInt(by, 10)), &o)
+	if err != nil {
+		return 0, err
+	}
+	return asInt(r)
 }
 
 func (c *Client) write(ctx context.Context, cm *cmd, o *writeOpts) (any, error) {

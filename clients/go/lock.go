@@ -10,28 +10,41 @@ package fencelock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 )
 
 // LockOption changes how a lock is taken.
 type LockOption func(*lockOpts)
 
-type lockOpts struct{ shared bool }
+type lockOpts struct{ shared, notify bool }
 
 // Shared takes the lock in shared mode (a read lock: any number of shared holders, or one
 // exclusive holder). Fenced writes accept only an exclusive holder's token.
 func Shared() LockOption { return func(o *lockOpts) { o.shared = true } }
 
-func (s *Session) lockCmd(name string, opts []LockOption) *cmd {
+// Notify (LOCK ... NOTIFY): when the request queues behind an exclusive holder, that holder
+// is told someone waits (Session.OnWaiter), once per waiting session. Not with Shared.
+func Notify() LockOption { return func(o *lockOpts) { o.notify = true } }
+
+// errNotifyShared: NOTIFY tells an exclusive holder; a shared request has none to tell.
+var errNotifyShared = errors.New("fencelock: Notify is for an exclusive lock, not with Shared")
+
+func (s *Session) lockCmd(name string, opts []LockOption) (*cmd, error) {
 	var o lockOpts
 	for _, f := range opts {
 		f(&o)
 	}
 	cm := newCmd("LOCK", name, u64(s.sid))
-	if o.shared {
+	switch {
+	case o.shared && o.notify:
+		return nil, errNotifyShared
+	case o.shared:
 		cm.add("SHARED")
+	case o.notify:
+		cm.add("NOTIFY")
 	}
-	return cm
+	return cm, nil
 }
 
 // Lock takes the lock name, waiting in its FIFO queue until ctx's deadline (ErrTimeout then;
@@ -40,7 +53,11 @@ func (s *Session) lockCmd(name string, opts []LockOption) *cmd {
 // lock is unlocked through this session. Granted once, however many fail-overs the request
 // crosses. Cancelling ctx abandons the wait (the session leaves the queue).
 func (s *Session) Lock(ctx context.Context, name string, opts ...LockOption) (uint64, context.Context, error) {
-	token, err := s.waitGrant(ctx, s.lockCmd(name, opts), "UNLOCK", false)
+	cm, err := s.lockCmd(name, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	token, err := s.waitGrant(ctx, cm, "UNLOCK", false)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -49,7 +66,11 @@ func (s *Session) Lock(ctx context.Context, name string, opts ...LockOption) (ui
 
 // TryLock is Lock without waiting: ErrBusy when the lock is held or in lock-delay.
 func (s *Session) TryLock(ctx context.Context, name string, opts ...LockOption) (uint64, context.Context, error) {
-	token, err := s.waitGrant(ctx, s.lockCmd(name, opts), "UNLOCK", true)
+	cm, err := s.lockCmd(name, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	token, err := s.waitGrant(ctx, cm, "UNLOCK", true)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -88,30 +109,72 @@ func (l *locker) Unlock() {
 	}
 }
 
-// Acquire takes one of at most limit permits of the semaphore name, waiting FIFO until
-// ctx's deadline (ErrTimeout); the permit's token and its context (as Lock's).
-func (s *Session) Acquire(ctx context.Context, name string, limit int) (uint64, context.Context, error) {
+// SemOption changes how permits of a semaphore are taken.
+type SemOption func(*semOpts)
+
+type semOpts struct{ permits int }
+
+// Permits takes k permits at once (1..limit): one acquisition with one token, released whole
+// by Release. Queued requests are granted in FIFO order only: a later request for fewer
+// permits never overtakes this one.
+func Permits(k int) SemOption { return func(o *semOpts) { o.permits = k } }
+
+func (s *Session) semCmd(name string, limit int, opts []SemOption) (*cmd, error) {
+	o := semOpts{permits: 1}
+	for _, f := range opts {
+		f(&o)
+	}
+	if limit < 1 || o.permits < 1 || o.permits > limit {
+		return nil, fmt.Errorf("fencelock: permits must be 1..limit (%d), not %d", limit, o.permits)
+	}
 	cm := newCmd("SEM.ACQUIRE", name, u64(s.sid), u64(uint64(limit)))
-	token, err := s.waitGrant(ctx, cm, "SEM.RELEASE", false)
+	if o.permits > 1 { // without PERMITS the request is the one from before weighted permits
+		cm.add("PERMITS", u64(uint64(o.permits)))
+	}
+	return cm, nil
+}
+
+// Acquire takes one of at most limit permits of the semaphore name (Permits(k): k of them at
+// once), waiting FIFO until ctx's deadline (ErrTimeout); the acquisition's token and its
+// context (as Lock's).
+func (s *Session) Acquire(ctx context.Context, name string, limit int, opts ...SemOption) (uint64, context.Context, error) {
+	return s.acquire(ctx, name, limit, opts, false)
+}
+
+// TryAcquire is Acquire without waiting: ErrBusy when not enough permits are free.
+func (s *Session) TryAcquire(ctx context.Context, name string, limit int, opts ...SemOption) (uint64, context.Context, error) {
+	return s.acquire(ctx, name, limit, opts, true)
+}
+
+func (s *Session) acquire(ctx context.Context, name string, limit int, opts []SemOption, try bool) (uint64, context.Context, error) {
+	cm, err := s.semCmd(name, limit, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	token, err := s.waitGrant(ctx, cm, "SEM.RELEASE", try)
 	if err != nil {
 		return 0, nil, err
 	}
 	return token, s.hold("sem\x00" + name), nil
 }
 
-// TryAcquire is Acquire without waiting: ErrBusy when no permit is free.
-func (s *Session) TryAcquire(ctx context.Context, name string, limit int) (uint64, context.Context, error) {
-	cm := newCmd("SEM.ACQUIRE", name, u64(s.sid), u64(uint64(limit)))
-	token, err := s.waitGrant(ctx, cm, "SEM.RELEASE", true)
-	if err != nil {
-		return 0, nil, err
-	}
-	return token, s.hold("sem\x00" + name), nil
-}
-
-// Release gives the permit back, or leaves the queue (ErrNotHolder if neither).
+// Release gives the acquisition back (all its permits), or leaves the queue (ErrNotHolder if neither).
 func (s *Session) Release(ctx context.Context, name string) error {
 	s.unhold("sem\x00" + name)
 	_, err := s.mutate(ctx, newCmd("SEM.RELEASE", name, u64(s.sid)))
 	return err
+}
+
+// SemSetLimit changes the limit of the semaphore name (SEM.SETLIMIT; admin under
+// --acl-file): false if it does not exist. Holders above a lower limit keep their permits;
+// nothing is granted until the queue's head fits. A *ServerError (ERR) if a queued request
+// asks for more permits than the new limit (nothing changes).
+func (c *Client) SemSetLimit(ctx context.Context, name string, limit int) (bool, error) {
+	cm := newCmd("SEM.SETLIMIT", name, u64(uint64(max(limit, 0))))
+	cm.write = true // the same limit again changes nothing: a resend is harmless
+	r, err := c.do(ctx, cm)
+	if err != nil {
+		return false, err
+	}
+	return r != nil, nil
 }

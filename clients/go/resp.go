@@ -185,6 +185,21 @@ func asUint(v any) (uint64, error) {
 	return 0, fmt.Errorf("%w: expected an integer, got %T", errProto, v)
 }
 
+// asInt reads an integer reply (or a decimal bulk string) as a signed number.
+func asInt(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: not a number: %q", errProto, x)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("%w: expected an integer, got %T", errProto, v)
+}
+
 func asString(v any) string {
 	switch x := v.(type) {
 	case string:

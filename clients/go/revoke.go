@@ -7,7 +7,8 @@ package fencelock
 // which the servers release that grant as an expiry would (lock-delay, then the next waiter
 // with a larger token; the old token is stale). The holder learns of it from the event
 // stream: Session.OnRevoke reads the lock's events from its grant on, in a goroutine of its
-// own, and calls a function for each revoke request of that grant.
+// own, and calls a function for each revoke request of that grant. Session.OnWaiter reads
+// the same stream for the waiters that queued behind the grant with Notify (LOCK ... NOTIFY).
 
 import (
 	"context"
@@ -51,7 +52,8 @@ func (c *Client) Revoke(ctx context.Context, name string, deadline time.Duration
 	return asUint(r)
 }
 
-// RevokeWatch is what OnRevoke returned: Stop ends it; Err says why it ended by itself.
+// RevokeWatch is what OnRevoke (and OnWaiter, as WaiterWatch) returned: Stop ends it; Err
+// says why it ended by itself.
 type RevokeWatch struct {
 	stop chan struct{}
 	done chan struct{}
@@ -81,12 +83,45 @@ func (rw *RevokeWatch) Err() error {
 // missed. It needs the read permission on the event stream (without keys=/locks= globs).
 // fn should make the holder's work stop and unlock: the deadline runs on the servers.
 func (s *Session) OnRevoke(name string, token uint64, fn func(Revoke)) *RevokeWatch {
+	return s.grantWatch(name, token, func(ev Event) {
+		if rv, ok := revokeOf(ev, name, s.sid, token); ok {
+			fn(rv)
+		}
+	})
+}
+
+// Waiter is a session that queued behind a held lock with Notify (LOCK ... NOTIFY): the lock,
+// the holder's grant it queued behind, the waiting session and how long it said it would wait.
+type Waiter struct {
+	Name  string
+	Token uint64
+	SID   uint64
+	Wait  time.Duration
+}
+
+// WaiterWatch is what OnWaiter returned: the same watch of a grant's events as OnRevoke's.
+type WaiterWatch = RevokeWatch
+
+// OnWaiter calls fn (on a goroutine of its own, one call at a time) for each session that
+// queued with Notify behind the grant token of lock name held through s, once per waiting
+// session, until Stop or the end of the session. The holder may let go early, or ignore it.
+// It reads the lock's events from the grant on, as OnRevoke, with the same permission.
+func (s *Session) OnWaiter(name string, token uint64, fn func(Waiter)) *WaiterWatch {
+	return s.grantWatch(name, token, func(ev Event) {
+		if wt, ok := waiterOf(ev, name, token); ok {
+			fn(wt)
+		}
+	})
+}
+
+// grantWatch reads the events of lock name from grant token on and hands each to deliver.
+func (s *Session) grantWatch(name string, token uint64, deliver func(Event)) *RevokeWatch {
 	rw := &RevokeWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go s.revokeLoop(rw, name, token, fn)
+	go s.grantLoop(rw, name, token, deliver)
 	return rw
 }
 
-func (s *Session) revokeLoop(rw *RevokeWatch, name string, token uint64, fn func(Revoke)) {
+func (s *Session) grantLoop(rw *RevokeWatch, name string, token uint64, deliver func(Event)) {
 	defer close(rw.done)
 	from := fmt.Sprintf("%d-0", max(token, 1)-1)
 	for {
@@ -116,7 +151,7 @@ func (s *Session) revokeLoop(rw *RevokeWatch, name string, token uint64, fn func
 			}
 			continue
 		}
-		end := s.readRevokes(rw, w, name, token, fn)
+		end := s.readGrantEvents(rw, w, deliver)
 		from = w.Stop()
 		if end {
 			return
@@ -133,9 +168,9 @@ func (s *Session) revokeLoop(rw *RevokeWatch, name string, token uint64, fn func
 	}
 }
 
-// readRevokes delivers the revoke requests of one grant from w until it ends (false) or the
-// watch or session stops (true).
-func (s *Session) readRevokes(rw *RevokeWatch, w *Watcher, name string, token uint64, fn func(Revoke)) bool {
+// readGrantEvents hands the events of w to deliver until w ends (false) or the watch or
+// session stops (true).
+func (s *Session) readGrantEvents(rw *RevokeWatch, w *Watcher, deliver func(Event)) bool {
 	for {
 		select {
 		case <-rw.stop:
@@ -146,9 +181,7 @@ func (s *Session) readRevokes(rw *RevokeWatch, w *Watcher, name string, token ui
 			if !ok {
 				return false
 			}
-			if rv, ok := revokeOf(ev, name, s.sid, token); ok {
-				fn(rv)
-			}
+			deliver(ev)
 		}
 	}
 }
@@ -163,4 +196,15 @@ func revokeOf(ev Event, name string, sid, token uint64) (Revoke, bool) {
 	dl, _ := strconv.ParseUint(f["deadline_ms"], 10, 64)
 	return Revoke{Name: name, Token: token, SID: sid, Deadline: time.Duration(dl) * time.Millisecond,
 		Reason: f["reason"], By: f["by"]}, true
+}
+
+// waiterOf is the Waiter a wait-notify event carries for grant token of lock name.
+func waiterOf(ev Event, name string, token uint64) (Waiter, bool) {
+	f := ev.Fields
+	if ev.Type != "wait-notify" || ev.Name != name || f["token"] != u64(token) {
+		return Waiter{}, false
+	}
+	sid, _ := strconv.ParseUint(f["sid"], 10, 64)
+	ms, _ := strconv.ParseUint(f["wait_ms"], 10, 64)
+	return Waiter{Name: name, Token: token, SID: sid, Wait: time.Duration(ms) * time.Millisecond}, true
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -69,8 +70,16 @@ const char *run_holding(const struct run_opts *o)
 
 /* One wait of at most slice ms for what o asks for (several names: all at once, LOCK.MULTI). */
 static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint64_t *token,
-                   uint64_t *tokens)
+                   uint64_t *tokens, int64_t *maxhold_deadline)
 {
+    *maxhold_deadline = INT64_MAX;
+    if (o->kind == RUN_LOCK && (o->lock_value || o->maxhold_ms)) { /* one exclusive lock */
+        struct fl_lock_opts lo = {.size = sizeof lo,
+                                  .value = o->lock_value,
+                                  .value_len = o->lock_value ? strlen(o->lock_value) : 0,
+                                  .maxhold_ms = o->maxhold_ms};
+        return fl_lock_with(s, o->name, slice, &lo, token, maxhold_deadline);
+    }
     if (o->kind == RUN_LOCK && o->n_names > 1) {
         fl_err e = fl_lock_multi(s, o->n_names, o->names, o->shared_of, slice, tokens);
         *token = tokens[0];
@@ -91,7 +100,7 @@ static fl_err lock_wait(struct worker *w, fl_session *s, uint64_t *token, uint64
     uint64_t left = o->wait_ms;
     for (;;) {
         uint64_t slice = o->wait_forever || left > WAIT_SLICE_MS ? WAIT_SLICE_MS : left;
-        fl_err err = take(o, s, slice, token, tokens);
+        fl_err err = take(o, s, slice, token, tokens, &w->r.maxhold_deadline);
         if (err != FL_ETIMEOUT || cancelled(w))
             return err;
         if (!o->wait_forever) {

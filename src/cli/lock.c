@@ -12,7 +12,7 @@ static const char usage_lock[] =
     "usage: fencelock lock NAME [--shared] [--also NAME]... [--also-shared NAME]...\n"
     "                      [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
     "                      [--name LABEL] [-E|--conflict-exit-code N] [--error-exit-code N]\n"
-    "                      [--revoke-signal SIG]\n"
+    "                      [--revoke-signal SIG] [--value V] [--max-hold DUR]\n"
     "                      [-- CMD [ARGS...]]\n"
     "Acquire lock NAME, run CMD with FENCELOCK_TOKEN, FENCELOCK_SESSION, FENCELOCK_NAME,\n"
     "FENCELOCK_ENDPOINTS and FENCELOCK_MODE in its environment, release the lock when it exits.\n"
@@ -46,6 +46,11 @@ static const char usage_lock[] =
     "                    and SIGKILL it and everything it started the kill grace before the\n"
     "                    revoke's deadline (one exclusive lock, no --also; the servers take\n"
     "                    the lock then)\n"
+    "  --value V         the grant's value: who holds it and why (lock-info shows it)\n"
+    "  --max-hold DUR    the servers end the grant DUR after it was made, even while the\n"
+    "                    session lives; CMD gets SIGTERM the kill grace before that and\n"
+    "                    SIGKILL (with everything it started) before it can have passed\n"
+    "                    (one exclusive lock; measured from before the request was sent)\n"
     "  -E, --conflict-exit-code N\n"
     "                    exit N (0..255) instead of 3 when not obtained within --wait\n"
     "  --error-exit-code N\n"
@@ -86,7 +91,9 @@ enum {
     O_ALSO,
     O_ALSO_SHARED,
     O_REVOKE_SIGNAL,
-    O_PERMITS
+    O_PERMITS,
+    O_VALUE,
+    O_MAX_HOLD
 };
 
 /* The options of lock, sem and elect (sem and elect: all but --shared and --also*). */
@@ -107,6 +114,8 @@ const struct opt_spec cli_opts_lock[] = {
     {"also", 0, 1, O_ALSO, "NAME"},
     {"also-shared", 0, 1, O_ALSO_SHARED, "NAME"},
     {"revoke-signal", 0, 1, O_REVOKE_SIGNAL, "SIG"},
+    {"value", 0, 1, O_VALUE, "V"},
+    {"max-hold", 0, 1, O_MAX_HOLD, "DUR"},
     {NULL, 0, 0, 0, NULL},
 };
 const struct opt_spec cli_opts_sem[] = {
@@ -155,6 +164,15 @@ static int lock_opt(int id, struct opt_iter *it, struct run_opts *o, int *grace_
     if (id == O_REVOKE_SIGNAL)
         return run_parse_signal(it->v[0], &o->revoke_signal)
                    ? opt_err(it, "--revoke-signal: unknown signal '%s' (e.g. TERM, USR1, 15)",
+                             it->v[0])
+                   : EXIT_OK;
+    if (id == O_VALUE) {
+        o->lock_value = it->v[0];
+        return EXIT_OK;
+    }
+    if (id == O_MAX_HOLD)
+        return parse_duration(it->v[0], &o->maxhold_ms) || o->maxhold_ms == 0
+                   ? opt_err(it, "--max-hold: bad duration '%s' (e.g. 30s, 2m; more than 0)",
                              it->v[0])
                    : EXIT_OK;
     if (id == O_TTL)
@@ -236,6 +254,9 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
                            : "fencelock elect NAME VALUE [-- CMD ...]: NAME and VALUE needed");
     if (a.pos[0][0] == '\0')
         return sub_err(&a, "the name is empty");
+    if ((o.lock_value || o.maxhold_ms) && (o.shared || o.n_names > 1))
+        return sub_err(&a, "--value and --max-hold are for one exclusive lock (no --shared, "
+                           "no --also)");
     o.names[0] = a.pos[0];
     o.shared_of[0] = (uint8_t)(o.shared != 0);
     for (size_t i = 1; i < o.n_names; i++)

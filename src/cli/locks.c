@@ -15,9 +15,13 @@ static const char usage_lock_info[] =
     "lock, with its token) and the sessions waiting in queue order. A free lock nobody\n"
     "waits for is shown as free (exit 0). --json: {name, holder, token, held_since_ms,\n"
     "lockdelay, waiters, mode, holders: [{sid, token}]} with holder 0 when nobody holds\n"
-    "it exclusively.\n";
+    "it exclusively, and count when a reentrant holder holds it more than once (its\n"
+    "LOCKs not yet UNLOCKed); value, max_hold_ms, transitions: the grant's `lock --value`,\n"
+    "its `--max-hold`, and how many exclusive grants of the lock ended since a request with\n"
+    "a value or a max hold reached it (while it kept waiters or lock-delay).\n";
 
-static void lock_info_json(const char *name, const struct fl_lock_info *li)
+static void lock_info_json(const char *name, const struct fl_lock_info *li, uint64_t count,
+                           const struct fl_lock_meta *lm)
 {
     struct jw w;
     jw_init(&w, stdout);
@@ -50,10 +54,21 @@ static void lock_info_json(const char *name, const struct fl_lock_info *li)
         jw_end(&w);
     }
     jw_end(&w);
+    jw_key(&w, "value");
+    jw_str(&w, lm->value ? lm->value : "");
+    jw_key(&w, "max_hold_ms");
+    jw_u64(&w, lm->maxhold_ms);
+    jw_key(&w, "transitions");
+    jw_u64(&w, lm->transitions);
+    if (count > 1) {
+        jw_key(&w, "count");
+        jw_u64(&w, count);
+    }
     jw_end(&w);
 }
 
-static void lock_info_text(const char *name, const struct fl_lock_info *li)
+static void lock_info_text(const char *name, const struct fl_lock_info *li, uint64_t count,
+                           const struct fl_lock_meta *lm)
 {
     char when[64];
     fputs("name:       ", stdout);
@@ -72,6 +87,8 @@ static void lock_info_text(const char *name, const struct fl_lock_info *li)
         printf("holder:     %" PRIu64 "\n", li->holder);
         printf("token:      %" PRIu64 "\n", li->token);
         printf("held since: %s\n", when);
+        if (count > 1) /* a reentrant holder's holds */
+            printf("count:      %" PRIu64 "\n", count);
     } else {
         printf("holder:     none\n");
     }
@@ -80,6 +97,14 @@ static void lock_info_text(const char *name, const struct fl_lock_info *li)
     for (size_t i = 0; i < li->n_waiters; i++)
         printf("%s%" PRIu64, i ? " " : " (", li->waiters[i]);
     printf("%s\n", li->n_waiters ? ")" : "");
+    if (lm->value_len) {
+        fputs("value:      ", stdout);
+        out_str(stdout, lm->value);
+        putchar('\n');
+    }
+    if (lm->maxhold_ms)
+        printf("max hold:   %" PRIu64 " ms\n", lm->maxhold_ms);
+    printf("transitions: %" PRIu64 "\n", lm->transitions);
 }
 
 int cli_cmd_lock_info(struct cli *c, int argc, char **argv)
@@ -96,10 +121,20 @@ int cli_cmd_lock_info(struct cli *c, int argc, char **argv)
         cli_fail(c, err, "lock-info");
         return cli_exit_for(err);
     }
+    /* The hold count (a reentrant holder's), read in a second call: shown only if the holder
+     * is still the one fl_lock_info saw. */
+    uint64_t holder = 0, count = 0;
+    if (err == FL_OK && li.holder &&
+        (fl_lock_count(c->client, a.pos[0], &holder, &count) != FL_OK || holder != li.holder))
+        count = 0;
+    struct fl_lock_meta lm = {0};
+    if (err == FL_OK && fl_lock_meta(c->client, a.pos[0], &lm) != FL_OK)
+        memset(&lm, 0, sizeof lm); /* freed since: shown without its metadata */
     if (c->json)
-        lock_info_json(a.pos[0], &li);
+        lock_info_json(a.pos[0], &li, count, &lm);
     else
-        lock_info_text(a.pos[0], &li);
+        lock_info_text(a.pos[0], &li, count, &lm);
+    fl_lock_meta_free(&lm);
     if (err == FL_OK)
         fl_lock_info_free(&li);
     return EXIT_OK;

@@ -64,6 +64,8 @@ struct run {
     int64_t revoke_kill; /* SIGKILL the command at this fl_now_ms (0: no revoke deadline) */
     int revoked;         /* a revoke request arrived (the command got --revoke-signal) */
     int revoke_killed;   /* the command was killed for the revoke's deadline */
+    int maxhold_term;    /* the SIGTERM was for the grant's max hold (--max-hold) */
+    int maxhold_killed;  /* the command was killed at the max hold's local deadline */
     int cmd_code;        /* the exit code is the command's (its status, 128+N, 126/127), not ours */
 };
 
@@ -400,10 +402,23 @@ static int enforce(struct run *r)
         r->revoke_killed = 1;
         return TICK_MS;
     }
+    /* --max-hold: its local deadline (fl_lock_with) bounds the work as the lease's does: SIGTERM
+       the kill grace before, SIGKILL at it, before the servers can end the grant */
+    int64_t mh = r->a.maxhold_deadline ? r->a.maxhold_deadline : INT64_MAX;
+    if (now >= mh) {
+        if (!r->maxhold_killed)
+            tree_signal_all(&r->tree, r->pid, SIGKILL);
+        r->maxhold_killed = 1;
+        return TICK_MS;
+    }
+    bool by_maxhold = mh < safe;
+    if (by_maxhold)
+        safe = mh;
     int64_t term_at = safe - (int64_t)r->o->grace_ms;
     if (!r->sent_term && now >= term_at) {
         tree_signal_all(&r->tree, r->pid, SIGTERM);
         r->sent_term = 1;
+        r->maxhold_term = by_maxhold;
     }
     int64_t next = r->sent_term ? safe : term_at;
     int64_t wait = next - now;
@@ -563,6 +578,12 @@ static int command_status(struct run *r)
         cli_say("%s %s: lost %s while '%s' ran: the servers did not renew the lease in "
                 "time or ended the session, so '%s' and everything it started were killed",
                 run_noun(r->o), r->o->shown, run_holding(r->o), r->o->cmd[0], r->o->cmd[0]);
+        return EXIT_LOST;
+    }
+    if (r->maxhold_killed || r->maxhold_term) {
+        cli_say("%s %s: reached its max hold while '%s' ran: '%s' was stopped before the servers "
+                "could end the grant",
+                run_noun(r->o), r->o->shown, r->o->cmd[0], r->o->cmd[0]);
         return EXIT_LOST;
     }
     if (r->sent_kill || r->sent_term) {

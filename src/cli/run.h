@@ -53,7 +53,9 @@ struct run_opts {
        command's: conflict_code for EXIT_NOTGOT (-E; EXIT_NOTGOT by default), error_code for
        EXIT_ERROR and EXIT_LOST (--error-exit-code; -1: keep them). */
     int conflict_code, error_code;
-    int revoke_signal; /* sent to the command when its exclusive lock is revoked (SIGTERM) */
+    int revoke_signal;      /* sent to the command when its exclusive lock is revoked (SIGTERM) */
+    const char *lock_value; /* --value: the grant's value (NULL: none) */
+    uint64_t maxhold_ms;    /* --max-hold: the grant's max hold (0: none) */
 };
 
 /* --revoke-signal's value: TERM, SIGTERM, INT, HUP, QUIT, USR1, USR2 or a number (not KILL or
@@ -81,6 +83,8 @@ struct acquired {
     const char *what;
     char msg[256]; /* fl_client_errmsg of the worker thread (the message is per thread) */
     int signo;     /* a signal that ended the wait (then err is meaningless), or 0 */
+    int64_t maxhold_deadline; /* fl_lock_with's: the max hold cannot have passed before this
+                                 fl_now_ms (INT64_MAX: no max hold) */
 };
 
 /*

@@ -12,7 +12,7 @@ const struct cli_command cli_commands[] = {
     {"lock", cli_cmd_lock,
      "NAME [--shared] [--ttl DUR] [--wait DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
      "[--name LABEL] [-E N] [--error-exit-code N] [--revoke-signal SIG]\n"
-     "[-- CMD [ARGS...]]",
+     "[--value V] [--max-hold DUR] [-- CMD [ARGS...]]",
      "run CMD while holding lock NAME (or hold it until signalled);\n"
      "--shared: as one of its readers (a read-write lock)",
      cli_opts_lock, NULL, CLI_RUNS_CMD},
@@ -29,6 +29,9 @@ const struct cli_command cli_commands[] = {
     {"locks", cli_cmd_locks, "[PREFIX] [--limit N]", "existing locks", cli_opts_limit, NULL, 0},
     {"waits", cli_cmd_waits, "[PREFIX]", "who waits for whom (queued requests and their blockers)",
      NULL, NULL, 0},
+    {"history", cli_cmd_history, "NAME [--count N] [--before REV]",
+     "who held lock NAME: grants newest first, with tokens, hold and wait times", cli_opts_history,
+     NULL, 0},
     {"fence-check", cli_cmd_fence_check, "NAME TOKEN",
      "exit 0 if TOKEN is current for NAME, 1 if stale", NULL, NULL, 0},
     {"sign", cli_cmd_sign, "NAME TOKEN",
@@ -50,6 +53,11 @@ const struct cli_command cli_commands[] = {
      "run CMD holding one of LIMIT permits of semaphore NAME", cli_opts_sem, NULL, CLI_RUNS_CMD},
     {"elect", cli_cmd_elect, "NAME VALUE [lock's options] [-- CMD [ARGS...]]",
      "run CMD only while leader of election NAME", cli_opts_sem, NULL, CLI_RUNS_CMD},
+    {"latch", cli_cmd_latch,
+     "create NAME COUNT | countdown NAME | wait NAME [--wait DUR] | info NAME |\n"
+     "delete NAME",
+     "a countdown latch: create, count down, wait for zero, show, delete", cli_opts_latch,
+     "create countdown wait info delete", 0},
     {"leader", cli_cmd_leader, "NAME [--observe]",
      "print the leader (--observe: one line per change)", cli_opts_leader, NULL, 0},
     {"snapshot", cli_cmd_snapshot, "save FILE", "an online backup of the whole state (admin)", NULL,

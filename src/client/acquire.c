@@ -70,6 +70,14 @@ fl_err cl_acquire_req(fl_session *s, const struct cl_hold *h, const char *name, 
         cl_arg_str(&m, h->opt);
         cl_arg_str(&m, h->opt_val);
     }
+    if (h->value) {
+        cl_arg_str(&m, "VALUE");
+        cl_arg(&m, h->value, h->value_len);
+    }
+    if (h->maxhold_ms) {
+        cl_arg_str(&m, "MAXHOLD");
+        cl_arg_u64(&m, h->maxhold_ms);
+    }
     if (wait_ms) {
         cl_arg_str(&m, "WAIT");
         cl_arg_wait(&m, wait_end);

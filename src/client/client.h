@@ -144,6 +144,9 @@ void cl_session_end(fl_session *s);
 /* A server said NOSESSION: the session is lost (the keepalive thread reports it). */
 void cl_session_mark_lost(fl_session *s);
 fl_client *cl_session_client(fl_session *s);
+/* A span the servers measure (a lease, a max hold), less this client's margin for its clock
+   running slow (fl_options.margin_ms, drift_ppm): the same rule as the session's safe deadline. */
+int64_t cl_safe_span(const fl_session *s, uint64_t granted_ms);
 /* The watcher frees p (malloc'ed) when fl_watch_join frees it: a wrapper's callback context
    (fl_revoke_watch). */
 void cl_watch_adopt(fl_watcher *w, void *p);
@@ -158,6 +161,10 @@ struct cl_hold {
     const char *arg;     /* the argument after sid (SHARED, the limit, the value), or NULL */
     size_t arg_len;
     const char *opt, *opt_val; /* an option and its value after arg (PERMITS k), or NULL */
+    /* LOCK ... VALUE v (value non-NULL) MAXHOLD ms (maxhold_ms > 0): fl_lock_with */
+    const void *value;
+    size_t value_len;
+    uint64_t maxhold_ms;
 };
 /* ACQUIRE name sid [arg] [opt opt_val] [WAIT ms] REQ sid seq, once: FL_OK with *token, FL_EBUSY for
  * nil. */

@@ -3,13 +3,16 @@
  * Locks: acquire (blocking, across fail-overs), try, release, and the lock queries. The waits
  * and their exactly-once rules are acquire.c's, shared with semaphores and elections.
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client.h"
 
-static const struct cl_hold exclusive = {"LOCK", "UNLOCK", "lock", NULL, 0, NULL, NULL};
-static const struct cl_hold shared = {"LOCK", "UNLOCK", "lock", "SHARED", 6, NULL, NULL};
+static const struct cl_hold exclusive = {.acquire = "LOCK", .release = "UNLOCK", .what = "lock"};
+static const struct cl_hold shared = {
+    .acquire = "LOCK", .release = "UNLOCK", .what = "lock", .arg = "SHARED", .arg_len = 6};
 
 fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
 {
@@ -19,6 +22,34 @@ fl_err fl_lock(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *toke
 fl_err fl_lock_shared(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
 {
     return cl_acquire(s, &shared, name, wait_ms, token);
+}
+
+fl_err fl_lock_with(fl_session *s, const char *name, uint64_t wait_ms,
+                    const struct fl_lock_opts *opts, uint64_t *token, int64_t *maxhold_deadline)
+{
+    struct fl_lock_opts o = {0};
+    if (opts) { /* a caller compiled against an older, shorter struct: the rest stays 0 */
+        if (opts->size < offsetof(struct fl_lock_opts, value) + sizeof(opts->value))
+            return FL_EINVAL;
+        memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+    }
+    if (o.value_len && !o.value)
+        return FL_EINVAL;
+    struct cl_hold h = o.notify ? (struct cl_hold){.acquire = "LOCK",
+                                                   .release = "UNLOCK",
+                                                   .what = "lock",
+                                                   .arg = "NOTIFY",
+                                                   .arg_len = 6}
+                                : exclusive;
+    h.value = o.value_len ? o.value : NULL;
+    h.value_len = o.value_len;
+    h.maxhold_ms = o.maxhold_ms;
+    int64_t sent = fl_now_ms(); /* before the first LOCK: the grant can only come later */
+    fl_err e = cl_acquire(s, &h, name, wait_ms, token);
+    if (e == FL_OK && maxhold_deadline)
+        *maxhold_deadline =
+            o.maxhold_ms ? sent + cl_safe_span(s, o.maxhold_ms) : (int64_t)INT64_MAX;
+    return e;
 }
 
 fl_err fl_trylock(fl_session *s, const char *name, uint64_t *token)
@@ -116,6 +147,74 @@ fl_err fl_lock_info(fl_client *c, const char *name, struct fl_lock_info *out)
     if (e && e != FL_ENOTFOUND)
         fl_lock_info_free(out);
     return e;
+}
+
+fl_err fl_lock_count(fl_client *c, const char *name, uint64_t *holder, uint64_t *count)
+{
+    if (!c || !name || !name[0] || !holder || !count)
+        return FL_EINVAL;
+    *holder = *count = 0;
+    struct cl_cmd m;
+    redisReply *r;
+    cl_cmd_init(&m, "LOCK.INFO");
+    cl_arg_str(&m, name);
+    fl_err e = read_cmd(c, &m, &r);
+    if (e)
+        return e;
+    if (r->type == REDIS_REPLY_NIL) {
+        e = cl_fail(c, FL_ENOTFOUND, "lock %s is free and nobody waits", name);
+    } else if (r->type != REDIS_REPLY_ARRAY) {
+        e = cl_fail(c, FL_EPROTO, "LOCK.INFO: unexpected reply");
+    } else {
+        *holder = cl_field_u64(r, "holder");
+        /* "count" only for a reentrant holder: any other holder holds once */
+        *count = cl_field(r, "count") ? cl_field_u64(r, "count") : *holder != 0;
+    }
+    freeReplyObject(r);
+    return e;
+}
+
+fl_err fl_lock_meta(fl_client *c, const char *name, struct fl_lock_meta *out)
+{
+    if (!c || !name || !name[0] || !out)
+        return FL_EINVAL;
+    memset(out, 0, sizeof(*out));
+    struct cl_cmd m;
+    redisReply *r;
+    cl_cmd_init(&m, "LOCK.INFO");
+    cl_arg_str(&m, name);
+    fl_err e = read_cmd(c, &m, &r);
+    if (e)
+        return e;
+    const redisReply *v = r->type == REDIS_REPLY_ARRAY ? cl_field(r, "value") : NULL;
+    if (r->type == REDIS_REPLY_NIL) {
+        e = cl_fail(c, FL_ENOTFOUND, "lock %s is free and nobody waits", name);
+    } else if (r->type != REDIS_REPLY_ARRAY) {
+        e = cl_fail(c, FL_EPROTO, "LOCK.INFO: unexpected reply");
+    } else {
+        size_t n = v && v->type == REDIS_REPLY_STRING ? v->len : 0; /* older servers: none */
+        if (!(out->value = malloc(n + 1))) {
+            e = cl_fail(c, FL_ENOMEM, "out of memory");
+        } else {
+            if (n)
+                memcpy(out->value, v->str, n);
+            out->value[n] = '\0';
+            out->value_len = n;
+            out->maxhold_ms = cl_field_u64(r, "max_hold_ms");
+            out->transitions = cl_field_u64(r, "transitions");
+        }
+    }
+    freeReplyObject(r);
+    return e;
+}
+
+void fl_lock_meta_free(struct fl_lock_meta *meta)
+{
+    if (!meta)
+        return;
+    free(meta->value);
+    meta->value = NULL;
+    meta->value_len = 0;
 }
 
 void fl_lock_info_free(struct fl_lock_info *info)

@@ -14,7 +14,8 @@
 
 #include "client/client.h"
 
-static const struct cl_hold notify = {"LOCK", "UNLOCK", "lock", "NOTIFY", 6, NULL, NULL};
+static const struct cl_hold notify = {
+    .acquire = "LOCK", .release = "UNLOCK", .what = "lock", .arg = "NOTIFY", .arg_len = 6};
 
 fl_err fl_lock_notify(fl_session *s, const char *name, uint64_t wait_ms, uint64_t *token)
 {

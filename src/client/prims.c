@@ -30,13 +30,13 @@ fl_err fl_sem_acquire_n(fl_session *s, const char *name, uint32_t limit, uint32_
     char lim[16], k[16];
     int n = snprintf(lim, sizeof lim, "%u", (unsigned)limit);
     snprintf(k, sizeof k, "%u", (unsigned)permits);
-    struct cl_hold h = {"SEM.ACQUIRE",
-                        "SEM.RELEASE",
-                        "semaphore",
-                        lim,
-                        (size_t)n,
-                        permits > 1 ? "PERMITS" : NULL,
-                        k};
+    struct cl_hold h = {.acquire = "SEM.ACQUIRE",
+                        .release = "SEM.RELEASE",
+                        .what = "semaphore",
+                        .arg = lim,
+                        .arg_len = (size_t)n,
+                        .opt = permits > 1 ? "PERMITS" : NULL,
+                        .opt_val = k};
     return cl_acquire(s, &h, name, wait_ms, token);
 }
 
@@ -50,8 +50,11 @@ fl_err fl_campaign(fl_session *s, const char *name, const char *value, uint64_t 
 {
     if (!s || !name || !name[0] || !value || !token)
         return FL_EINVAL;
-    struct cl_hold h = {
-        "ELECT.CAMPAIGN", "ELECT.RESIGN", "leadership of", value, strlen(value), NULL, NULL};
+    struct cl_hold h = {.acquire = "ELECT.CAMPAIGN",
+                        .release = "ELECT.RESIGN",
+                        .what = "leadership of",
+                        .arg = value,
+                        .arg_len = strlen(value)};
     return cl_acquire(s, &h, name, wait_ms, token);
 }
 

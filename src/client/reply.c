@@ -97,6 +97,7 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r)
         {PROTO_NOSPACE, FL_ENOSPACE},     {PROTO_NOAUTH, FL_EAUTH},
         {PROTO_WRONGPASS, FL_EAUTH},      {PROTO_NOPERM, FL_EPERM},
         {PROTO_WRONGTYPE, FL_EWRONGTYPE}, {PROTO_DEADLOCK, FL_EDEADLOCK},
+        {PROTO_BROKEN, FL_EBROKEN},
     };
     if (r->type != REDIS_REPLY_ERROR)
         return cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
@@ -160,6 +161,7 @@ const char *fl_strerror(fl_err err)
         [FL_EWRONGTYPE] = "wrong kind of lock",
         [FL_EIO] = "local file error",
         [FL_EDEADLOCK] = "deadlock: the wait would close a cycle",
+        [FL_EBROKEN] = "broken: a participant's session ended",
     };
     if ((unsigned)err < sizeof(names) / sizeof(names[0]) && names[err])
         return names[err];

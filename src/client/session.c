@@ -46,6 +46,11 @@ static int64_t safe_span(const fl_session *s, uint64_t granted_ms)
     return (int64_t)granted_ms - o->margin_ms - drift;
 }
 
+int64_t cl_safe_span(const fl_session *s, uint64_t granted_ms)
+{
+    return safe_span(s, granted_ms);
+}
+
 static bool lost_locked(fl_session *s)
 {
     if (!s->lost && fl_now_ms() >= s->safe_until) {
@@ -193,8 +198,10 @@ static void *ka_thread(void *arg)
 }
 
 /* SESSION.OPEN; a retry after a lost answer may leave an unused session that expires. */
-fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                        uint64_t *sid)
+/* SESSION.OPEN ttl [LOCKDELAY ms] [NAME name] [REENTRANT [MAXCOUNT n]]; max_count 0 without
+ * MAXCOUNT (the server's default). */
+static fl_err grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                    bool reentrant, uint32_t max_count, uint64_t *sid)
 {
     if (!c || ttl_ms == 0 || !sid)
         return FL_EINVAL;
@@ -209,7 +216,19 @@ fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, co
         cl_arg_str(&m, "NAME");
         cl_arg_str(&m, name);
     }
+    if (reentrant)
+        cl_arg_str(&m, "REENTRANT");
+    if (reentrant && max_count) {
+        cl_arg_str(&m, "MAXCOUNT");
+        cl_arg_u64(&m, max_count);
+    }
     return cl_call_int(c, &m, cl_deadline(c), CL_RETRY, sid);
+}
+
+fl_err fl_session_grant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                        uint64_t *sid)
+{
+    return grant(c, ttl_ms, lockdelay_ms, name, false, 0, sid);
 }
 
 fl_err fl_session_keepalive_id(fl_client *c, uint64_t sid, uint64_t *ttl_ms)
@@ -254,8 +273,8 @@ fl_err fl_session_revoke_id(fl_client *c, uint64_t sid)
     return end_sid(c, "SESSION.REVOKE", sid, 0);
 }
 
-fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
-                       fl_session **out)
+static fl_err open_session(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                           bool reentrant, uint32_t max_count, fl_session **out)
 {
     if (!c || !out || ttl_ms == 0)
         return FL_EINVAL;
@@ -265,7 +284,7 @@ fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, con
     s->c = c;
     s->ttl_ms = ttl_ms;
     int64_t sent = fl_now_ms();
-    fl_err e = fl_session_grant(c, ttl_ms, lockdelay_ms, name, &s->sid);
+    fl_err e = grant(c, ttl_ms, lockdelay_ms, name, reentrant, max_count, &s->sid);
     if (e) {
         free(s);
         return e;
@@ -286,6 +305,18 @@ fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, con
     s->ka_started = true;
     *out = s;
     return FL_OK;
+}
+
+fl_err fl_session_open(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms, const char *name,
+                       fl_session **out)
+{
+    return open_session(c, ttl_ms, lockdelay_ms, name, false, 0, out);
+}
+
+fl_err fl_session_open_reentrant(fl_client *c, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                                 const char *name, uint32_t max_count, fl_session **out)
+{
+    return open_session(c, ttl_ms, lockdelay_ms, name, true, max_count, out);
 }
 
 static void stop_and_free(fl_session *s)

@@ -35,6 +35,8 @@
 #define PROTO_WRONGTYPE "WRONGTYPE"
 /* a wait would close a cycle of sessions waiting for each other: refused, nothing queued */
 #define PROTO_DEADLOCK "DEADLOCK"
+/* a latch or barrier participant's session ended before it counted down or left */
+#define PROTO_BROKEN "BROKEN"
 
 /* ---- addresses ---- */
 /* Longest "host:port" anywhere (member table, client endpoints, CLI, config), without the NUL.

@@ -79,30 +79,9 @@ void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *c, struct fsm_reply 
         return;
     }
     memcpy(val, text, len);
-    bool fresh = !k;
-    if (fresh && !(k = fsm_kv_alloc(c->key.p, c->key.len))) {
-        free(val);
+    if (!fsm_kv_set_value(a, k, c->key, val, (uint32_t)len, false, NULL)) { /* keeps its lease */
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
-    }
-    uint64_t rev = fsm_next_rev(a);
-    if (fresh) {
-        k->create_rev = rev;
-        k->version = 1;
-        fsm_kv_insert(a->f, k);
-    } else {
-        free(k->value);
-        k->version++;
-    }
-    a->f->kv_bytes += (uint64_t)len - k->value_len; /* modular: a shrink subtracts */
-    k->value = val;
-    k->value_len = (uint32_t)len;
-    k->mod_rev = rev;
-    uint64_t lease = k->lease ? k->lease->sid : 0;
-    struct fsm_event *e = fsm_emit(a, FSM_EV_KEY_PUT, lease, 0, 0, k->key, k->key_len);
-    if (e) {
-        e->value.p = k->value;
-        e->value.len = k->value_len;
     }
     r->kind = FSM_REPLY_INT;
     r->value = (uint64_t)now;

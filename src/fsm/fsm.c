@@ -33,6 +33,7 @@ int fsm_init_state(struct fsm *f)
 
 void fsm_free_state(struct fsm *f)
 {
+    fsm_latch_free_all(f); /* their participations point at sessions: first */
     for (size_t i = 0; i < f->locks.nb; i++) {
         struct hlink *x = f->locks.b[i];
         while (x) {
@@ -42,6 +43,7 @@ void fsm_free_state(struct fsm *f)
                 struct waiter *w = l->wq_head;
                 l->wq_head = w->lnext;
                 free(w->value);
+                free(w->hv);
                 free(w);
             }
             while (l->sh_head) {
@@ -50,6 +52,7 @@ void fsm_free_state(struct fsm *f)
                 free(h);
             }
             free(l->value);
+            free(l->hv);
             free(l->rv_text);
             free(l);
             x = next;
@@ -68,6 +71,7 @@ void fsm_free_state(struct fsm *f)
     htab_free(&f->locks);
     free(f->uses);
     buf_free(&f->wg_text);
+    fsm_history_free(f);
     memset(f, 0, sizeof(*f));
 }
 
@@ -318,6 +322,33 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_SEM_ACQUIRE_W:
         fsm_op_sem_acquire_w(a, &c->sem_acquire_w, r);
         break;
+    case FSM_OP_LOCK_META:
+        fsm_op_lock_meta(a, &c->lock_meta, r);
+        break;
+    case FSM_OP_MAXHOLD_END:
+        fsm_op_maxhold_end(a, &c->maxhold_end, r);
+        break;
+    case FSM_OP_LATCH_CREATE:
+        fsm_op_latch_create(a, &c->latch_create, r);
+        break;
+    case FSM_OP_LATCH_JOIN:
+        fsm_op_latch_join(a, &c->latch_join, r);
+        break;
+    case FSM_OP_LATCH_COUNTDOWN:
+        fsm_op_latch_countdown(a, &c->latch_countdown, r);
+        break;
+    case FSM_OP_LATCH_DELETE:
+        fsm_op_latch_delete(a, &c->latch_delete, r);
+        break;
+    case FSM_OP_BARRIER:
+        fsm_op_barrier(a, &c->barrier, r);
+        break;
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        fsm_op_session_open_r(a, &c->session_open_reentrant, r);
+        break;
+    case FSM_OP_HISTORY_LIMITS:
+        fsm_op_history_limits(a, &c->history_limits, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 
@@ -343,8 +374,11 @@ static void lock_truth(struct actx *a, const struct fsm_wait_ref *c, struct fsm_
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     struct shold *h;
     bool shared = a->c->op == FSM_OP_LOCK_SHARED || a->c->op == FSM_OP_SEM_ACQUIRE ||
-                  a->c->op == FSM_OP_SEM_ACQUIRE_W ||
-                  a->c->op == FSM_OP_LOCK_MULTI; /* its first name: either mode */
+                  a->c->op == FSM_OP_SEM_ACQUIRE_W;
+    if (a->c->op == FSM_OP_LOCK_MULTI) { /* every name, not the first alone (multi.c) */
+        fsm_multi_truth(a->f, &a->c->lock_multi, r);
+        return;
+    }
     r->kind = FSM_REPLY_NIL;
     if (!s || !l)
         return;
@@ -425,8 +459,10 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
     char err[DECODE_ERR_LEN];
     size_t body;
     memset(reply, 0, sizeof(*reply));
+    size_t from = ev->n; /* this entry's events start here */
     names_to_offsets(ev);
-    if (fsm_cmd_decode_at(data, len, &c, &body, err, sizeof(err))) {
+    bool decoded = !fsm_cmd_decode_at(data, len, &c, &body, err, sizeof(err));
+    if (!decoded) {
         fsm_reply_err(reply, PROTO_ERR " bad entry: %s", err);
     } else {
         struct actx a = {.f = f, .c = &c, .ev = ev};
@@ -435,4 +471,6 @@ void fsm_apply(struct fsm *f, const uint8_t *data, size_t len, struct fsm_reply 
         apply_cmd(&a, reply);
     }
     names_to_pointers(ev);
+    if (decoded) /* derived from what the entry did, with its now_ms: the same on every replica */
+        fsm_history_note(f, &c, ev, from);
 }

@@ -48,6 +48,10 @@
 #define FSM_MAX_SEM_LIMIT (1u << 20) /* a semaphore's limit: 1..this */
 #define FSM_MAX_ELECT_VALUE (64u << 10) /* an election candidate's or leader's value */
 #define FSM_MAX_MULTI_NAMES 1024        /* the names of one LOCK_MULTI (multi.c) */
+/* A lock's max hold (LOCK_META): 1..this ms (about 31 years: a deadline never overflows) */
+#define FSM_MAX_MAXHOLD_MS (1ull << 40)
+#define FSM_MAX_HOLD_COUNT (1u << 20)  /* a reentrant session's max count: 1..this (reent.c) */
+#define FSM_MAX_LATCH_COUNT (1u << 20) /* a latch's count, a barrier's (latch.c): 1..this */
 #define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
@@ -249,9 +253,13 @@ int fsm_cmd_decode(const uint8_t *data, size_t len, struct fsm_cmd *c, char *err
  */
 unsigned fsm_entry_format(const uint8_t *data, size_t len);
 
-/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-7, FSM_FORMAT_MAX + 1 for any
+/* The same for a snapshot: 1 for versions 2-3, 2 for versions 4-8, FSM_FORMAT_MAX + 1 for any
  * other version (or bad magic: the restore refuses it on its own). */
 unsigned fsm_snapshot_format(const uint8_t *data, size_t len);
+
+/* Byte order of names (lock names, keys); a proper prefix sorts first: the order of the FSM's
+ * trees and of a LOCK_MULTI entry's names (the server sorts them with it). */
+int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 enum fsm_reply_kind {
     FSM_REPLY_OK = 0,
@@ -273,7 +281,7 @@ struct fsm_reply {
 enum fsm_event_type {
     FSM_EV_SESSION_OPENED = 1,    /* sid, ttl_ms */
     FSM_EV_SESSION_ENDED = 2,     /* sid, expired (true if by expiry) */
-    FSM_EV_GRANTED = 3,           /* name, sid, token */
+    FSM_EV_GRANTED = 3,           /* name, sid, token; value: a lock grant's (LOCK ... VALUE) */
     FSM_EV_RELEASED = 4,          /* name, sid, token (unlock, close or expiry of holder) */
     FSM_EV_WAIT_STARTED = 5,      /* name, sid, wait_ms (the session was enqueued) */
     FSM_EV_WAIT_ENDED = 6,        /* name, sid (removed from the queue without a grant) */
@@ -294,6 +302,15 @@ enum fsm_event_type {
                                      asked, 0 = none), value (the reason), by (who asked) */
     FSM_EV_WAIT_NOTIFY = 17,      /* name, sid (the waiter), token (the exclusive holder's grant
                                      it queued behind), ms (its wait): LOCK ... NOTIFY */
+    /* latches and barriers (latch.c): the values of their ops' range, so that events other
+     * features add do not collide with them */
+    FSM_EV_LATCH_ZERO = 36,     /* name, sid (the last count-down's session), ms = its count */
+    FSM_EV_LATCH_BROKEN = 37,   /* name, sid: the joined session that ended before counting down */
+    FSM_EV_BARRIER_FULL = 38,   /* name, sid (the last to enter), ms = its count */
+    FSM_EV_BARRIER_DONE = 39,   /* name, sid (the last to leave): everybody left, it is gone */
+    FSM_EV_BARRIER_BROKEN = 40, /* name, sid: the session that ended while inside */
+    FSM_EV_LATCH_DELETED = 41,  /* name, ms = 1 for a barrier, 0 for a latch: the record is gone
+                                   (LATCH_DELETE, or a barrier everybody withdrew from) */
 };
 
 struct fsm_event {
@@ -303,6 +320,8 @@ struct fsm_event {
     bool revoked;  /* with expired: the expiry was a SESSION_REVOKE */
     bool deadline; /* RELEASED with expired: a LOCK.REVOKE's deadline passed (REVOKE_END); the
                       holder's session lives on */
+    bool maxhold;  /* RELEASED with expired: the grant's max hold ended it (MAXHOLD_END; ms: the
+                      max hold); the holder's session lives on */
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
@@ -428,10 +447,21 @@ struct fsm_lock_view {
     bool in_lockdelay;
     uint64_t lockdelay_ms;
     size_t n_waiters;
+    struct fsm_str value; /* the exclusive grant's value (LOCK ... VALUE), borrowed; empty */
+    uint64_t maxhold_ms;  /* the exclusive grant's max hold (LOCK ... MAXHOLD), 0 = none */
+    uint64_t transitions; /* ended exclusive grants since a LOCK_META reached the record */
+    bool reentrant;       /* the exclusive holder is a reentrant session (reent.c) */
+    uint32_t count;       /* the exclusive holder's hold count (0 without one) */
 };
 
 /* 1 and fill `v` if the lock exists (held, in lock-delay or with waiters), else 0. */
 int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_lock_view *v);
+
+/* The names of the request session `sid` waits with on lock `name`: every name of a waiting
+ * LOCK_MULTI in name order, else `name` alone; visit returns nonzero to stop. Returns that
+ * value, or 0 (also when the session does not wait there). */
+int fsm_wait_request_names(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
+                           int (*visit)(void *arg, const char *n, size_t len), void *arg);
 
 /* Waiters of a lock in FIFO order: calls cb(arg, sid, wait_ms) for each. */
 void fsm_lock_waiters(const struct fsm *f, const char *name, size_t namelen,
@@ -449,6 +479,11 @@ struct fsm_lock_item {
     size_t n_shared;            /* shared holders */
     bool in_lockdelay;
     size_t n_waiters;
+    struct fsm_str value; /* as in struct fsm_lock_view */
+    uint64_t maxhold_ms;  /* as in struct fsm_lock_view */
+    uint64_t transitions; /* as in struct fsm_lock_view */
+    bool reentrant;       /* as struct fsm_lock_view's */
+    uint32_t count;
 };
 
 /* Up to `limit` locks whose name starts with prefix, in name byte order, into out[].
@@ -478,6 +513,29 @@ void fsm_sem_holders(const struct fsm *f, const char *name, size_t namelen,
 /* A semaphore's queued requests in FIFO order: cb(arg, sid, permits). */
 void fsm_sem_waiters(const struct fsm *f, const char *name, size_t namelen,
                      void (*cb)(void *arg, uint64_t sid, uint32_t permits), void *arg);
+/* A latch or a barrier (LATCH.INFO, latch.c). */
+enum fsm_latch_state {
+    FSM_LATCH_COUNTING = 0, /* a latch above zero; a barrier that is filling */
+    FSM_LATCH_ZERO = 1,     /* a latch at zero; a barrier that is full (its leave phase) */
+    FSM_LATCH_BROKEN = 2,   /* a participant's session ended before it counted down / left */
+};
+struct fsm_latch_view {
+    bool barrier;        /* a barrier, else a latch */
+    uint8_t state;       /* enum fsm_latch_state */
+    uint64_t count;      /* the latch's count; the barrier's */
+    uint64_t remaining;  /* latch: counts left; barrier: sessions still to enter (filling) or
+                            inside (full) */
+    size_t n_parts;      /* latch: joined sessions; barrier: sessions inside */
+    uint64_t broken_sid; /* BROKEN: the session whose end broke it */
+};
+/* 1 and fill `v` if a latch or barrier `name` exists, else 0. */
+int fsm_latch_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_latch_view *v);
+/* Its participants in sid order: cb(arg, sid, done) (done: a joined session that counted down). */
+void fsm_latch_parts(const struct fsm *f, const char *name, size_t namelen,
+                     void (*cb)(void *arg, uint64_t sid, bool done), void *arg);
+/* "latch", "barrier" */
+const char *fsm_latch_kind_name(bool barrier);
+
 /* 1 and fill `v` if `name` is an existing semaphore, else 0. */
 int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v);
 
@@ -502,6 +560,8 @@ struct fsm_session_view {
     struct fsm_str owner;            /* borrowed; the opening user, empty = none recorded */
     size_t n_locks, n_waits, n_keys; /* n_locks: held exclusively */
     size_t n_shared;                 /* locks held in shared mode */
+    bool reentrant;                  /* opened REENTRANT, with max_count (else 0) */
+    uint32_t max_count;
 };
 
 /* 1 and fill `v` if the session is alive, else 0. */
@@ -555,6 +615,14 @@ struct fsm_revoke_view {
 int fsm_lock_revoke_info(const struct fsm *f, const char *name, size_t namelen,
                          struct fsm_revoke_view *v);
 
+/* Exclusive grants with a max hold (src/fsm/lockmeta.c), by lock name: every node arms each
+ * at its full length from when it learns of the grant (applies it, or restores a snapshot
+ * holding it); a takeover keeps what the node armed then (lease.c). */
+void fsm_foreach_maxhold(const struct fsm *f,
+                         void (*cb)(void *arg, const char *name, size_t namelen, uint64_t token,
+                                    uint64_t maxhold_ms),
+                         void *arg);
+
 /* The replicated member table: every node's client and raft address, so any node can tell a
  * client where the leader is (-NOTLEADER host:port). */
 struct fsm_member_view {
@@ -588,7 +656,57 @@ struct fsm_stats {
 };
 void fsm_stats(const struct fsm *f, struct fsm_stats *s);
 
+/* ---- lock history (src/fsm/history.c; LOCK.HISTORY) ----
+ * Each grant of a lock, a semaphore's acquisition or an election's leadership, kept per name
+ * newest first within replicated limits (HISTORY_LIMITS entries; off until one). Times are the
+ * now_ms of the entries that granted and ended it (the leaders' clocks), revisions the state's. */
+#define FSM_HIST_WAITERS 8              /* waiters kept per grant (n_waiters counts them all) */
+#define FSM_HIST_PER_LOCK_MAX 65536u    /* --history-per-lock at most */
+#define FSM_HIST_ENTRIES_MAX 100000000u /* --history-max-entries at most */
+#define FSM_HIST_END_UPGRADE 255        /* end_op of a shared hold that became exclusive */
+struct fsm_hist_waiter {
+    uint64_t sid, waited_ms; /* queued at the grant, and for how long by then */
+};
+struct fsm_hist_entry {
+    uint8_t kind;                      /* enum fsm_kind of the name at the grant */
+    uint64_t sid, token;               /* the grantee and its token (= the grant's revision) */
+    uint64_t granted_ms, waited_ms;    /* the grant's now_ms; how long the grantee had queued */
+    uint32_t permits;                  /* a semaphore acquisition's; else 1 */
+    uint64_t ended_rev, ended_ms;      /* 0 while held: the revision after the ending entry */
+    const char *ended_by;              /* "" while held; "unlock", "expiry", ... (protocol.md) */
+    uint64_t held_ms;                  /* ended_ms - granted_ms (0 while held) */
+    struct fsm_str session_name, user; /* as the session had them at the grant (borrowed) */
+    struct fsm_str value;              /* the lock's value at the grant: empty (reserved) */
+    uint32_t n_waiters, n_shown;       /* queued at the grant; the first n_shown in waiters[] */
+    const struct fsm_hist_waiter *waiters; /* borrowed, in the order they queued */
+};
+#define FSM_HIST_OFF (-1)       /* the history is off (limits 0) */
+#define FSM_HIST_COMPACTED (-2) /* the range asked was dropped (*compacted: newest dropped) */
+/* Calls cb for up to `count` entries of `name` with a token below `before` (0: no bound),
+ * newest first; returns how many, or FSM_HIST_OFF / FSM_HIST_COMPACTED when nothing is kept
+ * in the range and some of it was dropped. *compacted: the newest token dropped for the name
+ * (the whole history's for a name without any kept). Borrowed views, valid during cb. */
+int fsm_lock_history(const struct fsm *f, const char *name, size_t len, uint64_t before,
+                     size_t count, void (*cb)(void *arg, const struct fsm_hist_entry *e), void *arg,
+                     uint64_t *compacted);
+/* The replicated limits in force (both 0: off). */
+void fsm_history_limits(const struct fsm *f, uint64_t *per_lock, uint64_t *max_entries);
+struct fsm_hist_stats {
+    uint64_t entries, names, waits; /* grants kept, names with a record, pending waits */
+    uint64_t bytes;                 /* the records' malloc sizes (without allocator overhead) */
+    uint64_t compacted;             /* the newest token dropped anywhere */
+};
+void fsm_history_stats(const struct fsm *f, struct fsm_hist_stats *s);
+
 /* 0 if every invariant in the header comment holds, else -1 with a message. For tests. */
 int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen);
+
+/* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
+ * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
+ * buffer of FSM_NAME_SHOWN bytes; the server uses it too, so a name reads the same in every
+ * error whether the FSM or the server wrote it. */
+#define FSM_NAME_SHOWN 64
+#define FSM_ELLIPSIS "..."
+const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
 
 #endif

@@ -29,8 +29,8 @@ struct onode {
 
 #define ONODE_OWNER(n, type, member) ((type *)((char *)(n)-offsetof(type, member)))
 
-/* Byte order; a proper prefix sorts first. */
-int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+/* fsm_name_cmp (byte order; a proper prefix sorts first) is in fsm/fsm.h: the server sorts
+ * LOCK.MULTI's names with it. */
 struct onode *fsm_otree_find(const struct onode *root, const char *key, size_t len);
 void fsm_otree_insert(struct onode **root, struct onode *n); /* its name must be absent */
 void fsm_otree_remove(struct onode **root, struct onode *n); /* n must be in the tree */
@@ -62,6 +62,7 @@ struct lock;
 struct waiter;
 struct shold;
 struct kv;
+struct lpart;
 
 struct sess {
     struct hlink h;             /* in fsm.sessions, hashed by sid */
@@ -73,6 +74,7 @@ struct sess {
     uint32_t n_shared;
     struct waiter *wait_head, *wait_tail; /* its queued waits, in enqueue order */
     struct kv *keys;                      /* keys leased to it (order carries no meaning) */
+    struct lpart *lp_head;                /* its latch / barrier participations (latch.c) */
     uint32_t n_locks, n_waits, n_keys;
     uint16_t name_len;
     uint8_t owner_len; /* the owner's bytes follow the name in name[] (0 = none) */
@@ -83,6 +85,10 @@ struct sess {
     char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
     /* deadlock-search scratch (waitgraph.c): its node, valid while wg_epoch == fsm.wg_epoch */
     uint32_t wg_epoch, wg_index;
+    /* reentrancy (reent.c): a LOCK of a lock it holds exclusively counts up, to max_count
+       holds at most (1..FSM_MAX_HOLD_COUNT); both 0 for a session that is not reentrant */
+    uint8_t reentrant;
+    uint32_t max_count;
     char name[]; /* name_len bytes of name, then owner_len bytes of owner */
 };
 
@@ -121,6 +127,19 @@ struct lock {
     uint64_t rv_token, rv_ms;
     char *rv_text;
     uint16_t rv_reason_len, rv_by_len;
+    /* Lock metadata (lockmeta.c), FSM_KIND_LOCK only: the exclusive grant's value (hv, owned,
+     * NULL if empty; its bytes in name_bytes) and max hold (0 = none), both cleared by any
+     * release of the grant; and the exclusive grants after the record's first. */
+    char *hv;
+    uint32_t hv_len;
+    uint64_t maxhold_ms, transitions;
+    uint8_t lm_on;    /* a LOCK_META reached this record (granted or queued): it keeps metadata
+                         (transitions count) from then on, while it lives */
+    uint32_t reholds; /* reent.c: the exclusive holder's holds beyond the first (its hold count
+                         is 1 + reholds); 0 without a holder, > 0 only for a reentrant one */
+    /* deadlock-search scratch (waitgraph.c): its waiters' wg_e/wg_m are valid for this
+     * search while wg_epoch == fsm.wg_epoch */
+    uint32_t wg_epoch;
     char name[];
 };
 
@@ -136,6 +155,14 @@ struct waiter {
     uint32_t permits; /* a semaphore's request: permits wanted at once (1..limit); else 1 */
     char *value;      /* FSM_KIND_ELECT: the candidate's campaign value (owned, NULL if empty) */
     uint32_t value_len;
+    /* wait-for scratch (waitgraph.c's queue pass): the nearest exclusive request at or before
+     * this one in its FIFO, and the nearest multi-request at or before it but after that one */
+    const struct waiter *wg_e, *wg_m;
+    /* FSM_KIND_LOCK, exclusive requests only: the value and max hold its grant will carry
+     * (LOCK_META; lockmeta.c); hv owned, NULL if empty, its bytes in name_bytes */
+    char *hv;
+    uint32_t hv_len;
+    uint64_t maxhold_ms;
 };
 
 /* A shared hold: one session holding one lock in shared mode, with its own token. */
@@ -199,7 +226,30 @@ struct fsm {
     uint64_t wg_limit, wg_flag;
     uint32_t wg_epoch;
     struct buf wg_text;
+    uint64_t n_reent; /* live reentrant sessions (reent.c; the snapshot section's `present`) */
+    /* latches and barriers (latch.c): by name, their own namespace; counted as locks by the
+       quotas (fsm_stats) */
+    struct onode *latches;
+    uint64_t n_latches, n_lparts, latch_bytes; /* latch_bytes: their names' bytes */
+    struct fsm_hist *hist;                     /* lock history (history.c): NULL while off */
 };
+
+/* ---- latches and barriers (src/fsm/latch.c) ---- */
+struct actx;
+/* Every participation of sessions in latches (release the session's when it ends: a joined
+ * latch not yet counted down, or a barrier it is inside, breaks). */
+void fsm_latch_sess_end(struct actx *a, struct sess *s);
+void fsm_latch_free_all(struct fsm *f);
+int fsm_latch_check(const struct fsm *f, char *err, size_t errlen);
+void fsm_op_latch_create(struct actx *a, const struct fsm_cmd_latch_create *p, struct fsm_reply *r);
+void fsm_op_latch_join(struct actx *a, const struct fsm_cmd_latch_ref *p, struct fsm_reply *r);
+void fsm_op_latch_countdown(struct actx *a, const struct fsm_cmd_latch_ref *p, struct fsm_reply *r);
+void fsm_op_latch_delete(struct actx *a, const struct fsm_cmd_latch_delete *p, struct fsm_reply *r);
+void fsm_op_barrier(struct actx *a, const struct fsm_cmd_barrier *p, struct fsm_reply *r);
+/* The snapshot section (snap_sect.h's row, tag 3). */
+bool fsm_latch_snap_present(const struct fsm *f);
+int fsm_latch_snap_emit(const struct fsm *f, struct buf *b);
+const char *fsm_latch_snap_restore(struct fsm *nf, struct rd *r);
 
 /* ---- usage by session owner (src/fsm/usage.c) ---- */
 
@@ -224,6 +274,15 @@ struct actx {
      * queues; they are handed on one at a time, not recursively. Empty between applies. */
     struct lock *todo_head, *todo_tail;
     bool handing; /* the worklist is being drained */
+    /* Lock metadata (lockmeta.c) on its way to a grant or a waiter: the LOCK_META command being
+     * applied (its request's value and max hold), and what grant_head takes from a waiter
+     * for the grant it makes next (lm_hv owned until then). */
+    const struct fsm_cmd_lock_meta *lm_cmd;
+    char *lm_cmd_hv; /* its value, copied (owned until a grant or waiter takes it) */
+    char *lm_hv;
+    uint32_t lm_hv_len;
+    uint64_t lm_maxhold_ms;
+    bool lm_pending;
 };
 
 uint64_t fsm_next_rev(struct actx *a);
@@ -238,12 +297,6 @@ struct fsm_event *fsm_lock_emit(struct actx *a, uint8_t type, uint64_t sid, uint
  * order is not the same on every replica (a session's leased keys). */
 void fsm_sort_events_by_name(struct actx *a, size_t from);
 void fsm_reply_err(struct fsm_reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A printable, truncated copy of a name for error texts: NUL-terminated, at most outlen bytes
- * with the NUL, FSM_ELLIPSIS at the end if cut (outlen > sizeof(FSM_ELLIPSIS)). Callers use a
- * buffer of FSM_NAME_SHOWN bytes. */
-#define FSM_NAME_SHOWN 64
-#define FSM_ELLIPSIS "..."
-const char *fsm_printable(const char *p, size_t n, char *out, size_t outlen);
 int fsm_nosession(struct fsm_reply *r, uint64_t sid);
 
 /* ---- sessions, locks, waiters ---- */
@@ -291,7 +344,18 @@ bool fsm_shold_token_held(const struct lock *l, uint64_t token);
  * successor is granted in the same entry (delay_ms > 0 or nobody queued). */
 bool fsm_elect_grant_head(struct actx *a, struct lock *l, struct waiter *w);
 void fsm_elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms);
+/* A new, unlinked waiter record as every path makes it (the FIFO, the ops, LOCK_MULTI, restore):
+ * zeroed but permits 1 (a semaphore request sets its own), so a replica that applied the log
+ * and one that restored hold the same bytes. NULL: out of memory. */
+struct waiter *fsm_waiter_new(void);
 void fsm_waiter_free(struct fsm *f, struct waiter *w); /* frees its value (and bytes) too */
+/* Whether a new request in that mode, by a session with nothing on `l`, is granted at once: no
+ * holder in a conflicting mode, no lock-delay, nobody queued (strict FIFO); NULL (no record):
+ * yes. LOCK_SHARED and LOCK_MULTI decide with it. */
+static inline bool fsm_lock_free_for(const struct lock *l, bool shared)
+{
+    return !l || (!l->holder && !l->in_delay && !l->wq_head && (shared || !l->n_shared));
+}
 /* Whether a lock is unused: no holder of either mode, no lock-delay, no waiter. */
 static inline bool lock_unused(const struct lock *l)
 {
@@ -300,12 +364,13 @@ static inline bool lock_unused(const struct lock *l)
 
 /* What a queued request asks for. */
 enum lock_mode { LOCK_MODE_EXCLUSIVE, LOCK_MODE_SHARED, LOCK_MODE_UPGRADE };
-/* Queue `s` (QUEUED, or ERR out of memory): at the tail, or at the head for an upgrade. */
+/* Queue `s` (QUEUED, or ERR out of memory; -DEADLOCK if the wait would close a cycle): at the
+ * tail, or at the head for an upgrade. */
+void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
+                      uint8_t mode, struct fsm_reply *r);
 /* As fsm_lock_enqueue, for a semaphore request of `permits` permits. */
 void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
                               uint8_t mode, uint32_t permits, struct fsm_reply *r);
-void fsm_lock_enqueue(struct actx *a, struct lock *l, struct sess *s, uint64_t wait_ms,
-                      uint8_t mode, struct fsm_reply *r);
 /* The answer to a LOCK by a session already queued as `w` (same mode: its place; else ERR). */
 void fsm_lock_requeued(const struct lock *l, const struct waiter *w, bool shared, uint64_t wait_ms,
                        struct fsm_reply *r);
@@ -346,6 +411,18 @@ bool fsm_wait_request_grantable(const struct waiter *w);
 bool fsm_multi_grant(struct actx *a, struct waiter *w);
 /* Remove every waiter of w's multi-request (WAIT_ENDED each) and hand their locks on. */
 void fsm_multi_leave(struct actx *a, struct waiter *w);
+/* The truth for a LOCK_MULTI retried after its QUEUED answer: QUEUED if the session's waiter on
+ * the first name is a multi-request over exactly these names in these modes; the first token
+ * if it holds every name, name i with token first + i (one grant of this request); else ERR
+ * (its outcome is gone: the names were released, or other requests of the session took or
+ * wait for some of them, so no answer about this request is true). */
+void fsm_multi_truth(const struct fsm *f, const struct fsm_cmd_lock_multi *c, struct fsm_reply *r);
+/* For restore and the invariant audit: x and y (x first) are next to each other in one
+ * session's wait list with one enqueue revision, so they must be one multi-request as
+ * LOCK_MULTI writes it: locks (not semaphores or elections), in increasing name order, neither
+ * an upgrade, one wait. NULL if so, else what is wrong. (The head of the group is checked
+ * against the next; a group of n is n - 1 such pairs.) */
+const char *fsm_multi_group_bad(const struct waiter *x, const struct waiter *y);
 /* Give a lock to `s` in shared mode: a fresh revision is the token; 0 (and nothing changed)
  * if memory ran out. */
 uint64_t fsm_shold_grant(struct actx *a, struct lock *l, struct sess *s);
@@ -369,6 +446,9 @@ void fsm_op_cancel_wait(struct actx *a, const struct fsm_cmd_lock_ref *p, struct
 void fsm_op_lockdelay_end(struct actx *a, const struct fsm_cmd_lockdelay_end *p,
                           struct fsm_reply *r);
 void fsm_op_lock_multi(struct actx *a, const struct fsm_cmd_lock_multi *p, struct fsm_reply *r);
+/* Open a session (SESSION_OPEN's rule): the record, or NULL with r answered ERR. */
+struct sess *fsm_sess_open(struct actx *a, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                           struct fsm_str name, struct fsm_reply *r);
 void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *p, struct fsm_reply *r);
 void fsm_op_session_end(struct actx *a, const struct fsm_cmd_session_end *p, struct fsm_reply *r,
                         bool expired);
@@ -413,6 +493,61 @@ void fsm_revoke_clear(struct fsm *f, struct lock *l);
 int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str reason,
                    struct fsm_str by);
 
+/* Lock metadata (src/fsm/lockmeta.c). */
+void fsm_op_lock_meta(struct actx *a, const struct fsm_cmd_lock_meta *p, struct fsm_reply *r);
+void fsm_op_maxhold_end(struct actx *a, const struct fsm_cmd_maxhold_end *p, struct fsm_reply *r);
+/* A new exclusive grant of lock `l` to `s` (fsm_lock_grant, before its GRANTED event): counts
+ * the transition and gives the grant the metadata on its way (a->lm_*, a->lm_cmd), if any. */
+void fsm_lockmeta_grant(struct actx *a, struct lock *l, struct sess *s);
+/* A new waiter `w` of `s` on `l`, not linked yet (fsm_lock_enqueue_permits): the LOCK_META
+ * being applied gives an exclusive one its value and max hold. Nothing can fail here. */
+void fsm_lockmeta_enqueued(struct actx *a, struct lock *l, const struct sess *s, struct waiter *w);
+/* The head waiter `w` is about to be granted exclusively: its metadata goes with the grant. */
+void fsm_lockmeta_take(struct actx *a, struct waiter *w);
+/* The exclusive grant of `l` ends (fsm_lock_release): its value and max hold go, and the
+ * transitions count it. */
+void fsm_lockmeta_release(struct fsm *f, struct lock *l);
+/* The record goes (fsm_lock_drop, restore failures): frees what it still owns. */
+void fsm_lockmeta_free(struct fsm *f, struct lock *l);
+/* The value of l's exclusive grant (empty if none): the one accessor for other modules (the
+ * lock history records it per grant). Borrowed: valid until the grant ends. */
+struct fsm_str fsm_lock_holder_value(const struct lock *l);
+/* The snapshot's tagged section 1 ("lockmeta"; payload format in lockmeta.c). */
+bool fsm_lockmeta_present(const struct fsm *f);
+int fsm_lockmeta_emit(const struct fsm *f, struct buf *b);
+const char *fsm_lockmeta_restore(struct fsm *nf, struct rd *r);
+/* ---- reentrant sessions (src/fsm/reent.c) ---- */
+
+void fsm_op_session_open_r(struct actx *a, const struct fsm_cmd_session_open_r *p,
+                           struct fsm_reply *r);
+/* LOCK of `l` by its exclusive holder `s`: the same token, counted up if `s` is reentrant (ERR
+ * at its max_count, nothing changed). */
+void fsm_reent_relock(struct actx *a, struct lock *l, struct sess *s, struct fsm_reply *r);
+/* UNLOCK of `l` by its exclusive holder `s`: true if it only counted down (the lock stays
+ * held); false if the hold ends (the last hold, or an admin's forced release). */
+bool fsm_reent_unlock(struct actx *a, struct lock *l);
+/* The reentrancy invariants (hold counts only on reentrant holders, within their limits, and
+ * fsm.n_reent): NULL, or what is wrong. */
+const char *fsm_reent_check(const struct fsm *f);
+/* The snapshot section (tag 2, snap_sect.h). */
+bool fsm_reent_present(const struct fsm *f);
+int fsm_reent_emit(const struct fsm *f, struct buf *b);
+const char *fsm_reent_restore(struct fsm *nf, struct rd *r);
+/* Whether `s` belongs to `user` (owner.c). */
+bool fsm_sess_owned_by(const struct sess *s, struct fsm_str user);
+/* Lock history (src/fsm/history.c): record what the events of one apply, from index `from`,
+ * say about grants, releases and waits; the HISTORY_LIMITS op; teardown; snapshot section 4;
+ * invariants. */
+void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, const struct fsm_events *ev,
+                      size_t from);
+void fsm_op_history_limits(struct actx *a, const struct fsm_cmd_history_limits *c,
+                           struct fsm_reply *r);
+void fsm_history_free(struct fsm *f);
+bool fsm_history_present(const struct fsm *f);
+int fsm_history_emit(const struct fsm *f, struct buf *b);
+const char *fsm_history_restore(struct fsm *nf, struct rd *r);
+int fsm_history_check(const struct fsm *f, char *err, size_t errlen);
+
 /* ---- member table ---- */
 
 /* Index of member `id`, or -1 - (insertion index) if absent. */
@@ -427,6 +562,13 @@ void fsm_kv_insert_last(struct fsm *f, struct kv *k,
                         struct kv *last);        /* restore: fsm_otree_append */
 void fsm_kv_delete(struct fsm *f, struct kv *k); /* unlinks from tree and lease, frees */
 void fsm_kv_set_lease(struct kv *k, struct sess *s);
+/* Give key k (NULL: a new record for `key`, inserted) the value val (len bytes, malloc'd and
+ * owned from here; NULL iff len is 0) under a fresh revision: version, create/mod revision,
+ * --max-data-bytes accounting, the lease if set_lease (else it keeps its own), and the KEY_PUT
+ * event (sid: the key's lease). PUT and INCR both write through it. The revision, or 0 if
+ * memory ran out (val freed, nothing changed). */
+uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char *val, uint32_t len,
+                          bool set_lease, struct sess *lease);
 void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* The newest snapshot version this release writes and reads (snapshot.c; format.c reads it). */

@@ -106,6 +106,8 @@ static int check_wait_list(struct chk *c, const struct sess *s)
                                                 w->lock->name, w->lock->name_len) >= 0))
             return bad(c, "wait list not in enqueue order (a multi-request's in name order)",
                        s->sid);
+        if (prev && w->rev == prev_rev && fsm_multi_group_bad(prev, w))
+            return bad(c, "multi-request LOCK_MULTI cannot write", s->sid);
         prev_rev = w->rev;
     }
     if (prev != s->wait_tail || n != s->n_waits)
@@ -276,6 +278,8 @@ static int check_permits(struct chk *c, const struct lock *l)
     }
     if (sum != l->in_use)
         return bad(c, "permits in use not the sum of the holds'", l->in_use);
+    if (sum > FSM_MAX_SEM_LIMIT) /* no limit lets more in, and the uint32 sum would wrap */
+        return bad(c, "permits in use over the largest limit", l->in_use);
     for (const struct waiter *w = l->wq_head; w && l->kind == FSM_KIND_SEM; w = w->lnext)
         if (w->permits == 0 || w->permits > l->limit)
             return bad(c, "semaphore request for 0 or more than limit permits", w->permits);
@@ -322,9 +326,32 @@ static int check_revoke(struct chk *c, const struct lock *l)
     return 0;
 }
 
+/* Lock metadata (lockmeta.c): a value and a max hold only on an exclusive grant of a lock,
+ * or on an exclusive request for one; their bytes in name_bytes. */
+static int check_lockmeta(struct chk *c, const struct lock *l)
+{
+    if ((l->hv != NULL) != (l->hv_len != 0) || l->maxhold_ms > FSM_MAX_MAXHOLD_MS)
+        return bad(c, "lock value inconsistent", l->hv_len);
+    if ((l->hv || l->maxhold_ms) && (l->kind != FSM_KIND_LOCK || !l->holder))
+        return bad(c, "grant metadata without an exclusive holder", l->maxhold_ms);
+    if ((l->transitions || l->lm_on) && l->kind != FSM_KIND_LOCK)
+        return bad(c, "lock metadata on another kind than a lock", l->transitions);
+    if ((l->transitions || l->hv || l->maxhold_ms) && !l->lm_on)
+        return bad(c, "lock metadata on a record no LOCK_META reached", l->transitions);
+    c->name_bytes += l->hv_len;
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
+        if ((w->hv != NULL) != (w->hv_len != 0) || w->maxhold_ms > FSM_MAX_MAXHOLD_MS)
+            return bad(c, "waiter lock value inconsistent", w->rev);
+        if ((w->hv || w->maxhold_ms) && (l->kind != FSM_KIND_LOCK || w->shared || !l->lm_on))
+            return bad(c, "request metadata on a shared request or another kind", w->rev);
+        c->name_bytes += w->hv_len;
+    }
+    return 0;
+}
+
 static int check_lock(struct chk *c, const struct lock *l)
 {
-    if (check_lock_state(c, l) || check_kind(c, l) || check_revoke(c, l))
+    if (check_lock_state(c, l) || check_kind(c, l) || check_revoke(c, l) || check_lockmeta(c, l))
         return -1;
     c->name_bytes += l->name_len;
     uint32_t most = l->n_waiters > l->n_shared ? l->n_waiters : l->n_shared;
@@ -453,6 +480,9 @@ static int check_all(struct chk *c)
         return bad(c, "semaphore and election count wrong", c->prims);
     if (c->revokes != f->n_revokes)
         return bad(c, "pending revoke count wrong", c->revokes);
+    const char *reent = fsm_reent_check(f);
+    if (reent)
+        return bad(c, reent, f->n_reent);
     if (c->kv_bytes != f->kv_bytes || c->name_bytes != f->name_bytes)
         return bad(c, "data byte accounting wrong", c->kv_bytes + c->name_bytes);
     if (c->nrevs > 1)
@@ -470,6 +500,10 @@ int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen)
     if (errlen)
         err[0] = '\0';
     int rc = check_all(&c);
+    if (!rc)
+        rc = fsm_latch_check(f, err, errlen); /* latch.c's records */
     free(c.revs);
+    if (!rc) /* the lock history keeps its own invariants (history.c) */
+        rc = fsm_history_check(f, err, errlen);
     return rc;
 }

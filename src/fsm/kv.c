@@ -132,6 +132,38 @@ int fsm_kv_ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct f
 }
 
 /* Every allocation happens before the revision moves, so a failure changes nothing. */
+uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char *val, uint32_t len,
+                          bool set_lease, struct sess *lease)
+{
+    bool fresh = !k;
+    if (fresh && !(k = fsm_kv_alloc(key.p, key.len))) {
+        free(val);
+        return 0;
+    }
+    uint64_t rev = fsm_next_rev(a);
+    if (fresh) {
+        k->create_rev = rev;
+        k->version = 1;
+        fsm_kv_insert(a->f, k);
+    } else {
+        free(k->value);
+        k->version++;
+    }
+    a->f->kv_bytes += (uint64_t)len - k->value_len; /* modular: a shrink subtracts */
+    k->value = val;
+    k->value_len = len;
+    k->mod_rev = rev;
+    if (set_lease)
+        fsm_kv_set_lease(k, lease);
+    uint64_t sid = k->lease ? k->lease->sid : 0;
+    struct fsm_event *e = fsm_emit(a, FSM_EV_KEY_PUT, sid, 0, 0, k->key, k->key_len);
+    if (e) {
+        e->value.p = k->value ? k->value : "";
+        e->value.len = k->value_len;
+    }
+    return rev;
+}
+
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r)
 {
     struct sess *lease = NULL;
@@ -149,30 +181,10 @@ void fsm_op_put(struct actx *a, const struct fsm_cmd_put *c, struct fsm_reply *r
     }
     if (c->value.len)
         memcpy(val, c->value.p, c->value.len);
-    bool fresh = !k;
-    if (fresh && !(k = fsm_kv_alloc(c->key.p, c->key.len))) {
-        free(val);
+    uint64_t rev = fsm_kv_set_value(a, k, c->key, val, c->value.len, true, lease);
+    if (!rev) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
-    }
-    uint64_t rev = fsm_next_rev(a);
-    if (fresh) {
-        k->create_rev = rev;
-        k->version = 1;
-        fsm_kv_insert(a->f, k);
-    } else {
-        free(k->value);
-        k->version++;
-    }
-    a->f->kv_bytes += (uint64_t)c->value.len - k->value_len; /* modular: a shrink subtracts */
-    k->value = val;
-    k->value_len = c->value.len;
-    k->mod_rev = rev;
-    fsm_kv_set_lease(k, lease);
-    struct fsm_event *e = fsm_emit(a, FSM_EV_KEY_PUT, c->lease_sid, 0, 0, k->key, k->key_len);
-    if (e) {
-        e->value.p = k->value ? k->value : "";
-        e->value.len = k->value_len;
     }
     r->kind = FSM_REPLY_INT;
     r->value = rev;

@@ -81,6 +81,7 @@ void fsm_lock_drop(struct fsm *f, struct lock *l)
     f->name_bytes -= l->name_len;
     f->n_prims -= l->kind != FSM_KIND_LOCK;
     fsm_revoke_clear(f, l);
+    fsm_lockmeta_free(f, l);
     free(l->value);
     free(l);
 }
@@ -197,10 +198,19 @@ void fsm_waiter_remove(struct fsm *f, struct waiter *w)
     fsm_waiter_free(f, w);
 }
 
+struct waiter *fsm_waiter_new(void)
+{
+    struct waiter *w = calloc(1, sizeof(*w));
+    if (w)
+        w->permits = 1;
+    return w;
+}
+
 void fsm_waiter_free(struct fsm *f, struct waiter *w)
 {
-    f->name_bytes -= w->value_len;
+    f->name_bytes -= w->value_len + w->hv_len;
     free(w->value);
+    free(w->hv);
     free(w);
 }
 
@@ -227,7 +237,11 @@ uint64_t fsm_lock_grant(struct actx *a, struct lock *l, struct sess *s)
     l->held_since_ms = a->c->now_ms;
     fsm_held_append(s, l);
     a->f->n_held++;
-    fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
+    if (l->kind == FSM_KIND_LOCK)
+        fsm_lockmeta_grant(a, l, s);
+    struct fsm_event *e = fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
+    if (e && l->hv)
+        e->value = fsm_lock_holder_value(l);
     return l->token;
 }
 
@@ -255,6 +269,7 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
         fsm_waiter_remove(a->f, w);
         return true;
     }
+    fsm_lockmeta_take(a, w); /* its value and max hold go to the grant below */
     fsm_waiter_remove(a->f, w);
     struct shold *h = fsm_shold_find(l, s);
     if (h) {
@@ -355,8 +370,10 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
         e->deadline = expired && a->c->op == FSM_OP_REVOKE_END;
     }
     fsm_revoke_clear(a->f, l); /* the grant ends: its pending revoke with it */
+    fsm_lockmeta_release(a->f, l);
     fsm_held_unlink(l);
     a->f->n_held--;
+    l->reholds = 0; /* every hold of a reentrant holder ends at once */
     l->token = 0;
     l->held_since_ms = 0;
     if (l->kind == FSM_KIND_ELECT)
@@ -401,17 +418,16 @@ void fsm_lock_enqueue_permits(struct actx *a, struct lock *l, struct sess *s, ui
     struct fsm_wg_want want = {l, mode, permits};
     if (fsm_deadlock_refused_n(a, s, &want, 1, r))
         return; /* the wait would close a cycle: -DEADLOCK, not queued */
-    struct waiter *w = malloc(sizeof(*w));
+    struct waiter *w = fsm_waiter_new();
     if (!w) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    w->permits = permits;
+    w->permits = permits; /* an election's candidate gets its value from elect.c */
     w->wait_ms = wait_ms;
-    w->value = NULL; /* an election's candidate gets its value from elect.c */
-    w->value_len = 0;
     w->rev = fsm_next_rev(a);
     w->shared = mode == LOCK_MODE_SHARED;
+    fsm_lockmeta_enqueued(a, l, s, w);
     if (mode == LOCK_MODE_UPGRADE)
         fsm_waiter_link_lock_head(a->f, l, w);
     else
@@ -484,7 +500,7 @@ bool fsm_lock_exclusive(struct actx *a, const struct fsm_cmd_lock *c, struct fsm
     if (!l) {
         lock_new_grant(a, c->name, s, r);
     } else if (l->holder == s) {
-        fsm_reply_int(r, l->token);
+        fsm_reent_relock(a, l, s, r); /* its token; counted for a reentrant session */
     } else if (h) {
         lock_upgrade(a, l, s, h, c->wait_ms, r);
     } else if ((w = fsm_waiter_find(l, s))) {
@@ -540,7 +556,7 @@ void fsm_op_unlock(struct actx *a, const struct fsm_cmd_lock_ref *c, struct fsm_
     }
     if (h)
         fsm_shold_release(a, h, 0, false);
-    else
+    else if (!fsm_reent_unlock(a, l)) /* a reentrant holder's count first */
         fsm_lock_release(a, l, 0, false);
     if (a->nrev == 0)
         fsm_next_rev(a);

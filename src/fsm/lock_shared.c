@@ -156,7 +156,7 @@ void fsm_op_lock_shared(struct actx *a, const struct fsm_cmd_lock *c, struct fsm
     struct waiter *w;
     if (fsm_lock_wrongtype(l, FSM_KIND_LOCK, r))
         return;
-    if (!l || (!l->holder && !l->in_delay && !l->wq_head && !h)) {
+    if (!h && fsm_lock_free_for(l, true)) {
         grant_now(a, l, c->name, s, r);
     } else if (h) {
         fsm_reply_int(r, h->token);

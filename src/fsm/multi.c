@@ -151,6 +151,109 @@ void fsm_multi_leave(struct actx *a, struct waiter *w)
     fsm_lock_hand_on_todo(a);
 }
 
+static bool upgrade(const struct waiter *w)
+{
+    return !w->shared && fsm_shold_find(w->lock, w->sess);
+}
+
+const char *fsm_multi_group_bad(const struct waiter *x, const struct waiter *y)
+{
+    if (x->lock->kind != FSM_KIND_LOCK || y->lock->kind != FSM_KIND_LOCK)
+        return "a multi-request's waiter on a semaphore or election";
+    if (fsm_name_cmp(x->lock->name, x->lock->name_len, y->lock->name, y->lock->name_len) >= 0)
+        return "a multi-request's waiters not on distinct names";
+    if (upgrade(x) || upgrade(y))
+        return "a multi-request's waiter is an upgrade";
+    if (x->wait_ms != y->wait_ms)
+        return "a multi-request's waiters with different waits";
+    return NULL;
+}
+
+struct names_arg {
+    int (*visit)(void *arg, const char *n, size_t len);
+    void *arg;
+};
+
+static int visit_name(void *arg, const struct waiter *x)
+{
+    struct names_arg *na = arg;
+    return na->visit(na->arg, x->lock->name, x->lock->name_len);
+}
+
+int fsm_wait_request_names(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
+                           int (*visit)(void *arg, const char *n, size_t len), void *arg)
+{
+    const struct lock *l = fsm_lock_find(f, name, namelen);
+    const struct sess *s = fsm_sess_find(f, sid);
+    const struct waiter *w = l && s ? fsm_waiter_find(l, s) : NULL;
+    struct names_arg na = {visit, arg};
+    return w ? fsm_wait_request_foreach(w, visit_name, &na) : 0;
+}
+
+/* ---- a retry's truth ---- */
+
+struct same_arg {
+    struct fsm_names_it it;
+    size_t seen;
+};
+
+/* Each waiter of the request, in name order, against the payload's next name and mode. */
+static int differs(void *arg, const struct waiter *x)
+{
+    struct same_arg *m = arg;
+    struct fsm_str name;
+    bool shared;
+    m->seen++;
+    return !fsm_names_next(&m->it, &name, &shared) || (x->shared != 0) != shared ||
+           fsm_name_cmp(x->lock->name, x->lock->name_len, name.p, name.len) != 0;
+}
+
+/* The token by which s holds l in the given mode, or 0. */
+static uint64_t held_token(const struct lock *l, const struct sess *s, bool shared)
+{
+    if (!l)
+        return 0;
+    if (!shared)
+        return l->holder == s ? l->token : 0;
+    const struct shold *h = fsm_shold_find(l, s);
+    return h ? h->token : 0;
+}
+
+void fsm_multi_truth(const struct fsm *f, const struct fsm_cmd_lock_multi *c, struct fsm_reply *r)
+{
+    const struct sess *s = fsm_sess_find(f, c->sid);
+    struct fsm_names_it it;
+    struct fsm_str name;
+    bool shared;
+    fsm_names_begin(&it, &c->names);
+    bool some = fsm_names_next(&it, &name, &shared); /* the decoder checked: n >= 1 */
+    const struct lock *l = s && some ? fsm_lock_find(f, name.p, name.len) : NULL;
+    const struct waiter *w = l ? fsm_waiter_find(l, s) : NULL;
+    if (w) {
+        struct same_arg m;
+        fsm_names_begin(&m.it, &c->names);
+        m.seen = 0;
+        if (!fsm_wait_request_foreach(w, differs, &m) && m.seen == c->names.n) {
+            r->kind = FSM_REPLY_QUEUED;
+            return;
+        }
+    } else {
+        uint64_t first = s ? held_token(l, s, shared) : 0; /* a session gone holds none */
+        size_t i = 1;
+        while (first && fsm_names_next(&it, &name, &shared) &&
+               held_token(fsm_lock_find(f, name.p, name.len), s, shared) == first + i)
+            i++;
+        if (first && i == c->names.n) {
+            fsm_reply_int(r, first);
+            return;
+        }
+    }
+    fsm_reply_err(r,
+                  PROTO_ERR " the outcome of this LOCK.MULTI is gone: the session neither waits "
+                            "for nor holds all its names from it (UNLOCK what it holds and retry "
+                            "with a new REQ)");
+}
+
 /* ---- LOCK_MULTI ---- */
 
 /* One name of the request while it is checked and carried out. */
@@ -195,8 +298,7 @@ static bool refuse_name(const struct lock *l, const struct sess *s, struct fsm_r
  * a conflicting mode, no lock-delay, nobody queued). */
 static bool free_now(const struct slot *x)
 {
-    const struct lock *l = x->l;
-    return !l || (!l->holder && !l->in_delay && !l->wq_head && (x->shared || !l->n_shared));
+    return fsm_lock_free_for(x->l, x->shared);
 }
 
 /* Allocate what carrying it out needs; false (all freed by the caller) if memory ran out. */
@@ -208,7 +310,7 @@ static bool slots_alloc(struct slot *sl, size_t n, bool now)
             return false;
         if (now && x->shared && !(x->h = malloc(sizeof(*x->h))))
             return false;
-        if (!now && !(x->w = calloc(1, sizeof(*x->w))))
+        if (!now && !(x->w = fsm_waiter_new()))
             return false;
     }
     return true;

@@ -126,8 +126,43 @@ enum fsm_field_kind {
     F(p, LABEL, by, "revoke requester") /* the asking user (or address), shown to the holder */
 /* REVOKE_END (revoke.c): the leader's revoke deadline of grant `token` passed */
 #define FSM_PAYLOAD_revoke_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* LOCK_META (lockmeta.c): LOCK with a value and a max hold (LOCK ... VALUE v MAXHOLD ms) */
+#define FSM_PAYLOAD_lock_meta(F, p)                                                                \
+    F(p, NAME, name, "lock name")                                                                  \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, flags, "lock flags") /* bit 0: NOTIFY (as LOCK_NOTIFY); others 0, else ERR */        \
+    F(p, EVALUE, value, "lock value")                                                              \
+    F(p, U64, maxhold_ms, "max hold") /* 0: none; else 1..FSM_MAX_MAXHOLD_MS, else ERR */          \
+    F(p, WAIT, wait_ms, "wait")
+/* MAXHOLD_END (lockmeta.c): the leader's max-hold deadline of grant `token` passed */
+#define FSM_PAYLOAD_maxhold_end(F, p) F(p, NAME, name, "lock name") F(p, U64, token, "token")
+/* SESSION_OPEN_REENTRANT (reent.c): SESSION_OPEN's fields, then the most holds a LOCK of the
+   session counts on one lock (1..FSM_MAX_HOLD_COUNT, the apply answers ERR otherwise) */
+#define FSM_PAYLOAD_session_open_r(F, p)                                                           \
+    F(p, U64, ttl_ms, "ttl")                                                                       \
+    F(p, U64, lockdelay_ms, "lockdelay")                                                           \
+    F(p, LABEL, name, "session name")                                                              \
+    F(p, U64, max_count, "max count")
 /* DEADLOCK_LIMIT (waitgraph.c): the deadlock search limit every replica uses from here on */
 #define FSM_PAYLOAD_deadlock_limit(F, p) F(p, U64, limit, "deadlock search limit")
+/* HISTORY_LIMITS (history.c): the lock history's bounds every replica keeps from here on */
+#define FSM_PAYLOAD_history_limits(F, p)                                                           \
+    F(p, U64, per_lock, "history per lock") F(p, U64, max_entries, "history max entries")
+
+/* LATCH_CREATE (latch.c): a countdown latch of `count` counts */
+#define FSM_PAYLOAD_latch_create(F, p)                                                             \
+    F(p, NAME, name, "latch name")                                                                 \
+    F(p, U64, count, "count") /* 1..FSM_MAX_LATCH_COUNT (the apply answers ERR otherwise) */
+/* LATCH_JOIN, LATCH_COUNTDOWN (latch.c) */
+#define FSM_PAYLOAD_latch_ref(F, p) F(p, NAME, name, "latch name") F(p, SID, sid, "sid")
+/* LATCH_DELETE (latch.c): a latch or a barrier */
+#define FSM_PAYLOAD_latch_delete(F, p) F(p, NAME, name, "latch name")
+/* BARRIER (latch.c): a double barrier's enter (leave 0) or leave (leave 1) */
+#define FSM_PAYLOAD_barrier(F, p)                                                                  \
+    F(p, NAME, name, "barrier name")                                                               \
+    F(p, SID, sid, "sid")                                                                          \
+    F(p, U64, count, "count") /* enter: 1..FSM_MAX_LATCH_COUNT; leave: 0 */                        \
+    F(p, U64, leave, "leave") /* 0 enter, 1 leave (the apply answers ERR otherwise) */
 
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
@@ -152,7 +187,15 @@ enum fsm_field_kind {
     P(deadlock_limit)                                                                              \
     P(incr)                                                                                        \
     P(sem_acquire_w)                                                                               \
-    P(sem_setlimit)
+    P(sem_setlimit)                                                                                \
+    P(lock_meta)                                                                                   \
+    P(maxhold_end)                                                                                 \
+    P(session_open_r)                                                                              \
+    P(latch_create)                                                                                \
+    P(latch_ref)                                                                                   \
+    P(latch_delete)                                                                                \
+    P(barrier)                                                                                     \
+    P(history_limits)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -165,6 +208,7 @@ enum fsm_grow {
     FSM_GROW_VALUE,   /* its EVALUE's bytes (at most: the old value is freed) */
     FSM_GROW_KEY,     /* a key (NAME and VALUE), or the growth of the key's value */
     FSM_GROW_MULTI,   /* per NAMES entry, as LOCK (SHARED for a shared one) */
+    FSM_GROW_LATCH,   /* a latch or barrier (its NAME) if absent, plus a participant record */
 };
 
 /*
@@ -250,6 +294,29 @@ enum fsm_grow {
        lower limit keep their permits (sem.c) */                                                   \
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
     /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
-    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)
+    X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                               \
+    /* -> as LOCK (exclusive only); the grant carries the value and the max hold; a queued         \
+       request keeps them until granted; a LOCK by the holder changes neither (lockmeta.c) */      \
+    X(LOCK_META, 31, lock_meta, lock_meta, 2, LOCK, 0)                                             \
+    /* -> OK; releases grant `token` as an expiry does if it still holds the lock and has a max    \
+       hold, else changes nothing (a stale timer) (lockmeta.c) */                                  \
+    X(MAXHOLD_END, 32, maxhold_end, maxhold_end, 2, NONE, 0)                                       \
+    /* -> INT sid: a reentrant session, whose LOCK of a lock it holds counts up (reent.c) */       \
+    X(SESSION_OPEN_REENTRANT, 34, session_open_reentrant, session_open_r, 2, SESSION, 0)           \
+    /* -> OK (created, or the same count again) | ERR (another count) | BROKEN (latch.c) */        \
+    X(LATCH_CREATE, 36, latch_create, latch_create, 2, LATCH, 0)                                   \
+    /* -> OK: the session promises one count-down | ERR | BROKEN (latch.c) */                      \
+    X(LATCH_JOIN, 37, latch_join, latch_ref, 2, LATCH, 0)                                          \
+    /* -> INT the counts left | ERR | BROKEN (latch.c) */                                          \
+    X(LATCH_COUNTDOWN, 38, latch_countdown, latch_ref, 2, NONE, 0)                                 \
+    /* -> INT 1 if a latch or barrier was deleted, 0 if absent (latch.c) */                        \
+    X(LATCH_DELETE, 39, latch_delete, latch_delete, 2, NONE, 0)                                    \
+    /* -> OK (enter: the barrier is full; leave: everybody left) | INT sessions it still waits     \
+       for | ERR | BROKEN (latch.c) */                                                             \
+    X(BARRIER, 40, barrier, barrier, 2, LATCH, 0)                                                  \
+    /* -> OK; sets the lock history's limits (either 0: both 0, off, all history dropped; the      \
+       same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
+       entries at once. The leader writes it when its --history-* flags differ (history.c) */      \
+    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)
 
 #endif

@@ -21,7 +21,7 @@ static bool admin_may(const struct fsm_cmd *c)
     return c->admin && d && d->admin;
 }
 
-static bool owned_by(const struct sess *s, struct fsm_str user)
+bool fsm_sess_owned_by(const struct sess *s, struct fsm_str user)
 {
     return s->owner_len == user.len && (!user.len || memcmp(sess_owner(s), user.p, user.len) == 0);
 }
@@ -32,10 +32,10 @@ static uint64_t foreign_sid(const struct fsm *f, const struct fsm_cmd *c)
     if (!c->checked)
         return 0;
     const struct sess *s = fsm_sess_find(f, fsm_cmd_acting_sid(c));
-    if (s && !owned_by(s, c->user) && !admin_may(c))
+    if (s && !fsm_sess_owned_by(s, c->user) && !admin_may(c))
         return s->sid;
     s = fsm_sess_find(f, c->req_sid);
-    if (s && !owned_by(s, c->user))
+    if (s && !fsm_sess_owned_by(s, c->user))
         return s->sid;
     return 0;
 }

@@ -22,6 +22,11 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     v->lockdelay_ms = l->lockdelay_ms;
     v->n_waiters = l->n_waiters;
     v->n_shared = l->n_shared;
+    v->value = fsm_lock_holder_value(l);
+    v->maxhold_ms = l->maxhold_ms;
+    v->transitions = l->transitions;
+    v->reentrant = l->holder && l->holder->reentrant;
+    v->count = l->holder ? 1 + l->reholds : 0;
     return 1;
 }
 
@@ -104,6 +109,8 @@ int fsm_session_info(const struct fsm *f, uint64_t sid, struct fsm_session_view 
     v->owner.len = s->owner_len;
     v->n_locks = s->n_locks;
     v->n_waits = s->n_waits;
+    v->reentrant = s->reentrant;
+    v->max_count = s->max_count;
     v->n_keys = s->n_keys;
     v->n_shared = s->n_shared;
     return 1;
@@ -188,12 +195,12 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->waiters = f->n_waiters;
     s->locks_in_delay = f->n_delay;
     s->keys = f->n_keys;
-    s->locks = f->locks.n;
+    s->locks = f->locks.n + f->n_latches; /* a latch or barrier counts as a lock */
     s->shared_holds = f->n_shared;
     s->key_bytes = f->kv_bytes + FSM_RECORD_BYTES * s->keys;
-    s->data_bytes =
-        f->kv_bytes + f->name_bytes +
-        FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters + s->shared_holds);
+    s->data_bytes = f->kv_bytes + f->name_bytes + f->latch_bytes +
+                    FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters +
+                                        s->shared_holds + f->n_lparts);
 }
 
 static void to_item(const struct lock *l, struct fsm_lock_item *it)
@@ -206,6 +213,11 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->in_lockdelay = l->in_delay;
     it->n_waiters = l->n_waiters;
     it->n_shared = l->n_shared;
+    it->value = fsm_lock_holder_value(l);
+    it->maxhold_ms = l->maxhold_ms;
+    it->transitions = l->transitions;
+    it->reentrant = l->holder && l->holder->reentrant;
+    it->count = l->holder ? 1 + l->reholds : 0;
 }
 
 struct list {

@@ -70,6 +70,7 @@ static void sess_unlink(struct fsm *f, struct sess *s)
 {
     htab_remove(&f->sessions, &s->h);
     f->name_bytes -= s->name_len;
+    f->n_reent -= s->reentrant;
     fsm_usage_session(f, s, -1);
     DLIST_UNLINK_ENDS_F(f->sess_head, f->sess_tail, s, sprev, snext);
 }
@@ -106,6 +107,7 @@ void fsm_sess_end(struct actx *a, struct sess *s, bool expired)
         fsm_kv_delete(a->f, s->keys);
     }
     fsm_sort_events_by_name(a, first_key);
+    fsm_latch_sess_end(a, s); /* an open latch promise or a place in a barrier breaks it */
     struct fsm_event *e = fsm_emit(a, FSM_EV_SESSION_ENDED, s->sid, 0, 0, NULL, 0);
     if (e) {
         e->expired = expired;
@@ -115,25 +117,33 @@ void fsm_sess_end(struct actx *a, struct sess *s, bool expired)
     fsm_sess_destroy(s);
 }
 
-/* SESSION_OPEN: the session id is the revision this command allocates. */
-void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct fsm_reply *r)
+/* SESSION_OPEN (and SESSION_OPEN_REENTRANT, reent.c): the session id is the revision this
+ * command allocates. The new session, or NULL with r answered ERR (nothing changed). */
+struct sess *fsm_sess_open(struct actx *a, uint64_t ttl_ms, uint64_t lockdelay_ms,
+                           struct fsm_str name, struct fsm_reply *r)
 {
-    if (c->ttl_ms == 0) {
+    if (ttl_ms == 0) {
         fsm_reply_err(r, PROTO_ERR " ttl_ms must be at least 1");
-        return;
+        return NULL;
     }
-    struct sess *s = fsm_sess_alloc(0, c->name.p, c->name.len, a->c->user);
+    struct sess *s = fsm_sess_alloc(0, name.p, name.len, a->c->user);
     if (!s) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
-        return;
+        return NULL;
     }
     s->sid = fsm_next_rev(a);
-    s->ttl_ms = c->ttl_ms;
-    s->lockdelay_ms = c->lockdelay_ms;
+    s->ttl_ms = ttl_ms;
+    s->lockdelay_ms = lockdelay_ms;
     fsm_sess_insert(a->f, s);
-    fsm_emit(a, FSM_EV_SESSION_OPENED, s->sid, 0, c->ttl_ms, NULL, 0);
+    fsm_emit(a, FSM_EV_SESSION_OPENED, s->sid, 0, ttl_ms, NULL, 0);
     r->kind = FSM_REPLY_INT;
     r->value = s->sid;
+    return s;
+}
+
+void fsm_op_session_new(struct actx *a, const struct fsm_cmd_session_open *c, struct fsm_reply *r)
+{
+    fsm_sess_open(a, c->ttl_ms, c->lockdelay_ms, c->name, r);
 }
 
 void fsm_op_session_end(struct actx *a, const struct fsm_cmd_session_end *c, struct fsm_reply *r,

@@ -380,6 +380,10 @@ static int restore_shold(struct rst *s, struct lock *l, uint64_t *prev_token)
         return -1;
     if ((why = fsm_snap_read_permits(&s->r, l, &permits)))
         return bad(s, why);
+    /* Grants keep in_use within a limit of at most FSM_MAX_SEM_LIMIT (a lowered limit leaves
+     * it within the old one): more is a state no log makes, and would wrap the uint32 sum. */
+    if ((uint64_t)l->in_use + permits > FSM_MAX_SEM_LIMIT)
+        return bad(s, "semaphore permits in use over the largest limit");
     struct sess *x = fsm_sess_find(s->nf, sid);
     if (!x)
         return bad(s, "shared holder is not a session");
@@ -495,7 +499,7 @@ static int restore_waiter(struct rst *s, struct lock *l, uint64_t *prev_rev)
         return -1; /* the enqueue revision is pushed by link_sessions: once per request */
     if (vec_push(&s->sids, &sid, sizeof(sid)))
         return bad(s, "out of memory");
-    struct waiter *w = calloc(1, sizeof(*w));
+    struct waiter *w = fsm_waiter_new();
     if (!w || vec_push(&s->waits, &w, sizeof(w))) {
         free(w);
         return bad(s, "out of memory");
@@ -650,13 +654,17 @@ static int cmp_wait(const void *a, const void *b)
 }
 
 /* One enqueue revision per request: the waiters sharing one must be one session's (a
- * multi-request; the sort put them next to each other). */
+ * multi-request; the sort put them next to each other) and be what LOCK_MULTI writes
+ * (fsm_multi_group_bad). */
 static int push_wait_revs(struct rst *s, struct waiter **waits, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (i && waits[i]->rev == waits[i - 1]->rev) {
+            const char *why;
             if (waits[i]->sess != waits[i - 1]->sess)
                 return bad(s, "a revision is stored twice (sid, token, enqueue or mod_rev)");
+            if ((why = fsm_multi_group_bad(waits[i - 1], waits[i])))
+                return bad(s, why);
             continue;
         }
         if (push_rev(s, waits[i]->rev))
@@ -686,8 +694,6 @@ static int link_sessions(struct rst *s)
         qsort(waits, s->waits.n, sizeof(*waits), cmp_wait);
     for (size_t i = 0; i < s->waits.n; i++)
         fsm_waiter_link_sess(s->nf, waits[i]->sess, waits[i]);
-    if (push_wait_revs(s, waits, s->waits.n))
-        return -1;
     struct shold **sh = s->sholds.p;
     if (s->sholds.n)
         qsort(sh, s->sholds.n, sizeof(*sh), cmp_shold);
@@ -695,6 +701,8 @@ static int link_sessions(struct rst *s)
         struct sess *x = sh[i]->sess;
         fsm_shold_link_sess(x, sh[i]);
     }
+    if (push_wait_revs(s, waits, s->waits.n)) /* after the holds: it looks for upgrades */
+        return -1;
     if (fsm_otree_walk(s->nf->lock_names, NULL, 0, head_check, NULL))
         return bad(s, "the head waiter could be granted");
     return 0;

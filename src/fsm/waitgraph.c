@@ -20,6 +20,9 @@
 
 #define WG_MIN_CAP 32
 #define WG_NAME_SHOWN 24 /* bytes of a name in the ERR text (the event carries whole names) */
+/* Hops the DEADLOCK event's cycle text names (whole names: at most this many times
+ * FSM_MAX_NAME bytes); a longer cycle ends in "... -> V" (the count is the event's ms). */
+#define WG_EVENT_HOPS 64
 
 /* ---- the rule ---- */
 
@@ -34,10 +37,37 @@ static uint64_t sem_need(const struct lock *l, uint32_t permits, const struct wa
 }
 
 /*
+ * The queue pass: one forward walk of l's FIFO records, for each waiter, the nearest exclusive
+ * request at or before it (wg_e: itself if exclusive; an upgrade counts as exclusive) and the
+ * nearest multi-request at or before it but after wg_e (wg_m; NULL at an exclusive one). The
+ * multi-requests between wg_e and a waiter are then the chain m, m->lprev->wg_m, ... (it ends
+ * at wg_e, whose wg_m is NULL), so a request's edges cost what they are, not the length of the
+ * shared run before it: k shared waiters are O(k) to read, not O(k^2).
+ */
+static void queue_pass(struct lock *l)
+{
+    const struct waiter *e = NULL, *m = NULL;
+    for (struct waiter *w = l->wq_head; w; w = w->lnext) {
+        if (!w->shared)
+            e = w, m = NULL;
+        else if (fsm_waiter_multi(w))
+            m = w;
+        w->wg_e = e;
+        w->wg_m = m;
+    }
+}
+
+/* The next multi-request before q (one of a wg_m chain) down to the run's exclusive request. */
+static const struct waiter *multi_before(const struct waiter *q)
+{
+    return q->lprev ? q->lprev->wg_m : NULL;
+}
+
+/*
  * The edges of a request by `s` on `l` (shared or not) whose FIFO predecessor is `prev` (NULL
- * at the head). Returns the steps it took (edges given plus queue entries passed over), which
- * the search counts against its limit; it stops early once over `budget` (the caller then
- * gives up: a semaphore with a million permits costs no more than the limit).
+ * at the head), by THE RULE; l's queue pass must be current (queue_pass). Returns the edges it
+ * gave; it stops once over `budget` (a semaphore with a million holders costs no more than the
+ * limit).
  */
 static size_t request_edges(const struct lock *l, const struct sess *s, bool shared,
                             uint32_t permits, const struct waiter *prev, size_t budget, edge_fn fn,
@@ -50,18 +80,14 @@ static size_t request_edges(const struct lock *l, const struct sess *s, bool sha
             return 1;
         }
         if (sem_need(l, permits, prev))
-            for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext, steps++)
-                if (h->sess != s)
+            for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext)
+                if (h->sess != s) {
                     fn(arg, h->sess, h->permits ? h->permits : 1);
+                    steps++;
+                }
         return steps;
     }
-    const struct waiter *e = prev; /* the nearest earlier exclusive request */
-    while (e && e->shared && steps <= budget) {
-        e = e->lprev;
-        steps++;
-    }
-    if (steps > budget)
-        return steps;
+    const struct waiter *e = prev ? prev->wg_e : NULL; /* the nearest earlier exclusive request */
     if (e) {
         fn(arg, e->sess, 0);
         steps++;
@@ -71,16 +97,22 @@ static size_t request_edges(const struct lock *l, const struct sess *s, bool sha
             steps++;
         }
         if (!shared)
-            for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext, steps++)
-                if (h->sess != s)
+            for (const struct shold *h = l->sh_head; h && steps <= budget; h = h->lnext)
+                if (h->sess != s) {
                     fn(arg, h->sess, 0);
+                    steps++;
+                }
     }
     /* The shared requests between e (or the head) and this one: an exclusive request waits
-     * for all of them; a shared one only for the multi-requests among them, which block the
-     * queue until all their names can be granted (a single shared request ahead of it is
-     * granted with it, or waits for what it waits for). */
-    for (const struct waiter *q = prev; q != e && steps <= budget; q = q->lprev, steps++)
-        if (!shared || fsm_waiter_multi(q))
+     * for all of them (every one is an edge); a shared one only for the multi-requests among
+     * them, which block the queue until all their names can be granted (a single shared
+     * request ahead of it is granted with it, or waits for what it waits for). */
+    if (!shared)
+        for (const struct waiter *q = prev; q != e && steps <= budget; q = q->lprev, steps++)
+            fn(arg, q->sess, 0);
+    else
+        for (const struct waiter *q = prev ? prev->wg_m : NULL; q && steps <= budget;
+             q = multi_before(q), steps++)
             fn(arg, q->sess, 0);
     return steps;
 }
@@ -119,8 +151,9 @@ struct search {
     struct edge *e;
     uint32_t *in, *work;
     size_t nn, capn, nr, capr, ne, cape;
-    uint64_t steps, limit;
-    bool failed; /* out of memory, or over the limit */
+    uint64_t steps, limit; /* sessions added + edges read, and the bound on them */
+    bool failed;           /* out of memory: the search gives up */
+    bool over;             /* over the limit: the sessions not yet expanded count as free */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t size)
@@ -150,6 +183,7 @@ static uint32_t node_of(struct search *x, struct sess *y)
     y->wg_epoch = x->f->wg_epoch;
     y->wg_index = (uint32_t)x->nn;
     x->n[x->nn] = (struct node){.s = y};
+    x->steps++;
     return (uint32_t)x->nn++;
 }
 
@@ -165,6 +199,7 @@ static void collect(void *arg, const struct sess *to, uint32_t weight)
     }
     struct req *rq = &x->r[x->nr - 1];
     x->e[x->ne++] = (struct edge){(uint32_t)(x->nr - 1), t, NULL, weight};
+    x->steps++;
     rq->n_edge++;
     if (weight)
         rq->n_or++;
@@ -182,33 +217,48 @@ static void add_request(struct search *x, uint32_t u, const struct lock *l, bool
     }
     x->r[x->nr++] =
         (struct req){.node = u, .first_edge = (uint32_t)x->ne, .need = sem_need(l, permits, prev)};
+    if (l->kind != FSM_KIND_SEM && l->wg_epoch != x->f->wg_epoch) {
+        queue_pass((struct lock *)l); /* once per lock and search: scratch, not state */
+        ((struct lock *)l)->wg_epoch = x->f->wg_epoch;
+    }
     size_t e0 = x->ne;
     size_t budget = x->steps < x->limit ? (size_t)(x->limit - x->steps) : 0;
-    x->steps += request_edges(l, x->n[u].s, shared, permits, prev, budget, collect, x) + 1;
+    request_edges(l, x->n[u].s, shared, permits, prev, budget, collect, x);
     for (size_t i = e0; i < x->ne; i++)
         x->e[i].via = l;
     if (x->steps > x->limit)
-        x->failed = true;
+        x->over = true;
 }
 
 /* Phase 1: the graph reachable from the victim's new request, breadth first. Node 0 is the
  * victim, with that request alone (its other waits are what it had before): one request per
  * name it would queue on, so it proceeds only once every name can be granted (a multi-lock's
- * all-or-nothing). */
+ * all-or-nothing).
+ * Over the limit, the session being expanded loses the requests read so far and it and every
+ * session not yet expanded keep none: they count as free. Freeing sessions only frees more
+ * (the fixed point is monotone), so a victim still stuck is stuck in the whole graph too, along
+ * edges of expanded sessions only: a refusal then is never a false one, and as the walk's
+ * order is fixed every replica stops at the same session. */
 static void collect_graph(struct search *x, struct sess *victim, const struct fsm_wg_want *want,
                           size_t n)
 {
     node_of(x, victim);
-    for (size_t u = 0; u < x->nn && !x->failed; u++) {
-        x->n[u].first_req = (uint32_t)x->nr;
+    for (size_t u = 0; u < x->nn && !x->failed && !x->over; u++) {
+        size_t nr0 = x->nr, ne0 = x->ne;
+        x->n[u].first_req = (uint32_t)nr0;
         if (u == 0)
-            for (size_t i = 0; i < n && !x->failed; i++)
+            for (size_t i = 0; i < n && !x->failed && !x->over; i++)
                 add_request(x, 0, want[i].l, want[i].mode == LOCK_MODE_SHARED, want[i].permits,
                             want[i].mode == LOCK_MODE_UPGRADE ? NULL : want[i].l->wq_tail);
         else
-            for (const struct waiter *w = x->n[u].s->wait_head; w && !x->failed; w = w->snext)
+            for (const struct waiter *w = x->n[u].s->wait_head; w && !x->failed && !x->over;
+                 w = w->snext)
                 add_request(x, (uint32_t)u, w->lock, w->shared, w->permits, w->lprev);
-        x->n[u].n_req = (uint32_t)x->nr - x->n[u].first_req;
+        if (x->over) { /* its requests so far go: it counts as free, as the rest */
+            x->nr = nr0;
+            x->ne = ne0;
+        }
+        x->n[u].n_req = (uint32_t)(x->nr - nr0);
     }
 }
 
@@ -306,11 +356,19 @@ static long cycle_walk(struct search *x)
     return -1;
 }
 
+static int unmark_lock(void *arg, const struct onode *o)
+{
+    (void)arg;
+    ONODE_OWNER(o, struct lock, o)->wg_epoch = 0;
+    return 0;
+}
+
 static void new_epoch(struct fsm *f)
 {
     if (++f->wg_epoch == 0) { /* wrapped: forget every mark */
         for (struct sess *s = f->sess_head; s; s = s->snext)
             s->wg_epoch = 0;
+        fsm_otree_walk(f->lock_names, "", 0, unmark_lock, NULL);
         f->wg_epoch = 1;
     }
 }
@@ -319,19 +377,22 @@ static void new_epoch(struct fsm *f)
 
 /* "V -name-> S2 -name-> ... -> V" into b (path: the cycle's edges in order), names cut to
  * `shown` bytes (0: whole), printable; hops stop once b holds more than max_len bytes (the ERR
- * reply keeps FSM_ERR_LEN - 1 of them). */
+ * reply keeps FSM_ERR_LEN - 1 of them), or after max_hops of them ("... -> V" then). */
 static int cycle_text(struct buf *b, const struct search *x, const uint32_t *path, size_t hops,
-                      size_t shown, size_t max_len)
+                      size_t shown, size_t max_len, size_t max_hops)
 {
     char nm[FSM_MAX_NAME + sizeof(FSM_ELLIPSIS) + 1];
     size_t cap = shown ? shown + sizeof(FSM_ELLIPSIS) : sizeof(nm);
     int rc = 0;
-    for (size_t i = 0; i < hops && b->len <= max_len; i++) { /* past max_len: cut anyway */
+    size_t i = 0;
+    for (; i < hops && i < max_hops && b->len <= max_len; i++) { /* past max_len: cut anyway */
         const struct edge *ed = &x->e[path[i]];
         const struct sess *from = x->n[x->r[ed->req].node].s;
         rc = rc || buf_printf(b, "%llu -%s-> ", (unsigned long long)from->sid,
                               fsm_printable(ed->via->name, ed->via->name_len, nm, cap));
     }
+    if (i < hops && i == max_hops)
+        rc = rc || buf_printf(b, FSM_ELLIPSIS " -> ");
     return rc || buf_printf(b, "%llu", (unsigned long long)x->n[0].s->sid);
 }
 
@@ -345,8 +406,8 @@ static void refuse(struct actx *a, struct sess *s, const struct search *x, const
     struct buf shortb;
     buf_init(&shortb);
     buf_reset(&f->wg_text);
-    cycle_text(&f->wg_text, x, path, hops, 0, SIZE_MAX);
-    if (cycle_text(&shortb, x, path, hops, WG_NAME_SHOWN, FSM_ERR_LEN) == 0 && shortb.len)
+    cycle_text(&f->wg_text, x, path, hops, 0, SIZE_MAX, WG_EVENT_HOPS);
+    if (cycle_text(&shortb, x, path, hops, WG_NAME_SHOWN, FSM_ERR_LEN, SIZE_MAX) == 0 && shortb.len)
         fsm_reply_err(r, PROTO_DEADLOCK " cycle of %zu: %.*s", hops, (int)shortb.len, shortb.p);
     else
         fsm_reply_err(r, PROTO_DEADLOCK " cycle of %zu sessions", hops);
@@ -369,7 +430,8 @@ static void search_free(struct search *x)
     free(x->work);
 }
 
-/* The cycle's edges in order into *path (malloc'd); its length, 0 if none, -1 if gave up. */
+/* The cycle's edges in order into *path (malloc'd); its length, 0 if none, -1 if out of
+ * memory (x->over: the search stopped at the limit, what it read decided). */
 static long find_cycle(struct search *x, struct sess *s, const struct fsm_wg_want *want, size_t n,
                        uint32_t **path)
 {
@@ -405,18 +467,11 @@ bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_
     long hops = find_cycle(&x, s, want, n, &path);
     if (hops > 0)
         refuse(a, s, &x, path, (size_t)hops, r);
-    else if (hops < 0)
+    else if (hops < 0 || x.over)
         fsm_lock_emit(a, FSM_EV_DEADLOCK_LIMIT, s->sid, 0, x.steps, want[0].l);
     free(path);
     search_free(&x);
     return hops > 0;
-}
-
-bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
-                          struct fsm_reply *r)
-{
-    struct fsm_wg_want want = {l, mode, 1};
-    return fsm_deadlock_refused_n(a, s, &want, 1, r);
 }
 
 /* ---- settings and queries ---- */
@@ -469,6 +524,39 @@ void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen,
     const struct sess *s = fsm_sess_find(f, sid);
     const struct waiter *w = l && s ? fsm_waiter_find(l, s) : NULL;
     struct query_arg q = {cb, arg};
-    if (w)
-        request_edges(l, s, w->shared, w->permits, w->lprev, SIZE_MAX, query_edge, &q);
+    if (!w)
+        return;
+    queue_pass((struct lock *)l); /* scratch only: a later search makes its own pass */
+    request_edges(l, s, w->shared, w->permits, w->lprev, SIZE_MAX, query_edge, &q);
+}
+
+struct foreach_arg {
+    void (*edge)(void *arg, uint64_t blocker, bool any);
+    void *arg;
+    size_t given;
+};
+
+static void foreach_edge(void *arg, const struct sess *to, uint32_t weight)
+{
+    struct foreach_arg *q = arg;
+    q->given++;
+    q->edge(q->arg, to->sid, weight != 0);
+}
+
+void fsm_lock_waits_foreach(const struct fsm *f, const char *name, size_t namelen, size_t max_edges,
+                            void (*waiter)(void *arg, uint64_t sid),
+                            void (*edge)(void *arg, uint64_t blocker, bool any), void *arg)
+{
+    struct lock *l = fsm_lock_find(f, name, namelen);
+    if (!l)
+        return;
+    queue_pass(l); /* scratch only: a later search makes its own pass */
+    struct foreach_arg q = {edge, arg, 0};
+    for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
+        waiter(arg, w->sess->sid);
+        /* past max_edges a request's walk stops after one edge more (the caller's sign that
+         * its list was cut): the work stays the queue's length plus max_edges */
+        size_t budget = q.given < max_edges ? max_edges - q.given : 0;
+        request_edges(l, w->sess, w->shared, w->permits, w->lprev, budget, foreach_edge, &q);
+    }
 }

@@ -57,8 +57,13 @@
  * queued. Detection runs from log format 2 on (format 1: a node of the previous release
  * applies the same entries and would queue the request).
  *
- * COST. The search counts every session visited and every edge read; past `limit` it gives up
- * and the wait is allowed (FSM_EV_DEADLOCK_LIMIT). limit 0 turns detection off.
+ * COST. The search counts every session it adds and every edge it reads (a request's edges are
+ * read from one forward pass per queue met, so a run of k shared requests costs O(k), never
+ * O(k^2)); past `limit` it stops expanding: the sessions not expanded yet count as able to
+ * proceed, the victim is refused only if it is still stuck in a cycle of expanded sessions (a
+ * real one: never a false refusal), else the wait is queued and FSM_EV_DEADLOCK_LIMIT tells
+ * that the search stopped. Deterministic: every replica expands in the same order. limit 0
+ * turns detection off.
  */
 #ifndef FENCELOCK_FSM_WAITGRAPH_H
 #define FENCELOCK_FSM_WAITGRAPH_H
@@ -95,16 +100,20 @@ uint64_t fsm_deadlock_limit(const struct fsm *f);
 void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
                           void (*cb)(void *arg, uint64_t blocker, bool any), void *arg);
 
+/*
+ * Every queued request of the lock-like object `name`, in FIFO order, with the sessions it
+ * waits for: waiter(arg, sid) once per request, then edge(arg, blocker, any) for its edges as
+ * fsm_waiter_waits_for gives them. One forward pass over the queue. Once max_edges edges were
+ * given, a request's edges stop after one more (so the caller sees which lists it cuts): the
+ * cost is the queue's length plus max_edges, never the square of a shared run's length.
+ */
+void fsm_lock_waits_foreach(const struct fsm *f, const char *name, size_t namelen, size_t max_edges,
+                            void (*waiter)(void *arg, uint64_t sid),
+                            void (*edge)(void *arg, uint64_t blocker, bool any), void *arg);
+
 struct actx;
 struct lock;
 struct sess;
-/*
- * Called by fsm_lock_enqueue before it queues `s` on `l` in `mode` (enum lock_mode): true and
- * r = ERR DEADLOCK (a revision taken, FSM_EV_DEADLOCK emitted) if the wait would close a cycle;
- * else false (FSM_EV_DEADLOCK_LIMIT emitted if the search gave up) and the caller queues.
- */
-bool fsm_deadlock_refused(struct actx *a, struct lock *l, struct sess *s, uint8_t mode,
-                          struct fsm_reply *r);
 
 /* One name a new request would queue on: an existing lock and enum lock_mode. */
 struct fsm_wg_want {
@@ -113,12 +122,16 @@ struct fsm_wg_want {
     uint32_t permits; /* a semaphore request's permits (0 counts as 1) */
 };
 /*
- * The same for a request that would queue on several names at once (LOCK_MULTI: the existing
+ * Called before a request by `s` queues on one name (fsm_lock_enqueue_permits: n = 1) or on
+ * several names at once (LOCK_MULTI: the existing
  * locks among its names; an absent one has nobody to wait for): the victim node gets one
  * request per name, so it can proceed only once every name can be granted, and the request is
  * refused if its waits on any of them, in any mode, close a cycle. The event names the lock
  * of the cycle's first edge (the LIMIT event: want[0]'s). n == 0: false.
  */
+/* true and r = ERR DEADLOCK (a revision taken, FSM_EV_DEADLOCK emitted) if the wait would
+ * close a cycle; else false (FSM_EV_DEADLOCK_LIMIT emitted if the search stopped at its limit
+ * or ran out of memory) and the caller queues. */
 bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_want *want,
                             size_t n, struct fsm_reply *r);
 

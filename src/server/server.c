@@ -315,6 +315,7 @@ void srv_stop(struct srv *s)
     srv_fail_waiting_reads(s, RN_ERR);
     srv_watch_fail(s, RN_ERR, true);
     srv_observe_fail(s, RN_ERR, true);
+    srv_latch_fail(s, RN_ERR);
     uv_idle_stop(&s->cluster.reads_issue);
     srv_close_all_conns(s);
     srv_auth_stop(s);
@@ -337,6 +338,7 @@ void srv_free(struct srv *s)
     srv_quota_free(s);
     srv_observe_free(s);
     srv_push_free(s);
+    srv_latch_free(s);
     watch_free(&s->watch);
     wake_index_free(&s->xread.wake);
     cmdstat_free(&s->cmdstat);

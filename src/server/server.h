@@ -36,6 +36,7 @@
 #include "server/cluster/cluster.h"
 #include "server/cmd/cmdstat.h"
 #include "server/cmd/dispatch.h"
+#include "server/cmd/latch_wait.h"
 #include "server/cmd/quota.h"
 #include "server/config/config.h"
 #include "server/lease/glue.h"
@@ -72,25 +73,26 @@ struct srv {
     bool hup_started;
     bool stopping, listening;
     uint64_t started_ms;
-    struct srv_net net;         /* net/net.h */
-    struct srv_cluster cluster; /* cluster/cluster.h */
-    struct srv_leases lease;    /* lease/glue.h */
-    struct watch watch;         /* the event history XREAD reads (watch/watch.h) */
-    struct srv_xread xread;     /* parked XREADs (watch/parked.h) */
-    struct srv_observe observe; /* parked ELECT.OBSERVEs (watch/parked.h) */
-    struct srv_push push;       /* sid -> connections, for RESP3 pushes (watch/parked.h) */
-    struct srv_quotas quota;    /* cmd/quota.h */
-    struct srv_auth auth;       /* --acl-file users, AUTH (security/auth.h) */
-    struct srv_limits limits;   /* pre-auth caps, output total, log rate (security/limits.h) */
-    struct audit audit;         /* --audit-log (security/audit.h) */
-    struct tsig tsig;           /* --token-key keys (cmd/cmd_sign.c; never logged) */
-    struct srv_http *http;      /* obs/http.h */
-    struct srv_hfence hfence;   /* GET /v1/fence checks awaiting a barrier (obs/http_fence.h) */
-    struct srv_hapi hapi;       /* /v1/ API requests awaiting a barrier (obs/http_api.h) */
-    struct srv_metrics m;       /* obs/metrics.h */
-    struct srv_certs certs;     /* expiry of the TLS files in use (obs/certexp.h) */
-    struct cmdstat cmdstat;     /* fencelock_commands_total{command,result} */
-    struct notify notify;       /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
+    struct srv_net net;            /* net/net.h */
+    struct srv_cluster cluster;    /* cluster/cluster.h */
+    struct srv_leases lease;       /* lease/glue.h */
+    struct watch watch;            /* the event history XREAD reads (watch/watch.h) */
+    struct srv_xread xread;        /* parked XREADs (watch/parked.h) */
+    struct srv_observe observe;    /* parked ELECT.OBSERVEs (watch/parked.h) */
+    struct srv_push push;          /* sid -> connections, for RESP3 pushes (watch/parked.h) */
+    struct srv_latch_waits latchw; /* parked latch and barrier waits (cmd/latch_wait.h) */
+    struct srv_quotas quota;       /* cmd/quota.h */
+    struct srv_auth auth;          /* --acl-file users, AUTH (security/auth.h) */
+    struct srv_limits limits;      /* pre-auth caps, output total, log rate (security/limits.h) */
+    struct audit audit;            /* --audit-log (security/audit.h) */
+    struct tsig tsig;              /* --token-key keys (cmd/cmd_sign.c; never logged) */
+    struct srv_http *http;         /* obs/http.h */
+    struct srv_hfence hfence;      /* GET /v1/fence checks awaiting a barrier (obs/http_fence.h) */
+    struct srv_hapi hapi;          /* /v1/ API requests awaiting a barrier (obs/http_api.h) */
+    struct srv_metrics m;          /* obs/metrics.h */
+    struct srv_certs certs;        /* expiry of the TLS files in use (obs/certexp.h) */
+    struct cmdstat cmdstat;        /* fencelock_commands_total{command,result} */
+    struct notify notify;          /* $NOTIFY_SOCKET: READY=1 once serving, STOPPING=1 (leader.c) */
     struct buf scratch;
 };
 

@@ -477,9 +477,10 @@ struct watch {
     struct watch *next;
 };
 
-/* An on_revoke registration (fl_revoke_watch) of session `sess`. Its callback writes no line
-   before the reply to on_revoke is out (PROTOCOL.md's order rule): it waits for `answered`,
-   which run_job sets after writing that reply. Freed by revokes_stop, after the join. */
+/* An on_revoke or on_waiter registration (fl_revoke_watch, fl_waiter_watch) of session
+   `sess`. Its callback writes no line before the reply to the registration is out
+   (PROTOCOL.md's order rule): it waits for `answered`, which run_job sets after writing that
+   reply. Freed by revokes_stop, after the join. */
 struct revoke_reg {
     char sess[24];
     fl_watcher *w;
@@ -675,7 +676,9 @@ static fl_err op_lock(const struct jv *req, struct jw *w, const char **why)
     if (jbool(req, "shared")) {
         e = fl_lock_shared(x->s, name, wait, &token);
         if (e == FL_ETIMEOUT && wait == 0)
-            e = FL_EBUSY; /* a try: not granted now */
+            e = FL_EBUSY;                          /* a try: not granted now */
+    } else if (jbool(req, "notify") && wait > 0) { /* a try never queues: nobody to tell */
+        e = fl_lock_notify(x->s, name, wait, &token);
     } else {
         e = wait == 0 ? fl_trylock(x->s, name, &token) : fl_lock(x->s, name, wait, &token);
     }
@@ -756,8 +759,12 @@ static fl_err op_sem_acquire(const struct jv *req, struct jw *w, const char **wh
     NEED_SESSION(x);
     NEED(name, "name is required");
     NEED(limit >= 1 && limit <= UINT32_MAX, "limit is required (1 or more)");
-    uint64_t token = 0;
-    fl_err e = fl_sem_acquire(x->s, name, (uint32_t)limit, secs_ms(jnum(req, "wait", 0)), &token);
+    double permits = jnum(req, "permits", 1);
+    NEED(permits >= 1 && permits <= limit, "permits must be 1..limit");
+    uint64_t token = 0, wait = secs_ms(jnum(req, "wait", 0));
+    fl_err e = fl_sem_acquire_n(x->s, name, (uint32_t)limit, (uint32_t)permits, wait, &token);
+    if (e == FL_ETIMEOUT && wait == 0)
+        e = FL_EBUSY; /* a try: not granted now */
     if (e == FL_OK)
         jw_int(w, "token", (int64_t)token);
     return e;
@@ -908,6 +915,26 @@ static fl_err op_del(const struct jv *req, struct jw *w, const char **why)
     fl_err e = fl_del(agent.c, s, key, po, &deleted);
     if (e == FL_OK)
         jw_bool(w, "deleted", deleted);
+    return e;
+}
+
+static fl_err op_incr(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *key = jstr(req, "key");
+    fl_session *s;
+    struct fl_write_opts o;
+    NEED(key, "key is required");
+    if (write_session(req, &s)) {
+        *why = "no such session (never opened, or closed)";
+        return FL_ESESSION;
+    }
+    *why = NULL;
+    const struct fl_write_opts *po = write_opts(req, &o, why);
+    NEED(!*why, *why);
+    int64_t value = 0;
+    fl_err e = fl_incr(agent.c, s, key, (int64_t)jnum(req, "by", 1), po, &value);
+    if (e == FL_OK)
+        jw_int(w, "value", value);
     return e;
 }
 
@@ -1118,6 +1145,53 @@ static fl_err op_on_revoke(const struct jv *req, struct jw *w, const char **why)
     return FL_OK;
 }
 
+/* On the registration's watcher thread, as revoke_cb. */
+static void waiter_cb(const struct fl_waiter *wt, void *ctx)
+{
+    struct revoke_reg *r = ctx;
+    pthread_mutex_lock(&r->mu);
+    while (!r->answered)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    struct jw w;
+    jw_begin(&w);
+    jw_str(&w, "event", "waiter");
+    jw_str(&w, "session", r->sess);
+    jw_str(&w, "name", wt->name);
+    jw_int(&w, "token", (int64_t)wt->token);
+    jw_int(&w, "sid", (int64_t)wt->sid);
+    jw_int(&w, "wait_ms", (int64_t)wt->wait_ms);
+    jw_emit(&w);
+}
+
+/* on_waiter: a registration like on_revoke's (the same list, stopped the same way). */
+static fl_err op_on_waiter(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    const char *name = jstr(req, "name");
+    NEED_SESSION(x);
+    NEED(name, "name is required");
+    NEED(jget(req, "token"), "token is required");
+    struct revoke_reg *r = calloc(1, sizeof(*r));
+    NEED(r, "out of memory");
+    snprintf(r->sess, sizeof(r->sess), "%s", x->name);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    fl_err e = fl_waiter_watch(x->s, name, (uint64_t)jnum(req, "token", 0), waiter_cb, r, &r->w);
+    if (e) {
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+        return e;
+    }
+    pthread_mutex_lock(&agent.mu);
+    r->next = agent.revokes;
+    agent.revokes = r;
+    pthread_mutex_unlock(&agent.mu);
+    reply_gate = r;
+    return FL_OK;
+}
+
 /* Stop, join and free the registrations of session `sess` (every one: NULL). No revoke line
    is written after this returns. */
 static void revokes_stop(const char *sess)
@@ -1163,12 +1237,14 @@ static const struct {
     {"elect.observe", op_observe},
     {"put", op_put},
     {"del", op_del},
+    {"incr", op_incr},
     {"get", op_get},
     {"fence.check", op_fence_check},
     {"watch.start", op_watch_start},
     {"watch.stop", op_watch_stop},
     {"revoke", op_revoke},
     {"on_revoke", op_on_revoke},
+    {"on_waiter", op_on_waiter},
 };
 
 struct job {

@@ -6,11 +6,13 @@
  * itself made that failed.
  *
  * fl_probe api EP
- *     the API against a live cluster; "tests: N passed, N failed"
+ *     the API against a live cluster (lock values and max holds too: fl_lock_with,
+ *     fl_lock_meta); "tests: N passed, N failed"
  * fl_probe prims EP
  *     semaphores and elections (fl_sem_*, fl_campaign, fl_proclaim, fl_resign, fl_leader,
- *     fl_observe, FL_EWRONGTYPE), and a wait that closes a cycle (FL_EDEADLOCK, fl_lock_waits)
- *     against a live cluster; "tests: N passed, N failed"
+ *     fl_observe, FL_EWRONGTYPE), a wait that closes a cycle (FL_EDEADLOCK, fl_lock_waits), and
+ *     latches and barriers (fl_latch_*, fl_barrier_*, FL_EBROKEN) against a live cluster;
+ *     "tests: N passed, N failed"
  * fl_probe lock EP NAME WAIT_MS TTL  (and `shared`, the same with fl_lock_shared)
  *     open a session, take the lock, print the outcome; on a stdin line unlock and close
  * fl_probe sem EP NAME LIMIT WAIT_MS TTL, fl_probe campaign EP NAME VALUE WAIT_MS TTL
@@ -127,6 +129,37 @@ static void api_locks(fl_client *c)
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
 
+/* A value and a max hold on the grant (fl_lock_with, fl_lock_meta): the deadline is measured
+   from before the request, so it is never after the servers' end of the grant; the holder's
+   retry answers the same token and changes neither. */
+static void api_lockmeta(fl_client *c)
+{
+    fl_session *a;
+    uint64_t t = 0, t2 = 0;
+    int64_t until = 0, until2 = 0;
+    CHECK_ERR(fl_session_open(c, 10000, 0, "meta", &a), FL_OK);
+    struct fl_lock_opts lo = {
+        .size = sizeof lo, .value = "job=7", .value_len = 5, .maxhold_ms = 20000};
+    int64_t before = fl_now_ms();
+    CHECK_ERR(fl_lock_with(a, "api-meta", 1000, &lo, &t, &until), FL_OK);
+    CHECK(t > 0 && until > before && until <= before + 20000 && until > fl_now_ms());
+    struct fl_lock_meta m;
+    CHECK_ERR(fl_lock_meta(c, "api-meta", &m), FL_OK);
+    CHECK(m.value_len == 5 && strcmp(m.value, "job=7") == 0 && m.maxhold_ms == 20000 &&
+          m.transitions == 0);
+    fl_lock_meta_free(&m);
+    lo.maxhold_ms = 0; /* a retry: the same grant, value and max hold unchanged */
+    CHECK_ERR(fl_lock_with(a, "api-meta", 0, &lo, &t2, &until2), FL_OK);
+    CHECK(t2 == t && until2 == INT64_MAX);
+    CHECK_ERR(fl_lock_meta(c, "api-meta", &m), FL_OK);
+    CHECK(m.maxhold_ms == 20000);
+    fl_lock_meta_free(&m);
+    CHECK_ERR(fl_lock_with(a, "api-meta2", 0, NULL, &t2, &until2), FL_OK); /* opts NULL: fl_lock */
+    CHECK(t2 > t && until2 == INT64_MAX);
+    CHECK_ERR(fl_lock_meta(c, "api-free", &m), FL_ENOTFOUND);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
 /* Read-write locks: two readers at once, each with its token; readers pass FENCE.CHECK but
    not a fenced write; a reader's upgrade waits for the other reader. */
 static void api_shared(fl_client *c)
@@ -187,6 +220,34 @@ static void api_multi(fl_client *c)
     CHECK(u[1] > t[0] && u[0] == u[1] + 1);
     CHECK_ERR(fl_unlock_multi(b, 2, bc), FL_OK);
     CHECK_ERR(fl_lock_info(c, "api-mb", &li), FL_ENOTFOUND);
+    CHECK_ERR(fl_session_close(b), FL_OK);
+    CHECK_ERR(fl_session_close(a), FL_OK);
+}
+
+/* Reentrant sessions: a re-lock counts up with the same token, fl_lock_count reads the count,
+   MAXCOUNT refuses one more, fl_unlock releases the last hold only; a plain session's holder
+   counts 1. */
+static void api_reentrant(fl_client *c)
+{
+    fl_session *a, *b;
+    uint64_t t, t2, holder = 0, count = 0;
+    CHECK_ERR(fl_session_open_reentrant(c, 10000, 0, "re", 2, &a), FL_OK);
+    CHECK_ERR(fl_session_open(c, 10000, 0, NULL, &b), FL_OK);
+    CHECK_ERR(fl_lock(a, "api-re", 1000, &t), FL_OK);
+    CHECK_ERR(fl_lock(a, "api-re", 1000, &t2), FL_OK);
+    CHECK(t2 == t);
+    CHECK_ERR(fl_lock_count(c, "api-re", &holder, &count), FL_OK);
+    CHECK(holder == fl_session_id(a) && count == 2);
+    CHECK_ERR(fl_trylock(a, "api-re", &t2), FL_ESERVER); /* its MAXCOUNT, 2 */
+    CHECK_ERR(fl_unlock(a, "api-re"), FL_OK);
+    CHECK_ERR(fl_trylock(b, "api-re", &t2), FL_EBUSY); /* one hold left */
+    CHECK_ERR(fl_unlock(a, "api-re"), FL_OK);
+    CHECK_ERR(fl_lock_count(c, "api-re", &holder, &count), FL_ENOTFOUND);
+    CHECK_ERR(fl_lock(b, "api-re", 1000, &t2), FL_OK);
+    CHECK(t2 > t);
+    CHECK_ERR(fl_lock_count(c, "api-re", &holder, &count), FL_OK);
+    CHECK(holder == fl_session_id(b) && count == 1);
+    CHECK_ERR(fl_lock_count(c, "api-re", NULL, &count), FL_EINVAL);
     CHECK_ERR(fl_session_close(b), FL_OK);
     CHECK_ERR(fl_session_close(a), FL_OK);
 }
@@ -291,7 +352,9 @@ static int mode_api(const char *ep)
     fl_client *c = client(ep, 0);
     api_locks(c);
     api_shared(c);
+    api_lockmeta(c);
     api_multi(c);
+    api_reentrant(c);
     api_kv(c);
     api_misc(c);
     api_lost(c);
@@ -479,6 +542,42 @@ static void prims_deadlock(fl_client *c, fl_session *a, fl_session *b)
     CHECK_ERR(fl_unlock(a, "p.dl.x"), FL_OK);
 }
 
+/* Latches and barriers: zero after the promised count-downs, FL_ETIMEOUT before; a joined
+ * session closed before counting down breaks the latch (FL_EBROKEN); a barrier of one. */
+static void prims_latch(fl_client *c, fl_session *a, fl_session *b)
+{
+    uint64_t left = 9;
+    int deleted = 0;
+    struct fl_latch_info li;
+    fl_session *x = NULL;
+    CHECK_ERR(fl_latch_create(c, "pl", 2), FL_OK);
+    CHECK_ERR(fl_latch_create(c, "pl", 2), FL_OK);
+    CHECK_ERR(fl_latch_join(a, "pl"), FL_OK);
+    CHECK_ERR(fl_latch_countdown(a, "pl", &left), FL_OK);
+    CHECK(left == 1);
+    CHECK_ERR(fl_latch_wait(c, "pl", 0), FL_ETIMEOUT);
+    CHECK_ERR(fl_latch_countdown(b, "pl", &left), FL_OK); /* anonymous: the unpromised count */
+    CHECK(left == 0);
+    CHECK_ERR(fl_latch_wait(c, "pl", 1000), FL_OK);
+    CHECK_ERR(fl_latch_info(c, "pl", &li), FL_OK);
+    CHECK(!li.barrier && li.state == 1 && li.count == 2 && li.n_joiners == 1);
+    CHECK_ERR(fl_latch_delete(c, "pl", &deleted), FL_OK);
+    CHECK(deleted == 1);
+    CHECK_ERR(fl_latch_info(c, "pl", &li), FL_ENOTFOUND);
+    CHECK_ERR(fl_session_open(c, 10000, 0, "latch-x", &x), FL_OK);
+    CHECK_ERR(fl_latch_create(c, "pb", 1), FL_OK);
+    if (x) {
+        CHECK_ERR(fl_latch_join(x, "pb"), FL_OK);
+        CHECK_ERR(fl_session_close(x), FL_OK);
+    }
+    CHECK_ERR(fl_latch_wait(c, "pb", 1000), FL_EBROKEN);
+    CHECK_ERR(fl_latch_countdown(a, "pb", NULL), FL_EBROKEN);
+    CHECK_ERR(fl_latch_delete(c, "pb", NULL), FL_OK);
+    CHECK_ERR(fl_barrier_enter(a, "pq", 1, 1000), FL_OK);
+    CHECK_ERR(fl_barrier_leave(a, "pq", 1000), FL_OK);
+    CHECK_ERR(fl_latch_info(c, "pq", &li), FL_ENOTFOUND);
+}
+
 static int mode_prims(const char *ep)
 {
     fl_client *c = client(ep, 0);
@@ -489,6 +588,7 @@ static int mode_prims(const char *ep)
         prims_sem(c, a, b);
         prims_elect(c, a, b);
         prims_deadlock(c, a, b);
+        prims_latch(c, a, b);
     }
     if (a)
         fl_session_close(a);

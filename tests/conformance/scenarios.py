@@ -685,6 +685,150 @@ def scenario_revoke_deadline_across_leader_kill(ctx):
 scenario_revoke_deadline_across_leader_kill.timeout = 180
 
 
+# ---- NOTIFY, INCR, weighted permits ----
+
+def _waiter_events(a, session):
+    return a.events_of(lambda e: e.get("event") == "waiter" and e.get("session") == session)
+
+
+def _sem_info(servers, name):
+    r = call_leader(servers, "SEM.INFO", name)
+    if isinstance(r, RespError):
+        raise AssertionError("SEM.INFO %s -> -%s" % (name, r.text))
+    return None if r is None else as_map(r)
+
+
+def scenario_notify_holder_hears_waiters(ctx):
+    """LOCK ... NOTIFY: a holder registered with on_waiter hears each session that queued
+    behind its grant with notify (name, the holder's token, the waiter's sid, its wait),
+    once each, in queue order, after the reply to on_waiter, also one that queued before the
+    registration (the client reads from the grant on); a waiter that did not ask for notify
+    is never told of, and notify changes no order: the first waiter is granted next, with a
+    larger token. Proves: the client sends NOTIFY and hands the holder the server's notice."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, _ = _sid(a.ok("session.open", ttl=15))
+    q, sid_q = _sid(a.ok("session.open", ttl=15))
+    l1, sid_l1 = _sid(a.ok("session.open", ttl=15))
+    l2, sid_l2 = _sid(a.ok("session.open", ttl=15))
+    name = "nt/job"
+    t1 = a.ok("lock", session=h, name=name, wait=5)["token"]
+    queued, pending = [], {}
+    for s, sid, notify in ((q, sid_q, False), (l1, sid_l1, True)):
+        pending[s] = a.send("lock", session=s, name=name, wait=60, notify=notify)
+        queued.append(sid)
+        wait_until(lambda: (_lock_info(servers, name) or {}).get("waiters") == queued,
+                   timeout=15, interval=0.05, what="the waiters queued on the servers")
+    reg = a.send("on_waiter", session=h, name=name, token=t1)
+    a.ok_of(reg, what=" (on_waiter)")
+    pending[l2] = a.send("lock", session=l2, name=name, wait=60, notify=True)
+    queued.append(sid_l2)
+    wait_until(lambda: (_lock_info(servers, name) or {}).get("waiters") == queued,
+               timeout=15, interval=0.05, what="the third waiter queued on the servers")
+    wait_until(lambda: len(_waiter_events(a, h)) >= 2, timeout=30, interval=0.05,
+               what="the holder told of both notifying waiters")
+    evs = _waiter_events(a, h)
+    eq([(e.get("name"), e.get("token"), e.get("sid")) for e in evs],
+       [(name, t1, sid_l1), (name, t1, sid_l2)],
+       "the waiter events: name, the holder's token, the notifying waiters in queue order")
+    for e in evs:
+        assert 0 < (e.get("wait_ms") or 0) <= 60000, ("wait_ms as the waiter asked", e)
+        assert a.before(reg, e), "a waiter event came before the reply to on_waiter"
+
+    a.ok("unlock", session=h, name=name)
+    tq = a.ok_of(pending[q], timeout=60, what=" (the first waiter)")["token"]
+    assert tq > t1, ("the first waiter's token is not above the holder's", t1, tq)
+    a.ok("unlock", session=q, name=name)
+    t_l1 = a.ok_of(pending[l1], timeout=60, what=" (the second waiter)")["token"]
+    a.ok("unlock", session=l1, name=name)
+    t_l2 = a.ok_of(pending[l2], timeout=60, what=" (the third waiter)")["token"]
+    assert t1 < tq < t_l1 < t_l2, ("FIFO with rising tokens", t1, tq, t_l1, t_l2)
+    a.ok("unlock", session=l2, name=name)
+    for s in (h, q, l1, l2):
+        a.ok("session.close", session=s)
+    eq(len(_waiter_events(a, h)), 2, "two waiter events: one per notifying waiter")
+    eq([e for e in a.events_of(lambda e: e.get("event") == "waiter") if e.get("session") != h],
+       [], "no waiter event for a grant nobody registered")
+
+
+scenario_notify_holder_hears_waiters.timeout = 150
+
+
+def scenario_incr_counter(ctx):
+    """INCR: an absent key counts from 0, `by` is signed, the answer is the new value; through
+    a session and fenced with the holder's token it applies (exactly once: the servers hold the
+    sum of the increments answered), a stale token is STALE and changes nothing, a value that is
+    no integer is refused and changes nothing; after a kill -9 of the leader the counter goes
+    on from the same value. Proves: the client sends INCR BY n with its fence and reads the
+    signed answer."""
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s, _ = _sid(a.ok("session.open", ttl=30))
+    eq(a.ok("incr", key="ctr/a", by=1)["value"], 1, "incr of an absent key")
+    eq(a.ok("incr", key="ctr/a", by=-5)["value"], -4, "incr by -5")
+    eq(a.ok("incr", key="ctr/a")["value"], -3, "incr without by adds 1")
+    t = a.ok("lock", session=s, name="ctr/lock", wait=5)["token"]
+    eq(a.ok("incr", key="ctr/a", by=10, session=s, fence=["ctr/lock", t])["value"], 7,
+       "a fenced incr through the session")
+    a.err("incr", "STALE", key="ctr/a", by=100, fence=["ctr/lock", t + 1000])
+    eq(kv(servers, "ctr/a")["value"], b"7", "the stale incr changed nothing")
+    a.ok("put", key="ctr/text", value="abc")
+    a.err("incr", ("OTHER",), key="ctr/text", by=1)
+    eq(kv(servers, "ctr/text")["value"], b"abc", "the refused incr changed nothing")
+
+    survivors = [x for x in servers if x is not leader]
+    leader.kill9()
+    eq(a.ok("incr", key="ctr/a", by=2, session=s, timeout=60)["value"], 9,
+       "the incr after the fail-over goes on from the same value")
+    eq(kv(survivors, "ctr/a")["value"], b"9", "the new leader holds the sum: each incr once")
+    a.ok("unlock", session=s, name="ctr/lock")
+    a.ok("session.close", session=s)
+
+
+scenario_incr_counter.timeout = 150
+
+
+def scenario_weighted_permits_fifo(ctx):
+    """SEM.ACQUIRE ... PERMITS k: one acquisition of k permits with one token; a try for more
+    than are free is BUSY; a queued request for k is not overtaken by a later one for fewer
+    (a try for the one free permit is BUSY while it waits); when the holder releases, the
+    queued request is granted whole with a larger token; SEM.INFO shows each holder's permits.
+    Proves: the client sends PERMITS k and keeps FIFO semantics."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s1, sid1 = _sid(a.ok("session.open", ttl=15))
+    s2, sid2 = _sid(a.ok("session.open", ttl=15))
+    s3, sid3 = _sid(a.ok("session.open", ttl=15))
+    name = "ws/pool"
+    p1 = a.ok("sem.acquire", session=s1, name=name, limit=3, permits=2, wait=5)["token"]
+    si = _sem_info(servers, name)
+    eq([(as_map(x)["sid"], as_map(x)["permits"]) for x in si["holders"]], [(sid1, 2)],
+       "SEM.INFO: one acquisition of 2 permits")
+    a.err("sem.acquire", "BUSY", session=s2, name=name, limit=3, permits=2, wait=0)
+    pending = a.send("sem.acquire", session=s2, name=name, limit=3, permits=2, wait=60)
+    wait_until(lambda: (_sem_info(servers, name) or {}).get("waiters") == [sid2], timeout=15,
+               interval=0.05, what="the request for 2 permits queued on the servers")
+    a.err("sem.acquire", "BUSY", session=s3, name=name, limit=3, wait=0)  # no overtaking
+    eq(_sem_info(servers, name).get("wanted"), [2], "SEM.INFO: the waiter wants 2 permits")
+    a.ok("sem.release", session=s1, name=name)
+    p2 = a.ok_of(pending, timeout=60, what=" (the queued request for 2)")["token"]
+    assert p2 > p1, ("the queued request's token is not above the first", p1, p2)
+    p3 = a.ok("sem.acquire", session=s3, name=name, limit=3, wait=5)["token"]
+    si = _sem_info(servers, name)
+    eq(sorted((as_map(x)["sid"], as_map(x)["permits"]) for x in si["holders"]),
+       sorted([(sid2, 2), (sid3, 1)]), "SEM.INFO: 2 + 1 permits of 3")
+    a.err("fence.check", "STALE", name=name, token=p1)
+    a.ok("fence.check", name=name, token=p2)
+    a.ok("fence.check", name=name, token=p3)
+    for x in (s2, s3):
+        a.ok("sem.release", session=x, name=name)
+    for x in (s1, s2, s3):
+        a.ok("session.close", session=x)
+
+
+scenario_weighted_permits_fifo.timeout = 120
+
+
 def discover():
     """The scenarios in file order: [(name, fn)]."""
     return [(n[len("scenario_"):], f) for n, f in globals().items()

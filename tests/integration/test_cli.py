@@ -532,12 +532,14 @@ def test_cli_lock_info_locks_and_sessions(ctx):
     eq(j, {"name": "q/one", "holder": li["holder"], "token": li["token"],
            "held_since_ms": li["held_since_ms"], "lockdelay": bool(li["lockdelay"]),
            "waiters": [b], "mode": "exclusive",
-           "holders": [{"sid": li["holder"], "token": li["token"]}]})
+           "holders": [{"sid": li["holder"], "token": li["token"]}], "value": "",
+           "max_hold_ms": 0, "transitions": 0})
     out = run_ok(ctx, srv, "lock-info", "q/one").out
     assert "holder:     %d" % a in out and "token:      %d" % tok in out and str(b) in out, out
     eq(run_json(ctx, srv, "lock-info", "q/free"),
        {"name": "q/free", "holder": 0, "token": 0, "held_since_ms": 0, "lockdelay": False,
-        "waiters": [], "mode": "none", "holders": []}, "a free lock")
+        "waiters": [], "mode": "none", "holders": [], "value": "", "max_hold_ms": 0,
+        "transitions": 0}, "a free lock")
     locks = run_json(ctx, srv, "locks", "q/")
     eq([(x["name"], x["holder"], x["waiters"]) for x in locks], [("q/one", a, 1), ("q/two", b, 0)])
     eq(len(run_json(ctx, srv, "locks", "q/", "--limit", "1")), 1)

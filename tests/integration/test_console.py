@@ -259,6 +259,39 @@ def test_console_locks_members_events_in_a_browser(ctx):
 test_console_locks_members_events_in_a_browser.timeout = 300
 
 
+def test_console_lock_page_shows_the_history_timeline_after_three_grants(ctx):
+    if not _need_browser("test_console_lock_page_shows_the_history_timeline_after_three_grants"):
+        return
+    from test_history import history, three_grants
+    srv = ctx.srv
+    c = ctx.conn(srv)
+    name = "h/" + XSS  # a name that is HTML: text in the timeline as everywhere
+    (a, b, s3), (t1, t2, t3) = three_grants(ctx, c, name)
+    want = history(c, name)
+    br = Browser(ctx)
+    br.open(srv, "/lock/" + "h%2F" + XSS.replace("<", "%3C").replace(">", "%3E").replace(" ", "%20"))
+    rows = br.until("const r = [...document.querySelectorAll('#history tbody tr')]; "
+                    "return r.length === 3 ? r.map((x) => [x.dataset.token, "
+                    "x.querySelector('.held-for').textContent, "
+                    "x.querySelector('.ended-by').textContent, "
+                    "[...x.querySelectorAll('.waiter')].map((w) => w.dataset.sid)]) : null",
+                    "three grants in the lock page's timeline")
+    eq([r[0] for r in rows], [str(t3), str(t2), str(t1)], "newest first, with tokens")
+    eq([r[1] for r in rows][0], "held")
+    eq([r[2] for r in rows], ["-", "unlock", "unlock"])
+    eq([r[3] for r in rows], [[], [str(s3)], []], "c was queued at b's grant")
+    assert all(r[1] != "held" for r in rows[1:]), rows
+    assert "worker-b" in br.js("return document.querySelector('#history tbody tr[data-token=\"%d\"]')"
+                               ".textContent" % t2)
+    eq(br.js("return document.querySelectorAll('main img').length"), 0, "no <img> from a name")
+    eq(br.js("return document.getElementById('lock-name').textContent"), name)
+    assert want[1]["waiters"][0]["session"] == s3
+    br.check_log("lock page with its history")
+
+
+test_console_lock_page_shows_the_history_timeline_after_three_grants.timeout = 300
+
+
 def test_console_under_acl_shows_only_the_users_locks(ctx):
     if not _need_browser("test_console_under_acl_shows_only_the_users_locks"):
         return

@@ -9,7 +9,7 @@ from helpers import eq, expect_err, expect_int, open_session, wait_queued, wait_
 from resp import Conn
 from test_http import metric
 
-FLAGS = (2, 10000, 0)  # node 1: gives up after 2 steps; node 2: the default; node 3: off
+FLAGS = (4, 10000, 0)  # node 1: stops after 4 steps; node 2: the default; node 3: off
 
 
 def start_with_flags(ctx):
@@ -46,13 +46,14 @@ def test_nodes_with_different_flags_decide_alike_and_follow_the_leader(ctx):
         conns.append(k)
         return k
     try:
-        # node 1 leads: its 2 is the cluster's, on every node
+        # node 1 leads: its 4 is the cluster's, on every node
         leader = make_leader(servers, servers[0])
-        cluster_limit_is(servers, 2)
+        cluster_limit_is(servers, 4)
         c = conn(leader.port)
         wait_until(lambda: info_now(leader).get("log_format") == 2, 15, what="log format 2")
-        # a chain of 3: s1 waits for s2, s2 for s3; s3's wait for l1 would close a cycle of 3,
-        # but a search of 2 steps gives up first: queued on every replica, counted by each
+        # a chain of 3: s1 waits for s2, s2 for s3 (each search: 2 sessions + 1 edge = 3 steps);
+        # s3's wait for l1 would close a cycle of 3 (6 steps), but a search of 4 stops inside
+        # s1's expansion, before the cycle is read: queued on every replica, counted by each
         s1, s2, s3 = open_session(c), open_session(c), open_session(c)
         for sid, name in ((s1, "l1"), (s2, "l2"), (s3, "l3")):
             expect_int(c.call("LOCK", name, sid))

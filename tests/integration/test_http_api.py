@@ -406,3 +406,41 @@ def test_http_api_events_streams_are_capped(ctx):
         s.close()
         return s.status == 200
     wait_until(third, timeout=30, what="the closed stream's place freed")
+
+
+def test_http_api_lock_history_matches_lock_history_and_pages(ctx):
+    from test_history import history, three_grants
+    c = ctx.conn()
+    (_, _, _), (t1, t2, t3) = three_grants(ctx, c, "h/odd <b>")
+    srv = ctx.srv
+    want = history(c, "h/odd <b>")
+    got = get_json(srv, "/v1/locks/" + enc("h/odd <b>") + "/history")
+    eq(got["name"], "h/odd <b>")
+    eq(got["history"], [plain(e) for e in want], "the same fields as LOCK.HISTORY")
+    eq(got["next"], None)
+    page = get_json(srv, "/v1/locks/" + enc("h/odd <b>") + "/history?count=2")
+    eq([e["token"] for e in page["history"]], [t3, t2])
+    eq(page["next"], t2)
+    page = get_json(srv, "/v1/locks/%s/history?count=2&before=%d" % (enc("h/odd <b>"), t2))
+    eq([e["token"] for e in page["history"]], [t1])
+    eq(get(srv, "/v1/locks/h/odd%20%3Cb%3E/history?count=0")[0], 400)
+    eq(get(srv, "/v1/locks/h/odd%20%3Cb%3E/history?bogus=1")[0], 400)
+
+
+def test_http_api_lock_history_410_when_compacted_and_globs(ctx):
+    s = _acl_server(ctx, "--history-per-lock", 1)
+    c = ctx.conn(s)
+    ok(c.call("AUTH", "admin", "adminpw"))
+    sid = open_session(c)
+    t = expect_int(c.call("LOCK", "job-1", sid))
+    ok(c.call("UNLOCK", "job-1", sid))
+    t2 = expect_int(c.call("LOCK", "job-1", sid))
+    expect_int(c.call("LOCK", "secret", sid))
+    got = get_json(s, "/v1/locks/job-1/history", ("app", "apppw"))
+    eq([e["token"] for e in got["history"]], [t2])
+    st, _, body = get(s, "/v1/locks/job-1/history?before=%d" % t2, ("app", "apppw"))
+    eq(st, 410, body)
+    assert body.startswith(b"COMPACTED"), body
+    assert t < t2
+    eq(get(s, "/v1/locks/secret/history", ("app", "apppw"))[0], 404, "outside the globs")
+    eq(get(s, "/v1/locks/secret/history")[0], 401)

@@ -11,7 +11,8 @@ from helpers import (RespError, eq, expect_err, expect_int, expect_nil, expect_o
                      waiters)
 from resp import Conn, _parse, as_map, text
 
-FIELDS = ["name", "holder", "token", "lockdelay", "waiters", "mode", "holders"]
+FIELDS = ["name", "holder", "token", "lockdelay", "waiters", "mode", "holders", "value",
+          "max_hold_ms", "transitions"]
 
 
 def locks(c, prefix, *opts):
@@ -189,19 +190,22 @@ def test_locks_resp2_and_resp3_shapes(ctx):
     t = expect_int(c.call("LOCK", "r", s))
     eq(_raw(c, "LOCKS", "none"), b"*0\r\n", "RESP2 empty array")
     raw2 = _raw(c, "LOCKS", "r")
-    want2 = (b"*1\r\n*14\r\n$4\r\nname\r\n$1\r\nr\r\n$6\r\nholder\r\n:%d\r\n$5\r\ntoken\r\n"
+    want2 = (b"*1\r\n*20\r\n$4\r\nname\r\n$1\r\nr\r\n$6\r\nholder\r\n:%d\r\n$5\r\ntoken\r\n"
              b":%d\r\n$9\r\nlockdelay\r\n:0\r\n$7\r\nwaiters\r\n:0\r\n"
-             b"$4\r\nmode\r\n$9\r\nexclusive\r\n$7\r\nholders\r\n:1\r\n" % (s, t))
-    eq(raw2, want2, "RESP2 LOCKS: an array of flat 14-element arrays")
+             b"$4\r\nmode\r\n$9\r\nexclusive\r\n$7\r\nholders\r\n:1\r\n"
+             b"$5\r\nvalue\r\n$0\r\n\r\n$11\r\nmax_hold_ms\r\n:0\r\n$11\r\ntransitions\r\n:0\r\n"
+             % (s, t))
+    eq(raw2, want2, "RESP2 LOCKS: an array of flat 20-element arrays")
 
     ok(c.call("HELLO", 3))
     eq(_raw(c, "LOCKS", "none"), b"*0\r\n", "RESP3 empty array")
     raw3 = _raw(c, "LOCKS", "r")
-    eq(raw3, b"*1\r\n%7\r\n" + want2[len(b"*1\r\n*14\r\n"):], "RESP3 LOCKS: an array of maps")
+    eq(raw3, b"*1\r\n%10\r\n" + want2[len(b"*1\r\n*20\r\n"):], "RESP3 LOCKS: an array of maps")
     v, end = _parse(raw3, 0)
     eq(end, len(raw3), "one reply")
     eq(v, [{"name": b"r", "holder": s, "token": t, "lockdelay": 0, "waiters": 0,
-            "mode": b"exclusive", "holders": 1}])
+            "mode": b"exclusive", "holders": 1, "value": b"", "max_hold_ms": 0,
+            "transitions": 0}])
     ok(c.call("HELLO", 2))
     eq(_raw(c, "LOCKS", "r"), want2, "back to RESP2")
 

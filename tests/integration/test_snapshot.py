@@ -198,7 +198,8 @@ def _tail(c, srv, sid, before):
         tok = expect_int(c.call("LOCK", name, sid), "LOCK %s" % name)
         before["lock:" + name] = {"holder": sid, "token": tok, "lockdelay": 0, "waiters": [],
                                   "mode": b"exclusive",
-                                  "holders": [[b"sid", sid, b"token", tok]], "waits_for": []}
+                                  "holders": [[b"sid", sid, b"token", tok]], "waits_for": [],
+                                  "value": b"", "max_hold_ms": 0, "transitions": 0}
         before["session:%d" % sid]["locks"] += 1
         before["revision"] = tok
         granted.append(name)

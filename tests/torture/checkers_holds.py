@@ -315,8 +315,8 @@ def check_multilock(history):
     per_name, all_holds = {}, []
     writes_by_name = defaultdict(list)
     for o in ops:
-        if o.f == "write":
-            writes_by_name[o.get("key", prefer="inv")].append(o)
+        if o.f == "write":  # "key" is the key written (ml-reg/<name>), "name" the lock
+            writes_by_name[o.get("name", prefer="inv")].append(o)
     for name in sorted(views):
         grants = ck._check_tokens(views[name], violations, what=f"{name} token")
         holds, dropped = certain_holds(views[name] + ends, violations)

@@ -38,7 +38,8 @@ class ML:
         return self.op(sid, "release", t0, t1, "ok", {"session": sid}, {"session": sid})
 
     def write(self, sid, t0, t1, name, tok, rev, mode="exclusive", typ="ok"):
-        inv = {"session": sid, "mode": mode, "token": tok, "key": name, "value": f"m:{tok}:{t0}"}
+        inv = {"session": sid, "mode": mode, "token": tok, "key": "ml-reg/" + name, "name": name,
+               "value": f"m:{tok}:{t0}"}
         ret = dict(inv, rev=rev) if typ == "ok" else dict(inv, error="stale fencing token")
         return self.op(sid, "write", t0, t1, typ, inv, ret)
 

@@ -385,6 +385,37 @@ def test_watch_lost_put_seen_by_nobody_invalid():
     assert kinds(h.check()) == ["lost-put"], h.check()["violations"]
 
 
+def ml_write(h, key, name, val, rev):
+    """A multilock fenced write (worker_multi.c): "key" the key written, "name" the lock."""
+    for typ in ("invoke", "ok"):
+        e = {"proc": 60, "f": "write", "workload": "multilock", "type": typ, "time": h.tick(),
+             "key": key, "name": name, "session": 9, "mode": "exclusive", "token": 17,
+             "value": val}
+        if typ == "ok":
+            e["rev"] = rev
+        h.events.append(e)
+
+
+def test_watch_checks_multilock_puts_by_the_key_written():
+    """A multilock write names the lock ("name") and the key it wrote ("key", ml-reg/<name>):
+    the watchers' put of ml-reg/ml/c at its revision is that write; one missing is lost.
+    (Its writes once carried the lock as "key", and every one of them was a lost-put.)"""
+    put = ("21-0", {"type": "put", "name": "ml-reg/ml/c", "value": "m:17:1", "mod_rev": "21"})
+    for missing in (False, True):
+        h = WH()
+        ml_write(h, "ml-reg/ml/c", "ml/c", "m:17:1", 21)
+        evs = stream_events() + [put]
+        h.read(1, "0", evs)
+        h.read(2, "0", [e for e in evs if not (missing and e is put)] + [("22-0", put[1])])
+        h.read(3, "0", [e for e in evs if e[1].get("name", "").startswith("r")],
+               stream="fencelock:events:r")             # not its stream: not checked there
+        v = h.check()
+        if missing:
+            assert kinds(v) == ["gap", "lost-put"], v["violations"]
+        else:
+            assert v["valid"] is True and v["stats"]["puts_checked"] == 2, v
+
+
 def test_watch_wrong_resume_and_wrong_stream_invalid():
     h = WH()
     evs = stream_events()

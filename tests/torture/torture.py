@@ -10,9 +10,9 @@ per run and the verdicts of tests/torture/checkers.py.
 Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and watch
 (event-stream watchers; they check the PUTs of the other workloads), sem (semaphore of 3
 permits) and elect (election; ELECT_OBSERVERS observers beside --clients candidates): the
-`all` set; and deadlock (two of three locks in random order: waits that close cycles, judged
-from the event stream) and multilock (LOCK.MULTI over overlapping name sets), not in `all`
-yet: each has had a few clean 60 s runs only.
+deadlock (two of three locks in random order: waits that close cycles, judged from the event
+stream) and multilock (LOCK.MULTI over overlapping name sets): the `all` set (with snapshots,
+all but deadlock, whose judge needs the whole event stream: SNAPSHOT_LEAVES_OUT).
 
 --snapshots is the snapshot-heavy mode (it found the libraft 0.22.1 snapshot bugs): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
@@ -55,10 +55,17 @@ from server import SANITIZER_PATTERNS  # noqa: E402
 
 WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect",
              "deadlock", "multilock")
-# --workloads all (rw, watch, sem, elect: two clean 60 s runs each, 2026-12-05;
-# sem,elect,register: seeds 1201 and 1202). deadlock and multilock run when named
-# (--workloads deadlock,multilock) until they have had the long clean runs the others had.
-DEFAULT_WORKLOADS = tuple(w for w in WORKLOADS if w not in ("deadlock", "multilock"))
+# --workloads all: every workload (rw, watch, sem, elect: two clean 60 s runs each, 2026-12-05;
+# sem,elect,register: seeds 1201 and 1202; deadlock and multilock: 10-minute runs under every
+# nemesis, clean, 2026-12-06).
+DEFAULT_WORKLOADS = WORKLOADS
+# ... but with snapshots (--snapshots, --snapshot-threshold/-trailing) `all` leaves out deadlock:
+# its judge replays the whole event stream of its locks, read from the leader after the run, and
+# a node's event history is in memory, rebuilt at a restart from the log after its newest
+# snapshot (docs/protocol.md "Watch"), so once a node restarted from a snapshot of a few hundred
+# entries leads, the stream's start is gone (-COMPACTED: the verdict "unknown"). Named
+# (--workloads deadlock) it runs anyway.
+SNAPSHOT_LEAVES_OUT = ("deadlock",)
 PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect", "multilock")  # get --pause-ms (GC pauses)
 WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
@@ -491,8 +498,13 @@ def _s(v):
 
 
 def workloads_of(args):
-    """The workloads --workloads names (`all`: DEFAULT_WORKLOADS)."""
-    return DEFAULT_WORKLOADS if args.workloads == "all" else tuple(args.workloads.split(","))
+    """The workloads --workloads names (`all`: DEFAULT_WORKLOADS, but deadlock when snapshots
+    are taken: see SNAPSHOT_LEAVES_OUT)."""
+    if args.workloads != "all":
+        return tuple(args.workloads.split(","))
+    if args.snapshots or args.snapshot_threshold or args.snapshot_trailing:
+        return tuple(w for w in DEFAULT_WORKLOADS if w not in SNAPSHOT_LEAVES_OUT)
+    return DEFAULT_WORKLOADS
 
 
 def stream_entries(reply):

@@ -9,9 +9,10 @@
  *            per name, in that order). fl_lock_multi: an unknown outcome is followed by UNLOCK
  *            of every name, and ends the session.
  *   write    per exclusive name: PUT ml-reg/<name> "m:<token>:<n>" FENCE <name> token with no
- *            session (a naive client that does not check its lease); "key" the lock name,
- *            "token", "mode"; ok "rev", or fail (-STALE). Now and then a shared name's token
- *            tries the same: it must be refused.
+ *            session (a naive client that does not check its lease); "key" the key written
+ *            (ml-reg/<name>: as in every workload's writes, which the watch checker reads as
+ *            PUTs of that key), "name" the lock, "token", "mode"; ok "rev", or fail (-STALE).
+ *            Now and then a shared name's token tries the same: it must be refused.
  *   release  fl_unlock_multi (every name); expire: the session's end (end_lock_session),
  *            complete when linearizable LOCK.INFOs show the session on none of the names.
  * The checker (checkers_holds.check_multilock) judges each name alone: no exclusive hold of a
@@ -104,8 +105,10 @@ static void ml_write(struct worker *w, const char *name, int shared, uint64_t to
     const char *mode = shared ? "shared" : "exclusive";
     struct ev e;
     ev_begin(&e, w, proc, "invoke", "write", now_ns());
-    ev_add(&e, ",\"key\":\"%s\",\"session\":%" PRIu64 ",\"mode\":\"%s\",\"token\":%" PRIu64, name,
-           sid, mode, token);
+    ev_add(&e,
+           ",\"key\":\"%s\",\"name\":\"%s\",\"session\":%" PRIu64
+           ",\"mode\":\"%s\",\"token\":%" PRIu64,
+           key, name, sid, mode, token);
     ev_str(&e, "value", val);
     ev_emit(w, &e);
     w->ops++;
@@ -113,8 +116,10 @@ static void ml_write(struct worker *w, const char *name, int shared, uint64_t to
     fl_err err = fl_put(w->c, NULL, key, val, strlen(val), &fence, &rev);
     const char *type = write_outcome(err, FL_ESTALE);
     ev_begin(&e, w, proc, type, "write", now_ns());
-    ev_add(&e, ",\"key\":\"%s\",\"session\":%" PRIu64 ",\"mode\":\"%s\",\"token\":%" PRIu64, name,
-           sid, mode, token);
+    ev_add(&e,
+           ",\"key\":\"%s\",\"name\":\"%s\",\"session\":%" PRIu64
+           ",\"mode\":\"%s\",\"token\":%" PRIu64,
+           key, name, sid, mode, token);
     ev_str(&e, "value", val);
     if (err == FL_OK)
         ev_add(&e, ",\"rev\":%" PRIu64, rev);

@@ -54,10 +54,13 @@ static void golden_fill(void)
 #define GOLDEN_SID_B 58
 #define GOLDEN_SID_C 59
 #define GOLDEN_SID_D 72
-#define GOLDEN_SID_E 79 /* cooperative revocation's holder */
-#define GOLDEN_SID_F 80 /* and its waiter */
+#define GOLDEN_SID_E 79  /* cooperative revocation's holder */
+#define GOLDEN_SID_F 80  /* and its waiter */
+#define GOLDEN_SID_G 100 /* reentrant sessions' (carol's, max count 3) */
 #define GOLDEN_R1_TOKEN 81
 #define GOLDEN_E1_TOKEN 67
+#define GOLDEN_V1_TOKEN 105 /* alice's grant of V1 (lock metadata) */
+#define GOLDEN_SID_M 106    /* and the session (dave's) that queues behind it */
 
 static const struct fsm_cmd golden_cmds[] = {
     /* sessions 1-4 (revisions 1-4), with empty and maximal fields; a TTL of 0 is refused */
@@ -451,6 +454,122 @@ static const struct fsm_cmd golden_cmds[] = {
      .user = GS("alice"),
      .sem_acquire_w =
          {.name = GS("W"), .sid = GOLDEN_SID_A, .limit = 2, .permits = 1, .wait_ms = 30000}},
+    /* reentrant sessions: a max count of 0 is refused; carol's session (max 3) locks RL three
+       times (the same token; a retried seq does not count), a fourth is refused, one UNLOCK
+       counts down: RL stays held with a count of 2 (the snapshot's section 2) */
+    {.op = FSM_OP_SESSION_OPEN_REENTRANT,
+     .now_ms = 9700,
+     .user = GS("carol"),
+     .session_open_reentrant = {.ttl_ms = 10000, .max_count = 0}},
+    {.op = FSM_OP_SESSION_OPEN_REENTRANT,
+     .user = GS("carol"),
+     .session_open_reentrant =
+         {.ttl_ms = 20000, .lockdelay_ms = 500, .name = GS("rec"), .max_count = 3}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 1,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 2,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 2,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 3,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_LOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 4,
+     .lock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    {.op = FSM_OP_UNLOCK,
+     .user = GS("carol"),
+     .req_sid = GOLDEN_SID_G,
+     .req_seq = 5,
+     .unlock = {.name = GS("RL"), .sid = GOLDEN_SID_G}},
+    /* lock metadata: alice locks V1 with a 200-byte value and a max hold; dave (a new session)
+       queues with a value and NOTIFY; a stale max-hold timer changes nothing, the one of alice's
+       grant releases it as an expiry (transitions 1; dave's value waits with him, or is granted);
+       alice locks V2 with a value and a max hold; a bad flag is refused */
+    {.op = FSM_OP_LOCK_META,
+     .now_ms = 9700,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V1"),
+                   .sid = GOLDEN_SID_A,
+                   .value = {golden_value, GOLDEN_VALUE_LEN},
+                   .maxhold_ms = 30000}},
+    {.op = FSM_OP_SESSION_OPEN,
+     .user = GS("dave"),
+     .session_open = {.ttl_ms = 60000, .name = GS("golf")}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("dave"),
+     .lock_meta = {.name = GS("V1"),
+                   .sid = GOLDEN_SID_M,
+                   .flags = 1,
+                   .value = GS("job=b"),
+                   .wait_ms = 30000}},
+    {.op = FSM_OP_MAXHOLD_END, .maxhold_end = {.name = GS("V1"), .token = 1}},
+    {.op = FSM_OP_MAXHOLD_END, .maxhold_end = {.name = GS("V1"), .token = GOLDEN_V1_TOKEN}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V2"),
+                   .sid = GOLDEN_SID_A,
+                   .value = GS("host=h"),
+                   .maxhold_ms = FSM_MAX_MAXHOLD_MS}},
+    {.op = FSM_OP_LOCK_META,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("V3"), .sid = GOLDEN_SID_A, .flags = 2}},
+    /* latches and barriers: latch K of 2, alice and bob join, alice counts down, another count
+       is refused; barrier Q of 2 fills with alice and bob, alice leaves (bob is still inside);
+       latch D is created and deleted; bob expires before counting down and while inside Q:
+       both break; latch Z of 2 with alice's promise stays (snapshot section 3) */
+    {.op = FSM_OP_LATCH_CREATE,
+     .now_ms = 9700,
+     .user = GS("alice"),
+     .latch_create = {.name = GS("K"), .count = 2}},
+    {.op = FSM_OP_LATCH_JOIN,
+     .user = GS("alice"),
+     .latch_join = {.name = GS("K"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LATCH_JOIN,
+     .user = GS("bob"),
+     .latch_join = {.name = GS("K"), .sid = GOLDEN_SID_B}},
+    {.op = FSM_OP_LATCH_COUNTDOWN,
+     .user = GS("alice"),
+     .latch_countdown = {.name = GS("K"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LATCH_CREATE, .user = GS("alice"), .latch_create = {.name = GS("K"), .count = 3}},
+    {.op = FSM_OP_BARRIER,
+     .user = GS("alice"),
+     .barrier = {.name = GS("Q"), .sid = GOLDEN_SID_A, .count = 2}},
+    {.op = FSM_OP_BARRIER,
+     .user = GS("bob"),
+     .barrier = {.name = GS("Q"), .sid = GOLDEN_SID_B, .count = 2}},
+    {.op = FSM_OP_BARRIER,
+     .user = GS("alice"),
+     .barrier = {.name = GS("Q"), .sid = GOLDEN_SID_A, .leave = 1}},
+    {.op = FSM_OP_LATCH_CREATE, .latch_create = {.name = GS("D"), .count = 1}},
+    {.op = FSM_OP_LATCH_DELETE, .latch_delete = {.name = GS("D")}},
+    {.op = FSM_OP_SESSION_EXPIRE, .now_ms = 9800, .session_expire = {.sid = GOLDEN_SID_B}},
+    {.op = FSM_OP_LATCH_CREATE, .user = GS("alice"), .latch_create = {.name = GS("Z"), .count = 2}},
+    {.op = FSM_OP_LATCH_JOIN,
+     .user = GS("alice"),
+     .latch_join = {.name = GS("Z"), .sid = GOLDEN_SID_A}},
+    /* the lock history (history.c): on, then a grant, a waiter and a hand-over it records */
+    {.op = FSM_OP_HISTORY_LIMITS,
+     .now_ms = 9900,
+     .history_limits = {.per_lock = 4, .max_entries = 100}},
+    {.op = FSM_OP_LOCK, .now_ms = 9901, .lock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_LOCK,
+     .now_ms = 9902,
+     .lock = {.name = GS("H"), .sid = GOLDEN_SID_M, .wait_ms = 30000}},
+    {.op = FSM_OP_UNLOCK, .now_ms = 9950, .unlock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -478,5 +597,17 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the weighted semaphores': golden_snapshot_incr is the state after them,
  * golden_snapshot_wsem (version 7, a weighted semaphore over a lowered limit) after all. */
 #define GOLDEN_N_INCR_CMDS 145
+/* Before reentrant sessions': golden_snapshot_wsem is the state after them,
+ * golden_snapshot_reent (version 8, section 2: a reentrant session and a hold count) after all. */
+#define GOLDEN_N_WSEM_CMDS 153
+/* Before lock metadata's: golden_snapshot_reent is the state after them, golden_snapshot_lockmeta
+ * (version 8, sections 1 and 2) the state after GOLDEN_N_LOCKMETA_CMDS. */
+#define GOLDEN_N_REENT_CMDS 161
+/* Before the latches': golden_snapshot_lockmeta is the state after them, golden_snapshot_latch
+ * (version 8, with sections 1, 2 and 3: latches and barriers) the state after all of them. */
+#define GOLDEN_N_LOCKMETA_CMDS 168
+/* Before the lock history's: golden_snapshot_latch is the state after them,
+ * golden_snapshot_history (version 8, sections 1 to 4) the state after all of them. */
+#define GOLDEN_N_LATCH_CMDS 181
 
 #endif

@@ -127,7 +127,8 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     struct fsm_events ev;
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
-    int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0;
+    int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
+    int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -146,8 +147,17 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
             snap_v7_ok = snapshot_is(f, golden_snapshot_v7, sizeof(golden_snapshot_v7));
         if (i + 1 == GOLDEN_N_INCR_CMDS)
             snap_incr_ok = snapshot_is(f, golden_snapshot_incr, sizeof(golden_snapshot_incr));
+        if (i + 1 == GOLDEN_N_WSEM_CMDS)
+            snap_wsem_ok = snapshot_is(f, golden_snapshot_wsem, sizeof(golden_snapshot_wsem));
+        if (i + 1 == GOLDEN_N_REENT_CMDS)
+            snap_reent_ok = snapshot_is(f, golden_snapshot_reent, sizeof(golden_snapshot_reent));
+        if (i + 1 == GOLDEN_N_LOCKMETA_CMDS)
+            snap_lockmeta_ok =
+                snapshot_is(f, golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta));
+        if (i + 1 == GOLDEN_N_LATCH_CMDS)
+            snap_latch_ok = snapshot_is(f, golden_snapshot_latch, sizeof(golden_snapshot_latch));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_wsem, sizeof(golden_snapshot_wsem));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_history, sizeof(golden_snapshot_history));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -161,6 +171,10 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_v6_ok);
     CHECK(snap_v7_ok);
     CHECK(snap_incr_ok);
+    CHECK(snap_wsem_ok);
+    CHECK(snap_reent_ok);
+    CHECK(snap_lockmeta_ok);
+    CHECK(snap_latch_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -234,6 +248,12 @@ TEST(golden_entries_need_the_log_format_of_their_release)
                  FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)),
                  FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_latch, sizeof(golden_snapshot_latch)),
+                 FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_reent, sizeof(golden_snapshot_reent)),
+                 FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_history, sizeof(golden_snapshot_history)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -261,6 +281,13 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_INCR]);
     CHECK(op_seen[FSM_OP_SEM_ACQUIRE_W]);
     CHECK(op_seen[FSM_OP_SEM_SETLIMIT]);
+    CHECK(op_seen[FSM_OP_SESSION_OPEN_REENTRANT]);
+    CHECK(op_seen[FSM_OP_LOCK_META]);
+    CHECK(op_seen[FSM_OP_MAXHOLD_END]);
+    CHECK(op_seen[FSM_OP_LATCH_CREATE] && op_seen[FSM_OP_LATCH_JOIN]);
+    CHECK(op_seen[FSM_OP_LATCH_COUNTDOWN] && op_seen[FSM_OP_LATCH_DELETE]);
+    CHECK(op_seen[FSM_OP_BARRIER]);
+    CHECK(op_seen[FSM_OP_HISTORY_LIMITS]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -278,6 +305,47 @@ TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
     CHECK(restores_byte_identically(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)));
 }
 
+/* Version 8 with sections 2 and 4: the reentrant session and the lock history of H (A's grant,
+ * ended by UNLOCK with B queued; B's grant, held). */
+TEST(golden_snapshot_history_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_history[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_history, sizeof(golden_snapshot_history)));
+}
+
+/* Version 8 with section 2: a reentrant session (max count 3) holding RL twice. */
+/* Version 8 with lock metadata (a value and a max hold on grants, a waiter's value,
+ * transitions) in tagged section 1 beside section 2. */
+TEST(golden_snapshot_lockmeta_is_version_8_and_restores_byte_identically)
+{
+    CHECK(golden_snapshot_lockmeta[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta)));
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta)),
+                 FSM_FORMAT_2);
+}
+
+TEST(golden_snapshot_reent_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_reent[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_reent, sizeof(golden_snapshot_reent)));
+    struct fsm *f = fsm_new();
+    char err[128];
+    struct fsm_lock_view v;
+    CHECK(f && fsm_restore(f, golden_snapshot_reent, sizeof(golden_snapshot_reent), err,
+                           sizeof(err)) == 0);
+    CHECK(f && fsm_lock_info(f, "RL", 2, &v) && v.reentrant && v.count == 2 &&
+          v.holder_sid == GOLDEN_SID_G);
+    fsm_free(f);
+}
+
+/* Version 8 with sections 2 and 3: a broken latch (bob expired before counting down), a broken
+ * barrier (bob ended inside), and a latch with alice's open promise. */
+TEST(golden_snapshot_latch_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_latch[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_latch, sizeof(golden_snapshot_latch)));
+}
+
 int main(void)
 {
     golden_fill();
@@ -293,6 +361,10 @@ int main(void)
     RUN(golden_snapshot_v7_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_incr_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_wsem_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_reent_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_lockmeta_is_version_8_and_restores_byte_identically);
+    RUN(golden_snapshot_latch_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_history_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

@@ -378,6 +378,17 @@ TEST_F(fsm_fx, a_long_chain_is_searched_without_recursion_and_the_limit_lets_the
     CHECK(strncmp(r.err, "DEADLOCK cycle of 2000: ", 24) == 0);
     CHECK_EQ_U64(strlen(r.err), FSM_ERR_LEN - 1); /* cut ... */
     CHECK(strcmp(r.err + FSM_ERR_LEN - 4, "...") == 0);
+    /* the event names the first 64 hops with whole names, then "... -> victim": bounded */
+    enum { EV_CAP = 8192 };
+    char *ev = malloc(EV_CAP);
+    CHECK(ev != NULL);
+    cycle_of(s[CHAIN - 1], ev, EV_CAP);
+    size_t hops = 0, n = strlen(ev);
+    for (const char *p = ev; (p = strstr(p, "-> ")); p += 3)
+        hops++;
+    bool ends = strstr(ev, " ... -> ") != NULL;
+    free(ev);
+    CHECK(ends && hops == 65 && n < EV_CAP - 1); /* 64 hops, then "... -> victim" */
     /* under a limit the search gives up, the wait is queued and the event says so */
     set_limit(f, 100);
     r = apply_lock(f, "l0", s[CHAIN - 1], 5000);
@@ -432,6 +443,83 @@ TEST_F(fsm_fx, an_election_candidate_that_would_close_a_cycle_is_refused)
     CHECK(invariants_hold(f) && restores_identically(f));
 }
 
+/* The brief's shape: W holds L and waits for M, which V holds; 100 sessions queue for L shared
+ * behind W; V's wait for L closes V -> W -> V. 102 sessions and about 200 edges: well inside
+ * the default limit of 10,000 sessions + edges, however long the shared run before V (a walk
+ * back over the run per shared waiter cost k^2 steps and let the wait in). */
+#define SHARED_RUN 100
+
+TEST_F(fsm_fx, a_cycle_behind_a_long_shared_run_is_found_inside_the_limit)
+{
+    struct fsm *f = fx->f;
+    format_2(f);
+    uint64_t w = open_session(f, 10000, 0), v = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "L", w, 0)) && token_of(apply_lock(f, "M", v, 0)));
+    CHECK_EQ_U64(apply_lock(f, "M", w, 60000).kind, FSM_REPLY_QUEUED);
+    for (int i = 0; i < SHARED_RUN; i++) {
+        uint64_t ri = open_session(f, 10000, 0);
+        CHECK_EQ_U64(lock_shared(f, "L", ri, 60000).kind, FSM_REPLY_QUEUED);
+        CHECK(!has_event(FSM_EV_DEADLOCK_LIMIT, 0));
+    }
+    CHECK(fsm_deadlock_limit(f) == FSM_DEADLOCK_LIMIT_DEFAULT);
+    struct fsm_reply r = apply_lock(f, "L", v, 60000);
+    CHECK(is_deadlock(r));
+    CHECK(!has_event(FSM_EV_DEADLOCK_LIMIT, 0));
+    char want[128];
+    snprintf(want, sizeof(want), "DEADLOCK cycle of 2: %llu -L-> %llu -M-> %llu",
+             (unsigned long long)v, (unsigned long long)w, (unsigned long long)v);
+    CHECK(strcmp(r.err, want) == 0);
+    CHECK_EQ_U64(waiters_of(f, "L"), SHARED_RUN); /* V was not queued */
+    char wf[128], one[32];
+    snprintf(one, sizeof(one), "%llu,", (unsigned long long)v);
+    CHECK(strcmp(waits_for(f, "M", w, wf), one) == 0); /* W waits for V only */
+    CHECK(invariants_hold(f) && restores_identically(f));
+}
+
+/* Over the limit the search stops expanding; the sessions not expanded count as free. A victim
+ * still stuck then is in a real cycle of expanded sessions: refused (never a false refusal);
+ * one that is free in that picture is queued with the LIMIT event. Both answers are the same
+ * on a twin that applies the same log. */
+TEST_F(fsm_fx, a_search_over_its_limit_still_refuses_a_cycle_it_read_and_never_a_false_one)
+{
+    struct fsm *f = fx->f, *g = fx->g;
+    struct fsm_reply r;
+    struct fsm_cmd fmt = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
+    CHECK(apply_both(f, g, &fmt, &r) == 0);
+    uint64_t s[12]; /* s[0] = W holds L, waits for M; s[1] = V holds M; s[2..11] read-wait L */
+    for (int i = 0; i < 12; i++) {
+        struct fsm_cmd open = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 100000}};
+        CHECK(apply_both(f, g, &open, &r) == 0);
+        s[i] = r.value;
+    }
+    uint64_t w = s[0], v = s[1];
+    CHECK(lock_both(f, g, "L", w, 0, &r) == 0 && r.kind == FSM_REPLY_INT);
+    CHECK(lock_both(f, g, "M", v, 0, &r) == 0 && r.kind == FSM_REPLY_INT);
+    CHECK(lock_both(f, g, "M", w, 60000, &r) == 0 && r.kind == FSM_REPLY_QUEUED);
+    for (int i = 2; i < 12; i++) {
+        struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
+                            .lock_shared = {.name = S("L"), .sid = s[i], .wait_ms = 60000}};
+        CHECK(apply_both(f, g, &c, &r) == 0 && r.kind == FSM_REPLY_QUEUED);
+    }
+    /* V's search: V (1) + its 11 edges and 11 sessions = 23; W's edge to V = 24; each reader's
+     * edge to W one more. A limit of 26 stops at the third reader: W is expanded, the cycle
+     * V -> W -> V is read, readers 3.. count as free, V is stuck: refused, no LIMIT event
+     * needed to say so (the answer stands whatever the unread part holds). */
+    struct fsm_cmd lim = {.op = FSM_OP_DEADLOCK_LIMIT, .deadlock_limit = {.limit = 26}};
+    CHECK(apply_both(f, g, &lim, &r) == 0 && r.kind == FSM_REPLY_OK);
+    CHECK(lock_both(f, g, "L", v, 60000, &r) == 0 && is_deadlock(r));
+    CHECK(!has_event(FSM_EV_DEADLOCK_LIMIT, 0));
+    /* A limit that stops inside V's own expansion: V keeps no request, so it is free: queued,
+     * and the LIMIT event says the search stopped. */
+    lim.deadlock_limit.limit = 10;
+    CHECK(apply_both(f, g, &lim, &r) == 0 && r.kind == FSM_REPLY_OK);
+    CHECK(lock_both(f, g, "L", v, 60000, &r) == 0 && r.kind == FSM_REPLY_QUEUED);
+    CHECK(has_event(FSM_EV_DEADLOCK_LIMIT, v) && !has_event(FSM_EV_DEADLOCK, 0));
+    snapshot_into(f, &fx->scratch[0]);
+    CHECK(snapshot_equals(g, &fx->scratch[0]));
+    CHECK(invariants_hold(f) && invariants_hold(g));
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, a_two_session_cycle_is_refused_naming_it_and_the_other_wait_completes_later);
@@ -443,6 +531,8 @@ int main(void)
     RUN_F(fsm_fx, a_full_semaphore_is_a_cycle_only_when_every_permit_holder_is_in_it);
     RUN_F(fsm_fx, a_long_chain_is_searched_without_recursion_and_the_limit_lets_the_wait_queue);
     RUN_F(fsm_fx, restore_keeps_the_limit_and_a_refused_retry_answers_the_same);
+    RUN_F(fsm_fx, a_cycle_behind_a_long_shared_run_is_found_inside_the_limit);
+    RUN_F(fsm_fx, a_search_over_its_limit_still_refuses_a_cycle_it_read_and_never_a_false_one);
     RUN_F(fsm_fx, two_fsms_with_different_flags_apply_one_log_and_answer_alike);
     RUN_F(fsm_fx, the_limit_entry_is_checked_and_its_repeat_changes_nothing);
     RUN_F(fsm_fx, an_election_candidate_that_would_close_a_cycle_is_refused);

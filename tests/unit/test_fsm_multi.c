@@ -335,6 +335,43 @@ TEST_F(fsm_fx, a_retry_after_queued_answers_the_first_token_once_granted)
     CHECK(invariants_hold(f));
 }
 
+static bool outcome_gone(struct fsm_reply r)
+{
+    return r.kind == FSM_REPLY_ERR && strstr(r.err, "outcome of this LOCK.MULTI is gone");
+}
+
+/* A retry's truth walks every name, not the first alone: the multi-request's wait ended and a
+ * single LOCK of the same session now waits on its first name: not QUEUED (the single LOCK's
+ * grant would answer the retry with tokens for names it never got); granted, then one name
+ * released: not NIL while the other stays held; a different multi-request of the session over
+ * the first name is not this one either. Each such retry is an ERR saying the outcome is gone. */
+TEST_F(fsm_fx, a_retry_answers_for_every_name_and_an_outcome_that_is_gone_is_an_error)
+{
+    struct fsm *f = fx->f;
+    uint64_t o = open_session(f, 10000, 0), m = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "a", o, 0)));
+    CHECK(apply_multi_req(f, m, WAIT, "a b", 1).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_cancel_wait(f, "a", m).kind == FSM_REPLY_NIL); /* the timer: both names */
+    CHECK_EQ_U64(waiters_of(f, "b"), 0);
+    CHECK(apply_lock(f, "a", m, WAIT).kind == FSM_REPLY_QUEUED); /* another thread, a alone */
+    uint64_t rev = fsm_revision(f);
+    CHECK(outcome_gone(apply_multi_req(f, m, WAIT, "a b", 1)));
+    CHECK_EQ_U64(fsm_revision(f), rev); /* a replay: nothing changes */
+    CHECK(apply_cancel_wait(f, "a", m).kind == FSM_REPLY_NIL);
+    /* another multi-request over a (with c, not b) is not the retried one */
+    CHECK(apply_multi_req(f, m, WAIT, "a c", 2).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_multi_req(f, m, WAIT, "a c", 2).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_cancel_wait(f, "a", m).kind == FSM_REPLY_NIL);
+    /* granted from the queue, then a released: b alone is no answer to the request */
+    CHECK(apply_multi_req(f, m, WAIT, "a b", 3).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_unlock(f, "a", o).kind == FSM_REPLY_OK);
+    uint64_t first = token_of(apply_multi_req(f, m, WAIT, "a b", 3));
+    CHECK(first && holder_of(f, "a") == m && holder_of(f, "b") == m);
+    CHECK(apply_unlock(f, "a", m).kind == FSM_REPLY_OK);
+    CHECK(outcome_gone(apply_multi_req(f, m, WAIT, "a b", 3)));
+    CHECK(invariants_hold(f) && restores_identically(f));
+}
+
 /* A waiting multi-request survives a snapshot: the restored state is the same bytes, and it is
  * granted there exactly as in the original. */
 TEST_F(fsm_fx, a_snapshot_keeps_a_waiting_multi_request_and_it_is_granted_the_same_after)
@@ -629,5 +666,6 @@ int main(void)
     RUN_F(fsm_fx, a_single_lock_closing_a_cycle_through_a_queued_multi_request_is_refused);
     RUN_F(fsm_fx, readers_in_a_multi_request_are_no_cycle_but_a_reader_it_blocks_can_be);
     RUN_F(fsm_fx, a_three_party_cycle_closed_by_one_name_of_a_multi_request_is_refused);
+    RUN_F(fsm_fx, a_retry_answers_for_every_name_and_an_outcome_that_is_gone_is_an_error);
     TEST_MAIN_END();
 }

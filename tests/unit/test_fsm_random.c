@@ -18,6 +18,16 @@
  * Cooperative revocation is in the mix: LOCK_NOTIFY (a LOCK whose WAIT_NOTIFY must go to the
  * holder it queued behind), LOCK_REVOKE (deadline in wait_ms) and REVOKE_END (the
  * grant in token), the model holding each lock's pending revoke (its grant and deadline).
+ * Lock metadata too: LOCK_META (a LOCK, or with flags bit 0 a LOCK_NOTIFY, whose grant carries
+ * a value from a small pool and a max hold, kept by its waiter until granted; bad flags or an
+ * over-long max hold: ERR) and MAXHOLD_END (releases only a grant with a max hold, as an
+ * expiry); the model holds each grant's and waiter's value and max hold and each record's
+ * transitions (ended grants; 0 again once the record is dropped), checks every GRANTED event's
+ * value and compares all of it with fsm_lock_info.
+ *
+ * Reentrant sessions (SESSION_OPEN_REENTRANT, small max counts) are in the mix too: the model
+ * keeps each lock's hold count, predicts a counted LOCK (the same token, one revision, no event)
+ * or its refusal at the max count, and lets only the last hold's UNLOCK release.
  *
  * Odd seeds run at log format 2, where deadlock detection is on (src/fsm/waitgraph.h): the
  * model computes the wait-for graph on its own (a waiter waits for the holder and for every
@@ -28,6 +38,12 @@
  * its first edge the new request on the event's lock.
  * DEADLOCK_LIMIT entries (0, the default, or over the maximum: ERR) turn detection off and on
  * again for every replica alike (a revision only when it changes; 0 is kept in snapshot v7).
+ *
+ * The lock history (src/fsm/history.c) is on, with small limits (3 per lock, 6 in all) so that
+ * it evicts all the time: every GRANTED event must be the newest kept grant of its lock with
+ * that session (or already dropped: its token at most the compacted one), every RELEASED event
+ * must have ended its grant's entry at this entry's revision, and the history takes part in the
+ * snapshot and twin comparisons above (byte for byte, every replica the same).
  *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
@@ -85,11 +101,13 @@ struct mcmd {
     uint64_t fence_token;
     bool has_ifrev;
     uint64_t ifrev;
-    uint64_t token;        /* REVOKE_END: the grant */
-    struct fsm_str reason; /* LOCK_REVOKE */
-    uint8_t mset;          /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
-    uint64_t by;           /* INCR: its step, an int64_t in two's complement */
-    bool mbad;             /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
+    uint64_t token;           /* REVOKE_END: the grant */
+    struct fsm_str reason;    /* LOCK_REVOKE */
+    uint8_t mset;             /* LOCK_MULTI: its names, a bit per LOCKN index (exclusive only) */
+    uint64_t by;              /* INCR: its step, an int64_t in two's complement */
+    bool mbad;                /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
+    uint64_t maxhold, mflags; /* LOCK_META (value in `value`) */
+    uint64_t max_count;       /* SESSION_OPEN_REENTRANT */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -109,6 +127,8 @@ static void cond_to_model(const struct fsm_kv_cond *c, struct mcmd *m)
 
 static struct fsm_names multi_names(uint8_t mset);
 static int lock_idx(struct fsm_str n);
+static int latch_idx(struct fsm_str n);
+static void gen_latch_op(struct mcmd *c);
 
 static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
 {
@@ -120,6 +140,10 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     switch (m->op) {
     case FSM_OP_SESSION_OPEN:
         c->session_open = (struct fsm_cmd_session_open){m->ttl_ms, m->lockdelay_ms, m->name};
+        break;
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        c->session_open_reentrant =
+            (struct fsm_cmd_session_open_r){m->ttl_ms, m->lockdelay_ms, m->name, m->max_count};
         break;
     case FSM_OP_SESSION_CLOSE:
         c->session_close.sid = m->sid;
@@ -175,6 +199,26 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
     case FSM_OP_LOCK_MULTI:
         c->lock_multi = (struct fsm_cmd_lock_multi){m->sid, multi_names(m->mset), m->wait_ms};
         break;
+    case FSM_OP_LOCK_META:
+        c->lock_meta = (struct fsm_cmd_lock_meta){m->name,  m->sid,     m->mflags,
+                                                  m->value, m->maxhold, m->wait_ms};
+        break;
+    case FSM_OP_MAXHOLD_END:
+        c->maxhold_end = (struct fsm_cmd_maxhold_end){m->name, m->token};
+        break;
+    case FSM_OP_LATCH_CREATE: /* count in token; a barrier's leave flag in by */
+        c->latch_create = (struct fsm_cmd_latch_create){m->name, m->token};
+        break;
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN: /* the same payload */
+        c->latch_join = (struct fsm_cmd_latch_ref){m->name, m->sid};
+        break;
+    case FSM_OP_LATCH_DELETE:
+        c->latch_delete = (struct fsm_cmd_latch_delete){m->name};
+        break;
+    case FSM_OP_BARRIER:
+        c->barrier = (struct fsm_cmd_barrier){m->name, m->sid, m->token, m->by};
+        break;
     }
 }
 
@@ -196,6 +240,12 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->ttl_ms = c->session_open.ttl_ms;
         m->lockdelay_ms = c->session_open.lockdelay_ms;
         m->name = c->session_open.name;
+        break;
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        m->ttl_ms = c->session_open_reentrant.ttl_ms;
+        m->lockdelay_ms = c->session_open_reentrant.lockdelay_ms;
+        m->name = c->session_open_reentrant.name;
+        m->max_count = c->session_open_reentrant.max_count;
         break;
     case FSM_OP_SESSION_CLOSE:
         m->sid = c->session_close.sid;
@@ -261,6 +311,18 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
     case FSM_OP_DEADLOCK_LIMIT:
         m->token = c->deadlock_limit.limit;
         break;
+    case FSM_OP_LOCK_META:
+        m->name = c->lock_meta.name;
+        m->sid = c->lock_meta.sid;
+        m->mflags = c->lock_meta.flags;
+        m->value = c->lock_meta.value;
+        m->maxhold = c->lock_meta.maxhold_ms;
+        m->wait_ms = c->lock_meta.wait_ms;
+        break;
+    case FSM_OP_MAXHOLD_END:
+        m->name = c->maxhold_end.name;
+        m->token = c->maxhold_end.token;
+        break;
     case FSM_OP_LOCK_MULTI: {
         struct fsm_names_it it;
         struct fsm_str nm;
@@ -276,6 +338,24 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         }
         break;
     }
+    case FSM_OP_LATCH_CREATE:
+        m->name = c->latch_create.name;
+        m->token = c->latch_create.count;
+        break;
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+        m->name = c->latch_join.name;
+        m->sid = c->latch_join.sid;
+        break;
+    case FSM_OP_LATCH_DELETE:
+        m->name = c->latch_delete.name;
+        break;
+    case FSM_OP_BARRIER:
+        m->name = c->barrier.name;
+        m->sid = c->barrier.sid;
+        m->token = c->barrier.count;
+        m->by = c->barrier.leave;
+        break;
     }
 }
 
@@ -299,6 +379,14 @@ struct mlock {
     uint64_t qrev[MAXQ]; /* each waiter's enqueue revision: a LOCK_MULTI's waiters share one */
     uint8_t qset[MAXQ];  /* the locks its request waits for (a LOCK: this one) */
     int qn;
+    /* lock metadata: the grant's value (an LVAL index, 0 = none) and max hold, each waiter's,
+     * and the record's transitions */
+    int hv;
+    uint64_t mh, trans;
+    bool lm_on; /* a LOCK_META reached the record: it counts transitions */
+    int qhv[MAXQ];
+    uint64_t qmh[MAXQ];
+    uint64_t count; /* the holder's holds (a reentrant holder's LOCKs count up); 0 if none */
 };
 
 struct mkey {
@@ -310,6 +398,7 @@ struct mkey {
 
 struct msess {
     uint64_t sid, lockdelay, hi_seq;
+    uint64_t max_count; /* a reentrant session's (SESSION_OPEN_REENTRANT); 0: not reentrant */
     bool alive;
     struct fsm_reply cached;
 };
@@ -332,6 +421,15 @@ struct model {
 };
 
 static const struct fsm_str LOCKN[NLOCKS] = {{"a", 1}, {"b", 1}, {"lock/c", 6}, {"\0\xff", 2}};
+#define NLVAL 4
+static const struct fsm_str LVAL[NLVAL] = {{"", 0}, {"h1", 2}, {"job=7 host=x", 12}, {"\0v", 2}};
+static int lval_idx(struct fsm_str v)
+{
+    for (int i = 0; i < NLVAL; i++)
+        if (v.len == LVAL[i].len && (!v.len || !memcmp(v.p, LVAL[i].p, v.len)))
+            return i;
+    return -1;
+}
 static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
 
 /* The pool's lock names in byte order (what a LOCK_MULTI entry must carry). */
@@ -360,8 +458,9 @@ static struct fsm_names multi_names(uint8_t mset)
 static struct model M;
 static uint64_t n_ev[32], n_replay, n_bad, n_err;         /* coverage of one run */
 static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table coverage */
-static bool g_detect;             /* this seed runs at format 2: deadlock detection on */
-static uint64_t n_dl, n_dl_multi; /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
+static bool g_detect;                      /* this seed runs at format 2: deadlock detection on */
+static uint64_t n_dl, n_dl_multi;          /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
+static uint64_t n_reup, n_redown, n_retot; /* hold counts up and down (and over all seeds) */
 
 #define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
 #define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
@@ -424,6 +523,8 @@ static void qdel(struct mlock *l, int i)
     memmove(&l->q[i], &l->q[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->q[0]));
     memmove(&l->qrev[i], &l->qrev[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qrev[0]));
     memmove(&l->qset[i], &l->qset[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qset[0]));
+    memmove(&l->qhv[i], &l->qhv[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qhv[0]));
+    memmove(&l->qmh[i], &l->qmh[i + 1], (size_t)(l->qn - i - 1) * sizeof(l->qmh[0]));
     l->qn--;
 }
 
@@ -508,6 +609,22 @@ static void gen_lock_op(struct mcmd *c, int r)
     if (r < 45) {
         c->op = chance(20) ? FSM_OP_LOCK_NOTIFY : FSM_OP_LOCK;
         c->wait_ms = chance(70) ? 1 + below(5000) : 0;
+        if (chance(30)) { /* with a value and a max hold, now and then a bad one */
+            c->op = FSM_OP_LOCK_META;
+            c->value = LVAL[below(NLVAL)];
+            c->maxhold = chance(50) ? 1 + below(5000) : 0;
+            c->mflags = chance(20) ? 1 : 0;
+            if (chance(3))
+                c->mflags = 2 + below(3);
+            if (chance(3))
+                c->maxhold = FSM_MAX_MAXHOLD_MS + 1 + below(2);
+        }
+    } else if (r < 76 && r >= 73) {
+        c->op = FSM_OP_MAXHOLD_END;
+        c->sid = 0;
+        c->token = M.locks[l].mh && chance(70) ? M.locks[l].token : below(M.last_token + 2);
+        if (M.locks[l].holder && chance(30)) /* its holder again: a reentrant one counts */
+            c->sid = M.locks[l].holder;
     } else if (r < 60) {
         c->op = FSM_OP_UNLOCK;
         if (M.locks[l].holder && chance(70))
@@ -593,14 +710,21 @@ static void gen_cmd(struct mcmd *c)
     }
     if (r < 10 && n_alive() < MAX_ALIVE) {
         c->op = FSM_OP_SESSION_OPEN;
+        if (chance(40)) { /* reentrant: small max counts (0 is refused) that LOCKs reach */
+            static const uint64_t maxes[] = {0, 1, 2, 3, 6, FSM_MAX_HOLD_COUNT + 1ull};
+            c->op = FSM_OP_SESSION_OPEN_REENTRANT;
+            c->max_count = maxes[below(chance(95) ? 5 : 6)];
+        }
         c->ttl_ms = chance(3) ? 0 : 1 + below(10000);
         c->lockdelay_ms = chance(50) ? 0 : 1 + below(500);
         c->name = chance(50) ? (struct fsm_str){"worker", 6} : (struct fsm_str){"", 0};
     } else if (r < 14) {
         c->op = end_op();
         c->sid = pick_sid();
-    } else if (r < 84) {
+    } else if (r < 80) {
         gen_lock_op(c, (int)below(90));
+    } else if (r < 84) {
+        gen_latch_op(c);
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
@@ -654,7 +778,10 @@ static bool usable(const struct buf *b)
     case FSM_OP_LOCKDELAY_END:
     case FSM_OP_LOCK_REVOKE:
     case FSM_OP_REVOKE_END:
+    case FSM_OP_MAXHOLD_END:
         return lock_idx(c.name) >= 0;
+    case FSM_OP_LOCK_META:
+        return lock_idx(c.name) >= 0 && lval_idx(c.value) >= 0;
     case FSM_OP_LOCK_MULTI:
         return !c.mbad;
     case FSM_OP_DEADLOCK_LIMIT: /* a mutated limit the search could reach is not modelled */
@@ -664,8 +791,25 @@ static bool usable(const struct buf *b)
     case FSM_OP_DEL:
     case FSM_OP_INCR:
         return key_idx(c.key) >= 0;
-    default:
+    case FSM_OP_LATCH_CREATE:
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+    case FSM_OP_LATCH_DELETE:
+    case FSM_OP_BARRIER:
+        return latch_idx(c.name) >= 0;
+    case FSM_OP_NOOP:
+    case FSM_OP_SESSION_OPEN:
+    case FSM_OP_SESSION_CLOSE:
+    case FSM_OP_SESSION_EXPIRE:
+    case FSM_OP_SESSION_REVOKE:
+    case FSM_OP_SESSION_CHECKPOINT:
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+    case FSM_OP_MEMBER_SET:
+    case FSM_OP_MEMBER_DEL:
         return true;
+    default: /* an op the model does not know (a garbage entry that decodes to CLUSTER_FORMAT,
+                a semaphore's, an election's ...): its prediction would be a lock's */
+        return false;
     }
 }
 
@@ -852,6 +996,12 @@ static struct expect predict_lock(const struct mcmd *c)
     if (c->op == FSM_OP_REVOKE_END) /* only the revoked grant, only with a deadline */
         return ex(FSM_REPLY_OK,
                   l->holder && l->token == c->token && l->rv_token == c->token && l->rv_ms);
+    if (c->op == FSM_OP_MAXHOLD_END) /* only that grant, only with a max hold */
+        return ex(FSM_REPLY_OK, l->holder && l->token == c->token && l->mh);
+    if (c->op == FSM_OP_LOCK_META && c->mflags > 1)
+        return ex_err("ERR unknown lock flags");
+    if (c->op == FSM_OP_LOCK_META && c->maxhold > FSM_MAX_MAXHOLD_MS)
+        return ex_err("ERR max hold");
     if (!alive(c->sid))
         return ex_err("NOSESSION");
     bool held = l->holder == c->sid, queued = qpos(l, c->sid) >= 0;
@@ -859,6 +1009,12 @@ static struct expect predict_lock(const struct mcmd *c)
     switch (c->op) {
     case FSM_OP_LOCK:
     case FSM_OP_LOCK_NOTIFY:
+    case FSM_OP_LOCK_META:
+        if (held && msess(c->sid)->max_count) { /* a reentrant holder: counted, to its limit */
+            struct expect e = ex_int(l->token);
+            e.changes = true;
+            return l->count < msess(c->sid)->max_count ? e : ex_err("ERR session ");
+        }
         if (held)
             return ex_int(l->token);
         if (queued)
@@ -972,6 +1128,302 @@ static int multi_first(uint8_t mset)
     return 0;
 }
 
+/* ---- latches and barriers: a model of docs/protocol.md "Latches and barriers" ----
+ * Two names; each either absent, a latch or a barrier. The participants in sid order. The
+ * model applies a step from the rules and lists the latch events it must produce; a session
+ * end removes its participations and breaks (in name order) what it still owed. */
+
+#define NLATCH 2
+#define LPARTS 64 /* participants of one record at most (alive sessions: MAX_ALIVE) */
+static const struct fsm_str LATCHN[NLATCH] = {{"LA", 2}, {"LB", 2}};
+
+struct mlatch {
+    bool exists, barrier;
+    int state; /* enum fsm_latch_state */
+    uint64_t count, remaining, broken;
+    int np;
+    uint64_t sid[LPARTS];
+    bool done[LPARTS];
+};
+static struct mlatch ML[NLATCH];
+
+struct lev { /* an expected latch event */
+    uint8_t type;
+    uint64_t sid, ms;
+    int li;
+};
+
+static int latch_idx(struct fsm_str n)
+{
+    for (int i = 0; i < NLATCH; i++)
+        if (n.len == LATCHN[i].len && !memcmp(n.p, LATCHN[i].p, n.len))
+            return i;
+    return -1;
+}
+
+static void gen_latch_op(struct mcmd *c)
+{
+    c->name = LATCHN[below(NLATCH)];
+    c->sid = pick_sid();
+    int o = (int)below(100);
+    if (o < 15) {
+        c->op = FSM_OP_LATCH_CREATE;
+        c->token = chance(5) ? 0 : 1 + below(3);
+    } else if (o < 35) {
+        c->op = FSM_OP_LATCH_JOIN;
+    } else if (o < 60) {
+        c->op = FSM_OP_LATCH_COUNTDOWN;
+    } else if (o < 65) {
+        c->op = FSM_OP_LATCH_DELETE;
+    } else {
+        c->op = FSM_OP_BARRIER;
+        c->by = chance(40);
+        c->token = c->by ? 0 : chance(3) ? 0 : 1 + below(3);
+    }
+}
+
+static int lpart(const struct mlatch *l, uint64_t sid)
+{
+    for (int i = 0; i < l->np; i++)
+        if (l->sid[i] == sid)
+            return i;
+    return -1;
+}
+
+static int lopen(const struct mlatch *l)
+{
+    int n = 0;
+    for (int i = 0; i < l->np; i++)
+        n += !l->done[i];
+    return n;
+}
+
+static void lpart_add(struct mlatch *l, uint64_t sid)
+{
+    int i = l->np++;
+    while (i > 0 && l->sid[i - 1] > sid) {
+        l->sid[i] = l->sid[i - 1];
+        l->done[i] = l->done[i - 1];
+        i--;
+    }
+    l->sid[i] = sid;
+    l->done[i] = false;
+}
+
+static void lpart_del(struct mlatch *l, int i)
+{
+    for (; i + 1 < l->np; i++) {
+        l->sid[i] = l->sid[i + 1];
+        l->done[i] = l->done[i + 1];
+    }
+    l->np--;
+}
+
+/* One latch op on model record *l (changed in place): the reply, the events in *evs. */
+static struct expect latch_rule(const struct mcmd *c, struct mlatch *l, struct lev *evs, int *nev)
+{
+    uint64_t count = c->token;
+    bool count_ok = count >= 1 && count <= FSM_MAX_LATCH_COUNT;
+    int li = latch_idx(c->name), p;
+    struct expect e;
+    *nev = 0;
+    switch (c->op) {
+    case FSM_OP_LATCH_CREATE:
+        if (!count_ok)
+            return ex_err("ERR");
+        if (l->exists)
+            return l->barrier                     ? ex_err("WRONGTYPE")
+                   : l->state == FSM_LATCH_BROKEN ? ex_err("BROKEN")
+                   : l->count != count            ? ex_err("ERR")
+                                                  : ex(FSM_REPLY_OK, false);
+        *l = (struct mlatch){.exists = true, .count = count, .remaining = count};
+        return ex(FSM_REPLY_OK, true);
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+        if (!alive(c->sid))
+            return ex_err("NOSESSION");
+        if (!l->exists)
+            return ex_err("ERR");
+        if (l->barrier)
+            return ex_err("WRONGTYPE");
+        if (l->state == FSM_LATCH_BROKEN)
+            return ex_err("BROKEN");
+        p = lpart(l, c->sid);
+        if (c->op == FSM_OP_LATCH_JOIN) {
+            if (p >= 0)
+                return ex(FSM_REPLY_OK, false);
+            if ((uint64_t)lopen(l) >= l->remaining || l->np >= LPARTS)
+                return ex_err("ERR");
+            lpart_add(l, c->sid);
+            return ex(FSM_REPLY_OK, true);
+        }
+        if (l->remaining == 0 || (p >= 0 && l->done[p]))
+            return ex_int(l->remaining);
+        if (p < 0 && l->remaining <= (uint64_t)lopen(l))
+            return ex_err("ERR");
+        if (p >= 0)
+            l->done[p] = true;
+        if (--l->remaining == 0) {
+            l->state = FSM_LATCH_ZERO;
+            evs[(*nev)++] = (struct lev){FSM_EV_LATCH_ZERO, c->sid, l->count, li};
+        }
+        e = ex_int(l->remaining);
+        e.changes = true;
+        return e;
+    case FSM_OP_LATCH_DELETE:
+        if (!l->exists)
+            return ex_int(0);
+        evs[(*nev)++] = (struct lev){FSM_EV_LATCH_DELETED, 0, l->barrier, li};
+        *l = (struct mlatch){.exists = false};
+        e = ex_int(1);
+        e.changes = true;
+        return e;
+    default: /* BARRIER */
+        break;
+    }
+    if (c->by > 1 || (c->by && count))
+        return ex_err("ERR");
+    if (!alive(c->sid))
+        return ex_err("NOSESSION");
+    if (!c->by) { /* enter */
+        if (!count_ok)
+            return ex_err("ERR");
+        if (l->exists && !l->barrier)
+            return ex_err("WRONGTYPE");
+        if (l->exists && l->state == FSM_LATCH_BROKEN)
+            return ex_err("BROKEN");
+        if (l->exists && l->count != count)
+            return ex_err("ERR");
+        p = l->exists ? lpart(l, c->sid) : -1;
+        if (l->exists && l->state == FSM_LATCH_ZERO)
+            return p >= 0 ? ex(FSM_REPLY_OK, false) : ex_err("ERR");
+        if (p >= 0)
+            return ex_int(l->count - (uint64_t)l->np);
+        if (!l->exists)
+            *l = (struct mlatch){.exists = true, .barrier = true, .count = count};
+        if (l->np >= LPARTS)
+            return ex_err("ERR"); /* not reached: sessions are fewer */
+        lpart_add(l, c->sid);
+        if ((uint64_t)l->np < l->count) {
+            e = ex_int(l->count - (uint64_t)l->np);
+            e.changes = true;
+            return e;
+        }
+        l->state = FSM_LATCH_ZERO;
+        evs[(*nev)++] = (struct lev){FSM_EV_BARRIER_FULL, c->sid, l->count, li};
+        return ex(FSM_REPLY_OK, true);
+    }
+    if (!l->exists) /* leave */
+        return ex(FSM_REPLY_OK, false);
+    if (!l->barrier)
+        return ex_err("WRONGTYPE");
+    if (l->state == FSM_LATCH_BROKEN)
+        return ex_err("BROKEN");
+    p = lpart(l, c->sid);
+    if (p < 0)
+        return l->state == FSM_LATCH_ZERO ? ex_int((uint64_t)l->np) : ex(FSM_REPLY_OK, false);
+    lpart_del(l, p);
+    if (l->np) {
+        e = l->state == FSM_LATCH_ZERO ? ex_int((uint64_t)l->np) : ex(FSM_REPLY_OK, true);
+        e.changes = true;
+        return e;
+    }
+    if (l->state == FSM_LATCH_ZERO)
+        evs[(*nev)++] = (struct lev){FSM_EV_BARRIER_DONE, c->sid, 0, li};
+    evs[(*nev)++] = (struct lev){FSM_EV_LATCH_DELETED, 0, 1, li};
+    *l = (struct mlatch){.exists = false};
+    return ex(FSM_REPLY_OK, true);
+}
+
+static struct expect predict_latch(const struct mcmd *c)
+{
+    struct mlatch copy = ML[latch_idx(c->name)];
+    struct lev evs[4];
+    int nev;
+    return latch_rule(c, &copy, evs, &nev);
+}
+
+/* After an applied entry: the model's step (a latch op, or a session's end) and its events
+ * against the FSM's latch events, in order. */
+static int model_latch(const struct mcmd *c, const struct fsm_reply *r, const struct fsm_events *ev)
+{
+    struct lev want[2 * NLATCH + 2];
+    int nw = 0;
+    bool ends = c->op == FSM_OP_SESSION_CLOSE || c->op == FSM_OP_SESSION_EXPIRE ||
+                c->op == FSM_OP_SESSION_REVOKE;
+    if (ends && r->kind == FSM_REPLY_OK) {
+        for (int i = 0; i < NLATCH; i++) { /* LA < LB: name order */
+            struct mlatch *l = &ML[i];
+            int p = l->exists ? lpart(l, c->sid) : -1;
+            if (p < 0)
+                continue;
+            bool breaks = l->state != FSM_LATCH_BROKEN && (l->barrier || !l->done[p]);
+            lpart_del(l, p);
+            if (breaks) {
+                l->state = FSM_LATCH_BROKEN;
+                l->broken = c->sid;
+                want[nw++] = (struct lev){l->barrier ? FSM_EV_BARRIER_BROKEN : FSM_EV_LATCH_BROKEN,
+                                          c->sid, 0, i};
+            }
+        }
+    } else if (latch_idx(c->name) >= 0 &&
+               (c->op == FSM_OP_LATCH_CREATE || c->op == FSM_OP_LATCH_JOIN ||
+                c->op == FSM_OP_LATCH_COUNTDOWN || c->op == FSM_OP_LATCH_DELETE ||
+                c->op == FSM_OP_BARRIER)) {
+        latch_rule(c, &ML[latch_idx(c->name)], want, &nw);
+    }
+    int k = 0;
+    for (size_t i = 0; i < ev->n; i++) {
+        const struct fsm_event *e = &ev->ev[i];
+        if (e->type < FSM_EV_LATCH_ZERO)
+            continue;
+        MCHECK(k < nw && e->type == want[k].type && e->sid == want[k].sid && e->ms == want[k].ms &&
+               latch_idx(e->name) == want[k].li);
+        k++;
+    }
+    MCHECK(k == nw);
+    return 0;
+}
+
+struct lparts {
+    int n;
+    uint64_t sid[LPARTS];
+    bool done[LPARTS];
+};
+
+static void lparts_cb(void *arg, uint64_t sid, bool done)
+{
+    struct lparts *p = arg;
+    if (p->n < LPARTS) {
+        p->sid[p->n] = sid;
+        p->done[p->n] = done;
+    }
+    p->n++;
+}
+
+static int compare_latches(const struct fsm *f)
+{
+    for (int i = 0; i < NLATCH; i++) {
+        const struct mlatch *l = &ML[i];
+        struct fsm_latch_view v;
+        int exists = fsm_latch_info(f, LATCHN[i].p, LATCHN[i].len, &v);
+        MCHECK(exists == l->exists);
+        if (!exists)
+            continue;
+        uint64_t rem = !l->barrier                  ? l->remaining
+                       : l->state == FSM_LATCH_ZERO ? (uint64_t)l->np
+                                                    : l->count - (uint64_t)l->np;
+        MCHECK(v.barrier == l->barrier && v.state == l->state && v.count == l->count);
+        MCHECK(v.remaining == rem && v.n_parts == (size_t)l->np && v.broken_sid == l->broken);
+        struct lparts p = {0};
+        fsm_latch_parts(f, LATCHN[i].p, LATCHN[i].len, lparts_cb, &p);
+        MCHECK(p.n == l->np);
+        for (int k = 0; k < l->np; k++)
+            MCHECK(p.sid[k] == l->sid[k] && p.done[k] == (!l->barrier && l->done[k]));
+    }
+    return 0;
+}
+
 static struct expect predict_op(const struct mcmd *c)
 {
     switch (c->op) {
@@ -987,6 +1439,9 @@ static struct expect predict_op(const struct mcmd *c)
                                                  : ex(FSM_REPLY_OK, (c->token == 0) != M.dl_off);
     case FSM_OP_SESSION_OPEN:
         return c->ttl_ms ? ex_fresh() : ex_err("ERR");
+    case FSM_OP_SESSION_OPEN_REENTRANT:
+        return c->ttl_ms && c->max_count >= 1 && c->max_count <= FSM_MAX_HOLD_COUNT ? ex_fresh()
+                                                                                    : ex_err("ERR");
     case FSM_OP_SESSION_CLOSE:
     case FSM_OP_SESSION_EXPIRE:
     case FSM_OP_SESSION_REVOKE:
@@ -997,18 +1452,46 @@ static struct expect predict_op(const struct mcmd *c)
     case FSM_OP_DEL:
     case FSM_OP_INCR:
         return predict_kv(c);
+    case FSM_OP_LATCH_CREATE:
+    case FSM_OP_LATCH_JOIN:
+    case FSM_OP_LATCH_COUNTDOWN:
+    case FSM_OP_LATCH_DELETE:
+    case FSM_OP_BARRIER:
+        return predict_latch(c);
     default:
         return predict_lock(c);
     }
 }
 
+/* The truth for a LOCK_MULTI retried after QUEUED, over every name (multi.c): queued if the
+ * session's wait on the first name is this request (the same set of names); the first token if
+ * it holds every name with the tokens of one grant (consecutive in name order); else ERR. */
+static struct expect multi_truth(const struct mcmd *c)
+{
+    const struct mlock *l = &M.locks[multi_first(c->mset)];
+    int pos = alive(c->sid) ? qpos(l, c->sid) : -1;
+    if (pos >= 0)
+        return l->qset[pos] == c->mset ? ex(FSM_REPLY_QUEUED, false)
+                                       : ex_err("ERR the outcome of this LOCK.MULTI is gone");
+    uint64_t first = alive(c->sid) && l->holder == c->sid ? l->token : 0, k = 0;
+    for (int i = 0; i < NSORTED && first; i++) {
+        const struct mlock *x = &M.locks[SORTED[i]];
+        if (!(c->mset & (1u << SORTED[i])))
+            continue;
+        if (x->holder != c->sid || x->token != first + k++)
+            first = 0;
+    }
+    return first ? ex_int(first) : ex_err("ERR the outcome of this LOCK.MULTI is gone");
+}
+
 /* A retry of the session's highest seq: the cached reply, or the truth for a queued LOCK. */
 static struct expect predict_replay(const struct mcmd *c, const struct msess *rs)
 {
+    if (rs->cached.kind == FSM_REPLY_QUEUED && c->op == FSM_OP_LOCK_MULTI)
+        return multi_truth(c);
     if (rs->cached.kind == FSM_REPLY_QUEUED &&
-        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_MULTI)) {
-        struct mlock *l =
-            &M.locks[c->op != FSM_OP_LOCK_MULTI ? lock_idx(c->name) : multi_first(c->mset)];
+        (c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_META)) {
+        struct mlock *l = &M.locks[lock_idx(c->name)];
         if (alive(c->sid) && l->holder == c->sid)
             return ex_int(l->token);
         if (alive(c->sid) && qpos(l, c->sid) >= 0)
@@ -1083,7 +1566,11 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
     case FSM_EV_SESSION_OPENED:
         MCHECK(ev->sid > M.last_sid && M.ns < MAXS && ev->ms == c->ttl_ms);
         M.last_sid = ev->sid;
-        M.s[M.ns++] = (struct msess){.sid = ev->sid, .lockdelay = c->lockdelay_ms, .alive = true};
+        M.s[M.ns++] =
+            (struct msess){.sid = ev->sid,
+                           .lockdelay = c->lockdelay_ms,
+                           .max_count = c->op == FSM_OP_SESSION_OPEN_REENTRANT ? c->max_count : 0,
+                           .alive = true};
         break;
     case FSM_EV_GRANTED:
         MCHECK(!l->delay && !l->holder && alive(ev->sid));
@@ -1091,20 +1578,40 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK(ev->token > l->last_token && ev->token > M.last_token && ev->token <= rev1);
         if (l->qn && check_group_head(li, l))
             return -1;
+        /* the value and max hold: the head waiter's, or the LOCK_META's own on a free lock */
+        {
+            bool own =
+                !l->qn && c->op == FSM_OP_LOCK_META && ev->sid == c->sid && lock_idx(c->name) == li;
+            l->hv = l->qn ? l->qhv[0] : own ? lval_idx(c->value) : 0;
+            l->mh = l->qn ? l->qmh[0] : own ? c->maxhold : 0;
+            l->lm_on |= own;
+        }
+        MCHECK(ev->value.len == LVAL[l->hv].len &&
+               (!ev->value.len || !memcmp(ev->value.p, LVAL[l->hv].p, ev->value.len)));
         if (l->qn)
             qdel(l, 0);
         l->holder = ev->sid;
         l->token = l->last_token = M.last_token = ev->token;
+        l->count = 1;
         break;
     case FSM_EV_RELEASED:
         MCHECK(l->holder == ev->sid && l->token == ev->token);
         MCHECK(c->op != FSM_OP_REVOKE_END || ev->expired);
+        MCHECK(ev->maxhold == (c->op == FSM_OP_MAXHOLD_END));
+        MCHECK(!ev->maxhold || (ev->expired && ev->ms == l->mh));
         *released_by = ev->sid;
+        l->trans += l->lm_on; /* an ended grant; the count of a record LOCK_META reached */
+        l->hv = 0;
+        l->mh = 0;
         l->holder = l->token = 0;
+        MCHECK(c->op != FSM_OP_UNLOCK || l->count == 1); /* UNLOCK releases the last hold */
+        *released_by = ev->sid;
+        l->holder = l->token = l->count = 0;
         l->rv_token = l->rv_ms = 0; /* the grant's revoke ends with it */
         break;
     case FSM_EV_WAIT_NOTIFY: /* right after the waiter's WAIT_STARTED, to the holder */
-        MCHECK(c->op == FSM_OP_LOCK_NOTIFY && ev->sid == c->sid && ev->ms == c->wait_ms);
+        MCHECK((c->op == FSM_OP_LOCK_NOTIFY || (c->op == FSM_OP_LOCK_META && c->mflags == 1)) &&
+               ev->sid == c->sid && ev->ms == c->wait_ms);
         MCHECK(l->holder && l->token == ev->token && l->qn && l->q[l->qn - 1] == ev->sid);
         break;
     case FSM_EV_REVOKE_REQUESTED: {
@@ -1124,6 +1631,9 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         MCHECK((l->holder || l->delay || l->qn || c->op == FSM_OP_LOCK_MULTI) && l->qn < MAXQ &&
                ev->ms == c->wait_ms);
         l->q[l->qn] = ev->sid;
+        l->lm_on |= c->op == FSM_OP_LOCK_META;
+        l->qhv[l->qn] = c->op == FSM_OP_LOCK_META ? lval_idx(c->value) : 0;
+        l->qmh[l->qn] = c->op == FSM_OP_LOCK_META ? c->maxhold : 0;
         l->qrev[l->qn] = g_rev0 + 1; /* the enqueue takes the command's first revision */
         l->qset[l->qn++] = c->op == FSM_OP_LOCK_MULTI ? c->mset : (uint8_t)(1u << li);
         break;
@@ -1159,7 +1669,7 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         break;
     case FSM_EV_DEADLOCK: /* the request closed a cycle: nothing changes in the model */
         MCHECK(g_detect && !M.dl_off && ev->sid == c->sid);
-        MCHECK(c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY
+        MCHECK(c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_META
                    ? li == lock_idx(c->name)
                    : c->op == FSM_OP_LOCK_MULTI && ((c->mset >> li) & 1));
         MCHECK(ev->ms >= 1 && check_cycle(&ev->value, c, li) == 0);
@@ -1186,9 +1696,32 @@ static int model_events(const struct fsm_events *ev, const struct mcmd *c, uint6
 {
     uint64_t released_by = 0;
     for (size_t i = 0; i < ev->n; i++)
-        if (model_event(&ev->ev[i], c, rev1, &released_by))
-            return -1;
+        if (ev->ev[i].type < FSM_EV_LATCH_ZERO && model_event(&ev->ev[i], c, rev1, &released_by))
+            return -1;               /* latch events: model_latch */
+    for (int i = 0; i < NLOCKS; i++) /* a record nobody uses is dropped: its count with it */
+        if (!M.locks[i].holder && !M.locks[i].delay && !M.locks[i].qn) {
+            M.locks[i].trans = 0;
+            M.locks[i].lm_on = false;
+        }
     return 0;
+}
+
+/* A hold count changes without an event: a LOCK of a lock its reentrant session held before
+ * counts up (INT), an UNLOCK that left it held counts down (OK, no RELEASED). */
+static void model_count(const struct mcmd *c, const struct fsm_reply *r, bool holder_before)
+{
+    if (!holder_before)
+        return;
+    struct mlock *l = &M.locks[lock_idx(c->name)];
+    if ((c->op == FSM_OP_LOCK || c->op == FSM_OP_LOCK_NOTIFY || c->op == FSM_OP_LOCK_META) &&
+        r->kind == FSM_REPLY_INT && msess(c->sid)->max_count) {
+        l->count++;
+        n_reup++;
+    }
+    if (c->op == FSM_OP_UNLOCK && r->kind == FSM_REPLY_OK && l->holder == c->sid) {
+        l->count--;
+        n_redown++;
+    }
 }
 
 /* KV writes have no events: the model applies them from the reply. */
@@ -1326,7 +1859,7 @@ static int check_groups(void)
 
 static int compare_state(const struct fsm *f)
 {
-    if (check_groups())
+    if (check_groups() || compare_latches(f))
         return -1;
     for (int i = 0; i < NLOCKS; i++) {
         const struct mlock *l = &M.locks[i];
@@ -1337,11 +1870,15 @@ static int compare_state(const struct fsm *f)
             continue;
         MCHECK(v.holder_sid == l->holder && v.in_lockdelay == l->delay);
         MCHECK(v.token == l->token && v.n_waiters == (size_t)l->qn);
+        MCHECK(v.count == l->count && v.reentrant == (l->holder && msess(l->holder)->max_count));
         MCHECK(!l->delay || v.lockdelay_ms == l->delay_ms);
         struct fsm_revoke_view rv;
         int pending = fsm_lock_revoke_info(f, LOCKN[i].p, LOCKN[i].len, &rv);
         MCHECK(pending == (l->rv_token != 0));
         MCHECK(!pending || (rv.token == l->rv_token && rv.deadline_ms == l->rv_ms));
+        MCHECK(v.maxhold_ms == l->mh && v.transitions == l->trans);
+        MCHECK(v.value.len == LVAL[l->hv].len &&
+               (!v.value.len || !memcmp(v.value.p, LVAL[l->hv].p, v.value.len)));
         struct wq w = {.n = 0};
         fsm_lock_waiters(f, LOCKN[i].p, LOCKN[i].len, wq_cb, &w);
         MCHECK(w.n == l->qn && !memcmp(w.sids, l->q, (size_t)l->qn * sizeof(uint64_t)));
@@ -1464,6 +2001,48 @@ static int step_twin(struct fsm *h, const struct buf *entry, const struct fsm_re
 static struct fsm *g_twin;          /* the FSM with another hash key (run_seed) */
 static struct fsm_events g_twin_ev; /* its events */
 
+/* ---- the lock history against the events of the entry ---- */
+
+#define HIST_PER_LOCK 3
+#define HIST_MAX 6
+
+struct hfind {
+    uint64_t token, sid, ended_rev;
+    bool found;
+};
+
+static void hfind_cb(void *arg, const struct fsm_hist_entry *e)
+{
+    struct hfind *h = arg;
+    if (e->token == h->token) {
+        h->found = true;
+        h->sid = e->sid;
+        h->ended_rev = e->ended_rev;
+    }
+}
+
+static int check_history(const struct fsm *f, const struct fsm_events *ev)
+{
+    for (size_t i = 0; i < ev->n; i++) {
+        const struct fsm_event *e = &ev->ev[i];
+        if (e->type != FSM_EV_GRANTED && e->type != FSM_EV_RELEASED)
+            continue;
+        struct hfind h = {.token = e->token};
+        uint64_t compacted = 0;
+        int rc =
+            fsm_lock_history(f, e->name.p, e->name.len, 0, HIST_PER_LOCK, hfind_cb, &h, &compacted);
+        MCHECK(rc >= 0 || rc == FSM_HIST_COMPACTED);
+        if (!h.found) { /* dropped since: by the bounds, oldest first */
+            MCHECK(compacted >= e->token);
+            continue;
+        }
+        MCHECK(h.sid == e->sid);
+        if (e->type == FSM_EV_RELEASED)
+            MCHECK(h.ended_rev == fsm_revision(f));
+    }
+    return 0;
+}
+
 static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_events *ev,
                 struct fsm_events *gev)
 {
@@ -1477,6 +2056,8 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
     uint64_t rev0 = g_rev0 = fsm_revision(f);
     int n_held = decoded ? ending_locks(&c, run, held) : 0;
     uint64_t delay = n_held ? msess(c.sid)->lockdelay : 0;
+    int li = decoded && c.name.len ? lock_idx(c.name) : -1;
+    bool holder_before = li >= 0 && c.sid && M.locks[li].holder == c.sid;
     struct fsm_reply r, gr;
     fsm_events_reset(ev);
     fsm_apply(f, (const uint8_t *)entry->p, entry->len, &r, ev);
@@ -1490,10 +2071,14 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         n_ev[ev->ev[i].type & 31]++;
     if (!run)
         MCHECK(ev->n == 0);
-    else if (model_events(ev, &c, fsm_revision(f)))
+    else if (model_events(ev, &c, fsm_revision(f)) || check_history(f, ev))
         return -1;
     if (check_revisions(&e, ev, rev0, fsm_revision(f), decoded ? c.op : 0) ||
         check_lockdelays(&c, held, n_held, delay))
+        return -1;
+    if (run && decoded)
+        model_count(&c, &r, holder_before);
+    if (run && model_latch(&c, &r, ev))
         return -1;
     if (run) {
         model_kv(&c, &r, fsm_revision(f));
@@ -1536,8 +2121,9 @@ static int run_seed(uint64_t seed, int steps)
     fsm_events_init(&gev);
     buf_init(&entry);
     memset(&M, 0, sizeof(M));
+    memset(ML, 0, sizeof(ML));
     memset(n_ev, 0, sizeof(n_ev));
-    n_dl = n_dl_multi = 0;
+    n_dl = n_dl_multi = n_reup = n_redown = 0;
     g_detect = seed & 1;
     if (g_detect) { /* log format 2: deadlock detection on, in f and in its twin alike */
         struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
@@ -1546,6 +2132,18 @@ static int run_seed(uint64_t seed, int steps)
             return -1;
         fsm_apply(f, (const uint8_t *)entry.p, entry.len, &fr, &ev);
         fsm_apply(g_twin, (const uint8_t *)entry.p, entry.len, &fr, &g_twin_ev);
+        buf_reset(&entry);
+        M.last_token = fsm_revision(f);
+    }
+    { /* the lock history on, in f and in its twin alike */
+        struct fsm_cmd hc = {
+            .op = FSM_OP_HISTORY_LIMITS,
+            .history_limits = {.per_lock = HIST_PER_LOCK, .max_entries = HIST_MAX}};
+        struct fsm_reply hr;
+        if (fsm_cmd_encode(&hc, &entry))
+            return -1;
+        fsm_apply(f, (const uint8_t *)entry.p, entry.len, &hr, &ev);
+        fsm_apply(g_twin, (const uint8_t *)entry.p, entry.len, &hr, &g_twin_ev);
         buf_reset(&entry);
         M.last_token = fsm_revision(f);
     }
@@ -1579,6 +2177,9 @@ static int run_seed(uint64_t seed, int steps)
            (unsigned long long)n_bad, (unsigned long long)n_err);
     printf("  format %d: deadlocks refused %llu (LOCK_MULTI %llu)\n", g_detect ? 2 : 1,
            (unsigned long long)n_dl, (unsigned long long)n_dl_multi);
+    printf("  hold counts: up %llu, down without a release %llu\n", (unsigned long long)n_reup,
+           (unsigned long long)n_redown);
+    n_retot += n_reup + n_redown;
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);
@@ -1607,6 +2208,7 @@ TEST(random_sequences_follow_the_model_and_survive_restore)
         printf("fsm_random: seed %llu, %d steps\n", (unsigned long long)seeds[i], n_steps);
         CHECK(run_seed(seeds[i], n_steps) == 0);
     }
+    CHECK(n_steps < 500 || n_retot > 0); /* the reentrant paths were exercised */
 }
 
 int main(int argc, char **argv)

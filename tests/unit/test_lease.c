@@ -316,6 +316,33 @@ TEST(test_revoke_deadline_left_restart_and_of_its_grant)
     CHECK_EQ_U64(lease_next_deadline(&L), UINT64_MAX);
 }
 
+/* A max hold is armed when the grant applies on this node and a takeover keeps that deadline:
+ * the new leader never ends the grant later than the deadline it armed as a follower (nor
+ * earlier). One already popped while this node led before is due at once (harmless if stale);
+ * the grant's end drops it; a re-derivation (restore, repair) arms the full length from then. */
+TEST(test_maxhold_deadline_kept_across_takeover)
+{
+    struct lease_action a;
+    CHECK(lease_maxhold_started(&L, "M", 1, 42, 5000, 1000) == 0); /* applied as a follower */
+    CHECK(!lease_next(&L, 9000, &a));                              /* nothing fires until leading */
+    take_over(4000);
+    CHECK_EQ_U64(lease_next_deadline(&L), 6000); /* not 9000: the bound is not extended */
+    CHECK(!lease_next(&L, 5999, &a));
+    EXPECT_ACTION(6000, LEASE_MAXHOLD, a);
+    CHECK_EQ_U64(a.token, 42);
+    CHECK(a.namelen == 1 && a.name[0] == 'M');
+    lease_step_down(&L); /* its MAXHOLD_END was in flight when this node lost leadership */
+    take_over(7000);
+    EXPECT_ACTION(7000, LEASE_MAXHOLD, a); /* due at once */
+    lease_maxhold_ended(&L, "M", 1, 42);
+    CHECK_EQ_U64(lease_next_deadline(&L), UINT64_MAX);
+    CHECK(lease_maxhold_ensure(&L, "N", 1, 50, 3000, 8000) == 0);
+    CHECK(lease_maxhold_ensure(&L, "N", 1, 50, 3000, 9000) == 0); /* known: unchanged */
+    CHECK_EQ_U64(lease_next_deadline(&L), 11000);
+    lease_maxhold_ended(&L, "N", 1, 49); /* another grant's end: not this one */
+    CHECK_EQ_U64(lease_next_deadline(&L), 11000);
+}
+
 int main(void)
 {
     RUN_LEASE(test_nothing_fires_before_takeover);
@@ -337,5 +364,6 @@ int main(void)
     RUN_LEASE(test_checkpoint_skipped_when_expiry_due);
     RUN_LEASE(test_repair_requeues_at_full_length);
     RUN_LEASE(test_revoke_deadline_left_restart_and_of_its_grant);
+    RUN_LEASE(test_maxhold_deadline_kept_across_takeover);
     TEST_MAIN_END();
 }

@@ -18,6 +18,7 @@ import {
   type Revoke,
   type RevokeWatch,
   type Session,
+  type Waiter,
   StaleError,
   LockTimeoutError,
   VERSION,
@@ -105,7 +106,11 @@ class Agent {
         return { remaining_ms: s.remainingMs(), lost: s.lost };
       }
       case 'lock': {
-        const h = await this.session(r).lock(String(r.name), { waitMs: Agent.ms(r.wait, 0), shared: Boolean(r.shared) });
+        const h = await this.session(r).lock(String(r.name), {
+          waitMs: Agent.ms(r.wait, 0),
+          shared: Boolean(r.shared),
+          notify: Boolean(r.notify),
+        });
         return { token: h.token };
       }
       case 'unlock':
@@ -120,7 +125,10 @@ class Agent {
         await this.session(r).unlockMulti(Agent.strs(r.names));
         return {};
       case 'sem.acquire': {
-        const h = await this.session(r).acquire(String(r.name), Number(r.limit), { waitMs: Agent.ms(r.wait, 0) });
+        const h = await this.session(r).acquire(String(r.name), Number(r.limit), {
+          waitMs: Agent.ms(r.wait, 0),
+          permits: r.permits === undefined ? 1 : Number(r.permits),
+        });
         return { token: h.token };
       }
       case 'sem.release':
@@ -147,6 +155,8 @@ class Agent {
         return { rev: await c.put(String(r.key), String(r.value), this.writeOpts(r)) };
       case 'del':
         return { deleted: await c.del(String(r.key), this.writeOpts(r)) };
+      case 'incr':
+        return { value: await c.incr(String(r.key), r.by === undefined ? 1 : Number(r.by), this.writeOpts(r)) };
       case 'get': {
         const kv = await c.kvGet(String(r.key));
         if (!kv) throw new NotFoundError(`no key ${String(r.key)}`);
@@ -199,6 +209,17 @@ class Agent {
         );
         const list = this.revokes.get(h) ?? [];
         list.push(rw);
+        this.revokes.set(h, list);
+        return {};
+      }
+      case 'on_waiter': {
+        // As on_revoke: no await before the return, so the reply comes before any line.
+        const h = String(r.session);
+        const ww = this.session(r).onWaiter(String(r.name), Number(r.token), (x: Waiter) =>
+          emit({ event: 'waiter', session: h, name: x.name, token: x.token, sid: x.sid, wait_ms: x.waitMs }),
+        );
+        const list = this.revokes.get(h) ?? [];
+        list.push(ww);
         this.revokes.set(h, list);
         return {};
       }

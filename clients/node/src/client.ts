@@ -171,6 +171,18 @@ export class Client implements AsyncDisposable {
     return Number(await this.write(new Cmd('DEL', key), o)) === 1;
   }
 
+  /**
+   * INCR key BY by: the counter's new value (the key holds the decimal text of a signed 64-bit
+   * integer; an absent key counts as 0). Linearizable; the options as put()'s (lease is
+   * ignored: the key keeps its lease). A value that is not such an integer, or a sum that
+   * overflows, is a ServerError and changes nothing. Values beyond 2^53 lose precision as a
+   * number: keep counters within Number.MAX_SAFE_INTEGER.
+   */
+  async incr(key: string, by = 1, o: WriteOptions = {}): Promise<number> {
+    if (!Number.isSafeInteger(by)) throw new TypeError(`incr: by must be a safe integer, not ${by}`);
+    return Number(await this.write(new Cmd('INCR', key, 'BY', by), o));
+  }
+
   private write(cmd: Cmd, o: WriteOptions): Promise<unknown> {
     if (o.fence !== undefined) cmd.add('FENCE', ...fenceArgs(o.fence));
     if (o.ifRev !== undefined) cmd.add('IFREV', o.ifRev);
@@ -195,6 +207,17 @@ export class Client implements AsyncDisposable {
     const d = asMap(await this.pool.call(new Cmd('LOCK.INFO', name)));
     if (d && Array.isArray(d.holders)) d.holders = d.holders.map(asMap);
     return d;
+  }
+
+  // ---- semaphores ----
+  /**
+   * SEM.SETLIMIT (admin under --acl-file): the semaphore's new limit; false if it does not
+   * exist. Holders above a lower limit keep their permits; nothing is granted until the queue's
+   * head fits. ServerError (nothing changes) if a queued request asks for more permits than the
+   * new limit. The same limit again changes nothing, so a resend is harmless.
+   */
+  async semSetLimit(name: string, limit: number): Promise<boolean> {
+    return (await this.pool.call(new Cmd('SEM.SETLIMIT', name, Math.floor(limit)))) !== null;
   }
 
   // ---- elections ----

@@ -15,8 +15,11 @@ export {
   type MultiLockOptions,
   type Revoke,
   type RevokeWatch,
+  type SemOptions,
   type SessionOptions,
   type WaitOptions,
+  type Waiter,
+  type WaiterWatch,
 } from './session';
 export { Watcher, type WatchEvent, type WatchOptions } from './watch';
 

@@ -60,6 +60,37 @@ export interface WaitOptions {
 export interface LockOptions extends WaitOptions {
   /** A read lock: any number of shared holders, or one exclusive holder. */
   shared?: boolean;
+  /**
+   * LOCK ... NOTIFY: when the request queues behind an exclusive holder, that holder is told
+   * someone waits (Session.onWaiter), once per waiting session. Not with `shared`.
+   */
+  notify?: boolean;
+}
+
+export interface SemOptions extends WaitOptions {
+  /**
+   * Take this many permits at once (1..limit; default 1): one acquisition with one token,
+   * released whole. Queued requests are granted in FIFO order only: a later request for fewer
+   * permits never overtakes this one.
+   */
+  permits?: number;
+}
+
+/**
+ * A session that queued behind a held lock with `notify` (LOCK ... NOTIFY): the lock, the
+ * holder's grant it queued behind, the waiting session and how long it said it would wait.
+ */
+export interface Waiter {
+  name: string;
+  token: number;
+  sid: number;
+  waitMs: number;
+}
+
+function waiterOf(ev: WatchEvent, name: string, token: number): Waiter | null {
+  const f = ev.fields;
+  if (ev.type !== 'wait-notify' || ev.name !== name || f.token !== String(token)) return null;
+  return { name, token, sid: Number(f.sid ?? 0), waitMs: Number(f.wait_ms ?? 0) };
 }
 
 /**
@@ -81,6 +112,9 @@ export interface RevokeWatch {
   stop(): void;
   done: Promise<void>;
 }
+
+/** What Session.onWaiter returned: the same watch of a grant's events as onRevoke's. */
+export type WaiterWatch = RevokeWatch;
 
 function revokeOf(ev: WatchEvent, name: string, sid: number, token: number): Revoke | null {
   const f = ev.fields;
@@ -425,6 +459,27 @@ export class Session implements AsyncDisposable {
    * `done` settles when the watch ends (rejected with what ended it by itself).
    */
   onRevoke(name: string, token: number, cb: (r: Revoke) => void): RevokeWatch {
+    return this.grantWatch(name, token, (ev) => {
+      const rv = revokeOf(ev, name, this.sid, token);
+      if (rv) cb(rv);
+    });
+  }
+
+  /**
+   * Call `cb` for each session that queued with `notify` (LOCK ... NOTIFY) behind the grant
+   * `token` of lock `name` held through this session, once per waiting session, until the
+   * returned watcher is stopped or the session ends. The holder may let go early, or ignore
+   * it. It reads the lock's events from the grant on, as onRevoke, with the same permission.
+   */
+  onWaiter(name: string, token: number, cb: (w: Waiter) => void): WaiterWatch {
+    return this.grantWatch(name, token, (ev) => {
+      const w = waiterOf(ev, name, token);
+      if (w) cb(w);
+    });
+  }
+
+  /** Read the events of lock `name` from grant `token` on and hand each to `deliver`. */
+  private grantWatch(name: string, token: number, deliver: (ev: WatchEvent) => void): RevokeWatch {
     const ac = new AbortController();
     const stop = () => ac.abort();
     this.signal.addEventListener('abort', stop, { once: true });
@@ -435,8 +490,7 @@ export class Session implements AsyncDisposable {
           const w = this.client.watch(name, { from, signal: ac.signal });
           try {
             for await (const ev of w) {
-              const rv = revokeOf(ev, name, this.sid, token);
-              if (rv && !ac.signal.aborted) cb(rv);
+              if (!ac.signal.aborted) deliver(ev);
             }
           } catch (e) {
             if (!(e instanceof CompactedError) || !e.after) throw e;
@@ -532,8 +586,10 @@ export class Session implements AsyncDisposable {
   }
 
   private tryOrWait(kind: Kind, name: string, o: LockOptions): Promise<Hold | null> {
+    if (o.shared && o.notify) return Promise.reject(new TypeError('notify is for an exclusive lock, not with shared'));
     const cmd = new Cmd('LOCK', name, this.sid);
     if (o.shared) cmd.add('SHARED');
+    if (o.notify) cmd.add('NOTIFY');
     return this.waitGrant(kind, cmd, o, 'UNLOCK');
   }
 
@@ -543,10 +599,19 @@ export class Session implements AsyncDisposable {
   }
 
   // ---- semaphores ----
-  /** SEM.ACQUIRE: a permit (at most `limit` holders); LockTimeoutError after waitMs. */
-  async acquire(name: string, limit: number, o: WaitOptions = {}): Promise<Hold> {
-    const h = await this.waitGrant('semaphore', new Cmd('SEM.ACQUIRE', name, this.sid, Math.floor(limit)), o, 'SEM.RELEASE');
-    if (h === null) throw new BusyError(`semaphore ${name} has no free permit`);
+  /**
+   * SEM.ACQUIRE: an acquisition of `permits` (default 1) of at most `limit` permits in use;
+   * LockTimeoutError after waitMs; with waitMs 0, BusyError if not enough are free.
+   */
+  async acquire(name: string, limit: number, o: SemOptions = {}): Promise<Hold> {
+    const permits = o.permits ?? 1;
+    if (!Number.isInteger(permits) || permits < 1 || permits > limit) {
+      throw new TypeError(`permits must be 1..${limit} (the limit), not ${permits}`);
+    }
+    const cmd = new Cmd('SEM.ACQUIRE', name, this.sid, Math.floor(limit));
+    if (permits > 1) cmd.add('PERMITS', permits); // without: the request from before weights
+    const h = await this.waitGrant('semaphore', cmd, o, 'SEM.RELEASE');
+    if (h === null) throw new BusyError(`semaphore ${name} has not ${permits} free permit(s)`);
     return h;
   }
 

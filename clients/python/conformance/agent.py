@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fencelock  # noqa: E402
 from fencelock import Compacted, FencelockError, LockTimeout, SessionLost, Stale  # noqa: E402
-from fencelock import Revoke  # noqa: E402
+from fencelock import Revoke, Waiter  # noqa: E402
 from fencelock.aio import AsyncClient, AsyncSession, AsyncWatch, Event  # noqa: E402
 
 Req = Dict[str, Any]
@@ -65,9 +65,11 @@ class Agent:
             "elect.leader": self.leader, "elect.observe": self.observe, "put": self.put,
             "del": self.delete, "get": self.get, "fence.check": self.fence_check,
             "watch.start": self.watch_start, "watch.stop": self.watch_stop,
-            "revoke": self.revoke, "on_revoke": self.on_revoke,
+            "revoke": self.revoke, "on_revoke": self.on_revoke, "on_waiter": self.on_waiter,
+            "incr": self.incr,
         }
-        # on_revoke registrations by session handle: cancelled before that session closes
+        # on_revoke and on_waiter registrations by session handle: cancelled before that
+        # session closes
         self.revokes: Dict[str, List["asyncio.Task[None]"]] = {}
 
     def session(self, req: Req, key: str = "session") -> AsyncSession:
@@ -115,11 +117,12 @@ class Agent:
 
     async def lock(self, req: Req) -> Reply:
         s, name, shared = self.session(req), str(req["name"]), bool(req.get("shared", False))
+        notify = bool(req.get("notify", False))
 
         async def op(wait: float) -> Optional[int]:
-            if wait <= 0:
+            if wait <= 0:  # a try never queues: nobody to notify
                 return await s.try_lock(name, shared=shared)
-            return await s.acquire(name, wait=wait, shared=shared)
+            return await s.acquire(name, wait=wait, shared=shared, notify=notify)
         return await self.grant(req, op)
 
     async def unlock(self, req: Req) -> Reply:
@@ -147,8 +150,8 @@ class Agent:
 
     async def sem_acquire(self, req: Req) -> Reply:
         s = self.session(req)
-        return await self.grant(req, lambda wait: s.sem_acquire(str(req["name"]),
-                                                               int(req["limit"]), wait))
+        return await self.grant(req, lambda wait: s.sem_acquire(
+            str(req["name"]), int(req["limit"]), wait, permits=int(req.get("permits", 1) or 1)))
 
     async def sem_release(self, req: Req) -> Reply:
         await self.session(req).sem_release(str(req["name"]))
@@ -200,6 +203,15 @@ class Agent:
         else:
             existed = await self.c.delete(str(req["key"]), fence=fence, ifrev=ifrev)
         return {"deleted": existed}
+
+    async def incr(self, req: Req) -> Reply:
+        s, fence, ifrev = self.write_args(req)
+        key, by = str(req["key"]), int(req.get("by", 1))
+        if s is not None:
+            value = await s.incr(key, by, fence=fence, ifrev=ifrev)
+        else:
+            value = await self.c.incr(key, by, fence=fence, ifrev=ifrev)
+        return {"value": value}
 
     async def get(self, req: Req) -> Reply:
         kv = await self.c.kv_get(str(req["key"]))
@@ -276,6 +288,18 @@ class Agent:
                   "deadline_ms": int(round(r.deadline * 1000)) if r.deadline else 0,
                   "reason": r.reason, "by": r.by})
         task = s.on_revoke(str(req["name"]), int(req["token"]), heard)
+        self.revokes.setdefault(h, []).append(task)
+        return {}
+
+    async def on_waiter(self, req: Req) -> Reply:
+        """As on_revoke: registered and answered without yielding, so lines follow the reply."""
+        h = str(req["session"])
+        s = self.session(req)
+
+        def heard(w: Waiter) -> None:
+            emit({"event": "waiter", "session": h, "name": w.name, "token": w.token,
+                  "sid": w.sid, "wait_ms": int(round(w.wait * 1000))})
+        task = s.on_waiter(str(req["name"]), int(req["token"]), heard)
         self.revokes.setdefault(h, []).append(task)
         return {}
 

@@ -12,7 +12,7 @@ See README.md and docs/python.md.
 from ._common import Event, LeaderInfo, Revoke, Waiter
 from ._version import __version__
 from .client import Client
-from .errors import (AuthError, Compacted, DeadlockError, FencelockError, IfRevFailed, LockTimeout,
+from .errors import (AuthError, Broken, Compacted, DeadlockError, FencelockError, IfRevFailed, LockTimeout,
                      NoSpace, NotHolder, OutcomeUnknown, PermissionDenied, ProtocolError,
                      ServerError, SessionLost, Stale, TLSError, TooLarge, Unavailable, WrongType)
 from .session import Session
@@ -22,6 +22,6 @@ __all__ = ["Client", "Session", "LeaderInfo", "Watch", "Event", "Revoke", "Revok
            "Waiter", "WaiterWatch",
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost", "NotHolder",
            "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace", "AuthError",
-           "PermissionDenied", "WrongType", "DeadlockError", "Compacted", "ServerError",
+           "PermissionDenied", "WrongType", "DeadlockError", "Broken", "Compacted", "ServerError",
            "ProtocolError",
            "__version__"]

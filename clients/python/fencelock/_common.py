@@ -99,6 +99,32 @@ def as_map(r: Any) -> Any:
     return {s_(k): v for k, v in items}
 
 
+HISTORY_TEXT = ("kind", "session_name", "user", "value", "ended_by")
+
+
+def history_args(name: str, count: Optional[int], before: Optional[int]) -> List[Any]:
+    """LOCK.HISTORY's arguments."""
+    args: List[Any] = ["LOCK.HISTORY", name]
+    if count:
+        args += ["COUNT", int(count)]
+    if before:
+        args += ["BEFORE", int(before)]
+    return args
+
+
+def history_entries(r: Any) -> List[Dict[str, Any]]:
+    """LOCK.HISTORY's reply as dicts, newest first; text fields decoded, waiters as dicts."""
+    out: List[Dict[str, Any]] = []
+    for e in r or []:
+        d: Dict[str, Any] = as_map(e)
+        for k in HISTORY_TEXT:
+            if k in d:
+                d[k] = s_(d[k])
+        d["waiters"] = [as_map(w) for w in d.get("waiters") or []]
+        out.append(d)
+    return out
+
+
 def status(r: Any) -> None:
     """Check a +OK reply."""
     if s_(r) != "OK":
@@ -255,12 +281,37 @@ def waiter_of(ev: "Event", name: str, token: int) -> Optional[Waiter]:
     return Waiter(name, token, int(f.get("sid", 0)), int(f.get("wait_ms", 0)) / 1000.0)
 
 
-def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool) -> List[Any]:
-    """LOCK name sid [SHARED | NOTIFY]: a shared request cannot notify (nobody holds a lock
-    exclusively for it to tell)."""
+def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool,
+                  value: Union[None, str, bytes] = None,
+                  max_hold: Optional[float] = None) -> List[Any]:
+    """LOCK name sid [SHARED | NOTIFY] [VALUE v] [MAXHOLD ms]: a shared request cannot notify
+    (nobody holds a lock exclusively for it to tell), and has no value or max hold (they belong
+    to an exclusive grant)."""
     if shared and notify:
         raise ValueError("notify=True is for an exclusive lock")
-    return ["LOCK", name, sid] + (["SHARED"] if shared else ["NOTIFY"] if notify else [])
+    if shared and (value is not None or max_hold is not None):
+        raise ValueError("value= and max_hold= are for an exclusive lock")
+    if max_hold is not None and max_hold <= 0:
+        raise ValueError("max_hold must be > 0 seconds")
+    args: List[Any] = ["LOCK", name, sid]
+    args += ["SHARED"] if shared else ["NOTIFY"] if notify else []
+    if value is not None and len(value):
+        args += ["VALUE", value]
+    if max_hold is not None:
+        args += ["MAXHOLD", max(1, int(round(max_hold * 1000)))]
+    return args
+
+
+def reentrant_args(reentrant: bool, max_count: Optional[int]) -> List[Any]:
+    """SESSION.OPEN's REENTRANT [MAXCOUNT n]; ValueError for a max_count without reentrant or
+    below 1 (the server refuses it too, after a round trip)."""
+    if max_count is not None and not reentrant:
+        raise ValueError("max_count needs reentrant=True")
+    if max_count is not None and (isinstance(max_count, bool) or int(max_count) < 1):
+        raise ValueError("max_count must be at least 1")
+    if not reentrant:
+        return []
+    return ["REENTRANT"] + (["MAXCOUNT", int(max_count)] if max_count is not None else [])
 
 
 def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str]) -> List[Any]:

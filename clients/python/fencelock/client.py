@@ -12,7 +12,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import errors
-from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, revoke_cmd_args, s_,
+from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
+                      leader_info, revoke_cmd_args, s_,
                       seconds_arg, status)
 from .conn import Cmd, Pool
 
@@ -75,12 +76,17 @@ class Client:
                 name: Optional[str] = None,
                 on_lost: Optional[Callable[["Session"], None]] = None, *,
                 ttl_ms: Optional[float] = None,
-                lock_delay_ms: Optional[float] = None) -> "Session":
+                lock_delay_ms: Optional[float] = None, reentrant: bool = False,
+                max_count: Optional[int] = None) -> "Session":
         """Open a Session (a lease kept alive by a thread of its own): ttl and lock_delay in
-        seconds (ttl_ms= and lock_delay_ms= are deprecated)."""
+        seconds (ttl_ms= and lock_delay_ms= are deprecated). reentrant=True: a lock() of a
+        lock it holds exclusively counts up (the same token), unlock() counts down and releases
+        the last hold; max_count (with reentrant) bounds the count (default: the server's
+        --reentrant-max-count)."""
         from .session import Session
         return Session(self, ttl, lock_delay, name, on_lost, ttl_ms=ttl_ms,
-                       lock_delay_ms=lock_delay_ms, _depth=1)
+                       lock_delay_ms=lock_delay_ms, reentrant=reentrant, max_count=max_count,
+                       _depth=1)
 
     # ---- keys ----
     def get(self, key: str) -> Optional[bytes]:
@@ -140,11 +146,19 @@ class Client:
     # ---- locks and fencing ----
     def lock_info(self, name: str) -> Optional[Dict[str, Any]]:
         """None if the lock is free and nobody waits; else a dict (holder, token, waiters,
-        mode, holders, lockdelay, held_since_ms)."""
+        mode, holders, lockdelay, held_since_ms; count: the holds of a reentrant holder)."""
         d: Optional[Dict[str, Any]] = as_map(self.call(Cmd("LOCK.INFO", name)))
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
+
+    def lock_history(self, name: str, count: Optional[int] = None,
+                     before: Optional[int] = None) -> List[Dict[str, Any]]:
+        """LOCK.HISTORY: the grants of lock (semaphore, election) `name`, newest first, each a
+        dict (session, session_name, user, token, granted_ms, waited_ms, ended_rev, ended_ms,
+        ended_by, held_ms, waiters_total, waiters ...); at most `count`, tokens below `before`
+        (the next page). errors.Compacted when that range was dropped."""
+        return history_entries(self.call(Cmd(*history_args(name, count, before))))
 
     def locks(self, prefix: str = "", limit: Optional[int] = None) -> List[Dict[str, Any]]:
         cmd = Cmd("LOCKS", prefix)
@@ -201,6 +215,30 @@ class Client:
         cmd.wait(end)
         r = self.call(cmd, deadline=end + self.timeout)
         return None if r is None else leader_info(r)
+
+    # ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+    def latch_create(self, name: str, count: int) -> None:
+        """LATCH.CREATE: a countdown latch of `count` counts (the same count again: no change;
+        another count: ServerError; a broken latch: Broken)."""
+        self.call(Cmd("LATCH.CREATE", name, int(count)), retry=False)
+
+    def latch_wait(self, name: str, wait: float = 30.0) -> bool:
+        """LATCH.WAIT: True once the latch is at zero, False when wait (seconds) ran out;
+        Broken if a joined session ended before counting down."""
+        end = time.monotonic() + wait
+        cmd = Cmd("LATCH.WAIT", name)
+        if wait > 0:
+            cmd.wait(end)
+        return self.call(cmd, deadline=end + self.timeout) is not None
+
+    def latch_info(self, name: str) -> Optional[Dict[str, Any]]:
+        """LATCH.INFO: None, or type, state, count, remaining, joiners, counted, broken_sid."""
+        d: Optional[Dict[str, Any]] = as_map(self.call(Cmd("LATCH.INFO", name)))
+        return d
+
+    def latch_delete(self, name: str) -> bool:
+        """LATCH.DELETE: True if a latch or barrier of that name was deleted."""
+        return bool(self.call(Cmd("LATCH.DELETE", name), retry=False) == 1)
 
     # ---- watch and cluster ----
     def watch(self, prefix: str = "", from_id: str = "$") -> "Watch":

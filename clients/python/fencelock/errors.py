@@ -102,6 +102,15 @@ class DeadlockError(FencelockError):
     word = "DEADLOCK"
 
 
+class Broken(FencelockError):
+    """-BROKEN: a latch a joined session can no longer count down (its session ended before
+    it did), or a barrier a session ended inside (the message names both). Every waiter and
+    every later step gets it until the latch or barrier is deleted (latch_delete): it never
+    waits forever for a participant that is gone."""
+
+    word = "BROKEN"
+
+
 class Compacted(FencelockError):
     """-COMPACTED: the events after the id asked for are no longer retained.
     `oldest` is the oldest retained id; `after` the id just before it: reload the state, then
@@ -154,6 +163,7 @@ _WORDS: Dict[str, Type[FencelockError]] = {
     "NOPERM": PermissionDenied,
     "WRONGTYPE": WrongType,
     "DEADLOCK": DeadlockError,
+    "BROKEN": Broken,
     "UNKNOWN": OutcomeUnknown,
 }
 

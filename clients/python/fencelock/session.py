@@ -19,13 +19,13 @@ lock.c, prims.c; docs/client.md "Sessions and the safe deadline"):
 import contextlib
 import threading
 import time
-from typing import (TYPE_CHECKING, Any, Callable, Collection, Iterator, List, Optional, Sequence,
-                    TypeVar)
+from typing import (TYPE_CHECKING, Any, Callable, Collection, Dict, Iterator, List, Optional,
+                    Sequence, Tuple, TypeVar, Union)
 
 from . import errors
 from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                      Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, seconds_arg,
-                      sem_args, span)
+                      Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, reentrant_args,
+                      seconds_arg, sem_args, span)
 from .conn import Cmd
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class Session:
                  lock_delay: Optional[float] = None, name: Optional[str] = None,
                  on_lost: Optional[Callable[["Session"], None]] = None, *,
                  ttl_ms: Optional[float] = None, lock_delay_ms: Optional[float] = None,
+                 reentrant: bool = False, max_count: Optional[int] = None,
                  _depth: int = 0) -> None:
         lvl = 3 + _depth
         ttl_s = seconds_arg(ttl, ttl_ms, "ttl", None, lvl)
@@ -69,10 +70,14 @@ class Session:
             cmd.add("LOCKDELAY", self.lock_delay_ms)
         if name:
             cmd.add("NAME", name)
+        self.reentrant = reentrant
+        cmd.add(*reentrant_args(reentrant, max_count))
         sent = time.monotonic()
         # A resend after a lost answer may leave an unused session behind; it expires.
         self.sid = int(client.call(cmd))
         self._safe_until = sent + self._span(self.ttl_ms)
+        # max_hold_deadline by lock name, with the token of the grant it belongs to
+        self._max_hold: Dict[str, Tuple[int, float]] = {}
         self._thread = threading.Thread(target=self._keepalive, daemon=True,
                                         name="fencelock-keepalive-%d" % self.sid)
         self._thread.start()
@@ -220,13 +225,34 @@ class Session:
 
     # ---- locks ----
     def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
-                      notify: bool = False) -> int:
+                      notify: bool = False, value: Union[None, str, bytes] = None,
+                      max_hold: Optional[float] = None) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock (any number of readers or one writer). Granted once, however
         many fail-overs the request crosses. notify=True: the holder it queues behind is told
-        (Session.on_waiter), once."""
-        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify))
-        return _granted(self._wait_grant(cmd, wait, "UNLOCK", "lock"))
+        (Session.on_waiter), once. value=: the grant's value (LOCK ... VALUE: who holds it, shown
+        by lock_info and the grant event); max_hold= seconds: the servers end the grant that
+        long after it was made, as an expiry (max_hold_deadline(name) is the local deadline)."""
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold))
+        sent = time.monotonic()  # before the first LOCK: the grant can only come later
+        token = _granted(self._wait_grant(cmd, wait, "UNLOCK", "lock"))
+        prev = self._max_hold.get(name)
+        if prev is not None and prev[0] == token:
+            pass  # the holder's retry: the grant and its max hold are the first ask's
+        elif max_hold is not None:
+            self._max_hold[name] = (token, sent + self._span(int(round(max_hold * 1000))))
+        else:
+            self._max_hold.pop(name, None)
+        return token
+
+    def max_hold_deadline(self, name: str) -> Optional[float]:
+        """time.monotonic() value before which the max hold of this session's last grant of
+        lock `name` (acquire(..., max_hold=...)) cannot have ended it on the servers, measured
+        from before the LOCK was sent, less the margins of safe_until(); None without a max
+        hold. Act on the resource only while time.monotonic() is below both this and
+        safe_until(). A retry by the holder does not extend it: UNLOCK and lock again."""
+        held = self._max_hold.get(name)
+        return held[1] if held is not None else None
 
     def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
         """The token if the lock was free, else None."""
@@ -241,11 +267,13 @@ class Session:
 
     @contextlib.contextmanager
     def lock(self, name: str, wait: float = 30.0, shared: bool = False,
-             notify: bool = False) -> Iterator[int]:
+             notify: bool = False, value: Union[None, str, bytes] = None,
+             max_hold: Optional[float] = None) -> Iterator[int]:
         """with session.lock("inventory", wait=5.0) as token: ... ; unlocked on exit. Check
         time.monotonic() < session.safe_until() before acting on the resource, and fence
         writes with the token."""
-        token = self.acquire(name, wait=wait, shared=shared, notify=notify)
+        token = self.acquire(name, wait=wait, shared=shared, notify=notify, value=value,
+                             max_hold=max_hold)
         yield from _held(lambda: self.unlock(name), token)
 
     # ---- several locks at once ----
@@ -353,6 +381,34 @@ class Session:
                   permits: int = 1) -> Iterator[int]:
         token = self.sem_acquire(name, limit, wait, permits)
         yield from _held(lambda: self.sem_release(name), token)
+
+    # ---- latches and barriers ----
+    def latch_join(self, name: str) -> None:
+        """LATCH.JOIN: this session promises one count-down; if it ends before, the latch
+        breaks (every waiter gets Broken)."""
+        self._mutate(Cmd("LATCH.JOIN", name, self.sid))
+
+    def latch_countdown(self, name: str) -> int:
+        """LATCH.COUNTDOWN: the counts left (a joined session counts down once)."""
+        return int(self._mutate(Cmd("LATCH.COUNTDOWN", name, self.sid)))
+
+    def barrier_enter(self, name: str, count: int, wait: float = 30.0) -> bool:
+        """BARRIER.ENTER: True once `count` sessions are inside, False when wait ran out (the
+        session stays inside); Broken if one ended inside."""
+        end = time.monotonic() + wait
+        cmd = Cmd("BARRIER.ENTER", name, self.sid, int(count))
+        if wait > 0:
+            cmd.wait(end)
+        return self._mutate(cmd, deadline=end + self.client.timeout) is not None
+
+    def barrier_leave(self, name: str, wait: float = 30.0) -> bool:
+        """BARRIER.LEAVE: True once every session that entered has left, False when wait ran
+        out (this session has left all the same); Broken if one ended inside."""
+        end = time.monotonic() + wait
+        cmd = Cmd("BARRIER.LEAVE", name, self.sid)
+        if wait > 0:
+            cmd.wait(end)
+        return self._mutate(cmd, deadline=end + self.client.timeout) is not None
 
     # ---- elections ----
     def campaign(self, name: str, value: Value = b"", wait: float = 30.0) -> int:

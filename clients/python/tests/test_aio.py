@@ -112,6 +112,21 @@ def test_aio_weighted_semaphore_waits_in_fifo_order(node):
     run(main())
 
 
+def test_aio_reentrant_session_counts_nested_locks(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, \
+                c.session(ttl=10.0, reentrant=True) as s:
+            async with s.lock("anest", wait=5.0) as t1:
+                assert await s.acquire("anest") == t1
+                assert (await c.lock_info("anest"))["count"] == 2
+                await s.unlock("anest")
+                assert (await c.lock_info("anest"))["count"] == 1
+            assert await c.lock_info("anest") is None
+            info = await c.session_info(s.sid)
+            assert info["max_count"] == 64
+    run(main())
+
+
 def test_aio_a_wait_that_closes_a_cycle_raises_deadlock_error(node):
     async def main():
         async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a, \
@@ -569,4 +584,41 @@ def test_aio_on_revoke_coroutine_callback_unlocks_and_the_waiter_is_granted(node
                 assert (got[0].token, got[0].sid, got[0].deadline, got[0].reason) == \
                     (token, holder.sid, None, "rotate")
                 assert await waiter.acquire("arv", wait=10.0) > token
+    run(main())
+
+
+def test_aio_lock_value_and_max_hold_deadline(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c:
+            async with c.session(ttl=30.0, name="amh") as s:
+                sent = time.monotonic()
+                token = await s.acquire("amh/L", wait=5.0, value=b"job=9", max_hold=15.0)
+                info_ = await c.lock_info("amh/L")
+                assert info_["value"] == b"job=9" and info_["max_hold_ms"] == 15000
+                deadline = s.max_hold_deadline("amh/L")
+                assert deadline is not None and sent < deadline <= sent + 15.0
+                assert token > s.sid
+    run(main())
+
+
+def test_aio_latch_waits_until_zero(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as a:
+            await c.latch_create("aio-latch", 1)
+            await a.latch_join("aio-latch")
+            waiter = asyncio.ensure_future(c.latch_wait("aio-latch", wait=30.0))
+            await asyncio.sleep(0.1)
+            assert not waiter.done()
+            assert await a.latch_countdown("aio-latch") == 0
+            assert await waiter is True
+            assert await c.latch_delete("aio-latch")
+    asyncio.run(main())
+
+
+def test_aio_lock_history(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0, name="h") as a:
+            t = await a.try_lock("aio/hist")
+            h = await c.lock_history("aio/hist")
+            assert [(e["token"], e["session_name"], e["ended_by"]) for e in h] == [(t, "h", "")]
     run(main())

@@ -37,6 +37,26 @@ def test_lock_fenced_put_unlock(client):
         client.session_info(s.sid)
 
 
+def test_reentrant_session_counts_nested_locks(client):
+    with client.session(10.0, reentrant=True, max_count=3) as s, client.session(10.0) as w:
+        with s.lock("nest", wait=5.0) as t1:
+            with s.lock("nest", wait=5.0) as t2:
+                assert t1 == t2 and client.lock_info("nest")["count"] == 2
+                assert s.acquire("nest") == t1
+                with pytest.raises(fencelock.ServerError, match="MAXCOUNT"):
+                    s.acquire("nest")
+                s.unlock("nest")
+            info = client.lock_info("nest")
+            assert info["holder"] == s.sid and info["count"] == 1, "the outer hold remains"
+            assert w.try_lock("nest") is None
+        assert client.lock_info("nest") is None, "released by the last unlock"
+        assert "count" not in (client.lock_info("nest") or {})
+        with w.lock("plain", wait=5.0) as t:
+            assert w.acquire("plain") == t and "count" not in client.lock_info("plain")
+    with pytest.raises(ValueError):
+        client.session(10.0, max_count=3)
+
+
 def test_incr_counts_exactly_once_fenced_and_refuses_a_non_integer(client):
     assert client.incr("ctr") == 1
     assert client.incr("ctr", by=-11) == -10
@@ -446,3 +466,62 @@ def test_on_revoke_callback_hears_the_request_and_the_holder_lets_go(client):
         assert waiter.acquire("rv", wait=10.0) > token
     with pytest.raises(NotHolder):
         client.revoke_lock("rv")
+
+
+def test_lock_value_max_hold_and_its_deadline(client):
+    with client.session(30.0, name="mh") as s:
+        sent = time.monotonic()
+        token = s.acquire("mh/L", wait=5.0, value="host=h1 job=7", max_hold=20.0)
+        got = time.monotonic()
+        info = client.lock_info("mh/L")
+        assert info["value"] == b"host=h1 job=7" and info["max_hold_ms"] == 20000
+        assert info["transitions"] == 0
+        deadline = s.max_hold_deadline("mh/L")
+        assert deadline is not None
+        # measured from before the LOCK was sent, less the margins: never after the servers'
+        assert sent < deadline <= sent + 20.0 and deadline > got
+        # the holder's retry answers the same grant and keeps the first deadline
+        assert s.acquire("mh/L", wait=1.0, max_hold=60.0) == token
+        assert s.max_hold_deadline("mh/L") == deadline
+        assert client.lock_info("mh/L")["max_hold_ms"] == 20000
+        with pytest.raises(ValueError):
+            s.acquire("mh/R", shared=True, value="v")
+        s.unlock("mh/L")
+        with s.lock("mh/L", wait=5.0) as t2:
+            assert t2 > token and s.max_hold_deadline("mh/L") is None
+
+
+def test_latch_and_barrier_bound_to_sessions(client):
+    client.latch_create("py-latch", 2)
+    with client.session(10.0) as a, client.session(10.0) as b:
+        a.latch_join("py-latch")
+        b.latch_join("py-latch")
+        assert a.latch_countdown("py-latch") == 1
+        assert client.latch_wait("py-latch", wait=0.2) is False
+        assert b.latch_countdown("py-latch") == 0
+        assert client.latch_wait("py-latch", wait=5.0) is True
+        assert client.latch_info("py-latch")["state"] == b"zero"
+        assert client.latch_delete("py-latch")
+        client.latch_create("py-broken", 1)
+        b.latch_join("py-broken")
+    with pytest.raises(fencelock.Broken, match="ended before counting down"):
+        client.latch_wait("py-broken", wait=5.0)
+    assert client.latch_delete("py-broken")
+    with client.session(10.0) as a:
+        assert a.barrier_enter("py-bar", 1, wait=5.0) is True
+        assert a.barrier_leave("py-bar", wait=5.0) is True
+    assert client.latch_info("py-bar") is None
+
+
+def test_lock_history_newest_first_paged_and_compacted(client):
+    with client.session(10.0, name="hist-a") as s:
+        t1 = s.acquire("hist/L", wait=1.0)
+        s.unlock("hist/L")
+        t2 = s.acquire("hist/L", wait=1.0)
+        h = client.lock_history("hist/L")
+        assert [e["token"] for e in h] == [t2, t1]
+        assert h[0]["session"] == s.sid and h[0]["session_name"] == "hist-a"
+        assert h[0]["ended_by"] == "" and h[1]["ended_by"] == "unlock"
+        assert h[1]["waiters"] == [] and h[1]["kind"] == "lock"
+        assert [e["token"] for e in client.lock_history("hist/L", count=1)] == [t2]
+        assert [e["token"] for e in client.lock_history("hist/L", before=t2)] == [t1]

@@ -80,6 +80,7 @@ struct srv_cluster {
         unsigned inflight;  /* leader: the format of a pending CLUSTER_FORMAT proposal, 0 none */
     } fmt;
     bool dlimit_inflight; /* leader: a DEADLOCK_LIMIT proposal is pending (settings.c) */
+    bool hlimit_inflight; /* leader: a HISTORY_LIMITS proposal is pending (settings.c) */
 };
 
 /* leader.c: the leadership state machine */

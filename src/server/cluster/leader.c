@@ -77,6 +77,7 @@ static void step_down(struct srv *s)
     srv_fail_waiting_reads(s, RN_NOTLEADER);
     srv_watch_fail(s, RN_NOTLEADER, false); /* READONLY readers keep this node's stream */
     srv_observe_fail(s, RN_NOTLEADER, false);
+    srv_latch_fail(s, RN_NOTLEADER); /* latch waits: ask the new leader */
     /* reads in flight are answered by their barrier's failure callback */
 }
 

@@ -12,7 +12,11 @@
  * leader change the cluster's value follows the new leader's flag; a failed proposal is tried
  * again from the tick.
  *
- * Owns srv.cluster.dlimit_inflight; all on the loop thread.
+ * The lock history's limits (--history-per-lock, --history-max-entries) are made the cluster's
+ * the same way, by HISTORY_LIMITS entries (src/fsm/history.c): what a replica keeps, and so
+ * what LOCK.HISTORY answers on it, must not depend on its own flags.
+ *
+ * Owns srv.cluster.dlimit_inflight and hlimit_inflight; all on the loop thread.
  */
 #include "fsm/waitgraph.h"
 #include "server/server.h"
@@ -28,8 +32,40 @@ static void limit_cb(void *ctx, int status, const struct fsm_reply *reply)
         LOGW(&s->log, "deadlock search limit not set (status %d): tried again", status);
 }
 
+static void history_cb(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct srv *s = ctx;
+    s->cluster.hlimit_inflight = false;
+    uint64_t per, max;
+    fsm_history_limits(s->fsm, &per, &max);
+    if (status == RN_OK && reply->kind == FSM_REPLY_OK)
+        LOGI(&s->log,
+             "lock history limits are now %llu per lock, %llu in all (this leader's flags)",
+             (unsigned long long)per, (unsigned long long)max);
+    else
+        LOGW(&s->log, "lock history limits not set (status %d): tried again", status);
+}
+
+/* Either flag 0 turns the history off: the FSM stores that as both 0. */
+static void history_tick(struct srv *s)
+{
+    if (s->cluster.hlimit_inflight || !srv_ready(s) || srv_format_refuses(s, FSM_OP_HISTORY_LIMITS))
+        return;
+    uint64_t per = s->cfg.history_per_lock, max = s->cfg.history_max_entries, cur_per, cur_max;
+    if (!per || !max)
+        per = max = 0;
+    fsm_history_limits(s->fsm, &cur_per, &cur_max);
+    if (per == cur_per && max == cur_max)
+        return;
+    struct fsm_cmd cmd = {.op = FSM_OP_HISTORY_LIMITS,
+                          .history_limits = {.per_lock = per, .max_entries = max}};
+    if (srv_propose(s, &cmd, history_cb, s) == RN_OK)
+        s->cluster.hlimit_inflight = true;
+}
+
 void srv_settings_tick(struct srv *s)
 {
+    history_tick(s);
     if (s->cluster.dlimit_inflight || !srv_ready(s) || srv_format_refuses(s, FSM_OP_DEADLOCK_LIMIT))
         return;
     uint64_t want = fsm_deadlock_flag(s->fsm);

@@ -129,11 +129,12 @@ static const struct {
     {                                                                                              \
         word, sizeof(word) - 1, bit, nargs                                                         \
     }
-    OPT("LEASE", CMD_OPT_LEASE, 1),   OPT("FENCE", CMD_OPT_FENCE, 2),
-    OPT("IFREV", CMD_OPT_IFREV, 1),   OPT("REQ", CMD_OPT_REQ, 2),
-    OPT("WAIT", CMD_OPT_WAIT, 1),     OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
-    OPT("NAME", CMD_OPT_NAME, 1),     OPT("SHARED", CMD_OPT_SHARED, 0),
-    OPT("NOTIFY", CMD_OPT_NOTIFY, 0),
+    OPT("LEASE", CMD_OPT_LEASE, 1),     OPT("FENCE", CMD_OPT_FENCE, 2),
+    OPT("IFREV", CMD_OPT_IFREV, 1),     OPT("REQ", CMD_OPT_REQ, 2),
+    OPT("WAIT", CMD_OPT_WAIT, 1),       OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
+    OPT("NAME", CMD_OPT_NAME, 1),       OPT("SHARED", CMD_OPT_SHARED, 0),
+    OPT("NOTIFY", CMD_OPT_NOTIFY, 0),   OPT("VALUE", CMD_OPT_VALUE, 1),
+    OPT("MAXHOLD", CMD_OPT_MAXHOLD, 1),
 #undef OPT
 };
 
@@ -164,8 +165,28 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     case CMD_OPT_LOCKDELAY:
         return cmd_arg_range(r, i, "LOCKDELAY ms", 0, cfg->max_lockdelay,
                              &cmd->session_open.lockdelay_ms);
+    case CMD_OPT_VALUE: /* LOCK parses into a LOCK_META (cmd_lock.c) */
+        if (r->argv[i].len > cfg->max_lock_value) {
+            resp_w_errorf(r->out, PROTO_TOOLARGE " VALUE is over %llu bytes (--max-lock-value)",
+                          (unsigned long long)cfg->max_lock_value);
+            return -1;
+        }
+        cmd->lock_meta.value.p = r->argv[i].p;
+        cmd->lock_meta.value.len = (uint32_t)r->argv[i].len;
+        return 0;
+    case CMD_OPT_MAXHOLD:
+        return cmd_arg_range(r, i, "MAXHOLD ms", cfg->min_max_hold, cfg->max_max_hold,
+                             &cmd->lock_meta.maxhold_ms);
     case CMD_OPT_SHARED: /* LOCK and LOCK_SHARED share their payload's layout */
     case CMD_OPT_NOTIFY: /* and LOCK_NOTIFY: a shared request tells nobody (no such op) */
+        if (cmd->op == FSM_OP_LOCK_META) { /* LOCK's parse: cmd_lock.c picks the op after it */
+            if (cmd->lock_meta.flags) {
+                resp_w_errorf(r->out, PROTO_ERR " SHARED and NOTIFY do not go together");
+                return -1;
+            }
+            cmd->lock_meta.flags = bit == CMD_OPT_SHARED ? CMD_LOCK_SHARED : CMD_LOCK_NOTIFY;
+            return 0;
+        }
         if (cmd->op != FSM_OP_LOCK) {
             resp_w_errorf(r->out, PROTO_ERR " SHARED and NOTIFY do not go together");
             return -1;
@@ -256,7 +277,8 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
         resp_w_simple(&slot->out, "OK");
         break;
     case FSM_REPLY_INT:
-        if (slot->op == FSM_OP_SESSION_OPEN && slot->conn)
+        if ((slot->op == FSM_OP_SESSION_OPEN || slot->op == FSM_OP_SESSION_OPEN_REENTRANT) &&
+            slot->conn)
             srv_push_conn_sid(slot->conn, reply->value); /* its pushes (watch/push.c) */
         if (slot->op == FSM_OP_INCR)                     /* the counter's value: signed */
             resp_w_int(&slot->out, (int64_t)reply->value);

@@ -107,7 +107,9 @@ enum {
     CMD_OPT_LOCKDELAY = 32, /* LOCKDELAY ms */
     CMD_OPT_NAME = 64,      /* NAME name */
     CMD_OPT_SHARED = 128,   /* SHARED: LOCK in shared mode (the op becomes LOCK_SHARED) */
-    CMD_OPT_NOTIFY = 256    /* NOTIFY: LOCK tells the holder it waits (the op LOCK_NOTIFY) */
+    CMD_OPT_NOTIFY = 256,   /* NOTIFY: LOCK tells the holder it waits (the op LOCK_NOTIFY) */
+    CMD_OPT_VALUE = 512,    /* VALUE v: LOCK's grant carries v (the op LOCK_META) */
+    CMD_OPT_MAXHOLD = 1024  /* MAXHOLD ms: LOCK's grant ends after ms (the op LOCK_META) */
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
@@ -160,9 +162,25 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
    another user's session (cmd_no_session). */
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
-/* LOCK.INFO's waits_for: per waiter of `name` in FIFO order, the array of the sessions it waits
-   for (cmd_waits.c). */
-void cmd_write_waits_for(struct srv_req *r, const char *name, size_t nl);
+/* LOCK.INFO's waits_for into `out`: per waiter of `name` in FIFO order, the array of the
+   sessions it waits for (cmd_waits.c), at most --max-keys-reply sids in all; true if a list was
+   cut there. */
+bool cmd_write_waits_for(struct srv_req *r, struct buf *out, const char *name, size_t nl);
+
+/* LOCK.HISTORY's entries (cmd_history.c; GET /v1/locks/{name}/history too): up to `count`
+   grants of `name` with a token below `before` (0: any), newest first, into out->v (the caller
+   frees it; views borrow the FSM until the next apply). 0, or FSM_HIST_OFF, FSM_HIST_COMPACTED
+   (out->compacted: the newest revision dropped) or CMD_HISTORY_NOMEM, with out->v NULL. */
+#define CMD_HISTORY_NOMEM (-3)
+struct cmd_history {
+    struct fsm_hist_entry *v;
+    size_t n, cap;
+    uint64_t compacted;
+};
+int cmd_history_collect(const struct fsm *f, const char *name, size_t len, uint64_t before,
+                        size_t count, struct cmd_history *out);
+/* The error reply text of a non-zero cmd_history_collect result ("COMPACTED ..."). */
+void cmd_history_error(int rc, uint64_t compacted, char *msg, size_t len);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
@@ -182,6 +200,10 @@ int cmd_live_session(struct srv_req *r, uint64_t sid);
    (so that the answer is no oracle of other users' live session ids). Writes -NOSESSION,
    returns -1. */
 int cmd_no_session(struct srv_req *r, uint64_t sid);
+/* LOCK's options parse into a LOCK_META's flags: NOTIFY is the FSM's bit 0; SHARED is the
+ * parser's own mark (bit 1, never proposed: cmd_lock.c turns it into LOCK_SHARED). */
+#define CMD_LOCK_NOTIFY 1u
+#define CMD_LOCK_SHARED 2u
 /* Parse the options from argv[start] on; only those in `allowed` (CMD_OPT_* bits). */
 int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd);
 /* Propose `cmd` for r's slot; the reply comes from cmd_write_done when it applied. */

@@ -9,8 +9,8 @@
 #include "server/cmd/cmd.h"
 
 /* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
-#define LOCK_INFO_FIELDS 8
-#define LOCKS_ROW_FIELDS 7
+#define LOCK_INFO_FIELDS 11
+#define LOCKS_ROW_FIELDS 10
 #define HOLDER_FIELDS 2 /* sid, token: one map per holder in LOCK.INFO's holders */
 
 static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
@@ -21,12 +21,32 @@ static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
     return 0;
 }
 
+/*
+ * LOCK name sid [WAIT ms] [VALUE v] [MAXHOLD ms] [SHARED | NOTIFY] [REQ sid seq]. The options
+ * parse into a LOCK_META; without a value or a max hold the command is proposed as the LOCK,
+ * LOCK_SHARED or LOCK_NOTIFY it always was (the same bytes). A value and a max hold belong to
+ * an exclusive grant: SHARED with either is refused.
+ */
 void lockCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_LOCK, .lock = {.wait_ms = 0}};
-    if (lock_args(r, &cmd.lock.name, &cmd.lock.sid) ||
-        cmd_parse_opts(r, 3, CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED | CMD_OPT_NOTIFY, &cmd))
+    struct fsm_cmd cmd = {.op = FSM_OP_LOCK_META, .lock_meta = {.wait_ms = 0}};
+    if (lock_args(r, &cmd.lock_meta.name, &cmd.lock_meta.sid) ||
+        cmd_parse_opts(r, 3,
+                       CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED | CMD_OPT_NOTIFY |
+                           CMD_OPT_VALUE | CMD_OPT_MAXHOLD,
+                       &cmd))
         return;
+    struct fsm_cmd_lock_meta m = cmd.lock_meta;
+    if (m.value.len == 0 && m.maxhold_ms == 0) {
+        cmd.op = m.flags == CMD_LOCK_SHARED   ? FSM_OP_LOCK_SHARED
+                 : m.flags == CMD_LOCK_NOTIFY ? FSM_OP_LOCK_NOTIFY
+                                              : FSM_OP_LOCK;
+        cmd.lock = (struct fsm_cmd_lock){.name = m.name, .sid = m.sid, .wait_ms = m.wait_ms};
+    } else if (m.flags & CMD_LOCK_SHARED) {
+        cmd_reply_err(r, PROTO_ERR " VALUE and MAXHOLD do not go with SHARED: they belong to an "
+                                   "exclusive grant");
+        return;
+    }
     cmd_propose(r, &cmd);
 }
 
@@ -71,6 +91,18 @@ static void holder_cb(void *arg, uint64_t sid, uint64_t token, bool shared)
     resp_w_uint(ha->out, token);
 }
 
+/* The lock metadata fields of LOCK.INFO and of a LOCKS row (fsm/lockmeta.c). */
+static void write_meta(struct buf *out, struct fsm_str value, uint64_t maxhold_ms,
+                       uint64_t transitions)
+{
+    resp_w_bulk_str(out, "value");
+    resp_w_bulk(out, value.p, value.len);
+    resp_w_bulk_str(out, "max_hold_ms");
+    resp_w_uint(out, maxhold_ms);
+    resp_w_bulk_str(out, "transitions");
+    resp_w_uint(out, transitions);
+}
+
 void lockInfoCommand(struct srv_req *r)
 {
     struct fsm_str name;
@@ -81,7 +113,16 @@ void lockInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
-    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS);
+    /* waits_for first, into its own buffer: whether a list was cut decides the map's size */
+    struct buf wf;
+    buf_init(&wf);
+    bool cut = cmd_write_waits_for(r, &wf, name.p, name.len);
+    if (buf_failed(&wf)) {
+        buf_free(&wf);
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS + v.reentrant + cut); /* + count, cut */
     resp_w_bulk_str(r->out, "holder");
     resp_w_uint(r->out, v.holder_sid);
     resp_w_bulk_str(r->out, "token");
@@ -101,7 +142,17 @@ void lockInfoCommand(struct srv_req *r)
     struct holders_arg ha = {r->out, r->proto};
     fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
     resp_w_bulk_str(r->out, "waits_for"); /* per waiter, in the order of "waiters" */
-    cmd_write_waits_for(r, name.p, name.len);
+    buf_append(r->out, wf.p, wf.len);
+    buf_free(&wf);
+    if (cut) { /* a list stopped at --max-keys-reply sids; absent otherwise (as before it) */
+        resp_w_bulk_str(r->out, "waits_for_cut");
+        resp_w_uint(r->out, 1);
+    }
+    write_meta(r->out, v.value, v.maxhold_ms, v.transitions);
+    if (v.reentrant) { /* a reentrant holder's holds; absent otherwise (as before them) */
+        resp_w_bulk_str(r->out, "count");
+        resp_w_uint(r->out, v.count);
+    }
 }
 
 void fenceCheckCommand(struct srv_req *r)
@@ -143,7 +194,7 @@ void locksCommand(struct srv_req *r)
     n = shown;
     resp_w_array(r->out, n);
     for (size_t i = 0; i < n; i++) {
-        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS);
+        resp_w_map(r->out, r->proto, LOCKS_ROW_FIELDS + it[i].reentrant);
         resp_w_bulk_str(r->out, "name");
         resp_w_bulk(r->out, it[i].name.p, it[i].name.len);
         resp_w_bulk_str(r->out, "holder");
@@ -160,6 +211,11 @@ void locksCommand(struct srv_req *r)
                                     : fsm_kind_name(it[i].kind));
         resp_w_bulk_str(r->out, "holders");
         resp_w_uint(r->out, it[i].holder_sid ? 1 : it[i].n_shared);
+        write_meta(r->out, it[i].value, it[i].maxhold_ms, it[i].transitions);
+        if (it[i].reentrant) {
+            resp_w_bulk_str(r->out, "count");
+            resp_w_uint(r->out, it[i].count);
+        }
     }
     free(it);
 }

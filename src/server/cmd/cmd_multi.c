@@ -23,16 +23,11 @@ struct mname {
     bool shared;
 };
 
-static int name_cmp(const struct fsm_str *a, const struct fsm_str *b)
-{
-    size_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->p, b->p, n);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
-}
-
 static int mname_cmp(const void *x, const void *y)
 {
-    return name_cmp(&((const struct mname *)x)->name, &((const struct mname *)y)->name);
+    const struct fsm_str *a = &((const struct mname *)x)->name;
+    const struct fsm_str *b = &((const struct mname *)y)->name;
+    return fsm_name_cmp(a->p, a->len, b->p, b->len); /* the FSM's order: the entry's */
 }
 
 static struct mname *mname_find(struct mname *m, size_t n, const struct resp_arg *a)
@@ -52,7 +47,7 @@ static int parse_names(struct srv_req *r, size_t n, struct mname *m)
     }
     qsort(m, n, sizeof(*m), mname_cmp);
     for (size_t i = 1; i < n; i++)
-        if (name_cmp(&m[i - 1].name, &m[i].name) == 0) {
+        if (mname_cmp(&m[i - 1], &m[i]) == 0) {
             char shown[CMD_ARG_TEXT];
             resp_w_errorf(r->out, PROTO_ERR " lock name '%s' given twice",
                           cmd_arg_text(&r->argv[3 + m[i].pos], shown));

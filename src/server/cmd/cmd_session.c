@@ -16,13 +16,67 @@
 /* Key-value pairs in a SESSION.INFO reply (count them when adding one). */
 #define SESSION_INFO_FIELDS 9
 
+/* REENTRANT [MAXCOUNT n] among SESSION.OPEN's options: 1 if REENTRANT was given (then
+ * *max is its MAXCOUNT or --reentrant-max-count), 0 if not, -1 (answered) on a bad one. The
+ * other options are left in `rest` (rest->argv owned by the caller: free it), for
+ * cmd_parse_opts. */
+static int reentrant_opts(struct srv_req *r, struct srv_req *rest, uint64_t *max)
+{
+    int reentrant = 0, counted = 0;
+    *rest = *r;
+    rest->argv = malloc(r->argc * sizeof(*rest->argv));
+    if (!rest->argv) {
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return -1;
+    }
+    rest->argc = 0;
+    *max = r->s->cfg.reentrant_max_count;
+    for (size_t i = 0; i < r->argc; i++) {
+        if (i >= 2 && resp_arg_is(&r->argv[i], "REENTRANT") && !reentrant) {
+            reentrant = 1;
+        } else if (i >= 2 && resp_arg_is(&r->argv[i], "MAXCOUNT") && !counted) {
+            if (i + 1 >= r->argc) {
+                cmd_reply_err(r, PROTO_ERR " option MAXCOUNT needs 1 argument(s)");
+                return -1;
+            }
+            if (cmd_arg_range(r, ++i, "MAXCOUNT", 1, FSM_MAX_HOLD_COUNT, max))
+                return -1;
+            counted = 1;
+        } else {
+            rest->argv[rest->argc++] = r->argv[i];
+        }
+    }
+    if (counted && !reentrant) {
+        cmd_reply_err(r, PROTO_ERR " MAXCOUNT needs REENTRANT");
+        return -1;
+    }
+    return reentrant;
+}
+
+/* SESSION.OPEN ttl [LOCKDELAY ms] [NAME name] [REENTRANT [MAXCOUNT n]]: REENTRANT proposes
+ * SESSION_OPEN_REENTRANT (its own op: a SESSION_OPEN entry's bytes stay what they were). */
 void sessionOpenCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_SESSION_OPEN, .session_open = {.ttl_ms = 0}};
+    struct srv_req rest;
+    uint64_t max;
     if (cmd_need_leader(r) ||
-        cmd_arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.session_open.ttl_ms) ||
-        cmd_parse_opts(r, 2, CMD_OPT_LOCKDELAY | CMD_OPT_NAME, &cmd))
+        cmd_arg_range(r, 1, "ttl_ms", 1, r->s->cfg.max_ttl, &cmd.session_open.ttl_ms))
         return;
+    int reentrant = reentrant_opts(r, &rest, &max);
+    int bad =
+        reentrant < 0 || cmd_parse_opts(&rest, 2, CMD_OPT_LOCKDELAY | CMD_OPT_NAME, &cmd) != 0;
+    free(rest.argv);
+    if (bad)
+        return;
+    if (reentrant) {
+        struct fsm_cmd_session_open o = cmd.session_open;
+        cmd = (struct fsm_cmd){.op = FSM_OP_SESSION_OPEN_REENTRANT,
+                               .session_open_reentrant = {.ttl_ms = o.ttl_ms,
+                                                          .lockdelay_ms = o.lockdelay_ms,
+                                                          .name = o.name,
+                                                          .max_count = max}};
+    }
     cmd_propose(r, &cmd);
 }
 
@@ -84,7 +138,7 @@ void sessionCloseCommand(struct srv_req *r)
 /* One session as SESSION.INFO and SESSION.LIST answer it. */
 static void put_session(struct buf *out, int proto, const struct fsm_session_view *v, uint64_t left)
 {
-    resp_w_map(out, proto, SESSION_INFO_FIELDS);
+    resp_w_map(out, proto, SESSION_INFO_FIELDS + v->reentrant); /* + max_count */
     resp_w_bulk_str(out, "sid");
     resp_w_uint(out, v->sid);
     resp_w_bulk_str(out, "ttl_ms");
@@ -103,6 +157,10 @@ static void put_session(struct buf *out, int proto, const struct fsm_session_vie
     resp_w_uint(out, v->n_keys);
     resp_w_bulk_str(out, "remaining_ms");
     resp_w_uint(out, left);
+    if (v->reentrant) { /* absent for other sessions: their reply is what it always was */
+        resp_w_bulk_str(out, "max_count");
+        resp_w_uint(out, v->max_count);
+    }
 }
 
 void sessionInfoCommand(struct srv_req *r)

@@ -155,6 +155,17 @@ void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g
     case FSM_GROW_MULTI:
         growth_multi(f, cmd, g);
         break;
+    case FSM_GROW_LATCH: { /* a latch or barrier counts as a lock, a participant as a waiter */
+        const struct fsm_str *name = fsm_cmd_str(cmd, FSM_F_NAME);
+        struct fsm_latch_view lv;
+        bool part = fsm_cmd_acting_sid(cmd) != 0;
+        if (name && !fsm_latch_info(f, name->p, name->len, &lv)) {
+            g[SRV_QUOTA_LOCKS] = 1;
+            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + name->len;
+        }
+        g[SRV_QUOTA_BYTES] += part ? FSM_RECORD_BYTES : 0;
+        break;
+    }
     }
 }
 
@@ -350,12 +361,13 @@ static uint64_t parked_of(struct srv *s, const struct acl_user *u)
 int srv_parked_admit(struct srv_req *r)
 {
     struct srv *s = r->s;
-    uint64_t all = s->xread.n_watchers + s->observe.n_observers;
+    uint64_t all = s->xread.n_watchers + s->observe.n_observers + s->latchw.n;
     if (all >= s->cfg.max_parked) {
         s->m.parked_rejections++;
         resp_w_errorf(r->out,
-                      PROTO_NOSPACE " parked quota reached: %llu XREAD/ELECT.OBSERVE requests "
-                                    "parked on this node, the limit (--max-parked) is %llu",
+                      PROTO_NOSPACE
+                      " parked quota reached: %llu XREAD/ELECT.OBSERVE/latch requests "
+                      "parked on this node, the limit (--max-parked) is %llu",
                       (unsigned long long)all, (unsigned long long)s->cfg.max_parked);
         return -1;
     }

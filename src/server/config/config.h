@@ -47,8 +47,13 @@ struct srv_config {
     unsigned http_max_streams; /* GET /v1/events streams open at once */
     uint64_t http_idle_ms;     /* HTTP: ms to send the request, and again to read the reply */
     uint64_t max_ttl, max_lockdelay, max_wait;
-    uint64_t deadlock_search_limit; /* fsm_set_deadlock_limit: 0 = no deadlock detection */
-    uint64_t max_multi_lock_names;  /* --max-multi-lock-names: names of one LOCK.MULTI */
+    uint64_t max_lock_value;             /* --max-lock-value: LOCK ... VALUE bytes */
+    uint64_t min_max_hold, max_max_hold; /* LOCK ... MAXHOLD bounds (ms) */
+    uint64_t reentrant_max_count;        /* a REENTRANT session's MAXCOUNT when it names none */
+    uint64_t deadlock_search_limit;      /* fsm_set_deadlock_limit: 0 = no deadlock detection */
+    uint64_t max_multi_lock_names;       /* --max-multi-lock-names: names of one LOCK.MULTI */
+    uint64_t history_per_lock;    /* the lock history's bounds a leader proposes (settings.c); */
+    uint64_t history_max_entries; /* either 0: off */
     /* quotas (quota.c): checked on the leader before proposing */
     uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
     uint64_t max_parked;         /* --max-parked: parked XREAD/ELECT.OBSERVE, all users (quota.c) */

@@ -157,6 +157,10 @@ int cfg_rules_check(struct srv_config *c)
         fprintf(stderr, "fencelockd: --max-query-buffer must be larger than --max-bulk\n");
         return -1;
     }
+    if (c->min_max_hold > c->max_max_hold) {
+        fprintf(stderr, "fencelockd: --min-max-hold must not be above --max-max-hold\n");
+        return -1;
+    }
     if (c->heartbeat_ms >= c->election_ms) {
         fprintf(stderr, "fencelockd: --heartbeat-ms must be below --election-ms\n");
         return -1;

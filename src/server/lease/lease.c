@@ -17,6 +17,7 @@ void lease_init(struct lease *l, uint64_t checkpoint_min_ttl)
     map_init(&l->waits);
     map_init(&l->delays);
     map_init(&l->revokes);
+    map_init(&l->maxholds);
     heap_init(&l->timers);
     buf_init(&l->scratch);
     l->checkpoint_min_ttl = checkpoint_min_ttl;
@@ -34,6 +35,7 @@ void lease_clear(struct lease *l)
     map_free(&l->waits, free_val);
     map_free(&l->delays, free_val);
     map_free(&l->revokes, free_val);
+    map_free(&l->maxholds, free_val);
 }
 
 void lease_free(struct lease *l)
@@ -273,10 +275,10 @@ void lease_delay_ended(struct lease *l, const char *name, size_t namelen)
 
 /* ---- revoke deadlines ---- */
 
-static int revoke_add(struct lease *l, const char *name, size_t namelen, uint64_t token,
-                      uint64_t stored_ms, uint64_t deadline)
+static int grant_add(struct lease *l, struct map *m, enum lease_kind kind, const char *name,
+                     size_t namelen, uint64_t token, uint64_t stored_ms, uint64_t deadline)
 {
-    struct lease_revoke *v = map_get(&l->revokes, name, namelen);
+    struct lease_revoke *v = map_get(m, name, namelen);
     if (v && v->token == token) { /* a second revoke of the grant: its countdown restarts */
         v->deadline_ms = stored_ms;
         if (!v->ending)
@@ -285,14 +287,14 @@ static int revoke_add(struct lease *l, const char *name, size_t namelen, uint64_
     }
     if (!v) {
         v = calloc(1, sizeof(*v) + namelen);
-        if (!v || map_put(&l->revokes, name, namelen, v)) {
+        if (!v || map_put(m, name, namelen, v)) {
             free(v);
             l->damaged = true;
             return -1;
         }
         memcpy(v->name, name, namelen);
         v->namelen = namelen;
-        item_init(&v->t, LEASE_REVOKE);
+        item_init(&v->t, kind);
     }
     v->token = token; /* an entry of an older grant is replaced */
     v->deadline_ms = stored_ms;
@@ -304,7 +306,8 @@ static int revoke_add(struct lease *l, const char *name, size_t namelen, uint64_
 int lease_revoke_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
                          uint64_t deadline_ms, uint64_t now)
 {
-    return revoke_add(l, name, namelen, token, deadline_ms, now + deadline_ms);
+    return grant_add(l, &l->revokes, LEASE_REVOKE, name, namelen, token, deadline_ms,
+                     now + deadline_ms);
 }
 
 bool lease_revoke_left(struct lease *l, const char *name, size_t namelen, uint64_t token,
@@ -323,17 +326,47 @@ int lease_revoke_ensure(struct lease *l, const char *name, size_t namelen, uint6
     struct lease_revoke *v = map_get(&l->revokes, name, namelen);
     if (v && v->token == token)
         return 0;
-    return revoke_add(l, name, namelen, token, deadline_ms, now + deadline_ms);
+    return grant_add(l, &l->revokes, LEASE_REVOKE, name, namelen, token, deadline_ms,
+                     now + deadline_ms);
+}
+
+static void grant_ended(struct lease *l, struct map *m, const char *name, size_t namelen,
+                        uint64_t token)
+{
+    struct lease_revoke *v = map_get(m, name, namelen);
+    if (!v || v->token != token)
+        return;
+    map_del(m, name, namelen);
+    heap_remove(&l->timers, &v->t);
+    free(v);
 }
 
 void lease_revoke_ended(struct lease *l, const char *name, size_t namelen, uint64_t token)
 {
-    struct lease_revoke *v = map_get(&l->revokes, name, namelen);
-    if (!v || v->token != token)
-        return;
-    map_del(&l->revokes, name, namelen);
-    heap_remove(&l->timers, &v->t);
-    free(v);
+    grant_ended(l, &l->revokes, name, namelen, token);
+}
+
+/* ---- max-hold deadlines: the same entries as a revoke's, in a table of their own ---- */
+
+int lease_maxhold_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                          uint64_t maxhold_ms, uint64_t now)
+{
+    return grant_add(l, &l->maxholds, LEASE_MAXHOLD, name, namelen, token, maxhold_ms,
+                     now + maxhold_ms);
+}
+
+int lease_maxhold_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                         uint64_t maxhold_ms, uint64_t now)
+{
+    struct lease_revoke *v = map_get(&l->maxholds, name, namelen);
+    if (v && v->token == token)
+        return 0;
+    return lease_maxhold_started(l, name, namelen, token, maxhold_ms, now);
+}
+
+void lease_maxhold_ended(struct lease *l, const char *name, size_t namelen, uint64_t token)
+{
+    grant_ended(l, &l->maxholds, name, namelen, token);
 }
 
 /* ---- leadership ---- */
@@ -379,6 +412,13 @@ static void takeover_cb(void *arg, const void *key, size_t len, void *val)
         struct lease_revoke *v = val;
         v->ending = false;
         full = v->deadline_ms;
+    } else if (t->kind == LEASE_MAXHOLD) {
+        /* Kept as armed when this node applied the grant (after the old leader committed it,
+         * so never earlier than the old leader's deadline); one this node already popped while
+         * it led before is due now (its MAXHOLD_END is harmless if stale). */
+        ((struct lease_revoke *)val)->ending = false;
+        if (t->idx != HEAP_NONE)
+            return;
     }
     arm(ta->l, t, ta->now + full);
 }
@@ -393,6 +433,7 @@ void lease_takeover(struct lease *l, uint64_t now, lease_checkpoint_fn ck, void 
     map_foreach(&l->waits, takeover_cb, &ta);
     map_foreach(&l->delays, takeover_cb, &ta);
     map_foreach(&l->revokes, takeover_cb, &ta);
+    map_foreach(&l->maxholds, takeover_cb, &ta);
 }
 
 void lease_step_down(struct lease *l)
@@ -439,7 +480,7 @@ static bool describe(struct heap_item *t, uint64_t now, struct lease_action *a)
         a->keylen = w->keylen;
         a->name = w->key;
         a->namelen = w->keylen - LEASE_SID_BYTES;
-    } else if (t->kind == LEASE_REVOKE) {
+    } else if (t->kind == LEASE_REVOKE || t->kind == LEASE_MAXHOLD) {
         struct lease_revoke *v = (struct lease_revoke *)t;
         v->ending = true;
         a->token = v->token;
@@ -473,10 +514,11 @@ static struct heap_item *find_timer(struct lease *l, enum lease_kind kind, uint6
         struct lease_sess *e = sess_get(l, sid);
         return e ? &e->t : NULL;
     }
-    struct map *m = kind == LEASE_WAIT     ? &l->waits
-                    : kind == LEASE_DELAY  ? &l->delays
-                    : kind == LEASE_REVOKE ? &l->revokes
-                                           : NULL;
+    struct map *m = kind == LEASE_WAIT      ? &l->waits
+                    : kind == LEASE_DELAY   ? &l->delays
+                    : kind == LEASE_REVOKE  ? &l->revokes
+                    : kind == LEASE_MAXHOLD ? &l->maxholds
+                                            : NULL;
     return m ? map_get(m, key, keylen) : NULL;
 }
 
@@ -495,7 +537,7 @@ static void clear_inflight(struct heap_item *t)
         ((struct lease_wait *)t)->cancelling = false;
     else if (t->kind == LEASE_DELAY)
         ((struct lease_delay *)t)->ending = false;
-    else if (t->kind == LEASE_REVOKE)
+    else if (t->kind == LEASE_REVOKE || t->kind == LEASE_MAXHOLD)
         ((struct lease_revoke *)t)->ending = false;
 }
 
@@ -524,7 +566,7 @@ static bool inflight(const struct heap_item *t)
         return ((const struct lease_sess *)t)->expiring;
     if (t->kind == LEASE_WAIT)
         return ((const struct lease_wait *)t)->cancelling;
-    if (t->kind == LEASE_REVOKE)
+    if (t->kind == LEASE_REVOKE || t->kind == LEASE_MAXHOLD)
         return ((const struct lease_revoke *)t)->ending;
     return ((const struct lease_delay *)t)->ending;
 }
@@ -535,7 +577,7 @@ static uint64_t full_length(const struct heap_item *t)
         return ((const struct lease_sess *)t)->ttl_ms;
     if (t->kind == LEASE_WAIT)
         return ((const struct lease_wait *)t)->wait_ms;
-    if (t->kind == LEASE_REVOKE)
+    if (t->kind == LEASE_REVOKE || t->kind == LEASE_MAXHOLD)
         return ((const struct lease_revoke *)t)->deadline_ms;
     return ((const struct lease_delay *)t)->delay_ms;
 }
@@ -558,4 +600,5 @@ void lease_repair(struct lease *l, uint64_t now)
     map_foreach(&l->waits, repair_cb, &ta);
     map_foreach(&l->delays, repair_cb, &ta);
     map_foreach(&l->revokes, repair_cb, &ta);
+    map_foreach(&l->maxholds, repair_cb, &ta);
 }

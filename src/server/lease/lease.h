@@ -10,13 +10,16 @@
  *   waits     name+sid  -> struct lease_wait  (WAIT bound, deadline, when it started)
  *   delays    name      -> struct lease_delay (lock-delay, deadline)
  *   revokes   name      -> struct lease_revoke (a revoke's grant and deadline)
+ *   maxholds  name      -> struct lease_revoke (a grant's max hold and its deadline)
  * Every entry is owned and freed by the module; pointers and names it hands out are borrowed,
  * valid until the next call that changes the tables.
  *
  * Invariants: deadlines are acted on only while leading (between lease_takeover and
  * lease_step_down); at takeover every deadline restarts at its full length, a session's at
  * what an earlier leader checkpointed as left if that is shorter (never early after a
- * fail-over). An entry's timer is queued unless its action is in flight (expiring,
+ * fail-over); a max hold keeps the deadline this node armed when it applied the grant (its
+ * apply came after the old leader's commit: never early, and late only by the replication
+ * lag). An entry's timer is queued unless its action is in flight (expiring,
  * cancelling, ending). A failed allocation never loses a deadline silently: the module marks
  * itself damaged, and lease_repair plus a re-derivation from the FSM restore it (later, never
  * earlier, than the lost deadline).
@@ -39,7 +42,8 @@ enum lease_kind {
     LEASE_WAIT = 2,
     LEASE_DELAY = 3,
     LEASE_CHECKPOINT = 4,
-    LEASE_REVOKE = 5
+    LEASE_REVOKE = 5,
+    LEASE_MAXHOLD = 6
 };
 
 /*
@@ -85,7 +89,7 @@ struct lease_revoke {
 };
 
 struct lease {
-    struct map sessions, waits, delays, revokes;
+    struct map sessions, waits, delays, revokes, maxholds;
     struct heap timers;
     struct buf scratch;
     uint64_t checkpoint_min_ttl;
@@ -98,7 +102,7 @@ struct lease_action {
     enum lease_kind kind; /* SESSION: propose expiry; WAIT: cancel; DELAY: end; CHECKPOINT;
                              REVOKE: end the grant `token` */
     uint64_t sid;
-    uint64_t token;        /* REVOKE */
+    uint64_t token;        /* REVOKE, MAXHOLD */
     uint64_t remaining_ms; /* CHECKPOINT: what is left of the lease */
     const char *key;
     size_t keylen;
@@ -148,6 +152,15 @@ bool lease_revoke_left(struct lease *l, const char *name, size_t namelen, uint64
 void lease_revoke_ended(struct lease *l, const char *name, size_t namelen, uint64_t token);
 int lease_revoke_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,
                         uint64_t deadline_ms, uint64_t now);
+
+/* Grant `token` of lock `name` has a max hold of maxhold_ms (FSM GRANTED): its deadline is
+ * now + maxhold_ms on this node's clock, kept across takeovers. _ended: the grant ended
+ * (RELEASED). _ensure: derived from the FSM after a restore or a repair (full length from now). */
+int lease_maxhold_started(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                          uint64_t maxhold_ms, uint64_t now);
+void lease_maxhold_ended(struct lease *l, const char *name, size_t namelen, uint64_t token);
+int lease_maxhold_ensure(struct lease *l, const char *name, size_t namelen, uint64_t token,
+                         uint64_t maxhold_ms, uint64_t now);
 
 /* ---- queries ---- */
 /* The session is known here and no expiry of it is in flight. */

@@ -97,9 +97,22 @@ static void cancel_done(void *ctx, int status, const struct fsm_reply *reply)
     (void)ctx, (void)status, (void)reply; /* the FSM's grant or end of wait is what counts */
 }
 
-/* One (name, sid): if the session's user may no longer take the lock, every request parked on
- * it is answered -NOPERM and the queued wait is cancelled in the log (as a timeout would), so
- * no grant arrives for a request nobody waits for. */
+struct names_perm {
+    const struct acl_user *u;
+    const struct srv_cmd *cmd;
+};
+
+static int name_denied(void *arg, const char *n, size_t len)
+{
+    const struct names_perm *p = arg;
+    return !cmd_perm_allows(p->u, p->cmd, n, len);
+}
+
+/* One (name, sid): if the session's user may no longer take the lock (for a LOCK.MULTI, any of
+ * its names: the key holds its first one, the FSM's waiting request the others), every request
+ * parked on it is answered -NOPERM and the queued wait is cancelled in the log (as a timeout
+ * would; a multi-request's leaves every name), so no grant arrives for a request nobody waits
+ * for. */
 static void reauth_parked_cb(void *arg, const void *key, size_t len, void *val)
 {
     struct srv *s = arg;
@@ -107,13 +120,18 @@ static void reauth_parked_cb(void *arg, const void *key, size_t len, void *val)
     const char *name = key;
     size_t namelen = len - 8;
     const struct acl_user *u = NULL;
-    for (struct srv_slot *x = slot; x && !u; x = x->lnext)
-        u = x->conn ? x->conn->user : NULL;
-    if (!u || cmd_perm_allows(u, parked_cmd(slot->op), name, namelen))
-        return;
+    bool multi = false;
+    for (struct srv_slot *x = slot; x; x = x->lnext) {
+        u = u ? u : x->conn ? x->conn->user : NULL;
+        multi = multi || x->op == FSM_OP_LOCK_MULTI;
+    }
     uint64_t sid = 0;
     for (int i = 0; i < 8; i++)
         sid |= (uint64_t)(unsigned char)name[namelen + i] << (8 * i);
+    struct names_perm np = {u, srv_cmd_at(SRV_CMD_LOCK_MULTI)};
+    if (!u || (cmd_perm_allows(u, parked_cmd(slot->op), name, namelen) &&
+               !(multi && fsm_wait_request_names(s->fsm, name, namelen, sid, name_denied, &np))))
+        return;
     struct fsm_cmd cmd = {.op = FSM_OP_CANCEL_WAIT,
                           .cancel_wait = {.name = {name, (uint32_t)namelen}, .sid = sid}};
     int rc = srv_propose(s, &cmd, cancel_done, NULL);

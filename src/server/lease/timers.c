@@ -106,6 +106,11 @@ static void on_granted(struct srv *s, const struct fsm_event *e, uint64_t now)
         hist_observe(&s->m.lock_wait, (double)waited / 1000.0);
     hold_start(s, e->name.p, e->name.len);
     s->m.grants++;
+    struct fsm_lock_view v; /* a max hold: armed here on every node, kept across takeovers */
+    if (e->kind == FSM_KIND_LOCK && fsm_lock_info(s->fsm, e->name.p, e->name.len, &v) &&
+        v.token == e->token && v.maxhold_ms &&
+        lease_maxhold_started(&s->lease.rules, e->name.p, e->name.len, e->token, v.maxhold_ms, now))
+        LOGE(&s->log, "out of memory tracking a max hold (retried on the next tick)");
     srv_wake_parked(s, e->name.p, e->name.len, e->sid, e->token);
 }
 
@@ -117,9 +122,10 @@ static void log_lost_hold(struct srv *s, const struct fsm_event *e)
 {
     char shown[CMD_ARG_TEXT];
     struct resp_arg name = {e->name.p, e->name.len};
-    const char *how = e->deadline  ? "passed a revoke's deadline"
-                      : e->revoked ? "was revoked"
-                                   : "expired";
+    const char *how = e->maxhold    ? "reached its max hold"
+                      : e->deadline ? "passed a revoke's deadline"
+                      : e->revoked  ? "was revoked"
+                                    : "expired";
     LOGW(&s->log, "session %llu %s while holding '%s' (token %llu): it passes to the next holder",
          (unsigned long long)e->sid, how, cmd_arg_text(&name, shown), (unsigned long long)e->token);
 }
@@ -154,6 +160,7 @@ static void on_event(struct srv *s, const struct fsm_event *e)
         break;
     case FSM_EV_RELEASED:
         lease_revoke_ended(&s->lease.rules, nm, nl, e->token);
+        lease_maxhold_ended(&s->lease.rules, nm, nl, e->token);
         hold_end(s, nm, nl);
         s->m.releases++;
         if (e->expired)
@@ -193,6 +200,14 @@ static void on_event(struct srv *s, const struct fsm_event *e)
     case FSM_EV_LEADER:
     case FSM_EV_PROCLAIM:
         srv_observe_event(s, e);
+        break;
+    case FSM_EV_LATCH_ZERO:
+    case FSM_EV_LATCH_BROKEN:
+    case FSM_EV_BARRIER_FULL:
+    case FSM_EV_BARRIER_DONE:
+    case FSM_EV_BARRIER_BROKEN:
+    case FSM_EV_LATCH_DELETED:
+        srv_latch_event(s, e); /* cmd_latch.c: the parked waits of that name */
         break;
     default:
         break;
@@ -248,6 +263,13 @@ static void derive_revoke_cb(void *arg, const char *name, size_t namelen, uint64
     lease_revoke_ensure(&da->s->lease.rules, name, namelen, token, deadline_ms, da->now);
 }
 
+static void derive_maxhold_cb(void *arg, const char *name, size_t namelen, uint64_t token,
+                              uint64_t maxhold_ms)
+{
+    struct derive_arg *da = arg;
+    lease_maxhold_ensure(&da->s->lease.rules, name, namelen, token, maxhold_ms, da->now);
+}
+
 static void derive_tables(struct srv *s, uint64_t now)
 {
     struct derive_arg da = {s, now};
@@ -255,6 +277,7 @@ static void derive_tables(struct srv *s, uint64_t now)
     fsm_foreach_waiter(s->fsm, derive_wait_cb, &da);
     fsm_foreach_lockdelay(s->fsm, derive_delay_cb, &da);
     fsm_foreach_revoke(s->fsm, derive_revoke_cb, &da);
+    fsm_foreach_maxhold(s->fsm, derive_maxhold_cb, &da);
 }
 
 /* The FSM was replaced by a snapshot: derive every table again from it. */
@@ -269,6 +292,7 @@ void srv_hook_restored(void *arg)
              NULL);          /* the leaderless revisions known are of the old state */
     s->observe.dirty = true; /* the elections may have changed: observers look again */
     srv_observe_wake(s);
+    srv_latch_recheck(s); /* and so may the latches parked waits wait for */
 }
 
 /*
@@ -340,6 +364,11 @@ static void action_cmd(const struct lease_action *a, struct fsm_cmd *cmd)
         cmd->revoke_end.name.p = a->name;
         cmd->revoke_end.name.len = (uint32_t)a->namelen;
         cmd->revoke_end.token = a->token;
+    } else if (a->kind == LEASE_MAXHOLD) {
+        cmd->op = FSM_OP_MAXHOLD_END;
+        cmd->maxhold_end.name.p = a->name;
+        cmd->maxhold_end.name.len = (uint32_t)a->namelen;
+        cmd->maxhold_end.token = a->token;
     } else {
         cmd->op = FSM_OP_LOCKDELAY_END;
         cmd->lockdelay_end.name.p = a->name;
@@ -370,6 +399,9 @@ static void do_action(struct srv *s, const struct lease_action *a, uint64_t now)
     if (a->kind == LEASE_REVOKE)
         LOGI(&s->log, "revoke deadline of token %llu passed: proposing its release",
              (unsigned long long)a->token);
+    if (a->kind == LEASE_MAXHOLD)
+        LOGI(&s->log, "max hold of token %llu passed: proposing its release",
+             (unsigned long long)a->token);
     struct duty *d = duty_new(s, a);
     if (!d || srv_propose(s, &cmd, duty_cb, d) != RN_OK) {
         free(d);
@@ -396,6 +428,7 @@ void srv_tick(struct srv *s)
     uint64_t now = clock_ms();
     srv_watch_tick(s, now);
     srv_observe_tick(s, now);
+    srv_latch_tick(s, now);
     if (lease_damaged(&s->lease.rules))
         repair_lease(s, now);
     if (!srv_ready(s))

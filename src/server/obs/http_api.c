@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "fsm/waitgraph.h"
+#include "server/cmd/cmd.h"
 #include "server/obs/console.h"
 #include "server/obs/http_args.h"
 #include "server/obs/metrics_page.h"
@@ -158,6 +159,15 @@ static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
     return holder_sid ? "exclusive" : n_shared ? "shared" : "none";
 }
 
+/* The lock metadata fields (fsm/lockmeta.c), as LOCK.INFO and LOCKS write them. */
+static void write_meta(struct json *j, struct fsm_str value, uint64_t maxhold_ms,
+                       uint64_t transitions)
+{
+    json_kv_str(j, "value", value.p, value.len);
+    json_kv_u64(j, "max_hold_ms", maxhold_ms);
+    json_kv_u64(j, "transitions", transitions);
+}
+
 /* LOCK.INFO's fields, with the name. 0, or 404 when there is no such lock. */
 static int render_lock(struct srv *s, struct json *j, const char *name, size_t nl)
 {
@@ -178,7 +188,72 @@ static int render_lock(struct srv *s, struct json *j, const char *name, size_t n
     fsm_lock_holders(s->fsm, name, nl, holder_obj, &ha);
     json_close(j);
     write_waiters(j, s, name, nl);
+    write_meta(j, v.value, v.maxhold_ms, v.transitions);
+    if (v.reentrant) /* a reentrant holder's holds, as LOCK.INFO shows them */
+        json_kv_u64(j, "count", v.count);
     json_close(j);
+    return 0;
+}
+
+/* GET /v1/locks/{name}/history: LOCK.HISTORY's entries (cmd_history.c) as JSON, and `next`,
+ * the `before` of the next page (null at the end). Names and users are user data: JSON
+ * strings, which the console shows as text. */
+static int render_history(struct srv *s, struct json *j, const char *name, size_t nl,
+                          const struct hapi_query *qq, char *err, size_t errlen)
+{
+    uint64_t count = qq->count ? qq->count : 100;
+    if (count > s->cfg.max_keys_reply) {
+        snprintf(err, errlen, "count: at most --max-keys-reply (%llu)",
+                 (unsigned long long)s->cfg.max_keys_reply);
+        return 400;
+    }
+    struct cmd_history h;
+    int rc = cmd_history_collect(s->fsm, name, nl, qq->before, (size_t)count, &h);
+    if (rc) {
+        cmd_history_error(rc, h.compacted, err, errlen);
+        return rc == FSM_HIST_COMPACTED ? 410 : rc == FSM_HIST_OFF ? 404 : 500;
+    }
+    json_obj(j);
+    json_kv_str(j, "name", name, nl);
+    json_key(j, "history");
+    json_arr(j);
+    for (size_t i = 0; i < h.n; i++) {
+        const struct fsm_hist_entry *e = &h.v[i];
+        json_obj(j);
+        json_kv_cstr(j, "kind", fsm_kind_name(e->kind));
+        json_kv_u64(j, "session", e->sid);
+        json_kv_str(j, "session_name", e->session_name.p, e->session_name.len);
+        json_kv_str(j, "user", e->user.p, e->user.len);
+        json_kv_str(j, "value", e->value.p, e->value.len);
+        json_kv_u64(j, "token", e->token);
+        json_kv_u64(j, "permits", e->permits);
+        json_kv_u64(j, "granted_rev", e->token);
+        json_kv_u64(j, "granted_ms", e->granted_ms);
+        json_kv_u64(j, "waited_ms", e->waited_ms);
+        json_kv_u64(j, "ended_rev", e->ended_rev);
+        json_kv_u64(j, "ended_ms", e->ended_ms);
+        json_kv_cstr(j, "ended_by", e->ended_by);
+        json_kv_u64(j, "held_ms", e->held_ms);
+        json_kv_u64(j, "waiters_total", e->n_waiters);
+        json_key(j, "waiters");
+        json_arr(j);
+        for (uint32_t w = 0; w < e->n_shown; w++) {
+            json_obj(j);
+            json_kv_u64(j, "session", e->waiters[w].sid);
+            json_kv_u64(j, "waited_ms", e->waiters[w].waited_ms);
+            json_close(j);
+        }
+        json_close(j);
+        json_close(j);
+    }
+    json_close(j);
+    json_key(j, "next");
+    if (h.n == count && h.n)
+        json_u64(j, h.v[h.n - 1].token);
+    else
+        json_null(j);
+    json_close(j);
+    free(h.v);
     return 0;
 }
 
@@ -284,6 +359,9 @@ static int render_list(struct hapi_req *q, struct json *j, enum hapi_route r,
                          x->kind == FSM_KIND_LOCK ? lock_mode(x->holder_sid, x->n_shared)
                                                   : fsm_kind_name(x->kind));
             json_kv_u64(j, "holders", x->holder_sid ? 1 : x->n_shared);
+            write_meta(j, x->value, x->maxhold_ms, x->transitions);
+            if (x->reentrant) /* a reentrant holder's holds, as LOCKS shows them */
+                json_kv_u64(j, "count", x->count);
             json_close(j);
         } else if (x->kind == want) {
             if (r == HAPI_ELECTIONS)
@@ -397,6 +475,8 @@ static void session_obj(struct srv *s, struct json *j, const struct fsm_session_
     json_kv_u64(j, "waits", v->n_waits);
     json_kv_u64(j, "keys", v->n_keys);
     json_kv_u64(j, "remaining_ms", lease_session_remaining(&s->lease.rules, v->sid, now));
+    if (v->reentrant) /* as SESSION.INFO: only a reentrant session has one */
+        json_kv_u64(j, "max_count", v->max_count);
     json_close(j);
 }
 
@@ -452,6 +532,14 @@ static int render(struct hapi_req *q, struct buf *body)
             status = 404; /* a lock the user may not see is not there for it */
             buf_reset(body);
             buf_append_str(body, "no such lock\n");
+        }
+    } else if (r == HAPI_HISTORY) {
+        if (!may_lock(q, u, name, nl)) {
+            status = 404; /* as /v1/locks/{name}: a name the user may not see is not there */
+            buf_append_str(body, "no such lock\n");
+        } else if ((status = render_history(s, &j, name, nl, &qq, err, sizeof(err))) != 0) {
+            buf_reset(body);
+            buf_printf(body, "%s\n", err);
         }
     } else if (r == HAPI_LOCKS || r == HAPI_ELECTIONS || r == HAPI_SEMAPHORES) {
         status = render_list(q, &j, r, &qq, u);

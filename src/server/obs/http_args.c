@@ -72,11 +72,14 @@ enum hapi_route hapi_route_of(const char *path, char *name, size_t cap, size_t *
         if (!strcmp(path, fixed[i].p))
             return fixed[i].r;
     if (!strncmp(path, "/v1/locks/", 10)) {
-        long n = hapi_pct_decode(path + 10, strlen(path + 10), name, cap);
+        static const char suffix[] = "/history"; /* raw: an encoded %2F is part of the name */
+        size_t len = strlen(path + 10), sl = sizeof(suffix) - 1;
+        bool history = len > sl && !strcmp(path + 10 + len - sl, suffix);
+        long n = hapi_pct_decode(path + 10, history ? len - sl : len, name, cap);
         if (n <= 0)
             return HAPI_BAD;
         *nlen = (size_t)n;
-        return HAPI_LOCK;
+        return history ? HAPI_HISTORY : HAPI_LOCK;
     }
     if (!strncmp(path, "/v1/sessions/", 13)) {
         if (hapi_parse_u64(path + 13, strlen(path + 13), id) || *id == 0)
@@ -88,10 +91,10 @@ enum hapi_route hapi_route_of(const char *path, char *name, size_t cap, size_t *
 
 int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *err, size_t errlen)
 {
-    bool seen_prefix = false, seen_limit = false;
+    bool seen_prefix = false, seen_limit = false, seen_count = false, seen_before = false;
     out->prefix_len = out->after_len = 0;
     out->has_after = out->stale = false;
-    out->limit = 0;
+    out->limit = out->count = out->before = 0;
     while (*q) {
         const char *amp = strchr(q, '&');
         size_t l = amp ? (size_t)(amp - q) : strlen(q);
@@ -130,8 +133,19 @@ int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *er
                 snprintf(err, errlen, "limit: not a decimal number from 1");
                 return -1;
             }
+        } else if ((kl == 5 && !memcmp(q, "count", 5)) || (kl == 6 && !memcmp(q, "before", 6))) {
+            bool is_count = kl == 5;
+            dup = is_count ? seen_count : seen_before;
+            *(is_count ? &seen_count : &seen_before) = true;
+            uint64_t *x = is_count ? &out->count : &out->before;
+            if (hapi_parse_u64(v, vl, x) || *x == 0) {
+                snprintf(err, errlen, "%s: not a decimal number from 1",
+                         is_count ? "count" : "before");
+                return -1;
+            }
         } else {
-            snprintf(err, errlen, "unknown query parameter '%.*s' (prefix, after, limit, stale)",
+            snprintf(err, errlen,
+                     "unknown query parameter '%.*s' (prefix, after, limit, count, before, stale)",
                      (int)(kl > 32 ? 32 : kl), q);
             for (char *e = err; *e; e++) /* shown back: printable ASCII only */
                 if ((unsigned char)*e < ' ' || (unsigned char)*e >= 0x7f)

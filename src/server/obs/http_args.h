@@ -22,12 +22,13 @@ enum hapi_route {
     HAPI_MEMBERS,
     HAPI_ELECTIONS,
     HAPI_SEMAPHORES,
-    HAPI_EVENTS, /* /v1/events: Server-Sent Events (http_events.c) */
-    HAPI_WAITS,  /* /v1/waits: LOCK.WAITS's rows, who blocks whom */
+    HAPI_EVENTS,  /* /v1/events: Server-Sent Events (http_events.c) */
+    HAPI_HISTORY, /* /v1/locks/{name}/history (a name ending in "/history": encode its '/') */
+    HAPI_WAITS,   /* /v1/waits: LOCK.WAITS's rows, who blocks whom */
 };
 
-/* The route of path; for HAPI_LOCK the decoded name in name[0..*nlen) (at most cap bytes, at
- * least one), for HAPI_SESSION the id in *id (decimal, no sign, fits 64 bits, not 0). */
+/* The route of path; for HAPI_LOCK and HAPI_HISTORY the decoded name in name[0..*nlen) (at most cap
+ * bytes, at least one), for HAPI_SESSION the id in *id (decimal, no sign, fits 64 bits, not 0). */
 enum hapi_route hapi_route_of(const char *path, char *name, size_t cap, size_t *nlen, uint64_t *id);
 
 /* Percent-decode q[0..n) into out (at most cap bytes); its length, or -1 (a bad %XX or too
@@ -45,8 +46,10 @@ struct hapi_query {
     char *after; /* /v1/locks: a name; /v1/sessions: a decimal id */
     size_t after_len;
     bool has_after;
-    uint64_t limit; /* 0: absent */
-    bool stale;     /* `stale` or `stale=...` present */
+    uint64_t limit;  /* 0: absent */
+    bool stale;      /* `stale` or `stale=...` present */
+    uint64_t count;  /* /v1/locks/{name}/history: entries at most (0: absent) */
+    uint64_t before; /* and the token they are below (0: absent) */
 };
 int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *err, size_t errlen);
 

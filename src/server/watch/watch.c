@@ -15,16 +15,20 @@
 
 /* Fields an entry carries, in the order they are written after `type`. */
 enum {
-    WF_NAME = 1,     /* name: the key or lock */
-    WF_VALUE = 2,    /* value, or value_len when the value was over --event-value-max */
-    WF_TOKEN = 4,    /* token */
-    WF_SID = 8,      /* sid */
-    WF_SID_OPT = 16, /* sid, only when non-zero (a PUT's lease session) */
-    WF_MOD_REV = 32, /* mod_rev: the revision of the change (the id's rev) */
-    WF_MS = 64,      /* ms_field: ttl_ms, wait_ms or delay_ms */
-    WF_REASON = 128, /* reason: close, expire or revoke */
-    WF_OBJECT = 256, /* object: semaphore or election, only when not a lock */
-    WF_REVOKE = 512  /* reason (the text; its bytes in the value's place) and by: who asked */
+    WF_NAME = 1,         /* name: the key or lock */
+    WF_VALUE = 2,        /* value, or value_len when the value was over --event-value-max */
+    WF_TOKEN = 4,        /* token */
+    WF_SID = 8,          /* sid */
+    WF_SID_OPT = 16,     /* sid, only when non-zero (a PUT's lease session) */
+    WF_MOD_REV = 32,     /* mod_rev: the revision of the change (the id's rev) */
+    WF_MS = 64,          /* ms_field: ttl_ms, wait_ms or delay_ms */
+    WF_REASON = 128,     /* reason: close, expire or revoke */
+    WF_OBJECT = 256,     /* object: semaphore or election, only when not a lock */
+    WF_REVOKE = 512,     /* reason (the text; its bytes in the value's place) and by: who asked */
+    WF_VALUE_OPT = 1024, /* value (or value_len, as WF_VALUE), only when not empty: a lock
+                            grant's LOCK ... VALUE */
+    WF_MAXHOLD = 2048    /* reason max-hold and max_hold_ms, only when a max hold ended the
+                            grant (ms != 0: fsm/lockmeta.c's MAXHOLD_END) */
 };
 
 /* Which FSM events a row takes: all of its type, or only with / without `expired` or `sid`. */
@@ -45,9 +49,10 @@ static const struct kind kinds[] = {
     {"put", FSM_EV_KEY_PUT, W_ANY, WF_NAME | WF_VALUE | WF_SID_OPT | WF_MOD_REV, NULL},
     {"del", FSM_EV_KEY_DELETED, W_NO_SID, WF_NAME | WF_MOD_REV, NULL},
     {"expire-key", FSM_EV_KEY_DELETED, W_SID, WF_NAME | WF_SID | WF_MOD_REV | WF_REASON, NULL},
-    {"grant", FSM_EV_GRANTED, W_ANY, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
+    {"grant", FSM_EV_GRANTED, W_ANY, WF_NAME | WF_VALUE_OPT | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
     {"release", FSM_EV_RELEASED, W_NOT_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
-    {"expire", FSM_EV_RELEASED, W_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
+    {"expire", FSM_EV_RELEASED, W_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT | WF_MAXHOLD,
+     NULL},
     {"wait", FSM_EV_WAIT_STARTED, W_ANY, WF_NAME | WF_SID | WF_MS | WF_OBJECT, "wait_ms"},
     {"wait-end", FSM_EV_WAIT_ENDED, W_ANY, WF_NAME | WF_SID | WF_OBJECT, NULL},
     {"lockdelay", FSM_EV_LOCKDELAY_STARTED, W_ANY, WF_NAME | WF_MS | WF_OBJECT, "delay_ms"},
@@ -60,6 +65,13 @@ static const struct kind kinds[] = {
     {"revoke-requested", FSM_EV_REVOKE_REQUESTED, W_ANY,
      WF_NAME | WF_TOKEN | WF_SID | WF_MS | WF_REVOKE, "deadline_ms"},
     {"wait-notify", FSM_EV_WAIT_NOTIFY, W_ANY, WF_NAME | WF_TOKEN | WF_SID | WF_MS, "wait_ms"},
+    /* latches and barriers (src/fsm/latch.c) */
+    {"latch-zero", FSM_EV_LATCH_ZERO, W_ANY, WF_NAME | WF_SID | WF_MS, "count"},
+    {"latch-broken", FSM_EV_LATCH_BROKEN, W_ANY, WF_NAME | WF_SID, NULL},
+    {"barrier-full", FSM_EV_BARRIER_FULL, W_ANY, WF_NAME | WF_SID | WF_MS, "count"},
+    {"barrier-done", FSM_EV_BARRIER_DONE, W_ANY, WF_NAME | WF_SID, NULL},
+    {"barrier-broken", FSM_EV_BARRIER_BROKEN, W_ANY, WF_NAME | WF_SID, NULL},
+    {"latch-deleted", FSM_EV_LATCH_DELETED, W_ANY, WF_NAME | WF_MS, "barrier"},
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -341,7 +353,9 @@ static int make_room(struct watch *w)
 static struct watch_entry *entry_new(const struct watch *w, int kind, const struct fsm_event *ev)
 {
     bool revoke = (kinds[kind].fields & WF_REVOKE) != 0; /* texts bounded by --max-key */
-    bool keep = ((kinds[kind].fields & WF_VALUE) && ev->value.len <= w->value_max) || revoke;
+    bool keep =
+        ((kinds[kind].fields & (WF_VALUE | WF_VALUE_OPT)) && ev->value.len <= w->value_max) ||
+        revoke;
     size_t vlen = keep ? ev->value.len : 0, blen = revoke ? ev->by.len : 0;
     struct watch_entry *e = malloc(sizeof(*e) + ev->name.len + vlen + blen);
     if (!e)
@@ -354,7 +368,7 @@ static struct watch_entry *entry_new(const struct watch *w, int kind, const stru
     /* the reason of a session-end / expire-key rides in ms (0 close, 1 expire, 2 revoke) */
     e->ms = (kinds[kind].fields & WF_REASON) ? (ev->revoked ? 2u : ev->expired) : ev->ms;
     e->name_len = ev->name.len;
-    e->value_len = (kinds[kind].fields & (WF_VALUE | WF_REVOKE)) ? ev->value.len : 0;
+    e->value_len = (kinds[kind].fields & (WF_VALUE | WF_REVOKE | WF_VALUE_OPT)) ? ev->value.len : 0;
     e->by_len = (uint16_t)blen;
     if (ev->name.len)
         memcpy(e->data, ev->name.p, ev->name.len);
@@ -787,6 +801,7 @@ static size_t field_count(const struct kind *k, const struct watch_entry *e)
     n += !!(f & WF_NAME) + !!(f & WF_VALUE) + !!(f & WF_TOKEN) + !!(f & WF_SID);
     n += (f & WF_SID_OPT) && e->sid;
     n += !!(f & WF_MOD_REV) + !!(f & WF_MS) + !!(f & WF_REASON) + 2 * !!(f & WF_REVOKE);
+    n += ((f & WF_VALUE_OPT) && e->value_len) + 2 * ((f & WF_MAXHOLD) && e->ms);
     n += e->object != 0;
     return n;
 }
@@ -811,6 +826,12 @@ void watch_render(struct buf *out, const struct watch_entry *e)
     } else if (k->fields & WF_VALUE) {
         field_u64(out, "value_len", e->value_len);
     }
+    if ((k->fields & WF_VALUE_OPT) && e->value_len && e->value_kept) {
+        resp_w_bulk_str(out, "value");
+        resp_w_bulk(out, e->data + e->name_len, e->value_len);
+    } else if ((k->fields & WF_VALUE_OPT) && e->value_len) {
+        field_u64(out, "value_len", e->value_len);
+    }
     if (k->fields & WF_TOKEN)
         field_u64(out, "token", e->token);
     if ((k->fields & WF_SID) || ((k->fields & WF_SID_OPT) && e->sid))
@@ -828,6 +849,11 @@ void watch_render(struct buf *out, const struct watch_entry *e)
         resp_w_bulk(out, e->data + e->name_len, e->value_len);
         resp_w_bulk_str(out, "by");
         resp_w_bulk(out, e->data + e->name_len + e->value_len, e->by_len);
+    }
+    if ((k->fields & WF_MAXHOLD) && e->ms) {
+        resp_w_bulk_str(out, "reason");
+        resp_w_bulk_str(out, "max-hold");
+        field_u64(out, "max_hold_ms", e->ms);
     }
     if (e->object) {
         resp_w_bulk_str(out, "object");
@@ -849,6 +875,10 @@ void watch_render_json(struct json *j, const struct watch_entry *e)
         json_kv_str(j, "value", e->data + e->name_len, e->value_len);
     else if (k->fields & WF_VALUE)
         json_kv_u64(j, "value_len", e->value_len);
+    if ((k->fields & WF_VALUE_OPT) && e->value_len && e->value_kept)
+        json_kv_str(j, "value", e->data + e->name_len, e->value_len);
+    else if ((k->fields & WF_VALUE_OPT) && e->value_len)
+        json_kv_u64(j, "value_len", e->value_len);
     if (k->fields & WF_TOKEN)
         json_kv_u64(j, "token", e->token);
     if ((k->fields & WF_SID) || ((k->fields & WF_SID_OPT) && e->sid))
@@ -859,6 +889,10 @@ void watch_render_json(struct json *j, const struct watch_entry *e)
         json_kv_u64(j, k->ms_field, e->ms);
     if (k->fields & WF_REASON)
         json_kv_cstr(j, "reason", e->ms == 2 ? "revoke" : e->ms ? "expire" : "close");
+    if ((k->fields & WF_MAXHOLD) && e->ms) {
+        json_kv_cstr(j, "reason", "max-hold");
+        json_kv_u64(j, "max_hold_ms", e->ms);
+    }
     if (e->object)
         json_kv_cstr(j, "object", fsm_kind_name(e->object));
     json_close(j);

@@ -38,7 +38,8 @@ type agent struct {
 	// ended[h] is closed once watcher h's watch_end line is written: watch.stop answers after
 	// it (PROTOCOL.md: the end comes before the reply).
 	ended map[string]chan struct{}
-	// revokes[h]: the on_revoke registrations of session h, stopped before it closes
+	// revokes[h]: the on_revoke and on_waiter registrations of session h, stopped before it
+	// closes
 	revokes map[string][]*fencelock.RevokeWatch
 	wg      sync.WaitGroup
 }
@@ -156,6 +157,9 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		if b, _ := req["shared"].(bool); b {
 			opts = append(opts, fencelock.Shared())
 		}
+		if b, _ := req["notify"].(bool); b {
+			opts = append(opts, fencelock.Notify())
+		}
 		var token uint64
 		if seconds(req["wait"], 0) <= 0 {
 			token, _, err = s.TryLock(ctx, str(req["name"]), opts...)
@@ -205,11 +209,15 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		}
 		var token uint64
 		limit := int(num(req["limit"]))
+		var opts []fencelock.SemOption
+		if p, ok := req["permits"].(float64); ok {
+			opts = append(opts, fencelock.Permits(int(p)))
+		}
 		if seconds(req["wait"], 0) <= 0 {
-			token, _, err = s.TryAcquire(ctx, str(req["name"]), limit)
+			token, _, err = s.TryAcquire(ctx, str(req["name"]), limit, opts...)
 		} else {
 			wctx, cancel := waitCtx(req)
-			token, _, err = s.Acquire(wctx, str(req["name"]), limit)
+			token, _, err = s.Acquire(wctx, str(req["name"]), limit, opts...)
 			cancel()
 		}
 		if err != nil {
@@ -271,6 +279,20 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		}
 		_, err = a.c.Delete(ctx, str(req["key"]), opts...)
 		return nil, err
+	case "incr":
+		opts, err := a.writeOpts(req)
+		if err != nil {
+			return nil, err
+		}
+		by := int64(1)
+		if f, ok := req["by"].(float64); ok {
+			by = int64(f)
+		}
+		v, err := a.c.Incr(ctx, str(req["key"]), by, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"value": v}, nil
 	case "get":
 		kv, err := a.c.Get(ctx, str(req["key"]))
 		if err != nil {
@@ -345,6 +367,22 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		})
 		a.mu.Lock()
 		a.revokes[h] = append(a.revokes[h], rw)
+		a.mu.Unlock()
+		return map[string]any{afterReply: func() { close(answered) }}, nil
+	case "on_waiter":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		h := str(req["session"])
+		answered := make(chan struct{}) // as on_revoke: no line before the reply
+		ww := s.OnWaiter(str(req["name"]), num(req["token"]), func(w fencelock.Waiter) {
+			<-answered
+			a.emit(map[string]any{"event": "waiter", "session": h, "name": w.Name,
+				"token": w.Token, "sid": w.SID, "wait_ms": w.Wait.Milliseconds()})
+		})
+		a.mu.Lock()
+		a.revokes[h] = append(a.revokes[h], ww)
 		a.mu.Unlock()
 		return map[string]any{afterReply: func() { close(answered) }}, nil
 	}

@@ -9,7 +9,8 @@ import time
 from typing import Any, Dict, List, Optional, Union
 
 from .. import errors
-from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, leader_info, revoke_cmd_args,
+from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
+                       leader_info, revoke_cmd_args,
                        s_, seconds_arg, status)
 from ..conn import Cmd
 from ._conn import AsyncPool
@@ -64,11 +65,14 @@ class AsyncClient:
     def session(self, ttl: Optional[float] = None, lock_delay: Optional[float] = None,
                 name: Optional[str] = None, on_lost: Optional[LostCallback] = None, *,
                 ttl_ms: Optional[float] = None,
-                lock_delay_ms: Optional[float] = None) -> SessionOpener:
+                lock_delay_ms: Optional[float] = None, reentrant: bool = False,
+                max_count: Optional[int] = None) -> SessionOpener:
         """A session with a lease of ttl seconds, kept alive by a task: `s = await
         c.session(ttl=10.0)` or `async with c.session(ttl=10.0) as s:` (closed on exit).
-        on_lost(session): a function or coroutine function, run once when it is lost."""
-        return SessionOpener(self, ttl, lock_delay, name, on_lost, ttl_ms, lock_delay_ms)
+        on_lost(session): a function or coroutine function, run once when it is lost.
+        reentrant and max_count as fencelock.Client.session."""
+        return SessionOpener(self, ttl, lock_delay, name, on_lost, ttl_ms, lock_delay_ms,
+                             reentrant, max_count)
 
     # ---- keys ----
     async def get(self, key: str) -> Optional[bytes]:
@@ -123,11 +127,16 @@ class AsyncClient:
     # ---- locks and fencing ----
     async def lock_info(self, name: str) -> Optional[Dict[str, Any]]:
         """None if the lock is free and nobody waits; else a dict (holder, token, waiters,
-        mode, holders, lockdelay, held_since_ms)."""
+        mode, holders, lockdelay, held_since_ms; count: the holds of a reentrant holder)."""
         d: Optional[Dict[str, Any]] = as_map(await self.call(Cmd("LOCK.INFO", name)))
         if d is not None and isinstance(d.get("holders"), list):
             d["holders"] = [as_map(h) for h in d["holders"]]
         return d
+
+    async def lock_history(self, name: str, count: Optional[int] = None,
+                           before: Optional[int] = None) -> List[Dict[str, Any]]:
+        """LOCK.HISTORY, as Client.lock_history."""
+        return history_entries(await self.call(Cmd(*history_args(name, count, before))))
 
     async def revoke_lock(self, name: str, deadline: Optional[float] = None,
                           reason: Optional[str] = None) -> int:
@@ -155,6 +164,30 @@ class AsyncClient:
     async def sem_setlimit(self, name: str, limit: int) -> bool:
         """SEM.SETLIMIT (admin): as the sync Client.sem_setlimit."""
         return await self.call(Cmd("SEM.SETLIMIT", name, int(limit))) is not None
+
+    # ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+    async def latch_create(self, name: str, count: int) -> None:
+        """LATCH.CREATE: a countdown latch of `count` counts (the same count again: no change;
+        another count: ServerError; a broken latch: Broken)."""
+        await self.call(Cmd("LATCH.CREATE", name, int(count)), retry=False)
+
+    async def latch_wait(self, name: str, wait: float = 30.0) -> bool:
+        """LATCH.WAIT: True once the latch is at zero, False when wait (seconds) ran out;
+        Broken if a joined session ended before counting down."""
+        end = time.monotonic() + wait
+        cmd = Cmd("LATCH.WAIT", name)
+        if wait > 0:
+            cmd.wait(end)
+        return await self.call(cmd, deadline=end + self.timeout) is not None
+
+    async def latch_info(self, name: str) -> Optional[Dict[str, Any]]:
+        """LATCH.INFO: None, or type, state, count, remaining, joiners, counted, broken_sid."""
+        d: Optional[Dict[str, Any]] = as_map(await self.call(Cmd("LATCH.INFO", name)))
+        return d
+
+    async def latch_delete(self, name: str) -> bool:
+        """LATCH.DELETE: True if a latch or barrier of that name was deleted."""
+        return bool(await self.call(Cmd("LATCH.DELETE", name), retry=False) == 1)
 
     # ---- elections ----
     async def leader(self, name: str) -> Optional[LeaderInfo]:

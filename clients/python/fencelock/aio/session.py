@@ -27,13 +27,13 @@ import asyncio
 import contextlib
 import inspect
 import time
-from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection,
-                    Generator, List, Optional, Sequence, Set, Union)
+from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Collection, Dict,
+                    Generator, List, Optional, Sequence, Set, Tuple, Union)
 
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
-                       Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, seconds_arg,
-                       sem_args, span)
+                       Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, reentrant_args,
+                       seconds_arg, sem_args, span)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -49,7 +49,10 @@ class AsyncSession:
     (closed on exit)."""
 
     def __init__(self, client: "AsyncClient", ttl: float, lock_delay: float,
-                 name: Optional[str], on_lost: Optional[LostCallback]) -> None:
+                 name: Optional[str], on_lost: Optional[LostCallback], reentrant: bool = False,
+                 max_count: Optional[int] = None) -> None:
+        self._reentrant_args = reentrant_args(reentrant, max_count)
+        self.reentrant = reentrant
         self.client = client
         self.ttl_ms = ms(ttl, "ttl")
         self.ttl = self.ttl_ms / 1000.0
@@ -73,10 +76,13 @@ class AsyncSession:
             cmd.add("LOCKDELAY", self.lock_delay_ms)
         if self.name:
             cmd.add("NAME", self.name)
+        cmd.add(*self._reentrant_args)
         sent = time.monotonic()
         # A resend after a lost answer may leave an unused session behind; it expires.
         self.sid = int(await self.client.call(cmd))
         self._safe_until = sent + self._span(self.ttl_ms)
+        # max_hold_deadline by lock name, with the token of the grant it belongs to
+        self._max_hold: Dict[str, Tuple[int, float]] = {}
         self._ka = asyncio.ensure_future(self._keepalive())
         return self
 
@@ -233,13 +239,34 @@ class AsyncSession:
 
     # ---- locks ----
     async def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
-                      notify: bool = False) -> int:
+                      notify: bool = False, value: Union[None, str, bytes] = None,
+                      max_hold: Optional[float] = None) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock. Granted once, however many fail-overs the request crosses.
         Cancelling the call leaves the queue (or gives back a grant it never returned). notify=True: the holder it queues behind
-        is told (on_waiter), once."""
-        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify))
-        return _granted(await self._wait_grant(cmd, wait, "UNLOCK", "lock"))
+        is told (on_waiter), once. value=: the grant's value (LOCK ... VALUE: who holds it, shown
+        by lock_info and the grant event); max_hold= seconds: the servers end the grant that
+        long after it was made, as an expiry (max_hold_deadline(name) is the local deadline)."""
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold))
+        sent = time.monotonic()  # before the first LOCK: the grant can only come later
+        token = _granted(await self._wait_grant(cmd, wait, "UNLOCK", "lock"))
+        prev = self._max_hold.get(name)
+        if prev is not None and prev[0] == token:
+            pass  # the holder's retry: the grant and its max hold are the first ask's
+        elif max_hold is not None:
+            self._max_hold[name] = (token, sent + self._span(int(round(max_hold * 1000))))
+        else:
+            self._max_hold.pop(name, None)
+        return token
+
+    def max_hold_deadline(self, name: str) -> Optional[float]:
+        """time.monotonic() value before which the max hold of this session's last grant of
+        lock `name` (acquire(..., max_hold=...)) cannot have ended it on the servers, measured
+        from before the LOCK was sent, less the margins of safe_until(); None without a max
+        hold. Act on the resource only while time.monotonic() is below both this and
+        safe_until(). A retry by the holder does not extend it: UNLOCK and lock again."""
+        held = self._max_hold.get(name)
+        return held[1] if held is not None else None
 
     async def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
         """The token if the lock was free, else None."""
@@ -270,11 +297,13 @@ class AsyncSession:
 
     @contextlib.asynccontextmanager
     async def lock(self, name: str, wait: float = 30.0, shared: bool = False,
-                   notify: bool = False) -> AsyncIterator[int]:
+                   notify: bool = False, value: Union[None, str, bytes] = None,
+                   max_hold: Optional[float] = None) -> AsyncIterator[int]:
         """async with session.lock("inventory", wait=5.0) as token: ...; unlocked on exit.
         Check time.monotonic() < session.safe_until() before acting on the resource, and
         fence writes with the token."""
-        token = await self.acquire(name, wait=wait, shared=shared, notify=notify)
+        token = await self.acquire(name, wait=wait, shared=shared, notify=notify, value=value,
+                                   max_hold=max_hold)
         async with _held(lambda: self.unlock(name)):
             yield token
 
@@ -375,6 +404,34 @@ class AsyncSession:
         async with _held(lambda: self.sem_release(name)):
             yield token
 
+    # ---- latches and barriers ----
+    async def latch_join(self, name: str) -> None:
+        """LATCH.JOIN: this session promises one count-down; if it ends before, the latch
+        breaks (every waiter gets Broken)."""
+        await self._mutate(Cmd("LATCH.JOIN", name, self.sid))
+
+    async def latch_countdown(self, name: str) -> int:
+        """LATCH.COUNTDOWN: the counts left (a joined session counts down once)."""
+        return int(await self._mutate(Cmd("LATCH.COUNTDOWN", name, self.sid)))
+
+    async def barrier_enter(self, name: str, count: int, wait: float = 30.0) -> bool:
+        """BARRIER.ENTER: True once `count` sessions are inside, False when wait ran out (the
+        session stays inside); Broken if one ended inside."""
+        end = time.monotonic() + wait
+        cmd = Cmd("BARRIER.ENTER", name, self.sid, int(count))
+        if wait > 0:
+            cmd.wait(end)
+        return await self._mutate(cmd, deadline=end + self.client.timeout) is not None
+
+    async def barrier_leave(self, name: str, wait: float = 30.0) -> bool:
+        """BARRIER.LEAVE: True once every session that entered has left, False when wait ran
+        out (this session has left all the same); Broken if one ended inside."""
+        end = time.monotonic() + wait
+        cmd = Cmd("BARRIER.LEAVE", name, self.sid)
+        if wait > 0:
+            cmd.wait(end)
+        return await self._mutate(cmd, deadline=end + self.client.timeout) is not None
+
     # ---- elections ----
     async def campaign(self, name: str, value: Value = b"", wait: float = 30.0) -> int:
         """ELECT.CAMPAIGN: the leader's token once this session leads; LockTimeout after
@@ -432,14 +489,15 @@ class SessionOpener:
 
     def __init__(self, client: "AsyncClient", ttl: Optional[float], lock_delay: Optional[float],
                  name: Optional[str], on_lost: Optional[LostCallback],
-                 ttl_ms: Optional[float], lock_delay_ms: Optional[float]) -> None:
+                 ttl_ms: Optional[float], lock_delay_ms: Optional[float],
+                 reentrant: bool = False, max_count: Optional[int] = None) -> None:
         ttl_s = seconds_arg(ttl, ttl_ms, "ttl", None, 4)
         if ttl_s is None:
             raise TypeError("a session needs a ttl (seconds)")
         if ttl_ms is None:
             check_ttl(ttl_s, 4)
         delay = seconds_arg(lock_delay, lock_delay_ms, "lock_delay", 0.0, 4) or 0.0
-        self._session = AsyncSession(client, ttl_s, delay, name, on_lost)
+        self._session = AsyncSession(client, ttl_s, delay, name, on_lost, reentrant, max_count)
 
     def __await__(self) -> Generator[Any, None, AsyncSession]:
         return self._session._open().__await__()

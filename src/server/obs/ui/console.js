@@ -164,10 +164,41 @@ async function pageLocks(params) {
     pager(list.next, render));
 }
 
+function ms(v) {
+  return v >= 1000 ? (v / 1000).toFixed(v >= 10000 ? 0 : 1) + ' s' : v + ' ms';
+}
+
+/* The lock's timeline (GET /v1/locks/{name}/history): one row per grant, newest first, with
+ * its token, holder, hold and wait times and the waiters at the grant. Names are text nodes. */
+async function historyTimeline(name) {
+  let h;
+  try {
+    h = await api('/v1/locks/' + encodeURIComponent(name) + '/history');
+  } catch (e) {
+    return el('p', { id: 'history-none', class: 'muted' }, 'history: ' + e.message);
+  }
+  if (!h) return el('p', { id: 'history-none', class: 'muted' }, 'no history (the lock history is off)');
+  if (!h.history.length) return el('p', { id: 'history-none', class: 'muted' }, 'no grants recorded');
+  const rows = h.history.map((e) => el('tr', { 'data-token': String(e.token), class: e.ended_rev ? 'ended' : 'held' },
+    el('td', { class: 'num' }, e.token),
+    el('td', {}, 'session ' + e.session + (e.session_name ? ' (' + e.session_name + ')' : '') +
+      (e.user ? ' by ' + e.user : '')),
+    el('td', {}, new Date(e.granted_ms).toISOString().replace('T', ' ').replace(/Z$/, 'Z')),
+    el('td', { class: 'held-for' }, e.ended_rev ? ms(e.held_ms) : 'held'),
+    el('td', { class: 'ended-by' }, e.ended_by || '-'),
+    el('td', { class: 'waited' }, ms(e.waited_ms)),
+    el('td', { class: 'waiters' }, ...e.waiters.map((w) => el('div', { class: 'waiter', 'data-sid': String(w.session) },
+      'session ' + w.session + ' waited ' + ms(w.waited_ms))),
+      e.waiters_total > e.waiters.length ? '+' + (e.waiters_total - e.waiters.length) + ' more' : '')));
+  return table('history', ['token', 'holder', 'granted at', 'held for', 'ended by', 'waited',
+    'queued at the grant'], rows);
+}
+
 async function pageLock(name) {
   await health();
   const d = await api('/v1/locks/' + encodeURIComponent(name));
-  if (!d) return el('section', {}, el('h2', {}, name), el('p', { id: 'no-lock' }, 'no such lock (free and nobody waits, or not yours to see)'));
+  const timeline = [el('h3', {}, 'History'), await historyTimeline(name)];
+  if (!d) return el('section', {}, el('h2', {}, name), el('p', { id: 'no-lock' }, 'no such lock (free and nobody waits, or not yours to see)'), ...timeline);
   const holders = d.holders.map((h) => el('tr', {}, el('td', { class: 'num' }, h.sid),
     el('td', { class: 'num' }, h.token)));
   const waiters = d.waiters.map((sid, i) => el('tr', { 'data-sid': String(sid) },
@@ -178,9 +209,13 @@ async function pageLock(name) {
       el('dt', {}, 'holder'), el('dd', { id: 'lock-holder' }, d.holder || 'none'),
       el('dt', {}, 'token'), el('dd', { id: 'lock-token' }, d.token),
       el('dt', {}, 'held since'), el('dd', {}, when(d.held_since_ms)),
-      el('dt', {}, 'lock-delay'), el('dd', {}, d.lockdelay ? 'yes' : 'no')),
+      el('dt', {}, 'lock-delay'), el('dd', {}, d.lockdelay ? 'yes' : 'no'),
+      el('dt', {}, 'value'), el('dd', { id: 'lock-value' }, d.value || ''),
+      el('dt', {}, 'max hold'), el('dd', { id: 'lock-max-hold' }, d.max_hold_ms ? d.max_hold_ms + ' ms' : 'none'),
+      el('dt', {}, 'transitions'), el('dd', { id: 'lock-transitions' }, d.transitions || 0)),
     el('h3', {}, 'Holders'), table('holders', ['session', 'token'], holders),
-    el('h3', {}, 'Queue'), table('queue', ['#', 'session', 'waits for sessions'], waiters));
+    el('h3', {}, 'Queue'), table('queue', ['#', 'session', 'waits for sessions'], waiters),
+    ...timeline);
 }
 
 async function pageSessions() {

@@ -27,10 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  *
  * then one command a line on standard input, answered by one JSON line on standard output:
- * lockbench's options ({@code --workload W1|W2|W3|W8|W9|W11|W12 [--clients N] [--pairs N]
- * [--seconds S] [--warmup N] [--hold ms] [--writer-pause ms] [--limit N] [--rounds N]}), with
+ * lockbench's options ({@code --workload W1|W2|W3|W8|W9|W11|W12|W13 [--clients N] [--pairs N]
+ * [--seconds S] [--warmup N] [--hold ms] [--writer-pause ms] [--limit N] [--rounds N] [--k N]
+ * [--way multi]}), with
  * {@code --kill-cmd} last (W8: the rest of the line is the shell command); {@code --workload
- * warmup --seconds S} runs W1, W2, W3 (and W9, W11 where the client has them) for S seconds each
+ * warmup --seconds S} runs W1, W2, W3 (and W9, W11, W13 where the client has them) for S seconds each
  * and discards them (the JIT's warm-up: bench/run.sh sends it first); {@code quit} or the end of
  * input ends the JVM. So the JVM starts once per system and serves all its workloads. The
  * workloads' bounds are lockbench's: --pairs operations or --seconds, every call waits at most
@@ -58,7 +59,7 @@ public final class Bench {
     static final class Opts {
         String workload, killCmd;
         int clients = 0, pairs = 100000, seconds = 10, warmup = 300, hold = 1, writerPause = 10;
-        int limit = 4, rounds = 10;
+        int limit = 4, rounds = 10, k = 2;
     }
 
     static int num(String v, int lo, int hi) {
@@ -92,6 +93,11 @@ public final class Bench {
                 case "--writer-pause" -> o.writerPause = num(v, 0, 60000);
                 case "--limit" -> o.limit = num(v, 1, 1048576);
                 case "--rounds" -> o.rounds = num(v, 1, 1000);
+                case "--k" -> o.k = num(v, 1, 8);
+                case "--way" -> {
+                    if (!v.equals("multi"))
+                        throw new IllegalArgumentException("--way " + v + ": the Java clients run their multi-lock");
+                }
                 default -> throw new IllegalArgumentException("unknown option " + a[i - 1]);
             }
         }
@@ -102,6 +108,7 @@ public final class Bench {
                 case "W1" -> 1;
                 case "W2", "W8" -> 8;
                 case "W12" -> 4;
+                case "W13" -> 8;
                 default -> 16;
             };
         return o;
@@ -624,6 +631,121 @@ public final class Bench {
         return tail(b, e1);
     }
 
+    // ---- W13: multi-lock under contention (multibench.c) ----
+
+    static final int W13_POOL = 16;
+
+    /** Client id's set at its t-th turn: k names in ascending order (multibench.c's w13_set). */
+    static List<String> w13Set(String prefix, int id, long t, int k) {
+        int start = (int) ((7L * id + 3L * t) % W13_POOL);
+        int[] idx = new int[k];
+        for (int j = 0; j < k; j++)
+            idx[j] = (start + j) % W13_POOL;
+        Arrays.sort(idx);
+        List<String> names = new ArrayList<>(k);
+        for (int i : idx)
+            names.add(String.format(java.util.Locale.ROOT, "%s/n%02d", prefix, i));
+        return names;
+    }
+
+    /**
+     * --clients clients (default 8) each take their sets of --k names with the client's own
+     * multi-lock (the names sorted), hold --hold ms, release: sets/s and acquire + release time
+     * per set (the hold left out) p50/p99/max, multibench.c's rules and fields.
+     */
+    private String w13(Opts o) throws Exception {
+        int nc = o.clients, k = o.k;
+        String prefix = "lb-" + ProcessHandle.current().pid() + "-" + System.nanoTime() + "-W13-k" + k;
+        Sys.MultiLock[] cl = new Sys.MultiLock[nc];
+        String early = null;
+        try {
+            for (int i = 0; i < nc && early == null; i++) {
+                cl[i] = sys.multiLock(i, ttlMs);
+                if (cl[i] == null)
+                    early = tail(head("W13").append(",\"skipped\":").append(str("no multi-lock in this client")), "");
+            }
+        } catch (Exception e) {
+            early = errorLine("W13", msg(e));
+        }
+        if (early != null) {
+            for (Sys.MultiLock c : cl)
+                if (c != null)
+                    c.close();
+            return early;
+        }
+        int cap = 1000000 / nc;
+        double[][] lat = new double[nc][cap];
+        int[] n = new int[nc];
+        long[] sets = new long[nc], timeouts = new long[nc], errs = new long[nc];
+        String[] err = new String[nc];
+        AtomicLong taken = new AtomicLong();
+        StopFlag stop = new StopFlag();
+        long[] start = new long[1];
+        long endNs = System.nanoTime() + o.seconds * 1000000000L;
+        try {
+            runThreads(nc, i -> {
+                for (long t = 0; !stop.v && System.nanoTime() < endNs; t++) {
+                    if (taken.incrementAndGet() > o.pairs)
+                        break;
+                    List<String> names = w13Set(prefix, i, t, k);
+                    try {
+                        long t0 = System.nanoTime();
+                        if (!cl[i].acquire(names, WAIT_MS)) {
+                            timeouts[i]++;
+                            continue;
+                        }
+                        long t1 = System.nanoTime();
+                        if (o.hold > 0)
+                            sleepMs(o.hold);
+                        long t2 = System.nanoTime();
+                        cl[i].release();
+                        long t3 = System.nanoTime();
+                        if (t3 > endNs) // finished after the time bound: not counted
+                            break;
+                        if (n[i] < cap)
+                            lat[i][n[i]++] = ms((t1 - t0) + (t3 - t2));
+                        sets[i]++;
+                    } catch (Exception e) {
+                        errs[i]++;
+                        err[i] = "client " + i + ": " + msg(e);
+                        stop.v = true;
+                        break;
+                    }
+                }
+            }, start);
+        } finally {
+            for (Sys.MultiLock c : cl)
+                if (c != null)
+                    c.close();
+        }
+        double secs = (System.nanoTime() - start[0]) / 1e9;
+        long g = 0, to = 0, errors = 0, tn = 0;
+        String e1 = "";
+        for (int i = 0; i < nc; i++) {
+            g += sets[i];
+            to += timeouts[i];
+            errors += errs[i];
+            tn += n[i];
+            if (err[i] != null && e1.isEmpty())
+                e1 = err[i];
+        }
+        double[] all = new double[(int) tn];
+        int m = 0;
+        for (int i = 0; i < nc; i++) {
+            System.arraycopy(lat[i], 0, all, m, n[i]);
+            m += n[i];
+        }
+        double[] p = pct(all, all.length);
+        StringBuilder b = head("W13").append(",\"way\":\"multi\",\"k\":").append(k).append(",\"pool\":").append(W13_POOL)
+                .append(",\"clients\":").append(nc).append(",\"hold_ms\":").append(o.hold)
+                .append(",\"seconds\":").append(f(secs, 3)).append(",\"sets\":").append(g)
+                .append(",\"sets_per_s\":").append(f(secs > 0 ? g / secs : 0, 1))
+                .append(",\"p50_ms\":").append(f(p[0], 3)).append(",\"p99_ms\":").append(f(p[1], 3))
+                .append(",\"max_ms\":").append(f(p[2], 3)).append(",\"timeouts\":").append(to)
+                .append(",\"errors\":").append(errors);
+        return tail(b, e1);
+    }
+
     // ---- W12: election fail-over (electbench.c) ----
 
     private String w12(Opts o) throws Exception {
@@ -728,10 +850,11 @@ public final class Bench {
     private String warmup(Opts o) throws Exception {
         long t0 = System.nanoTime();
         List<String> bad = new ArrayList<>();
-        for (String w : new String[] {"W1", "W2", "W3", "W9", "W11"}) {
-            if (w.equals("W9") && sys.driver().endsWith("-fenced") || w.equals("W11") && sys.driver().endsWith("-fenced"))
+        for (String w : new String[] {"W1", "W2", "W3", "W9", "W11", "W13"}) {
+            if (sys.driver().endsWith("-fenced") && (w.equals("W9") || w.equals("W11") || w.equals("W13")))
                 continue;
-            Opts x = parse("--workload " + w + " --seconds " + o.seconds + " --pairs " + o.pairs + " --warmup 0");
+            Opts x = parse("--workload " + w + " --seconds " + o.seconds + " --pairs " + o.pairs + " --warmup 0"
+                    + (w.equals("W13") ? " --k 4" : ""));
             String line = run(x);
             if (line.contains("\"error\""))
                 bad.add(w + ": " + line);
@@ -748,6 +871,7 @@ public final class Bench {
             case "W9" -> w9(o);
             case "W11" -> w11(o);
             case "W12" -> w12(o);
+            case "W13" -> w13(o);
             case "warmup" -> warmup(o);
             default -> tail(head(o.workload).append(",\"skipped\":").append(str("not implemented for this client")), "");
         };
@@ -779,7 +903,7 @@ public final class Bench {
         if (system == null || endpoints == null || args.length % 2 != 0) {
             System.err.println("usage: Bench --system curator|redisson|redisson-fenced --endpoints EP [--ttl ms]"
                     + " [--sentinel-master NAME]"
-                    + " (then one command a line on stdin: --workload W1|W2|W3|W8|W9|W11|W12|warmup ...)");
+                    + " (then one command a line on stdin: --workload W1|W2|W3|W8|W9|W11|W12|W13|warmup ...)");
             System.exit(2);
         }
         String redisson = "Redisson " + versions("redisson");

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -24,7 +25,8 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  * 15 s or the TTL if shorter, ExponentialBackoffRetry(100 ms, 3 retries) as Curator's own examples. Each client keeps
  * one recipe object per name, made on first use and reused, as an application holds one
  * InterProcessMutex per lock: InterProcessMutex (under /curator/locks/), InterProcessReadWriteLock
- * (/curator/rw/), InterProcessSemaphoreV2 (/curator/sem/), LeaderLatch (/curator/elect/).
+ * (/curator/rw/), InterProcessSemaphoreV2 (/curator/sem/), LeaderLatch (/curator/elect/);
+ * W13's InterProcessMultiLock (/curator/multi/) is made per set.
  * Curator's mutex gives no fencing token (token() is 0); W12's tokens are the latch nodes'
  * sequence numbers. Owns its CuratorFrameworks; close() closes them.
  */
@@ -279,6 +281,44 @@ final class CuratorSys implements Sys {
             for (CuratorFramework cf : all)
                 cf.close();
         }
+    }
+
+    /**
+     * InterProcessMultiLock over one InterProcessMutex path per name (/curator/multi/NAME): it
+     * acquires them in the order given, each with the whole wait (so a set of n may wait up to
+     * n x waitMs), and releases those it took when one is not granted. A new recipe object per
+     * set, as the recipe is built from its paths (it creates nothing on ZooKeeper until acquire).
+     */
+    @Override
+    public MultiLock multiLock(int id, int ttlMs) throws Exception {
+        CuratorFramework cf = connect(ttlMs);
+        return new MultiLock() {
+            private InterProcessMultiLock held;
+
+            @Override
+            public boolean acquire(List<String> names, int waitMs) throws Exception {
+                List<String> paths = new ArrayList<>();
+                for (String n : names)
+                    paths.add("/curator/multi/" + n);
+                InterProcessMultiLock m = new InterProcessMultiLock(cf, paths);
+                if (!m.acquire(waitMs, TimeUnit.MILLISECONDS))
+                    return false;
+                held = m;
+                return true;
+            }
+
+            @Override
+            public void release() throws Exception {
+                InterProcessMultiLock m = held;
+                held = null;
+                m.release();
+            }
+
+            @Override
+            public void close() {
+                cf.close();
+            }
+        };
     }
 
     @Override

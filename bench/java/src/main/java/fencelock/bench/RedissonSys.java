@@ -32,8 +32,8 @@ import org.redisson.config.SentinelServersConfig;
  * the primary they name (read mode MASTER: a lock is never read from a replica), and Redisson
  * follows a fail-over by itself.
  *
- * <p>Drivers: "redisson" (RLock; RReadWriteLock for W9, RSemaphore for W11) and
- * "redisson-fenced" (RFencedLock, tryLockAndGetToken: the token is Redis's INCR on the lock's
+ * <p>Drivers: "redisson" (RLock; RReadWriteLock for W9, RSemaphore for W11, RedissonMultiLock for
+ * W13) and "redisson-fenced" (RFencedLock, tryLockAndGetToken: the token is Redis's INCR on the lock's
  * token key, increasing with every grant of that lock).
  */
 final class RedissonSys implements Sys {
@@ -188,6 +188,48 @@ final class RedissonSys implements Sys {
     @Override
     public Election election(int ttlMs) {
         return null;
+    }
+
+    /**
+     * RedissonMultiLock (getMultiLock over one RLock per name, as its documentation shows): its
+     * tryLock(wait) takes the locks one by one in the order given, each waiting up to the rest
+     * of the wait, and releases those it holds when one is not granted in time (lock() loops on
+     * the same with a wait of 1.5 s per lock until it holds them all; the benchmark bounds every
+     * wait). Owned by the thread that locked it, as every RLock: the harness releases it from the
+     * same thread. None for the fenced driver (RFencedLock has no multi-lock).
+     */
+    @Override
+    public MultiLock multiLock(int id, int ttlMs) {
+        if (fenced)
+            return null;
+        RedissonClient rc = connect(ttlMs);
+        return new MultiLock() {
+            private RLock held;
+
+            @Override
+            public boolean acquire(java.util.List<String> names, int waitMs) throws Exception {
+                RLock[] ls = new RLock[names.size()];
+                for (int i = 0; i < ls.length; i++)
+                    ls[i] = rc.getLock("lock:" + names.get(i));
+                RLock m = rc.getMultiLock(ls);
+                if (!m.tryLock(waitMs, TimeUnit.MILLISECONDS))
+                    return false;
+                held = m;
+                return true;
+            }
+
+            @Override
+            public void release() {
+                RLock m = held;
+                held = null;
+                m.unlock();
+            }
+
+            @Override
+            public void close() {
+                rc.shutdown();
+            }
+        };
     }
 
     @Override

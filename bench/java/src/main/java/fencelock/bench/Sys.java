@@ -31,6 +31,9 @@ interface Sys extends AutoCloseable {
     /** W12's election, or null when the system's client has no election recipe. */
     Election election(int ttlMs) throws Exception;
 
+    /** A multi-lock client (W13: the client library's own multi-lock), or null when it has none. */
+    MultiLock multiLock(int id, int ttlMs) throws Exception;
+
     @Override
     void close();
 
@@ -51,6 +54,18 @@ interface Sys extends AutoCloseable {
         boolean acquire(String name, boolean shared, int waitMs) throws Exception;
 
         void release(String name, boolean shared) throws Exception;
+
+        @Override
+        void close();
+    }
+
+    /** Several locks as one: names in the order the recipe takes them (W13 passes them sorted). */
+    interface MultiLock extends AutoCloseable {
+        /** Acquire all of names, waiting at most waitMs (the recipe's own rule); true when held. */
+        boolean acquire(java.util.List<String> names, int waitMs) throws Exception;
+
+        /** Release the set the last acquire took. */
+        void release() throws Exception;
 
         @Override
         void close();

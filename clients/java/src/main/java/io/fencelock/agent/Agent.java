@@ -6,6 +6,7 @@ import io.fencelock.client.CompactedException;
 import io.fencelock.client.Event;
 import io.fencelock.client.FencelockClient;
 import io.fencelock.client.FencelockException;
+import io.fencelock.client.GrantWatch;
 import io.fencelock.client.KeyValue;
 import io.fencelock.client.Leader;
 import io.fencelock.client.LockTimeoutException;
@@ -14,6 +15,8 @@ import io.fencelock.client.Revoke;
 import io.fencelock.client.RevokeWatch;
 import io.fencelock.client.Session;
 import io.fencelock.client.StaleException;
+import io.fencelock.client.Waiter;
+import io.fencelock.client.WaiterWatch;
 import io.fencelock.client.Watch;
 import io.fencelock.client.WriteOptions;
 import java.io.BufferedReader;
@@ -52,7 +55,7 @@ public final class Agent {
   private final AtomicInteger nextSession = new AtomicInteger();
   private final AtomicInteger nextWatch = new AtomicInteger();
   /** The on_revoke registrations by session handle: closed before that session closes. */
-  private final Map<String, List<RevokeWatch>> revokes = new ConcurrentHashMap<>();
+  private final Map<String, List<GrantWatch>> revokes = new ConcurrentHashMap<>();
   /**
    * Set by on_revoke on the request's thread: counted down once its reply is out, so the
    * callback's lines come after it (PROTOCOL.md's order rule).
@@ -206,9 +209,9 @@ public final class Agent {
   }
 
   private void stopRevokes(String h) {
-    List<RevokeWatch> rws = revokes.remove(h);
+    List<GrantWatch> rws = revokes.remove(h);
     if (rws != null) {
-      for (RevokeWatch rw : rws) {
+      for (GrantWatch rw : rws) {
         rw.close();
       }
     }
@@ -327,11 +330,14 @@ public final class Agent {
         {
           Session s = session(req);
           boolean shared = Boolean.TRUE.equals(req.get("shared"));
+          boolean notify = Boolean.TRUE.equals(req.get("notify"));
           Duration wait = secs(req, "wait", 0);
           String name = str(req, "name");
           long t;
-          if (wait.isZero()) {
+          if (wait.isZero()) { // a try never queues: nobody to notify
             t = grant(shared ? s.tryAcquireShared(name) : s.tryAcquire(name));
+          } else if (notify) {
+            t = s.acquireNotify(name, wait);
           } else {
             t = shared ? s.acquireShared(name, wait) : s.acquire(name, wait);
           }
@@ -366,10 +372,11 @@ public final class Agent {
           Session s = session(req);
           Duration wait = secs(req, "wait", 0);
           int limit = (int) num(req, "limit");
+          int permits = req.get("permits") == null ? 1 : (int) num(req, "permits");
           long t =
               wait.isZero()
-                  ? grant(s.semTryAcquire(str(req, "name"), limit))
-                  : s.semAcquire(str(req, "name"), limit, wait);
+                  ? grant(s.semTryAcquire(str(req, "name"), limit, permits))
+                  : s.semAcquire(str(req, "name"), limit, permits, wait);
           return res("token", t);
         }
       case "sem.release":
@@ -410,6 +417,11 @@ public final class Agent {
         return res("rev", client.put(str(req, "key"), str(req, "value"), writeOptions(req)));
       case "del":
         return res("deleted", client.delete(str(req, "key"), writeOptions(req)));
+      case "incr":
+        {
+          long by = req.get("by") == null ? 1 : num(req, "by");
+          return res("value", client.incr(str(req, "key"), by, writeOptions(req)));
+        }
       case "get":
         {
           KeyValue kv = client.kvGet(str(req, "key"));
@@ -481,6 +493,34 @@ public final class Agent {
                             "by", r.by()));
                   });
           revokes.computeIfAbsent(h, k -> new CopyOnWriteArrayList<>()).add(rw);
+          AFTER_REPLY.set(answered);
+          return res();
+        }
+      case "on_waiter":
+        {
+          Session s = session(req);
+          String h = str(req, "session");
+          CountDownLatch answered = new CountDownLatch(1); // as on_revoke: no line before it
+          WaiterWatch ww =
+              s.onWaiter(
+                  str(req, "name"),
+                  num(req, "token"),
+                  (Waiter w) -> {
+                    try {
+                      answered.await();
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                    }
+                    emit(
+                        res(
+                            "event", "waiter",
+                            "session", h,
+                            "name", w.name(),
+                            "token", w.token(),
+                            "sid", w.sid(),
+                            "wait_ms", w.waitTime().toMillis()));
+                  });
+          revokes.computeIfAbsent(h, k -> new CopyOnWriteArrayList<>()).add(ww);
           AFTER_REPLY.set(answered);
           return res();
         }

@@ -544,6 +544,21 @@ public final class FencelockClient implements AutoCloseable {
     return Resp.num(write(new Cmd("DEL", key), w)) == 1;
   }
 
+  /**
+   * INCR key BY by: the counter's new value (the key holds the decimal text of a signed 64-bit
+   * integer; an absent key counts as 0). Linearizable; the options as for {@link #put} (a lease
+   * is ignored: the key keeps its lease). A value that is not such an integer, or a sum that
+   * overflows, is a {@link ServerException} and changes nothing.
+   */
+  public long incr(String key, long by, WriteOptions w) {
+    return Resp.num(write(new Cmd("INCR", key, "BY", by), w));
+  }
+
+  /** INCR key BY by, sent once without a session. */
+  public long incr(String key, long by) {
+    return incr(key, by, WriteOptions.none());
+  }
+
   private Object write(Cmd cmd, WriteOptions w) {
     if (w.fenceName != null) {
       cmd.add("FENCE", w.fenceName, w.fenceToken);
@@ -585,6 +600,16 @@ public final class FencelockClient implements AutoCloseable {
       cmd.add("REASON", reason);
     }
     return Resp.num(call(cmd, deadline(0), false, false, false, null));
+  }
+
+  /**
+   * SEM.SETLIMIT (admin under --acl-file): the semaphore's new limit; false if it does not
+   * exist. Holders above a lower limit keep their permits; nothing is granted until the queue's
+   * head fits. ServerException (nothing changes) if a queued request asks for more permits than
+   * the new limit. The same limit again changes nothing, so a resend is harmless.
+   */
+  public boolean semSetLimit(String name, int limit) {
+    return call(new Cmd("SEM.SETLIMIT", name, limit)) != null;
   }
 
   /** LOCK.INFO as a map (holder, token, waiters, mode, holders, ...), or null when unused. */

@@ -455,6 +455,15 @@ public final class Session implements AutoCloseable {
     return tryGrant(new Cmd("LOCK", name, sid, "SHARED"), "UNLOCK", "lock");
   }
 
+  /**
+   * {@link #acquire} with NOTIFY (LOCK ... NOTIFY): when the request queues behind an exclusive
+   * holder, that holder is told someone waits ({@link #onWaiter}), once per waiting session.
+   * Otherwise exactly acquire: the same waits, fail-overs and exceptions.
+   */
+  public long acquireNotify(String name, Duration wait) {
+    return mustGrant(new Cmd("LOCK", name, sid, "NOTIFY"), wait, "UNLOCK", "lock");
+  }
+
   /** Release the lock or leave its queue (NotHolderException if neither). */
   public void unlock(String name) {
     mutate(new Cmd("UNLOCK", name, sid));
@@ -480,6 +489,17 @@ public final class Session implements AutoCloseable {
    */
   public RevokeWatch onRevoke(String name, long token, Consumer<Revoke> listener) {
     return new RevokeWatch(this, name, token, listener);
+  }
+
+  /**
+   * Call listener (on a thread of its own, one call at a time) for each session that queued
+   * with NOTIFY ({@link #acquireNotify}) behind the grant token of lock name held through this
+   * session, once per waiting session, until the returned watch is closed or the session ends.
+   * The holder may let go early, or ignore it. It reads the lock's events from the grant on, as
+   * {@link #onRevoke}, with the same permission.
+   */
+  public WaiterWatch onWaiter(String name, long token, Consumer<Waiter> listener) {
+    return new WaiterWatch(this, name, token, listener);
   }
 
   // ---- several locks at once ----
@@ -589,17 +609,50 @@ public final class Session implements AutoCloseable {
     return client.delete(key, w.session(this));
   }
 
+  /** INCR through this session (exactly once), optionally fenced and conditional. */
+  public long incr(String key, long by, WriteOptions w) {
+    return client.incr(key, by, w.session(this));
+  }
+
   // ---- semaphores ----
 
   /** SEM.ACQUIRE: a permit's token (at most limit holders); LockTimeoutException after wait. */
   public long semAcquire(String name, int limit, Duration wait) {
-    return mustGrant(new Cmd("SEM.ACQUIRE", name, sid, limit), wait, "SEM.RELEASE", "permit of");
+    return semAcquire(name, limit, 1, wait);
+  }
+
+  /**
+   * SEM.ACQUIRE ... PERMITS permits: one acquisition of permits permits at once (1..limit, else
+   * IllegalArgumentException) with one token, released whole by {@link #semRelease}. Queued
+   * requests are granted in FIFO order only: a later request for fewer permits never overtakes
+   * this one. LockTimeoutException after wait; wait 0 is a try (BusyException).
+   */
+  public long semAcquire(String name, int limit, int permits, Duration wait) {
+    return mustGrant(semCmd(name, limit, permits), wait, "SEM.RELEASE", "permit of");
   }
 
   public OptionalLong semTryAcquire(String name, int limit) {
-    return tryGrant(new Cmd("SEM.ACQUIRE", name, sid, limit), "SEM.RELEASE", "permit of");
+    return semTryAcquire(name, limit, 1);
   }
 
+  /** The token if permits permits were free (and nobody queued before), else empty. */
+  public OptionalLong semTryAcquire(String name, int limit, int permits) {
+    return tryGrant(semCmd(name, limit, permits), "SEM.RELEASE", "permit of");
+  }
+
+  private Cmd semCmd(String name, int limit, int permits) {
+    if (limit < 1 || permits < 1 || permits > limit) {
+      throw new IllegalArgumentException(
+          "permits must be 1.." + limit + " (the limit), not " + permits);
+    }
+    Cmd cmd = new Cmd("SEM.ACQUIRE", name, sid, limit);
+    if (permits > 1) { // without PERMITS: the request from before weighted semaphores
+      cmd.add("PERMITS", permits);
+    }
+    return cmd;
+  }
+
+  /** SEM.RELEASE: give the acquisition back (all its permits), or leave the queue. */
   public void semRelease(String name) {
     mutate(new Cmd("SEM.RELEASE", name, sid));
   }
