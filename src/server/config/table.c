@@ -58,7 +58,7 @@ const struct cfg_row cfg_rows[] = {
      .arg = "HOST:PORT",
      .help = "Raft transport address"},
     TEXT("--http-listen", cfg_parse_http_listen, "127.0.0.1:7482", "HOST:PORT", 0,
-         "/metrics, /health and /v1/fence; 'off' for none"),
+         "/metrics, /livez, /readyz (/health), the /v1/ API and /ui/; 'off' for none"),
     TEXT("--recover", cfg_parse_recover, NULL, "ID=HOST:PORT,...", 0,
          "disaster recovery after losing a majority for good: write this configuration (the "
          "survivors) into --data-dir of a stopped node, then exit; start it normally afterwards "
