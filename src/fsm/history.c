@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/list.h"
 #include "fsm/internal.h"
 
 struct hwait {
@@ -134,21 +135,9 @@ static void hl_drop_if_unused(struct fsm_hist *h, struct hlock *hl)
 static void ent_link(struct fsm_hist *h, struct hlock *hl, struct hent *e)
 {
     e->hl = hl;
-    e->prev = hl->newest;
-    e->next = NULL;
-    if (hl->newest)
-        hl->newest->next = e;
-    else
-        hl->oldest = e;
-    hl->newest = e;
+    DLIST_APPEND(hl->oldest, hl->newest, e);
     hl->n++;
-    e->gprev = h->g_newest;
-    e->gnext = NULL;
-    if (h->g_newest)
-        h->g_newest->gnext = e;
-    else
-        h->g_oldest = e;
-    h->g_newest = e;
+    DLIST_APPEND_F(h->g_oldest, h->g_newest, e, gprev, gnext);
     h->n_entries++;
     h->bytes += ent_size(e->n_shown, e->sname_len, e->user_len);
 }
@@ -157,22 +146,8 @@ static void ent_link(struct fsm_hist *h, struct hlock *hl, struct hent *e)
 static void ent_evict(struct fsm_hist *h, struct hent *e, const struct hlock *keep)
 {
     struct hlock *hl = e->hl;
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        hl->oldest = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        hl->newest = e->prev;
-    if (e->gprev)
-        e->gprev->gnext = e->gnext;
-    else
-        h->g_oldest = e->gnext;
-    if (e->gnext)
-        e->gnext->gprev = e->gprev;
-    else
-        h->g_newest = e->gprev;
+    DLIST_UNLINK_ENDS(hl->oldest, hl->newest, e);
+    DLIST_UNLINK_ENDS_F(h->g_oldest, h->g_newest, e, gprev, gnext);
     hl->n--;
     h->n_entries--;
     h->bytes -= ent_size(e->n_shown, e->sname_len, e->user_len);
@@ -197,14 +172,7 @@ static struct hwait *wait_find(const struct hlock *hl, uint64_t sid)
 
 static void wait_unlink(struct fsm_hist *h, struct hlock *hl, struct hwait *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        hl->w_head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        hl->w_tail = w->prev;
+    DLIST_UNLINK_ENDS(hl->w_head, hl->w_tail, w);
     hl->n_w--;
     h->n_waits--;
     h->bytes -= sizeof(*w);
@@ -218,13 +186,7 @@ static void wait_append(struct fsm_hist *h, struct hlock *hl, uint64_t sid, uint
         return; /* out of memory: the grant shows no wait for it */
     w->sid = sid;
     w->since_ms = since_ms;
-    w->next = NULL;
-    w->prev = hl->w_tail;
-    if (hl->w_tail)
-        hl->w_tail->next = w;
-    else
-        hl->w_head = w;
-    hl->w_tail = w;
+    DLIST_APPEND(hl->w_head, hl->w_tail, w);
     hl->n_w++;
     h->n_waits++;
     h->bytes += sizeof(*w);
@@ -626,12 +588,7 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
     s->all[s->n_all++] = e;
     /* the name's list only: the global one is linked once every entry is read */
     e->hl = hl;
-    e->prev = hl->newest;
-    if (hl->newest)
-        hl->newest->next = e;
-    else
-        hl->oldest = e;
-    hl->newest = e;
+    DLIST_APPEND(hl->oldest, hl->newest, e);
     hl->n++;
     return NULL;
 }
@@ -717,12 +674,7 @@ static const char *restore_body(struct hrst *s)
         struct hent *e = s->all[i];
         if (i && s->all[i - 1]->token == e->token)
             return "a token is stored twice";
-        e->gprev = h->g_newest;
-        if (h->g_newest)
-            h->g_newest->gnext = e;
-        else
-            h->g_oldest = e;
-        h->g_newest = e;
+        DLIST_APPEND_F(h->g_oldest, h->g_newest, e, gprev, gnext);
         h->n_entries++;
     }
     return NULL;
