@@ -33,12 +33,16 @@
  *     str name (1..FSM_MAX_NAME), varint compacted (<= the global one),
  *     varint n_waits, per pending wait in queue-entry order: varint sid (> 0), varint since_ms,
  *     varint n_entries (0..per_lock; a name has entries or waits), per entry oldest first:
- *       u8 kind, varint token (increasing, > compacted), varint sid, varint granted_ms,
+ *       u8 kind | flags, varint token (increasing, > compacted), varint sid, varint granted_ms,
  *       varint waited_ms, varint permits (>= 1), varint ended_rev (0 = held; else >= token),
  *       [u8 end_op (an op), varint ended_ms] if ended, str session name (0..FSM_MAX_NAME),
- *       str user (0..FSM_MAX_USER), varint n_waiters,
- *       min(n_waiters, FSM_HIST_WAITERS) times: varint sid, varint waited_ms
- *   Tokens are unique over all names and at most the revision.
+ *       str user (0..FSM_MAX_USER), [str value (1..FSM_MAX_ELECT_VALUE)] if HENT_F_VALUE,
+ *       varint n_waiters, min(n_waiters, FSM_HIST_WAITERS) times: varint sid, varint waited_ms
+ *   Tokens are unique over all names and at most the revision. The first byte's low bits are
+ *   the kind, its high bits flags: HENT_F_VALUE (0x80) says the grant carried a lock value
+ *   (LOCK ... VALUE, lockmeta.c; a lock's grant only), set exactly when that value is not
+ *   empty. An entry without a value is written as before the flag existed, so a section of
+ *   the first format (no flag anywhere) reads as it was written, byte for byte.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +50,9 @@
 
 #include "common/list.h"
 #include "fsm/internal.h"
+
+#define HENT_F_VALUE 0x80u /* section 4: a str value follows the user */
+#define HENT_KIND_MASK 0x0fu
 
 struct hwait {
     struct hwait *prev, *next;
@@ -58,9 +65,10 @@ struct hent {
     struct hlock *hl;
     uint64_t sid, token, granted_ms, waited_ms, ended_rev, ended_ms;
     uint32_t permits, n_waiters;
+    uint32_t value_len; /* the grant's lock value (lockmeta.c), 0..FSM_MAX_ELECT_VALUE */
     uint16_t sname_len;
     uint8_t user_len, kind, end_op, n_shown;
-    struct fsm_hist_waiter w[]; /* n_shown, then the session name and the user's bytes */
+    struct fsm_hist_waiter w[]; /* n_shown, then the session name, the user and the value */
 };
 
 struct hlock {
@@ -85,9 +93,19 @@ static const char *ent_sname(const struct hent *e)
     return (const char *)(e->w + e->n_shown);
 }
 
-static size_t ent_size(uint8_t n_shown, size_t sname, size_t user)
+static const char *ent_value(const struct hent *e)
 {
-    return sizeof(struct hent) + n_shown * sizeof(struct fsm_hist_waiter) + sname + user;
+    return ent_sname(e) + e->sname_len + e->user_len;
+}
+
+static size_t ent_size(uint8_t n_shown, size_t sname, size_t user, size_t value)
+{
+    return sizeof(struct hent) + n_shown * sizeof(struct fsm_hist_waiter) + sname + user + value;
+}
+
+static size_t ent_bytes(const struct hent *e)
+{
+    return ent_size(e->n_shown, e->sname_len, e->user_len, e->value_len);
 }
 
 static struct hlock *hl_find(const struct fsm_hist *h, const char *name, size_t len)
@@ -139,7 +157,7 @@ static void ent_link(struct fsm_hist *h, struct hlock *hl, struct hent *e)
     hl->n++;
     DLIST_APPEND_F(h->g_oldest, h->g_newest, e, gprev, gnext);
     h->n_entries++;
-    h->bytes += ent_size(e->n_shown, e->sname_len, e->user_len);
+    h->bytes += ent_bytes(e);
 }
 
 /* Unlink and free e; its record too when nothing is left in it (unless it is `keep`). */
@@ -150,7 +168,7 @@ static void ent_evict(struct fsm_hist *h, struct hent *e, const struct hlock *ke
     DLIST_UNLINK_ENDS_F(h->g_oldest, h->g_newest, e, gprev, gnext);
     hl->n--;
     h->n_entries--;
-    h->bytes -= ent_size(e->n_shown, e->sname_len, e->user_len);
+    h->bytes -= ent_bytes(e);
     if (e->token > hl->compacted)
         hl->compacted = e->token;
     if (e->token > h->compacted)
@@ -209,6 +227,17 @@ static uint32_t grant_permits(const struct fsm *f, const struct fsm_event *ev)
     return 1;
 }
 
+/* The value an exclusive grant of a lock carries (LOCK ... VALUE, lockmeta.c), read while the
+ * grant still holds the lock at the end of the apply; empty otherwise. */
+static struct fsm_str grant_value(const struct fsm *f, const struct fsm_event *ev)
+{
+    const struct lock *l =
+        ev->kind == FSM_KIND_LOCK ? fsm_lock_find(f, ev->name.p, ev->name.len) : NULL;
+    if (!l || !l->holder || l->holder->sid != ev->sid || l->token != ev->token)
+        return (struct fsm_str){"", 0};
+    return fsm_lock_holder_value(l);
+}
+
 static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev, uint64_t now)
 {
     struct hlock *hl = hl_get(h, ev->name.p, ev->name.len);
@@ -222,8 +251,9 @@ static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event
     }
     const struct sess *s = fsm_sess_find(f, ev->sid);
     size_t sname = s ? s->name_len : 0, user = s ? s->owner_len : 0;
+    struct fsm_str value = grant_value(f, ev);
     uint8_t shown = hl->n_w < FSM_HIST_WAITERS ? (uint8_t)hl->n_w : FSM_HIST_WAITERS;
-    struct hent *e = malloc(ent_size(shown, sname, user));
+    struct hent *e = malloc(ent_size(shown, sname, user, value.len));
     if (!e) {
         hl_drop_if_unused(h, hl);
         return;
@@ -246,6 +276,9 @@ static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event
         memcpy((char *)ent_sname(e), s->name, sname);
         memcpy((char *)ent_sname(e) + sname, sess_owner(s), user);
     }
+    e->value_len = value.len;
+    if (value.len)
+        memcpy((char *)ent_value(e), value.p, value.len);
     if (hl->n >= h->per_lock)
         ent_evict(h, hl->oldest, hl);
     if (h->n_entries >= h->max_entries)
@@ -437,7 +470,7 @@ static void view_of(const struct hent *e, struct fsm_hist_entry *v)
     v->held_ms = e->ended_rev ? ms_since(e->ended_ms, e->granted_ms) : 0;
     v->session_name = (struct fsm_str){ent_sname(e), e->sname_len};
     v->user = (struct fsm_str){ent_sname(e) + e->sname_len, e->user_len};
-    v->value = (struct fsm_str){"", 0};
+    v->value = (struct fsm_str){ent_value(e), e->value_len};
     v->n_waiters = e->n_waiters;
     v->n_shown = e->n_shown;
     v->waiters = e->w;
@@ -479,13 +512,15 @@ bool fsm_history_present(const struct fsm *f)
 
 static int emit_entry(const struct hent *e, struct buf *b)
 {
-    int rc = buf_put_u8(b, e->kind) || buf_put_varint(b, e->token) || buf_put_varint(b, e->sid) ||
+    uint8_t kind = (uint8_t)(e->kind | (e->value_len ? HENT_F_VALUE : 0));
+    int rc = buf_put_u8(b, kind) || buf_put_varint(b, e->token) || buf_put_varint(b, e->sid) ||
              buf_put_varint(b, e->granted_ms) || buf_put_varint(b, e->waited_ms) ||
              buf_put_varint(b, e->permits) || buf_put_varint(b, e->ended_rev);
     if (e->ended_rev)
         rc = rc || buf_put_u8(b, e->end_op) || buf_put_varint(b, e->ended_ms);
     rc = rc || buf_put_bytes(b, ent_sname(e), e->sname_len) ||
          buf_put_bytes(b, ent_sname(e) + e->sname_len, e->user_len) ||
+         (e->value_len && buf_put_bytes(b, ent_value(e), e->value_len)) ||
          buf_put_varint(b, e->n_waiters);
     for (uint8_t i = 0; i < e->n_shown && !rc; i++)
         rc = buf_put_varint(b, e->w[i].sid) || buf_put_varint(b, e->w[i].waited_ms);
@@ -528,14 +563,18 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
     struct rd *r = s->r;
     uint8_t kind, end_op = 0;
     uint64_t token, sid, granted, waited, permits, ended_rev, ended_ms = 0, n_waiters;
-    const char *sname, *user;
-    uint32_t sname_len, user_len;
+    const char *sname, *user, *value = "";
+    uint32_t sname_len, user_len, value_len = 0;
     if (rd_u8(r, &kind) || fsm_rd_varint(r, &token) || fsm_rd_varint(r, &sid) ||
         fsm_rd_varint(r, &granted) || fsm_rd_varint(r, &waited) || fsm_rd_varint(r, &permits) ||
         fsm_rd_varint(r, &ended_rev))
         return "truncated or malformed entry";
-    if (kind >= FSM_KIND__COUNT)
+    bool has_value = kind & HENT_F_VALUE;
+    if ((kind & ~(HENT_F_VALUE | HENT_KIND_MASK)) || (kind & HENT_KIND_MASK) >= FSM_KIND__COUNT)
         return "bad object kind";
+    kind &= HENT_KIND_MASK;
+    if (has_value && kind != FSM_KIND_LOCK)
+        return "a value on a grant that is not a lock's";
     if (token <= prev_token || token <= hl->compacted || token > s->f->revision)
         return "entry tokens out of order or range";
     if (permits == 0 || permits > FSM_MAX_SEM_LIMIT || (kind != FSM_KIND_SEM && permits != 1))
@@ -547,11 +586,12 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
          fsm_rd_varint(r, &ended_ms)))
         return "bad end";
     if (fsm_rd_str(r, &sname, &sname_len, FSM_MAX_NAME) ||
-        fsm_rd_str(r, &user, &user_len, FSM_MAX_USER) || fsm_rd_varint(r, &n_waiters) ||
-        n_waiters > UINT32_MAX)
+        fsm_rd_str(r, &user, &user_len, FSM_MAX_USER) ||
+        (has_value && (fsm_rd_str(r, &value, &value_len, FSM_MAX_ELECT_VALUE) || !value_len)) ||
+        fsm_rd_varint(r, &n_waiters) || n_waiters > UINT32_MAX)
         return "truncated or malformed entry strings";
     uint8_t shown = n_waiters < FSM_HIST_WAITERS ? (uint8_t)n_waiters : FSM_HIST_WAITERS;
-    struct hent *e = malloc(ent_size(shown, sname_len, user_len));
+    struct hent *e = malloc(ent_size(shown, sname_len, user_len, value_len));
     if (!e)
         return "out of memory";
     memset(e, 0, sizeof(*e));
@@ -575,6 +615,9 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
     e->user_len = (uint8_t)user_len;
     memcpy((char *)ent_sname(e), sname, sname_len);
     memcpy((char *)ent_sname(e) + sname_len, user, user_len);
+    e->value_len = value_len;
+    if (value_len)
+        memcpy((char *)ent_value(e), value, value_len);
     if (s->n_all == s->cap_all) {
         size_t cap = s->cap_all ? s->cap_all * 2 : 64;
         struct hent **v = realloc(s->all, cap * sizeof(*v));
@@ -636,7 +679,7 @@ static const char *read_name(struct hrst *s, struct hlock **last)
         if (why)
             return why;
         prev = hl->newest->token;
-        s->h->bytes += ent_size(hl->newest->n_shown, hl->newest->sname_len, hl->newest->user_len);
+        s->h->bytes += ent_bytes(hl->newest);
     }
     return NULL;
 }

@@ -621,4 +621,8 @@ def test_aio_lock_history(node):
             t = await a.try_lock("aio/hist")
             h = await c.lock_history("aio/hist")
             assert [(e["token"], e["session_name"], e["ended_by"]) for e in h] == [(t, "h", "")]
+            await a.unlock("aio/hist")
+            t2 = await a.acquire("aio/hist", wait=1.0, value=b"job=8")
+            h = await c.lock_history("aio/hist")
+            assert [(e["token"], e["value"]) for e in h] == [(t2, "job=8"), (t, "")]
     run(main())

@@ -525,3 +525,12 @@ def test_lock_history_newest_first_paged_and_compacted(client):
         assert h[1]["waiters"] == [] and h[1]["kind"] == "lock"
         assert [e["token"] for e in client.lock_history("hist/L", count=1)] == [t2]
         assert [e["token"] for e in client.lock_history("hist/L", before=t2)] == [t1]
+
+
+def test_lock_history_shows_the_lock_value_of_each_grant(client):
+    with client.session(10.0, name="hist-v") as s:
+        t1 = s.acquire("hist/V", wait=1.0, value="job=7")
+        s.unlock("hist/V")
+        t2 = s.acquire("hist/V", wait=1.0)
+        h = client.lock_history("hist/V")
+        assert [(e["token"], e["value"]) for e in h] == [(t2, ""), (t1, "job=7")]
