@@ -628,7 +628,10 @@ void fsm_foreach_maxhold(const struct fsm *f,
 struct fsm_member_view {
     uint64_t id;
     struct fsm_str client_addr, raft_addr; /* borrowed */
+    struct fsm_str http_addr;              /* borrowed; empty until its MEMBER_HTTP */
+    uint8_t http_flags;                    /* FSM_MEMBER_HTTP_TLS: the HTTP port speaks TLS */
 };
+#define FSM_MEMBER_HTTP_TLS 1u /* MEMBER_HTTP flags bit 0; the other bits are 0 */
 #define FSM_MAX_MEMBERS 64
 #define FSM_MAX_ADDR PROTO_ADDR_MAX /* member addresses: on disk, so never shrinks */
 /* Empty the member table: a backup restored into a new cluster (`fencelockd --restore`) must
@@ -676,8 +679,8 @@ struct fsm_hist_entry {
     const char *ended_by;              /* "" while held; "unlock", "expiry", ... (protocol.md) */
     uint64_t held_ms;                  /* ended_ms - granted_ms (0 while held) */
     struct fsm_str session_name, user; /* as the session had them at the grant (borrowed) */
-    struct fsm_str value;              /* the lock's value at the grant: empty (reserved) */
-    uint32_t n_waiters, n_shown;       /* queued at the grant; the first n_shown in waiters[] */
+    struct fsm_str value;        /* a lock grant's value (LOCK ... VALUE, lockmeta.c); else empty */
+    uint32_t n_waiters, n_shown; /* queued at the grant; the first n_shown in waiters[] */
     const struct fsm_hist_waiter *waiters; /* borrowed, in the order they queued */
 };
 #define FSM_HIST_OFF (-1)       /* the history is off (limits 0) */

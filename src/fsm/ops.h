@@ -84,6 +84,11 @@ enum fsm_field_kind {
     F(p, ADDR, client_addr, "member client address")                                               \
     F(p, ADDR, raft_addr, "member raft address")
 #define FSM_PAYLOAD_member_del(F, p) F(p, ID, id, "member id")
+/* MEMBER_HTTP (member_http.c): where a member's HTTP port is reached, for a follower's 307 */
+#define FSM_PAYLOAD_member_http(F, p)                                                              \
+    F(p, ID, id, "member id")                                                                      \
+    F(p, ADDR, http_addr, "member http address")                                                   \
+    F(p, U64, flags, "member http flags") /* FSM_MEMBER_HTTP_TLS; others 0, else ERR */
 #define FSM_PAYLOAD_sem_acquire(F, p)                                                              \
     F(p, NAME, name, "semaphore name")                                                             \
     F(p, SID, sid, "sid")                                                                          \
@@ -195,7 +200,8 @@ enum fsm_field_kind {
     P(latch_ref)                                                                                   \
     P(latch_delete)                                                                                \
     P(barrier)                                                                                     \
-    P(history_limits)
+    P(history_limits)                                                                              \
+    P(member_http)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -317,6 +323,9 @@ enum fsm_grow {
     /* -> OK; sets the lock history's limits (either 0: both 0, off, all history dropped; the      \
        same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
        entries at once. The leader writes it when its --history-* flags differ (history.c) */      \
-    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)
+    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)                              \
+    /* -> OK; sets member `id`'s HTTP address and flags (the same: no revision); ERR if the id     \
+       has no entry (MEMBER_SET first) or a flag is unknown: nothing changes (member_http.c) */    \
+    X(MEMBER_HTTP, 46, member_http, member_http, 2, NONE, 0)
 
 #endif

@@ -570,6 +570,28 @@ static const struct fsm_cmd golden_cmds[] = {
      .now_ms = 9902,
      .lock = {.name = GS("H"), .sid = GOLDEN_SID_M, .wait_ms = 30000}},
     {.op = FSM_OP_UNLOCK, .now_ms = 9950, .unlock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
+    /* a lock value in the history (history.c's value flag), ended by UNLOCK */
+    {.op = FSM_OP_LOCK_META,
+     .now_ms = 9960,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("HV"), .sid = GOLDEN_SID_A, .value = GS("job=42")}},
+    {.op = FSM_OP_UNLOCK,
+     .now_ms = 9970,
+     .user = GS("alice"),
+     .unlock = {.name = GS("HV"), .sid = GOLDEN_SID_A}},
+    /* a member's HTTP address (member_http.c): set; the same again (no revision); no entry and
+       an unknown flag (ERR, nothing changes); MEMBER_SET keeps it */
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = 1, .http_addr = GS("10.0.0.1:7482"), .flags = FSM_MEMBER_HTTP_TLS}},
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = 1, .http_addr = GS("10.0.0.1:7482"), .flags = FSM_MEMBER_HTTP_TLS}},
+    {.op = FSM_OP_MEMBER_HTTP, .member_http = {.id = 77, .http_addr = GS("10.0.0.7:7482")}},
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = 1, .http_addr = GS("10.0.0.1:7482"), .flags = 2}},
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = UINT64_MAX, .http_addr = {golden_long_addr, FSM_MAX_ADDR}}},
+    {.op = FSM_OP_MEMBER_SET,
+     .member_set = {.id = 1, .client_addr = GS("10.0.0.1:7483"), .raft_addr = GS("10.0.0.9:7481")}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -607,7 +629,11 @@ static const struct fsm_cmd golden_cmds[] = {
  * (version 8, with sections 1, 2 and 3: latches and barriers) the state after all of them. */
 #define GOLDEN_N_LOCKMETA_CMDS 168
 /* Before the lock history's: golden_snapshot_latch is the state after them,
- * golden_snapshot_history (version 8, sections 1 to 4) the state after all of them. */
+ * golden_snapshot_history (version 8, sections 1 to 4) the state after GOLDEN_N_HISTORY_CMDS. */
 #define GOLDEN_N_LATCH_CMDS 181
+/* Before the history's lock values and the members' HTTP addresses: golden_snapshot_history is
+ * the state after them, golden_snapshot_http (version 8, sections 1 to 4 and 6: a history entry
+ * with a value, two members with an HTTP address) the state after all of them. */
+#define GOLDEN_N_HISTORY_CMDS 185
 
 #endif
