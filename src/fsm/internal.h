@@ -544,8 +544,7 @@ bool fsm_sess_owned_by(const struct sess *s, struct fsm_str user);
 /* Lock history (src/fsm/history.c): record what the events of one apply, from index `from`,
  * say about grants, releases and waits; the HISTORY_LIMITS op; teardown; snapshot section 4;
  * invariants. */
-void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, const struct fsm_events *ev,
-                      size_t from);
+void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, struct fsm_events *ev, size_t from);
 void fsm_op_history_limits(struct actx *a, const struct fsm_cmd_history_limits *c,
                            struct fsm_reply *r);
 void fsm_history_free(struct fsm *f);

@@ -50,7 +50,7 @@ def test_http_follower_307_to_the_leader_stale_and_after_a_leader_kill9(ctx):
     servers = start_cluster(ctx, 3)
     leader = ready_leader(servers)
     c = ctx.conn(leader)
-    wait_announced(c, 3)
+    wait_announced(c, 3, http=False)  # the client addresses; the HTTP ones are waited for below
     sid = open_session(c)
     t = expect_int(c.call("LOCK", "inv/1", sid))
     want = json.loads(get(leader, "/v1/locks?prefix=inv")[2])

@@ -592,6 +592,22 @@ static const struct fsm_cmd golden_cmds[] = {
      .member_http = {.id = UINT64_MAX, .http_addr = {golden_long_addr, FSM_MAX_ADDR}}},
     {.op = FSM_OP_MEMBER_SET,
      .member_set = {.id = 1, .client_addr = GS("10.0.0.1:7483"), .raft_addr = GS("10.0.0.9:7481")}},
+    /* trace context: a LOCK and its UNLOCK with a traceparent in the header (codec.c flag bit 1),
+       kept in the history (section 4's second format) */
+    {.op = FSM_OP_LOCK,
+     .now_ms = 9980,
+     .user = GS("alice"),
+     .traced = true,
+     .trace = {{0x00, 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d,
+                0x0e, 0x0e, 0x47, 0x36, 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7, 0x01}},
+     .lock = {.name = GS("HT"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_UNLOCK,
+     .now_ms = 9990,
+     .user = GS("alice"),
+     .traced = true,
+     .trace = {{0x00, 0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21,
+                0x1c, 0x80, 0x31, 0x9c, 0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31, 0x00}},
+     .unlock = {.name = GS("HT"), .sid = GOLDEN_SID_A}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -633,7 +649,8 @@ static const struct fsm_cmd golden_cmds[] = {
 #define GOLDEN_N_LATCH_CMDS 181
 /* Before the history's lock values and the members' HTTP addresses: golden_snapshot_history is
  * the state after them, golden_snapshot_http (version 8, sections 1 to 4 and 6: a history entry
- * with a value, two members with an HTTP address) the state after all of them. */
+ * with a value, two members with an HTTP address, and traced entries: section 4 in its
+ * traceparent format) the state after all of them. */
 #define GOLDEN_N_HISTORY_CMDS 185
 
 #endif

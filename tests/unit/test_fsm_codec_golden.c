@@ -265,7 +265,7 @@ TEST(golden_entries_need_the_log_format_of_their_release)
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
 {
     bool op_seen[FSM_OP__COUNT] = {false};
-    int v2_user = 0, v2_admin = 0, v2_empty = 0;
+    int v2_user = 0, v2_admin = 0, v2_empty = 0, v2_traced = 0;
     for (size_t i = 0; i < N_GOLDEN; i++) {
         const uint8_t *p = golden_entries[i].p;
         op_seen[p[1]] = true;
@@ -274,6 +274,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
         v2_user += golden_cmds[i].user.len > 0;
         v2_admin += golden_cmds[i].admin;
         v2_empty += golden_cmds[i].user.len == 0;
+        v2_traced += golden_cmds[i].traced;
     }
     for (int op = FSM_OP_SEM_ACQUIRE; op <= FSM_OP_ELECT_RESIGN; op++)
         CHECK(op_seen[op]);
@@ -295,6 +296,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_BARRIER]);
     CHECK(op_seen[FSM_OP_HISTORY_LIMITS]);
     CHECK(op_seen[FSM_OP_MEMBER_HTTP]);
+    CHECK(v2_traced >= 2); /* a header with a traceparent: a LOCK and an UNLOCK */
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 

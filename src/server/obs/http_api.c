@@ -226,6 +226,9 @@ static int render_history(struct srv *s, struct json *j, const char *name, size_
         json_kv_str(j, "session_name", e->session_name.p, e->session_name.len);
         json_kv_str(j, "user", e->user.p, e->user.len);
         json_kv_str(j, "value", e->value.p, e->value.len);
+        char tp[TRACE_TEXT_LEN + 1];
+        json_kv_cstr(j, "traceparent", cmd_history_trace(e->trace, tp));
+        json_kv_cstr(j, "end_traceparent", cmd_history_trace(e->end_trace, tp));
         json_kv_u64(j, "token", e->token);
         json_kv_u64(j, "permits", e->permits);
         json_kv_u64(j, "granted_rev", e->token);
