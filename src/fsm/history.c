@@ -83,10 +83,10 @@ struct hent {
     uint32_t value_len; /* the grant's lock value (lockmeta.c), 0..FSM_MAX_ELECT_VALUE */
     uint16_t sname_len;
     uint8_t user_len, kind, end_op, n_shown;
-    uint8_t tflags;               /* HENT_F_TRACE (in the tail), HENT_F_END_TRACE (end_trace) */
-    struct trace_ctx *end_trace;  /* the ending command's traceparent (owned), NULL if none */
-    struct fsm_hist_waiter w[];   /* n_shown, then the session name, the user, the value and,
-                                     under HENT_F_TRACE, the grant's traceparent */
+    uint8_t tflags;              /* HENT_F_TRACE (in the tail), HENT_F_END_TRACE (end_trace) */
+    struct trace_ctx *end_trace; /* the ending command's traceparent (owned), NULL if none */
+    struct fsm_hist_waiter w[];  /* n_shown, then the session name, the user, the value and,
+                                    under HENT_F_TRACE, the grant's traceparent */
 };
 
 struct hlock {
@@ -130,8 +130,7 @@ static size_t ent_size(uint8_t n_shown, size_t sname, size_t user, size_t value,
 
 static size_t ent_bytes(const struct hent *e)
 {
-    return ent_size(e->n_shown, e->sname_len, e->user_len, e->value_len,
-                    e->tflags & HENT_F_TRACE) +
+    return ent_size(e->n_shown, e->sname_len, e->user_len, e->value_len, e->tflags & HENT_F_TRACE) +
            (e->end_trace ? sizeof(*e->end_trace) : 0);
 }
 
@@ -604,8 +603,7 @@ static int emit_entry(const struct hent *e, struct buf *b)
          buf_put_bytes(b, ent_sname(e) + e->sname_len, e->user_len) ||
          (e->value_len && buf_put_bytes(b, ent_value(e), e->value_len)) ||
          ((e->tflags & HENT_F_TRACE) && put_trace(b, ent_trace(e))) ||
-         (e->end_trace && put_trace(b, e->end_trace)) ||
-         buf_put_varint(b, e->n_waiters);
+         (e->end_trace && put_trace(b, e->end_trace)) || buf_put_varint(b, e->n_waiters);
     for (uint8_t i = 0; i < e->n_shown && !rc; i++)
         rc = buf_put_varint(b, e->w[i].sid) || buf_put_varint(b, e->w[i].waited_ms);
     return rc;
@@ -724,8 +722,7 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
     if (fsm_rd_varint(r, &n_waiters) || n_waiters > UINT32_MAX)
         return "truncated waiter count";
     uint8_t shown = n_waiters < FSM_HIST_WAITERS ? (uint8_t)n_waiters : FSM_HIST_WAITERS;
-    struct hent *e = malloc(ent_size(shown, sname_len, user_len, value_len,
-                                     tflags & HENT_F_TRACE));
+    struct hent *e = malloc(ent_size(shown, sname_len, user_len, value_len, tflags & HENT_F_TRACE));
     if (!e)
         return "out of memory";
     memset(e, 0, sizeof(*e));
