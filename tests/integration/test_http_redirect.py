@@ -8,10 +8,12 @@ with no leader known it is 503. --http-advertise sets the address the others red
 
 import http.client
 import json
+import os
 import urllib.parse
 
 from cluster import TIMING, new_server, ready_leader, start_cluster, wait_announced
 from helpers import eq, expect_int, open_session, wait_until
+from resp import Conn, ConnectionClosed, ReplyTimeout, as_map, text
 from test_http_api import get
 
 
@@ -117,3 +119,53 @@ def test_http_advertise_is_the_address_the_others_redirect_to(ctx):
 
 
 test_http_advertise_is_the_address_the_others_redirect_to.timeout = 240
+
+
+def test_http_follower_307_is_https_under_http_tls(ctx):
+    """--http-tls: the member table says the leader's HTTP port speaks TLS, so a follower's
+    Location is https:// (and following it over TLS gives the leader's answer)."""
+    from test_tls import certs, client_ctx
+    d = certs(ctx)
+    tls = ["--tls-cert", os.path.join(d, "server.crt"), "--tls-key",
+           os.path.join(d, "server.key"), "--tls-ca", os.path.join(d, "ca.crt"), "--http-tls"]
+    servers = [new_server(ctx, i) for i in (1, 2, 3)]
+    peers = ",".join("%d=127.0.0.1:%d" % (s.node_id, s.raft_port) for s in servers)
+    cctx = client_ctx(d)
+    for s in servers:
+        s.extra_args = ["--initial-cluster", peers] + tls + TIMING
+        s.tls = cctx
+        s.start(wait=False)
+
+    def role(s):
+        try:
+            with Conn(s.port, timeout=2.0, ssl_context=cctx) as c:
+                m = as_map(c.call("CLUSTER.INFO"))
+                return text(m.get("role")) if m.get("ready") == 1 else None
+        except (OSError, ConnectionClosed, ReplyTimeout):
+            return None
+    leader = wait_until(lambda: ([s for s in servers if role(s) == "leader"] or [None])[0],
+                        timeout=30, interval=0.1, what="a ready leader")
+    f = [s for s in servers if s is not leader][0]
+
+    def location():
+        h = http.client.HTTPSConnection("127.0.0.1", f.http_port, timeout=30, context=cctx)
+        try:
+            h.request("GET", "/v1/locks?limit=5")
+            r = h.getresponse()
+            r.read()
+            return r.getheader("Location") if r.status == 307 else None
+        finally:
+            h.close()
+    loc = wait_until(location, timeout=60, interval=0.2, what="the follower's 307")
+    eq(loc, "https://127.0.0.1:%d/v1/locks?limit=5" % leader.http_port)
+    u = urllib.parse.urlsplit(loc)
+    h = http.client.HTTPSConnection(u.hostname, u.port, timeout=30, context=cctx)
+    try:
+        h.request("GET", u.path + "?" + u.query)
+        r = h.getresponse()
+        eq((r.status, json.loads(r.read())["locks"]), (200, []))
+    finally:
+        h.close()
+
+
+test_http_follower_307_is_https_under_http_tls.timeout = 240
