@@ -6,7 +6,9 @@
  * they only ever reach the page as text (textContent), never as HTML. The pages re-read the
  * API every second; the event tail is an EventSource on /v1/events, which reconnects by itself
  * and resumes after the last id it saw (Last-Event-ID). On a follower the reads use ?stale
- * (this node's own state) and a banner says so.
+ * (this node's own state) and a banner says so: without it the API answers 307 to the leader's
+ * HTTP port, another origin, which the Content-Security-Policy (connect-src 'self') and the
+ * Basic credentials of this origin do not reach (docs/server.md "The web console").
  */
 'use strict';
 
