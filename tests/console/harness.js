@@ -172,7 +172,7 @@ async function pageUntil(page, fn, arg, what) {
 
 async function screenshot(page, name) {
   fs.mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: path.join(SHOTS, name + '.png'), fullPage: false });
+  await page.screenshot({ path: path.join(SHOTS, name + '.png'), fullPage: true });
 }
 
 /* The locks table's row of a name (in the page). */
