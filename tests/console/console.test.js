@@ -49,6 +49,7 @@ test('pages on a 3-node cluster: live locks, a release, HTML names, waits, a fol
     assert.match(csp, /default-src 'none'/);
     assert.ok(!csp.includes('unsafe'), 'no inline script or eval: ' + csp);
     await h.pageUntil(page, () => document.getElementById('live').dataset.state === 'live', null, 'the stream open');
+    await h.pageUntil(page, () => !!document.getElementById('locks-empty'), null, 'the first drawing: no locks');
     await page.evaluate(() => { window.__samePage = 1; });
 
     // a lock taken by redis-cli appears with its token, drawn because of the stream
@@ -351,11 +352,14 @@ test('who blocks whom marks a cycle of waits', { timeout: 300000 }, async () => 
       bg.push(w);
       await h.queued(N, name, sid);
     }
-    const cyc = await h.pageUntil(page, () => { const e = document.getElementById('cycle'); return e && e.textContent; },
-      null, 'the cycle marked, live');
+    // the page drawn after the third wait's event: three rows
+    const [cyc, marks] = await h.pageUntil(page, () => {
+      const e = document.getElementById('cycle');
+      const rows = [...document.querySelectorAll('#waits tbody tr')];
+      return e && rows.length === 3 && [e.textContent,
+        Object.fromEntries(rows.map((r) => [r.dataset.sid, r.querySelector('.cycle').textContent]))];
+    }, null, 'the cycle marked, live');
     assert.ok(cyc.includes(s1 + ' -y-> ' + s2 + ' -x-> ' + s1), cyc);
-    const marks = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#waits tbody tr')]
-      .map((r) => [r.dataset.sid, r.querySelector('.cycle').textContent])));
     // s3 waits behind the cycle but is not in it; it cannot proceed either
     assert.deepEqual(marks, { [s1]: 'deadlock', [s2]: 'deadlock', [s3]: 'deadlock' });
     await h.screenshot(page, 'waits-deadlock');

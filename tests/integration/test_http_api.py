@@ -9,12 +9,13 @@ import base64
 import http.client
 import json
 import os
+import signal
 import subprocess
 import urllib.parse
 
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_int, ok, open_session, revision, wait_queued, wait_until
-from resp import as_map
+from resp import as_map, text
 
 
 def get(srv, path, auth=None, method="GET", timeout=30):
@@ -408,6 +409,36 @@ def test_http_api_events_filtered_per_user(ctx):
     r = Sse(s, "/v1/events?after=0", {"Last-Event-ID": want["app"][0][0]}, auth=("app", "apppw"))
     eq([r.next()[0] for _ in range(3)], [e[0] for e in want["app"][1:]])
     r.close()
+
+
+def test_http_api_events_stream_ends_when_a_reload_drops_its_user(ctx):
+    """The stream's user is looked up again when events are sent: after a SIGHUP reload that
+    removed it, the next event ends the stream with `event: forbidden`, not the event."""
+    s = _acl_server(ctx)
+    c = ctx.conn(s)
+    ok(c.call("AUTH", "admin", "adminpw"))
+    sid = open_session(c)
+    st = Sse(s, "/v1/events", auth=("app", "apppw"))
+    eq(st.status, 200, st.head)
+    expect_int(c.call("LOCK", "job-1", sid))
+    _, ev, data = st.next()
+    eq((ev, data["name"], data["sid"]), ("grant", "job-1", sid))
+    h0 = text(as_map(c.call("CLUSTER.INFO"))["acl"])
+    path = ctx.tmp("acl")
+    with open(path) as f:
+        rules = [x for x in f.read().splitlines() if not x.startswith("user app ")]
+    with open(path, "w") as f:
+        f.write("\n".join(rules) + "\n")
+    os.kill(s.proc.pid, signal.SIGHUP)
+    wait_until(lambda: text(as_map(c.call("CLUSTER.INFO"))["acl"]) != h0, what="the reload")
+    expect_int(c.call("LOCK", "job-2", sid))
+    eq(st.next()[1], "forbidden")
+    try:
+        got = st.next()
+        raise AssertionError("the stream goes on: %r" % (got,))
+    except (EOFError, OSError):
+        pass
+    st.close()
 
 
 def test_http_api_events_follower_needs_stale(ctx):
