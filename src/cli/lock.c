@@ -66,8 +66,9 @@ static const char usage_sem[] =
     "                            [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
     "Take K permits (1 by default; 1..LIMIT) of semaphore NAME at once (at most LIMIT permits\n"
     "in use; the first acquirer sets the limit, another LIMIT is refused while the semaphore\n"
-    "exists; waiters are served in order, a later one for fewer permits never goes first) and\n"
-    "run CMD holding them,\n"
+    "exists, unless an operator set the limit with SEM.SETLIMIT: then that one rules and LIMIT\n"
+    "is ignored; waiters are served in order, a later one for fewer permits never goes first)\n"
+    "and run CMD holding them,\n"
     "exactly as `fencelock lock` runs CMD (the same options, environment with FENCELOCK_MODE\n"
     "semaphore, signals, kill before the lease can lapse, and exit status).\n";
 
