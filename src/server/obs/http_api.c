@@ -297,6 +297,7 @@ static void render_sem(struct srv *s, struct json *j, const char *name, size_t n
     json_close(j);
     free(w.v);
     json_kv_u64(j, "lockdelay", v.in_lockdelay ? 1 : 0);
+    json_kv_u64(j, "limit_set_by_operator", v.by_operator ? 1 : 0);
     json_key(j, "wanted");
     json_arr(j);
     fsm_sem_waiters(s->fsm, name, nl, sem_wanted, j);
