@@ -570,6 +570,23 @@ static const struct fsm_cmd golden_cmds[] = {
      .now_ms = 9902,
      .lock = {.name = GS("H"), .sid = GOLDEN_SID_M, .wait_ms = 30000}},
     {.op = FSM_OP_UNLOCK, .now_ms = 9950, .unlock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
+    /* operators' semaphore limits (semlimit.c): live W gets 3 from an admin; W9 gets 2 before
+       its semaphore exists, which alice's acquire with another limit (5: accepted, ignored)
+       then creates; the lock H is WRONGTYPE; W8's is set and reset, W7 (none) reset; W and W9
+       stay in section 5 */
+    {.op = FSM_OP_SEM_LIMIT_SET,
+     .now_ms = 9960,
+     .user = GS("root"),
+     .admin = true,
+     .sem_limit_set = {.name = GS("W"), .limit = 3}},
+    {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("W9"), .limit = 2}},
+    {.op = FSM_OP_SEM_ACQUIRE_W,
+     .user = GS("alice"),
+     .sem_acquire_w = {.name = GS("W9"), .sid = GOLDEN_SID_A, .limit = 5, .permits = 2}},
+    {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("H"), .limit = 2}},
+    {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("W8"), .limit = 4}},
+    {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {.name = GS("W8")}},
+    {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {.name = GS("W7")}},
     /* a lock value in the history (history.c's value flag), ended by UNLOCK */
     {.op = FSM_OP_LOCK_META,
      .now_ms = 9960,
@@ -645,12 +662,15 @@ static const struct fsm_cmd golden_cmds[] = {
  * (version 8, with sections 1, 2 and 3: latches and barriers) the state after all of them. */
 #define GOLDEN_N_LOCKMETA_CMDS 168
 /* Before the lock history's: golden_snapshot_latch is the state after them,
- * golden_snapshot_history (version 8, sections 1 to 4) the state after GOLDEN_N_HISTORY_CMDS. */
+ * golden_snapshot_history (version 8, sections 1 to 4) the state after all of them. */
 #define GOLDEN_N_LATCH_CMDS 181
-/* Before the history's lock values and the members' HTTP addresses: golden_snapshot_history is
- * the state after them, golden_snapshot_http (version 8, sections 1 to 4 and 6: a history entry
- * with a value, two members with an HTTP address, and traced entries: section 4 in its
- * traceparent format) the state after all of them. */
+/* Before the operators' semaphore limits': golden_snapshot_history is the state after them,
+ * golden_snapshot_semlimit (version 8, sections 1 to 5) the state after GOLDEN_N_SEMLIMIT_CMDS. */
 #define GOLDEN_N_HISTORY_CMDS 185
+/* Before the history's lock values, the members' HTTP addresses and trace context:
+ * golden_snapshot_semlimit is the state after them, golden_snapshot_http (version 8, sections 1
+ * to 6: a history entry with a value, two members with an HTTP address, traced entries: section
+ * 4 in its traceparent format) the state after all of them. */
+#define GOLDEN_N_SEMLIMIT_CMDS 192
 
 #endif

@@ -23,8 +23,8 @@
    may have no row until its feature is merged; every other value below FSM_OP__COUNT has one. */
 #define OP_PENDING_LO 31
 #define OP_PENDING_HI 35  /* 33 and 35: handed out, unused */
-#define OP_PENDING2_LO 42 /* 42..45: handed out to features built beside MEMBER_HTTP (46) */
-#define OP_PENDING2_HI 45
+#define OP_PENDING2_LO 42 /* handed to a feature built beside the semaphore limits (44-45) */
+#define OP_PENDING2_HI 43
 #define LAST_FORMAT_1_OP 13 /* the previous release reads ops 0..13 */
 #define WAIT_MS 1000        /* every WAIT field: a busy object queues */
 
