@@ -210,12 +210,14 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
 {
     char err[256] = "";
     /* PUT first: every ratio is to its latency. INCR is a write like PUT; LOCK.WAITS and
-     * SESSION.LIST are the operators' reads of the wait-for graph and the sessions. */
-    enum { W5_N = 9 };
-    struct w5_cmd k[W5_N] = {
-        {.name = "PUT"},         {.name = "GET"},        {.name = "KV.GET"},
-        {.name = "FENCE.CHECK"}, {.name = "LOCK.INFO"},  {.name = "SESSION.KEEPALIVE"},
-        {.name = "INCR"},        {.name = "LOCK.WAITS"}, {.name = "SESSION.LIST"}};
+     * SESSION.LIST are the operators' reads of the wait-for graph and the sessions; TXN is a
+     * holder's guarded write of two keys (IF HOLDS, then a PUT and an INCR: one entry). */
+    enum { W5_N = 10 };
+    struct w5_cmd k[W5_N] = {{.name = "PUT"},          {.name = "GET"},
+                             {.name = "KV.GET"},       {.name = "FENCE.CHECK"},
+                             {.name = "LOCK.INFO"},    {.name = "SESSION.KEEPALIVE"},
+                             {.name = "INCR"},         {.name = "LOCK.WAITS"},
+                             {.name = "SESSION.LIST"}, {.name = "TXN"}};
     struct w5_cmd pipe[2] = {{.name = "GET"}, {.name = "SESSION.KEEPALIVE"}};
     double *lat = malloc((size_t)count * W5_N * sizeof(double));
     redisContext *c = lat ? fr_connect_leader(endpoints, err, sizeof(err)) : NULL;
@@ -234,6 +236,8 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
         snprintf(k[6].line, sizeof(k[6].line), "INCR w5-c");
         snprintf(k[7].line, sizeof(k[7].line), "LOCK.WAITS w5-");
         snprintf(k[8].line, sizeof(k[8].line), "SESSION.LIST LIMIT 10");
+        snprintf(k[9].line, sizeof(k[9].line),
+                 "TXN IF HOLDS w5-l %lld THEN PUT w5-t v INCR w5-tc 1", sid);
         snprintf(pipe[0].line, sizeof(pipe[0].line), "%s", k[1].line);
         snprintf(pipe[1].line, sizeof(pipe[1].line), "%s", k[5].line);
         rc = w5_serial(c, k, W5_N, count, seconds * 1e3, lat, err, sizeof(err));

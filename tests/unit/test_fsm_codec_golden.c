@@ -128,7 +128,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
     int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
-    int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0;
+    int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0, snap_history_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -156,8 +156,11 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
                 snapshot_is(f, golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta));
         if (i + 1 == GOLDEN_N_LATCH_CMDS)
             snap_latch_ok = snapshot_is(f, golden_snapshot_latch, sizeof(golden_snapshot_latch));
+        if (i + 1 == GOLDEN_N_HISTORY_CMDS)
+            snap_history_ok =
+                snapshot_is(f, golden_snapshot_history, sizeof(golden_snapshot_history));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_history, sizeof(golden_snapshot_history));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_txn, sizeof(golden_snapshot_txn));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -175,6 +178,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_reent_ok);
     CHECK(snap_lockmeta_ok);
     CHECK(snap_latch_ok);
+    CHECK(snap_history_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -254,6 +258,8 @@ TEST(golden_entries_need_the_log_format_of_their_release)
                  FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_history, sizeof(golden_snapshot_history)),
                  FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_txn, sizeof(golden_snapshot_txn)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -288,6 +294,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_LATCH_COUNTDOWN] && op_seen[FSM_OP_LATCH_DELETE]);
     CHECK(op_seen[FSM_OP_BARRIER]);
     CHECK(op_seen[FSM_OP_HISTORY_LIMITS]);
+    CHECK(op_seen[FSM_OP_TXN]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -307,6 +314,13 @@ TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
 
 /* Version 8 with sections 2 and 4: the reentrant session and the lock history of H (A's grant,
  * ended by UNLOCK with B queued; B's grant, held). */
+/* Keys a TXN wrote under one revision (no section of its own). */
+TEST(golden_snapshot_txn_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_txn[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_txn, sizeof(golden_snapshot_txn)));
+}
+
 TEST(golden_snapshot_history_restores_and_resnapshots_byte_identically)
 {
     CHECK(golden_snapshot_history[4] == 8);
@@ -365,6 +379,7 @@ int main(void)
     RUN(golden_snapshot_lockmeta_is_version_8_and_restores_byte_identically);
     RUN(golden_snapshot_latch_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_history_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_txn_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

@@ -80,6 +80,10 @@ static struct fsm_cmd filled(unsigned op, uint64_t sid)
         case FSM_F_NAMES: /* "n" exclusive, "o" shared */
             *(struct fsm_names *)p = (struct fsm_names){2, {"\x00\x01n\x01\x01o", 6}};
             break;
+        case FSM_F_TXN: /* IF MISSING n THEN PUT n v */
+            *(struct fsm_txn *)p =
+                (struct fsm_txn){1, 1, 0, {"\x04\x00\x01n\x00\x00\x10\x00\x01n\x00\x01v", 13}};
+            break;
         }
     }
     return c;
