@@ -295,7 +295,7 @@ static void api_kv(fl_client *c)
     CHECK_ERR(fl_txn_fence(tx, fence.fence_name, fence.fence_token), FL_OK);
     CHECK_ERR(fl_txn_commit(c, s, tx), FL_OK);
     CHECK(fl_txn_succeeded(tx) && fl_txn_nresults(tx) == 2 && fl_txn_results_known(tx));
-    CHECK(fl_txn_result(tx, 0) == (int64_t)fl_txn_revision(tx) && fl_txn_result(tx, 1) == 8);
+    CHECK(fl_txn_result(tx, 0) == (int64_t)fl_txn_revision(tx) - 1 && fl_txn_result(tx, 1) == 8);
     CHECK_ERR(fl_txn_commit(c, NULL, tx), FL_OK); /* api-t exists now: ELSE deletes it */
     CHECK(!fl_txn_succeeded(tx) && fl_txn_nresults(tx) == 1 && fl_txn_result(tx, 0) == 1);
     CHECK_ERR(fl_txn_if_value(tx, "k", FL_TXN_LT, "x", 1), FL_EINVAL);

@@ -6,7 +6,8 @@ limit (nothing applied: revision and values compared); IF HOLDS refusing a write
 holder's session expired; a stale FENCE; exactly-once under REQ; ACL refusing the whole TXN
 for one key or lock outside the user's globs; the event stream showing every change; and on 3
 nodes a kill -9 of the leader between transfers that move value between two keys (every
-replica: the sum unchanged, each transfer applied once, never half)."""
+replica: the sum unchanged, each transfer applied once, never half); `fencelock txn` from its
+arguments and, in etcdctl's layout, from stdin."""
 
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_err, expect_int, kv_get, ok, open_session, revision, wait_until
@@ -227,3 +228,39 @@ def test_a_leader_kill_between_transfers_leaves_no_half_applied_txn(ctx):
 
 
 test_a_leader_kill_between_transfers_leaves_no_half_applied_txn.timeout = 60
+
+
+def test_cli_txn_from_args_and_from_stdin(ctx):
+    import json
+    import os
+    import subprocess
+    srv = ctx.server()
+    cli = os.path.join(os.path.dirname(ctx.binary), "fencelock")
+    env = dict(os.environ)
+    env.pop("FENCELOCK_ENDPOINTS", None)
+    base = [cli, "--endpoints", "127.0.0.1:%d" % srv.port]
+
+    def run(*args, stdin=None):
+        return subprocess.run(base + [str(a) for a in args], input=stdin, capture_output=True,
+                              timeout=30, env=env, cwd=ctx.workdir)
+
+    c = ctx.conn(srv)
+    p = run("txn", "IF", "MISSING", "ck", "THEN", "PUT", "ck", "1", "INCR", "cn", 2,
+            "ELSE", "DEL", "ck")
+    eq(p.returncode, 0, repr(p))
+    rev = revision(c)
+    eq(p.stdout.decode().split("\n"), ["THEN %d" % rev, str(rev - 1), "2", ""])
+    # etcdctl's layout on stdin: compares, blank line, THEN's ops, blank line, ELSE's ops
+    p = run("--json", "txn", stdin=b"MISSING ck\n\nPUT ck 2\n\nDEL ck\nINCR cn -5\n")
+    eq(p.returncode, 0, repr(p))
+    eq(json.loads(p.stdout), {"succeeded": False, "revision": revision(c), "results": [1, -3]})
+    eq((get(c, "ck"), get(c, "cn")), (None, "-3"))
+    s = open_session(c)
+    tok = expect_int(c.call("LOCK", "L", s))
+    p = run("txn", "--fence", "L", tok + 1, "THEN", "PUT", "ck", "x")
+    eq(p.returncode, 1, "a stale fence: exit 1, %r" % (p,))
+    eq(get(c, "ck"), None)
+    eq(run("txn", "THEN", "FROB", "k").returncode, 2, "a word it does not know: usage")
+    eq(run("txn", "IF", "REV", "k", "~", 1, "THEN").returncode, 2)
+    eq(run("txn", "--fence", "L", tok, "THEN", "PUT", "ck", "y").returncode, 0)
+    eq(get(c, "ck"), "y")

@@ -192,7 +192,7 @@ def test_aio_txn(node):
         async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as s:
             r = await s.txn().if_missing("atx").then_put("atx", "1").then_incr("atn", 2) \
                 .commit()
-            assert r.succeeded and r.results == [r.revision, 2]
+            assert r.succeeded and r.results == [r.revision - 1, 2]
             r = await c.txn().if_value("atx", "!=", "1").then_delete("atx") \
                 .else_incr("atn", 1).commit()
             assert not r.succeeded and r.results == [3]
