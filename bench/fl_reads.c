@@ -6,7 +6,8 @@
  * closed or left to expire (W6: TTL 10 s) when it returns.
  *
  * W5: one connection, one command at a time, interleaved: PUT (the reference), GET, KV.GET,
- *     FENCE.CHECK, LOCK.INFO, SESSION.KEEPALIVE, PUT, GET, ... for a bounded count of rounds and
+ *     FENCE.CHECK, LOCK.INFO, SESSION.KEEPALIVE, INCR, LOCK.WAITS, SESSION.LIST and TXN (a
+ *     holder's IF HOLDS-guarded PUT and INCR), PUT, GET, ... for a bounded count of rounds and
  *     time; p50/p99 per command and its ratio to PUT's. Then each of GET and SESSION.KEEPALIVE
  *     pipelined on one connection (4 x count of each, W5_WINDOW in flight): answers per second.
  * W6: opens `sessions` sessions (TTL ttl_ms) over W6_CONNS pipelined connections, then keeps
