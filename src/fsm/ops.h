@@ -333,6 +333,7 @@ enum fsm_grow {
     /* -> INT (last revision << 1 | 1 if THEN ran), each op's result beside it (fsm_reply.txn) | \
        STALE (FENCE) | ERR: every compare, then all of one branch's ops or none, a revision per   \
        change (txn.c) */                                                                          \
-    X(TXN, 42, txn, txn, 2, TXN, 0)
+    X(TXN, 42, txn, txn, 2, TXN, 0)                                                                \
+    /* (43: handed out with 42, not needed: no op; the decoder rejects it) */
 
 #endif
