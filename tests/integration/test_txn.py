@@ -102,10 +102,12 @@ def test_limits_refuse_the_whole_txn(ctx):
 
 def test_holds_refuses_a_write_once_the_holders_session_expired(ctx):
     c = ctx.conn()
-    s = expect_int(c.call("SESSION.OPEN", 1000))
-    tok = expect_int(c.call("LOCK", "L", s))
-    r = txn(c, "IF", "HOLDS", "L", s, "IF", "TOKEN", "L", "=", tok, "THEN", "PUT", "g", "1")
+    live = open_session(c)  # TTL 60 s: alive for the whole test
+    t1 = expect_int(c.call("LOCK", "L1", live))
+    r = txn(c, "IF", "HOLDS", "L1", live, "IF", "TOKEN", "L1", "=", t1, "THEN", "PUT", "g", "1")
     eq(r[0], "THEN", "the holder writes")
+    s = expect_int(c.call("SESSION.OPEN", 2000))  # left to expire: no keepalive
+    tok = expect_int(c.call("LOCK", "L", s))
     wait_until(lambda: isinstance(c.call("SESSION.INFO", s), RespError), timeout=30,
                what="the session expired")
     rev = revision(c)
@@ -115,6 +117,7 @@ def test_holds_refuses_a_write_once_the_holders_session_expired(ctx):
     eq(r[1], rev, "nothing written")
     r = txn(c, "IF", "TOKEN", "L", "=", tok, "THEN", "PUT", "g", "3")
     eq(r[0], "ELSE", "its token is no longer current")
+    eq(get(c, "g"), "1")
 
 
 def test_a_stale_fence_applies_nothing(ctx):
