@@ -234,10 +234,13 @@ func (s *Session) Release(ctx context.Context, name string) error {
 	return err
 }
 
-// SemSetLimit changes the limit of the semaphore name (SEM.SETLIMIT; admin under
-// --acl-file): false if it does not exist. Holders above a lower limit keep their permits;
-// nothing is granted until the queue's head fits. A *ServerError (ERR) if a queued request
-// asks for more permits than the new limit (nothing changes).
+// SemSetLimit sets the operator's limit of the semaphore name (SEM.SETLIMIT; admin under
+// --acl-file): kept until SemLimitReset whether or not the semaphore exists, and winning over
+// the acquirers' limit (an Acquire passing another limit is accepted and the argument
+// ignored). True (servers before operators' limits answered false for a semaphore that did
+// not exist). Holders above a lower limit keep their permits; nothing is granted until the
+// queue's head fits. A *ServerError (ERR) if a queued request asks for more permits than the
+// new limit (nothing changes).
 func (c *Client) SemSetLimit(ctx context.Context, name string, limit int) (bool, error) {
 	cm := newCmd("SEM.SETLIMIT", name, u64(uint64(max(limit, 0))))
 	cm.write = true // the same limit again changes nothing: a resend is harmless
@@ -246,4 +249,18 @@ func (c *Client) SemSetLimit(ctx context.Context, name string, limit int) (bool,
 		return false, err
 	}
 	return r != nil, nil
+}
+
+// SemLimitReset removes the operator's limit of the semaphore name (SEM.SETLIMIT name RESET;
+// admin under --acl-file): true if there was one (a resend after a lost reply answers false).
+// A live semaphore keeps its limit until it is dropped; then the acquirers' limit rules again.
+func (c *Client) SemLimitReset(ctx context.Context, name string) (bool, error) {
+	cm := newCmd("SEM.SETLIMIT", name, "RESET")
+	cm.write = true // removing what is gone changes nothing: a resend is harmless
+	r, err := c.do(ctx, cm)
+	if err != nil {
+		return false, err
+	}
+	n, ok := r.(int64)
+	return ok && n == 1, nil
 }

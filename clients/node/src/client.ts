@@ -382,13 +382,25 @@ export class Client implements AsyncDisposable {
 
   // ---- semaphores ----
   /**
-   * SEM.SETLIMIT (admin under --acl-file): the semaphore's new limit; false if it does not
-   * exist. Holders above a lower limit keep their permits; nothing is granted until the queue's
-   * head fits. ServerError (nothing changes) if a queued request asks for more permits than the
-   * new limit. The same limit again changes nothing, so a resend is harmless.
+   * SEM.SETLIMIT (admin under --acl-file): the operator's limit of the semaphore name, kept
+   * until semLimitReset whether or not the semaphore exists, and winning over the acquirers'
+   * limit (an acquire passing another one is accepted and the argument ignored). True (servers
+   * before operators' limits answered false for a semaphore that did not exist). Holders above
+   * a lower limit keep their permits; nothing is granted until the queue's head fits.
+   * ServerError (nothing changes) if a queued request asks for more permits than the new
+   * limit. The same limit again changes nothing, so a resend is harmless.
    */
   async semSetLimit(name: string, limit: number): Promise<boolean> {
     return (await this.pool.call(new Cmd('SEM.SETLIMIT', name, Math.floor(limit)))) !== null;
+  }
+
+  /**
+   * SEM.SETLIMIT name RESET (admin under --acl-file): removes the operator's limit; true if
+   * there was one (a resend after a lost reply answers false). A live semaphore keeps its
+   * limit until it is dropped; then the acquirers' limit rules again.
+   */
+  async semLimitReset(name: string): Promise<boolean> {
+    return Number(await this.pool.call(new Cmd('SEM.SETLIMIT', name, 'RESET'))) === 1;
   }
 
   // ---- elections ----

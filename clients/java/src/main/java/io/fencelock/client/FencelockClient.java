@@ -618,13 +618,25 @@ public final class FencelockClient implements AutoCloseable {
   }
 
   /**
-   * SEM.SETLIMIT (admin under --acl-file): the semaphore's new limit; false if it does not
-   * exist. Holders above a lower limit keep their permits; nothing is granted until the queue's
-   * head fits. ServerException (nothing changes) if a queued request asks for more permits than
-   * the new limit. The same limit again changes nothing, so a resend is harmless.
+   * SEM.SETLIMIT (admin under --acl-file): the operator's limit of the semaphore name, kept
+   * until {@link #semLimitReset} whether or not the semaphore exists, and winning over the
+   * acquirers' limit (an acquire passing another one is accepted and the argument ignored).
+   * True (servers before operators' limits answered false for a semaphore that did not exist).
+   * Holders above a lower limit keep their permits; nothing is granted until the queue's head
+   * fits. ServerException (nothing changes) if a queued request asks for more permits than the
+   * new limit. The same limit again changes nothing, so a resend is harmless.
    */
   public boolean semSetLimit(String name, int limit) {
     return call(new Cmd("SEM.SETLIMIT", name, limit)) != null;
+  }
+
+  /**
+   * SEM.SETLIMIT name RESET (admin under --acl-file): removes the operator's limit; true if
+   * there was one (a resend after a lost reply answers false). A live semaphore keeps its limit
+   * until it is dropped; then the acquirers' limit rules again.
+   */
+  public boolean semLimitReset(String name) {
+    return Resp.num(call(new Cmd("SEM.SETLIMIT", name, "RESET"))) == 1;
   }
 
   /** LOCK.INFO as a map (holder, token, waiters, mode, holders, ...), or null when unused. */
