@@ -793,7 +793,7 @@ if w5rows:
     p("| ---: | --- | ---: | ---: | ---: | ---: |")
     for r in w5rows:
         for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE", "INCR",
-                  "LOCK.WAITS", "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO"):
+                  "LOCK.WAITS", "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO", "TXN"):
             c = r.get(k) or {}
             p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
               f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")
