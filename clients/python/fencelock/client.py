@@ -15,6 +15,7 @@ from . import errors
 from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
                       leader_info, revoke_cmd_args, s_,
                       seconds_arg, status, trace_args)
+from ._txn import Txn
 from .conn import Cmd, Pool
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class Client:
             if session is None:
                 raise ValueError("lease needs a session")
             cmd.add("LEASE", session.sid)
-        return int(self._write(cmd, fence, ifrev, session, traceparent))
+        return int(self._write(cmd, fence, ifrev, session, traceparent, traced=True))
 
     def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
              ifrev: Optional[int] = None, session: Optional["Session"] = None,
@@ -129,21 +130,31 @@ class Client:
         decimal text; an absent key counts as 0). ServerError if the value is not such an
         integer or the sum overflows (nothing changes). fence, ifrev and session as put()."""
         return int(self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session,
-                               traceparent))
+                               traceparent, traced=True))
+
+    def txn(self, session: Optional["Session"] = None) -> Txn:
+        """A TXN builder (docs/protocol.md "TXN"): c.txn().if_rev("k", "=", 7).then_put("k",
+        "v").else_incr("misses").commit() -> TxnResult(succeeded, revision, results). All of
+        one branch applies, or nothing (ServerError, Stale, TooLarge, NoSpace: nothing changed).
+        With a session it is sent with REQ (exactly once, retried until its outcome is known)."""
+        return Txn(lambda cmd, fence: self._write(cmd, fence, None, session))
 
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                session: Optional["Session"] = None, traceparent: Optional[str] = None) -> bool:
         """DEL: True if the key existed. Same fence/ifrev/session/traceparent rules as put()."""
-        return bool(self._write(Cmd("DEL", key), fence, ifrev, session, traceparent) == 1)
+        return bool(self._write(Cmd("DEL", key), fence, ifrev, session, traceparent,
+                                traced=True) == 1)
 
     def _write(self, cmd: Cmd, fence: Optional[Fence], ifrev: Optional[int],
-               session: Optional["Session"], traceparent: Optional[str] = None) -> Any:
+               session: Optional["Session"], traceparent: Optional[str] = None,
+               traced: bool = False) -> Any:
         if traceparent and fence is None:
             raise ValueError("traceparent goes with fence: only a fenced write carries one")
         if fence is not None:
             name, token = fence
             cmd.add("FENCE", name, token)
-            cmd.add(*trace_args(traceparent))
+            if traced:  # PUT, DEL, INCR (not a TXN's own FENCE)
+                cmd.add(*trace_args(traceparent))
         if ifrev is not None:
             cmd.add("IFREV", ifrev)
         if session is None:

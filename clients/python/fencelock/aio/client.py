@@ -12,6 +12,7 @@ from .. import errors
 from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
                        leader_info, revoke_cmd_args,
                        s_, seconds_arg, status, trace_args)
+from .._txn import TxnBuilder, TxnResult, txn_result
 from ..conn import Cmd
 from ._conn import AsyncPool
 from .session import AsyncSession, LostCallback, SessionOpener
@@ -101,29 +102,36 @@ class AsyncClient:
             if session is None:
                 raise ValueError("lease needs a session")
             cmd.add("LEASE", session.sid)
-        return int(await self._write(cmd, fence, ifrev, session, traceparent))
+        return int(await self._write(cmd, fence, ifrev, session, traceparent, traced=True))
 
     async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
                    ifrev: Optional[int] = None, session: Optional[AsyncSession] = None,
                    traceparent: Optional[str] = None) -> int:
         """INCR key BY by: the counter's new value, as fencelock.Client.incr."""
         return int(await self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session,
-                                     traceparent))
+                                     traceparent, traced=True))
+
+    def txn(self, session: Optional[AsyncSession] = None) -> "AsyncTxn":
+        """A TXN builder, as fencelock.Client.txn; `await ....commit()`."""
+        return AsyncTxn(self, session)
 
     async def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                      session: Optional[AsyncSession] = None,
                      traceparent: Optional[str] = None) -> bool:
         """DEL: True if the key existed."""
-        return bool(await self._write(Cmd("DEL", key), fence, ifrev, session, traceparent) == 1)
+        return bool(await self._write(Cmd("DEL", key), fence, ifrev, session, traceparent,
+                                      traced=True) == 1)
 
     async def _write(self, cmd: Cmd, fence: Optional[Fence], ifrev: Optional[int],
-                     session: Optional[AsyncSession], traceparent: Optional[str] = None) -> Any:
+                     session: Optional[AsyncSession], traceparent: Optional[str] = None,
+                     traced: bool = False) -> Any:
         if traceparent and fence is None:
             raise ValueError("traceparent goes with fence: only a fenced write carries one")
         if fence is not None:
             name, token = fence
             cmd.add("FENCE", name, token)
-            cmd.add(*trace_args(traceparent))
+            if traced:  # PUT, DEL, INCR (not a TXN's own FENCE)
+                cmd.add(*trace_args(traceparent))
         if ifrev is not None:
             cmd.add("IFREV", ifrev)
         if session is None:
@@ -234,3 +242,16 @@ class AsyncClient:
     async def revoke(self, sid: int) -> None:
         """SESSION.REVOKE (admin): end any session as an expiry does."""
         status(await self.call(Cmd("SESSION.REVOKE", sid), retry=False))
+
+
+class AsyncTxn(TxnBuilder):
+    """AsyncClient.txn(): `await commit()` sends it."""
+
+    def __init__(self, client: "AsyncClient", session: Optional[AsyncSession]) -> None:
+        super().__init__()
+        self._client = client
+        self._session = session
+
+    async def commit(self) -> TxnResult:
+        r = await self._client._write(self.cmd(), self._fence, None, self._session)
+        return txn_result(r)
