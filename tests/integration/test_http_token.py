@@ -287,3 +287,30 @@ def test_http_revoke_refusals_change_nothing(ctx):
     # LOCK.REVOKE's audit line is written when the leader proposes
     eq([x["detail"].split()[0] for x in lines if x["event"] == "lock.revoke"], ["name=free-one"])
     assert any(x["event"] == "permission.denied" and x["user"] == "app" for x in lines), lines
+
+
+def test_cli_token_prints_a_bearer_token(ctx):
+    """`fencelock token [--ttl DUR]` (libfencelock's fl_auth_token): a token the HTTP API takes
+    as the CLI's user; --json; a TTL over --http-token-max-ttl or under 1 s is refused; without
+    credentials the servers say NOAUTH."""
+    from test_cli import run
+    s = _server(ctx)
+    _two_locks(ctx, s)
+    env = {"FENCELOCK_USER": "app", "FENCELOCK_PASSWORD": "apppw"}
+    r = run(ctx, [s], "token", "--ttl", "10m", env=env)
+    eq(r.rc, 0, repr(r))
+    tok = r.out.strip()
+    head, exp, _ = tok.rsplit(".", 2)
+    eq(head, "flt1.app")
+    assert 0 < int(exp) - time.time() * 1000 <= 600000, tok
+    st, _, body = req(s, "/v1/locks", tok)
+    eq((st, _names(body)), (200, ["job-1"]), body)
+    r = run(ctx, [s], "--json", "token", env=env)
+    eq(r.rc, 0, repr(r))
+    eq(req(s, "/v1/locks", json.loads(r.out)["token"])[0], 200)
+    r = run(ctx, [s], "token", "--ttl", "25h", env=env)
+    assert r.rc != 0 and "TTL" in r.err, r
+    r = run(ctx, [s], "token", "--ttl", "10ms", env=env)
+    assert r.rc != 0 and "--ttl" in r.err, r
+    r = run(ctx, [s], "token")
+    assert r.rc != 0 and ("NOAUTH" in r.err or "uthenticat" in r.err), r
