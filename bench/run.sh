@@ -771,7 +771,7 @@ if w5rows:
     for r in w5rows:
         for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "HTTP /v1/locks/{name}",
                   "HTTP /v1/locks/{name}?stale", "SESSION.KEEPALIVE", "INCR", "LOCK.WAITS",
-                  "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO"):
+                  "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO", "TXN"):
             c = r.get(k) or {}
             p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
               f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")

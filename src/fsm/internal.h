@@ -83,6 +83,9 @@ struct sess {
     uint64_t req_seq, req_value;
     uint64_t req_digest; /* fsm_cmd_digest of the command of req_seq; 0 = not recorded */
     char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
+    uint64_t *req_txn;   /* a TXN's per-op results of req_seq (fsm.c; not in snapshots) */
+    uint32_t req_txn_n;
+    bool req_txn_known; /* req_txn holds them (false after a restore, or another op) */
     /* deadlock-search scratch (waitgraph.c): its node, valid while wg_epoch == fsm.wg_epoch */
     uint32_t wg_epoch, wg_index;
     /* reentrancy (reent.c): a LOCK of a lock it holds exclusively counts up, to max_count
@@ -235,6 +238,7 @@ struct fsm {
     /* operators' semaphore limits (semlimit.c): by name; each counted as a lock by the quotas */
     struct onode *semlims;
     uint64_t n_semlims, semlim_bytes; /* semlim_bytes: their names' bytes */
+    struct buf txn_out; /* the last TXN's per-op results (txn.c; fsm_reply.txn borrows them) */
 };
 
 /* ---- operators' semaphore limits (src/fsm/semlimit.c) ---- */
@@ -478,6 +482,7 @@ void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_chec
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *p, struct fsm_reply *r); /* counter.c */
+void fsm_op_txn(struct actx *a, const struct fsm_cmd_txn *p, struct fsm_reply *r);   /* txn.c */
 /* A write's FENCE and IFREV checks (kv.c): 0 if it may apply, else -1 with r answered (STALE,
    with a FENCE_REJECTED event, or IFREV). */
 int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r);
@@ -587,6 +592,11 @@ void fsm_kv_set_lease(struct kv *k, struct sess *s);
  * memory ran out (val freed, nothing changed). */
 uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char *val, uint32_t len,
                           bool set_lease, struct sess *lease);
+/* The same with the record made (fresh: a new one, not in the tree yet; it is inserted) and
+ * the revision taken by the caller (a TXN allocates everything before its first change,
+ * txn.c). Cannot fail; returns rev. */
+uint64_t fsm_kv_set_value_at(struct actx *a, struct kv *k, bool fresh, char *val, uint32_t len,
+                             bool set_lease, struct sess *lease, uint64_t rev);
 void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* The newest snapshot version this release writes and reads (snapshot.c; format.c reads it). */

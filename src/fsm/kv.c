@@ -140,7 +140,12 @@ uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char
         free(val);
         return 0;
     }
-    uint64_t rev = fsm_next_rev(a);
+    return fsm_kv_set_value_at(a, k, fresh, val, len, set_lease, lease, fsm_next_rev(a));
+}
+
+uint64_t fsm_kv_set_value_at(struct actx *a, struct kv *k, bool fresh, char *val, uint32_t len,
+                             bool set_lease, struct sess *lease, uint64_t rev)
+{
     if (fresh) {
         k->create_rev = rev;
         k->version = 1;
