@@ -51,9 +51,12 @@ void fsm_free_state(struct fsm *f)
                 l->sh_head = h->lnext;
                 free(h);
             }
-            free(l->value);
-            free(l->hv);
-            free(l->rv_text);
+            if (l->x) {
+                free(l->x->value);
+                free(l->x->hv);
+                free(l->x->rv_text);
+                free(l->x);
+            }
             free(l);
             x = next;
         }

@@ -377,6 +377,10 @@ struct fsm_event {
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
+    uint64_t held_ms;     /* RELEASED: how long that grant was held, in the entries' clock (the
+                             releasing entry's now_ms less the granting one's; 0 if the leaders'
+                             clocks went back): the hold-time histogram needs no table of its
+                             own */
     struct fsm_str name;  /* owned by the events struct */
     struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM, DEADLOCK: borrowed from the key's or
                              the election's record (the fsm's last cycle text), valid until

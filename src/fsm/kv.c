@@ -28,8 +28,7 @@ struct kv *fsm_kv_alloc(const char *key, size_t keylen)
     memset(k, 0, sizeof(*k));
     k->key_len = (uint16_t)keylen;
     memcpy(k->key, key, keylen);
-    k->o.key = k->key;
-    k->o.key_len = k->key_len;
+    onode_set_key(&k->o, k->key, k->key_len);
     return k;
 }
 
