@@ -407,10 +407,50 @@ def permit_conflict(limit, most):
     return conflict
 
 
+def permits_by_revision(ops, grants, limit, violations, stats):
+    """The semaphore judged by its fenced writes, in the log's order instead of the clock's.
+    A grant's token is the revision that granted it; a fenced PUT with token T accepted at
+    revision R proves T still held its permits at R (the fence accepts only a current
+    permit's token), and a grant once ended never comes back, so T held them at every
+    revision of [T, R].  At no revision may the permits of the grants so proven live add up to
+    more than ``limit`` (over-limit-rev).  Needs no clock and no interval of the worker's:
+    only the servers' own revisions.  Stats: rev_max_permits (the most permits proven live at
+    one revision), rev_judged_grants (grants with an accepted fenced write)."""
+    permits = {t: _permits_of(o) for t, o in grants}
+    last = {}
+    for o in ops:
+        tok, rev = _int(o.get("token", prefer="inv")), _int(o.get("rev"))
+        if o.f == "write" and o.type == "ok" and tok in permits and rev is not None and rev > tok:
+            last[tok] = max(last.get(tok, rev), rev)
+    spans = sorted((t, r) for t, r in last.items())
+    live, most = [], 0  # (end, token) of the spans that began at or before the current start
+    for t, r in spans:
+        live = [x for x in live if x[0] >= t]
+        used = permits[t] + sum(permits[x[1]] for x in live)
+        most = max(most, used)
+        if used > limit:
+            violations.append({"kind": "over-limit-rev",
+                               "msg": f"{used} permits proven live at revision {t} by accepted "
+                                      f"fenced writes (limit {limit}): grant {t} "
+                                      f"({permits[t]} permits, written at revision {r}) and "
+                                      + ", ".join(f"{x[1]} ({permits[x[1]]}, written at {x[0]})"
+                                                  for x in live[:5]),
+                               "grant": t})
+        live.append((r, t))
+    stats["rev_max_permits"] = most
+    stats["rev_judged_grants"] = len(spans)
+
+
+def _permits_of(o):
+    v = _int(o.get("permits", prefer="inv"))
+    return v if v is not None and v > 0 else 1
+
+
 def check_sem(history, limit=SEM_LIMIT):
     """The sem workload (weighted: each acquire names its "permits", 1 if absent).
     Violations: over-limit (the permits of the certain holds live at one instant add up to
-    more than ``limit``: sweep + permit_conflict), duplicate-token / token-order,
+    more than ``limit``: sweep + permit_conflict), over-limit-rev (the same judged by the
+    fenced writes in revision order: permits_by_revision), duplicate-token / token-order,
     expired-write (a probe write succeeded), write-before-grant.  Stats: max_live (the most
     certain acquisitions live at once), max_permits_live (the most permits: below 2 the run
     did not test a semaphore), weighted_grants (grants of more than 1 permit), probes,
@@ -427,6 +467,7 @@ def check_sem(history, limit=SEM_LIMIT):
     over, max_live = sweep(holds, permit_conflict(limit, most))
     violations += over
     _check_probes(ops, violations, stats)
+    permits_by_revision(ops, grants, limit, violations, stats)
     stats.update({"grants": len(grants), "holds": len(holds), "holds_dropped": dropped,
                   "max_live": max_live, "max_permits_live": most[0],
                   "weighted_grants": sum(1 for h in holds if _permits(h) > 1),

@@ -105,6 +105,23 @@ def test_sem_weighted_over_limit_fails_though_only_two_holders_are_live():
     assert "over-limit" in kinds(h.check()), h.check()["violations"]
 
 
+def test_sem_over_limit_by_revision_fails_though_the_clock_sees_no_overlap():
+    """Grants 10 and 12 of 2 permits each: by the clock the second came after the first
+    was released, but the fenced writes say grant 10 was still live at revision 15, after
+    grant 12 (revision 12) took its permits: 4 permits live at revision 12."""
+    h = H("sem")
+    h.acq(1, 0, 10, 10, permits=2).write(1, 11, 12, 10, rev=15).rel(1, 13, 14)
+    h.acq(2, 20, 30, 12, permits=2).write(2, 31, 32, 12, rev=13).rel(2, 33, 34)
+    v = h.check()
+    assert kinds(v) == ["over-limit-rev"], v["violations"]
+    assert v["stats"]["rev_max_permits"] == 4 and v["stats"]["rev_judged_grants"] == 2
+    h = H("sem")  # the same with grant 10's last write before grant 12: 2 permits at most
+    h.acq(1, 0, 10, 10, permits=2).write(1, 11, 12, 10, rev=11).rel(1, 13, 14)
+    h.acq(2, 20, 30, 12, permits=2).write(2, 31, 32, 12, rev=13).rel(2, 33, 34)
+    v = h.check()
+    assert v["valid"] is True and v["stats"]["rev_max_permits"] == 2, v
+
+
 def test_sem_expired_write_fails():
     h = H("sem")
     h.acq(1, 0, 10, 5).write(1, 30, 31, 5, rev=12, probe=True).exp(1, 15, 40)

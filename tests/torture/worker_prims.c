@@ -4,10 +4,12 @@
  * limit 3 and an election "elect", held by sessions that are sometimes frozen past their TTL.
  *
  * sem, per session (ops carry "session" and "key": "sem"):
- *   acquire  SEM.ACQUIRE sem sid 3 [PERMITS 2] WAIT ms REQ sid seq: 1 or 2 permits at once
- *            (weighted), "permits" in the invoke; ok "token". An unknown outcome is followed
- *            by SEM.RELEASE and ends the session (as fl_lock does for a lock). The checker
- *            sums the permits of the live holds (never more than 3).
+ *   acquire  SEM.ACQUIRE sem sid 3 [PERMITS k] WAIT ms REQ sid seq: 1..3 permits at once
+ *            (weighted, up to the whole limit: a request for 3 at the head of the queue
+ *            must not be overtaken by later requests for fewer), "permits" in the invoke; ok
+ *            "token". An unknown outcome is followed by SEM.RELEASE and ends the session (as
+ *            fl_lock does for a lock). The checker sums the permits of the live holds (never
+ *            more than 3), by the clock and by the revisions of the accepted fenced writes.
  *   write    "key": "sem-reg": PUT sem-reg "s:<token>:<n>" FENCE sem token, no session (a
  *            naive client); ok "rev", fail (-STALE) or info. "probe": true when, before
  *            it was sent, a linearizable SEM.INFO showed the permit gone (the holder was
@@ -37,7 +39,7 @@
 #define SEM_NAME "sem"
 #define SEM_KEY "sem-reg"
 #define SEM_LIMIT 3
-#define SEM_MAX_PERMITS 2 /* an acquisition takes 1..this permits */
+#define SEM_MAX_PERMITS 3 /* an acquisition takes 1..this permits (the whole limit) */
 #define EL_NAME "elect"
 #define EL_KEY "elect-reg"
 
