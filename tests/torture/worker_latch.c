@@ -169,7 +169,7 @@ static const char *step_op(struct worker *w, fl_session *s, const char *f, const
 {
     int proc = proc_of(w);
     uint64_t sid = fl_session_id(s);
-    char extra[64] = "";
+    char extra[96] = "";
     int64_t wait_end = 0;
     if (wait_ms) {
         wait_end = fl_now_ms() + wait_ms;
@@ -207,7 +207,7 @@ static void wait_op(struct worker *w, const char *name, uint64_t count, int64_t 
 {
     int proc = proc_of(w);
     int64_t wait_end = fl_now_ms() + wait_ms;
-    char extra[64];
+    char extra[96];
     snprintf(extra, sizeof(extra), ",\"wait_ms\":%" PRId64 ",\"wait_end\":%" PRId64, wait_ms,
              wait_end * 1000000);
     invoke(w, proc, "wait", name, 0, count, 0, extra);
