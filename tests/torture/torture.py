@@ -573,6 +573,12 @@ def summarize_verdict(v):
                 "probes_refused=%s" % (st.get("grants"), st.get("holds"), st.get("max_live"),
                                        st.get("observed_leaders"), st.get("ok_writes"),
                                        st.get("probes"), st.get("probes_refused"))
+        if v["workload"] == "sem":
+            extra += " max_permits_live=%s rev_max_permits=%s rev_judged_grants=%s " \
+                     "fifo_checked=%s fifo_large=%s" % (
+                         st.get("max_permits_live"), st.get("rev_max_permits"),
+                         st.get("rev_judged_grants"), st.get("fifo_checked"),
+                         st.get("fifo_large"))
         if v["workload"] == "elect":
             extra += " observers=%s observed=%s observe_cross=%s observe_compacted=%s" % (
                 st.get("observers"), st.get("observed"), st.get("observe_cross"),

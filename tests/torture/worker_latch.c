@@ -139,7 +139,7 @@ static const char *complete(struct worker *w, int proc, const char *f, const cha
         /* "BROKEN latch NAME: session SID ended before ..." */
         const char *p = strstr(o->text, ": session ");
         if (p)
-            ev_add(&e, ",\"broken_sid\":%" PRIu64, strtoull(p + 10, NULL, 10));
+            ev_add(&e, ",\"broken_sid\":%llu", strtoull(p + 10, NULL, 10));
     }
     if (o->got && o->type == REDIS_REPLY_ERROR)
         ev_str(&e, "msg", o->text);
