@@ -251,6 +251,18 @@ def test_latch_history_errors():
     assert kinds(h.check()) == ["history-error"]
 
 
+def test_latch_nothing_tested():
+    """torture.py fails a run whose latch history released nobody, broke no latch or filled
+    no barrier: it could not have caught what the workload is for."""
+    import torture
+    assert torture.nothing_tested([good().check()]) == 0
+    h = H()
+    h.join("lt/1", 11, 0, 10, count=1).cd("lt/1", 11, 20, 30, left=0, count=1)
+    h.wait("lt/1", 40, 50, "ok", count=1)
+    h.enter("bt/1", 11, 0, 100, "ok").enter("bt/1", 12, 90, 110, "ok")
+    assert torture.nothing_tested([h.check()]) == 1  # no latch broken
+
+
 def test_latch_negative_controls_flagged():
     """The torture controls built from a good history: each flagged with its kind, and the
     good history itself clean."""
