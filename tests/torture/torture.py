@@ -60,7 +60,8 @@ WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "s
              "deadlock", "multilock", "latch")
 # --workloads all: every workload (rw, watch, sem, elect: two clean 60 s runs each, 2026-12-05;
 # sem,elect,register: seeds 1201 and 1202; deadlock and multilock: 10-minute runs under every
-# nemesis, clean, 2026-12-06).
+# nemesis, clean, 2026-12-06; latch,sem: a 10-minute run under every nemesis, seed 1899710058,
+# and one of --snapshots, seed 1868704835, clean, 2026-12-06).
 DEFAULT_WORKLOADS = WORKLOADS
 # ... but with snapshots (--snapshots, --snapshot-threshold/-trailing) `all` leaves out deadlock:
 # its judge replays the whole event stream of its locks, read from the leader after the run, and
