@@ -386,10 +386,12 @@ build/java/fencelock-bench.jar: $(BENCH_JAVA_SRC)
 	mvn -B -q -o -f bench/java/pom.xml package
 
 # W9 (read-write locks), W10 (watch: the harness and one file per system), W11 (semaphores),
-# W12 (election fail-over: the harness and one file per system) and W13 (multi-lock) beside them.
+# W12 (election fail-over: the harness and one file per system), W13 (multi-lock) and W14 (the
+# coordination primitives) beside them.
 BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_fl.c bench/watch_etcd.c \
-  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c bench/multibench.c
-# make bench-check: W9-W13 once, short, on the sanitizer build; judges what they report
+  bench/sembench.c bench/electbench.c bench/elect_fl.c bench/elect_etcd.c bench/multibench.c \
+  bench/primbench.c
+# make bench-check: W9-W14 once, short, on the sanitizer build; judges what they report
 # (errors, missed events, starvation, readers' overlap, semaphore limit, fail-overs observed,
 # whole multi-lock sets taken),
 # never speed (bench/check.sh).

@@ -10,7 +10,8 @@
 # PUTs x watchers in both phases); W11 never has more than `limit` clients holding a permit
 # (and more than one at some moment, with a 20 ms hold), nobody timed out; W12 observed every
 # round (each observer saw the candidate lead, with a newer token); W13 (8 clients on overlapping
-# sets of 4 names, LOCK.MULTI and one by one) acquired whole sets and none timed out; no
+# sets of 4 names, LOCK.MULTI and one by one) acquired whole sets and none timed out; W14 (the
+# coordination primitives) has every row measured and well formed; no
 # sanitizer report from lockbench or the servers. The same for etcd when Debian's etcd is installed (W9 on its
 # mutex, W10 on its watch, W12 on its election).
 # The Go drivers (gobench, bench/go; GB overrides build/release/bench/gobench), when built: etcd
@@ -98,6 +99,14 @@ and all(isinstance(r.get(x), (int, float)) for x in ("seconds", "sets", "sets_pe
 and r["sets"] > 0 and r["timeouts"] == 0 and 0 < r["p50_ms"] <= r["p99_ms"] <= r["max_ms"]' | tr '\n' ' '
 }
 w13_args="--workload W13 --k 4 --clients 8 --hold 1 --seconds 2 --pairs 400"
+# W14 (the coordination primitives, fencelock): every row of the JSON line present and well
+# formed, each measured at least once (n > 0, 0 <= p50 <= p99), no error.
+w14_ok="$ran"' and r["workload"] == "W14" and all(isinstance(r.get(k), dict) and r[k]["n"] > 0
+and 0 <= r[k]["p50_ms"] <= r[k]["p99_ms"] and r[k]["per_s"] > 0 for k in ("INCR", "SEM_PERMITS",
+"LOCK_REENTRANT", "LOCK_VALUE", "LOCK_HISTORY", "LATCH", "BARRIER"))
+and 0 <= r["LATCH"]["round_p50_ms"] <= r["LATCH"]["round_p99_ms"]
+and 0 <= r["BARRIER"]["leave_p50_ms"] <= r["BARRIER"]["leave_p99_ms"]'
+w14_ok=${w14_ok//$'\n'/ }
 
 w11w12() { # system endpoints
   local s=$1 eps=$2 line
@@ -114,6 +123,8 @@ w11w12() { # system endpoints
       line=$(lb --driver "$s" --endpoints "$eps" $w13_args --way "$way")
       check "$s W13 $way: whole sets of 4 taken by 8 clients, nobody starves" "$(w13_ok "$way")" "$line"
     done
+    line=$(lb --driver "$s" --endpoints "$eps" --workload W14 --seconds 1 --pairs 50)
+    check "$s W14: every primitive's row measured and well formed" "$w14_ok" "$line"
   fi
 }
 
@@ -236,6 +247,14 @@ jw9="$jrow"' and '"${w9_common#"$ran and "}"' and r["reader_mode"] == "shared" a
 jw11="$jrow"' and '"${w11_ok#"$ran and "}"
 jw12="$jrow"' and '"${w12_ok#"$ran and "}"
 jw13="$jrow"' and '"$(w13_ok multi)"
+# W14: the rows the client has a recipe for (keys), each measured and well formed as lockbench's.
+jw14() { # row keys...
+  local k cond="$jrow"' and r["workload"] == "W14"'
+  for k in "$@"; do
+    cond+=' and r["'"$k"'"]["n"] > 0 and 0 <= r["'"$k"'"]["p50_ms"] <= r["'"$k"'"]["p99_ms"] and r["'"$k"'"]["per_s"] > 0'
+  done
+  echo "$cond"
+}
 # jvm SYSTEM ENDPOINTS [Bench args] <<< commands: the JVM's JSON lines, in order.
 jvm() {
   local js=$1 eps=$2
@@ -261,12 +280,15 @@ if [ -f "$JAR" ] && command -v java >/dev/null; then
     lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
       "--workload W3 --seconds 1 --pairs 50" "--workload W9 --seconds 3 --pairs 300 --hold 20" \
       "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" "--workload W12 --rounds 3 --seconds 60" \
-      "$w13_args --way multi" "--workload W8 --kill-cmd kill -9 $(leader_pid_zk)" quit | jvm curator "$eps")
+      "$w13_args --way multi" "--workload W14 --seconds 1 --pairs 20" \
+      "--workload W8 --kill-cmd kill -9 $(leader_pid_zk)" quit | jvm curator "$eps")
     jcheck curator "$lines" "W1 row well formed|$jw1" "W2 row well formed|$jw2" "W3 row well formed|$jw1" \
       "W9 InterProcessReadWriteLock: readers overlap, nobody starves|$jw9" \
       "W11 InterProcessSemaphoreV2: at most limit held, more than one at once|$jw11" \
       "W12 LeaderLatch: every round seen by every observer|$jw12" \
-      "W13 InterProcessMultiLock: whole sets, nobody starves|$jw13" "W8 fail-over row well formed|$jw8"
+      "W13 InterProcessMultiLock: whole sets, nobody starves|$jw13" \
+      "W14 InterProcessSemaphoreV2.acquire(qty), DistributedDoubleBarrier: rows well formed|$(jw14 SEM_PERMITS BARRIER)" \
+      "W8 fail-over row well formed|$jw8"
   else
     check "zookeeper servers start" "False" ""
   fi
@@ -275,12 +297,13 @@ if [ -f "$JAR" ] && command -v java >/dev/null; then
   if eps=$(start redis) && [ -n "$eps" ]; then
     lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
       "--workload W3 --seconds 1 --pairs 50" "--workload W9 --seconds 3 --pairs 300 --hold 20" \
-      "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" "$w13_args --way multi" quit |
-      jvm redisson "$eps")
+      "--workload W11 --seconds 3 --pairs 200 --hold 20 --limit 4" "$w13_args --way multi" \
+      "--workload W14 --seconds 1 --pairs 20" quit | jvm redisson "$eps")
     jcheck redisson "$lines" "W1 row well formed|$jw1" "W2 row well formed|$jw2" "W3 row well formed|$jw1" \
       "W9 RReadWriteLock: readers overlap, nobody starves|$jw9" \
       "W11 RSemaphore: at most limit held, more than one at once|$jw11" \
-      "W13 RedissonMultiLock: whole sets, nobody starves|$jw13"
+      "W13 RedissonMultiLock: whole sets, nobody starves|$jw13" \
+      "W14 RSemaphore.tryAcquire(n), RCountDownLatch: rows well formed|$(jw14 SEM_PERMITS LATCH)"
     lines=$(printf '%s\n' "--workload W1 --seconds 1 --pairs 50" "--workload W2 --seconds 1 --pairs 50" \
       "--workload W3 --seconds 1 --pairs 50" quit | jvm redisson-fenced "$eps")
     fenced=' and r["tokens_increasing"] is True'

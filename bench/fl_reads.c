@@ -6,7 +6,8 @@
  * closed or left to expire (W6: TTL 10 s) when it returns.
  *
  * W5: one connection, one command at a time, interleaved: PUT (the reference), GET, KV.GET,
- *     FENCE.CHECK, LOCK.INFO, SESSION.KEEPALIVE, PUT, GET, ... for a bounded count of rounds and
+ *     FENCE.CHECK, LOCK.INFO, SESSION.KEEPALIVE, INCR, LOCK.WAITS, SESSION.LIST, LOCK.HISTORY,
+ *     LATCH.INFO, PUT, GET, ... for a bounded count of rounds and
  *     time; p50/p99 per command and its ratio to PUT's. Then each of GET and SESSION.KEEPALIVE
  *     pipelined on one connection (4 x count of each, W5_WINDOW in flight): answers per second.
  * W6: opens `sessions` sessions (TTL ttl_ms) over W6_CONNS pipelined connections, then keeps
@@ -121,6 +122,18 @@ static long long fr_int(redisContext *c, const char *what, char *err, size_t err
     return v;
 }
 
+/* A command whose reply must be +OK: 0, or -1 with err. */
+static int fr_ok(redisContext *c, const char *what, char *err, size_t errlen, const char *cmd)
+{
+    redisReply *r = redisCommand(c, cmd);
+    int ok = r && r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK");
+    if (!ok)
+        snprintf(err, errlen, "%s: %s", what, r && r->str ? r->str : c->errstr);
+    if (r)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
 /* ,"error":"..." when err is set (quotes and control bytes replaced). */
 static void fr_json_err(const char *err)
 {
@@ -210,12 +223,14 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
 {
     char err[256] = "";
     /* PUT first: every ratio is to its latency. INCR is a write like PUT; LOCK.WAITS and
-     * SESSION.LIST are the operators' reads of the wait-for graph and the sessions. */
-    enum { W5_N = 9 };
+     * SESSION.LIST are the operators' reads of the wait-for graph and the sessions;
+     * LOCK.HISTORY and LATCH.INFO the reads of a lock's kept grants and of a latch. */
+    enum { W5_N = 11 };
     struct w5_cmd k[W5_N] = {
-        {.name = "PUT"},         {.name = "GET"},        {.name = "KV.GET"},
-        {.name = "FENCE.CHECK"}, {.name = "LOCK.INFO"},  {.name = "SESSION.KEEPALIVE"},
-        {.name = "INCR"},        {.name = "LOCK.WAITS"}, {.name = "SESSION.LIST"}};
+        {.name = "PUT"},          {.name = "GET"},        {.name = "KV.GET"},
+        {.name = "FENCE.CHECK"},  {.name = "LOCK.INFO"},  {.name = "SESSION.KEEPALIVE"},
+        {.name = "INCR"},         {.name = "LOCK.WAITS"}, {.name = "SESSION.LIST"},
+        {.name = "LOCK.HISTORY"}, {.name = "LATCH.INFO"}};
     struct w5_cmd pipe[2] = {{.name = "GET"}, {.name = "SESSION.KEEPALIVE"}};
     double *lat = malloc((size_t)count * W5_N * sizeof(double));
     redisContext *c = lat ? fr_connect_leader(endpoints, err, sizeof(err)) : NULL;
@@ -224,7 +239,8 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
     int rc = -1;
     if (c && fr_int(c, "PUT", err, sizeof(err), "PUT w5-k v") >= 0 &&
         (sid = fr_int(c, "SESSION.OPEN", err, sizeof(err), "SESSION.OPEN 60000")) >= 0 &&
-        (token = fr_int(c, "LOCK", err, sizeof(err), "LOCK w5-l %lld", sid)) >= 0) {
+        (token = fr_int(c, "LOCK", err, sizeof(err), "LOCK w5-l %lld", sid)) >= 0 &&
+        fr_ok(c, "LATCH.CREATE", err, sizeof(err), "LATCH.CREATE w5-latch 1") == 0) {
         snprintf(k[0].line, sizeof(k[0].line), "PUT w5-k v");
         snprintf(k[1].line, sizeof(k[1].line), "GET w5-k");
         snprintf(k[2].line, sizeof(k[2].line), "KV.GET w5-k");
@@ -234,6 +250,8 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
         snprintf(k[6].line, sizeof(k[6].line), "INCR w5-c");
         snprintf(k[7].line, sizeof(k[7].line), "LOCK.WAITS w5-");
         snprintf(k[8].line, sizeof(k[8].line), "SESSION.LIST LIMIT 10");
+        snprintf(k[9].line, sizeof(k[9].line), "LOCK.HISTORY w5-l");
+        snprintf(k[10].line, sizeof(k[10].line), "LATCH.INFO w5-latch");
         snprintf(pipe[0].line, sizeof(pipe[0].line), "%s", k[1].line);
         snprintf(pipe[1].line, sizeof(pipe[1].line), "%s", k[5].line);
         rc = w5_serial(c, k, W5_N, count, seconds * 1e3, lat, err, sizeof(err));

@@ -53,6 +53,11 @@
  * and, against it, the same names one by one in sorted order (--way multi|sequential; default
  * both): sets/s and set acquire+release p50/p99/max, one JSON line per (k, way). --pairs and
  * --seconds bound each line.
+ * W14 (fencelock; primbench.c): the coordination primitives one after the other: INCR, k
+ * permits of a semaphore at once, a reentrant re-LOCK, LOCK with VALUE, LOCK.HISTORY; a latch's
+ * round (the last COUNTDOWN to every parked waiter released) and a barrier's (every member's
+ * ENTER answered, then its LEAVE). --pairs bounds each row's operations (rounds), --seconds
+ * each row's time.
  * `lockbench --drivers` lists the drivers linked in. Exit: 0 ok, 1 errors (the JSON says
  * which), 2 usage.
  */
@@ -85,6 +90,9 @@ int bench_w10(const char *driver, const char *endpoints, int readers, long count
 int bench_w11(const char *endpoints, int clients, int limit, int ttl_ms, long count, int seconds,
               int hold_ms);
 int bench_w12(const char *driver, const char *endpoints, int observers, int rounds, int seconds);
+/* W14 (the coordination primitives: latch, barrier, INCR, k permits, reentrant LOCK, LOCK
+   with VALUE, LOCK.HISTORY; fencelock only) in primbench.c. */
+int bench_w14(const char *endpoints, long count, int seconds);
 /* W13 (multi-lock against one-by-one in sorted order) in multibench.c. */
 int bench_w13(const char *endpoints, int clients, int k, const char *way, int hold_ms, int ttl_ms,
               long count, int seconds);
@@ -265,7 +273,7 @@ static void json_str(const char *s)
 static void usage(void)
 {
     fprintf(stderr, "usage: lockbench --driver fencelock|redis|redlock|etcd|zookeeper "
-                    "--endpoints EP --workload W1|...|W12|W13 [--kill-cmd CMD]\n"
+                    "--endpoints EP --workload W1|...|W13|W14 [--kill-cmd CMD]\n"
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
                     "[--warmup N]\n"
                     "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
@@ -395,7 +403,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
         strcmp(o->workload, "W4") && strcmp(o->workload, "W5") && strcmp(o->workload, "W6") &&
         strcmp(o->workload, "W6C") && strcmp(o->workload, "W7") && strcmp(o->workload, "W8") &&
         strcmp(o->workload, "W9") && strcmp(o->workload, "W10") && strcmp(o->workload, "W11") &&
-        strcmp(o->workload, "W12") && strcmp(o->workload, "W13"))
+        strcmp(o->workload, "W12") && strcmp(o->workload, "W13") && strcmp(o->workload, "W14"))
         return -1;
     if (!strcmp(o->workload, "W8") && !o->kill_cmd)
         return -1;
@@ -638,7 +646,8 @@ int main(int argc, char **argv)
     if (!strcmp(o.workload, "W4"))
         return run_w4(&o, drv);
     if ((!strcmp(o.workload, "W5") || !strcmp(o.workload, "W6") || !strcmp(o.workload, "W7") ||
-         !strcmp(o.workload, "W6C") || !strcmp(o.workload, "W11") || !strcmp(o.workload, "W13")) &&
+         !strcmp(o.workload, "W6C") || !strcmp(o.workload, "W11") || !strcmp(o.workload, "W13") ||
+         !strcmp(o.workload, "W14")) &&
         strcmp(drv->name, "fencelock")) {
         printf("{\"driver\":");
         json_str(o.driver);
@@ -661,6 +670,8 @@ int main(int argc, char **argv)
         return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms);
     if (!strcmp(o.workload, "W5"))
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
+    if (!strcmp(o.workload, "W14")) /* --pairs: operations (rounds) per row, --seconds: each */
+        return bench_w14(o.endpoints, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W7")) /* --sessions: connections, --clients: the active ones */
         return bench_fencelock_w7(o.endpoints, o.sessions, o.clients, o.seconds, o.server_pid);
     if (!strcmp(o.workload, "W6C"))

@@ -37,7 +37,10 @@
 # under contention, bench/README.md "W13": fencelock LOCK.MULTI and one by one in sorted order,
 # etcd-go's Mutexes in sorted order, Redisson's RedissonMultiLock, Curator's
 # InterProcessMultiLock), BENCH_W13_SECONDS (measured seconds per row, default BENCH_SECONDS),
-# BENCH_W13_K (the set sizes, "2 4 8"), BENCH_W13_CLIENTS (8), BENCH_W13_HOLD_MS (1).
+# BENCH_W13_K (the set sizes, "2 4 8"), BENCH_W13_CLIENTS (8), BENCH_W13_HOLD_MS (1), BENCH_W14
+# (0 skips W14: the coordination primitives, fencelock only: INCR, k permits, a reentrant
+# re-LOCK, LOCK with VALUE, LOCK.HISTORY, a latch's and a barrier's rounds; BENCH_SECONDS per
+# row).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -78,6 +81,7 @@ w13_secs=${BENCH_W13_SECONDS:-$secs}
 w13_ks=${BENCH_W13_K:-2 4 8}
 w13_clients=${BENCH_W13_CLIENTS:-8}
 w13_hold=${BENCH_W13_HOLD_MS:-1}
+w14=${BENCH_W14:-1}
 java_on=${BENCH_JAVA:-1}
 java_warm=${BENCH_JAVA_WARMUP:-5}
 JAR=build/java/fencelock-bench.jar
@@ -118,7 +122,7 @@ client_versions() {
   cu=$(dpkg-query -W -f='${Version}' libcurl4-openssl-dev 2>/dev/null || echo '?')
   zk=$(dpkg-query -W -f='${Version}' libzookeeper-mt-dev 2>/dev/null || echo '?')
   rev=$(git rev-parse --short HEAD 2>/dev/null || echo '?')
-  printf '{"fencelock":"libfencelock; W5-W12 raw RESP on hiredis %s (this tree, %s)","redis":"hiredis %s (C; polling)","redlock":"hiredis %s (C; polling, 1-5 ms retry)","etcd":"libcurl %s over the JSON gateway (C; v3lock, v3election)","zookeeper":"ZooKeeper C client libzookeeper-mt %s"}\n' \
+  printf '{"fencelock":"libfencelock; W5-W14 raw RESP on hiredis %s (this tree, %s)","redis":"hiredis %s (C; polling)","redlock":"hiredis %s (C; polling, 1-5 ms retry)","etcd":"libcurl %s over the JSON gateway (C; v3lock, v3election)","zookeeper":"ZooKeeper C client libzookeeper-mt %s"}\n' \
     "$hi" "$rev" "$hi" "$hi" "$cu" "$zk" >"$raw/clients.json"
 }
 
@@ -481,6 +485,10 @@ java_set() { # java-system system endpoints
         --hold "$w13_hold" --seconds "$w13_secs" --pairs "$pairs"
     done
   fi
+  # W14: RSemaphore.tryAcquire(n) and RCountDownLatch; InterProcessSemaphoreV2.acquire(qty) and
+  # DistributedDoubleBarrier (the primitives each client has)
+  [ "$js" != redisson-fenced ] && [ "$w14" = 1 ] &&
+    java_run "$js" W14 $((secs * 3 + 60)) --seconds "$secs" --pairs "$pairs"
   java_stop
 }
 
@@ -562,6 +570,10 @@ w13_system() {
         --clients "$w13_clients" --hold "$w13_hold" --seconds "$w13_secs" --pairs "$pairs"
     done
   done
+}
+# W14 (fencelock): the coordination primitives, each row for BENCH_SECONDS (7 rows).
+w14_system() {
+  run_line "$1" W14 $((secs * 7 + 60)) --endpoints "$2" --seconds "$secs" --pairs "$pairs"
 }
 w12_system() {
   run_line "$1" W12 $((w12_rounds * 10 + 60)) --endpoints "$2" --clients "$w12_observers" \
@@ -754,7 +766,7 @@ if w5rows:
     p("| ---: | --- | ---: | ---: | ---: | ---: |")
     for r in w5rows:
         for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE", "INCR",
-                  "LOCK.WAITS", "SESSION.LIST"):
+                  "LOCK.WAITS", "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO"):
             c = r.get(k) or {}
             p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
               f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")
@@ -764,6 +776,41 @@ if w5rows:
     for r in w5rows:
         pp = r.get("pipelined_per_s") or {}
         p(f"| {r.get('nodes', '?')} | {rate(pp.get('GET'))} | {rate(pp.get('SESSION.KEEPALIVE'))} | {r.get('error', '')} |")
+    p("")
+w14 = get("fencelock", "W14")
+w14rows = [r for r in rows if r.get("workload") == "W14" and "skipped" not in r]
+if w14:
+    p("## W14 — coordination primitives (fencelock, 3 nodes; one connection, one at a time)")
+    p("")
+    p(f"Each row alone, BENCH_SECONDS each. LATCH: per round a latch of {w14.get('parts', '?')} counts, "
+      f"{w14.get('parts', '?')} sessions join, {w14.get('waiters', '?')} connections park LATCH.WAIT, "
+      "the sessions count down: the time from sending the last COUNTDOWN to every waiter's answer "
+      f"(release); round: create to delete. BARRIER: {w14.get('parts', '?')} members, each on a "
+      "connection of its own, send BARRIER.ENTER at once: from the last one sent to every OK read "
+      "(release), then BARRIER.LEAVE likewise (leave). SEM_PERMITS: SEM.ACQUIRE of "
+      f"{w14.get('sem_permits', '?')} of {w14.get('sem_limit', '?')} permits + SEM.RELEASE. "
+      "LOCK_REENTRANT: the reentrant holder's LOCK (count up, the same token) + UNLOCK (count down). "
+      "LOCK_VALUE: LOCK ... VALUE + UNLOCK. LOCK_HISTORY: the read of the kept grants. Beside "
+      "fencelock, the anchors' own recipes for the same primitive (the same counts): Redisson's "
+      "RSemaphore.tryAcquire(3) and RCountDownLatch, Curator's InterProcessSemaphoreV2.acquire(3) "
+      "and DistributedDoubleBarrier; etcd's Go client has none of them.")
+    p("")
+    p("| primitive | system | n | per s | p50 ms | p99 ms | also | note |")
+    p("| --- | --- | ---: | ---: | ---: | ---: | --- | --- |")
+    for k in ("INCR", "SEM_PERMITS", "LOCK_REENTRANT", "LOCK_VALUE", "LOCK_HISTORY", "LATCH", "BARRIER"):
+        for r in w14rows:
+            c = r.get(k)
+            if c is None and r is not w14:
+                continue
+            c = c or {}
+            also = ""
+            if k == "LATCH":
+                also = f"round p50 {fmt(c.get('round_p50_ms'), 3)} / p99 {fmt(c.get('round_p99_ms'), 3)} ms"
+            if k == "BARRIER":
+                also = f"leave p50 {fmt(c.get('leave_p50_ms'), 3)} / p99 {fmt(c.get('leave_p99_ms'), 3)} ms"
+            s = r.get("driver")
+            p(f"| {k} | {lab(s, 'W14', r)} | {c.get('n', 0)} | {rate(c.get('per_s'))} | {fmt(c.get('p50_ms'), 3)} | "
+              f"{fmt(c.get('p99_ms'), 3)} | {also} | {r.get('error', '')} |")
     p("")
 w6 = get("fencelock", "W6")
 if w6 and "sessions" in w6:
@@ -1079,6 +1126,7 @@ for s in "${systems[@]}"; do
   case "$s" in fencelock | etcd-go) [ "$w11" = 1 ] && w11_system "$s" "$eps" ;; esac
   case "$s" in fencelock | etcd | etcd-go) [ "$w12" = 1 ] && w12_system "$s" "$eps" ;; esac
   case "$s" in fencelock | etcd-go) [ "$w13" = 1 ] && w13_system "$s" "$eps" ;; esac
+  [ "$s" = fencelock ] && [ "$w14" = 1 ] && w14_system "$s" "$eps"
   if [ "$java_on" = 1 ]; then # the same servers through the Java clients, in the same run
     case "$s" in
     zookeeper) java_set curator "$s" "$eps" ;;

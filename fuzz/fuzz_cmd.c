@@ -257,6 +257,10 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
         return (struct entry_refs){.name = c->sem_acquire_w.name, .sid = c->sem_acquire_w.sid};
     case FSM_OP_SEM_SETLIMIT:
         return (struct entry_refs){.name = c->sem_setlimit.name};
+    case FSM_OP_SEM_LIMIT_SET:
+        return (struct entry_refs){.name = c->sem_limit_set.name};
+    case FSM_OP_SEM_LIMIT_RESET:
+        return (struct entry_refs){.name = c->sem_limit_reset.name};
     case FSM_OP_LOCK_META:
         return (struct entry_refs){.name = c->lock_meta.name, .sid = c->lock_meta.sid};
     case FSM_OP_MAXHOLD_END:

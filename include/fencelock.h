@@ -460,9 +460,10 @@ FL_API void fl_history_free(struct fl_history *h);
 
 /*
  * A permit of semaphore `name` (at most `limit` sessions hold one at once; the first acquirer
- * sets the limit, another limit is FL_ESERVER while the semaphore exists). Waits, fail-overs,
- * FL_ETIMEOUT and the clean-up of an unknown outcome as fl_lock; the permit is the session's
- * (fl_session_safe_until, on_lost) and ends with it. FL_EWRONGTYPE: name is a lock or an
+ * sets the limit, another limit is FL_ESERVER while the semaphore exists; while an operator's
+ * limit is set (fl_sem_setlimit) it is the limit, and any `limit` given is accepted). Waits,
+ * fail-overs, FL_ETIMEOUT and the clean-up of an unknown outcome as fl_lock; the permit is the
+ * session's (fl_session_safe_until, on_lost) and ends with it. FL_EWRONGTYPE: name is a lock or an
  * election.
  */
 FL_API fl_err fl_sem_acquire(fl_session *s, const char *name, uint32_t limit, uint64_t wait_ms,
@@ -476,6 +477,17 @@ FL_API fl_err fl_sem_acquire_n(fl_session *s, const char *name, uint32_t limit, 
                                uint64_t wait_ms, uint64_t *token);
 /* Release the acquisition (all its permits), or leave the queue. FL_ENOTHOLDER if neither. */
 FL_API fl_err fl_sem_release(fl_session *s, const char *name);
+/*
+ * SEM.SETLIMIT (admin under --acl-file): the operator's limit of semaphore `name`
+ * (1..1048576), kept until fl_sem_limit_reset whether or not the semaphore exists, and winning
+ * over the acquirers' limit. Holders above a lower limit keep their permits; FL_ESERVER (nothing
+ * changes) if a queued request wants more permits than it; FL_EWRONGTYPE for a lock or an
+ * election. The same limit again changes nothing (a resend is harmless).
+ */
+FL_API fl_err fl_sem_setlimit(fl_client *c, const char *name, uint32_t limit);
+/* Remove the operator's limit of `name`; *removed (may be NULL): 1 if there was one (a resend
+   after a lost reply answers 0). A live semaphore keeps its limit until it is dropped. */
+FL_API fl_err fl_sem_limit_reset(fl_client *c, const char *name, int *removed);
 
 /*
  * Campaign for election `name` with `value` (NUL-terminated): FL_OK with the leader's fencing

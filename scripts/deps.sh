@@ -9,15 +9,9 @@ set -euo pipefail
 # conformance agent tests/conformance/agents/python.json): a venv that sees Debian's packages
 # (pytest) with these exact versions from PyPI on top. redis-py >= 5 for fencelock.aio (Debian
 # 12 has 4.3); mypy for `mypy --strict`. Remade when the pins change (build/pyvenv/pins).
-# Selenium and what it imports drive Debian's chromium through chromium-driver in
-# tests/integration/test_console.py (the web console in a real browser); --no-deps: every one
-# is pinned here.
+# --no-deps: every one is pinned here.
 py_pins=(redis==6.4.0 async-timeout==5.0.1 mypy==1.18.2 mypy_extensions==1.2.0 pathspec==1.1.1
-         typing_extensions==4.16.0
-         selenium==4.52.0 urllib3==2.8.0 pysocks==1.7.1 certifi==2026.10.19.post1
-         websocket-client==1.9.2 trio==0.35.0 trio-websocket==0.12.2 outcome==1.3.0.post0
-         attrs==26.1.0 sniffio==1.3.1 sortedcontainers==2.4.0 wsproto==1.3.2 h11==0.16.0
-         idna==3.10)
+         typing_extensions==4.16.0)
 pyvenv() {
   local root dir want
   root=$(cd "$(dirname "$0")/.." && pwd); dir=$root/build/pyvenv; want="${py_pins[*]}"
@@ -51,7 +45,7 @@ test)
   # Debian's nodejs has no npm; NodeSource's nodejs provides it and conflicts with Debian's npm.
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   pkgs+=(python3-pytest python3-venv python3-setuptools) # clients/python: tests, offline install
-  pkgs+=(chromium chromium-driver) # test_console.py: the web console in headless Chromium
+  pkgs+=(chromium) # tests/console: the web console in headless Chromium (playwright-core)
   pkgs+=(openjdk-17-jdk-headless maven) # clients/java: Java 17 and Maven (java_deps below)
   pkgs+=("${deb_pkgs[@]}") # test_packages.py builds, lints and installs the packages
   # tests/porcupine (the torture runs' second judge, scripts/porcupine.sh): Go >= 1.19, Debian
@@ -203,14 +197,18 @@ if [ "${1:-build}" = test ]; then
   "$(dirname "$0")/deploy-tools.sh" >/dev/null ||
     echo "deps: warning: scripts/deploy-tools.sh failed: test_containers.py will fail" >&2
 fi
-# clients/node: ioredis and the TypeScript toolchain, exactly as package-lock.json pins them
-# (npm ci), when node_modules is missing or older than the lock file.
+# clients/node: ioredis and the TypeScript toolchain; tests/console: playwright-core (the
+# driver only: it drives Debian's chromium above and downloads no browser of its own). Each
+# exactly as its package-lock.json pins them (npm ci), when node_modules is missing or older
+# than the lock file.
 if [ "${1:-build}" = test ]; then
-  node_dir=$(cd "$(dirname "$0")/.." && pwd)/clients/node
-  nm=$node_dir/node_modules/.package-lock.json
-  if [ ! -f "$nm" ] || [ "$node_dir/package-lock.json" -nt "$nm" ]; then
-    echo "deps: npm ci in clients/node"
-    (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
-  fi
+  for node_dir in clients/node tests/console; do
+    node_dir=$(cd "$(dirname "$0")/.." && pwd)/$node_dir
+    nm=$node_dir/node_modules/.package-lock.json
+    if [ ! -f "$nm" ] || [ "$node_dir/package-lock.json" -nt "$nm" ]; then
+      echo "deps: npm ci in ${node_dir#"$(cd "$(dirname "$0")/.." && pwd)/"}"
+      (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
+    fi
+  done
 fi
 exit 0

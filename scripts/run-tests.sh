@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Run every test of a build directory: the unit-test binaries, then the integration tests
 # against real fencelockd processes, the Python client's type check and tests, the Java, Go and
-# Node.js clients' tests, the client conformance suite (tests/conformance), the fencing adapters'
-# suite (tests/fencing) and three short torture runs (each judged by the checkers and by
+# Node.js clients' tests, the web console in a real browser (tests/console), the client
+# conformance suite (tests/conformance), the fencing adapters' suite (tests/fencing) and three
+# short torture runs (each judged by the checkers and by
 # Porcupine: tests/porcupine).
 # Each part prints "tests: N passed, N failed"; this script adds them up and prints the closing
 # line CI reads.
@@ -225,6 +226,24 @@ else
   echo "tests: 0 passed, 1 failed" >>"$log"
 fi
 count "$log" "node client"
+# The web console in a real browser (tests/console, docs/console.md): Debian's headless chromium
+# driven by playwright-core (scripts/deps.sh test: npm ci there) against real clusters, on the
+# integration tests' range; its TAP totals become this script's "tests:" line, as the Node.js
+# client's. Screenshots of every page land in build/console-screenshots/.
+echo "== console (playwright-core, chromium)"
+(cd tests/console && FL_TEST_PORTS=20000-29999 FENCELOCK_BIN="$nbin" \
+  node --test --test-reporter=tap console.test.js) >"$log" 2>&1
+grep -E '^not ok' "$log"
+cp=$(grep -E '^# pass [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+')
+cf=$(grep -E '^# fail [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+')
+if [ -z "$cp" ]; then
+  echo "!! node --test (tests/console) printed no totals"; tail -n 30 "$log"
+  echo "tests: 0 passed, 1 failed" >>"$log"
+else
+  [ "${cf:-0}" = 0 ] || grep -vE '^(ok|# )' "$log" | tail -n 60
+  echo "tests: $cp passed, ${cf:-0} failed" | tee -a "$log"
+fi
+count "$log" "console"
 # The torture runs started first (torture_all above) report now.
 if [ "${TORTURE:-1}" != 0 ]; then
   wait "$torture_pid"

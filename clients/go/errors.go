@@ -48,6 +48,14 @@ var (
 	// ErrDeadlock: a wait would have closed a cycle of sessions waiting for each other; it
 	// was refused and not queued (the session keeps what it holds). See *DeadlockError.
 	ErrDeadlock = errors.New("fencelock: DEADLOCK")
+	// ErrBroken: a latch a joined session can no longer count down (its session ended before
+	// it did), or a barrier a session ended inside (-BROKEN; the message names both). Every
+	// waiter and every later step gets it until the latch or barrier is deleted (LatchDelete):
+	// nobody waits forever for a participant that is gone.
+	ErrBroken = errors.New("fencelock: BROKEN")
+	// ErrMaxHold is the cause of a held context's cancellation when the lock's MaxHold passed:
+	// the servers end the grant then (its token is stale), even if the session lives on.
+	ErrMaxHold = errors.New("fencelock: the lock's max hold passed")
 	// ErrClientClosed: a call on a Client after its Close.
 	ErrClientClosed = errors.New("fencelock: the client is closed")
 	// ErrProtocol: a reply of a shape this package does not expect.
@@ -77,6 +85,7 @@ var words = map[string]error{
 	"UNKNOWN":   ErrOutcomeUnknown,
 	"COMPACTED": ErrCompacted,
 	"DEADLOCK":  ErrDeadlock,
+	"BROKEN":    ErrBroken,
 }
 
 // Is makes a server error match the sentinel of its word.
@@ -188,6 +197,8 @@ func Word(err error) string {
 		return "COMPACTED"
 	case errors.Is(err, ErrDeadlock):
 		return "DEADLOCK"
+	case errors.Is(err, ErrBroken):
+		return "BROKEN"
 	}
 	return "OTHER"
 }

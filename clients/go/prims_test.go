@@ -206,7 +206,17 @@ func TestWeightedSemaphore(t *testing.T) {
 	if _, _, err := d.TryAcquire(ctx, "ws/pool", 4, fencelock.Permits(2)); err != nil {
 		t.Fatalf("2 permits after the limit rose to 4: %v", err)
 	}
-	if ok, err := c.SemSetLimit(ctx, "ws/none", 4); err != nil || ok {
-		t.Fatalf("SemSetLimit of no semaphore: %v %v, want false", ok, err)
+	if ok, err := c.SemSetLimit(ctx, "ws/none", 4); err != nil || !ok {
+		t.Fatalf("SemSetLimit before the semaphore exists: %v %v, want true", ok, err)
+	}
+	// the operator's 4 wins over an acquirer's 3 (accepted, ignored)
+	if _, _, err := d.TryAcquire(ctx, "ws/none", 3, fencelock.Permits(3)); err != nil {
+		t.Fatalf("3 permits under the operator's 4 with limit 3 passed: %v", err)
+	}
+	if ok, err := c.SemLimitReset(ctx, "ws/none"); err != nil || !ok {
+		t.Fatalf("SemLimitReset: %v %v, want true", ok, err)
+	}
+	if ok, err := c.SemLimitReset(ctx, "ws/none"); err != nil || ok {
+		t.Fatalf("SemLimitReset again: %v %v, want false", ok, err)
 	}
 }

@@ -48,6 +48,8 @@ type SessionOption func(*sessionOpts)
 type sessionOpts struct {
 	lockDelay time.Duration
 	name      string
+	reentrant bool
+	maxCount  int
 }
 
 // WithLockDelay: when the session expires (rather than closes), each lock it held stays
@@ -58,6 +60,16 @@ func WithLockDelay(d time.Duration) SessionOption {
 
 // WithName labels the session (SESSION.INFO shows it).
 func WithName(name string) SessionOption { return func(o *sessionOpts) { o.name = name } }
+
+// Reentrant opens a reentrant session (SESSION.OPEN ... REENTRANT [MAXCOUNT maxCount]): a Lock
+// of a lock it already holds exclusively counts up and returns the same token, Unlock counts
+// down and releases only the last hold (the contexts Lock returned are cancelled then).
+// maxCount bounds the holds of one lock (0: the servers' --reentrant-max-count); a Lock over
+// it is a *ServerError (word ERR) and changes nothing. Expiry, Close, a revoke and an admin's
+// UNLOCK end every hold at once (docs/protocol.md "Reentrant sessions").
+func Reentrant(maxCount int) SessionOption {
+	return func(o *sessionOpts) { o.reentrant, o.maxCount = true, maxCount }
+}
 
 // Session is a lease kept alive by the library. Safe for concurrent use.
 type Session struct {
@@ -76,6 +88,9 @@ type Session struct {
 	seq       uint64
 	timer     *time.Timer
 	held      map[string]context.CancelCauseFunc // the contexts of what is held, by kind+name
+	reentrant bool
+	counts    map[string]int         // a reentrant session's holds of each lock, by kind+name
+	maxHold   map[string]maxHoldMark // by lock name: the grant a MaxHold deadline belongs to
 
 	stopKA chan struct{}
 	kaDone chan struct{}
@@ -98,6 +113,15 @@ func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...Sess
 	if o.name != "" {
 		cm.add("NAME", o.name)
 	}
+	if o.maxCount < 0 {
+		return nil, errors.New("fencelock: Reentrant's maxCount below 0")
+	}
+	if o.reentrant {
+		cm.add("REENTRANT")
+		if o.maxCount > 0 {
+			cm.add("MAXCOUNT", u64(uint64(o.maxCount)))
+		}
+	}
 	sent := time.Now()
 	// A resend after a lost answer may leave an unused session behind; it expires.
 	r, err := c.do(ctx, cm)
@@ -110,7 +134,8 @@ func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...Sess
 	}
 	s := &Session{c: c, sid: sid, ttl: ttl, op: make(chan struct{}, 1),
 		held: map[string]context.CancelCauseFunc{}, stopKA: make(chan struct{}),
-		kaDone: make(chan struct{})}
+		kaDone: make(chan struct{}), reentrant: o.reentrant, counts: map[string]int{},
+		maxHold: map[string]maxHoldMark{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.mu.Lock() // checkDeadline may run before AfterFunc returns
 	s.safeUntil = sent.Add(s.span(uint64(ttl.Milliseconds())))
@@ -399,13 +424,26 @@ func (s *Session) waitReplyOnce(ctx context.Context, cm *cmd, what string, relea
 }
 
 // hold makes the context of what is now held under key (cancelled on release or loss).
-func (s *Session) hold(key string) context.Context {
+func (s *Session) hold(key string) context.Context { return s.holdUntil(key, time.Time{}, false) }
+
+// holdUntil is hold with a deadline (zero: none) at which the context is cancelled with
+// ErrMaxHold; counted: one more hold of a reentrant session's lock (unhold counts down).
+func (s *Session) holdUntil(key string, deadline time.Time, counted bool) context.Context {
 	ctx, cancel := context.WithCancelCause(s.ctx)
+	if !deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, deadline, ErrMaxHold)
+		inner := cancel
+		cancel = func(err error) { inner(err); stop() }
+	}
 	s.mu.Lock()
 	if old, ok := s.held[key]; ok {
 		s.held[key] = func(err error) { old(err); cancel(err) }
 	} else {
 		s.held[key] = cancel
+	}
+	if counted {
+		s.counts[key]++
 	}
 	s.mu.Unlock()
 	return ctx
@@ -420,6 +458,12 @@ var ErrReleased = errors.New("fencelock: released")
 
 func (s *Session) unhold(key string) {
 	s.mu.Lock()
+	if s.counts[key] > 1 { // a reentrant hold counted down: the lock is still held
+		s.counts[key]--
+		s.mu.Unlock()
+		return
+	}
+	delete(s.counts, key)
 	cancel := s.held[key]
 	delete(s.held, key)
 	s.mu.Unlock()

@@ -49,6 +49,10 @@ static int cancelled(struct worker *w)
 
 const char *run_mode(const struct run_opts *o)
 {
+    if (o->kind == RUN_LATCH)
+        return "latch";
+    if (o->kind == RUN_BARRIER)
+        return "barrier";
     if (o->kind == RUN_SEM)
         return "semaphore";
     if (o->kind == RUN_ELECT)
@@ -60,12 +64,19 @@ const char *run_mode(const struct run_opts *o)
 
 const char *run_noun(const struct run_opts *o)
 {
-    return o->kind == RUN_SEM ? "semaphore" : o->kind == RUN_ELECT ? "election" : "lock";
+    return o->kind == RUN_SEM       ? "semaphore"
+           : o->kind == RUN_ELECT   ? "election"
+           : o->kind == RUN_LATCH   ? "latch"
+           : o->kind == RUN_BARRIER ? "barrier"
+                                    : "lock";
 }
 
 const char *run_holding(const struct run_opts *o)
 {
-    return o->kind == RUN_SEM ? "the permit" : o->kind == RUN_ELECT ? "leadership" : "the lock";
+    return o->kind == RUN_SEM                               ? "the permit"
+           : o->kind == RUN_ELECT                           ? "leadership"
+           : o->kind == RUN_LATCH || o->kind == RUN_BARRIER ? "the session"
+                                                            : "the lock";
 }
 
 /* One wait of at most slice ms for what o asks for (several names: all at once, LOCK.MULTI). */
@@ -87,6 +98,14 @@ static fl_err take(const struct run_opts *o, fl_session *s, uint64_t slice, uint
     }
     if (o->kind == RUN_SEM)
         return fl_sem_acquire_n(s, o->name, o->limit, o->permits ? o->permits : 1, slice, token);
+    if (o->kind == RUN_LATCH) { /* a promise, at once: there is nothing to wait for */
+        *token = 0;
+        return fl_latch_join(s, o->name);
+    }
+    if (o->kind == RUN_BARRIER) { /* entering again is no change: the slices wait on */
+        *token = 0;
+        return fl_barrier_enter(s, o->name, o->limit, slice);
+    }
     if (o->kind == RUN_ELECT)
         return fl_campaign(s, o->name, o->value, slice, token);
     return o->shared ? fl_lock_shared(s, o->name, slice, token) : fl_lock(s, o->name, slice, token);
@@ -136,7 +155,7 @@ static void *worker_main(void *arg)
     if (err == FL_OK && !stop) {
         w->r.what = "lock";
         err = lock_wait(w, s, &w->r.token, w->r.tokens);
-        if (err == FL_OK)
+        if (err == FL_OK && o->kind != RUN_LATCH && o->kind != RUN_BARRIER) /* no token */
             sign_grant(w);
     }
     w->r.s = s;

@@ -4,9 +4,10 @@
  * delete NAME`: a countdown latch from a shell (docs/protocol.md "Latches and barriers").
  *
  * `countdown` opens a session of its own for the one count-down and closes it (an anonymous
- * count-down: a count nobody promised). Joining, which binds a count to a session that must
- * stay alive until it counts down, and the barriers, whose sessions must stay inside, belong to
- * programs (libfencelock, the Python client), not to one-shot commands. No global state.
+ * count-down: a count nobody promised). `join NAME -- CMD` binds a count to a session that
+ * lives while CMD runs (lock.c and run.c: the machinery of `fencelock lock`), counting down
+ * only if CMD exits 0; `fencelock barrier` likewise keeps its session inside the barrier while
+ * CMD runs. No global state.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -14,17 +15,21 @@
 
 #include "cli/cli.h"
 #include "cli/out.h"
+#include "cli/run.h"
 
 #define LATCH_SESSION_TTL_MS 10000 /* countdown's own session: closed at once */
 
 static const char usage_latch[] =
     "usage: fencelock latch create NAME COUNT | countdown NAME | wait NAME [--wait DUR] |\n"
-    "       info NAME | delete NAME\n"
+    "       info NAME | delete NAME | join NAME [options] -- CMD [ARGS...]\n"
     "A countdown latch: create it with COUNT counts; count it down once (an anonymous count:\n"
     "one nobody joined for); wait until it is at zero (exit 0), --wait DUR at most (exit 3\n"
     "when it ran out; without --wait: check once); info prints 'TYPE STATE COUNT REMAINING\n"
     "JOINERS BROKEN_SID'; delete removes it (also a broken one). A latch a joined session could\n"
     "not count down (its session ended first) is broken: wait, countdown exit 4 and say so.\n"
+    "join runs CMD with a session that promised one count-down and counts down only if CMD\n"
+    "exits 0: if CMD fails or fencelock dies, the latch is BROKEN for its waiters\n"
+    "(`fencelock latch join --help`).\n"
     "  --wait DUR  how long wait waits (ms, or 10s, 2m)\n"
     "  --json      JSON output\n"
     "Exit status: 0; 1 no such latch (info); 2 usage; 3 wait ran out; 4 other errors (broken).\n";
@@ -92,6 +97,8 @@ static int latch_countdown(struct cli *c, const char *name)
 
 int cli_cmd_latch(struct cli *c, int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "join") == 0) /* runs a command: lock.c's machinery */
+        return cli_latch_join(c, argc - 1, argv + 1);
     struct sub_args a;
     uint64_t wait_ms = 0, count = 0;
     int id, r;
@@ -109,7 +116,8 @@ int cli_cmd_latch(struct cli *c, int argc, char **argv)
     bool create = strcmp(op, "create") == 0;
     if (!create && strcmp(op, "countdown") && strcmp(op, "wait") && strcmp(op, "info") &&
         strcmp(op, "delete"))
-        return sub_err(&a, "unknown operation '%s' (create, countdown, wait, info or delete)", op);
+        return sub_err(&a, "unknown operation '%s' (create, countdown, wait, info, delete or join)",
+                       op);
     if (create ? a.n_pos != 3 : a.n_pos != 2)
         return sub_usage(&a);
     if (create && (cli_parse_u64(a.pos[2], &count) || count == 0 || count > (1u << 20)))

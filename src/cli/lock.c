@@ -66,8 +66,9 @@ static const char usage_sem[] =
     "                            [--kill-grace DUR] [--name LABEL] [-- CMD [ARGS...]]\n"
     "Take K permits (1 by default; 1..LIMIT) of semaphore NAME at once (at most LIMIT permits\n"
     "in use; the first acquirer sets the limit, another LIMIT is refused while the semaphore\n"
-    "exists; waiters are served in order, a later one for fewer permits never goes first) and\n"
-    "run CMD holding them,\n"
+    "exists, unless an operator set the limit with SEM.SETLIMIT: then that one rules and LIMIT\n"
+    "is ignored; waiters are served in order, a later one for fewer permits never goes first)\n"
+    "and run CMD holding them,\n"
     "exactly as `fencelock lock` runs CMD (the same options, environment with FENCELOCK_MODE\n"
     "semaphore, signals, kill before the lease can lapse, and exit status).\n";
 
@@ -78,6 +79,34 @@ static const char usage_elect[] =
     "leader's fencing token, FENCELOCK_MODE leader), exactly as `fencelock lock` runs it: CMD\n"
     "is killed before the leadership's lease can lapse, and when it exits the session resigns\n"
     "(the next candidate leads). Options and exit status as for `fencelock lock`.\n";
+
+static const char usage_latch_join[] =
+    "usage: fencelock latch join NAME [--ttl DUR] [--lock-delay DUR] [--kill-grace DUR]\n"
+    "                            [--name LABEL] [--error-exit-code N] -- CMD [ARGS...]\n"
+    "Join latch NAME with a session of its own (a promise of one count-down; the latch must\n"
+    "exist: `fencelock latch create`), run CMD (FENCELOCK_MODE latch, FENCELOCK_SESSION the\n"
+    "session) as `fencelock lock` runs it, and count down only if CMD exits 0. If CMD fails,\n"
+    "is killed, or fencelock itself dies (its session then expires), the session ends without\n"
+    "counting down and the latch is BROKEN: every waiter (`fencelock latch wait`, LATCH.WAIT)\n"
+    "gets BROKEN at once instead of waiting for a count that will never come, until the latch\n"
+    "is deleted.\n"
+    "Exit status: CMD's (the latch is then broken unless it is 0); 4 if the join or the\n"
+    "count-down failed (a broken latch, or every count left already promised); 5 the session\n"
+    "was lost while CMD ran (CMD was killed; the latch is broken).\n";
+
+static const char usage_barrier[] =
+    "usage: fencelock barrier NAME COUNT [--wait DUR] [--ttl DUR] [--lock-delay DUR]\n"
+    "                                    [--kill-grace DUR] [--name LABEL] -- CMD [ARGS...]\n"
+    "A double barrier of COUNT sessions: enter NAME with a session of its own, wait until COUNT\n"
+    "sessions are inside, run CMD (FENCELOCK_MODE barrier) as `fencelock lock` runs it, then\n"
+    "leave and wait until every session that entered has left. A session that ends inside (its\n"
+    "fencelock killed, its lease lost) breaks the barrier for all (they fail with BROKEN, exit\n"
+    "4); one that gives up before the barrier is full withdraws first and breaks nothing.\n"
+    "  --wait DUR  the longest wait to enter (exit 3 if the barrier is not full by then), and\n"
+    "              again to leave (default: wait for ever)\n"
+    "Exit status: CMD's, once every session left; 3 not full within --wait; 4 broken, or the\n"
+    "others did not leave within --wait (CMD had exited 0); 5 the session was lost while CMD\n"
+    "ran (CMD was killed).\n";
 
 enum {
     O_TTL = 1,
@@ -121,6 +150,11 @@ const struct opt_spec cli_opts_lock[] = {
 const struct opt_spec cli_opts_sem[] = {
     RUN_OPTS,
     {"permits", 0, 1, O_PERMITS, "K"},
+    {NULL, 0, 0, 0, NULL},
+};
+/* latch join and barrier: the supervisor's options, no lock-specific ones */
+const struct opt_spec cli_opts_run[] = {
+    RUN_OPTS,
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -230,13 +264,16 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
                          .conflict_code = EXIT_NOTGOT,
                          .error_code = -1,
                          .revoke_signal = SIGTERM};
-    int n_pos = kind == RUN_LOCK ? 1 : 2;
+    int n_pos = kind == RUN_LOCK || kind == RUN_LATCH ? 1 : 2;
+    const struct opt_spec *specs = kind == RUN_LOCK                           ? cli_opts_lock
+                                   : kind == RUN_LATCH || kind == RUN_BARRIER ? cli_opts_run
+                                                                              : cli_opts_sem;
     struct sub_args a;
     int id, r, grace_set = 0;
     char label[128];
     sub_start(&a, argc, argv, n_pos, usage);
     a.dash_positional = 0; /* after "--" comes the command */
-    while ((r = sub_next(c, &a, kind == RUN_LOCK ? cli_opts_lock : cli_opts_sem, &id)) == SUB_OPT) {
+    while ((r = sub_next(c, &a, specs, &id)) == SUB_OPT) {
         if (id == O_ALSO || id == O_ALSO_SHARED) {
             if (add_also(&a, &o, a.it.v[0], id == O_ALSO_SHARED) != EXIT_OK)
                 return EXIT_USAGE;
@@ -251,6 +288,9 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
                        kind == RUN_LOCK ? "no lock name given (fencelock lock NAME [-- CMD ...])"
                        : kind == RUN_SEM
                            ? "fencelock sem NAME LIMIT [-- CMD ...]: NAME and LIMIT needed"
+                       : kind == RUN_LATCH ? "fencelock latch join NAME -- CMD ...: NAME needed"
+                       : kind == RUN_BARRIER
+                           ? "fencelock barrier NAME COUNT -- CMD ...: NAME and COUNT needed"
                            : "fencelock elect NAME VALUE [-- CMD ...]: NAME and VALUE needed");
     if (a.pos[0][0] == '\0')
         return sub_err(&a, "the name is empty");
@@ -265,6 +305,8 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
     uint64_t lim = 0;
     if (kind == RUN_SEM && (cli_parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
         return sub_err(&a, "bad LIMIT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);
+    if (kind == RUN_BARRIER && (cli_parse_u64(a.pos[1], &lim) || lim == 0 || lim > SEM_LIMIT_MAX))
+        return sub_err(&a, "bad COUNT '%s' (1..%u)", a.pos[1], SEM_LIMIT_MAX);
     o.limit = (uint32_t)lim;
     if (kind == RUN_SEM && o.permits > o.limit)
         return sub_err(&a, "--permits %u is over LIMIT %u", o.permits, o.limit);
@@ -279,6 +321,9 @@ static int lock_like(struct cli *c, int argc, char **argv, const char *usage, en
             return sub_err(&a, "no command after '--'");
         o.cmd = argv + a.it.dashdash; /* argv is NULL-terminated, as main's is */
     }
+    if ((kind == RUN_LATCH || kind == RUN_BARRIER) && o.cmd == NULL)
+        return sub_err(&a, "a command is needed: fencelock %s ... -- CMD [ARGS...]",
+                       kind == RUN_LATCH ? "latch join NAME" : "barrier NAME COUNT");
     if (o.label == NULL) {
         char host[HOST_NAME_MAX + 1] = "";
         gethostname(host, sizeof host - 1);
@@ -301,4 +346,14 @@ int cli_cmd_sem(struct cli *c, int argc, char **argv)
 int cli_cmd_elect(struct cli *c, int argc, char **argv)
 {
     return lock_like(c, argc, argv, usage_elect, RUN_ELECT);
+}
+
+int cli_latch_join(struct cli *c, int argc, char **argv)
+{
+    return lock_like(c, argc, argv, usage_latch_join, RUN_LATCH);
+}
+
+int cli_cmd_barrier(struct cli *c, int argc, char **argv)
+{
+    return lock_like(c, argc, argv, usage_barrier, RUN_BARRIER);
 }

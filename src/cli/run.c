@@ -42,7 +42,8 @@ extern char **environ;
 #define ENV_SIG ENV_OURS        /* then FENCELOCK_TOKEN_SIG when the grant was signed */
 #define ENV_MULTI (ENV_SIG + 1) /* then, for several names, FENCELOCK_TOKENS, _NAMES, _MODES */
 #define ENV_N_MULTI 3
-#define HOLD_SLICE_MS 1000 /* the longest sleep of `lock NAME` without a command (hold) */
+#define HOLD_SLICE_MS 1000  /* the longest sleep of `lock NAME` without a command (hold) */
+#define LEAVE_SLICE_MS 1000 /* a barrier's leave waits in slices, reading signals between */
 
 /* Everything the supervisor works with; lives on run_locked's stack. */
 struct run {
@@ -67,6 +68,8 @@ struct run {
     int maxhold_term;    /* the SIGTERM was for the grant's max hold (--max-hold) */
     int maxhold_killed;  /* the command was killed at the max hold's local deadline */
     int cmd_code;        /* the exit code is the command's (its status, 128+N, 126/127), not ours */
+    int cmd_ok;          /* the command ran and exited 0 (latch join counts down only then) */
+    fl_err let_go_err;   /* a latch's count-down or a barrier's leave failed (release) */
 };
 
 static void signal_group(struct run *r, int sig);
@@ -541,6 +544,61 @@ static void stop_revoker(struct run *r)
                 fl_strerror(e), msg);
 }
 
+/* A terminating signal arrived (read from the signalfd, which is non-blocking). */
+static int terminating_signal(struct run *r)
+{
+    struct signalfd_siginfo si;
+    int got = 0;
+    while (read(r->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+        got |= run_is_terminating((int)si.ssi_signo);
+    return got;
+}
+
+/* A barrier's leave: this session leaves at once, then waits (--wait, else for ever) until
+   every session that entered has left, in slices so that SIGINT/TERM/HUP/QUIT end the wait
+   (the session has left all the same: nobody is broken by its end). */
+static fl_err barrier_leave(struct run *r, fl_session *s)
+{
+    uint64_t left = r->o->wait_ms;
+    for (;;) {
+        uint64_t slice = r->o->wait_forever || left > LEAVE_SLICE_MS ? LEAVE_SLICE_MS : left;
+        fl_err e = fl_barrier_leave(s, r->o->name, slice);
+        if (e != FL_ETIMEOUT || terminating_signal(r))
+            return e;
+        if (!r->o->wait_forever && (left -= slice) == 0)
+            return FL_ETIMEOUT;
+    }
+}
+
+/* What the command's end means for a latch or a barrier (before the session closes). A latch:
+   count down only when CMD exited 0; otherwise the session's close breaks the latch for its
+   waiters, which is the point (they must not go on as if the work were done). A barrier
+   entered: leave and wait for the others; one not entered in time: withdraw, so that ending
+   the session breaks nothing. */
+static void let_go(struct run *r, fl_session *s)
+{
+    const struct run_opts *o = r->o;
+    fl_err err = FL_OK;
+    if (o->kind == RUN_LATCH && r->a.err == FL_OK && r->a.signo == 0) {
+        if (!r->cmd_ok) {
+            cli_say("latch %s: '%s' did not succeed: the session ends without counting down, "
+                    "so the latch is broken for its waiters",
+                    o->shown, o->cmd[0]);
+            return;
+        }
+        err = fl_latch_countdown(s, o->name, NULL);
+    } else if (o->kind == RUN_BARRIER && r->a.signo == 0) {
+        if (r->a.err == FL_OK)
+            err = barrier_leave(r, s);
+        else if (r->a.err == FL_ETIMEOUT)
+            fl_barrier_leave(s, o->name, 0); /* withdraw while it fills */
+    }
+    if (err != FL_OK) {
+        r->let_go_err = err;
+        cli_fail(r->c, err, o->kind == RUN_LATCH ? "latch countdown" : "barrier leave");
+    }
+}
+
 static void release(struct run *r)
 {
     stop_revoker(r);
@@ -559,7 +617,9 @@ static void release(struct run *r)
         return;
     }
     fl_err err = FL_OK;
-    if (r->a.err == FL_OK && r->a.signo == 0)
+    if (r->o->kind == RUN_LATCH || r->o->kind == RUN_BARRIER)
+        let_go(r, s);
+    else if (r->a.err == FL_OK && r->a.signo == 0)
         err = r->o->kind == RUN_SEM     ? fl_sem_release(s, r->o->name)
               : r->o->kind == RUN_ELECT ? fl_resign(s, r->o->name)
               : r->o->n_names > 1       ? fl_unlock_multi(s, r->o->n_names, r->o->names)
@@ -697,6 +757,7 @@ static int run_held(struct run *r)
         supervise(r);
         tty_take_back(&r->tty);
         rc = command_status(r);
+        r->cmd_ok = rc == EXIT_OK && r->cmd_code;
     }
     /* Before the lock goes: nothing the command started may outlive it. */
     tree_kill_all(&r->tree, r->pid);
@@ -734,5 +795,9 @@ int run_locked(struct cli *c, const struct run_opts *o)
     }
     release(&r);
     teardown(&r);
+    if (rc == EXIT_OK && r.let_go_err != FL_OK) { /* CMD succeeded, the count-down or leave not */
+        r.cmd_code = 0;
+        rc = EXIT_ERROR;
+    }
     return own_code(&r, rc);
 }

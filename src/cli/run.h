@@ -45,8 +45,10 @@ struct run_opts {
     uint64_t grace_ms;     /* SIGTERM this long before the safe deadline */
     char **cmd;            /* NULL-terminated argv of the command; NULL: hold until signalled */
     int shared;            /* --shared: take the lock as one of its readers (fl_lock_shared) */
-    enum run_kind { RUN_LOCK, RUN_SEM, RUN_ELECT } kind; /* lock, sem or elect */
-    uint32_t limit;                                      /* RUN_SEM: the semaphore's limit */
+    /* lock, sem, elect, latch join (RUN_LATCH: join, count down only if CMD exits 0) or
+       barrier (RUN_BARRIER: enter, run CMD once full, leave and wait for every session) */
+    enum run_kind { RUN_LOCK, RUN_SEM, RUN_ELECT, RUN_LATCH, RUN_BARRIER } kind;
+    uint32_t limit;    /* RUN_SEM: the semaphore's limit; RUN_BARRIER: its count */
     uint32_t permits;  /* RUN_SEM: permits to take at once (--permits; 0 = 1) */
     const char *value; /* RUN_ELECT: the campaign value */
     /* fencelock's own exit codes in place of the defaults, so they cannot be mistaken for the
@@ -62,11 +64,11 @@ struct run_opts {
    STOP). 0 with *sig, or -1 (revoke.c). */
 int run_parse_signal(const char *s, int *sig);
 
-/* FENCELOCK_MODE and --json "mode": exclusive, shared, semaphore or leader. */
+/* FENCELOCK_MODE and --json "mode": exclusive, shared, semaphore, leader, latch or barrier. */
 const char *run_mode(const struct run_opts *o);
 
 /* Messages name what is held: "lock NAME: lost the lock", "semaphore NAME: lost the permit",
-   "election NAME: lost leadership". */
+   "election NAME: lost leadership", "latch NAME: lost the session" (a barrier's likewise). */
 const char *run_noun(const struct run_opts *o);
 const char *run_holding(const struct run_opts *o);
 
@@ -142,5 +144,7 @@ void tree_finish(struct tree *k);
 
 /* The whole of `fencelock lock` once the options are parsed. Returns the exit code. */
 int run_locked(struct cli *c, const struct run_opts *o);
+/* `fencelock latch join NAME ... -- CMD` (lock.c): argv[0] is "join". */
+int cli_latch_join(struct cli *c, int argc, char **argv);
 
 #endif

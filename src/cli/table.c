@@ -55,9 +55,13 @@ const struct cli_command cli_commands[] = {
      "run CMD only while leader of election NAME", cli_opts_sem, NULL, CLI_RUNS_CMD},
     {"latch", cli_cmd_latch,
      "create NAME COUNT | countdown NAME | wait NAME [--wait DUR] | info NAME |\n"
-     "delete NAME",
-     "a countdown latch: create, count down, wait for zero, show, delete", cli_opts_latch,
-     "create countdown wait info delete", 0},
+     "delete NAME | join NAME [lock's options] -- CMD [ARGS...]",
+     "a countdown latch: create, count down, wait for zero, show, delete;\n"
+     "join: run CMD, count down only if it exits 0 (else the latch breaks)",
+     cli_opts_latch, "create countdown wait info delete join", CLI_RUNS_CMD},
+    {"barrier", cli_cmd_barrier, "NAME COUNT [--wait DUR] [lock's options] -- CMD [ARGS...]",
+     "run CMD once COUNT sessions entered barrier NAME; leave, wait for all", cli_opts_run, NULL,
+     CLI_RUNS_CMD},
     {"leader", cli_cmd_leader, "NAME [--observe]",
      "print the leader (--observe: one line per change)", cli_opts_leader, NULL, 0},
     {"snapshot", cli_cmd_snapshot, "save FILE", "an online backup of the whole state (admin)", NULL,

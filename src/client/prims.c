@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Semaphores and elections: SEM.ACQUIRE/RELEASE, ELECT.CAMPAIGN/PROCLAIM/RESIGN, ELECT.LEADER
- * and ELECT.OBSERVE (docs/protocol.md).
+ * Semaphores and elections: SEM.ACQUIRE/RELEASE, SEM.SETLIMIT (the operator's limit, and its
+ * RESET), ELECT.CAMPAIGN/PROCLAIM/RESIGN, ELECT.LEADER and ELECT.OBSERVE (docs/protocol.md).
  *
  * A permit and a leadership are holds of the session, exactly as a lock is, so they are
  * taken and given back by acquire.c like fl_lock (exactly once across fail-overs; an unknown
@@ -43,6 +43,51 @@ fl_err fl_sem_acquire_n(fl_session *s, const char *name, uint32_t limit, uint32_
 fl_err fl_sem_release(fl_session *s, const char *name)
 {
     return cl_release(s, "SEM.RELEASE", name);
+}
+
+/* SEM.SETLIMIT's reply: +OK, or (RESET) an integer into *v. */
+static fl_err setlimit_reply(fl_client *c, fl_err e, redisReply *r, uint64_t *v)
+{
+    if (e)
+        return e;
+    if (r->type == REDIS_REPLY_ERROR)
+        e = cl_reply_err(c, r);
+    else if (r->type == REDIS_REPLY_INTEGER && v)
+        *v = (uint64_t)r->integer;
+    else if (r->type != REDIS_REPLY_STATUS)
+        e = cl_fail(c, FL_EPROTO, "unexpected reply type %d", r->type);
+    freeReplyObject(r);
+    return e;
+}
+
+fl_err fl_sem_setlimit(fl_client *c, const char *name, uint32_t limit)
+{
+    if (!c || !name || !name[0] || limit == 0)
+        return FL_EINVAL;
+    struct cl_cmd m;
+    redisReply *r = NULL;
+    cl_cmd_init(&m, "SEM.SETLIMIT");
+    cl_arg_str(&m, name);
+    cl_arg_u64(&m, limit);
+    fl_err e = cl_call(c, &m, cl_deadline(c), CL_RETRY, &r); /* the same limit: no change */
+    return setlimit_reply(c, e, r, NULL);
+}
+
+fl_err fl_sem_limit_reset(fl_client *c, const char *name, int *removed)
+{
+    if (!c || !name || !name[0])
+        return FL_EINVAL;
+    struct cl_cmd m;
+    redisReply *r = NULL;
+    uint64_t v = 0;
+    cl_cmd_init(&m, "SEM.SETLIMIT");
+    cl_arg_str(&m, name);
+    cl_arg_str(&m, "RESET");
+    fl_err e = cl_call(c, &m, cl_deadline(c), CL_RETRY, &r); /* again: removes nothing more */
+    e = setlimit_reply(c, e, r, &v);
+    if (e == FL_OK && removed)
+        *removed = v != 0;
+    return e;
 }
 
 fl_err fl_campaign(fl_session *s, const char *name, const char *value, uint64_t wait_ms,

@@ -72,6 +72,7 @@ void fsm_free_state(struct fsm *f)
     free(f->uses);
     buf_free(&f->wg_text);
     fsm_history_free(f);
+    fsm_semlim_free_all(f);
     memset(f, 0, sizeof(*f));
 }
 
@@ -348,6 +349,12 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
         break;
     case FSM_OP_HISTORY_LIMITS:
         fsm_op_history_limits(a, &c->history_limits, r);
+        break;
+    case FSM_OP_SEM_LIMIT_SET:
+        fsm_op_sem_limit_set(a, &c->sem_limit_set, r);
+        break;
+    case FSM_OP_SEM_LIMIT_RESET:
+        fsm_op_sem_limit_reset(a, &c->sem_limit_reset, r);
         break;
     } /* the decoder rejects a value that is not an op */
 }

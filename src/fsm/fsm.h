@@ -505,6 +505,7 @@ struct fsm_sem_view {
     uint64_t in_use; /* permits held, summed over the acquisitions (may exceed a lowered limit) */
     size_t n_holders, n_waiters;
     bool in_lockdelay;
+    bool by_operator; /* `limit` is an operator's (SEM_LIMIT_SET), which wins over acquirers' */
 };
 /* A semaphore's acquisitions in token order: cb(arg, sid, token, permits). */
 void fsm_sem_holders(const struct fsm *f, const char *name, size_t namelen,
@@ -536,8 +537,11 @@ void fsm_latch_parts(const struct fsm *f, const char *name, size_t namelen,
 /* "latch", "barrier" */
 const char *fsm_latch_kind_name(bool barrier);
 
-/* 1 and fill `v` if `name` is an existing semaphore, else 0. */
+/* 1 and fill `v` if `name` is an existing semaphore or has an operator's limit (then, if the
+ * semaphore does not exist, as an idle one of that limit), else 0. */
 int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v);
+/* The operator's limit of semaphore name (SEM_LIMIT_SET, semlimit.c), 0 if none. */
+uint32_t fsm_semlim_get(const struct fsm *f, const char *name, size_t namelen);
 
 /* An election's leader (ELECT.LEADER, ELECT.OBSERVE). */
 struct fsm_elect_view {

@@ -232,7 +232,25 @@ struct fsm {
     struct onode *latches;
     uint64_t n_latches, n_lparts, latch_bytes; /* latch_bytes: their names' bytes */
     struct fsm_hist *hist;                     /* lock history (history.c): NULL while off */
+    /* operators' semaphore limits (semlimit.c): by name; each counted as a lock by the quotas */
+    struct onode *semlims;
+    uint64_t n_semlims, semlim_bytes; /* semlim_bytes: their names' bytes */
 };
+
+/* ---- operators' semaphore limits (src/fsm/semlimit.c) ---- */
+struct actx;
+void fsm_op_sem_limit_set(struct actx *a, const struct fsm_cmd_sem_setlimit *c,
+                          struct fsm_reply *r);
+void fsm_op_sem_limit_reset(struct actx *a, const struct fsm_cmd_sem_limit_reset *c,
+                            struct fsm_reply *r);
+/* SEM_SETLIMIT changed l's limit: an override of its name follows it. */
+void fsm_semlim_follow(struct fsm *f, const struct lock *l);
+void fsm_semlim_free_all(struct fsm *f);
+int fsm_semlim_check(const struct fsm *f, char *err, size_t errlen);
+/* The snapshot section (snap_sect.h's row, tag 5). */
+bool fsm_semlim_present(const struct fsm *f);
+int fsm_semlim_emit(const struct fsm *f, struct buf *b);
+const char *fsm_semlim_restore(struct fsm *nf, struct rd *r);
 
 /* ---- latches and barriers (src/fsm/latch.c) ---- */
 struct actx;

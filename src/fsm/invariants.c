@@ -505,5 +505,7 @@ int fsm_check_invariants(const struct fsm *f, char *err, size_t errlen)
     free(c.revs);
     if (!rc) /* the lock history keeps its own invariants (history.c) */
         rc = fsm_history_check(f, err, errlen);
+    if (!rc) /* operators' semaphore limits (semlimit.c) */
+        rc = fsm_semlim_check(f, err, errlen);
     return rc;
 }

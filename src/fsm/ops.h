@@ -163,6 +163,8 @@ enum fsm_field_kind {
     F(p, SID, sid, "sid")                                                                          \
     F(p, U64, count, "count") /* enter: 1..FSM_MAX_LATCH_COUNT; leave: 0 */                        \
     F(p, U64, leave, "leave") /* 0 enter, 1 leave (the apply answers ERR otherwise) */
+/* SEM_LIMIT_RESET (semlimit.c): remove the operator's limit of a semaphore name */
+#define FSM_PAYLOAD_sem_limit_reset(F, p) F(p, NAME, name, "semaphore name")
 
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
@@ -195,7 +197,8 @@ enum fsm_field_kind {
     P(latch_ref)                                                                                   \
     P(latch_delete)                                                                                \
     P(barrier)                                                                                     \
-    P(history_limits)
+    P(history_limits)                                                                              \
+    P(sem_limit_reset)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -209,6 +212,7 @@ enum fsm_grow {
     FSM_GROW_KEY,     /* a key (NAME and VALUE), or the growth of the key's value */
     FSM_GROW_MULTI,   /* per NAMES entry, as LOCK (SHARED for a shared one) */
     FSM_GROW_LATCH,   /* a latch or barrier (its NAME) if absent, plus a participant record */
+    FSM_GROW_SEMLIM,  /* an operator's semaphore limit (its NAME) if absent: as a lock */
 };
 
 /*
@@ -291,7 +295,8 @@ enum fsm_grow {
     X(INCR, 27, incr, incr, 2, KEY, 0)                                                             \
     /* (28: not an op; the decoder rejects it as it does 19) */                                    \
     /* -> OK (the limit changed, or was already that) | NIL (no such semaphore); holders above a   \
-       lower limit keep their permits (sem.c) */                                                   \
+       lower limit keep their permits (sem.c); an operator's limit of the name follows it. The     \
+       server proposes SEM_LIMIT_SET instead now: this op stays for the log's older entries */     \
     X(SEM_SETLIMIT, 29, sem_setlimit, sem_setlimit, 2, NONE, 0)                                    \
     /* -> INT token | QUEUED | NIL: `permits` permits in one acquisition (sem.c) */                \
     X(SEM_ACQUIRE_W, 30, sem_acquire_w, sem_acquire_w, 2, SHARED, 0)                               \
@@ -317,6 +322,11 @@ enum fsm_grow {
     /* -> OK; sets the lock history's limits (either 0: both 0, off, all history dropped; the      \
        same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
        entries at once. The leader writes it when its --history-* flags differ (history.c) */      \
-    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)
+    X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)                              \
+    /* -> OK: the operator's limit of the semaphore name, kept while set, whether or not the       \
+       semaphore exists; it wins over the acquirers' limit (semlimit.c) | ERR | WRONGTYPE */       \
+    X(SEM_LIMIT_SET, 44, sem_limit_set, sem_setlimit, 2, SEMLIM, 0)                                \
+    /* -> INT 1 if the operator's limit of the name was removed, 0 if there was none */            \
+    X(SEM_LIMIT_RESET, 45, sem_limit_reset, sem_limit_reset, 2, NONE, 0)
 
 #endif

@@ -70,8 +70,14 @@ int fsm_kind_of(const struct fsm *f, const char *name, size_t namelen)
 int fsm_sem_info(const struct fsm *f, const char *name, size_t namelen, struct fsm_sem_view *v)
 {
     const struct lock *l = fsm_lock_find(f, name, namelen);
+    uint32_t op_limit = fsm_semlim_get(f, name, namelen);
+    if ((!l && op_limit) || (l && l->kind == FSM_KIND_SEM)) {
+        memset(v, 0, sizeof(*v));
+        v->by_operator = op_limit != 0;
+        v->limit = op_limit;
+    }
     if (!l || l->kind != FSM_KIND_SEM)
-        return 0;
+        return !l && op_limit;
     v->limit = l->limit;
     v->n_holders = l->n_shared;
     v->in_use = l->in_use;
@@ -195,10 +201,11 @@ void fsm_stats(const struct fsm *f, struct fsm_stats *s)
     s->waiters = f->n_waiters;
     s->locks_in_delay = f->n_delay;
     s->keys = f->n_keys;
-    s->locks = f->locks.n + f->n_latches; /* a latch or barrier counts as a lock */
+    /* a latch or barrier counts as a lock, and so does an operator's semaphore limit */
+    s->locks = f->locks.n + f->n_latches + f->n_semlims;
     s->shared_holds = f->n_shared;
     s->key_bytes = f->kv_bytes + FSM_RECORD_BYTES * s->keys;
-    s->data_bytes = f->kv_bytes + f->name_bytes + f->latch_bytes +
+    s->data_bytes = f->kv_bytes + f->name_bytes + f->latch_bytes + f->semlim_bytes +
                     FSM_RECORD_BYTES * (s->keys + s->locks + s->sessions + s->waiters +
                                         s->shared_holds + f->n_lparts);
 }

@@ -11,10 +11,11 @@
  * lock-delay runs); strict FIFO: only the head is ever granted, so a request for k at the head
  * is never overtaken by a later one for fewer (no starvation of large requests); a release
  * frees that acquisition's permits at once; an operator's lower limit (SEM_SETLIMIT) takes no
- * permit back, it only holds back grants until in_use has fallen below it; the first acquirer
- * sets the
- * limit and a different one is refused while the semaphore exists (it is dropped, as a lock
- * is, once nothing holds, waits for or delays it, so the next first acquirer sets it again);
+ * permit back, it only holds back grants until in_use has fallen below it; without an
+ * operator's limit (semlimit.c) the first acquirer sets the limit and a different one is refused
+ * while the semaphore exists (it is dropped, as a lock is, once nothing holds, waits for or
+ * delays it, so the next first acquirer sets it again); with one, the operator's limit is the
+ * semaphore's and an acquirer's (valid) limit is accepted and ignored;
  * a permit ends with its session (an expiry starts lock-delay on the whole semaphore: no permit
  * is granted until it ends). Release and hand-on are lock_shared.c's and lock.c's.
  */
@@ -23,15 +24,17 @@
 
 #include "fsm/internal.h"
 
-/* ERR unless `limit` is 1..FSM_MAX_SEM_LIMIT and, for an existing semaphore, its own. */
-static bool limit_refused(const struct lock *l, uint64_t limit, struct fsm_reply *r)
+/* ERR unless `limit` is 1..FSM_MAX_SEM_LIMIT and, for an existing semaphore, its own; with an
+ * operator's limit (`op_limit` > 0, semlimit.c) any valid one is accepted: the operator's wins. */
+static bool limit_refused(const struct lock *l, uint64_t limit, uint32_t op_limit,
+                          struct fsm_reply *r)
 {
     char nm[FSM_NAME_SHOWN];
     if (limit == 0 || limit > FSM_MAX_SEM_LIMIT) {
         fsm_reply_err(r, PROTO_ERR " semaphore limit must be 1..%u", FSM_MAX_SEM_LIMIT);
         return true;
     }
-    if (!l || l->limit == limit)
+    if (!l || l->limit == limit || op_limit)
         return false;
     fsm_reply_err(r, PROTO_ERR " semaphore %s has limit %u, not %llu",
                   fsm_printable(l->name, l->name_len, nm, sizeof(nm)), l->limit,
@@ -78,8 +81,11 @@ static void acquire(struct actx *a, const struct fsm_str *name, uint64_t sid, ui
         return;
     }
     struct lock *l = fsm_lock_find(a->f, name->p, name->len);
-    if (fsm_lock_wrongtype(l, FSM_KIND_SEM, r) || limit_refused(l, limit, r))
+    uint32_t op_limit = fsm_semlim_get(a->f, name->p, name->len);
+    if (fsm_lock_wrongtype(l, FSM_KIND_SEM, r) || limit_refused(l, limit, op_limit, r))
         return;
+    if (op_limit) /* the operator's limit, for a semaphore created now too */
+        limit = op_limit;
     uint64_t cur = l ? l->limit : limit;
     if (permits == 0 || permits > cur) {
         fsm_reply_err(r, PROTO_ERR " permits must be 1..%llu (the semaphore's limit)",
@@ -146,6 +152,7 @@ void fsm_op_sem_setlimit(struct actx *a, const struct fsm_cmd_sem_setlimit *c, s
     if (l->limit == c->limit)
         return; /* nothing changes: no revision */
     l->limit = (uint32_t)c->limit;
+    fsm_semlim_follow(a->f, l); /* an operator's limit of the name is this one from now on */
     fsm_next_rev(a);
     fsm_lock_hand_on(a, l);
 }

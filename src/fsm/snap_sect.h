@@ -31,7 +31,8 @@ struct fsm;
     X(1, "lockmeta", fsm_lockmeta_present, fsm_lockmeta_emit, fsm_lockmeta_restore)                \
     X(2, "reentrant", fsm_reent_present, fsm_reent_emit, fsm_reent_restore) /* reent.c */          \
     X(3, "latches", fsm_latch_snap_present, fsm_latch_snap_emit, fsm_latch_snap_restore)           \
-    X(4, "lock history", fsm_history_present, fsm_history_emit, fsm_history_restore)
+    X(4, "lock history", fsm_history_present, fsm_history_emit, fsm_history_restore)               \
+    X(5, "semaphore limits", fsm_semlim_present, fsm_semlim_emit, fsm_semlim_restore)
 
 struct fsm_snap_section {
     uint64_t tag; /* 0 ends the table */

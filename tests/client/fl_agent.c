@@ -572,6 +572,8 @@ static const char *err_word(fl_err e, const char *msg)
         return "COMPACTED";
     case FL_EDEADLOCK:
         return "DEADLOCK";
+    case FL_EBROKEN:
+        return "BROKEN";
     default:
         return "OTHER";
     }
@@ -622,8 +624,14 @@ static fl_err op_session_open(const struct jv *req, struct jw *w, const char **w
     NEED(jget(req, "ttl"), "ttl is required");
     struct sess *x = calloc(1, sizeof(*x));
     NEED(x, "out of memory");
-    fl_err e = fl_session_open(agent.c, secs_ms(jnum(req, "ttl", 0)),
-                               secs_ms(jnum(req, "lock_delay", 0)), jstr(req, "name"), &x->s);
+    fl_err e;
+    if (jbool(req, "reentrant"))
+        e = fl_session_open_reentrant(agent.c, secs_ms(jnum(req, "ttl", 0)),
+                                      secs_ms(jnum(req, "lock_delay", 0)), jstr(req, "name"),
+                                      (uint32_t)jnum(req, "max_count", 0), &x->s);
+    else
+        e = fl_session_open(agent.c, secs_ms(jnum(req, "ttl", 0)),
+                            secs_ms(jnum(req, "lock_delay", 0)), jstr(req, "name"), &x->s);
     if (e) {
         free(x);
         return e;
@@ -673,7 +681,14 @@ static fl_err op_lock(const struct jv *req, struct jw *w, const char **why)
     NEED(name, "name is required");
     uint64_t wait = secs_ms(jnum(req, "wait", 0)), token = 0;
     fl_err e;
-    if (jbool(req, "shared")) {
+    const char *value = jstr(req, "value");
+    if (value || jget(req, "max_hold")) { /* LOCK ... VALUE v MAXHOLD ms */
+        struct fl_lock_opts o = {sizeof(o), value, value ? strlen(value) : 0,
+                                 secs_ms(jnum(req, "max_hold", 0)), jbool(req, "notify")};
+        e = fl_lock_with(x->s, name, wait, &o, &token, NULL);
+        if (e == FL_ETIMEOUT && wait == 0)
+            e = FL_EBUSY; /* a try: not granted now */
+    } else if (jbool(req, "shared")) {
         e = fl_lock_shared(x->s, name, wait, &token);
         if (e == FL_ETIMEOUT && wait == 0)
             e = FL_EBUSY;                          /* a try: not granted now */
@@ -1216,6 +1231,179 @@ static void revokes_stop(const char *sess)
     }
 }
 
+/* ---- lock state, history, latches and barriers ---- */
+
+/* Nested JSON inside the reply being written: open with `[` or `{` after a key (or as an
+   array item, key NULL), close with the matching bracket; items are separated here. */
+static void jw_open(struct jw *w, const char *key, const char *bracket)
+{
+    if (key)
+        jw_key(w, key);
+    else if (!w->first)
+        jw_raw(w, ",", 1);
+    jw_raw(w, bracket, 1);
+    w->first = 1;
+}
+
+static void jw_close(struct jw *w, const char *bracket)
+{
+    jw_raw(w, bracket, 1);
+    w->first = 0;
+}
+
+static fl_err op_lock_info(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    struct fl_lock_info li;
+    fl_err e = fl_lock_info(agent.c, name, &li);
+    if (e)
+        return e;
+    uint64_t holder = 0, count = 0;
+    struct fl_lock_meta m;
+    e = fl_lock_count(agent.c, name, &holder, &count);
+    if (e == FL_OK)
+        e = fl_lock_meta(agent.c, name, &m);
+    if (e) {
+        fl_lock_info_free(&li);
+        return e;
+    }
+    jw_int(w, "holder", (int64_t)li.holder);
+    jw_int(w, "token", (int64_t)li.token);
+    jw_key(w, "value");
+    jw_strn(w, m.value, m.value_len);
+    jw_int(w, "max_hold_ms", (int64_t)m.maxhold_ms);
+    jw_int(w, "transitions", (int64_t)m.transitions);
+    jw_int(w, "count", (int64_t)count);
+    fl_lock_meta_free(&m);
+    fl_lock_info_free(&li);
+    return FL_OK;
+}
+
+static fl_err op_lock_history(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    struct fl_history h;
+    fl_err e = fl_lock_history(agent.c, name, (size_t)jnum(req, "count", 0),
+                               (uint64_t)jnum(req, "before", 0), &h);
+    if (e)
+        return e;
+    jw_open(w, "entries", "[");
+    for (size_t i = 0; i < h.n; i++) {
+        const struct fl_history_entry *x = &h.v[i];
+        jw_open(w, NULL, "{");
+        jw_int(w, "session", (int64_t)x->sid);
+        jw_str(w, "session_name", x->session_name);
+        jw_str(w, "value", x->value);
+        jw_int(w, "token", (int64_t)x->token);
+        jw_str(w, "ended_by", x->ended_by);
+        jw_int(w, "granted_ms", (int64_t)x->granted_ms);
+        jw_int(w, "ended_ms", (int64_t)x->ended_ms);
+        jw_int(w, "held_ms", (int64_t)x->held_ms);
+        jw_int(w, "waited_ms", (int64_t)x->waited_ms);
+        jw_int(w, "waiters_total", (int64_t)x->waiters_total);
+        jw_open(w, "waiters", "[");
+        for (size_t k = 0; k < x->n_waiters; k++) {
+            jw_open(w, NULL, "{");
+            jw_int(w, "session", (int64_t)x->waiters[k].sid);
+            jw_int(w, "waited_ms", (int64_t)x->waiters[k].waited_ms);
+            jw_close(w, "}");
+        }
+        jw_close(w, "]");
+        jw_close(w, "}");
+    }
+    jw_close(w, "]");
+    fl_history_free(&h);
+    return FL_OK;
+}
+
+static fl_err op_latch_create(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    NEED(jnum(req, "count", 0) >= 1, "count must be at least 1");
+    return fl_latch_create(agent.c, name, (uint32_t)jnum(req, "count", 0));
+}
+
+static fl_err op_latch_join(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    const char *name = jstr(req, "name");
+    NEED_SESSION(x);
+    NEED(name, "name is required");
+    return fl_latch_join(x->s, name);
+}
+
+static fl_err op_latch_countdown(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    const char *name = jstr(req, "name");
+    NEED_SESSION(x);
+    NEED(name, "name is required");
+    uint64_t left = 0;
+    fl_err e = fl_latch_countdown(x->s, name, &left);
+    if (e == FL_OK)
+        jw_int(w, "remaining", (int64_t)left);
+    return e;
+}
+
+static fl_err op_latch_wait(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    return fl_latch_wait(agent.c, name, secs_ms(jnum(req, "wait", 0)));
+}
+
+static fl_err op_latch_info(const struct jv *req, struct jw *w, const char **why)
+{
+    static const char *states[2][3] = {{"counting", "zero", "broken"},
+                                       {"filling", "full", "broken"}};
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    struct fl_latch_info li;
+    fl_err e = fl_latch_info(agent.c, name, &li);
+    if (e)
+        return e;
+    jw_str(w, "type", li.barrier ? "barrier" : "latch");
+    jw_str(w, "state", li.state >= 0 && li.state <= 2 ? states[li.barrier != 0][li.state] : "?");
+    jw_int(w, "count", (int64_t)li.count);
+    jw_int(w, "remaining", (int64_t)li.remaining);
+    jw_int(w, "broken_sid", (int64_t)li.broken_sid);
+    return FL_OK;
+}
+
+static fl_err op_latch_delete(const struct jv *req, struct jw *w, const char **why)
+{
+    const char *name = jstr(req, "name");
+    NEED(name, "name is required");
+    int deleted = 0;
+    fl_err e = fl_latch_delete(agent.c, name, &deleted);
+    if (e == FL_OK)
+        jw_bool(w, "deleted", deleted);
+    return e;
+}
+
+static fl_err op_barrier_enter(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    const char *name = jstr(req, "name");
+    NEED_SESSION(x);
+    NEED(name, "name is required");
+    NEED(jnum(req, "count", 0) >= 1, "count must be at least 1");
+    return fl_barrier_enter(x->s, name, (uint32_t)jnum(req, "count", 0),
+                            secs_ms(jnum(req, "wait", 0)));
+}
+
+static fl_err op_barrier_leave(const struct jv *req, struct jw *w, const char **why)
+{
+    struct sess *x = req_session(req);
+    const char *name = jstr(req, "name");
+    NEED_SESSION(x);
+    NEED(name, "name is required");
+    return fl_barrier_leave(x->s, name, secs_ms(jnum(req, "wait", 0)));
+}
+
 /* ---- dispatch ---- */
 
 static const struct {
@@ -1245,6 +1433,16 @@ static const struct {
     {"revoke", op_revoke},
     {"on_revoke", op_on_revoke},
     {"on_waiter", op_on_waiter},
+    {"lock.info", op_lock_info},
+    {"lock.history", op_lock_history},
+    {"latch.create", op_latch_create},
+    {"latch.join", op_latch_join},
+    {"latch.countdown", op_latch_countdown},
+    {"latch.wait", op_latch_wait},
+    {"latch.info", op_latch_info},
+    {"latch.delete", op_latch_delete},
+    {"barrier.enter", op_barrier_enter},
+    {"barrier.leave", op_barrier_leave},
 };
 
 struct job {

@@ -450,6 +450,20 @@ static void prims_sem(fl_client *c, fl_session *a, fl_session *b)
     CHECK_ERR(fl_sem_release(b, "p.wsem"), FL_OK);
     CHECK_ERR(fl_sem_acquire_n(a, "p.wsem", 3, 4, 0, &ta), FL_EINVAL);
     CHECK_ERR(fl_sem_acquire_n(a, "p.wsem", 3, 0, 0, &ta), FL_EINVAL);
+    /* the operator's limit: kept while set, winning over the acquirers' 3 */
+    int removed = -1;
+    CHECK_ERR(fl_sem_setlimit(c, "p.wsem", 5), FL_OK);
+    CHECK_ERR(fl_sem_acquire_n(a, "p.wsem", 3, 3, 0, &ta), FL_OK);
+    CHECK_ERR(fl_sem_acquire_n(b, "p.wsem", 3, 2, 0, &tb), FL_OK); /* 5 in use of 5 */
+    CHECK_ERR(fl_sem_release(a, "p.wsem"), FL_OK);
+    CHECK_ERR(fl_sem_release(b, "p.wsem"), FL_OK);
+    CHECK_ERR(fl_sem_limit_reset(c, "p.wsem", &removed), FL_OK);
+    CHECK(removed == 1);
+    CHECK_ERR(fl_sem_limit_reset(c, "p.wsem", &removed), FL_OK);
+    CHECK(removed == 0);
+    CHECK_ERR(fl_sem_setlimit(c, "p.wsem", 0), FL_EINVAL);
+    CHECK_ERR(fl_sem_setlimit(c, "p.el.x", 2), FL_OK);
+    CHECK_ERR(fl_sem_limit_reset(c, "p.el.x", NULL), FL_OK);
 }
 
 static void prims_elect(fl_client *c, fl_session *a, fl_session *b)

@@ -829,6 +829,310 @@ def scenario_weighted_permits_fifo(ctx):
 scenario_weighted_permits_fifo.timeout = 120
 
 
+# ---- latches, barriers, reentrancy, lock values, max hold, history ----
+
+def _latch_info(servers, name):
+    r = call_leader(servers, "LATCH.INFO", name)
+    if isinstance(r, RespError):
+        raise AssertionError("LATCH.INFO %s -> -%s" % (name, r.text))
+    return None if r is None else as_map(r)
+
+
+def scenario_latch_released_at_zero(ctx):
+    """A latch of 3 joined by 3 sessions: each count-down answers the counts left (a joined
+    session's second one changes nothing), a waiter parked before the count-downs stays
+    parked and a wait of 0 is TIMEOUT while one count is left, and the waiter is answered
+    once the last count-down made it zero; LATCH.INFO as the client reports it; then the
+    latch is deleted and a wait on it is an error. Proves: the client sends WAIT, reads nil
+    as not yet (never as open), and the remaining counts as the servers hold them."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    ss = [_sid(a.ok("session.open", ttl=30)) for _ in range(3)]
+    name = "lt/zero"
+    a.ok("latch.create", name=name, count=3)
+    a.ok("latch.create", name=name, count=3)  # the same count again: no change
+    a.err("latch.create", "OTHER", name=name, count=4)
+    for s, _ in ss:
+        a.ok("latch.join", session=s, name=name)
+    pending = a.send("latch.wait", name=name, wait=60)
+    left = [a.ok("latch.countdown", session=s, name=name)["remaining"] for s, _ in ss[:2]]
+    eq(left, [2, 1], "the counts left after each count-down")
+    eq(a.ok("latch.countdown", session=ss[0][0], name=name)["remaining"], 1,
+       "a joined session counts down once")
+    a.err("latch.wait", "TIMEOUT", name=name, wait=0)
+    li = a.ok("latch.info", name=name)
+    eq((li["type"], li["state"], li["count"], li["remaining"], li["broken_sid"]),
+       ("latch", "counting", 3, 1, 0), "latch.info with one count left")
+    srv = _latch_info(servers, name)
+    eq((text(srv["state"]), srv["remaining"]), ("counting", 1), "LATCH.INFO on the servers")
+    assert not a.answered(pending), ("the waiter was answered before zero", a.reply(pending))
+    eq(a.ok("latch.countdown", session=ss[2][0], name=name)["remaining"], 0,
+       "the last count-down")
+    a.ok_of(pending, timeout=30, what=" (the parked latch.wait)")
+    a.ok("latch.wait", name=name, wait=0)
+    a.ok("latch.wait", name=name, wait=5)
+    li = a.ok("latch.info", name=name)
+    eq((li["state"], li["remaining"]), ("zero", 0), "latch.info at zero")
+    eq(a.ok("latch.delete", name=name)["deleted"], True, "latch.delete of the latch")
+    eq(a.ok("latch.delete", name=name)["deleted"], False, "latch.delete again")
+    a.err("latch.info", "NOTFOUND", name=name)
+    a.err("latch.wait", "OTHER", name=name, wait=0)
+    for s, _ in ss:
+        a.ok("session.close", session=s)
+
+
+scenario_latch_released_at_zero.timeout = 120
+
+
+def scenario_latch_broken_by_closed_session(ctx):
+    """A latch of 2 joined by two sessions; one counts down, a waiter parks, and the other
+    joined session is closed before it counted down: the waiter gets BROKEN, and so does every
+    later wait, a create of it and a count-down, until it is deleted (then it is made afresh
+    and counts again). Proves: the client hands the servers' -BROKEN over as its typed error,
+    never as a timeout, a success or a generic error."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s1, _ = _sid(a.ok("session.open", ttl=30))
+    s2, sid2 = _sid(a.ok("session.open", ttl=30))
+    s3, _ = _sid(a.ok("session.open", ttl=30))
+    name = "lt/broken"
+    a.ok("latch.create", name=name, count=2)
+    a.ok("latch.join", session=s1, name=name)
+    a.ok("latch.join", session=s2, name=name)
+    eq(a.ok("latch.countdown", session=s1, name=name)["remaining"], 1, "one count left")
+    pending = a.send("latch.wait", name=name, wait=60)
+    a.ok("session.close", session=s2)
+    r = a.reply(pending, timeout=30)
+    eq((r.get("ok"), r.get("error")), (False, "BROKEN"), "the parked waiter: %r" % (r,))
+    a.err("latch.wait", "BROKEN", name=name, wait=0)
+    a.err("latch.wait", "BROKEN", name=name, wait=5)
+    a.err("latch.create", "BROKEN", name=name, count=2)
+    a.err("latch.countdown", "BROKEN", session=s3, name=name)
+    li = a.ok("latch.info", name=name)
+    eq((li["state"], li["broken_sid"]), ("broken", sid2), "latch.info names the session")
+    eq(_latch_info(servers, name)["broken_sid"], sid2, "LATCH.INFO on the servers")
+    eq(a.ok("latch.delete", name=name)["deleted"], True, "a broken latch is deleted")
+    a.ok("latch.create", name=name, count=1)
+    a.err("latch.wait", "TIMEOUT", name=name, wait=0)
+    eq(a.ok("latch.countdown", session=s3, name=name)["remaining"], 0, "the new latch counts")
+    a.ok("latch.wait", name=name, wait=0)
+    a.ok("latch.delete", name=name)
+    for s in (s1, s3):
+        a.ok("session.close", session=s)
+
+
+scenario_latch_broken_by_closed_session.timeout = 120
+
+
+def scenario_barrier_of_three_agents(ctx):
+    """A double barrier of 3 entered by three agents (processes) of the client: a try (wait 0)
+    is TIMEOUT and stays inside, two waiting enters are not answered while the servers count
+    two inside, the third enter releases all three; a newcomer to the full barrier is refused;
+    two waiting leaves are answered once the third leaves, and then the barrier is gone.
+    Proves: the client's enter and leave wait on the servers and read nil as not yet."""
+    servers, _ = plain_cluster(ctx)
+    A, B, C = (ctx.agent(servers, label=x, timeout=10) for x in "ABC")
+    sa, sid_a = _sid(A.ok("session.open", ttl=30))
+    sb, sid_b = _sid(B.ok("session.open", ttl=30))
+    sc, sid_c = _sid(C.ok("session.open", ttl=30))
+    name = "br/three"
+    A.err("barrier.enter", "TIMEOUT", session=sa, name=name, count=3, wait=0)
+    li = _latch_info(servers, name)
+    eq((text(li["type"]), text(li["state"]), li["remaining"], li["joiners"]),
+       ("barrier", "filling", 2, [sid_a]), "the try stayed inside")
+    pa = A.send("barrier.enter", session=sa, name=name, count=3, wait=60)
+    pb = B.send("barrier.enter", session=sb, name=name, count=3, wait=60)
+    wait_until(lambda: (_latch_info(servers, name) or {}).get("remaining") == 1, timeout=15,
+               interval=0.05, what="two sessions inside on the servers")
+    assert not A.answered(pa) and not B.answered(pb), "an enter answered before the third came"
+    C.ok("barrier.enter", session=sc, name=name, count=3, wait=60)
+    A.ok_of(pa, timeout=30, what=" (A's enter)")
+    B.ok_of(pb, timeout=30, what=" (B's enter)")
+    li = C.ok("latch.info", name=name)
+    eq((li["type"], li["state"], li["count"], li["remaining"]), ("barrier", "full", 3, 3),
+       "latch.info of the full barrier")
+    sx, _ = _sid(C.ok("session.open", ttl=30))
+    C.err("barrier.enter", "OTHER", session=sx, name=name, count=3, wait=0)
+    la = A.send("barrier.leave", session=sa, name=name, wait=60)
+    lb = B.send("barrier.leave", session=sb, name=name, wait=60)
+    wait_until(lambda: (_latch_info(servers, name) or {}).get("remaining") == 1, timeout=15,
+               interval=0.05, what="two sessions left on the servers")
+    assert not A.answered(la) and not B.answered(lb), "a leave answered before all had left"
+    C.ok("barrier.leave", session=sc, name=name, wait=60)
+    A.ok_of(la, timeout=30, what=" (A's leave)")
+    B.ok_of(lb, timeout=30, what=" (B's leave)")
+    eq(_latch_info(servers, name), None, "the barrier is gone once all left")
+    for ag, s in ((A, sa), (B, sb), (C, sc), (C, sx)):
+        ag.ok("session.close", session=s)
+
+
+scenario_barrier_of_three_agents.timeout = 150
+
+
+def scenario_reentrant_count_same_token(ctx):
+    """A reentrant session (MAXCOUNT 3) locks one name three times: the same token each time,
+    a count of 3 in LOCK.INFO and in the client's lock.info; a fourth is refused and changes
+    nothing; unlocks count down, the lock stays held (a waiter stays queued) until the last,
+    and then the waiter is granted with a larger token. A session opened without reentrant
+    re-locks to the same token without a count, and one unlock releases. Proves: the client
+    sends REENTRANT and MAXCOUNT and reports the hold count."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    r, sid_r = _sid(a.ok("session.open", ttl=30, reentrant=True, max_count=3))
+    n, sid_n = _sid(a.ok("session.open", ttl=30))
+    w, sid_w = _sid(a.ok("session.open", ttl=30))
+    name = "re/job"
+    toks = [a.ok("lock", session=r, name=name, wait=5)["token"] for _ in range(3)]
+    eq(len(set(toks)), 1, "the same token for every hold: %r" % (toks,))
+    li = a.ok("lock.info", name=name)
+    eq((li["holder"], li["token"], li["count"]), (sid_r, toks[0], 3), "lock.info: 3 holds")
+    eq(_lock_info(servers, name).get("count"), 3, "LOCK.INFO count")
+    a.err("lock", "OTHER", session=r, name=name, wait=5)  # over MAXCOUNT
+    eq(_lock_info(servers, name).get("count"), 3, "the refused lock changed nothing")
+    pending = a.send("lock", session=w, name=name, wait=60)
+    wait_until(lambda: (_lock_info(servers, name) or {}).get("waiters") == [sid_w], timeout=15,
+               interval=0.05, what="the waiter queued on the servers")
+    for left in (2, 1):
+        a.ok("unlock", session=r, name=name)
+        li = _lock_info(servers, name)
+        eq((li["holder"], li.get("count")), (sid_r, left), "an unlock counts down")
+    eq(a.ok("lock.info", name=name)["count"], 1, "lock.info: one hold left")
+    assert not a.answered(pending), ("granted while the holder still held", a.reply(pending))
+    a.ok("unlock", session=r, name=name)
+    tw = a.ok_of(pending, timeout=30, what=" (the waiter)")["token"]
+    assert tw > toks[0], ("the waiter's token is not above the holder's", toks[0], tw)
+    a.ok("unlock", session=w, name=name)
+    t1 = a.ok("lock", session=n, name=name, wait=5)["token"]
+    eq(a.ok("lock", session=n, name=name, wait=5)["token"], t1, "a non-reentrant re-lock")
+    li = _lock_info(servers, name)
+    assert "count" not in li, ("a non-reentrant holder has no count on the servers", li)
+    eq((a.ok("lock.info", name=name)["holder"], a.ok("lock.info", name=name)["count"]),
+       (sid_n, 1), "lock.info: a non-reentrant holder holds once")
+    a.ok("unlock", session=n, name=name)
+    eq(_lock_info(servers, name), None, "one unlock released the non-reentrant hold")
+    a.err("lock.info", "NOTFOUND", name=name)
+    for s in (r, n, w):
+        a.ok("session.close", session=s)
+
+
+scenario_reentrant_count_same_token.timeout = 120
+
+
+HISTORY_KEYS = ("session", "session_name", "value", "token", "ended_by", "granted_ms",
+                "ended_ms", "held_ms", "waited_ms", "waiters_total")
+
+
+def _history(servers, name, *args):
+    """LOCK.HISTORY on the leader, each entry in the agent protocol's shape."""
+    r = call_leader(servers, "LOCK.HISTORY", name, *args)
+    if isinstance(r, RespError):
+        raise AssertionError("LOCK.HISTORY %s -> -%s" % (name, r.text))
+    out = []
+    for e in r:
+        m = as_map(e)
+        d = {k: text(m[k]) for k in HISTORY_KEYS}
+        d["waiters"] = [{"session": as_map(x)["session"], "waited_ms": as_map(x)["waited_ms"]}
+                        for x in m["waiters"]]
+        out.append(d)
+    return out
+
+
+def scenario_lock_value_in_info_and_history(ctx):
+    """Three sessions with names take one lock in turn, each with a VALUE: lock.info shows the
+    holder's value and the transitions (0, then 1, 2); lock.history gives the grants newest
+    first with sessions, names, values, tokens, how each ended and the waiters queued at each
+    grant, field for field as LOCK.HISTORY answers; COUNT and BEFORE page; a range the
+    servers dropped is COMPACTED. Proves: the client sends VALUE and reads the lock's
+    metadata and history."""
+    servers, _ = plain_cluster(ctx, extra=["--history-per-lock", "3"])
+    a = ctx.agent(servers, timeout=10)
+    h, sid_h = _sid(a.ok("session.open", ttl=30, name="holder-a"))
+    w1, sid_w1 = _sid(a.ok("session.open", ttl=30, name="waiter-1"))
+    w2, sid_w2 = _sid(a.ok("session.open", ttl=30, name="waiter-2"))
+    name = "lv/job"
+    t1 = a.ok("lock", session=h, name=name, wait=5, value="host-a/job-7")["token"]
+    li = a.ok("lock.info", name=name)
+    eq((li["holder"], li["token"], li["value"], li["transitions"], li["max_hold_ms"]),
+       (sid_h, t1, "host-a/job-7", 0, 0), "lock.info of the first grant")
+    eq(text(_lock_info(servers, name)["value"]), "host-a/job-7", "LOCK.INFO value")
+    queued, pending = [], []
+    for s, sid, v in ((w1, sid_w1, "w-1"), (w2, sid_w2, "w-2")):
+        pending.append(a.send("lock", session=s, name=name, wait=60, value=v))
+        queued.append(sid)
+        wait_until(lambda: (_lock_info(servers, name) or {}).get("waiters") == queued,
+                   timeout=15, interval=0.05, what="the waiters queued on the servers")
+    a.ok("unlock", session=h, name=name)
+    t2 = a.ok_of(pending[0], timeout=30, what=" (waiter-1)")["token"]
+    li = a.ok("lock.info", name=name)
+    eq((li["holder"], li["value"], li["transitions"]), (sid_w1, "w-1", 1),
+       "lock.info after the hand-over")
+    a.ok("unlock", session=w1, name=name)
+    t3 = a.ok_of(pending[1], timeout=30, what=" (waiter-2)")["token"]
+    eq((a.ok("lock.info", name=name)["value"], a.ok("lock.info", name=name)["transitions"]),
+       ("w-2", 2), "lock.info of the third grant")
+    a.ok("unlock", session=w2, name=name)
+
+    hist = a.ok("lock.history", name=name)["entries"]
+    eq(hist, _history(servers, name), "lock.history is LOCK.HISTORY, field for field")
+    eq([(e["token"], e["session"], e["session_name"], e["ended_by"]) for e in hist],
+       [(t3, sid_w2, "waiter-2", "unlock"), (t2, sid_w1, "waiter-1", "unlock"),
+        (t1, sid_h, "holder-a", "unlock")], "the grants, newest first")
+    eq([(e["waiters_total"], [x["session"] for x in e["waiters"]]) for e in hist],
+       [(0, []), (1, [sid_w2]), (0, [])], "the waiters queued at each grant")
+    eq([e["token"] for e in a.ok("lock.history", name=name, count=1)["entries"]], [t3],
+       "COUNT 1")
+    eq([e["token"] for e in a.ok("lock.history", name=name, before=t3)["entries"]],
+       [t2, t1], "BEFORE the newest")
+    for _ in range(2):  # two more grants push t1 and t2 out (3 kept per lock)
+        a.ok("lock", session=h, name=name, wait=5)
+        a.ok("unlock", session=h, name=name)
+    eq(len(a.ok("lock.history", name=name)["entries"]), 3, "3 grants kept")
+    a.err("lock.history", "COMPACTED", name=name, before=t3)
+    for s in (h, w1, w2):
+        a.ok("session.close", session=s)
+
+
+scenario_lock_value_in_info_and_history.timeout = 120
+
+
+def scenario_maxhold_ends_grant(ctx):
+    """A lock taken with MAXHOLD 2 s (and a value) while its session lives on: lock.info shows
+    the max hold, a fenced write by the holder applies; the servers end the grant when the
+    max hold passes and the queued waiter is granted with a larger token; the holder's next
+    fenced write is STALE and changes nothing, its session is not lost, and the history says
+    how the grant ended, as the servers do. Proves: the client sends MAXHOLD and the grant
+    ends on the servers without the client's help."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, _ = _sid(a.ok("session.open", ttl=30))
+    w, sid_w = _sid(a.ok("session.open", ttl=30))
+    name = "mh/job"
+    t1 = a.ok("lock", session=h, name=name, wait=5, value="bounded", max_hold=2.0)["token"]
+    li = a.ok("lock.info", name=name)
+    eq((li["token"], li["value"], li["max_hold_ms"]), (t1, "bounded", 2000),
+       "lock.info shows the max hold")
+    eq(_lock_info(servers, name)["max_hold_ms"], 2000, "LOCK.INFO max_hold_ms")
+    a.ok("put", key="mh/data", value="first", session=h, fence=[name, t1])
+    pending = a.send("lock", session=w, name=name, wait=60)
+    t2 = a.ok_of(pending, timeout=60, what=" (the waiter, after the max hold)")["token"]
+    assert t2 > t1, ("the waiter's token is not above the bounded grant's", t1, t2)
+    a.err("put", "STALE", key="mh/data", value="late", session=h, fence=[name, t1])
+    a.err("fence.check", "STALE", name=name, token=t1)
+    eq(kv(servers, "mh/data")["value"], b"first", "the late write changed nothing")
+    eq(a.ok("session.safe", session=h)["lost"], False, "the holder's session lives on")
+    eq(a.ok("lock.info", name=name)["holder"], sid_w, "the waiter holds the lock")
+    hist = a.ok("lock.history", name=name)["entries"]
+    eq(hist, _history(servers, name), "lock.history is LOCK.HISTORY, field for field")
+    eq([e["token"] for e in hist], [t2, t1], "two grants")
+    assert hist[1]["ended_by"] not in ("", "unlock"), ("the bounded grant's end", hist[1])
+    a.ok("unlock", session=w, name=name)
+    for s in (h, w):
+        a.ok("session.close", session=s)
+
+
+scenario_maxhold_ends_grant.timeout = 120
+
+
 def discover():
     """The scenarios in file order: [(name, fn)]."""
     return [(n[len("scenario_"):], f) for n, f in globals().items()

@@ -9,12 +9,13 @@ import base64
 import http.client
 import json
 import os
+import signal
 import subprocess
 import urllib.parse
 
 from cluster import ready_leader, start_cluster
 from helpers import eq, expect_int, ok, open_session, revision, wait_queued, wait_until
-from resp import as_map
+from resp import as_map, text
 
 
 def get(srv, path, auth=None, method="GET", timeout=30):
@@ -215,6 +216,7 @@ def _acl_server(ctx, *extra):
         f.write("user admin %s perm=all\n" % _hash(ctx, "adminpw"))
         f.write("user app %s perm=read,lock locks=job-*\n" % _hash(ctx, "apppw"))
         f.write("user lockonly %s perm=lock\n" % _hash(ctx, "lockonlypw"))
+        f.write("user kv %s perm=read keys=app/*\n" % _hash(ctx, "kvpw"))
     os.chmod(path, 0o600)
     s = ctx.server("--acl-file", path, *extra, start=False)
     s.auth = ("admin", "adminpw")
@@ -364,10 +366,79 @@ def test_http_api_events_stream_resumes_with_last_event_id(ctx):
 def test_http_api_events_auth_and_follower(ctx):
     s = _acl_server(ctx)
     eq(Sse(s, "/v1/events").status, 401)
-    eq(Sse(s, "/v1/events", auth=("app", "apppw")).status, 403, "globs: not every event")
+    g = Sse(s, "/v1/events", auth=("app", "apppw"))
+    eq(g.status, 200, "globs: the events it may see (test_http_api_events_filtered_per_user)")
+    g.close()
     ok_ = Sse(s, "/v1/events", auth=("admin", "adminpw"))
     eq(ok_.status, 200)
     ok_.close()
+
+
+def test_http_api_events_filtered_per_user(ctx):
+    """A user with locks= or keys= globs gets /v1/events with only the events it may see: a
+    lock's under its locks= globs, a key's under its keys= globs, the session events only with
+    admin; the ids are XREAD's, and what it may not see is passed over, not sent."""
+    s = _acl_server(ctx)
+    c = ctx.conn(s)
+    ok(c.call("AUTH", "admin", "adminpw"))
+    streams = {u: Sse(s, "/v1/events", auth=(u, u + "pw")) for u in ("admin", "app", "kv")}
+    for u, st in streams.items():
+        eq(st.status, 200, "%s: %s" % (u, st.head))
+    sid = open_session(c)
+    expect_int(c.call("LOCK", "secret", sid))
+    expect_int(c.call("LOCK", "job-1", sid))
+    expect_int(c.call("PUT", "app/k", "v"))
+    expect_int(c.call("PUT", "other", "v"))
+    expect_int(c.call("LOCK", "job-end", sid))  # the last event: every user sees it
+    every = xread_ids(c, "fencelock:events")
+    eq([(t, n) for _, t, n in every],
+       [("session-open", None), ("grant", "secret"), ("grant", "job-1"), ("put", "app/k"),
+        ("put", "other"), ("grant", "job-end")])
+    want = {"admin": every,
+            "app": [e for e in every if e[2] in ("job-1", "app/k", "other", "job-end")],
+            "kv": [e for e in every if e[2] in ("secret", "job-1", "app/k", "job-end")]}
+    for u, st in streams.items():
+        got = []
+        while not got or got[-1][2] != "job-end":
+            i, ev, data = st.next()
+            eq((data["id"], data["type"]), (i, ev))
+            got.append((i, ev, data.get("name")))
+        eq(got, want[u], "the events %s may see, with XREAD's ids" % u)
+        st.close()
+    # resumed after an id: the same filtered sequence
+    r = Sse(s, "/v1/events?after=0", {"Last-Event-ID": want["app"][0][0]}, auth=("app", "apppw"))
+    eq([r.next()[0] for _ in range(3)], [e[0] for e in want["app"][1:]])
+    r.close()
+
+
+def test_http_api_events_stream_ends_when_a_reload_drops_its_user(ctx):
+    """The stream's user is looked up again when events are sent: after a SIGHUP reload that
+    removed it, the next event ends the stream with `event: forbidden`, not the event."""
+    s = _acl_server(ctx)
+    c = ctx.conn(s)
+    ok(c.call("AUTH", "admin", "adminpw"))
+    sid = open_session(c)
+    st = Sse(s, "/v1/events", auth=("app", "apppw"))
+    eq(st.status, 200, st.head)
+    expect_int(c.call("LOCK", "job-1", sid))
+    _, ev, data = st.next()
+    eq((ev, data["name"], data["sid"]), ("grant", "job-1", sid))
+    h0 = text(as_map(c.call("CLUSTER.INFO"))["acl"])
+    path = ctx.tmp("acl")
+    with open(path) as f:
+        rules = [x for x in f.read().splitlines() if not x.startswith("user app ")]
+    with open(path, "w") as f:
+        f.write("\n".join(rules) + "\n")
+    os.kill(s.proc.pid, signal.SIGHUP)
+    wait_until(lambda: text(as_map(c.call("CLUSTER.INFO"))["acl"]) != h0, what="the reload")
+    expect_int(c.call("LOCK", "job-2", sid))
+    eq(st.next()[1], "forbidden")
+    try:
+        got = st.next()
+        raise AssertionError("the stream goes on: %r" % (got,))
+    except (EOFError, OSError):
+        pass
+    st.close()
 
 
 def test_http_api_events_follower_needs_stale(ctx):

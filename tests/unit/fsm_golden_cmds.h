@@ -570,6 +570,23 @@ static const struct fsm_cmd golden_cmds[] = {
      .now_ms = 9902,
      .lock = {.name = GS("H"), .sid = GOLDEN_SID_M, .wait_ms = 30000}},
     {.op = FSM_OP_UNLOCK, .now_ms = 9950, .unlock = {.name = GS("H"), .sid = GOLDEN_SID_A}},
+    /* operators' semaphore limits (semlimit.c): live W gets 3 from an admin; W9 gets 2 before
+       its semaphore exists, which alice's acquire with another limit (5: accepted, ignored)
+       then creates; the lock H is WRONGTYPE; W8's is set and reset, W7 (none) reset; W and W9
+       stay in section 5 */
+    {.op = FSM_OP_SEM_LIMIT_SET,
+     .now_ms = 9960,
+     .user = GS("root"),
+     .admin = true,
+     .sem_limit_set = {.name = GS("W"), .limit = 3}},
+    {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("W9"), .limit = 2}},
+    {.op = FSM_OP_SEM_ACQUIRE_W,
+     .user = GS("alice"),
+     .sem_acquire_w = {.name = GS("W9"), .sid = GOLDEN_SID_A, .limit = 5, .permits = 2}},
+    {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("H"), .limit = 2}},
+    {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("W8"), .limit = 4}},
+    {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {.name = GS("W8")}},
+    {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {.name = GS("W7")}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -609,5 +626,8 @@ static const struct fsm_cmd golden_cmds[] = {
 /* Before the lock history's: golden_snapshot_latch is the state after them,
  * golden_snapshot_history (version 8, sections 1 to 4) the state after all of them. */
 #define GOLDEN_N_LATCH_CMDS 181
+/* Before the operators' semaphore limits': golden_snapshot_history is the state after them,
+ * golden_snapshot_semlimit (version 8, sections 1 to 5) the state after all of them. */
+#define GOLDEN_N_HISTORY_CMDS 185
 
 #endif

@@ -128,7 +128,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     fsm_events_init(&ev);
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
     int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
-    int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0;
+    int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0, snap_history_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -156,8 +156,11 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
                 snapshot_is(f, golden_snapshot_lockmeta, sizeof(golden_snapshot_lockmeta));
         if (i + 1 == GOLDEN_N_LATCH_CMDS)
             snap_latch_ok = snapshot_is(f, golden_snapshot_latch, sizeof(golden_snapshot_latch));
+        if (i + 1 == GOLDEN_N_HISTORY_CMDS)
+            snap_history_ok =
+                snapshot_is(f, golden_snapshot_history, sizeof(golden_snapshot_history));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_history, sizeof(golden_snapshot_history));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -175,6 +178,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_reent_ok);
     CHECK(snap_lockmeta_ok);
     CHECK(snap_latch_ok);
+    CHECK(snap_history_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -254,6 +258,8 @@ TEST(golden_entries_need_the_log_format_of_their_release)
                  FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_history, sizeof(golden_snapshot_history)),
                  FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -288,6 +294,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_LATCH_COUNTDOWN] && op_seen[FSM_OP_LATCH_DELETE]);
     CHECK(op_seen[FSM_OP_BARRIER]);
     CHECK(op_seen[FSM_OP_HISTORY_LIMITS]);
+    CHECK(op_seen[FSM_OP_SEM_LIMIT_SET] && op_seen[FSM_OP_SEM_LIMIT_RESET]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -346,6 +353,22 @@ TEST(golden_snapshot_latch_restores_and_resnapshots_byte_identically)
     CHECK(restores_byte_identically(golden_snapshot_latch, sizeof(golden_snapshot_latch)));
 }
 
+/* Version 8 with sections 1 to 5: operators' semaphore limits of W (live, 3) and W9 (alice's
+ * semaphore, created under the override with another limit: 2). */
+TEST(golden_snapshot_semlimit_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_semlimit[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit)));
+    struct fsm *f = fsm_new();
+    char err[128];
+    struct fsm_sem_view v;
+    CHECK(f && fsm_restore(f, golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit), err,
+                           sizeof(err)) == 0);
+    CHECK(f && fsm_semlim_get(f, "W", 1) == 3 && fsm_semlim_get(f, "W9", 2) == 2);
+    CHECK(f && fsm_sem_info(f, "W9", 2, &v) && v.limit == 2 && v.in_use == 2 && v.by_operator);
+    fsm_free(f);
+}
+
 int main(void)
 {
     golden_fill();
@@ -365,6 +388,7 @@ int main(void)
     RUN(golden_snapshot_lockmeta_is_version_8_and_restores_byte_identically);
     RUN(golden_snapshot_latch_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_history_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_semlimit_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

@@ -132,6 +132,41 @@ TEST_F(wfx, flags_choose_the_kind_release_or_expire_del_or_expire_key)
     CHECK(id_is(watch_at(w, 3)->id, 3, 1));
 }
 
+/* The HTTP stream's per-user filter (http_events.c) asks which globs an entry's name is under:
+ * key events are keys, every other named kind a lock name, session events have none. */
+TEST_F(wfx, each_kind_names_a_key_a_lock_or_nothing)
+{
+    struct watch *w = &fx->w;
+    watch_init(w, 100, 1 << 20, 64);
+    static const struct {
+        uint8_t type;
+        const char *name;
+        uint64_t sid;
+        bool expired;
+        enum watch_ns ns;
+    } rows[] = {
+        {FSM_EV_KEY_PUT, "k", 0, false, WATCH_NS_KEY},
+        {FSM_EV_KEY_DELETED, "k", 0, false, WATCH_NS_KEY},
+        {FSM_EV_KEY_DELETED, "k", 3, true, WATCH_NS_KEY},
+        {FSM_EV_GRANTED, "L", 3, false, WATCH_NS_LOCK},
+        {FSM_EV_RELEASED, "L", 3, true, WATCH_NS_LOCK},
+        {FSM_EV_WAIT_STARTED, "L", 3, false, WATCH_NS_LOCK},
+        {FSM_EV_LEADER, "E", 3, false, WATCH_NS_LOCK},
+        {FSM_EV_DEADLOCK, "L", 3, false, WATCH_NS_LOCK},
+        {FSM_EV_LATCH_ZERO, "latch", 3, false, WATCH_NS_LOCK},
+        {FSM_EV_SESSION_OPENED, NULL, 3, false, WATCH_NS_NONE},
+        {FSM_EV_SESSION_ENDED, NULL, 3, true, WATCH_NS_NONE},
+    };
+    size_t n = sizeof(rows) / sizeof(rows[0]);
+    for (size_t i = 0; i < n; i++) {
+        struct fsm_events ev = one_event(rows[i].type, rows[i].name, rows[i].sid, rows[i].expired);
+        watch_add(w, i + 1, &ev);
+    }
+    CHECK_EQ_U64(w->n, n);
+    for (size_t i = 0; i < n; i++)
+        CHECK(watch_entry_ns(watch_at(w, i)) == rows[i].ns);
+}
+
 TEST_F(wfx, the_count_bound_evicts_the_oldest_and_moves_the_floor)
 {
     struct watch *w = &fx->w;
@@ -450,6 +485,7 @@ int main(void)
     RUN(stream_names_are_the_whole_stream_or_a_prefix);
     RUN_F(wfx, events_of_one_command_share_its_revision_in_order);
     RUN_F(wfx, flags_choose_the_kind_release_or_expire_del_or_expire_key);
+    RUN_F(wfx, each_kind_names_a_key_a_lock_or_nothing);
     RUN_F(wfx, elections_and_semaphores_render_leader_proclaim_and_the_object);
     RUN_F(wfx, the_count_bound_evicts_the_oldest_and_moves_the_floor);
     RUN_F(wfx, the_byte_bound_holds_and_long_values_keep_only_their_length);

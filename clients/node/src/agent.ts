@@ -85,7 +85,13 @@ class Agent {
     const c = this.client;
     switch (r.op) {
       case 'session.open': {
-        const s = await c.session({ ttlMs: Agent.ms(r.ttl, 10000), lockDelayMs: Agent.ms(r.lock_delay, 0), name: r.name as string | undefined });
+        const s = await c.session({
+          ttlMs: Agent.ms(r.ttl, 10000),
+          lockDelayMs: Agent.ms(r.lock_delay, 0),
+          name: r.name as string | undefined,
+          reentrant: Boolean(r.reentrant),
+          maxCount: r.max_count === undefined || r.max_count === null ? undefined : Number(r.max_count),
+        });
         const h = `s${++this.nSessions}`;
         this.sessions.set(h, s);
         s.signal.addEventListener('abort', () => {
@@ -110,6 +116,8 @@ class Agent {
           waitMs: Agent.ms(r.wait, 0),
           shared: Boolean(r.shared),
           notify: Boolean(r.notify),
+          value: r.value === undefined || r.value === null ? undefined : String(r.value),
+          maxHoldMs: r.max_hold === undefined || r.max_hold === null ? undefined : Agent.ms(r.max_hold, 0),
         });
         return { token: h.token };
       }
@@ -192,6 +200,62 @@ class Agent {
         this.watchers.delete(String(r.watch));
         return { last: x.w.lastId };
       }
+      case 'lock.info': {
+        const li = await c.lockState(String(r.name));
+        if (!li) throw new NotFoundError(`lock ${String(r.name)} is free`);
+        return { holder: li.holder, token: li.token, value: li.value, max_hold_ms: li.maxHoldMs, transitions: li.transitions, count: li.count };
+      }
+      case 'lock.history': {
+        const o: { count?: number; before?: number } = {};
+        if (r.count) o.count = Number(r.count);
+        if (r.before) o.before = Number(r.before);
+        const hs = await c.lockHistory(String(r.name), o);
+        return {
+          entries: hs.map((e) => ({
+            session: e.sid,
+            session_name: e.sessionName,
+            value: e.value,
+            token: e.token,
+            ended_by: e.endedBy,
+            granted_ms: e.grantedMs,
+            ended_ms: e.endedMs,
+            held_ms: e.heldMs,
+            waited_ms: e.waitedMs,
+            waiters_total: e.waitersTotal,
+            waiters: e.waiters.map((w) => ({ session: w.sid, waited_ms: w.waitedMs })),
+          })),
+        };
+      }
+      case 'latch.create':
+        await c.latchCreate(String(r.name), Number(r.count));
+        return {};
+      case 'latch.join':
+        await this.session(r).latchJoin(String(r.name));
+        return {};
+      case 'latch.countdown':
+        return { remaining: await this.session(r).latchCountdown(String(r.name)) };
+      case 'latch.wait':
+        if (!(await c.latchWait(String(r.name), { waitMs: Agent.ms(r.wait, 0) }))) {
+          throw new LockTimeoutError(`latch ${String(r.name)} not at zero within the wait`);
+        }
+        return {};
+      case 'latch.info': {
+        const li = await c.latchInfo(String(r.name));
+        if (!li) throw new NotFoundError(`no latch or barrier ${String(r.name)}`);
+        return { type: li.type, state: li.state, count: li.count, remaining: li.remaining, broken_sid: li.brokenSid };
+      }
+      case 'latch.delete':
+        return { deleted: await c.latchDelete(String(r.name)) };
+      case 'barrier.enter':
+        if (!(await this.session(r).barrierEnter(String(r.name), Number(r.count), { waitMs: Agent.ms(r.wait, 0) }))) {
+          throw new LockTimeoutError(`barrier ${String(r.name)} not full within the wait`);
+        }
+        return {};
+      case 'barrier.leave':
+        if (!(await this.session(r).barrierLeave(String(r.name), { waitMs: Agent.ms(r.wait, 0) }))) {
+          throw new LockTimeoutError(`barrier ${String(r.name)} not left by all within the wait`);
+        }
+        return {};
       case 'revoke': {
         const dl = Number(r.deadline_ms ?? 0);
         const o: { deadlineMs?: number; reason?: string } = {};

@@ -41,6 +41,65 @@ export interface LeaderInfo {
   compacted: boolean;
 }
 
+/**
+ * A lock's state (Client.lockState, LOCK.INFO): the exclusive holder (0 if none: free, held
+ * shared or in lock-delay) and its token, the mode and queue, the exclusive grant's value and
+ * max hold (0: none), the lock record's transitions (exclusive grants that ended: 0 for its
+ * first holder) and the holder's count.
+ */
+export interface LockState {
+  holder: number;
+  token: number;
+  heldSinceMs: number;
+  lockDelay: boolean;
+  mode: string;
+  waiters: number[];
+  value: string;
+  maxHoldMs: number;
+  transitions: number;
+  count: number;
+}
+
+/**
+ * One grant of a lock, semaphore or election (Client.lockHistory; docs/protocol.md "Lock
+ * history"). endedRev 0 and endedBy '' while held; else unlock, release, resign, expiry,
+ * session-close, session-revoke, revoke, upgrade, or the op that ended it. Times are the
+ * leaders' wall clocks (ms since the epoch) the entries carry; `waiters` are the first few of
+ * the sessions queued at the grant, with how long each had waited by then.
+ */
+export interface HistoryEntry {
+  kind: string;
+  sid: number;
+  sessionName: string;
+  user: string;
+  value: string;
+  token: number;
+  permits: number;
+  grantedMs: number;
+  waitedMs: number;
+  endedRev: number;
+  endedMs: number;
+  endedBy: string;
+  heldMs: number;
+  waitersTotal: number;
+  waiters: { sid: number; waitedMs: number }[];
+}
+
+/**
+ * A latch's or barrier's state (Client.latchInfo, LATCH.INFO): state is counting / zero /
+ * broken for a latch, filling / full / broken for a barrier; remaining: a latch's counts left,
+ * a barrier's sessions to come (or still inside once full).
+ */
+export interface LatchInfo {
+  type: string;
+  state: string;
+  count: number;
+  remaining: number;
+  joiners: number[];
+  counted: boolean[];
+  brokenSid: number;
+}
+
 export interface KeyValue {
   value: string;
   createRev: number;
@@ -209,15 +268,139 @@ export class Client implements AsyncDisposable {
     return d;
   }
 
+  /**
+   * LOCK.INFO as a LockState: null if the lock is free and nobody waits. `count` is the
+   * exclusive holder's holds (a reentrant session's count, 1 for any other holder, 0 without an
+   * exclusive holder).
+   */
+  async lockState(name: string): Promise<LockState | null> {
+    const d = asMap(await this.pool.call(new Cmd('LOCK.INFO', name)));
+    if (d === null) return null;
+    const holder = Number(d.holder ?? 0);
+    return {
+      holder,
+      token: Number(d.token ?? 0),
+      heldSinceMs: Number(d.held_since_ms ?? 0),
+      lockDelay: Number(d.lockdelay ?? 0) === 1,
+      mode: String(d.mode ?? ''),
+      waiters: Array.isArray(d.waiters) ? d.waiters.map(Number) : [],
+      value: String(d.value ?? ''),
+      maxHoldMs: Number(d.max_hold_ms ?? 0),
+      transitions: Number(d.transitions ?? 0),
+      count: d.count !== undefined ? Number(d.count) : holder !== 0 ? 1 : 0, // only a reentrant holder's is sent
+    };
+  }
+
+  /**
+   * LOCK.HISTORY: the grants of lock (semaphore, election) `name`, newest first: at most
+   * `count` (default the servers', 100), only tokens below `before` (the next page: the last
+   * entry's token). CompactedError when the range asked was dropped (the oldest grants go
+   * first).
+   */
+  async lockHistory(name: string, o: { count?: number; before?: number } = {}): Promise<HistoryEntry[]> {
+    const cmd = new Cmd('LOCK.HISTORY', name);
+    if (o.count) cmd.add('COUNT', Math.floor(o.count));
+    if (o.before) cmd.add('BEFORE', o.before);
+    const r = await this.pool.call(cmd);
+    if (r !== null && !Array.isArray(r)) throw new ProtocolError('LOCK.HISTORY: not an array');
+    return ((r ?? []) as unknown[]).map((x: unknown): HistoryEntry => {
+      const d = asMap(x) ?? {};
+      const ws = Array.isArray(d.waiters) ? d.waiters : [];
+      return {
+        kind: String(d.kind ?? ''),
+        sid: Number(d.session ?? 0),
+        sessionName: String(d.session_name ?? ''),
+        user: String(d.user ?? ''),
+        value: String(d.value ?? ''),
+        token: Number(d.token ?? 0),
+        permits: Number(d.permits ?? 1),
+        grantedMs: Number(d.granted_ms ?? 0),
+        waitedMs: Number(d.waited_ms ?? 0),
+        endedRev: Number(d.ended_rev ?? 0),
+        endedMs: Number(d.ended_ms ?? 0),
+        endedBy: String(d.ended_by ?? ''),
+        heldMs: Number(d.held_ms ?? 0),
+        waitersTotal: Number(d.waiters_total ?? 0),
+        waiters: ws.map((w: unknown) => {
+          const m = asMap(w) ?? {};
+          return { sid: Number(m.session ?? 0), waitedMs: Number(m.waited_ms ?? 0) };
+        }),
+      };
+    });
+  }
+
+  // ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+  /**
+   * LATCH.CREATE: a countdown latch of `count` (1..1048576) counts. The same count again changes
+   * nothing (so a resend is harmless); another count is a ServerError; a broken latch a
+   * BrokenError (latchDelete it first).
+   */
+  async latchCreate(name: string, count: number): Promise<void> {
+    if (!(Number.isInteger(count) && count >= 1)) throw new TypeError(`a latch's count must be an integer >= 1, not ${count}`);
+    await this.pool.call(new Cmd('LATCH.CREATE', name, count));
+  }
+
+  /**
+   * LATCH.WAIT: true once the latch is at zero, false when waitMs ran out (0: checked once);
+   * BrokenError if a joined session ended before counting down, ServerError if there is no such
+   * latch. A waiter is released only by the commit of the last count-down; a fail-over during
+   * the wait is asked again of the new leader.
+   */
+  async latchWait(name: string, o: { waitMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+    const waitMs = o.waitMs ?? 30000;
+    const cmd = new Cmd('LATCH.WAIT', name);
+    if (waitMs > 0) {
+      const end = now() + waitMs;
+      cmd.wait(end);
+      return (await this.pool.call(cmd, { deadline: end + this.timeoutMs, signal: o.signal })) !== null;
+    }
+    return (await this.pool.call(cmd, { signal: o.signal })) !== null;
+  }
+
+  /** LATCH.INFO: the latch's or barrier's state, or null if there is none of that name. */
+  async latchInfo(name: string): Promise<LatchInfo | null> {
+    const d = asMap(await this.pool.call(new Cmd('LATCH.INFO', name)));
+    if (d === null) return null;
+    return {
+      type: String(d.type ?? ''),
+      state: String(d.state ?? ''),
+      count: Number(d.count ?? 0),
+      remaining: Number(d.remaining ?? 0),
+      joiners: Array.isArray(d.joiners) ? d.joiners.map(Number) : [],
+      counted: Array.isArray(d.counted) ? d.counted.map((x) => Number(x) === 1) : [],
+      brokenSid: Number(d.broken_sid ?? 0),
+    };
+  }
+
+  /**
+   * LATCH.DELETE: delete a latch or barrier in any state (a broken one too: latchCreate then
+   * starts afresh); its waiters get a ServerError. True if one existed. Sent once.
+   */
+  async latchDelete(name: string): Promise<boolean> {
+    return Number(await this.pool.call(new Cmd('LATCH.DELETE', name), { retry: false })) === 1;
+  }
+
   // ---- semaphores ----
   /**
-   * SEM.SETLIMIT (admin under --acl-file): the semaphore's new limit; false if it does not
-   * exist. Holders above a lower limit keep their permits; nothing is granted until the queue's
-   * head fits. ServerError (nothing changes) if a queued request asks for more permits than the
-   * new limit. The same limit again changes nothing, so a resend is harmless.
+   * SEM.SETLIMIT (admin under --acl-file): the operator's limit of the semaphore name, kept
+   * until semLimitReset whether or not the semaphore exists, and winning over the acquirers'
+   * limit (an acquire passing another one is accepted and the argument ignored). True (servers
+   * before operators' limits answered false for a semaphore that did not exist). Holders above
+   * a lower limit keep their permits; nothing is granted until the queue's head fits.
+   * ServerError (nothing changes) if a queued request asks for more permits than the new
+   * limit. The same limit again changes nothing, so a resend is harmless.
    */
   async semSetLimit(name: string, limit: number): Promise<boolean> {
     return (await this.pool.call(new Cmd('SEM.SETLIMIT', name, Math.floor(limit)))) !== null;
+  }
+
+  /**
+   * SEM.SETLIMIT name RESET (admin under --acl-file): removes the operator's limit; true if
+   * there was one (a resend after a lost reply answers false). A live semaphore keeps its
+   * limit until it is dropped; then the acquirers' limit rules again.
+   */
+  async semLimitReset(name: string): Promise<boolean> {
+    return Number(await this.pool.call(new Cmd('SEM.SETLIMIT', name, 'RESET'))) === 1;
   }
 
   // ---- elections ----

@@ -105,6 +105,16 @@ export class DeadlockError extends FencelockError {
   }
 }
 
+/**
+ * -BROKEN: a latch a joined session can no longer count down (its session ended before it
+ * did), or a barrier a session ended inside (the message names both). Every waiter and every
+ * later step gets it until the latch or barrier is deleted (Client.latchDelete): nobody waits
+ * forever for a participant that is gone.
+ */
+export class BrokenError extends FencelockError {
+  override readonly word = 'BROKEN';
+}
+
 /** -TOOLARGE: a key, name or value over the server's limit. */
 export class TooLargeError extends FencelockError {}
 
@@ -156,6 +166,7 @@ const WORDS: Record<string, new (message: string) => FencelockError> = {
   WRONGTYPE: WrongTypeError,
   UNKNOWN: OutcomeUnknownError,
   DEADLOCK: DeadlockError,
+  BROKEN: BrokenError,
 };
 
 /** The error for one error reply's text ("STALE token 5 is not ..."). */

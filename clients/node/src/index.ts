@@ -3,7 +3,16 @@
  * fencelock for Node.js: the public API. Client (client.ts), Session and Hold (session.ts),
  * Watcher (watch.ts), the typed errors (errors.ts). The contract: docs/clients.md.
  */
-export { Client, type ClientOptions, type KeyValue, type LeaderInfo, type WriteOptions } from './client';
+export {
+  Client,
+  type ClientOptions,
+  type HistoryEntry,
+  type KeyValue,
+  type LatchInfo,
+  type LeaderInfo,
+  type LockState,
+  type WriteOptions,
+} from './client';
 export { now, type TlsOptions } from './conn';
 export * from './errors';
 export {

@@ -48,6 +48,18 @@ export interface SessionOptions {
   lockDelayMs?: number;
   /** A name shown by SESSION.INFO. */
   name?: string;
+  /**
+   * A reentrant session (SESSION.OPEN ... REENTRANT): its lock() of a lock it already holds
+   * exclusively counts up and returns the same token; each Hold's release() (or unlock())
+   * counts down, and only the last one releases. Expiry, close, a revoke and an admin's UNLOCK
+   * end every hold at once (docs/protocol.md "Reentrant sessions").
+   */
+  reentrant?: boolean;
+  /**
+   * With `reentrant`: how many times it may hold one lock (MAXCOUNT; default the servers'
+   * --reentrant-max-count); a lock() over it is a ServerError and changes nothing.
+   */
+  maxCount?: number;
 }
 
 export interface WaitOptions {
@@ -65,6 +77,17 @@ export interface LockOptions extends WaitOptions {
    * someone waits (Session.onWaiter), once per waiting session. Not with `shared`.
    */
   notify?: boolean;
+  /**
+   * LOCK ... VALUE v: the grant carries v (who holds it, on which host, for which job), shown
+   * by Client.lockState and the grant event. Not with `shared`.
+   */
+  value?: string | Buffer;
+  /**
+   * LOCK ... MAXHOLD ms: the servers end the grant this long after they made it, even if the
+   * session lives on, as an expiry would (its token is stale from then on). The Hold's
+   * `maxHoldDeadline` is the local deadline. Not with `shared`.
+   */
+  maxHoldMs?: number;
 }
 
 export interface SemOptions extends WaitOptions {
@@ -146,6 +169,14 @@ export class Hold implements AsyncDisposable {
     /** The fencing token: pass it with every write to the protected resource. */
     readonly token: number,
   ) {}
+
+  /**
+   * performance.now() value before which the grant's max hold (LockOptions.maxHoldMs) cannot
+   * have ended it on the servers: measured from before the LOCK was sent, less the margins of
+   * safeUntil(); null without a max hold. Act on the resource only while performance.now() is
+   * below both this and safeUntil(). A retry (or a reentrant re-lock) keeps the first ask's.
+   */
+  maxHoldDeadline: number | null = null;
 
   /** Aborts when the session is lost (reason: SessionLostError) or the hold was released. */
   get signal(): AbortSignal {
@@ -262,6 +293,8 @@ export class Session implements AsyncDisposable {
   private kaTimer: NodeJS.Timeout | null = null;
   private lostTimer: NodeJS.Timeout | null = null;
   private readonly holds = new Set<{ abort(reason: unknown): void }>();
+  /** By lock name: the max-hold deadline of the last grant, with its token. */
+  private readonly maxHold = new Map<string, { token: number; deadline: number }>();
 
   /** @internal use Client.session() */
   constructor(
@@ -284,6 +317,12 @@ export class Session implements AsyncDisposable {
     const cmd = new Cmd('SESSION.OPEN', ttl);
     if (o.lockDelayMs) cmd.add('LOCKDELAY', Math.floor(o.lockDelayMs));
     if (o.name) cmd.add('NAME', o.name);
+    if (o.maxCount !== undefined && !o.reentrant) throw new TypeError('maxCount needs reentrant: true');
+    if (o.maxCount !== undefined && !(Number.isInteger(o.maxCount) && o.maxCount >= 1)) {
+      throw new TypeError(`maxCount must be an integer >= 1, not ${o.maxCount}`);
+    }
+    if (o.reentrant) cmd.add('REENTRANT');
+    if (o.maxCount !== undefined) cmd.add('MAXCOUNT', o.maxCount);
     const sent = now();
     // A resend after a lost answer may leave an unused session behind; it expires.
     const sid = Number(await client._call(cmd));
@@ -585,12 +624,29 @@ export class Session implements AsyncDisposable {
     return this.tryOrWait('lock', name, { ...o, waitMs: 0 });
   }
 
-  private tryOrWait(kind: Kind, name: string, o: LockOptions): Promise<Hold | null> {
-    if (o.shared && o.notify) return Promise.reject(new TypeError('notify is for an exclusive lock, not with shared'));
+  private async tryOrWait(kind: Kind, name: string, o: LockOptions): Promise<Hold | null> {
+    if (o.shared && o.notify) throw new TypeError('notify is for an exclusive lock, not with shared');
+    const meta = (o.value !== undefined && o.value.length > 0) || o.maxHoldMs !== undefined;
+    if (o.shared && meta) throw new TypeError('value and maxHoldMs are for an exclusive lock, not with shared');
+    if (o.maxHoldMs !== undefined && !(o.maxHoldMs >= 1)) throw new TypeError(`maxHoldMs must be at least 1, not ${o.maxHoldMs}`);
     const cmd = new Cmd('LOCK', name, this.sid);
     if (o.shared) cmd.add('SHARED');
     if (o.notify) cmd.add('NOTIFY');
-    return this.waitGrant(kind, cmd, o, 'UNLOCK');
+    if (o.value !== undefined && o.value.length > 0) cmd.add('VALUE', o.value);
+    if (o.maxHoldMs !== undefined) cmd.add('MAXHOLD', Math.floor(o.maxHoldMs));
+    const sent = now(); // before the first LOCK: the grant can only come later
+    const h = await this.waitGrant(kind, cmd, o, 'UNLOCK');
+    if (h === null) return null;
+    const prev = this.maxHold.get(name);
+    if (prev !== undefined && prev.token === h.token) {
+      h.maxHoldDeadline = prev.deadline; // the holder's retry: the first ask's max hold
+    } else if (o.maxHoldMs !== undefined) {
+      h.maxHoldDeadline = sent + this.span(Math.floor(o.maxHoldMs));
+      this.maxHold.set(name, { token: h.token, deadline: h.maxHoldDeadline });
+    } else {
+      this.maxHold.delete(name);
+    }
+    return h;
   }
 
   /** UNLOCK: release the lock or leave its queue (NotHolderError if neither). */
@@ -618,6 +674,57 @@ export class Session implements AsyncDisposable {
   /** SEM.RELEASE by name. */
   async releasePermit(name: string): Promise<void> {
     await this._mutate(new Cmd('SEM.RELEASE', name, this.sid));
+  }
+
+  // ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+  /**
+   * LATCH.JOIN: this session promises one count-down of the latch; if it ends before it counted
+   * down, the latch breaks (every waiter gets BrokenError). ServerError when every count left
+   * is promised already, or the latch is at zero.
+   */
+  async latchJoin(name: string): Promise<void> {
+    await this._mutate(new Cmd('LATCH.JOIN', name, this.sid));
+  }
+
+  /**
+   * LATCH.COUNTDOWN: count down once (a joined session once; one that did not join only with a
+   * count nobody promised); the counts left. Exactly once.
+   */
+  async latchCountdown(name: string): Promise<number> {
+    return Number(await this._mutate(new Cmd('LATCH.COUNTDOWN', name, this.sid)));
+  }
+
+  /**
+   * BARRIER.ENTER: enter the double barrier `name` of `count` sessions (the first enter creates
+   * it); true once `count` are inside, false when waitMs ran out (0: at once; the session stays
+   * inside: enter again to wait again, or leave); BrokenError if a session ended inside.
+   */
+  async barrierEnter(name: string, count: number, o: { waitMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+    if (!(Number.isInteger(count) && count >= 1)) throw new TypeError(`a barrier's count must be an integer >= 1, not ${count}`);
+    return this.waitStep(new Cmd('BARRIER.ENTER', name, this.sid, count), o);
+  }
+
+  /**
+   * BARRIER.LEAVE: true once every session that entered has left, false when waitMs ran out
+   * (this session has left all the same); BrokenError. Leaving a barrier that is still filling
+   * withdraws at once.
+   */
+  async barrierLeave(name: string, o: { waitMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+    return this.waitStep(new Cmd('BARRIER.LEAVE', name, this.sid), o);
+  }
+
+  /**
+   * A mutation that then waits on the servers (BARRIER.ENTER/LEAVE ... WAIT), exactly once:
+   * true for +OK, false for nil. The step stands whatever the wait's outcome: nothing is given
+   * back when its answer is lost.
+   */
+  private async waitStep(cmd: Cmd, o: { waitMs?: number; signal?: AbortSignal }): Promise<boolean> {
+    const waitMs = o.waitMs ?? 30000;
+    const end = now() + waitMs;
+    if (waitMs > 0) cmd.wait(end);
+    const deadline = waitMs > 0 ? end + this.client.timeoutMs : undefined;
+    const r = await this.withSeq((seq) => this.send(cmd, seq, deadline, o.signal));
+    return r !== null;
   }
 
   // ---- elections ----

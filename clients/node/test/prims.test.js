@@ -83,6 +83,9 @@ test('weighted semaphore: k permits at once, FIFO without overtaking, setlimit',
   assert.ok(hb.token > ha.token, `b's token ${hb.token} above a's ${ha.token}`);
   assert.equal(await client.semSetLimit('ws/pool', 4), true);
   await d.acquire('ws/pool', 4, { permits: 2, waitMs: 0 }); // 2 of 4 free now
-  assert.equal(await client.semSetLimit('ws/none', 4), false);
+  assert.equal(await client.semSetLimit('ws/none', 4), true); // before the semaphore exists
+  await d.acquire('ws/none', 3, { permits: 3, waitMs: 0 }); // the operator's 4 wins over 3
+  assert.equal(await client.semLimitReset('ws/none'), true);
+  assert.equal(await client.semLimitReset('ws/none'), false);
   for (const s of [a, b, d]) await s.close();
 });

@@ -66,7 +66,11 @@ class Agent:
             "del": self.delete, "get": self.get, "fence.check": self.fence_check,
             "watch.start": self.watch_start, "watch.stop": self.watch_stop,
             "revoke": self.revoke, "on_revoke": self.on_revoke, "on_waiter": self.on_waiter,
-            "incr": self.incr,
+            "incr": self.incr, "lock.info": self.lock_info, "lock.history": self.lock_history,
+            "latch.create": self.latch_create, "latch.join": self.latch_join,
+            "latch.countdown": self.latch_countdown, "latch.wait": self.latch_wait,
+            "latch.info": self.latch_info, "latch.delete": self.latch_delete,
+            "barrier.enter": self.barrier_enter, "barrier.leave": self.barrier_leave,
         }
         # on_revoke and on_waiter registrations by session handle: cancelled before that
         # session closes
@@ -86,9 +90,12 @@ class Agent:
         def lost(_: AsyncSession) -> None:
             emit({"event": "lost", "session": name, "mono_ms": int(time.monotonic() * 1000),
                   "wall_ms": int(time.time() * 1000)})
+        mc = req.get("max_count")
         s = await self.c.session(ttl=float(req["ttl"]),
                                  lock_delay=float(req.get("lock_delay", 0) or 0),
-                                 name=req.get("name"), on_lost=lost)
+                                 name=req.get("name"), on_lost=lost,
+                                 reentrant=bool(req.get("reentrant", False)),
+                                 max_count=int(mc) if mc is not None else None)
         self.sessions[name] = s
         return {"session": name, "sid": s.sid}
 
@@ -118,11 +125,15 @@ class Agent:
     async def lock(self, req: Req) -> Reply:
         s, name, shared = self.session(req), str(req["name"]), bool(req.get("shared", False))
         notify = bool(req.get("notify", False))
+        value = text(req.get("value"))
+        mh = req.get("max_hold")
+        max_hold = float(mh) if mh is not None else None
 
         async def op(wait: float) -> Optional[int]:
-            if wait <= 0:  # a try never queues: nobody to notify
+            if wait <= 0 and value is None and max_hold is None:  # a try: nobody to notify
                 return await s.try_lock(name, shared=shared)
-            return await s.acquire(name, wait=wait, shared=shared, notify=notify)
+            return await s.acquire(name, wait=wait, shared=shared, notify=notify, value=value,
+                                   max_hold=max_hold)
         return await self.grant(req, op)
 
     async def unlock(self, req: Req) -> Reply:
@@ -223,6 +234,69 @@ class Agent:
     async def fence_check(self, req: Req) -> Reply:
         if not await self.c.fence_check(str(req["name"]), int(req["token"])):
             raise Stale("token %s is not the current one of %s" % (req["token"], req["name"]))
+        return {}
+
+    # ---- lock state and history ----
+    async def lock_info(self, req: Req) -> Reply:
+        d = await self.c.lock_info(str(req["name"]))
+        if d is None:
+            return error("NOTFOUND", "lock %s is free" % req["name"])
+        holder = int(d.get("holder", 0) or 0)
+        # only a reentrant holder's count is sent: any other exclusive holder holds once
+        count = int(d["count"]) if "count" in d else (1 if holder else 0)
+        return {"holder": holder, "token": int(d.get("token", 0) or 0),
+                "value": text(d.get("value")) or "", "max_hold_ms": int(d.get("max_hold_ms", 0)),
+                "transitions": int(d.get("transitions", 0)), "count": count}
+
+    async def lock_history(self, req: Req) -> Reply:
+        hs = await self.c.lock_history(str(req["name"]), count=req.get("count"),
+                                       before=req.get("before"))
+        keys = ("session", "session_name", "value", "token", "ended_by", "granted_ms",
+                "ended_ms", "held_ms", "waited_ms", "waiters_total")
+        return {"entries": [dict({k: h.get(k) for k in keys},
+                                 waiters=[{"session": w.get("session"),
+                                           "waited_ms": w.get("waited_ms")}
+                                          for w in h.get("waiters", [])])
+                            for h in hs]}
+
+    # ---- latches and barriers ----
+    async def latch_create(self, req: Req) -> Reply:
+        await self.c.latch_create(str(req["name"]), int(req["count"]))
+        return {}
+
+    async def latch_join(self, req: Req) -> Reply:
+        await self.session(req).latch_join(str(req["name"]))
+        return {}
+
+    async def latch_countdown(self, req: Req) -> Reply:
+        return {"remaining": await self.session(req).latch_countdown(str(req["name"]))}
+
+    async def latch_wait(self, req: Req) -> Reply:
+        if not await self.c.latch_wait(str(req["name"]), float(req.get("wait", 0) or 0)):
+            return error("TIMEOUT", "latch %s not at zero within the wait" % req["name"])
+        return {}
+
+    async def latch_info(self, req: Req) -> Reply:
+        d = await self.c.latch_info(str(req["name"]))
+        if d is None:
+            return error("NOTFOUND", "no latch or barrier %s" % req["name"])
+        return {"type": text(d.get("type")), "state": text(d.get("state")),
+                "count": int(d.get("count", 0)), "remaining": int(d.get("remaining", 0)),
+                "broken_sid": int(d.get("broken_sid", 0))}
+
+    async def latch_delete(self, req: Req) -> Reply:
+        return {"deleted": await self.c.latch_delete(str(req["name"]))}
+
+    async def barrier_enter(self, req: Req) -> Reply:
+        if not await self.session(req).barrier_enter(str(req["name"]), int(req["count"]),
+                                                     float(req.get("wait", 0) or 0)):
+            return error("TIMEOUT", "barrier %s not full within the wait" % req["name"])
+        return {}
+
+    async def barrier_leave(self, req: Req) -> Reply:
+        if not await self.session(req).barrier_leave(str(req["name"]),
+                                                     float(req.get("wait", 0) or 0)):
+            return error("TIMEOUT", "barrier %s not left by all within the wait" % req["name"])
         return {}
 
     # ---- watch ----

@@ -195,9 +195,18 @@ class Client:
         return d
 
     def sem_setlimit(self, name: str, limit: int) -> bool:
-        """SEM.SETLIMIT (admin): the semaphore's new limit; False if it does not exist.
-        Holders above a lower limit keep their permits; nothing is granted until they fit."""
+        """SEM.SETLIMIT (admin): the operator's limit of the semaphore name, kept until
+        sem_limit_reset whether or not the semaphore exists, and winning over the acquirers'
+        limit (sem_info shows limit_set_by_operator 1). True (the server's servers before
+        operators' limits answered False for a semaphore that did not exist). Holders above a
+        lower limit keep their permits; nothing is granted until they fit."""
         return self.call(Cmd("SEM.SETLIMIT", name, int(limit))) is not None
+
+    def sem_limit_reset(self, name: str) -> bool:
+        """SEM.SETLIMIT name RESET (admin): remove the operator's limit; True if there was one
+        (a resend after a lost reply answers False). A live semaphore keeps its limit until it
+        is dropped; then the acquirers' limit rules again."""
+        return bool(self.call(Cmd("SEM.SETLIMIT", name, "RESET")) == 1)
 
     def leader(self, name: str) -> Optional[LeaderInfo]:
         """The election's LeaderInfo, or None if nobody leads."""

@@ -203,8 +203,14 @@ def test_weighted_semaphore_permits_fifo_and_setlimit(client):
             assert client.sem_info("w")["permits"] == 3
         assert client.sem_setlimit("w", 1) and client.sem_info("w")["limit"] == 1
         assert client.sem_info("w")["permits"] == 2, "a holder above a lower limit keeps them"
-        assert not client.sem_setlimit("nosuch", 2)
+        assert client.sem_info("w")["limit_set_by_operator"] == 1
+        assert client.sem_setlimit("nosuch", 2), "an operator's limit before the semaphore"
+        assert client.sem_info("nosuch")["limit"] == 2
+        assert client.sem_limit_reset("nosuch") and not client.sem_limit_reset("nosuch")
         a.sem_release("w")
+        info = client.sem_info("w")  # dropped, but the operator's limit stays
+        assert info["limit"] == 1 and info["limit_set_by_operator"] == 1
+        assert client.sem_limit_reset("w")
         assert client.sem_info("w") is None
 
 

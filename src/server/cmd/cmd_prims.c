@@ -13,7 +13,7 @@
 
 #include "server/cmd/cmd.h"
 
-#define SEM_INFO_FIELDS 6
+#define SEM_INFO_FIELDS 7
 #define HOLDER_FIELDS 3
 
 int cmd_check_kind(struct srv_req *r, const struct fsm_str *name, int kind)
@@ -91,9 +91,12 @@ void semAcquireCommand(struct srv_req *r)
         cmd_arg_range(r, 3, "limit", 1, FSM_MAX_SEM_LIMIT, &p->limit) ||
         permits_opt(r, 4, &at, &p->permits))
         return;
-    if (p->permits > p->limit) {
+    /* an operator's limit (SEM.SETLIMIT) wins over the one given; the FSM checks again */
+    uint64_t op_limit = fsm_semlim_get(r->s->fsm, p->name.p, p->name.len);
+    uint64_t limit = op_limit ? op_limit : p->limit;
+    if (p->permits > limit) {
         resp_w_errorf(r->out, PROTO_ERR " PERMITS %llu is over the limit %llu",
-                      (unsigned long long)p->permits, (unsigned long long)p->limit);
+                      (unsigned long long)p->permits, (unsigned long long)limit);
         return;
     }
     if (at) { /* parse the options around PERMITS k as two runs */
@@ -116,13 +119,26 @@ void semAcquireCommand(struct srv_req *r)
     cmd_propose(r, &cmd);
 }
 
-/* SEM.SETLIMIT name limit -> OK | nil (no such semaphore) */
+/*
+ * SEM.SETLIMIT name limit -> OK: the operator's limit of the semaphore name (SEM_LIMIT_SET,
+ * src/fsm/semlimit.c), kept while set, whether or not the semaphore exists, and winning over
+ * the acquirers' limit. SEM.SETLIMIT name RESET -> 1 (removed) | 0 (there was none): the
+ * acquirers' limit rules again once the semaphore is next created. (The op SEM_SETLIMIT, which
+ * changed a live semaphore only, stays for the log's older entries.)
+ */
 void semSetlimitCommand(struct srv_req *r)
 {
-    struct fsm_cmd cmd = {.op = FSM_OP_SEM_SETLIMIT, .sem_setlimit = {.limit = 0}};
-    struct fsm_cmd_sem_setlimit *p = &cmd.sem_setlimit;
-    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "semaphore name", &p->name) ||
-        cmd_check_kind(r, &p->name, FSM_KIND_SEM) ||
+    struct fsm_cmd cmd = {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.limit = 0}};
+    struct fsm_cmd_sem_setlimit *p = &cmd.sem_limit_set;
+    if (cmd_need_leader(r) || cmd_arg_name(r, 1, "semaphore name", &p->name))
+        return;
+    if (resp_arg_eq(&r->argv[2], "RESET", sizeof("RESET") - 1)) {
+        /* any kind: an override outlives its semaphore, and the name may be a lock's since */
+        struct fsm_cmd reset = {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {p->name}};
+        cmd_propose(r, &reset);
+        return;
+    }
+    if (cmd_check_kind(r, &p->name, FSM_KIND_SEM) ||
         cmd_arg_range(r, 2, "limit", 1, FSM_MAX_SEM_LIMIT, &p->limit))
         return;
     cmd_propose(r, &cmd);
@@ -165,7 +181,9 @@ static void sem_wanted_cb(void *arg, uint64_t sid, uint32_t permits)
 }
 
 /* SEM.INFO name -> nil | {limit, permits (in use), holders: [{sid, token, permits}...],
- * waiters: [sid...], lockdelay, wanted: [permits of each waiter, in the same order]} */
+ * waiters: [sid...], lockdelay, wanted: [permits of each waiter, in the same order],
+ * limit_set_by_operator: 1 if `limit` is an operator's (SEM.SETLIMIT), which wins over the
+ * acquirers'}. A name with an operator's limit and no semaphore answers as an idle one. */
 void semInfoCommand(struct srv_req *r)
 {
     struct fsm_str name;
@@ -192,6 +210,8 @@ void semInfoCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, "wanted");
     resp_w_array(r->out, v.n_waiters);
     fsm_sem_waiters(r->s->fsm, name.p, name.len, sem_wanted_cb, r);
+    resp_w_bulk_str(r->out, "limit_set_by_operator");
+    resp_w_uint(r->out, v.by_operator ? 1 : 0);
 }
 
 /* ELECT.CAMPAIGN name sid value [WAIT ms] [REQ sid seq] -> token | nil */

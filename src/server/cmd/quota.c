@@ -166,6 +166,14 @@ void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g
         g[SRV_QUOTA_BYTES] += part ? FSM_RECORD_BYTES : 0;
         break;
     }
+    case FSM_GROW_SEMLIM: { /* an operator's semaphore limit counts as a lock */
+        const struct fsm_str *name = fsm_cmd_str(cmd, FSM_F_NAME);
+        if (name && !fsm_semlim_get(f, name->p, name->len)) {
+            g[SRV_QUOTA_LOCKS] = 1;
+            g[SRV_QUOTA_BYTES] = FSM_RECORD_BYTES + name->len;
+        }
+        break;
+    }
     }
 }
 

@@ -38,10 +38,12 @@ struct srv_hapi {
 };
 
 /* GET /v1/events (http_events.c), once admitted: 0 when answered (a stream, or the connection
- * was gone), else the HTTP status to answer with the reason in err. */
+ * was gone), else the HTTP status to answer with the reason in err. user: the ACL user's name
+ * (NULL without users); the stream carries only the events that user may see. */
 int srv_http_events_begin(struct srv *s, struct srv_http_pending *p,
-                          const struct srv_http_request *req, const char *prefix, size_t plen,
-                          const char *after, size_t alen, bool has_after, char *err, size_t errlen);
+                          const struct srv_http_request *req, const char *user, const char *prefix,
+                          size_t plen, const char *after, size_t alen, bool has_after, char *err,
+                          size_t errlen);
 /* Events were applied: every stream sends what it can (the apply hook, lease/timers.c). */
 void srv_http_events_wake(struct srv *s);
 

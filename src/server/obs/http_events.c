@@ -14,6 +14,17 @@
  * -COMPACTED on its next read. How many streams are open is bounded by --http-max-conns (each
  * holds a connection). A stream belongs to http.c's connection; http.c tells us when it closes
  * (the callback with closed = true), and we free the struct hev then, or end it ourselves.
+ *
+ * Who sees what: a stream opened by an ACL user remembers the user's name and looks the user
+ * up again at every pump (a SIGHUP reload may change or remove it: a user gone, or without
+ * `read`, gets `event: forbidden` and the stream ends). A user without keys= / locks= globs
+ * gets every event, as XREAD gives it. A user with globs gets each event only if it may name
+ * what the event names (may_see): a key event under its keys= globs, a lock, semaphore,
+ * election, latch or barrier event under its locks= globs; a `deadlock` event only without
+ * locks= globs (its value is a cycle through other locks' names); the session events (no
+ * name) only with `admin` (SESSION.LIST's rule: a session's id and TTL are its owner's). The
+ * entries it may not see are passed over (the stream's position moves past them), so ids stay
+ * XREAD's and a reconnect with Last-Event-ID resumes the same filtered sequence.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +40,8 @@ struct hev {
     struct srv_http_stream *st;
     struct watch_id after;
     bool all;
+    bool gated;                  /* opened by an ACL user (named in user) */
+    char user[ACL_NAME_MAX + 1]; /* looked up at every pump: a reload may change it */
     size_t plen;
     char prefix[];
 };
@@ -59,12 +72,48 @@ static void hev_end(struct hev *e, const char *why)
     srv_http_stream_end(st); /* queued bytes are still sent before the close */
 }
 
+/* Whether u (NULL: no users, every event) may see w: the rule in the header comment. */
+static bool may_see(const struct acl_user *u, const struct watch_entry *w)
+{
+    if (!u || (!u->keys && !u->locks))
+        return true;
+    switch (watch_entry_ns(w)) {
+    case WATCH_NS_KEY:
+        return acl_may_key(u, w->data, w->name_len);
+    case WATCH_NS_LOCK:
+        if (watch_entry_type(w) == FSM_EV_DEADLOCK)
+            return !u->locks;
+        return acl_may_lock(u, w->data, w->name_len);
+    case WATCH_NS_NONE:
+        return (u->perms & ACL_ADMIN) != 0;
+    }
+    return false;
+}
+
+/* The stream's user in the rules now; *gone when it no longer may read events. */
+static const struct acl_user *stream_user(const struct hev *e, bool *gone)
+{
+    const struct srv *s = e->s;
+    *gone = false;
+    if (!e->gated || !s->auth.on)
+        return NULL;
+    const struct acl_user *u = acl_user_find(&s->auth.acl, e->user, strlen(e->user));
+    *gone = !u || !(u->perms & ACL_READ);
+    return u;
+}
+
 /* Write what the history has after e->after, while the client keeps up. */
 static void pump(struct hev *e)
 {
     struct srv *s = e->s;
     if (srv_http_stream_pending(e->st) >= s->cfg.event_buffer)
         return;
+    bool gone;
+    const struct acl_user *u = stream_user(e, &gone);
+    if (gone) {
+        hev_end(e, "forbidden");
+        return;
+    }
     if (watch_check(&s->watch, e->after)) {
         hev_end(e, "compacted");
         return;
@@ -76,6 +125,10 @@ static void pump(struct hev *e)
     const struct watch_entry *w;
     while (srv_http_stream_pending(e->st) + out.len < s->cfg.event_buffer &&
            (w = watch_iter_next(&it))) {
+        if (!may_see(u, w)) {
+            e->after = w->id;
+            continue;
+        }
         char id[WATCH_ID_BUF];
         watch_id_format(w->id, id);
         buf_printf(&out, "id: %s\nevent: %s\ndata: ", id, watch_kind_name(w->kind));
@@ -117,8 +170,9 @@ void srv_http_events_wake(struct srv *s)
 }
 
 int srv_http_events_begin(struct srv *s, struct srv_http_pending *p,
-                          const struct srv_http_request *req, const char *prefix, size_t plen,
-                          const char *after, size_t alen, bool has_after, char *err, size_t errlen)
+                          const struct srv_http_request *req, const char *user, const char *prefix,
+                          size_t plen, const char *after, size_t alen, bool has_after, char *err,
+                          size_t errlen)
 {
     struct watch_id id = {0, 0};
     size_t hl = 0;
@@ -154,6 +208,8 @@ int srv_http_events_begin(struct srv *s, struct srv_http_pending *p,
     e->s = s;
     e->after = id;
     e->all = plen == 0;
+    e->gated = user != NULL;
+    snprintf(e->user, sizeof(e->user), "%s", user ? user : "");
     e->plen = plen;
     memcpy(e->prefix, prefix, plen);
     e->st = srv_http_stream_begin(p, "text/event-stream", NULL, stream_cb, e);

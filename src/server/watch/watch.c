@@ -27,8 +27,10 @@ enum {
     WF_REVOKE = 512,     /* reason (the text; its bytes in the value's place) and by: who asked */
     WF_VALUE_OPT = 1024, /* value (or value_len, as WF_VALUE), only when not empty: a lock
                             grant's LOCK ... VALUE */
-    WF_MAXHOLD = 2048    /* reason max-hold and max_hold_ms, only when a max hold ended the
+    WF_MAXHOLD = 2048,   /* reason max-hold and max_hold_ms, only when a max hold ended the
                             grant (ms != 0: fsm/lockmeta.c's MAXHOLD_END) */
+    WF_KEY = 4096        /* the name is a key (keys= globs); a named row without it names a
+                            lock, semaphore, election, latch or barrier (locks= globs) */
 };
 
 /* Which FSM events a row takes: all of its type, or only with / without `expired` or `sid`. */
@@ -46,9 +48,10 @@ struct kind {
  * event gives its kind; an FSM event no row takes (a rejected fence: no state changed) is not
  * part of the stream. */
 static const struct kind kinds[] = {
-    {"put", FSM_EV_KEY_PUT, W_ANY, WF_NAME | WF_VALUE | WF_SID_OPT | WF_MOD_REV, NULL},
-    {"del", FSM_EV_KEY_DELETED, W_NO_SID, WF_NAME | WF_MOD_REV, NULL},
-    {"expire-key", FSM_EV_KEY_DELETED, W_SID, WF_NAME | WF_SID | WF_MOD_REV | WF_REASON, NULL},
+    {"put", FSM_EV_KEY_PUT, W_ANY, WF_NAME | WF_KEY | WF_VALUE | WF_SID_OPT | WF_MOD_REV, NULL},
+    {"del", FSM_EV_KEY_DELETED, W_NO_SID, WF_NAME | WF_KEY | WF_MOD_REV, NULL},
+    {"expire-key", FSM_EV_KEY_DELETED, W_SID, WF_NAME | WF_KEY | WF_SID | WF_MOD_REV | WF_REASON,
+     NULL},
     {"grant", FSM_EV_GRANTED, W_ANY, WF_NAME | WF_VALUE_OPT | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
     {"release", FSM_EV_RELEASED, W_NOT_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT, NULL},
     {"expire", FSM_EV_RELEASED, W_EXPIRED, WF_NAME | WF_TOKEN | WF_SID | WF_OBJECT | WF_MAXHOLD,
@@ -480,6 +483,12 @@ bool watch_match(const struct watch_entry *e, bool all, const char *prefix, size
 bool watch_named(const struct watch_entry *e)
 {
     return (kinds[e->kind].fields & WF_NAME) != 0;
+}
+
+enum watch_ns watch_entry_ns(const struct watch_entry *e)
+{
+    unsigned f = kinds[e->kind].fields;
+    return !(f & WF_NAME) ? WATCH_NS_NONE : (f & WF_KEY) ? WATCH_NS_KEY : WATCH_NS_LOCK;
 }
 
 /* ---- reads by prefix ---- */

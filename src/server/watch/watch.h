@@ -136,6 +136,13 @@ bool watch_match(const struct watch_entry *e, bool all, const char *prefix, size
 /* Whether an entry has a name (is in the name index, can match a prefix stream). */
 bool watch_named(const struct watch_entry *e);
 
+/* Which names an entry's name is among, for a reader that may see only some of them (the HTTP
+ * event stream of a user with keys= / locks= globs, http_events.c): a key (put, del,
+ * expire-key), a lock name (every other named kind: locks, semaphores, elections, latches and
+ * barriers share one name space), or no name (the session events). */
+enum watch_ns { WATCH_NS_NONE, WATCH_NS_KEY, WATCH_NS_LOCK };
+enum watch_ns watch_entry_ns(const struct watch_entry *e);
+
 /* A stream's retained entries: how many, the oldest and the newest (NULL when none). The whole
  * stream from the ring (O(1)), a prefix stream from the index (O(log n)). */
 struct watch_span {

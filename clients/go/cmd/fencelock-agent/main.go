@@ -117,6 +117,9 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		if n := str(req["name"]); n != "" {
 			opts = append(opts, fencelock.WithName(n))
 		}
+		if b, _ := req["reentrant"].(bool); b {
+			opts = append(opts, fencelock.Reentrant(int(num(req["max_count"]))))
+		}
 		s, err := a.c.NewSession(ctx, seconds(req["ttl"], 10*time.Second), opts...)
 		if err != nil {
 			return nil, err
@@ -159,6 +162,12 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		}
 		if b, _ := req["notify"].(bool); b {
 			opts = append(opts, fencelock.Notify())
+		}
+		if v, ok := req["value"].(string); ok {
+			opts = append(opts, fencelock.WithValue(v))
+		}
+		if d := seconds(req["max_hold"], 0); d > 0 {
+			opts = append(opts, fencelock.MaxHold(d))
 		}
 		var token uint64
 		if seconds(req["wait"], 0) <= 0 {
@@ -340,6 +349,74 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 		last := w.Stop()
 		<-done // its watch_end line is out before this reply
 		return map[string]any{"last": last}, nil
+	case "lock.info":
+		li, err := a.c.LockInfo(ctx, str(req["name"]))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"holder": li.Holder, "token": li.Token, "value": li.Value,
+			"max_hold_ms": li.MaxHold.Milliseconds(), "transitions": li.Transitions,
+			"count": li.Count}, nil
+	case "lock.history":
+		hs, err := a.c.LockHistory(ctx, str(req["name"]), int(num(req["count"])), num(req["before"]))
+		if err != nil {
+			return nil, err
+		}
+		entries := make([]map[string]any, 0, len(hs))
+		for _, h := range hs {
+			ws := make([]map[string]any, 0, len(h.Waiters))
+			for _, w := range h.Waiters {
+				ws = append(ws, map[string]any{"session": w.SID, "waited_ms": w.Waited.Milliseconds()})
+			}
+			entries = append(entries, map[string]any{"session": h.SID,
+				"session_name": h.SessionName, "value": h.Value, "token": h.Token,
+				"ended_by": h.EndedBy, "granted_ms": h.GrantedMs, "ended_ms": h.EndedMs,
+				"held_ms": h.Held.Milliseconds(), "waited_ms": h.Waited.Milliseconds(),
+				"waiters_total": h.WaitersTotal, "waiters": ws})
+		}
+		return map[string]any{"entries": entries}, nil
+	case "latch.create":
+		return nil, a.c.LatchCreate(ctx, str(req["name"]), int(num(req["count"])))
+	case "latch.join":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.LatchJoin(ctx, str(req["name"]))
+	case "latch.countdown":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		left, err := s.LatchCountdown(ctx, str(req["name"]))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"remaining": left}, nil
+	case "latch.wait":
+		return nil, a.c.LatchWait(ctx, str(req["name"]), seconds(req["wait"], 0))
+	case "latch.info":
+		li, err := a.c.LatchInfo(ctx, str(req["name"]))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"type": li.Type, "state": li.State, "count": li.Count,
+			"remaining": li.Remaining, "broken_sid": li.BrokenSID}, nil
+	case "latch.delete":
+		deleted, err := a.c.LatchDelete(ctx, str(req["name"]))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"deleted": deleted}, nil
+	case "barrier.enter", "barrier.leave":
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		if op == "barrier.enter" {
+			return nil, s.BarrierEnter(ctx, str(req["name"]), int(num(req["count"])), seconds(req["wait"], 0))
+		}
+		return nil, s.BarrierLeave(ctx, str(req["name"]), seconds(req["wait"], 0))
 	case "revoke":
 		var reason string
 		if r, ok := req["reason"].(string); ok {

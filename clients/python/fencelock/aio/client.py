@@ -165,6 +165,10 @@ class AsyncClient:
         """SEM.SETLIMIT (admin): as the sync Client.sem_setlimit."""
         return await self.call(Cmd("SEM.SETLIMIT", name, int(limit))) is not None
 
+    async def sem_limit_reset(self, name: str) -> bool:
+        """SEM.SETLIMIT name RESET (admin): as the sync Client.sem_limit_reset."""
+        return bool(await self.call(Cmd("SEM.SETLIMIT", name, "RESET")) == 1)
+
     # ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
     async def latch_create(self, name: str, count: int) -> None:
         """LATCH.CREATE: a countdown latch of `count` counts (the same count again: no change;

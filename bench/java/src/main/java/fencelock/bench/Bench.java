@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * </pre>
  *
  * then one command a line on standard input, answered by one JSON line on standard output:
- * lockbench's options ({@code --workload W1|W2|W3|W8|W9|W11|W12|W13 [--clients N] [--pairs N]
+ * lockbench's options ({@code --workload W1|W2|W3|W8|W9|W11|W12|W13|W14 [--clients N] [--pairs N]
  * [--seconds S] [--warmup N] [--hold ms] [--writer-pause ms] [--limit N] [--rounds N] [--k N]
  * [--way multi]}), with
  * {@code --kill-cmd} last (W8: the rest of the line is the shell command); {@code --workload
@@ -631,6 +631,57 @@ public final class Bench {
         return tail(b, e1);
     }
 
+    // ---- W14: the coordination primitives (primbench.c) ----
+
+    static final int W14_PARTS = 4, W14_WAITERS = 4, W14_SEM_LIMIT = 10, W14_SEM_PERMITS = 3;
+    static final int W14_ROUNDS_MAX = 2000, W14_OPS_MAX = 200000;
+
+    /** One timed operation (or round) of a W14 row: {its latency ms} or {latency, second figure}. */
+    interface W14Step {
+        double[] run(int i) throws Exception;
+    }
+
+    /**
+     * One W14 row as primbench.c writes it: step repeated at most count times (rounds: at most
+     * W14_ROUNDS_MAX) and seconds; extra names the second figure (round, leave) or is null.
+     */
+    static String w14Row(String key, String extra, int count, int seconds, W14Step step) throws Exception {
+        int cap = Math.min(count, extra != null ? W14_ROUNDS_MAX : W14_OPS_MAX);
+        double[] a = new double[cap], b = new double[cap];
+        int n = 0;
+        long t0 = System.nanoTime(), end = t0 + seconds * 1000000000L;
+        while (n < cap && System.nanoTime() < end) {
+            double[] r = step.run(n);
+            a[n] = r[0];
+            b[n] = r.length > 1 ? r[1] : 0;
+            n++;
+        }
+        double secs = (System.nanoTime() - t0) / 1e9;
+        double[] p = pct(a, n), q = pct(b, n);
+        StringBuilder s = new StringBuilder(",\"").append(key).append("\":{\"n\":").append(n)
+                .append(",\"p50_ms\":").append(f(p[0], 3)).append(",\"p99_ms\":").append(f(p[1], 3))
+                .append(",\"per_s\":").append(f(secs > 0 ? n / secs : 0, 0));
+        if (extra != null)
+            s.append(",\"").append(extra).append("_p50_ms\":").append(f(q[0], 3)).append(",\"").append(extra)
+                    .append("_p99_ms\":").append(f(q[1], 3));
+        return s.append("}").toString();
+    }
+
+    private String w14(Opts o) {
+        try {
+            String rows = sys.w14Rows(ttlMs, o.pairs, o.seconds);
+            if (rows == null)
+                return tail(head("W14").append(",\"skipped\":")
+                        .append(str("no latch, barrier or weighted semaphore in this client")), "");
+            StringBuilder b = head("W14").append(",\"parts\":").append(W14_PARTS).append(",\"waiters\":")
+                    .append(W14_WAITERS).append(",\"sem_limit\":").append(W14_SEM_LIMIT)
+                    .append(",\"sem_permits\":").append(W14_SEM_PERMITS).append(rows).append(",\"errors\":0");
+            return tail(b, "");
+        } catch (Exception e) {
+            return errorLine("W14", msg(e));
+        }
+    }
+
     // ---- W13: multi-lock under contention (multibench.c) ----
 
     static final int W13_POOL = 16;
@@ -872,6 +923,7 @@ public final class Bench {
             case "W11" -> w11(o);
             case "W12" -> w12(o);
             case "W13" -> w13(o);
+            case "W14" -> w14(o);
             case "warmup" -> warmup(o);
             default -> tail(head(o.workload).append(",\"skipped\":").append(str("not implemented for this client")), "");
         };
@@ -903,7 +955,7 @@ public final class Bench {
         if (system == null || endpoints == null || args.length % 2 != 0) {
             System.err.println("usage: Bench --system curator|redisson|redisson-fenced --endpoints EP [--ttl ms]"
                     + " [--sentinel-master NAME]"
-                    + " (then one command a line on stdin: --workload W1|W2|W3|W8|W9|W11|W12|W13|warmup ...)");
+                    + " (then one command a line on stdin: --workload W1|W2|W3|W8|W9|W11|W12|W13|W14|warmup ...)");
             System.exit(2);
         }
         String redisson = "Redisson " + versions("redisson");

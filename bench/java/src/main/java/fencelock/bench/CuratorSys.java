@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -149,6 +150,75 @@ final class CuratorSys implements Sys {
                 cf.close();
             }
         };
+    }
+
+    /**
+     * W14 through Curator: SEM_PERMITS with InterProcessSemaphoreV2.acquire(qty) (3 of 10 leases,
+     * returned together), BARRIER with DistributedDoubleBarrier (4 members, each on a session of
+     * its own and a thread: the time from the last enter() started to every enter() returned,
+     * then leave() the same way). Curator has no countdown latch: no LATCH row.
+     */
+    @Override
+    public String w14Rows(int ttlMs, int count, int seconds) throws Exception {
+        String base = "/curator/w14/lb-" + ProcessHandle.current().pid() + "-" + System.nanoTime();
+        List<CuratorFramework> all = new ArrayList<>();
+        java.util.concurrent.ExecutorService ex = java.util.concurrent.Executors.newFixedThreadPool(Bench.W14_PARTS);
+        try {
+            CuratorFramework cf = connect(ttlMs);
+            all.add(cf);
+            InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(cf, base + "-sem", Bench.W14_SEM_LIMIT);
+            String rows = Bench.w14Row("SEM_PERMITS", null, count, seconds, i -> {
+                long t0 = System.nanoTime();
+                java.util.Collection<Lease> l = sem.acquire(Bench.W14_SEM_PERMITS, Bench.WAIT_MS, TimeUnit.MILLISECONDS);
+                if (l == null)
+                    throw new TimeoutException("3 permits not granted within the wait");
+                sem.returnAll(l);
+                return new double[] {Bench.ms(System.nanoTime() - t0)};
+            });
+            List<CuratorFramework> members = new ArrayList<>();
+            for (int i = 0; i < Bench.W14_PARTS; i++) {
+                CuratorFramework m = connect(ttlMs);
+                all.add(m);
+                members.add(m);
+            }
+            rows += Bench.w14Row("BARRIER", "leave", count, seconds, r -> {
+                String path = base + "-barrier-" + r;
+                List<DistributedDoubleBarrier> bs = new ArrayList<>();
+                for (CuratorFramework m : members)
+                    bs.add(new DistributedDoubleBarrier(m, path, Bench.W14_PARTS));
+                long[] sent = new long[1];
+                long entered = phase(ex, bs, true, sent);
+                double enter = Bench.ms(entered - sent[0]);
+                long left = phase(ex, bs, false, sent);
+                return new double[] {enter, Bench.ms(left - sent[0])};
+            });
+            return rows;
+        } finally {
+            ex.shutdownNow();
+            for (CuratorFramework c : all)
+                c.close();
+        }
+    }
+
+    /** Every member enters (or leaves) on a thread of its own: the time the last one returned;
+     *  sent[0]: the time the last one was started. */
+    private static long phase(java.util.concurrent.ExecutorService ex, List<DistributedDoubleBarrier> bs,
+            boolean enter, long[] sent) throws Exception {
+        List<java.util.concurrent.Future<Long>> fs = new ArrayList<>();
+        for (DistributedDoubleBarrier b : bs) {
+            sent[0] = System.nanoTime();
+            fs.add(ex.submit(() -> {
+                boolean ok = enter ? b.enter(Bench.WAIT_MS, TimeUnit.MILLISECONDS)
+                                   : b.leave(Bench.WAIT_MS, TimeUnit.MILLISECONDS);
+                if (!ok)
+                    throw new TimeoutException("the barrier did not " + (enter ? "fill" : "empty") + " in time");
+                return System.nanoTime();
+            }));
+        }
+        long last = 0;
+        for (java.util.concurrent.Future<Long> f : fs)
+            last = Math.max(last, f.get(2L * Bench.WAIT_MS, TimeUnit.MILLISECONDS));
+        return last;
     }
 
     /** The sequence number that ends a latch node's path ("..._c_<uuid>-latch-0000000012"). */

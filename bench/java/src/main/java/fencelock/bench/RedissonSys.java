@@ -5,6 +5,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RReadWriteLock;
@@ -183,6 +184,72 @@ final class RedissonSys implements Sys {
                 rc.shutdown();
             }
         };
+    }
+
+    /**
+     * W14 through Redisson: SEM_PERMITS with RSemaphore.tryAcquire(3, wait) + release(3) (10
+     * permits, set once), LATCH with RCountDownLatch (trySetCount(4), 4 waiters each on a client
+     * of its own and a thread await(), 4 countDown(): the time from the last countDown() to every
+     * await() returned; round: trySetCount to delete). Redisson has no double barrier: no BARRIER
+     * row. (Its latch is not bound to the waiters' or counters' liveness: a counter that dies
+     * leaves the waiters to their timeout; fencelock's breaks it.)
+     */
+    @Override
+    public String w14Rows(int ttlMs, int count, int seconds) throws Exception {
+        if (fenced)
+            return null;
+        String base = "lb-" + ProcessHandle.current().pid() + "-" + System.nanoTime() + "-W14";
+        java.util.List<RedissonClient> all = new java.util.ArrayList<>();
+        java.util.concurrent.ExecutorService ex =
+                java.util.concurrent.Executors.newFixedThreadPool(Bench.W14_WAITERS);
+        try {
+            RedissonClient rc = connect(ttlMs);
+            all.add(rc);
+            RSemaphore sem = rc.getSemaphore("sem:" + base);
+            sem.trySetPermits(Bench.W14_SEM_LIMIT);
+            String rows = Bench.w14Row("SEM_PERMITS", null, count, seconds, i -> {
+                long t0 = System.nanoTime();
+                if (!sem.tryAcquire(Bench.W14_SEM_PERMITS, java.time.Duration.ofMillis(Bench.WAIT_MS)))
+                    throw new java.util.concurrent.TimeoutException("3 permits not granted within the wait");
+                sem.release(Bench.W14_SEM_PERMITS);
+                return new double[] {Bench.ms(System.nanoTime() - t0)};
+            });
+            java.util.List<RedissonClient> waiters = new java.util.ArrayList<>();
+            for (int i = 0; i < Bench.W14_WAITERS; i++) {
+                RedissonClient w = connect(ttlMs);
+                all.add(w);
+                waiters.add(w);
+            }
+            rows += Bench.w14Row("LATCH", "round", count, seconds, r -> {
+                String name = "latch:" + base + "-" + r;
+                long r0 = System.nanoTime();
+                RCountDownLatch l = rc.getCountDownLatch(name);
+                l.trySetCount(Bench.W14_PARTS);
+                java.util.List<java.util.concurrent.Future<Long>> fs = new java.util.ArrayList<>();
+                for (RedissonClient w : waiters)
+                    fs.add(ex.submit(() -> {
+                        if (!w.getCountDownLatch(name).await(Bench.WAIT_MS, TimeUnit.MILLISECONDS))
+                            throw new java.util.concurrent.TimeoutException("the latch did not reach zero in time");
+                        return System.nanoTime();
+                    }));
+                long last = 0;
+                for (int i = 0; i < Bench.W14_PARTS; i++) {
+                    last = System.nanoTime();
+                    l.countDown();
+                }
+                long released = 0;
+                for (java.util.concurrent.Future<Long> f : fs)
+                    released = Math.max(released, f.get(2L * Bench.WAIT_MS, TimeUnit.MILLISECONDS));
+                l.delete();
+                return new double[] {Bench.ms(released - last), Bench.ms(System.nanoTime() - r0)};
+            });
+            sem.delete();
+            return rows;
+        } finally {
+            ex.shutdownNow();
+            for (RedissonClient c : all)
+                c.shutdown();
+        }
     }
 
     @Override

@@ -34,6 +34,16 @@ interface Sys extends AutoCloseable {
     /** A multi-lock client (W13: the client library's own multi-lock), or null when it has none. */
     MultiLock multiLock(int id, int ttlMs) throws Exception;
 
+    /**
+     * W14 (bench/primbench.c): the rows of the coordination primitives this client has a recipe
+     * for, as the JSON fields of lockbench's W14 line (",\"SEM_PERMITS\":{...}"; Bench.w14Row
+     * makes each), every row at most `count` operations (rounds) and `seconds`; null when it has
+     * none of them.
+     */
+    default String w14Rows(int ttlMs, int count, int seconds) throws Exception {
+        return null;
+    }
+
     @Override
     void close();
 

@@ -7,8 +7,12 @@ import io.fencelock.client.Event;
 import io.fencelock.client.FencelockClient;
 import io.fencelock.client.FencelockException;
 import io.fencelock.client.GrantWatch;
+import io.fencelock.client.HistoryEntry;
 import io.fencelock.client.KeyValue;
+import io.fencelock.client.LatchInfo;
 import io.fencelock.client.Leader;
+import io.fencelock.client.LockInfo;
+import io.fencelock.client.LockOptions;
 import io.fencelock.client.LockTimeoutException;
 import io.fencelock.client.NotFoundException;
 import io.fencelock.client.Revoke;
@@ -300,8 +304,16 @@ public final class Agent {
         {
           Object n = req.get("name");
           Session s =
-              client.openSession(
-                  secs(req, "ttl", 10), secs(req, "lock_delay", 0), n == null ? null : n.toString());
+              Boolean.TRUE.equals(req.get("reentrant"))
+                  ? client.openReentrantSession(
+                      secs(req, "ttl", 10),
+                      secs(req, "lock_delay", 0),
+                      n == null ? null : n.toString(),
+                      req.get("max_count") == null ? 0 : (int) num(req, "max_count"))
+                  : client.openSession(
+                      secs(req, "ttl", 10),
+                      secs(req, "lock_delay", 0),
+                      n == null ? null : n.toString());
           String h = "s" + nextSession.incrementAndGet();
           s.addLostListener(
               x ->
@@ -334,7 +346,19 @@ public final class Agent {
           Duration wait = secs(req, "wait", 0);
           String name = str(req, "name");
           long t;
-          if (wait.isZero()) { // a try never queues: nobody to notify
+          if (req.get("value") != null || req.get("max_hold") != null) {
+            LockOptions o = LockOptions.none();
+            if (notify) {
+              o = o.notifyHolder();
+            }
+            if (req.get("value") != null) {
+              o = o.value(str(req, "value"));
+            }
+            if (req.get("max_hold") != null) {
+              o = o.maxHold(secs(req, "max_hold", 0));
+            }
+            t = s.acquire(name, wait, o); // wait 0: a try, BusyException
+          } else if (wait.isZero()) { // a try never queues: nobody to notify
             t = grant(shared ? s.tryAcquireShared(name) : s.tryAcquire(name));
           } else if (notify) {
             t = s.acquireNotify(name, wait);
@@ -456,6 +480,85 @@ public final class Agent {
           w.thread.join(30_000);
           return res("last", w.watch.lastId());
         }
+      case "lock.info":
+        {
+          LockInfo li = client.lockState(str(req, "name"));
+          if (li == null) {
+            throw new NotFoundException("lock " + req.get("name") + " is free");
+          }
+          return res(
+              "holder", li.holder(),
+              "token", li.token(),
+              "value", li.valueString(),
+              "max_hold_ms", li.maxHoldMs(),
+              "transitions", li.transitions(),
+              "count", li.count());
+        }
+      case "lock.history":
+        {
+          List<Object> entries = new ArrayList<>();
+          int count = req.get("count") == null ? 0 : (int) num(req, "count");
+          long before = req.get("before") == null ? 0 : num(req, "before");
+          for (HistoryEntry e : client.lockHistory(str(req, "name"), count, before)) {
+            List<Object> ws = new ArrayList<>();
+            for (HistoryEntry.Waiting w : e.waiters()) {
+              ws.add(res("session", w.sid(), "waited_ms", w.waitedMs()));
+            }
+            entries.add(
+                res(
+                    "session", e.sid(),
+                    "session_name", e.sessionName(),
+                    "value", e.value(),
+                    "token", e.token(),
+                    "ended_by", e.endedBy(),
+                    "granted_ms", e.grantedMs(),
+                    "ended_ms", e.endedMs(),
+                    "held_ms", e.heldMs(),
+                    "waited_ms", e.waitedMs(),
+                    "waiters_total", e.waitersTotal(),
+                    "waiters", ws));
+          }
+          return res("entries", entries);
+        }
+      case "latch.create":
+        client.latchCreate(str(req, "name"), (int) num(req, "count"));
+        return res();
+      case "latch.join":
+        session(req).latchJoin(str(req, "name"));
+        return res();
+      case "latch.countdown":
+        return res("remaining", session(req).latchCountdown(str(req, "name")));
+      case "latch.wait":
+        if (!client.latchWait(str(req, "name"), secs(req, "wait", 0))) {
+          throw new LockTimeoutException("latch " + req.get("name") + " not at zero");
+        }
+        return res();
+      case "latch.info":
+        {
+          LatchInfo li = client.latchInfo(str(req, "name"));
+          if (li == null) {
+            throw new NotFoundException("no latch or barrier " + req.get("name"));
+          }
+          return res(
+              "type", li.type(),
+              "state", li.state(),
+              "count", li.count(),
+              "remaining", li.remaining(),
+              "broken_sid", li.brokenSid());
+        }
+      case "latch.delete":
+        return res("deleted", client.latchDelete(str(req, "name")));
+      case "barrier.enter":
+        if (!session(req)
+            .barrierEnter(str(req, "name"), (int) num(req, "count"), secs(req, "wait", 0))) {
+          throw new LockTimeoutException("barrier " + req.get("name") + " not full");
+        }
+        return res();
+      case "barrier.leave":
+        if (!session(req).barrierLeave(str(req, "name"), secs(req, "wait", 0))) {
+          throw new LockTimeoutException("barrier " + req.get("name") + " not left by all");
+        }
+        return res();
       case "revoke":
         {
           long dl = req.get("deadline_ms") == null ? 0 : num(req, "deadline_ms");

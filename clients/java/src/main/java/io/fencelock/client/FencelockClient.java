@@ -477,12 +477,27 @@ public final class FencelockClient implements AutoCloseable {
 
   /** Open a session with this TTL (kept alive by the library every TTL/3). */
   public Session openSession(Duration ttl) {
-    return new Session(this, ttl.toMillis(), 0, null);
+    return new Session(this, ttl.toMillis(), 0, null, false, 0);
   }
 
   /** Open a session with a TTL, a lock-delay after its expiry, and a name (may be null). */
   public Session openSession(Duration ttl, Duration lockDelay, String name) {
-    return new Session(this, ttl.toMillis(), lockDelay.toMillis(), name);
+    return new Session(this, ttl.toMillis(), lockDelay.toMillis(), name, false, 0);
+  }
+
+  /**
+   * Open a reentrant session (SESSION.OPEN ... REENTRANT [MAXCOUNT maxCount]): its {@code
+   * acquire} of a lock it already holds exclusively counts up and returns the same token, {@code
+   * unlock} counts down and releases only the last hold ({@link LockInfo#count()} shows the
+   * count). maxCount bounds the holds of one lock (0: the servers' --reentrant-max-count); an
+   * acquire over it is a {@link ServerException} and changes nothing. Expiry, close, a revoke
+   * and an admin's UNLOCK end every hold at once (docs/protocol.md "Reentrant sessions").
+   */
+  public Session openReentrantSession(Duration ttl, Duration lockDelay, String name, int maxCount) {
+    if (maxCount < 0) {
+      throw new IllegalArgumentException("maxCount must be 0 (the servers' default) or more");
+    }
+    return new Session(this, ttl.toMillis(), lockDelay.toMillis(), name, true, maxCount);
   }
 
   // ---- keys ----
@@ -603,18 +618,104 @@ public final class FencelockClient implements AutoCloseable {
   }
 
   /**
-   * SEM.SETLIMIT (admin under --acl-file): the semaphore's new limit; false if it does not
-   * exist. Holders above a lower limit keep their permits; nothing is granted until the queue's
-   * head fits. ServerException (nothing changes) if a queued request asks for more permits than
-   * the new limit. The same limit again changes nothing, so a resend is harmless.
+   * SEM.SETLIMIT (admin under --acl-file): the operator's limit of the semaphore name, kept
+   * until {@link #semLimitReset} whether or not the semaphore exists, and winning over the
+   * acquirers' limit (an acquire passing another one is accepted and the argument ignored).
+   * True (servers before operators' limits answered false for a semaphore that did not exist).
+   * Holders above a lower limit keep their permits; nothing is granted until the queue's head
+   * fits. ServerException (nothing changes) if a queued request asks for more permits than the
+   * new limit. The same limit again changes nothing, so a resend is harmless.
    */
   public boolean semSetLimit(String name, int limit) {
     return call(new Cmd("SEM.SETLIMIT", name, limit)) != null;
   }
 
+  /**
+   * SEM.SETLIMIT name RESET (admin under --acl-file): removes the operator's limit; true if
+   * there was one (a resend after a lost reply answers false). A live semaphore keeps its limit
+   * until it is dropped; then the acquirers' limit rules again.
+   */
+  public boolean semLimitReset(String name) {
+    return Resp.num(call(new Cmd("SEM.SETLIMIT", name, "RESET"))) == 1;
+  }
+
   /** LOCK.INFO as a map (holder, token, waiters, mode, holders, ...), or null when unused. */
   public Map<String, Object> lockInfo(String name) {
     return Resp.map(call(new Cmd("LOCK.INFO", name)));
+  }
+
+  /** LOCK.INFO as a {@link LockInfo}, or null when the lock is free and nobody waits. */
+  public LockInfo lockState(String name) {
+    Object r = call(new Cmd("LOCK.INFO", name));
+    return r == null ? null : LockInfo.of(r);
+  }
+
+  /**
+   * LOCK.HISTORY: the grants of lock (semaphore, election) name, newest first: at most count
+   * (0: the servers' default, 100), only tokens below before (0: from the newest; the next page:
+   * the last entry's token). {@link CompactedException} when the range asked was dropped (the
+   * oldest grants go first).
+   */
+  public List<HistoryEntry> lockHistory(String name, int count, long before) {
+    Cmd cmd = new Cmd("LOCK.HISTORY", name);
+    if (count > 0) {
+      cmd.add("COUNT", count);
+    }
+    if (before > 0) {
+      cmd.add("BEFORE", before);
+    }
+    List<HistoryEntry> out = new ArrayList<>();
+    Object r = call(cmd);
+    if (r != null) {
+      for (Object e : (List<?>) r) {
+        out.add(HistoryEntry.of(e));
+      }
+    }
+    return out;
+  }
+
+  // ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+
+  /**
+   * LATCH.CREATE: a countdown latch of count (1..1048576) counts. The same count again changes
+   * nothing (so a resend is harmless); another count is a {@link ServerException}; a broken
+   * latch is a {@link BrokenException} (delete it first).
+   */
+  public void latchCreate(String name, int count) {
+    if (count < 1) {
+      throw new IllegalArgumentException("a latch's count must be at least 1");
+    }
+    call(new Cmd("LATCH.CREATE", name, count));
+  }
+
+  /**
+   * LATCH.WAIT: true once the latch is at zero, false when wait ran out (zero: checked once);
+   * {@link BrokenException} if a joined session ended before counting down, {@link
+   * ServerException} if there is no such latch. A waiter is released only by the commit of the
+   * last count-down; a fail-over during the wait is asked again of the new leader.
+   */
+  public boolean latchWait(String name, Duration wait) {
+    Cmd cmd = new Cmd("LATCH.WAIT", name);
+    long end = System.nanoTime() + wait.toNanos();
+    if (wait.toMillis() > 0) {
+      cmd.waitUntil(end);
+      return call(cmd, end + opts.timeoutMs * 1_000_000L, true, false, false, null) != null;
+    }
+    return call(cmd) != null;
+  }
+
+  /** LATCH.INFO: the latch's or barrier's state, or null if there is none of that name. */
+  public LatchInfo latchInfo(String name) {
+    Object r = call(new Cmd("LATCH.INFO", name));
+    return r == null ? null : LatchInfo.of(r);
+  }
+
+  /**
+   * LATCH.DELETE: delete a latch or barrier in any state (a broken one too: latchCreate then
+   * starts afresh); its waiters get a {@link ServerException}. True if one existed. Sent once.
+   */
+  public boolean latchDelete(String name) {
+    return Resp.num(call(new Cmd("LATCH.DELETE", name), deadline(0), false, false, false, null)) == 1;
   }
 
   /** The election's leader, or null when nobody leads. */

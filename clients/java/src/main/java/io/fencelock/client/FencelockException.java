@@ -56,6 +56,8 @@ public class FencelockException extends RuntimeException {
         return CompactedException.ofReply(text);
       case "DEADLOCK":
         return new DeadlockException(text);
+      case "BROKEN":
+        return new BrokenException(text);
       default:
         return new ServerException(text);
     }

@@ -63,7 +63,17 @@ public final class Session implements AutoCloseable {
   private final Map<Thread, Integer> threads = new ConcurrentHashMap<>();
   private final Map<String, FencedLock> locks = new ConcurrentHashMap<>();
 
-  Session(FencelockClient client, long ttlMs, long lockDelayMs, String name) {
+  /** By lock name: {token, local max-hold deadline (System.nanoTime())} of the last grant. */
+  private final Map<String, long[]> maxHold = new ConcurrentHashMap<>();
+  private final boolean reentrant;
+
+  Session(
+      FencelockClient client,
+      long ttlMs,
+      long lockDelayMs,
+      String name,
+      boolean reentrant,
+      int maxCount) {
     if (ttlMs <= 0) {
       throw new IllegalArgumentException("the TTL must be positive");
     }
@@ -75,6 +85,13 @@ public final class Session implements AutoCloseable {
     }
     if (name != null && !name.isEmpty()) {
       cmd.add("NAME", name);
+    }
+    this.reentrant = reentrant;
+    if (reentrant) {
+      cmd.add("REENTRANT");
+      if (maxCount > 0) {
+        cmd.add("MAXCOUNT", maxCount);
+      }
     }
     long sent = System.nanoTime();
     // A resend after a lost answer may leave an unused session behind; it expires there.
@@ -90,6 +107,11 @@ public final class Session implements AutoCloseable {
 
   public long sid() {
     return sid;
+  }
+
+  /** Whether the session was opened reentrant ({@link FencelockClient#openReentrantSession}). */
+  public boolean isReentrant() {
+    return reentrant;
   }
 
   public Duration ttl() {
@@ -464,7 +486,44 @@ public final class Session implements AutoCloseable {
     return mustGrant(new Cmd("LOCK", name, sid, "NOTIFY"), wait, "UNLOCK", "lock");
   }
 
-  /** Release the lock or leave its queue (NotHolderException if neither). */
+  /**
+   * {@link #acquire} with options: NOTIFY, a value the grant carries, a max hold ({@link
+   * LockOptions}). With a max hold, {@link #maxHoldDeadline} is the local deadline. Otherwise
+   * exactly acquire: the same waits, fail-overs and exceptions; wait 0 is a try ({@link
+   * BusyException}).
+   */
+  public long acquire(String name, Duration wait, LockOptions o) {
+    Cmd cmd = new Cmd("LOCK", name, sid);
+    o.addTo(cmd);
+    long sent = System.nanoTime(); // before the first LOCK: the grant can only come later
+    long token = mustGrant(cmd, wait, "UNLOCK", "lock");
+    long[] prev = maxHold.get(name);
+    if (prev != null && prev[0] == token) {
+      return token; // the holder's retry (or a reentrant re-lock): the first ask's max hold
+    }
+    if (o.maxHoldMs > 0) {
+      maxHold.put(name, new long[] {token, sent + span(o.maxHoldMs)});
+    } else {
+      maxHold.remove(name);
+    }
+    return token;
+  }
+
+  /**
+   * The {@link System#nanoTime()} value before which the max hold of this session's last grant
+   * of lock name ({@link LockOptions#maxHold}) cannot have ended it on the servers: measured
+   * from before the LOCK was sent, less the margins of {@link #safeUntil()}; empty without a max
+   * hold. Act on the resource only while nanoTime is below both this and safeUntil().
+   */
+  public OptionalLong maxHoldDeadline(String name) {
+    long[] m = maxHold.get(name);
+    return m == null ? OptionalLong.empty() : OptionalLong.of(m[1]);
+  }
+
+  /**
+   * Release the lock or leave its queue (NotHolderException if neither). Through a reentrant
+   * session it counts down: only the last hold's unlock releases.
+   */
   public void unlock(String name) {
     mutate(new Cmd("UNLOCK", name, sid));
   }
@@ -655,6 +714,72 @@ public final class Session implements AutoCloseable {
   /** SEM.RELEASE: give the acquisition back (all its permits), or leave the queue. */
   public void semRelease(String name) {
     mutate(new Cmd("SEM.RELEASE", name, sid));
+  }
+
+  // ---- latches and barriers (docs/protocol.md "Latches and barriers") ----
+
+  /**
+   * LATCH.JOIN: this session promises one count-down of the latch; if it ends before it counted
+   * down, the latch breaks (every waiter gets {@link BrokenException}). {@link ServerException}
+   * when every count left is promised already, or the latch is at zero.
+   */
+  public void latchJoin(String name) {
+    mutate(new Cmd("LATCH.JOIN", name, sid));
+  }
+
+  /**
+   * LATCH.COUNTDOWN: count down once (a joined session once; one that did not join only with a
+   * count nobody promised); the counts left. Exactly once.
+   */
+  public long latchCountdown(String name) {
+    return Resp.num(mutate(new Cmd("LATCH.COUNTDOWN", name, sid)));
+  }
+
+  /**
+   * BARRIER.ENTER: enter the double barrier name of count sessions (the first enter creates it);
+   * true once count are inside, false when wait ran out (zero: at once; the session stays
+   * inside: enter again to wait again, or leave); {@link BrokenException} if a session ended
+   * inside.
+   */
+  public boolean barrierEnter(String name, int count, Duration wait) {
+    if (count < 1) {
+      throw new IllegalArgumentException("a barrier's count must be at least 1");
+    }
+    return waitStep(new Cmd("BARRIER.ENTER", name, sid, count), wait);
+  }
+
+  /**
+   * BARRIER.LEAVE: true once every session that entered has left, false when wait ran out (this
+   * session has left all the same); {@link BrokenException}. Leaving a barrier that is still
+   * filling withdraws at once.
+   */
+  public boolean barrierLeave(String name, Duration wait) {
+    return waitStep(new Cmd("BARRIER.LEAVE", name, sid), wait);
+  }
+
+  /**
+   * A mutation that then waits on the servers (BARRIER.ENTER/LEAVE ... WAIT), exactly once:
+   * true for +OK, false for nil. The step stands whatever the wait's outcome: nothing is given
+   * back when its answer is lost.
+   */
+  private boolean waitStep(Cmd cmd, Duration wait) {
+    long waitMs = wait.toMillis();
+    long end = System.nanoTime() + wait.toNanos();
+    if (waitMs > 0) {
+      cmd.waitUntil(end);
+    }
+    long s;
+    try {
+      s = begin(false);
+    } catch (InterruptedException e) {
+      throw new AssertionError(e); // not interruptible
+    }
+    try {
+      long deadline = waitMs > 0 ? end + client.opts.timeoutMs * 1_000_000L : client.deadline(0);
+      return send(cmd, s, deadline, false) != null;
+    } finally {
+      op.unlock();
+    }
   }
 
   // ---- elections ----

@@ -147,7 +147,10 @@ class PrimsTest {
       assertTrue(tb.get(60, TimeUnit.SECONDS) > ta, "b's token above a's");
       assertTrue(client.semSetLimit("ws/pool", 4));
       assertTrue(d.semTryAcquire("ws/pool", 4, 2).isPresent(), "2 of 4 free after SETLIMIT");
-      assertFalse(client.semSetLimit("ws/none", 4));
+      assertTrue(client.semSetLimit("ws/none", 4), "an operator's limit before the semaphore");
+      assertTrue(d.semTryAcquire("ws/none", 3, 3).isPresent(), "3 of the operator's 4, limit 3");
+      assertTrue(client.semLimitReset("ws/none"));
+      assertFalse(client.semLimitReset("ws/none"));
     }
   }
 }
