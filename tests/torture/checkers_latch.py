@@ -408,11 +408,12 @@ def negative_controls(events):
         first = _first_per_session([o for o in lst if o.f == "enter" and
                                     _res(o) not in ("broken", "err")], lambda o: o.t0)
         ts = sorted(first.values())
-        if not m or m < 2 or len(ts) < m:
+        if not m or m < 2 or len(ts) < m or ts[m - 2] >= ts[m - 1]:
             return None
         sid = min(first, key=first.get)  # the first enterer: no new session
-        return _fake(ok[0], proc, ts[0], ts[m - 1] - 1_000_000, inv={"session": sid},
-                     ret={"session": sid})
+        t1 = ts[m - 1] - 1  # just before the m-th enterer sent its enter (enters may be
+        t0 = min(ts[0], t1 - 1)  # sent within a millisecond of each other)
+        return _fake(ok[0], proc, t0, t1, inv={"session": sid}, ret={"session": sid})
 
     pick("early release", "early-release", early_release)
     pick("stuck waiter", "stuck-waiter", stuck)

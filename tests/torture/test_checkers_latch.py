@@ -274,6 +274,17 @@ def test_latch_negative_controls_flagged():
         assert kind in kinds(v), (what, kinds(v))
 
 
+def test_latch_negative_controls_with_enters_sent_together():
+    """Both enters sent within a microsecond (as at an epoch's start): the fabricated early
+    enter still lies between them and is flagged, not a history error."""
+    h = H()
+    h.op("enter", "bt/1", 0, 0.1, "ok", 11, kind="barrier", ret={"result": "ok"})
+    h.op("enter", "bt/1", 0.0005, 0.1, "ok", 12, kind="barrier", ret={"result": "ok"})
+    ctl = [c for c in checkers_latch.negative_controls(h.events) if c[1] == "early-enter"]
+    assert ctl and ctl[0][2] is not None, ctl
+    assert kinds(checkers_latch.check_latch(ctl[0][2])) == ["early-enter"]
+
+
 def test_latch_negative_controls_need_material():
     h = H()
     h.join("lt/1", 11, 0, 10)
