@@ -7,7 +7,7 @@
 # an error; W9's shared readers overlap (some moment with more than one reader holding, with a
 # 20 ms hold) while exclusive readers never do, and neither the writer nor a reader timed out
 # (a 5 s wait: starvation); W10's watchers received every PUT's event (missed 0, and events =
-# PUTs x watchers in both phases); W11 never has more than `limit` clients holding a permit
+# PUTs x watchers in both phases, and at a fixed offered rate); W11 never has more than `limit` clients holding a permit
 # (and more than one at some moment, with a 20 ms hold), nobody timed out; W12 observed every
 # round (each observer saw the candidate lead, with a newer token); W13 (8 clients on overlapping
 # sets of 4 names, LOCK.MULTI and one by one) acquired whole sets and none timed out; W14 (the
@@ -89,6 +89,8 @@ w9_common="$ran"' and r["reader_grants"] > 0 and r["writer_grants"] > 0 and r["w
 w10_ok="$ran"' and r["latency"]["puts"] > 0 and r["fanout"]["puts"] > 0 and r["dropped"] == 0
 and all(r[p]["missed"] == 0 and r[p]["events"] == r[p]["puts"] * r["watchers"] for p in ("latency", "fanout"))'
 w10_ok=${w10_ok//$'\n'/ }
+# W10 at a fixed offered rate (--rate): the PUTs it asked for, every event delivered, no figure judged
+w10r_ok="$ran"' and r["workload"] == "W10R" and r["rate"] == 200 and r["puts"] == 200 and r["dropped"] == 0 and r["missed"] == 0 and r["events"] == r["puts"] * r["watchers"] and r["achieved_per_s"] > 0'
 w11_ok="$ran"' and r["grants"] > 0 and r["timeouts"] == 0 and 1 < r["max_holding"] <= r["limit"] == 4'
 w12_ok="$ran"' and r["rounds"] == 3 and r["observed"] == 3 and r["token_newer"] == 3'
 # W13 (multi-lock, 8 clients on overlapping sets of 4 of 16 names): a well-formed row of the way
@@ -142,6 +144,8 @@ w9w10() { # system endpoints
   for n in 1 7; do
     line=$(lb --driver "$s" --endpoints "$eps" --workload W10 --clients "$n" --pairs 40 --seconds 30)
     check "$s W10 with $n watcher(s): every event delivered" "$w10_ok" "$line"
+    line=$(lb --driver "$s" --endpoints "$eps" --workload W10 --clients "$n" --rate 200 --seconds 1)
+    check "$s W10 at 200 PUTs/s with $n watcher(s): every event delivered" "$w10r_ok" "$line"
   done
 }
 

@@ -7,7 +7,8 @@
  *
  * W5: one connection, one command at a time, interleaved: PUT (the reference), GET, KV.GET,
  *     FENCE.CHECK, LOCK.INFO, SESSION.KEEPALIVE, INCR, LOCK.WAITS, SESSION.LIST, LOCK.HISTORY,
- *     LATCH.INFO, PUT, GET, ... for a bounded count of rounds and
+ *     LATCH.INFO and TXN (a holder's IF HOLDS-guarded PUT and INCR), PUT, GET, ... for a bounded
+ *     count of rounds and
  *     time; p50/p99 per command and its ratio to PUT's. Then each of GET and SESSION.KEEPALIVE
  *     pipelined on one connection (4 x count of each, W5_WINDOW in flight): answers per second.
  * W6: opens `sessions` sessions (TTL ttl_ms) over W6_CONNS pipelined connections, then keeps
@@ -224,13 +225,14 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
     char err[256] = "";
     /* PUT first: every ratio is to its latency. INCR is a write like PUT; LOCK.WAITS and
      * SESSION.LIST are the operators' reads of the wait-for graph and the sessions;
-     * LOCK.HISTORY and LATCH.INFO the reads of a lock's kept grants and of a latch. */
-    enum { W5_N = 11 };
+     * LOCK.HISTORY and LATCH.INFO the reads of a lock's kept grants and of a latch; TXN is a
+     * holder's guarded write of two keys (IF HOLDS, then a PUT and an INCR: one entry). */
+    enum { W5_N = 12 };
     struct w5_cmd k[W5_N] = {
         {.name = "PUT"},          {.name = "GET"},        {.name = "KV.GET"},
         {.name = "FENCE.CHECK"},  {.name = "LOCK.INFO"},  {.name = "SESSION.KEEPALIVE"},
         {.name = "INCR"},         {.name = "LOCK.WAITS"}, {.name = "SESSION.LIST"},
-        {.name = "LOCK.HISTORY"}, {.name = "LATCH.INFO"}};
+        {.name = "LOCK.HISTORY"}, {.name = "LATCH.INFO"}, {.name = "TXN"}};
     struct w5_cmd pipe[2] = {{.name = "GET"}, {.name = "SESSION.KEEPALIVE"}};
     double *lat = malloc((size_t)count * W5_N * sizeof(double));
     redisContext *c = lat ? fr_connect_leader(endpoints, err, sizeof(err)) : NULL;
@@ -252,6 +254,8 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
         snprintf(k[8].line, sizeof(k[8].line), "SESSION.LIST LIMIT 10");
         snprintf(k[9].line, sizeof(k[9].line), "LOCK.HISTORY w5-l");
         snprintf(k[10].line, sizeof(k[10].line), "LATCH.INFO w5-latch");
+        snprintf(k[11].line, sizeof(k[11].line),
+                 "TXN IF HOLDS w5-l %lld THEN PUT w5-t v INCR w5-tc 1", sid);
         snprintf(pipe[0].line, sizeof(pipe[0].line), "%s", k[1].line);
         snprintf(pipe[1].line, sizeof(pipe[1].line), "%s", k[5].line);
         rc = w5_serial(c, k, W5_N, count, seconds * 1e3, lat, err, sizeof(err));

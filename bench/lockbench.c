@@ -32,7 +32,9 @@
  * return to the next grant acknowledged to any client. Grants acknowledged in the first
  * W8_GUARD_MS are ignored: replies the dead leader had already sent, late on a loaded machine (no
  * system measured elects a leader that fast: election timeouts of 400 ms and more). A failed
- * call is counted and retried with the same client, as its driver's recipe recovers.
+ * call is counted and retried with the same client, as its driver's recipe recovers. The JSON
+ * line also gives both instants as wall-clock ms (kill_epoch_ms, grant_epoch_ms): bench/run.sh
+ * joins them to the servers' log lines (bench/w8_parts.py) to break fencelock's fail-over down.
  * W9 (any driver; rwbench.c): --clients readers (default 16) take one lock shared (a system
  * without a read-write lock, or --exclusive-readers: exclusive) and hold it --hold ms (default
  * 1), one writer takes it exclusively every --writer-pause ms (default 10): reader grants/s,
@@ -41,7 +43,9 @@
  * fencelock:events:<prefix>, or an etcd watch over the JSON gateway); one PUT at a time, the
  * next --gap ms (default 10) after every watcher got the last: PUT acknowledged -> event
  * received p50/p99 over all watchers; then PUTs pipelined: events delivered per second in all.
- * --pairs bounds the PUTs of the latency phase (the fan-out phase does 5x).
+ * --pairs bounds the PUTs of the latency phase (the fan-out phase does 5x). With --rate R, only
+ * a fixed offered load instead: R PUTs/s for --seconds, open loop (a PUT is due at its time
+ * whatever the answers' pace): ack -> event and due -> event p50/p99, the rate achieved (W10R).
  * W11 (fencelock; sembench.c): --clients clients (default 16) loop on SEM.ACQUIRE of one
  * semaphore of --limit permits (default 4) with WAIT, hold --hold ms, SEM.RELEASE: hand-offs/s,
  * wait p50/p99, the most holding at once. --pairs bounds the grants.
@@ -85,7 +89,7 @@ int bench_fencelock_w7(const char *endpoints, long conns, int active, int second
 int bench_w9(const struct bench_driver *drv, const char *endpoints, int readers, int ttl_ms,
              long count, int seconds, int exclusive, int pause_ms, int hold_ms);
 int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds,
-              int gap_ms);
+              int gap_ms, long rate);
 /* W11 (semaphores) in sembench.c, W12 (election fail-over) in electbench.c. */
 int bench_w11(const char *endpoints, int clients, int limit, int ttl_ms, long count, int seconds,
               int hold_ms);
@@ -105,7 +109,7 @@ struct opts {
     int server_pid;
     int clients, pairs, seconds, ttl_ms, warmup, sessions, per;
     int exclusive_readers, writer_pause_ms, hold_ms; /* W9 */
-    int gap_ms;                                      /* W10 */
+    int gap_ms, rate;                                /* W10 (rate 0: no fixed-rate phase) */
     int limit, rounds;                               /* W11, W12 */
     int k;                                           /* W13 (0: 2, 4 and 8) */
     const char *way;                                 /* W13 (NULL: both) */
@@ -139,6 +143,15 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The wall-clock time (ms since the epoch) of a now_ms() reading: W8 joins its client-side
+ * instants to the servers' log lines, which carry wall-clock times. */
+static double epoch_ms_of(double mono_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 - (now_ms() - mono_ms);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -277,7 +290,7 @@ static void usage(void)
                     "                 [--clients N] [--pairs N] [--seconds S] [--ttl ms] "
                     "[--warmup N]\n"
                     "                 W9: [--exclusive-readers] [--writer-pause ms] [--hold ms]\n"
-                    "                 W10: [--clients watchers] [--gap ms]\n"
+                    "                 W10: [--clients watchers] [--gap ms] [--rate PUTs/s]\n"
                     "                 W11: [--limit N] [--hold ms]  W12: [--clients observers] "
                     "[--rounds N]\n"
                     "                 W13: [--k 1..8] [--way multi|sequential] [--hold ms]\n");
@@ -312,6 +325,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
                                        {"writer-pause", 1, 0, 'p'},
                                        {"hold", 1, 0, 'h'},
                                        {"gap", 1, 0, 'g'},
+                                       {"rate", 1, 0, 'r'},
                                        {"limit", 1, 0, 'L'},
                                        {"rounds", 1, 0, 'R'},
                                        {"k", 1, 0, 'M'},
@@ -379,6 +393,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             break;
         case 'g':
             bad |= parse_int(optarg, 0, 1000, &o->gap_ms);
+            break;
+        case 'r':
+            bad |= parse_int(optarg, 1, 1000000, &o->rate);
             break;
         case 'L':
             bad |= parse_int(optarg, 1, 1048576, &o->limit);
@@ -584,6 +601,10 @@ static int run_w8(const struct opts *o, const struct bench_driver *drv)
     json_str(o->driver);
     printf(",\"workload\":\"W8\",\"clients\":%d,\"failover_ms\":%.1f,\"errors\":%d", W8_CLIENTS,
            failover, atomic_load(&w.errors));
+    if (failover >= 0) /* for the breakdown against the servers' logs (bench/w8_parts.py) */
+        printf(",\"kill_epoch_ms\":%.1f,\"grant_epoch_ms\":%.1f",
+               epoch_ms_of(atomic_load(&w.kill_us) / 1e3),
+               epoch_ms_of(atomic_load(&w.grant_us) / 1e3));
     if (*w.err) {
         printf(",\"%s\":", rc ? "error" : "note");
         json_str(w.err);
@@ -667,7 +688,8 @@ int main(int argc, char **argv)
     if (!strcmp(o.workload, "W12")) /* --clients: the observers */
         return bench_w12(o.driver, o.endpoints, o.clients, o.rounds, o.seconds);
     if (!strcmp(o.workload, "W10")) /* --clients: the readers; --pairs: the PUTs */
-        return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms);
+        return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms,
+                         (long)o.rate);
     if (!strcmp(o.workload, "W5"))
         return bench_fencelock_w5(o.endpoints, o.pairs, o.seconds);
     if (!strcmp(o.workload, "W14")) /* --pairs: operations (rounds) per row, --seconds: each */

@@ -26,7 +26,9 @@
 # BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
 # fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
 # (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
-# pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_OUT (the report's
+# pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_W10_RATES
+# (the fixed offered loads, PUTs/s, "500 5000": each with every watcher count, open loop),
+# BENCH_W10_RATE_SECONDS (each such run's length, 5), BENCH_OUT (the report's
 # path, default bench/results/RESULTS-<date>.md), BENCH_LATEST (0: leave latest.md alone),
 # BENCH_W11 (0 skips W11: semaphores, fencelock and etcd-go; Curator and Redisson beside them),
 # BENCH_W11_CLIENTS (16), BENCH_W11_LIMIT (4), BENCH_W11_HOLD_MS (1), BENCH_W12 (0 skips W12:
@@ -40,7 +42,8 @@
 # BENCH_W13_K (the set sizes, "2 4 8"), BENCH_W13_CLIENTS (8), BENCH_W13_HOLD_MS (1), BENCH_W14
 # (0 skips W14: the coordination primitives, fencelock only: INCR, k permits, a reentrant
 # re-LOCK, LOCK with VALUE, LOCK.HISTORY, a latch's and a barrier's rounds; BENCH_SECONDS per
-# row).
+# row), BENCH_INSTR (0 skips the instruction count: bench/instr.sh, the leader under callgrind,
+# after fencelock's workloads; about a minute), BENCH_INSTR_PAIRS (its W1 pairs, default 2000).
 # Owns build/bench/run/ (the raw JSON lines of the last run). Every server it started is
 # stopped at the end, also on failure or interrupt.
 set -uo pipefail
@@ -66,9 +69,13 @@ w9_readers=${BENCH_W9_READERS:-16}
 w9_hold=${BENCH_W9_HOLD_MS:-1}
 w9_pause=${BENCH_W9_PAUSE_MS:-10}
 w10=${BENCH_W10:-1}
+instr=${BENCH_INSTR:-1}
+instr_pairs=${BENCH_INSTR_PAIRS:-2000}
 w10_watchers=${BENCH_W10_WATCHERS:-1 10 100}
 w10_puts=${BENCH_W10_PUTS:-300}
 w10_gap=${BENCH_W10_GAP_MS:-10}
+w10_rates=${BENCH_W10_RATES:-500 5000}
+w10_rate_secs=${BENCH_W10_RATE_SECONDS:-5}
 w11=${BENCH_W11:-1}
 w11_clients=${BENCH_W11_CLIENTS:-16}
 w11_limit=${BENCH_W11_LIMIT:-4}
@@ -291,6 +298,11 @@ w6_fencelock() {
   r0=$(http_metric "$lport" fencelock_reads_total)
   a0=$(http_metric "$lport" fencelock_applied_index)
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
+  local t0=0 t1=0 v # the highest term any node knows: each one begun without a kill is needless
+  for i in 1 2 3; do
+    v=$(http_metric $((17482 + 10 * (i - 1))) fencelock_raft_term)
+    [ "${v:-0}" -gt "$t0" ] && t0=$v
+  done
   c0=$(cpu_ticks "$pid")
   echo "  W6: $w6_sessions sessions, TTL 10 s, keepalive every TTL/3, $w6_secs s (load average $load0)"
   out="$raw/w6.out"
@@ -309,6 +321,10 @@ w6_fencelock() {
   r1=$(http_metric "$lport" fencelock_reads_total)
   a1=$(http_metric "$lport" fencelock_applied_index)
   load1=$(cut -d' ' -f1-3 /proc/loadavg)
+  for i in 1 2 3; do
+    v=$(http_metric $((17482 + 10 * (i - 1))) fencelock_raft_term)
+    [ "${v:-0}" -gt "$t1" ] && t1=$v
+  done
   d1=$(awk -v d="$dev" '$3 == d {print $8}' /proc/diskstats)
   hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
   lb=$(awk '{printf "%.2f", $1 + $2}' "$raw/w6.time" 2>/dev/null || echo null)
@@ -320,7 +336,7 @@ w6_fencelock() {
   line="${line%\}},\"leader_cpu_s\":$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN {printf "%.2f", (b - a) / h}'),\"leader_hwm_kib\":${hwm:-0}"
   line+=",\"leader\":$leader,\"nodes_cpu_s\":[$ncpu],\"lockbench_cpu_s\":${lb:-null}"
   line+=",\"read_barriers\":$((b1 - b0)),\"reads\":$((r1 - r0)),\"raft_entries\":$((a1 - a0))"
-  line+=",\"disk_writes\":$((${d1:-0} - ${d0:-0}))"
+  line+=",\"disk_writes\":$((${d1:-0} - ${d0:-0})),\"terms_begun\":$((t1 - t0))"
   line+=",\"loadavg_before\":\"$load0\",\"loadavg_after\":\"$load1\"}"
   echo "  $line"
   echo "$line" >>"$json"
@@ -385,6 +401,9 @@ w8_system() {
         --kill-cmd "kill -9 $pid" 2>>"$raw/w8-$s.stderr")
     fi
     [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"W8","errors":1,"error":"lockbench failed"}' "$d")
+    if [ "$d" = fencelock ]; then # detection, election, readiness, reconnect from the nodes' logs
+      line=$(bench/w8_parts.py build/bench/fencelock/node{1,2,3}.log <<<"$line")
+    fi
     line="${line%\}},\"trial\":$trial}"
     echo "   $line"
     echo "$line" >>"$json"
@@ -549,6 +568,14 @@ w10_system() {
   for n in $w10_watchers; do
     run_line "$s" W10 $((secs + 90)) --endpoints "$eps" --clients "$n" --pairs "$w10_puts" \
       --seconds "$secs" --gap "$w10_gap"
+  done
+  # the same offered loads for every system: a fixed PUT rate, open loop (lockbench --rate)
+  local rt
+  for rt in $w10_rates; do
+    for n in $w10_watchers; do
+      run_line "$s" W10 $((w10_rate_secs + 90)) --endpoints "$eps" --clients "$n" --rate "$rt" \
+        --seconds "$w10_rate_secs"
+    done
   done
 }
 
@@ -766,7 +793,7 @@ if w5rows:
     p("| ---: | --- | ---: | ---: | ---: | ---: |")
     for r in w5rows:
         for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE", "INCR",
-                  "LOCK.WAITS", "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO"):
+                  "LOCK.WAITS", "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO", "TXN"):
             c = r.get(k) or {}
             p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
               f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")
@@ -828,6 +855,10 @@ if w6 and "sessions" in w6:
     p("")
     p("The leader's CPU covers the whole W6 run (opening and closing the sessions, the W1 client) divided by the keepalives sent.")
     p("")
+    if "terms_begun" in w6:
+        p(f"Needless elections during W6 (Raft terms begun with no node killed: the highest term any node reports, "
+          f"after minus before): **{w6['terms_begun']}**.")
+        p("")
     if "nodes_cpu_s" in w6:
         el = w6.get("elapsed_s") or w6["seconds"]
         tot = sum(w6["nodes_cpu_s"]) + (w6.get("lockbench_cpu_s") or 0)
@@ -877,6 +908,25 @@ if w8rows:
         else:
             p(f"| {lab(s, 'W8')} | 0 | – | – | – | – | {len(bad)}{(': ' + bad[0]) if bad else ''} |")
     p("")
+    fp = [r for r in w8rows if r.get("driver") == "fencelock" and ("detect_ms" in r or "parts_note" in r)]
+    if fp:
+        keys = ("detect_ms", "elect_ms", "ready_ms", "reconnect_ms")
+        p("fencelock's fail-over in its parts (bench/w8_parts.py: the client's kill and grant instants joined to the nodes' log lines): "
+          "detection = kill → a follower's candidacy (its election timeout ran out), election → the new leader, "
+          "readiness → its first entry of the term applied (\"leader ready\"), reconnect → the next grant to a client. "
+          "Each instant is late by at most the nodes' 5 ms tick.")
+        p("")
+        p("| trial | total ms | detection | election | readiness | reconnect | candidacies | terms | note |")
+        p("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        def f1(v):
+            return "–" if v is None else f"{v:.0f}"
+        for r in fp:
+            p(f"| {r.get('trial', '?')} | {r['failover_ms']:.0f} | " + " | ".join(f1(r.get(k)) for k in keys) +
+              f" | {r.get('candidacies', '–')} | {r.get('terms', '–')} | {r.get('parts_note', '')} |")
+        meds = [statistics.median([r[k] for r in fp if k in r]) if any(k in r for r in fp) else None for k in keys]
+        tot = [r["failover_ms"] for r in fp if r.get("failover_ms", -1) >= 0]
+        p(f"| median | {statistics.median(tot) if tot else 0:.0f} | " + " | ".join(f1(v) for v in meds) + " | | | |")
+        p("")
 w9rows = [r for r in rows if r.get("workload") == "W9"]
 if w9rows:
     p("## W9 — read-write locks: readers and one writer on one lock")
@@ -910,6 +960,21 @@ if w9rows:
               f"{sh[0]['reader_grants_per_s'] / r['reader_grants_per_s']:.2f}; writer wait p50 ratio: "
               f"{ratio(sh[0]['writer_wait_p50_ms'], r['writer_wait_p50_ms'])}")
         p("")
+ins = get("fencelock", "INSTR")
+if ins:
+    p("## Instructions per LOCK+UNLOCK pair on the leader (a count, not a time)")
+    p("")
+    p("bench/instr.sh: a 3-node cluster, the leader under valgrind's callgrind, one W1 client for a fixed number of pairs; "
+      "the leader's instructions (every thread) over the run, less its idle rate over the run's length, divided by the pairs. "
+      "A loaded machine does not change it: compare it across builds (bench/ab.sh prints it for both binaries).")
+    p("")
+    if "per_pair" in ins:
+        p("| pairs | instructions per pair | leader's instructions in all | idle instructions/s | s under callgrind |")
+        p("| ---: | ---: | ---: | ---: | ---: |")
+        p(f"| {ins['pairs']:,} | **{ins['per_pair']:,}** | {ins['instructions']:,} | {ins['idle_per_s']:,} | {ins['seconds']} |")
+    else:
+        p(f"not measured: {status(ins)}")
+    p("")
 w10rows = [r for r in rows if r.get("workload") == "W10"]
 if w10rows:
     p("## W10 — watch: PUT acknowledged → event received, and fan-out")
@@ -941,6 +1006,35 @@ if w10rows:
             p(f"- {r['watchers']} watcher(s), fencelock / etcd: PUT sent → event p50 {pratio(fl_.get('from_send_p50_ms'), et.get('from_send_p50_ms'))}, "
               f"p99 {pratio(fl_.get('from_send_p99_ms'), et.get('from_send_p99_ms'))}; ack → event p50 {pratio(fl_['p50_ms'], et['p50_ms'])}, "
               f"p99 {pratio(fl_['p99_ms'], et['p99_ms'])}; fan-out events/s {ratio(f['fanout']['events_per_s'], r['fanout']['events_per_s'])}")
+    p("")
+w10r = [r for r in rows if r.get("workload") == "W10R"]
+if w10r:
+    p("## W10 at equal offered loads: a fixed PUT rate")
+    p("")
+    p("The same offered load for every system: PUTs at a fixed rate for a fixed time, open loop (PUT i is due at i / rate whatever the "
+      "answers' pace; the PUTs due are sent pipelined, at most 32 unanswered, every millisecond), every watcher of the prefix receiving "
+      "each event. Delivery latency per watcher and event: from the PUT's acknowledgement, and from its due time (its commit and any "
+      "queueing behind a system that cannot keep the rate included). Achieved = PUTs / the time to the last answer: below the rate, "
+      "the system fell behind, and the due-time latency grows with the backlog.")
+    p("")
+    p("| system | PUTs/s offered | watchers | achieved PUTs/s | PUTs | ack → event p50 / p99 ms | due → event p50 / p99 ms | max ms | missed | note |")
+    p("| --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- |")
+    for r in sorted(w10r, key=lambda x: (x.get("rate", 0), x.get("watchers", 0), x.get("driver") != "fencelock")):
+        s = r.get("driver")
+        if "rate" not in r:
+            p(f"| {lab(s, 'W10')} | – | – | – | – | – | – | – | – | {status(r)} |")
+            continue
+        p(f"| {lab(s, 'W10')} | {r['rate']:,} | {r['watchers']} | {rate(r['achieved_per_s'])} | {r['puts']:,} | "
+          f"{r['p50_ms']:.2f} / {r['p99_ms']:.2f} | {r['from_due_p50_ms']:.2f} / {r['from_due_p99_ms']:.2f} | {r['max_ms']:.1f} | "
+          f"{r['missed']} | {r.get('error', '')} |")
+    p("")
+    for r in w10r:
+        if r.get("driver") != "etcd" or "rate" not in r: continue
+        f = next((x for x in w10r if x.get("driver") == "fencelock" and x.get("rate") == r["rate"] and x.get("watchers") == r["watchers"] and "rate" in x), None)
+        if f:
+            p(f"- {r['rate']:,} PUTs/s, {r['watchers']} watcher(s), fencelock / etcd: due → event p50 "
+              f"{pratio(f['from_due_p50_ms'], r['from_due_p50_ms'])}, p99 {pratio(f['from_due_p99_ms'], r['from_due_p99_ms'])}; "
+              f"ack → event p50 {pratio(f['p50_ms'], r['p50_ms'])}, p99 {pratio(f['p99_ms'], r['p99_ms'])}")
     p("")
 w11rows = [r for r in rows if r.get("workload") == "W11"]
 if w11rows:
@@ -1143,6 +1237,13 @@ for s in "${systems[@]}"; do
   echo "== $s: stopping servers"
   "$script" stop >/dev/null 2>&1
   running=""
+  if [ "$s" = fencelock ] && [ "$instr" = 1 ]; then
+    echo "== fencelock: instructions per LOCK+UNLOCK pair on the leader (bench/instr.sh, callgrind)"
+    line=$(timeout 900 bench/instr.sh "${BIN:-build/release/fencelockd}" "$instr_pairs" 2>>"$raw/instr.stderr")
+    [ -n "$line" ] || line='{"driver":"fencelock","workload":"INSTR","errors":1,"error":"bench/instr.sh failed"}'
+    echo "   $line"
+    echo "$line" >>"$json"
+  fi
   if [ "$s" = fencelock ] && [ "$w5" = 1 ]; then
     echo "== fencelock: W5 on one node (make run's setup)"
     rm -rf build/bench/fencelock

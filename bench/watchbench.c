@@ -16,6 +16,9 @@
  * 3. fan-out: `count` x W10_FANOUT_MUL PUTs with W10_WINDOW unanswered: events delivered per
  *    second in all (n x PUTs over the span from the first PUT sent to the last event
  *    received), and the latency under that load.
+ * Or, with a rate (lockbench --rate R), only a fixed-rate phase: PUTs offered at R/s for
+ *    `seconds` whatever the answers' pace (wb_phase_rate): delivery latency at an offered load
+ *    that is the same for every system, one JSON line of workload W10R.
  * Every phase's PUTs are bounded by its count and by `seconds`; the wait for the events still
  * on their way ends when none came for W10_SETTLE_MS (or after W10_SETTLE_CAP_MS in all): the
  * events that had not arrived by then are reported (missed). Late is not missed: a fan-out
@@ -40,7 +43,7 @@
 #define W10_SETTLE_CAP_MS 60000 /* ... and in all, however slowly events still arrive */
 
 int bench_w10(const char *driver, const char *endpoints, int readers, long count, int seconds,
-              int gap_ms);
+              int gap_ms, long rate);
 
 double wb_now_ms(void)
 {
@@ -238,6 +241,72 @@ static int wb_phase_fanout(struct wb_run *r, void *w, const char *prefix, int n,
     return rc;
 }
 
+/* The fixed-rate phase (--rate R): PUTs offered at R per second, open loop, for `ms`: PUT i is
+ * due at t0 + i/R; every millisecond the PUTs due so far are sent pipelined (put_many, up to
+ * W10_WINDOW unanswered) and answered before the next turn, so a system slower than R falls
+ * behind its schedule and the latency from the due time shows it (no coordinated omission).
+ * Latency: the PUT's acknowledgement -> event (as the latency phase) and its due time -> event
+ * (the write's commit and any queueing included). Achieved: PUTs / (last answer - t0). */
+static int wb_phase_rate(struct wb_run *r, void *w, const char *prefix, int n, long rate, long ms,
+                         struct wb_phase *ph, double *achieved, char *err, size_t errlen)
+{
+    long count = rate * ms / 1000;
+    struct wb_put *p = calloc((size_t)count + 1, sizeof(*p));
+    long long *revs = calloc((size_t)count + 1, sizeof(*revs));
+    double *acks = calloc((size_t)count + 1, sizeof(*acks));
+    char **keys = calloc((size_t)count + 1, sizeof(*keys));
+    int rc = 0;
+    for (long i = 0; keys && i < count && !rc; i++)
+        if (asprintf(&keys[i], "%sr%ld", prefix, i) < 0)
+            keys[i] = NULL, rc = -1;
+    if (!p || !revs || !acks || !keys || rc) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    long from = atomic_load_explicit(&r->nrec, memory_order_acquire), np = 0;
+    double t0 = wb_now_ms() + 1, per = 1e3 / (double)rate, hard = t0 + ms + 30e3, last = t0;
+    ph->first_send = t0;
+    while (!rc && np < count && !atomic_load(&r->failed)) {
+        double now = wb_now_ms();
+        if (now > hard) {
+            snprintf(err, errlen, "fixed rate: %ld of %ld PUTs sent 30 s past the schedule", np,
+                     count);
+            rc = -1;
+            break;
+        }
+        long due = now < t0 ? 0 : (long)((now - t0) / per) + 1;
+        if (due > count)
+            due = count;
+        if (due <= np) {
+            double wait = t0 + (double)np * per - now;
+            struct timespec ts = {0, (long)(wait > 0 ? wait * 1e6 : 0)};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        rc = r->be->put_many(w, keys + np, due - np, W10_WINDOW, revs + np, acks + np, err, errlen);
+        for (long i = np; !rc && i < due; i++) {
+            p[i] = (struct wb_put){.rev = revs[i], .ack = acks[i], .sent = t0 + (double)i * per};
+            if (acks[i] > last)
+                last = acks[i];
+        }
+        if (!rc)
+            np = due;
+    }
+    *achieved = last > t0 ? np / ((last - t0) / 1e3) : 0;
+    if (p) {
+        wb_wait_records(r, from + np * n);
+        ph->puts = np;
+        wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, ph);
+    }
+    for (long i = 0; keys && i < count; i++)
+        free(keys[i]);
+    free(keys);
+    free(p);
+    free(revs);
+    free(acks);
+    return rc;
+}
+
 static void wb_print(const char *driver, int n, int gap_ms, const struct wb_phase *a,
                      const struct wb_phase *b, long dropped, const char *err)
 {
@@ -262,6 +331,25 @@ static void wb_print(const char *driver, int n, int gap_ms, const struct wb_phas
     fflush(stdout);
 }
 
+static void wb_print_rate(const char *driver, int n, long rate, double achieved,
+                          const struct wb_phase *a, long dropped, const char *err)
+{
+    printf("{\"driver\":\"%s\",\"workload\":\"W10R\",\"watchers\":%d,\"rate\":%ld,"
+           "\"puts\":%ld,\"achieved_per_s\":%.1f,\"events\":%ld,\"missed\":%ld,\"p50_ms\":%.3f,"
+           "\"p99_ms\":%.3f,\"max_ms\":%.3f,\"from_due_p50_ms\":%.3f,\"from_due_p99_ms\":%.3f,"
+           "\"dropped\":%ld,\"errors\":%d",
+           driver, n, rate, a->puts, achieved, a->events, a->missed, a->p50, a->p99, a->max,
+           a->send_p50, a->send_p99, dropped, *err != 0);
+    if (*err) {
+        printf(",\"error\":\"");
+        for (; *err; err++)
+            putchar(*err == '"' || *err == '\\' || (unsigned char)*err < 0x20 ? '\'' : *err);
+        putchar('"');
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
 static const struct watch_backend *wb_find(const char *driver)
 {
     if (!strcmp(driver, watch_fencelock.name))
@@ -271,8 +359,11 @@ static const struct watch_backend *wb_find(const char *driver)
     return NULL;
 }
 
-/* W10 for `driver` with `n` watchers; 0 ok, 1 on an error (in the JSON line). */
-int bench_w10(const char *driver, const char *endpoints, int n, long count, int seconds, int gap_ms)
+/* W10 for `driver` with `n` watchers; 0 ok, 1 on an error (in the JSON line). With rate > 0
+ * only the fixed-rate phase runs (rate PUTs/s for `seconds`), and the line's workload is
+ * "W10R". */
+int bench_w10(const char *driver, const char *endpoints, int n, long count, int seconds, int gap_ms,
+              long rate)
 {
     const struct watch_backend *be = wb_find(driver);
     if (!be) {
@@ -291,6 +382,8 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
         snprintf(err, sizeof(err), "watchers: 1..%d", W10_MAX_WATCHERS);
         n = 0;
     }
+    if (rate > 0)
+        count = rate * seconds / (W10_FANOUT_MUL + 1) + 1; /* records for rate x seconds */
     r.cap = (long)n * (count * (W10_FANOUT_MUL + 1) + 16);
     r.rec = n ? malloc((size_t)r.cap * sizeof(*r.rec)) : NULL;
     void *w = r.rec ? be->writer_new(endpoints, err, sizeof(err)) : NULL;
@@ -307,9 +400,12 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
     if (started && !be->put(w, key, &wrev, err, sizeof(err)) && wb_wait_records(&r, n) < n &&
         !atomic_load(&r.failed))
         snprintf(err, sizeof(err), "the watchers did not all see the warm-up PUT");
-    double end = wb_now_ms() + seconds * 1e3 / 2;
-    if (started && !*err &&
-        !wb_phase_latency(&r, w, prefix, n, count, gap_ms, end, &a, err, sizeof(err)))
+    double end = wb_now_ms() + seconds * 1e3 / 2, achieved = 0;
+    if (rate > 0) {
+        if (started && !*err)
+            wb_phase_rate(&r, w, prefix, n, rate, seconds * 1000L, &a, &achieved, err, sizeof(err));
+    } else if (started && !*err &&
+               !wb_phase_latency(&r, w, prefix, n, count, gap_ms, end, &a, err, sizeof(err)))
         wb_phase_fanout(&r, w, prefix, n, count * W10_FANOUT_MUL, end + seconds * 1e3 / 2, &b, err,
                         sizeof(err));
     if (started) {
@@ -320,7 +416,10 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
     }
     if (!r.rec && !*err)
         snprintf(err, sizeof(err), "out of memory");
-    wb_print(driver, n, gap_ms, &a, &b, atomic_load(&r.dropped), err);
+    if (rate > 0)
+        wb_print_rate(driver, n, rate, achieved, &a, atomic_load(&r.dropped), err);
+    else
+        wb_print(driver, n, gap_ms, &a, &b, atomic_load(&r.dropped), err);
     if (r.ws)
         be->watchers_free(r.ws);
     if (w)

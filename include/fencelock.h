@@ -588,6 +588,50 @@ FL_API fl_err fl_incr(fl_client *c, fl_session *session, const char *key, int64_
 FL_API fl_err fl_del(fl_client *c, fl_session *session, const char *key,
                      const struct fl_write_opts *opts, int *deleted);
 
+/*
+ * Transactions (TXN, docs/protocol.md): compares, then all of one branch's writes in one log
+ * entry, or none. Build with fl_txn_new, add compares (fl_txn_if_*) and ops (fl_txn_then_*,
+ * fl_txn_else_*: in the order given), optionally fl_txn_fence; fl_txn_commit sends it (through
+ * a session: REQ, retried exactly once); then the accessors read the result. Every function
+ * copies what it is given. A builder may be committed again (with the same session, that is a
+ * new request). FL_ETOOLARGE: more arguments than one command holds (the server's --max-txn-ops,
+ * --max-txn-bytes and --max-args bind too). fl_txn_commit: FL_ESTALE (a stale fence),
+ * FL_ETOOLARGE, FL_ENOSPACE, FL_EPERM, FL_ESERVER (a failing op: nothing applied), ...
+ */
+typedef struct fl_txn fl_txn;
+enum fl_txn_rel { FL_TXN_EQ = 0, FL_TXN_NE = 1, FL_TXN_LT = 2, FL_TXN_GT = 3 };
+FL_API fl_txn *fl_txn_new(void); /* NULL: out of memory */
+FL_API void fl_txn_free(fl_txn *t);
+/* The key's mod_rev (0 if absent) `rel` rev. */
+FL_API fl_err fl_txn_if_rev(fl_txn *t, const char *key, enum fl_txn_rel rel, uint64_t rev);
+/* The key's value = or != value (an absent key has none); other relations: FL_EINVAL. */
+FL_API fl_err fl_txn_if_value(fl_txn *t, const char *key, enum fl_txn_rel rel, const void *value,
+                              size_t len);
+/* The key exists (exists != 0) or is absent. */
+FL_API fl_err fl_txn_if_exists(fl_txn *t, const char *key, int exists);
+/* token is (FL_TXN_EQ) or is not (FL_TXN_NE) a current token of lock (FENCE's rule). */
+FL_API fl_err fl_txn_if_token(fl_txn *t, const char *lock, enum fl_txn_rel rel, uint64_t token);
+/* Session sid holds lock (exclusively, shared or a semaphore permit). */
+FL_API fl_err fl_txn_if_holds(fl_txn *t, const char *lock, uint64_t sid);
+FL_API fl_err fl_txn_then_put(fl_txn *t, const char *key, const void *value, size_t len);
+FL_API fl_err fl_txn_then_del(fl_txn *t, const char *key);
+FL_API fl_err fl_txn_then_incr(fl_txn *t, const char *key, int64_t by);
+FL_API fl_err fl_txn_else_put(fl_txn *t, const char *key, const void *value, size_t len);
+FL_API fl_err fl_txn_else_del(fl_txn *t, const char *key);
+FL_API fl_err fl_txn_else_incr(fl_txn *t, const char *key, int64_t by);
+/* FENCE lock token on the whole TXN: FL_ESTALE at commit, nothing applied, if not current. */
+FL_API fl_err fl_txn_fence(fl_txn *t, const char *lock, uint64_t token);
+FL_API fl_err fl_txn_commit(fl_client *c, fl_session *session, fl_txn *t);
+/* After an FL_OK commit: 1 if THEN ran; the store's revision after the TXN; the number of
+ * results (the ops of the branch that ran) and result i (PUT: the revision, DEL: 1 or 0, INCR:
+ * the new value). fl_txn_results_known is 0 (and no results) for a retry answered by a node
+ * that restored the request table from a snapshot (docs/protocol.md "TXN"). */
+FL_API int fl_txn_succeeded(const fl_txn *t);
+FL_API uint64_t fl_txn_revision(const fl_txn *t);
+FL_API size_t fl_txn_nresults(const fl_txn *t);
+FL_API int fl_txn_results_known(const fl_txn *t);
+FL_API int64_t fl_txn_result(const fl_txn *t, size_t i);
+
 struct fl_kv {
     void *value; /* NUL-terminated for convenience (len excludes it); freed by fl_kv_free */
     size_t len;

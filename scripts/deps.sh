@@ -55,7 +55,7 @@ test)
 deb) pkgs+=("${deb_pkgs[@]}") ;;
 fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
 bench) pkgs+=(python3 redis-server etcd-server etcd-client zookeeper libzookeeper-mt-dev
-              libcurl4-openssl-dev procps)
+              libcurl4-openssl-dev procps valgrind) # valgrind: bench/instr.sh (callgrind)
   # bench/java (ZooKeeper through Curator, Redis through Redisson): a JDK 17 and Maven, Debian's
   # unless installed; their artifacts below.
   command -v javac >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)

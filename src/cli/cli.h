@@ -221,9 +221,9 @@ void cli_print_commands(FILE *f);
 
 /* Each subcommand's option table (the rows point at them). */
 extern const struct opt_spec cli_opts_lock[], cli_opts_sem[], cli_opts_get[], cli_opts_put[],
-    cli_opts_del[], cli_opts_incr[], cli_opts_limit[], cli_opts_members[], cli_opts_session[],
-    cli_opts_watch[], cli_opts_leader[], cli_opts_revoke[], cli_opts_latch[], cli_opts_history[],
-    cli_opts_run[];
+    cli_opts_del[], cli_opts_incr[], cli_opts_txn[], cli_opts_limit[], cli_opts_members[],
+    cli_opts_session[], cli_opts_watch[], cli_opts_leader[], cli_opts_revoke[], cli_opts_latch[],
+    cli_opts_history[], cli_opts_run[];
 
 /* ---- subcommands: (c, argc, argv) with argv[0] the subcommand's name; return an exit code ---- */
 int cli_cmd_lock(struct cli *c, int argc, char **argv);
@@ -231,6 +231,7 @@ int cli_cmd_get(struct cli *c, int argc, char **argv);
 int cli_cmd_put(struct cli *c, int argc, char **argv);
 int cli_cmd_del(struct cli *c, int argc, char **argv);
 int cli_cmd_incr(struct cli *c, int argc, char **argv);
+int cli_cmd_txn(struct cli *c, int argc, char **argv); /* txn.c */
 int cli_cmd_keys(struct cli *c, int argc, char **argv);
 int cli_cmd_lock_info(struct cli *c, int argc, char **argv);
 int cli_cmd_locks(struct cli *c, int argc, char **argv);

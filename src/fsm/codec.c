@@ -116,6 +116,11 @@ static int encode_field(const struct fsm_field *f, const char *payload, struct b
         const struct fsm_names *ns = (const struct fsm_names *)p;
         return buf_put_varint(b, ns->n) || buf_append(b, ns->raw.p, ns->raw.len);
     }
+    case FSM_F_TXN: {
+        const struct fsm_txn *t = (const struct fsm_txn *)p;
+        return buf_put_varint(b, t->ncmp) || buf_put_varint(b, t->nthen) ||
+               buf_put_varint(b, t->nelse) || buf_append(b, t->raw.p, t->raw.len);
+    }
     }
     return -1;
 }
@@ -261,6 +266,41 @@ static int decode_names(struct dec *d, const struct fsm_field *f, struct fsm_nam
     return 0;
 }
 
+/* A TXN's lists: the counts, then every entry checked here (its type in the right part, the
+ * fields its type uses, the others 0 / empty: one form per meaning), so the op and
+ * fsm_txn_next walk only entries the decoder accepted. */
+static int decode_txn(struct dec *d, const struct fsm_field *f, struct fsm_txn *t)
+{
+    uint64_t nc, nt, ne;
+    if (get_u64(d, f->what, &nc) || get_u64(d, f->what, &nt) || get_u64(d, f->what, &ne))
+        return -1;
+    if (nc > FSM_MAX_TXN_ITEMS || nt > FSM_MAX_TXN_ITEMS || ne > FSM_MAX_TXN_ITEMS ||
+        nc + nt + ne > FSM_MAX_TXN_ITEMS)
+        return fail(d, f->what, "has too many compares and ops");
+    if (nc + nt + ne == 0)
+        return fail(d, f->what, "empty");
+    size_t start = d->r.off;
+    for (uint64_t i = 0; i < nc + nt + ne; i++) {
+        struct fsm_txn_item x;
+        if (rd_u8(&d->r, &x.type) || rd_u8(&d->r, &x.rel))
+            return fail(d, f->what, "truncated");
+        if (get_str(d, "txn name", &x.name, 1, FSM_MAX_NAME) || get_u64(d, "txn number", &x.n) ||
+            get_str(d, "txn value", &x.value, 0, FSM_MAX_VALUE))
+            return -1;
+        const char *bad = fsm_txn_item_bad(&x, i < nc);
+        if (bad)
+            return fail(d, f->what, bad);
+        if (d->r.off - start > UINT32_MAX)
+            return fail(d, f->what, "too long");
+    }
+    t->ncmp = (uint32_t)nc;
+    t->nthen = (uint32_t)nt;
+    t->nelse = (uint32_t)ne;
+    t->raw.p = (const char *)d->r.p + start;
+    t->raw.len = (uint32_t)(d->r.off - start);
+    return 0;
+}
+
 static int decode_field(struct dec *d, const struct fsm_field *f, char *payload)
 {
     char *p = payload + f->off;
@@ -283,6 +323,8 @@ static int decode_field(struct dec *d, const struct fsm_field *f, char *payload)
         return decode_cond(d, (struct fsm_kv_cond *)p);
     case FSM_F_NAMES:
         return decode_names(d, f, (struct fsm_names *)p);
+    case FSM_F_TXN:
+        return decode_txn(d, f, (struct fsm_txn *)p);
     }
     return fail(d, f->what, "has an unknown kind");
 }

@@ -34,9 +34,9 @@ static int value_dup(struct fsm_str v, char **out)
 static uint64_t leader_take(struct actx *a, struct lock *l, struct sess *s, char *v, uint32_t n)
 {
     uint64_t token = fsm_lock_grant(a, l, s);
-    l->value = v;
-    l->value_len = n;
-    l->value_rev = token;
+    l->x->value = v; /* an election has its lock_x from its creation (fsm_lock_create) */
+    l->x->value_len = n;
+    l->x->value_rev = token;
     struct fsm_event *e = fsm_lock_emit(a, FSM_EV_LEADER, s->sid, token, 0, l);
     if (e)
         e->value = (struct fsm_str){v ? v : "", n};
@@ -57,11 +57,13 @@ bool fsm_elect_grant_head(struct actx *a, struct lock *l, struct waiter *w)
 
 void fsm_elect_leader_gone(struct actx *a, struct lock *l, uint64_t delay_ms)
 {
-    a->f->name_bytes -= l->value_len;
-    free(l->value);
-    l->value = NULL;
-    l->value_len = 0;
-    l->value_rev = 0;
+    if (l->x) {
+        a->f->name_bytes -= l->x->value_len;
+        free(l->x->value);
+        l->x->value = NULL;
+        l->x->value_len = 0;
+        l->x->value_rev = 0;
+    }
     if (delay_ms || !l->wq_head) /* else the head candidate's LEADER follows in this entry */
         fsm_lock_emit(a, FSM_EV_LEADER, 0, 0, 0, l);
 }
@@ -152,15 +154,15 @@ void fsm_op_elect_proclaim(struct actx *a, const struct fsm_cmd_elect_proclaim *
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    a->f->name_bytes += (uint64_t)c->value.len - l->value_len;
-    free(l->value);
-    l->value = v;
-    l->value_len = c->value.len;
-    l->value_rev = fsm_next_rev(a);
+    a->f->name_bytes += (uint64_t)c->value.len - l->x->value_len;
+    free(l->x->value);
+    l->x->value = v;
+    l->x->value_len = c->value.len;
+    l->x->value_rev = fsm_next_rev(a);
     struct fsm_event *e = fsm_lock_emit(a, FSM_EV_PROCLAIM, s->sid, l->token, 0, l);
     if (e)
         e->value = (struct fsm_str){v ? v : "", c->value.len};
-    fsm_reply_int(r, l->value_rev);
+    fsm_reply_int(r, LX(l)->value_rev);
 }
 
 /* ELECT_RESIGN: the leader steps down (the head candidate leads in this entry); a candidate

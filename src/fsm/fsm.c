@@ -51,9 +51,12 @@ void fsm_free_state(struct fsm *f)
                 l->sh_head = h->lnext;
                 free(h);
             }
-            free(l->value);
-            free(l->hv);
-            free(l->rv_text);
+            if (l->x) {
+                free(l->x->value);
+                free(l->x->hv);
+                free(l->x->rv_text);
+                free(l->x);
+            }
             free(l);
             x = next;
         }
@@ -73,6 +76,7 @@ void fsm_free_state(struct fsm *f)
     buf_free(&f->wg_text);
     fsm_history_free(f);
     fsm_semlim_free_all(f);
+    buf_free(&f->txn_out);
     memset(f, 0, sizeof(*f));
 }
 
@@ -356,6 +360,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_SEM_LIMIT_RESET:
         fsm_op_sem_limit_reset(a, &c->sem_limit_reset, r);
         break;
+    case FSM_OP_TXN:
+        fsm_op_txn(a, &c->txn, r);
+        break;
     } /* the decoder rejects a value that is not an op */
 }
 
@@ -370,6 +377,19 @@ static void record(struct sess *s, uint64_t seq, uint64_t digest, const struct f
     s->req_value = r->kind == FSM_REPLY_INT ? r->value : 0;
     if (r->kind == FSM_REPLY_ERR && r->err[0])
         s->req_err = strdup(r->err); /* NULL on OOM: replayed as a generic error */
+    free(s->req_txn); /* a TXN's results (txn.c): kept in memory only, not in snapshots */
+    s->req_txn = NULL;
+    s->req_txn_n = 0;
+    s->req_txn_known = r->txn_known;
+    if (r->txn_known && r->txn_n) {
+        s->req_txn = malloc(r->txn_n * sizeof(*r->txn));
+        if (s->req_txn) {
+            memcpy(s->req_txn, r->txn, r->txn_n * sizeof(*r->txn));
+            s->req_txn_n = r->txn_n;
+        } else {
+            s->req_txn_known = false; /* OOM: replayed without its results */
+        }
+    }
 }
 
 /* A LOCK (SEM_ACQUIRE, ELECT_CAMPAIGN) retried after a QUEUED answer gets the current truth,
@@ -412,6 +432,9 @@ static void replay(struct actx *a, const struct sess *s, struct fsm_reply *r)
     }
     r->kind = s->req_kind;
     r->value = s->req_value;
+    r->txn = s->req_txn; /* a TXN's results, if this node still has them */
+    r->txn_n = s->req_txn_n;
+    r->txn_known = s->req_txn_known;
 }
 
 /* Ownership first (nothing changes, no seq is spent), then exactly-once: REQ (sid, seq) below
@@ -422,7 +445,9 @@ static void apply_cmd(struct actx *a, struct fsm_reply *r)
     /* One command allocates at most one revision per existing lock (a close hands all of them
        on) and per waiter (a run of shared grants) plus one: refuse rather than let the counter
        wrap to 0. */
-    uint64_t multi = c->op == FSM_OP_LOCK_MULTI ? c->lock_multi.names.n : 0; /* new locks */
+    uint64_t multi = c->op == FSM_OP_LOCK_MULTI ? c->lock_multi.names.n /* new locks */
+                     : c->op == FSM_OP_TXN      ? c->txn.txn.nthen + c->txn.txn.nelse /* writes */
+                                                : 0;
     if (c->op != FSM_OP_NOOP &&
         a->f->revision >= UINT64_MAX - a->f->locks.n - a->f->n_waiters - multi - 1) {
         fsm_reply_err(r, PROTO_ERR " revision counter exhausted");

@@ -52,7 +52,8 @@
 #define FSM_MAX_MAXHOLD_MS (1ull << 40)
 #define FSM_MAX_HOLD_COUNT (1u << 20)  /* a reentrant session's max count: 1..this (reent.c) */
 #define FSM_MAX_LATCH_COUNT (1u << 20) /* a latch's count, a barrier's (latch.c): 1..this */
-#define FSM_COUNTER_DIGITS 20 /* bytes of an INCR counter's value: "-9223372036854775808" */
+#define FSM_MAX_TXN_ITEMS 1024 /* compares + ops of one TXN (txn.c); the server's --max-txn-ops */
+#define FSM_COUNTER_DIGITS 20  /* bytes of an INCR counter's value: "-9223372036854775808" */
 /* The log formats (docs/design.md "Log formats"): what a node must read to apply an
  * entry or restore a snapshot. 1: the previous release (header version 1, ops 0-13, snapshots
  * 2-3); 2: adds header version 2 (acting user), ops 14-27 and snapshots 4-7. The cluster's
@@ -116,6 +117,48 @@ int fsm_names_next(struct fsm_names_it *it, struct fsm_str *name, bool *shared);
 /* Append one entry to a raw list being built (the caller keeps the byte order). 0 or -1. */
 int fsm_names_add(struct buf *raw, const char *name, size_t len, bool shared);
 
+/* A TXN's compares and ops (a TXN field, txn.c): ncmp compares, then nthen ops (THEN), then
+ * nelse ops (ELSE), in `raw` (each entry as ops.h's FSM_F_TXN says); `raw` borrows the decode
+ * buffer, or one the caller built with fsm_txn_add. The decoder checked every entry. */
+struct fsm_txn {
+    uint32_t ncmp, nthen, nelse;
+    struct fsm_str raw;
+};
+enum fsm_txn_type {
+    FSM_TXN_REV = 1,     /* name: key; rel n: its mod_rev (0 if absent) */
+    FSM_TXN_VALUE = 2,   /* name: key; rel (= or !=) value: its value (an absent key: none) */
+    FSM_TXN_EXISTS = 3,  /* name: key */
+    FSM_TXN_MISSING = 4, /* name: key */
+    FSM_TXN_TOKEN = 5,   /* name: lock; rel (= or !=) n: n is a current token (as FENCE's) */
+    FSM_TXN_HOLDS = 6,   /* name: lock; n: a session that holds it (either mode) */
+    FSM_TXN_PUT = 16,    /* name: key, value */
+    FSM_TXN_DEL = 17,    /* name: key */
+    FSM_TXN_INCR = 18,   /* name: key; n: the step, an int64_t in two's complement */
+};
+enum fsm_txn_rel { FSM_TXN_EQ = 0, FSM_TXN_NE = 1, FSM_TXN_LT = 2, FSM_TXN_GT = 3 };
+struct fsm_txn_item {
+    uint8_t type, rel; /* enum fsm_txn_type, enum fsm_txn_rel (0 where unused) */
+    struct fsm_str name, value;
+    uint64_t n;
+};
+struct fsm_txn_it {
+    const uint8_t *p;
+    size_t len, off;
+};
+static inline void fsm_txn_begin(struct fsm_txn_it *it, const struct fsm_txn *t)
+{
+    it->p = (const uint8_t *)t->raw.p;
+    it->len = t->raw.len;
+    it->off = 0;
+}
+/* The next entry: 1, or 0 at the end (or on bytes the decoder would refuse). */
+int fsm_txn_next(struct fsm_txn_it *it, struct fsm_txn_item *x);
+/* Append one entry to a raw list being built (the caller counts them into ncmp / nthen /
+ * nelse, in that order). 0 or -1 (out of memory). */
+int fsm_txn_add(struct buf *raw, const struct fsm_txn_item *x);
+/* NULL if x is an entry the decoder accepts as a compare (cmp) or an op (!cmp), else why not. */
+const char *fsm_txn_item_bad(const struct fsm_txn_item *x, bool cmp);
+
 /* A counter's value (counter.c): 0 and *out if p[0..n) is the canonical decimal text of an
  * int64_t ("0" or "-?[1-9][0-9]*", in range), else -1. */
 int fsm_counter_parse(const char *p, size_t n, int64_t *out);
@@ -167,12 +210,13 @@ struct fsm_cmd {
     };
 };
 
-/* The conditions of a PUT, DEL or INCR command, NULL for any other op. */
+/* The conditions of a PUT, DEL, INCR or TXN command, NULL for any other op. */
 static inline struct fsm_kv_cond *fsm_cmd_cond(struct fsm_cmd *c)
 {
     return c->op == FSM_OP_PUT    ? &c->put.cond
            : c->op == FSM_OP_DEL  ? &c->del.cond
            : c->op == FSM_OP_INCR ? &c->incr.cond
+           : c->op == FSM_OP_TXN  ? &c->txn.cond
                                   : NULL;
 }
 
@@ -276,6 +320,14 @@ struct fsm_reply {
     uint8_t kind;          /* enum fsm_reply_kind */
     uint64_t value;        /* INT */
     char err[FSM_ERR_LEN]; /* ERR */
+    /* TXN's INT reply: the result of each op of the branch that ran, in order (PUT: its
+       revision; DEL: the deleted count; INCR: the new value, two's complement); borrowed from
+       the fsm (valid until the next fsm_apply, fsm_restore or fsm_free). txn_known false: a
+       retry answered from a request table restored from a snapshot, which keeps the reply's
+       INT but not these results (txn_n is then 0). */
+    const uint64_t *txn;
+    uint32_t txn_n;
+    bool txn_known;
 };
 
 enum fsm_event_type {
@@ -325,6 +377,10 @@ struct fsm_event {
     uint64_t sid;
     uint64_t token;
     uint64_t ms;          /* ttl_ms, wait_ms or delay_ms by type */
+    uint64_t held_ms;     /* RELEASED: how long that grant was held, in the entries' clock (the
+                             releasing entry's now_ms less the granting one's; 0 if the leaders'
+                             clocks went back): the hold-time histogram needs no table of its
+                             own */
     struct fsm_str name;  /* owned by the events struct */
     struct fsm_str value; /* KEY_PUT, LEADER, PROCLAIM, DEADLOCK: borrowed from the key's or
                              the election's record (the fsm's last cycle text), valid until

@@ -103,8 +103,7 @@ static struct hlock *hl_new(const char *name, size_t len)
         return NULL;
     memcpy(hl->name, name, len);
     hl->name_len = (uint16_t)len;
-    hl->o.key = hl->name;
-    hl->o.key_len = hl->name_len;
+    onode_set_key(&hl->o, hl->name, hl->name_len);
     return hl;
 }
 

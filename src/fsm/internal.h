@@ -22,10 +22,24 @@
 
 struct onode {
     struct onode *left, *right;
-    const char *key; /* the record's own name: the tree compares without a callback */
-    uint16_t key_len;
+    /* The record's own name, key_len bytes at key_off bytes past the node (the name follows
+     * the node in every record: an offset takes 2 bytes where a pointer took 8); the tree
+     * compares without a callback. */
+    uint16_t key_off, key_len;
     uint8_t height;
 };
+
+static inline const char *onode_key(const struct onode *n)
+{
+    return (const char *)n + n->key_off;
+}
+
+/* n's key: `key` (inside n's record, after n), len bytes. */
+static inline void onode_set_key(struct onode *n, const char *key, size_t len)
+{
+    n->key_off = (uint16_t)(key - (const char *)n);
+    n->key_len = (uint16_t)len;
+}
 
 #define ONODE_OWNER(n, type, member) ((type *)((char *)(n)-offsetof(type, member)))
 
@@ -83,6 +97,9 @@ struct sess {
     uint64_t req_seq, req_value;
     uint64_t req_digest; /* fsm_cmd_digest of the command of req_seq; 0 = not recorded */
     char *req_err;       /* NULL unless req_kind is ERR (NULL if lost) */
+    uint64_t *req_txn;   /* a TXN's per-op results of req_seq (fsm.c; not in snapshots) */
+    uint32_t req_txn_n;
+    bool req_txn_known; /* req_txn holds them (false after a restore, or another op) */
     /* deadlock-search scratch (waitgraph.c): its node, valid while wg_epoch == fsm.wg_epoch */
     uint32_t wg_epoch, wg_index;
     /* reentrancy (reent.c): a LOCK of a lock it holds exclusively counts up, to max_count
@@ -97,51 +114,83 @@ static inline const char *sess_owner(const struct sess *s)
     return s->name + s->name_len;
 }
 
+/* The rarely used part of a lock record, struct lock_x (l->x): an election's leader value, a
+ * pending revoke, lock metadata and a reentrant holder's extra holds. Most lock records never
+ * use any of them (bench W4: 1M plain locks), so they live apart, allocated (zeroed) by
+ * fsm_lock_x when a record first needs one: an election's at its creation, a revoke's, a
+ * LOCK_META's and a re-LOCK's before they change anything (so running out of memory is an error
+ * reply, and the state is unchanged). Once allocated it stays with the record until
+ * fsm_lock_drop / fsm_free frees both. Readers go through LX(l), which gives an all-zero one for
+ * a record without it. */
+struct lock_x {
+    /* FSM_KIND_ELECT: the leader (holder)'s value (owned, NULL if empty) and the revision of
+     * its last change (grant or PROCLAIM); 0 and NULL without a leader. */
+    char *value;
+    uint64_t value_rev;
+    uint32_t value_len;
+    /* A pending revoke (revoke.c) of the exclusive grant rv_token (== token while pending; 0 =
+     * none): its deadline (0 = asked only) and rv_text (owned, NULL if both are empty): the
+     * reason's rv_reason_len bytes, then the requester's rv_by_len bytes. Cleared by any release
+     * of that grant (fsm_lock_release). */
+    uint16_t rv_reason_len, rv_by_len;
+    uint64_t rv_token, rv_ms;
+    char *rv_text;
+    /* Lock metadata (lockmeta.c), FSM_KIND_LOCK only: the exclusive grant's value (hv, owned,
+     * NULL if empty; its bytes in name_bytes) and max hold (0 = none), both cleared by any
+     * release of the grant; and the exclusive grants after the record's first. */
+    char *hv;
+    uint64_t maxhold_ms, transitions;
+    uint32_t hv_len;
+    uint8_t lm_on;    /* a LOCK_META reached this record (granted or queued): it keeps metadata
+                         (transitions count) from then on, while it lives */
+    uint32_t reholds; /* reent.c: the exclusive holder's holds beyond the first (its hold count
+                         is 1 + reholds); 0 without a holder, > 0 only for a reentrant one */
+};
+
+/* A lock, semaphore or election record: what every record needs, in one malloc with its name.
+ * Fields are ordered largest first so the compiler adds no padding (sizes: docs/server.md
+ * "Memory"); the rarely used ones are in struct lock_x. */
 struct lock {
     struct hlink h; /* in fsm.locks, hashed by name: first, the table casts */
     struct onode o; /* in fsm.lock_names */
     struct sess *holder;
     struct lock *hprev, *hnext; /* in holder->held_* */
-    uint64_t token, held_since_ms, lockdelay_ms;
+    uint64_t token;
+    /* An exclusive holder's grant time, or a lock-delay's length: never both (a lock in
+     * lock-delay has no exclusive holder), so they share 8 bytes. Read held_since_ms only
+     * while holder != NULL and lockdelay_ms only while in_delay; each is 0 otherwise. */
+    union {
+        uint64_t held_since_ms;
+        uint64_t lockdelay_ms;
+    };
     struct waiter *wq_head, *wq_tail; /* FIFO */
     struct shold *sh_head, *sh_tail;  /* shared holders, in token order (holder is then NULL) */
+    struct lock *todo_next;           /* in the apply's hand-on worklist (a->todo_*) */
+    struct lock_x *x;                 /* NULL until the record needs one (see struct lock_x) */
     uint32_t n_waiters, n_shared;
-    uint16_t name_len;
-    uint8_t in_delay;
-    uint8_t on_todo;        /* queued in the apply's hand-on worklist (a->todo_*) */
-    struct lock *todo_next; /* in that worklist */
-    uint8_t kind;           /* enum fsm_kind, fixed while the record exists */
-    uint32_t limit;         /* FSM_KIND_SEM: permits at most (new grants); else 0 */
-    uint32_t in_use;        /* FSM_KIND_SEM: the sum of its holds' permits (may exceed a limit
-                               an operator lowered: SEM_SETLIMIT); else the number of holds */
-    uint8_t snap_weighted;  /* restore only: the record was written as a weighted semaphore */
-    /* FSM_KIND_ELECT: the leader (holder)'s value (owned, NULL if empty) and the revision of
-     * its last change (grant or PROCLAIM); 0 and NULL without a leader. */
-    char *value;
-    uint32_t value_len;
-    uint64_t value_rev;
-    /* A pending revoke (revoke.c) of the exclusive grant rv_token (== token while pending; 0 =
-     * none): its deadline (0 = asked only) and rv_text (owned, NULL if both are empty): the
-     * reason's rv_reason_len bytes, then the requester's rv_by_len bytes. Cleared by any release
-     * of that grant (fsm_lock_release). */
-    uint64_t rv_token, rv_ms;
-    char *rv_text;
-    uint16_t rv_reason_len, rv_by_len;
-    /* Lock metadata (lockmeta.c), FSM_KIND_LOCK only: the exclusive grant's value (hv, owned,
-     * NULL if empty; its bytes in name_bytes) and max hold (0 = none), both cleared by any
-     * release of the grant; and the exclusive grants after the record's first. */
-    char *hv;
-    uint32_t hv_len;
-    uint64_t maxhold_ms, transitions;
-    uint8_t lm_on;    /* a LOCK_META reached this record (granted or queued): it keeps metadata
-                         (transitions count) from then on, while it lives */
-    uint32_t reholds; /* reent.c: the exclusive holder's holds beyond the first (its hold count
-                         is 1 + reholds); 0 without a holder, > 0 only for a reentrant one */
+    uint32_t limit;  /* FSM_KIND_SEM: permits at most (new grants); else 0 */
+    uint32_t in_use; /* FSM_KIND_SEM: the sum of its holds' permits (may exceed a limit
+                        an operator lowered: SEM_SETLIMIT); else the number of holds */
     /* deadlock-search scratch (waitgraph.c): its waiters' wg_e/wg_m are valid for this
      * search while wg_epoch == fsm.wg_epoch */
     uint32_t wg_epoch;
+    uint16_t name_len;
+    uint8_t in_delay;
+    uint8_t on_todo;       /* queued in the apply's hand-on worklist */
+    uint8_t kind;          /* enum fsm_kind, fixed while the record exists */
+    uint8_t snap_weighted; /* restore only: the record was written as a weighted semaphore */
     char name[];
 };
+
+extern const struct lock_x fsm_lock_x_none; /* all zero: LX of a record without one */
+
+static inline const struct lock_x *LX(const struct lock *l)
+{
+    return l->x ? l->x : &fsm_lock_x_none;
+}
+
+/* l's struct lock_x, allocated zeroed if it has none; NULL if memory ran out (l unchanged). */
+struct lock_x *fsm_lock_x(struct lock *l);
 
 struct waiter {
     struct lock *lock;
@@ -235,6 +284,7 @@ struct fsm {
     /* operators' semaphore limits (semlimit.c): by name; each counted as a lock by the quotas */
     struct onode *semlims;
     uint64_t n_semlims, semlim_bytes; /* semlim_bytes: their names' bytes */
+    struct buf txn_out; /* the last TXN's per-op results (txn.c; fsm_reply.txn borrows them) */
 };
 
 /* ---- operators' semaphore limits (src/fsm/semlimit.c) ---- */
@@ -296,12 +346,19 @@ struct actx {
      * applied (its request's value and max hold), and what grant_head takes from a waiter
      * for the grant it makes next (lm_hv owned until then). */
     const struct fsm_cmd_lock_meta *lm_cmd;
-    char *lm_cmd_hv; /* its value, copied (owned until a grant or waiter takes it) */
+    char *lm_cmd_hv;     /* its value, copied (owned until a grant or waiter takes it) */
+    struct lock_x *lm_x; /* allocated first, for a record without one (taken, or freed after) */
     char *lm_hv;
     uint32_t lm_hv_len;
     uint64_t lm_maxhold_ms;
     bool lm_pending;
 };
+
+/* How long a grant made at since_ms has been held at this entry (0 if the clock went back). */
+static inline uint64_t fsm_held_for(const struct actx *a, uint64_t since_ms)
+{
+    return a->c->now_ms > since_ms ? a->c->now_ms - since_ms : 0;
+}
 
 uint64_t fsm_next_rev(struct actx *a);
 /* Append an event (name copied); NULL if memory ran out (the event is then lost). */
@@ -478,6 +535,7 @@ void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_chec
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *p, struct fsm_reply *r); /* counter.c */
+void fsm_op_txn(struct actx *a, const struct fsm_cmd_txn *p, struct fsm_reply *r);   /* txn.c */
 /* A write's FENCE and IFREV checks (kv.c): 0 if it may apply, else -1 with r answered (STALE,
    with a FENCE_REJECTED event, or IFREV). */
 int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r);
@@ -587,6 +645,11 @@ void fsm_kv_set_lease(struct kv *k, struct sess *s);
  * memory ran out (val freed, nothing changed). */
 uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char *val, uint32_t len,
                           bool set_lease, struct sess *lease);
+/* The same with the record made (fresh: a new one, not in the tree yet; it is inserted) and
+ * the revision taken by the caller (a TXN allocates everything before its first change,
+ * txn.c). Cannot fail; returns rev. */
+uint64_t fsm_kv_set_value_at(struct actx *a, struct kv *k, bool fresh, char *val, uint32_t len,
+                             bool set_lease, struct sess *lease, uint64_t rev);
 void fsm_kv_free_all(struct fsm *f); /* teardown: every key record */
 
 /* The newest snapshot version this release writes and reads (snapshot.c; format.c reads it). */

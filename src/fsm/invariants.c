@@ -151,7 +151,7 @@ static int check_lock_state(struct chk *c, const struct lock *l)
     uint64_t id = l->token;
     if (fsm_lock_find(c->f, l->name, l->name_len) != l)
         return bad(c, "lock not findable by its name", id);
-    if (l->o.key != l->name || l->o.key_len != l->name_len ||
+    if (onode_key(&l->o) != l->name || l->o.key_len != l->name_len ||
         fsm_otree_find(c->f->lock_names, l->name, l->name_len) != &l->o)
         return bad(c, "lock not in the name tree", id);
     if (l->holder && l->n_shared)
@@ -159,12 +159,12 @@ static int check_lock_state(struct chk *c, const struct lock *l)
     if (l->holder) {
         if (fsm_sess_find(c->f, l->holder->sid) != l->holder)
             return bad(c, "lock held by a dead session", l->holder->sid);
-        if (l->in_delay || l->lockdelay_ms)
+        if (l->in_delay) /* lockdelay_ms shares held_since_ms's bytes: not checked here */
             return bad(c, "held lock in lock-delay", id);
         c->held++;
         return rev_seen(c, l->token);
     }
-    if (l->token || l->held_since_ms)
+    if (l->token || (!l->in_delay && l->held_since_ms))
         return bad(c, "token on a lock without holder", id);
     if (!l->in_delay && !l->n_shared && !(l->wq_head && fsm_waiter_multi(l->wq_head)))
         return bad(c, "free lock stored", l->n_waiters); /* but a multi-request's queue */
@@ -303,26 +303,28 @@ static int check_kind(struct chk *c, const struct lock *l)
         return -1;
     if (l->kind == FSM_KIND_ELECT && l->n_shared)
         return bad(c, "election with shared holders", l->n_shared);
-    if ((l->value != NULL) != (l->value_len != 0) || (l->value_len && !leader))
-        return bad(c, "leader value without a leader", l->value_len);
-    if (leader != (l->value_rev != 0) || (leader && l->value_rev < l->token))
-        return bad(c, "leader value revision wrong", l->value_rev);
-    if (leader && l->value_rev != l->token && rev_seen(c, l->value_rev))
+    if ((LX(l)->value != NULL) != (LX(l)->value_len != 0) || (LX(l)->value_len && !leader))
+        return bad(c, "leader value without a leader", LX(l)->value_len);
+    if (leader != (LX(l)->value_rev != 0) || (leader && LX(l)->value_rev < l->token))
+        return bad(c, "leader value revision wrong", LX(l)->value_rev);
+    if (leader && LX(l)->value_rev != l->token && rev_seen(c, LX(l)->value_rev))
         return -1;
-    c->name_bytes += l->value_len;
+    c->name_bytes += LX(l)->value_len;
     return check_waiter_values(c, l);
 }
 
 /* A pending revoke belongs to the current exclusive grant of a lock (revoke.c). */
 static int check_revoke(struct chk *c, const struct lock *l)
 {
-    if (!l->rv_token)
-        return l->rv_ms || l->rv_text ? bad(c, "revoke fields without a revoke", l->rv_ms) : 0;
+    if (!LX(l)->rv_token)
+        return LX(l)->rv_ms || LX(l)->rv_text
+                   ? bad(c, "revoke fields without a revoke", LX(l)->rv_ms)
+                   : 0;
     c->revokes++;
-    if (l->kind != FSM_KIND_LOCK || !l->holder || l->rv_token != l->token)
-        return bad(c, "pending revoke not of the current exclusive grant", l->rv_token);
-    if ((l->rv_text != NULL) != (l->rv_reason_len + l->rv_by_len != 0))
-        return bad(c, "revoke text inconsistent", l->rv_token);
+    if (l->kind != FSM_KIND_LOCK || !l->holder || LX(l)->rv_token != l->token)
+        return bad(c, "pending revoke not of the current exclusive grant", LX(l)->rv_token);
+    if ((LX(l)->rv_text != NULL) != (LX(l)->rv_reason_len + LX(l)->rv_by_len != 0))
+        return bad(c, "revoke text inconsistent", LX(l)->rv_token);
     return 0;
 }
 
@@ -330,19 +332,19 @@ static int check_revoke(struct chk *c, const struct lock *l)
  * or on an exclusive request for one; their bytes in name_bytes. */
 static int check_lockmeta(struct chk *c, const struct lock *l)
 {
-    if ((l->hv != NULL) != (l->hv_len != 0) || l->maxhold_ms > FSM_MAX_MAXHOLD_MS)
-        return bad(c, "lock value inconsistent", l->hv_len);
-    if ((l->hv || l->maxhold_ms) && (l->kind != FSM_KIND_LOCK || !l->holder))
-        return bad(c, "grant metadata without an exclusive holder", l->maxhold_ms);
-    if ((l->transitions || l->lm_on) && l->kind != FSM_KIND_LOCK)
-        return bad(c, "lock metadata on another kind than a lock", l->transitions);
-    if ((l->transitions || l->hv || l->maxhold_ms) && !l->lm_on)
-        return bad(c, "lock metadata on a record no LOCK_META reached", l->transitions);
-    c->name_bytes += l->hv_len;
+    if ((LX(l)->hv != NULL) != (LX(l)->hv_len != 0) || LX(l)->maxhold_ms > FSM_MAX_MAXHOLD_MS)
+        return bad(c, "lock value inconsistent", LX(l)->hv_len);
+    if ((LX(l)->hv || LX(l)->maxhold_ms) && (l->kind != FSM_KIND_LOCK || !l->holder))
+        return bad(c, "grant metadata without an exclusive holder", LX(l)->maxhold_ms);
+    if ((LX(l)->transitions || LX(l)->lm_on) && l->kind != FSM_KIND_LOCK)
+        return bad(c, "lock metadata on another kind than a lock", LX(l)->transitions);
+    if ((LX(l)->transitions || LX(l)->hv || LX(l)->maxhold_ms) && !LX(l)->lm_on)
+        return bad(c, "lock metadata on a record no LOCK_META reached", LX(l)->transitions);
+    c->name_bytes += LX(l)->hv_len;
     for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
         if ((w->hv != NULL) != (w->hv_len != 0) || w->maxhold_ms > FSM_MAX_MAXHOLD_MS)
             return bad(c, "waiter lock value inconsistent", w->rev);
-        if ((w->hv || w->maxhold_ms) && (l->kind != FSM_KIND_LOCK || w->shared || !l->lm_on))
+        if ((w->hv || w->maxhold_ms) && (l->kind != FSM_KIND_LOCK || w->shared || !LX(l)->lm_on))
             return bad(c, "request metadata on a shared request or another kind", w->rev);
         c->name_bytes += w->hv_len;
     }
@@ -368,7 +370,7 @@ static int check_key(void *arg, const struct onode *n)
 {
     struct chk *c = arg;
     const struct kv *k = ONODE_OWNER(n, const struct kv, o);
-    if (k->o.key != k->key || k->o.key_len != k->key_len)
+    if (onode_key(&k->o) != k->key || k->o.key_len != k->key_len)
         return bad(c, "key node names another key", k->mod_rev);
     if (k->key_len == 0 || k->create_rev == 0 || k->create_rev > k->mod_rev || k->version == 0 ||
         (k->version == 1) != (k->create_rev == k->mod_rev))

@@ -28,8 +28,7 @@ struct kv *fsm_kv_alloc(const char *key, size_t keylen)
     memset(k, 0, sizeof(*k));
     k->key_len = (uint16_t)keylen;
     memcpy(k->key, key, keylen);
-    k->o.key = k->key;
-    k->o.key_len = k->key_len;
+    onode_set_key(&k->o, k->key, k->key_len);
     return k;
 }
 
@@ -140,7 +139,12 @@ uint64_t fsm_kv_set_value(struct actx *a, struct kv *k, struct fsm_str key, char
         free(val);
         return 0;
     }
-    uint64_t rev = fsm_next_rev(a);
+    return fsm_kv_set_value_at(a, k, fresh, val, len, set_lease, lease, fsm_next_rev(a));
+}
+
+uint64_t fsm_kv_set_value_at(struct actx *a, struct kv *k, bool fresh, char *val, uint32_t len,
+                             bool set_lease, struct sess *lease, uint64_t rev)
+{
     if (fresh) {
         k->create_rev = rev;
         k->version = 1;

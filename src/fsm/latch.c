@@ -96,8 +96,7 @@ static struct latch *latch_new(struct fsm *f, const char *name, size_t len, bool
         return NULL;
     memcpy(l->name, name, len);
     l->name_len = (uint16_t)len;
-    l->o.key = l->name;
-    l->o.key_len = l->name_len;
+    onode_set_key(&l->o, l->name, l->name_len);
     l->barrier = barrier;
     l->count = count;
     l->remaining = barrier ? 0 : count;

@@ -34,16 +34,26 @@ struct lock *fsm_lock_find(const struct fsm *f, const char *name, size_t namelen
     return NULL;
 }
 
+const struct lock_x fsm_lock_x_none;
+
+struct lock_x *fsm_lock_x(struct lock *l)
+{
+    if (!l->x)
+        l->x = calloc(1, sizeof(*l->x));
+    return l->x;
+}
+
 struct lock *fsm_lock_alloc(const char *name, size_t namelen)
 {
-    struct lock *l = malloc(sizeof(*l) + namelen);
+    /* The name starts at offsetof, not sizeof: the record's tail padding holds its first bytes
+     * (a W4 record, 12-byte name, then fits a 192-byte malloc chunk instead of 208). */
+    struct lock *l = malloc(offsetof(struct lock, name) + namelen);
     if (!l)
         return NULL;
-    memset(l, 0, sizeof(*l));
+    memset(l, 0, offsetof(struct lock, name));
     l->name_len = (uint16_t)namelen;
     memcpy(l->name, name, namelen);
-    l->o.key = l->name;
-    l->o.key_len = l->name_len;
+    onode_set_key(&l->o, l->name, l->name_len);
     return l;
 }
 
@@ -66,6 +76,10 @@ void fsm_lock_insert_last(struct fsm *f, struct lock *l, struct lock *last)
 struct lock *fsm_lock_create(struct fsm *f, const char *name, size_t namelen, uint8_t kind)
 {
     struct lock *l = fsm_lock_alloc(name, namelen);
+    if (l && kind == FSM_KIND_ELECT && !fsm_lock_x(l)) { /* an election always has one */
+        free(l);
+        return NULL;
+    }
     if (l) {
         l->kind = kind;
         fsm_lock_insert(f, l);
@@ -82,7 +96,9 @@ void fsm_lock_drop(struct fsm *f, struct lock *l)
     f->n_prims -= l->kind != FSM_KIND_LOCK;
     fsm_revoke_clear(f, l);
     fsm_lockmeta_free(f, l);
-    free(l->value);
+    if (l->x)
+        free(l->x->value);
+    free(l->x);
     free(l);
 }
 
@@ -240,7 +256,7 @@ uint64_t fsm_lock_grant(struct actx *a, struct lock *l, struct sess *s)
     if (l->kind == FSM_KIND_LOCK)
         fsm_lockmeta_grant(a, l, s);
     struct fsm_event *e = fsm_lock_emit(a, FSM_EV_GRANTED, s->sid, l->token, 0, l);
-    if (e && l->hv)
+    if (e && LX(l)->hv)
         e->value = fsm_lock_holder_value(l);
     return l->token;
 }
@@ -273,7 +289,9 @@ static bool grant_head(struct actx *a, struct lock *l, struct waiter *w)
     fsm_waiter_remove(a->f, w);
     struct shold *h = fsm_shold_find(l, s);
     if (h) {
-        fsm_lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
+        struct fsm_event *e = fsm_lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
+        if (e)
+            e->held_ms = fsm_held_for(a, h->held_since_ms);
         fsm_shold_unlink(a->f, h);
     }
     fsm_lock_grant(a, l, s);
@@ -365,6 +383,7 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
 {
     struct fsm_event *e = fsm_lock_emit(a, FSM_EV_RELEASED, l->holder->sid, l->token, 0, l);
     if (e) {
+        e->held_ms = fsm_held_for(a, l->held_since_ms);
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
         e->deadline = expired && a->c->op == FSM_OP_REVOKE_END;
@@ -373,7 +392,8 @@ void fsm_lock_release(struct actx *a, struct lock *l, uint64_t delay_ms, bool ex
     fsm_lockmeta_release(a->f, l);
     fsm_held_unlink(l);
     a->f->n_held--;
-    l->reholds = 0; /* every hold of a reentrant holder ends at once */
+    if (l->x)
+        l->x->reholds = 0; /* every hold of a reentrant holder ends at once */
     l->token = 0;
     l->held_since_ms = 0;
     if (l->kind == FSM_KIND_ELECT)
@@ -448,7 +468,9 @@ static void lock_upgrade(struct actx *a, struct lock *l, struct sess *s, struct 
     if (fsm_waiter_find(l, s)) {
         r->kind = wait_ms ? FSM_REPLY_QUEUED : FSM_REPLY_NIL;
     } else if (l->n_shared == 1 && !l->in_delay) {
-        fsm_lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
+        struct fsm_event *e = fsm_lock_emit(a, FSM_EV_RELEASED, s->sid, h->token, 0, l);
+        if (e)
+            e->held_ms = fsm_held_for(a, h->held_since_ms);
         fsm_shold_unlink(a->f, h);
         fsm_reply_int(r, fsm_lock_grant(a, l, s));
     } else if (wait_ms == 0) {

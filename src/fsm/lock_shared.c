@@ -114,6 +114,7 @@ void fsm_shold_release(struct actx *a, struct shold *h, uint64_t delay_ms, bool 
     struct lock *l = h->lock;
     struct fsm_event *e = fsm_lock_emit(a, FSM_EV_RELEASED, h->sess->sid, h->token, 0, l);
     if (e) {
+        e->held_ms = fsm_held_for(a, h->held_since_ms);
         e->expired = expired;
         e->revoked = expired && a->c->op == FSM_OP_SESSION_REVOKE;
     }

@@ -48,7 +48,7 @@
 
 struct fsm_str fsm_lock_holder_value(const struct lock *l)
 {
-    return (struct fsm_str){l->hv ? l->hv : "", l->hv ? l->hv_len : 0};
+    return (struct fsm_str){LX(l)->hv ? LX(l)->hv : "", LX(l)->hv ? LX(l)->hv_len : 0};
 }
 
 static bool same_name(const struct lock *l, struct fsm_str name)
@@ -62,22 +62,35 @@ static bool cmd_of(const struct actx *a, const struct lock *l, const struct sess
     return a->lm_cmd && a->lm_cmd->sid == s->sid && same_name(l, a->lm_cmd->name);
 }
 
+/* l's lock_x for a LOCK_META reaching it: its own, or the one the op allocated first (so nothing
+ * fails once the LOCK rules ran). */
+static struct lock_x *take_x(struct actx *a, struct lock *l)
+{
+    if (!l->x) {
+        l->x = a->lm_x;
+        a->lm_x = NULL;
+    }
+    return l->x;
+}
+
 void fsm_lockmeta_grant(struct actx *a, struct lock *l, struct sess *s)
 {
     if (a->lm_pending) { /* a waiter's, taken by grant_head: its bytes are counted already */
-        l->hv = a->lm_hv;
-        l->hv_len = a->lm_hv_len;
-        l->maxhold_ms = a->lm_maxhold_ms;
+        /* the waiter queued under a LOCK_META, which set lm_on: the record has its lock_x */
+        l->x->hv = a->lm_hv;
+        l->x->hv_len = a->lm_hv_len;
+        l->x->maxhold_ms = a->lm_maxhold_ms;
         a->lm_hv = NULL;
         a->lm_hv_len = 0;
         a->lm_maxhold_ms = 0;
         a->lm_pending = false;
     } else if (cmd_of(a, l, s)) {
-        l->lm_on = 1;
-        l->hv = a->lm_cmd_hv;
-        l->hv_len = l->hv ? a->lm_cmd->value.len : 0;
-        l->maxhold_ms = a->lm_cmd->maxhold_ms;
-        a->f->name_bytes += l->hv_len;
+        struct lock_x *x = take_x(a, l);
+        x->lm_on = 1;
+        x->hv = a->lm_cmd_hv;
+        x->hv_len = x->hv ? a->lm_cmd->value.len : 0;
+        x->maxhold_ms = a->lm_cmd->maxhold_ms;
+        a->f->name_bytes += x->hv_len;
         a->lm_cmd_hv = NULL;
     }
 }
@@ -86,7 +99,7 @@ void fsm_lockmeta_enqueued(struct actx *a, struct lock *l, const struct sess *s,
 {
     if (w->shared || !cmd_of(a, l, s))
         return;
-    l->lm_on = 1;
+    take_x(a, l)->lm_on = 1;
     w->hv = a->lm_cmd_hv;
     w->hv_len = w->hv ? a->lm_cmd->value.len : 0;
     w->maxhold_ms = a->lm_cmd->maxhold_ms;
@@ -109,19 +122,22 @@ void fsm_lockmeta_take(struct actx *a, struct waiter *w)
 
 void fsm_lockmeta_free(struct fsm *f, struct lock *l)
 {
-    f->name_bytes -= l->hv_len;
-    free(l->hv);
-    l->hv = NULL;
-    l->hv_len = 0;
-    l->maxhold_ms = 0;
+    struct lock_x *x = l->x;
+    if (!x)
+        return;
+    f->name_bytes -= x->hv_len;
+    free(x->hv);
+    x->hv = NULL;
+    x->hv_len = 0;
+    x->maxhold_ms = 0;
 }
 
 void fsm_lockmeta_release(struct fsm *f, struct lock *l)
 {
     if (l->kind != FSM_KIND_LOCK)
         return;
-    if (l->lm_on && l->transitions < UINT64_MAX)
-        l->transitions++;
+    if (LX(l)->lm_on && l->x->transitions < UINT64_MAX)
+        l->x->transitions++;
     fsm_lockmeta_free(f, l);
 }
 
@@ -137,13 +153,16 @@ void fsm_op_lock_meta(struct actx *a, const struct fsm_cmd_lock_meta *c, struct 
         return;
     }
     char *hv = NULL;
-    if (c->value.len) { /* copied first: nothing can fail once the LOCK rules ran */
-        if (!(hv = malloc(c->value.len))) {
-            fsm_reply_err(r, PROTO_ERR " out of memory");
-            return;
-        }
-        memcpy(hv, c->value.p, c->value.len);
+    /* copied and allocated first: nothing can fail once the LOCK rules ran */
+    struct lock_x *x = calloc(1, sizeof(*x));
+    if (!x || (c->value.len && !(hv = malloc(c->value.len)))) {
+        free(x);
+        fsm_reply_err(r, PROTO_ERR " out of memory");
+        return;
     }
+    if (c->value.len)
+        memcpy(hv, c->value.p, c->value.len);
+    a->lm_x = x;
     struct fsm_cmd_lock lc = {.name = c->name, .sid = c->sid, .wait_ms = c->wait_ms};
     a->lm_cmd = c;
     a->lm_cmd_hv = hv;
@@ -153,6 +172,8 @@ void fsm_op_lock_meta(struct actx *a, const struct fsm_cmd_lock_meta *c, struct 
         fsm_op_lock(a, &lc, r);
     free(a->lm_cmd_hv); /* not taken: the holder's retry, a queued session's, a refusal */
     a->lm_cmd_hv = NULL;
+    free(a->lm_x); /* not taken: the record had one, or the LOCK was refused */
+    a->lm_x = NULL;
     a->lm_cmd = NULL;
 }
 
@@ -160,10 +181,10 @@ void fsm_op_maxhold_end(struct actx *a, const struct fsm_cmd_maxhold_end *c, str
 {
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_OK;
-    if (!l || l->kind != FSM_KIND_LOCK || !l->holder || l->token != c->token || !l->maxhold_ms)
+    if (!l || l->kind != FSM_KIND_LOCK || !l->holder || l->token != c->token || !LX(l)->maxhold_ms)
         return;
     size_t first = a->ev->n;
-    uint64_t ms = l->maxhold_ms;
+    uint64_t ms = LX(l)->maxhold_ms;
     fsm_lock_release(a, l, l->holder->lockdelay_ms, true);
     if (a->ev->n > first && a->ev->ev[first].type == FSM_EV_RELEASED) {
         a->ev->ev[first].maxhold = true; /* why it ended: the event says so */
@@ -184,8 +205,8 @@ static int mh_visit(void *arg, const struct onode *n)
 {
     struct mh_walk *w = arg;
     const struct lock *l = ONODE_OWNER(n, const struct lock, o);
-    if (l->maxhold_ms && l->holder)
-        w->cb(w->arg, l->name, l->name_len, l->token, l->maxhold_ms);
+    if (LX(l)->maxhold_ms && l->holder)
+        w->cb(w->arg, l->name, l->name_len, l->token, LX(l)->maxhold_ms);
     return 0;
 }
 
@@ -220,7 +241,7 @@ static bool waiter_has(const struct waiter *w)
 
 static bool lock_has(const struct lock *l)
 {
-    return l->lm_on != 0;
+    return LX(l)->lm_on != 0;
 }
 
 static int present_visit(void *arg, const struct onode *n)
@@ -255,9 +276,10 @@ static int emit_visit(void *arg, const struct onode *n)
     uint64_t m = 0;
     for (const struct waiter *w = l->wq_head; w; w = w->lnext)
         m += waiter_has(w);
-    int rc = buf_put_bytes(e->b, l->name, l->name_len) || buf_put_varint(e->b, l->transitions) ||
-             buf_put_varint(e->b, l->maxhold_ms) ||
-             buf_put_bytes(e->b, l->hv ? l->hv : "", l->hv_len) || buf_put_varint(e->b, m);
+    int rc = buf_put_bytes(e->b, l->name, l->name_len) ||
+             buf_put_varint(e->b, LX(l)->transitions) || buf_put_varint(e->b, LX(l)->maxhold_ms) ||
+             buf_put_bytes(e->b, LX(l)->hv ? LX(l)->hv : "", LX(l)->hv_len) ||
+             buf_put_varint(e->b, m);
     for (const struct waiter *w = l->wq_head; w && !rc; w = w->lnext)
         if (waiter_has(w))
             rc = buf_put_varint(e->b, w->sess->sid) || buf_put_varint(e->b, w->maxhold_ms) ||
@@ -337,13 +359,16 @@ const char *fsm_lockmeta_restore(struct fsm *nf, struct rd *r)
             return "metadata of no lock";
         if (prev && fsm_name_cmp(prev->name, prev->name_len, l->name, l->name_len) >= 0)
             return "locks not in strictly increasing name order";
-        l->lm_on = 1;
-        if (fsm_rd_varint(r, &l->transitions))
+        struct lock_x *x = fsm_lock_x(l);
+        if (!x)
+            return "out of memory";
+        x->lm_on = 1;
+        if (fsm_rd_varint(r, &x->transitions))
             return "truncated transitions";
-        if ((why = read_meta(r, &l->maxhold_ms, &l->hv, &l->hv_len)))
+        if ((why = read_meta(r, &x->maxhold_ms, &x->hv, &x->hv_len)))
             return why;
-        nf->name_bytes += l->hv_len;
-        if ((l->hv || l->maxhold_ms) && !l->holder)
+        nf->name_bytes += x->hv_len;
+        if ((x->hv || x->maxhold_ms) && !l->holder)
             return "grant metadata without an exclusive holder";
         if ((why = read_waiters(nf, r, l)))
             return why;

@@ -39,6 +39,11 @@ enum fsm_field_kind {
                      FSM_MAX_NAME), varint fence_token], [varint ifrev] */
     FSM_F_NAMES,  /* varint n (1..FSM_MAX_MULTI_NAMES), then n times: u8 mode (0 exclusive,
                      1 shared), str name (1..FSM_MAX_NAME); names strictly increasing */
+    FSM_F_TXN,    /* a TXN's compares and ops (txn.c): varint ncmp, varint nthen, varint nelse
+                     (their sum 1..FSM_MAX_TXN_ITEMS), then that many entries, each u8 type,
+                     u8 rel, str name (1..FSM_MAX_NAME), varint n, str value (0..FSM_MAX_VALUE);
+                     compare types first, then THEN's ops, then ELSE's; fields a type does not
+                     use are 0 / empty */
 };
 #define FSM_CTYPE_U64 uint64_t
 #define FSM_CTYPE_SID uint64_t
@@ -51,6 +56,7 @@ enum fsm_field_kind {
 #define FSM_CTYPE_ADDR struct fsm_str
 #define FSM_CTYPE_COND struct fsm_kv_cond
 #define FSM_CTYPE_NAMES struct fsm_names
+#define FSM_CTYPE_TXN struct fsm_txn
 
 /*
  * The payloads: F(payload, kind, member, what) per field, in wire order. `what` names the
@@ -166,6 +172,10 @@ enum fsm_field_kind {
 /* SEM_LIMIT_RESET (semlimit.c): remove the operator's limit of a semaphore name */
 #define FSM_PAYLOAD_sem_limit_reset(F, p) F(p, NAME, name, "semaphore name")
 
+/* TXN (txn.c): compares, then the ops of the branch they select, in one entry; cond: FENCE only
+   (an IFREV bit: the apply answers ERR) */
+#define FSM_PAYLOAD_txn(F, p) F(p, TXN, txn, "txn") F(p, COND, cond, "cond")
+
 /* Every payload above (NOOP's is struct fsm_cmd_none, which has no fields). */
 /* clang-format off: it does not reach a fixed point on this list */
 #define FSM_PAYLOADS(P)                                                                            \
@@ -198,6 +208,7 @@ enum fsm_field_kind {
     P(latch_delete)                                                                                \
     P(barrier)                                                                                     \
     P(history_limits)                                                                              \
+    P(txn)                                                                                         \
     P(sem_limit_reset)
 /* clang-format on */
 
@@ -213,6 +224,7 @@ enum fsm_grow {
     FSM_GROW_MULTI,   /* per NAMES entry, as LOCK (SHARED for a shared one) */
     FSM_GROW_LATCH,   /* a latch or barrier (its NAME) if absent, plus a participant record */
     FSM_GROW_SEMLIM,  /* an operator's semaphore limit (its NAME) if absent: as a lock */
+    FSM_GROW_TXN,     /* per PUT / INCR of a branch, as KEY; the larger branch counts */
 };
 
 /*
@@ -323,6 +335,11 @@ enum fsm_grow {
        same: no revision; over FSM_HIST_*_MAX: ERR, nothing changes); lower ones drop the oldest   \
        entries at once. The leader writes it when its --history-* flags differ (history.c) */      \
     X(HISTORY_LIMITS, 41, history_limits, history_limits, 2, NONE, 0)                              \
+    /* -> INT (last revision << 1 | 1 if THEN ran), each op's result beside it (fsm_reply.txn) |   \
+       STALE (FENCE) | ERR: every compare, then all of one branch's ops or none, a revision per    \
+       change (txn.c) */                                                                           \
+    X(TXN, 42, txn, txn, 2, TXN, 0)                                                                \
+    /* (43: handed out with 42, not needed: no op; the decoder rejects it) */                      \
     /* -> OK: the operator's limit of the semaphore name, kept while set, whether or not the       \
        semaphore exists; it wins over the acquirers' limit (semlimit.c) | ERR | WRONGTYPE */       \
     X(SEM_LIMIT_SET, 44, sem_limit_set, sem_setlimit, 2, SEMLIM, 0)                                \

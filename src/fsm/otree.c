@@ -22,13 +22,13 @@ int fsm_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 
 static int node_cmp(const struct onode *a, const struct onode *b)
 {
-    return fsm_name_cmp(a->key, a->key_len, b->key, b->key_len);
+    return fsm_name_cmp(onode_key(a), a->key_len, onode_key(b), b->key_len);
 }
 
 struct onode *fsm_otree_find(const struct onode *root, const char *key, size_t len)
 {
     while (root) {
-        int c = fsm_name_cmp(key, len, root->key, root->key_len);
+        int c = fsm_name_cmp(key, len, onode_key(root), root->key_len);
         if (c == 0)
             return (struct onode *)root;
         root = c < 0 ? root->left : root->right;
@@ -175,7 +175,7 @@ int fsm_otree_walk(const struct onode *n, const char *from, size_t fromlen,
                    int (*visit)(void *arg, const struct onode *n), void *arg)
 {
     for (; n; n = n->right) {
-        if (fromlen && fsm_name_cmp(n->key, n->key_len, from, fromlen) < 0)
+        if (fromlen && fsm_name_cmp(onode_key(n), n->key_len, from, fromlen) < 0)
             continue; /* n and its left subtree come before `from` */
         int rc = fsm_otree_walk(n->left, from, fromlen, visit, arg);
         if (rc || (rc = visit(arg, n)))

@@ -17,16 +17,16 @@ int fsm_lock_info(const struct fsm *f, const char *name, size_t namelen, struct 
     v->kind = l->kind;
     v->holder_sid = l->holder ? l->holder->sid : 0;
     v->token = l->token;
-    v->held_since_ms = l->held_since_ms;
+    v->held_since_ms = l->holder ? l->held_since_ms : 0;
     v->in_lockdelay = l->in_delay;
-    v->lockdelay_ms = l->lockdelay_ms;
+    v->lockdelay_ms = l->in_delay ? l->lockdelay_ms : 0;
     v->n_waiters = l->n_waiters;
     v->n_shared = l->n_shared;
     v->value = fsm_lock_holder_value(l);
-    v->maxhold_ms = l->maxhold_ms;
-    v->transitions = l->transitions;
+    v->maxhold_ms = LX(l)->maxhold_ms;
+    v->transitions = LX(l)->transitions;
     v->reentrant = l->holder && l->holder->reentrant;
-    v->count = l->holder ? 1 + l->reholds : 0;
+    v->count = l->holder ? 1 + LX(l)->reholds : 0;
     return 1;
 }
 
@@ -94,8 +94,8 @@ int fsm_elect_leader(const struct fsm *f, const char *name, size_t namelen,
         return 0;
     v->sid = l->holder->sid;
     v->token = l->token;
-    v->value = (struct fsm_str){l->value ? l->value : "", l->value_len};
-    v->rev = l->value_rev;
+    v->value = (struct fsm_str){LX(l)->value ? LX(l)->value : "", LX(l)->value_len};
+    v->rev = LX(l)->value_rev;
     v->n_candidates = l->n_waiters;
     return 1;
 }
@@ -149,8 +149,8 @@ static int lock_walk_visit(void *arg, const struct onode *n)
             w->waiter(w->arg, l->name, l->name_len, q->sess->sid, q->wait_ms);
     if (w->delay && l->in_delay)
         w->delay(w->arg, l->name, l->name_len, l->lockdelay_ms);
-    if (w->revoke && l->rv_token && l->rv_ms)
-        w->revoke(w->arg, l->name, l->name_len, l->rv_token, l->rv_ms);
+    if (w->revoke && LX(l)->rv_token && LX(l)->rv_ms)
+        w->revoke(w->arg, l->name, l->name_len, LX(l)->rv_token, LX(l)->rv_ms);
     return 0;
 }
 
@@ -167,12 +167,13 @@ int fsm_lock_revoke_info(const struct fsm *f, const char *name, size_t namelen,
                          struct fsm_revoke_view *v)
 {
     const struct lock *l = fsm_lock_find(f, name, namelen);
-    if (!l || !l->rv_token)
+    if (!l || !LX(l)->rv_token)
         return 0;
-    v->token = l->rv_token;
-    v->deadline_ms = l->rv_ms;
-    v->reason = (struct fsm_str){l->rv_text ? l->rv_text : "", l->rv_reason_len};
-    v->by = (struct fsm_str){l->rv_text ? l->rv_text + l->rv_reason_len : "", l->rv_by_len};
+    v->token = LX(l)->rv_token;
+    v->deadline_ms = LX(l)->rv_ms;
+    v->reason = (struct fsm_str){LX(l)->rv_text ? LX(l)->rv_text : "", LX(l)->rv_reason_len};
+    v->by = (struct fsm_str){LX(l)->rv_text ? LX(l)->rv_text + LX(l)->rv_reason_len : "",
+                             LX(l)->rv_by_len};
     return 1;
 }
 
@@ -221,10 +222,10 @@ static void to_item(const struct lock *l, struct fsm_lock_item *it)
     it->n_waiters = l->n_waiters;
     it->n_shared = l->n_shared;
     it->value = fsm_lock_holder_value(l);
-    it->maxhold_ms = l->maxhold_ms;
-    it->transitions = l->transitions;
+    it->maxhold_ms = LX(l)->maxhold_ms;
+    it->transitions = LX(l)->transitions;
     it->reentrant = l->holder && l->holder->reentrant;
-    it->count = l->holder ? 1 + l->reholds : 0;
+    it->count = l->holder ? 1 + LX(l)->reholds : 0;
 }
 
 struct list {

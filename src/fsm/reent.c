@@ -53,7 +53,7 @@ void fsm_reent_relock(struct actx *a, struct lock *l, struct sess *s, struct fsm
         fsm_reply_int(r, l->token);
         return;
     }
-    if (1 + (uint64_t)l->reholds >= s->max_count) {
+    if (1 + (uint64_t)LX(l)->reholds >= s->max_count) {
         char nm[FSM_NAME_SHOWN];
         fsm_reply_err(r,
                       PROTO_ERR " session %llu holds lock %s %u times, its MAXCOUNT (UNLOCK "
@@ -62,7 +62,11 @@ void fsm_reent_relock(struct actx *a, struct lock *l, struct sess *s, struct fsm
                       fsm_printable(l->name, l->name_len, nm, sizeof(nm)), s->max_count);
         return;
     }
-    l->reholds++;
+    if (!fsm_lock_x(l)) { /* the count lives in the record's lock_x */
+        fsm_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
+    l->x->reholds++;
     fsm_next_rev(a);
     fsm_reply_int(r, l->token);
 }
@@ -76,9 +80,9 @@ static bool forced(const struct actx *a, const struct sess *s)
 
 bool fsm_reent_unlock(struct actx *a, struct lock *l)
 {
-    if (l->reholds == 0 || forced(a, l->holder))
+    if (LX(l)->reholds == 0 || forced(a, l->holder))
         return false;
-    l->reholds--;
+    l->x->reholds--;
     return true;
 }
 
@@ -93,7 +97,7 @@ const char *fsm_reent_check(const struct fsm *f)
             return "bad reentrant session";
         n += s->reentrant;
         for (const struct lock *l = s->held_head; l; l = l->hnext)
-            if (l->reholds && (!s->reentrant || (uint64_t)l->reholds >= s->max_count))
+            if (LX(l)->reholds && (!s->reentrant || (uint64_t)LX(l)->reholds >= s->max_count))
                 return "hold count on a lock of a non-reentrant holder, or over its max count";
     }
     return n == f->n_reent ? NULL : "reentrant session count wrong";
@@ -110,7 +114,7 @@ static int count_visit(void *arg, const struct onode *n)
 {
     const struct lock *l = ONODE_OWNER(n, struct lock, o);
     uint64_t *m = arg;
-    *m += l->reholds > 0;
+    *m += LX(l)->reholds > 0;
     return 0;
 }
 
@@ -118,9 +122,9 @@ static int emit_visit(void *arg, const struct onode *n)
 {
     const struct lock *l = ONODE_OWNER(n, struct lock, o);
     struct buf *b = arg;
-    if (!l->reholds)
+    if (!LX(l)->reholds)
         return 0;
-    return buf_put_bytes(b, l->name, l->name_len) || buf_put_varint(b, 1 + (uint64_t)l->reholds)
+    return buf_put_bytes(b, l->name, l->name_len) || buf_put_varint(b, 1 + (uint64_t)LX(l)->reholds)
                ? -1
                : 0;
 }
@@ -179,7 +183,9 @@ const char *fsm_reent_restore(struct fsm *nf, struct rd *r)
             return "hold count on a lock not held by a reentrant session";
         if (count < 2 || count > l->holder->max_count)
             return "bad hold count";
-        l->reholds = (uint32_t)(count - 1);
+        if (!fsm_lock_x(l))
+            return "out of memory";
+        l->x->reholds = (uint32_t)(count - 1);
         prev = p;
         prev_len = len;
     }

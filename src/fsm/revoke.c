@@ -43,13 +43,14 @@
 
 void fsm_revoke_clear(struct fsm *f, struct lock *l)
 {
-    if (!l->rv_token)
+    struct lock_x *x = l->x;
+    if (!x || !x->rv_token)
         return;
     f->n_revokes--;
-    free(l->rv_text);
-    l->rv_text = NULL;
-    l->rv_token = l->rv_ms = 0;
-    l->rv_reason_len = l->rv_by_len = 0;
+    free(x->rv_text);
+    x->rv_text = NULL;
+    x->rv_token = x->rv_ms = 0;
+    x->rv_reason_len = x->rv_by_len = 0;
 }
 
 int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str reason,
@@ -57,20 +58,23 @@ int fsm_revoke_set(struct fsm *f, struct lock *l, uint64_t ms, struct fsm_str re
 {
     size_t n = (size_t)reason.len + by.len;
     char *text = n ? malloc(n) : NULL;
-    if (n && !text)
+    struct lock_x *x = fsm_lock_x(l);
+    if ((n && !text) || !x) {
+        free(text);
         return -1;
+    }
     if (reason.len)
         memcpy(text, reason.p, reason.len);
     if (by.len)
         memcpy(text + reason.len, by.p, by.len);
-    if (!l->rv_token)
+    if (!x->rv_token)
         f->n_revokes++;
-    free(l->rv_text);
-    l->rv_text = text;
-    l->rv_token = l->token;
-    l->rv_ms = ms;
-    l->rv_reason_len = (uint16_t)reason.len;
-    l->rv_by_len = (uint16_t)by.len;
+    free(x->rv_text);
+    x->rv_text = text;
+    x->rv_token = l->token;
+    x->rv_ms = ms;
+    x->rv_reason_len = (uint16_t)reason.len;
+    x->rv_by_len = (uint16_t)by.len;
     return 0;
 }
 
@@ -95,17 +99,18 @@ void fsm_op_lock_revoke(struct actx *a, const struct fsm_cmd_lock_revoke *c, str
                       fsm_printable(c->name.p, c->name.len, nm, sizeof(nm)));
         return;
     }
-    uint64_t ms = l->rv_token ? merged_deadline(l->rv_ms, c->deadline_ms) : c->deadline_ms;
+    uint64_t ms = LX(l)->rv_token ? merged_deadline(LX(l)->rv_ms, c->deadline_ms) : c->deadline_ms;
     if (fsm_revoke_set(a->f, l, ms, c->reason, c->by)) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
     fsm_next_rev(a);
     struct fsm_event *e =
-        fsm_lock_emit(a, FSM_EV_REVOKE_REQUESTED, l->holder->sid, l->token, l->rv_ms, l);
+        fsm_lock_emit(a, FSM_EV_REVOKE_REQUESTED, l->holder->sid, l->token, LX(l)->rv_ms, l);
     if (e) {
-        e->value = (struct fsm_str){l->rv_text ? l->rv_text : "", l->rv_reason_len};
-        e->by = (struct fsm_str){l->rv_text ? l->rv_text + l->rv_reason_len : "", l->rv_by_len};
+        e->value = (struct fsm_str){LX(l)->rv_text ? LX(l)->rv_text : "", LX(l)->rv_reason_len};
+        e->by = (struct fsm_str){LX(l)->rv_text ? LX(l)->rv_text + LX(l)->rv_reason_len : "",
+                                 LX(l)->rv_by_len};
     }
     fsm_reply_int(r, l->token);
 }
@@ -123,7 +128,7 @@ void fsm_op_revoke_end(struct actx *a, const struct fsm_cmd_revoke_end *c, struc
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
     r->kind = FSM_REPLY_OK;
     if (!l || l->kind != FSM_KIND_LOCK || !l->holder || l->token != c->token ||
-        l->rv_token != c->token || l->rv_ms == 0)
+        LX(l)->rv_token != c->token || LX(l)->rv_ms == 0)
         return;
     fsm_lock_release(a, l, l->holder->lockdelay_ms, true);
     if (a->nrev == 0)

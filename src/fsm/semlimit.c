@@ -61,8 +61,7 @@ static struct semlim *semlim_new(struct fsm *f, const char *name, size_t len, ui
         return NULL;
     memcpy(o->name, name, len);
     o->name_len = (uint16_t)len;
-    o->o.key = o->name;
-    o->o.key_len = o->name_len;
+    onode_set_key(&o->o, o->name, o->name_len);
     o->limit = limit;
     f->n_semlims++;
     f->semlim_bytes += len;

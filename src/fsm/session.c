@@ -78,6 +78,7 @@ static void sess_unlink(struct fsm *f, struct sess *s)
 void fsm_sess_destroy(struct sess *s)
 {
     free(s->req_err);
+    free(s->req_txn);
     free(s);
 }
 

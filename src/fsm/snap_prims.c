@@ -31,7 +31,7 @@ int fsm_snap_emit_leader(const struct lock *l, struct buf *b)
 {
     if (l->kind != FSM_KIND_ELECT || !l->holder)
         return 0;
-    return buf_put_bytes(b, l->value, l->value_len) || buf_put_varint(b, l->value_rev);
+    return buf_put_bytes(b, LX(l)->value, LX(l)->value_len) || buf_put_varint(b, LX(l)->value_rev);
 }
 
 int fsm_snap_emit_candidate(const struct lock *l, bool weighted, const struct waiter *w,
@@ -68,6 +68,8 @@ const char *fsm_snap_read_kind(struct rd *r, struct lock *l)
         l->kind = FSM_KIND_SEM;
         l->snap_weighted = 1;
     }
+    if (l->kind == FSM_KIND_ELECT && !fsm_lock_x(l)) /* an election always has one */
+        return "out of memory";
     if (l->kind != FSM_KIND_SEM)
         return NULL;
     if (fsm_rd_varint(r, &limit))
@@ -99,13 +101,14 @@ const char *fsm_snap_read_leader(struct fsm *f, struct rd *r, struct lock *l, ui
     *rev = 0;
     if (l->kind != FSM_KIND_ELECT || !l->holder)
         return NULL;
-    if ((why = read_value(f, r, &l->value, &l->value_len)))
+    struct lock_x *x = l->x; /* fsm_snap_read_kind gave the election one */
+    if ((why = read_value(f, r, &x->value, &x->value_len)))
         return why;
-    if (fsm_rd_varint(r, &l->value_rev))
+    if (fsm_rd_varint(r, &x->value_rev))
         return "truncated or malformed number";
-    if (l->value_rev < l->token || l->value_rev > f->revision)
+    if (x->value_rev < l->token || x->value_rev > f->revision)
         return "leader value revision out of range";
-    *rev = l->value_rev != l->token ? l->value_rev : 0;
+    *rev = x->value_rev != l->token ? x->value_rev : 0;
     return NULL;
 }
 

@@ -153,13 +153,14 @@ static int emit_lock(const struct lock *l, const struct emit *e)
         rc = rc || fsm_snap_emit_leader(l, b);
     if (e->version >= SNAP_VERSION_3)
         rc = rc || emit_shared(l, weighted, b);
-    rc = rc || buf_put_u8(b, (l->in_delay ? FLAG_DELAY : 0) | (l->rv_token ? FLAG_REVOKE : 0));
+    rc = rc || buf_put_u8(b, (l->in_delay ? FLAG_DELAY : 0) | (LX(l)->rv_token ? FLAG_REVOKE : 0));
     if (l->in_delay)
         rc = rc || buf_put_varint(b, l->lockdelay_ms);
-    if (l->rv_token) /* only in version 6 (snap_version) */
-        rc = rc || buf_put_varint(b, l->rv_ms) ||
-             buf_put_bytes(b, l->rv_text ? l->rv_text : "", l->rv_reason_len) ||
-             buf_put_bytes(b, l->rv_text ? l->rv_text + l->rv_reason_len : "", l->rv_by_len);
+    if (LX(l)->rv_token) /* only in version 6 (snap_version) */
+        rc = rc || buf_put_varint(b, LX(l)->rv_ms) ||
+             buf_put_bytes(b, LX(l)->rv_text ? LX(l)->rv_text : "", LX(l)->rv_reason_len) ||
+             buf_put_bytes(b, LX(l)->rv_text ? LX(l)->rv_text + LX(l)->rv_reason_len : "",
+                           LX(l)->rv_by_len);
     rc = rc || buf_put_varint(b, l->n_waiters);
     for (const struct waiter *w = l->wq_head; w; w = w->lnext) {
         rc = rc || buf_put_varint(b, w->sess->sid) || buf_put_varint(b, w->wait_ms) ||
@@ -545,6 +546,7 @@ static int restore_lock(struct rst *s, struct lock **prev)
         return bad(s, "out of memory");
     const char *why = s->version >= SNAP_VERSION_4 ? fsm_snap_read_kind(&s->r, l) : NULL;
     if (why) {
+        free(l->x);
         free(l);
         return bad(s, why);
     }

@@ -11,7 +11,8 @@
  * follower through the leader's heartbeats, so "a message within a few election timeouts" is
  * a live peer. At most RN_HEARD_MAX servers are tracked (the oldest stamp is replaced):
  * clusters are far smaller. Used only for the status line the server reports (sd_notify), never
- * for a decision.
+ * for a decision. After libraft has handled a message, the role and leader are sampled for the
+ * election line (rn_tick.c rn_note_election), which a tick alone can miss.
  */
 #include "raft/rn_internal.h"
 
@@ -45,6 +46,10 @@ static void heard_recv(struct raft_io *io, struct raft_message *msg)
     if (msg->server_id)
         stamp(rn, msg->server_id);
     rn->io_recv(io, msg);
+    /* libraft handled it synchronously: a leader's first AppendEntries and a TimeoutNow right
+     * after it are each seen here, so the election line can name the leader that asked. */
+    if (rn->raft)
+        rn_note_election(rn, uv_now(rn->loop));
 }
 
 static int heard_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,

@@ -173,9 +173,9 @@ struct rn {
     /* A change libraft reports in progress that no rn call started (an earlier leader's): what
      * it was when first seen and since when (uv_now ms; 0: none). See rn_tick.c. */
     uint64_t lib_index, lib_promotee, lib_since_ms;
-    /* Why an election started (rn_tick.c note_election): the role and term seen at the last
-     * tick, when a follower last heard from a leader (libraft's election timer start) and the
-     * last leader it knew, with its term (0: none since start). */
+    /* Why an election started (rn_tick.c rn_note_election): the role and term seen at the last
+     * tick or received message, when a follower last heard from a leader (libraft's election timer
+     * start) and the last leader it knew, with its term (0: none since start). */
     int seen_state;
     uint64_t seen_term, contact_ms, known_leader, known_leader_term;
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
@@ -236,5 +236,9 @@ int rn_bind_probe(const char *address);
 void rn_iotime_install(struct rn *rn);
 /* rn_heard.c: wrap io.start so every received message stamps its sender (after raft_uv_init). */
 void rn_heard_install(struct rn *rn);
+/* rn_tick.c: sample the role, term and leader, and log why an election started (at every tick
+ * and after every message libraft received: a leadership transfer's TimeoutNow can arrive
+ * within a tick of the leader's first message, and the leader must already be known then). */
+void rn_note_election(struct rn *rn, uint64_t now);
 
 #endif

@@ -176,7 +176,7 @@ static void log_election(struct rn *rn, uint64_t now, bool disrupt)
              rn->cfg.election_ms, (unsigned long long)term);
 }
 
-static void note_election(struct rn *rn, uint64_t now)
+void rn_note_election(struct rn *rn, uint64_t now)
 {
     struct raft *r = rn->raft;
     int st = raft_state(r);
@@ -219,7 +219,7 @@ void rn_tick(struct rn *rn)
         rn->settled_ms = 0;
     else if (!rn->settled_ms && raft_last_applied(r) >= rn->lead_first)
         rn->settled_ms = RN_MS_NONZERO(now);
-    note_election(rn, now);
+    rn_note_election(rn, now);
     repair_stale_config(rn);
     watch_lib_change(rn, now);
 }

@@ -333,7 +333,6 @@ void srv_stop(struct srv *s)
 void srv_free(struct srv *s)
 {
     lease_free(&s->lease.rules);
-    srv_holds_free(s);
     map_free(&s->lease.parked, NULL);
     srv_quota_free(s);
     srv_observe_free(s);

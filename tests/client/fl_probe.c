@@ -285,6 +285,24 @@ static void api_kv(fl_client *c)
     CHECK_ERR(fl_incr(c, NULL, "api-ctr", -7, NULL, &v), FL_OK);
     CHECK(v == -2);
     CHECK_ERR(fl_incr(c, s, "api-ctr", 1, &stale, NULL), FL_ESTALE);
+    fl_txn *tx = fl_txn_new(); /* TXN: compares, then all of one branch (REQ via s) */
+    CHECK(tx != NULL);
+    CHECK_ERR(fl_txn_if_holds(tx, fence.fence_name, fl_session_id(s)), FL_OK);
+    CHECK_ERR(fl_txn_if_exists(tx, "api-t", 0), FL_OK);
+    CHECK_ERR(fl_txn_then_put(tx, "api-t", "1", 1), FL_OK);
+    CHECK_ERR(fl_txn_then_incr(tx, "api-ctr", 10), FL_OK);
+    CHECK_ERR(fl_txn_else_del(tx, "api-t"), FL_OK);
+    CHECK_ERR(fl_txn_fence(tx, fence.fence_name, fence.fence_token), FL_OK);
+    CHECK_ERR(fl_txn_commit(c, s, tx), FL_OK);
+    CHECK(fl_txn_succeeded(tx) && fl_txn_nresults(tx) == 2 && fl_txn_results_known(tx));
+    CHECK(fl_txn_result(tx, 0) == (int64_t)fl_txn_revision(tx) - 1 && fl_txn_result(tx, 1) == 8);
+    CHECK_ERR(fl_txn_commit(c, NULL, tx), FL_OK); /* api-t exists now: ELSE deletes it */
+    CHECK(!fl_txn_succeeded(tx) && fl_txn_nresults(tx) == 1 && fl_txn_result(tx, 0) == 1);
+    CHECK_ERR(fl_txn_if_value(tx, "k", FL_TXN_LT, "x", 1), FL_EINVAL);
+    CHECK_ERR(fl_txn_fence(tx, stale.fence_name, stale.fence_token), FL_OK);
+    CHECK_ERR(fl_txn_commit(c, s, tx), FL_ESTALE);
+    fl_txn_free(tx);
+    CHECK_ERR(fl_incr(c, NULL, "api-ctr", -10, NULL, NULL), FL_OK);
     CHECK_ERR(fl_incr(c, NULL, "eph", 1, NULL, NULL), FL_ESERVER); /* "x": not a counter */
     CHECK_ERR(fl_incr(c, NULL, "api-min", INT64_MIN, NULL, &v), FL_OK);
     CHECK(v == INT64_MIN);

@@ -162,3 +162,31 @@ def test_disk_and_snapshot_histograms_count_appends_snapshots_and_restores(ctx):
     srv.stop()
     srv.restart()
     eq(_hist(_scrape(srv), "fencelock_snapshot_restore_seconds")[2], 1, "one restore at start")
+
+
+def test_every_shared_hold_is_one_hold_time(ctx):
+    """Two sessions hold one lock shared, then release it one after the other: two holds, each
+    observed with its own length (a table of grant times by lock name saw only one)."""
+    srv = ctx.srv
+    c = ctx.conn()
+    a = open_session(c)
+    b = open_session(c)
+    m0 = _scrape(srv)
+    expect_int(c.call("LOCK", "shared-h", a, "SHARED"), "LOCK shared-h SHARED (a)")
+    expect_int(c.call("LOCK", "shared-h", b, "SHARED"), "LOCK shared-h SHARED (b)")
+    time.sleep(HOLD)
+    ok(c.call("UNLOCK", "shared-h", a))
+    time.sleep(HOLD)
+    ok(c.call("UNLOCK", "shared-h", b))
+    m1 = None
+
+    def settled():
+        nonlocal m1
+        m1 = _scrape(srv)
+        return _hist(m1, HISTS[1])[2] - _hist(m0, HISTS[1])[2] >= 2
+    wait_until(settled, 5, what="lock_hold_seconds_count to count both shared holds")
+    (_, hs0, hc0), (_, hs1, hc1) = _hist(m0, HISTS[1]), _hist(m1, HISTS[1])
+    eq(hc1 - hc0, 2, "lock_hold_seconds_count increase (two shared holds released)")
+    # a held HOLD, b 2 x HOLD: at least 3 x HOLD in all
+    assert hs1 - hs0 >= 3 * HOLD * 0.95, "lock_hold_seconds_sum rose by %.3f s for shared " \
+        "holds of at least %.2f and %.2f s" % (hs1 - hs0, HOLD, 2 * HOLD)

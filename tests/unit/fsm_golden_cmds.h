@@ -587,6 +587,32 @@ static const struct fsm_cmd golden_cmds[] = {
     {.op = FSM_OP_SEM_LIMIT_SET, .sem_limit_set = {.name = GS("W8"), .limit = 4}},
     {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {.name = GS("W8")}},
     {.op = FSM_OP_SEM_LIMIT_RESET, .sem_limit_reset = {.name = GS("W7")}},
+    /* TXN (txn.c): IF HOLDS H (dave's session got it above) IF MISSING tx-a THEN PUT tx-a 1,
+       INCR tx-n 5, DEL tx-gone (absent: 0) ELSE PUT tx-else x -> THEN, one revision */
+    {.op = FSM_OP_TXN,
+     .now_ms = 9960,
+     .txn = {.txn = {2, 3, 1,
+                     GS("\x06\x00\x01H\x6a\x00"
+                        "\x04\x00\x04tx-a\x00\x00"
+                        "\x10\x00\x04tx-a\x00\x01"
+                        "1"
+                        "\x12\x00\x04tx-n\x05\x00"
+                        "\x11\x00\x07tx-gone\x00\x00"
+                        "\x10\x00\x07tx-else\x00\x01x")}}},
+    /* a stale FENCE on the whole TXN: STALE, nothing applied */
+    {.op = FSM_OP_TXN,
+     .now_ms = 9961,
+     .txn = {.txn = {0, 1, 0, GS("\x11\x00\x04tx-a\x00\x00")},
+             .cond = {.has_fence = true, .fence_name = GS("H"), .fence_token = 1}}},
+    /* IF VALUE tx-a != 1 (false) -> ELSE: INCR tx-n -1 (a 10-byte varint), by alice */
+    {.op = FSM_OP_TXN,
+     .now_ms = 9962,
+     .user = GS("alice"),
+     .txn = {.txn = {1, 1, 1,
+                     GS("\x02\x01\x04tx-a\x00\x01"
+                        "1"
+                        "\x11\x00\x04tx-a\x00\x00"
+                        "\x12\x00\x04tx-n\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00")}}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -627,7 +653,10 @@ static const struct fsm_cmd golden_cmds[] = {
  * golden_snapshot_history (version 8, sections 1 to 4) the state after all of them. */
 #define GOLDEN_N_LATCH_CMDS 181
 /* Before the operators' semaphore limits': golden_snapshot_history is the state after them,
- * golden_snapshot_semlimit (version 8, sections 1 to 5) the state after all of them. */
+ * golden_snapshot_semlimit (version 8, sections 1 to 5) the state after them. */
 #define GOLDEN_N_HISTORY_CMDS 185
+/* Before TXN's: golden_snapshot_semlimit is the state after them, golden_snapshot_txn (version
+ * 8, keys a TXN wrote) the state after all of them. */
+#define GOLDEN_N_SEMLIM_CMDS 192
 
 #endif

@@ -58,6 +58,8 @@ static const char *names_of(const struct srv_cmd *cmd, char *out, size_t n)
         return "every key";
     case CMD_T_ALLNAMES:
         return "every key and lock";
+    case CMD_T_TXN:
+        return "every key and lock compared or written (FENCE: lock)";
     case CMD_T_NONE:
         return "";
     }

@@ -129,6 +129,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
     int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
     int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0, snap_history_ok = 0;
+    int snap_semlimit_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -159,8 +160,11 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
         if (i + 1 == GOLDEN_N_HISTORY_CMDS)
             snap_history_ok =
                 snapshot_is(f, golden_snapshot_history, sizeof(golden_snapshot_history));
+        if (i + 1 == GOLDEN_N_SEMLIM_CMDS)
+            snap_semlimit_ok =
+                snapshot_is(f, golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_txn, sizeof(golden_snapshot_txn));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -179,6 +183,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_lockmeta_ok);
     CHECK(snap_latch_ok);
     CHECK(snap_history_ok);
+    CHECK(snap_semlimit_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -260,6 +265,8 @@ TEST(golden_entries_need_the_log_format_of_their_release)
                  FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit)),
                  FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_txn, sizeof(golden_snapshot_txn)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
@@ -295,6 +302,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_BARRIER]);
     CHECK(op_seen[FSM_OP_HISTORY_LIMITS]);
     CHECK(op_seen[FSM_OP_SEM_LIMIT_SET] && op_seen[FSM_OP_SEM_LIMIT_RESET]);
+    CHECK(op_seen[FSM_OP_TXN]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
 
@@ -310,6 +318,13 @@ TEST(golden_snapshot_wsem_restores_and_resnapshots_byte_identically)
 {
     CHECK(golden_snapshot_wsem[4] == 7);
     CHECK(restores_byte_identically(golden_snapshot_wsem, sizeof(golden_snapshot_wsem)));
+}
+
+/* Keys TXN entries wrote, a revision per change (no section of its own). */
+TEST(golden_snapshot_txn_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_txn[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_txn, sizeof(golden_snapshot_txn)));
 }
 
 /* Version 8 with sections 2 and 4: the reentrant session and the lock history of H (A's grant,
@@ -389,6 +404,7 @@ int main(void)
     RUN(golden_snapshot_latch_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_history_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_semlimit_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_txn_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

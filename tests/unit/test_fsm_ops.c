@@ -17,14 +17,13 @@
 #include "fsm_fixture.h"
 #include "server/server.h"
 
-#define OP_NEVER 19 /* fsm.h: the value no op ever had */
-#define OP_FREE 28  /* ops.h: no op has it yet (the rows jump from 27 to 29) */
+#define OP_NEVER 19    /* fsm.h: the value no op ever had */
+#define OP_FREE 28     /* ops.h: no op has it yet (the rows jump from 27 to 29) */
+#define OP_FREE_TXN 43 /* handed to TXN beside 42, which needed one value only: no row */
 /* Values handed to features built side by side (a value, a latch...): a value in this range
    may have no row until its feature is merged; every other value below FSM_OP__COUNT has one. */
 #define OP_PENDING_LO 31
-#define OP_PENDING_HI 35  /* 33 and 35: handed out, unused */
-#define OP_PENDING2_LO 42 /* handed to a feature built beside the semaphore limits (44-45) */
-#define OP_PENDING2_HI 43
+#define OP_PENDING_HI 35    /* 33 and 35: handed out, unused */
 #define LAST_FORMAT_1_OP 13 /* the previous release reads ops 0..13 */
 #define WAIT_MS 1000        /* every WAIT field: a busy object queues */
 
@@ -82,6 +81,10 @@ static struct fsm_cmd filled(unsigned op, uint64_t sid)
         case FSM_F_NAMES: /* "n" exclusive, "o" shared */
             *(struct fsm_names *)p = (struct fsm_names){2, {"\x00\x01n\x01\x01o", 6}};
             break;
+        case FSM_F_TXN: /* IF MISSING n THEN PUT n v */
+            *(struct fsm_txn *)p =
+                (struct fsm_txn){1, 1, 0, {"\x04\x00\x01n\x00\x00\x10\x00\x01n\x00\x01v", 13}};
+            break;
         }
     }
     return c;
@@ -105,9 +108,9 @@ TEST(every_value_is_an_op_with_a_row_but_19_and_28)
 {
     for (unsigned op = 0; op < 256; op++) {
         const struct fsm_op_desc *d = fsm_op_desc(op);
-        if ((op < OP_PENDING_LO || op > OP_PENDING_HI) &&
-            (op < OP_PENDING2_LO || op > OP_PENDING2_HI))
-            CHECK((d != NULL) == (op < FSM_OP__COUNT && op != OP_NEVER && op != OP_FREE));
+        if (op < OP_PENDING_LO || op > OP_PENDING_HI)
+            CHECK((d != NULL) ==
+                  (op < FSM_OP__COUNT && op != OP_NEVER && op != OP_FREE && op != OP_FREE_TXN));
         if (!d)
             continue;
         CHECK(d->name && d->name[0]);

@@ -45,6 +45,10 @@
  * must have ended its grant's entry at this entry's revision, and the history takes part in the
  * snapshot and twin comparisons above (byte for byte, every replica the same).
  *
+ * TXN is in the mix (compares on the pool's keys and locks, a few ops per branch, a FENCE now
+ * and then): the model evaluates the compares, predicts ERR for a key written twice or a bad
+ * INCR, and otherwise applies the branch under one revision, checking each op's result.
+ *
  * Usage: test_fsm_random [seed [steps]]; or FSM_SEED=seed. Default: 20 seeds x 5000 steps.
  */
 #include <stdlib.h>
@@ -61,6 +65,7 @@
 #define MAX_ALIVE 10
 #define WINDOW 250
 #define TWIN 150 /* steps a restored copy runs beside the original */
+#define TX_MAX 5 /* a TXN's compares and ops in the mix: 2 + 2 + 1 at most */
 
 /* ---- PRNG (xorshift64*): the test's own, so a seed means the same run everywhere ---- */
 
@@ -108,6 +113,15 @@ struct mcmd {
     bool mbad;                /* LOCK_MULTI decoded with a name outside the pool, or a shared one */
     uint64_t maxhold, mflags; /* LOCK_META (value in `value`) */
     uint64_t max_count;       /* SESSION_OPEN_REENTRANT */
+    /* TXN: tx_nc compares, then tx_nt THEN ops, then tx_ne ELSE ops; names by pool index
+       (KEYN, or LOCKN for TOKEN / HOLDS), a PUT's value by TXV index */
+    uint8_t tx_nc, tx_nt, tx_ne;
+    struct mtx {
+        uint8_t type, rel;
+        int idx, vi;
+        uint64_t n;
+    } tx[TX_MAX];
+    bool txbad; /* decoded with a name, value or compare outside what the model knows */
 };
 
 static struct fsm_kv_cond cond_of(const struct mcmd *m)
@@ -129,6 +143,13 @@ static struct fsm_names multi_names(uint8_t mset);
 static int lock_idx(struct fsm_str n);
 static int latch_idx(struct fsm_str n);
 static void gen_latch_op(struct mcmd *c);
+
+#define NTXV 4
+static const struct fsm_str TXV[NTXV] = {{"", 0}, {"value", 5}, {"-7", 2}, {"12", 2}};
+static struct buf g_txraw; /* a TXN's entries: encoded before the next mcmd_to_cmd */
+
+static struct fsm_txn txn_of(const struct mcmd *m);
+static int key_idx(struct fsm_str n);
 
 static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
 {
@@ -218,6 +239,9 @@ static void mcmd_to_cmd(const struct mcmd *m, struct fsm_cmd *c)
         break;
     case FSM_OP_BARRIER:
         c->barrier = (struct fsm_cmd_barrier){m->name, m->sid, m->token, m->by};
+        break;
+    case FSM_OP_TXN:
+        c->txn = (struct fsm_cmd_txn){txn_of(m), cond_of(m)};
         break;
     }
 }
@@ -356,6 +380,27 @@ static void mcmd_from_cmd(const struct fsm_cmd *c, struct mcmd *m)
         m->token = c->barrier.count;
         m->by = c->barrier.leave;
         break;
+    case FSM_OP_TXN: {
+        struct fsm_txn_it it;
+        struct fsm_txn_item x;
+        uint32_t n = c->txn.txn.ncmp + c->txn.txn.nthen + c->txn.txn.nelse;
+        cond_to_model(&c->txn.cond, m);
+        m->tx_nc = (uint8_t)c->txn.txn.ncmp;
+        m->tx_nt = (uint8_t)c->txn.txn.nthen;
+        m->tx_ne = (uint8_t)c->txn.txn.nelse;
+        m->txbad = n > TX_MAX;
+        fsm_txn_begin(&it, &c->txn.txn);
+        for (uint32_t i = 0; i < n && !m->txbad && fsm_txn_next(&it, &x); i++) {
+            struct mtx *t = &m->tx[i];
+            bool lock = x.type == FSM_TXN_TOKEN || x.type == FSM_TXN_HOLDS;
+            *t = (struct mtx){x.type, x.rel, lock ? lock_idx(x.name) : key_idx(x.name), 0, x.n};
+            for (t->vi = 0; t->vi < NTXV && x.type == FSM_TXN_PUT; t->vi++)
+                if (TXV[t->vi].len == x.value.len && !memcmp(TXV[t->vi].p, x.value.p, x.value.len))
+                    break;
+            m->txbad |= t->idx < 0 || t->vi == NTXV || x.type == FSM_TXN_VALUE;
+        }
+        break;
+    }
     }
 }
 
@@ -432,6 +477,26 @@ static int lval_idx(struct fsm_str v)
 }
 static const struct fsm_str KEYN[NKEYS] = {{"k", 1}, {"k1", 2}, {"k2", 2}, {"x", 1}, {"\0", 1}};
 
+/* A TXN's payload from the model's view of it (the entries in g_txraw). */
+static struct fsm_txn txn_of(const struct mcmd *m)
+{
+    buf_reset(&g_txraw);
+    int n = m->tx_nc + m->tx_nt + m->tx_ne;
+    for (int i = 0; i < n; i++) {
+        const struct mtx *x = &m->tx[i];
+        bool lock = x->type == FSM_TXN_TOKEN || x->type == FSM_TXN_HOLDS;
+        struct fsm_txn_item it = {.type = x->type,
+                                  .rel = x->rel,
+                                  .name = lock ? LOCKN[x->idx] : KEYN[x->idx],
+                                  .n = x->n,
+                                  .value = x->type == FSM_TXN_PUT ? TXV[x->vi]
+                                                                  : (struct fsm_str){"", 0}};
+        if (fsm_txn_add(&g_txraw, &it))
+            abort();
+    }
+    return (struct fsm_txn){m->tx_nc, m->tx_nt, m->tx_ne, {g_txraw.p, (uint32_t)g_txraw.len}};
+}
+
 /* The pool's lock names in byte order (what a LOCK_MULTI entry must carry). */
 static const int SORTED[] = {3, 0, 1, 2};
 #define NSORTED ((int)(sizeof(SORTED) / sizeof(SORTED[0])))
@@ -461,6 +526,7 @@ static uint64_t n_mset, n_msame, n_mfull, n_mdel, n_mmax; /* member-table covera
 static bool g_detect;                      /* this seed runs at format 2: deadlock detection on */
 static uint64_t n_dl, n_dl_multi;          /* waits refused -DEADLOCK (of them by LOCK_MULTI) */
 static uint64_t n_reup, n_redown, n_retot; /* hold counts up and down (and over all seeds) */
+static uint64_t n_txn[3], n_txn_tot;       /* TXNs applied: THEN, ELSE, refused (ERR) */
 
 #define MEMBER_IDS 100 /* ids 1..MEMBER_IDS: more than FSM_MAX_MEMBERS fit */
 #define MPHASE 2000    /* steps of a member fill-up phase, then of a drain phase */
@@ -601,6 +667,62 @@ static void gen_cond(struct mcmd *c, int k)
     }
 }
 
+/* TXN: 0-2 compares (REV, EXISTS, MISSING on the pool's keys; TOKEN, HOLDS on its locks), 0-2
+ * THEN ops and 0-1 ELSE ops (PUT, DEL, INCR; now and then one key twice: ERR), a FENCE now and
+ * then. */
+static void gen_txn(struct mcmd *c)
+{
+    static const uint8_t cmps[] = {FSM_TXN_REV, FSM_TXN_EXISTS, FSM_TXN_MISSING, FSM_TXN_TOKEN,
+                                   FSM_TXN_HOLDS};
+    static const int64_t steps[] = {1, -1, 5, INT64_MAX, INT64_MIN};
+    c->op = FSM_OP_TXN;
+    c->tx_nc = (uint8_t)below(3);
+    c->tx_nt = (uint8_t)below(3);
+    c->tx_ne = (uint8_t)below(2);
+    if (c->tx_nc + c->tx_nt + c->tx_ne == 0)
+        c->tx_nt = 1;
+    int n = 0;
+    for (int i = 0; i < c->tx_nc; i++, n++) {
+        struct mtx *x = &c->tx[n];
+        x->type = cmps[below(sizeof(cmps))];
+        if (x->type == FSM_TXN_TOKEN || x->type == FSM_TXN_HOLDS) {
+            x->idx = (int)below(NLOCKS);
+            const struct mlock *l = &M.locks[x->idx];
+            x->rel = x->type == FSM_TXN_TOKEN ? (uint8_t)below(2) : 0;
+            x->n = x->type == FSM_TXN_HOLDS  ? (l->holder && chance(60) ? l->holder : pick_sid())
+                   : l->holder && chance(60) ? l->token
+                                             : below(M.last_token + 2);
+        } else {
+            x->idx = (int)below(NKEYS);
+            if (x->type == FSM_TXN_REV) {
+                x->rel = (uint8_t)below(4);
+                x->n = M.keys[x->idx].mod_rev + (chance(60) ? 0 : below(3)) - (chance(20) ? 1 : 0);
+            }
+        }
+    }
+    for (int b = 0; b < 2; b++) {
+        unsigned used = 0;
+        for (int i = 0; i < (b ? c->tx_ne : c->tx_nt); i++, n++) {
+            struct mtx *x = &c->tx[n];
+            int o = (int)below(3);
+            do
+                x->idx = (int)below(NKEYS);
+            while ((used & (1u << x->idx)) && !chance(5));
+            used |= 1u << x->idx;
+            x->type = o == 0 ? FSM_TXN_PUT : o == 1 ? FSM_TXN_DEL : FSM_TXN_INCR;
+            x->vi = x->type == FSM_TXN_PUT ? (int)below(NTXV) : 0;
+            x->n = x->type == FSM_TXN_INCR ? (uint64_t)steps[below(5)] : 0;
+        }
+    }
+    if (chance(20)) {
+        int l = (int)below(NLOCKS);
+        c->has_fence = true;
+        c->fence_name = LOCKN[l];
+        c->fence_token =
+            M.locks[l].holder && chance(60) ? M.locks[l].token : below(M.last_token + 2);
+    }
+}
+
 static void gen_lock_op(struct mcmd *c, int r)
 {
     int l = (int)below(NLOCKS);
@@ -725,6 +847,8 @@ static void gen_cmd(struct mcmd *c)
         gen_lock_op(c, (int)below(90));
     } else if (r < 84) {
         gen_latch_op(c);
+    } else if (r < 88 && chance(60)) {
+        gen_txn(c);
     } else if (r < 88) {
         int k = (int)below(NKEYS);
         c->key = KEYN[k];
@@ -784,6 +908,8 @@ static bool usable(const struct buf *b)
         return lock_idx(c.name) >= 0 && lval_idx(c.value) >= 0;
     case FSM_OP_LOCK_MULTI:
         return !c.mbad;
+    case FSM_OP_TXN:
+        return !c.txbad;
     case FSM_OP_DEADLOCK_LIMIT: /* a mutated limit the search could reach is not modelled */
         return c.token == 0 || c.token == FSM_DEADLOCK_LIMIT_DEFAULT ||
                c.token > FSM_DEADLOCK_LIMIT_MAX;
@@ -852,6 +978,8 @@ struct expect {
     uint8_t kind;
     uint64_t value;  /* for INT, unless fresh */
     bool fresh;      /* INT value must be the first revision this command allocates */
+    bool txn;        /* a TXN's INT: (its last revision << 1) | value (1: THEN ran) */
+    uint64_t nrev;   /* a TXN's: revisions it takes (one per op that changes a key) */
     bool changes;    /* the state must change (revision moves) */
     const char *err; /* ERR prefix */
 };
@@ -1075,6 +1203,71 @@ static struct expect predict_kv(const struct mcmd *c)
     }
     struct expect e = ex_int(k->exists ? 1 : 0);
     e.changes = k->exists;
+    return e;
+}
+
+static bool txn_compare(const struct mtx *x)
+{
+    const struct mkey *k = &M.keys[x->idx];
+    const struct mlock *l = &M.locks[x->idx];
+    uint64_t have = k->exists ? k->mod_rev : 0;
+    bool cur = l->holder && l->token == x->n;
+    switch (x->type) {
+    case FSM_TXN_REV:
+        return x->rel == FSM_TXN_EQ   ? have == x->n
+               : x->rel == FSM_TXN_NE ? have != x->n
+               : x->rel == FSM_TXN_LT ? have < x->n
+                                      : have > x->n;
+    case FSM_TXN_EXISTS:
+        return k->exists;
+    case FSM_TXN_MISSING:
+        return !k->exists;
+    case FSM_TXN_TOKEN:
+        return x->rel == FSM_TXN_EQ ? cur : !cur;
+    default: /* HOLDS: holders are alive */
+        return l->holder && l->holder == x->n;
+    }
+}
+
+/* The ops of the branch that runs: from *from, *n of them. */
+static bool txn_branch(const struct mcmd *c, int *from, int *n)
+{
+    bool then = true;
+    for (int i = 0; i < c->tx_nc; i++)
+        then = txn_compare(&c->tx[i]) && then;
+    *from = c->tx_nc + (then ? 0 : c->tx_nt);
+    *n = then ? c->tx_nt : c->tx_ne;
+    return then;
+}
+
+/* TXN: no IFREV; FENCE as PUT's; then every op of one branch (a key twice, an INCR of a value
+ * that is not a counter or that overflows: ERR, nothing), a revision per op that changes a key. */
+static struct expect predict_txn(const struct mcmd *c)
+{
+    int from, n;
+    if (c->has_ifrev)
+        return ex_err("ERR TXN takes no IFREV");
+    if (!fence_ok(c))
+        return ex_err("STALE");
+    bool then = txn_branch(c, &from, &n);
+    uint64_t nrev = 0;
+    for (int i = 0; i < n; i++) {
+        const struct mtx *x = &c->tx[from + i];
+        const struct mkey *k = &M.keys[x->idx];
+        int64_t now;
+        for (int j = 0; j < i; j++)
+            if (c->tx[from + j].idx == x->idx)
+                return ex_err("ERR TXN op");
+        if (x->type == FSM_TXN_INCR &&
+            ((k->exists && !k->is_int) ||
+             __builtin_add_overflow(k->exists ? k->val : 0, (int64_t)x->n, &now)))
+            return ex_err("ERR TXN op");
+        nrev += x->type != FSM_TXN_DEL || k->exists;
+    }
+    struct expect e = ex_int(then ? 1 : 0);
+    e.txn = true;
+    e.nrev = nrev;
+    e.changes = nrev > 0;
     return e;
 }
 
@@ -1452,6 +1645,8 @@ static struct expect predict_op(const struct mcmd *c)
     case FSM_OP_DEL:
     case FSM_OP_INCR:
         return predict_kv(c);
+    case FSM_OP_TXN:
+        return predict_txn(c);
     case FSM_OP_LATCH_CREATE:
     case FSM_OP_LATCH_JOIN:
     case FSM_OP_LATCH_COUNTDOWN:
@@ -1530,7 +1725,9 @@ static int check_reply(const struct expect *e, const struct fsm_reply *r, uint64
         MCHECK(strncmp(r->err, e->err, strlen(e->err)) == 0);
         MCHECK(rev1 == rev0 + (e->changes ? 1 : 0)); /* DEADLOCK: its event's revision */
     }
-    if (e->kind == FSM_REPLY_INT)
+    if (e->kind == FSM_REPLY_INT && e->txn)
+        MCHECK(r->value == (((rev0 + e->nrev) << 1) | e->value));
+    else if (e->kind == FSM_REPLY_INT)
         MCHECK(e->fresh ? r->value == rev0 + 1 : r->value == e->value);
     MCHECK(e->changes ? rev1 > rev0 : rev1 == rev0);
     return 0;
@@ -1677,14 +1874,16 @@ static int model_event(const struct fsm_event *ev, const struct mcmd *c, uint64_
         n_dl_multi += c->op == FSM_OP_LOCK_MULTI;
         break;
     case FSM_EV_KEY_PUT: /* the model applies KV writes from the reply (model_kv) */
-        MCHECK((c->op == FSM_OP_PUT || c->op == FSM_OP_INCR) && key_idx(ev->name) >= 0);
+        MCHECK((c->op == FSM_OP_PUT || c->op == FSM_OP_INCR || c->op == FSM_OP_TXN) &&
+               key_idx(ev->name) >= 0);
         /* a counter keeps its lease: the event names it */
         MCHECK(c->op != FSM_OP_INCR ||
                ev->sid == (M.keys[key_idx(ev->name)].exists ? M.keys[key_idx(ev->name)].lease : 0));
         break;
     case FSM_EV_KEY_DELETED: /* DEL (sid 0), or the end of the key's lease session */
         MCHECK(key_idx(ev->name) >= 0);
-        MCHECK(ev->sid ? M.keys[key_idx(ev->name)].lease == ev->sid : c->op == FSM_OP_DEL);
+        MCHECK(ev->sid ? M.keys[key_idx(ev->name)].lease == ev->sid
+                       : c->op == FSM_OP_DEL || c->op == FSM_OP_TXN);
         break;
     default:
         MCHECK(0);
@@ -1750,6 +1949,46 @@ static void model_kv(const struct mcmd *c, const struct fsm_reply *r, uint64_t r
     k->version++;
     k->lease = c->lease_sid;
     k->is_int = fsm_counter_parse(c->value.p, c->value.len, &k->val) == 0;
+}
+
+/* A TXN's writes, from the branch its reply names: each change under the next revision, in op
+ * order, and every op's result (PUT: its revision; DEL: 1 if it existed; INCR: the new value)
+ * checked. */
+static int model_txn(const struct mcmd *c, const struct fsm_reply *r, uint64_t rev1)
+{
+    int from, n;
+    uint64_t rev = g_rev0;
+    if (c->op != FSM_OP_TXN || r->kind != FSM_REPLY_INT)
+        return 0;
+    bool then = txn_branch(c, &from, &n);
+    MCHECK(then == (r->value & 1) && r->txn_known && r->txn_n == (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        const struct mtx *x = &c->tx[from + i];
+        struct mkey *k = &M.keys[x->idx];
+        if (x->type == FSM_TXN_DEL) {
+            MCHECK(r->txn[i] == (k->exists ? 1u : 0u));
+            rev += k->exists;
+            k->exists = false;
+            continue;
+        }
+        int64_t old = k->exists ? k->val : 0;
+        rev++;
+        if (!k->exists)
+            *k = (struct mkey){.exists = true, .create_rev = rev};
+        k->mod_rev = rev;
+        k->version++;
+        if (x->type == FSM_TXN_PUT) {
+            MCHECK(r->txn[i] == rev);
+            k->lease = 0;
+            k->is_int = fsm_counter_parse(TXV[x->vi].p, TXV[x->vi].len, &k->val) == 0;
+        } else { /* INCR: the key keeps its lease */
+            k->is_int = true;
+            k->val = (int64_t)((uint64_t)old + x->n);
+            MCHECK(r->txn[i] == (uint64_t)k->val);
+        }
+    }
+    MCHECK(rev == rev1);
+    return 0;
 }
 
 /* Member writes have no events: the model applies them from the reply. */
@@ -1956,6 +2195,8 @@ static int check_revisions(const struct expect *e, const struct fsm_events *ev, 
                            uint64_t rev1, uint8_t op)
 {
     uint64_t grants = 0;
+    if (e->txn) /* a revision per change (check_reply) */
+        return 0;
     for (size_t i = 0; i < ev->n; i++)
         grants += ev->ev[i].type == FSM_EV_GRANTED;
     if (op == FSM_OP_CANCEL_WAIT && e->changes && grants)
@@ -2080,6 +2321,10 @@ static int step(struct fsm *f, struct fsm *g, struct buf *entry, struct fsm_even
         model_count(&c, &r, holder_before);
     if (run && model_latch(&c, &r, ev))
         return -1;
+    if (run && decoded && c.op == FSM_OP_TXN)
+        n_txn[r.kind != FSM_REPLY_INT ? 2 : (r.value & 1) ? 0 : 1]++;
+    if (run && model_txn(&c, &r, fsm_revision(f)))
+        return -1;
     if (run) {
         model_kv(&c, &r, fsm_revision(f));
         model_member(&c, &r);
@@ -2124,6 +2369,7 @@ static int run_seed(uint64_t seed, int steps)
     memset(ML, 0, sizeof(ML));
     memset(n_ev, 0, sizeof(n_ev));
     n_dl = n_dl_multi = n_reup = n_redown = 0;
+    memset(n_txn, 0, sizeof(n_txn));
     g_detect = seed & 1;
     if (g_detect) { /* log format 2: deadlock detection on, in f and in its twin alike */
         struct fsm_cmd fc = {.op = FSM_OP_CLUSTER_FORMAT, .cluster_format = {.format = 2}};
@@ -2180,6 +2426,9 @@ static int run_seed(uint64_t seed, int steps)
     printf("  hold counts: up %llu, down without a release %llu\n", (unsigned long long)n_reup,
            (unsigned long long)n_redown);
     n_retot += n_reup + n_redown;
+    printf("  txn: then %llu else %llu refused %llu\n", (unsigned long long)n_txn[0],
+           (unsigned long long)n_txn[1], (unsigned long long)n_txn[2]);
+    n_txn_tot += n_txn[0] + n_txn[1];
     printf("  members: set %llu (identical %llu) del %llu full %llu max %llu\n",
            (unsigned long long)n_mset, (unsigned long long)n_msame, (unsigned long long)n_mdel,
            (unsigned long long)n_mfull, (unsigned long long)n_mmax);
@@ -2196,6 +2445,7 @@ static int run_seed(uint64_t seed, int steps)
     fsm_events_free(&ev);
     fsm_events_free(&gev);
     buf_free(&entry);
+    buf_free(&g_txraw);
     return rc;
 }
 
@@ -2208,7 +2458,8 @@ TEST(random_sequences_follow_the_model_and_survive_restore)
         printf("fsm_random: seed %llu, %d steps\n", (unsigned long long)seeds[i], n_steps);
         CHECK(run_seed(seeds[i], n_steps) == 0);
     }
-    CHECK(n_steps < 500 || n_retot > 0); /* the reentrant paths were exercised */
+    CHECK(n_steps < 500 || n_retot > 0);   /* the reentrant paths were exercised */
+    CHECK(n_steps < 500 || n_txn_tot > 0); /* and TXN's both branches */
 }
 
 int main(int argc, char **argv)

@@ -10,6 +10,7 @@ See README.md and docs/python.md.
 """
 
 from ._common import Event, LeaderInfo, Revoke, Waiter
+from ._txn import Txn, TxnResult
 from ._version import __version__
 from .client import Client
 from .errors import (AuthError, Broken, Compacted, DeadlockError, FencelockError, IfRevFailed, LockTimeout,
@@ -19,7 +20,7 @@ from .session import Session
 from .watch import RevokeWatch, WaiterWatch, Watch
 
 __all__ = ["Client", "Session", "LeaderInfo", "Watch", "Event", "Revoke", "RevokeWatch",
-           "Waiter", "WaiterWatch",
+           "Waiter", "WaiterWatch", "Txn", "TxnResult",
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost", "NotHolder",
            "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace", "AuthError",
            "PermissionDenied", "WrongType", "DeadlockError", "Broken", "Compacted", "ServerError",

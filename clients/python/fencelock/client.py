@@ -15,6 +15,7 @@ from . import errors
 from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
                       leader_info, revoke_cmd_args, s_,
                       seconds_arg, status)
+from ._txn import Txn
 from .conn import Cmd, Pool
 
 if TYPE_CHECKING:
@@ -126,6 +127,13 @@ class Client:
         decimal text; an absent key counts as 0). ServerError if the value is not such an
         integer or the sum overflows (nothing changes). fence, ifrev and session as put()."""
         return int(self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+
+    def txn(self, session: Optional["Session"] = None) -> Txn:
+        """A TXN builder (docs/protocol.md "TXN"): c.txn().if_rev("k", "=", 7).then_put("k",
+        "v").else_incr("misses").commit() -> TxnResult(succeeded, revision, results). All of
+        one branch applies, or nothing (ServerError, Stale, TooLarge, NoSpace: nothing changed).
+        With a session it is sent with REQ (exactly once, retried until its outcome is known)."""
+        return Txn(lambda cmd, fence: self._write(cmd, fence, None, session))
 
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                session: Optional["Session"] = None) -> bool:

@@ -29,6 +29,7 @@ from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revok
 from .conn import Cmd
 
 if TYPE_CHECKING:
+    from ._txn import Txn
     from .client import Client
     from .watch import RevokeWatch, WaiterWatch
 
@@ -364,6 +365,10 @@ class Session:
              ifrev: Optional[int] = None) -> int:
         """Client.incr through this session (exactly once)."""
         return self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+
+    def txn(self) -> "Txn":
+        """Client.txn through this session (exactly once)."""
+        return self.client.txn(session=self)
 
     # ---- semaphores ----
     def sem_acquire(self, name: str, limit: int, wait: float = 30.0, permits: int = 1) -> int:

@@ -187,6 +187,19 @@ def test_aio_incr(node):
     run(main())
 
 
+def test_aio_txn(node):
+    async def main():
+        async with AsyncClient(endpoint(node)) as c, c.session(ttl=10.0) as s:
+            r = await s.txn().if_missing("atx").then_put("atx", "1").then_incr("atn", 2) \
+                .commit()
+            assert r.succeeded and r.results == [r.revision - 1, 2]
+            r = await c.txn().if_value("atx", "!=", "1").then_delete("atx") \
+                .else_incr("atn", 1).commit()
+            assert not r.succeeded and r.results == [3]
+            assert await c.get("atx") == b"1"
+    run(main())
+
+
 def test_aio_cancelled_wait_leaves_the_queue(node):
     """Cancelling a task that waits for a lock takes its session out of the queue: when the
     holder unlocks, the lock is free, not granted to a waiter nobody listens to."""

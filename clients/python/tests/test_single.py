@@ -57,6 +57,27 @@ def test_reentrant_session_counts_nested_locks(client):
         client.session(10.0, max_count=3)
 
 
+def test_txn_builder_commits_one_branch_whole_and_fenced(client):
+    client.put("tk", "v")
+    rev = client.kv_get("tk")["mod_rev"]
+    with client.session(10.0) as s:
+        with s.lock("tl", wait=5.0) as token:
+            r = s.txn().if_holds("tl", s.sid).if_rev("tk", "=", rev) \
+                .then_put("ta", "1").then_incr("tn", 4).then_delete("tk") \
+                .else_put("te", "x").fence("tl", token).commit()
+            assert r.succeeded and r.results == [r.revision - 2, 4, 1]
+            r = s.txn().if_exists("tk").then_put("ta", "2").else_incr("tn", -1).commit()
+            assert not r.succeeded and r.results == [3]
+        with pytest.raises(Stale):
+            client.txn().then_put("ta", "3").fence("tl", token).commit()
+    client.put("txt2", "abc")
+    with pytest.raises(fencelock.ServerError, match="op 2"):
+        client.txn().then_put("tb", "1").then_incr("txt2").commit()
+    assert client.get("tb") is None and client.get("ta") == b"1" and client.get("tn") == b"3"
+    with pytest.raises(ValueError):
+        client.txn().if_rev("tk", "~", 1)
+
+
 def test_incr_counts_exactly_once_fenced_and_refuses_a_non_integer(client):
     assert client.incr("ctr") == 1
     assert client.incr("ctr", by=-11) == -10

@@ -282,6 +282,8 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
             srv_push_conn_sid(slot->conn, reply->value); /* its pushes (watch/push.c) */
         if (slot->op == FSM_OP_INCR)                     /* the counter's value: signed */
             resp_w_int(&slot->out, (int64_t)reply->value);
+        else if (slot->op == FSM_OP_TXN) /* branch, revision, results (cmd_txn.c) */
+            cmd_txn_reply(slot, reply);
         else
             srv_write_tokens(slot, reply->value); /* a LOCK.MULTI's: all its tokens */
         break;

@@ -55,6 +55,7 @@ enum srv_cmd_target {
     CMD_T_ALLKEYS,  /* counts every key (DBSIZE): only for users without keys= */
     CMD_T_ALLNAMES, /* sees every key and lock name and value (the event stream): only for
                        users without keys= or locks= (events are not filtered per user yet) */
+    CMD_T_TXN,      /* TXN: every key and lock its compares, ops and FENCE name (cmd_txn.c) */
 };
 struct srv_cmd_names {
     enum srv_cmd_target target;
@@ -69,6 +70,7 @@ struct srv_cmd_names {
 #define CMD_NAMES_LOCKS(arg) {CMD_T_LOCKS, arg, 0}
 #define CMD_NAMES_ALLKEYS {CMD_T_ALLKEYS, 0, 0}
 #define CMD_NAMES_ALLNAMES {CMD_T_ALLNAMES, 0, 0}
+#define CMD_NAMES_TXN {CMD_T_TXN, 0, 0}
 /* clang-format on */
 
 /* One row of commands.def. */
@@ -219,6 +221,14 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply);
 /* A granted lock's reply into the slot: the token, or for a LOCK.MULTI the array of its tokens
  * in the order the names were given (cmd_multi.c; `first` is the grant's first token). */
 void srv_write_tokens(struct srv_slot *slot, uint64_t first);
+
+/* TXN (cmd_txn.c): the reply of an applied TXN (INT reply) into the slot; and for the
+ * permission check, what u may not do among the names a TXN's arguments give (NULL: all
+ * allowed, or a syntax error the handler answers), *at the argv index of the name refused (0:
+ * none to quote). */
+void cmd_txn_reply(struct srv_slot *slot, const struct fsm_reply *reply);
+const char *cmd_txn_names(const struct acl_user *u, const struct resp_arg *argv, size_t argc,
+                          size_t *at);
 
 /* ELECT.LEADER's and ELECT.OBSERVE's map; v NULL: nobody leads, as of revision `rev`. */
 void srv_write_elect(struct buf *out, int proto, const struct fsm_elect_view *v, uint64_t rev);

@@ -74,6 +74,7 @@ static const char *target_refusal(const struct acl_user *u, const struct srv_cmd
         return u->keys ? "to count keys outside its keys= globs" : NULL;
     case CMD_T_ALLNAMES:
         return u->keys || u->locks ? "to read every event (it has keys= or locks= globs)" : NULL;
+    case CMD_T_TXN: /* check_names walks its arguments (cmd_txn_names) */
     case CMD_T_NONE:
         return NULL;
     }
@@ -98,6 +99,11 @@ static int check_names(struct srv_req *r, const struct srv_cmd *cmd)
     enum srv_cmd_target t = cmd->names.target;
     if (t == CMD_T_LOCKS)
         return check_lock_names(r, cmd);
+    if (t == CMD_T_TXN) { /* every key and lock it compares or writes, and its FENCE lock */
+        size_t at;
+        const char *why = cmd_txn_names(r->c->user, r->argv, r->argc, &at);
+        return why ? deny(r, why, at ? &r->argv[at] : NULL) : 0;
+    }
     const struct resp_arg *a = cmd->names.arg < r->argc ? &r->argv[cmd->names.arg] : NULL;
     const char *why = target_refusal(r->c->user, cmd, a ? a->p : NULL, a ? a->len : 0);
     if (why)

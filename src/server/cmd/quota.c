@@ -126,6 +126,31 @@ static void growth_key(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t 
     }
 }
 
+/* FSM_GROW_TXN: each PUT / INCR of a branch as that command alone would (growth_key; a TXN
+ * writes a key once per branch), summed over the branch; the larger branch of the two counts,
+ * per quota. A TXN that would exceed a quota is refused whole, before it is proposed. */
+static void growth_txn(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g[SRV_QUOTA_N])
+{
+    const struct fsm_txn *t = &cmd->txn.txn;
+    uint64_t br[2][SRV_QUOTA_N] = {{0}};
+    struct fsm_txn_it it;
+    struct fsm_txn_item x;
+    fsm_txn_begin(&it, t);
+    for (uint32_t i = 0; fsm_txn_next(&it, &x); i++) {
+        if (i < t->ncmp || x.type == FSM_TXN_DEL)
+            continue;
+        struct fsm_cmd one = {.op = FSM_OP_PUT, .put = {.key = x.name, .value = x.value}};
+        if (x.type == FSM_TXN_INCR)
+            one = (struct fsm_cmd){.op = FSM_OP_INCR, .incr = {.key = x.name}};
+        uint64_t gi[SRV_QUOTA_N] = {0};
+        growth_key(f, &one, gi);
+        for (int q = 0; q < SRV_QUOTA_N; q++)
+            br[i < t->ncmp + t->nthen ? 0 : 1][q] += gi[q];
+    }
+    for (int q = 0; q < SRV_QUOTA_N; q++)
+        g[q] = br[0][q] > br[1][q] ? br[0][q] : br[1][q];
+}
+
 /* The most `cmd` can add to the state as it stands now, by its op's growth kind (ops.h): a LOCK
  * that will queue adds a waiter, one on an absent lock adds the lock; a PUT adds a key or the
  * growth of its value. */
@@ -154,6 +179,9 @@ void srv_quota_growth(const struct fsm *f, const struct fsm_cmd *cmd, uint64_t g
         break;
     case FSM_GROW_MULTI:
         growth_multi(f, cmd, g);
+        break;
+    case FSM_GROW_TXN:
+        growth_txn(f, cmd, g);
         break;
     case FSM_GROW_LATCH: { /* a latch or barrier counts as a lock, a participant as a waiter */
         const struct fsm_str *name = fsm_cmd_str(cmd, FSM_F_NAME);
@@ -258,7 +286,7 @@ static void user_growth(const struct fsm_cmd *cmd, const uint64_t g[SRV_QUOTA_N]
     gu[ACL_QUOTA_WAITERS] = g[SRV_QUOTA_WAITERS];
     gu[ACL_QUOTA_KEYS] = g[SRV_QUOTA_KEYS];
     const struct fsm_op_desc *d = fsm_op_desc(cmd->op);
-    if (d && (d->grow == FSM_GROW_SESSION || d->grow == FSM_GROW_KEY))
+    if (d && (d->grow == FSM_GROW_SESSION || d->grow == FSM_GROW_KEY || d->grow == FSM_GROW_TXN))
         gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_BYTES];
     else if (g[SRV_QUOTA_WAITERS])
         gu[ACL_QUOTA_BYTES] = g[SRV_QUOTA_WAITERS] * FSM_RECORD_BYTES; /* a record each */

@@ -52,6 +52,8 @@ struct srv_config {
     uint64_t reentrant_max_count;        /* a REENTRANT session's MAXCOUNT when it names none */
     uint64_t deadlock_search_limit;      /* fsm_set_deadlock_limit: 0 = no deadlock detection */
     uint64_t max_multi_lock_names;       /* --max-multi-lock-names: names of one LOCK.MULTI */
+    uint64_t max_txn_ops;                /* --max-txn-ops: compares + ops of one TXN */
+    uint64_t max_txn_bytes;              /* --max-txn-bytes: name + value bytes of one TXN */
     uint64_t history_per_lock;    /* the lock history's bounds a leader proposes (settings.c); */
     uint64_t history_max_entries; /* either 0: off */
     /* quotas (quota.c): checked on the leader before proposing */

@@ -116,6 +116,12 @@ const struct cfg_row cfg_rows[] = {
         "off; a leader makes its value the cluster's"),
     NUM("--max-multi-lock-names", max_multi_lock_names, CFG_COUNT, 1, FSM_MAX_MULTI_NAMES, 32,
         "names one LOCK.MULTI takes at most (its arguments must also fit --max-args)"),
+    NUM("--max-txn-ops", max_txn_ops, CFG_COUNT, 1, FSM_MAX_TXN_ITEMS, 128,
+        "compares and ops of one TXN together, both branches (its arguments must also fit "
+        "--max-args)"),
+    NUM("--max-txn-bytes", max_txn_bytes, CFG_BYTES, 1, FSM_MAX_VALUE, 4u << 20,
+        "key, lock name and value bytes of one TXN's compares and ops together (room for a "
+        "value of --max-value's default and more)"),
     NUM("--checkpoint-min-ttl", checkpoint_min_ttl, CFG_MS, 1, TB, 1000,
         "sessions with at least this TTL checkpoint their remaining lease through the log when "
         "idle, so they end even if leaders keep changing; shorter ones get a full TTL from each "

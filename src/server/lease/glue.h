@@ -4,9 +4,9 @@
  * clock, feeds the lease the FSM's events, carries out its actions and is the one way the
  * server proposes; parked.c holds LOCK ... WAIT requests until their wait ends.
  *
- * Owns (struct srv_leases, in struct srv as `leases`): the lease rules' state, the hold-time
- * table (name -> monotonic grant time, for the hold histogram) and the parked LOCK requests
- * (name+sid -> slots). Parked slots stay owned by their connection; the table only lists them.
+ * Owns (struct srv_leases, in struct srv as `leases`): the lease rules' state and the parked
+ * LOCK requests (name+sid -> slots). (The hold histogram reads RELEASED's held_ms: no table.)
+ * Parked slots stay owned by their connection; the table only lists them.
  */
 #ifndef FENCELOCK_LEASE_GLUE_H
 #define FENCELOCK_LEASE_GLUE_H
@@ -24,7 +24,6 @@ struct srv_slot;
 
 struct srv_leases {
     struct lease rules; /* deadline tables and rules (lease.h; timers.c drives it) */
-    struct map holds;   /* name -> monotonic grant time (the hold histogram) */
     struct map parked;  /* name+sid -> parked LOCK slots (parked.c) */
 };
 
@@ -45,8 +44,6 @@ void srv_tick(struct srv *s);
 void srv_hook_applied(void *arg, const struct fsm_reply *reply, const struct fsm_events *ev);
 void srv_hook_restored(void *arg);
 void srv_hook_halted(void *arg); /* rn met a newer log format: stop from the tick */
-/* Free the hold-time table (teardown). */
-void srv_holds_free(struct srv *s);
 
 /* parked.c: LOCK ... WAIT requests parked until their wait ends */
 /* Park a LOCK slot (its pkey = name + sid already set) until that wait ends. */

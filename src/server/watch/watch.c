@@ -20,7 +20,8 @@ enum {
     WF_TOKEN = 4,        /* token */
     WF_SID = 8,          /* sid */
     WF_SID_OPT = 16,     /* sid, only when non-zero (a PUT's lease session) */
-    WF_MOD_REV = 32,     /* mod_rev: the revision of the change (the id's rev) */
+    WF_MOD_REV = 32,     /* mod_rev: the revision of the change (the id's rev, or the event's
+                            token when set: a TXN's changes each have their own, fsm/txn.c) */
     WF_MS = 64,          /* ms_field: ttl_ms, wait_ms or delay_ms */
     WF_REASON = 128,     /* reason: close, expire or revoke */
     WF_OBJECT = 256,     /* object: semaphore or election, only when not a lock */
@@ -846,7 +847,7 @@ void watch_render(struct buf *out, const struct watch_entry *e)
     if ((k->fields & WF_SID) || ((k->fields & WF_SID_OPT) && e->sid))
         field_u64(out, "sid", e->sid);
     if (k->fields & WF_MOD_REV)
-        field_u64(out, "mod_rev", e->id.rev);
+        field_u64(out, "mod_rev", e->token ? e->token : e->id.rev);
     if (k->fields & WF_MS)
         field_u64(out, k->ms_field, e->ms);
     if (k->fields & WF_REASON) {
@@ -893,7 +894,7 @@ void watch_render_json(struct json *j, const struct watch_entry *e)
     if ((k->fields & WF_SID) || ((k->fields & WF_SID_OPT) && e->sid))
         json_kv_u64(j, "sid", e->sid);
     if (k->fields & WF_MOD_REV)
-        json_kv_u64(j, "mod_rev", e->id.rev);
+        json_kv_u64(j, "mod_rev", e->token ? e->token : e->id.rev);
     if (k->fields & WF_MS)
         json_kv_u64(j, k->ms_field, e->ms);
     if (k->fields & WF_REASON)

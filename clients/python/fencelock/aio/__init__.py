@@ -23,11 +23,13 @@ from ..errors import (AuthError, Compacted, DeadlockError, FencelockError, IfRev
                       LockTimeout, NoSpace, NotHolder, OutcomeUnknown, PermissionDenied,
                       ProtocolError, ServerError, SessionLost, Stale, TLSError, TooLarge,
                       Unavailable, WrongType)
-from .client import AsyncClient  # noqa: E402
+from .._txn import TxnResult  # noqa: E402
+from .client import AsyncClient, AsyncTxn  # noqa: E402
 from .session import AsyncSession  # noqa: E402
 from .watch import AsyncWatch  # noqa: E402
 
-__all__ = ["AsyncClient", "AsyncSession", "AsyncWatch", "Event", "LeaderInfo", "Revoke", "Waiter",
+__all__ = ["AsyncClient", "AsyncSession", "AsyncWatch", "AsyncTxn", "TxnResult", "Event",
+           "LeaderInfo", "Revoke", "Waiter",
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost",
            "NotHolder", "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace",
            "AuthError", "PermissionDenied", "WrongType", "DeadlockError", "Compacted",

@@ -12,6 +12,7 @@ from .. import errors
 from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
                        leader_info, revoke_cmd_args,
                        s_, seconds_arg, status)
+from .._txn import TxnBuilder, TxnResult, txn_result
 from ..conn import Cmd
 from ._conn import AsyncPool
 from .session import AsyncSession, LostCallback, SessionOpener
@@ -107,6 +108,10 @@ class AsyncClient:
                    ifrev: Optional[int] = None, session: Optional[AsyncSession] = None) -> int:
         """INCR key BY by: the counter's new value, as fencelock.Client.incr."""
         return int(await self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+
+    def txn(self, session: Optional[AsyncSession] = None) -> "AsyncTxn":
+        """A TXN builder, as fencelock.Client.txn; `await ....commit()`."""
+        return AsyncTxn(self, session)
 
     async def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
                      session: Optional[AsyncSession] = None) -> bool:
@@ -228,3 +233,16 @@ class AsyncClient:
     async def revoke(self, sid: int) -> None:
         """SESSION.REVOKE (admin): end any session as an expiry does."""
         status(await self.call(Cmd("SESSION.REVOKE", sid), retry=False))
+
+
+class AsyncTxn(TxnBuilder):
+    """AsyncClient.txn(): `await commit()` sends it."""
+
+    def __init__(self, client: "AsyncClient", session: Optional[AsyncSession]) -> None:
+        super().__init__()
+        self._client = client
+        self._session = session
+
+    async def commit(self) -> TxnResult:
+        r = await self._client._write(self.cmd(), self._fence, None, self._session)
+        return txn_result(r)

@@ -37,7 +37,7 @@ from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revo
 from ..conn import Cmd
 
 if TYPE_CHECKING:
-    from .client import AsyncClient
+    from .client import AsyncClient, AsyncTxn
 
 __all__ = ["AsyncSession", "LostCallback"]
 
@@ -386,6 +386,10 @@ class AsyncSession:
                    ifrev: Optional[int] = None) -> int:
         """AsyncClient.incr through this session (exactly once)."""
         return await self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+
+    def txn(self) -> "AsyncTxn":
+        """AsyncClient.txn through this session (exactly once)."""
+        return self.client.txn(session=self)
 
     # ---- semaphores ----
     async def sem_acquire(self, name: str, limit: int, wait: float = 30.0,
