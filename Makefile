@@ -341,7 +341,7 @@ TORTURE_SECONDS ?= 600
 TORTURE_SNAPSHOT_SECONDS ?= 300
 TORTURE_SEED ?=
 $(B)/tests/torture/worker: tests/torture/worker.c tests/torture/worker_rw.c tests/torture/worker_watch.c tests/torture/worker_prims.c \
-  tests/torture/worker_deadlock.c tests/torture/worker_multi.c \
+  tests/torture/worker_deadlock.c tests/torture/worker_multi.c tests/torture/worker_latch.c \
   tests/torture/worker.h $(B)/libfencelock.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(filter %.c,$^) $(B)/libfencelock.a $(CLIENT_LIBS)

@@ -398,6 +398,18 @@ FL_API fl_err fl_lock_signed(fl_session *s, const char *name, uint64_t wait_ms, 
 FL_API fl_err fl_verify(fl_client *c, const char *name, uint64_t token, const char *sig,
                         int *valid);
 
+/*
+ * A bearer token for the HTTP API (AUTH.TOKEN; docs/security.md "Bearer tokens"): the user
+ * this client authenticated as (fl_options.user), valid for ttl_ms (0: the server's
+ * --http-token-ttl; at least 1000, at most --http-token-max-ttl). Send it as
+ * `Authorization: Bearer <token>`. out (cap bytes, FL_AUTH_TOKEN_MAX is enough) gets the token
+ * and a NUL; "" on any error. FL_EINVAL: a bad argument or cap too small; FL_ESERVER: the
+ * servers have no users (no --acl-file) or the TTL is out of bounds (fl_client_errmsg says).
+ * The token is a credential: keep it out of logs.
+ */
+#define FL_AUTH_TOKEN_MAX 160
+FL_API fl_err fl_auth_token(fl_client *c, uint64_t ttl_ms, char *out, size_t cap);
+
 /* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */
 struct fl_lock_entry {
     char *name;

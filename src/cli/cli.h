@@ -225,7 +225,7 @@ void cli_print_commands(FILE *f);
 extern const struct opt_spec cli_opts_lock[], cli_opts_sem[], cli_opts_get[], cli_opts_put[],
     cli_opts_del[], cli_opts_incr[], cli_opts_txn[], cli_opts_limit[], cli_opts_members[],
     cli_opts_session[], cli_opts_watch[], cli_opts_leader[], cli_opts_revoke[], cli_opts_latch[],
-    cli_opts_history[], cli_opts_run[];
+    cli_opts_history[], cli_opts_run[], cli_opts_token[];
 
 /* ---- subcommands: (c, argc, argv) with argv[0] the subcommand's name; return an exit code ---- */
 int cli_cmd_lock(struct cli *c, int argc, char **argv);
@@ -253,5 +253,6 @@ int cli_cmd_barrier(struct cli *c, int argc, char **argv);
 int cli_cmd_snapshot(struct cli *c, int argc, char **argv);
 int cli_cmd_completion(struct cli *c, int argc, char **argv);
 int cli_cmd_revoke(struct cli *c, int argc, char **argv);
+int cli_cmd_token(struct cli *c, int argc, char **argv);
 
 #endif

@@ -30,6 +30,10 @@ watch           event-stream watchers: ordered, duplicate- and gap-free deliveri
 deadlock        waits that close cycles: replaying the event stream of "dl/", no cycle of
                 queued waits survives a log entry, every -DEADLOCK names a real cycle, one
                 event per refusal (checkers_deadlock.py).
+latch           countdown latches and double barriers bound to sessions: no waiter released
+                before the last count-down was sent, none left waiting (nil) past a bound
+                after a participant's session ended, no barrier enter before count sessions
+                entered, no leave before all left (checkers_latch.py).
 
 Every checker returns a dict: workload, key, valid (True / False / "unknown"), ops (completed
 operations), violations (short dicts), anomalies, stats.
@@ -49,7 +53,7 @@ from collections import Counter, defaultdict
 
 INF = float("inf")
 WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect",
-             "deadlock", "multilock")
+             "deadlock", "multilock", "latch")
 COUNTER_WORKLOADS = ("fenced-counter", "control")
 MAX_VIOLATIONS = 20       # violations listed per verdict (the count is always complete)
 MAX_CONTEXT_OPS = 12      # concurrent ops listed with a linearizability violation
@@ -1104,6 +1108,9 @@ def check(workload, history, final=None, budget_s=60, **kw):
     if workload == "deadlock":
         import checkers_deadlock
         return checkers_deadlock.check_deadlock(history)
+    if workload == "latch":
+        import checkers_latch
+        return checkers_latch.check_latch(history)
     raise ValueError(f"unknown workload {workload!r}")
 
 
@@ -1151,7 +1158,7 @@ def check_file(path, workload=None, final=None, budget_s=60, **kw):
         evs = groups[(w, key)]
         if w in COUNTER_WORKLOADS:
             v = check(w, evs, final=final, budget_s=budget_s)
-        elif w in ("rw", "watch", "sem", "elect", "deadlock", "multilock"):
+        elif w in ("rw", "watch", "sem", "elect", "deadlock", "multilock", "latch"):
             v = check(w, evs, all_history=history)
         else:
             v = check(w, evs, budget_s=budget_s, **kw)

@@ -407,10 +407,98 @@ def permit_conflict(limit, most):
     return conflict
 
 
+def permits_by_revision(ops, grants, limit, violations, stats):
+    """The semaphore judged by its fenced writes, in the log's order instead of the clock's.
+    A grant's token is the revision that granted it; a fenced PUT with token T accepted at
+    revision R proves T still held its permits at R (the fence accepts only a current
+    permit's token), and a grant once ended never comes back, so T held them at every
+    revision of [T, R].  At no revision may the permits of the grants so proven live add up to
+    more than ``limit`` (over-limit-rev).  Needs no clock and no interval of the worker's:
+    only the servers' own revisions.  Stats: rev_max_permits (the most permits proven live at
+    one revision), rev_judged_grants (grants with an accepted fenced write)."""
+    permits = {t: _permits_of(o) for t, o in grants}
+    last = {}
+    for o in ops:
+        tok, rev = _int(o.get("token", prefer="inv")), _int(o.get("rev"))
+        if o.f == "write" and o.type == "ok" and tok in permits and rev is not None and rev > tok:
+            last[tok] = max(last.get(tok, rev), rev)
+    spans = sorted((t, r) for t, r in last.items())
+    live, most = [], 0  # (end, token) of the spans that began at or before the current start
+    for t, r in spans:
+        live = [x for x in live if x[0] >= t]
+        used = permits[t] + sum(permits[x[1]] for x in live)
+        most = max(most, used)
+        if used > limit:
+            violations.append({"kind": "over-limit-rev",
+                               "msg": f"{used} permits proven live at revision {t} by accepted "
+                                      f"fenced writes (limit {limit}): grant {t} "
+                                      f"({permits[t]} permits, written at revision {r}) and "
+                                      + ", ".join(f"{x[1]} ({permits[x[1]]}, written at {x[0]})"
+                                                  for x in live[:5]),
+                               "grant": t})
+        live.append((r, t))
+    stats["rev_max_permits"] = most
+    stats["rev_judged_grants"] = len(spans)
+
+
+def check_fifo(ops, violations, stats):
+    """The FIFO rule (nobody overtakes the semaphore's queue), from the ``queue`` reads
+    (SEM.INFO, linearizable): a session A listed as a waiter by a read that completed at T
+    was queued before T; a request B invoked after T arrived after it, so B may not be
+    granted before A unless A left the queue first.  When A's pending acquire (the one
+    running during the read) was granted, A never left, so every such B's token must be
+    above A's (overtaken otherwise).  Stats: fifo_checked (waiters so judged), fifo_large
+    (those asking for more than one permit: a head request for k not overtaken by smaller
+    ones)."""
+    acq = defaultdict(list)
+    oks = []
+    for o in ops:
+        sid = _int(o.get("session", prefer="inv"))
+        if o.f == "acquire" and sid is not None:
+            acq[sid].append(o)
+            if o.type == "ok" and _int(o.get("token")) is not None:
+                oks.append(o)
+    oks.sort(key=lambda o: o.t0)
+    t0s = [o.t0 for o in oks]
+    low = [None] * (len(oks) + 1)  # low[i]: the op of the smallest token among oks[i:]
+    for i in range(len(oks) - 1, -1, -1):
+        nxt = low[i + 1]
+        low[i] = oks[i] if nxt is None or oks[i].get("token") < nxt.get("token") else nxt
+    checked = large = 0
+    for q in ops:
+        if q.f != "queue" or q.type != "ok" or not isinstance(q.get("waiters"), list):
+            continue
+        wanted = q.get("wanted") if isinstance(q.get("wanted"), list) else []
+        for k, sid in enumerate(q.get("waiters")):
+            a = next((o for o in acq.get(sid, []) if o.t0 < q.t1 and o.t1 > q.t0), None)
+            if a is None or a.type != "ok":
+                continue
+            ta = _int(a.get("token"))
+            checked += 1
+            large += k < len(wanted) and _int(wanted[k]) is not None and wanted[k] > 1
+            b = low[bisect.bisect_right(t0s, q.t1)]
+            if b is not None and b.get("token") < ta:
+                violations.append({"kind": "overtaken",
+                                   "msg": f"session {sid} was queued at a SEM.INFO read, then "
+                                          f"granted token {ta}, but an acquire sent after the "
+                                          f"read was granted token {b.get('token')} first",
+                                   "queue_read": q.describe(), "waiter": a.describe(),
+                                   "overtaker": b.describe()})
+    stats["fifo_checked"] = checked
+    stats["fifo_large"] = large
+
+
+def _permits_of(o):
+    v = _int(o.get("permits", prefer="inv"))
+    return v if v is not None and v > 0 else 1
+
+
 def check_sem(history, limit=SEM_LIMIT):
     """The sem workload (weighted: each acquire names its "permits", 1 if absent).
     Violations: over-limit (the permits of the certain holds live at one instant add up to
-    more than ``limit``: sweep + permit_conflict), duplicate-token / token-order,
+    more than ``limit``: sweep + permit_conflict), over-limit-rev (the same judged by the
+    fenced writes in revision order: permits_by_revision), overtaken (the FIFO rule against
+    the queue reads: check_fifo), duplicate-token / token-order,
     expired-write (a probe write succeeded), write-before-grant.  Stats: max_live (the most
     certain acquisitions live at once), max_permits_live (the most permits: below 2 the run
     did not test a semaphore), weighted_grants (grants of more than 1 permit), probes,
@@ -419,7 +507,7 @@ def check_sem(history, limit=SEM_LIMIT):
     ops, _, problems = ck.pair_ops(history)
     violations = list(problems)
     stats = {"types": ck._type_counts(ops)}
-    _op_names(ops, ("acquire", "release", "expire", "write"), "sem", violations)
+    _op_names(ops, ("acquire", "release", "expire", "write", "queue"), "sem", violations)
     grants = ck._check_tokens([o for o in ops if o.f == "acquire" and o.type == "ok"],
                               violations)
     holds, dropped = certain_holds(ops, violations, mode_of=lambda o: "permit")
@@ -427,6 +515,8 @@ def check_sem(history, limit=SEM_LIMIT):
     over, max_live = sweep(holds, permit_conflict(limit, most))
     violations += over
     _check_probes(ops, violations, stats)
+    permits_by_revision(ops, grants, limit, violations, stats)
+    check_fifo(ops, violations, stats)
     stats.update({"grants": len(grants), "holds": len(holds), "holds_dropped": dropped,
                   "max_live": max_live, "max_permits_live": most[0],
                   "weighted_grants": sum(1 for h in holds if _permits(h) > 1),

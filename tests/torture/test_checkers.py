@@ -1256,6 +1256,9 @@ TESTS += [getattr(_deadlock, n) for n in dir(_deadlock) if n.startswith("test_")
 import test_checkers_multi as _multi  # noqa: E402
 
 TESTS += [getattr(_multi, n) for n in dir(_multi) if n.startswith("test_")]
+import test_checkers_latch as _latch  # noqa: E402
+
+TESTS += [getattr(_latch, n) for n in dir(_latch) if n.startswith("test_")]
 
 
 # ============================================================================================

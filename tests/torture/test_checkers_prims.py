@@ -105,6 +105,51 @@ def test_sem_weighted_over_limit_fails_though_only_two_holders_are_live():
     assert "over-limit" in kinds(h.check()), h.check()["violations"]
 
 
+def test_sem_over_limit_by_revision_fails_though_the_clock_sees_no_overlap():
+    """Grants 10 and 12 of 2 permits each: by the clock the second came after the first
+    was released, but the fenced writes say grant 10 was still live at revision 15, after
+    grant 12 (revision 12) took its permits: 4 permits live at revision 12."""
+    h = H("sem")
+    h.acq(1, 0, 10, 10, permits=2).write(1, 11, 12, 10, rev=15).rel(1, 13, 14)
+    h.acq(2, 20, 30, 12, permits=2).write(2, 31, 32, 12, rev=13).rel(2, 33, 34)
+    v = h.check()
+    assert kinds(v) == ["over-limit-rev"], v["violations"]
+    assert v["stats"]["rev_max_permits"] == 4 and v["stats"]["rev_judged_grants"] == 2
+    h = H("sem")  # the same with grant 10's last write before grant 12: 2 permits at most
+    h.acq(1, 0, 10, 10, permits=2).write(1, 11, 12, 10, rev=11).rel(1, 13, 14)
+    h.acq(2, 20, 30, 12, permits=2).write(2, 31, 32, 12, rev=13).rel(2, 33, 34)
+    v = h.check()
+    assert v["valid"] is True and v["stats"]["rev_max_permits"] == 2, v
+
+
+def queued(h, t0, t1, waiters, wanted):
+    return h.op(900, "queue", t0, t1, "ok", {"key": "sem"},
+                {"key": "sem", "waiters": waiters, "wanted": wanted})
+
+
+def test_sem_fifo_head_not_overtaken_passes():
+    """Session 2 asks for 3 permits while 1 holds one: a read shows it queued; session 3's
+    request for 1, sent after the read, is granted after it."""
+    h = H("sem")
+    h.acq(1, 0, 10, 5).acq(2, 20, 60, 8, permits=3)
+    queued(h, 30, 31, [2], [3])
+    h.rel(1, 50, 51)
+    h.acq(3, 40, 80, 9).rel(2, 70, 71).rel(3, 90, 91)
+    v = h.check()
+    assert v["valid"] is True, v["violations"]
+    assert v["stats"]["fifo_checked"] == 1 and v["stats"]["fifo_large"] == 1, v["stats"]
+
+
+def test_sem_fifo_overtaken_fails():
+    """The same, but session 3 (1 permit, sent after the read showed session 2 queued for 3)
+    is granted first (token 7 < 8)."""
+    h = H("sem")
+    h.acq(1, 0, 10, 5).acq(2, 20, 60, 8, permits=3)
+    queued(h, 30, 31, [2], [3])
+    h.acq(3, 40, 45, 7).rel(3, 46, 47).rel(1, 50, 51).rel(2, 70, 71)
+    assert kinds(h.check()) == ["overtaken"], h.check()["violations"]
+
+
 def test_sem_expired_write_fails():
     h = H("sem")
     h.acq(1, 0, 10, 5).write(1, 30, 31, 5, rev=12, probe=True).exp(1, 15, 40)

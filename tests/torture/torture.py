@@ -11,8 +11,10 @@ Workloads: register, mutex, fenced-counter, control, rw (read-write lock) and wa
 (event-stream watchers; they check the PUTs of the other workloads), sem (semaphore of 3
 permits) and elect (election; ELECT_OBSERVERS observers beside --clients candidates): the
 deadlock (two of three locks in random order: waits that close cycles, judged from the event
-stream) and multilock (LOCK.MULTI over overlapping name sets): the `all` set (with snapshots,
-all but deadlock, whose judge needs the whole event stream: SNAPSHOT_LEAVES_OUT).
+stream) and multilock (LOCK.MULTI over overlapping name sets), latch (countdown latches and
+double barriers bound to sessions, some of whose participants end before counting down): the
+`all` set (with snapshots, all but deadlock, whose judge needs the whole event stream:
+SNAPSHOT_LEAVES_OUT).
 
 --snapshots is the snapshot-heavy mode (it found the libraft 0.22.1 snapshot bugs): tiny snapshot thresholds and nemeses that
 pause leaders and leave followers behind, so snapshots meet step-downs and InstallSnapshot.
@@ -28,7 +30,8 @@ by scripts/porcupine.sh unless --porcupine names it). The last line printed is
 `torture: N ops, K faults, V violations`; the exit status is 1 on any violation by either
 judge, on a verdict "unknown" (either's search ran out of its bound), when a negative control
 escaped a judge (Porcupine found the control counter linearizable although it lost updates, or
-either judge accepted the stale read made from this run's register history), on a server
+either judge accepted the stale read made from this run's register history, or the latch
+checker let one of its negative controls through: latch_controls), on a server
 crash or sanitizer report, and when the control workload (unfenced
 writes under client pauses) showed no lost update, when rw readers never certainly overlapped,
 watchers covered no acknowledged PUT, no two sem permits were certainly live together or elect
@@ -54,10 +57,11 @@ from secure import Secure  # noqa: E402
 from server import SANITIZER_PATTERNS  # noqa: E402
 
 WORKLOADS = ("register", "mutex", "fenced-counter", "control", "rw", "watch", "sem", "elect",
-             "deadlock", "multilock")
+             "deadlock", "multilock", "latch")
 # --workloads all: every workload (rw, watch, sem, elect: two clean 60 s runs each, 2026-12-05;
 # sem,elect,register: seeds 1201 and 1202; deadlock and multilock: 10-minute runs under every
-# nemesis, clean, 2026-12-06).
+# nemesis, clean, 2026-12-06; latch,sem: a 10-minute run under every nemesis, seed 1899710058,
+# and one of --snapshots, seed 1868704835, clean, 2026-12-06).
 DEFAULT_WORKLOADS = WORKLOADS
 # ... but with snapshots (--snapshots, --snapshot-threshold/-trailing) `all` leaves out deadlock:
 # its judge replays the whole event stream of its locks, read from the leader after the run, and
@@ -66,7 +70,8 @@ DEFAULT_WORKLOADS = WORKLOADS
 # entries leads, the stream's start is gone (-COMPACTED: the verdict "unknown"). Named
 # (--workloads deadlock) it runs anyway.
 SNAPSHOT_LEAVES_OUT = ("deadlock",)
-PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect", "multilock")  # get --pause-ms (GC pauses)
+PAUSED_WORKLOADS = ("mutex", "fenced-counter", "control", "rw", "sem", "elect", "multilock",
+                    "latch")  # get --pause-ms (GC pauses; latch: between a join and its count-down)
 WATCH_PREFIX = "r"  # the first watcher reads fencelock:events:r (register keys, the rw lock)
 WORKER_TTL_MS = 1500
 REGISTER_TTL_MS = 3000
@@ -141,6 +146,8 @@ class Run:
                     argv += ["--prefix", WATCH_PREFIX]
                 if wl == "elect" and k >= self.args.clients:
                     argv += ["--observe", "1"]  # observers beside the clients (candidates)
+                if wl == "latch":
+                    argv += ["--group", str(n)]  # they meet by the clock: counts from n
                 if self.secure:
                     argv += self.secure.worker_flags()
                 with open(logp, "wb") as lf:
@@ -567,6 +574,12 @@ def summarize_verdict(v):
                 "probes_refused=%s" % (st.get("grants"), st.get("holds"), st.get("max_live"),
                                        st.get("observed_leaders"), st.get("ok_writes"),
                                        st.get("probes"), st.get("probes_refused"))
+        if v["workload"] == "sem":
+            extra += " max_permits_live=%s rev_max_permits=%s rev_judged_grants=%s " \
+                     "fifo_checked=%s fifo_large=%s" % (
+                         st.get("max_permits_live"), st.get("rev_max_permits"),
+                         st.get("rev_judged_grants"), st.get("fifo_checked"),
+                         st.get("fifo_large"))
         if v["workload"] == "elect":
             extra += " observers=%s observed=%s observe_cross=%s observe_compacted=%s" % (
                 st.get("observers"), st.get("observed"), st.get("observe_cross"),
@@ -579,6 +592,15 @@ def summarize_verdict(v):
         extra = " grants=%s holds=%s disjoint_overlaps=%s ok_writes=%s stale_refused=%s" % (
             st.get("multi_grants"), st.get("holds"), st.get("disjoint_overlaps"),
             st.get("ok_writes"), st.get("stale_writes_refused"))
+    elif v["workload"] == "latch":
+        extra = " latches=%s releases=%s breaks=%s broken_waits=%s nil_waits=%s " \
+                "waits_judged_after_break=%s expiry_ms_max=%s barriers=%s barrier_full=%s " \
+                "barrier_done=%s barrier_broken=%s" % (
+                    st.get("latches"), st.get("releases"), st.get("breaks"),
+                    st.get("broken_waits"), st.get("nil_waits"),
+                    st.get("waits_judged_after_break"), st.get("expiry_ms_max"),
+                    st.get("barriers"), st.get("barrier_full"), st.get("barrier_done"),
+                    st.get("barrier_broken"))
     elif v["workload"] == "watch":
         extra = " events=%s delivered=%s resumes=%s compacted=%s puts_checked=%s" % (
             st.get("events"), st.get("delivered"), st.get("resumes"), st.get("compacted"),
@@ -612,9 +634,37 @@ def nothing_tested(verdicts):
             print("torture: multilock: no multi-lock granted or no fenced write accepted: "
                   "nothing was tested")
             status = 1
+        if v["workload"] == "latch" and not (st.get("releases") and st.get("breaks")
+                                             and st.get("barrier_full")):
+            print("torture: latch: no waiter released, no latch broken or no barrier full: "
+                  "nothing was tested")
+            status = 1
         if v["workload"] == "watch" and not (st.get("events") and st.get("puts_checked")):
             print("torture: watch: no event delivered or no acknowledged PUT covered by a "
                   "watcher: nothing was tested")
+            status = 1
+    return status
+
+
+def latch_controls(history_path):
+    """The latch checker's negative controls on this run's own history (as the stale-read
+    control's): one fabricated op each (a waiter released just before the last count-down
+    was sent, a waiter left parked past the bound after a break, a barrier enter answered
+    before the last enterer came), which the checker must flag. 1 if one was not flagged or
+    the run had no such situation to build it from."""
+    import checkers
+    import checkers_latch
+    status = 0
+    for what, kind, evs in checkers_latch.negative_controls(checkers.load_history(history_path)):
+        if evs is None:
+            print("torture: latch control (%s): the run has nothing to build it from" % what)
+            status = 1
+            continue
+        v = checkers_latch.check_latch(evs)
+        got = set(v["stats"].get("violation_kinds", {}))
+        print("torture: latch control (%s): %s" % (what, "flagged %s" % kind if kind in got
+                                                   else "NOT FLAGGED (got %s)" % sorted(got)))
+        if kind not in got:
             status = 1
     return status
 
@@ -966,6 +1016,8 @@ def main():
               "tested")
         status = 1
     status = max(status, nothing_tested(verdicts))
+    if "latch" in workloads_of(args):
+        status = max(status, latch_controls(history_path))
     p_status, p_illegal = second_judge(run, history_path, verdicts)
     status = max(status, p_status)
     violations += p_illegal

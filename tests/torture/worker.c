@@ -7,7 +7,8 @@
  *
  *   worker --endpoints EP --workload W --proc-base P --ops N --seconds S --seed X
  *          --history FILE [--ttl ms] [--pause-ms max] [--prefix P] [--observe 1]
- *          [--user U --password-file F] [--tls-ca F] [--tls-cert F --tls-key F]   (--secure)
+ *          [--group N] [--user U --password-file F] [--tls-ca F] [--tls-cert F --tls-key F]
+ *          (--user and --tls-*: torture --secure; --group: latch, the workers of the workload)
  *
  * History contract (read by tests/torture/checkers*.py and tests/porcupine; every field in
  * tests/torture/HISTORY.md):
@@ -41,6 +42,9 @@
  *   deadlock        two of three locks "dl/0".."dl/2" in random order: waits that close
  *                   cycles, refused -DEADLOCK (worker_deadlock.c).
  *   multilock       LOCK.MULTI over overlapping sets of "ml/a".."ml/d" (worker_multi.c).
+ *   latch           countdown latches "lt/K" and double barriers "bt/K" of the --group
+ *                   workers, met by the clock; participants' sessions end before they count
+ *                   down (worker_latch.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -560,10 +564,11 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: worker --endpoints EP --workload register|mutex|fenced-counter|"
-            "control|rw|watch|sem|elect|deadlock|multilock --proc-base P --ops N "
+            "control|rw|watch|sem|elect|deadlock|multilock|latch --proc-base P --ops N "
             "--seconds S --seed "
             "X --history FILE "
-            "[--ttl ms] [--pause-ms max] [--revoke-pct N] [--prefix P] [--observe 1] [--user U "
+            "[--ttl ms] [--pause-ms max] [--revoke-pct N] [--prefix P] [--observe 1] [--group N] "
+            "[--user U "
             "--password-file F] [--tls-ca F] [--tls-cert F --tls-key F]\n");
     exit(2);
 }
@@ -615,6 +620,8 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
             w->prefix = v;
         else if (!strcmp(a, "--observe"))
             w->observe = atoi(v);
+        else if (!strcmp(a, "--group"))
+            w->group = atoi(v);
         else if (!strcmp(a, "--user"))
             w->user = v;
         else if (!strcmp(a, "--password-file"))
@@ -651,6 +658,8 @@ static void parse_args(struct worker *w, int argc, char **argv, const char **his
         w->wl = WL_DEADLOCK;
     else if (!strcmp(w->wl_name, "multilock"))
         w->wl = WL_MULTI;
+    else if (!strcmp(w->wl_name, "latch"))
+        w->wl = WL_LATCH;
     else
         usage();
     w->end_ns = now_ns() + (int64_t)(seconds * 1e9);
@@ -692,6 +701,8 @@ int main(int argc, char **argv)
             op_deadlock(&w);
         else if (w.wl == WL_MULTI)
             op_multi(&w);
+        else if (w.wl == WL_LATCH)
+            op_latch(&w);
         else
             op_counter(&w);
         sleep_ms((int64_t)rnd(&w, 10));

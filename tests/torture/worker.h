@@ -3,7 +3,7 @@
  * worker.h: what the torture worker's files share (worker.c: main, history lines, sessions,
  * the register/mutex/counter workloads; worker_rw.c: read-write locks; worker_watch.c: event
  * stream watchers; worker_prims.c: semaphores and elections; worker_deadlock.c: waits that
- * close cycles; worker_multi.c: multi-locks).
+ * close cycles; worker_multi.c: multi-locks; worker_latch.c: latches and barriers).
  *
  * Owns nothing global: one struct worker per process, passed everywhere. A struct ev is one
  * history line being built on the stack; ev_emit writes it with a single write() (O_APPEND),
@@ -27,7 +27,8 @@ enum workload {
     WL_SEM,
     WL_ELECT,
     WL_DEADLOCK,
-    WL_MULTI
+    WL_MULTI,
+    WL_LATCH
 };
 
 struct worker {
@@ -45,6 +46,7 @@ struct worker {
     uint64_t ttl_ms;
     int pause_ms;
     int revoke_pct; /* fenced-counter: % of ops that first revoke the lock (short deadline) */
+    int group;      /* latch: how many workers run the workload (they meet by the clock) */
     int fd;
     /* state */
     uint64_t rng;
@@ -56,6 +58,7 @@ struct worker {
     fl_session *s;
     int64_t safe_seen;       /* the largest fl_session_safe_until() seen for s (ms) */
     atomic_llong lost_at_ms; /* set by the on_lost callback of s */
+    int64_t latch_epoch;     /* latch: the last epoch taken part in */
 };
 
 struct ev {
@@ -109,5 +112,7 @@ void run_observe(struct worker *w);
 void op_deadlock(struct worker *w);
 /* worker_multi.c: LOCK.MULTI over overlapping sets of four names */
 void op_multi(struct worker *w);
+/* worker_latch.c: latches and double barriers met by the clock (one round per epoch) */
+void op_latch(struct worker *w);
 
 #endif

@@ -4,16 +4,22 @@
  * limit 3 and an election "elect", held by sessions that are sometimes frozen past their TTL.
  *
  * sem, per session (ops carry "session" and "key": "sem"):
- *   acquire  SEM.ACQUIRE sem sid 3 [PERMITS 2] WAIT ms REQ sid seq: 1 or 2 permits at once
- *            (weighted), "permits" in the invoke; ok "token". An unknown outcome is followed
- *            by SEM.RELEASE and ends the session (as fl_lock does for a lock). The checker
- *            sums the permits of the live holds (never more than 3).
+ *   acquire  SEM.ACQUIRE sem sid 3 [PERMITS k] WAIT ms REQ sid seq: 1..3 permits at once
+ *            (weighted, up to the whole limit: a request for 3 at the head of the queue
+ *            must not be overtaken by later requests for fewer), "permits" in the invoke; ok
+ *            "token". An unknown outcome is followed by SEM.RELEASE and ends the session (as
+ *            fl_lock does for a lock). The checker sums the permits of the live holds (never
+ *            more than 3), by the clock and by the revisions of the accepted fenced writes.
  *   write    "key": "sem-reg": PUT sem-reg "s:<token>:<n>" FENCE sem token, no session (a
  *            naive client); ok "rev", fail (-STALE) or info. "probe": true when, before
  *            it was sent, a linearizable SEM.INFO showed the permit gone (the holder was
  *            frozen past its safe deadline): such a write must be refused.
  *   release  SEM.RELEASE; expire: the session's end (end_lock_session), ok once SEM.INFO
  *            lists the session neither as holder nor waiter.
+ *   queue    before one acquire in two: SEM.INFO (linearizable), ok "waiters" (the queued
+ *            sids, FIFO) and "wanted" (their permits), fail "error". A session queued at
+ *            the read and granted later must not see an acquire invoked after the read
+ *            granted first (the FIFO rule: nobody overtakes the queue).
  * elect, candidates: the same with ELECT.CAMPAIGN elect sid value WAIT ms ("acquire"), then
  *   ELECT.PROCLAIM ("proclaim": ok "rev", fail -STALE), a fenced PUT elect-reg ("write",
  *   "probe" as above, decided by ELECT.LEADER), and ELECT.RESIGN ("release").
@@ -37,7 +43,7 @@
 #define SEM_NAME "sem"
 #define SEM_KEY "sem-reg"
 #define SEM_LIMIT 3
-#define SEM_MAX_PERMITS 2 /* an acquisition takes 1..this permits */
+#define SEM_MAX_PERMITS 3 /* an acquisition takes 1..this permits (the whole limit) */
 #define EL_NAME "elect"
 #define EL_KEY "elect-reg"
 
@@ -263,6 +269,45 @@ static const char *op_release(struct worker *w, const struct prim *p)
     return type;
 }
 
+/* SEM.INFO as the op "queue": who waits, in order, and for how many permits. */
+static void op_queue(struct worker *w)
+{
+    int proc = proc_of(w);
+    struct ev e;
+    ev_begin(&e, w, proc, "invoke", "queue", now_ns());
+    ev_add(&e, ",\"key\":\"%s\"", SEM_NAME);
+    ev_emit(w, &e);
+    w->ops++;
+    struct cl_cmd m;
+    redisReply *r = NULL;
+    cl_cmd_init(&m, "SEM.INFO");
+    cl_arg_str(&m, SEM_NAME);
+    fl_err err = cl_call(w->c, &m, cl_deadline(w->c), CL_RETRY, &r);
+    /* a read changes nothing: no answer is a "fail" with "error" */
+    const char *type = err == FL_OK && (r->type == REDIS_REPLY_ARRAY || r->type == REDIS_REPLY_NIL)
+                           ? "ok"
+                           : "fail";
+    if (err == FL_OK && *type == 'f')
+        err = cl_reply_err(w->c, r);
+    ev_begin(&e, w, proc, type, "queue", now_ns());
+    ev_add(&e, ",\"key\":\"%s\"", SEM_NAME);
+    if (*type == 'o') {
+        const char *keys[2] = {"waiters", "wanted"};
+        for (int a = 0; a < 2; a++) {
+            const redisReply *q = r->type == REDIS_REPLY_ARRAY ? cl_field(r, keys[a]) : NULL;
+            ev_add(&e, ",\"%s\":[", keys[a]);
+            for (size_t i = 0; q && q->type == REDIS_REPLY_ARRAY && i < q->elements && i < 256; i++)
+                ev_add(&e, "%s%lld", i ? "," : "", q->element[i]->integer);
+            ev_add(&e, "]");
+        }
+    } else {
+        ev_error(&e, w, err);
+    }
+    if (r)
+        freeReplyObject(r);
+    ev_complete(w, &e, type);
+}
+
 static void op_prim(struct worker *w, const struct prim *p)
 {
     int (*gone)(struct worker *, const char *, uint64_t) = p->elect ? elect_gone : sem_gone;
@@ -270,6 +315,8 @@ static void op_prim(struct worker *w, const struct prim *p)
         return;
     uint64_t token;
     const char *outcome;
+    if (!p->elect && rnd(w, 2))
+        op_queue(w);
     if (!op_acquire(w, p, &token, &outcome)) {
         if (!strcmp(outcome, "info") || fl_session_is_lost(w->s))
             end_lock_session(w, p->name, gone);

@@ -359,6 +359,14 @@ def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str])
     return args
 
 
+def auth_token_args(ttl: Optional[float]) -> List[Any]:
+    """AUTH.TOKEN's arguments; ttl in seconds (None: the servers' --http-token-ttl)."""
+    args: List[Any] = ["AUTH.TOKEN"]
+    if ttl is not None:
+        args += ["TTL", ms(ttl, "ttl", 1000)]
+    return args
+
+
 def multi_lock_args(sid: int, names: Sequence[str], shared: Collection[str]) -> List[Any]:
     """LOCK.MULTI sid n name... [SHARED name]...: the arguments (the wait and REQ come after).
     ValueError for no name, an empty or repeated one, or a shared name that is not among

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import errors
 from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
-                      leader_info, revoke_cmd_args, s_,
+                      leader_info, revoke_cmd_args, s_, auth_token_args,
                       seconds_arg, status, trace_args)
 from ._txn import Txn
 from .conn import Cmd, Pool
@@ -199,6 +199,14 @@ class Client:
         then the next waiter). The grant's token; NotHolder if nobody holds it exclusively,
         PermissionDenied without the revoke permission (or admin)."""
         return int(self.call(Cmd(*revoke_cmd_args(name, deadline, reason))))
+
+    def auth_token(self, ttl: Optional[float] = None) -> str:
+        """AUTH.TOKEN: a bearer token for the HTTP API naming the user this client authenticated
+        as, valid for `ttl` seconds (None: the servers' --http-token-ttl; at least 1 s, at most
+        --http-token-max-ttl). Send it as `Authorization: Bearer <token>`; it has the user's
+        rights until it expires, the user is removed or re-passworded, or the key changes.
+        ServerError without users on the servers (no --acl-file). A credential: do not log it."""
+        return str(s_(self.call(Cmd(*auth_token_args(ttl)))))
 
     def sign(self, name: str, token: int) -> str:
         """FENCE.SIGN name token: the server's signature of (name, token) as hex, for a

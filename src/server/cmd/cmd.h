@@ -187,6 +187,10 @@ const char *cmd_history_trace(const struct trace_ctx *t, char out[TRACE_TEXT_LEN
 /* The error reply text of a non-zero cmd_history_collect result ("COMPACTED ..."). */
 void cmd_history_error(int rc, uint64_t compacted, char *msg, size_t len);
 
+/* LOCK.REVOKE's deadline on the leader (cmd_revoke.c): against a revoke already running on the
+ * same grant, the shorter of the asked length and what is left of the running one. */
+void cmd_revoke_merge_deadline(struct srv *s, struct fsm_cmd_lock_revoke *c);
+
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
 /* For an unknown command that Redis users try first (SET, SETNX, EXPIRE...): the fencelock

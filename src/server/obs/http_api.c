@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http_api.c — the gate (HTTP Basic under --acl-file) and the read-only JSON API. The header
+ * http_api.c — the gate (HTTP Basic or an AUTH.TOKEN bearer token under --acl-file) and the
+ * read-only JSON API. The header
  * comment of http_api.h has who owns what; http_args.c parses.
  *
  * A request's way: srv_http_async_route copies it (struct hapi_req) -> the gate: no users, or
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/clock.h"
 #include "common/json.h"
@@ -33,6 +35,8 @@
 #define HAPI_JSON "application/json"
 #define HAPI_TEXT "text/plain; charset=utf-8"
 #define HAPI_REALM "WWW-Authenticate: Basic realm=\"fencelock\", charset=\"UTF-8\"\r\n"
+#define HAPI_BEARER_REALM                                                                          \
+    "WWW-Authenticate: Bearer realm=\"fencelock\", error=\"invalid_token\"\r\n"
 
 struct hapi_req {
     struct hapi_req *next;
@@ -877,6 +881,12 @@ static void admit(struct hapi_req *q)
 {
     struct srv *s = q->s;
     const struct acl_user *u = user_of(q);
+    if (!strcmp(q->method, "POST")) { /* the revoke: its own permission (http_revoke.c) */
+        struct srv_http_request r = req_of(q);
+        srv_http_revoke(s, &r, q->p, u);
+        req_free(q);
+        return;
+    }
     if (s->auth.on && (!u || !(u->perms & ACL_READ))) {
         answer_text(q, 403, NULL, "this user has no read permission\n");
         return;
@@ -978,6 +988,46 @@ static bool user_from_cn(struct hapi_req *q, const char *cn)
     return true;
 }
 
+/* "Bearer" and a blank, as RFC 6750 spells it (the scheme is case-insensitive). The token
+ * after it, or NULL for another scheme. */
+static const char *bearer_of(const char *hv, size_t hl, size_t *tl)
+{
+    if (hl < 8 || strncasecmp(hv, "Bearer ", 7) != 0)
+        return NULL;
+    size_t i = 7;
+    while (i < hl && hv[i] == ' ')
+        i++;
+    *tl = hl - i;
+    return hv + i;
+}
+
+/* Authorization: Bearer <token> (AUTH.TOKEN's, security/httptoken.h): the request is its user
+ * when the token is well formed, unexpired, signed with this node's key and its user (with the
+ * same password hash) is in the current ACL; else 401 and nothing is served. A refusal counts
+ * as an authentication failure (log and audit lines within --security-log-rate). */
+static void bearer_auth(struct hapi_req *q, const char *tok, size_t tl)
+{
+    struct srv *s = q->s;
+    const struct acl_user *u;
+    int st = htok_verify(&s->htok, &s->auth.acl, tok, tl, clock_wall_ms(),
+                         s->cfg.http_token_max_ttl, &u);
+    if (st != HTOK_OK) {
+        char msg[128];
+        s->m.auth_failures++;
+        if (srv_seclog_allow(s)) {
+            LOGW(&s->log, "HTTP bearer token refused from %s: %s", q->peer, htok_status_text(st));
+            srv_audit_as(s, "", q->peer, "auth.failure", "HTTP bearer token: %s",
+                         htok_status_text(st));
+        }
+        snprintf(msg, sizeof msg, "bearer token refused: %s\n", htok_status_text(st));
+        answer_text(q, 401, HAPI_BEARER_REALM, msg);
+        return;
+    }
+    q->has_user = true;
+    snprintf(q->user, sizeof(q->user), "%s", u->name);
+    admit(q);
+}
+
 int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
 {
     struct srv *s = arg;
@@ -1001,6 +1051,16 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
     memcpy(q->path, req->path, pl + 1);
     q->query = q->path + pl + 1;
     memcpy(q->query, req->query, ql + 1);
+    if (!strcmp(q->method, "POST") && !srv_http_revoke_path(q->path)) {
+        answer_text(q, 405, "Allow: GET, HEAD\r\n", "method not allowed\n");
+        return 1;
+    }
+    if (!strcmp(q->method, "POST") && !srv_http_revoke_csrf_ok(req)) {
+        answer_text(q, 403, NULL,
+                    "a POST needs the header X-Fencelock-Request: 1 (it keeps other web pages "
+                    "from sending it through a browser)\n");
+        return 1;
+    }
     if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics &&
         !srv_console_path(q->path)) {
         answer_text(q, 404, NULL, "not found\n");
@@ -1024,16 +1084,23 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
         answer_text(q, 400, NULL, "Authorization given twice\n");
         return 1;
     }
-    if (!basic_allowed(q)) {
+    if (!basic_allowed(q)) { /* a bearer token is a credential too: the same rule */
         answer_text(q, 403, NULL,
-                    "a password over plain HTTP is accepted from loopback only: this port has "
+                    "credentials over plain HTTP are accepted from loopback only: this port has "
                     "no TLS (--http-tls)\n");
+        return 1;
+    }
+    size_t tl;
+    const char *tok = bearer_of(hv, hl, &tl);
+    if (tok) {
+        bearer_auth(q, tok, tl);
         return 1;
     }
     char user[ACL_NAME_MAX], pw[AUTH_PW_MAX + 1];
     size_t ul, pwl;
     if (hapi_basic_decode(hv, hl, user, sizeof(user), &ul, pw, sizeof(pw), &pwl)) {
-        answer_text(q, 401, HAPI_REALM, "Authorization: not Basic base64(user:password)\n");
+        answer_text(q, 401, HAPI_REALM,
+                    "Authorization: neither Basic base64(user:password) nor Bearer <token>\n");
         return 1;
     }
     srv_auth_http(s, q->peer, user, ul, pw, pwl, auth_done, q);

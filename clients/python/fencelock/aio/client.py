@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from .. import errors
 from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
-                       leader_info, revoke_cmd_args,
+                       leader_info, revoke_cmd_args, auth_token_args,
                        s_, seconds_arg, status, trace_args)
 from .._txn import TxnBuilder, TxnResult, txn_result
 from ..conn import Cmd
@@ -164,6 +164,10 @@ class AsyncClient:
             return True
         except errors.Stale:
             return False
+
+    async def auth_token(self, ttl: Optional[float] = None) -> str:
+        """AUTH.TOKEN: a bearer token for the HTTP API; as the sync Client.auth_token."""
+        return str(s_(await self.call(Cmd(*auth_token_args(ttl)))))
 
     async def sign(self, name: str, token: int) -> str:
         """FENCE.SIGN: the server's signature of (name, token) as hex; Stale if not current."""
