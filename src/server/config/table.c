@@ -152,8 +152,9 @@ const struct cfg_row cfg_rows[] = {
         "/health always finds a connection); over it 503; 0 turns streams off"),
     BOOL("--http-tls", http_tls,
          "the HTTP port speaks TLS only, with --tls-cert/--tls-key (reloaded with them), "
-         "--tls-client-auth and --tls-handshake-timeout; HTTP Basic is then accepted from any "
-         "address (without it: loopback only). Needs --tls-cert, or --http-tls-cert"),
+         "--tls-client-auth and --tls-handshake-timeout, or with --http-tls-cert's own pair; "
+         "HTTP Basic is then accepted from any address (without it: loopback only). Needs "
+         "--tls-cert or --http-tls-cert"),
     PATH("--http-tls-cert", http_tls_cert, NULL, "FILE", CFG_RELOAD,
          "with --http-tls-key, the HTTP port's own certificate chain (PEM; implies --http-tls): "
          "another name or CA than the client port's, e.g. a public CA's for browsers. No client "
