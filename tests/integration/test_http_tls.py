@@ -371,6 +371,9 @@ def test_http_tls_own_pair_beside_the_client_ports(ctx):
     _plain_gets_nothing(s.http_port)
     _, _, body = get(s, "/metrics", ctx_ssl=s.http_ssl)
     assert b"fencelock_http_tls_reload_failures_total 0" in body, body
+    expiry = [float(x.split()[1]) for x in body.decode().splitlines()
+              if x.startswith('fencelock_cert_expiry_timestamp_seconds{cert="http_tls"} ')]
+    assert len(expiry) == 1 and expiry[0] > time.time(), body
 
 
 def test_http_tls_own_pair_sighup_reload_and_a_broken_pair_keeps_the_old(ctx):

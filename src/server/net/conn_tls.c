@@ -32,7 +32,10 @@ static int http_tls_init(struct srv *s)
     snprintf(hc.key, sizeof hc.key, "%s", s->cfg.http_tls_key);
     hc.handshake_ms = s->cfg.tls.handshake_ms;
     s->net.http_tls = tls_new_http(&hc, &s->log);
-    return s->net.http_tls ? 0 : -1;
+    if (!s->net.http_tls)
+        return -1;
+    certexp_note(&s->certs, SRV_CERT_HTTP_TLS, hc.cert, &s->log);
+    return 0;
 }
 
 int srv_tls_init(struct srv *s)
@@ -60,8 +63,9 @@ void srv_tls_reload(struct srv *s)
 {
     if (s->net.tls && tls_reload(s->net.tls, &s->log) == 0)
         note_expiry(s);
-    if (s->net.http_tls) /* its own pair: a bad one keeps the old, whatever the other did */
-        (void)tls_reload(s->net.http_tls, &s->log);
+    /* its own pair: a bad one keeps the old, whatever the client port's did */
+    if (s->net.http_tls && tls_reload(s->net.http_tls, &s->log) == 0)
+        certexp_note(&s->certs, SRV_CERT_HTTP_TLS, s->cfg.http_tls_cert, &s->log);
 }
 
 int srv_conn_tls_start(struct srv_conn *c)
