@@ -373,7 +373,7 @@ def test_http_tls_own_pair_beside_the_client_ports(ctx):
     assert b"fencelock_http_tls_reload_failures_total 0" in body, body
     expiry = [float(x.split()[1]) for x in body.decode().splitlines()
               if x.startswith('fencelock_cert_expiry_timestamp_seconds{cert="http_tls"} ')]
-    assert len(expiry) == 1 and expiry[0] > time.time(), body
+    assert len(expiry) == 1 and expiry[0] > time.time(), "http_tls expiry: %r" % expiry
 
 
 def test_http_tls_own_pair_sighup_reload_and_a_broken_pair_keeps_the_old(ctx):
