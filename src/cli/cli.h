@@ -47,6 +47,7 @@ struct cli {
      * CERT/KEY (NULL: none); any of them turns TLS on (fl_options.tls*) */
     int tls;
     const char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
+    int traced; /* --traceparent given (fl_trace_set done); else $TRACEPARENT is used */
 };
 
 /* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
@@ -133,6 +134,7 @@ enum {
     G_TLS_CERT,
     G_TLS_KEY,
     G_TLS_SERVER_NAME,
+    G_TRACEPARENT,
     G_VERSION,
 };
 /* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK, or EXIT_USAGE with

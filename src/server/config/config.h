@@ -36,6 +36,8 @@ struct srv_config {
     char restore[512]; /* --restore FILE: a backup into an empty data dir; run once and exit */
     char http_host[PROTO_ADDR_BUF];
     int http_port; /* 0 = no HTTP endpoint */
+    /* --http-advertise: the HTTP address other members redirect to ("": from --http-listen) */
+    char http_advertise[PROTO_ADDR_BUF];
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
     size_t max_pending;        /* per connection: reading pauses beyond it */
     size_t max_output;         /* per connection: unsent reply bytes before it is closed */

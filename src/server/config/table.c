@@ -59,6 +59,10 @@ const struct cfg_row cfg_rows[] = {
      .help = "Raft transport address"},
     TEXT("--http-listen", cfg_parse_http_listen, "127.0.0.1:7482", "HOST:PORT", 0,
          "/metrics, /livez, /readyz (/health), the /v1/ API and /ui/; 'off' for none"),
+    TEXT("--http-advertise", cfg_parse_http_advertise, NULL, "HOST:PORT", 0,
+         "where the other members send a client to this node's HTTP port (a follower's 307 to "
+         "the leader); unset: --http-listen, its host replaced by --raft-listen's when it is a "
+         "wildcard (0.0.0.0, ::)"),
     TEXT("--recover", cfg_parse_recover, NULL, "ID=HOST:PORT,...", 0,
          "disaster recovery after losing a majority for good: write this configuration (the "
          "survivors) into --data-dir of a stopped node, then exit; start it normally afterwards "

@@ -9,7 +9,8 @@
  * /v1/fence to http_fence.c, /metrics rendered, an API path checked (`read` permission, the
  * route, the query) and then answered: with `?stale` at once from this node's state (with
  * X-Fencelock-Last-Contact and X-Fencelock-Applied-Index), on the leader after a read barrier
- * (linearizable, as LOCK.INFO on the client port), on a follower 503 naming the leader.
+ * (linearizable, as LOCK.INFO on the client port), on a follower 307 to the leader's HTTP
+ * address (the member table's, MEMBER_HTTP), or 503 naming the leader when that is not known.
  *
  * What a user sees: only the locks, semaphores and elections its locks= globs allow (as LOCKS
  * filters) and, once owners are recorded, its own sessions (every one to an admin), as
@@ -229,6 +230,9 @@ static int render_history(struct srv *s, struct json *j, const char *name, size_
         json_kv_str(j, "session_name", e->session_name.p, e->session_name.len);
         json_kv_str(j, "user", e->user.p, e->user.len);
         json_kv_str(j, "value", e->value.p, e->value.len);
+        char tp[TRACE_TEXT_LEN + 1];
+        json_kv_cstr(j, "traceparent", cmd_history_trace(e->trace, tp));
+        json_kv_cstr(j, "end_traceparent", cmd_history_trace(e->end_trace, tp));
         json_kv_u64(j, "token", e->token);
         json_kv_u64(j, "permits", e->permits);
         json_kv_u64(j, "granted_rev", e->token);
@@ -677,8 +681,37 @@ static void answer_stale(struct hapi_req *q)
     answer_api(q, extra);
 }
 
-/* Not the leader and no ?stale: 503 naming the leader (its client address from the member
- * table: the HTTP address of another node is not known here). */
+/* Not the leader and no ?stale, the leader's HTTP address known (MEMBER_HTTP, announced by
+ * each node: cluster/members.c): 307 to the same path and query there, https when its HTTP
+ * port speaks TLS. A browser or `curl -L` follows it (the method and body stay, as 307 says);
+ * credentials go along only where the client's own rules allow (docs/server.md). true if
+ * answered. */
+static bool redirect_to_leader(struct hapi_req *q, uint64_t lid, const struct fsm_member_view *v)
+{
+    if (!v->http_addr.len || !proto_addr_valid(v->http_addr.p, v->http_addr.len))
+        return false;
+    struct buf h;
+    buf_init(&h);
+    int rc =
+        buf_printf(&h, "Location: %s://%.*s%s%s%s\r\nX-Fencelock-Leader: %llu %.*s\r\n",
+                   v->http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v->http_addr.len,
+                   v->http_addr.p, q->path, q->query[0] ? "?" : "", q->query,
+                   (unsigned long long)lid, (int)v->client_addr.len, v->client_addr.p);
+    if (rc || buf_failed(&h)) {
+        buf_free(&h);
+        return false; /* the 503 names the leader instead */
+    }
+    char msg[PROTO_ADDR_BUF + 96];
+    snprintf(msg, sizeof(msg), "not the leader: node %llu is, at %.*s\n", (unsigned long long)lid,
+             (int)v->http_addr.len, v->http_addr.p);
+    srv_http_complete_h(q->p, 307, HAPI_TEXT, h.p, msg, strlen(msg));
+    req_free(q);
+    buf_free(&h);
+    return true;
+}
+
+/* Not the leader and no ?stale: 307 to the leader's HTTP port when the member table knows it,
+ * else 503 naming the leader's client address (or that no leader is known). */
 static void answer_not_leader(struct hapi_req *q)
 {
     struct srv *s = q->s;
@@ -687,6 +720,9 @@ static void answer_not_leader(struct hapi_req *q)
     struct fsm_member_view v;
     char extra[PROTO_ADDR_BUF + 96] = "", msg[PROTO_ADDR_BUF + 160];
     rn_leader(s->rn, &lid, &laddr);
+    if (lid && lid != s->cfg.id && fsm_member_get(s->fsm, lid, &v) &&
+        redirect_to_leader(q, lid, &v))
+        return;
     if (lid && fsm_member_get(s->fsm, lid, &v) && v.client_addr.len &&
         proto_addr_valid(v.client_addr.p, v.client_addr.len)) {
         snprintf(extra, sizeof(extra), "X-Fencelock-Leader: %llu %.*s\r\n", (unsigned long long)lid,
@@ -744,14 +780,18 @@ static void member_obj(void *arg, uint64_t id, const char *raft_address, int rol
 {
     struct members_arg *ma = arg;
     struct json *j = ma->j;
-    struct fsm_member_view v;
+    struct fsm_member_view v = {0};
     json_obj(j);
     json_kv_u64(j, "id", id);
     json_kv_cstr(j, "raft_address", raft_address);
-    if (fsm_member_get(ma->s->fsm, id, &v))
-        json_kv_str(j, "client_address", v.client_addr.p, v.client_addr.len);
-    else
-        json_kv_cstr(j, "client_address", "");
+    bool known = fsm_member_get(ma->s->fsm, id, &v);
+    json_kv_str(j, "client_address", known ? v.client_addr.p : "", known ? v.client_addr.len : 0);
+    char url[PROTO_ADDR_BUF + 16] = ""; /* CLUSTER.MEMBERS's http_url */
+    if (known && v.http_addr.len)
+        snprintf(url, sizeof(url), "%s://%.*s",
+                 v.http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v.http_addr.len,
+                 v.http_addr.p);
+    json_kv_cstr(j, "http_url", url);
     json_kv_cstr(j, "role",
                  id == ma->leader     ? "leader"
                  : role == RN_VOTER   ? "follower"
