@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/security/httptoken.h"
+#include "server/security/secret.h"
 
 #define HTOK_PREFIX "flt1."
 #define HTOK_LABEL "fencelock-http-token-v1"
@@ -33,32 +34,15 @@ int htok_load(struct htok *t, const char *path, char *err, size_t cap)
         t->from_file = false;
         return 0;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, cap, "--http-token-key %s cannot be read: %s", path, strerror(errno));
+    _Static_assert(HTOK_FILE_MAX <= SECRET_KEY_MAX, "secret_read_key reads at most this");
+    unsigned char tmp[HTOK_FILE_MAX];
+    size_t n;
+    if (secret_read_key("--http-token-key", path, tmp, HTOK_FILE_MIN, HTOK_FILE_MAX, &n, err, cap))
         return -1;
-    }
-    unsigned char tmp[HTOK_FILE_MAX + 2];
-    size_t n = fread(tmp, 1, sizeof tmp, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (n && tmp[n - 1] == '\n')
-        n--;
-    int rc = -1;
-    if (bad)
-        snprintf(err, cap, "--http-token-key %s cannot be read", path);
-    else if (n < HTOK_FILE_MIN)
-        snprintf(err, cap, "--http-token-key %s holds %zu bytes: a key needs at least %d", path, n,
-                 HTOK_FILE_MIN);
-    else if (n > HTOK_FILE_MAX)
-        snprintf(err, cap, "--http-token-key %s is longer than %d bytes", path, HTOK_FILE_MAX);
-    else {
-        derive(t->key, tmp, n);
-        t->from_file = true;
-        rc = 0;
-    }
+    derive(t->key, tmp, n);
+    t->from_file = true;
     sodium_memzero(tmp, sizeof tmp);
-    return rc;
+    return 0;
 }
 
 /* The MAC of (user, expiry, the user's stored hash). */

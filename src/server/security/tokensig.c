@@ -13,6 +13,7 @@
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
+#include "server/security/secret.h"
 #include "server/security/tokensig.h"
 
 #define TSIG_PREFIX "fencelock-token-v1:"
@@ -21,32 +22,9 @@
  * one byte longer than that is read to tell "too long" from "exactly the limit". */
 static int load_one(struct tsig_key *k, const char *path, char *err, size_t cap)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, cap, "--token-key %s cannot be read: %s", path, strerror(errno));
-        return -1;
-    }
-    unsigned char tmp[TSIG_KEY_MAX + 2];
-    size_t n = fread(tmp, 1, sizeof tmp, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (n && tmp[n - 1] == '\n')
-        n--;
-    int rc = -1;
-    if (bad)
-        snprintf(err, cap, "--token-key %s cannot be read", path);
-    else if (n < TSIG_KEY_MIN)
-        snprintf(err, cap, "--token-key %s holds %zu bytes: a key needs at least %d", path, n,
-                 TSIG_KEY_MIN);
-    else if (n > TSIG_KEY_MAX)
-        snprintf(err, cap, "--token-key %s is longer than %d bytes", path, TSIG_KEY_MAX);
-    else {
-        memcpy(k->b, tmp, n);
-        k->len = n;
-        rc = 0;
-    }
-    OPENSSL_cleanse(tmp, sizeof tmp);
-    return rc;
+    _Static_assert(TSIG_KEY_MAX <= SECRET_KEY_MAX, "secret_read_key reads at most this");
+    return secret_read_key("--token-key", path, k->b, TSIG_KEY_MIN, TSIG_KEY_MAX, &k->len, err,
+                           cap);
 }
 
 int tsig_load(struct tsig *t, const char (*paths)[TSIG_PATH_MAX], size_t n, char *err, size_t cap)
