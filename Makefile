@@ -40,7 +40,7 @@ CONSOLE_ASSETS := $(sort $(wildcard src/server/obs/ui/*))
 # (proto.h), the backup file format (snapfile.h), the text policies (text.h: the CLI's --json
 # and names), whole writes (io.h), the decimal parser (num.h) and the RFC 3339 time (timefmt.h).
 CLIENT_COMMON_SRC := src/common/addr.c src/common/env.c src/common/io.c src/common/num.c \
-              src/common/snapfile.c src/common/text.c src/common/timefmt.c
+              src/common/snapfile.c src/common/text.c src/common/timefmt.c src/common/trace.c
 CLIENT_SRC := $(wildcard src/client/*.c) $(CLIENT_COMMON_SRC)
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/pic/%.o)
 CLI_SRC    := $(wildcard src/cli/*.c)

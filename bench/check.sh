@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# bench/check.sh — a self-check of lockbench's W9 (read-write locks), W10 (watch), W11
+# bench/check.sh — a self-check of lockbench's W5's HTTP rows (LOCK.INFO beside GET
+# /v1/locks/{name}, linearizable and ?stale: every one answered), W9 (read-write locks), W10
+# (watch; fencelock also with one XREAD and one GET /v1/events watcher: every event to each), W11
 # (semaphores), W12 (election fail-over) and W13 (multi-lock), run by
 # `make bench-check` on the sanitizer build (build/asan: fencelockd and bench/lockbench; LB and
 # BIN override). It judges what the workloads report, never how fast: every run ends without
@@ -89,6 +91,16 @@ w9_common="$ran"' and r["reader_grants"] > 0 and r["writer_grants"] > 0 and r["w
 w10_ok="$ran"' and r["latency"]["puts"] > 0 and r["fanout"]["puts"] > 0 and r["dropped"] == 0
 and all(r[p]["missed"] == 0 and r[p]["events"] == r[p]["puts"] * r["watchers"] for p in ("latency", "fanout"))'
 w10_ok=${w10_ok//$'\n'/ }
+# W10's fencelock-sse (one XREAD and one GET /v1/events watcher of the same PUTs): W10's rule,
+# and the latency phase per kind: each kind got every PUT's event.
+w10_sse_ok="$w10_ok"' and r["driver"] == "fencelock-sse" and sorted(r["by_kind"]) == ["sse", "xread"]
+and all(k["missed"] == 0 and k["events"] == r["latency"]["puts"] for k in r["by_kind"].values())'
+w10_sse_ok=${w10_sse_ok//$'\n'/ }
+# W5's rows of LOCK.INFO and of GET /v1/locks/{name} (linearizable and ?stale): every one
+# answered (a non-200 is an error of the run), each command's count the same.
+w5_http_ok="$ran"' and all(r[k]["n"] == r["LOCK.INFO"]["n"] > 0 and r[k]["p50_ms"] > 0
+for k in ("LOCK.INFO", "HTTP /v1/locks/{name}", "HTTP /v1/locks/{name}?stale"))'
+w5_http_ok=${w5_http_ok//$'\n'/ }
 # W10 at a fixed offered rate (--rate): the PUTs it asked for, every event delivered, no figure judged
 w10r_ok="$ran"' and r["workload"] == "W10R" and r["rate"] == 200 and r["puts"] == 200 and r["dropped"] == 0 and r["missed"] == 0 and r["events"] == r["puts"] * r["watchers"] and r["achieved_per_s"] > 0'
 w11_ok="$ran"' and r["grants"] > 0 and r["timeouts"] == 0 and 1 < r["max_holding"] <= r["limit"] == 4'
@@ -147,6 +159,12 @@ w9w10() { # system endpoints
     line=$(lb --driver "$s" --endpoints "$eps" --workload W10 --clients "$n" --rate 200 --seconds 1)
     check "$s W10 at 200 PUTs/s with $n watcher(s): every event delivered" "$w10r_ok" "$line"
   done
+  if [ "$s" = fencelock ]; then
+    line=$(lb --driver fencelock-sse --endpoints "$eps" --workload W10 --clients 2 --pairs 40 --seconds 30)
+    check "$s W10 SSE beside XREAD: every event delivered to each kind" "$w10_sse_ok" "$line"
+    line=$(lb --driver "$s" --endpoints "$eps" --workload W5 --pairs 30 --seconds 10)
+    check "$s W5: LOCK.INFO and its HTTP twin (linearizable and ?stale) answered" "$w5_http_ok" "$line"
+  fi
 }
 
 if [ "$only_java" = 0 ]; then

@@ -11,6 +11,10 @@
  *     count of rounds and
  *     time; p50/p99 per command and its ratio to PUT's. Then each of GET and SESSION.KEEPALIVE
  *     pipelined on one connection (4 x count of each, W5_WINDOW in flight): answers per second.
+ *     Interleaved with them, the HTTP API's twin of LOCK.INFO: `GET /v1/locks/{name}` on the
+ *     leader's HTTP port (client port + FR_HTTP_OFFSET, bench/servers/fencelock.sh's layout),
+ *     linearizable and with ?stale, one request per connection as the port serves them (the
+ *     connect is part of the time, as for curl).
  * W6: opens `sessions` sessions (TTL ttl_ms) over W6_CONNS pipelined connections, then keeps
  *     every one alive every TTL/3 for `seconds`, paced evenly, at most W6_WINDOW keepalives in
  *     flight per connection: keepalive p50/p99 (send to answer), sessions lost (-NOSESSION),
@@ -26,6 +30,10 @@
 
 #include <fencelock.h>
 #include <hiredis/hiredis.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -33,10 +41,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define W5_WINDOW 1000 /* pipelined reads in flight (the server queues up to 1024) */
+#define W5_WINDOW 1000   /* pipelined reads in flight (the server queues up to 1024) */
+#define FR_HTTP_OFFSET 2 /* the HTTP port is the client port + 2 (bench/servers/fencelock.sh) */
 #define W6_CONNS 4
 #define W6_WINDOW 512
 
@@ -150,16 +160,56 @@ static void fr_json_err(const char *err)
 
 struct w5_cmd {
     const char *name;
-    char line[160]; /* the command, a redisCommand format without arguments */
+    char line[160];   /* the command, a redisCommand format without arguments */
+    const char *http; /* or a path on the leader's HTTP port: GET it (a 200 is the answer) */
     double p50, p99, rate;
     long n;
 };
 
-/* One command at a time for at most `count` or `ms`; -1 on an error reply. */
+/* GET path on the HTTP port of c's server, on a connection of its own (the port answers one
+ * request per connection); 0 on a 200 read to its end, else -1 with err. */
+static int w5_http_get(redisContext *c, const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(c->tcp.port + FR_HTTP_OFFSET)};
+    char buf[4096];
+    int one = 1, rc = -1, fd = socket(AF_INET, SOCK_STREAM, 0);
+    int n = snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\r\nHost: bench\r\n\r\n", path);
+    if (fd < 0 || inet_pton(AF_INET, c->tcp.host, &a.sin_addr) != 1 ||
+        connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        snprintf(err, errlen, "HTTP %s: cannot connect: %s", path, strerror(errno));
+        goto out;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (write(fd, buf, (size_t)n) != n) {
+        snprintf(err, errlen, "HTTP %s: not sent", path);
+        goto out;
+    }
+    size_t got = 0;
+    ssize_t k;
+    while ((k = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+        if ((got += (size_t)k) == sizeof(buf) - 1)
+            got = 16; /* keep the status line, drop the rest of a long body */
+    buf[got] = 0;
+    if (k < 0 || strncmp(buf, "HTTP/1.1 200", 12) != 0)
+        snprintf(err, errlen, "HTTP %s: %.60s", path, k < 0 ? strerror(errno) : buf);
+    else
+        rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* One command, timed into lat[k->n]; -1 on an error reply (STALE is an answer). */
 static int w5_one(redisContext *c, struct w5_cmd *k, double *lat, char *err, size_t errlen)
 {
     double t0 = fr_now_ms();
+    if (k->http) {
+        if (w5_http_get(c, k->http, err, errlen))
+            return -1;
+        lat[k->n++] = fr_now_ms() - t0;
+        return 0;
+    }
     redisReply *r = redisCommand(c, k->line);
     double t1 = fr_now_ms();
     int bad = !r || (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "STALE", 5));
@@ -226,13 +276,24 @@ int bench_fencelock_w5(const char *endpoints, long count, int seconds)
     /* PUT first: every ratio is to its latency. INCR is a write like PUT; LOCK.WAITS and
      * SESSION.LIST are the operators' reads of the wait-for graph and the sessions;
      * LOCK.HISTORY and LATCH.INFO the reads of a lock's kept grants and of a latch; TXN is a
-     * holder's guarded write of two keys (IF HOLDS, then a PUT and an INCR: one entry). */
-    enum { W5_N = 12 };
+     * holder's guarded write of two keys (IF HOLDS, then a PUT and an INCR: one entry); the last
+     * two are LOCK.INFO's twin on the HTTP port. */
+    enum { W5_N = 14 };
     struct w5_cmd k[W5_N] = {
-        {.name = "PUT"},          {.name = "GET"},        {.name = "KV.GET"},
-        {.name = "FENCE.CHECK"},  {.name = "LOCK.INFO"},  {.name = "SESSION.KEEPALIVE"},
-        {.name = "INCR"},         {.name = "LOCK.WAITS"}, {.name = "SESSION.LIST"},
-        {.name = "LOCK.HISTORY"}, {.name = "LATCH.INFO"}, {.name = "TXN"}};
+        {.name = "PUT"},
+        {.name = "GET"},
+        {.name = "KV.GET"},
+        {.name = "FENCE.CHECK"},
+        {.name = "LOCK.INFO"},
+        {.name = "SESSION.KEEPALIVE"},
+        {.name = "INCR"},
+        {.name = "LOCK.WAITS"},
+        {.name = "SESSION.LIST"},
+        {.name = "LOCK.HISTORY"},
+        {.name = "LATCH.INFO"},
+        {.name = "TXN"},
+        {.name = "HTTP /v1/locks/{name}", .http = "/v1/locks/w5-l"},
+        {.name = "HTTP /v1/locks/{name}?stale", .http = "/v1/locks/w5-l?stale"}};
     struct w5_cmd pipe[2] = {{.name = "GET"}, {.name = "SESSION.KEEPALIVE"}};
     double *lat = malloc((size_t)count * W5_N * sizeof(double));
     redisContext *c = lat ? fr_connect_leader(endpoints, err, sizeof(err)) : NULL;

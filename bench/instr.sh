@@ -17,6 +17,8 @@
 # window too: one each, against thousands of pairs. Valgrind slows the leader (~30-50x on CPU);
 # the figure is a count, so that does not matter, but the election timeout must outlast its
 # slowest turn: the nodes run with --election-ms BENCH_INSTR_ELECTION_MS (2000).
+# BENCH_INSTR_ARGS: more fencelockd flags for all three nodes, e.g. "--history-per-lock 0" for
+# the cost of a setting (the same binary with and without it).
 # Ports: BENCH_INSTR_PORT (27580) + 10*(N-1), Raft +1, HTTP +2 (not bench/run.sh's nor
 # bench/ab.sh's). Data and logs under build/bench/instr/ (BENCH_INSTR_DIR). Every node it
 # started is stopped on exit.
@@ -28,6 +30,7 @@ base=${BENCH_INSTR_PORT:-27580}
 top=${BENCH_INSTR_DIR:-build/bench/instr}
 idle_s=${BENCH_INSTR_IDLE_S:-2}
 election_ms=${BENCH_INSTR_ELECTION_MS:-2000}
+extra=${BENCH_INSTR_ARGS:-} # more fencelockd flags for every node (an A/B of a setting)
 warmup=0 # the count is exact: --pairs pairs, no time-bounded warm-up
 command -v valgrind >/dev/null || { echo '{"driver":"fencelock","workload":"INSTR","errors":1,"error":"valgrind not installed"}'; exit 1; }
 port() { echo $((base + 10 * ($1 - 1) + $2)); }
@@ -68,7 +71,7 @@ start() { # node extra-args...
   [ "$i" = 1 ] && pre=(valgrind --tool=callgrind --callgrind-out-file="$top/cg.%p")
   "${pre[@]}" "$bin" --id "$i" --data-dir "$top/n$i" \
     --listen "127.0.0.1:$(port "$i" 0)" --raft-listen "127.0.0.1:$(port "$i" 1)" \
-    --http-listen "127.0.0.1:$(port "$i" 2)" --election-ms "$election_ms" "$@" \
+    --http-listen "127.0.0.1:$(port "$i" 2)" --election-ms "$election_ms" $extra "$@" \
     >"$top/n$i.log" 2>&1 </dev/null &
   pids+=($!)
 }

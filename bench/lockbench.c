@@ -46,6 +46,8 @@
  * --pairs bounds the PUTs of the latency phase (the fan-out phase does 5x). With --rate R, only
  * a fixed offered load instead: R PUTs/s for --seconds, open loop (a PUT is due at its time
  * whatever the answers' pace): ack -> event and due -> event p50/p99, the rate achieved (W10R).
+ * --driver fencelock-sse: watchers alternate between XREAD and the HTTP API's GET /v1/events
+ * (SSE) on the same PUTs, the latency phase also reported per kind ("by_kind").
  * W11 (fencelock; sembench.c): --clients clients (default 16) loop on SEM.ACQUIRE of one
  * semaphore of --limit permits (default 4) with WAIT, hold --hold ms, SEM.RELEASE: hand-offs/s,
  * wait p50/p99, the most holding at once. --pairs bounds the grants.
@@ -657,6 +659,11 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
+    /* W10's fencelock-sse: XREAD and the HTTP API's SSE watchers of the same PUTs (watch_fl.c);
+     * a watch backend only, no lock driver */
+    if (!strcmp(o.workload, "W10") && !strcmp(o.driver, "fencelock-sse"))
+        return bench_w10(o.driver, o.endpoints, o.clients, o.pairs, o.seconds, o.gap_ms,
+                         (long)o.rate);
     const struct bench_driver *drv = find_driver(o.driver);
     if (!drv) {
         printf("{\"driver\":");

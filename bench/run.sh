@@ -24,7 +24,7 @@
 # BENCH_W8_TRIALS (kills per system, default 10), BENCH_W9 (0 skips W9: read-write locks, every system; a system
 # without shared mode runs its readers on the mutex), BENCH_W9_READERS (16), BENCH_W9_HOLD_MS (1),
 # BENCH_W9_PAUSE_MS (the writer's pause between writes, 10), BENCH_W10 (0 skips W10: watch,
-# fencelock and etcd), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
+# fencelock and etcd; fencelock also with one XREAD and one HTTP GET /v1/events watcher), BENCH_W10_WATCHERS (the watcher counts, "1 10 100"), BENCH_W10_PUTS
 # (PUTs of the latency phase, default 300; the fan-out phase does 5x), BENCH_W10_GAP_MS (the
 # pause after every watcher got a latency PUT's event before the next PUT, 10), BENCH_W10_RATES
 # (the fixed offered loads, PUTs/s, "500 5000": each with every watcher count, open loop),
@@ -577,6 +577,10 @@ w10_system() {
         --seconds "$w10_rate_secs"
     done
   done
+  # fencelock: one XREAD and one GET /v1/events (SSE) watcher of the same PUTs
+  [ "$s" = fencelock ] && run_line fencelock-sse W10 $((secs + 90)) --endpoints "$eps" \
+    --clients 2 --pairs "$w10_puts" --seconds "$secs" --gap "$w10_gap"
+  return 0
 }
 
 # W11 (fencelock, etcd-go): clients on one semaphore of limit permits. W12 (fencelock, etcd,
@@ -792,8 +796,9 @@ if w5rows:
     p("| nodes | command | p50 ms | p99 ms | p50 / PUT p50 | p99 / PUT p99 |")
     p("| ---: | --- | ---: | ---: | ---: | ---: |")
     for r in w5rows:
-        for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "SESSION.KEEPALIVE", "INCR",
-                  "LOCK.WAITS", "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO", "TXN"):
+        for k in ("PUT", "GET", "KV.GET", "FENCE.CHECK", "LOCK.INFO", "HTTP /v1/locks/{name}",
+                  "HTTP /v1/locks/{name}?stale", "SESSION.KEEPALIVE", "INCR", "LOCK.WAITS",
+                  "SESSION.LIST", "LOCK.HISTORY", "LATCH.INFO", "TXN"):
             c = r.get(k) or {}
             p(f"| {r.get('nodes', '?')} | {k} | {fmt(c.get('p50_ms'), 3)} | {fmt(c.get('p99_ms'), 3)} | "
               f"{fmt(c.get('p50_vs_put'))} | {fmt(c.get('p99_vs_put'))} |")
@@ -975,7 +980,8 @@ if ins:
     else:
         p(f"not measured: {status(ins)}")
     p("")
-w10rows = [r for r in rows if r.get("workload") == "W10"]
+w10rows = [r for r in rows if r.get("workload") == "W10" and r.get("driver") != "fencelock-sse"]
+sserows = [r for r in rows if r.get("workload") == "W10" and r.get("driver") == "fencelock-sse"]
 if w10rows:
     p("## W10 — watch: PUT acknowledged → event received, and fan-out")
     p("")
@@ -1006,6 +1012,25 @@ if w10rows:
             p(f"- {r['watchers']} watcher(s), fencelock / etcd: PUT sent → event p50 {pratio(fl_.get('from_send_p50_ms'), et.get('from_send_p50_ms'))}, "
               f"p99 {pratio(fl_.get('from_send_p99_ms'), et.get('from_send_p99_ms'))}; ack → event p50 {pratio(fl_['p50_ms'], et['p50_ms'])}, "
               f"p99 {pratio(fl_['p99_ms'], et['p99_ms'])}; fan-out events/s {ratio(f['fanout']['events_per_s'], r['fanout']['events_per_s'])}")
+    p("")
+if sserows:
+    p("## W10 — the HTTP API's event stream beside XREAD (fencelock)")
+    p("")
+    p("W10's latency phase with two watchers of the same PUTs at the leader: one `XREAD BLOCK` on "
+      "fencelock:events:<prefix> (RESP), one `GET /v1/events?prefix=` Server-Sent Events stream on the HTTP port "
+      "(receipt: when its `id:` line arrived); PUT acknowledged → event received and PUT sent → event received.")
+    p("")
+    p("| watcher | PUTs | events | ack → event p50 ms | p99 ms | max ms | PUT sent → event p50 / p99 ms | missed | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
+    for r in sserows:
+        a = r.get("latency") or {}
+        for kind, label in (("xread", "XREAD BLOCK (RESP)"), ("sse", "GET /v1/events (SSE)")):
+            k = (r.get("by_kind") or {}).get(kind)
+            if not k:
+                p(f"| {label} | – | – | – | – | – | – | – | {status(r)} |")
+                continue
+            p(f"| {label} | {a.get('puts', 0)} | {k['events']} | {k['p50_ms']:.2f} | {k['p99_ms']:.2f} | {k['max_ms']:.2f} | "
+              f"{k['from_send_p50_ms']:.2f} / {k['from_send_p99_ms']:.2f} | {k['missed']} | {r.get('error', '')} |")
     p("")
 w10r = [r for r in rows if r.get("workload") == "W10R"]
 if w10r:

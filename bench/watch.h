@@ -39,9 +39,12 @@ struct watch_backend {
     int (*watchers_poll)(void *ws, int timeout_ms, wb_sink sink, void *ctx, char *err,
                          size_t errlen);
     void (*watchers_free)(void *ws);
+    /* NULL, or what kind watcher i is ("xread", "sse"): the latency phase is then also
+       reported per kind (fencelock-sse: the HTTP API's stream beside XREAD on the same PUTs). */
+    const char *(*kind_of)(int watcher);
 };
 
-extern const struct watch_backend watch_fencelock, watch_etcd;
+extern const struct watch_backend watch_fencelock, watch_fencelock_sse, watch_etcd;
 
 double wb_now_ms(void);                        /* CLOCK_MONOTONIC in ms (watchbench.c) */
 void bench_etcd_b64(const char *s, char *out); /* base64 of a C string (drv_etcd.c) */

@@ -11,17 +11,31 @@
  * starting after `<after_rev>-0` (exclusive), and sends the next as soon as an answer is
  * parsed (nil after BLOCK: the same id again). An error reply (-COMPACTED, -SLOWREADER,
  * -NOTLEADER) or a lost connection fails the poll: the run reports it, nothing resumes.
+ * "fencelock-sse" (the HTTP API's GET /v1/events beside XREAD, the same PUTs): the same writer;
+ * watcher i is an XREAD watcher as above for even i and, for odd i, a Server-Sent Events stream
+ * `GET /v1/events?prefix=<prefix>&after=<after_rev>-0` on the leader's HTTP port (its client
+ * port + WFL_HTTP_OFFSET: bench/servers/fencelock.sh's layout), one plain HTTP/1.1 connection
+ * parsed as the bytes arrive (an event's receipt is when its `id:` line arrived). A non-200
+ * head or a closed stream fails the poll.
  * Owns the connections; *_free closes them.
  */
 #include "flraw.h"
 #include "watch.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define WFL_BLOCK_MS 10000
+#define WFL_HTTP_OFFSET 2 /* the HTTP port is the client port + 2 (bench/servers/fencelock.sh) */
+#define WFL_SSE_BUF 65536
 
 /* ---- writer ---- */
 
@@ -85,8 +99,12 @@ static int wfl_put_many(void *w, char *const *keys, long n, int window, long lon
 /* ---- watchers ---- */
 
 struct wfl_watcher {
-    redisContext *c;
-    char last[48]; /* the last id received */
+    redisContext *c; /* XREAD; for an SSE watcher the leader's connection, kept for its address */
+    char last[48];   /* the last id received */
+    int sse;         /* the SSE stream's socket, or -1: an XREAD watcher */
+    int head_done;   /* the stream's response head was read and was a 200 */
+    char *buf;       /* SSE bytes not parsed yet */
+    size_t len;
 };
 
 struct wfl_watchers {
@@ -114,9 +132,13 @@ fail:
 static void wfl_watchers_free(void *p)
 {
     struct wfl_watchers *ws = p;
-    for (int i = 0; ws && i < ws->n; i++)
+    for (int i = 0; ws && i < ws->n; i++) {
         if (ws->w[i].c)
             redisFree(ws->w[i].c);
+        if (ws->w[i].sse >= 0)
+            close(ws->w[i].sse);
+        free(ws->w[i].buf);
+    }
     if (ws) {
         free(ws->w);
         free(ws->pfd);
@@ -124,8 +146,36 @@ static void wfl_watchers_free(void *p)
     free(ws);
 }
 
-static void *wfl_watchers_new(const char *endpoints, const char *prefix, int n, long long after,
-                              char *err, size_t errlen)
+/* The SSE stream of watcher w (its c is connected to the leader): connect to the leader's
+ * HTTP port and send the request. */
+static int wfl_sse_open(struct wfl_watcher *w, const char *prefix, long long after, char *err,
+                        size_t errlen)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(w->c->tcp.port + WFL_HTTP_OFFSET)};
+    char req[512];
+    int one = 1;
+    w->buf = malloc(WFL_SSE_BUF);
+    if (!w->buf || inet_pton(AF_INET, w->c->tcp.host, &a.sin_addr) != 1 ||
+        (w->sse = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        connect(w->sse, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        snprintf(err, errlen, "SSE: cannot connect to %s:%d: %s", w->c->tcp.host,
+                 w->c->tcp.port + WFL_HTTP_OFFSET, strerror(errno));
+        return -1;
+    }
+    setsockopt(w->sse, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    int n = snprintf(req, sizeof(req),
+                     "GET /v1/events?prefix=%s&after=%lld-0 HTTP/1.1\r\nHost: bench\r\n\r\n",
+                     prefix, after);
+    if (n <= 0 || (size_t)n >= sizeof(req) || write(w->sse, req, (size_t)n) != n) {
+        snprintf(err, errlen, "SSE: request not sent");
+        return -1;
+    }
+    return 0;
+}
+
+static void *wfl_watchers_new_as(const char *endpoints, const char *prefix, int n, long long after,
+                                 int sse, char *err, size_t errlen)
 {
     struct wfl_watchers *ws = calloc(1, sizeof(*ws));
     if (!ws || !(ws->w = calloc((size_t)n, sizeof(*ws->w))) ||
@@ -136,17 +186,78 @@ static void *wfl_watchers_new(const char *endpoints, const char *prefix, int n, 
     }
     ws->n = n;
     snprintf(ws->stream, sizeof(ws->stream), "fencelock:events:%s", prefix);
+    for (int i = 0; i < n; i++)
+        ws->w[i].sse = -1;
     for (int i = 0; i < n; i++) {
         struct wfl_watcher *w = &ws->w[i];
+        int is_sse = sse && (i & 1);
         snprintf(w->last, sizeof(w->last), "%lld-0", after);
         if (!(w->c = fr_connect_leader(endpoints, err, errlen)) ||
-            wfl_send_xread(ws, w, err, errlen)) {
+            (is_sse ? wfl_sse_open(w, prefix, after, err, errlen)
+                    : wfl_send_xread(ws, w, err, errlen))) {
             wfl_watchers_free(ws);
             return NULL;
         }
-        ws->pfd[i] = (struct pollfd){.fd = w->c->fd, .events = POLLIN};
+        ws->pfd[i] = (struct pollfd){.fd = is_sse ? w->sse : w->c->fd, .events = POLLIN};
     }
     return ws;
+}
+
+static void *wfl_watchers_new(const char *endpoints, const char *prefix, int n, long long after,
+                              char *err, size_t errlen)
+{
+    return wfl_watchers_new_as(endpoints, prefix, n, after, 0, err, errlen);
+}
+
+static void *wfl_sse_watchers_new(const char *endpoints, const char *prefix, int n, long long after,
+                                  char *err, size_t errlen)
+{
+    return wfl_watchers_new_as(endpoints, prefix, n, after, 1, err, errlen);
+}
+
+/* The SSE bytes of watcher i that arrived: the head checked once, then each `id: <rev>-<seq>`
+ * line to the sink. */
+static int wfl_sse_drain(struct wfl_watcher *w, int idx, wb_sink sink, void *ctx, char *err,
+                         size_t errlen)
+{
+    double t = wb_now_ms();
+    ssize_t k = read(w->sse, w->buf + w->len, WFL_SSE_BUF - 1 - w->len);
+    if (k <= 0) {
+        snprintf(err, errlen, "SSE: the stream ended (%s)", k < 0 ? strerror(errno) : "EOF");
+        return -1;
+    }
+    w->len += (size_t)k;
+    w->buf[w->len] = 0;
+    char *p = w->buf;
+    if (!w->head_done) {
+        char *end = strstr(p, "\r\n\r\n");
+        if (!end)
+            return 0;
+        if (strncmp(p, "HTTP/1.1 200", 12) != 0) {
+            snprintf(err, errlen, "SSE: %.60s", p);
+            return -1;
+        }
+        w->head_done = 1;
+        p = end + 4;
+    }
+    char *nl;
+    while ((nl = strchr(p, '\n')) != NULL) {
+        if (!strncmp(p, "id: ", 4))
+            sink(ctx, idx, strtoll(p + 4, NULL, 10), t);
+        p = nl + 1;
+    }
+    w->len = (size_t)(w->buf + w->len - p);
+    memmove(w->buf, p, w->len);
+    if (w->len >= WFL_SSE_BUF - 1) {
+        snprintf(err, errlen, "SSE: a line longer than %d bytes", WFL_SSE_BUF);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *wfl_sse_kind(int watcher)
+{
+    return watcher & 1 ? "sse" : "xread";
 }
 
 /* One XREAD answer: its entries to the sink, the last id kept. -1 on an error reply. */
@@ -207,7 +318,9 @@ static int wfl_watchers_poll(void *p, int timeout_ms, wb_sink sink, void *ctx, c
         return -1;
     }
     for (int i = 0; k > 0 && i < ws->n; i++)
-        if (ws->pfd[i].revents && wfl_drain(ws, i, sink, ctx, err, errlen))
+        if (ws->pfd[i].revents &&
+            (ws->w[i].sse >= 0 ? wfl_sse_drain(&ws->w[i], i, sink, ctx, err, errlen)
+                               : wfl_drain(ws, i, sink, ctx, err, errlen)))
             return -1;
     return 0;
 }
@@ -221,4 +334,17 @@ const struct watch_backend watch_fencelock = {
     .watchers_new = wfl_watchers_new,
     .watchers_poll = wfl_watchers_poll,
     .watchers_free = wfl_watchers_free,
+};
+
+/* One XREAD and one SSE watcher (and so on, alternating) of the same PUTs. */
+const struct watch_backend watch_fencelock_sse = {
+    .name = "fencelock-sse",
+    .writer_new = wfl_writer_new,
+    .put = wfl_put,
+    .put_many = wfl_put_many,
+    .writer_free = wfl_writer_free,
+    .watchers_new = wfl_sse_watchers_new,
+    .watchers_poll = wfl_watchers_poll,
+    .watchers_free = wfl_watchers_free,
+    .kind_of = wfl_sse_kind,
 };

@@ -19,6 +19,8 @@
  * Or, with a rate (lockbench --rate R), only a fixed-rate phase: PUTs offered at R/s for
  *    `seconds` whatever the answers' pace (wb_phase_rate): delivery latency at an offered load
  *    that is the same for every system, one JSON line of workload W10R.
+ * A backend with kinds of watchers (watch.h kind_of: fencelock-sse, XREAD and SSE alternating)
+ * also gets the latency phase per kind (by_kind), from the same PUTs.
  * Every phase's PUTs are bounded by its count and by `seconds`; the wait for the events still
  * on their way ends when none came for W10_SETTLE_MS (or after W10_SETTLE_CAP_MS in all): the
  * events that had not arrived by then are reported (missed). Late is not missed: a fan-out
@@ -55,6 +57,7 @@ double wb_now_ms(void)
 struct wb_rec {
     long long rev;
     double t;
+    int w; /* the watcher */
 };
 
 struct wb_run {
@@ -71,13 +74,12 @@ struct wb_run {
 static void wb_sink_rec(void *ctx, int watcher, long long rev, double t_ms)
 {
     struct wb_run *r = ctx;
-    (void)watcher;
     long i = atomic_load_explicit(&r->nrec, memory_order_relaxed);
     if (i >= r->cap) {
         atomic_fetch_add(&r->dropped, 1);
         return;
     }
-    r->rec[i] = (struct wb_rec){rev, t_ms};
+    r->rec[i] = (struct wb_rec){rev, t_ms, watcher};
     atomic_store_explicit(&r->nrec, i + 1, memory_order_release);
 }
 
@@ -133,16 +135,21 @@ struct wb_phase {
     double send_p50, send_p99; /* PUT sent -> event received (one PUT at a time only) */
 };
 
+#define WB_KINDS 2 /* kinds of watchers a backend may mix (kind_of of watchers 0 and 1) */
+
 /* Latencies of records rec[from..to) against the phase's PUTs (sorted here); records of
-   other revisions (none expected) are ignored. */
+   other revisions (none expected) are ignored, and with kind >= 0 those of watchers of another
+   kind than watcher `kind`'s (watchers: how many of that kind). */
 static void wb_latency(struct wb_run *r, long from, long to, struct wb_put *p, long np,
-                       long watchers, struct wb_phase *ph)
+                       long watchers, int kind, struct wb_phase *ph)
 {
     qsort(p, (size_t)np, sizeof(*p), wb_cmp_put);
     double *lat = malloc((size_t)(to - from + 1) * sizeof(double)), last = 0;
     double *snd = malloc((size_t)(to - from + 1) * sizeof(double));
     long k = 0, ks = 0;
     for (long i = from; lat && snd && i < to; i++) {
+        if (kind >= 0 && strcmp(r->be->kind_of(r->rec[i].w), r->be->kind_of(kind)) != 0)
+            continue;
         struct wb_put key = {.rev = r->rec[i].rev};
         struct wb_put *hit = bsearch(&key, p, (size_t)np, sizeof(*p), wb_cmp_put);
         if (!hit)
@@ -171,9 +178,10 @@ static void wb_latency(struct wb_run *r, long from, long to, struct wb_put *p, l
     free(snd);
 }
 
-/* Phase 2: PUTs one at a time, each awaited by every watcher. */
+/* Phase 2: PUTs one at a time, each awaited by every watcher; per kind into kinds[] too. */
 static int wb_phase_latency(struct wb_run *r, void *w, const char *prefix, int n, long count,
-                            int gap_ms, double end, struct wb_phase *ph, char *err, size_t errlen)
+                            int gap_ms, double end, struct wb_phase *ph,
+                            struct wb_phase kinds[WB_KINDS], char *err, size_t errlen)
 {
     struct wb_put *p = calloc((size_t)count + 1, sizeof(*p));
     if (!p) {
@@ -196,7 +204,12 @@ static int wb_phase_latency(struct wb_run *r, void *w, const char *prefix, int n
             nanosleep(&gap, NULL);
     }
     ph->puts = np;
-    wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, ph);
+    long to = atomic_load_explicit(&r->nrec, memory_order_acquire);
+    wb_latency(r, from, to, p, np, n, -1, ph);
+    for (int k = 0; r->be->kind_of && k < WB_KINDS && k < n; k++) {
+        kinds[k] = (struct wb_phase){.puts = np, .first_send = ph->first_send};
+        wb_latency(r, from, to, p, np, (n - k + 1) / 2, k, &kinds[k]); /* kinds alternate */
+    }
     free(p);
     return rc;
 }
@@ -230,7 +243,7 @@ static int wb_phase_fanout(struct wb_run *r, void *w, const char *prefix, int n,
     if (p) {
         wb_wait_records(r, from + np * n);
         ph->puts = np;
-        wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, ph);
+        wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, -1, ph);
     }
     for (long i = 0; keys && i < count; i++)
         free(keys[i]);
@@ -296,7 +309,7 @@ static int wb_phase_rate(struct wb_run *r, void *w, const char *prefix, int n, l
     if (p) {
         wb_wait_records(r, from + np * n);
         ph->puts = np;
-        wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, ph);
+        wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, -1, ph);
     }
     for (long i = 0; keys && i < count; i++)
         free(keys[i]);
@@ -307,8 +320,9 @@ static int wb_phase_rate(struct wb_run *r, void *w, const char *prefix, int n, l
     return rc;
 }
 
-static void wb_print(const char *driver, int n, int gap_ms, const struct wb_phase *a,
-                     const struct wb_phase *b, long dropped, const char *err)
+static void wb_print(const struct watch_backend *be, const char *driver, int n, int gap_ms,
+                     const struct wb_phase *a, const struct wb_phase *b,
+                     const struct wb_phase kinds[WB_KINDS], long dropped, const char *err)
 {
     double s = b->span_ms / 1e3;
     printf("{\"driver\":\"%s\",\"workload\":\"W10\",\"watchers\":%d,"
@@ -321,6 +335,15 @@ static void wb_print(const char *driver, int n, int gap_ms, const struct wb_phas
            driver, n, gap_ms, a->puts, a->events, a->missed, a->p50, a->p99, a->max, a->send_p50,
            a->send_p99, b->puts, W10_WINDOW, b->events, b->missed, s, s > 0 ? b->events / s : 0,
            s > 0 ? b->puts / s : 0, b->p50, b->p99, dropped, *err != 0);
+    if (be && be->kind_of) { /* the latency phase per kind of watcher, the same PUTs */
+        printf(",\"by_kind\":{");
+        for (int k = 0; k < WB_KINDS && k < n; k++)
+            printf("%s\"%s\":{\"events\":%ld,\"missed\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+                   "\"max_ms\":%.3f,\"from_send_p50_ms\":%.3f,\"from_send_p99_ms\":%.3f}",
+                   k ? "," : "", be->kind_of(k), kinds[k].events, kinds[k].missed, kinds[k].p50,
+                   kinds[k].p99, kinds[k].max, kinds[k].send_p50, kinds[k].send_p99);
+        printf("}");
+    }
     if (*err) {
         printf(",\"error\":\"");
         for (; *err; err++)
@@ -354,6 +377,8 @@ static const struct watch_backend *wb_find(const char *driver)
 {
     if (!strcmp(driver, watch_fencelock.name))
         return &watch_fencelock;
+    if (!strcmp(driver, watch_fencelock_sse.name))
+        return &watch_fencelock_sse;
     if (!strcmp(driver, watch_etcd.name))
         return &watch_etcd;
     return NULL;
@@ -372,7 +397,7 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
         return 0;
     }
     char err[256] = "", prefix[64];
-    struct wb_phase a = {0}, b = {0};
+    struct wb_phase a = {0}, b = {0}, kinds[WB_KINDS] = {{0}};
     struct wb_run r = {.be = be};
     pthread_t poller;
     int started = 0;
@@ -405,7 +430,7 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
         if (started && !*err)
             wb_phase_rate(&r, w, prefix, n, rate, seconds * 1000L, &a, &achieved, err, sizeof(err));
     } else if (started && !*err &&
-               !wb_phase_latency(&r, w, prefix, n, count, gap_ms, end, &a, err, sizeof(err)))
+               !wb_phase_latency(&r, w, prefix, n, count, gap_ms, end, &a, kinds, err, sizeof(err)))
         wb_phase_fanout(&r, w, prefix, n, count * W10_FANOUT_MUL, end + seconds * 1e3 / 2, &b, err,
                         sizeof(err));
     if (started) {
@@ -419,7 +444,7 @@ int bench_w10(const char *driver, const char *endpoints, int n, long count, int 
     if (rate > 0)
         wb_print_rate(driver, n, rate, achieved, &a, atomic_load(&r.dropped), err);
     else
-        wb_print(driver, n, gap_ms, &a, &b, atomic_load(&r.dropped), err);
+        wb_print(be, driver, n, gap_ms, &a, &b, kinds, atomic_load(&r.dropped), err);
     if (r.ws)
         be->watchers_free(r.ws);
     if (w)

@@ -232,6 +232,8 @@ static struct entry_refs refs_of(const struct fsm_cmd *c)
                                    .sid = c->member_set.id};
     case FSM_OP_MEMBER_DEL:
         return (struct entry_refs){.sid = c->member_del.id};
+    case FSM_OP_MEMBER_HTTP:
+        return (struct entry_refs){.name = c->member_http.http_addr, .sid = c->member_http.id};
     case FSM_OP_SEM_ACQUIRE:
         return (struct entry_refs){.name = c->sem_acquire.name, .sid = c->sem_acquire.sid};
     case FSM_OP_SEM_RELEASE:
@@ -297,7 +299,8 @@ static void query_entry(const struct fsm *f, const struct entry *e)
         must(sv.sid == c.sid && sv.ttl_ms > 0);
     struct fsm_member_view mv;
     if (fsm_member_get(f, c.sid, &mv))
-        must(mv.id == c.sid && mv.client_addr.len && mv.raft_addr.len);
+        must(mv.id == c.sid && mv.client_addr.len && mv.raft_addr.len &&
+             mv.http_addr.len <= FSM_MAX_ADDR && (mv.http_addr.len || !mv.http_flags));
 }
 
 static void check_queries(const struct fsm *f, const struct entry *e, size_t n)

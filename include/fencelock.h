@@ -398,6 +398,18 @@ FL_API fl_err fl_lock_signed(fl_session *s, const char *name, uint64_t wait_ms, 
 FL_API fl_err fl_verify(fl_client *c, const char *name, uint64_t token, const char *sig,
                         int *valid);
 
+/*
+ * A bearer token for the HTTP API (AUTH.TOKEN; docs/security.md "Bearer tokens"): the user
+ * this client authenticated as (fl_options.user), valid for ttl_ms (0: the server's
+ * --http-token-ttl; at least 1000, at most --http-token-max-ttl). Send it as
+ * `Authorization: Bearer <token>`. out (cap bytes, FL_AUTH_TOKEN_MAX is enough) gets the token
+ * and a NUL; "" on any error. FL_EINVAL: a bad argument or cap too small; FL_ESERVER: the
+ * servers have no users (no --acl-file) or the TTL is out of bounds (fl_client_errmsg says).
+ * The token is a credential: keep it out of logs.
+ */
+#define FL_AUTH_TOKEN_MAX 160
+FL_API fl_err fl_auth_token(fl_client *c, uint64_t ttl_ms, char *out, size_t cap);
+
 /* Held locks (LOCKS prefix): name, holder, token and queue length of each, in name order. */
 struct fl_lock_entry {
     char *name;
@@ -454,6 +466,19 @@ struct fl_history {
 };
 FL_API fl_err fl_lock_history(fl_client *c, const char *name, size_t count, uint64_t before,
                               struct fl_history *out);
+
+/*
+ * Trace context (docs/protocol.md "Trace context"): the calling thread's W3C traceparent
+ * ("00-<32 hex>-<16 hex>-<2 hex>", lowercase, ids not all zeros), sent as TRACEPARENT with
+ * this thread's LOCK requests (fl_lock, fl_lock_shared, fl_lock_with, fl_lock_notify ...),
+ * UNLOCKs and fenced writes (fl_put / fl_del / fl_incr with opts->fence_name), until set again;
+ * NULL or "" clears it. The servers record it in the lock history, the events and the audit
+ * log. Set it from the current span before such a call (each thread has its own). FL_EINVAL
+ * for any other text (the thread's value is then unchanged). fl_trace_get: the thread's value
+ * ("" if none), valid until its next fl_trace_set.
+ */
+FL_API fl_err fl_trace_set(const char *traceparent);
+FL_API const char *fl_trace_get(void);
 FL_API void fl_history_free(struct fl_history *h);
 
 /* ---- semaphores and elections (docs/protocol.md) ---- */

@@ -32,6 +32,7 @@ struct worker {
     fl_session *s;     /* published under mu once opened */
     int cancelled;     /* set under mu by the main thread */
     struct acquired r; /* the worker's result, read after pthread_join */
+    char trace[64];    /* the main thread's traceparent (--traceparent): the worker's LOCK's */
 };
 
 int run_is_terminating(int signo)
@@ -146,6 +147,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     const struct run_opts *o = w->o;
     fl_session *s = NULL;
+    fl_trace_set(w->trace); /* validated by the main thread: per-thread in the library */
     fl_err err = fl_session_open(w->cl, o->ttl_ms, o->lockdelay_ms, o->label, &s);
     w->r.what = "open session";
     pthread_mutex_lock(&w->mu);
@@ -202,6 +204,7 @@ int acquire(fl_client *cl, const struct run_opts *o, int sigfd, struct acquired 
     w.cl = cl;
     w.o = o;
     w.done_fd = done[1];
+    snprintf(w.trace, sizeof w.trace, "%s", fl_trace_get());
     pthread_t t;
     int e = pthread_create(&t, NULL, worker_main, &w);
     if (e != 0) {

@@ -132,6 +132,7 @@ const struct opt_spec cli_global_opts[] = {
     {"tls-cert", 0, 1, G_TLS_CERT, "FILE"},
     {"tls-key", 0, 1, G_TLS_KEY, "FILE"},
     {"tls-server-name", 0, 1, G_TLS_SERVER_NAME, "NAME"},
+    {"traceparent", 0, 1, G_TRACEPARENT, "TP"},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -273,6 +274,14 @@ int cli_global(struct cli *c, int id, struct opt_iter *it)
         return EXIT_OK;
     case G_TLS_SERVER_NAME:
         c->tls_server_name = it->v[0];
+        return EXIT_OK;
+    case G_TRACEPARENT: /* this thread's, for every LOCK, UNLOCK and fenced write */
+        if (fl_trace_set(it->v[0]) != FL_OK)
+            return opt_err(it,
+                           "--traceparent: not a W3C traceparent '%s' (00-<32 hex>-<16 hex>-"
+                           "<2 hex>, lowercase, ids not all zeros)",
+                           it->v[0]);
+        c->traced = 1;
         return EXIT_OK;
     default:
         return opt_err(it, "option %s is not valid here", it->argv[it->i - 1]);

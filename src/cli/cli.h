@@ -47,6 +47,7 @@ struct cli {
      * CERT/KEY (NULL: none); any of them turns TLS on (fl_options.tls*) */
     int tls;
     const char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
+    int traced; /* --traceparent given (fl_trace_set done); else $TRACEPARENT is used */
 };
 
 /* The client for c->endpoints, made on first use. NULL (after printing why) on failure. */
@@ -133,6 +134,7 @@ enum {
     G_TLS_CERT,
     G_TLS_KEY,
     G_TLS_SERVER_NAME,
+    G_TRACEPARENT,
     G_VERSION,
 };
 /* Apply a global option (G_ENDPOINTS, G_TIMEOUT or G_JSON). EXIT_OK, or EXIT_USAGE with
@@ -223,7 +225,7 @@ void cli_print_commands(FILE *f);
 extern const struct opt_spec cli_opts_lock[], cli_opts_sem[], cli_opts_get[], cli_opts_put[],
     cli_opts_del[], cli_opts_incr[], cli_opts_txn[], cli_opts_limit[], cli_opts_members[],
     cli_opts_session[], cli_opts_watch[], cli_opts_leader[], cli_opts_revoke[], cli_opts_latch[],
-    cli_opts_history[], cli_opts_run[];
+    cli_opts_history[], cli_opts_run[], cli_opts_token[];
 
 /* ---- subcommands: (c, argc, argv) with argv[0] the subcommand's name; return an exit code ---- */
 int cli_cmd_lock(struct cli *c, int argc, char **argv);
@@ -251,5 +253,6 @@ int cli_cmd_barrier(struct cli *c, int argc, char **argv);
 int cli_cmd_snapshot(struct cli *c, int argc, char **argv);
 int cli_cmd_completion(struct cli *c, int argc, char **argv);
 int cli_cmd_revoke(struct cli *c, int argc, char **argv);
+int cli_cmd_token(struct cli *c, int argc, char **argv);
 
 #endif

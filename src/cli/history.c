@@ -22,7 +22,8 @@ static const char usage_history[] =
     "usage: fencelock history NAME [--count N] [--before REV]\n"
     "Print the grants of lock (semaphore, election) NAME, newest first: session and its name,\n"
     "token, when it was granted (the leader's clock), how long it was held and how it ended,\n"
-    "how long the grantee waited and how many sessions were queued then. --count: at most N\n"
+    "how long the grantee waited, how many sessions were queued then and the lock's value at\n"
+    "the grant (LOCK ... VALUE; '-' if none). --count: at most N\n"
     "(default 100); --before: only tokens below REV (the next page). Exit 1 with COMPACTED\n"
     "when that range was dropped. --json: an array of the protocol's fields.\n";
 
@@ -37,6 +38,8 @@ static void entry_json(struct jw *w, const struct fl_history_entry *e)
     jw_str(w, e->session_name);
     jw_key(w, "user");
     jw_str(w, e->user);
+    jw_key(w, "value");
+    jw_str(w, e->value);
     jw_key(w, "token");
     jw_u64(w, e->token);
     jw_key(w, "permits");
@@ -76,8 +79,8 @@ static void history_print(struct cli *c, const struct fl_history *h)
     if (c->json)
         jw_arr(&w);
     else
-        printf("%20s %20s %-16s %15s %10s %-14s %10s %7s\n", "TOKEN", "SESSION", "NAME",
-               "GRANTED_MS", "HELD_MS", "ENDED_BY", "WAITED_MS", "WAITERS");
+        printf("%20s %20s %-16s %15s %10s %-14s %10s %7s %s\n", "TOKEN", "SESSION", "NAME",
+               "GRANTED_MS", "HELD_MS", "ENDED_BY", "WAITED_MS", "WAITERS", "VALUE");
     for (size_t i = 0; i < h->n; i++) {
         const struct fl_history_entry *e = &h->v[i];
         if (c->json) {
@@ -91,7 +94,9 @@ static void history_print(struct cli *c, const struct fl_history *h)
             printf("%10" PRIu64 " %-14s", e->held_ms, e->ended_by);
         else
             printf("%10s %-14s", "-", "(held)");
-        printf(" %10" PRIu64 " %7" PRIu64 "\n", e->waited_ms, e->waiters_total);
+        printf(" %10" PRIu64 " %7" PRIu64 " ", e->waited_ms, e->waiters_total);
+        out_str(stdout, e->value[0] ? e->value : "-"); /* server text: escaped */
+        putchar('\n');
     }
     if (c->json)
         jw_end(&w);

@@ -35,6 +35,8 @@ static const char usage_tail[] =
     "                            $FENCELOCK_TLS_KEY)\n"
     "  --tls-server-name NAME    name the server's certificate must have (default: the\n"
     "                            endpoint's host)\n"
+    "  --traceparent TP          W3C trace context for LOCK, UNLOCK and fenced writes\n"
+    "                            (default: $TRACEPARENT)\n"
     "  -h, --help                help (also after any command)\n"
     "  --version                 print the version\n"
     "\n"
@@ -244,6 +246,11 @@ int main(int argc, char **argv)
     int done = parse_globals(&c, argc, argv, &first);
     if (done >= 0)
         return done;
+    const char *tp = cli_env("TRACEPARENT"); /* as OpenTelemetry's tools pass it on */
+    if (!c.traced && tp && fl_trace_set(tp) != FL_OK) {
+        cli_say("TRACEPARENT: not a W3C traceparent '%s' (00-<32 hex>-<16 hex>-<2 hex>)", tp);
+        return EXIT_USAGE;
+    }
     int rc = dispatch(&c, argc - first, argv + first);
     if (c.client)
         fl_client_free(c.client);

@@ -41,6 +41,8 @@ const struct cli_command cli_commands[] = {
      "print TOKEN's signature (servers with --token-key), 1 if stale", NULL, NULL, 0},
     {"revoke", cli_cmd_revoke, "NAME [--deadline DUR] [--reason TEXT]",
      "ask the holder of lock NAME to let go (and take it at DUR)", cli_opts_revoke, NULL, 0},
+    {"token", cli_cmd_token, "[--ttl DUR]",
+     "print a bearer token for the HTTP API (Authorization: Bearer)", cli_opts_token, NULL, 0},
     {"status", cli_cmd_status, "", "cluster members, leader, term, indexes", NULL, NULL, 0},
     {"members", cli_cmd_members, "list | add ID RAFT_ADDR | remove ID [--force] | transfer [ID]",
      "every member's health (list), or change the membership", cli_opts_members,

@@ -31,6 +31,8 @@ fl_err cl_release_seq(fl_session *s, const char *cmd, const char *name, uint64_t
     cl_cmd_init(&m, cmd);
     cl_arg_str(&m, name);
     cl_arg_u64(&m, fl_session_id(s));
+    if (!strcmp(cmd, "UNLOCK"))
+        cl_arg_trace(&m);
     cl_arg_req(&m, fl_session_id(s), seq);
     fl_err e = cl_call(c, &m, deadline, CL_RETRY, &r);
     if (e)
@@ -82,6 +84,8 @@ fl_err cl_acquire_req(fl_session *s, const struct cl_hold *h, const char *name, 
         cl_arg_str(&m, "WAIT");
         cl_arg_wait(&m, wait_end);
     }
+    if (!strcmp(h->acquire, "LOCK"))
+        cl_arg_trace(&m);
     cl_arg_req(&m, fl_session_id(s), seq);
     fl_err e = cl_call(c, &m, wait_end + c->opt.timeout_ms, CL_RETRY, &r);
     if (e)

@@ -87,6 +87,8 @@ struct cl_cmd {
 void cl_cmd_init(struct cl_cmd *m, const char *name);
 void cl_arg(struct cl_cmd *m, const char *p, size_t len);
 void cl_arg_str(struct cl_cmd *m, const char *s);
+/* TRACEPARENT and the calling thread's fl_trace_set value, if any (trace.c). */
+void cl_arg_trace(struct cl_cmd *m);
 void cl_arg_u64(struct cl_cmd *m, uint64_t v);
 /* WAIT ms ending at wait_end: the value sent is the time left when it is (re)sent. */
 void cl_arg_wait(struct cl_cmd *m, int64_t wait_end);

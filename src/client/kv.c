@@ -24,6 +24,7 @@ static void write_opts(struct cl_cmd *m, fl_session *session, const struct fl_wr
         cl_arg_str(m, "FENCE");
         cl_arg_str(m, o->fence_name);
         cl_arg_u64(m, o->fence_token);
+        cl_arg_trace(m); /* a fenced write carries the thread's traceparent */
     }
     if (o->use_ifrev) {
         cl_arg_str(m, "IFREV");

@@ -6,7 +6,9 @@
  * Owns fsm_cmd_encode/fsm_cmd_decode. Layout (varint = LEB128, str = varint length + bytes):
  *
  *   u8 version, u8 op, varint now_ms, varint req_sid, varint req_seq,
- *   version 2 only: str user (0..FSM_MAX_USER), u8 flags (bit 0: admin; other bits 0),
+ *   version 2 only: str user (0..FSM_MAX_USER), u8 flags (bit 0: admin; bit 1: traced; other
+ *   bits 0), traced only: 26 bytes, the traceparent's binary form (common/trace.h: version 0,
+ *   a trace id and a parent id that are not all zeros, the trace flags),
  *   then the op's payload: the fields of its FSM_PAYLOAD_* list in src/fsm/ops.h, in that
  *   order, each written as its kind says (enum fsm_field_kind); NOOP has none.
  *
@@ -39,6 +41,7 @@
 #define FLAG_FENCE 1u
 #define FLAG_IFREV 2u
 #define HDR_FLAG_ADMIN 1u /* version-2 header flags */
+#define HDR_FLAG_TRACE 2u /* a traceparent follows the flags */
 #define FNV64_OFFSET 0xcbf29ce484222325ull
 #define FNV64_PRIME 0x100000001b3ull
 #define LEB128_BITS 7     /* payload bits per varint byte */
@@ -139,14 +142,16 @@ static int encode_body(const struct fsm_cmd *c, struct buf *b)
 /* Version 2's user and flags; nothing for a version-1 header. */
 static bool is_checked(const struct fsm_cmd *c)
 {
-    return c->checked || c->user.len;
+    return c->checked || c->user.len || c->traced;
 }
 
 static int encode_user(const struct fsm_cmd *c, struct buf *b)
 {
     if (!is_checked(c))
         return 0;
-    return put_str(b, c->user) || buf_put_u8(b, c->admin ? HDR_FLAG_ADMIN : 0);
+    uint8_t flags = (uint8_t)((c->admin ? HDR_FLAG_ADMIN : 0) | (c->traced ? HDR_FLAG_TRACE : 0));
+    return put_str(b, c->user) || buf_put_u8(b, flags) ||
+           (c->traced && buf_append(b, c->trace.b, TRACE_BIN_LEN));
 }
 
 int fsm_cmd_encode(const struct fsm_cmd *c, struct buf *out)
@@ -349,9 +354,18 @@ static int decode_user(struct dec *d, struct fsm_cmd *c)
         return -1;
     if (rd_u8(&d->r, &flags))
         return fail(d, "user flags", "truncated");
-    if (flags & ~HDR_FLAG_ADMIN)
+    if (flags & ~(HDR_FLAG_ADMIN | HDR_FLAG_TRACE))
         return fail(d, "user flags", "has unknown bits");
     c->admin = flags & HDR_FLAG_ADMIN;
+    c->traced = flags & HDR_FLAG_TRACE;
+    if (!c->traced)
+        return 0;
+    if (d->r.err || d->r.len - d->r.off < TRACE_BIN_LEN)
+        return fail(d, "traceparent", "truncated");
+    memcpy(c->trace.b, d->r.p + d->r.off, TRACE_BIN_LEN);
+    d->r.off += TRACE_BIN_LEN;
+    if (!trace_bin_valid(c->trace.b))
+        return fail(d, "traceparent", "not a version-00 traceparent");
     return 0;
 }
 

@@ -282,6 +282,9 @@ static void dispatch(struct actx *a, struct fsm_reply *r)
     case FSM_OP_MEMBER_DEL:
         fsm_op_member_del(a, &c->member_del, r);
         break;
+    case FSM_OP_MEMBER_HTTP:
+        fsm_op_member_http(a, &c->member_http, r);
+        break;
     case FSM_OP_SESSION_CHECKPOINT:
         fsm_op_session_checkpoint(a, &c->session_checkpoint, r);
         break;

@@ -37,6 +37,7 @@
 
 #include "common/buf.h"
 #include "common/proto.h"
+#include "common/trace.h"
 #include "fsm/ops.h"
 
 /* Hard limits enforced by the decoder; the server's configurable limits must be <= these. */
@@ -203,6 +204,12 @@ struct fsm_cmd {
     bool checked;        /* version-2 entry: ownership, owners and digests apply */
     struct fsm_str user; /* acting user (checked entries); empty = no --acl-file */
     bool admin;          /* the user is an admin (checked entries) */
+    /* A W3C traceparent the client attached (TRACEPARENT: LOCK, UNLOCK, fenced writes), in its
+     * binary form (common/trace.h); only on a checked entry (the version-2 header's flag bit
+     * 1). Recorded in the lock history and the events; it changes nothing else and is not part
+     * of the request digest (a retry with another traceparent is the same request). */
+    bool traced;
+    struct trace_ctx trace;
 #define FSM_CMD_MEMBER_(op, value, member, payload, ...) struct fsm_cmd_##payload member;
     union {
         FSM_OPS(FSM_CMD_MEMBER_)
@@ -387,6 +394,11 @@ struct fsm_event {
                              the next fsm_apply, fsm_restore or fsm_free; REVOKE_REQUESTED: the
                              reason, borrowed as well */
     struct fsm_str by;    /* REVOKE_REQUESTED: who asked, borrowed as value is */
+    /* The traceparent that goes with the event (history.c, fsm_trace_events): a GRANTED its
+     * grantee's own request's (the LOCK that queued or took it), every other event the entry's
+     * command's; traced false when none. */
+    bool traced;
+    struct trace_ctx trace;
 };
 
 /* Events produced by one fsm_apply, in the order they happened. `lost` is set when an event
@@ -688,7 +700,10 @@ void fsm_foreach_maxhold(const struct fsm *f,
 struct fsm_member_view {
     uint64_t id;
     struct fsm_str client_addr, raft_addr; /* borrowed */
+    struct fsm_str http_addr;              /* borrowed; empty until its MEMBER_HTTP */
+    uint8_t http_flags;                    /* FSM_MEMBER_HTTP_TLS: the HTTP port speaks TLS */
 };
+#define FSM_MEMBER_HTTP_TLS 1u /* MEMBER_HTTP flags bit 0; the other bits are 0 */
 #define FSM_MAX_MEMBERS 64
 #define FSM_MAX_ADDR PROTO_ADDR_MAX /* member addresses: on disk, so never shrinks */
 /* Empty the member table: a backup restored into a new cluster (`fencelockd --restore`) must
@@ -736,8 +751,10 @@ struct fsm_hist_entry {
     const char *ended_by;              /* "" while held; "unlock", "expiry", ... (protocol.md) */
     uint64_t held_ms;                  /* ended_ms - granted_ms (0 while held) */
     struct fsm_str session_name, user; /* as the session had them at the grant (borrowed) */
-    struct fsm_str value;              /* the lock's value at the grant: empty (reserved) */
-    uint32_t n_waiters, n_shown;       /* queued at the grant; the first n_shown in waiters[] */
+    struct fsm_str value; /* a lock grant's value (LOCK ... VALUE, lockmeta.c); else empty */
+    const struct trace_ctx *trace;         /* the grantee's request's traceparent, NULL if none */
+    const struct trace_ctx *end_trace;     /* the ending command's traceparent, NULL if none */
+    uint32_t n_waiters, n_shown;           /* queued at the grant; the first n_shown in waiters[] */
     const struct fsm_hist_waiter *waiters; /* borrowed, in the order they queued */
 };
 #define FSM_HIST_OFF (-1)       /* the history is off (limits 0) */

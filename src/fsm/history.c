@@ -33,12 +33,26 @@
  *     str name (1..FSM_MAX_NAME), varint compacted (<= the global one),
  *     varint n_waits, per pending wait in queue-entry order: varint sid (> 0), varint since_ms,
  *     varint n_entries (0..per_lock; a name has entries or waits), per entry oldest first:
- *       u8 kind, varint token (increasing, > compacted), varint sid, varint granted_ms,
+ *       u8 kind | flags, varint token (increasing, > compacted), varint sid, varint granted_ms,
  *       varint waited_ms, varint permits (>= 1), varint ended_rev (0 = held; else >= token),
  *       [u8 end_op (an op), varint ended_ms] if ended, str session name (0..FSM_MAX_NAME),
- *       str user (0..FSM_MAX_USER), varint n_waiters,
- *       min(n_waiters, FSM_HIST_WAITERS) times: varint sid, varint waited_ms
- *   Tokens are unique over all names and at most the revision.
+ *       str user (0..FSM_MAX_USER), [str value (1..FSM_MAX_ELECT_VALUE)] if HENT_F_VALUE,
+ *       varint n_waiters, min(n_waiters, FSM_HIST_WAITERS) times: varint sid, varint waited_ms
+ *   Tokens are unique over all names and at most the revision. The first byte's low bits are
+ *   the kind, its high bits flags: HENT_F_VALUE (0x80) says the grant carried a lock value
+ *   (LOCK ... VALUE, lockmeta.c; a lock's grant only), set exactly when that value is not
+ *   empty. An entry without a value is written as before the flag existed, so a section of
+ *   the first format (no flag anywhere) reads as it was written, byte for byte.
+ *
+ * Traceparents (TRACEPARENT, common/trace.h) make a second format, written only while some
+ * entry or pending wait has one (so a history without any keeps the bytes above): the payload
+ * starts with varint 0 (never a per_lock) and u8 2, then the format above with three
+ * additions: each pending wait is followed by u8 traced (0 or 1) and, if 1, the 26 bytes of its
+ * request's traceparent; an entry's first byte may set HENT_F_TRACE (0x40: the 26 bytes of the
+ * grantee's request's traceparent follow the value) and, if ended, HENT_F_END_TRACE (0x20: the
+ * ending command's, after it). The second format must hold at least one traceparent; the first
+ * may not set those bits. A grant's traceparent is its grantee's own request's: the LOCK that
+ * queued it (kept with the pending wait) or took it at once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +61,17 @@
 #include "common/list.h"
 #include "fsm/internal.h"
 
+#define HENT_F_VALUE 0x80u     /* section 4: a str value follows the user */
+#define HENT_F_TRACE 0x40u     /* the grant's traceparent follows the value */
+#define HENT_F_END_TRACE 0x20u /* the end's follows that */
+#define HENT_KIND_MASK 0x0fu
+#define HIST_FORMAT_TRACES 2 /* section 4's second format (after a varint 0) */
+
 struct hwait {
     struct hwait *prev, *next;
     uint64_t sid, since_ms;
+    bool traced; /* the waiting request's traceparent */
+    struct trace_ctx trace;
 };
 
 struct hent {
@@ -58,9 +80,13 @@ struct hent {
     struct hlock *hl;
     uint64_t sid, token, granted_ms, waited_ms, ended_rev, ended_ms;
     uint32_t permits, n_waiters;
+    uint32_t value_len; /* the grant's lock value (lockmeta.c), 0..FSM_MAX_ELECT_VALUE */
     uint16_t sname_len;
     uint8_t user_len, kind, end_op, n_shown;
-    struct fsm_hist_waiter w[]; /* n_shown, then the session name and the user's bytes */
+    uint8_t tflags;              /* HENT_F_TRACE (in the tail), HENT_F_END_TRACE (end_trace) */
+    struct trace_ctx *end_trace; /* the ending command's traceparent (owned), NULL if none */
+    struct fsm_hist_waiter w[];  /* n_shown, then the session name, the user, the value and,
+                                    under HENT_F_TRACE, the grant's traceparent */
 };
 
 struct hlock {
@@ -85,9 +111,33 @@ static const char *ent_sname(const struct hent *e)
     return (const char *)(e->w + e->n_shown);
 }
 
-static size_t ent_size(uint8_t n_shown, size_t sname, size_t user)
+static const char *ent_value(const struct hent *e)
 {
-    return sizeof(struct hent) + n_shown * sizeof(struct fsm_hist_waiter) + sname + user;
+    return ent_sname(e) + e->sname_len + e->user_len;
+}
+
+/* The grant's traceparent in the tail (alignment 1); valid under HENT_F_TRACE. */
+static const struct trace_ctx *ent_trace(const struct hent *e)
+{
+    return (const struct trace_ctx *)(ent_value(e) + e->value_len);
+}
+
+static size_t ent_size(uint8_t n_shown, size_t sname, size_t user, size_t value, bool traced)
+{
+    return sizeof(struct hent) + n_shown * sizeof(struct fsm_hist_waiter) + sname + user + value +
+           (traced ? sizeof(struct trace_ctx) : 0);
+}
+
+static size_t ent_bytes(const struct hent *e)
+{
+    return ent_size(e->n_shown, e->sname_len, e->user_len, e->value_len, e->tflags & HENT_F_TRACE) +
+           (e->end_trace ? sizeof(*e->end_trace) : 0);
+}
+
+static void ent_free(struct hent *e)
+{
+    free(e->end_trace);
+    free(e);
 }
 
 static struct hlock *hl_find(const struct fsm_hist *h, const char *name, size_t len)
@@ -138,7 +188,7 @@ static void ent_link(struct fsm_hist *h, struct hlock *hl, struct hent *e)
     hl->n++;
     DLIST_APPEND_F(h->g_oldest, h->g_newest, e, gprev, gnext);
     h->n_entries++;
-    h->bytes += ent_size(e->n_shown, e->sname_len, e->user_len);
+    h->bytes += ent_bytes(e);
 }
 
 /* Unlink and free e; its record too when nothing is left in it (unless it is `keep`). */
@@ -149,12 +199,12 @@ static void ent_evict(struct fsm_hist *h, struct hent *e, const struct hlock *ke
     DLIST_UNLINK_ENDS_F(h->g_oldest, h->g_newest, e, gprev, gnext);
     hl->n--;
     h->n_entries--;
-    h->bytes -= ent_size(e->n_shown, e->sname_len, e->user_len);
+    h->bytes -= ent_bytes(e);
     if (e->token > hl->compacted)
         hl->compacted = e->token;
     if (e->token > h->compacted)
         h->compacted = e->token;
-    free(e);
+    ent_free(e);
     if (hl != keep)
         hl_drop_if_unused(h, hl);
 }
@@ -178,13 +228,17 @@ static void wait_unlink(struct fsm_hist *h, struct hlock *hl, struct hwait *w)
     free(w);
 }
 
-static void wait_append(struct fsm_hist *h, struct hlock *hl, uint64_t sid, uint64_t since_ms)
+static void wait_append(struct fsm_hist *h, struct hlock *hl, uint64_t sid, uint64_t since_ms,
+                        const struct trace_ctx *trace)
 {
     struct hwait *w = malloc(sizeof(*w));
     if (!w)
         return; /* out of memory: the grant shows no wait for it */
     w->sid = sid;
     w->since_ms = since_ms;
+    w->traced = trace != NULL;
+    if (trace)
+        w->trace = *trace;
     DLIST_APPEND(hl->w_head, hl->w_tail, w);
     hl->n_w++;
     h->n_waits++;
@@ -208,21 +262,49 @@ static uint32_t grant_permits(const struct fsm *f, const struct fsm_event *ev)
     return 1;
 }
 
-static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev, uint64_t now)
+/* The value an exclusive grant of a lock carries (LOCK ... VALUE, lockmeta.c), read while the
+ * grant still holds the lock at the end of the apply; empty otherwise. */
+static struct fsm_str grant_value(const struct fsm *f, const struct fsm_event *ev)
+{
+    const struct lock *l =
+        ev->kind == FSM_KIND_LOCK ? fsm_lock_find(f, ev->name.p, ev->name.len) : NULL;
+    if (!l || !l->holder || l->holder->sid != ev->sid || l->token != ev->token)
+        return (struct fsm_str){"", 0};
+    return fsm_lock_holder_value(l);
+}
+
+/* The command's traceparent if it acts as session `sid` (its own request), else NULL. */
+static const struct trace_ctx *own_trace(const struct fsm_cmd *c, uint64_t sid)
+{
+    return c->traced && sid && fsm_cmd_acting_sid(c) == sid ? &c->trace : NULL;
+}
+
+static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_cmd *c,
+                       struct fsm_event *ev, uint64_t now)
 {
     struct hlock *hl = hl_get(h, ev->name.p, ev->name.len);
     if (!hl)
         return;
     uint64_t waited = 0;
     struct hwait *own = wait_find(hl, ev->sid);
+    const struct trace_ctx *tp = own_trace(c, ev->sid);
+    bool traced = tp != NULL;
+    struct trace_ctx trace = tp ? *tp : (struct trace_ctx){{0}};
     if (own) {
         waited = ms_since(now, own->since_ms);
+        if (own->traced) { /* the request that queued it */
+            traced = true;
+            trace = own->trace;
+        }
         wait_unlink(h, hl, own);
     }
+    ev->traced = traced;
+    ev->trace = trace;
     const struct sess *s = fsm_sess_find(f, ev->sid);
     size_t sname = s ? s->name_len : 0, user = s ? s->owner_len : 0;
+    struct fsm_str value = grant_value(f, ev);
     uint8_t shown = hl->n_w < FSM_HIST_WAITERS ? (uint8_t)hl->n_w : FSM_HIST_WAITERS;
-    struct hent *e = malloc(ent_size(shown, sname, user));
+    struct hent *e = malloc(ent_size(shown, sname, user, value.len, traced));
     if (!e) {
         hl_drop_if_unused(h, hl);
         return;
@@ -245,6 +327,12 @@ static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event
         memcpy((char *)ent_sname(e), s->name, sname);
         memcpy((char *)ent_sname(e) + sname, sess_owner(s), user);
     }
+    e->value_len = value.len;
+    if (value.len)
+        memcpy((char *)ent_value(e), value.p, value.len);
+    e->tflags = traced ? HENT_F_TRACE : 0;
+    if (traced)
+        memcpy((char *)ent_trace(e), &trace, sizeof(trace));
     if (hl->n >= h->per_lock)
         ent_evict(h, hl->oldest, hl);
     if (h->n_entries >= h->max_entries)
@@ -252,8 +340,8 @@ static void on_granted(struct fsm *f, struct fsm_hist *h, const struct fsm_event
     ent_link(h, hl, e);
 }
 
-static void on_released(struct fsm *f, struct fsm_hist *h, const struct fsm_event *ev, uint8_t op,
-                        uint64_t now)
+static void on_released(struct fsm *f, struct fsm_hist *h, const struct fsm_cmd *c,
+                        const struct fsm_event *ev, uint8_t op, uint64_t now)
 {
     struct hlock *hl = hl_find(h, ev->name.p, ev->name.len);
     if (!hl)
@@ -263,6 +351,11 @@ static void on_released(struct fsm *f, struct fsm_hist *h, const struct fsm_even
             e->ended_rev = f->revision;
             e->ended_ms = now;
             e->end_op = op;
+            if (c->traced && (e->end_trace = malloc(sizeof(*e->end_trace)))) {
+                *e->end_trace = c->trace; /* the command that ended it, whoever sent it */
+                e->tflags |= HENT_F_END_TRACE;
+                h->bytes += sizeof(*e->end_trace);
+            } /* out of memory: the end shows no traceparent */
             return;
         }
 }
@@ -274,26 +367,40 @@ static bool upgraded(const struct fsm_events *ev, size_t i)
            fsm_name_cmp(g->name.p, g->name.len, r->name.p, r->name.len) == 0;
 }
 
-void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, const struct fsm_events *ev,
-                      size_t from)
+/* Without a history: a grant's traceparent is known only when its own request took it. */
+static void trace_events(const struct fsm_cmd *c, struct fsm_events *ev, size_t from)
+{
+    for (size_t i = from; i < ev->n; i++) {
+        struct fsm_event *e = &ev->ev[i];
+        const struct trace_ctx *tp = e->type == FSM_EV_GRANTED ? own_trace(c, e->sid)
+                                     : c->traced               ? &c->trace
+                                                               : NULL;
+        e->traced = tp != NULL;
+        if (tp)
+            e->trace = *tp;
+    }
+}
+
+void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, struct fsm_events *ev, size_t from)
 {
     struct fsm_hist *h = f->hist;
+    trace_events(c, ev, from); /* a grant's is replaced below from its pending wait */
     if (!h || !h->per_lock)
         return;
     for (size_t i = from; i < ev->n; i++) {
-        const struct fsm_event *e = &ev->ev[i];
+        struct fsm_event *e = &ev->ev[i];
         struct hlock *hl;
         struct hwait *w;
         switch (e->type) {
         case FSM_EV_GRANTED:
-            on_granted(f, h, e, c->now_ms);
+            on_granted(f, h, c, e, c->now_ms);
             break;
         case FSM_EV_RELEASED: /* an upgrade: the same session's grant follows at once */
-            on_released(f, h, e, upgraded(ev, i) ? FSM_HIST_END_UPGRADE : c->op, c->now_ms);
+            on_released(f, h, c, e, upgraded(ev, i) ? FSM_HIST_END_UPGRADE : c->op, c->now_ms);
             break;
         case FSM_EV_WAIT_STARTED:
             if ((hl = hl_get(h, e->name.p, e->name.len)) && !wait_find(hl, e->sid))
-                wait_append(h, hl, e->sid, c->now_ms);
+                wait_append(h, hl, e->sid, c->now_ms, own_trace(c, e->sid));
             break;
         case FSM_EV_WAIT_ENDED:
             if ((hl = hl_find(h, e->name.p, e->name.len)) && (w = wait_find(hl, e->sid))) {
@@ -327,7 +434,7 @@ void fsm_history_free(struct fsm *f)
         return;
     for (struct hent *e = h->g_oldest; e;) {
         struct hent *next = e->gnext;
-        free(e);
+        ent_free(e);
         e = next;
     }
     fsm_otree_drain(&h->names, hl_free_node);
@@ -436,7 +543,9 @@ static void view_of(const struct hent *e, struct fsm_hist_entry *v)
     v->held_ms = e->ended_rev ? ms_since(e->ended_ms, e->granted_ms) : 0;
     v->session_name = (struct fsm_str){ent_sname(e), e->sname_len};
     v->user = (struct fsm_str){ent_sname(e) + e->sname_len, e->user_len};
-    v->value = (struct fsm_str){"", 0};
+    v->value = (struct fsm_str){ent_value(e), e->value_len};
+    v->trace = e->tflags & HENT_F_TRACE ? ent_trace(e) : NULL;
+    v->end_trace = e->end_trace;
     v->n_waiters = e->n_waiters;
     v->n_shown = e->n_shown;
     v->waiters = e->w;
@@ -476,65 +585,121 @@ bool fsm_history_present(const struct fsm *f)
     return f->hist && f->hist->per_lock;
 }
 
+static int put_trace(struct buf *b, const struct trace_ctx *t)
+{
+    return buf_append(b, t->b, TRACE_BIN_LEN);
+}
+
 static int emit_entry(const struct hent *e, struct buf *b)
 {
-    int rc = buf_put_u8(b, e->kind) || buf_put_varint(b, e->token) || buf_put_varint(b, e->sid) ||
+    uint8_t kind = (uint8_t)(e->kind | (e->value_len ? HENT_F_VALUE : 0) | e->tflags);
+    int rc = buf_put_u8(b, kind) || buf_put_varint(b, e->token) || buf_put_varint(b, e->sid) ||
              buf_put_varint(b, e->granted_ms) || buf_put_varint(b, e->waited_ms) ||
              buf_put_varint(b, e->permits) || buf_put_varint(b, e->ended_rev);
     if (e->ended_rev)
         rc = rc || buf_put_u8(b, e->end_op) || buf_put_varint(b, e->ended_ms);
     rc = rc || buf_put_bytes(b, ent_sname(e), e->sname_len) ||
          buf_put_bytes(b, ent_sname(e) + e->sname_len, e->user_len) ||
-         buf_put_varint(b, e->n_waiters);
+         (e->value_len && buf_put_bytes(b, ent_value(e), e->value_len)) ||
+         ((e->tflags & HENT_F_TRACE) && put_trace(b, ent_trace(e))) ||
+         (e->end_trace && put_trace(b, e->end_trace)) || buf_put_varint(b, e->n_waiters);
     for (uint8_t i = 0; i < e->n_shown && !rc; i++)
         rc = buf_put_varint(b, e->w[i].sid) || buf_put_varint(b, e->w[i].waited_ms);
     return rc;
 }
 
+struct emit_arg {
+    struct buf *b;
+    bool traces; /* the second format */
+};
+
 static int emit_name(void *arg, const struct onode *n)
 {
-    struct buf *b = arg;
+    struct emit_arg *ea = arg;
+    struct buf *b = ea->b;
     const struct hlock *hl = ONODE_OWNER(n, struct hlock, o);
     int rc = buf_put_bytes(b, hl->name, hl->name_len) || buf_put_varint(b, hl->compacted) ||
              buf_put_varint(b, hl->n_w);
-    for (const struct hwait *w = hl->w_head; w && !rc; w = w->next)
+    for (const struct hwait *w = hl->w_head; w && !rc; w = w->next) {
         rc = buf_put_varint(b, w->sid) || buf_put_varint(b, w->since_ms);
+        if (ea->traces)
+            rc = rc || buf_put_u8(b, w->traced) || (w->traced && put_trace(b, &w->trace));
+    }
     rc = rc || buf_put_varint(b, hl->n);
     for (const struct hent *e = hl->oldest; e && !rc; e = e->next)
         rc = emit_entry(e, b);
     return rc ? -1 : 0;
 }
 
+static int wait_traced(void *arg, const struct onode *n)
+{
+    (void)arg;
+    for (const struct hwait *w = ONODE_OWNER(n, struct hlock, o)->w_head; w; w = w->next)
+        if (w->traced)
+            return 1; /* stops the walk */
+    return 0;
+}
+
+/* Whether any entry or pending wait holds a traceparent: the second format then. */
+static bool any_trace(const struct fsm_hist *h)
+{
+    for (const struct hent *e = h->g_oldest; e; e = e->gnext)
+        if (e->tflags)
+            return true;
+    return fsm_otree_walk(h->names, NULL, 0, wait_traced, NULL) != 0;
+}
+
 int fsm_history_emit(const struct fsm *f, struct buf *b)
 {
     const struct fsm_hist *h = f->hist;
-    if (buf_put_varint(b, h->per_lock) || buf_put_varint(b, h->max_entries) ||
+    struct emit_arg ea = {b, any_trace(h)};
+    if ((ea.traces && (buf_put_varint(b, 0) || buf_put_u8(b, HIST_FORMAT_TRACES))) ||
+        buf_put_varint(b, h->per_lock) || buf_put_varint(b, h->max_entries) ||
         buf_put_varint(b, h->compacted) || buf_put_varint(b, h->n_names))
         return -1;
-    return fsm_otree_walk(h->names, NULL, 0, emit_name, b) ? -1 : 0;
+    return fsm_otree_walk(h->names, NULL, 0, emit_name, &ea) ? -1 : 0;
 }
 
 struct hrst {
     struct fsm *f;
     struct fsm_hist *h;
     struct rd *r;
+    bool traces;       /* the second format */
     struct hent **all; /* every entry read, to link globally in token order */
     size_t n_all, cap_all;
 };
+
+/* 26 bytes of a traceparent; -1 if short or not a valid one. */
+static int read_trace(struct rd *r, struct trace_ctx *t)
+{
+    if (r->err || r->len - r->off < TRACE_BIN_LEN)
+        return -1;
+    memcpy(t->b, r->p + r->off, TRACE_BIN_LEN);
+    r->off += TRACE_BIN_LEN;
+    return trace_bin_valid(t->b) ? 0 : -1;
+}
 
 static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_token)
 {
     struct rd *r = s->r;
     uint8_t kind, end_op = 0;
     uint64_t token, sid, granted, waited, permits, ended_rev, ended_ms = 0, n_waiters;
-    const char *sname, *user;
-    uint32_t sname_len, user_len;
+    const char *sname, *user, *value = "";
+    uint32_t sname_len, user_len, value_len = 0;
     if (rd_u8(r, &kind) || fsm_rd_varint(r, &token) || fsm_rd_varint(r, &sid) ||
         fsm_rd_varint(r, &granted) || fsm_rd_varint(r, &waited) || fsm_rd_varint(r, &permits) ||
         fsm_rd_varint(r, &ended_rev))
         return "truncated or malformed entry";
-    if (kind >= FSM_KIND__COUNT)
+    bool has_value = kind & HENT_F_VALUE;
+    uint8_t tflags = kind & (HENT_F_TRACE | HENT_F_END_TRACE);
+    uint8_t allowed = HENT_F_VALUE | HENT_KIND_MASK | (s->traces ? tflags : 0);
+    if ((kind & ~allowed) || (kind & HENT_KIND_MASK) >= FSM_KIND__COUNT)
         return "bad object kind";
+    kind &= HENT_KIND_MASK;
+    if ((tflags & HENT_F_END_TRACE) && !ended_rev)
+        return "an end traceparent on a grant that did not end";
+    if (has_value && kind != FSM_KIND_LOCK)
+        return "a value on a grant that is not a lock's";
     if (token <= prev_token || token <= hl->compacted || token > s->f->revision)
         return "entry tokens out of order or range";
     if (permits == 0 || permits > FSM_MAX_SEM_LIMIT || (kind != FSM_KIND_SEM && permits != 1))
@@ -546,11 +711,17 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
          fsm_rd_varint(r, &ended_ms)))
         return "bad end";
     if (fsm_rd_str(r, &sname, &sname_len, FSM_MAX_NAME) ||
-        fsm_rd_str(r, &user, &user_len, FSM_MAX_USER) || fsm_rd_varint(r, &n_waiters) ||
-        n_waiters > UINT32_MAX)
+        fsm_rd_str(r, &user, &user_len, FSM_MAX_USER) ||
+        (has_value && (fsm_rd_str(r, &value, &value_len, FSM_MAX_ELECT_VALUE) || !value_len)))
         return "truncated or malformed entry strings";
+    struct trace_ctx trace = {{0}}, end_trace = {{0}};
+    if (((tflags & HENT_F_TRACE) && read_trace(r, &trace)) ||
+        ((tflags & HENT_F_END_TRACE) && read_trace(r, &end_trace)))
+        return "truncated or invalid traceparent";
+    if (fsm_rd_varint(r, &n_waiters) || n_waiters > UINT32_MAX)
+        return "truncated waiter count";
     uint8_t shown = n_waiters < FSM_HIST_WAITERS ? (uint8_t)n_waiters : FSM_HIST_WAITERS;
-    struct hent *e = malloc(ent_size(shown, sname_len, user_len));
+    struct hent *e = malloc(ent_size(shown, sname_len, user_len, value_len, tflags & HENT_F_TRACE));
     if (!e)
         return "out of memory";
     memset(e, 0, sizeof(*e));
@@ -574,11 +745,23 @@ static const char *read_entry(struct hrst *s, struct hlock *hl, uint64_t prev_to
     e->user_len = (uint8_t)user_len;
     memcpy((char *)ent_sname(e), sname, sname_len);
     memcpy((char *)ent_sname(e) + sname_len, user, user_len);
+    e->value_len = value_len;
+    if (value_len)
+        memcpy((char *)ent_value(e), value, value_len);
+    e->tflags = tflags;
+    if (tflags & HENT_F_TRACE)
+        memcpy((char *)ent_trace(e), &trace, sizeof(trace));
+    if ((tflags & HENT_F_END_TRACE) && !(e->end_trace = malloc(sizeof(*e->end_trace)))) {
+        free(e);
+        return "out of memory";
+    }
+    if (e->end_trace)
+        *e->end_trace = end_trace;
     if (s->n_all == s->cap_all) {
         size_t cap = s->cap_all ? s->cap_all * 2 : 64;
         struct hent **v = realloc(s->all, cap * sizeof(*v));
         if (!v) {
-            free(e);
+            ent_free(e);
             return "out of memory";
         }
         s->all = v;
@@ -616,12 +799,16 @@ static const char *read_name(struct hrst *s, struct hlock **last)
         return "truncated wait count";
     for (uint64_t i = 0; i < n; i++) {
         uint64_t sid, since;
+        uint8_t traced = 0;
+        struct trace_ctx trace;
         if (fsm_rd_varint(r, &sid) || fsm_rd_varint(r, &since) || sid == 0)
             return "truncated or malformed wait";
+        if (s->traces && (rd_u8(r, &traced) || traced > 1 || (traced && read_trace(r, &trace))))
+            return "truncated or malformed wait traceparent";
         if (wait_find(hl, sid))
             return "a session waits twice";
         uint64_t before = hl->n_w;
-        wait_append(s->h, hl, sid, since);
+        wait_append(s->h, hl, sid, since, traced ? &trace : NULL);
         if (hl->n_w == before)
             return "out of memory";
     }
@@ -635,7 +822,7 @@ static const char *read_name(struct hrst *s, struct hlock **last)
         if (why)
             return why;
         prev = hl->newest->token;
-        s->h->bytes += ent_size(hl->newest->n_shown, hl->newest->sname_len, hl->newest->user_len);
+        s->h->bytes += ent_bytes(hl->newest);
     }
     return NULL;
 }
@@ -650,8 +837,17 @@ static const char *restore_body(struct hrst *s)
 {
     struct fsm_hist *h = s->h;
     uint64_t n;
-    if (fsm_rd_varint(s->r, &h->per_lock) || fsm_rd_varint(s->r, &h->max_entries) ||
-        fsm_rd_varint(s->r, &h->compacted) || fsm_rd_varint(s->r, &n))
+    uint8_t format;
+    if (fsm_rd_varint(s->r, &h->per_lock))
+        return "truncated header";
+    if (h->per_lock == 0) { /* the second format: traceparents */
+        if (rd_u8(s->r, &format) || format != HIST_FORMAT_TRACES ||
+            fsm_rd_varint(s->r, &h->per_lock))
+            return "history limits out of range (or an unknown format)";
+        s->traces = true;
+    }
+    if (fsm_rd_varint(s->r, &h->max_entries) || fsm_rd_varint(s->r, &h->compacted) ||
+        fsm_rd_varint(s->r, &n))
         return "truncated header";
     if (h->per_lock == 0 || h->per_lock > FSM_HIST_PER_LOCK_MAX || h->max_entries == 0 ||
         h->max_entries > FSM_HIST_ENTRIES_MAX)
@@ -676,6 +872,8 @@ static const char *restore_body(struct hrst *s)
         DLIST_APPEND_F(h->g_oldest, h->g_newest, e, gprev, gnext);
         h->n_entries++;
     }
+    if (s->traces && !any_trace(h))
+        return "the traceparent format without a traceparent";
     return NULL;
 }
 

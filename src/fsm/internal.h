@@ -241,6 +241,11 @@ struct member {
     uint16_t client_len, raft_len; /* 1..FSM_MAX_ADDR */
     char client[FSM_MAX_ADDR];
     char raft[FSM_MAX_ADDR];
+    /* MEMBER_HTTP (member_http.c): where the member's HTTP port is reached (0: not known) and
+     * its flags (FSM_MEMBER_HTTP_TLS); kept across MEMBER_SET, gone with the entry */
+    uint16_t http_len;
+    uint8_t http_flags;
+    char http[FSM_MAX_ADDR];
 };
 
 struct fsm {
@@ -542,6 +547,7 @@ int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_r
 int fsm_kv_ifrev_fails(const struct fsm_kv_cond *c, const struct kv *k, struct fsm_reply *r);
 void fsm_op_member_set(struct actx *a, const struct fsm_cmd_member_set *p, struct fsm_reply *r);
 void fsm_op_member_del(struct actx *a, const struct fsm_cmd_member_del *p, struct fsm_reply *r);
+void fsm_op_member_http(struct actx *a, const struct fsm_cmd_member_http *p, struct fsm_reply *r);
 void fsm_op_deadlock_limit(struct actx *a, const struct fsm_cmd_deadlock_limit *c,
                            struct fsm_reply *r);
 void fsm_op_cluster_format(struct actx *a, const struct fsm_cmd_cluster_format *c,
@@ -614,12 +620,15 @@ bool fsm_sess_owned_by(const struct sess *s, struct fsm_str user);
 /* Lock history (src/fsm/history.c): record what the events of one apply, from index `from`,
  * say about grants, releases and waits; the HISTORY_LIMITS op; teardown; snapshot section 4;
  * invariants. */
-void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, const struct fsm_events *ev,
-                      size_t from);
+void fsm_history_note(struct fsm *f, const struct fsm_cmd *c, struct fsm_events *ev, size_t from);
 void fsm_op_history_limits(struct actx *a, const struct fsm_cmd_history_limits *c,
                            struct fsm_reply *r);
 void fsm_history_free(struct fsm *f);
 bool fsm_history_present(const struct fsm *f);
+/* The snapshot's tagged section 6 ("member http"; payload format in member_http.c). */
+bool fsm_member_http_present(const struct fsm *f);
+int fsm_member_http_emit(const struct fsm *f, struct buf *b);
+const char *fsm_member_http_restore(struct fsm *nf, struct rd *r);
 int fsm_history_emit(const struct fsm *f, struct buf *b);
 const char *fsm_history_restore(struct fsm *nf, struct rd *r);
 int fsm_history_check(const struct fsm *f, char *err, size_t errlen);

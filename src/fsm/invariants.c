@@ -424,6 +424,9 @@ static int check_members(struct chk *c)
         if (m->client_len == 0 || m->client_len > FSM_MAX_ADDR || m->raft_len == 0 ||
             m->raft_len > FSM_MAX_ADDR)
             return bad(c, "member address length out of bounds", m->id);
+        if (m->http_len > FSM_MAX_ADDR || (!m->http_len && m->http_flags) ||
+            (m->http_flags & ~FSM_MEMBER_HTTP_TLS))
+            return bad(c, "member http address out of bounds", m->id);
     }
     return 0;
 }

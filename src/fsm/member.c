@@ -4,7 +4,8 @@
  *
  * Owns the ops and queries over fsm.members, a small array sorted by id (at most
  * FSM_MAX_MEMBERS entries, addresses stored inline). Re-announcing an identical entry is not a
- * state change: it takes no revision.
+ * state change: it takes no revision. An entry's HTTP address is member_http.c's (MEMBER_HTTP):
+ * MEMBER_SET keeps it, MEMBER_DEL drops it with the entry.
  */
 #include <string.h>
 
@@ -32,9 +33,17 @@ static int member_equal(const struct member *m, const struct fsm_cmd_member_set 
            memcmp(m->raft, c->raft_addr.p, c->raft_addr.len) == 0;
 }
 
+/* A new entry, or new addresses for one: its HTTP address (MEMBER_HTTP) stays. */
 static void member_fill(struct member *m, const struct fsm_cmd_member_set *c)
 {
+    uint16_t http_len = m->id == c->id ? m->http_len : 0;
+    uint8_t http_flags = m->id == c->id ? m->http_flags : 0;
+    char http[FSM_MAX_ADDR];
+    memcpy(http, m->http, http_len);
     memset(m, 0, sizeof(*m));
+    m->http_len = http_len;
+    m->http_flags = http_flags;
+    memcpy(m->http, http, http_len);
     m->id = c->id;
     m->client_len = (uint16_t)c->client_addr.len;
     m->raft_len = (uint16_t)c->raft_addr.len;
@@ -99,6 +108,9 @@ static void member_view(const struct member *m, struct fsm_member_view *v)
     v->client_addr.len = m->client_len;
     v->raft_addr.p = m->raft;
     v->raft_addr.len = m->raft_len;
+    v->http_addr.p = m->http;
+    v->http_addr.len = m->http_len;
+    v->http_flags = m->http_flags;
 }
 
 int fsm_member_get(const struct fsm *f, uint64_t id, struct fsm_member_view *v)

@@ -90,6 +90,11 @@ enum fsm_field_kind {
     F(p, ADDR, client_addr, "member client address")                                               \
     F(p, ADDR, raft_addr, "member raft address")
 #define FSM_PAYLOAD_member_del(F, p) F(p, ID, id, "member id")
+/* MEMBER_HTTP (member_http.c): where a member's HTTP port is reached, for a follower's 307 */
+#define FSM_PAYLOAD_member_http(F, p)                                                              \
+    F(p, ID, id, "member id")                                                                      \
+    F(p, ADDR, http_addr, "member http address")                                                   \
+    F(p, U64, flags, "member http flags") /* FSM_MEMBER_HTTP_TLS; others 0, else ERR */
 #define FSM_PAYLOAD_sem_acquire(F, p)                                                              \
     F(p, NAME, name, "semaphore name")                                                             \
     F(p, SID, sid, "sid")                                                                          \
@@ -209,7 +214,8 @@ enum fsm_field_kind {
     P(barrier)                                                                                     \
     P(history_limits)                                                                              \
     P(txn)                                                                                         \
-    P(sem_limit_reset)
+    P(sem_limit_reset)                                                                             \
+    P(member_http)
 /* clang-format on */
 
 /* How an op can grow the state, by the measures of the server's quotas (--max-sessions ...,
@@ -344,6 +350,9 @@ enum fsm_grow {
        semaphore exists; it wins over the acquirers' limit (semlimit.c) | ERR | WRONGTYPE */       \
     X(SEM_LIMIT_SET, 44, sem_limit_set, sem_setlimit, 2, SEMLIM, 0)                                \
     /* -> INT 1 if the operator's limit of the name was removed, 0 if there was none */            \
-    X(SEM_LIMIT_RESET, 45, sem_limit_reset, sem_limit_reset, 2, NONE, 0)
+    X(SEM_LIMIT_RESET, 45, sem_limit_reset, sem_limit_reset, 2, NONE, 0)                           \
+    /* -> OK; sets member `id`'s HTTP address and flags (the same: no revision); ERR if the id     \
+       has no entry (MEMBER_SET first) or a flag is unknown: nothing changes (member_http.c) */    \
+    X(MEMBER_HTTP, 46, member_http, member_http, 2, NONE, 0)
 
 #endif

@@ -32,7 +32,8 @@ struct fsm;
     X(2, "reentrant", fsm_reent_present, fsm_reent_emit, fsm_reent_restore) /* reent.c */          \
     X(3, "latches", fsm_latch_snap_present, fsm_latch_snap_emit, fsm_latch_snap_restore)           \
     X(4, "lock history", fsm_history_present, fsm_history_emit, fsm_history_restore)               \
-    X(5, "semaphore limits", fsm_semlim_present, fsm_semlim_emit, fsm_semlim_restore)
+    X(5, "semaphore limits", fsm_semlim_present, fsm_semlim_emit, fsm_semlim_restore)              \
+    X(6, "member http", fsm_member_http_present, fsm_member_http_emit, fsm_member_http_restore)
 
 struct fsm_snap_section {
     uint64_t tag; /* 0 ends the table */

@@ -127,7 +127,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
     }
     sodium_memzero(fsm_key, sizeof fsm_key);
     if (!s->fsm || srv_secrets_check(s, "") || srv_auth_init(s) || srv_peer_load(s) ||
-        srv_tls_init(s) || srv_tsig_init(s))
+        srv_tls_init(s) || srv_tsig_init(s) || srv_htok_init(s))
         return -1;
     unsetenv("FENCELOCK_PEER_PASSWORD"); /* set but unused (a password file): gone too */
     if (audit_open(&s->audit, cfg->audit_log)) {
@@ -228,6 +228,7 @@ static void on_hup(uv_signal_t *h, int sig)
         srv_reauth_parked(s); /* lowered permissions also end what is parked */
     srv_tls_reload(s);
     srv_tsig_reload(s);
+    srv_htok_reload(s);
     peer_tls_reload(s);
 }
 
@@ -348,6 +349,7 @@ void srv_free(struct srv *s)
     audit_close(&s->audit);
     srv_tls_free(s);
     tsig_wipe(&s->tsig);
+    htok_wipe(&s->htok);
     srv_free_slots(s);
     notify_close(&s->notify);
     fsm_free(s->fsm);

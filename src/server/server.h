@@ -50,6 +50,7 @@
 #include "server/obs/notify.h"
 #include "server/security/audit.h"
 #include "server/security/auth.h"
+#include "server/security/httptoken.h"
 #include "server/security/limits.h"
 #include "server/security/tokensig.h"
 #include "server/watch/parked.h"
@@ -86,6 +87,7 @@ struct srv {
     struct srv_limits limits;      /* pre-auth caps, output total, log rate (security/limits.h) */
     struct audit audit;            /* --audit-log (security/audit.h) */
     struct tsig tsig;              /* --token-key keys (cmd/cmd_sign.c; never logged) */
+    struct htok htok;              /* bearer-token key (security/httptoken.h; never logged) */
     struct srv_http *http;         /* obs/http.h */
     struct srv_hfence hfence;      /* GET /v1/fence checks awaiting a barrier (obs/http_fence.h) */
     struct srv_hapi hapi;          /* /v1/ API requests awaiting a barrier (obs/http_api.h) */

@@ -48,13 +48,15 @@ def info_now(s, timeout=10.0):
         return as_map(ok(c.call("CLUSTER.INFO"), "CLUSTER.INFO of node %d" % s.node_id))
 
 
-def wait_announced(c, n, timeout=20.0):
+def wait_announced(c, n, timeout=20.0, http=True):
     """Wait until the member table read over connection `c` holds n members with a client
-    address. A member's first announce takes a revision; a test that checks the revision does
-    not move must wait for the announces first (they arrive about a second after a leader)."""
+    address (and, with `http`, an HTTP URL: announced once the cluster's log format is 2). A
+    member's first announce takes a revision; a test that checks the revision does not move
+    must wait for the announces first (they arrive a second or two after a leader)."""
     def done():
         ms = [as_map(x) for x in c.call("CLUSTER.MEMBERS")]
-        return len([m for m in ms if text(m.get("client_address"))]) == n
+        return len([m for m in ms if text(m.get("client_address")) and
+                    (not http or text(m.get("http_url") or b""))]) == n
     return wait_until(done, timeout=timeout, interval=0.1, what="%d members announced" % n)
 
 

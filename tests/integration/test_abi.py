@@ -266,7 +266,9 @@ test_abi_sigpipe_plain_and_tls.timeout = 240
 
 def test_abi_fork_child_uses_a_client_of_its_own(ctx):
     s = ctx.server()
-    p = run([fl_abi(ctx), "fork", "127.0.0.1:%d" % s.port], timeout=120)
+    # handle_abort: a child the parent kills after 60 s (a hang after the fork) prints its stack
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:handle_abort=1")
+    p = run([fl_abi(ctx), "fork", "127.0.0.1:%d" % s.port], timeout=120, env=env)
     lines = p.stdout.splitlines()
     assert "child session ok" in lines, p.stdout + p.stderr
     assert "child trylock-parents lock busy" in lines, p.stdout

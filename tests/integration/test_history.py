@@ -18,8 +18,10 @@ def history(c, name, *opts):
     for e in r:
         m = as_map(e)
         m["waiters"] = [as_map(w) for w in m["waiters"]]
-        for k in ("session_name", "user", "value", "kind", "ended_by"):
-            m[k] = text(m[k])
+        for k in ("session_name", "user", "value", "kind", "ended_by", "traceparent",
+                  "end_traceparent"):
+            if k in m:
+                m[k] = text(m[k])
         out.append(m)
     return out
 

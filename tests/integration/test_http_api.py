@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The read-only JSON API on the HTTP port (docs/server.md "HTTP"): each endpoint against its
 RESP twin's answer, paging, bad input (400, nothing changes), linearizable answers from the
-leader only (a follower 503 naming the leader, or ?stale with X-Fencelock-Last-Contact and
-X-Fencelock-Applied-Index), and HTTP Basic under --acl-file (401 / 403 / 200, the locks= globs
+leader only (a follower 307 to the leader's HTTP port, test_http_redirect.py, or ?stale with
+X-Fencelock-Last-Contact and X-Fencelock-Applied-Index), and HTTP Basic under --acl-file (401 / 403 / 200, the locks= globs
 filtering what a user sees, /v1/fence and --http-metrics-auth gated the same way)."""
 
 import base64
@@ -13,7 +13,7 @@ import signal
 import subprocess
 import urllib.parse
 
-from cluster import ready_leader, start_cluster
+from cluster import ready_leader, start_cluster, wait_announced
 from helpers import eq, expect_int, ok, open_session, revision, wait_queued, wait_until
 from resp import as_map, text
 
@@ -168,10 +168,11 @@ def test_http_api_bad_input_is_400_and_changes_nothing(ctx):
     eq(get_json(ctx.srv, "/v1/locks/inv")["holder"], sid)
 
 
-def test_http_api_follower_503_and_stale_headers(ctx):
+def test_http_api_follower_307_and_stale_headers(ctx):
     servers = start_cluster(ctx, 3)
     leader = ready_leader(servers)
     c = ctx.conn(leader)
+    wait_announced(c, 3)  # the members' addresses move the revision checked below
     sid = open_session(c)
     t = expect_int(c.call("LOCK", "inv", sid))
     rev = revision(c)
@@ -181,7 +182,7 @@ def test_http_api_follower_503_and_stale_headers(ctx):
         if s is leader:
             continue
         st, hd, body = get(s, "/v1/locks/inv")
-        eq(st, 503, "a follower without ?stale: %s" % body)
+        eq(st, 307, "a follower without ?stale: %s" % body)
         assert hd.get("x-fencelock-leader", "").startswith("%d " % leader.node_id), hd
         # ?stale: its own state, saying how old; it has applied the LOCK once caught up
         def caught_up():
@@ -200,7 +201,7 @@ def test_http_api_follower_503_and_stale_headers(ctx):
     eq(revision(c), rev)
 
 
-test_http_api_follower_503_and_stale_headers.timeout = 120
+test_http_api_follower_307_and_stale_headers.timeout = 120
 
 
 def _hash(ctx, pw):
@@ -446,9 +447,10 @@ def test_http_api_events_follower_needs_stale(ctx):
     leader = ready_leader(servers)
     c = ctx.conn(leader)
     sid = open_session(c)
+    wait_announced(c, 3)
     f = [s for s in servers if s is not leader][0]
     s = Sse(f, "/v1/events")
-    eq(s.status, 503)
+    eq(s.status, 307, "to the leader's HTTP port (test_http_redirect.py)")
     s.close()
     s = Sse(f, "/v1/events?stale&prefix=fx&after=0")
     eq(s.status, 200, s.head)

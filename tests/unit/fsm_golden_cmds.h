@@ -613,6 +613,44 @@ static const struct fsm_cmd golden_cmds[] = {
                         "1"
                         "\x11\x00\x04tx-a\x00\x00"
                         "\x12\x00\x04tx-n\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00")}}},
+    /* a lock value in the history (history.c's value flag), ended by UNLOCK */
+    {.op = FSM_OP_LOCK_META,
+     .now_ms = 9960,
+     .user = GS("alice"),
+     .lock_meta = {.name = GS("HV"), .sid = GOLDEN_SID_A, .value = GS("job=42")}},
+    {.op = FSM_OP_UNLOCK,
+     .now_ms = 9970,
+     .user = GS("alice"),
+     .unlock = {.name = GS("HV"), .sid = GOLDEN_SID_A}},
+    /* a member's HTTP address (member_http.c): set; the same again (no revision); no entry and
+       an unknown flag (ERR, nothing changes); MEMBER_SET keeps it */
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = 1, .http_addr = GS("10.0.0.1:7482"), .flags = FSM_MEMBER_HTTP_TLS}},
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = 1, .http_addr = GS("10.0.0.1:7482"), .flags = FSM_MEMBER_HTTP_TLS}},
+    {.op = FSM_OP_MEMBER_HTTP, .member_http = {.id = 77, .http_addr = GS("10.0.0.7:7482")}},
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = 1, .http_addr = GS("10.0.0.1:7482"), .flags = 2}},
+    {.op = FSM_OP_MEMBER_HTTP,
+     .member_http = {.id = UINT64_MAX, .http_addr = {golden_long_addr, FSM_MAX_ADDR}}},
+    {.op = FSM_OP_MEMBER_SET,
+     .member_set = {.id = 1, .client_addr = GS("10.0.0.1:7483"), .raft_addr = GS("10.0.0.9:7481")}},
+    /* trace context: a LOCK and its UNLOCK with a traceparent in the header (codec.c flag bit 1),
+       kept in the history (section 4's second format) */
+    {.op = FSM_OP_LOCK,
+     .now_ms = 9980,
+     .user = GS("alice"),
+     .traced = true,
+     .trace = {{0x00, 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d,
+                0x0e, 0x0e, 0x47, 0x36, 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7, 0x01}},
+     .lock = {.name = GS("HT"), .sid = GOLDEN_SID_A}},
+    {.op = FSM_OP_UNLOCK,
+     .now_ms = 9990,
+     .user = GS("alice"),
+     .traced = true,
+     .trace = {{0x00, 0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21,
+                0x1c, 0x80, 0x31, 0x9c, 0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31, 0x00}},
+     .unlock = {.name = GS("HT"), .sid = GOLDEN_SID_A}},
 };
 
 #define GOLDEN_N_CMDS (sizeof(golden_cmds) / sizeof(golden_cmds[0]))
@@ -656,7 +694,12 @@ static const struct fsm_cmd golden_cmds[] = {
  * golden_snapshot_semlimit (version 8, sections 1 to 5) the state after them. */
 #define GOLDEN_N_HISTORY_CMDS 185
 /* Before TXN's: golden_snapshot_semlimit is the state after them, golden_snapshot_txn (version
- * 8, keys a TXN wrote) the state after all of them. */
+ * 8, keys a TXN wrote) the state after GOLDEN_N_TXN_CMDS. */
 #define GOLDEN_N_SEMLIM_CMDS 192
+/* Before the history's lock values, the members' HTTP addresses and trace context:
+ * golden_snapshot_txn is the state after them, golden_snapshot_http (version 8, sections 1 to 6:
+ * a history entry with a value, two members with an HTTP address, traced entries: section 4 in
+ * its traceparent format) the state after all of them. */
+#define GOLDEN_N_TXN_CMDS 195
 
 #endif

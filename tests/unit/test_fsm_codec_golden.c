@@ -129,7 +129,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     int ok = f != NULL, snap_v2_ok = 0, snap_v3_ok = 0, snap_v4_ok = 0, snap_v5_ok = 0;
     int snap_multi_ok = 0, snap_v6_ok = 0, snap_v7_ok = 0, snap_incr_ok = 0, snap_wsem_ok = 0;
     int snap_reent_ok = 0, snap_lockmeta_ok = 0, snap_latch_ok = 0, snap_history_ok = 0;
-    int snap_semlimit_ok = 0;
+    int snap_semlimit_ok = 0, snap_txn_ok = 0;
     for (size_t i = 0; ok && i < N_GOLDEN; i++) {
         ok = replays_identically(f, &ev, i);
         if (i + 1 == GOLDEN_N_V2_CMDS)
@@ -163,8 +163,10 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
         if (i + 1 == GOLDEN_N_SEMLIM_CMDS)
             snap_semlimit_ok =
                 snapshot_is(f, golden_snapshot_semlimit, sizeof(golden_snapshot_semlimit));
+        if (i + 1 == GOLDEN_N_TXN_CMDS)
+            snap_txn_ok = snapshot_is(f, golden_snapshot_txn, sizeof(golden_snapshot_txn));
     }
-    int snap_ok = ok && snapshot_is(f, golden_snapshot_txn, sizeof(golden_snapshot_txn));
+    int snap_ok = ok && snapshot_is(f, golden_snapshot_http, sizeof(golden_snapshot_http));
     char err[128];
     int inv_ok = ok && fsm_check_invariants(f, err, sizeof(err)) == 0;
     fsm_events_free(&ev);
@@ -184,6 +186,7 @@ TEST(golden_log_replays_to_the_same_replies_events_and_snapshot)
     CHECK(snap_latch_ok);
     CHECK(snap_history_ok);
     CHECK(snap_semlimit_ok);
+    CHECK(snap_txn_ok);
     CHECK(snap_ok);
     CHECK(inv_ok);
 }
@@ -267,12 +270,14 @@ TEST(golden_entries_need_the_log_format_of_their_release)
                  FSM_FORMAT_2);
     CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_txn, sizeof(golden_snapshot_txn)),
                  FSM_FORMAT_2);
+    CHECK_EQ_U64(fsm_snapshot_format(golden_snapshot_http, sizeof(golden_snapshot_http)),
+                 FSM_FORMAT_2);
 }
 
 TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
 {
     bool op_seen[FSM_OP__COUNT] = {false};
-    int v2_user = 0, v2_admin = 0, v2_empty = 0;
+    int v2_user = 0, v2_admin = 0, v2_empty = 0, v2_traced = 0;
     for (size_t i = 0; i < N_GOLDEN; i++) {
         const uint8_t *p = golden_entries[i].p;
         op_seen[p[1]] = true;
@@ -281,6 +286,7 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
         v2_user += golden_cmds[i].user.len > 0;
         v2_admin += golden_cmds[i].admin;
         v2_empty += golden_cmds[i].user.len == 0;
+        v2_traced += golden_cmds[i].traced;
     }
     for (int op = FSM_OP_SEM_ACQUIRE; op <= FSM_OP_ELECT_RESIGN; op++)
         CHECK(op_seen[op]);
@@ -302,6 +308,8 @@ TEST(golden_fixture_covers_version_2_headers_and_ops_14_to_20)
     CHECK(op_seen[FSM_OP_BARRIER]);
     CHECK(op_seen[FSM_OP_HISTORY_LIMITS]);
     CHECK(op_seen[FSM_OP_SEM_LIMIT_SET] && op_seen[FSM_OP_SEM_LIMIT_RESET]);
+    CHECK(op_seen[FSM_OP_MEMBER_HTTP]);
+    CHECK(v2_traced >= 2); /* a header with a traceparent: a LOCK and an UNLOCK */
     CHECK(op_seen[FSM_OP_TXN]);
     CHECK(v2_user > 0 && v2_admin > 0 && v2_empty > 0);
 }
@@ -384,6 +392,15 @@ TEST(golden_snapshot_semlimit_restores_and_resnapshots_byte_identically)
     fsm_free(f);
 }
 
+/* Version 8 with sections 1 to 6: a history entry carrying a lock value (section 4's value
+ * flag), traced entries (section 4's traceparent format) and two members' HTTP addresses, one
+ * with TLS (section 6). */
+TEST(golden_snapshot_http_restores_and_resnapshots_byte_identically)
+{
+    CHECK(golden_snapshot_http[4] == 8);
+    CHECK(restores_byte_identically(golden_snapshot_http, sizeof(golden_snapshot_http)));
+}
+
 int main(void)
 {
     golden_fill();
@@ -405,6 +422,7 @@ int main(void)
     RUN(golden_snapshot_history_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_semlimit_restores_and_resnapshots_byte_identically);
     RUN(golden_snapshot_txn_restores_and_resnapshots_byte_identically);
+    RUN(golden_snapshot_http_restores_and_resnapshots_byte_identically);
     RUN(golden_entries_need_the_log_format_of_their_release);
     RUN(golden_fixture_covers_version_2_headers_and_ops_14_to_20);
     TEST_MAIN_END();

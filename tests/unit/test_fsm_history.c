@@ -387,6 +387,81 @@ TEST_F(fsm_fx, the_snapshot_carries_the_history_in_section_4_only_while_it_is_on
     CHECK(snapshot_equals(fx->g, &fx->before));
 }
 
+static struct fsm_reply lock_value_at(struct fsm *f, const char *name, uint64_t sid,
+                                      const char *value, uint64_t wait, uint64_t ms)
+{
+    struct fsm_cmd c = {
+        .op = FSM_OP_LOCK_META,
+        .lock_meta = {.name = S(name), .sid = sid, .value = S(value), .wait_ms = wait}};
+    return at(f, c, ms, NULL);
+}
+
+static bool value_is(const struct fsm_hist_entry *e, const char *v)
+{
+    return e->value.len == strlen(v) && memcmp(e->value.p, v, e->value.len) == 0;
+}
+
+TEST_F(fsm_fx, a_lock_grant_records_its_value_and_a_waiter_its_own_when_granted)
+{
+    struct fsm *f = fx->f;
+    CHECK(limits(f, 16, 1000).kind == FSM_REPLY_OK);
+    uint64_t a = open_named(f, "a", "alice", T0), b = open_named(f, "b", "bob", T0);
+    uint64_t t1 = token_of(lock_value_at(f, "L", a, "job=1", 0, T0 + 1));
+    CHECK(t1);
+    CHECK(lock_value_at(f, "L", b, "job=2", 60000, T0 + 2).kind == FSM_REPLY_QUEUED);
+    CHECK(unlock_at(f, "L", a, T0 + 3).kind == FSM_REPLY_OK); /* b granted with its value */
+    CHECK(unlock_at(f, "L", b, T0 + 4).kind == FSM_REPLY_OK);
+    uint64_t t3 = token_of(lock_at(f, "L", a, 0, T0 + 5)); /* a plain LOCK: no value */
+    CHECK(t3);
+    struct hv *h = hist(f, "L", 0, 10);
+    CHECK(h->rc == 3);
+    CHECK(h->v[0].token == t3 && value_is(&h->v[0], ""));
+    CHECK(h->v[1].sid == b && value_is(&h->v[1], "job=2"));
+    CHECK(h->v[2].token == t1 && value_is(&h->v[2], "job=1"));
+    /* the values go into section 4 (its value flag) and come back from it */
+    CHECK(invariants_hold(f) && restores_identically(f));
+    struct buf *s = &fx->scratch[0];
+    char err[128];
+    snapshot_into(f, s);
+    CHECK(fsm_restore(fx->g, (const uint8_t *)s->p, s->len, err, sizeof(err)) == 0);
+    h = hist(fx->g, "L", 0, 10);
+    CHECK(h->rc == 3 && value_is(&h->v[1], "job=2") && value_is(&h->v[2], "job=1"));
+    /* a semaphore's or an election's grant carries none */
+    struct fsm_cmd sem = {.op = FSM_OP_SEM_ACQUIRE,
+                          .sem_acquire = {.name = S("S"), .sid = b, .limit = 2}};
+    CHECK(token_of(at(f, sem, T0 + 6, NULL)));
+    h = hist(f, "S", 0, 10);
+    CHECK(h->rc == 1 && value_is(&h->v[0], ""));
+}
+
+/* Section 4's first byte per entry is the kind with the value flag (0x80): a flag on another
+ * kind, an unknown bit, or a flagged empty value is not what emit writes: refused. */
+TEST_F(fsm_fx, section_4_refuses_a_value_flag_that_emit_would_not_write)
+{
+    struct fsm *f = fx->f;
+    CHECK(limits(f, 4, 100).kind == FSM_REPLY_OK);
+    uint64_t a = open_named(f, "", "", T0);
+    uint64_t t = token_of(lock_value_at(f, "V", a, "x", 0, T0 + 1));
+    CHECK(t);
+    struct buf *s = &fx->scratch[0];
+    snapshot_into(f, s);
+    uint8_t *p = (uint8_t *)s->p;
+    /* the entry: u8 kind|0x80, varint token, ... ; find kind 0x80 followed by the token */
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < s->len && !at; i++)
+        if (p[i] == 0x80 && p[i + 1] == (uint8_t)t && t < 128)
+            at = i;
+    CHECK(at);
+    char err[128];
+    CHECK(fsm_restore(fx->g, p, s->len, err, sizeof(err)) == 0);
+    p[at] = 0x80 | FSM_KIND_SEM;
+    CHECK(fsm_restore(fx->g, p, s->len, err, sizeof(err)) == -1);
+    p[at] = 0x40;
+    CHECK(fsm_restore(fx->g, p, s->len, err, sizeof(err)) == -1 && strstr(err, "kind"));
+    p[at] = 0x80;
+    CHECK(fsm_restore(fx->g, p, s->len, err, sizeof(err)) == 0);
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, the_history_is_off_until_a_limits_entry_turns_it_on);
@@ -400,5 +475,7 @@ int main(void)
     RUN_F(fsm_fx, lower_limits_trim_at_once_and_zero_turns_the_history_off);
     RUN_F(fsm_fx, the_history_outlives_the_lock_record);
     RUN_F(fsm_fx, the_snapshot_carries_the_history_in_section_4_only_while_it_is_on);
+    RUN_F(fsm_fx, a_lock_grant_records_its_value_and_a_waiter_its_own_when_granted);
+    RUN_F(fsm_fx, section_4_refuses_a_value_flag_that_emit_would_not_write);
     TEST_MAIN_END();
 }

@@ -4,6 +4,8 @@ addresses, the TLS context, the shape of replies, the election and event records
 the API turned into the wire's milliseconds, and the safe deadline's arithmetic. No I/O here.
 """
 
+import importlib
+import re
 import ssl as _ssl
 import warnings
 from dataclasses import dataclass, field
@@ -99,7 +101,8 @@ def as_map(r: Any) -> Any:
     return {s_(k): v for k, v in items}
 
 
-HISTORY_TEXT = ("kind", "session_name", "user", "value", "ended_by")
+HISTORY_TEXT = ("kind", "session_name", "user", "value", "ended_by", "traceparent",
+                "end_traceparent")
 
 
 def history_args(name: str, count: Optional[int], before: Optional[int]) -> List[Any]:
@@ -283,9 +286,41 @@ def waiter_of(ev: "Event", name: str, token: int) -> Optional[Waiter]:
     return Waiter(name, token, int(f.get("sid", 0)), int(f.get("wait_ms", 0)) / 1000.0)
 
 
+# W3C Trace Context, version 00 exactly (docs/protocol.md "Trace context"): lowercase hex, the
+# trace id and the parent id not all zeros.
+_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}\Z")
+
+
+def current_traceparent() -> Optional[str]:
+    """The current OpenTelemetry span's context as a traceparent, when the opentelemetry API
+    package is importable and a valid span is current; else None. The import is optional: the
+    client does not depend on opentelemetry."""
+    try:
+        otel = importlib.import_module("opentelemetry.trace")
+    except ImportError:
+        return None
+    ctx = otel.get_current_span().get_span_context()
+    if not ctx.is_valid:
+        return None
+    return "00-%032x-%016x-%02x" % (ctx.trace_id, ctx.span_id, int(ctx.trace_flags))
+
+
+def trace_args(traceparent: Optional[str]) -> List[Any]:
+    """TRACEPARENT tp: `traceparent` when given (ValueError if it is not the exact W3C form;
+    "" sends none), else the current OpenTelemetry span's, else nothing."""
+    tp = current_traceparent() if traceparent is None else traceparent
+    if not tp:
+        return []
+    if not _TRACEPARENT.match(tp):
+        raise ValueError("traceparent must be 00-<32 hex>-<16 hex>-<2 hex> (lowercase, ids "
+                         "not all zeros), not %r" % tp)
+    return ["TRACEPARENT", tp]
+
+
 def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool,
                   value: Union[None, str, bytes] = None,
-                  max_hold: Optional[float] = None) -> List[Any]:
+                  max_hold: Optional[float] = None,
+                  traceparent: Optional[str] = None) -> List[Any]:
     """LOCK name sid [SHARED | NOTIFY] [VALUE v] [MAXHOLD ms]: a shared request cannot notify
     (nobody holds a lock exclusively for it to tell), and has no value or max hold (they belong
     to an exclusive grant)."""
@@ -301,7 +336,7 @@ def lock_cmd_args(name: str, sid: int, shared: bool, notify: bool,
         args += ["VALUE", value]
     if max_hold is not None:
         args += ["MAXHOLD", max(1, int(round(max_hold * 1000)))]
-    return args
+    return args + trace_args(traceparent)
 
 
 def reentrant_args(reentrant: bool, max_count: Optional[int]) -> List[Any]:
@@ -323,6 +358,14 @@ def revoke_cmd_args(name: str, deadline: Optional[float], reason: Optional[str])
         args += ["DEADLINE", ms(deadline, "deadline", 1)]
     if reason is not None:
         args += ["REASON", reason]
+    return args
+
+
+def auth_token_args(ttl: Optional[float]) -> List[Any]:
+    """AUTH.TOKEN's arguments; ttl in seconds (None: the servers' --http-token-ttl)."""
+    args: List[Any] = ["AUTH.TOKEN"]
+    if ttl is not None:
+        args += ["TTL", ms(ttl, "ttl", 1000)]
     return args
 
 

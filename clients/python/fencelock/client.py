@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from . import errors
 from ._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
-                      leader_info, revoke_cmd_args, s_,
-                      seconds_arg, status)
+                      leader_info, revoke_cmd_args, s_, auth_token_args,
+                      seconds_arg, status, trace_args)
 from ._txn import Txn
 from .conn import Cmd, Pool
 
@@ -108,25 +108,29 @@ class Client:
 
     def put(self, key: str, value: Value, fence: Optional[Fence] = None,
             ifrev: Optional[int] = None, session: Optional["Session"] = None,
-            lease: bool = False) -> int:
+            lease: bool = False, traceparent: Optional[str] = None) -> int:
         """PUT: the revision. fence=(lock name, token): applies only while token is the
         current holder's (Stale otherwise). ifrev: only if the key's mod_rev is that (0: only if
         absent; IfRevFailed otherwise). With session the write carries REQ sid seq and is
         retried until it is known to have applied once; lease=True attaches the key to it.
-        Without a session it is sent once (OutcomeUnknown if the answer is lost)."""
+        Without a session it is sent once (OutcomeUnknown if the answer is lost).
+        traceparent: a fenced write's W3C trace context (TRACEPARENT; default: the current
+        OpenTelemetry span's, when that package is importable); ValueError without fence."""
         cmd = Cmd("PUT", key, value)
         if lease:
             if session is None:
                 raise ValueError("lease needs a session")
             cmd.add("LEASE", session.sid)
-        return int(self._write(cmd, fence, ifrev, session))
+        return int(self._write(cmd, fence, ifrev, session, traceparent, traced=True))
 
     def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
-             ifrev: Optional[int] = None, session: Optional["Session"] = None) -> int:
+             ifrev: Optional[int] = None, session: Optional["Session"] = None,
+             traceparent: Optional[str] = None) -> int:
         """INCR key BY by: the new value of the counter (a signed 64-bit integer stored as its
         decimal text; an absent key counts as 0). ServerError if the value is not such an
         integer or the sum overflows (nothing changes). fence, ifrev and session as put()."""
-        return int(self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+        return int(self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session,
+                               traceparent, traced=True))
 
     def txn(self, session: Optional["Session"] = None) -> Txn:
         """A TXN builder (docs/protocol.md "TXN"): c.txn().if_rev("k", "=", 7).then_put("k",
@@ -136,15 +140,21 @@ class Client:
         return Txn(lambda cmd, fence: self._write(cmd, fence, None, session))
 
     def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
-               session: Optional["Session"] = None) -> bool:
-        """DEL: True if the key existed. Same fence/ifrev/session rules as put()."""
-        return bool(self._write(Cmd("DEL", key), fence, ifrev, session) == 1)
+               session: Optional["Session"] = None, traceparent: Optional[str] = None) -> bool:
+        """DEL: True if the key existed. Same fence/ifrev/session/traceparent rules as put()."""
+        return bool(self._write(Cmd("DEL", key), fence, ifrev, session, traceparent,
+                                traced=True) == 1)
 
     def _write(self, cmd: Cmd, fence: Optional[Fence], ifrev: Optional[int],
-               session: Optional["Session"]) -> Any:
+               session: Optional["Session"], traceparent: Optional[str] = None,
+               traced: bool = False) -> Any:
+        if traceparent and fence is None:
+            raise ValueError("traceparent goes with fence: only a fenced write carries one")
         if fence is not None:
             name, token = fence
             cmd.add("FENCE", name, token)
+            if traced:  # PUT, DEL, INCR (not a TXN's own FENCE)
+                cmd.add(*trace_args(traceparent))
         if ifrev is not None:
             cmd.add("IFREV", ifrev)
         if session is None:
@@ -189,6 +199,14 @@ class Client:
         then the next waiter). The grant's token; NotHolder if nobody holds it exclusively,
         PermissionDenied without the revoke permission (or admin)."""
         return int(self.call(Cmd(*revoke_cmd_args(name, deadline, reason))))
+
+    def auth_token(self, ttl: Optional[float] = None) -> str:
+        """AUTH.TOKEN: a bearer token for the HTTP API naming the user this client authenticated
+        as, valid for `ttl` seconds (None: the servers' --http-token-ttl; at least 1 s, at most
+        --http-token-max-ttl). Send it as `Authorization: Bearer <token>`; it has the user's
+        rights until it expires, the user is removed or re-passworded, or the key changes.
+        ServerError without users on the servers (no --acl-file). A credential: do not log it."""
+        return str(s_(self.call(Cmd(*auth_token_args(ttl)))))
 
     def sign(self, name: str, token: int) -> str:
         """FENCE.SIGN name token: the server's signature of (name, token) as hex, for a

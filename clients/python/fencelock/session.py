@@ -25,7 +25,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Collection, Dict, Iterator, Li
 from . import errors
 from ._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
                       Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, reentrant_args,
-                      seconds_arg, sem_args, span)
+                      seconds_arg, sem_args, span, trace_args)
 from .conn import Cmd
 
 if TYPE_CHECKING:
@@ -227,14 +227,16 @@ class Session:
     # ---- locks ----
     def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
                       notify: bool = False, value: Union[None, str, bytes] = None,
-                      max_hold: Optional[float] = None) -> int:
+                      max_hold: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock (any number of readers or one writer). Granted once, however
         many fail-overs the request crosses. notify=True: the holder it queues behind is told
         (Session.on_waiter), once. value=: the grant's value (LOCK ... VALUE: who holds it, shown
         by lock_info and the grant event); max_hold= seconds: the servers end the grant that
         long after it was made, as an expiry (max_hold_deadline(name) is the local deadline)."""
-        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold))
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold,
+                                 traceparent))
         sent = time.monotonic()  # before the first LOCK: the grant can only come later
         token = _granted(self._wait_grant(cmd, wait, "UNLOCK", "lock"))
         prev = self._max_hold.get(name)
@@ -255,27 +257,32 @@ class Session:
         held = self._max_hold.get(name)
         return held[1] if held is not None else None
 
-    def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
+    def try_lock(self, name: str, shared: bool = False,
+                   traceparent: Optional[str] = None) -> Optional[int]:
         """The token if the lock was free, else None."""
         cmd = Cmd("LOCK", name, self.sid)
         if shared:
             cmd.add("SHARED")
+        cmd.add(*trace_args(traceparent))
         return self._wait_grant(cmd, 0, "UNLOCK", "lock")
 
-    def unlock(self, name: str) -> None:
-        """Release the lock or leave its queue (NotHolder if neither)."""
-        self._mutate(Cmd("UNLOCK", name, self.sid))
+    def unlock(self, name: str, traceparent: Optional[str] = None) -> None:
+        """Release the lock or leave its queue (NotHolder if neither). traceparent as
+        acquire's."""
+        self._mutate(Cmd("UNLOCK", name, self.sid, *trace_args(traceparent)))
 
     @contextlib.contextmanager
     def lock(self, name: str, wait: float = 30.0, shared: bool = False,
              notify: bool = False, value: Union[None, str, bytes] = None,
-             max_hold: Optional[float] = None) -> Iterator[int]:
+             max_hold: Optional[float] = None,
+             traceparent: Optional[str] = None) -> Iterator[int]:
         """with session.lock("inventory", wait=5.0) as token: ... ; unlocked on exit. Check
         time.monotonic() < session.safe_until() before acting on the resource, and fence
-        writes with the token."""
+        writes with the token. traceparent as acquire's (the UNLOCK takes the span current
+        then)."""
         token = self.acquire(name, wait=wait, shared=shared, notify=notify, value=value,
-                             max_hold=max_hold)
-        yield from _held(lambda: self.unlock(name), token)
+                             max_hold=max_hold, traceparent=traceparent)
+        yield from _held(lambda: self.unlock(name, traceparent=traceparent), token)
 
     # ---- several locks at once ----
     def _release_all(self, names: Sequence[str]) -> None:
@@ -354,17 +361,22 @@ class Session:
 
     # ---- keys ----
     def put(self, key: str, value: Value, fence: Optional[Fence] = None,
-            ifrev: Optional[int] = None, lease: bool = False) -> int:
+            ifrev: Optional[int] = None, lease: bool = False,
+            traceparent: Optional[str] = None) -> int:
         """Client.put through this session (exactly once)."""
-        return self.client.put(key, value, fence=fence, ifrev=ifrev, session=self, lease=lease)
+        return self.client.put(key, value, fence=fence, ifrev=ifrev, session=self, lease=lease,
+                               traceparent=traceparent)
 
-    def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None) -> bool:
-        return self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
+    def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
+               traceparent: Optional[str] = None) -> bool:
+        return self.client.delete(key, fence=fence, ifrev=ifrev, session=self,
+                                  traceparent=traceparent)
 
     def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
-             ifrev: Optional[int] = None) -> int:
+             ifrev: Optional[int] = None, traceparent: Optional[str] = None) -> int:
         """Client.incr through this session (exactly once)."""
-        return self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+        return self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self,
+                                traceparent=traceparent)
 
     def txn(self) -> "Txn":
         """Client.txn through this session (exactly once)."""

@@ -634,4 +634,12 @@ def test_aio_lock_history(node):
             t = await a.try_lock("aio/hist")
             h = await c.lock_history("aio/hist")
             assert [(e["token"], e["session_name"], e["ended_by"]) for e in h] == [(t, "h", "")]
+            await a.unlock("aio/hist")
+            t2 = await a.acquire("aio/hist", wait=1.0, value=b"job=8")
+            h = await c.lock_history("aio/hist")
+            assert [(e["token"], e["value"]) for e in h] == [(t2, "job=8"), (t, "")]
+            tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+            await a.unlock("aio/hist", traceparent=tp)
+            h = await c.lock_history("aio/hist")
+            assert (h[0]["token"], h[0]["end_traceparent"]) == (t2, tp)
     run(main())

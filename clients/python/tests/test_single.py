@@ -552,3 +552,30 @@ def test_lock_history_newest_first_paged_and_compacted(client):
         assert h[1]["waiters"] == [] and h[1]["kind"] == "lock"
         assert [e["token"] for e in client.lock_history("hist/L", count=1)] == [t2]
         assert [e["token"] for e in client.lock_history("hist/L", before=t2)] == [t1]
+
+
+def test_lock_history_shows_the_lock_value_of_each_grant(client):
+    with client.session(10.0, name="hist-v") as s:
+        t1 = s.acquire("hist/V", wait=1.0, value="job=7")
+        s.unlock("hist/V")
+        t2 = s.acquire("hist/V", wait=1.0)
+        h = client.lock_history("hist/V")
+        assert [(e["token"], e["value"]) for e in h] == [(t2, ""), (t1, "job=7")]
+
+
+TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+TP2 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+
+
+def test_traceparent_goes_with_lock_unlock_and_fenced_writes(client):
+    with client.session(10.0) as s:
+        t = s.acquire("trace/L", wait=1.0, traceparent=TP)
+        s.put("trace/k", "v", fence=("trace/L", t), traceparent=TP2)
+        s.unlock("trace/L", traceparent=TP2)
+        h = client.lock_history("trace/L")
+        assert [(e["traceparent"], e["end_traceparent"]) for e in h] == [(TP, TP2)]
+        with pytest.raises(ValueError, match="traceparent"):
+            s.acquire("trace/L", wait=1.0, traceparent=TP.upper())
+        with pytest.raises(ValueError, match="fence"):
+            s.put("trace/k", "v", traceparent=TP)
+        assert len(client.lock_history("trace/L")) == 1, "refused before sending"

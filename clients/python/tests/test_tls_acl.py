@@ -78,3 +78,46 @@ def test_acl_users(nodes):
     with Client(ep) as c:
         with pytest.raises(AuthError):
             c.get("app/x")
+
+
+def _bearer_get(s, path, token):
+    import http.client
+    h = http.client.HTTPConnection("127.0.0.1", s.http_port, timeout=30)
+    try:
+        h.request("GET", path, headers={"Authorization": "Bearer " + token})
+        r = h.getresponse()
+        return r.status, r.read()
+    finally:
+        h.close()
+
+
+def test_auth_token_is_accepted_by_the_http_api_with_the_users_rights(nodes):
+    """Client.auth_token and fencelock.aio's: a bearer token the HTTP API takes as the user
+    (app sees only its locks= globs), refused once changed; a TTL under 1 s is a ValueError."""
+    import asyncio
+    import json
+    from test_auth import _acl_server
+    from fencelock.aio import AsyncClient
+    s, _, _ = _acl_server(_Ctx(nodes))
+    ep = endpoint(s)
+    with Client(ep, username="admin", password="adminpw") as c, c.session(10.0) as sess:
+        sess.acquire("job-1", wait=5)
+        sess.acquire("other", wait=5)
+        with Client(ep, username="app", password="apppw") as app:
+            tok = app.auth_token(60)
+            assert tok.startswith("flt1.app."), tok
+            st, body = _bearer_get(s, "/v1/locks", tok)
+            assert st == 200, body
+            assert [x["name"] for x in json.loads(body)["locks"]] == ["job-1"]
+            st, _ = _bearer_get(s, "/v1/locks", tok[:-1] + ("1" if tok[-1] == "0" else "0"))
+            assert st == 401
+            with pytest.raises(ValueError):
+                app.auth_token(0.5)
+
+        async def aio_token() -> str:
+            async with AsyncClient(ep, username="admin", password="adminpw") as ac:
+                return await ac.auth_token()
+
+        st, body = _bearer_get(s, "/v1/locks", asyncio.run(aio_token()))
+        assert st == 200 and [x["name"] for x in json.loads(body)["locks"]] == ["job-1",
+                                                                                 "other"], body

@@ -121,6 +121,13 @@ void srv_self_client_address(struct srv *s, struct buf *out);
 int srv_leader_client_address(struct srv *s, struct buf *out);
 int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t clen,
                        const char *raft, size_t rlen, rn_propose_cb cb, void *ctx);
+/* MEMBER_HTTP for member id (its entry must exist by the time it applies); logs a failure. */
+int srv_propose_member_http(struct srv *s, uint64_t id, const char *http, size_t len,
+                            uint8_t flags);
+/* This node's HTTP address as the other members redirect to it, into out ("" without an HTTP
+ * port): --http-advertise, else --http-listen with a wildcard host (0.0.0.0, ::) replaced by
+ * the raft address's host. *flags: FSM_MEMBER_HTTP_TLS under --http-tls. */
+void srv_self_http_address(struct srv *s, struct buf *out, uint8_t *flags);
 void srv_members_on_ready(struct srv *s);
 
 /* ---- the upgrade gate (format.c) ---- */

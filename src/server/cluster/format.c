@@ -156,6 +156,13 @@ int srv_format_gate(struct srv *s, struct fsm_cmd *cmd, struct buf *out)
     }
     if (writable(s) >= FSM_FORMAT_2)
         return 0;
+    if (cmd->traced) { /* only a version-2 header carries it */
+        resp_w_errorf(out,
+                      PROTO_ERR " TRACEPARENT needs the cluster's log format 2 (now %u): "
+                                "finish the upgrade",
+                      fsm_format(s->fsm));
+        return -1;
+    }
     cmd->checked = false; /* a version-1 entry: no acting user, no ownership */
     cmd->user = (struct fsm_str){NULL, 0};
     cmd->admin = false;

@@ -11,6 +11,13 @@
  * leader checks the id and raft address against the Raft configuration and proposes it.
  * With the table every node can answer `-NOTLEADER host:port` with the leader's client address.
  *
+ * HTTP: once the cluster's log format is 2, each node's HTTP address (srv_self_http_address:
+ * --http-advertise, else --http-listen with a wildcard host replaced by the raft address's)
+ * and whether it speaks TLS go into its entry too (MEMBER_HTTP, src/fsm/member_http.c): the
+ * leader writes its own after MEMBER_SET, a follower adds `HTTP http-addr [TLS]` to its
+ * CLUSTER.ANNOUNCE, and the leader checks it as it checks the client address (same host as the
+ * raft address unless --announce-any-host). A follower's HTTP API answers 307 to it.
+ *
  * --join: a node started with --join (and not yet a voter) instead sends `CLUSTER.ADD id
  * raft-addr` over the same kind of connection, first to a --join address (never its own; the
  * next one in turn after a failed connection or an error answer such as -NOLEADER) and then to
@@ -48,10 +55,12 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/addr.h"
 #include "common/clock.h"
 #include "common/proto.h"
+#include "server/security/peer_guard.h"
 #include "server/server.h"
 
 /* The member table (src/fsm) stores addresses of up to FSM_MAX_ADDR bytes on disk; every address
@@ -113,6 +122,53 @@ int srv_leader_client_address(struct srv *s, struct buf *out)
     return buf_append(out, v.client_addr.p, v.client_addr.len);
 }
 
+static bool wildcard_host(const char *h)
+{
+    return !h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::");
+}
+
+/* Not announced (out stays empty): an address the other members cannot reach (a loopback host
+ * while the raft address is not), or one the leader would refuse, which would refuse the
+ * client address announced with it (another host than the raft address's without
+ * --announce-any-host, as CLUSTER.ANNOUNCE checks). */
+void srv_self_http_address(struct srv *s, struct buf *out, uint8_t *flags)
+{
+    char rh[PROTO_ADDR_BUF], hh[PROTO_ADDR_BUF], a[PROTO_ADDR_BUF];
+    int rp, hp;
+    buf_reset(out);
+    *flags = s->cfg.http_tls ? FSM_MEMBER_HTTP_TLS : 0;
+    if (!s->cfg.http_port ||
+        proto_addr_parse(s->cfg.raft_address, strlen(s->cfg.raft_address), rh, sizeof rh, &rp))
+        return;
+    if (s->cfg.http_advertise[0]) {
+        snprintf(a, sizeof a, "%s", s->cfg.http_advertise);
+    } else {
+        const char *host = wildcard_host(s->cfg.http_host) ? rh : s->cfg.http_host;
+        if (proto_addr_format(a, sizeof(a), host, s->cfg.http_port) <= 0)
+            return;
+    }
+    if (proto_addr_parse(a, strlen(a), hh, sizeof hh, &hp) ||
+        (srv_host_loopback(hh) && !srv_host_loopback(rh)) ||
+        (!s->cfg.announce_any_host && strcasecmp(hh, rh) != 0))
+        return;
+    buf_append_str(out, a);
+}
+
+/* Whether this node's HTTP address must be (re)written: there is one, the cluster's entries
+ * may carry it (format 2), and the table's entry for this node lacks it or holds another. */
+static bool self_http_missing(struct srv *s)
+{
+    struct fsm_member_view v;
+    uint8_t flags;
+    if (fsm_format(s->fsm) < FSM_FORMAT_2)
+        return false;
+    srv_self_http_address(s, &s->scratch, &flags);
+    if (!s->scratch.len)
+        return false;
+    return !fsm_member_get(s->fsm, s->cfg.id, &v) || v.http_addr.len != s->scratch.len ||
+           memcmp(v.http_addr.p, s->scratch.p, v.http_addr.len) != 0 || v.http_flags != flags;
+}
+
 /* 1 if the table already holds exactly this node's addresses. */
 static int self_entry_current(struct srv *s)
 {
@@ -141,16 +197,37 @@ int srv_propose_member(struct srv *s, uint64_t id, const char *client, size_t cl
     return srv_propose(s, &cmd, cb, ctx);
 }
 
-/* Called when this node became a ready leader. */
+static void member_http_cb(void *ctx, int status, const struct fsm_reply *reply)
+{
+    struct srv *s = ctx;
+    if (status != RN_OK || reply->kind == FSM_REPLY_ERR)
+        LOGW(&s->log, "member table: an HTTP address not written (status %d)", status);
+}
+
+int srv_propose_member_http(struct srv *s, uint64_t id, const char *http, size_t len, uint8_t flags)
+{
+    struct fsm_cmd cmd = {
+        .op = FSM_OP_MEMBER_HTTP,
+        .member_http = {.id = id, .http_addr = {http, (uint32_t)len}, .flags = flags}};
+    return srv_propose(s, &cmd, member_http_cb, s);
+}
+
+/* Called when this node became a ready leader (and from the tick while its entry is not
+ * current). MEMBER_HTTP goes after MEMBER_SET, which it needs: entries apply in order. */
 void srv_members_on_ready(struct srv *s)
 {
-    if (self_entry_current(s))
-        return;
     struct buf addr;
     buf_init(&addr);
-    srv_self_client_address(s, &addr);
-    srv_propose_member(s, s->cfg.id, addr.p, addr.len, s->cfg.raft_address,
-                       strlen(s->cfg.raft_address), member_set_cb, s);
+    if (!self_entry_current(s)) {
+        srv_self_client_address(s, &addr);
+        srv_propose_member(s, s->cfg.id, addr.p, addr.len, s->cfg.raft_address,
+                           strlen(s->cfg.raft_address), member_set_cb, s);
+    }
+    if (self_http_missing(s)) {
+        uint8_t flags;
+        srv_self_http_address(s, &addr, &flags);
+        srv_propose_member_http(s, s->cfg.id, addr.p, addr.len, flags);
+    }
     buf_free(&addr);
 }
 
@@ -649,8 +726,16 @@ static void announce_tick(struct srv *s, uint64_t now)
         /* the 5th argument only when the leader must hear it: a previous release's leader
            takes 4 (its refusal of 5 is then retried, the member entry still goes with 4) */
         bool tell = srv_format_tell_needed(s) && self_entry_current(s);
+        /* HTTP http-addr [TLS] only once the cluster's entries can carry it (format 2), so
+           only a leader that reads it is sent it */
+        struct buf http;
+        uint8_t hflags = 0;
+        buf_init(&http);
+        if (fsm_format(s->fsm) >= FSM_FORMAT_2)
+            srv_self_http_address(s, &http, &hflags);
+        size_t n_http = http.len ? (hflags & FSM_MEMBER_HTTP_TLS ? 3 : 2) : 0;
         srv_self_client_address(s, &s->scratch);
-        resp_w_array(&a->out, tell ? 5 : 4);
+        resp_w_array(&a->out, (tell ? 5 : 4) + n_http);
         resp_w_bulk_str(&a->out, "CLUSTER.ANNOUNCE");
         resp_w_bulk_str(&a->out, id);
         resp_w_bulk(&a->out, s->scratch.p, s->scratch.len);
@@ -661,6 +746,13 @@ static void announce_tick(struct srv *s, uint64_t now)
             resp_w_bulk_str(&a->out, fmt);
             a->told_term = rn_term(s->rn);
         }
+        if (n_http) {
+            resp_w_bulk_str(&a->out, "HTTP");
+            resp_w_bulk(&a->out, http.p, http.len);
+            if (n_http == 3)
+                resp_w_bulk_str(&a->out, "TLS");
+        }
+        buf_free(&http);
         announce_start(s, a, leader.p, leader.len);
     }
     buf_free(&leader);
@@ -674,7 +766,8 @@ void srv_members_tick(struct srv *s)
      * anything that got past CLUSTER.ANNOUNCE's checks): write it again, once a second at
      * most, so -NOTLEADER never points elsewhere for long. */
     if (s->cluster.role == RN_LEADER && srv_ready(s) && !s->stopping &&
-        now - s->cluster.self_assert_ms >= ANNOUNCE_EVERY_MS && !self_entry_current(s)) {
+        now - s->cluster.self_assert_ms >= ANNOUNCE_EVERY_MS &&
+        (!self_entry_current(s) || self_http_missing(s))) {
         s->cluster.self_assert_ms = now;
         srv_members_on_ready(s);
     }
@@ -696,7 +789,8 @@ void srv_members_tick(struct srv *s)
         join_tick(s, now);
         return;
     }
-    if (s->cluster.role != RN_FOLLOWER || (self_entry_current(s) && !srv_format_tell_needed(s)))
+    if (s->cluster.role != RN_FOLLOWER ||
+        (self_entry_current(s) && !srv_format_tell_needed(s) && !self_http_missing(s)))
         return;
     s->cluster.announce_last_ms = now;
     announce_tick(s, now);

@@ -136,7 +136,7 @@ static const struct {
     OPT("WAIT", CMD_OPT_WAIT, 1),       OPT("LOCKDELAY", CMD_OPT_LOCKDELAY, 1),
     OPT("NAME", CMD_OPT_NAME, 1),       OPT("SHARED", CMD_OPT_SHARED, 0),
     OPT("NOTIFY", CMD_OPT_NOTIFY, 0),   OPT("VALUE", CMD_OPT_VALUE, 1),
-    OPT("MAXHOLD", CMD_OPT_MAXHOLD, 1),
+    OPT("MAXHOLD", CMD_OPT_MAXHOLD, 1), OPT("TRACEPARENT", CMD_OPT_TRACE, 1),
 #undef OPT
 };
 
@@ -179,6 +179,18 @@ static int opt_value(struct srv_req *r, int bit, size_t i, struct fsm_cmd *cmd)
     case CMD_OPT_MAXHOLD:
         return cmd_arg_range(r, i, "MAXHOLD ms", cfg->min_max_hold, cfg->max_max_hold,
                              &cmd->lock_meta.maxhold_ms);
+    case CMD_OPT_TRACE: /* recorded in the history, the events and the audit log only */
+        if (trace_parse(r->argv[i].p, r->argv[i].len, &cmd->trace)) {
+            char shown[CMD_ARG_TEXT];
+            resp_w_errorf(r->out,
+                          PROTO_ERR " TRACEPARENT must be a W3C traceparent "
+                                    "00-<32 hex>-<16 hex>-<2 hex> (lowercase, ids not all zeros), "
+                                    "not '%s'",
+                          cmd_arg_text(&r->argv[i], shown));
+            return -1;
+        }
+        cmd->traced = true;
+        return 0;
     case CMD_OPT_SHARED: /* LOCK and LOCK_SHARED share their payload's layout */
     case CMD_OPT_NOTIFY: /* and LOCK_NOTIFY: a shared request tells nobody (no such op) */
         if (cmd->op == FSM_OP_LOCK_META) { /* LOCK's parse: cmd_lock.c picks the op after it */
@@ -313,6 +325,27 @@ void cmd_write_done(void *ctx, int status, const struct fsm_reply *reply)
     srv_slot_done(slot);
 }
 
+int cmd_trace_needs_fence(struct srv_req *r, struct fsm_cmd *cmd)
+{
+    const struct fsm_kv_cond *cond = fsm_cmd_cond(cmd);
+    if (!cmd->traced || (cond && cond->has_fence))
+        return 0;
+    cmd_reply_err(r, PROTO_ERR " TRACEPARENT goes with FENCE: only a fenced write carries one");
+    return -1;
+}
+
+/* A command with TRACEPARENT, proposed: one audit line (`traced`), so a trace's request is found
+ * in the audit log as in the lock history and the events. */
+static void audit_traced(struct srv_req *r, const struct fsm_cmd *cmd)
+{
+    char tp[TRACE_TEXT_LEN + 1], name[FSM_NAME_SHOWN];
+    const struct fsm_str *n = fsm_cmd_str(cmd, FSM_F_NAME);
+    trace_format(&cmd->trace, tp);
+    srv_audit(r->s, r->c, "traced", "op=%s name=%s sid=%llu traceparent=%s", fsm_op_name(cmd->op),
+              n ? fsm_printable(n->p, n->len, name, sizeof(name)) : "",
+              (unsigned long long)fsm_cmd_acting_sid(cmd), tp);
+}
+
 void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
 {
     struct srv *s = r->s;
@@ -342,6 +375,8 @@ void cmd_propose(struct srv_req *r, struct fsm_cmd *cmd)
         srv_reply_status(s, r->out, rc);
         return;
     }
+    if (cmd->traced)
+        audit_traced(r, cmd);
     r->async = true;
 }
 

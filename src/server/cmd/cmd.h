@@ -111,7 +111,8 @@ enum {
     CMD_OPT_SHARED = 128,   /* SHARED: LOCK in shared mode (the op becomes LOCK_SHARED) */
     CMD_OPT_NOTIFY = 256,   /* NOTIFY: LOCK tells the holder it waits (the op LOCK_NOTIFY) */
     CMD_OPT_VALUE = 512,    /* VALUE v: LOCK's grant carries v (the op LOCK_META) */
-    CMD_OPT_MAXHOLD = 1024  /* MAXHOLD ms: LOCK's grant ends after ms (the op LOCK_META) */
+    CMD_OPT_MAXHOLD = 1024, /* MAXHOLD ms: LOCK's grant ends after ms (the op LOCK_META) */
+    CMD_OPT_TRACE = 2048    /* TRACEPARENT tp: a W3C traceparent in the entry's header */
 };
 
 const struct srv_cmd *srv_cmd_lookup(const struct resp_arg *name);
@@ -181,8 +182,14 @@ struct cmd_history {
 };
 int cmd_history_collect(const struct fsm *f, const char *name, size_t len, uint64_t before,
                         size_t count, struct cmd_history *out);
+/* A history entry's traceparent as text in out, or "" for none (NULL). */
+const char *cmd_history_trace(const struct trace_ctx *t, char out[TRACE_TEXT_LEN + 1]);
 /* The error reply text of a non-zero cmd_history_collect result ("COMPACTED ..."). */
 void cmd_history_error(int rc, uint64_t compacted, char *msg, size_t len);
+
+/* LOCK.REVOKE's deadline on the leader (cmd_revoke.c): against a revoke already running on the
+ * same grant, the shorter of the asked length and what is left of the running one. */
+void cmd_revoke_merge_deadline(struct srv *s, struct fsm_cmd_lock_revoke *c);
 
 /* ---- argument helpers (cmd.c) ---- */
 void cmd_reply_err(struct srv_req *r, const char *msg);
@@ -206,6 +213,8 @@ int cmd_no_session(struct srv_req *r, uint64_t sid);
  * parser's own mark (bit 1, never proposed: cmd_lock.c turns it into LOCK_SHARED). */
 #define CMD_LOCK_NOTIFY 1u
 #define CMD_LOCK_SHARED 2u
+/* PUT, DEL, INCR: a TRACEPARENT without FENCE is refused (the error replied, -1); else 0. */
+int cmd_trace_needs_fence(struct srv_req *r, struct fsm_cmd *cmd);
 /* Parse the options from argv[start] on; only those in `allowed` (CMD_OPT_* bits). */
 int cmd_parse_opts(struct srv_req *r, size_t start, int allowed, struct fsm_cmd *cmd);
 /* Propose `cmd` for r's slot; the reply comes from cmd_write_done when it applied. */

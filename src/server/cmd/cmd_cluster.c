@@ -15,7 +15,7 @@
 
 /* Key-value pairs in a CLUSTER.INFO reply and in each CLUSTER.MEMBERS row. */
 #define CLUSTER_INFO_FIELDS 17
-#define MEMBER_ROW_FIELDS 5
+#define MEMBER_ROW_FIELDS 6
 
 void clusterInfoCommand(struct srv_req *r)
 {
@@ -76,17 +76,23 @@ static void member_row(void *arg, uint64_t id, const char *raft_address, int rol
 {
     struct members_arg *ma = arg;
     struct srv_req *r = ma->r;
-    struct fsm_member_view v;
+    struct fsm_member_view v = {0};
     resp_w_map(r->out, r->proto, MEMBER_ROW_FIELDS);
     resp_w_bulk_str(r->out, "id");
     resp_w_uint(r->out, id);
     resp_w_bulk_str(r->out, "raft_address");
     resp_w_bulk_str(r->out, raft_address);
+    bool known = fsm_member_get(r->s->fsm, id, &v);
     resp_w_bulk_str(r->out, "client_address");
-    if (fsm_member_get(r->s->fsm, id, &v))
-        resp_w_bulk(r->out, v.client_addr.p, v.client_addr.len);
-    else
-        resp_w_bulk_str(r->out, "");
+    resp_w_bulk(r->out, known ? v.client_addr.p : "", known ? v.client_addr.len : 0);
+    /* where a follower's HTTP API redirects (307) while this member leads: "" until announced */
+    char url[PROTO_ADDR_BUF + 16] = "";
+    if (known && v.http_addr.len)
+        snprintf(url, sizeof(url), "%s://%.*s",
+                 v.http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v.http_addr.len,
+                 v.http_addr.p);
+    resp_w_bulk_str(r->out, "http_url");
+    resp_w_bulk_str(r->out, url);
     resp_w_bulk_str(r->out, "role");
     resp_w_bulk_str(r->out, id == ma->leader     ? "leader"
                             : role == RN_VOTER   ? "follower"
@@ -126,17 +132,53 @@ static bool same_host(const struct resp_arg *client, const char *raft)
            proto_addr_parse(raft, strlen(raft), rh, sizeof(rh), &rp) == 0 && !strcasecmp(ch, rh);
 }
 
-/* CLUSTER.ANNOUNCE id client-addr raft-addr [format]: a member tells the leader its client
- * address, and the highest log format it reads (format.c; absent: 1, a previous release). */
+/* The optional tail of CLUSTER.ANNOUNCE after raft-addr: [format] [HTTP http-addr [TLS]].
+ * 0, or -1 with the error replied. *http NULL when absent. */
+static int announce_tail(struct srv_req *r, uint64_t *format, const struct resp_arg **http,
+                         uint8_t *flags)
+{
+    size_t i = 4;
+    *http = NULL;
+    *flags = 0;
+    if (i < r->argc && !resp_arg_is(&r->argv[i], "HTTP")) {
+        if (cmd_arg_u64(r, i, "log format", format))
+            return -1;
+        i++;
+    }
+    if (i < r->argc && resp_arg_is(&r->argv[i], "HTTP") && i + 1 < r->argc) {
+        *http = &r->argv[i + 1];
+        i += 2;
+        if (i < r->argc && resp_arg_is(&r->argv[i], "TLS")) {
+            *flags = FSM_MEMBER_HTTP_TLS;
+            i++;
+        }
+    }
+    if (i != r->argc) {
+        cmd_reply_err(r, PROTO_ERR " syntax: CLUSTER.ANNOUNCE id client-addr raft-addr [format] "
+                                   "[HTTP http-addr [TLS]]");
+        return -1;
+    }
+    if (*http && !proto_addr_valid((*http)->p, (*http)->len)) {
+        cmd_reply_err(r, PROTO_ERR " http address must be host:port");
+        return -1;
+    }
+    if (*http && fsm_format(r->s->fsm) < FSM_FORMAT_2) {
+        cmd_reply_err(r, PROTO_ERR " HTTP addresses need the cluster's log format 2");
+        return -1;
+    }
+    return 0;
+}
+
+/* CLUSTER.ANNOUNCE id client-addr raft-addr [format] [HTTP http-addr [TLS]]: a member tells
+ * the leader its client address, the highest log format it reads (format.c; absent: 1, a
+ * previous release) and where its HTTP port is (a follower's 307 names the leader's). */
 void clusterAnnounceCommand(struct srv_req *r)
 {
     uint64_t id, format = FSM_FORMAT_1;
-    if (r->argc > 5) {
-        cmd_reply_err(r, PROTO_ERR " wrong number of arguments for 'CLUSTER.ANNOUNCE'");
-        return;
-    }
+    const struct resp_arg *http;
+    uint8_t hflags;
     if (cmd_need_leader(r) || cmd_arg_u64(r, 1, "member id", &id) ||
-        (r->argc == 5 && cmd_arg_u64(r, 4, "log format", &format)))
+        announce_tail(r, &format, &http, &hflags))
         return;
     const char *known = rn_server_address(r->s->rn, id);
     const struct resp_arg *client = &r->argv[2], *raft = &r->argv[3];
@@ -158,10 +200,13 @@ void clusterAnnounceCommand(struct srv_req *r)
                       (unsigned long long)id);
         return;
     }
-    if (!r->s->cfg.announce_any_host && !same_host(client, known)) {
+    /* The HTTP address gets the same rule: a follower's 307 sends browsers, with their
+     * credentials, wherever it points. */
+    if (!r->s->cfg.announce_any_host &&
+        (!same_host(client, known) || (http && !same_host(http, known)))) {
         resp_w_errorf(r->out,
-                      PROTO_ERR " member %llu's client address must be on the host of its raft "
-                                "address %s (--announce-any-host to allow others)",
+                      PROTO_ERR " member %llu's client and http addresses must be on the host of "
+                                "its raft address %s (--announce-any-host to allow others)",
                       (unsigned long long)id, known);
         return;
     }
@@ -178,6 +223,10 @@ void clusterAnnounceCommand(struct srv_req *r)
         srv_reply_status(r->s, r->out, rc);
         return;
     }
+    /* applied after the MEMBER_SET it needs; if it fails, the follower's entry stays without
+       it and its next announce (a second later) tries again */
+    if (http)
+        srv_propose_member_http(r->s, id, http->p, http->len, hflags);
     srv_audit(r->s, r->c, "cluster.announce", "id=%llu client=%.*s raft=%.*s",
               (unsigned long long)id, (int)client->len, client->p, (int)raft->len, raft->p);
     r->async = true;

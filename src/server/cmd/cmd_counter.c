@@ -26,7 +26,9 @@ void incrCommand(struct srv_req *r)
         cmd.incr.by = (uint64_t)by; /* two's complement on the wire (ops.h) */
         opts = 4;
     }
-    if (cmd_parse_opts(r, opts, CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ, &cmd))
+    if (cmd_parse_opts(r, opts, CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ | CMD_OPT_TRACE,
+                       &cmd) ||
+        cmd_trace_needs_fence(r, &cmd))
         return;
     cmd_propose(r, &cmd);
 }

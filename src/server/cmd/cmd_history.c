@@ -12,7 +12,7 @@
 
 #include "server/cmd/cmd.h"
 
-#define HISTORY_FIELDS 16
+#define HISTORY_FIELDS 18
 #define HISTORY_COUNT_DEFAULT 100 /* COUNT left out: the newest 100 (at most --max-keys-reply) */
 
 static void collect_cb(void *arg, const struct fsm_hist_entry *e)
@@ -39,6 +39,14 @@ int cmd_history_collect(const struct fsm *f, const char *name, size_t len, uint6
     return rc < 0 ? rc : 0;
 }
 
+const char *cmd_history_trace(const struct trace_ctx *t, char out[TRACE_TEXT_LEN + 1])
+{
+    if (!t)
+        return "";
+    trace_format(t, out);
+    return out;
+}
+
 static void write_entry(struct srv_req *r, const struct fsm_hist_entry *e)
 {
     struct buf *o = r->out;
@@ -51,8 +59,13 @@ static void write_entry(struct srv_req *r, const struct fsm_hist_entry *e)
     resp_w_bulk(o, e->session_name.p, e->session_name.len);
     resp_w_bulk_str(o, "user");
     resp_w_bulk(o, e->user.p, e->user.len);
-    resp_w_bulk_str(o, "value"); /* the lock's value at the grant, once locks carry one */
+    resp_w_bulk_str(o, "value"); /* a lock grant's LOCK ... VALUE */
     resp_w_bulk(o, e->value.p, e->value.len);
+    char tp[TRACE_TEXT_LEN + 1];
+    resp_w_bulk_str(o, "traceparent"); /* the grantee's request's TRACEPARENT, "" if none */
+    resp_w_bulk_str(o, cmd_history_trace(e->trace, tp));
+    resp_w_bulk_str(o, "end_traceparent"); /* the ending command's */
+    resp_w_bulk_str(o, cmd_history_trace(e->end_trace, tp));
     resp_w_bulk_str(o, "token");
     resp_w_uint(o, e->token);
     resp_w_bulk_str(o, "permits");

@@ -22,7 +22,10 @@ void putCommand(struct srv_req *r)
     }
     cmd.put.value.p = r->argv[2].p;
     cmd.put.value.len = (uint32_t)r->argv[2].len;
-    if (cmd_parse_opts(r, 3, CMD_OPT_LEASE | CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ, &cmd))
+    if (cmd_parse_opts(r, 3,
+                       CMD_OPT_LEASE | CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ | CMD_OPT_TRACE,
+                       &cmd) ||
+        cmd_trace_needs_fence(r, &cmd))
         return;
     cmd_propose(r, &cmd);
 }
@@ -31,7 +34,8 @@ void delCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_DEL, .del = {.cond = {.has_fence = false}}};
     if (cmd_need_leader(r) || cmd_arg_name(r, 1, "key", &cmd.del.key) ||
-        cmd_parse_opts(r, 2, CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ, &cmd))
+        cmd_parse_opts(r, 2, CMD_OPT_FENCE | CMD_OPT_IFREV | CMD_OPT_REQ | CMD_OPT_TRACE, &cmd) ||
+        cmd_trace_needs_fence(r, &cmd))
         return;
     cmd_propose(r, &cmd);
 }

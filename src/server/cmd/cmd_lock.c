@@ -22,7 +22,8 @@ static int lock_args(struct srv_req *r, struct fsm_str *name, uint64_t *sid)
 }
 
 /*
- * LOCK name sid [WAIT ms] [VALUE v] [MAXHOLD ms] [SHARED | NOTIFY] [REQ sid seq]. The options
+ * LOCK name sid [WAIT ms] [VALUE v] [MAXHOLD ms] [SHARED | NOTIFY] [REQ sid seq]
+ * [TRACEPARENT tp] (tp in the entry's header: any op it becomes carries it). The options
  * parse into a LOCK_META; without a value or a max hold the command is proposed as the LOCK,
  * LOCK_SHARED or LOCK_NOTIFY it always was (the same bytes). A value and a max hold belong to
  * an exclusive grant: SHARED with either is refused.
@@ -33,7 +34,7 @@ void lockCommand(struct srv_req *r)
     if (lock_args(r, &cmd.lock_meta.name, &cmd.lock_meta.sid) ||
         cmd_parse_opts(r, 3,
                        CMD_OPT_WAIT | CMD_OPT_REQ | CMD_OPT_SHARED | CMD_OPT_NOTIFY |
-                           CMD_OPT_VALUE | CMD_OPT_MAXHOLD,
+                           CMD_OPT_VALUE | CMD_OPT_MAXHOLD | CMD_OPT_TRACE,
                        &cmd))
         return;
     struct fsm_cmd_lock_meta m = cmd.lock_meta;
@@ -59,7 +60,8 @@ static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
 void unlockCommand(struct srv_req *r)
 {
     struct fsm_cmd cmd = {.op = FSM_OP_UNLOCK, .unlock = {.sid = 0}};
-    if (lock_args(r, &cmd.unlock.name, &cmd.unlock.sid) || cmd_parse_opts(r, 3, CMD_OPT_REQ, &cmd))
+    if (lock_args(r, &cmd.unlock.name, &cmd.unlock.sid) ||
+        cmd_parse_opts(r, 3, CMD_OPT_REQ | CMD_OPT_TRACE, &cmd))
         return;
     cmd_propose(r, &cmd);
 }

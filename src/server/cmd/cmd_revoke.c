@@ -59,6 +59,7 @@ static int revoke_opts(struct srv_req *r, struct fsm_cmd_lock_revoke *c)
 }
 
 /*
+ * (cmd.h; also POST /v1/locks/{name}/revoke, obs/http_revoke.c.)
  * A second revoke of a grant whose deadline runs: the deadline is a length the FSM counts from
  * each revoke's apply and cannot compare across time (src/fsm/revoke.c), so the leader, whose
  * clock measures it, proposes the shorter of the asked length and what is left of the running
@@ -68,7 +69,7 @@ static int revoke_opts(struct srv_req *r, struct fsm_cmd_lock_revoke *c)
  * holder is still told the deadline that is enforced, which may then end later than the
  * running one did, never earlier.
  */
-static void merge_running_deadline(struct srv *s, struct fsm_cmd_lock_revoke *c)
+void cmd_revoke_merge_deadline(struct srv *s, struct fsm_cmd_lock_revoke *c)
 {
     struct fsm_revoke_view v;
     uint64_t left;
@@ -90,7 +91,7 @@ void lockRevokeCommand(struct srv_req *r)
         return;
     c->by = (struct fsm_str){by, (uint32_t)requester(r, by, sizeof(by))};
     uint64_t asked = c->deadline_ms;
-    merge_running_deadline(r->s, c);
+    cmd_revoke_merge_deadline(r->s, c);
     cmd_propose(r, &cmd);
     if (r->async) { /* proposed: who took locks from whom is the operator's to know */
         char shown[CMD_ARG_TEXT];

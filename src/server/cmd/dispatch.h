@@ -34,6 +34,12 @@ int srv_tsig_init(struct srv *s);
 /* SIGHUP: read them again (a missing or short file keeps the old keys). */
 void srv_tsig_reload(struct srv *s);
 
+/* cmd_token.c: AUTH.TOKEN's key (--http-token-key, or a random one) */
+/* Read the key file, or make a random key: 0, or -1 (logged; the server must not start). */
+int srv_htok_init(struct srv *s);
+/* SIGHUP: read the file again (a missing or short file keeps the old key). */
+void srv_htok_reload(struct srv *s);
+
 /* http_routes.c: what the HTTP endpoint serves (/metrics, /health) */
 void srv_http_route(void *arg, const char *method, const char *path, struct buf *body, int *status,
                     const char **ctype);

@@ -36,6 +36,8 @@ struct srv_config {
     char restore[512]; /* --restore FILE: a backup into an empty data dir; run once and exit */
     char http_host[PROTO_ADDR_BUF];
     int http_port; /* 0 = no HTTP endpoint */
+    /* --http-advertise: the HTTP address other members redirect to ("": from --http-listen) */
+    char http_advertise[PROTO_ADDR_BUF];
     size_t max_bulk, max_args, max_clients, max_key, max_value, max_keys_reply;
     size_t max_pending;        /* per connection: reading pauses beyond it */
     size_t max_output;         /* per connection: unsent reply bytes before it is closed */
@@ -103,6 +105,10 @@ struct srv_config {
     /* --token-key FILE[,FILE2]: FENCE.SIGN signs with the first, FENCE.VERIFY accepts each */
     char token_key[TSIG_MAX_KEYS][TSIG_PATH_MAX];
     size_t n_token_keys; /* 0 = no key: FENCE.SIGN / FENCE.VERIFY refused */
+    /* AUTH.TOKEN's bearer tokens (security/httptoken.h): the key file ("" = a random key of
+     * this process), the TTL without TTL ms, and the longest TTL signed or accepted */
+    char http_token_key[512];
+    uint64_t http_token_ttl, http_token_max_ttl;
     /* --max-log-format: the highest log format this node reads and reports (format.c); only
      * lowered to simulate a previous-release node in upgrade tests. 0 = FSM_FORMAT_MAX */
     unsigned max_log_format;

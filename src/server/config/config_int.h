@@ -94,6 +94,7 @@ int cfg_parse_listen(struct srv_config *c, const char *v);
 int cfg_parse_raft_listen(struct srv_config *c, const char *v);
 const char *cfg_show_raft_listen(const struct srv_config *c);
 int cfg_parse_http_listen(struct srv_config *c, const char *v);
+int cfg_parse_http_advertise(struct srv_config *c, const char *v);
 int cfg_parse_initial_cluster(struct srv_config *c, const char *v);
 int cfg_parse_recover(struct srv_config *c, const char *v);
 int cfg_parse_join(struct srv_config *c, const char *v);

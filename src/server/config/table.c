@@ -59,6 +59,10 @@ const struct cfg_row cfg_rows[] = {
      .help = "Raft transport address"},
     TEXT("--http-listen", cfg_parse_http_listen, "127.0.0.1:7482", "HOST:PORT", 0,
          "/metrics, /livez, /readyz (/health), the /v1/ API and /ui/; 'off' for none"),
+    TEXT("--http-advertise", cfg_parse_http_advertise, NULL, "HOST:PORT", 0,
+         "where the other members send a client to this node's HTTP port (a follower's 307 to "
+         "the leader); unset: --http-listen, its host replaced by --raft-listen's when it is a "
+         "wildcard (0.0.0.0, ::)"),
     TEXT("--recover", cfg_parse_recover, NULL, "ID=HOST:PORT,...", 0,
          "disaster recovery after losing a majority for good: write this configuration (the "
          "survivors) into --data-dir of a stopped node, then exit; start it normally afterwards "
@@ -257,6 +261,17 @@ const struct cfg_row cfg_rows[] = {
          "HMAC key(s) of FENCE.SIGN (signs with FILE) and FENCE.VERIFY (accepts both: rotation); "
          "each at least 16 bytes, one trailing newline dropped (a bad file keeps the old keys); "
          "every member needs the same files"),
+    PATH("--http-token-key", http_token_key, NULL, "FILE", CFG_RELOAD,
+         "key file (16..1024 bytes, one trailing newline dropped) of AUTH.TOKEN's bearer tokens "
+         "for the HTTP API; every member needs the same file for its tokens to be accepted by "
+         "all; unset: a random key of this process (tokens valid on this node until it "
+         "restarts); a new file invalidates every token (a bad file keeps the old key)"),
+    NUM("--http-token-ttl", http_token_ttl, CFG_MS, 1000, TB, 3600000,
+        "lifetime of an AUTH.TOKEN bearer token asked without TTL (at most --http-token-max-ttl)"),
+    NUM("--http-token-max-ttl", http_token_max_ttl, CFG_MS, 1000, TB, 86400000,
+        "the longest lifetime AUTH.TOKEN signs and the HTTP API accepts (a token further from "
+        "its expiry, beyond a minute of clock skew, is refused: lowering it cuts issued tokens "
+        "short)"),
     NUM("--auth-threads", auth_threads, CFG_COUNT, 1, 64, 2,
         "threads verifying AUTH passwords (Argon2id, 64 MiB each), apart from libuv's pool that "
         "the Raft disk path uses"),

@@ -278,6 +278,15 @@ int cfg_parse_http_listen(struct srv_config *c, const char *v)
     return parse_hostport(v, c->http_host, &c->http_port);
 }
 
+/* --http-advertise: one host:port, kept as given (it is what the member table holds). */
+int cfg_parse_http_advertise(struct srv_config *c, const char *v)
+{
+    if (!valid_hostport(v))
+        return -1;
+    snprintf(c->http_advertise, sizeof(c->http_advertise), "%s", v);
+    return 0;
+}
+
 /* "h:p[,h:p...]": 1 to RN_MAX_PEERS client addresses, none empty. */
 int cfg_parse_join(struct srv_config *c, const char *v)
 {

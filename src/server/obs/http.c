@@ -369,6 +369,11 @@ static void serve(struct http_conn *c, size_t head_len)
     }
     if (http_parse_head(c->in, head_len, r)) {
         respond_error(c, 400, NULL);
+    } else if (!strcmp(r->method, "POST")) {
+        /* the one write (POST /v1/locks/{name}/revoke) is the async handler's to take; its
+         * body, if any, is never read (the parameters are in the query) */
+        if (!take_async(c, r, head_len))
+            respond_error(c, 405, "Allow: GET, HEAD\r\n");
     } else if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0) {
         respond_error(c, 405, "Allow: GET, HEAD\r\n");
     } else if (!take_async(c, r, head_len)) {

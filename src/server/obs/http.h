@@ -7,7 +7,8 @@
  * Owns: the listening handle, every accepted connection (request head buffer, response
  * buffers, idle timer) and the struct srv_http itself. One request per connection: the reply
  * carries Content-Length and `Connection: close`, then the connection is shut down, drained and
- * closed. Only GET and HEAD reach the handler; bad requests get 400/405/431 without it.
+ * closed. Only GET and HEAD reach the handler, and POST the async handler (which may decline
+ * it: 405); bad requests get 400/405/431 without them.
  * Invariants: at most max_conns connections are open and not closing; at the cap a new
  * connection closes the oldest one still waiting for its request (srv_http_evictions counts
  * them) or, if every one is busy answering, is closed at once itself; each connection lives
@@ -61,8 +62,9 @@ struct srv_http_request {
     const char *cn;   /* TLS: the verified client certificate's CN; "" when none */
 };
 
-/* Asked first for every GET/HEAD request. 0: not taken (the plain handler answers it, and p is
- * freed by http.c); 1: taken: the handler answers p with srv_http_complete, now or later. */
+/* Asked first for every GET/HEAD/POST request (a declined POST is answered 405). 0: not taken (the
+ * plain handler answers it, and p is freed by http.c); 1: taken: the handler answers p with
+ * srv_http_complete, now or later. */
 typedef int (*srv_http_async_handler)(void *arg, const struct srv_http_request *req,
                                       struct srv_http_pending *p);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * http_api.c — the gate (HTTP Basic under --acl-file) and the read-only JSON API. The header
+ * http_api.c — the gate (HTTP Basic or an AUTH.TOKEN bearer token under --acl-file) and the
+ * read-only JSON API. The header
  * comment of http_api.h has who owns what; http_args.c parses.
  *
  * A request's way: srv_http_async_route copies it (struct hapi_req) -> the gate: no users, or
@@ -8,7 +9,8 @@
  * /v1/fence to http_fence.c, /metrics rendered, an API path checked (`read` permission, the
  * route, the query) and then answered: with `?stale` at once from this node's state (with
  * X-Fencelock-Last-Contact and X-Fencelock-Applied-Index), on the leader after a read barrier
- * (linearizable, as LOCK.INFO on the client port), on a follower 503 naming the leader.
+ * (linearizable, as LOCK.INFO on the client port), on a follower 307 to the leader's HTTP
+ * address (the member table's, MEMBER_HTTP), or 503 naming the leader when that is not known.
  *
  * What a user sees: only the locks, semaphores and elections its locks= globs allow (as LOCKS
  * filters) and, once owners are recorded, its own sessions (every one to an admin), as
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/clock.h"
 #include "common/json.h"
@@ -32,6 +35,8 @@
 #define HAPI_JSON "application/json"
 #define HAPI_TEXT "text/plain; charset=utf-8"
 #define HAPI_REALM "WWW-Authenticate: Basic realm=\"fencelock\", charset=\"UTF-8\"\r\n"
+#define HAPI_BEARER_REALM                                                                          \
+    "WWW-Authenticate: Bearer realm=\"fencelock\", error=\"invalid_token\"\r\n"
 
 struct hapi_req {
     struct hapi_req *next;
@@ -225,6 +230,9 @@ static int render_history(struct srv *s, struct json *j, const char *name, size_
         json_kv_str(j, "session_name", e->session_name.p, e->session_name.len);
         json_kv_str(j, "user", e->user.p, e->user.len);
         json_kv_str(j, "value", e->value.p, e->value.len);
+        char tp[TRACE_TEXT_LEN + 1];
+        json_kv_cstr(j, "traceparent", cmd_history_trace(e->trace, tp));
+        json_kv_cstr(j, "end_traceparent", cmd_history_trace(e->end_trace, tp));
         json_kv_u64(j, "token", e->token);
         json_kv_u64(j, "permits", e->permits);
         json_kv_u64(j, "granted_rev", e->token);
@@ -673,8 +681,37 @@ static void answer_stale(struct hapi_req *q)
     answer_api(q, extra);
 }
 
-/* Not the leader and no ?stale: 503 naming the leader (its client address from the member
- * table: the HTTP address of another node is not known here). */
+/* Not the leader and no ?stale, the leader's HTTP address known (MEMBER_HTTP, announced by
+ * each node: cluster/members.c): 307 to the same path and query there, https when its HTTP
+ * port speaks TLS. A browser or `curl -L` follows it (the method and body stay, as 307 says);
+ * credentials go along only where the client's own rules allow (docs/server.md). true if
+ * answered. */
+static bool redirect_to_leader(struct hapi_req *q, uint64_t lid, const struct fsm_member_view *v)
+{
+    if (!v->http_addr.len || !proto_addr_valid(v->http_addr.p, v->http_addr.len))
+        return false;
+    struct buf h;
+    buf_init(&h);
+    int rc =
+        buf_printf(&h, "Location: %s://%.*s%s%s%s\r\nX-Fencelock-Leader: %llu %.*s\r\n",
+                   v->http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v->http_addr.len,
+                   v->http_addr.p, q->path, q->query[0] ? "?" : "", q->query,
+                   (unsigned long long)lid, (int)v->client_addr.len, v->client_addr.p);
+    if (rc || buf_failed(&h)) {
+        buf_free(&h);
+        return false; /* the 503 names the leader instead */
+    }
+    char msg[PROTO_ADDR_BUF + 96];
+    snprintf(msg, sizeof(msg), "not the leader: node %llu is, at %.*s\n", (unsigned long long)lid,
+             (int)v->http_addr.len, v->http_addr.p);
+    srv_http_complete_h(q->p, 307, HAPI_TEXT, h.p, msg, strlen(msg));
+    req_free(q);
+    buf_free(&h);
+    return true;
+}
+
+/* Not the leader and no ?stale: 307 to the leader's HTTP port when the member table knows it,
+ * else 503 naming the leader's client address (or that no leader is known). */
 static void answer_not_leader(struct hapi_req *q)
 {
     struct srv *s = q->s;
@@ -683,6 +720,9 @@ static void answer_not_leader(struct hapi_req *q)
     struct fsm_member_view v;
     char extra[PROTO_ADDR_BUF + 96] = "", msg[PROTO_ADDR_BUF + 160];
     rn_leader(s->rn, &lid, &laddr);
+    if (lid && lid != s->cfg.id && fsm_member_get(s->fsm, lid, &v) &&
+        redirect_to_leader(q, lid, &v))
+        return;
     if (lid && fsm_member_get(s->fsm, lid, &v) && v.client_addr.len &&
         proto_addr_valid(v.client_addr.p, v.client_addr.len)) {
         snprintf(extra, sizeof(extra), "X-Fencelock-Leader: %llu %.*s\r\n", (unsigned long long)lid,
@@ -740,14 +780,18 @@ static void member_obj(void *arg, uint64_t id, const char *raft_address, int rol
 {
     struct members_arg *ma = arg;
     struct json *j = ma->j;
-    struct fsm_member_view v;
+    struct fsm_member_view v = {0};
     json_obj(j);
     json_kv_u64(j, "id", id);
     json_kv_cstr(j, "raft_address", raft_address);
-    if (fsm_member_get(ma->s->fsm, id, &v))
-        json_kv_str(j, "client_address", v.client_addr.p, v.client_addr.len);
-    else
-        json_kv_cstr(j, "client_address", "");
+    bool known = fsm_member_get(ma->s->fsm, id, &v);
+    json_kv_str(j, "client_address", known ? v.client_addr.p : "", known ? v.client_addr.len : 0);
+    char url[PROTO_ADDR_BUF + 16] = ""; /* CLUSTER.MEMBERS's http_url */
+    if (known && v.http_addr.len)
+        snprintf(url, sizeof(url), "%s://%.*s",
+                 v.http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v.http_addr.len,
+                 v.http_addr.p);
+    json_kv_cstr(j, "http_url", url);
     json_kv_cstr(j, "role",
                  id == ma->leader     ? "leader"
                  : role == RN_VOTER   ? "follower"
@@ -837,6 +881,12 @@ static void admit(struct hapi_req *q)
 {
     struct srv *s = q->s;
     const struct acl_user *u = user_of(q);
+    if (!strcmp(q->method, "POST")) { /* the revoke: its own permission (http_revoke.c) */
+        struct srv_http_request r = req_of(q);
+        srv_http_revoke(s, &r, q->p, u);
+        req_free(q);
+        return;
+    }
     if (s->auth.on && (!u || !(u->perms & ACL_READ))) {
         answer_text(q, 403, NULL, "this user has no read permission\n");
         return;
@@ -938,6 +988,46 @@ static bool user_from_cn(struct hapi_req *q, const char *cn)
     return true;
 }
 
+/* "Bearer" and a blank, as RFC 6750 spells it (the scheme is case-insensitive). The token
+ * after it, or NULL for another scheme. */
+static const char *bearer_of(const char *hv, size_t hl, size_t *tl)
+{
+    if (hl < 8 || strncasecmp(hv, "Bearer ", 7) != 0)
+        return NULL;
+    size_t i = 7;
+    while (i < hl && hv[i] == ' ')
+        i++;
+    *tl = hl - i;
+    return hv + i;
+}
+
+/* Authorization: Bearer <token> (AUTH.TOKEN's, security/httptoken.h): the request is its user
+ * when the token is well formed, unexpired, signed with this node's key and its user (with the
+ * same password hash) is in the current ACL; else 401 and nothing is served. A refusal counts
+ * as an authentication failure (log and audit lines within --security-log-rate). */
+static void bearer_auth(struct hapi_req *q, const char *tok, size_t tl)
+{
+    struct srv *s = q->s;
+    const struct acl_user *u;
+    int st = htok_verify(&s->htok, &s->auth.acl, tok, tl, clock_wall_ms(),
+                         s->cfg.http_token_max_ttl, &u);
+    if (st != HTOK_OK) {
+        char msg[128];
+        s->m.auth_failures++;
+        if (srv_seclog_allow(s)) {
+            LOGW(&s->log, "HTTP bearer token refused from %s: %s", q->peer, htok_status_text(st));
+            srv_audit_as(s, "", q->peer, "auth.failure", "HTTP bearer token: %s",
+                         htok_status_text(st));
+        }
+        snprintf(msg, sizeof msg, "bearer token refused: %s\n", htok_status_text(st));
+        answer_text(q, 401, HAPI_BEARER_REALM, msg);
+        return;
+    }
+    q->has_user = true;
+    snprintf(q->user, sizeof(q->user), "%s", u->name);
+    admit(q);
+}
+
 int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p)
 {
     struct srv *s = arg;
@@ -961,6 +1051,16 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
     memcpy(q->path, req->path, pl + 1);
     q->query = q->path + pl + 1;
     memcpy(q->query, req->query, ql + 1);
+    if (!strcmp(q->method, "POST") && !srv_http_revoke_path(q->path)) {
+        answer_text(q, 405, "Allow: GET, HEAD\r\n", "method not allowed\n");
+        return 1;
+    }
+    if (!strcmp(q->method, "POST") && !srv_http_revoke_csrf_ok(req)) {
+        answer_text(q, 403, NULL,
+                    "a POST needs the header X-Fencelock-Request: 1 (it keeps other web pages "
+                    "from sending it through a browser)\n");
+        return 1;
+    }
     if (!wants_api(q->path) && strcmp(q->path, "/v1/fence") && !metrics &&
         !srv_console_path(q->path)) {
         answer_text(q, 404, NULL, "not found\n");
@@ -984,16 +1084,23 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
         answer_text(q, 400, NULL, "Authorization given twice\n");
         return 1;
     }
-    if (!basic_allowed(q)) {
+    if (!basic_allowed(q)) { /* a bearer token is a credential too: the same rule */
         answer_text(q, 403, NULL,
-                    "a password over plain HTTP is accepted from loopback only: this port has "
+                    "credentials over plain HTTP are accepted from loopback only: this port has "
                     "no TLS (--http-tls)\n");
+        return 1;
+    }
+    size_t tl;
+    const char *tok = bearer_of(hv, hl, &tl);
+    if (tok) {
+        bearer_auth(q, tok, tl);
         return 1;
     }
     char user[ACL_NAME_MAX], pw[AUTH_PW_MAX + 1];
     size_t ul, pwl;
     if (hapi_basic_decode(hv, hl, user, sizeof(user), &ul, pw, sizeof(pw), &pwl)) {
-        answer_text(q, 401, HAPI_REALM, "Authorization: not Basic base64(user:password)\n");
+        answer_text(q, 401, HAPI_REALM,
+                    "Authorization: neither Basic base64(user:password) nor Bearer <token>\n");
         return 1;
     }
     srv_auth_http(s, q->peer, user, ul, pw, pwl, auth_done, q);

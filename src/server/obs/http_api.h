@@ -4,7 +4,8 @@
  * /v1/sessions, /v1/sessions/{id}, /v1/members, /v1/elections, /v1/semaphores) and the gate in
  * front of every authenticated path (/v1/..., /v1/fence, and /metrics with
  * --http-metrics-auth): HTTP Basic over the --acl-file users, checked by security/auth.c as
- * AUTH is (srv_auth_http).
+ * AUTH is (srv_auth_http), or `Authorization: Bearer` with an AUTH.TOKEN token
+ * (security/httptoken.h), under the same transport rule (TLS, or loopback on both ends).
  *
  * Owns (struct srv_hapi, in struct srv as `hapi`): the API requests waiting for the next read
  * barrier and those the barrier in flight covers, batched as http_fence.c batches its checks
@@ -50,6 +51,16 @@ void srv_http_events_wake(struct srv *s);
 /* The async handler (http.h) of fencelockd's HTTP port: the gate, the API, /v1/fence
  * (http_fence.c) and, with --http-metrics-auth under users, /metrics. arg is the struct srv. */
 int srv_http_async_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p);
+
+/* POST /v1/locks/{name}/revoke (http_revoke.c): whether path is that route; whether the
+ * request carries the CSRF header (X-Fencelock-Request: 1); and the revoke itself once the
+ * gate authenticated the request as u (NULL without users): answers p now or after the
+ * proposal (req is read during the call only). */
+struct acl_user;
+bool srv_http_revoke_path(const char *path);
+bool srv_http_revoke_csrf_ok(const struct srv_http_request *req);
+void srv_http_revoke(struct srv *s, const struct srv_http_request *req, struct srv_http_pending *p,
+                     const struct acl_user *u);
 
 /* /v1/fence once admitted (http_fence.c). */
 int srv_http_fence_route(void *arg, const struct srv_http_request *req, struct srv_http_pending *p);

@@ -8,7 +8,8 @@
  *          "event":"auth.failure","detail":"..."}  (time RFC 3339 UTC with milliseconds; user
  * and addr "" when there is none, e.g. a SIGHUP reload). Events: auth.success, auth.failure,
  * permission.denied, session.revoke, cluster.add, cluster.remove, cluster.transfer,
- * cluster.announce, acl.reload, acl.reload_refused, log.dropped (auth.failure and
+ * cluster.announce, acl.reload, acl.reload_refused, traced (a command with TRACEPARENT),
+ * log.dropped (auth.failure and
  * permission.denied lines dropped over --security-log-rate, limits.c).
  *
  * Strings are escaped by the one JSON policy of common/text.h: '"' and '\', control bytes

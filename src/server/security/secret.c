@@ -48,6 +48,7 @@ int srv_secrets_check(struct srv *s, const char *prefix)
     bad += check_one(s, prefix, "--peer-password-file", c->peer_password_file);
     bad += check_one(s, prefix, "--tls-key", c->tls.key);
     bad += check_one(s, prefix, "--peer-tls-key", c->peer_tls_key);
+    bad += check_one(s, prefix, "--http-token-key", c->http_token_key);
     for (size_t i = 0; i < c->n_token_keys; i++)
         bad += check_one(s, prefix, "--token-key", c->token_key[i]);
     return bad ? -1 : 0;

@@ -180,7 +180,14 @@ void watch_seed(struct watch *w, uint64_t seed)
 
 static size_t entry_bytes(const struct watch_entry *e)
 {
-    return sizeof(*e) + sizeof(e) + e->name_len + (e->value_kept ? e->value_len : 0) + e->by_len;
+    return sizeof(*e) + sizeof(e) + e->name_len + (e->value_kept ? e->value_len : 0) + e->by_len +
+           (e->traced ? TRACE_BIN_LEN : 0);
+}
+
+/* Where a traced entry keeps its traceparent's bytes. */
+static const char *trace_at(const struct watch_entry *e)
+{
+    return e->data + e->name_len + (e->value_kept ? e->value_len : 0) + e->by_len;
 }
 
 static struct watch_entry **slot_at(const struct watch *w, size_t i)
@@ -361,9 +368,11 @@ static struct watch_entry *entry_new(const struct watch *w, int kind, const stru
         ((kinds[kind].fields & (WF_VALUE | WF_VALUE_OPT)) && ev->value.len <= w->value_max) ||
         revoke;
     size_t vlen = keep ? ev->value.len : 0, blen = revoke ? ev->by.len : 0;
-    struct watch_entry *e = malloc(sizeof(*e) + ev->name.len + vlen + blen);
+    size_t tlen = ev->traced ? TRACE_BIN_LEN : 0;
+    struct watch_entry *e = malloc(sizeof(*e) + ev->name.len + vlen + blen + tlen);
     if (!e)
         return NULL;
+    e->traced = ev->traced;
     e->kind = (uint8_t)kind;
     e->object = (kinds[kind].fields & WF_OBJECT) ? ev->kind : 0;
     e->value_kept = keep;
@@ -380,6 +389,8 @@ static struct watch_entry *entry_new(const struct watch *w, int kind, const stru
         memcpy(e->data + ev->name.len, ev->value.p, vlen);
     if (blen)
         memcpy(e->data + ev->name.len + vlen, ev->by.p, blen);
+    if (tlen)
+        memcpy(e->data + ev->name.len + vlen + blen, ev->trace.b, tlen);
     return e;
 }
 
@@ -813,7 +824,16 @@ static size_t field_count(const struct kind *k, const struct watch_entry *e)
     n += !!(f & WF_MOD_REV) + !!(f & WF_MS) + !!(f & WF_REASON) + 2 * !!(f & WF_REVOKE);
     n += ((f & WF_VALUE_OPT) && e->value_len) + 2 * ((f & WF_MAXHOLD) && e->ms);
     n += e->object != 0;
+    n += e->traced;
     return n;
+}
+
+/* The entry's traceparent as text (common/trace.h) into out. */
+static void trace_text(const struct watch_entry *e, char out[TRACE_TEXT_LEN + 1])
+{
+    struct trace_ctx t;
+    memcpy(t.b, trace_at(e), TRACE_BIN_LEN);
+    trace_format(&t, out);
 }
 
 void watch_render(struct buf *out, const struct watch_entry *e)
@@ -869,6 +889,12 @@ void watch_render(struct buf *out, const struct watch_entry *e)
         resp_w_bulk_str(out, "object");
         resp_w_bulk_str(out, fsm_kind_name(e->object));
     }
+    if (e->traced) {
+        char tp[TRACE_TEXT_LEN + 1];
+        trace_text(e, tp);
+        resp_w_bulk_str(out, "traceparent");
+        resp_w_bulk_str(out, tp);
+    }
 }
 
 void watch_render_json(struct json *j, const struct watch_entry *e)
@@ -905,5 +931,10 @@ void watch_render_json(struct json *j, const struct watch_entry *e)
     }
     if (e->object)
         json_kv_cstr(j, "object", fsm_kind_name(e->object));
+    if (e->traced) {
+        char tp[TRACE_TEXT_LEN + 1];
+        trace_text(e, tp);
+        json_kv_cstr(j, "traceparent", tp);
+    }
     json_close(j);
 }

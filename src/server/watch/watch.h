@@ -69,6 +69,8 @@ struct watch_entry {
     uint64_t sid, token, ms;
     uint32_t name_len, value_len;
     uint16_t by_len; /* revoke-requested: who asked (its bytes follow the reason's) */
+    bool traced;     /* the event's traceparent (fsm_event's): TRACE_BIN_LEN bytes at the end of
+                        data, rendered as the field `traceparent` */
     /* the name index (named entries only): key (name, seq); lo / hi: the smallest / largest seq
      * in this subtree; size: its nodes; prio: the treap's heap order (parent >= children) */
     uint64_t seq;
@@ -76,7 +78,7 @@ struct watch_entry {
     uint64_t lo, hi;
     uint32_t size, prio;
     char data[]; /* name, then the value when value_kept (revoke-requested: the reason, always
-                    kept, then by_len bytes of who asked) */
+                    kept, then by_len bytes of who asked), then the traceparent if traced */
 };
 
 struct watch {

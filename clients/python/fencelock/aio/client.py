@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional, Union
 
 from .. import errors
 from .._common import (Fence, LeaderInfo, SSLSpec, Value, as_map, history_args, history_entries,
-                       leader_info, revoke_cmd_args,
-                       s_, seconds_arg, status)
+                       leader_info, revoke_cmd_args, auth_token_args,
+                       s_, seconds_arg, status, trace_args)
 from .._txn import TxnBuilder, TxnResult, txn_result
 from ..conn import Cmd
 from ._conn import AsyncPool
@@ -94,7 +94,7 @@ class AsyncClient:
 
     async def put(self, key: str, value: Value, fence: Optional[Fence] = None,
                   ifrev: Optional[int] = None, session: Optional[AsyncSession] = None,
-                  lease: bool = False) -> int:
+                  lease: bool = False, traceparent: Optional[str] = None) -> int:
         """PUT: the revision; fence, ifrev, session and lease as fencelock.Client.put. Without
         a session it is sent once (OutcomeUnknown if the answer is lost)."""
         cmd = Cmd("PUT", key, value)
@@ -102,27 +102,36 @@ class AsyncClient:
             if session is None:
                 raise ValueError("lease needs a session")
             cmd.add("LEASE", session.sid)
-        return int(await self._write(cmd, fence, ifrev, session))
+        return int(await self._write(cmd, fence, ifrev, session, traceparent, traced=True))
 
     async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
-                   ifrev: Optional[int] = None, session: Optional[AsyncSession] = None) -> int:
+                   ifrev: Optional[int] = None, session: Optional[AsyncSession] = None,
+                   traceparent: Optional[str] = None) -> int:
         """INCR key BY by: the counter's new value, as fencelock.Client.incr."""
-        return int(await self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session))
+        return int(await self._write(Cmd("INCR", key, "BY", int(by)), fence, ifrev, session,
+                                     traceparent, traced=True))
 
     def txn(self, session: Optional[AsyncSession] = None) -> "AsyncTxn":
         """A TXN builder, as fencelock.Client.txn; `await ....commit()`."""
         return AsyncTxn(self, session)
 
     async def delete(self, key: str, fence: Optional[Fence] = None, ifrev: Optional[int] = None,
-                     session: Optional[AsyncSession] = None) -> bool:
+                     session: Optional[AsyncSession] = None,
+                     traceparent: Optional[str] = None) -> bool:
         """DEL: True if the key existed."""
-        return bool(await self._write(Cmd("DEL", key), fence, ifrev, session) == 1)
+        return bool(await self._write(Cmd("DEL", key), fence, ifrev, session, traceparent,
+                                      traced=True) == 1)
 
     async def _write(self, cmd: Cmd, fence: Optional[Fence], ifrev: Optional[int],
-                     session: Optional[AsyncSession]) -> Any:
+                     session: Optional[AsyncSession], traceparent: Optional[str] = None,
+                     traced: bool = False) -> Any:
+        if traceparent and fence is None:
+            raise ValueError("traceparent goes with fence: only a fenced write carries one")
         if fence is not None:
             name, token = fence
             cmd.add("FENCE", name, token)
+            if traced:  # PUT, DEL, INCR (not a TXN's own FENCE)
+                cmd.add(*trace_args(traceparent))
         if ifrev is not None:
             cmd.add("IFREV", ifrev)
         if session is None:
@@ -155,6 +164,10 @@ class AsyncClient:
             return True
         except errors.Stale:
             return False
+
+    async def auth_token(self, ttl: Optional[float] = None) -> str:
+        """AUTH.TOKEN: a bearer token for the HTTP API; as the sync Client.auth_token."""
+        return str(s_(await self.call(Cmd(*auth_token_args(ttl)))))
 
     async def sign(self, name: str, token: int) -> str:
         """FENCE.SIGN: the server's signature of (name, token) as hex; Stale if not current."""

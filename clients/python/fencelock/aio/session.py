@@ -33,7 +33,7 @@ from typing import (TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coll
 from .. import errors
 from .._common import (KA_PER_TTL, KA_RETRIES_PER_TTL, KA_RETRY_MIN, Fence, Revoke, Value,
                        Waiter, check_ttl, lock_cmd_args, ms, multi_lock_args, reentrant_args,
-                       seconds_arg, sem_args, span)
+                       seconds_arg, sem_args, span, trace_args)
 from ..conn import Cmd
 
 if TYPE_CHECKING:
@@ -240,14 +240,16 @@ class AsyncSession:
     # ---- locks ----
     async def acquire(self, name: str, wait: float = 30.0, shared: bool = False,
                       notify: bool = False, value: Union[None, str, bytes] = None,
-                      max_hold: Optional[float] = None) -> int:
+                      max_hold: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> int:
         """LOCK name: the fencing token once granted (FIFO; LockTimeout after wait seconds).
         shared=True: a read lock. Granted once, however many fail-overs the request crosses.
         Cancelling the call leaves the queue (or gives back a grant it never returned). notify=True: the holder it queues behind
         is told (on_waiter), once. value=: the grant's value (LOCK ... VALUE: who holds it, shown
         by lock_info and the grant event); max_hold= seconds: the servers end the grant that
         long after it was made, as an expiry (max_hold_deadline(name) is the local deadline)."""
-        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold))
+        cmd = Cmd(*lock_cmd_args(name, self.sid, shared, notify, value, max_hold,
+                                 traceparent))
         sent = time.monotonic()  # before the first LOCK: the grant can only come later
         token = _granted(await self._wait_grant(cmd, wait, "UNLOCK", "lock"))
         prev = self._max_hold.get(name)
@@ -268,11 +270,13 @@ class AsyncSession:
         held = self._max_hold.get(name)
         return held[1] if held is not None else None
 
-    async def try_lock(self, name: str, shared: bool = False) -> Optional[int]:
+    async def try_lock(self, name: str, shared: bool = False,
+                   traceparent: Optional[str] = None) -> Optional[int]:
         """The token if the lock was free, else None."""
         cmd = Cmd("LOCK", name, self.sid)
         if shared:
             cmd.add("SHARED")
+        cmd.add(*trace_args(traceparent))
         return await self._wait_grant(cmd, 0, "UNLOCK", "lock")
 
     def on_revoke(self, name: str, token: int,
@@ -291,20 +295,22 @@ class AsyncSession:
         from .watch import waiter_task
         return waiter_task(self.client, name, token, cb)
 
-    async def unlock(self, name: str) -> None:
-        """Release the lock or leave its queue (NotHolder if neither)."""
-        await self._mutate(Cmd("UNLOCK", name, self.sid))
+    async def unlock(self, name: str, traceparent: Optional[str] = None) -> None:
+        """Release the lock or leave its queue (NotHolder if neither). traceparent as
+        acquire's."""
+        await self._mutate(Cmd("UNLOCK", name, self.sid, *trace_args(traceparent)))
 
     @contextlib.asynccontextmanager
     async def lock(self, name: str, wait: float = 30.0, shared: bool = False,
                    notify: bool = False, value: Union[None, str, bytes] = None,
-                   max_hold: Optional[float] = None) -> AsyncIterator[int]:
+                   max_hold: Optional[float] = None,
+                   traceparent: Optional[str] = None) -> AsyncIterator[int]:
         """async with session.lock("inventory", wait=5.0) as token: ...; unlocked on exit.
         Check time.monotonic() < session.safe_until() before acting on the resource, and
-        fence writes with the token."""
+        fence writes with the token. traceparent as acquire's."""
         token = await self.acquire(name, wait=wait, shared=shared, notify=notify, value=value,
-                                   max_hold=max_hold)
-        async with _held(lambda: self.unlock(name)):
+                                   max_hold=max_hold, traceparent=traceparent)
+        async with _held(lambda: self.unlock(name, traceparent=traceparent)):
             yield token
 
     # ---- several locks at once ----
@@ -373,19 +379,22 @@ class AsyncSession:
 
     # ---- keys ----
     async def put(self, key: str, value: Value, fence: Optional[Fence] = None,
-                  ifrev: Optional[int] = None, lease: bool = False) -> int:
+                  ifrev: Optional[int] = None, lease: bool = False,
+                  traceparent: Optional[str] = None) -> int:
         """AsyncClient.put through this session (exactly once)."""
         return await self.client.put(key, value, fence=fence, ifrev=ifrev, session=self,
-                                     lease=lease)
+                                     lease=lease, traceparent=traceparent)
 
     async def delete(self, key: str, fence: Optional[Fence] = None,
-                     ifrev: Optional[int] = None) -> bool:
-        return await self.client.delete(key, fence=fence, ifrev=ifrev, session=self)
+                     ifrev: Optional[int] = None, traceparent: Optional[str] = None) -> bool:
+        return await self.client.delete(key, fence=fence, ifrev=ifrev, session=self,
+                                        traceparent=traceparent)
 
     async def incr(self, key: str, by: int = 1, fence: Optional[Fence] = None,
-                   ifrev: Optional[int] = None) -> int:
+                   ifrev: Optional[int] = None, traceparent: Optional[str] = None) -> int:
         """AsyncClient.incr through this session (exactly once)."""
-        return await self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self)
+        return await self.client.incr(key, by, fence=fence, ifrev=ifrev, session=self,
+                                      traceparent=traceparent)
 
     def txn(self) -> "AsyncTxn":
         """AsyncClient.txn through this session (exactly once)."""

@@ -12,7 +12,10 @@
  * burst of events costs one more read, not one per event. The events page shows the stream
  * itself. What no event reports (this node's role, term and applied index; the members) is
  * read by a slow poll of /health, which also re-renders the cluster page. On a follower every
- * read uses ?stale (this node's own state) and a banner names the leader.
+ * read uses ?stale (this node's own state) and a banner names the leader: without it the API
+ * answers 307 to the leader's HTTP port, another origin, which the Content-Security-Policy
+ * (connect-src 'self') and the Basic credentials of this origin do not reach (docs/server.md
+ * "The web console").
  *
  * The page says how it was last drawn (#main's data-cause: "nav", "event" or "poll", and
  * data-event: the id of the last event seen then) and #live how the stream is, so a test can
