@@ -5,7 +5,7 @@
  *
  * Why: during a fail-over every client used to retry a -NOLEADER on its own backoff (the C
  * client's grows to 200 ms), so the next grant came up to a backoff after the new leader was
- * ready (docs/performance.md, "W8 in its parts"). A parked request is answered on the first
+ * ready (docs/performance.md, its W8 section). A parked request is answered on the first
  * leadership poll (the 5 ms tick, or any command) that knows a ready leader: a -NOTLEADER
  * redirect with that leader's client address, this node's own once it is the ready leader
  * (the client resends at once). Nothing is proposed or run here: the answer is always one the
