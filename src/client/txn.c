@@ -16,7 +16,7 @@
 
 #include "client/client.h"
 
-#define TXN_RESERVED 8 /* "TXN", "THEN", "ELSE", FENCE lock token, REQ sid seq: beside items */
+#define TXN_RESERVED 9 /* "TXN", "THEN", "ELSE" (3), FENCE lock token (3), REQ sid seq (3) */
 
 struct txn_arg {
     char *p;

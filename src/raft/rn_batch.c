@@ -105,11 +105,15 @@ static void batch_cb(struct raft_apply *req, int status, void *result)
     batch_free(b->rn, b);
 }
 
-/* Hand the open batch to libraft. On failure its props are told from the prepare handle. */
+/* Hand the open batch to libraft. On failure its props are told from the prepare handle.
+ * Only while RUNNING: once rn_close has called raft_close, libraft 0.22.1's raft_apply stops its
+ * event loop before the submit yet may return 0, so the entry would be neither applied nor freed
+ * and no callback would come. The open batch then stays where it is until rn_batch_fail_all
+ * tells its props RN_ERR (they never reached libraft: certainly not applied). */
 void rn_batch_submit_open(struct rn *rn)
 {
     struct batch *b = rn->open;
-    if (!b)
+    if (!b || !rn_running(rn))
         return;
     rn->open = NULL;
     struct buf env;

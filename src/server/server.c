@@ -211,8 +211,8 @@ static void peer_tls_reload(struct srv *s)
 
 /* SIGHUP reloads what was read from files at start: --audit-log is reopened (log rotation),
  * --peer-password-file re-read, --acl-file (a malformed file keeps the old rules), the TLS
- * certificate, key and CA and the peer TLS ones (a bad set keeps the old one), --token-key
- * (a bad file keeps the old keys). */
+ * certificate, key and CA, the HTTP port's own pair and the peer TLS ones (a bad set keeps the old
+ * one), --token-key (a bad file keeps the old keys). */
 static void on_hup(uv_signal_t *h, int sig)
 {
     struct srv *s = h->data;
@@ -234,8 +234,8 @@ static void on_hup(uv_signal_t *h, int sig)
 
 static void hup_start(struct srv *s)
 {
-    if (!s->auth.on && !s->net.tls && !s->cfg.audit_log[0] && !s->cfg.peer_password_file[0] &&
-        !s->cfg.n_token_keys && !s->cfg.peer_tls_cert[0])
+    if (!s->auth.on && !s->net.tls && !s->net.http_tls && !s->cfg.audit_log[0] &&
+        !s->cfg.peer_password_file[0] && !s->cfg.n_token_keys && !s->cfg.peer_tls_cert[0])
         return;
     uv_signal_init(s->loop, &s->sig_hup);
     s->sig_hup.data = s;
@@ -265,9 +265,10 @@ int srv_start(struct srv *s)
     }
     srv_http_set_limits(s->http, s->cfg.http_max_conns, s->cfg.http_idle_ms);
     if (s->cfg.http_tls && s->http) { /* before the loop runs: every connection speaks TLS */
-        srv_http_set_tls(s->http, s->net.tls);
-        LOGI(&s->log, "TLS on the HTTP port (--http-tls): the client port's certificate %s",
-             s->cfg.tls.cert);
+        srv_http_set_tls(s->http, s->net.http_tls ? s->net.http_tls : s->net.tls);
+        if (!s->net.http_tls)
+            LOGI(&s->log, "TLS on the HTTP port (--http-tls): the client port's certificate %s",
+                 s->cfg.tls.cert);
     }
     srv_http_set_async(s->http, srv_http_async_route, s); /* GET /v1/fence (obs/http_fence.c) */
     /* /health hands out the term and applied index, what a forger of Raft traffic needs. */

@@ -67,6 +67,17 @@ def test_http_follower_307_to_the_leader_stale_and_after_a_leader_kill9(ctx):
         eq(answer(f, "/v1/locks/inv%2F1"), (307, url_of(leader, "/v1/locks/inv%2F1")),
            "a percent-encoded path is sent on as it came")
         eq(answer(f, "/v1/events?prefix=inv"), (307, url_of(leader, "/v1/events?prefix=inv")))
+        # an admin's revoke (the one write on the port) is sent to the leader too, unapplied here
+        h = http.client.HTTPConnection("127.0.0.1", f.http_port, timeout=30)
+        try:
+            h.request("POST", "/v1/locks/inv%2F1/revoke?deadline=60000",
+                      headers={"X-Fencelock-Request": "1"})
+            r = h.getresponse()
+            r.read()
+            eq((r.status, r.getheader("Location")),
+               (307, url_of(leader, "/v1/locks/inv%2F1/revoke?deadline=60000")))
+        finally:
+            h.close()
         # ?stale: answered here, saying how stale
         st, hd, body = get(f, "/v1/locks/inv%2F1?stale")
         eq(st, 200, body)

@@ -6,7 +6,13 @@ handshake, a silent client meets --tls-handshake-timeout; HTTP Basic is accepted
 any address (the loopback rule of plain HTTP stays without --http-tls); /v1/events streams over
 TLS; a SIGHUP reload of the certificate is seen by the next connection; --tls-client-auth require
 and --tls-user-from-cn apply as on the client port; --http-tls without --tls-cert refuses to
-start; nginx's auth_request reaches /v1/fence over https."""
+start; nginx's auth_request reaches /v1/fence over https.
+
+--http-tls-cert/--http-tls-key: the HTTP port's own pair (another subject and CA than the client
+port's, as a public CA's certificate for browsers would be) beside the client port's own, no
+client certificate asked for on it even under --tls-client-auth require, its own SIGHUP reload
+(a broken new pair keeps the old one, counted), one flag without the other or a file that does
+not load refused at start."""
 
 import base64
 import http.client
@@ -22,7 +28,7 @@ import time
 
 from helpers import eq, expect_int, ok, open_session, wait_until
 from test_http_api import Sse
-from test_tls import _hash, _serial_of, certs, client_ctx
+from test_tls import SERVER_EXT, _ca, _hash, _key_csr, _serial_of, _sign, certs, client_ctx
 
 
 def _https(srv, ctx_ssl):
@@ -298,3 +304,127 @@ def test_http_tls_nginx_auth_request_over_https(ctx):
     eq(backend.values.get("job-1"), "v%d" % t2, "the stale write never reached the backend")
     eq(put(t2, lock="secret"), 403, "a lock outside app's globs")
     assert metric(s, "fencelock_http_tls_handshakes_total") > hs0, "nginx spoke TLS"
+
+
+def web_certs(ctx):
+    """The HTTP port's own pairs: a CA of their own ("webca", standing for a public CA) and two
+    certificates for 127.0.0.1 whose subjects differ from the client port's (CN=127.0.0.1)."""
+    d = ctx.tmp("webpki")
+    if os.path.exists(os.path.join(d, "done")):
+        return d
+    os.makedirs(d, exist_ok=True)
+    _ca(d, "webca")
+    for name in ("console", "console2"):
+        _key_csr(d, name, name + ".example")
+        _sign(d, name, "webca", SERVER_EXT)
+    open(os.path.join(d, "done"), "w").close()
+    return d
+
+
+def _subject_cn(port, ca_file, cert=None):
+    """The CN of the certificate the port presents, verified against ca_file."""
+    c = ssl.create_default_context(cafile=ca_file)
+    if cert:
+        c.load_cert_chain(cert + ".crt", cert + ".key")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        with c.wrap_socket(raw, server_hostname="127.0.0.1") as t:
+            return dict(x[0] for x in t.getpeercert()["subject"])["commonName"]
+
+
+def own_pair_server(ctx, *args, http_dir=None, http_name="console", client_tls=True):
+    w = web_certs(ctx)
+    hd = http_dir or w
+    flags = ["--http-tls-cert", os.path.join(hd, http_name + ".crt"),
+             "--http-tls-key", os.path.join(hd, http_name + ".key")]
+    d = certs(ctx)
+    if client_tls:
+        flags += ["--tls-cert", os.path.join(d, "server.crt"), "--tls-key",
+                  os.path.join(d, "server.key"), "--tls-ca", os.path.join(d, "ca.crt")]
+    s = ctx.server(*(flags + list(args)), start=False)
+    s.http_ssl = ssl.create_default_context(cafile=os.path.join(w, "webca.crt"))
+    if client_tls:
+        s.tls = client_ctx(d, "admin")
+    s.start()
+    return s, d, w
+
+
+def test_http_tls_own_pair_beside_the_client_ports(ctx):
+    """The HTTP port presents its own certificate (its subject, its CA), the client port keeps
+    its own; the HTTP port asks for no client certificate although the client port requires
+    one; --http-tls is implied by the pair."""
+    s, d, w = own_pair_server(ctx, "--tls-client-auth", "require")
+    eq(_subject_cn(s.http_port, os.path.join(w, "webca.crt")), "console.example",
+       "the HTTP port's own certificate")
+    eq(_subject_cn(s.port, os.path.join(d, "ca.crt"), os.path.join(d, "admin")), "127.0.0.1",
+       "the client port keeps its own")
+    try:  # a browser trusting only the cluster's CA does not accept the HTTP port
+        get(s, "/health", ctx_ssl=client_ctx(d))
+        raise AssertionError("the HTTP port served the client port's certificate")
+    except ssl.SSLCertVerificationError:
+        pass
+    c = ctx.conn(s)
+    sid = open_session(c)
+    token = expect_int(c.call("LOCK", "job-1", sid))
+    st, _, body = get(s, "/v1/locks", ctx_ssl=s.http_ssl)  # no client certificate
+    eq(st, 200, body)
+    assert str(token).encode() in body, body
+    _plain_gets_nothing(s.http_port)
+    _, _, body = get(s, "/metrics", ctx_ssl=s.http_ssl)
+    assert b"fencelock_http_tls_reload_failures_total 0" in body, body
+    expiry = [float(x.split()[1]) for x in body.decode().splitlines()
+              if x.startswith('fencelock_cert_expiry_timestamp_seconds{cert="http_tls"} ')]
+    assert len(expiry) == 1 and expiry[0] > time.time(), "http_tls expiry: %r" % expiry
+
+
+def test_http_tls_own_pair_sighup_reload_and_a_broken_pair_keeps_the_old(ctx):
+    """Without client port TLS: SIGHUP after replacing the HTTP files serves the new certificate
+    to new connections; a certificate without its key first is refused, logged and counted, and
+    the old pair stays."""
+    w = web_certs(ctx)
+    live = ctx.tmp("weblive")
+    os.makedirs(live, exist_ok=True)
+    for ext in ("crt", "key"):
+        shutil.copy(os.path.join(w, "console." + ext), os.path.join(live, "h." + ext))
+    s, _, _ = own_pair_server(ctx, http_dir=live, http_name="h", client_tls=False)
+    ca = os.path.join(w, "webca.crt")
+    eq(_subject_cn(s.http_port, ca), "console.example")
+
+    def m(name):
+        _, _, body = get(s, "/metrics", ctx_ssl=s.http_ssl)
+        for line in body.decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError("no metric %s" % name)
+
+    shutil.copy(os.path.join(w, "console2.crt"), os.path.join(live, "h.crt"))  # old key
+    os.kill(s.proc.pid, signal.SIGHUP)
+    wait_until(lambda: m("fencelock_http_tls_reload_failures_total") >= 1, timeout=30,
+               what="the broken pair refused")
+    assert "HTTP port TLS certificate/key not reloaded" in s.log_text(), s.log_text()
+    eq(_subject_cn(s.http_port, ca), "console.example", "the old pair kept")
+    eq(m("fencelock_http_tls_reloads_total"), 0.0)
+    shutil.copy(os.path.join(w, "console2.key"), os.path.join(live, "h.key"))
+    os.kill(s.proc.pid, signal.SIGHUP)
+    wait_until(lambda: m("fencelock_http_tls_reloads_total") >= 1, timeout=30,
+               what="reloaded")
+    eq(_subject_cn(s.http_port, ca), "console2.example", "the new pair served")
+    eq(get(s, "/health", ctx_ssl=s.http_ssl)[0], 200)
+
+
+def test_http_tls_own_pair_refused_at_start(ctx):
+    """One flag without the other, a key that does not match, a missing file: refused, saying
+    why."""
+    w = web_certs(ctx)
+    crt, key = os.path.join(w, "console.crt"), os.path.join(w, "console.key")
+    base = [ctx.binary, "--data-dir", ctx.tmp("d"), "--listen", "127.0.0.1:1",
+            "--http-listen", "127.0.0.1:1"]
+    for args, want in ((["--http-tls-cert", crt], b"--http-tls-cert and --http-tls-key go "
+                        b"together"),
+                       (["--http-tls-key", key], b"--http-tls-cert and --http-tls-key go "
+                        b"together"),
+                       (["--http-tls-cert", crt, "--http-tls-key",
+                         os.path.join(w, "console2.key")], b"key values mismatch"),
+                       (["--http-tls-cert", os.path.join(w, "nope.crt"), "--http-tls-key", key],
+                        b"nope.crt")):
+        p = subprocess.run(base + args, capture_output=True, timeout=30)
+        assert p.returncode != 0 and want in p.stdout + p.stderr, (args, p)

@@ -377,6 +377,22 @@ TEST(test_reload_keeps_the_old_context_when_the_new_pair_does_not_load)
     tls_free(t);
 }
 
+/* The HTTP port's own pair: a server context only, reloaded and counted like the client
+ * port's (a key that does not match keeps the old context). */
+TEST(test_http_pair_has_no_client_side_and_reloads_alone)
+{
+    struct tls_config cfg = config("server", TLS_AUTH_NONE);
+    struct srv_tls *t = tls_new_http(&cfg, &lg);
+    CHECK(t != NULL && t->ctx != NULL && t->client_ctx == NULL && !t->calls);
+    struct ssl_ctx_st *old = t->ctx;
+    path(t->cfg.key, "client.key");
+    CHECK(tls_reload(t, &lg) == -1 && t->ctx == old && t->reload_failures == 1);
+    CHECK(t->client_ctx == NULL);
+    path(t->cfg.key, "server.key");
+    CHECK(tls_reload(t, &lg) == 0 && t->reloads == 1 && t->client_ctx == NULL);
+    tls_free(t);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/fl-test-tls-XXXXXX");
@@ -393,6 +409,7 @@ int main(void)
     RUN(test_member_client_session_verifies_the_server_and_presents_its_certificate);
     RUN(test_flags_are_checked_together);
     RUN(test_reload_keeps_the_old_context_when_the_new_pair_does_not_load);
+    RUN(test_http_pair_has_no_client_side_and_reloads_alone);
     const char *names[] = {"server.crt", "server.key", "client.crt", "client.key"};
     for (size_t i = 0; i < 4; i++) {
         char p[TLS_PATH_MAX];

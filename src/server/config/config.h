@@ -98,7 +98,11 @@ struct srv_config {
      * Raft address's host */
     bool announce_any_host;
     bool http_metrics_auth; /* /metrics asks for HTTP Basic when there are users */
-    bool http_tls;          /* the HTTP port speaks TLS with the client port's files */
+    bool http_tls;          /* the HTTP port speaks TLS (with the client port's files unless
+                             * http_tls_cert names its own pair) */
+    /* --http-tls-cert/--http-tls-key: the HTTP port's own pair; both or neither (""); given,
+     * they imply http_tls (config/rules.c) */
+    char http_tls_cert[TLS_PATH_MAX], http_tls_key[TLS_PATH_MAX];
     /* --raft-handshake-timeout and the inbound link caps (transport.h rn_tp_caps) */
     unsigned raft_handshake_ms, raft_max_links, raft_max_links_per_addr, raft_max_handshakes,
         raft_max_handshakes_per_addr, raft_handshake_rate;

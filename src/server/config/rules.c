@@ -166,9 +166,21 @@ int cfg_rules_check(struct srv_config *c)
         return -1;
     }
     char err[200];
-    if (c->http_tls && !c->tls.cert[0]) {
-        fprintf(stderr, "fencelockd: --http-tls needs --tls-cert and --tls-key: the HTTP port "
-                        "uses the client port's certificate\n");
+    if (!c->http_tls_cert[0] != !c->http_tls_key[0]) {
+        fprintf(stderr, "fencelockd: --http-tls-cert and --http-tls-key go together (the HTTP "
+                        "port's own certificate and its key)\n");
+        return -1;
+    }
+    if (c->http_tls_cert[0] && !c->http_port) {
+        fprintf(stderr,
+                "fencelockd: --http-tls-cert needs the HTTP port (not --http-listen off)\n");
+        return -1;
+    }
+    if (c->http_tls_cert[0])
+        c->http_tls = true; /* the pair says TLS on the HTTP port */
+    if (c->http_tls && !c->tls.cert[0] && !c->http_tls_cert[0]) {
+        fprintf(stderr, "fencelockd: --http-tls needs --tls-cert and --tls-key (the client "
+                        "port's certificate) or --http-tls-cert and --http-tls-key (its own)\n");
         return -1;
     }
     if (tls_config_check(&c->tls, c->acl_file[0] != 0, err, sizeof err)) {

@@ -156,8 +156,16 @@ const struct cfg_row cfg_rows[] = {
         "/health always finds a connection); over it 503; 0 turns streams off"),
     BOOL("--http-tls", http_tls,
          "the HTTP port speaks TLS only, with --tls-cert/--tls-key (reloaded with them), "
-         "--tls-client-auth and --tls-handshake-timeout; HTTP Basic is then accepted from any "
-         "address (without it: loopback only). Needs --tls-cert"),
+         "--tls-client-auth and --tls-handshake-timeout, or with --http-tls-cert's own pair; "
+         "HTTP Basic is then accepted from any address (without it: loopback only). Needs "
+         "--tls-cert or --http-tls-cert"),
+    PATH("--http-tls-cert", http_tls_cert, NULL, "FILE", CFG_RELOAD,
+         "with --http-tls-key, the HTTP port's own certificate chain (PEM; implies --http-tls): "
+         "another name or CA than the client port's, e.g. a public CA's for browsers. No client "
+         "certificate is asked for on it; --tls-handshake-timeout applies; a bad pair keeps the "
+         "old one"),
+    PATH("--http-tls-key", http_tls_key, NULL, "FILE", CFG_RELOAD,
+         "--http-tls-cert's private key (PEM)"),
     BOOL("--http-metrics-auth", http_metrics_auth,
          "with --acl-file, /metrics on the HTTP port asks for HTTP Basic credentials like /v1/ "
          "(a user with read); off: /metrics stays open as /health does"),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conn_tls.c — the client port's TLS glued to the connections (tls.h is the engine and says
- * who owns what): loading and reloading the files, a connection's handshake, its deadline, a
- * failed handshake's alert, and --tls-user-from-cn. conn.c calls in here only when s->net.tls.
+ * who owns what): loading and reloading the files (the HTTP port's own pair too), a connection's
+ * handshake, its deadline, a failed handshake's alert, and --tls-user-from-cn. conn.c calls in here
+ * only when s->net.tls.
  */
 #include <ctype.h>
 #include <string.h>
@@ -17,8 +18,30 @@ static void note_expiry(struct srv *s)
     certexp_note(&s->certs, SRV_CERT_TLS_CA, s->cfg.tls.ca, &s->log);
 }
 
+/* The HTTP port's own pair (--http-tls-cert): only the pair and the handshake deadline. No CA,
+ * so no client certificate is asked for: the port faces browsers, which have none of the
+ * cluster's CA; its users authenticate with Basic or a bearer token (docs/security.md "The
+ * HTTP port"). A client certificate on the HTTP port needs --http-tls with the client port's
+ * pair. 0, or -1 (logged). */
+static int http_tls_init(struct srv *s)
+{
+    struct tls_config hc = {0};
+    if (!s->cfg.http_tls_cert[0])
+        return 0;
+    snprintf(hc.cert, sizeof hc.cert, "%s", s->cfg.http_tls_cert);
+    snprintf(hc.key, sizeof hc.key, "%s", s->cfg.http_tls_key);
+    hc.handshake_ms = s->cfg.tls.handshake_ms;
+    s->net.http_tls = tls_new_http(&hc, &s->log);
+    if (!s->net.http_tls)
+        return -1;
+    certexp_note(&s->certs, SRV_CERT_HTTP_TLS, hc.cert, &s->log);
+    return 0;
+}
+
 int srv_tls_init(struct srv *s)
 {
+    if (http_tls_init(s))
+        return -1;
     if (!s->cfg.tls.cert[0])
         return 0;
     s->net.tls = tls_new(&s->cfg.tls, &s->log);
@@ -32,12 +55,17 @@ void srv_tls_free(struct srv *s)
 {
     tls_free(s->net.tls);
     s->net.tls = NULL;
+    tls_free(s->net.http_tls);
+    s->net.http_tls = NULL;
 }
 
 void srv_tls_reload(struct srv *s)
 {
     if (s->net.tls && tls_reload(s->net.tls, &s->log) == 0)
         note_expiry(s);
+    /* its own pair: a bad one keeps the old, whatever the client port's did */
+    if (s->net.http_tls && tls_reload(s->net.http_tls, &s->log) == 0)
+        certexp_note(&s->certs, SRV_CERT_HTTP_TLS, s->cfg.http_tls_cert, &s->log);
 }
 
 int srv_conn_tls_start(struct srv_conn *c)

@@ -104,6 +104,9 @@ struct srv_conn {
 struct srv_net {
     uv_tcp_t listener;
     struct srv_tls *tls; /* NULL: the client port is plain text (conn_tls.c) */
+    /* --http-tls-cert: the HTTP port's own pair (owned; conn_tls.c), else NULL (the HTTP port
+     * then uses `tls` under --http-tls) */
+    struct srv_tls *http_tls;
     struct srv_conn *conns;
     size_t nconns;
     size_t input_bytes;    /* sum of every connection's input buffer capacity */

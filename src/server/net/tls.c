@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tls.c — the client port's TLS engine over memory BIOs (tls.h has the data flow and who owns
- * what). Nothing here touches a socket or a connection: conn_tls.c glues it to srv_conn.
+ * tls.c — the TLS engine of the client port (and of the HTTP port's own pair) over memory BIOs
+ * (tls.h has the data flow and who owns what). Nothing here touches a socket or a connection:
+ * conn_tls.c glues it to srv_conn.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,37 +153,58 @@ fail:
     return NULL;
 }
 
-/* Both contexts, or neither (0 or -1 with the reason in err). */
+/* Both contexts, or neither (0 or -1 with the reason in err); cli NULL: the server side only
+ * (the HTTP port's own pair calls nobody). */
 static int ctx_pair_build(const struct tls_config *cfg, SSL_CTX **srv, SSL_CTX **cli, char *err,
                           size_t errlen)
 {
     *srv = ctx_build(cfg, err, errlen);
-    *cli = *srv ? client_ctx_build(cfg, err, errlen) : NULL;
-    if (*cli)
+    if (*srv && !cli)
+        return 0;
+    if (cli)
+        *cli = *srv ? client_ctx_build(cfg, err, errlen) : NULL;
+    if (cli && *cli)
         return 0;
     SSL_CTX_free(*srv);
     *srv = NULL;
     return -1;
 }
 
-struct srv_tls *tls_new(const struct tls_config *cfg, struct logger *log)
+/* What tls_new and tls_new_http share: `port` names the listener in logs, `calls` says whether
+ * this node's calls to other members use the pair (a client_ctx is built). */
+static struct srv_tls *tls_make(const struct tls_config *cfg, const char *port, bool calls,
+                                struct logger *log)
 {
     char err[512];
     struct srv_tls *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     t->cfg = *cfg;
-    if (ctx_pair_build(cfg, &t->ctx, &t->client_ctx, err, sizeof err)) {
-        LOGE(log, "TLS: %s (--tls-cert %s, --tls-key %s%s%s)", err, cfg->cert, cfg->key,
-             cfg->ca[0] ? ", --tls-ca " : "", cfg->ca);
+    t->port = port;
+    t->calls = calls;
+    if (ctx_pair_build(cfg, &t->ctx, calls ? &t->client_ctx : NULL, err, sizeof err)) {
+        LOGE(log, "TLS on the %s: %s (%s %s, %s %s%s%s)", port, err,
+             calls ? "--tls-cert" : "--http-tls-cert", cfg->cert,
+             calls ? "--tls-key" : "--http-tls-key", cfg->key, cfg->ca[0] ? ", --tls-ca " : "",
+             cfg->ca);
         free(t);
         return NULL;
     }
-    LOGI(log, "TLS on the client port: certificate %s, client certificates %s", cfg->cert,
+    LOGI(log, "TLS on the %s: certificate %s, client certificates %s", port, cfg->cert,
          cfg->client_auth == TLS_AUTH_REQUIRE    ? "required"
          : cfg->client_auth == TLS_AUTH_OPTIONAL ? "optional"
                                                  : "not asked for");
     return t;
+}
+
+struct srv_tls *tls_new(const struct tls_config *cfg, struct logger *log)
+{
+    return tls_make(cfg, "client port", true, log);
+}
+
+struct srv_tls *tls_new_http(const struct tls_config *cfg, struct logger *log)
+{
+    return tls_make(cfg, "HTTP port", false, log);
 }
 
 void tls_free(struct srv_tls *t)
@@ -197,18 +219,22 @@ void tls_free(struct srv_tls *t)
 int tls_reload(struct srv_tls *t, struct logger *log)
 {
     char err[512];
-    SSL_CTX *ctx, *cli;
-    if (ctx_pair_build(&t->cfg, &ctx, &cli, err, sizeof err)) {
+    SSL_CTX *ctx, *cli = NULL;
+    bool calls = t->calls, http = !calls; /* only the HTTP port's own pair calls nobody */
+    if (ctx_pair_build(&t->cfg, &ctx, calls ? &cli : NULL, err, sizeof err)) {
         t->reload_failures++;
-        LOGE(log, "SIGHUP: TLS certificate/key not reloaded (%s); the previous ones stay", err);
+        LOGE(log, "SIGHUP: %sTLS certificate/key not reloaded (%s); the previous ones stay",
+             http ? "HTTP port " : "", err);
         return -1;
     }
     SSL_CTX_free(t->ctx); /* open connections hold their own references */
     t->ctx = ctx;
-    SSL_CTX_free(t->client_ctx);
-    t->client_ctx = cli;
+    if (calls) {
+        SSL_CTX_free(t->client_ctx);
+        t->client_ctx = cli;
+    }
     t->reloads++;
-    LOGI(log, "SIGHUP: TLS certificate, key and CA reloaded");
+    LOGI(log, "SIGHUP: %sTLS certificate, key and CA reloaded", http ? "HTTP port " : "");
     return 0;
 }
 

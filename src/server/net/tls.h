@@ -24,6 +24,12 @@
  * (an IP SAN for an IP literal, a DNS name otherwise), before anything, the peer password
  * included, is sent (docs/security.md "A TLS cluster, step by step").
  *
+ * The HTTP port's own pair (--http-tls-cert/--http-tls-key, tls_new_http) is a second struct
+ * srv_tls, owned by struct srv_net beside the client port's: the same server context, reload
+ * and counters, no client context (it calls nobody). Its tls_config carries only the pair and
+ * --tls-handshake-timeout: no CA, so no client certificate is asked for (browsers meet it;
+ * docs/security.md "The HTTP port").
+ *
  * Invariants: TLS 1.2 minimum, renegotiation off, compression off. Plaintext is produced only
  * after the handshake (and the client-certificate check --tls-client-auth asks for) succeeded.
  * Memory: rbio holds at most one read's worth (it is drained into the input buffer at once),
@@ -57,7 +63,9 @@ struct ssl_ctx_st;
 struct srv_tls {
     struct tls_config cfg;
     struct ssl_ctx_st *ctx;
-    struct ssl_ctx_st *client_ctx; /* for this node's own calls to other members */
+    struct ssl_ctx_st *client_ctx; /* for this node's own calls to other members (else NULL) */
+    const char *port;              /* "client port" or "HTTP port": for logs (static) */
+    bool calls;                    /* client_ctx is built (the client port's pair) */
     char raw[TLS_RAW_CHUNK];
     uint64_t handshakes, failures, timeouts, reloads, reload_failures;
     uint64_t fail_logged_ms; /* a failed handshake is logged at most once every 10 s */
@@ -72,6 +80,9 @@ int tls_config_check(const struct tls_config *cfg, bool acl_on, char *err, size_
 
 /* Load the certificate, key and CA: a new srv_tls, or NULL with the reason logged. */
 struct srv_tls *tls_new(const struct tls_config *cfg, struct logger *log);
+/* The same for the HTTP port's own pair: a server context only (tls_conn_new_client must not be
+ * called with it). */
+struct srv_tls *tls_new_http(const struct tls_config *cfg, struct logger *log);
 void tls_free(struct srv_tls *t);
 /* Load the files again; the old context stays on failure (logged). 0 or -1. */
 int tls_reload(struct srv_tls *t, struct logger *log);

@@ -13,7 +13,8 @@
 
 #include "server/obs/certexp.h"
 
-static const char *const cert_names[SRV_CERT_N] = {"tls", "tls_ca", "peer_tls", "peer_tls_ca"};
+static const char *const cert_names[SRV_CERT_N] = {"tls", "tls_ca", "peer_tls", "peer_tls_ca",
+                                                   "http_tls"};
 
 int certexp_file(const char *path, int64_t *not_after, char *err, size_t errlen)
 {
@@ -76,7 +77,8 @@ void certexp_render(const struct srv_certs *c, struct buf *out)
         return;
     buf_printf(out,
                "# HELP %s When a certificate file this node loaded expires (the earliest notAfter "
-               "of its certificates, Unix time), by flag: tls, tls_ca, peer_tls, peer_tls_ca.\n"
+               "of its certificates, Unix time), by flag: tls, tls_ca, peer_tls, peer_tls_ca, "
+               "http_tls.\n"
                "# TYPE %s gauge\n",
                name, name);
     for (int k = 0; k < SRV_CERT_N; k++)

@@ -24,6 +24,7 @@ enum srv_cert_kind {
     SRV_CERT_TLS_CA,      /* --tls-ca */
     SRV_CERT_PEER_TLS,    /* --peer-tls-cert: the Raft port's certificate chain */
     SRV_CERT_PEER_TLS_CA, /* --peer-tls-ca */
+    SRV_CERT_HTTP_TLS,    /* --http-tls-cert: the HTTP port's own certificate chain */
     SRV_CERT_N
 };
 

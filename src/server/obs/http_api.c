@@ -686,26 +686,30 @@ static void answer_stale(struct hapi_req *q)
  * port speaks TLS. A browser or `curl -L` follows it (the method and body stay, as 307 says);
  * credentials go along only where the client's own rules allow (docs/server.md). true if
  * answered. */
-static bool redirect_to_leader(struct hapi_req *q, uint64_t lid, const struct fsm_member_view *v)
+bool srv_http_redirect_to_leader(struct srv *s, struct srv_http_pending *p, const char *path,
+                                 const char *query)
 {
-    if (!v->http_addr.len || !proto_addr_valid(v->http_addr.p, v->http_addr.len))
+    uint64_t lid;
+    const char *laddr;
+    struct fsm_member_view v;
+    rn_leader(s->rn, &lid, &laddr);
+    if (!lid || lid == s->cfg.id || !fsm_member_get(s->fsm, lid, &v) || !v.http_addr.len ||
+        !proto_addr_valid(v.http_addr.p, v.http_addr.len))
         return false;
     struct buf h;
     buf_init(&h);
-    int rc =
-        buf_printf(&h, "Location: %s://%.*s%s%s%s\r\nX-Fencelock-Leader: %llu %.*s\r\n",
-                   v->http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v->http_addr.len,
-                   v->http_addr.p, q->path, q->query[0] ? "?" : "", q->query,
-                   (unsigned long long)lid, (int)v->client_addr.len, v->client_addr.p);
+    int rc = buf_printf(&h, "Location: %s://%.*s%s%s%s\r\nX-Fencelock-Leader: %llu %.*s\r\n",
+                        v.http_flags & FSM_MEMBER_HTTP_TLS ? "https" : "http", (int)v.http_addr.len,
+                        v.http_addr.p, path, query[0] ? "?" : "", query, (unsigned long long)lid,
+                        (int)v.client_addr.len, v.client_addr.p);
     if (rc || buf_failed(&h)) {
         buf_free(&h);
         return false; /* the 503 names the leader instead */
     }
     char msg[PROTO_ADDR_BUF + 96];
     snprintf(msg, sizeof(msg), "not the leader: node %llu is, at %.*s\n", (unsigned long long)lid,
-             (int)v->http_addr.len, v->http_addr.p);
-    srv_http_complete_h(q->p, 307, HAPI_TEXT, h.p, msg, strlen(msg));
-    req_free(q);
+             (int)v.http_addr.len, v.http_addr.p);
+    srv_http_complete_h(p, 307, HAPI_TEXT, h.p, msg, strlen(msg));
     buf_free(&h);
     return true;
 }
@@ -719,10 +723,11 @@ static void answer_not_leader(struct hapi_req *q)
     const char *laddr;
     struct fsm_member_view v;
     char extra[PROTO_ADDR_BUF + 96] = "", msg[PROTO_ADDR_BUF + 160];
-    rn_leader(s->rn, &lid, &laddr);
-    if (lid && lid != s->cfg.id && fsm_member_get(s->fsm, lid, &v) &&
-        redirect_to_leader(q, lid, &v))
+    if (srv_http_redirect_to_leader(s, q->p, q->path, q->query)) {
+        req_free(q);
         return;
+    }
+    rn_leader(s->rn, &lid, &laddr);
     if (lid && fsm_member_get(s->fsm, lid, &v) && v.client_addr.len &&
         proto_addr_valid(v.client_addr.p, v.client_addr.len)) {
         snprintf(extra, sizeof(extra), "X-Fencelock-Leader: %llu %.*s\r\n", (unsigned long long)lid,

@@ -57,6 +57,13 @@ int srv_http_async_route(void *arg, const struct srv_http_request *req, struct s
  * gate authenticated the request as u (NULL without users): answers p now or after the
  * proposal (req is read during the call only). */
 struct acl_user;
+/* Not the leader, the leader's HTTP address known (MEMBER_HTTP, announced by each node:
+ * cluster/members.c): answers p with 307 to the same path and query there (https when its HTTP
+ * port speaks TLS; a browser or `curl -L` follows it, method and body kept, as 307 says;
+ * credentials go along only where the client's own rules allow: docs/server.md) and returns
+ * true; false (p untouched) when no leader or no HTTP address of it is known. */
+bool srv_http_redirect_to_leader(struct srv *s, struct srv_http_pending *p, const char *path,
+                                 const char *query);
 bool srv_http_revoke_path(const char *path);
 bool srv_http_revoke_csrf_ok(const struct srv_http_request *req);
 void srv_http_revoke(struct srv *s, const struct srv_http_request *req, struct srv_http_pending *p,

@@ -224,7 +224,10 @@ void srv_http_revoke(struct srv *s, const struct srv_http_request *req, struct s
         goto out;
     }
     if (!srv_ready(s)) {
-        reply(p, 503, "not the ready leader: send the revoke to the leader's HTTP port\n");
+        if (!srv_http_redirect_to_leader(s, p, req->path, req->query))
+            reply(p, 503,
+                  "not the ready leader, and its HTTP address is not known: send the "
+                  "revoke to the leader's HTTP port\n");
         goto out;
     }
     h->p = p;

@@ -287,6 +287,16 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                       "HTTP port TLS handshakes closed by --tls-handshake-timeout.",
                       (double)hs.timeouts);
     }
+    if (s->net.http_tls) { /* --http-tls-cert: its own pair, reloaded apart from --tls-cert */
+        const struct srv_tls *t = s->net.http_tls;
+        metric_render(out, "fencelock_http_tls_reloads_total", "counter",
+                      "SIGHUP reloads of --http-tls-cert/--http-tls-key that took effect.",
+                      (double)t->reloads);
+        metric_render(out, "fencelock_http_tls_reload_failures_total", "counter",
+                      "SIGHUP reloads of --http-tls-cert/--http-tls-key refused (the old pair "
+                      "stayed).",
+                      (double)t->reload_failures);
+    }
     metric_render(out, "fencelock_http_evictions_total", "counter",
                   "Idle HTTP connections closed to make room at --http-max-conns.",
                   (double)srv_http_evictions(s->http));
