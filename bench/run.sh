@@ -151,7 +151,7 @@ snap_index() {
 # "role applied_index" of fencelock node $1 from /health (empty if it does not answer).
 node_state() {
   sed -n 's/.*"role":"\([a-z]*\)".*"applied_index":\([0-9]*\).*/\1 \2/p' \
-    <<<"$(http_health $((17482 + 10 * ($1 - 1))))"
+    <<<"$(http_health $((${FL_BASE_PORT:-17480} + 2 + 10 * ($1 - 1))))"
 }
 
 # One PUT to fencelock node $1 (a new log entry; the reply is not checked).
@@ -170,7 +170,7 @@ restart_follower() {
   t0=$(date +%s.%N)
   bench/servers/fencelock.sh start >/dev/null 2>&1 &
   for _ in $(seq 1 600); do
-    h=$(http_health $((17482 + 10 * (node - 1))))
+    h=$(http_health $((${FL_BASE_PORT:-17480} + 2 + 10 * (node - 1))))
     ai=$(sed -n 's/.*"status":"ok".*"applied_index":\([0-9]*\).*/\1/p' <<<"$h")
     if [ -n "$ai" ] && [ "$ai" -ge "$target" ]; then
       t1=$(date +%s.%N)
@@ -283,12 +283,12 @@ w6_fencelock() {
   local eps=$1 line i h leader="" pid c0 c1 hz hwm lport out lb lbpid
   local -a nc0 nc1
   for i in 1 2 3; do
-    h=$(http_health $((17482 + 10 * (i - 1))))
+    h=$(http_health $((${FL_BASE_PORT:-17480} + 2 + 10 * (i - 1))))
     case "$h" in *'"role":"leader"'*) leader=$i ;; esac
   done
   [ -n "$leader" ] || { note fencelock W6 "no leader"; return; }
   pid=$(cat "build/bench/fencelock/node$leader.pid")
-  lport=$((17482 + 10 * (leader - 1)))
+  lport=$((${FL_BASE_PORT:-17480} + 2 + 10 * (leader - 1)))
   hz=$(getconf CLK_TCK)
   for i in 1 2 3; do nc0[i]=$(cpu_ticks "$(cat "build/bench/fencelock/node$i.pid")"); done
   local b0 r0 a0 b1 r1 a1 load0 load1 dev d0 d1
@@ -300,7 +300,7 @@ w6_fencelock() {
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
   local t0=0 t1=0 v # the highest term any node knows: each one begun without a kill is needless
   for i in 1 2 3; do
-    v=$(http_metric $((17482 + 10 * (i - 1))) fencelock_raft_term)
+    v=$(http_metric $((${FL_BASE_PORT:-17480} + 2 + 10 * (i - 1))) fencelock_raft_term)
     [ "${v:-0}" -gt "$t0" ] && t0=$v
   done
   c0=$(cpu_ticks "$pid")
@@ -322,7 +322,7 @@ w6_fencelock() {
   a1=$(http_metric "$lport" fencelock_applied_index)
   load1=$(cut -d' ' -f1-3 /proc/loadavg)
   for i in 1 2 3; do
-    v=$(http_metric $((17482 + 10 * (i - 1))) fencelock_raft_term)
+    v=$(http_metric $((${FL_BASE_PORT:-17480} + 2 + 10 * (i - 1))) fencelock_raft_term)
     [ "${v:-0}" -gt "$t1" ] && t1=$v
   done
   d1=$(awk -v d="$dev" '$3 == d {print $8}' /proc/diskstats)
@@ -361,7 +361,7 @@ leader_pid() {
   case $1 in
   fencelock)
     for i in 1 2 3; do
-      h=$(http_health $((17482 + 10 * (i - 1))))
+      h=$(http_health $((${FL_BASE_PORT:-17480} + 2 + 10 * (i - 1))))
       case "$h" in *'"status":"ok","role":"leader"'*) cat "build/bench/fencelock/node$i.pid"; return ;; esac
     done ;;
   etcd | etcd-go)

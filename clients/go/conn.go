@@ -38,8 +38,12 @@ import (
 )
 
 const (
-	backoffMin     = 10 * time.Millisecond
-	backoffMax     = 200 * time.Millisecond
+	backoffMin = 10 * time.Millisecond
+	backoffMax = 200 * time.Millisecond // Observe's pause after an error
+	// the longest pause between a call's rounds over the endpoints; short, so that a call
+	// reaches a follower waiting for the new leader soon after the dead one is given up
+	// (docs/client.md), ~20 rounds a second
+	retryMax       = 50 * time.Millisecond
 	waitSlice      = 100 * time.Millisecond // how often a waiting read checks for a moved leader
 	quickRedirects = 3                      // redirects followed without a pause
 	poolMax        = 16                     // idle connections kept per address
@@ -489,7 +493,7 @@ func (p *pool) call(c *cmd, deadline time.Time, stop func() bool, cause func() e
 			continue
 		}
 		pause(min(backoff, time.Until(deadline)), stop)
-		backoff = min(backoff*2, backoffMax)
+		backoff = min(backoff*2, retryMax)
 	}
 }
 

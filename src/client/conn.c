@@ -17,7 +17,12 @@
 #include "client/client.h"
 
 #define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 200
+/* The longest pause between rounds over the endpoints. Short: during a fail-over the rounds
+ * bounce between the dead leader's refused port and a follower that still names it until the
+ * followers give it up; from then on a request waits on a follower for the new leader
+ * (--noleader-wait-ms) and is redirected at once, so the pause in progress then is what the
+ * client adds. 50 ms bounds that and still caps a client at ~20 rounds a second. */
+#define BACKOFF_MAX_MS 50
 #define CL_WAIT_SLICE_MS 100 /* how often a long wait checks whether the leader moved */
 /* Redirects to a newly learned leader followed at once before backing off: one hop is the
  * normal case, a few cover an election that moved on meanwhile, more means a loop. */

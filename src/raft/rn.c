@@ -99,7 +99,7 @@ int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct
      * hung), and a follower that lagged behind an ADD could not be caught up by the added node
      * once it led. Telling a member from an impostor is peer TLS's job
      * (transport_tls.c). */
-    rn->tp_policy = (struct rn_tp_policy){.arg = rn, .term = tp_term};
+    rn->tp_policy = (struct rn_tp_policy){.arg = rn, .term = tp_term, .peer_gone = rn_peer_gone};
     int rv = rn_transport_init(&rn->transport, loop, &rn->tp_policy, log);
     if (rv) {
         snprintf(err, errlen, "raft transport: %s", raft_strerror(rv));
@@ -356,6 +356,7 @@ static void raft_closed(struct raft *r)
 void rn_close(struct rn *rn, void (*done)(void *arg), void *arg)
 {
     rn_life_to(rn, RN_LIFE_CLOSING);
+    rn_gone_close(rn);
     rn->done = done;
     rn->done_arg = arg;
     if (rn->attached) { /* its owner closed the struct raft already (rn.h) */

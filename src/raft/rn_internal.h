@@ -178,6 +178,11 @@ struct rn {
      * start) and the last leader it knew, with its term (0: none since start). */
     int seen_state;
     uint64_t seen_term, contact_ms, known_leader, known_leader_term;
+    /* rn_gone.c: the probe of a leader whose link closed, the term the fast path last fired
+     * in, and whether the next election line is the fast path's */
+    struct rn_probe *probe;
+    uint64_t gone_term;
+    bool gone_fast;
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;
@@ -190,6 +195,14 @@ struct rn {
     void (*done)(void *arg);
     void *done_arg;
 };
+
+/* ---- rn_gone.c: a follower whose leader's process is gone ---- */
+/* The transport's peer_gone: an inbound link from `id` was closed by the peer. */
+void rn_peer_gone(void *arg, uint64_t id);
+/* rn closes: detach a probe in flight (it frees itself). */
+void rn_gone_close(struct rn *rn);
+/* Whether the fast path started the election now beginning (read once). */
+bool rn_gone_take(struct rn *rn);
 
 /* ---- rn.c ---- */
 /* The one way rn->life changes; asserts the move is one of the life cycle's above. */

@@ -156,7 +156,13 @@ static void watch_lib_change(struct rn *rn, uint64_t now)
 static void log_election(struct rn *rn, uint64_t now, bool disrupt)
 {
     uint64_t quiet = now - rn->contact_ms, term = rn->raft->current_term;
-    if (rn->known_leader && (disrupt || quiet < rn->cfg.election_ms))
+    if (rn_gone_take(rn) && !disrupt)
+        LOGI(rn->log,
+             "raft: starting an election: the leader (node %llu, term %llu) is gone, its raft "
+             "port refuses connections; term now %llu",
+             (unsigned long long)rn->known_leader, (unsigned long long)rn->known_leader_term,
+             (unsigned long long)term);
+    else if (rn->known_leader && (disrupt || quiet < rn->cfg.election_ms))
         LOGI(rn->log,
              "raft: starting an election at the leader's request (leadership transfer from "
              "node %llu, term %llu); term now %llu",

@@ -80,6 +80,9 @@ struct rn_tp_policy {
     bool (*peer_ok)(void *arg, uint64_t id);
     /* This node's current term (0: unknown), for rn_wire_ctx. */
     uint64_t (*term)(void *arg);
+    /* Optional: an inbound link from server `id` (past its handshake) was closed by the peer
+     * (EOF or a read error such as a reset), not by us. Called after the link is closing. */
+    void (*peer_gone)(void *arg, uint64_t id);
 };
 
 /* Fill `t` (whose version must be 1) with fencelock's transport. `policy` and `log` are

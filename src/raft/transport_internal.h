@@ -56,6 +56,7 @@ struct link {
     char scratch[16];          /* libraft never writes to its end: room to see EOF */
     char peer[PROTO_ADDR_BUF]; /* "host:port" of the remote end, for log lines */
     char host[INET6_ADDRSTRLEN]; /* its IP address alone: the per-address caps' key */
+    uint64_t peer_id;            /* the id its handshake named (0: before the handshake) */
     struct link *prev, *next;
 };
 

@@ -200,6 +200,7 @@ static int link_handoff(struct link *l, uint64_t id, const char *address)
     }
     uv_read_start((uv_stream_t *)&l->pipe, pipe_alloc_cb, pipe_read_cb);
     l->raft = (uv_stream_t *)theirs;
+    l->peer_id = id;
     tp->accept_cb(tp->t, id, address, l->raft);
     /* libraft closed it at once if it could not take it (out of memory). */
     return uv_is_closing((uv_handle_t *)l->raft) || !uv_is_active((uv_handle_t *)l->raft) ? -1 : 0;
@@ -394,7 +395,12 @@ static void link_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         tp_link_reject(l, RN_WIRE_BUFFER_CAP, NULL);
         return;
     }
+    /* the peer closed it (EOF, or a reset): the glue may check whether the process is gone */
+    struct tp *tp = l->tp;
+    uint64_t id = l->peer_id;
     tp_link_eof(l);
+    if (id && !tp->closing && tp->policy.peer_gone)
+        tp->policy.peer_gone(tp->policy.arg, id);
 }
 
 static void link_peer_name(struct link *l)

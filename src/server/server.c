@@ -315,6 +315,7 @@ void srv_stop(struct srv *s)
     srv_members_stop(s);
     srv_fail_parked(s, RN_ERR);
     srv_fail_waiting_reads(s, RN_ERR);
+    srv_noleader_fail(s, RN_ERR);
     srv_watch_fail(s, RN_ERR, true);
     srv_observe_fail(s, RN_ERR, true);
     srv_latch_fail(s, RN_ERR);

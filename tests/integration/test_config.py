@@ -202,8 +202,9 @@ def test_election_line_names_the_silent_leader(ctx):
     leader.kill9()
     rest = [s for s in servers if s is not leader]
     ready_leader(rest, timeout=20)
-    want = "raft: starting an election: no message from the leader (node %d, term %s) for " % (
-        leader.node_id, term)
+    # its process is gone (its raft port refuses connections): the survivors say that
+    want = "raft: starting an election: the leader (node %d, term %s) is gone, its raft port " \
+        "refuses connections" % (leader.node_id, term)
     assert any(want in s.log_text() for s in rest), \
         "no survivor logged %r:\n%s" % (want, "\n".join(s.log_tail(15) for s in rest))
 

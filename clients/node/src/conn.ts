@@ -41,7 +41,9 @@ import {
 } from './errors';
 
 const BACKOFF_MIN = 10;
-const BACKOFF_MAX = 200;
+// the longest pause between rounds over the endpoints; short, so that a call reaches a follower
+// waiting for the new leader soon after the dead one is given up (docs/client.md), ~20 rounds/s
+const BACKOFF_MAX = 50;
 const WAIT_SLICE = 100; // how often a long wait checks whether the leader moved
 const QUICK_REDIRECTS = 3;
 const POOL_MAX = 16; // idle connections kept per address

@@ -232,7 +232,9 @@ KA_PER_TTL = 3
 KA_RETRIES_PER_TTL = 10
 KA_RETRY_MIN = 0.020
 BACKOFF_MIN = 0.010
-BACKOFF_MAX = 0.200
+# the longest pause between rounds over the endpoints; short, so that a call reaches a follower
+# waiting for the new leader soon after the dead one is given up (docs/client.md), ~20 rounds/s
+BACKOFF_MAX = 0.050
 WAIT_SLICE = 0.100  # how often a long wait checks whether the leader moved
 QUICK_REDIRECTS = 3
 POOL_MAX = 16  # idle connections kept per address

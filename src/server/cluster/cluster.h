@@ -81,6 +81,10 @@ struct srv_cluster {
     } fmt;
     bool dlimit_inflight; /* leader: a DEADLOCK_LIMIT proposal is pending (settings.c) */
     bool hlimit_inflight; /* leader: a HISTORY_LIMITS proposal is pending (settings.c) */
+    /* noleader.c: requests waiting for a ready leader to be known (arrival order, so also
+     * deadline order: one --noleader-wait-ms for all), at most --max-noleader-waits */
+    struct srv_read_list noleader;
+    size_t n_noleader;
 };
 
 /* leader.c: the leadership state machine */
@@ -98,6 +102,18 @@ void srv_check_deposed(struct srv *s);
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
 /* Answer every waiting read with the error for `status`. */
 void srv_fail_waiting_reads(struct srv *s, int status);
+
+/* noleader.c: a leader-only request that arrives while this node knows no ready leader */
+struct srv_req;
+/* Park r (r->async set) until a ready leader is known or --noleader-wait-ms passes; false:
+ * not parked (no slot, off, over --max-noleader-waits, stopping), the caller answers now. */
+bool srv_noleader_park(struct srv_req *r);
+/* From srv_poll_leadership: answer the parked requests once a ready leader is known (a
+ * -NOTLEADER redirect with its client address, this node's own when it became ready) and
+ * those whose wait ran out (-NOLEADER, as before). */
+void srv_noleader_poll(struct srv *s);
+/* Shutdown: answer every parked request with the error for `status`. */
+void srv_noleader_fail(struct srv *s, int status);
 
 /* members.c */
 void srv_self_client_address(struct srv *s, struct buf *out);

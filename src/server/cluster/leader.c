@@ -159,6 +159,7 @@ void srv_poll_leadership(struct srv *s)
             srv_lead_set(s, SRV_NOT_LEADER);
     }
     notify_if_serving(s);
+    srv_noleader_poll(s);
 }
 
 bool srv_ready(const struct srv *s)

@@ -57,6 +57,8 @@ int cmd_need_leader(struct srv_req *r)
 {
     if (srv_ready(r->s))
         return 0;
+    if (srv_noleader_park(r)) /* answered once a ready leader is known (noleader.c) */
+        return -1;
     if (r->s->cluster.role == RN_LEADER)
         resp_w_error(r->out, PROTO_NOLEADER " leader elected but not ready yet; retry");
     else

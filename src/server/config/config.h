@@ -62,6 +62,9 @@ struct srv_config {
     uint64_t max_sessions, max_locks, max_keys, max_waiters, max_data_bytes;
     uint64_t max_parked;         /* --max-parked: parked XREAD/ELECT.OBSERVE, all users (quota.c) */
     uint64_t checkpoint_min_ttl; /* sessions with a TTL this long get lease checkpoints */
+    /* --noleader-wait-ms, --max-noleader-waits: a leader-only request waits that long for a
+     * ready leader to be known, at most that many on this node (cluster/noleader.c) */
+    uint64_t noleader_wait_ms, max_noleader_waits;
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
     uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
     unsigned tick_ms;

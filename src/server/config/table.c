@@ -171,6 +171,12 @@ const struct cfg_row cfg_rows[] = {
          "(a user with read); off: /metrics stays open as /health does"),
     NUM("--election-ms", election_ms, CFG_MS, 10, 60000, 400, "Raft election timeout"),
     NUM("--heartbeat-ms", heartbeat_ms, CFG_MS, 1, 60000, 40, "Raft heartbeat"),
+    NUM("--noleader-wait-ms", noleader_wait_ms, CFG_MS, 0, 60000, 800,
+        "a write or read that reaches a node knowing no ready leader waits this long for one "
+        "(then -NOTLEADER with its address) before -NOLEADER; keep it below the clients' "
+        "connect timeout; 0: answer -NOLEADER at once"),
+    NUM("--max-noleader-waits", max_noleader_waits, CFG_COUNT, 0, TB, 10000,
+        "requests waiting for a leader on this node at once; one more gets -NOLEADER at once"),
     NUM("--snapshot-threshold", snapshot_threshold, CFG_COUNT, 2, 1u << 30, 16384,
         "fewest entries between snapshots (more for a large state: about its size in log "
         "bytes)"),

@@ -48,13 +48,14 @@ struct srv_slot {
     uint8_t kind;
     enum srv_slot_state state; /* srv_slot_set_state only */
     int proto;
-    uint8_t op;           /* fsm op of a write */
-    uint64_t wait_ms;     /* LOCK ... WAIT; SESSION.KEEPALIVE: the TTL to answer */
-    uint64_t sid;         /* SESSION.KEEPALIVE: the session whose clearing checkpoint is out */
-    struct srv_quota res; /* quota reserved while the proposal is in flight */
-    uint64_t started_ns;  /* for commit latency */
-    size_t held;          /* out.len counted in conn->held_bytes while done and queued */
-    size_t pkeylen;       /* parked: map key name+sid */
+    uint8_t op;              /* fsm op of a write */
+    uint64_t wait_ms;        /* LOCK ... WAIT; SESSION.KEEPALIVE: the TTL to answer */
+    uint64_t sid;            /* SESSION.KEEPALIVE: the session whose clearing checkpoint is out */
+    struct srv_quota res;    /* quota reserved while the proposal is in flight */
+    uint64_t started_ns;     /* for commit latency */
+    uint64_t noleader_until; /* parked for a leader (cluster/noleader.c): clock_ms() deadline */
+    size_t held;             /* out.len counted in conn->held_bytes while done and queued */
+    size_t pkeylen;          /* parked: map key name+sid */
     char *pkey;
     const struct srv_cmd *cmd; /* read: the command to run after the barrier */
     struct buf args;           /* read: copied argument bytes */

@@ -106,6 +106,10 @@ static void render_watch(struct srv *s, struct buf *out)
     metric_render(out, "fencelock_elect_observers", "gauge",
                   "ELECT.OBSERVE requests parked until their election changes.",
                   (double)s->observe.n_observers);
+    metric_render(out, "fencelock_noleader_waiting", "gauge",
+                  "Requests waiting on this node for a ready leader to be known "
+                  "(--noleader-wait-ms).",
+                  (double)s->cluster.n_noleader);
     metric_render(out, "fencelock_xread_replies_total", "counter",
                   "XREAD replies that carried entries.", (double)m->xreads);
     metric_render(out, "fencelock_xread_entries_total", "counter", "Entries sent in XREAD replies.",

@@ -38,7 +38,9 @@ import javax.net.ssl.SSLContext;
  */
 public final class FencelockClient implements AutoCloseable {
   static final long BACKOFF_MIN_MS = 10;
-  static final long BACKOFF_MAX_MS = 200;
+  // the longest pause between rounds over the endpoints; short, so that a call reaches a follower
+  // waiting for the new leader soon after the dead one is given up (docs/client.md), ~20 rounds/s
+  static final long BACKOFF_MAX_MS = 50;
   static final int WAIT_SLICE_MS = 100; // how often a waiting read checks leader, cancel, interrupt
   static final int QUICK_REDIRECTS = 3;
   static final int POOL_MAX = 16; // idle connections kept per address
