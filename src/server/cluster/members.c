@@ -160,7 +160,11 @@ static bool self_http_missing(struct srv *s)
 {
     struct fsm_member_view v;
     uint8_t flags;
-    if (fsm_format(s->fsm) < FSM_FORMAT_2)
+    /* Not fsm_format: a new cluster's first leader proposes the format raise in the same ready
+     * callback, just before this entry, which then applies after it. Waiting for the raise to
+     * apply put the entry a tick or a second later, after the first clients' commands, and
+     * moved the revisions they see (the README's quick start, IFREV checks). */
+    if (srv_format_refuses(s, FSM_OP_MEMBER_HTTP))
         return false;
     srv_self_http_address(s, &s->scratch, &flags);
     if (!s->scratch.len)
