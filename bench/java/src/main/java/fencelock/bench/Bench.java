@@ -174,6 +174,20 @@ public final class Bench {
         return new double[] {s[n / 2], s[(int) ((long) n * 99 / 100)], s[n - 1]};
     }
 
+    /** pct over the first `clients` clients' samples together (lat[i][0..n[i])). */
+    static double[] pctMerged(double[][] lat, int[] n, int clients) {
+        int total = 0;
+        for (int i = 0; i < clients; i++)
+            total += n[i];
+        double[] all = new double[total];
+        int k = 0;
+        for (int i = 0; i < clients; i++) {
+            System.arraycopy(lat[i], 0, all, k, n[i]);
+            k += n[i];
+        }
+        return pct(all, total);
+    }
+
     /** Starts n threads behind one barrier; returns the time the barrier opened, after joining. */
     static long runThreads(int n, java.util.function.IntConsumer body, long[] start) throws Exception {
         CyclicBarrier go = new CyclicBarrier(n + 1);
@@ -506,7 +520,7 @@ public final class Bench {
         double secs = (System.nanoTime() - start[0]) / 1e9;
         for (AutoCloseable c : cls)
             c.close();
-        long rg = 0, rt = 0, errors = 0, rn = 0;
+        long rg = 0, rt = 0, errors = 0;
         String e1 = "";
         for (int i = 0; i <= readers; i++) {
             errors += errs[i];
@@ -516,15 +530,8 @@ public final class Bench {
         for (int i = 0; i < readers; i++) {
             rg += grants[i];
             rt += timeouts[i];
-            rn += n[i];
         }
-        double[] rl = new double[(int) rn];
-        int k = 0;
-        for (int i = 0; i < readers; i++) {
-            System.arraycopy(lat[i], 0, rl, k, n[i]);
-            k += n[i];
-        }
-        double[] r = pct(rl, rl.length), w = pct(lat[readers], n[readers]);
+        double[] r = pctMerged(lat, n, readers), w = pct(lat[readers], n[readers]);
         StringBuilder b = head("W9").append(",\"readers\":").append(readers).append(",\"reader_mode\":")
                 .append(str(shared ? "shared" : "exclusive")).append(",\"writer_pause_ms\":").append(o.writerPause)
                 .append(",\"hold_ms\":").append(o.hold).append(",\"seconds\":").append(f(secs, 3))
@@ -605,23 +612,16 @@ public final class Bench {
                     c.close();
         }
         double secs = (System.nanoTime() - start[0]) / 1e9;
-        long g = 0, to = 0, errors = 0, tn = 0;
+        long g = 0, to = 0, errors = 0;
         String e1 = "";
         for (int i = 0; i < nc; i++) {
             g += grants[i];
             to += timeouts[i];
             errors += errs[i];
-            tn += n[i];
             if (err[i] != null && e1.isEmpty())
                 e1 = err[i];
         }
-        double[] all = new double[(int) tn];
-        int k = 0;
-        for (int i = 0; i < nc; i++) {
-            System.arraycopy(lat[i], 0, all, k, n[i]);
-            k += n[i];
-        }
-        double[] p = pct(all, all.length);
+        double[] p = pctMerged(lat, n, nc);
         StringBuilder b = head("W11").append(",\"clients\":").append(nc).append(",\"limit\":").append(o.limit)
                 .append(",\"hold_ms\":").append(o.hold).append(",\"seconds\":").append(f(secs, 3))
                 .append(",\"grants\":").append(g).append(",\"handoffs_per_s\":").append(f(secs > 0 ? g / secs : 0, 1))
@@ -770,23 +770,16 @@ public final class Bench {
                     c.close();
         }
         double secs = (System.nanoTime() - start[0]) / 1e9;
-        long g = 0, to = 0, errors = 0, tn = 0;
+        long g = 0, to = 0, errors = 0;
         String e1 = "";
         for (int i = 0; i < nc; i++) {
             g += sets[i];
             to += timeouts[i];
             errors += errs[i];
-            tn += n[i];
             if (err[i] != null && e1.isEmpty())
                 e1 = err[i];
         }
-        double[] all = new double[(int) tn];
-        int m = 0;
-        for (int i = 0; i < nc; i++) {
-            System.arraycopy(lat[i], 0, all, m, n[i]);
-            m += n[i];
-        }
-        double[] p = pct(all, all.length);
+        double[] p = pctMerged(lat, n, nc);
         StringBuilder b = head("W13").append(",\"way\":\"multi\",\"k\":").append(k).append(",\"pool\":").append(W13_POOL)
                 .append(",\"clients\":").append(nc).append(",\"hold_ms\":").append(o.hold)
                 .append(",\"seconds\":").append(f(secs, 3)).append(",\"sets\":").append(g)
