@@ -214,22 +214,56 @@ static int wb_phase_latency(struct wb_run *r, void *w, const char *prefix, int n
     return rc;
 }
 
+/* A phase's `count` PUTs: their keys "<prefix><tag><i>", and for each its revision, its
+ * acknowledgement time and its record for wb_latency. 0, or -1 with err (out of memory: what was
+ * made is freed by wb_batch_free, which is always called). */
+struct wb_batch {
+    struct wb_put *p;
+    long long *revs;
+    double *acks;
+    char **keys;
+    long count;
+};
+
+static int wb_batch_new(struct wb_batch *b, const char *prefix, char tag, long count, char *err,
+                        size_t errlen)
+{
+    *b = (struct wb_batch){.p = calloc((size_t)count + 1, sizeof(*b->p)),
+                           .revs = calloc((size_t)count + 1, sizeof(*b->revs)),
+                           .acks = calloc((size_t)count + 1, sizeof(*b->acks)),
+                           .keys = calloc((size_t)count + 1, sizeof(*b->keys)),
+                           .count = count};
+    int rc = 0;
+    for (long i = 0; b->keys && i < count && !rc; i++)
+        if (asprintf(&b->keys[i], "%s%c%ld", prefix, tag, i) < 0)
+            b->keys[i] = NULL, rc = -1;
+    if (!b->p || !b->revs || !b->acks || !b->keys || rc) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    return rc;
+}
+
+static void wb_batch_free(struct wb_batch *b)
+{
+    for (long i = 0; b->keys && i < b->count; i++)
+        free(b->keys[i]);
+    free(b->keys);
+    free(b->p);
+    free(b->revs);
+    free(b->acks);
+}
+
 /* Phase 3: PUTs pipelined (W10_WINDOW unanswered), in chunks so that the time bound holds. */
 static int wb_phase_fanout(struct wb_run *r, void *w, const char *prefix, int n, long count,
                            double end, struct wb_phase *ph, char *err, size_t errlen)
 {
-    struct wb_put *p = calloc((size_t)count + 1, sizeof(*p));
-    long long *revs = calloc((size_t)count + 1, sizeof(*revs));
-    double *acks = calloc((size_t)count + 1, sizeof(*acks));
-    char **keys = calloc((size_t)count + 1, sizeof(*keys));
-    int rc = 0;
-    for (long i = 0; keys && i < count && !rc; i++)
-        if (asprintf(&keys[i], "%sf%ld", prefix, i) < 0)
-            keys[i] = NULL, rc = -1;
-    if (!p || !revs || !acks || !keys || rc) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
-    }
+    struct wb_batch b;
+    int rc = wb_batch_new(&b, prefix, 'f', count, err, errlen);
+    struct wb_put *p = b.p;
+    long long *revs = b.revs;
+    double *acks = b.acks;
+    char **keys = b.keys;
     long from = atomic_load_explicit(&r->nrec, memory_order_acquire), np = 0;
     ph->first_send = wb_now_ms();
     while (!rc && np < count && wb_now_ms() < end && !atomic_load(&r->failed)) {
@@ -245,12 +279,7 @@ static int wb_phase_fanout(struct wb_run *r, void *w, const char *prefix, int n,
         ph->puts = np;
         wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, -1, ph);
     }
-    for (long i = 0; keys && i < count; i++)
-        free(keys[i]);
-    free(keys);
-    free(p);
-    free(revs);
-    free(acks);
+    wb_batch_free(&b);
     return rc;
 }
 
@@ -264,18 +293,12 @@ static int wb_phase_rate(struct wb_run *r, void *w, const char *prefix, int n, l
                          struct wb_phase *ph, double *achieved, char *err, size_t errlen)
 {
     long count = rate * ms / 1000;
-    struct wb_put *p = calloc((size_t)count + 1, sizeof(*p));
-    long long *revs = calloc((size_t)count + 1, sizeof(*revs));
-    double *acks = calloc((size_t)count + 1, sizeof(*acks));
-    char **keys = calloc((size_t)count + 1, sizeof(*keys));
-    int rc = 0;
-    for (long i = 0; keys && i < count && !rc; i++)
-        if (asprintf(&keys[i], "%sr%ld", prefix, i) < 0)
-            keys[i] = NULL, rc = -1;
-    if (!p || !revs || !acks || !keys || rc) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
-    }
+    struct wb_batch b;
+    int rc = wb_batch_new(&b, prefix, 'r', count, err, errlen);
+    struct wb_put *p = b.p;
+    long long *revs = b.revs;
+    double *acks = b.acks;
+    char **keys = b.keys;
     long from = atomic_load_explicit(&r->nrec, memory_order_acquire), np = 0;
     double t0 = wb_now_ms() + 1, per = 1e3 / (double)rate, hard = t0 + ms + 30e3, last = t0;
     ph->first_send = t0;
@@ -311,12 +334,7 @@ static int wb_phase_rate(struct wb_run *r, void *w, const char *prefix, int n, l
         ph->puts = np;
         wb_latency(r, from, atomic_load_explicit(&r->nrec, memory_order_acquire), p, np, n, -1, ph);
     }
-    for (long i = 0; keys && i < count; i++)
-        free(keys[i]);
-    free(keys);
-    free(p);
-    free(revs);
-    free(acks);
+    wb_batch_free(&b);
     return rc;
 }
 
