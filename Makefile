@@ -292,6 +292,7 @@ fuzz:
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_watch fuzz/fuzz_watch.c src/server/watch/watch.c $(COMMON_SRC) $(FSM_SRC) -lsodium -lcrypto
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_http_args fuzz/fuzz_http_args.c src/server/obs/http_args.c -lsodium
 	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_http_head fuzz/fuzz_http_head.c src/server/obs/http_parse.c $(COMMON_SRC) -lsodium -lcrypto
+	clang $(FUZZ_CFLAGS) -o build/fuzz/fuzz_http_token fuzz/fuzz_http_token.c src/server/security/httptoken.c src/server/security/keyfile.c src/server/security/acl.c $(COMMON_SRC) -lsodium -lcrypto
 	@[ -d $(LIBRAFT_SRC)/src ] || { echo "fuzz_raft_msg needs libraft 0.22.1's source in LIBRAFT_SRC=$(LIBRAFT_SRC)"; exit 1; }
 	@mkdir -p build/fuzz/libraft/src build/fuzz/libraft/include
 	ln -sf /usr/include/raft.h build/fuzz/libraft/include/raft.h

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "server/security/httptoken.h"
-#include "server/security/secret.h"
+#include "server/security/keyfile.h"
 
 #define HTOK_PREFIX "flt1."
 #define HTOK_LABEL "fencelock-http-token-v1"
@@ -34,10 +34,10 @@ int htok_load(struct htok *t, const char *path, char *err, size_t cap)
         t->from_file = false;
         return 0;
     }
-    _Static_assert(HTOK_FILE_MAX <= SECRET_KEY_MAX, "secret_read_key reads at most this");
+    _Static_assert(HTOK_FILE_MAX <= KEYFILE_MAX, "keyfile_read reads at most this");
     unsigned char tmp[HTOK_FILE_MAX];
     size_t n;
-    if (secret_read_key("--http-token-key", path, tmp, HTOK_FILE_MIN, HTOK_FILE_MAX, &n, err, cap))
+    if (keyfile_read("--http-token-key", path, tmp, HTOK_FILE_MIN, HTOK_FILE_MAX, &n, err, cap))
         return -1;
     derive(t->key, tmp, n);
     t->from_file = true;

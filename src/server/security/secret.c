@@ -54,34 +54,3 @@ int srv_secrets_check(struct srv *s, const char *prefix)
         bad += check_one(s, prefix, "--token-key", c->token_key[i]);
     return bad ? -1 : 0;
 }
-
-int secret_read_key(const char *what, const char *path, unsigned char *out, size_t min, size_t max,
-                    size_t *n, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s %s cannot be read: %s", what, path, strerror(errno));
-        return -1;
-    }
-    unsigned char tmp[SECRET_KEY_MAX + 2];
-    size_t got = fread(tmp, 1, max + 2 < sizeof tmp ? max + 2 : sizeof tmp, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (got && tmp[got - 1] == '\n')
-        got--;
-    int rc = -1;
-    if (bad)
-        snprintf(err, errlen, "%s %s cannot be read", what, path);
-    else if (got < min)
-        snprintf(err, errlen, "%s %s holds %zu bytes: a key needs at least %zu", what, path, got,
-                 min);
-    else if (got > max)
-        snprintf(err, errlen, "%s %s is longer than %zu bytes", what, path, max);
-    else {
-        memcpy(out, tmp, got);
-        *n = got;
-        rc = 0;
-    }
-    explicit_bzero(tmp, sizeof tmp);
-    return rc;
-}

@@ -10,9 +10,6 @@
  * root:fencelock 0640, where root owns the secret and the daemon's group reads it). Checked
  * at start (fencelockd refuses to start) and at every SIGHUP before anything is re-read (a
  * failed check keeps every old secret). No state; stat(2) only.
- *
- * Also the one reader of a key file's bytes (--token-key, --http-token-key): the file's bytes
- * with one trailing newline dropped, within bounds, the read buffer wiped after.
  */
 #ifndef FENCELOCK_SECRET_H
 #define FENCELOCK_SECRET_H
@@ -24,15 +21,6 @@
    euid, or cannot be stat'ed at all (the file's loader then reports it); else -1 with why, and
    how to fix it, in err. */
 int secret_check(const char *what, const char *path, uid_t euid, char *err, size_t errlen);
-
-#define SECRET_KEY_MAX 1024 /* the longest key file any flag takes (bytes) */
-
-/* The bytes of key file `path` (named by the flag `what` in messages) into out (room for max
-   bytes), one trailing "\n" dropped: 0 with *n = min..max bytes, else -1 with why in err (not
-   readable, too short, too long; a file one byte over max is read to tell "too long" from
-   "exactly the limit"). out is the caller's to wipe. */
-int secret_read_key(const char *what, const char *path, unsigned char *out, size_t min, size_t max,
-                    size_t *n, char *err, size_t errlen);
 
 struct srv;
 /* Every configured secret file of s->cfg through secret_check: 0, or -1 after logging each

@@ -13,7 +13,7 @@
 #include <openssl/core_names.h>
 #include <openssl/params.h>
 
-#include "server/security/secret.h"
+#include "server/security/keyfile.h"
 #include "server/security/tokensig.h"
 
 #define TSIG_PREFIX "fencelock-token-v1:"
@@ -22,9 +22,8 @@
  * one byte longer than that is read to tell "too long" from "exactly the limit". */
 static int load_one(struct tsig_key *k, const char *path, char *err, size_t cap)
 {
-    _Static_assert(TSIG_KEY_MAX <= SECRET_KEY_MAX, "secret_read_key reads at most this");
-    return secret_read_key("--token-key", path, k->b, TSIG_KEY_MIN, TSIG_KEY_MAX, &k->len, err,
-                           cap);
+    _Static_assert(TSIG_KEY_MAX <= KEYFILE_MAX, "keyfile_read reads at most this");
+    return keyfile_read("--token-key", path, k->b, TSIG_KEY_MIN, TSIG_KEY_MAX, &k->len, err, cap);
 }
 
 int tsig_load(struct tsig *t, const char (*paths)[TSIG_PATH_MAX], size_t n, char *err, size_t cap)
