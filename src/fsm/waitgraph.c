@@ -461,6 +461,12 @@ bool fsm_deadlock_refused_n(struct actx *a, struct sess *s, const struct fsm_wg_
     struct fsm *f = a->f;
     if (!f->wg_limit || fsm_format(f) < FSM_FORMAT_2 || n == 0)
         return false;
+    /* A cycle through s needs someone waiting for s: for what it holds, or behind one of its
+     * queued requests (the FIFO edges). A session that holds nothing and waits for nothing yet
+     * (the common client of one lock at a time) cannot close one, and the search would walk
+     * the whole queue it joins on every enqueue (O(n^2) to build a queue of n). */
+    if (!s->held_head && !s->sh_head && !s->wait_head)
+        return false;
     new_epoch(f);
     struct search x = {.f = f, .limit = f->wg_limit};
     uint32_t *path = NULL;
