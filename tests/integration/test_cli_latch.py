@@ -50,7 +50,10 @@ def test_cli_latch_join_killed_cmd_or_cli_breaks_the_latch_for_a_waiting_waiter(
         ok(c.call("LATCH.CREATE", name, 2))
         waiter = spawn(ctx, [srv], "latch", "wait", name, "--wait", "120s")
         pidfile = os.path.join(d, name + ".pid")
-        joined = spawn(ctx, [srv], "latch", "join", name, "--ttl", "2s", "--", "sh", "-c",
+        # "cmd": a long TTL, so only the CLI's own close (not an expiry) can break the latch in
+        # time; "cli": the killed CLI's session must expire, so a short one
+        ttl = "120s" if victim == "cmd" else "2s"
+        joined = spawn(ctx, [srv], "latch", "join", name, "--ttl", ttl, "--", "sh", "-c",
                        "echo $$ > %s.tmp; mv %s.tmp %s; exec sleep 600"
                        % (pidfile, pidfile, pidfile))
         wait_until(lambda: os.path.exists(pidfile), timeout=30, what="the joined CMD runs")

@@ -98,7 +98,7 @@ def test_a_multi_retry_does_not_take_a_single_lock_of_its_first_name_as_its_wait
     o, m = open_session(c), open_session(c)
     expect_int(c.call("LOCK", "a", o))
     c1 = ctx.conn()
-    c1.send("LOCK.MULTI", m, 2, "a", "b", "WAIT", 1000, "REQ", m, 7)
+    c1.send("LOCK.MULTI", m, 2, "a", "b", "WAIT", 5000, "REQ", m, 7)  # long enough to be seen
     wait_queued(c, "a", m)
     c1.close()  # the connection is lost; the wait's timer ends it on both names
     wait_until(lambda: m not in (as_map(c.call("LOCK.INFO", "a"))["waiters"] or []), 30,
