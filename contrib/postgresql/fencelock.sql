@@ -10,12 +10,15 @@
 -- What it owns:
 --   fencelock.tokens  highest token seen per resource. A row only ever grows, and only inside
 --                     fence(), under the row's lock, in the caller's transaction: a rolled-back
---                     transaction leaves no trace of its token.
+--                     transaction leaves no trace of its token. `fences` counts the
+--                     fenced transactions.
 --   fencelock.keys    HMAC keys for signed tokens (none: signatures are not checked). Readable
 --                     and writable by the owner only; fence() reads them as SECURITY DEFINER.
 --   fencelock.fence(resource, token [, signature])  the guard; see README.md.
 -- SQLSTATEs raised (class FL): FL001 stale token, FL002 missing or bad signature, FL003 bad
--- argument (NULL, empty name, token < 1).
+-- argument (NULL, empty name, token < 1); and PostgreSQL's own 40001 under REPEATABLE READ and
+-- SERIALIZABLE when another fenced transaction of the resource committed after this one's
+-- snapshot (retry the transaction).
 
 \set ON_ERROR_STOP 1
 
@@ -26,6 +29,11 @@ CREATE TABLE IF NOT EXISTS fencelock.tokens (
     token      bigint NOT NULL CHECK (token > 0),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
+-- fences: how many fenced transactions wrote the row. Every fence() writes it (a new row
+-- version), so that under REPEATABLE READ and SERIALIZABLE a transaction whose snapshot is older
+-- than the last fenced one fails in fence() with 40001 instead of reading stale data (fence()
+-- below). Added to installs made before.
+ALTER TABLE fencelock.tokens ADD COLUMN IF NOT EXISTS fences bigint NOT NULL DEFAULT 0;
 
 -- Keys live in a table, not a GUC: any role can read a GUC (SHOW, current_setting) and
 -- ALTER DATABASE ... SET stores it in pg_db_role_setting for all to see. The table is closed to
@@ -95,6 +103,14 @@ REVOKE ALL ON FUNCTION fencelock.signature_ok(text, bigint, text) FROM PUBLIC;
 --   BEGIN; SELECT fencelock.fence('inventory', 42); UPDATE ...; COMMIT;
 -- It locks the resource's row until the transaction ends, so writers of one resource are
 -- serialized and a holder's write cannot land after a newer holder's. Returns the token.
+--
+-- Snapshots. The fence may wait for the row while an older holder's fenced transaction
+-- finishes. Under READ COMMITTED (the default) each later statement of the caller takes a new
+-- snapshot and sees what that transaction wrote. Under REPEATABLE READ and SERIALIZABLE the
+-- caller's snapshot was taken by its first statement, before the wait, and would miss it: a
+-- newer holder would act on the stock an older one changed meanwhile. That is why every fence()
+-- writes the row (fences + 1): the row then changed after the caller's snapshot, and
+-- PostgreSQL's SELECT ... FOR UPDATE fails with 40001 (serialization failure): retry.
 CREATE OR REPLACE FUNCTION fencelock.fence(resource text, token bigint, signature text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -132,10 +148,11 @@ BEGIN
             MESSAGE = format('fencelock: stale token %s for %L: token %s was already seen',
                              fence.token, fence.resource, seen),
             HINT = 'the lock passed to a newer holder; this holder must stop writing';
-    ELSIF fence.token > seen THEN
-        UPDATE fencelock.tokens t SET token = fence.token, updated_at = now()
-         WHERE t.resource = fence.resource;
     END IF;
+    UPDATE fencelock.tokens t
+       SET token = fence.token, fences = t.fences + 1,
+           updated_at = CASE WHEN fence.token > seen THEN now() ELSE t.updated_at END
+     WHERE t.resource = fence.resource;
     RETURN fence.token;
 END
 $$;

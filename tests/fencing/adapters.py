@@ -7,15 +7,23 @@ An adapter (the test side) says what kind of check its resource makes:
   signed   checks FENCE.SIGN's signature with its own keys (set_keys)
   atomic   checks the token and applies the write in one step (a transaction): concurrent
            sellers cannot interleave a stale write after a newer one
+  isolations  (transactional resources) the isolation levels to run the snapshot scenario in,
+           the default first, each with whether its snapshot lasts the whole transaction
 and provides: setup(ctx, env) / teardown() (start and stop its resource; ctx.defer works too),
 client() and client_spec() (the same client in another process: client_from_spec), value(lock)
 (what the last accepted write() stored), recorded(lock) (monotonic resources: the highest token
 kept), shop_init/shop_state (the inventory of the paused-holder and sellers scenarios),
-set_keys(keys) (signed ones) and log_tail() (shown when a scenario fails).
+set_keys(keys) (signed ones), flag_held(flag) (transactional ones: a client's
+sell_when_waited holds `flag` from its fence on) and log_tail() (shown when a scenario fails).
 
 A client writes with a token: write(lock, token, sig, value), read_stock(lock, token, sig, shop),
 sell(lock, token, sig, shop, qty_read, buyer); True / a number when the resource accepted, False
-/ None when it refused on fencing grounds; anything else raises.
+/ None when it refused on fencing grounds; anything else raises. Transactional clients add
+read_stock_tx(lock, token, sig, shop, level, read_first) -> ("ok", stock) / ("refused", None) /
+("retry", None) (40001), one transaction at that isolation level, reading the stock before the
+fence too when read_first; and sell_when_waited(lock, token, sig, shop, qty_read, buyer, flag)
+-> (accepted, waited): a sale whose transaction fences, takes `flag`, waits (at most 10 s) until
+another transaction waits for a lock, then writes and commits.
 """
 
 import os
@@ -32,6 +40,7 @@ from resp import Conn, RespError, text  # noqa: E402
 class Adapter:
     name = "?"
     online = signed = atomic = False
+    isolations = ()
 
     def setup(self, ctx, env):
         pass
@@ -151,6 +160,7 @@ class PgClient:
 
     def __init__(self, spec):
         import pg as pgmod
+        self.argv = spec["psql"]
         self.db = pgmod.PsqlSession(spec["psql"])
 
     def _q(self, stmt):
@@ -175,6 +185,47 @@ class PgClient:
                        % (sql_str(lock), token, sql_str(sig), sql_str(shop), qty_read,
                           sql_str(buyer)))[0]
 
+    def _script(self, script):
+        """One psql process runs script (its own transaction); (state, lines): state "ok",
+        "refused" (FL001/FL002) or "retry" (40001)."""
+        import subprocess
+        import pg as pgmod
+        r = subprocess.run(self.argv + ["-f", "-"], input=script, capture_output=True, text=True,
+                           timeout=60)
+        if r.returncode == 0:
+            return "ok", [line for line in r.stdout.splitlines() if line]
+        state = pgmod.sqlstate_of(r.stderr)
+        if state in ("FL001", "FL002"):
+            return "refused", None
+        if state == "40001":
+            return "retry", None
+        raise AssertionError("psql: %s" % r.stderr.strip())
+
+    def read_stock_tx(self, lock, token, sig, shop, level, read_first):
+        read = "SELECT 'stock=' || stock FROM shop WHERE name = %s;\n" % sql_str(shop)
+        state, lines = self._script(
+            "BEGIN ISOLATION LEVEL %s;\n%sSELECT 'fenced=' || fencelock.fence(%s, %d, %s);\n%s"
+            "COMMIT;\n" % (level, read.replace("stock=", "early=") if read_first else "",
+                           sql_str(lock), token, sql_str(sig), read))
+        if state != "ok":
+            return state, None
+        return "ok", int([x for x in lines if x.startswith("stock=")][0][6:])
+
+    def sell_when_waited(self, lock, token, sig, shop, qty_read, buyer, flag):
+        waiting = "EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted)"
+        state, lines = self._script(
+            "BEGIN;\nSELECT 'fenced=' || fencelock.fence(%s, %d, %s);\n"
+            "SELECT pg_advisory_xact_lock(hashtext(%s));\n"
+            "DO $$ BEGIN FOR i IN 1..200 LOOP EXIT WHEN %s; PERFORM pg_sleep(0.05); END LOOP;"
+            " END $$;\nSELECT 'waited=' || %s;\n"
+            "UPDATE shop SET stock = %d WHERE name = %s;\n"
+            "INSERT INTO sales (shop, buyer, token) VALUES (%s, %s, %d);\nCOMMIT;\n"
+            % (sql_str(lock), token, sql_str(sig), sql_str(flag), waiting, waiting,
+               qty_read - 1, sql_str(shop), sql_str(shop), sql_str(buyer), token))
+        if state == "retry":
+            raise AssertionError("A's sale got 40001: it fenced first and waited for nobody")
+        return state == "ok", state == "ok" and "waited=true" in lines
+
     def close(self):
         self.db.close()
 
@@ -182,6 +233,7 @@ class PgClient:
 class PostgresAdapter(Adapter):
     name = "postgresql"
     signed = atomic = True
+    isolations = (("READ COMMITTED", False), ("REPEATABLE READ", True), ("SERIALIZABLE", True))
 
     def setup(self, ctx, env):
         import pg as pgmod
@@ -206,6 +258,10 @@ class PostgresAdapter(Adapter):
 
     def shop_init(self, shop, qty):
         self.pg.sql("INSERT INTO shop VALUES (%s, %d)" % (sql_str(shop), qty))
+
+    def flag_held(self, flag):
+        return self.pg.value("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+                             "AND granted)") == "t"
 
     def shop_state(self, shop):
         stock = int(self.pg.value("SELECT stock FROM shop WHERE name = %s" % sql_str(shop)))
@@ -394,18 +450,61 @@ class MariaDBClient:
     def __init__(self, spec):
         self.argv = spec["argv"]
 
-    def _tx(self, lock, token, sig, body):
+    def _script(self, script):
+        """One client process runs script; (state, lines): state "ok", "refused" (FL001/FL002)
+        or "retry" (40001)."""
         import subprocess
-        script = ("START TRANSACTION;\nSELECT fencelock_fence(%s, %d, %s) INTO @fl_token;\n%s\n"
-                  "COMMIT;\n" % (sql_str(lock), token, sql_str(sig), body))
         r = subprocess.run(self.argv, input=script, capture_output=True, text=True, timeout=60)
         if r.returncode == 0:
-            return True, [line for line in r.stdout.splitlines() if line]
+            return "ok", [line for line in r.stdout.splitlines() if line]
         import mariadb
         state = mariadb.MariaDBError(r.stderr).sqlstate
         if state in ("FL001", "FL002"):
-            return False, None
+            return "refused", None
+        if state == "40001":
+            return "retry", None
         raise AssertionError("mariadb: %s" % r.stderr.strip())
+
+    def _fence(self, lock, token, sig):
+        return "SELECT fencelock_fence(%s, %d, %s) INTO @fl_token;\n" % (sql_str(lock), token,
+                                                                         sql_str(sig))
+
+    def _tx(self, lock, token, sig, body):
+        state, lines = self._script("START TRANSACTION;\n%s%s\nCOMMIT;\n"
+                                    % (self._fence(lock, token, sig), body))
+        if state == "retry":
+            raise AssertionError("mariadb: 40001 from a transaction that fenced first")
+        return state == "ok", lines
+
+    def read_stock_tx(self, lock, token, sig, shop, level, read_first):
+        read = "SELECT CONCAT('stock=', stock) FROM shop WHERE name = %s;\n" % sql_str(shop)
+        state, lines = self._script(
+            "SET TRANSACTION ISOLATION LEVEL %s;\nSTART TRANSACTION;\n%s%s%sCOMMIT;\n"
+            % (level, read.replace("stock=", "early=") if read_first else "",
+               self._fence(lock, token, sig), read))
+        if state != "ok":
+            return state, None
+        return "ok", int([x for x in lines if x.startswith("stock=")][0][6:])
+
+    def sell_when_waited(self, lock, token, sig, shop, qty_read, buyer, flag):
+        # Another connection inside the guard's INSERT of the row this transaction holds is
+        # waiting for it. (INNODB_TRX's LOCK WAIT would say so too, but it is a cache InnoDB
+        # refreshes only when unread for 100 ms: polled it showed nothing, or the last test's
+        # waiter.) Polled by top-level statements.
+        waiting = ("EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID <> "
+                   "CONNECTION_ID() AND INFO LIKE 'INSERT INTO fencelock_tokens%')")
+        poll = "SET @fl_waited = @fl_waited OR %s;\nDO IF(@fl_waited, 0, SLEEP(0.05));\n" % waiting
+        state, lines = self._script(
+            "START TRANSACTION;\n%sDO GET_LOCK(%s, 0);\nSET @fl_waited = FALSE;\n%s"
+            "SELECT CONCAT('waited=', %s);\n"
+            "UPDATE shop SET stock = %d WHERE name = %s;\n"
+            "INSERT INTO sales (shop, buyer, token) VALUES (%s, %s, %d);\nCOMMIT;\n"
+            "DO RELEASE_LOCK(%s);\n"
+            % (self._fence(lock, token, sig), sql_str(flag), poll * 200, waiting, qty_read - 1,
+               sql_str(shop), sql_str(shop), sql_str(buyer), token, sql_str(flag)))
+        if state == "retry":
+            raise AssertionError("A's sale got 40001: it fenced first and waited for nobody")
+        return state == "ok", state == "ok" and "waited=1" in lines
 
     def write(self, lock, token, sig, value):
         return self._tx(lock, token, sig, "INSERT INTO res VALUES (%s, %s) ON DUPLICATE KEY "
@@ -429,6 +528,7 @@ class MariaDBClient:
 class MariaDBAdapter(Adapter):
     name = "mariadb"
     signed = atomic = True
+    isolations = (("REPEATABLE READ", True), ("READ COMMITTED", False))
 
     def setup(self, ctx, env):
         import mariadb
@@ -480,6 +580,9 @@ class MariaDBAdapter(Adapter):
 
     def shop_init(self, shop, qty):
         self.db.sql("INSERT INTO shop VALUES (%s, %d)" % (sql_str(shop), qty))
+
+    def flag_held(self, flag):
+        return self.db.value("SELECT IS_USED_LOCK(%s) IS NOT NULL" % sql_str(flag)) == "1"
 
     def shop_state(self, shop):
         stock = int(self.db.value("SELECT stock FROM shop WHERE name = %s" % sql_str(shop)))

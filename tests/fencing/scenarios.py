@@ -95,6 +95,8 @@ def not_applicable(sc, adapter):
         return "an unsigned monotonic guard cannot tell locks' tokens apart"
     if "atomic" in need and not adapter.atomic:
         return "%s checks the token and forwards the write in two steps" % adapter.name
+    if "isolation" in need and not adapter.isolations:
+        return "%s has no transactions whose reads could predate the fence" % adapter.name
     return None
 
 
@@ -370,6 +372,67 @@ concurrent_sellers_never_oversell.needs = ("atomic",)
 concurrent_sellers_never_oversell.timeout = 90.0
 
 
+def fenced_read_sees_the_write_it_waited_for(env):
+    """An older holder A's fenced transaction holds the resource while the lock passes to B; B's
+    fenced read waits for A's transaction and then must see A's sale (stock 4, not 5), or be
+    told to retry (40001) where its snapshot predates A's commit. Never the stale 5: selling
+    from it oversells. Each isolation level the resource offers, with B's first read made after
+    the fence, and (where a snapshot lasts the whole transaction) also before it: the guard
+    cannot make that read fresh, so it must refuse. A's transaction waits until B's is blocked
+    on a lock, so the race is the one the scenario means, every run."""
+    lock = env.name("inv")
+    cl = env.client()
+    ran = []
+    for level, per_transaction in env.adapter.isolations:
+        for read_first in (False, True) if per_transaction else (False,):
+            what = "%s, B reads %s the fence" % (level, "before" if read_first else "after")
+            shop = env.name("shop%d" % len(ran))
+            env.adapter.shop_init(shop, 5)
+            a = env.hold(lock)
+            eq(cl.read_stock(lock, a.token, a.sig, shop), 5, "A's read (%s)" % what)
+            flag = "fl-suite-%s-%d" % (env.scenario, len(ran))
+            done = {}
+
+            def sell_a():
+                seller = env.adapter.client()
+                try:
+                    done["a"] = seller.sell_when_waited(lock, a.token, a.sig, shop, 5, "A", flag)
+                except Exception as e:  # noqa: BLE001
+                    done["a"] = e
+                finally:
+                    seller.close()
+
+            t = threading.Thread(target=sell_a)
+            t.start()
+            until = time.monotonic() + 20.0
+            while not env.adapter.flag_held(flag):
+                assert t.is_alive(), "A's transaction ended before it held the fence: %r" % done
+                assert time.monotonic() < until, "A's transaction did not fence in 20 s"
+                time.sleep(0.02)
+            a.release()  # A's lease is gone; its transaction is still open (a paused holder)
+            b = env.hold(lock)
+            assert b.token > a.token, (a.token, b.token)
+            got = cl.read_stock_tx(lock, b.token, b.sig, shop, level, read_first)
+            t.join(30)
+            assert not t.is_alive(), "A's transaction is still open"
+            eq(done.get("a"), (True, True), "A's sale, made while B waited (%s)" % what)
+            if got != ("retry", None):
+                eq(got, ("ok", 4), "B's read after waiting for A's sale (%s)" % what)
+            else:
+                eq(cl.read_stock_tx(lock, b.token, b.sig, shop, level, read_first), ("ok", 4),
+                   "B's retried read (%s)" % what)
+            ran.append((what, got[0]))
+            eq(cl.sell(lock, b.token, b.sig, shop, 4, "B"), True, "B's sale (%s)" % what)
+            eq(env.adapter.shop_state(shop), (3, ["A", "B"]), "stock and sales (%s)" % what)
+            b.release()
+    print("# %s: %s" % (env.adapter.name, "; ".join("%s: %s" % r for r in ran)))
+    eq(ran[0][1], "ok", "at the resource's default level, a read after the fence needs no retry")
+
+
+fenced_read_sees_the_write_it_waited_for.needs = ("isolation",)
+fenced_read_sees_the_write_it_waited_for.timeout = 120.0
+
+
 def _keepalive(port, sid, stop):
     c = Conn(port, timeout=10.0)
     try:
@@ -391,4 +454,5 @@ SCENARIOS = [
     both_keys_accepted_during_rotation,
     paused_holder_sells_nothing,
     concurrent_sellers_never_oversell,
+    fenced_read_sees_the_write_it_waited_for,
 ]

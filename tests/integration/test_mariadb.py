@@ -8,6 +8,7 @@ mariadb-server, data in a temp dir, Unix socket only, stopped by PID)."""
 import hashlib
 import hmac
 import os
+import subprocess
 import sys
 
 from helpers import eq
@@ -82,3 +83,33 @@ def test_mariadb_application_account_needs_only_execute(ctx):
        "the signature of ('r', 7)")
     eq(as_app("SELECT secret FROM app.fencelock_keys"), "42000", "the keys")
     eq(as_app("UPDATE app.fencelock_tokens SET token = 1"), "42000", "the tokens")
+
+
+def test_mariadb_guard_upgrades_and_refuses_older_snapshots(ctx):
+    """Loading the guard over an install made before `fences` adds the column and keeps the
+    tokens. A transaction that read (took its REPEATABLE READ snapshot) before another fenced
+    transaction committed is refused with 40001 and must retry; one that fences first is not."""
+    db = start(ctx)
+    db.sql("ALTER TABLE fencelock_tokens DROP COLUMN fences;"
+           "INSERT INTO fencelock_tokens (resource, token) VALUES ('r', 7);")
+    with open(mdb.GUARD_SQL) as f:
+        db.sql(f.read())
+    eq(db.value("SELECT CONCAT(token, '/', fences) FROM fencelock_tokens WHERE resource = 'r'"),
+       "7/0", "the kept token and the new column")
+    eq(state(db.sql("SELECT fencelock_fence('r', 6, NULL)", check=False)), "FL001")
+    eq(db.value("SELECT fencelock_fence('r', 8, NULL)"), "8")
+    eq(db.value("SELECT CONCAT(token, '/', fences) FROM fencelock_tokens WHERE resource = 'r'"),
+       "8/1", "one fence counted (the refused one rolled back)")
+    db.sql("CREATE TABLE t (v INT) ENGINE = InnoDB; INSERT INTO t VALUES (1);")
+    slow = subprocess.Popen(db.argv() + ["--unbuffered"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slow.stdin.write("START TRANSACTION;\nSELECT v FROM t;\n")
+    slow.stdin.flush()
+    eq(slow.stdout.readline().strip(), "1", "the snapshot's first read")
+    db.sql("START TRANSACTION; SELECT fencelock_fence('r', 8, NULL) INTO @t; UPDATE t SET v = 2;"
+           " COMMIT;")
+    out, err = slow.communicate("SELECT fencelock_fence('r', 8, NULL);\nCOMMIT;\n", timeout=30)
+    eq(mdb.MariaDBError(err).sqlstate, "40001", "the older snapshot's fence: %s" % err.strip())
+    assert "fencelock: snapshot older than a fenced write of 'r'" in err, err
+    eq(db.sql("START TRANSACTION; SELECT fencelock_fence('r', 8, NULL) INTO @t; SELECT v FROM t;"
+              " COMMIT;"), ["2"], "a transaction that fences first reads the last write")

@@ -267,6 +267,33 @@ def test_pg_lower_token_is_refused_with_sqlstate(ctx):
     eq(pg.value("SELECT v FROM t"), "1")
 
 
+
+def test_pg_guard_upgrades_an_older_install_in_place(ctx):
+    """Loading the guard over an install made before `fences` (every fence's write, which
+    makes REPEATABLE READ callers with an older snapshot fail with 40001) adds the column and
+    keeps the tokens; each fence then counts one."""
+    pg = pgmod.start(ctx)
+    pg.sql("ALTER TABLE fencelock.tokens DROP COLUMN fences;"
+           "INSERT INTO fencelock.tokens (resource, token) VALUES ('r', 7);")
+    pg.load_guard()
+    eq(pg.value("SELECT token || '/' || fences FROM fencelock.tokens WHERE resource = 'r'"),
+       "7/0", "the kept token and the new column")
+    eq(getattr(pg.sql("SELECT fencelock.fence('r', 6)", check=False), "sqlstate", None),
+       "FL001", "a token below the kept one")
+    eq(pg.value("SELECT fencelock.fence('r', 7)"), "7")
+    eq(pg.value("SELECT fencelock.fence('r', 8)"), "8")
+    eq(pg.value("SELECT token || '/' || fences FROM fencelock.tokens WHERE resource = 'r'"),
+       "8/2", "two fences counted (the refused one rolled back)")
+    # a REPEATABLE READ transaction whose snapshot predates a fenced commit gets 40001
+    slow = subprocess.Popen(pg.psql_argv() + ["-f", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slow.stdin.write("BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT count(*) FROM pg_class;\n")
+    slow.stdin.flush()  # the snapshot is taken; now another fenced transaction commits
+    eq(slow.stdout.readline().strip() != "", True, "the snapshot's first statement ran")
+    eq(pg.value("SELECT fencelock.fence('r', 8)"), "8")
+    out, err = slow.communicate("SELECT fencelock.fence('r', 8);\nCOMMIT;\n", timeout=30)
+    eq(pgmod.sqlstate_of(err), "40001", "the older snapshot's fence: %s" % err.strip())
+
 def _add_key(pg, key_id, key):
     pg.sql("INSERT INTO fencelock.keys (key_id, secret) VALUES ('%s', '\\x%s')"
            % (key_id, key.hex()))
