@@ -183,6 +183,7 @@ void rn_glue_attach(struct rn *rn, struct raft *raft)
 
 void rn_glue_started(struct rn *rn)
 {
+    rn_heartbeat_every_tick(rn);
     rn_life_to(rn, RN_LIFE_RUNNING);
 }
 
@@ -224,6 +225,7 @@ static int start_raft(struct rn *rn, char *err, size_t errlen)
             snprintf(err, errlen, "raft_start: %s", raft_strerror(rv));
         return -1;
     }
+    rn_heartbeat_every_tick(rn);
     rn_life_to(rn, RN_LIFE_RUNNING);
     return 0;
 }

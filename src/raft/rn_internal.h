@@ -204,6 +204,10 @@ void rn_gone_close(struct rn *rn);
 /* Whether the fast path started the election now beginning (read once). */
 bool rn_gone_take(struct rn *rn);
 
+/* ---- rn_tick.c ---- */
+/* After raft_start: a leader sends every follower a heartbeat at every tick (why: rn_tick.c). */
+void rn_heartbeat_every_tick(struct rn *rn);
+
 /* ---- rn.c ---- */
 /* The one way rn->life changes; asserts the move is one of the life cycle's above. */
 void rn_life_to(struct rn *rn, enum rn_life to);

@@ -4,11 +4,40 @@
  * rn_remove_check), notes when this leader settled, repairs libraft 0.22.1's stale "uncommitted
  * configuration" bookkeeping and hands leadership over when a change nobody here started stays
  * stuck (docs/server.md "libraft 0.22.1"). The only code that writes libraft's configuration
- * fields directly.
+ * fields directly. Also rn_heartbeat_every_tick, which keeps followers in libraft's pipeline
+ * mode between writes (called once, after raft_start).
  */
 #include "raft/rn_internal.h"
 
 #include <stdio.h>
+
+/*
+ * libraft 0.22.1's leader, at every tick, counts a follower as unreachable when nothing came
+ * from it since the previous tick (checkContactQuorum in src/timeout.c: "recent" means
+ * last_recv >= election_timer_start, and the timer restarts at every tick with a quorum), and
+ * moves it from pipeline to probe. In probe it sends at most one message per heartbeat timeout
+ * (progressShouldReplicate in src/progress.c), and only an answer that raises the match index
+ * brings it back to pipeline. Its heartbeat goes out only when nothing was sent for a heartbeat
+ * timeout. With the tick and the heartbeat timeout both --heartbeat-ms, one write shortly before
+ * a tick makes the next tick skip the heartbeat; at the tick after that every follower is
+ * "unreachable" and in probe, and the first write after the pause waits for a tick before it
+ * is sent: up to --heartbeat-ms on a write that takes 0.4 ms (LIBRAFT_TRACE shows "probe server
+ * 2 sending 1 entry" at the tick). W12 and every first write after an idle period paid it.
+ *
+ * The tick interval is fixed by raft_start (the io's start, with the heartbeat timeout of that
+ * moment); the heartbeat timeout is read at every decision. Setting it to 1 ms after the start
+ * keeps the tick at --heartbeat-ms and makes every tick send a heartbeat to a follower that got
+ * nothing in the same millisecond, so an answering follower is heard between any two ticks and
+ * stays in pipeline. A follower that really is slow or away still goes to probe, as designed;
+ * there, messages are limited to one per millisecond rather than one per tick, and the first
+ * answer that raises the match index restores the pipeline. The messages a healthy cluster
+ * sends are the same: one heartbeat per tick while idle, entries at once while busy.
+ * Test: test_rn_fixture's first_write_after_idle_is_sent_at_once.
+ */
+void rn_heartbeat_every_tick(struct rn *rn)
+{
+    raft_set_heartbeat_timeout(rn->raft, 1);
+}
 
 static int config_copy(const struct raft_configuration *src, struct raft_configuration *dst)
 {

@@ -488,6 +488,50 @@ TEST_F(sg, snapshot_install_waits_for_own_write)
     CHECK(same);
 }
 
+/* ---- replication after an idle pause ---- */
+
+static bool time_reached(struct rnfx *x, void *arg)
+{
+    return x->f.time >= *(raft_time *)arg;
+}
+
+/* Propose one command on the leader at the current virtual time; its commit's delay. */
+static raft_time write_delay(struct rnfx *x, unsigned k)
+{
+    raft_time at = x->f.time;
+    if (rnfx_propose(x, 0, k, 5000) != RN_OK)
+        return (raft_time)-1;
+    unsigned want = x->told + 1;
+    if (!rnfx_step_until(x, all_told, &want) || x->rep[k].status != RN_OK)
+        return (raft_time)-1;
+    return x->f.time - at;
+}
+
+/* A write after a pause is sent to the followers at once, not at the leader's next tick
+ * (rn_tick.c, rn_heartbeat_every_tick: libraft 0.22.1 had put every follower in probe by
+ * then). On the fixture's clock (ticks every 100 ms, 15 ms network, 10 ms disk) a commit takes
+ * two network hops and two disk writes, 40 ms; a write that waits for a tick takes longer.
+ * Each round writes at another phase of the tick, pauses three and a half ticks, then writes
+ * again: some phases made every follower "unreachable" at the second tick of the pause. */
+TEST_F(gc, first_write_after_idle_is_sent_at_once)
+{
+    struct rnfx *x = &fx->fx;
+    unsigned k = 0;
+    raft_time worst = 0;
+    for (unsigned phase = 5; phase < 100; phase += 15) {
+        raft_time at = (x->f.time / 100 + 1) * 100 + phase;
+        CHECK(rnfx_step_until(x, time_reached, &at));
+        raft_time d = write_delay(x, k++);
+        CHECK(d != (raft_time)-1);
+        at = x->f.time + 350; /* the pause */
+        CHECK(rnfx_step_until(x, time_reached, &at));
+        d = write_delay(x, k++);
+        CHECK(d != (raft_time)-1);
+        worst = d > worst ? d : worst;
+    }
+    CHECK(worst <= 50); /* the 40 ms commit and the fixture's event granularity */
+}
+
 int main(void)
 {
     RUN_F(gc, group_commit_one_entry_per_turn);
@@ -499,5 +543,6 @@ int main(void)
     RUN_F(gc, tick_repairs_stale_uncommitted_configuration);
     RUN_F(gc, tick_repairs_stale_configuration_under_steady_writes);
     RUN_F(sg, snapshot_install_waits_for_own_write);
+    RUN_F(gc, first_write_after_idle_is_sent_at_once);
     TEST_MAIN_END();
 }
