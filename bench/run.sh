@@ -747,16 +747,28 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
     p("")
     p("## W3 — parallel: 16 clients, each on its own lock")
     p("")
-    p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock pairs/s / this | note |")
-    p("| --- | ---: | ---: | ---: | ---: | --- |")
+    disk = get("disk", "fsync")
+    if disk and not disk.get("errors") and disk.get("p50_ms") and ok(fl["W3"]):
+        c = disk["p50_ms"]
+        ceiling = 16 / (2 * c / 1000.0)
+        p(f"Little's-law ceiling: 16 clients, each pair two commits of at least one fdatasync "
+          f"(this disk: p50 {c:.3f} ms, p90 {disk['p90_ms']:.3f} ms over {disk['n']} 4 KiB appends, "
+          f"measured before the first system started): 16 / (2 × {c:.3f} ms) = {rate(ceiling)} pairs/s. "
+          f"fencelock reaches {rate(fl['W3']['ops_per_s'])} pairs/s = **{fl['W3']['ops_per_s'] / ceiling:.2f}× the ceiling**.")
+        p("")
+    p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock pairs/s / this | CPUs busy | note |")
+    p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for s in order:
         r = get(s, "W3")
         if ok(r):
             f = fl["W3"] if ok(fl["W3"]) else None
+            busy = f"{r['cpu_busy'] * 100:.0f} %" if r.get("cpu_busy") is not None else "–"
             p(f"| {lab(s, 'W3')} | {rate(r['ops_per_s'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} | "
-              f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {status(r) or ''} |")
+              f"{ratio(f and f['ops_per_s'], r['ops_per_s'])} | {busy} | {status(r) or ''} |")
         else:
-            p(f"| {lab(s, 'W3')} | – | – | – | – | {status(r)} |")
+            p(f"| {lab(s, 'W3')} | – | – | – | – | – | {status(r)} |")
+    p("")
+    p("CPUs busy: the share of the machine's CPU time (all processes) not idle during the run.")
     p("")
     p("## W4 — held locks: footprint and restart")
     p("")
@@ -1187,6 +1199,45 @@ print("\n".join(out))
 PY
 }
 
+# The data disk's commit latency, for W3's Little's-law ceiling (report): 4 KiB appended and
+# fdatasync'ed, 300 times, in a file under build/bench, before any system runs (so nothing else
+# writes). A Raft commit costs at least one such write on the leader and, in parallel, one on a
+# follower; a LOCK + UNLOCK pair two commits.
+fsync_probe() {
+  mkdir -p build/bench
+  python3 - build/bench/fsync-probe.dat <<'PY'
+import json, os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+buf, lat = b"\xa5" * 4096, []
+try:
+    for i in range(330):
+        t0 = time.perf_counter()
+        os.write(fd, buf)
+        os.fdatasync(fd)
+        if i >= 30:  # the first ones allocate the file's first blocks
+            lat.append((time.perf_counter() - t0) * 1000.0)
+finally:
+    os.close(fd)
+    os.unlink(sys.argv[1])
+lat.sort()
+print(json.dumps({"driver": "disk", "workload": "fsync", "n": len(lat),
+                  "p50_ms": round(lat[len(lat) // 2], 4), "p90_ms": round(lat[len(lat) * 9 // 10], 4)}))
+PY
+}
+# The share of CPU time not idle between two /proc/stat "cpu" lines ($1, $2), 0.00-1.00.
+cpu_busy() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    na = split(a, x); split(b, y); tot = 0
+    for (i = 2; i <= na; i++) tot += y[i] - x[i]
+    idle = (y[5] - x[5]) + (y[6] - x[6])  # idle + iowait
+    printf "%.2f", (tot > 0 ? 1 - idle / tot : 0) }'
+}
+if [ "$report_only" != 1 ] && [ "${BENCH_W123:-1}" = 1 ]; then
+  line=$(fsync_probe) || line='{"driver":"disk","workload":"fsync","errors":1,"error":"probe failed"}'
+  echo "== the data disk: $line"
+  echo "$line" >>"$json"
+fi
+
 [ "$report_only" = 1 ] && [ -f "$raw/clients.json" ] || client_versions
 [ "$report_only" = 1 ] && systems=()
 for s in "${systems[@]}"; do
@@ -1222,10 +1273,14 @@ for s in "${systems[@]}"; do
   echo "   endpoints $eps"
   for w in W1 W2 W3; do
     [ "${BENCH_W123:-1}" = 1 ] || break
+    cpu0=$(head -n 1 /proc/stat)
     line=$(timeout $((secs + 30)) "$(runner "$s")" --driver "$s" --endpoints "$eps" --workload "$w" \
       --seconds "$secs" --pairs "$pairs")
     rc=$?
     [ -n "$line" ] || line=$(printf '{"driver":"%s","workload":"%s","errors":1,"error":"lockbench exit %d"}' "$s" "$w" "$rc")
+    # how busy the machine's CPUs were over the run (servers, client and all): whether a
+    # workload is bound by the CPUs or by the commit latency
+    line="${line%\}},\"cpu_busy\":$(cpu_busy "$cpu0" "$(head -n 1 /proc/stat)")}"
     echo "   $line"
     echo "$line" >>"$json"
   done
