@@ -69,8 +69,9 @@ static struct rn *glue_alloc(uv_loop_t *loop, const struct rn_config *cfg, struc
 }
 
 /* The glue around a struct raft that already has its io and rn's FSM callbacks (raft_init
- * done, raft_start not yet): the snapshot thresholds, the snapshot guard (it wraps the io's
- * start, so it must come before raft_start) and the group-commit handles. */
+ * done, raft_start not yet): the snapshot thresholds, the snapshot guard and the tick wrapper
+ * (both wrap the io's start, so they must come before raft_start) and the group-commit
+ * handles. */
 static void glue_bind(struct rn *rn, struct raft *raft)
 {
     rn->raft = raft;
@@ -79,6 +80,7 @@ static void glue_bind(struct rn *rn, struct raft *raft)
     rn->trailing = rn->cfg.snapshot_trailing;
     raft_set_snapshot_trailing(rn->raft, rn->trailing);
     snapguard_init(&rn->guard, rn->loop, rn->raft, rn->log);
+    rn_tick_wrap(rn); /* after the guard: it finds rn through raft->data */
     rn_batch_init(rn);
 }
 
@@ -183,7 +185,6 @@ void rn_glue_attach(struct rn *rn, struct raft *raft)
 
 void rn_glue_started(struct rn *rn)
 {
-    rn_heartbeat_every_tick(rn);
     rn_life_to(rn, RN_LIFE_RUNNING);
 }
 
@@ -225,7 +226,6 @@ static int start_raft(struct rn *rn, char *err, size_t errlen)
             snprintf(err, errlen, "raft_start: %s", raft_strerror(rv));
         return -1;
     }
-    rn_heartbeat_every_tick(rn);
     rn_life_to(rn, RN_LIFE_RUNNING);
     return 0;
 }

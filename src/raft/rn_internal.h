@@ -159,7 +159,11 @@ struct rn {
     uv_prepare_t flush;       /* submits the open batch before the loop blocks */
     uv_timer_t lazy;          /* submits an open batch of lazy commands after cfg.lazy_ms */
     struct snapguard guard;   /* holds InstallSnapshot while we write one */
-    struct rn_heap heap;      /* libraft's allocator while this node exists (heap.h) */
+    /* rn_tick_wrap: the io's start it wrapped, and libraft's tick callback */
+    int (*io_start_next)(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
+                         raft_io_recv_cb recv);
+    raft_io_tick_cb libraft_tick;
+    struct rn_heap heap;                 /* libraft's allocator while this node exists (heap.h) */
     uint64_t since_bytes, since_entries; /* applied since the last snapshot */
     unsigned threshold;                  /* libraft's snapshot threshold now */
     unsigned trailing;                   /* libraft's snapshot trailing now */
@@ -205,8 +209,9 @@ void rn_gone_close(struct rn *rn);
 bool rn_gone_take(struct rn *rn);
 
 /* ---- rn_tick.c ---- */
-/* After raft_start: a leader sends every follower a heartbeat at every tick (why: rn_tick.c). */
-void rn_heartbeat_every_tick(struct rn *rn);
+/* In glue_bind, after snapguard_init, before raft_start: wraps raft->io->start so that every
+ * libraft tick sends a heartbeat (why: rn_tick.c). */
+void rn_tick_wrap(struct rn *rn);
 
 /* ---- rn.c ---- */
 /* The one way rn->life changes; asserts the move is one of the life cycle's above. */
