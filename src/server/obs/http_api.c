@@ -24,8 +24,8 @@
 
 #include "common/clock.h"
 #include "common/json.h"
-#include "fsm/waitgraph.h"
 #include "server/cmd/cmd.h"
+#include "server/cmd/waitrows.h"
 #include "server/obs/console.h"
 #include "server/obs/http_args.h"
 #include "server/obs/metrics_page.h"
@@ -115,12 +115,6 @@ static void waiter_add(void *arg, uint64_t sid, uint64_t wait_ms)
     sids_add(arg, sid);
 }
 
-static void blocker_add(void *arg, uint64_t sid, bool any)
-{
-    (void)any;
-    sids_add(arg, sid);
-}
-
 struct holders_arg {
     struct json *j;
 };
@@ -135,6 +129,19 @@ static void holder_obj(void *arg, uint64_t sid, uint64_t token, bool shared)
     json_close(j);
 }
 
+/* One row's sids (waitrows.h) as a JSON array. */
+static void write_sids(struct json *j, const struct wait_rows *x, size_t i)
+{
+    const uint64_t *v = waitrows_sids(x, i);
+    json_arr(j);
+    for (size_t k = 0; k < x->r[i].n; k++)
+        json_u64(j, v[k]);
+    json_close(j);
+}
+
+/* LOCK.INFO's waiters, waits_for and waits_for_cut (cmd_lock.c): the lists from the one reader
+ * (waitrows.h), at most --max-keys-reply sids over them, "waits_for_cut": 1 only when one was
+ * cut there (as LOCK.INFO's, so an uncut answer is as it was). */
 static void write_waiters(struct json *j, struct srv *s, const char *name, size_t nl)
 {
     struct sids w = {0};
@@ -144,19 +151,18 @@ static void write_waiters(struct json *j, struct srv *s, const char *name, size_
     for (size_t i = 0; !w.failed && i < w.n; i++)
         json_u64(j, w.v[i]);
     json_close(j);
+    free(w.v);
+    size_t left = s->cfg.max_keys_reply;
+    struct wait_rows x;
+    waitrows_read(s->fsm, name, nl, &left, &x);
     json_key(j, "waits_for"); /* per waiter, in the order of "waiters" (LOCK.INFO's) */
     json_arr(j);
-    for (size_t i = 0; !w.failed && i < w.n; i++) {
-        struct sids b = {0};
-        fsm_waiter_waits_for(s->fsm, name, nl, w.v[i], blocker_add, &b);
-        json_arr(j);
-        for (size_t k = 0; !b.failed && k < b.n; k++)
-            json_u64(j, b.v[k]);
-        json_close(j);
-        free(b.v);
-    }
+    for (size_t i = 0; i < x.n; i++)
+        write_sids(j, &x, i);
     json_close(j);
-    free(w.v);
+    if (waitrows_cut(&x))
+        json_kv_u64(j, "waits_for_cut", 1);
+    waitrows_free(&x);
 }
 
 static const char *lock_mode(uint64_t holder_sid, size_t n_shared)
@@ -390,24 +396,12 @@ static int render_list(struct hapi_req *q, struct json *j, enum hapi_route r,
     return 0;
 }
 
-/* One queued request's blockers, and whether it waits for any one of them (LOCK.WAITS's). */
-struct blockers {
-    struct sids v;
-    bool any;
-};
-
-static void blockers_add(void *arg, uint64_t sid, bool any)
-{
-    struct blockers *b = arg;
-    sids_add(&b->v, sid);
-    b->any = b->any || any;
-}
-
 /*
- * /v1/waits: LOCK.WAITS's rows (lock, object, sid, waits_for, any), one per queued request on
- * the locks, semaphores and elections with the prefix, those the user may see. Paged as
- * /v1/locks (the same limit bounds the names looked at; "next" the after of the next page), so
- * that the "who blocks whom" view works on any number of locks.
+ * /v1/waits: LOCK.WAITS's rows (lock, object, sid, waits_for, any, cut), one per queued request
+ * on the locks, semaphores and elections with the prefix, those the user may see, from the one
+ * reader (waitrows.h): at most --max-keys-reply sids over the page, a row cut there with `cut`
+ * 1. Paged as /v1/locks (the same limit bounds the names looked at; "next" the after of the
+ * next page), so that the "who blocks whom" view works on any number of locks.
  */
 static int render_waits(struct hapi_req *q, struct json *j, const struct hapi_query *qq,
                         const struct acl_user *u)
@@ -421,6 +415,7 @@ static int render_waits(struct hapi_req *q, struct json *j, const struct hapi_qu
         return 503;
     size_t n = fsm_locks_list_after(s->fsm, qq->prefix, qq->prefix_len,
                                     qq->has_after ? qq->after : NULL, qq->after_len, limit, it);
+    size_t left = s->cfg.max_keys_reply; /* the sids this page may list, over all its rows */
     json_obj(j);
     json_key(j, "waits");
     json_arr(j);
@@ -428,25 +423,20 @@ static int render_waits(struct hapi_req *q, struct json *j, const struct hapi_qu
         const struct fsm_lock_item *x = &it[i];
         if (!x->n_waiters || !may_lock(q, u, x->name.p, x->name.len))
             continue;
-        struct sids w = {0};
-        fsm_lock_waiters(s->fsm, x->name.p, x->name.len, waiter_add, &w);
-        for (size_t k = 0; !w.failed && k < w.n; k++) {
-            struct blockers b = {{0}, false};
-            fsm_waiter_waits_for(s->fsm, x->name.p, x->name.len, w.v[k], blockers_add, &b);
+        struct wait_rows w;
+        waitrows_read(s->fsm, x->name.p, x->name.len, &left, &w);
+        for (size_t k = 0; k < w.n; k++) {
             json_obj(j);
             json_kv_str(j, "lock", x->name.p, x->name.len);
             json_kv_cstr(j, "object", fsm_kind_name(x->kind));
-            json_kv_u64(j, "sid", w.v[k]);
+            json_kv_u64(j, "sid", w.r[k].sid);
             json_key(j, "waits_for");
-            json_arr(j);
-            for (size_t m = 0; !b.v.failed && m < b.v.n; m++)
-                json_u64(j, b.v.v[m]);
+            write_sids(j, &w, k);
+            json_kv_u64(j, "any", w.r[k].any ? 1 : 0);
+            json_kv_u64(j, "cut", w.r[k].cut ? 1 : 0);
             json_close(j);
-            json_kv_u64(j, "any", b.any ? 1 : 0);
-            json_close(j);
-            free(b.v.v);
         }
-        free(w.v);
+        waitrows_free(&w);
     }
     json_close(j);
     json_key(j, "next");

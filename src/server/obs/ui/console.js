@@ -239,6 +239,8 @@ async function pageLock(name) {
       el('dt', {}, 'transitions'), el('dd', { id: 'lock-transitions' }, d.transitions || 0)),
     el('h3', {}, 'Holders'), table('holders', ['session', 'token'], holders),
     el('h3', {}, 'Queue'), table('queue', ['#', 'session', 'waits for sessions'], waiters),
+    ...(d.waits_for_cut ? [el('p', { id: 'waits-cut', class: 'muted' },
+      'The lists of whom each waits for stop at the server\'s --max-keys-reply sessions in all.')] : []),
     ...timeline);
 }
 
@@ -305,8 +307,9 @@ async function holdersOf(rows) {
  * a session that waits for nobody (or is not seen waiting) lets go in time; a request can be
  * granted once every session it waits for can proceed, or for an "any" request (a full
  * semaphore) one of them; a session proceeds once all its requests can. What is left is
- * deadlocked. With only part of the waits in view (one page), more sessions are taken to
- * proceed, so a session is never marked falsely. */
+ * deadlocked. With only part of the waits in view (one page, or a row `cut` at the server's
+ * --max-keys-reply sids: its list is partial, so it is taken to be granted), more sessions are
+ * taken to proceed, so a session is never marked falsely. */
 function stuckSessions(rows) {
   const reqs = new Map();
   for (const r of rows) {
@@ -319,7 +322,7 @@ function stuckSessions(rows) {
     changed = false;
     for (const [sid, rs] of reqs) {
       if (free.has(sid)) continue;
-      const ok = rs.every((r) => !r.waits_for.length ||
+      const ok = rs.every((r) => r.cut || !r.waits_for.length ||
         (r.any ? r.waits_for.some(can) : r.waits_for.every(can)));
       if (ok) { free.add(sid); changed = true; }
     }
@@ -358,7 +361,7 @@ async function pageWaits(params) {
   el('td', { class: 'num sid' }, r.sid),
   el('td', { class: 'lock' }, lockLink(r.lock), r.object !== 'lock' ? ' (' + r.object + ')' : ''),
   el('td', { class: 'num held-by' }, (holders.get(r.lock) || []).join(', ')),
-  el('td', { class: 'num blockers' }, r.waits_for.join(r.any ? ' or ' : ', ')),
+  el('td', { class: 'num blockers' }, r.waits_for.join(r.any ? ' or ' : ', ') + (r.cut ? ' ...' : '')),
   el('td', { class: 'cycle' }, stuck.has(r.sid) ? 'deadlock' : '')));
   const cyc = cycleText(w.waits, stuck);
   const refused = state.events.filter((e) => e.type === 'deadlock').slice(-10).reverse();
