@@ -94,8 +94,11 @@ uint64_t fsm_deadlock_limit(const struct fsm *f);
 
 /*
  * The sessions the queued request of `sid` on `name` waits for, by THE RULE above, in a fixed
- * order (holders by token, then requests in FIFO order): cb(arg, blocker, any) with any = true
- * for an OR edge (a full semaphore's permit holders). Nothing if `sid` is not queued there.
+ * order: the nearest earlier exclusive request, or else the exclusive holder and then the
+ * shared holders in the lock's list order; then the requests between that one (or the head)
+ * and this one, nearest first (request_edges walks back from this request). A semaphore: the
+ * request just before, or else the permit holders. cb(arg, blocker, any) with any = true for an
+ * OR edge (a full semaphore's permit holders). Nothing if `sid` is not queued there.
  */
 void fsm_waiter_waits_for(const struct fsm *f, const char *name, size_t namelen, uint64_t sid,
                           void (*cb)(void *arg, uint64_t blocker, bool any), void *arg);
