@@ -102,7 +102,9 @@ class RaftSink:
     queue at once (libraft keeps the last few messages for a peer it cannot reach and sends
     them when the peer is back); close() frees the port for the node's restart, which then
     receives only what the cluster sends after that. Tests use it to decide what a restarted
-    node has seen instead of waiting for queues to turn over."""
+    node has seen instead of waiting for queues to turn over. Each connection opens with
+    libraft's handshake (three little-endian u64: protocol, sender id, address length), so
+    received_from(id) counts the bytes one sender sent."""
 
     def __init__(self, port):
         self.port = port
@@ -111,6 +113,7 @@ class RaftSink:
         self.lsock.bind(("127.0.0.1", port))
         self.lsock.listen(16)
         self.data = bytearray()
+        self.by_conn = {}  # socket -> bytearray of what it sent
         self.conns = []
         self.closed = False
         self.lock = threading.Lock()
@@ -137,6 +140,7 @@ class RaftSink:
                 if chunk:
                     with self.lock:
                         self.data += chunk
+                        self.by_conn.setdefault(c, bytearray()).extend(chunk)
                 else:
                     self.conns.remove(c)
                     c.close()
@@ -144,6 +148,12 @@ class RaftSink:
     def received(self):
         with self.lock:
             return bytes(self.data)
+
+    def received_from(self, sender_id):
+        """How many bytes arrived on connections whose handshake names `sender_id`."""
+        with self.lock:
+            return sum(len(d) for d in self.by_conn.values()
+                       if len(d) >= 16 and int.from_bytes(d[8:16], "little") == sender_id)
 
     def close(self):
         self.closed = True

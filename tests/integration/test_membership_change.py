@@ -125,13 +125,16 @@ def proposed(leader, what):
                               timeout=15, what="%s proposed" % what)
 
 
-def flushed(nodes):
-    """After the leader stepped down: until every sink of `nodes` received bytes sent after
-    that (a RequestVote). The leader's link to the sink was up then, so whatever it had queued
-    for that node while it led went out before it, into the sink."""
-    mark = {s: len(s.sink.received()) for s in nodes}
-    wait_until(lambda: all(len(s.sink.received()) > mark[s] for s in nodes), timeout=15,
-               what="a message after the step-down at the sinks")
+def flushed(nodes, leader):
+    """After `leader` stepped down: until every sink of `nodes` received bytes `leader` sent
+    after that (a RequestVote). Its link to the sink was up then, so whatever it had queued for
+    that node while it led went out before it, into the sink. Only the old leader's bytes count:
+    another node's RequestVote (a promoted spare campaigning) once passed for it while the
+    leader's queue still held its last AppendEntries, which then reached the restarted node and
+    gave it as long a log."""
+    mark = {s: s.sink.received_from(leader.node_id) for s in nodes}
+    wait_until(lambda: all(s.sink.received_from(leader.node_id) > mark[s] for s in nodes),
+               timeout=15, what="a message from the old leader after its step-down at the sinks")
 
 
 def change_across_leader_change(ctx, leader, down, restart, *change, pause=0.0):
@@ -155,7 +158,7 @@ def change_across_leader_change(ctx, leader, down, restart, *change, pause=0.0):
     wait_until(lambda: role(leader) != "leader", timeout=15, interval=0.05,
                what="the leader stepping down without a majority")
     wait_until(lambda: put and ans, timeout=15, what="both answered after the step-down")
-    flushed(restart)
+    flushed(restart, leader)
     time.sleep(pause)
     for s in restart:
         unsink_start(s)
@@ -235,7 +238,7 @@ def test_promotion_across_leader_change_then_remove_and_rejoin(ctx):
     wait_until(lambda: put and ans, timeout=15, what="both answered after the step-down")
     assert (members(leader) or {}).get(4) in VOTER_ROLES, \
         "the promotion was appended on the old leader: %r" % members(leader)
-    flushed([keeper])
+    flushed([keeper], leader)
     unsink_start(keeper)
     ld = ready_leader([leader, keeper, n4], timeout=20)
     assert ld is not keeper, "the keeper's log is shorter"
