@@ -108,6 +108,25 @@ static inline struct fsm_reply apply_lock(struct fsm *f, const char *name, uint6
     return apply_cmd(f, &c);
 }
 
+/* LOCK ... SHARED; wait 0 = try only. */
+static inline struct fsm_reply apply_lock_shared(struct fsm *f, const char *name, uint64_t sid,
+                                                 uint64_t wait)
+{
+    struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
+                        .lock_shared = {.name = S(name), .sid = sid, .wait_ms = wait}};
+    return apply_cmd(f, &c);
+}
+
+/* SEM.ACQUIRE of one permit of `limit`; wait 0 = try only. */
+static inline struct fsm_reply apply_sem_acquire(struct fsm *f, const char *name, uint64_t sid,
+                                                 uint64_t limit, uint64_t wait)
+{
+    struct fsm_cmd c = {
+        .op = FSM_OP_SEM_ACQUIRE,
+        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit, .wait_ms = wait}};
+    return apply_cmd(f, &c);
+}
+
 static inline struct fsm_reply apply_unlock(struct fsm *f, const char *name, uint64_t sid)
 {
     struct fsm_cmd c = {.op = FSM_OP_UNLOCK, .unlock = {.name = S(name), .sid = sid}};

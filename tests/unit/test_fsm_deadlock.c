@@ -31,22 +31,6 @@ static void set_limit(struct fsm *f, uint64_t limit)
         abort();
 }
 
-static struct fsm_reply lock_shared(struct fsm *f, const char *name, uint64_t sid, uint64_t wait)
-{
-    struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
-                        .lock_shared = {.name = S(name), .sid = sid, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
-static struct fsm_reply sem_acquire(struct fsm *f, const char *name, uint64_t sid, uint64_t limit,
-                                    uint64_t wait)
-{
-    struct fsm_cmd c = {
-        .op = FSM_OP_SEM_ACQUIRE,
-        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
 static size_t waiters_of(const struct fsm *f, const char *name)
 {
     struct fsm_lock_view v;
@@ -173,7 +157,7 @@ TEST_F(fsm_fx, a_cycle_through_a_shared_holder_and_an_upgrade_is_refused)
     struct fsm *f = fx->f;
     format_2(f);
     uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0);
-    CHECK(token_of(lock_shared(f, "r", a, 0)) && token_of(lock_shared(f, "r", b, 0)));
+    CHECK(token_of(apply_lock_shared(f, "r", a, 0)) && token_of(apply_lock_shared(f, "r", b, 0)));
     CHECK(token_of(apply_lock(f, "m", b, 0)));
     CHECK_EQ_U64(apply_lock(f, "m", a, 5000).kind, FSM_REPLY_QUEUED); /* a -> b */
     /* b upgrades r: it waits for the other shared holder, a, which waits for b */
@@ -191,10 +175,10 @@ TEST_F(fsm_fx, a_compatible_reader_is_granted_and_a_writer_behind_the_readers_qu
     format_2(f);
     uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0),
              c = open_session(f, 10000, 0);
-    CHECK(token_of(lock_shared(f, "r", a, 0)) && token_of(apply_lock(f, "m", b, 0)));
+    CHECK(token_of(apply_lock_shared(f, "r", a, 0)) && token_of(apply_lock(f, "m", b, 0)));
     CHECK_EQ_U64(apply_lock(f, "m", a, 5000).kind, FSM_REPLY_QUEUED); /* a -> b */
     /* b reads r while its holder a waits for b: compatible, granted, no edge */
-    CHECK(token_of(lock_shared(f, "r", b, 5000)));
+    CHECK(token_of(apply_lock_shared(f, "r", b, 5000)));
     /* c waits for r exclusively: for both readers; nobody waits for c */
     CHECK_EQ_U64(apply_lock(f, "r", c, 5000).kind, FSM_REPLY_QUEUED);
     char w[128];
@@ -211,9 +195,9 @@ TEST_F(fsm_fx, fifo_edges_a_request_waits_for_the_earlier_conflicting_ones)
     uint64_t x = open_session(f, 10000, 0), b = open_session(f, 10000, 0),
              c = open_session(f, 10000, 0), d = open_session(f, 10000, 0);
     CHECK(token_of(apply_lock(f, "l", x, 0)) && token_of(apply_lock(f, "m", c, 0)));
-    CHECK_EQ_U64(apply_lock(f, "l", b, 5000).kind, FSM_REPLY_QUEUED);  /* b -> x (holder) */
-    CHECK_EQ_U64(lock_shared(f, "l", d, 5000).kind, FSM_REPLY_QUEUED); /* d -> b (FIFO) */
-    CHECK_EQ_U64(apply_lock(f, "l", c, 5000).kind, FSM_REPLY_QUEUED);  /* c -> d, b */
+    CHECK_EQ_U64(apply_lock(f, "l", b, 5000).kind, FSM_REPLY_QUEUED);        /* b -> x (holder) */
+    CHECK_EQ_U64(apply_lock_shared(f, "l", d, 5000).kind, FSM_REPLY_QUEUED); /* d -> b (FIFO) */
+    CHECK_EQ_U64(apply_lock(f, "l", c, 5000).kind, FSM_REPLY_QUEUED);        /* c -> d, b */
     char w[128], want[64];
     snprintf(want, sizeof(want), "%llu,", (unsigned long long)x);
     CHECK(strcmp(waits_for(f, "l", b, w), want) == 0);
@@ -239,11 +223,12 @@ TEST_F(fsm_fx, a_full_semaphore_is_a_cycle_only_when_every_permit_holder_is_in_i
     format_2(f);
     uint64_t a = open_session(f, 10000, 0), b = open_session(f, 10000, 0),
              c = open_session(f, 10000, 0);
-    CHECK(token_of(sem_acquire(f, "p", a, 2, 0)) && token_of(sem_acquire(f, "p", c, 2, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "p", a, 2, 0)) &&
+          token_of(apply_sem_acquire(f, "p", c, 2, 0)));
     CHECK(token_of(apply_lock(f, "l", b, 0)));
     CHECK_EQ_U64(apply_lock(f, "l", a, 5000).kind, FSM_REPLY_QUEUED); /* a -> b */
     /* b waits for any permit: c's may end, so no deadlock */
-    CHECK_EQ_U64(sem_acquire(f, "p", b, 2, 5000).kind, FSM_REPLY_QUEUED);
+    CHECK_EQ_U64(apply_sem_acquire(f, "p", b, 2, 5000).kind, FSM_REPLY_QUEUED);
     char w[128], want[64];
     snprintf(want, sizeof(want), "%llu?,%llu?,", (unsigned long long)a, (unsigned long long)c);
     CHECK(strcmp(waits_for(f, "p", b, w), want) == 0);
@@ -254,9 +239,9 @@ TEST_F(fsm_fx, a_full_semaphore_is_a_cycle_only_when_every_permit_holder_is_in_i
     CHECK_EQ_U64(waiters_of(f, "l"), 1);
     /* a limit-1 semaphore held by the waiter's blocker: refused at once */
     uint64_t d = open_session(f, 10000, 0), e = open_session(f, 10000, 0);
-    CHECK(token_of(sem_acquire(f, "q", d, 1, 0)) && token_of(apply_lock(f, "n", e, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "q", d, 1, 0)) && token_of(apply_lock(f, "n", e, 0)));
     CHECK_EQ_U64(apply_lock(f, "n", d, 5000).kind, FSM_REPLY_QUEUED);
-    CHECK(is_deadlock(sem_acquire(f, "q", e, 1, 5000)));
+    CHECK(is_deadlock(apply_sem_acquire(f, "q", e, 1, 5000)));
     CHECK(invariants_hold(f) && restores_identically(f));
 }
 
@@ -458,7 +443,7 @@ TEST_F(fsm_fx, a_cycle_behind_a_long_shared_run_is_found_inside_the_limit)
     CHECK_EQ_U64(apply_lock(f, "M", w, 60000).kind, FSM_REPLY_QUEUED);
     for (int i = 0; i < SHARED_RUN; i++) {
         uint64_t ri = open_session(f, 10000, 0);
-        CHECK_EQ_U64(lock_shared(f, "L", ri, 60000).kind, FSM_REPLY_QUEUED);
+        CHECK_EQ_U64(apply_lock_shared(f, "L", ri, 60000).kind, FSM_REPLY_QUEUED);
         CHECK(!has_event(FSM_EV_DEADLOCK_LIMIT, 0));
     }
     CHECK(fsm_deadlock_limit(f) == FSM_DEADLOCK_LIMIT_DEFAULT);

@@ -61,14 +61,6 @@ static struct fsm_reply apply_multi(struct fsm *f, uint64_t sid, uint64_t wait, 
     return apply_multi_req(f, sid, wait, spec, 0);
 }
 
-static struct fsm_reply apply_lock_shared(struct fsm *f, const char *name, uint64_t sid,
-                                          uint64_t wait)
-{
-    struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
-                        .lock_shared = {.name = S(name), .sid = sid, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
 struct holder_find {
     uint64_t sid, token;
     bool shared;

@@ -17,22 +17,6 @@
 #include "fsm/internal.h"
 #include "fsm_fixture.h"
 
-static struct fsm_reply lock_shared(struct fsm *f, const char *name, uint64_t sid, uint64_t wait)
-{
-    struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
-                        .lock_shared = {.name = S(name), .sid = sid, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
-static struct fsm_reply sem_acquire(struct fsm *f, const char *name, uint64_t sid, uint64_t limit,
-                                    uint64_t wait)
-{
-    struct fsm_cmd c = {
-        .op = FSM_OP_SEM_ACQUIRE,
-        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
 static struct waiter *waiter_of(const struct fsm *f, const char *name, uint64_t sid)
 {
     struct lock *l = fsm_lock_find(f, name, strlen(name));
@@ -69,7 +53,7 @@ TEST_F(fsm_fx, a_multi_request_group_with_an_upgrade_is_refused)
     struct fsm *f = fx->f;
     uint64_t s1 = open_session(f, 10000, 0), s2 = open_session(f, 10000, 0),
              s3 = open_session(f, 10000, 0);
-    CHECK(token_of(lock_shared(f, "A", s1, 0)) && token_of(lock_shared(f, "A", s2, 0)));
+    CHECK(token_of(apply_lock_shared(f, "A", s1, 0)) && token_of(apply_lock_shared(f, "A", s2, 0)));
     CHECK(token_of(apply_lock(f, "B", s3, 0)));
     CHECK_EQ_U64(apply_lock(f, "A", s1, 5000).kind, FSM_REPLY_QUEUED); /* the upgrade */
     CHECK_EQ_U64(apply_lock(f, "B", s1, 5000).kind, FSM_REPLY_QUEUED);
@@ -87,8 +71,8 @@ TEST_F(fsm_fx, a_multi_request_group_with_a_semaphore_waiter_is_refused)
 {
     struct fsm *f = fx->f;
     uint64_t s1 = open_session(f, 10000, 0), s2 = open_session(f, 10000, 0);
-    CHECK(token_of(sem_acquire(f, "Q", s2, 1, 0)) && token_of(apply_lock(f, "R", s2, 0)));
-    CHECK_EQ_U64(sem_acquire(f, "Q", s1, 1, 5000).kind, FSM_REPLY_QUEUED);
+    CHECK(token_of(apply_sem_acquire(f, "Q", s2, 1, 0)) && token_of(apply_lock(f, "R", s2, 0)));
+    CHECK_EQ_U64(apply_sem_acquire(f, "Q", s1, 1, 5000).kind, FSM_REPLY_QUEUED);
     CHECK_EQ_U64(apply_lock(f, "R", s1, 5000).kind, FSM_REPLY_QUEUED);
     CHECK(restores_identically(f));
     struct waiter *wq = waiter_of(f, "Q", s1), *wr = waiter_of(f, "R", s1);
@@ -120,7 +104,8 @@ TEST_F(fsm_fx, permits_in_use_over_the_largest_limit_are_refused)
 {
     struct fsm *f = fx->f;
     uint64_t s1 = open_session(f, 10000, 0), s2 = open_session(f, 10000, 0);
-    CHECK(token_of(sem_acquire(f, "Q", s1, 2, 0)) && token_of(sem_acquire(f, "Q", s2, 2, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "Q", s1, 2, 0)) &&
+          token_of(apply_sem_acquire(f, "Q", s2, 2, 0)));
     struct lock *q = fsm_lock_find(f, "Q", 1);
     CHECK(q && q->sh_head && q->sh_head->lnext);
     q->sh_head->permits = FSM_MAX_SEM_LIMIT;

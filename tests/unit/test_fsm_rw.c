@@ -13,14 +13,6 @@
 
 #include "fsm_fixture.h"
 
-static struct fsm_reply apply_lock_shared(struct fsm *f, const char *name, uint64_t sid,
-                                          uint64_t wait)
-{
-    struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
-                        .lock_shared = {.name = S(name), .sid = sid, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
 /* Shared holders of `name` (0 if the lock does not exist). */
 static size_t shared_of(const struct fsm *f, const char *name)
 {

@@ -13,15 +13,6 @@
 
 #include "fsm_fixture.h"
 
-static struct fsm_reply sem_acquire(struct fsm *f, const char *name, uint64_t sid, uint64_t limit,
-                                    uint64_t wait)
-{
-    struct fsm_cmd c = {
-        .op = FSM_OP_SEM_ACQUIRE,
-        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
 static struct fsm_reply sem_release(struct fsm *f, const char *name, uint64_t sid)
 {
     struct fsm_cmd c = {.op = FSM_OP_SEM_RELEASE, .sem_release = {.name = S(name), .sid = sid}};
@@ -57,13 +48,13 @@ TEST_F(fsm_fx, at_most_limit_permits_each_with_a_fresh_token)
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0),
              c = open_session(f, 1000, 0);
-    uint64_t ta = token_of(sem_acquire(f, "S", a, 2, 0));
-    uint64_t tb = token_of(sem_acquire(f, "S", b, 2, 0));
+    uint64_t ta = token_of(apply_sem_acquire(f, "S", a, 2, 0));
+    uint64_t tb = token_of(apply_sem_acquire(f, "S", b, 2, 0));
     CHECK(ta && tb > ta);
     CHECK(has_event(FSM_EV_GRANTED, b) && EV.ev[0].kind == FSM_KIND_SEM);
-    CHECK(sem_acquire(f, "S", c, 2, 0).kind == FSM_REPLY_NIL);
+    CHECK(apply_sem_acquire(f, "S", c, 2, 0).kind == FSM_REPLY_NIL);
     CHECK_EQ_U64(permits_of(f, "S"), 2);
-    CHECK_EQ_U64(token_of(sem_acquire(f, "S", a, 2, 0)), ta); /* idempotent */
+    CHECK_EQ_U64(token_of(apply_sem_acquire(f, "S", a, 2, 0)), ta); /* idempotent */
     struct fsm_sem_view v;
     CHECK(fsm_sem_info(f, "S", 1, &v) && v.limit == 2 && v.n_waiters == 0);
     CHECK(invariants_hold(f));
@@ -73,12 +64,12 @@ TEST_F(fsm_fx, a_different_limit_is_refused_with_the_current_one_and_changes_not
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 3, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 3, 0)));
     snapshot_into(f, &fx->before);
-    struct fsm_reply r = sem_acquire(f, "S", b, 4, 1000);
+    struct fsm_reply r = apply_sem_acquire(f, "S", b, 4, 1000);
     CHECK(r.kind == FSM_REPLY_ERR && strstr(r.err, "limit 3"));
-    CHECK(sem_acquire(f, "S", b, 0, 0).kind == FSM_REPLY_ERR);
-    CHECK(sem_acquire(f, "T", b, FSM_MAX_SEM_LIMIT + 1ull, 0).kind == FSM_REPLY_ERR);
+    CHECK(apply_sem_acquire(f, "S", b, 0, 0).kind == FSM_REPLY_ERR);
+    CHECK(apply_sem_acquire(f, "T", b, FSM_MAX_SEM_LIMIT + 1ull, 0).kind == FSM_REPLY_ERR);
     CHECK(snapshot_equals(f, &fx->before));
     CHECK(invariants_hold(f));
 }
@@ -87,10 +78,10 @@ TEST_F(fsm_fx, the_limit_is_set_again_by_the_first_acquirer_after_the_semaphore_
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
     CHECK(sem_release(f, "S", a).kind == FSM_REPLY_OK);
     CHECK(fsm_kind_of(f, "S", 1) == -1);
-    CHECK(token_of(sem_acquire(f, "S", a, 5, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 5, 0)));
     struct fsm_sem_view v;
     CHECK(fsm_sem_info(f, "S", 1, &v) && v.limit == 5);
     CHECK(invariants_hold(f));
@@ -101,11 +92,11 @@ TEST_F(fsm_fx, waiters_are_granted_in_fifo_order_as_permits_are_released)
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0),
              c = open_session(f, 1000, 0), d = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 2, 0)));
-    CHECK(token_of(sem_acquire(f, "S", b, 2, 0)));
-    CHECK(sem_acquire(f, "S", c, 2, 1000).kind == FSM_REPLY_QUEUED);
-    CHECK(sem_acquire(f, "S", d, 2, 1000).kind == FSM_REPLY_QUEUED);
-    CHECK(sem_acquire(f, "S", c, 2, 1000).kind == FSM_REPLY_QUEUED); /* keeps its place */
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 2, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", b, 2, 0)));
+    CHECK(apply_sem_acquire(f, "S", c, 2, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_sem_acquire(f, "S", d, 2, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_sem_acquire(f, "S", c, 2, 1000).kind == FSM_REPLY_QUEUED); /* keeps its place */
     CHECK(sem_release(f, "S", b).kind == FSM_REPLY_OK);
     CHECK(granted_token(c) && !granted_token(d));
     CHECK(sem_release(f, "S", a).kind == FSM_REPLY_OK);
@@ -119,9 +110,9 @@ TEST_F(fsm_fx, a_newcomer_does_not_overtake_the_queue)
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0),
              c = open_session(f, 1000, 50);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
-    CHECK(sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
-    CHECK(sem_acquire(f, "S", c, 1, 0).kind == FSM_REPLY_NIL);
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
+    CHECK(apply_sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_sem_acquire(f, "S", c, 1, 0).kind == FSM_REPLY_NIL);
     CHECK(invariants_hold(f));
 }
 
@@ -129,8 +120,8 @@ TEST_F(fsm_fx, close_ends_the_permit_and_grants_the_next_waiter_in_the_same_entr
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 500), b = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
-    CHECK(sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
+    CHECK(apply_sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
     CHECK(apply_close(f, a).kind == FSM_REPLY_OK);
     CHECK(has_event(FSM_EV_RELEASED, a) && granted_token(b));
     CHECK(invariants_hold(f));
@@ -141,13 +132,13 @@ TEST_F(fsm_fx, expiry_starts_lockdelay_on_the_semaphore_and_grants_nothing_until
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 500), b = open_session(f, 1000, 0),
              c = open_session(f, 1000, 0);
-    uint64_t ta = token_of(sem_acquire(f, "S", a, 2, 0));
-    CHECK(token_of(sem_acquire(f, "S", b, 2, 0)));
+    uint64_t ta = token_of(apply_sem_acquire(f, "S", a, 2, 0));
+    CHECK(token_of(apply_sem_acquire(f, "S", b, 2, 0)));
     CHECK(apply_expire(f, a).kind == FSM_REPLY_OK);
     CHECK(has_event(FSM_EV_LOCKDELAY_STARTED, 0));
     CHECK(!put_fenced(f, "S", ta)); /* the expired permit's token is refused */
-    CHECK(sem_acquire(f, "S", c, 2, 0).kind == FSM_REPLY_NIL);
-    CHECK(sem_acquire(f, "S", c, 2, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_sem_acquire(f, "S", c, 2, 0).kind == FSM_REPLY_NIL);
+    CHECK(apply_sem_acquire(f, "S", c, 2, 1000).kind == FSM_REPLY_QUEUED);
     CHECK(apply_lockdelay_end(f, "S").kind == FSM_REPLY_OK);
     CHECK(granted_token(c));
     CHECK(invariants_hold(f));
@@ -157,8 +148,8 @@ TEST_F(fsm_fx, fenced_writes_and_fence_check_accept_any_current_permit_token)
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
-    uint64_t ta = token_of(sem_acquire(f, "S", a, 2, 0));
-    uint64_t tb = token_of(sem_acquire(f, "S", b, 2, 0));
+    uint64_t ta = token_of(apply_sem_acquire(f, "S", a, 2, 0));
+    uint64_t tb = token_of(apply_sem_acquire(f, "S", b, 2, 0));
     CHECK(put_fenced(f, "S", ta) && put_fenced(f, "S", tb));
     CHECK(fsm_fence_check(f, "S", 1, ta) == 0 && fsm_fence_check(f, "S", 1, tb) == 0);
     CHECK(!put_fenced(f, "S", tb + 1000));
@@ -174,8 +165,8 @@ TEST_F(fsm_fx, release_by_a_waiter_leaves_the_queue_and_by_a_stranger_is_nothold
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0),
              c = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
-    CHECK(sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
+    CHECK(apply_sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
     CHECK(sem_release(f, "S", b).kind == FSM_REPLY_OK);
     CHECK(has_event(FSM_EV_WAIT_ENDED, b));
     struct fsm_reply r = sem_release(f, "S", c);
@@ -189,11 +180,11 @@ TEST_F(fsm_fx, cancel_wait_removes_a_waiter_or_answers_the_permit_that_won)
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
-    CHECK(sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
+    CHECK(apply_sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
     CHECK(apply_cancel_wait(f, "S", b).kind == FSM_REPLY_NIL);
     CHECK(has_event(FSM_EV_WAIT_ENDED, b));
-    CHECK(sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(apply_sem_acquire(f, "S", b, 1, 1000).kind == FSM_REPLY_QUEUED);
     CHECK(sem_release(f, "S", a).kind == FSM_REPLY_OK);
     uint64_t tb = granted_token(b);
     CHECK(tb && token_of(apply_cancel_wait(f, "S", b)) == tb);
@@ -204,7 +195,7 @@ TEST_F(fsm_fx, a_name_is_one_kind_and_other_kinds_get_wrongtype_changing_nothing
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
     CHECK(token_of(apply_lock(f, "L", a, 0)));
     snapshot_into(f, &fx->before);
     struct fsm_reply r = apply_lock(f, "S", a, 0);
@@ -212,7 +203,7 @@ TEST_F(fsm_fx, a_name_is_one_kind_and_other_kinds_get_wrongtype_changing_nothing
     CHECK(apply_unlock(f, "S", a).kind == FSM_REPLY_ERR);
     struct fsm_cmd sh = {.op = FSM_OP_LOCK_SHARED, .lock_shared = {.name = S("S"), .sid = a}};
     CHECK(apply_cmd(f, &sh).kind == FSM_REPLY_ERR);
-    r = sem_acquire(f, "L", a, 1, 0);
+    r = apply_sem_acquire(f, "L", a, 1, 0);
     CHECK(r.kind == FSM_REPLY_ERR && strcmp(r.err, "WRONGTYPE L is a lock") == 0);
     CHECK(sem_release(f, "L", a).kind == FSM_REPLY_ERR);
     CHECK(snapshot_equals(f, &fx->before));
@@ -225,7 +216,7 @@ TEST_F(fsm_fx, a_retried_acquire_after_queued_answers_the_current_truth)
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 1, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 1, 0)));
     struct fsm_cmd c = {.op = FSM_OP_SEM_ACQUIRE,
                         .req_sid = b,
                         .req_seq = 1,
@@ -245,9 +236,9 @@ TEST_F(fsm_fx, semaphores_snapshot_as_version_4_and_restore_identically)
     build_rich(f, sids);
     snapshot_into(f, &fx->scratch[0]);
     CHECK(fx->scratch[0].p[4] < 4); /* no semaphore: an older version */
-    CHECK(token_of(sem_acquire(f, "S", sids[0], 2, 0)));
-    CHECK(token_of(sem_acquire(f, "S", sids[2], 2, 0)));
-    CHECK(sem_acquire(f, "S", sids[3], 2, 1000).kind == FSM_REPLY_QUEUED);
+    CHECK(token_of(apply_sem_acquire(f, "S", sids[0], 2, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", sids[2], 2, 0)));
+    CHECK(apply_sem_acquire(f, "S", sids[3], 2, 1000).kind == FSM_REPLY_QUEUED);
     snapshot_into(f, &fx->scratch[1]);
     CHECK(fx->scratch[1].p[4] == 4);
     CHECK(restores_identically(f));
@@ -264,8 +255,8 @@ TEST_F(fsm_fx, a_version_4_snapshot_over_the_limit_or_of_a_state_v2_can_hold_is_
 {
     struct fsm *f = fx->f;
     uint64_t a = open_session(f, 1000, 0), b = open_session(f, 1000, 0);
-    CHECK(token_of(sem_acquire(f, "S", a, 2, 0)));
-    CHECK(token_of(sem_acquire(f, "S", b, 2, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", a, 2, 0)));
+    CHECK(token_of(apply_sem_acquire(f, "S", b, 2, 0)));
     snapshot_into(f, &fx->scratch[0]);
     struct buf *x = &fx->scratch[0];
     /* the limit byte follows "S" and the kind byte: make it 1 (two permits over a limit 1) */
@@ -315,7 +306,7 @@ static void sem_step(struct fsm *f, uint64_t *sids)
     switch (sem_rnd(10)) {
     case 0:
     case 1:
-        sem_acquire(f, n, sids[i], sem_rnd(8) ? 2 : 3, wait); /* 3: a mismatch */
+        apply_sem_acquire(f, n, sids[i], sem_rnd(8) ? 2 : 3, wait); /* 3: a mismatch */
         break;
     case 2: { /* weighted: 1..3 permits (3: over the limit 2), or the operator's limit */
         struct fsm_cmd w = {.op = FSM_OP_SEM_ACQUIRE_W,

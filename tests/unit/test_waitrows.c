@@ -32,22 +32,6 @@ static void wr_fx_teardown(struct wr_fx *x)
     fsm_fx_teardown(&x->fx);
 }
 
-static struct fsm_reply lock_shared(struct fsm *f, const char *name, uint64_t sid, uint64_t wait)
-{
-    struct fsm_cmd c = {.op = FSM_OP_LOCK_SHARED,
-                        .lock_shared = {.name = S(name), .sid = sid, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
-static struct fsm_reply sem_acquire(struct fsm *f, const char *name, uint64_t sid, uint64_t limit,
-                                    uint64_t wait)
-{
-    struct fsm_cmd c = {
-        .op = FSM_OP_SEM_ACQUIRE,
-        .sem_acquire = {.name = S(name), .sid = sid, .limit = limit, .wait_ms = wait}};
-    return apply_cmd(f, &c);
-}
-
 /* Row i's list is exactly want[0..n). */
 static int row_is(const struct wait_rows *x, size_t i, const uint64_t *want, size_t n)
 {
@@ -82,11 +66,11 @@ TEST_F(wr_fx, a_shared_run_lists_each_reader_once_and_the_writer_all_of_them)
     CHECK(token_of(apply_lock(f, "q", h, 0)));
     for (int i = 0; i < 3; i++) {
         r[i] = open_session(f, 10000, 0);
-        CHECK_EQ_U64(lock_shared(f, "q", r[i], 5000).kind, FSM_REPLY_QUEUED);
+        CHECK_EQ_U64(apply_lock_shared(f, "q", r[i], 5000).kind, FSM_REPLY_QUEUED);
     }
     CHECK_EQ_U64(apply_lock(f, "q", w, 5000).kind, FSM_REPLY_QUEUED);
     uint64_t late = open_session(f, 10000, 0);
-    CHECK_EQ_U64(lock_shared(f, "q", late, 5000).kind, FSM_REPLY_QUEUED);
+    CHECK_EQ_U64(apply_lock_shared(f, "q", late, 5000).kind, FSM_REPLY_QUEUED);
     size_t left = 100;
     waitrows_read(f, "q", 1, &left, &fx->w[0]);
     const struct wait_rows *x = &fx->w[0];
@@ -110,9 +94,11 @@ TEST_F(wr_fx, the_budget_is_shared_by_the_reads_of_one_reply_and_marks_the_cut)
     uint64_t h = open_session(f, 10000, 0), g = open_session(f, 10000, 0);
     CHECK(token_of(apply_lock(f, "L", h, 0)) && token_of(apply_lock(f, "M", g, 0)));
     for (int i = 0; i < 4; i++)
-        CHECK_EQ_U64(lock_shared(f, "L", open_session(f, 10000, 0), 5000).kind, FSM_REPLY_QUEUED);
+        CHECK_EQ_U64(apply_lock_shared(f, "L", open_session(f, 10000, 0), 5000).kind,
+                     FSM_REPLY_QUEUED);
     for (int i = 0; i < 2; i++)
-        CHECK_EQ_U64(lock_shared(f, "M", open_session(f, 10000, 0), 5000).kind, FSM_REPLY_QUEUED);
+        CHECK_EQ_U64(apply_lock_shared(f, "M", open_session(f, 10000, 0), 5000).kind,
+                     FSM_REPLY_QUEUED);
     size_t left = 3;
     waitrows_read(f, "L", 1, &left, &fx->w[0]);
     waitrows_read(f, "M", 1, &left, &fx->w[1]);
@@ -150,17 +136,18 @@ TEST_F(wr_fx, every_row_is_what_the_per_waiter_reader_answers)
     for (int i = 0; i < 12; i++)
         s[i] = open_session(f, 10000, 0);
     /* lock q: shared holders, then readers, a writer, readers, a writer */
-    CHECK(token_of(lock_shared(f, "q", s[0], 0)) && token_of(lock_shared(f, "q", s[1], 0)));
+    CHECK(token_of(apply_lock_shared(f, "q", s[0], 0)) &&
+          token_of(apply_lock_shared(f, "q", s[1], 0)));
     CHECK_EQ_U64(apply_lock(f, "q", s[2], 5000).kind, FSM_REPLY_QUEUED);
     for (int i = 3; i < 6; i++)
-        CHECK_EQ_U64(lock_shared(f, "q", s[i], 5000).kind, FSM_REPLY_QUEUED);
+        CHECK_EQ_U64(apply_lock_shared(f, "q", s[i], 5000).kind, FSM_REPLY_QUEUED);
     CHECK_EQ_U64(apply_lock(f, "q", s[6], 5000).kind, FSM_REPLY_QUEUED);
-    CHECK_EQ_U64(lock_shared(f, "q", s[7], 5000).kind, FSM_REPLY_QUEUED);
+    CHECK_EQ_U64(apply_lock_shared(f, "q", s[7], 5000).kind, FSM_REPLY_QUEUED);
     /* a full semaphore: OR edges */
-    CHECK(token_of(sem_acquire(f, "pool", s[8], 2, 0)) &&
-          token_of(sem_acquire(f, "pool", s[9], 2, 0)));
-    CHECK_EQ_U64(sem_acquire(f, "pool", s[10], 2, 5000).kind, FSM_REPLY_QUEUED);
-    CHECK_EQ_U64(sem_acquire(f, "pool", s[11], 2, 5000).kind, FSM_REPLY_QUEUED);
+    CHECK(token_of(apply_sem_acquire(f, "pool", s[8], 2, 0)) &&
+          token_of(apply_sem_acquire(f, "pool", s[9], 2, 0)));
+    CHECK_EQ_U64(apply_sem_acquire(f, "pool", s[10], 2, 5000).kind, FSM_REPLY_QUEUED);
+    CHECK_EQ_U64(apply_sem_acquire(f, "pool", s[11], 2, 5000).kind, FSM_REPLY_QUEUED);
     const char *names[] = {"q", "pool"};
     for (int k = 0; k < 2; k++) {
         size_t left = 1000;
