@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The leader's read lease (src/raft/rn_lease.c, docs/design.md "Reads"): for --read-lease-ms
+"""The leader's read lease (src/raft/rn_lease.c, docs/design.md "The read lease"): for --read-lease-ms
 after an entry of its own term committed, the leader answers reads and keepalives without a
 barrier; a leader that another may have replaced answers none from it.
 
