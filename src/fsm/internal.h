@@ -556,6 +556,13 @@ void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, str
 void fsm_op_sem_acquire_w(struct actx *a, const struct fsm_cmd_sem_acquire_w *p,
                           struct fsm_reply *r);
 void fsm_op_sem_setlimit(struct actx *a, const struct fsm_cmd_sem_setlimit *p, struct fsm_reply *r);
+/* An operator's new limit, SEM_SETLIMIT's and SEM_LIMIT_SET's one rule (sem.c): ERR (true,
+ * nothing changed) for a limit out of 1..FSM_MAX_SEM_LIMIT, a name that is not a semaphore, or a
+ * request queued on l for more permits than `limit`; l NULL: no semaphore of the name (passes).
+ * Then fsm_sem_limit_apply: l takes `limit` (the caller has taken the revision), an override of
+ * the name follows it, and a higher limit grants the queue's head run. */
+bool fsm_sem_limit_refused(const struct lock *l, uint64_t limit, struct fsm_reply *r);
+void fsm_sem_limit_apply(struct actx *a, struct lock *l, uint32_t limit);
 /* A semaphore whose snapshot record needs the weighted form (snap_prims.c): a hold or a
  * request of other than 1 permit, or more permits in use than its limit. */
 bool fsm_sem_weighted(const struct lock *l);
