@@ -540,7 +540,11 @@ void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_chec
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *p, struct fsm_reply *r); /* counter.c */
-void fsm_op_txn(struct actx *a, const struct fsm_cmd_txn *p, struct fsm_reply *r);   /* txn.c */
+/* The canonical decimal text of v (counter.c's form: "-?[1-9][0-9]*" or "0", at most
+ * FSM_COUNTER_DIGITS bytes, no NUL), in a new malloc'd buffer the caller owns (a kv value takes
+ * it over), its length in *len; NULL when out of memory. fsm_counter_parse reads it back. */
+char *fsm_counter_text(int64_t v, uint32_t *len);
+void fsm_op_txn(struct actx *a, const struct fsm_cmd_txn *p, struct fsm_reply *r); /* txn.c */
 /* A write's FENCE and IFREV checks (kv.c): 0 if it may apply, else -1 with r answered (STALE,
    with a FENCE_REJECTED event, or IFREV). */
 int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r);
