@@ -1171,7 +1171,7 @@ def scenario_txn_branches_and_results(ctx):
                               ["exists", "tx/cfg"], ["missing", "tx/none"]],
                            [["put", "tx/cfg", "v2"], ["incr", "tx/n", 5], ["del", "tx/gone"]],
                            [["put", "tx/log", "else"]], session=s))
-    p = r["results"][0]
+    p = (r["results"] or [0])[0]
     eq((r["succeeded"], r["results"], r["rev"]), (True, [p, 5, 1], p + 2),
        "THEN ran: the put's revision, the new count, one deleted; consecutive revisions")
     cfg, n = kv(servers, "tx/cfg"), kv(servers, "tx/n")
@@ -1188,7 +1188,7 @@ def scenario_txn_branches_and_results(ctx):
     r = a.ok("txn", **_txn(a, [["rev", "tx/cfg", "=", r1]], [["put", "tx/cfg", "v3"]],
                            [["put", "tx/log", "lost"], ["incr", "tx/n", -2],
                             ["del", "tx/none"]], session=s))
-    q = r["results"][0]
+    q = (r["results"] or [0])[0]
     eq((r["succeeded"], r["results"], r["rev"]), (False, [q, 4, 0], q + 1),
        "a stale rev runs ELSE: the put's revision, the new count, nothing deleted")
     eq((kv(servers, "tx/cfg")["value"], kv(servers, "tx/log")["value"],
@@ -1237,7 +1237,7 @@ def scenario_txn_stale_fence_changes_nothing(ctx):
     eq((r["succeeded"], r["results"], r["rev"]), (False, [], rev),
        "IF HOLDS of the old holder: ELSE, nothing written")
     r = a.ok("txn", **_txn(a, [], [["put", "tx/data", "w"]], fence=["tx/f", t2], session=w))
-    eq((r["succeeded"], kv(servers, "tx/data")["mod_rev"]), (True, r["results"][0]),
+    eq((r["succeeded"], [kv(servers, "tx/data")["mod_rev"]]), (True, r["results"]),
        "fenced with the current token it applies")
     eq(kv(servers, "tx/data")["value"], b"w", "the holder's write")
     a.ok("unlock", session=w, name="tx/f")
