@@ -82,6 +82,7 @@ static void glue_bind(struct rn *rn, struct raft *raft)
     snapguard_init(&rn->guard, rn->loop, rn->raft, rn->log);
     rn_tick_wrap(rn); /* after the guard: it finds rn through raft->data */
     rn_batch_init(rn);
+    rn_lease_init(rn); /* its clock is the raft's io's on a glue of a caller's raft */
 }
 
 int rn_new(struct rn **out, uv_loop_t *loop, const struct rn_config *cfg, struct fsm *fsm,

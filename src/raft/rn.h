@@ -57,6 +57,9 @@ enum rn_status {
 enum rn_role { RN_UNAVAILABLE = 0, RN_FOLLOWER = 1, RN_CANDIDATE = 2, RN_LEADER = 3 };
 
 #define RN_MAX_PEERS 16
+/* The longest read lease a leader takes (--read-lease-ms's maximum): the follower rules that
+ * make leases safe hold twice this (rn_lease.c), also on nodes whose own lease is off. */
+#define RN_LEASE_MAX_MS 20
 /* --peer-cert-name's default: member 3's certificate names fencelock-node-3. */
 #define RN_PEER_CERT_NAME "fencelock-node-%d"
 
@@ -81,6 +84,9 @@ struct rn_config {
      * snapshot are cut to about as many bytes. 0: entry counts only. */
     uint64_t snapshot_log_bytes;
     unsigned lazy_ms; /* longest a batch of lazy commands waits for company (0: never waits) */
+    /* The leader's read lease (rn_lease.c): at most RN_LEASE_MAX_MS and election_ms / 4; 0:
+     * none, every read takes a barrier. The follower rules hold whatever this is. */
+    unsigned read_lease_ms;
     /* Joining an existing cluster: a pristine data dir is NOT bootstrapped; the node waits to
      * be added (rn_add on the leader) and receives the log or a snapshot from it. */
     bool join;
@@ -169,6 +175,14 @@ int rn_propose(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, voi
 int rn_propose_lazy(struct rn *rn, const void *cmd, size_t len, rn_propose_cb cb, void *ctx);
 /* A barrier entry: the callback fires (status RN_OK) once everything before it is applied. */
 int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx);
+/* Whether this leader holds its read lease now (rn_lease.c): no other leader can have been
+ * elected yet, so a read or keepalive that arrived before this call may be answered from the
+ * applied state without a barrier, as one answered after a barrier would be. False on a
+ * follower, with the lease off, after a transfer was asked for in this term, and once the
+ * lease has run out since this leader's last entry applied; true again after the next one. */
+bool rn_lease_held(struct rn *rn);
+/* The lease's length in ms (0: off), after the caps. */
+unsigned rn_lease_ms(const struct rn *rn);
 int rn_role(struct rn *rn);
 uint64_t rn_term(struct rn *rn);
 uint64_t rn_commit_index(struct rn *rn);

@@ -99,6 +99,8 @@ static void batch_cb(struct raft_apply *req, int status, void *result)
 {
     struct batch *b = (struct batch *)req;
     (void)result;
+    if (status == 0) /* applied here, while leader in the term it was appended in */
+        rn_lease_renew(b->rn, b->term, b->submit_ns);
     /* Appended but not applied here: the outcome cannot be known. */
     int st = status == RAFT_NOTLEADER ? RN_NOTLEADER : RN_UNKNOWN;
     batch_tell(b->rn, b, st, st);
@@ -127,6 +129,8 @@ void rn_batch_submit_open(struct rn *rn)
             b->props[i].state = PROP_PENDING;
             pending_push(rn, &b->props[i]);
         }
+        b->term = rn->raft->current_term;
+        b->submit_ns = rn_lease_now_ns(rn); /* before libraft can send it */
         rv = raft_apply(rn->raft, &b->req, &rb, 1, batch_cb);
         if (rv == 0)
             return;
@@ -228,6 +232,8 @@ uint64_t rn_proposals_pending(struct rn *rn)
 static void bar_cb(struct raft_barrier *req, int status)
 {
     struct bar *b = (struct bar *)req;
+    if (status == 0)
+        rn_lease_renew(b->rn, b->term, b->submit_ns);
     b->cb(b->ctx, status == 0 ? RN_OK : (status == RAFT_NOTLEADER ? RN_NOTLEADER : RN_UNKNOWN));
     free(b);
 }
@@ -245,6 +251,8 @@ int rn_barrier(struct rn *rn, rn_barrier_cb cb, void *ctx)
     b->rn = rn;
     b->cb = cb;
     b->ctx = ctx;
+    b->term = rn->raft->current_term;
+    b->submit_ns = rn_lease_now_ns(rn);
     int rv = raft_barrier(rn->raft, &b->req, bar_cb);
     if (rv) {
         free(b);

@@ -47,6 +47,7 @@ struct rn_probe {
     struct sockaddr_storage sa;
     struct rn *rn; /* NULL once rn closed or the probe ended */
     uint64_t id, term;
+    uint64_t heard_ns; /* the leader's last message when the hold began (rn_heard_ns) */
     unsigned tries;
     int open;      /* handles not yet closed: freed at 0 */
     bool tcp_open; /* tcp is initialised and its close callback has not run */
@@ -100,6 +101,23 @@ static void fast_path(struct rn *rn, uint64_t id)
 }
 
 static void probe_cb(uv_connect_t *req, int status);
+static bool same_leader(struct rn_probe *p);
+
+/* The hold is over (rn_lease_gone_wait_ms): act if nothing changed meanwhile. A message from
+ * the leader since the probe means it is not gone: today's path. */
+static void hold_timer_cb(uv_timer_t *t)
+{
+    struct rn_probe *p = t->data;
+    if (same_leader(p) && rn_heard_ns(p->rn, p->id) == p->heard_ns) {
+        uint64_t wait = rn_lease_gone_wait_ms(p->rn, p->id);
+        if (wait) { /* the loop's timer ran a little ahead of the precise clock */
+            uv_timer_start(&p->timer, hold_timer_cb, wait, 0);
+            return;
+        }
+        fast_path(p->rn, p->id);
+    }
+    probe_end(p);
+}
 
 /* One connect attempt; false if it could not be started (the probe then ends). */
 static bool probe_dial(struct rn_probe *p)
@@ -132,19 +150,32 @@ static void probe_redial_closed(uv_handle_t *h)
         free(p);
 }
 
+/* Still a follower of the probed leader in the probed term, heard of nothing newer. */
+static bool same_leader(struct rn_probe *p)
+{
+    struct rn *rn = p->rn;
+    raft_id lid = 0;
+    const char *addr = NULL;
+    if (!rn || !rn_running(rn) || raft_state(rn->raft) != RAFT_FOLLOWER ||
+        rn->raft->current_term != p->term)
+        return false;
+    raft_leader(rn->raft, &lid, &addr);
+    return lid == p->id;
+}
+
 static void probe_cb(uv_connect_t *req, int status)
 {
     struct rn_probe *p = req->data;
     struct rn *rn = p->rn;
-    raft_id lid = 0;
-    const char *addr = NULL;
-    bool same = rn && rn_running(rn) && raft_state(rn->raft) == RAFT_FOLLOWER &&
-                rn->raft->current_term == p->term;
-    if (same) {
-        raft_leader(rn->raft, &lid, &addr);
-        same = lid == p->id; /* still that leader, heard of nothing newer meanwhile */
-    }
-    if (same && status == UV_ECONNREFUSED) {
+    bool same = same_leader(p);
+    uint64_t wait = same && status == UV_ECONNREFUSED ? rn_lease_gone_wait_ms(rn, p->id) : 0;
+    if (same && status == UV_ECONNREFUSED && wait) {
+        /* The leader may still hold a read lease on this node's acknowledgement if it was
+         * not gone after all: clear its guard only once that has run out (rn_lease.c). */
+        p->heard_ns = rn_heard_ns(rn, p->id);
+        uv_timer_start(&p->timer, hold_timer_cb, wait, 0);
+        return;
+    } else if (same && status == UV_ECONNREFUSED) {
         fast_path(rn, p->id);
     } else if (same && status == 0 && p->tries < RN_PROBE_TRIES) {
         uv_close((uv_handle_t *)&p->tcp, probe_redial_closed);

@@ -15,6 +15,7 @@
  *   rn_restore.c a new cluster's data directory from a backup (fencelockd --restore)
  *   rn_iotime.c  disk timings: libraft's appends and snapshot writes (rn_hooks.timed)
  *   rn_heard.c   when each peer was last heard from (rn_voters_heard: the status line)
+ *   rn_lease.c   the leader's read lease; the vote hold after start; rn_gone.c's wait
  *
  * Ownership: struct rn owns its batches (and the proposals inside them), barriers and changes
  * until their callbacks fired; everything is freed by rn_close (rn.c). Every struct here lives
@@ -49,6 +50,8 @@
 
 #define RN_HEARD_MAX 32             /* servers rn_heard.c keeps a last-message stamp for */
 #define RN_BATCH_MAX 64             /* commands per log entry */
+#define RN_LEASE_ELECTION_SHARE 4   /* a read lease is at most election_ms / this */
+#define RN_LEASE_FOLLOWER_HOLDS 2   /* the follower rules hold this many of the longest lease */
 #define RN_BATCH_BYTES (256u << 10) /* command bytes per log entry (soft) */
 
 /* A uv_now stamp for the fields below where 0 means "not set": a loop clock reading 0 counts
@@ -84,6 +87,7 @@ struct batch {
     struct rn *rn;
     struct buf body; /* n x (varint len, command bytes) */
     unsigned n;
+    uint64_t submit_ns, term;  /* when and in which term raft_apply took it (the read lease) */
     bool eager;                /* holds a command that is not lazy: submit this loop turn */
     int status;                /* raft_apply's error when it failed */
     struct batch *prev, *next; /* in rn->batches: every batch not yet freed */
@@ -93,6 +97,7 @@ struct batch {
 struct bar {
     struct raft_barrier req;
     struct rn *rn;
+    uint64_t submit_ns, term; /* as struct batch's */
     rn_barrier_cb cb;
     void *ctx;
 };
@@ -145,7 +150,9 @@ struct rn {
     int (*io_start)(struct raft_io *, unsigned, raft_io_tick_cb, raft_io_recv_cb);
     raft_io_recv_cb io_recv;
     struct {
-        uint64_t id, ms; /* a server id (0: free slot) and uv_now when it last sent a message */
+        /* a server id (0: free slot) and when it last sent a message: uv_now (ms), and
+         * rn_lease_now_ns (ns, precise: rn_lease_gone_wait_ms) */
+        uint64_t id, ms, ns;
     } heard[RN_HEARD_MAX];
     bool halted; /* met an entry or snapshot of a newer log format: applies nothing more */
     const struct logger *log;
@@ -187,6 +194,11 @@ struct rn {
     struct rn_probe *probe;
     uint64_t gone_term;
     bool gone_fast;
+    /* rn_lease.c: the lease's length, the follower hold, when the glue was made (ns); the term
+     * and end of the lease held (rn_lease_now_ns); a term in which a transfer was asked for */
+    uint64_t lease_ns, lease_hold_ns, lease_started_ns, lease_term, lease_until_ns,
+        lease_dropped_term;
+    bool lease_vote_logged;
     char errmsg[RAFT_ERRMSG_BUF_SIZE];
     struct fsm_reply reply;
     struct fsm_events ev;
@@ -208,6 +220,17 @@ void rn_gone_close(struct rn *rn);
 /* Whether the fast path started the election now beginning (read once). */
 bool rn_gone_take(struct rn *rn);
 
+/* ---- rn_lease.c ---- */
+void rn_lease_init(struct rn *rn); /* in glue_bind: rn->raft and its io are known */
+uint64_t rn_lease_now_ns(struct rn *rn);
+/* An entry or barrier submitted at submit_ns in `term` applied here: extend the lease. */
+void rn_lease_renew(struct rn *rn, uint64_t term, uint64_t submit_ns);
+/* A transfer was asked for: no lease for the rest of this term. */
+void rn_lease_drop(struct rn *rn);
+/* Whether to drop a received message: a vote request during the hold after start. */
+bool rn_lease_vote_dropped(struct rn *rn, const struct raft_message *msg);
+/* How long rn_gone.c must still wait before clearing the vote guard for `leader_id`. */
+uint64_t rn_lease_gone_wait_ms(struct rn *rn, uint64_t leader_id);
 /* ---- rn_tick.c ---- */
 /* In glue_bind, after snapguard_init, before raft_start: wraps raft->io->start so that every
  * libraft tick sends a heartbeat (why: rn_tick.c). */
@@ -258,6 +281,8 @@ int rn_bind_probe(const char *address);
 void rn_iotime_install(struct rn *rn);
 /* rn_heard.c: wrap io.start so every received message stamps its sender (after raft_uv_init). */
 void rn_heard_install(struct rn *rn);
+/* rn_lease_now_ns when server `id` last sent a message; 0: never (or no longer remembered). */
+uint64_t rn_heard_ns(struct rn *rn, uint64_t id);
 /* rn_tick.c: sample the role, term and leader, and log why an election started (at every tick
  * and after every message libraft received: a leadership transfer's TimeoutNow can arrive
  * within a tick of the leader's first message, and the leader must already be known then). */

@@ -394,6 +394,10 @@ int rn_member_transfer(struct rn *rn, uint64_t id, rn_change_cb cb, void *ctx)
     struct chg *c = chg_new(rn, CHG_TRANSFER, id, cb, ctx);
     if (!c)
         return RN_ERR;
+    /* Before libraft can send TimeoutNow: its target campaigns past the voters' guard, which
+     * the read lease rests on (rn_lease.c). Kept off for the term even if the transfer fails:
+     * a TimeoutNow still on its way would act the same. */
+    rn_lease_drop(rn);
     return chg_submit(rn, c, raft_transfer(rn->raft, &c->req.transfer, id, transfer_cb),
                       "transferring leadership");
 }

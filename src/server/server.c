@@ -147,6 +147,7 @@ int srv_init(struct srv *s, uv_loop_t *loop, const struct srv_config *cfg)
         .snapshot_trailing = cfg->snapshot_trailing,
         .snapshot_log_bytes = cfg->snapshot_log_bytes,
         .lazy_ms = cfg->lazy_ms,
+        .read_lease_ms = cfg->read_lease_ms,
         .peer_tls_cert = s->cfg.peer_tls_cert[0] ? s->cfg.peer_tls_cert : NULL,
         .peer_tls_key = s->cfg.peer_tls_key,
         .peer_tls_ca = s->cfg.peer_tls_ca,

@@ -62,7 +62,8 @@ def test_read_is_answered_without_waiting_for_a_timer(ctx):
     reply waited for the next timer (the 5 ms tick), so every read and keepalive cost ~5 ms.
     Here every timer of the node is far away (tick 60 s, raft heartbeat 20 s): a read that
     waits for a timer is not answered for 20 s; one answered in its loop turn is."""
-    ctx.server("--tick-ms", "60000", "--heartbeat-ms", "20000", "--election-ms", "60000")
+    ctx.server("--tick-ms", "60000", "--heartbeat-ms", "20000", "--election-ms", "60000",
+               "--read-lease-ms", "0")  # the barrier's path: test_read_lease has the lease's
     c = ctx.conn()
     expect_int(c.call("PUT", "k", "v"))
     sid = expect_int(c.call("SESSION.OPEN", 100000))
@@ -75,8 +76,9 @@ def test_read_is_answered_without_waiting_for_a_timer(ctx):
 def test_pipelined_reads_on_one_connection_share_a_barrier(ctx):
     """50 reads pipelined on one connection with no write between them arrive in one or two
     reads of the socket: they take one or two barriers (log entries), not one each. A write
-    behind them still waits for them (test_pipelining checks the order)."""
-    ctx.server()
+    behind them still waits for them (test_pipelining checks the order). Without the read
+    lease, which would answer reads right after the PUT with no entry at all."""
+    ctx.server("--read-lease-ms", "0")
     info_c, c = ctx.conn(), ctx.conn()
     expect_int(c.call("PUT", "k", "v"))
     sid = expect_int(c.call("SESSION.OPEN", 60000))
@@ -100,8 +102,8 @@ def test_pipelined_reads_on_one_connection_share_a_barrier(ctx):
 def test_reads_from_many_connections_in_one_turn_share_a_barrier(ctx):
     """Reads read in one loop turn from different connections share one barrier: 20 GETs and
     20 KEEPALIVEs from 40 connections queued while the server is frozen take one or two
-    entries, and each is answered."""
-    s = ctx.server()
+    entries, and each is answered (without the read lease, which answers them with none)."""
+    s = ctx.server("--read-lease-ms", "0")
     info_c = ctx.conn()
     conns = [ctx.conn() for _ in range(40)]
     expect_int(conns[0].call("PUT", "k", "v"))

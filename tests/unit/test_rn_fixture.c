@@ -532,6 +532,158 @@ TEST_F(gc, first_write_after_idle_is_sent_at_once)
     CHECK(worst <= 50); /* the 40 ms commit and the fixture's event granularity */
 }
 
+/* ---- the read lease (rn_lease.c) ---- */
+
+struct ls {
+    struct rnfx fx;
+};
+static int ls_setup(struct ls *g)
+{
+    struct rn_config cfg = rnfx_config();
+    cfg.read_lease_ms = RN_LEASE_MAX_MS;
+    if (rnfx_setup_with(&g->fx, 3, &cfg))
+        return -1;
+    /* commits well inside a lease: two 1 ms hops and two 1 ms disk writes */
+    for (unsigned i = 0; i < 3; i++) {
+        raft_fixture_set_network_latency(&g->fx.f, i, 1);
+        raft_fixture_set_disk_latency(&g->fx.f, i, 1);
+    }
+    return 0;
+}
+static void ls_teardown(struct ls *g)
+{
+    rnfx_teardown(&g->fx);
+}
+
+static bool lease_held_by_0(struct rnfx *x, void *arg)
+{
+    (void)arg;
+    return rn_lease_held(x->node[0].rn);
+}
+
+static void bar_done(void *ctx, int status)
+{
+    *(int *)ctx = status + 1;
+}
+
+static bool bar_told(struct rnfx *x, void *arg)
+{
+    (void)x;
+    return *(int *)arg != 0;
+}
+
+/* The lease starts when an entry of the leader's term applies, ends lease_ms after that
+ * entry was submitted (heartbeats do not renew it), comes back with the next entry or
+ * barrier, and only the leader ever holds it. */
+TEST_F(ls, read_lease_follows_the_leaders_commits)
+{
+    struct rnfx *x = &fx->fx;
+    struct rn *r0 = x->node[0].rn;
+    CHECK_EQ_U64(rn_lease_ms(r0), RN_LEASE_MAX_MS);
+    CHECK(!rn_lease_held(r0)); /* nothing of this term applied through the glue yet */
+    raft_time at = x->f.time;
+    CHECK_EQ_U64(rnfx_propose(x, 0, 0, 1000), RN_OK);
+    unsigned want = 1;
+    CHECK(rnfx_step_until(x, all_told, &want));
+    CHECK_EQ_U64(x->rep[0].status, RN_OK);
+    CHECK(rn_lease_held(r0));
+    CHECK(!rn_lease_held(x->node[1].rn) && !rn_lease_held(x->node[2].rn));
+    /* Held until lease_ms after the submit, not one step past it. */
+    raft_time end = at + RN_LEASE_MAX_MS;
+    while (x->f.time < end) {
+        CHECK(rn_lease_held(r0));
+        raft_fixture_step(&x->f);
+        rnfx_pump(x);
+    }
+    raft_time later = end + 3 * 100; /* three heartbeats */
+    CHECK(rnfx_step_until(x, time_reached, &later));
+    CHECK(!rn_lease_held(r0));
+    int bar = 0;
+    CHECK_EQ_U64(rn_barrier(r0, bar_done, &bar), RN_OK);
+    CHECK(rnfx_step_until(x, bar_told, &bar));
+    CHECK_EQ_U64(bar, RN_OK + 1);
+    CHECK(rn_lease_held(r0));
+}
+
+/* A leadership transfer ends the lease at once, for the rest of the term: its target may
+ * campaign past the voters' guard. */
+TEST_F(ls, read_lease_ends_when_a_transfer_is_asked_for)
+{
+    struct rnfx *x = &fx->fx;
+    struct rn *r0 = x->node[0].rn;
+    CHECK_EQ_U64(rnfx_propose(x, 0, 0, 1000), RN_OK);
+    unsigned want = 1;
+    CHECK(rnfx_step_until(x, all_told, &want));
+    CHECK(rn_lease_held(r0));
+    uint64_t term = rnfx_raft(x, 0)->current_term;
+    CHECK_EQ_U64(rn_transfer(r0, 2, rnfx_change_cb, rnfx_rep(x, 1)), RN_OK);
+    CHECK(!rn_lease_held(r0));
+    while (raft_state(rnfx_raft(x, 0)) == RAFT_LEADER && rnfx_raft(x, 0)->current_term == term &&
+           x->told < 2) {
+        CHECK(!rn_lease_held(r0));
+        raft_fixture_step(&x->f);
+        rnfx_pump(x);
+    }
+}
+
+/* Whenever another node leads, the cut-off old leader's lease has ended: not only does it
+ * not hold it (it may have stepped down first), the lease's end itself lies in the past. */
+TEST_F(ls, read_lease_never_overlaps_a_newer_leader)
+{
+    struct rnfx *x = &fx->fx;
+    struct rn *r0 = x->node[0].rn;
+    CHECK_EQ_U64(rnfx_propose(x, 0, 0, 1000), RN_OK);
+    unsigned want = 1;
+    CHECK(rnfx_step_until(x, all_told, &want));
+    CHECK(rn_lease_held(r0));
+    rnfx_cut(x, 0, 1);
+    rnfx_cut(x, 0, 2);
+    bool other = false;
+    for (unsigned k = 0; k < RNFX_MAX_STEPS && !other; k++) {
+        raft_fixture_step(&x->f);
+        rnfx_pump(x);
+        other = raft_state(rnfx_raft(x, 1)) == RAFT_LEADER ||
+                raft_state(rnfx_raft(x, 2)) == RAFT_LEADER;
+        CHECK(!other || rn_lease_now_ns(r0) >= r0->lease_until_ns);
+    }
+    CHECK(other);
+}
+
+/* --read-lease-ms 0: no lease, however recent the commit. */
+TEST_F(gc, read_lease_off_by_default_in_the_glue_config)
+{
+    struct rnfx *x = &fx->fx;
+    CHECK_EQ_U64(rn_lease_ms(x->node[0].rn), 0);
+    CHECK_EQ_U64(rnfx_propose(x, 0, 0, 1000), RN_OK);
+    unsigned want = 1;
+    CHECK(rnfx_step_until(x, all_told, &want));
+    CHECK(!lease_held_by_0(x, NULL));
+}
+
+/* The follower rules: no vote answered during the hold after start (only vote requests are
+ * dropped), and rn_gone.c's wait runs from the leader's last message, or from now when that
+ * is not remembered. Both hold twice the longest lease, also on a node whose own is off. */
+TEST_F(gc, follower_rules_hold_twice_the_longest_lease)
+{
+    struct rnfx *x = &fx->fx;
+    struct rn *r1 = x->node[1].rn;
+    uint64_t hold_ms = 2 * RN_LEASE_MAX_MS; /* election 1000 ms: the cap is RN_LEASE_MAX_MS */
+    CHECK_EQ_U64(r1->lease_hold_ns, hold_ms * 1000000ull);
+    r1->lease_started_ns = rn_lease_now_ns(r1); /* as if it had just started */
+    struct raft_message vote = {.type = RAFT_REQUEST_VOTE, .server_id = 3};
+    struct raft_message append = {.type = RAFT_APPEND_ENTRIES, .server_id = 1};
+    CHECK(rn_lease_vote_dropped(r1, &vote));
+    CHECK(!rn_lease_vote_dropped(r1, &append));
+    CHECK_EQ_U64(rn_lease_gone_wait_ms(r1, 1), hold_ms); /* never heard: from now */
+    r1->heard[0].id = 1;
+    r1->heard[0].ns = rn_lease_now_ns(r1) - 10 * 1000000ull;
+    CHECK_EQ_U64(rn_lease_gone_wait_ms(r1, 1), hold_ms - 10);
+    raft_time end = x->f.time + hold_ms;
+    CHECK(rnfx_step_until(x, time_reached, &end));
+    CHECK(!rn_lease_vote_dropped(r1, &vote));
+    CHECK_EQ_U64(rn_lease_gone_wait_ms(r1, 1), 0);
+}
+
 int main(void)
 {
     RUN_F(gc, group_commit_one_entry_per_turn);
@@ -544,5 +696,10 @@ int main(void)
     RUN_F(gc, tick_repairs_stale_configuration_under_steady_writes);
     RUN_F(sg, snapshot_install_waits_for_own_write);
     RUN_F(gc, first_write_after_idle_is_sent_at_once);
+    RUN_F(ls, read_lease_follows_the_leaders_commits);
+    RUN_F(ls, read_lease_ends_when_a_transfer_is_asked_for);
+    RUN_F(ls, read_lease_never_overlaps_a_newer_leader);
+    RUN_F(gc, read_lease_off_by_default_in_the_glue_config);
+    RUN_F(gc, follower_rules_hold_twice_the_longest_lease);
     TEST_MAIN_END();
 }

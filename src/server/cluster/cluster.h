@@ -100,6 +100,9 @@ void srv_check_deposed(struct srv *s);
 
 /* reads.c: linearizable reads behind shared barriers */
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot);
+/* Whether a read that arrived before this call may be answered now without a barrier: the
+ * ready leader holds its read lease (rn_lease_held) and is not stopping. */
+bool srv_read_lease(const struct srv *s);
 /* Answer every waiting read with the error for `status`. */
 void srv_fail_waiting_reads(struct srv *s, int status);
 

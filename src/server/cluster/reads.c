@@ -93,9 +93,34 @@ static void read_barrier_cb(void *ctx, int status)
     answer_reads(ctx, status);
 }
 
+bool srv_read_lease(const struct srv *s)
+{
+    return !s->stopping && srv_ready(s) && rn_lease_held(s->rn);
+}
+
+/* Nothing of slot's connection is unanswered ahead of it: a write proposed before the read on
+ * the same connection is not applied yet, and the read must show it, as one answered after a
+ * barrier (issued after that write's entry) would. */
+static bool first_unanswered(const struct srv_slot *slot)
+{
+    const struct srv_conn *c = slot->conn;
+    if (!c)
+        return false;
+    for (const struct srv_slot *o = c->head; o && o != slot; o = o->next)
+        if (o->state != SLOT_DONE)
+            return false;
+    return true;
+}
+
 void srv_enqueue_read(struct srv *s, struct srv_slot *slot)
 {
     slot->lnext = NULL;
+    if (srv_read_lease(s) && first_unanswered(slot)) {
+        s->m.lease_reads++;
+        if (!srv_run_read(s, slot))
+            srv_slot_done(slot);
+        return;
+    }
     if (s->cluster.reads_waiting.tail)
         s->cluster.reads_waiting.tail->lnext = slot;
     else

@@ -66,6 +66,7 @@ struct srv_config {
      * ready leader to be known, at most that many on this node (cluster/noleader.c) */
     uint64_t noleader_wait_ms, max_noleader_waits;
     unsigned election_ms, heartbeat_ms, snapshot_threshold, snapshot_trailing, lazy_ms;
+    unsigned read_lease_ms; /* the leader's read lease (raft/rn_lease.c); 0: every read a barrier */
     uint64_t snapshot_log_bytes; /* log bytes since a snapshot that force the next one */
     unsigned tick_ms;
     /* XREAD (cmd_watch.c): the event history's bounds, the longest value it keeps, and the

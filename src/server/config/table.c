@@ -185,6 +185,10 @@ const struct cfg_row cfg_rows[] = {
     NUM("--snapshot-log-bytes", snapshot_log_bytes, CFG_BYTES, 0, TB, 64u << 20,
         "snapshot as soon as the log since the last one holds more than max(last snapshot, "
         "BYTES) bytes, and keep about as many bytes of trailing entries; 0: entry counts only"),
+    NUM("--read-lease-ms", read_lease_ms, CFG_MS, 0, RN_LEASE_MAX_MS, RN_LEASE_MAX_MS,
+        "the leader answers reads and keepalives without a barrier for MS after an entry of its "
+        "own term committed (at most a quarter of --election-ms); 0: every read waits for a "
+        "barrier"),
     NUM("--lazy-ms", lazy_ms, CFG_MS, 0, 1000, 1,
         "a LOCK that will queue waits up to MS for another command to share its log entry; 0: "
         "never waits"),

@@ -24,6 +24,8 @@ struct hist {
 struct srv_metrics {
     uint64_t grants, releases, expirations, fence_rejections, commands, proposals, proposal_unknown,
         connections_total, connections_rejected, protocol_errors, read_barriers, reads;
+    /* reads, keepalives and HTTP reads answered under the leader's read lease (no barrier) */
+    uint64_t lease_reads;
     /* deadlock detection (fsm/waitgraph.h): waits refused -DEADLOCK; searches that gave up */
     uint64_t deadlocks, deadlock_search_limit;
     /* resource limits (docs/server.md "Limits"): connections closed or commands refused */

@@ -208,6 +208,10 @@ void srv_render_metrics(struct srv *s, struct buf *out)
                   (double)m->read_barriers);
     metric_render(out, "fencelock_reads_total", "counter",
                   "Linearizable reads and keepalives answered after a barrier.", (double)m->reads);
+    metric_render(out, "fencelock_lease_reads_total", "counter",
+                  "Linearizable reads, keepalives and HTTP reads answered under the leader's read "
+                  "lease, without a barrier.",
+                  (double)m->lease_reads);
     metric_render(out, "fencelock_connections_open", "gauge", "Open client connections.",
                   (double)s->net.nconns);
     metric_render(out, "fencelock_connections_total", "counter", "Client connections accepted.",
