@@ -4,15 +4,20 @@
  * routes, percent-decoding, numbers, query parameters and HTTP Basic credentials, all reached
  * from bytes a client sends before or without authenticating.
  *
- * Input layout: the first byte picks the parser, the rest is its input (NUL-terminated copy
- * for the ones that take a C string). Checks (any failure traps):
+ * Input layout: the first byte picks the parser (mod 6), the rest is its input (NUL-terminated
+ * copy for the ones that take a C string). Checks (any failure traps):
  *   - no parser writes past the caller's buffers (ASan), every length it reports fits them;
  *   - hapi_pct_decode of a string without '%' is the identity; its output re-encoded as %XX
  *     decodes back to the same bytes (a round trip through the decoder);
  *   - hapi_parse_u64 accepts exactly the non-empty runs of at most 20 digits whose value fits,
  *     agreeing with a reference computed in 128 bits;
  *   - a route with a name or an id returns them within bounds (a name of at least one byte, an
- *     id not 0).
+ *     id not 0);
+ *   - hapi_parse_query_keys (every route's query parser; the second byte is the `keys` mask,
+ *     e.g. HAPI_Q_REVOKE for POST .../revoke): what it accepts has every non-empty parameter's
+ *     name among `keys`, each at most once; it touches no buffer of a parameter `keys` does not
+ *     name (left NULL here: a touch faults); a number it returns is from 1; texts fit cap; a
+ *     refusal says why.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,6 +69,56 @@ static void fuzz_pct(const char *p, size_t n)
     check(len2 == len && memcmp(back, out, (size_t)len) == 0);
 }
 
+/* The names of q's non-empty parameters are all among `keys`, none twice (a reference split,
+ * independent of the parser's). */
+static bool names_ok(const char *q, unsigned keys)
+{
+    static const struct {
+        const char *n;
+        unsigned bit;
+    } names[] = {{"prefix", HAPI_Q_PREFIX},     {"after", HAPI_Q_AFTER},   {"limit", HAPI_Q_LIMIT},
+                 {"count", HAPI_Q_COUNT},       {"before", HAPI_Q_BEFORE}, {"stale", HAPI_Q_STALE},
+                 {"deadline", HAPI_Q_DEADLINE}, {"reason", HAPI_Q_REASON}};
+    unsigned seen = 0;
+    for (const char *p = q; *p;) {
+        size_t l = strcspn(p, "&"), kl = strcspn(p, "=&");
+        if (l) {
+            unsigned bit = 0;
+            for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strlen(names[i].n) == kl && !memcmp(p, names[i].n, kl))
+                    bit = names[i].bit;
+            if (!bit || !(keys & bit) || (seen & bit))
+                return false;
+            seen |= bit;
+        }
+        p += l + (p[l] == '&');
+    }
+    return true;
+}
+
+static void fuzz_query_keys(unsigned keys, const char *s)
+{
+    char prefix[CAP], after[CAP], reason[CAP], err[160];
+    struct hapi_query q = {.prefix = keys & HAPI_Q_PREFIX ? prefix : NULL,
+                           .after = keys & HAPI_Q_AFTER ? after : NULL,
+                           .reason = keys & HAPI_Q_REASON ? reason : NULL};
+    err[0] = '\0';
+    if (hapi_parse_query_keys(s, keys, &q, CAP, err, sizeof err)) {
+        check(err[0] != '\0');
+        return;
+    }
+    check(names_ok(s, keys));
+    check(q.prefix_len <= CAP && q.after_len <= CAP && q.reason_len <= CAP);
+    check((keys & HAPI_Q_PREFIX) || q.prefix_len == 0);
+    check((keys & HAPI_Q_AFTER) || (q.after_len == 0 && !q.has_after));
+    check((keys & HAPI_Q_REASON) || q.reason_len == 0);
+    check((keys & HAPI_Q_LIMIT) || q.limit == 0);
+    check((keys & HAPI_Q_COUNT) || q.count == 0);
+    check((keys & HAPI_Q_BEFORE) || q.before == 0);
+    check((keys & HAPI_Q_DEADLINE) || q.deadline == 0);
+    check((keys & HAPI_Q_STALE) || !q.stale);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 4096)
@@ -76,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(s, p, n);
     s[n] = '\0';
-    switch (which % 5) {
+    switch (which % 6) {
     case 0: {
         char name[CAP];
         size_t nlen = 0;
@@ -104,6 +159,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)hapi_query_has_stale(s);
         break;
     }
+    case 5: /* the next byte is the keys mask, the rest the query */
+        if (n >= 1)
+            fuzz_query_keys((unsigned char)s[0], s + 1);
+        break;
     default: {
         char user[64], pw[64];
         size_t ul = 0, pl = 0;

@@ -11,26 +11,26 @@
  * IFREV. Check order as PUT's: FENCE, IFREV, then the value.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "fsm/internal.h"
 
-/* The canonical decimal text of `v` into out (FSM_COUNTER_DIGITS + 1 bytes); its length. */
-static size_t format_i64(int64_t v, char *out)
+char *fsm_counter_text(int64_t v, uint32_t *len)
 {
-    char tmp[FSM_COUNTER_DIGITS];
-    size_t n = 0, len = 0;
+    char rev[FSM_COUNTER_DIGITS], *p = malloc(FSM_COUNTER_DIGITS);
+    size_t n = 0, o = 0;
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN's magnitude fits u64 */
+    if (!p)
+        return NULL;
     do {
-        tmp[n++] = (char)('0' + u % 10);
+        rev[n++] = (char)('0' + u % 10);
         u /= 10;
     } while (u);
     if (v < 0)
-        out[len++] = '-';
+        p[o++] = '-';
     while (n)
-        out[len++] = tmp[--n];
-    out[len] = '\0';
-    return len;
+        p[o++] = rev[--n];
+    *len = (uint32_t)o;
+    return p;
 }
 
 int fsm_counter_parse(const char *p, size_t n, int64_t *out)
@@ -71,15 +71,13 @@ void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *c, struct fsm_reply 
                       (long long)by);
         return;
     }
-    char text[FSM_COUNTER_DIGITS + 1];
-    size_t len = format_i64(now, text);
-    char *val = malloc(len);
+    uint32_t len;
+    char *val = fsm_counter_text(now, &len);
     if (!val) {
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
-    memcpy(val, text, len);
-    if (!fsm_kv_set_value(a, k, c->key, val, (uint32_t)len, false, NULL)) { /* keeps its lease */
+    if (!fsm_kv_set_value(a, k, c->key, val, len, false, NULL)) { /* keeps its lease */
         fsm_reply_err(r, PROTO_ERR " out of memory");
         return;
     }

@@ -540,7 +540,11 @@ void fsm_op_session_checkpoint(struct actx *a, const struct fsm_cmd_session_chec
 void fsm_op_put(struct actx *a, const struct fsm_cmd_put *p, struct fsm_reply *r);
 void fsm_op_del(struct actx *a, const struct fsm_cmd_del *p, struct fsm_reply *r);
 void fsm_op_incr(struct actx *a, const struct fsm_cmd_incr *p, struct fsm_reply *r); /* counter.c */
-void fsm_op_txn(struct actx *a, const struct fsm_cmd_txn *p, struct fsm_reply *r);   /* txn.c */
+/* The canonical decimal text of v (counter.c's form: "-?[1-9][0-9]*" or "0", at most
+ * FSM_COUNTER_DIGITS bytes, no NUL), in a new malloc'd buffer the caller owns (a kv value takes
+ * it over), its length in *len; NULL when out of memory. fsm_counter_parse reads it back. */
+char *fsm_counter_text(int64_t v, uint32_t *len);
+void fsm_op_txn(struct actx *a, const struct fsm_cmd_txn *p, struct fsm_reply *r); /* txn.c */
 /* A write's FENCE and IFREV checks (kv.c): 0 if it may apply, else -1 with r answered (STALE,
    with a FENCE_REJECTED event, or IFREV). */
 int fsm_kv_fence_fails(struct actx *a, const struct fsm_kv_cond *c, struct fsm_reply *r);
@@ -556,6 +560,13 @@ void fsm_op_sem_acquire(struct actx *a, const struct fsm_cmd_sem_acquire *p, str
 void fsm_op_sem_acquire_w(struct actx *a, const struct fsm_cmd_sem_acquire_w *p,
                           struct fsm_reply *r);
 void fsm_op_sem_setlimit(struct actx *a, const struct fsm_cmd_sem_setlimit *p, struct fsm_reply *r);
+/* An operator's new limit, SEM_SETLIMIT's and SEM_LIMIT_SET's one rule (sem.c): ERR (true,
+ * nothing changed) for a limit out of 1..FSM_MAX_SEM_LIMIT, a name that is not a semaphore, or a
+ * request queued on l for more permits than `limit`; l NULL: no semaphore of the name (passes).
+ * Then fsm_sem_limit_apply: l takes `limit` (the caller has taken the revision), an override of
+ * the name follows it, and a higher limit grants the queue's head run. */
+bool fsm_sem_limit_refused(const struct lock *l, uint64_t limit, struct fsm_reply *r);
+void fsm_sem_limit_apply(struct actx *a, struct lock *l, uint32_t limit);
 /* A semaphore whose snapshot record needs the weighted form (snap_prims.c): a hold or a
  * request of other than 1 permit, or more permits in use than its limit. */
 bool fsm_sem_weighted(const struct lock *l);

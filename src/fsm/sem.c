@@ -24,16 +24,23 @@
 
 #include "fsm/internal.h"
 
+/* ERR unless `limit` is a semaphore's limit at all: 1..FSM_MAX_SEM_LIMIT. */
+static bool limit_out_of_range(uint64_t limit, struct fsm_reply *r)
+{
+    if (limit != 0 && limit <= FSM_MAX_SEM_LIMIT)
+        return false;
+    fsm_reply_err(r, PROTO_ERR " semaphore limit must be 1..%u", FSM_MAX_SEM_LIMIT);
+    return true;
+}
+
 /* ERR unless `limit` is 1..FSM_MAX_SEM_LIMIT and, for an existing semaphore, its own; with an
  * operator's limit (`op_limit` > 0, semlimit.c) any valid one is accepted: the operator's wins. */
 static bool limit_refused(const struct lock *l, uint64_t limit, uint32_t op_limit,
                           struct fsm_reply *r)
 {
     char nm[FSM_NAME_SHOWN];
-    if (limit == 0 || limit > FSM_MAX_SEM_LIMIT) {
-        fsm_reply_err(r, PROTO_ERR " semaphore limit must be 1..%u", FSM_MAX_SEM_LIMIT);
+    if (limit_out_of_range(limit, r))
         return true;
-    }
     if (!l || l->limit == limit || op_limit)
         return false;
     fsm_reply_err(r, PROTO_ERR " semaphore %s has limit %u, not %llu",
@@ -118,43 +125,53 @@ void fsm_op_sem_acquire_w(struct actx *a, const struct fsm_cmd_sem_acquire_w *c,
 }
 
 /*
- * SEM_SETLIMIT: an operator changes an existing semaphore's limit. A lower limit takes no
- * permit back: holders keep theirs until they release, and nothing is granted until in_use +
- * the head's permits fit the new limit. A queued request for more permits than the new limit
- * could never be granted: the change is then refused (ERR, nothing changes) and the operator
- * first makes those requests leave (SEM.RELEASE by their sessions, or their waits end). A
- * higher limit grants the queue's head run at once.
+ * An operator's new limit for semaphore l: SEM_SETLIMIT's rule, which SEM_LIMIT_SET (semlimit.c)
+ * follows too, so it is written once, here. A lower limit takes no permit back: holders keep
+ * theirs until they release, and nothing is granted until in_use + the head's permits fit the
+ * new limit. A queued request for more permits than the new limit could never be granted: the
+ * change is then refused (ERR, nothing changes) and the operator first makes those requests
+ * leave (SEM.RELEASE by their sessions, or their waits end). A higher limit grants the queue's
+ * head run at once.
  */
-void fsm_op_sem_setlimit(struct actx *a, const struct fsm_cmd_sem_setlimit *c, struct fsm_reply *r)
+bool fsm_sem_limit_refused(const struct lock *l, uint64_t limit, struct fsm_reply *r)
 {
     char nm[FSM_NAME_SHOWN];
-    if (c->limit == 0 || c->limit > FSM_MAX_SEM_LIMIT) {
-        fsm_reply_err(r, PROTO_ERR " semaphore limit must be 1..%u", FSM_MAX_SEM_LIMIT);
-        return;
-    }
-    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
-    if (!l) {
-        r->kind = FSM_REPLY_NIL;
-        return;
-    }
-    if (fsm_lock_wrongtype(l, FSM_KIND_SEM, r))
-        return;
-    for (const struct waiter *w = l->wq_head; w; w = w->lnext)
-        if (w->permits > c->limit) {
+    if (limit_out_of_range(limit, r) || fsm_lock_wrongtype(l, FSM_KIND_SEM, r))
+        return true;
+    for (const struct waiter *w = l ? l->wq_head : NULL; w; w = w->lnext)
+        if (w->permits > limit) {
             fsm_reply_err(r,
                           PROTO_ERR " semaphore %s has a request queued for %u permits, more "
                                     "than %llu",
                           fsm_printable(l->name, l->name_len, nm, sizeof(nm)), w->permits,
-                          (unsigned long long)c->limit);
-            return;
+                          (unsigned long long)limit);
+            return true;
         }
+    return false;
+}
+
+void fsm_sem_limit_apply(struct actx *a, struct lock *l, uint32_t limit)
+{
+    l->limit = limit;
+    fsm_semlim_follow(a->f, l); /* an operator's limit of the name is this one from now on */
+    fsm_lock_hand_on(a, l);     /* a higher limit may grant the head run */
+}
+
+/* SEM_SETLIMIT: the rule above for an existing semaphore; no semaphore of the name: NIL. */
+void fsm_op_sem_setlimit(struct actx *a, const struct fsm_cmd_sem_setlimit *c, struct fsm_reply *r)
+{
+    struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
+    if (fsm_sem_limit_refused(l, c->limit, r))
+        return;
+    if (!l) {
+        r->kind = FSM_REPLY_NIL;
+        return;
+    }
     r->kind = FSM_REPLY_OK;
     if (l->limit == c->limit)
         return; /* nothing changes: no revision */
-    l->limit = (uint32_t)c->limit;
-    fsm_semlim_follow(a->f, l); /* an operator's limit of the name is this one from now on */
     fsm_next_rev(a);
-    fsm_lock_hand_on(a, l);
+    fsm_sem_limit_apply(a, l, (uint32_t)c->limit);
 }
 
 bool fsm_sem_weighted(const struct lock *l)

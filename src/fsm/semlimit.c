@@ -13,11 +13,11 @@
  * Rules:
  *   - SET name limit (1..FSM_MAX_SEM_LIMIT): the override of `name` becomes `limit`, whether or
  *     not the semaphore exists (an operator may set it first). A live semaphore takes it at once
- *     as SEM_SETLIMIT's rule has it: holders above a lower limit keep their permits (nothing is
- *     granted until in_use + the head's permits fit); a queued request for more permits than the
- *     new limit refuses the change (ERR, nothing changes); a higher limit grants the queue's head
- *     run. A name that is a lock or an election: WRONGTYPE. -> OK (the same limit again: OK, no
- *     revision).
+ *     by SEM_SETLIMIT's rule (sem.c's fsm_sem_limit_refused and fsm_sem_limit_apply, shared):
+ * holders above a lower limit keep their permits (nothing is granted until in_use + the head's
+ * permits fit); a queued request for more permits than the new limit refuses the change (ERR,
+ * nothing changes); a higher limit grants the queue's head run. A name that is a lock or an
+ * election: WRONGTYPE. -> OK (the same limit again: OK, no revision).
  *   - while an override exists it wins over the acquirers' argument: SEM_ACQUIRE(_W) accepts any
  *     valid limit (1..FSM_MAX_SEM_LIMIT) and ignores it, a semaphore created then takes the
  *     override, and PERMITS are checked against the override (sem.c asks fsm_semlim_get).
@@ -101,23 +101,9 @@ void fsm_semlim_follow(struct fsm *f, const struct lock *l)
 
 void fsm_op_sem_limit_set(struct actx *a, const struct fsm_cmd_sem_setlimit *c, struct fsm_reply *r)
 {
-    char nm[FSM_NAME_SHOWN];
-    if (c->limit == 0 || c->limit > FSM_MAX_SEM_LIMIT) {
-        fsm_reply_err(r, PROTO_ERR " semaphore limit must be 1..%u", FSM_MAX_SEM_LIMIT);
-        return;
-    }
     struct lock *l = fsm_lock_find(a->f, c->name.p, c->name.len);
-    if (fsm_lock_wrongtype(l, FSM_KIND_SEM, r))
+    if (fsm_sem_limit_refused(l, c->limit, r)) /* SEM_SETLIMIT's rule (sem.c) */
         return;
-    for (const struct waiter *w = l ? l->wq_head : NULL; w; w = w->lnext)
-        if (w->permits > c->limit) {
-            fsm_reply_err(r,
-                          PROTO_ERR " semaphore %s has a request queued for %u permits, more "
-                                    "than %llu",
-                          fsm_printable(l->name, l->name_len, nm, sizeof(nm)), w->permits,
-                          (unsigned long long)c->limit);
-            return;
-        }
     struct semlim *o = semlim_find(a->f, c->name.p, c->name.len);
     if (o && o->limit == c->limit && (!l || l->limit == c->limit)) {
         r->kind = FSM_REPLY_OK; /* nothing changes: no revision */
@@ -134,10 +120,8 @@ void fsm_op_sem_limit_set(struct actx *a, const struct fsm_cmd_sem_setlimit *c, 
     o->limit = (uint32_t)c->limit;
     r->kind = FSM_REPLY_OK;
     fsm_next_rev(a);
-    if (l && l->limit != c->limit) {
-        l->limit = (uint32_t)c->limit;
-        fsm_lock_hand_on(a, l); /* a higher limit may grant the head run */
-    }
+    if (l && l->limit != c->limit)
+        fsm_sem_limit_apply(a, l, (uint32_t)c->limit);
 }
 
 void fsm_op_sem_limit_reset(struct actx *a, const struct fsm_cmd_sem_limit_reset *c,

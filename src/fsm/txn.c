@@ -195,28 +195,6 @@ static bool key_twice(const struct plan *pl, uint32_t i)
     return false;
 }
 
-/* The canonical decimal text of v (counter.c's form), into a new buffer. */
-static char *counter_text(int64_t v, uint32_t *len)
-{
-    char tmp[FSM_COUNTER_DIGITS + 1];
-    size_t n = 0, o = 0;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    char rev[FSM_COUNTER_DIGITS];
-    do {
-        rev[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[o++] = '-';
-    while (n)
-        tmp[o++] = rev[--n];
-    char *p = malloc(o);
-    if (p)
-        memcpy(p, tmp, o);
-    *len = (uint32_t)o;
-    return p;
-}
-
 /* Step 3 for op i: 0, or -1 with r answered (nothing changed). */
 static int plan_op(struct actx *a, struct plan *pl, uint32_t i, struct fsm_reply *r)
 {
@@ -246,7 +224,7 @@ static int plan_op(struct actx *a, struct plan *pl, uint32_t i, struct fsm_reply
                           (long long)old);
             return -1;
         }
-        if (!(p->val = counter_text(p->counter, &p->val_len)))
+        if (!(p->val = fsm_counter_text(p->counter, &p->val_len)))
             goto oom;
     } else if (p->x.value.len) { /* PUT */
         if (!(p->val = malloc(p->x.value.len)))

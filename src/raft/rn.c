@@ -358,6 +358,15 @@ static void raft_closed(struct raft *r)
 
 void rn_close(struct rn *rn, void (*done)(void *arg), void *arg)
 {
+    /* The open batch (this loop turn's proposals, or a lazy one waiting for company) never
+     * reaches libraft now (rn_batch_submit_open checks RUNNING) and is failed as not applied
+     * (rn_batch_fail_all). Said once, so an operator knows some clients' last commands were not
+     * taken, and a test can prove its shutdown landed with commands in that state. */
+    if (rn->open)
+        LOGI(rn->log,
+             "raft: closing with %u command(s) proposed but not yet in the log: failed, not "
+             "applied",
+             rn->open->n);
     rn_life_to(rn, RN_LIFE_CLOSING);
     rn_gone_close(rn);
     rn->done = done;

@@ -8,7 +8,8 @@ data; removing the user or changing its password (SIGHUP) kills its tokens; memb
 --http-tls. POST /v1/locks/{name}/revoke is LOCK.REVOKE as the request's user: an admin's
 works (the holder's push, the release at the deadline, the audit line naming the HTTP client
 and user), a user without `revoke` on the name gets 403 and nothing changes, a POST without
-X-Fencelock-Request gets 403, without credentials 401, other methods and paths 405."""
+X-Fencelock-Request gets 403, without credentials 401, other methods and paths 405; its query
+is the port's one parser's with revoke's two parameters (the cases it accepted and refused)."""
 
 import http.client
 import json
@@ -287,6 +288,41 @@ def test_http_revoke_refusals_change_nothing(ctx):
     # LOCK.REVOKE's audit line is written when the leader proposes
     eq([x["detail"].split()[0] for x in lines if x["event"] == "lock.revoke"], ["name=free-one"])
     assert any(x["event"] == "permission.denied" and x["user"] == "app" for x in lines), lines
+
+
+# What POST .../revoke's query parser accepts and refuses (the HTTP port's one query parser,
+# told revoke's two parameters): an accepted query reaches the state machine, which answers 409
+# for a lock nobody holds; a refused one is 400 and proposes nothing.
+REVOKE_QUERY_ACCEPTED = ["", "?deadline=1500&reason=deploy%20now", "?reason=a+b", "?reason",
+                         "?reason=", "?&&deadline=5&", "?reason=%41%62&deadline=7",
+                         "?reason=a=b", "?deadline=00012", "?deadline=60000",
+                         "?reason=" + "r" * 16, "?reason=" + "%41" * 16]
+REVOKE_QUERY_REFUSED = ["?deadline=0", "?deadline=", "?deadline", "?deadline=-1",
+                        "?deadline=1.5", "?deadline=%31", "?deadline=60001",
+                        "?deadline=18446744073709551616", "?deadline=1&deadline=2",
+                        "?reason=a&reason=b", "?reason&reason", "?color=red", "?Deadline=1",
+                        "?stale", "?prefix=a", "?=x", "?deadline%3D1", "?reason=%zz",
+                        "?reason=%4", "?reason=%", "?reason=" + "r" * 17,
+                        "?reason=" + "%41" * 17]
+
+
+def test_http_revoke_query_accepts_and_refuses_what_it_did(ctx):
+    s = _server(ctx, "--max-key", 16, "--max-wait", 60000, "--audit-log", "audit.log")
+    admin, sid, t = _two_locks(ctx, s)
+    info = admin.call("LOCK.INFO", "job-1")
+    adm = _token(ctx, s, "admin")
+    for q in REVOKE_QUERY_ACCEPTED:
+        st, _, body = _post(s, "free-1", adm, q)
+        eq(st, 409, "query %r is accepted (then: no holder to revoke): %s" % (q, body))
+    for q in REVOKE_QUERY_REFUSED:
+        st, _, body = _post(s, "job-1", adm, q)
+        eq(st, 400, "query %r is refused: %s" % (q, body))
+        assert body.endswith(b"\n") and len(body) > 1, (q, body)
+    eq(admin.call("LOCK.INFO", "job-1"), info, "no refused query changed anything")
+    lines = [json.loads(x) for x in
+             open(os.path.join(s.workdir, "audit.log")).read().splitlines()]
+    eq(len([x for x in lines if x["event"] == "lock.revoke"]), len(REVOKE_QUERY_ACCEPTED),
+       "only the accepted queries were proposed")
 
 
 def test_cli_token_prints_a_bearer_token(ctx):

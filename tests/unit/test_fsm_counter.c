@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsm/internal.h" /* fsm_counter_text: INCR and TXN INCR write it */
 #include "fsm_fixture.h"
 
 static struct fsm_reply incr(struct fsm *f, const char *key, int64_t by)
@@ -149,6 +150,32 @@ TEST_F(fsm_fx, counter_parse_takes_only_the_canonical_text)
     CHECK(fsm_counter_parse("", 0, &v) && fsm_counter_parse("-", 1, &v));
 }
 
+/* The one writer of a counter's text (INCR's and TXN's INCR): the canonical form at the edges,
+ * and what fsm_counter_parse reads back as the same value. */
+TEST(counter_text_is_the_canonical_text_parse_reads)
+{
+    static const struct {
+        int64_t v;
+        const char *text;
+    } cases[] = {{0, "0"},
+                 {1, "1"},
+                 {-1, "-1"},
+                 {10, "10"},
+                 {-10, "-10"},
+                 {INT64_MAX, "9223372036854775807"},
+                 {INT64_MIN, "-9223372036854775808"},
+                 {INT64_MIN + 1, "-9223372036854775807"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint32_t len = 0;
+        int64_t back = 0;
+        char *p = fsm_counter_text(cases[i].v, &len);
+        CHECK(p && len == strlen(cases[i].text) && len <= FSM_COUNTER_DIGITS &&
+              memcmp(p, cases[i].text, len) == 0);
+        CHECK(p && fsm_counter_parse(p, len, &back) == 0 && back == cases[i].v);
+        free(p);
+    }
+}
+
 int main(void)
 {
     RUN_F(fsm_fx, incr_counts_from_zero_as_decimal_text);
@@ -158,5 +185,6 @@ int main(void)
     RUN_F(fsm_fx, incr_keeps_the_keys_lease);
     RUN_F(fsm_fx, incr_with_req_applies_once);
     RUN_F(fsm_fx, counter_parse_takes_only_the_canonical_text);
+    RUN(counter_text_is_the_canonical_text_parse_reads);
     TEST_MAIN_END();
 }

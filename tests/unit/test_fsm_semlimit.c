@@ -195,6 +195,43 @@ TEST_F(fsm_fx, the_old_setlimit_op_moves_the_override_with_it)
     CHECK(invariants_hold(fx->f));
 }
 
+/* SEM_SETLIMIT and SEM_LIMIT_SET are one rule (sem.c's fsm_sem_limit_refused and
+ * fsm_sem_limit_apply): the same refusals with the same text, changing nothing, and the same
+ * effect on a live semaphore (holders keep permits over a lower limit, a higher one grants the
+ * queue's head). */
+TEST_F(fsm_fx, setlimit_and_limit_set_are_one_rule_for_a_live_semaphore)
+{
+    uint64_t a = open_session(fx->f, 1000, 0), b = open_session(fx->f, 1000, 0);
+    CHECK(token_of(apply_lock(fx->f, "lk", a, 0)));
+    CHECK(token_of(acq(fx->f, "s", a, 4, 3, 0)));
+    CHECK(acq(fx->f, "s", b, 4, 2, 5000).kind == FSM_REPLY_QUEUED);
+    static const struct {
+        const char *name;
+        uint64_t limit;
+    } refused[] = {{"s", 0}, {"s", FSM_MAX_SEM_LIMIT + 1ull}, {"lk", 3}, {"s", 1}};
+    snapshot_into(fx->f, &fx->before);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        struct fsm_reply x = old_setlimit(fx->f, refused[i].name, refused[i].limit);
+        struct fsm_reply y = set(fx->f, refused[i].name, refused[i].limit);
+        CHECK(x.kind == FSM_REPLY_ERR && y.kind == FSM_REPLY_ERR);
+        CHECK(strcmp(x.err, y.err) == 0);
+    }
+    CHECK(snapshot_equals(fx->f, &fx->before));
+    /* lower by the old op: a keeps its 3 over 2; then higher by the new one: b's 2 fit once a
+       released, and 5 grants nothing more (nobody queued) */
+    CHECK(old_setlimit(fx->f, "s", 2).kind == FSM_REPLY_OK);
+    CHECK_EQ_U64(info(fx->f, "s").in_use, 3);
+    CHECK(rel(fx->f, "s", a).kind == FSM_REPLY_OK);
+    CHECK(has_event(FSM_EV_GRANTED, b));
+    CHECK(acq(fx->f, "s", a, 2, 1, 5000).kind == FSM_REPLY_QUEUED);
+    CHECK(set(fx->f, "s", 3).kind == FSM_REPLY_OK);
+    CHECK(has_event(FSM_EV_GRANTED, a));
+    CHECK_EQ_U64(info(fx->f, "s").limit, 3);
+    CHECK_EQ_U64(fsm_semlim_get(fx->f, "s", 1), 3);
+    CHECK(invariants_hold(fx->f));
+    CHECK(restores_identically(fx->f));
+}
+
 TEST_F(fsm_fx, snapshot_section_5_only_while_an_override_exists_and_restore_checks_it)
 {
     uint64_t a = open_session(fx->f, 1000, 0);
@@ -390,6 +427,7 @@ int main(void)
     RUN_F(fsm_fx, reset_removes_the_override_and_the_acquirers_rule_is_back);
     RUN_F(fsm_fx, wrong_kinds_and_bad_limits_change_nothing);
     RUN_F(fsm_fx, the_old_setlimit_op_moves_the_override_with_it);
+    RUN_F(fsm_fx, setlimit_and_limit_set_are_one_rule_for_a_live_semaphore);
     RUN_F(fsm_fx, snapshot_section_5_only_while_an_override_exists_and_restore_checks_it);
     RUN_F(fsm_fx, a_random_model_of_overrides_acquirers_and_resets);
     TEST_MAIN_END();

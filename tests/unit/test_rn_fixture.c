@@ -561,6 +561,14 @@ static bool lease_held_by_0(struct rnfx *x, void *arg)
     return rn_lease_held(x->node[0].rn);
 }
 
+/* Node 0 (the leader) commits one command: whether it then holds the lease. */
+static bool lease_after_a_commit(struct rnfx *x)
+{
+    unsigned want = x->told + 1;
+    return rnfx_propose(x, 0, x->told, 1000) == RN_OK && rnfx_step_until(x, all_told, &want) &&
+           x->rep[want - 1].status == RN_OK && rn_lease_held(x->node[0].rn);
+}
+
 static void bar_done(void *ctx, int status)
 {
     *(int *)ctx = status + 1;
@@ -611,10 +619,7 @@ TEST_F(ls, read_lease_ends_when_a_transfer_is_asked_for)
 {
     struct rnfx *x = &fx->fx;
     struct rn *r0 = x->node[0].rn;
-    CHECK_EQ_U64(rnfx_propose(x, 0, 0, 1000), RN_OK);
-    unsigned want = 1;
-    CHECK(rnfx_step_until(x, all_told, &want));
-    CHECK(rn_lease_held(r0));
+    CHECK(lease_after_a_commit(x));
     uint64_t term = rnfx_raft(x, 0)->current_term;
     CHECK_EQ_U64(rn_transfer(r0, 2, rnfx_change_cb, rnfx_rep(x, 1)), RN_OK);
     CHECK(!rn_lease_held(r0));
@@ -632,10 +637,7 @@ TEST_F(ls, read_lease_never_overlaps_a_newer_leader)
 {
     struct rnfx *x = &fx->fx;
     struct rn *r0 = x->node[0].rn;
-    CHECK_EQ_U64(rnfx_propose(x, 0, 0, 1000), RN_OK);
-    unsigned want = 1;
-    CHECK(rnfx_step_until(x, all_told, &want));
-    CHECK(rn_lease_held(r0));
+    CHECK(lease_after_a_commit(x));
     rnfx_cut(x, 0, 1);
     rnfx_cut(x, 0, 2);
     bool other = false;

@@ -89,12 +89,72 @@ enum hapi_route hapi_route_of(const char *path, char *name, size_t cap, size_t *
     return HAPI_NONE;
 }
 
-int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *err, size_t errlen)
+/* hapi_parse_query_keys's table: a parameter's name, its bit and what its value is. */
+enum qkind { Q_FLAG, Q_TEXT, Q_NUM };
+static const struct qkey {
+    const char *name;
+    unsigned bit;
+    enum qkind kind;
+} QKEYS[] = {
+    {"prefix", HAPI_Q_PREFIX, Q_TEXT},    {"after", HAPI_Q_AFTER, Q_TEXT},
+    {"limit", HAPI_Q_LIMIT, Q_NUM},       {"count", HAPI_Q_COUNT, Q_NUM},
+    {"before", HAPI_Q_BEFORE, Q_NUM},     {"stale", HAPI_Q_STALE, Q_FLAG},
+    {"deadline", HAPI_Q_DEADLINE, Q_NUM}, {"reason", HAPI_Q_REASON, Q_TEXT},
+};
+#define NQKEYS (sizeof(QKEYS) / sizeof(QKEYS[0]))
+
+/* Where parameter `bit`'s value goes in out: a text's buffer and length, or a number. */
+static char *text_of(struct hapi_query *out, unsigned bit, size_t **len)
 {
-    bool seen_prefix = false, seen_limit = false, seen_count = false, seen_before = false;
-    out->prefix_len = out->after_len = 0;
+    switch (bit) {
+    case HAPI_Q_PREFIX:
+        return *len = &out->prefix_len, out->prefix;
+    case HAPI_Q_AFTER:
+        return *len = &out->after_len, out->after;
+    default:
+        return *len = &out->reason_len, out->reason;
+    }
+}
+
+static uint64_t *num_of(struct hapi_query *out, unsigned bit)
+{
+    switch (bit) {
+    case HAPI_Q_LIMIT:
+        return &out->limit;
+    case HAPI_Q_COUNT:
+        return &out->count;
+    case HAPI_Q_BEFORE:
+        return &out->before;
+    default:
+        return &out->deadline;
+    }
+}
+
+/* "unknown query parameter 'NAME' (the names keys takes)", NAME cut at 32 bytes, printable. */
+static void unknown_key(const char *name, size_t len, unsigned keys, char *err, size_t errlen)
+{
+    int o =
+        snprintf(err, errlen, "unknown query parameter '%.*s' (", (int)(len > 32 ? 32 : len), name);
+    for (char *e = err; *e; e++) /* shown back: printable ASCII only */
+        if ((unsigned char)*e < ' ' || (unsigned char)*e >= 0x7f)
+            *e = '?';
+    const char *sep = "";
+    for (size_t i = 0; i < NQKEYS && o >= 0 && (size_t)o < errlen; i++)
+        if (keys & QKEYS[i].bit) {
+            o += snprintf(err + o, errlen - (size_t)o, "%s%s", sep, QKEYS[i].name);
+            sep = ", ";
+        }
+    if (o >= 0 && (size_t)o < errlen)
+        snprintf(err + o, errlen - (size_t)o, ")");
+}
+
+int hapi_parse_query_keys(const char *q, unsigned keys, struct hapi_query *out, size_t cap,
+                          char *err, size_t errlen)
+{
+    unsigned seen = 0;
+    out->prefix_len = out->after_len = out->reason_len = 0;
     out->has_after = out->stale = false;
-    out->limit = out->count = out->before = 0;
+    out->limit = out->count = out->before = out->deadline = 0;
     while (*q) {
         const char *amp = strchr(q, '&');
         size_t l = amp ? (size_t)(amp - q) : strlen(q);
@@ -102,63 +162,48 @@ int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *er
         size_t kl = eq ? (size_t)(eq - q) : l;
         const char *v = eq ? eq + 1 : q + l;
         size_t vl = eq ? l - kl - 1 : 0;
-        bool dup = false;
-        long n;
+        const struct qkey *k = NULL;
+        for (size_t i = 0; i < NQKEYS && !k; i++)
+            if ((keys & QKEYS[i].bit) && strlen(QKEYS[i].name) == kl &&
+                !memcmp(q, QKEYS[i].name, kl))
+                k = &QKEYS[i];
         if (l == 0) {
             /* an empty parameter (a&&b, a trailing &): nothing */
-        } else if (kl == 5 && !memcmp(q, "stale", 5)) {
-            dup = out->stale;
-            out->stale = true;
-        } else if (kl == 6 && !memcmp(q, "prefix", 6)) {
-            dup = seen_prefix;
-            seen_prefix = true;
-            if ((n = hapi_pct_decode(v, vl, out->prefix, cap)) < 0) {
-                snprintf(err, errlen, "prefix: bad percent-encoding, or longer than %zu bytes",
+        } else if (!k) {
+            unknown_key(q, kl, keys, err, errlen);
+            return -1;
+        } else if (k->kind == Q_TEXT) {
+            size_t *len;
+            char *buf = text_of(out, k->bit, &len);
+            long n = hapi_pct_decode(v, vl, buf, cap);
+            if (n < 0) {
+                snprintf(err, errlen, "%s: bad percent-encoding, or longer than %zu bytes", k->name,
                          cap);
                 return -1;
             }
-            out->prefix_len = (size_t)n;
-        } else if (kl == 5 && !memcmp(q, "after", 5)) {
-            dup = out->has_after;
-            out->has_after = true;
-            if ((n = hapi_pct_decode(v, vl, out->after, cap)) < 0) {
-                snprintf(err, errlen, "after: bad percent-encoding, or longer than %zu bytes", cap);
-                return -1;
-            }
-            out->after_len = (size_t)n;
-        } else if (kl == 5 && !memcmp(q, "limit", 5)) {
-            dup = seen_limit;
-            seen_limit = true;
-            if (hapi_parse_u64(v, vl, &out->limit) || out->limit == 0) {
-                snprintf(err, errlen, "limit: not a decimal number from 1");
-                return -1;
-            }
-        } else if ((kl == 5 && !memcmp(q, "count", 5)) || (kl == 6 && !memcmp(q, "before", 6))) {
-            bool is_count = kl == 5;
-            dup = is_count ? seen_count : seen_before;
-            *(is_count ? &seen_count : &seen_before) = true;
-            uint64_t *x = is_count ? &out->count : &out->before;
+            *len = (size_t)n;
+        } else if (k->kind == Q_NUM) {
+            uint64_t *x = num_of(out, k->bit);
             if (hapi_parse_u64(v, vl, x) || *x == 0) {
-                snprintf(err, errlen, "%s: not a decimal number from 1",
-                         is_count ? "count" : "before");
+                snprintf(err, errlen, "%s: not a decimal number from 1", k->name);
                 return -1;
             }
-        } else {
-            snprintf(err, errlen,
-                     "unknown query parameter '%.*s' (prefix, after, limit, count, before, stale)",
-                     (int)(kl > 32 ? 32 : kl), q);
-            for (char *e = err; *e; e++) /* shown back: printable ASCII only */
-                if ((unsigned char)*e < ' ' || (unsigned char)*e >= 0x7f)
-                    *e = '?';
-            return -1;
         }
-        if (dup) {
+        if (k && (seen & k->bit)) {
             snprintf(err, errlen, "a query parameter is given twice");
             return -1;
         }
+        seen |= k ? k->bit : 0;
         q += l + (amp ? 1 : 0);
     }
+    out->has_after = (seen & HAPI_Q_AFTER) != 0;
+    out->stale = (seen & HAPI_Q_STALE) != 0;
     return 0;
+}
+
+int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *err, size_t errlen)
+{
+    return hapi_parse_query_keys(q, HAPI_Q_READS, out, cap, err, errlen);
 }
 
 static int b64val(char c)

@@ -60,44 +60,25 @@ static void reply(struct srv_http_pending *p, int status, const char *msg)
     srv_http_complete(p, status, HREV_TEXT, msg, strlen(msg));
 }
 
-/* The query: deadline=ms and reason=text (percent-encoded), each at most once, nothing else. */
+/* The query: deadline=ms (1..--max-wait) and reason=text (percent-encoded, at most --max-key
+ * bytes), each at most once, nothing else: the port's one query parser (http_args.h) with
+ * revoke's two parameters; the --max-wait bound is revoke's own. */
 static int parse_query(struct srv *s, const char *q, uint64_t *deadline, char *reason, size_t *rlen,
                        char *err, size_t errlen)
 {
-    bool seen_d = false, seen_r = false;
-    *deadline = 0;
-    *rlen = 0;
-    while (*q) {
-        const char *amp = strchr(q, '&');
-        size_t l = amp ? (size_t)(amp - q) : strlen(q);
-        const char *eq = memchr(q, '=', l);
-        size_t kl = eq ? (size_t)(eq - q) : l, vl = eq ? l - kl - 1 : 0;
-        const char *v = eq ? eq + 1 : q + l;
-        if (l == 0) {
-            /* an empty parameter: nothing */
-        } else if (kl == 8 && !memcmp(q, "deadline", 8) && !seen_d) {
-            seen_d = true;
-            if (hapi_parse_u64(v, vl, deadline) || *deadline == 0 || *deadline > s->cfg.max_wait) {
-                snprintf(err, errlen, "deadline: milliseconds, 1..--max-wait (%llu)\n",
-                         (unsigned long long)s->cfg.max_wait);
-                return -1;
-            }
-        } else if (kl == 6 && !memcmp(q, "reason", 6) && !seen_r) {
-            seen_r = true;
-            long n = hapi_pct_decode(v, vl, reason, s->cfg.max_key);
-            if (n < 0) {
-                snprintf(err, errlen,
-                         "reason: bad percent-encoding, or longer than --max-key (%zu bytes)\n",
-                         s->cfg.max_key);
-                return -1;
-            }
-            *rlen = (size_t)n;
-        } else {
-            snprintf(err, errlen, "the parameters are deadline=ms and reason=text, once each\n");
-            return -1;
-        }
-        q += l + (amp ? 1 : 0);
+    struct hapi_query hq = {.reason = reason};
+    if (hapi_parse_query_keys(q, HAPI_Q_REVOKE, &hq, s->cfg.max_key, err, errlen - 1)) {
+        size_t n = strlen(err); /* errlen - 1 above left room for the newline */
+        snprintf(err + n, errlen - n, "\n");
+        return -1;
     }
+    if (hq.deadline > s->cfg.max_wait) {
+        snprintf(err, errlen, "deadline: milliseconds, 1..--max-wait (%llu)\n",
+                 (unsigned long long)s->cfg.max_wait);
+        return -1;
+    }
+    *deadline = hq.deadline;
+    *rlen = hq.reason_len;
     return 0;
 }
 
