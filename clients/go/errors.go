@@ -43,7 +43,8 @@ var (
 	ErrTLS = errors.New("fencelock: TLS")
 	// ErrCompacted: a watcher's next event is no longer retained (see *CompactedError).
 	ErrCompacted = errors.New("fencelock: COMPACTED")
-	// ErrTooLarge: a key, name or value over the servers' limit.
+	// ErrTooLarge: a key, name or value over the servers' limit; a TXN of more compares and
+	// ops, or bytes, than the servers take (--max-txn-ops, --max-txn-bytes).
 	ErrTooLarge = errors.New("fencelock: TOOLARGE")
 	// ErrDeadlock: a wait would have closed a cycle of sessions waiting for each other; it
 	// was refused and not queued (the session keeps what it holds). See *DeadlockError.
@@ -110,11 +111,18 @@ func (e *DeadlockError) Error() string { return "fencelock: DEADLOCK " + e.Cycle
 // Is matches ErrDeadlock.
 func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
 
-// As makes a -DEADLOCK server error usable as a *DeadlockError.
+// As makes a -DEADLOCK server error usable as a *DeadlockError, and a TXN's failing op
+// (-ERR TXN op N: ...) as a *TxnOpError.
 func (e *ServerError) As(target any) bool {
 	if d, ok := target.(**DeadlockError); ok && e.Word == "DEADLOCK" {
 		*d = &DeadlockError{Cycle: strings.TrimPrefix(e.Message, "DEADLOCK ")}
 		return true
+	}
+	if o, ok := target.(**TxnOpError); ok && e.Word == "ERR" {
+		if n := txnOp(e.Message); n > 0 {
+			*o = &TxnOpError{Op: n, Message: e.Message}
+			return true
+		}
 	}
 	return false
 }
@@ -199,6 +207,8 @@ func Word(err error) string {
 		return "DEADLOCK"
 	case errors.Is(err, ErrBroken):
 		return "BROKEN"
+	case errors.Is(err, ErrTooLarge):
+		return "TOOLARGE"
 	}
 	return "OTHER"
 }

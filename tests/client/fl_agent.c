@@ -574,6 +574,8 @@ static const char *err_word(fl_err e, const char *msg)
         return "DEADLOCK";
     case FL_EBROKEN:
         return "BROKEN";
+    case FL_ETOOLARGE:
+        return "TOOLARGE";
     default:
         return "OTHER";
     }
@@ -1251,6 +1253,114 @@ static void jw_close(struct jw *w, const char *bracket)
     w->first = 0;
 }
 
+/* ---- txn ---- */
+
+/* A relation word ("=", "!=", "<", ">") into *rel: 0, or -1 if it is none of them. */
+static int txn_rel(const struct jv *v, enum fl_txn_rel *rel)
+{
+    static const char *const w[] = {"=", "!=", "<", ">"};
+    for (int i = 0; v->t == J_STR && i < 4; i++)
+        if (strcmp(v->s, w[i]) == 0) {
+            *rel = (enum fl_txn_rel)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* One compare (["rev", key, rel, n], ["value", key, rel, v], ["exists", key], ["missing",
+   key], ["token", lock, rel, n], ["holds", lock, sid]) into t; FL_EINVAL with *why if it is
+   not one, or the builder's own refusal (a relation the compare does not take). */
+static fl_err txn_compare(fl_txn *t, const struct jv *c, const char **why)
+{
+    enum fl_txn_rel rel = FL_TXN_EQ;
+    NEED(c->t == J_ARR && c->n >= 2 && c->its[0].t == J_STR && c->its[1].t == J_STR,
+         "a compare is [kind, name, ...]");
+    const char *k = c->its[0].s, *name = c->its[1].s;
+    if (c->n == 2 && strcmp(k, "exists") == 0)
+        return fl_txn_if_exists(t, name, 1);
+    if (c->n == 2 && strcmp(k, "missing") == 0)
+        return fl_txn_if_exists(t, name, 0);
+    if (c->n == 3 && strcmp(k, "holds") == 0 && c->its[2].t == J_NUM)
+        return fl_txn_if_holds(t, name, (uint64_t)c->its[2].num);
+    NEED(c->n == 4 && txn_rel(&c->its[2], &rel) == 0, "a compare: unknown kind or relation");
+    const struct jv *x = &c->its[3];
+    if (strcmp(k, "value") == 0 && x->t == J_STR)
+        return fl_txn_if_value(t, name, rel, x->s, x->slen);
+    NEED(x->t == J_NUM, "a compare: unknown kind, or a number expected");
+    if (strcmp(k, "rev") == 0)
+        return fl_txn_if_rev(t, name, rel, (uint64_t)x->num);
+    NEED(strcmp(k, "token") == 0, "a compare: unknown kind");
+    return fl_txn_if_token(t, name, rel, (uint64_t)x->num);
+}
+
+/* One op (["put", key, value], ["del", key], ["incr", key, by]) of THEN (els 0) or ELSE. */
+static fl_err txn_op(fl_txn *t, int els, const struct jv *o, const char **why)
+{
+    NEED(o->t == J_ARR && o->n >= 2 && o->its[0].t == J_STR && o->its[1].t == J_STR,
+         "an op is [kind, key, ...]");
+    const char *k = o->its[0].s, *key = o->its[1].s;
+    if (o->n == 3 && strcmp(k, "put") == 0 && o->its[2].t == J_STR)
+        return (els ? fl_txn_else_put : fl_txn_then_put)(t, key, o->its[2].s, o->its[2].slen);
+    if (o->n == 2 && strcmp(k, "del") == 0)
+        return (els ? fl_txn_else_del : fl_txn_then_del)(t, key);
+    NEED(o->n == 3 && strcmp(k, "incr") == 0 && o->its[2].t == J_NUM, "an op: unknown kind");
+    return (els ? fl_txn_else_incr : fl_txn_then_incr)(t, key, (int64_t)o->its[2].num);
+}
+
+static fl_err txn_build(fl_txn *t, const struct jv *req, const char **why)
+{
+    const struct jv *cs = jget(req, "if"), *th = jget(req, "then"), *el = jget(req, "else");
+    NEED(!cs || cs->t == J_ARR, "if must be an array of compares");
+    NEED(th && th->t == J_ARR, "then must be an array of ops");
+    NEED(!el || el->t == J_ARR, "else must be an array of ops");
+    fl_err e = FL_OK;
+    for (size_t i = 0; cs && !e && i < cs->n; i++)
+        e = txn_compare(t, &cs->its[i], why);
+    for (size_t i = 0; !e && i < th->n; i++)
+        e = txn_op(t, 0, &th->its[i], why);
+    for (size_t i = 0; el && !e && i < el->n; i++)
+        e = txn_op(t, 1, &el->its[i], why);
+    const struct jv *f = jget(req, "fence");
+    if (!e && f) {
+        NEED(f->t == J_ARR && f->n == 2 && f->its[0].t == J_STR && f->its[1].t == J_NUM,
+             "fence must be [name, token]");
+        e = fl_txn_fence(t, f->its[0].s, (uint64_t)f->its[1].num);
+    }
+    if (e == FL_EINVAL && !*why)
+        *why = "the TXN builder refused a compare or an op";
+    return e;
+}
+
+static fl_err op_txn(const struct jv *req, struct jw *w, const char **why)
+{
+    fl_session *s;
+    if (write_session(req, &s)) {
+        *why = "no such session (never opened, or closed)";
+        return FL_ESESSION;
+    }
+    fl_txn *t = fl_txn_new();
+    NEED(t, "out of memory");
+    *why = NULL;
+    fl_err e = txn_build(t, req, why);
+    if (e == FL_OK)
+        e = fl_txn_commit(agent.c, s, t);
+    if (e == FL_OK) {
+        jw_bool(w, "succeeded", fl_txn_succeeded(t));
+        jw_int(w, "rev", (int64_t)fl_txn_revision(t));
+        if (fl_txn_results_known(t)) {
+            jw_open(w, "results", "[");
+            for (size_t i = 0; i < fl_txn_nresults(t); i++)
+                jw_rawf(w, "%s%lld", i ? "," : "", (long long)fl_txn_result(t, i));
+            jw_close(w, "]");
+        } else {
+            jw_key(w, "results");
+            jw_raw(w, "null", 4);
+        }
+    }
+    fl_txn_free(t);
+    return e;
+}
+
 static fl_err op_lock_info(const struct jv *req, struct jw *w, const char **why)
 {
     const char *name = jstr(req, "name");
@@ -1427,6 +1537,7 @@ static const struct {
     {"del", op_del},
     {"incr", op_incr},
     {"get", op_get},
+    {"txn", op_txn},
     {"fence.check", op_fence_check},
     {"watch.start", op_watch_start},
     {"watch.stop", op_watch_stop},

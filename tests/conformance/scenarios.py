@@ -1133,6 +1133,191 @@ def scenario_maxhold_ends_grant(ctx):
 scenario_maxhold_ends_grant.timeout = 120
 
 
+# ---- TXN: compares, then all of one branch's writes ----
+
+def _txn(a, compares, then, els=None, **kw):
+    """The `txn` request's arguments (`if` and `else` are Python words)."""
+    args = {"if": compares, "then": then}
+    if els is not None:
+        args["else"] = els
+    args.update(kw)
+    return args
+
+
+def _revision(servers):
+    r = call_leader(servers, "CLUSTER.INFO")
+    if isinstance(r, RespError):
+        raise AssertionError("CLUSTER.INFO -> -%s" % r.text)
+    return as_map(r)["revision"]
+
+
+def scenario_txn_branches_and_results(ctx):
+    """TXNs whose compares (rev, value, exists, missing, holds, token) all hold run THEN, one
+    that fails runs ELSE; each reply names the branch, the store's revision after it and each
+    op's result (a put's revision, a del's count, an incr's new value), field for field as the
+    servers hold the keys; the ops of one TXN take consecutive revisions, a del of an absent
+    key none, and a branch that changes nothing leaves the revision where it was. Proves: the
+    client sends every compare and op as given and reads the typed result."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    s, sid = _sid(a.ok("session.open", ttl=30))
+    r1 = a.ok("put", key="tx/cfg", value="v1", session=s)["rev"]
+    a.ok("put", key="tx/gone", value="x")
+    t = a.ok("lock", session=s, name="tx/L", wait=5)["token"]
+
+    r = a.ok("txn", **_txn(a, [["rev", "tx/cfg", "=", r1], ["rev", "tx/cfg", ">", 0],
+                              ["rev", "tx/cfg", "<", r1 + 1], ["rev", "tx/cfg", "!=", 0],
+                              ["value", "tx/cfg", "=", "v1"], ["value", "tx/cfg", "!=", "v0"],
+                              ["exists", "tx/cfg"], ["missing", "tx/none"]],
+                           [["put", "tx/cfg", "v2"], ["incr", "tx/n", 5], ["del", "tx/gone"]],
+                           [["put", "tx/log", "else"]], session=s))
+    p = (r["results"] or [0])[0]
+    eq((r["succeeded"], r["results"], r["rev"]), (True, [p, 5, 1], p + 2),
+       "THEN ran: the put's revision, the new count, one deleted; consecutive revisions")
+    cfg, n = kv(servers, "tx/cfg"), kv(servers, "tx/n")
+    eq((cfg["value"], cfg["mod_rev"], n["value"], n["mod_rev"]), (b"v2", p, b"5", p + 1),
+       "the keys as the servers hold them")
+    eq((kv(servers, "tx/gone"), kv(servers, "tx/log")), (None, None),
+       "the del applied, the ELSE branch did not")
+
+    r = a.ok("txn", **_txn(a, [["holds", "tx/L", sid], ["token", "tx/L", "=", t],
+                              ["token", "tx/L", "!=", t + 1]], [["incr", "tx/n", 1]]))
+    eq((r["succeeded"], r["results"]), (True, [6]), "the ownership compares hold")
+    eq(r["rev"], kv(servers, "tx/n")["mod_rev"], "the revision is the incr's")
+
+    r = a.ok("txn", **_txn(a, [["rev", "tx/cfg", "=", r1]], [["put", "tx/cfg", "v3"]],
+                           [["put", "tx/log", "lost"], ["incr", "tx/n", -2],
+                            ["del", "tx/none"]], session=s))
+    q = (r["results"] or [0])[0]
+    eq((r["succeeded"], r["results"], r["rev"]), (False, [q, 4, 0], q + 1),
+       "a stale rev runs ELSE: the put's revision, the new count, nothing deleted")
+    eq((kv(servers, "tx/cfg")["value"], kv(servers, "tx/log")["value"],
+        kv(servers, "tx/n")["value"]), (b"v2", b"lost", b"4"), "only ELSE's writes applied")
+
+    for compares in ([["value", "tx/cfg", "=", "v1"]], [["missing", "tx/cfg"]],
+                     [["exists", "tx/none"]], [["holds", "tx/L", sid + 1000]],
+                     [["token", "tx/L", "=", t + 1]], [["rev", "tx/cfg", "<", 1]]):
+        before = _revision(servers)
+        r = a.ok("txn", **_txn(a, compares, [["put", "tx/cfg", "never"]], session=s))
+        eq((r["succeeded"], r["results"], r["rev"]), (False, [], before),
+           "%r fails: ELSE without ops changes nothing" % (compares,))
+    eq(kv(servers, "tx/cfg")["value"], b"v2", "no THEN of a failing compare applied")
+    a.ok("unlock", session=s, name="tx/L")
+    a.ok("session.close", session=s)
+
+
+scenario_txn_branches_and_results.timeout = 120
+
+
+def scenario_txn_stale_fence_changes_nothing(ctx):
+    """A TXN fenced with a token the lock no longer holds (the lock went to another session)
+    is STALE, through a session or not, and changes nothing although its compares hold; an
+    ownership compare of the old holder (IF HOLDS) runs ELSE instead; fenced with the current
+    token it applies. Proves: the client sends FENCE on the whole TXN and types the refusal."""
+    servers, _ = plain_cluster(ctx)
+    a = ctx.agent(servers, timeout=10)
+    h, sid_h = _sid(a.ok("session.open", ttl=30))
+    w, _ = _sid(a.ok("session.open", ttl=30))
+    t1 = a.ok("lock", session=h, name="tx/f", wait=5)["token"]
+    a.ok("txn", **_txn(a, [], [["put", "tx/data", "h"]], fence=["tx/f", t1], session=h))
+    a.ok("unlock", session=h, name="tx/f")
+    t2 = a.ok("lock", session=w, name="tx/f", wait=5)["token"]
+    assert t2 > t1, (t1, t2)
+    before, rev = kv(servers, "tx/data"), _revision(servers)
+    for kw in ({"session": h}, {}):
+        a.err("txn", "STALE", **_txn(a, [["exists", "tx/data"]],
+                                     [["put", "tx/data", "late"], ["incr", "tx/cnt", 1]],
+                                     [["put", "tx/data", "late-else"]],
+                                     fence=["tx/f", t1], **kw))
+    eq(kv(servers, "tx/data"), before, "the stale TXN changed nothing")
+    eq(kv(servers, "tx/cnt"), None, "no op of it applied")
+    eq(a.ok("session.safe", session=h)["lost"], False, "a STALE TXN does not end the session")
+    r = a.ok("txn", **_txn(a, [["holds", "tx/f", sid_h]], [["put", "tx/data", "late"]],
+                           session=h))
+    eq((r["succeeded"], r["results"], r["rev"]), (False, [], rev),
+       "IF HOLDS of the old holder: ELSE, nothing written")
+    r = a.ok("txn", **_txn(a, [], [["put", "tx/data", "w"]], fence=["tx/f", t2], session=w))
+    eq((r["succeeded"], [kv(servers, "tx/data")["mod_rev"]]), (True, r["results"]),
+       "fenced with the current token it applies")
+    eq(kv(servers, "tx/data")["value"], b"w", "the holder's write")
+    a.ok("unlock", session=w, name="tx/f")
+    for s in (h, w):
+        a.ok("session.close", session=s)
+
+
+scenario_txn_stale_fence_changes_nothing.timeout = 120
+
+
+def scenario_txn_retry_answered_once(ctx):
+    """A TXN through a session whose answers are lost (the leader's replies to the agent are
+    dropped: it applies, the answer never arrives), the drop lifted while the client still
+    resends: it succeeds once, with the first outcome: the key's version rose by exactly 1, the
+    counter by exactly its increment, and the results and revision the client reports are the
+    keys'. Proves: the client's TXN carries REQ and its resend is answered from the servers'
+    cache, not applied twice."""
+    servers, leader = plain_cluster(ctx)
+    a = ctx.agent(servers, cgroup=True, timeout=60)  # retries outlast the drop by far
+    s, _ = _sid(a.ok("session.open", ttl=60))
+    a.ok("put", key="tx/v", value="0", session=s)
+    before = kv(servers, "tx/v")
+    drop = ReplyDrop(leader, a)
+    ctx.defer(drop.lift)
+    drop.start()
+    pending = a.send("txn", **_txn(a, [["value", "tx/v", "=", "0"]],
+                                   [["put", "tx/v", "1"], ["incr", "tx/c", 7]],
+                                   [["incr", "tx/c", 100]], session=s))
+    wait_until(lambda: kv(servers, "tx/v")["value"] == b"1", timeout=30, interval=0.05,
+               what="the TXN applied on the servers")
+    time.sleep(2.5)  # the client's resends run into the drop meanwhile (not a check)
+    assert not a.answered(pending), ("answered while its answers were dropped",
+                                     a.reply(pending))
+    drop.lift()
+    r = a.ok_of(pending, timeout=60, what=" (the session TXN)")
+    v, c = kv(servers, "tx/v"), kv(servers, "tx/c")
+    eq(v["version"], before["version"] + 1, "the key's version rose by exactly 1")
+    eq(c["value"], b"7", "the counter counted once, by THEN")
+    eq((r["succeeded"], r["results"], r["rev"]), (True, [v["mod_rev"], 7], c["mod_rev"]),
+       "the first outcome: THEN, each op's result, the revision")
+    eq(a.ok("session.safe", session=s)["lost"], False, "the session survived")
+    a.ok("session.close", session=s)
+
+
+scenario_txn_retry_answered_once.timeout = 150
+
+
+def scenario_txn_invalid_refused(ctx):
+    """On servers with --max-txn-ops 4, TXNs the servers refuse whole: more compares and ops
+    than that (TOOLARGE), a key written twice in one branch, a relation VALUE does not take,
+    and a branch whose last op cannot apply (an INCR of a value that is no counter: the error
+    names op 2) are each the typed error, and none changes a key or the store's revision; a
+    TXN of 4 then applies. Proves: the client types the servers' TXN refusals and never turns
+    one into a partial success."""
+    servers, _ = plain_cluster(ctx, extra=["--max-txn-ops", "4"])
+    a = ctx.agent(servers, timeout=10)
+    s, _ = _sid(a.ok("session.open", ttl=30))
+    a.ok("put", key="tx/word", value="abc")
+    before, rev = kv(servers, "tx/word"), _revision(servers)
+    five = [["put", "tx/k%d" % i, "x"] for i in range(3)]
+    a.err("txn", "TOOLARGE", **_txn(a, [["exists", "tx/word"]], five, [["del", "tx/word"]],
+                                    session=s))
+    a.err("txn", "OTHER", **_txn(a, [], [["put", "tx/k0", "1"], ["del", "tx/k0"]], session=s))
+    a.err("txn", "OTHER", **_txn(a, [["value", "tx/word", "<", "b"]],
+                                 [["put", "tx/k0", "1"]], session=s))
+    r = a.err("txn", "OTHER", **_txn(a, [], [["put", "tx/k0", "1"], ["incr", "tx/word", 1]],
+                                     session=s))
+    assert "op 2" in r.get("message", ""), ("the error names the op that failed", r)
+    eq((kv(servers, "tx/word"), [kv(servers, "tx/k%d" % i) for i in range(3)]),
+       (before, [None] * 3), "no refused TXN changed a key")
+    eq(_revision(servers), rev, "no refused TXN took a revision")
+    eq(a.ok("session.safe", session=s)["lost"], False, "the refusals did not end the session")
+    r = a.ok("txn", **_txn(a, [["exists", "tx/word"]], five, session=s))
+    eq((r["succeeded"], len(r["results"]), r["rev"]), (True, 3, rev + 3), "a TXN of 4 applies")
+    a.ok("session.close", session=s)
+
+
+scenario_txn_invalid_refused.timeout = 120
+
+
 def discover():
     """The scenarios in file order: [(name, fn)]."""
     return [(n[len("scenario_"):], f) for n, f in globals().items()

@@ -22,6 +22,8 @@ import {
   StaleError,
   LockTimeoutError,
   VERSION,
+  type Txn,
+  type TxnRel,
   type Watcher,
 } from './index';
 
@@ -64,6 +66,34 @@ class Agent {
 
   private opt(r: Req): Session | undefined {
     return r.session === undefined || r.session === null ? undefined : this.session(r);
+  }
+
+  /** The request's TXN (PROTOCOL.md "txn") built with the package's builder. */
+  private txn(r: Req): Txn {
+    const t = this.client.txn({ session: this.opt(r) });
+    const list = (v: unknown): unknown[][] => (Array.isArray(v) ? v.map((x) => (Array.isArray(x) ? x : [])) : []);
+    for (const x of list(r.if)) {
+      const [kind, name] = [String(x[0]), String(x[1])];
+      if (kind === 'exists' && x.length === 2) t.ifExists(name);
+      else if (kind === 'missing' && x.length === 2) t.ifMissing(name);
+      else if (kind === 'holds' && x.length === 3) t.ifHolds(name, Number(x[2]));
+      else if (kind === 'rev' && x.length === 4) t.ifRev(name, String(x[2]) as TxnRel, Number(x[3]));
+      else if (kind === 'value' && x.length === 4) t.ifValue(name, String(x[2]) as TxnRel, String(x[3]));
+      else if (kind === 'token' && x.length === 4) t.ifToken(name, String(x[2]) as TxnRel, Number(x[3]));
+      else throw new TypeError(`unknown compare ${JSON.stringify(x)}`);
+    }
+    for (const branch of ['then', 'else']) {
+      const els = branch === 'else';
+      for (const x of list(r[branch])) {
+        const [kind, key] = [String(x[0]), String(x[1])];
+        if (kind === 'put' && x.length === 3) (els ? t.elsePut(key, String(x[2])) : t.thenPut(key, String(x[2])));
+        else if (kind === 'del' && x.length === 2) (els ? t.elseDel(key) : t.thenDel(key));
+        else if (kind === 'incr' && x.length === 3) (els ? t.elseIncr(key, Number(x[2])) : t.thenIncr(key, Number(x[2])));
+        else throw new TypeError(`unknown op ${JSON.stringify(x)}`);
+      }
+    }
+    if (Array.isArray(r.fence) && r.fence.length === 2) t.fence(String(r.fence[0]), Number(r.fence[1]));
+    return t;
   }
 
   private static strs(v: unknown): string[] {
@@ -165,6 +195,10 @@ class Agent {
         return { deleted: await c.del(String(r.key), this.writeOpts(r)) };
       case 'incr':
         return { value: await c.incr(String(r.key), r.by === undefined ? 1 : Number(r.by), this.writeOpts(r)) };
+      case 'txn': {
+        const res = await this.txn(r).commit();
+        return { succeeded: res.succeeded, rev: res.revision, results: res.results };
+      }
       case 'get': {
         const kv = await c.kvGet(String(r.key));
         if (!kv) throw new NotFoundError(`no key ${String(r.key)}`);

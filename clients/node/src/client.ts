@@ -10,6 +10,7 @@
 import { type CallOptions, Cmd, Pool, type TlsOptions, asMap, now } from './conn';
 import { ProtocolError, StaleError } from './errors';
 import { type Fence, Hold, Session, type SessionOptions } from './session';
+import { Txn } from './txn';
 import { Watcher, type WatchOptions } from './watch';
 
 export interface ClientOptions {
@@ -240,6 +241,16 @@ export class Client implements AsyncDisposable {
   async incr(key: string, by = 1, o: WriteOptions = {}): Promise<number> {
     if (!Number.isSafeInteger(by)) throw new TypeError(`incr: by must be a safe integer, not ${by}`);
     return Number(await this.write(new Cmd('INCR', key, 'BY', by), o));
+  }
+
+  /**
+   * A TXN builder (docs/protocol.md "TXN"): compares, then all of one branch's writes, or
+   * nothing. `session`: sent through it (REQ, exactly once); without: sent once.
+   * `await client.txn().ifRev('cfg', '=', 7).thenPut('cfg', 'v2').elseIncr('misses').commit()`.
+   */
+  txn(o: { session?: Session } = {}): Txn {
+    const s = o.session;
+    return new Txn((cmd) => (s ? s._mutate(cmd) : this.pool.call(cmd, { retry: false })));
   }
 
   private write(cmd: Cmd, o: WriteOptions): Promise<unknown> {

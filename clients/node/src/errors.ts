@@ -115,11 +115,29 @@ export class BrokenError extends FencelockError {
   override readonly word = 'BROKEN';
 }
 
-/** -TOOLARGE: a key, name or value over the server's limit. */
-export class TooLargeError extends FencelockError {}
+/**
+ * -TOOLARGE: a key, name or value over the server's limit; a TXN of more compares and ops, or
+ * bytes, than the servers take (--max-txn-ops, --max-txn-bytes).
+ */
+export class TooLargeError extends FencelockError {
+  override readonly word = 'TOOLARGE';
+}
 
 /** Any other error reply (-ERR ...). */
 export class ServerError extends FencelockError {}
+
+/**
+ * -ERR TXN op N: ...: an op of the TXN's branch that ran cannot apply (an INCR of a value that
+ * is not a counter, or one that would overflow); `op` is its place in the branch (1 = the
+ * first). Nothing of the TXN applied. A ServerError as well.
+ */
+export class TxnOpError extends ServerError {
+  readonly op: number;
+  constructor(message: string, op: number) {
+    super(message);
+    this.op = op;
+  }
+}
 
 /** A reply of a shape the client does not expect. */
 export class ProtocolError extends FencelockError {}
@@ -176,6 +194,8 @@ export function fromReply(text: string): FencelockError {
     const m = /oldest=(\d+-\d+)/.exec(text);
     return new CompactedError(text, m ? m[1] : '');
   }
+  const op = /^ERR TXN op (\d+):/.exec(text);
+  if (op) return new TxnOpError(text, Number(op[1]));
   const Cls = WORDS[word] ?? ServerError;
   return new Cls(text);
 }

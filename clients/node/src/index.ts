@@ -30,6 +30,7 @@ export {
   type Waiter,
   type WaiterWatch,
 } from './session';
+export { Txn, type TxnRel, type TxnResult } from './txn';
 export { Watcher, type WatchEvent, type WatchOptions } from './watch';
 
 /** The package's version (package.json's). */

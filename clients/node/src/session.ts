@@ -23,6 +23,7 @@
  */
 import type { Client } from './client';
 import { Cmd, now } from './conn';
+import type { Txn } from './txn';
 import type { WatchEvent } from './watch';
 import {
   AbortError,
@@ -438,6 +439,11 @@ export class Session implements AsyncDisposable {
       if (e instanceof SessionLostError) this.markLost(e);
       throw e;
     }
+  }
+
+  /** Client.txn() through this session: REQ sid seq, resent until known, applied once. */
+  txn(): Txn {
+    return this.client.txn({ session: this });
   }
 
   /** @internal Send cmd with the next REQ sid seq, resent until its outcome is known. */

@@ -66,7 +66,7 @@ class Agent:
             "del": self.delete, "get": self.get, "fence.check": self.fence_check,
             "watch.start": self.watch_start, "watch.stop": self.watch_stop,
             "revoke": self.revoke, "on_revoke": self.on_revoke, "on_waiter": self.on_waiter,
-            "incr": self.incr, "lock.info": self.lock_info, "lock.history": self.lock_history,
+            "incr": self.incr, "txn": self.txn, "lock.info": self.lock_info, "lock.history": self.lock_history,
             "latch.create": self.latch_create, "latch.join": self.latch_join,
             "latch.countdown": self.latch_countdown, "latch.wait": self.latch_wait,
             "latch.info": self.latch_info, "latch.delete": self.latch_delete,
@@ -223,6 +223,41 @@ class Agent:
         else:
             value = await self.c.incr(key, by, fence=fence, ifrev=ifrev)
         return {"value": value}
+
+    async def txn(self, req: Req) -> Reply:
+        s, fence, _ = self.write_args(req)
+        t = self.c.txn(session=s)
+        for c in req.get("if") or []:
+            kind = str(c[0])
+            if kind == "rev":
+                t.if_rev(str(c[1]), str(c[2]), int(c[3]))
+            elif kind == "value":
+                t.if_value(str(c[1]), str(c[2]), str(c[3]))
+            elif kind == "exists":
+                t.if_exists(str(c[1]))
+            elif kind == "missing":
+                t.if_missing(str(c[1]))
+            elif kind == "token":
+                t.if_token(str(c[1]), int(c[3]), str(c[2]))
+            elif kind == "holds":
+                t.if_holds(str(c[1]), int(c[2]))
+            else:
+                return error("OTHER", "unknown compare %r" % (kind,))
+        for branch in ("then", "else"):
+            for o in req.get(branch) or []:
+                kind = str(o[0])
+                if kind == "put":
+                    (t.then_put if branch == "then" else t.else_put)(str(o[1]), str(o[2]))
+                elif kind == "del":
+                    (t.then_delete if branch == "then" else t.else_delete)(str(o[1]))
+                elif kind == "incr":
+                    (t.then_incr if branch == "then" else t.else_incr)(str(o[1]), int(o[2]))
+                else:
+                    return error("OTHER", "unknown op %r" % (kind,))
+        if fence is not None:
+            t.fence(*fence)
+        r = await t.commit()
+        return {"succeeded": r.succeeded, "rev": r.revision, "results": r.results}
 
     async def get(self, req: Req) -> Reply:
         kv = await self.c.kv_get(str(req["key"]))

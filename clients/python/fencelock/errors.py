@@ -66,7 +66,10 @@ class IfRevFailed(FencelockError):
 
 
 class TooLarge(FencelockError):
-    """A key, name or value over the server's limit."""
+    """A key, name or value over the server's limit; a TXN of more compares and ops, or
+    bytes, than the servers take (-TOOLARGE)."""
+
+    word = "TOOLARGE"
 
 
 class NoSpace(FencelockError):

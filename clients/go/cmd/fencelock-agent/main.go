@@ -302,6 +302,20 @@ func (a *agent) handle(req map[string]any) (map[string]any, error) {
 			return nil, err
 		}
 		return map[string]any{"value": v}, nil
+	case "txn":
+		t, err := a.txn(req)
+		if err != nil {
+			return nil, err
+		}
+		r, err := t.Commit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var results any // null: a resend answered without them
+		if r.ResultsKnown {
+			results = r.Results
+		}
+		return map[string]any{"succeeded": r.Succeeded, "rev": r.Revision, "results": results}, nil
 	case "get":
 		kv, err := a.c.Get(ctx, str(req["key"]))
 		if err != nil {
@@ -503,6 +517,76 @@ func (a *agent) writeOpts(req map[string]any) ([]fencelock.WriteOption, error) {
 		opts = append(opts, fencelock.IfRev(uint64(r)))
 	}
 	return opts, nil
+}
+
+// txn builds the request's TXN (PROTOCOL.md "txn") with the package's builder.
+func (a *agent) txn(req map[string]any) (*fencelock.Txn, error) {
+	t := a.c.Txn()
+	if req["session"] != nil {
+		s, err := a.session(req)
+		if err != nil {
+			return nil, err
+		}
+		t = s.Txn()
+	}
+	cs, _ := req["if"].([]any)
+	for _, x := range cs {
+		c, _ := x.([]any)
+		if len(c) < 2 {
+			return nil, fmt.Errorf("a compare is [kind, name, ...]: %v", x)
+		}
+		kind, name := str(c[0]), str(c[1])
+		switch {
+		case kind == "exists" && len(c) == 2:
+			t.IfExists(name)
+		case kind == "missing" && len(c) == 2:
+			t.IfMissing(name)
+		case kind == "holds" && len(c) == 3:
+			t.IfHolds(name, num(c[2]))
+		case kind == "rev" && len(c) == 4:
+			t.IfRev(name, fencelock.Rel(str(c[2])), num(c[3]))
+		case kind == "value" && len(c) == 4:
+			t.IfValue(name, fencelock.Rel(str(c[2])), str(c[3]))
+		case kind == "token" && len(c) == 4:
+			t.IfToken(name, fencelock.Rel(str(c[2])), num(c[3]))
+		default:
+			return nil, fmt.Errorf("unknown compare %v", x)
+		}
+	}
+	for _, branch := range []string{"then", "else"} {
+		ops, _ := req[branch].([]any)
+		els := branch == "else"
+		for _, x := range ops {
+			o, _ := x.([]any)
+			if len(o) < 2 {
+				return nil, fmt.Errorf("an op is [kind, key, ...]: %v", x)
+			}
+			kind, key := str(o[0]), str(o[1])
+			switch {
+			case kind == "put" && len(o) == 3 && !els:
+				t.ThenPut(key, str(o[2]))
+			case kind == "put" && len(o) == 3:
+				t.ElsePut(key, str(o[2]))
+			case kind == "del" && len(o) == 2 && !els:
+				t.ThenDelete(key)
+			case kind == "del" && len(o) == 2:
+				t.ElseDelete(key)
+			case kind == "incr" && len(o) == 3:
+				by, _ := o[2].(float64)
+				if els {
+					t.ElseIncr(key, int64(by))
+				} else {
+					t.ThenIncr(key, int64(by))
+				}
+			default:
+				return nil, fmt.Errorf("unknown op %v", x)
+			}
+		}
+	}
+	if f, ok := req["fence"].([]any); ok && len(f) == 2 {
+		t.Fence(str(f[0]), num(f[1]))
+	}
+	return t, nil
 }
 
 func (a *agent) quit() {

@@ -19,6 +19,8 @@ import io.fencelock.client.Revoke;
 import io.fencelock.client.RevokeWatch;
 import io.fencelock.client.Session;
 import io.fencelock.client.StaleException;
+import io.fencelock.client.Txn;
+import io.fencelock.client.TxnResult;
 import io.fencelock.client.Waiter;
 import io.fencelock.client.WaiterWatch;
 import io.fencelock.client.Watch;
@@ -282,6 +284,85 @@ public final class Agent {
     return w;
   }
 
+  private static Txn.Rel rel(Object w) {
+    for (Txn.Rel r : Txn.Rel.values()) {
+      if (r.word().equals(String.valueOf(w))) {
+        return r;
+      }
+    }
+    throw new IllegalArgumentException("no relation " + w);
+  }
+
+  private static long n(Object v) {
+    if (!(v instanceof Number)) {
+      throw new IllegalArgumentException("not a number: " + v);
+    }
+    return ((Number) v).longValue();
+  }
+
+  /** The request's TXN (PROTOCOL.md "txn") built with the package's builder. */
+  private Txn txn(Map<String, Object> req) {
+    Txn t = req.get("session") != null ? session(req).txn() : client.txn();
+    if (req.get("if") instanceof List<?> cs) {
+      for (Object x : cs) {
+        List<?> c = (List<?>) x;
+        String kind = c.get(0).toString();
+        String name = c.get(1).toString();
+        if (kind.equals("exists") && c.size() == 2) {
+          t.ifExists(name);
+        } else if (kind.equals("missing") && c.size() == 2) {
+          t.ifMissing(name);
+        } else if (kind.equals("holds") && c.size() == 3) {
+          t.ifHolds(name, n(c.get(2)));
+        } else if (kind.equals("rev") && c.size() == 4) {
+          t.ifRev(name, rel(c.get(2)), n(c.get(3)));
+        } else if (kind.equals("value") && c.size() == 4) {
+          t.ifValue(name, rel(c.get(2)), c.get(3).toString());
+        } else if (kind.equals("token") && c.size() == 4) {
+          t.ifToken(name, rel(c.get(2)), n(c.get(3)));
+        } else {
+          throw new IllegalArgumentException("unknown compare " + c);
+        }
+      }
+    }
+    for (String branch : new String[] {"then", "else"}) {
+      boolean els = branch.equals("else");
+      if (!(req.get(branch) instanceof List<?> ops)) {
+        continue;
+      }
+      for (Object x : ops) {
+        List<?> o = (List<?>) x;
+        String kind = o.get(0).toString();
+        String key = o.get(1).toString();
+        if (kind.equals("put") && o.size() == 3) {
+          if (els) {
+            t.elsePut(key, o.get(2).toString());
+          } else {
+            t.thenPut(key, o.get(2).toString());
+          }
+        } else if (kind.equals("del") && o.size() == 2) {
+          if (els) {
+            t.elseDelete(key);
+          } else {
+            t.thenDelete(key);
+          }
+        } else if (kind.equals("incr") && o.size() == 3) {
+          if (els) {
+            t.elseIncr(key, n(o.get(2)));
+          } else {
+            t.thenIncr(key, n(o.get(2)));
+          }
+        } else {
+          throw new IllegalArgumentException("unknown op " + o);
+        }
+      }
+    }
+    if (req.get("fence") instanceof List<?> f) {
+      t.fence(f.get(0).toString(), n(f.get(1)));
+    }
+    return t;
+  }
+
   private static Map<String, Object> res(Object... kv) {
     Map<String, Object> m = new LinkedHashMap<>();
     for (int i = 0; i + 1 < kv.length; i += 2) {
@@ -445,6 +526,11 @@ public final class Agent {
         {
           long by = req.get("by") == null ? 1 : num(req, "by");
           return res("value", client.incr(str(req, "key"), by, writeOptions(req)));
+        }
+      case "txn":
+        {
+          TxnResult r = txn(req).commit();
+          return res("succeeded", r.succeeded(), "rev", r.revision(), "results", r.results());
         }
       case "get":
         {

@@ -576,6 +576,14 @@ public final class FencelockClient implements AutoCloseable {
     return incr(key, by, WriteOptions.none());
   }
 
+  /**
+   * A TXN builder (docs/protocol.md "TXN"), sent once without a session ({@link Session#txn()}
+   * sends it exactly once through one): compares, then all of one branch's writes, or nothing.
+   */
+  public Txn txn() {
+    return new Txn(this, null);
+  }
+
   private Object write(Cmd cmd, WriteOptions w) {
     if (w.fenceName != null) {
       cmd.add("FENCE", w.fenceName, w.fenceToken);

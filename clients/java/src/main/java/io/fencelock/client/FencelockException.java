@@ -23,6 +23,20 @@ public class FencelockException extends RuntimeException {
     return "OTHER";
   }
 
+  /** N of "ERR TXN op N: ..." (a TXN's failing op), 0 for any other text. */
+  private static int txnOp(String text) {
+    String p = "ERR TXN op ";
+    int colon = text.indexOf(':');
+    if (!text.startsWith(p) || colon <= p.length()) {
+      return 0;
+    }
+    try {
+      return Math.max(0, Integer.parseInt(text.substring(p.length(), colon)));
+    } catch (NumberFormatException e) {
+      return 0;
+    }
+  }
+
   /**
    * The exception for one error reply of a server ("STALE token 5 is not ..."): the first word
    * picks the type, the whole text is the message.
@@ -58,6 +72,9 @@ public class FencelockException extends RuntimeException {
         return new DeadlockException(text);
       case "BROKEN":
         return new BrokenException(text);
+      case "ERR":
+        int op = txnOp(text);
+        return op > 0 ? new TxnOpException(text, op) : new ServerException(text);
       default:
         return new ServerException(text);
     }

@@ -361,6 +361,11 @@ public final class Session implements AutoCloseable {
     }
   }
 
+  /** {@link FencelockClient#txn()} through this session: REQ sid seq, applied exactly once. */
+  public Txn txn() {
+    return new Txn(client, this);
+  }
+
   /** Send cmd with the next REQ sid seq, resent until its outcome is known. */
   Object mutate(Cmd cmd) {
     long s;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 package io.fencelock.client;
 
-/** A key, name or value over the servers' limit ({@code -TOOLARGE}). */
+/**
+ * A key, name or value over the servers' limit ({@code -TOOLARGE}); a TXN of more compares and
+ * ops, or bytes, than the servers take.
+ */
 public class TooLargeException extends FencelockException {
   private static final long serialVersionUID = 1L;
 
