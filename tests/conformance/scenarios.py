@@ -1144,7 +1144,18 @@ def _txn(a, compares, then, els=None, **kw):
     return args
 
 
+def _announced(servers):
+    """Every member's first announces (client address, then HTTP URL) applied: each takes a
+    revision, a second or so after the cluster's first leader, and a scenario that checks that
+    the revision does not move must not count them (cluster.wait_announced)."""
+    ms = [as_map(x) for x in call_leader(servers, "CLUSTER.MEMBERS")]
+    return len([m for m in ms if text(m.get("client_address") or b"") and
+                text(m.get("http_url") or b"")]) == len(servers)
+
+
 def _revision(servers):
+    """The store's revision on the leader, once the members' announces are in."""
+    wait_until(lambda: _announced(servers), timeout=20, interval=0.1, what="members announced")
     r = call_leader(servers, "CLUSTER.INFO")
     if isinstance(r, RespError):
         raise AssertionError("CLUSTER.INFO -> -%s" % r.text)
