@@ -404,7 +404,12 @@ func (p *pool) attempt(c *cmd, deadline time.Time, stop func() bool, st *attempt
 			return nil, true, err
 		}
 		p.leaderFailed(addr)
-		st.why, st.cause = fmt.Sprintf("connect %s: %v", addr, err), err
+		// A certificate refused is the reason the call fails even when a later try only
+		// times out (its handshake cut by the call's deadline on a loaded machine): once
+		// seen, it stays the cause the caller gets (ErrTLS), unless another TLS error follows.
+		if !isTLSError(st.cause) || isTLSError(err) {
+			st.why, st.cause = fmt.Sprintf("connect %s: %v", addr, err), err
+		}
 		return nil, false, nil // nothing was sent
 	}
 	if fresh && !p.learnMembers(cn, earlier(deadline, time.Now().Add(p.opts.ConnectTimeout))) {

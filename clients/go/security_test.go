@@ -9,6 +9,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -166,5 +167,72 @@ func TestAuth(t *testing.T) {
 	none := newClient(t, fencelock.Options{Endpoints: []string{s.addr()}})
 	if _, err := none.Get(ctx, "app/k"); !errors.Is(err, fencelock.ErrAuth) {
 		t.Fatalf("no credentials: %v, want ErrAuth", err)
+	}
+}
+
+// A certificate refused on one try stays the call's cause when a later try to the same
+// endpoint only times out (its handshake cut by the call's deadline, as on a loaded machine):
+// the caller gets ErrTLS, not a timeout. A listener of its own: the first connection presents a
+// certificate of a CA the client does not trust, every later one is accepted and left silent.
+func TestTLSRefusalStaysTheCauseAfterATimeout(t *testing.T) {
+	dir := t.TempDir()
+	ca := makeCert(t, "test CA", nil)
+	srv := makeCert(t, "node", ca, net.ParseIP("127.0.0.1"))
+	certFile, keyFile := srv.write(t, dir, "server")
+	other := makeCert(t, "other CA", nil)
+	otherFile, _ := other.write(t, dir, "other")
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	silent := make(chan net.Conn, 64) // closed with the test
+	defer func() {
+		for {
+			select {
+			case c := <-silent:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	accepted := make(chan int, 16)
+	go func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- n
+			if n == 0 {
+				ts := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{pair}})
+				ts.Handshake() // the client refuses the certificate
+				ts.Close()
+				continue
+			}
+			select {
+			case silent <- c: // accepted, never answered
+			default:
+				c.Close()
+			}
+		}
+	}()
+	wrong, err := fencelock.TLSFiles(otherFile, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, fencelock.Options{Endpoints: []string{ln.Addr().String()}, TLS: wrong,
+		Timeout: 1500 * time.Millisecond, ConnectTimeout: 500 * time.Millisecond})
+	_, err = c.Get(ctxFor(t, 30*time.Second), "k")
+	if len(accepted) < 2 {
+		t.Fatalf("the client tried %d time(s): the test needs a try after the refusal", len(accepted))
+	}
+	if !errors.Is(err, fencelock.ErrTLS) {
+		t.Fatalf("after a refused certificate and a silent try: %v, want ErrTLS", err)
 	}
 }
