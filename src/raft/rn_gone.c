@@ -6,7 +6,9 @@
  * reset: transport_link.c calls rn_peer_gone), the follower dials the leader's Raft address
  * once. ECONNREFUSED means nothing listens there: the process is gone (killed, crashed,
  * stopped), not paused (SIGSTOP keeps its sockets open: no EOF) and not partitioned (dropped
- * packets close nothing). Then, and only then, the follower
+ * packets close nothing). Then, and only then, once the read lease's follower hold has passed
+ * since the leader's last message (rn_lease_gone_wait_ms: a live leader may still hold a lease
+ * on this node's acknowledgement; a message meanwhile drops the fast path), the follower
  *   - forgets the leader for libraft's vote guard: follower_state.current_leader.id = 0. A
  *     libraft 0.22 follower refuses every vote and pre-vote (without disrupt_leader) while that
  *     id is non-zero (recv_request_vote.c, the Raft thesis' §4.2.3 guard against a disruptive

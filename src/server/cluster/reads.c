@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reads.c — linearizable reads: one barrier answers every read that arrived before it was
- * issued.
+ * issued; under the leader's read lease (srv_read_lease, raft/rn_lease.c) a read with nothing
+ * unanswered ahead of it on its connection is answered at once instead, with no barrier.
  *
  * `reads_waiting` join the next barrier, `reads_inflight` await the current one; at most one
  * read barrier is in flight. A read that finds none in flight starts the idle handle, which

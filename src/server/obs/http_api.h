@@ -9,7 +9,8 @@
  *
  * Owns (struct srv_hapi, in struct srv as `hapi`): the API requests waiting for the next read
  * barrier and those the barrier in flight covers, batched as http_fence.c batches its checks
- * (one barrier in flight; those arriving meanwhile share the next). Each struct hapi_req owns a
+ * (one barrier in flight; those arriving meanwhile share the next), unless the leader's read
+ * lease answers them at once (srv_read_lease). Each struct hapi_req owns a
  * copy of its request head (the HTTP layer's is valid only during the handler call) and its
  * struct srv_http_pending until it answers it (srv_http_complete frees that); it is freed when
  * answered. A request waiting for its password check belongs to auth.c's wait until the

@@ -6,8 +6,9 @@
  * not, 400 on bad input, 503 when this node cannot answer linearizably (not the ready leader, no
  * quorum). The header comment of http_fence.h has the batching and who frees what.
  *
- * Why a barrier: a deposed leader's state may still show the old holder; the barrier proves
- * this node was the leader when the check ran, so "200" means "current at some instant between
+ * Why a barrier: a deposed leader's state may still show the old holder; the barrier (or the
+ * read lease, which proves the same: docs/design.md "The read lease") shows this node was the
+ * leader when the check ran, so "200" means "current at some instant between
  * the request and the answer", as FENCE.CHECK's OK does.
  */
 #include <stdint.h>
