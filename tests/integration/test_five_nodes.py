@@ -8,7 +8,7 @@ the holder is enforced by the new leader."""
 from cluster import ready_leader, start_cluster
 from helpers import (cluster_info, eq, expect_err, expect_int, lock_info, no_reply, ok,
                      open_session, revision, wait_queued, wait_until)
-from resp import Conn
+from resp import Conn, as_map, text
 from test_http import metric
 from test_watch import read_all
 
@@ -54,6 +54,12 @@ def test_5_nodes_a_multi_request_waiting_through_a_leader_kill_is_granted_once(c
         assert isinstance(toks, list) and len(toks) == 2, toks
         assert min(toks) > max(th, before), (toks, th, before)
         eq((holder(c, "a"), holder(c, "b")), (m, m))
+        # the live members' first announces each take a revision (cluster.wait_announced)
+        live = {s.node_id for s in servers if s.running()}
+        wait_until(lambda: live <= {int(as_map(x)["id"]) for x in c.call("CLUSTER.MEMBERS")
+                                    if text(as_map(x).get("client_address") or b"") and
+                                    text(as_map(x).get("http_url") or b"")},
+                   timeout=20, interval=0.1, what="the live members announced")
         rev = revision(c)
         eq(c.call("LOCK.MULTI", m, 2, "a", "b", "WAIT", LONG, "REQ", m, 1), toks, "granted once")
         eq(revision(c), rev)
