@@ -4,7 +4,7 @@
  * routes, percent-decoding, numbers, query parameters and HTTP Basic credentials, all reached
  * from bytes a client sends before or without authenticating.
  *
- * Input layout: the first byte picks the parser (mod 6), the rest is its input (NUL-terminated
+ * Input layout: the first byte picks the parser (mod 8), the rest is its input (NUL-terminated
  * copy for the ones that take a C string). Checks (any failure traps):
  *   - no parser writes past the caller's buffers (ASan), every length it reports fits them;
  *   - hapi_pct_decode of a string without '%' is the identity; its output re-encoded as %XX
@@ -17,7 +17,14 @@
  *     e.g. HAPI_Q_REVOKE for POST .../revoke): what it accepts has every non-empty parameter's
  *     name among `keys`, each at most once; it touches no buffer of a parameter `keys` does not
  *     name (left NULL here: a touch faults); a number it returns is from 1; texts fit cap; a
- *     refusal says why.
+ *     refusal says why;
+ *   - hapi_parse_query_mode with HAPI_QM_IGNORE_UNKNOWN (the next two bytes the mask): the same,
+ *     except that what it accepts may hold any other pair: every `name=value` pair `keys` takes
+ *     is there at most once, and `seen` is exactly those;
+ *   - hapi_fence_args (GET /v1/fence: the query, then after a NUL the lock header, then after
+ *     another the token header; a header starting with '*' is "given twice"): what it accepts
+ *     has a name of 1..cap bytes (from the query: its bytes when nothing is escaped); a refusal
+ *     says why.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -96,6 +103,88 @@ static bool names_ok(const char *q, unsigned keys)
     return true;
 }
 
+/* The names of q's `name=value` pairs that keys takes, none twice, into *seen (the reference
+ * split of HAPI_QM_IGNORE_UNKNOWN); false if one is there twice. */
+static bool own_names(const char *q, unsigned keys, unsigned *seen)
+{
+    static const struct {
+        const char *n;
+        unsigned bit;
+    } names[] = {{"prefix", HAPI_Q_PREFIX},     {"after", HAPI_Q_AFTER},   {"limit", HAPI_Q_LIMIT},
+                 {"count", HAPI_Q_COUNT},       {"before", HAPI_Q_BEFORE}, {"stale", HAPI_Q_STALE},
+                 {"deadline", HAPI_Q_DEADLINE}, {"reason", HAPI_Q_REASON}, {"lock", HAPI_Q_LOCK},
+                 {"token", HAPI_Q_TOKEN}};
+    *seen = 0;
+    for (const char *p = q; *p;) {
+        size_t l = strcspn(p, "&"), kl = strcspn(p, "=&");
+        for (size_t i = 0; kl < l && i < sizeof(names) / sizeof(names[0]); i++)
+            if ((keys & names[i].bit) && strlen(names[i].n) == kl && !memcmp(p, names[i].n, kl)) {
+                if (*seen & names[i].bit)
+                    return false;
+                *seen |= names[i].bit;
+            }
+        p += l + (p[l] == '&');
+    }
+    return true;
+}
+
+static void fuzz_query_ignore(unsigned keys, const char *s)
+{
+    char prefix[CAP], after[CAP], reason[CAP], lock[CAP], token[CAP], err[160];
+    struct hapi_query q = {.prefix = keys & HAPI_Q_PREFIX ? prefix : NULL,
+                           .after = keys & HAPI_Q_AFTER ? after : NULL,
+                           .reason = keys & HAPI_Q_REASON ? reason : NULL,
+                           .lock = keys & HAPI_Q_LOCK ? lock : NULL,
+                           .token = keys & HAPI_Q_TOKEN ? token : NULL};
+    unsigned seen = 0;
+    err[0] = '\0';
+    if (hapi_parse_query_mode(s, keys, HAPI_QM_IGNORE_UNKNOWN, &q, CAP, err, sizeof err)) {
+        check(err[0] != '\0');
+        return;
+    }
+    check(own_names(s, keys, &seen) && q.seen == seen);
+    check(q.prefix_len <= CAP && q.after_len <= CAP && q.reason_len <= CAP && q.lock_len <= CAP &&
+          q.token_len <= CAP);
+    check((seen & HAPI_Q_LOCK) || q.lock_len == 0);
+    check((seen & HAPI_Q_TOKEN) || q.token_len == 0);
+    check((seen & HAPI_Q_REASON) || q.reason_len == 0);
+    check((seen & HAPI_Q_LIMIT) ? q.limit >= 1 : q.limit == 0);
+    check((seen & HAPI_Q_DEADLINE) ? q.deadline >= 1 : q.deadline == 0);
+    check(q.stale == ((seen & HAPI_Q_STALE) != 0));
+}
+
+/* GET /v1/fence's arguments: the query, the lock header and the token header split at NULs. */
+static void fuzz_fence(const char *p, size_t n)
+{
+    char buf[3][4096], name[64], err[256];
+    size_t len[3] = {0, 0, 0}, part = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!p[i] && part < 2)
+            part++;
+        else
+            buf[part][len[part]++] = p[i];
+    }
+    buf[0][len[0]] = '\0';
+    struct hapi_fence f = {.query = buf[0], .name = name, .cap = sizeof(name)};
+    if (part >= 1) { /* a lock header: '*' first says "given twice" */
+        f.hlock = buf[1];
+        f.hlock_len = len[1] && buf[1][0] == '*' ? SIZE_MAX : len[1];
+    }
+    if (part >= 2) {
+        f.htoken = buf[2];
+        f.htoken_len = len[2] && buf[2][0] == '*' ? SIZE_MAX : len[2];
+    }
+    err[0] = '\0';
+    if (hapi_fence_args(&f, err, sizeof err)) {
+        check(err[0] != '\0');
+        return;
+    }
+    check(f.name_len >= 1 && f.name_len <= sizeof(name));
+    /* without a lock header and without escapes, the name is the lock= pair's value */
+    if (!f.hlock && !memchr(buf[0], '%', len[0]))
+        check(memmem(buf[0], len[0], name, f.name_len) != NULL);
+}
+
 static void fuzz_query_keys(unsigned keys, const char *s)
 {
     char prefix[CAP], after[CAP], reason[CAP], err[160];
@@ -131,7 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(s, p, n);
     s[n] = '\0';
-    switch (which % 6) {
+    switch (which % 8) {
     case 0: {
         char name[CAP];
         size_t nlen = 0;
@@ -162,6 +251,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 5: /* the next byte is the keys mask, the rest the query */
         if (n >= 1)
             fuzz_query_keys((unsigned char)s[0], s + 1);
+        break;
+    case 6: /* the next two bytes are the keys mask, the rest the query */
+        if (n >= 2)
+            fuzz_query_ignore(((unsigned)(unsigned char)s[0] << 8 | (unsigned char)s[1]) & 0x3ffu,
+                              s + 2);
+        break;
+    case 7:
+        fuzz_fence(p, n);
         break;
     default: {
         char user[64], pw[64];

@@ -164,3 +164,45 @@ def test_http_fence_follower_and_lost_quorum_answer_503(ctx):
 
 
 test_http_fence_follower_and_lost_quorum_answer_503.timeout = 120
+
+
+def test_http_fence_skips_parameters_not_its_own(ctx):
+    """nginx's auth_request may forward parameters of its own: /v1/fence reads only its lock=
+    and token= pairs (the HTTP port's one query parser, in the mode that skips other pairs) and
+    skips everything else, names of other routes, bare names, other cases, bad escapes in
+    another's value, while its own two stay as strict as ever (the message of each refusal is
+    the one /v1/fence always gave)."""
+    c = ctx.conn()
+    sid = open_session(c)
+    t = expect_int(c.call("LOCK", "inv", sid))
+    rev = revision(c)
+    own = "lock=inv&token=%d" % t
+    skipped = [
+        "proxy=nginx&" + own + "&uri=%2Fdata%3Fx%3D1",
+        "X-Original-URI=/a&" + own,
+        "stale&prefix=a&limit=0&after=&" + own,        # another route's names, bad values too
+        "deadline=0&reason=%zz&" + own,                # and POST .../revoke's
+        "lock&" + own + "&token",                      # bare names are not lock=/token= pairs
+        "Lock=other&TOKEN=1&" + own,                   # names are matched exactly
+        "lock%3Dother&" + own,                         # and not decoded
+        "=x&&c=%zz&%&" + own + "&",                    # empty pairs, empty names, bad escapes
+    ]
+    for query in skipped:
+        st, body = fence(ctx.srv, query)
+        eq(st, 200, "%r: the other pairs are skipped: %s" % (query, body))
+    refused = [
+        ("lock=inv&lock=other&token=%d" % t, "lock given twice\n"),
+        ("lock=%%zz&lock=inv&token=%d" % t, "lock given twice\n"),
+        ("other=1&lock=inv&token=%d&token=%d" % (t, t), "token given twice\n"),
+        ("other=1&lock=in%%zzv&token=%d" % t, "lock: bad percent-encoding, or longer than 1024 "
+         "bytes\n"),
+        ("other=1&lock=&token=%d" % t, "missing lock (lock=NAME or the Fencing-Lock header)\n"),
+        ("lock&token=%d" % t, "missing lock (lock=NAME or the Fencing-Lock header)\n"),
+        ("other=1&lock=inv&token=%2B1", "token: not a decimal number of at most 20 digits that "
+         "fits 64 bits\n"),
+        ("lock=inv&token=" + "0" * 32, "token: bad percent-encoding, or longer than 31 bytes\n"),
+    ]
+    for query, msg in refused:
+        st, body = fence(ctx.srv, query)
+        eq((st, body), (400, msg), "%r is refused as it always was" % query)
+    eq(revision(c), rev, "the revision (nothing was written)")

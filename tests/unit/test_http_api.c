@@ -2,8 +2,10 @@
 /* test_http_api.c — the HTTP API's pure parsing (server/obs/http_args.c): which route a path
  * names and the name or id it carries, percent-decoding, the query parameters (unknown, twice,
  * bad numbers refused), ?stale, POST .../revoke's parameters through the same parser (the table
- * of what revoke's own parser accepted and refused), and the HTTP Basic credentials (good, and
- * every malformed form refused). */
+ * of what revoke's own parser accepted and refused), GET /v1/fence's arguments through it in its
+ * HAPI_QM_IGNORE_UNKNOWN mode (the table of what /v1/fence's own parser accepted and refused,
+ * and random requests on which that parser, kept here as the reference, and the new code
+ * agree), and the HTTP Basic credentials (good, and every malformed form refused). */
 #include <stdio.h>
 #include <string.h>
 
@@ -174,6 +176,388 @@ TEST(test_revoke_query_cases)
                       "stale)") == 0);
 }
 
+/* ---- GET /v1/fence's arguments (hapi_fence_args) ----
+ *
+ * /v1/fence read its query with a parser of its own until it moved onto the port's one parser
+ * (HAPI_QM_IGNORE_UNKNOWN). What it accepted and refused, and the message it gave, stay the
+ * same: old_fence_args below is that code as it was (query_param and arg_of of http_fence.c,
+ * with the 400 answers turned into a message), the reference both tests compare with. */
+
+#define OLD_TWICE SIZE_MAX /* a header given twice, as srv_http_header says it */
+
+static int old_query_param(const char *q, const char *key, const char **v, size_t *vlen)
+{
+    size_t klen = strlen(key);
+    int found = 0;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t l = amp ? (size_t)(amp - q) : strlen(q);
+        if (l > klen && q[klen] == '=' && !memcmp(q, key, klen)) {
+            if (found)
+                return -1;
+            found = 1;
+            *v = q + klen + 1;
+            *vlen = l - klen - 1;
+        }
+        q += l + (amp ? 1 : 0);
+    }
+    return found;
+}
+
+static long old_arg_of(const char *query, const char *hv, size_t hlen, const char *param,
+                       const char *header, char *out, size_t cap, char *msg, size_t msglen)
+{
+    const char *qv = NULL;
+    size_t qlen = 0;
+    long n = 0;
+    int qrc = old_query_param(query, param, &qv, &qlen);
+    if (qrc < 0 || (hv && hlen == SIZE_MAX)) {
+        snprintf(msg, msglen, "%s given twice\n", param);
+        return -1;
+    }
+    if (qrc > 0) {
+        n = hapi_pct_decode(qv, qlen, out, cap);
+        if (n < 0) {
+            snprintf(msg, msglen, "%s: bad percent-encoding, or longer than %zu bytes\n", param,
+                     cap);
+            return -1;
+        }
+    }
+    if (hv) {
+        if (qrc > 0 && ((size_t)n != hlen || memcmp(out, hv, hlen))) {
+            snprintf(msg, msglen, "%s: the query and the %s header differ\n", param, header);
+            return -1;
+        }
+        if (hlen > cap) {
+            snprintf(msg, msglen, "%s: longer than %zu bytes\n", header, cap);
+            return -1;
+        }
+        memcpy(out, hv, hlen);
+        n = (long)hlen;
+    }
+    return n;
+}
+
+/* 0 with the name and token, or -1 with the 400's body in msg (newline and all). */
+static int old_fence_args(const struct hapi_fence *in, char *name, size_t *nlen, uint64_t *token,
+                          char *msg, size_t msglen)
+{
+    char tok[32];
+    long n = old_arg_of(in->query, in->hlock, in->hlock_len, "lock", "Fencing-Lock", name, in->cap,
+                        msg, msglen);
+    long tn = n < 0 ? -1
+                    : old_arg_of(in->query, in->htoken, in->htoken_len, "token", "Fencing-Token",
+                                 tok, sizeof(tok) - 1, msg, msglen);
+    if (n < 0 || tn < 0)
+        return -1;
+    if (n == 0 || tn == 0 || hapi_parse_u64(tok, (size_t)tn, token)) {
+        snprintf(msg, msglen, "%s",
+                 n == 0 ? "missing lock (lock=NAME or the Fencing-Lock header)\n"
+                 : tn == 0
+                     ? "missing token (token=T or the Fencing-Token header)\n"
+                     : "token: not a decimal number of at most 20 digits that fits 64 bits\n");
+        return -1;
+    }
+    *nlen = (size_t)n;
+    return 0;
+}
+
+/* The old code and hapi_fence_args on one input: the same verdict, the same name and token, or
+ * the same message (the route adds the newline). false, printing both, when they differ. */
+static bool fence_agrees(const struct hapi_fence *in)
+{
+    char oname[16], nname[16], omsg[256], err[256], nmsg[260];
+    size_t olen = 0;
+    uint64_t otok = 0;
+    struct hapi_fence f = *in;
+    f.name = nname;
+    omsg[0] = err[0] = '\0';
+    int orc = old_fence_args(in, oname, &olen, &otok, omsg, sizeof(omsg));
+    int nrc = hapi_fence_args(&f, err, sizeof(err));
+    snprintf(nmsg, sizeof(nmsg), "%s\n", err);
+    bool same =
+        orc == nrc && (orc ? !strcmp(omsg, nmsg)
+                           : olen == f.name_len && !memcmp(oname, nname, olen) && otok == f.token);
+    if (!same)
+        fprintf(stderr, "  fence '%s' lock hdr %s token hdr %s: old %d '%s', new %d '%s'\n",
+                in->query, in->hlock ? in->hlock : "-", in->htoken ? in->htoken : "-", orc, omsg,
+                nrc, nrc ? err : "");
+    return same;
+}
+
+/* The table of cases written from the old code: every rule it had, each with the answer it
+ * gave (a name and token, or its message), through hapi_fence_args (cap 8 standing for
+ * --max-key), and each agreeing with the reference too. */
+TEST(test_fence_args_cases)
+{
+    static const struct {
+        const char *q, *hl, *ht; /* headers: NULL absent, "TWICE" given twice */
+        const char *name;        /* accepted: the name and token */
+        uint64_t token;
+        const char *err; /* refused: the message */
+    } cases[] = {
+        {"lock=inv&token=7", NULL, NULL, "inv", 7, NULL},
+        {"token=7&lock=inv", NULL, NULL, "inv", 7, NULL},
+        /* percent-encoding: decoded, '+' stays '+', %00 is a byte; the token is decoded too */
+        {"lock=i%6Ev&token=7", NULL, NULL, "inv", 7, NULL},
+        {"lock=a+b&token=7", NULL, NULL, "a+b", 7, NULL},
+        {"lock=a%2Bb%20c&token=7", NULL, NULL, "a+b c", 7, NULL},
+        {"lock=%00&token=7", NULL, NULL, "\0", 7, NULL},
+        {"lock=inv&token=%31%32", NULL, NULL, "inv", 12, NULL},
+        {"lock=a=b&token=7", NULL, NULL, "a=b", 7, NULL},
+        {"lock=inv&token=007", NULL, NULL, "inv", 7, NULL},
+        {"lock=inv&token=18446744073709551615", NULL, NULL, "inv", UINT64_MAX, NULL},
+        {"lock=inv&token=0", NULL, NULL, "inv", 0, NULL}, /* 0: a check that says 409 */
+        /* unknown parameters, bare names, other cases and empty pairs are skipped */
+        {"lock=inv&token=7&other=1", NULL, NULL, "inv", 7, NULL},
+        {"a=1&lock=inv&b&token=7&c=%zz&=x", NULL, NULL, "inv", 7, NULL},
+        {"lock&lock=inv&token=7&token", NULL, NULL, "inv", 7, NULL},
+        {"Lock=x&lock=inv&TOKEN=1&token=7", NULL, NULL, "inv", 7, NULL},
+        {"lock%3Dx&lock=inv&token=7", NULL, NULL, "inv", 7, NULL},
+        {"&&lock=inv&&token=7&", NULL, NULL, "inv", 7, NULL},
+        {"stale&prefix=a&limit=0&lock=inv&token=7", NULL, NULL, "inv", 7, NULL},
+        /* the name at exactly the cap, in the query and in the header */
+        {"lock=12345678&token=7", NULL, NULL, "12345678", 7, NULL},
+        {"lock=%41%41%41%41%41%41%41%41&token=7", NULL, NULL, "AAAAAAAA", 7, NULL},
+        /* the headers: raw bytes, alone or agreeing with the query */
+        {"", "inv", "7", "inv", 7, NULL},
+        {"", "a%41", "7", "a%41", 7, NULL},
+        {"lock=inv", NULL, "7", "inv", 7, NULL},
+        {"lock=inv&token=7", "inv", "7", "inv", 7, NULL},
+        {"lock=i%6Ev&token=7", "inv", NULL, "inv", 7, NULL},
+        {"lock", "inv", "7", "inv", 7, NULL}, /* a bare name is not a query lock: no clash */
+        {"", "12345678", "7", "12345678", 7, NULL},
+        /* missing or empty */
+        {"", NULL, NULL, NULL, 0, "missing lock (lock=NAME or the Fencing-Lock header)"},
+        {"lock=inv", NULL, NULL, NULL, 0, "missing token (token=T or the Fencing-Token header)"},
+        {"token=7", NULL, NULL, NULL, 0, "missing lock (lock=NAME or the Fencing-Lock header)"},
+        {"lock=&token=7", NULL, NULL, NULL, 0,
+         "missing lock (lock=NAME or the Fencing-Lock header)"},
+        {"lock&token=7", NULL, NULL, NULL, 0,
+         "missing lock (lock=NAME or the Fencing-Lock header)"},
+        {"lock=inv&token=", NULL, NULL, NULL, 0,
+         "missing token (token=T or the Fencing-Token header)"},
+        {"", "", "7", NULL, 0, "missing lock (lock=NAME or the Fencing-Lock header)"},
+        {"lock=&token=7", "", NULL, NULL, 0, "missing lock (lock=NAME or the Fencing-Lock header)"},
+        /* the token is not a number */
+        {"lock=inv&token=-1", NULL, NULL, NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        {"lock=inv&token=+7", NULL, NULL, NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        {"lock=inv&token=1x", NULL, NULL, NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        {"lock=inv&token=18446744073709551616", NULL, NULL, NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        {"lock=inv&token=%2B7", NULL, NULL, NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        {"lock=inv&token=0000000000000000000000000000007", NULL, NULL, NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        {"lock=inv", NULL, "abc", NULL, 0,
+         "token: not a decimal number of at most 20 digits that fits 64 bits"},
+        /* given twice: in the query (whatever the values), as a header */
+        {"lock=inv&lock=inv&token=7", NULL, NULL, NULL, 0, "lock given twice"},
+        {"lock=%zz&lock=inv&token=7", NULL, NULL, NULL, 0, "lock given twice"},
+        {"lock=&lock=&token=7", NULL, NULL, NULL, 0, "lock given twice"},
+        {"lock=inv&token=7&token=8", NULL, NULL, NULL, 0, "token given twice"},
+        {"lock=inv&token=7", "TWICE", NULL, NULL, 0, "lock given twice"},
+        {"lock=%zz&token=7", "TWICE", NULL, NULL, 0, "lock given twice"},
+        {"lock=inv", NULL, "TWICE", NULL, 0, "token given twice"},
+        /* bad percent-encoding, over-long values */
+        {"lock=in%zzv&token=7", NULL, NULL, NULL, 0,
+         "lock: bad percent-encoding, or longer than 8 bytes"},
+        {"lock=inv%&token=7", NULL, NULL, NULL, 0,
+         "lock: bad percent-encoding, or longer than 8 bytes"},
+        {"lock=inv%4&token=7", NULL, NULL, NULL, 0,
+         "lock: bad percent-encoding, or longer than 8 bytes"},
+        {"lock=123456789&token=7", NULL, NULL, NULL, 0,
+         "lock: bad percent-encoding, or longer than 8 bytes"},
+        {"lock=inv&token=%zz", NULL, NULL, NULL, 0,
+         "token: bad percent-encoding, or longer than 31 bytes"},
+        {"lock=inv&token=00000000000000000000000000000007", NULL, NULL, NULL, 0,
+         "token: bad percent-encoding, or longer than 31 bytes"},
+        {"", "123456789", "7", NULL, 0, "Fencing-Lock: longer than 8 bytes"},
+        {"", "inv", "00000000000000000000000000000007", NULL, 0,
+         "Fencing-Token: longer than 31 bytes"},
+        /* query and header differing */
+        {"lock=inv&token=7", "other", NULL, NULL, 0,
+         "lock: the query and the Fencing-Lock header differ"},
+        {"lock=&token=7", "inv", NULL, NULL, 0,
+         "lock: the query and the Fencing-Lock header differ"},
+        {"lock=inv&token=7", "123456789", NULL, NULL, 0,
+         "lock: the query and the Fencing-Lock header differ"},
+        {"lock=inv&token=7", NULL, "8", NULL, 0,
+         "token: the query and the Fencing-Token header differ"},
+        /* which message when several apply: the lock's before the token's, then the order
+         * above (twice, encoding, differing, header length), then missing, then the number */
+        {"token=%zz&lock=%zz", NULL, NULL, NULL, 0,
+         "lock: bad percent-encoding, or longer than 8 bytes"},
+        {"token=7&token=8&lock=%zz", NULL, NULL, NULL, 0,
+         "lock: bad percent-encoding, or longer than 8 bytes"},
+        {"token=%zz&lock=a&lock=b", NULL, NULL, NULL, 0, "lock given twice"},
+        {"lock=a&token=%zz", "b", NULL, NULL, 0,
+         "lock: the query and the Fencing-Lock header differ"},
+        {"token=x", "TWICE", NULL, NULL, 0, "lock given twice"},
+        {"lock=&token=x", NULL, NULL, NULL, 0,
+         "missing lock (lock=NAME or the Fencing-Lock header)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char name[8], err[256];
+        bool twl = cases[i].hl && !strcmp(cases[i].hl, "TWICE");
+        bool twt = cases[i].ht && !strcmp(cases[i].ht, "TWICE");
+        struct hapi_fence f = {.query = cases[i].q,
+                               .hlock = cases[i].hl,
+                               .hlock_len = twl           ? OLD_TWICE
+                                            : cases[i].hl ? strlen(cases[i].hl)
+                                                          : 0,
+                               .htoken = cases[i].ht,
+                               .htoken_len = twt           ? OLD_TWICE
+                                             : cases[i].ht ? strlen(cases[i].ht)
+                                                           : 0,
+                               .name = name,
+                               .cap = sizeof(name)};
+        err[0] = '\0';
+        int rc = hapi_fence_args(&f, err, sizeof(err));
+        size_t nl = cases[i].name ? (cases[i].name[0] ? strlen(cases[i].name) : 1) : 0;
+        bool ok = cases[i].name ? rc == 0 && f.name_len == nl && !memcmp(name, cases[i].name, nl) &&
+                                      f.token == cases[i].token
+                                : rc == -1 && !strcmp(err, cases[i].err);
+        if (!ok)
+            fprintf(stderr, "  fence case %zu '%s': rc %d, err '%s'\n", i, cases[i].q, rc, err);
+        CHECK(ok);
+        CHECK(fence_agrees(&f));
+    }
+}
+
+/* Many random requests built from the parameters' own pieces (names, '=', '&', good and bad
+ * escapes, numbers, over-long values) with random headers: the old code and hapi_fence_args
+ * agree on every one (seeded: a failure replays). */
+TEST(test_fence_args_agree_with_the_old_parser)
+{
+    static const char *piece[] = {
+        "lock",
+        "token",
+        "lock=",
+        "token=",
+        "Lock=",
+        "lockx=",
+        "lock==",
+        "=",
+        "&",
+        "&&",
+        "%",
+        "%4",
+        "%41",
+        "%zz",
+        "%3D",
+        "%26",
+        "%2B",
+        "+",
+        "1",
+        "7",
+        "0",
+        "-",
+        "inv",
+        "abcdefghi",
+        "x",
+        "%31",
+        "stale",
+        "other=",
+        "%00",
+        "18446744073709551615",
+        "18446744073709551616",
+        "0000000000000000000000000000001",
+        "00000000000000000000000000000001",
+        " ",
+    };
+    static const char *hdr[] = {NULL,
+                                NULL,
+                                NULL,
+                                "",
+                                "inv",
+                                "7",
+                                "x",
+                                "abc",
+                                "1",
+                                "a%41",
+                                "123456789",
+                                "TWICE",
+                                "0000000000000000000000000000001",
+                                "00000000000000000000000000000001"};
+    const size_t np = sizeof(piece) / sizeof(piece[0]), nh = sizeof(hdr) / sizeof(hdr[0]);
+    uint64_t x = 0x5eed0f1ce;
+    size_t differ = 0, accepted = 0;
+    for (int i = 0; i < 300000; i++) {
+        char q[512] = "", name[8];
+        size_t len = 0, k = test_rnd(&x) % 10;
+        for (size_t j = 0; j < k; j++) {
+            const char *p = piece[test_rnd(&x) % np];
+            size_t pl = strlen(p);
+            memcpy(q + len, p, pl + 1);
+            len += pl;
+        }
+        const char *hl = hdr[test_rnd(&x) % nh], *ht = hdr[test_rnd(&x) % nh];
+        bool twl = hl && !strcmp(hl, "TWICE"), twt = ht && !strcmp(ht, "TWICE");
+        struct hapi_fence f = {.query = q,
+                               .hlock = hl,
+                               .hlock_len = twl  ? OLD_TWICE
+                                            : hl ? strlen(hl)
+                                                 : 0,
+                               .htoken = ht,
+                               .htoken_len = twt  ? OLD_TWICE
+                                             : ht ? strlen(ht)
+                                                  : 0,
+                               .name = name,
+                               .cap = sizeof(name)};
+        char err[256];
+        accepted += hapi_fence_args(&f, err, sizeof(err)) == 0;
+        if (!fence_agrees(&f) && ++differ >= 10)
+            break;
+    }
+    fprintf(stderr, "  300000 random requests, %zu accepted\n", accepted);
+    CHECK_EQ_U64(differ, 0);
+    CHECK(accepted > 1000); /* the pieces do make valid requests too */
+}
+
+/* The policy itself: HAPI_QM_IGNORE_UNKNOWN skips what HAPI_QM_STRICT refuses, and nothing else
+ * differs between the two. */
+TEST(test_query_mode_ignore_unknown)
+{
+    char r[8], err[128];
+    struct hapi_query q = {.reason = r};
+    CHECK(hapi_parse_query_mode("color=red&reason=x", HAPI_Q_REVOKE, HAPI_QM_STRICT, &q, sizeof(r),
+                                err, sizeof(err)) == -1);
+    CHECK(hapi_parse_query_mode("color=red&reason=x", HAPI_Q_REVOKE, HAPI_QM_IGNORE_UNKNOWN, &q,
+                                sizeof(r), err, sizeof(err)) == 0);
+    CHECK(q.reason_len == 1 && r[0] == 'x' && q.seen == HAPI_Q_REASON);
+    /* a bare name is a parameter (empty value) under STRICT, skipped under IGNORE_UNKNOWN */
+    CHECK(hapi_parse_query_mode("reason&reason=x", HAPI_Q_REVOKE, HAPI_QM_STRICT, &q, sizeof(r),
+                                err, sizeof(err)) == -1);
+    CHECK(strcmp(err, "reason given twice") == 0);
+    CHECK(hapi_parse_query_mode("reason&reason=x", HAPI_Q_REVOKE, HAPI_QM_IGNORE_UNKNOWN, &q,
+                                sizeof(r), err, sizeof(err)) == 0);
+    CHECK(q.reason_len == 1 && r[0] == 'x');
+    /* the rest is the same rule in both: twice, bad values, over-long texts */
+    for (int m = HAPI_QM_STRICT; m <= HAPI_QM_IGNORE_UNKNOWN; m++) {
+        const char *bad[] = {"reason=a&reason=b", "deadline=0", "reason=%zz", "reason=123456789",
+                             "deadline=%31"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+            CHECK(hapi_parse_query_mode(bad[i], HAPI_Q_REVOKE, (enum hapi_qmode)m, &q, sizeof(r),
+                                        err, sizeof(err)) == -1);
+        /* a repeated parameter is refused at its first pair, before its value is read */
+        CHECK(hapi_parse_query_mode("deadline=0&deadline=1", HAPI_Q_REVOKE, (enum hapi_qmode)m, &q,
+                                    sizeof(r), err, sizeof(err)) == -1);
+        CHECK(strcmp(err, "deadline given twice") == 0);
+    }
+    /* a route's parameters only: another route's names are unknown to it */
+    CHECK(hapi_parse_query_mode("lock=a", HAPI_Q_READS, HAPI_QM_STRICT, &q, sizeof(r), err,
+                                sizeof(err)) == -1);
+    char l[8];
+    q.lock = l;
+    CHECK(hapi_parse_query_mode("limit=0&lock=a&token=1", HAPI_Q_LOCK, HAPI_QM_IGNORE_UNKNOWN, &q,
+                                sizeof(l), err, sizeof(err)) == 0);
+    CHECK(q.lock_len == 1 && l[0] == 'a' && q.seen == HAPI_Q_LOCK && q.token_len == 0);
+}
+
 TEST(test_basic_credentials)
 {
     char u[8], pw[8];
@@ -201,6 +585,9 @@ int main(void)
     RUN(test_routes_and_their_names);
     RUN(test_query_parameters);
     RUN(test_revoke_query_cases);
+    RUN(test_fence_args_cases);
+    RUN(test_fence_args_agree_with_the_old_parser);
+    RUN(test_query_mode_ignore_unknown);
     RUN(test_basic_credentials);
     TEST_MAIN_END();
 }

@@ -89,7 +89,7 @@ enum hapi_route hapi_route_of(const char *path, char *name, size_t cap, size_t *
     return HAPI_NONE;
 }
 
-/* hapi_parse_query_keys's table: a parameter's name, its bit and what its value is. */
+/* hapi_parse_query_mode's table: a parameter's name, its bit and what its value is. */
 enum qkind { Q_FLAG, Q_TEXT, Q_NUM };
 static const struct qkey {
     const char *name;
@@ -100,6 +100,7 @@ static const struct qkey {
     {"limit", HAPI_Q_LIMIT, Q_NUM},       {"count", HAPI_Q_COUNT, Q_NUM},
     {"before", HAPI_Q_BEFORE, Q_NUM},     {"stale", HAPI_Q_STALE, Q_FLAG},
     {"deadline", HAPI_Q_DEADLINE, Q_NUM}, {"reason", HAPI_Q_REASON, Q_TEXT},
+    {"lock", HAPI_Q_LOCK, Q_TEXT},        {"token", HAPI_Q_TOKEN, Q_TEXT},
 };
 #define NQKEYS (sizeof(QKEYS) / sizeof(QKEYS[0]))
 
@@ -111,6 +112,10 @@ static char *text_of(struct hapi_query *out, unsigned bit, size_t **len)
         return *len = &out->prefix_len, out->prefix;
     case HAPI_Q_AFTER:
         return *len = &out->after_len, out->after;
+    case HAPI_Q_LOCK:
+        return *len = &out->lock_len, out->lock;
+    case HAPI_Q_TOKEN:
+        return *len = &out->token_len, out->token;
     default:
         return *len = &out->reason_len, out->reason;
     }
@@ -148,62 +153,168 @@ static void unknown_key(const char *name, size_t len, unsigned keys, char *err, 
         snprintf(err + o, errlen - (size_t)o, ")");
 }
 
+/* One pair of a query: [p, p + l) up to the next '&' or the end; its name [p, p + kl) (up to the
+ * first '='), its value [v, v + vl) (empty without '='). */
+struct qpair {
+    const char *p, *v;
+    size_t l, kl, vl;
+    bool eq;
+};
+
+/* The pair at *q into *x and *q past it (and its '&'); false at the end of the query. */
+static bool next_pair(const char **q, struct qpair *x)
+{
+    if (!**q)
+        return false;
+    const char *amp = strchr(*q, '&');
+    x->p = *q;
+    x->l = amp ? (size_t)(amp - *q) : strlen(*q);
+    const char *eq = memchr(*q, '=', x->l);
+    x->eq = eq != NULL;
+    x->kl = eq ? (size_t)(eq - *q) : x->l;
+    x->v = eq ? eq + 1 : *q + x->l;
+    x->vl = eq ? x->l - x->kl - 1 : 0;
+    *q += x->l + (amp ? 1 : 0);
+    return true;
+}
+
+/* The parameter pair x is under keys and mode, NULL when none (an empty pair; a name keys does
+ * not take; under HAPI_QM_IGNORE_UNKNOWN a bare name, which is not a `name=value` pair). */
+static const struct qkey *key_of(const struct qpair *x, unsigned keys, enum hapi_qmode mode)
+{
+    if (x->l == 0 || (mode == HAPI_QM_IGNORE_UNKNOWN && !x->eq))
+        return NULL;
+    for (size_t i = 0; i < NQKEYS; i++)
+        if ((keys & QKEYS[i].bit) && strlen(QKEYS[i].name) == x->kl &&
+            !memcmp(x->p, QKEYS[i].name, x->kl))
+            return &QKEYS[i];
+    return NULL;
+}
+
+/* Whether parameter k is given again in the pairs from q on. Called once per parameter (at its
+ * first pair, which then either is refused or is its only one): the whole parse stays linear
+ * in the query's length times the table's size. */
+static bool given_again(const char *q, const struct qkey *k, unsigned keys, enum hapi_qmode mode)
+{
+    struct qpair x;
+    while (next_pair(&q, &x))
+        if (key_of(&x, keys, mode) == k)
+            return true;
+    return false;
+}
+
+/* The value of pair x into out as parameter k says: 0, or -1 with the message in err. */
+static int read_value(const struct qpair *x, const struct qkey *k, struct hapi_query *out,
+                      size_t cap, char *err, size_t errlen)
+{
+    if (k->kind == Q_TEXT) {
+        size_t *len;
+        char *buf = text_of(out, k->bit, &len);
+        long n = hapi_pct_decode(x->v, x->vl, buf, cap);
+        if (n < 0) {
+            snprintf(err, errlen, "%s: bad percent-encoding, or longer than %zu bytes", k->name,
+                     cap);
+            return -1;
+        }
+        *len = (size_t)n;
+    } else if (k->kind == Q_NUM) {
+        uint64_t *v = num_of(out, k->bit);
+        if (hapi_parse_u64(x->v, x->vl, v) || *v == 0) {
+            snprintf(err, errlen, "%s: not a decimal number from 1", k->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int hapi_parse_query_mode(const char *q, unsigned keys, enum hapi_qmode mode,
+                          struct hapi_query *out, size_t cap, char *err, size_t errlen)
+{
+    out->prefix_len = out->after_len = out->reason_len = out->lock_len = out->token_len = 0;
+    out->has_after = out->stale = false;
+    out->limit = out->count = out->before = out->deadline = 0;
+    out->seen = 0;
+    struct qpair x;
+    while (next_pair(&q, &x)) {
+        const struct qkey *k = key_of(&x, keys, mode);
+        if (!k && (x.l == 0 || mode == HAPI_QM_IGNORE_UNKNOWN))
+            continue; /* an empty pair (a&&b, a trailing &), or another's under IGNORE_UNKNOWN */
+        if (!k) {
+            unknown_key(x.p, x.kl, keys, err, errlen);
+            return -1;
+        }
+        if (given_again(q, k, keys, mode)) { /* ambiguous: refused whatever the values */
+            snprintf(err, errlen, "%s given twice", k->name);
+            return -1;
+        }
+        if (read_value(&x, k, out, cap, err, errlen))
+            return -1;
+        out->seen |= k->bit;
+    }
+    out->has_after = (out->seen & HAPI_Q_AFTER) != 0;
+    out->stale = (out->seen & HAPI_Q_STALE) != 0;
+    return 0;
+}
+
 int hapi_parse_query_keys(const char *q, unsigned keys, struct hapi_query *out, size_t cap,
                           char *err, size_t errlen)
 {
-    unsigned seen = 0;
-    out->prefix_len = out->after_len = out->reason_len = 0;
-    out->has_after = out->stale = false;
-    out->limit = out->count = out->before = out->deadline = 0;
-    while (*q) {
-        const char *amp = strchr(q, '&');
-        size_t l = amp ? (size_t)(amp - q) : strlen(q);
-        const char *eq = memchr(q, '=', l);
-        size_t kl = eq ? (size_t)(eq - q) : l;
-        const char *v = eq ? eq + 1 : q + l;
-        size_t vl = eq ? l - kl - 1 : 0;
-        const struct qkey *k = NULL;
-        for (size_t i = 0; i < NQKEYS && !k; i++)
-            if ((keys & QKEYS[i].bit) && strlen(QKEYS[i].name) == kl &&
-                !memcmp(q, QKEYS[i].name, kl))
-                k = &QKEYS[i];
-        if (l == 0) {
-            /* an empty parameter (a&&b, a trailing &): nothing */
-        } else if (!k) {
-            unknown_key(q, kl, keys, err, errlen);
-            return -1;
-        } else if (k->kind == Q_TEXT) {
-            size_t *len;
-            char *buf = text_of(out, k->bit, &len);
-            long n = hapi_pct_decode(v, vl, buf, cap);
-            if (n < 0) {
-                snprintf(err, errlen, "%s: bad percent-encoding, or longer than %zu bytes", k->name,
-                         cap);
-                return -1;
-            }
-            *len = (size_t)n;
-        } else if (k->kind == Q_NUM) {
-            uint64_t *x = num_of(out, k->bit);
-            if (hapi_parse_u64(v, vl, x) || *x == 0) {
-                snprintf(err, errlen, "%s: not a decimal number from 1", k->name);
-                return -1;
-            }
-        }
-        if (k && (seen & k->bit)) {
-            snprintf(err, errlen, "a query parameter is given twice");
-            return -1;
-        }
-        seen |= k ? k->bit : 0;
-        q += l + (amp ? 1 : 0);
-    }
-    out->has_after = (seen & HAPI_Q_AFTER) != 0;
-    out->stale = (seen & HAPI_Q_STALE) != 0;
-    return 0;
+    return hapi_parse_query_mode(q, keys, HAPI_QM_STRICT, out, cap, err, errlen);
 }
 
 int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *err, size_t errlen)
 {
     return hapi_parse_query_keys(q, HAPI_Q_READS, out, cap, err, errlen);
+}
+
+/* One of /v1/fence's arguments into out (cap bytes): parameter `key` of the query (every other
+ * parameter skipped) or its header hv (hlen bytes, SIZE_MAX: given twice); its length (0: absent
+ * or empty), or -1 with the message in err. The checks run in the order hapi_fence_args states. */
+static long fence_arg(const char *q, unsigned key, const char *header, const char *hv, size_t hlen,
+                      char *out, size_t cap, char *err, size_t errlen)
+{
+    const char *param = key == HAPI_Q_LOCK ? "lock" : "token";
+    struct hapi_query hq = {.lock = out, .token = out};
+    if (hv && hlen == SIZE_MAX) {
+        snprintf(err, errlen, "%s given twice", param); /* the parser's word for the query's */
+        return -1;
+    }
+    if (hapi_parse_query_mode(q, key, HAPI_QM_IGNORE_UNKNOWN, &hq, cap, err, errlen))
+        return -1;
+    size_t n = key == HAPI_Q_LOCK ? hq.lock_len : hq.token_len;
+    if (!hv)
+        return (long)n;
+    if ((hq.seen & key) && (n != hlen || memcmp(out, hv, hlen))) {
+        snprintf(err, errlen, "%s: the query and the %s header differ", param, header);
+        return -1;
+    }
+    if (hlen > cap) {
+        snprintf(err, errlen, "%s: longer than %zu bytes", header, cap);
+        return -1;
+    }
+    memcpy(out, hv, hlen);
+    return (long)hlen;
+}
+
+int hapi_fence_args(struct hapi_fence *f, char *err, size_t errlen)
+{
+    char tok[HAPI_FENCE_TOKEN_TEXT];
+    long n = fence_arg(f->query, HAPI_Q_LOCK, "Fencing-Lock", f->hlock, f->hlock_len, f->name,
+                       f->cap, err, errlen);
+    long tn = n < 0 ? -1
+                    : fence_arg(f->query, HAPI_Q_TOKEN, "Fencing-Token", f->htoken, f->htoken_len,
+                                tok, sizeof(tok), err, errlen);
+    if (n < 0 || tn < 0)
+        return -1;
+    if (n == 0 || tn == 0 || hapi_parse_u64(tok, (size_t)tn, &f->token)) {
+        snprintf(err, errlen, "%s",
+                 n == 0    ? "missing lock (lock=NAME or the Fencing-Lock header)"
+                 : tn == 0 ? "missing token (token=T or the Fencing-Token header)"
+                           : "token: not a decimal number of at most 20 digits that fits 64 bits");
+        return -1;
+    }
+    f->name_len = (size_t)n;
+    return 0;
 }
 
 static int b64val(char c)

@@ -2,8 +2,9 @@
 /*
  * http_args — the pure parts of the HTTP API (http_api.c, POST .../revoke in http_revoke.c, and
  * /v1/fence in http_fence.c): which route a path names, the percent-decoding of names, the query
- * parameters (one parser for every route, told which parameters the route takes) and the HTTP
- * Basic credentials. No state, no I/O, no allocation: every buffer is the caller's; unit-tested in
+ * parameters (one parser for every route, told which parameters the route takes and whether
+ * other ones are refused or skipped), /v1/fence's arguments and the HTTP Basic credentials. No
+ * state, no I/O, no allocation: every buffer is the caller's; unit-tested in
  * tests/unit/test_http_api.c and fuzzed by fuzz/fuzz_http_args.c.
  */
 #ifndef FENCELOCK_HTTP_ARGS_H
@@ -40,7 +41,7 @@ long hapi_pct_decode(const char *q, size_t n, char *out, size_t cap);
 int hapi_parse_u64(const char *p, size_t n, uint64_t *out);
 
 /* The query parameters of the HTTP port's routes, one bit each: a route names the ones it takes
- * (hapi_parse_query_keys's `keys`); any other is refused as unknown. */
+ * (hapi_parse_query_mode's `keys`). */
 enum hapi_qkey {
     HAPI_Q_PREFIX = 1u << 0,   /* text: a name prefix */
     HAPI_Q_AFTER = 1u << 1,    /* text: /v1/locks a name, /v1/sessions a decimal id */
@@ -50,18 +51,34 @@ enum hapi_qkey {
     HAPI_Q_STALE = 1u << 5,    /* a flag: `stale` or `stale=...` */
     HAPI_Q_DEADLINE = 1u << 6, /* number from 1: POST .../revoke's milliseconds */
     HAPI_Q_REASON = 1u << 7,   /* text: POST .../revoke's reason */
+    HAPI_Q_LOCK = 1u << 8,     /* text: /v1/fence's lock name */
+    HAPI_Q_TOKEN = 1u << 9,    /* text: /v1/fence's token (decimal once decoded: the route's) */
     /* the GET routes' (hapi_parse_query) */
     HAPI_Q_READS =
         HAPI_Q_PREFIX | HAPI_Q_AFTER | HAPI_Q_LIMIT | HAPI_Q_COUNT | HAPI_Q_BEFORE | HAPI_Q_STALE,
     HAPI_Q_REVOKE = HAPI_Q_DEADLINE | HAPI_Q_REASON, /* POST /v1/locks/{name}/revoke */
+    HAPI_Q_FENCE = HAPI_Q_LOCK | HAPI_Q_TOKEN,       /* GET /v1/fence (hapi_fence_args) */
+};
+
+/* What the parser does with a pair that is not one of the route's parameters. */
+enum hapi_qmode {
+    /* refused: "unknown query parameter 'x' (the names it takes)". The API's own routes: a
+     * misspelt parameter is the client's mistake, said at once. */
+    HAPI_QM_STRICT = 0,
+    /* skipped: only `name=value` pairs whose name `keys` takes are read; any other pair, and a
+     * bare name without '=' (even one `keys` takes), is not this route's. /v1/fence, which a
+     * proxy (nginx's auth_request) reaches with parameters of its own. */
+    HAPI_QM_IGNORE_UNKNOWN,
 };
 
 /* A query's parameters: `name=value` pairs split at '&' (an empty pair, as in a&&b or a trailing
  * '&', is nothing); names are matched exactly (case, no decoding); a name without '=' has the
- * empty value. Texts are percent-decoded (hapi_pct_decode) into the caller's buffers (cap bytes
- * each; only the ones `keys` names are touched); numbers are decimal from 1 (hapi_parse_u64).
- * A parameter `keys` does not name, one given twice, a bad number or a bad encoding or a text
- * over cap bytes: -1 with a message in err (what it shows of a name is printable ASCII). */
+ * empty value (HAPI_QM_STRICT). Texts are percent-decoded (hapi_pct_decode) into the caller's
+ * buffers (cap bytes each; only the ones `keys` names are touched); numbers are decimal from 1
+ * (hapi_parse_u64). Refused, -1 with a message in err (what it shows of a name is printable
+ * ASCII), in the order of the pairs: a parameter given twice ("NAME given twice", said at its
+ * first pair, before its value is read), one `keys` does not name (HAPI_QM_STRICT), a bad number,
+ * a bad encoding or a text over cap bytes. */
 struct hapi_query {
     char *prefix; /* caller's, cap bytes each */
     size_t prefix_len;
@@ -75,11 +92,39 @@ struct hapi_query {
     char *reason;    /* caller's, cap bytes (HAPI_Q_REASON) */
     size_t reason_len;
     uint64_t deadline; /* 0: absent */
+    char *lock;        /* caller's, cap bytes (HAPI_Q_LOCK) */
+    size_t lock_len;
+    char *token; /* caller's, cap bytes (HAPI_Q_TOKEN) */
+    size_t token_len;
+    unsigned seen; /* the parameters given (enum hapi_qkey bits), an empty value too */
 };
+int hapi_parse_query_mode(const char *q, unsigned keys, enum hapi_qmode mode,
+                          struct hapi_query *out, size_t cap, char *err, size_t errlen);
+/* hapi_parse_query_mode with HAPI_QM_STRICT. */
 int hapi_parse_query_keys(const char *q, unsigned keys, struct hapi_query *out, size_t cap,
                           char *err, size_t errlen);
 /* The GET routes' parameters: hapi_parse_query_keys with HAPI_Q_READS. */
 int hapi_parse_query(const char *q, struct hapi_query *out, size_t cap, char *err, size_t errlen);
+
+/* GET /v1/fence's arguments: the lock name and the token, each from the query (lock=, token=,
+ * read by hapi_parse_query_mode with HAPI_QM_IGNORE_UNKNOWN, one parameter at a time) or from its
+ * header (Fencing-Lock, Fencing-Token: raw bytes); given both ways, they must agree. The name is
+ * at most cap bytes (--max-key), the token's text at most HAPI_FENCE_TOKEN_TEXT bytes, then a
+ * decimal number that fits 64 bits. Refused, -1 with the message (no newline) in err, in this
+ * order: for the lock, then for the token: given twice (in the query or as a header), a bad
+ * encoding or over its cap in the query, query and header differing, a header over its cap;
+ * then a missing (or empty) lock, a missing token, a token that is not a number. */
+#define HAPI_FENCE_TOKEN_TEXT 31
+struct hapi_fence {
+    const char *query;            /* the request's query, "" for none */
+    const char *hlock, *htoken;   /* the headers' values, NULL when absent */
+    size_t hlock_len, htoken_len; /* SIZE_MAX: given twice (srv_http_header's sign) */
+    char *name;                   /* caller's, cap bytes: the decoded lock name */
+    size_t cap;
+    size_t name_len; /* out: at least 1 */
+    uint64_t token;  /* out */
+};
+int hapi_fence_args(struct hapi_fence *f, char *err, size_t errlen);
 
 /* Whether the query has a `stale` parameter (alone or with a value). */
 bool hapi_query_has_stale(const char *q);

@@ -49,72 +49,6 @@ static void fail(struct srv_http_pending *p, int status, const char *msg)
     srv_http_complete(p, status, HF_TEXT, msg, strlen(msg));
 }
 
-/* The value of query parameter `key` in q, undecoded, in *v and *vlen: 1 found, 0 absent, -1 given
- * twice (ambiguous: refused). */
-static int query_param(const char *q, const char *key, const char **v, size_t *vlen)
-{
-    size_t klen = strlen(key);
-    int found = 0;
-    while (*q) {
-        const char *amp = strchr(q, '&');
-        size_t l = amp ? (size_t)(amp - q) : strlen(q);
-        if (l > klen && q[klen] == '=' && !memcmp(q, key, klen)) {
-            if (found)
-                return -1;
-            found = 1;
-            *v = q + klen + 1;
-            *vlen = l - klen - 1;
-        }
-        q += l + (amp ? 1 : 0);
-    }
-    return found;
-}
-
-/* One argument from the query (percent-decoded) or the header; given in both, they must agree.
- * Its length in *len (0: absent), or -1 with the 400 answered. */
-static long arg_of(struct srv_http_pending *p, const struct srv_http_request *req,
-                   const char *param, const char *header, char *out, size_t cap)
-{
-    const char *qv = NULL, *hv;
-    size_t qlen = 0, hlen = 0;
-    long n = 0;
-    int qrc = query_param(req->query, param, &qv, &qlen);
-    hv = srv_http_header(req, header, &hlen);
-    if (qrc < 0 || (hv && hlen == SIZE_MAX)) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "%s given twice\n", param);
-        fail(p, 400, msg);
-        return -1;
-    }
-    if (qrc > 0) {
-        n = hapi_pct_decode(qv, qlen, out, cap);
-        if (n < 0) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "%s: bad percent-encoding, or longer than %zu bytes\n",
-                     param, cap);
-            fail(p, 400, msg);
-            return -1;
-        }
-    }
-    if (hv) {
-        if (qrc > 0 && ((size_t)n != hlen || memcmp(out, hv, hlen))) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "%s: the query and the %s header differ\n", param, header);
-            fail(p, 400, msg);
-            return -1;
-        }
-        if (hlen > cap) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "%s: longer than %zu bytes\n", header, cap);
-            fail(p, 400, msg);
-            return -1;
-        }
-        memcpy(out, hv, hlen);
-        n = (long)hlen;
-    }
-    return n;
-}
-
 static void fence_barrier_cb(void *ctx, int status);
 
 /* Under users, the gate passed the user: a name outside its locks= globs is refused, as
@@ -176,31 +110,30 @@ int srv_http_fence_route(void *arg, const struct srv_http_request *req, struct s
         return 0;
     size_t cap = s->cfg.max_key;
     struct hf_check *c = malloc(sizeof(*c) + cap + 1);
-    char tok[32];
     if (!c) {
         fail(p, 503, "out of memory\n");
         return 1;
     }
-    long n = arg_of(p, req, "lock", "Fencing-Lock", c->name, cap);
-    long tn = n < 0 ? -1 : arg_of(p, req, "token", "Fencing-Token", tok, sizeof(tok) - 1);
-    if (n < 0 || tn < 0) {
+    /* the arguments (http_args.h): the port's one query parser, skipping what is not ours (nginx
+     * may forward parameters of its own), and the headers */
+    struct hapi_fence fa = {.query = req->query, .name = c->name, .cap = cap};
+    char err[192], msg[200];
+    fa.hlock = srv_http_header(req, "Fencing-Lock", &fa.hlock_len);
+    fa.htoken = srv_http_header(req, "Fencing-Token", &fa.htoken_len);
+    if (hapi_fence_args(&fa, err, sizeof(err))) {
         free(c);
+        snprintf(msg, sizeof(msg), "%s\n", err);
+        fail(p, 400, msg);
         return 1;
     }
-    if (n == 0 || tn == 0 || hapi_parse_u64(tok, (size_t)tn, &c->token)) {
-        free(c);
-        fail(p, 400,
-             n == 0    ? "missing lock (lock=NAME or the Fencing-Lock header)\n"
-             : tn == 0 ? "missing token (token=T or the Fencing-Token header)\n"
-                       : "token: not a decimal number of at most 20 digits that fits 64 bits\n");
-        return 1;
-    }
-    if (hf_gated_refuses(s, c->name, (size_t)n)) {
+    c->token = fa.token;
+    size_t n = fa.name_len;
+    if (hf_gated_refuses(s, c->name, n)) {
         free(c);
         fail(p, 403, "the user's locks= globs do not allow this lock\n");
         return 1;
     }
-    c->len = (size_t)n;
+    c->len = n;
     c->p = p;
     c->next = NULL;
     if (srv_read_lease(s)) { /* the leader's read lease proves what a barrier would */
