@@ -113,6 +113,8 @@ def test_http_waits_and_lock_cap_their_lists_at_max_keys_reply_and_mark_the_cut(
     eq(sum(len(l) for l in one["waits_for"]), CAP, "CAP sids over the lists")
     eq(len(one["waits_for"]), 13, "a list per waiter")
     eq(one["waits_for_cut"], 1, "it says it cut")
+    eq(one["waiters"], [r["sid"] for r in page if r["lock"] == "L"],
+       "every waiter listed whatever the cut: LOCK.WAITS's rows, in order")
     eq(one.pop("name"), "L")
     eq(one, lock_info(c, "L"), "/v1/locks/L == LOCK.INFO, waits_for_cut included")
     m = get_json(srv, "/v1/locks/" + enc("M"))

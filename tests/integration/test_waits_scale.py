@@ -70,6 +70,8 @@ def test_waits_for_lists_are_capped_at_max_keys_reply_and_say_so(ctx):
     eq(sum(len(l) for l in lists), 5, "5 sids in all (--max-keys-reply)")
     eq(lists[:5], [[h]] * 5, "the first readers wait for the holder")
     eq(info["waits_for_cut"], 1, "LOCK.INFO says it cut")
+    eq(list(info["waiters"]), readers + [x],
+       "every waiter listed whatever the cut (one read of the queue gives both lists)")
     rows = [as_map(m) for m in c.call("LOCK.WAITS")]
     eq(len(rows), 9, "a row per waiter")
     eq(sum(len(m["waits_for"]) for m in rows), 5)

@@ -3,7 +3,8 @@
  * test_waitrows — the one reader of the wait-for rows (src/server/cmd/waitrows.h) that LOCK.WAITS,
  * LOCK.INFO, GET /v1/waits and GET /v1/locks/{name} answer from: one row per queued request in
  * FIFO order with the sessions it waits for (the lists of fsm_waiter_waits_for, read in one pass),
- * a reply's budget of sids shared by its reads and only going down, the rows past it marked cut.
+ * a reply's budget of sids shared by its reads and only going down, the rows past it marked cut;
+ * the rows' sids are the waiter list whatever the budget (LOCK.INFO's `waiters` come from them).
  */
 
 #include <stdlib.h>
@@ -163,11 +164,49 @@ TEST_F(wr_fx, every_row_is_what_the_per_waiter_reader_answers)
     CHECK(fx->w[1].r[0].any); /* the semaphore's head waits for any of its holders */
 }
 
+static void waiter_list_add(void *arg, uint64_t sid, uint64_t wait_ms)
+{
+    struct oracle *o = arg;
+    (void)wait_ms;
+    if (o->n < 32)
+        o->v[o->n++] = sid;
+}
+
+/* LOCK.INFO and /v1/locks/{name} take their `waiters` from the rows (one read of the queue per
+ * answer): the rows' sids are the waiter list (fsm_lock_waiters) in its order, whatever the
+ * budget, one left or none. */
+TEST_F(wr_fx, the_rows_sids_are_the_waiter_list_whatever_the_budget)
+{
+    struct fsm *f = fx->fx.f;
+    uint64_t h = open_session(f, 10000, 0);
+    CHECK(token_of(apply_lock(f, "q", h, 0)));
+    for (int i = 0; i < 7; i++) {
+        uint64_t s = open_session(f, 10000, 0);
+        CHECK_EQ_U64(
+            (i % 3 ? apply_lock_shared(f, "q", s, 5000) : apply_lock(f, "q", s, 5000)).kind,
+            FSM_REPLY_QUEUED);
+    }
+    struct oracle want = {.n = 0};
+    fsm_lock_waiters(f, "q", 1, waiter_list_add, &want);
+    CHECK_EQ_U64(want.n, 7);
+    size_t budgets[] = {1000, 1, 0};
+    for (size_t b = 0; b < 3; b++) {
+        size_t left = budgets[b];
+        waitrows_free(&fx->w[0]);
+        waitrows_read(f, "q", 1, &left, &fx->w[0]);
+        CHECK_EQ_U64(fx->w[0].n, want.n);
+        for (size_t i = 0; i < want.n; i++)
+            CHECK_EQ_U64(fx->w[0].r[i].sid, want.v[i]);
+        CHECK(b == 0 ? !waitrows_cut(&fx->w[0]) : waitrows_cut(&fx->w[0]));
+    }
+}
+
 int main(void)
 {
     RUN_F(wr_fx, a_shared_run_lists_each_reader_once_and_the_writer_all_of_them);
     RUN_F(wr_fx, the_budget_is_shared_by_the_reads_of_one_reply_and_marks_the_cut);
     RUN_F(wr_fx, an_absent_name_or_an_empty_queue_has_no_rows);
     RUN_F(wr_fx, every_row_is_what_the_per_waiter_reader_answers);
+    RUN_F(wr_fx, the_rows_sids_are_the_waiter_list_whatever_the_budget);
     TEST_MAIN_END();
 }

@@ -165,10 +165,12 @@ int cmd_session_access(struct srv_req *r, uint64_t sid, bool admin_ok);
    another user's session (cmd_no_session). */
 int cmd_acting_user(struct srv_req *r, struct fsm_cmd *cmd);
 
-/* LOCK.INFO's waits_for into `out`: per waiter of `name` in FIFO order, the array of the
-   sessions it waits for (cmd_waits.c), at most --max-keys-reply sids in all; true if a list was
-   cut there. */
-bool cmd_write_waits_for(struct srv_req *r, struct buf *out, const char *name, size_t nl);
+/* LOCK.INFO's waiters and waits_for (cmd_waits.c), both from one read of the lock's queue
+   (waitrows_read: its rows, one per queued request in FIFO order): the array of the rows' sids,
+   and the array of each row's list of the sessions it waits for. */
+struct wait_rows;
+void cmd_write_waiters(struct buf *out, const struct wait_rows *x);
+void cmd_write_waits_for(struct buf *out, const struct wait_rows *x);
 
 /* LOCK.HISTORY's entries (cmd_history.c; GET /v1/locks/{name}/history too): up to `count`
    grants of `name` with a token below `before` (0: any), newest first, into out->v (the caller

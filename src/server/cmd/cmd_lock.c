@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "server/cmd/cmd.h"
+#include "server/cmd/waitrows.h"
 
 /* Key-value pairs in a LOCK.INFO reply and in each LOCKS row. */
 #define LOCK_INFO_FIELDS 11
@@ -66,17 +67,6 @@ void unlockCommand(struct srv_req *r)
     cmd_propose(r, &cmd);
 }
 
-struct waiters_arg {
-    struct buf *out;
-};
-
-static void waiter_cb(void *arg, uint64_t sid, uint64_t wait_ms)
-{
-    struct waiters_arg *wa = arg;
-    (void)wait_ms;
-    resp_w_uint(wa->out, sid);
-}
-
 struct holders_arg {
     struct buf *out;
     int proto;
@@ -115,15 +105,18 @@ void lockInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
-    /* waits_for first, into its own buffer: whether a list was cut decides the map's size */
-    struct buf wf;
-    buf_init(&wf);
-    bool cut = cmd_write_waits_for(r, &wf, name.p, name.len);
-    if (buf_failed(&wf)) {
-        buf_free(&wf);
+    /* The queue, read once (waitrows.h) and before anything is written: its rows are both
+     * "waiters" (each row's sid, FIFO) and "waits_for" (each row's list), and whether a list was
+     * cut decides the map's size. */
+    size_t left = r->s->cfg.max_keys_reply;
+    struct wait_rows x;
+    waitrows_read(r->s->fsm, name.p, name.len, &left, &x);
+    if (x.failed) {
+        waitrows_free(&x);
         cmd_reply_err(r, PROTO_ERR " out of memory");
         return;
     }
+    bool cut = waitrows_cut(&x);
     resp_w_map(r->out, r->proto, LOCK_INFO_FIELDS + v.reentrant + cut); /* + count, cut */
     resp_w_bulk_str(r->out, "holder");
     resp_w_uint(r->out, v.holder_sid);
@@ -134,9 +127,7 @@ void lockInfoCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, "lockdelay");
     resp_w_uint(r->out, v.in_lockdelay ? 1 : 0);
     resp_w_bulk_str(r->out, "waiters");
-    resp_w_array(r->out, v.n_waiters);
-    struct waiters_arg wa = {r->out};
-    fsm_lock_waiters(r->s->fsm, name.p, name.len, waiter_cb, &wa);
+    cmd_write_waiters(r->out, &x);
     resp_w_bulk_str(r->out, "mode");
     resp_w_bulk_str(r->out, lock_mode(v.holder_sid, v.n_shared));
     resp_w_bulk_str(r->out, "holders");
@@ -144,8 +135,8 @@ void lockInfoCommand(struct srv_req *r)
     struct holders_arg ha = {r->out, r->proto};
     fsm_lock_holders(r->s->fsm, name.p, name.len, holder_cb, &ha);
     resp_w_bulk_str(r->out, "waits_for"); /* per waiter, in the order of "waiters" */
-    buf_append(r->out, wf.p, wf.len);
-    buf_free(&wf);
+    cmd_write_waits_for(r->out, &x);
+    waitrows_free(&x);
     if (cut) { /* a list stopped at --max-keys-reply sids; absent otherwise (as before it) */
         resp_w_bulk_str(r->out, "waits_for_cut");
         resp_w_uint(r->out, 1);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd_waits.c — who waits for whom: LOCK.WAITS, and the waits_for field of LOCK.INFO.
+ * cmd_waits.c — who waits for whom: LOCK.WAITS, and the waiters and waits_for fields of
+ * LOCK.INFO (one read of the queue gives both: each row's sid and each row's list).
  *
  * Both read the wait-for graph of src/fsm/waitgraph.h (the rule the deadlock search uses) from
  * the applied state after a read barrier, through waitrows.h (the one reader of those rows, which
@@ -25,17 +26,18 @@ static void write_sids(struct buf *out, const struct wait_rows *x, size_t i)
         resp_w_uint(out, v[k]);
 }
 
-bool cmd_write_waits_for(struct srv_req *r, struct buf *out, const char *name, size_t nl)
+void cmd_write_waiters(struct buf *out, const struct wait_rows *x)
 {
-    size_t left = r->s->cfg.max_keys_reply;
-    struct wait_rows x;
-    waitrows_read(r->s->fsm, name, nl, &left, &x);
-    resp_w_array(out, x.n);
-    for (size_t i = 0; i < x.n; i++)
-        write_sids(out, &x, i);
-    bool cut = waitrows_cut(&x);
-    waitrows_free(&x);
-    return cut;
+    resp_w_array(out, x->n);
+    for (size_t i = 0; i < x->n; i++)
+        resp_w_uint(out, x->r[i].sid);
+}
+
+void cmd_write_waits_for(struct buf *out, const struct wait_rows *x)
+{
+    resp_w_array(out, x->n);
+    for (size_t i = 0; i < x->n; i++)
+        write_sids(out, x, i);
 }
 
 /* One row per queued request of one lock. */

@@ -8,12 +8,13 @@
  * (fsm_lock_waits_foreach), so the work is the queue's length plus the sids listed, never the
  * square of a shared run's length.
  *
- * Invariants: the rows are in FIFO order, one per queued request (the order of LOCK.INFO's
- * `waiters`); row i lists its sids at v[r[i].first .. r[i].first + r[i].n). A reply's budget
- * `left` (--max-keys-reply at its start) is shared by every waitrows_read of that reply and
- * only goes down: a row that had more sids than the budget left lists those it could and has
- * `cut` set, so one reply never lists more than --max-keys-reply sids whatever the queues.
- * Out of memory: no rows at all (a list that would be wrong is not given).
+ * Invariants: the rows are in FIFO order, one per queued request, every one of them whatever the
+ * budget: their sids are LOCK.INFO's and /v1/locks/{name}'s `waiters` (which read the queue
+ * once, here, for both lists); row i lists its sids at v[r[i].first .. r[i].first + r[i].n). A
+ * reply's budget `left` (--max-keys-reply at its start) is shared by every waitrows_read of that
+ * reply and only goes down: a row that had more sids than the budget left lists those it could and
+ * has `cut` set, so one reply never lists more than --max-keys-reply sids whatever the queues. Out
+ * of memory: no rows at all (a list that would be wrong is not given).
  *
  * Who frees: struct wait_rows owns r and v; waitrows_free releases them (safe on a zeroed
  * struct). The rows copy sids only: they stay valid after the next fsm_apply, but describe the

@@ -139,22 +139,20 @@ static void write_sids(struct json *j, const struct wait_rows *x, size_t i)
     json_close(j);
 }
 
-/* LOCK.INFO's waiters, waits_for and waits_for_cut (cmd_lock.c): the lists from the one reader
- * (waitrows.h), at most --max-keys-reply sids over them, "waits_for_cut": 1 only when one was
- * cut there (as LOCK.INFO's, so an uncut answer is as it was). */
+/* LOCK.INFO's waiters, waits_for and waits_for_cut (cmd_lock.c), all from one read of the queue
+ * (waitrows.h: one row per queued request, FIFO): "waiters" the rows' sids, "waits_for" their
+ * lists, at most --max-keys-reply sids over them, "waits_for_cut": 1 only when one was cut
+ * there (as LOCK.INFO's, so an uncut answer is as it was). */
 static void write_waiters(struct json *j, struct srv *s, const char *name, size_t nl)
 {
-    struct sids w = {0};
-    fsm_lock_waiters(s->fsm, name, nl, waiter_add, &w);
-    json_key(j, "waiters");
-    json_arr(j);
-    for (size_t i = 0; !w.failed && i < w.n; i++)
-        json_u64(j, w.v[i]);
-    json_close(j);
-    free(w.v);
     size_t left = s->cfg.max_keys_reply;
     struct wait_rows x;
     waitrows_read(s->fsm, name, nl, &left, &x);
+    json_key(j, "waiters");
+    json_arr(j);
+    for (size_t i = 0; i < x.n; i++)
+        json_u64(j, x.r[i].sid);
+    json_close(j);
     json_key(j, "waits_for"); /* per waiter, in the order of "waiters" (LOCK.INFO's) */
     json_arr(j);
     for (size_t i = 0; i < x.n; i++)
