@@ -657,11 +657,11 @@ FL_API uint64_t fl_txn_revision(const fl_txn *t);
 FL_API size_t fl_txn_nresults(const fl_txn *t);
 FL_API int fl_txn_results_known(const fl_txn *t);
 FL_API int64_t fl_txn_result(const fl_txn *t, size_t i);
-/* After an FL_ESERVER commit the servers refused because an op of the branch that ran cannot
- * apply ("-ERR TXN op N: ...": an INCR of a value that is no counter or that would overflow, a
- * key the branch writes twice): N, the op's place in that branch counted from 1 (as Go's
- * TxnOpError.Op, Java's op(), Node's and Python's op). Nothing of the TXN applied. 0 after any
- * other outcome (a success, another error, no commit yet); fl_client_errmsg has the text. */
+/* After a commit that returned FL_ESERVER because an op of the branch that ran cannot apply
+ * ("-ERR TXN op N: ...": an INCR of a value that is no counter, or one that would overflow):
+ * N, the op's place in that branch counted from 1 (as Go's TxnOpError.Op, Java's op(), Node's
+ * and Python's op). Nothing of the TXN applied. 0 after any other outcome (a success, another
+ * error, no commit yet); fl_client_errmsg has the server's text. */
 FL_API int fl_txn_failed_op(const fl_txn *t);
 
 struct fl_kv {

@@ -145,8 +145,8 @@ class ServerError(FencelockError):
 
 class TxnOpError(ServerError):
     """-ERR TXN op N: ...: an op of the TXN's branch that ran cannot apply (an INCR of a value
-    that is not a counter, or one that would overflow; a key the branch writes twice). `op` is
-    its place in the branch, 1 for the first (as Go's TxnOpError.Op, Java's op(), Node's op).
+    that is not a counter, or one that would overflow). `op` is its place in the branch, 1 for
+    the first (as Go's TxnOpError.Op, Java's op(), Node's op).
     Nothing of the TXN applied. A ServerError as well, so older handlers still catch it."""
 
     def __init__(self, msg: str, op: int) -> None:
