@@ -6,8 +6,8 @@
  *
  * usage: w3floor [--clients 16] [--seconds 10] [--dir build/bench/w3floor]
  *                [--writes-in-flight 1] [--no-sync]
- * prints one JSON line: {"driver":"w3floor","workload":"W3" (or "W3-nosync"), pairs/s, pair p50/p99 ms,
- * entries and commands, cpu_busy}.
+ * prints one JSON line: {"driver":"w3floor","workload":"W3" (or "W3-nosync"), pairs/s, pair p50/p99
+ * ms, entries and commands, cpu_busy}.
  *
  * What it does per pair is what any three-node Raft lock service on one machine must do, and
  * nothing more (docs/performance.md "W3's floor on this machine"):
@@ -602,9 +602,9 @@ int main(int argc, char **argv)
            "\"ops\":%zu,\"ops_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,"
            "\"entries\":%llu,\"commands\":%llu,\"commands_per_entry\":%.2f,\"errors\":%ld,"
            "\"cpu_busy\":%.2f,\"writes_in_flight\":%u,\"sync\":%s}\n",
-           g_sync ? "W3" : "W3-nosync", nclients, elapsed, total, total / elapsed, total ? all[total / 2] : 0,
-           total ? all[total * 99 / 100] : 0, total ? all[total - 1] : 0,
-           (unsigned long long)entries, (unsigned long long)commands,
+           g_sync ? "W3" : "W3-nosync", nclients, elapsed, total, total / elapsed,
+           total ? all[total / 2] : 0, total ? all[total * 99 / 100] : 0,
+           total ? all[total - 1] : 0, (unsigned long long)entries, (unsigned long long)commands,
            entries ? (double)commands / (double)entries : 0, errors, busy, g_inflight,
            g_sync ? "true" : "false");
     free(all);
