@@ -364,7 +364,8 @@ torture:
 
 # make bench: the side-by-side lock benchmark (bench/README.md, docs/performance.md):
 # fencelock (3 nodes, release build, fsync on), Redis SET NX, Redlock (5 Redis), etcd and
-# ZooKeeper, workloads W1-W3 (and W4 for fencelock) in one run by bench/run.sh; results in
+# ZooKeeper, workloads W1-W3 (and W4 for fencelock; W3's floor on this machine, bench/w3floor)
+# in one run by bench/run.sh; results in
 # bench/results/. lockbench links every bench/drv_*.c present (one driver per system). Beside
 # it, the anchors through their own clients: etcd through its Go client and Redlock through
 # redsync are bench/go's gobench (scripts/gobench.sh: the pinned modules of bench/go/go.sum);
@@ -375,7 +376,7 @@ BENCH_LIBS := $(B)/libfencelock.a -lhiredis -lssl -lcrypto -lpthread -lzookeeper
 .PHONY: bench
 bench:
 	@scripts/deps.sh bench
-	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench build/java/fencelock-bench.jar
+	$(MAKE) SAN=0 build/release/fencelockd build/release/bench/lockbench build/release/bench/w3floor build/java/fencelock-bench.jar
 	scripts/gobench.sh build/release/bench || echo "bench/go not built: its rows are skipped"
 	bench/run.sh
 
@@ -399,7 +400,7 @@ BENCH_EXTRA := bench/fl_reads.c bench/rwbench.c bench/watchbench.c bench/watch_f
 .PHONY: bench-check
 bench-check:
 	@scripts/deps.sh bench
-	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench build/java/fencelock-bench.jar
+	$(MAKE) SAN=1 build/asan/fencelockd build/asan/bench/lockbench build/asan/bench/w3floor build/java/fencelock-bench.jar
 	scripts/gobench.sh build/release/bench
 	bench/check.sh
 

@@ -4,8 +4,8 @@
 # /v1/locks/{name}, linearizable and ?stale: every one answered), W9 (read-write locks), W10
 # (watch; fencelock also with one XREAD and one GET /v1/events watcher: every event to each), W11
 # (semaphores), W12 (election fail-over) and W13 (multi-lock), run by
-# `make bench-check` on the sanitizer build (build/asan: fencelockd and bench/lockbench; LB and
-# BIN override). It judges what the workloads report, never how fast: every run ends without
+# `make bench-check` on the sanitizer build (build/asan: fencelockd, bench/lockbench and
+# bench/w3floor; LB, BIN and W3F override). W3's floor (bench/w3floor.c) runs first. It judges what the workloads report, never how fast: every run ends without
 # an error; W9's shared readers overlap (some moment with more than one reader holding, with a
 # 20 ms hold) while exclusive readers never do, and neither the writer nor a reader timed out
 # (a 5 s wait: starvation); W10's watchers received every PUT's event (missed 0, and events =
@@ -166,6 +166,22 @@ w9w10() { # system endpoints
     check "$s W5: LOCK.INFO and its HTTP twin (linearizable and ?stale) answered" "$w5_http_ok" "$line"
   fi
 }
+
+# W3's floor on this machine (bench/w3floor.c, no server of ours): a short run each way; every
+# LOCK was granted and every UNLOCK matched its token (errors 0), and the leader applied each
+# pair's two commands (at most one pair per client still in flight when counted).
+W3F=${W3F:-build/asan/bench/w3floor}
+w3f_ok="$ran"' and r["driver"] == "w3floor" and r["ops"] > 0 and r["entries"] > 0
+and 2 * r["ops"] <= r["commands"] <= 2 * (r["ops"] + r["clients"]) and r["commands_per_entry"] >= 1
+and 0 < r["p50_ms"] <= r["p99_ms"] <= r["max_ms"]'
+w3f_ok=${w3f_ok//$'\n'/ }
+if [ "$only_java" = 0 ] && [ -x "$W3F" ]; then
+  for mode in "" --no-sync; do
+    line=$(timeout 120 "$W3F" --seconds 1 --dir build/bench/w3floor-check $mode 2>>"$errlog" | tail -n 1)
+    check "w3floor W3${mode:+ $mode}: every pair granted, released and applied" \
+      "$w3f_ok"' and r["workload"] == "W3'"${mode:+-nosync}"'"' "$line"
+  done
+fi
 
 if [ "$only_java" = 0 ]; then
 running=fencelock

@@ -747,7 +747,7 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
     p("")
     p("## W3 — parallel: 16 clients, each on its own lock")
     p("")
-    disk = get("disk", "fsync")
+    disk, ceiling = get("disk", "fsync"), None
     if disk and not disk.get("errors") and disk.get("p50_ms") and ok(fl["W3"]):
         c = disk["p50_ms"]
         ceiling = 16 / (2 * c / 1000.0)
@@ -755,6 +755,18 @@ if any(r.get("workload") in ("W1", "W2", "W3", "W4") for r in rows):
           f"(this disk: p50 {c:.3f} ms, p90 {disk['p90_ms']:.3f} ms over {disk['n']} 4 KiB appends, "
           f"measured before the first system started): 16 / (2 × {c:.3f} ms) = {rate(ceiling)} pairs/s. "
           f"fencelock reaches {rate(fl['W3']['ops_per_s'])} pairs/s = **{fl['W3']['ops_per_s'] / ceiling:.2f}× the ceiling**.")
+        p("")
+    floor, nosync = get("w3floor", "W3"), get("w3floor", "W3-nosync")
+    if floor and not floor.get("errors") and ok(fl["W3"]):
+        p(f"This machine's floor (bench/w3floor.c, before the first system started): W3's pairs through "
+          f"three processes that do only what any three-node Raft lock service with synced logs must "
+          f"(loopback TCP, one entry per loop turn, 4 KiB direct RWF_DSYNC writes, one in flight per "
+          f"node, a commit on the leader's and one follower's write; no parsing, sessions or fencing): "
+          f"**{rate(floor['ops_per_s'])} pairs/s** (p50 {fmt(floor['p50_ms'], 3)} ms, "
+          f"{floor['commands_per_entry']:.1f} commands per entry, CPUs {floor['cpu_busy'] * 100:.0f} % busy)"
+          + (f"; with no sync at all {rate(nosync['ops_per_s'])} pairs/s ({nosync['ops_per_s'] / ceiling:.2f}× the ceiling)"
+             if nosync and not nosync.get("errors") and ceiling else "")
+          + f". fencelock reaches **{fl['W3']['ops_per_s'] / floor['ops_per_s']:.2f}× the floor**.")
         p("")
     p("| system | pairs/s | pair p50 ms | pair p99 ms | fencelock pairs/s / this | CPUs busy | note |")
     p("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -1236,6 +1248,16 @@ if [ "$report_only" != 1 ] && [ "${BENCH_W123:-1}" = 1 ]; then
   line=$(fsync_probe) || line='{"driver":"disk","workload":"fsync","errors":1,"error":"probe failed"}'
   echo "== the data disk: $line"
   echo "$line" >>"$json"
+  # W3's floor on this machine (bench/w3floor.c): W3's pairs through three processes that do
+  # only what any three-node, synced Raft lock service must (loopback TCP, group commit, one
+  # direct RWF_DSYNC write in flight per node), then the same without the sync. Before any
+  # system starts, for W3's section of the report.
+  for mode in "" --no-sync; do
+    line=$(timeout $((secs + 60)) build/release/bench/w3floor --seconds "$secs" $mode 2>>"$raw/w3floor.stderr") ||
+      line="{\"driver\":\"w3floor\",\"workload\":\"W3${mode:+-nosync}\",\"errors\":1,\"error\":\"w3floor failed\"}"
+    echo "== W3's floor on this machine${mode:+ (no sync)}: $line"
+    echo "$line" >>"$json"
+  done
 fi
 
 [ "$report_only" = 1 ] && [ -f "$raw/clients.json" ] || client_versions

@@ -621,7 +621,8 @@ FL_API fl_err fl_del(fl_client *c, fl_session *session, const char *key,
  * copies what it is given. A builder may be committed again (with the same session, that is a
  * new request). FL_ETOOLARGE: more arguments than one command holds (the server's --max-txn-ops,
  * --max-txn-bytes and --max-args bind too). fl_txn_commit: FL_ESTALE (a stale fence),
- * FL_ETOOLARGE, FL_ENOSPACE, FL_EPERM, FL_ESERVER (a failing op: nothing applied), ...
+ * FL_ETOOLARGE, FL_ENOSPACE, FL_EPERM, FL_ESERVER (a failing op, fl_txn_failed_op names it:
+ * nothing applied), ...
  */
 typedef struct fl_txn fl_txn;
 enum fl_txn_rel { FL_TXN_EQ = 0, FL_TXN_NE = 1, FL_TXN_LT = 2, FL_TXN_GT = 3 };
@@ -656,6 +657,12 @@ FL_API uint64_t fl_txn_revision(const fl_txn *t);
 FL_API size_t fl_txn_nresults(const fl_txn *t);
 FL_API int fl_txn_results_known(const fl_txn *t);
 FL_API int64_t fl_txn_result(const fl_txn *t, size_t i);
+/* After a commit that returned FL_ESERVER because an op of the branch that ran cannot apply
+ * ("-ERR TXN op N: ...": an INCR of a value that is no counter, or one that would overflow):
+ * N, the op's place in that branch counted from 1 (as Go's TxnOpError.Op, Java's op(), Node's
+ * and Python's op). Nothing of the TXN applied. 0 after any other outcome (a success, another
+ * error, no commit yet); fl_client_errmsg has the server's text. */
+FL_API int fl_txn_failed_op(const fl_txn *t);
 
 struct fl_kv {
     void *value; /* NUL-terminated for convenience (len excludes it); freed by fl_kv_free */

@@ -121,6 +121,10 @@ fl_err cl_reply_err(fl_client *c, const redisReply *r);
 void cl_wait_refresh(struct cl_cmd *m);
 /* True when r is an error reply whose first word is `code` (a PROTO_* word). */
 bool cl_err_is(const redisReply *r, const char *code);
+/* N of an error reply's text "ERR TXN op N: ..." (s, len bytes: a TXN refused because its
+ * branch's op N cannot apply, counted from 1), or 0 for any other text, an N of 0 or one over
+ * INT_MAX: the same rule as the Go, Java, Node and Python clients' parsers. */
+int cl_txn_op(const char *s, size_t len);
 
 /* Record the thread's message for the client and return err. */
 fl_err cl_fail(fl_client *c, fl_err err, const char *fmt, ...)

@@ -9,7 +9,11 @@
  * lays them out in one cl_cmd: at most CL_ARGS_MAX arguments with FENCE and REQ, so a
  * builder refuses (FL_ETOOLARGE) an entry that would not fit (the server's --max-args, 64 by
  * default, usually binds first).
+ *
+ * Every commit first forgets the last one's result; a commit refused with "-ERR TXN op N: ..."
+ * keeps N (fl_txn_failed_op), any other outcome leaves it 0.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,7 @@ struct fl_txn {
     uint64_t fence_token;
     /* the last commit's result */
     int committed, succeeded, known;
+    int failed_op; /* the op the servers named in "-ERR TXN op N", from 1; 0: none */
     uint64_t revision;
     int64_t *results;
     size_t nresults;
@@ -53,6 +58,7 @@ static void clear_results(fl_txn *t)
     t->results = NULL;
     t->nresults = 0;
     t->committed = t->succeeded = t->known = 0;
+    t->failed_op = 0;
     t->revision = 0;
 }
 
@@ -250,6 +256,23 @@ fl_err fl_txn_fence(fl_txn *t, const char *lock, uint64_t token)
     return FL_OK;
 }
 
+int cl_txn_op(const char *s, size_t len)
+{
+    static const char pfx[] = PROTO_ERR " TXN op ";
+    size_t i = sizeof(pfx) - 1;
+    long long n = 0;
+    if (!s || len <= i || memcmp(s, pfx, i) != 0)
+        return 0;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+        n = n * 10 + (s[i] - '0');
+        if (n > INT_MAX)
+            return 0;
+    }
+    if (i == sizeof(pfx) - 1 || i == len || s[i] != ':')
+        return 0; /* no digits, or not "N:" */
+    return (int)n;
+}
+
 /* [THEN|ELSE, revision, [results] | nil] into t. */
 static fl_err take_reply(fl_client *c, fl_txn *t, const redisReply *r)
 {
@@ -302,6 +325,7 @@ fl_err fl_txn_commit(fl_client *c, fl_session *session, fl_txn *t)
         cl_arg_u64(&m, t->fence_token);
     }
     fl_err e;
+    clear_results(t); /* nothing of an earlier commit survives this one, whatever it ends with */
     if (session) {
         uint64_t seq;
         if ((e = cl_session_begin(session, &seq)))
@@ -318,6 +342,8 @@ fl_err fl_txn_commit(fl_client *c, fl_session *session, fl_txn *t)
         e = cl_reply_err(c, r);
         if (e == FL_ESESSION && session)
             cl_session_mark_lost(session);
+        if (e == FL_ESERVER)
+            t->failed_op = cl_txn_op(r->str, r->len);
     } else {
         e = take_reply(c, t, r);
     }
@@ -343,6 +369,11 @@ size_t fl_txn_nresults(const fl_txn *t)
 int fl_txn_results_known(const fl_txn *t)
 {
     return t && t->committed && t->known;
+}
+
+int fl_txn_failed_op(const fl_txn *t)
+{
+    return t ? t->failed_op : 0;
 }
 
 int64_t fl_txn_result(const fl_txn *t, size_t i)

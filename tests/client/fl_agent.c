@@ -581,6 +581,10 @@ static const char *err_word(fl_err e, const char *msg)
     }
 }
 
+/* The op a failed TXN named (fl_txn_failed_op), set by op_txn on the job's own thread and
+   sent as the error reply's "op" (PROTOCOL.md); 0: none. */
+static _Thread_local int job_txn_op;
+
 static void reply_err(int64_t id, const char *word, const char *msg)
 {
     struct jw w;
@@ -589,6 +593,8 @@ static void reply_err(int64_t id, const char *word, const char *msg)
     jw_bool(&w, "ok", 0);
     jw_str(&w, "error", word);
     jw_str(&w, "message", msg ? msg : "");
+    if (job_txn_op > 0)
+        jw_int(&w, "op", job_txn_op);
     jw_emit(&w);
 }
 
@@ -1342,8 +1348,10 @@ static fl_err op_txn(const struct jv *req, struct jw *w, const char **why)
     NEED(t, "out of memory");
     *why = NULL;
     fl_err e = txn_build(t, req, why);
-    if (e == FL_OK)
+    if (e == FL_OK) {
         e = fl_txn_commit(agent.c, s, t);
+        job_txn_op = fl_txn_failed_op(t);
+    }
     if (e == FL_OK) {
         jw_bool(w, "succeeded", fl_txn_succeeded(t));
         jw_int(w, "rev", (int64_t)fl_txn_revision(t));
@@ -1570,6 +1578,7 @@ static void *run_job(void *arg)
     jw_begin(&w);
     jw_int(&w, "id", j->id);
     jw_bool(&w, "ok", 1);
+    job_txn_op = 0;
     fl_err e = j->fn(&j->req, &w, &why);
     if (e == FL_OK) {
         jw_emit(&w);

@@ -295,12 +295,29 @@ static void api_kv(fl_client *c)
     CHECK_ERR(fl_txn_fence(tx, fence.fence_name, fence.fence_token), FL_OK);
     CHECK_ERR(fl_txn_commit(c, s, tx), FL_OK);
     CHECK(fl_txn_succeeded(tx) && fl_txn_nresults(tx) == 2 && fl_txn_results_known(tx));
+    CHECK(fl_txn_failed_op(tx) == 0);
     CHECK(fl_txn_result(tx, 0) == (int64_t)fl_txn_revision(tx) - 1 && fl_txn_result(tx, 1) == 8);
     CHECK_ERR(fl_txn_commit(c, NULL, tx), FL_OK); /* api-t exists now: ELSE deletes it */
     CHECK(!fl_txn_succeeded(tx) && fl_txn_nresults(tx) == 1 && fl_txn_result(tx, 0) == 1);
     CHECK_ERR(fl_txn_if_value(tx, "k", FL_TXN_LT, "x", 1), FL_EINVAL);
     CHECK_ERR(fl_txn_fence(tx, stale.fence_name, stale.fence_token), FL_OK);
     CHECK_ERR(fl_txn_commit(c, s, tx), FL_ESTALE);
+    CHECK(fl_txn_failed_op(tx) == 0 && !fl_txn_succeeded(tx)); /* STALE names no op */
+    fl_txn_free(tx);
+    /* An op that cannot apply (op 2 increments "x"): FL_ESERVER, the op named, nothing applied;
+     * a later commit refused for another reason names none */
+    tx = fl_txn_new();
+    CHECK(tx != NULL);
+    CHECK_ERR(fl_txn_then_put(tx, "api-t2", "1", 1), FL_OK);
+    CHECK_ERR(fl_txn_then_incr(tx, "eph", 1), FL_OK);
+    CHECK_ERR(fl_txn_commit(c, s, tx), FL_ESERVER);
+    CHECK(fl_txn_failed_op(tx) == 2 && strstr(fl_client_errmsg(c), "TXN op 2") != NULL);
+    CHECK_ERR(fl_get(c, "api-t2", &kv), FL_ENOTFOUND);
+    CHECK_ERR(fl_txn_commit(c, NULL, tx), FL_ESERVER);
+    CHECK(fl_txn_failed_op(tx) == 2);
+    CHECK_ERR(fl_txn_fence(tx, stale.fence_name, stale.fence_token), FL_OK);
+    CHECK_ERR(fl_txn_commit(c, s, tx), FL_ESTALE);
+    CHECK(fl_txn_failed_op(tx) == 0);
     fl_txn_free(tx);
     CHECK_ERR(fl_incr(c, NULL, "api-ctr", -10, NULL, NULL), FL_OK);
     CHECK_ERR(fl_incr(c, NULL, "eph", 1, NULL, NULL), FL_ESERVER); /* "x": not a counter */

@@ -1299,10 +1299,12 @@ scenario_txn_retry_answered_once.timeout = 150
 def scenario_txn_invalid_refused(ctx):
     """On servers with --max-txn-ops 4, TXNs the servers refuse whole: more compares and ops
     than that (TOOLARGE), a key written twice in one branch, a relation VALUE does not take,
-    and a branch whose last op cannot apply (an INCR of a value that is no counter: the error
-    names op 2) are each the typed error, and none changes a key or the store's revision; a
-    TXN of 4 then applies. Proves: the client types the servers' TXN refusals and never turns
-    one into a partial success."""
+    and a branch whose last op cannot apply (an INCR of a value that is no counter) are each the
+    typed error, and none changes a key or the store's revision; a TXN of 4 then applies. The
+    failing op is the reply's field `op` (2), which each agent takes from its client's own type
+    (C fl_txn_failed_op, Python TxnOpError.op, Go TxnOpError.Op, Java op(), Node op), never
+    from the message; the other refusals carry none. Proves: the client types the servers' TXN
+    refusals, names the op that failed, and never turns one into a partial success."""
     servers, _ = plain_cluster(ctx, extra=["--max-txn-ops", "4"])
     a = ctx.agent(servers, timeout=10)
     s, _ = _sid(a.ok("session.open", ttl=30))
@@ -1311,12 +1313,15 @@ def scenario_txn_invalid_refused(ctx):
     five = [["put", "tx/k%d" % i, "x"] for i in range(3)]
     a.err("txn", "TOOLARGE", **_txn(a, [["exists", "tx/word"]], five, [["del", "tx/word"]],
                                     session=s))
-    a.err("txn", "OTHER", **_txn(a, [], [["put", "tx/k0", "1"], ["del", "tx/k0"]], session=s))
-    a.err("txn", "OTHER", **_txn(a, [["value", "tx/word", "<", "b"]],
-                                 [["put", "tx/k0", "1"]], session=s))
+    r = a.err("txn", "OTHER", **_txn(a, [], [["put", "tx/k0", "1"], ["del", "tx/k0"]],
+                                     session=s))
+    eq(r.get("op"), None, "a key written twice names no op (the command is refused whole)")
+    r = a.err("txn", "OTHER", **_txn(a, [["value", "tx/word", "<", "b"]],
+                                     [["put", "tx/k0", "1"]], session=s))
+    eq(r.get("op"), None, "a refused relation names no op")
     r = a.err("txn", "OTHER", **_txn(a, [], [["put", "tx/k0", "1"], ["incr", "tx/word", 1]],
                                      session=s))
-    assert "op 2" in r.get("message", ""), ("the error names the op that failed", r)
+    eq(r.get("op"), 2, "the client's typed error names the op that failed (%r)" % r)
     eq((kv(servers, "tx/word"), [kv(servers, "tx/k%d" % i) for i in range(3)]),
        (before, [None] * 3), "no refused TXN changed a key")
     eq(_revision(servers), rev, "no refused TXN took a revision")

@@ -23,6 +23,7 @@ import {
   LockTimeoutError,
   VERSION,
   type Txn,
+  TxnOpError,
   type TxnRel,
   type Watcher,
 } from './index';
@@ -383,7 +384,12 @@ function main(): void {
           process.exit(0);
         }
       },
-      (e: unknown) => emit({ id: r.id, ok: false, error: word(e), message: (e as Error)?.message ?? String(e) }),
+      (e: unknown) => {
+        const message = (e as Error)?.message ?? String(e);
+        const rep: Result = { id: r.id, ok: false, error: word(e), message };
+        if (e instanceof TxnOpError) rep.op = e.op; // the TXN's failing op, typed (PROTOCOL.md)
+        emit(rep);
+      },
     );
   });
   rl.on('close', () => {

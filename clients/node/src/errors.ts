@@ -195,7 +195,8 @@ export function fromReply(text: string): FencelockError {
     return new CompactedError(text, m ? m[1] : '');
   }
   const op = /^ERR TXN op (\d+):/.exec(text);
-  if (op) return new TxnOpError(text, Number(op[1]));
+  // ops count from 1 (Go's, Java's, Python's and C's parsers refuse an op 0 too)
+  if (op && Number(op[1]) >= 1) return new TxnOpError(text, Number(op[1]));
   const Cls = WORDS[word] ?? ServerError;
   return new Cls(text);
 }

@@ -50,6 +50,15 @@ async function fake(script) {
   return { endpoint: `127.0.0.1:${port}`, seen, close: () => new Promise((r) => srv.close(r)) };
 }
 
+test('txn: an op is named only by "ERR TXN op N:" with N from 1, as the other clients read it', () => {
+  const e = fl.fromReply('ERR TXN op 3: increment would overflow: key n is 1');
+  assert.ok(e instanceof fl.TxnOpError && e.op === 3);
+  for (const t of ['ERR TXN op 0: x', 'ERR TXN op : x', 'ERR TXN op 2 x', 'ERR syntax in TXN op 2: x']) {
+    const x = fl.fromReply(t);
+    assert.ok(x instanceof fl.ServerError && !(x instanceof fl.TxnOpError), t);
+  }
+});
+
 test('txn: the words sent, the reply read, a resend with the same REQ', async () => {
   let txns = 0;
   const f = await fake((argv) => {

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fencelock  # noqa: E402
 from fencelock import Compacted, FencelockError, LockTimeout, SessionLost, Stale  # noqa: E402
+from fencelock import TxnOpError  # noqa: E402
 from fencelock import Revoke, Waiter  # noqa: E402
 from fencelock.aio import AsyncClient, AsyncSession, AsyncWatch, Event  # noqa: E402
 
@@ -455,6 +456,8 @@ async def handle(agent: Agent, req: Req) -> None:
         raise
     except Exception as e:  # noqa: BLE001 - every failure is an answer
         reply = error(word_of(e), "%s: %s" % (type(e).__name__, e))
+        if isinstance(e, TxnOpError):  # the TXN's failing op, typed (PROTOCOL.md)
+            reply["op"] = e.op
     out = {"id": rid, "ok": True}
     out.update(reply)
     emit(out)

@@ -15,7 +15,8 @@ from ._version import __version__
 from .client import Client
 from .errors import (AuthError, Broken, Compacted, DeadlockError, FencelockError, IfRevFailed, LockTimeout,
                      NoSpace, NotHolder, OutcomeUnknown, PermissionDenied, ProtocolError,
-                     ServerError, SessionLost, Stale, TLSError, TooLarge, Unavailable, WrongType)
+                     ServerError, SessionLost, Stale, TLSError, TooLarge, TxnOpError, Unavailable,
+                     WrongType)
 from .session import Session
 from .watch import RevokeWatch, WaiterWatch, Watch
 
@@ -24,5 +25,5 @@ __all__ = ["Client", "Session", "LeaderInfo", "Watch", "Event", "Revoke", "Revok
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost", "NotHolder",
            "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace", "AuthError",
            "PermissionDenied", "WrongType", "DeadlockError", "Broken", "Compacted", "ServerError",
-           "ProtocolError",
+           "TxnOpError", "ProtocolError",
            "__version__"]

@@ -143,6 +143,17 @@ class ServerError(FencelockError):
     """Any other error reply (-ERR ...): syntax, a refused request."""
 
 
+class TxnOpError(ServerError):
+    """-ERR TXN op N: ...: an op of the TXN's branch that ran cannot apply (an INCR of a value
+    that is not a counter, or one that would overflow). `op` is its place in the branch, 1 for
+    the first (as Go's TxnOpError.Op, Java's op(), Node's op).
+    Nothing of the TXN applied. A ServerError as well, so older handlers still catch it."""
+
+    def __init__(self, msg: str, op: int) -> None:
+        super().__init__(msg)
+        self.op = op
+
+
 class ProtocolError(FencelockError):
     """A reply of a shape the package does not expect."""
 
@@ -171,10 +182,24 @@ _WORDS: Dict[str, Type[FencelockError]] = {
 }
 
 
+# redis-py hands an -ERR reply over without its "ERR " (error_text): both forms are the servers'.
+_TXN_OP = re.compile(r"(?:ERR )?TXN op ([0-9]+):")
+
+
+def txn_op(text: str) -> int:
+    """N of "ERR TXN op N: ..." (the servers' text for a TXN's failing op), 0 for any other
+    text (N is never 0: the ops count from 1)."""
+    m = _TXN_OP.match(text)
+    return int(m.group(1)) if m else 0
+
+
 def from_reply(text: str) -> FencelockError:
     """The exception for one error reply's text ("STALE token 5 is not ...")."""
     word = text.split(" ", 1)[0]
     if word == "COMPACTED":  # "COMPACTED oldest=41-0: ..."
         m = re.search(r"oldest=([0-9]+-[0-9]+)", text)
         return Compacted(text, m.group(1) if m else "")
+    op = txn_op(text)
+    if op > 0:
+        return TxnOpError(text, op)
     return _WORDS.get(word, ServerError)(text)

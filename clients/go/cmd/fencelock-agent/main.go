@@ -654,8 +654,13 @@ func main() {
 			defer reqs.Done()
 			res, err := a.handle(req)
 			if err != nil {
-				a.emit(map[string]any{"id": id, "ok": false, "error": fencelock.Word(err),
-					"message": err.Error()})
+				rep := map[string]any{"id": id, "ok": false, "error": fencelock.Word(err),
+					"message": err.Error()}
+				var oe *fencelock.TxnOpError
+				if errors.As(err, &oe) { // the TXN's failing op, typed (PROTOCOL.md)
+					rep["op"] = oe.Op
+				}
+				a.emit(rep)
 				return
 			}
 			if res == nil {

@@ -22,7 +22,7 @@ from .._common import Event, LeaderInfo, Revoke, Waiter  # noqa: E402
 from ..errors import (AuthError, Compacted, DeadlockError, FencelockError, IfRevFailed,  # noqa: E402
                       LockTimeout, NoSpace, NotHolder, OutcomeUnknown, PermissionDenied,
                       ProtocolError, ServerError, SessionLost, Stale, TLSError, TooLarge,
-                      Unavailable, WrongType)
+                      TxnOpError, Unavailable, WrongType)
 from .._txn import TxnResult  # noqa: E402
 from .client import AsyncClient, AsyncTxn  # noqa: E402
 from .session import AsyncSession  # noqa: E402
@@ -33,4 +33,4 @@ __all__ = ["AsyncClient", "AsyncSession", "AsyncWatch", "AsyncTxn", "TxnResult",
            "FencelockError", "Unavailable", "TLSError", "OutcomeUnknown", "SessionLost",
            "NotHolder", "LockTimeout", "Stale", "IfRevFailed", "TooLarge", "NoSpace",
            "AuthError", "PermissionDenied", "WrongType", "DeadlockError", "Compacted",
-           "ServerError", "ProtocolError"]
+           "ServerError", "TxnOpError", "ProtocolError"]

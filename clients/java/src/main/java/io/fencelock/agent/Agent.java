@@ -20,6 +20,7 @@ import io.fencelock.client.RevokeWatch;
 import io.fencelock.client.Session;
 import io.fencelock.client.StaleException;
 import io.fencelock.client.Txn;
+import io.fencelock.client.TxnOpException;
 import io.fencelock.client.TxnResult;
 import io.fencelock.client.Waiter;
 import io.fencelock.client.WaiterWatch;
@@ -199,6 +200,9 @@ public final class Agent {
       r.putAll(res);
     } catch (LockTimeoutException e) {
       fail(r, "TIMEOUT", e);
+    } catch (TxnOpException e) {
+      fail(r, e.word(), e);
+      r.put("op", e.op()); // the TXN's failing op, typed (PROTOCOL.md)
     } catch (FencelockException e) {
       fail(r, e.word(), e);
     } catch (InterruptedException e) {
