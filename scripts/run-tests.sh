@@ -31,6 +31,7 @@ B=${1:-build/asan}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 passed=0; failed=0; t0=$SECONDS
+phase() { echo "== $* (at $((SECONDS - t0)) s)"; } # where the run's time goes, part by part
 count() { # parse the last summary line of a part's output (a tool's output that ends without a
   # newline may have the appended summary glued to its last line: match at the line's end)
   local line; line=$(grep -aoE 'tests: [0-9]+ passed, [0-9]+ failed$' "$1" | tail -n 1)
@@ -77,17 +78,17 @@ torture_all() {
 }
 porcupine_built=1
 if [ ${#only[@]} -eq 0 ]; then
-  echo "== porcupine: build the second judge (scripts/porcupine.sh)"
+  phase "porcupine: build the second judge (scripts/porcupine.sh)"
   scripts/porcupine.sh build/porcupine || { porcupine_built=0; failed=$((failed + 1)); }
 fi
 if [ ${#only[@]} -eq 0 ] && [ "${TORTURE:-1}" != 0 ]; then
   mkdir -p build/torture
   rm -f build/torture/ci*.log build/torture/ci*.log.status build/torture/ci*.log.title
-  echo "== torture: 3 schedules in the background (build/torture/ci*.log)"
+  phase "torture: 3 schedules in the background (build/torture/ci*.log)"
   torture_all &
   torture_pid=$!
 fi
-echo "== unit tests"
+phase "unit tests"
 for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
   selected "$(basename "$t")" || continue
@@ -112,13 +113,13 @@ if [ ${#only[@]} -gt 0 ]; then
   echo "tests: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]; exit
 fi
-echo "== torture checkers"
+phase "torture checkers"
 python3 tests/torture/test_checkers.py >"$log" 2>&1
 grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
 count "$log" "torture checkers"
 # The second judge against the first: negative controls flagged by both, Porcupine's labelled
 # Jepsen etcd histories judged alike (tests/porcupine/test_porcupine.py).
-echo "== porcupine (second judge)"
+phase "porcupine (second judge)"
 if [ "$porcupine_built" = 1 ]; then
   python3 tests/porcupine/test_porcupine.py --bin "$PORCUPINE" >"$log" 2>&1
   grep -E '^(not ok|FAIL)' "$log"; grep -E '^tests:' "$log"
@@ -126,7 +127,7 @@ if [ "$porcupine_built" = 1 ]; then
 else
   echo "!! porcupine-check was not built"
 fi
-echo "== integration"
+phase "integration"
 FL_TEST_PORTS=20000-29999 python3 tests/integration/run.py --bin "$B/fencelockd" \
   --repeat "$repeat" ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" integration
@@ -137,7 +138,7 @@ count "$log" integration
 # a "tests:" line.
 PY=build/pyvenv/bin/python
 scripts/deps.sh pyvenv >"$log" 2>&1 || { cat "$log"; echo "!! build/pyvenv could not be made"; }
-echo "== python client (mypy --strict)"
+phase "python client (mypy --strict)"
 mp=0; mf=0
 for target in fencelock conformance/agent.py; do
   if (cd clients/python && "../../$PY" -m mypy --strict "$target") >"$log" 2>&1; then
@@ -148,7 +149,7 @@ for target in fencelock conformance/agent.py; do
 done
 echo "tests: $mp passed, $mf failed" | tee "$log"
 count "$log" "python mypy"
-echo "== python client (pytest)"
+phase "python client (pytest)"
 FL_TEST_PORTS=20000-29999 "$PY" -m pytest -q -rfE -p no:cacheprovider \
   clients/python/tests --fencelockd "$B/fencelockd" >"$log" 2>&1
 grep -E '^(FAILED|ERROR)' "$log"
@@ -163,7 +164,7 @@ fi
 count "$log" "python client"
 # The Java client (clients/java) against real servers, offline from ~/.m2 (scripts/deps.sh test
 # fetched it); Surefire's per-class reports become this script's "tests:" line.
-echo "== java client (mvn -o test)"
+phase "java client (mvn -o test)"
 rm -rf clients/java/target/surefire-reports
 jbin=$(realpath "$B/fencelockd")
 (cd clients/java && FL_TEST_PORTS=20000-29999 mvn -o -q -B test -Dfencelock.bin="$jbin") \
@@ -189,26 +190,26 @@ count "$log" "java client"
 # scenario against every client's agent (tests/conformance/agents/*.json), on 3-node clusters;
 # one test per scenario and agent. After the integration tests and pytest, on their range (they
 # are done; the torture runs in the background keep 30000-32767 to themselves).
-echo "== conformance (every client's agent)"
+phase "conformance (every client's agent)"
 FL_TEST_PORTS=20000-29999 python3 tests/conformance/run.py --bin "$B/fencelockd" \
   ${jobs:+--jobs "$jobs"} 2>&1 | tee "$log"
 count "$log" conformance
 # The fencing adapters (tests/fencing, docs/testing.md "Fencing adapters"): every scenario
 # against every resource that checks tokens (ADAPTERS in tests/fencing/adapters.py), each
 # resource Debian's package, started by the suite; one test per scenario and adapter.
-echo "== fencing adapters (tests/fencing)"
+phase "fencing adapters (tests/fencing)"
 FL_TEST_PORTS=20000-29999 python3 tests/fencing/run.py --bin "$B/fencelockd" 2>&1 | tee "$log"
 count "$log" "fencing adapters"
 # The Go client (clients/go): go vet, staticcheck and go test -race against real servers, its
 # conformance agent included (scripts/go-client-tests.sh prints its own "tests:" line).
-echo "== go client (vet, staticcheck, go test -race)"
+phase "go client (vet, staticcheck, go test -race)"
 FL_TEST_PORTS=20000-29999 scripts/go-client-tests.sh "$B/fencelockd" >"$log" 2>&1
 grep -E '^(go vet|staticcheck|go test|tests:)' "$log"
 grep -qE '^tests: [0-9]+ passed, 0 failed' "$log" || grep -vE '^(go vet|staticcheck|go test|tests:)' "$log" | tail -n 150
 count "$log" "go client"
 # The Node.js client (clients/node): tsc, then Node's own test runner against real servers; its
 # TAP totals ("# pass 12", "# fail 0") become this script's "tests:" line (a failed build: 1).
-echo "== node client (node --test)"
+phase "node client (node --test)"
 nbin=$(realpath "$B/fencelockd")
 if (cd clients/node && npm run --silent build) >"$log" 2>&1; then
   (cd clients/node && FL_TEST_PORTS=20000-29999 FENCELOCK_BIN="$nbin" \
@@ -230,7 +231,7 @@ count "$log" "node client"
 # driven by playwright-core (scripts/deps.sh test: npm ci there) against real clusters, on the
 # integration tests' range; its TAP totals become this script's "tests:" line, as the Node.js
 # client's. Screenshots of every page land in build/console-screenshots/.
-echo "== console (playwright-core, chromium)"
+phase "console (playwright-core, chromium)"
 (cd tests/console && FL_TEST_PORTS=20000-29999 FENCELOCK_BIN="$nbin" \
   node --test --test-reporter=tap console.test.js) >"$log" 2>&1
 grep -E '^not ok' "$log"
