@@ -567,7 +567,7 @@ size_t fsm_locks_list_after(const struct fsm *f, const char *prefix, size_t plen
  * only a lock's exclusive holder's token, a permit's or the leader's). */
 int fsm_fence_check(const struct fsm *f, const char *name, size_t namelen, uint64_t token);
 
-/* A semaphore (SEM.INFO); holders and waiters through fsm_lock_holders / fsm_lock_waiters. */
+/* A semaphore (SEM.INFO); holders and waiters through fsm_sem_holders / fsm_sem_waiters. */
 struct fsm_sem_view {
     uint64_t limit;
     uint64_t in_use; /* permits held, summed over the acquisitions (may exceed a lowered limit) */

@@ -13,6 +13,7 @@ from helpers import eq, expect_err, expect_int, expect_nil, no_reply, ok, open_s
 from resp import Conn, RespError, as_map, text
 from test_cli import cli_path
 from test_client import Probe
+from test_http_api import get_json, plain
 
 
 def sem_info(c, name):
@@ -70,6 +71,43 @@ def test_k_permits_fifo_and_info(ctx):
     ok(c.call("FENCE.CHECK", "w", td), "one token fences the acquisition's permits")
     ok(c.call("SEM.RELEASE", "w", d))
     eq(checked(sem_info(c, "w"))["permits"], 1, "a release frees the acquisition's 3")
+
+
+def test_waiters_and_wanted_are_one_queue_in_sem_info_and_v1_semaphores(ctx):
+    """SEM.INFO's "waiters" and "wanted" (and /v1/semaphores' twins) are two columns of one read
+    of the queue: row i is the i-th queued request's session and the permits it asks, whatever
+    the protocol, when one leaves the middle and when the queue is longer than
+    --max-keys-reply (which cuts neither list)."""
+    srv = ctx.server("--max-keys-reply", "3")
+    c = ctx.conn(srv)
+    h = open_session(c)
+    expect_int(c.call("SEM.ACQUIRE", "q", h, 5, "PERMITS", 5))
+    asks = [2, 5, 1, 4, 3]
+    sids = [open_session(c) for _ in asks]
+    for sid, k in zip(sids, asks):
+        w = ctx.conn(srv)
+        w.send("SEM.ACQUIRE", "q", sid, 5, "PERMITS", k, "WAIT", 600000)
+        queued(c, "q", sid)
+
+    def check(want_sids, want_asks, what):
+        for proto in (2, 3):
+            r = ctx.conn(srv)
+            if proto == 3:
+                ok(r.call("HELLO", 3))
+            m = as_map(r.call("SEM.INFO", "q"))
+            eq((list(m["waiters"]), list(m["wanted"])), (want_sids, want_asks),
+               "%s: SEM.INFO's waiters and wanted, RESP%d" % (what, proto))
+        raw = as_map(c.call("SEM.INFO", "q"))
+        want = plain(raw)
+        want["holders"] = [plain(as_map(x)) for x in raw["holders"]]
+        got = get_json(srv, "/v1/semaphores?prefix=q")["semaphores"]
+        eq(len(got), 1)
+        eq(got[0].pop("name"), "q")
+        eq(got[0], want, "%s: /v1/semaphores == SEM.INFO" % what)
+
+    check(sids, asks, "five queued")
+    ok(c.call("SEM.RELEASE", "q", sids[2]), "the middle one leaves the queue")
+    check(sids[:2] + sids[3:], asks[:2] + asks[3:], "one left the middle")
 
 
 def test_permits_arguments_are_checked(ctx):

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/list.h"
 #include "server/cmd/cmd.h"
+#include "server/cmd/inforows.h"
 #include "server/server.h"
 
 enum latch_wait_kind { LW_LATCH, LW_ENTER, LW_LEAVE };
@@ -285,20 +286,6 @@ void latchDeleteCommand(struct srv_req *r)
     cmd_propose(r, &cmd);
 }
 
-static void part_cb(void *arg, uint64_t sid, bool done)
-{
-    struct srv_req *r = arg;
-    (void)done;
-    resp_w_uint(r->out, sid);
-}
-
-static void done_cb(void *arg, uint64_t sid, bool done)
-{
-    struct srv_req *r = arg;
-    (void)sid;
-    resp_w_uint(r->out, done ? 1 : 0);
-}
-
 #define LATCH_INFO_FIELDS 7
 
 /* LATCH.INFO name -> nil | {type, state, count, remaining, joiners: [sid...], counted: [0|1...],
@@ -314,6 +301,14 @@ void latchInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
+    /* The participants, read once and before anything is written: "joiners" (each row's sid)
+     * and "counted" (each row's flag, in the same order). */
+    struct info_rows x;
+    inforows_latch_parts(r->s->fsm, name.p, name.len, &x);
+    if (x.failed) {
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
     resp_w_map(r->out, r->proto, LATCH_INFO_FIELDS);
     resp_w_bulk_str(r->out, "type");
     resp_w_bulk_str(r->out, fsm_latch_kind_name(v.barrier));
@@ -326,11 +321,14 @@ void latchInfoCommand(struct srv_req *r)
     resp_w_bulk_str(r->out, "remaining");
     resp_w_uint(r->out, v.remaining);
     resp_w_bulk_str(r->out, "joiners");
-    resp_w_array(r->out, v.n_parts);
-    fsm_latch_parts(r->s->fsm, name.p, name.len, part_cb, r);
-    resp_w_bulk_str(r->out, "counted");
-    resp_w_array(r->out, v.n_parts);
-    fsm_latch_parts(r->s->fsm, name.p, name.len, done_cb, r);
+    resp_w_array(r->out, x.n);
+    for (size_t i = 0; i < x.n; i++)
+        resp_w_uint(r->out, x.r[i].sid);
+    resp_w_bulk_str(r->out, "counted"); /* per joiner, in the order of "joiners" */
+    resp_w_array(r->out, x.n);
+    for (size_t i = 0; i < x.n; i++)
+        resp_w_uint(r->out, x.r[i].val);
+    inforows_free(&x);
     resp_w_bulk_str(r->out, "broken_sid");
     resp_w_uint(r->out, v.broken_sid);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "server/cmd/cmd.h"
+#include "server/cmd/inforows.h"
 
 #define SEM_INFO_FIELDS 7
 #define HOLDER_FIELDS 3
@@ -166,20 +167,6 @@ static void sem_holder_cb(void *arg, uint64_t sid, uint64_t token, uint32_t perm
     resp_w_uint(r->out, permits);
 }
 
-static void sem_waiter_cb(void *arg, uint64_t sid, uint32_t permits)
-{
-    struct srv_req *r = arg;
-    (void)permits;
-    resp_w_uint(r->out, sid);
-}
-
-static void sem_wanted_cb(void *arg, uint64_t sid, uint32_t permits)
-{
-    struct srv_req *r = arg;
-    (void)sid;
-    resp_w_uint(r->out, permits);
-}
-
 /* SEM.INFO name -> nil | {limit, permits (in use), holders: [{sid, token, permits}...],
  * waiters: [sid...], lockdelay, wanted: [permits of each waiter, in the same order],
  * limit_set_by_operator: 1 if `limit` is an operator's (SEM.SETLIMIT), which wins over the
@@ -194,6 +181,14 @@ void semInfoCommand(struct srv_req *r)
         resp_w_nil(r->out, r->proto);
         return;
     }
+    /* The queue, read once and before anything is written: its rows are both "waiters" (each
+     * row's sid, FIFO) and "wanted" (each row's permits, in the same order). */
+    struct info_rows q;
+    inforows_sem_queue(r->s->fsm, name.p, name.len, &q);
+    if (q.failed) {
+        cmd_reply_err(r, PROTO_ERR " out of memory");
+        return;
+    }
     resp_w_map(r->out, r->proto, SEM_INFO_FIELDS);
     resp_w_bulk_str(r->out, "limit");
     resp_w_uint(r->out, v.limit);
@@ -203,13 +198,16 @@ void semInfoCommand(struct srv_req *r)
     resp_w_array(r->out, v.n_holders);
     fsm_sem_holders(r->s->fsm, name.p, name.len, sem_holder_cb, r);
     resp_w_bulk_str(r->out, "waiters");
-    resp_w_array(r->out, v.n_waiters);
-    fsm_sem_waiters(r->s->fsm, name.p, name.len, sem_waiter_cb, r);
+    resp_w_array(r->out, q.n);
+    for (size_t i = 0; i < q.n; i++)
+        resp_w_uint(r->out, q.r[i].sid);
     resp_w_bulk_str(r->out, "lockdelay");
     resp_w_uint(r->out, v.in_lockdelay ? 1 : 0);
-    resp_w_bulk_str(r->out, "wanted");
-    resp_w_array(r->out, v.n_waiters);
-    fsm_sem_waiters(r->s->fsm, name.p, name.len, sem_wanted_cb, r);
+    resp_w_bulk_str(r->out, "wanted"); /* per waiter, in the order of "waiters" */
+    resp_w_array(r->out, q.n);
+    for (size_t i = 0; i < q.n; i++)
+        resp_w_uint(r->out, q.r[i].val);
+    inforows_free(&q);
     resp_w_bulk_str(r->out, "limit_set_by_operator");
     resp_w_uint(r->out, v.by_operator ? 1 : 0);
 }

@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "server/cmd/cmd.h"
+#include "server/cmd/inforows.h"
 #include "server/cmd/waitrows.h"
 #include "server/obs/console.h"
 #include "server/obs/http_args.h"
@@ -84,36 +85,6 @@ static bool may_lock(const struct hapi_req *q, const struct acl_user *u, const c
 }
 
 /* ---- the JSON of each route ---- */
-
-struct sids {
-    uint64_t *v;
-    size_t n, cap;
-    bool failed;
-};
-
-static void sids_add(void *arg, uint64_t sid)
-{
-    struct sids *x = arg;
-    if (x->failed)
-        return;
-    if (x->n == x->cap) {
-        size_t cap = x->cap ? x->cap * 2 : 8;
-        uint64_t *v = realloc(x->v, cap * sizeof(*v));
-        if (!v) {
-            x->failed = true;
-            return;
-        }
-        x->v = v;
-        x->cap = cap;
-    }
-    x->v[x->n++] = sid;
-}
-
-static void waiter_add(void *arg, uint64_t sid, uint64_t wait_ms)
-{
-    (void)wait_ms;
-    sids_add(arg, sid);
-}
 
 struct holders_arg {
     struct json *j;
@@ -280,12 +251,6 @@ static void sem_holder_obj(void *arg, uint64_t sid, uint64_t token, uint32_t per
     json_close(j);
 }
 
-static void sem_wanted(void *arg, uint64_t sid, uint32_t permits)
-{
-    (void)sid;
-    json_u64(arg, permits);
-}
-
 /* SEM.INFO's fields, with the name. */
 static void render_sem(struct srv *s, struct json *j, const char *name, size_t nl)
 {
@@ -300,20 +265,21 @@ static void render_sem(struct srv *s, struct json *j, const char *name, size_t n
     json_arr(j);
     fsm_sem_holders(s->fsm, name, nl, sem_holder_obj, j);
     json_close(j);
-    struct sids w = {0};
-    fsm_lock_waiters(s->fsm, name, nl, waiter_add, &w);
+    struct info_rows q; /* read once: "waiters" its sids, "wanted" its permits */
+    inforows_sem_queue(s->fsm, name, nl, &q);
     json_key(j, "waiters");
     json_arr(j);
-    for (size_t i = 0; !w.failed && i < w.n; i++)
-        json_u64(j, w.v[i]);
+    for (size_t i = 0; i < q.n; i++)
+        json_u64(j, q.r[i].sid);
     json_close(j);
-    free(w.v);
     json_kv_u64(j, "lockdelay", v.in_lockdelay ? 1 : 0);
     json_kv_u64(j, "limit_set_by_operator", v.by_operator ? 1 : 0);
-    json_key(j, "wanted");
+    json_key(j, "wanted"); /* per waiter, in the order of "waiters" */
     json_arr(j);
-    fsm_sem_waiters(s->fsm, name, nl, sem_wanted, j);
+    for (size_t i = 0; i < q.n; i++)
+        json_u64(j, q.r[i].val);
     json_close(j);
+    inforows_free(&q);
     json_close(j);
 }
 
