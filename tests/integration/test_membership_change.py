@@ -551,3 +551,106 @@ def test_a_joined_node_that_hears_no_leader_asks_again_but_a_removal_sticks(ctx)
                what="the leader's refusal in node 4's log")
     eq(voters(ready_leader(servers)), [1, 2, 3], "the removal stuck")
     assert 4 not in (members(ready_leader(servers)) or {}), "node 4 was added back"
+
+
+def test_joiner_whose_catch_up_was_given_up_asks_again(ctx):
+    """Found by the 5-node torture (seed 20261207): a node removed and joining again with an
+    empty data dir replays the cluster's history, in which it was a voter, and libraft 0.22.1
+    keeps the configuration a follower counts as committed stale while it replays (a batch's
+    configuration entries are recorded at the batch's first index: rn_tick.c), so that is the
+    old one. When the leader gave up catching the joiner up (a round of over 5 s) and took the
+    spare out again, the joiner read the old configuration as its own, counted itself a voter
+    and never asked again. A joiner now counts itself a voter only once the leader says so.
+    Made here: the removal lands inside one of the joiner's AppendEntries batches (32 entries)
+    and not first in it, the joiner is stopped half way through its catch-up until the leader
+    gives up (libraft's round limits), and the leader takes the spare out again. In the torture
+    the stale bookkeeping lasted because the joiner was still writing what it had received; rn
+    repairs it once a follower has applied its whole log (rn_tick.c), so the joiner runs with
+    FENCELOCK_NO_CONFIG_REPAIR here and keeps it for good: the old joiner then never became a
+    voter again (3 of 3 runs)."""
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    victim = next(s for s in servers if s is not leader)
+    others = [s for s in servers if s is not victim]
+    with Conn(leader.port, timeout=20) as c:
+        for i in range(100):  # one entry each: the removal lands at index 100 or more
+            ok(c.call("PUT", "before-%d" % i, "x"))
+        expect_ok(c.call("CLUSTER.REMOVE", victim.node_id, timeout=20), "remove the victim")
+        removal = metric(leader, "fencelock_applied_index")
+        for i in range(2000):  # history to replay after the removal
+            ok(c.call("PUT", "after-%d" % i, "x"))
+    stop = threading.Event()
+
+    def writer():  # bounded in time and count: entries keep coming during the catch-up
+        try:
+            with Conn(leader.port, timeout=10) as c:
+                for i in range(200000):
+                    if stop.is_set():
+                        return
+                    c.call("PUT", "during-%d" % (i % 64), "x", timeout=10)
+                    time.sleep(0.002)
+        except (OSError, ConnectionClosed, ReplyTimeout):
+            return
+    t = threading.Thread(target=writer, daemon=True)
+    ctx.defer(lambda: (stop.set(), t.join(15)))
+    t.start()
+    victim.extra_env["FENCELOCK_NO_CONFIG_REPAIR"] = "1"
+    rejoin(ctx, victim, others)
+
+    def mid_catch_up():
+        try:
+            return metric(victim, "fencelock_applied_index") > removal
+        except (OSError, AssertionError):
+            return False
+    wait_until(mid_catch_up, timeout=60, interval=0.005,
+               what="the joiner replayed the removal")
+    victim.sigstop()
+    assert victim.node_id not in (voters(leader) or []), \
+        "the joiner became a voter before it was stopped: no catch-up left to give up"
+    def spare_taken_out():
+        ms = members(leader)
+        return ms is not None and victim.node_id not in ms
+    wait_until(lambda: "did not catch up" in leader.log_text(), timeout=30,
+               what="the leader gave up catching the joiner up")
+    wait_until(spare_taken_out, timeout=30, what="the leader took the spare out again")
+    victim.sigcont()
+    wait_voter(others + [victim], victim, timeout=60)
+    stop.set()
+    t.join(15)
+    wait_until(lambda: "join: this node is a voter of the cluster" in victim.log_text(),
+               timeout=20, what="the joiner knows it is a voter")
+
+
+test_joiner_whose_catch_up_was_given_up_asks_again.timeout = 180
+
+
+def test_a_members_restart_trusts_its_mark_and_a_removal_sticks(ctx):
+    """A joined node writes `joined` into its data dir when the leader says it is a voter. A
+    member restarted with --join (its unit file keeps the flag) then trusts its own
+    configuration at once, as before, and does not ask to be added: removed by an operator
+    while it was down, it stays out (the recheck's CLUSTER.ADD ... PROMOTE is refused). Without
+    the mark it would ask like a joiner, and a plain CLUSTER.ADD adds it back."""
+    import os
+    servers = start_cluster(ctx, 3)
+    leader = ready_leader(servers)
+    n4 = new_server(ctx, 4, ["--join", "127.0.0.1:%d" % leader.port] + TIMING)
+    n4.start(wait=False)
+    wait_until(lambda: 4 in (voters(leader) or []), timeout=30, what="node 4 a voter")
+    mark = os.path.join(n4.data_dir, "joined")
+    wait_until(lambda: os.path.exists(mark), timeout=20, what="node 4's joined mark")
+    with open(mark) as f:
+        eq(f.read(), "fencelock member 4\n", "the mark names the member")
+    n4.kill9()
+    with Conn(leader.port) as c:
+        expect_ok(c.call("CLUSTER.REMOVE", 4, timeout=15), "remove the stopped node")
+    n4.start(wait=False)
+    wait_until(lambda: "a member's restart" in n4.log_text(), timeout=20,
+               what="node 4 trusts its own configuration at its restart")
+    wait_until(lambda: "is not in the configuration (removed?)" in n4.log_text(), timeout=40,
+               what="the recheck's PROMOTE refused")
+    assert "added to the cluster by" not in n4.log_text().split("a member's restart")[-1]
+    eq(voters(ready_leader(servers)), [1, 2, 3], "the removal stuck")
+    assert 4 not in (members(ready_leader(servers)) or {}), "node 4 was added back"
+
+
+test_a_members_restart_trusts_its_mark_and_a_removal_sticks.timeout = 120

@@ -32,6 +32,10 @@ struct srv;
 struct srv_slot;
 struct srv_announce;
 
+/* CLUSTER.ADD's refusal of a member that is a voter already ("-ERR member N " this): a --join
+ * node reads it as the leader's word that it is a voter (members.c join_reply). */
+#define CLUSTER_ALREADY_VOTER "is already a voter"
+
 enum srv_lead { SRV_NOT_LEADER = 0, SRV_READY_PENDING = 1, SRV_READY = 2 };
 
 struct srv_read_list {
@@ -62,6 +66,8 @@ struct srv_cluster {
     /* --join: where the next CLUSTER.ADD goes (follows -NOTLEADER) */
     char join_target[PROTO_ADDR_BUF];
     bool joined;              /* --join: this node is a voter (or was already at start) */
+    bool joined_mark;         /* --join: --data-dir holds the mark of a past voter      */
+    bool joined_mark_read;    /* --join: joined_mark was looked up (once, at first use) */
     uint64_t leader_heard_ms; /* --join: last tick that knew a leader (members.c recheck) */
     bool join_promote;        /* --join recheck: CLUSTER.ADD ... PROMOTE (only a spare)  */
     unsigned join_next;       /* --join: which listed address a fresh attempt starts from */

@@ -28,6 +28,19 @@
  * Once a voter, the node announces its client address like every follower. A node that
  * joined never asks again, so removing it later does not make it push itself back in.
  *
+ * A joiner counts itself a voter only when the leader says so: +OK to its CLUSTER.ADD (the
+ * promotion committed) or "already a voter" (an answer that was lost, asked again). Its own
+ * configuration does not count: a joiner replays the cluster's history first, and a node
+ * removed and joining again (empty data dir, same id) was a voter in that history. libraft
+ * 0.22.1 keeps a follower's committed configuration stale while it replays (rn_tick.c), and
+ * the torture saw a joiner take that old configuration for its own when the leader gave up
+ * catching it up (libraft gives up on a round of over 5 s) and took the new spare out again: it
+ * stopped asking, a voter to itself only, for good. The first time the leader says so, the
+ * node writes JOINED_MARK into its data dir. A member's restart (the mark present) trusts its
+ * own committed configuration at once, as before, so a member an operator removed while it
+ * was down does not ask to be added back. A joiner without the mark (also one restarted half
+ * way) keeps asking with plain CLUSTER.ADD, which adds it as a spare again and resumes.
+ *
  * Under --acl-file the request is preceded by `AUTH peer-user password` (--peer-user) on the
  * same connection, pipelined (the server parses nothing after an AUTH until it is answered).
  * A refusal for want of credentials (-NOAUTH, -WRONGPASS, -NOPERM) is logged with what to fix
@@ -52,13 +65,18 @@
  * `s->cluster.announce` is NULL once the handle closed.
  */
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/addr.h"
 #include "common/clock.h"
+#include "common/io.h"
 #include "common/proto.h"
 #include "server/security/peer_guard.h"
 #include "server/server.h"
@@ -274,7 +292,20 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
         *b = uv_buf_init(a->raw, sizeof(a->raw));
 }
 
-/* A join answer: -NOTLEADER host:port moves the next attempt to the leader; any other error
+static void join_done(struct srv *s);
+
+/* Whether an answer line holds `what` (an error's text). */
+static bool reply_says(const char *line, size_t n, const char *what)
+{
+    size_t w = strlen(what);
+    for (size_t i = 0; i + w <= n; i++)
+        if (memcmp(line + i, what, w) == 0)
+            return true;
+    return false;
+}
+
+/* A join answer: +OK, or "already a voter" (a lost +OK asked again), makes this node a voter;
+ * -NOTLEADER host:port moves the next attempt to the leader; any other error
  * (-NOLEADER from a member that knows no leader, a refusal) to the next --join address, as a
  * failed connection does: one member that cannot help must not keep the joiner waiting. */
 static void join_reply(struct srv_announce *a, const char *line, size_t n)
@@ -287,12 +318,15 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
                  (int)(n - (sizeof(nl) - 1)), line + sizeof(nl) - 1);
         LOGI(&s->log, "join: redirected to the leader at %s", s->cluster.join_target);
         s->cluster.announce_last_ms = 0; /* follow at once */
-    } else if (line[0] == '-') {
+    } else if (line[0] == '-' && !reply_says(line, n, CLUSTER_ALREADY_VOTER)) {
         LOGW(&s->log, "join: %s answered %.*s", s->cluster.join_target,
              (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
         s->cluster.join_target[0] = 0;
     } else {
-        LOGI(&s->log, "join: added to the cluster by %s", s->cluster.join_target);
+        LOGI(&s->log, "join: %s by %s",
+             line[0] == '-' ? "already a voter, says" : "added to the cluster",
+             s->cluster.join_target);
+        join_done(s);
     }
 }
 
@@ -661,19 +695,81 @@ static bool join_recheck(struct srv *s)
     return true;
 }
 
-/* --join and not yet a voter: ask the leader (or the --join address) to add this node. Only a
- * committed promotion counts: one the leader appended and lost with its leadership may leave
- * this node a spare in the new leader's configuration, which replicates nothing to spares, so
- * this node would never learn otherwise and never be asked to catch up again. */
+/* The file in --data-dir that says this data dir's node has been a voter (the top of this
+ * file says why). */
+#define JOINED_MARK "joined"
+
+static int joined_mark_path(const struct srv *s, char *path, size_t len)
+{
+    int n = snprintf(path, len, "%s/" JOINED_MARK, s->cfg.data_dir);
+    return n > 0 && (size_t)n < len ? 0 : -1;
+}
+
+/* Written once, synced (and its directory entry too): a crash right after must not leave a
+ * voter without it, or its next start would ask to be added as a joiner does. A failure is
+ * logged and the write tried again at the next start; the node is a voter either way. */
+static void joined_mark_write(struct srv *s)
+{
+    char path[sizeof(s->cfg.data_dir) + sizeof(JOINED_MARK) + 1];
+    char line[64];
+    int n = snprintf(line, sizeof line, "fencelock member %llu\n", (unsigned long long)s->cfg.id);
+    int fd = joined_mark_path(s, path, sizeof path) == 0
+                 ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+                 : -1;
+    bool ok = fd >= 0 && io_write_all(fd, line, (size_t)n) == 0 && fsync(fd) == 0;
+    if (fd >= 0)
+        close(fd);
+    int dfd = ok ? open(s->cfg.data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    ok = ok && dfd >= 0 && fsync(dfd) == 0;
+    if (dfd >= 0)
+        close(dfd);
+    if (!ok)
+        LOGW(&s->log,
+             "join: cannot write %s/" JOINED_MARK " (%s): the next start asks to be added again, "
+             "as a joiner does",
+             s->cfg.data_dir, strerror(errno));
+}
+
+/* Whether --data-dir holds the mark (looked up once). */
+static bool joined_mark(struct srv *s)
+{
+    if (!s->cluster.joined_mark_read) {
+        char path[sizeof(s->cfg.data_dir) + sizeof(JOINED_MARK) + 1];
+        s->cluster.joined_mark_read = true;
+        s->cluster.joined_mark =
+            joined_mark_path(s, path, sizeof path) == 0 && access(path, F_OK) == 0;
+    }
+    return s->cluster.joined_mark;
+}
+
+static void join_done(struct srv *s)
+{
+    s->cluster.joined = true;
+    s->cluster.join_promote = false;
+    s->cluster.leader_heard_ms = clock_ms();
+    LOGI(&s->log, "join: this node is a voter of the cluster");
+    if (!joined_mark(s)) {
+        joined_mark_write(s);
+        s->cluster.joined_mark = true;
+    }
+}
+
+/* --join and not yet a voter: ask the leader (or the --join address) to add this node, until
+ * the leader says it is a voter (join_reply). A member's restart (JOINED_MARK: a leader said
+ * so once) trusts the configuration its log ends with instead. Not the one libraft counts as
+ * committed: right after a start that is only what a snapshot or the log's start held, since
+ * libraft 0.22 keeps no commit index on disk, and a restarted member removed while it was down
+ * never hears otherwise (it asked to be added back, and was, before the mark). A promotion the
+ * leader appended and lost with its leadership gives no mark (the leader never said so). */
 static int join_pending(struct srv *s)
 {
     if (!s->cfg.n_join)
         return 0;
     if (s->cluster.joined)
         return join_recheck(s) ? 1 : 0;
-    if (rn_server_role_committed(s->rn, s->cfg.id) == RN_VOTER) {
+    if (joined_mark(s) && rn_server_role(s->rn, s->cfg.id) == RN_VOTER) {
         s->cluster.joined = true;
-        LOGI(&s->log, "join: this node is a voter of the cluster");
+        LOGI(&s->log, "join: this node is a voter of the cluster (a member's restart)");
         return 0;
     }
     return 1;

@@ -297,7 +297,8 @@ void clusterAddCommand(struct srv_req *r)
     snprintf(addr, sizeof(addr), "%.*s", (int)r->argv[2].len, r->argv[2].p);
     const char *known = rn_server_address(r->s->rn, id);
     if (rn_server_role(r->s->rn, id) == RN_VOTER) {
-        resp_w_errorf(r->out, PROTO_ERR " member %llu is already a voter", (unsigned long long)id);
+        resp_w_errorf(r->out, PROTO_ERR " member %llu " CLUSTER_ALREADY_VOTER,
+                      (unsigned long long)id);
         return;
     }
     if (promote_only && !known) {
