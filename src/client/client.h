@@ -82,6 +82,11 @@ struct cl_cmd {
     int wait_idx;              /* >0: argv[wait_idx] is a WAIT ms that each send recomputes */
     int64_t wait_end;          /* ... as the time left until wait_end (at least 1 ms) */
     const atomic_int *cancel;  /* non-NULL and set: give the call up (FL_ETIMEOUT) at once */
+    /* How many times cl_call began to send it. Over 1: it was sent again after an unknown
+     * outcome, so an answer that cannot look back at an earlier send (-NOSESSION: a REQ
+     * command's session, and with it the answer kept for a resend, is gone) says nothing
+     * about whether that earlier send applied. */
+    unsigned sends;
 };
 
 void cl_cmd_init(struct cl_cmd *m, const char *name);

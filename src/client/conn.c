@@ -425,6 +425,7 @@ static enum step on_reply(fl_client *c, const char *addr, redisReply *r, unsigne
 /* Send m on ln; false if the connection failed (then nothing or part may have been sent). */
 static bool send_cmd(struct cl_link *ln, struct cl_cmd *m, int64_t until)
 {
+    m->sends++;
     return cl_link_send(ln, m->argc, m->argv, m->len, until) == 0;
 }
 

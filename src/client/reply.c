@@ -22,6 +22,7 @@ void cl_cmd_init(struct cl_cmd *m, const char *name)
     m->block_ms = 0;
     m->wait_idx = 0;
     m->cancel = NULL;
+    m->sends = 0;
     cl_arg_str(m, name);
 }
 
