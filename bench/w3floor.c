@@ -25,7 +25,7 @@
  * - An entry commits when the leader's own write and one follower's write are done; then the
  *   leader applies its commands (a table of held keys and a token counter) and replies.
  * There is no session, no parsing, no fencing state, no snapshot, no heartbeat, no checksum:
- * its CPU per pair is the kernel's share only, which fencelockd cannot go under.
+ * its CPU per pair is almost all the kernel's, a share a service built this way cannot go under.
  *
  * Ownership: the parent process makes the three listening sockets, forks the three nodes (they
  * die with it: PR_SET_PDEATHSIG), runs the clients, then kills and reaps the nodes and removes
