@@ -75,19 +75,29 @@ class Secure:
             os.chmod(path, 0o600)  # secrets: fencelockd refuses group/world-readable ones
 
     def peer_cert(self, node_id):
-        """Member node_id's Raft port certificate and key (made once)."""
+        """Member node_id's Raft port certificate and key (made once). Processes that share
+        this material (the conformance runner's forked workers) may ask at the same moment:
+        the check and the making hold a lock on the directory, and the pair appears under its
+        final names only once whole. (Two workers once made peer3 at once: one's key beside
+        the other's certificate, and every later start with them failed.)"""
+        import fcntl
         d, n = self.dir, "peer%d" % node_id
         cert, key = os.path.join(d, n + ".crt"), os.path.join(d, n + ".key")
-        if not os.path.exists(cert):
-            name = "fencelock-node-%d" % node_id
-            ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-            _run(["openssl", "req", *ec, "-keyout", key, "-out", n + ".csr", "-subj",
-                  "/CN=" + name], d)
-            with open(os.path.join(d, n + ".ext"), "w") as f:
-                f.write("subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth,clientAuth\n" % name)
-            _openssl_past(["x509", "-req", "-in", n + ".csr", "-CA", "peer-ca.crt", "-CAkey",
-                           "peer-ca.key", "-CAcreateserial", "-out", cert, "-days", "800",
-                           "-extfile", n + ".ext"], d)
+        with open(os.path.join(d, ".peer-certs.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(cert):
+                name = "fencelock-node-%d" % node_id
+                ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+                _run(["openssl", "req", *ec, "-keyout", n + ".key.new", "-out", n + ".csr",
+                      "-subj", "/CN=" + name], d)
+                with open(os.path.join(d, n + ".ext"), "w") as f:
+                    f.write("subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth,clientAuth\n"
+                            % name)
+                _openssl_past(["x509", "-req", "-in", n + ".csr", "-CA", "peer-ca.crt",
+                               "-CAkey", "peer-ca.key", "-CAcreateserial", "-out",
+                               n + ".crt.new", "-days", "800", "-extfile", n + ".ext"], d)
+                os.replace(os.path.join(d, n + ".key.new"), key)
+                os.replace(os.path.join(d, n + ".crt.new"), cert)  # last: it marks "made"
         return cert, key
 
     def server_flags(self, node_id):
