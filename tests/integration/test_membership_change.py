@@ -577,7 +577,9 @@ def test_joiner_whose_catch_up_was_given_up_asks_again(ctx):
             ok(c.call("PUT", "before-%d" % i, "x"))
         expect_ok(c.call("CLUSTER.REMOVE", victim.node_id, timeout=20), "remove the victim")
         removal = metric(leader, "fencelock_applied_index")
-        for i in range(2000):  # history to replay after the removal
+        # history to replay after the removal, in 32-entry AppendEntries: long enough that the
+        # joiner is seen half way (its applied index polled every 5 ms) on a busy machine too
+        for i in range(4000):
             ok(c.call("PUT", "after-%d" % i, "x"))
     stop = threading.Event()
 

@@ -294,16 +294,6 @@ static void announce_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 
 static void join_done(struct srv *s);
 
-/* Whether an answer line holds `what` (an error's text). */
-static bool reply_says(const char *line, size_t n, const char *what)
-{
-    size_t w = strlen(what);
-    for (size_t i = 0; i + w <= n; i++)
-        if (memcmp(line + i, what, w) == 0)
-            return true;
-    return false;
-}
-
 /* A join answer: +OK, or "already a voter" (a lost +OK asked again), makes this node a voter;
  * -NOTLEADER host:port moves the next attempt to the leader; any other error
  * (-NOLEADER from a member that knows no leader, a refusal) to the next --join address, as a
@@ -318,7 +308,8 @@ static void join_reply(struct srv_announce *a, const char *line, size_t n)
                  (int)(n - (sizeof(nl) - 1)), line + sizeof(nl) - 1);
         LOGI(&s->log, "join: redirected to the leader at %s", s->cluster.join_target);
         s->cluster.announce_last_ms = 0; /* follow at once */
-    } else if (line[0] == '-' && !reply_says(line, n, CLUSTER_ALREADY_VOTER)) {
+    } else if (line[0] == '-' &&
+               !memmem(line, n, CLUSTER_ALREADY_VOTER, sizeof(CLUSTER_ALREADY_VOTER) - 1)) {
         LOGW(&s->log, "join: %s answered %.*s", s->cluster.join_target,
              (int)(n > LOGGED_REPLY_MAX ? LOGGED_REPLY_MAX : n), line);
         s->cluster.join_target[0] = 0;
